@@ -1,0 +1,85 @@
+// Package layer is the contract of memlayer: what a memory layer is, the
+// hooks it may implement, and the [Stack] that runs a set of layers for one
+// agent run.
+//
+// A layer gives an agent one kind of memory (a scratchpad, the entities it
+// is working on, a key-value store). It declares a [Spec] — an ID, a Slot
+// that orders it in the prompt, a [Scope] that says whose state it keeps,
+// and a token [Budget] — and implements Recall. Every other capability is a
+// small optional interface discovered by type assertion, the way
+// database/sql discovers what a driver can do:
+//
+//   - [Initializer]: Init loads the layer's state for a run and returns the
+//     layer bound to that run.
+//   - [Storer]: Store learns from each model response and its tool results.
+//   - [Spawner]: OnSpawn decides what a child agent inherits.
+//   - [Returner]: OnReturn takes a child's changes back.
+//   - [Provider]: read-only data and functions; functions become tools.
+//   - [Snapshotter], [Clearer], [StatsReporter]: the stack's unified
+//     memory operations.
+//   - [Closer] (or io.Closer): flush and release at the end of a run.
+//
+// Capabilities are found through [As], which also walks [Unwrapper]
+// chains, so a wrapping layer exposes what it wraps unless it implements
+// the hook itself.
+//
+// # Lifecycle
+//
+// For one run of an agent on a thread the stack calls, in this order:
+//
+//  1. Init, once, in registration order. Init receives the run's [Env]
+//     (thread, resource and execution IDs, the store) and returns the
+//     bound layer; the registered layer is a template that concurrent runs
+//     share and must not be modified. A failing Init aborts the run and
+//     closes the layers already initialised, unless the spec sets
+//     DisableOnInitError: then the layer is disabled for the run (every
+//     later hook skipped) and the failure reported.
+//  2. Recall, before every model call, in slot order (ties keep
+//     registration order), with the layer's allocated budget. A failed or
+//     slow Recall is reported and contributes nothing; the step goes on.
+//  3. Store, after every model response and its tool results, for all
+//     layers concurrently, each on its own state. A failure is reported and
+//     does not affect other layers. Provided functions called as tools run
+//     between Recall and Store and are serialised with them.
+//  4. OnSpawn, when the agent spawns a child: see [Stack.Spawn]. A failed
+//     OnSpawn leaves the layer out of the child. OnReturn, when the child
+//     finishes: see [Stack.Return]. A failed OnReturn leaves the parent
+//     layer unchanged.
+//  5. Close, once, when the run ends, successful or not, in reverse
+//     registration order.
+//
+// # Failures and timeouts
+//
+// Every hook runs under a timeout ([Spec.Timeouts], else
+// [StackConfig.Timeouts], else [DefaultTimeouts]) and with panics
+// recovered. Failures are [*Error] values naming the layer and the hook;
+// they are logged through log/slog and sent to the stack's Observer. A hook
+// that outlives its timeout keeps its layer busy until it returns: later
+// hooks of that layer wait, and time out, rather than run concurrently with
+// it. Other layers are never held up.
+//
+// # Scopes and storage
+//
+// A layer's state is stored under a scope key derived from its Scope by
+// [Env.ScopeKey]: the thread ID, the resource ID (or the thread ID when
+// there is none), a single global key, or the execution ID (never
+// persisted). Keys are built with storage.LayerKey so no ID can reach
+// another's keys. Writes use compare-and-swap: two processes updating the
+// same resource retry instead of overwriting each other.
+//
+// # Tools
+//
+// A provided [Function] is offered to the model as a tool named
+// "<layer-id>/<function>" ([ToolName]). Provider APIs accept only
+// [a-zA-Z0-9_-]{1,64}, so the name sent on the wire is [WireName] of it;
+// [Stack.CallTool] accepts either. Arguments must be a JSON object and are
+// validated against the function's schema (when the stack has a
+// validator) before the function runs; errors are text for the model.
+//
+// # Concurrency
+//
+// A [Stack] is safe for concurrent use. Hooks of one layer never run
+// concurrently with each other, so a bound layer needs no lock for its own
+// per-run state. A registered (template) layer may be initialised by many
+// runs at once.
+package layer

@@ -1,0 +1,57 @@
+package layer
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors reported by this package. Check them with [errors.Is]; they are
+// usually wrapped in an [*Error] naming the layer and hook.
+var (
+	// ErrInvalidSpec means a layer's Spec is unusable: a bad ID, a bad
+	// scope, a NaN, negative or inverted budget.
+	ErrInvalidSpec = errors.New("layer: invalid spec")
+	// ErrDuplicateID means two layers in one stack share an ID.
+	ErrDuplicateID = errors.New("layer: duplicate layer id")
+	// ErrTimeout means a hook did not finish within its timeout.
+	ErrTimeout = errors.New("layer: hook timed out")
+	// ErrClosed means the stack was used after Close.
+	ErrClosed = errors.New("layer: stack closed")
+	// ErrNotInitialized means a hook was called before Init.
+	ErrNotInitialized = errors.New("layer: stack not initialized")
+	// ErrUnknownTool means a tool name matches no provided function.
+	ErrUnknownTool = errors.New("layer: unknown tool")
+	// ErrInvalidArguments means tool arguments are not a JSON object or
+	// fail the function's parameter schema.
+	ErrInvalidArguments = errors.New("layer: invalid tool arguments")
+	// ErrSnapshot means a snapshot cannot be restored: malformed, from a
+	// newer format, or taken from a stack with other layers.
+	ErrSnapshot = errors.New("layer: unusable snapshot")
+	// ErrPanic means a hook panicked; the panic value is in the message.
+	ErrPanic = errors.New("layer: hook panicked")
+)
+
+// Hook names, as used in [Error.Hook] and in events.
+const (
+	HookInit   = "init"
+	HookRecall = "recall"
+	HookStore  = "store"
+	HookSpawn  = "onSpawn"
+	HookReturn = "onReturn"
+	HookClose  = "close"
+	HookTool   = "tool"
+)
+
+// Error is a failure of one hook of one layer.
+type Error struct {
+	Layer string // the layer's ID
+	Hook  string // one of the Hook constants
+	Err   error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("layer %s: %s: %v", e.Layer, e.Hook, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }

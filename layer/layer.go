@@ -1,0 +1,311 @@
+package layer
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/memlayer/memlayer/storage"
+)
+
+// Named slots. Lower slots render earlier in the prompt; layers with equal
+// slots keep the order they were registered in.
+const (
+	SlotReminder       = 80
+	SlotSteering       = 90
+	SlotWorkingMemory  = 100
+	SlotTaskState      = 110
+	SlotEntities       = 150
+	SlotObservations   = 200
+	SlotProcedural     = 250
+	SlotEpisodic       = 300
+	SlotRAG            = 350
+	SlotSemanticRecall = 400
+)
+
+// Scope says whose memory a layer keeps, and so under which key its state
+// is stored. The zero Scope is ScopeThread.
+type Scope string
+
+// The scopes. See [ScopeKey] for the storage key each one maps to.
+const (
+	// ScopeThread keeps one state per conversation thread.
+	ScopeThread Scope = "thread"
+	// ScopeResource keeps one state per resource (a user, a project),
+	// shared by every thread of that resource; without a resource ID it
+	// falls back to the thread.
+	ScopeResource Scope = "resource"
+	// ScopeGlobal keeps one state shared by every run.
+	ScopeGlobal Scope = "global"
+	// ScopeExecution keeps state for one run only; it is never persisted.
+	ScopeExecution Scope = "execution"
+)
+
+// GlobalScopeKey is the scope key of [ScopeGlobal].
+const GlobalScopeKey = "__global__"
+
+// Budget is a layer's share of the context window, in tokens. Min is
+// guaranteed when the window allows it; Max caps what the layer gets. A Max
+// of zero (or +Inf) means no cap: the zero Budget is "take what is left".
+// Budgets are float64 so that an unbounded window (+Inf) can be
+// represented; NaN and negative values are rejected by [NewStack].
+type Budget struct {
+	Min float64
+	Max float64
+}
+
+// Timeouts bound each hook of one layer. A zero field takes the stack's
+// default for that hook (see [StackConfig]).
+type Timeouts struct {
+	Init, Recall, Store, Spawn, Return, Close time.Duration
+}
+
+// Spec is what a layer declares about itself. It must not change after the
+// layer is handed to a [Stack].
+type Spec struct {
+	// ID names the layer: lowercase kebab case ([a-z0-9] words joined by
+	// single '-'), at most 48 bytes, unique in a stack. It is part of the
+	// layer's storage keys and tool names, so changing it orphans stored
+	// state.
+	ID string
+	// Slot orders the layer in the prompt (lower first).
+	Slot int
+	// Scope selects whose state the layer keeps. Zero is ScopeThread.
+	Scope Scope
+	// Budget is the layer's token budget. Zero is unbounded.
+	Budget Budget
+	// DisableOnInitError makes a failing Init disable the layer (every
+	// later hook is skipped and the failure reported) instead of aborting
+	// the run.
+	DisableOnInitError bool
+	// Timeouts overrides the stack's per-hook timeouts for this layer.
+	Timeouts Timeouts
+}
+
+// A Layer gives an agent one kind of memory. Spec declares it; Recall puts
+// its memory into the prompt before every model call. Everything else a
+// layer can do is an optional interface, discovered by type assertion:
+// [Initializer], [Storer], [Spawner], [Returner], [Provider],
+// [Snapshotter], [Clearer], [StatsReporter] and [Closer] (or io.Closer).
+//
+// A Layer handed to a [Stack] is used by one run at a time: the stack
+// serialises Recall and Store of one layer and never calls them
+// concurrently with each other. Layers that share state across runs
+// (a cache, a store handle) must guard it themselves.
+type Layer interface {
+	Spec() Spec
+	// Recall returns the layer's prompt items for this model call, or
+	// none. It must not modify the layer's persisted state. A returned
+	// error is reported and the layer contributes nothing this step.
+	Recall(ctx context.Context, q Query) ([]Item, error)
+}
+
+// Initializer is implemented by layers that load state. Init runs once per
+// run, before anything else, and returns the layer bound to that run: the
+// receiver is a template that several runs may Init concurrently, so Init
+// must not modify it. A layer that keeps no per-run state may return
+// itself.
+type Initializer interface {
+	Init(ctx context.Context, env Env) (Layer, error)
+}
+
+// Storer is implemented by layers that learn from each step. Store runs
+// after every model response and its tool results, for every layer of the
+// stack concurrently (each layer on its own state). Persisted changes must
+// use compare-and-swap ([storage.Store.Put] with a version) so that two
+// processes updating the same scope lose nothing.
+type Storer interface {
+	Store(ctx context.Context, t Turn) error
+}
+
+// Spawner is implemented by layers that decide what a child agent
+// inherits. OnSpawn returns the layer the child starts with: a deep clone,
+// a view sharing state on purpose, or nil for "no such layer in the
+// child". It must not modify the receiver. The returned layer is used as
+// is: the stack does not call Init on it.
+type Spawner interface {
+	OnSpawn(ctx context.Context, child Env) (Layer, error)
+}
+
+// Returner is implemented by layers that take a child's changes back when
+// the child finishes. child is the layer OnSpawn produced (after the
+// child's run). OnReturn may modify the receiver; it must not modify child.
+type Returner interface {
+	OnReturn(ctx context.Context, child Layer) error
+}
+
+// Provider is implemented by layers that expose read-only data and
+// functions. Functions become tools the model can call, named
+// "<layer-id>/<function>" (see [ToolName]).
+type Provider interface {
+	Provides() Provides
+}
+
+// Snapshotter is implemented by layers whose state can be captured and
+// restored, for checkpoints and for [Stack.Snapshot]. Snapshot returns
+// JSON; Restore replaces the state with one taken earlier and must reject
+// data it cannot read without changing the current state.
+type Snapshotter interface {
+	Snapshot(ctx context.Context) (json.RawMessage, error)
+	Restore(ctx context.Context, data json.RawMessage) error
+}
+
+// Clearer is implemented by layers whose state can be emptied, in memory
+// and in storage.
+type Clearer interface {
+	Clear(ctx context.Context) error
+}
+
+// StatsReporter is implemented by layers that can say how much they hold.
+type StatsReporter interface {
+	Stats(ctx context.Context) (Stats, error)
+}
+
+// Stats describes how much a layer holds.
+type Stats struct {
+	// Entries is the number of items (keys, entities, fields).
+	Entries int `json:"entries"`
+	// Bytes is the approximate size of the state.
+	Bytes int `json:"bytes"`
+}
+
+// Unwrapper is implemented by layers that wrap another layer. Capability
+// helpers such as [As] walk the Unwrap chain.
+type Unwrapper interface {
+	Unwrap() Layer
+}
+
+// Env is what a layer knows about the run it belongs to. It is passed to
+// Init and OnSpawn; hooks must not retain Logger's handler state beyond
+// the run.
+type Env struct {
+	// ThreadID identifies the conversation. Required.
+	ThreadID string
+	// ResourceID identifies the owner of the thread (a user, a project).
+	// Optional; resource-scoped layers fall back to ThreadID.
+	ResourceID string
+	// ExecutionID identifies this run. The stack fills it in if empty.
+	ExecutionID string
+	// Depth is 0 for a top-level agent and parent depth + 1 for a child.
+	Depth int
+	// Store is where layers persist state. Nil means nothing persists
+	// beyond the run (the stack substitutes an in-memory store).
+	Store storage.Store
+	// Logger receives the layer's diagnostics. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// ScopeKey returns the storage scope key for scope in env: the thread ID,
+// the resource ID (or thread ID without one), GlobalScopeKey, or the
+// execution ID.
+func (env Env) ScopeKey(scope Scope) string {
+	switch scope {
+	case ScopeResource:
+		if env.ResourceID != "" {
+			return env.ResourceID
+		}
+		return env.ThreadID
+	case ScopeGlobal:
+		return GlobalScopeKey
+	case ScopeExecution:
+		return env.ExecutionID
+	default:
+		return env.ThreadID
+	}
+}
+
+// Query is what Recall gets: the latest user input, the step and the
+// layer's allocated budget.
+type Query struct {
+	// Text is the user's latest message.
+	Text string
+	// Step counts model calls in this run, from 0.
+	Step int
+	// Budget is the number of tokens allocated to this layer for this
+	// call; +Inf when unbounded. A layer should return items whose total
+	// fits; the prompt compiler drops items that do not.
+	Budget float64
+}
+
+// Item is one piece of recalled text.
+type Item struct {
+	// Text is the rendered memory, untrusted: the prompt compiler fences
+	// it so that it cannot break out of its block.
+	Text string
+	// Tokens is the item's token count; zero means "count it for me".
+	Tokens int
+}
+
+// Turn is what Store gets: what happened in one step.
+type Turn struct {
+	// Step counts model calls in this run, from 0.
+	Step int
+	// Query is the user's latest message.
+	Query string
+	// Response is the model's answer for this step.
+	Response Response
+	// Results are the results of the tool calls in Response, in order.
+	Results []ToolResult
+}
+
+// Response is a model response: its text and the tool calls it asked for.
+type Response struct {
+	Text      string
+	ToolCalls []ToolCall
+}
+
+// ToolCall is a tool call requested by the model.
+type ToolCall struct {
+	ID   string
+	Name string
+	// Arguments is the raw JSON the model sent.
+	Arguments string
+}
+
+// ToolResult is the outcome of one tool call.
+type ToolResult struct {
+	CallID    string
+	Name      string
+	Arguments string
+	// Content is what the tool returned (often JSON).
+	Content string
+	// IsError is true when the tool failed and Content is the error text.
+	IsError bool
+}
+
+// Provides lists a layer's read-only data and its functions.
+type Provides struct {
+	Data      []Data
+	Functions []Function
+}
+
+// Data is a named read-only view of a layer's state.
+type Data struct {
+	Name        string
+	Description string
+	// Read returns the current value (a copy the caller may keep).
+	Read func(ctx context.Context) (any, error)
+}
+
+// Function is an operation a layer offers to the model and to code.
+type Function struct {
+	// Name is lower camel or kebab case, unique within the layer.
+	Name        string
+	Description string
+	// Parameters is the JSON Schema of the arguments object. Nil means
+	// {"type":"object"}.
+	Parameters json.RawMessage
+	// Call runs the function with the raw JSON arguments and returns the
+	// text the model sees. An error is shown to the model as the tool
+	// result, so it should say what to fix.
+	Call func(ctx context.Context, args json.RawMessage) (string, error)
+}
+
+// Closer is implemented by layers that hold resources or buffer writes.
+// Close runs once when the run ends, successful or not, in reverse
+// registration order; it should flush pending writes within ctx. A layer
+// may implement [io.Closer] instead; the stack calls whichever it has.
+type Closer interface {
+	Close(ctx context.Context) error
+}

@@ -1,0 +1,148 @@
+package layer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// SnapshotVersion is the format version written by [Stack.Snapshot].
+const SnapshotVersion = 1
+
+// Snapshot is the state of every [Snapshotter] layer of a stack, as
+// versioned JSON. It is what thread checkpoints store.
+type Snapshot struct {
+	Version int                        `json:"version"`
+	Name    string                     `json:"name,omitempty"`
+	Layers  map[string]json.RawMessage `json:"layers"`
+}
+
+// Snapshot captures the state of every enabled layer that is a
+// [Snapshotter].
+func (s *Stack) Snapshot(ctx context.Context) (Snapshot, error) {
+	if err := s.ready(); err != nil {
+		return Snapshot{}, err
+	}
+	snap := Snapshot{Version: SnapshotVersion, Name: s.cfg.Name, Layers: map[string]json.RawMessage{}}
+	for _, e := range s.entries {
+		if e.disabled {
+			continue
+		}
+		sn, ok := As[Snapshotter](e.live)
+		if !ok {
+			continue
+		}
+		var data json.RawMessage
+		if err := s.call(ctx, e, "snapshot", func(ctx context.Context) error {
+			var err error
+			data, err = sn.Snapshot(ctx)
+			return err
+		}); err != nil {
+			return Snapshot{}, err
+		}
+		snap.Layers[e.spec.ID] = data
+	}
+	return snap, nil
+}
+
+// Restore puts every layer back to the state in snap. It refuses, with an
+// error that is [ErrSnapshot] and without changing anything, a snapshot of
+// a newer version, one taken under another stack name, or one naming a
+// layer this stack does not have. If a layer rejects its part, the layers
+// already restored are put back to their previous state.
+func (s *Stack) Restore(ctx context.Context, snap Snapshot) error {
+	if err := s.ready(); err != nil {
+		return err
+	}
+	switch {
+	case snap.Version < 1 || snap.Version > SnapshotVersion:
+		return fmt.Errorf("%w: version %d, this build reads up to %d", ErrSnapshot, snap.Version, SnapshotVersion)
+	case snap.Name != "" && s.cfg.Name != "" && snap.Name != s.cfg.Name:
+		return fmt.Errorf("%w: taken from %q, this stack is %q", ErrSnapshot, snap.Name, s.cfg.Name)
+	}
+	ids := make([]string, 0, len(snap.Layers))
+	for id := range snap.Layers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		e, ok := s.byID[id]
+		if !ok || e.disabled {
+			return fmt.Errorf("%w: layer %q is not in this stack", ErrSnapshot, id)
+		}
+		if _, ok := As[Snapshotter](e.live); !ok {
+			return fmt.Errorf("%w: layer %q cannot be restored", ErrSnapshot, id)
+		}
+	}
+	before, err := s.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	for i, id := range ids {
+		e := s.byID[id]
+		sn, _ := As[Snapshotter](e.live)
+		err := s.call(ctx, e, "restore", func(ctx context.Context) error { return sn.Restore(ctx, snap.Layers[id]) })
+		if err != nil {
+			for _, done := range ids[:i] {
+				d := s.byID[done]
+				dsn, _ := As[Snapshotter](d.live)
+				_ = s.call(ctx, d, "restore", func(ctx context.Context) error { return dsn.Restore(ctx, before.Layers[done]) })
+			}
+			return fmt.Errorf("%w: %w", ErrSnapshot, err)
+		}
+	}
+	return nil
+}
+
+// Clear empties every enabled layer that is a [Clearer]. Failures are
+// reported and joined; the other layers are still cleared.
+func (s *Stack) Clear(ctx context.Context) error {
+	if err := s.ready(); err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range s.entries {
+		if e.disabled {
+			continue
+		}
+		c, ok := As[Clearer](e.live)
+		if !ok {
+			continue
+		}
+		if err := s.call(ctx, e, "clear", c.Clear); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Stats returns what each enabled [StatsReporter] layer holds, by ID.
+func (s *Stack) Stats(ctx context.Context) (map[string]Stats, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	out := make(map[string]Stats)
+	var errs []error
+	for _, e := range s.entries {
+		if e.disabled {
+			continue
+		}
+		r, ok := As[StatsReporter](e.live)
+		if !ok {
+			continue
+		}
+		var st Stats
+		if err := s.call(ctx, e, "stats", func(ctx context.Context) error {
+			var err error
+			st, err = r.Stats(ctx)
+			return err
+		}); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out[e.spec.ID] = st
+	}
+	return out, errors.Join(errs...)
+}

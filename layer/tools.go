@@ -1,0 +1,186 @@
+package layer
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// MaxWireNameLen is the longest tool name provider APIs accept.
+const MaxWireNameLen = 64
+
+// Tool is a provided function offered to the model.
+type Tool struct {
+	// Name is "<layer-id>/<function>".
+	Name string
+	// WireName is Name made acceptable to provider APIs
+	// ([a-zA-Z0-9_-]{1,64}); see [WireName].
+	WireName string
+	// Layer is the ID of the layer that provides the function.
+	Layer string
+	// Function is the provided function. Call it through [Stack.CallTool],
+	// which validates the arguments and serialises it with the layer's
+	// other hooks.
+	Function Function
+}
+
+// ToolName returns the name of a layer's function: "<layer-id>/<fn>".
+func ToolName(layerID, fn string) string { return layerID + "/" + fn }
+
+// WireName makes name acceptable to provider tool APIs: every byte outside
+// [a-zA-Z0-9_-] becomes '_', and a name longer than 64 bytes is cut and
+// given a short hash of the full name so distinct names stay distinct.
+// "working-memory/update" becomes "working-memory_update".
+func WireName(name string) string {
+	var b strings.Builder
+	b.Grow(len(name))
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' {
+			b.WriteByte(c)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	w := b.String()
+	if w == "" {
+		w = "_"
+	}
+	if len(w) > MaxWireNameLen {
+		sum := sha256.Sum256([]byte(name))
+		w = w[:MaxWireNameLen-9] + "_" + hex.EncodeToString(sum[:4])
+	}
+	return w
+}
+
+func (s *Stack) buildTools() {
+	s.tools = nil
+	s.byWire = make(map[string]*Tool)
+	for _, e := range s.entries {
+		if e.disabled {
+			continue
+		}
+		p, ok := As[Provider](e.live)
+		if !ok {
+			continue
+		}
+		for _, fn := range p.Provides().Functions {
+			if fn.Call == nil || fn.Name == "" {
+				continue
+			}
+			name := ToolName(e.spec.ID, fn.Name)
+			wire := WireName(name)
+			if _, clash := s.byWire[wire]; clash {
+				sum := sha256.Sum256([]byte(name))
+				wire = WireName(wire[:min(len(wire), MaxWireNameLen-9)] + "_" + hex.EncodeToString(sum[:4]))
+			}
+			s.tools = append(s.tools, Tool{Name: name, WireName: wire, Layer: e.spec.ID, Function: fn})
+			s.byWire[wire] = &s.tools[len(s.tools)-1]
+		}
+	}
+	// Re-point the map: appends may have moved the slice.
+	for i := range s.tools {
+		s.byWire[s.tools[i].WireName] = &s.tools[i]
+	}
+}
+
+// Tools returns the functions provided by the enabled layers, in slot
+// order. The slice is a copy.
+func (s *Stack) Tools() []Tool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Tool, len(s.tools))
+	copy(out, s.tools)
+	return out
+}
+
+// LookupTool finds a provided function by its name or its wire name.
+func (s *Stack) LookupTool(name string) (Tool, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.byWire[name]; ok {
+		return *t, true
+	}
+	for _, t := range s.tools {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return Tool{}, false
+}
+
+// CallTool runs a provided function by name (or wire name) with raw JSON
+// arguments. The arguments must be a JSON object (empty means {}) and, when
+// the stack has a ValidateArgs, pass the function's schema; otherwise the
+// error is [ErrInvalidArguments] and the function does not run. The call
+// is serialised with the layer's other hooks and bounded by its Store
+// timeout. Errors are meant to be shown to the model as the tool result.
+func (s *Stack) CallTool(ctx context.Context, name, args string) (string, error) {
+	if err := s.ready(); err != nil {
+		return "", err
+	}
+	t, ok := s.LookupTool(name)
+	if !ok {
+		return "", fmt.Errorf("%w %q", ErrUnknownTool, name)
+	}
+	raw := bytes.TrimSpace([]byte(args))
+	if len(raw) == 0 {
+		raw = []byte("{}")
+	}
+	if !json.Valid(raw) {
+		return "", fmt.Errorf("%w: %s: not valid JSON", ErrInvalidArguments, t.Name)
+	}
+	if raw[0] != '{' {
+		return "", fmt.Errorf("%w: %s: want a JSON object, got %s", ErrInvalidArguments, t.Name, jsonKind(raw[0]))
+	}
+	if s.cfg.ValidateArgs != nil && len(t.Function.Parameters) > 0 {
+		if err := s.cfg.ValidateArgs(t.Function.Parameters, raw); err != nil {
+			return "", fmt.Errorf("%w: %s: %w", ErrInvalidArguments, t.Name, err)
+		}
+	}
+	e := s.byID[t.Layer]
+	var out string
+	err := s.call(ctx, e, HookTool, func(ctx context.Context) error {
+		var err error
+		out, err = t.Function.Call(ctx, raw)
+		return err
+	})
+	return out, err
+}
+
+func jsonKind(c byte) string {
+	switch c {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "a boolean"
+	default:
+		return "a number"
+	}
+}
+
+// Data reads a layer's provided data by layer ID and name.
+func (s *Stack) Data(ctx context.Context, layerID, name string) (any, error) {
+	l, ok := s.Layer(layerID)
+	if !ok {
+		return nil, fmt.Errorf("layer: no layer %q", layerID)
+	}
+	p, ok := As[Provider](l)
+	if !ok {
+		return nil, fmt.Errorf("layer %s: provides no data", layerID)
+	}
+	for _, d := range p.Provides().Data {
+		if d.Name == name && d.Read != nil {
+			return d.Read(ctx)
+		}
+	}
+	return nil, fmt.Errorf("layer %s: no data %q", layerID, name)
+}

@@ -1,0 +1,125 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Memory is the in-process [Store]: a map guarded by a read-write mutex.
+// It is the default when no store is configured. Its zero value is not
+// usable; call [NewMemory].
+type Memory struct {
+	mu     sync.RWMutex
+	items  map[string]memItem
+	closed bool
+}
+
+type memItem struct {
+	value   []byte
+	version int64
+}
+
+// NewMemory returns an empty in-memory store.
+func NewMemory() *Memory {
+	return &Memory{items: make(map[string]memItem)}
+}
+
+// Get implements [Store].
+func (m *Memory) Get(ctx context.Context, key string) (Item, error) {
+	if err := ctx.Err(); err != nil {
+		return Item{}, fmt.Errorf("storage: get %q: %w", key, err)
+	}
+	m.mu.RLock()
+	it, ok := m.items[key]
+	closed := m.closed
+	m.mu.RUnlock()
+	if closed {
+		return Item{}, fmt.Errorf("storage: get %q: %w", key, ErrClosed)
+	}
+	if !ok {
+		return Item{}, fmt.Errorf("storage: get %q: %w", key, ErrNotFound)
+	}
+	return Item{Key: key, Value: append([]byte(nil), it.value...), Version: it.version}, nil
+}
+
+// Put implements [Store].
+func (m *Memory) Put(ctx context.Context, key string, value []byte, ifVersion int64) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("storage: put %q: %w", key, err)
+	}
+	if err := ValidateKey(key); err != nil {
+		return 0, err
+	}
+	v := append([]byte(nil), value...)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return 0, fmt.Errorf("storage: put %q: %w", key, ErrClosed)
+	}
+	cur := m.items[key]
+	if ifVersion != AnyVersion && cur.version != ifVersion {
+		return 0, fmt.Errorf("storage: put %q: have version %d, want %d: %w", key, cur.version, ifVersion, ErrConflict)
+	}
+	next := cur.version + 1
+	m.items[key] = memItem{value: v, version: next}
+	return next, nil
+}
+
+// Delete implements [Store].
+func (m *Memory) Delete(ctx context.Context, key string, ifVersion int64) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("storage: delete %q: %w", key, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return fmt.Errorf("storage: delete %q: %w", key, ErrClosed)
+	}
+	cur, ok := m.items[key]
+	if ifVersion != AnyVersion {
+		if !ok {
+			return fmt.Errorf("storage: delete %q: %w", key, ErrNotFound)
+		}
+		if cur.version != ifVersion {
+			return fmt.Errorf("storage: delete %q: have version %d, want %d: %w", key, cur.version, ifVersion, ErrConflict)
+		}
+	}
+	delete(m.items, key)
+	return nil
+}
+
+// List implements [Store]. The read lock is held for the whole scan so the
+// listing is a consistent view of one moment.
+func (m *Memory) List(ctx context.Context, prefix string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("storage: list %q: %w", prefix, err)
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return nil, fmt.Errorf("storage: list %q: %w", prefix, ErrClosed)
+	}
+	keys := make([]string, 0)
+	for k := range m.items {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys, nil
+}
+
+// Close releases the store's contents; later calls fail with [ErrClosed].
+func (m *Memory) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	m.items = nil
+	return nil
+}
+
+// Interface guards.
+var _ Store = (*Memory)(nil)

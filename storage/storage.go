@@ -1,0 +1,87 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Version numbers as understood by [Store.Put] and [Store.Delete].
+const (
+	// NoVersion asks Put to create the key: the write fails with
+	// [ErrConflict] if the key already exists.
+	NoVersion int64 = 0
+	// AnyVersion asks Put or Delete to ignore the current version.
+	AnyVersion int64 = -1
+)
+
+// Errors returned by every [Store]. Check them with [errors.Is]: backends
+// wrap them with the operation and key.
+var (
+	// ErrNotFound means the key does not exist.
+	ErrNotFound = errors.New("storage: not found")
+	// ErrConflict means a conditional write lost a race: the stored
+	// version is not the one the caller named. Read again and retry.
+	ErrConflict = errors.New("storage: version conflict")
+	// ErrClosed means the store was used after Close.
+	ErrClosed = errors.New("storage: store closed")
+	// ErrInvalidKey means a key is empty, too long or not valid UTF-8.
+	ErrInvalidKey = errors.New("storage: invalid key")
+)
+
+// MaxKeyLen is the longest key every backend accepts, in bytes.
+const MaxKeyLen = 4096
+
+// Item is a stored value with its version.
+type Item struct {
+	Key     string
+	Value   []byte
+	Version int64
+}
+
+// Store is a versioned key-value store.
+//
+// Implementations must be safe for concurrent use by multiple goroutines
+// and, for durable backends, by multiple processes sharing the same
+// underlying database. Values handed to Put are not retained; values
+// returned by Get belong to the caller.
+//
+// Cancelling ctx abandons the operation: a write either happened completely
+// or not at all, and the error wraps ctx.Err().
+type Store interface {
+	// Get returns the value and version stored under key, or an error
+	// that is ErrNotFound.
+	Get(ctx context.Context, key string) (Item, error)
+
+	// Put stores value under key if the stored version equals ifVersion
+	// (NoVersion: the key must not exist; AnyVersion: unconditional) and
+	// returns the new version. A lost race is an error that is ErrConflict
+	// and leaves the stored value as it was.
+	Put(ctx context.Context, key string, value []byte, ifVersion int64) (int64, error)
+
+	// Delete removes key if its version equals ifVersion (AnyVersion:
+	// unconditional). Deleting a missing key with AnyVersion is not an
+	// error; with a specific version it is ErrNotFound.
+	Delete(ctx context.Context, key string, ifVersion int64) error
+
+	// List returns the keys that start with prefix, sorted. An empty
+	// prefix lists every key.
+	List(ctx context.Context, prefix string) ([]string, error)
+}
+
+// ValidateKey reports whether key is acceptable to every backend: not
+// empty, at most MaxKeyLen bytes, valid UTF-8, no NUL byte. Keys built with
+// [LayerKey] and [ThreadKey] always are.
+func ValidateKey(key string) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("storage: empty key: %w", ErrInvalidKey)
+	case len(key) > MaxKeyLen:
+		return fmt.Errorf("storage: key of %d bytes exceeds %d: %w", len(key), MaxKeyLen, ErrInvalidKey)
+	case !utf8.ValidString(key) || strings.IndexByte(key, 0) >= 0:
+		return fmt.Errorf("storage: key %q has a NUL byte or invalid UTF-8: %w", key, ErrInvalidKey)
+	}
+	return nil
+}
