@@ -1,0 +1,42 @@
+# memlayer — make targets. `make test` is what CI runs (through .ci/run).
+
+GO       ?= go
+PKGS     ?= ./...
+FUZZTIME ?= 10s
+
+.PHONY: all test test-short bench fuzz lint run reliability cover
+
+all: lint test
+
+# The whole test suite under the race detector, in shuffled order. Redis
+# tests use the server named by MEMLAYER_REDIS_URL; when it is unset and a
+# redis-server binary is installed, .ci/with-redis starts a throwaway one.
+test:
+	.ci/with-redis $(GO) test -race -shuffle=on -count=1 -timeout 20m $(PKGS)
+
+test-short:
+	$(GO) test -short $(PKGS)
+
+# Benchmarks, three runs each so the figures can be compared with benchstat.
+bench:
+	.ci/with-redis $(GO) test -run '^$$' -bench . -benchmem -count 3 $(PKGS)
+
+# Every fuzz target, FUZZTIME each (go test runs one target at a time).
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+# The CMS assistant on the embedded SQLite store and a scripted model (no
+# API key, no server). Set OPENAI_API_KEY to use a real model.
+run:
+	$(GO) run ./examples/cms
+
+cover:
+	.ci/with-redis $(GO) test -coverprofile=cover.out $(PKGS) && $(GO) tool cover -func=cover.out | tail -1
