@@ -43,27 +43,37 @@ func Escape(part string) string {
 	return b.String()
 }
 
-// Unescape reverses [Escape]. It fails on text Escape cannot produce.
+// Unescape reverses [Escape]. It fails with an error that is
+// [ErrInvalidKey] on text Escape cannot produce (a bad or non-canonical
+// escape such as "%2f" or "%41", a raw byte Escape would have encoded, "",
+// "." or ".."), so every accepted part has exactly one escaped form and two
+// different stored parts never decode to the same value.
 func Unescape(s string) (string, error) {
-	if s == "%" {
-		return "", nil
-	}
+	var out string
 	if !strings.Contains(s, "%") {
-		return s, nil
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '%' {
-			b.WriteByte(s[i])
-			continue
+		out = s
+	} else if s == "%" {
+		out = ""
+	} else {
+		var b strings.Builder
+		b.Grow(len(s))
+		for i := 0; i < len(s); i++ {
+			if s[i] != '%' {
+				b.WriteByte(s[i])
+				continue
+			}
+			if i+2 >= len(s) || unhex(s[i+1]) < 0 || unhex(s[i+2]) < 0 {
+				return "", fmt.Errorf("storage: bad escape in %q: %w", s, ErrInvalidKey)
+			}
+			b.WriteByte(byte(unhex(s[i+1])<<4 | unhex(s[i+2])))
+			i += 2
 		}
-		if i+2 >= len(s) || unhex(s[i+1]) < 0 || unhex(s[i+2]) < 0 {
-			return "", fmt.Errorf("storage: bad escape in %q: %w", s, ErrInvalidKey)
-		}
-		b.WriteByte(byte(unhex(s[i+1])<<4 | unhex(s[i+2])))
-		i += 2
+		out = b.String()
 	}
-	return b.String(), nil
+	if Escape(out) != s {
+		return "", fmt.Errorf("storage: %q is not an escaped key part: %w", s, ErrInvalidKey)
+	}
+	return out, nil
 }
 
 func unreserved(c byte) bool {

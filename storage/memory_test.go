@@ -1,0 +1,166 @@
+package storage_test
+
+import (
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/storage/storagetest"
+)
+
+func TestMemoryConformance(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) storage.Store {
+		m := storage.NewMemory()
+		t.Cleanup(func() { m.Close() })
+		return m
+	})
+}
+
+func TestMemoryClosed(t *testing.T) {
+	m := storage.NewMemory()
+	ctx := t.Context()
+	if _, err := m.Put(ctx, "k", []byte("v"), storage.NoVersion); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := m.Get(ctx, "k"); !errors.Is(err, storage.ErrClosed) {
+		t.Errorf("Get after Close: %v, want storage.ErrClosed", err)
+	}
+	if _, err := m.Put(ctx, "k", nil, storage.AnyVersion); !errors.Is(err, storage.ErrClosed) {
+		t.Errorf("Put after Close: %v, want storage.ErrClosed", err)
+	}
+	if err := m.Delete(ctx, "k", storage.AnyVersion); !errors.Is(err, storage.ErrClosed) {
+		t.Errorf("Delete after Close: %v, want storage.ErrClosed", err)
+	}
+	if _, err := m.List(ctx, ""); !errors.Is(err, storage.ErrClosed) {
+		t.Errorf("List after Close: %v, want storage.ErrClosed", err)
+	}
+}
+
+// TestMemoryVersions pins the in-memory numbering: versions start at 1 and
+// go up by one per write, and restart after a delete.
+func TestMemoryVersions(t *testing.T) {
+	m := storage.NewMemory()
+	ctx := t.Context()
+	for want := int64(1); want <= 3; want++ {
+		got, err := m.Put(ctx, "k", []byte("v"), storage.AnyVersion)
+		if err != nil || got != want {
+			t.Fatalf("Put #%d = %d, %v; want %d", want, got, err, want)
+		}
+	}
+	if err := m.Delete(ctx, "k", 3); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := m.Put(ctx, "k", nil, storage.NoVersion); err != nil || got != 1 {
+		t.Fatalf("Put after delete = %d, %v; want 1", got, err)
+	}
+}
+
+// TestMemoryListWhileWriting lists under concurrent writes: every listing
+// must be sorted and hold the keys that existed before it started.
+func TestMemoryListWhileWriting(t *testing.T) {
+	m := storage.NewMemory()
+	ctx := t.Context()
+	for i := range 10 {
+		if _, err := m.Put(ctx, "base/"+strconv.Itoa(i), nil, storage.NoVersion); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := range 500 {
+			k := "base/w" + strconv.Itoa(i%20)
+			if _, err := m.Put(ctx, k, []byte("x"), storage.AnyVersion); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := m.Delete(ctx, k, storage.AnyVersion); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	for range 200 {
+		keys, err := m.List(ctx, "base/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) < 10 {
+			t.Fatalf("List returned %d keys, want at least the 10 stable ones", len(keys))
+		}
+		for i := 1; i < len(keys); i++ {
+			if keys[i-1] >= keys[i] {
+				t.Fatalf("List not strictly sorted: %q", keys)
+			}
+		}
+	}
+	wg.Wait()
+}
+
+// BenchmarkMemoryGet reads a typical small layer state (a 100-byte JSON
+// object) from a store holding 1,000 keys.
+func BenchmarkMemoryGet(b *testing.B) {
+	benchGet(b, 100)
+}
+
+// BenchmarkMemoryGet2KB is BenchmarkMemoryGet with a 2 KB value: the copy
+// handed to the caller dominates.
+func BenchmarkMemoryGet2KB(b *testing.B) {
+	benchGet(b, 2048)
+}
+
+func benchGet(b *testing.B, size int) {
+	m := storage.NewMemory()
+	ctx := b.Context()
+	value := make([]byte, size)
+	for i := range 1000 {
+		if _, err := m.Put(ctx, storage.LayerKey("working-memory", "thread-"+strconv.Itoa(i), "state"), value, storage.AnyVersion); err != nil {
+			b.Fatal(err)
+		}
+	}
+	key := storage.LayerKey("working-memory", "thread-42", "state")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.Get(ctx, key); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkMemoryPut(b *testing.B) {
+	m := storage.NewMemory()
+	ctx := b.Context()
+	key := storage.LayerKey("working-memory", "thread-42", "state")
+	value := make([]byte, 2048)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.Put(ctx, key, value, storage.AnyVersion); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkMemoryGetParallel(b *testing.B) {
+	m := storage.NewMemory()
+	ctx := b.Context()
+	key := storage.LayerKey("working-memory", "thread-42", "state")
+	if _, err := m.Put(ctx, key, make([]byte, 2048), storage.AnyVersion); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := m.Get(ctx, key); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

@@ -1,0 +1,691 @@
+package storagetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memlayer/memlayer/storage"
+)
+
+// Run runs the conformance suite against the stores newStore returns, one
+// fresh store per subtest. See the package documentation for what it
+// checks and what newStore must guarantee.
+func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
+	t.Helper()
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s storage.Store)
+	}{
+		{"CRUD/GetMissing", testGetMissing},
+		{"CRUD/PutGet", testPutGet},
+		{"CRUD/Overwrite", testOverwrite},
+		{"CRUD/IndependentKeys", testIndependentKeys},
+		{"CAS/NoVersionCreates", testCASNoVersionCreates},
+		{"CAS/NoVersionOnExistingConflicts", testCASNoVersionExisting},
+		{"CAS/StaleVersionConflicts", testCASStale},
+		{"CAS/VersionForMissingKeyConflicts", testCASMissing},
+		{"CAS/AnyVersion", testCASAnyVersion},
+		{"CAS/ConcurrentCreateOneWinner", testCASConcurrentCreate},
+		{"Delete/Unconditional", testDeleteUnconditional},
+		{"Delete/MissingAnyVersion", testDeleteMissingAny},
+		{"Delete/MissingWithVersion", testDeleteMissingVersion},
+		{"Delete/StaleVersion", testDeleteStale},
+		{"Delete/CurrentVersion", testDeleteCurrent},
+		{"Delete/Recreate", testDeleteRecreate},
+		{"List/SortedByPrefix", testListSorted},
+		{"List/EmptyPrefixListsAll", testListAll},
+		{"List/NoMatch", testListNoMatch},
+		{"List/SiblingNotMatched", testListSibling},
+		{"List/MetacharactersLiteral", testListMeta},
+		{"List/ScopeIsolation", testListScopeIsolation},
+		{"List/AfterDelete", testListAfterDelete},
+		{"Keys/HostileIDs", testHostileIDs},
+		{"Keys/RawUnusualKeys", testRawUnusualKeys},
+		{"Keys/Invalid", testInvalidKeys},
+		{"Keys/MaxLen", testMaxLenKey},
+		{"Values/Empty", testEmptyValue},
+		{"Values/AllBytes", testAllBytes},
+		{"Values/Large", testLargeValue},
+		{"Values/PutCopies", testPutCopies},
+		{"Values/GetCopies", testGetCopies},
+		{"Context/Canceled", testContextCanceled},
+		{"Context/DeadlineExceeded", testContextDeadline},
+		{"Concurrency/IncrementsNoLostUpdate", testConcurrentIncrements},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t)
+			if s == nil {
+				t.Fatal("newStore returned nil")
+			}
+			tc.fn(t, s)
+		})
+	}
+}
+
+// ---- helpers ----
+
+func mustPut(t *testing.T, s storage.Store, key string, value []byte, ifVersion int64) int64 {
+	t.Helper()
+	v, err := s.Put(t.Context(), key, value, ifVersion)
+	if err != nil {
+		t.Fatalf("Put(%q, ifVersion=%d): %v", key, ifVersion, err)
+	}
+	if v <= 0 {
+		t.Fatalf("Put(%q) returned version %d, want a positive version", key, v)
+	}
+	return v
+}
+
+func mustGet(t *testing.T, s storage.Store, key string) storage.Item {
+	t.Helper()
+	it, err := s.Get(t.Context(), key)
+	if err != nil {
+		t.Fatalf("Get(%q): %v", key, err)
+	}
+	if it.Key != key {
+		t.Errorf("Get(%q).Key = %q, want the key asked for", key, it.Key)
+	}
+	return it
+}
+
+func mustList(t *testing.T, s storage.Store, prefix string) []string {
+	t.Helper()
+	keys, err := s.List(t.Context(), prefix)
+	if err != nil {
+		t.Fatalf("List(%q): %v", prefix, err)
+	}
+	return keys
+}
+
+// wantValue checks that key holds want at version wantVersion (0: any).
+func wantValue(t *testing.T, s storage.Store, key string, want []byte, wantVersion int64) {
+	t.Helper()
+	it := mustGet(t, s, key)
+	if !bytes.Equal(it.Value, want) {
+		t.Errorf("Get(%q).Value = %s, want %s", key, short(it.Value), short(want))
+	}
+	if wantVersion != 0 && it.Version != wantVersion {
+		t.Errorf("Get(%q).Version = %d, want %d", key, it.Version, wantVersion)
+	}
+}
+
+func wantMissing(t *testing.T, s storage.Store, key string) {
+	t.Helper()
+	_, err := s.Get(t.Context(), key)
+	if !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Get(%q) error = %v, want one that is storage.ErrNotFound", key, err)
+	}
+}
+
+func wantKeys(t *testing.T, s storage.Store, prefix string, want []string) {
+	t.Helper()
+	got := mustList(t, s, prefix)
+	if len(got) == 0 && len(want) == 0 {
+		return
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("List(%q) = %q, want %q", prefix, got, want)
+	}
+}
+
+func short(b []byte) string {
+	if len(b) > 64 {
+		return fmt.Sprintf("%q... (%d bytes)", b[:64], len(b))
+	}
+	return fmt.Sprintf("%q", b)
+}
+
+// ---- CRUD ----
+
+func testGetMissing(t *testing.T, s storage.Store) {
+	wantMissing(t, s, "missing")
+	wantMissing(t, s, storage.LayerKey("wm", "t1", "state"))
+}
+
+func testPutGet(t *testing.T, s storage.Store) {
+	key := storage.LayerKey("working-memory", "thread-1", "state")
+	v := mustPut(t, s, key, []byte(`{"plan":"x"}`), storage.NoVersion)
+	it := mustGet(t, s, key)
+	if string(it.Value) != `{"plan":"x"}` {
+		t.Errorf("Value = %q, want %q", it.Value, `{"plan":"x"}`)
+	}
+	if it.Version != v {
+		t.Errorf("Version = %d, want %d (returned by Put)", it.Version, v)
+	}
+}
+
+func testOverwrite(t *testing.T, s storage.Store) {
+	key := "k"
+	v1 := mustPut(t, s, key, []byte("one"), storage.NoVersion)
+	v2 := mustPut(t, s, key, []byte("two"), v1)
+	if v2 <= v1 {
+		t.Errorf("version after second write = %d, want > %d", v2, v1)
+	}
+	v3 := mustPut(t, s, key, []byte("three"), v2)
+	if v3 <= v2 {
+		t.Errorf("version after third write = %d, want > %d", v3, v2)
+	}
+	wantValue(t, s, key, []byte("three"), v3)
+}
+
+func testIndependentKeys(t *testing.T, s storage.Store) {
+	keys := []string{"a", "b", "a/b", "a/b/c", "b/a"}
+	for i, k := range keys {
+		mustPut(t, s, k, []byte("v"+strconv.Itoa(i)), storage.NoVersion)
+	}
+	mustPut(t, s, "a", []byte("changed"), storage.AnyVersion)
+	for i, k := range keys[1:] {
+		wantValue(t, s, k, []byte("v"+strconv.Itoa(i+1)), 0)
+	}
+	wantValue(t, s, "a", []byte("changed"), 0)
+}
+
+// ---- CAS ----
+
+func testCASNoVersionCreates(t *testing.T, s storage.Store) {
+	v := mustPut(t, s, "new", []byte("x"), storage.NoVersion)
+	wantValue(t, s, "new", []byte("x"), v)
+}
+
+func testCASNoVersionExisting(t *testing.T, s storage.Store) {
+	v := mustPut(t, s, "k", []byte("first"), storage.NoVersion)
+	_, err := s.Put(t.Context(), "k", []byte("second"), storage.NoVersion)
+	if !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("create of an existing key: error = %v, want storage.ErrConflict", err)
+	}
+	wantValue(t, s, "k", []byte("first"), v)
+}
+
+func testCASStale(t *testing.T, s storage.Store) {
+	v1 := mustPut(t, s, "k", []byte("one"), storage.NoVersion)
+	v2 := mustPut(t, s, "k", []byte("two"), v1)
+	// A writer that read v1 lost the race to the writer above.
+	_, err := s.Put(t.Context(), "k", []byte("lost"), v1)
+	if !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("Put with stale version: error = %v, want storage.ErrConflict", err)
+	}
+	wantValue(t, s, "k", []byte("two"), v2)
+	// A version from the future is just as wrong.
+	_, err = s.Put(t.Context(), "k", []byte("future"), v2+100)
+	if !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("Put with future version: error = %v, want storage.ErrConflict", err)
+	}
+	wantValue(t, s, "k", []byte("two"), v2)
+	// The current version still works after failures.
+	v3 := mustPut(t, s, "k", []byte("three"), v2)
+	wantValue(t, s, "k", []byte("three"), v3)
+}
+
+func testCASMissing(t *testing.T, s storage.Store) {
+	_, err := s.Put(t.Context(), "absent", []byte("x"), 1)
+	if !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("Put(version 1) of a missing key: error = %v, want storage.ErrConflict", err)
+	}
+	wantMissing(t, s, "absent")
+}
+
+func testCASAnyVersion(t *testing.T, s storage.Store) {
+	v1 := mustPut(t, s, "k", []byte("one"), storage.AnyVersion)
+	wantValue(t, s, "k", []byte("one"), v1)
+	v2 := mustPut(t, s, "k", []byte("two"), storage.AnyVersion)
+	if v2 <= v1 {
+		t.Errorf("AnyVersion overwrite returned version %d, want > %d", v2, v1)
+	}
+	wantValue(t, s, "k", []byte("two"), v2)
+}
+
+func testCASConcurrentCreate(t *testing.T, s storage.Store) {
+	const n = 20
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			_, errs[i] = s.Put(t.Context(), "once", []byte(strconv.Itoa(i)), storage.NoVersion)
+		})
+	}
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			if winner >= 0 {
+				t.Fatalf("creates %d and %d both succeeded", winner, i)
+			}
+			winner = i
+		case !errors.Is(err, storage.ErrConflict):
+			t.Errorf("create %d: error = %v, want nil or storage.ErrConflict", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no concurrent create succeeded")
+	}
+	wantValue(t, s, "once", []byte(strconv.Itoa(winner)), 0)
+}
+
+// ---- Delete ----
+
+func testDeleteUnconditional(t *testing.T, s storage.Store) {
+	mustPut(t, s, "k", []byte("x"), storage.NoVersion)
+	mustPut(t, s, "other", []byte("y"), storage.NoVersion)
+	if err := s.Delete(t.Context(), "k", storage.AnyVersion); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	wantMissing(t, s, "k")
+	wantValue(t, s, "other", []byte("y"), 0)
+}
+
+func testDeleteMissingAny(t *testing.T, s storage.Store) {
+	if err := s.Delete(t.Context(), "never-stored", storage.AnyVersion); err != nil {
+		t.Fatalf("Delete(AnyVersion) of a missing key: %v, want nil", err)
+	}
+}
+
+func testDeleteMissingVersion(t *testing.T, s storage.Store) {
+	err := s.Delete(t.Context(), "never-stored", 1)
+	if !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("Delete(version 1) of a missing key: error = %v, want storage.ErrNotFound", err)
+	}
+}
+
+func testDeleteStale(t *testing.T, s storage.Store) {
+	v1 := mustPut(t, s, "k", []byte("one"), storage.NoVersion)
+	v2 := mustPut(t, s, "k", []byte("two"), v1)
+	err := s.Delete(t.Context(), "k", v1)
+	if !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("Delete with stale version: error = %v, want storage.ErrConflict", err)
+	}
+	wantValue(t, s, "k", []byte("two"), v2)
+}
+
+func testDeleteCurrent(t *testing.T, s storage.Store) {
+	v := mustPut(t, s, "k", []byte("one"), storage.NoVersion)
+	if err := s.Delete(t.Context(), "k", v); err != nil {
+		t.Fatalf("Delete with current version: %v", err)
+	}
+	wantMissing(t, s, "k")
+	// A second conditional delete finds nothing.
+	if err := s.Delete(t.Context(), "k", v); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("second Delete: error = %v, want storage.ErrNotFound", err)
+	}
+}
+
+func testDeleteRecreate(t *testing.T, s storage.Store) {
+	mustPut(t, s, "k", []byte("old"), storage.NoVersion)
+	if err := s.Delete(t.Context(), "k", storage.AnyVersion); err != nil {
+		t.Fatal(err)
+	}
+	v := mustPut(t, s, "k", []byte("new"), storage.NoVersion)
+	wantValue(t, s, "k", []byte("new"), v)
+}
+
+// ---- List ----
+
+func testListSorted(t *testing.T, s storage.Store) {
+	// Inserted out of order; byte order puts "B" before "a" and "a/b" before "a0".
+	keys := []string{"p/zeta", "p/a0", "p/B", "p/a/b", "p/a", "q/a", "p", "o/p"}
+	for _, k := range keys {
+		mustPut(t, s, k, []byte(k), storage.NoVersion)
+	}
+	wantKeys(t, s, "p/", []string{"p/B", "p/a", "p/a/b", "p/a0", "p/zeta"})
+	wantKeys(t, s, "p/a", []string{"p/a", "p/a/b", "p/a0"})
+	wantKeys(t, s, "p", []string{"p", "p/B", "p/a", "p/a/b", "p/a0", "p/zeta"})
+	got := mustList(t, s, "")
+	if !slices.IsSorted(got) {
+		t.Errorf("List(\"\") = %q, not sorted", got)
+	}
+}
+
+func testListAll(t *testing.T, s storage.Store) {
+	want := []string{"a", "b/c", "threads/x/checkpoint"}
+	for _, k := range want {
+		mustPut(t, s, k, nil, storage.NoVersion)
+	}
+	wantKeys(t, s, "", want)
+}
+
+func testListNoMatch(t *testing.T, s storage.Store) {
+	wantKeys(t, s, "", nil)
+	mustPut(t, s, "a/1", []byte("x"), storage.NoVersion)
+	wantKeys(t, s, "b/", nil)
+	wantKeys(t, s, "a/1/", nil)
+	wantKeys(t, s, "a/10", nil)
+}
+
+func testListSibling(t *testing.T, s storage.Store) {
+	for _, k := range []string{"a/b/x", "a/bc/x", "a/b", "a/bc", "a/b0"} {
+		mustPut(t, s, k, []byte("v"), storage.NoVersion)
+	}
+	wantKeys(t, s, "a/b/", []string{"a/b/x"})
+	wantKeys(t, s, "a/bc/", []string{"a/bc/x"})
+}
+
+func testListMeta(t *testing.T, s storage.Store) {
+	// Characters that are wildcards or escapes in SQL LIKE, GLOB and Redis
+	// MATCH patterns must be matched literally.
+	keys := []string{
+		"m/%/1", "m/_/1", "m/x/1", "m/*/1", "m/?/1", "m/[/1", "m/]/1",
+		`m/\/1`, "m/[x]/1", "m/a%b/1", "m/aXb/1", "m/^/1", "m/-/1",
+	}
+	for _, k := range keys {
+		mustPut(t, s, k, []byte(k), storage.NoVersion)
+	}
+	for _, k := range keys {
+		prefix := strings.TrimSuffix(k, "1")
+		wantKeys(t, s, prefix, []string{k})
+	}
+	wantKeys(t, s, "m/a%", []string{"m/a%b/1"})
+	wantKeys(t, s, "m/[", []string{"m/[/1", "m/[x]/1"})
+}
+
+func testListScopeIsolation(t *testing.T, s storage.Store) {
+	scopes := []string{"t1", "t10", "t1/x", "t", "T1"}
+	for _, sc := range scopes {
+		for _, name := range []string{"state", "quarantine"} {
+			mustPut(t, s, storage.LayerKey("wm", sc, name), []byte(sc+"/"+name), storage.NoVersion)
+		}
+	}
+	mustPut(t, s, storage.LayerKey("wm2", "t1", "state"), []byte("other layer"), storage.NoVersion)
+	mustPut(t, s, storage.ThreadKey("t1", "checkpoint"), []byte("thread"), storage.NoVersion)
+	for _, sc := range scopes {
+		want := []string{storage.LayerKey("wm", sc, "quarantine"), storage.LayerKey("wm", sc, "state")}
+		slices.Sort(want)
+		wantKeys(t, s, storage.LayerPrefix("wm", sc), want)
+	}
+	wantKeys(t, s, storage.LayerPrefix("wm2", "t1"), []string{storage.LayerKey("wm2", "t1", "state")})
+	wantKeys(t, s, storage.ThreadPrefix("t1"), []string{storage.ThreadKey("t1", "checkpoint")})
+}
+
+func testListAfterDelete(t *testing.T, s storage.Store) {
+	for _, k := range []string{"d/1", "d/2", "d/3"} {
+		mustPut(t, s, k, []byte("v"), storage.NoVersion)
+	}
+	if err := s.Delete(t.Context(), "d/2", storage.AnyVersion); err != nil {
+		t.Fatal(err)
+	}
+	wantKeys(t, s, "d/", []string{"d/1", "d/3"})
+}
+
+// ---- Keys ----
+
+// hostileIDs are thread, resource and layer IDs an attacker (or a careless
+// caller) might choose to reach someone else's keys.
+var hostileIDs = []string{
+	"victim/../attacker", "../victim", "..", ".", "...", "victim/", "/victim",
+	"victim%2Fx", "%", "%25", "", "\x00", "victim\x00", "a\nb", "a\r\nb",
+	"日本語", "emoji-🙂", "*", "victim*", "[a-z]*", "?", `\`, "victim/state",
+	"layers/wm/victim", " victim", "victim ", "\xff\xfe",
+}
+
+func testHostileIDs(t *testing.T, s storage.Store) {
+	victim := storage.LayerKey("wm", "victim", "state")
+	mustPut(t, s, victim, []byte("secret"), storage.NoVersion)
+	seen := map[string]string{victim: "victim"}
+	for _, id := range hostileIDs {
+		keys := []string{
+			storage.LayerKey("wm", id, "state"),
+			storage.LayerKey(id, "victim", "state"),
+			storage.LayerKey("wm", "victim", id),
+			storage.ThreadKey(id, "checkpoint"),
+		}
+		for _, k := range keys {
+			if err := storage.ValidateKey(k); err != nil {
+				t.Fatalf("key %q built from ID %q is invalid: %v", k, id, err)
+			}
+			if prev, dup := seen[k]; dup {
+				t.Fatalf("ID %q and %q map to the same key %q", id, prev, k)
+			}
+			seen[k] = id
+			// A create succeeds only if no one else owns the key.
+			mustPut(t, s, k, []byte("from "+id), storage.NoVersion)
+		}
+	}
+	wantValue(t, s, victim, []byte("secret"), 0)
+	for _, id := range hostileIDs {
+		// Each hostile scope lists exactly its own key.
+		wantKeys(t, s, storage.LayerPrefix("wm", id), []string{storage.LayerKey("wm", id, "state")})
+		wantKeys(t, s, storage.ThreadPrefix(id), []string{storage.ThreadKey(id, "checkpoint")})
+		wantValue(t, s, storage.LayerKey("wm", id, "state"), []byte("from "+id), 0)
+	}
+	// The victim's scope lists the victim's key and the keys whose name
+	// part, not scope part, was hostile.
+	got := mustList(t, s, storage.LayerPrefix("wm", "victim"))
+	for _, k := range got {
+		if k == victim {
+			continue
+		}
+		name := strings.TrimPrefix(k, storage.LayerPrefix("wm", "victim"))
+		if strings.Contains(name, "/") {
+			t.Errorf("List of the victim's scope returned %q, whose name part holds '/'", k)
+		}
+	}
+	if len(got) != len(hostileIDs)+1 {
+		t.Errorf("List of the victim's scope has %d keys, want %d", len(got), len(hostileIDs)+1)
+	}
+}
+
+func testRawUnusualKeys(t *testing.T, s storage.Store) {
+	// Keys that pass ValidateKey, stored as given.
+	keys := []string{
+		"with space", "tab\there", "new\nline", "ключ/значение", "日本/語", "🙂/🙃",
+		"quote'\"", "semi;colon", "-- comment", "' OR 1=1 --", "{braces}", "a:b:c",
+		strings.Repeat("x", 300),
+	}
+	for _, k := range keys {
+		mustPut(t, s, k, []byte("v:"+k), storage.NoVersion)
+	}
+	for _, k := range keys {
+		wantValue(t, s, k, []byte("v:"+k), 0)
+	}
+	wantKeys(t, s, "ключ/", []string{"ключ/значение"})
+	wantKeys(t, s, "🙂", []string{"🙂/🙃"})
+	got := mustList(t, s, "")
+	want := slices.Clone(keys)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("List(\"\") = %q, want %q", got, want)
+	}
+}
+
+func testInvalidKeys(t *testing.T, s storage.Store) {
+	mustPut(t, s, "keep", []byte("kept"), storage.NoVersion)
+	bad := []struct{ name, key string }{
+		{"empty", ""},
+		{"NUL", "a\x00b"},
+		{"trailing NUL", "keep\x00"},
+		{"invalid UTF-8", "a\xffb"},
+		{"too long", strings.Repeat("k", storage.MaxKeyLen+1)},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := storage.ValidateKey(tc.key); !errors.Is(err, storage.ErrInvalidKey) {
+				t.Errorf("ValidateKey: error = %v, want storage.ErrInvalidKey", err)
+			}
+			_, err := s.Put(t.Context(), tc.key, []byte("x"), storage.AnyVersion)
+			if !errors.Is(err, storage.ErrInvalidKey) {
+				t.Errorf("Put: error = %v, want storage.ErrInvalidKey", err)
+			}
+			if _, err := s.Get(t.Context(), tc.key); err == nil {
+				t.Errorf("Get of an invalid key succeeded")
+			}
+		})
+	}
+	// Nothing was stored and the existing key is untouched.
+	wantKeys(t, s, "", []string{"keep"})
+	wantValue(t, s, "keep", []byte("kept"), 0)
+}
+
+func testMaxLenKey(t *testing.T, s storage.Store) {
+	key := "long/" + strings.Repeat("k", storage.MaxKeyLen-5)
+	if len(key) != storage.MaxKeyLen {
+		t.Fatalf("test bug: key length %d", len(key))
+	}
+	v := mustPut(t, s, key, []byte("x"), storage.NoVersion)
+	wantValue(t, s, key, []byte("x"), v)
+	wantKeys(t, s, "long/", []string{key})
+}
+
+// ---- Values ----
+
+func testEmptyValue(t *testing.T, s storage.Store) {
+	mustPut(t, s, "nil", nil, storage.NoVersion)
+	mustPut(t, s, "empty", []byte{}, storage.NoVersion)
+	for _, k := range []string{"nil", "empty"} {
+		it := mustGet(t, s, k)
+		if len(it.Value) != 0 {
+			t.Errorf("Get(%q).Value = %q, want empty", k, it.Value)
+		}
+	}
+}
+
+func testAllBytes(t *testing.T, s storage.Store) {
+	v := make([]byte, 0, 512)
+	for i := range 256 {
+		v = append(v, byte(i))
+	}
+	for i := 255; i >= 0; i-- {
+		v = append(v, byte(i))
+	}
+	mustPut(t, s, "bin", v, storage.NoVersion)
+	wantValue(t, s, "bin", v, 0)
+}
+
+func testLargeValue(t *testing.T, s storage.Store) {
+	const size = 3 << 19 // 1.5 MiB
+	v := make([]byte, size)
+	x := uint32(2463534242)
+	for i := range v {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		v[i] = byte(x)
+	}
+	ver := mustPut(t, s, "large", v, storage.NoVersion)
+	wantValue(t, s, "large", v, ver)
+	// And overwrite it with a larger one, under CAS.
+	v2 := append(slices.Clone(v), v[:size/2]...)
+	ver2 := mustPut(t, s, "large", v2, ver)
+	wantValue(t, s, "large", v2, ver2)
+}
+
+func testPutCopies(t *testing.T, s storage.Store) {
+	v := []byte("original")
+	mustPut(t, s, "k", v, storage.NoVersion)
+	copy(v, "MUTATED!")
+	wantValue(t, s, "k", []byte("original"), 0)
+}
+
+func testGetCopies(t *testing.T, s storage.Store) {
+	mustPut(t, s, "k", []byte("original"), storage.NoVersion)
+	it := mustGet(t, s, "k")
+	copy(it.Value, "MUTATED!")
+	it.Value = append(it.Value, "more"...)
+	wantValue(t, s, "k", []byte("original"), 0)
+	// Two reads do not share memory either.
+	a, b := mustGet(t, s, "k"), mustGet(t, s, "k")
+	if len(a.Value) > 0 && &a.Value[0] == &b.Value[0] {
+		t.Error("two Gets returned the same backing array")
+	}
+}
+
+// ---- Context ----
+
+func checkCtxOps(t *testing.T, s storage.Store, ctx context.Context, want error) {
+	t.Helper()
+	mustPut(t, s, "k", []byte("before"), storage.NoVersion)
+	if _, err := s.Get(ctx, "k"); !errors.Is(err, want) {
+		t.Errorf("Get: error = %v, want %v", err, want)
+	}
+	if _, err := s.Put(ctx, "k", []byte("after"), storage.AnyVersion); !errors.Is(err, want) {
+		t.Errorf("Put: error = %v, want %v", err, want)
+	}
+	if _, err := s.Put(ctx, "new", []byte("x"), storage.NoVersion); !errors.Is(err, want) {
+		t.Errorf("Put(new): error = %v, want %v", err, want)
+	}
+	if err := s.Delete(ctx, "k", storage.AnyVersion); !errors.Is(err, want) {
+		t.Errorf("Delete: error = %v, want %v", err, want)
+	}
+	if _, err := s.List(ctx, ""); !errors.Is(err, want) {
+		t.Errorf("List: error = %v, want %v", err, want)
+	}
+	// Nothing changed.
+	wantValue(t, s, "k", []byte("before"), 0)
+	wantMissing(t, s, "new")
+}
+
+func testContextCanceled(t *testing.T, s storage.Store) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	checkCtxOps(t, s, ctx, context.Canceled)
+}
+
+func testContextDeadline(t *testing.T, s storage.Store) {
+	ctx, cancel := context.WithDeadline(t.Context(), time.Now().Add(-time.Second))
+	defer cancel()
+	checkCtxOps(t, s, ctx, context.DeadlineExceeded)
+}
+
+// ---- Concurrency ----
+
+// The lost-update test: goroutines each add incrementsPerGoroutine to one
+// counter through Get, Put(ifVersion) and retry on conflict.
+const (
+	goroutines             = 50
+	incrementsPerGoroutine = 4
+)
+
+func testConcurrentIncrements(t *testing.T, s storage.Store) {
+	const key = "counter"
+	mustPut(t, s, key, []byte("0"), storage.NoVersion)
+	var wg sync.WaitGroup
+	errc := make(chan error, goroutines)
+	for range goroutines {
+		wg.Go(func() {
+			for range incrementsPerGoroutine {
+				if err := increment(t.Context(), s, key); err != nil {
+					errc <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	want := strconv.Itoa(goroutines * incrementsPerGoroutine)
+	wantValue(t, s, key, []byte(want), 0)
+}
+
+// increment adds one to the decimal counter at key, retrying on conflict.
+func increment(ctx context.Context, s storage.Store, key string) error {
+	for attempt := 0; ; attempt++ {
+		if attempt > 10000 {
+			return fmt.Errorf("increment %q: gave up after %d conflicts", key, attempt)
+		}
+		it, err := s.Get(ctx, key)
+		if err != nil {
+			return fmt.Errorf("increment: get: %w", err)
+		}
+		n, err := strconv.Atoi(string(it.Value))
+		if err != nil {
+			return fmt.Errorf("increment: stored value %q: %w", it.Value, err)
+		}
+		_, err = s.Put(ctx, key, []byte(strconv.Itoa(n+1)), it.Version)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, storage.ErrConflict) {
+			return fmt.Errorf("increment: put: %w", err)
+		}
+	}
+}
