@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -680,6 +681,9 @@ func increment(ctx context.Context, s storage.Store, key string) error {
 		if err != nil {
 			return fmt.Errorf("increment: stored value %q: %w", it.Value, err)
 		}
+		// Yield between read and write, as real work would, so that
+		// goroutines interleave and a store without CAS would lose updates.
+		runtime.Gosched()
 		_, err = s.Put(ctx, key, []byte(strconv.Itoa(n+1)), it.Version)
 		if err == nil {
 			return nil
