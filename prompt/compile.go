@@ -1,0 +1,325 @@
+package prompt
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/aymerick/raymond"
+
+	"github.com/memlayer/memlayer/layer"
+)
+
+// Reserved template variable names. They are always set by [Compiler.Compile]
+// and a user variable may not use them.
+const (
+	// VarLayers holds every recalled layer's block, in slot order,
+	// separated by blank lines.
+	VarLayers = "layers"
+	// VarInstructions holds [Config.Instructions].
+	VarInstructions = "instructions"
+)
+
+// Config configures a [Compiler]. The zero Config is valid: the default
+// layout, no instructions, the [Estimate] counter.
+type Config struct {
+	// Template is the Handlebars source of the system prompt. Empty
+	// means the default layout: the instructions, then each layer's
+	// block in slot order, separated by blank lines.
+	Template string
+	// Instructions are the agent's instructions. The default layout puts
+	// them first; a template places them with {{{instructions}}}.
+	// They are trusted text and are never HTML-escaped.
+	Instructions string
+	// Counter counts tokens. Nil means [Estimate].
+	Counter Counter
+	// Partials are Handlebars partials available to Template, by name.
+	// They are parsed once by [New] and registered on this template only.
+	Partials map[string]string
+	// Helpers are Handlebars helpers available to Template, by name,
+	// registered on this template only. A helper is a func returning a
+	// string or raymond.SafeString (see raymond's documentation); it must
+	// be safe for concurrent use. A helper that panics makes Compile
+	// return an error that wraps [ErrRender].
+	Helpers map[string]any
+}
+
+// Compiler renders system prompts from recalled layers. It is immutable
+// after [New] and safe for concurrent use.
+type Compiler struct {
+	tpl          *raymond.Template // nil: default layout
+	instructions string
+	counter      Counter
+}
+
+// New returns a Compiler for cfg. It parses the template and its partials
+// once; a syntax error wraps [ErrTemplate] and names the line.
+func New(cfg Config) (c *Compiler, err error) {
+	c = &Compiler{instructions: cfg.Instructions, counter: cfg.Counter}
+	if c.counter == nil {
+		c.counter = Estimate
+	}
+	if cfg.Template == "" {
+		if len(cfg.Partials) > 0 || len(cfg.Helpers) > 0 {
+			return nil, fmt.Errorf("%w: partials and helpers need a Template", ErrTemplate)
+		}
+		return c, nil
+	}
+	tpl, err := raymond.Parse(cfg.Template)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrTemplate, err)
+	}
+	// raymond panics on a duplicate or malformed helper or partial.
+	defer func() {
+		if r := recover(); r != nil {
+			c, err = nil, fmt.Errorf("%w: %v", ErrTemplate, r)
+		}
+	}()
+	for _, name := range slices.Sorted(maps.Keys(cfg.Partials)) {
+		// A pre-parsed partial: raymond parses partials registered from
+		// source lazily on first use, which races under concurrent Exec.
+		p, err := raymond.Parse(cfg.Partials[name])
+		if err != nil {
+			return nil, fmt.Errorf("%w: partial %q: %w", ErrTemplate, name, err)
+		}
+		tpl.RegisterPartialTemplate(name, p)
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Helpers)) {
+		if cfg.Helpers[name] == nil {
+			return nil, fmt.Errorf("%w: helper %q is nil", ErrTemplate, name)
+		}
+		tpl.RegisterHelper(name, cfg.Helpers[name])
+	}
+	c.tpl = tpl
+	return c, nil
+}
+
+// Counter returns the compiler's token counter ([Config.Counter] or
+// [Estimate]).
+func (c *Compiler) Counter() Counter { return c.counter }
+
+// VarName returns the template variable of the layer with the given ID:
+// its kebab-case words in camelCase ("working-memory" → "workingMemory",
+// "entities" → "entities").
+func VarName(id string) string {
+	if strings.IndexByte(id, '-') < 0 {
+		return id
+	}
+	var b strings.Builder
+	b.Grow(len(id))
+	upper := false
+	for i := 0; i < len(id); i++ {
+		ch := id[i]
+		switch {
+		case ch == '-':
+			upper = b.Len() > 0
+			continue
+		case upper && ch >= 'a' && ch <= 'z':
+			ch -= 'a' - 'A'
+		}
+		upper = false
+		b.WriteByte(ch)
+	}
+	return b.String()
+}
+
+// Check reports whether layers with the given specs can share one
+// template: no two IDs map to the same variable name (for example
+// "rag-2" and "rag2") and none maps to a reserved name ("layers",
+// "instructions"). Compile checks the layers it is given; Check lets a
+// caller find the mistake when it wires the stack instead of at the first
+// step. The error wraps [ErrNameConflict].
+func Check(specs []layer.Spec) error {
+	seen := make(map[string]string, len(specs))
+	for _, s := range specs {
+		if err := claim(seen, s.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func claim(seen map[string]string, id string) error {
+	name := VarName(id)
+	if name == VarLayers || name == VarInstructions {
+		return fmt.Errorf("%w: layer %q would be the reserved variable %q", ErrNameConflict, id, name)
+	}
+	if other, dup := seen[name]; dup && other != id {
+		return fmt.Errorf("%w: layers %q and %q both map to variable %q", ErrNameConflict, other, id, name)
+	}
+	seen[name] = id
+	return nil
+}
+
+// LayerText returns the text one recalled layer contributes: its
+// non-empty items' texts joined by newlines, unchanged. Layers fence
+// their own untrusted text (see [layer.Fence]); the compiler neither
+// escapes nor re-fences it.
+func LayerText(r layer.Recalled) string {
+	switch len(r.Items) {
+	case 0:
+		return ""
+	case 1:
+		return r.Items[0].Text
+	}
+	var b strings.Builder
+	for _, it := range r.Items {
+		if it.Text == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(it.Text)
+	}
+	return b.String()
+}
+
+// Compile renders the system prompt.
+//
+// recalled is what the stack recalled, normally already in slot order; it
+// is ordered by slot (stable) if not. A layer with no text is left out.
+//
+// Without a template the prompt is the instructions followed by each
+// layer's text, separated by blank lines; vars are checked but unused.
+//
+// With a template, the variables are:
+//   - one per recalled layer, named [VarName] of its ID, holding its
+//     [LayerText];
+//   - "layers": every layer's text in slot order, separated by blank lines;
+//   - "instructions": [Config.Instructions];
+//   - every entry of vars.
+//
+// Layer texts and the instructions are passed as raymond.SafeString, so
+// {{workingMemory}} and {{{workingMemory}}} render them alike, verbatim:
+// escaping would mangle the entities [layer.Fence] writes. They are
+// values, never template source, so a layer text such as "{{instructions}}"
+// stays literal. User variables follow Handlebars rules: {{x}} escapes
+// HTML, {{{x}}} does not. Strings, booleans, numbers and nil are passed as
+// they are; a fmt.Stringer or error as its text; anything else (maps,
+// slices, structs) as its JSON encoding, because raymond prints those in
+// Go syntax. A missing variable renders empty.
+//
+// Name rules: a user variable named "layers" or "instructions" is an error
+// wrapping [ErrNameConflict], as are two recalled layers mapping to one
+// name. A user variable with the name of a layer recalled in this call is
+// shadowed by the layer: layer text always wins (and the user value is
+// used only in steps where that layer recalls nothing, so avoid such
+// names; [Check] cannot see user variables).
+//
+// A helper that fails or panics makes Compile return an error wrapping
+// [ErrRender]. Compile is safe for concurrent use.
+func (c *Compiler) Compile(recalled []layer.Recalled, vars map[string]any) (out string, err error) {
+	// raymond re-raises helper panics (and runtime errors); so would a
+	// user value's String method.
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = "", fmt.Errorf("%w: panic: %v", ErrRender, r)
+		}
+	}()
+	for _, name := range [...]string{VarLayers, VarInstructions} {
+		if _, ok := vars[name]; ok {
+			return "", fmt.Errorf("%w: %q is reserved and cannot be a user variable", ErrNameConflict, name)
+		}
+	}
+	if !slices.IsSortedFunc(recalled, bySlot) {
+		recalled = slices.Clone(recalled)
+		slices.SortStableFunc(recalled, bySlot)
+	}
+	if c.tpl == nil {
+		if err := checkNames(recalled); err != nil {
+			return "", err
+		}
+		return c.defaultLayout(recalled), nil
+	}
+
+	ctx := make(map[string]any, len(vars)+len(recalled)+2)
+	for k, v := range vars {
+		cv, err := userValue(v)
+		if err != nil {
+			return "", fmt.Errorf("%w: variable %q: %w", ErrRender, k, err)
+		}
+		ctx[k] = cv
+	}
+	var all strings.Builder
+	seen := make(map[string]string, len(recalled))
+	for _, r := range recalled {
+		if err := claim(seen, r.ID); err != nil {
+			return "", err
+		}
+		name := VarName(r.ID)
+		text := LayerText(r)
+		if text == "" {
+			continue
+		}
+		ctx[name] = raymond.SafeString(text)
+		if all.Len() > 0 {
+			all.WriteString("\n\n")
+		}
+		all.WriteString(text)
+	}
+	ctx[VarLayers] = raymond.SafeString(all.String())
+	ctx[VarInstructions] = raymond.SafeString(c.instructions)
+	out, err = c.tpl.Exec(ctx)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrRender, err)
+	}
+	return out, nil
+}
+
+func (c *Compiler) defaultLayout(recalled []layer.Recalled) string {
+	var b strings.Builder
+	b.WriteString(c.instructions)
+	for _, r := range recalled {
+		text := LayerText(r)
+		if text == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(text)
+	}
+	return b.String()
+}
+
+func checkNames(recalled []layer.Recalled) error {
+	seen := make(map[string]string, len(recalled))
+	for _, r := range recalled {
+		if err := claim(seen, r.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func bySlot(a, b layer.Recalled) int { return a.Slot - b.Slot }
+
+// userValue converts a user variable into what raymond prints well.
+func userValue(v any) (any, error) {
+	switch v := v.(type) {
+	case nil, string, raymond.SafeString:
+		return v, nil
+	case error:
+		return v.Error(), nil
+	case fmt.Stringer:
+		return v.String(), nil
+	case json.RawMessage:
+		return string(v), nil
+	}
+	switch reflect.ValueOf(v).Kind() {
+	case reflect.Bool, reflect.String,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64:
+		return v, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
+}

@@ -1,0 +1,58 @@
+// Package prompt turns what a [layer.Stack] recalled into a system prompt
+// and fits the prompt and the message history into a context window.
+//
+// One model call goes: [Allocate] divides the window among layers and
+// history; the stack recalls each layer under its allocation;
+// [ProjectLayers] drops items that still do not fit; [Compiler.Compile]
+// renders the system prompt; [ProjectHistory] keeps the newest messages
+// that fit in the history budget.
+//
+// # Templates
+//
+// A [Compiler] renders a Handlebars template (github.com/aymerick/raymond)
+// parsed once by [New]. Each recalled layer is a variable named after its
+// ID in camelCase ([VarName]: "working-memory" → {{workingMemory}}),
+// {{{layers}}} is every layer in slot order, {{{instructions}}} the
+// agent's instructions, and the caller's variables join them. Without a
+// template the prompt is the instructions followed by each layer's block,
+// separated by blank lines. Helpers and partials are registered on the
+// compiler's own template, never globally (raymond panics on a duplicate
+// global name), and partials are parsed up front, because raymond parses
+// partials registered from source lazily, which races under concurrent
+// rendering. Template syntax errors name the line; a panicking helper is
+// an error, not a crash.
+//
+// # Untrusted text
+//
+// Layer text comes from tool results and the model. Layers fence it
+// themselves with [layer.Fence], which defangs any "<tag" or "</tag" of
+// their own block inside the text. The compiler keeps that intact: layer
+// text is passed as a raymond.SafeString (so even {{workingMemory}} does
+// not HTML-escape the block, which would garble the fence), and it is a
+// value, never template source, so "{{instructions}}" inside a layer's
+// text stays literal. The tests render hostile texts (closing tags, fake
+// "[WORKING MEMORY]" headers, template syntax) and check that each stays
+// inside its block.
+//
+// # Budgets
+//
+// [Allocate] mirrors noetic's budget.ts (min guarantees, 60% of the rest
+// shared by the layers in proportion to their headroom, 40% to history,
+// unbounded layers splitting what bounded ones leave), rejects NaN, and
+// never returns NaN, even for an infinite window. Projection never cuts
+// an item or a message: a layer item that does not fit is skipped on its
+// own, and history is cut only where no tool call is separated from its
+// result.
+//
+// # Tokens
+//
+// Counting is pluggable through [Counter]. The default, [Estimate], is
+// ceil(ASCII bytes/4) plus one token per non-ASCII rune; see its
+// documentation for the reasoning and its limits.
+//
+// # Concurrency
+//
+// A [Compiler] is immutable after New and safe for concurrent use (tested
+// under -race, with partials). [Allocate], [ProjectLayers] and
+// [ProjectHistory] are pure functions that do not modify their inputs.
+package prompt
