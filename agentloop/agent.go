@@ -1,0 +1,626 @@
+package agentloop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt"
+)
+
+// Agent runs a ReAct loop over a langchaingo model with memory layers and
+// tools. It is immutable after [New] and safe for concurrent use: every
+// run gets its own [layer.Stack], so many threads can run at once. Runs of
+// one thread must not overlap; a second concurrent run of the same thread
+// fails at its first checkpoint with an error that is
+// storage.ErrConflict.
+type Agent struct {
+	cfg          Config
+	tools        map[string]*Tool
+	toolDefs     []llms.Tool // the agent's own tools, in Config order
+	spawnDef     llms.Tool
+	schemas      *schemaCache
+	compiler     *prompt.Compiler
+	systemTokens int
+}
+
+// RunInput is one user message on a thread.
+type RunInput struct {
+	// ThreadID identifies the conversation. Required. A thread with a
+	// checkpoint in the store is continued.
+	ThreadID string
+	// ResourceID identifies the thread's owner (a user, a project);
+	// resource-scoped layers share state across its threads. Optional.
+	ResourceID string
+	// Input is the user's message. Empty continues the thread without a
+	// new message (after a limit stopped a run, for example).
+	Input string
+	// Vars are template variables for this run, on top of Config.Vars.
+	Vars map[string]any
+}
+
+// Result is the outcome of a run.
+type Result struct {
+	ThreadID string
+	// Output is the model's final answer.
+	Output string
+	// Steps is the number of model calls in this run.
+	Steps int
+	// ToolCalls is the number of tool calls the model made in this run.
+	ToolCalls int
+	// Usage is the run's token usage.
+	Usage Usage
+	// Messages is the thread's whole history after the run, as sent to
+	// the model (without the system prompt).
+	Messages []llms.MessageContent
+}
+
+// New validates cfg and returns an Agent. Tool names must be valid
+// ([ValidateToolName]) and unique, every tool needs a Call, and tool
+// schemas must compile; the errors are [ErrInvalidTool]. New does no I/O.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Model == nil {
+		return nil, ErrNoModel
+	}
+	cfg = cfg.withDefaults()
+	cfg.Layers = slices.Clone(cfg.Layers)
+	cfg.CallOptions = slices.Clone(cfg.CallOptions)
+	cfg.Vars = maps.Clone(cfg.Vars)
+	a := &Agent{cfg: cfg, tools: make(map[string]*Tool, len(cfg.Tools)), schemas: &schemaCache{}}
+	for i := range cfg.Tools {
+		t := cfg.Tools[i]
+		if err := ValidateToolName(t.Name); err != nil {
+			return nil, err
+		}
+		if t.Call == nil {
+			return nil, fmt.Errorf("%w: %s has no Call", ErrInvalidTool, t.Name)
+		}
+		if _, dup := a.tools[t.Name]; dup {
+			return nil, fmt.Errorf("%w: %s registered twice", ErrInvalidTool, t.Name)
+		}
+		if t.Name == SpawnToolName && a.spawnEnabled() {
+			return nil, fmt.Errorf("%w: %s is the spawn tool's name; set DisableSpawnTool to use it", ErrInvalidTool, t.Name)
+		}
+		if len(t.Parameters) == 0 {
+			t.Parameters = anyObject
+		}
+		if _, err := a.schemas.compile(t.Parameters); err != nil {
+			return nil, fmt.Errorf("%w: %s: parameters: %w", ErrInvalidTool, t.Name, err)
+		}
+		a.tools[t.Name] = &t
+		a.toolDefs = append(a.toolDefs, llmTool(t.Name, t.Description, t.Parameters))
+	}
+	a.spawnDef = llmTool(SpawnToolName, spawnDescription, spawnParams)
+	c, err := a.newCompiler(cfg.Instructions, cfg.Template)
+	if err != nil {
+		return nil, err
+	}
+	a.compiler = c
+	a.systemTokens = cfg.Counter.Count(cfg.Instructions)
+	return a, nil
+}
+
+func (a *Agent) newCompiler(instructions, template string) (*prompt.Compiler, error) {
+	c, err := prompt.New(prompt.Config{Template: template, Instructions: instructions, Counter: a.cfg.Counter})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return c, nil
+}
+
+func (a *Agent) spawnEnabled() bool { return !a.cfg.DisableSpawnTool && a.cfg.MaxDepth > 0 }
+
+func llmTool(name, desc string, params json.RawMessage) llms.Tool {
+	return llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: name, Description: desc, Parameters: params}}
+}
+
+// Config returns the agent's configuration, with defaults filled in.
+func (a *Agent) Config() Config { return a.cfg }
+
+// run is the state of one run of the loop: a top-level run on a thread, or
+// a child run.
+type run struct {
+	a          *Agent
+	compiler   *prompt.Compiler
+	sysTokens  int
+	stack      *layer.Stack
+	threadID   string
+	resourceID string
+	depth      int
+	input      string
+	vars       map[string]any
+	msgs       []llms.MessageContent
+	defs       []llms.Tool
+	opts       []llms.CallOption
+	res        *Result
+
+	persist  bool
+	ckptVer  int64
+	ckptBase Checkpoint // steps and usage of earlier runs
+}
+
+type runKey struct{}
+
+// runFrom returns the run a tool call is part of, if any.
+func runFrom(ctx context.Context) *run {
+	r, _ := ctx.Value(runKey{}).(*run)
+	return r
+}
+
+// Run runs the agent on a thread until the model answers without calling
+// a tool or a limit stops it. The thread's history and the layers' state
+// are loaded from the store, and checkpointed after every step, so a new
+// Agent (in a new process) with the same store continues the thread.
+//
+// The layers' Close runs on every exit path. On a limit, the error is a
+// [*LimitError] (matching ErrMaxSteps, ErrMaxTokens or ErrTimeout) and the
+// returned Result is the partial result; on cancellation the error wraps
+// ctx's error and the Result is partial too. Model and checkpoint failures
+// end the run with an error; tool failures do not (the model sees them).
+func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
+	if in.ThreadID == "" {
+		return nil, ErrNoThread
+	}
+	if a.cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, a.cfg.Timeout, ErrTimeout)
+		defer cancel()
+	}
+	start := time.Now()
+	a.emit(ctx, Event{Kind: EventRunStart, ThreadID: in.ThreadID})
+
+	ckpt, ver, err := a.loadCheckpoint(ctx, in.ThreadID)
+	if err != nil {
+		return nil, err
+	}
+	stack, err := a.newStack(layer.Env{ThreadID: in.ThreadID, ResourceID: in.ResourceID, Store: a.cfg.Store, Logger: a.cfg.Logger}, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := stack.Init(ctx); err != nil {
+		return nil, fmt.Errorf("agentloop: init layers: %w", err)
+	}
+	defer a.closeStack(ctx, stack)
+	if ckpt != nil && a.cfg.RestoreLayers {
+		a.restoreLayers(ctx, stack, ckpt.Layers)
+	}
+
+	r := &run{
+		a: a, compiler: a.compiler, sysTokens: a.systemTokens, stack: stack,
+		threadID: in.ThreadID, resourceID: in.ResourceID,
+		input: in.Input, vars: a.mergeVars(in.Vars),
+		res:     &Result{ThreadID: in.ThreadID},
+		persist: true, ckptVer: ver,
+	}
+	if ckpt != nil {
+		r.msgs = ckpt.Messages
+		r.ckptBase = *ckpt
+		if !a.cfg.KeepToolResults {
+			compactToolResults(r.msgs)
+		}
+	}
+	if in.Input != "" {
+		r.msgs = append(r.msgs, llms.TextParts(llms.ChatMessageTypeHuman, in.Input))
+	} else {
+		r.input = lastHumanText(r.msgs)
+		if len(r.msgs) == 0 {
+			return nil, fmt.Errorf("%w: empty input on a new thread", ErrInvalidConfig)
+		}
+	}
+	if err := r.prepareTools(); err != nil {
+		return nil, err
+	}
+	res, err := r.loop(ctx)
+	a.emit(ctx, Event{Kind: EventRunEnd, ThreadID: in.ThreadID, Step: res.Steps, Duration: time.Since(start), Usage: res.Usage, Err: err})
+	return res, err
+}
+
+func (a *Agent) mergeVars(vars map[string]any) map[string]any {
+	switch {
+	case len(vars) == 0:
+		return a.cfg.Vars
+	case len(a.cfg.Vars) == 0:
+		return vars
+	}
+	m := maps.Clone(a.cfg.Vars)
+	maps.Copy(m, vars)
+	return m
+}
+
+// newStack builds the layer stack of a run.
+func (a *Agent) newStack(env layer.Env, depth int) (*layer.Stack, error) {
+	thread := env.ThreadID
+	st, err := layer.NewStack(layer.StackConfig{
+		Layers: a.cfg.Layers,
+		Env:    env,
+		Name:   a.cfg.Name,
+		Observer: func(e layer.Event) {
+			a.emit(context.Background(), Event{Kind: EventLayerHook, ThreadID: thread, Depth: depth, Layer: e.Layer, Hook: e.Hook, Duration: e.Duration, Err: e.Err})
+		},
+		ValidateArgs: a.schemas.validate,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return st, nil
+}
+
+// closeStack closes a run's layers even when ctx is cancelled, so they can
+// flush; each Close is bounded by its layer's timeout.
+func (a *Agent) closeStack(ctx context.Context, st *layer.Stack) {
+	if err := st.Close(context.WithoutCancel(ctx)); err != nil {
+		a.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: closing layers", slog.Any("error", err))
+	}
+}
+
+// prepareTools builds the tool definitions offered to the model: the
+// agent's tools, the spawn tool, then the layers' functions under their
+// wire names.
+func (r *run) prepareTools() error {
+	a := r.a
+	lts := r.stack.Tools()
+	r.defs = make([]llms.Tool, 0, len(a.toolDefs)+1+len(lts))
+	r.defs = append(r.defs, a.toolDefs...)
+	if r.canSpawn() {
+		r.defs = append(r.defs, a.spawnDef)
+	}
+	for _, t := range lts {
+		if _, clash := a.tools[t.WireName]; clash || (t.WireName == SpawnToolName && r.canSpawn()) {
+			return fmt.Errorf("%w: layer tool %s is sent as %s, which an agent tool already uses", ErrInvalidTool, t.Name, t.WireName)
+		}
+		params := t.Function.Parameters
+		if len(params) == 0 {
+			params = anyObject
+		}
+		r.defs = append(r.defs, llmTool(t.WireName, t.Function.Description, params))
+	}
+	r.opts = make([]llms.CallOption, 0, 2+len(a.cfg.CallOptions))
+	if len(r.defs) > 0 {
+		r.opts = append(r.opts, llms.WithTools(r.defs))
+	}
+	if a.cfg.Stream != nil {
+		r.opts = append(r.opts, llms.WithStreamingFunc(a.cfg.Stream))
+	}
+	r.opts = append(r.opts, a.cfg.CallOptions...)
+	return nil
+}
+
+func (r *run) canSpawn() bool { return r.a.spawnEnabled() && r.depth < r.a.cfg.MaxDepth }
+
+// loop runs steps until a final answer, a limit or an error.
+func (r *run) loop(ctx context.Context) (*Result, error) {
+	a := r.a
+	ctx = context.WithValue(ctx, runKey{}, r)
+	for {
+		if err := ctx.Err(); err != nil {
+			return r.stopped(ctx)
+		}
+		if r.res.Steps >= a.cfg.MaxSteps {
+			r.res.Messages = r.msgs
+			return r.res, &LimitError{Limit: ErrMaxSteps, Result: r.res}
+		}
+		final, err := r.step(ctx)
+		r.res.Messages = r.msgs
+		if err != nil {
+			if ctx.Err() != nil {
+				return r.stopped(ctx)
+			}
+			return r.res, err
+		}
+		if final {
+			return r.res, nil
+		}
+		if a.cfg.MaxTokens > 0 && r.res.Usage.TotalTokens >= a.cfg.MaxTokens {
+			return r.res, &LimitError{Limit: ErrMaxTokens, Result: r.res}
+		}
+	}
+}
+
+// stopped is the result of a run whose context ended.
+func (r *run) stopped(ctx context.Context) (*Result, error) {
+	r.res.Messages = r.msgs
+	if errors.Is(context.Cause(ctx), ErrTimeout) {
+		return r.res, &LimitError{Limit: ErrTimeout, Result: r.res, Cause: context.DeadlineExceeded}
+	}
+	return r.res, fmt.Errorf("agentloop: run stopped after %d steps: %w", r.res.Steps, ctx.Err())
+}
+
+// step runs one model call and its tool calls. final reports a response
+// without tool calls.
+func (r *run) step(ctx context.Context) (final bool, err error) {
+	a := r.a
+	start := time.Now()
+	step := r.res.Steps
+
+	alloc, err := prompt.Allocate(prompt.Request{
+		Total:   float64(a.cfg.ContextWindow),
+		Reserve: float64(a.cfg.ResponseReserve),
+		System:  float64(r.sysTokens),
+		Layers:  r.stack.Specs(),
+	})
+	if err != nil {
+		return false, fmt.Errorf("%w: budgets: %w", ErrInvalidConfig, err)
+	}
+	// A failed recall is reported by the stack and contributes nothing.
+	recalled, _ := r.stack.Recall(ctx, layer.Query{Text: r.input, Step: step}, alloc.Layers)
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	layerCap := 0.0
+	for _, v := range alloc.Layers {
+		layerCap += v
+	}
+	recalled = prompt.ProjectLayers(recalled, layerCap, a.cfg.Counter)
+	system, err := r.compiler.Compile(recalled, r.vars)
+	if err != nil {
+		return false, fmt.Errorf("agentloop: step %d: system prompt: %w", step, err)
+	}
+	hist := prompt.ProjectHistory(r.msgs, alloc.History, a.cfg.Counter)
+	req := make([]llms.MessageContent, 0, len(hist)+1)
+	req = append(req, llms.TextParts(llms.ChatMessageTypeSystem, system))
+	req = append(req, hist...)
+
+	mstart := time.Now()
+	resp, err := a.cfg.Model.GenerateContent(ctx, req, r.opts...)
+	modelTime := time.Since(mstart)
+	if err == nil && (resp == nil || len(resp.Choices) == 0 || resp.Choices[0] == nil) {
+		err = ErrEmptyResponse
+	}
+	if err != nil {
+		a.emit(ctx, Event{Kind: EventModelCall, ThreadID: r.threadID, Depth: r.depth, Step: step, Duration: modelTime, Err: err})
+		return false, fmt.Errorf("agentloop: step %d: model: %w", step, err)
+	}
+	choice := resp.Choices[0]
+	usage, ok := usageFrom(choice.GenerationInfo)
+	if !ok {
+		usage = r.estimateUsage(req, choice)
+	}
+	r.res.Usage = r.res.Usage.Add(usage)
+	a.emit(ctx, Event{Kind: EventModelCall, ThreadID: r.threadID, Depth: r.depth, Step: step, Duration: modelTime, Usage: usage})
+
+	calls := normalizeCalls(choice, step)
+	ai := llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: make([]llms.ContentPart, 0, len(calls)+1)}
+	if choice.Content != "" {
+		ai.Parts = append(ai.Parts, llms.TextContent{Text: choice.Content})
+	}
+	turn := layer.Turn{Step: step, Query: r.input, Response: layer.Response{Text: choice.Content}}
+	for _, c := range calls {
+		ai.Parts = append(ai.Parts, c)
+		turn.Response.ToolCalls = append(turn.Response.ToolCalls, layer.ToolCall{ID: c.ID, Name: c.FunctionCall.Name, Arguments: c.FunctionCall.Arguments})
+	}
+	if len(ai.Parts) == 0 {
+		ai.Parts = append(ai.Parts, llms.TextContent{Text: ""})
+	}
+	r.msgs = append(r.msgs, ai)
+
+	var toolTime time.Duration
+	if len(calls) > 0 {
+		tstart := time.Now()
+		turn.Results = r.execTools(ctx, step, calls)
+		toolTime = time.Since(tstart)
+		for _, res := range turn.Results {
+			r.msgs = append(r.msgs, llms.MessageContent{
+				Role:  llms.ChatMessageTypeTool,
+				Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: res.CallID, Name: res.Name, Content: res.Content}},
+			})
+		}
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+	}
+	r.res.Steps++
+	r.res.ToolCalls += len(calls)
+
+	// Store failures are reported by the stack; the step goes on.
+	_ = r.stack.Store(ctx, turn)
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if r.persist {
+		if err := r.checkpoint(ctx); err != nil {
+			return false, err
+		}
+	}
+	if len(calls) == 0 {
+		r.res.Output = choice.Content
+	}
+	a.emit(ctx, Event{Kind: EventStep, ThreadID: r.threadID, Depth: r.depth, Step: step, Duration: time.Since(start), ModelTime: modelTime, ToolTime: toolTime})
+	return len(calls) == 0, nil
+}
+
+// estimateUsage counts a call's tokens when the model reports none.
+func (r *run) estimateUsage(req []llms.MessageContent, choice *llms.ContentChoice) Usage {
+	c := r.a.cfg.Counter
+	p := 0
+	for _, m := range req {
+		p += prompt.CountMessage(c, m)
+	}
+	out := c.Count(choice.Content)
+	for _, tc := range choice.ToolCalls {
+		if tc.FunctionCall != nil {
+			out += c.Count(tc.FunctionCall.Name) + c.Count(tc.FunctionCall.Arguments)
+		}
+	}
+	return Usage{PromptTokens: p, CompletionTokens: out, TotalTokens: p + out, Estimated: true}
+}
+
+// normalizeCalls returns the choice's tool calls with an ID, a type and a
+// function on each; a legacy FuncCall becomes a tool call.
+func normalizeCalls(choice *llms.ContentChoice, step int) []llms.ToolCall {
+	calls := choice.ToolCalls
+	if len(calls) == 0 && choice.FuncCall != nil {
+		calls = []llms.ToolCall{{FunctionCall: choice.FuncCall}}
+	}
+	out := make([]llms.ToolCall, 0, len(calls))
+	for i, c := range calls {
+		if c.FunctionCall == nil {
+			continue
+		}
+		fc := *c.FunctionCall
+		c.FunctionCall = &fc
+		if c.ID == "" {
+			c.ID = "call_" + strconv.Itoa(step) + "_" + strconv.Itoa(i)
+		}
+		if c.Type == "" {
+			c.Type = "function"
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// execTools runs the step's tool calls and returns their results in call
+// order. Calls run concurrently up to ToolConcurrency, except calls of
+// Exclusive tools, which run alone. Calls beyond MaxToolCallsPerStep are
+// answered with an error and not run.
+func (r *run) execTools(ctx context.Context, step int, calls []llms.ToolCall) []layer.ToolResult {
+	a := r.a
+	results := make([]layer.ToolResult, len(calls))
+	one := func(i int) {
+		c := calls[i]
+		start := time.Now()
+		out, err := r.callTool(ctx, c.FunctionCall.Name, c.FunctionCall.Arguments)
+		res := layer.ToolResult{CallID: c.ID, Name: c.FunctionCall.Name, Arguments: c.FunctionCall.Arguments, Content: out}
+		if err != nil {
+			res.Content = "error: " + err.Error()
+			res.IsError = true
+		}
+		results[i] = res
+		a.emit(ctx, Event{Kind: EventToolCall, ThreadID: r.threadID, Depth: r.depth, Step: step, Tool: c.FunctionCall.Name, Duration: time.Since(start), Err: err})
+	}
+	if len(calls) == 1 {
+		one(0)
+		return results
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, a.cfg.ToolConcurrency)
+	for i, c := range calls {
+		if i >= a.cfg.MaxToolCallsPerStep {
+			results[i] = layer.ToolResult{CallID: c.ID, Name: c.FunctionCall.Name, Arguments: c.FunctionCall.Arguments, IsError: true,
+				Content: fmt.Sprintf("error: not run: at most %d tool calls are run per step; call it again in the next step if still needed", a.cfg.MaxToolCallsPerStep)}
+			continue
+		}
+		if t, ok := a.tools[c.FunctionCall.Name]; ok && t.Exclusive {
+			wg.Wait()
+			one(i)
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			results[i] = layer.ToolResult{CallID: c.ID, Name: c.FunctionCall.Name, Arguments: c.FunctionCall.Arguments, IsError: true, Content: "error: not run: " + ctx.Err().Error()}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			one(i)
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+// callTool runs one tool call: an agent tool, the spawn tool or a layer
+// function. Errors are for the model.
+func (r *run) callTool(ctx context.Context, name, args string) (string, error) {
+	a := r.a
+	if t, ok := a.tools[name]; ok {
+		return a.callAgentTool(ctx, t, args)
+	}
+	if name == SpawnToolName && r.canSpawn() {
+		return r.spawnTool(ctx, args)
+	}
+	if _, ok := r.stack.LookupTool(name); ok {
+		return r.stack.CallTool(ctx, name, args)
+	}
+	names := make([]string, 0, len(r.defs))
+	for _, d := range r.defs {
+		names = append(names, d.Function.Name)
+	}
+	return "", fmt.Errorf("%w %q; the available tools are: %s", ErrUnknownTool, name, strings.Join(names, ", "))
+}
+
+// callAgentTool validates the arguments and runs one of the agent's own
+// tools, turning a panic into an error.
+func (a *Agent) callAgentTool(ctx context.Context, t *Tool, args string) (out string, err error) {
+	raw, err := checkArgs(args)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", t.Name, err)
+	}
+	if err := a.schemas.validate(t.Parameters, raw); err != nil {
+		return "", fmt.Errorf("%w: %s: %w", ErrInvalidArguments, t.Name, err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = "", fmt.Errorf("agentloop: tool %s panicked: %v", t.Name, p)
+		}
+	}()
+	return t.Call(ctx, raw)
+}
+
+// lastHumanText returns the text of the last user message in msgs.
+func lastHumanText(msgs []llms.MessageContent) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != llms.ChatMessageTypeHuman {
+			continue
+		}
+		var b strings.Builder
+		for _, p := range msgs[i].Parts {
+			if t, ok := p.(llms.TextContent); ok {
+				b.WriteString(t.Text)
+			}
+		}
+		return b.String()
+	}
+	return ""
+}
+
+// emit sends an event to the observer and, at debug level, to the logger.
+func (a *Agent) emit(ctx context.Context, e Event) {
+	if a.cfg.Observer != nil {
+		a.cfg.Observer(e)
+	}
+	// Errors that end a run are returned to the caller, and tool errors go
+	// to the model: only a failed checkpoint, which the caller may not
+	// notice in a successful-looking partial result, is a warning.
+	lvl := slog.LevelDebug
+	if e.Err != nil && e.Kind == EventCheckpoint {
+		lvl = slog.LevelWarn
+	}
+	if !a.cfg.Logger.Enabled(ctx, lvl) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("agent", a.cfg.Name), slog.String("event", string(e.Kind)), slog.String("thread", e.ThreadID), slog.Int("step", e.Step)}
+	if e.Depth > 0 {
+		attrs = append(attrs, slog.Int("depth", e.Depth))
+	}
+	if e.Duration > 0 {
+		attrs = append(attrs, slog.Duration("duration", e.Duration))
+	}
+	if e.Tool != "" {
+		attrs = append(attrs, slog.String("tool", e.Tool))
+	}
+	if e.Layer != "" {
+		attrs = append(attrs, slog.String("layer", e.Layer), slog.String("hook", e.Hook))
+	}
+	if e.Usage.TotalTokens > 0 {
+		attrs = append(attrs, slog.Int("prompt_tokens", e.Usage.PromptTokens), slog.Int("completion_tokens", e.Usage.CompletionTokens), slog.Int("total_tokens", e.Usage.TotalTokens))
+	}
+	if e.Err != nil {
+		attrs = append(attrs, slog.Any("error", e.Err))
+	}
+	a.cfg.Logger.LogAttrs(ctx, lvl, "agentloop: "+string(e.Kind), attrs...)
+}

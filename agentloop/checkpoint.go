@@ -1,0 +1,177 @@
+package agentloop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/storage"
+)
+
+// CheckpointVersion is the format version of the checkpoints this build
+// writes. Checkpoints of a newer version are refused.
+const CheckpointVersion = 1
+
+// CheckpointName is the name of a thread's checkpoint under
+// storage.ThreadKey.
+const CheckpointName = "checkpoint"
+
+// Checkpoint is what is stored for a thread after every step, under
+// storage.ThreadKey(threadID, CheckpointName), as JSON.
+type Checkpoint struct {
+	Version    int    `json:"version"`
+	Agent      string `json:"agent,omitempty"`
+	ThreadID   string `json:"thread_id"`
+	ResourceID string `json:"resource_id,omitempty"`
+	// Messages is the thread's history, without system prompts.
+	Messages []llms.MessageContent `json:"messages"`
+	// Layers is the layers' state after the step.
+	Layers layer.Snapshot `json:"layers"`
+	// Steps and Usage add up every run of the thread.
+	Steps     int       `json:"steps"`
+	Usage     Usage     `json:"usage"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// LoadCheckpoint returns the stored checkpoint of a thread. A thread that
+// was never checkpointed gives an error that is storage.ErrNotFound.
+func (a *Agent) LoadCheckpoint(ctx context.Context, threadID string) (*Checkpoint, error) {
+	c, _, err := a.loadCheckpoint(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, fmt.Errorf("%w: thread %q: %w", ErrCheckpoint, threadID, storage.ErrNotFound)
+	}
+	return c, nil
+}
+
+// loadCheckpoint reads a thread's checkpoint and its version; a missing
+// checkpoint is (nil, NoVersion, nil).
+func (a *Agent) loadCheckpoint(ctx context.Context, threadID string) (*Checkpoint, int64, error) {
+	it, err := a.cfg.Store.Get(ctx, storage.ThreadKey(threadID, CheckpointName))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, storage.NoVersion, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: load thread %q: %w", ErrCheckpoint, threadID, err)
+	}
+	var c Checkpoint
+	if err := json.Unmarshal(it.Value, &c); err != nil {
+		return nil, 0, fmt.Errorf("%w: thread %q: malformed: %w", ErrCheckpoint, threadID, err)
+	}
+	if c.Version < 1 || c.Version > CheckpointVersion {
+		return nil, 0, fmt.Errorf("%w: thread %q: version %d, this build reads up to %d", ErrCheckpoint, threadID, c.Version, CheckpointVersion)
+	}
+	return &c, it.Version, nil
+}
+
+// checkpoint stores the run's messages and layer state with
+// compare-and-swap against the version read at the start of the run.
+func (r *run) checkpoint(ctx context.Context) error {
+	a := r.a
+	start := time.Now()
+	err := r.writeCheckpoint(ctx)
+	a.emit(ctx, Event{Kind: EventCheckpoint, ThreadID: r.threadID, Step: r.res.Steps - 1, Duration: time.Since(start), Err: err})
+	return err
+}
+
+func (r *run) writeCheckpoint(ctx context.Context) error {
+	snap, err := r.stack.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: thread %q: snapshot layers: %w", ErrCheckpoint, r.threadID, err)
+	}
+	c := Checkpoint{
+		Version:    CheckpointVersion,
+		Agent:      r.a.cfg.Name,
+		ThreadID:   r.threadID,
+		ResourceID: r.resourceID,
+		Messages:   r.msgs,
+		Layers:     snap,
+		Steps:      r.ckptBase.Steps + r.res.Steps,
+		Usage:      r.ckptBase.Usage.Add(r.res.Usage),
+		UpdatedAt:  time.Now().UTC(),
+	}
+	data, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("%w: thread %q: encode: %w", ErrCheckpoint, r.threadID, err)
+	}
+	v, err := r.a.cfg.Store.Put(ctx, storage.ThreadKey(r.threadID, CheckpointName), data, r.ckptVer)
+	if err != nil {
+		return fmt.Errorf("%w: thread %q: %w", ErrCheckpoint, r.threadID, err)
+	}
+	r.ckptVer = v
+	return nil
+}
+
+// restoreLayers restores thread- and execution-scoped layers from a
+// checkpoint's snapshot. Resource and global layers are left as Init
+// loaded them: other threads may have changed them since. A failure is
+// reported and leaves the layers as Init loaded them.
+func (a *Agent) restoreLayers(ctx context.Context, st *layer.Stack, snap layer.Snapshot) {
+	part := layer.Snapshot{Version: snap.Version, Name: snap.Name, Layers: map[string]json.RawMessage{}}
+	for _, spec := range st.Specs() {
+		data, ok := snap.Layers[spec.ID]
+		if !ok {
+			continue
+		}
+		switch spec.EffectiveScope() {
+		case layer.ScopeThread, layer.ScopeExecution:
+			part.Layers[spec.ID] = data
+		}
+	}
+	if len(part.Layers) == 0 {
+		return
+	}
+	if err := st.Restore(ctx, part); err != nil {
+		a.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: restoring layers from checkpoint", slog.Any("error", err))
+	}
+}
+
+// compactedPrefix marks a tool result replaced by a reference.
+const compactedPrefix = "[compacted] "
+
+// maxPreview is how much of a compacted result the reference keeps.
+const maxPreview = 120
+
+// compactToolResults replaces the content of every tool result in msgs by
+// a one-line reference: the tool, the size and the start of the result.
+func compactToolResults(msgs []llms.MessageContent) {
+	for i := range msgs {
+		if msgs[i].Role != llms.ChatMessageTypeTool {
+			continue
+		}
+		for j, p := range msgs[i].Parts {
+			tr, ok := p.(llms.ToolCallResponse)
+			if !ok || strings.HasPrefix(tr.Content, compactedPrefix) {
+				continue
+			}
+			tr.Content = compactReference(tr.Name, tr.Content)
+			parts := make([]llms.ContentPart, len(msgs[i].Parts))
+			copy(parts, msgs[i].Parts)
+			parts[j] = tr
+			msgs[i].Parts = parts
+		}
+	}
+}
+
+// compactReference is the one-line stand-in for an old tool result.
+func compactReference(name, content string) string {
+	preview := strings.Join(strings.Fields(content), " ")
+	if len(preview) > maxPreview {
+		cut := maxPreview
+		for cut > 0 && preview[cut]&0xC0 == 0x80 { // do not split a rune
+			cut--
+		}
+		preview = preview[:cut] + "…"
+	}
+	return compactedPrefix + "earlier result of " + name + " (" + strconv.Itoa(len(content)) + " bytes): " + preview
+}

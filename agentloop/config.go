@@ -1,0 +1,153 @@
+package agentloop
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt"
+	"github.com/memlayer/memlayer/storage"
+)
+
+// Defaults applied to zero Config fields.
+const (
+	DefaultMaxSteps            = 10
+	DefaultMaxToolCallsPerStep = 16
+	DefaultToolConcurrency     = 4
+	DefaultMaxDepth            = 2
+	DefaultContextWindow       = 128000
+	DefaultResponseReserve     = 4096
+	DefaultName                = "agent"
+)
+
+// SpawnToolName is the name of the tool that lets the model start a child
+// agent.
+const SpawnToolName = "spawn_agent"
+
+// Config configures an [Agent]. Only Model is required; every other zero
+// field means the documented default.
+type Config struct {
+	// Name identifies the agent in logs, events and layer snapshots (a
+	// checkpoint taken by an agent of another name is not restored into
+	// this one's layers). Zero is DefaultName.
+	Name string
+	// Model is the chat model. Required.
+	Model llms.Model
+	// Instructions is the agent's system prompt text. With Template
+	// empty, the system prompt is Instructions followed by each layer's
+	// block in slot order.
+	Instructions string
+	// Template, when set, is a Handlebars template for the whole system
+	// prompt (see package prompt): {{{instructions}}}, {{{layers}}} and
+	// one variable per layer, named after its ID in camelCase.
+	Template string
+	// Vars are extra template variables, the same for every run.
+	Vars map[string]any
+	// Layers are the memory layers, in registration order. Each run gets
+	// its own [layer.Stack] over them.
+	Layers []layer.Layer
+	// Tools are the agent's own tools. The layers' functions are offered
+	// next to them automatically. Names are validated by New.
+	Tools []Tool
+
+	// MaxSteps bounds model calls per run. Zero is DefaultMaxSteps.
+	MaxSteps int
+	// MaxToolCallsPerStep bounds the tool calls executed for one model
+	// response; calls beyond it are answered with an error result and
+	// not run. Zero is DefaultMaxToolCallsPerStep.
+	MaxToolCallsPerStep int
+	// ToolConcurrency bounds how many tool calls of one step run at once.
+	// Zero is DefaultToolConcurrency; 1 runs them one by one.
+	ToolConcurrency int
+	// MaxTokens bounds the tokens (prompt + completion, summed over model
+	// calls) of one run. Zero means no limit.
+	MaxTokens int
+	// Timeout bounds the wall time of one run. Zero means no limit (the
+	// context still applies).
+	Timeout time.Duration
+	// ContextWindow is the model's context size in tokens, shared between
+	// the system prompt, the layers and the history. Zero is
+	// DefaultContextWindow.
+	ContextWindow int
+	// ResponseReserve is kept free in the window for the answer. Zero is
+	// DefaultResponseReserve.
+	ResponseReserve int
+	// Counter counts tokens for budgets. Nil is prompt.Estimate.
+	Counter prompt.Counter
+	// CallOptions are passed to every GenerateContent call, after the
+	// agent's own (tools), so they may override them.
+	CallOptions []llms.CallOption
+	// Stream, when set, receives the model's text as it is generated (it
+	// is passed as llms.WithStreamingFunc). Models that do not stream
+	// ignore it; the final answer is in the Result either way. Text a
+	// model emits before calling tools is streamed too.
+	Stream func(ctx context.Context, chunk []byte) error
+
+	// Store persists layer state and thread checkpoints. Nil means an
+	// in-memory store private to this Agent: threads survive between
+	// runs of the Agent but not the process.
+	Store storage.Store
+	// KeepToolResults keeps tool results of earlier turns in full in the
+	// history. By default (false) a tool result is kept in full for the
+	// turn that produced it and replaced by a one-line reference in later
+	// turns: layers such as entity memory remember what mattered.
+	KeepToolResults bool
+	// RestoreLayers makes a resumed thread restore the layers' state from
+	// its checkpoint, for layers of thread or execution scope, after
+	// Init. Layers that persist their own state (the usual case) load it
+	// in Init and do not need this; it is for layers that only implement
+	// layer.Snapshotter.
+	RestoreLayers bool
+
+	// MaxDepth bounds child agents: a run at depth MaxDepth cannot spawn.
+	// Zero is DefaultMaxDepth; negative disables spawning.
+	MaxDepth int
+	// DisableSpawnTool hides the spawn_agent tool from the model.
+	// Agent.Spawn still works from code.
+	DisableSpawnTool bool
+
+	// Observer receives every [Event], synchronously, possibly from
+	// several goroutines at once: it must be fast and safe for concurrent
+	// use.
+	Observer func(Event)
+	// Logger receives the agent's and the layers' diagnostics. Nil is
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Name == "" {
+		c.Name = DefaultName
+	}
+	if c.MaxSteps <= 0 {
+		c.MaxSteps = DefaultMaxSteps
+	}
+	if c.MaxToolCallsPerStep <= 0 {
+		c.MaxToolCallsPerStep = DefaultMaxToolCallsPerStep
+	}
+	if c.ToolConcurrency <= 0 {
+		c.ToolConcurrency = DefaultToolConcurrency
+	}
+	if c.ContextWindow <= 0 {
+		c.ContextWindow = DefaultContextWindow
+	}
+	if c.ResponseReserve <= 0 {
+		c.ResponseReserve = DefaultResponseReserve
+	}
+	if c.MaxDepth == 0 {
+		c.MaxDepth = DefaultMaxDepth
+	}
+	if c.Counter == nil {
+		c.Counter = prompt.Estimate
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Store == nil {
+		c.Store = storage.NewMemory()
+	}
+	return c
+}

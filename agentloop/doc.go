@@ -1,0 +1,112 @@
+// Package agentloop runs a ReAct loop over a langchaingo [llms.Model] with
+// memlayer's memory layers, tools, thread checkpoints and child agents.
+//
+// # A run
+//
+// [Agent.Run] runs the agent on a thread (and optional resource):
+//
+//  1. The thread's checkpoint, if any, is loaded from the store: the
+//     message history continues where the last run stopped.
+//  2. A new [layer.Stack] is built over Config.Layers and initialised:
+//     every layer loads its own state from the store under its scope key.
+//  3. Per step: the layers are recalled under budgets from
+//     prompt.Allocate; the system prompt is compiled (instructions or a
+//     Handlebars template plus the layers' blocks); the history is
+//     projected into what is left of the window (tool calls and their
+//     results are never split); GenerateContent is called with every tool
+//     definition: the agent's tools, spawn_agent, and the layers'
+//     functions under their wire names ("working-memory/update" is sent
+//     as "working-memory_update", because provider APIs accept only
+//     [a-zA-Z0-9_-]{1,64}).
+//  4. The tool calls are executed (concurrently, up to
+//     Config.ToolConcurrency, except [Tool.Exclusive] tools, which run
+//     alone), and the AI message with its calls plus one tool message per
+//     result (exactly one ToolCallResponse part each, as the OpenAI client
+//     requires) are appended to the history.
+//  5. The step is handed to the layers' Store as a [layer.Turn], and the
+//     thread is checkpointed.
+//
+// The loop ends when the model answers without tool calls, or a limit
+// stops it: Config.MaxSteps, MaxTokens or Timeout give a [*LimitError]
+// that matches ErrMaxSteps, ErrMaxTokens or ErrTimeout with errors.Is and
+// carries the partial [Result]. Cancelling the context stops the run at
+// the next suspension point (the model call and tools get the context);
+// the layers are closed on every exit path, with a context that is not
+// cancelled so they can flush.
+//
+// # Tools
+//
+// A [Tool] has a name, a description, a JSON Schema for its arguments
+// object (sent to the model verbatim, and checked with
+// santhosh-tekuri/jsonschema before the tool runs; each schema is
+// compiled once) and a Call. [NewTool] builds a typed tool that decodes
+// its arguments into a Go value; [FromLangchain] adapts a langchaingo
+// tools.Tool, whose input is one string: the model is offered an "input"
+// string parameter and the tool receives its value (or the raw JSON
+// arguments when the model sent no "input" string). Names are validated
+// when the Agent is built.
+//
+// An unknown tool name, arguments that are not a JSON object or fail the
+// schema, a tool error and a tool panic all become the tool's result,
+// prefixed "error: ", and the run continues: the model can correct
+// itself. The same schema validation is plugged into the layer stack
+// (layer.StackConfig.ValidateArgs), so layer functions are checked too.
+//
+// # Threads and checkpoints
+//
+// After every step the thread's messages (llms.MessageContent, which
+// round-trips through JSON) and the layers' [layer.Snapshot] are written
+// as a [Checkpoint] under storage.ThreadKey(threadID, "checkpoint") with
+// compare-and-swap against the version the run started from. A new Agent,
+// in a new process, with the same store and thread ID continues the
+// conversation: the history comes from the checkpoint and the layers load
+// their own state in Init. Two overlapping runs of one thread cannot both
+// win: the loser fails with an error matching ErrCheckpoint and
+// storage.ErrConflict. The snapshot in the checkpoint is restored into the
+// layers only with Config.RestoreLayers, and then only for thread- and
+// execution-scoped layers: resource and global state may have moved on in
+// other threads since, and the layers' own storage is the source of truth.
+//
+// Tool results of earlier turns are compacted when a run starts: each is
+// replaced by a one-line reference (the tool, the size, the first 120
+// characters), because layers such as entity memory keep what mattered
+// and full results would fill the window. The current turn's results stay
+// whole. Config.KeepToolResults turns this off.
+//
+// # Child agents
+//
+// [Agent.Spawn] (from code, or from inside a tool with the tool's
+// context) and the spawn_agent tool (offered to the model unless
+// Config.DisableSpawnTool) run a child agent on a subtask: same model and
+// tools, its own instructions if given, and layers derived from the
+// parent's through [layer.Stack.Spawn] — each layer's OnSpawn decides
+// what the child inherits, so the child's layer tools act on the child's
+// state. The child's final answer is the tool result; afterwards
+// [layer.Stack.Return] lets parent layers merge the child's changes.
+// Depth is bounded by Config.MaxDepth: at the limit, spawn_agent is no
+// longer offered and Spawn fails with ErrMaxDepth. Children are not
+// checkpointed.
+//
+// # Observability
+//
+// Every model call (with token usage read from GenerationInfo, or
+// estimated with the token counter when the model reports none), tool
+// call, layer hook, step and checkpoint is an [Event] for Config.Observer
+// and a debug record for Config.Logger (a failed checkpoint is a
+// warning). A step event's Duration minus ModelTime and ToolTime is
+// memlayer's own overhead. Config.Stream receives the model's text as it
+// is generated, through llms.WithStreamingFunc.
+//
+// # langchaingo interop
+//
+// [NewMemory] adapts a layer stack to schema.Memory, so the layers plug
+// into chains and agents.Executor; [ExportTools] exports the layers'
+// functions as tools.Tool. The package agentloop/agenttest has a scripted
+// llms.Model for tests.
+//
+// # Concurrency
+//
+// An [Agent] is immutable after [New] and safe for concurrent use; runs
+// on different threads are independent. Tools, the Observer and Stream
+// may be called from several goroutines at once.
+package agentloop

@@ -1,0 +1,111 @@
+package agentloop
+
+import (
+	"time"
+)
+
+// EventKind says what an [Event] reports.
+type EventKind string
+
+// The kinds of events an agent reports.
+const (
+	// EventRunStart: a run (or a child run) begins.
+	EventRunStart EventKind = "run_start"
+	// EventModelCall: a GenerateContent call returned (Duration, Usage,
+	// Err).
+	EventModelCall EventKind = "model_call"
+	// EventToolCall: one tool call finished (Tool, Duration, Err is the
+	// tool's failure, which the model saw as the result).
+	EventToolCall EventKind = "tool_call"
+	// EventLayerHook: a layer hook ran (Layer, Hook, Duration, Err).
+	EventLayerHook EventKind = "layer_hook"
+	// EventStep: a step finished: recall, model call, tools, store and
+	// checkpoint (Duration covers all of it; ModelTime and ToolTime the
+	// parts spent outside memlayer).
+	EventStep EventKind = "step"
+	// EventCheckpoint: the thread was checkpointed (Err on failure).
+	EventCheckpoint EventKind = "checkpoint"
+	// EventRunEnd: a run ended (Usage is the run's total, Err why it
+	// stopped, nil on a final answer).
+	EventRunEnd EventKind = "run_end"
+)
+
+// Event reports one thing that happened during a run. Fields that do not
+// apply to the kind are zero.
+type Event struct {
+	Kind     EventKind
+	ThreadID string
+	// Depth is 0 for a top-level run, 1 for its children, and so on.
+	Depth int
+	// Step counts model calls in the run, from 0.
+	Step     int
+	Duration time.Duration
+	// ModelTime and ToolTime are set on EventStep: the time spent in the
+	// model call and in tool calls (wall time, concurrent calls
+	// overlapping). Duration − ModelTime − ToolTime is memlayer's own
+	// overhead for the step.
+	ModelTime time.Duration
+	ToolTime  time.Duration
+	// Tool is the tool name, for EventToolCall.
+	Tool string
+	// Layer and Hook name the layer hook, for EventLayerHook.
+	Layer string
+	Hook  string
+	// Usage is the token usage of a model call (EventModelCall) or of the
+	// whole run (EventRunEnd).
+	Usage Usage
+	// Err is the failure, if any.
+	Err error
+}
+
+// Usage counts tokens. Models that report usage in GenerationInfo
+// (PromptTokens, CompletionTokens, TotalTokens, as langchaingo's OpenAI,
+// Anthropic and Ollama clients do) are counted exactly; for others the
+// prompt and completion are estimated with the agent's token counter and
+// Estimated is set.
+type Usage struct {
+	PromptTokens     int  `json:"prompt_tokens"`
+	CompletionTokens int  `json:"completion_tokens"`
+	TotalTokens      int  `json:"total_tokens"`
+	Estimated        bool `json:"estimated,omitempty"`
+}
+
+// Add returns the sum of u and v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		PromptTokens:     u.PromptTokens + v.PromptTokens,
+		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
+		TotalTokens:      u.TotalTokens + v.TotalTokens,
+		Estimated:        u.Estimated || v.Estimated,
+	}
+}
+
+// usageFrom reads token usage from a choice's GenerationInfo. ok is false
+// when the model reported none.
+func usageFrom(info map[string]any) (u Usage, ok bool) {
+	get := func(keys ...string) (int, bool) {
+		for _, k := range keys {
+			switch v := info[k].(type) {
+			case int:
+				return v, true
+			case int32:
+				return int(v), true
+			case int64:
+				return int(v), true
+			case float64:
+				return int(v), true
+			}
+		}
+		return 0, false
+	}
+	p, okP := get("PromptTokens", "prompt_tokens", "InputTokens", "input_tokens")
+	c, okC := get("CompletionTokens", "completion_tokens", "OutputTokens", "output_tokens")
+	t, okT := get("TotalTokens", "total_tokens")
+	if !okP && !okC && !okT {
+		return Usage{}, false
+	}
+	if !okT {
+		t = p + c
+	}
+	return Usage{PromptTokens: p, CompletionTokens: c, TotalTokens: t}, true
+}

@@ -1,0 +1,158 @@
+package agentloop
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/memlayer/memlayer/layer"
+)
+
+// spawnDescription and spawnParams define the spawn_agent tool.
+const spawnDescription = "Start a child agent for a self-contained subtask. It gets the instructions and the input, " +
+	"inherits the memory that belongs to the user or project (not this conversation's scratchpad), " +
+	"can use the same tools, and returns its final answer as this tool's result."
+
+var spawnParams = json.RawMessage(`{"type":"object","properties":{` +
+	`"instructions":{"type":"string","description":"What the child agent is and how it should work. Empty means the same instructions as you."},` +
+	`"input":{"type":"string","description":"The subtask, as a message to the child agent."}},` +
+	`"required":["input"],"additionalProperties":false}`)
+
+// SpawnInput describes a child agent's task.
+type SpawnInput struct {
+	// Instructions are the child's instructions (a plain system prompt).
+	// Empty means the parent agent's instructions and template.
+	Instructions string
+	// Input is the child's task, sent as its user message. Required.
+	Input string
+	// ThreadID and ResourceID name the parent thread when Spawn is
+	// called outside a run (see [Agent.Spawn]); inside a run they are
+	// ignored.
+	ThreadID   string
+	ResourceID string
+}
+
+// Spawn runs a child agent for a subtask and returns its result. The
+// child uses this agent's model and tools; its layers come from the
+// parent's through [layer.Stack.Spawn] (each layer's OnSpawn decides:
+// resource-scoped working memory is inherited as a clone, thread-scoped
+// memory is not, key-value memory becomes a child scope), so the child's
+// layer tools act on the child's state. After the child finishes,
+// [layer.Stack.Return] lets the parent's layers take back what they merge.
+// The child's history is not checkpointed.
+//
+// Called from inside a tool of a running agent (with the tool's ctx), the
+// parent is that run. Called anywhere else, the parent is a fresh stack on
+// in.ThreadID (required) and in.ResourceID, initialised from the store
+// and closed afterwards.
+//
+// A child at depth MaxDepth cannot spawn: the error is ErrMaxDepth.
+func (a *Agent) Spawn(ctx context.Context, in SpawnInput) (*Result, error) {
+	if p := runFrom(ctx); p != nil {
+		return p.spawn(ctx, in)
+	}
+	if in.ThreadID == "" {
+		return nil, ErrNoThread
+	}
+	st, err := a.newStack(layer.Env{ThreadID: in.ThreadID, ResourceID: in.ResourceID, Store: a.cfg.Store, Logger: a.cfg.Logger}, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Init(ctx); err != nil {
+		return nil, fmt.Errorf("agentloop: init layers: %w", err)
+	}
+	defer a.closeStack(ctx, st)
+	p := &run{a: a, compiler: a.compiler, stack: st, threadID: in.ThreadID, resourceID: in.ResourceID}
+	return p.spawn(ctx, in)
+}
+
+// spawn runs a child of run p.
+func (p *run) spawn(ctx context.Context, in SpawnInput) (*Result, error) {
+	a := p.a
+	if a.cfg.MaxDepth < 0 || p.depth >= a.cfg.MaxDepth {
+		return nil, fmt.Errorf("%w: depth %d, MaxDepth %d", ErrMaxDepth, p.depth+1, a.cfg.MaxDepth)
+	}
+	if in.Input == "" {
+		return nil, fmt.Errorf("%w: spawn: empty input", ErrInvalidArguments)
+	}
+	start := time.Now()
+	depth := p.depth + 1
+	env := layer.Env{
+		ThreadID:   fmt.Sprintf("%s/child-%d-%s", p.threadID, depth, newSuffix()),
+		ResourceID: p.resourceID,
+		Depth:      depth,
+		Store:      a.cfg.Store,
+		Logger:     a.cfg.Logger,
+	}
+	cs, err := p.stack.Spawn(ctx, env)
+	if err != nil {
+		return nil, fmt.Errorf("agentloop: spawn: %w", err)
+	}
+	defer a.closeStack(ctx, cs)
+
+	child := &run{
+		a: a, compiler: a.compiler, sysTokens: a.systemTokens, stack: cs,
+		threadID: env.ThreadID, resourceID: p.resourceID, depth: depth,
+		input: in.Input, vars: p.vars,
+		msgs: []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, in.Input)},
+		res:  &Result{ThreadID: env.ThreadID},
+	}
+	if in.Instructions != "" {
+		c, err := a.newCompiler(in.Instructions, "")
+		if err != nil {
+			return nil, err
+		}
+		child.compiler = c
+		child.sysTokens = a.cfg.Counter.Count(in.Instructions)
+	}
+	a.emit(ctx, Event{Kind: EventRunStart, ThreadID: env.ThreadID, Depth: depth})
+	if err := child.prepareTools(); err != nil {
+		return nil, err
+	}
+	res, err := child.loop(ctx)
+	// Return failures are reported by the stack and leave the parent's
+	// layers as they were.
+	_ = p.stack.Return(context.WithoutCancel(ctx), cs)
+	a.emit(ctx, Event{Kind: EventRunEnd, ThreadID: env.ThreadID, Depth: depth, Step: res.Steps, Duration: time.Since(start), Usage: res.Usage, Err: err})
+	return res, err
+}
+
+// spawnTool runs the spawn_agent tool call.
+func (r *run) spawnTool(ctx context.Context, args string) (string, error) {
+	raw, err := checkArgs(args)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", SpawnToolName, err)
+	}
+	if err := r.a.schemas.validate(spawnParams, raw); err != nil {
+		return "", fmt.Errorf("%w: %s: %w", ErrInvalidArguments, SpawnToolName, err)
+	}
+	var in SpawnInput
+	var req struct {
+		Instructions string `json:"instructions"`
+		Input        string `json:"input"`
+	}
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return "", fmt.Errorf("%w: %s: %w", ErrInvalidArguments, SpawnToolName, err)
+	}
+	in.Instructions, in.Input = req.Instructions, req.Input
+	res, err := r.spawn(ctx, in)
+	if err != nil {
+		if res != nil && res.Output != "" {
+			return "", fmt.Errorf("child agent stopped (%w); its last answer: %s", err, res.Output)
+		}
+		return "", fmt.Errorf("child agent failed: %w", err)
+	}
+	return res.Output, nil
+}
+
+// newSuffix returns a short random hex string for child thread IDs.
+func newSuffix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,193 @@
+package agentloop
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/tmc/langchaingo/tools"
+)
+
+// MaxToolNameLen is the longest tool name accepted, the limit of the
+// OpenAI and Anthropic tool APIs.
+const MaxToolNameLen = 64
+
+// Tool is a function the model can call. Its arguments are a JSON object
+// described by Parameters, a JSON Schema sent to the model verbatim and
+// checked before Call runs.
+//
+// Call may be invoked concurrently with itself and with other tools of the
+// same step (see Exclusive). Its string result is what the model sees; an
+// error is shown to the model as the tool result ("error: ..."), and the
+// run continues, so the error text should say what to fix.
+type Tool struct {
+	// Name is what the model calls the tool: [a-zA-Z0-9_-]{1,64}, unique
+	// among the agent's tools and the layers' tools.
+	Name string
+	// Description tells the model what the tool does and when to use it.
+	Description string
+	// Parameters is the JSON Schema of the arguments object. Nil means
+	// {"type":"object"} (any object).
+	Parameters json.RawMessage
+	// Exclusive makes every call of this tool run alone, after the calls
+	// before it in the step have finished and before the ones after it
+	// start. Use it for tools whose effects other calls of the same step
+	// may depend on. Other calls run concurrently, up to
+	// Config.ToolConcurrency at a time.
+	Exclusive bool
+	// Call runs the tool with the raw JSON arguments (an object that
+	// passed Parameters).
+	Call func(ctx context.Context, args json.RawMessage) (string, error)
+}
+
+// NewTool returns a typed tool: the arguments are decoded into an In and
+// the result is returned as is when it is a string and as JSON otherwise.
+// parameters is the JSON Schema of In; nil means any object.
+func NewTool[In, Out any](name, description string, parameters json.RawMessage, fn func(ctx context.Context, in In) (Out, error)) Tool {
+	return Tool{
+		Name:        name,
+		Description: description,
+		Parameters:  parameters,
+		Call: func(ctx context.Context, args json.RawMessage) (string, error) {
+			var in In
+			if err := json.Unmarshal(args, &in); err != nil {
+				return "", fmt.Errorf("%w: %w", ErrInvalidArguments, err)
+			}
+			out, err := fn(ctx, in)
+			if err != nil {
+				return "", err
+			}
+			if s, ok := any(out).(string); ok {
+				return s, nil
+			}
+			b, err := json.Marshal(out)
+			if err != nil {
+				return "", fmt.Errorf("agentloop: tool %s: encode result: %w", name, err)
+			}
+			return string(b), nil
+		},
+	}
+}
+
+// langchainParams is the schema offered for a langchaingo tools.Tool: one
+// string field.
+var langchainParams = json.RawMessage(`{"type":"object","properties":{"input":{"type":"string","description":"The input for the tool."}},"required":["input"]}`)
+
+// FromLangchain adapts a langchaingo [tools.Tool], whose input is a single
+// string. The model is offered one string parameter, "input"; the tool
+// receives the value of that field. If the model sends an object without a
+// string "input" field, the tool receives the raw JSON arguments instead,
+// so tools that parse JSON themselves still work.
+func FromLangchain(t tools.Tool) Tool {
+	return Tool{
+		Name:        t.Name(),
+		Description: t.Description(),
+		Parameters:  langchainParams,
+		Call: func(ctx context.Context, args json.RawMessage) (string, error) {
+			var in struct {
+				Input *string `json:"input"`
+			}
+			if json.Unmarshal(args, &in) == nil && in.Input != nil {
+				return t.Call(ctx, *in.Input)
+			}
+			return t.Call(ctx, string(args))
+		},
+	}
+}
+
+// ValidateToolName reports whether name is acceptable to provider tool
+// APIs: 1 to 64 bytes of [a-zA-Z0-9_-].
+func ValidateToolName(name string) error {
+	if name == "" || len(name) > MaxToolNameLen {
+		return fmt.Errorf("%w: name %q must be 1 to %d bytes", ErrInvalidTool, name, MaxToolNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: name %q: only a-z, A-Z, 0-9, '_' and '-' are allowed", ErrInvalidTool, name)
+		}
+	}
+	return nil
+}
+
+// anyObject is the schema used when a tool declares none.
+var anyObject = json.RawMessage(`{"type":"object"}`)
+
+// schemaCache compiles JSON Schemas once and validates values against
+// them. It is safe for concurrent use.
+type schemaCache struct {
+	m sync.Map // string(schema) -> *jsonschema.Schema or error
+}
+
+// compile returns the compiled schema, compiling it on first use.
+func (c *schemaCache) compile(schema json.RawMessage) (*jsonschema.Schema, error) {
+	key := string(schema)
+	if v, ok := c.m.Load(key); ok {
+		if err, isErr := v.(error); isErr {
+			return nil, err
+		}
+		return v.(*jsonschema.Schema), nil
+	}
+	sch, err := compileSchema(schema)
+	if err != nil {
+		c.m.Store(key, err)
+		return nil, err
+	}
+	c.m.Store(key, sch)
+	return sch, nil
+}
+
+func compileSchema(schema json.RawMessage) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		return nil, fmt.Errorf("schema is not JSON: %w", err)
+	}
+	// A URN id keeps the working directory out of error messages and
+	// needs no loader.
+	const url = "urn:memlayer:agentloop:args"
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	return sch, nil
+}
+
+// validate checks args (JSON) against schema. The error lists every
+// violation, which is what the model needs to correct its call.
+func (c *schemaCache) validate(schema json.RawMessage, args []byte) error {
+	if len(bytes.TrimSpace(schema)) == 0 {
+		return nil
+	}
+	sch, err := c.compile(schema)
+	if err != nil {
+		return err
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return fmt.Errorf("arguments are not valid JSON: %w", err)
+	}
+	return sch.Validate(v)
+}
+
+// checkArgs normalises raw tool arguments: empty means {}, anything else
+// must be a JSON object.
+func checkArgs(args string) (json.RawMessage, error) {
+	raw := bytes.TrimSpace([]byte(args))
+	if len(raw) == 0 {
+		return json.RawMessage("{}"), nil
+	}
+	if !json.Valid(raw) {
+		return nil, fmt.Errorf("%w: not valid JSON", ErrInvalidArguments)
+	}
+	if raw[0] != '{' {
+		return nil, fmt.Errorf("%w: want a JSON object", ErrInvalidArguments)
+	}
+	return raw, nil
+}
