@@ -154,16 +154,13 @@ func claim(seen map[string]string, id string) error {
 	return nil
 }
 
-// LayerText returns the text one recalled layer contributes: its
-// non-empty items' texts joined by newlines, unchanged. Layers fence
-// their own untrusted text (see [layer.Fence]); the compiler neither
-// escapes nor re-fences it.
-func LayerText(r layer.Recalled) string {
-	switch len(r.Items) {
-	case 0:
-		return ""
-	case 1:
-		return r.Items[0].Text
+// layerText returns the text one recalled layer contributes: its
+// non-empty items' texts, guarded against spoofing the blocks of tags (see
+// guardItem), joined by newlines. Layers fence their own untrusted text
+// (see [layer.Fence]); the compiler neither escapes nor re-fences it.
+func layerText(r layer.Recalled, tags []string) string {
+	if len(r.Items) == 1 {
+		return guardItem(r.Items[0].Text, tags)
 	}
 	var b strings.Builder
 	for _, it := range r.Items {
@@ -173,7 +170,7 @@ func LayerText(r layer.Recalled) string {
 		if b.Len() > 0 {
 			b.WriteByte('\n')
 		}
-		b.WriteString(it.Text)
+		b.WriteString(guardItem(it.Text, tags))
 	}
 	return b.String()
 }
@@ -188,7 +185,7 @@ func LayerText(r layer.Recalled) string {
 //
 // With a template, the variables are:
 //   - one per recalled layer, named [VarName] of its ID, holding its
-//     [LayerText];
+//     items' texts joined by newlines;
 //   - "layers": every layer's text in slot order, separated by blank lines;
 //   - "instructions": [Config.Instructions];
 //   - every entry of vars.
@@ -197,11 +194,15 @@ func LayerText(r layer.Recalled) string {
 // {{workingMemory}} and {{{workingMemory}}} render them alike, verbatim:
 // escaping would mangle the entities [layer.Fence] writes. They are
 // values, never template source, so a layer text such as "{{instructions}}"
-// stays literal. User variables follow Handlebars rules: {{x}} escapes
+// stays literal. One more guard applies to every layout: inside a layer's
+// text, the tags of the other fenced blocks of this prompt are defanged
+// like [layer.Fence] defangs a block's own tag, so no layer can forge
+// another's block (a fenced item is "<tag>\n…\n</tag>", as layer.Fence
+// writes it). User variables follow Handlebars rules: {{x}} escapes
 // HTML, {{{x}}} does not. Strings, booleans, numbers and nil are passed as
-// they are; a fmt.Stringer or error as its text; anything else (maps,
-// slices, structs) as its JSON encoding, because raymond prints those in
-// Go syntax. A missing variable renders empty.
+// they are; a fmt.Stringer or error as its text; a [Raw] as its Value;
+// anything else (maps, slices, structs) as its JSON encoding, because
+// raymond prints those in Go syntax. A missing variable renders empty.
 //
 // Name rules: a user variable named "layers" or "instructions" is an error
 // wrapping [ErrNameConflict], as are two recalled layers mapping to one
@@ -233,7 +234,7 @@ func (c *Compiler) Compile(recalled []layer.Recalled, vars map[string]any) (out 
 		if err := checkNames(recalled); err != nil {
 			return "", err
 		}
-		return c.defaultLayout(recalled), nil
+		return c.defaultLayout(recalled, fenceTags(recalled)), nil
 	}
 
 	ctx := make(map[string]any, len(vars)+len(recalled)+2)
@@ -244,6 +245,7 @@ func (c *Compiler) Compile(recalled []layer.Recalled, vars map[string]any) (out 
 		}
 		ctx[k] = cv
 	}
+	tags := fenceTags(recalled)
 	var all strings.Builder
 	seen := make(map[string]string, len(recalled))
 	for _, r := range recalled {
@@ -251,7 +253,7 @@ func (c *Compiler) Compile(recalled []layer.Recalled, vars map[string]any) (out 
 			return "", err
 		}
 		name := VarName(r.ID)
-		text := LayerText(r)
+		text := layerText(r, tags)
 		if text == "" {
 			continue
 		}
@@ -270,11 +272,11 @@ func (c *Compiler) Compile(recalled []layer.Recalled, vars map[string]any) (out 
 	return out, nil
 }
 
-func (c *Compiler) defaultLayout(recalled []layer.Recalled) string {
+func (c *Compiler) defaultLayout(recalled []layer.Recalled, tags []string) string {
 	var b strings.Builder
 	b.WriteString(c.instructions)
 	for _, r := range recalled {
-		text := LayerText(r)
+		text := layerText(r, tags)
 		if text == "" {
 			continue
 		}
@@ -298,11 +300,20 @@ func checkNames(recalled []layer.Recalled) error {
 
 func bySlot(a, b layer.Recalled) int { return a.Slot - b.Slot }
 
+// Raw wraps a user variable that Compile must pass to the template
+// unchanged instead of serialising it to JSON: a slice to iterate with
+// {{#each}}, a map or struct whose fields the template reads with paths
+// ({{user.name}}). Printing such a value directly gives Go's formatting,
+// not JSON.
+type Raw struct{ Value any }
+
 // userValue converts a user variable into what raymond prints well.
 func userValue(v any) (any, error) {
 	switch v := v.(type) {
 	case nil, string, raymond.SafeString:
 		return v, nil
+	case Raw:
+		return v.Value, nil
 	case error:
 		return v.Error(), nil
 	case fmt.Stringer:
