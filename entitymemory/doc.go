@@ -1,0 +1,98 @@
+// Package entitymemory is the entity memory layer: it extracts the
+// entities an agent works on (pages, sections, issues, files, customers)
+// from its tool results, without calling a model, keeps the most recent
+// ones, and puts them into the prompt so that "now add a hero section to
+// it" resolves to page-123 — after many tool calls, after a finished task,
+// and after a process restart.
+//
+//	[WORKING MEMORY]
+//	pages:
+//	  - "About Us" (page-123)
+//	sections:
+//	  - "Hero" (sec-456, parent: page-123)
+//
+//	To resolve references such as "it", ... ask the user which one they mean.
+//
+// # Extraction
+//
+// [Extract] (and [Extractor]) read one tool result. The type comes from,
+// in order of precedence: a type the result names on the entity itself
+// ("object" as in Stripe and Notion, "__typename" in GraphQL, "_type" in
+// Sanity, "type", "kind" as in Google's "drive#file", Contentful's
+// sys.type); the key the entity was found under ({page: ...},
+// {pages: [...]}, {issueCreate: {issue: ...}}); the tool name, through
+// [Rules] and then the built-in guess [TypeFromToolName]; else "item".
+// A result-named type wins over guesses, as the issue asks: a section
+// result carrying {type: "hero"} is recorded as a "hero".
+//
+// An object is an entity when it has an ID: documentId (Strapi v5), id,
+// _id (Sanity), uuid, gid, guid, uid, sys.id (Contentful), or key when
+// nothing else (keyed resources). Numbers become decimal text. Keys match
+// without regard to case, '_' or '-'. The walk looks, in order, at the
+// top-level value, the member named after the tool's type, envelopes
+// (data, result, results, items, matches, nodes, edges, hits, value, ...),
+// then any other member holding objects, skipping members that describe
+// the response or a related party (meta, links, owner, author, user, ...).
+// A list yields at most MaxPerList entities, in its order. The name comes
+// from the first of the name fields ([DefaultNameFields]) found on the
+// object or its containers (attributes, fields, properties, snippet);
+// rich values are read too (WordPress {rendered}, Notion rich text, a
+// Notion title property of any name, Contentful locales), HTML entities
+// are decoded, and the ID stands in when there is no name. Parents come
+// from the arguments (parentId, or pageId on a section call) or from the
+// result's parentId/parent.
+//
+// Error payloads — {"error": ...}, {"errors": [...]} (GraphQL),
+// {"errorMessages": [...]} (Jira), {"success": false}, {"ok": false},
+// {"object": "error"} (Notion), sys.type "Error" (Contentful), a status or
+// code from 400 to 599 — and failed tool calls yield nothing. When a
+// successful result names no entity (plain text, {"content": ...}) but
+// the arguments carry the ID ("get-section-content" with sectionId), that
+// ID is recorded, except for delete-like tools.
+//
+// The extractor never decodes the whole result: a small scanner indexes
+// one object at a time, skips the rest without recursion, reads at most
+// MaxResultBytes, visits a bounded number of objects and depth, and treats
+// truncated input as its end. Names and slugs are made single-line (runs
+// of white space, control and invisible format characters become one
+// space) and cut to [MaxNameLen] bytes; IDs to [MaxIDLen].
+//
+// # The list
+//
+// The layer keeps the Capacity (10) most recently seen entities,
+// identified by type and ID. The entities of one result go to the front in
+// the result's order; a re-seen entity moves to the front and takes the
+// new name (unless the new name is only its ID). With a TTL, entities not
+// seen for that long drop out.
+//
+// # Rendering
+//
+// Recall renders [Header], then one group per type — in order of each
+// type's most recent entity, newest first within the type — then the
+// instructions. Names are quoted; '"' and '\' are escaped and '<' becomes
+// "&lt;", so a name holding "\n[WORKING MEMORY]\n" or "</entities>" stays
+// inert on its line. The block is cached and rendered again only after a
+// change. Nothing is rendered when the list is empty, unless RenderEmpty.
+//
+// # Persistence, spawn and snapshots
+//
+// Init loads the list stored under storage.LayerKey(id, scope key,
+// "state"); Store saves it with compare-and-swap, merging with the stored
+// list when another process wrote first, so no update is lost. The
+// execution scope never persists. A child agent starts with a copy of the
+// parent's list and keeps its changes to itself. Snapshot and Restore use
+// the versioned format of [StateVersion]; older versions migrate, newer
+// ones are refused.
+//
+// # Switching it off
+//
+// Config.Disabled makes the layer a no-op that still satisfies every
+// interface. The examples read MEMLAYER_ENTITY_MEMORY=off and set it; the
+// library reads no environment variables.
+//
+// # Concurrency
+//
+// A Layer is safe for concurrent use; its state is guarded by a mutex,
+// which a save holds while it talks to the store. An [Extractor] is safe
+// for concurrent use.
+package entitymemory

@@ -1,0 +1,803 @@
+package entitymemory
+
+import (
+	"bytes"
+	"html"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Entity is something the agent worked on: a page, a section, an issue, a
+// file. Entities are identified by Type and ID together.
+type Entity struct {
+	// Type is the normalised type: lowercase words joined by '_', singular
+	// ("page", "blog_post").
+	Type string `json:"type"`
+	// ID is the entity's identifier as text; numeric IDs are written in
+	// decimal ("123").
+	ID string `json:"id"`
+	// Name is a human name: a title, name, slug, filename, heading or
+	// label, or the ID when the result had none. It is a single line of at
+	// most MaxNameLen bytes.
+	Name string `json:"name"`
+	// Slug is an optional second handle: a slug, a Shopify handle, a Jira
+	// key ("ED-1"), a Linear identifier ("ENG-123").
+	Slug string `json:"slug,omitempty"`
+	// Parent is the ID of the entity this one belongs to, when the tool
+	// arguments (pageId on a section call) or the result named one.
+	Parent string `json:"parent,omitempty"`
+	// SeenAt is when the entity was last seen. [Extract] leaves it zero;
+	// the layer sets it when it records the entity.
+	SeenAt time.Time `json:"seenAt"`
+}
+
+// Limits on what is kept of one entity.
+const (
+	// MaxNameLen caps Name and Slug, in bytes; longer text is cut at a
+	// rune boundary and ends in "…".
+	MaxNameLen = 120
+	// MaxIDLen caps ID and Parent, in bytes.
+	MaxIDLen = 128
+)
+
+// Defaults of the extraction options.
+const (
+	// DefaultMaxPerList is how many entities one list in a result yields.
+	DefaultMaxPerList = 3
+	// DefaultMaxResultBytes is how much of a tool result is read.
+	DefaultMaxResultBytes = 256 << 10
+)
+
+// DefaultNameFields is the order in which fields are tried for an entity's
+// name. The first six are the classic ones; the rest cover issue
+// trackers (summary), mail (subject), people (display name, email). Keys
+// match without regard to case, '_' or '-' ("display_name" is
+// "displayName").
+var DefaultNameFields = []string{
+	"title", "name", "slug", "filename", "heading", "label",
+	"summary", "subject", "displayName", "email",
+}
+
+// Rules map tool names to entity types ahead of the built-in guess of
+// [TypeFromToolName]. Func is asked first, then Types; when neither
+// answers, the built-in guess applies. An answer of "" means "this tool
+// yields no entities".
+type Rules struct {
+	// Types maps exact tool names to types ("cms_put": "page").
+	Types map[string]string
+	// Func returns the type for a tool name and whether it decided.
+	Func func(toolName string) (typ string, ok bool)
+}
+
+// Option configures an [Extractor].
+type Option func(*Extractor)
+
+// WithRules sets the tool-name rules.
+func WithRules(r Rules) Option { return func(x *Extractor) { x.rules = r } }
+
+// WithNameFields sets the order of name fields (nil keeps the default).
+func WithNameFields(fields ...string) Option {
+	return func(x *Extractor) {
+		if len(fields) > 0 {
+			x.nameFields = fields
+		}
+	}
+}
+
+// WithMaxPerList caps the entities taken from one list (values < 1 keep
+// the default).
+func WithMaxPerList(n int) Option {
+	return func(x *Extractor) {
+		if n > 0 {
+			x.maxPerList = n
+		}
+	}
+}
+
+// WithMaxResultBytes caps how much of a result is read (values < 1 keep
+// the default). Entities past the cap are not seen.
+func WithMaxResultBytes(n int) Option {
+	return func(x *Extractor) {
+		if n > 0 {
+			x.maxResult = n
+		}
+	}
+}
+
+// Extractor finds entities in tool results without calling a model. It is
+// safe for concurrent use.
+type Extractor struct {
+	rules      Rules
+	nameFields []string
+	maxPerList int
+	maxResult  int
+	nameRank   map[string]int
+	types      sync.Map // tool name → type (string), for built-in guesses
+	ntypes     int32
+	mu         sync.Mutex
+}
+
+// NewExtractor returns an Extractor with the given options.
+func NewExtractor(opts ...Option) *Extractor {
+	x := &Extractor{nameFields: DefaultNameFields, maxPerList: DefaultMaxPerList, maxResult: DefaultMaxResultBytes}
+	for _, o := range opts {
+		o(x)
+	}
+	x.nameRank = make(map[string]int, len(x.nameFields))
+	var buf []byte
+	for i, f := range x.nameFields {
+		k := string(normKey(buf, []byte(f)))
+		if _, dup := x.nameRank[k]; !dup {
+			x.nameRank[k] = i
+		}
+	}
+	return x
+}
+
+// Extract returns the entities in one tool result, as an [Extractor] with
+// opts would. toolName names the type; args (the call's JSON arguments)
+// may name a parent; result is what the tool returned. It never fails:
+// results it cannot read yield nothing.
+func Extract(toolName, args, result string, opts ...Option) []Entity {
+	return NewExtractor(opts...).Extract(toolName, args, result)
+}
+
+// Extract returns the entities in one tool result, newest-first order
+// being the order of the result's list. Error payloads ({"error": ...},
+// {"success": false}, GraphQL {"errors": [...]}, 404 bodies) yield
+// nothing. At most the list cap of entities is returned.
+func (x *Extractor) Extract(toolName, args, result string) []Entity {
+	hint, skip := x.toolType(toolName)
+	if skip {
+		return nil
+	}
+	data := []byte(result)
+	if len(data) > x.maxResult {
+		data = data[:x.maxResult]
+	}
+	data = bytes.TrimSpace(data)
+	e := extraction{x: x, hint: hint}
+	if len(data) > 0 && (data[0] == '{' || data[0] == '[') {
+		v, _ := skipValue(data, 0)
+		e.walk(v, "", 0)
+	} else if looksLikeErrorText(data) {
+		e.failed = true
+	}
+	if e.failed {
+		return nil
+	}
+	a := parseArgs(args)
+	if len(e.out) == 0 && hint != "" && !destructive(toolName) {
+		if id := a.ownID(hint); id != "" {
+			ent := Entity{Type: hint, ID: id, Name: a.name(x)}
+			e.out = append(e.out, finish(ent))
+		}
+	}
+	for i := range e.out {
+		if e.out[i].Parent == "" {
+			e.out[i].Parent = clip(a.parentFor(e.out[i]), MaxIDLen)
+		}
+	}
+	return e.out
+}
+
+// toolType returns the type a tool's results hold, and whether the tool is
+// to be ignored.
+func (x *Extractor) toolType(name string) (string, bool) {
+	if x.rules.Func != nil {
+		if t, ok := x.rules.Func(name); ok {
+			t = NormalizeType(t)
+			return t, t == ""
+		}
+	}
+	if t, ok := x.rules.Types[name]; ok {
+		t = NormalizeType(t)
+		return t, t == ""
+	}
+	return x.guess(name), false
+}
+
+// guess caches TypeFromToolName: agents call the same few tools.
+func (x *Extractor) guess(name string) string {
+	if t, ok := x.types.Load(name); ok {
+		return t.(string)
+	}
+	t := TypeFromToolName(name)
+	x.mu.Lock()
+	if x.ntypes < 4096 {
+		x.ntypes++
+		x.types.Store(name, t)
+	}
+	x.mu.Unlock()
+	return t
+}
+
+func destructive(tool string) bool {
+	for _, w := range words(tool) {
+		switch w {
+		case "delete", "remove", "destroy", "archive", "trash":
+			return true
+		}
+	}
+	return false
+}
+
+// looksLikeErrorText reports whether a non-JSON result reads as an error.
+func looksLikeErrorText(d []byte) bool {
+	if len(d) > 16 {
+		d = d[:16]
+	}
+	l := strings.ToLower(string(d))
+	for _, p := range []string{"error", "failed", "failure", "not found", "404", "500", "exception", "denied", "forbidden", "unauthorized"} {
+		if strings.HasPrefix(l, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// extraction is the state of one Extract call.
+type extraction struct {
+	x       *Extractor
+	hint    string
+	out     []Entity
+	failed  bool
+	visited int
+	kbuf    [64]byte
+}
+
+// Bounds on the walk through one result.
+const (
+	maxDepth   = 8
+	maxVisited = 48
+)
+
+// Key roles. The keys are folded with normKey.
+var (
+	idRank = map[string]int{"documentid": 0, "id": 1, "uuid": 2, "gid": 3, "guid": 4, "uid": 5}
+	// typeRank: "object" (Stripe, Notion), "__typename" (GraphQL),
+	// "_type" (Sanity), "type", "kind" (Google, "drive#file").
+	typeRank  = map[string]int{"object": 0, "typename": 1, "type": 2, "kind": 3}
+	slugRank  = map[string]int{"slug": 0, "handle": 1, "identifier": 2, "key": 3}
+	envelopes = setOf("data", "result", "results", "items", "matches", "nodes", "edges",
+		"hits", "value", "values", "response", "payload", "body", "list", "collection",
+		"node", "item", "output", "content", "rows", "resource", "resources")
+	containers = setOf("attributes", "fields", "properties", "snippet")
+	// notEntities are keys whose objects describe the response or a
+	// related party, not what the tool worked on.
+	notEntities = setOf("meta", "metadata", "links", "pagination", "paging", "extensions",
+		"includes", "sys", "parent", "error", "errors", "headers", "request", "query",
+		"params", "filters", "facets", "aggregations", "cursor", "pageinfo", "schema",
+		"permissions", "owner", "author", "creator", "user", "lastmodifyinguser",
+		"createdby", "updatedby", "lasteditedby", "organization", "account", "workspace",
+		"team", "project", "repository", "base", "site", "space", "environment")
+	// genericTypes are type names that say nothing.
+	genericTypes = setOf("object", "list", "array", "entity", "item", "resource", "node",
+		"error", "result", "response", "record_list", "file_list", "string", "text")
+)
+
+// norm folds key into the extraction's scratch buffer. The result is
+// valid until the next call.
+func (e *extraction) norm(key []byte) []byte {
+	return normKey(e.kbuf[:0], key)
+}
+
+// walk extracts entities from v, found under a key of type keyType ("" at
+// the top or under an envelope).
+func (e *extraction) walk(v jval, keyType string, depth int) {
+	if depth > maxDepth || e.failed || e.visited >= maxVisited {
+		return
+	}
+	e.visited++
+	switch v.kind {
+	case kindArray:
+		e.list(v, keyType, depth)
+	case kindObject:
+		var fb [24]field
+		fs := v.fields(fb[:0])
+		if depth == 0 || !e.hasID(fs) {
+			if e.isError(fs, depth) {
+				e.failed = true
+				return
+			}
+		}
+		if ent, ok := e.entity(fs, keyType); ok && !e.rpc(fs) {
+			e.out = append(e.out, ent)
+			return
+		}
+		e.descend(fs, depth)
+	}
+}
+
+// descend looks into the members of an object that is not itself an
+// entity: first the member named after the tool's type ({page: ...},
+// {pages: [...]}), then envelopes (data, results, items, ...), then any
+// other member holding objects, in document order.
+func (e *extraction) descend(fs []field, depth int) {
+	if e.hint != "" {
+		for _, f := range fs {
+			if f.val.kind != kindObject && f.val.kind != kindArray {
+				continue
+			}
+			if kt := e.keyType(f.key); kt == e.hint {
+				e.walk(f.val, kt, depth+1)
+				if len(e.out) > 0 || e.failed {
+					return
+				}
+			}
+		}
+	}
+	for _, f := range fs {
+		if f.val.kind != kindObject && f.val.kind != kindArray {
+			continue
+		}
+		if envelopes[string(e.norm(f.key))] {
+			e.walk(f.val, "", depth+1)
+			if len(e.out) > 0 || e.failed {
+				return
+			}
+		}
+	}
+	for _, f := range fs {
+		if f.val.kind != kindObject && f.val.kind != kindArray {
+			continue
+		}
+		k := e.norm(f.key)
+		if envelopes[string(k)] || notEntities[string(k)] || containers[string(k)] {
+			continue
+		}
+		kt := e.keyType(f.key)
+		if kt == e.hint && e.hint != "" {
+			continue // tried first
+		}
+		e.walk(f.val, kt, depth+1)
+		if len(e.out) > 0 || e.failed {
+			return
+		}
+	}
+}
+
+// keyType is the type a member's key names ("pages" → page,
+// "issueCreate" → issue).
+func (e *extraction) keyType(key []byte) string {
+	return e.x.guess(string(key))
+}
+
+// list takes up to the cap of entities from an array, in order.
+func (e *extraction) list(v jval, keyType string, depth int) {
+	taken := 0
+	var fb [24]field
+	v.elems(func(el jval) bool {
+		if el.kind != kindObject {
+			return true
+		}
+		fs := el.fields(fb[:0])
+		ent, ok := e.entity(fs, keyType)
+		if !ok {
+			// GraphQL edges ({node: {...}}) and other one-level wrappers.
+			for _, f := range fs {
+				if f.val.kind == kindObject && envelopes[string(e.norm(f.key))] {
+					ent, ok = e.entity(f.val.fields(fb[:0]), keyType)
+					break
+				}
+			}
+		}
+		if ok {
+			e.out = append(e.out, ent)
+			taken++
+		}
+		return taken < e.x.maxPerList
+	})
+	if taken == 0 && depth < maxDepth {
+		// A list of envelopes ([{data: {...}}]) or of lists.
+		v.elems(func(el jval) bool {
+			e.walk(el, keyType, depth+1)
+			return len(e.out) == 0 && !e.failed
+		})
+	}
+}
+
+func (e *extraction) hasID(fs []field) bool {
+	for _, f := range fs {
+		if _, ok := idRank[string(e.norm(f.key))]; ok && (f.val.kind == kindString || f.val.kind == kindNumber) {
+			return true
+		}
+	}
+	return false
+}
+
+// rpc reports whether an object is a JSON-RPC envelope, whose "id" is the
+// request's.
+func (e *extraction) rpc(fs []field) bool {
+	for _, f := range fs {
+		if string(e.norm(f.key)) == "jsonrpc" {
+			return true
+		}
+	}
+	return false
+}
+
+// isError reports whether an object is an error payload.
+func (e *extraction) isError(fs []field, depth int) bool {
+	hasMessage := false
+	for _, f := range fs {
+		switch string(e.norm(f.key)) {
+		case "error", "errors", "errormessages", "fault":
+			if !f.val.empty() {
+				return true
+			}
+		case "success", "ok":
+			if f.val.kind == kindBool && string(f.val.raw) == "false" {
+				return true
+			}
+		case "object", "type":
+			if f.val.kind == kindString && strings.EqualFold(f.val.scalar(), "error") {
+				return true
+			}
+		case "sys":
+			var fb [8]field
+			for _, g := range f.val.fields(fb[:0]) {
+				if string(e.norm(g.key)) == "type" && strings.EqualFold(g.val.scalar(), "error") {
+					return true
+				}
+			}
+		case "status", "statuscode", "httpstatus", "code":
+			if n, err := strconv.Atoi(f.val.scalar()); err == nil && n >= 400 && n <= 599 {
+				return true
+			}
+		case "message", "detail":
+			hasMessage = true
+		}
+	}
+	_ = hasMessage
+	return false
+}
+
+// entity builds an entity from an object's members, if it has an ID.
+func (e *extraction) entity(fs []field, keyType string) (Entity, bool) {
+	var ent Entity
+	idR, typR, slugR := 99, 99, 99
+	var keyVal string
+	var sys jval
+	for _, f := range fs {
+		k := string(e.norm(f.key))
+		if r, ok := idRank[k]; ok && r < idR {
+			if s := f.val.scalar(); s != "" {
+				ent.ID, idR = s, r
+			}
+			continue
+		}
+		if r, ok := typeRank[k]; ok && r < typR && f.val.kind == kindString {
+			if t := NormalizeType(f.val.scalar()); t != "" && !genericTypes[t] {
+				ent.Type, typR = t, r
+			}
+			continue
+		}
+		if r, ok := slugRank[k]; ok && r < slugR {
+			if s := f.val.scalar(); s != "" {
+				if k == "key" {
+					keyVal = s
+				}
+				ent.Slug, slugR = s, r
+			}
+			continue
+		}
+		switch k {
+		case "sys":
+			sys = f.val
+		case "parentid":
+			ent.Parent = f.val.scalar()
+		case "parent":
+			if ent.Parent == "" {
+				ent.Parent = parentRef(f.val)
+			}
+		}
+	}
+	if sys.kind == kindObject {
+		// Contentful: {sys: {id, type: "Entry"}, fields: {...}}.
+		var fb [16]field
+		for _, g := range sys.fields(fb[:0]) {
+			switch string(e.norm(g.key)) {
+			case "id":
+				if ent.ID == "" {
+					ent.ID = g.val.scalar()
+				}
+			case "type":
+				if t := NormalizeType(g.val.scalar()); ent.Type == "" && t != "" && !genericTypes[t] {
+					ent.Type = t
+				}
+			}
+		}
+	}
+	if ent.ID == "" && keyVal != "" {
+		// Keyed resources (S3 objects, config entries): the key is the ID.
+		ent.ID, ent.Slug = keyVal, ""
+	}
+	if ent.ID == "" {
+		return Entity{}, false
+	}
+	if ent.Parent == "0" {
+		ent.Parent = ""
+	}
+	switch {
+	case ent.Type != "":
+	case keyType != "":
+		ent.Type = keyType
+	case e.hint != "":
+		ent.Type = e.hint
+	default:
+		ent.Type = "item"
+	}
+	ent.Name = e.name(fs)
+	return finish(ent), true
+}
+
+// parentRef reads a parent member: a scalar, or an object naming the
+// parent's ID ({type: "page_id", page_id: "..."} in Notion, {id: ...}).
+func parentRef(v jval) string {
+	switch v.kind {
+	case kindString, kindNumber:
+		return v.scalar()
+	case kindObject:
+		var fb [8]field
+		fs := v.fields(fb[:0])
+		var kb [32]byte
+		want := ""
+		for _, f := range fs {
+			if string(normKey(kb[:0], f.key)) == "type" {
+				want = f.val.scalar()
+			}
+		}
+		for _, f := range fs {
+			k := string(normKey(kb[:0], f.key))
+			if want != "" && string(f.key) == want || k == "id" {
+				if s := f.val.scalar(); s != "" {
+					return s
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// name finds the best name among an object's members and those of its
+// containers (attributes, fields, properties, snippet).
+func (e *extraction) name(fs []field) string {
+	best, bestRank := "", len(e.x.nameFields)
+	var props jval
+	consider := func(fs []field) {
+		for _, f := range fs {
+			r, ok := e.x.nameRank[string(e.norm(f.key))]
+			if !ok || r >= bestRank {
+				continue
+			}
+			if s := textOf(f.val, 3); strings.TrimSpace(s) != "" {
+				best, bestRank = s, r
+			}
+		}
+	}
+	consider(fs)
+	for _, f := range fs {
+		if f.val.kind != kindObject {
+			continue
+		}
+		k := e.norm(f.key)
+		if !containers[string(k)] {
+			continue
+		}
+		if string(k) == "properties" {
+			props = f.val
+		}
+		var fb [32]field
+		consider(f.val.fields(fb[:0]))
+	}
+	if best == "" && props.kind == kindObject {
+		// Notion: the title property may have any name; its type says
+		// "title".
+		var fb [32]field
+		for _, f := range props.fields(fb[:0]) {
+			if f.val.kind != kindObject {
+				continue
+			}
+			var gb [8]field
+			for _, g := range f.val.fields(gb[:0]) {
+				if string(e.norm(g.key)) == "type" && g.val.scalar() == "title" {
+					if s := textOf(f.val, 3); s != "" {
+						return s
+					}
+				}
+			}
+		}
+	}
+	return best
+}
+
+// textPrefs are the members tried, in order, when a name is an object:
+// WordPress {rendered}, Notion rich text {plain_text}, {text}, {content},
+// {value}, a Notion title property {title: [...]}, localised {en-US}.
+var textPrefs = []string{"rendered", "plaintext", "text", "content", "value", "title", "name", "enus", "en"}
+
+// textOf returns the text of a name value: a string, a number, the joined
+// texts of an array (rich text runs), or the preferred member of an object.
+func textOf(v jval, depth int) string {
+	switch v.kind {
+	case kindString, kindNumber:
+		return v.scalar()
+	case kindArray:
+		if depth <= 0 {
+			return ""
+		}
+		var b strings.Builder
+		n := 0
+		v.elems(func(el jval) bool {
+			b.WriteString(textOf(el, depth-1))
+			n++
+			return n < 8 && b.Len() < maxScalar
+		})
+		return b.String()
+	case kindObject:
+		if depth <= 0 {
+			return ""
+		}
+		var fb [16]field
+		fs := v.fields(fb[:0])
+		var kb [32]byte
+		for _, want := range textPrefs {
+			for _, f := range fs {
+				if string(normKey(kb[:0], f.key)) == want {
+					if s := textOf(f.val, depth-1); s != "" {
+						return s
+					}
+				}
+			}
+		}
+		if len(fs) == 1 && fs[0].val.kind == kindString {
+			return fs[0].val.scalar()
+		}
+	}
+	return ""
+}
+
+// finish cleans an entity's text fields: one line, no control characters,
+// capped lengths, the ID as name when there is none.
+func finish(ent Entity) Entity {
+	ent.ID = clip(ent.ID, MaxIDLen)
+	ent.Parent = clip(ent.Parent, MaxIDLen)
+	name := ent.Name
+	if strings.IndexByte(name, '&') >= 0 && strings.IndexByte(name, ';') >= 0 {
+		name = html.UnescapeString(name)
+	}
+	ent.Name = clip(name, MaxNameLen)
+	ent.Slug = clip(ent.Slug, MaxNameLen)
+	if ent.Slug == ent.Name || ent.Slug == ent.ID {
+		ent.Slug = ""
+	}
+	if ent.Name == "" {
+		ent.Name = ent.ID
+	}
+	return ent
+}
+
+// clip makes s a single line: runs of white space, control and invisible
+// format characters become one space, invalid UTF-8 becomes U+FFFD, the
+// ends are trimmed, and text longer than max bytes is cut at a rune
+// boundary and ends in "…".
+func clip(s string, max int) string {
+	clean := len(s) <= max
+	if clean {
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			if c < 0x20 || c == 0x7f || c >= 0x80 {
+				clean = false
+				break
+			}
+		}
+		if clean && (len(s) == 0 || s[0] != ' ' && s[len(s)-1] != ' ' && !strings.Contains(s, "  ")) {
+			return s
+		}
+	}
+	var b strings.Builder
+	b.Grow(min(len(s), max+4))
+	space := false
+	for _, r := range s {
+		if b.Len() >= max+8 {
+			break
+		}
+		if unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
+			space = b.Len() > 0
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(r)
+	}
+	out := b.String()
+	if len(out) <= max {
+		return out
+	}
+	cut := max - len("…")
+	for cut > 0 && !utf8.RuneStart(out[cut]) {
+		cut--
+	}
+	return strings.TrimRight(out[:cut], " ") + "…"
+}
+
+// args is what a tool call's arguments say about entities.
+type args struct {
+	fs []field
+}
+
+func parseArgs(s string) args {
+	d := bytes.TrimSpace([]byte(s))
+	if len(d) == 0 || d[0] != '{' {
+		return args{}
+	}
+	v, _ := skipValue(d, 0)
+	return args{fs: v.fields(nil)}
+}
+
+// ownID returns the ID the arguments give for an entity of type typ:
+// "<typ>Id" ("sectionId", "section_id") or "id".
+func (a args) ownID(typ string) string {
+	var kb [64]byte
+	want := strings.ReplaceAll(typ, "_", "") + "id"
+	id := ""
+	for _, f := range a.fs {
+		switch k := string(normKey(kb[:0], f.key)); {
+		case k == want:
+			if s := f.val.scalar(); s != "" {
+				return s
+			}
+		case k == "id" && id == "":
+			id = f.val.scalar()
+		}
+	}
+	return id
+}
+
+// name returns a name given in the arguments.
+func (a args) name(x *Extractor) string {
+	best, rank := "", len(x.nameFields)
+	var kb [64]byte
+	for _, f := range a.fs {
+		if r, ok := x.nameRank[string(normKey(kb[:0], f.key))]; ok && r < rank {
+			if s := f.val.scalar(); s != "" {
+				best, rank = s, r
+			}
+		}
+	}
+	return best
+}
+
+// parentFor returns the ID the arguments give for ent's parent: a
+// "parentId"/"parent" argument, else the first "<type>Id" argument whose
+// type is not ent's own and whose value is not ent's ID.
+func (a args) parentFor(ent Entity) string {
+	var kb [64]byte
+	own := strings.ReplaceAll(ent.Type, "_", "") + "id"
+	cand := ""
+	for _, f := range a.fs {
+		if f.val.kind != kindString && f.val.kind != kindNumber {
+			continue
+		}
+		k := string(normKey(kb[:0], f.key))
+		s := f.val.scalar()
+		if s == "" || s == ent.ID || s == "0" {
+			continue
+		}
+		switch {
+		case k == "parentid" || k == "parent":
+			return s
+		case cand == "" && len(k) > 2 && strings.HasSuffix(k, "id") && k != own && k != "id" &&
+			!strings.HasSuffix(k, "uuid") && !strings.HasSuffix(k, "requestid") && !strings.HasSuffix(k, "userid"):
+			cand = s
+		}
+	}
+	return cand
+}

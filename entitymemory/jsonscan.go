@@ -1,0 +1,352 @@
+package entitymemory
+
+import (
+	"bytes"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// A small, forgiving JSON reader. Extraction looks at a handful of fields of
+// a few objects, so instead of decoding the whole result (encoding/json
+// takes tens of microseconds for a 2 KB payload) it indexes one object at a
+// time and leaves nested values as raw spans until they are visited. It
+// never recurses while skipping, so deep nesting costs no stack, and it
+// treats truncated input as the end of the document rather than an error.
+
+type kind uint8
+
+const (
+	kindBad kind = iota
+	kindNull
+	kindBool
+	kindNumber
+	kindString
+	kindObject
+	kindArray
+)
+
+// jval is one JSON value as a span of the input: strings keep their quotes,
+// objects and arrays their brackets (the closing one may be missing when the
+// input was cut).
+type jval struct {
+	raw  []byte
+	kind kind
+}
+
+// field is one member of an object: its key with the quotes removed
+// (escapes left as they are: keys that matter never have any) and value.
+type field struct {
+	key []byte
+	val jval
+}
+
+// maxFields bounds how many members of one object, and maxElems how many
+// elements of one array, are indexed; the rest is skipped.
+const (
+	maxFields = 256
+	maxElems  = 64
+)
+
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
+
+func skipSpace(d []byte, i int) int {
+	for i < len(d) && isSpace(d[i]) {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the string whose opening quote is
+// at d[i], or len(d) when it is not closed.
+func skipString(d []byte, i int) int {
+	i++
+	for {
+		j := bytes.IndexByte(d[i:], '"')
+		if j < 0 {
+			return len(d)
+		}
+		i += j
+		// Count the backslashes before the quote: an odd number escapes it.
+		n := 0
+		for k := i - 1; k >= 0 && d[k] == '\\'; k-- {
+			n++
+		}
+		i++
+		if n%2 == 0 {
+			return i
+		}
+	}
+}
+
+// skipValue returns the value starting at d[i] (after white space) and the
+// index just past it.
+func skipValue(d []byte, i int) (jval, int) {
+	i = skipSpace(d, i)
+	if i >= len(d) {
+		return jval{}, i
+	}
+	start := i
+	switch c := d[i]; {
+	case c == '"':
+		i = skipString(d, i)
+		return jval{raw: d[start:i], kind: kindString}, i
+	case c == '{' || c == '[':
+		depth := 0
+		for i < len(d) {
+			switch d[i] {
+			case '"':
+				i = skipString(d, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					i++
+					k := kindObject
+					if c == '[' {
+						k = kindArray
+					}
+					return jval{raw: d[start:i], kind: k}, i
+				}
+			}
+			i++
+		}
+		k := kindObject
+		if c == '[' {
+			k = kindArray
+		}
+		return jval{raw: d[start:], kind: k}, len(d)
+	case c == 't' || c == 'f':
+		for i < len(d) && d[i] >= 'a' && d[i] <= 'z' {
+			i++
+		}
+		return jval{raw: d[start:i], kind: kindBool}, i
+	case c == 'n':
+		for i < len(d) && d[i] >= 'a' && d[i] <= 'z' {
+			i++
+		}
+		return jval{raw: d[start:i], kind: kindNull}, i
+	case c == '-' || c >= '0' && c <= '9':
+		for i < len(d) && (d[i] == '-' || d[i] == '+' || d[i] == '.' || d[i] == 'e' || d[i] == 'E' || d[i] >= '0' && d[i] <= '9') {
+			i++
+		}
+		return jval{raw: d[start:i], kind: kindNumber}, i
+	default:
+		return jval{}, len(d)
+	}
+}
+
+// fields indexes the members of an object value into buf.
+func (v jval) fields(buf []field) []field {
+	buf = buf[:0]
+	if v.kind != kindObject {
+		return buf
+	}
+	d := v.raw
+	i := 1
+	for len(buf) < maxFields {
+		i = skipSpace(d, i)
+		if i >= len(d) || d[i] != '"' {
+			return buf // '}' or malformed: stop
+		}
+		end := skipString(d, i)
+		if end > len(d) || end-i < 2 {
+			return buf
+		}
+		key := d[i+1 : end-1]
+		i = skipSpace(d, end)
+		if i >= len(d) || d[i] != ':' {
+			return buf
+		}
+		var val jval
+		val, i = skipValue(d, i+1)
+		if val.kind == kindBad {
+			return buf
+		}
+		buf = append(buf, field{key: key, val: val})
+		i = skipSpace(d, i)
+		if i >= len(d) || d[i] != ',' {
+			return buf
+		}
+		i++
+	}
+	return buf
+}
+
+// elems calls fn for up to maxElems elements of an array value, stopping
+// early when fn returns false.
+func (v jval) elems(fn func(jval) bool) {
+	if v.kind != kindArray {
+		return
+	}
+	d := v.raw
+	i := 1
+	for n := 0; n < maxElems; n++ {
+		i = skipSpace(d, i)
+		if i >= len(d) || d[i] == ']' {
+			return
+		}
+		var e jval
+		e, i = skipValue(d, i)
+		if e.kind == kindBad || !fn(e) {
+			return
+		}
+		i = skipSpace(d, i)
+		if i >= len(d) || d[i] != ',' {
+			return
+		}
+		i++
+	}
+}
+
+// empty reports whether v is null, false, "", 0, {} or [].
+func (v jval) empty() bool {
+	switch v.kind {
+	case kindBad, kindNull:
+		return true
+	case kindBool:
+		return string(v.raw) == "false"
+	case kindString:
+		return len(v.raw) <= 2
+	case kindNumber:
+		f, err := strconv.ParseFloat(string(v.raw), 64)
+		return err == nil && f == 0
+	default:
+		return len(bytes.TrimSpace(v.raw[1:])) <= 1
+	}
+}
+
+// maxScalar caps how much of one string is decoded; names are cut far
+// shorter later.
+const maxScalar = 4096
+
+// scalar returns the text of a string or number value ("" for others).
+// Numbers that are whole are written without exponent or fraction, so 123,
+// 123.0 and 1.23e2 all give "123".
+func (v jval) scalar() string {
+	switch v.kind {
+	case kindString:
+		return unquote(v.raw)
+	case kindNumber:
+		raw := v.raw
+		if bytes.IndexAny(raw, ".eE") < 0 {
+			return string(raw)
+		}
+		f, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil {
+			return string(raw)
+		}
+		if f == float64(int64(f)) && f < 1e18 && f > -1e18 {
+			return strconv.FormatInt(int64(f), 10)
+		}
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return ""
+}
+
+// unquote decodes a JSON string span (quotes included; the closing one may
+// be missing). Bad escapes and invalid UTF-8 become U+FFFD.
+func unquote(raw []byte) string {
+	if len(raw) < 1 {
+		return ""
+	}
+	s := raw[1:]
+	if n := len(s); n > 0 && s[n-1] == '"' {
+		bs := 0
+		for k := n - 2; k >= 0 && s[k] == '\\'; k-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			s = s[:n-1]
+		}
+	}
+	if len(s) > maxScalar {
+		s = s[:maxScalar]
+	}
+	if bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s) {
+		return string(s)
+	}
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c != '\\' {
+			r, size := utf8.DecodeRune(s[i:])
+			out = utf8.AppendRune(out, r)
+			i += size
+			continue
+		}
+		if i+1 >= len(s) {
+			break
+		}
+		switch e := s[i+1]; e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r := hex4(s, i+2)
+			i += 6
+			if utf16.IsSurrogate(r) && i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
+				r = utf16.DecodeRune(r, hex4(s, i+2))
+				i += 6
+			}
+			if r < 0 || utf16.IsSurrogate(r) {
+				r = utf8.RuneError
+			}
+			out = utf8.AppendRune(out, r)
+			continue
+		default:
+			out = utf8.AppendRune(out, utf8.RuneError)
+		}
+		i += 2
+	}
+	return string(out)
+}
+
+func hex4(s []byte, i int) rune {
+	if i+4 > len(s) {
+		return -1
+	}
+	var r rune
+	for _, c := range s[i : i+4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return -1
+		}
+	}
+	return r
+}
+
+// normKey folds a key for matching: ASCII letters lowercased, '_', '-' and
+// ' ' dropped, so "page_id", "pageId" and "Page ID" all read "pageid". It
+// writes into buf and returns the folded bytes.
+func normKey(buf []byte, key []byte) []byte {
+	buf = buf[:0]
+	for _, c := range key {
+		switch {
+		case c >= 'A' && c <= 'Z':
+			buf = append(buf, c+'a'-'A')
+		case c == '_' || c == '-' || c == ' ':
+		default:
+			buf = append(buf, c)
+		}
+	}
+	return buf
+}

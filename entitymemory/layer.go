@@ -1,0 +1,484 @@
+package entitymemory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/storage"
+)
+
+// DefaultID is the layer ID used when Config.ID is empty.
+const DefaultID = "entities"
+
+// DefaultCapacity is how many entities are kept when Config.Capacity is 0.
+const DefaultCapacity = 10
+
+// StateName is the name of the layer's value under its scope key:
+// storage.LayerKey(id, scopeKey, StateName).
+const StateName = "state"
+
+// maxSaveAttempts bounds the read-merge-write retries of one save.
+const maxSaveAttempts = 8
+
+// Config configures a [Layer]. The zero Config is valid: layer "entities"
+// in slot layer.SlotEntities, thread scope, unbounded budget, the 10 most
+// recent entities, 3 per list, no expiry, the built-in rules.
+type Config struct {
+	// ID is the layer ID. Empty means DefaultID.
+	ID string
+	// Slot orders the layer in the prompt. Zero means layer.SlotEntities.
+	Slot int
+	// Scope selects whose entities are kept. Empty means thread.
+	Scope layer.Scope
+	// Budget is the layer's token budget. When Recall's budget is smaller
+	// than the block, the oldest entities are left out until it fits.
+	Budget layer.Budget
+	// DisableOnInitError disables the layer for the run when loading its
+	// state fails, instead of aborting the run.
+	DisableOnInitError bool
+	// Capacity is how many entities are kept. Zero means DefaultCapacity.
+	Capacity int
+	// MaxPerList caps the entities taken from one list in a result. Zero
+	// means DefaultMaxPerList.
+	MaxPerList int
+	// TTL drops entities not seen for this long. Zero means never.
+	TTL time.Duration
+	// Rules decide the entity type of a tool's results before the
+	// built-in guess from the tool name.
+	Rules Rules
+	// NameFields is the order of fields tried for a name. Nil means
+	// DefaultNameFields.
+	NameFields []string
+	// Instructions replace DefaultInstructions after the entities. Empty
+	// means the default; set NoInstructions to render none.
+	Instructions string
+	// NoInstructions renders the entities without instructions.
+	NoInstructions bool
+	// RenderEmpty renders the header and EmptyText when no entity is
+	// tracked, instead of nothing.
+	RenderEmpty bool
+	// Disabled makes the layer a no-op: it recalls nothing, stores
+	// nothing, persists nothing, and breaks nothing around it.
+	Disabled bool
+	// Now returns the current time. Nil means time.Now. For tests.
+	Now func() time.Time
+	// MaxResultBytes caps how much of one tool result is read. Zero means
+	// DefaultMaxResultBytes.
+	MaxResultBytes int
+}
+
+// Layer is the entity memory: after each step it extracts entities from
+// the tool results and keeps the most recent ones; before each model call
+// it renders them, grouped by type, with instructions for resolving
+// references like "it" and "this page".
+//
+// A Layer from [New] is a template: it keeps its own in-memory state (so
+// it can be used on its own), and [Layer.Init] returns a new Layer bound
+// to a run, loaded from and saved to the run's store. Methods are safe for
+// concurrent use; hooks that touch storage hold the layer's lock while
+// they do, so Stats or a data read wait for a save in progress.
+type Layer struct {
+	cfg   Config
+	spec  layer.Spec
+	instr string
+	ext   *Extractor
+
+	mu      sync.Mutex
+	store   storage.Store // nil: nothing persists
+	key     string
+	version int64 // stored version our list is based on
+	dirty   bool  // changes not yet saved
+	list    []Entity
+	cache   string // rendered block; valid when cached
+	cached  bool
+}
+
+// New returns an entity memory layer. It does no I/O; see [Layer.Init].
+func New(cfg Config) (*Layer, error) {
+	if cfg.ID == "" {
+		cfg.ID = DefaultID
+	}
+	if cfg.Slot == 0 {
+		cfg.Slot = layer.SlotEntities
+	}
+	if cfg.Scope == "" {
+		cfg.Scope = layer.ScopeThread
+	}
+	switch {
+	case cfg.Capacity < 0:
+		return nil, fmt.Errorf("%w: Capacity %d < 0", ErrInvalidConfig, cfg.Capacity)
+	case cfg.MaxPerList < 0:
+		return nil, fmt.Errorf("%w: MaxPerList %d < 0", ErrInvalidConfig, cfg.MaxPerList)
+	case cfg.TTL < 0:
+		return nil, fmt.Errorf("%w: TTL %v < 0", ErrInvalidConfig, cfg.TTL)
+	case cfg.MaxResultBytes < 0:
+		return nil, fmt.Errorf("%w: MaxResultBytes %d < 0", ErrInvalidConfig, cfg.MaxResultBytes)
+	}
+	if cfg.Capacity == 0 {
+		cfg.Capacity = DefaultCapacity
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	spec := layer.Spec{ID: cfg.ID, Slot: cfg.Slot, Scope: cfg.Scope, Budget: cfg.Budget, DisableOnInitError: cfg.DisableOnInitError}
+	if err := spec.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	l := &Layer{cfg: cfg, spec: spec, instr: cfg.Instructions}
+	if l.instr == "" {
+		l.instr = DefaultInstructions
+	}
+	if cfg.NoInstructions {
+		l.instr = ""
+	}
+	l.ext = NewExtractor(WithRules(cfg.Rules), WithNameFields(cfg.NameFields...),
+		WithMaxPerList(cfg.MaxPerList), WithMaxResultBytes(cfg.MaxResultBytes))
+	return l, nil
+}
+
+// Spec returns the layer's spec.
+func (l *Layer) Spec() layer.Spec { return l.spec }
+
+// Extractor returns the layer's extractor.
+func (l *Layer) Extractor() *Extractor { return l.ext }
+
+// bind returns a layer with l's configuration and the given state.
+func (l *Layer) bind(store storage.Store, key string, list []Entity) *Layer {
+	return &Layer{cfg: l.cfg, spec: l.spec, instr: l.instr, ext: l.ext, store: store, key: key, list: list}
+}
+
+// Init returns the layer bound to env's run, with the entities stored
+// under storage.LayerKey(id, env.ScopeKey(scope), StateName) (none when
+// nothing is stored, or for the execution scope, which never persists).
+// Stored state it cannot read — from a newer version ([ErrVersion]) or
+// corrupt ([ErrCorrupt]) — fails Init and is left untouched. The receiver
+// is not modified.
+func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
+	if l.cfg.Disabled {
+		return l, nil
+	}
+	if env.Store == nil || l.cfg.Scope == layer.ScopeExecution {
+		return l.bind(nil, "", nil), nil
+	}
+	b := l.bind(env.Store, storage.LayerKey(l.cfg.ID, env.ScopeKey(l.cfg.Scope), StateName), nil)
+	list, ver, err := b.load(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("entitymemory: init: %w", err)
+	}
+	b.list, b.version = list, ver
+	return b, nil
+}
+
+// load reads the stored list and its version (NoVersion when absent).
+func (l *Layer) load(ctx context.Context) ([]Entity, int64, error) {
+	it, err := l.store.Get(ctx, l.key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, storage.NoVersion, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("load %s: %w", l.key, err)
+	}
+	list, err := decodeState(it.Value, l.cfg.Capacity)
+	if err != nil {
+		return nil, 0, fmt.Errorf("load %s: %w", l.key, err)
+	}
+	list, _ = prune(list, l.cfg.Now(), l.cfg.TTL)
+	return list, it.Version, nil
+}
+
+// Recall renders the tracked entities:
+//
+//	[WORKING MEMORY]
+//	pages:
+//	  - "About Us" (page-123)
+//	sections:
+//	  - "Hero" (sec-456, parent: page-123)
+//
+// followed by the instructions. It returns nothing when no entity is
+// tracked (unless RenderEmpty) or the layer is disabled. When q.Budget is
+// positive and finite and the block's estimated size (one token per four
+// bytes) exceeds it, the oldest entities are left out until it fits. The
+// block is rendered once per change and reused.
+func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error) {
+	if l.cfg.Disabled {
+		return nil, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.expire()
+	if len(l.list) == 0 {
+		if l.cfg.RenderEmpty {
+			return []layer.Item{{Text: Header + "\n" + EmptyText}}, nil
+		}
+		return nil, nil
+	}
+	if !l.cached {
+		l.cache, l.cached = render(l.list, l.instr), true
+	}
+	text := l.cache
+	if b := q.Budget; b > 0 && !math.IsInf(b, 1) && estimateTokens(text) > b {
+		text = ""
+		for n := len(l.list) - 1; n > 0; n-- {
+			if t := render(l.list[:n], l.instr); estimateTokens(t) <= b {
+				text = t
+				break
+			}
+		}
+		if text == "" {
+			return nil, nil
+		}
+	}
+	return []layer.Item{{Text: text}}, nil
+}
+
+// EstimateTokens is the token estimate used for budgets: one token per
+// four bytes, rounded up.
+func EstimateTokens(s string) int { return (len(s) + 3) / 4 }
+
+func estimateTokens(s string) float64 { return float64(EstimateTokens(s)) }
+
+// expire drops entities past their TTL. Callers hold l.mu.
+func (l *Layer) expire() {
+	var dropped bool
+	l.list, dropped = prune(l.list, l.cfg.Now(), l.cfg.TTL)
+	if dropped {
+		l.cached = false
+		l.dirty = l.store != nil
+	}
+}
+
+// Store extracts the entities of every successful tool result of the step
+// (in order, so the last result's entities end up first) and records
+// them. When the list changed and the layer persists, it is saved with
+// compare-and-swap: on a lost race the stored list is read, merged with
+// this one (the most recently seen copy of each entity wins) and written
+// again. A failed save keeps the change in memory and is retried by the
+// next Store and by Close. Cancelling ctx abandons the save.
+func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
+	if l.cfg.Disabled || len(t.Results) == 0 {
+		return nil
+	}
+	var batches [][]Entity
+	for _, r := range t.Results {
+		if r.IsError {
+			continue
+		}
+		name, args := r.Name, r.Arguments
+		if name == "" || args == "" {
+			for _, c := range t.Response.ToolCalls {
+				if c.ID == r.CallID {
+					if name == "" {
+						name = c.Name
+					}
+					if args == "" {
+						args = c.Arguments
+					}
+				}
+			}
+		}
+		if ents := l.ext.Extract(name, args, r.Content); len(ents) > 0 {
+			batches = append(batches, ents)
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.expire()
+	for _, b := range batches {
+		l.addLocked(b)
+	}
+	if !l.dirty {
+		return nil
+	}
+	return l.saveLocked(ctx)
+}
+
+// Add records entities as if a tool result had just yielded them, in
+// order (the first ends up first). It does not save them; the next Store
+// or Close does. Entities without a type or ID are ignored.
+func (l *Layer) Add(ents ...Entity) {
+	if l.cfg.Disabled {
+		return
+	}
+	batch := make([]Entity, 0, len(ents))
+	for _, e := range ents {
+		if c, ok := clean(e); ok {
+			batch = append(batch, c)
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.expire()
+	l.addLocked(batch)
+}
+
+func (l *Layer) addLocked(batch []Entity) {
+	list, changed := addBatch(l.list, batch, l.cfg.Now(), l.cfg.Capacity)
+	if len(batch) > 0 {
+		l.list = list
+		l.dirty = l.store != nil
+	}
+	if changed {
+		l.cached = false
+	}
+}
+
+// saveLocked writes the list with compare-and-swap, merging with the
+// stored list on conflict. Callers hold l.mu.
+func (l *Layer) saveLocked(ctx context.Context) error {
+	if l.store == nil {
+		l.dirty = false
+		return nil
+	}
+	for range maxSaveAttempts {
+		v, err := l.store.Put(ctx, l.key, encodeState(l.list), l.version)
+		if err == nil {
+			l.version, l.dirty = v, false
+			return nil
+		}
+		if !errors.Is(err, storage.ErrConflict) {
+			return fmt.Errorf("entitymemory: save %s: %w", l.key, err)
+		}
+		remote, ver, err := l.load(ctx)
+		if err != nil {
+			return fmt.Errorf("entitymemory: save: %w", err)
+		}
+		merged := merge(l.list, remote, l.cfg.Capacity)
+		if !sameVisible(merged, l.list) {
+			l.cached = false
+		}
+		l.list, l.version = merged, ver
+	}
+	return fmt.Errorf("entitymemory: save %s: gave up after %d attempts: %w", l.key, maxSaveAttempts, storage.ErrConflict)
+}
+
+// OnSpawn returns the layer a child agent starts with: a copy of the
+// current entities that the child updates on its own and never persists
+// (the child's changes stay with the child). The receiver is not
+// modified.
+func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, error) {
+	if l.cfg.Disabled {
+		return l, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.bind(nil, "", slices.Clone(l.list)), nil
+}
+
+// Entities returns the tracked entities, newest first. The slice is a
+// copy.
+func (l *Layer) Entities() []Entity {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.expire()
+	return slices.Clone(l.list)
+}
+
+// Provides offers the tracked entities as data "entities" ([]Entity,
+// newest first).
+func (l *Layer) Provides() layer.Provides {
+	return layer.Provides{Data: []layer.Data{{
+		Name:        "entities",
+		Description: "The most recently used entities (type, id, name, slug, parent, seenAt), newest first.",
+		Read:        func(context.Context) (any, error) { return l.Entities(), nil },
+	}}}
+}
+
+// Snapshot returns the state as versioned JSON (see [StateVersion]).
+func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return encodeState(l.list), nil
+}
+
+// Restore replaces the state with a snapshot, of this version or an older
+// one (which is migrated), and saves it. A snapshot from a newer version
+// ([ErrVersion]) or an unreadable one ([ErrCorrupt]) is refused, and a
+// failed save is undone: either way the current state is kept.
+func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
+	list, err := decodeState(data, l.cfg.Capacity)
+	if err != nil {
+		return fmt.Errorf("entitymemory: restore: %w", err)
+	}
+	if l.cfg.Disabled {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	prev, prevDirty := l.list, l.dirty
+	l.list, l.cached = list, false
+	if l.store == nil {
+		return nil
+	}
+	if err := l.overwriteLocked(ctx, encodeState(list)); err != nil {
+		l.list, l.dirty = prev, prevDirty
+		return fmt.Errorf("entitymemory: restore: %w", err)
+	}
+	return nil
+}
+
+// overwriteLocked replaces the stored value whatever its version.
+func (l *Layer) overwriteLocked(ctx context.Context, data []byte) error {
+	v, err := l.store.Put(ctx, l.key, data, storage.AnyVersion)
+	if err != nil {
+		return fmt.Errorf("save %s: %w", l.key, err)
+	}
+	l.version, l.dirty = v, false
+	return nil
+}
+
+// Clear forgets every entity, in memory and in storage.
+func (l *Layer) Clear(ctx context.Context) error {
+	if l.cfg.Disabled {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.list, l.cached, l.dirty = nil, false, false
+	if l.store == nil {
+		return nil
+	}
+	if err := l.store.Delete(ctx, l.key, storage.AnyVersion); err != nil {
+		return fmt.Errorf("entitymemory: clear %s: %w", l.key, err)
+	}
+	l.version = storage.NoVersion
+	return nil
+}
+
+// Stats reports the number of tracked entities and the size of their
+// stored form.
+func (l *Layer) Stats(ctx context.Context) (layer.Stats, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.expire()
+	return layer.Stats{Entries: len(l.list), Bytes: len(encodeState(l.list))}, nil
+}
+
+// Close saves changes a failed Store could not save.
+func (l *Layer) Close(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.dirty {
+		return nil
+	}
+	return l.saveLocked(ctx)
+}
+
+// Interface guards.
+var (
+	_ layer.Layer         = (*Layer)(nil)
+	_ layer.Initializer   = (*Layer)(nil)
+	_ layer.Storer        = (*Layer)(nil)
+	_ layer.Spawner       = (*Layer)(nil)
+	_ layer.Provider      = (*Layer)(nil)
+	_ layer.Snapshotter   = (*Layer)(nil)
+	_ layer.Clearer       = (*Layer)(nil)
+	_ layer.StatsReporter = (*Layer)(nil)
+	_ layer.Closer        = (*Layer)(nil)
+)

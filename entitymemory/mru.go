@@ -1,0 +1,117 @@
+package entitymemory
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// This file holds the most-recently-used list: the state of the layer.
+
+// sameEntity reports whether a and b are the same entity (type and ID).
+func sameEntity(a, b *Entity) bool { return a.ID == b.ID && a.Type == b.Type }
+
+// addBatch records the entities of one tool result, seen at now, at the
+// front of list in their own order, and returns the new list (at most
+// capacity long) and whether anything visible changed. A re-seen entity
+// moves to the front and takes the new name; a new name that is only the
+// ID fallback, or an empty slug or parent, keeps the old value. list is
+// not modified.
+func addBatch(list, batch []Entity, now time.Time, capacity int) ([]Entity, bool) {
+	if len(batch) == 0 {
+		return list, false
+	}
+	front := make([]Entity, 0, len(batch))
+	for _, e := range batch {
+		if e.ID == "" || e.Type == "" || slices.ContainsFunc(front, func(f Entity) bool { return sameEntity(&f, &e) }) {
+			continue
+		}
+		e.SeenAt = now
+		if i := slices.IndexFunc(list, func(o Entity) bool { return sameEntity(&o, &e) }); i >= 0 {
+			old := list[i]
+			if e.Name == e.ID && old.Name != "" {
+				e.Name = old.Name
+			}
+			if e.Slug == "" {
+				e.Slug = old.Slug
+			}
+			if e.Parent == "" {
+				e.Parent = old.Parent
+			}
+		}
+		front = append(front, e)
+	}
+	out := make([]Entity, 0, min(capacity, len(front)+len(list)))
+	for _, e := range front {
+		if len(out) == capacity {
+			break
+		}
+		out = append(out, e)
+	}
+	for _, o := range list {
+		if len(out) == capacity {
+			break
+		}
+		if !slices.ContainsFunc(front, func(f Entity) bool { return sameEntity(&f, &o) }) {
+			out = append(out, o)
+		}
+	}
+	return out, !sameVisible(list, out)
+}
+
+// sameVisible reports whether two lists render the same (SeenAt aside).
+func sameVisible(a, b []Entity) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.Type != y.Type || x.ID != y.ID || x.Name != y.Name || x.Slug != y.Slug || x.Parent != y.Parent {
+			return false
+		}
+	}
+	return true
+}
+
+// prune drops the entities not seen within ttl before now (ttl 0: none)
+// and reports whether any was dropped. It filters list in place.
+func prune(list []Entity, now time.Time, ttl time.Duration) ([]Entity, bool) {
+	if ttl <= 0 {
+		return list, false
+	}
+	n := len(list)
+	list = slices.DeleteFunc(list, func(e Entity) bool { return now.Sub(e.SeenAt) > ttl })
+	return list, len(list) != n
+}
+
+// merge combines the local list with one loaded from storage after a lost
+// write race: every entity of either, the most recently seen copy of each,
+// ordered by SeenAt, newest first (ties keep local before remote, and list
+// order), cut to capacity.
+func merge(local, remote []Entity, capacity int) []Entity {
+	all := make([]Entity, 0, len(local)+len(remote))
+	all = append(all, local...)
+	for _, r := range remote {
+		i := slices.IndexFunc(all, func(o Entity) bool { return sameEntity(&o, &r) })
+		switch {
+		case i < 0:
+			all = append(all, r)
+		case r.SeenAt.After(all[i].SeenAt):
+			all[i] = r
+		}
+	}
+	slices.SortStableFunc(all, func(a, b Entity) int { return b.SeenAt.Compare(a.SeenAt) })
+	if len(all) > capacity {
+		all = all[:capacity]
+	}
+	return all
+}
+
+// clean normalises an entity coming from outside the extractor (a
+// snapshot, storage, [Layer.Add]): type normalised, text fields made
+// single-line and capped. ok is false when it has no type or ID.
+func clean(e Entity) (Entity, bool) {
+	e.Type = NormalizeType(e.Type)
+	e = finish(e)
+	return e, e.Type != "" && e.ID != "" && strings.TrimSpace(e.ID) != ""
+}

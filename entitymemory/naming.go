@@ -1,0 +1,262 @@
+package entitymemory
+
+import "strings"
+
+// words splits a tool name or a JSON key into lowercase words at every
+// non-alphanumeric byte and at camelCase boundaries: "cms_createPage",
+// "create_page", "createPage", "pages.create" and "get-section-content" give
+// [cms create page], [create page], [create page], [pages create] and
+// [get section content]. "HTMLPage" gives [html page].
+func words(name string) []string {
+	var out []string
+	start := -1
+	flush := func(end int) {
+		if start >= 0 && end > start {
+			out = append(out, strings.ToLower(name[start:end]))
+		}
+		start = -1
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum {
+			flush(i)
+			continue
+		}
+		if start < 0 {
+			start = i
+			continue
+		}
+		upper := c >= 'A' && c <= 'Z'
+		if upper {
+			prev := name[i-1]
+			prevLower := prev >= 'a' && prev <= 'z' || prev >= '0' && prev <= '9'
+			nextLower := i+1 < len(name) && name[i+1] >= 'a' && name[i+1] <= 'z'
+			prevUpper := prev >= 'A' && prev <= 'Z'
+			if prevLower || prevUpper && nextLower {
+				flush(i)
+				start = i
+			}
+		}
+	}
+	flush(len(name))
+	return out
+}
+
+// verbs are the operation words tools put around the resource they act on.
+var verbs = setOf(
+	"get", "list", "create", "update", "delete", "remove", "add", "set", "fetch",
+	"find", "search", "query", "read", "write", "edit", "patch", "put", "insert",
+	"upsert", "save", "new", "make", "publish", "unpublish", "archive",
+	"unarchive", "retrieve", "lookup", "load", "show", "view", "open", "duplicate",
+	"copy", "move", "rename", "upload", "download", "attach", "detach",
+	"generate", "modify", "change", "replace", "append", "describe", "inspect",
+	"browse", "count", "sync", "import", "export", "restore", "clone", "fork",
+	"merge", "close", "reopen", "assign", "schedule", "send", "reorder",
+)
+
+// stopWords are words that never name a resource type: vendor and protocol
+// prefixes, prepositions, and the "content"/"details" tails of getters.
+var stopWords = setOf(
+	"cms", "api", "mcp", "tool", "tools", "wp", "v1", "v2", "v3", "v4", "v5",
+	"by", "for", "from", "to", "in", "of", "on", "with", "and", "or", "a", "an",
+	"the", "my", "all", "one", "many", "some", "batch", "bulk", "multiple",
+	"content", "contents", "details", "detail", "info", "data", "id", "ids",
+	"me", "current", "latest", "recent", "new", "it", "this", "that",
+	"rest", "graphql", "admin", "json", "http", "https",
+)
+
+// compounds are two-word resource types kept whole.
+var compounds = setOf(
+	"pull_request", "merge_request", "blog_post", "line_item", "payment_intent",
+	"setup_intent", "price_rule", "custom_field", "content_type", "draft_order",
+	"check_run", "work_item", "user_story", "landing_page", "menu_item",
+	"product_variant", "credit_note", "tax_rate", "web_hook", "api_key",
+)
+
+func setOf(ws ...string) map[string]bool {
+	m := make(map[string]bool, len(ws))
+	for _, w := range ws {
+		m[w] = true
+	}
+	return m
+}
+
+// TypeFromToolName guesses the entity type a tool works on from its name,
+// for every common naming style: "cms_createPage", "create_page",
+// "createPage", "pages.create" and "CreatePage" give "page";
+// "get-section-content" gives "section"; "github_create_pull_request"
+// gives "pull_request". Verbs and vendor prefixes are dropped, the noun
+// after the verb (or, for "pages.create", before it) is singularised, and
+// two-word types are joined with '_'. It returns "" when the name holds no
+// noun.
+func TypeFromToolName(name string) string {
+	ws := words(name)
+	verb := -1
+	for i, w := range ws {
+		if verbs[w] {
+			verb = i
+			break
+		}
+	}
+	if verb < 0 {
+		return joinType(lastNouns(ws))
+	}
+	// The nouns right after the verb ("create_page_section" → page
+	// section), else the ones before it ("pages.create").
+	var nouns []string
+	for _, w := range ws[verb+1:] {
+		if verbs[w] || stopWords[w] {
+			if len(nouns) > 0 {
+				break
+			}
+			continue
+		}
+		nouns = append(nouns, w)
+	}
+	if len(nouns) == 0 {
+		nouns = lastNouns(ws[:verb])
+	}
+	return joinType(nouns)
+}
+
+// lastNouns returns the trailing run of words of ws that are neither verbs
+// nor stop words.
+func lastNouns(ws []string) []string {
+	end := len(ws)
+	for end > 0 && (stopWords[ws[end-1]] || verbs[ws[end-1]]) {
+		end--
+	}
+	start := end
+	for start > 0 && !stopWords[ws[start-1]] && !verbs[ws[start-1]] {
+		start--
+	}
+	return ws[start:end]
+}
+
+// joinType turns the noun words of a name into a type: the last word
+// singularised, or the last two joined when they form a known compound.
+func joinType(nouns []string) string {
+	switch len(nouns) {
+	case 0:
+		return ""
+	case 1:
+		return singular(nouns[0])
+	}
+	last := singular(nouns[len(nouns)-1])
+	if c := nouns[len(nouns)-2] + "_" + last; compounds[c] {
+		return c
+	}
+	return last
+}
+
+// NormalizeType turns a type named by a result or a rule ("Page",
+// "BlogPost", "blog-posts", "drive#file") into the form used for grouping:
+// lowercase words joined by '_', last word singular. It returns "" when
+// nothing usable is left.
+func NormalizeType(t string) string {
+	if i := strings.LastIndexByte(t, '#'); i >= 0 {
+		t = t[i+1:]
+	}
+	ws := words(t)
+	if len(ws) == 0 || len(ws) > 4 {
+		return ""
+	}
+	ws[len(ws)-1] = singular(ws[len(ws)-1])
+	out := strings.Join(ws, "_")
+	if len(out) > maxTypeLen {
+		return ""
+	}
+	return out
+}
+
+const maxTypeLen = 40
+
+var uncountable = setOf(
+	"media", "data", "metadata", "news", "series", "species", "analytics",
+	"information", "feedback", "software", "hardware", "equipment", "cms",
+	"settings", "status", "access", "address", "business", "process", "class",
+	"canvas", "alias", "chaos", "bus", "campus", "corpus", "virus", "bonus",
+	"census", "focus", "radius", "analysis", "basis", "thesis", "axis",
+)
+
+var irregularSingular = map[string]string{
+	"people": "person", "children": "child", "men": "man", "women": "woman",
+	"indices": "index", "vertices": "vertex", "analyses": "analysis",
+	"criteria": "criterion", "mice": "mouse", "heroes": "hero",
+	"movies": "movie", "cookies": "cookie", "zombies": "zombie",
+	"aliases": "alias", "statuses": "status", "caches": "cache",
+	"niches": "niche", "buses": "bus", "campuses": "campus",
+	"viruses": "virus", "bonuses": "bonus", "addresses": "address",
+	"businesses": "business", "processes": "process", "classes": "class",
+	"axes": "axis", "bases": "base", "databases": "database",
+	"responses": "response", "courses": "course", "leaves": "leaf",
+	"lives": "life", "knives": "knife", "wolves": "wolf", "halves": "half",
+	"shelves": "shelf", "quizzes": "quiz", "echoes": "echo",
+	"potatoes": "potato", "tomatoes": "tomato",
+}
+
+var irregularPlural = func() map[string]string {
+	m := make(map[string]string, len(irregularSingular))
+	for p, s := range irregularSingular {
+		m[s] = p
+	}
+	return m
+}()
+
+// singular returns the singular of an English noun, good enough for API
+// resource names: entries → entry, categories → category, media → media,
+// matches → match, boxes → box, people → person, pages → page.
+func singular(w string) string {
+	if uncountable[w] {
+		return w
+	}
+	if s, ok := irregularSingular[w]; ok {
+		return s
+	}
+	n := len(w)
+	switch {
+	case n <= 3:
+		return w
+	case strings.HasSuffix(w, "ies") && n > 4:
+		return w[:n-3] + "y"
+	case strings.HasSuffix(w, "sses"), strings.HasSuffix(w, "shes"),
+		strings.HasSuffix(w, "ches"), strings.HasSuffix(w, "xes"),
+		strings.HasSuffix(w, "zzes"):
+		return w[:n-2]
+	case strings.HasSuffix(w, "ss"), strings.HasSuffix(w, "us"),
+		strings.HasSuffix(w, "is"):
+		return w
+	case w[n-1] == 's':
+		return w[:n-1]
+	}
+	return w
+}
+
+// plural returns the plural of a singular type's last word: page → pages,
+// entry → entries, media → media, match → matches, person → people. The
+// words before it ("blog_post" → "blog_posts") are kept.
+func plural(t string) string {
+	head, w := "", t
+	if i := strings.LastIndexByte(t, '_'); i >= 0 {
+		head, w = t[:i+1], t[i+1:]
+	}
+	if uncountable[w] && w != "status" && w != "address" && w != "class" &&
+		w != "process" && w != "business" && w != "access" && w != "bus" {
+		return t
+	}
+	if p, ok := irregularPlural[w]; ok {
+		return head + p
+	}
+	n := len(w)
+	switch {
+	case n == 0:
+		return t
+	case strings.HasSuffix(w, "s"), strings.HasSuffix(w, "x"), strings.HasSuffix(w, "z"),
+		strings.HasSuffix(w, "ch"), strings.HasSuffix(w, "sh"):
+		return head + w + "es"
+	case n > 1 && w[n-1] == 'y' && !strings.ContainsRune("aeiou", rune(w[n-2])):
+		return head + w[:n-1] + "ies"
+	}
+	return head + w + "s"
+}

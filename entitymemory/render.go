@@ -1,0 +1,102 @@
+package entitymemory
+
+import "strings"
+
+// Header is the first line of the rendered block.
+const Header = "[WORKING MEMORY]"
+
+// EmptyText is the line rendered under the header when no entity is
+// tracked and Config.RenderEmpty is set.
+const EmptyText = "No entities tracked yet."
+
+// DefaultInstructions are the reference-resolution instructions rendered
+// after the entities unless Config.Instructions replaces them.
+const DefaultInstructions = `To resolve references such as "it", "this page" or "the section", use the most recent entity of the matching type above (types and entities are listed newest first) and its ID. If several entities could match and the conversation does not settle it, ask the user which one they mean.`
+
+// render writes the block for list (newest first): the header, then one
+// group per type in order of each type's most recent entity, newest first
+// within a type, then the instructions (when not empty).
+func render(list []Entity, instructions string) string {
+	var b strings.Builder
+	n := len(Header) + len(instructions) + 4
+	for i := range list {
+		n += len(list[i].Type) + len(list[i].Name) + len(list[i].ID) + len(list[i].Slug) + len(list[i].Parent) + 32
+	}
+	b.Grow(n)
+	b.WriteString(Header)
+	var done [16]string
+	seen := done[:0]
+	for i := range list {
+		t := list[i].Type
+		if contains(seen, t) {
+			continue
+		}
+		seen = append(seen, t)
+		b.WriteByte('\n')
+		b.WriteString(plural(t))
+		b.WriteByte(':')
+		for j := i; j < len(list); j++ {
+			if list[j].Type == t {
+				writeEntity(&b, &list[j])
+			}
+		}
+	}
+	if instructions != "" {
+		b.WriteString("\n\n")
+		b.WriteString(instructions)
+	}
+	return b.String()
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// writeEntity writes one line: `  - "Name" (id, slug: s, parent: p)`.
+func writeEntity(b *strings.Builder, e *Entity) {
+	b.WriteString("\n  - \"")
+	writeEscaped(b, e.Name)
+	b.WriteString("\" (")
+	writeEscaped(b, e.ID)
+	if e.Slug != "" {
+		b.WriteString(", slug: ")
+		writeEscaped(b, e.Slug)
+	}
+	if e.Parent != "" {
+		b.WriteString(", parent: ")
+		writeEscaped(b, e.Parent)
+	}
+	b.WriteByte(')')
+}
+
+// writeEscaped writes text that is already a single line (see clip) so
+// that it stays inside its quotes and cannot open or close a tag: '"' and
+// '\' are backslash-escaped, '<' becomes "&lt;". Line breaks, should any
+// reach here, are written as a space.
+func writeEscaped(b *strings.Builder, s string) {
+	start := 0
+	for i := 0; i < len(s); i++ {
+		var rep string
+		switch s[i] {
+		case '"':
+			rep = `\"`
+		case '\\':
+			rep = `\\`
+		case '<':
+			rep = "&lt;"
+		case '\n', '\r':
+			rep = " "
+		default:
+			continue
+		}
+		b.WriteString(s[start:i])
+		b.WriteString(rep)
+		start = i + 1
+	}
+	b.WriteString(s[start:])
+}
