@@ -40,6 +40,13 @@ const (
 	HookReturn = "onReturn"
 	HookClose  = "close"
 	HookTool   = "tool"
+	// The stack's unified memory operations and data reads are reported
+	// under these names.
+	HookSnapshot = "snapshot"
+	HookRestore  = "restore"
+	HookClear    = "clear"
+	HookStats    = "stats"
+	HookData     = "data"
 )
 
 // Error is a failure of one hook of one layer.
@@ -49,6 +56,7 @@ type Error struct {
 	Err   error
 }
 
+// Error returns "layer <id>: <hook>: <cause>".
 func (e *Error) Error() string {
 	return fmt.Sprintf("layer %s: %s: %v", e.Layer, e.Hook, e.Err)
 }

@@ -35,7 +35,7 @@ func (s *Stack) Snapshot(ctx context.Context) (Snapshot, error) {
 			continue
 		}
 		var data json.RawMessage
-		if err := s.call(ctx, e, "snapshot", func(ctx context.Context) error {
+		if err := s.call(ctx, e, HookSnapshot, func(ctx context.Context) error {
 			var err error
 			data, err = sn.Snapshot(ctx)
 			return err
@@ -83,12 +83,12 @@ func (s *Stack) Restore(ctx context.Context, snap Snapshot) error {
 	for i, id := range ids {
 		e := s.byID[id]
 		sn, _ := As[Snapshotter](e.live)
-		err := s.call(ctx, e, "restore", func(ctx context.Context) error { return sn.Restore(ctx, snap.Layers[id]) })
+		err := s.call(ctx, e, HookRestore, func(ctx context.Context) error { return sn.Restore(ctx, snap.Layers[id]) })
 		if err != nil {
 			for _, done := range ids[:i] {
 				d := s.byID[done]
 				dsn, _ := As[Snapshotter](d.live)
-				_ = s.call(ctx, d, "restore", func(ctx context.Context) error { return dsn.Restore(ctx, before.Layers[done]) })
+				_ = s.call(ctx, d, HookRestore, func(ctx context.Context) error { return dsn.Restore(ctx, before.Layers[done]) })
 			}
 			return fmt.Errorf("%w: %w", ErrSnapshot, err)
 		}
@@ -111,7 +111,7 @@ func (s *Stack) Clear(ctx context.Context) error {
 		if !ok {
 			continue
 		}
-		if err := s.call(ctx, e, "clear", c.Clear); err != nil {
+		if err := s.call(ctx, e, HookClear, c.Clear); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -134,7 +134,7 @@ func (s *Stack) Stats(ctx context.Context) (map[string]Stats, error) {
 			continue
 		}
 		var st Stats
-		if err := s.call(ctx, e, "stats", func(ctx context.Context) error {
+		if err := s.call(ctx, e, HookStats, func(ctx context.Context) error {
 			var err error
 			st, err = r.Stats(ctx)
 			return err

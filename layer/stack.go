@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -40,9 +41,11 @@ type StackConfig struct {
 	// Timeouts are the default per-hook timeouts. Zero fields take
 	// DefaultTimeouts.
 	Timeouts Timeouts
-	// Observer receives an Event for every hook call. It is called
-	// synchronously from the goroutine that ran the hook, so it must be
-	// fast and safe for concurrent use.
+	// Observer receives an Event for every hook call, successful or not.
+	// It is called synchronously by the Stack method that ran the hook,
+	// after the hook returned or was abandoned, so it must be fast and
+	// safe for concurrent use. It may call the Stack's read-only methods
+	// (Layers, Specs, Tools, LookupTool).
 	Observer func(Event)
 	// ValidateArgs, when set, validates tool arguments against a
 	// function's parameter schema before the function runs. Without it,
@@ -85,19 +88,26 @@ type Stack struct {
 	reg     []*entry // registration order
 	byID    map[string]*entry
 
-	mu     sync.Mutex
+	initMu sync.Mutex // serialises Init and Close
+	mu     sync.Mutex // guards the fields below
 	inited bool
 	closed bool
 	tools  []Tool
-	byWire map[string]*Tool
+	byWire map[string]int // wire name → index in tools
+	byName map[string]int // name → index in tools
 }
 
 type entry struct {
 	spec     Spec
-	tmpl     Layer // as registered
-	live     Layer // bound to this run after Init
+	timeouts Timeouts // resolved: every field set
+	tmpl     Layer    // as registered
+	live     Layer    // bound to this run after Init
 	disabled bool
-	sem      chan struct{} // serialises hooks of this layer
+	// shared is set in a child stack for a layer it shares with its
+	// parent (the same value): the parent owns it, so the child neither
+	// closes it nor hands it back with OnReturn.
+	shared bool
+	sem    chan struct{} // serialises hooks of this layer; shared with the parent when shared
 }
 
 // NewStack validates the layers and returns a stack ready for Init. It
@@ -126,7 +136,7 @@ func NewStack(cfg StackConfig) (*Stack, error) {
 		if _, dup := s.byID[spec.ID]; dup {
 			return nil, fmt.Errorf("layer: %q registered twice: %w", spec.ID, ErrDuplicateID)
 		}
-		e := &entry{spec: spec, tmpl: l, sem: make(chan struct{}, 1)}
+		e := &entry{spec: spec, timeouts: resolveTimeouts(spec.Timeouts, cfg.Timeouts), tmpl: l, sem: make(chan struct{}, 1)}
 		s.byID[spec.ID] = e
 		s.reg = append(s.reg, e)
 	}
@@ -144,12 +154,15 @@ func (s *Stack) Env() Env { return s.env }
 // in which case the layer is disabled, the failure reported, and Init goes
 // on. Calling Init again is a no-op.
 func (s *Stack) Init(ctx context.Context) error {
+	s.initMu.Lock()
+	defer s.initMu.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	closed, inited := s.closed, s.inited
+	s.mu.Unlock()
+	if closed {
 		return ErrClosed
 	}
-	if s.inited {
+	if inited {
 		return nil
 	}
 	for i, e := range s.reg {
@@ -169,17 +182,26 @@ func (s *Stack) Init(ctx context.Context) error {
 		})
 		if err != nil {
 			if e.spec.DisableOnInitError {
+				s.mu.Lock()
 				e.disabled = true
+				s.mu.Unlock()
 				continue
 			}
-			s.closeEntries(ctx, s.reg[:i])
+			s.mu.Lock()
 			s.closed = true
+			s.mu.Unlock()
+			// Close what was initialised even when ctx is what failed.
+			_ = s.closeEntries(context.WithoutCancel(ctx), s.reg[:i])
 			return err
 		}
+		s.mu.Lock()
 		e.live = bound
+		s.mu.Unlock()
 	}
-	s.inited = true
+	s.mu.Lock()
 	s.buildTools()
+	s.inited = true
+	s.mu.Unlock()
 	return nil
 }
 
@@ -202,6 +224,8 @@ func (s *Stack) Layers() []Layer {
 
 // Specs returns the specs of the enabled layers in slot order.
 func (s *Stack) Specs() []Spec {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	out := make([]Spec, 0, len(s.entries))
 	for _, e := range s.entries {
 		if !e.disabled {
@@ -243,35 +267,60 @@ func (s *Stack) Recall(ctx context.Context, q Query, budgets map[string]float64)
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	var out []Recalled
-	var errs []error
+	n := 0
+	for _, e := range s.entries {
+		if !e.disabled {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	b := newBatch(n, false)
+	i := 0
 	for _, e := range s.entries {
 		if e.disabled {
 			continue
 		}
-		lq := q
-		if b, ok := budgets[e.spec.ID]; ok {
-			lq.Budget = b
+		j := &b.jobs[i]
+		i++
+		j.e, j.hook, j.run, j.query = e, HookRecall, runRecall, q
+		if bud, ok := budgets[e.spec.ID]; ok {
+			j.query.Budget = bud
 		} else if e.spec.Budget.Unbounded() {
-			lq.Budget = math.Inf(1)
+			j.query.Budget = math.Inf(1)
 		} else {
-			lq.Budget = e.spec.Budget.Max
+			j.query.Budget = e.spec.Budget.Max
 		}
-		var items []Item
-		err := s.call(ctx, e, HookRecall, func(ctx context.Context) error {
-			var err error
-			items, err = e.live.Recall(ctx, lq)
-			return err
-		})
-		if err != nil {
-			errs = append(errs, err)
+	}
+	s.runBatch(ctx, b)
+	var out []Recalled
+	var errs []error
+	for i := range b.jobs {
+		j := &b.jobs[i]
+		if j.err != nil {
+			errs = append(errs, j.err)
 			continue
 		}
-		if len(items) > 0 {
-			out = append(out, Recalled{ID: e.spec.ID, Slot: e.spec.Slot, Items: items})
+		if len(j.items) > 0 {
+			if out == nil {
+				out = make([]Recalled, 0, n)
+			}
+			out = append(out, Recalled{ID: j.e.spec.ID, Slot: j.e.spec.Slot, Items: j.items})
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+func runRecall(ctx context.Context, j *job) error {
+	var err error
+	j.items, err = j.e.live.Recall(ctx, j.query)
+	return err
+}
+
+func runStore(ctx context.Context, j *job) error {
+	st, _ := As[Storer](j.e.live)
+	return st.Store(ctx, *j.turn)
 }
 
 // Store calls every enabled Storer's Store concurrently, each on its own
@@ -281,30 +330,32 @@ func (s *Stack) Store(ctx context.Context, t Turn) error {
 	if err := s.ready(); err != nil {
 		return err
 	}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
+	n := 0
 	for _, e := range s.entries {
-		if e.disabled {
-			continue
+		if _, ok := As[Storer](e.live); ok && !e.disabled {
+			n++
 		}
-		st, ok := As[Storer](e.live)
-		if !ok {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := s.call(ctx, e, HookStore, func(ctx context.Context) error { return st.Store(ctx, t) }); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		}()
 	}
-	wg.Wait()
+	if n == 0 {
+		return nil
+	}
+	b := newBatch(n, true)
+	i := 0
+	for _, e := range s.entries {
+		if _, ok := As[Storer](e.live); !ok || e.disabled {
+			continue
+		}
+		j := &b.jobs[i]
+		i++
+		j.e, j.hook, j.run, j.turn = e, HookStore, runStore, &t
+	}
+	s.runBatch(ctx, b)
+	var errs []error
+	for i := range b.jobs {
+		if err := b.jobs[i].err; err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -312,9 +363,18 @@ func (s *Stack) Store(ctx context.Context, t Turn) error {
 // registration order: a [Spawner] decides (a nil layer or an error leaves
 // the layer out of the child; an error is reported); a layer that is not a
 // Spawner but whose registered form is an [Initializer] is initialised
-// afresh for the child's env; any other layer is shared as is. The child
-// stack is already initialised; the parent is not modified. childEnv.Depth
-// defaults to the parent's depth + 1 and a nil Store to the parent's.
+// afresh for the child's env (a failure leaves it out and is reported);
+// any other layer is shared as is. The child stack is already
+// initialised; the parent is not modified. childEnv.Depth defaults to the
+// parent's depth + 1, a nil Store to the parent's, a nil Logger to the
+// parent's, and an empty ExecutionID to a new one.
+//
+// A layer the child shares with the parent (the same value, as for a
+// stateless layer or a Spawner that returns its receiver) stays owned by
+// the parent: its hooks are serialised across both stacks, the child's
+// Close does not close it and the parent's Return does not hand it back
+// to itself. Every other child layer is owned by the child and closed by
+// the child's Close.
 func (s *Stack) Spawn(ctx context.Context, childEnv Env) (*Stack, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
@@ -362,7 +422,10 @@ func (s *Stack) Spawn(ctx context.Context, childEnv Env) (*Stack, error) {
 		if cl == nil {
 			continue
 		}
-		ce := &entry{spec: e.spec, tmpl: e.tmpl, live: cl, sem: make(chan struct{}, 1)}
+		ce := &entry{spec: e.spec, timeouts: e.timeouts, tmpl: e.tmpl, live: cl, sem: make(chan struct{}, 1)}
+		if sameLayer(cl, e.live) {
+			ce.shared, ce.sem = true, e.sem
+		}
 		child.reg = append(child.reg, ce)
 		child.byID[e.spec.ID] = ce
 	}
@@ -380,6 +443,9 @@ func (s *Stack) Return(ctx context.Context, child *Stack) error {
 	if err := s.ready(); err != nil {
 		return err
 	}
+	if child == nil {
+		return nil
+	}
 	var errs []error
 	for _, e := range s.entries {
 		if e.disabled {
@@ -390,7 +456,7 @@ func (s *Stack) Return(ctx context.Context, child *Stack) error {
 			continue
 		}
 		ce, ok := child.byID[e.spec.ID]
-		if !ok {
+		if !ok || ce.shared || ce.live == nil {
 			continue
 		}
 		if err := s.call(ctx, e, HookReturn, func(ctx context.Context) error { return r.OnReturn(ctx, ce.live) }); err != nil {
@@ -402,7 +468,16 @@ func (s *Stack) Return(ctx context.Context, child *Stack) error {
 
 // Close closes every initialised layer in reverse registration order. It
 // is idempotent: later calls return nil. Failures are reported and joined.
+// Every Closer is called even when ctx is already cancelled (a run that
+// ends by cancellation must still release and flush): the hooks get ctx's
+// values but not its cancellation, and each is bounded by its Close
+// timeout. Close waits for a hook still running on a layer (up to that
+// timeout) before closing it; Recall, Store and CallTool called after
+// Close return ErrClosed.
 func (s *Stack) Close(ctx context.Context) error {
+	ctx = context.WithoutCancel(ctx)
+	s.initMu.Lock()
+	defer s.initMu.Unlock()
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -421,7 +496,7 @@ func (s *Stack) closeEntries(ctx context.Context, es []*entry) error {
 	var errs []error
 	for i := len(es) - 1; i >= 0; i-- {
 		e := es[i]
-		if e.disabled || e.live == nil {
+		if e.disabled || e.live == nil || e.shared {
 			continue
 		}
 		var fn func(context.Context) error
@@ -439,54 +514,6 @@ func (s *Stack) closeEntries(ctx context.Context, es []*entry) error {
 	return errors.Join(errs...)
 }
 
-// call runs one hook of one layer: it waits for the layer to be free,
-// bounds the hook by its timeout, turns a panic into an error, and reports
-// the outcome. A hook that outlives its timeout keeps the layer busy until
-// it returns, so later hooks of that layer time out too instead of
-// running concurrently with it; other layers are not affected.
-func (s *Stack) call(ctx context.Context, e *entry, hook string, fn func(context.Context) error) error {
-	timeout := s.timeout(e, hook)
-	start := time.Now()
-	hctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var err error
-	select {
-	case e.sem <- struct{}{}:
-		done := make(chan error, 1)
-		go func() {
-			defer func() { <-e.sem }()
-			defer func() {
-				if r := recover(); r != nil {
-					done <- fmt.Errorf("%w: %v", ErrPanic, r)
-				}
-			}()
-			done <- fn(hctx)
-		}()
-		select {
-		case err = <-done:
-		case <-hctx.Done():
-			err = hookCtxErr(ctx, timeout)
-		}
-	case <-hctx.Done():
-		err = hookCtxErr(ctx, timeout)
-	}
-	if err != nil {
-		var le *Error
-		if !errors.As(err, &le) || le.Layer != e.spec.ID {
-			err = &Error{Layer: e.spec.ID, Hook: hook, Err: err}
-		}
-	}
-	s.report(ctx, e.spec.ID, hook, time.Since(start), err)
-	return err
-}
-
-func hookCtxErr(parent context.Context, timeout time.Duration) error {
-	if err := parent.Err(); err != nil {
-		return err
-	}
-	return fmt.Errorf("%w after %v", ErrTimeout, timeout)
-}
-
 func (s *Stack) report(ctx context.Context, id, hook string, d time.Duration, err error) {
 	if err != nil {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "memlayer: layer hook failed",
@@ -497,29 +524,62 @@ func (s *Stack) report(ctx context.Context, id, hook string, d time.Duration, er
 	}
 }
 
-func (s *Stack) timeout(e *entry, hook string) time.Duration {
-	pick := func(f func(Timeouts) time.Duration) time.Duration {
-		for _, t := range []Timeouts{e.spec.Timeouts, s.cfg.Timeouts, DefaultTimeouts} {
-			if d := f(t); d > 0 {
+// resolveTimeouts fills every zero field of spec from stack, then from
+// DefaultTimeouts.
+func resolveTimeouts(spec, stack Timeouts) Timeouts {
+	pick := func(ds ...time.Duration) time.Duration {
+		for _, d := range ds {
+			if d > 0 {
 				return d
 			}
 		}
 		return time.Minute
 	}
+	return Timeouts{
+		Init:   pick(spec.Init, stack.Init, DefaultTimeouts.Init),
+		Recall: pick(spec.Recall, stack.Recall, DefaultTimeouts.Recall),
+		Store:  pick(spec.Store, stack.Store, DefaultTimeouts.Store),
+		Spawn:  pick(spec.Spawn, stack.Spawn, DefaultTimeouts.Spawn),
+		Return: pick(spec.Return, stack.Return, DefaultTimeouts.Return),
+		Close:  pick(spec.Close, stack.Close, DefaultTimeouts.Close),
+	}
+}
+
+// of returns the timeout of hook. Tool calls, snapshots, restores, clears,
+// stats and data reads use the Store timeout.
+func (t Timeouts) of(hook string) time.Duration {
 	switch hook {
 	case HookInit:
-		return pick(func(t Timeouts) time.Duration { return t.Init })
+		return t.Init
 	case HookRecall:
-		return pick(func(t Timeouts) time.Duration { return t.Recall })
+		return t.Recall
 	case HookSpawn:
-		return pick(func(t Timeouts) time.Duration { return t.Spawn })
+		return t.Spawn
 	case HookReturn:
-		return pick(func(t Timeouts) time.Duration { return t.Return })
+		return t.Return
 	case HookClose:
-		return pick(func(t Timeouts) time.Duration { return t.Close })
-	default: // store and tool calls
-		return pick(func(t Timeouts) time.Duration { return t.Store })
+		return t.Close
+	default:
+		return t.Store
 	}
+}
+
+// sameLayer reports whether a and b are the same layer value. Values of
+// types that cannot be compared are never the same.
+func sameLayer(a, b Layer) (same bool) {
+	if a == nil || b == nil {
+		return false
+	}
+	ta := reflect.TypeOf(a)
+	if ta != reflect.TypeOf(b) || !ta.Comparable() {
+		return false
+	}
+	defer func() {
+		if recover() != nil { // a comparable struct holding an incomparable interface value
+			same = false
+		}
+	}()
+	return a == b
 }
 
 // As finds the first layer in l's [Unwrapper] chain (l itself first) that

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 )
 
@@ -57,11 +58,18 @@ func WireName(name string) string {
 	return w
 }
 
+// buildTools collects the provided functions of the live layers. The
+// caller holds s.mu (or owns s exclusively). A function with no name or no
+// Call, or whose name repeats one of the same layer, is left out and
+// logged. Two tools whose wire names collide (say "a.b/x" and "a-b/x"
+// never do, but sanitising can make distinct names equal) are told apart
+// by a hash suffix, so every wire name maps back to one tool.
 func (s *Stack) buildTools() {
 	s.tools = nil
-	s.byWire = make(map[string]*Tool)
+	s.byWire = make(map[string]int)
+	s.byName = make(map[string]int)
 	for _, e := range s.entries {
-		if e.disabled {
+		if e.disabled || e.live == nil {
 			continue
 		}
 		p, ok := As[Provider](e.live)
@@ -69,27 +77,32 @@ func (s *Stack) buildTools() {
 			continue
 		}
 		for _, fn := range p.Provides().Functions {
+			name := ToolName(e.spec.ID, fn.Name)
 			if fn.Call == nil || fn.Name == "" {
+				s.log.Warn("memlayer: provided function without name or Call left out", slog.String("layer", e.spec.ID), slog.String("tool", name))
 				continue
 			}
-			name := ToolName(e.spec.ID, fn.Name)
+			if _, dup := s.byName[name]; dup {
+				s.log.Warn("memlayer: provided function name repeated; the first one is kept", slog.String("layer", e.spec.ID), slog.String("tool", name))
+				continue
+			}
 			wire := WireName(name)
-			if _, clash := s.byWire[wire]; clash {
-				sum := sha256.Sum256([]byte(name))
-				wire = WireName(wire[:min(len(wire), MaxWireNameLen-9)] + "_" + hex.EncodeToString(sum[:4]))
+			for n := 0; ; n++ {
+				if _, clash := s.byWire[wire]; !clash {
+					break
+				}
+				sum := sha256.Sum256(fmt.Appendf(nil, "%s#%d", name, n))
+				wire = wire[:min(len(wire), MaxWireNameLen-9)] + "_" + hex.EncodeToString(sum[:4])
 			}
 			s.tools = append(s.tools, Tool{Name: name, WireName: wire, Layer: e.spec.ID, Function: fn})
-			s.byWire[wire] = &s.tools[len(s.tools)-1]
+			s.byWire[wire] = len(s.tools) - 1
+			s.byName[name] = len(s.tools) - 1
 		}
-	}
-	// Re-point the map: appends may have moved the slice.
-	for i := range s.tools {
-		s.byWire[s.tools[i].WireName] = &s.tools[i]
 	}
 }
 
 // Tools returns the functions provided by the enabled layers, in slot
-// order. The slice is a copy.
+// order. The slice is a copy. Before Init it is empty.
 func (s *Stack) Tools() []Tool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -102,13 +115,15 @@ func (s *Stack) Tools() []Tool {
 func (s *Stack) LookupTool(name string) (Tool, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if t, ok := s.byWire[name]; ok {
-		return *t, true
+	return s.lookupTool(name)
+}
+
+func (s *Stack) lookupTool(name string) (Tool, bool) {
+	if i, ok := s.byWire[name]; ok {
+		return s.tools[i], true
 	}
-	for _, t := range s.tools {
-		if t.Name == name {
-			return t, true
-		}
+	if i, ok := s.byName[name]; ok {
+		return s.tools[i], true
 	}
 	return Tool{}, false
 }
@@ -149,7 +164,10 @@ func (s *Stack) CallTool(ctx context.Context, name, args string) (string, error)
 		out, err = t.Function.Call(ctx, raw)
 		return err
 	})
-	return out, err
+	if err != nil {
+		return "", err
+	}
+	return out, nil
 }
 
 func jsonKind(c byte) string {
@@ -167,19 +185,35 @@ func jsonKind(c byte) string {
 	}
 }
 
-// Data reads a layer's provided data by layer ID and name.
+// Data reads a layer's provided data by layer ID and name. The read is
+// serialised with the layer's hooks and bounded by its Store timeout, like
+// a tool call.
 func (s *Stack) Data(ctx context.Context, layerID, name string) (any, error) {
-	l, ok := s.Layer(layerID)
-	if !ok {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	e, ok := s.byID[layerID]
+	s.mu.Unlock()
+	if !ok || e.disabled || e.live == nil {
 		return nil, fmt.Errorf("layer: no layer %q", layerID)
 	}
-	p, ok := As[Provider](l)
+	p, ok := As[Provider](e.live)
 	if !ok {
 		return nil, fmt.Errorf("layer %s: provides no data", layerID)
 	}
 	for _, d := range p.Provides().Data {
 		if d.Name == name && d.Read != nil {
-			return d.Read(ctx)
+			var v any
+			err := s.call(ctx, e, HookData, func(ctx context.Context) error {
+				var err error
+				v, err = d.Read(ctx)
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			return v, nil
 		}
 	}
 	return nil, fmt.Errorf("layer %s: no data %q", layerID, name)

@@ -1,0 +1,348 @@
+package layer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// This file is the hook runner: how the stack calls hooks under timeouts
+// without letting one slow layer hold up the others.
+//
+// A stack method (Recall, Store, ...) builds a batch of jobs, one per
+// layer, and waits for it. A hook never runs on the caller's goroutine, so
+// a hook that ignores its context cannot block the caller past its
+// timeout. To keep the hot path cheap, a sequential batch (Recall runs in
+// slot order) is run by a single runner goroutine that calls the hooks one
+// after the other, and the caller sleeps until the whole batch is done or
+// the running hook's deadline passes. When a hook outlives its deadline,
+// the caller abandons it (its result is dropped, its context cancelled)
+// and starts a fresh runner for the rest of the batch; the abandoned
+// runner stops once the slow hook returns. A concurrent batch (Store)
+// gives each job its own goroutine. Either way the caller wakes once per
+// batch in the common case, instead of once per hook, and no per-hook
+// context.WithTimeout (which registers with the parent and starts a
+// timer) is needed: the caller, which waits anyway, cancels the hook's
+// context itself.
+
+// Job states.
+const (
+	jobPending   = iota // not resolved yet
+	jobDone             // the runner finished it; result holds the error
+	jobAbandoned        // the caller gave up on it; err holds why
+)
+
+// epoch anchors the monotonic clock readings stored in jobs.
+var epoch = time.Now()
+
+func monoNow() int64 { return int64(time.Since(epoch)) }
+
+// job is one hook call of one layer.
+type job struct {
+	e       *entry
+	hook    string
+	timeout time.Duration
+	// run calls the hook. It may use the fields below as its input and
+	// output; the caller reads outputs only when the job is done.
+	run   func(ctx context.Context, j *job) error
+	call  func(ctx context.Context) error // for runClosure
+	query Query
+	turn  *Turn
+	items []Item
+
+	ctx    hookCtx
+	start  atomic.Int64 // monoNow() when started, 0 before
+	state  atomic.Int32
+	result error // written by the runner before it marks the job done
+	end    int64 // monoNow() when the runner finished
+	err    error // written by the caller when it abandons the job
+}
+
+func runClosure(ctx context.Context, j *job) error { return j.call(ctx) }
+
+// batch is a set of jobs one stack method waits for.
+type batch struct {
+	jobs       []job
+	one        [1]job // backing array for single-hook batches
+	concurrent bool
+	remaining  atomic.Int32
+	done       chan struct{}
+}
+
+func newBatch(n int, concurrent bool) *batch {
+	b := &batch{concurrent: concurrent, done: make(chan struct{})}
+	if n == 1 {
+		b.jobs = b.one[:]
+	} else {
+		b.jobs = make([]job, n)
+	}
+	return b
+}
+
+// runFrom runs the jobs from i on, in order, until one is abandoned (a
+// new runner then takes over) or all are done.
+func (b *batch) runFrom(i int) {
+	for ; i < len(b.jobs); i++ {
+		if !b.runJob(&b.jobs[i]) {
+			return
+		}
+		if b.concurrent {
+			return
+		}
+	}
+}
+
+// runJob runs one job and reports whether it finished before the caller
+// gave up on it.
+func (b *batch) runJob(j *job) bool {
+	if j.state.Load() != jobPending {
+		return false
+	}
+	now := time.Now()
+	j.ctx.deadline = now.Add(j.timeout)
+	j.start.Store(int64(now.Sub(epoch)))
+	sem := j.e.sem
+	select {
+	case sem <- struct{}{}:
+	default:
+		// The layer is busy (a previous hook still running): wait for it
+		// within this hook's deadline.
+		select {
+		case sem <- struct{}{}:
+		case <-j.ctx.Done():
+			return false
+		}
+	}
+	res := j.protected(sem)
+	j.end = monoNow()
+	j.result = res
+	if !j.state.CompareAndSwap(jobPending, jobDone) {
+		return false // too late: the result is dropped
+	}
+	if b.remaining.Add(-1) == 0 {
+		close(b.done)
+	}
+	return true
+}
+
+// protected calls the hook with panics recovered and releases the layer
+// when it returns.
+func (j *job) protected(sem chan struct{}) (err error) {
+	defer func() {
+		<-sem
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", ErrPanic, r)
+		}
+	}()
+	return j.run(&j.ctx, j)
+}
+
+// abandon marks j as given up with err, cancels its context and reports
+// whether the caller won the race against the runner.
+func (b *batch) abandon(j *job, err, ctxErr error) bool {
+	if !j.state.CompareAndSwap(jobPending, jobAbandoned) {
+		return false
+	}
+	j.err = err
+	j.ctx.cancel(ctxErr)
+	b.remaining.Add(-1)
+	return true
+}
+
+var timerPool = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
+
+// runBatch runs the batch's jobs, waits until each is done or abandoned,
+// then wraps and reports the failures, leaving each job's final error
+// (nil for success) in its err field.
+func (s *Stack) runBatch(ctx context.Context, b *batch) {
+	begin := monoNow()
+	for i := range b.jobs {
+		j := &b.jobs[i]
+		j.timeout = j.e.timeouts.of(j.hook)
+		j.ctx.Context = ctx
+	}
+	b.remaining.Store(int32(len(b.jobs)))
+	if err := ctx.Err(); err != nil {
+		// Nothing runs under a context that is already done.
+		for i := range b.jobs {
+			b.abandon(&b.jobs[i], err, err)
+		}
+	} else {
+		if b.concurrent {
+			for i := range b.jobs {
+				go b.runFrom(i)
+			}
+		} else {
+			go b.runFrom(0)
+		}
+		s.wait(ctx, b)
+	}
+	for i := range b.jobs {
+		j := &b.jobs[i]
+		var err error
+		var d time.Duration
+		if j.state.Load() == jobDone {
+			err = j.result
+			d = time.Duration(j.end - j.start.Load())
+		} else {
+			err = j.err
+			if st := j.start.Load(); st != 0 {
+				d = time.Duration(monoNow() - st)
+			} else {
+				d = time.Duration(monoNow() - begin)
+			}
+		}
+		if err != nil {
+			var le *Error
+			if !errors.As(err, &le) || le.Layer != j.e.spec.ID {
+				err = &Error{Layer: j.e.spec.ID, Hook: j.hook, Err: err}
+			}
+		}
+		j.err = err
+		s.report(ctx, j.e.spec.ID, j.hook, d, err)
+	}
+}
+
+// wait sleeps until every job of b is resolved, abandoning the ones that
+// outlive their deadline or all of them when ctx is done.
+func (s *Stack) wait(ctx context.Context, b *batch) {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+			timerPool.Put(timer)
+		}
+	}()
+	for b.remaining.Load() > 0 {
+		// Sleep until the earliest deadline a pending job can have: a
+		// started job's start + timeout; a job not started yet cannot end
+		// before now + its timeout.
+		now := monoNow()
+		next := int64(-1)
+		for i := range b.jobs {
+			j := &b.jobs[i]
+			if j.state.Load() != jobPending {
+				continue
+			}
+			dl := now + int64(j.timeout)
+			if st := j.start.Load(); st != 0 {
+				dl = st + int64(j.timeout)
+			}
+			if next < 0 || dl < next {
+				next = dl
+			}
+		}
+		if next < 0 {
+			return
+		}
+		if timer == nil {
+			timer = timerPool.Get().(*time.Timer)
+		}
+		timer.Reset(time.Duration(next - now))
+		select {
+		case <-b.done:
+			return
+		case <-ctx.Done():
+			err := ctx.Err()
+			for i := range b.jobs {
+				b.abandon(&b.jobs[i], err, err)
+			}
+			return
+		case <-timer.C:
+			now := monoNow()
+			for i := range b.jobs {
+				j := &b.jobs[i]
+				st := j.start.Load()
+				if st == 0 || now-st < int64(j.timeout) || j.state.Load() != jobPending {
+					continue
+				}
+				err := fmt.Errorf("%w after %v", ErrTimeout, j.timeout)
+				if b.abandon(j, err, context.DeadlineExceeded) && !b.concurrent && i+1 < len(b.jobs) {
+					go b.runFrom(i + 1)
+				}
+			}
+		}
+	}
+}
+
+// call runs one hook of one layer through the runner and returns its
+// (wrapped, already reported) error.
+func (s *Stack) call(ctx context.Context, e *entry, hook string, fn func(context.Context) error) error {
+	b := newBatch(1, false)
+	j := &b.jobs[0]
+	j.e, j.hook, j.run, j.call = e, hook, runClosure, fn
+	s.runBatch(ctx, b)
+	return j.err
+}
+
+// hookCtx is the context a hook runs under: the caller's values and
+// cancellation plus the hook's deadline. The caller, which waits for the
+// hook, cancels it when the deadline passes or its own context is done.
+type hookCtx struct {
+	context.Context
+	deadline time.Time
+
+	mu   sync.Mutex
+	done chan struct{}
+	err  error
+}
+
+// Deadline returns the earlier of the hook's and the parent's deadlines.
+func (c *hookCtx) Deadline() (time.Time, bool) {
+	if d, ok := c.Context.Deadline(); ok && d.Before(c.deadline) {
+		return d, true
+	}
+	return c.deadline, true
+}
+
+// Done returns a channel closed when the hook is abandoned.
+func (c *hookCtx) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done == nil {
+		c.done = make(chan struct{})
+		if c.err != nil {
+			close(c.done)
+		}
+	}
+	return c.done
+}
+
+// Err returns the reason the hook was abandoned, or the parent's error.
+func (c *hookCtx) Err() error {
+	c.mu.Lock()
+	err := c.err
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	if !time.Now().Before(c.deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+func (c *hookCtx) cancel(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return
+	}
+	c.err = err
+	if c.done != nil {
+		close(c.done)
+	}
+}
+
+// String names the context in panics and logs.
+func (c *hookCtx) String() string { return "layer.hookContext" }
