@@ -461,7 +461,9 @@ func TestPanicBecomesError(t *testing.T) {
 func TestRecallFailureAndEmpty(t *testing.T) {
 	ev := &events{}
 	s := initStack(t, layer.StackConfig{Observer: ev.observe, Layers: []layer.Layer{
-		layer.Func(layer.Spec{ID: "fails"}, func(context.Context, layer.Query) ([]layer.Item, error) { return []layer.Item{{Text: "x"}}, errors.New("db down") }),
+		layer.Func(layer.Spec{ID: "fails"}, func(context.Context, layer.Query) ([]layer.Item, error) {
+			return []layer.Item{{Text: "x"}}, errors.New("db down")
+		}),
 		layer.Func(layer.Spec{ID: "empty"}, nil),
 		layer.Text(layer.Spec{ID: "text"}, "hello"),
 	}})
