@@ -158,9 +158,9 @@ func claim(seen map[string]string, id string) error {
 // non-empty items' texts, guarded against spoofing the blocks of tags (see
 // guardItem), joined by newlines. Layers fence their own untrusted text
 // (see [layer.Fence]); the compiler neither escapes nor re-fences it.
-func layerText(r layer.Recalled, tags []string) string {
+func layerText(r layer.Recalled, tags []blockTag) string {
 	if len(r.Items) == 1 {
-		return guardItem(r.Items[0].Text, tags)
+		return guardItem(r.Items[0].Text, r.ID, tags)
 	}
 	var b strings.Builder
 	for _, it := range r.Items {
@@ -170,7 +170,7 @@ func layerText(r layer.Recalled, tags []string) string {
 		if b.Len() > 0 {
 			b.WriteByte('\n')
 		}
-		b.WriteString(guardItem(it.Text, tags))
+		b.WriteString(guardItem(it.Text, r.ID, tags))
 	}
 	return b.String()
 }
@@ -272,7 +272,7 @@ func (c *Compiler) Compile(recalled []layer.Recalled, vars map[string]any) (out 
 	return out, nil
 }
 
-func (c *Compiler) defaultLayout(recalled []layer.Recalled, tags []string) string {
+func (c *Compiler) defaultLayout(recalled []layer.Recalled, tags []blockTag) string {
 	var b strings.Builder
 	b.WriteString(c.instructions)
 	for _, r := range recalled {

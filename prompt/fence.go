@@ -15,6 +15,13 @@ import (
 // "<tag>\n…\n</tag>", as layer.Fence writes it) and defangs those tags,
 // the same way layer.Fence does ('<' becomes "&lt;"), inside every other
 // item's body and in unfenced items. The fence itself is never touched.
+// A tag belongs to the first layer (in slot order) that fences an item
+// with it: another layer's item wearing the same fence is treated as
+// unfenced, so a layer that does not fence its text cannot pass off a
+// whole "<working_memory>…</working_memory>" text as the real block.
+
+// blockTag is the tag of a fenced block and the layer that owns it.
+type blockTag struct{ tag, owner string }
 
 // fenceTag returns the tag of a text fenced by layer.Fence, and its body.
 func fenceTag(text string) (tag, body string, ok bool) {
@@ -43,36 +50,38 @@ func fenceTag(text string) (tag, body string, ok bool) {
 	return tag, text[open : len(text)-len(closing)], true
 }
 
-// fenceTags returns the tags of every fenced item in recalled, or nil.
-func fenceTags(recalled []layer.Recalled) []string {
-	var tags []string
+// fenceTags returns the tags of the fenced items in recalled (which is in
+// slot order) with their owners, or nil.
+func fenceTags(recalled []layer.Recalled) []blockTag {
+	var tags []blockTag
 	for _, r := range recalled {
 		for _, it := range r.Items {
-			if tag, _, ok := fenceTag(it.Text); ok && !containsFold(tags, tag) {
-				tags = append(tags, tag)
+			if tag, _, ok := fenceTag(it.Text); ok && ownerOf(tags, tag) == "" {
+				tags = append(tags, blockTag{tag, r.ID})
 			}
 		}
 	}
 	return tags
 }
 
-func containsFold(tags []string, tag string) bool {
+func ownerOf(tags []blockTag, tag string) string {
 	for _, t := range tags {
-		if strings.EqualFold(t, tag) {
-			return true
+		if strings.EqualFold(t.tag, tag) {
+			return t.owner
 		}
 	}
-	return false
+	return ""
 }
 
-// guardItem returns text with every tag of tags but its own defanged in
-// its body (see the comment at the top of this file).
-func guardItem(text string, tags []string) string {
+// guardItem returns the text of an item of layer id with every tag of
+// tags but its own defanged in its body (see the comment at the top of
+// this file).
+func guardItem(text, id string, tags []blockTag) string {
 	if len(tags) == 0 || strings.IndexByte(text, '<') < 0 {
 		return text
 	}
 	own, body, fenced := fenceTag(text)
-	if !fenced {
+	if !fenced || ownerOf(tags, own) != id {
 		return defangTags(text, tags, "")
 	}
 	if strings.IndexByte(body, '<') < 0 {
@@ -88,7 +97,7 @@ func guardItem(text string, tags []string) string {
 // defangTags replaces the '<' of every "<tag" or "</tag" (case-insensitive,
 // blanks allowed after the '/') with "&lt;", for each tag of tags except
 // skip. It returns text itself when nothing changes.
-func defangTags(text string, tags []string, skip string) string {
+func defangTags(text string, tags []blockTag, skip string) string {
 	var b *strings.Builder
 	last := 0
 	for i := 0; i < len(text); i++ {
@@ -97,8 +106,8 @@ func defangTags(text string, tags []string, skip string) string {
 		}
 		name := strings.TrimLeft(strings.TrimPrefix(text[i+1:], "/"), " \t\r\n")
 		hit := false
-		for _, tag := range tags {
-			if tag != skip && len(name) >= len(tag) && strings.EqualFold(name[:len(tag)], tag) {
+		for _, t := range tags {
+			if tag := t.tag; tag != skip && len(name) >= len(tag) && strings.EqualFold(name[:len(tag)], tag) {
 				hit = true
 				break
 			}
