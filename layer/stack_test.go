@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -109,6 +110,9 @@ func mustStack(t *testing.T, cfg layer.StackConfig) *layer.Stack {
 	t.Helper()
 	if cfg.Env.ThreadID == "" {
 		cfg.Env.ThreadID = "thread-1"
+	}
+	if cfg.Env.Logger == nil {
+		cfg.Env.Logger = slog.New(slog.DiscardHandler)
 	}
 	s, err := layer.NewStack(cfg)
 	if err != nil {
