@@ -228,7 +228,9 @@ func (r rejecter) OnSpawn(ctx context.Context, env layer.Env) (layer.Layer, erro
 	return rejecter{l.(*counter)}, nil
 }
 
-func (r rejecter) OnReturn(context.Context, layer.Layer) error { return errors.New("policy: keep parent") }
+func (r rejecter) OnReturn(context.Context, layer.Layer) error {
+	return errors.New("policy: keep parent")
+}
 
 func TestReturnFailureLeavesParent(t *testing.T) {
 	ev := &events{}
