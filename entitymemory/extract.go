@@ -478,7 +478,7 @@ func (e *extraction) entity(fs []field, keyType string) (Entity, bool) {
 			continue
 		}
 		if r, ok := slugRank[k]; ok && r < slugR {
-			if s := f.val.scalar(); s != "" {
+			if s := textOf(f.val, 2); s != "" {
 				if k == "key" {
 					keyVal = s
 				}
@@ -533,7 +533,33 @@ func (e *extraction) entity(fs []field, keyType string) (Entity, bool) {
 		ent.Type = "item"
 	}
 	ent.Name = e.name(fs)
+	if ent.Slug == "" {
+		ent.Slug = e.containerSlug(fs)
+	}
 	return finish(ent), true
+}
+
+// containerSlug finds a slug, handle or identifier inside an object's
+// containers (Strapi v4 attributes, Contentful fields).
+func (e *extraction) containerSlug(fs []field) string {
+	for _, f := range fs {
+		if f.val.kind != kindObject || !containers[string(e.norm(f.key))] {
+			continue
+		}
+		var fb [32]field
+		best, bestR := "", 3
+		for _, g := range f.val.fields(fb[:0]) {
+			if r, ok := slugRank[string(e.norm(g.key))]; ok && r < bestR {
+				if s := textOf(g.val, 2); s != "" {
+					best, bestR = s, r
+				}
+			}
+		}
+		if best != "" {
+			return best
+		}
+	}
+	return ""
 }
 
 // parentRef reads a parent member: a scalar, or an object naming the
@@ -618,8 +644,8 @@ func (e *extraction) name(fs []field) string {
 
 // textPrefs are the members tried, in order, when a name is an object:
 // WordPress {rendered}, Notion rich text {plain_text}, {text}, {content},
-// {value}, a Notion title property {title: [...]}, localised {en-US}.
-var textPrefs = []string{"rendered", "plaintext", "text", "content", "value", "title", "name", "enus", "en"}
+// {value}, a Sanity slug {current}, a Notion title property {title: [...]}, localised {en-US}.
+var textPrefs = []string{"rendered", "plaintext", "text", "content", "value", "current", "title", "name", "enus", "en"}
 
 // textOf returns the text of a name value: a string, a number, the joined
 // texts of an array (rich text runs), or the preferred member of an object.

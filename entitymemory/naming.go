@@ -53,6 +53,7 @@ var verbs = setOf(
 	"generate", "modify", "change", "replace", "append", "describe", "inspect",
 	"browse", "count", "sync", "import", "export", "restore", "clone", "fork",
 	"merge", "close", "reopen", "assign", "schedule", "send", "reorder",
+	"run", "execute", "call", "invoke", "perform", "trigger",
 )
 
 // stopWords are words that never name a resource type: vendor and protocol
