@@ -250,7 +250,7 @@ func TestExtractRobust(t *testing.T) {
 		"string": `"page-123"`, "true": "true", "null": "null", "truncated": `{"page":{"id":"p1","title":"Ab`,
 		"bad json": `{"page":{"id":}`, "huge": huge, "deep": deep, "deep open": strings.Repeat("[", 1<<20),
 		"deep entity": deepEntity, "invalid utf8": "{\"id\":\"p\xff1\",\"title\":\"a\xfe\"}",
-		"cyclic-looking": `{"id":"a","parent":{"id":"b","parent":{"id":"a","parent":{"id":"b"}}}}`,
+		"cyclic-looking":  `{"id":"a","parent":{"id":"b","parent":{"id":"a","parent":{"id":"b"}}}}`,
 		"array of arrays": `[[[[{"id":"p1"}]]]]`, "bare key": `{"id"}`, "escapes": `{"id":"p\"1","title":"\u00e9\ud83d\ude00\u"}`,
 	}
 	for name, in := range inputs {
