@@ -145,6 +145,8 @@ type run struct {
 	opts       []llms.CallOption
 	res        *Result
 
+	callIDs map[string]bool // tool call IDs in msgs
+
 	persist  bool
 	ckptVer  int64
 	ckptBase Checkpoint // steps and usage of earlier runs
@@ -389,7 +391,7 @@ func (r *run) step(ctx context.Context) (final bool, err error) {
 	r.res.Usage = r.res.Usage.Add(usage)
 	a.emit(ctx, Event{Kind: EventModelCall, ThreadID: r.threadID, Depth: r.depth, Step: step, Duration: modelTime, Usage: usage})
 
-	calls := normalizeCalls(choice, step)
+	calls := r.normalizeCalls(choice, step)
 	ai := llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: make([]llms.ContentPart, 0, len(calls)+1)}
 	if choice.Content != "" {
 		ai.Parts = append(ai.Parts, llms.TextContent{Text: choice.Content})
@@ -455,12 +457,29 @@ func (r *run) estimateUsage(req []llms.MessageContent, choice *llms.ContentChoic
 	return Usage{PromptTokens: p, CompletionTokens: out, TotalTokens: p + out, Estimated: true}
 }
 
-// normalizeCalls returns the choice's tool calls with an ID, a type and a
-// function on each; a legacy FuncCall becomes a tool call.
-func normalizeCalls(choice *llms.ContentChoice, step int) []llms.ToolCall {
+// normalizeCalls returns the choice's tool calls with a type, a function
+// and an ID unique in the thread on each; a legacy FuncCall becomes a tool
+// call. Providers (and scripted models) may reuse IDs across turns, and a
+// reused ID would pair a result with the wrong call in the history, so a
+// repeated ID gets a suffix; the AI message and the tool message both
+// carry the new ID.
+func (r *run) normalizeCalls(choice *llms.ContentChoice, step int) []llms.ToolCall {
 	calls := choice.ToolCalls
 	if len(calls) == 0 && choice.FuncCall != nil {
 		calls = []llms.ToolCall{{FunctionCall: choice.FuncCall}}
+	}
+	if len(calls) == 0 {
+		return nil
+	}
+	if r.callIDs == nil {
+		r.callIDs = make(map[string]bool)
+		for _, m := range r.msgs {
+			for _, p := range m.Parts {
+				if c, ok := p.(llms.ToolCall); ok {
+					r.callIDs[c.ID] = true
+				}
+			}
+		}
 	}
 	out := make([]llms.ToolCall, 0, len(calls))
 	for i, c := range calls {
@@ -472,6 +491,10 @@ func normalizeCalls(choice *llms.ContentChoice, step int) []llms.ToolCall {
 		if c.ID == "" {
 			c.ID = "call_" + strconv.Itoa(step) + "_" + strconv.Itoa(i)
 		}
+		for base, n := c.ID, 1; r.callIDs[c.ID]; n++ {
+			c.ID = base + "_" + strconv.Itoa(n)
+		}
+		r.callIDs[c.ID] = true
 		if c.Type == "" {
 			c.Type = "function"
 		}

@@ -425,3 +425,35 @@ func TestRunInputErrors(t *testing.T) {
 		t.Errorf("empty input on a new thread: %v", err)
 	}
 }
+
+func TestRepeatedToolCallIDsAreMadeUnique(t *testing.T) {
+	same := func() *llms.ContentChoice {
+		c1, c2 := agenttest.Call("createPage", `{"title":"a"}`), agenttest.Call("createPage", `{"title":"b"}`)
+		c1.ID, c2.ID = "x", "x"
+		return agenttest.Calls(c1, c2)
+	}
+	model := agenttest.New(agenttest.Reply(same()), agenttest.Reply(same()), agenttest.Reply(agenttest.Text("done")))
+	a := mustAgent(t, agentloop.Config{Model: model, Tools: newCMS().tools()})
+	res, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids, answered []string
+	for _, m := range res.Messages {
+		for _, p := range m.Parts {
+			switch p := p.(type) {
+			case llms.ToolCall:
+				ids = append(ids, p.ID)
+			case llms.ToolCallResponse:
+				answered = append(answered, p.ToolCallID)
+			}
+		}
+	}
+	if strings.Join(ids, ",") != "x,x_1,x_2,x_3" || strings.Join(answered, ",") != "x,x_1,x_2,x_3" {
+		t.Errorf("call IDs %v, answered %v", ids, answered)
+	}
+	// The last request held all four results, paired.
+	if n := len(toolContents(model.Requests()[2].Messages)); n != 4 {
+		t.Errorf("last request has %d tool results, want 4", n)
+	}
+}

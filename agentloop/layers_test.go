@@ -22,6 +22,8 @@ type notesLayer struct {
 	id     string
 	scope  layer.Scope
 	closed *atomic.Int32 // counts Close calls of bound layers
+	// notesOnly: do not track objects seen in tool results.
+	notesOnly bool
 
 	// bound state
 	mu    sync.Mutex
@@ -44,6 +46,14 @@ func newNotes(id string, scope layer.Scope) *notesLayer {
 	return &notesLayer{id: id, scope: scope, closed: new(atomic.Int32)}
 }
 
+// newProfile returns a notes layer that keeps only notes, like a user
+// profile.
+func newProfile(id string, scope layer.Scope) *notesLayer {
+	l := newNotes(id, scope)
+	l.notesOnly = true
+	return l
+}
+
 func (l *notesLayer) Spec() layer.Spec {
 	return layer.Spec{ID: l.id, Slot: layer.SlotEntities, Scope: l.scope, Budget: layer.Budget{Min: 50, Max: 1000}}
 }
@@ -53,7 +63,7 @@ func (l *notesLayer) key() string {
 }
 
 func (l *notesLayer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
-	b := &notesLayer{id: l.id, scope: l.scope, closed: l.closed, env: env}
+	b := &notesLayer{id: l.id, scope: l.scope, closed: l.closed, notesOnly: l.notesOnly, env: env}
 	it, err := env.Store.Get(ctx, b.key())
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
@@ -86,6 +96,9 @@ func (l *notesLayer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, e
 }
 
 func (l *notesLayer) Store(ctx context.Context, t layer.Turn) error {
+	if l.notesOnly {
+		return nil
+	}
 	l.mu.Lock()
 	changed := false
 	for _, r := range t.Results {
@@ -147,7 +160,7 @@ func (l *notesLayer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer,
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	c := &notesLayer{id: l.id, scope: layer.ScopeExecution, closed: l.closed, env: child}
+	c := &notesLayer{id: l.id, scope: layer.ScopeExecution, closed: l.closed, notesOnly: l.notesOnly, env: child}
 	c.state.Seen = append([]seen(nil), l.state.Seen...)
 	c.state.Notes = append([]string(nil), l.state.Notes...)
 	return c, nil

@@ -191,3 +191,16 @@ func checkArgs(args string) (json.RawMessage, error) {
 	}
 	return raw, nil
 }
+
+// argsSchemas backs [ValidateArgs].
+var argsSchemas schemaCache
+
+// ValidateArgs checks tool arguments (JSON) against a JSON Schema with
+// santhosh-tekuri/jsonschema, compiling each distinct schema once (the
+// compiled schemas are kept for the life of the process). Its error lists
+// every violation. It fits layer.StackConfig.ValidateArgs, for stacks
+// built outside an Agent (an Agent's stacks are always validated). It is
+// safe for concurrent use.
+func ValidateArgs(schema json.RawMessage, args []byte) error {
+	return argsSchemas.validate(schema, args)
+}
