@@ -1,0 +1,581 @@
+package layertest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/storage"
+)
+
+// Options tunes the suite. The zero Options is valid and is what [Run]
+// uses.
+type Options struct {
+	// Populate puts some state into a bound layer (one returned by Init,
+	// or the template when the layer is not an Initializer), so that
+	// snapshots, clears and spawns have something to work on. Nil means:
+	// call Store with each of Turns when the layer is a [layer.Storer].
+	Populate func(ctx context.Context, l layer.Layer) error
+	// Turns are what the default Populate stores. Nil means
+	// [DefaultTurns].
+	Turns []layer.Turn
+	// SharedSpawn says the layer's OnSpawn returns a view that shares
+	// state with the parent on purpose, so a change made through the child
+	// may show in the parent. The suite then only checks that OnSpawn
+	// itself changes nothing.
+	SharedSpawn bool
+	// Timeout bounds each call the suite waits for. Zero means 5s.
+	Timeout time.Duration
+}
+
+// DefaultTurns returns what the default Populate stores: a user message,
+// a tool call with a JSON result naming a resource, and the legacy
+// working-memory update call, so that the built-in layers all find
+// something to keep.
+func DefaultTurns() []layer.Turn {
+	return []layer.Turn{
+		{
+			Step:  0,
+			Query: "Rename the home page to Welcome and remember the launch is on Friday.",
+			Response: layer.Response{ToolCalls: []layer.ToolCall{
+				{ID: "call-1", Name: "cms_getPage", Arguments: `{"id":"page-1"}`},
+				{ID: "call-2", Name: "updateWorkingMemory", Arguments: `{"notes":"launch on Friday"}`},
+			}},
+			Results: []layer.ToolResult{
+				{CallID: "call-1", Name: "cms_getPage", Arguments: `{"id":"page-1"}`,
+					Content: `{"page":{"id":"page-1","title":"Home","slug":"home"}}`},
+				{CallID: "call-2", Name: "updateWorkingMemory", Arguments: `{"notes":"launch on Friday"}`, Content: `ok`},
+			},
+		},
+		{
+			Step:     1,
+			Query:    "Rename the home page to Welcome and remember the launch is on Friday.",
+			Response: layer.Response{Text: "Done: the page is now called Welcome."},
+		},
+	}
+}
+
+// Run runs the conformance suite with the zero [Options].
+func Run(t *testing.T, newLayer func(t *testing.T) layer.Layer) {
+	t.Helper()
+	Options{}.Run(t, newLayer)
+}
+
+// Run runs the conformance suite against the layers newLayer returns.
+func (o Options) Run(t *testing.T, newLayer func(t *testing.T) layer.Layer) {
+	t.Helper()
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Second
+	}
+	if o.Turns == nil {
+		o.Turns = DefaultTurns()
+	}
+	if o.Populate == nil {
+		turns := o.Turns
+		o.Populate = func(ctx context.Context, l layer.Layer) error {
+			st, ok := layer.As[layer.Storer](l)
+			if !ok {
+				return nil
+			}
+			for _, turn := range turns {
+				if err := st.Store(ctx, turn); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	r := &runner{o: o, newLayer: newLayer}
+	for _, tc := range []struct {
+		name string
+		fn   func(t *testing.T)
+	}{
+		{"Spec", r.testSpec},
+		{"Init", r.testInit},
+		{"Recall", r.testRecall},
+		{"Store", r.testStore},
+		{"OnSpawn", r.testSpawn},
+		{"SnapshotRestore", r.testSnapshot},
+		{"RestoreGarbage", r.testRestoreGarbage},
+		{"Clear", r.testClear},
+		{"Close", r.testClose},
+		{"Provides", r.testProvides},
+		{"ConcurrentStack", r.testConcurrent},
+	} {
+		t.Run(tc.name, tc.fn)
+	}
+}
+
+type runner struct {
+	o        Options
+	newLayer func(t *testing.T) layer.Layer
+	envs     atomic.Int64
+}
+
+// env returns a fresh run environment with its own memory store.
+func (r *runner) env() layer.Env {
+	n := r.envs.Add(1)
+	return layer.Env{
+		ThreadID:    fmt.Sprintf("layertest-thread-%d", n),
+		ResourceID:  fmt.Sprintf("layertest-user-%d", n),
+		ExecutionID: fmt.Sprintf("layertest-exec-%d", n),
+		Store:       storage.NewMemory(),
+		Logger:      slog.New(slog.DiscardHandler),
+	}
+}
+
+// bind returns the layer bound to a fresh env, closing it when the test
+// ends.
+func (r *runner) bind(t *testing.T, tmpl layer.Layer) layer.Layer {
+	t.Helper()
+	l := tmpl
+	if in, ok := layer.As[layer.Initializer](tmpl); ok {
+		var err error
+		r.within(t, "Init", func() { l, err = in.Init(t.Context(), r.env()) })
+		if err != nil {
+			t.Fatalf("Init with a fresh Env: %v", err)
+		}
+		if l == nil {
+			t.Fatal("Init returned a nil layer and no error")
+		}
+	}
+	t.Cleanup(func() { closeLayer(l) })
+	return l
+}
+
+func (r *runner) fresh(t *testing.T) layer.Layer {
+	t.Helper()
+	return r.bind(t, r.newLayer(t))
+}
+
+func (r *runner) populate(t *testing.T, l layer.Layer) {
+	t.Helper()
+	var err error
+	r.within(t, "Populate", func() { err = r.o.Populate(t.Context(), l) })
+	if err != nil {
+		t.Fatalf("populating the layer: %v", err)
+	}
+}
+
+// within runs fn and fails the test if it takes longer than the timeout
+// (the goroutine is left behind) or panics.
+func (r *runner) within(t *testing.T, what string, fn func()) {
+	t.Helper()
+	done := make(chan any, 1)
+	go func() {
+		defer func() { done <- recover() }()
+		fn()
+	}()
+	select {
+	case p := <-done:
+		if p != nil {
+			t.Fatalf("%s panicked: %v", what, p)
+		}
+	case <-time.After(r.o.Timeout):
+		t.Fatalf("%s did not return within %v", what, r.o.Timeout)
+	}
+}
+
+// state is a comparable description of a layer's state: its snapshot as
+// canonical JSON, or the text it recalls for a fixed query.
+func (r *runner) state(t *testing.T, l layer.Layer) string {
+	t.Helper()
+	var out string
+	var err error
+	if sn, ok := layer.As[layer.Snapshotter](l); ok {
+		r.within(t, "Snapshot", func() {
+			var data json.RawMessage
+			data, err = sn.Snapshot(t.Context())
+			if err == nil {
+				out, err = canonical(data)
+			}
+		})
+	} else {
+		r.within(t, "Recall", func() {
+			var items []layer.Item
+			items, err = l.Recall(t.Context(), layer.Query{Text: "layertest", Budget: math.Inf(1)})
+			var texts []string
+			for _, it := range items {
+				texts = append(texts, it.Text)
+			}
+			b, _ := json.Marshal(texts)
+			out = string(b)
+		})
+	}
+	if err != nil {
+		t.Fatalf("reading the layer's state: %v", err)
+	}
+	return out
+}
+
+func canonical(data json.RawMessage) (string, error) {
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return "", fmt.Errorf("snapshot is not JSON: %w", err)
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+func closeLayer(l layer.Layer) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if c, ok := layer.As[layer.Closer](l); ok {
+		_ = c.Close(ctx)
+	} else if c, ok := layer.As[io.Closer](l); ok {
+		_ = c.Close()
+	}
+}
+
+func (r *runner) testSpec(t *testing.T) {
+	l := r.newLayer(t)
+	if l == nil {
+		t.Fatal("newLayer returned nil")
+	}
+	spec := l.Spec()
+	if err := spec.Validate(); err != nil {
+		t.Fatalf("Spec().Validate() = %v", err)
+	}
+	if again := l.Spec(); again != spec {
+		t.Errorf("Spec() changed between calls: %+v then %+v", spec, again)
+	}
+}
+
+func (r *runner) testInit(t *testing.T) {
+	tmpl := r.newLayer(t)
+	spec := tmpl.Spec()
+	a := r.bind(t, tmpl)
+	if a.Spec().ID != spec.ID {
+		t.Errorf("bound layer has ID %q, template %q", a.Spec().ID, spec.ID)
+	}
+	if _, ok := layer.As[layer.Initializer](tmpl); !ok {
+		t.Skip("not an Initializer: the template is the live layer")
+	}
+	b := r.bind(t, tmpl)
+	if after := tmpl.Spec(); after != spec {
+		t.Errorf("Init changed the template's Spec: %+v → %+v", spec, after)
+	}
+	before := r.state(t, b)
+	r.populate(t, a)
+	if after := r.state(t, b); after != before {
+		t.Errorf("a change to one bound layer showed in another bound to a separate env:\nbefore %s\nafter  %s", before, after)
+	}
+	if after := tmpl.Spec(); after != spec {
+		t.Errorf("using a bound layer changed the template's Spec: %+v → %+v", spec, after)
+	}
+}
+
+func (r *runner) testRecall(t *testing.T) {
+	l := r.fresh(t)
+	for _, q := range []layer.Query{{}, {Budget: math.Inf(1)}, {Text: "", Step: 0, Budget: 1}} {
+		var err error
+		r.within(t, fmt.Sprintf("Recall(%+v) on a fresh layer", q), func() { _, err = l.Recall(t.Context(), q) })
+		if err != nil {
+			t.Logf("Recall(%+v) on a fresh layer: %v", q, err)
+		}
+	}
+	r.populate(t, l)
+	r.within(t, "Recall(Query{}) on a populated layer", func() { _, _ = l.Recall(t.Context(), layer.Query{}) })
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	r.within(t, "Recall with a cancelled context", func() { _, _ = l.Recall(ctx, layer.Query{Text: "x", Budget: math.Inf(1)}) })
+}
+
+func (r *runner) testStore(t *testing.T) {
+	l := r.fresh(t)
+	st, ok := layer.As[layer.Storer](l)
+	if !ok {
+		t.Skip("not a Storer")
+	}
+	var err error
+	r.within(t, "Store(Turn{})", func() { err = st.Store(t.Context(), layer.Turn{}) })
+	if err != nil {
+		t.Errorf("Store(Turn{}) = %v, want nil", err)
+	}
+	r.within(t, "Recall after an empty Store", func() { _, err = l.Recall(t.Context(), layer.Query{Budget: math.Inf(1)}) })
+	if err != nil {
+		t.Errorf("Recall after Store(Turn{}) = %v", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	r.within(t, "Store with a cancelled context", func() { _ = st.Store(ctx, r.o.Turns[0]) })
+}
+
+func (r *runner) testSpawn(t *testing.T) {
+	parent := r.fresh(t)
+	sp, ok := layer.As[layer.Spawner](parent)
+	if !ok {
+		t.Skip("not a Spawner")
+	}
+	r.populate(t, parent)
+	before := r.state(t, parent)
+	var child layer.Layer
+	var err error
+	r.within(t, "OnSpawn", func() {
+		env := r.env()
+		env.Depth = 1
+		child, err = sp.OnSpawn(t.Context(), env)
+	})
+	if err != nil {
+		t.Fatalf("OnSpawn = %v", err)
+	}
+	if after := r.state(t, parent); after != before {
+		t.Fatalf("OnSpawn changed the parent:\nbefore %s\nafter  %s", before, after)
+	}
+	if child == nil {
+		return // the child goes without this layer
+	}
+	t.Cleanup(func() { closeLayer(child) })
+	if child.Spec().ID != parent.Spec().ID {
+		t.Errorf("child ID %q, parent %q", child.Spec().ID, parent.Spec().ID)
+	}
+	if r.o.SharedSpawn {
+		return
+	}
+	r.populate(t, child)
+	if cl, ok := layer.As[layer.Clearer](child); ok {
+		r.within(t, "Clear on the child", func() { err = cl.Clear(t.Context()) })
+		if err != nil {
+			t.Errorf("Clear on the child: %v", err)
+		}
+	}
+	if after := r.state(t, parent); after != before {
+		t.Errorf("changing the child changed the parent:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+func (r *runner) testSnapshot(t *testing.T) {
+	l := r.fresh(t)
+	sn, ok := layer.As[layer.Snapshotter](l)
+	if !ok {
+		t.Skip("not a Snapshotter")
+	}
+	r.populate(t, l)
+	var data json.RawMessage
+	var err error
+	r.within(t, "Snapshot", func() { data, err = sn.Snapshot(t.Context()) })
+	if err != nil {
+		t.Fatalf("Snapshot = %v", err)
+	}
+	want, err := canonical(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := r.fresh(t)
+	osn, _ := layer.As[layer.Snapshotter](other)
+	r.within(t, "Restore", func() { err = osn.Restore(t.Context(), data) })
+	if err != nil {
+		t.Fatalf("Restore of its own snapshot into a fresh layer = %v", err)
+	}
+	if got := r.state(t, other); got != want {
+		t.Errorf("restored layer snapshots differently:\nwant %s\ngot  %s", want, got)
+	}
+	// Restoring into the layer it came from is a no-op.
+	r.within(t, "Restore into itself", func() { err = sn.Restore(t.Context(), data) })
+	if err != nil {
+		t.Fatalf("Restore into the same layer = %v", err)
+	}
+	if got := r.state(t, l); got != want {
+		t.Errorf("Restore of its own snapshot changed the layer:\nwant %s\ngot  %s", want, got)
+	}
+}
+
+func (r *runner) testRestoreGarbage(t *testing.T) {
+	l := r.fresh(t)
+	sn, ok := layer.As[layer.Snapshotter](l)
+	if !ok {
+		t.Skip("not a Snapshotter")
+	}
+	r.populate(t, l)
+	before := r.state(t, l)
+	for _, garbage := range []string{"", "not json", `{"unterminated":`, "[1,2", "\x00", "}{"} {
+		var err error
+		r.within(t, fmt.Sprintf("Restore(%q)", garbage), func() { err = sn.Restore(t.Context(), json.RawMessage(garbage)) })
+		if err == nil {
+			t.Errorf("Restore(%q) = nil, want an error", garbage)
+		}
+		if after := r.state(t, l); after != before {
+			t.Fatalf("a refused Restore(%q) changed the state:\nbefore %s\nafter  %s", garbage, before, after)
+		}
+	}
+}
+
+func (r *runner) testClear(t *testing.T) {
+	l := r.fresh(t)
+	cl, ok := layer.As[layer.Clearer](l)
+	if !ok {
+		t.Skip("not a Clearer")
+	}
+	empty := r.state(t, r.fresh(t))
+	r.populate(t, l)
+	var err error
+	r.within(t, "Clear", func() { err = cl.Clear(t.Context()) })
+	if err != nil {
+		t.Fatalf("Clear = %v", err)
+	}
+	if got := r.state(t, l); got != empty {
+		t.Errorf("state after Clear differs from a fresh layer's:\nfresh %s\ngot   %s", empty, got)
+	}
+	if sr, ok := layer.As[layer.StatsReporter](l); ok {
+		var st, fst layer.Stats
+		r.within(t, "Stats", func() { st, err = sr.Stats(t.Context()) })
+		if err != nil {
+			t.Fatalf("Stats = %v", err)
+		}
+		fsr, _ := layer.As[layer.StatsReporter](r.fresh(t))
+		r.within(t, "Stats", func() { fst, err = fsr.Stats(t.Context()) })
+		if err != nil {
+			t.Fatalf("Stats = %v", err)
+		}
+		if st.Entries != fst.Entries {
+			t.Errorf("Stats after Clear = %+v, a fresh layer's = %+v", st, fst)
+		}
+	}
+}
+
+func (r *runner) testClose(t *testing.T) {
+	l := r.fresh(t)
+	var closeFn func() error
+	if c, ok := layer.As[layer.Closer](l); ok {
+		closeFn = func() error { return c.Close(t.Context()) }
+	} else if c, ok := layer.As[io.Closer](l); ok {
+		closeFn = c.Close
+	} else {
+		t.Skip("not a Closer")
+	}
+	r.populate(t, l)
+	for i := range 2 {
+		var err error
+		r.within(t, "Close", func() { err = closeFn() })
+		if err != nil {
+			t.Errorf("Close #%d = %v, want nil", i+1, err)
+		}
+	}
+}
+
+var fnName = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_-]*$`)
+
+func (r *runner) testProvides(t *testing.T) {
+	l := r.fresh(t)
+	p, ok := layer.As[layer.Provider](l)
+	if !ok {
+		t.Skip("not a Provider")
+	}
+	id := l.Spec().ID
+	pr := p.Provides()
+	seen := map[string]bool{}
+	for _, fn := range pr.Functions {
+		name := layer.ToolName(id, fn.Name)
+		switch {
+		case !fnName.MatchString(fn.Name):
+			t.Errorf("function name %q: want a letter then letters, digits, '_' or '-'", fn.Name)
+		case seen[fn.Name]:
+			t.Errorf("function name %q repeated", fn.Name)
+		case len(name) > layer.MaxWireNameLen:
+			t.Errorf("tool name %q is longer than %d bytes: its wire name would be cut", name, layer.MaxWireNameLen)
+		}
+		seen[fn.Name] = true
+		if fn.Call == nil {
+			t.Errorf("function %q has no Call", fn.Name)
+		}
+		if fn.Parameters != nil {
+			var schema map[string]any
+			if err := json.Unmarshal(fn.Parameters, &schema); err != nil {
+				t.Errorf("function %q: Parameters is not a JSON object: %v", fn.Name, err)
+			} else if typ, ok := schema["type"]; ok && typ != "object" {
+				t.Errorf("function %q: Parameters has type %v, want object", fn.Name, typ)
+			}
+		}
+	}
+	seenData := map[string]bool{}
+	for _, d := range pr.Data {
+		if d.Name == "" || seenData[d.Name] {
+			t.Errorf("data name %q empty or repeated", d.Name)
+		}
+		seenData[d.Name] = true
+		if d.Read == nil {
+			t.Errorf("data %q has no Read", d.Name)
+			continue
+		}
+		var err error
+		r.within(t, "Data.Read", func() { _, err = d.Read(t.Context()) })
+		if err != nil {
+			t.Errorf("data %q: Read = %v", d.Name, err)
+		}
+	}
+}
+
+func (r *runner) testConcurrent(t *testing.T) {
+	tmpl := r.newLayer(t)
+	var panics atomic.Int32
+	s, err := layer.NewStack(layer.StackConfig{
+		Layers: []layer.Layer{tmpl},
+		Env:    r.env(),
+		Observer: func(ev layer.Event) {
+			if errors.Is(ev.Err, layer.ErrPanic) {
+				panics.Add(1)
+				t.Errorf("%s panicked: %v", ev.Hook, ev.Err)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatalf("NewStack: %v", err)
+	}
+	ctx := t.Context()
+	if err := s.Init(ctx); err != nil {
+		t.Fatalf("Stack.Init: %v", err)
+	}
+	defer func() {
+		if err := s.Close(context.Background()); err != nil {
+			t.Errorf("Stack.Close: %v", err)
+		}
+	}()
+	tools := s.Tools()
+	id := tmpl.Spec().ID
+	var data []string
+	if l, ok := s.Layer(id); ok {
+		if p, ok := layer.As[layer.Provider](l); ok {
+			for _, d := range p.Provides().Data {
+				data = append(data, d.Name)
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 10 {
+				q := layer.Query{Text: "concurrent", Step: i, Budget: math.Inf(1)}
+				_, _ = s.Recall(ctx, q, nil)
+				_ = s.Store(ctx, r.o.Turns[(g+i)%len(r.o.Turns)])
+				_, _ = s.Snapshot(ctx)
+				_, _ = s.Stats(ctx)
+				for _, tl := range tools {
+					_, _ = s.CallTool(ctx, tl.WireName, "{}")
+				}
+				for _, d := range data {
+					_, _ = s.Data(ctx, id, d)
+				}
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(12 * r.o.Timeout):
+		t.Fatal("concurrent use through a Stack did not finish (deadlock?)")
+	}
+	if _, err := s.Recall(ctx, layer.Query{Budget: math.Inf(1)}, nil); errors.Is(err, layer.ErrTimeout) {
+		t.Errorf("Recall after concurrent use timed out: %v", err)
+	}
+}
