@@ -1,0 +1,65 @@
+// Package sqlite is the embedded, durable [storage.Store]: every key lives
+// in one SQLite file, read and written through the pure-Go driver
+// modernc.org/sqlite (no cgo).
+//
+// # Opening
+//
+// A file path is all it needs:
+//
+//	s, err := sqlite.Open(ctx, sqlite.Config{Path: "memory.db"})
+//	...
+//	defer s.Close()
+//
+// The file and its table are created if missing. The zero [Config] opens a
+// private in-memory database instead, handy in tests. Open fails at once
+// on a file that is not a database ([ErrCorrupt]), is locked by another
+// program for longer than [Config.BusyTimeout] ([ErrLocked]) or cannot be
+// opened; [Config.ReadOnly] opens an existing store for reading only, and
+// its writes fail with [ErrReadOnly].
+//
+// # Layout
+//
+// One table, memlayer_kv (key TEXT PRIMARY KEY, value BLOB, version
+// INTEGER). Keys compare bytewise, so [Store.List] walks the primary key
+// from the prefix and stops at the first key that lacks it: no LIKE or
+// GLOB pattern is built, and '%', '_' or '*' in a prefix are plain
+// characters.
+//
+// # Atomicity and concurrency
+//
+// Every Put is a single SQL statement, so the version check and the write
+// cannot be separated, whichever connection or process runs them:
+//
+//   - NoVersion: INSERT ... ON CONFLICT (key) DO NOTHING (no row inserted
+//     means the key exists: [storage.ErrConflict]);
+//   - a version: UPDATE ... SET version = version + 1 WHERE key = ? AND
+//     version = ? (no row changed: conflict);
+//   - AnyVersion: INSERT ... ON CONFLICT DO UPDATE ... RETURNING version.
+//
+// A Store is safe for concurrent use. Its writes go through one writer
+// slot (waiting for it honours the context), so goroutines of one process
+// queue in Go instead of spinning on SQLite's lock; reads run in parallel
+// on a small connection pool. Several Stores or processes may open the
+// same file: SQLite's file lock orders their writes, and a writer waits up
+// to [Config.BusyTimeout] (default 5s) before failing with [ErrLocked].
+// The file lives on a local disk: WAL mode needs shared memory, so network
+// file systems are not supported.
+//
+// # Durability
+//
+// The database runs in WAL mode. Each write is one transaction, so after a
+// crash each value is either the old or the new one, never torn. The
+// default [SyncNormal] (synchronous=NORMAL) makes a write survive the
+// crash of the process as soon as Put returns; an operating-system crash
+// or power loss may lose the last writes before the next checkpoint, but
+// never corrupts the file. [SyncFull] (synchronous=FULL) also survives
+// power loss, at the price of an fsync per write. The default suits agent
+// memory: losing the last step after a power cut is acceptable, a slow
+// step is not.
+//
+// # Cancellation
+//
+// A context that ends stops the running statement (SQLite rolls it back),
+// so a cancelled Put either happened completely or not at all; the error
+// wraps ctx.Err().
+package sqlite

@@ -1,0 +1,426 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/memlayer/memlayer/storage"
+)
+
+// Errors an operation may wrap besides those of package storage. Check them
+// with [errors.Is].
+var (
+	// ErrLocked means another connection or process held the database
+	// lock for longer than [Config.BusyTimeout]. Nothing was written;
+	// the operation may be retried.
+	ErrLocked = errors.New("storage/sqlite: database is locked")
+	// ErrCorrupt means the file is not an SQLite database or its content
+	// is damaged.
+	ErrCorrupt = errors.New("storage/sqlite: file is corrupt or not a database")
+	// ErrReadOnly means a write was refused because the store was opened
+	// with [Config.ReadOnly] or the file cannot be written.
+	ErrReadOnly = errors.New("storage/sqlite: database is read-only")
+)
+
+// SyncMode chooses what a successful write survives; see the package
+// documentation.
+type SyncMode int
+
+const (
+	// SyncNormal (PRAGMA synchronous=NORMAL) makes a write survive the
+	// crash of the process as soon as Put returns; an operating-system
+	// crash or power loss may roll back the last writes, never tear one.
+	SyncNormal SyncMode = iota
+	// SyncFull (PRAGMA synchronous=FULL) also survives power loss: every
+	// write waits for fsync, which costs a disk flush per Put.
+	SyncFull
+)
+
+func (m SyncMode) pragma() (string, error) {
+	switch m {
+	case SyncNormal:
+		return "NORMAL", nil
+	case SyncFull:
+		return "FULL", nil
+	}
+	return "", fmt.Errorf("storage/sqlite: unknown SyncMode %d", int(m))
+}
+
+// DefaultBusyTimeout is the lock wait used when [Config.BusyTimeout] is
+// zero.
+const DefaultBusyTimeout = 5 * time.Second
+
+// Config says which database to open and how. The zero Config is valid: a
+// private in-memory database.
+type Config struct {
+	// Path is the database file, created with its table if missing. Its
+	// directory must exist. "" opens a private in-memory database that
+	// lives until Close: not durable and not shared, useful in tests.
+	Path string
+
+	// BusyTimeout is how long an operation waits for a lock held by
+	// another connection or process before it fails with [ErrLocked].
+	// Zero means [DefaultBusyTimeout].
+	BusyTimeout time.Duration
+
+	// Sync is the durability of a write. The zero value is [SyncNormal].
+	Sync SyncMode
+
+	// ReadOnly opens an existing store without write access: Put and
+	// Delete fail with [ErrReadOnly]. The file must exist and hold a
+	// store.
+	ReadOnly bool
+}
+
+// Store is a [storage.Store] kept in one SQLite file. It is safe for
+// concurrent use by multiple goroutines, and by multiple processes opening
+// the same file. Create it with [Open]; release it with [Store.Close].
+type Store struct {
+	db     *sql.DB
+	path   string
+	wsem   chan struct{} // one writer per Store at a time; across Stores SQLite's lock decides
+	closed atomic.Bool
+
+	get, insert, upsert, update, del, delVersion, version, list *sql.Stmt
+}
+
+const table = "memlayer_kv"
+
+const schema = `CREATE TABLE IF NOT EXISTS ` + table + ` (
+	key     TEXT    NOT NULL PRIMARY KEY,
+	value   BLOB    NOT NULL,
+	version INTEGER NOT NULL
+)`
+
+// Open opens (creating if needed) the store at cfg.Path. It switches the
+// file to WAL mode, creates the table, and checks that the file is a
+// usable database, so a corrupt, locked or unreadable file fails here with
+// [ErrCorrupt], [ErrLocked] or a wrapped open error rather than on first
+// use.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	sync, err := cfg.Sync.pragma()
+	if err != nil {
+		return nil, err
+	}
+	busy := cfg.BusyTimeout
+	if busy == 0 {
+		busy = DefaultBusyTimeout
+	}
+	if busy < 0 {
+		return nil, fmt.Errorf("storage/sqlite: negative BusyTimeout %v", cfg.BusyTimeout)
+	}
+	if cfg.Path == "" && cfg.ReadOnly {
+		return nil, errors.New("storage/sqlite: ReadOnly needs a Path")
+	}
+
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busy.Milliseconds(), 10)+")")
+	q.Add("_pragma", "synchronous("+sync+")")
+	q.Set("_txlock", "immediate")
+	var dsn string
+	switch {
+	case cfg.Path == "":
+		dsn = "file::memory:?" + q.Encode()
+	case cfg.ReadOnly:
+		q.Set("mode", "ro")
+		q.Add("_pragma", "query_only(1)")
+		dsn = "file:" + (&url.URL{Path: cfg.Path}).EscapedPath() + "?" + q.Encode()
+	default:
+		q.Add("_pragma", "journal_mode(WAL)")
+		dsn = "file:" + (&url.URL{Path: cfg.Path}).EscapedPath() + "?" + q.Encode()
+	}
+
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("storage/sqlite: open %q: %w", cfg.Path, err)
+	}
+	if cfg.Path == "" {
+		// Each connection to :memory: is its own database: keep exactly one.
+		db.SetMaxOpenConns(1)
+		db.SetMaxIdleConns(1)
+	} else {
+		n := max(4, runtime.GOMAXPROCS(0))
+		db.SetMaxOpenConns(n)
+		db.SetMaxIdleConns(n)
+	}
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+
+	s := &Store{db: db, path: cfg.Path, wsem: make(chan struct{}, 1)}
+	if err := s.init(ctx, cfg.ReadOnly); err != nil {
+		db.Close()
+		return nil, s.wrap(ctx, "open", "", err)
+	}
+	return s, nil
+}
+
+func (s *Store) init(ctx context.Context, readOnly bool) error {
+	if readOnly {
+		var n int
+		err := s.db.QueryRowContext(ctx,
+			`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = '`+table+`'`).Scan(&n)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return errors.New("the file holds no memlayer store")
+		}
+	} else if _, err := s.db.ExecContext(ctx, schema); err != nil {
+		return err
+	}
+	prep := []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{
+		{&s.get, `SELECT value, version FROM ` + table + ` WHERE key = ?`},
+		{&s.insert, `INSERT INTO ` + table + ` (key, value, version) VALUES (?, ?, 1) ON CONFLICT (key) DO NOTHING`},
+		{&s.upsert, `INSERT INTO ` + table + ` (key, value, version) VALUES (?, ?, 1)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value, version = version + 1 RETURNING version`},
+		{&s.update, `UPDATE ` + table + ` SET value = ?, version = version + 1 WHERE key = ? AND version = ?`},
+		{&s.del, `DELETE FROM ` + table + ` WHERE key = ?`},
+		{&s.delVersion, `DELETE FROM ` + table + ` WHERE key = ? AND version = ?`},
+		{&s.version, `SELECT version FROM ` + table + ` WHERE key = ?`},
+		{&s.list, `SELECT key FROM ` + table + ` WHERE key >= ? ORDER BY key`},
+	}
+	for _, p := range prep {
+		st, err := s.db.PrepareContext(ctx, p.sql)
+		if err != nil {
+			return err
+		}
+		*p.stmt = st
+	}
+	return nil
+}
+
+// Path returns the file the store was opened on ("" for in-memory).
+func (s *Store) Path() string { return s.path }
+
+// begin checks what every operation checks first.
+func (s *Store) begin(ctx context.Context, op, key string, validate bool) error {
+	if s.closed.Load() {
+		return fmt.Errorf("storage/sqlite: %s %q: %w", op, key, storage.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("storage/sqlite: %s %q: %w", op, key, err)
+	}
+	if validate {
+		if err := storage.ValidateKey(key); err != nil {
+			return fmt.Errorf("storage/sqlite: %s: %w", op, err)
+		}
+	}
+	return nil
+}
+
+// lockWrite takes this Store's writer slot, giving up when ctx ends.
+func (s *Store) lockWrite(ctx context.Context, op, key string) error {
+	select {
+	case s.wsem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("storage/sqlite: %s %q: %w", op, key, ctx.Err())
+	}
+}
+
+func (s *Store) unlockWrite() { <-s.wsem }
+
+// Get implements [storage.Store].
+func (s *Store) Get(ctx context.Context, key string) (storage.Item, error) {
+	if err := s.begin(ctx, "get", key, true); err != nil {
+		return storage.Item{}, err
+	}
+	it := storage.Item{Key: key}
+	err := s.get.QueryRowContext(ctx, key).Scan(&it.Value, &it.Version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return storage.Item{}, fmt.Errorf("storage/sqlite: get %q: %w", key, storage.ErrNotFound)
+	}
+	if err != nil {
+		return storage.Item{}, s.wrap(ctx, "get", key, err)
+	}
+	return it, nil
+}
+
+// Put implements [storage.Store]. Each case is one SQL statement, so the
+// version check and the write are atomic across connections and
+// processes.
+func (s *Store) Put(ctx context.Context, key string, value []byte, ifVersion int64) (int64, error) {
+	if err := s.begin(ctx, "put", key, true); err != nil {
+		return 0, err
+	}
+	if value == nil {
+		value = []byte{}
+	}
+	if err := s.lockWrite(ctx, "put", key); err != nil {
+		return 0, err
+	}
+	defer s.unlockWrite()
+	switch {
+	case ifVersion == storage.AnyVersion:
+		var v int64
+		if err := s.upsert.QueryRowContext(ctx, key, value).Scan(&v); err != nil {
+			return 0, s.wrap(ctx, "put", key, err)
+		}
+		return v, nil
+	case ifVersion == storage.NoVersion:
+		res, err := s.insert.ExecContext(ctx, key, value)
+		if err := s.changed(ctx, "put", key, res, err); err != nil {
+			if errors.Is(err, errUnchanged) {
+				return 0, fmt.Errorf("storage/sqlite: put %q: key exists: %w", key, storage.ErrConflict)
+			}
+			return 0, err
+		}
+		return 1, nil
+	case ifVersion > 0:
+		res, err := s.update.ExecContext(ctx, value, key, ifVersion)
+		if err := s.changed(ctx, "put", key, res, err); err != nil {
+			if errors.Is(err, errUnchanged) {
+				return 0, fmt.Errorf("storage/sqlite: put %q: version %d is not current: %w", key, ifVersion, storage.ErrConflict)
+			}
+			return 0, err
+		}
+		return ifVersion + 1, nil
+	}
+	return 0, fmt.Errorf("storage/sqlite: put %q: invalid version %d: %w", key, ifVersion, storage.ErrConflict)
+}
+
+// Delete implements [storage.Store].
+func (s *Store) Delete(ctx context.Context, key string, ifVersion int64) error {
+	if err := s.begin(ctx, "delete", key, true); err != nil {
+		return err
+	}
+	if err := s.lockWrite(ctx, "delete", key); err != nil {
+		return err
+	}
+	defer s.unlockWrite()
+	if ifVersion == storage.AnyVersion {
+		if _, err := s.del.ExecContext(ctx, key); err != nil {
+			return s.wrap(ctx, "delete", key, err)
+		}
+		return nil
+	}
+	res, err := s.delVersion.ExecContext(ctx, key, ifVersion)
+	err = s.changed(ctx, "delete", key, res, err)
+	if !errors.Is(err, errUnchanged) {
+		return err
+	}
+	// Nothing deleted: say whether the key was missing or had moved on.
+	var cur int64
+	err = s.version.QueryRowContext(ctx, key).Scan(&cur)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("storage/sqlite: delete %q: %w", key, storage.ErrNotFound)
+	case err != nil:
+		return s.wrap(ctx, "delete", key, err)
+	}
+	return fmt.Errorf("storage/sqlite: delete %q: have version %d, want %d: %w", key, cur, ifVersion, storage.ErrConflict)
+}
+
+// List implements [storage.Store]. It reads one snapshot of the database
+// (a single SELECT), walking the primary-key index from prefix and
+// stopping at the first key without it, so metacharacters in prefix mean
+// nothing special.
+func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
+	if err := s.begin(ctx, "list", prefix, false); err != nil {
+		return nil, err
+	}
+	rows, err := s.list.QueryContext(ctx, prefix)
+	if err != nil {
+		return nil, s.wrap(ctx, "list", prefix, err)
+	}
+	defer rows.Close()
+	keys := make([]string, 0)
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, s.wrap(ctx, "list", prefix, err)
+		}
+		if !strings.HasPrefix(k, prefix) {
+			break
+		}
+		keys = append(keys, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap(ctx, "list", prefix, err)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, s.wrap(ctx, "list", prefix, err)
+	}
+	return keys, nil
+}
+
+// Close closes the database. Operations after Close fail with
+// [storage.ErrClosed]; a second Close does nothing.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("storage/sqlite: close %q: %w", s.path, err)
+	}
+	return nil
+}
+
+var errUnchanged = errors.New("no row changed")
+
+// changed turns the result of a conditional write into nil (one row),
+// errUnchanged (none) or a wrapped error.
+func (s *Store) changed(ctx context.Context, op, key string, res sql.Result, err error) error {
+	if err != nil {
+		return s.wrap(ctx, op, key, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return s.wrap(ctx, op, key, err)
+	}
+	if n == 0 {
+		return errUnchanged
+	}
+	return nil
+}
+
+// wrap names the operation and adds the sentinel matching an SQLite
+// result code, and ctx's error when ctx ended (SQLite reports an
+// interrupted statement as SQLITE_INTERRUPT).
+func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
+	where := op
+	if key != "" {
+		where += " " + strconv.Quote(key)
+	} else if s.path != "" {
+		where += " " + strconv.Quote(s.path)
+	}
+	var sentinel error
+	var se *msqlite.Error
+	switch {
+	case ctx.Err() != nil && !errors.Is(err, ctx.Err()):
+		sentinel = ctx.Err()
+	case s.closed.Load():
+		sentinel = storage.ErrClosed
+	case errors.As(err, &se):
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			sentinel = ErrLocked
+		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+			sentinel = ErrCorrupt
+		case sqlite3.SQLITE_READONLY:
+			sentinel = ErrReadOnly
+		}
+	}
+	if sentinel != nil {
+		// "storage/sqlite: database is locked: put "k": database is locked (5)"
+		return fmt.Errorf("%w: %s: %w", sentinel, where, err)
+	}
+	return fmt.Errorf("storage/sqlite: %s: %w", where, err)
+}
+
+// Interface guards.
+var _ storage.Store = (*Store)(nil)
