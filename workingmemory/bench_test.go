@@ -1,0 +1,170 @@
+package workingmemory
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/storage"
+)
+
+// peerWorkload is testdata/peer-workload: a schema, an initial state,
+// eight updates and the expected final state.
+type peerWorkload struct {
+	schema  []byte
+	initial []byte
+	updates [][]byte
+	final   []byte
+}
+
+func loadPeerWorkload(tb testing.TB) peerWorkload {
+	tb.Helper()
+	dir := filepath.Join("..", "testdata", "peer-workload")
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return b
+	}
+	w := peerWorkload{schema: read("schema.json"), initial: read("initial.json"), final: read("final.json")}
+	sc := bufio.NewScanner(bytes.NewReader(read("updates.jsonl")))
+	for sc.Scan() {
+		if line := bytes.TrimSpace(sc.Bytes()); len(line) > 0 {
+			w.updates = append(w.updates, bytes.Clone(line))
+		}
+	}
+	if len(w.updates) != 8 {
+		tb.Fatalf("updates.jsonl: %d updates, want 8", len(w.updates))
+	}
+	return w
+}
+
+// peerLayer returns a resource-scoped scratchpad with the workload's
+// schema, initialised on a fresh in-memory store holding initial.json.
+func peerLayer(tb testing.TB, w peerWorkload) (*Layer, storage.Store) {
+	tb.Helper()
+	l, err := New(Config{Schema: w.schema, Scope: layer.ScopeResource})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	st := storage.NewMemory()
+	ctx := context.Background()
+	if _, err := st.Put(ctx, storage.LayerKey(DefaultID, "user-1", "state"), w.initial, storage.NoVersion); err != nil {
+		tb.Fatal(err)
+	}
+	bound, err := l.Init(ctx, layer.Env{ThreadID: "thread-1", ResourceID: "user-1", Store: st})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return bound.(*Layer), st
+}
+
+func TestPeerWorkloadReplay(t *testing.T) {
+	w := loadPeerWorkload(t)
+	l, st := peerLayer(t, w)
+	for i, u := range w.updates {
+		if err := l.Update(t.Context(), u); err != nil {
+			t.Fatalf("update %d: %v", i+1, err)
+		}
+	}
+	var want any
+	if err := json.Unmarshal(w.final, &want); err != nil {
+		t.Fatal(err)
+	}
+	gotMem := roundTrip(t, l.State())
+	if !jsonDeepEqual(gotMem, want) {
+		t.Errorf("state after 8 updates:\n%s\nwant final.json:\n%s", mustJSON(t, gotMem), w.final)
+	}
+	it, err := st.Get(t.Context(), storage.LayerKey(DefaultID, "user-1", "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotStored any
+	if err := json.Unmarshal(it.Value, &gotStored); err != nil {
+		t.Fatal(err)
+	}
+	if !jsonDeepEqual(gotStored, want) {
+		t.Errorf("stored state after 8 updates:\n%s\nwant final.json", it.Value)
+	}
+	if it.Version != 9 {
+		t.Errorf("stored version %d, want 9 (1 initial put + 8 updates)", it.Version)
+	}
+	// A second cycle starts from and returns to final.json.
+	for _, u := range w.updates {
+		if err := l.Update(t.Context(), u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := roundTrip(t, l.State()); !jsonDeepEqual(got, want) {
+		t.Errorf("second cycle ends at\n%s", mustJSON(t, got))
+	}
+}
+
+// BenchmarkPeerUpdate replays the peer workload's updates cyclically:
+// decode the argument bytes, merge, validate the merged state against the
+// schema, encode, persist with compare-and-swap to storage.NewMemory.
+func BenchmarkPeerUpdate(b *testing.B) {
+	w := loadPeerWorkload(b)
+	l, _ := peerLayer(b, w)
+	ctx := context.Background()
+	for _, u := range w.updates { // first cycle: reach the steady state
+		if err := l.Update(ctx, u); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if err := l.Update(ctx, w.updates[i%len(w.updates)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkPeerRecall renders the working-memory block of final.json, as
+// before every model call. The block is cached per state.
+func BenchmarkPeerRecall(b *testing.B) {
+	w := loadPeerWorkload(b)
+	l, _ := peerLayer(b, w)
+	ctx := context.Background()
+	for _, u := range w.updates {
+		if err := l.Update(ctx, u); err != nil {
+			b.Fatal(err)
+		}
+	}
+	q := layer.Query{Text: "what next?"}
+	b.ReportAllocs()
+	for b.Loop() {
+		items, err := l.Recall(ctx, q)
+		if err != nil || len(items) != 1 {
+			b.Fatal(err, len(items))
+		}
+	}
+}
+
+// BenchmarkPeerUpdateRecall is an update followed by the Recall that
+// renders its new state: the cost when every step changes the memory.
+func BenchmarkPeerUpdateRecall(b *testing.B) {
+	w := loadPeerWorkload(b)
+	l, _ := peerLayer(b, w)
+	ctx := context.Background()
+	q := layer.Query{Text: "what next?"}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if err := l.Update(ctx, w.updates[i%len(w.updates)]); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := l.Recall(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

@@ -1,0 +1,147 @@
+package workingmemory
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/memlayer/memlayer/layer"
+)
+
+// Defaults of the scratchpad layer.
+const (
+	// DefaultID is the scratchpad's layer ID, and so the prefix of its
+	// tool name: "working-memory/update".
+	DefaultID = "working-memory"
+	// DefaultMaxBytes bounds the compact JSON encoding of the state.
+	DefaultMaxBytes = 64 << 10
+	// DefaultMaxDepth bounds the nesting of objects and arrays.
+	DefaultMaxDepth = 32
+	// DefaultMaxRetries bounds compare-and-swap attempts of one update.
+	DefaultMaxRetries = 16
+	// LegacyFunction is the function call the store hook accepts from
+	// models prompted with the older updateWorkingMemory convention.
+	LegacyFunction = "updateWorkingMemory"
+	// Tag is the block name Recall fences the state in.
+	Tag = "working_memory"
+)
+
+// DefaultBudget is the scratchpad's token budget.
+var DefaultBudget = layer.Budget{Min: 200, Max: 1500}
+
+// ReturnPolicy says what happens to a child agent's scratchpad when the
+// child finishes (see [Layer.OnReturn]).
+type ReturnPolicy string
+
+// The return policies.
+const (
+	// ReturnDiscard drops the child's changes. It is the zero value: a
+	// child works on a copy unless the configuration says otherwise.
+	ReturnDiscard ReturnPolicy = ""
+	// ReturnMerge deep-merges the child's state into the parent's, as
+	// one update: validated against the schema and persisted with
+	// compare-and-swap. Keys the child deleted stay in the parent.
+	ReturnMerge ReturnPolicy = "merge"
+	// ReturnReplace makes the child's state the parent's (validated and
+	// persisted the same way).
+	ReturnReplace ReturnPolicy = "replace"
+)
+
+// Config configures the scratchpad layer. The zero Config is valid: a
+// thread-scoped free-text scratchpad with the defaults above.
+type Config struct {
+	// ID is the layer ID (lowercase kebab). Empty means DefaultID.
+	ID string
+	// Slot orders the layer in the prompt. Zero means
+	// layer.SlotWorkingMemory (100).
+	Slot int
+	// Scope is whose scratchpad it is: layer.ScopeThread (the zero value)
+	// or layer.ScopeResource (shared by every thread of a resource);
+	// layer.ScopeGlobal and layer.ScopeExecution (never persisted) also
+	// work.
+	Scope layer.Scope
+	// Budget is the token budget. Zero means DefaultBudget.
+	Budget layer.Budget
+	// Schema is the JSON Schema of the state: a Go value (a map, or
+	// anything encoding/json marshals to a schema) or JSON text (string,
+	// []byte, json.RawMessage). With a schema the state is an object and
+	// every merged state must pass it. Nil means no schema: the state is
+	// free text until the first update, an object after it.
+	Schema any
+	// SchemaFile is a path to read the schema from (in New). Set Schema
+	// or SchemaFile, not both.
+	SchemaFile string
+	// Template is the initial content: free text (a string) without a
+	// schema, or an object with one (a Go value, or JSON text as string
+	// or []byte). It must pass the schema. Nil means empty ("" or {}).
+	Template any
+	// ReadOnly shows the state to the model but offers no update tool
+	// and ignores legacy updateWorkingMemory calls. Code can still
+	// Restore and Clear.
+	ReadOnly bool
+	// MaxBytes bounds the state's compact JSON size. Zero means
+	// DefaultMaxBytes.
+	MaxBytes int
+	// MaxDepth bounds the nesting of updates and state. Zero means
+	// DefaultMaxDepth.
+	MaxDepth int
+	// MaxRetries bounds compare-and-swap attempts per update. Zero means
+	// DefaultMaxRetries.
+	MaxRetries int
+	// OnReturn is what a child agent's changes do to the parent when the
+	// child finishes. The zero value discards them.
+	OnReturn ReturnPolicy
+	// NullReplaces stores a null sent in an update as the key's value.
+	// By default a null means "leave this key as it is", so a model that
+	// a strict tool schema forces to send every field cannot wipe data by
+	// sending null; deletion is done with DeleteKey.
+	NullReplaces bool
+	// Now returns the time used in quarantine keys. Nil means time.Now.
+	Now func() time.Time
+}
+
+// KVConfig configures a key-value memory. The zero KVConfig is valid.
+type KVConfig struct {
+	// Name is the root scope's name. Empty means "root".
+	Name string
+	// MaxEntries bounds the entries of the whole tree (every scope).
+	// Zero means 10,000; negative means no limit.
+	MaxEntries int
+	// MaxEntryBytes bounds one entry's serialised value. Zero means
+	// 1 MiB; negative means no limit.
+	MaxEntryBytes int
+	// MaxScopes bounds the scopes of the tree, the root included. Zero
+	// means 100; negative means no limit.
+	MaxScopes int
+	// MaxKeyBytes bounds a key's length. Zero means 256.
+	MaxKeyBytes int
+	// Observer receives an event for every change (set, remove, clear,
+	// scope created, scope disposed). It is called synchronously, after
+	// the change and outside the memory's lock, so it may read the
+	// memory; it must be safe for concurrent use.
+	Observer func(KVEvent)
+	// Logger receives one debug record per change. Nil means
+	// slog.Default() (which drops debug records unless configured).
+	Logger *slog.Logger
+	// Now is the clock used for expiry and timestamps. Nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+// KVLayerConfig configures a [KVLayer]. The zero KVLayerConfig is valid.
+type KVLayerConfig struct {
+	// ID is the layer ID. Empty means "kv-memory".
+	ID string
+	// Slot orders the layer in the prompt. Zero means 120.
+	Slot int
+	// Render, when set, turns the memory into prompt text before every
+	// model call ("" recalls nothing). Nil recalls nothing: the
+	// key-value memory is for code and tools, not the model.
+	Render func(kv *KV) string
+	// ChildName names the child scope a spawned agent gets. Nil names it
+	// after the child's execution ID.
+	ChildName func(child layer.Env) string
+	// MergeOnReturn merges a finished child's entries into the parent
+	// scope (overwriting) before the child scope is disposed of. By
+	// default the child's entries are dropped with its scope.
+	MergeOnReturn bool
+}

@@ -1,0 +1,124 @@
+// Package workingmemory gives an agent two kinds of working memory: the
+// scratchpad layer ([Layer]), where the model keeps its goal, plan,
+// findings and blockers across steps, turns, restarts and child agents;
+// and the scoped key-value memory ([KV], [KVLayer]), fast typed memory for
+// code and tools with child scopes that fall back to their parents.
+//
+// # The scratchpad
+//
+// [New] builds the layer from a [Config]; its zero value is a thread-scoped
+// free-text scratchpad (ID "working-memory", slot 100, budget {200, 1500}).
+// With a JSON Schema the state is an object and every change must keep it
+// valid. The layer implements layer.Initializer, Storer, Spawner,
+// Returner, Provider, Snapshotter, Clearer and StatsReporter.
+//
+// The model changes the state through the provided "update" function (the
+// tool "working-memory/update") or, for older prompts, a
+// "updateWorkingMemory" function call that the store hook finds in the
+// model's response. Code uses [Layer.Update], the same path. An update is a
+// JSON object merged into the state:
+//
+//   - objects merge recursively; keys the update leaves out are kept;
+//   - strings, numbers, booleans and arrays replace the old value whole
+//     (false, 0, "" and [] are values and do override);
+//   - null means "no change" by default, so that a model which a strict tool
+//     schema forces to send every field cannot wipe data by sending null
+//     (Config.NullReplaces stores the null instead);
+//   - deletion is explicit: "$delete" ([DeleteKey]) lists paths, in any
+//     object of the update and relative to it, as JSON Pointers
+//     ("contact/phone", "/openTasks/0") or dotted ("contact.phone"). They are
+//     applied to the current state before the rest of that object is
+//     merged, so {"$delete":["prefs"],"prefs":{...}} replaces prefs whole.
+//     Indexes of one array refer to the array before any deletion; missing
+//     paths are ignored, so a retried update is harmless;
+//   - "__proto__", "constructor" and "prototype" are dropped at every depth
+//     (they pollute prototypes when the state reaches JavaScript tooling);
+//   - a text state merged with an object keeps the text under "_previous"
+//     ([PreviousKey]); the old text wins over a "_previous" in the update.
+//
+// The merged state must pass the schema, be at most Config.MaxBytes of
+// compact JSON (64 KiB) and nest at most Config.MaxDepth levels (32);
+// otherwise the update is rejected and the state is unchanged, in memory
+// and in storage. A schema failure is a [*SchemaError] listing every
+// violation as a JSON Pointer and a reason, which the tool path returns to
+// the model so that it can fix all of them at once; the legacy path
+// returns it from Store, which the stack reports as a store diagnostic.
+// Arguments that are not JSON, or not an object, get [ErrInvalidUpdate].
+// ReadOnly offers no update tool and ignores the legacy call.
+//
+// # Merge implementation
+//
+// The merge is hand-written rather than dario.cat/mergo. mergo aliases the
+// source's nested maps into the destination, panics on mixed map types,
+// has no notion of forbidden keys or deletion, and works through
+// reflection. Here a state is immutable: an update builds a new state that
+// shares the unchanged subtrees of the old one, so a rejected update
+// cannot have touched anything and readers never wait. Internally objects
+// are sorted member lists, so decoding, merging, validating and encoding
+// are linear passes with no map hashing or key sorting; [Layer.State] and
+// the provided snapshot hand out map[string]any copies (numbers as
+// json.Number).
+//
+// # Schema validation
+//
+// Schemas are compiled once by github.com/santhosh-tekuri/jsonschema/v6
+// (default draft 2020-12; "$schema" selects another), which is the
+// authority. When a schema uses only the common keywords (type,
+// properties, additionalProperties, required, enum, const, string length
+// and pattern, numeric bounds, items, item and property counts,
+// uniqueItems, and annotations), a compiled fast validator checks states
+// without allocating; a state it rejects is re-checked by jsonschema,
+// whose verdict and violation list are the ones used. Any other keyword
+// ($ref, allOf, format, ...) sends every check to jsonschema.
+//
+// # Storage and concurrency
+//
+// The state is stored as its compact JSON (a string or an object) under
+// storage.LayerKey(id, scopeKey, "state"), where the scope key comes from
+// layer.Env.ScopeKey; execution scope never persists. Every write is a
+// compare-and-swap on the version last read; on a conflict the layer
+// re-reads the stored state, merges the update into it again and
+// re-validates, so two runs (or processes) updating one resource lose
+// nothing. Init moves a stored state that cannot be used (not JSON, not
+// text or an object, failing the schema, over the limits) to
+// LayerKey(id, scopeKey, "quarantine/<unix-nanos>"), logs a warning through
+// env.Logger and starts from the template: nothing is silently lost.
+//
+// Every method of [Layer] is safe for concurrent use. Updates of one Layer
+// are serialised by a mutex; Recall, State and Snapshot read an atomic
+// pointer to the current immutable state and never block. Recall renders
+// the state once per version (text as is, objects as 2-space indented
+// JSON, in a <working_memory> block built by layer.Fence, which its
+// content cannot close) and then returns the cached block.
+//
+// # Spawning
+//
+// OnSpawn gives a child agent a scratchpad of its own. Resource (and
+// global) scope: the child starts from the parent's current state, a deep
+// clone in effect since states are immutable. Thread (and execution)
+// scope: the child starts fresh from the template (empty without one).
+// The child's scratchpad is never persisted, so its writes cannot reach
+// the parent; Config.OnReturn decides whether they come back when the
+// child finishes (discard by default, merge, or replace). The child's
+// update tool is bound to the child's layer.
+//
+// # The key-value memory
+//
+// [NewKV] returns the root scope of a tree; [KV.Child] derives child
+// scopes. Reads ([Get], [KV.Contains], [KV.Entries], ...) look in the
+// scope, then its parent, up to the root; the Local variants do not fall
+// back. Writes ([Set], [SetWith], [KV.Remove], [KV.Clear]) touch only the
+// scope. [GetOrSet] runs its factory at most once per key and scope, even
+// under concurrency. Values are stored as JSON (so they must serialise,
+// and their size is bounded); types that hold no references are also
+// kept as Go values so Get returns a copy without decoding. Entries carry
+// metadata ([Meta]: importance, tags, type, expiry) and access counts.
+// Limits (10,000 entries per tree, 1 MiB per entry, 100 scopes by default)
+// fail with [ErrLimit] naming the limit. Changes are reported to
+// KVConfig.Observer and logged at debug level. [KV.Snapshot] and
+// [KV.Restore] save and load a whole subtree. One read-write lock guards a
+// tree.
+//
+// [KVLayer] puts a KV into a layer stack: a spawned child agent gets a
+// child scope of its parent's memory, disposed of when the child returns.
+package workingmemory

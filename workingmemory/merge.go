@@ -1,0 +1,313 @@
+package workingmemory
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// DeleteKey is the reserved key of an update object that lists what to
+// delete: {"$delete": ["contact/phone", "openTasks/0"]}. It may appear in
+// any object of the update; its paths are relative to that object. Paths
+// are applied to the current state before the rest of the update is
+// merged, so deleting a key and sending it again replaces it wholesale
+// instead of merging into it.
+const DeleteKey = "$delete"
+
+// PreviousKey is where the old text goes when a text state receives an
+// object update: the state becomes the update plus {"_previous": <text>},
+// so nothing the model wrote before is lost. The old text wins over a
+// "_previous" key in the update.
+const PreviousKey = "_previous"
+
+// forbidden reports whether key is dropped from every update at every
+// depth: the keys that pollute prototypes when the state is handed to
+// JavaScript tooling, and that no scratchpad needs.
+func forbidden(key string) bool {
+	switch key {
+	case "__proto__", "constructor", "prototype":
+		return true
+	}
+	return false
+}
+
+// merger merges an update into a state. Values are immutable: merge never
+// modifies dst or src; the result shares dst's unchanged subtrees and
+// src's new ones. Nothing outside the package holds these values (State
+// and the provided data hand out copies), so no reference is shared with a
+// caller.
+type merger struct {
+	nullReplaces bool
+}
+
+// mergeState merges the update object into the state (text or object) and
+// returns the new state. A text state becomes an object holding the old
+// text under PreviousKey.
+func (m merger) mergeState(st any, update *object) (any, error) {
+	var prev string
+	base, ok := st.(*object)
+	if !ok {
+		prev, _ = st.(string)
+	}
+	out, err := m.mergeObject(base, update)
+	if err != nil {
+		return nil, err
+	}
+	if prev != "" {
+		out = withMember(out, PreviousKey, prev)
+	}
+	return out, nil
+}
+
+// withMember returns o with key set to v (o is not modified).
+func withMember(o *object, key string, v any) *object {
+	i, ok := o.find(key)
+	ms := make([]member, 0, len(o.m)+1)
+	ms = append(ms, o.m[:i]...)
+	ms = append(ms, member{key, v})
+	if ok {
+		i++
+	}
+	ms = append(ms, o.m[i:]...)
+	return &object{m: ms}
+}
+
+// skip reports whether a member of an update is not merged: the delete
+// list, a forbidden key, or (by default) a null.
+func (m merger) skip(e member) bool {
+	return e.key == DeleteKey || forbidden(e.key) || e.val == nil && !m.nullReplaces
+}
+
+// mergeObject returns dst (nil means {}) with src merged in: src's
+// DeleteKey paths removed first, then every other member of src merged.
+// Both are sorted, so this is one merge-join.
+func (m merger) mergeObject(dst, src *object) (*object, error) {
+	if del, ok := src.get(DeleteKey); ok && dst != nil {
+		paths, err := parseDeletes(del)
+		if err != nil {
+			return nil, err
+		}
+		dst = deleteFrom(dst, paths).(*object)
+	} else if ok {
+		if _, err := parseDeletes(del); err != nil {
+			return nil, err
+		}
+	}
+	var d []member
+	if dst != nil {
+		d = dst.m
+	}
+	s := src.m
+	out := make([]member, 0, len(d)+len(s))
+	i, j := 0, 0
+	for i < len(d) || j < len(s) {
+		switch {
+		case j == len(s) || i < len(d) && d[i].key < s[j].key:
+			out = append(out, d[i])
+			i++
+		case i == len(d) || s[j].key < d[i].key:
+			if !m.skip(s[j]) {
+				v, err := m.mergeValue(nil, s[j].val)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, member{s[j].key, v})
+			}
+			j++
+		default: // same key
+			if m.skip(s[j]) {
+				out = append(out, d[i])
+			} else {
+				v, err := m.mergeValue(d[i].val, s[j].val)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, member{d[i].key, v})
+			}
+			i++
+			j++
+		}
+	}
+	return &object{m: out}, nil
+}
+
+func (m merger) mergeValue(dst, src any) (any, error) {
+	switch s := src.(type) {
+	case *object:
+		d, _ := dst.(*object)
+		return m.mergeObject(d, s)
+	case []any:
+		a, _ := cleanArray(s)
+		return a, nil
+	default:
+		return src, nil
+	}
+}
+
+// cleanArray returns a with forbidden keys (and DeleteKey keys, which
+// mean nothing inside a replaced array) removed from the objects it holds,
+// at every depth, and whether anything was removed; unchanged, it returns
+// a itself. Arrays replace whole, so nulls inside them are data.
+func cleanArray(a []any) ([]any, bool) {
+	var out []any
+	for i, e := range a {
+		c, changed := cleanValue(e)
+		if changed && out == nil {
+			out = make([]any, len(a))
+			copy(out, a[:i])
+		}
+		if out != nil {
+			out[i] = c
+		}
+	}
+	if out == nil {
+		return a, false
+	}
+	return out, true
+}
+
+// cleanValue is cleanArray for any value.
+func cleanValue(v any) (any, bool) {
+	switch v := v.(type) {
+	case []any:
+		return cleanArray(v)
+	case *object:
+		var out []member
+		for i, e := range v.m {
+			drop := forbidden(e.key) || e.key == DeleteKey
+			c, changed := e.val, false
+			if !drop {
+				c, changed = cleanValue(e.val)
+			}
+			if (drop || changed) && out == nil {
+				out = make([]member, i, len(v.m))
+				copy(out, v.m[:i])
+			}
+			if out != nil && !drop {
+				out = append(out, member{e.key, c})
+			}
+		}
+		if out == nil {
+			return v, false
+		}
+		return &object{m: out}, true
+	}
+	return v, false
+}
+
+// parseDeletes reads the value of a DeleteKey: a path or a list of paths.
+// A path is a JSON Pointer ("/contact/phone", "~1" for '/', "~0" for '~')
+// or dotted ("contact.phone"); array elements are named by index.
+func parseDeletes(v any) ([][]string, error) {
+	var list []any
+	switch v := v.(type) {
+	case string:
+		list = []any{v}
+	case []any:
+		list = v
+	case nil:
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("%w: %q must be a list of paths such as [\"contact/phone\", \"openTasks/0\"]", ErrInvalidUpdate, DeleteKey)
+	}
+	paths := make([][]string, 0, len(list))
+	for _, e := range list {
+		s, ok := e.(string)
+		if !ok {
+			return nil, fmt.Errorf("%w: %q entries must be strings, got %s", ErrInvalidUpdate, DeleteKey, kindOf(e))
+		}
+		p, err := parsePath(s)
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, p)
+	}
+	return paths, nil
+}
+
+func parsePath(s string) ([]string, error) {
+	if s == "" {
+		return nil, fmt.Errorf("%w: empty %s path; to empty the whole memory, delete its keys", ErrInvalidUpdate, DeleteKey)
+	}
+	if strings.HasPrefix(s, "/") {
+		parts := strings.Split(s[1:], "/")
+		for i, p := range parts {
+			if strings.Contains(p, "~") {
+				parts[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(p)
+			}
+		}
+		return parts, nil
+	}
+	return strings.Split(s, "."), nil
+}
+
+// deleteFrom returns v without the paths (v is not modified). Missing
+// paths are ignored, so a retried update deletes idempotently. Indexes of
+// one array all refer to the array before any deletion.
+func deleteFrom(v any, paths [][]string) any {
+	switch v := v.(type) {
+	case *object:
+		drop := map[string]bool{}
+		rest := map[string][][]string{}
+		for _, p := range paths {
+			if len(p) == 1 {
+				drop[p[0]] = true
+			} else {
+				rest[p[0]] = append(rest[p[0]], p[1:])
+			}
+		}
+		out := make([]member, 0, len(v.m))
+		for _, e := range v.m {
+			if drop[e.key] {
+				continue
+			}
+			if sub, ok := rest[e.key]; ok {
+				e.val = deleteFrom(e.val, sub)
+			}
+			out = append(out, e)
+		}
+		return &object{m: out}
+	case []any:
+		drop := map[int]bool{}
+		rest := map[int][][]string{}
+		for _, p := range paths {
+			i, err := strconv.Atoi(p[0])
+			if err != nil || i < 0 || i >= len(v) || p[0] != strconv.Itoa(i) {
+				continue
+			}
+			if len(p) == 1 {
+				drop[i] = true
+			} else {
+				rest[i] = append(rest[i], p[1:])
+			}
+		}
+		out := make([]any, 0, len(v))
+		for i, e := range v {
+			if drop[i] {
+				continue
+			}
+			if sub, ok := rest[i]; ok {
+				e = deleteFrom(e, sub)
+			}
+			out = append(out, e)
+		}
+		return out
+	}
+	return v
+}
+
+func kindOf(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case *object, map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	}
+	return "a number"
+}

@@ -1,0 +1,601 @@
+package workingmemory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/storage"
+)
+
+// Layer is the scratchpad: what the model keeps about its goal, plan,
+// findings and blockers across steps, turns, restarts and child agents.
+// See the package documentation for the merge rules.
+//
+// A Layer returned by [New] is a template: it works on its own as an
+// in-memory scratchpad (nothing persisted), and [Layer.Init] derives from
+// it one Layer per run, bound to the run's store and scope. All methods
+// are safe for concurrent use: updates are serialised per Layer and
+// persisted with compare-and-swap, so several Layers (in one process or
+// many) updating the same scope lose nothing; reads (Recall, State,
+// Snapshot) never wait for an update.
+type Layer struct {
+	c      *compiled
+	store  storage.Store // nil: not persisted
+	key    string        // the state's storage key
+	scope  string        // the scope key, for quarantine keys
+	logger *slog.Logger
+
+	mu  sync.Mutex // serialises updates of this Layer
+	cur atomic.Pointer[state]
+}
+
+// compiled is what New prepares once and every derived Layer shares
+// (read-only).
+type compiled struct {
+	cfg    Config
+	spec   layer.Spec
+	schema *schema // nil: no schema
+	tmpl   any     // the initial state, immutable
+	merger merger
+	params json.RawMessage
+	desc   string
+}
+
+// state is one immutable version of the scratchpad. value is a string or
+// an *object and is never modified: updates build a new state that
+// shares unchanged subtrees with the old one.
+type state struct {
+	value   any
+	version int64 // storage version; 0 = not stored
+	size    int   // compact JSON size
+
+	once  sync.Once
+	block string // the rendered, fenced block; "" for an empty state
+}
+
+// New returns a scratchpad layer. It compiles the schema once (reading
+// SchemaFile if set) and checks the template against it; it does no
+// storage I/O.
+func New(cfg Config) (*Layer, error) {
+	if cfg.ID == "" {
+		cfg.ID = DefaultID
+	}
+	if cfg.Slot == 0 {
+		cfg.Slot = layer.SlotWorkingMemory
+	}
+	if cfg.Scope == "" {
+		cfg.Scope = layer.ScopeThread
+	}
+	if cfg.Budget == (layer.Budget{}) {
+		cfg.Budget = DefaultBudget
+	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = DefaultMaxBytes
+	}
+	if cfg.MaxDepth <= 0 {
+		cfg.MaxDepth = DefaultMaxDepth
+	}
+	if cfg.MaxRetries <= 0 {
+		cfg.MaxRetries = DefaultMaxRetries
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	switch cfg.OnReturn {
+	case ReturnDiscard, ReturnMerge, ReturnReplace:
+	default:
+		return nil, fmt.Errorf("%w: unknown return policy %q", ErrInvalidConfig, cfg.OnReturn)
+	}
+	spec := layer.Spec{ID: cfg.ID, Slot: cfg.Slot, Scope: cfg.Scope, Budget: cfg.Budget}
+	if err := spec.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	sch, err := compileSchema(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &compiled{cfg: cfg, spec: spec, schema: sch, merger: merger{nullReplaces: cfg.NullReplaces}}
+	if c.tmpl, err = c.template(); err != nil {
+		return nil, err
+	}
+	c.params, c.desc = c.tool()
+	l := &Layer{c: c}
+	if _, err := l.install(c.tmpl, 0); err != nil {
+		return nil, fmt.Errorf("%w: template: %w", ErrInvalidConfig, err)
+	}
+	return l, nil
+}
+
+// intern returns the known property names, or nil without a schema.
+func (c *compiled) intern() map[string]string {
+	if c.schema == nil {
+		return nil
+	}
+	return c.schema.intern
+}
+
+// template normalises Config.Template into the initial state.
+func (c *compiled) template() (any, error) {
+	t := c.cfg.Template
+	var v any
+	var err error
+	switch t := t.(type) {
+	case nil:
+		if c.schema != nil {
+			return &object{}, nil
+		}
+		return "", nil
+	case string:
+		if c.schema == nil {
+			return t, nil
+		}
+		v, err = decodeJSON([]byte(t), c.cfg.MaxDepth)
+	default:
+		v, err = normalize(t, c.cfg.MaxDepth)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: template: %w", ErrInvalidConfig, err)
+	}
+	v, _ = cleanValue(v)
+	switch v.(type) {
+	case *object:
+	case string:
+		if c.schema != nil {
+			return nil, fmt.Errorf("%w: template: with a schema the template must be an object", ErrInvalidConfig)
+		}
+	default:
+		return nil, fmt.Errorf("%w: template: want text or an object, got %s", ErrInvalidConfig, kindOf(v))
+	}
+	if c.schema != nil {
+		if err := c.schema.validate(v); err != nil {
+			return nil, fmt.Errorf("%w: template: %w", ErrInvalidConfig, err)
+		}
+	}
+	return v, nil
+}
+
+// install encodes v, checks the size limit and makes it the current state.
+func (l *Layer) install(v any, version int64) (*state, error) {
+	enc := appendJSON(nil, v, "", 0)
+	if len(enc) > l.c.cfg.MaxBytes {
+		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(enc), l.c.cfg.MaxBytes)
+	}
+	s := &state{value: v, version: version, size: len(enc)}
+	l.cur.Store(s)
+	return s, nil
+}
+
+// derive returns a Layer sharing l's compiled config, with its own state.
+func (l *Layer) derive(store storage.Store, scopeKey string, logger *slog.Logger) *Layer {
+	n := &Layer{c: l.c, store: store, scope: scopeKey, logger: logger}
+	if store != nil {
+		n.key = storage.LayerKey(l.c.spec.ID, scopeKey, "state")
+	}
+	return n
+}
+
+// Spec implements layer.Layer.
+func (l *Layer) Spec() layer.Spec { return l.c.spec }
+
+// Init implements layer.Initializer: it returns a Layer bound to the run,
+// holding the state stored under storage.LayerKey(id, scopeKey, "state")
+// (execution scope: never stored), or the template when nothing is
+// stored. A stored state that cannot be read, is not text or an object,
+// or fails the schema is moved to a quarantine key
+// (LayerKey(id, scopeKey, "quarantine/<unix-nanos>")), reported through
+// env.Logger, and the run starts from the template.
+func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
+	logger := env.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	scope := l.c.spec.EffectiveScope()
+	scopeKey := env.ScopeKey(scope)
+	var store storage.Store
+	if scope != layer.ScopeExecution {
+		store = env.Store
+	}
+	n := l.derive(store, scopeKey, logger)
+	if store == nil {
+		n.cur.Store(&state{value: l.c.tmpl, size: l.cur.Load().size})
+		return n, nil
+	}
+	for range l.c.cfg.MaxRetries {
+		it, err := store.Get(ctx, n.key)
+		if errors.Is(err, storage.ErrNotFound) {
+			n.cur.Store(&state{value: l.c.tmpl, size: l.cur.Load().size})
+			return n, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("workingmemory: init: %w", err)
+		}
+		v, bad := n.decodeStored(it.Value)
+		if bad == nil {
+			if _, bad = n.install(v, it.Version); bad == nil {
+				return n, nil
+			}
+		}
+		err = n.quarantine(ctx, it, bad)
+		if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrNotFound) {
+			continue // someone wrote meanwhile: read again
+		}
+		if err != nil {
+			return nil, fmt.Errorf("workingmemory: init: quarantine: %w", err)
+		}
+		n.cur.Store(&state{value: l.c.tmpl, size: l.cur.Load().size})
+		return n, nil
+	}
+	return nil, fmt.Errorf("workingmemory: init: %w", ErrConflict)
+}
+
+// decodeStored reads a stored state and checks it.
+func (l *Layer) decodeStored(b []byte) (any, error) {
+	v, err := decodeJSON(b, l.c.cfg.MaxDepth)
+	if err != nil {
+		return nil, err
+	}
+	v, _ = cleanValue(v)
+	switch v.(type) {
+	case *object:
+	case string:
+		if l.c.schema != nil {
+			return nil, errors.New("stored state is text, the schema wants an object")
+		}
+	default:
+		return nil, fmt.Errorf("stored state is %s, want text or an object", kindOf(v))
+	}
+	if l.c.schema != nil {
+		if err := l.c.schema.validate(v); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// quarantine moves an unreadable stored state aside: it is copied to a
+// quarantine key, then deleted from the state key if still unchanged.
+func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) error {
+	qkey := storage.LayerKey(l.c.spec.ID, l.scope, "quarantine/"+strconv.FormatInt(l.c.cfg.Now().UnixNano(), 10))
+	if _, err := l.store.Put(ctx, qkey, it.Value, storage.AnyVersion); err != nil {
+		return err
+	}
+	if err := l.store.Delete(ctx, l.key, it.Version); err != nil {
+		return err
+	}
+	l.logger.LogAttrs(ctx, slog.LevelWarn, "workingmemory: stored state quarantined; starting from the template",
+		slog.String("layer", l.c.spec.ID), slog.String("key", l.key),
+		slog.String("quarantine", qkey), slog.Any("error", cause))
+	return nil
+}
+
+// Recall implements layer.Layer: a non-empty state (text, or an object
+// rendered as indented JSON) fenced in a <working_memory> block that its
+// content cannot close. Zero and false are values, not emptiness. The
+// block is rendered once per state and cached.
+func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error) {
+	s := l.cur.Load()
+	if s == nil || isEmpty(s.value) {
+		return nil, nil
+	}
+	block := s.rendered()
+	return []layer.Item{{Text: block, Tokens: (len(block) + 3) / 4}}, nil
+}
+
+func (s *state) rendered() string {
+	s.once.Do(func() {
+		if isEmpty(s.value) {
+			return
+		}
+		if t, ok := s.value.(string); ok {
+			s.block = layer.Fence(Tag, t)
+			return
+		}
+		s.block = layer.Fence(Tag, string(appendJSON(make([]byte, 0, s.size*2), s.value, "  ", 0)))
+	})
+	return s.block
+}
+
+// State returns a deep copy of the current state: a string, or a
+// map[string]any whose numbers are json.Number.
+func (l *Layer) State() any {
+	return toGo(l.cur.Load().value)
+}
+
+// Update merges patch, a JSON object, into the state: the same path the
+// update tool takes. The merged state must pass the schema and the size
+// limit, or the update is rejected ([ErrSchema] with a [*SchemaError],
+// [ErrTooLarge]) and the state is unchanged, in memory and in storage. A
+// compare-and-swap conflict re-reads the stored state and merges again,
+// re-validating, up to Config.MaxRetries times. ReadOnly blocks it with
+// [ErrReadOnly].
+func (l *Layer) Update(ctx context.Context, patch json.RawMessage) error {
+	if l.c.cfg.ReadOnly {
+		return ErrReadOnly
+	}
+	upd, err := l.decodeUpdate(patch)
+	if err != nil {
+		return err
+	}
+	return l.apply(ctx, func(cur any) (any, error) { return l.c.merger.mergeState(cur, upd) })
+}
+
+func (l *Layer) decodeUpdate(patch []byte) (*object, error) {
+	if len(patch) > l.c.cfg.MaxBytes {
+		return nil, fmt.Errorf("%w: update of %d bytes, the state limit is %d", ErrTooLarge, len(patch), l.c.cfg.MaxBytes)
+	}
+	v, err := decodeInterned(patch, l.c.cfg.MaxDepth, l.c.intern())
+	if err != nil {
+		if errors.Is(err, ErrTooDeep) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %w", ErrInvalidUpdate, err)
+	}
+	upd, ok := v.(*object)
+	if !ok {
+		return nil, fmt.Errorf("%w: want a JSON object of the fields to change, got %s", ErrInvalidUpdate, kindOf(v))
+	}
+	return upd, nil
+}
+
+// apply computes the next state from the current one with next, checks
+// it, and persists it with compare-and-swap, retrying on conflict.
+func (l *Layer) apply(ctx context.Context, next func(cur any) (any, error)) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var buf []byte
+	for range l.c.cfg.MaxRetries {
+		cur := l.cur.Load()
+		v, err := next(cur.value)
+		if err != nil {
+			return err
+		}
+		if l.c.schema != nil {
+			if err := l.c.schema.validate(v); err != nil {
+				return err
+			}
+		}
+		buf = appendJSON(buf[:0], v, "", 0)
+		if len(buf) > l.c.cfg.MaxBytes {
+			return fmt.Errorf("%w: the merged state is %d bytes, the limit is %d; remove something first", ErrTooLarge, len(buf), l.c.cfg.MaxBytes)
+		}
+		version := cur.version
+		if l.store != nil {
+			version, err = l.store.Put(ctx, l.key, buf, cur.version)
+			if errors.Is(err, storage.ErrConflict) {
+				if err := l.reload(ctx); err != nil {
+					return err
+				}
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("workingmemory: persist: %w", err)
+			}
+		}
+		l.cur.Store(&state{value: v, version: version, size: len(buf)})
+		return nil
+	}
+	return fmt.Errorf("%w: gave up after %d attempts: %w", ErrConflict, l.c.cfg.MaxRetries, storage.ErrConflict)
+}
+
+// reload reads the stored state after a conflict. A state another writer
+// stored is taken as is (it is re-validated as part of the merge).
+func (l *Layer) reload(ctx context.Context) error {
+	it, err := l.store.Get(ctx, l.key)
+	if errors.Is(err, storage.ErrNotFound) {
+		l.cur.Store(&state{value: l.c.tmpl})
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("workingmemory: reload: %w", err)
+	}
+	v, err := decodeJSON(it.Value, l.c.cfg.MaxDepth)
+	if err != nil {
+		return fmt.Errorf("workingmemory: reload: stored state: %w", err)
+	}
+	v, _ = cleanValue(v)
+	l.cur.Store(&state{value: v, version: it.Version, size: len(it.Value)})
+	return nil
+}
+
+// Store implements layer.Storer: the legacy path. The first
+// updateWorkingMemory call in the response whose arguments are a JSON
+// object is applied like [Layer.Update]; a rejected update is returned
+// (the stack reports it as a store diagnostic) and changes nothing.
+// Read-only scratchpads ignore it.
+func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
+	if l.c.cfg.ReadOnly {
+		return nil
+	}
+	upd, ok := l.findLegacyCall(t.Response.ToolCalls)
+	if !ok {
+		return nil
+	}
+	return l.apply(ctx, func(cur any) (any, error) { return l.c.merger.mergeState(cur, upd) })
+}
+
+// findLegacyCall returns the arguments of the first legacy call whose
+// arguments decode to a JSON object.
+func (l *Layer) findLegacyCall(calls []layer.ToolCall) (*object, bool) {
+	for _, c := range calls {
+		if c.Name != LegacyFunction {
+			continue
+		}
+		if upd, err := l.decodeUpdate([]byte(c.Arguments)); err == nil {
+			return upd, true
+		}
+	}
+	return nil, false
+}
+
+// OnSpawn implements layer.Spawner. A resource- or global-scoped
+// scratchpad gives the child a copy of the current state (states are
+// immutable, so the child's writes never reach the parent); a thread- or
+// execution-scoped one gives the child a fresh scratchpad (the
+// template). The child's scratchpad is not persisted: its changes come
+// back only through OnReturn. Its update tool acts on the child's state.
+func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, error) {
+	logger := child.Logger
+	if logger == nil {
+		logger = l.logger
+	}
+	n := l.derive(nil, child.ScopeKey(l.c.spec.EffectiveScope()), logger)
+	switch l.c.spec.EffectiveScope() {
+	case layer.ScopeResource, layer.ScopeGlobal:
+		cur := l.cur.Load()
+		n.cur.Store(&state{value: cur.value, size: cur.size})
+	default:
+		n.cur.Store(&state{value: l.c.tmpl})
+	}
+	return n, nil
+}
+
+// OnReturn implements layer.Returner under Config.OnReturn: discard
+// (default), merge the child's state into this one, or replace this one
+// with it. A merged or replaced state is validated and persisted like an
+// update; on error this scratchpad is unchanged.
+func (l *Layer) OnReturn(ctx context.Context, child layer.Layer) error {
+	cl, ok := layer.As[*Layer](child)
+	if !ok || l.c.cfg.OnReturn == ReturnDiscard {
+		return nil
+	}
+	cv := cl.cur.Load().value
+	switch l.c.cfg.OnReturn {
+	case ReturnMerge:
+		patch, ok := cv.(*object)
+		if !ok {
+			if isEmpty(cv) {
+				return nil
+			}
+			patch = &object{m: []member{{PreviousKey, cv}}}
+		}
+		return l.apply(ctx, func(cur any) (any, error) { return l.c.merger.mergeState(cur, patch) })
+	default: // ReturnReplace
+		return l.apply(ctx, func(any) (any, error) { return cv, nil })
+	}
+}
+
+// Provides implements layer.Provider: the data "snapshot" (the current
+// state, a copy) and, unless read-only, the function "update" bound to
+// this Layer.
+func (l *Layer) Provides() layer.Provides {
+	p := layer.Provides{Data: []layer.Data{{
+		Name:        "snapshot",
+		Description: "The current working memory (a copy).",
+		Read:        func(context.Context) (any, error) { return l.State(), nil },
+	}}}
+	if !l.c.cfg.ReadOnly {
+		p.Functions = []layer.Function{{
+			Name:        "update",
+			Description: l.c.desc,
+			Parameters:  l.c.params,
+			Call: func(ctx context.Context, args json.RawMessage) (string, error) {
+				if err := l.Update(ctx, args); err != nil {
+					return "", err
+				}
+				return "Working memory updated.", nil
+			},
+		}}
+	}
+	return p
+}
+
+// tool returns the update tool's parameter schema and description.
+func (c *compiled) tool() (json.RawMessage, string) {
+	var b strings.Builder
+	b.WriteString("Update your working memory (shown in <working_memory>). Send only the fields that change: ")
+	b.WriteString("objects are merged key by key, and keys you leave out are kept. ")
+	b.WriteString("A string, number, boolean or array you send replaces the old value whole (send the complete list; [] empties it). ")
+	if c.cfg.NullReplaces {
+		b.WriteString("null stores null. ")
+	} else {
+		b.WriteString("null means \"no change\". ")
+	}
+	b.WriteString(`To delete, list paths in "$delete" (in any object, relative to it): {"$delete": ["notes", "tasks/0"]}; deletions happen before the rest of the update is merged. `)
+	if c.schema != nil {
+		b.WriteString("The result must match the memory's schema; if it does not, nothing changes and the error lists every problem to fix.")
+	} else {
+		b.WriteString("Existing free text is kept under \"_previous\" when you first send fields.")
+	}
+	desc := b.String()
+	if c.schema != nil {
+		return patchSchema(c.schema.doc), desc
+	}
+	params, _ := json.Marshal(map[string]any{
+		"type":                 "object",
+		"properties":           map[string]any{DeleteKey: deleteSchema},
+		"additionalProperties": true,
+	})
+	return params, desc
+}
+
+// Snapshot implements layer.Snapshotter: the state as JSON (a string or
+// an object).
+func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
+	return appendJSON(nil, l.cur.Load().value, "", 0), nil
+}
+
+// Restore implements layer.Snapshotter: it replaces the state with one
+// taken by Snapshot, after checking it like a stored state, and persists
+// it. Data it cannot use is rejected and nothing changes.
+func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
+	v, err := l.decodeStored(data)
+	if err != nil {
+		return fmt.Errorf("workingmemory: restore: %w", err)
+	}
+	return l.apply(ctx, func(any) (any, error) { return v, nil })
+}
+
+// Clear implements layer.Clearer: the state goes back to the template
+// (empty without one) and the stored state is deleted.
+func (l *Layer) Clear(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.store != nil {
+		if err := l.store.Delete(ctx, l.key, storage.AnyVersion); err != nil {
+			return fmt.Errorf("workingmemory: clear: %w", err)
+		}
+	}
+	l.cur.Store(&state{value: l.c.tmpl})
+	return nil
+}
+
+// Stats implements layer.StatsReporter: Entries is the number of
+// top-level keys (1 for non-empty text), Bytes the compact JSON size.
+func (l *Layer) Stats(ctx context.Context) (layer.Stats, error) {
+	s := l.cur.Load()
+	st := layer.Stats{Bytes: s.size}
+	switch v := s.value.(type) {
+	case *object:
+		st.Entries = len(v.m)
+	case string:
+		if v != "" {
+			st.Entries = 1
+		}
+	}
+	if st.Bytes == 0 {
+		st.Bytes = len(appendJSON(nil, s.value, "", 0))
+	}
+	return st, nil
+}
+
+// Interface guards.
+var (
+	_ layer.Layer         = (*Layer)(nil)
+	_ layer.Initializer   = (*Layer)(nil)
+	_ layer.Storer        = (*Layer)(nil)
+	_ layer.Spawner       = (*Layer)(nil)
+	_ layer.Returner      = (*Layer)(nil)
+	_ layer.Provider      = (*Layer)(nil)
+	_ layer.Snapshotter   = (*Layer)(nil)
+	_ layer.Clearer       = (*Layer)(nil)
+	_ layer.StatsReporter = (*Layer)(nil)
+)
