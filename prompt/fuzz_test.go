@@ -1,0 +1,288 @@
+package prompt
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/memlayer/memlayer/layer"
+)
+
+// FuzzAllocate checks Allocate on arbitrary windows and up to three
+// budgets: it rejects exactly the invalid inputs, and otherwise never
+// returns NaN or a negative share, keeps bounded layers within Max, gives
+// every minimum when the minimums fit, and never hands out more than is
+// available.
+func FuzzAllocate(f *testing.F) {
+	inf, nan := math.Inf(1), math.NaN()
+	f.Add(10000.0, 0.0, 0.0, uint8(2), 200.0, 1000.0, 300.0, 1000.0, 0.0, 0.0)
+	f.Add(10000.0, 1000.0, 1000.0, uint8(3), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+	f.Add(inf, 4000.0, 0.0, uint8(2), 100.0, 1000.0, 0.0, 0.0, 0.0, 0.0)
+	f.Add(0.5, 0.0, 0.0, uint8(1), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+	f.Add(1000.0, 0.0, 0.0, uint8(3), 700.0, 0.0, 800.0, 900.0, 0.0, inf)
+	f.Add(nan, 0.0, 0.0, uint8(1), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+	f.Add(1e308, 0.0, 0.0, uint8(3), 1e308, 0.0, 1e308, 1e308, 1e307, 1e308)
+	f.Add(inf, inf, 0.0, uint8(1), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+	f.Fuzz(func(t *testing.T, total, reserve, system float64, n uint8, min1, max1, min2, max2, min3, max3 float64) {
+		r := Request{Total: total, Reserve: reserve, System: system}
+		bounds := [][2]float64{{min1, max1}, {min2, max2}, {min3, max3}}
+		for i := range int(n % 4) {
+			r.Layers = append(r.Layers, layer.Spec{ID: fmt.Sprintf("l%d", i), Budget: layer.Budget{Min: bounds[i][0], Max: bounds[i][1]}})
+		}
+		a, err := Allocate(r)
+		if invalid := invalidRequest(r); invalid != (err != nil) {
+			t.Fatalf("Allocate(%+v) err = %v, want error: %v", r, err, invalid)
+		}
+		if err != nil {
+			return
+		}
+		assertSane(t, r, a)
+		avail := a.Available
+		sumMin := 0.0
+		for _, s := range r.Layers {
+			sumMin += s.Budget.Min
+		}
+		if sumMin <= avail {
+			for _, s := range r.Layers {
+				if a.Layers[s.ID] < s.Budget.Min {
+					t.Errorf("layer %s = %v < Min %v though minimums fit", s.ID, a.Layers[s.ID], s.Budget.Min)
+				}
+			}
+		}
+	})
+}
+
+func invalidRequest(r Request) bool {
+	for _, v := range []float64{r.Total, r.Reserve, r.System} {
+		if math.IsNaN(v) || v < 0 {
+			return true
+		}
+	}
+	for _, s := range r.Layers {
+		b := s.Budget
+		if math.IsNaN(b.Min) || math.IsNaN(b.Max) || b.Min < 0 || b.Max < 0 || math.IsInf(b.Min, 1) {
+			return true
+		}
+		if !b.Unbounded() && b.Min > b.Max {
+			return true
+		}
+	}
+	return false
+}
+
+// messagesFrom decodes fuzz bytes into a conversation: each byte picks a
+// message kind (human, AI text, AI tool calls, tool result) and a small
+// ID, so calls and results pair, go missing, repeat and come out of order.
+func messagesFrom(data []byte) []llms.MessageContent {
+	var msgs []llms.MessageContent
+	for i, b := range data {
+		id := fmt.Sprintf("c%d", b>>4&7)
+		text := strings.Repeat("w", int(b>>2&15)*3)
+		switch b & 3 {
+		case 0:
+			msgs = append(msgs, human(fmt.Sprintf("h%d%s", i, text)))
+		case 1:
+			msgs = append(msgs, ai(fmt.Sprintf("a%d%s", i, text)))
+		case 2:
+			m := call(id)
+			if b&0x80 != 0 { // a second call in the same message
+				m.Parts = append(m.Parts, call(fmt.Sprintf("c%d", (b>>4&7)+1)).Parts...)
+			}
+			msgs = append(msgs, m)
+		case 3:
+			msgs = append(msgs, result(id, text))
+		}
+	}
+	return msgs
+}
+
+func historyCost(msgs []llms.MessageContent) float64 {
+	t := 0.0
+	for _, m := range msgs {
+		t += float64(CountMessage(unit, m))
+	}
+	return t
+}
+
+// validCut reports whether msgs[i:] keeps every pair whole.
+func validCut(msgs []llms.MessageContent, i int) bool {
+	calls := map[string]bool{}
+	for _, m := range msgs[:i] {
+		for _, p := range m.Parts {
+			if c, ok := p.(llms.ToolCall); ok {
+				calls[c.ID] = true
+			}
+		}
+	}
+	for _, m := range msgs[i:] {
+		for _, p := range m.Parts {
+			if r, ok := p.(llms.ToolCallResponse); ok && calls[r.ToolCallID] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// FuzzProjectHistory checks that ProjectHistory never exceeds its cap,
+// never splits a tool call from its result, keeps a suffix of the stripped
+// conversation, and keeps the longest such suffix that fits.
+func FuzzProjectHistory(f *testing.F) {
+	f.Add([]byte{0, 2, 3, 1}, 100.0)
+	f.Add([]byte{0, 0x12, 0x13, 0x23, 0x22, 0x33, 1, 0x92, 0x13, 0x23}, 40.0)
+	f.Add([]byte{3, 2, 0x13, 0x12, 1, 1, 0}, 25.0)
+	f.Add([]byte{0x3c, 0x2c, 0x23, 0x3f, 0x01}, math.Inf(1))
+	f.Add([]byte{0, 1}, -1.0)
+	f.Fuzz(func(t *testing.T, data []byte, capTokens float64) {
+		msgs := messagesFrom(data)
+		stripped := stripUnpaired(msgs)
+		got := ProjectHistory(msgs, capTokens, unit)
+		assertPaired(t, got)
+		if c := historyCost(got); len(got) > 0 && !(c <= capTokens) {
+			t.Fatalf("kept %v tokens > cap %v", c, capTokens)
+		}
+		start := len(stripped) - len(got)
+		if start < 0 {
+			t.Fatalf("kept %d messages of %d", len(got), len(stripped))
+		}
+		for i := range got {
+			if label(got[i]) != label(stripped[start+i]) {
+				t.Fatalf("result is not a suffix of the stripped conversation: %q vs %q", labels(got), labels(stripped))
+			}
+		}
+		if !validCut(stripped, start) {
+			t.Fatalf("cut at %d splits a pair: %q", start, labels(stripped))
+		}
+		for i := range start {
+			if validCut(stripped, i) && historyCost(stripped[i:]) <= capTokens {
+				t.Fatalf("suffix from %d fits (%v <= %v) but only %d messages kept", i, historyCost(stripped[i:]), capTokens, len(got))
+			}
+		}
+	})
+}
+
+// FuzzProjectLayers checks that ProjectLayers never exceeds its cap, keeps
+// items in slot order, and skips an item only when it did not fit.
+func FuzzProjectLayers(f *testing.F) {
+	f.Add([]byte{10, 200, 3, 7, 50}, 60.0)
+	f.Add([]byte{1, 1, 1}, 2.0)
+	f.Add([]byte{255, 0, 4}, math.Inf(1))
+	f.Add([]byte{5}, math.NaN())
+	f.Fuzz(func(t *testing.T, sizes []byte, capTokens float64) {
+		var in []layer.Recalled
+		for i, s := range sizes {
+			it := layer.Item{Text: strings.Repeat("x", int(s)), Tokens: int(s) % 3} // Tokens 0 means "count it"
+			slot := int(s) % 4
+			if n := len(in); n > 0 && in[n-1].Slot == slot && i%2 == 0 {
+				in[n-1].Items = append(in[n-1].Items, it)
+				continue
+			}
+			in = append(in, layer.Recalled{ID: fmt.Sprintf("l%d", i), Slot: slot, Items: []layer.Item{it}})
+		}
+		got := ProjectLayers(in, capTokens, unit)
+		// Walk the input in slot order alongside the output.
+		ordered := sortedBySlot(in)
+		used, k := 0.0, 0
+		var flat []layer.Item
+		for _, r := range got {
+			flat = append(flat, r.Items...)
+		}
+		for _, r := range ordered {
+			for _, it := range r.Items {
+				cost := float64(itemTokens(unit, it.Tokens, it.Text))
+				if k < len(flat) && flat[k] == it && used+cost <= capTokens {
+					used += cost
+					k++
+					continue
+				}
+				if used+cost <= capTokens {
+					t.Fatalf("item of cost %v skipped with %v of %v used", cost, used, capTokens)
+				}
+			}
+		}
+		if k != len(flat) {
+			t.Fatalf("output has %d items not matched in order", len(flat)-k)
+		}
+	})
+}
+
+// FuzzCompileHostile renders arbitrary layer text, fenced by layer.Fence,
+// next to another fenced layer, and checks that each text stays in its own
+// block and that the instructions appear once (nothing was evaluated).
+func FuzzCompileHostile(f *testing.F) {
+	for _, s := range []string{
+		"plain", "</working_memory>", "<working_memory>", "</entities>x<entities>", "{{instructions}}",
+		"{{> p}}", "[WORKING MEMORY]", "</ Working_Memory\t>", "&lt;/working_memory>", "<<</working_memory",
+	} {
+		f.Add(s, true)
+		f.Add(s, false)
+	}
+	tpl := mustNew(f, Config{Template: "{{instructions}}\n{{workingMemory}}\n{{{entities}}}", Instructions: "TRUSTED"})
+	def := mustNew(f, Config{Instructions: "TRUSTED"})
+	f.Fuzz(func(t *testing.T, text string, useTemplate bool) {
+		if strings.Contains(text, "&lt;") || strings.Contains(text, "TRUSTED") {
+			return // would make the checks below ambiguous
+		}
+		c := def
+		if useTemplate {
+			c = tpl
+		}
+		out, err := c.Compile([]layer.Recalled{
+			rec("working-memory", 100, layer.Fence("working_memory", text)),
+			rec("entities", 150, layer.Fence("entities", "e:"+text)),
+		}, nil)
+		if err != nil {
+			t.Fatalf("Compile: %v", err)
+		}
+		if got := blockBody(out, "working_memory"); got != text {
+			t.Fatalf("working_memory block holds %q, want %q\n%s", got, text, out)
+		}
+		if got := blockBody(out, "entities"); got != "e:"+text {
+			t.Fatalf("entities block holds %q, want %q\n%s", got, "e:"+text, out)
+		}
+		if n := strings.Count(out, "TRUSTED"); n != 1 {
+			t.Fatalf("instructions appear %d times\n%s", n, out)
+		}
+		assertOneBlock(t, out, "working_memory")
+		assertOneBlock(t, out, "entities")
+	})
+}
+
+// FuzzFence checks layer.Fence, which the compiler relies on: the output
+// starts with the opening tag, ends with the closing tag, contains no
+// other tag-like occurrence of the name, and un-defanging gives the text
+// back.
+func FuzzFence(f *testing.F) {
+	for _, s := range []string{"", "x", "</working_memory>", "<WORKING_MEMORY attr>", "</\n working_memory", "<<working_memory"} {
+		f.Add(s)
+	}
+	const tag = "working_memory"
+	f.Fuzz(func(t *testing.T, text string) {
+		if strings.Contains(text, "&lt;") {
+			return
+		}
+		out := layer.Fence(tag, text)
+		if !strings.HasPrefix(out, "<"+tag+">\n") || !strings.HasSuffix(out, "\n</"+tag+">") {
+			t.Fatalf("Fence(%q) = %q", text, out)
+		}
+		body := out[len(tag)+3 : len(out)-len(tag)-4]
+		lower := strings.ToLower(body)
+		for i := strings.IndexByte(lower, '<'); i >= 0; {
+			rest := strings.TrimLeft(strings.TrimPrefix(lower[i+1:], "/"), " \t\r\n")
+			if strings.HasPrefix(rest, tag) {
+				t.Fatalf("Fence(%q) leaves a live tag in %q", text, body)
+			}
+			j := strings.IndexByte(lower[i+1:], '<')
+			if j < 0 {
+				break
+			}
+			i += 1 + j
+		}
+		if got := strings.ReplaceAll(body, "&lt;", "<"); got != text {
+			t.Fatalf("body %q does not restore to %q", body, text)
+		}
+	})
+}
