@@ -1,0 +1,393 @@
+// Command cms is the CMS assistant of memlayer's design: an agent that
+// edits pages of a (fake, in-process) CMS, with working memory and entity
+// memory, persisted to SQLite. It creates an About page, then "restarts"
+// (closes the database and builds a new agent on it) and asks "what
+// sections are on this page?": entity memory resolves "this page" to the
+// right ID.
+//
+// With no configuration it runs on a scripted model that reads its
+// prompt (no API key, no server). Set OPENAI_API_KEY (and optionally
+// OPENAI_MODEL) to use OpenAI, or OPENAI_BASE_URL for an OpenAI-compatible
+// server such as Ollama (http://localhost:11434/v1). Set
+// MEMLAYER_ENTITY_MEMORY=off to run without entity memory and watch the
+// reference fail.
+//
+// Usage:
+//
+//	go run ./examples/cms [-db file.db] [-thread id] [-v]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/openai"
+
+	"github.com/memlayer/memlayer/agentloop"
+	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/entitymemory"
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/storage/sqlite"
+	"github.com/memlayer/memlayer/workingmemory"
+)
+
+const instructions = `You are a CMS assistant. You create and edit pages and their sections with the tools.
+Keep your plan and progress in working memory (the working-memory_update tool).
+Answer briefly and mention page IDs.`
+
+// planSchema is the shape of the working memory.
+const planSchema = `{
+  "type": "object",
+  "properties": {
+    "task":   {"type": "string"},
+    "pageId": {"type": "string"},
+    "done":   {"type": "array", "items": {"type": "string"}},
+    "next":   {"type": "string"}
+  },
+  "additionalProperties": false
+}`
+
+// options configure one run of the example.
+type options struct {
+	DB       string // SQLite file; created if missing
+	Thread   string
+	Model    llms.Model // nil: from the environment, else scripted
+	Entities bool       // entity memory on
+	Logger   *slog.Logger
+}
+
+func main() {
+	db := flag.String("db", "", "SQLite file to keep memory in (default: a new file in the temp directory, removed afterwards)")
+	thread := flag.String("thread", "cms-demo", "conversation thread ID")
+	verbose := flag.Bool("v", false, "log every step")
+	flag.Parse()
+
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	opts := options{DB: *db, Thread: *thread, Logger: logger, Entities: os.Getenv("MEMLAYER_ENTITY_MEMORY") != "off"}
+	if opts.DB == "" {
+		dir, err := os.MkdirTemp("", "memlayer-cms-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer os.RemoveAll(dir)
+		opts.DB = filepath.Join(dir, "cms.db")
+	}
+	m, desc, err := modelFromEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	opts.Model = m
+	fmt.Printf("model: %s\ndatabase: %s\nentity memory: %v\n", desc, opts.DB, opts.Entities)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
+	defer cancel()
+	if err := run(ctx, os.Stdout, opts); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+// modelFromEnv returns the OpenAI(-compatible) model the environment
+// names, or nil for the scripted model.
+func modelFromEnv() (llms.Model, string, error) {
+	key, base := os.Getenv("OPENAI_API_KEY"), os.Getenv("OPENAI_BASE_URL")
+	if key == "" && base == "" {
+		return nil, "scripted (set OPENAI_API_KEY or OPENAI_BASE_URL for a real model)", nil
+	}
+	name := os.Getenv("OPENAI_MODEL")
+	if name == "" {
+		name = "gpt-4o-mini"
+	}
+	opts := []openai.Option{openai.WithModel(name)}
+	if key == "" {
+		key = "unused" // local servers ignore it; the client requires one
+	}
+	opts = append(opts, openai.WithToken(key))
+	if base != "" {
+		opts = append(opts, openai.WithBaseURL(base))
+	}
+	m, err := openai.New(opts...)
+	if err != nil {
+		return nil, "", fmt.Errorf("openai: %w", err)
+	}
+	return m, name + " via " + cmp(base, "api.openai.com"), nil
+}
+
+func cmp(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// process is one "process" of the assistant: a store and an agent on it.
+type process struct {
+	store *sqlite.Store
+	agent *agentloop.Agent
+	tap   *tapModel
+}
+
+// start opens the database and builds the agent, as a fresh process would.
+func start(ctx context.Context, opts options, cms *fakeCMS) (*process, error) {
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: opts.DB})
+	if err != nil {
+		return nil, err
+	}
+	wm, err := workingmemory.New(workingmemory.Config{Schema: planSchema})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	layers := []layer.Layer{wm}
+	if opts.Entities {
+		em, err := entitymemory.New(entitymemory.Config{})
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		layers = append(layers, em)
+	}
+	model := opts.Model
+	if model == nil {
+		model = agenttest.NewFunc(scriptedCMS)
+	}
+	tap := &tapModel{Model: model}
+	a, err := agentloop.New(agentloop.Config{
+		Name:         "cms-assistant",
+		Model:        tap,
+		Instructions: instructions,
+		Layers:       layers,
+		Tools:        cms.tools(),
+		Store:        st,
+		MaxSteps:     8,
+		Timeout:      45 * time.Second,
+		Logger:       opts.Logger,
+	})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &process{store: st, agent: a, tap: tap}, nil
+}
+
+// run plays the conversation and prints it with the memory blocks.
+func run(ctx context.Context, w io.Writer, opts options) error {
+	if opts.Thread == "" {
+		opts.Thread = "cms-demo"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	cms := newCMS()
+
+	fmt.Fprintln(w, "\n=== process 1 ===")
+	p, err := start(ctx, opts, cms)
+	if err != nil {
+		return err
+	}
+	if err := turn(ctx, w, p, opts, "Create an About page with a hero section and a team section."); err != nil {
+		p.store.Close()
+		return err
+	}
+	if err := p.store.Close(); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(w, "\n=== process 2 (restarted: new agent, same database) ===")
+	p, err = start(ctx, opts, cms)
+	if err != nil {
+		return err
+	}
+	defer p.store.Close()
+	for _, q := range []string{"What sections are on this page?", "Rename it to About Us and publish it."} {
+		if err := turn(ctx, w, p, opts, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// turn runs one user message and prints what happened.
+func turn(ctx context.Context, w io.Writer, p *process, opts options, input string) error {
+	fmt.Fprintf(w, "\nuser: %s\n", input)
+	res, err := p.agent.Run(ctx, agentloop.RunInput{ThreadID: opts.Thread, ResourceID: "acme-site", Input: input})
+	if res != nil {
+		printTurn(w, res.Messages)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "assistant: %s\n", res.Output)
+	fmt.Fprintf(w, "  (%d steps, %d tool calls, %d tokens%s)\n", res.Steps, res.ToolCalls, res.Usage.TotalTokens, map[bool]string{true: " estimated"}[res.Usage.Estimated])
+	fmt.Fprintln(w, "\n--- memory blocks in the last system prompt ---")
+	fmt.Fprintln(w, memoryBlocks(p.tap.lastSystem()))
+	return nil
+}
+
+// printTurn prints the tool traffic of the last turn in msgs.
+func printTurn(w io.Writer, msgs []llms.MessageContent) {
+	start := 0
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == llms.ChatMessageTypeHuman {
+			start = i + 1
+			break
+		}
+	}
+	for _, m := range msgs[start:] {
+		for _, part := range m.Parts {
+			switch p := part.(type) {
+			case llms.ToolCall:
+				fmt.Fprintf(w, "  -> %s %s\n", p.FunctionCall.Name, p.FunctionCall.Arguments)
+			case llms.ToolCallResponse:
+				fmt.Fprintf(w, "  <- %s\n", clip(p.Content, 160))
+			}
+		}
+	}
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// memoryBlocks returns the system prompt without the instructions.
+func memoryBlocks(system string) string {
+	rest := strings.TrimSpace(strings.TrimPrefix(system, instructions))
+	if rest == "" {
+		return "(none)"
+	}
+	return rest
+}
+
+// tapModel records the system prompt of the last call, to show the
+// memory blocks whatever the model.
+type tapModel struct {
+	llms.Model
+	mu     sync.Mutex
+	system string
+}
+
+func (t *tapModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
+	for _, m := range msgs {
+		if m.Role == llms.ChatMessageTypeSystem {
+			var b strings.Builder
+			for _, p := range m.Parts {
+				if tp, ok := p.(llms.TextContent); ok {
+					b.WriteString(tp.Text)
+				}
+			}
+			t.mu.Lock()
+			t.system = b.String()
+			t.mu.Unlock()
+		}
+	}
+	return t.Model.GenerateContent(ctx, msgs, opts...)
+}
+
+func (t *tapModel) lastSystem() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.system
+}
+
+// pageInMemory finds the most recent page ID in the entity memory block
+// of a system prompt: pages are listed newest first, as `"Title" (pg_…`.
+var pageInMemory = regexp.MustCompile(`(?mi)^pages:\n\s+- "[^"\n]*" \((pg_[0-9a-f]+)`)
+
+// scriptedCMS is the scripted model: it decides every step from the
+// request alone, like a real model would. It never receives an ID from
+// the program: page IDs come from the memory in its system prompt.
+func scriptedCMS(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
+	user := r.LastUser()
+	results := r.ToolResults()
+	last := ""
+	if len(results) > 0 {
+		last = results[0].Name
+	}
+	pageID := ""
+	if m := pageInMemory.FindStringSubmatch(r.System()); m != nil {
+		pageID = m[1]
+	}
+	noPage := agenttest.Text("Which page do you mean? I have no page in my working memory.")
+	switch {
+	case strings.HasPrefix(user, "Create"):
+		switch last {
+		case "":
+			return agenttest.Calls(agenttest.Call("createPage", map[string]string{"title": "About", "slug": "about"})), nil
+		case "createPage":
+			if pageID == "" {
+				return noPage, nil
+			}
+			return agenttest.Calls(
+				agenttest.Call("addSection", map[string]string{"pageId": pageID, "type": "hero", "heading": "We build calm software"}),
+				agenttest.Call("addSection", map[string]string{"pageId": pageID, "type": "team", "heading": "Meet the team"}),
+			), nil
+		case "addSection":
+			if r.HasTool("working-memory_update") {
+				return agenttest.Calls(agenttest.Call("working-memory_update", map[string]any{
+					"task": "About page", "pageId": pageID, "done": []string{"created page", "added hero", "added team"}, "next": "review with the user",
+				})), nil
+			}
+			fallthrough
+		default:
+			return agenttest.Text(fmt.Sprintf("Created the About page (%s) with a hero and a team section.", pageID)), nil
+		}
+	case strings.Contains(user, "this page"):
+		switch last {
+		case "":
+			if pageID == "" {
+				return noPage, nil
+			}
+			return agenttest.Calls(agenttest.Call("listSections", map[string]string{"pageId": pageID})), nil
+		default:
+			var out struct {
+				PageID   string `json:"pageId"`
+				Sections []struct {
+					Type, Heading string
+				} `json:"sections"`
+			}
+			if err := json.Unmarshal([]byte(results[0].Content), &out); err != nil {
+				return agenttest.Text("The CMS said: " + results[0].Content), nil
+			}
+			var parts []string
+			for _, s := range out.Sections {
+				parts = append(parts, fmt.Sprintf("%s (%q)", s.Type, s.Heading))
+			}
+			return agenttest.Text(fmt.Sprintf("Page %s has %d sections: %s.", out.PageID, len(parts), strings.Join(parts, ", "))), nil
+		}
+	case strings.HasPrefix(user, "Rename"):
+		switch last {
+		case "":
+			if pageID == "" {
+				return noPage, nil
+			}
+			return agenttest.Calls(agenttest.Call("updatePage", map[string]string{"pageId": pageID, "title": "About Us", "status": "published"})), nil
+		default:
+			if strings.HasPrefix(results[0].Content, "error:") {
+				return agenttest.Text("That failed: " + results[0].Content), nil
+			}
+			return agenttest.Text(fmt.Sprintf("Renamed %s to \"About Us\" and published it.", pageID)), nil
+		}
+	}
+	return nil, errors.New("scripted model: no script for " + user)
+}
