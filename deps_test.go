@@ -1,0 +1,293 @@
+package memlayer_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/memlayer/memlayer"
+
+// pkgInfo is what go list says about one package of the module.
+type pkgInfo struct {
+	path    string   // relative to the module: "layer", "storage/sqlite"; "" for the root
+	imports []string // direct imports, as full paths
+	deps    []string // transitive imports, as full paths (not test-only ones)
+}
+
+// listModule lists the module's packages with their imports and
+// dependencies, and the set of standard-library packages among them. The
+// tree is built concurrently by several people, so a package that does not
+// compile yet is still listed (go list -e) with what it imports.
+func listModule(t *testing.T) (map[string]pkgInfo, map[string]bool) {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go command not found")
+	}
+	run := func(args ...string) []byte {
+		t.Helper()
+		cmd := exec.CommandContext(t.Context(), "go", args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil && len(out) == 0 {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
+		}
+		return out
+	}
+	pkgs := map[string]pkgInfo{}
+	out := run("list", "-e", "-f", "{{.ImportPath}}|{{join .Imports \",\"}}|{{join .Deps \",\"}}", "./...")
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), "|", 3)
+		if len(parts) != 3 || !inModule(parts[0]) {
+			continue
+		}
+		p := pkgInfo{path: rel(parts[0]), imports: split(parts[1]), deps: split(parts[2])}
+		pkgs[p.path] = p
+	}
+	std := map[string]bool{}
+	out = run("list", "-e", "-deps", "-f", "{{if .Standard}}{{.ImportPath}}{{end}}", "./...")
+	for line := range strings.SplitSeq(string(out), "\n") {
+		if line != "" {
+			std[line] = true
+		}
+	}
+	if len(pkgs) == 0 {
+		t.Fatal("go list found no packages in the module")
+	}
+	return pkgs, std
+}
+
+func split(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+func inModule(path string) bool { return path == module || strings.HasPrefix(path, module+"/") }
+
+func rel(path string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(path, module), "/")
+}
+
+// under reports whether the module-relative path p is dir or inside it.
+func under(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+
+// TestImportDirection enforces the import rules of DESIGN.md on the
+// module as it is now. Rules about packages that do not exist yet are
+// skipped.
+func TestImportDirection(t *testing.T) {
+	pkgs, std := listModule(t)
+	for _, r := range importRules {
+		t.Run(r.name, func(t *testing.T) {
+			if r.needs != nil && !slices.ContainsFunc(r.needs, func(p string) bool { _, ok := pkgs[p]; return ok }) {
+				t.Skipf("none of %v exists yet", r.needs)
+			}
+			for _, v := range r.check(pkgs, std) {
+				t.Error(v)
+			}
+		})
+	}
+}
+
+// An importRule returns one message per violation.
+type importRule struct {
+	name  string
+	needs []string // skip unless one of these packages exists
+	check func(pkgs map[string]pkgInfo, std map[string]bool) []string
+}
+
+// forbid reports each module package in deps (other than pkg itself) for
+// which bad is true.
+func forbid(pkg string, deps []string, bad func(dep string) bool, why string) []string {
+	var out []string
+	for _, d := range deps {
+		if !inModule(d) {
+			continue
+		}
+		if r := rel(d); r != pkg && bad(r) {
+			out = append(out, fmt.Sprintf("%s imports %s: %s", pkg, r, why))
+		}
+	}
+	return out
+}
+
+// nonStandard reports each dependency that is neither in the standard
+// library nor in allowed (module-relative paths).
+func nonStandard(pkg string, deps []string, std map[string]bool, allowed ...string) []string {
+	var out []string
+	for _, d := range deps {
+		switch {
+		case std[d]:
+		case inModule(d) && slices.Contains(allowed, rel(d)):
+		case inModule(d):
+			out = append(out, fmt.Sprintf("%s imports %s: only %v of the module is allowed", pkg, rel(d), allowed))
+		default:
+			out = append(out, fmt.Sprintf("%s imports %s: only the standard library is allowed (no langchaingo, no third party)", pkg, d))
+		}
+	}
+	return out
+}
+
+func anyUnder(d string, dirs ...string) bool {
+	return slices.ContainsFunc(dirs, func(dir string) bool { return under(d, dir) })
+}
+
+var importRules = []importRule{
+	{"storage imports only the standard library", []string{"storage"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
+		return nonStandard("storage", pkgs["storage"].deps, std)
+	}},
+	{"layer imports only the standard library and storage", []string{"layer"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
+		return nonStandard("layer", pkgs["layer"].deps, std, "storage")
+	}},
+	{"layertest imports only the standard library, layer and storage", []string{"layer/layertest"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
+		return nonStandard("layer/layertest", pkgs["layer/layertest"].deps, std, "layer", "storage")
+	}},
+	{"prompt imports no storage, concrete layer or agentloop", []string{"prompt"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
+		var out []string
+		for path, p := range pkgs {
+			if !under(path, "prompt") {
+				continue
+			}
+			// layer itself imports storage, so the ban on storage is on
+			// prompt's own imports.
+			out = append(out, forbid(path, p.imports, func(d string) bool { return under(d, "storage") }, "prompt must not use storage")...)
+			out = append(out, forbid(path, p.deps, func(d string) bool {
+				return anyUnder(d, "workingmemory", "entitymemory", "agentloop", "examples")
+			}, "prompt must not depend on a concrete layer, agentloop or examples")...)
+		}
+		return out
+	}},
+	{"concrete layers import neither each other, prompt nor agentloop", []string{"workingmemory", "entitymemory"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
+		var out []string
+		for path, p := range pkgs {
+			var other string
+			switch {
+			case under(path, "workingmemory"):
+				other = "entitymemory"
+			case under(path, "entitymemory"):
+				other = "workingmemory"
+			default:
+				continue
+			}
+			out = append(out, forbid(path, p.deps, func(d string) bool {
+				return anyUnder(d, other, "prompt", "agentloop", "examples")
+			}, "concrete layers share only layer and storage")...)
+		}
+		return out
+	}},
+	{"only examples import agentloop", []string{"agentloop"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
+		var out []string
+		for path, p := range pkgs {
+			if anyUnder(path, "examples", "agentloop") {
+				continue
+			}
+			out = append(out, forbid(path, p.deps, func(d string) bool { return under(d, "agentloop") }, "only examples may import agentloop")...)
+		}
+		return out
+	}},
+	{"nothing imports examples", nil, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
+		var out []string
+		for path, p := range pkgs {
+			out = append(out, forbid(path, p.deps, func(d string) bool { return under(d, "examples") }, "examples are programs, not libraries")...)
+		}
+		return out
+	}},
+	{"conformance suites are imported only from tests", nil, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
+		var out []string
+		for path, p := range pkgs {
+			out = append(out, forbid(path, p.deps, func(d string) bool {
+				return (d == "layer/layertest" || d == "storage/storagetest") && !under(path, d)
+			}, "a conformance suite may be imported only from _test.go files")...)
+		}
+		return out
+	}},
+}
+
+// The rules catch each kind of violation in a made-up module.
+func TestImportRulesCatchViolations(t *testing.T) {
+	full := func(ps ...string) []string {
+		var out []string
+		for _, p := range ps {
+			if strings.Contains(p, ".") || !strings.Contains(p, "/") && std[p] {
+				out = append(out, p)
+			} else {
+				out = append(out, module+"/"+p)
+			}
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		pkg  string
+		deps []string
+		want string // substring of every expected violation (at least one); "" for none
+	}{
+		{"storage on stdlib", "storage", []string{"context", "errors"}, ""},
+		{"storage on layer", "storage", []string{"layer"}, "storage imports layer"},
+		{"storage on third party", "storage", []string{"github.com/redis/go-redis/v9"}, "go-redis"},
+		{"layer on storage", "layer", []string{"storage", "context"}, ""},
+		{"layer on langchaingo", "layer", []string{"storage", "github.com/tmc/langchaingo/llms"}, "langchaingo"},
+		{"layer on prompt", "layer", []string{"prompt"}, "layer imports prompt"},
+		{"layertest on layer", "layer/layertest", []string{"layer", "storage", "testing"}, ""},
+		{"layertest on workingmemory", "layer/layertest", []string{"layer", "workingmemory"}, "imports workingmemory"},
+		{"prompt on layer", "prompt", []string{"layer", "github.com/aymerick/raymond"}, ""},
+		{"prompt on workingmemory", "prompt", []string{"layer", "workingmemory"}, "prompt imports workingmemory"},
+		{"prompt on agentloop", "prompt", []string{"agentloop"}, "prompt imports agentloop"},
+		{"workingmemory on entitymemory", "workingmemory", []string{"layer", "entitymemory"}, "workingmemory imports entitymemory"},
+		{"entitymemory on prompt", "entitymemory", []string{"prompt"}, "entitymemory imports prompt"},
+		{"workingmemory on layer", "workingmemory", []string{"layer", "storage"}, ""},
+		{"layer on agentloop", "layer", []string{"storage", "agentloop"}, "imports agentloop"},
+		{"agentloop on prompt", "agentloop", []string{"layer", "prompt", "storage"}, ""},
+		{"examples on agentloop", "examples/cms", []string{"agentloop", "workingmemory"}, ""},
+		{"agentloop on examples", "agentloop", []string{"examples/cms"}, "agentloop imports examples/cms"},
+		{"storage/sqlite on storagetest", "storage/sqlite", []string{"storage", "storage/storagetest"}, "storage/sqlite imports storage/storagetest"},
+		{"entitymemory on layertest", "entitymemory", []string{"layer", "layer/layertest"}, "entitymemory imports layer/layertest"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := pkgInfo{path: tt.pkg, deps: full(tt.deps...)}
+			p.imports = p.deps
+			pkgs := map[string]pkgInfo{tt.pkg: p}
+			var got []string
+			for _, r := range importRules {
+				got = append(got, r.check(pkgs, std)...)
+			}
+			switch {
+			case tt.want == "" && len(got) > 0:
+				t.Errorf("unexpected violations %q", got)
+			case tt.want != "" && (len(got) == 0 || slices.ContainsFunc(got, func(v string) bool { return !strings.Contains(v, tt.want) })):
+				t.Errorf("violations %q, want some, each containing %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// std is a small standard-library set for the made-up module.
+var std = map[string]bool{"context": true, "errors": true, "testing": true}
+
+// TestListModuleSeesTestOnlyImports checks the premise of the conformance
+// suite rule: go list without -test leaves out imports made only by
+// _test.go files (layer's tests import layertest).
+func TestListModuleSeesTestOnlyImports(t *testing.T) {
+	pkgs, _ := listModule(t)
+	p, ok := pkgs["layer"]
+	if !ok {
+		t.Skip("no layer package yet")
+	}
+	for _, d := range p.deps {
+		if rel(d) == "layer/layertest" {
+			t.Fatal("go list -deps of layer includes layer/layertest: test imports leak into the check")
+		}
+	}
+	if len(p.deps) == 0 {
+		t.Error("go list reported no dependencies for layer")
+	}
+}
