@@ -42,9 +42,11 @@
 //     does not affect other layers. Provided functions called as tools run
 //     between Recall and Store and are serialised with them.
 //  4. OnSpawn, when the agent spawns a child: see [Stack.Spawn]. A failed
-//     OnSpawn leaves the layer out of the child. OnReturn, when the child
-//     finishes: see [Stack.Return]. A failed OnReturn leaves the parent
-//     layer unchanged.
+//     OnSpawn leaves the layer out of the child. A layer the child shares
+//     with the parent (the same value) stays the parent's: the child does
+//     not close it and its hooks are serialised across both stacks.
+//     OnReturn, when the child finishes: see [Stack.Return]. A failed
+//     OnReturn leaves the parent layer unchanged.
 //  5. Close, once, when the run ends, successful or not, in reverse
 //     registration order.
 //
@@ -52,11 +54,38 @@
 //
 // Every hook runs under a timeout ([Spec.Timeouts], else
 // [StackConfig.Timeouts], else [DefaultTimeouts]) and with panics
-// recovered. Failures are [*Error] values naming the layer and the hook;
-// they are logged through log/slog and sent to the stack's Observer. A hook
-// that outlives its timeout keeps its layer busy until it returns: later
-// hooks of that layer wait, and time out, rather than run concurrently with
-// it. Other layers are never held up.
+// recovered ([ErrPanic]). Failures are [*Error] values naming the layer and
+// the hook; they are logged through log/slog and sent to the stack's
+// Observer. A hook that outlives its timeout ([ErrTimeout]) has its context
+// cancelled and its result dropped: late items never reach the prompt, and
+// a layer bound by a late Init or OnSpawn is closed, not used. The hook
+// keeps its layer busy until it returns: later hooks of that layer wait,
+// and time out, rather than run concurrently with it. Other layers are
+// never held up. A layer that mutates its own state in a hook that has
+// timed out should check its context first: the stack cannot undo what a
+// hook does to the layer itself.
+//
+// Hooks never run on the caller's goroutine, so even a hook that ignores
+// its context cannot block the caller past its timeout. To keep that cheap
+// (a step of three layers costs a few microseconds), the stack does not
+// start a goroutine and a timer per hook: Recall's hooks run one after the
+// other on a single goroutine and Store's on one goroutine per layer,
+// while the caller sleeps until they finish or the running hook's deadline
+// passes; only then is the slow hook abandoned and the rest of the batch
+// continued on a fresh goroutine. Under a context that is already done no
+// hook is started (the error is the context's), except Close.
+//
+// Close always runs: under a cancelled context too (a run that ends by
+// cancellation must still flush), with the context's values but not its
+// cancellation, each Close bounded by its timeout. When Init aborts, the
+// layers already initialised are closed the same way.
+//
+// # Wrapping layers
+//
+// [As] walks [Unwrapper] chains, so a wrapper exposes the hooks of what it
+// wraps. Init and OnSpawn return a new layer, and through the chain that is
+// the inner layer's, without the wrapper: a wrapper that must stay in place
+// for the run implements Init (and OnSpawn) itself and wraps the result.
 //
 // # Scopes and storage
 //
@@ -78,8 +107,15 @@
 //
 // # Concurrency
 //
-// A [Stack] is safe for concurrent use. Hooks of one layer never run
-// concurrently with each other, so a bound layer needs no lock for its own
-// per-run state. A registered (template) layer may be initialised by many
-// runs at once.
+// A [Stack] is safe for concurrent use. Hooks of one layer (tool calls and
+// data reads included) never run concurrently with each other, so a bound
+// layer needs no lock for its own per-run state. A registered (template)
+// layer may be initialised by many runs at once. The Observer is called
+// without the stack's locks held and may read the stack.
+//
+// # Conformance
+//
+// Package layertest is the suite every Layer implementation can run: valid
+// spec, Init independence, snapshot round trips, refusal of garbage, Clear,
+// Close idempotence, tool names and concurrent use through a Stack.
 package layer

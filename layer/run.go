@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +53,10 @@ type job struct {
 	query Query
 	turn  *Turn
 	items []Item
+	// late, when set, runs on the runner goroutine when the hook returns
+	// after the caller gave up on it, to release what the hook produced
+	// (a layer bound by a timed-out Init).
+	late func()
 
 	ctx    hookCtx
 	start  atomic.Int64 // monoNow() when started, 0 before
@@ -120,7 +125,11 @@ func (b *batch) runJob(j *job) bool {
 	j.end = monoNow()
 	j.result = res
 	if !j.state.CompareAndSwap(jobPending, jobDone) {
-		return false // too late: the result is dropped
+		// Too late: the result is dropped.
+		if j.late != nil {
+			j.late()
+		}
+		return false
 	}
 	if b.remaining.Add(-1) == 0 {
 		close(b.done)
@@ -275,11 +284,42 @@ func (s *Stack) wait(ctx context.Context, b *batch) {
 // call runs one hook of one layer through the runner and returns its
 // (wrapped, already reported) error.
 func (s *Stack) call(ctx context.Context, e *entry, hook string, fn func(context.Context) error) error {
+	return s.callLate(ctx, e, hook, fn, nil)
+}
+
+// callLate is call with a clean-up for a result that arrives after the
+// caller gave up (see job.late).
+func (s *Stack) callLate(ctx context.Context, e *entry, hook string, fn func(context.Context) error, late func()) error {
 	b := newBatch(1, false)
 	j := &b.jobs[0]
-	j.e, j.hook, j.run, j.call = e, hook, runClosure, fn
+	j.e, j.hook, j.run, j.call, j.late = e, hook, runClosure, fn, late
 	s.runBatch(ctx, b)
 	return j.err
+}
+
+// closeLate closes a layer produced by a hook that returned too late, so
+// that a timed-out Init or OnSpawn leaks nothing. It runs on the runner
+// goroutine, bounded by the layer's Close timeout.
+func closeLate(l Layer, timeout time.Duration) {
+	if l == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() { _ = recover() }()
+		if c, ok := As[Closer](l); ok {
+			_ = c.Close(ctx)
+		} else if c, ok := As[io.Closer](l); ok {
+			_ = c.Close()
+		}
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 // hookCtx is the context a hook runs under: the caller's values and

@@ -172,14 +172,14 @@ func (s *Stack) Init(ctx context.Context) error {
 			continue
 		}
 		var bound Layer
-		err := s.call(ctx, e, HookInit, func(ctx context.Context) error {
+		err := s.callLate(ctx, e, HookInit, func(ctx context.Context) error {
 			l, err := init.Init(ctx, s.env)
 			if err == nil && l == nil {
 				err = errors.New("Init returned a nil layer")
 			}
 			bound = l
 			return err
-		})
+		}, func() { closeLate(bound, e.timeouts.Close) })
 		if err != nil {
 			if e.spec.DisableOnInitError {
 				s.mu.Lock()
@@ -401,18 +401,28 @@ func (s *Stack) Spawn(ctx context.Context, childEnv Env) (*Stack, error) {
 		}
 		var cl Layer
 		if sp, ok := As[Spawner](e.live); ok {
-			if err := s.call(ctx, e, HookSpawn, func(ctx context.Context) error {
+			live := e.live
+			if err := s.callLate(ctx, e, HookSpawn, func(ctx context.Context) error {
 				var err error
 				cl, err = sp.OnSpawn(ctx, childEnv)
 				return err
+			}, func() {
+				if !sameLayer(cl, live) {
+					closeLate(cl, e.timeouts.Close)
+				}
 			}); err != nil {
 				continue
 			}
 		} else if init, ok := As[Initializer](e.tmpl); ok {
-			if err := s.call(ctx, e, HookInit, func(ctx context.Context) error {
+			live := e.live
+			if err := s.callLate(ctx, e, HookInit, func(ctx context.Context) error {
 				var err error
 				cl, err = init.Init(ctx, childEnv)
 				return err
+			}, func() {
+				if !sameLayer(cl, live) {
+					closeLate(cl, e.timeouts.Close)
+				}
 			}); err != nil {
 				continue
 			}

@@ -594,3 +594,46 @@ func TestStackConcurrentUse(t *testing.T) {
 		t.Errorf("count = %d, want 160 (a store was lost)", got)
 	}
 }
+
+// slowInit binds after release is closed, ignoring its context; the
+// layer it binds records its Close.
+type slowInit struct {
+	release chan struct{}
+	closed  chan struct{}
+}
+
+func (s *slowInit) Spec() layer.Spec {
+	return layer.Spec{ID: "slow-init", Timeouts: layer.Timeouts{Init: 30 * time.Millisecond}}
+}
+func (s *slowInit) Recall(context.Context, layer.Query) ([]layer.Item, error) { return nil, nil }
+func (s *slowInit) Init(context.Context, layer.Env) (layer.Layer, error) {
+	<-s.release
+	return &sharedCloserFunc{spec: s.Spec(), close: func() { close(s.closed) }}, nil
+}
+
+type sharedCloserFunc struct {
+	spec  layer.Spec
+	close func()
+}
+
+func (s *sharedCloserFunc) Spec() layer.Spec                                          { return s.spec }
+func (s *sharedCloserFunc) Recall(context.Context, layer.Query) ([]layer.Item, error) { return nil, nil }
+func (s *sharedCloserFunc) Close(context.Context) error                               { s.close(); return nil }
+
+// An Init that returns after its timeout aborts the run, and the layer it
+// bound late is closed rather than leaked.
+func TestInitTimeoutClosesLateLayer(t *testing.T) {
+	si := &slowInit{release: make(chan struct{}), closed: make(chan struct{})}
+	s := mustStack(t, layer.StackConfig{Layers: []layer.Layer{si}})
+	err := s.Init(t.Context())
+	var le *layer.Error
+	if !errors.Is(err, layer.ErrTimeout) || !errors.As(err, &le) || le.Hook != layer.HookInit {
+		t.Fatalf("Init = %v, want ErrTimeout from init", err)
+	}
+	close(si.release)
+	select {
+	case <-si.closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the late-bound layer was never closed")
+	}
+}
