@@ -616,9 +616,11 @@ type sharedCloserFunc struct {
 	close func()
 }
 
-func (s *sharedCloserFunc) Spec() layer.Spec                                          { return s.spec }
-func (s *sharedCloserFunc) Recall(context.Context, layer.Query) ([]layer.Item, error) { return nil, nil }
-func (s *sharedCloserFunc) Close(context.Context) error                               { s.close(); return nil }
+func (s *sharedCloserFunc) Spec() layer.Spec { return s.spec }
+func (s *sharedCloserFunc) Recall(context.Context, layer.Query) ([]layer.Item, error) {
+	return nil, nil
+}
+func (s *sharedCloserFunc) Close(context.Context) error { s.close(); return nil }
 
 // An Init that returns after its timeout aborts the run, and the layer it
 // bound late is closed rather than leaked.
