@@ -794,7 +794,9 @@ type kvEntrySnapshot struct {
 // Snapshot returns kv and its descendants (entries with metadata, and
 // scopes) as versioned JSON, for [KV.Restore]. Expired entries are left
 // out.
-func (kv *KV) Snapshot() (json.RawMessage, error) {
+func (kv *KV) Snapshot() (json.RawMessage, error) { return kv.snapshot(true) }
+
+func (kv *KV) snapshot(children bool) (json.RawMessage, error) {
 	now := kv.tree.cfg.Now()
 	kv.tree.mu.RLock()
 	if kv.disposed {
@@ -813,8 +815,10 @@ func (kv *KV) Snapshot() (json.RawMessage, error) {
 			}
 			out.Entries[k] = kvEntrySnapshot{Value: e.raw, Meta: e.meta, CreatedAt: e.created, UpdatedAt: e.updated, AccessCount: e.accesses.Load()}
 		}
-		for _, name := range slices.Sorted(maps.Keys(s.children)) {
-			out.Children = append(out.Children, snap(s.children[name]))
+		if children {
+			for _, name := range slices.Sorted(maps.Keys(s.children)) {
+				out.Children = append(out.Children, snap(s.children[name]))
+			}
 		}
 		return out
 	}
@@ -831,7 +835,11 @@ func (kv *KV) Snapshot() (json.RawMessage, error) {
 // snapshot taken by [KV.Snapshot] (of any scope: the snapshot's root
 // becomes kv). It checks the whole snapshot (format, keys, values,
 // limits) before changing anything; on error kv is unchanged.
-func (kv *KV) Restore(data json.RawMessage) error {
+func (kv *KV) Restore(data json.RawMessage) error { return kv.restore(data, false) }
+
+// restore is Restore; with keepChildren, kv's child scopes are kept and
+// only its own entries replaced (the snapshot must have no children).
+func (kv *KV) restore(data json.RawMessage, keepChildren bool) error {
 	var snap kvSnapshot
 	if err := json.Unmarshal(data, &snap); err != nil {
 		return fmt.Errorf("%w: kv snapshot: %w", ErrInvalidValue, err)
@@ -875,6 +883,9 @@ func (kv *KV) Restore(data json.RawMessage) error {
 	if err := check(snap.kvScopeSnapshot, true); err != nil {
 		return err
 	}
+	if keepChildren && len(snap.Children) > 0 {
+		return fmt.Errorf("%w: kv snapshot: a layer snapshot holds one scope, this one has children", ErrInvalidValue)
+	}
 	t := kv.tree
 	t.mu.Lock()
 	if kv.disposed {
@@ -887,6 +898,9 @@ func (kv *KV) Restore(data json.RawMessage) error {
 	count = func(s *KV) {
 		curScopes++
 		curEntries += len(s.entries)
+		if keepChildren {
+			return
+		}
 		for _, c := range s.children {
 			count(c)
 		}
@@ -910,11 +924,15 @@ func (kv *KV) Restore(data json.RawMessage) error {
 			c.entries, c.children = nil, nil
 		}
 	}
-	detach(kv)
+	if !keepChildren {
+		detach(kv)
+	}
 	var build func(s *KV, snap kvScopeSnapshot)
 	build = func(s *KV, snap kvScopeSnapshot) {
 		s.entries = make(map[string]*kvEntry, len(snap.Entries))
-		s.children = map[string]*KV{}
+		if s != kv || !keepChildren {
+			s.children = map[string]*KV{}
+		}
 		for k, e := range snap.Entries {
 			ne := &kvEntry{raw: slices.Clone([]byte(e.Value)), meta: e.Meta, created: e.CreatedAt, updated: e.UpdatedAt, expires: e.Meta.ExpiresAt}
 			ne.accesses.Store(e.AccessCount)

@@ -96,12 +96,17 @@ func (l *KVLayer) OnReturn(ctx context.Context, child layer.Layer) error {
 	return cl.kv.Dispose()
 }
 
-// Snapshot implements layer.Snapshotter with [KV.Snapshot].
-func (l *KVLayer) Snapshot(ctx context.Context) (json.RawMessage, error) { return l.kv.Snapshot() }
+// Snapshot implements layer.Snapshotter: the entries of the layer's own
+// scope, in the [KV.Snapshot] format. Child scopes belong to running child
+// agents and are not part of a checkpoint.
+func (l *KVLayer) Snapshot(ctx context.Context) (json.RawMessage, error) {
+	return l.kv.snapshot(false)
+}
 
-// Restore implements layer.Snapshotter with [KV.Restore].
+// Restore implements layer.Snapshotter: it replaces the entries of the
+// layer's own scope (child scopes are kept) with a snapshot's.
 func (l *KVLayer) Restore(ctx context.Context, data json.RawMessage) error {
-	return l.kv.Restore(data)
+	return l.kv.restore(data, true)
 }
 
 // Clear implements layer.Clearer: it clears the layer's own scope.

@@ -187,7 +187,7 @@ type node struct {
 	types      uint8
 	propKeys   []string // sorted
 	propNodes  []*node  // propNodes[i] is the schema of propKeys[i]
-	additional *node // nil: anything allowed
+	additional *node    // nil: anything allowed
 	required   []string
 	enum       []any
 	hasConst   bool
