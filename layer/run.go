@@ -122,6 +122,9 @@ func (b *batch) runJob(j *job) bool {
 		}
 	}
 	res := j.protected(sem)
+	// Like the cancel of context.WithTimeout: whatever the hook started
+	// under its context learns that the hook is over.
+	j.ctx.cancel(context.Canceled)
 	j.end = monoNow()
 	j.result = res
 	if !j.state.CompareAndSwap(jobPending, jobDone) {

@@ -639,3 +639,29 @@ func TestInitTimeoutClosesLateLayer(t *testing.T) {
 		t.Fatal("the late-bound layer was never closed")
 	}
 }
+
+// A hook's context is cancelled once the hook returns, as with
+// context.WithTimeout, so work it started under that context stops.
+func TestHookContextCancelledAfterReturn(t *testing.T) {
+	var kept context.Context
+	s := initStack(t, layer.StackConfig{Layers: []layer.Layer{
+		layer.Func(layer.Spec{ID: "keeps"}, func(ctx context.Context, _ layer.Query) ([]layer.Item, error) {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			kept = ctx
+			return nil, nil
+		}),
+	}})
+	if _, err := s.Recall(t.Context(), layer.Query{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-kept.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("hook context still live after the hook returned")
+	}
+	if !errors.Is(kept.Err(), context.Canceled) {
+		t.Errorf("Err = %v, want Canceled", kept.Err())
+	}
+}
