@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Entity is something the agent worked on: a page, a section, an issue, a
@@ -116,7 +117,8 @@ type Extractor struct {
 	maxPerList int
 	maxResult  int
 	nameRank   map[string]int
-	types      sync.Map // tool name → type (string), for built-in guesses
+	tapes      sync.Pool // *tape
+	types      sync.Map  // tool name → type (string), for built-in guesses
 	ntypes     int32
 	mu         sync.Mutex
 }
@@ -127,6 +129,7 @@ func NewExtractor(opts ...Option) *Extractor {
 	for _, o := range opts {
 		o(x)
 	}
+	x.tapes.New = func() any { return new(tape) }
 	x.nameRank = make(map[string]int, len(x.nameFields))
 	var buf []byte
 	for i, f := range x.nameFields {
@@ -155,15 +158,21 @@ func (x *Extractor) Extract(toolName, args, result string) []Entity {
 	if skip {
 		return nil
 	}
-	data := []byte(result)
+	// The scanner only reads data and every string it keeps is copied
+	// out, so the result's bytes are borrowed instead of copied.
+	data := unsafe.Slice(unsafe.StringData(result), len(result))
 	if len(data) > x.maxResult {
 		data = data[:x.maxResult]
 	}
 	data = bytes.TrimSpace(data)
 	e := extraction{x: x, hint: hint}
 	if len(data) > 0 && (data[0] == '{' || data[0] == '[') {
-		v, _ := skipValue(data, 0)
-		e.walk(v, "", 0)
+		tp := x.tapes.Get().(*tape)
+		e.walk(tp.build(data), "", 0)
+		tp.d = nil
+		if cap(tp.toks) <= 1024 {
+			x.tapes.Put(tp)
+		}
 	} else if looksLikeErrorText(data) {
 		e.failed = true
 	}
@@ -280,6 +289,40 @@ var (
 		"error", "result", "response", "record_list", "file_list", "string", "text")
 )
 
+// role is what a member's key means on an entity.
+type role struct {
+	kind roleKind
+	rank int
+}
+
+type roleKind uint8
+
+const (
+	roleID roleKind = iota + 1
+	roleType
+	roleSlug
+	roleSys
+	roleParentID
+	roleParent
+	roleRPC
+)
+
+// roles merges idRank, typeRank and slugRank with the other keys entity
+// looks at, so that each member costs one map lookup.
+var roles = func() map[string]role {
+	m := map[string]role{"sys": {kind: roleSys}, "parentid": {kind: roleParentID}, "parent": {kind: roleParent}, "jsonrpc": {kind: roleRPC}}
+	for k, r := range idRank {
+		m[k] = role{roleID, r}
+	}
+	for k, r := range typeRank {
+		m[k] = role{roleType, r}
+	}
+	for k, r := range slugRank {
+		m[k] = role{roleSlug, r}
+	}
+	return m
+}()
+
 // norm folds key into the extraction's scratch buffer. The result is
 // valid until the next call.
 func (e *extraction) norm(key []byte) []byte {
@@ -305,7 +348,7 @@ func (e *extraction) walk(v jval, keyType string, depth int) {
 				return
 			}
 		}
-		if ent, ok := e.entity(fs, keyType); ok && !e.rpc(fs) {
+		if ent, ok := e.entity(fs, keyType); ok {
 			e.out = append(e.out, ent)
 			return
 		}
@@ -410,17 +453,6 @@ func (e *extraction) hasID(fs []field) bool {
 	return false
 }
 
-// rpc reports whether an object is a JSON-RPC envelope, whose "id" is the
-// request's.
-func (e *extraction) rpc(fs []field) bool {
-	for _, f := range fs {
-		if string(e.norm(f.key)) == "jsonrpc" {
-			return true
-		}
-	}
-	return false
-}
-
 // isError reports whether an object is an error payload.
 func (e *extraction) isError(fs []field, depth int) bool {
 	hasMessage := false
@@ -464,37 +496,44 @@ func (e *extraction) entity(fs []field, keyType string) (Entity, bool) {
 	var keyVal string
 	var sys jval
 	for _, f := range fs {
-		k := string(e.norm(f.key))
-		if r, ok := idRank[k]; ok && r < idR {
-			if s := f.val.scalar(); s != "" {
-				ent.ID, idR = s, r
-			}
+		k := e.norm(f.key)
+		ro, ok := roles[string(k)]
+		if !ok {
 			continue
 		}
-		if r, ok := typeRank[k]; ok && r < typR && f.val.kind == kindString {
-			if t := NormalizeType(f.val.scalar()); t != "" && !genericTypes[t] {
-				ent.Type, typR = t, r
-			}
-			continue
-		}
-		if r, ok := slugRank[k]; ok && r < slugR {
-			if s := textOf(f.val, 2); s != "" {
-				if k == "key" {
-					keyVal = s
+		switch ro.kind {
+		case roleID:
+			if ro.rank < idR {
+				if s := f.val.scalar(); s != "" {
+					ent.ID, idR = s, ro.rank
 				}
-				ent.Slug, slugR = s, r
 			}
-			continue
-		}
-		switch k {
-		case "sys":
+		case roleType:
+			if ro.rank < typR && f.val.kind == kindString {
+				if t := NormalizeType(f.val.scalar()); t != "" && !genericTypes[t] {
+					ent.Type, typR = t, ro.rank
+				}
+			}
+		case roleSlug:
+			if ro.rank < slugR {
+				if s := textOf(f.val, 2); s != "" {
+					if ro.rank == slugRank["key"] {
+						keyVal = s
+					}
+					ent.Slug, slugR = s, ro.rank
+				}
+			}
+		case roleSys:
 			sys = f.val
-		case "parentid":
+		case roleParentID:
 			ent.Parent = f.val.scalar()
-		case "parent":
+		case roleParent:
 			if ent.Parent == "" {
 				ent.Parent = parentRef(f.val)
 			}
+		case roleRPC:
+			// A JSON-RPC envelope: its "id" is the request's.
+			return Entity{}, false
 		}
 	}
 	if sys.kind == kindObject {

@@ -32,6 +32,8 @@ const (
 type jval struct {
 	raw  []byte
 	kind kind
+	doc  *tape // the index the value is in; nil when not indexed
+	t    int32 // the value's token in doc
 }
 
 // field is one member of an object: its key with the quotes removed
@@ -58,25 +60,65 @@ func skipSpace(d []byte, i int) int {
 }
 
 // skipString returns the index just past the string whose opening quote is
-// at d[i], or len(d) when it is not closed.
+// at d[i], or len(d) when it is not closed. Short strings (most keys) are
+// scanned byte by byte; long ones with IndexByte.
 func skipString(d []byte, i int) int {
 	i++
 	for {
-		j := bytes.IndexByte(d[i:], '"')
-		if j < 0 {
+		j := i
+		for end := min(i+16, len(d)); j < end && d[j] != '"'; j++ {
+		}
+		if j == i+16 {
+			k := bytes.IndexByte(d[j:], '"')
+			if k < 0 {
+				return len(d)
+			}
+			j += k
+		} else if j >= len(d) {
 			return len(d)
 		}
-		i += j
-		// Count the backslashes before the quote: an odd number escapes it.
+		// An odd number of backslashes before the quote escapes it.
 		n := 0
-		for k := i - 1; k >= 0 && d[k] == '\\'; k-- {
+		for k := j - 1; k >= i && d[k] == '\\'; k-- {
 			n++
 		}
-		i++
+		i = j + 1
 		if n%2 == 0 {
 			return i
 		}
 	}
+}
+
+// class sorts bytes for skipping containers: quote, open, close, other.
+var class = func() (c [256]uint8) {
+	c['"'] = 1
+	c['{'], c['['] = 2, 2
+	c['}'], c[']'] = 3, 3
+	return c
+}()
+
+// skipContainer returns the index just past the object or array opening at
+// d[i], or len(d) when it is not closed.
+func skipContainer(d []byte, i int) int {
+	depth := 0
+	for i < len(d) {
+		switch class[d[i]] {
+		case 0:
+			i++
+		case 1:
+			i = skipString(d, i)
+		case 2:
+			depth++
+			i++
+		default:
+			depth--
+			i++
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return len(d)
 }
 
 // skipValue returns the value starting at d[i] (after white space) and the
@@ -92,32 +134,12 @@ func skipValue(d []byte, i int) (jval, int) {
 		i = skipString(d, i)
 		return jval{raw: d[start:i], kind: kindString}, i
 	case c == '{' || c == '[':
-		depth := 0
-		for i < len(d) {
-			switch d[i] {
-			case '"':
-				i = skipString(d, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					i++
-					k := kindObject
-					if c == '[' {
-						k = kindArray
-					}
-					return jval{raw: d[start:i], kind: k}, i
-				}
-			}
-			i++
-		}
+		i = skipContainer(d, i)
 		k := kindObject
 		if c == '[' {
 			k = kindArray
 		}
-		return jval{raw: d[start:], kind: k}, len(d)
+		return jval{raw: d[start:i], kind: k}, i
 	case c == 't' || c == 'f':
 		for i < len(d) && d[i] >= 'a' && d[i] <= 'z' {
 			i++
@@ -143,6 +165,9 @@ func (v jval) fields(buf []field) []field {
 	buf = buf[:0]
 	if v.kind != kindObject {
 		return buf
+	}
+	if v.doc != nil && v.doc.toks[v.t].indexed {
+		return v.doc.fields(v.t, buf)
 	}
 	d := v.raw
 	i := 1
@@ -179,6 +204,10 @@ func (v jval) fields(buf []field) []field {
 // early when fn returns false.
 func (v jval) elems(fn func(jval) bool) {
 	if v.kind != kindArray {
+		return
+	}
+	if v.doc != nil && v.doc.toks[v.t].indexed {
+		v.doc.elems(v.t, fn)
 		return
 	}
 	d := v.raw
@@ -349,4 +378,168 @@ func normKey(buf []byte, key []byte) []byte {
 		}
 	}
 	return buf
+}
+
+// tape is an index of a document built in one pass: one token per value,
+// in document order, each knowing where its subtree ends. Objects hold
+// their members as key and value tokens, arrays their elements. With it,
+// visiting an object does not scan its bytes again. Containers deeper than
+// tapeDepth, and everything past maxToks tokens, are left unindexed and
+// scanned on demand.
+type tape struct {
+	d    []byte
+	toks []tok
+}
+
+type tok struct {
+	start, end int32
+	next       int32 // the token after this value's subtree
+	kind       kind
+	indexed    bool // a container whose children follow
+}
+
+const (
+	tapeDepth = 24
+	maxToks   = 8192
+)
+
+// build indexes d and returns its top-level value.
+func (tp *tape) build(d []byte) jval {
+	tp.d, tp.toks = d, tp.toks[:0]
+	tp.value(skipSpace(d, 0), 0)
+	if len(tp.toks) == 0 {
+		return jval{}
+	}
+	return tp.val(0)
+}
+
+func (tp *tape) val(t int32) jval {
+	k := tp.toks[t]
+	return jval{raw: tp.d[k.start:k.end], kind: k.kind, doc: tp, t: t}
+}
+
+// value indexes the value at d[i] and returns the index past it.
+func (tp *tape) value(i, depth int) int {
+	d := tp.d
+	i = skipSpace(d, i)
+	idx := len(tp.toks)
+	tp.toks = append(tp.toks, tok{start: int32(min(i, len(d)))})
+	var k kind
+	indexed := false
+	switch {
+	case i >= len(d):
+		i = len(d)
+	case d[i] == '{' || d[i] == '[':
+		k = kindObject
+		if d[i] == '[' {
+			k = kindArray
+		}
+		if depth >= tapeDepth || len(tp.toks) >= maxToks {
+			i = skipContainer(d, i)
+			break
+		}
+		indexed = true
+		i = tp.children(i, depth, k == kindObject)
+	default:
+		var v jval
+		v, i = skipValue(d, i)
+		k = v.kind
+	}
+	tp.toks[idx].end = int32(i)
+	tp.toks[idx].kind = k
+	tp.toks[idx].indexed = indexed
+	tp.toks[idx].next = int32(len(tp.toks))
+	return i
+}
+
+// children indexes the members or elements of the container opening at
+// d[i] and returns the index past its end.
+func (tp *tape) children(i, depth int, object bool) int {
+	d := tp.d
+	closer := byte(']')
+	if object {
+		closer = '}'
+	}
+	i++
+	for {
+		i = skipSpace(d, i)
+		if i >= len(d) {
+			return len(d)
+		}
+		if d[i] == closer {
+			return i + 1
+		}
+		if len(tp.toks) >= maxToks {
+			return skipRest(d, i)
+		}
+		if object {
+			if d[i] != '"' {
+				return skipRest(d, i)
+			}
+			end := skipString(d, i)
+			tp.toks = append(tp.toks, tok{start: int32(i), end: int32(end), next: int32(len(tp.toks) + 1), kind: kindString})
+			i = skipSpace(d, end)
+			if i >= len(d) || d[i] != ':' {
+				tp.toks = tp.toks[:len(tp.toks)-1]
+				return skipRest(d, i)
+			}
+			i++
+		}
+		i = tp.value(i, depth+1)
+		i = skipSpace(d, i)
+		if i < len(d) && d[i] == ',' {
+			i++
+			continue
+		}
+		if i < len(d) && d[i] == closer {
+			return i + 1
+		}
+		return skipRest(d, i)
+	}
+}
+
+// skipRest skips to the end of the container that d[i] is inside.
+func skipRest(d []byte, i int) int {
+	depth := 1
+	for i < len(d) {
+		switch class[d[i]] {
+		case 0:
+			i++
+		case 1:
+			i = skipString(d, i)
+		case 2:
+			depth++
+			i++
+		default:
+			depth--
+			i++
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return len(d)
+}
+
+func (tp *tape) fields(t int32, buf []field) []field {
+	end := tp.toks[t].next
+	for j := t + 1; j+1 < end && len(buf) < maxFields; {
+		key := tp.toks[j]
+		if key.end-key.start < 2 {
+			break
+		}
+		buf = append(buf, field{key: tp.d[key.start+1 : key.end-1], val: tp.val(j + 1)})
+		j = tp.toks[j+1].next
+	}
+	return buf
+}
+
+func (tp *tape) elems(t int32, fn func(jval) bool) {
+	end := tp.toks[t].next
+	for j, n := t+1, 0; j < end && n < maxElems; n++ {
+		if !fn(tp.val(j)) {
+			return
+		}
+		j = tp.toks[j].next
+	}
 }
