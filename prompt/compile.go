@@ -51,6 +51,7 @@ type Config struct {
 // after [New] and safe for concurrent use.
 type Compiler struct {
 	tpl          *raymond.Template // nil: default layout
+	fast         []fastNode        // non-nil: tpl in fast form (see fast.go)
 	instructions string
 	counter      Counter
 }
@@ -94,6 +95,7 @@ func New(cfg Config) (c *Compiler, err error) {
 		tpl.RegisterHelper(name, cfg.Helpers[name])
 	}
 	c.tpl = tpl
+	c.fast = compileFast(cfg.Template, cfg.Helpers)
 	return c, nil
 }
 
@@ -238,7 +240,11 @@ func (c *Compiler) Compile(recalled []layer.Recalled, vars map[string]any) (out 
 	}
 
 	ctx := make(map[string]any, len(vars)+len(recalled)+2)
+	fast := c.fast != nil
 	for k, v := range vars {
+		if _, raw := v.(Raw); raw {
+			fast = false // raymond alone knows how to walk structures
+		}
 		cv, err := userValue(v)
 		if err != nil {
 			return "", fmt.Errorf("%w: variable %q: %w", ErrRender, k, err)
@@ -265,6 +271,12 @@ func (c *Compiler) Compile(recalled []layer.Recalled, vars map[string]any) (out 
 	}
 	ctx[VarLayers] = raymond.SafeString(all.String())
 	ctx[VarInstructions] = raymond.SafeString(c.instructions)
+	if fast {
+		var b strings.Builder
+		b.Grow(len(c.instructions) + all.Len() + 256)
+		renderFast(&b, c.fast, ctx)
+		return b.String(), nil
+	}
 	out, err = c.tpl.Exec(ctx)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrRender, err)
