@@ -182,8 +182,9 @@ func (x *Extractor) Extract(toolName, args, result string) []Entity {
 	a := parseArgs(args)
 	if len(e.out) == 0 && hint != "" && !destructive(toolName) {
 		if id := a.ownID(hint); id != "" {
-			ent := Entity{Type: hint, ID: id, Name: a.name(x)}
-			e.out = append(e.out, finish(ent))
+			if ent := finish(Entity{Type: hint, ID: id, Name: a.name(x)}); ent.ID != "" {
+				e.out = append(e.out, ent)
+			}
 		}
 	}
 	for i := range e.out {
@@ -575,7 +576,8 @@ func (e *extraction) entity(fs []field, keyType string) (Entity, bool) {
 	if ent.Slug == "" {
 		ent.Slug = e.containerSlug(fs)
 	}
-	return finish(ent), true
+	ent = finish(ent)
+	return ent, ent.ID != ""
 }
 
 // containerSlug finds a slug, handle or identifier inside an object's
