@@ -252,3 +252,52 @@ func TestReturnFailureLeavesParent(t *testing.T) {
 		t.Errorf("parent after failed Return = %s, want 0", got)
 	}
 }
+
+// selfSpawner shares itself with children on purpose and counts Closes.
+type selfSpawner struct {
+	sharedCloser
+}
+
+func (s *selfSpawner) OnSpawn(context.Context, layer.Env) (layer.Layer, error) { return s, nil }
+
+// A Spawner that returns its receiver shares the layer: the child does not
+// close it, and grandchildren work the same way.
+func TestSpawnSharedThroughGenerations(t *testing.T) {
+	ss := &selfSpawner{sharedCloser{spec: layer.Spec{ID: "self"}}}
+	parent := initStack(t, layer.StackConfig{Layers: []layer.Layer{ss, newCounter("counter", 1)}})
+	child, err := parent.Spawn(t.Context(), layer.Env{ThreadID: "child"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grandchild, err := child.Spawn(t.Context(), layer.Env{ThreadID: "grandchild"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := grandchild.Env().Depth; d != 2 {
+		t.Errorf("grandchild depth = %d, want 2", d)
+	}
+	if l, ok := grandchild.Layer("self"); !ok || l != layer.Layer(ss) {
+		t.Errorf("grandchild self layer = %v, %v; want the shared one", l, ok)
+	}
+	if _, err := grandchild.CallTool(t.Context(), "counter/increment", `{"amount":4}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Return(t.Context(), grandchild); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := child.CallTool(t.Context(), "counter/peek", ""); got != "4" {
+		t.Errorf("child after Return = %s, want 4", got)
+	}
+	if got, _ := parent.CallTool(t.Context(), "counter/peek", ""); got != "0" {
+		t.Errorf("parent = %s, want 0", got)
+	}
+	_ = grandchild.Close(t.Context())
+	_ = child.Close(t.Context())
+	if n := ss.closes.Load(); n != 0 {
+		t.Errorf("children closed the shared layer %d times", n)
+	}
+	_ = parent.Close(t.Context())
+	if n := ss.closes.Load(); n != 1 {
+		t.Errorf("shared layer closed %d times, want 1", n)
+	}
+}
