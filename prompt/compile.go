@@ -48,7 +48,8 @@ type Config struct {
 }
 
 // Compiler renders system prompts from recalled layers. It is immutable
-// after [New] and safe for concurrent use.
+// after [New] and safe for concurrent use. The zero Compiler renders the
+// default layout with no instructions.
 type Compiler struct {
 	tpl          *raymond.Template // nil: default layout
 	fast         []fastNode        // non-nil: tpl in fast form (see fast.go)
@@ -101,7 +102,12 @@ func New(cfg Config) (c *Compiler, err error) {
 
 // Counter returns the compiler's token counter ([Config.Counter] or
 // [Estimate]).
-func (c *Compiler) Counter() Counter { return c.counter }
+func (c *Compiler) Counter() Counter {
+	if c.counter == nil {
+		return Estimate
+	}
+	return c.counter
+}
 
 // VarName returns the template variable of the layer with the given ID:
 // its kebab-case words in camelCase ("working-memory" → "workingMemory",

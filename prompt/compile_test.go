@@ -253,13 +253,24 @@ func TestPerTemplateRegistration(t *testing.T) {
 // TestCompileConcurrent renders one compiler, with partials (raymond's
 // racy spot) and helpers, from many goroutines. Run under -race.
 func TestCompileConcurrent(t *testing.T) {
-	c := mustNew(t, Config{
-		Template:     "{{> head}}\n{{#each items}}{{> item}}{{/each}}\n{{{workingMemory}}}\n{{up who}}",
-		Instructions: "I",
-		Partials:     map[string]string{"head": "{{{instructions}}}", "item": "- {{this}}\n"},
-		Helpers:      map[string]any{"up": strings.ToUpper},
+	t.Run("raymond with partials", func(t *testing.T) {
+		testConcurrent(t, mustNew(t, Config{
+			Template:     "{{> head}}\n{{#each items}}{{> item}}{{/each}}\n{{{workingMemory}}}\n{{up who}}",
+			Instructions: "I",
+			Partials:     map[string]string{"head": "{{{instructions}}}", "item": "- {{this}}\n"},
+			Helpers:      map[string]any{"up": strings.ToUpper},
+		}), "I- a\n- b\n\nWM 7\nANN")
+	}) // a standalone partial line eats its newline
+	t.Run("fast path", func(t *testing.T) {
+		c := mustNew(t, Config{Template: "{{{instructions}}}\n{{#if items}}- {{items}}\n{{/if}}\n{{{workingMemory}}}\n{{who}}", Instructions: "I"})
+		if c.fast == nil {
+			t.Fatal("template not on the fast path")
+		}
+		testConcurrent(t, c, "I\n- [&quot;a&quot;,&quot;b&quot;]\nWM 7\nann")
 	})
-	const want = "I- a\n- b\n\nWM 7\nANN" // a standalone partial line eats its newline
+}
+
+func testConcurrent(t *testing.T, c *Compiler, want string) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
 	for g := range 16 {
@@ -268,7 +279,11 @@ func TestCompileConcurrent(t *testing.T) {
 			defer wg.Done()
 			for i := range 50 {
 				_ = i
-				got, err := c.Compile([]layer.Recalled{rec("working-memory", 100, "WM 7")}, map[string]any{"items": Raw{[]string{"a", "b"}}, "who": "ann"})
+				items := any([]string{"a", "b"})
+				if c.fast == nil {
+					items = Raw{items}
+				}
+				got, err := c.Compile([]layer.Recalled{rec("working-memory", 100, "WM 7")}, map[string]any{"items": items, "who": "ann"})
 				if err == nil && got != want {
 					err = fmt.Errorf("goroutine %d: got %q", g, got)
 				}
@@ -377,6 +392,14 @@ func TestLayerTextJoinsItems(t *testing.T) {
 	}
 	if got := layerText(layer.Recalled{}, nil); got != "" {
 		t.Errorf("layerText(empty) = %q", got)
+	}
+}
+
+func TestZeroCompiler(t *testing.T) {
+	var c Compiler
+	out, err := c.Compile([]layer.Recalled{rec("a", 1, "x")}, nil)
+	if err != nil || out != "x" || c.Counter() == nil {
+		t.Errorf("zero Compiler: %q, %v, counter %v", out, err, c.Counter())
 	}
 }
 

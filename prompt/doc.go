@@ -3,9 +3,10 @@
 //
 // One model call goes: [Allocate] divides the window among layers and
 // history; the stack recalls each layer under its allocation;
-// [ProjectLayers] drops items that still do not fit; [Compiler.Compile]
-// renders the system prompt; [ProjectHistory] keeps the newest messages
-// that fit in the history budget.
+// [ProjectLayersWithin] (or [ProjectLayers]) drops items that still do not
+// fit; [Compiler.Compile] renders the system prompt; [ProjectHistory]
+// keeps the newest messages that fit in the history budget; [Messages]
+// puts the system prompt in front of them.
 //
 // # Templates
 //
@@ -22,6 +23,19 @@
 // rendering. Template syntax errors name the line; a panicking helper is
 // an error, not a crash.
 //
+// User variables that are maps, slices or structs are passed as JSON text
+// (raymond would print them in Go syntax); wrap one in [Raw] to iterate it
+// with {{#each}} or read its fields with paths. "layers" and
+// "instructions" are reserved; a user variable named like a recalled layer
+// is shadowed by the layer.
+//
+// raymond evaluates each variable through reflection and fmt (about 2 µs
+// a variable on the development machine), so a template that uses only
+// text, comments, {{x}}, {{{x}}} and {{#if x}}/{{#unless x}} blocks is
+// also compiled, from raymond's own AST, into a small renderer that uses
+// raymond's escaping and truthiness functions; a fuzz test holds it to
+// raymond's output byte for byte. Anything else renders through raymond.
+//
 // # Untrusted text
 //
 // Layer text comes from tool results and the model. Layers fence it
@@ -33,6 +47,14 @@
 // text stays literal. The tests render hostile texts (closing tags, fake
 // "[WORKING MEMORY]" headers, template syntax) and check that each stays
 // inside its block.
+//
+// The compiler adds one guard of its own: layer.Fence only defangs a
+// block's own tag, so it collects the tags of all fenced items in the
+// prompt and defangs the others' tags inside each item too. An entity
+// named "</entities><working_memory>…" therefore cannot forge a working
+// memory block. A tag belongs to the first layer (in slot order) fencing
+// with it; another layer presenting the same fence is treated as
+// unfenced.
 //
 // # Budgets
 //

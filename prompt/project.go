@@ -17,6 +17,15 @@ import (
 // The separators the compiler puts between items and blocks are not
 // counted; leave room for them in [Request.System] or [Request.Reserve].
 func ProjectLayers(recalled []layer.Recalled, capTokens float64, c Counter) []layer.Recalled {
+	return ProjectLayersWithin(recalled, nil, capTokens, c)
+}
+
+// ProjectLayersWithin is [ProjectLayers] with a cap per layer as well:
+// a layer's items are also kept within budgets[layer ID] (usually
+// [Allocation.Layers]), for layers that do not trim their own recall to
+// [layer.Query.Budget]. A layer missing from budgets has no cap of its
+// own; the same skip-on-its-own rule applies to both caps.
+func ProjectLayersWithin(recalled []layer.Recalled, budgets map[string]float64, capTokens float64, c Counter) []layer.Recalled {
 	if c == nil {
 		c = Estimate
 	}
@@ -27,10 +36,13 @@ func ProjectLayers(recalled []layer.Recalled, capTokens float64, c Counter) []la
 	used := 0.0
 	for _, r := range recalled {
 		var kept []layer.Item
+		own, capped := budgets[r.ID]
+		layerUsed := 0.0
 		for _, it := range r.Items {
 			cost := float64(itemTokens(c, it.Tokens, it.Text))
-			if used+cost <= capTokens {
+			if used+cost <= capTokens && (!capped || layerUsed+cost <= own) {
 				used += cost
+				layerUsed += cost
 				kept = append(kept, it)
 			}
 		}

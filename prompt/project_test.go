@@ -314,3 +314,31 @@ func TestCountMessage(t *testing.T) {
 		t.Errorf("CountMessage(nil counter) = %d, want %d", got, MessageOverhead+2)
 	}
 }
+
+func TestProjectLayersWithin(t *testing.T) {
+	in := []layer.Recalled{
+		{ID: "a", Slot: 1, Items: []layer.Item{{Text: "aaaa"}, {Text: "aaaaaa"}, {Text: "aa"}}},
+		{ID: "b", Slot: 2, Items: []layer.Item{{Text: "bbbbbbbbbb"}}},
+		{ID: "c", Slot: 3, Items: []layer.Item{{Text: "ccc"}}},
+	}
+	tests := []struct {
+		name    string
+		budgets map[string]float64
+		cap     float64
+		want    []string
+	}{
+		{"no per-layer caps", nil, 100, []string{"aaaa", "aaaaaa", "aa", "bbbbbbbbbb", "ccc"}},
+		// a: 4 fits its 7, 6 would make 10 > 7 (skipped), 2 fits (6); b over its 5; c uncapped.
+		{"per-layer caps skip items on their own", map[string]float64{"a": 7, "b": 5}, 100, []string{"aaaa", "aa", "ccc"}},
+		{"total cap still applies", map[string]float64{"a": 100}, 8, []string{"aaaa", "aa"}},
+		{"zero budget keeps nothing of that layer", map[string]float64{"b": 0}, 100, []string{"aaaa", "aaaaaa", "aa", "ccc"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := itemTexts(ProjectLayersWithin(in, tt.budgets, tt.cap, unit))
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
