@@ -264,12 +264,11 @@ func (c *Compiler) Compile(recalled []layer.Recalled, vars map[string]any) (out 
 		if err := claim(seen, r.ID); err != nil {
 			return "", err
 		}
-		name := VarName(r.ID)
 		text := layerText(r, tags)
+		ctx[VarName(r.ID)] = raymond.SafeString(text) // shadows a user variable even when empty
 		if text == "" {
 			continue
 		}
-		ctx[name] = raymond.SafeString(text)
 		if all.Len() > 0 {
 			all.WriteString("\n\n")
 		}

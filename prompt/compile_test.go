@@ -122,6 +122,13 @@ func TestCompile(t *testing.T) {
 			want:     "page 1\npage 2",
 		},
 		{
+			name:     "a layer with empty text still shadows",
+			cfg:      Config{Template: "[{{{entities}}}]{{#if entities}}yes{{/if}}"},
+			recalled: []layer.Recalled{rec("entities", 1, "")},
+			vars:     map[string]any{"entities": "user value"},
+			want:     "[]",
+		},
+		{
 			name: "user variable used when its layer recalled nothing",
 			cfg:  Config{Template: "{{{entities}}}"},
 			vars: map[string]any{"entities": "user value"},
