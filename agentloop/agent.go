@@ -146,6 +146,7 @@ type run struct {
 	res        *Result
 
 	callIDs map[string]bool // tool call IDs in msgs
+	msgJSON [][]byte        // JSON of msgs[:len(msgJSON)], for checkpoints
 
 	persist  bool
 	ckptVer  int64

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -89,18 +90,7 @@ func (r *run) writeCheckpoint(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: thread %q: snapshot layers: %w", ErrCheckpoint, r.threadID, err)
 	}
-	c := Checkpoint{
-		Version:    CheckpointVersion,
-		Agent:      r.a.cfg.Name,
-		ThreadID:   r.threadID,
-		ResourceID: r.resourceID,
-		Messages:   r.msgs,
-		Layers:     snap,
-		Steps:      r.ckptBase.Steps + r.res.Steps,
-		Usage:      r.ckptBase.Usage.Add(r.res.Usage),
-		UpdatedAt:  time.Now().UTC(),
-	}
-	data, err := json.Marshal(c)
+	data, err := r.encodeCheckpoint(snap)
 	if err != nil {
 		return fmt.Errorf("%w: thread %q: encode: %w", ErrCheckpoint, r.threadID, err)
 	}
@@ -110,6 +100,97 @@ func (r *run) writeCheckpoint(ctx context.Context) error {
 	}
 	r.ckptVer = v
 	return nil
+}
+
+// checkpointHead is a Checkpoint without its two big fields, which
+// encodeCheckpoint appends itself.
+type checkpointHead struct {
+	Version    int       `json:"version"`
+	Agent      string    `json:"agent,omitempty"`
+	ThreadID   string    `json:"thread_id"`
+	ResourceID string    `json:"resource_id,omitempty"`
+	Steps      int       `json:"steps"`
+	Usage      Usage     `json:"usage"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// encodeCheckpoint returns the JSON of the run's [Checkpoint]. It is what
+// json.Marshal would write, built faster: messages never change once in
+// the history, so each is encoded once per run and kept (r.msgJSON), and
+// the layers' snapshots, already JSON, are checked and copied rather than
+// re-compacted.
+func (r *run) encodeCheckpoint(snap layer.Snapshot) ([]byte, error) {
+	for i := len(r.msgJSON); i < len(r.msgs); i++ {
+		// MarshalJSON directly: json.Marshal would re-compact its output.
+		b, err := r.msgs[i].MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		r.msgJSON = append(r.msgJSON, b)
+	}
+	head, err := json.Marshal(checkpointHead{
+		Version:    CheckpointVersion,
+		Agent:      r.a.cfg.Name,
+		ThreadID:   r.threadID,
+		ResourceID: r.resourceID,
+		Steps:      r.ckptBase.Steps + r.res.Steps,
+		Usage:      r.ckptBase.Usage.Add(r.res.Usage),
+		UpdatedAt:  time.Now().UTC(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	size := len(head) + 64
+	for _, m := range r.msgJSON {
+		size += len(m) + 1
+	}
+	for id, raw := range snap.Layers {
+		size += len(id) + len(raw) + 4
+	}
+	b := make([]byte, 0, size)
+	b = append(b, head[:len(head)-1]...) // without the closing brace
+	b = append(b, `,"messages":[`...)
+	for i, m := range r.msgJSON {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, m...)
+	}
+	b = append(b, `],"layers":{"version":`...)
+	b = strconv.AppendInt(b, int64(snap.Version), 10)
+	if snap.Name != "" {
+		b = append(b, `,"name":`...)
+		b = appendJSONString(b, snap.Name)
+	}
+	b = append(b, `,"layers":{`...)
+	ids := make([]string, 0, len(snap.Layers))
+	for id := range snap.Layers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for i, id := range ids {
+		raw := snap.Layers[id]
+		if len(raw) == 0 {
+			raw = json.RawMessage("null")
+		}
+		if !json.Valid(raw) {
+			return nil, fmt.Errorf("layer %s: snapshot is not valid JSON", id)
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, id)
+		b = append(b, ':')
+		b = append(b, raw...)
+	}
+	b = append(b, "}}}"...)
+	return b, nil
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always encodes
+	return append(b, q...)
 }
 
 // restoreLayers restores thread- and execution-scoped layers from a

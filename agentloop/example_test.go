@@ -1,0 +1,162 @@
+package agentloop_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/memlayer/memlayer/agentloop"
+	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/storage"
+)
+
+// A typed weather tool; the scripted model calls it, then answers with
+// what it returned.
+func ExampleAgent_Run() {
+	type in struct {
+		City string `json:"city"`
+	}
+	weather := agentloop.NewTool("weather", "Current weather in a city.",
+		json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`),
+		func(ctx context.Context, a in) (map[string]any, error) {
+			return map[string]any{"city": a.City, "sky": "clear", "celsius": 21}, nil
+		})
+	model := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
+		if res := r.ToolResults(); len(res) > 0 {
+			return agenttest.Text("It is " + res[0].Content), nil
+		}
+		return agenttest.Calls(agenttest.Call("weather", `{"city":"Lyon"}`)), nil
+	})
+	agent, err := agentloop.New(agentloop.Config{Model: model, Instructions: "You report the weather.", Tools: []agentloop.Tool{weather}})
+	if err != nil {
+		panic(err)
+	}
+	res, err := agent.Run(context.Background(), agentloop.RunInput{ThreadID: "demo", Input: "Weather in Lyon?"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Output)
+	fmt.Println(res.Steps, "steps,", res.ToolCalls, "tool call")
+	// Output:
+	// It is {"celsius":21,"city":"Lyon","sky":"clear"}
+	// 2 steps, 1 tool call
+}
+
+// Layers put memory into the system prompt; their functions become
+// tools named by wire name.
+func ExampleConfig_layers() {
+	rules := layer.Text(layer.Spec{ID: "house-rules", Slot: layer.SlotSteering}, "<rules>Never delete pages.</rules>")
+	model := agenttest.New(agenttest.Reply(agenttest.Text("ok")))
+	agent, _ := agentloop.New(agentloop.Config{Model: model, Instructions: "You edit a CMS.", Layers: []layer.Layer{rules}, DisableSpawnTool: true})
+	if _, err := agent.Run(context.Background(), agentloop.RunInput{ThreadID: "t", Input: "hi"}); err != nil {
+		panic(err)
+	}
+	fmt.Println(model.Requests()[0].System())
+	// Output:
+	// You edit a CMS.
+	//
+	// <rules>Never delete pages.</rules>
+}
+
+// A limit stops the run with an error that carries the partial result.
+func ExampleLimitError() {
+	again := agenttest.Reply(agenttest.Calls(agenttest.Call("ping", "")))
+	ping := agentloop.Tool{Name: "ping", Call: func(context.Context, json.RawMessage) (string, error) { return "pong", nil }}
+	agent, _ := agentloop.New(agentloop.Config{Model: agenttest.New(again, again, again), Tools: []agentloop.Tool{ping}, MaxSteps: 2})
+	res, err := agent.Run(context.Background(), agentloop.RunInput{ThreadID: "t", Input: "go"})
+	var limit *agentloop.LimitError
+	fmt.Println(errors.Is(err, agentloop.ErrMaxSteps), errors.As(err, &limit), res.Steps, res.ToolCalls)
+	// Output:
+	// true true 2 2
+}
+
+// A thread continues in a new Agent (a new process) on the same store.
+func ExampleAgent_Run_resume() {
+	store := storage.NewMemory()
+	echo := func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
+		return agenttest.Text(fmt.Sprintf("message %d", (len(r.Messages)+1)/2)), nil
+	}
+	for range 2 {
+		agent, _ := agentloop.New(agentloop.Config{Model: agenttest.NewFunc(echo), Store: store})
+		res, err := agent.Run(context.Background(), agentloop.RunInput{ThreadID: "t", Input: "hello"})
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(res.Output, "-", len(res.Messages), "messages in the thread")
+	}
+	// Output:
+	// message 1 - 2 messages in the thread
+	// message 2 - 4 messages in the thread
+}
+
+// The model delegates a subtask with the spawn_agent tool; the child's
+// answer is the tool result.
+func ExampleAgent_Spawn() {
+	model := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
+		if strings.HasPrefix(r.System(), "You count letters.") {
+			return agenttest.Text(fmt.Sprint(len(r.LastUser()))), nil
+		}
+		if res := r.ToolResults(); len(res) > 0 {
+			return agenttest.Text("The child counted " + res[0].Content), nil
+		}
+		return agenttest.Calls(agenttest.Call(agentloop.SpawnToolName, `{"instructions":"You count letters.","input":"memlayer"}`)), nil
+	})
+	agent, _ := agentloop.New(agentloop.Config{Model: model})
+	res, _ := agent.Run(context.Background(), agentloop.RunInput{ThreadID: "t", Input: "How long is memlayer?"})
+	fmt.Println(res.Output)
+
+	// From code, outside a run: the parent is the thread's stack.
+	child, _ := agent.Spawn(context.Background(), agentloop.SpawnInput{ThreadID: "t", Instructions: "You count letters.", Input: "agent"})
+	fmt.Println(child.Output)
+	// Output:
+	// The child counted 8
+	// 5
+}
+
+// A langchaingo tools.Tool takes one string.
+func ExampleFromLangchain() {
+	tool := agentloop.FromLangchain(upper{})
+	out, _ := tool.Call(context.Background(), json.RawMessage(`{"input":"hello"}`))
+	fmt.Println(tool.Name, string(tool.Parameters) != "", out)
+	// Output:
+	// upper true HELLO
+}
+
+type upper struct{}
+
+func (upper) Name() string        { return "upper" }
+func (upper) Description() string { return "Upper-cases its input." }
+func (upper) Call(_ context.Context, s string) (string, error) {
+	return strings.ToUpper(s), nil
+}
+
+func ExampleValidateArgs() {
+	schema := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer","minimum":1}},"required":["n"]}`)
+	fmt.Println(agentloop.ValidateArgs(schema, []byte(`{"n":3}`)))
+	fmt.Println(agentloop.ValidateArgs(schema, []byte(`{"n":0}`)) != nil)
+	// Output:
+	// <nil>
+	// true
+}
+
+// NewMemory lets a layer stack serve as langchaingo memory; ExportTools
+// offers its functions as langchaingo tools.
+func ExampleNewMemory() {
+	notes := layer.Text(layer.Spec{ID: "profile"}, "<profile>Prefers short answers.</profile>")
+	st, _ := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{notes}, Env: layer.Env{ThreadID: "t"}, ValidateArgs: agentloop.ValidateArgs})
+	_ = st.Init(context.Background())
+	defer st.Close(context.Background())
+
+	mem := agentloop.NewMemory(st, agentloop.MemoryConfig{})
+	vars, _ := mem.LoadMemoryVariables(context.Background(), map[string]any{"input": "hi"})
+	fmt.Println(vars["history"])
+	fmt.Println(len(agentloop.ExportTools(st)), "tools")
+	// Output:
+	// <profile>Prefers short answers.</profile>
+	// 0 tools
+}
