@@ -1,0 +1,319 @@
+package reliability
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/memlayer/memlayer/agentloop"
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/workingmemory"
+)
+
+// writerArgs are the arguments of the lost-update workers.
+type writerArgs struct {
+	Store    storeSpec `json:"store"`
+	Proc     int       `json:"proc"`
+	Updates  int       `json:"updates"`
+	Resource string    `json:"resource"`
+}
+
+// writerResult is what a lost-update worker reports.
+type writerResult struct {
+	Updates   int   `json:"updates"`
+	Conflicts int64 `json:"conflicts"` // Puts that lost a compare-and-swap race
+	GaveUp    int   `json:"gave_up"`   // updates the layer gave up on (retried by the worker)
+	ElapsedNS int64 `json:"elapsed_ns"`
+}
+
+// countingStore counts the compare-and-swap conflicts of a store, to show
+// that the processes really raced.
+type countingStore struct {
+	storage.Store
+	conflicts atomic.Int64
+}
+
+func (c *countingStore) Put(ctx context.Context, key string, value []byte, ifVersion int64) (int64, error) {
+	v, err := c.Store.Put(ctx, key, value, ifVersion)
+	if errors.Is(err, storage.ErrConflict) {
+		c.conflicts.Add(1)
+	}
+	return v, err
+}
+
+// scratchpadKey is the update key process proc sends as its i-th update.
+func scratchpadKey(proc, i int) string { return fmt.Sprintf("p%02d-%03d", proc, i) }
+
+func init() {
+	workers["scratchpad-writer"] = scratchpadWriter
+	workers["kv-writer"] = kvWriter
+}
+
+// scratchpadWriter adds args.Updates distinct keys to a resource-scoped
+// scratchpad through the stack's update tool, the path a model's tool
+// call takes.
+func scratchpadWriter(ctx context.Context, raw string, in *bufio.Scanner, out *lineWriter) error {
+	var args writerArgs
+	if err := json.Unmarshal([]byte(raw), &args); err != nil {
+		return err
+	}
+	st, closeFn, err := openStore(ctx, args.Store)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	counted := &countingStore{Store: st}
+	wm, err := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+	if err != nil {
+		return err
+	}
+	stack, err := layer.NewStack(layer.StackConfig{
+		Layers:       []layer.Layer{wm},
+		Env:          layer.Env{ThreadID: fmt.Sprintf("thread-%d", args.Proc), ResourceID: args.Resource, Store: counted},
+		ValidateArgs: agentloop.ValidateArgs,
+	})
+	if err != nil {
+		return err
+	}
+	if err := stack.Init(ctx); err != nil {
+		return err
+	}
+	defer stack.Close(context.WithoutCancel(ctx))
+	out.Printf("ready")
+	if err := waitFor(in, "go"); err != nil {
+		return err
+	}
+	res := writerResult{}
+	start := time.Now()
+	tool := layer.ToolName(workingmemory.DefaultID, "update")
+	for i := 0; i < args.Updates; {
+		patch := fmt.Sprintf(`{%q: %d}`, scratchpadKey(args.Proc, i), i)
+		if _, err := stack.CallTool(ctx, tool, patch); err != nil {
+			if errors.Is(err, workingmemory.ErrConflict) {
+				res.GaveUp++ // told, not lost: send it again
+				continue
+			}
+			return fmt.Errorf("update %d: %w", i, err)
+		}
+		i++
+	}
+	res.ElapsedNS = time.Since(start).Nanoseconds()
+	res.Updates = args.Updates
+	res.Conflicts = counted.conflicts.Load()
+	b, _ := json.Marshal(res)
+	out.Printf("result %s", b)
+	return nil
+}
+
+// kvKey is where the key-value memory's snapshot is kept. The key-value
+// memory has no persistence of its own (KV.Snapshot and KV.Restore are
+// for the caller to store), so the scenario persists it the way a caller
+// must: read, restore, set, snapshot, compare-and-swap.
+var kvKey = storage.LayerKey(workingmemory.DefaultKVLayerID, "shared", "snapshot")
+
+// kvWriter adds args.Updates distinct keys to a key-value memory persisted
+// as a snapshot under kvKey.
+func kvWriter(ctx context.Context, raw string, in *bufio.Scanner, out *lineWriter) error {
+	var args writerArgs
+	if err := json.Unmarshal([]byte(raw), &args); err != nil {
+		return err
+	}
+	st, closeFn, err := openStore(ctx, args.Store)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	out.Printf("ready")
+	if err := waitFor(in, "go"); err != nil {
+		return err
+	}
+	res := writerResult{Updates: args.Updates}
+	start := time.Now()
+	for i := 0; i < args.Updates; {
+		version := storage.NoVersion
+		kv := workingmemory.NewKV(workingmemory.KVConfig{})
+		it, err := st.Get(ctx, kvKey)
+		switch {
+		case err == nil:
+			if err := kv.Restore(it.Value); err != nil {
+				return fmt.Errorf("restore stored snapshot (version %d): %w", it.Version, err)
+			}
+			version = it.Version
+		case !errors.Is(err, storage.ErrNotFound):
+			return err
+		}
+		if err := workingmemory.Set(kv, scratchpadKey(args.Proc, i), i); err != nil {
+			return err
+		}
+		snap, err := kv.Snapshot()
+		if err != nil {
+			return err
+		}
+		if _, err := st.Put(ctx, kvKey, snap, version); err != nil {
+			if errors.Is(err, storage.ErrConflict) {
+				res.Conflicts++
+				continue
+			}
+			return err
+		}
+		i++
+	}
+	res.ElapsedNS = time.Since(start).Nanoseconds()
+	b, _ := json.Marshal(res)
+	out.Printf("result %s", b)
+	return nil
+}
+
+// runWriters starts procs workers of role, releases them together and
+// returns their results and the wall time from release to the last
+// result.
+func runWriters(t *testing.T, role string, spec storeSpec, procs, updates int, resource string) ([]writerResult, time.Duration) {
+	t.Helper()
+	ws := make([]*worker, procs)
+	for p := range ws {
+		ws[p] = startWorker(t, role, writerArgs{Store: spec, Proc: p, Updates: updates, Resource: resource})
+	}
+	for _, w := range ws {
+		w.expect(t, "ready", time.Minute)
+	}
+	start := time.Now()
+	for _, w := range ws {
+		w.send(t, "go")
+	}
+	results := make([]writerResult, procs)
+	for p, w := range ws {
+		line := w.expect(t, "result", 10*time.Minute)
+		if err := json.Unmarshal([]byte(line), &results[p]); err != nil {
+			t.Fatalf("worker %d result %q: %v", p, line, err)
+		}
+	}
+	elapsed := time.Since(start)
+	for _, w := range ws {
+		w.wait(t, time.Minute)
+	}
+	return results, elapsed
+}
+
+// TestLostUpdates runs 8 processes × 200 updates, each adding a distinct
+// key to one resource-scoped scratchpad, against every shared backend:
+// the final state must hold all 1,600 keys with their values. The same
+// runs against a key-value memory persisted with compare-and-swap.
+func TestLostUpdates(t *testing.T) {
+	procs, updates := pick(8, 4), pick(200, 25)
+	for _, spec := range sharedBackends(t) {
+		t.Run(spec.Backend, func(t *testing.T) {
+			t.Run("scratchpad", func(t *testing.T) {
+				const resource = "team-1"
+				results, elapsed := runWriters(t, "scratchpad-writer", spec, procs, updates, resource)
+				st := mustOpen(t, spec)
+				it, err := st.Get(t.Context(), storage.LayerKey(workingmemory.DefaultID, resource, "state"))
+				if err != nil {
+					t.Fatalf("stored state: %v", err)
+				}
+				var state map[string]any
+				if err := json.Unmarshal(it.Value, &state); err != nil {
+					t.Fatalf("stored state is not a JSON object: %v\n%.300s", err, it.Value)
+				}
+				lost := checkKeys(t, state, procs, updates)
+
+				// A new run of the layer on another thread of the resource sees
+				// the same state.
+				wm, err := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+				if err != nil {
+					t.Fatal(err)
+				}
+				bound, err := wm.Init(t.Context(), layer.Env{ThreadID: "reader", ResourceID: resource, Store: st})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, ok := bound.(*workingmemory.Layer).State().(map[string]any)
+				if !ok || len(got) != len(state) {
+					t.Errorf("Init on a new thread: %d keys, stored state has %d", len(got), len(state))
+				}
+				report(t, spec.Backend+" scratchpad", results, elapsed, lost)
+			})
+			t.Run("kv", func(t *testing.T) {
+				spec := spec
+				if spec.Backend == "redis" {
+					spec.Namespace += "kv:"
+				}
+				results, elapsed := runWriters(t, "kv-writer", spec, procs, updates, "")
+				st := mustOpen(t, spec)
+				it, err := st.Get(t.Context(), kvKey)
+				if err != nil {
+					t.Fatalf("stored snapshot: %v", err)
+				}
+				kv := workingmemory.NewKV(workingmemory.KVConfig{})
+				if err := kv.Restore(it.Value); err != nil {
+					t.Fatalf("restore the final snapshot: %v", err)
+				}
+				state := map[string]any{}
+				entries, err := kv.Entries()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range entries {
+					var v any
+					if err := json.Unmarshal(e.Value, &v); err != nil {
+						t.Fatalf("entry %q: %v", e.Key, err)
+					}
+					state[e.Key] = v
+				}
+				lost := checkKeys(t, state, procs, updates)
+				report(t, spec.Backend+" kv", results, elapsed, lost)
+			})
+		})
+	}
+}
+
+// checkKeys checks that state holds exactly the keys the workers sent,
+// each with its value, and returns how many are missing.
+func checkKeys(t *testing.T, state map[string]any, procs, updates int) int {
+	t.Helper()
+	lost := 0
+	for p := range procs {
+		for i := range updates {
+			k := scratchpadKey(p, i)
+			v, ok := state[k]
+			if !ok {
+				lost++
+				continue
+			}
+			if n, ok := v.(float64); !ok || int(n) != i {
+				t.Errorf("key %s = %v, want %d", k, v, i)
+			}
+		}
+	}
+	if lost > 0 {
+		t.Errorf("%d of %d updates lost", lost, procs*updates)
+	}
+	if len(state) != procs*updates {
+		keys := make([]string, 0, len(state))
+		for k := range state {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		t.Errorf("state has %d keys, want %d (first: %.10q)", len(state), procs*updates, keys)
+	}
+	return lost
+}
+
+func report(t *testing.T, what string, results []writerResult, elapsed time.Duration, lost int) {
+	t.Helper()
+	var updates, gaveUp int
+	var conflicts int64
+	for _, r := range results {
+		updates += r.Updates
+		conflicts += r.Conflicts
+		gaveUp += r.GaveUp
+	}
+	t.Logf("FIGURE lost-updates %s: %d processes, %d updates in %v = %.0f updates/s, %d lost, %d CAS conflicts, %d updates given up by the layer and resent",
+		what, len(results), updates, elapsed.Round(time.Millisecond), float64(updates)/elapsed.Seconds(), lost, conflicts, gaveUp)
+}
