@@ -332,7 +332,9 @@ func (d *decoder) number() (any, error) {
 			return nil, d.errorf("invalid number: no digits after '.'")
 		}
 	}
+	exp := false
 	if p < len(d.data) && (d.data[p] == 'e' || d.data[p] == 'E') {
+		exp = true
 		p++
 		if p < len(d.data) && (d.data[p] == '+' || d.data[p] == '-') {
 			p++
@@ -342,8 +344,17 @@ func (d *decoder) number() (any, error) {
 			return nil, d.errorf("invalid number: no digits in exponent")
 		}
 	}
+	lit := d.src[start:p]
+	if exp || len(lit) > 308 {
+		// Out of float64 range: most JSON readers (encoding/json among
+		// them) cannot read it back, so refuse it here.
+		if f, err := strconv.ParseFloat(lit, 64); err != nil && math.IsInf(f, 0) {
+			d.pos = start
+			return nil, d.errorf("number %.20s… out of range", lit)
+		}
+	}
 	d.pos = p
-	return json.Number(d.src[start:p]), nil
+	return json.Number(lit), nil
 }
 
 // string decodes a quoted string; it returns any so that the common case

@@ -1,0 +1,131 @@
+package workingmemory
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+)
+
+// hasForbidden reports whether a decoded JSON value holds a forbidden key
+// at any depth.
+func hasForbidden(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if forbidden(k) || hasForbidden(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if hasForbidden(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// FuzzMerge applies arbitrary update bytes to a schema-less scratchpad and
+// to one with the peer workload's schema. It checks that nothing panics,
+// that no forbidden key survives, that a rejected update changes nothing,
+// that an accepted state passes jsonschema, and that the fast validator
+// never accepts what jsonschema rejects.
+func FuzzMerge(f *testing.F) {
+	w := loadPeerWorkload(f)
+	for _, u := range w.updates {
+		f.Add(u)
+	}
+	for _, s := range []string{
+		`{"__proto__":{"polluted":true},"constructor":"evil","safe":"data"}`,
+		`{"a":{"prototype":{"x":1},"b":[{"__proto__":1,"c":[{"constructor":2}]}]}}`,
+		`{"$delete":["/openTasks/0","preferences.tone","/x~1y"],"name":"n"}`,
+		`{"preferences":{"$delete":["notifications"],"notifications":{"sms":false}}}`,
+		`{"turnCount":-1,"interests":"not a list"}`,
+		`{"name":null,"contact":{"email":null}}`,
+		`{"a":"\u00e9\ud83d\ude00\\n\"","b":1e400,"c":-0.0e-5}`,
+		`[1,2]`, `"text"`, `{`, `{"a":1}x`, `{"a":[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	free, err := New(Config{Template: "old text"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	schemed, err := New(Config{Schema: w.schema, Template: w.initial})
+	if err != nil {
+		f.Fatal(err)
+	}
+	ctx := context.Background()
+	f.Fuzz(func(t *testing.T, upd []byte) {
+		for _, l := range []*Layer{free, schemed} {
+			before, _ := l.Snapshot(ctx)
+			err := l.Update(ctx, upd)
+			after, _ := l.Snapshot(ctx)
+			if err != nil {
+				if !bytes.Equal(before, after) {
+					t.Fatalf("rejected update %q changed the state:\n%s\n%s", upd, before, after)
+				}
+				continue
+			}
+			var st any
+			if err := json.Unmarshal(after, &st); err != nil {
+				t.Fatalf("state is not JSON: %v\n%s", err, after)
+			}
+			if hasForbidden(st) {
+				t.Fatalf("update %q kept a forbidden key: %s", upd, after)
+			}
+			if l.c.schema != nil {
+				if err := l.c.schema.full.Validate(toGo(l.cur.Load().value)); err != nil {
+					t.Fatalf("accepted state fails the schema: %v\n%s", err, after)
+				}
+			}
+			// Reset so that the corpus does not drift.
+			if err := l.Restore(ctx, before); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The fast validator is sound: what it accepts, jsonschema accepts.
+		if v, err := decodeJSON(upd, 64); err == nil && schemed.c.schema.fast != nil {
+			if schemed.c.schema.fast.valid(v) {
+				if err := schemed.c.schema.full.Validate(toGo(v)); err != nil {
+					t.Fatalf("fast validator accepted %s, jsonschema rejects it: %v", upd, err)
+				}
+			}
+		}
+	})
+}
+
+// FuzzDecode checks the codec against encoding/json: the same inputs are
+// accepted, and an accepted value encodes to JSON that encoding/json reads
+// as the same value.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{`{"a":[1,"x",true,null,{"b":-1.5e3}]}`, `"\ud800"`, `"\u00e9"`, "\"\xff\"", `1.`, `-`, `[1,]`, `{"a":1,}`, ` 0 `, `1e5`, `"a\u2028b"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := decodeJSON(data, 10000)
+		var std any
+		stdErr := json.Unmarshal(data, &std)
+		if (err == nil) != (stdErr == nil) {
+			t.Fatalf("decode(%q): err = %v, encoding/json err = %v", data, err, stdErr)
+		}
+		if err != nil {
+			return
+		}
+		enc := appendJSON(nil, v, "", 0)
+		var back any
+		if err := json.Unmarshal(enc, &back); err != nil {
+			t.Fatalf("encoding of %q is not JSON: %v\n%s", data, err, enc)
+		}
+		if !jsonDeepEqual(back, std) {
+			t.Fatalf("round trip of %q: got %#v, want %#v", data, back, std)
+		}
+		pretty := appendJSON(nil, v, "  ", 0)
+		var p any
+		if err := json.Unmarshal(pretty, &p); err != nil || !jsonDeepEqual(p, std) {
+			t.Fatalf("indented encoding of %q differs: %s", data, pretty)
+		}
+	})
+}
