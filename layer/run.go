@@ -358,7 +358,12 @@ func (c *hookCtx) Done() <-chan struct{} {
 	return c.done
 }
 
-// Err returns the reason the hook was abandoned, or the parent's error.
+// Err returns why Done was closed: DeadlineExceeded when the hook timed
+// out, the parent's error when the caller's context ended, Canceled once
+// the hook has returned; nil before. As the context contract requires, it
+// is non-nil exactly when Done is closed: a parent found cancelled here
+// cancels the hook's context on the spot (the waiting caller would a
+// moment later).
 func (c *hookCtx) Err() error {
 	c.mu.Lock()
 	err := c.err
@@ -366,13 +371,13 @@ func (c *hookCtx) Err() error {
 	if err != nil {
 		return err
 	}
-	if err := c.Context.Err(); err != nil {
-		return err
+	if perr := c.Context.Err(); perr != nil {
+		c.cancel(perr)
+		c.mu.Lock()
+		err = c.err
+		c.mu.Unlock()
 	}
-	if !time.Now().Before(c.deadline) {
-		return context.DeadlineExceeded
-	}
-	return nil
+	return err
 }
 
 func (c *hookCtx) cancel(err error) {
