@@ -54,13 +54,14 @@ type Compiler struct {
 	tpl          *raymond.Template // nil: default layout
 	fast         []fastNode        // non-nil: tpl in fast form (see fast.go)
 	instructions string
+	instrValue   any // raymond.SafeString(instructions), boxed once
 	counter      Counter
 }
 
 // New returns a Compiler for cfg. It parses the template and its partials
 // once; a syntax error wraps [ErrTemplate] and names the line.
 func New(cfg Config) (c *Compiler, err error) {
-	c = &Compiler{instructions: cfg.Instructions, counter: cfg.Counter}
+	c = &Compiler{instructions: cfg.Instructions, instrValue: raymond.SafeString(cfg.Instructions), counter: cfg.Counter}
 	if c.counter == nil {
 		c.counter = Estimate
 	}
@@ -98,6 +99,15 @@ func New(cfg Config) (c *Compiler, err error) {
 	c.tpl = tpl
 	c.fast = compileFast(cfg.Template, cfg.Helpers)
 	return c, nil
+}
+
+// instructionsValue returns the instructions as a template value, boxed
+// once by New.
+func (c *Compiler) instructionsValue() any {
+	if c.instrValue == nil {
+		return raymond.SafeString(c.instructions)
+	}
+	return c.instrValue
 }
 
 // Counter returns the compiler's token counter ([Config.Counter] or
@@ -141,25 +151,44 @@ func VarName(id string) string {
 // caller find the mistake when it wires the stack instead of at the first
 // step. The error wraps [ErrNameConflict].
 func Check(specs []layer.Spec) error {
-	seen := make(map[string]string, len(specs))
+	var names varNames
 	for _, s := range specs {
-		if err := claim(seen, s.ID); err != nil {
+		if _, err := names.claim(s.ID); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func claim(seen map[string]string, id string) error {
+// varNames records which layer claimed which variable. Stacks are small,
+// so a linear scan over a fixed buffer beats a map.
+type varNames struct {
+	buf  [8][2]string // {name, id}; the first n are used
+	n    int
+	more [][2]string // beyond 8 layers
+}
+
+// claim returns id's variable name, or an error if the name is reserved
+// or taken by another layer.
+func (v *varNames) claim(id string) (string, error) {
 	name := VarName(id)
 	if name == VarLayers || name == VarInstructions {
-		return fmt.Errorf("%w: layer %q would be the reserved variable %q", ErrNameConflict, id, name)
+		return "", fmt.Errorf("%w: layer %q would be the reserved variable %q", ErrNameConflict, id, name)
 	}
-	if other, dup := seen[name]; dup && other != id {
-		return fmt.Errorf("%w: layers %q and %q both map to variable %q", ErrNameConflict, other, id, name)
+	for _, list := range [2][][2]string{v.buf[:v.n], v.more} {
+		for _, c := range list {
+			if c[0] == name && c[1] != id {
+				return "", fmt.Errorf("%w: layers %q and %q both map to variable %q", ErrNameConflict, c[1], id, name)
+			}
+		}
 	}
-	seen[name] = id
-	return nil
+	if v.n < len(v.buf) {
+		v.buf[v.n] = [2]string{name, id}
+		v.n++
+	} else {
+		v.more = append(v.more, [2]string{name, id})
+	}
+	return name, nil
 }
 
 // layerText returns the text one recalled layer contributes: its
@@ -259,13 +288,14 @@ func (c *Compiler) Compile(recalled []layer.Recalled, vars map[string]any) (out 
 	}
 	tags := fenceTags(recalled)
 	var all strings.Builder
-	seen := make(map[string]string, len(recalled))
+	var names varNames
 	for _, r := range recalled {
-		if err := claim(seen, r.ID); err != nil {
+		name, err := names.claim(r.ID)
+		if err != nil {
 			return "", err
 		}
 		text := layerText(r, tags)
-		ctx[VarName(r.ID)] = raymond.SafeString(text) // shadows a user variable even when empty
+		ctx[name] = raymond.SafeString(text) // shadows a user variable even when empty
 		if text == "" {
 			continue
 		}
@@ -275,7 +305,7 @@ func (c *Compiler) Compile(recalled []layer.Recalled, vars map[string]any) (out 
 		all.WriteString(text)
 	}
 	ctx[VarLayers] = raymond.SafeString(all.String())
-	ctx[VarInstructions] = raymond.SafeString(c.instructions)
+	ctx[VarInstructions] = c.instructionsValue()
 	if fast {
 		var b strings.Builder
 		b.Grow(len(c.instructions) + all.Len() + 256)
@@ -306,9 +336,9 @@ func (c *Compiler) defaultLayout(recalled []layer.Recalled, tags []blockTag) str
 }
 
 func checkNames(recalled []layer.Recalled) error {
-	seen := make(map[string]string, len(recalled))
+	var names varNames
 	for _, r := range recalled {
-		if err := claim(seen, r.ID); err != nil {
+		if _, err := names.claim(r.ID); err != nil {
 			return err
 		}
 	}

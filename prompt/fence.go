@@ -57,6 +57,9 @@ func fenceTags(recalled []layer.Recalled) []blockTag {
 	for _, r := range recalled {
 		for _, it := range r.Items {
 			if tag, _, ok := fenceTag(it.Text); ok && ownerOf(tags, tag) == "" {
+				if tags == nil {
+					tags = make([]blockTag, 0, len(recalled))
+				}
 				tags = append(tags, blockTag{tag, r.ID})
 			}
 		}
