@@ -1,6 +1,7 @@
 package layer
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -141,9 +142,13 @@ func NewStack(cfg StackConfig) (*Stack, error) {
 		s.reg = append(s.reg, e)
 	}
 	s.entries = slices.Clone(s.reg)
-	slices.SortStableFunc(s.entries, func(a, b *entry) int { return a.spec.Slot - b.spec.Slot })
+	slices.SortStableFunc(s.entries, bySlot)
 	return s, nil
 }
+
+// bySlot orders entries by slot; with a stable sort, ties keep
+// registration order.
+func bySlot(a, b *entry) int { return cmp.Compare(a.spec.Slot, b.spec.Slot) }
 
 // Env returns the run's environment, with defaults filled in.
 func (s *Stack) Env() Env { return s.env }
@@ -168,7 +173,9 @@ func (s *Stack) Init(ctx context.Context) error {
 	for i, e := range s.reg {
 		init, ok := As[Initializer](e.tmpl)
 		if !ok {
+			s.mu.Lock()
 			e.live = e.tmpl
+			s.mu.Unlock()
 			continue
 		}
 		var bound Layer
@@ -440,7 +447,7 @@ func (s *Stack) Spawn(ctx context.Context, childEnv Env) (*Stack, error) {
 		child.byID[e.spec.ID] = ce
 	}
 	child.entries = slices.Clone(child.reg)
-	slices.SortStableFunc(child.entries, func(a, b *entry) int { return a.spec.Slot - b.spec.Slot })
+	slices.SortStableFunc(child.entries, bySlot)
 	child.buildTools()
 	return child, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -664,4 +665,18 @@ func TestHookContextCancelledAfterReturn(t *testing.T) {
 	if !errors.Is(kept.Err(), context.Canceled) {
 		t.Errorf("Err = %v, want Canceled", kept.Err())
 	}
+}
+
+// Slot order holds for extreme slots (no overflow in the comparison).
+func TestRecallExtremeSlots(t *testing.T) {
+	s := initStack(t, layer.StackConfig{Layers: []layer.Layer{
+		layer.Text(layer.Spec{ID: "max", Slot: math.MaxInt}, "x"),
+		layer.Text(layer.Spec{ID: "min", Slot: math.MinInt}, "x"),
+		layer.Text(layer.Spec{ID: "zero"}, "x"),
+	}})
+	out, err := s.Recall(t.Context(), layer.Query{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "order", ids(out), []string{"min", "zero", "max"})
 }
