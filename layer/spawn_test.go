@@ -301,3 +301,12 @@ func TestSpawnSharedThroughGenerations(t *testing.T) {
 		t.Errorf("shared layer closed %d times, want 1", n)
 	}
 }
+
+func TestSpawnCancelled(t *testing.T) {
+	s := initStack(t, layer.StackConfig{Layers: []layer.Layer{newCounter("counter", 0)}})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if child, err := s.Spawn(ctx, layer.Env{ThreadID: "child"}); !errors.Is(err, context.Canceled) || child != nil {
+		t.Fatalf("Spawn = %v, %v; want context.Canceled", child, err)
+	}
+}

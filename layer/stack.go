@@ -386,6 +386,9 @@ func (s *Stack) Spawn(ctx context.Context, childEnv Env) (*Stack, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("layer: spawn: %w", err)
+	}
 	if childEnv.Depth == 0 {
 		childEnv.Depth = s.env.Depth + 1
 	}
