@@ -85,10 +85,19 @@ func (s *Stack) Restore(ctx context.Context, snap Snapshot) error {
 		sn, _ := As[Snapshotter](e.live)
 		err := s.call(ctx, e, HookRestore, func(ctx context.Context) error { return sn.Restore(ctx, snap.Layers[id]) })
 		if err != nil {
-			for _, done := range ids[:i] {
+			// Put back the layers already restored, and the failing one
+			// too if it timed out (its Restore may still land; the
+			// rollback waits for it). The rollback runs even when ctx is
+			// what failed, each step bounded by its timeout.
+			undo := ids[:i]
+			if errors.Is(err, ErrTimeout) {
+				undo = ids[:i+1]
+			}
+			rctx := context.WithoutCancel(ctx)
+			for _, done := range undo {
 				d := s.byID[done]
 				dsn, _ := As[Snapshotter](d.live)
-				_ = s.call(ctx, d, HookRestore, func(ctx context.Context) error { return dsn.Restore(ctx, before.Layers[done]) })
+				_ = s.call(rctx, d, HookRestore, func(ctx context.Context) error { return dsn.Restore(ctx, before.Layers[done]) })
 			}
 			return fmt.Errorf("%w: %w", ErrSnapshot, err)
 		}

@@ -172,3 +172,37 @@ func TestStatePersistsAcrossRuns(t *testing.T) {
 		t.Errorf("another thread sees %s, want 0", got)
 	}
 }
+
+// cancelRestore is a Snapshotter whose Restore cancels the caller's
+// context and fails.
+type cancelRestore struct {
+	layer.Layer
+	cancel context.CancelFunc
+}
+
+func (c cancelRestore) Snapshot(context.Context) (json.RawMessage, error) {
+	return json.RawMessage(`{}`), nil
+}
+
+func (c cancelRestore) Restore(ctx context.Context, _ json.RawMessage) error {
+	c.cancel()
+	return errors.New("interrupted")
+}
+
+// The rollback of a failed Restore runs even when the context is what
+// ended it.
+func TestRestoreRollbackUnderCancellation(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	s := initStack(t, layer.StackConfig{Layers: []layer.Layer{
+		newCounter("alpha", 0),
+		cancelRestore{Layer: layer.Func(layer.Spec{ID: "beta"}, nil), cancel: cancel},
+	}})
+	_, _ = s.CallTool(t.Context(), "alpha/increment", `{"amount":1}`)
+	err := s.Restore(ctx, layer.Snapshot{Version: 1, Layers: map[string]json.RawMessage{"alpha": json.RawMessage(`{"n":100}`), "beta": json.RawMessage(`{}`)}})
+	if !errors.Is(err, layer.ErrSnapshot) {
+		t.Fatalf("Restore = %v, want ErrSnapshot", err)
+	}
+	if got, _ := s.CallTool(t.Context(), "alpha/peek", ""); got != "1" {
+		t.Errorf("alpha = %s after a failed Restore, want 1 (rolled back)", got)
+	}
+}
