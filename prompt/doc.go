@@ -69,8 +69,9 @@
 // # Tokens
 //
 // Counting is pluggable through [Counter]. The default, [Estimate], is
-// ceil(ASCII bytes/4) plus one token per non-ASCII rune; see its
-// documentation for the reasoning and its limits.
+// about four ASCII bytes a token (punctuation counting double) plus one
+// token per non-ASCII rune; its documentation gives its measured error
+// against real tokenizers.
 //
 // # Concurrency
 //

@@ -128,7 +128,7 @@ func ExampleProjectHistory() {
 		call, result,
 		llms.TextParts(llms.ChatMessageTypeAI, "It is called Home."),
 	}
-	for _, budget := range []float64{100, 25, 10} {
+	for _, budget := range []float64{100, 35, 10} {
 		kept := prompt.ProjectHistory(history, budget, nil)
 		fmt.Print(budget, ":")
 		for _, m := range kept {
@@ -138,6 +138,6 @@ func ExampleProjectHistory() {
 	}
 	// Output:
 	// 100: human ai tool ai
-	// 25: ai tool ai
+	// 35: ai tool ai
 	// 10: ai
 }
