@@ -1,0 +1,118 @@
+package redis
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/memlayer/memlayer/storage"
+)
+
+func TestURLOptions(t *testing.T) {
+	tests := []struct {
+		url      string
+		addr     string
+		db       int
+		tls      bool
+		user     string
+		password string
+	}{
+		{"", "127.0.0.1:6379", 0, false, "", ""},
+		{"redis://cache.internal:6380/2", "cache.internal:6380", 2, false, "", ""},
+		{"rediss://:s3cret@cache.internal/1", "cache.internal:6379", 1, true, "", "s3cret"},
+		{"rediss://app:pw@10.0.0.1:7000", "10.0.0.1:7000", 0, true, "app", "pw"},
+		{"redis://localhost?db=3&dial_timeout=2s", "localhost:6379", 3, false, "", ""},
+	}
+	for _, tc := range tests {
+		s, err := New(Config{URL: tc.url})
+		if err != nil {
+			t.Errorf("New(%q): %v", tc.url, err)
+			continue
+		}
+		o := s.client.Options()
+		if o.Addr != tc.addr || o.DB != tc.db || (o.TLSConfig != nil) != tc.tls || o.Username != tc.user || o.Password != tc.password {
+			t.Errorf("New(%q): addr %q db %d tls %v user %q password %q; want %q %d %v %q %q",
+				tc.url, o.Addr, o.DB, o.TLSConfig != nil, o.Username, o.Password, tc.addr, tc.db, tc.tls, tc.user, tc.password)
+		}
+		if !o.ContextTimeoutEnabled {
+			t.Errorf("New(%q): ContextTimeoutEnabled is off; context deadlines would not bound network waits", tc.url)
+		}
+		s.Close()
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"redis://localhost:6379/0", "redis://localhost:6379/0"},
+		{"redis://:pw@host/0", "redis://xxxxx@host/0"},
+		{"rediss://user:p@ss@host:1/0?x=a@b", "rediss://xxxxx@host:1/0?x=a@b"},
+		{"no scheme", "no scheme"},
+	}
+	for _, tc := range tests {
+		if got := redactURL(tc.in); got != tc.want {
+			t.Errorf("redactURL(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestGlobEscape(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"layers/wm/t1/", "layers/wm/t1/"},
+		{"a*b", `a\*b`},
+		{"a?b", `a\?b`},
+		{"[x]", `\[x\]`},
+		{`back\slash`, `back\\slash`},
+		{"%_^-", "%_^-"},
+	}
+	for _, tc := range tests {
+		if got := globEscape(tc.in); got != tc.want {
+			t.Errorf("globEscape(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestRetriedPutIsIdempotent replays a conditional write with the same
+// token, as go-redis does when the reply to the first attempt is lost: the
+// replay must report the write as done, not conflict with itself, and must
+// not write twice.
+func TestRetriedPutIsIdempotent(t *testing.T) {
+	url := os.Getenv("MEMLAYER_REDIS_URL")
+	if url == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("MEMLAYER_REDIS_URL is not set")
+		}
+		t.Skip("MEMLAYER_REDIS_URL is not set")
+	}
+	s, err := New(Config{URL: url, Namespace: "memlayer-test:idem:" + time.Now().Format("150405.000000") + ":"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	key := []string{s.ns + "k"}
+	defer s.client.Del(ctx, key[0])
+	for _, tc := range []struct {
+		name      string
+		ifVersion int64
+	}{{"create", storage.NoVersion}, {"update", 1}} {
+		first, err := putScript.Run(ctx, s.client, key, "v", tc.ifVersion, 0, "token-"+tc.name).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := putScript.Run(ctx, s.client, key, "v", tc.ifVersion, 0, "token-"+tc.name).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again != first || first != tc.ifVersion+1 {
+			t.Errorf("%s: first run = %d, replay = %d; want both %d", tc.name, first, again, tc.ifVersion+1)
+		}
+		// Another writer with the same stale version still conflicts.
+		other, err := putScript.Run(ctx, s.client, key, "v", tc.ifVersion, 0, "someone-else").Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if other > 0 {
+			t.Errorf("%s: a different writer with a stale version got version %d, want a conflict", tc.name, other)
+		}
+	}
+}

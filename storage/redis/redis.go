@@ -1,0 +1,422 @@
+package redis
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/memlayer/memlayer/storage"
+)
+
+// ErrUnavailable means the Redis server could not be reached or the
+// connection broke: the server is down, restarting or unreachable. Check
+// it with [errors.Is]. A read failed this way changed nothing; a write may
+// or may not have been applied (see the package documentation).
+var ErrUnavailable = errors.New("storage/redis: server unavailable")
+
+// DefaultURL is the server used when [Config.URL] is empty.
+const DefaultURL = "redis://127.0.0.1:6379/0"
+
+// DefaultNamespace is the key prefix used when [Config.Namespace] is empty.
+const DefaultNamespace = "memlayer:"
+
+// Config says which server to use and how to lay keys out on it. The zero
+// Config is valid: [DefaultURL] and [DefaultNamespace], no expiry.
+type Config struct {
+	// URL locates the server: redis://[user:password@]host[:port][/db]
+	// or rediss://... for TLS, with go-redis's query options
+	// (dial_timeout, read_timeout, pool_size, max_retries, ...). "" means
+	// [DefaultURL]. Ignored when Client is set.
+	URL string
+
+	// Namespace is prepended to every key on the server, so several
+	// applications or tenants can share one database. "" means
+	// [DefaultNamespace]. Keys of one namespace are invisible to stores
+	// of another, unless one namespace is a prefix of the other: use a
+	// separator such as ':' at the end.
+	Namespace string
+
+	// TTL, when set, gives the time to live of a key, evaluated on every
+	// Put: a positive duration makes the key expire that long after its
+	// last write; zero or negative keeps it forever. Use it to let
+	// thread- and execution-scoped state disappear on its own, for
+	// example with [PrefixTTL]. nil means no key expires.
+	TTL func(key string) time.Duration
+
+	// Client, when set, is used instead of dialling URL. The Store does
+	// not close it. Its ContextTimeoutEnabled option should be true so
+	// that context deadlines bound network waits.
+	Client *goredis.Client
+}
+
+// PrefixTTL returns a [Config.TTL] that gives ttl to the keys starting
+// with one of the prefixes and no expiry to the others, for example
+// PrefixTTL(time.Hour, "threads/") to expire thread checkpoints an hour
+// after their last write.
+func PrefixTTL(ttl time.Duration, prefixes ...string) func(key string) time.Duration {
+	prefixes = slices.Clone(prefixes)
+	return func(key string) time.Duration {
+		for _, p := range prefixes {
+			if strings.HasPrefix(key, p) {
+				return ttl
+			}
+		}
+		return 0
+	}
+}
+
+// Store is a [storage.Store] on a Redis server, shared by every process
+// that opens the same server and namespace. It is safe for concurrent use.
+// Create it with [New]; release it with [Store.Close].
+type Store struct {
+	client    *goredis.Client
+	ownClient bool
+	ns        string
+	ttl       func(string) time.Duration
+	writerID  string        // makes write tokens unique across Stores
+	writes    atomic.Uint64 // and this across the writes of one Store
+	closed    atomic.Bool
+}
+
+// New returns a Store for cfg. It parses the URL but does no I/O: the
+// first operation connects (use [Store.Ping] to check the server at
+// start-up). A malformed URL is an error.
+func New(cfg Config) (*Store, error) {
+	s := &Store{ns: cfg.Namespace, ttl: cfg.TTL, client: cfg.Client}
+	if s.ns == "" {
+		s.ns = DefaultNamespace
+	}
+	if s.client == nil {
+		u := cfg.URL
+		if u == "" {
+			u = DefaultURL
+		}
+		opts, err := goredis.ParseURL(u)
+		if err != nil {
+			return nil, fmt.Errorf("storage/redis: bad URL %q: %w", redactURL(u), redactErr(err, u))
+		}
+		opts.ContextTimeoutEnabled = true
+		s.client = goredis.NewClient(opts)
+		s.ownClient = true
+	}
+	var id [8]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return nil, fmt.Errorf("storage/redis: writer id: %w", err)
+	}
+	s.writerID = hex.EncodeToString(id[:])
+	return s, nil
+}
+
+// userInfo returns the "user:password" part of a URL, or "".
+func userInfo(u string) string {
+	scheme := strings.Index(u, "://")
+	if scheme < 0 {
+		return ""
+	}
+	rest := u[scheme+3:]
+	if end := strings.IndexAny(rest, "/?#"); end >= 0 {
+		rest = rest[:end]
+	}
+	at := strings.LastIndexByte(rest, '@')
+	if at < 0 {
+		return ""
+	}
+	return rest[:at]
+}
+
+// redactURL hides the user information (password) of a URL for error
+// messages.
+func redactURL(u string) string {
+	if ui := userInfo(u); ui != "" {
+		return strings.Replace(u, ui+"@", "xxxxx@", 1)
+	}
+	return u
+}
+
+// redactErr removes the user information, which may hold a password, from
+// a URL parse error.
+func redactErr(err error, u string) error {
+	ui := userInfo(u)
+	if ui == "" {
+		return err
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = redactURL(ue.URL)
+	}
+	if msg := err.Error(); strings.Contains(msg, ui) {
+		return errors.New(strings.ReplaceAll(msg, ui, "xxxxx"))
+	}
+	return err
+}
+
+// Namespace returns the prefix of this store's keys on the server.
+func (s *Store) Namespace() string { return s.ns }
+
+// Ping checks that the server answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.begin(ctx, "ping", "", false); err != nil {
+		return err
+	}
+	if err := s.client.Ping(ctx).Err(); err != nil {
+		return s.wrap(ctx, "ping", "", err)
+	}
+	return nil
+}
+
+// Each key is a hash: v holds the value, n the version, w the token of
+// the write that set them.
+
+// putScript: KEYS[1] key; ARGV value, ifVersion, ttl in ms, write token.
+// Returns the new version (> 0) or -(current version)-1 on conflict. A
+// retried write (the reply to the first attempt was lost) finds its own
+// token and reports success instead of a conflict with itself.
+var putScript = goredis.NewScript(`
+local cur = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
+local want = tonumber(ARGV[2])
+if want ~= -1 and cur ~= want then
+	if cur == want + 1 and redis.call('HGET', KEYS[1], 'w') == ARGV[4] then
+		return cur
+	end
+	return -cur - 1
+end
+local nxt = cur + 1
+redis.call('HSET', KEYS[1], 'v', ARGV[1], 'n', nxt, 'w', ARGV[4])
+local ttl = tonumber(ARGV[3])
+if ttl > 0 then
+	redis.call('PEXPIRE', KEYS[1], ttl)
+else
+	redis.call('PERSIST', KEYS[1])
+end
+return nxt
+`)
+
+// deleteScript: KEYS[1] key; ARGV[1] ifVersion (a specific version).
+// Returns 1 when deleted, 0 when the key is missing, -(current)-1 on
+// conflict.
+var deleteScript = goredis.NewScript(`
+local cur = redis.call('HGET', KEYS[1], 'n')
+if not cur then
+	return 0
+end
+cur = tonumber(cur)
+if cur ~= tonumber(ARGV[1]) then
+	return -cur - 1
+end
+redis.call('DEL', KEYS[1])
+return 1
+`)
+
+func (s *Store) begin(ctx context.Context, op, key string, validate bool) error {
+	if s.closed.Load() {
+		return fmt.Errorf("storage/redis: %s %q: %w", op, key, storage.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("storage/redis: %s %q: %w", op, key, err)
+	}
+	if validate {
+		if err := storage.ValidateKey(key); err != nil {
+			return fmt.Errorf("storage/redis: %s: %w", op, err)
+		}
+	}
+	return nil
+}
+
+// Get implements [storage.Store] with one HMGET.
+func (s *Store) Get(ctx context.Context, key string) (storage.Item, error) {
+	if err := s.begin(ctx, "get", key, true); err != nil {
+		return storage.Item{}, err
+	}
+	vals, err := s.client.HMGet(ctx, s.ns+key, "v", "n").Result()
+	if err != nil {
+		return storage.Item{}, s.wrap(ctx, "get", key, err)
+	}
+	value, vok := vals[0].(string)
+	ver, nok := vals[1].(string)
+	if !vok || !nok {
+		return storage.Item{}, fmt.Errorf("storage/redis: get %q: %w", key, storage.ErrNotFound)
+	}
+	n, err := strconv.ParseInt(ver, 10, 64)
+	if err != nil {
+		return storage.Item{}, fmt.Errorf("storage/redis: get %q: stored version %q: %w", key, ver, err)
+	}
+	return storage.Item{Key: key, Value: []byte(value), Version: n}, nil
+}
+
+// Put implements [storage.Store]: the version check, the write and the
+// expiry run in one Lua script, atomically on the server.
+func (s *Store) Put(ctx context.Context, key string, value []byte, ifVersion int64) (int64, error) {
+	if err := s.begin(ctx, "put", key, true); err != nil {
+		return 0, err
+	}
+	if ifVersion < storage.AnyVersion {
+		return 0, fmt.Errorf("storage/redis: put %q: invalid version %d: %w", key, ifVersion, storage.ErrConflict)
+	}
+	var ttl int64
+	if s.ttl != nil {
+		if d := s.ttl(key); d > 0 {
+			ttl = max(d.Milliseconds(), 1)
+		}
+	}
+	token := s.writerID + "-" + strconv.FormatUint(s.writes.Add(1), 36)
+	if value == nil {
+		value = []byte{}
+	}
+	res, err := putScript.Run(ctx, s.client, []string{s.ns + key}, value, ifVersion, ttl, token).Int64()
+	if err != nil {
+		return 0, s.wrap(ctx, "put", key, err)
+	}
+	if res <= 0 {
+		return 0, fmt.Errorf("storage/redis: put %q: have version %d, want %d: %w", key, -res-1, ifVersion, storage.ErrConflict)
+	}
+	return res, nil
+}
+
+// Delete implements [storage.Store]. A conditional delete runs as one Lua
+// script.
+func (s *Store) Delete(ctx context.Context, key string, ifVersion int64) error {
+	if err := s.begin(ctx, "delete", key, true); err != nil {
+		return err
+	}
+	if ifVersion == storage.AnyVersion {
+		if err := s.client.Del(ctx, s.ns+key).Err(); err != nil {
+			return s.wrap(ctx, "delete", key, err)
+		}
+		return nil
+	}
+	res, err := deleteScript.Run(ctx, s.client, []string{s.ns + key}, ifVersion).Int64()
+	switch {
+	case err != nil:
+		return s.wrap(ctx, "delete", key, err)
+	case res == 0:
+		return fmt.Errorf("storage/redis: delete %q: %w", key, storage.ErrNotFound)
+	case res < 0:
+		return fmt.Errorf("storage/redis: delete %q: have version %d, want %d: %w", key, -res-1, ifVersion, storage.ErrConflict)
+	}
+	return nil
+}
+
+// scanCount is the COUNT hint of each SCAN call.
+const scanCount = 1000
+
+// List implements [storage.Store] with SCAN (never KEYS, which blocks the
+// server): it matches the namespaced prefix as a glob with every
+// metacharacter escaped, checks each key with strings.HasPrefix, drops the
+// duplicates SCAN may return and sorts. SCAN is not a snapshot: a key
+// present for the whole scan is listed; one created or deleted during it
+// may or may not be.
+func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
+	if err := s.begin(ctx, "list", prefix, false); err != nil {
+		return nil, err
+	}
+	full := s.ns + prefix
+	match := globEscape(full) + "*"
+	seen := make(map[string]struct{})
+	var cursor uint64
+	for {
+		keys, next, err := s.client.Scan(ctx, cursor, match, scanCount).Result()
+		if err != nil {
+			return nil, s.wrap(ctx, "list", prefix, err)
+		}
+		for _, k := range keys {
+			if strings.HasPrefix(k, full) {
+				seen[k[len(s.ns):]] = struct{}{}
+			}
+		}
+		if next == 0 {
+			break
+		}
+		cursor = next
+	}
+	out := make([]string, 0, len(seen))
+	for k := range seen {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// globEscape quotes the characters Redis's glob matcher treats specially,
+// so that the pattern matches s literally.
+func globEscape(s string) string {
+	if !strings.ContainsAny(s, `*?[]\`) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) * 2)
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', ']', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// Close closes the connection pool (unless [Config.Client] was given).
+// Operations after Close fail with [storage.ErrClosed]; a second Close
+// does nothing.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) || !s.ownClient {
+		return nil
+	}
+	if err := s.client.Close(); err != nil {
+		return fmt.Errorf("storage/redis: close: %w", err)
+	}
+	return nil
+}
+
+// wrap names the operation and adds ctx's error when ctx ended, and
+// [ErrUnavailable] when the server could not be reached.
+func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
+	where := op
+	if op != "ping" {
+		where += " " + strconv.Quote(key)
+	}
+	var sentinel error
+	switch {
+	case ctx.Err() != nil && !errors.Is(err, ctx.Err()):
+		sentinel = ctx.Err()
+	case s.closed.Load() || errors.Is(err, goredis.ErrClosed):
+		sentinel = storage.ErrClosed
+	case unavailable(err):
+		sentinel = ErrUnavailable
+	}
+	if sentinel != nil {
+		// "storage/redis: server unavailable: get "k": dial tcp ...: connection refused"
+		return fmt.Errorf("%w: %s: %w", sentinel, where, err)
+	}
+	return fmt.Errorf("storage/redis: %s: %w", where, err)
+}
+
+// unavailable reports whether err is a network failure rather than an
+// answer from the server.
+func unavailable(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || strings.Contains(err.Error(), "LOADING")
+}
+
+// Interface guards.
+var (
+	_ storage.Store = (*Store)(nil)
+	_ io.Closer     = (*Store)(nil)
+)
