@@ -164,14 +164,16 @@ func FuzzProjectHistory(f *testing.F) {
 	})
 }
 
-// FuzzProjectLayers checks that ProjectLayers never exceeds its cap, keeps
-// items in slot order, and skips an item only when it did not fit.
+// FuzzProjectLayers checks that ProjectLayersWithin never exceeds its
+// caps (the total, and every even-numbered layer's own), keeps items in
+// slot order, and skips an item only when it did not fit.
 func FuzzProjectLayers(f *testing.F) {
-	f.Add([]byte{10, 200, 3, 7, 50}, 60.0)
-	f.Add([]byte{1, 1, 1}, 2.0)
-	f.Add([]byte{255, 0, 4}, math.Inf(1))
-	f.Add([]byte{5}, math.NaN())
-	f.Fuzz(func(t *testing.T, sizes []byte, capTokens float64) {
+	f.Add([]byte{10, 200, 3, 7, 50}, 60.0, math.Inf(1))
+	f.Add([]byte{1, 1, 1}, 2.0, 1.0)
+	f.Add([]byte{255, 0, 4}, math.Inf(1), 100.0)
+	f.Add([]byte{5}, math.NaN(), 0.0)
+	f.Add([]byte{9, 9, 9, 9, 9, 9}, 30.0, 10.0)
+	f.Fuzz(func(t *testing.T, sizes []byte, capTokens, perLayer float64) {
 		var in []layer.Recalled
 		for i, s := range sizes {
 			it := layer.Item{Text: strings.Repeat("x", int(s)), Tokens: int(s) % 3} // Tokens 0 means "count it"
@@ -182,10 +184,21 @@ func FuzzProjectLayers(f *testing.F) {
 			}
 			in = append(in, layer.Recalled{ID: fmt.Sprintf("l%d", i), Slot: slot, Items: []layer.Item{it}})
 		}
-		got := ProjectLayers(in, capTokens, unit)
+		budgets := map[string]float64{}
+		for i, r := range in {
+			if i%2 == 0 {
+				budgets[r.ID] = perLayer
+			}
+		}
+		got := ProjectLayersWithin(in, budgets, capTokens, unit)
 		// Walk the input in slot order alongside the output.
 		ordered := sortedBySlot(in)
 		used, k := 0.0, 0
+		layerUsed := map[string]float64{}
+		fits := func(id string, cost float64) bool {
+			own, capped := budgets[id]
+			return used+cost <= capTokens && (!capped || layerUsed[id]+cost <= own)
+		}
 		var flat []layer.Item
 		for _, r := range got {
 			flat = append(flat, r.Items...)
@@ -193,13 +206,14 @@ func FuzzProjectLayers(f *testing.F) {
 		for _, r := range ordered {
 			for _, it := range r.Items {
 				cost := float64(itemTokens(unit, it.Tokens, it.Text))
-				if k < len(flat) && flat[k] == it && used+cost <= capTokens {
+				if k < len(flat) && flat[k] == it && fits(r.ID, cost) {
 					used += cost
+					layerUsed[r.ID] += cost
 					k++
 					continue
 				}
-				if used+cost <= capTokens {
-					t.Fatalf("item of cost %v skipped with %v of %v used", cost, used, capTokens)
+				if fits(r.ID, cost) {
+					t.Fatalf("item of cost %v skipped with %v of %v used (layer %s: %v)", cost, used, capTokens, r.ID, layerUsed[r.ID])
 				}
 			}
 		}
