@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -194,6 +195,9 @@ func (s *Stack) runBatch(ctx context.Context, b *batch) {
 		} else {
 			go b.runFrom(0)
 		}
+		// Let the runner go first on this P: fast hooks then finish
+		// before the caller would park, saving the timer and the wake-up.
+		runtime.Gosched()
 		s.wait(ctx, b)
 	}
 	for i := range b.jobs {
