@@ -1,0 +1,84 @@
+package agentloop
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/memlayer/memlayer/layer"
+)
+
+// TestEncodeCheckpointMatchesJSON: the hand-built checkpoint is the JSON
+// encoding/json would write for the same Checkpoint.
+func TestEncodeCheckpointMatchesJSON(t *testing.T) {
+	r := &run{
+		a:        &Agent{cfg: Config{Name: "n\"ame"}},
+		threadID: "t/1", resourceID: "r",
+		res:      &Result{Steps: 2, Usage: Usage{PromptTokens: 3, TotalTokens: 3}},
+		ckptBase: Checkpoint{Steps: 5, Usage: Usage{CompletionTokens: 1, TotalTokens: 1, Estimated: true}},
+		msgs: []llms.MessageContent{
+			llms.TextParts(llms.ChatMessageTypeHuman, "hi <b> & \u2028"),
+			{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{llms.ToolCall{ID: "c", Type: "function", FunctionCall: &llms.FunctionCall{Name: "f", Arguments: `{"a":1}`}}}},
+			{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: "c", Name: "f", Content: "ok"}}},
+		},
+	}
+	snap := layer.Snapshot{Version: 1, Name: "n", Layers: map[string]json.RawMessage{"b": json.RawMessage(` {"x": [1, 2]} `), "a": json.RawMessage(`"s"`)}}
+	for round := range 2 { // the second round reuses the cached messages
+		got, err := r.encodeCheckpoint(snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c Checkpoint
+		if err := json.Unmarshal(got, &c); err != nil {
+			t.Fatalf("round %d: %v\n%s", round, err, got)
+		}
+		want := Checkpoint{Version: 1, Agent: "n\"ame", ThreadID: "t/1", ResourceID: "r", Messages: r.msgs, Layers: snap, Steps: 7,
+			Usage: Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4, Estimated: true}, UpdatedAt: c.UpdatedAt}
+		wantJSON, _ := json.Marshal(want)
+		var g, w any
+		json.Unmarshal(got, &g)
+		json.Unmarshal(wantJSON, &w)
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("round %d:\n got %s\nwant %s", round, got, wantJSON)
+		}
+		r.msgs = append(r.msgs, llms.TextParts(llms.ChatMessageTypeAI, "done"))
+	}
+	snap.Layers["bad"] = json.RawMessage(`{`)
+	if _, err := r.encodeCheckpoint(snap); err == nil {
+		t.Errorf("invalid layer snapshot accepted")
+	}
+}
+
+func FuzzCompactReference(f *testing.F) {
+	for _, s := range []string{"", "short", `{"page":{"id":"pg_1","title":"About"}}`, strings.Repeat("é", 200), "a\nb\tc", "\xff\xfe"} {
+		f.Add("createPage", s)
+	}
+	f.Fuzz(func(t *testing.T, name, content string) {
+		ref := compactReference(name, content)
+		if !strings.HasPrefix(ref, compactedPrefix) {
+			t.Fatalf("no prefix: %q", ref)
+		}
+		body := strings.TrimPrefix(ref, compactedPrefix+"earlier result of "+name)
+		if strings.ContainsAny(body, "\n\r") {
+			t.Fatalf("not one line: %q", ref)
+		}
+		if len(body) > maxPreview+64 {
+			t.Fatalf("reference of %d bytes", len(body))
+		}
+		if utf8.ValidString(content) && !utf8.ValidString(body) {
+			t.Fatalf("split a rune: %q", body)
+		}
+		// Compacting twice changes nothing.
+		msgs := []llms.MessageContent{{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: "c", Name: name, Content: content}}}}
+		compactToolResults(msgs)
+		once := msgs[0].Parts[0].(llms.ToolCallResponse).Content
+		compactToolResults(msgs)
+		if again := msgs[0].Parts[0].(llms.ToolCallResponse).Content; again != once {
+			t.Fatalf("compacted twice: %q -> %q", once, again)
+		}
+	})
+}
