@@ -117,10 +117,10 @@ type Extractor struct {
 	maxPerList int
 	maxResult  int
 	nameRank   map[string]int
+	keys       map[string]keyInfo // roles and name ranks, by folded key
 	tapes      sync.Pool // *tape
-	types      sync.Map  // tool name → type (string), for built-in guesses
-	ntypes     int32
-	mu         sync.Mutex
+	mu         sync.RWMutex
+	types      map[string]string // guess cache: tool name or key → type
 }
 
 // NewExtractor returns an Extractor with the given options.
@@ -138,6 +138,18 @@ func NewExtractor(opts ...Option) *Extractor {
 			x.nameRank[k] = i
 		}
 	}
+	x.keys = make(map[string]keyInfo, len(roles)+len(x.nameRank))
+	for k, r := range roles {
+		x.keys[k] = keyInfo{role: r, name: -1}
+	}
+	for k, r := range x.nameRank {
+		ki, ok := x.keys[k]
+		if !ok {
+			ki = keyInfo{name: -1}
+		}
+		ki.name = r
+		x.keys[k] = ki
+	}
 	return x
 }
 
@@ -154,6 +166,11 @@ func Extract(toolName, args, result string, opts ...Option) []Entity {
 // {"success": false}, GraphQL {"errors": [...]}, 404 bodies) yield
 // nothing. At most the list cap of entities is returned.
 func (x *Extractor) Extract(toolName, args, result string) []Entity {
+	return x.extractInto(nil, toolName, args, result)
+}
+
+// extractInto is Extract writing into buf[:0].
+func (x *Extractor) extractInto(buf []Entity, toolName, args, result string) []Entity {
 	hint, skip := x.toolType(toolName)
 	if skip {
 		return nil
@@ -165,7 +182,7 @@ func (x *Extractor) Extract(toolName, args, result string) []Entity {
 		data = data[:x.maxResult]
 	}
 	data = bytes.TrimSpace(data)
-	e := extraction{x: x, hint: hint}
+	e := extraction{x: x, hint: hint, out: buf[:0]}
 	if len(data) > 0 && (data[0] == '{' || data[0] == '[') {
 		tp := x.tapes.Get().(*tape)
 		e.walk(tp.build(data), "", 0)
@@ -179,7 +196,7 @@ func (x *Extractor) Extract(toolName, args, result string) []Entity {
 	if e.failed {
 		return nil
 	}
-	a := parseArgs(args)
+	a := parseArgs(args, e.abuf[:0])
 	if len(e.out) == 0 && hint != "" && !destructive(toolName) {
 		if id := a.ownID(hint); id != "" {
 			if ent := finish(Entity{Type: hint, ID: id, Name: a.name(x)}); ent.ID != "" {
@@ -211,16 +228,27 @@ func (x *Extractor) toolType(name string) (string, bool) {
 	return x.guess(name), false
 }
 
-// guess caches TypeFromToolName: agents call the same few tools.
+// guess caches TypeFromToolName: agents call the same few tools, and
+// results use the same few keys.
 func (x *Extractor) guess(name string) string {
-	if t, ok := x.types.Load(name); ok {
-		return t.(string)
+	return x.guessBytes(unsafe.Slice(unsafe.StringData(name), len(name)))
+}
+
+func (x *Extractor) guessBytes(name []byte) string {
+	x.mu.RLock()
+	t, ok := x.types[string(name)]
+	x.mu.RUnlock()
+	if ok {
+		return t
 	}
-	t := TypeFromToolName(name)
+	key := string(name)
+	t = TypeFromToolName(key)
 	x.mu.Lock()
-	if x.ntypes < 4096 {
-		x.ntypes++
-		x.types.Store(name, t)
+	if x.types == nil {
+		x.types = make(map[string]string)
+	}
+	if len(x.types) < 4096 {
+		x.types[key] = t
 	}
 	x.mu.Unlock()
 	return t
@@ -258,6 +286,7 @@ type extraction struct {
 	failed  bool
 	visited int
 	kbuf    [64]byte
+	abuf    [16]field
 }
 
 // Bounds on the walk through one result.
@@ -289,6 +318,13 @@ var (
 	genericTypes = setOf("object", "list", "array", "entity", "item", "resource", "node",
 		"error", "result", "response", "record_list", "file_list", "string", "text")
 )
+
+// keyInfo is what a member's key means on an entity: a role, and its
+// rank among the name fields (-1: not a name field).
+type keyInfo struct {
+	role role
+	name int
+}
 
 // role is what a member's key means on an entity.
 type role struct {
@@ -343,13 +379,12 @@ func (e *extraction) walk(v jval, keyType string, depth int) {
 	case kindObject:
 		var fb [24]field
 		fs := v.fields(fb[:0])
-		if depth == 0 || !e.hasID(fs) {
-			if e.isError(fs, depth) {
-				e.failed = true
-				return
-			}
+		ent, ok := e.entity(fs, keyType)
+		if (depth == 0 || !ok) && e.isError(fs, depth) {
+			e.failed = true
+			return
 		}
-		if ent, ok := e.entity(fs, keyType); ok {
+		if ok {
 			e.out = append(e.out, ent)
 			return
 		}
@@ -408,7 +443,7 @@ func (e *extraction) descend(fs []field, depth int) {
 // keyType is the type a member's key names ("pages" → page,
 // "issueCreate" → issue).
 func (e *extraction) keyType(key []byte) string {
-	return e.x.guess(string(key))
+	return e.x.guessBytes(key)
 }
 
 // list takes up to the cap of entities from an array, in order.
@@ -496,12 +531,19 @@ func (e *extraction) entity(fs []field, keyType string) (Entity, bool) {
 	idR, typR, slugR := 99, 99, 99
 	var keyVal string
 	var sys jval
+	name, nameR := "", len(e.x.nameFields)
 	for _, f := range fs {
 		k := e.norm(f.key)
-		ro, ok := roles[string(k)]
+		ki, ok := e.x.keys[string(k)]
 		if !ok {
 			continue
 		}
+		if ki.name >= 0 && ki.name < nameR {
+			if s := textOf(f.val, 3); strings.TrimSpace(s) != "" {
+				name, nameR = s, ki.name
+			}
+		}
+		ro := ki.role
 		switch ro.kind {
 		case roleID:
 			if ro.rank < idR {
@@ -572,7 +614,7 @@ func (e *extraction) entity(fs []field, keyType string) (Entity, bool) {
 	default:
 		ent.Type = "item"
 	}
-	ent.Name = e.name(fs)
+	ent.Name = e.name(fs, name, nameR)
 	if ent.Slug == "" {
 		ent.Slug = e.containerSlug(fs)
 	}
@@ -633,8 +675,7 @@ func parentRef(v jval) string {
 
 // name finds the best name among an object's members and those of its
 // containers (attributes, fields, properties, snippet).
-func (e *extraction) name(fs []field) string {
-	best, bestRank := "", len(e.x.nameFields)
+func (e *extraction) name(fs []field, best string, bestRank int) string {
 	var props jval
 	consider := func(fs []field) {
 		for _, f := range fs {
@@ -647,9 +688,8 @@ func (e *extraction) name(fs []field) string {
 			}
 		}
 	}
-	consider(fs)
 	for _, f := range fs {
-		if f.val.kind != kindObject {
+		if f.val.kind != kindObject || bestRank == 0 {
 			continue
 		}
 		k := e.norm(f.key)
@@ -800,13 +840,13 @@ type args struct {
 	fs []field
 }
 
-func parseArgs(s string) args {
-	d := bytes.TrimSpace([]byte(s))
+func parseArgs(s string, buf []field) args {
+	d := bytes.TrimSpace(unsafe.Slice(unsafe.StringData(s), len(s)))
 	if len(d) == 0 || d[0] != '{' {
 		return args{}
 	}
 	v, _ := skipValue(d, 0)
-	return args{fs: v.fields(nil)}
+	return args{fs: v.fields(buf)}
 }
 
 // ownID returns the ID the arguments give for an entity of type typ:

@@ -399,7 +399,7 @@ type tok struct {
 }
 
 const (
-	tapeDepth = 24
+	tapeDepth = 3
 	maxToks   = 8192
 )
 

@@ -96,7 +96,9 @@ type Layer struct {
 	version int64 // stored version our list is based on
 	dirty   bool  // changes not yet saved
 	list    []Entity
-	cache   string // rendered block; valid when cached
+	spare   []Entity // the other buffer of list, reused by addLocked
+	ebuf    []Entity // extraction buffer of Store
+	cache   string   // rendered block; valid when cached
 	cached  bool
 }
 
@@ -265,7 +267,9 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 	if l.cfg.Disabled || len(t.Results) == 0 {
 		return nil
 	}
-	var batches [][]Entity
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.expire()
 	for _, r := range t.Results {
 		if r.IsError {
 			continue
@@ -283,15 +287,8 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 				}
 			}
 		}
-		if ents := l.ext.Extract(name, args, r.Content); len(ents) > 0 {
-			batches = append(batches, ents)
-		}
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.expire()
-	for _, b := range batches {
-		l.addLocked(b)
+		l.ebuf = l.ext.extractInto(l.ebuf, name, args, r.Content)
+		l.addLocked(l.ebuf)
 	}
 	if !l.dirty {
 		return nil
@@ -319,11 +316,12 @@ func (l *Layer) Add(ents ...Entity) {
 }
 
 func (l *Layer) addLocked(batch []Entity) {
-	list, changed := addBatch(l.list, batch, l.cfg.Now(), l.cfg.Capacity)
-	if len(batch) > 0 {
-		l.list = list
-		l.dirty = l.store != nil
+	if len(batch) == 0 {
+		return
 	}
+	list, changed := addBatch(l.spare[:0], l.list, batch, l.cfg.Now(), l.cfg.Capacity)
+	l.list, l.spare = list, l.list[:0]
+	l.dirty = l.store != nil
 	if changed {
 		l.cached = false
 	}

@@ -12,23 +12,24 @@ import (
 func sameEntity(a, b *Entity) bool { return a.ID == b.ID && a.Type == b.Type }
 
 // addBatch records the entities of one tool result, seen at now, at the
-// front of list in their own order, and returns the new list (at most
-// capacity long) and whether anything visible changed. A re-seen entity
-// moves to the front and takes the new name; a new name that is only the
-// ID fallback, or an empty slug or parent, keeps the old value. list is
-// not modified.
-func addBatch(list, batch []Entity, now time.Time, capacity int) ([]Entity, bool) {
-	if len(batch) == 0 {
-		return list, false
-	}
-	front := make([]Entity, 0, len(batch))
-	for _, e := range batch {
-		if e.ID == "" || e.Type == "" || slices.ContainsFunc(front, func(f Entity) bool { return sameEntity(&f, &e) }) {
+// front of list in their own order, writes the new list (at most capacity
+// long) into dst, which must not share memory with list, and reports
+// whether anything visible changed. A re-seen entity moves to the front
+// and takes the new name; a new name that is only the ID fallback, or an
+// empty slug or parent, keeps the old value. list is not modified.
+func addBatch(dst, list, batch []Entity, now time.Time, capacity int) ([]Entity, bool) {
+	out := dst[:0]
+	for i := range batch {
+		if len(out) == capacity {
+			break
+		}
+		e := batch[i]
+		if e.ID == "" || e.Type == "" || containsEntity(batch[:i], &e) {
 			continue
 		}
 		e.SeenAt = now
-		if i := slices.IndexFunc(list, func(o Entity) bool { return sameEntity(&o, &e) }); i >= 0 {
-			old := list[i]
+		if j := indexEntity(list, &e); j >= 0 {
+			old := &list[j]
 			if e.Name == e.ID && old.Name != "" {
 				e.Name = old.Name
 			}
@@ -39,24 +40,26 @@ func addBatch(list, batch []Entity, now time.Time, capacity int) ([]Entity, bool
 				e.Parent = old.Parent
 			}
 		}
-		front = append(front, e)
-	}
-	out := make([]Entity, 0, min(capacity, len(front)+len(list)))
-	for _, e := range front {
-		if len(out) == capacity {
-			break
-		}
 		out = append(out, e)
 	}
-	for _, o := range list {
+	for i := range list {
 		if len(out) == capacity {
 			break
 		}
-		if !slices.ContainsFunc(front, func(f Entity) bool { return sameEntity(&f, &o) }) {
-			out = append(out, o)
+		if !containsEntity(batch, &list[i]) {
+			out = append(out, list[i])
 		}
 	}
 	return out, !sameVisible(list, out)
+}
+
+func indexEntity(list []Entity, e *Entity) int {
+	for i := range list {
+		if sameEntity(&list[i], e) {
+			return i
+		}
+	}
+	return -1
 }
 
 // sameVisible reports whether two lists render the same (SeenAt aside).
