@@ -118,7 +118,7 @@ type Extractor struct {
 	maxResult  int
 	nameRank   map[string]int
 	keys       map[string]keyInfo // roles and name ranks, by folded key
-	tapes      sync.Pool // *tape
+	tapes      sync.Pool          // *tape
 	mu         sync.RWMutex
 	types      map[string]string // guess cache: tool name or key → type
 }
