@@ -43,15 +43,6 @@ func TestConformanceInMemory(t *testing.T) {
 	})
 }
 
-func TestConformanceSyncFull(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode")
-	}
-	storagetest.Run(t, func(t *testing.T) storage.Store {
-		return open(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "mem.db"), Sync: sqlite.SyncFull})
-	})
-}
-
 func TestPersistsAcrossOpen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mem.db")
 	ctx := t.Context()
