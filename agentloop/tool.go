@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -173,8 +174,27 @@ func (c *schemaCache) validate(schema json.RawMessage, args []byte) error {
 	if err != nil {
 		return fmt.Errorf("arguments are not valid JSON: %w", err)
 	}
-	return sch.Validate(v)
+	if err := sch.Validate(v); err != nil {
+		return &schemaError{err: err}
+	}
+	return nil
 }
+
+// schemaError is a schema violation. Its text is the validator's list of
+// every violation without the first line, which names the schema's
+// internal URL and means nothing to a model.
+type schemaError struct{ err error }
+
+func (e *schemaError) Error() string {
+	msg := e.err.Error()
+	if _, rest, ok := strings.Cut(msg, "\n"); ok && strings.HasPrefix(msg, "jsonschema") {
+		return "does not match the schema:\n" + rest
+	}
+	return msg
+}
+
+// Unwrap returns the validator's error (a *jsonschema.ValidationError).
+func (e *schemaError) Unwrap() error { return e.err }
 
 // checkArgs normalises raw tool arguments: empty means {}, anything else
 // must be a JSON object.
