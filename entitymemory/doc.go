@@ -42,25 +42,35 @@
 // from the arguments (parentId, or pageId on a section call) or from the
 // result's parentId/parent.
 //
+// JSON held in a string is read too: a result encoded twice, and MCP tool
+// results ({"content": [{"type": "text", "text": "{...}"}]}).
+//
 // Error payloads — {"error": ...}, {"errors": [...]} (GraphQL),
 // {"errorMessages": [...]} (Jira), {"success": false}, {"ok": false},
-// {"object": "error"} (Notion), sys.type "Error" (Contentful), a status or
-// code from 400 to 599 — and failed tool calls yield nothing. When a
+// {"isError": true} (MCP), {"object": "error"} (Notion), sys.type "Error"
+// (Contentful), a status or code from 400 to 599, text starting with
+// "Error", "404", "not found" — and failed tool calls yield nothing. When a
 // successful result names no entity (plain text, {"content": ...}) but
 // the arguments carry the ID ("get-section-content" with sectionId), that
 // ID is recorded, except for delete-like tools.
 //
-// The extractor never decodes the whole result: a small scanner indexes
-// one object at a time, skips the rest without recursion, reads at most
-// MaxResultBytes, visits a bounded number of objects and depth, and treats
-// truncated input as its end. Names and slugs are made single-line (runs
+// The extractor never decodes the whole result. One pass over the bytes
+// builds an index (a "tape") of the first three levels of the document,
+// skipping deeper containers by counting brackets; deeper objects are
+// scanned on demand when the walk reaches them, which it rarely does.
+// Strings are copied only when kept. This is what keeps extraction of a
+// 2 KB result in the low microseconds, against tens for encoding/json.
+// It reads at most MaxResultBytes, visits a bounded number of objects and
+// depth, never recurses while skipping, and treats truncated input as its
+// end. Names and slugs are made single-line (runs
 // of white space, control and invisible format characters become one
 // space) and cut to [MaxNameLen] bytes; IDs to [MaxIDLen].
 //
 // # The list
 //
 // The layer keeps the Capacity (10) most recently seen entities,
-// identified by type and ID. The entities of one result go to the front in
+// identified by type and ID together (WordPress post 5 and page 5 are two
+// entities). The entities of one result go to the front in
 // the result's order; a re-seen entity moves to the front and takes the
 // new name (unless the new name is only its ID). With a TTL, entities not
 // seen for that long drop out.

@@ -183,6 +183,12 @@ func (x *Extractor) extractInto(buf []Entity, toolName, args, result string) []E
 	}
 	data = bytes.TrimSpace(data)
 	e := extraction{x: x, hint: hint, out: buf[:0]}
+	if len(data) > 0 && data[0] == '"' {
+		// A JSON string holding JSON: a result encoded twice.
+		if inner := embeddedJSON(jval{raw: data, kind: kindString}); inner != nil {
+			data = inner
+		}
+	}
 	if len(data) > 0 && (data[0] == '{' || data[0] == '[') {
 		tp := x.tapes.Get().(*tape)
 		e.walk(tp.build(data), "", 0)
@@ -397,6 +403,25 @@ func (e *extraction) walk(v jval, keyType string, depth int) {
 // {pages: [...]}), then envelopes (data, results, items, ...), then any
 // other member holding objects, in document order.
 func (e *extraction) descend(fs []field, depth int) {
+	defer func() {
+		if len(e.out) > 0 || e.failed || depth >= maxDepth {
+			return
+		}
+		// Last, JSON held in a string: MCP tool results wrap the tool's
+		// output as {"content": [{"type": "text", "text": "{...}"}]}.
+		for _, f := range fs {
+			if f.val.kind != kindString || !textKeys[string(e.norm(f.key))] {
+				continue
+			}
+			if inner := embeddedJSON(f.val); inner != nil {
+				v, _ := skipValue(inner, 0)
+				e.walk(v, "", depth+1)
+				if len(e.out) > 0 || e.failed {
+					return
+				}
+			}
+		}
+	}()
 	if e.hint != "" {
 		for _, f := range fs {
 			if f.val.kind != kindObject && f.val.kind != kindArray {
@@ -438,6 +463,30 @@ func (e *extraction) descend(fs []field, depth int) {
 			return
 		}
 	}
+}
+
+// textKeys are the string members that may hold JSON.
+var textKeys = setOf("text", "json", "body", "data", "result", "content", "payload", "output", "response")
+
+// embeddedJSON returns the decoded text of a string value when it holds a
+// JSON object or array, else nil.
+func embeddedJSON(v jval) []byte {
+	raw := v.raw
+	i := 1
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\\' && i+1 < len(raw) && (raw[i+1] == 'n' || raw[i+1] == 't' || raw[i+1] == 'r')) {
+		if raw[i] == '\\' {
+			i++
+		}
+		i++
+	}
+	if i >= len(raw) || raw[i] != '{' && raw[i] != '[' {
+		return nil
+	}
+	d := bytes.TrimSpace(unquoteBytes(raw))
+	if len(d) == 0 || d[0] != '{' && d[0] != '[' {
+		return nil
+	}
+	return d
 }
 
 // keyType is the type a member's key names ("pages" → page,
@@ -500,6 +549,11 @@ func (e *extraction) isError(fs []field, depth int) bool {
 			}
 		case "success", "ok":
 			if f.val.kind == kindBool && string(f.val.raw) == "false" {
+				return true
+			}
+		case "iserror", "failed":
+			// MCP CallToolResult {"isError": true}.
+			if f.val.kind == kindBool && string(f.val.raw) == "true" {
 				return true
 			}
 		case "object", "type":

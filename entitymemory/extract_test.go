@@ -191,6 +191,12 @@ func TestExtractShapes(t *testing.T) {
 			[]ent{{"page", "p1", "One", "", ""}}},
 		{"HTML entities decoded", "get_page", ``, `{"id":1,"title":{"rendered":"Tom &amp; Jerry&#8217;s"}}`, nil,
 			[]ent{{"page", "1", "Tom & Jerry’s", "", ""}}},
+		{"MCP text content", "cms_createPage", ``,
+			`{"content":[{"type":"text","text":"{\"page\":{\"id\":\"page-1\",\"title\":\"MCP\"}}"}],"isError":false}`, nil,
+			[]ent{{"page", "page-1", "MCP", "", ""}}},
+		{"JSON encoded twice", "get_page", ``, `"{\n  \"id\": 5, \"title\": \"Twice\"}"`, nil,
+			[]ent{{"page", "5", "Twice", "", ""}}},
+		{"plain text in MCP content", "get_page", ``, `{"content":[{"type":"text","text":"Page saved."}]}`, nil, []ent{}},
 		// Error payloads.
 		{"error string", "get_page", `{"pageId":"p1"}`, `{"error":"page not found"}`, nil, []ent{}},
 		{"error object with id", "get_page", `{"pageId":"p1"}`, `{"error":{"id":"err_1","message":"x"}}`, nil, []ent{}},
@@ -198,6 +204,7 @@ func TestExtractShapes(t *testing.T) {
 		{"ok false", "get_page", `{"pageId":"p1"}`, `{"ok":false,"id":"p1"}`, nil, []ent{}},
 		{"graphql errors", "get_page", `{"pageId":"p1"}`, `{"errors":[{"message":"nope"}],"data":{"page":{"id":"p1"}}}`, nil, []ent{}},
 		{"404 body", "get_page", `{"pageId":"p1"}`, `{"status":404,"message":"Not Found"}`, nil, []ent{}},
+		{"MCP isError", "get_page", `{"pageId":"p1"}`, `{"content":[{"type":"text","text":"{\"id\":\"p1\"}"}],"isError":true}`, nil, []ent{}},
 		{"error text", "get_page", `{"pageId":"p1"}`, `Error: page p1 not found`, nil, []ent{}},
 	}
 	for _, tt := range tests {

@@ -276,11 +276,27 @@ func (v jval) scalar() string {
 }
 
 // unquote decodes a JSON string span (quotes included; the closing one may
-// be missing). Bad escapes and invalid UTF-8 become U+FFFD.
+// be missing), at most maxScalar bytes of it. Bad escapes and invalid
+// UTF-8 become U+FFFD.
 func unquote(raw []byte) string {
 	if len(raw) < 1 {
 		return ""
 	}
+	if len(raw) > maxScalar+2 {
+		raw = raw[:maxScalar+2]
+	}
+	return string(decodeString(raw))
+}
+
+// unquoteBytes decodes a whole JSON string span.
+func unquoteBytes(raw []byte) []byte {
+	if len(raw) < 1 {
+		return nil
+	}
+	return decodeString(raw)
+}
+
+func decodeString(raw []byte) []byte {
 	s := raw[1:]
 	if n := len(s); n > 0 && s[n-1] == '"' {
 		bs := 0
@@ -291,11 +307,8 @@ func unquote(raw []byte) string {
 			s = s[:n-1]
 		}
 	}
-	if len(s) > maxScalar {
-		s = s[:maxScalar]
-	}
 	if bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s) {
-		return string(s)
+		return s
 	}
 	out := make([]byte, 0, len(s))
 	for i := 0; i < len(s); {
@@ -339,7 +352,7 @@ func unquote(raw []byte) string {
 		}
 		i += 2
 	}
-	return string(out)
+	return out
 }
 
 func hex4(s []byte, i int) rune {
