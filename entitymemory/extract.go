@@ -110,8 +110,10 @@ func WithMaxResultBytes(n int) Option {
 }
 
 // Extractor finds entities in tool results without calling a model. It is
-// safe for concurrent use.
+// safe for concurrent use. The zero Extractor uses the defaults, like
+// NewExtractor().
 type Extractor struct {
+	once       sync.Once
 	rules      Rules
 	nameFields []string
 	maxPerList int
@@ -125,9 +127,27 @@ type Extractor struct {
 
 // NewExtractor returns an Extractor with the given options.
 func NewExtractor(opts ...Option) *Extractor {
-	x := &Extractor{nameFields: DefaultNameFields, maxPerList: DefaultMaxPerList, maxResult: DefaultMaxResultBytes}
+	x := &Extractor{}
 	for _, o := range opts {
 		o(x)
+	}
+	x.once.Do(x.setup)
+	return x
+}
+
+// defaultExtractor serves Extract without options.
+var defaultExtractor = NewExtractor()
+
+// setup fills in defaults and compiles the key tables.
+func (x *Extractor) setup() {
+	if len(x.nameFields) == 0 {
+		x.nameFields = DefaultNameFields
+	}
+	if x.maxPerList <= 0 {
+		x.maxPerList = DefaultMaxPerList
+	}
+	if x.maxResult <= 0 {
+		x.maxResult = DefaultMaxResultBytes
 	}
 	x.tapes.New = func() any { return new(tape) }
 	x.nameRank = make(map[string]int, len(x.nameFields))
@@ -150,7 +170,6 @@ func NewExtractor(opts ...Option) *Extractor {
 		ki.name = r
 		x.keys[k] = ki
 	}
-	return x
 }
 
 // Extract returns the entities in one tool result, as an [Extractor] with
@@ -158,6 +177,9 @@ func NewExtractor(opts ...Option) *Extractor {
 // may name a parent; result is what the tool returned. It never fails:
 // results it cannot read yield nothing.
 func Extract(toolName, args, result string, opts ...Option) []Entity {
+	if len(opts) == 0 {
+		return defaultExtractor.Extract(toolName, args, result)
+	}
 	return NewExtractor(opts...).Extract(toolName, args, result)
 }
 
@@ -171,6 +193,7 @@ func (x *Extractor) Extract(toolName, args, result string) []Entity {
 
 // extractInto is Extract writing into buf[:0].
 func (x *Extractor) extractInto(buf []Entity, toolName, args, result string) []Entity {
+	x.once.Do(x.setup)
 	hint, skip := x.toolType(toolName)
 	if skip {
 		return nil
@@ -540,7 +563,6 @@ func (e *extraction) hasID(fs []field) bool {
 
 // isError reports whether an object is an error payload.
 func (e *extraction) isError(fs []field, depth int) bool {
-	hasMessage := false
 	for _, f := range fs {
 		switch string(e.norm(f.key)) {
 		case "error", "errors", "errormessages", "fault":
@@ -571,11 +593,8 @@ func (e *extraction) isError(fs []field, depth int) bool {
 			if n, err := strconv.Atoi(f.val.scalar()); err == nil && n >= 400 && n <= 599 {
 				return true
 			}
-		case "message", "detail":
-			hasMessage = true
 		}
 	}
-	_ = hasMessage
 	return false
 }
 

@@ -325,3 +325,12 @@ func TestExtractHostileNames(t *testing.T) {
 		t.Errorf("10 KB name: %d bytes %q", len(n), n)
 	}
 }
+
+func TestZeroExtractor(t *testing.T) {
+	var x Extractor
+	got := ents(x.Extract("pages.list", "", `{"pages":[{"id":1,"title":"A"},{"id":2,"title":"B"},{"id":3,"title":"C"},{"id":4,"title":"D"}]}`))
+	want := []ent{{"page", "1", "A", "", ""}, {"page", "2", "B", "", ""}, {"page", "3", "C", "", ""}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("zero Extractor: got %+v, want %+v", got, want)
+	}
+}
