@@ -1,0 +1,124 @@
+// Command spawn shows a child agent inheriting memory. The parent agent
+// keeps a user profile in resource-scoped working memory (shared by the
+// user's threads), and the program keeps account facts in key-value
+// memory. Asked for a welcome message, the parent delegates to a child
+// agent with the spawn_agent tool. The child gets a clone of the profile
+// (so it writes in the user's language; its own update to the profile
+// stays in its clone) and a child scope of the key-value memory (it reads
+// the parent's entries through it). The program prints what each agent
+// saw.
+//
+// Usage:
+//
+//	go run ./examples/spawn
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/memlayer/memlayer/agentloop"
+	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/workingmemory"
+)
+
+const writerInstructions = "You write short customer messages."
+
+func main() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := run(ctx, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, w io.Writer) error {
+	profile, err := workingmemory.New(workingmemory.Config{ID: "profile", Scope: layer.ScopeResource})
+	if err != nil {
+		return err
+	}
+	kv := workingmemory.NewKV(workingmemory.KVConfig{})
+	if err := workingmemory.Set(kv, "plan", "pro"); err != nil {
+		return err
+	}
+	facts, err := workingmemory.NewKVLayer(kv, workingmemory.KVLayerConfig{
+		ChildName: func(layer.Env) string { return "child" },
+		Render: func(kv *workingmemory.KV) string {
+			plan, _, _ := workingmemory.Get[string](kv, "plan")
+			return fmt.Sprintf("scope %s: plan=%s", kv.Path(), plan)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	model := agenttest.NewFunc(policy)
+	agent, err := agentloop.New(agentloop.Config{
+		Model:        model,
+		Instructions: "You are an account manager.",
+		Layers:       []layer.Layer{profile, facts},
+		Store:        storage.NewMemory(),
+		MaxDepth:     1,
+		Logger:       slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		return err
+	}
+	user := agentloop.RunInput{ThreadID: "onboarding", ResourceID: "customer-42"}
+
+	for _, input := range []string{"Remember: Lea prefers French.", "Send Lea a welcome message."} {
+		user.Input = input
+		fmt.Fprintf(w, "\nuser: %s\n", input)
+		res, err := agent.Run(ctx, user)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "assistant: %s\n", res.Output)
+	}
+
+	for _, r := range model.Requests() {
+		if strings.HasPrefix(r.System(), writerInstructions) && len(r.ToolResults()) == 0 {
+			fmt.Fprintf(w, "\n--- the child's system prompt ---\n%s\n", r.System())
+			fmt.Fprintf(w, "child tools: %s\n", strings.Join(r.ToolNames(), ", "))
+		}
+	}
+	reqs := model.Requests()
+	fmt.Fprintf(w, "\n--- the parent's system prompt afterwards ---\n%s\n", reqs[len(reqs)-1].System())
+	return nil
+}
+
+// policy is the scripted model for both agents; it tells them apart by
+// their instructions and reads everything else from the prompt.
+func policy(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
+	res := r.ToolResults()
+	sys := r.System()
+	if strings.HasPrefix(sys, writerInstructions) { // the child
+		if len(res) == 0 {
+			return agenttest.Calls(agenttest.Call("profile_update", `{"lastMessage":"welcome"}`)), nil
+		}
+		if strings.Contains(sys, `"language": "French"`) && strings.Contains(sys, "plan=pro") {
+			return agenttest.Text("Bonjour Lea, bienvenue dans l'offre Pro !"), nil
+		}
+		return agenttest.Text("Hello Lea, welcome aboard!"), nil
+	}
+	switch {
+	case strings.HasPrefix(r.LastUser(), "Remember") && len(res) == 0:
+		return agenttest.Calls(agenttest.Call("profile_update", `{"name":"Lea","language":"French"}`)), nil
+	case strings.HasPrefix(r.LastUser(), "Send") && len(res) == 0:
+		return agenttest.Calls(agenttest.Call(agentloop.SpawnToolName, map[string]string{
+			"instructions": writerInstructions, "input": "Write a one-line welcome message for the customer.",
+		})), nil
+	case len(res) > 0 && res[0].Name == agentloop.SpawnToolName:
+		return agenttest.Text("Sent: " + res[0].Content), nil
+	}
+	return agenttest.Text("Noted."), nil
+}
