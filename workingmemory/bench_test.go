@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/memlayer/memlayer/layer"
@@ -119,6 +121,7 @@ func BenchmarkPeerUpdate(b *testing.B) {
 		}
 	}
 	b.ReportAllocs()
+	cpu := startCPU()
 	i := 0
 	for b.Loop() {
 		if err := l.Update(ctx, w.updates[i%len(w.updates)]); err != nil {
@@ -126,6 +129,7 @@ func BenchmarkPeerUpdate(b *testing.B) {
 		}
 		i++
 	}
+	cpu.report(b)
 }
 
 // BenchmarkPeerRecall renders the working-memory block of final.json, as
@@ -141,12 +145,14 @@ func BenchmarkPeerRecall(b *testing.B) {
 	}
 	q := layer.Query{Text: "what next?"}
 	b.ReportAllocs()
+	cpu := startCPU()
 	for b.Loop() {
 		items, err := l.Recall(ctx, q)
 		if err != nil || len(items) != 1 {
 			b.Fatal(err, len(items))
 		}
 	}
+	cpu.report(b)
 }
 
 // BenchmarkPeerUpdateRecall is an update followed by the Recall that
@@ -157,6 +163,7 @@ func BenchmarkPeerUpdateRecall(b *testing.B) {
 	ctx := context.Background()
 	q := layer.Query{Text: "what next?"}
 	b.ReportAllocs()
+	cpu := startCPU()
 	i := 0
 	for b.Loop() {
 		if err := l.Update(ctx, w.updates[i%len(w.updates)]); err != nil {
@@ -166,5 +173,64 @@ func BenchmarkPeerUpdateRecall(b *testing.B) {
 			b.Fatal(err)
 		}
 		i++
+	}
+	cpu.report(b)
+}
+
+// TestScratchpadMemory10k measures the heap of 10,000 resource-scoped
+// scratchpads holding final.json: the layers alone (the store filled
+// beforehand), the in-memory store's copies, and the rendered blocks once
+// each has been recalled.
+func TestScratchpadMemory10k(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("memory measurement: not under -short or -race")
+	}
+	w := loadPeerWorkload(t)
+	tmpl, err := New(Config{Schema: w.schema, Scope: layer.ScopeResource})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 10000
+	ctx := context.Background()
+	resources := make([]string, n)
+	for i := range resources {
+		resources[i] = fmt.Sprintf("user-%05d", i)
+	}
+	base := heapInUse()
+	st := storage.NewMemory()
+	for _, r := range resources {
+		if _, err := st.Put(ctx, storage.LayerKey(DefaultID, r, "state"), w.final, storage.NoVersion); err != nil {
+			t.Fatal(err)
+		}
+	}
+	withStore := heapInUse()
+	layers := make([]layer.Layer, n)
+	for i, r := range resources {
+		if layers[i], err = tmpl.Init(ctx, layer.Env{ThreadID: "t", ResourceID: r, Store: st}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	withLayers := heapInUse()
+	for _, l := range layers {
+		if _, err := l.Recall(ctx, layer.Query{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	withBlocks := heapInUse()
+	for _, l := range layers {
+		if err := l.(*Layer).Update(ctx, w.updates[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hot := heapInUse()
+	runtime.KeepAlive(layers)
+	runtime.KeepAlive(st)
+	per := func(d uint64) float64 { return float64(d) / n }
+	t.Logf("store copies of final.json: %.0f B per scratchpad", per(withStore-base))
+	t.Logf("scratchpad layers holding final.json: %.0f B per scratchpad", per(withLayers-withStore))
+	t.Logf("after Recall (rendered block cached): %.0f B per scratchpad", per(withBlocks-withStore))
+	t.Logf("after an update (decoded tree kept, block not yet rendered): %.0f B per scratchpad", per(hot-withStore))
+	if per(withLayers-withStore) > 1024 {
+		t.Errorf("an idle scratchpad holding final.json takes %.0f B, want under 1 KiB", per(withLayers-withStore))
 	}
 }

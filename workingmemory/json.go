@@ -101,6 +101,7 @@ type decoder struct {
 	intern   map[string]string // known keys, to share their strings
 	members  []member          // scratch stack of the objects being decoded
 	elems    []any             // scratch stack of the arrays being decoded
+	spans    []int32           // when not nil, where the root's member values are
 }
 
 // decodeJSON parses data as exactly one JSON value. Nesting deeper than
@@ -113,12 +114,11 @@ func decodeJSON(data []byte, maxDepth int) (any, error) {
 // in intern instead of allocating them.
 func decodeInterned(data []byte, maxDepth int, intern map[string]string) (any, error) {
 	d := decoderPool.Get().(*decoder)
-	defer func() {
-		clear(d.members[:cap(d.members)])
-		clear(d.elems[:cap(d.elems)])
-		*d = decoder{members: d.members[:0], elems: d.elems[:0]}
-		decoderPool.Put(d)
-	}()
+	defer d.release()
+	return d.decode(data, maxDepth, intern)
+}
+
+func (d *decoder) decode(data []byte, maxDepth int, intern map[string]string) (any, error) {
 	d.data, d.src, d.maxDepth, d.intern = data, string(data), maxDepth, intern
 	d.skipSpace()
 	v, err := d.value()
@@ -130,6 +130,16 @@ func decodeInterned(data []byte, maxDepth int, intern map[string]string) (any, e
 		return nil, d.errorf("unexpected data after the value")
 	}
 	return v, nil
+}
+
+// release returns d to the pool.
+func (d *decoder) release() {
+	// Objects and arrays clear their part of the stacks when they end;
+	// after an error some may be left.
+	clear(d.members)
+	clear(d.elems)
+	*d = decoder{members: d.members[:0], elems: d.elems[:0]}
+	decoderPool.Put(d)
 }
 
 // decoderPool keeps decoders' scratch stacks between calls.
@@ -217,9 +227,13 @@ func (d *decoder) object() (any, error) {
 		}
 		d.pos++
 		d.skipSpace()
+		start := d.pos
 		v, err := d.value()
 		if err != nil {
 			return nil, err
+		}
+		if d.spans != nil && d.depth == 1 {
+			d.spans = append(d.spans, int32(start), int32(d.pos))
 		}
 		d.members = append(d.members, member{k, v})
 		d.skipSpace()
@@ -647,6 +661,32 @@ func normalize(v any, maxDepth int) (any, error) {
 		return nil, err
 	}
 	return decodeJSON(b, maxDepth)
+}
+
+// sameValue reports whether a and b are the same value in the sense that
+// matters for reusing work: the same object or array (states share
+// unchanged subtrees), or equal scalars.
+func sameValue(a, b any) bool {
+	switch a := a.(type) {
+	case *object:
+		bo, ok := b.(*object)
+		return ok && a == bo
+	case []any:
+		ba, ok := b.([]any)
+		return ok && len(a) == len(ba) && (len(a) == 0 || &a[0] == &ba[0])
+	case string:
+		bs, ok := b.(string)
+		return ok && a == bs
+	case json.Number:
+		bn, ok := b.(json.Number)
+		return ok && a == bn
+	case bool:
+		bb, ok := b.(bool)
+		return ok && a == bb
+	case nil:
+		return b == nil
+	}
+	return false
 }
 
 // isEmpty reports whether a state shows nothing: nil, "", or {}. Zero and

@@ -401,11 +401,17 @@ func GetLocal[T any](kv *KV, key string) (v T, ok bool, err error) {
 	return decodeEntry[T](key, e)
 }
 
-func decodeEntry[T any](key string, e *kvEntry) (v T, ok bool, err error) {
+func decodeEntry[T any](key string, e *kvEntry) (T, bool, error) {
 	if c, hit := e.val.(T); hit {
 		return c, true, nil
 	}
-	if err := json.Unmarshal(e.raw, &v); err != nil {
+	return decodeRaw[T](key, e.raw)
+}
+
+// decodeRaw is apart from decodeEntry so that its variable, whose address
+// escapes into json.Unmarshal, is not allocated on decodeEntry's fast path.
+func decodeRaw[T any](key string, raw []byte) (v T, ok bool, err error) {
+	if err := json.Unmarshal(raw, &v); err != nil {
 		return v, false, fmt.Errorf("%w: key %q does not decode into %T: %w", ErrInvalidValue, key, v, err)
 	}
 	return v, true, nil

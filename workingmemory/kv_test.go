@@ -643,7 +643,7 @@ func TestKVRace(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			for i := range 300 {
+			for i := range 150 {
 				key := fmt.Sprint("k", i%17)
 				switch i % 7 {
 				case 0:

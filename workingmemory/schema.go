@@ -104,6 +104,56 @@ func isDraft4(doc any) bool {
 	return strings.Contains(v, "draft-04") || strings.Contains(v, "draft-03")
 }
 
+// validateNext checks next, the successor of the state prev. When prev
+// passed the schema, only the root's own constraints and the members of
+// next that are not the same values as in prev are checked by the fast
+// validator (its checks of one member never depend on another's).
+func (s *schema) validateNext(prev *state, next any) error {
+	if s.fast != nil && prev.valid {
+		if po, ok := prev.tree().(*object); ok && s.fast.validChanged(po, next) {
+			return nil
+		}
+	}
+	return s.validate(next)
+}
+
+// validChanged is valid for an object whose unchanged members (the same
+// values as in old, which was valid) need no check.
+func (n *node) validChanged(old *object, v any) bool {
+	o, ok := v.(*object)
+	if !ok || n.never || n.hasConst || n.enum != nil {
+		return n.valid(v)
+	}
+	if n.types&tObj == 0 || len(o.m) < n.minProps || n.maxProps >= 0 && len(o.m) > n.maxProps {
+		return false
+	}
+	for _, r := range n.required {
+		if _, ok := o.find(r); !ok {
+			return false
+		}
+	}
+	j, k := 0, 0
+	for _, e := range o.m {
+		for k < len(old.m) && old.m[k].key < e.key {
+			k++
+		}
+		if k < len(old.m) && old.m[k].key == e.key && sameValue(old.m[k].val, e.val) {
+			continue
+		}
+		for j < len(n.propKeys) && n.propKeys[j] < e.key {
+			j++
+		}
+		if j < len(n.propKeys) && n.propKeys[j] == e.key {
+			if !n.propNodes[j].valid(e.val) {
+				return false
+			}
+		} else if n.additional != nil && !n.additional.valid(e.val) {
+			return false
+		}
+	}
+	return true
+}
+
 // validate checks a state and returns nil or a *SchemaError listing every
 // violation.
 func (s *schema) validate(v any) error {

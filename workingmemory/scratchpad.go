@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,25 +42,14 @@ type Layer struct {
 // compiled is what New prepares once and every derived Layer shares
 // (read-only).
 type compiled struct {
-	cfg    Config
-	spec   layer.Spec
-	schema *schema // nil: no schema
-	tmpl   any     // the initial state, immutable
-	merger merger
-	params json.RawMessage
-	desc   string
-}
-
-// state is one immutable version of the scratchpad. value is a string or
-// an *object and is never modified: updates build a new state that
-// shares unchanged subtrees with the old one.
-type state struct {
-	value   any
-	version int64 // storage version; 0 = not stored
-	size    int   // compact JSON size
-
-	once  sync.Once
-	block string // the rendered, fenced block; "" for an empty state
+	cfg       Config
+	spec      layer.Spec
+	schema    *schema // nil: no schema
+	tmpl      any     // the initial state, immutable
+	tmplState *state  // its encoding
+	merger    merger
+	params    json.RawMessage
+	desc      string
 }
 
 // New returns a scratchpad layer. It compiles the schema once (reading
@@ -109,7 +99,7 @@ func New(cfg Config) (*Layer, error) {
 	}
 	c.params, c.desc = c.tool()
 	l := &Layer{c: c}
-	if _, err := l.install(c.tmpl, 0); err != nil {
+	if c.tmplState, err = l.install(c.tmpl, 0, false); err != nil {
 		return nil, fmt.Errorf("%w: template: %w", ErrInvalidConfig, err)
 	}
 	return l, nil
@@ -163,15 +153,27 @@ func (c *compiled) template() (any, error) {
 	return v, nil
 }
 
-// install encodes v, checks the size limit and makes it the current state.
-func (l *Layer) install(v any, version int64) (*state, error) {
-	enc := appendJSON(nil, v, "", 0)
-	if len(enc) > l.c.cfg.MaxBytes {
-		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(enc), l.c.cfg.MaxBytes)
+// install encodes v (which passed the schema), checks the size limit and
+// makes it the current state. With cold, the state keeps only the
+// encoding (see state).
+func (l *Layer) install(v any, version int64, cold bool) (*state, error) {
+	s := newState(v, version, true, nil)
+	if len(s.enc) > l.c.cfg.MaxBytes {
+		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(s.enc), l.c.cfg.MaxBytes)
 	}
-	s := &state{value: v, version: version, size: len(enc)}
+	if cold {
+		// An exact copy: the encoder's buffer has spare capacity.
+		s = coldState(slices.Clone(s.enc), version, true, s.entries)
+	}
 	l.cur.Store(s)
 	return s, nil
+}
+
+// initial returns the template's state, unstored. The template passed the
+// schema in New; its value and encoding are shared, read-only.
+func (l *Layer) initial() *state {
+	t := l.c.tmplState
+	return newState(t.tree(), 0, true, t)
 }
 
 // derive returns a Layer sharing l's compiled config, with its own state.
@@ -206,13 +208,13 @@ func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 	}
 	n := l.derive(store, scopeKey, logger)
 	if store == nil {
-		n.cur.Store(&state{value: l.c.tmpl, size: l.cur.Load().size})
+		n.cur.Store(l.initial())
 		return n, nil
 	}
 	for range l.c.cfg.MaxRetries {
 		it, err := store.Get(ctx, n.key)
 		if errors.Is(err, storage.ErrNotFound) {
-			n.cur.Store(&state{value: l.c.tmpl, size: l.cur.Load().size})
+			n.cur.Store(l.initial())
 			return n, nil
 		}
 		if err != nil {
@@ -220,7 +222,7 @@ func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 		}
 		v, bad := n.decodeStored(it.Value)
 		if bad == nil {
-			if _, bad = n.install(v, it.Version); bad == nil {
+			if _, bad = n.install(v, it.Version, true); bad == nil {
 				return n, nil
 			}
 		}
@@ -231,7 +233,7 @@ func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("workingmemory: init: quarantine: %w", err)
 		}
-		n.cur.Store(&state{value: l.c.tmpl, size: l.cur.Load().size})
+		n.cur.Store(l.initial())
 		return n, nil
 	}
 	return nil, fmt.Errorf("workingmemory: init: %w", ErrConflict)
@@ -283,31 +285,17 @@ func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) er
 // block is rendered once per state and cached.
 func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error) {
 	s := l.cur.Load()
-	if s == nil || isEmpty(s.value) {
+	if s == nil || s.empty() {
 		return nil, nil
 	}
 	block := s.rendered()
 	return []layer.Item{{Text: block, Tokens: (len(block) + 3) / 4}}, nil
 }
 
-func (s *state) rendered() string {
-	s.once.Do(func() {
-		if isEmpty(s.value) {
-			return
-		}
-		if t, ok := s.value.(string); ok {
-			s.block = layer.Fence(Tag, t)
-			return
-		}
-		s.block = layer.Fence(Tag, string(appendJSON(make([]byte, 0, s.size*2), s.value, "  ", 0)))
-	})
-	return s.block
-}
-
 // State returns a deep copy of the current state: a string, or a
 // map[string]any whose numbers are json.Number.
 func (l *Layer) State() any {
-	return toGo(l.cur.Load().value)
+	return toGo(l.cur.Load().tree())
 }
 
 // Update merges patch, a JSON object, into the state: the same path the
@@ -351,25 +339,23 @@ func (l *Layer) decodeUpdate(patch []byte) (*object, error) {
 func (l *Layer) apply(ctx context.Context, next func(cur any) (any, error)) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var buf []byte
 	for range l.c.cfg.MaxRetries {
 		cur := l.cur.Load()
-		v, err := next(cur.value)
+		v, err := next(cur.tree())
 		if err != nil {
 			return err
 		}
 		if l.c.schema != nil {
-			if err := l.c.schema.validate(v); err != nil {
+			if err := l.c.schema.validateNext(cur, v); err != nil {
 				return err
 			}
 		}
-		buf = appendJSON(buf[:0], v, "", 0)
-		if len(buf) > l.c.cfg.MaxBytes {
-			return fmt.Errorf("%w: the merged state is %d bytes, the limit is %d; remove something first", ErrTooLarge, len(buf), l.c.cfg.MaxBytes)
+		ns := newState(v, cur.version, true, cur)
+		if len(ns.enc) > l.c.cfg.MaxBytes {
+			return fmt.Errorf("%w: the merged state is %d bytes, the limit is %d; remove something first", ErrTooLarge, len(ns.enc), l.c.cfg.MaxBytes)
 		}
-		version := cur.version
 		if l.store != nil {
-			version, err = l.store.Put(ctx, l.key, buf, cur.version)
+			ns.version, err = l.store.Put(ctx, l.key, ns.enc, cur.version)
 			if errors.Is(err, storage.ErrConflict) {
 				if err := l.reload(ctx); err != nil {
 					return err
@@ -380,7 +366,7 @@ func (l *Layer) apply(ctx context.Context, next func(cur any) (any, error)) erro
 				return fmt.Errorf("workingmemory: persist: %w", err)
 			}
 		}
-		l.cur.Store(&state{value: v, version: version, size: len(buf)})
+		l.cur.Store(ns)
 		return nil
 	}
 	return fmt.Errorf("%w: gave up after %d attempts: %w", ErrConflict, l.c.cfg.MaxRetries, storage.ErrConflict)
@@ -391,7 +377,7 @@ func (l *Layer) apply(ctx context.Context, next func(cur any) (any, error)) erro
 func (l *Layer) reload(ctx context.Context) error {
 	it, err := l.store.Get(ctx, l.key)
 	if errors.Is(err, storage.ErrNotFound) {
-		l.cur.Store(&state{value: l.c.tmpl})
+		l.cur.Store(l.initial())
 		return nil
 	}
 	if err != nil {
@@ -402,7 +388,8 @@ func (l *Layer) reload(ctx context.Context) error {
 		return fmt.Errorf("workingmemory: reload: stored state: %w", err)
 	}
 	v, _ = cleanValue(v)
-	l.cur.Store(&state{value: v, version: it.Version, size: len(it.Value)})
+	// Not validated here: the merge that follows validates all of it.
+	l.cur.Store(newState(v, it.Version, false, nil))
 	return nil
 }
 
@@ -450,10 +437,11 @@ func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, erro
 	n := l.derive(nil, child.ScopeKey(l.c.spec.EffectiveScope()), logger)
 	switch l.c.spec.EffectiveScope() {
 	case layer.ScopeResource, layer.ScopeGlobal:
-		cur := l.cur.Load()
-		n.cur.Store(&state{value: cur.value, size: cur.size})
+		// States are immutable: sharing one is a deep clone in effect.
+		// (Its version is unused: the child is not persisted.)
+		n.cur.Store(l.cur.Load())
 	default:
-		n.cur.Store(&state{value: l.c.tmpl})
+		n.cur.Store(l.initial())
 	}
 	return n, nil
 }
@@ -467,7 +455,7 @@ func (l *Layer) OnReturn(ctx context.Context, child layer.Layer) error {
 	if !ok || l.c.cfg.OnReturn == ReturnDiscard {
 		return nil
 	}
-	cv := cl.cur.Load().value
+	cv := cl.cur.Load().tree()
 	switch l.c.cfg.OnReturn {
 	case ReturnMerge:
 		patch, ok := cv.(*object)
@@ -540,7 +528,7 @@ func (c *compiled) tool() (json.RawMessage, string) {
 // Snapshot implements layer.Snapshotter: the state as JSON (a string or
 // an object).
 func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
-	return appendJSON(nil, l.cur.Load().value, "", 0), nil
+	return slices.Clone(l.cur.Load().enc), nil
 }
 
 // Restore implements layer.Snapshotter: it replaces the state with one
@@ -564,7 +552,7 @@ func (l *Layer) Clear(ctx context.Context) error {
 			return fmt.Errorf("workingmemory: clear: %w", err)
 		}
 	}
-	l.cur.Store(&state{value: l.c.tmpl})
+	l.cur.Store(l.initial())
 	return nil
 }
 
@@ -572,19 +560,7 @@ func (l *Layer) Clear(ctx context.Context) error {
 // top-level keys (1 for non-empty text), Bytes the compact JSON size.
 func (l *Layer) Stats(ctx context.Context) (layer.Stats, error) {
 	s := l.cur.Load()
-	st := layer.Stats{Bytes: s.size}
-	switch v := s.value.(type) {
-	case *object:
-		st.Entries = len(v.m)
-	case string:
-		if v != "" {
-			st.Entries = 1
-		}
-	}
-	if st.Bytes == 0 {
-		st.Bytes = len(appendJSON(nil, s.value, "", 0))
-	}
-	return st, nil
+	return layer.Stats{Bytes: len(s.enc), Entries: s.entries}, nil
 }
 
 // Interface guards.

@@ -1,0 +1,145 @@
+package workingmemory
+
+import (
+	"bytes"
+	"encoding/json"
+	"sync"
+
+	"github.com/memlayer/memlayer/layer"
+)
+
+// state is one immutable version of the scratchpad. Updates build a new
+// state that shares the unchanged subtrees of the old one; nothing is
+// ever modified in place, so readers need no lock and a rejected update
+// cannot have touched anything.
+//
+// A state always has its canonical compact encoding (enc, what is
+// stored). Its decoded value may be absent ("cold"): Init keeps only the
+// encoding, which is all Recall, Snapshot and Stats need, and the first
+// update decodes it. An idle scratchpad so costs little more than its
+// JSON, and a busy one keeps its tree for fast updates.
+type state struct {
+	version int64  // storage version; 0 = not stored
+	enc     []byte // canonical compact JSON; never modified
+	entries int    // top-level keys, or 1 for non-empty text
+	valid   bool   // passed the schema (always true without one)
+
+	treeOnce sync.Once
+	value    any     // a string or an *object, once decoded
+	spans    []int32 // for an object: member i's value is enc[spans[2i]:spans[2i+1]]
+
+	blockOnce sync.Once
+	block     string // the rendered, fenced block; "" for an empty state
+}
+
+// newState returns the (decoded) state holding v, encoded reusing the
+// encoding of prev's unchanged members (see encodeState).
+func newState(v any, version int64, valid bool, prev *state) *state {
+	enc, spans := encodeState(v, prev)
+	s := &state{version: version, enc: enc, valid: valid, value: v, spans: spans}
+	s.treeOnce.Do(func() {})
+	switch v := v.(type) {
+	case *object:
+		s.entries = len(v.m)
+	case string:
+		if v != "" {
+			s.entries = 1
+		}
+	}
+	return s
+}
+
+// coldState returns a state holding only its canonical encoding.
+func coldState(enc []byte, version int64, valid bool, entries int) *state {
+	return &state{version: version, enc: enc, valid: valid, entries: entries}
+}
+
+// tree returns the decoded value, decoding the encoding on first use.
+// The encoding is canonical (this package wrote it), so it decodes
+// without error and the member spans it records are exact.
+func (s *state) tree() any {
+	s.treeOnce.Do(func() {
+		d := decoderPool.Get().(*decoder)
+		d.spans = make([]int32, 0, 2*s.entries)
+		v, err := d.decode(s.enc, 1<<16, nil)
+		spans := d.spans
+		d.release()
+		if err != nil {
+			panic("workingmemory: canonical state does not decode: " + err.Error())
+		}
+		s.value = v
+		if o, ok := v.(*object); ok && len(spans) == 2*len(o.m) {
+			s.spans = spans
+		}
+	})
+	return s.value
+}
+
+// empty reports whether the state shows nothing: "" or {}. Zero and false
+// are values, not emptiness.
+func (s *state) empty() bool {
+	return s.entries == 0
+}
+
+// rendered returns the Recall block, rendering it once.
+func (s *state) rendered() string {
+	s.blockOnce.Do(func() {
+		if s.empty() {
+			return
+		}
+		if s.enc[0] == '"' {
+			t, _ := s.tree().(string)
+			s.block = layer.Fence(Tag, t)
+			return
+		}
+		var b bytes.Buffer
+		b.Grow(len(s.enc) * 2)
+		_ = json.Indent(&b, s.enc, "", "  ") // enc is valid JSON
+		s.block = layer.Fence(Tag, b.String())
+	})
+	return s.block
+}
+
+// encodeState encodes v compactly. When v is an object it records where
+// each member's value is, and it copies the encoding of every member that
+// is the same value as in prev instead of encoding it again: an update
+// usually changes a few members of a state whose other members are
+// shared, unchanged, with the old one.
+func encodeState(v any, prev *state) ([]byte, []int32) {
+	o, ok := v.(*object)
+	if !ok {
+		return appendJSON(nil, v, "", 0), nil
+	}
+	var old []member
+	if prev != nil {
+		if po, ok := prev.tree().(*object); ok && prev.spans != nil {
+			old = po.m
+		}
+	}
+	size := 64
+	if prev != nil {
+		size += len(prev.enc) + len(prev.enc)/4
+	}
+	b := make([]byte, 0, size)
+	spans := make([]int32, 0, 2*len(o.m))
+	b = append(b, '{')
+	j := 0
+	for i, e := range o.m {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, e.key)
+		b = append(b, ':')
+		start := len(b)
+		for j < len(old) && old[j].key < e.key {
+			j++
+		}
+		if j < len(old) && old[j].key == e.key && sameValue(old[j].val, e.val) {
+			b = append(b, prev.enc[prev.spans[2*j]:prev.spans[2*j+1]]...)
+		} else {
+			b = appendJSON(b, e.val, "", 0)
+		}
+		spans = append(spans, int32(start), int32(len(b)))
+	}
+	return append(b, '}'), spans
+}
