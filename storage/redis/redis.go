@@ -387,18 +387,15 @@ func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
 	if op != "ping" {
 		where += " " + strconv.Quote(key)
 	}
-	var sentinel error
 	switch {
 	case ctx.Err() != nil && !errors.Is(err, ctx.Err()):
-		sentinel = ctx.Err()
+		// "storage/redis: get "k": context deadline exceeded: i/o timeout"
+		return fmt.Errorf("storage/redis: %s: %w: %w", where, ctx.Err(), err)
 	case s.closed.Load() || errors.Is(err, goredis.ErrClosed):
-		sentinel = storage.ErrClosed
+		return fmt.Errorf("%w: %s: %w", storage.ErrClosed, where, err)
 	case unavailable(err):
-		sentinel = ErrUnavailable
-	}
-	if sentinel != nil {
 		// "storage/redis: server unavailable: get "k": dial tcp ...: connection refused"
-		return fmt.Errorf("%w: %s: %w", sentinel, where, err)
+		return fmt.Errorf("%w: %s: %w", ErrUnavailable, where, err)
 	}
 	return fmt.Errorf("storage/redis: %s: %w", where, err)
 }

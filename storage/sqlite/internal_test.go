@@ -12,11 +12,12 @@ func TestPragmas(t *testing.T) {
 		name        string
 		cfg         Config
 		synchronous int // 1 NORMAL, 2 FULL
-		busyMS      int
+		busyMS      int // SQLite's own wait: short, the rest is retried in Go
 		journal     string
 	}{
-		{"defaults", Config{}, 1, 5000, "wal"},
-		{"full", Config{Sync: SyncFull, BusyTimeout: 250 * time.Millisecond}, 2, 250, "wal"},
+		{"defaults", Config{}, 1, 20, "wal"},
+		{"full", Config{Sync: SyncFull, BusyTimeout: 250 * time.Millisecond}, 2, 20, "wal"},
+		{"short busy timeout", Config{BusyTimeout: 5 * time.Millisecond}, 1, 5, "wal"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -89,6 +89,7 @@ type Config struct {
 type Store struct {
 	db     *sql.DB
 	path   string
+	busy   time.Duration
 	wsem   chan struct{} // one writer per Store at a time; across Stores SQLite's lock decides
 	closed atomic.Bool
 
@@ -96,6 +97,9 @@ type Store struct {
 }
 
 const table = "memlayer_kv"
+
+// sqliteBusy bounds the wait inside SQLite's busy handler; see Open.
+const sqliteBusy = 20 * time.Millisecond
 
 const schema = `CREATE TABLE IF NOT EXISTS ` + table + ` (
 	key     TEXT    NOT NULL PRIMARY KEY,
@@ -125,9 +129,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busy.Milliseconds(), 10)+")")
+	// SQLite's own busy handler sleeps without watching the context, so
+	// it only absorbs short waits; longer ones are retried by [Store.retry],
+	// which gives up when ctx ends.
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(min(busy, sqliteBusy).Milliseconds(), 10)+")")
 	q.Add("_pragma", "synchronous("+sync+")")
-	q.Set("_txlock", "immediate")
 	var dsn string
 	switch {
 	case cfg.Path == "":
@@ -157,8 +163,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
 
-	s := &Store{db: db, path: cfg.Path, wsem: make(chan struct{}, 1)}
-	if err := s.init(ctx, cfg.ReadOnly); err != nil {
+	s := &Store{db: db, path: cfg.Path, busy: busy, wsem: make(chan struct{}, 1)}
+	if err := s.retry(ctx, func() error { return s.init(ctx, cfg.ReadOnly) }); err != nil {
 		db.Close()
 		return nil, s.wrap(ctx, "open", "", err)
 	}
@@ -194,6 +200,9 @@ func (s *Store) init(ctx context.Context, readOnly bool) error {
 		{&s.list, `SELECT key FROM ` + table + ` WHERE key >= ? ORDER BY key`},
 	}
 	for _, p := range prep {
+		if *p.stmt != nil {
+			continue // prepared by an earlier attempt
+		}
 		st, err := s.db.PrepareContext(ctx, p.sql)
 		if err != nil {
 			return err
@@ -240,7 +249,7 @@ func (s *Store) Get(ctx context.Context, key string) (storage.Item, error) {
 		return storage.Item{}, err
 	}
 	it := storage.Item{Key: key}
-	err := s.get.QueryRowContext(ctx, key).Scan(&it.Value, &it.Version)
+	err := s.retry(ctx, func() error { return s.get.QueryRowContext(ctx, key).Scan(&it.Value, &it.Version) })
 	if errors.Is(err, sql.ErrNoRows) {
 		return storage.Item{}, fmt.Errorf("storage/sqlite: get %q: %w", key, storage.ErrNotFound)
 	}
@@ -267,26 +276,27 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, ifVersion int
 	switch {
 	case ifVersion == storage.AnyVersion:
 		var v int64
-		if err := s.upsert.QueryRowContext(ctx, key, value).Scan(&v); err != nil {
+		err := s.retry(ctx, func() error { return s.upsert.QueryRowContext(ctx, key, value).Scan(&v) })
+		if err != nil {
 			return 0, s.wrap(ctx, "put", key, err)
 		}
 		return v, nil
 	case ifVersion == storage.NoVersion:
-		res, err := s.insert.ExecContext(ctx, key, value)
-		if err := s.changed(ctx, "put", key, res, err); err != nil {
-			if errors.Is(err, errUnchanged) {
-				return 0, fmt.Errorf("storage/sqlite: put %q: key exists: %w", key, storage.ErrConflict)
-			}
-			return 0, err
+		n, err := s.exec(ctx, s.insert, key, value)
+		if err != nil {
+			return 0, s.wrap(ctx, "put", key, err)
+		}
+		if n == 0 {
+			return 0, fmt.Errorf("storage/sqlite: put %q: key exists: %w", key, storage.ErrConflict)
 		}
 		return 1, nil
 	case ifVersion > 0:
-		res, err := s.update.ExecContext(ctx, value, key, ifVersion)
-		if err := s.changed(ctx, "put", key, res, err); err != nil {
-			if errors.Is(err, errUnchanged) {
-				return 0, fmt.Errorf("storage/sqlite: put %q: version %d is not current: %w", key, ifVersion, storage.ErrConflict)
-			}
-			return 0, err
+		n, err := s.exec(ctx, s.update, value, key, ifVersion)
+		if err != nil {
+			return 0, s.wrap(ctx, "put", key, err)
+		}
+		if n == 0 {
+			return 0, fmt.Errorf("storage/sqlite: put %q: version %d is not current: %w", key, ifVersion, storage.ErrConflict)
 		}
 		return ifVersion + 1, nil
 	}
@@ -303,19 +313,21 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion int64) error {
 	}
 	defer s.unlockWrite()
 	if ifVersion == storage.AnyVersion {
-		if _, err := s.del.ExecContext(ctx, key); err != nil {
+		if _, err := s.exec(ctx, s.del, key); err != nil {
 			return s.wrap(ctx, "delete", key, err)
 		}
 		return nil
 	}
-	res, err := s.delVersion.ExecContext(ctx, key, ifVersion)
-	err = s.changed(ctx, "delete", key, res, err)
-	if !errors.Is(err, errUnchanged) {
-		return err
+	n, err := s.exec(ctx, s.delVersion, key, ifVersion)
+	if err != nil {
+		return s.wrap(ctx, "delete", key, err)
+	}
+	if n == 1 {
+		return nil
 	}
 	// Nothing deleted: say whether the key was missing or had moved on.
 	var cur int64
-	err = s.version.QueryRowContext(ctx, key).Scan(&cur)
+	err = s.retry(ctx, func() error { return s.version.QueryRowContext(ctx, key).Scan(&cur) })
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("storage/sqlite: delete %q: %w", key, storage.ErrNotFound)
@@ -333,16 +345,29 @@ func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
 	if err := s.begin(ctx, "list", prefix, false); err != nil {
 		return nil, err
 	}
-	rows, err := s.list.QueryContext(ctx, prefix)
+	var keys []string
+	err := s.retry(ctx, func() error {
+		var err error
+		keys, err = s.listOnce(ctx, prefix)
+		return err
+	})
 	if err != nil {
 		return nil, s.wrap(ctx, "list", prefix, err)
+	}
+	return keys, nil
+}
+
+func (s *Store) listOnce(ctx context.Context, prefix string) ([]string, error) {
+	rows, err := s.list.QueryContext(ctx, prefix)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	keys := make([]string, 0)
 	for rows.Next() {
 		var k string
 		if err := rows.Scan(&k); err != nil {
-			return nil, s.wrap(ctx, "list", prefix, err)
+			return nil, err
 		}
 		if !strings.HasPrefix(k, prefix) {
 			break
@@ -350,12 +375,9 @@ func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
 		keys = append(keys, k)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.wrap(ctx, "list", prefix, err)
+		return nil, err
 	}
-	if err := rows.Close(); err != nil {
-		return nil, s.wrap(ctx, "list", prefix, err)
-	}
-	return keys, nil
+	return keys, rows.Close()
 }
 
 // Close closes the database. Operations after Close fail with
@@ -370,22 +392,50 @@ func (s *Store) Close() error {
 	return nil
 }
 
-var errUnchanged = errors.New("no row changed")
+// exec runs a write statement, retrying while the database is locked,
+// and returns the number of rows it changed.
+func (s *Store) exec(ctx context.Context, st *sql.Stmt, args ...any) (int64, error) {
+	var n int64
+	err := s.retry(ctx, func() error {
+		res, err := st.ExecContext(ctx, args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
+}
 
-// changed turns the result of a conditional write into nil (one row),
-// errUnchanged (none) or a wrapped error.
-func (s *Store) changed(ctx context.Context, op, key string, res sql.Result, err error) error {
-	if err != nil {
-		return s.wrap(ctx, op, key, err)
+// retry runs fn until it does not fail with SQLITE_BUSY, the store's
+// BusyTimeout has passed, or ctx ends. Every fn is a single statement,
+// which a busy error leaves undone, so running it again is safe.
+func (s *Store) retry(ctx context.Context, fn func() error) error {
+	deadline := time.Now().Add(s.busy)
+	wait := time.Millisecond
+	for {
+		err := fn()
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(min(wait, time.Until(deadline)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(wait*2, 25*time.Millisecond)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return s.wrap(ctx, op, key, err)
+}
+
+func isBusy(err error) bool {
+	var se *msqlite.Error
+	if !errors.As(err, &se) {
+		return false
 	}
-	if n == 0 {
-		return errUnchanged
-	}
-	return nil
+	c := se.Code() & 0xff
+	return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
 }
 
 // wrap names the operation and adds the sentinel matching an SQLite
@@ -398,28 +448,31 @@ func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
 	} else if s.path != "" {
 		where += " " + strconv.Quote(s.path)
 	}
-	var sentinel error
+	var sentinels []any
+	if s.closed.Load() {
+		sentinels = append(sentinels, storage.ErrClosed)
+	}
 	var se *msqlite.Error
-	switch {
-	case ctx.Err() != nil && !errors.Is(err, ctx.Err()):
-		sentinel = ctx.Err()
-	case s.closed.Load():
-		sentinel = storage.ErrClosed
-	case errors.As(err, &se):
+	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			sentinel = ErrLocked
+			sentinels = append(sentinels, ErrLocked)
 		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
-			sentinel = ErrCorrupt
+			sentinels = append(sentinels, ErrCorrupt)
 		case sqlite3.SQLITE_READONLY:
-			sentinel = ErrReadOnly
+			sentinels = append(sentinels, ErrReadOnly)
 		}
 	}
-	if sentinel != nil {
-		// "storage/sqlite: database is locked: put "k": database is locked (5)"
-		return fmt.Errorf("%w: %s: %w", sentinel, where, err)
+	prefix := ""
+	if len(sentinels) == 0 {
+		prefix = "storage/sqlite: "
 	}
-	return fmt.Errorf("storage/sqlite: %s: %w", where, err)
+	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		sentinels = append(sentinels, ctx.Err())
+	}
+	// "storage/sqlite: database is locked: put "k": database is locked (5)"
+	// "storage/sqlite: put "k": context canceled: interrupted (9)"
+	return fmt.Errorf(prefix+strings.Repeat("%w: ", len(sentinels))+"%s: %w", append(sentinels, where, err)...)
 }
 
 // Interface guards.

@@ -259,6 +259,33 @@ func TestLocked(t *testing.T) {
 			t.Fatalf("Put after the lock was released: %v", err)
 		}
 	})
+	t.Run("context ends the wait", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "mem.db")
+		s := open(t, sqlite.Config{Path: path, BusyTimeout: 10 * time.Second})
+		ctx := t.Context()
+		if _, err := s.Put(ctx, "k", []byte("before"), storage.NoVersion); err != nil {
+			t.Fatal(err)
+		}
+		tx, err := rawDB(t, path).BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if _, err := tx.Exec(`UPDATE memlayer_kv SET value = value WHERE key = 'none'`); err != nil {
+			t.Fatal(err)
+		}
+		tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err = s.Put(tctx, "k", []byte("after"), storage.AnyVersion)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Put under a foreign lock with a 100ms deadline: %v, want context.DeadlineExceeded", err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("Put returned after %v, want about 100ms: the deadline was not honoured", d)
+		}
+		t.Log(err)
+	})
 	t.Run("exclusive lock at open", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "mem.db")
 		other := rawDB(t, path)
