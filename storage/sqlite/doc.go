@@ -42,6 +42,8 @@
 // on a small connection pool. Several Stores or processes may open the
 // same file: SQLite's file lock orders their writes, and a writer waits up
 // to [Config.BusyTimeout] (default 5s) before failing with [ErrLocked].
+// The wait is retried from Go in short steps rather than left to SQLite's
+// busy handler, so it also ends as soon as the context does.
 // The file lives on a local disk: WAL mode needs shared memory, so network
 // file systems are not supported.
 //
