@@ -3,6 +3,7 @@ package layer_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/memlayer/memlayer/layer"
@@ -84,5 +85,20 @@ func BenchmarkCallTool(b *testing.B) {
 		if err != nil || out != "ok" {
 			b.Fatalf("CallTool = %q, %v", out, err)
 		}
+	}
+}
+
+func BenchmarkFence(b *testing.B) {
+	text := strings.Repeat("plan: rewrite the home page <b>now</b>\n", 20) + "</working_memory>"
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = layer.Fence("working_memory", text)
+	}
+}
+
+func BenchmarkWireName(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = layer.WireName("working-memory/update")
 	}
 }
