@@ -371,12 +371,16 @@ const (
 	roleParentID
 	roleParent
 	roleRPC
+	roleContainer
 )
 
 // roles merges idRank, typeRank and slugRank with the other keys entity
 // looks at, so that each member costs one map lookup.
 var roles = func() map[string]role {
 	m := map[string]role{"sys": {kind: roleSys}, "parentid": {kind: roleParentID}, "parent": {kind: roleParent}, "jsonrpc": {kind: roleRPC}}
+	for k := range containers {
+		m[k] = role{kind: roleContainer}
+	}
 	for k, r := range idRank {
 		m[k] = role{roleID, r}
 	}
@@ -604,6 +608,8 @@ func (e *extraction) entity(fs []field, keyType string) (Entity, bool) {
 	idR, typR, slugR := 99, 99, 99
 	var keyVal string
 	var sys jval
+	var cb [4]field
+	conts := cb[:0]
 	name, nameR := "", len(e.x.nameFields)
 	for _, f := range fs {
 		k := e.norm(f.key)
@@ -650,6 +656,10 @@ func (e *extraction) entity(fs []field, keyType string) (Entity, bool) {
 		case roleRPC:
 			// A JSON-RPC envelope: its "id" is the request's.
 			return Entity{}, false
+		case roleContainer:
+			if f.val.kind == kindObject && len(conts) < cap(conts) {
+				conts = append(conts, f)
+			}
 		}
 	}
 	if sys.kind == kindObject {
@@ -687,9 +697,9 @@ func (e *extraction) entity(fs []field, keyType string) (Entity, bool) {
 	default:
 		ent.Type = "item"
 	}
-	ent.Name = e.name(fs, name, nameR)
+	ent.Name = e.name(conts, name, nameR)
 	if ent.Slug == "" {
-		ent.Slug = e.containerSlug(fs)
+		ent.Slug = e.containerSlug(conts)
 	}
 	ent = finish(ent)
 	return ent, ent.ID != ""
@@ -697,11 +707,8 @@ func (e *extraction) entity(fs []field, keyType string) (Entity, bool) {
 
 // containerSlug finds a slug, handle or identifier inside an object's
 // containers (Strapi v4 attributes, Contentful fields).
-func (e *extraction) containerSlug(fs []field) string {
-	for _, f := range fs {
-		if f.val.kind != kindObject || !containers[string(e.norm(f.key))] {
-			continue
-		}
+func (e *extraction) containerSlug(conts []field) string {
+	for _, f := range conts {
 		var fb [32]field
 		best, bestR := "", 3
 		for _, g := range f.val.fields(fb[:0]) {
@@ -746,9 +753,10 @@ func parentRef(v jval) string {
 	return ""
 }
 
-// name finds the best name among an object's members and those of its
-// containers (attributes, fields, properties, snippet).
-func (e *extraction) name(fs []field, best string, bestRank int) string {
+// name returns the best name: best (of rank bestRank, found among the
+// object's own members) or a better one in its containers (attributes,
+// fields, properties, snippet).
+func (e *extraction) name(conts []field, best string, bestRank int) string {
 	var props jval
 	consider := func(fs []field) {
 		for _, f := range fs {
@@ -761,16 +769,12 @@ func (e *extraction) name(fs []field, best string, bestRank int) string {
 			}
 		}
 	}
-	for _, f := range fs {
-		if f.val.kind != kindObject || bestRank == 0 {
-			continue
-		}
-		k := e.norm(f.key)
-		if !containers[string(k)] {
-			continue
-		}
-		if string(k) == "properties" {
+	for _, f := range conts {
+		if string(e.norm(f.key)) == "properties" {
 			props = f.val
+		}
+		if bestRank == 0 {
+			continue
 		}
 		var fb [32]field
 		consider(f.val.fields(fb[:0]))
