@@ -90,7 +90,10 @@ func sortedBySlot(rs []layer.Recalled) []layer.Recalled {
 // with msgs unless stripping changed them.
 //
 // A capTokens of +Inf keeps everything (after stripping); a NaN or
-// negative cap keeps nothing.
+// negative cap keeps nothing. If the newest message (or the newest
+// call/result group) alone does not fit, nothing is kept: a caller that
+// must always send the latest user message should count it in
+// [Request.System] or check for an empty result.
 func ProjectHistory(msgs []llms.MessageContent, capTokens float64, c Counter) []llms.MessageContent {
 	if c == nil {
 		c = Estimate
