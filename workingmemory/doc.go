@@ -25,8 +25,9 @@
 //     schema forces to send every field cannot wipe data by sending null
 //     (Config.NullReplaces stores the null instead);
 //   - deletion is explicit: "$delete" ([DeleteKey]) lists paths, in any
-//     object of the update and relative to it, as JSON Pointers
-//     ("contact/phone", "/openTasks/0") or dotted ("contact.phone"). They are
+//     object of the update and relative to it, as JSON Pointers with or
+//     without the leading '/' ("contact/phone", "/openTasks/0") or dotted
+//     ("contact.phone"; a key holding '.' needs the pointer form). They are
 //     applied to the current state before the rest of that object is
 //     merged, so {"$delete":["prefs"],"prefs":{...}} replaces prefs whole.
 //     Indexes of one array refer to the array before any deletion; missing

@@ -196,8 +196,11 @@ func cleanValue(v any) (any, bool) {
 }
 
 // parseDeletes reads the value of a DeleteKey: a path or a list of paths.
-// A path is a JSON Pointer ("/contact/phone", "~1" for '/', "~0" for '~')
-// or dotted ("contact.phone"); array elements are named by index.
+// A path holding a '/' is a JSON Pointer, its leading '/' optional
+// ("/contact/phone", "contact/phone"; "~1" stands for '/' in a key, "~0"
+// for '~'); any other path is dotted ("contact.phone"), so a key holding a
+// '.' is named in pointer form ("/a.b"). Array elements are named by
+// index.
 func parseDeletes(v any) ([][]string, error) {
 	var list []any
 	switch v := v.(type) {
@@ -229,8 +232,8 @@ func parsePath(s string) ([]string, error) {
 	if s == "" {
 		return nil, fmt.Errorf("%w: empty %s path; to empty the whole memory, delete its keys", ErrInvalidUpdate, DeleteKey)
 	}
-	if strings.HasPrefix(s, "/") {
-		parts := strings.Split(s[1:], "/")
+	if strings.Contains(s, "/") {
+		parts := strings.Split(strings.TrimPrefix(s, "/"), "/")
 		for i, p := range parts {
 			if strings.Contains(p, "~") {
 				parts[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(p)

@@ -408,7 +408,7 @@ func TestDelete(t *testing.T) {
 	}{
 		{"pointer", `{"$delete":["/contact/phone"]}`,
 			`{"contact":{"email":"a@b"},"tasks":["a","b","c","d"],"prefs":{"tone":"x","units":"y"},"a.b":1,"k/s":2,"notes":"n"}`},
-		{"relative pointer without slash is dotted", `{"$delete":["contact.phone","notes"]}`,
+		{"dotted", `{"$delete":["contact.phone","notes"]}`,
 			`{"contact":{"email":"a@b"},"tasks":["a","b","c","d"],"prefs":{"tone":"x","units":"y"},"a.b":1,"k/s":2}`},
 		{"array indexes refer to the original", `{"$delete":["/tasks/0","/tasks/2"]}`,
 			`{"contact":{"email":"a@b","phone":"1"},"tasks":["b","d"],"prefs":{"tone":"x","units":"y"},"a.b":1,"k/s":2,"notes":"n"}`},
@@ -419,6 +419,8 @@ func TestDelete(t *testing.T) {
 		{"delete then set replaces whole", `{"$delete":["prefs"],"prefs":{"tone":"z"}}`,
 			`{"contact":{"email":"a@b","phone":"1"},"tasks":["a","b","c","d"],"prefs":{"tone":"z"},"a.b":1,"k/s":2,"notes":"n"}`},
 		{"missing paths ignored", `{"$delete":["/nope","/tasks/9","/tasks/x","/notes/deeper","/contact/phone/x"]}`, initial},
+		{"pointer without leading slash", `{"$delete":["contact/phone","tasks/3"]}`,
+			`{"contact":{"email":"a@b"},"tasks":["a","b","c"],"prefs":{"tone":"x","units":"y"},"a.b":1,"k/s":2,"notes":"n"}`},
 		{"single string", `{"$delete":"notes"}`,
 			`{"contact":{"email":"a@b","phone":"1"},"tasks":["a","b","c","d"],"prefs":{"tone":"x","units":"y"},"a.b":1,"k/s":2}`},
 	}

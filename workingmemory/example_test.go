@@ -1,0 +1,288 @@
+package workingmemory_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/workingmemory"
+)
+
+func printState(l *workingmemory.Layer) {
+	b, _ := json.Marshal(l.State())
+	fmt.Println(string(b))
+}
+
+// A free-text scratchpad: the template is the starting text, the first
+// object update keeps it under "_previous", and Recall fences the state.
+func ExampleNew() {
+	ctx := context.Background()
+	wm, err := workingmemory.New(workingmemory.Config{Template: "Goal: migrate the blog"})
+	if err != nil {
+		panic(err)
+	}
+	if err := wm.Update(ctx, json.RawMessage(`{"step":"export posts","done":false}`)); err != nil {
+		panic(err)
+	}
+	items, _ := wm.Recall(ctx, layer.Query{})
+	fmt.Println(items[0].Text)
+	// Output:
+	// <working_memory>
+	// {
+	//   "_previous": "Goal: migrate the blog",
+	//   "done": false,
+	//   "step": "export posts"
+	// }
+	// </working_memory>
+}
+
+// With a schema, an update whose merged state fails it is rejected with
+// every violation, and the state is unchanged.
+func ExampleNew_schema() {
+	ctx := context.Background()
+	wm, err := workingmemory.New(workingmemory.Config{
+		Schema: `{
+			"type": "object",
+			"additionalProperties": false,
+			"properties": {
+				"goal":  {"type": "string"},
+				"step":  {"type": "integer", "minimum": 1},
+				"tasks": {"type": "array", "items": {"type": "string"}}
+			}
+		}`,
+		Template: map[string]any{"goal": "ship v2", "step": 1},
+	})
+	if err != nil {
+		panic(err)
+	}
+	err = wm.Update(ctx, json.RawMessage(`{"step":0,"tasks":["a",2],"owner":"me"}`))
+	var se *workingmemory.SchemaError
+	if errors.As(err, &se) {
+		for _, v := range se.Violations {
+			fmt.Printf("%s: %s\n", v.Pointer, v.Reason)
+		}
+	}
+	printState(wm)
+	// Unordered output:
+	// : additional properties 'owner' not allowed
+	// /step: minimum: got 0, want 1
+	// /tasks/1: got number, want string
+	// {"goal":"ship v2","step":1}
+}
+
+// Update merges objects key by key, replaces arrays and scalars, treats
+// null as "no change" and deletes what "$delete" lists.
+func ExampleLayer_Update() {
+	ctx := context.Background()
+	wm, _ := workingmemory.New(workingmemory.Config{})
+	_ = wm.Update(ctx, json.RawMessage(`{"plan":{"goal":"fix login","steps":["repro","patch"]},"blockers":["no access"],"notes":"x"}`))
+	_ = wm.Update(ctx, json.RawMessage(`{"plan":{"steps":["patch","test"]},"notes":null,"$delete":["blockers"]}`))
+	printState(wm)
+	_ = wm.Update(ctx, json.RawMessage(`{"plan":{"$delete":["steps/0"],"done":false}}`))
+	printState(wm)
+	// Output:
+	// {"notes":"x","plan":{"goal":"fix login","steps":["patch","test"]}}
+	// {"notes":"x","plan":{"done":false,"goal":"fix login","steps":["test"]}}
+}
+
+// Init binds the scratchpad to a run: it loads the state stored for the
+// run's scope, and every update is stored with compare-and-swap.
+func ExampleLayer_Init() {
+	ctx := context.Background()
+	store := storage.NewMemory()
+	wm, _ := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+
+	run1, _ := wm.Init(ctx, layer.Env{ThreadID: "t1", ResourceID: "user-42", Store: store})
+	_ = run1.(*workingmemory.Layer).Update(ctx, json.RawMessage(`{"timezone":"Europe/Paris"}`))
+
+	// Another thread of the same user, later.
+	run2, _ := wm.Init(ctx, layer.Env{ThreadID: "t2", ResourceID: "user-42", Store: store})
+	printState(run2.(*workingmemory.Layer))
+	it, _ := store.Get(ctx, storage.LayerKey("working-memory", "user-42", "state"))
+	fmt.Println(string(it.Value))
+	// Output:
+	// {"timezone":"Europe/Paris"}
+	// {"timezone":"Europe/Paris"}
+}
+
+// In a stack, the update function is a tool the model calls; its wire
+// name is "working-memory_update".
+func ExampleLayer_Provides() {
+	ctx := context.Background()
+	wm, _ := workingmemory.New(workingmemory.Config{})
+	stack, _ := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{wm}, Env: layer.Env{ThreadID: "t1"}})
+	_ = stack.Init(ctx)
+	for _, t := range stack.Tools() {
+		fmt.Println(t.Name, t.WireName)
+	}
+	out, err := stack.CallTool(ctx, "working-memory_update", `{"finding":"the cache key ignores the locale"}`)
+	fmt.Println(out, err)
+	snap, _ := stack.Data(ctx, "working-memory", "snapshot")
+	fmt.Println(snap)
+	// Output:
+	// working-memory/update working-memory_update
+	// Working memory updated. <nil>
+	// map[finding:the cache key ignores the locale]
+}
+
+// A resource-scoped scratchpad gives a child agent a copy of the parent's
+// state; the child's tool writes to the child's copy, and OnReturn (here:
+// merge) brings the changes back.
+func ExampleLayer_OnSpawn() {
+	ctx := context.Background()
+	wm, _ := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource, OnReturn: workingmemory.ReturnMerge})
+	parent, _ := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{wm}, Env: layer.Env{ThreadID: "t1", ResourceID: "site-7"}})
+	_ = parent.Init(ctx)
+	_, _ = parent.CallTool(ctx, "working-memory_update", `{"site":"docs","pages":3}`)
+
+	child, _ := parent.Spawn(ctx, layer.Env{ThreadID: "t1-sub", ResourceID: "site-7"})
+	_, _ = child.CallTool(ctx, "working-memory_update", `{"pages":4}`)
+	p, _ := parent.Data(ctx, "working-memory", "snapshot")
+	c, _ := child.Data(ctx, "working-memory", "snapshot")
+	fmt.Println("parent:", p, "child:", c)
+
+	_ = parent.Return(ctx, child)
+	p, _ = parent.Data(ctx, "working-memory", "snapshot")
+	fmt.Println("after return:", p)
+	// Output:
+	// parent: map[pages:3 site:docs] child: map[pages:4 site:docs]
+	// after return: map[pages:4 site:docs]
+}
+
+// A legacy updateWorkingMemory call in the model's response is applied by
+// the store hook.
+func ExampleLayer_Store() {
+	ctx := context.Background()
+	wm, _ := workingmemory.New(workingmemory.Config{})
+	err := wm.Store(ctx, layer.Turn{Response: layer.Response{ToolCalls: []layer.ToolCall{
+		{ID: "c1", Name: "updateWorkingMemory", Arguments: `{"status":"in-progress"}`},
+	}}})
+	fmt.Println(err)
+	printState(wm)
+	// Output:
+	// <nil>
+	// {"status":"in-progress"}
+}
+
+type task struct {
+	ID    int
+	Title string
+}
+
+// Typed values in a key-value memory.
+func ExampleNewKV() {
+	kv := workingmemory.NewKV(workingmemory.KVConfig{})
+	_ = workingmemory.Set(kv, "current", task{ID: 7, Title: "draft notes"})
+	t, ok, err := workingmemory.Get[task](kv, "current")
+	fmt.Println(t, ok, err)
+	_, ok, _ = workingmemory.Get[task](kv, "missing")
+	fmt.Println(ok)
+	// Output:
+	// {7 draft notes} true <nil>
+	// false
+}
+
+// Entries carry metadata; Lookup returns it with the access statistics.
+func ExampleSetWith() {
+	kv := workingmemory.NewKV(workingmemory.KVConfig{})
+	_ = workingmemory.SetWith(kv, "tone", "concise", workingmemory.Meta{Importance: 0.8, Tags: []string{"pref"}, Type: "preference", TTL: time.Hour})
+	_, _, _ = workingmemory.Get[string](kv, "tone")
+	e, _, _ := kv.Lookup("tone")
+	fmt.Println(string(e.Value), e.Importance, e.Tags, e.Type, e.AccessCount, !e.ExpiresAt.IsZero())
+	// Output:
+	// "concise" 0.8 [pref] preference 2 true
+}
+
+// GetOrSet computes a value once, even when many goroutines ask at once.
+func ExampleGetOrSet() {
+	kv := workingmemory.NewKV(workingmemory.KVConfig{})
+	calls := 0
+	load := func() (string, error) { calls++; return "expensive", nil }
+	a, _ := workingmemory.GetOrSet(kv, "report", load)
+	b, _ := workingmemory.GetOrSet(kv, "report", load)
+	fmt.Println(a, b, calls)
+	// Output:
+	// expensive expensive 1
+}
+
+// Child scopes read through to their parents; writes stay local.
+func ExampleKV_Child() {
+	root := workingmemory.NewKV(workingmemory.KVConfig{})
+	_ = workingmemory.Set(root, "project", "docs")
+	child, _ := root.Child("agent-1")
+	_ = workingmemory.Set(child, "draft", "v1")
+
+	p, _, _ := workingmemory.Get[string](child, "project")
+	_, local, _ := workingmemory.GetLocal[string](child, "project")
+	fmt.Println(p, local, root.Contains("draft"))
+	_ = child.MergeToParent(true)
+	fmt.Println(root.Contains("draft"), root.Scopes())
+	_ = child.Dispose()
+	fmt.Println(root.Scopes(), errors.Is(workingmemory.Set(child, "x", 1), workingmemory.ErrDisposed))
+	// Output:
+	// docs false false
+	// true [root root/agent-1]
+	// [root] true
+}
+
+// A snapshot saves a scope and its children; Restore loads it.
+func ExampleKV_Snapshot() {
+	kv := workingmemory.NewKV(workingmemory.KVConfig{})
+	_ = workingmemory.Set(kv, "a", 1)
+	child, _ := kv.Child("c")
+	_ = workingmemory.Set(child, "b", 2)
+	snap, _ := kv.Snapshot()
+
+	other := workingmemory.NewKV(workingmemory.KVConfig{})
+	_ = other.Restore(snap)
+	c, _ := other.Child("c")
+	a, _, _ := workingmemory.Get[int](c, "a")
+	b, _, _ := workingmemory.Get[int](c, "b")
+	fmt.Println(a, b, other.Scopes())
+	// Output:
+	// 1 2 [root root/c]
+}
+
+// Events report every change to an observer.
+func ExampleKVConfig_observer() {
+	kv := workingmemory.NewKV(workingmemory.KVConfig{Observer: func(e workingmemory.KVEvent) {
+		fmt.Println(e.Kind, e.Scope, e.Key != "")
+	}})
+	_ = workingmemory.Set(kv, "k", true)
+	_, _ = kv.Remove("k")
+	c, _ := kv.Child("c")
+	_ = c.Dispose()
+	// Output:
+	// set root true
+	// removed root true
+	// scope-created root/c false
+	// scope-disposed root/c false
+}
+
+// In a stack, a spawned child agent gets a child scope of its parent's
+// key-value memory.
+func ExampleNewKVLayer() {
+	ctx := context.Background()
+	kv := workingmemory.NewKV(workingmemory.KVConfig{})
+	_ = workingmemory.Set(kv, "repo", "memlayer")
+	kl, _ := workingmemory.NewKVLayer(kv, workingmemory.KVLayerConfig{MergeOnReturn: true})
+	parent, _ := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{kl}, Env: layer.Env{ThreadID: "t1"}})
+	_ = parent.Init(ctx)
+
+	child, _ := parent.Spawn(ctx, layer.Env{ThreadID: "t1", ExecutionID: "sub-1"})
+	cl, _ := child.Layer("kv-memory")
+	ckv := cl.(*workingmemory.KVLayer).KV()
+	repo, _, _ := workingmemory.Get[string](ckv, "repo")
+	_ = workingmemory.Set(ckv, "finding", "flaky test")
+	fmt.Println(ckv.Path(), repo, kv.Contains("finding"))
+
+	_ = parent.Return(ctx, child)
+	fmt.Println(kv.Contains("finding"), kv.Scopes())
+	// Output:
+	// root/sub-1 memlayer false
+	// true [root]
+}
