@@ -102,3 +102,6 @@ func itemTokens(c Counter, tokens int, text string) int {
 	}
 	return c.Count(text)
 }
+
+// Interface guards.
+var _ Counter = CounterFunc(nil)
