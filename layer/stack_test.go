@@ -680,3 +680,52 @@ func TestRecallExtremeSlots(t *testing.T) {
 	}
 	equal(t, "order", ids(out), []string{"min", "zero", "max"})
 }
+
+// Close while other goroutines use the stack: every call either works or
+// says ErrClosed, each layer is closed once, and nothing races.
+func TestCloseDuringUse(t *testing.T) {
+	c := newCounter("c", 0)
+	s := mustStack(t, layer.StackConfig{Layers: []layer.Layer{c, layer.Text(layer.Spec{ID: "t"}, "x")}})
+	if err := s.Init(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := s.Layer("c")
+	bound := l.(*counter)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 50 {
+				_, err := s.Recall(t.Context(), layer.Query{}, nil)
+				if err != nil && !errors.Is(err, layer.ErrClosed) {
+					t.Errorf("Recall: %v", err)
+				}
+				if err := s.Store(t.Context(), layer.Turn{}); err != nil && !errors.Is(err, layer.ErrClosed) {
+					t.Errorf("Store: %v", err)
+				}
+				if _, err := s.CallTool(t.Context(), "c/peek", ""); err != nil && !errors.Is(err, layer.ErrClosed) {
+					t.Errorf("CallTool: %v", err)
+				}
+				if child, err := s.Spawn(t.Context(), layer.Env{ThreadID: "child"}); err == nil {
+					_ = child.Close(t.Context())
+				} else if !errors.Is(err, layer.ErrClosed) {
+					t.Errorf("Spawn: %v", err)
+				}
+			}
+		})
+	}
+	time.Sleep(time.Millisecond)
+	for range 3 {
+		wg.Go(func() {
+			if err := s.Close(t.Context()); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if bound.closes != 1 {
+		t.Errorf("the bound layer was closed %d times, want 1", bound.closes)
+	}
+	if c.closes != 0 {
+		t.Errorf("the template was closed %d times, want 0", c.closes)
+	}
+}
