@@ -52,7 +52,8 @@
 // "Error", "404", "not found" — and failed tool calls yield nothing. When a
 // successful result names no entity (plain text, {"content": ...}) but
 // the arguments carry the ID ("get-section-content" with sectionId), that
-// ID is recorded, except for delete-like tools.
+// ID is recorded. The entities of a delete-like tool ("cms_deletePage",
+// "remove_section") are forgotten by the layer rather than recorded.
 //
 // The extractor never decodes the whole result. One pass over the bytes
 // builds an index (a "tape") of the first three levels of the document,

@@ -226,7 +226,7 @@ func (x *Extractor) extractInto(buf []Entity, toolName, args, result string) []E
 		return nil
 	}
 	a := parseArgs(args, e.abuf[:0])
-	if len(e.out) == 0 && hint != "" && !destructive(toolName) {
+	if len(e.out) == 0 && hint != "" {
 		if id := a.ownID(hint); id != "" {
 			if ent := finish(Entity{Type: hint, ID: id, Name: a.name(x)}); ent.ID != "" {
 				e.out = append(e.out, ent)
@@ -283,10 +283,12 @@ func (x *Extractor) guessBytes(name []byte) string {
 	return t
 }
 
+// destructive reports whether a tool name says it deletes what it acts
+// on ("cms_deletePage", "remove_section", "files.trash").
 func destructive(tool string) bool {
 	for _, w := range words(tool) {
 		switch w {
-		case "delete", "remove", "destroy", "archive", "trash":
+		case "delete", "remove", "destroy", "trash", "purge", "erase":
 			return true
 		}
 	}

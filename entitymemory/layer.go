@@ -258,6 +258,8 @@ func (l *Layer) expire() {
 
 // Store extracts the entities of every successful tool result of the step
 // (in order, so the last result's entities end up first) and records
+// them; the entities of a delete-like tool ("cms_deletePage",
+// "remove_section") are forgotten instead, so "it" no longer resolves to
 // them. When the list changed and the layer persists, it is saved with
 // compare-and-swap: on a lost race the stored list is read, merged with
 // this one (the most recently seen copy of each entity wins) and written
@@ -288,6 +290,10 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 			}
 		}
 		l.ebuf = l.ext.extractInto(l.ebuf, name, args, r.Content)
+		if destructive(name) {
+			l.removeLocked(l.ebuf)
+			continue
+		}
 		l.addLocked(l.ebuf)
 	}
 	if !l.dirty {
@@ -324,6 +330,16 @@ func (l *Layer) addLocked(batch []Entity) {
 	l.dirty = l.store != nil
 	if changed {
 		l.cached = false
+	}
+}
+
+// removeLocked forgets the entities a delete-like tool acted on.
+func (l *Layer) removeLocked(gone []Entity) {
+	n := len(l.list)
+	l.list = slices.DeleteFunc(l.list, func(e Entity) bool { return containsEntity(gone, &e) })
+	if len(l.list) != n {
+		l.cached = false
+		l.dirty = l.store != nil
 	}
 }
 

@@ -84,6 +84,26 @@ func TestMRU(t *testing.T) {
 	}
 }
 
+func TestStoreForgetsDeleted(t *testing.T) {
+	l := mustNew(t, Config{})
+	store(t, l, result("list_pages", ``, `{"pages":[{"id":"p1","title":"A"},{"id":"p2","title":"B"}]}`))
+	store(t, l, result("cms_deletePage", `{"pageId":"p1"}`, `{"success":true}`))
+	if got := ids(l.Entities()); !reflect.DeepEqual(got, []string{"p2"}) {
+		t.Errorf("after deleting p1 by argument: %v", got)
+	}
+	// Stripe answers a delete with the deleted object.
+	store(t, l, result("stripe_create_customer", ``, `{"id":"cus_1","object":"customer","name":"Jenny"}`))
+	store(t, l, result("stripe_delete_customer", `{"customer":"cus_1"}`, `{"id":"cus_1","object":"customer","deleted":true}`))
+	if got := ids(l.Entities()); !reflect.DeepEqual(got, []string{"p2"}) {
+		t.Errorf("after deleting cus_1 by result: %v", got)
+	}
+	// A failed delete forgets nothing.
+	store(t, l, result("cms_deletePage", `{"pageId":"p2"}`, `{"error":"locked"}`))
+	if got := ids(l.Entities()); !reflect.DeepEqual(got, []string{"p2"}) {
+		t.Errorf("after a failed delete: %v", got)
+	}
+}
+
 func TestStoreSkipsErrorsAndUsesCalls(t *testing.T) {
 	l := mustNew(t, Config{})
 	tr := layer.Turn{
