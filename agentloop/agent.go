@@ -145,8 +145,10 @@ type run struct {
 	opts       []llms.CallOption
 	res        *Result
 
-	callIDs map[string]bool // tool call IDs in msgs
-	msgJSON [][]byte        // JSON of msgs[:len(msgJSON)], for checkpoints
+	alloc    *prompt.Allocation // budgets, computed on the first step
+	layerCap float64            // the sum of alloc.Layers
+	callIDs  map[string]bool    // tool call IDs in msgs
+	msgJSON  [][]byte           // JSON of msgs[:len(msgJSON)], for checkpoints
 
 	persist  bool
 	ckptVer  int64
@@ -346,25 +348,30 @@ func (r *run) step(ctx context.Context) (final bool, err error) {
 	start := time.Now()
 	step := r.res.Steps
 
-	alloc, err := prompt.Allocate(prompt.Request{
-		Total:   float64(a.cfg.ContextWindow),
-		Reserve: float64(a.cfg.ResponseReserve),
-		System:  float64(r.sysTokens),
-		Layers:  r.stack.Specs(),
-	})
-	if err != nil {
-		return false, fmt.Errorf("%w: budgets: %w", ErrInvalidConfig, err)
+	// The budgets depend only on the window, the instructions and the
+	// layers, which a run never changes.
+	if r.alloc == nil {
+		alloc, err := prompt.Allocate(prompt.Request{
+			Total:   float64(a.cfg.ContextWindow),
+			Reserve: float64(a.cfg.ResponseReserve),
+			System:  float64(r.sysTokens),
+			Layers:  r.stack.Specs(),
+		})
+		if err != nil {
+			return false, fmt.Errorf("%w: budgets: %w", ErrInvalidConfig, err)
+		}
+		r.alloc = &alloc
+		for _, v := range alloc.Layers {
+			r.layerCap += v
+		}
 	}
+	alloc := r.alloc
 	// A failed recall is reported by the stack and contributes nothing.
 	recalled, _ := r.stack.Recall(ctx, layer.Query{Text: r.input, Step: step}, alloc.Layers)
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	layerCap := 0.0
-	for _, v := range alloc.Layers {
-		layerCap += v
-	}
-	recalled = prompt.ProjectLayers(recalled, layerCap, a.cfg.Counter)
+	recalled = prompt.ProjectLayers(recalled, r.layerCap, a.cfg.Counter)
 	system, err := r.compiler.Compile(recalled, r.vars)
 	if err != nil {
 		return false, fmt.Errorf("agentloop: step %d: system prompt: %w", step, err)

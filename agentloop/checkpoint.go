@@ -121,8 +121,7 @@ type checkpointHead struct {
 // re-compacted.
 func (r *run) encodeCheckpoint(snap layer.Snapshot) ([]byte, error) {
 	for i := len(r.msgJSON); i < len(r.msgs); i++ {
-		// MarshalJSON directly: json.Marshal would re-compact its output.
-		b, err := r.msgs[i].MarshalJSON()
+		b, err := appendMessage(nil, r.msgs[i])
 		if err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
@@ -160,7 +159,7 @@ func (r *run) encodeCheckpoint(snap layer.Snapshot) ([]byte, error) {
 	b = strconv.AppendInt(b, int64(snap.Version), 10)
 	if snap.Name != "" {
 		b = append(b, `,"name":`...)
-		b = appendJSONString(b, snap.Name)
+		b = appendString(b, snap.Name)
 	}
 	b = append(b, `,"layers":{`...)
 	ids := make([]string, 0, len(snap.Layers))
@@ -179,7 +178,7 @@ func (r *run) encodeCheckpoint(snap layer.Snapshot) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, id)
+		b = appendString(b, id)
 		b = append(b, ':')
 		b = append(b, raw...)
 	}
@@ -187,11 +186,6 @@ func (r *run) encodeCheckpoint(snap layer.Snapshot) ([]byte, error) {
 	return b, nil
 }
 
-// appendJSONString appends s as a JSON string.
-func appendJSONString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s) // a string always encodes
-	return append(b, q...)
-}
 
 // restoreLayers restores thread- and execution-scoped layers from a
 // checkpoint's snapshot. Resource and global layers are left as Init

@@ -82,3 +82,38 @@ func FuzzCompactReference(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAppendMessage: the fast message encoder reads back exactly as
+// langchaingo's own encoding does.
+func FuzzAppendMessage(f *testing.F) {
+	f.Add("human", "hello", "id", "name", `{"a":1}`, "content")
+	f.Add("ai", "", "", "", "", "")
+	f.Add("tool", "\x00\x1f\"\\<>&\u2028\u2029\xff\xfe é 中", "c\n1", "n\t", "{\"x\":\"\\u0000\"}", "\r")
+	f.Fuzz(func(t *testing.T, role, text, id, name, args, content string) {
+		msgs := []llms.MessageContent{
+			{Role: llms.ChatMessageType(role), Parts: []llms.ContentPart{llms.TextContent{Text: text}}},
+			{Role: llms.ChatMessageType(role), Parts: []llms.ContentPart{llms.TextContent{Text: text}, llms.ToolCall{ID: id, Type: name, FunctionCall: &llms.FunctionCall{Name: name, Arguments: args}}, llms.ToolCall{ID: id}}},
+			{Role: llms.ChatMessageType(role), Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: id, Name: name, Content: content}}},
+			{Role: llms.ChatMessageType(role), Parts: []llms.ContentPart{llms.ImageURLContent{URL: text, Detail: name}}},
+			{Role: llms.ChatMessageType(role)},
+		}
+		for i, m := range msgs {
+			mine, err := appendMessage(nil, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !json.Valid(mine) {
+				t.Fatalf("message %d: invalid JSON %q", i, mine)
+			}
+			theirs, err := m.MarshalJSON()
+			if err != nil {
+				t.Skip()
+			}
+			var a, b llms.MessageContent
+			errA, errB := json.Unmarshal(mine, &a), json.Unmarshal(theirs, &b)
+			if (errA == nil) != (errB == nil) || !reflect.DeepEqual(a, b) {
+				t.Fatalf("message %d:\n mine %s -> %+v (%v)\ntheirs %s -> %+v (%v)", i, mine, a, errA, theirs, b, errB)
+			}
+		}
+	})
+}
