@@ -644,6 +644,27 @@ func toGo(v any) any {
 	}
 }
 
+// fromGo is the inverse of toGo: map[string]any becomes *object. The
+// result shares no map or slice with v.
+func fromGo(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		ms := make([]member, 0, len(v))
+		for k, e := range v {
+			ms = append(ms, member{k, fromGo(e)})
+		}
+		return &object{m: sortMembers(ms)}
+	case []any:
+		a := make([]any, len(v))
+		for i, e := range v {
+			a[i] = fromGo(e)
+		}
+		return a
+	default:
+		return v
+	}
+}
+
 // normalize turns any Go value into the JSON types the scratchpad works
 // with, by a JSON round trip when it is not already made of them. The
 // result shares nothing with v.

@@ -382,12 +382,12 @@ func (n *node) keyword(k string, v any) error {
 		if !ok {
 			return errUnsupported
 		}
-		n.enum = list
-		if n.enum == nil {
-			n.enum = []any{}
+		n.enum = make([]any, len(list))
+		for i, e := range list {
+			n.enum[i] = fromGo(e)
 		}
 	case "const":
-		n.hasConst, n.constVal = true, v
+		n.hasConst, n.constVal = true, fromGo(v)
 	case "minLength":
 		n.minLen, err = count()
 	case "maxLength":
