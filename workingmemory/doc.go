@@ -85,6 +85,14 @@
 // LayerKey(id, scopeKey, "quarantine/<unix-nanos>"), logs a warning through
 // env.Logger and starts from the template: nothing is silently lost.
 //
+// A state keeps its canonical compact JSON, which is all Recall, Snapshot
+// and Stats need; the decoded tree is built by the first update after
+// Init and then kept, so an idle scratchpad costs little more than its
+// JSON (about 960 bytes of heap for the peer workload's final state) and
+// a busy one updates without decoding the whole state again. An update
+// re-validates and re-encodes only the top-level members it changed (the
+// others are shared with the previous state, already valid and encoded).
+//
 // Every method of [Layer] is safe for concurrent use. Updates of one Layer
 // are serialised by a mutex; Recall, State and Snapshot read an atomic
 // pointer to the current immutable state and never block. Recall renders

@@ -304,7 +304,8 @@ func (l *Layer) State() any {
 // [ErrTooLarge]) and the state is unchanged, in memory and in storage. A
 // compare-and-swap conflict re-reads the stored state and merges again,
 // re-validating, up to Config.MaxRetries times. ReadOnly blocks it with
-// [ErrReadOnly].
+// [ErrReadOnly]. A cancelled ctx stops it before it applies anything
+// (a store write in flight completes or fails as a whole).
 func (l *Layer) Update(ctx context.Context, patch json.RawMessage) error {
 	if l.c.cfg.ReadOnly {
 		return ErrReadOnly
@@ -340,6 +341,9 @@ func (l *Layer) apply(ctx context.Context, next func(cur any) (any, error)) erro
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for range l.c.cfg.MaxRetries {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("workingmemory: update not applied: %w", err)
+		}
 		cur := l.cur.Load()
 		v, err := next(cur.tree())
 		if err != nil {
