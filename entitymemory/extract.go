@@ -122,7 +122,7 @@ type Extractor struct {
 	keys       map[string]keyInfo // roles and name ranks, by folded key
 	tapes      sync.Pool          // *tape
 	mu         sync.RWMutex
-	types      map[string]string // guess cache: tool name or key → type
+	types      map[string]nameInfo // cache: tool name or key → what it says
 }
 
 // NewExtractor returns an Extractor with the given options.
@@ -263,24 +263,41 @@ func (x *Extractor) guess(name string) string {
 	return x.guessBytes(unsafe.Slice(unsafe.StringData(name), len(name)))
 }
 
-func (x *Extractor) guessBytes(name []byte) string {
+func (x *Extractor) guessBytes(name []byte) string { return x.info(name).typ }
+
+// nameInfo is what a tool name or key says.
+type nameInfo struct {
+	typ         string
+	destructive bool
+}
+
+// info returns what a tool name or key says, cached.
+func (x *Extractor) info(name []byte) nameInfo {
 	x.mu.RLock()
-	t, ok := x.types[string(name)]
+	ni, ok := x.types[string(name)]
 	x.mu.RUnlock()
 	if ok {
-		return t
+		return ni
 	}
 	key := string(name)
-	t = TypeFromToolName(key)
+	ni = nameInfo{typ: TypeFromToolName(key), destructive: destructive(key)}
 	x.mu.Lock()
 	if x.types == nil {
-		x.types = make(map[string]string)
+		x.types = make(map[string]nameInfo)
 	}
 	if len(x.types) < 4096 {
-		x.types[key] = t
+		x.types[key] = ni
 	}
 	x.mu.Unlock()
-	return t
+	return ni
+}
+
+// Destructive reports whether a tool name says it deletes what it acts on
+// ("cms_deletePage", "remove_section", "files.trash"). The layer forgets
+// the entities of such tools instead of recording them.
+func (x *Extractor) Destructive(toolName string) bool {
+	x.once.Do(x.setup)
+	return x.info(unsafe.Slice(unsafe.StringData(toolName), len(toolName))).destructive
 }
 
 // destructive reports whether a tool name says it deletes what it acts

@@ -290,7 +290,7 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 			}
 		}
 		l.ebuf = l.ext.extractInto(l.ebuf, name, args, r.Content)
-		if destructive(name) {
+		if l.ext.Destructive(name) {
 			l.removeLocked(l.ebuf)
 			continue
 		}
