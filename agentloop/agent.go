@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
@@ -417,8 +418,11 @@ func (r *run) step(ctx context.Context) (final bool, err error) {
 	var toolTime time.Duration
 	if len(calls) > 0 {
 		tstart := time.Now()
-		turn.Results = r.execTools(ctx, step, calls)
-		toolTime = time.Since(tstart)
+		var inside time.Duration
+		turn.Results, inside = r.execTools(ctx, step, calls)
+		// The time inside the tools, summed over calls, cannot exceed
+		// the wall time when calls overlapped.
+		toolTime = min(inside, time.Since(tstart))
 		for _, res := range turn.Results {
 			r.msgs = append(r.msgs, llms.MessageContent{
 				Role:  llms.ChatMessageTypeTool,
@@ -515,13 +519,17 @@ func (r *run) normalizeCalls(choice *llms.ContentChoice, step int) []llms.ToolCa
 // order. Calls run concurrently up to ToolConcurrency, except calls of
 // Exclusive tools, which run alone. Calls beyond MaxToolCallsPerStep are
 // answered with an error and not run.
-func (r *run) execTools(ctx context.Context, step int, calls []llms.ToolCall) []layer.ToolResult {
+//
+// inside is the time spent inside the tools' own code (after argument
+// checks), summed over calls.
+func (r *run) execTools(ctx context.Context, step int, calls []llms.ToolCall) (results []layer.ToolResult, inside time.Duration) {
 	a := r.a
-	results := make([]layer.ToolResult, len(calls))
+	results = make([]layer.ToolResult, len(calls))
+	var insideNS atomic.Int64
 	one := func(i int) {
 		c := calls[i]
 		start := time.Now()
-		out, err := r.callTool(ctx, c.FunctionCall.Name, c.FunctionCall.Arguments)
+		out, err := r.callTool(ctx, c.FunctionCall.Name, c.FunctionCall.Arguments, &insideNS)
 		res := layer.ToolResult{CallID: c.ID, Name: c.FunctionCall.Name, Arguments: c.FunctionCall.Arguments, Content: out}
 		if err != nil {
 			res.Content = "error: " + err.Error()
@@ -532,7 +540,7 @@ func (r *run) execTools(ctx context.Context, step int, calls []llms.ToolCall) []
 	}
 	if len(calls) == 1 {
 		one(0)
-		return results
+		return results, time.Duration(insideNS.Load())
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, a.cfg.ToolConcurrency)
@@ -561,16 +569,19 @@ func (r *run) execTools(ctx context.Context, step int, calls []llms.ToolCall) []
 		}()
 	}
 	wg.Wait()
-	return results
+	return results, time.Duration(insideNS.Load())
 }
 
 // callTool runs one tool call: an agent tool, the spawn tool or a layer
 // function. Errors are for the model.
-func (r *run) callTool(ctx context.Context, name, args string) (string, error) {
+// The time spent in the tool's own code is added to inside.
+func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.Int64) (string, error) {
 	a := r.a
 	if t, ok := a.tools[name]; ok {
-		return a.callAgentTool(ctx, t, args)
+		return a.callAgentTool(ctx, t, args, inside)
 	}
+	start := time.Now()
+	defer func() { inside.Add(int64(time.Since(start))) }()
 	if name == SpawnToolName && r.canSpawn() {
 		return r.spawnTool(ctx, args)
 	}
@@ -586,7 +597,7 @@ func (r *run) callTool(ctx context.Context, name, args string) (string, error) {
 
 // callAgentTool validates the arguments and runs one of the agent's own
 // tools, turning a panic into an error.
-func (a *Agent) callAgentTool(ctx context.Context, t *Tool, args string) (out string, err error) {
+func (a *Agent) callAgentTool(ctx context.Context, t *Tool, args string, inside *atomic.Int64) (out string, err error) {
 	raw, err := checkArgs(args)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", t.Name, err)
@@ -594,7 +605,9 @@ func (a *Agent) callAgentTool(ctx context.Context, t *Tool, args string) (out st
 	if err := a.schemas.validate(t.Parameters, raw); err != nil {
 		return "", fmt.Errorf("%w: %s: %w", ErrInvalidArguments, t.Name, err)
 	}
+	start := time.Now()
 	defer func() {
+		inside.Add(int64(time.Since(start)))
 		if p := recover(); p != nil {
 			out, err = "", fmt.Errorf("agentloop: tool %s panicked: %v", t.Name, p)
 		}

@@ -186,7 +186,6 @@ func (r *run) encodeCheckpoint(snap layer.Snapshot) ([]byte, error) {
 	return b, nil
 }
 
-
 // restoreLayers restores thread- and execution-scoped layers from a
 // checkpoint's snapshot. Resource and global layers are left as Init
 // loaded them: other threads may have changed them since. A failure is

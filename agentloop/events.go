@@ -41,9 +41,11 @@ type Event struct {
 	Step     int
 	Duration time.Duration
 	// ModelTime and ToolTime are set on EventStep: the time spent in the
-	// model call and in tool calls (wall time, concurrent calls
-	// overlapping). Duration − ModelTime − ToolTime is memlayer's own
-	// overhead for the step.
+	// model call, and in the tools' own code (after argument checks; for
+	// a layer function, the stack's CallTool; for spawn_agent, the child
+	// run), summed over the step's calls but never more than the wall
+	// time of the step's tool phase. Duration − ModelTime − ToolTime is
+	// memlayer's own overhead for the step.
 	ModelTime time.Duration
 	ToolTime  time.Duration
 	// Tool is the tool name, for EventToolCall.
