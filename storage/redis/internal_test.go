@@ -116,3 +116,33 @@ func TestRetriedPutIsIdempotent(t *testing.T) {
 		}
 	}
 }
+
+// FuzzGlobEscape reads the escaped pattern back the way Redis's matcher
+// does: every metacharacter must be quoted, and the literal text must be
+// the input.
+func FuzzGlobEscape(f *testing.F) {
+	for _, s := range []string{"", "layers/wm/t/", "*", "a?b", "[x]", `\`, `\*`, "日本*", "%_"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p := globEscape(s)
+		var lit []byte
+		for i := 0; i < len(p); i++ {
+			switch p[i] {
+			case '\\':
+				if i+1 == len(p) {
+					t.Fatalf("globEscape(%q) = %q ends in a lone backslash", s, p)
+				}
+				i++
+				lit = append(lit, p[i])
+			case '*', '?', '[', ']':
+				t.Fatalf("globEscape(%q) = %q leaves %q unquoted at %d", s, p, p[i], i)
+			default:
+				lit = append(lit, p[i])
+			}
+		}
+		if string(lit) != s {
+			t.Fatalf("globEscape(%q) = %q reads back as %q", s, p, lit)
+		}
+	})
+}
