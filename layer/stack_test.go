@@ -729,3 +729,32 @@ func TestCloseDuringUse(t *testing.T) {
 		t.Errorf("the template was closed %d times, want 0", c.closes)
 	}
 }
+
+// A hook's deadline is the earlier of its timeout and the caller's.
+func TestHookDeadline(t *testing.T) {
+	var got time.Time
+	s := initStack(t, layer.StackConfig{Layers: []layer.Layer{
+		layer.Func(layer.Spec{ID: "dl", Timeouts: layer.Timeouts{Recall: time.Minute}}, func(ctx context.Context, _ layer.Query) ([]layer.Item, error) {
+			got, _ = ctx.Deadline()
+			return nil, nil
+		}),
+	}})
+	for _, tt := range []struct {
+		name   string
+		parent time.Duration
+		want   time.Duration
+	}{
+		{"caller's is earlier", 10 * time.Second, 10 * time.Second},
+		{"hook's is earlier", time.Hour, time.Minute},
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), tt.parent)
+		start := time.Now()
+		if _, err := s.Recall(ctx, layer.Query{}, nil); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if d := got.Sub(start); d < tt.want-5*time.Second || d > tt.want+time.Second {
+			t.Errorf("%s: deadline in %v, want about %v", tt.name, d, tt.want)
+		}
+	}
+}
