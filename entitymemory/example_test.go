@@ -135,3 +135,15 @@ func ExampleConfig_disabled() {
 	fmt.Println(len(items))
 	// Output: 0
 }
+
+func ExampleNormalizeType() {
+	for _, t := range []string{"Page", "BlogPost", "blog-posts", "drive#file", "categories"} {
+		fmt.Println(entitymemory.NormalizeType(t))
+	}
+	// Output:
+	// page
+	// blog_post
+	// blog_post
+	// file
+	// category
+}

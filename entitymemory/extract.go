@@ -880,7 +880,7 @@ func finish(ent Entity) Entity {
 		ent.Slug = ""
 	}
 	if ent.Name == "" {
-		ent.Name = ent.ID
+		ent.Name = clip(ent.ID, MaxNameLen)
 	}
 	return ent
 }

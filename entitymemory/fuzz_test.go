@@ -54,3 +54,46 @@ func FuzzExtract(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRestore checks that restoring arbitrary data never panics, leaves
+// the state untouched when it fails, and that what it accepts round-trips
+// through Snapshot.
+func FuzzRestore(f *testing.F) {
+	for _, p := range []string{"state-v0.json", "state-v1.json"} {
+		if b, err := os.ReadFile(filepath.Join("testdata", p)); err == nil {
+			f.Add(string(b))
+		}
+	}
+	for _, s := range []string{`{"version":2}`, `[]`, `[{"type":"x","id":1e3}]`, `{"version":1,"entities":null}`, `{"version":0,"entities":[{"type":"Page","id":"a\nb","name":"` + strings.Repeat("n", 300) + `"}]}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data string) {
+		l, err := New(Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Add(Entity{Type: "page", ID: "keep", Name: "Keep"})
+		before, _ := l.Snapshot(t.Context())
+		if err := l.Restore(t.Context(), []byte(data)); err != nil {
+			if after, _ := l.Snapshot(t.Context()); string(after) != string(before) {
+				t.Fatalf("failed Restore changed the state: %s", after)
+			}
+			return
+		}
+		es := l.Entities()
+		if len(es) > DefaultCapacity {
+			t.Fatalf("%d entities restored, capacity %d", len(es), DefaultCapacity)
+		}
+		for _, e := range es {
+			checkClean(t, e)
+		}
+		snap, _ := l.Snapshot(t.Context())
+		l2, _ := New(Config{})
+		if err := l2.Restore(t.Context(), snap); err != nil {
+			t.Fatalf("own snapshot refused: %v\n%s", err, snap)
+		}
+		if snap2, _ := l2.Snapshot(t.Context()); string(snap2) != string(snap) {
+			t.Fatalf("snapshot does not round-trip:\n%s\n%s", snap, snap2)
+		}
+	})
+}
