@@ -65,8 +65,9 @@ func (o *object) len() int {
 	return len(o.m)
 }
 
-// sortMembers sorts members by key (stable, so that of duplicate keys
-// the last one wins) and drops duplicates.
+// sortMembers sorts members by key in place (stable, so that of duplicate
+// keys the last one wins) and drops duplicates, returning the prefix of
+// ms that holds the result.
 func sortMembers(ms []member) []member {
 	sorted := true
 	for i := 1; i < len(ms); i++ {
@@ -78,7 +79,17 @@ func sortMembers(ms []member) []member {
 	if sorted {
 		return ms
 	}
-	slices.SortStableFunc(ms, func(a, b member) int { return strings.Compare(a.key, b.key) })
+	if len(ms) <= 32 {
+		// Insertion sort: objects are small, and this avoids the
+		// comparator calls of the generic sort.
+		for i := 1; i < len(ms); i++ {
+			for j := i; j > 0 && ms[j].key < ms[j-1].key; j-- {
+				ms[j], ms[j-1] = ms[j-1], ms[j]
+			}
+		}
+	} else {
+		slices.SortStableFunc(ms, func(a, b member) int { return strings.Compare(a.key, b.key) })
+	}
 	out := ms[:0]
 	for i, e := range ms {
 		if i+1 < len(ms) && ms[i+1].key == e.key {
@@ -86,6 +97,7 @@ func sortMembers(ms []member) []member {
 		}
 		out = append(out, e)
 	}
+	clear(ms[len(out):])
 	return out
 }
 
@@ -246,7 +258,7 @@ func (d *decoder) object() (any, error) {
 		case '}':
 			d.pos++
 			d.depth--
-			ms := sortMembers(slices.Clone(d.members[base:]))
+			ms := slices.Clone(sortMembers(d.members[base:]))
 			clear(d.members[base:])
 			d.members = d.members[:base]
 			return &object{m: ms}, nil

@@ -134,8 +134,8 @@ func (n *node) validChanged(old *object, v any) bool {
 	}
 	j, k := 0, 0
 	for _, e := range o.m {
-		for k < len(old.m) && old.m[k].key < e.key {
-			k++
+		for k < len(old.m) && old.m[k].key != e.key && old.m[k].key < e.key {
+			k++ // (keys are usually shared strings: == is the cheap test)
 		}
 		if k < len(old.m) && old.m[k].key == e.key && sameValue(old.m[k].val, e.val) {
 			continue

@@ -131,8 +131,8 @@ func encodeState(v any, prev *state) ([]byte, []int32) {
 		b = appendString(b, e.key)
 		b = append(b, ':')
 		start := len(b)
-		for j < len(old) && old[j].key < e.key {
-			j++
+		for j < len(old) && old[j].key != e.key && old[j].key < e.key {
+			j++ // (keys are usually shared strings: == is the cheap test)
 		}
 		if j < len(old) && old[j].key == e.key && sameValue(old[j].val, e.val) {
 			b = append(b, prev.enc[prev.spans[2*j]:prev.spans[2*j+1]]...)
