@@ -89,7 +89,9 @@ func cleanNamespace(t testing.TB, url, ns string) {
 	c := goredis.NewClient(opts)
 	defer c.Close()
 	ctx := context.Background()
-	iter := c.Scan(ctx, 0, ns+"*", 1000).Iterator()
+	// Quote the glob characters some test namespaces hold.
+	pattern := strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`).Replace(ns) + "*"
+	iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
 	for iter.Next(ctx) {
 		c.Del(ctx, iter.Val())
 	}
