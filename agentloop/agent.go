@@ -190,6 +190,9 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ckpt == nil && in.Input == "" {
+		return nil, fmt.Errorf("%w: empty input on a new thread", ErrInvalidConfig)
+	}
 	stack, err := a.newStack(layer.Env{ThreadID: in.ThreadID, ResourceID: in.ResourceID, Store: a.cfg.Store, Logger: a.cfg.Logger}, 0)
 	if err != nil {
 		return nil, err
@@ -220,9 +223,6 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 		r.msgs = append(r.msgs, llms.TextParts(llms.ChatMessageTypeHuman, in.Input))
 	} else {
 		r.input = lastHumanText(r.msgs)
-		if len(r.msgs) == 0 {
-			return nil, fmt.Errorf("%w: empty input on a new thread", ErrInvalidConfig)
-		}
 	}
 	if err := r.prepareTools(); err != nil {
 		return nil, err

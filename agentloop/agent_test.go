@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -455,5 +456,42 @@ func TestRepeatedToolCallIDsAreMadeUnique(t *testing.T) {
 	// The last request held all four results, paired.
 	if n := len(toolContents(model.Requests()[2].Messages)); n != 4 {
 		t.Errorf("last request has %d tool results, want 4", n)
+	}
+}
+
+func TestConcurrentRunsOnOneAgent(t *testing.T) {
+	cms := newCMS()
+	store := storage.NewMemory()
+	a := mustAgent(t, agentloop.Config{Model: agenttest.NewFunc(cmsPolicy), Store: store, Tools: cms.tools(),
+		Layers: []layer.Layer{newNotes("entities", layer.ScopeThread), newProfile("profile", layer.ScopeResource)}})
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 8 {
+		wg.Go(func() {
+			thread := fmt.Sprintf("thread-%d", i)
+			for _, in := range []string{"Create an About page", "What sections are on this page?"} {
+				res, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: thread, ResourceID: "shared", Input: in})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if strings.Contains(res.Output, "Which page") {
+					errs <- fmt.Errorf("%s lost its page: %q", thread, res.Output)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	// Every thread listed the page it created itself.
+	distinct := map[string]bool{}
+	for _, id := range cms.listed() {
+		distinct[id] = true
+	}
+	if len(cms.listed()) != 8 || len(distinct) != 8 {
+		t.Errorf("listSections calls %v, want 8 distinct pages", cms.listed())
 	}
 }
