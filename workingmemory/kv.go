@@ -453,17 +453,32 @@ func GetOrSet[T any](kv *KV, key string, factory func() (T, error)) (T, error) {
 		kv.inflight[key] = c
 		t.mu.Unlock()
 
-		v, err = factory()
-		if err == nil {
-			err = Set(kv, key, v)
+		return runFactory(kv, key, c, factory)
+	}
+}
+
+// runFactory runs a GetOrSet factory as the call c and releases the
+// goroutines waiting on it, even if the factory panics (they then get an
+// error and the panic goes on in this goroutine).
+func runFactory[T any](kv *KV, key string, c *kvCall, factory func() (T, error)) (v T, err error) {
+	finished := false
+	defer func() {
+		if !finished {
+			err = fmt.Errorf("workingmemory: GetOrSet %q: the factory panicked", key)
 		}
+		t := kv.tree
 		t.mu.Lock()
 		delete(kv.inflight, key)
 		t.mu.Unlock()
 		c.err = err
 		close(c.done)
-		return v, err
+	}()
+	v, err = factory()
+	if err == nil {
+		err = Set(kv, key, v)
 	}
+	finished = true
+	return v, err
 }
 
 // Lookup returns the entry of key with its metadata (with parent

@@ -476,6 +476,35 @@ func TestKVGetOrSetOnce(t *testing.T) {
 	if kv.Contains("e") {
 		t.Error("failed factory stored a value")
 	}
+	// A panicking factory releases the waiters with an error.
+	started := make(chan struct{})
+	waiterErr := make(chan error, 1)
+	go func() {
+		<-started
+		_, err := GetOrSet(kv, "p", func() (int, error) { return 1, nil })
+		waiterErr <- err
+	}()
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the factory's panic was swallowed")
+			}
+		}()
+		_, _ = GetOrSet(kv, "p", func() (int, error) {
+			close(started)
+			time.Sleep(20 * time.Millisecond)
+			panic("boom")
+		})
+	}()
+	select {
+	case err := <-waiterErr:
+		// The waiter either saw the panic's error or ran its own factory.
+		if err != nil && !strings.Contains(err.Error(), "panicked") {
+			t.Errorf("waiter err = %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a waiter is stuck after the factory panicked")
+	}
 	// A parent's value is found without calling the factory.
 	child, _ := kv.Child("c")
 	v, err := GetOrSet(child, "k", func() (int, error) { t.Error("factory called"); return 0, nil })
