@@ -113,7 +113,7 @@ const schema = `CREATE TABLE IF NOT EXISTS ` + table + ` (
 // [ErrCorrupt], [ErrLocked] or a wrapped open error rather than on first
 // use.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
-	sync, err := cfg.Sync.pragma()
+	syncMode, err := cfg.Sync.pragma()
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// it only absorbs short waits; longer ones are retried by [Store.retry],
 	// which gives up when ctx ends.
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(min(busy, sqliteBusy).Milliseconds(), 10)+")")
-	q.Add("_pragma", "synchronous("+sync+")")
+	q.Add("_pragma", "synchronous("+syncMode+")")
 	var dsn string
 	switch {
 	case cfg.Path == "":

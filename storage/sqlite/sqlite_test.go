@@ -351,6 +351,21 @@ func TestReadOnly(t *testing.T) {
 		defer s.Close()
 		checkReadOnly(t, s, v)
 	})
+	t.Run("after the writer closed", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "closed.db")
+		w, err := sqlite.Open(ctx, sqlite.Config{Path: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := w.Put(ctx, "k", []byte("stored"), storage.NoVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		checkReadOnly(t, open(t, sqlite.Config{Path: p, ReadOnly: true}), v)
+	})
 	t.Run("missing file", func(t *testing.T) {
 		_, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "absent.db"), ReadOnly: true})
 		if err == nil {
