@@ -234,3 +234,54 @@ func TestScratchpadMemory10k(t *testing.T) {
 		t.Errorf("an idle scratchpad holding final.json takes %.0f B, want under 1 KiB", per(withLayers-withStore))
 	}
 }
+
+// BenchmarkUpdateStages times each stage of one update (the largest of the
+// workload, the eighth) on its own, to show where BenchmarkPeerUpdate's
+// time goes.
+func BenchmarkUpdateStages(b *testing.B) {
+	w := loadPeerWorkload(b)
+	l, _ := peerLayer(b, w)
+	ctx := context.Background()
+	for _, u := range w.updates {
+		if err := l.Update(ctx, u); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cur := l.cur.Load()
+	raw := w.updates[7]
+	upd, err := l.decodeUpdate(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	merged, err := l.c.merger.mergeState(cur.tree(), upd)
+	if err != nil {
+		b.Fatal(err)
+	}
+	next := newState(merged, 0, true, cur)
+	store := storage.NewMemory()
+	stages := []struct {
+		name string
+		fn   func()
+	}{
+		{"decode", func() { _, _ = l.decodeUpdate(raw) }},
+		{"merge", func() { _, _ = l.c.merger.mergeState(cur.tree(), upd) }},
+		{"validate", func() {
+			if err := l.c.schema.validateNext(cur, merged); err != nil {
+				b.Fatal(err)
+			}
+		}},
+		{"validate-full-fast", func() { _ = l.c.schema.fast.valid(merged) }},
+		{"validate-jsonschema", func() { _ = l.c.schema.full.Validate(toGo(merged)) }},
+		{"encode", func() { _ = newState(merged, 0, true, cur) }},
+		{"put", func() { _, _ = store.Put(ctx, "layers/working-memory/user-1/state", next.enc, storage.AnyVersion) }},
+		{"render", func() { s := newState(merged, 0, true, cur); _ = s.rendered() }},
+	}
+	for _, s := range stages {
+		b.Run(s.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				s.fn()
+			}
+		})
+	}
+}

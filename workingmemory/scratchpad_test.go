@@ -1081,3 +1081,38 @@ func TestStats(t *testing.T) {
 		t.Errorf("stats = %+v", st)
 	}
 }
+
+// Reads never block on, or race with, updates of the same layer.
+func TestConcurrentReadsAndUpdates(t *testing.T) {
+	w := loadPeerWorkload(t)
+	l := initLayer(t, Config{Schema: w.schema, Template: w.initial, Scope: layer.ScopeResource}, testEnv(storage.NewMemory()))
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 100 {
+				switch g {
+				case 0:
+					if err := l.Update(ctx, w.updates[i%len(w.updates)]); err != nil {
+						t.Error(err)
+					}
+				case 1:
+					if items, err := l.Recall(ctx, layer.Query{}); err != nil || len(items) != 1 {
+						t.Error(items, err)
+					}
+				case 2:
+					if snap, _ := l.Snapshot(ctx); !json.Valid(snap) {
+						t.Errorf("snapshot %s", snap)
+					}
+					_, _ = l.Stats(ctx)
+				case 3:
+					_ = l.State()
+					_, _ = l.OnSpawn(ctx, layer.Env{ThreadID: "x"})
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
