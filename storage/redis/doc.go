@@ -35,7 +35,10 @@
 // go-redis retries a command whose connection broke. If the reply to a Put
 // was lost after the server applied it, the retry finds the write's own
 // token and reports success instead of a conflict with itself, so a
-// read-modify-write loop never applies its change twice.
+// read-modify-write loop does not apply its change twice. (If another
+// writer got in between the lost reply and the retry, the retry reports a
+// conflict even though the first attempt landed; no network store can
+// tell that case apart.)
 //
 // # Listing
 //

@@ -49,8 +49,8 @@ type Config struct {
 	// separator such as ':' at the end.
 	Namespace string
 
-	// TTL, when set, gives the time to live of a key, evaluated on every
-	// Put: a positive duration makes the key expire that long after its
+	// TTL, when set, gives the time to live of a key (the store key as
+	// passed to Put, without the namespace), evaluated on every Put: a positive duration makes the key expire that long after its
 	// last write; zero or negative keeps it forever. Use it to let
 	// thread- and execution-scoped state disappear on its own, for
 	// example with [PrefixTTL]. nil means no key expires.
