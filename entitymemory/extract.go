@@ -119,8 +119,9 @@ type Extractor struct {
 	maxPerList int
 	maxResult  int
 	nameRank   map[string]int
-	keys       map[string]keyInfo // roles and name ranks, by folded key
-	tapes      sync.Pool          // *tape
+	keys       map[string]keyInfo   // roles and name ranks, by folded key
+	keyFilter  [keyFilterLen]uint64 // by folded length, a bit per last byte % 64
+	tapes      sync.Pool            // *tape
 	mu         sync.RWMutex
 	types      map[string]nameInfo // cache: tool name or key → what it says
 }
@@ -170,6 +171,25 @@ func (x *Extractor) setup() {
 		ki.name = r
 		x.keys[k] = ki
 	}
+	for k := range x.keys {
+		if len(k) < keyFilterLen {
+			x.keyFilter[len(k)] |= 1 << (k[len(k)-1] % 64)
+		}
+	}
+}
+
+const keyFilterLen = 32
+
+// maybeKey is a quick test, on a folded key's length and last byte, that
+// rules out most keys before the map lookup.
+func (x *Extractor) maybeKey(k []byte) bool {
+	if len(k) == 0 {
+		return false
+	}
+	if len(k) >= keyFilterLen {
+		return true
+	}
+	return x.keyFilter[len(k)]&(1<<(k[len(k)-1]%64)) != 0
 }
 
 // Extract returns the entities in one tool result, as an [Extractor] with
@@ -632,6 +652,9 @@ func (e *extraction) entity(fs []field, keyType string) (Entity, bool) {
 	name, nameR := "", len(e.x.nameFields)
 	for _, f := range fs {
 		k := e.norm(f.key)
+		if !e.x.maybeKey(k) {
+			continue
+		}
 		ki, ok := e.x.keys[string(k)]
 		if !ok {
 			continue
