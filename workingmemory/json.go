@@ -104,6 +104,47 @@ func sortMembers(ms []member) []member {
 // errSyntax is the cause of every decoding failure; the message says where.
 var errSyntax = errors.New("invalid JSON")
 
+// sortedCopy returns the members sorted by key with duplicates dropped
+// (the last one wins), in a new slice of the exact size. It sorts an index
+// array rather than the members themselves, so that each member is
+// written once: member writes are pointer writes, which cost a GC write
+// barrier each while a collection runs.
+func sortedCopy(ms []member) []member {
+	sorted := true
+	for i := 1; i < len(ms); i++ {
+		if ms[i-1].key >= ms[i].key {
+			sorted = false
+			break
+		}
+	}
+	if sorted || len(ms) > 64 {
+		return sortMembers(slices.Clone(ms))
+	}
+	var buf [64]uint8
+	idx := buf[:len(ms)]
+	for i := range idx {
+		idx[i] = uint8(i)
+	}
+	for i := 1; i < len(idx); i++ { // stable insertion sort
+		for j := i; j > 0 && ms[idx[j]].key < ms[idx[j-1]].key; j-- {
+			idx[j], idx[j-1] = idx[j-1], idx[j]
+		}
+	}
+	n := 0
+	for i := range idx {
+		if i+1 < len(idx) && ms[idx[i+1]].key == ms[idx[i]].key {
+			continue // a later duplicate wins
+		}
+		idx[n] = idx[i]
+		n++
+	}
+	out := make([]member, n)
+	for i, k := range idx[:n] {
+		out[i] = ms[k]
+	}
+	return out
+}
+
 type decoder struct {
 	data     []byte
 	src      string // data as one string: unescaped strings are substrings of it
@@ -258,7 +299,7 @@ func (d *decoder) object() (any, error) {
 		case '}':
 			d.pos++
 			d.depth--
-			ms := slices.Clone(sortMembers(d.members[base:]))
+			ms := sortedCopy(d.members[base:])
 			clear(d.members[base:])
 			d.members = d.members[:base]
 			return &object{m: ms}, nil
