@@ -68,28 +68,37 @@ type loadFigures struct {
 // and entity memory on the scripted model, 16 at a time, against the
 // in-process store, SQLite and Redis, and reports throughput, memlayer's
 // overhead per step (the step's time minus the model's and the tools',
-// from agentloop's step events) and memory.
+// from agentloop's step events) and memory. With 16 runs on two cores a
+// step's wall time includes waiting for a CPU, so a second pass runs 100
+// threads one at a time to measure the overhead of a step alone.
 func TestLoad(t *testing.T) {
-	threads, steps := pick(1000, 24), pick(20, 10)
-	const concurrency = 16
 	specs := append([]storeSpec{{Backend: "memory"}}, sharedBackends(t)...)
 	for _, spec := range specs {
 		t.Run(spec.Backend, func(t *testing.T) {
 			if spec.Backend == "redis" {
 				spec.Namespace += "load:"
 			}
-			f := runLoad(t, spec, threads, steps, concurrency)
-			t.Logf("FIGURE load %s: %d threads × %d steps, %d at a time: %d steps in %v = %.0f steps/s; overhead per step p50 %v, p99 %v, max %v; %.1f KiB allocated per step, peak heap %.1f MiB, heap after GC %.1f MiB",
-				spec.Backend, threads, steps, concurrency, f.steps, f.wall.Round(time.Millisecond), float64(f.steps)/f.wall.Seconds(),
-				f.p50.Round(time.Microsecond), f.p99.Round(time.Microsecond), f.max.Round(time.Microsecond),
-				float64(f.allocPerStep)/1024, float64(f.peakHeap)/(1<<20), float64(f.retainedHeap)/(1<<20))
+			st := mustOpen(t, spec)
+			for _, pass := range []struct {
+				name                        string
+				threads, steps, concurrency int
+			}{
+				{"throughput", pick(1000, 24), pick(20, 10), 16},
+				{"latency", pick(100, 4), pick(20, 10), 1},
+			} {
+				f := runLoad(t, st, pass.name, pass.threads, pass.steps, pass.concurrency)
+				t.Logf("FIGURE load %s %s: %d threads × %d steps, %d at a time: %d steps in %v = %.0f steps/s; overhead per step p50 %v, p99 %v, max %v; %.1f KiB allocated per step, peak heap %.1f MiB, heap after GC %.1f MiB",
+					spec.Backend, pass.name, pass.threads, pass.steps, pass.concurrency, f.steps, f.wall.Round(time.Millisecond), float64(f.steps)/f.wall.Seconds(),
+					f.p50.Round(time.Microsecond), f.p99.Round(time.Microsecond), f.max.Round(time.Microsecond),
+					float64(f.allocPerStep)/1024, float64(f.peakHeap)/(1<<20), float64(f.retainedHeap)/(1<<20))
+			}
 		})
 	}
 }
 
-func runLoad(t *testing.T, spec storeSpec, threads, steps, concurrency int) loadFigures {
+func runLoad(t *testing.T, st storage.Store, pass string, threads, steps, concurrency int) loadFigures {
 	ctx := t.Context()
-	st := mustOpen(t, spec)
+	thread := func(i int) string { return fmt.Sprintf("load-%s-%04d", pass, i) }
 	wm, err := workingmemory.New(workingmemory.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +163,7 @@ func runLoad(t *testing.T, spec storeSpec, threads, steps, concurrency int) load
 	for range concurrency {
 		wg.Go(func() {
 			for i := range ids {
-				res, err := agent.Run(ctx, agentloop.RunInput{ThreadID: loadThread(i), ResourceID: "tenant-" + strconv.Itoa(i%10), Input: "work"})
+				res, err := agent.Run(ctx, agentloop.RunInput{ThreadID: thread(i), ResourceID: "tenant-" + strconv.Itoa(i%10), Input: "work"})
 				if err != nil || res.Steps != steps || res.Output != "done" {
 					if failures.Add(1) <= 5 {
 						t.Errorf("thread %d: %v (%d steps)", i, err, res.Steps)
@@ -188,11 +197,11 @@ func runLoad(t *testing.T, spec storeSpec, threads, steps, concurrency int) load
 	}
 	// Every thread's work is stored: its checkpoint and its scratchpad.
 	for i := range threads {
-		cp, err := agent.LoadCheckpoint(ctx, loadThread(i))
+		cp, err := agent.LoadCheckpoint(ctx, thread(i))
 		if err != nil || cp.Steps != steps {
 			t.Fatalf("thread %d checkpoint: %v, want %d steps", i, err, steps)
 		}
-		it, err := st.Get(ctx, storage.LayerKey(workingmemory.DefaultID, loadThread(i), "state"))
+		it, err := st.Get(ctx, storage.LayerKey(workingmemory.DefaultID, thread(i), "state"))
 		var state struct{ Step int }
 		if err == nil {
 			err = json.Unmarshal(it.Value, &state)
@@ -211,5 +220,3 @@ func runLoad(t *testing.T, spec storeSpec, threads, steps, concurrency int) load
 		peakHeap:     peak.Load(), retainedHeap: after.HeapAlloc,
 	}
 }
-
-func loadThread(i int) string { return fmt.Sprintf("load-%04d", i) }
