@@ -150,6 +150,9 @@ type run struct {
 	layerCap float64            // the sum of alloc.Layers
 	callIDs  map[string]bool    // tool call IDs in msgs
 	msgJSON  [][]byte           // JSON of msgs[:len(msgJSON)], for checkpoints
+	// msgTokens are the token counts of msgs[:len(msgTokens)], for
+	// usage estimates.
+	msgTokens []int
 
 	persist  bool
 	ckptVer  int64
@@ -395,7 +398,7 @@ func (r *run) step(ctx context.Context) (final bool, err error) {
 	choice := resp.Choices[0]
 	usage, ok := usageFrom(choice.GenerationInfo)
 	if !ok {
-		usage = r.estimateUsage(req, choice)
+		usage = r.estimateUsage(system, hist, choice)
 	}
 	r.res.Usage = r.res.Usage.Add(usage)
 	a.emit(ctx, Event{Kind: EventModelCall, ThreadID: r.threadID, Depth: r.depth, Step: step, Duration: modelTime, Usage: usage})
@@ -453,12 +456,25 @@ func (r *run) step(ctx context.Context) (final bool, err error) {
 	return len(calls) == 0, nil
 }
 
-// estimateUsage counts a call's tokens when the model reports none.
-func (r *run) estimateUsage(req []llms.MessageContent, choice *llms.ContentChoice) Usage {
+// estimateUsage counts a call's tokens when the model reports none. The
+// history's messages never change, so each one's count is kept
+// (r.msgTokens) and reused by later steps.
+func (r *run) estimateUsage(system string, hist []llms.MessageContent, choice *llms.ContentChoice) Usage {
 	c := r.a.cfg.Counter
-	p := 0
-	for _, m := range req {
-		p += prompt.CountMessage(c, m)
+	p := prompt.MessageOverhead + c.Count(system)
+	n := len(hist)
+	if n > 0 && n <= len(r.msgs) && &hist[n-1] == &r.msgs[len(r.msgs)-1] {
+		// hist is a suffix of the history: use the cached counts.
+		for i := len(r.msgTokens); i < len(r.msgs); i++ {
+			r.msgTokens = append(r.msgTokens, prompt.CountMessage(c, r.msgs[i]))
+		}
+		for _, t := range r.msgTokens[len(r.msgs)-n:] {
+			p += t
+		}
+	} else {
+		for _, m := range hist {
+			p += prompt.CountMessage(c, m)
+		}
 	}
 	out := c.Count(choice.Content)
 	for _, tc := range choice.ToolCalls {
