@@ -13,8 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 )
 
 // schemaURL names the compiled schema. A urn keeps the working directory
@@ -176,18 +174,22 @@ func (s *schema) validate(v any) error {
 	return se
 }
 
-var printer = message.NewPrinter(language.English)
-
 // collectViolations flattens a jsonschema error tree into its leaves,
 // which are the individual failures.
 func collectViolations(e *jsonschema.ValidationError, out *[]Violation) {
 	if len(e.Causes) == 0 {
-		*out = append(*out, Violation{Pointer: pointer(e.InstanceLocation), Reason: e.ErrorKind.LocalizedString(printer)})
+		*out = append(*out, Violation{Pointer: pointer(e.InstanceLocation), Reason: reason(e.ErrorKind)})
 		return
 	}
 	for _, c := range e.Causes {
 		collectViolations(c, out)
 	}
+}
+
+// reason renders one failure in jsonschema's words (its default English
+// printer) without the location, which Violation carries apart.
+func reason(k jsonschema.ErrorKind) string {
+	return strings.TrimPrefix((&jsonschema.ValidationError{ErrorKind: k}).Error(), "at '': ")
 }
 
 func pointer(tokens []string) string {
