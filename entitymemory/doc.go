@@ -9,7 +9,7 @@
 //	pages:
 //	  - "About Us" (page-123)
 //	sections:
-//	  - "Hero" (sec-456) parent: page-123
+//	  - "Hero" (sec-456, parent: page-123)
 //
 //	To resolve references such as "it", ... ask the user which one they mean.
 //

@@ -80,7 +80,7 @@ func ExampleNew() {
 	// pages:
 	//   - "About Our Team" (page-123)
 	// sections:
-	//   - "Hero" (sec-456) parent: page-123
+	//   - "Hero" (sec-456, parent: page-123)
 	//
 	// Resolve "it" to the most recent entity of the right type.
 }

@@ -201,7 +201,7 @@ func (l *Layer) load(ctx context.Context) ([]Entity, int64, error) {
 //	pages:
 //	  - "About Us" (page-123)
 //	sections:
-//	  - "Hero" (sec-456) parent: page-123
+//	  - "Hero" (sec-456, parent: page-123)
 //
 // followed by the instructions. It returns nothing when no entity is
 // tracked (unless RenderEmpty) or the layer is disabled. When q.Budget is

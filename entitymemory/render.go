@@ -57,23 +57,21 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
-// writeEntity writes one line: `  - "Name" (id)`, then, when known,
-// ` slug: s` and ` parent: p`, so that `"Name" (id)` always reads as in
-// the issue's format.
+// writeEntity writes one line: `  - "Name" (id, slug: s, parent: p)`.
 func writeEntity(b *strings.Builder, e *Entity) {
 	b.WriteString("\n  - \"")
 	writeEscaped(b, e.Name)
 	b.WriteString("\" (")
 	writeEscaped(b, e.ID)
-	b.WriteByte(')')
 	if e.Slug != "" {
-		b.WriteString(" slug: ")
+		b.WriteString(", slug: ")
 		writeEscaped(b, e.Slug)
 	}
 	if e.Parent != "" {
-		b.WriteString(" parent: ")
+		b.WriteString(", parent: ")
 		writeEscaped(b, e.Parent)
 	}
+	b.WriteByte(')')
 }
 
 // writeEscaped writes text that is already a single line (see clip) so

@@ -117,8 +117,8 @@ func TestTokenReduction(t *testing.T) {
 		t.Errorf("reduction %.1f%% is below the 45%% floor", 100*reduction)
 	}
 	// The block still resolves what the conversation refers to.
-	for _, want := range []string{`"About Our Team" (page-123) slug: about-our-team`, `"Our story" (sec-457) parent: page-123`,
-		`"Meet the team" (sec-456) parent: page-123`, `"team-offsite-2026.jpg" (med-789)`, `"Five days in Sintra: our 2026 offsite" (entry-42)`} {
+	for _, want := range []string{`"About Our Team" (page-123, slug: about-our-team)`, `"Our story" (sec-457, parent: page-123)`,
+		`"Meet the team" (sec-456, parent: page-123)`, `"team-offsite-2026.jpg" (med-789)`, `"Five days in Sintra: our 2026 offsite" (entry-42`} {
 		if !strings.Contains(block, want) {
 			t.Errorf("final block lacks %s:\n%s", want, block)
 		}
