@@ -169,11 +169,11 @@ func (l *Layer) install(v any, version int64, cold bool) (*state, error) {
 	return s, nil
 }
 
-// initial returns the template's state, unstored. The template passed the
-// schema in New; its value and encoding are shared, read-only.
+// initial returns the template's state (unstored, version 0). The
+// template passed the schema in New. States are immutable, so every Layer
+// starting from the template shares this one.
 func (l *Layer) initial() *state {
-	t := l.c.tmplState
-	return newState(t.tree(), 0, true, t)
+	return l.c.tmplState
 }
 
 // derive returns a Layer sharing l's compiled config, with its own state.
