@@ -282,7 +282,9 @@ func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) er
 // Recall implements layer.Layer: a non-empty state (text, or an object
 // rendered as indented JSON) fenced in a <working_memory> block that its
 // content cannot close. Zero and false are values, not emptiness. The
-// block is rendered once per state and cached.
+// block is rendered once per state and cached. The token budget is not
+// applied here: the state's size is bounded by Config.MaxBytes, and the
+// prompt compiler drops an item that does not fit.
 func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error) {
 	s := l.cur.Load()
 	if s == nil || s.empty() {
