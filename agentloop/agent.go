@@ -299,7 +299,7 @@ func (r *run) prepareTools() error {
 		r.opts = append(r.opts, llms.WithTools(r.defs))
 	}
 	if a.cfg.Stream != nil {
-		r.opts = append(r.opts, llms.WithStreamingFunc(a.cfg.Stream))
+		r.opts = append(r.opts, llms.WithStreamingFunc(textOnly(a.cfg.Stream)))
 	}
 	r.opts = append(r.opts, a.cfg.CallOptions...)
 	return nil
@@ -629,6 +629,38 @@ func (a *Agent) callAgentTool(ctx context.Context, t *Tool, args string, inside 
 		}
 	}()
 	return t.Call(ctx, raw)
+}
+
+// textOnly wraps a streaming func so that it receives only text: the
+// OpenAI client also streams tool-call deltas (and legacy function-call
+// deltas) through it, as JSON, and empty chunks.
+func textOnly(fn func(ctx context.Context, chunk []byte) error) func(ctx context.Context, chunk []byte) error {
+	return func(ctx context.Context, chunk []byte) error {
+		if len(chunk) == 0 || isCallDelta(chunk) {
+			return nil
+		}
+		return fn(ctx, chunk)
+	}
+}
+
+// isCallDelta reports whether a streamed chunk is the JSON of tool-call
+// deltas ([{"type":...,"function":{...}}]) or of a function call
+// ({"name":...,"arguments":...}) rather than text.
+func isCallDelta(chunk []byte) bool {
+	switch chunk[0] {
+	case '[':
+		var calls []struct {
+			Function *json.RawMessage `json:"function"`
+		}
+		return json.Unmarshal(chunk, &calls) == nil && len(calls) > 0 && calls[0].Function != nil
+	case '{':
+		var call struct {
+			Name      *string `json:"name"`
+			Arguments *string `json:"arguments"`
+		}
+		return json.Unmarshal(chunk, &call) == nil && call.Name != nil && call.Arguments != nil
+	}
+	return false
 }
 
 // lastHumanText returns the text of the last user message in msgs.

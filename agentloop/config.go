@@ -83,7 +83,10 @@ type Config struct {
 	// Stream, when set, receives the model's text as it is generated (it
 	// is passed as llms.WithStreamingFunc). Models that do not stream
 	// ignore it; the final answer is in the Result either way. Text a
-	// model emits before calling tools is streamed too.
+	// model emits before calling tools is streamed too, but not the
+	// tool-call deltas langchaingo's OpenAI client also streams (JSON),
+	// nor empty chunks. An error from Stream ends the model call, and so
+	// the run.
 	Stream func(ctx context.Context, chunk []byte) error
 
 	// Store persists layer state and thread checkpoints. Nil means an

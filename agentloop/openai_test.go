@@ -2,6 +2,7 @@ package agentloop_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -157,5 +158,63 @@ func TestOpenAIWire(t *testing.T) {
 	json.Unmarshal(msgs[0].Content, &sys)
 	if !strings.Contains(sys, "(id: page_101)") || !strings.Contains(sys, "note: made About") {
 		t.Errorf("system prompt of the follow-up:\n%s", sys)
+	}
+}
+
+// sse writes a streamed chat completion: one data line per chunk.
+func sse(chunks ...string) string {
+	var b strings.Builder
+	for _, c := range chunks {
+		b.WriteString("data: " + c + "\n\n")
+	}
+	b.WriteString("data: [DONE]\n\n")
+	return b.String()
+}
+
+func TestOpenAIStreaming(t *testing.T) {
+	const head = `{"id":"s","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,`
+	fake := &fakeOpenAI{responses: []string{
+		sse(
+			head+`"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_s1","type":"function","function":{"name":"createPage","arguments":""}}]},"finish_reason":null}]}`,
+			head+`"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"title\":"}}]},"finish_reason":null}]}`,
+			head+`"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"About\"}"}}]},"finish_reason":null}]}`,
+			head+`"delta":{},"finish_reason":"tool_calls"}]}`,
+		),
+		sse(
+			head+`"delta":{"role":"assistant","content":"Created "},"finish_reason":null}]}`,
+			head+`"delta":{"content":"page_101."},"finish_reason":null}]}`,
+			head+`"delta":{},"finish_reason":"stop"}]}`,
+		),
+	}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fake.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	llm, err := openai.New(openai.WithBaseURL(srv.URL+"/v1"), openai.WithToken("t"), openai.WithModel("gpt-4o-mini"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var streamed []string
+	cms := newCMS()
+	a := mustAgent(t, agentloop.Config{Model: llm, Tools: cms.tools(), Stream: func(ctx context.Context, chunk []byte) error {
+		mu.Lock()
+		defer mu.Unlock()
+		streamed = append(streamed, string(chunk))
+		return nil
+	}})
+	res, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "Create an About page"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Output != "Created page_101." || len(cms.pages) != 1 {
+		t.Errorf("output %q, pages %d", res.Output, len(cms.pages))
+	}
+	if got := strings.Join(streamed, "|"); got != "Created |page_101." {
+		t.Errorf("streamed %q, want only the answer's text", got)
+	}
+	if !strings.Contains(string(fake.raw[0]), `"stream":true`) {
+		t.Errorf("request did not ask for a stream: %s", fake.raw[0])
 	}
 }
