@@ -59,6 +59,7 @@ type LimitError struct {
 	Cause error
 }
 
+// Error describes the limit and how far the run got.
 func (e *LimitError) Error() string {
 	if e.Cause != nil {
 		return fmt.Sprintf("%v after %d steps: %v", e.Limit, e.Result.Steps, e.Cause)

@@ -146,8 +146,13 @@ type layerTool struct {
 	t     layer.Tool
 }
 
-func (l layerTool) Name() string        { return l.t.WireName }
+// Name is the function's wire name.
+func (l layerTool) Name() string { return l.t.WireName }
+
+// Description is the function's description.
 func (l layerTool) Description() string { return l.t.Function.Description }
+
+// Call runs the function with input as its JSON arguments.
 
 func (l layerTool) Call(ctx context.Context, input string) (string, error) {
 	out, err := l.stack.CallTool(ctx, l.t.WireName, input)

@@ -185,6 +185,7 @@ func (c *schemaCache) validate(schema json.RawMessage, args []byte) error {
 // internal URL and means nothing to a model.
 type schemaError struct{ err error }
 
+// Error lists the violations.
 func (e *schemaError) Error() string {
 	msg := e.err.Error()
 	if _, rest, ok := strings.Cut(msg, "\n"); ok && strings.HasPrefix(msg, "jsonschema") {
