@@ -2,6 +2,7 @@ package entitymemory
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -89,6 +90,34 @@ func BenchmarkRecallUncached(b *testing.B) {
 	for b.Loop() {
 		if s := render(l.list, l.instr); !strings.HasPrefix(s, Header) {
 			b.Fatal(s)
+		}
+	}
+}
+
+// BenchmarkBaselineJSONValid only validates the same 2 KB result with
+// encoding/json: a machine-relative yardstick for BenchmarkExtract when
+// the machine is loaded.
+func BenchmarkBaselineJSONValid(b *testing.B) {
+	d := []byte(benchResult)
+	b.SetBytes(int64(len(d)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if !json.Valid(d) {
+			b.Fatal("invalid")
+		}
+	}
+}
+
+// BenchmarkBaselineJSONUnmarshal decodes the same result into any, what a
+// straightforward extractor would start with.
+func BenchmarkBaselineJSONUnmarshal(b *testing.B) {
+	d := []byte(benchResult)
+	b.SetBytes(int64(len(d)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var v any
+		if err := json.Unmarshal(d, &v); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
