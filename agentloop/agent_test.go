@@ -495,3 +495,16 @@ func TestConcurrentRunsOnOneAgent(t *testing.T) {
 		t.Errorf("listSections calls %v, want 8 distinct pages", cms.listed())
 	}
 }
+
+func TestCallOptionsPassThrough(t *testing.T) {
+	model := agenttest.New(agenttest.Reply(agenttest.Text("ok")))
+	a := mustAgent(t, agentloop.Config{Model: model, Tools: newCMS().tools(), DisableSpawnTool: true,
+		CallOptions: []llms.CallOption{llms.WithTemperature(0.25), llms.WithMaxTokens(77), llms.WithToolChoice("required")}})
+	if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	o := model.Requests()[0].Options
+	if o.Temperature != 0.25 || o.MaxTokens != 77 || o.ToolChoice != "required" || len(o.Tools) != 2 {
+		t.Errorf("options reached the model as %+v", o)
+	}
+}
