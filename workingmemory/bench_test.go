@@ -122,14 +122,17 @@ func BenchmarkPeerUpdate(b *testing.B) {
 	}
 	b.ReportAllocs()
 	cpu := startCPU()
+	var bt batchTimer
 	i := 0
 	for b.Loop() {
 		if err := l.Update(ctx, w.updates[i%len(w.updates)]); err != nil {
 			b.Fatal(err)
 		}
+		bt.tick()
 		i++
 	}
 	cpu.report(b)
+	bt.report(b)
 }
 
 // BenchmarkPeerRecall renders the working-memory block of final.json, as
@@ -146,13 +149,16 @@ func BenchmarkPeerRecall(b *testing.B) {
 	q := layer.Query{Text: "what next?"}
 	b.ReportAllocs()
 	cpu := startCPU()
+	var bt batchTimer
 	for b.Loop() {
 		items, err := l.Recall(ctx, q)
 		if err != nil || len(items) != 1 {
 			b.Fatal(err, len(items))
 		}
+		bt.tick()
 	}
 	cpu.report(b)
+	bt.report(b)
 }
 
 // BenchmarkPeerUpdateRecall is an update followed by the Recall that
@@ -164,6 +170,7 @@ func BenchmarkPeerUpdateRecall(b *testing.B) {
 	q := layer.Query{Text: "what next?"}
 	b.ReportAllocs()
 	cpu := startCPU()
+	var bt batchTimer
 	i := 0
 	for b.Loop() {
 		if err := l.Update(ctx, w.updates[i%len(w.updates)]); err != nil {
@@ -172,9 +179,11 @@ func BenchmarkPeerUpdateRecall(b *testing.B) {
 		if _, err := l.Recall(ctx, q); err != nil {
 			b.Fatal(err)
 		}
+		bt.tick()
 		i++
 	}
 	cpu.report(b)
+	bt.report(b)
 }
 
 // TestScratchpadMemory10k measures the heap of 10,000 resource-scoped

@@ -24,12 +24,15 @@ func BenchmarkKVGet(b *testing.B) {
 	}
 	b.ReportAllocs()
 	cpu := startCPU()
+	var bt batchTimer
 	for b.Loop() {
 		if _, ok, err := Get[smallStruct](kv, "task"); !ok || err != nil {
 			b.Fatal(ok, err)
 		}
+		bt.tick()
 	}
 	cpu.report(b)
+	bt.report(b)
 }
 
 // BenchmarkKVGetFallback reads through two scopes to the root.
@@ -68,15 +71,18 @@ func BenchmarkKVSet(b *testing.B) {
 	}
 	b.ReportAllocs()
 	cpu := startCPU()
+	var bt batchTimer
 	i := 0
 	for b.Loop() {
 		v.ID = i
 		if err := Set(kv, keys[i%len(keys)], v); err != nil {
 			b.Fatal(err)
 		}
+		bt.tick()
 		i++
 	}
 	cpu.report(b)
+	bt.report(b)
 }
 
 // BenchmarkKVLatency times single Gets and Sets one by one and reports
