@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -60,6 +61,16 @@ func benchStack(b *testing.B, withStore bool) *layer.Stack {
 	return s
 }
 
+// reportCPU adds a cpu-ns/op metric: process CPU time per iteration since
+// start (see processCPU). It counts every goroutine of the process, so it
+// includes the stack's hook goroutines and the garbage collector.
+func reportCPU(b *testing.B, start time.Duration) {
+	if start == 0 || b.N == 0 {
+		return
+	}
+	b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op")
+}
+
 var benchTurn = layer.Turn{Query: "rename the home page", Response: layer.Response{Text: "done"}}
 
 // BenchmarkStackStep is one agent step's memory work: recall from a stack
@@ -78,6 +89,7 @@ func BenchmarkStackStep(b *testing.B) {
 			c := mustNew(b, Config{Template: benchTemplate, Instructions: "You are a CMS assistant."})
 			q := layer.Query{Text: "rename the home page"}
 			b.ReportAllocs()
+			cpu := processCPU()
 			for b.Loop() {
 				rec, err := s.Recall(ctx, q, nil)
 				if err != nil || len(rec) != 3 {
@@ -90,6 +102,7 @@ func BenchmarkStackStep(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, cpu)
 		})
 	}
 }
@@ -101,21 +114,25 @@ func BenchmarkStackStepParts(b *testing.B) {
 	b.Run("Recall", func(b *testing.B) {
 		s := benchStack(b, false)
 		b.ReportAllocs()
+		cpu := processCPU()
 		for b.Loop() {
 			if _, err := s.Recall(ctx, q, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
+		reportCPU(b, cpu)
 	})
 	for _, withStore := range []bool{false, true} {
 		b.Run(fmt.Sprintf("Store/storers=%v", withStore), func(b *testing.B) {
 			s := benchStack(b, withStore)
 			b.ReportAllocs()
+			cpu := processCPU()
 			for b.Loop() {
 				if err := s.Store(ctx, benchTurn); err != nil {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, cpu)
 		})
 	}
 	b.Run("Compile", func(b *testing.B) {
@@ -126,11 +143,13 @@ func BenchmarkStackStepParts(b *testing.B) {
 		}
 		c := mustNew(b, Config{Template: benchTemplate, Instructions: "You are a CMS assistant."})
 		b.ReportAllocs()
+		cpu := processCPU()
 		for b.Loop() {
 			if _, err := c.Compile(rec, benchVars); err != nil {
 				b.Fatal(err)
 			}
 		}
+		reportCPU(b, cpu)
 	})
 }
 
@@ -144,11 +163,13 @@ func BenchmarkCompile(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			c := mustNew(b, Config{Template: tc.tpl, Instructions: "You are a CMS assistant."})
 			b.ReportAllocs()
+			cpu := processCPU()
 			for b.Loop() {
 				if _, err := c.Compile(rec, benchVars); err != nil {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, cpu)
 		})
 	}
 }
@@ -160,11 +181,13 @@ func BenchmarkAllocate(b *testing.B) {
 		{ID: "semantic-recall"},
 	}}
 	b.ReportAllocs()
+	cpu := processCPU()
 	for b.Loop() {
 		if _, err := Allocate(r); err != nil {
 			b.Fatal(err)
 		}
 	}
+	reportCPU(b, cpu)
 }
 
 // BenchmarkProjectHistory projects a 100-message conversation (a third of
@@ -186,9 +209,11 @@ func BenchmarkProjectHistory(b *testing.B) {
 	}
 	capTokens := float64(total / 2)
 	b.ReportAllocs()
+	cpu := processCPU()
 	for b.Loop() {
 		if got := ProjectHistory(msgs, capTokens, nil); len(got) == 0 {
 			b.Fatal("nothing kept")
 		}
 	}
+	reportCPU(b, cpu)
 }
