@@ -153,6 +153,10 @@ type run struct {
 	// msgTokens are the token counts of msgs[:len(msgTokens)], for
 	// usage estimates.
 	msgTokens []int
+	// lastSystem and its token count: the system prompt often stays
+	// the same from one step to the next.
+	lastSystem       string
+	lastSystemTokens int
 
 	persist  bool
 	ckptVer  int64
@@ -461,7 +465,10 @@ func (r *run) step(ctx context.Context) (final bool, err error) {
 // (r.msgTokens) and reused by later steps.
 func (r *run) estimateUsage(system string, hist []llms.MessageContent, choice *llms.ContentChoice) Usage {
 	c := r.a.cfg.Counter
-	p := prompt.MessageOverhead + c.Count(system)
+	if system != r.lastSystem {
+		r.lastSystem, r.lastSystemTokens = system, c.Count(system)
+	}
+	p := prompt.MessageOverhead + r.lastSystemTokens
 	n := len(hist)
 	if n > 0 && n <= len(r.msgs) && &hist[n-1] == &r.msgs[len(r.msgs)-1] {
 		// hist is a suffix of the history: use the cached counts.

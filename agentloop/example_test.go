@@ -139,9 +139,12 @@ func ExampleValidateArgs() {
 	schema := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer","minimum":1}},"required":["n"]}`)
 	fmt.Println(agentloop.ValidateArgs(schema, []byte(`{"n":3}`)))
 	fmt.Println(agentloop.ValidateArgs(schema, []byte(`{"n":0}`)) != nil)
+	anyObject := json.RawMessage(`{"type":"object"}`)
+	fmt.Println(agentloop.ValidateArgs(anyObject, []byte(`{}`)), agentloop.ValidateArgs(anyObject, []byte(`[]`)) != nil)
 	// Output:
 	// <nil>
 	// true
+	// <nil> true
 }
 
 // NewMemory lets a layer stack serve as langchaingo memory; ExportTools

@@ -166,6 +166,13 @@ func (c *schemaCache) validate(schema json.RawMessage, args []byte) error {
 	if len(bytes.TrimSpace(schema)) == 0 {
 		return nil
 	}
+	if bytes.Equal(schema, anyObject) {
+		// The default schema: any object. No need to decode.
+		if a := bytes.TrimSpace(args); len(a) > 0 && a[0] == '{' && json.Valid(a) {
+			return nil
+		}
+		return fmt.Errorf("arguments are not a JSON object")
+	}
 	sch, err := c.compile(schema)
 	if err != nil {
 		return err
