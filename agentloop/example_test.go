@@ -163,3 +163,79 @@ func ExampleNewMemory() {
 	// <profile>Prefers short answers.</profile>
 	// 0 tools
 }
+
+// NewTool decodes the arguments into a Go value and encodes a non-string
+// result as JSON; the agent checks the arguments against the schema first.
+func ExampleNewTool() {
+	type args struct {
+		A, B int
+	}
+	add := agentloop.NewTool("add", "Add two integers.",
+		json.RawMessage(`{"type":"object","properties":{"A":{"type":"integer"},"B":{"type":"integer"}},"required":["A","B"]}`),
+		func(ctx context.Context, in args) (map[string]int, error) {
+			return map[string]int{"sum": in.A + in.B}, nil
+		})
+	out, err := add.Call(context.Background(), json.RawMessage(`{"A":2,"B":3}`))
+	fmt.Println(add.Name, out, err)
+	// Output:
+	// add {"sum":5} <nil>
+}
+
+// The checkpoint of a thread holds its history and the layers' state.
+func ExampleAgent_LoadCheckpoint() {
+	agent, _ := agentloop.New(agentloop.Config{Model: agenttest.New(agenttest.Reply(agenttest.Text("hi!")))})
+	if _, err := agent.Run(context.Background(), agentloop.RunInput{ThreadID: "t", Input: "hello"}); err != nil {
+		panic(err)
+	}
+	ck, err := agent.LoadCheckpoint(context.Background(), "t")
+	if err != nil {
+		panic(err)
+	}
+	for _, m := range ck.Messages {
+		fmt.Println(m.Role, m.Parts[0])
+	}
+	fmt.Println(ck.Steps, "step")
+	// Output:
+	// human hello
+	// ai hi!
+	// 1 step
+}
+
+// Layer functions as langchaingo tools, for an agents.Executor.
+func ExampleExportTools() {
+	counter := 0
+	l := &countLayer{n: &counter}
+	st, _ := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{l}, Env: layer.Env{ThreadID: "t"}, ValidateArgs: agentloop.ValidateArgs})
+	_ = st.Init(context.Background())
+	defer st.Close(context.Background())
+	for _, tool := range agentloop.ExportTools(st) {
+		out, _ := tool.Call(context.Background(), `{"by":2}`)
+		bad, _ := tool.Call(context.Background(), `{"by":"two"}`)
+		fmt.Println(tool.Name(), out, strings.HasPrefix(bad, "error:"))
+	}
+	// Output:
+	// counter_add 2 true
+}
+
+// countLayer provides one function, "add".
+type countLayer struct{ n *int }
+
+func (c *countLayer) Spec() layer.Spec { return layer.Spec{ID: "counter"} }
+func (c *countLayer) Recall(context.Context, layer.Query) ([]layer.Item, error) {
+	return nil, nil
+}
+func (c *countLayer) Provides() layer.Provides {
+	return layer.Provides{Functions: []layer.Function{{
+		Name:        "add",
+		Description: "Add to the counter.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{"by":{"type":"integer"}},"required":["by"]}`),
+		Call: func(ctx context.Context, args json.RawMessage) (string, error) {
+			var in struct{ By int }
+			if err := json.Unmarshal(args, &in); err != nil {
+				return "", err
+			}
+			*c.n += in.By
+			return fmt.Sprint(*c.n), nil
+		},
+	}}}
+}
