@@ -297,18 +297,25 @@ func TestBugLegacyRejectedUpdateNotReported(t *testing.T) {
 	}
 }
 
-// hostileIDs are thread and resource IDs that try to reach other keys.
-var hostileIDs = []string{
+// hostileIDList are thread and resource IDs that try to reach other keys.
+var hostileIDList = []string{
 	"a/b", "a%2Fb", "a", "..", ".", "../..", "../" + badThread, "a\x00b", "a\nb", "a b", "%", "%%",
 	"t/../t2", "__proto__", strings.Repeat("x/", 300), "ü/é", "\xff\xfe", "threads", "layers/working-memory",
+	"*", "a*", "[a-z]", "?", `\`, "a:b", "memlayer:x", "_%", "%_",
 }
 
 // TestHostileIDs runs an agent on threads and resources named with '/',
 // '..', NUL, newline and the like: each thread keeps its own checkpoint
 // and state, every stored key is valid and decodes back to its parts.
 func TestHostileIDs(t *testing.T) {
+	specs := append([]storeSpec{{Backend: "memory"}}, sharedBackends(t)...)
+	for _, spec := range specs {
+		t.Run(spec.Backend, func(t *testing.T) { runHostileIDs(t, mustOpen(t, spec)) })
+	}
+}
+
+func runHostileIDs(t *testing.T, st storage.Store) {
 	ctx := t.Context()
-	st := storage.NewMemory()
 	notes, err := workingmemory.New(workingmemory.Config{ID: "notes"})
 	if err != nil {
 		t.Fatal(err)
@@ -317,8 +324,8 @@ func TestHostileIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, id := range hostileIDs {
-		resource := hostileIDs[(i+1)%len(hostileIDs)]
+	for i, id := range hostileIDList {
+		resource := hostileIDList[(i+1)%len(hostileIDList)]
 		model := callThenAnswer(
 			agenttest.Call(layer.WireName(layer.ToolName("notes", "update")), map[string]string{"thread": id}),
 			agenttest.Call(wmTool, map[string]string{"resource": resource}),
@@ -338,8 +345,8 @@ func TestHostileIDs(t *testing.T) {
 	if _, err := agent.Run(ctx, agentloop.RunInput{ThreadID: "", Input: "hi"}); !errors.Is(err, agentloop.ErrNoThread) {
 		t.Errorf("empty thread ID: %v, want ErrNoThread", err)
 	}
-	for i, id := range hostileIDs {
-		resource := hostileIDs[(i+1)%len(hostileIDs)]
+	for i, id := range hostileIDList {
+		resource := hostileIDList[(i+1)%len(hostileIDList)]
 		// JSON text is UTF-8: invalid bytes in an ID are kept in the
 		// key (escaped) but read back as U+FFFD inside stored JSON.
 		cp, err := agent.LoadCheckpoint(ctx, id)
@@ -362,7 +369,7 @@ func TestHostileIDs(t *testing.T) {
 	}
 	// Every thread resumes: its history comes back, its notes are in the
 	// prompt.
-	for _, id := range hostileIDs {
+	for _, id := range hostileIDList {
 		model := agenttest.New(agenttest.Reply(agenttest.Text("again")))
 		agent, err := agentloop.New(agentloop.Config{Model: model, Layers: []layer.Layer{notes, wm}, Store: st})
 		if err != nil {
@@ -382,7 +389,7 @@ func TestHostileIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := 3 * len(hostileIDs); len(keys) != want {
+	if want := 3 * len(hostileIDList); len(keys) != want {
 		t.Errorf("%d keys stored, want %d (a checkpoint and two states per ID): %q", len(keys), want, keys)
 	}
 	for _, k := range keys {
@@ -399,7 +406,7 @@ func TestHostileIDs(t *testing.T) {
 		}
 	}
 	// No prefix of one ID lists another's keys.
-	for _, a := range hostileIDs {
+	for _, a := range hostileIDList {
 		got, err := st.List(ctx, storage.ThreadPrefix(a))
 		if err != nil || len(got) != 1 {
 			t.Errorf("List(ThreadPrefix(%q)) = %q, %v; want its one checkpoint", a, got, err)

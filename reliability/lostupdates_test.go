@@ -23,6 +23,9 @@ type writerArgs struct {
 	Proc     int       `json:"proc"`
 	Updates  int       `json:"updates"`
 	Resource string    `json:"resource"`
+	// Blind makes the worker's store ignore versions (every Put is
+	// unconditional): the negative control, which must lose updates.
+	Blind bool `json:"blind,omitempty"`
 }
 
 // writerResult is what a lost-update worker reports.
@@ -37,10 +40,14 @@ type writerResult struct {
 // that the processes really raced.
 type countingStore struct {
 	storage.Store
+	blind     bool
 	conflicts atomic.Int64
 }
 
 func (c *countingStore) Put(ctx context.Context, key string, value []byte, ifVersion int64) (int64, error) {
+	if c.blind {
+		ifVersion = storage.AnyVersion
+	}
 	v, err := c.Store.Put(ctx, key, value, ifVersion)
 	if errors.Is(err, storage.ErrConflict) {
 		c.conflicts.Add(1)
@@ -69,7 +76,7 @@ func scratchpadWriter(ctx context.Context, raw string, in *bufio.Scanner, out *l
 		return err
 	}
 	defer closeFn()
-	counted := &countingStore{Store: st}
+	counted := &countingStore{Store: st, blind: args.Blind}
 	wm, err := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
 	if err != nil {
 		return err
@@ -174,11 +181,11 @@ func kvWriter(ctx context.Context, raw string, in *bufio.Scanner, out *lineWrite
 // runWriters starts procs workers of role, releases them together and
 // returns their results and the wall time from release to the last
 // result.
-func runWriters(t *testing.T, role string, spec storeSpec, procs, updates int, resource string) ([]writerResult, time.Duration) {
+func runWriters(t *testing.T, role string, spec storeSpec, procs, updates int, resource string, blind bool) ([]writerResult, time.Duration) {
 	t.Helper()
 	ws := make([]*worker, procs)
 	for p := range ws {
-		ws[p] = startWorker(t, role, writerArgs{Store: spec, Proc: p, Updates: updates, Resource: resource})
+		ws[p] = startWorker(t, role, writerArgs{Store: spec, Proc: p, Updates: updates, Resource: resource, Blind: blind})
 	}
 	for _, w := range ws {
 		w.expect(t, "ready", time.Minute)
@@ -211,7 +218,7 @@ func TestLostUpdates(t *testing.T) {
 		t.Run(spec.Backend, func(t *testing.T) {
 			t.Run("scratchpad", func(t *testing.T) {
 				const resource = "team-1"
-				results, elapsed := runWriters(t, "scratchpad-writer", spec, procs, updates, resource)
+				results, elapsed := runWriters(t, "scratchpad-writer", spec, procs, updates, resource, false)
 				st := mustOpen(t, spec)
 				it, err := st.Get(t.Context(), storage.LayerKey(workingmemory.DefaultID, resource, "state"))
 				if err != nil {
@@ -244,7 +251,7 @@ func TestLostUpdates(t *testing.T) {
 				if spec.Backend == "redis" {
 					spec.Namespace += "kv:"
 				}
-				results, elapsed := runWriters(t, "kv-writer", spec, procs, updates, "")
+				results, elapsed := runWriters(t, "kv-writer", spec, procs, updates, "", false)
 				st := mustOpen(t, spec)
 				it, err := st.Get(t.Context(), kvKey)
 				if err != nil {
@@ -271,6 +278,31 @@ func TestLostUpdates(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestLostUpdatesControl runs the scratchpad writers of TestLostUpdates
+// over a store that ignores versions: they must lose updates, which shows
+// that TestLostUpdates can see a loss.
+func TestLostUpdatesControl(t *testing.T) {
+	if !heavy() {
+		t.Skip("the negative control runs with " + heavyEnv + "=1")
+	}
+	spec := storeSpec{Backend: "sqlite", Path: t.TempDir() + "/blind.db"}
+	const resource = "team-1"
+	runWriters(t, "scratchpad-writer", spec, 8, 200, resource, true)
+	st := mustOpen(t, spec)
+	it, err := st.Get(t.Context(), storage.LayerKey(workingmemory.DefaultID, resource, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var state map[string]any
+	if err := json.Unmarshal(it.Value, &state); err != nil {
+		t.Fatal(err)
+	}
+	if len(state) >= 1600 {
+		t.Fatalf("blind writes kept all %d keys: the scenario cannot see lost updates", len(state))
+	}
+	t.Logf("FIGURE lost-updates control: without compare-and-swap, %d of 1600 updates survive", len(state))
 }
 
 // checkKeys checks that state holds exactly the keys the workers sent,
