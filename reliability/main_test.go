@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // Environment variables of the suite.
@@ -32,10 +35,25 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(workerEnv); role != "" {
 		os.Exit(runWorker(role, os.Getenv(workerArgsEnv)))
 	}
+	quietLogs()
 	code := m.Run()
 	stopSharedRedis()
 	os.Exit(code)
 }
+
+// quietLogs drops the warnings the scenarios provoke on purpose
+// (quarantined state, failed hooks, a Redis server that is down): the
+// tests assert those outcomes themselves. Errors are still logged.
+func quietLogs() {
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	goredis.SetLogger(discardRedisLog{})
+}
+
+// discardRedisLog drops go-redis's pool messages ("failed to dial after 5
+// attempts"), which the server-fault scenario provokes on purpose.
+type discardRedisLog struct{}
+
+func (discardRedisLog) Printf(context.Context, string, ...any) {}
 
 // heavy reports whether the full scenarios run. Under plain go test
 // (make test) they run in a reduced form so that the normal suite stays
