@@ -3,7 +3,6 @@ module github.com/memlayer/memlayer
 go 1.26.8
 
 require (
-	dario.cat/mergo v1.0.2
 	github.com/aymerick/raymond v2.0.2+incompatible
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
