@@ -632,14 +632,15 @@ func asJSONText(s string) string {
 	return out
 }
 
-// TestBugTwoScratchpadsKeepTheirFences: a stack with two scratchpads (the
+// TestTwoScratchpadsKeepTheirFences: a stack with two scratchpads (the
 // default one and a "plan" one with a schema, as the bad-input agent has)
-// must fence both blocks. Both fence with workingmemory.Tag, and the
-// prompt compiler gives a tag to the first layer that uses it and defangs
-// it everywhere else, so the second scratchpad is rendered between
+// must fence both blocks. Each fences with a tag derived from its ID
+// (<working_memory>, <plan>). The prompt compiler gives a tag to the
+// first layer that uses it and defangs it everywhere else, so with one
+// shared tag the second scratchpad was rendered between
 // "&lt;working_memory>" and "&lt;/working_memory>": a block without a
 // fence, its untrusted content loose in the system prompt.
-func TestBugTwoScratchpadsKeepTheirFences(t *testing.T) {
+func TestTwoScratchpadsKeepTheirFences(t *testing.T) {
 	st := seeded(t)
 	model := callThenAnswer(agenttest.Call(wmTool, `{"step":1}`))
 	agent := badInputAgent(t, st, model)

@@ -283,7 +283,7 @@ func BenchmarkUpdateStages(b *testing.B) {
 		{"validate-jsonschema", func() { _ = l.c.schema.full.Validate(toGo(merged)) }},
 		{"encode", func() { _ = newState(merged, 0, true, cur) }},
 		{"put", func() { _, _ = store.Put(ctx, "layers/working-memory/user-1/state", next.enc, storage.AnyVersion) }},
-		{"render", func() { s := newState(merged, 0, true, cur); _ = s.rendered() }},
+		{"render", func() { s := newState(merged, 0, true, cur); _ = s.rendered(Tag) }},
 	}
 	for _, s := range stages {
 		b.Run(s.name, func(b *testing.B) {

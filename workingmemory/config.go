@@ -21,7 +21,9 @@ const (
 	// LegacyFunction is the function call the store hook accepts from
 	// models prompted with the older updateWorkingMemory convention.
 	LegacyFunction = "updateWorkingMemory"
-	// Tag is the block name Recall fences the state in.
+	// Tag is the block name Recall fences the state of a scratchpad with
+	// DefaultID in. A scratchpad with another ID fences with its own tag,
+	// derived from the ID by [FenceTag] ("plan" fences with <plan>).
 	Tag = "working_memory"
 )
 
@@ -49,7 +51,12 @@ const (
 // Config configures the scratchpad layer. The zero Config is valid: a
 // thread-scoped free-text scratchpad with the defaults above.
 type Config struct {
-	// ID is the layer ID (lowercase kebab). Empty means DefaultID.
+	// ID is the layer ID (lowercase kebab). Empty means DefaultID. It
+	// names the update tool ("<id>/update"), the storage keys and the
+	// block Recall fences the state in: the ID with '-' replaced by '_'
+	// ([FenceTag]), so two scratchpads in one stack (IDs
+	// "working-memory" and "plan") fence with <working_memory> and
+	// <plan> and neither loses its fence to the other.
 	ID string
 	// Slot orders the layer in the prompt. Zero means
 	// layer.SlotWorkingMemory (100).
@@ -129,7 +136,9 @@ type KVConfig struct {
 
 // KVLayerConfig configures a [KVLayer]. The zero KVLayerConfig is valid.
 type KVLayerConfig struct {
-	// ID is the layer ID. Empty means "kv-memory".
+	// ID is the layer ID. Empty means "kv-memory". It names the block
+	// Recall fences the rendered text in: the ID with '-' replaced by
+	// '_' ([FenceTag]), <kv_memory> by default.
 	ID string
 	// Slot orders the layer in the prompt. Zero means 120.
 	Slot int

@@ -97,8 +97,20 @@
 // are serialised by a mutex; Recall, State and Snapshot read an atomic
 // pointer to the current immutable state and never block. Recall renders
 // the state once per version (text as is, objects as 2-space indented
-// JSON, in a <working_memory> block built by layer.Fence, which its
-// content cannot close) and then returns the cached block.
+// JSON, in a block built by layer.Fence, which its content cannot close)
+// and then returns the cached block.
+//
+// # Fence tags
+//
+// The block's tag is the layer ID with '-' replaced by '_' ([FenceTag]):
+// <working_memory> for the default ID "working-memory", <plan> for a
+// scratchpad with ID "plan". The prompt compiler gives a fence tag to the
+// first layer (in slot order) that fences with it and defangs it in every
+// other layer's text, so that one layer cannot pass its text off as
+// another's block; a tag shared by two scratchpads would leave the second
+// one's state unfenced. Layer IDs are unique in a stack and hold no '_',
+// so tags derived from them are unique too. [KVLayer] names its block the
+// same way (<kv_memory> for its default ID).
 //
 // # Spawning
 //

@@ -51,8 +51,9 @@ func (l *KVLayer) KV() *KV { return l.kv }
 // Spec implements layer.Layer.
 func (l *KVLayer) Spec() layer.Spec { return l.spec }
 
-// Recall implements layer.Layer: Render's text, fenced in a
-// <kv_memory> block, or nothing.
+// Recall implements layer.Layer: Render's text, fenced in a block named
+// after the layer ID as [FenceTag] does (<kv_memory> for the default ID),
+// or nothing.
 func (l *KVLayer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error) {
 	if l.cfg.Render == nil {
 		return nil, nil
@@ -61,7 +62,7 @@ func (l *KVLayer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, erro
 	if text == "" {
 		return nil, nil
 	}
-	block := layer.Fence("kv_memory", text)
+	block := layer.Fence(FenceTag(l.spec.ID), text)
 	return []layer.Item{{Text: block, Tokens: (len(block) + 3) / 4}}, nil
 }
 

@@ -1116,3 +1116,61 @@ func TestConcurrentReadsAndUpdates(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// Each scratchpad fences its block with a tag derived from its ID, so two
+// scratchpads of one stack ("working-memory" and "plan") keep distinct
+// fences: the prompt compiler treats a second layer wearing a tag that
+// another layer already fences with as unfenced.
+func TestFenceTagFromID(t *testing.T) {
+	for _, tc := range []struct {
+		id, tag string
+	}{
+		{"", "working_memory"}, // DefaultID: the output is unchanged
+		{"working-memory", "working_memory"},
+		{"plan", "plan"},
+		{"sub-task-notes", "sub_task_notes"},
+		{"a1", "a1"},
+	} {
+		t.Run(tc.tag, func(t *testing.T) {
+			l := newLayer(t, Config{ID: tc.id, Template: "note </working_memory> </plan> </" + tc.tag + ">"})
+			if got := l.Tag(); got != tc.tag {
+				t.Errorf("Tag() = %q, want %q", got, tc.tag)
+			}
+			got := recallText(t, l)
+			if !strings.HasPrefix(got, "<"+tc.tag+">\n") || !strings.HasSuffix(got, "\n</"+tc.tag+">") {
+				t.Errorf("Recall = %q, want it fenced in <%s>", got, tc.tag)
+			}
+			if n := strings.Count(got, "</"+tc.tag+">"); n != 1 {
+				t.Errorf("Recall holds %d closing %s tags, want 1: %q", n, tc.tag, got)
+			}
+			// A child's block (spawned, and derived through Init) wears
+			// the same fence.
+			child, err := l.OnSpawn(t.Context(), layer.Env{ExecutionID: "c"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cg := recallText(t, child); cg != got {
+				t.Errorf("child Recall = %q, want %q", cg, got)
+			}
+		})
+	}
+	if FenceTag(DefaultID) != Tag {
+		t.Errorf("FenceTag(%q) = %q, want Tag %q", DefaultID, FenceTag(DefaultID), Tag)
+	}
+	// Two scratchpads of one stack: distinct tags.
+	wm, plan := newLayer(t, Config{Template: "a"}), newLayer(t, Config{ID: "plan", Template: "b"})
+	a, b := recallText(t, wm), recallText(t, plan)
+	if a != "<working_memory>\na\n</working_memory>" || b != "<plan>\nb\n</plan>" {
+		t.Errorf("blocks = %q and %q, want <working_memory> and <plan> fences", a, b)
+	}
+	// KVLayer names its block the same way.
+	for _, tc := range []struct{ id, tag string }{{"", "kv_memory"}, {"shared-facts", "shared_facts"}} {
+		kl, err := NewKVLayer(NewKV(KVConfig{}), KVLayerConfig{ID: tc.id, Render: func(*KV) string { return "x" }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := recallText(t, kl); got != "<"+tc.tag+">\nx\n</"+tc.tag+">" {
+			t.Errorf("KVLayer %q Recall = %q, want a <%s> fence", tc.id, got, tc.tag)
+		}
+	}
+}

@@ -29,6 +29,7 @@ type state struct {
 	spans    []int32 // for an object: member i's value is enc[spans[2i]:spans[2i+1]]
 
 	blockOnce sync.Once
+	blockTag  string // the fence tag block was rendered with
 	block     string // the rendered, fenced block; "" for an empty state
 }
 
@@ -81,23 +82,36 @@ func (s *state) empty() bool {
 	return s.entries == 0
 }
 
-// rendered returns the Recall block, rendering it once.
-func (s *state) rendered() string {
+// rendered returns the Recall block fenced with tag, rendering it once.
+// States move only between a Layer and the Layers derived from it, which
+// share its ID and so its tag; a state asked for another tag (not
+// something this package does) is rendered again rather than served
+// from the cache.
+func (s *state) rendered(tag string) string {
 	s.blockOnce.Do(func() {
-		if s.empty() {
-			return
-		}
-		if s.enc[0] == '"' {
-			t, _ := s.tree().(string)
-			s.block = layer.Fence(Tag, t)
-			return
-		}
-		var b bytes.Buffer
-		b.Grow(len(s.enc) * 2)
-		_ = json.Indent(&b, s.enc, "", "  ") // enc is valid JSON
-		s.block = layer.Fence(Tag, b.String())
+		s.blockTag = tag
+		s.block = s.render(tag)
 	})
+	if s.blockTag != tag {
+		return s.render(tag)
+	}
 	return s.block
+}
+
+// render fences the state's text (text as is, an object as 2-space
+// indented JSON) with tag; "" for an empty state.
+func (s *state) render(tag string) string {
+	if s.empty() {
+		return ""
+	}
+	if s.enc[0] == '"' {
+		t, _ := s.tree().(string)
+		return layer.Fence(tag, t)
+	}
+	var b bytes.Buffer
+	b.Grow(len(s.enc) * 2)
+	_ = json.Indent(&b, s.enc, "", "  ") // enc is valid JSON
+	return layer.Fence(tag, b.String())
 }
 
 // encodeState encodes v compactly. When v is an object it records where
