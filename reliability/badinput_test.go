@@ -657,3 +657,35 @@ func TestTwoScratchpadsKeepTheirFences(t *testing.T) {
 		t.Fatalf("the plan is not in the prompt:\n%s", sys)
 	}
 }
+
+// TestHostileKeyParts builds storage keys from every pair of hostile
+// parts: no two different (scope, name) pairs share a key, no scope's
+// prefix covers another scope's key, and every part decodes back.
+func TestHostileKeyParts(t *testing.T) {
+	parts := append([]string{"", "state", "quarantine/1", "%25", "%2F"}, hostileIDList...)
+	seen := map[string]string{}
+	for _, scope := range parts {
+		for _, name := range parts {
+			for _, k := range []string{storage.LayerKey("notes", scope, name), storage.ThreadKey(scope, name)} {
+				what := fmt.Sprintf("(%q, %q)", scope, name)
+				if prev, dup := seen[k]; dup {
+					t.Fatalf("key %q built from %s and %s", k, prev, what)
+				}
+				seen[k] = what
+				if err := storage.ValidateKey(k); err != nil {
+					t.Errorf("%s: %v", what, err)
+				}
+			}
+			k := storage.LayerKey("notes", scope, name)
+			for _, other := range parts {
+				if other != scope && strings.HasPrefix(k, storage.LayerPrefix("notes", other)) {
+					t.Errorf("LayerPrefix(%q) covers the key of scope %q: %q", other, scope, k)
+				}
+			}
+			rest := strings.TrimPrefix(k, storage.LayerPrefix("notes", scope))
+			if got, err := storage.Unescape(rest); err != nil || got != name {
+				t.Errorf("name of %q decodes to %q, %v; want %q", k, got, err, name)
+			}
+		}
+	}
+}

@@ -53,6 +53,11 @@
 //     layer work again. With AOF (appendfsync always) the final state is
 //     exactly the acknowledged updates; without persistence the restart
 //     empties the server and the layer goes on from the empty state.
+//   - Overlapping runs (TestOverlappingRuns): 8 runs of one thread at
+//     once, on every backend: each finishes or fails with a checkpoint
+//     conflict, the final checkpoint is one well-formed history, and the
+//     thread's scratchpad holds exactly the updates that succeeded,
+//     including those of the runs that lost.
 //   - Bad input (badinput_test.go): malformed, non-object, oversized
 //     (10 MB) and deeply nested (10,000 and 100,000 levels) tool
 //     arguments, schema violations, "__proto__" at every depth, IDs and
