@@ -167,15 +167,15 @@ func validate(r Request) error {
 	}
 	seen := make(map[string]bool, len(r.Layers))
 	for i, s := range r.Layers {
-		field := fmt.Sprintf("Layers[%d] (%q).Budget", i, s.ID)
+		field := func() string { return fmt.Sprintf("Layers[%d] (%q).Budget", i, s.ID) }
 		b := s.Budget
 		switch {
 		case math.IsNaN(b.Min) || b.Min < 0 || math.IsInf(b.Min, 1):
-			return fmt.Errorf("%w: %s.Min is %v, want a finite number >= 0", ErrInvalidBudget, field, b.Min)
+			return fmt.Errorf("%w: %s.Min is %v, want a finite number >= 0", ErrInvalidBudget, field(), b.Min)
 		case math.IsNaN(b.Max) || b.Max < 0:
-			return fmt.Errorf("%w: %s.Max is %v, want a number >= 0", ErrInvalidBudget, field, b.Max)
+			return fmt.Errorf("%w: %s.Max is %v, want a number >= 0", ErrInvalidBudget, field(), b.Max)
 		case !b.Unbounded() && b.Min > b.Max:
-			return fmt.Errorf("%w: %s.Min %v exceeds Max %v", ErrInvalidBudget, field, b.Min, b.Max)
+			return fmt.Errorf("%w: %s.Min %v exceeds Max %v", ErrInvalidBudget, field(), b.Min, b.Max)
 		case seen[s.ID]:
 			return fmt.Errorf("%w: Layers[%d]: layer %q listed twice", ErrInvalidBudget, i, s.ID)
 		}
