@@ -254,12 +254,12 @@ func TestProtoKeysNeutralised(t *testing.T) {
 	}
 }
 
-// TestBugLegacyRejectedUpdateNotReported sends bad updateWorkingMemory calls through the
+// TestLegacyRejectedUpdateReported sends bad updateWorkingMemory calls through the
 // store hook. Arguments that are not a JSON object are not an update and
 // are ignored (as documented); a JSON object the layer rejects (too large,
 // too deep, failing the schema) must come back as an error from Store so
 // that the stack reports it. Nothing changes either way.
-func TestBugLegacyRejectedUpdateNotReported(t *testing.T) {
+func TestLegacyRejectedUpdateReported(t *testing.T) {
 	st := seeded(t)
 	ctx := t.Context()
 	wm, err := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})

@@ -42,9 +42,18 @@
 // otherwise the update is rejected and the state is unchanged, in memory
 // and in storage. A schema failure is a [*SchemaError] listing every
 // violation as a JSON Pointer and a reason, which the tool path returns to
-// the model so that it can fix all of them at once; the legacy path
-// returns it from Store, which the stack reports as a store diagnostic.
-// Arguments that are not JSON, or not an object, get [ErrInvalidUpdate].
+// the model so that it can fix all of them at once. Arguments that are
+// not JSON, or not an object, get [ErrInvalidUpdate].
+//
+// On the legacy path there is no tool result to carry an error back to
+// the model, so Store returns every rejection of an update — the schema,
+// [ErrTooLarge] and [ErrTooDeep] alike, whether found while decoding the
+// arguments or after the merge — wrapped with the call's ID, and the
+// stack reports it as a store diagnostic (logged and sent to its
+// observer with the layer ID and hook). Arguments that are not a JSON
+// object at all are not an update: the call is skipped with a warning
+// (carrying its [ErrInvalidUpdate]) through the run's logger, and the
+// next updateWorkingMemory call of the response, if any, is considered.
 // ReadOnly offers no update tool and ignores the legacy call.
 //
 // # Merge implementation

@@ -420,32 +420,49 @@ func (l *Layer) reload(ctx context.Context) error {
 
 // Store implements layer.Storer: the legacy path. The first
 // updateWorkingMemory call in the response whose arguments are a JSON
-// object is applied like [Layer.Update]; a rejected update is returned
-// (the stack reports it as a store diagnostic) and changes nothing.
-// Read-only scratchpads ignore it.
+// object is applied like [Layer.Update]. An update rejected for any
+// reason — the merged state failing the schema ([ErrSchema], a
+// [*SchemaError]) or over the limits ([ErrTooLarge], [ErrTooDeep],
+// whether found while decoding the arguments or after the merge) — is
+// returned, naming the call, and changes nothing; a stack reports it
+// with the layer ID and hook, through its logger and observer. Arguments
+// that are not a JSON object (not JSON, truncated, an array) are not an
+// update: the call is skipped, with a warning through the logger (the
+// one of layer.Env, else slog.Default()) carrying its [ErrInvalidUpdate],
+// and the next legacy call of the response is considered. Read-only
+// scratchpads ignore the legacy call.
 func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 	if l.c.cfg.ReadOnly {
 		return nil
 	}
-	upd, ok := l.findLegacyCall(t.Response.ToolCalls)
-	if !ok {
-		return nil
-	}
-	return l.apply(ctx, func(cur any) (any, error) { return l.c.merger.mergeState(cur, upd) })
-}
-
-// findLegacyCall returns the arguments of the first legacy call whose
-// arguments decode to a JSON object.
-func (l *Layer) findLegacyCall(calls []layer.ToolCall) (*object, bool) {
-	for _, c := range calls {
+	for _, c := range t.Response.ToolCalls {
 		if c.Name != LegacyFunction {
 			continue
 		}
-		if upd, err := l.decodeUpdate([]byte(c.Arguments)); err == nil {
-			return upd, true
+		upd, err := l.decodeUpdate([]byte(c.Arguments))
+		if errors.Is(err, ErrInvalidUpdate) {
+			l.log().LogAttrs(ctx, slog.LevelWarn, "workingmemory: legacy "+LegacyFunction+" call ignored: its arguments are not a JSON object",
+				slog.String("layer", l.c.spec.ID), slog.String("call", c.ID), slog.Any("error", err))
+			continue
 		}
+		if err == nil {
+			err = l.apply(ctx, func(cur any) (any, error) { return l.c.merger.mergeState(cur, upd) })
+		}
+		if err != nil {
+			return fmt.Errorf("workingmemory: %s call %q not applied: %w", LegacyFunction, c.ID, err)
+		}
+		return nil
 	}
-	return nil, false
+	return nil
+}
+
+// log returns the layer's logger: the run's, or slog.Default() for a
+// Layer that was not bound to a run.
+func (l *Layer) log() *slog.Logger {
+	if l.logger == nil {
+		return slog.Default()
+	}
+	return l.logger
 }
 
 // OnSpawn implements layer.Spawner. A resource- or global-scoped

@@ -996,39 +996,153 @@ func TestConflictGivesUp(t *testing.T) {
 	assertState(t, l, `""`)
 }
 
-// WM17.
-func TestFindLegacyCall(t *testing.T) {
-	l := newLayer(t, Config{})
-	call := func(name, args string) layer.ToolCall { return layer.ToolCall{Name: name, Arguments: args} }
+// recordHandler keeps the records logged through it.
+type recordHandler struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (h *recordHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recordHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.records = append(h.records, r.Clone())
+	return nil
+}
+func (h *recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *recordHandler) WithGroup(string) slog.Handler      { return h }
+
+// warnings returns the messages of the warnings logged, each followed by
+// its "error" attribute.
+func (h *recordHandler) warnings() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, r := range h.records {
+		if r.Level < slog.LevelWarn {
+			continue
+		}
+		msg := r.Message
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "error" {
+				msg += ": " + a.Value.String()
+			}
+			return true
+		})
+		out = append(out, msg)
+	}
+	return out
+}
+
+// WM17: the legacy updateWorkingMemory path. The first call whose
+// arguments are a JSON object is applied; every way such an update is
+// rejected (schema, size and depth, found while decoding or after the
+// merge) comes back from Store and changes nothing, in memory or in
+// storage; arguments that are not a JSON object are skipped with a
+// warning.
+func TestLegacyStore(t *testing.T) {
+	const schema = `{"type":"object","properties":{"count":{"type":"number"},"n":{"type":"number"},"note":{"type":"string"}}}`
+	call := func(name, args string) layer.ToolCall {
+		return layer.ToolCall{ID: "call-7", Name: name, Arguments: args}
+	}
+	legacy := func(args string) layer.ToolCall { return call(LegacyFunction, args) }
+	deep := strings.Repeat(`{"a":`, 40) + "1" + strings.Repeat("}", 40)
 	tests := []struct {
-		name  string
-		calls []layer.ToolCall
-		want  string // "" = no match
+		name    string
+		calls   []layer.ToolCall
+		want    string // the state afterwards
+		err     error  // nil: Store returns nil
+		warned  int    // warnings logged (calls ignored)
+		schemaV int    // violations in the *SchemaError
 	}{
-		{"match", []layer.ToolCall{call(LegacyFunction, `{"a":1}`)}, `{"a":1}`},
-		{"other names", []layer.ToolCall{call("search", `{"a":1}`)}, ""},
-		{"bad JSON", []layer.ToolCall{call(LegacyFunction, `{"a":`)}, ""},
-		{"array", []layer.ToolCall{call(LegacyFunction, `[1]`)}, ""},
-		{"null", []layer.ToolCall{call(LegacyFunction, `null`)}, ""},
-		{"string", []layer.ToolCall{call(LegacyFunction, `"x"`)}, ""},
-		{"empty list", nil, ""},
-		{"first wins", []layer.ToolCall{call(LegacyFunction, `{"n":1}`), call(LegacyFunction, `{"n":2}`)}, `{"n":1}`},
-		{"first valid wins", []layer.ToolCall{call(LegacyFunction, `oops`), call(LegacyFunction, `{"n":2}`)}, `{"n":2}`},
+		{"match", []layer.ToolCall{legacy(`{"n":5}`)}, `{"count":1,"n":5}`, nil, 0, 0},
+		{"other names", []layer.ToolCall{call("search", `{"n":5}`)}, `{"count":1}`, nil, 0, 0},
+		{"empty list", nil, `{"count":1}`, nil, 0, 0},
+		{"first wins", []layer.ToolCall{legacy(`{"n":1}`), legacy(`{"n":2}`)}, `{"count":1,"n":1}`, nil, 0, 0},
+		{"first valid wins", []layer.ToolCall{legacy(`oops`), legacy(`{"n":2}`)}, `{"count":1,"n":2}`, nil, 1, 0},
+		{"invalid JSON", []layer.ToolCall{legacy(`{"n":`)}, `{"count":1}`, nil, 1, 0},
+		{"array", []layer.ToolCall{legacy(`[1]`)}, `{"count":1}`, nil, 1, 0},
+		{"null", []layer.ToolCall{legacy(`null`)}, `{"count":1}`, nil, 1, 0},
+		{"string", []layer.ToolCall{legacy(`"x"`)}, `{"count":1}`, nil, 1, 0},
+		{"schema", []layer.ToolCall{legacy(`{"count":"x","n":"y"}`)}, `{"count":1}`, ErrSchema, 0, 2},
+		{"arguments too large", []layer.ToolCall{legacy(`{"note":"` + strings.Repeat("y", 2048) + `"}`)}, `{"count":1}`, ErrTooLarge, 0, 0},
+		{"merged state too large", []layer.ToolCall{legacy(`{"note":"` + strings.Repeat("y", 985) + `"}`)}, `{"count":1}`, ErrTooLarge, 0, 0},
+		{"too deep", []layer.ToolCall{legacy(`{"x":` + deep + `}`)}, `{"count":1}`, ErrTooDeep, 0, 0},
+		{"rejected first is not skipped", []layer.ToolCall{legacy(`{"count":"x"}`), legacy(`{"n":2}`)}, `{"count":1}`, ErrSchema, 0, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := l.findLegacyCall(tt.calls)
-			if tt.want == "" {
-				if ok {
-					t.Errorf("found %v, want no match", toGo(got))
-				}
-				return
+			st := storage.NewMemory()
+			h := &recordHandler{}
+			env := testEnv(st)
+			env.Logger = slog.New(h)
+			l := initLayer(t, Config{Schema: schema, MaxBytes: 1000}, env)
+			if err := l.Update(t.Context(), json.RawMessage(`{"count":1}`)); err != nil {
+				t.Fatal(err)
 			}
-			if !ok || !jsonDeepEqual(roundTrip(t, toGo(got)), jsonOf(t, tt.want)) {
-				t.Errorf("found %v (%v), want %s", got, ok, tt.want)
+			key := storage.LayerKey(DefaultID, "thread-1", "state")
+			_, v1 := storedState(t, st, key)
+			err := l.Store(t.Context(), layer.Turn{Response: layer.Response{ToolCalls: tt.calls}})
+			switch {
+			case tt.err == nil && err != nil:
+				t.Errorf("Store = %v, want nil", err)
+			case tt.err != nil && !errors.Is(err, tt.err):
+				t.Errorf("Store = %v, want an error matching %v", err, tt.err)
+			case tt.err != nil && !strings.Contains(err.Error(), LegacyFunction) || tt.err != nil && !strings.Contains(err.Error(), "call-7"):
+				t.Errorf("Store = %v, want it to name the %s call", err, LegacyFunction)
+			}
+			if tt.schemaV > 0 {
+				var se *SchemaError
+				if !errors.As(err, &se) || len(se.Violations) != tt.schemaV {
+					t.Errorf("Store = %v, want a *SchemaError with %d violations", err, tt.schemaV)
+				}
+			}
+			assertState(t, l, tt.want)
+			if tt.err != nil || tt.want == `{"count":1}` {
+				got, v2 := storedState(t, st, key)
+				if v1 != v2 || !jsonDeepEqual(got, jsonOf(t, `{"count":1}`)) {
+					t.Errorf("storage changed: %v (version %d → %d)", got, v1, v2)
+				}
+			}
+			w := h.warnings()
+			if len(w) != tt.warned {
+				t.Errorf("warnings = %q, want %d", w, tt.warned)
+			}
+			for _, m := range w {
+				if !strings.Contains(m, "ignored") || !strings.Contains(m, ErrInvalidUpdate.Error()) {
+					t.Errorf("warning %q does not say the call was ignored and why", m)
+				}
 			}
 		})
 	}
+	t.Run("read-only", func(t *testing.T) {
+		h := &recordHandler{}
+		env := testEnv(nil)
+		env.Logger = slog.New(h)
+		l := initLayer(t, Config{ReadOnly: true, Template: "keep"}, env)
+		for _, args := range []string{`{"n":1}`, `oops`, deep} {
+			if err := l.Store(t.Context(), layer.Turn{Response: layer.Response{ToolCalls: []layer.ToolCall{legacy(args)}}}); err != nil {
+				t.Errorf("Store(%s) = %v, want the call ignored", args, err)
+			}
+		}
+		assertState(t, l, `"keep"`)
+		if w := h.warnings(); len(w) != 0 {
+			t.Errorf("read-only layer logged %q", w)
+		}
+	})
+	t.Run("template layer logs through slog.Default", func(t *testing.T) {
+		h := &recordHandler{}
+		prev := slog.Default()
+		slog.SetDefault(slog.New(h))
+		t.Cleanup(func() { slog.SetDefault(prev) })
+		l := newLayer(t, Config{}) // not bound to a run: no logger of its own
+		if err := l.Store(t.Context(), layer.Turn{Response: layer.Response{ToolCalls: []layer.ToolCall{legacy(`[`)}}}); err != nil {
+			t.Errorf("Store = %v", err)
+		}
+		if w := h.warnings(); len(w) != 1 {
+			t.Errorf("warnings through slog.Default = %q, want 1", w)
+		}
+	})
 }
 
 func TestConfigErrors(t *testing.T) {
