@@ -75,11 +75,21 @@ func init() { workers["crash-writer"] = crashWriter }
 // crashAgent is the agent of the crash scenario: a thread-scoped
 // scratchpad, and a model that updates it at every step (sequence numbers
 // from next) and answers after eight steps.
-func crashAgent(st storage.Store, next func() int, observer func(agentloop.Event)) (*agentloop.Agent, error) {
+func crashAgent(st storage.Store, kv *workingmemory.KV, next func() int, observer func(agentloop.Event)) (*agentloop.Agent, error) {
 	wm, err := workingmemory.New(workingmemory.Config{})
 	if err != nil {
 		return nil, err
 	}
+	kvLayer, err := workingmemory.NewKVLayer(kv, workingmemory.KVLayerConfig{})
+	if err != nil {
+		return nil, err
+	}
+	kvSet := agentloop.NewTool("kv_set", "Remember a value.", nil, func(ctx context.Context, in struct {
+		Key   string `json:"key"`
+		Value int    `json:"value"`
+	}) (string, error) {
+		return "ok", workingmemory.Set(kv, in.Key, in.Value)
+	})
 	update := layer.WireName(layer.ToolName(workingmemory.DefaultID, "update"))
 	model := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
 		steps := 0
@@ -91,15 +101,22 @@ func crashAgent(st storage.Store, next func() int, observer func(agentloop.Event
 		if steps >= 8 {
 			return agenttest.Text("done"), nil
 		}
-		return agenttest.Calls(agenttest.Call(update, crashUpdate(next()))), nil
+		seq := next()
+		return agenttest.Calls(
+			agenttest.Call(update, crashUpdate(seq)),
+			agenttest.Call("kv_set", map[string]any{"key": "seq-" + strconv.Itoa(seq), "value": seq}),
+		), nil
 	})
 	return agentloop.New(agentloop.Config{
-		Model:        model,
-		Instructions: "Keep the sequence in working memory.",
-		Layers:       []layer.Layer{wm},
-		Store:        st,
-		MaxSteps:     20,
-		Observer:     observer,
+		Model:         model,
+		Instructions:  "Keep the sequence in working memory.",
+		Layers:        []layer.Layer{wm, kvLayer},
+		Tools:         []agentloop.Tool{kvSet},
+		Store:         st,
+		MaxSteps:      20,
+		Observer:      observer,
+		RestoreLayers: true, // the key-value memory persists through the checkpoint
+
 	})
 }
 
@@ -141,7 +158,7 @@ func crashWriter(ctx context.Context, raw string, _ *bufio.Scanner, out *lineWri
 	go func() {
 		var seq atomic.Int64
 		seq.Store(time.Now().UnixNano() % 1000 * 1000) // distinct across restarts
-		agent, err := crashAgent(st, func() int { return int(seq.Add(1)) }, func(e agentloop.Event) {
+		agent, err := crashAgent(st, workingmemory.NewKV(workingmemory.KVConfig{}), func() int { return int(seq.Add(1)) }, func(e agentloop.Event) {
 			if e.Kind == agentloop.EventCheckpoint && e.Err == nil {
 				out.Printf("ckpt %d", e.Step)
 			}
@@ -161,11 +178,13 @@ func crashWriter(ctx context.Context, raw string, _ *bufio.Scanner, out *lineWri
 }
 
 // TestCrash kills a process with SIGKILL in the middle of a stream of
-// writes to an SQLite file (raw records of up to 60 KB, scratchpad updates
-// and thread checkpoints), then checks that the file opens and passes
-// PRAGMA integrity_check, that every record is the last acknowledged
-// write or the one after it (never torn: each carries a checksum), and
-// that the thread resumes from its checkpoint with its working memory.
+// writes to an SQLite file (raw records of up to 60 KB, scratchpad updates,
+// key-value memory entries and thread checkpoints), then checks that the
+// file opens and passes PRAGMA integrity_check, that every record is the
+// last acknowledged write or the one after it (never torn: each carries a
+// checksum), and that the thread resumes from its checkpoint with its
+// working memory, and its key-value memory restored from the checkpoint
+// (Config.RestoreLayers).
 func TestCrash(t *testing.T) {
 	trials := pick(50, 2)
 	survived := 0
@@ -274,7 +293,8 @@ func crashTrial(t *testing.T, trial int) {
 
 	// The thread resumes from its checkpoint, with its working memory.
 	var lastSeq int
-	resumeAgent, err := crashAgent(st, func() int { lastSeq++; return lastSeq }, nil)
+	kv := workingmemory.NewKV(workingmemory.KVConfig{})
+	resumeAgent, err := crashAgent(st, kv, func() int { lastSeq++; return lastSeq }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,10 +325,34 @@ func crashTrial(t *testing.T, trial int) {
 	if len(res.Messages) <= len(cp.Messages) {
 		t.Errorf("resumed thread has %d messages, checkpoint had %d: history not continued", len(res.Messages), len(cp.Messages))
 	}
-	// The model of the resumed run saw the scratchpad in its prompt.
+	// With RestoreLayers, the thread-scoped scratchpad resumes from the
+	// checkpoint's snapshot, which matches the history: the stored state,
+	// or one update behind it when the kill came between a step's update
+	// and its checkpoint. The model of the resumed run sees it.
+	var inCheckpoint struct{ Seq int }
+	if err := json.Unmarshal(cp.Layers.Layers[workingmemory.DefaultID], &inCheckpoint); err != nil {
+		t.Fatalf("scratchpad in the checkpoint: %v", err)
+	}
+	t.Logf("scratchpad: stored seq %d, checkpoint seq %d", sp.Seq, inCheckpoint.Seq)
+	if inCheckpoint.Seq != sp.Seq && inCheckpoint.Seq != sp.Seq-1 {
+		t.Errorf("checkpoint has seq %d, stored state %d: more than the step in flight apart", inCheckpoint.Seq, sp.Seq)
+	}
 	first := resumeAgent.Config().Model.(*agenttest.Model).Requests()[0]
-	if m := seqInPrompt.FindStringSubmatch(first.System()); m == nil || m[1] != strconv.Itoa(sp.Seq) {
-		t.Errorf("resumed prompt shows seq %v, stored state has %d", m, sp.Seq)
+	if m := seqInPrompt.FindStringSubmatch(first.System()); m == nil || m[1] != strconv.Itoa(inCheckpoint.Seq) {
+		t.Errorf("resumed prompt shows seq %v, the checkpoint has %d", m, inCheckpoint.Seq)
+	}
+	// The key-value memory came back from the checkpoint: one entry per
+	// tool step the checkpoint holds, plus the resumed run's.
+	toolSteps := 0
+	for _, m := range cp.Messages {
+		for _, p := range m.Parts {
+			if tc, ok := p.(llms.ToolCall); ok && tc.FunctionCall != nil && tc.FunctionCall.Name == "kv_set" {
+				toolSteps++
+			}
+		}
+	}
+	if n, err := kv.Count(); err != nil || n != toolSteps+res.Steps-1 {
+		t.Errorf("key-value memory after resume: %d entries, %v; want %d from the checkpoint + %d", n, err, toolSteps, res.Steps-1)
 	}
 	cp2, err := resumeAgent.LoadCheckpoint(ctx, thread)
 	if err != nil || cp2.Steps != cp.Steps+res.Steps {
