@@ -68,11 +68,14 @@
 // Hooks never run on the caller's goroutine, so even a hook that ignores
 // its context cannot block the caller past its timeout. To keep that cheap
 // (a step of three layers costs a few microseconds), the stack does not
-// start a goroutine and a timer per hook: Recall's hooks run one after the
-// other on a single goroutine and Store's on one goroutine per layer,
-// while the caller sleeps until they finish or the running hook's deadline
-// passes; only then is the slow hook abandoned and the rest of the batch
-// continued on a fresh goroutine. Under a context that is already done no
+// start a goroutine and a timer per hook: the hooks of Recall, Snapshot,
+// Clear and Stats run one after the other on a single goroutine and
+// Store's on one goroutine per layer, while the caller sleeps until they
+// finish or the running hook's deadline passes; only then is the slow
+// hook abandoned and the rest of the batch continued on another
+// goroutine. These goroutines are reused from one call to the next (an
+// idle one exits after a second or two), so hooks do not pay for growing
+// a fresh goroutine's stack each time. Under a context that is already done no
 // hook is started (the error is the context's), except Close.
 //
 // Close always runs: under a cancelled context too (a run that ends by

@@ -2,6 +2,7 @@ package layer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,22 +18,24 @@ import (
 // A stack method (Recall, Store, ...) builds a batch of jobs, one per
 // layer, and waits for it. A hook never runs on the caller's goroutine, so
 // a hook that ignores its context cannot block the caller past its
-// timeout. To keep the hot path cheap, a sequential batch (Recall runs in
-// slot order) is run by a single runner goroutine that calls the hooks one
-// after the other, and the caller sleeps until the whole batch is done or
-// the running hook's deadline passes. When a hook outlives its deadline,
-// the caller abandons it (its result is dropped, its context cancelled)
-// and starts a fresh runner for the rest of the batch; the abandoned
-// runner stops once the slow hook returns. A concurrent batch (Store)
-// gives each job its own goroutine. Either way the caller wakes once per
-// batch in the common case, instead of once per hook, and no per-hook
-// context.WithTimeout (which registers with the parent and starts a
-// timer) is needed: the caller, which waits anyway, cancels the hook's
-// context itself. Before it waits, the caller yields its P once, so fast
-// hooks usually finish on the same P before the caller would park: no
-// timer is armed and no other thread is woken. Slow hooks are unaffected:
-// the caller resumes as soon as the runner blocks or is preempted, and
-// then waits with a timer for the running hook's deadline.
+// timeout. To keep the hot path cheap, a sequential batch (Recall,
+// Snapshot, Clear and Stats run in slot order) is run by a single runner
+// goroutine that calls the hooks one after the other, and the caller
+// sleeps until the whole batch is done or the running hook's deadline
+// passes. When a hook outlives its deadline, the caller abandons it (its
+// result is dropped, its context cancelled) and starts another runner for
+// the rest of the batch; the abandoned runner stops once the slow hook
+// returns. A concurrent batch (Store) gives each job its own runner.
+// Either way the caller wakes once per batch in the common case, instead
+// of once per hook, and no per-hook context.WithTimeout (which registers
+// with the parent and starts a timer) is needed: the caller, which waits
+// anyway, cancels the hook's context itself. Before it waits, the caller
+// yields its P once, so fast hooks usually finish on the same P before
+// the caller would park: no timer is armed and no other thread is woken.
+// Slow hooks are unaffected: the caller resumes as soon as the runner
+// blocks or is preempted, and then waits with a timer for the running
+// hook's deadline. Runners are goroutines reused across batches and
+// stacks (see startRunner).
 
 // Job states.
 const (
@@ -58,6 +61,8 @@ type job struct {
 	query Query
 	turn  *Turn
 	items []Item
+	data  json.RawMessage // Snapshot's output
+	stats Stats           // Stats' output
 	// late, when set, runs on the runner goroutine when the hook returns
 	// after the caller gave up on it, to release what the hook produced
 	// (a layer bound by a timed-out Init).
@@ -194,10 +199,10 @@ func (s *Stack) runBatch(ctx context.Context, b *batch) {
 	} else {
 		if b.concurrent {
 			for i := range b.jobs {
-				go b.runFrom(i)
+				startRunner(b, i)
 			}
 		} else {
-			go b.runFrom(0)
+			startRunner(b, 0)
 		}
 		// Let the runner go first on this P: fast hooks then finish
 		// before the caller would park, saving the timer and the wake-up.
@@ -285,9 +290,61 @@ func (s *Stack) wait(ctx context.Context, b *batch) {
 				}
 				err := fmt.Errorf("%w after %v", ErrTimeout, j.timeout)
 				if b.abandon(j, err, context.DeadlineExceeded) && !b.concurrent && i+1 < len(b.jobs) {
-					go b.runFrom(i + 1)
+					startRunner(b, i+1)
 				}
 			}
+		}
+	}
+}
+
+// Runner goroutines are reused: a runner that has finished its batch
+// waits (up to runnerIdle, without use) for the next one instead of
+// exiting. A fresh goroutine starts with a small stack, and hooks that
+// encode JSON grow it, copying it several times; that cost more than
+// the hooks themselves. A reused runner keeps its grown stack (the
+// garbage collector shrinks an idle one gradually).
+
+// runReq asks a runner for b.runFrom(i).
+type runReq struct {
+	b *batch
+	i int
+}
+
+// idleRunners hands work to a runner waiting for it. It is unbuffered: a
+// send succeeds only when a runner is receiving, so a request is never
+// left to a runner that is about to exit.
+var idleRunners = make(chan runReq)
+
+// runnerIdle is how long a runner waits for work before it exits.
+const runnerIdle = time.Second
+
+// startRunner runs b.runFrom(i) on an idle runner, or on a new one.
+func startRunner(b *batch, i int) {
+	select {
+	case idleRunners <- runReq{b, i}:
+	default:
+		go runner(b, i)
+	}
+}
+
+// runner runs b.runFrom(i), then the requests of idleRunners until it
+// has been idle for a whole runnerIdle period.
+func runner(b *batch, i int) {
+	b.runFrom(i)
+	t := time.NewTimer(runnerIdle)
+	defer t.Stop()
+	used := false
+	for {
+		select {
+		case r := <-idleRunners:
+			r.b.runFrom(r.i)
+			used = true
+		case <-t.C:
+			if !used {
+				return
+			}
+			used = false
+			t.Reset(runnerIdle)
 		}
 	}
 }

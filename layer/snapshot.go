@@ -20,31 +20,60 @@ type Snapshot struct {
 }
 
 // Snapshot captures the state of every enabled layer that is a
-// [Snapshotter].
+// [Snapshotter]. The layers' Snapshot hooks run one after the other, in
+// slot order, on one goroutine (as Recall's do); if one fails, the first
+// failure in slot order is returned.
 func (s *Stack) Snapshot(ctx context.Context) (Snapshot, error) {
 	if err := s.ready(); err != nil {
 		return Snapshot{}, err
 	}
-	snap := Snapshot{Version: SnapshotVersion, Name: s.cfg.Name, Layers: map[string]json.RawMessage{}}
-	for _, e := range s.entries {
-		if e.disabled {
-			continue
+	b := sequentialBatch[Snapshotter](s, HookSnapshot, runSnapshot)
+	if b == nil {
+		return Snapshot{Version: SnapshotVersion, Name: s.cfg.Name, Layers: map[string]json.RawMessage{}}, nil
+	}
+	s.runBatch(ctx, b)
+	snap := Snapshot{Version: SnapshotVersion, Name: s.cfg.Name, Layers: make(map[string]json.RawMessage, len(b.jobs))}
+	for i := range b.jobs {
+		j := &b.jobs[i]
+		if j.err != nil {
+			return Snapshot{}, j.err
 		}
-		sn, ok := As[Snapshotter](e.live)
-		if !ok {
-			continue
-		}
-		var data json.RawMessage
-		if err := s.call(ctx, e, HookSnapshot, func(ctx context.Context) error {
-			var err error
-			data, err = sn.Snapshot(ctx)
-			return err
-		}); err != nil {
-			return Snapshot{}, err
-		}
-		snap.Layers[e.spec.ID] = data
+		snap.Layers[j.e.spec.ID] = j.data
 	}
 	return snap, nil
+}
+
+func runSnapshot(ctx context.Context, j *job) error {
+	sn, _ := As[Snapshotter](j.e.live)
+	var err error
+	j.data, err = sn.Snapshot(ctx)
+	return err
+}
+
+// sequentialBatch returns a sequential batch of hook with one job per
+// enabled layer that implements T, in slot order, or nil when no layer
+// does.
+func sequentialBatch[T any](s *Stack, hook string, run func(context.Context, *job) error) *batch {
+	n := 0
+	for _, e := range s.entries {
+		if _, ok := As[T](e.live); ok && !e.disabled {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	b := newBatch(n, false)
+	i := 0
+	for _, e := range s.entries {
+		if _, ok := As[T](e.live); !ok || e.disabled {
+			continue
+		}
+		j := &b.jobs[i]
+		i++
+		j.e, j.hook, j.run = e, hook, run
+	}
+	return b
 }
 
 // Restore puts every layer back to the state in snap. It refuses, with an
@@ -105,53 +134,59 @@ func (s *Stack) Restore(ctx context.Context, snap Snapshot) error {
 	return nil
 }
 
-// Clear empties every enabled layer that is a [Clearer]. Failures are
-// reported and joined; the other layers are still cleared.
+// Clear empties every enabled layer that is a [Clearer], one after the
+// other in slot order. Failures are reported and joined; the other layers
+// are still cleared.
 func (s *Stack) Clear(ctx context.Context) error {
 	if err := s.ready(); err != nil {
 		return err
 	}
+	b := sequentialBatch[Clearer](s, HookClear, runClear)
+	if b == nil {
+		return nil
+	}
+	s.runBatch(ctx, b)
 	var errs []error
-	for _, e := range s.entries {
-		if e.disabled {
-			continue
-		}
-		c, ok := As[Clearer](e.live)
-		if !ok {
-			continue
-		}
-		if err := s.call(ctx, e, HookClear, c.Clear); err != nil {
+	for i := range b.jobs {
+		if err := b.jobs[i].err; err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
+func runClear(ctx context.Context, j *job) error {
+	c, _ := As[Clearer](j.e.live)
+	return c.Clear(ctx)
+}
+
 // Stats returns what each enabled [StatsReporter] layer holds, by ID.
+// Failures are reported and joined; the other layers' stats are returned.
 func (s *Stack) Stats(ctx context.Context) (map[string]Stats, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
 	out := make(map[string]Stats)
+	b := sequentialBatch[StatsReporter](s, HookStats, runStats)
+	if b == nil {
+		return out, nil
+	}
+	s.runBatch(ctx, b)
 	var errs []error
-	for _, e := range s.entries {
-		if e.disabled {
+	for i := range b.jobs {
+		j := &b.jobs[i]
+		if j.err != nil {
+			errs = append(errs, j.err)
 			continue
 		}
-		r, ok := As[StatsReporter](e.live)
-		if !ok {
-			continue
-		}
-		var st Stats
-		if err := s.call(ctx, e, HookStats, func(ctx context.Context) error {
-			var err error
-			st, err = r.Stats(ctx)
-			return err
-		}); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		out[e.spec.ID] = st
+		out[j.e.spec.ID] = j.stats
 	}
 	return out, errors.Join(errs...)
+}
+
+func runStats(ctx context.Context, j *job) error {
+	r, _ := As[StatsReporter](j.e.live)
+	var err error
+	j.stats, err = r.Stats(ctx)
+	return err
 }
