@@ -16,15 +16,26 @@
 // # Extraction
 //
 // [Extract] (and [Extractor]) read one tool result. The type comes from,
-// in order of precedence: a type the result names on the entity itself
-// ("object" as in Stripe and Notion, "__typename" in GraphQL, "_type" in
-// Sanity, "type", "kind" as in Google's "drive#file", Contentful's
-// sys.type); the key the entity was found under ({page: ...},
-// {pages: [...]}, {issueCreate: {issue: ...}}); the tool name, through
-// [Rules] and then the built-in guess [TypeFromToolName]; else "item".
-// A result-named type wins over guesses, as the issue asks: a section
-// result carrying {type: "hero"} is recorded as a "hero".
+// in order of precedence:
 //
+//  1. the key the result nests the entity under: {section: {...}},
+//     {sections: [...]}, {issueCreate: {issue: ...}} (envelopes such as
+//     data, results and items name no type, nor do generic words such
+//     as "entity");
+//  2. a type field the entity carries that names its kind of resource:
+//     "object" as in Stripe and Notion, "__typename" in GraphQL, "_type"
+//     in Sanity, "kind" as in Google's "drive#file", Contentful's sys.type
+//     (except "Entry", which says less than the entry's content type);
+//  3. a generic "type" field (and sys.type "Entry");
+//  4. the tool name, through [Rules] and then the built-in guess
+//     [TypeFromToolName]; else "item".
+//
+// A generic "type" often says which kind of thing within its type an
+// entity is rather than what it is: the section that tool addSection
+// returns as {"section": {"id": "sec_1", "type": "hero"}} is recorded
+// as a section, not a "hero". At the top level, where no key names it,
+// {"type": "image", "id": ...} from cms_getMedia is an image.
+
 // An object is an entity when it has an ID: documentId (Strapi v5), id,
 // _id (Sanity), uuid, gid, guid, uid, sys.id (Contentful), or key when
 // nothing else (keyed resources). Numbers become decimal text. Keys match

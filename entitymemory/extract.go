@@ -357,6 +357,13 @@ type extraction struct {
 	abuf    [16]field
 }
 
+// Ranks in typeRank of the type fields that normKey cannot tell apart.
+const (
+	rankUnderscoreType = 2 // "_type"
+	rankSysType        = 4 // Contentful sys.type, other than "Entry"
+	rankType           = 5 // "type", and sys.type "Entry"
+)
+
 // Bounds on the walk through one result.
 const (
 	maxDepth   = 8
@@ -366,9 +373,15 @@ const (
 // Key roles. The keys are folded with normKey.
 var (
 	idRank = map[string]int{"documentid": 0, "id": 1, "uuid": 2, "gid": 3, "guid": 4, "uid": 5}
-	// typeRank: "object" (Stripe, Notion), "__typename" (GraphQL),
-	// "_type" (Sanity), "type", "kind" (Google, "drive#file").
-	typeRank  = map[string]int{"object": 0, "typename": 1, "type": 2, "kind": 3}
+	// typeRank orders the members that name an entity's type, strongest
+	// first: the explicit type fields "object" (Stripe, Notion),
+	// "__typename" (GraphQL), "_type" (Sanity; rankUnderscoreType, told
+	// from "type" by its raw key), "kind" (Google, "drive#file";
+	// Kubernetes) and Contentful's sys.type (rankSysType; "Entry" ranks
+	// with "type", as an entry's real type is its content type), then the
+	// generic "type", which often says what kind of thing within its type
+	// an entity is (a section of type "hero").
+	typeRank  = map[string]int{"object": 0, "typename": 1, "kind": 3, "type": rankType}
 	slugRank  = map[string]int{"slug": 0, "handle": 1, "identifier": 2, "key": 3}
 	envelopes = setOf("data", "result", "results", "items", "matches", "nodes", "edges",
 		"hits", "value", "values", "response", "payload", "body", "list", "collection",
@@ -673,6 +686,9 @@ func (e *extraction) entity(fs []field, keyType string) (Entity, bool) {
 				}
 			}
 		case roleType:
+			if ro.rank == rankType && len(f.key) > 0 && f.key[0] == '_' {
+				ro.rank = rankUnderscoreType
+			}
 			if ro.rank < typR && f.val.kind == kindString {
 				if t := NormalizeType(f.val.scalar()); t != "" && !genericTypes[t] {
 					ent.Type, typR = t, ro.rank
@@ -714,8 +730,12 @@ func (e *extraction) entity(fs []field, keyType string) (Entity, bool) {
 					ent.ID = g.val.scalar()
 				}
 			case "type":
-				if t := NormalizeType(g.val.scalar()); ent.Type == "" && t != "" && !genericTypes[t] {
-					ent.Type = t
+				t, r := NormalizeType(g.val.scalar()), rankSysType
+				if t == "entry" {
+					r = rankType
+				}
+				if r < typR && t != "" && !genericTypes[t] {
+					ent.Type, typR = t, r
 				}
 			}
 		}
@@ -730,7 +750,14 @@ func (e *extraction) entity(fs []field, keyType string) (Entity, bool) {
 	if ent.Parent == "0" {
 		ent.Parent = ""
 	}
+	// The type, by precedence: the key the result nests the entity under
+	// ({section: {...}}, {sections: [...]}: a section, whatever its
+	// "type" says, e.g. "hero"); a type the entity names itself (explicit
+	// type fields before the generic "type", see typeRank); a key that
+	// names only a generic type ({entity: {...}}); the tool's type.
 	switch {
+	case keyType != "" && !genericTypes[keyType]:
+		ent.Type = keyType
 	case ent.Type != "":
 	case keyType != "":
 		ent.Type = keyType

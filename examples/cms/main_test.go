@@ -29,6 +29,9 @@ func TestRestartResolvesThisPage(t *testing.T) {
 	if !ok {
 		t.Fatalf("no restart:\n%s", out)
 	}
+	if strings.Contains(out, "heroes:") || strings.Contains(out, "teams:") {
+		t.Errorf("sections are listed under their section type (hero, team) instead of sections:\n%s", out)
+	}
 	for _, want := range []string{
 		`-> listSections {"pageId":"` + id + `"}`,
 		"Page " + id + ` has 2 sections: hero ("We build calm software"), team ("Meet the team").`,
@@ -36,6 +39,9 @@ func TestRestartResolvesThisPage(t *testing.T) {
 		`"About Us" (` + id + `, slug: about)`,
 		"<working_memory>",
 		`"pageId": "` + id + `"`,
+		// addSection returns {"section": {"type": "hero", ...}}: a section
+		// (the key it is nested under), not a "hero".
+		"[WORKING MEMORY]\nsections:\n",
 	} {
 		if !strings.Contains(after, want) {
 			t.Errorf("after the restart the output lacks %q:\n%s", want, after)
