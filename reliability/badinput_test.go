@@ -288,7 +288,7 @@ func TestLegacyRejectedUpdateReported(t *testing.T) {
 			t.Errorf("%s: %v, want the call ignored", tc.name, err)
 		}
 		if tc.want != nil && !errors.Is(err, tc.want) {
-			t.Errorf("%s: Store returned %v, want an error matching %v (BUG: workingmemory's legacy path drops an update rejected while decoding without reporting it)", tc.name, err, tc.want)
+			t.Errorf("%s: Store returned %v, want an error matching %v: the legacy path must report an update it rejects while decoding", tc.name, err, tc.want)
 		}
 	}
 	sameContents(t, "legacy", before, dump(ctx, t, st))
@@ -650,11 +650,25 @@ func TestTwoScratchpadsKeepTheirFences(t *testing.T) {
 	sys := model.Requests()[0].System()
 	for _, line := range strings.Split(sys, "\n") {
 		if strings.HasPrefix(line, "&lt;") {
-			t.Errorf("a block's fence line is defanged: %q (BUG: two scratchpads share the fence tag %q; the second loses its fence)", line, workingmemory.Tag)
+			t.Errorf("a block's fence line is defanged: %q (two scratchpads sharing a fence tag: the second loses its fence)", line)
 		}
 	}
-	if !strings.Contains(sys, `"status": "doing"`) {
-		t.Fatalf("the plan is not in the prompt:\n%s", sys)
+	// Each block is inside its own fence: an opening line, then the
+	// layer's content, then the matching closing line.
+	for _, b := range []struct{ content string }{{`"goal": "ship v1"`}, {`"status": "doing"`}} {
+		i := strings.Index(sys, b.content)
+		if i < 0 {
+			t.Fatalf("%s is not in the prompt:\n%s", b.content, sys)
+		}
+		open := strings.LastIndex(sys[:i], "\n<")
+		if open < 0 {
+			t.Fatalf("%s has no fence before it:\n%s", b.content, sys)
+		}
+		tag := sys[open+2 : open+2+strings.IndexByte(sys[open+2:], '>')]
+		closing := strings.Index(sys[i:], "</"+tag+">")
+		if closing < 0 || strings.Contains(sys[open+1:i+closing], "</") {
+			t.Errorf("%s is not inside one <%s> block:\n%s", b.content, tag, sys)
+		}
 	}
 }
 

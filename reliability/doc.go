@@ -71,6 +71,7 @@
 //     step's time minus the model's and the tools'), and memory; a second
 //     pass runs threads one at a time for the overhead of a step alone.
 //
-// Tests named TestBug... reproduce bugs found in other packages; each
-// says what is wrong in its doc comment and failure message.
+// Two bugs this suite found were fixed in workingmemory the same day;
+// their tests stay as regression tests: TestLegacyRejectedUpdateReported
+// and TestTwoScratchpadsKeepTheirFences.
 package reliability
