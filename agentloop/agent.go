@@ -149,7 +149,6 @@ type run struct {
 	alloc    *prompt.Allocation // budgets, computed on the first step
 	layerCap float64            // the sum of alloc.Layers
 	callIDs  map[string]bool    // tool call IDs in msgs
-	msgJSON  [][]byte           // JSON of msgs[:len(msgJSON)], for checkpoints
 	// msgTokens are the token counts of msgs[:len(msgTokens)], for
 	// usage estimates.
 	msgTokens []int
@@ -161,6 +160,14 @@ type run struct {
 	persist  bool
 	ckptVer  int64
 	ckptBase Checkpoint // steps and usage of earlier runs
+	// ckpt is the last checkpoint's JSON, which the next one extends
+	// (see encodeCheckpoint): ckpt[:ckptMsgEnd] is the JSON up to and
+	// including msgs[:ckptMsgs].
+	ckpt       []byte
+	ckptMsgEnd int
+	ckptMsgs   int
+	snapIDs    []string          // the last snapshot's layer IDs, sorted
+	snapValid  map[string][]byte // each layer's last snapshot found valid
 }
 
 type runKey struct{}

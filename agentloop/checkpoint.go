@@ -1,6 +1,7 @@
 package agentloop
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -102,59 +103,40 @@ func (r *run) writeCheckpoint(ctx context.Context) error {
 	return nil
 }
 
-// checkpointHead is a Checkpoint without its two big fields, which
-// encodeCheckpoint appends itself.
-type checkpointHead struct {
-	Version    int       `json:"version"`
-	Agent      string    `json:"agent,omitempty"`
-	ThreadID   string    `json:"thread_id"`
-	ResourceID string    `json:"resource_id,omitempty"`
-	Steps      int       `json:"steps"`
-	Usage      Usage     `json:"usage"`
-	UpdatedAt  time.Time `json:"updated_at"`
-}
-
-// encodeCheckpoint returns the JSON of the run's [Checkpoint]. It is what
-// json.Marshal would write, built faster: messages never change once in
-// the history, so each is encoded once per run and kept (r.msgJSON), and
-// the layers' snapshots, already JSON, are checked and copied rather than
-// re-compacted.
+// encodeCheckpoint returns the JSON of the run's [Checkpoint]: the same
+// JSON value json.Marshal would write (only the key order differs), built
+// in a fraction of the time, because it is written after every step.
+//
+// The messages come first: they never change once in the history, so
+// each is encoded once per run, and the buffer that holds them
+// (r.ckpt[:r.ckptMsgEnd]) is kept and extended by the next step rather
+// than rebuilt; a step costs what it adds, not the whole history. The
+// returned slice is that buffer: it is valid until the next call (stores
+// do not retain what they are given). The layers' snapshots, already
+// JSON, are checked (only when they changed since the last check) and
+// copied rather than re-compacted, and the small fields are written by
+// hand.
 func (r *run) encodeCheckpoint(snap layer.Snapshot) ([]byte, error) {
-	for i := len(r.msgJSON); i < len(r.msgs); i++ {
-		b, err := appendMessage(nil, r.msgs[i])
+	b := r.ckpt[:r.ckptMsgEnd]
+	if len(b) == 0 {
+		b = append(b, `{"messages":[`...)
+	}
+	for i := r.ckptMsgs; i < len(r.msgs); i++ {
+		mb := b
+		if i > 0 {
+			mb = append(mb, ',')
+		}
+		mb, err := appendMessage(mb, r.msgs[i])
 		if err != nil {
+			r.ckpt = b
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
-		r.msgJSON = append(r.msgJSON, b)
+		b = mb
+		r.ckptMsgs, r.ckptMsgEnd = i+1, len(b)
 	}
-	head, err := json.Marshal(checkpointHead{
-		Version:    CheckpointVersion,
-		Agent:      r.a.cfg.Name,
-		ThreadID:   r.threadID,
-		ResourceID: r.resourceID,
-		Steps:      r.ckptBase.Steps + r.res.Steps,
-		Usage:      r.ckptBase.Usage.Add(r.res.Usage),
-		UpdatedAt:  time.Now().UTC(),
-	})
-	if err != nil {
-		return nil, err
-	}
-	size := len(head) + 64
-	for _, m := range r.msgJSON {
-		size += len(m) + 1
-	}
-	for id, raw := range snap.Layers {
-		size += len(id) + len(raw) + 4
-	}
-	b := make([]byte, 0, size)
-	b = append(b, head[:len(head)-1]...) // without the closing brace
-	b = append(b, `,"messages":[`...)
-	for i, m := range r.msgJSON {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, m...)
-	}
+	// From here on r.ckpt must hold the messages encoded so far, even if
+	// a layer's snapshot is refused below.
+	r.ckpt = b
 	b = append(b, `],"layers":{"version":`...)
 	b = strconv.AppendInt(b, int64(snap.Version), 10)
 	if snap.Name != "" {
@@ -162,18 +144,26 @@ func (r *run) encodeCheckpoint(snap layer.Snapshot) ([]byte, error) {
 		b = appendString(b, snap.Name)
 	}
 	b = append(b, `,"layers":{`...)
-	ids := make([]string, 0, len(snap.Layers))
-	for id := range snap.Layers {
-		ids = append(ids, id)
+	if !sameKeys(r.snapIDs, snap.Layers) {
+		r.snapIDs = r.snapIDs[:0]
+		for id := range snap.Layers {
+			r.snapIDs = append(r.snapIDs, id)
+		}
+		slices.Sort(r.snapIDs)
 	}
-	slices.Sort(ids)
-	for i, id := range ids {
+	for i, id := range r.snapIDs {
 		raw := snap.Layers[id]
 		if len(raw) == 0 {
 			raw = json.RawMessage("null")
 		}
-		if !json.Valid(raw) {
-			return nil, fmt.Errorf("layer %s: snapshot is not valid JSON", id)
+		if last, ok := r.snapValid[id]; !ok || !bytes.Equal(last, raw) {
+			if !json.Valid(raw) {
+				return nil, fmt.Errorf("layer %s: snapshot is not valid JSON", id)
+			}
+			if r.snapValid == nil {
+				r.snapValid = make(map[string][]byte, len(snap.Layers))
+			}
+			r.snapValid[id] = append(last[:0], raw...)
 		}
 		if i > 0 {
 			b = append(b, ',')
@@ -182,8 +172,55 @@ func (r *run) encodeCheckpoint(snap layer.Snapshot) ([]byte, error) {
 		b = append(b, ':')
 		b = append(b, raw...)
 	}
-	b = append(b, "}}}"...)
+	b = append(b, `}},"version":`...)
+	b = strconv.AppendInt(b, CheckpointVersion, 10)
+	if r.a.cfg.Name != "" {
+		b = append(b, `,"agent":`...)
+		b = appendString(b, r.a.cfg.Name)
+	}
+	b = append(b, `,"thread_id":`...)
+	b = appendString(b, r.threadID)
+	if r.resourceID != "" {
+		b = append(b, `,"resource_id":`...)
+		b = appendString(b, r.resourceID)
+	}
+	b = append(b, `,"steps":`...)
+	b = strconv.AppendInt(b, int64(r.ckptBase.Steps+r.res.Steps), 10)
+	b = append(b, `,"usage":`...)
+	b = appendUsage(b, r.ckptBase.Usage.Add(r.res.Usage))
+	b = append(b, `,"updated_at":"`...)
+	b = time.Now().UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `"}`...)
+	r.ckpt = b
 	return b, nil
+}
+
+// sameKeys reports whether ids (without duplicates) are exactly the keys
+// of m.
+func sameKeys(ids []string, m map[string]json.RawMessage) bool {
+	if len(ids) != len(m) {
+		return false
+	}
+	for _, id := range ids {
+		if _, ok := m[id]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// appendUsage appends u as encoding/json writes it.
+func appendUsage(b []byte, u Usage) []byte {
+	b = append(b, `{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.PromptTokens), 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.CompletionTokens), 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.TotalTokens), 10)
+	if u.Estimated {
+		b = append(b, `,"estimated":true`...)
+	}
+	return append(b, '}')
 }
 
 // restoreLayers restores thread- and execution-scoped layers from a

@@ -110,10 +110,15 @@
 //
 // A checkpoint is written after every step, so its cost is kept low:
 // each history message is encoded to JSON once per run (by a one-pass
-// encoder equivalent to langchaingo's, which is several times slower),
-// the layers' snapshots are copied rather than re-encoded, and usage
-// estimates reuse each message's token count. BenchmarkStep measures
-// memlayer's overhead per step with three layers and five tools.
+// encoder equivalent to langchaingo's, which is several times slower)
+// into a buffer that the next checkpoint extends, so a step encodes only
+// what it added, not the whole history (the messages come first in the
+// checkpoint's JSON for that reason); the layers' snapshots are copied
+// rather than re-encoded, and checked only when they changed; usage
+// estimates reuse each message's token count. The stack runs the layers'
+// Snapshot hooks as one batch on a reused goroutine. BenchmarkStep
+// measures memlayer's overhead per step with three layers and five
+// tools.
 //
 // # langchaingo interop
 //

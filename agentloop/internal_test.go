@@ -51,6 +51,75 @@ func TestEncodeCheckpointMatchesJSON(t *testing.T) {
 	if _, err := r.encodeCheckpoint(snap); err == nil {
 		t.Errorf("invalid layer snapshot accepted")
 	}
+	// A snapshot that was valid at the last checkpoint and is not any
+	// more is refused too: validity is cached only for identical bytes.
+	delete(snap.Layers, "bad")
+	if _, err := r.encodeCheckpoint(snap); err != nil {
+		t.Fatal(err)
+	}
+	snap.Layers["a"] = json.RawMessage(`"s`)
+	if _, err := r.encodeCheckpoint(snap); err == nil {
+		t.Errorf("layer snapshot gone invalid accepted")
+	}
+	// After refusals, with messages added in between, a checkpoint still
+	// has every message once and the layers' latest state.
+	r.msgs = append(r.msgs, llms.TextParts(llms.ChatMessageTypeHuman, "more"))
+	snap.Layers["a"] = json.RawMessage(`{"new":true}`)
+	snap.Layers["c"] = json.RawMessage(`[]`)
+	got, err := r.encodeCheckpoint(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c Checkpoint
+	if err := json.Unmarshal(got, &c); err != nil {
+		t.Fatalf("%v\n%s", err, got)
+	}
+	if !reflect.DeepEqual(c.Messages, r.msgs) {
+		t.Errorf("messages after refusals:\n got %+v\nwant %+v", c.Messages, r.msgs)
+	}
+	var layers map[string]any
+	json.Unmarshal(mustMarshal(t, c.Layers.Layers), &layers)
+	want := map[string]any{"a": map[string]any{"new": true}, "b": map[string]any{"x": []any{1.0, 2.0}}, "c": []any{}}
+	if !reflect.DeepEqual(layers, want) {
+		t.Errorf("layers = %v, want %v", layers, want)
+	}
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestAppendUsageMatchesJSON: the hand-written usage encoding has every
+// field of Usage, as encoding/json writes it (a field added to Usage and
+// forgotten in appendUsage fails here).
+func TestAppendUsageMatchesJSON(t *testing.T) {
+	for _, est := range []bool{false, true} {
+		var u Usage
+		v := reflect.ValueOf(&u).Elem()
+		for i := range v.NumField() {
+			switch f := v.Field(i); f.Kind() {
+			case reflect.Int:
+				f.SetInt(int64(i + 1))
+			case reflect.Bool:
+				f.SetBool(est)
+			default:
+				t.Fatalf("field %s of kind %s: teach appendUsage and this test", v.Type().Field(i).Name, f.Kind())
+			}
+		}
+		var got, want any
+		if err := json.Unmarshal(appendUsage(nil, u), &got); err != nil {
+			t.Fatal(err)
+		}
+		json.Unmarshal(mustMarshal(t, u), &want)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("appendUsage(%+v) = %v, want %v", u, got, want)
+		}
+	}
 }
 
 func FuzzCompactReference(f *testing.F) {
