@@ -41,11 +41,13 @@
 //     KV snapshot kept in the store the way a caller must keep it (read,
 //     Restore, Set, Snapshot, compare-and-swap).
 //   - Crash (TestCrash): a worker streams checksummed records of up to
-//     60 KB, scratchpad updates and thread checkpoints into an SQLite file
-//     and is killed with SIGKILL at a random point; the file must open
-//     and pass PRAGMA integrity_check, every record must be the last
-//     acknowledged write or the one in flight, and the thread must resume
-//     from its checkpoint with its working memory in the prompt.
+//     60 KB, scratchpad updates, key-value memory entries and thread
+//     checkpoints into an SQLite file and is killed with SIGKILL at a
+//     random point; the file must open and pass PRAGMA integrity_check,
+//     every record must be the last acknowledged write or the one in
+//     flight, and the thread must resume from its checkpoint with its
+//     working memory in the prompt and its key-value memory restored
+//     (agentloop.Config.RestoreLayers).
 //   - Server faults (TestRedisServerFault): a private redis-server is
 //     killed in the middle of a stream of updates and restarted; while it
 //     is down every operation fails with storage/redis.ErrUnavailable,
