@@ -55,6 +55,10 @@
 //     layer work again. With AOF (appendfsync always) the final state is
 //     exactly the acknowledged updates; without persistence the restart
 //     empties the server and the layer goes on from the empty state.
+//   - SQLite lock (TestSQLiteLockedFault): another program holds the
+//     write lock longer than the store's BusyTimeout; updates fail with
+//     storage/sqlite.ErrLocked and change nothing, reads go on, and the
+//     same layer works again once the lock is released.
 //   - Overlapping runs (TestOverlappingRuns): 8 runs of one thread at
 //     once, on every backend: each finishes or fails with a checkpoint
 //     conflict, the final checkpoint is one well-formed history, and the

@@ -1,6 +1,7 @@
 package reliability
 
 import (
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/storage/redis"
+	"github.com/memlayer/memlayer/storage/sqlite"
 	"github.com/memlayer/memlayer/workingmemory"
 )
 
@@ -160,5 +162,74 @@ func serverFault(t *testing.T, bin string, persist bool) {
 	}
 	if got, _ := scratchpad.State().(map[string]any); len(got) != len(state) {
 		t.Errorf("the layer holds %d keys, the server %d", len(got), len(state))
+	}
+}
+
+// TestSQLiteLockedFault is the embedded store's counterpart of a server
+// going down: another process holds SQLite's write lock longer than the
+// store's BusyTimeout. Updates fail with sqlite.ErrLocked, saying the
+// database is locked, and change nothing; reads still work (WAL); once the
+// lock is released the same layer and store succeed again.
+func TestSQLiteLockedFault(t *testing.T) {
+	ctx := t.Context()
+	path := t.TempDir() + "/locked.db"
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: path, BusyTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	wm, err := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := wm.Init(ctx, layer.Env{ThreadID: "t", ResourceID: "team-1", Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pad := bound.(*workingmemory.Layer)
+	if err := pad.Update(ctx, json.RawMessage(`{"before":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	key := storage.LayerKey(workingmemory.DefaultID, "team-1", "state")
+	before, err := st.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Another program takes the write lock and keeps it.
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = pad.Update(ctx, json.RawMessage(`{"during":1}`))
+	if !errors.Is(err, sqlite.ErrLocked) || !strings.Contains(err.Error(), "locked") {
+		t.Fatalf("update while locked: %v, want sqlite.ErrLocked saying the database is locked", err)
+	}
+	t.Logf("update while locked failed after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	if _, ok := pad.State().(map[string]any)["during"]; ok {
+		t.Error("a failed update changed the layer's state")
+	}
+	if it, err := st.Get(ctx, key); err != nil || string(it.Value) != string(before.Value) {
+		t.Errorf("read while locked: %s, %v; want the state before", it.Value, err)
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if err := pad.Update(ctx, json.RawMessage(`{"after":1}`)); err != nil {
+		t.Fatalf("update after the lock is released: %v", err)
+	}
+	it, err := st.Get(ctx, key)
+	if err != nil || string(it.Value) != `{"after":1,"before":1}` {
+		t.Errorf("final state %s, %v; want before and after, not during", it.Value, err)
 	}
 }
