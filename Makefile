@@ -38,5 +38,13 @@ lint:
 run:
 	$(GO) run ./examples/cms
 
+# The reliability suite in full: 8 processes x 200 updates per backend,
+# SIGKILL crash trials, Redis restarts, bad input and the load run. Its
+# figures are the FIGURE lines of the output (see RELIABILITY.md). Without
+# -race on purpose: the race detector would distort the figures, and the
+# reduced form of the suite already runs under -race in `make test`.
+reliability:
+	.ci/with-redis env MEMLAYER_RELIABILITY=1 $(GO) test -count=1 -timeout 30m -v ./reliability/...
+
 cover:
 	.ci/with-redis $(GO) test -coverprofile=cover.out $(PKGS) && $(GO) tool cover -func=cover.out | tail -1
