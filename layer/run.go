@@ -35,7 +35,7 @@ import (
 // Slow hooks are unaffected: the caller resumes as soon as the runner
 // blocks or is preempted, and then waits with a timer for the running
 // hook's deadline. Runners are goroutines reused across batches and
-// stacks (see startRunner).
+// stacks (see runner.go).
 
 // Job states.
 const (
@@ -293,58 +293,6 @@ func (s *Stack) wait(ctx context.Context, b *batch) {
 					startRunner(b, i+1)
 				}
 			}
-		}
-	}
-}
-
-// Runner goroutines are reused: a runner that has finished its batch
-// waits (up to runnerIdle, without use) for the next one instead of
-// exiting. A fresh goroutine starts with a small stack, and hooks that
-// encode JSON grow it, copying it several times; that cost more than
-// the hooks themselves. A reused runner keeps its grown stack (the
-// garbage collector shrinks an idle one gradually).
-
-// runReq asks a runner for b.runFrom(i).
-type runReq struct {
-	b *batch
-	i int
-}
-
-// idleRunners hands work to a runner waiting for it. It is unbuffered: a
-// send succeeds only when a runner is receiving, so a request is never
-// left to a runner that is about to exit.
-var idleRunners = make(chan runReq)
-
-// runnerIdle is how long a runner waits for work before it exits.
-const runnerIdle = time.Second
-
-// startRunner runs b.runFrom(i) on an idle runner, or on a new one.
-func startRunner(b *batch, i int) {
-	select {
-	case idleRunners <- runReq{b, i}:
-	default:
-		go runner(b, i)
-	}
-}
-
-// runner runs b.runFrom(i), then the requests of idleRunners until it
-// has been idle for a whole runnerIdle period.
-func runner(b *batch, i int) {
-	b.runFrom(i)
-	t := time.NewTimer(runnerIdle)
-	defer t.Stop()
-	used := false
-	for {
-		select {
-		case r := <-idleRunners:
-			r.b.runFrom(r.i)
-			used = true
-		case <-t.C:
-			if !used {
-				return
-			}
-			used = false
-			t.Reset(runnerIdle)
 		}
 	}
 }
