@@ -2,6 +2,8 @@ package entitymemory
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -60,34 +62,46 @@ func skipSpace(d []byte, i int) int {
 }
 
 // skipString returns the index just past the string whose opening quote is
-// at d[i], or len(d) when it is not closed. Short strings (most keys) are
-// scanned byte by byte; long ones with IndexByte.
+// at d[i], or len(d) when it is not closed. A backslash escapes the byte
+// after it.
+//
+// It reads eight bytes at a time: one load and a few word operations find
+// the first quote or backslash in the word (the "has zero byte" test,
+// whose lowest flag is exact), about two instructions a byte fewer than a
+// byte loop on the short strings (keys, IDs) results are made of.
 func skipString(d []byte, i int) int {
 	i++
 	for {
-		j := i
-		for end := min(i+16, len(d)); j < end && d[j] != '"'; j++ {
-		}
-		if j == i+16 {
-			k := bytes.IndexByte(d[j:], '"')
-			if k < 0 {
-				return len(d)
+		for i+8 <= len(d) {
+			w := binary.LittleEndian.Uint64(d[i:])
+			m := zeroBytes(w^('"'*swarLo)) | zeroBytes(w^('\\'*swarLo))
+			if m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
 			}
-			j += k
-		} else if j >= len(d) {
+			i += 8
+		}
+		for i < len(d) && d[i] != '"' && d[i] != '\\' {
+			i++
+		}
+		if i >= len(d) {
 			return len(d)
 		}
-		// An odd number of backslashes before the quote escapes it.
-		n := 0
-		for k := j - 1; k >= i && d[k] == '\\'; k-- {
-			n++
+		if d[i] == '"' {
+			return i + 1
 		}
-		i = j + 1
-		if n%2 == 0 {
-			return i
-		}
+		i += 2 // a backslash and the byte it escapes
 	}
 }
+
+const (
+	swarLo = 0x0101010101010101
+	swarHi = 0x8080808080808080
+)
+
+// zeroBytes flags (with its high bit) the zero bytes of w; only the
+// lowest flag is sure to be exact (a borrow may flag bytes above it).
+func zeroBytes(w uint64) uint64 { return (w - swarLo) &^ w & swarHi }
 
 // class sorts bytes for skipping containers: quote, open, close, other.
 var class = func() (c [256]uint8) {
@@ -412,7 +426,12 @@ type tok struct {
 }
 
 const (
-	tapeDepth = 3
+	// tapeDepth 2 indexes the top-level value and its children (the
+	// {page: {...}} of a typical result, and the members of that page)
+	// and skips what lies deeper. Indexing a third level cost more than
+	// it saved: the walk stops at the first level holding entities,
+	// so the members of deeper objects were indexed for nothing.
+	tapeDepth = 2
 	maxToks   = 8192
 )
 
