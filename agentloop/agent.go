@@ -163,6 +163,7 @@ type run struct {
 	// ckpt is the last checkpoint's JSON, which the next one extends
 	// (see encodeCheckpoint): ckpt[:ckptMsgEnd] is the JSON up to and
 	// including msgs[:ckptMsgs].
+	ckptKey    string // storage.ThreadKey(threadID, CheckpointName)
 	ckpt       []byte
 	ckptMsgEnd int
 	ckptMsgs   int

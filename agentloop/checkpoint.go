@@ -95,7 +95,10 @@ func (r *run) writeCheckpoint(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: thread %q: encode: %w", ErrCheckpoint, r.threadID, err)
 	}
-	v, err := r.a.cfg.Store.Put(ctx, storage.ThreadKey(r.threadID, CheckpointName), data, r.ckptVer)
+	if r.ckptKey == "" {
+		r.ckptKey = storage.ThreadKey(r.threadID, CheckpointName)
+	}
+	v, err := r.a.cfg.Store.Put(ctx, r.ckptKey, data, r.ckptVer)
 	if err != nil {
 		return fmt.Errorf("%w: thread %q: %w", ErrCheckpoint, r.threadID, err)
 	}
@@ -157,7 +160,7 @@ func (r *run) encodeCheckpoint(snap layer.Snapshot) ([]byte, error) {
 			raw = json.RawMessage("null")
 		}
 		if last, ok := r.snapValid[id]; !ok || !bytes.Equal(last, raw) {
-			if !json.Valid(raw) {
+			if !validJSON(raw) {
 				return nil, fmt.Errorf("layer %s: snapshot is not valid JSON", id)
 			}
 			if r.snapValid == nil {

@@ -168,7 +168,7 @@ func (c *schemaCache) validate(schema json.RawMessage, args []byte) error {
 	}
 	if bytes.Equal(schema, anyObject) {
 		// The default schema: any object. No need to decode.
-		if a := bytes.TrimSpace(args); len(a) > 0 && a[0] == '{' && json.Valid(a) {
+		if a := bytes.TrimSpace(args); len(a) > 0 && a[0] == '{' && validJSON(a) {
 			return nil
 		}
 		return fmt.Errorf("arguments are not a JSON object")
@@ -211,7 +211,7 @@ func checkArgs(args string) (json.RawMessage, error) {
 	if len(raw) == 0 {
 		return json.RawMessage("{}"), nil
 	}
-	if !json.Valid(raw) {
+	if !validJSON(raw) {
 		return nil, fmt.Errorf("%w: not valid JSON", ErrInvalidArguments)
 	}
 	if raw[0] != '{' {
