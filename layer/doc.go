@@ -73,10 +73,11 @@
 // Store's on one goroutine per layer, while the caller sleeps until they
 // finish or the running hook's deadline passes; only then is the slow
 // hook abandoned and the rest of the batch continued on another
-// goroutine. These goroutines are reused from one call to the next (an
-// idle one exits after a second or two), so hooks do not pay for growing
-// a fresh goroutine's stack each time. Under a context that is already done no
-// hook is started (the error is the context's), except Close.
+// goroutine. These goroutines are reused from one call to the next, by
+// every stack of the process (one left idle for a second exits), so
+// hooks do not pay for growing a fresh goroutine's stack each time.
+// Under a context that is already done no hook is started (the error is
+// the context's), except Close.
 //
 // Close always runs: under a cancelled context too (a run that ends by
 // cancellation must still flush), with the context's values but not its
