@@ -1030,27 +1030,53 @@ func (a args) name(x *Extractor) string {
 
 // parentFor returns the ID the arguments give for ent's parent: a
 // "parentId"/"parent" argument, else the first "<type>Id" argument whose
-// type is not ent's own and whose value is not ent's ID.
+// type is not ent's own and whose value is not ent's ID. Only the values
+// of keys that qualify are decoded.
 func (a args) parentFor(ent Entity) string {
 	var kb [64]byte
-	own := strings.ReplaceAll(ent.Type, "_", "") + "id"
 	cand := ""
 	for _, f := range a.fs {
 		if f.val.kind != kindString && f.val.kind != kindNumber {
 			continue
 		}
-		k := string(normKey(kb[:0], f.key))
+		k := normKey(kb[:0], f.key)
+		parent := string(k) == "parentid" || string(k) == "parent"
+		if !parent && (cand != "" || len(k) <= 2 || !bytes.HasSuffix(k, idSuffix) || string(k) == "id" ||
+			isOwnIDKey(k, ent.Type) || bytes.HasSuffix(k, uuidSuffix) || bytes.HasSuffix(k, requestIDSuffix) ||
+			bytes.HasSuffix(k, userIDSuffix)) {
+			continue
+		}
 		s := f.val.scalar()
 		if s == "" || s == ent.ID || s == "0" {
 			continue
 		}
-		switch {
-		case k == "parentid" || k == "parent":
+		if parent {
 			return s
-		case cand == "" && len(k) > 2 && strings.HasSuffix(k, "id") && k != own && k != "id" &&
-			!strings.HasSuffix(k, "uuid") && !strings.HasSuffix(k, "requestid") && !strings.HasSuffix(k, "userid"):
-			cand = s
 		}
+		cand = s
 	}
 	return cand
+}
+
+var (
+	idSuffix        = []byte("id")
+	uuidSuffix      = []byte("uuid")
+	requestIDSuffix = []byte("requestid")
+	userIDSuffix    = []byte("userid")
+)
+
+// isOwnIDKey reports whether the folded key k is "<typ>id", typ without
+// its '_' ("blog_post" → "blogpostid").
+func isOwnIDKey(k []byte, typ string) bool {
+	j := 0
+	for i := 0; i < len(typ); i++ {
+		if typ[i] == '_' {
+			continue
+		}
+		if j >= len(k) || k[j] != typ[i] {
+			return false
+		}
+		j++
+	}
+	return string(k[j:]) == "id"
 }

@@ -371,3 +371,32 @@ func TestZeroExtractor(t *testing.T) {
 		t.Errorf("zero Extractor: got %+v, want %+v", got, want)
 	}
 }
+
+// The parent an entity gets from the call's arguments.
+func TestParentFromArgs(t *testing.T) {
+	tests := []struct {
+		name, tool, args, result, want string
+	}{
+		{"pageId", "cms_addSection", `{"pageId":"page-1"}`, `{"section":{"id":"s1"}}`, "page-1"},
+		{"parentId wins over a type ID", "cms_addSection", `{"pageId":"page-1","parentId":"block-2"}`, `{"section":{"id":"s1"}}`, "block-2"},
+		{"parent", "add_block", `{"parent":"sec-3"}`, `{"id":"b1"}`, "sec-3"},
+		{"first type ID wins", "add_block", `{"sectionId":"sec-3","pageId":"page-1"}`, `{"id":"b1"}`, "sec-3"},
+		{"own type's ID is not a parent", "cms_updateBlogPost", `{"blog_post_id":"bp-9"}`, `{"id":"bp-1"}`, ""},
+		{"own type's ID, camel case", "cms_updateBlogPost", `{"blogPostId":"bp-9","pageId":"page-1"}`, `{"id":"bp-1"}`, "page-1"},
+		{"own ID value is not a parent", "cms_addSection", `{"pageId":"s1"}`, `{"section":{"id":"s1"}}`, ""},
+		{"request, user and uuid IDs are not parents", "cms_addSection",
+			`{"requestId":"r1","userId":"u1","uuid":"x","sessionUuid":"y","pageId":"page-1"}`, `{"section":{"id":"s1"}}`, "page-1"},
+		{"zero and empty are no parent", "cms_addSection", `{"parentId":0,"pageId":""}`, `{"section":{"id":"s1"}}`, ""},
+		{"numeric parent", "cms_addSection", `{"pageId":42}`, `{"section":{"id":"s1"}}`, "42"},
+		{"objects are not IDs", "cms_addSection", `{"pageId":{"id":"p"}}`, `{"section":{"id":"s1"}}`, ""},
+		{"bare id is not a parent", "cms_addSection", `{"id":"p"}`, `{"section":{"id":"s1"}}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Extract(tt.tool, tt.args, tt.result)
+			if len(got) != 1 || got[0].Parent != tt.want {
+				t.Errorf("Extract(%q, %s, %s) = %+v, want one entity with parent %q", tt.tool, tt.args, tt.result, got, tt.want)
+			}
+		})
+	}
+}

@@ -65,32 +65,45 @@ func skipSpace(d []byte, i int) int {
 // at d[i], or len(d) when it is not closed. A backslash escapes the byte
 // after it.
 //
-// It reads eight bytes at a time: one load and a few word operations find
-// the first quote or backslash in the word (the "has zero byte" test,
-// whose lowest flag is exact), about two instructions a byte fewer than a
-// byte loop on the short strings (keys, IDs) results are made of.
+// Most strings are short (keys, IDs, names): their first 16 bytes are read
+// eight at a time, one load and a few word operations finding the first
+// quote or backslash in the word (the "has zero byte" test, whose lowest
+// flag is exact). A longer string is searched for its closing quote with
+// bytes.IndexByte, which uses vector instructions, and a quote preceded by
+// an odd number of backslashes is skipped.
 func skipString(d []byte, i int) int {
 	i++
-	for {
-		for i+8 <= len(d) {
-			w := binary.LittleEndian.Uint64(d[i:])
-			m := zeroBytes(w^('"'*swarLo)) | zeroBytes(w^('\\'*swarLo))
-			if m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-				break
+	for n := 0; n < 2 && i+8 <= len(d); n++ {
+		w := binary.LittleEndian.Uint64(d[i:])
+		if m := zeroBytes(w^('"'*swarLo)) | zeroBytes(w^('\\'*swarLo)); m != 0 {
+			i += bits.TrailingZeros64(m) >> 3
+			if d[i] == '"' {
+				return i + 1
 			}
-			i += 8
+			return skipEscaped(d, i)
 		}
-		for i < len(d) && d[i] != '"' && d[i] != '\\' {
-			i++
-		}
-		if i >= len(d) {
+		i += 8
+	}
+	return skipEscaped(d, i)
+}
+
+// skipEscaped is skipString from d[i], inside the string.
+func skipEscaped(d []byte, i int) int {
+	for {
+		k := bytes.IndexByte(d[i:], '"')
+		if k < 0 {
 			return len(d)
 		}
-		if d[i] == '"' {
-			return i + 1
+		j := i + k
+		// An odd number of backslashes before the quote escapes it.
+		n := 0
+		for k := j - 1; k >= i && d[k] == '\\'; k-- {
+			n++
 		}
-		i += 2 // a backslash and the byte it escapes
+		i = j + 1
+		if n%2 == 0 {
+			return i
+		}
 	}
 }
 
@@ -395,17 +408,38 @@ func hex4(s []byte, i int) rune {
 // writes into buf and returns the folded bytes.
 func normKey(buf []byte, key []byte) []byte {
 	buf = buf[:0]
+	if len(key) <= cap(buf) {
+		// The common case, branch-free and without append's checks.
+		buf = buf[:len(key)]
+		n := 0
+		for _, c := range key {
+			f := keyFold[c]
+			buf[n] = byte(f)
+			n += int(1 - f>>8)
+		}
+		return buf[:n]
+	}
 	for _, c := range key {
-		switch {
-		case c >= 'A' && c <= 'Z':
-			buf = append(buf, c+'a'-'A')
-		case c == '_' || c == '-' || c == ' ':
-		default:
-			buf = append(buf, c)
+		if f := keyFold[c]; f>>8 == 0 {
+			buf = append(buf, byte(f))
 		}
 	}
 	return buf
 }
+
+// keyFold maps a key byte to its folded form: ASCII letters lowercased,
+// every other byte to itself, except '_', '-' and ' ', which are dropped
+// (marked by bit 8).
+var keyFold = func() (t [256]uint16) {
+	for c := range t {
+		t[c] = uint16(c)
+	}
+	for c := 'A'; c <= 'Z'; c++ {
+		t[c] = uint16(c + 'a' - 'A')
+	}
+	t['_'], t['-'], t[' '] = 0x100, 0x100, 0x100
+	return t
+}()
 
 // tape is an index of a document built in one pass: one token per value,
 // in document order, each knowing where its subtree ends. Objects hold
