@@ -1,12 +1,15 @@
 // Command spawn shows a child agent inheriting memory. The parent agent
-// keeps a user profile in resource-scoped working memory (shared by the
-// user's threads), and the program keeps account facts in key-value
-// memory. Asked for a welcome message, the parent delegates to a child
-// agent with the spawn_agent tool. The child gets a clone of the profile
-// (so it writes in the user's language; its own update to the profile
-// stays in its clone) and a child scope of the key-value memory (it reads
-// the parent's entries through it). The program prints what each agent
-// saw.
+// has two scratchpads: its task notes in the default, thread-scoped
+// working memory, and a user profile in a resource-scoped one (shared by
+// the user's threads); each fences its block with its own tag
+// (<working_memory>, <profile>). The program keeps account facts in
+// key-value memory. Asked for a welcome message, the parent delegates to
+// a child agent with the spawn_agent tool. The child gets a clone of the
+// profile (so it writes in the user's language; its own update to the
+// profile stays in its clone), a fresh scratchpad for its own notes
+// (thread scope: the parent's task notes are not its business), and a
+// child scope of the key-value memory (it reads the parent's entries
+// through it). The program prints what each agent saw.
 //
 // Usage:
 //
@@ -43,6 +46,10 @@ func main() {
 }
 
 func run(ctx context.Context, w io.Writer) error {
+	notes, err := workingmemory.New(workingmemory.Config{})
+	if err != nil {
+		return err
+	}
 	profile, err := workingmemory.New(workingmemory.Config{ID: "profile", Scope: layer.ScopeResource})
 	if err != nil {
 		return err
@@ -65,7 +72,7 @@ func run(ctx context.Context, w io.Writer) error {
 	agent, err := agentloop.New(agentloop.Config{
 		Model:        model,
 		Instructions: "You are an account manager.",
-		Layers:       []layer.Layer{profile, facts},
+		Layers:       []layer.Layer{notes, profile, facts},
 		Store:        storage.NewMemory(),
 		MaxDepth:     1,
 		Logger:       slog.New(slog.DiscardHandler),
@@ -114,9 +121,12 @@ func policy(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, erro
 	case strings.HasPrefix(r.LastUser(), "Remember") && len(res) == 0:
 		return agenttest.Calls(agenttest.Call("profile_update", `{"name":"Lea","language":"French"}`)), nil
 	case strings.HasPrefix(r.LastUser(), "Send") && len(res) == 0:
-		return agenttest.Calls(agenttest.Call(agentloop.SpawnToolName, map[string]string{
-			"instructions": writerInstructions, "input": "Write a one-line welcome message for the customer.",
-		})), nil
+		return agenttest.Calls(
+			agenttest.Call(agentloop.SpawnToolName, map[string]string{
+				"instructions": writerInstructions, "input": "Write a one-line welcome message for the customer.",
+			}),
+			agenttest.Call("working-memory_update", `{"task":"welcome Lea","status":"delegated to a writer"}`),
+		), nil
 	case len(res) > 0 && res[0].Name == agentloop.SpawnToolName:
 		return agenttest.Text("Sent: " + res[0].Content), nil
 	}
