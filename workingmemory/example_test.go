@@ -286,3 +286,32 @@ func ExampleNewKVLayer() {
 	// root/sub-1 memlayer false
 	// true [root]
 }
+
+// Two scratchpads in one stack fence their blocks with tags derived from
+// their IDs, so each keeps its own fence in the prompt.
+func ExampleFenceTag() {
+	ctx := context.Background()
+	notes, err := workingmemory.New(workingmemory.Config{Template: "draft the launch post"})
+	if err != nil {
+		panic(err)
+	}
+	plan, err := workingmemory.New(workingmemory.Config{ID: "plan", Template: "1. outline 2. write"})
+	if err != nil {
+		panic(err)
+	}
+	for _, l := range []*workingmemory.Layer{notes, plan} {
+		items, _ := l.Recall(ctx, layer.Query{})
+		fmt.Printf("%s (tag %s):\n%s\n", l.Spec().ID, l.Tag(), items[0].Text)
+	}
+	fmt.Println(workingmemory.FenceTag("sub-task-notes"))
+	// Output:
+	// working-memory (tag working_memory):
+	// <working_memory>
+	// draft the launch post
+	// </working_memory>
+	// plan (tag plan):
+	// <plan>
+	// 1. outline 2. write
+	// </plan>
+	// sub_task_notes
+}
