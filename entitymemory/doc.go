@@ -71,8 +71,8 @@
 // (the result and its members: the page of {"page": {...}} with its own
 // members), skipping deeper containers by counting brackets; deeper
 // objects are scanned on demand when the walk reaches them, which it
-// rarely does. Strings are skipped eight bytes at a time and copied only
-// when kept. This is what keeps extraction of a 2 KB result in the low
+// rarely does. Strings are skipped eight bytes at a time (long ones
+// with a vector search for the closing quote) and copied only when kept. This is what keeps extraction of a 2 KB result in the low
 // microseconds, against tens for encoding/json.
 // It reads at most MaxResultBytes, visits a bounded number of objects and
 // depth, never recurses while skipping, and treats truncated input as its
