@@ -350,7 +350,12 @@ func (l *Layer) saveLocked(ctx context.Context) error {
 		l.dirty = false
 		return nil
 	}
-	for range maxSaveAttempts {
+	for attempt := range maxSaveAttempts {
+		// After a lost race, wait a jittered, growing delay so that
+		// contending writers spread out instead of colliding again.
+		if err := storage.WaitRetry(ctx, attempt); err != nil {
+			return fmt.Errorf("entitymemory: save %s: %w", l.key, err)
+		}
 		v, err := l.store.Put(ctx, l.key, encodeState(l.list), l.version)
 		if err == nil {
 			l.version, l.dirty = v, false

@@ -361,8 +361,10 @@ func (l *Layer) decodeUpdate(patch []byte) (*object, error) {
 func (l *Layer) apply(ctx context.Context, next func(cur any) (any, error)) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for range l.c.cfg.MaxRetries {
-		if err := ctx.Err(); err != nil {
+	for attempt := range l.c.cfg.MaxRetries {
+		// After a lost race, wait a jittered, growing delay so that
+		// contending writers spread out instead of colliding again.
+		if err := storage.WaitRetry(ctx, attempt); err != nil {
 			return fmt.Errorf("workingmemory: update not applied: %w", err)
 		}
 		cur := l.cur.Load()
