@@ -4,7 +4,7 @@ GO       ?= go
 PKGS     ?= ./...
 FUZZTIME ?= 10s
 
-.PHONY: all test test-short bench fuzz lint run reliability cover
+.PHONY: all test test-short bench fuzz fuzz-ci lint run reliability cover
 
 all: lint test
 
@@ -27,6 +27,28 @@ fuzz:
 		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 			echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
 		done; \
+	done
+
+# The fuzz targets CI runs on every change, FUZZTIME each: the merge, the
+# extractor, the storage key escaping, the prompt projection and budgets,
+# and the update tool end to end.
+FUZZ_CI = \
+	./workingmemory:FuzzMerge \
+	./entitymemory:FuzzExtract \
+	./storage:FuzzEscape \
+	./prompt:FuzzProjectHistory \
+	./prompt:FuzzProjectLayers \
+	./prompt:FuzzAllocate \
+	./reliability:FuzzUpdateTool
+
+# A failing input is saved under the package's testdata/fuzz and replayed
+# first by the second attempt, so the retry only absorbs a fuzz worker that
+# died or hung on a starved machine, never a real failure.
+fuzz-ci:
+	@set -e; for t in $(FUZZ_CI); do \
+		pkg=$${t%%:*}; f=$${t#*:}; echo "== $$pkg $$f ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || \
+		{ echo "== $$pkg $$f: retrying once"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; }; \
 	done
 
 lint:
