@@ -35,7 +35,7 @@
 // returns as {"section": {"id": "sec_1", "type": "hero"}} is recorded
 // as a section, not a "hero". At the top level, where no key names it,
 // {"type": "image", "id": ...} from cms_getMedia is an image.
-
+//
 // An object is an entity when it has an ID: documentId (Strapi v5), id,
 // _id (Sanity), uuid, gid, guid, uid, sys.id (Contentful), or key when
 // nothing else (keyed resources). Numbers become decimal text. Keys match
@@ -72,20 +72,21 @@
 // members), skipping deeper containers by counting brackets; deeper
 // objects are scanned on demand when the walk reaches them, which it
 // rarely does. Strings are skipped eight bytes at a time (long ones
-// with a vector search for the closing quote) and copied only when kept. This is what keeps extraction of a 2 KB result in the low
-// microseconds, against tens for encoding/json.
-// It reads at most MaxResultBytes, visits a bounded number of objects and
-// depth, never recurses while skipping, and treats truncated input as its
-// end. Names and slugs are made single-line (runs
-// of white space, control and invisible format characters become one
-// space) and cut to [MaxNameLen] bytes; IDs to [MaxIDLen].
+// with a vector search for the closing quote) and copied only when kept.
+// This is what keeps extraction of a 2 KB result in the low
+// microseconds, against tens for encoding/json. It reads at most
+// MaxResultBytes, visits a bounded number of objects and depth, never
+// recurses while skipping, and treats truncated input as its end. Names
+// and slugs are made single-line (runs of white space, control and
+// invisible format characters become one space) and cut to [MaxNameLen]
+// bytes; IDs to [MaxIDLen].
 //
 // # The list
 //
 // The layer keeps the Capacity (10) most recently seen entities,
 // identified by type and ID together (WordPress post 5 and page 5 are two
-// entities). The entities of one result go to the front in
-// the result's order; a re-seen entity moves to the front and takes the
+// entities). The entities of one result go to the front in the
+// result's order; a re-seen entity moves to the front and takes the
 // new name (unless the new name is only its ID). With a TTL, entities not
 // seen for that long drop out.
 //
