@@ -97,6 +97,44 @@ func newBatch(n int, concurrent bool) *batch {
 	return b
 }
 
+// hookBatch returns a batch of hook with one job per enabled layer that
+// implements T, in slot order, or nil when no layer does. A concurrent
+// batch gives each job its own runner (Store); a sequential one runs them
+// one after the other (Snapshot, Clear, Stats).
+func hookBatch[T any](s *Stack, hook string, run func(context.Context, *job) error, concurrent bool) *batch {
+	n := 0
+	for _, e := range s.entries {
+		if _, ok := As[T](e.live); ok && !e.disabled {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	b := newBatch(n, concurrent)
+	i := 0
+	for _, e := range s.entries {
+		if _, ok := As[T](e.live); !ok || e.disabled {
+			continue
+		}
+		j := &b.jobs[i]
+		i++
+		j.e, j.hook, j.run = e, hook, run
+	}
+	return b
+}
+
+// joinErrs joins the final errors of b's jobs, after runBatch.
+func (b *batch) joinErrs() error {
+	var errs []error
+	for i := range b.jobs {
+		if err := b.jobs[i].err; err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // runFrom runs the jobs from i on, in order, until one is abandoned (a
 // new runner then takes over) or all are done.
 func (b *batch) runFrom(i int) {

@@ -27,7 +27,7 @@ func (s *Stack) Snapshot(ctx context.Context) (Snapshot, error) {
 	if err := s.ready(); err != nil {
 		return Snapshot{}, err
 	}
-	b := sequentialBatch[Snapshotter](s, HookSnapshot, runSnapshot)
+	b := hookBatch[Snapshotter](s, HookSnapshot, runSnapshot, false)
 	if b == nil {
 		return Snapshot{Version: SnapshotVersion, Name: s.cfg.Name, Layers: map[string]json.RawMessage{}}, nil
 	}
@@ -48,32 +48,6 @@ func runSnapshot(ctx context.Context, j *job) error {
 	var err error
 	j.data, err = sn.Snapshot(ctx)
 	return err
-}
-
-// sequentialBatch returns a sequential batch of hook with one job per
-// enabled layer that implements T, in slot order, or nil when no layer
-// does.
-func sequentialBatch[T any](s *Stack, hook string, run func(context.Context, *job) error) *batch {
-	n := 0
-	for _, e := range s.entries {
-		if _, ok := As[T](e.live); ok && !e.disabled {
-			n++
-		}
-	}
-	if n == 0 {
-		return nil
-	}
-	b := newBatch(n, false)
-	i := 0
-	for _, e := range s.entries {
-		if _, ok := As[T](e.live); !ok || e.disabled {
-			continue
-		}
-		j := &b.jobs[i]
-		i++
-		j.e, j.hook, j.run = e, hook, run
-	}
-	return b
 }
 
 // Restore puts every layer back to the state in snap. It refuses, with an
@@ -141,18 +115,12 @@ func (s *Stack) Clear(ctx context.Context) error {
 	if err := s.ready(); err != nil {
 		return err
 	}
-	b := sequentialBatch[Clearer](s, HookClear, runClear)
+	b := hookBatch[Clearer](s, HookClear, runClear, false)
 	if b == nil {
 		return nil
 	}
 	s.runBatch(ctx, b)
-	var errs []error
-	for i := range b.jobs {
-		if err := b.jobs[i].err; err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return b.joinErrs()
 }
 
 func runClear(ctx context.Context, j *job) error {
@@ -167,7 +135,7 @@ func (s *Stack) Stats(ctx context.Context) (map[string]Stats, error) {
 		return nil, err
 	}
 	out := make(map[string]Stats)
-	b := sequentialBatch[StatsReporter](s, HookStats, runStats)
+	b := hookBatch[StatsReporter](s, HookStats, runStats, false)
 	if b == nil {
 		return out, nil
 	}

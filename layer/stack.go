@@ -337,33 +337,15 @@ func (s *Stack) Store(ctx context.Context, t Turn) error {
 	if err := s.ready(); err != nil {
 		return err
 	}
-	n := 0
-	for _, e := range s.entries {
-		if _, ok := As[Storer](e.live); ok && !e.disabled {
-			n++
-		}
-	}
-	if n == 0 {
+	b := hookBatch[Storer](s, HookStore, runStore, true)
+	if b == nil {
 		return nil
 	}
-	b := newBatch(n, true)
-	i := 0
-	for _, e := range s.entries {
-		if _, ok := As[Storer](e.live); !ok || e.disabled {
-			continue
-		}
-		j := &b.jobs[i]
-		i++
-		j.e, j.hook, j.run, j.turn = e, HookStore, runStore, &t
+	for i := range b.jobs {
+		b.jobs[i].turn = &t
 	}
 	s.runBatch(ctx, b)
-	var errs []error
-	for i := range b.jobs {
-		if err := b.jobs[i].err; err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return b.joinErrs()
 }
 
 // Spawn derives the stack of a child agent. For each enabled layer, in
