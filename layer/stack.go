@@ -391,25 +391,23 @@ func (s *Stack) Spawn(ctx context.Context, childEnv Env) (*Stack, error) {
 		if e.disabled {
 			continue
 		}
-		var cl Layer
+		// derive makes the child's layer: OnSpawn, else a fresh Init;
+		// without either the layer is shared.
+		var hook string
+		var derive func(ctx context.Context) (Layer, error)
 		if sp, ok := As[Spawner](e.live); ok {
-			live := e.live
-			if err := s.callLate(ctx, e, HookSpawn, func(ctx context.Context) error {
-				var err error
-				cl, err = sp.OnSpawn(ctx, childEnv)
-				return err
-			}, func() {
-				if !sameLayer(cl, live) {
-					closeLate(cl, e.timeouts.Close)
-				}
-			}); err != nil {
-				continue
-			}
+			hook = HookSpawn
+			derive = func(ctx context.Context) (Layer, error) { return sp.OnSpawn(ctx, childEnv) }
 		} else if init, ok := As[Initializer](e.tmpl); ok {
+			hook = HookInit
+			derive = func(ctx context.Context) (Layer, error) { return init.Init(ctx, childEnv) }
+		}
+		cl := e.live
+		if derive != nil {
 			live := e.live
-			if err := s.callLate(ctx, e, HookInit, func(ctx context.Context) error {
+			if err := s.callLate(ctx, e, hook, func(ctx context.Context) error {
 				var err error
-				cl, err = init.Init(ctx, childEnv)
+				cl, err = derive(ctx)
 				return err
 			}, func() {
 				if !sameLayer(cl, live) {
@@ -418,8 +416,6 @@ func (s *Stack) Spawn(ctx context.Context, childEnv Env) (*Stack, error) {
 			}); err != nil {
 				continue
 			}
-		} else {
-			cl = e.live
 		}
 		if cl == nil {
 			continue
