@@ -19,8 +19,8 @@ import (
 	"github.com/memlayer/memlayer/storage"
 )
 
-// Default hook timeouts, used when neither the layer's Spec nor the
-// StackConfig sets one.
+// DefaultTimeouts are the hook timeouts used when neither the layer's Spec
+// nor the StackConfig sets one.
 var DefaultTimeouts = Timeouts{
 	Init:   10 * time.Second,
 	Recall: 5 * time.Second,
