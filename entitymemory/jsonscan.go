@@ -126,27 +126,7 @@ var class = func() (c [256]uint8) {
 
 // skipContainer returns the index just past the object or array opening at
 // d[i], or len(d) when it is not closed.
-func skipContainer(d []byte, i int) int {
-	depth := 0
-	for i < len(d) {
-		switch class[d[i]] {
-		case 0:
-			i++
-		case 1:
-			i = skipString(d, i)
-		case 2:
-			depth++
-			i++
-		default:
-			depth--
-			i++
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return len(d)
-}
+func skipContainer(d []byte, i int) int { return skipRest(d, i+1) }
 
 // skipValue returns the value starting at d[i] (after white space) and the
 // index just past it.
@@ -564,7 +544,8 @@ func (tp *tape) children(i, depth int, object bool) int {
 	}
 }
 
-// skipRest skips to the end of the container that d[i] is inside.
+// skipRest skips to the end of the container that d[i] is inside: it
+// returns the index just past the bracket that closes it, or len(d).
 func skipRest(d []byte, i int) int {
 	depth := 1
 	for i < len(d) {
