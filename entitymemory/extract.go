@@ -608,15 +608,6 @@ func (e *extraction) list(v jval, keyType string, depth int) {
 	}
 }
 
-func (e *extraction) hasID(fs []field) bool {
-	for _, f := range fs {
-		if _, ok := idRank[string(e.norm(f.key))]; ok && (f.val.kind == kindString || f.val.kind == kindNumber) {
-			return true
-		}
-	}
-	return false
-}
-
 // isError reports whether an object is an error payload.
 func (e *extraction) isError(fs []field, depth int) bool {
 	for _, f := range fs {
