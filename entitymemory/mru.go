@@ -53,6 +53,7 @@ func addBatch(dst, list, batch []Entity, now time.Time, capacity int) ([]Entity,
 	return out, !sameVisible(list, out)
 }
 
+// indexEntity returns the index of e (by type and ID) in list, or -1.
 func indexEntity(list []Entity, e *Entity) int {
 	for i := range list {
 		if sameEntity(&list[i], e) {
@@ -61,6 +62,8 @@ func indexEntity(list []Entity, e *Entity) int {
 	}
 	return -1
 }
+
+func containsEntity(list []Entity, e *Entity) bool { return indexEntity(list, e) >= 0 }
 
 // sameVisible reports whether two lists render the same (SeenAt aside).
 func sameVisible(a, b []Entity) bool {
@@ -95,7 +98,7 @@ func merge(local, remote []Entity, capacity int) []Entity {
 	all := make([]Entity, 0, len(local)+len(remote))
 	all = append(all, local...)
 	for _, r := range remote {
-		i := slices.IndexFunc(all, func(o Entity) bool { return sameEntity(&o, &r) })
+		i := indexEntity(all, &r)
 		switch {
 		case i < 0:
 			all = append(all, r)

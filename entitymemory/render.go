@@ -1,6 +1,9 @@
 package entitymemory
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Header is the first line of the rendered block.
 const Header = "[WORKING MEMORY]"
@@ -28,7 +31,7 @@ func render(list []Entity, instructions string) string {
 	seen := done[:0]
 	for i := range list {
 		t := list[i].Type
-		if contains(seen, t) {
+		if slices.Contains(seen, t) {
 			continue
 		}
 		seen = append(seen, t)
@@ -46,15 +49,6 @@ func render(list []Entity, instructions string) string {
 		b.WriteString(instructions)
 	}
 	return b.String()
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // writeEntity writes one line: `  - "Name" (id, slug: s, parent: p)`.

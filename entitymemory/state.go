@@ -124,12 +124,3 @@ func decodeState(data []byte, capacity int) ([]Entity, error) {
 	}
 	return out, nil
 }
-
-func containsEntity(list []Entity, e *Entity) bool {
-	for i := range list {
-		if sameEntity(&list[i], e) {
-			return true
-		}
-	}
-	return false
-}
