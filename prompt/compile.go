@@ -1,6 +1,7 @@
 package prompt
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -263,10 +264,7 @@ func (c *Compiler) Compile(recalled []layer.Recalled, vars map[string]any) (out 
 			return "", fmt.Errorf("%w: %q is reserved and cannot be a user variable", ErrNameConflict, name)
 		}
 	}
-	if !slices.IsSortedFunc(recalled, bySlot) {
-		recalled = slices.Clone(recalled)
-		slices.SortStableFunc(recalled, bySlot)
-	}
+	recalled = inSlotOrder(recalled)
 	if c.tpl == nil {
 		if err := checkNames(recalled); err != nil {
 			return "", err
@@ -345,7 +343,19 @@ func checkNames(recalled []layer.Recalled) error {
 	return nil
 }
 
-func bySlot(a, b layer.Recalled) int { return a.Slot - b.Slot }
+// inSlotOrder returns recalled ordered by slot, stably: recalled itself
+// when it already is (the stack recalls in slot order), else a sorted
+// copy, so the caller's slice is never modified.
+func inSlotOrder(recalled []layer.Recalled) []layer.Recalled {
+	if slices.IsSortedFunc(recalled, bySlot) {
+		return recalled
+	}
+	out := slices.Clone(recalled)
+	slices.SortStableFunc(out, bySlot)
+	return out
+}
+
+func bySlot(a, b layer.Recalled) int { return cmp.Compare(a.Slot, b.Slot) }
 
 // Raw wraps a user variable that Compile must pass to the template
 // unchanged instead of serialising it to JSON: a slice to iterate with

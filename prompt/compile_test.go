@@ -3,6 +3,8 @@ package prompt
 import (
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -415,5 +417,32 @@ func TestSafeStringUserValue(t *testing.T) {
 	got, err := c.Compile(nil, map[string]any{"v": raymond.SafeString("<ok>")})
 	if err != nil || got != "<ok>" {
 		t.Errorf("Compile = %q, %v; a SafeString user value should not be escaped", got, err)
+	}
+}
+
+// TestExtremeSlots orders slots at the ends of the int range, where a
+// comparator that subtracts slots overflows.
+func TestExtremeSlots(t *testing.T) {
+	recalled := []layer.Recalled{
+		rec("last", math.MaxInt, "LAST"),
+		rec("first", math.MinInt, "FIRST"),
+		rec("middle", 0, "MIDDLE"),
+	}
+	got, err := mustNew(t, Config{}).Compile(recalled, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "FIRST\n\nMIDDLE\n\nLAST"; got != want {
+		t.Errorf("Compile = %q, want %q", got, want)
+	}
+	var ids []string
+	for _, r := range ProjectLayers(recalled, math.Inf(1), nil) {
+		ids = append(ids, r.ID)
+	}
+	if want := []string{"first", "middle", "last"}; !slices.Equal(ids, want) {
+		t.Errorf("ProjectLayers order = %q, want %q", ids, want)
+	}
+	if recalled[0].ID != "last" {
+		t.Errorf("the caller's slice was reordered: %q first", recalled[0].ID)
 	}
 }

@@ -3,6 +3,8 @@ package prompt
 import (
 	"fmt"
 	"math"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -192,7 +194,8 @@ func FuzzProjectLayers(f *testing.F) {
 		}
 		got := ProjectLayersWithin(in, budgets, capTokens, unit)
 		// Walk the input in slot order alongside the output.
-		ordered := sortedBySlot(in)
+		ordered := slices.Clone(in)
+		sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].Slot < ordered[j].Slot })
 		used, k := 0.0, 0
 		layerUsed := map[string]float64{}
 		fits := func(id string, cost float64) bool {

@@ -29,9 +29,7 @@ func ProjectLayersWithin(recalled []layer.Recalled, budgets map[string]float64, 
 	if c == nil {
 		c = Estimate
 	}
-	if !isSortedBySlot(recalled) {
-		recalled = sortedBySlot(recalled)
-	}
+	recalled = inSlotOrder(recalled)
 	out := make([]layer.Recalled, 0, len(recalled))
 	used := 0.0
 	for _, r := range recalled {
@@ -49,27 +47,6 @@ func ProjectLayersWithin(recalled []layer.Recalled, budgets map[string]float64, 
 		if len(kept) > 0 {
 			r.Items = kept
 			out = append(out, r)
-		}
-	}
-	return out
-}
-
-func isSortedBySlot(rs []layer.Recalled) bool {
-	for i := 1; i < len(rs); i++ {
-		if rs[i].Slot < rs[i-1].Slot {
-			return false
-		}
-	}
-	return true
-}
-
-func sortedBySlot(rs []layer.Recalled) []layer.Recalled {
-	out := make([]layer.Recalled, len(rs))
-	copy(out, rs)
-	// Insertion sort: stable, and stacks are small.
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].Slot < out[j-1].Slot; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
 		}
 	}
 	return out
