@@ -12,10 +12,11 @@ const (
 	maxRetryDelay = 20 * time.Millisecond
 )
 
-// RetryDelay is how long a writer that lost a compare-and-swap race should
-// wait before its next attempt: nothing after the first conflict, then a
-// random ("full jitter") delay whose bound doubles with each attempt, from
-// 100µs up to 20ms. Spreading the retries out is what lets many writers
+// RetryDelay is how long a writer should wait before attempt number
+// attempt of a compare-and-swap update, counted from 0 like the conflicts
+// lost so far: nothing before the first attempt, then a random ("full
+// jitter") delay whose bound doubles with each lost race, from 100µs
+// after the first up to 20ms. Spreading the retries out is what lets many writers
 // contending for one key all get through in a bounded number of attempts,
 // instead of colliding again in lockstep.
 func RetryDelay(attempt int) time.Duration {

@@ -11,7 +11,7 @@ import (
 
 func TestRetryDelay(t *testing.T) {
 	if d := storage.RetryDelay(0); d != 0 {
-		t.Fatalf("RetryDelay(0) = %v, want 0: the first retry should not wait", d)
+		t.Fatalf("RetryDelay(0) = %v, want 0: the first attempt should not wait", d)
 	}
 	for attempt := 1; attempt < 40; attempt++ {
 		bound := 20 * time.Millisecond
