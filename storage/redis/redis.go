@@ -50,10 +50,11 @@ type Config struct {
 	Namespace string
 
 	// TTL, when set, gives the time to live of a key (the store key as
-	// passed to Put, without the namespace), evaluated on every Put: a positive duration makes the key expire that long after its
-	// last write; zero or negative keeps it forever. Use it to let
-	// thread- and execution-scoped state disappear on its own, for
-	// example with [PrefixTTL]. nil means no key expires.
+	// passed to Put, without the namespace), evaluated on every Put: a
+	// positive duration makes the key expire that long after its last
+	// write; zero or negative keeps it forever. Use it to let thread-
+	// and execution-scoped state disappear on its own, for example with
+	// [PrefixTTL]. nil means no key expires.
 	TTL func(key string) time.Duration
 
 	// Client, when set, is used instead of dialling URL. The Store does
