@@ -50,7 +50,7 @@ func (b Budget) validate(id string) error {
 		name string
 		v    float64
 	}{{"Min", b.Min}, {"Max", b.Max}} {
-		if math.IsNaN(f.v) || f.v < 0 || math.IsInf(f.v, -1) {
+		if math.IsNaN(f.v) || f.v < 0 { // -Inf included
 			return fmt.Errorf("layer %s: budget %s is %v, want a number >= 0: %w", id, f.name, f.v, ErrInvalidSpec)
 		}
 	}
