@@ -10,8 +10,9 @@
 // ([NoVersion] for "the key must not exist yet", [AnyVersion] for an
 // unconditional write); otherwise it fails with an error that is
 // [ErrConflict]. Callers that read-modify-write (a layer merging an update
-// into its state) retry on conflict, so two processes updating one key never
-// lose an update.
+// into its state) retry on conflict, waiting [WaitRetry] between attempts
+// so that contending writers spread out, and two processes updating one
+// key never lose an update.
 //
 // # Keys
 //
