@@ -33,52 +33,33 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 		return i, false
 	}
 	switch c := b[i]; {
-	case c == '{':
+	case c == '{' || c == '[':
 		if depth >= maxDepth {
 			return i, false
 		}
+		closing := byte(']')
+		if c == '{' {
+			closing = '}'
+		}
 		i = skipSpace(b, i+1)
-		if i < len(b) && b[i] == '}' {
+		if i < len(b) && b[i] == closing {
 			return i + 1, true
 		}
 		for {
-			if i >= len(b) || b[i] != '"' {
-				return i, false
-			}
 			var ok bool
-			if i, ok = skipString(b, i); !ok {
-				return i, false
-			}
-			i = skipSpace(b, i)
-			if i >= len(b) || b[i] != ':' {
-				return i, false
-			}
-			if i, ok = skipValue(b, skipSpace(b, i+1), depth+1); !ok {
-				return i, false
-			}
-			i = skipSpace(b, i)
-			if i >= len(b) {
-				return i, false
-			}
-			switch b[i] {
-			case ',':
+			if c == '{' { // a member's key and colon
+				if i >= len(b) || b[i] != '"' {
+					return i, false
+				}
+				if i, ok = skipString(b, i); !ok {
+					return i, false
+				}
+				i = skipSpace(b, i)
+				if i >= len(b) || b[i] != ':' {
+					return i, false
+				}
 				i = skipSpace(b, i+1)
-			case '}':
-				return i + 1, true
-			default:
-				return i, false
 			}
-		}
-	case c == '[':
-		if depth >= maxDepth {
-			return i, false
-		}
-		i = skipSpace(b, i+1)
-		if i < len(b) && b[i] == ']' {
-			return i + 1, true
-		}
-		for {
-			var ok bool
 			if i, ok = skipValue(b, i, depth+1); !ok {
 				return i, false
 			}
@@ -89,7 +70,7 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 			switch b[i] {
 			case ',':
 				i = skipSpace(b, i+1)
-			case ']':
+			case closing:
 				return i + 1, true
 			default:
 				return i, false
