@@ -67,7 +67,7 @@ func (a *Agent) Spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 		return nil, fmt.Errorf("agentloop: init layers: %w", err)
 	}
 	defer a.closeStack(ctx, st)
-	p := &run{a: a, compiler: a.compiler, stack: st, threadID: in.ThreadID, resourceID: in.ResourceID}
+	p := &run{a: a, stack: st, threadID: in.ThreadID, resourceID: in.ResourceID, vars: a.cfg.Vars}
 	return p.spawn(ctx, in)
 }
 

@@ -175,3 +175,20 @@ func TestSpawnFromCode(t *testing.T) {
 		t.Errorf("spawn with MaxDepth -1: %q", res.Output)
 	}
 }
+
+// TestSpawnFromCodeKeepsVars: a child spawned from code without its own
+// instructions renders the parent's template with Config.Vars, as a
+// child spawned inside a run does.
+func TestSpawnFromCodeKeepsVars(t *testing.T) {
+	model := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
+		return agenttest.Text(r.System()), nil
+	})
+	a := mustAgent(t, agentloop.Config{Model: model, Template: "You work for {{company}}.", Vars: map[string]any{"company": "Acme"}})
+	res, err := a.Spawn(t.Context(), agentloop.SpawnInput{ThreadID: "t", Input: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Output != "You work for Acme." {
+		t.Errorf("child system prompt %q, want the template with Config.Vars", res.Output)
+	}
+}
