@@ -122,6 +122,13 @@ func (n *node) validChanged(old *object, v any) bool {
 	if !ok || n.never || n.hasConst || n.enum != nil {
 		return n.valid(v)
 	}
+	return n.validObject(o, old)
+}
+
+// validObject checks an object against the object keywords of n. Members
+// that are the same values as in old (nil: none), which was valid, are
+// not checked again.
+func (n *node) validObject(o, old *object) bool {
 	if n.types&tObj == 0 || len(o.m) < n.minProps || n.maxProps >= 0 && len(o.m) > n.maxProps {
 		return false
 	}
@@ -130,12 +137,18 @@ func (n *node) validChanged(old *object, v any) bool {
 			return false
 		}
 	}
+	var prev []member
+	if old != nil {
+		prev = old.m
+	}
+	// Members, old members and property names are all sorted: one
+	// merge-join.
 	j, k := 0, 0
 	for _, e := range o.m {
-		for k < len(old.m) && old.m[k].key != e.key && old.m[k].key < e.key {
+		for k < len(prev) && prev[k].key != e.key && prev[k].key < e.key {
 			k++ // (keys are usually shared strings: == is the cheap test)
 		}
-		if k < len(old.m) && old.m[k].key == e.key && sameValue(old.m[k].val, e.val) {
+		if k < len(prev) && prev[k].key == e.key && sameValue(prev[k].val, e.val) {
 			continue
 		}
 		for j < len(n.propKeys) && n.propKeys[j] < e.key {
@@ -461,29 +474,7 @@ func (n *node) valid(v any) bool {
 		}
 		return n.pattern == nil || n.pattern.MatchString(v)
 	case *object:
-		if n.types&tObj == 0 || len(v.m) < n.minProps || n.maxProps >= 0 && len(v.m) > n.maxProps {
-			return false
-		}
-		for _, r := range n.required {
-			if _, ok := v.find(r); !ok {
-				return false
-			}
-		}
-		// Members and property names are both sorted: one merge-join.
-		j := 0
-		for _, e := range v.m {
-			for j < len(n.propKeys) && n.propKeys[j] < e.key {
-				j++
-			}
-			if j < len(n.propKeys) && n.propKeys[j] == e.key {
-				if !n.propNodes[j].valid(e.val) {
-					return false
-				}
-			} else if n.additional != nil && !n.additional.valid(e.val) {
-				return false
-			}
-		}
-		return true
+		return n.validObject(v, nil)
 	case []any:
 		if n.types&tArr == 0 || len(v) < n.minItems || n.maxItems >= 0 && len(v) > n.maxItems {
 			return false
