@@ -153,7 +153,6 @@ func (l layerTool) Name() string { return l.t.WireName }
 func (l layerTool) Description() string { return l.t.Function.Description }
 
 // Call runs the function with input as its JSON arguments.
-
 func (l layerTool) Call(ctx context.Context, input string) (string, error) {
 	out, err := l.stack.CallTool(ctx, l.t.WireName, input)
 	if err != nil {
