@@ -18,6 +18,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -128,14 +129,7 @@ func modelFromEnv() (llms.Model, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("openai: %w", err)
 	}
-	return m, name + " via " + cmp(base, "api.openai.com"), nil
-}
-
-func cmp(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
+	return m, name + " via " + cmp.Or(base, "api.openai.com"), nil
 }
 
 // process is one "process" of the assistant: a store and an agent on it.
