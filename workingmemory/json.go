@@ -58,13 +58,6 @@ func (o *object) find(key string) (int, bool) {
 	return lo, lo < len(o.m) && o.m[lo].key == key
 }
 
-func (o *object) len() int {
-	if o == nil {
-		return 0
-	}
-	return len(o.m)
-}
-
 // sortMembers sorts members by key in place (stable, so that of duplicate
 // keys the last one wins) and drops duplicates, returning the prefix of
 // ms that holds the result.
