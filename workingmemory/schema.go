@@ -260,9 +260,9 @@ type node struct {
 	minLen     int
 	maxLen     int // -1: none
 	pattern    *regexp.Regexp
-	min, max   float64 // ±Inf: none
-	exMin      float64 // +Inf... see below
-	exMax      float64
+	min, max   float64 // -Inf, +Inf: none
+	exMin      float64 // -Inf: none
+	exMax      float64 // +Inf: none
 	items      *node
 	minItems   int
 	maxItems   int // -1: none
