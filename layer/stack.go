@@ -274,24 +274,14 @@ func (s *Stack) Recall(ctx context.Context, q Query, budgets map[string]float64)
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	n := 0
-	for _, e := range s.entries {
-		if !e.disabled {
-			n++
-		}
-	}
-	if n == 0 {
+	b := hookBatch[Layer](s, HookRecall, runRecall, false)
+	if b == nil {
 		return nil, nil
 	}
-	b := newBatch(n, false)
-	i := 0
-	for _, e := range s.entries {
-		if e.disabled {
-			continue
-		}
+	for i := range b.jobs {
 		j := &b.jobs[i]
-		i++
-		j.e, j.hook, j.run, j.query = e, HookRecall, runRecall, q
+		e := j.e
+		j.query = q
 		if bud, ok := budgets[e.spec.ID]; ok {
 			j.query.Budget = bud
 		} else if e.spec.Budget.Unbounded() {
@@ -311,7 +301,7 @@ func (s *Stack) Recall(ctx context.Context, q Query, budgets map[string]float64)
 		}
 		if len(j.items) > 0 {
 			if out == nil {
-				out = make([]Recalled, 0, n)
+				out = make([]Recalled, 0, len(b.jobs))
 			}
 			out = append(out, Recalled{ID: j.e.spec.ID, Slot: j.e.spec.Slot, Items: j.items})
 		}
