@@ -100,7 +100,7 @@ func newBatch(n int, concurrent bool) *batch {
 // hookBatch returns a batch of hook with one job per enabled layer that
 // implements T, in slot order, or nil when no layer does. A concurrent
 // batch gives each job its own runner (Store); a sequential one runs them
-// one after the other (Snapshot, Clear, Stats).
+// one after the other (Recall, Snapshot, Clear, Stats).
 func hookBatch[T any](s *Stack, hook string, run func(context.Context, *job) error, concurrent bool) *batch {
 	n := 0
 	for _, e := range s.entries {
