@@ -543,7 +543,7 @@ func (l *Layer) Provides() layer.Provides {
 // tool returns the update tool's parameter schema and description.
 func (c *compiled) tool() (json.RawMessage, string) {
 	var b strings.Builder
-	b.WriteString("Update your working memory (shown in <working_memory>). Send only the fields that change: ")
+	b.WriteString("Update your working memory (shown in <" + c.tag + ">). Send only the fields that change: ")
 	b.WriteString("objects are merged key by key, and keys you leave out are kept. ")
 	b.WriteString("A string, number, boolean or array you send replaces the old value whole (send the complete list; [] empties it). ")
 	if c.cfg.NullReplaces {

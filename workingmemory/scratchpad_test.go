@@ -1250,6 +1250,10 @@ func TestFenceTagFromID(t *testing.T) {
 			if got := l.Tag(); got != tc.tag {
 				t.Errorf("Tag() = %q, want %q", got, tc.tag)
 			}
+			// The update tool points the model at the block it updates.
+			if d := l.Provides().Functions[0].Description; !strings.Contains(d, "<"+tc.tag+">") {
+				t.Errorf("update tool description does not name <%s>: %s", tc.tag, d)
+			}
 			got := recallText(t, l)
 			if !strings.HasPrefix(got, "<"+tc.tag+">\n") || !strings.HasSuffix(got, "\n</"+tc.tag+">") {
 				t.Errorf("Recall = %q, want it fenced in <%s>", got, tc.tag)
