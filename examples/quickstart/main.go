@@ -1,7 +1,15 @@
 // Command quickstart is the README's example: an agent with a scratchpad
 // and entity memory, persisted to SQLite, that resolves "it" to the page it
 // created one turn earlier. It runs on a scripted model, so it needs no API
-// key; swap in any langchaingo llms.Model for a real one.
+// key. For a real model, replace scriptedModel() with any langchaingo
+// llms.Model, for example openai.New() from
+// github.com/tmc/langchaingo/llms/openai, which reads OPENAI_API_KEY,
+// OPENAI_MODEL and OPENAI_BASE_URL (an OpenAI-compatible server such as
+// Ollama, http://localhost:11434/v1).
+//
+// Usage:
+//
+//	go run ./examples/quickstart
 package main
 
 import (

@@ -3,7 +3,16 @@
 // tool. An update that would break the plan's JSON Schema is rejected with
 // every problem listed, the plan stays as it was, and the model corrects
 // itself. It runs on a scripted model that reads the plan back from its
-// system prompt.
+// system prompt, so the sloppy update and its correction happen on every
+// run.
+//
+// To run the agent on a real model, set Config.Model in run to any
+// langchaingo llms.Model, for example openai.New() from
+// github.com/tmc/langchaingo/llms/openai, which reads OPENAI_API_KEY,
+// OPENAI_MODEL and OPENAI_BASE_URL (an OpenAI-compatible server such as
+// Ollama, http://localhost:11434/v1); the plan printed at the end comes
+// from the scripted model's recorded requests, so record the prompts with
+// a wrapping model instead (as examples/cms does).
 //
 // Usage:
 //

@@ -11,6 +11,15 @@
 // child scope of the key-value memory (it reads the parent's entries
 // through it). The program prints what each agent saw.
 //
+// It runs on a scripted model, one policy for both agents, that tells
+// them apart by their instructions. To run the agents on a real model,
+// set Config.Model in run to any langchaingo llms.Model, for example
+// openai.New() from github.com/tmc/langchaingo/llms/openai, which reads
+// OPENAI_API_KEY, OPENAI_MODEL and OPENAI_BASE_URL (an OpenAI-compatible
+// server such as Ollama, http://localhost:11434/v1); the prompts printed
+// at the end come from the scripted model's recorded requests, so record
+// them with a wrapping model instead (as examples/cms does).
+//
 // Usage:
 //
 //	go run ./examples/spawn
