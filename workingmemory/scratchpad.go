@@ -133,22 +133,32 @@ func (c *compiled) template() (any, error) {
 	default:
 		v, err = normalize(t, c.cfg.MaxDepth)
 	}
+	if err == nil {
+		v, err = c.checkState(v)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: template: %w", ErrInvalidConfig, err)
 	}
+	return v, nil
+}
+
+// checkState cleans a whole state that comes from outside an update (the
+// template, a stored state, a snapshot) and checks it: text (only without
+// a schema) or an object that passes the schema.
+func (c *compiled) checkState(v any) (any, error) {
 	v, _ = cleanValue(v)
 	switch v.(type) {
 	case *object:
 	case string:
 		if c.schema != nil {
-			return nil, fmt.Errorf("%w: template: with a schema the template must be an object", ErrInvalidConfig)
+			return nil, errors.New("the state is text, the schema wants an object")
 		}
 	default:
-		return nil, fmt.Errorf("%w: template: want text or an object, got %s", ErrInvalidConfig, kindOf(v))
+		return nil, fmt.Errorf("the state is %s, want text or an object", kindOf(v))
 	}
 	if c.schema != nil {
 		if err := c.schema.validate(v); err != nil {
-			return nil, fmt.Errorf("%w: template: %w", ErrInvalidConfig, err)
+			return nil, err
 		}
 	}
 	return v, nil
@@ -246,22 +256,7 @@ func (l *Layer) decodeStored(b []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, _ = cleanValue(v)
-	switch v.(type) {
-	case *object:
-	case string:
-		if l.c.schema != nil {
-			return nil, errors.New("stored state is text, the schema wants an object")
-		}
-	default:
-		return nil, fmt.Errorf("stored state is %s, want text or an object", kindOf(v))
-	}
-	if l.c.schema != nil {
-		if err := l.c.schema.validate(v); err != nil {
-			return nil, err
-		}
-	}
-	return v, nil
+	return l.c.checkState(v)
 }
 
 // quarantine moves an unreadable stored state aside: it is copied to a
