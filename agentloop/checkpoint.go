@@ -107,8 +107,10 @@ func (r *run) writeCheckpoint(ctx context.Context) error {
 }
 
 // encodeCheckpoint returns the JSON of the run's [Checkpoint]: the same
-// JSON value json.Marshal would write (only the key order differs), built
-// in a fraction of the time, because it is written after every step.
+// JSON value json.Marshal would write (the bytes differ only in key
+// order, string escaping and the whitespace inside layer snapshots),
+// built in a fraction of the time, because it is written after every
+// step.
 //
 // The messages come first: they never change once in the history, so
 // each is encoded once per run, and the buffer that holds them
