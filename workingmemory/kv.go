@@ -185,6 +185,18 @@ func (kv *KV) checkKey(key string) error {
 	return nil
 }
 
+// checkScopeName checks a child scope's name: the key rules, and no '/'
+// (the path separator).
+func (kv *KV) checkScopeName(name string) error {
+	if err := kv.checkKey(name); err != nil {
+		return fmt.Errorf("scope name: %w", err)
+	}
+	if strings.Contains(name, "/") {
+		return fmt.Errorf("%w: scope name %q contains '/'", ErrInvalidKey, name)
+	}
+	return nil
+}
+
 func (kv *KV) disposedErr() error {
 	return fmt.Errorf("%w: %s", ErrDisposed, kv.path)
 }
@@ -621,11 +633,8 @@ func (kv *KV) Count() (int, error) {
 // EventScopeCreated) when there is none. Names follow the key rules and
 // may not contain '/'.
 func (kv *KV) Child(name string) (*KV, error) {
-	if err := kv.checkKey(name); err != nil {
-		return nil, fmt.Errorf("scope name: %w", err)
-	}
-	if strings.Contains(name, "/") {
-		return nil, fmt.Errorf("%w: scope name %q contains '/'", ErrInvalidKey, name)
+	if err := kv.checkScopeName(name); err != nil {
+		return nil, err
 	}
 	t := kv.tree
 	t.mu.Lock()
@@ -873,8 +882,8 @@ func (kv *KV) restore(data json.RawMessage, keepChildren bool) error {
 	check = func(s kvScopeSnapshot, root bool) error {
 		scopes++
 		if !root {
-			if err := kv.checkKey(s.Name); err != nil || strings.Contains(s.Name, "/") {
-				return fmt.Errorf("%w: kv snapshot: bad scope name %q", ErrInvalidKey, s.Name)
+			if err := kv.checkScopeName(s.Name); err != nil {
+				return fmt.Errorf("kv snapshot: %w", err)
 			}
 		}
 		names := map[string]bool{}
