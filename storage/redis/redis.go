@@ -393,7 +393,8 @@ func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
 		// "storage/redis: get "k": context deadline exceeded: i/o timeout"
 		return fmt.Errorf("storage/redis: %s: %w: %w", where, ctx.Err(), err)
 	case s.closed.Load() || errors.Is(err, goredis.ErrClosed):
-		return fmt.Errorf("%w: %s: %w", storage.ErrClosed, where, err)
+		// "storage/redis: get "k": storage: store closed: redis: client is closed"
+		return fmt.Errorf("storage/redis: %s: %w: %w", where, storage.ErrClosed, err)
 	case unavailable(err):
 		// "storage/redis: server unavailable: get "k": dial tcp ...: connection refused"
 		return fmt.Errorf("%w: %s: %w", ErrUnavailable, where, err)

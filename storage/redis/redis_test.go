@@ -274,6 +274,26 @@ func TestClosed(t *testing.T) {
 	}
 }
 
+// A caller's client closed under the Store: operations fail with an error
+// that is storage.ErrClosed and names this package and the operation.
+func TestClientClosedUnderStore(t *testing.T) {
+	c := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1"})
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := redis.New(redis.Config{Client: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Get(t.Context(), "k")
+	if !errors.Is(err, storage.ErrClosed) {
+		t.Fatalf("Get on a closed client: %v, want storage.ErrClosed", err)
+	}
+	if msg := err.Error(); !strings.HasPrefix(msg, `storage/redis: get "k": `) {
+		t.Errorf("error %q does not name the package and the operation", msg)
+	}
+}
+
 func TestSharedClientNotClosed(t *testing.T) {
 	url := serverURL(t)
 	c := rawClient(t, url)
