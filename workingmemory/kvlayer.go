@@ -24,6 +24,7 @@ type KVLayer struct {
 	kv   *KV
 	cfg  KVLayerConfig
 	spec layer.Spec
+	tag  string // the fence tag, from the ID (see FenceTag)
 }
 
 // NewKVLayer returns a layer over kv.
@@ -41,7 +42,7 @@ func NewKVLayer(kv *KV, cfg KVLayerConfig) (*KVLayer, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	return &KVLayer{kv: kv, cfg: cfg, spec: spec}, nil
+	return &KVLayer{kv: kv, cfg: cfg, spec: spec, tag: FenceTag(cfg.ID)}, nil
 }
 
 // KV returns the layer's key-value memory: the root a stack was built
@@ -62,7 +63,7 @@ func (l *KVLayer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, erro
 	if text == "" {
 		return nil, nil
 	}
-	block := layer.Fence(FenceTag(l.spec.ID), text)
+	block := layer.Fence(l.tag, text)
 	return []layer.Item{{Text: block, Tokens: (len(block) + 3) / 4}}, nil
 }
 
@@ -78,7 +79,7 @@ func (l *KVLayer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, er
 	if err != nil {
 		return nil, fmt.Errorf("workingmemory: kv spawn: %w", err)
 	}
-	return &KVLayer{kv: c, cfg: l.cfg, spec: l.spec}, nil
+	return &KVLayer{kv: c, cfg: l.cfg, spec: l.spec, tag: l.tag}, nil
 }
 
 // OnReturn implements layer.Returner: the child's scope is merged into
