@@ -16,6 +16,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -506,5 +507,54 @@ func TestCallOptionsPassThrough(t *testing.T) {
 	o := model.Requests()[0].Options
 	if o.Temperature != 0.25 || o.MaxTokens != 77 || o.ToolChoice != "required" || len(o.Tools) != 2 {
 		t.Errorf("options reached the model as %+v", o)
+	}
+}
+
+// TestEstimatedUsageOverSteps: when the model reports no usage, each
+// call's estimated prompt tokens are the count of exactly the messages
+// the model was sent, step after step, whether the history was sent
+// whole or cut to fit the window (the run reuses each message's count
+// from one step to the next; this checks the reuse against a plain
+// count of the request).
+func TestEstimatedUsageOverSteps(t *testing.T) {
+	big := strings.Repeat("word ", 120)
+	tool := agentloop.Tool{Name: "fetch", Call: func(context.Context, json.RawMessage) (string, error) { return big, nil }}
+	for _, window := range []int{0, 700} { // 0: the default window, nothing is cut
+		var mu sync.Mutex
+		var usages []agentloop.Usage
+		fetch := agenttest.Reply(agenttest.Calls(agenttest.Call("fetch", `{}`)))
+		model := agenttest.New(fetch, fetch, fetch, fetch, agenttest.Reply(agenttest.Text("done")), fetch, agenttest.Reply(agenttest.Text("again")))
+		a := mustAgent(t, agentloop.Config{Model: model, Tools: []agentloop.Tool{tool}, Instructions: "Fetch things.",
+			ContextWindow: window, ResponseReserve: 100,
+			Observer: func(e agentloop.Event) {
+				if e.Kind == agentloop.EventModelCall {
+					mu.Lock()
+					usages = append(usages, e.Usage)
+					mu.Unlock()
+				}
+			}})
+		for _, in := range []string{"fetch four times", "once more"} {
+			if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: in}); err != nil {
+				t.Fatalf("window %d: %v", window, err)
+			}
+		}
+		reqs := model.Requests()
+		if len(usages) != len(reqs) {
+			t.Fatalf("window %d: %d usages for %d requests", window, len(usages), len(reqs))
+		}
+		cut := false
+		for i, r := range reqs {
+			want := 0
+			for _, m := range r.Messages {
+				want += prompt.CountMessage(prompt.Estimate, m)
+			}
+			if u := usages[i]; !u.Estimated || u.PromptTokens != want {
+				t.Errorf("window %d, call %d: prompt tokens %d (estimated %v), the request counts %d", window, i, u.PromptTokens, u.Estimated, want)
+			}
+			cut = cut || r.Messages[1].Role != llms.ChatMessageTypeHuman
+		}
+		if cut != (window != 0) {
+			t.Errorf("window %d: history cut = %v", window, cut)
+		}
 	}
 }
