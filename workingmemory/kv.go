@@ -117,11 +117,11 @@ type KVEvent struct {
 
 // KVStats describes what a scope and its descendants hold.
 type KVStats struct {
-	Entries int       `json:"entries"`
-	Scopes  int       `json:"scopes"`
-	Bytes   int       `json:"bytes"`
-	Oldest  time.Time `json:"oldest,omitzero"`
-	Newest  time.Time `json:"newest,omitzero"`
+	Entries int       `json:"entries"`         // live (unexpired) entries
+	Scopes  int       `json:"scopes"`          // the scope and its descendants
+	Bytes   int       `json:"bytes"`           // keys plus serialised values
+	Oldest  time.Time `json:"oldest,omitzero"` // the earliest last update of an entry
+	Newest  time.Time `json:"newest,omitzero"` // the latest last update of an entry
 }
 
 // KV defaults.
