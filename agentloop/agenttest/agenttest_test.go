@@ -67,6 +67,9 @@ func TestModelErrorsAndStreaming(t *testing.T) {
 	if n := len(m.Requests()); n != 0 {
 		t.Errorf("%d requests after Reset", n)
 	}
+	if _, err := m.GenerateContent(t.Context(), nil); !errors.Is(err, boom) {
+		t.Errorf("after Reset the script did not restart: %v", err)
+	}
 	var chunks []string
 	s := agenttest.New(agenttest.Reply(agenttest.Text("a b c")))
 	_, err := s.GenerateContent(t.Context(), nil, llms.WithStreamingFunc(func(ctx context.Context, c []byte) error {
