@@ -73,7 +73,7 @@ func pick(full, reduced int) int {
 
 // workers maps a role to the function a worker process runs. A worker
 // reads its arguments from raw, writes lines to out, reads commands from
-// in, and returns the process exit code.
+// in, and returns an error that makes the process exit with status 1.
 var workers = map[string]func(ctx context.Context, raw string, in *bufio.Scanner, out *lineWriter) error{}
 
 func runWorker(role, raw string) int {
