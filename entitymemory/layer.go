@@ -191,7 +191,7 @@ func (l *Layer) load(ctx context.Context) ([]Entity, int64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("load %s: %w", l.key, err)
 	}
-	list, _ = prune(list, l.cfg.Now(), l.cfg.TTL)
+	list, _ = prune(list, l.cfg.Now, l.cfg.TTL)
 	return list, it.Version, nil
 }
 
@@ -249,7 +249,7 @@ func estimateTokens(s string) float64 { return float64(EstimateTokens(s)) }
 // expire drops entities past their TTL. Callers hold l.mu.
 func (l *Layer) expire() {
 	var dropped bool
-	l.list, dropped = prune(l.list, l.cfg.Now(), l.cfg.TTL)
+	l.list, dropped = prune(l.list, l.cfg.Now, l.cfg.TTL)
 	if dropped {
 		l.cached = false
 		l.dirty = l.store != nil

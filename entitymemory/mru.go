@@ -79,14 +79,16 @@ func sameVisible(a, b []Entity) bool {
 	return true
 }
 
-// prune drops the entities not seen within ttl before now (ttl 0: none)
-// and reports whether any was dropped. It filters list in place.
-func prune(list []Entity, now time.Time, ttl time.Duration) ([]Entity, bool) {
-	if ttl <= 0 {
+// prune drops the entities not seen within ttl before now() (ttl 0: none)
+// and reports whether any was dropped. It filters list in place. The
+// clock is read only when there is a ttl: Recall and Store prune on every
+// call.
+func prune(list []Entity, now func() time.Time, ttl time.Duration) ([]Entity, bool) {
+	if ttl <= 0 || len(list) == 0 {
 		return list, false
 	}
-	n := len(list)
-	list = slices.DeleteFunc(list, func(e Entity) bool { return now.Sub(e.SeenAt) > ttl })
+	t, n := now(), len(list)
+	list = slices.DeleteFunc(list, func(e Entity) bool { return t.Sub(e.SeenAt) > ttl })
 	return list, len(list) != n
 }
 
