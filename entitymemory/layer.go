@@ -98,8 +98,7 @@ type Layer struct {
 	list    []Entity
 	spare   []Entity // the other buffer of list, reused by addLocked
 	ebuf    []Entity // extraction buffer of Store
-	cache   string   // rendered block; valid when cached
-	cached  bool
+	cache   string   // rendered block; "" until rendered after a change
 }
 
 // New returns an entity memory layer. It does no I/O; see [Layer.Init].
@@ -221,8 +220,8 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 		}
 		return nil, nil
 	}
-	if !l.cached {
-		l.cache, l.cached = render(l.list, l.instr), true
+	if l.cache == "" {
+		l.cache = render(l.list, l.instr) // never "": it starts with Header
 	}
 	text := l.cache
 	if b := q.Budget; b > 0 && !math.IsInf(b, 1) && estimateTokens(text) > b {
@@ -251,7 +250,7 @@ func (l *Layer) expire() {
 	var dropped bool
 	l.list, dropped = prune(l.list, l.cfg.Now, l.cfg.TTL)
 	if dropped {
-		l.cached = false
+		l.cache = ""
 		l.dirty = l.store != nil
 	}
 }
@@ -329,7 +328,7 @@ func (l *Layer) addLocked(batch []Entity) {
 	l.list, l.spare = list, l.list[:0]
 	l.dirty = l.store != nil
 	if changed {
-		l.cached = false
+		l.cache = ""
 	}
 }
 
@@ -338,7 +337,7 @@ func (l *Layer) removeLocked(gone []Entity) {
 	n := len(l.list)
 	l.list = slices.DeleteFunc(l.list, func(e Entity) bool { return containsEntity(gone, &e) })
 	if len(l.list) != n {
-		l.cached = false
+		l.cache = ""
 		l.dirty = l.store != nil
 	}
 }
@@ -370,7 +369,7 @@ func (l *Layer) saveLocked(ctx context.Context) error {
 		}
 		merged := merge(l.list, remote, l.cfg.Capacity)
 		if !sameVisible(merged, l.list) {
-			l.cached = false
+			l.cache = ""
 		}
 		l.list, l.version = merged, ver
 	}
@@ -431,7 +430,7 @@ func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	prev, prevDirty := l.list, l.dirty
-	l.list, l.cached = list, false
+	l.list, l.cache = list, ""
 	if l.store == nil {
 		return nil
 	}
@@ -459,7 +458,7 @@ func (l *Layer) Clear(ctx context.Context) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.list, l.cached, l.dirty = nil, false, false
+	l.list, l.cache, l.dirty = nil, "", false
 	if l.store == nil {
 		return nil
 	}

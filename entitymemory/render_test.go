@@ -149,15 +149,15 @@ func TestRenderCachesUntilChange(t *testing.T) {
 	l.Add(Entity{Type: "page", ID: "p1", Name: "One"})
 	a := recallText(t, l)
 	b := recallText(t, l)
-	if a != b || !l.cached {
+	if a != b || l.cache == "" {
 		t.Fatalf("second recall differs or cache not kept")
 	}
 	l.Add(Entity{Type: "page", ID: "p1", Name: "One"}) // seen again: nothing visible changes
-	if !l.cached {
+	if l.cache == "" {
 		t.Errorf("re-seeing an entity without change dropped the cache")
 	}
 	l.Add(Entity{Type: "page", ID: "p1", Name: "Uno"})
-	if l.cached {
+	if l.cache != "" {
 		t.Errorf("a rename kept the stale cache")
 	}
 	if c := recallText(t, l); !strings.Contains(c, `"Uno" (p1)`) {
