@@ -192,3 +192,47 @@ func TestSpawnFromCodeKeepsVars(t *testing.T) {
 		t.Errorf("child system prompt %q, want the template with Config.Vars", res.Output)
 	}
 }
+
+// TestSpawnToolBadArguments: spawn_agent's arguments are checked like any
+// tool's; a bad call goes back to the model and spawns nothing.
+func TestSpawnToolBadArguments(t *testing.T) {
+	model := agenttest.New(
+		agenttest.Reply(agenttest.Calls(
+			agenttest.Call(agentloop.SpawnToolName, `{}`),
+			agenttest.Call(agentloop.SpawnToolName, `{"input":5}`),
+			agenttest.Call(agentloop.SpawnToolName, `{"input":"x","extra":1}`),
+			agenttest.Call(agentloop.SpawnToolName, `[1]`),
+			agenttest.Call(agentloop.SpawnToolName, `{"input":""}`),
+		)),
+		agenttest.Reply(agenttest.Text("recovered")),
+	)
+	var runs []string
+	a := mustAgent(t, agentloop.Config{Model: model, Observer: func(e agentloop.Event) {
+		if e.Kind == agentloop.EventRunStart {
+			runs = append(runs, e.ThreadID)
+		}
+	}})
+	res, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "go"})
+	if err != nil || res.Output != "recovered" {
+		t.Fatalf("Run: %v, %+v", err, res)
+	}
+	got := toolContents(res.Messages)
+	wants := []string{
+		"error: agentloop: invalid tool arguments: spawn_agent: does not match the schema",
+		"error: agentloop: invalid tool arguments: spawn_agent: does not match the schema",
+		"error: agentloop: invalid tool arguments: spawn_agent: does not match the schema",
+		"error: spawn_agent: agentloop: invalid tool arguments: want a JSON object",
+		"error: child agent failed: agentloop: invalid tool arguments: spawn: empty input",
+	}
+	if len(got) != len(wants) {
+		t.Fatalf("got %d tool results, want %d: %q", len(got), len(wants), got)
+	}
+	for i, w := range wants {
+		if !strings.HasPrefix(got[i], w) {
+			t.Errorf("result %d = %q, want prefix %q", i, got[i], w)
+		}
+	}
+	if len(runs) != 1 {
+		t.Errorf("runs started %v, want the parent's only", runs)
+	}
+}
