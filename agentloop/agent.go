@@ -629,12 +629,9 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 // callAgentTool validates the arguments and runs one of the agent's own
 // tools, turning a panic into an error.
 func (a *Agent) callAgentTool(ctx context.Context, t *Tool, args string, inside *atomic.Int64) (out string, err error) {
-	raw, err := checkArgs(args)
+	raw, err := a.toolArgs(t.Name, t.Parameters, args)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", t.Name, err)
-	}
-	if err := a.schemas.validate(t.Parameters, raw); err != nil {
-		return "", fmt.Errorf("%w: %s: %w", ErrInvalidArguments, t.Name, err)
+		return "", err
 	}
 	start := time.Now()
 	defer func() {
@@ -644,6 +641,19 @@ func (a *Agent) callAgentTool(ctx context.Context, t *Tool, args string, inside 
 		}
 	}()
 	return t.Call(ctx, raw)
+}
+
+// toolArgs returns the arguments of a call of tool name, normalised by
+// checkArgs and checked against the tool's schema.
+func (a *Agent) toolArgs(name string, schema json.RawMessage, args string) (json.RawMessage, error) {
+	raw, err := checkArgs(args)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := a.schemas.validate(schema, raw); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidArguments, name, err)
+	}
+	return raw, nil
 }
 
 // textOnly wraps a streaming func so that it receives only text: the

@@ -124,14 +124,10 @@ func (p *run) spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 
 // spawnTool runs the spawn_agent tool call.
 func (r *run) spawnTool(ctx context.Context, args string) (string, error) {
-	raw, err := checkArgs(args)
+	raw, err := r.a.toolArgs(SpawnToolName, spawnParams, args)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", SpawnToolName, err)
+		return "", err
 	}
-	if err := r.a.schemas.validate(spawnParams, raw); err != nil {
-		return "", fmt.Errorf("%w: %s: %w", ErrInvalidArguments, SpawnToolName, err)
-	}
-	var in SpawnInput
 	var req struct {
 		Instructions string `json:"instructions"`
 		Input        string `json:"input"`
@@ -139,8 +135,7 @@ func (r *run) spawnTool(ctx context.Context, args string) (string, error) {
 	if err := json.Unmarshal(raw, &req); err != nil {
 		return "", fmt.Errorf("%w: %s: %w", ErrInvalidArguments, SpawnToolName, err)
 	}
-	in.Instructions, in.Input = req.Instructions, req.Input
-	res, err := r.spawn(ctx, in)
+	res, err := r.spawn(ctx, SpawnInput{Instructions: req.Instructions, Input: req.Input})
 	if err != nil {
 		if res != nil && res.Output != "" {
 			return "", fmt.Errorf("child agent stopped (%w); its last answer: %s", err, res.Output)
