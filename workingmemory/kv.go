@@ -585,48 +585,54 @@ func (kv *KV) Entries() ([]Entry, error) { return kv.entriesOf(false) }
 func (kv *KV) LocalEntries() ([]Entry, error) { return kv.entriesOf(true) }
 
 func (kv *KV) entriesOf(local bool) ([]Entry, error) {
+	var out []Entry
+	err := kv.visible(local, func(k string, e *kvEntry, s *KV) { out = append(out, e.entry(k, s.path)) })
+	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Key, b.Key) })
+	return out, err
+}
+
+// visible calls fn, under the tree's read lock, for every live entry
+// visible from kv (only kv's own when local), a local entry hiding a
+// parent's of the same key.
+func (kv *KV) visible(local bool, fn func(key string, e *kvEntry, s *KV)) error {
 	now := kv.tree.cfg.Now()
 	kv.tree.mu.RLock()
 	defer kv.tree.mu.RUnlock()
 	if kv.disposed {
-		return nil, kv.disposedErr()
+		return kv.disposedErr()
 	}
 	seen := map[string]bool{}
-	var out []Entry
 	for s := kv; s != nil; s = s.parent {
 		for k, e := range s.entries {
 			if seen[k] || e.expired(now) {
 				continue
 			}
 			seen[k] = true
-			out = append(out, e.entry(k, s.path))
+			fn(k, e, s)
 		}
 		if local {
 			break
 		}
 	}
-	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Key, b.Key) })
-	return out, nil
+	return nil
 }
 
 // Keys returns the keys visible from kv (with parent fallback), sorted.
 func (kv *KV) Keys() ([]string, error) {
-	es, err := kv.Entries()
-	if err != nil {
+	keys := []string{}
+	if err := kv.visible(false, func(k string, _ *kvEntry, _ *KV) { keys = append(keys, k) }); err != nil {
 		return nil, err
 	}
-	keys := make([]string, len(es))
-	for i, e := range es {
-		keys[i] = e.Key
-	}
+	slices.Sort(keys)
 	return keys, nil
 }
 
 // Count returns how many keys are visible from kv (with parent
 // fallback).
 func (kv *KV) Count() (int, error) {
-	es, err := kv.Entries()
-	return len(es), err
+	n := 0
+	err := kv.visible(false, func(string, *kvEntry, *KV) { n++ })
+	return n, err
 }
 
 // Child returns kv's child scope of that name, creating it (and emitting
