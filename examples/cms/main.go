@@ -96,7 +96,11 @@ func main() {
 		os.Exit(1)
 	}
 	opts.Model = m
-	fmt.Printf("model: %s\ndatabase: %s\nentity memory: %v\n", desc, opts.DB, opts.Entities)
+	entities := "on (MEMLAYER_ENTITY_MEMORY=off to run without it)"
+	if !opts.Entities {
+		entities = "off"
+	}
+	fmt.Printf("model: %s\ndatabase: %s\nentity memory: %s\n", desc, opts.DB, entities)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
 	defer cancel()
@@ -230,7 +234,11 @@ func turn(ctx context.Context, w io.Writer, p *process, opts options, input stri
 		return err
 	}
 	fmt.Fprintf(w, "assistant: %s\n", res.Output)
-	fmt.Fprintf(w, "  (%d steps, %d tool calls, %d tokens%s)\n", res.Steps, res.ToolCalls, res.Usage.TotalTokens, map[bool]string{true: " estimated"}[res.Usage.Estimated])
+	tokens := fmt.Sprintf("%d tokens", res.Usage.TotalTokens)
+	if res.Usage.Estimated {
+		tokens += ", estimated"
+	}
+	fmt.Fprintf(w, "  (%s, %s, %s)\n", plural(res.Steps, "step"), plural(res.ToolCalls, "tool call"), tokens)
 	fmt.Fprintln(w, "\n--- memory blocks in the last system prompt ---")
 	fmt.Fprintln(w, memoryBlocks(p.tap.lastSystem()))
 	return nil
@@ -255,6 +263,14 @@ func printTurn(w io.Writer, msgs []llms.MessageContent) {
 			}
 		}
 	}
+}
+
+// plural returns "1 step", "2 steps".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func clip(s string, n int) string {
