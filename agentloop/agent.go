@@ -126,8 +126,16 @@ func llmTool(name, desc string, params json.RawMessage) llms.Tool {
 	return llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: name, Description: desc, Parameters: params}}
 }
 
-// Config returns the agent's configuration, with defaults filled in.
-func (a *Agent) Config() Config { return a.cfg }
+// Config returns the agent's configuration, with defaults filled in. Its
+// slices and Vars are copies: changing them does not change the agent.
+func (a *Agent) Config() Config {
+	c := a.cfg
+	c.Layers = slices.Clone(c.Layers)
+	c.Tools = slices.Clone(c.Tools)
+	c.CallOptions = slices.Clone(c.CallOptions)
+	c.Vars = maps.Clone(c.Vars)
+	return c
+}
 
 // run is the state of one run of the loop: a top-level run on a thread, or
 // a child run.

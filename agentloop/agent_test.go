@@ -558,3 +558,28 @@ func TestEstimatedUsageOverSteps(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigIsACopy: changing what Config returns does not change the
+// agent, which is immutable after New.
+func TestConfigIsACopy(t *testing.T) {
+	model := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
+		return agenttest.Text(r.System()), nil
+	})
+	a := mustAgent(t, agentloop.Config{Model: model, Template: "Hello {{who}}.", Vars: map[string]any{"who": "Ada"},
+		Tools: newCMS().tools(), Layers: []layer.Layer{newNotes("entities", layer.ScopeThread)}})
+	c := a.Config()
+	c.Vars["who"] = "Bob"
+	c.Tools[0].Name = "renamed"
+	c.Layers[0] = newNotes("other", layer.ScopeThread)
+	res, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Output != "Hello Ada." {
+		t.Errorf("system prompt %q after changing the returned Config's Vars", res.Output)
+	}
+	c = a.Config()
+	if c.Vars["who"] != "Ada" || c.Tools[0].Name != "createPage" || c.Layers[0].Spec().ID != "entities" {
+		t.Errorf("Config changed through a returned copy: vars %v, tool %q, layer %q", c.Vars, c.Tools[0].Name, c.Layers[0].Spec().ID)
+	}
+}
