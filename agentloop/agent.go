@@ -395,7 +395,9 @@ func (r *run) step(ctx context.Context) (final bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	recalled = prompt.ProjectLayers(recalled, r.layerCap, a.cfg.Counter)
+	// Each layer is held to its own share as well as the total, so one
+	// that ignores Query.Budget cannot take a later layer's minimum.
+	recalled = prompt.ProjectLayersWithin(recalled, alloc.Layers, r.layerCap, a.cfg.Counter)
 	system, err := r.compiler.Compile(recalled, r.vars)
 	if err != nil {
 		return false, fmt.Errorf("agentloop: step %d: system prompt: %w", step, err)

@@ -583,3 +583,44 @@ func TestConfigIsACopy(t *testing.T) {
 		t.Errorf("Config changed through a returned copy: vars %v, tool %q, layer %q", c.Vars, c.Tools[0].Name, c.Layers[0].Spec().ID)
 	}
 }
+
+// TestLayerOverBudgetIsTrimmedToItsShare: a layer that returns more than
+// its allocated budget (it should trim to Query.Budget; this one does
+// not) keeps only the items that fit its own share, so a later layer
+// still gets its guaranteed minimum.
+func TestLayerOverBudgetIsTrimmedToItsShare(t *testing.T) {
+	var budgets sync.Map
+	greedy := layer.Func(layer.Spec{ID: "greedy", Slot: 100, Budget: layer.Budget{Min: 10, Max: 20}}, func(ctx context.Context, q layer.Query) ([]layer.Item, error) {
+		budgets.Store("greedy", q.Budget)
+		var items []layer.Item
+		for i := range 4 {
+			items = append(items, layer.Item{Text: fmt.Sprintf("greedy item %d", i), Tokens: 15})
+		}
+		return items, nil
+	})
+	later := layer.Func(layer.Spec{ID: "later", Slot: 200, Budget: layer.Budget{Min: 20, Max: 40}}, func(ctx context.Context, q layer.Query) ([]layer.Item, error) {
+		return []layer.Item{{Text: "later item", Tokens: 15}}, nil
+	})
+	model := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
+		return agenttest.Text(r.System()), nil
+	})
+	a, err := agentloop.New(agentloop.Config{Model: model, Instructions: "Hi.", Layers: []layer.Layer{greedy, later}, ContextWindow: 300, ResponseReserve: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := budgets.Load("greedy")
+	share := b.(float64)
+	if share < 15 || share >= 30 {
+		t.Fatalf("greedy's budget is %v; the test needs room for one of its items, not two", share)
+	}
+	if n := strings.Count(res.Output, "greedy item"); n != 1 {
+		t.Errorf("%d greedy items in the prompt, want the 1 that fits its budget of %v:\n%s", n, share, res.Output)
+	}
+	if !strings.Contains(res.Output, "later item") {
+		t.Errorf("the later layer lost its share to the greedy one:\n%s", res.Output)
+	}
+}

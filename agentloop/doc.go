@@ -10,7 +10,9 @@
 //  2. A new [layer.Stack] is built over Config.Layers and initialised:
 //     every layer loads its own state from the store under its scope key.
 //  3. Per step: the layers are recalled under budgets from
-//     prompt.Allocate; the system prompt is compiled (instructions or a
+//     prompt.Allocate (an item that does not fit its layer's budget, or
+//     the layers' total, is dropped: prompt.ProjectLayersWithin); the
+//     system prompt is compiled (instructions or a
 //     Handlebars template plus the layers' blocks); the history is
 //     projected into what is left of the window (tool calls and their
 //     results are never split); GenerateContent is called with every tool
