@@ -194,3 +194,40 @@ func TestSpawnScenarioSQLite(t *testing.T) {
 		t.Errorf("spawn call args %v", args)
 	}
 }
+
+// TestOversizeScratchpadStaysInPrompt: a scratchpad grown past its token
+// budget (working memory's default Max is 1500) is still in the next
+// prompt, cut to fit with a notice, rather than dropped by the projection
+// that holds each layer to its share.
+func TestOversizeScratchpadStaysInPrompt(t *testing.T) {
+	wm, err := workingmemory.New(workingmemory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := map[string]string{}
+	for i := range 300 {
+		notes[fmt.Sprintf("finding-%03d", i)] = strings.Repeat("x", 40)
+	}
+	model := agenttest.New(
+		agenttest.Reply(agenttest.Calls(agenttest.Call(layer.WireName("working-memory/update"), map[string]any{"notes": notes}))),
+		agenttest.Reply(agenttest.Text("noted")),
+	)
+	agent, err := agentloop.New(agentloop.Config{Model: model, Layers: []layer.Layer{wm}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent.Run(t.Context(), agentloop.RunInput{ThreadID: "big", Input: "take notes"}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model calls, want 2", len(reqs))
+	}
+	if res := reqs[1].ToolResults(); len(res) != 1 || strings.HasPrefix(res[0].Content, "error") {
+		t.Fatalf("the update failed: %+v", res)
+	}
+	sys := reqs[1].System()
+	if !strings.Contains(sys, "<working_memory>\n{\"notes\":{\"finding-000\"") || !strings.Contains(sys, "truncated") {
+		t.Fatalf("the oversize scratchpad is not in the prompt, cut with a notice:\n%.400s", sys)
+	}
+}

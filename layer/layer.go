@@ -224,7 +224,8 @@ type Query struct {
 	Step int
 	// Budget is the number of tokens allocated to this layer for this
 	// call; +Inf when unbounded. A layer should return items whose total
-	// fits; the prompt compiler drops items that do not.
+	// fits; the prompt compiler drops items that do not. The Stack always
+	// sets it; zero in a Query built by hand means "no budget given".
 	Budget float64
 }
 

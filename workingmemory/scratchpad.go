@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
@@ -279,16 +280,57 @@ func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) er
 // rendered as indented JSON) fenced in a block named after the layer ID
 // (<working_memory> for the default ID, see [FenceTag]) that its content
 // cannot close. Zero and false are values, not emptiness. The
-// block is rendered once per state and cached. The token budget is not
-// applied here: the state's size is bounded by Config.MaxBytes, and the
-// prompt compiler drops an item that does not fit.
+// block is rendered once per state and cached.
+//
+// A block larger than q.Budget (tokens estimated as bytes/4) is not
+// dropped, since the prompt compiler would then leave the model with no
+// scratchpad at all: an object is first rendered as compact JSON, and
+// what still does not fit is cut, ending with a line that says how much
+// is missing and asks the model to prune the scratchpad. A zero Budget
+// (a Query built by hand) means no budget was given.
 func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error) {
 	s := l.cur.Load()
 	if s == nil || s.empty() {
 		return nil, nil
 	}
 	block := s.rendered(l.c.tag)
-	return []layer.Item{{Text: block, Tokens: (len(block) + 3) / 4}}, nil
+	if q.Budget > 0 && float64(estimateTokens(block)) > q.Budget {
+		block = l.fit(s, q.Budget)
+		if block == "" {
+			return nil, nil
+		}
+	}
+	return []layer.Item{{Text: block, Tokens: estimateTokens(block)}}, nil
+}
+
+// estimateTokens is the scratchpad's token estimate: a token per 4 bytes.
+func estimateTokens(s string) int { return (len(s) + 3) / 4 }
+
+// fit renders s within budget tokens: compact JSON for an object, then,
+// if that is still too large, its first bytes and a notice of the cut.
+// It returns "" when not even the notice fits.
+func (l *Layer) fit(s *state, budget float64) string {
+	text := string(s.enc)
+	if t, ok := s.tree().(string); ok {
+		text = t
+	}
+	if block := layer.Fence(l.c.tag, text); float64(estimateTokens(block)) <= budget {
+		return block
+	}
+	action := "remove what is no longer needed with the " + layer.ToolName(l.c.spec.ID, "update") + " tool"
+	if l.c.cfg.ReadOnly {
+		action = "it is read-only"
+	}
+	overhead := len(layer.Fence(l.c.tag, "")) + 160 + len(action)
+	keep := int(budget)*4 - overhead
+	if keep <= 0 {
+		return ""
+	}
+	for keep > 0 && !utf8.RuneStart(text[keep]) {
+		keep--
+	}
+	notice := fmt.Sprintf("\n[truncated: this scratchpad is %d bytes, %d are shown; %s]", len(text), keep, action)
+	return layer.Fence(l.c.tag, text[:keep]+notice)
 }
 
 // Tag returns the name of the block Recall fences the state in: the

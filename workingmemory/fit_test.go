@@ -1,0 +1,102 @@
+package workingmemory_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/workingmemory"
+)
+
+// TestRecallFitsBudget: a scratchpad larger than its budget is shown
+// compact, then cut with a notice, but never dropped, and never over the
+// budget.
+func TestRecallFitsBudget(t *testing.T) {
+	ctx := context.Background()
+	tmpl, err := workingmemory.New(workingmemory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := tmpl.Init(ctx, layer.Env{ThreadID: "t", Store: storage.NewMemory()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := bound.(*workingmemory.Layer)
+	notes := map[string]string{}
+	for i := range 200 {
+		notes[fmt.Sprintf("finding-%03d", i)] = strings.Repeat("é", 20)
+	}
+	patch, _ := json.Marshal(map[string]any{"notes": notes})
+	if err := l.Update(ctx, patch); err != nil {
+		t.Fatal(err)
+	}
+	full, err := l.Recall(ctx, layer.Query{Budget: math.Inf(1)})
+	if err != nil || len(full) != 1 {
+		t.Fatalf("unbounded Recall = %v, %v", full, err)
+	}
+	if !strings.Contains(full[0].Text, "\n  \"notes\"") {
+		t.Fatalf("unbounded block is not indented JSON:\n%.200s", full[0].Text)
+	}
+	fullTokens := float64(full[0].Tokens)
+	compact := "<working_memory>\n" + string(mustJSON(t, map[string]any{"notes": notes})) + "\n</working_memory>"
+	compactTokens := float64((len(compact) + 3) / 4)
+	if compactTokens >= fullTokens {
+		t.Fatalf("compact rendering (%v tokens) is not smaller than the indented one (%v)", compactTokens, fullTokens)
+	}
+	// At its full size the indented block is served as is.
+	if items, _ := l.Recall(ctx, layer.Query{Budget: fullTokens}); len(items) != 1 || items[0].Text != full[0].Text {
+		t.Fatalf("budget = full size: want the indented block unchanged")
+	}
+	// Between the two sizes the compact block is served, whole.
+	if items, _ := l.Recall(ctx, layer.Query{Budget: compactTokens}); len(items) != 1 || items[0].Text != compact {
+		t.Fatalf("budget = compact size: got %d items, want the compact block %.120q", len(items), compact)
+	}
+	for _, budget := range []float64{compactTokens - 1, 1500, 300, 80} {
+		items, err := l.Recall(ctx, layer.Query{Budget: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(items) != 1 {
+			t.Fatalf("budget %v: %d items, want the scratchpad cut to fit, not dropped", budget, len(items))
+		}
+		text := items[0].Text
+		if float64(items[0].Tokens) > budget || float64((len(text)+3)/4) > budget {
+			t.Errorf("budget %v: block of %d bytes (%d tokens) exceeds it", budget, len(text), items[0].Tokens)
+		}
+		if !strings.HasPrefix(text, "<working_memory>\n") || !strings.HasSuffix(text, "\n</working_memory>") {
+			t.Errorf("budget %v: block lost its fence:\n%.100s…", budget, text)
+		}
+		if !strings.Contains(text, "truncated") || !strings.Contains(text, "working-memory/update") {
+			t.Errorf("budget %v: no notice asking the model to prune:\n…%s", budget, text[max(0, len(text)-200):])
+		}
+		if !strings.HasPrefix(text, "<working_memory>\n{\"notes\":{\"finding-000\":") {
+			t.Errorf("budget %v: the cut block does not start with the compact state:\n%.120s", budget, text)
+		}
+		if !utf8.ValidString(text) {
+			t.Errorf("budget %v: cut inside a character", budget)
+		}
+	}
+	if items, _ := l.Recall(ctx, layer.Query{Budget: 10}); len(items) != 0 {
+		t.Errorf("budget 10: %d items, want none (not even the notice fits)", len(items))
+	}
+	// The state itself is untouched by a cut rendering.
+	again, _ := l.Recall(ctx, layer.Query{Budget: math.Inf(1)})
+	if again[0].Text != full[0].Text {
+		t.Error("a cut Recall changed the full rendering")
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
