@@ -140,7 +140,9 @@ func Allocate(r Request) (Allocation, error) {
 			if hs[j] > 0 {
 				share = math.Min(finitePool*ratios[j], hs[j])
 			}
-			a.Layers[r.Layers[i].ID] += share
+			// Min + (Max − Min) can round to one ulp above Max: clamp.
+			id := r.Layers[i].ID
+			a.Layers[id] = math.Min(a.Layers[id]+share, r.Layers[i].Budget.Max)
 			given += share
 		}
 	}
