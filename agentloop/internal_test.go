@@ -3,6 +3,7 @@ package agentloop
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -36,7 +37,7 @@ func TestEncodeCheckpointMatchesJSON(t *testing.T) {
 		if err := json.Unmarshal(got, &c); err != nil {
 			t.Fatalf("round %d: %v\n%s", round, err, got)
 		}
-		want := Checkpoint{Version: 1, Agent: "n\"ame", ThreadID: "t/1", ResourceID: "r", Messages: r.msgs, Layers: snap, Steps: 7,
+		want := Checkpoint{Version: CheckpointVersion, Agent: "n\"ame", ThreadID: "t/1", ResourceID: "r", Messages: r.msgs, Layers: snap, Steps: 7,
 			Usage: Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4, Estimated: true}, UpdatedAt: c.UpdatedAt}
 		wantJSON, _ := json.Marshal(want)
 		var g, w any
@@ -141,13 +142,28 @@ func FuzzCompactReference(f *testing.F) {
 		if utf8.ValidString(content) && !utf8.ValidString(body) {
 			t.Fatalf("split a rune: %q", body)
 		}
-		// Compacting twice changes nothing.
-		msgs := []llms.MessageContent{{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: "c", Name: name, Content: content}}}}
-		compactToolResults(msgs)
-		once := msgs[0].Parts[0].(llms.ToolCallResponse).Content
-		compactToolResults(msgs)
-		if again := msgs[0].Parts[0].(llms.ToolCallResponse).Content; again != once {
-			t.Fatalf("compacted twice: %q -> %q", once, again)
+		// compactHistory gives the same reference, and turns long
+		// arguments into a small JSON object, without changing the
+		// parts it was given.
+		call := llms.ToolCall{ID: "c", Type: "function", FunctionCall: &llms.FunctionCall{Name: name, Arguments: content}}
+		msgs := []llms.MessageContent{
+			{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{call}},
+			{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: "c", Name: name, Content: content}}},
+		}
+		orig := slices.Clone(msgs)
+		compactHistory(msgs)
+		if got := msgs[1].Parts[0].(llms.ToolCallResponse).Content; got != ref {
+			t.Fatalf("compactHistory: %q, want %q", got, ref)
+		}
+		args := msgs[0].Parts[0].(llms.ToolCall).FunctionCall.Arguments
+		if len(content) > maxKeptArgs && (!json.Valid([]byte(args)) || args[0] != '{' || len(args) > 64) {
+			t.Fatalf("compacted arguments %q", args)
+		}
+		if len(content) <= maxKeptArgs && args != content {
+			t.Fatalf("short arguments changed: %q", args)
+		}
+		if orig[0].Parts[0].(llms.ToolCall).FunctionCall.Arguments != content || orig[1].Parts[0].(llms.ToolCallResponse).Content != content {
+			t.Fatalf("compactHistory changed the parts it was given")
 		}
 	})
 }
