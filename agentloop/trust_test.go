@@ -186,36 +186,42 @@ func TestTrust13_CompactionNotRecognisedByText(t *testing.T) {
 	}
 }
 
-// Issue 9 item 13: a checkpoint of format version 1 (compaction marked
-// only by text) still loads, and its references are not compacted twice.
-func TestTrust13_Version1CheckpointLoads(t *testing.T) {
-	data, err := os.ReadFile("testdata/checkpoint_v1.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v1 agentloop.Checkpoint
-	if err := json.Unmarshal(data, &v1); err != nil || v1.Version != 1 {
-		t.Fatalf("frozen file: %v, version %d", err, v1.Version)
-	}
-	store := storage.NewMemory()
-	if _, err := store.Put(t.Context(), storage.ThreadKey("thread-about", agentloop.CheckpointName), data, storage.NoVersion); err != nil {
-		t.Fatal(err)
-	}
-	model := agenttest.New(agenttest.Reply(agenttest.Text("ok")))
-	a := mustAgent(t, agentloop.Config{Model: model, Store: store})
-	if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "thread-about", Input: "and now?"}); err != nil {
-		t.Fatal(err)
-	}
-	old, got := toolContents(v1.Messages), toolContents(model.Requests()[0].Messages)
-	if len(got) != 2 || got[0] != old[0] || !strings.HasPrefix(old[0], "[compacted] earlier result of createPage (") {
-		t.Errorf("version-1 reference changed:\n was %q\n now %q", old[0], got[0])
-	}
-	if !strings.HasPrefix(got[1], "[compacted] earlier result of listSections (") {
-		t.Errorf("version-1 last turn not compacted: %q", got[1])
-	}
-	ck, err := a.LoadCheckpoint(t.Context(), "thread-about")
-	if err != nil || ck.Version != agentloop.CheckpointVersion || ck.Compacted != len(v1.Messages) {
-		t.Errorf("rewritten checkpoint: %v, version %d, compacted %d of %d", err, ck.Version, ck.Compacted, len(ck.Messages))
+// Issue 9 item 13: the checkpoint of every format version loads from its
+// frozen file: version 1 (compaction marked only by text) and version 2
+// (Checkpoint.Compacted). A reference is never compacted twice, the last
+// turn is compacted, and the thread is rewritten in the current version.
+func TestTrust13_FrozenCheckpointsLoad(t *testing.T) {
+	for version := 1; version <= agentloop.CheckpointVersion; version++ {
+		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
+			data, err := os.ReadFile(fmt.Sprintf("testdata/checkpoint_v%d.json", version))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var frozen agentloop.Checkpoint
+			if err := json.Unmarshal(data, &frozen); err != nil || frozen.Version != version {
+				t.Fatalf("frozen file: %v, version %d", err, frozen.Version)
+			}
+			store := storage.NewMemory()
+			if _, err := store.Put(t.Context(), storage.ThreadKey("thread-about", agentloop.CheckpointName), data, storage.NoVersion); err != nil {
+				t.Fatal(err)
+			}
+			model := agenttest.New(agenttest.Reply(agenttest.Text("ok")))
+			a := mustAgent(t, agentloop.Config{Model: model, Store: store})
+			if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "thread-about", Input: "and now?"}); err != nil {
+				t.Fatal(err)
+			}
+			old, got := toolContents(frozen.Messages), toolContents(model.Requests()[0].Messages)
+			if len(got) != 2 || got[0] != old[0] || !strings.HasPrefix(old[0], "[compacted] earlier result of createPage (") {
+				t.Errorf("reference changed:\n was %q\n now %q", old[0], got[0])
+			}
+			if !strings.HasPrefix(got[1], "[compacted] earlier result of listSections (") {
+				t.Errorf("last turn not compacted: %q", got[1])
+			}
+			ck, err := a.LoadCheckpoint(t.Context(), "thread-about")
+			if err != nil || ck.Version != agentloop.CheckpointVersion || ck.Compacted != len(frozen.Messages) {
+				t.Errorf("rewritten checkpoint: %v, version %d, compacted %d of %d", err, ck.Version, ck.Compacted, len(ck.Messages))
+			}
+		})
 	}
 }
 
