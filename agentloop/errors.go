@@ -119,7 +119,7 @@ type CheckpointError struct {
 func (e *CheckpointError) Error() string {
 	saved := "nothing of this run was saved"
 	if e.SavedMessages > 0 {
-		saved = fmt.Sprintf("this run's first %d steps (%d messages, from its user message on) were saved before", e.SavedSteps, e.SavedMessages)
+		saved = fmt.Sprintf("the stored thread got %d of this run's messages, from %d of its steps", e.SavedMessages, e.SavedSteps)
 	}
 	return fmt.Sprintf("%v: thread %q: %v; %s", ErrCheckpoint, e.ThreadID, e.Err, saved)
 }
