@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -164,6 +165,29 @@ func FuzzCompactReference(f *testing.F) {
 		}
 		if orig[0].Parts[0].(llms.ToolCall).FunctionCall.Arguments != content || orig[1].Parts[0].(llms.ToolCallResponse).Content != content {
 			t.Fatalf("compactHistory changed the parts it was given")
+		}
+		// capResult keeps at most limit bytes of the result, whole runes
+		// only, and gives the original size.
+		for _, limit := range []int{0, 1, 2, 3, 5, len(content) / 2, len(content)} {
+			got := capResult(content, limit)
+			if len(content) <= limit {
+				if got != content {
+					t.Fatalf("capResult(%d) changed a short result: %q", limit, got)
+				}
+				continue
+			}
+			const mark = "\n[agentloop: result truncated: "
+			i := strings.LastIndex(got, mark)
+			if i < 0 {
+				t.Fatalf("capResult(%q, %d) = %q: no note", content, limit, got)
+			}
+			kept, note := got[:i], got[i+len(mark):]
+			if len(kept) > limit || !strings.HasPrefix(content, kept) || !strings.HasPrefix(note, strconv.Itoa(len(content))+" bytes") {
+				t.Fatalf("capResult(%q, %d) = %q", content, limit, got)
+			}
+			if utf8.ValidString(content) && !utf8.ValidString(kept) {
+				t.Fatalf("capResult split a rune: %q", kept)
+			}
 		}
 	})
 }
