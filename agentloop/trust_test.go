@@ -98,6 +98,31 @@ func TestTrust06_TimeoutInFirstModelCallKeepsInput(t *testing.T) {
 	}
 }
 
+// Issue 9 item 6: when the checkpoint of a run stopped by its timeout
+// fails too, the caller is told both.
+func TestTrust06_FailedSaveAfterTimeoutIsReported(t *testing.T) {
+	store := storage.NewMemory()
+	key := storage.ThreadKey("t", agentloop.CheckpointName)
+	intrude := agentloop.Tool{Name: "intrude", Call: func(ctx context.Context, _ json.RawMessage) (string, error) {
+		if _, err := store.Put(ctx, key, []byte(`{"version":2,"thread_id":"t","messages":[]}`), storage.AnyVersion); err != nil {
+			return "", err
+		}
+		<-ctx.Done()
+		return "", ctx.Err()
+	}}
+	model := agenttest.New(agenttest.Reply(agenttest.Calls(agenttest.Call("intrude", `{}`))))
+	a := mustAgent(t, agentloop.Config{Model: model, Store: store, Tools: []agentloop.Tool{intrude}, Timeout: 200 * time.Millisecond, Logger: quiet})
+	res, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "go"})
+	var le *agentloop.LimitError
+	var ce *agentloop.CheckpointError
+	if !errors.As(err, &le) || !errors.As(err, &ce) || !errors.Is(err, agentloop.ErrTimeout) || !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("err = %v, want a timeout LimitError joined with a conflicting CheckpointError", err)
+	}
+	if res.Steps != 1 || ce.SavedMessages != 0 {
+		t.Errorf("steps %d, saved %d messages", res.Steps, ce.SavedMessages)
+	}
+}
+
 // Issue 9 item 10: a 1 MB tool result is cut to MaxToolResultBytes in
 // the history, with a note giving its size; the layers see it whole; the
 // next model call still has the user's message.
