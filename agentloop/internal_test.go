@@ -20,8 +20,9 @@ func TestEncodeCheckpointMatchesJSON(t *testing.T) {
 	r := &run{
 		a:        &Agent{cfg: Config{Name: "n\"ame"}},
 		threadID: "t/1", resourceID: "r",
-		res:      &Result{Steps: 2, Usage: Usage{PromptTokens: 3, TotalTokens: 3}},
-		ckptBase: Checkpoint{Steps: 5, Usage: Usage{CompletionTokens: 1, TotalTokens: 1, Estimated: true}},
+		res:       &Result{Steps: 2, Usage: Usage{PromptTokens: 3, TotalTokens: 3}},
+		ckptBase:  Checkpoint{Steps: 5, Usage: Usage{CompletionTokens: 1, TotalTokens: 1, Estimated: true}},
+		compacted: 2,
 		msgs: []llms.MessageContent{
 			llms.TextParts(llms.ChatMessageTypeHuman, "hi <b> & \u2028"),
 			{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{llms.ToolCall{ID: "c", Type: "function", FunctionCall: &llms.FunctionCall{Name: "f", Arguments: `{"a":1}`}}}},
@@ -39,7 +40,7 @@ func TestEncodeCheckpointMatchesJSON(t *testing.T) {
 			t.Fatalf("round %d: %v\n%s", round, err, got)
 		}
 		want := Checkpoint{Version: CheckpointVersion, Agent: "n\"ame", ThreadID: "t/1", ResourceID: "r", Messages: r.msgs, Layers: snap, Steps: 7,
-			Usage: Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4, Estimated: true}, UpdatedAt: c.UpdatedAt}
+			Usage: Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4, Estimated: true}, UpdatedAt: c.UpdatedAt, Compacted: 2}
 		wantJSON, _ := json.Marshal(want)
 		var g, w any
 		json.Unmarshal(got, &g)
