@@ -250,8 +250,14 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 		r.ckptBase = *ckpt
 		r.compacted = ckpt.Compacted
 		if !a.cfg.KeepToolResults {
-			compactHistory(r.msgs[r.compacted:])
-			r.compacted = len(r.msgs)
+			end := len(r.msgs)
+			if in.Input == "" {
+				// The turn goes on (after a limit, say): its own
+				// messages are not an earlier turn's.
+				end = max(lastHuman(r.msgs), r.compacted)
+			}
+			compactHistory(r.msgs[r.compacted:end])
+			r.compacted = end
 		}
 	}
 	r.baseMsgs, r.savedMsgs = len(r.msgs), len(r.msgs)

@@ -101,7 +101,8 @@
 // {"_compacted":"<n> bytes"} (still a JSON object, because providers are
 // sent it), since layers such as entity memory and the scratchpad keep
 // what mattered and the full text would fill the window and the stored
-// thread. The current turn's results and arguments stay whole.
+// thread. The current turn's results and arguments stay whole (a run
+// without Input continues the last turn, so that turn stays whole too).
 // Compaction is recorded in the checkpoint (Checkpoint.Compacted: how
 // many messages, from the first, are compacted), never recognised by a
 // message's text, so each message is compacted once and a tool result

@@ -72,6 +72,32 @@ func TestTrust06_TimeoutDuringToolsIsCheckpointed(t *testing.T) {
 	})
 }
 
+// Issue 9 item 6: a run continued without input after a timeout goes on
+// with the same turn: its tool results are sent whole, not compacted as
+// an earlier turn's.
+func TestTrust06_ContinuedTurnKeepsItsResults(t *testing.T) {
+	store := storage.NewMemory()
+	cms := newCMS()
+	slow := agentloop.Tool{Name: "slow", Call: func(ctx context.Context, _ json.RawMessage) (string, error) {
+		<-ctx.Done()
+		return "", ctx.Err()
+	}}
+	first := agenttest.New(agenttest.Reply(agenttest.Calls(agenttest.Call("createPage", `{"title":"About"}`), agenttest.Call("slow", `{}`))))
+	a := mustAgent(t, agentloop.Config{Model: first, Store: store, Tools: append(cms.tools(), slow), Timeout: 200 * time.Millisecond, Logger: quiet})
+	if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "Create an About page"}); !errors.Is(err, agentloop.ErrTimeout) {
+		t.Fatalf("err = %v, want ErrTimeout", err)
+	}
+	model := agenttest.New(agenttest.Reply(agenttest.Text("created")))
+	b := mustAgent(t, agentloop.Config{Model: model, Store: store, Tools: cms.tools()})
+	if _, err := b.Run(t.Context(), agentloop.RunInput{ThreadID: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	got := model.Requests()[0].ToolResults()
+	if len(got) != 2 || !strings.HasPrefix(got[0].Content, `{"id":"page_101"`) {
+		t.Errorf("the continued turn's results: %+v", got)
+	}
+}
+
 // Issue 9 item 6: a deadline during the first model call of a new thread
 // keeps the user's message; the thread continues without repeating it.
 func TestTrust06_TimeoutInFirstModelCallKeepsInput(t *testing.T) {
