@@ -84,8 +84,8 @@ func New(cfg Config) (*Agent, error) {
 		if err := ValidateToolName(t.Name); err != nil {
 			return nil, err
 		}
-		if t.Call == nil {
-			return nil, fmt.Errorf("%w: %s has no Call", ErrInvalidTool, t.Name)
+		if t.Call == nil && t.CallRun == nil {
+			return nil, fmt.Errorf("%w: %s has no Call or CallRun", ErrInvalidTool, t.Name)
 		}
 		if _, dup := a.tools[t.Name]; dup {
 			return nil, fmt.Errorf("%w: %s registered twice", ErrInvalidTool, t.Name)
@@ -619,7 +619,7 @@ func (r *run) execTools(ctx context.Context, step int, calls []llms.ToolCall) (r
 func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.Int64) (string, error) {
 	a := r.a
 	if t, ok := a.tools[name]; ok {
-		return a.callAgentTool(ctx, t, args, inside)
+		return a.callAgentTool(ctx, r, t, args, inside)
 	}
 	start := time.Now()
 	defer func() { inside.Add(int64(time.Since(start))) }()
@@ -638,7 +638,7 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 
 // callAgentTool validates the arguments and runs one of the agent's own
 // tools, turning a panic into an error.
-func (a *Agent) callAgentTool(ctx context.Context, t *Tool, args string, inside *atomic.Int64) (out string, err error) {
+func (a *Agent) callAgentTool(ctx context.Context, r *run, t *Tool, args string, inside *atomic.Int64) (out string, err error) {
 	raw, err := a.toolArgs(t.Name, t.Parameters, args)
 	if err != nil {
 		return "", err
@@ -650,7 +650,7 @@ func (a *Agent) callAgentTool(ctx context.Context, t *Tool, args string, inside 
 			out, err = "", fmt.Errorf("agentloop: tool %s panicked: %v", t.Name, p)
 		}
 	}()
-	return t.Call(ctx, raw)
+	return t.call(ctx, r, raw)
 }
 
 // toolArgs returns the arguments of a call of tool name, normalised by
