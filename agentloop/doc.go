@@ -96,6 +96,17 @@
 // longer offered and Spawn fails with ErrMaxDepth. Children are not
 // checkpointed.
 //
+// # Tools and the current run
+//
+// The layers are bound per run: each run's stack holds its own thread's,
+// resource's or global state, loaded in Init. A tool that needs that
+// state is made with [NewRunTool] (or sets Tool.CallRun) and gets the
+// [Run] of each call: [Run.Stack] is the run's stack, in which layer.Find
+// or a layer package's helper (workingmemory.KVFrom) finds a layer; in a
+// child agent it is the child's run. This is the one way for a tool to
+// reach the current run's memory; a tool must not keep layer state of its
+// own, which would be shared by every thread and user of the agent.
+//
 // # Observability
 //
 // Every model call (with token usage read from GenerationInfo, or

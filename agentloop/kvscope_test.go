@@ -2,6 +2,7 @@ package agentloop_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -114,5 +115,68 @@ func TestTrust03_KVScopedPerUser(t *testing.T) {
 		if s := string(it.Value); !strings.Contains(s, c.has) || strings.Contains(s, c.not) {
 			t.Errorf("%s: stored state %s, want %s and not %s", c.thread, s, c.has, c.not)
 		}
+	}
+}
+
+// TestTrust03_ChildToolActsOnChildKV: a tool called in a child agent gets
+// the child's run, whose key-value memory is a child scope of the
+// parent's: it reads the parent's entries, and its writes reach the
+// parent only through MergeOnReturn.
+func TestTrust03_ChildToolActsOnChildKV(t *testing.T) {
+	for _, merge := range []bool{false, true} {
+		t.Run(fmt.Sprint("merge=", merge), func(t *testing.T) {
+			ctx := t.Context()
+			kvl, err := workingmemory.NewKVLayer(workingmemory.KVLayerConfig{Render: renderKeys, MergeOnReturn: merge})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var depths []string
+			where := agentloop.NewRunTool("where", "Say where the call runs.", nil, func(ctx context.Context, run *agentloop.Run, _ struct{}) (string, error) {
+				depths = append(depths, fmt.Sprintf("%d %s %d", run.Depth(), run.ResourceID(), strings.Count(run.ThreadID(), "/child-")))
+				return "ok", nil
+			})
+			var childSystem string
+			model := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
+				res := r.ToolResults()
+				if strings.HasPrefix(r.System(), "child") {
+					if len(res) == 0 {
+						return agenttest.Calls(agenttest.Call("kv_set", map[string]string{"key": "child-note", "value": "x"}), agenttest.Call("where", "{}")), nil
+					}
+					childSystem = r.System()
+					return agenttest.Text("done"), nil
+				}
+				switch {
+				case len(res) == 0 && r.LastUser() == "delegate":
+					return agenttest.Calls(agenttest.Call(agentloop.SpawnToolName, map[string]string{"instructions": "child", "input": "go"})), nil
+				case len(res) > 0 && res[0].Name == agentloop.SpawnToolName:
+					return agenttest.Calls(agenttest.Call("where", "{}")), nil
+				}
+				return rememberPolicy(ctx, r)
+			})
+			st := storage.NewMemory()
+			a := mustAgent(t, agentloop.Config{Model: model, Store: st, Layers: []layer.Layer{kvl}, Tools: []agentloop.Tool{kvSet, where}})
+			user := agentloop.RunInput{ThreadID: "parent", ResourceID: "user-1"}
+			user.Input = "remember parent-note"
+			if _, err := a.Run(ctx, user); err != nil {
+				t.Fatal(err)
+			}
+			user.Input = "delegate"
+			if _, err := a.Run(ctx, user); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(childSystem, "parent-note=") || !strings.Contains(childSystem, "child-note=") {
+				t.Errorf("the child's prompt, want its own entry and its parent's:\n%s", childSystem)
+			}
+			if want := []string{"1 user-1 1", "0 user-1 0"}; fmt.Sprint(depths) != fmt.Sprint(want) {
+				t.Errorf("runs seen by the tool: %q, want %q", depths, want)
+			}
+			stored, err := kvl.Open(ctx, layer.Env{ThreadID: "parent", Store: st})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := stored.KV().Contains("child-note"); got != merge {
+				t.Errorf("parent's stored memory has the child's entry: %v, want %v", got, merge)
+			}
+		})
 	}
 }
