@@ -179,14 +179,6 @@ type run struct {
 	snapValid  map[string][]byte // each layer's last snapshot found valid
 }
 
-type runKey struct{}
-
-// runFrom returns the run a tool call is part of, if any.
-func runFrom(ctx context.Context) *run {
-	r, _ := ctx.Value(runKey{}).(*run)
-	return r
-}
-
 // Run runs the agent on a thread until the model answers without calling
 // a tool or a limit stops it. The thread's history and the layers' state
 // are loaded from the store, and checkpointed after every step, so a new
@@ -330,7 +322,6 @@ func (r *run) canSpawn() bool { return r.a.spawnEnabled() && r.depth < r.a.cfg.M
 // loop runs steps until a final answer, a limit or an error.
 func (r *run) loop(ctx context.Context) (*Result, error) {
 	a := r.a
-	ctx = context.WithValue(ctx, runKey{}, r)
 	for {
 		if err := ctx.Err(); err != nil {
 			return r.stopped(ctx)

@@ -84,8 +84,8 @@
 //
 // # Child agents
 //
-// [Agent.Spawn] (from code, or from inside a tool with the tool's
-// context) and the spawn_agent tool (offered to the model unless
+// [Agent.Spawn] (from code, on a thread), [Run.Spawn] (from inside a
+// tool, on the tool's run) and the spawn_agent tool (offered to the model unless
 // Config.DisableSpawnTool) run a child agent on a subtask: same model and
 // tools, its own instructions if given, and layers derived from the
 // parent's through [layer.Stack.Spawn] — each layer's OnSpawn decides
