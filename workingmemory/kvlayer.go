@@ -35,7 +35,8 @@ type KVLayerConfig struct {
 	// global memory, or one per run (execution: never persisted).
 	Scope layer.Scope
 	// KV configures each run's key-value memory (limits, observer,
-	// clock). Its limits hold per scope key.
+	// clock). Its limits hold per scope key. A nil Logger is the run's
+	// (layer.Env.Logger).
 	KV KVConfig
 	// MaxRetries bounds the compare-and-swap attempts of one persist.
 	// Zero means DefaultKVMaxRetries.
@@ -166,7 +167,11 @@ func (l *KVLayer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) 
 // persist its changes.
 func (l *KVLayer) Open(ctx context.Context, env layer.Env) (*KVLayer, error) {
 	scope := l.spec.EffectiveScope()
-	n := &KVLayer{cfg: l.cfg, spec: l.spec, tag: l.tag, kv: NewKV(l.cfg.KV)}
+	kvcfg := l.cfg.KV
+	if kvcfg.Logger == nil {
+		kvcfg.Logger = env.Logger
+	}
+	n := &KVLayer{cfg: l.cfg, spec: l.spec, tag: l.tag, kv: NewKV(kvcfg)}
 	if scope == layer.ScopeExecution || env.Store == nil {
 		return n, nil
 	}
