@@ -43,3 +43,32 @@ func TestTrust22_QuoteShortensLongKey(t *testing.T) {
 		t.Errorf("Delete error for a %d-byte key = %.300q (%d bytes), want ErrNotFound naming storage.Quote(key)", len(key), err, len(err.Error()))
 	}
 }
+
+// FuzzQuote: a short string is quoted whole; a long one is a quoted
+// prefix of 61 to 64 bytes that never splits a UTF-8 sequence of a valid
+// string, followed by its size.
+func FuzzQuote(f *testing.F) {
+	for _, s := range []string{"", "k", strings.Repeat("x", 63) + "日本", strings.Repeat("\xff", 70), strings.Repeat("é", 40)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := storage.Quote(s)
+		if len(s) <= 64 {
+			if got != strconv.Quote(s) {
+				t.Fatalf("Quote(%q) = %s, want strconv.Quote", s, got)
+			}
+			return
+		}
+		head, tail, ok := strings.Cut(got, "…(")
+		if !ok || tail != strconv.Itoa(len(s))+" bytes)" {
+			t.Fatalf("Quote(%.80q) = %.200s: no size suffix", s, got)
+		}
+		prefix, err := strconv.Unquote(head)
+		if err != nil || !strings.HasPrefix(s, prefix) || len(prefix) < 61 || len(prefix) > 64 {
+			t.Fatalf("Quote(%.80q) = %.200s: head %q is not a 61-64 byte prefix (%v)", s, got, prefix, err)
+		}
+		if utf8.ValidString(s) && !utf8.ValidString(prefix) {
+			t.Fatalf("Quote(%.80q) splits a UTF-8 sequence: %q", s, prefix)
+		}
+	})
+}
