@@ -4,15 +4,40 @@
 //
 // # The contract
 //
-// A [Store] maps string keys to byte values. Every value carries a version,
-// a positive integer that the store increments on each successful write.
-// [Store.Put] writes only when the caller names the version it read
-// ([NoVersion] for "the key must not exist yet", [AnyVersion] for an
-// unconditional write); otherwise it fails with an error that is
-// [ErrConflict]. Callers that read-modify-write (a layer merging an update
-// into its state) retry on conflict, waiting [WaitRetry] between attempts
-// so that contending writers spread out, and two processes updating one
-// key never lose an update.
+// A [Store] maps string keys to byte values. Every value carries a version
+// that changes on each successful write. [Store.Put] writes only when the
+// caller names the version it read ([NoVersion] for "the key must not
+// exist yet", [AnyVersion] for an unconditional write); otherwise it fails
+// with an error that is [ErrConflict]. Callers that read-modify-write (a
+// layer merging an update into its state) retry on conflict, waiting
+// [WaitRetry] between attempts so that contending writers spread out, and
+// two processes updating one key never lose an update.
+//
+// # Versions
+//
+// A version is an opaque positive int64: compare versions for equality
+// only, never with < or by adding one, and do not assume a new key starts
+// at 1. A key's versions do not repeat in the life of a store, even after
+// the key is deleted (a Clear, a quarantine), expires (a Redis TTL) or the
+// whole store is emptied behind the writers' backs (Redis restarted
+// without persistence or flushed, an SQLite file deleted and created
+// again, a process restarted with a new in-memory store). So a writer
+// still holding a version read before any of these always gets
+// [ErrConflict], never overwrites data it has not seen (no ABA).
+//
+// How: a key is created at a random version, [FirstVersion] (uniform in
+// [1, 2^62]), and each later write adds one. Nothing needs to survive
+// for this to hold, which is the point: a Redis server restarted empty has
+// lost any counter it kept, a recreated file any sequence it held. Within
+// one life of a key (from its creation to its deletion) the versions are
+// consecutive and never repeat. Across lives, a stale version v matches
+// only if the new life's range of versions happens to cover v: with m
+// writes in the new life that has probability at most m/2^62 (about
+// 2×10^-10 for a billion writes to one key), the same order as a random
+// UUID colliding. Versions are therefore not ordered across lives (a
+// recreated key's version may be smaller), and within one life they are
+// ordered only as an accident of the scheme, which callers must not rely
+// on.
 //
 // # Keys
 //
@@ -30,5 +55,7 @@
 // suite in storage/storagetest.
 //
 // Errors are checked with [errors.Is]: a backend wraps [ErrNotFound] and
-// [ErrConflict] with context, never returns them bare-equal only.
+// [ErrConflict] with context, never returns them bare-equal only. Errors
+// name keys through [Quote], which shortens a long key to its first 64
+// bytes and its size.
 package storage

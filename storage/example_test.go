@@ -31,7 +31,8 @@ func ExampleNewMemory() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("%s version %d (latest %d)\n", it.Value, it.Version, v2)
+	// Versions are opaque: compare them for equality only.
+	fmt.Printf("%s, is the latest version: %v\n", it.Value, it.Version == v2)
 
 	keys, err := s.List(ctx, storage.LayerPrefix("working-memory", "thread-1"))
 	if err != nil {
@@ -40,7 +41,7 @@ func ExampleNewMemory() {
 	fmt.Println(keys)
 	// Output:
 	// stale write conflicts: true
-	// {"plan":"final"} version 2 (latest 2)
+	// {"plan":"final"}, is the latest version: true
 	// [layers/working-memory/thread-1/state]
 }
 

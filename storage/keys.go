@@ -63,7 +63,7 @@ func Unescape(s string) (string, error) {
 				continue
 			}
 			if i+2 >= len(s) || unhex(s[i+1]) < 0 || unhex(s[i+2]) < 0 {
-				return "", fmt.Errorf("storage: bad escape in %q: %w", s, ErrInvalidKey)
+				return "", fmt.Errorf("storage: bad escape in %s: %w", Quote(s), ErrInvalidKey)
 			}
 			b.WriteByte(byte(unhex(s[i+1])<<4 | unhex(s[i+2])))
 			i += 2
@@ -71,7 +71,7 @@ func Unescape(s string) (string, error) {
 		out = b.String()
 	}
 	if Escape(out) != s {
-		return "", fmt.Errorf("storage: %q is not an escaped key part: %w", s, ErrInvalidKey)
+		return "", fmt.Errorf("storage: %s is not an escaped key part: %w", Quote(s), ErrInvalidKey)
 	}
 	return out, nil
 }

@@ -10,7 +10,9 @@ import (
 
 // Memory is the in-process [Store]: a map guarded by a read-write mutex.
 // It is the default when no store is configured. Its zero value is not
-// usable; call [NewMemory].
+// usable; call [NewMemory]. Like every backend it creates keys at
+// [FirstVersion], so versions do not repeat across deletes nor across
+// stores (a process restarted with a new Memory).
 type Memory struct {
 	mu     sync.RWMutex
 	items  map[string]memItem
@@ -30,17 +32,17 @@ func NewMemory() *Memory {
 // Get implements [Store].
 func (m *Memory) Get(ctx context.Context, key string) (Item, error) {
 	if err := ctx.Err(); err != nil {
-		return Item{}, fmt.Errorf("storage: get %q: %w", key, err)
+		return Item{}, fmt.Errorf("storage: get %s: %w", Quote(key), err)
 	}
 	m.mu.RLock()
 	it, ok := m.items[key]
 	closed := m.closed
 	m.mu.RUnlock()
 	if closed {
-		return Item{}, fmt.Errorf("storage: get %q: %w", key, ErrClosed)
+		return Item{}, fmt.Errorf("storage: get %s: %w", Quote(key), ErrClosed)
 	}
 	if !ok {
-		return Item{}, fmt.Errorf("storage: get %q: %w", key, ErrNotFound)
+		return Item{}, fmt.Errorf("storage: get %s: %w", Quote(key), ErrNotFound)
 	}
 	return Item{Key: key, Value: append([]byte(nil), it.value...), Version: it.version}, nil
 }
@@ -48,7 +50,7 @@ func (m *Memory) Get(ctx context.Context, key string) (Item, error) {
 // Put implements [Store].
 func (m *Memory) Put(ctx context.Context, key string, value []byte, ifVersion int64) (int64, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("storage: put %q: %w", key, err)
+		return 0, fmt.Errorf("storage: put %s: %w", Quote(key), err)
 	}
 	if err := ValidateKey(key); err != nil {
 		return 0, err
@@ -57,13 +59,16 @@ func (m *Memory) Put(ctx context.Context, key string, value []byte, ifVersion in
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return 0, fmt.Errorf("storage: put %q: %w", key, ErrClosed)
+		return 0, fmt.Errorf("storage: put %s: %w", Quote(key), ErrClosed)
 	}
-	cur := m.items[key]
+	cur, ok := m.items[key]
 	if ifVersion != AnyVersion && cur.version != ifVersion {
-		return 0, fmt.Errorf("storage: put %q: have version %d, want %d: %w", key, cur.version, ifVersion, ErrConflict)
+		return 0, fmt.Errorf("storage: put %s: have version %d, want %d: %w", Quote(key), cur.version, ifVersion, ErrConflict)
 	}
 	next := cur.version + 1
+	if !ok {
+		next = FirstVersion()
+	}
 	m.items[key] = memItem{value: v, version: next}
 	return next, nil
 }
@@ -71,20 +76,20 @@ func (m *Memory) Put(ctx context.Context, key string, value []byte, ifVersion in
 // Delete implements [Store].
 func (m *Memory) Delete(ctx context.Context, key string, ifVersion int64) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("storage: delete %q: %w", key, err)
+		return fmt.Errorf("storage: delete %s: %w", Quote(key), err)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return fmt.Errorf("storage: delete %q: %w", key, ErrClosed)
+		return fmt.Errorf("storage: delete %s: %w", Quote(key), ErrClosed)
 	}
 	cur, ok := m.items[key]
 	if ifVersion != AnyVersion {
 		if !ok {
-			return fmt.Errorf("storage: delete %q: %w", key, ErrNotFound)
+			return fmt.Errorf("storage: delete %s: %w", Quote(key), ErrNotFound)
 		}
 		if cur.version != ifVersion {
-			return fmt.Errorf("storage: delete %q: have version %d, want %d: %w", key, cur.version, ifVersion, ErrConflict)
+			return fmt.Errorf("storage: delete %s: have version %d, want %d: %w", Quote(key), cur.version, ifVersion, ErrConflict)
 		}
 	}
 	delete(m.items, key)
@@ -95,12 +100,12 @@ func (m *Memory) Delete(ctx context.Context, key string, ifVersion int64) error 
 // listing is a consistent view of one moment.
 func (m *Memory) List(ctx context.Context, prefix string) ([]string, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("storage: list %q: %w", prefix, err)
+		return nil, fmt.Errorf("storage: list %s: %w", Quote(prefix), err)
 	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.closed {
-		return nil, fmt.Errorf("storage: list %q: %w", prefix, ErrClosed)
+		return nil, fmt.Errorf("storage: list %s: %w", Quote(prefix), ErrClosed)
 	}
 	keys := make([]string, 0)
 	for k := range m.items {

@@ -10,11 +10,18 @@ import (
 	"github.com/memlayer/memlayer/storage/storagetest"
 )
 
+func newMemory(t *testing.T) storage.Store {
+	m := storage.NewMemory()
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
 func TestMemoryConformance(t *testing.T) {
-	storagetest.Run(t, func(t *testing.T) storage.Store {
-		m := storage.NewMemory()
-		t.Cleanup(func() { m.Close() })
-		return m
+	// An in-memory store is wiped by losing it: the process restarts and
+	// makes a new one, and a writer that read the old one must not pass
+	// its compare-and-swap on the new.
+	storagetest.RunWith(t, newMemory, storagetest.Options{
+		Wipe: func(t *testing.T, _ storage.Store) storage.Store { return newMemory(t) },
 	})
 }
 
@@ -44,22 +51,62 @@ func TestMemoryClosed(t *testing.T) {
 	}
 }
 
-// TestMemoryVersions pins the in-memory numbering: versions start at 1 and
-// go up by one per write, and restart after a delete.
-func TestMemoryVersions(t *testing.T) {
+// TestTrust01_CASNoABAAfterDelete (issue 9, item 1): a writer holding
+// the version it read before the key was deleted, recreated and rewritten
+// (a Clear, a quarantine) must get ErrConflict, not overwrite the new data.
+// Before the fix versions restarted at 1 and the stale write passed.
+func TestTrust01_CASNoABAAfterDelete(t *testing.T) {
 	m := storage.NewMemory()
 	ctx := t.Context()
-	for want := int64(1); want <= 3; want++ {
-		got, err := m.Put(ctx, "k", []byte("v"), storage.AnyVersion)
-		if err != nil || got != want {
-			t.Fatalf("Put #%d = %d, %v; want %d", want, got, err, want)
-		}
-	}
-	if err := m.Delete(ctx, "k", 3); err != nil {
+	stale, err := m.Put(ctx, "k", []byte("old"), storage.NoVersion)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := m.Put(ctx, "k", nil, storage.NoVersion); err != nil || got != 1 {
-		t.Fatalf("Put after delete = %d, %v; want 1", got, err)
+	if err := m.Delete(ctx, "k", storage.AnyVersion); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := m.Put(ctx, "k", []byte("new"), storage.NoVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur == stale {
+		t.Errorf("the recreated key got the deleted key's version %d again", cur)
+	}
+	if _, err := m.Put(ctx, "k", []byte("stale"), stale); !errors.Is(err, storage.ErrConflict) {
+		t.Errorf("stale Put after delete and recreate: error = %v, want storage.ErrConflict", err)
+	}
+	if err := m.Delete(ctx, "k", stale); !errors.Is(err, storage.ErrConflict) {
+		t.Errorf("stale Delete after delete and recreate: error = %v, want storage.ErrConflict", err)
+	}
+	// A new store (the process restarted) gives other versions too.
+	m2 := storage.NewMemory()
+	v2, err := m2.Put(ctx, "k", []byte("other store"), storage.NoVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v2 == stale || v2 == cur {
+		t.Errorf("a new store gave key k version %d, already given by the first store (%d, %d)", v2, stale, cur)
+	}
+	if it, err := m.Get(ctx, "k"); err != nil || string(it.Value) != "new" {
+		t.Errorf("Get = %q, %v; want \"new\"", it.Value, err)
+	}
+}
+
+// TestMemoryVersionsCount: within one life of a key, each write gives a
+// new version.
+func TestMemoryVersionsCount(t *testing.T) {
+	m := storage.NewMemory()
+	ctx := t.Context()
+	seen := map[int64]bool{}
+	for i := range 3 {
+		v, err := m.Put(ctx, "k", []byte("v"), storage.AnyVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[v] || v <= 0 {
+			t.Fatalf("Put #%d = %d: not a new positive version (seen %v)", i, v, seen)
+		}
+		seen[v] = true
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -34,10 +36,47 @@ var (
 // MaxKeyLen is the longest key every backend accepts, in bytes.
 const MaxKeyLen = 4096
 
+// firstVersionRange bounds [FirstVersion]: 2^62 values, so that a key can
+// be written 2^62 times more before its version could pass the int64
+// range.
+const firstVersionRange = 1 << 62
+
+// FirstVersion returns the version a backend gives a key it creates (a
+// Put to a key that does not exist): a random number in [1, 2^62] drawn
+// from math/rand/v2's generator (ChaCha8, seeded from the operating
+// system in each process). Each later write of the key adds one. See
+// "Versions" in the package documentation for why versions start at
+// random; every backend numbers its keys this way.
+func FirstVersion() int64 {
+	return rand.Int64N(firstVersionRange) + 1
+}
+
+// quoteMax is how many bytes of a key or ID [Quote] shows.
+const quoteMax = 64
+
+// Quote returns s quoted for an error or log message, as strconv.Quote
+// does, but shortened when it is longer than 64 bytes: the first 64 bytes
+// (cut before a UTF-8 sequence that would be split) quoted, followed by
+// "…(N bytes)" with the length of s. Keys and IDs can be kilobytes long;
+// every storage backend names keys in its errors this way, and other
+// packages may do the same for thread, resource or entity IDs.
+func Quote(s string) string {
+	if len(s) <= quoteMax {
+		return strconv.Quote(s)
+	}
+	cut := quoteMax
+	for i := 1; i < utf8.UTFMax && !utf8.RuneStart(s[cut]); i++ {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "…(" + strconv.Itoa(len(s)) + " bytes)"
+}
+
 // Item is a stored value with its version.
 type Item struct {
-	Key     string
-	Value   []byte
+	Key   string
+	Value []byte
+	// Version identifies this write of the key. It is opaque: compare it
+	// for equality only, and pass it back to Put or Delete.
 	Version int64
 }
 
@@ -57,8 +96,10 @@ type Store interface {
 
 	// Put stores value under key if the stored version equals ifVersion
 	// (NoVersion: the key must not exist; AnyVersion: unconditional) and
-	// returns the new version. A lost race is an error that is ErrConflict
-	// and leaves the stored value as it was.
+	// returns the new version, a positive number this key was never
+	// given before (see "Versions" in the package documentation). A lost
+	// race is an error that is ErrConflict and leaves the stored value as
+	// it was.
 	Put(ctx context.Context, key string, value []byte, ifVersion int64) (int64, error)
 
 	// Delete removes key if its version equals ifVersion (AnyVersion:
@@ -81,7 +122,7 @@ func ValidateKey(key string) error {
 	case len(key) > MaxKeyLen:
 		return fmt.Errorf("storage: key of %d bytes exceeds %d: %w", len(key), MaxKeyLen, ErrInvalidKey)
 	case !utf8.ValidString(key) || strings.IndexByte(key, 0) >= 0:
-		return fmt.Errorf("storage: key %q has a NUL byte or invalid UTF-8: %w", key, ErrInvalidKey)
+		return fmt.Errorf("storage: key %s has a NUL byte or invalid UTF-8: %w", Quote(key), ErrInvalidKey)
 	}
 	return nil
 }

@@ -20,7 +20,14 @@
 // # Layout
 //
 // The store key k lives in the Redis hash Namespace+k, with fields v (the
-// value), n (the version) and w (a token naming the write that set them).
+// value), n (the version, in decimal) and w (a token naming the write that
+// set them). A key is created at [storage.FirstVersion], a random version
+// the client draws, and each write adds one (HINCRBY): nothing kept on the
+// server is needed for a key's versions not to repeat, so a key that
+// expired, was deleted, or vanished with a server restarted without
+// persistence or flushed never matches a version read before (see
+// "Versions" in package storage). The scripts compare versions as strings,
+// because Lua's numbers cannot hold versions above 2^53 exactly.
 // The namespace defaults to "memlayer:" and keeps several applications or
 // tenants apart on one database.
 //
@@ -56,7 +63,9 @@
 // [Config.TTL] maps a key to its time to live, evaluated on every Put, so
 // thread- and execution-scoped state can disappear on its own while
 // resource-scoped state stays; [PrefixTTL] builds the common rule. An
-// expired key is simply missing, and its version starts again at 1.
+// expired key is simply missing; written again, it starts at a new random
+// version, so a writer holding a version from before the expiry gets
+// [storage.ErrConflict].
 //
 // # Failures
 //

@@ -1,7 +1,9 @@
 package redis
 
 import (
+	"errors"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -91,29 +93,72 @@ func TestRetriedPutIsIdempotent(t *testing.T) {
 	ctx := t.Context()
 	key := []string{s.ns + "k"}
 	defer s.client.Del(ctx, key[0])
-	for _, tc := range []struct {
-		name      string
-		ifVersion int64
-	}{{"create", storage.NoVersion}, {"update", 1}} {
-		first, err := putScript.Run(ctx, s.client, key, "v", tc.ifVersion, 0, "token-"+tc.name).Int64()
+	run := func(ifVersion int64, token string) any {
+		t.Helper()
+		res, err := putScript.Run(ctx, s.client, key, "v", ifVersion, 0, token, storage.FirstVersion()).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		again, err := putScript.Run(ctx, s.client, key, "v", tc.ifVersion, 0, "token-"+tc.name).Int64()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if again != first || first != tc.ifVersion+1 {
-			t.Errorf("%s: first run = %d, replay = %d; want both %d", tc.name, first, again, tc.ifVersion+1)
+		return res
+	}
+	ifVersion := storage.NoVersion
+	for _, name := range []string{"create", "update"} {
+		first := run(ifVersion, "token-"+name)
+		again := run(ifVersion, "token-"+name)
+		v, ok := first.(string)
+		if !ok || again != first {
+			t.Errorf("%s: first run = %v, replay = %v; want the same new version twice", name, first, again)
 		}
 		// Another writer with the same stale version still conflicts.
-		other, err := putScript.Run(ctx, s.client, key, "v", tc.ifVersion, 0, "someone-else").Int64()
+		if other := run(ifVersion, "someone-else"); !isConflict(other) {
+			t.Errorf("%s: a different writer with a stale version got %v, want a conflict", name, other)
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: version %q: %v", name, v, err)
 		}
-		if other > 0 {
-			t.Errorf("%s: a different writer with a stale version got version %d, want a conflict", tc.name, other)
-		}
+		ifVersion = n
+	}
+}
+
+func isConflict(res any) bool {
+	_, ok := conflictVersion(res)
+	return ok
+}
+
+// TestVersionsBeyondLuaNumbers writes versions above 2^53, which Lua's
+// doubles cannot tell apart from their neighbours: the scripts must
+// compare and increment them exactly.
+func TestVersionsBeyondLuaNumbers(t *testing.T) {
+	url := os.Getenv("MEMLAYER_REDIS_URL")
+	if url == "" {
+		t.Skip("MEMLAYER_REDIS_URL is not set")
+	}
+	s, err := New(Config{URL: url, Namespace: "memlayer-test:big:" + time.Now().Format("150405.000000") + ":"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	key := s.ns + "k"
+	defer s.client.Del(ctx, key)
+	const big = int64(1)<<62 + 1 // 2^62+1 and 2^62 are the same double
+	if err := s.client.HSet(ctx, key, "v", "x", "n", strconv.FormatInt(big, 10), "w", "").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, "k", []byte("y"), big-1); !errors.Is(err, storage.ErrConflict) {
+		t.Errorf("Put with version %d (stored %d): error = %v, want a conflict", big-1, big, err)
+	}
+	if err := s.Delete(ctx, "k", big-1); !errors.Is(err, storage.ErrConflict) {
+		t.Errorf("Delete with version %d (stored %d): error = %v, want a conflict", big-1, big, err)
+	}
+	v, err := s.Put(ctx, "k", []byte("y"), big)
+	if err != nil || v != big+1 {
+		t.Fatalf("Put with the stored version = %d, %v; want %d", v, err, big+1)
+	}
+	it, err := s.Get(ctx, "k")
+	if err != nil || it.Version != big+1 || string(it.Value) != "y" {
+		t.Errorf("Get = %q v%d, %v; want \"y\" v%d", it.Value, it.Version, err, big+1)
 	}
 }
 

@@ -179,23 +179,33 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // Each key is a hash: v holds the value, n the version, w the token of
-// the write that set them.
+// the write that set them. Versions go beyond 2^53, which Lua's numbers
+// (doubles) cannot hold exactly, so the scripts compare them as decimal
+// strings and let the server add one (HINCRBY, 64-bit integers) and
+// return them as strings.
 
-// putScript: KEYS[1] key; ARGV value, ifVersion, ttl in ms, write token.
-// Returns the new version (> 0) or -(current version)-1 on conflict. A
+// putScript: KEYS[1] key; ARGV value, ifVersion, ttl in ms, write token,
+// first version (for a key that does not exist). Returns the new version
+// as a string, or {current version} ("0" when missing) on conflict. A
 // retried write (the reply to the first attempt was lost) finds its own
 // token and reports success instead of a conflict with itself.
 var putScript = goredis.NewScript(`
-local cur = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
-local want = tonumber(ARGV[2])
-if want ~= -1 and cur ~= want then
-	if cur == want + 1 and redis.call('HGET', KEYS[1], 'w') == ARGV[4] then
+local cur = redis.call('HGET', KEYS[1], 'n')
+local want = ARGV[2]
+if want ~= '-1' and (cur or '0') ~= want then
+	if cur and redis.call('HGET', KEYS[1], 'w') == ARGV[4] then
 		return cur
 	end
-	return -cur - 1
+	return {cur or '0'}
 end
-local nxt = cur + 1
-redis.call('HSET', KEYS[1], 'v', ARGV[1], 'n', nxt, 'w', ARGV[4])
+local nxt = ARGV[5]
+if cur then
+	redis.call('HINCRBY', KEYS[1], 'n', 1)
+	redis.call('HSET', KEYS[1], 'v', ARGV[1], 'w', ARGV[4])
+	nxt = redis.call('HGET', KEYS[1], 'n')
+else
+	redis.call('HSET', KEYS[1], 'v', ARGV[1], 'n', nxt, 'w', ARGV[4])
+end
 local ttl = tonumber(ARGV[3])
 if ttl > 0 then
 	redis.call('PEXPIRE', KEYS[1], ttl)
@@ -206,27 +216,36 @@ return nxt
 `)
 
 // deleteScript: KEYS[1] key; ARGV[1] ifVersion (a specific version).
-// Returns 1 when deleted, 0 when the key is missing, -(current)-1 on
+// Returns 1 when deleted, 0 when the key is missing, {current version} on
 // conflict.
 var deleteScript = goredis.NewScript(`
 local cur = redis.call('HGET', KEYS[1], 'n')
 if not cur then
 	return 0
 end
-cur = tonumber(cur)
-if cur ~= tonumber(ARGV[1]) then
-	return -cur - 1
+if cur ~= ARGV[1] then
+	return {cur}
 end
 redis.call('DEL', KEYS[1])
 return 1
 `)
 
+// conflictVersion reads the {current version} reply of a script.
+func conflictVersion(res any) (string, bool) {
+	arr, ok := res.([]any)
+	if !ok || len(arr) != 1 {
+		return "", false
+	}
+	v, ok := arr[0].(string)
+	return v, ok
+}
+
 func (s *Store) begin(ctx context.Context, op, key string, validate bool) error {
 	if s.closed.Load() {
-		return fmt.Errorf("storage/redis: %s %q: %w", op, key, storage.ErrClosed)
+		return fmt.Errorf("storage/redis: %s %s: %w", op, storage.Quote(key), storage.ErrClosed)
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("storage/redis: %s %q: %w", op, key, err)
+		return fmt.Errorf("storage/redis: %s %s: %w", op, storage.Quote(key), err)
 	}
 	if validate {
 		if err := storage.ValidateKey(key); err != nil {
@@ -248,11 +267,11 @@ func (s *Store) Get(ctx context.Context, key string) (storage.Item, error) {
 	value, vok := vals[0].(string)
 	ver, nok := vals[1].(string)
 	if !vok || !nok {
-		return storage.Item{}, fmt.Errorf("storage/redis: get %q: %w", key, storage.ErrNotFound)
+		return storage.Item{}, fmt.Errorf("storage/redis: get %s: %w", storage.Quote(key), storage.ErrNotFound)
 	}
 	n, err := strconv.ParseInt(ver, 10, 64)
 	if err != nil {
-		return storage.Item{}, fmt.Errorf("storage/redis: get %q: stored version %q: %w", key, ver, err)
+		return storage.Item{}, fmt.Errorf("storage/redis: get %s: stored version %q: %w", storage.Quote(key), ver, err)
 	}
 	return storage.Item{Key: key, Value: []byte(value), Version: n}, nil
 }
@@ -264,7 +283,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, ifVersion int
 		return 0, err
 	}
 	if ifVersion < storage.AnyVersion {
-		return 0, fmt.Errorf("storage/redis: put %q: invalid version %d: %w", key, ifVersion, storage.ErrConflict)
+		return 0, fmt.Errorf("storage/redis: put %s: invalid version %d: %w", storage.Quote(key), ifVersion, storage.ErrConflict)
 	}
 	var ttl int64
 	if s.ttl != nil {
@@ -276,14 +295,19 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, ifVersion int
 	if value == nil {
 		value = []byte{}
 	}
-	res, err := putScript.Run(ctx, s.client, []string{s.ns + key}, value, ifVersion, ttl, token).Int64()
+	res, err := putScript.Run(ctx, s.client, []string{s.ns + key}, value, ifVersion, ttl, token, storage.FirstVersion()).Result()
 	if err != nil {
 		return 0, s.wrap(ctx, "put", key, err)
 	}
-	if res <= 0 {
-		return 0, fmt.Errorf("storage/redis: put %q: have version %d, want %d: %w", key, -res-1, ifVersion, storage.ErrConflict)
+	if cur, ok := conflictVersion(res); ok {
+		return 0, fmt.Errorf("storage/redis: put %s: have version %s, want %d: %w", storage.Quote(key), cur, ifVersion, storage.ErrConflict)
 	}
-	return res, nil
+	str, _ := res.(string)
+	v, err := strconv.ParseInt(str, 10, 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("storage/redis: put %s: unexpected reply %v", storage.Quote(key), res)
+	}
+	return v, nil
 }
 
 // Delete implements [storage.Store]. A conditional delete runs as one Lua
@@ -298,16 +322,20 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion int64) error {
 		}
 		return nil
 	}
-	res, err := deleteScript.Run(ctx, s.client, []string{s.ns + key}, ifVersion).Int64()
-	switch {
-	case err != nil:
+	res, err := deleteScript.Run(ctx, s.client, []string{s.ns + key}, ifVersion).Result()
+	if err != nil {
 		return s.wrap(ctx, "delete", key, err)
-	case res == 0:
-		return fmt.Errorf("storage/redis: delete %q: %w", key, storage.ErrNotFound)
-	case res < 0:
-		return fmt.Errorf("storage/redis: delete %q: have version %d, want %d: %w", key, -res-1, ifVersion, storage.ErrConflict)
 	}
-	return nil
+	if cur, ok := conflictVersion(res); ok {
+		return fmt.Errorf("storage/redis: delete %s: have version %s, want %d: %w", storage.Quote(key), cur, ifVersion, storage.ErrConflict)
+	}
+	switch res {
+	case int64(1):
+		return nil
+	case int64(0):
+		return fmt.Errorf("storage/redis: delete %s: %w", storage.Quote(key), storage.ErrNotFound)
+	}
+	return fmt.Errorf("storage/redis: delete %s: unexpected reply %v", storage.Quote(key), res)
 }
 
 // scanCount is the COUNT hint of each SCAN call.
@@ -386,7 +414,7 @@ func (s *Store) Close() error {
 func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
 	where := op
 	if op != "ping" {
-		where += " " + strconv.Quote(key)
+		where += " " + storage.Quote(key)
 	}
 	switch {
 	case ctx.Err() != nil && !errors.Is(err, ctx.Err()):

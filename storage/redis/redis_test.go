@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -98,10 +99,95 @@ func cleanNamespace(t testing.TB, url, ns string) {
 }
 
 func TestConformance(t *testing.T) {
-	serverURL(t)
-	storagetest.Run(t, func(t *testing.T) storage.Store {
+	url := serverURL(t)
+	storagetest.RunWith(t, func(t *testing.T) storage.Store {
 		return newStore(t, redis.Config{})
+	}, storagetest.Options{
+		// FLUSHDB would empty the server other tests share; emptying the
+		// store's namespace wipes everything the store keeps.
+		// TestTrust01_CASNoABAAfterRestartEmpty restarts a private server.
+		Wipe: func(t *testing.T, s storage.Store) storage.Store {
+			cleanNamespace(t, url, s.(*redis.Store).Namespace())
+			return s
+		},
 	})
+}
+
+// TestTrust01_CASNoABAAfterRestartEmpty (issue 9, item 1): a writer holding
+// a version it read before the server restarted without persistence (or
+// was flushed, or the key expired) must get ErrConflict once the key is
+// written again, from this process or another. Before the fix the key's
+// versions started again at 1 and the stale write passed.
+func TestTrust01_CASNoABAAfterRestartEmpty(t *testing.T) {
+	srv := startServer(t)
+	ctx := t.Context()
+	a, err := redis.New(redis.Config{URL: srv.url()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	var stale []int64
+	v := storage.NoVersion
+	for i := range 3 {
+		if v, err = a.Put(ctx, "k", []byte("old-"+strconv.Itoa(i)), v); err != nil {
+			t.Fatal(err)
+		}
+		stale = append(stale, v)
+	}
+	srv.stop()
+	srv.start()
+	// Another process (a second Store) writes the key as often again.
+	b, err := redis.New(redis.Config{URL: srv.url()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	v = storage.NoVersion
+	for i := range 3 {
+		if v, err = b.Put(ctx, "k", []byte("new-"+strconv.Itoa(i)), v); err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(stale, v) {
+			t.Errorf("version %d given to key k before the restart and again after", v)
+		}
+	}
+	for _, sv := range stale {
+		if _, err := a.Put(ctx, "k", []byte("stale"), sv); !errors.Is(err, storage.ErrConflict) {
+			t.Errorf("stale Put (version %d) after the restart: error = %v, want storage.ErrConflict", sv, err)
+		}
+		if err := a.Delete(ctx, "k", sv); !errors.Is(err, storage.ErrConflict) {
+			t.Errorf("stale Delete (version %d) after the restart: error = %v, want storage.ErrConflict", sv, err)
+		}
+	}
+	if it, err := b.Get(ctx, "k"); err != nil || string(it.Value) != "new-2" || it.Version != v {
+		t.Errorf("Get = %q v%d, %v; want \"new-2\" v%d", it.Value, it.Version, err, v)
+	}
+}
+
+// TestTrust01_CASNoABAAfterExpiry is the same after a TTL expiry.
+func TestTrust01_CASNoABAAfterExpiry(t *testing.T) {
+	s := newStore(t, redis.Config{TTL: func(string) time.Duration { return 50 * time.Millisecond }})
+	ctx := t.Context()
+	stale, err := s.Put(ctx, "k", []byte("old"), storage.NoVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := s.Get(ctx, "k"); errors.Is(err, storage.ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the key did not expire")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := s.Put(ctx, "k", []byte("new"), storage.NoVersion); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, "k", []byte("stale"), stale); !errors.Is(err, storage.ErrConflict) {
+		t.Errorf("stale Put after expiry: error = %v, want storage.ErrConflict", err)
+	}
 }
 
 func TestNamespaceIsolation(t *testing.T) {

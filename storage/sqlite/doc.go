@@ -36,6 +36,11 @@
 //     version = ? (no row changed: conflict);
 //   - AnyVersion: INSERT ... ON CONFLICT DO UPDATE ... RETURNING version.
 //
+// A key is inserted at [storage.FirstVersion], a random version, so a
+// key deleted and created again, or a file deleted and created again,
+// never gives a writer holding an old version a match (see "Versions" in
+// package storage).
+//
 // A Store is safe for concurrent use. Its writes go through one writer
 // slot (waiting for it honours the context), so goroutines of one process
 // queue in Go instead of spinning on SQLite's lock; reads run in parallel
@@ -58,6 +63,21 @@
 // power loss, at the price of an fsync per write. The default suits agent
 // memory: losing the last step after a power cut is acceptable, a slow
 // step is not.
+//
+// # A file deleted or replaced while open
+//
+// SQLite keeps writing to the file it opened even after the path was
+// deleted or made to name another file (a restored backup, a new volume):
+// those writes would succeed and be lost to every later Open. The store
+// remembers the file it opened (its device and inode) and, after every
+// Put and Delete, checks with one stat(2) that the path still names it;
+// when it does not, the write fails with [ErrFileReplaced], as do all
+// later writes. A write that fails so may have reached the old file:
+// treat it as lost, close the store and open the path again. Reads are
+// not checked: they go on returning the old file's contents. The check
+// costs one stat per write, 0.8 to 3 µs measured on a busy two-core
+// machine, against 30 to 60 µs for the write itself (BenchmarkSQLitePut2KB,
+// about 3% slower with the check).
 //
 // # Cancellation
 //

@@ -29,7 +29,8 @@ func ExampleOpen() {
 	if err != nil {
 		panic(err)
 	}
-	if _, err := s.Put(ctx, key, []byte(`{"plan":"final"}`), v); err != nil {
+	v2, err := s.Put(ctx, key, []byte(`{"plan":"final"}`), v)
+	if err != nil {
 		panic(err)
 	}
 	s.Close()
@@ -44,11 +45,11 @@ func ExampleOpen() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("%s version %d\n", it.Value, it.Version)
+	fmt.Printf("%s, same version: %v\n", it.Value, it.Version == v2)
 	_, err = s.Put(ctx, key, []byte(`{"plan":"stale"}`), v)
 	fmt.Println("stale write conflicts:", errors.Is(err, storage.ErrConflict))
 	// Output:
-	// {"plan":"final"} version 2
+	// {"plan":"final"}, same version: true
 	// stale write conflicts: true
 }
 

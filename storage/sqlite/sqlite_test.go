@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,15 +33,153 @@ func open(t testing.TB, cfg sqlite.Config) *sqlite.Store {
 }
 
 func TestConformanceFile(t *testing.T) {
-	storagetest.Run(t, func(t *testing.T) storage.Store {
+	storagetest.RunWith(t, func(t *testing.T) storage.Store {
 		return open(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "mem.db")})
-	})
+	}, storagetest.Options{Wipe: recreateFile})
 }
 
 func TestConformanceInMemory(t *testing.T) {
-	storagetest.Run(t, func(t *testing.T) storage.Store {
+	storagetest.RunWith(t, func(t *testing.T) storage.Store {
 		return open(t, sqlite.Config{})
+	}, storagetest.Options{
+		// A private in-memory database is wiped by opening another.
+		Wipe: func(t *testing.T, _ storage.Store) storage.Store { return open(t, sqlite.Config{}) },
 	})
+}
+
+// recreateFile closes the store, deletes its file (and WAL files) and
+// opens a new, empty store at the same path: a restore of an old backup, a
+// user's rm, a fresh container volume.
+func recreateFile(t *testing.T, st storage.Store) storage.Store {
+	t.Helper()
+	s := st.(*sqlite.Store)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	removeDB(t, s.Path())
+	return open(t, sqlite.Config{Path: s.Path()})
+}
+
+// removeDB deletes an SQLite file and its WAL and shared-memory files.
+func removeDB(t *testing.T, path string) {
+	t.Helper()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestTrust01_CASNoABAAfterRecreatedFile (issue 9, item 1): a process
+// holding a version it read from a file that was then deleted and created
+// anew (and written as often) must get ErrConflict, not overwrite the new
+// file's data. Before the fix every file numbered each key from 1.
+func TestTrust01_CASNoABAAfterRecreatedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mem.db")
+	ctx := t.Context()
+	s := open(t, sqlite.Config{Path: path})
+	stale, err := s.Put(ctx, "k", []byte("old"), storage.NoVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2 := recreateFile(t, s)
+	cur, err := s2.Put(ctx, "k", []byte("new"), storage.NoVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur == stale {
+		t.Errorf("the recreated file gave key k the old file's version %d again", cur)
+	}
+	if _, err := s2.Put(ctx, "k", []byte("stale"), stale); !errors.Is(err, storage.ErrConflict) {
+		t.Errorf("stale Put on the recreated file: error = %v, want storage.ErrConflict", err)
+	}
+	// Within one file: delete and recreate.
+	if err := s2.Delete(ctx, "k", storage.AnyVersion); err != nil {
+		t.Fatal(err)
+	}
+	again, err := s2.Put(ctx, "k", []byte("again"), storage.NoVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []int64{stale, cur} {
+		if _, err := s2.Put(ctx, "k", []byte("stale"), v); !errors.Is(err, storage.ErrConflict) {
+			t.Errorf("stale Put (version %d) after delete and recreate: error = %v, want storage.ErrConflict", v, err)
+		}
+		if err := s2.Delete(ctx, "k", v); !errors.Is(err, storage.ErrConflict) {
+			t.Errorf("stale Delete (version %d) after delete and recreate: error = %v, want storage.ErrConflict", v, err)
+		}
+	}
+	if it, err := s2.Get(ctx, "k"); err != nil || string(it.Value) != "again" || it.Version != again {
+		t.Errorf("Get = %q v%d, %v; want \"again\" v%d", it.Value, it.Version, err, again)
+	}
+}
+
+// TestTrust05_FileDeletedWhileOpen (issue 9, item 5): after the file is
+// deleted under an open store, a write must fail with ErrFileReplaced
+// instead of "succeeding" into a file no one will open again. Before the
+// fix the Put returned a version and the next Open found an empty store.
+func TestTrust05_FileDeletedWhileOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mem.db")
+	ctx := t.Context()
+	s := open(t, sqlite.Config{Path: path})
+	v, err := s.Put(ctx, "k", []byte("before"), storage.NoVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	removeDB(t, path)
+	_, err = s.Put(ctx, "k", []byte("after"), v)
+	if !errors.Is(err, sqlite.ErrFileReplaced) {
+		t.Fatalf("Put after the file was deleted: error = %v, want sqlite.ErrFileReplaced", err)
+	}
+	if !strings.Contains(err.Error(), path) {
+		t.Errorf("error %q does not name the file", err)
+	}
+	if _, err := s.Put(ctx, "new", []byte("x"), storage.AnyVersion); !errors.Is(err, sqlite.ErrFileReplaced) {
+		t.Errorf("unconditional Put after the file was deleted: error = %v, want sqlite.ErrFileReplaced", err)
+	}
+	if err := s.Delete(ctx, "k", storage.AnyVersion); !errors.Is(err, sqlite.ErrFileReplaced) {
+		t.Errorf("Delete after the file was deleted: error = %v, want sqlite.ErrFileReplaced", err)
+	}
+}
+
+// TestTrust05_FileReplacedWhileOpen is TestTrust05_FileDeletedWhileOpen
+// with another store file moved to the path (a restored backup).
+func TestTrust05_FileReplacedWhileOpen(t *testing.T) {
+	dir := t.TempDir()
+	path, other := filepath.Join(dir, "mem.db"), filepath.Join(dir, "other.db")
+	ctx := t.Context()
+	s := open(t, sqlite.Config{Path: path})
+	if _, err := s.Put(ctx, "k", []byte("before"), storage.NoVersion); err != nil {
+		t.Fatal(err)
+	}
+	o, err := sqlite.Open(ctx, sqlite.Config{Path: other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Put(ctx, "backup", []byte("restored"), storage.NoVersion); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	removeDB(t, path)
+	if err := os.Rename(other, path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, "k", []byte("after"), storage.AnyVersion); !errors.Is(err, sqlite.ErrFileReplaced) {
+		t.Fatalf("Put after the file was replaced: error = %v, want sqlite.ErrFileReplaced", err)
+	}
+	// The replacement is intact, and a store opened on it works.
+	s2 := open(t, sqlite.Config{Path: path})
+	if it, err := s2.Get(ctx, "backup"); err != nil || string(it.Value) != "restored" {
+		t.Errorf("the replacement file: Get = %q, %v; want \"restored\"", it.Value, err)
+	}
+	if _, err := s2.Get(ctx, "k"); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("the replacement file holds the old store's key: %v", err)
+	}
+	if _, err := s2.Put(ctx, "k", []byte("x"), storage.NoVersion); err != nil {
+		t.Errorf("Put on a store opened on the replacement: %v", err)
+	}
 }
 
 func TestPersistsAcrossOpen(t *testing.T) {

@@ -1,8 +1,9 @@
 // Package storagetest is the conformance suite every [storage.Store]
 // backend must pass, in the manner of testing/fstest and testing/slogtest.
 //
-// A backend's test calls [Run] with a constructor that returns a fresh,
-// empty store for each subtest:
+// A backend's test calls [Run] (or [RunWith], to supply the optional
+// hooks of [Options], such as Wipe) with a constructor that returns a
+// fresh, empty store for each subtest:
 //
 //	func TestConformance(t *testing.T) {
 //		storagetest.Run(t, func(t *testing.T) storage.Store {
@@ -21,7 +22,7 @@
 // subtest so a failure says which rule broke:
 //
 //   - CRUD: a value written is read back byte for byte with the version Put
-//     returned; versions are positive and grow with every write.
+//     returned; versions are positive and change with every write.
 //   - Compare-and-swap: [storage.NoVersion] creates only, a stale version is
 //     [storage.ErrConflict] and leaves the stored value intact,
 //     [storage.AnyVersion] writes unconditionally; a version named for a
@@ -46,6 +47,13 @@
 //     write so refused changes nothing.
 //   - Concurrency: 50 goroutines doing read-modify-write increments with
 //     retry on conflict lose no update.
+//   - Versions (no ABA): a key deleted (conditionally or not) and created
+//     again never gets a version it had before, so a Put or Delete naming
+//     an old version conflicts; over 40 delete-and-recreate rounds no
+//     version repeats; and with [Options.Wipe], the same holds after the
+//     backend is emptied behind the store's back ("restarted empty").
+//   - Error messages name a 4 KB key through [storage.Quote] (shortened),
+//     never whole.
 //
 // Errors are compared with [errors.Is] only, so a backend is free to wrap
 // them with its own context.

@@ -16,10 +16,31 @@ import (
 	"github.com/memlayer/memlayer/storage"
 )
 
+// Options are the optional hooks of [RunWith]. The zero Options is valid:
+// the checks that need a hook are skipped, with a message saying which.
+type Options struct {
+	// Wipe empties the backend the way an operator or a crash can behind
+	// the stores' backs: Redis restarted without persistence or flushed, an
+	// SQLite file deleted and created again, a new in-memory store. It
+	// returns the store to use from then on: s itself when s survives the
+	// wipe (a Redis namespace emptied), or a store opened anew on the same
+	// place (s is then closed by Wipe or by the cleanup newStore
+	// registered). The "restarted empty" checks hold a version read before
+	// the wipe and require that it conflicts afterwards. nil skips them.
+	Wipe func(t *testing.T, s storage.Store) storage.Store
+}
+
 // Run runs the conformance suite against the stores newStore returns, one
 // fresh store per subtest. See the package documentation for what it
-// checks and what newStore must guarantee.
+// checks and what newStore must guarantee. It is RunWith with the zero
+// [Options]: the checks that need a hook are skipped.
 func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
+	t.Helper()
+	RunWith(t, newStore, Options{})
+}
+
+// RunWith is [Run] with the hooks of opts.
+func RunWith(t *testing.T, newStore func(t *testing.T) storage.Store, opts Options) {
 	t.Helper()
 	tests := []struct {
 		name string
@@ -60,6 +81,11 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"Context/Canceled", testContextCanceled},
 		{"Context/DeadlineExceeded", testContextDeadline},
 		{"Concurrency/IncrementsNoLostUpdate", testConcurrentIncrements},
+		{"Versions/NoABAAfterDelete", testNoABAAfterDelete},
+		{"Versions/NoABAAfterDeleteAnyVersion", testNoABAAfterDeleteAny},
+		{"Versions/UniqueAcrossRecreates", testVersionsUnique},
+		{"Versions/NoABAAfterWipe", func(t *testing.T, s storage.Store) { testNoABAAfterWipe(t, s, opts.Wipe) }},
+		{"Errors/LongKeyShortened", testLongKeyShortened},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -168,12 +194,13 @@ func testOverwrite(t *testing.T, s storage.Store) {
 	key := "k"
 	v1 := mustPut(t, s, key, []byte("one"), storage.NoVersion)
 	v2 := mustPut(t, s, key, []byte("two"), v1)
-	if v2 <= v1 {
-		t.Errorf("version after second write = %d, want > %d", v2, v1)
+	// Versions are opaque: a write gives a new one, in no set order.
+	if v2 == v1 {
+		t.Errorf("version after second write = %d, the same as after the first", v2)
 	}
 	v3 := mustPut(t, s, key, []byte("three"), v2)
-	if v3 <= v2 {
-		t.Errorf("version after third write = %d, want > %d", v3, v2)
+	if v3 == v2 || v3 == v1 {
+		t.Errorf("version after third write = %d, given before (%d, %d)", v3, v1, v2)
 	}
 	wantValue(t, s, key, []byte("three"), v3)
 }
@@ -238,8 +265,8 @@ func testCASAnyVersion(t *testing.T, s storage.Store) {
 	v1 := mustPut(t, s, "k", []byte("one"), storage.AnyVersion)
 	wantValue(t, s, "k", []byte("one"), v1)
 	v2 := mustPut(t, s, "k", []byte("two"), storage.AnyVersion)
-	if v2 <= v1 {
-		t.Errorf("AnyVersion overwrite returned version %d, want > %d", v2, v1)
+	if v2 == v1 {
+		t.Errorf("AnyVersion overwrite returned version %d again", v2)
 	}
 	wantValue(t, s, "k", []byte("two"), v2)
 }
@@ -690,6 +717,142 @@ func increment(ctx context.Context, s storage.Store, key string) error {
 		}
 		if !errors.Is(err, storage.ErrConflict) {
 			return fmt.Errorf("increment: put: %w", err)
+		}
+	}
+}
+
+// ---- Versions (issue 9, item 1: no ABA) ----
+
+// writeN creates key with value "gen-0" and rewrites it n-1 times under
+// compare-and-swap, returning every version the writes were given.
+func writeN(t *testing.T, s storage.Store, key, gen string, n int) []int64 {
+	t.Helper()
+	vs := []int64{mustPut(t, s, key, []byte(gen+"-0"), storage.NoVersion)}
+	for i := 1; i < n; i++ {
+		vs = append(vs, mustPut(t, s, key, []byte(gen+"-"+strconv.Itoa(i)), vs[i-1]))
+	}
+	return vs
+}
+
+// wantStaleRefused checks that a Put and a Delete naming each of the stale
+// versions conflict and leave key holding want.
+func wantStaleRefused(t *testing.T, s storage.Store, key string, stale []int64, want []byte) {
+	t.Helper()
+	for _, v := range stale {
+		if _, err := s.Put(t.Context(), key, []byte("stale write"), v); !errors.Is(err, storage.ErrConflict) {
+			t.Errorf("Put with version %d from before the key was recreated: error = %v, want storage.ErrConflict", v, err)
+		}
+		if err := s.Delete(t.Context(), key, v); !errors.Is(err, storage.ErrConflict) {
+			t.Errorf("Delete with version %d from before the key was recreated: error = %v, want storage.ErrConflict", v, err)
+		}
+	}
+	wantValue(t, s, key, want, 0)
+}
+
+// testNoABAAfterDelete: a writer read the key at some version, the key was
+// deleted and created again by others and rewritten as many times; the
+// writer's compare-and-swap must still fail.
+func testNoABAAfterDelete(t *testing.T, s storage.Store) {
+	const n = 3
+	old := writeN(t, s, "k", "old", n)
+	if err := s.Delete(t.Context(), "k", old[n-1]); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	cur := writeN(t, s, "k", "new", n)
+	for _, v := range old {
+		if slices.Contains(cur, v) {
+			t.Errorf("version %d was given to the key before the delete and again after: %v then %v", v, old, cur)
+		}
+	}
+	wantStaleRefused(t, s, "k", old, []byte("new-"+strconv.Itoa(n-1)))
+}
+
+// testNoABAAfterDeleteAny is testNoABAAfterDelete with unconditional
+// deletes and writes, the way a Clear or a quarantine removes a key.
+func testNoABAAfterDeleteAny(t *testing.T, s storage.Store) {
+	v1 := mustPut(t, s, "k", []byte("one"), storage.AnyVersion)
+	if err := s.Delete(t.Context(), "k", storage.AnyVersion); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	v2 := mustPut(t, s, "k", []byte("two"), storage.AnyVersion)
+	if v1 == v2 {
+		t.Errorf("AnyVersion writes before and after a delete both got version %d", v1)
+	}
+	wantStaleRefused(t, s, "k", []int64{v1}, []byte("two"))
+}
+
+// testVersionsUnique deletes and recreates keys many times: no version may
+// be given twice to one key, and none may be NoVersion or AnyVersion.
+func testVersionsUnique(t *testing.T, s storage.Store) {
+	seen := map[int64]int{}
+	for round := range 40 {
+		for i, v := range writeN(t, s, "k", "r"+strconv.Itoa(round), 3) {
+			if prev, dup := seen[v]; dup {
+				t.Fatalf("version %d given twice to one key (rounds %d and %d, write %d)", v, prev, round, i)
+			}
+			seen[v] = round
+		}
+		if err := s.Delete(t.Context(), "k", storage.AnyVersion); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// testNoABAAfterWipe: a writer read the key, the backend was emptied
+// behind its back (Redis restarted without persistence, the SQLite file
+// recreated) and the key written again; the writer's compare-and-swap
+// must fail.
+func testNoABAAfterWipe(t *testing.T, s storage.Store, wipe func(*testing.T, storage.Store) storage.Store) {
+	if wipe == nil {
+		t.Skip("the backend supplies no Options.Wipe hook: the restarted-empty checks are skipped")
+	}
+	const n = 3
+	old := writeN(t, s, "k", "old", n)
+	mustPut(t, s, "other", []byte("x"), storage.NoVersion)
+	s = wipe(t, s)
+	if s == nil {
+		t.Fatal("Wipe returned nil")
+	}
+	wantMissing(t, s, "k")
+	wantMissing(t, s, "other")
+	cur := writeN(t, s, "k", "new", n)
+	for _, v := range old {
+		if slices.Contains(cur, v) {
+			t.Errorf("version %d was given to the key before the wipe and again after: %v then %v", v, old, cur)
+		}
+	}
+	wantStaleRefused(t, s, "k", old, []byte("new-"+strconv.Itoa(n-1)))
+}
+
+// ---- Errors (issue 9, item 22) ----
+
+// testLongKeyShortened: an error about a long key quotes it shortened
+// (through [storage.Quote]), not whole.
+func testLongKeyShortened(t *testing.T, s storage.Store) {
+	key := "long/" + strings.Repeat("k", storage.MaxKeyLen-5)
+	missing := "long/" + strings.Repeat("m", storage.MaxKeyLen-5)
+	v := mustPut(t, s, key, []byte("x"), storage.NoVersion)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	errs := map[string]error{}
+	_, errs["Put(NoVersion) of an existing key"] = s.Put(t.Context(), key, []byte("y"), storage.NoVersion)
+	_, errs["Put with a stale version"] = s.Put(t.Context(), key, []byte("y"), v+1)
+	errs["Delete with a stale version"] = s.Delete(t.Context(), key, v+1)
+	errs["Delete(version) of a missing key"] = s.Delete(t.Context(), missing, v)
+	_, errs["Get of a missing key"] = s.Get(t.Context(), missing)
+	_, errs["Get with a cancelled context"] = s.Get(ctx, key)
+	_, errs["Put with a cancelled context"] = s.Put(ctx, key, nil, storage.AnyVersion)
+	for what, err := range errs {
+		if err == nil {
+			t.Errorf("%s: no error", what)
+			continue
+		}
+		msg := err.Error()
+		if len(msg) > 512 {
+			t.Errorf("%s: error message of %d bytes quotes the whole %d-byte key: %.120s...", what, len(msg), len(key), msg)
+		}
+		if !strings.Contains(msg, storage.Quote(key)) && !strings.Contains(msg, storage.Quote(missing)) {
+			t.Errorf("%s: error %.200q does not name the key as storage.Quote does", what, msg)
 		}
 	}
 }
