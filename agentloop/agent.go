@@ -773,9 +773,10 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 	a := r.a
 	results = make([]layer.ToolResult, len(calls))
 	var insideNS atomic.Int64
-	refuse := func(i int, why string) {
-		results[i] = layer.ToolResult{CallID: calls[i].ID, Name: calls[i].name, Arguments: calls[i].args, IsError: true, Content: "error: not run: " + why}
+	fail := func(i int, msg string) {
+		results[i] = layer.ToolResult{CallID: calls[i].ID, Name: calls[i].name, Arguments: calls[i].args, IsError: true, Content: "error: " + msg}
 	}
+	refuse := func(i int, why string) { fail(i, "not run: "+why) }
 	one := func(i int) {
 		c := calls[i]
 		start := time.Now()
@@ -824,6 +825,13 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			// callTool recovers the tool's panics; this catches the
+			// rest (an Observer's), which would end the process here.
+			defer func() {
+				if p := recover(); p != nil {
+					fail(i, a.recovered(ctx, "tool "+c.name, p).Error())
+				}
+			}()
 			one(i)
 		}()
 	}

@@ -1,6 +1,7 @@
 package agentloop_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -32,6 +33,7 @@ type anthropicBlock struct {
 
 // anthropicRequest is the part of a Messages API request the tests read.
 type anthropicRequest struct {
+	Stream   bool   `json:"stream"`
 	System   string `json:"system"`
 	Messages []struct {
 		Role    string           `json:"role"`
@@ -144,8 +146,51 @@ func (f *fakeAnthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.requests = append(f.requests, req)
 	f.raw = append(f.raw, body)
 	f.mu.Unlock()
+	if req.Stream {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, anthropicSSE(f.policy(n, req)))
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	io.WriteString(w, f.policy(n, req))
+}
+
+// anthropicSSE turns a Messages API response into the server-sent events
+// of the same response streamed: message_start, then each content block
+// (text as text_delta, tool input as input_json_delta), message_delta
+// with the stop reason and usage, message_stop.
+func anthropicSSE(message string) string {
+	var m struct {
+		Content    []map[string]any `json:"content"`
+		StopReason string           `json:"stop_reason"`
+		Usage      map[string]any   `json:"usage"`
+	}
+	if err := json.Unmarshal([]byte(message), &m); err != nil {
+		panic(err)
+	}
+	var b strings.Builder
+	event := func(typ string, v map[string]any) {
+		v["type"] = typ
+		data, _ := json.Marshal(v)
+		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", typ, data)
+	}
+	event("message_start", map[string]any{"message": map[string]any{"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+		"content": []any{}, "stop_reason": nil, "usage": map[string]any{"input_tokens": m.Usage["input_tokens"], "output_tokens": 1}}})
+	for i, c := range m.Content {
+		switch c["type"] {
+		case "text":
+			event("content_block_start", map[string]any{"index": i, "content_block": map[string]any{"type": "text", "text": ""}})
+			event("content_block_delta", map[string]any{"index": i, "delta": map[string]any{"type": "text_delta", "text": c["text"]}})
+		case "tool_use":
+			event("content_block_start", map[string]any{"index": i, "content_block": map[string]any{"type": "tool_use", "id": c["id"], "name": c["name"], "input": map[string]any{}}})
+			input, _ := json.Marshal(c["input"])
+			event("content_block_delta", map[string]any{"index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": string(input)}})
+		}
+		event("content_block_stop", map[string]any{"index": i})
+	}
+	event("message_delta", map[string]any{"delta": map[string]any{"stop_reason": m.StopReason, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": m.Usage["output_tokens"]}})
+	event("message_stop", map[string]any{})
+	return b.String()
 }
 
 func (f *fakeAnthropic) count() int {
@@ -189,6 +234,23 @@ func newAnthropic(t *testing.T, f *fakeAnthropic) *anthropic.LLM {
 // assistant turn: every tool call runs, and the follow-up request
 // carries the text and every tool_use, each answered by its tool_result.
 func TestModel02_SeveralChoicesOneTurn(t *testing.T) {
+	t.Run("json", func(t *testing.T) { testSeveralChoices(t, nil) })
+	var mu sync.Mutex
+	var streamed strings.Builder
+	t.Run("sse", func(t *testing.T) {
+		testSeveralChoices(t, func(ctx context.Context, chunk []byte) error {
+			mu.Lock()
+			defer mu.Unlock()
+			streamed.Write(chunk)
+			return nil
+		})
+		if got := streamed.String(); got != "I'll create the page and note it.Created the About page." {
+			t.Errorf("streamed %q", got)
+		}
+	})
+}
+
+func testSeveralChoices(t *testing.T, stream func(context.Context, []byte) error) {
 	fake := &fakeAnthropic{policy: func(n int, req anthropicRequest) string {
 		if n == 0 {
 			return anthropicMessage("tool_use",
@@ -200,7 +262,7 @@ func TestModel02_SeveralChoicesOneTurn(t *testing.T) {
 	}}
 	cms := newCMS()
 	notes := newNotes("entities", layer.ScopeThread)
-	a := mustAgent(t, agentloop.Config{Model: newAnthropic(t, fake), Instructions: "You manage a CMS.", Tools: cms.tools(), Layers: []layer.Layer{notes}})
+	a := mustAgent(t, agentloop.Config{Model: newAnthropic(t, fake), Instructions: "You manage a CMS.", Tools: cms.tools(), Layers: []layer.Layer{notes}, Stream: stream})
 	res, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "Create an About page"})
 	if err != nil {
 		t.Fatal(err)
@@ -212,8 +274,8 @@ func TestModel02_SeveralChoicesOneTurn(t *testing.T) {
 	if want := (agentloop.Usage{PromptTokens: 200, CompletionTokens: 40, TotalTokens: 240}); res.Usage != want {
 		t.Errorf("usage %+v, want %+v", res.Usage, want)
 	}
-	if len(fake.requests) != 2 {
-		t.Fatalf("%d requests", len(fake.requests))
+	if len(fake.requests) != 2 || fake.requests[0].Stream != (stream != nil) {
+		t.Fatalf("%d requests, stream %v", len(fake.requests), fake.requests[0].Stream)
 	}
 	roles, blocks := fake.requests[1].turns()
 	if len(roles) != 3 || roles[1] != "assistant" || roles[2] != "user" {

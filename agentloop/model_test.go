@@ -108,11 +108,31 @@ func TestModel01_PanicInChildIsAToolError(t *testing.T) {
 		t.Errorf("err = %v, want ErrPanic with the panic value", err)
 	}
 
-	// A panic in the caller's Stream func, which some clients call from
-	// a goroutine of their own, is an error of the model call too.
-	streamer := agenttest.NewFunc(func(context.Context, agenttest.Request) (*llms.ContentChoice, error) {
-		return agenttest.Text("some words"), nil
-	})
+	// A panic in an Observer called from a tool goroutine of the step.
+	two := agenttest.New(
+		agenttest.Reply(agenttest.Calls(agenttest.Call("createPage", `{"title":"a"}`), agenttest.Call("createPage", `{"title":"b"}`))),
+		agenttest.Reply(agenttest.Text("done")),
+	)
+	res, err = mustAgent(t, agentloop.Config{Model: two, Tools: newCMS().tools(), Logger: quiet, Observer: func(e agentloop.Event) {
+		if e.Kind == agentloop.EventToolCall {
+			panic("observer boom")
+		}
+	}}).Run(t.Context(), agentloop.RunInput{ThreadID: "t4", Input: "hi"})
+	if err != nil || res.Output != "done" {
+		t.Fatalf("observer panic: %v, %+v", err, res)
+	}
+	for _, c := range toolContents(res.Messages) {
+		if !strings.Contains(c, "observer boom") {
+			t.Errorf("tool result %q, want the observer's panic", c)
+		}
+	}
+
+	// A panic in the caller's Stream func, which langchaingo's Anthropic
+	// client calls from a goroutine of its own while it reads the SSE
+	// stream, is an error of the model call.
+	streamer := newAnthropic(t, &fakeAnthropic{policy: func(int, anthropicRequest) string {
+		return anthropicMessage("end_turn", anthropicText("some words"))
+	}})
 	_, err = mustAgent(t, agentloop.Config{Model: streamer, Stream: func(context.Context, []byte) error { panic("stream boom") }}).
 		Run(t.Context(), agentloop.RunInput{ThreadID: "t3", Input: "hi"})
 	if !errors.Is(err, agentloop.ErrPanic) {
@@ -386,5 +406,63 @@ func TestModel07_ImplausibleUsageIsEstimated(t *testing.T) {
 	res, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "go"})
 	if !errors.Is(err, agentloop.ErrMaxTokens) || res.Usage != (agentloop.Usage{PromptTokens: 240, CompletionTokens: 60, TotalTokens: 300}) {
 		t.Errorf("err = %v, usage %+v", err, res.Usage)
+	}
+}
+
+// choicesModel answers the first call with the given choices and every
+// later call with "done".
+type choicesModel struct {
+	mu      sync.Mutex
+	n       int
+	choices []*llms.ContentChoice
+}
+
+func (m *choicesModel) GenerateContent(ctx context.Context, _ []llms.MessageContent, _ ...llms.CallOption) (*llms.ContentResponse, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.n++
+	if m.n == 1 {
+		return &llms.ContentResponse{Choices: m.choices}, nil
+	}
+	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: "done", StopReason: "stop"}}}, nil
+}
+
+func (m *choicesModel) Call(ctx context.Context, prompt string, options ...llms.CallOption) (string, error) {
+	return llms.GenerateFromSinglePrompt(ctx, m, prompt, options...)
+}
+
+// TestModel02_AlternativesWhenAskedFor: with llms.WithN(2) the choices
+// are alternative answers and only the first is taken; without it they
+// are parts of one turn.
+func TestModel02_AlternativesWhenAskedFor(t *testing.T) {
+	choices := func() []*llms.ContentChoice {
+		return []*llms.ContentChoice{
+			{Content: "Plan A. ", ToolCalls: []llms.ToolCall{agenttest.Call("createPage", `{"title":"A"}`)}},
+			{Content: "Plan B.", ToolCalls: []llms.ToolCall{agenttest.Call("createPage", `{"title":"B"}`)}},
+		}
+	}
+	for _, tt := range []struct {
+		name  string
+		opts  []llms.CallOption
+		pages int
+		text  string
+	}{
+		{"parts", nil, 2, "Plan A. Plan B."},
+		{"alternatives", []llms.CallOption{llms.WithN(2)}, 1, "Plan A. "},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cms := newCMS()
+			a := mustAgent(t, agentloop.Config{Model: &choicesModel{choices: choices()}, Tools: cms.tools(), CallOptions: tt.opts})
+			res, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "go"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cms.pages) != tt.pages || res.ToolCalls != tt.pages {
+				t.Errorf("%d pages, %d tool calls, want %d", len(cms.pages), res.ToolCalls, tt.pages)
+			}
+			if got := res.Messages[1].Parts[0].(llms.TextContent).Text; got != tt.text {
+				t.Errorf("assistant text %q, want %q", got, tt.text)
+			}
+		})
 	}
 }
