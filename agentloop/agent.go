@@ -279,6 +279,7 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 	if ckpt != nil {
 		r.msgs = ckpt.Messages
 		r.ckptBase = *ckpt
+		replayable(r.msgs) // threads stored by earlier versions
 		if !a.cfg.KeepToolResults {
 			compactToolResults(r.msgs)
 		}
@@ -697,6 +698,50 @@ type call struct {
 	badArgs bool
 }
 
+// replayableCall makes a call what every client accepts in a replayed
+// history (see normalizeCalls): arguments that are not a JSON object
+// become {} (badArgs reports it; empty or padded ones are trimmed, to {}
+// for empty) and a name providers refuse becomes invalidToolName.
+func replayableCall(fc *llms.FunctionCall) (badArgs bool) {
+	if ValidateToolName(fc.Name) != nil {
+		fc.Name = invalidToolName
+	}
+	raw, err := checkArgs(fc.Arguments)
+	switch {
+	case err != nil:
+		fc.Arguments = "{}"
+		return true
+	case len(raw) != len(fc.Arguments):
+		fc.Arguments = string(raw)
+	}
+	return false
+}
+
+// replayable applies replayableCall to every call in msgs, and gives the
+// results of renamed calls the same name, in place.
+func replayable(msgs []llms.MessageContent) {
+	for _, m := range msgs {
+		for i, p := range m.Parts {
+			switch p := p.(type) {
+			case llms.ToolCall:
+				if p.FunctionCall != nil {
+					fc := *p.FunctionCall
+					replayableCall(&fc)
+					if fc != *p.FunctionCall {
+						p.FunctionCall = &fc
+						m.Parts[i] = p
+					}
+				}
+			case llms.ToolCallResponse:
+				if p.Name != "" && ValidateToolName(p.Name) != nil {
+					p.Name = invalidToolName
+					m.Parts[i] = p
+				}
+			}
+		}
+	}
+}
+
 // normalizeCalls returns the choice's tool calls with a type, a function
 // and an ID unique in the thread on each; a legacy FuncCall becomes a tool
 // call. Providers (and scripted models) may reuse IDs across turns, and a
@@ -737,14 +782,7 @@ func (r *run) normalizeCalls(choice *llms.ContentChoice, step int) []call {
 		fc := *c.FunctionCall
 		c.FunctionCall = &fc
 		sent := call{name: fc.Name, args: fc.Arguments}
-		if ValidateToolName(fc.Name) != nil {
-			fc.Name = invalidToolName
-		}
-		if raw, err := checkArgs(fc.Arguments); err != nil {
-			fc.Arguments, sent.badArgs = "{}", true
-		} else if len(raw) != len(fc.Arguments) {
-			fc.Arguments = string(raw) // trimmed, or {} for empty
-		}
+		sent.badArgs = replayableCall(&fc)
 		if c.ID == "" {
 			c.ID = "call_" + strconv.Itoa(step) + "_" + strconv.Itoa(i)
 		}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/anthropic"
 	"github.com/tmc/langchaingo/llms/openai"
 
@@ -352,5 +353,38 @@ func TestModel04_MalformedArgumentsDoNotPoisonThread(t *testing.T) {
 	}
 	if input != "{}" || !strings.Contains(result, fenced) {
 		t.Errorf("replayed call input %s, result %q", input, result)
+	}
+}
+
+// TestModel04_PoisonedThreadFromEarlierVersion: a thread stored before
+// the fix, with the fenced arguments and an internal tool name in its
+// history, continues on the Anthropic client: what is loaded is made
+// replayable too.
+func TestModel04_PoisonedThreadFromEarlierVersion(t *testing.T) {
+	store := storage.NewMemory()
+	old := agentloop.Checkpoint{Version: agentloop.CheckpointVersion, ThreadID: "t", Messages: []llms.MessageContent{
+		llms.TextParts(llms.ChatMessageTypeHuman, "Create an About page"),
+		{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{
+			llms.ToolCall{ID: "call_1", Type: "function", FunctionCall: &llms.FunctionCall{Name: "createPage", Arguments: "```json\n{}\n```"}},
+			llms.ToolCall{ID: "call_2", Type: "function", FunctionCall: &llms.FunctionCall{Name: "working-memory/update", Arguments: `{"a":1}`}},
+		}},
+		{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: "call_1", Name: "createPage", Content: "error: not valid JSON"}}},
+		{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: "call_2", Name: "working-memory/update", Content: "error: unknown tool"}}},
+		llms.TextParts(llms.ChatMessageTypeAI, "I could not."),
+	}}
+	b, err := json.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Put(t.Context(), storage.ThreadKey("t", agentloop.CheckpointName), b, storage.NoVersion); err != nil {
+		t.Fatal(err)
+	}
+	fake := &fakeAnthropic{policy: func(int, anthropicRequest) string {
+		return anthropicMessage("end_turn", anthropicText("Done."))
+	}}
+	a := mustAgent(t, agentloop.Config{Model: newAnthropic(t, fake), Tools: newCMS().tools(), Store: store})
+	res, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "Try again"})
+	if err != nil || res.Output != "Done." {
+		t.Fatalf("continuing the old thread: %v, %+v", err, res)
 	}
 }
