@@ -171,8 +171,10 @@ type run struct {
 	defs       []llms.Tool
 	opts       []llms.CallOption
 	res        *Result
-	// tree is shared with every child run under the same top-level run.
-	tree *tree
+	// tree is shared with every child run under the same top-level run;
+	// a top-level run's is ownTree.
+	tree    *tree
+	ownTree tree
 	// mu guards res.Usage, which child runs add to as they end.
 	mu sync.Mutex
 
@@ -273,9 +275,9 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 		threadID: in.ThreadID, resourceID: in.ResourceID,
 		input: in.Input, vars: a.mergeVars(in.Vars),
 		res:     &Result{ThreadID: in.ThreadID},
-		tree:    &tree{},
 		persist: true, ckptVer: ver,
 	}
+	r.tree = &r.ownTree
 	if ckpt != nil {
 		r.msgs = ckpt.Messages
 		r.ckptBase = *ckpt
@@ -706,13 +708,16 @@ func replayableCall(fc *llms.FunctionCall) (badArgs bool) {
 	if ValidateToolName(fc.Name) != nil {
 		fc.Name = invalidToolName
 	}
-	raw, err := checkArgs(fc.Arguments)
+	// checkArgs's rule, without its copy of the arguments.
+	args := strings.TrimSpace(fc.Arguments)
 	switch {
-	case err != nil:
+	case args == "":
+		fc.Arguments = "{}"
+	case args[0] != '{' || !validJSON([]byte(args)):
 		fc.Arguments = "{}"
 		return true
-	case len(raw) != len(fc.Arguments):
-		fc.Arguments = string(raw)
+	default:
+		fc.Arguments = args
 	}
 	return false
 }
@@ -811,10 +816,9 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 	a := r.a
 	results = make([]layer.ToolResult, len(calls))
 	var insideNS atomic.Int64
-	fail := func(i int, msg string) {
-		results[i] = layer.ToolResult{CallID: calls[i].ID, Name: calls[i].name, Arguments: calls[i].args, IsError: true, Content: "error: " + msg}
+	refuse := func(i int, why string) {
+		results[i] = layer.ToolResult{CallID: calls[i].ID, Name: calls[i].name, Arguments: calls[i].args, IsError: true, Content: "error: not run: " + why}
 	}
-	refuse := func(i int, why string) { fail(i, "not run: "+why) }
 	one := func(i int) {
 		c := calls[i]
 		start := time.Now()
@@ -867,7 +871,8 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 			// rest (an Observer's), which would end the process here.
 			defer func() {
 				if p := recover(); p != nil {
-					fail(i, a.recovered(ctx, "tool "+c.name, p).Error())
+					err := a.recovered(ctx, "tool "+c.name, p)
+					results[i] = layer.ToolResult{CallID: c.ID, Name: c.name, Arguments: c.args, IsError: true, Content: "error: " + err.Error()}
 				}
 			}()
 			one(i)
