@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/anthropic"
@@ -688,6 +689,24 @@ func stopError(reason string) error {
 // result.
 const invalidToolName = "invalid_tool_name"
 
+// maxQuote bounds how much of a model's malformed arguments its error
+// result quotes: enough to see what went wrong (a markdown fence, a cut),
+// not an echo of megabytes. Layers get the arguments whole.
+const maxQuote = 1000
+
+// quote returns s, or its first maxQuote bytes (cut at a rune boundary)
+// and its size.
+func quote(s string) string {
+	if len(s) <= maxQuote {
+		return s
+	}
+	n := maxQuote
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "… (" + strconv.Itoa(len(s)) + " bytes in all)"
+}
+
 // call is a tool call of one step.
 type call struct {
 	// ToolCall is the call as stored in the history and replayed: an ID
@@ -829,7 +848,7 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 			res.IsError = true
 		}
 		if c.badArgs {
-			res.Content += "\nThe conversation keeps this call with {} as its arguments. The arguments you sent were:\n" + c.args
+			res.Content += "\nThe conversation keeps this call with {} as its arguments. The arguments you sent were:\n" + quote(c.args)
 		}
 		results[i] = res
 		a.emit(ctx, Event{Kind: EventToolCall, ThreadID: r.threadID, Depth: r.depth, Step: step, Tool: c.name, Duration: time.Since(start), Err: err})

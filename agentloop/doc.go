@@ -82,8 +82,10 @@
 // its wire name, never its internal one. What is stored is what every
 // client accepts when the thread continues, possibly on another
 // provider: a call whose arguments are not a JSON object is kept with {}
-// (its result quotes what the model sent), and one whose name providers
-// refuse is kept as "invalid_tool_name".
+// (its error result quotes up to 1,000 bytes of what the model sent, and
+// the layers' Store gets it whole), and one whose name providers refuse
+// is kept as "invalid_tool_name". A thread loaded from the store is
+// treated the same way, so threads stored by earlier versions continue.
 //
 // A panic in a model call, a tool, a child agent or Config.Stream is
 // recovered, logged with its stack, and becomes that call's error
