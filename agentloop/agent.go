@@ -1044,6 +1044,9 @@ func (a *Agent) emit(ctx context.Context, e Event) {
 	if e.Usage.TotalTokens > 0 {
 		attrs = append(attrs, slog.Int("prompt_tokens", e.Usage.PromptTokens), slog.Int("completion_tokens", e.Usage.CompletionTokens), slog.Int("total_tokens", e.Usage.TotalTokens))
 	}
+	if e.StopReason != "" {
+		attrs = append(attrs, slog.String("stop_reason", e.StopReason))
+	}
 	if e.Err != nil {
 		attrs = append(attrs, slog.Any("error", e.Err))
 	}

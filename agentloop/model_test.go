@@ -297,7 +297,10 @@ func TestModel06_ChildrenCountAgainstTheRun(t *testing.T) {
 		return c, nil
 	})
 	var children atomic.Int64
-	a := mustAgent(t, agentloop.Config{Model: model, MaxTokens: 5000, MaxDepth: 2, Observer: func(e agentloop.Event) {
+	// A resource-scoped layer, so that every child has layers and their
+	// hook runners.
+	layers := []layer.Layer{newProfile("profile", layer.ScopeResource)}
+	a := mustAgent(t, agentloop.Config{Model: model, MaxTokens: 5000, MaxDepth: 2, Layers: layers, Observer: func(e agentloop.Event) {
 		if e.Kind == agentloop.EventRunStart && e.Depth > 0 {
 			children.Add(1)
 		}
@@ -328,6 +331,22 @@ func TestModel06_ChildrenCountAgainstTheRun(t *testing.T) {
 	if g := runtime.NumGoroutine(); g > before {
 		buf := make([]byte, 1<<16)
 		t.Errorf("%d goroutines before the run, %d after:\n%s", before, g, buf[:runtime.Stack(buf, true)])
+	}
+
+	// The per-run bound, without a token limit: children at every depth
+	// count against it.
+	children.Store(0)
+	a = mustAgent(t, agentloop.Config{Model: model, MaxDepth: 2, MaxChildrenPerRun: 5, MaxSteps: 2, Observer: func(e agentloop.Event) {
+		if e.Kind == agentloop.EventRunStart && e.Depth > 0 {
+			children.Add(1)
+		}
+	}})
+	res, _ = a.Run(t.Context(), agentloop.RunInput{ThreadID: "run", Input: "go"})
+	if c := children.Load(); c != 5 {
+		t.Errorf("%d children, want MaxChildrenPerRun (5)", c)
+	}
+	if !strings.Contains(strings.Join(toolContents(res.Messages), "\n"), agentloop.ErrMaxChildren.Error()) {
+		t.Errorf("no spawn refused with ErrMaxChildren: %q", toolContents(res.Messages))
 	}
 
 	// The per-step bound: 50 calls in one step start at most

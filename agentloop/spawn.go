@@ -83,6 +83,9 @@ func (p *run) spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 	if in.Input == "" {
 		return nil, fmt.Errorf("%w: spawn: empty input", ErrInvalidArguments)
 	}
+	if a.cfg.MaxTokens > 0 && p.tree.tokens.Load() >= int64(a.cfg.MaxTokens) {
+		return nil, fmt.Errorf("%w: no child agent started", ErrMaxTokens)
+	}
 	if n := p.tree.children.Add(1); n > int64(a.cfg.MaxChildrenPerRun) {
 		return nil, fmt.Errorf("%w: %d child agents already ran under this run (MaxChildrenPerRun)", ErrMaxChildren, n-1)
 	}
