@@ -193,6 +193,12 @@ type run struct {
 	persist  bool
 	ckptVer  int64
 	ckptBase Checkpoint // steps and usage of earlier runs
+	// compacted is the compaction watermark (Checkpoint.Compacted).
+	compacted int
+	// baseMsgs is how many messages came from the checkpoint; the
+	// last successful checkpoint holds msgs[:savedMsgs] and savedSteps
+	// of this run's steps.
+	baseMsgs, savedMsgs, savedSteps int
 	// ckpt is the last checkpoint's JSON, which the next one extends
 	// (see encodeCheckpoint): ckpt[:ckptMsgEnd] is the JSON up to and
 	// including msgs[:ckptMsgs].
@@ -238,8 +244,12 @@ func runFrom(ctx context.Context) *run {
 // The layers' Close runs on every exit path. On a limit, the error is a
 // [*LimitError] (matching ErrMaxSteps, ErrMaxTokens or ErrTimeout) and the
 // returned Result is the partial result; on cancellation the error wraps
-// ctx's error and the Result is partial too. Model and checkpoint failures
-// end the run with an error; tool failures do not (the model sees them).
+// ctx's error and the Result is partial too. Either way the checkpoint
+// holds what the Result holds (see Config.SaveTimeout). Model and
+// checkpoint failures end the run with an error (a checkpoint failure is
+// a [*CheckpointError] saying what was saved); tool failures do not (the
+// model sees them). A user message that cannot fit the context window
+// fails with ErrInputTooLarge before the model is called.
 func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 	if in.ThreadID == "" {
 		return nil, ErrNoThread
@@ -257,7 +267,7 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 		return nil, err
 	}
 	if ckpt == nil && in.Input == "" {
-		return nil, fmt.Errorf("%w: empty input on a new thread", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: empty input, and thread %q has no checkpoint to continue (a new thread, or its checkpoint is gone)", ErrInvalidConfig, in.ThreadID)
 	}
 	stack, err := a.newStack(layer.Env{ThreadID: in.ThreadID, ResourceID: in.ResourceID, Store: a.cfg.Store, Logger: a.cfg.Logger}, 0)
 	if err != nil {
@@ -282,11 +292,20 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 	if ckpt != nil {
 		r.msgs = ckpt.Messages
 		r.ckptBase = *ckpt
+		r.compacted = ckpt.Compacted
 		replayable(r.msgs) // threads stored by earlier versions
 		if !a.cfg.KeepToolResults {
-			compactToolResults(r.msgs)
+			end := len(r.msgs)
+			if in.Input == "" {
+				// The turn goes on (after a limit, say): its own
+				// messages are not an earlier turn's.
+				end = max(lastHuman(r.msgs), r.compacted)
+			}
+			compactHistory(r.msgs[r.compacted:end])
+			r.compacted = end
 		}
 	}
+	r.baseMsgs, r.savedMsgs = len(r.msgs), len(r.msgs)
 	if in.Input != "" {
 		r.msgs = append(r.msgs, llms.TextParts(llms.ChatMessageTypeHuman, in.Input))
 	} else {
@@ -407,13 +426,34 @@ func (r *run) loop(ctx context.Context) (*Result, error) {
 	}
 }
 
-// stopped is the result of a run whose context ended.
+// stopped is the result of a run whose context ended. What the run did
+// and no checkpoint holds yet (its user message, a step whose checkpoint
+// was cut short) is checkpointed first, on a context from saveContext; if
+// that fails, the error also holds the *CheckpointError.
 func (r *run) stopped(ctx context.Context) (*Result, error) {
 	r.res.Messages = r.msgs
-	if errors.Is(context.Cause(ctx), ErrTimeout) {
-		return r.res, &LimitError{Limit: ErrTimeout, Result: r.res, Cause: context.DeadlineExceeded}
+	var err error = &LimitError{Limit: ErrTimeout, Result: r.res, Cause: context.DeadlineExceeded}
+	if !errors.Is(context.Cause(ctx), ErrTimeout) {
+		err = fmt.Errorf("agentloop: run stopped after %d steps: %w", r.res.Steps, ctx.Err())
 	}
-	return r.res, fmt.Errorf("agentloop: run stopped after %d steps: %w", r.res.Steps, ctx.Err())
+	if r.persist && r.savedMsgs < len(r.msgs) {
+		sctx, cancel := r.saveContext(ctx)
+		defer cancel()
+		if cerr := r.checkpoint(sctx); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}
+	return r.res, err
+}
+
+// saveContext returns ctx while it is live. Once it has ended, it returns
+// a context with ctx's values but not its cancellation, bounded by
+// Config.SaveTimeout, so that a stopped run can still record what it did.
+func (r *run) saveContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx.Err() == nil {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), r.a.cfg.SaveTimeout)
 }
 
 // step runs one model call and its tool calls. final reports a response
@@ -453,7 +493,10 @@ func (r *run) step(ctx context.Context) (final bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("agentloop: step %d: system prompt: %w", step, err)
 	}
-	hist := prompt.ProjectHistory(r.msgs, alloc.History, a.cfg.Counter)
+	hist, err := r.history(alloc.History)
+	if err != nil {
+		return false, fmt.Errorf("agentloop: step %d: %w", step, err)
+	}
 	req := make([]llms.MessageContent, 0, len(hist)+1)
 	req = append(req, llms.TextParts(llms.ChatMessageTypeSystem, system))
 	req = a.replay(req, hist)
@@ -506,31 +549,62 @@ func (r *run) step(ctx context.Context) (final bool, err error) {
 		for i, res := range turn.Results {
 			r.msgs = append(r.msgs, llms.MessageContent{
 				Role:  llms.ChatMessageTypeTool,
-				Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: res.CallID, Name: calls[i].FunctionCall.Name, Content: res.Content}},
+				Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: res.CallID, Name: calls[i].FunctionCall.Name, Content: capResult(res.Content, a.cfg.MaxToolResultBytes)}},
 			})
-		}
-		if err := ctx.Err(); err != nil {
-			return false, err
 		}
 	}
 	r.res.Steps++
 	r.res.ToolCalls += len(calls)
-
-	// Store failures are reported by the stack; the step goes on.
-	_ = r.stack.Store(ctx, turn)
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	if r.persist {
-		if err := r.checkpoint(ctx); err != nil {
-			return false, err
-		}
-	}
 	if len(calls) == 0 {
 		r.res.Output = choice.Content
 	}
+
+	// The step happened even if the run's context ended during its tools
+	// (what they did is real): the layers and the checkpoint record it.
+	sctx, cancel := r.saveContext(ctx)
+	defer cancel()
+	// Store failures are reported by the stack; the step goes on.
+	_ = r.stack.Store(sctx, turn)
+	if r.persist {
+		if err := r.checkpoint(sctx); err != nil {
+			return false, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
 	a.emit(ctx, Event{Kind: EventStep, ThreadID: r.threadID, Depth: r.depth, Step: step, Duration: time.Since(start), ModelTime: modelTime, ToolTime: toolTime})
 	return len(calls) == 0, nil
+}
+
+// history projects the history into budget tokens, newest first
+// (prompt.ProjectHistory), but never without the current user message:
+// when the turn's later messages do not all fit with it, it is sent with
+// the newest of them that fit, and when it does not fit on its own the
+// error is ErrInputTooLarge.
+func (r *run) history(budget float64) ([]llms.MessageContent, error) {
+	c := r.a.cfg.Counter
+	hist := prompt.ProjectHistory(r.msgs, budget, c)
+	in := lastHuman(r.msgs)
+	if in < 0 || lastHuman(hist) >= 0 {
+		return hist, nil
+	}
+	n := prompt.CountMessage(c, r.msgs[in])
+	if float64(n) > budget {
+		return nil, fmt.Errorf("%w: it counts %d tokens, the history's share of the window %.0f", ErrInputTooLarge, n, budget)
+	}
+	rest := prompt.ProjectHistory(r.msgs[in+1:], budget-float64(n), c)
+	return append([]llms.MessageContent{r.msgs[in]}, rest...), nil
+}
+
+// lastHuman returns the index of the last user message in msgs, or -1.
+func lastHuman(msgs []llms.MessageContent) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == llms.ChatMessageTypeHuman {
+			return i
+		}
+	}
+	return -1
 }
 
 // estimateUsage counts a call's tokens when the model reports none. The
@@ -998,19 +1072,17 @@ func isCallDelta(chunk []byte) bool {
 
 // lastHumanText returns the text of the last user message in msgs.
 func lastHumanText(msgs []llms.MessageContent) string {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role != llms.ChatMessageTypeHuman {
-			continue
-		}
-		var b strings.Builder
-		for _, p := range msgs[i].Parts {
-			if t, ok := p.(llms.TextContent); ok {
-				b.WriteString(t.Text)
-			}
-		}
-		return b.String()
+	i := lastHuman(msgs)
+	if i < 0 {
+		return ""
 	}
-	return ""
+	var b strings.Builder
+	for _, p := range msgs[i].Parts {
+		if t, ok := p.(llms.TextContent); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
 }
 
 // emit sends an event to the observer and, at debug level, to the logger.

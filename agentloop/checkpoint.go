@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -19,8 +20,14 @@ import (
 )
 
 // CheckpointVersion is the format version of the checkpoints this build
-// writes. Checkpoints of a newer version are refused.
-const CheckpointVersion = 1
+// writes. Checkpoints of a newer version are refused; older ones load.
+//
+// Version 2 added Compacted. A version-1 checkpoint marked a compacted
+// tool result only by its text ("[compacted] "); when one loads, its
+// messages up to the last one holding such a result count as compacted,
+// which is what version 1 had done, and the next checkpoint is written
+// as version 2.
+const CheckpointVersion = 2
 
 // CheckpointName is the name of a thread's checkpoint under
 // storage.ThreadKey.
@@ -41,6 +48,12 @@ type Checkpoint struct {
 	Steps     int       `json:"steps"`
 	Usage     Usage     `json:"usage"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Compacted is how many of the Messages, from the first, have been
+	// compacted (see Config.KeepToolResults): a run compacts only the
+	// messages after them. Compaction is recorded here and never read
+	// from a message's text, so a tool result that looks like a
+	// reference is still compacted.
+	Compacted int `json:"compacted,omitempty"`
 }
 
 // LoadCheckpoint returns the stored checkpoint of a thread. A thread that
@@ -73,7 +86,26 @@ func (a *Agent) loadCheckpoint(ctx context.Context, threadID string) (*Checkpoin
 	if c.Version < 1 || c.Version > CheckpointVersion {
 		return nil, 0, fmt.Errorf("%w: thread %q: version %d, this build reads up to %d", ErrCheckpoint, threadID, c.Version, CheckpointVersion)
 	}
+	if c.Version == 1 {
+		c.Compacted = legacyCompacted(c.Messages)
+	}
+	c.Compacted = min(max(c.Compacted, 0), len(c.Messages))
 	return &c, it.Version, nil
+}
+
+// legacyCompacted is the compaction watermark of a version-1 checkpoint:
+// the messages up to the last one holding a tool result that starts with
+// the marker version 1 wrote. Version 1 compacted every earlier message
+// when a run started, so those were all compacted.
+func legacyCompacted(msgs []llms.MessageContent) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		for _, p := range msgs[i].Parts {
+			if tr, ok := p.(llms.ToolCallResponse); ok && strings.HasPrefix(tr.Content, compactedPrefix) {
+				return i + 1
+			}
+		}
+	}
+	return 0
 }
 
 // checkpoint stores the run's messages and layer state with
@@ -82,28 +114,42 @@ func (r *run) checkpoint(ctx context.Context) error {
 	a := r.a
 	start := time.Now()
 	err := r.writeCheckpoint(ctx)
-	a.emit(ctx, Event{Kind: EventCheckpoint, ThreadID: r.threadID, Step: r.res.Steps - 1, Duration: time.Since(start), Err: err})
+	a.emit(ctx, Event{Kind: EventCheckpoint, ThreadID: r.threadID, Step: max(r.res.Steps-1, 0), Duration: time.Since(start), Err: err})
 	return err
 }
 
+// writeCheckpoint writes the checkpoint; an error is a *CheckpointError.
 func (r *run) writeCheckpoint(ctx context.Context) error {
 	snap, err := r.stack.Snapshot(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: thread %q: snapshot layers: %w", ErrCheckpoint, r.threadID, err)
+		return r.checkpointError(fmt.Errorf("snapshot layers: %w", err))
 	}
 	data, err := r.encodeCheckpoint(snap)
 	if err != nil {
-		return fmt.Errorf("%w: thread %q: encode: %w", ErrCheckpoint, r.threadID, err)
+		return r.checkpointError(fmt.Errorf("encode: %w", err))
 	}
 	if r.ckptKey == "" {
 		r.ckptKey = storage.ThreadKey(r.threadID, CheckpointName)
 	}
 	v, err := r.a.cfg.Store.Put(ctx, r.ckptKey, data, r.ckptVer)
 	if err != nil {
-		return fmt.Errorf("%w: thread %q: %w", ErrCheckpoint, r.threadID, err)
+		// A conflict is another run's write, unless the checkpoint this
+		// run read or wrote is no longer there at all.
+		if errors.Is(err, storage.ErrConflict) && r.ckptVer != storage.NoVersion {
+			if _, gerr := r.a.cfg.Store.Get(ctx, r.ckptKey); errors.Is(gerr, storage.ErrNotFound) {
+				err = ErrCheckpointGone
+			}
+		}
+		return r.checkpointError(err)
 	}
 	r.ckptVer = v
+	r.savedMsgs, r.savedSteps = len(r.msgs), r.res.Steps
 	return nil
+}
+
+// checkpointError is a failed checkpoint write, with what was saved.
+func (r *run) checkpointError(err error) error {
+	return &CheckpointError{ThreadID: r.threadID, SavedSteps: r.savedSteps, SavedMessages: max(r.savedMsgs-r.baseMsgs, 0), Err: err}
 }
 
 // encodeCheckpoint returns the JSON of the run's [Checkpoint]: the same
@@ -193,6 +239,10 @@ func (r *run) encodeCheckpoint(snap layer.Snapshot) ([]byte, error) {
 	b = strconv.AppendInt(b, int64(r.ckptBase.Steps+r.res.Steps), 10)
 	b = append(b, `,"usage":`...)
 	b = appendUsage(b, r.ckptBase.Usage.Add(r.res.Usage))
+	if r.compacted > 0 {
+		b = append(b, `,"compacted":`...)
+		b = strconv.AppendInt(b, int64(r.compacted), 10)
+	}
 	b = append(b, `,"updated_at":"`...)
 	b = time.Now().UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `"}`...)
@@ -252,29 +302,48 @@ func (a *Agent) restoreLayers(ctx context.Context, st *layer.Stack, snap layer.S
 	}
 }
 
-// compactedPrefix marks a tool result replaced by a reference.
+// compactedPrefix starts the reference that replaces a compacted tool
+// result. It is text for the model: compaction itself is tracked by
+// Checkpoint.Compacted (version 1 recognised it by this text).
 const compactedPrefix = "[compacted] "
 
 // maxPreview is how much of a compacted result the reference keeps.
 const maxPreview = 120
 
-// compactToolResults replaces the content of every tool result in msgs by
-// a one-line reference: the tool, the size and the start of the result.
-func compactToolResults(msgs []llms.MessageContent) {
+// maxKeptArgs is the longest tool-call arguments compaction keeps as
+// they are.
+const maxKeptArgs = 256
+
+// compactHistory compacts messages of earlier turns: the content of every
+// tool result becomes a one-line reference (the tool, the size and the
+// start of the result), and tool-call arguments longer than maxKeptArgs
+// become {"_compacted":"<n> bytes"}, a JSON object, because the arguments
+// are replayed to providers, which refuse anything else. Parts are
+// replaced, never changed in place.
+func compactHistory(msgs []llms.MessageContent) {
 	for i := range msgs {
-		if msgs[i].Role != llms.ChatMessageTypeTool {
-			continue
+		var parts []llms.ContentPart
+		set := func(j int, p llms.ContentPart) {
+			if parts == nil {
+				parts = slices.Clone(msgs[i].Parts)
+				msgs[i].Parts = parts
+			}
+			parts[j] = p
 		}
 		for j, p := range msgs[i].Parts {
-			tr, ok := p.(llms.ToolCallResponse)
-			if !ok || strings.HasPrefix(tr.Content, compactedPrefix) {
-				continue
+			switch p := p.(type) {
+			case llms.ToolCallResponse:
+				p.Content = compactReference(p.Name, p.Content)
+				set(j, p)
+			case llms.ToolCall:
+				if p.FunctionCall == nil || len(p.FunctionCall.Arguments) <= maxKeptArgs {
+					continue
+				}
+				fc := *p.FunctionCall
+				fc.Arguments = `{"_compacted":"` + strconv.Itoa(len(fc.Arguments)) + ` bytes"}`
+				p.FunctionCall = &fc
+				set(j, p)
 			}
-			tr.Content = compactReference(tr.Name, tr.Content)
-			parts := make([]llms.ContentPart, len(msgs[i].Parts))
-			copy(parts, msgs[i].Parts)
-			parts[j] = tr
-			msgs[i].Parts = parts
 		}
 	}
 }
@@ -290,4 +359,19 @@ func compactReference(name, content string) string {
 		preview = preview[:cut] + "…"
 	}
 	return compactedPrefix + "earlier result of " + name + " (" + strconv.Itoa(len(content)) + " bytes): " + preview
+}
+
+// capResult returns a tool result as the history keeps it: whole up to
+// limit bytes; a longer one cut to its first limit bytes (at a UTF-8
+// boundary) and followed by a note giving its size. A negative limit
+// keeps it whole.
+func capResult(s string, limit int) string {
+	if limit < 0 || len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "\n[agentloop: result truncated: " + strconv.Itoa(len(s)) + " bytes, of which the first " + strconv.Itoa(cut) + " are shown]"
 }

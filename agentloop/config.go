@@ -23,6 +23,10 @@ const (
 	DefaultContextWindow       = 128000
 	DefaultResponseReserve     = 4096
 	DefaultName                = "agent"
+	// DefaultMaxToolResultBytes is Config.MaxToolResultBytes when zero.
+	DefaultMaxToolResultBytes = 16 << 10
+	// DefaultSaveTimeout is Config.SaveTimeout when zero.
+	DefaultSaveTimeout = 5 * time.Second
 )
 
 // SpawnToolName is the name of the tool that lets the model start a child
@@ -96,11 +100,26 @@ type Config struct {
 	// in-memory store private to this Agent: threads survive between
 	// runs of the Agent but not the process.
 	Store storage.Store
-	// KeepToolResults keeps tool results of earlier turns in full in the
-	// history. By default (false) a tool result is kept in full for the
-	// turn that produced it and replaced by a one-line reference in later
-	// turns: layers such as entity memory remember what mattered.
+	// KeepToolResults keeps tool results and tool-call arguments of
+	// earlier turns in full in the history. By default (false) a tool
+	// result is kept in full for the turn that produced it and replaced
+	// by a one-line reference in later turns, and arguments longer than
+	// 256 bytes by {"_compacted":"<n> bytes"}: layers such as entity
+	// memory and the scratchpad remember what mattered.
 	KeepToolResults bool
+	// MaxToolResultBytes caps what one tool result puts into the history
+	// (and so into every later prompt of the turn and the checkpoint): a
+	// longer result is cut at a UTF-8 boundary and followed by a note
+	// giving its full size. The layers' Store still gets the whole result
+	// (entity extraction reads it all). Zero is
+	// DefaultMaxToolResultBytes; negative means no cap.
+	MaxToolResultBytes int
+	// SaveTimeout bounds the recording of a run stopped by its context
+	// (Timeout or cancellation): the layers' Store of the interrupted
+	// step and the last checkpoint run on a context that is not
+	// cancelled (context.WithoutCancel) with this deadline, so what the
+	// tools did is not lost. Zero is DefaultSaveTimeout.
+	SaveTimeout time.Duration
 	// RestoreLayers makes a resumed thread restore the layers' state from
 	// its checkpoint, for layers of thread or execution scope, after
 	// Init. Layers that persist their own state (the usual case) load it
@@ -151,6 +170,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ResponseReserve <= 0 {
 		c.ResponseReserve = DefaultResponseReserve
+	}
+	if c.MaxToolResultBytes == 0 {
+		c.MaxToolResultBytes = DefaultMaxToolResultBytes
+	}
+	if c.SaveTimeout <= 0 {
+		c.SaveTimeout = DefaultSaveTimeout
 	}
 	if c.MaxDepth == 0 {
 		c.MaxDepth = DefaultMaxDepth

@@ -15,7 +15,9 @@
 //     system prompt is compiled (instructions or a
 //     Handlebars template plus the layers' blocks); the history is
 //     projected into what is left of the window (tool calls and their
-//     results are never split); GenerateContent is called with every tool
+//     results are never split; the current user message is always sent,
+//     and when it alone does not fit the run fails with ErrInputTooLarge
+//     without calling the model); GenerateContent is called with every tool
 //     definition: the agent's tools, spawn_agent, and the layers'
 //     functions under their wire names ("working-memory/update" is sent
 //     as "working-memory_update", because provider APIs accept only
@@ -25,12 +27,17 @@
 //     alone; calls beyond Config.MaxToolCallsPerStep are answered with an
 //     error and not run), and the AI message with its calls plus one tool
 //     message per result (exactly one ToolCallResponse part each, as the
-//     OpenAI client requires) are appended to the history. A tool call ID
+//     OpenAI client requires) are appended to the history. A result
+//     longer than Config.MaxToolResultBytes (16 KiB by default) is cut
+//     in the history, with a note giving its size; the layers get it
+//     whole. A tool call ID
 //     already used in the thread (providers and scripted models reuse
 //     them across turns) gets a suffix, so every result pairs with its
 //     own call.
 //  5. The step is handed to the layers' Store as a [layer.Turn], and the
-//     thread is checkpointed.
+//     thread is checkpointed. This happens even when the run's context
+//     ended during the tools: what they did is real, so it is recorded on
+//     a context without the cancellation, bounded by Config.SaveTimeout.
 //
 // The loop ends when the model answers without tool calls, or a limit
 // stops it: Config.MaxSteps, MaxTokens or Timeout give a [*LimitError]
@@ -43,7 +50,11 @@
 // model-call events carry the stop reason as the provider spelled it.
 // Cancelling the context stops the run at
 // the next suspension point (the model call and tools get the context);
-// the layers are closed on every exit path, with a context that is not
+// what the run did and no checkpoint holds yet (the user's message when
+// the first model call was cut short, an interrupted step) is
+// checkpointed before the run returns, so the LimitError's Result and the
+// stored thread agree and an empty Input continues the thread; the
+// layers are closed on every exit path, with a context that is not
 // cancelled so they can flush.
 //
 // # Tools
@@ -51,7 +62,8 @@
 // A [Tool] has a name, a description, a JSON Schema for its arguments
 // object (sent to the model verbatim, and checked with
 // santhosh-tekuri/jsonschema before the tool runs; each schema is
-// compiled once) and a Call. [NewTool] builds a typed tool that decodes
+// compiled once and kept while among the [SchemaCacheSize] most recently
+// used) and a Call. [NewTool] builds a typed tool that decodes
 // its arguments into a Go value; [FromLangchain] adapts a langchaingo
 // tools.Tool, whose input is one string: the model is offered an "input"
 // string parameter and the tool receives its value (or the raw JSON
@@ -104,17 +116,32 @@
 // in a new process, with the same store and thread ID continues the
 // conversation: the history comes from the checkpoint and the layers load
 // their own state in Init. Two overlapping runs of one thread cannot both
-// win: the loser fails with an error matching ErrCheckpoint and
-// storage.ErrConflict. The snapshot in the checkpoint is restored into the
+// win: the loser fails with a [*CheckpointError] matching ErrCheckpoint and
+// storage.ErrConflict, whose SavedSteps and SavedMessages say how much of
+// the losing run the thread kept (its first steps may have been saved
+// before the other run started; then its user message is in the thread
+// and a retry with the same Input would repeat it). A checkpoint that
+// vanished under the run (a store restarted empty, an expired or deleted
+// key) is reported as ErrCheckpointGone instead, and not recreated, so an
+// erase stays an erase: the Result holds the history the run had, and the
+// next run with an Input starts the thread afresh. The snapshot in the checkpoint is restored into the
 // layers only with Config.RestoreLayers, and then only for thread- and
 // execution-scoped layers: resource and global state may have moved on in
 // other threads since, and the layers' own storage is the source of truth.
 //
-// Tool results of earlier turns are compacted when a run starts: each is
+// Earlier turns are compacted when a run starts: each tool result is
 // replaced by a one-line reference (the tool, the size, the first 120
-// characters), because layers such as entity memory keep what mattered
-// and full results would fill the window. The current turn's results stay
-// whole. Config.KeepToolResults turns this off.
+// characters), and tool-call arguments over 256 bytes by
+// {"_compacted":"<n> bytes"} (still a JSON object, because providers are
+// sent it), since layers such as entity memory and the scratchpad keep
+// what mattered and the full text would fill the window and the stored
+// thread. The current turn's results and arguments stay whole (a run
+// without Input continues the last turn, so that turn stays whole too).
+// Compaction is recorded in the checkpoint (Checkpoint.Compacted: how
+// many messages, from the first, are compacted), never recognised by a
+// message's text, so each message is compacted once and a tool result
+// cannot pass itself off as a reference. Config.KeepToolResults turns
+// compaction off.
 //
 // # Child agents
 //

@@ -34,9 +34,22 @@ var (
 	// ErrEmptyResponse means the model returned no choices.
 	ErrEmptyResponse = errors.New("agentloop: model returned no choices")
 	// ErrCheckpoint means a thread checkpoint cannot be read or written.
-	// A write that lost a race with another run of the same thread also
-	// matches storage.ErrConflict.
+	// A failed write is a [*CheckpointError], which says how much of the
+	// run the stored thread holds. A write that lost a race with another
+	// run of the same thread also matches storage.ErrConflict.
 	ErrCheckpoint = errors.New("agentloop: checkpoint")
+	// ErrCheckpointGone means the thread's stored checkpoint disappeared
+	// during the run (the store was restarted empty, the key expired or
+	// was deleted): the run's write found no checkpoint where it had read
+	// or written one. The run does not recreate it, so a deliberate erase
+	// stays erased; the thread starts afresh on the next run with an
+	// Input, and the returned Result holds the history the run had. It is
+	// wrapped in a [*CheckpointError] and does not match
+	// storage.ErrConflict.
+	ErrCheckpointGone = errors.New("agentloop: the stored checkpoint is gone")
+	// ErrInputTooLarge means the user's message alone does not fit the
+	// history's share of Config.ContextWindow, so the model is not called.
+	ErrInputTooLarge = errors.New("agentloop: user message does not fit the context window")
 	// ErrUnknownTool means the model called a tool that is not offered.
 	// It reaches the model as a tool result, never the caller.
 	ErrUnknownTool = errors.New("agentloop: unknown tool")
@@ -64,7 +77,11 @@ var (
 // LimitError is returned by [Agent.Run] when a limit stops the run before
 // the model gave a final answer. Result holds everything done so far: the
 // messages (including every tool result), the steps, the usage. The thread
-// checkpoint holds the same messages, so a later run continues from there.
+// checkpoint holds the same messages (after a timeout too: a step cut
+// short during its tools is checkpointed before the run returns), so a
+// later run with an empty Input continues from there. If that last
+// checkpoint fails, the error returned joins the LimitError and a
+// [*CheckpointError].
 type LimitError struct {
 	// Limit is ErrMaxSteps, ErrMaxTokens or ErrTimeout.
 	Limit error
@@ -91,3 +108,37 @@ func (e *LimitError) Unwrap() []error {
 	}
 	return []error{e.Limit}
 }
+
+// CheckpointError is a failed checkpoint write of a run. It says how much
+// of the run the stored thread held at its last successful write, so a
+// caller knows whether the user's message is already in the thread: with
+// SavedMessages > 0 it is (another run may have continued the thread
+// from there, so sending the Input again would repeat it); with
+// SavedMessages == 0 nothing of the run is stored, and retrying with the
+// same Input repeats nothing. It matches ErrCheckpoint and Err with
+// [errors.Is].
+type CheckpointError struct {
+	// ThreadID is the thread.
+	ThreadID string
+	// SavedSteps is how many of the run's steps the stored thread got.
+	SavedSteps int
+	// SavedMessages is how many of the run's new messages (its user
+	// message, if it had one, then each step's AI and tool messages) the
+	// stored thread got.
+	SavedMessages int
+	// Err is the cause: storage.ErrConflict (another run of the thread
+	// wrote it), ErrCheckpointGone, or the store's or the encoder's error.
+	Err error
+}
+
+// Error describes the failure and what was saved before it.
+func (e *CheckpointError) Error() string {
+	saved := "nothing of this run was saved"
+	if e.SavedMessages > 0 {
+		saved = fmt.Sprintf("the stored thread got %d of this run's messages, from %d of its steps", e.SavedMessages, e.SavedSteps)
+	}
+	return fmt.Sprintf("%v: thread %q: %v; %s", ErrCheckpoint, e.ThreadID, e.Err, saved)
+}
+
+// Unwrap returns ErrCheckpoint and the cause.
+func (e *CheckpointError) Unwrap() []error { return []error{ErrCheckpoint, e.Err} }

@@ -3,6 +3,8 @@ package agentloop
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -18,8 +20,9 @@ func TestEncodeCheckpointMatchesJSON(t *testing.T) {
 	r := &run{
 		a:        &Agent{cfg: Config{Name: "n\"ame"}},
 		threadID: "t/1", resourceID: "r",
-		res:      &Result{Steps: 2, Usage: Usage{PromptTokens: 3, TotalTokens: 3}},
-		ckptBase: Checkpoint{Steps: 5, Usage: Usage{CompletionTokens: 1, TotalTokens: 1, Estimated: true}},
+		res:       &Result{Steps: 2, Usage: Usage{PromptTokens: 3, TotalTokens: 3}},
+		ckptBase:  Checkpoint{Steps: 5, Usage: Usage{CompletionTokens: 1, TotalTokens: 1, Estimated: true}},
+		compacted: 2,
 		msgs: []llms.MessageContent{
 			llms.TextParts(llms.ChatMessageTypeHuman, "hi <b> & \u2028"),
 			{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{llms.ToolCall{ID: "c", Type: "function", FunctionCall: &llms.FunctionCall{Name: "f", Arguments: `{"a":1}`}}}},
@@ -36,8 +39,8 @@ func TestEncodeCheckpointMatchesJSON(t *testing.T) {
 		if err := json.Unmarshal(got, &c); err != nil {
 			t.Fatalf("round %d: %v\n%s", round, err, got)
 		}
-		want := Checkpoint{Version: 1, Agent: "n\"ame", ThreadID: "t/1", ResourceID: "r", Messages: r.msgs, Layers: snap, Steps: 7,
-			Usage: Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4, Estimated: true}, UpdatedAt: c.UpdatedAt}
+		want := Checkpoint{Version: CheckpointVersion, Agent: "n\"ame", ThreadID: "t/1", ResourceID: "r", Messages: r.msgs, Layers: snap, Steps: 7,
+			Usage: Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4, Estimated: true}, UpdatedAt: c.UpdatedAt, Compacted: 2}
 		wantJSON, _ := json.Marshal(want)
 		var g, w any
 		json.Unmarshal(got, &g)
@@ -141,13 +144,51 @@ func FuzzCompactReference(f *testing.F) {
 		if utf8.ValidString(content) && !utf8.ValidString(body) {
 			t.Fatalf("split a rune: %q", body)
 		}
-		// Compacting twice changes nothing.
-		msgs := []llms.MessageContent{{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: "c", Name: name, Content: content}}}}
-		compactToolResults(msgs)
-		once := msgs[0].Parts[0].(llms.ToolCallResponse).Content
-		compactToolResults(msgs)
-		if again := msgs[0].Parts[0].(llms.ToolCallResponse).Content; again != once {
-			t.Fatalf("compacted twice: %q -> %q", once, again)
+		// compactHistory gives the same reference, and turns long
+		// arguments into a small JSON object, without changing the
+		// parts it was given.
+		call := llms.ToolCall{ID: "c", Type: "function", FunctionCall: &llms.FunctionCall{Name: name, Arguments: content}}
+		msgs := []llms.MessageContent{
+			{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{call}},
+			{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: "c", Name: name, Content: content}}},
+		}
+		orig := slices.Clone(msgs)
+		compactHistory(msgs)
+		if got := msgs[1].Parts[0].(llms.ToolCallResponse).Content; got != ref {
+			t.Fatalf("compactHistory: %q, want %q", got, ref)
+		}
+		args := msgs[0].Parts[0].(llms.ToolCall).FunctionCall.Arguments
+		if len(content) > maxKeptArgs && (!json.Valid([]byte(args)) || args[0] != '{' || len(args) > 64) {
+			t.Fatalf("compacted arguments %q", args)
+		}
+		if len(content) <= maxKeptArgs && args != content {
+			t.Fatalf("short arguments changed: %q", args)
+		}
+		if orig[0].Parts[0].(llms.ToolCall).FunctionCall.Arguments != content || orig[1].Parts[0].(llms.ToolCallResponse).Content != content {
+			t.Fatalf("compactHistory changed the parts it was given")
+		}
+		// capResult keeps at most limit bytes of the result, whole runes
+		// only, and gives the original size.
+		for _, limit := range []int{0, 1, 2, 3, 5, len(content) / 2, len(content)} {
+			got := capResult(content, limit)
+			if len(content) <= limit {
+				if got != content {
+					t.Fatalf("capResult(%d) changed a short result: %q", limit, got)
+				}
+				continue
+			}
+			const mark = "\n[agentloop: result truncated: "
+			i := strings.LastIndex(got, mark)
+			if i < 0 {
+				t.Fatalf("capResult(%q, %d) = %q: no note", content, limit, got)
+			}
+			kept, note := got[:i], got[i+len(mark):]
+			if len(kept) > limit || !strings.HasPrefix(content, kept) || !strings.HasPrefix(note, strconv.Itoa(len(content))+" bytes") {
+				t.Fatalf("capResult(%q, %d) = %q", content, limit, got)
+			}
+			if utf8.ValidString(content) && !utf8.ValidString(kept) {
+				t.Fatalf("capResult split a rune: %q", kept)
+			}
 		}
 	})
 }

@@ -2,6 +2,7 @@ package agentloop
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -117,28 +118,52 @@ func ValidateToolName(name string) error {
 // anyObject is the schema used when a tool declares none.
 var anyObject = json.RawMessage(`{"type":"object"}`)
 
-// schemaCache compiles JSON Schemas once and validates values against
-// them. It is safe for concurrent use.
+// SchemaCacheSize is how many compiled JSON Schemas [ValidateArgs] and
+// each [Agent] keep: the most recently used ones. A schema that was
+// dropped is compiled again when it is next used. It is well above the
+// number of tools a provider accepts in one request (128 for OpenAI).
+const SchemaCacheSize = 256
+
+// schemaCache compiles JSON Schemas and keeps the SchemaCacheSize most
+// recently used (compiled, or the compile error) for validation. It is
+// safe for concurrent use. The zero value is ready to use.
 type schemaCache struct {
-	m sync.Map // string(schema) -> *jsonschema.Schema or error
+	mu    sync.Mutex
+	byKey map[string]*list.Element // string(schema) -> element of lru
+	lru   list.List                // of *schemaEntry, most recent first
 }
 
-// compile returns the compiled schema, compiling it on first use.
+type schemaEntry struct {
+	key string
+	sch *jsonschema.Schema
+	err error
+}
+
+// compile returns the compiled schema, compiling it if it is not cached.
+// Two callers may compile one schema at once; both results are valid.
 func (c *schemaCache) compile(schema json.RawMessage) (*jsonschema.Schema, error) {
-	key := string(schema)
-	if v, ok := c.m.Load(key); ok {
-		if err, isErr := v.(error); isErr {
-			return nil, err
-		}
-		return v.(*jsonschema.Schema), nil
+	c.mu.Lock()
+	if el, ok := c.byKey[string(schema)]; ok { // no allocation for the key
+		c.lru.MoveToFront(el)
+		e := el.Value.(*schemaEntry)
+		c.mu.Unlock()
+		return e.sch, e.err
 	}
+	c.mu.Unlock()
 	sch, err := compileSchema(schema)
-	if err != nil {
-		c.m.Store(key, err)
-		return nil, err
+	key := string(schema)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.byKey[key]; !ok {
+		if c.byKey == nil {
+			c.byKey = make(map[string]*list.Element)
+		}
+		c.byKey[key] = c.lru.PushFront(&schemaEntry{key: key, sch: sch, err: err})
+		if c.lru.Len() > SchemaCacheSize {
+			delete(c.byKey, c.lru.Remove(c.lru.Back()).(*schemaEntry).key)
+		}
 	}
-	c.m.Store(key, sch)
-	return sch, nil
+	return sch, err
 }
 
 func compileSchema(schema json.RawMessage) (*jsonschema.Schema, error) {
@@ -224,8 +249,9 @@ func checkArgs(args string) (json.RawMessage, error) {
 var argsSchemas schemaCache
 
 // ValidateArgs checks tool arguments (JSON) against a JSON Schema with
-// santhosh-tekuri/jsonschema, compiling each distinct schema once (the
-// compiled schemas are kept for the life of the process). Its error lists
+// santhosh-tekuri/jsonschema. The compiled schemas are cached, at most
+// [SchemaCacheSize] of them (the most recently used), so a process that
+// validates against ever new schemas stays bounded. Its error lists
 // every violation. It fits layer.StackConfig.ValidateArgs, for stacks
 // built outside an Agent (an Agent's stacks are always validated). It is
 // safe for concurrent use.
