@@ -97,8 +97,8 @@ func New(cfg Config) (*Agent, error) {
 		if err := ValidateToolName(t.Name); err != nil {
 			return nil, err
 		}
-		if t.Call == nil {
-			return nil, fmt.Errorf("%w: %s has no Call", ErrInvalidTool, t.Name)
+		if t.Call == nil && t.CallRun == nil {
+			return nil, fmt.Errorf("%w: %s has no Call or CallRun", ErrInvalidTool, t.Name)
 		}
 		if _, dup := a.tools[t.Name]; dup {
 			return nil, fmt.Errorf("%w: %s registered twice", ErrInvalidTool, t.Name)
@@ -226,14 +226,6 @@ func (r *run) addUsage(u Usage, own bool) {
 	if own {
 		r.tree.tokens.Add(int64(u.TotalTokens))
 	}
-}
-
-type runKey struct{}
-
-// runFrom returns the run a tool call is part of, if any.
-func runFrom(ctx context.Context) *run {
-	r, _ := ctx.Value(runKey{}).(*run)
-	return r
 }
 
 // Run runs the agent on a thread until the model answers without calling
@@ -394,7 +386,6 @@ func (r *run) canSpawn() bool { return r.a.spawnEnabled() && r.depth < r.a.cfg.M
 // loop runs steps until a final answer, a limit or an error.
 func (r *run) loop(ctx context.Context) (*Result, error) {
 	a := r.a
-	ctx = context.WithValue(ctx, runKey{}, r)
 	for {
 		if err := ctx.Err(); err != nil {
 			return r.stopped(ctx)
@@ -988,7 +979,7 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 		}
 	}()
 	if t, ok := a.tools[name]; ok {
-		return a.callAgentTool(ctx, t, args, inside)
+		return a.callAgentTool(ctx, r, t, args, inside)
 	}
 	start := time.Now()
 	defer func() { inside.Add(int64(time.Since(start))) }()
@@ -1006,15 +997,15 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 }
 
 // callAgentTool validates the arguments and runs one of the agent's own
-// tools.
-func (a *Agent) callAgentTool(ctx context.Context, t *Tool, args string, inside *atomic.Int64) (string, error) {
+// tools (callTool recovers their panics).
+func (a *Agent) callAgentTool(ctx context.Context, r *run, t *Tool, args string, inside *atomic.Int64) (string, error) {
 	raw, err := a.toolArgs(t.Name, t.Parameters, args)
 	if err != nil {
 		return "", err
 	}
 	start := time.Now()
 	defer func() { inside.Add(int64(time.Since(start))) }()
-	return t.Call(ctx, raw)
+	return t.call(ctx, r, raw)
 }
 
 // toolArgs returns the arguments of a call of tool name, normalised by

@@ -62,15 +62,24 @@ func BenchmarkStep(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	kv := workingmemory.NewKV(workingmemory.KVConfig{})
-	if err := workingmemory.Set(kv, "site", "acme.example"); err != nil {
-		b.Fatal(err)
-	}
-	kvl, err := workingmemory.NewKVLayer(kv, workingmemory.KVLayerConfig{Render: func(kv *workingmemory.KV) string {
+	// The site is a fact of the whole agent: global scope, stored once,
+	// loaded by every run's Init.
+	kvl, err := workingmemory.NewKVLayer(workingmemory.KVLayerConfig{Scope: layer.ScopeGlobal, Render: func(kv *workingmemory.KV) string {
 		s, _, _ := workingmemory.Get[string](kv, "site")
 		return "site: " + s
 	}})
 	if err != nil {
+		b.Fatal(err)
+	}
+	store := storage.NewMemory()
+	site, err := kvl.Open(context.Background(), layer.Env{ThreadID: "setup", Store: store})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := workingmemory.Set(site.KV(), "site", "acme.example"); err != nil {
+		b.Fatal(err)
+	}
+	if err := site.Close(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	cms := newCMS()
@@ -89,7 +98,7 @@ func BenchmarkStep(b *testing.B) {
 		Instructions: "You are a CMS assistant.",
 		Layers:       []layer.Layer{wm, em, kvl},
 		Tools:        tools,
-		Store:        storage.NewMemory(),
+		Store:        store,
 		Logger:       slog.New(slog.DiscardHandler),
 		Observer: func(e agentloop.Event) {
 			if e.Kind != agentloop.EventStep {

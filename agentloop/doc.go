@@ -145,8 +145,8 @@
 //
 // # Child agents
 //
-// [Agent.Spawn] (from code, or from inside a tool with the tool's
-// context) and the spawn_agent tool (offered to the model unless
+// [Agent.Spawn] (from code, on a thread), [Run.Spawn] (from inside a
+// tool, on the tool's run) and the spawn_agent tool (offered to the model unless
 // Config.DisableSpawnTool) run a child agent on a subtask: same model and
 // tools, its own instructions if given, and layers derived from the
 // parent's through [layer.Stack.Spawn] — each layer's OnSpawn decides
@@ -161,6 +161,17 @@
 // them; Config.MaxChildrenPerStep bounds the spawn_agent calls run for
 // one response (the others are answered with an error) and
 // Config.MaxChildrenPerRun the children started in all (ErrMaxChildren).
+//
+// # Tools and the current run
+//
+// The layers are bound per run: each run's stack holds its own thread's,
+// resource's or global state, loaded in Init. A tool that needs that
+// state is made with [NewRunTool] (or sets Tool.CallRun) and gets the
+// [Run] of each call: [Run.Stack] is the run's stack, in which layer.Find
+// or a layer package's helper (workingmemory.KVFrom) finds a layer; in a
+// child agent it is the child's run. This is the one way for a tool to
+// reach the current run's memory; a tool must not keep layer state of its
+// own, which would be shared by every thread and user of the agent.
 //
 // # Observability
 //

@@ -106,15 +106,22 @@ func TestSpawnScenarioSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv := workingmemory.NewKV(workingmemory.KVConfig{})
-	if err := workingmemory.Set(kv, "customer", "Acme"); err != nil {
-		t.Fatal(err)
-	}
-	kvl, err := workingmemory.NewKVLayer(kv, workingmemory.KVLayerConfig{Render: func(kv *workingmemory.KV) string {
+	kvl, err := workingmemory.NewKVLayer(workingmemory.KVLayerConfig{Render: func(kv *workingmemory.KV) string {
 		c, _, _ := workingmemory.Get[string](kv, "customer")
 		return fmt.Sprintf("scope %s: customer=%s", kv.Path(), c)
 	}})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The parent thread's key-value memory, written by code outside a run.
+	parentKV, err := kvl.Open(t.Context(), layer.Env{ThreadID: "parent", ResourceID: "user-1", Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := workingmemory.Set(parentKV.KV(), "customer", "Acme"); err != nil {
+		t.Fatal(err)
+	}
+	if err := parentKV.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	layers := []layer.Layer{wm, notes, kvl}
@@ -177,8 +184,8 @@ func TestSpawnScenarioSQLite(t *testing.T) {
 	if sys := check.Requests()[0].System(); !strings.Contains(sys, `"language": "French"`) || strings.Contains(sys, "German") {
 		t.Errorf("parent's resource memory changed by the child:\n%s", sys)
 	}
-	if scopes := kv.Scopes(); len(scopes) != 1 {
-		t.Errorf("kv scopes after the child returned: %v", scopes)
+	if !regexp.MustCompile(`scope root: customer=Acme`).MatchString(model.Requests()[len(model.Requests())-1].System()) {
+		t.Errorf("the parent's key-value memory after the child returned:\n%s", model.Requests()[len(model.Requests())-1].System())
 	}
 	var args map[string]string
 	for _, r := range model.Requests() {

@@ -30,9 +30,8 @@ type SpawnInput struct {
 	Instructions string
 	// Input is the child's task, sent as its user message. Required.
 	Input string
-	// ThreadID and ResourceID name the parent thread when Spawn is
-	// called outside a run (see [Agent.Spawn]); inside a run they are
-	// ignored.
+	// ThreadID and ResourceID name the parent thread for [Agent.Spawn];
+	// [Run.Spawn] ignores them.
 	ThreadID   string
 	ResourceID string
 }
@@ -46,19 +45,16 @@ type SpawnInput struct {
 // [layer.Stack.Return] lets the parent's layers take back what they merge.
 // The child's history is not checkpointed.
 //
-// Called from inside a tool of a running agent (with the tool's ctx), the
-// parent is that run. Called anywhere else, the parent is a fresh stack on
-// in.ThreadID (required) and in.ResourceID, initialised from the store
-// and closed afterwards.
+// The parent is a fresh stack on in.ThreadID (required) and
+// in.ResourceID, initialised from the store and closed afterwards. A tool
+// of a running agent spawns a child of its own run with [Run.Spawn] (see
+// [NewRunTool]).
 //
 // A child at depth MaxDepth cannot spawn: the error is ErrMaxDepth. A
 // run's children, at every depth, share its limits: MaxTokens counts
 // their tokens too, MaxChildrenPerRun bounds how many start (the error is
 // ErrMaxChildren), and the parent's Result.Usage includes theirs.
 func (a *Agent) Spawn(ctx context.Context, in SpawnInput) (*Result, error) {
-	if p := runFrom(ctx); p != nil {
-		return p.spawn(ctx, in)
-	}
 	if in.ThreadID == "" {
 		return nil, ErrNoThread
 	}

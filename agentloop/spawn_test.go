@@ -2,7 +2,6 @@ package agentloop_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -147,15 +146,14 @@ func TestSpawnFromCode(t *testing.T) {
 		t.Errorf("no input: %v", err)
 	}
 
-	// From inside a tool: the parent is the running agent.
-	var b *agentloop.Agent
-	delegate := agentloop.Tool{Name: "delegate", Call: func(ctx context.Context, _ json.RawMessage) (string, error) {
-		r, err := b.Spawn(ctx, agentloop.SpawnInput{Instructions: childInstructions, Input: "Translate hello"})
+	// From inside a tool: the parent is the tool's run.
+	delegate := agentloop.NewRunTool("delegate", "", nil, func(ctx context.Context, run *agentloop.Run, _ struct{}) (string, error) {
+		r, err := run.Spawn(ctx, agentloop.SpawnInput{Instructions: childInstructions, Input: "Translate hello"})
 		if err != nil {
 			return "", err
 		}
 		return r.Output, nil
-	}}
+	})
 	model := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
 		if strings.HasPrefix(r.System(), childInstructions) {
 			return spawnPolicy(ctx, r)
@@ -165,14 +163,21 @@ func TestSpawnFromCode(t *testing.T) {
 		}
 		return agenttest.Calls(agenttest.Call("delegate", "")), nil
 	})
-	b = mustAgent(t, agentloop.Config{Model: model, Store: store, Layers: layers, Tools: append(newCMS().tools(), delegate), MaxDepth: -1})
-	res, err = b.Run(t.Context(), agentloop.RunInput{ThreadID: "parent", ResourceID: "user-1", Input: "go"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// MaxDepth -1 forbids spawning, from code too.
-	if !strings.Contains(res.Output, "spawn depth limit") {
-		t.Errorf("spawn with MaxDepth -1: %q", res.Output)
+	for _, tc := range []struct {
+		maxDepth int
+		want     string
+	}{
+		{0, "Bonjour"},
+		{-1, "spawn depth limit"}, // MaxDepth -1 forbids spawning, from code too
+	} {
+		b := mustAgent(t, agentloop.Config{Model: model, Store: store, Layers: layers, Tools: append(newCMS().tools(), delegate), MaxDepth: tc.maxDepth})
+		res, err = b.Run(t.Context(), agentloop.RunInput{ThreadID: "parent", ResourceID: "user-1", Input: "go"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(res.Output, tc.want) {
+			t.Errorf("spawn from a tool with MaxDepth %d: %q, want %q", tc.maxDepth, res.Output, tc.want)
+		}
 	}
 }
 

@@ -43,34 +43,23 @@ type Tool struct {
 	// Call runs the tool with the raw JSON arguments (an object that
 	// passed Parameters).
 	Call func(ctx context.Context, args json.RawMessage) (string, error)
+	// CallRun, when set, is called instead of Call, with the [Run] the
+	// call belongs to: the way a tool reaches the current run's layers
+	// (see [NewRunTool]). A tool needs Call or CallRun.
+	CallRun func(ctx context.Context, run *Run, args json.RawMessage) (string, error)
 }
 
 // NewTool returns a typed tool: the arguments are decoded into an In and
 // the result is returned as is when it is a string and as JSON otherwise.
-// parameters is the JSON Schema of In; nil means any object.
+// parameters is the JSON Schema of In; nil means any object. A tool that
+// needs the current run's memory is made with [NewRunTool].
 func NewTool[In, Out any](name, description string, parameters json.RawMessage, fn func(ctx context.Context, in In) (Out, error)) Tool {
+	call := typedCall(name, func(ctx context.Context, _ *Run, in In) (Out, error) { return fn(ctx, in) })
 	return Tool{
 		Name:        name,
 		Description: description,
 		Parameters:  parameters,
-		Call: func(ctx context.Context, args json.RawMessage) (string, error) {
-			var in In
-			if err := json.Unmarshal(args, &in); err != nil {
-				return "", fmt.Errorf("%w: %w", ErrInvalidArguments, err)
-			}
-			out, err := fn(ctx, in)
-			if err != nil {
-				return "", err
-			}
-			if s, ok := any(out).(string); ok {
-				return s, nil
-			}
-			b, err := json.Marshal(out)
-			if err != nil {
-				return "", fmt.Errorf("agentloop: tool %s: encode result: %w", name, err)
-			}
-			return string(b), nil
-		},
+		Call:        func(ctx context.Context, args json.RawMessage) (string, error) { return call(ctx, nil, args) },
 	}
 }
 

@@ -75,19 +75,23 @@ func init() { workers["crash-writer"] = crashWriter }
 // crashAgent is the agent of the crash scenario: a thread-scoped
 // scratchpad, and a model that updates it at every step (sequence numbers
 // from next) and answers after eight steps.
-func crashAgent(st storage.Store, kv *workingmemory.KV, next func() int, observer func(agentloop.Event)) (*agentloop.Agent, error) {
+func crashAgent(st storage.Store, next func() int, observer func(agentloop.Event)) (*agentloop.Agent, error) {
 	wm, err := workingmemory.New(workingmemory.Config{})
 	if err != nil {
 		return nil, err
 	}
-	kvLayer, err := workingmemory.NewKVLayer(kv, workingmemory.KVLayerConfig{})
+	kvLayer, err := workingmemory.NewKVLayer(workingmemory.KVLayerConfig{})
 	if err != nil {
 		return nil, err
 	}
-	kvSet := agentloop.NewTool("kv_set", "Remember a value.", nil, func(ctx context.Context, in struct {
+	kvSet := agentloop.NewRunTool("kv_set", "Remember a value.", nil, func(ctx context.Context, run *agentloop.Run, in struct {
 		Key   string `json:"key"`
 		Value int    `json:"value"`
 	}) (string, error) {
+		kv, err := workingmemory.KVFrom(run.Stack(), "")
+		if err != nil {
+			return "", err
+		}
 		return "ok", workingmemory.Set(kv, in.Key, in.Value)
 	})
 	update := layer.WireName(layer.ToolName(workingmemory.DefaultID, "update"))
@@ -115,8 +119,7 @@ func crashAgent(st storage.Store, kv *workingmemory.KV, next func() int, observe
 		Store:         st,
 		MaxSteps:      20,
 		Observer:      observer,
-		RestoreLayers: true, // the key-value memory persists through the checkpoint
-
+		RestoreLayers: true, // thread-scoped layers resume from the checkpoint
 	})
 }
 
@@ -158,7 +161,7 @@ func crashWriter(ctx context.Context, raw string, _ *bufio.Scanner, out *lineWri
 	go func() {
 		var seq atomic.Int64
 		seq.Store(time.Now().UnixNano() % 1000 * 1000) // distinct across restarts
-		agent, err := crashAgent(st, workingmemory.NewKV(workingmemory.KVConfig{}), func() int { return int(seq.Add(1)) }, func(e agentloop.Event) {
+		agent, err := crashAgent(st, func() int { return int(seq.Add(1)) }, func(e agentloop.Event) {
 			if e.Kind == agentloop.EventCheckpoint && e.Err == nil {
 				out.Printf("ckpt %d", e.Step)
 			}
@@ -293,8 +296,7 @@ func crashTrial(t *testing.T, trial int) {
 
 	// The thread resumes from its checkpoint, with its working memory.
 	var lastSeq int
-	kv := workingmemory.NewKV(workingmemory.KVConfig{})
-	resumeAgent, err := crashAgent(st, kv, func() int { lastSeq++; return lastSeq }, nil)
+	resumeAgent, err := crashAgent(st, func() int { lastSeq++; return lastSeq }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +353,15 @@ func crashTrial(t *testing.T, trial int) {
 			}
 		}
 	}
-	if n, err := kv.Count(); err != nil || n != toolSteps+res.Steps-1 {
+	kvl, err := workingmemory.NewKVLayer(workingmemory.KVLayerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := kvl.Open(ctx, layer.Env{ThreadID: thread, Store: st})
+	if err != nil {
+		t.Fatalf("the thread's key-value memory: %v", err)
+	}
+	if n, err := stored.KV().Count(); err != nil || n != toolSteps+res.Steps-1 {
 		t.Errorf("key-value memory after resume: %d entries, %v; want %d from the checkpoint + %d", n, err, toolSteps, res.Steps-1)
 	}
 	cp2, err := resumeAgent.LoadCheckpoint(ctx, thread)

@@ -119,14 +119,9 @@ func scratchpadWriter(ctx context.Context, raw string, in *bufio.Scanner, out *l
 	return nil
 }
 
-// kvKey is where the key-value memory's snapshot is kept. The key-value
-// memory has no persistence of its own (KV.Snapshot and KV.Restore are
-// for the caller to store), so the scenario persists it the way a caller
-// must: read, restore, set, snapshot, compare-and-swap.
-var kvKey = storage.LayerKey(workingmemory.DefaultKVLayerID, "shared", "snapshot")
-
-// kvWriter adds args.Updates distinct keys to a key-value memory persisted
-// as a snapshot under kvKey.
+// kvWriter adds args.Updates distinct keys to a resource-scoped key-value
+// memory, persisting each with KVLayer.Flush (compare-and-swap, merging
+// another writer's keys on conflict).
 func kvWriter(ctx context.Context, raw string, in *bufio.Scanner, out *lineWriter) error {
 	var args writerArgs
 	if err := json.Unmarshal([]byte(raw), &args); err != nil {
@@ -137,42 +132,40 @@ func kvWriter(ctx context.Context, raw string, in *bufio.Scanner, out *lineWrite
 		return err
 	}
 	defer closeFn()
+	counted := &countingStore{Store: st, blind: args.Blind}
+	kvl, err := workingmemory.NewKVLayer(workingmemory.KVLayerConfig{Scope: layer.ScopeResource})
+	if err != nil {
+		return err
+	}
+	l, err := kvl.Open(ctx, layer.Env{ThreadID: fmt.Sprintf("thread-%d", args.Proc), ResourceID: args.Resource, Store: counted})
+	if err != nil {
+		return err
+	}
 	out.Printf("ready")
 	if err := waitFor(in, "go"); err != nil {
 		return err
 	}
 	res := writerResult{Updates: args.Updates}
 	start := time.Now()
-	for i := 0; i < args.Updates; {
-		version := storage.NoVersion
-		kv := workingmemory.NewKV(workingmemory.KVConfig{})
-		it, err := st.Get(ctx, kvKey)
-		switch {
-		case err == nil:
-			if err := kv.Restore(it.Value); err != nil {
-				return fmt.Errorf("restore stored snapshot (version %d): %w", it.Version, err)
+	flush := func() error {
+		for {
+			err := l.Flush(ctx)
+			if !errors.Is(err, workingmemory.ErrConflict) {
+				return err
 			}
-			version = it.Version
-		case !errors.Is(err, storage.ErrNotFound):
+			res.GaveUp++ // told, not lost: the changes stay pending
+		}
+	}
+	for i := range args.Updates {
+		if err := workingmemory.Set(l.KV(), scratchpadKey(args.Proc, i), i); err != nil {
 			return err
 		}
-		if err := workingmemory.Set(kv, scratchpadKey(args.Proc, i), i); err != nil {
-			return err
+		if err := flush(); err != nil {
+			return fmt.Errorf("update %d: %w", i, err)
 		}
-		snap, err := kv.Snapshot()
-		if err != nil {
-			return err
-		}
-		if _, err := st.Put(ctx, kvKey, snap, version); err != nil {
-			if errors.Is(err, storage.ErrConflict) {
-				res.Conflicts++
-				continue
-			}
-			return err
-		}
-		i++
 	}
 	res.ElapsedNS = time.Since(start).Nanoseconds()
+	res.Conflicts = counted.conflicts.Load()
 	b, _ := json.Marshal(res)
 	out.Printf("result %s", b)
 	return nil
@@ -251,18 +244,19 @@ func TestLostUpdates(t *testing.T) {
 				if spec.Backend == "redis" {
 					spec.Namespace += "kv:"
 				}
-				results, elapsed := runWriters(t, "kv-writer", spec, procs, updates, "", false)
+				const resource = "team-kv"
+				results, elapsed := runWriters(t, "kv-writer", spec, procs, updates, resource, false)
 				st := mustOpen(t, spec)
-				it, err := st.Get(t.Context(), kvKey)
+				kvl, err := workingmemory.NewKVLayer(workingmemory.KVLayerConfig{Scope: layer.ScopeResource})
 				if err != nil {
-					t.Fatalf("stored snapshot: %v", err)
+					t.Fatal(err)
 				}
-				kv := workingmemory.NewKV(workingmemory.KVConfig{})
-				if err := kv.Restore(it.Value); err != nil {
-					t.Fatalf("restore the final snapshot: %v", err)
+				stored, err := kvl.Open(t.Context(), layer.Env{ThreadID: "reader", ResourceID: resource, Store: st})
+				if err != nil {
+					t.Fatalf("stored key-value memory: %v", err)
 				}
 				state := map[string]any{}
-				entries, err := kv.Entries()
+				entries, err := stored.KV().Entries()
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -133,24 +133,3 @@ type KVConfig struct {
 	// time.Now.
 	Now func() time.Time
 }
-
-// KVLayerConfig configures a [KVLayer]. The zero KVLayerConfig is valid.
-type KVLayerConfig struct {
-	// ID is the layer ID. Empty means "kv-memory". It names the block
-	// Recall fences the rendered text in: the ID with '-' replaced by
-	// '_' ([FenceTag]), <kv_memory> by default.
-	ID string
-	// Slot orders the layer in the prompt. Zero means 120.
-	Slot int
-	// Render, when set, turns the memory into prompt text before every
-	// model call ("" recalls nothing). Nil recalls nothing: the
-	// key-value memory is for code and tools, not the model.
-	Render func(kv *KV) string
-	// ChildName names the child scope a spawned agent gets. Nil names it
-	// after the child's execution ID.
-	ChildName func(child layer.Env) string
-	// MergeOnReturn merges a finished child's entries into the parent
-	// scope (overwriting) before the child scope is disposed of. By
-	// default the child's entries are dropped with its scope.
-	MergeOnReturn bool
-}

@@ -149,6 +149,15 @@
 // [KV.Restore] save and load a whole subtree. One read-write lock guards a
 // tree.
 //
-// [KVLayer] puts a KV into a layer stack: a spawned child agent gets a
-// child scope of its parent's memory, disposed of when the child returns.
+// [KVLayer] puts key-value memory into a layer stack, one KV per scope
+// key like every layer's state: [NewKVLayer] returns a template, and each
+// run's Init gives the run the KV of its thread (the default scope), its
+// resource, the global one, or a fresh one (execution scope), loaded from
+// the store. Changes are persisted with compare-and-swap at the end of
+// every step and when the run ends (see [KVLayer] for when a write is
+// acknowledged); concurrent runs of one scope lose no update. Tools reach
+// the current run's KV with [KVFrom] on the run's stack (agentloop hands
+// it to tools made with agentloop.NewRunTool); code outside a run uses
+// [KVLayer.Open]. A spawned child agent gets a child scope of its parent's
+// run memory, disposed of when the child returns.
 package workingmemory

@@ -263,28 +263,40 @@ func ExampleKVConfig_observer() {
 	// scope-disposed root/c false
 }
 
-// In a stack, a spawned child agent gets a child scope of its parent's
-// key-value memory.
+// Each thread has its own key-value memory, loaded from the store when a
+// run starts and persisted after every step and when the run ends. A
+// spawned child agent gets a child scope of its parent's run memory.
 func ExampleNewKVLayer() {
 	ctx := context.Background()
-	kv := workingmemory.NewKV(workingmemory.KVConfig{})
-	_ = workingmemory.Set(kv, "repo", "memlayer")
-	kl, _ := workingmemory.NewKVLayer(kv, workingmemory.KVLayerConfig{MergeOnReturn: true})
-	parent, _ := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{kl}, Env: layer.Env{ThreadID: "t1"}})
+	st := storage.NewMemory()
+	kl, _ := workingmemory.NewKVLayer(workingmemory.KVLayerConfig{MergeOnReturn: true})
+
+	// Code outside a run opens a thread's memory, and closes it to persist.
+	t1, _ := kl.Open(ctx, layer.Env{ThreadID: "t1", Store: st})
+	_ = workingmemory.Set(t1.KV(), "repo", "memlayer")
+	_ = t1.Close(ctx)
+
+	// A run of thread t1 (an agent's run does this) sees it; t2 does not.
+	parent, _ := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{kl}, Env: layer.Env{ThreadID: "t1", Store: st}})
 	_ = parent.Init(ctx)
+	kv, _ := workingmemory.KVFrom(parent, "")
+	t2, _ := kl.Open(ctx, layer.Env{ThreadID: "t2", Store: st})
+	fmt.Println(kv.Contains("repo"), t2.KV().Contains("repo"))
 
 	child, _ := parent.Spawn(ctx, layer.Env{ThreadID: "t1", ExecutionID: "sub-1"})
-	cl, _ := child.Layer("kv-memory")
-	ckv := cl.(*workingmemory.KVLayer).KV()
+	ckv, _ := workingmemory.KVFrom(child, "")
 	repo, _, _ := workingmemory.Get[string](ckv, "repo")
 	_ = workingmemory.Set(ckv, "finding", "flaky test")
 	fmt.Println(ckv.Path(), repo, kv.Contains("finding"))
 
 	_ = parent.Return(ctx, child)
-	fmt.Println(kv.Contains("finding"), kv.Scopes())
+	_ = parent.Close(ctx)
+	again, _ := kl.Open(ctx, layer.Env{ThreadID: "t1", Store: st})
+	fmt.Println(again.KV().Keys())
 	// Output:
+	// true false
 	// root/sub-1 memlayer false
-	// true [root]
+	// [finding repo] <nil>
 }
 
 // Two scratchpads in one stack fence their blocks with tags derived from

@@ -39,6 +39,10 @@ type KV struct {
 	children map[string]*KV
 	disposed bool
 	inflight map[string]*kvCall
+	// dirty, when non-nil, records the keys of this scope changed since
+	// its last persist: a [KVLayer] bound to a store sets it on the
+	// scope it persists (see KVLayer.Flush).
+	dirty map[string]struct{}
 }
 
 type kvTree struct {
@@ -306,6 +310,7 @@ func (kv *KV) set(key string, raw []byte, cached any, m Meta) error {
 		t.entries++
 	}
 	kv.entries[key] = e
+	kv.markLocked(key)
 	t.mu.Unlock()
 	kv.emit(EventSet, key, now)
 	return nil
@@ -554,6 +559,7 @@ func (kv *KV) Remove(key string) (bool, error) {
 	if ok {
 		delete(kv.entries, key)
 		t.entries--
+		kv.markLocked(key)
 	}
 	t.mu.Unlock()
 	if ok {
@@ -571,6 +577,9 @@ func (kv *KV) Clear() error {
 		return kv.disposedErr()
 	}
 	t.entries -= len(kv.entries)
+	for k := range kv.entries {
+		kv.markLocked(k)
+	}
 	clear(kv.entries)
 	t.mu.Unlock()
 	kv.emit(EventCleared, "", t.cfg.Now())
@@ -725,6 +734,7 @@ func (kv *KV) MergeToParent(overwrite bool) error {
 		e := kv.entries[k]
 		ne := &kvEntry{raw: e.raw, val: e.val, meta: e.meta, created: e.created, updated: now, expires: e.expires}
 		p.entries[k] = ne
+		p.markLocked(k)
 	}
 	t.entries += added
 	t.mu.Unlock()
@@ -839,32 +849,34 @@ func (kv *KV) snapshot(children bool) (json.RawMessage, error) {
 		kv.tree.mu.RUnlock()
 		return nil, kv.disposedErr()
 	}
-	var snap func(s *KV) kvScopeSnapshot
-	snap = func(s *KV) kvScopeSnapshot {
-		out := kvScopeSnapshot{Name: s.name}
-		for k, e := range s.entries {
-			if e.expired(now) {
-				continue
-			}
-			if out.Entries == nil {
-				out.Entries = map[string]kvEntrySnapshot{}
-			}
-			out.Entries[k] = kvEntrySnapshot{Value: e.raw, Meta: e.meta, CreatedAt: e.created, UpdatedAt: e.updated, AccessCount: e.accesses.Load()}
-		}
-		if children {
-			for _, name := range slices.Sorted(maps.Keys(s.children)) {
-				out.Children = append(out.Children, snap(s.children[name]))
-			}
-		}
-		return out
-	}
-	root := snap(kv)
+	root := kv.scopeSnapshotLocked(now, children)
 	kv.tree.mu.RUnlock()
 	b, err := json.Marshal(kvSnapshot{Version: KVSnapshotVersion, kvScopeSnapshot: root})
 	if err != nil {
 		return nil, fmt.Errorf("workingmemory: kv snapshot: %w", err)
 	}
 	return b, nil
+}
+
+// scopeSnapshotLocked returns kv's live entries, and with children its
+// descendants'. The tree's lock must be held (read or write).
+func (kv *KV) scopeSnapshotLocked(now time.Time, children bool) kvScopeSnapshot {
+	out := kvScopeSnapshot{Name: kv.name}
+	for k, e := range kv.entries {
+		if e.expired(now) {
+			continue
+		}
+		if out.Entries == nil {
+			out.Entries = map[string]kvEntrySnapshot{}
+		}
+		out.Entries[k] = kvEntrySnapshot{Value: e.raw, Meta: e.meta, CreatedAt: e.created, UpdatedAt: e.updated, AccessCount: e.accesses.Load()}
+	}
+	if children {
+		for _, name := range slices.Sorted(maps.Keys(kv.children)) {
+			out.Children = append(out.Children, kv.children[name].scopeSnapshotLocked(now, true))
+		}
+	}
+	return out
 }
 
 // Restore replaces kv's entries and descendants with those of a
@@ -876,47 +888,8 @@ func (kv *KV) Restore(data json.RawMessage) error { return kv.restore(data, fals
 // restore is Restore; with keepChildren, kv's child scopes are kept and
 // only its own entries replaced (the snapshot must have no children).
 func (kv *KV) restore(data json.RawMessage, keepChildren bool) error {
-	var snap kvSnapshot
-	if err := json.Unmarshal(data, &snap); err != nil {
-		return fmt.Errorf("%w: kv snapshot: %w", ErrInvalidValue, err)
-	}
-	if snap.Version < 1 || snap.Version > KVSnapshotVersion {
-		return fmt.Errorf("%w: kv snapshot version %d, this build reads up to %d", ErrInvalidValue, snap.Version, KVSnapshotVersion)
-	}
-	entries, scopes := 0, 0
-	var check func(s kvScopeSnapshot, root bool) error
-	check = func(s kvScopeSnapshot, root bool) error {
-		scopes++
-		if !root {
-			if err := kv.checkScopeName(s.Name); err != nil {
-				return fmt.Errorf("kv snapshot: %w", err)
-			}
-		}
-		names := map[string]bool{}
-		for k, e := range s.Entries {
-			if err := kv.checkKey(k); err != nil {
-				return fmt.Errorf("kv snapshot: %w", err)
-			}
-			if !json.Valid(e.Value) {
-				return fmt.Errorf("%w: kv snapshot: key %q: value is not valid JSON", ErrInvalidValue, k)
-			}
-			if m := kv.tree.cfg.MaxEntryBytes; m > 0 && len(e.Value) > m {
-				return fmt.Errorf("%w: entry size: kv snapshot key %q is %d bytes, the limit is %d", ErrLimit, k, len(e.Value), m)
-			}
-			entries++
-		}
-		for _, c := range s.Children {
-			if names[c.Name] {
-				return fmt.Errorf("%w: kv snapshot: scope %q appears twice", ErrInvalidValue, c.Name)
-			}
-			names[c.Name] = true
-			if err := check(c, false); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := check(snap.kvScopeSnapshot, true); err != nil {
+	snap, entries, scopes, err := kv.parseSnapshot(data)
+	if err != nil {
 		return err
 	}
 	if keepChildren && len(snap.Children) > 0 {
@@ -963,6 +936,13 @@ func (kv *KV) restore(data json.RawMessage, keepChildren bool) error {
 	if !keepChildren {
 		detach(kv)
 	}
+	// Every key kv held or now holds is a change to persist.
+	for k := range kv.entries {
+		kv.markLocked(k)
+	}
+	for k := range snap.Entries {
+		kv.markLocked(k)
+	}
 	var build func(s *KV, snap kvScopeSnapshot)
 	build = func(s *KV, snap kvScopeSnapshot) {
 		s.entries = make(map[string]*kvEntry, len(snap.Entries))
@@ -970,9 +950,7 @@ func (kv *KV) restore(data json.RawMessage, keepChildren bool) error {
 			s.children = map[string]*KV{}
 		}
 		for k, e := range snap.Entries {
-			ne := &kvEntry{raw: slices.Clone([]byte(e.Value)), meta: e.Meta, created: e.CreatedAt, updated: e.UpdatedAt, expires: e.Meta.ExpiresAt}
-			ne.accesses.Store(e.AccessCount)
-			s.entries[k] = ne
+			s.entries[k] = e.toEntry()
 		}
 		for _, cs := range snap.Children {
 			c := &KV{tree: t, name: cs.Name, path: s.path + "/" + cs.Name, parent: s}
@@ -984,4 +962,134 @@ func (kv *KV) restore(data json.RawMessage, keepChildren bool) error {
 	t.entries, t.scopes = newEntries, newScopes
 	t.mu.Unlock()
 	return nil
+}
+
+func (e kvEntrySnapshot) toEntry() *kvEntry {
+	ne := &kvEntry{raw: slices.Clone([]byte(e.Value)), meta: e.Meta, created: e.CreatedAt, updated: e.UpdatedAt, expires: e.Meta.ExpiresAt}
+	ne.accesses.Store(e.AccessCount)
+	return ne
+}
+
+// parseSnapshot decodes a snapshot and checks all of it (format, keys,
+// values, entry sizes) against kv's rules. It returns the number of
+// entries and scopes it holds.
+func (kv *KV) parseSnapshot(data []byte) (snap kvSnapshot, entries, scopes int, err error) {
+	if err := json.Unmarshal(data, &snap); err != nil {
+		return snap, 0, 0, fmt.Errorf("%w: kv snapshot: %w", ErrInvalidValue, err)
+	}
+	if snap.Version < 1 || snap.Version > KVSnapshotVersion {
+		return snap, 0, 0, fmt.Errorf("%w: kv snapshot version %d, this build reads up to %d", ErrInvalidValue, snap.Version, KVSnapshotVersion)
+	}
+	var check func(s kvScopeSnapshot, root bool) error
+	check = func(s kvScopeSnapshot, root bool) error {
+		scopes++
+		if !root {
+			if err := kv.checkScopeName(s.Name); err != nil {
+				return fmt.Errorf("kv snapshot: %w", err)
+			}
+		}
+		names := map[string]bool{}
+		for k, e := range s.Entries {
+			if err := kv.checkKey(k); err != nil {
+				return fmt.Errorf("kv snapshot: %w", err)
+			}
+			if !json.Valid(e.Value) {
+				return fmt.Errorf("%w: kv snapshot: key %q: value is not valid JSON", ErrInvalidValue, k)
+			}
+			if m := kv.tree.cfg.MaxEntryBytes; m > 0 && len(e.Value) > m {
+				return fmt.Errorf("%w: entry size: kv snapshot key %q is %d bytes, the limit is %d", ErrLimit, k, len(e.Value), m)
+			}
+			entries++
+		}
+		for _, c := range s.Children {
+			if names[c.Name] {
+				return fmt.Errorf("%w: kv snapshot: scope %q appears twice", ErrInvalidValue, c.Name)
+			}
+			names[c.Name] = true
+			if err := check(c, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := check(snap.kvScopeSnapshot, true); err != nil {
+		return snap, 0, 0, err
+	}
+	return snap, entries, scopes, nil
+}
+
+// markLocked records a change of key for the next persist, when kv
+// tracks its changes. The tree's write lock must be held.
+func (kv *KV) markLocked(key string) {
+	if kv.dirty != nil {
+		kv.dirty[key] = struct{}{}
+	}
+}
+
+// takeChanges returns the keys of kv's scope changed since the last call
+// (and forgets them) with a snapshot of the scope's own entries taken at
+// the same instant. changed is empty when there is nothing to persist.
+func (kv *KV) takeChanges() (changed map[string]struct{}, snap []byte, err error) {
+	t := kv.tree
+	now := t.cfg.Now()
+	t.mu.Lock()
+	if kv.disposed {
+		t.mu.Unlock()
+		return nil, nil, kv.disposedErr()
+	}
+	if len(kv.dirty) == 0 {
+		t.mu.Unlock()
+		return nil, nil, nil
+	}
+	changed, kv.dirty = kv.dirty, map[string]struct{}{}
+	own := kv.scopeSnapshotLocked(now, false)
+	t.mu.Unlock()
+	b, err := json.Marshal(kvSnapshot{Version: KVSnapshotVersion, kvScopeSnapshot: own})
+	if err != nil {
+		kv.keepChanges(changed)
+		return nil, nil, fmt.Errorf("workingmemory: kv snapshot: %w", err)
+	}
+	return changed, b, nil
+}
+
+// keepChanges gives back keys takeChanges returned, after a persist that
+// failed: they are persisted next time.
+func (kv *KV) keepChanges(changed map[string]struct{}) {
+	kv.tree.mu.Lock()
+	defer kv.tree.mu.Unlock()
+	if kv.dirty != nil {
+		for k := range changed {
+			kv.dirty[k] = struct{}{}
+		}
+	}
+}
+
+// adopt takes another writer's stored state (a snapshot of one scope,
+// already parsed) into kv's own scope, except for the keys kv changed
+// and has not persisted yet: those keep kv's value (or absence).
+func (kv *KV) adopt(stored kvScopeSnapshot) {
+	t := kv.tree
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if kv.disposed {
+		return
+	}
+	for k := range kv.entries {
+		if _, mine := kv.dirty[k]; mine {
+			continue
+		}
+		if _, ok := stored.Entries[k]; !ok {
+			delete(kv.entries, k)
+			t.entries--
+		}
+	}
+	for k, e := range stored.Entries {
+		if _, mine := kv.dirty[k]; mine {
+			continue
+		}
+		if _, ok := kv.entries[k]; !ok {
+			t.entries++
+		}
+		kv.entries[k] = e.toEntry()
+	}
 }

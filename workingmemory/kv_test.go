@@ -13,8 +13,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/memlayer/memlayer/layer"
 )
 
 type point struct {
@@ -587,75 +585,6 @@ func TestKVSnapshotRestore(t *testing.T) {
 	limited := NewKV(KVConfig{MaxEntries: 1})
 	if err := limited.Restore(snap); !errors.Is(err, ErrLimit) {
 		t.Errorf("restore over the entry limit: %v", err)
-	}
-}
-
-func TestKVLayerSpawn(t *testing.T) {
-	for _, merge := range []bool{false, true} {
-		t.Run(fmt.Sprint("merge=", merge), func(t *testing.T) {
-			root := NewKV(KVConfig{})
-			_ = Set(root, "shared", "parent")
-			kl, err := NewKVLayer(root, KVLayerConfig{MergeOnReturn: merge, ChildName: func(e layer.Env) string { return "child-" + e.ThreadID }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if spec := kl.Spec(); spec.ID != "kv-memory" || spec.Slot != 120 {
-				t.Errorf("spec = %+v", spec)
-			}
-			stack, err := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{kl}, Env: testEnv(nil)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := stack.Init(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			if rec, _ := stack.Recall(t.Context(), layer.Query{}, nil); len(rec) != 0 {
-				t.Errorf("kv layer recalled %v by default", rec)
-			}
-			child, err := stack.Spawn(t.Context(), layer.Env{ThreadID: "t2"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cl, _ := child.Layer("kv-memory")
-			ckv := cl.(*KVLayer).KV()
-			if ckv.Parent() != root || ckv.Name() != "child-t2" {
-				t.Fatalf("child kv = %s", ckv.Path())
-			}
-			if v, _, _ := Get[string](ckv, "shared"); v != "parent" {
-				t.Errorf("child does not read the parent's entry: %q", v)
-			}
-			_ = Set(ckv, "found", "by child")
-			if root.Contains("found") {
-				t.Error("child write visible in the parent before return")
-			}
-			if err := stack.Return(t.Context(), child); err != nil {
-				t.Fatal(err)
-			}
-			if root.Contains("found") != merge {
-				t.Errorf("after return, parent has child entry = %v, want %v", root.Contains("found"), merge)
-			}
-			if !errors.Is(Set(ckv, "x", 1), ErrDisposed) {
-				t.Error("child scope not disposed on return")
-			}
-		})
-	}
-	if _, err := NewKVLayer(nil, KVLayerConfig{}); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("nil KV: %v", err)
-	}
-	if _, err := NewKVLayer(NewKV(KVConfig{}), KVLayerConfig{ID: "Bad ID"}); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("bad ID: %v", err)
-	}
-	kl, _ := NewKVLayer(NewKV(KVConfig{}), KVLayerConfig{Render: func(kv *KV) string {
-		keys, _ := kv.Keys()
-		return strings.Join(keys, ",")
-	}})
-	if items, _ := kl.Recall(t.Context(), layer.Query{}); len(items) != 0 {
-		t.Errorf("empty render recalled %v", items)
-	}
-	_ = Set(kl.KV(), "a</kv_memory>", 1)
-	items, _ := kl.Recall(t.Context(), layer.Query{})
-	if len(items) != 1 || strings.Count(items[0].Text, "</kv_memory>") != 1 {
-		t.Errorf("render = %v", items)
 	}
 }
 

@@ -109,21 +109,6 @@ func TestConformance(t *testing.T) {
 			layertest.Run(t, func(t *testing.T) layer.Layer { return newLayer(t, cfg) })
 		})
 	}
-	t.Run("kv", func(t *testing.T) {
-		// SharedSpawn: the child's scope lives in the parent's tree on
-		// purpose (it reads through to the parent's entries).
-		opts := layertest.Options{SharedSpawn: true, Populate: func(ctx context.Context, l layer.Layer) error {
-			kl, _ := layer.As[*KVLayer](l)
-			return Set(kl.KV(), "launch", "friday")
-		}}
-		opts.Run(t, func(t *testing.T) layer.Layer {
-			l, err := NewKVLayer(NewKV(KVConfig{}), KVLayerConfig{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return l
-		})
-	})
 }
 
 // WM1.
@@ -1283,10 +1268,7 @@ func TestFenceTagFromID(t *testing.T) {
 	}
 	// KVLayer names its block the same way.
 	for _, tc := range []struct{ id, tag string }{{"", "kv_memory"}, {"shared-facts", "shared_facts"}} {
-		kl, err := NewKVLayer(NewKV(KVConfig{}), KVLayerConfig{ID: tc.id, Render: func(*KV) string { return "x" }})
-		if err != nil {
-			t.Fatal(err)
-		}
+		kl := boundKV(t, KVLayerConfig{ID: tc.id, Render: func(*KV) string { return "x" }}, layer.Env{ThreadID: "t"})
 		if got := recallText(t, kl); got != "<"+tc.tag+">\nx\n</"+tc.tag+">" {
 			t.Errorf("KVLayer %q Recall = %q, want a <%s> fence", tc.id, got, tc.tag)
 		}

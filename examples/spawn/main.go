@@ -2,8 +2,8 @@
 // has two scratchpads: its task notes in the default, thread-scoped
 // working memory, and a user profile in a resource-scoped one (shared by
 // the user's threads); each fences its block with its own tag
-// (<working_memory>, <profile>). The program keeps account facts in
-// key-value memory. Asked for a welcome message, the parent delegates to
+// (<working_memory>, <profile>). The program keeps the customer's account
+// facts in key-value memory (resource scope: one per customer). Asked for a welcome message, the parent delegates to
 // a child agent with the spawn_agent tool. The child gets a clone of the
 // profile (so it writes in the user's language; its own update to the
 // profile stays in its clone), a fresh scratchpad for its own notes
@@ -63,11 +63,8 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	kv := workingmemory.NewKV(workingmemory.KVConfig{})
-	if err := workingmemory.Set(kv, "plan", "pro"); err != nil {
-		return err
-	}
-	facts, err := workingmemory.NewKVLayer(kv, workingmemory.KVLayerConfig{
+	facts, err := workingmemory.NewKVLayer(workingmemory.KVLayerConfig{
+		Scope:     layer.ScopeResource, // one per customer
 		ChildName: func(layer.Env) string { return "child" },
 		Render: func(kv *workingmemory.KV) string {
 			plan, _, _ := workingmemory.Get[string](kv, "plan")
@@ -77,19 +74,32 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	store := storage.NewMemory()
+	user := agentloop.RunInput{ThreadID: "onboarding", ResourceID: "customer-42"}
+	// The program writes the customer's account facts outside a run: it
+	// opens the customer's key-value memory and closes it to store them.
+	account, err := facts.Open(ctx, layer.Env{ThreadID: user.ThreadID, ResourceID: user.ResourceID, Store: store})
+	if err != nil {
+		return err
+	}
+	if err := workingmemory.Set(account.KV(), "plan", "pro"); err != nil {
+		return err
+	}
+	if err := account.Close(ctx); err != nil {
+		return err
+	}
 	model := agenttest.NewFunc(policy)
 	agent, err := agentloop.New(agentloop.Config{
 		Model:        model,
 		Instructions: "You are an account manager.",
 		Layers:       []layer.Layer{notes, profile, facts},
-		Store:        storage.NewMemory(),
+		Store:        store,
 		MaxDepth:     1,
 		Logger:       slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		return err
 	}
-	user := agentloop.RunInput{ThreadID: "onboarding", ResourceID: "customer-42"}
 
 	for _, input := range []string{"Remember: Lea prefers French.", "Send Lea a welcome message."} {
 		user.Input = input
