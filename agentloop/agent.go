@@ -7,14 +7,17 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/anthropic"
 
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
@@ -34,6 +37,12 @@ type Agent struct {
 	schemas      *schemaCache
 	compiler     *prompt.Compiler
 	systemTokens int
+	// alternatives: the caller asked for several alternative answers
+	// (llms.WithN > 1), so a response's choices are not parts of one.
+	alternatives bool
+	// splitParts: the model's client sends only the first part of a
+	// message (see replay).
+	splitParts bool
 }
 
 // RunInput is one user message on a thread.
@@ -60,8 +69,12 @@ type Result struct {
 	Steps int
 	// ToolCalls is the number of tool calls the model made in this run.
 	ToolCalls int
-	// Usage is the run's token usage.
+	// Usage is the run's token usage, its child agents' included.
 	Usage Usage
+	// StopReason is the stop reason the model gave for its last response,
+	// as the provider spelled it ("stop", "end_turn", "length",
+	// "max_tokens", "content_filter", ...); empty when it gave none.
+	StopReason string
 	// Messages is the thread's whole history after the run, as sent to
 	// the model (without the system prompt).
 	Messages []llms.MessageContent
@@ -109,6 +122,12 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a.compiler = c
 	a.systemTokens = cfg.Counter.Count(cfg.Instructions)
+	var co llms.CallOptions
+	for _, o := range cfg.CallOptions {
+		o(&co)
+	}
+	a.alternatives = co.N > 1
+	_, a.splitParts = cfg.Model.(*anthropic.LLM)
 	return a, nil
 }
 
@@ -153,6 +172,12 @@ type run struct {
 	defs       []llms.Tool
 	opts       []llms.CallOption
 	res        *Result
+	// tree is shared with every child run under the same top-level run;
+	// a top-level run's is ownTree.
+	tree    *tree
+	ownTree tree
+	// mu guards res.Usage, which child runs add to as they end.
+	mu sync.Mutex
 
 	alloc    *prompt.Allocation // budgets, computed on the first step
 	layerCap float64            // the sum of alloc.Layers
@@ -183,6 +208,24 @@ type run struct {
 	ckptMsgs   int
 	snapIDs    []string          // the last snapshot's layer IDs, sorted
 	snapValid  map[string][]byte // each layer's last snapshot found valid
+}
+
+// tree holds what a top-level run and all its child runs, at every
+// depth, count together: their limits apply to the sum.
+type tree struct {
+	tokens   atomic.Int64 // tokens of every model call in the tree
+	children atomic.Int64 // child runs started
+}
+
+// addUsage adds u to the run's usage (and the tree's token count when
+// the usage is the run's own model call's).
+func (r *run) addUsage(u Usage, own bool) {
+	r.mu.Lock()
+	r.res.Usage = r.res.Usage.Add(u)
+	r.mu.Unlock()
+	if own {
+		r.tree.tokens.Add(int64(u.TotalTokens))
+	}
 }
 
 // Run runs the agent on a thread until the model answers without calling
@@ -237,10 +280,12 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 		res:     &Result{ThreadID: in.ThreadID},
 		persist: true, ckptVer: ver,
 	}
+	r.tree = &r.ownTree
 	if ckpt != nil {
 		r.msgs = ckpt.Messages
 		r.ckptBase = *ckpt
 		r.compacted = ckpt.Compacted
+		replayable(r.msgs) // threads stored by earlier versions
 		if !a.cfg.KeepToolResults {
 			end := len(r.msgs)
 			if in.Input == "" {
@@ -345,6 +390,12 @@ func (r *run) loop(ctx context.Context) (*Result, error) {
 		if err := ctx.Err(); err != nil {
 			return r.stopped(ctx)
 		}
+		// The token limit holds for the whole tree of runs: a child
+		// starts no model call once its parent's run is over it.
+		if a.cfg.MaxTokens > 0 && r.tree.tokens.Load() >= int64(a.cfg.MaxTokens) {
+			r.res.Messages = r.msgs
+			return r.res, &LimitError{Limit: ErrMaxTokens, Result: r.res}
+		}
 		if r.res.Steps >= a.cfg.MaxSteps {
 			r.res.Messages = r.msgs
 			return r.res, &LimitError{Limit: ErrMaxSteps, Result: r.res}
@@ -358,10 +409,10 @@ func (r *run) loop(ctx context.Context) (*Result, error) {
 			return r.res, err
 		}
 		if final {
+			if err := stopError(r.res.StopReason); err != nil {
+				return r.res, fmt.Errorf("%w: stop reason %q after %d steps", err, r.res.StopReason, r.res.Steps)
+			}
 			return r.res, nil
-		}
-		if a.cfg.MaxTokens > 0 && r.res.Usage.TotalTokens >= a.cfg.MaxTokens {
-			return r.res, &LimitError{Limit: ErrMaxTokens, Result: r.res}
 		}
 	}
 }
@@ -439,25 +490,28 @@ func (r *run) step(ctx context.Context) (final bool, err error) {
 	}
 	req := make([]llms.MessageContent, 0, len(hist)+1)
 	req = append(req, llms.TextParts(llms.ChatMessageTypeSystem, system))
-	req = append(req, hist...)
+	req = a.replay(req, hist)
 
 	mstart := time.Now()
-	resp, err := a.cfg.Model.GenerateContent(ctx, req, r.opts...)
+	resp, err := r.generate(ctx, req)
 	modelTime := time.Since(mstart)
-	if err == nil && (resp == nil || len(resp.Choices) == 0 || resp.Choices[0] == nil) {
-		err = ErrEmptyResponse
+	var choice *llms.ContentChoice
+	if err == nil {
+		if choice = a.oneTurn(resp); choice == nil {
+			err = ErrEmptyResponse
+		}
 	}
 	if err != nil {
 		a.emit(ctx, Event{Kind: EventModelCall, ThreadID: r.threadID, Depth: r.depth, Step: step, Duration: modelTime, Err: err})
 		return false, fmt.Errorf("agentloop: step %d: model: %w", step, err)
 	}
-	choice := resp.Choices[0]
 	usage, ok := usageFrom(choice.GenerationInfo)
 	if !ok {
 		usage = r.estimateUsage(system, hist, choice)
 	}
-	r.res.Usage = r.res.Usage.Add(usage)
-	a.emit(ctx, Event{Kind: EventModelCall, ThreadID: r.threadID, Depth: r.depth, Step: step, Duration: modelTime, Usage: usage})
+	r.addUsage(usage, true)
+	r.res.StopReason = choice.StopReason
+	a.emit(ctx, Event{Kind: EventModelCall, ThreadID: r.threadID, Depth: r.depth, Step: step, Duration: modelTime, Usage: usage, StopReason: choice.StopReason})
 
 	calls := r.normalizeCalls(choice, step)
 	ai := llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: make([]llms.ContentPart, 0, len(calls)+1)}
@@ -466,8 +520,9 @@ func (r *run) step(ctx context.Context) (final bool, err error) {
 	}
 	turn := layer.Turn{Step: step, Query: r.input, Response: layer.Response{Text: choice.Content}}
 	for _, c := range calls {
-		ai.Parts = append(ai.Parts, c)
-		turn.Response.ToolCalls = append(turn.Response.ToolCalls, layer.ToolCall{ID: c.ID, Name: c.FunctionCall.Name, Arguments: c.FunctionCall.Arguments})
+		ai.Parts = append(ai.Parts, c.ToolCall)
+		// Layers get the call as the model sent it.
+		turn.Response.ToolCalls = append(turn.Response.ToolCalls, layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args})
 	}
 	if len(ai.Parts) == 0 {
 		ai.Parts = append(ai.Parts, llms.TextContent{Text: ""})
@@ -482,10 +537,10 @@ func (r *run) step(ctx context.Context) (final bool, err error) {
 		// The time inside the tools, summed over calls, cannot exceed
 		// the wall time when calls overlapped.
 		toolTime = min(inside, time.Since(tstart))
-		for _, res := range turn.Results {
+		for i, res := range turn.Results {
 			r.msgs = append(r.msgs, llms.MessageContent{
 				Role:  llms.ChatMessageTypeTool,
-				Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: res.CallID, Name: res.Name, Content: capResult(res.Content, a.cfg.MaxToolResultBytes)}},
+				Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: res.CallID, Name: calls[i].FunctionCall.Name, Content: capResult(res.Content, a.cfg.MaxToolResultBytes)}},
 			})
 		}
 	}
@@ -575,13 +630,222 @@ func (r *run) estimateUsage(system string, hist []llms.MessageContent, choice *l
 	return Usage{PromptTokens: p, CompletionTokens: out, TotalTokens: p + out, Estimated: true}
 }
 
+// generate runs the model call. A panic in the model's client (or in the
+// caller's Stream func, see textOnly) becomes the call's error: one of
+// langchaingo's clients dereferences nil on some malformed responses.
+func (r *run) generate(ctx context.Context, req []llms.MessageContent) (resp *llms.ContentResponse, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			resp, err = nil, r.a.recovered(ctx, "model call", p)
+		}
+	}()
+	return r.a.cfg.Model.GenerateContent(ctx, req, r.opts...)
+}
+
+// recovered turns a recovered panic into an error matching ErrPanic and
+// logs its stack, which the error cannot carry.
+func (a *Agent) recovered(ctx context.Context, where string, p any) error {
+	a.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: recovered a panic", slog.String("agent", a.cfg.Name),
+		slog.String("in", where), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
+	return fmt.Errorf("%w in %s: %v", ErrPanic, where, p)
+}
+
+// oneTurn returns a response's choices as one assistant turn, nil when
+// it has none.
+//
+// langchaingo's Anthropic client returns one choice per content block:
+// Claude's usual answer, a text block then tool_use blocks, arrives as a
+// text choice followed by one choice per tool call, each carrying the
+// whole response's usage and stop reason. So the choices of a response
+// are read as parts of one answer: their texts joined in order, then
+// every tool call in order, with the first choice's usage and stop
+// reason (never a sum). The exception is a caller who asked for
+// alternatives (llms.WithN(n) with n > 1 in Config.CallOptions): then
+// the choices are alternative answers, and the first one is the answer.
+func (a *Agent) oneTurn(resp *llms.ContentResponse) *llms.ContentChoice {
+	if resp == nil {
+		return nil
+	}
+	var first *llms.ContentChoice
+	n := 0
+	for _, c := range resp.Choices {
+		if c != nil {
+			if first == nil {
+				first = c
+			}
+			n++
+		}
+	}
+	if n <= 1 || a.alternatives {
+		return first
+	}
+	m := &llms.ContentChoice{StopReason: first.StopReason, GenerationInfo: first.GenerationInfo}
+	var text strings.Builder
+	for _, c := range resp.Choices {
+		if c == nil {
+			continue
+		}
+		text.WriteString(c.Content)
+		switch {
+		case len(c.ToolCalls) > 0:
+			m.ToolCalls = append(m.ToolCalls, c.ToolCalls...)
+		case c.FuncCall != nil:
+			m.ToolCalls = append(m.ToolCalls, llms.ToolCall{FunctionCall: c.FuncCall})
+		}
+		if m.StopReason == "" {
+			m.StopReason = c.StopReason
+		}
+		if m.GenerationInfo == nil {
+			m.GenerationInfo = c.GenerationInfo
+		}
+	}
+	m.Content = text.String()
+	return m
+}
+
+// replay appends the history to a request. The stored history keeps an
+// assistant turn as one message (its text, then its tool calls), the
+// shape OpenAI-style APIs need: the tool results follow the message with
+// every call. langchaingo's Anthropic client (v0.1.14) sends only the
+// first part of an assistant message, so for it each part is sent as a
+// message of its own; the Messages API combines consecutive messages of
+// one role into one turn, which restores the turn.
+func (a *Agent) replay(req, hist []llms.MessageContent) []llms.MessageContent {
+	if !a.splitParts {
+		return append(req, hist...)
+	}
+	for _, m := range hist {
+		if m.Role != llms.ChatMessageTypeAI || len(m.Parts) < 2 {
+			req = append(req, m)
+			continue
+		}
+		for _, p := range m.Parts {
+			req = append(req, llms.MessageContent{Role: m.Role, Parts: []llms.ContentPart{p}})
+		}
+	}
+	return req
+}
+
+// stopError classifies a final answer's stop reason: ErrTruncated for
+// an output limit, ErrFiltered for a content filter or refusal, nil
+// otherwise. Providers spell them differently: OpenAI "length" and
+// "content_filter", Anthropic "max_tokens" and "refusal", Google
+// "MAX_TOKENS", "SAFETY", "RECITATION", Bedrock "guardrail_intervened".
+func stopError(reason string) error {
+	r := strings.ToLower(reason)
+	switch {
+	case r == "":
+		return nil
+	case strings.Contains(r, "length") || strings.Contains(r, "max_tokens") || strings.Contains(r, "maxtokens"):
+		return ErrTruncated
+	case strings.Contains(r, "filter") || strings.Contains(r, "refusal") || strings.Contains(r, "safety") ||
+		strings.Contains(r, "recitation") || strings.Contains(r, "blocklist") || strings.Contains(r, "prohibited") ||
+		strings.Contains(r, "guardrail") || r == "spii":
+		return ErrFiltered
+	}
+	return nil
+}
+
+// invalidToolName is the name a call is stored and replayed under when
+// the model's name for it is not one providers accept
+// ([a-zA-Z0-9_-]{1,64}): such a name (the internal "working-memory/update"
+// instead of the offered "working-memory_update", say) would make every
+// later request of the thread fail. The model's own name is in the call's
+// result.
+const invalidToolName = "invalid_tool_name"
+
+// maxQuote bounds how much of a model's malformed arguments its error
+// result quotes: enough to see what went wrong (a markdown fence, a cut),
+// not an echo of megabytes. Layers get the arguments whole.
+const maxQuote = 1000
+
+// quote returns s, or its first maxQuote bytes (cut at a rune boundary)
+// and its size.
+func quote(s string) string {
+	if len(s) <= maxQuote {
+		return s
+	}
+	n := maxQuote
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "… (" + strconv.Itoa(len(s)) + " bytes in all)"
+}
+
+// call is a tool call of one step.
+type call struct {
+	// ToolCall is the call as stored in the history and replayed: an ID
+	// unique in the thread, a name providers accept and a JSON object as
+	// arguments.
+	llms.ToolCall
+	// name and args are what the model sent.
+	name, args string
+	// badArgs: args are not a JSON object, and ToolCall has {} instead.
+	badArgs bool
+}
+
+// replayableCall makes a call what every client accepts in a replayed
+// history (see normalizeCalls): arguments that are not a JSON object
+// become {} (badArgs reports it; empty or padded ones are trimmed, to {}
+// for empty) and a name providers refuse becomes invalidToolName.
+func replayableCall(fc *llms.FunctionCall) (badArgs bool) {
+	if ValidateToolName(fc.Name) != nil {
+		fc.Name = invalidToolName
+	}
+	// checkArgs's rule, without its copy of the arguments.
+	args := strings.TrimSpace(fc.Arguments)
+	switch {
+	case args == "":
+		fc.Arguments = "{}"
+	case args[0] != '{' || !validJSON([]byte(args)):
+		fc.Arguments = "{}"
+		return true
+	default:
+		fc.Arguments = args
+	}
+	return false
+}
+
+// replayable applies replayableCall to every call in msgs, and gives the
+// results of renamed calls the same name, in place.
+func replayable(msgs []llms.MessageContent) {
+	for _, m := range msgs {
+		for i, p := range m.Parts {
+			switch p := p.(type) {
+			case llms.ToolCall:
+				if p.FunctionCall != nil {
+					fc := *p.FunctionCall
+					replayableCall(&fc)
+					if fc != *p.FunctionCall {
+						p.FunctionCall = &fc
+						m.Parts[i] = p
+					}
+				}
+			case llms.ToolCallResponse:
+				if p.Name != "" && ValidateToolName(p.Name) != nil {
+					p.Name = invalidToolName
+					m.Parts[i] = p
+				}
+			}
+		}
+	}
+}
+
 // normalizeCalls returns the choice's tool calls with a type, a function
 // and an ID unique in the thread on each; a legacy FuncCall becomes a tool
 // call. Providers (and scripted models) may reuse IDs across turns, and a
 // reused ID would pair a result with the wrong call in the history, so a
 // repeated ID gets a suffix; the AI message and the tool message both
 // carry the new ID.
-func (r *run) normalizeCalls(choice *llms.ContentChoice, step int) []llms.ToolCall {
+//
+// What is stored must be accepted by every client the thread may
+// continue on: the Anthropic and Google clients decode each replayed
+// call's arguments and fail the whole request on one that is not a JSON
+// object, and providers refuse invalid tool names. So arguments that are
+// not a JSON object are stored as {} (empty ones mean {} anyway) and a
+// name providers refuse as invalidToolName; the call runs (or fails)
+// with what the model sent, and its result quotes it.
+func (r *run) normalizeCalls(choice *llms.ContentChoice, step int) []call {
 	calls := choice.ToolCalls
 	if len(calls) == 0 && choice.FuncCall != nil {
 		calls = []llms.ToolCall{{FunctionCall: choice.FuncCall}}
@@ -599,13 +863,15 @@ func (r *run) normalizeCalls(choice *llms.ContentChoice, step int) []llms.ToolCa
 			}
 		}
 	}
-	out := make([]llms.ToolCall, 0, len(calls))
+	out := make([]call, 0, len(calls))
 	for i, c := range calls {
 		if c.FunctionCall == nil {
 			continue
 		}
 		fc := *c.FunctionCall
 		c.FunctionCall = &fc
+		sent := call{name: fc.Name, args: fc.Arguments}
+		sent.badArgs = replayableCall(&fc)
 		if c.ID == "" {
 			c.ID = "call_" + strconv.Itoa(step) + "_" + strconv.Itoa(i)
 		}
@@ -616,33 +882,41 @@ func (r *run) normalizeCalls(choice *llms.ContentChoice, step int) []llms.ToolCa
 		if c.Type == "" {
 			c.Type = "function"
 		}
-		out = append(out, c)
+		sent.ToolCall = c
+		out = append(out, sent)
 	}
 	return out
 }
 
 // execTools runs the step's tool calls and returns their results in call
 // order. Calls run concurrently up to ToolConcurrency, except calls of
-// Exclusive tools, which run alone. Calls beyond MaxToolCallsPerStep are
-// answered with an error and not run.
+// Exclusive tools, which run alone. Calls beyond MaxToolCallsPerStep, and
+// spawn_agent calls beyond MaxChildrenPerStep, are answered with an error
+// and not run. A panic in a call is recovered and becomes its error.
 //
 // inside is the time spent inside the tools' own code (after argument
 // checks), summed over calls.
-func (r *run) execTools(ctx context.Context, step int, calls []llms.ToolCall) (results []layer.ToolResult, inside time.Duration) {
+func (r *run) execTools(ctx context.Context, step int, calls []call) (results []layer.ToolResult, inside time.Duration) {
 	a := r.a
 	results = make([]layer.ToolResult, len(calls))
 	var insideNS atomic.Int64
+	refuse := func(i int, why string) {
+		results[i] = layer.ToolResult{CallID: calls[i].ID, Name: calls[i].name, Arguments: calls[i].args, IsError: true, Content: "error: not run: " + why}
+	}
 	one := func(i int) {
 		c := calls[i]
 		start := time.Now()
-		out, err := r.callTool(ctx, c.FunctionCall.Name, c.FunctionCall.Arguments, &insideNS)
-		res := layer.ToolResult{CallID: c.ID, Name: c.FunctionCall.Name, Arguments: c.FunctionCall.Arguments, Content: out}
+		out, err := r.callTool(ctx, c.name, c.args, &insideNS)
+		res := layer.ToolResult{CallID: c.ID, Name: c.name, Arguments: c.args, Content: out}
 		if err != nil {
 			res.Content = "error: " + err.Error()
 			res.IsError = true
 		}
+		if c.badArgs {
+			res.Content += "\nThe conversation keeps this call with {} as its arguments. The arguments you sent were:\n" + quote(c.args)
+		}
 		results[i] = res
-		a.emit(ctx, Event{Kind: EventToolCall, ThreadID: r.threadID, Depth: r.depth, Step: step, Tool: c.FunctionCall.Name, Duration: time.Since(start), Err: err})
+		a.emit(ctx, Event{Kind: EventToolCall, ThreadID: r.threadID, Depth: r.depth, Step: step, Tool: c.name, Duration: time.Since(start), Err: err})
 	}
 	if len(calls) == 1 {
 		one(0)
@@ -650,13 +924,19 @@ func (r *run) execTools(ctx context.Context, step int, calls []llms.ToolCall) (r
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, a.cfg.ToolConcurrency)
+	spawns := 0
 	for i, c := range calls {
 		if i >= a.cfg.MaxToolCallsPerStep {
-			results[i] = layer.ToolResult{CallID: c.ID, Name: c.FunctionCall.Name, Arguments: c.FunctionCall.Arguments, IsError: true,
-				Content: fmt.Sprintf("error: not run: at most %d tool calls are run per step; call it again in the next step if still needed", a.cfg.MaxToolCallsPerStep)}
+			refuse(i, fmt.Sprintf("at most %d tool calls are run per step; call it again in the next step if still needed", a.cfg.MaxToolCallsPerStep))
 			continue
 		}
-		if t, ok := a.tools[c.FunctionCall.Name]; ok && t.Exclusive {
+		if c.name == SpawnToolName && r.canSpawn() {
+			if spawns++; spawns > a.cfg.MaxChildrenPerStep {
+				refuse(i, fmt.Sprintf("at most %d child agents are started per step; call it again in the next step if still needed", a.cfg.MaxChildrenPerStep))
+				continue
+			}
+		}
+		if t, ok := a.tools[c.name]; ok && t.Exclusive {
 			wg.Wait()
 			one(i)
 			continue
@@ -664,13 +944,21 @@ func (r *run) execTools(ctx context.Context, step int, calls []llms.ToolCall) (r
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
-			results[i] = layer.ToolResult{CallID: c.ID, Name: c.FunctionCall.Name, Arguments: c.FunctionCall.Arguments, IsError: true, Content: "error: not run: " + ctx.Err().Error()}
+			refuse(i, ctx.Err().Error())
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			// callTool recovers the tool's panics; this catches the
+			// rest (an Observer's), which would end the process here.
+			defer func() {
+				if p := recover(); p != nil {
+					err := a.recovered(ctx, "tool "+c.name, p)
+					results[i] = layer.ToolResult{CallID: c.ID, Name: c.name, Arguments: c.args, IsError: true, Content: "error: " + err.Error()}
+				}
+			}()
 			one(i)
 		}()
 	}
@@ -679,10 +967,17 @@ func (r *run) execTools(ctx context.Context, step int, calls []llms.ToolCall) (r
 }
 
 // callTool runs one tool call: an agent tool, the spawn tool or a layer
-// function. Errors are for the model.
-// The time spent in the tool's own code is added to inside.
-func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.Int64) (string, error) {
+// function, by the name offered to the model (a layer function's wire
+// name; its internal name is unknown to the model and does not run).
+// Errors, a panic included, are for the model. The time spent in the
+// tool's own code is added to inside.
+func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.Int64) (out string, err error) {
 	a := r.a
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = "", a.recovered(ctx, "tool "+name, p)
+		}
+	}()
 	if t, ok := a.tools[name]; ok {
 		return a.callAgentTool(ctx, r, t, args, inside)
 	}
@@ -691,7 +986,7 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 	if name == SpawnToolName && r.canSpawn() {
 		return r.spawnTool(ctx, args)
 	}
-	if _, ok := r.stack.LookupTool(name); ok {
+	if t, ok := r.stack.LookupTool(name); ok && t.WireName == name {
 		return r.stack.CallTool(ctx, name, args)
 	}
 	names := make([]string, 0, len(r.defs))
@@ -702,19 +997,14 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 }
 
 // callAgentTool validates the arguments and runs one of the agent's own
-// tools, turning a panic into an error.
-func (a *Agent) callAgentTool(ctx context.Context, r *run, t *Tool, args string, inside *atomic.Int64) (out string, err error) {
+// tools (callTool recovers their panics).
+func (a *Agent) callAgentTool(ctx context.Context, r *run, t *Tool, args string, inside *atomic.Int64) (string, error) {
 	raw, err := a.toolArgs(t.Name, t.Parameters, args)
 	if err != nil {
 		return "", err
 	}
 	start := time.Now()
-	defer func() {
-		inside.Add(int64(time.Since(start)))
-		if p := recover(); p != nil {
-			out, err = "", fmt.Errorf("agentloop: tool %s panicked: %v", t.Name, p)
-		}
-	}()
+	defer func() { inside.Add(int64(time.Since(start))) }()
 	return t.call(ctx, r, raw)
 }
 
@@ -731,14 +1021,22 @@ func (a *Agent) toolArgs(name string, schema json.RawMessage, args string) (json
 	return raw, nil
 }
 
-// textOnly wraps a streaming func so that it receives only text: the
-// OpenAI client also streams tool-call deltas (and legacy function-call
-// deltas) through it, as JSON, and empty chunks.
+// textOnly wraps a streaming func so that it receives only text, and its
+// panics become errors of the model call. The OpenAI client also streams
+// tool-call deltas (and legacy function-call deltas) through it, as JSON,
+// and empty chunks.
 func textOnly(fn func(ctx context.Context, chunk []byte) error) func(ctx context.Context, chunk []byte) error {
-	return func(ctx context.Context, chunk []byte) error {
+	return func(ctx context.Context, chunk []byte) (err error) {
 		if len(chunk) == 0 || isCallDelta(chunk) {
 			return nil
 		}
+		// Some clients call it from a goroutine of their own, where a
+		// panic would end the process.
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("%w in Config.Stream: %v", ErrPanic, p)
+			}
+		}()
 		return fn(ctx, chunk)
 	}
 }
@@ -808,6 +1106,9 @@ func (a *Agent) emit(ctx context.Context, e Event) {
 	}
 	if e.Usage.TotalTokens > 0 {
 		attrs = append(attrs, slog.Int("prompt_tokens", e.Usage.PromptTokens), slog.Int("completion_tokens", e.Usage.CompletionTokens), slog.Int("total_tokens", e.Usage.TotalTokens))
+	}
+	if e.StopReason != "" {
+		attrs = append(attrs, slog.String("stop_reason", e.StopReason))
 	}
 	if e.Err != nil {
 		attrs = append(attrs, slog.Any("error", e.Err))

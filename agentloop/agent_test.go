@@ -93,7 +93,7 @@ func TestToolFailuresGoBackToTheModel(t *testing.T) {
 		"error: createPage: agentloop: invalid tool arguments: want a JSON object",
 		"error: createPage: agentloop: invalid tool arguments: not valid JSON",
 		"error: disk full",
-		"error: agentloop: tool panicky panicked: oops",
+		"error: agentloop: panic in tool panicky: oops",
 		"error: layer: invalid tool arguments: entities/note:",
 		`{"id":"page_101","title":"Ok","sections":["hero","team","contact"]}`,
 	}

@@ -18,6 +18,8 @@ const (
 	DefaultMaxToolCallsPerStep = 16
 	DefaultToolConcurrency     = 4
 	DefaultMaxDepth            = 2
+	DefaultMaxChildrenPerStep  = 8
+	DefaultMaxChildrenPerRun   = 32
 	DefaultContextWindow       = 128000
 	DefaultResponseReserve     = 4096
 	DefaultName                = "agent"
@@ -67,7 +69,8 @@ type Config struct {
 	// Zero is DefaultToolConcurrency; 1 runs them one by one.
 	ToolConcurrency int
 	// MaxTokens bounds the tokens (prompt + completion, summed over model
-	// calls) of one run. Zero means no limit.
+	// calls) of one run, its child agents' calls included: no model call
+	// starts once the run is at the limit. Zero means no limit.
 	MaxTokens int
 	// Timeout bounds the wall time of one run. Zero means no limit (the
 	// context still applies).
@@ -127,6 +130,15 @@ type Config struct {
 	// MaxDepth bounds child agents: a run at depth MaxDepth cannot spawn.
 	// Zero is DefaultMaxDepth; negative disables spawning.
 	MaxDepth int
+	// MaxChildrenPerStep bounds the spawn_agent calls run for one model
+	// response; calls beyond it are answered with an error result and not
+	// run. Zero is DefaultMaxChildrenPerStep.
+	MaxChildrenPerStep int
+	// MaxChildrenPerRun bounds the child agents one top-level run starts,
+	// at every depth together (children, their children, ...). A spawn
+	// beyond it fails with ErrMaxChildren. Zero is
+	// DefaultMaxChildrenPerRun.
+	MaxChildrenPerRun int
 	// DisableSpawnTool hides the spawn_agent tool from the model.
 	// Agent.Spawn still works from code.
 	DisableSpawnTool bool
@@ -167,6 +179,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxDepth == 0 {
 		c.MaxDepth = DefaultMaxDepth
+	}
+	if c.MaxChildrenPerStep <= 0 {
+		c.MaxChildrenPerStep = DefaultMaxChildrenPerStep
+	}
+	if c.MaxChildrenPerRun <= 0 {
+		c.MaxChildrenPerRun = DefaultMaxChildrenPerRun
 	}
 	if c.Counter == nil {
 		c.Counter = prompt.Estimate

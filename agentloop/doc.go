@@ -42,7 +42,13 @@
 // The loop ends when the model answers without tool calls, or a limit
 // stops it: Config.MaxSteps, MaxTokens or Timeout give a [*LimitError]
 // that matches ErrMaxSteps, ErrMaxTokens or ErrTimeout with errors.Is and
-// carries the partial [Result]. Cancelling the context stops the run at
+// carries the partial [Result]. A final answer the model could not finish
+// is an error too, returned with the Result (Output holds what came):
+// ErrTruncated when its stop reason is an output limit ("length",
+// "max_tokens"), ErrFiltered when it is a content filter or a refusal
+// ("content_filter", "refusal", "SAFETY"). Result.StopReason and the
+// model-call events carry the stop reason as the provider spelled it.
+// Cancelling the context stops the run at
 // the next suspension point (the model call and tools get the context);
 // what the run did and no checkpoint holds yet (the user's message when
 // the first model call was cut short, an interrupted step) is
@@ -72,6 +78,34 @@
 // [ValidateArgs] offers it to stacks built by hand. Schema errors list
 // every violation with its JSON pointer, which is what a model needs to
 // correct its call.
+//
+// # What models and providers send
+//
+// A response with several choices is one assistant turn (langchaingo's
+// Anthropic client returns one choice per content block: a text block,
+// then one per tool_use): the texts are joined and every tool call runs,
+// in order; usage and stop reason are the first choice's, never summed.
+// Only when Config.CallOptions ask for alternatives (llms.WithN(n), n >
+// 1) is the first choice the answer. Replayed to that Anthropic client,
+// which sends only the first part of a message, an assistant turn goes
+// as one message per part; the Messages API combines them again.
+//
+// Only the names offered to the model run: a layer function is called by
+// its wire name, never its internal one. What is stored is what every
+// client accepts when the thread continues, possibly on another
+// provider: a call whose arguments are not a JSON object is kept with {}
+// (its error result quotes up to 1,000 bytes of what the model sent, and
+// the layers' Store gets it whole), and one whose name providers refuse
+// is kept as "invalid_tool_name". A thread loaded from the store is
+// treated the same way, so threads stored by earlier versions continue.
+//
+// A panic in a model call, a tool, a child agent or Config.Stream is
+// recovered, logged with its stack, and becomes that call's error
+// (matching ErrPanic): a model call's ends the run, the others reach the
+// model as a tool result. Reported usage that is all zero (langchaingo's
+// OpenAI client when a server omits it), negative, not a number or above
+// 100 million tokens for one call is replaced by the estimate, marked
+// Usage.Estimated, so MaxTokens still applies.
 //
 // # Threads and checkpoints
 //
@@ -121,7 +155,12 @@
 // [layer.Stack.Return] lets parent layers merge the child's changes.
 // Depth is bounded by Config.MaxDepth: at the limit, spawn_agent is no
 // longer offered and Spawn fails with ErrMaxDepth. Children are not
-// checkpointed.
+// checkpointed. A run and all its children, at every depth, share its
+// limits: MaxTokens counts every child's tokens (a child starts no model
+// call once the run is over it) and the run's Result.Usage includes
+// them; Config.MaxChildrenPerStep bounds the spawn_agent calls run for
+// one response (the others are answered with an error) and
+// Config.MaxChildrenPerRun the children started in all (ErrMaxChildren).
 //
 // # Tools and the current run
 //

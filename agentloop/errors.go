@@ -56,6 +56,22 @@ var (
 	// ErrInvalidArguments means tool arguments are not valid JSON or fail
 	// the tool's schema. It reaches the model as a tool result.
 	ErrInvalidArguments = errors.New("agentloop: invalid tool arguments")
+	// ErrPanic means a model call, a tool or a child agent panicked. The
+	// panic is recovered and becomes the error of that call: a model
+	// call's ends the run, a tool's or a child's reaches the model as the
+	// tool result.
+	ErrPanic = errors.New("agentloop: panic")
+	// ErrTruncated means the final answer was cut off by the model's
+	// output limit (stop reason "length", "max_tokens", ...). Run returns
+	// it with the result, whose Output holds the partial answer.
+	ErrTruncated = errors.New("agentloop: answer truncated")
+	// ErrFiltered means the final answer was withheld or cut by the
+	// provider's content filter or a refusal (stop reason
+	// "content_filter", "refusal", "SAFETY", ...). Run returns it with
+	// the result, whose Output holds whatever text came.
+	ErrFiltered = errors.New("agentloop: answer filtered")
+	// ErrMaxChildren means a spawn would exceed Config.MaxChildrenPerRun.
+	ErrMaxChildren = errors.New("agentloop: child agent limit reached")
 )
 
 // LimitError is returned by [Agent.Run] when a limit stops the run before

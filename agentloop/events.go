@@ -56,15 +56,19 @@ type Event struct {
 	// Usage is the token usage of a model call (EventModelCall) or of the
 	// whole run (EventRunEnd).
 	Usage Usage
+	// StopReason is the model's stop reason, for EventModelCall (see
+	// Result.StopReason).
+	StopReason string
 	// Err is the failure, if any.
 	Err error
 }
 
 // Usage counts tokens. Models that report usage in GenerationInfo
 // (PromptTokens, CompletionTokens, TotalTokens, as langchaingo's OpenAI,
-// Anthropic and Ollama clients do) are counted exactly; for others the
-// prompt and completion are estimated with the agent's token counter and
-// Estimated is set.
+// Anthropic and Ollama clients do) are counted as reported; for others,
+// and when the report is all zero or implausible (negative, not a number,
+// above 100 million tokens for one call), the prompt and completion are
+// estimated with the agent's token counter and Estimated is set.
 type Usage struct {
 	PromptTokens     int  `json:"prompt_tokens"`
 	CompletionTokens int  `json:"completion_tokens"`
@@ -82,31 +86,48 @@ func (u Usage) Add(v Usage) Usage {
 	}
 }
 
+// maxCallTokens bounds the tokens one model call can plausibly use (a
+// hundred times the largest context windows of 2025); a reported count
+// above it is not believed.
+const maxCallTokens = 100_000_000
+
 // usageFrom reads token usage from a choice's GenerationInfo. ok is false
-// when the model reported none.
+// when the model reported none, or nothing to believe: all zero (what
+// langchaingo's OpenAI client reports when a server omits usage), or a
+// count that is negative, not a number or above maxCallTokens (1e300
+// would wrap when converted to int). The caller estimates instead.
 func usageFrom(info map[string]any) (u Usage, ok bool) {
+	valid := true
 	get := func(keys ...string) (int, bool) {
 		for _, k := range keys {
+			var f float64
 			switch v := info[k].(type) {
 			case int:
-				return v, true
+				f = float64(v)
 			case int32:
-				return int(v), true
+				f = float64(v)
 			case int64:
-				return int(v), true
+				f = float64(v)
 			case float64:
-				return int(v), true
+				f = v
+			default:
+				continue
 			}
+			if !(f >= 0 && f <= maxCallTokens) { // NaN fails too
+				valid = false
+				return 0, false
+			}
+			return int(f), true
 		}
 		return 0, false
 	}
 	p, okP := get("PromptTokens", "prompt_tokens", "InputTokens", "input_tokens")
 	c, okC := get("CompletionTokens", "completion_tokens", "OutputTokens", "output_tokens")
 	t, okT := get("TotalTokens", "total_tokens")
-	if !okP && !okC && !okT {
+	if !valid || (!okP && !okC && !okT) || p+c+t == 0 {
 		return Usage{}, false
 	}
-	if !okT {
+	if !okT || t < p+c {
 		t = p + c
 	}
 	return Usage{PromptTokens: p, CompletionTokens: c, TotalTokens: t}, true

@@ -50,7 +50,10 @@ type SpawnInput struct {
 // of a running agent spawns a child of its own run with [Run.Spawn] (see
 // [NewRunTool]).
 //
-// A child at depth MaxDepth cannot spawn: the error is ErrMaxDepth.
+// A child at depth MaxDepth cannot spawn: the error is ErrMaxDepth. A
+// run's children, at every depth, share its limits: MaxTokens counts
+// their tokens too, MaxChildrenPerRun bounds how many start (the error is
+// ErrMaxChildren), and the parent's Result.Usage includes theirs.
 func (a *Agent) Spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 	if in.ThreadID == "" {
 		return nil, ErrNoThread
@@ -63,7 +66,7 @@ func (a *Agent) Spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 		return nil, fmt.Errorf("agentloop: init layers: %w", err)
 	}
 	defer a.closeStack(ctx, st)
-	p := &run{a: a, stack: st, threadID: in.ThreadID, resourceID: in.ResourceID, vars: a.cfg.Vars}
+	p := &run{a: a, stack: st, threadID: in.ThreadID, resourceID: in.ResourceID, vars: a.cfg.Vars, tree: &tree{}}
 	return p.spawn(ctx, in)
 }
 
@@ -75,6 +78,12 @@ func (p *run) spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 	}
 	if in.Input == "" {
 		return nil, fmt.Errorf("%w: spawn: empty input", ErrInvalidArguments)
+	}
+	if a.cfg.MaxTokens > 0 && p.tree.tokens.Load() >= int64(a.cfg.MaxTokens) {
+		return nil, fmt.Errorf("%w: no child agent started", ErrMaxTokens)
+	}
+	if n := p.tree.children.Add(1); n > int64(a.cfg.MaxChildrenPerRun) {
+		return nil, fmt.Errorf("%w: %d child agents already ran under this run (MaxChildrenPerRun)", ErrMaxChildren, n-1)
 	}
 	start := time.Now()
 	depth := p.depth + 1
@@ -97,6 +106,7 @@ func (p *run) spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 		input: in.Input, vars: p.vars,
 		msgs: []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, in.Input)},
 		res:  &Result{ThreadID: env.ThreadID},
+		tree: p.tree,
 	}
 	if in.Instructions != "" {
 		c, err := a.newCompiler(in.Instructions, "")
@@ -111,6 +121,9 @@ func (p *run) spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 		return nil, err
 	}
 	res, err := child.loop(ctx)
+	if p.res != nil {
+		p.addUsage(res.Usage, false)
+	}
 	// Return failures are reported by the stack and leave the parent's
 	// layers as they were.
 	_ = p.stack.Return(context.WithoutCancel(ctx), cs)
