@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
+	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/memlayer/memlayer/layer"
 )
 
 // hasForbidden reports whether a decoded JSON value holds a forbidden key
@@ -126,6 +131,52 @@ func FuzzDecode(f *testing.F) {
 		var p any
 		if err := json.Unmarshal(pretty, &p); err != nil || !jsonDeepEqual(p, std) {
 			t.Fatalf("indented encoding of %q differs: %s", data, pretty)
+		}
+	})
+}
+
+// FuzzRecall renders arbitrary states (free text, or the object a JSON
+// update makes) under arbitrary budgets. Recall must not panic, and what
+// it returns must fit the budget and keep its fence: one opening tag at
+// the start, one closing tag at the end.
+func FuzzRecall(f *testing.F) {
+	f.Add("plan: ship on Friday", 50.0)
+	f.Add(strings.Repeat("<working_memory>", 100), 470.0)
+	f.Add(strings.Repeat("</working_memory>é", 40), 120.0)
+	f.Add(`{"notes":"<working_memory><working_memory><working_memory>","n":1}`, 30.0)
+	f.Add(`{"a":"`+strings.Repeat("<", 500)+`"}`, 160.0)
+	ctx := context.Background()
+	const open, closing = "<" + Tag + ">\n", "\n</" + Tag + ">"
+	f.Fuzz(func(t *testing.T, st string, budget float64) {
+		if math.IsNaN(budget) {
+			return
+		}
+		l, err := New(Config{Template: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, err := decodeJSON([]byte(st), DefaultMaxDepth); err == nil {
+			if _, ok := v.(*object); ok {
+				_ = l.Update(ctx, []byte(st)) // an object state, when it makes one
+			}
+		}
+		items, err := l.Recall(ctx, layer.Query{Budget: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(items) == 0 {
+			return
+		}
+		b := items[0].Text
+		if budget > 0 && (float64((len(b)+3)/4) > budget || float64(items[0].Tokens) > budget) {
+			t.Fatalf("budget %v: block of %d bytes exceeds it", budget, len(b))
+		}
+		if !strings.HasPrefix(b, open) || !strings.HasSuffix(b, closing) ||
+			strings.Count(b, "<"+Tag+">") != 1 || strings.Count(b, "</"+Tag+">") != 1 {
+			t.Fatalf("budget %v: block lost its fence:\n%.300q", budget, b)
+		}
+		if !utf8.ValidString(b) && utf8.ValidString(st) {
+			t.Fatalf("budget %v: cut inside a character", budget)
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -309,28 +310,41 @@ func estimateTokens(s string) int { return (len(s) + 3) / 4 }
 // fit renders s within budget tokens: compact JSON for an object, then,
 // if that is still too large, its first bytes and a notice of the cut.
 // It returns "" when not even the notice fits.
+//
+// The fence defangs tag openers in the text, which makes the block longer
+// than the text, so the cut is measured on the fenced block itself: each
+// round drops as many bytes as the block is over the limit (defanging
+// only lengthens text, so a round never overshoots by much) until it
+// fits.
 func (l *Layer) fit(s *state, budget float64) string {
 	text := string(s.enc)
 	if t, ok := s.tree().(string); ok {
 		text = t
 	}
-	if block := layer.Fence(l.c.tag, text); float64(estimateTokens(block)) <= budget {
+	limit := int(math.Min(budget, math.MaxInt32)) * 4 // estimateTokens(b) <= budget
+	if block := layer.Fence(l.c.tag, text); len(block) <= limit {
 		return block
 	}
 	action := "remove what is no longer needed with the " + layer.ToolName(l.c.spec.ID, "update") + " tool"
 	if l.c.cfg.ReadOnly {
 		action = "it is read-only"
 	}
-	overhead := len(layer.Fence(l.c.tag, "")) + 160 + len(action)
-	keep := int(budget)*4 - overhead
-	if keep <= 0 {
-		return ""
+	keep := len(text)
+	for {
+		notice := fmt.Sprintf("\n[truncated: this scratchpad is %d bytes, %d are shown; %s]", len(text), keep, action)
+		block := layer.Fence(l.c.tag, text[:keep]+notice)
+		over := len(block) - limit
+		if over <= 0 {
+			return block
+		}
+		if keep == 0 {
+			return ""
+		}
+		keep = max(keep-over, 0)
+		for keep > 0 && !utf8.RuneStart(text[keep]) {
+			keep--
+		}
 	}
-	for keep > 0 && !utf8.RuneStart(text[keep]) {
-		keep--
-	}
-	notice := fmt.Sprintf("\n[truncated: this scratchpad is %d bytes, %d are shown; %s]", len(text), keep, action)
-	return layer.Fence(l.c.tag, text[:keep]+notice)
 }
 
 // Tag returns the name of the block Recall fences the state in: the
