@@ -72,14 +72,12 @@
 // # Schema validation
 //
 // Schemas are compiled once by github.com/santhosh-tekuri/jsonschema/v6
-// (default draft 2020-12; "$schema" selects another), which is the
-// authority. When a schema uses only the common keywords (type,
-// properties, additionalProperties, required, enum, const, string length
-// and pattern, numeric bounds, items, item and property counts,
-// uniqueItems, and annotations), a compiled fast validator checks states
-// without allocating; a state it rejects is re-checked by jsonschema,
-// whose verdict and violation list are the ones used. Any other keyword
-// ($ref, allOf, format, ...) sends every check to jsonschema.
+// (default draft 2020-12; "$schema" selects another), which gives every
+// verdict, on every path: Layer.Update, the update tool, the legacy call,
+// a stored state at Init, Restore and the template. Numbers are compared
+// exactly as written (10.0000000000000000001 exceeds a maximum of 10 and
+// is not an integer), which float64 arithmetic cannot do; an earlier
+// hand-written fast validator did it in float64 and was removed for that.
 //
 // # Storage and concurrency
 //
@@ -99,8 +97,9 @@
 // Init and then kept, so an idle scratchpad costs little more than its
 // JSON (about 960 bytes of heap for the peer workload's final state) and
 // a busy one updates without decoding the whole state again. An update
-// re-validates and re-encodes only the top-level members it changed (the
-// others are shared with the previous state, already valid and encoded).
+// validates the whole merged state and re-encodes only the top-level
+// members it changed (the others are shared with the previous state,
+// already encoded).
 //
 // Every method of [Layer] is safe for concurrent use. Updates of one Layer
 // are serialised by a mutex; Recall, State and Snapshot read an atomic

@@ -35,8 +35,7 @@ func hasForbidden(v any) bool {
 // FuzzMerge applies arbitrary update bytes to a schema-less scratchpad and
 // to one with the peer workload's schema. It checks that nothing panics,
 // that no forbidden key survives, that a rejected update changes nothing,
-// that an accepted state passes jsonschema, and that the fast validator
-// never accepts what jsonschema rejects.
+// and that an accepted state passes jsonschema.
 func FuzzMerge(f *testing.F) {
 	w := loadPeerWorkload(f)
 	for _, u := range w.updates {
@@ -89,14 +88,6 @@ func FuzzMerge(f *testing.F) {
 			// Reset so that the corpus does not drift.
 			if err := l.Restore(ctx, before); err != nil {
 				t.Fatal(err)
-			}
-		}
-		// The fast validator is sound: what it accepts, jsonschema accepts.
-		if v, err := decodeJSON(upd, 64); err == nil && schemed.c.schema.fast != nil {
-			if schemed.c.schema.fast.valid(v) {
-				if err := schemed.c.schema.full.Validate(toGo(v)); err != nil {
-					t.Fatalf("fast validator accepted %s, jsonschema rejects it: %v", upd, err)
-				}
 			}
 		}
 	})

@@ -170,13 +170,13 @@ func (c *compiled) checkState(v any) (any, error) {
 // makes it the current state. With cold, the state keeps only the
 // encoding (see state).
 func (l *Layer) install(v any, version int64, cold bool) (*state, error) {
-	s := newState(v, version, true, nil)
+	s := newState(v, version, nil)
 	if len(s.enc) > l.c.cfg.MaxBytes {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(s.enc), l.c.cfg.MaxBytes)
 	}
 	if cold {
 		// An exact copy: the encoder's buffer has spare capacity.
-		s = coldState(slices.Clone(s.enc), version, true, s.entries)
+		s = coldState(slices.Clone(s.enc), version, s.entries)
 	}
 	l.cur.Store(s)
 	return s, nil
@@ -424,11 +424,11 @@ func (l *Layer) apply(ctx context.Context, next func(cur any) (any, error)) erro
 			return err
 		}
 		if l.c.schema != nil {
-			if err := l.c.schema.validateNext(cur, v); err != nil {
+			if err := l.c.schema.validate(v); err != nil {
 				return err
 			}
 		}
-		ns := newState(v, cur.version, true, cur)
+		ns := newState(v, cur.version, cur)
 		if len(ns.enc) > l.c.cfg.MaxBytes {
 			return fmt.Errorf("%w: the merged state is %d bytes, the limit is %d; remove something first", ErrTooLarge, len(ns.enc), l.c.cfg.MaxBytes)
 		}
@@ -467,7 +467,7 @@ func (l *Layer) reload(ctx context.Context) error {
 	}
 	v, _ = cleanValue(v)
 	// Not validated here: the merge that follows validates all of it.
-	l.cur.Store(newState(v, it.Version, false, nil))
+	l.cur.Store(newState(v, it.Version, nil))
 	return nil
 }
 

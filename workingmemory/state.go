@@ -22,7 +22,6 @@ type state struct {
 	version int64  // storage version; 0 = not stored
 	enc     []byte // canonical compact JSON; never modified
 	entries int    // top-level keys, or 1 for non-empty text
-	valid   bool   // passed the schema (always true without one)
 
 	treeOnce sync.Once
 	value    any     // a string or an *object, once decoded
@@ -35,9 +34,9 @@ type state struct {
 
 // newState returns the (decoded) state holding v, encoded reusing the
 // encoding of prev's unchanged members (see encodeState).
-func newState(v any, version int64, valid bool, prev *state) *state {
+func newState(v any, version int64, prev *state) *state {
 	enc, spans := encodeState(v, prev)
-	s := &state{version: version, enc: enc, valid: valid, value: v, spans: spans}
+	s := &state{version: version, enc: enc, value: v, spans: spans}
 	s.treeOnce.Do(func() {})
 	switch v := v.(type) {
 	case *object:
@@ -51,8 +50,8 @@ func newState(v any, version int64, valid bool, prev *state) *state {
 }
 
 // coldState returns a state holding only its canonical encoding.
-func coldState(enc []byte, version int64, valid bool, entries int) *state {
-	return &state{version: version, enc: enc, valid: valid, entries: entries}
+func coldState(enc []byte, version int64, entries int) *state {
+	return &state{version: version, enc: enc, entries: entries}
 }
 
 // tree returns the decoded value, decoding the encoding on first use.

@@ -2,6 +2,7 @@ package workingmemory
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -46,6 +47,39 @@ func TestTrust19_DuplicateKeysLastWins(t *testing.T) {
 		l := initLayer(t, Config{}, testEnv(st))
 		if got := roundTrip(t, l.State()); !jsonDeepEqual(got, want) {
 			t.Errorf("stored %.60s: loaded state = %s, want the last duplicate", in, mustJSON(t, got))
+		}
+	}
+}
+
+// TestTrust17_JSONSchemaGivesEveryVerdict: numbers that round to an
+// allowed float64 but are not allowed (jsonschema compares them exactly)
+// are rejected on every path: Update, the tool, the legacy call, a stored
+// state at Init, Restore and the template.
+func TestTrust17_JSONSchemaGivesEveryVerdict(t *testing.T) {
+	cases := []struct{ schema, value string }{
+		{`{"type":"number","maximum":10}`, `10.0000000000000000001`},
+		{`{"type":"integer"}`, `1.0000000000000000001`},
+		{`{"enum":[10]}`, `10.0000000000000000001`},
+	}
+	for _, c := range cases {
+		schema := `{"type":"object","properties":{"x":` + c.schema + `}}`
+		doc := `{"x":` + c.value + `}`
+		for _, path := range paths {
+			l := newLayer(t, Config{Schema: schema})
+			if err := applyVia(t, path, l, doc); !errors.Is(err, ErrSchema) {
+				t.Errorf("%s: %s with x=%s: err = %v, want ErrSchema", path, c.schema, c.value, err)
+			}
+			assertState(t, l, `{}`)
+		}
+		st := storage.NewMemory()
+		putState(t, st, DefaultID, "thread-1", doc)
+		l := initLayer(t, Config{Schema: schema}, testEnv(st))
+		assertState(t, l, `{}`) // quarantined, not loaded
+		if err := l.Restore(t.Context(), json.RawMessage(doc)); !errors.Is(err, ErrSchema) {
+			t.Errorf("Restore: %s with x=%s: err = %v, want ErrSchema", c.schema, c.value, err)
+		}
+		if _, err := New(Config{Schema: schema, Template: doc}); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("template: %s with x=%s: err = %v, want ErrInvalidConfig", c.schema, c.value, err)
 		}
 	}
 }
