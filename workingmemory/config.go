@@ -18,6 +18,13 @@ const (
 	DefaultMaxDepth = 32
 	// DefaultMaxRetries bounds compare-and-swap attempts of one update.
 	DefaultMaxRetries = 16
+	// MaxSchemaBytes bounds a schema document (Schema, SchemaFile, and
+	// each document SchemaLoader returns), as JSON text.
+	MaxSchemaBytes = 256 << 10
+	// MaxSchemaPattern bounds each regular expression of a schema
+	// ("pattern", "patternProperties"): compiling a 1 MB pattern takes
+	// seconds and hundreds of megabytes.
+	MaxSchemaPattern = 4 << 10
 	// LegacyFunction is the function call the store hook accepts from
 	// models prompted with the older updateWorkingMemory convention.
 	LegacyFunction = "updateWorkingMemory"
@@ -77,6 +84,13 @@ type Config struct {
 	// SchemaFile is a path to read the schema from (in New). Set Schema
 	// or SchemaFile, not both.
 	SchemaFile string
+	// SchemaLoader resolves a "$ref" (or "$schema") to a document outside
+	// the schema: it gets the absolute URL and returns the referenced
+	// schema as JSON text (at most MaxSchemaBytes). Nil means no external
+	// reference is loaded: a schema naming a file or any URL other than
+	// the JSON Schema meta-schemas is rejected by New, so that a schema
+	// cannot make the layer read local files or reach the network.
+	SchemaLoader func(url string) ([]byte, error)
 	// Template is the initial content: free text (a string) without a
 	// schema, or an object with one (a Go value, or JSON text as string
 	// or []byte). It must pass the schema. Nil means empty ("" or {}).

@@ -79,6 +79,14 @@
 // is not an integer), which float64 arithmetic cannot do; an earlier
 // hand-written fast validator did it in float64 and was removed for that.
 //
+// A schema comes from configuration, so New compiles it defensively: no
+// "$ref" outside the document is loaded (no file, no network) unless
+// Config.SchemaLoader resolves it; a document is at most MaxSchemaBytes
+// (256 KiB) and each regular expression at most MaxSchemaPattern (4 KiB);
+// and references that loop back to a schema of the same value
+// ({"$ref":"#"}, which would fail every value) are rejected. Recursion
+// through properties or items is accepted.
+//
 // # Storage and concurrency
 //
 // The state is stored as its compact JSON (a string or an object) under

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memlayer/memlayer/storage"
 )
@@ -81,5 +84,96 @@ func TestTrust17_JSONSchemaGivesEveryVerdict(t *testing.T) {
 		if _, err := New(Config{Schema: schema, Template: doc}); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("template: %s with x=%s: err = %v, want ErrInvalidConfig", c.schema, c.value, err)
 		}
+	}
+}
+
+// TestTrust16_SchemaLoadsNoExternalReference: a $ref to a file or any
+// URL is not followed (the file's content would become the schema and be
+// quoted in errors the model reads) unless Config.SchemaLoader is set.
+func TestTrust16_SchemaLoadsNoExternalReference(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret.json")
+	if err := os.WriteFile(secret, []byte(`{"const":"TOPSECRET-4711"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{"file://" + filepath.ToSlash(secret), "http://127.0.0.1:1/s.json", "other.json"} {
+		schema := `{"type":"object","properties":{"x":{"$ref":"` + ref + `"}}}`
+		_, err := New(Config{Schema: schema})
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(fmt.Sprint(err), "SchemaLoader") {
+			t.Errorf("$ref %s: err = %v, want ErrInvalidConfig naming Config.SchemaLoader", ref, err)
+		}
+		if strings.Contains(fmt.Sprint(err), "TOPSECRET") {
+			t.Errorf("$ref %s: the error quotes the file: %v", ref, err)
+		}
+	}
+	// With a loader the reference is the loader's to resolve.
+	var asked []string
+	l, err := New(Config{
+		Schema: `{"type":"object","properties":{"x":{"$ref":"https://example.com/x.json"}}}`,
+		SchemaLoader: func(url string) ([]byte, error) {
+			asked = append(asked, url)
+			return []byte(`{"type":"integer"}`), nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 1 || asked[0] != "https://example.com/x.json" {
+		t.Errorf("loader asked for %q", asked)
+	}
+	if err := l.Update(t.Context(), json.RawMessage(`{"x":"no"}`)); !errors.Is(err, ErrSchema) {
+		t.Errorf("loaded schema not applied: err = %v", err)
+	}
+}
+
+// TestTrust16_SchemaSelfReferenceRejected: a schema whose references
+// loop without consuming any of the value ({"$ref":"#"}) fails every
+// value, so New rejects it; recursion through a property is fine.
+func TestTrust16_SchemaSelfReferenceRejected(t *testing.T) {
+	for _, schema := range []string{
+		`{"$ref":"#"}`,
+		`{"type":"object","allOf":[{"$ref":"#"}]}`,
+		`{"type":"object","properties":{"x":{"$ref":"#/$defs/a"}},"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/b"}]},"b":{"not":{"$ref":"#/$defs/a"}}}}`,
+	} {
+		if _, err := New(Config{Schema: schema}); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "cycle") {
+			t.Errorf("New(%s): err = %v, want ErrInvalidConfig naming the cycle", schema, err)
+		}
+	}
+	l, err := New(Config{Schema: `{"type":"object","properties":{"name":{"type":"string"},"child":{"$ref":"#"}}}`})
+	if err != nil {
+		t.Fatalf("recursive tree schema: %v", err)
+	}
+	if err := l.Update(t.Context(), json.RawMessage(`{"child":{"child":{"name":"leaf"}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Update(t.Context(), json.RawMessage(`{"child":{"child":{"name":1}}}`)); !errors.Is(err, ErrSchema) {
+		t.Errorf("recursive schema not applied: err = %v", err)
+	}
+}
+
+// TestTrust16_SchemaSizeBounded: a schema over MaxSchemaBytes, or a
+// pattern over MaxSchemaPattern bytes (a 1 MB pattern took seconds and
+// 760 MB to compile), is refused at New, quickly.
+func TestTrust16_SchemaSizeBounded(t *testing.T) {
+	huge := strings.Repeat("a", 1<<20)
+	for name, schema := range map[string]string{
+		"pattern":           `{"type":"object","properties":{"x":{"type":"string","pattern":"` + huge + `"}}}`,
+		"patternProperties": `{"type":"object","patternProperties":{"` + strings.Repeat("b", MaxSchemaPattern+1) + `":true}}`,
+		"document":          `{"type":"object","description":"` + strings.Repeat("d", MaxSchemaBytes) + `"}`,
+	} {
+		start := time.Now()
+		_, err := New(Config{Schema: schema})
+		if !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s: err = %.300v, want ErrInvalidConfig", name, err)
+		} else if len(err.Error()) > 2000 {
+			t.Errorf("%s: error of %d bytes, want it short", name, len(err.Error()))
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%s: New took %v", name, d)
+		}
+	}
+	ok := `{"type":"object","properties":{"x":{"type":"string","pattern":"^` + strings.Repeat("a", MaxSchemaPattern-2) + `$"}}}`
+	if _, err := New(Config{Schema: ok}); err != nil {
+		t.Errorf("pattern of MaxSchemaPattern bytes: %v", err)
 	}
 }
