@@ -46,9 +46,13 @@ const (
 	// ReturnDiscard drops the child's changes. It is the zero value: a
 	// child works on a copy unless the configuration says otherwise.
 	ReturnDiscard ReturnPolicy = ""
-	// ReturnMerge deep-merges the child's state into the parent's, as
-	// one update: validated against the schema and persisted with
-	// compare-and-swap. Keys the child deleted stay in the parent.
+	// ReturnMerge applies the child's changes (against the state it was
+	// spawned with: keys set, changed or deleted, at any depth) to the
+	// parent's latest state, as one update: validated against the schema
+	// and persisted with compare-and-swap. What the parent, or another
+	// thread of the same resource, changed meanwhile is kept; a key both
+	// changed takes the child's value and is reported
+	// ([EventReturnConflict]).
 	ReturnMerge ReturnPolicy = "merge"
 	// ReturnReplace makes the child's state the parent's (validated and
 	// persisted the same way).
@@ -118,6 +122,32 @@ type Config struct {
 	NullReplaces bool
 	// Now returns the time used in quarantine keys. Nil means time.Now.
 	Now func() time.Time
+	// Observer, when set, receives the scratchpad's [Event]s. It is
+	// called synchronously, after the change it reports was persisted,
+	// and must be safe for concurrent use.
+	Observer func(Event)
+}
+
+// EventKind says what an [Event] reports.
+type EventKind string
+
+// The event kinds.
+const (
+	// EventReturnConflict: under ReturnMerge, a returning child changed
+	// keys that had also changed in the parent (by the parent, or by
+	// another thread of the same resource) since the child was spawned.
+	// The child's values were kept; Paths lists those keys.
+	EventReturnConflict EventKind = "return-conflict"
+)
+
+// Event is something the scratchpad reports to Config.Observer (and logs
+// at warning level through the run's logger).
+type Event struct {
+	Kind EventKind
+	// Layer is the layer ID; Scope the scope key of the state.
+	Layer, Scope string
+	// Paths are JSON Pointers into the state.
+	Paths []string
 }
 
 // KVConfig configures a key-value memory. The zero KVConfig is valid.

@@ -137,7 +137,11 @@
 // The child's scratchpad is never persisted, so its writes cannot reach
 // the parent; Config.OnReturn decides whether they come back when the
 // child finishes (discard by default, merge, or replace). The child's
-// update tool is bound to the child's layer.
+// update tool is bound to the child's layer. Merge is three-way: the
+// child's changes since it was spawned are applied to the parent's
+// latest stored state, so concurrent writes of the parent or of sibling
+// threads survive; a key both sides changed takes the child's value and
+// is reported to Config.Observer as an [EventReturnConflict] (and logged).
 //
 // # The key-value memory
 //

@@ -39,6 +39,10 @@ type Layer struct {
 
 	mu  sync.Mutex // serialises updates of this Layer
 	cur atomic.Pointer[state]
+
+	// base is the state a child's Layer started from (set by OnSpawn;
+	// nil otherwise): what OnReturn diffs the child's state against.
+	base *state
 }
 
 // compiled is what New prepares once and every derived Layer shares
@@ -534,35 +538,74 @@ func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, erro
 	case layer.ScopeResource, layer.ScopeGlobal:
 		// States are immutable: sharing one is a deep clone in effect.
 		// (Its version is unused: the child is not persisted.)
-		n.cur.Store(l.cur.Load())
+		n.base = l.cur.Load()
 	default:
-		n.cur.Store(l.initial())
+		n.base = l.initial()
 	}
+	n.cur.Store(n.base)
 	return n, nil
 }
 
 // OnReturn implements layer.Returner under Config.OnReturn: discard
-// (default), merge the child's state into this one, or replace this one
-// with it. A merged or replaced state is validated and persisted like an
-// update; on error this scratchpad is unchanged.
+// (default), merge the child's changes into this scratchpad, or replace
+// this one's state with the child's. A merged or replaced state is
+// validated and persisted like an update (a compare-and-swap conflict
+// re-reads the stored state and merges again); on error this scratchpad
+// is unchanged.
+//
+// Merge is three-way: what the child changed since OnSpawn (keys set,
+// changed or deleted, at any depth of nested objects) is applied to this
+// scratchpad's latest stored state, so what the parent, or another thread
+// of the same resource, wrote meanwhile is kept. A key both changed takes
+// the child's value and is reported as an [EventReturnConflict]. When the
+// child's state or this one is text, the child's state is merged whole
+// as an update (its text kept under PreviousKey).
 func (l *Layer) OnReturn(ctx context.Context, child layer.Layer) error {
 	cl, ok := layer.As[*Layer](child)
 	if !ok || l.c.cfg.OnReturn == ReturnDiscard {
 		return nil
 	}
 	cv := cl.cur.Load().tree()
-	switch l.c.cfg.OnReturn {
-	case ReturnMerge:
-		patch, ok := cv.(*object)
-		if !ok {
-			if isEmpty(cv) {
-				return nil
-			}
-			patch = &object{m: []member{{PreviousKey, cv}}}
-		}
-		return l.apply(ctx, func(cur any) (any, error) { return l.c.merger.mergeState(cur, patch) })
-	default: // ReturnReplace
+	if l.c.cfg.OnReturn == ReturnReplace {
 		return l.apply(ctx, func(any) (any, error) { return cv, nil })
+	}
+	base := cl.base
+	if base == nil {
+		base = l.initial()
+	}
+	bv := base.tree()
+	if equalJSON(bv, cv) {
+		return nil // the child changed nothing
+	}
+	patch, cok := cv.(*object)
+	if !cok {
+		patch = &object{m: []member{{PreviousKey, cv}}}
+	}
+	_, bok := bv.(*object)
+	var conflicts []string
+	err := l.apply(ctx, func(cur any) (any, error) {
+		conflicts = conflicts[:0]
+		if _, uok := cur.(*object); bok && cok && uok {
+			return rebase(bv, cv, cur, nil, &conflicts), nil
+		}
+		return l.c.merger.mergeState(cur, patch)
+	})
+	if err != nil {
+		return err
+	}
+	if len(conflicts) > 0 {
+		l.report(ctx, Event{Kind: EventReturnConflict, Layer: l.c.spec.ID, Scope: l.scope, Paths: conflicts},
+			"workingmemory: a returning child overwrote keys that had changed since it was spawned")
+	}
+	return nil
+}
+
+// report logs e at warning level with msg and sends it to Config.Observer.
+func (l *Layer) report(ctx context.Context, e Event, msg string) {
+	l.log().LogAttrs(ctx, slog.LevelWarn, msg, slog.String("layer", e.Layer), slog.String("scope", e.Scope),
+		slog.String("event", string(e.Kind)), slog.Any("paths", e.Paths))
+	if l.c.cfg.Observer != nil {
+		l.c.cfg.Observer(e)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -175,5 +176,82 @@ func TestTrust16_SchemaSizeBounded(t *testing.T) {
 	ok := `{"type":"object","properties":{"x":{"type":"string","pattern":"^` + strings.Repeat("a", MaxSchemaPattern-2) + `$"}}}`
 	if _, err := New(Config{Schema: ok}); err != nil {
 		t.Errorf("pattern of MaxSchemaPattern bytes: %v", err)
+	}
+}
+
+// TestTrust02_ReturnMergesOnlyTheChildsChanges: under ReturnMerge a
+// returning child's changes (against the state it was spawned with) are
+// applied to the parent's latest stored state: what the parent and a
+// sibling thread of the same resource wrote meanwhile stays, keys the
+// child deleted go, and a key both changed takes the child's value and is
+// reported.
+func TestTrust02_ReturnMergesOnlyTheChildsChanges(t *testing.T) {
+	ctx := t.Context()
+	st := storage.NewMemory()
+	var events []Event
+	cfg := Config{Scope: "resource", OnReturn: ReturnMerge, Observer: func(e Event) { events = append(events, e) }}
+	env := testEnv(st)
+	parent := initLayer(t, cfg, env)
+	if err := parent.Update(ctx, json.RawMessage(`{"a":1,"b":1,"c":1,"n":{"x":1,"y":1},"list":[1,2]}`)); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := parent.OnSpawn(ctx, layer.Env{ThreadID: "child", ResourceID: env.ResourceID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := cl.(*Layer)
+	// A sibling thread of the same resource writes while the child runs.
+	env2 := env
+	env2.ThreadID = "thread-2"
+	sibling := initLayer(t, cfg, env2)
+	if err := sibling.Update(ctx, json.RawMessage(`{"b":2,"n":{"y":2},"s":"sibling"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Update(ctx, json.RawMessage(`{"$delete":["c"],"a":3,"b":4,"n":{"x":3},"k":"child"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := parent.OnReturn(ctx, child); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"a":3,"b":4,"n":{"x":3,"y":2},"list":[1,2],"s":"sibling","k":"child"}`
+	assertState(t, parent, want)
+	if got, _ := storedState(t, st, storage.LayerKey(DefaultID, env.ResourceID, "state")); !jsonDeepEqual(got, jsonOf(t, want)) {
+		t.Errorf("stored %s, want %s", mustJSON(t, got), want)
+	}
+	if len(events) != 1 || events[0].Kind != EventReturnConflict || fmt.Sprint(events[0].Paths) != "[/b]" {
+		t.Errorf("events = %+v, want one return conflict on /b", events)
+	}
+}
+
+// TestTrust02_RebaseCases: the three-way merge, case by case.
+func TestTrust02_RebaseCases(t *testing.T) {
+	tests := []struct {
+		name, base, child, cur, want, conflicts string
+	}{
+		{"child unchanged keeps cur", `{"a":1}`, `{"a":1}`, `{"a":2,"b":1}`, `{"a":2,"b":1}`, `[]`},
+		{"disjoint keys", `{"a":1,"b":1}`, `{"a":2,"b":1}`, `{"a":1,"b":3}`, `{"a":2,"b":3}`, `[]`},
+		{"nested disjoint", `{"o":{"x":1,"y":1}}`, `{"o":{"x":2,"y":1}}`, `{"o":{"x":1,"y":3,"z":1}}`, `{"o":{"x":2,"y":3,"z":1}}`, `[]`},
+		{"same change twice", `{"a":1}`, `{"a":2}`, `{"a":2}`, `{"a":2}`, `[]`},
+		{"both changed: child wins", `{"o":{"x":1}}`, `{"o":{"x":2}}`, `{"o":{"x":3}}`, `{"o":{"x":2}}`, `["/o/x"]`},
+		{"child deletes, cur unchanged", `{"a":1,"b":1}`, `{"b":1}`, `{"a":1,"b":2}`, `{"b":2}`, `[]`},
+		{"child deletes what cur changed", `{"a":1}`, `{}`, `{"a":5}`, `{}`, `["/a"]`},
+		{"cur deleted, child changed it too", `{"a":1,"b":1}`, `{"a":1,"b":2}`, `{"a":1}`, `{"a":1,"b":2}`, `["/b"]`},
+		{"cur deleted, child left it", `{"a":1,"b":1}`, `{"a":2,"b":1}`, `{"a":1}`, `{"a":2}`, `[]`},
+		{"both added the key", `{}`, `{"k/~":1}`, `{"k/~":2}`, `{"k/~":1}`, `["/k~1~0"]`},
+		{"cur replaced the object", `{"o":{"x":1}}`, `{"o":{"x":2}}`, `{"o":"text"}`, `{"o":{"x":2}}`, `["/o"]`},
+		{"arrays replace whole", `{"l":[1,2]}`, `{"l":[1]}`, `{"l":[1,2,3]}`, `{"l":[1]}`, `["/l"]`},
+	}
+	for _, tt := range tests {
+		var conflicts []string
+		got := rebase(mustDecode(t, tt.base), mustDecode(t, tt.child), mustDecode(t, tt.cur), nil, &conflicts)
+		if g := string(appendJSON(nil, got, "", 0)); !jsonDeepEqual(jsonOf(t, g), jsonOf(t, tt.want)) {
+			t.Errorf("%s: got %s, want %s", tt.name, g, tt.want)
+		}
+		if conflicts == nil {
+			conflicts = []string{}
+		}
+		if g, _ := json.Marshal(conflicts); string(g) != tt.conflicts {
+			t.Errorf("%s: conflicts %s, want %s", tt.name, g, tt.conflicts)
+		}
 	}
 }
