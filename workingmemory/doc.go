@@ -91,7 +91,17 @@
 //
 // The state is stored as its compact JSON (a string or an object) under
 // storage.LayerKey(id, scopeKey, "state"), where the scope key comes from
-// layer.Env.ScopeKey; execution scope never persists. Every write is a
+// layer.Env.ScopeKey; execution scope never persists. An object state is
+// stored with one more member, "$writes": the IDs of its last 16 writes
+// and a count of all of them. "$writes" is reserved: like "$delete" it
+// is dropped from updates and from states read back, at every depth, and
+// never shown to the model or the schema. It lets a writer whose write
+// the store reported as failed (SQLite and Redis may apply a write and
+// still return a deadline error) read the state back and tell whether
+// its write landed, under any number of later writes up to 16, so that
+// Update reports the truth; and it makes [Layer.UpdateOnce] (the legacy
+// path, keyed by the call's thread, ID and arguments) apply a retried
+// update only once. Every write is a
 // compare-and-swap on the version last read; on a conflict the layer
 // re-reads the stored state, merges the update into it again and
 // re-validates, so two runs (or processes) updating one resource lose

@@ -74,9 +74,10 @@ func withMember(o *object, key string, v any) *object {
 }
 
 // skip reports whether a member of an update is not merged: the delete
-// list, a forbidden key, or (by default) a null.
+// list, the reserved write log key, a forbidden key, or (by default) a
+// null.
 func (m merger) skip(e member) bool {
-	return e.key == DeleteKey || forbidden(e.key) || e.val == nil && !m.nullReplaces
+	return e.key == DeleteKey || e.key == writesKey || forbidden(e.key) || e.val == nil && !m.nullReplaces
 }
 
 // mergeObject returns dst (nil means {}) with src merged in: src's
@@ -145,8 +146,8 @@ func (m merger) mergeValue(dst, src any) (any, error) {
 	}
 }
 
-// cleanArray returns a with forbidden keys (and DeleteKey keys, which
-// mean nothing inside a replaced array) removed from the objects it holds,
+// cleanArray returns a with forbidden keys (and DeleteKey and writesKey
+// keys, which mean nothing inside a replaced array or a state) removed from the objects it holds,
 // at every depth, and whether anything was removed; unchanged, it returns
 // a itself. Arrays replace whole, so nulls inside them are data.
 func cleanArray(a []any) ([]any, bool) {
@@ -175,7 +176,7 @@ func cleanValue(v any) (any, bool) {
 	case *object:
 		var out []member
 		for i, e := range v.m {
-			drop := forbidden(e.key) || e.key == DeleteKey
+			drop := forbidden(e.key) || e.key == DeleteKey || e.key == writesKey
 			c, changed := e.val, false
 			if !drop {
 				c, changed = cleanValue(e.val)

@@ -1,6 +1,7 @@
 package workingmemory
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -254,4 +255,137 @@ func TestTrust02_RebaseCases(t *testing.T) {
 			t.Errorf("%s: conflicts %s, want %s", tt.name, g, tt.conflicts)
 		}
 	}
+}
+
+// landThenFail is a store whose next Puts fail with a deadline error,
+// after applying the write when land is set (as SQLite and Redis do when
+// the deadline strikes after the write), and after running after (another
+// writer, say). getErr makes Get fail too.
+type landThenFail struct {
+	storage.Store
+	fails  int
+	land   bool
+	after  func()
+	getErr error
+}
+
+func (s *landThenFail) Put(ctx context.Context, key string, v []byte, ver int64) (int64, error) {
+	if s.fails == 0 {
+		return s.Store.Put(ctx, key, v, ver)
+	}
+	s.fails--
+	if s.land {
+		if _, err := s.Store.Put(ctx, key, v, ver); err != nil {
+			return 0, err
+		}
+		if s.after != nil {
+			s.after()
+		}
+	}
+	return 0, fmt.Errorf("landThenFail: put %q: %w", key, context.DeadlineExceeded)
+}
+
+func (s *landThenFail) Get(ctx context.Context, key string) (storage.Item, error) {
+	if s.getErr != nil {
+		return storage.Item{}, s.getErr
+	}
+	return s.Store.Get(ctx, key)
+}
+
+// TestTrust07_WriteLandedDespiteContextError: a write the store applied
+// but reported as failed (a deadline error) is found by reading the key
+// back, and reported as applied, so the model does not retry; a legacy
+// call processed twice applies once; a write that did not land is
+// reported as not applied; one whose fate cannot be read back says so.
+func TestTrust07_WriteLandedDespiteContextError(t *testing.T) {
+	ctx := t.Context()
+	const start = `{"list":["a","b","c"]}`
+	const del = `{"$delete":["list/0"]}`
+	setup := func(t *testing.T) (*Layer, *landThenFail) {
+		st := &landThenFail{Store: storage.NewMemory()}
+		l := initLayer(t, Config{Scope: "resource"}, testEnv(st))
+		if err := l.Update(ctx, json.RawMessage(start)); err != nil {
+			t.Fatal(err)
+		}
+		return l, st
+	}
+	stored := func(t *testing.T, st *landThenFail) string {
+		got, _ := storedState(t, st.Store, storage.LayerKey(DefaultID, "user-1", "state"))
+		b, _ := json.Marshal(got)
+		return string(b)
+	}
+	t.Run("landed: reported applied", func(t *testing.T) {
+		l, st := setup(t)
+		st.fails, st.land = 1, true
+		if err := l.Update(ctx, json.RawMessage(del)); err != nil {
+			t.Fatalf("Update = %v, want nil: the write landed", err)
+		}
+		assertState(t, l, `{"list":["b","c"]}`)
+		if got := stored(t, st); got != `{"list":["b","c"]}` {
+			t.Errorf("stored %s", got)
+		}
+	})
+	t.Run("landed under a later write: reported applied", func(t *testing.T) {
+		l, st := setup(t)
+		env2 := testEnv(st.Store)
+		env2.ThreadID = "thread-2"
+		sibling := initLayer(t, Config{Scope: "resource"}, env2)
+		st.fails, st.land = 1, true
+		st.after = func() {
+			if err := sibling.Update(ctx, json.RawMessage(`{"other":1}`)); err != nil {
+				t.Error(err)
+			}
+		}
+		if err := l.Update(ctx, json.RawMessage(del)); err != nil {
+			t.Fatalf("Update = %v, want nil: the write landed", err)
+		}
+		if got := stored(t, st); got != `{"list":["b","c"],"other":1}` {
+			t.Errorf("stored %s", got)
+		}
+	})
+	t.Run("legacy call processed twice applies once", func(t *testing.T) {
+		l, st := setup(t)
+		turn := layer.Turn{Response: layer.Response{ToolCalls: []layer.ToolCall{{ID: "call-7", Name: LegacyFunction, Arguments: del}}}}
+		st.fails, st.land = 1, true
+		err := l.Store(ctx, turn)
+		if err != nil {
+			t.Logf("first Store: %v", err)
+		}
+		if err := l.Store(ctx, turn); err != nil { // the runtime retries the step
+			t.Fatal(err)
+		}
+		if got := stored(t, st); got != `{"list":["b","c"]}` {
+			t.Errorf("stored %s after a retried call, want one element deleted", got)
+		}
+		if err != nil {
+			t.Errorf("first Store = %v, want nil: the write landed", err)
+		}
+		// A new call with the same arguments is a new update.
+		turn.Response.ToolCalls[0].ID = "call-8"
+		if err := l.Store(ctx, turn); err != nil {
+			t.Fatal(err)
+		}
+		if got := stored(t, st); got != `{"list":["c"]}` {
+			t.Errorf("stored %s after a second call, want two elements deleted", got)
+		}
+	})
+	t.Run("not landed: reported not applied", func(t *testing.T) {
+		l, st := setup(t)
+		st.fails = 1
+		err := l.Update(ctx, json.RawMessage(del))
+		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrMaybeApplied) || !strings.Contains(err.Error(), "not applied") {
+			t.Fatalf("Update = %v, want a deadline error saying not applied", err)
+		}
+		assertState(t, l, start)
+		if got := stored(t, st); got != start {
+			t.Errorf("stored %s", got)
+		}
+	})
+	t.Run("cannot read back: maybe applied", func(t *testing.T) {
+		l, st := setup(t)
+		st.fails, st.land, st.getErr = 1, true, errors.New("connection refused")
+		if err := l.Update(ctx, json.RawMessage(del)); !errors.Is(err, ErrMaybeApplied) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Update = %v, want ErrMaybeApplied wrapping the deadline", err)
+		}
+	})
 }
