@@ -92,8 +92,9 @@
 // The state is stored as its compact JSON (a string or an object) under
 // storage.LayerKey(id, scopeKey, "state"), where the scope key comes from
 // layer.Env.ScopeKey; execution scope never persists. An object state is
-// stored with one more member, "$writes": the IDs of its last 16 writes
-// and a count of all of them. "$writes" is reserved: like "$delete" it
+// stored with one more member, "$writes": a string holding a count of
+// its writes and the IDs of the last 16 ([StoredState] returns a stored
+// state without it, for tools that read the store directly). "$writes" is reserved: like "$delete" it
 // is dropped from updates and from states read back, at every depth, and
 // never shown to the model or the schema. It lets a writer whose write
 // the store reported as failed (SQLite and Redis may apply a write and

@@ -3,6 +3,7 @@ package workingmemory
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -174,18 +175,19 @@ func (w *writeLog) count() int64 {
 }
 
 // record returns what is stored for s: its encoding, with the write log
-// as a first member when s is an object. (A text state is stored as is;
-// the log starts over after it.)
+// as a first member when s is an object, a string "<count> <ids>" (a
+// string, so that readers decoding a state of strings still can). A text
+// state is stored as is; the log starts over after it.
 func (s *state) record() []byte {
 	if s.log == nil || s.enc[0] != '{' {
 		return s.enc
 	}
-	b := make([]byte, 0, len(s.enc)+len(s.log.ids)+48)
-	b = append(b, `{"`+writesKey+`":{"ids":`...)
-	b = appendString(b, s.log.ids)
-	b = append(b, `,"seq":`...)
+	b := make([]byte, 0, len(s.enc)+len(s.log.ids)+len(writesKey)+24)
+	b = append(b, `{"`+writesKey+`":"`...)
 	b = strconv.AppendInt(b, s.log.seq, 10)
-	b = append(b, '}')
+	b = append(b, ' ')
+	b = append(b, s.log.ids...) // hex digits: nothing to escape
+	b = append(b, '"')
 	if len(s.enc) > 2 {
 		b = append(b, ',')
 	}
@@ -204,17 +206,25 @@ func splitRecord(v any) (any, *writeLog) {
 		return v, nil
 	}
 	var w *writeLog
-	if lo, ok := o.m[i].val.(*object); ok {
-		ids, _ := lo.get("ids")
-		seq, _ := lo.get("seq")
-		s, _ := ids.(string)
-		n, _ := seq.(json.Number)
-		if k, err := n.Int64(); err == nil && len(s)%writeIDLen == 0 && len(s) <= logSize*writeIDLen {
-			// A copy: the decoded string shares the record's memory.
-			w = &writeLog{seq: k, ids: strings.Clone(s)}
-		}
+	str, _ := o.m[i].val.(string)
+	count, ids, _ := strings.Cut(str, " ")
+	if n, err := strconv.ParseInt(count, 10, 64); err == nil && n >= 0 && len(ids)%writeIDLen == 0 && len(ids) <= logSize*writeIDLen {
+		// A copy: the decoded string shares the record's memory.
+		w = &writeLog{seq: n, ids: strings.Clone(ids)}
 	}
 	return &object{m: slices.Delete(slices.Clone(o.m), i, i+1)}, w
+}
+
+// StoredState returns the state held in a stored record (the value under
+// storage.LayerKey(id, scopeKey, "state")) as compact JSON, without the
+// write log stored with it, for tools that read the store directly.
+func StoredState(record []byte) (json.RawMessage, error) {
+	v, err := decodeJSON(record, 1<<16)
+	if err != nil {
+		return nil, fmt.Errorf("workingmemory: stored state: %w", err)
+	}
+	v, _ = splitRecord(v)
+	return appendJSON(nil, v, "", 0), nil
 }
 
 // encodeState encodes v compactly. When v is an object it records where
