@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -146,11 +147,15 @@ func returnSibling(ctx context.Context, raw string, in *bufio.Scanner, out *line
 		return err
 	}
 	n := 0
-	for i := args.Proc; i < args.Keys; i += args.Procs {
+	for i := args.Proc; i < args.Keys; {
 		if err := pad.Update(ctx, json.RawMessage(fmt.Sprintf(`{%q:"p%d"}`, baseKey(i), args.Proc))); err != nil {
+			if errors.Is(err, workingmemory.ErrConflict) {
+				continue // told, not lost: send it again
+			}
 			return fmt.Errorf("update %s: %w", baseKey(i), err)
 		}
 		n++
+		i += args.Procs
 	}
 	out.Printf("result %d", n)
 	return nil
