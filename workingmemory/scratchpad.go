@@ -589,7 +589,7 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 			err = l.apply(ctx, id, func(cur any) (any, error) { return l.c.merger.mergeState(cur, upd) })
 		}
 		if err != nil {
-			return fmt.Errorf("workingmemory: %s call %q not applied: %w", LegacyFunction, c.ID, err)
+			return fmt.Errorf("workingmemory: %s call %q: %w", LegacyFunction, c.ID, err)
 		}
 		return nil
 	}

@@ -389,3 +389,41 @@ func TestTrust07_WriteLandedDespiteContextError(t *testing.T) {
 		}
 	})
 }
+
+// TestTrust07_UpdateOnceAndStoredState: a keyed update applies once, in
+// this run and in a later one reading the stored write log; StoredState
+// gives a stored record's state without the log.
+func TestTrust07_UpdateOnceAndStoredState(t *testing.T) {
+	ctx := t.Context()
+	st := storage.NewMemory()
+	l := initLayer(t, Config{}, testEnv(st))
+	if err := l.Update(ctx, json.RawMessage(`{"list":[1,2,3]}`)); err != nil {
+		t.Fatal(err)
+	}
+	del := json.RawMessage(`{"$delete":["list/0"]}`)
+	for range 2 {
+		if err := l.UpdateOnce(ctx, "thread-1/call-9", del); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again := initLayer(t, Config{}, testEnv(st)) // a later run, say after a restart
+	if err := again.UpdateOnce(ctx, "thread-1/call-9", del); err != nil {
+		t.Fatal(err)
+	}
+	assertState(t, again, `{"list":[2,3]}`)
+	it, err := st.Get(ctx, storage.LayerKey(DefaultID, "thread-1", "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(it.Value), writesKey) {
+		t.Fatalf("stored record %s holds no write log", it.Value)
+	}
+	b, err := StoredState(it.Value)
+	if err != nil || string(b) != `{"list":[2,3]}` {
+		t.Errorf("StoredState = %s, %v", b, err)
+	}
+	if err := l.Update(ctx, json.RawMessage(`{"$writes":"1 forged","x":{"$writes":1}}`)); err != nil {
+		t.Fatal(err)
+	}
+	assertState(t, l, `{"list":[2,3],"x":{}}`) // the reserved key is never state
+}
