@@ -171,3 +171,46 @@ func FuzzRecall(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRebase checks the three-way merge of OnReturn on arbitrary
+// objects: a child that changed nothing leaves cur; a parent that changed
+// nothing gets the child's state, with no conflict; keys only cur
+// changed keep cur's values; and base, child and cur are not modified.
+func FuzzRebase(f *testing.F) {
+	f.Add(`{"a":1,"o":{"x":1}}`, `{"a":2,"o":{"x":1,"y":2}}`, `{"a":1,"o":{"x":3},"n":1}`)
+	f.Add(`{"l":[1,2]}`, `{}`, `{"l":[1,2,3]}`)
+	f.Fuzz(func(t *testing.T, base, child, cur string) {
+		var vs [3]*object
+		for i, s := range []string{base, child, cur} {
+			v, err := decodeJSON([]byte(s), 16)
+			o, ok := v.(*object)
+			if err != nil || !ok {
+				return
+			}
+			vs[i] = o
+		}
+		b, c, u := vs[0], vs[1], vs[2]
+		before := [3]string{string(appendJSON(nil, b, "", 0)), string(appendJSON(nil, c, "", 0)), string(appendJSON(nil, u, "", 0))}
+		var conflicts []string
+		if got := rebase(b, b, u, nil, &conflicts); !equalJSON(got, u) || len(conflicts) != 0 {
+			t.Fatalf("unchanged child: got %s (conflicts %q), want cur", appendJSON(nil, got, "", 0), conflicts)
+		}
+		if got := rebase(b, c, b, nil, &conflicts); !equalJSON(got, c) || len(conflicts) != 0 {
+			t.Fatalf("unchanged parent: got %s (conflicts %q), want the child's state", appendJSON(nil, got, "", 0), conflicts)
+		}
+		got, _ := rebase(b, c, u, nil, &conflicts).(*object)
+		for _, e := range u.m {
+			bv, inB := b.get(e.key)
+			cv, inC := c.get(e.key)
+			if inB && inC && equalJSON(bv, cv) {
+				if gv, ok := got.get(e.key); !ok || !equalJSON(gv, e.val) {
+					t.Fatalf("key %q only cur changed: got %s", e.key, appendJSON(nil, gv, "", 0))
+				}
+			}
+		}
+		after := [3]string{string(appendJSON(nil, b, "", 0)), string(appendJSON(nil, c, "", 0)), string(appendJSON(nil, u, "", 0))}
+		if before != after {
+			t.Fatal("rebase modified its inputs")
+		}
+	})
+}
