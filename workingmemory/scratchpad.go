@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -516,7 +517,12 @@ const settleTimeout = 5 * time.Second
 // "not applied" when it is not, and ErrMaybeApplied when the state cannot
 // be read or more than logSize writes followed.
 func (l *Layer) settle(ctx context.Context, id string, seq int64, putErr error) error {
-	if errors.Is(putErr, storage.ErrClosed) || errors.Is(putErr, storage.ErrInvalidKey) {
+	var dial *net.OpError
+	if errors.Is(putErr, storage.ErrClosed) || errors.Is(putErr, storage.ErrInvalidKey) ||
+		errors.As(putErr, &dial) && dial.Op == "dial" {
+		// Never sent: the store was closed, the key refused, or no
+		// connection could be opened. (Reading back would only add
+		// failed dials, which go-redis's pool counts against the server.)
 		return fmt.Errorf("workingmemory: update not applied: persist: %w", putErr)
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)

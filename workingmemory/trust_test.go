@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -426,4 +428,34 @@ func TestTrust07_UpdateOnceAndStoredState(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertState(t, l, `{"list":[2,3],"x":{}}`) // the reserved key is never state
+}
+
+// TestTrust07_UnsentWriteNotApplied: a write that never reached the
+// store (no connection could be opened) is reported as not applied
+// without reading back.
+func TestTrust07_UnsentWriteNotApplied(t *testing.T) {
+	st := &dialFailStore{Store: storage.NewMemory()}
+	l := initLayer(t, Config{}, testEnv(st))
+	st.gets = 0
+	err := l.Update(t.Context(), json.RawMessage(`{"a":1}`))
+	if err == nil || errors.Is(err, ErrMaybeApplied) || !strings.Contains(err.Error(), "not applied") {
+		t.Fatalf("Update = %v, want not applied", err)
+	}
+	if st.gets != 0 {
+		t.Errorf("%d read-backs of a write that was never sent", st.gets)
+	}
+}
+
+type dialFailStore struct {
+	storage.Store
+	gets int
+}
+
+func (s *dialFailStore) Put(context.Context, string, []byte, int64) (int64, error) {
+	return 0, fmt.Errorf("unavailable: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED})
+}
+
+func (s *dialFailStore) Get(ctx context.Context, key string) (storage.Item, error) {
+	s.gets++
+	return s.Store.Get(ctx, key)
 }
