@@ -34,6 +34,7 @@ fuzz:
 # and the update tool end to end.
 FUZZ_CI = \
 	./workingmemory:FuzzMerge \
+	./workingmemory:FuzzRecall \
 	./entitymemory:FuzzExtract \
 	./storage:FuzzEscape \
 	./prompt:FuzzProjectHistory \

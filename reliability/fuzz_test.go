@@ -74,11 +74,12 @@ func FuzzUpdateTool(f *testing.F) {
 			}
 			return
 		}
-		if len(after.Value) > 4096 {
-			t.Fatalf("stored state of %d bytes exceeds MaxBytes", len(after.Value))
+		afterState := scratchpadState(t, after.Value)
+		if len(afterState) > 4096 {
+			t.Fatalf("stored state of %d bytes exceeds MaxBytes", len(afterState))
 		}
 		var stored map[string]any
-		if err := json.Unmarshal(after.Value, &stored); err != nil {
+		if err := json.Unmarshal(afterState, &stored); err != nil {
 			t.Fatalf("stored state is not a JSON object: %v: %s", err, after.Value)
 		}
 		if bad := forbiddenKey(stored); bad != "" {

@@ -218,7 +218,7 @@ func TestLostUpdates(t *testing.T) {
 					t.Fatalf("stored state: %v", err)
 				}
 				var state map[string]any
-				if err := json.Unmarshal(it.Value, &state); err != nil {
+				if err := json.Unmarshal(scratchpadState(t, it.Value), &state); err != nil {
 					t.Fatalf("stored state is not a JSON object: %v\n%.300s", err, it.Value)
 				}
 				lost := checkKeys(t, state, procs, updates)
@@ -290,7 +290,7 @@ func TestLostUpdatesControl(t *testing.T) {
 		t.Fatal(err)
 	}
 	var state map[string]any
-	if err := json.Unmarshal(it.Value, &state); err != nil {
+	if err := json.Unmarshal(scratchpadState(t, it.Value), &state); err != nil {
 		t.Fatal(err)
 	}
 	if len(state) >= 1600 {

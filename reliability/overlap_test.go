@@ -135,7 +135,7 @@ func overlappingRound(t *testing.T, st storage.Store, thread string) {
 		t.Fatal(err)
 	}
 	var state map[string]any
-	if err := json.Unmarshal(it.Value, &state); err != nil {
+	if err := json.Unmarshal(scratchpadState(t, it.Value), &state); err != nil {
 		t.Fatal(err)
 	}
 	if int64(len(state)) != applied.Load() {

@@ -154,7 +154,7 @@ func serverFault(t *testing.T, bin string, persist bool) {
 		t.Fatal(err)
 	}
 	var state map[string]any
-	if err := json.Unmarshal(it.Value, &state); err != nil {
+	if err := json.Unmarshal(scratchpadState(t, it.Value), &state); err != nil {
 		t.Fatalf("stored state after the fault: %v\n%.300s", err, it.Value)
 	}
 	if got, want := slices.Sorted(maps.Keys(state)), slices.Sorted(maps.Keys(acked)); !slices.Equal(got, want) {
@@ -229,7 +229,7 @@ func TestSQLiteLockedFault(t *testing.T) {
 		t.Fatalf("update after the lock is released: %v", err)
 	}
 	it, err := st.Get(ctx, key)
-	if err != nil || string(it.Value) != `{"after":1,"before":1}` {
+	if err != nil || string(scratchpadState(t, it.Value)) != `{"after":1,"before":1}` {
 		t.Errorf("final state %s, %v; want before and after, not during", it.Value, err)
 	}
 }

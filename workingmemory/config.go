@@ -18,6 +18,13 @@ const (
 	DefaultMaxDepth = 32
 	// DefaultMaxRetries bounds compare-and-swap attempts of one update.
 	DefaultMaxRetries = 16
+	// MaxSchemaBytes bounds a schema document (Schema, SchemaFile, and
+	// each document SchemaLoader returns), as JSON text.
+	MaxSchemaBytes = 256 << 10
+	// MaxSchemaPattern bounds each regular expression of a schema
+	// ("pattern", "patternProperties"): compiling a 1 MB pattern takes
+	// seconds and hundreds of megabytes.
+	MaxSchemaPattern = 4 << 10
 	// LegacyFunction is the function call the store hook accepts from
 	// models prompted with the older updateWorkingMemory convention.
 	LegacyFunction = "updateWorkingMemory"
@@ -39,9 +46,13 @@ const (
 	// ReturnDiscard drops the child's changes. It is the zero value: a
 	// child works on a copy unless the configuration says otherwise.
 	ReturnDiscard ReturnPolicy = ""
-	// ReturnMerge deep-merges the child's state into the parent's, as
-	// one update: validated against the schema and persisted with
-	// compare-and-swap. Keys the child deleted stay in the parent.
+	// ReturnMerge applies the child's changes (against the state it was
+	// spawned with: keys set, changed or deleted, at any depth) to the
+	// parent's latest state, as one update: validated against the schema
+	// and persisted with compare-and-swap. What the parent, or another
+	// thread of the same resource, changed meanwhile is kept; a key both
+	// changed takes the child's value and is reported
+	// ([EventReturnConflict]).
 	ReturnMerge ReturnPolicy = "merge"
 	// ReturnReplace makes the child's state the parent's (validated and
 	// persisted the same way).
@@ -77,6 +88,13 @@ type Config struct {
 	// SchemaFile is a path to read the schema from (in New). Set Schema
 	// or SchemaFile, not both.
 	SchemaFile string
+	// SchemaLoader resolves a "$ref" (or "$schema") to a document outside
+	// the schema: it gets the absolute URL and returns the referenced
+	// schema as JSON text (at most MaxSchemaBytes). Nil means no external
+	// reference is loaded: a schema naming a file or any URL other than
+	// the JSON Schema meta-schemas is rejected by New, so that a schema
+	// cannot make the layer read local files or reach the network.
+	SchemaLoader func(url string) ([]byte, error)
 	// Template is the initial content: free text (a string) without a
 	// schema, or an object with one (a Go value, or JSON text as string
 	// or []byte). It must pass the schema. Nil means empty ("" or {}).
@@ -104,6 +122,32 @@ type Config struct {
 	NullReplaces bool
 	// Now returns the time used in quarantine keys. Nil means time.Now.
 	Now func() time.Time
+	// Observer, when set, receives the scratchpad's [Event]s. It is
+	// called synchronously, after the change it reports was persisted,
+	// and must be safe for concurrent use.
+	Observer func(Event)
+}
+
+// EventKind says what an [Event] reports.
+type EventKind string
+
+// The event kinds.
+const (
+	// EventReturnConflict: under ReturnMerge, a returning child changed
+	// keys that had also changed in the parent (by the parent, or by
+	// another thread of the same resource) since the child was spawned.
+	// The child's values were kept; Paths lists those keys.
+	EventReturnConflict EventKind = "return-conflict"
+)
+
+// Event is something the scratchpad reports to Config.Observer (and logs
+// at warning level through the run's logger).
+type Event struct {
+	Kind EventKind
+	// Layer is the layer ID; Scope the scope key of the state.
+	Layer, Scope string
+	// Paths are JSON Pointers into the state.
+	Paths []string
 }
 
 // KVConfig configures a key-value memory. The zero KVConfig is valid.

@@ -72,20 +72,37 @@
 // # Schema validation
 //
 // Schemas are compiled once by github.com/santhosh-tekuri/jsonschema/v6
-// (default draft 2020-12; "$schema" selects another), which is the
-// authority. When a schema uses only the common keywords (type,
-// properties, additionalProperties, required, enum, const, string length
-// and pattern, numeric bounds, items, item and property counts,
-// uniqueItems, and annotations), a compiled fast validator checks states
-// without allocating; a state it rejects is re-checked by jsonschema,
-// whose verdict and violation list are the ones used. Any other keyword
-// ($ref, allOf, format, ...) sends every check to jsonschema.
+// (default draft 2020-12; "$schema" selects another), which gives every
+// verdict, on every path: Layer.Update, the update tool, the legacy call,
+// a stored state at Init, Restore and the template. Numbers are compared
+// exactly as written (10.0000000000000000001 exceeds a maximum of 10 and
+// is not an integer), which float64 arithmetic cannot do; an earlier
+// hand-written fast validator did it in float64 and was removed for that.
+//
+// A schema comes from configuration, so New compiles it defensively: no
+// "$ref" outside the document is loaded (no file, no network) unless
+// Config.SchemaLoader resolves it; a document is at most MaxSchemaBytes
+// (256 KiB) and each regular expression at most MaxSchemaPattern (4 KiB);
+// and references that loop back to a schema of the same value
+// ({"$ref":"#"}, which would fail every value) are rejected. Recursion
+// through properties or items is accepted.
 //
 // # Storage and concurrency
 //
 // The state is stored as its compact JSON (a string or an object) under
 // storage.LayerKey(id, scopeKey, "state"), where the scope key comes from
-// layer.Env.ScopeKey; execution scope never persists. Every write is a
+// layer.Env.ScopeKey; execution scope never persists. An object state is
+// stored with one more member, "$writes": a string holding a count of
+// its writes and the IDs of the last 16 ([StoredState] returns a stored
+// state without it, for tools that read the store directly). "$writes" is reserved: like "$delete" it
+// is dropped from updates and from states read back, at every depth, and
+// never shown to the model or the schema. It lets a writer whose write
+// the store reported as failed (SQLite and Redis may apply a write and
+// still return a deadline error) read the state back and tell whether
+// its write landed, under any number of later writes up to 16, so that
+// Update reports the truth; and it makes [Layer.UpdateOnce] (the legacy
+// path, keyed by the call's thread, ID and arguments) apply a retried
+// update only once. Every write is a
 // compare-and-swap on the version last read; on a conflict the layer
 // re-reads the stored state, merges the update into it again and
 // re-validates, so two runs (or processes) updating one resource lose
@@ -99,8 +116,9 @@
 // Init and then kept, so an idle scratchpad costs little more than its
 // JSON (about 960 bytes of heap for the peer workload's final state) and
 // a busy one updates without decoding the whole state again. An update
-// re-validates and re-encodes only the top-level members it changed (the
-// others are shared with the previous state, already valid and encoded).
+// validates the whole merged state and re-encodes only the top-level
+// members it changed (the others are shared with the previous state,
+// already encoded).
 //
 // Every method of [Layer] is safe for concurrent use. Updates of one Layer
 // are serialised by a mutex; Recall, State and Snapshot read an atomic
@@ -130,7 +148,11 @@
 // The child's scratchpad is never persisted, so its writes cannot reach
 // the parent; Config.OnReturn decides whether they come back when the
 // child finishes (discard by default, merge, or replace). The child's
-// update tool is bound to the child's layer.
+// update tool is bound to the child's layer. Merge is three-way: the
+// child's changes since it was spawned are applied to the parent's
+// latest stored state, so concurrent writes of the parent or of sibling
+// threads survive; a key both sides changed takes the child's value and
+// is reported to Config.Observer as an [EventReturnConflict] (and logged).
 //
 // # The key-value memory
 //

@@ -24,6 +24,13 @@ var (
 	// against other writers and gave up after Config.MaxRetries attempts.
 	// It also matches storage.ErrConflict.
 	ErrConflict = errors.New("workingmemory: too many concurrent writers")
+	// ErrMaybeApplied means the store reported a write as failed (a
+	// deadline, a lost connection) and reading the state back could not
+	// tell whether the write landed anyway: the read failed too, or more
+	// writes followed than the write log keeps (16). The error also wraps
+	// the store's error. Look at the state before sending the update
+	// again.
+	ErrMaybeApplied = errors.New("workingmemory: update may have been applied (look at the working memory before sending it again)")
 
 	// ErrInvalidKey means a key-value key is empty, too long, or holds
 	// control characters or invalid UTF-8.

@@ -103,10 +103,10 @@ func ExampleLayer_Init() {
 	run2, _ := wm.Init(ctx, layer.Env{ThreadID: "t2", ResourceID: "user-42", Store: store})
 	printState(run2.(*workingmemory.Layer))
 	it, _ := store.Get(ctx, storage.LayerKey("working-memory", "user-42", "state"))
-	fmt.Println(string(it.Value))
+	fmt.Println("stored version", it.Version)
 	// Output:
 	// {"timezone":"Europe/Paris"}
-	// {"timezone":"Europe/Paris"}
+	// stored version 1
 }
 
 // In a stack, the update function is a tool the model calls; its wire

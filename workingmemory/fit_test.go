@@ -100,3 +100,33 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// TestTrust04_RecallNeverPanicsOnDefangedOpeners: a state full of tag
+// openers grows when fenced (each '<' becomes "&lt;"), so for budgets in a
+// window the whole text fits the cut's arithmetic but not the fence.
+// Recall used to index past the text there and panic; every budget must
+// give a block within it, or nothing.
+func TestTrust04_RecallNeverPanicsOnDefangedOpeners(t *testing.T) {
+	ctx := context.Background()
+	text := strings.Repeat("<working_memory>", 100)
+	l, err := workingmemory.New(workingmemory.Config{Template: text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for budget := 1.0; budget <= 700; budget++ {
+		items, err := l.Recall(ctx, layer.Query{Budget: budget})
+		if err != nil {
+			t.Fatalf("budget %v: %v", budget, err)
+		}
+		if len(items) == 0 {
+			continue
+		}
+		b := items[0].Text
+		if float64((len(b)+3)/4) > budget || float64(items[0].Tokens) > budget {
+			t.Fatalf("budget %v: block of %d bytes exceeds it", budget, len(b))
+		}
+		if !strings.HasPrefix(b, "<working_memory>\n") || !strings.HasSuffix(b, "\n</working_memory>") || strings.Count(b, "<working_memory>") != 1 {
+			t.Fatalf("budget %v: block lost its fence:\n%.200s", budget, b)
+		}
+	}
+}

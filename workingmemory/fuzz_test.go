@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
+	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/memlayer/memlayer/layer"
 )
 
 // hasForbidden reports whether a decoded JSON value holds a forbidden key
@@ -30,8 +35,7 @@ func hasForbidden(v any) bool {
 // FuzzMerge applies arbitrary update bytes to a schema-less scratchpad and
 // to one with the peer workload's schema. It checks that nothing panics,
 // that no forbidden key survives, that a rejected update changes nothing,
-// that an accepted state passes jsonschema, and that the fast validator
-// never accepts what jsonschema rejects.
+// and that an accepted state passes jsonschema.
 func FuzzMerge(f *testing.F) {
 	w := loadPeerWorkload(f)
 	for _, u := range w.updates {
@@ -86,14 +90,6 @@ func FuzzMerge(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		// The fast validator is sound: what it accepts, jsonschema accepts.
-		if v, err := decodeJSON(upd, 64); err == nil && schemed.c.schema.fast != nil {
-			if schemed.c.schema.fast.valid(v) {
-				if err := schemed.c.schema.full.Validate(toGo(v)); err != nil {
-					t.Fatalf("fast validator accepted %s, jsonschema rejects it: %v", upd, err)
-				}
-			}
-		}
 	})
 }
 
@@ -126,6 +122,95 @@ func FuzzDecode(f *testing.F) {
 		var p any
 		if err := json.Unmarshal(pretty, &p); err != nil || !jsonDeepEqual(p, std) {
 			t.Fatalf("indented encoding of %q differs: %s", data, pretty)
+		}
+	})
+}
+
+// FuzzRecall renders arbitrary states (free text, or the object a JSON
+// update makes) under arbitrary budgets. Recall must not panic, and what
+// it returns must fit the budget and keep its fence: one opening tag at
+// the start, one closing tag at the end.
+func FuzzRecall(f *testing.F) {
+	f.Add("plan: ship on Friday", 50.0)
+	f.Add(strings.Repeat("<working_memory>", 100), 470.0)
+	f.Add(strings.Repeat("</working_memory>é", 40), 120.0)
+	f.Add(`{"notes":"<working_memory><working_memory><working_memory>","n":1}`, 30.0)
+	f.Add(`{"a":"`+strings.Repeat("<", 500)+`"}`, 160.0)
+	ctx := context.Background()
+	const open, closing = "<" + Tag + ">\n", "\n</" + Tag + ">"
+	f.Fuzz(func(t *testing.T, st string, budget float64) {
+		if math.IsNaN(budget) {
+			return
+		}
+		l, err := New(Config{Template: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, err := decodeJSON([]byte(st), DefaultMaxDepth); err == nil {
+			if _, ok := v.(*object); ok {
+				_ = l.Update(ctx, []byte(st)) // an object state, when it makes one
+			}
+		}
+		items, err := l.Recall(ctx, layer.Query{Budget: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(items) == 0 {
+			return
+		}
+		b := items[0].Text
+		if budget > 0 && (float64((len(b)+3)/4) > budget || float64(items[0].Tokens) > budget) {
+			t.Fatalf("budget %v: block of %d bytes exceeds it", budget, len(b))
+		}
+		if !strings.HasPrefix(b, open) || !strings.HasSuffix(b, closing) ||
+			strings.Count(b, "<"+Tag+">") != 1 || strings.Count(b, "</"+Tag+">") != 1 {
+			t.Fatalf("budget %v: block lost its fence:\n%.300q", budget, b)
+		}
+		if !utf8.ValidString(b) && utf8.ValidString(st) {
+			t.Fatalf("budget %v: cut inside a character", budget)
+		}
+	})
+}
+
+// FuzzRebase checks the three-way merge of OnReturn on arbitrary
+// objects: a child that changed nothing leaves cur; a parent that changed
+// nothing gets the child's state, with no conflict; keys only cur
+// changed keep cur's values; and base, child and cur are not modified.
+func FuzzRebase(f *testing.F) {
+	f.Add(`{"a":1,"o":{"x":1}}`, `{"a":2,"o":{"x":1,"y":2}}`, `{"a":1,"o":{"x":3},"n":1}`)
+	f.Add(`{"l":[1,2]}`, `{}`, `{"l":[1,2,3]}`)
+	f.Fuzz(func(t *testing.T, base, child, cur string) {
+		var vs [3]*object
+		for i, s := range []string{base, child, cur} {
+			v, err := decodeJSON([]byte(s), 16)
+			o, ok := v.(*object)
+			if err != nil || !ok {
+				return
+			}
+			vs[i] = o
+		}
+		b, c, u := vs[0], vs[1], vs[2]
+		before := [3]string{string(appendJSON(nil, b, "", 0)), string(appendJSON(nil, c, "", 0)), string(appendJSON(nil, u, "", 0))}
+		var conflicts []string
+		if got := rebase(b, b, u, nil, &conflicts); !equalJSON(got, u) || len(conflicts) != 0 {
+			t.Fatalf("unchanged child: got %s (conflicts %q), want cur", appendJSON(nil, got, "", 0), conflicts)
+		}
+		if got := rebase(b, c, b, nil, &conflicts); !equalJSON(got, c) || len(conflicts) != 0 {
+			t.Fatalf("unchanged parent: got %s (conflicts %q), want the child's state", appendJSON(nil, got, "", 0), conflicts)
+		}
+		got, _ := rebase(b, c, u, nil, &conflicts).(*object)
+		for _, e := range u.m {
+			bv, inB := b.get(e.key)
+			cv, inC := c.get(e.key)
+			if inB && inC && equalJSON(bv, cv) {
+				if gv, ok := got.get(e.key); !ok || !equalJSON(gv, e.val) {
+					t.Fatalf("key %q only cur changed: got %s", e.key, appendJSON(nil, gv, "", 0))
+				}
+			}
+		}
+		after := [3]string{string(appendJSON(nil, b, "", 0)), string(appendJSON(nil, c, "", 0)), string(appendJSON(nil, u, "", 0))}
+		if before != after {
+			t.Fatal("rebase modified its inputs")
 		}
 	})
 }

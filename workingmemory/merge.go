@@ -2,6 +2,7 @@ package workingmemory
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -73,9 +74,10 @@ func withMember(o *object, key string, v any) *object {
 }
 
 // skip reports whether a member of an update is not merged: the delete
-// list, a forbidden key, or (by default) a null.
+// list, the reserved write log key, a forbidden key, or (by default) a
+// null.
 func (m merger) skip(e member) bool {
-	return e.key == DeleteKey || forbidden(e.key) || e.val == nil && !m.nullReplaces
+	return e.key == DeleteKey || e.key == writesKey || forbidden(e.key) || e.val == nil && !m.nullReplaces
 }
 
 // mergeObject returns dst (nil means {}) with src merged in: src's
@@ -144,8 +146,8 @@ func (m merger) mergeValue(dst, src any) (any, error) {
 	}
 }
 
-// cleanArray returns a with forbidden keys (and DeleteKey keys, which
-// mean nothing inside a replaced array) removed from the objects it holds,
+// cleanArray returns a with forbidden keys (and DeleteKey and writesKey
+// keys, which mean nothing inside a replaced array or a state) removed from the objects it holds,
 // at every depth, and whether anything was removed; unchanged, it returns
 // a itself. Arrays replace whole, so nulls inside them are data.
 func cleanArray(a []any) ([]any, bool) {
@@ -174,7 +176,7 @@ func cleanValue(v any) (any, bool) {
 	case *object:
 		var out []member
 		for i, e := range v.m {
-			drop := forbidden(e.key) || e.key == DeleteKey
+			drop := forbidden(e.key) || e.key == DeleteKey || e.key == writesKey
 			c, changed := e.val, false
 			if !drop {
 				c, changed = cleanValue(e.val)
@@ -313,4 +315,98 @@ func kindOf(v any) string {
 		return "an array"
 	}
 	return "a number"
+}
+
+// rebase applies to cur the changes that took base to child, and returns
+// the result. Objects present on all three sides are rebased member by
+// member, so changes on different keys, at any depth, all survive; any
+// other value the child changed (a scalar, an array, a key added or
+// deleted) replaces cur's. Where cur had also changed that value since
+// base, to something else than the child's, the child's value wins and
+// the value's JSON Pointer is added to conflicts ("" for the root).
+func rebase(base, child, cur any, path []string, conflicts *[]string) any {
+	if equalJSON(base, child) {
+		return cur
+	}
+	bo, bok := base.(*object)
+	co, cok := child.(*object)
+	uo, uok := cur.(*object)
+	if !bok || !cok || !uok {
+		if !equalJSON(cur, base) && !equalJSON(cur, child) {
+			*conflicts = append(*conflicts, pointer(path))
+		}
+		return child
+	}
+	out := make([]member, 0, len(uo.m)+len(co.m))
+	keys := unionKeys(bo, co, uo)
+	for _, k := range keys {
+		b, inB := bo.get(k)
+		c, inC := co.get(k)
+		u, inU := uo.get(k)
+		at := append(path[:len(path):len(path)], k)
+		switch {
+		case inB == inC && equalJSON(b, c): // the child left it alone
+			if inU {
+				out = append(out, member{k, u})
+			}
+		case inB && inC && inU:
+			out = append(out, member{k, rebase(b, c, u, at, conflicts)})
+		default: // added or deleted by the child, or gone from cur
+			if inU != inB || inU && !equalJSON(u, b) {
+				if inU != inC || inU && !equalJSON(u, c) {
+					*conflicts = append(*conflicts, pointer(at))
+				}
+			}
+			if inC {
+				out = append(out, member{k, c})
+			}
+		}
+	}
+	return &object{m: out}
+}
+
+// unionKeys returns the keys of the objects, sorted, each once.
+func unionKeys(objs ...*object) []string {
+	var keys []string
+	for _, o := range objs {
+		for _, e := range o.m {
+			keys = append(keys, e.key)
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// equalJSON reports whether two values are the same JSON, numbers
+// compared as written (1 and 1.0 differ: the three-way merge only needs
+// to know whether a value was touched).
+func equalJSON(a, b any) bool {
+	if sameValue(a, b) {
+		return true
+	}
+	switch a := a.(type) {
+	case *object:
+		bo, ok := b.(*object)
+		if !ok || len(a.m) != len(bo.m) {
+			return false
+		}
+		for i, e := range a.m {
+			if e.key != bo.m[i].key || !equalJSON(e.val, bo.m[i].val) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		ba, ok := b.([]any)
+		if !ok || len(a) != len(ba) {
+			return false
+		}
+		for i := range a {
+			if !equalJSON(a[i], ba[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

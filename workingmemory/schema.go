@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -15,65 +13,236 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// schemaURL names the compiled schema. A urn keeps the working directory
-// out of error messages (a relative URL would be resolved against it).
-const schemaURL = "urn:memlayer:working-memory"
+// schemaURL names the compiled schema. An absolute URL keeps the working
+// directory out of error messages (a relative one would be resolved
+// against it), and a hierarchical one gives a relative "$ref" its own
+// URL, which the loader then refuses (against a urn it would resolve to
+// the schema itself).
+const schemaURL = "memlayer://schemas/working-memory"
 
-// schema is a compiled state schema: the authoritative jsonschema/v6
-// validator and, when the schema uses only the keywords it understands, a
-// fast validator that walks the state without allocating. A state the fast
-// validator accepts is valid; one it rejects is re-checked by jsonschema,
-// whose verdict and violation list are the ones reported.
+// schema is a compiled state schema. jsonschema/v6 gives every verdict.
 type schema struct {
 	doc    any // the schema document, map[string]any form
 	full   *jsonschema.Schema
-	fast   *node             // nil: always use full
 	intern map[string]string // property names
 }
 
 // compileSchema compiles the schema given in cfg, or returns nil when
 // there is none.
 func compileSchema(cfg Config) (*schema, error) {
-	var doc any
+	var b []byte
 	var err error
 	switch {
 	case cfg.Schema != nil && cfg.SchemaFile != "":
 		return nil, fmt.Errorf("%w: set Schema or SchemaFile, not both", ErrInvalidConfig)
 	case cfg.SchemaFile != "":
-		b, rerr := os.ReadFile(cfg.SchemaFile)
-		if rerr != nil {
-			return nil, fmt.Errorf("%w: schema file: %w", ErrInvalidConfig, rerr)
+		if b, err = os.ReadFile(cfg.SchemaFile); err != nil {
+			return nil, fmt.Errorf("%w: schema file: %w", ErrInvalidConfig, err)
 		}
-		doc, err = decodeJSON(b, 512)
 	case cfg.Schema == nil:
 		return nil, nil
 	default:
 		switch s := cfg.Schema.(type) {
 		case string:
-			doc, err = decodeJSON([]byte(s), 512)
+			b = []byte(s)
+		case []byte:
+			b = s
+		case json.RawMessage:
+			b = s
 		default:
-			doc, err = normalize(s, 512)
+			b, err = json.Marshal(s)
 		}
 	}
+	var doc any
+	if err == nil {
+		doc, err = decodeSchemaDoc(b)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: schema: %w", ErrInvalidConfig, err)
 	}
-	doc = toGo(doc)
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	if err := c.AddResource(schemaURL, doc); err != nil {
-		return nil, fmt.Errorf("%w: schema: %w", ErrInvalidConfig, err)
-	}
-	full, err := c.Compile(schemaURL)
+	full, err := compileJSONSchema(schemaURL, doc, cfg.SchemaLoader)
 	if err != nil {
-		return nil, fmt.Errorf("%w: schema: %w", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: schema: %w", ErrInvalidConfig, clipped{err})
 	}
 	s := &schema{doc: doc, full: full, intern: map[string]string{}}
-	if !isDraft4(doc) {
-		s.fast, _ = compileNode(doc)
-	}
 	collectNames(doc, s.intern)
 	return s, nil
+}
+
+// decodeSchemaDoc reads a schema document, at most MaxSchemaBytes of
+// JSON, into the map[string]any form jsonschema takes.
+func decodeSchemaDoc(b []byte) (any, error) {
+	if len(b) > MaxSchemaBytes {
+		return nil, fmt.Errorf("document of %d bytes, the limit is %d (MaxSchemaBytes)", len(b), MaxSchemaBytes)
+	}
+	v, err := decodeJSON(b, 512)
+	if err != nil {
+		return nil, err
+	}
+	return toGo(v), nil
+}
+
+// compileJSONSchema compiles doc, named url, with jsonschema/v6 set up
+// for schemas that come from configuration rather than from a trusted
+// author:
+//
+//   - no external reference is loaded unless load is set (jsonschema's
+//     default loader reads any file:// URL, and its content would then be
+//     quoted in the errors the model reads); the JSON Schema meta-schemas
+//     are built in and need no loader;
+//   - each regular expression is at most MaxSchemaPattern bytes;
+//   - references that loop back to a schema applied to the same value
+//     ({"$ref":"#"}) are rejected, since they fail every value.
+//
+// Every place that compiles a schema given by configuration should use
+// this setup.
+func compileJSONSchema(url string, doc any, load func(string) ([]byte, error)) (*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(refLoader(load))
+	c.UseRegexpEngine(boundedRegexp)
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, err
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRefCycles(sch); err != nil {
+		return nil, err
+	}
+	return sch, nil
+}
+
+// clipped is an error whose text is cut to 1 KiB: jsonschema quotes the
+// offending value, which may be a pattern of a megabyte.
+type clipped struct{ err error }
+
+func (e clipped) Error() string {
+	msg := e.err.Error()
+	if len(msg) <= 1024 {
+		return msg
+	}
+	cut := 1024
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes more)", msg[:cut], len(msg)-cut)
+}
+
+func (e clipped) Unwrap() error { return e.err }
+
+// refLoader resolves external references through the user's loader, or
+// refuses them when there is none.
+type refLoader func(url string) ([]byte, error)
+
+func (l refLoader) Load(url string) (any, error) {
+	if l == nil {
+		return nil, errors.New("external references are not loaded; set Config.SchemaLoader to resolve them")
+	}
+	b, err := l(url)
+	if err != nil {
+		return nil, err
+	}
+	return decodeSchemaDoc(b)
+}
+
+// boundedRegexp is the regular expression engine of schemas: Go's
+// regexp, for patterns of at most MaxSchemaPattern bytes.
+func boundedRegexp(s string) (jsonschema.Regexp, error) {
+	if len(s) > MaxSchemaPattern {
+		return nil, fmt.Errorf("pattern of %d bytes, the limit is %d (MaxSchemaPattern)", len(s), MaxSchemaPattern)
+	}
+	return regexp.Compile(s)
+}
+
+// checkRefCycles rejects a schema in which a subschema reachable from
+// root applies itself to the same value again, through references and
+// in-place applicators (allOf, anyOf, oneOf, not, if/then/else,
+// dependent schemas): jsonschema reports a reference cycle for every
+// value that reaches it. Recursion through properties or items is fine,
+// since it moves to a smaller value.
+func checkRefCycles(root *jsonschema.Schema) error {
+	const (
+		visiting = 1
+		done     = 2
+	)
+	color := map[*jsonschema.Schema]int{}
+	var inPlaceDFS func(s *jsonschema.Schema) error
+	inPlaceDFS = func(s *jsonschema.Schema) error {
+		switch color[s] {
+		case visiting:
+			return fmt.Errorf("reference cycle at %s: it applies to the same value again, so no value could pass", s.Location)
+		case done:
+			return nil
+		}
+		color[s] = visiting
+		for _, n := range inPlace(s) {
+			if err := inPlaceDFS(n); err != nil {
+				return err
+			}
+		}
+		color[s] = done
+		return nil
+	}
+	seen := map[*jsonschema.Schema]bool{root: true}
+	queue := []*jsonschema.Schema{root}
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		if err := inPlaceDFS(s); err != nil {
+			return err
+		}
+		for _, n := range append(inPlace(s), children(s)...) {
+			if !seen[n] {
+				seen[n] = true
+				queue = append(queue, n)
+			}
+		}
+	}
+	return nil
+}
+
+// inPlace returns the subschemas of s that apply to the same value as s.
+func inPlace(s *jsonschema.Schema) []*jsonschema.Schema {
+	out := []*jsonschema.Schema{s.Ref, s.RecursiveRef, s.Not, s.If, s.Then, s.Else}
+	if s.DynamicRef != nil {
+		out = append(out, s.DynamicRef.Ref)
+	}
+	out = append(out, s.AllOf...)
+	out = append(out, s.AnyOf...)
+	out = append(out, s.OneOf...)
+	for _, d := range s.DependentSchemas {
+		out = append(out, d)
+	}
+	for _, d := range s.Dependencies {
+		if d, ok := d.(*jsonschema.Schema); ok {
+			out = append(out, d)
+		}
+	}
+	return slices.DeleteFunc(out, func(n *jsonschema.Schema) bool { return n == nil })
+}
+
+// children returns the subschemas of s that apply to parts of the value
+// (members, items, names, content).
+func children(s *jsonschema.Schema) []*jsonschema.Schema {
+	out := []*jsonschema.Schema{s.PropertyNames, s.UnevaluatedProperties, s.Contains, s.Items2020, s.UnevaluatedItems, s.ContentSchema}
+	for _, p := range s.Properties {
+		out = append(out, p)
+	}
+	for _, p := range s.PatternProperties {
+		out = append(out, p)
+	}
+	for _, v := range []any{s.AdditionalProperties, s.Items, s.AdditionalItems} {
+		switch v := v.(type) {
+		case *jsonschema.Schema:
+			out = append(out, v)
+		case []*jsonschema.Schema:
+			out = append(out, v...)
+		}
+	}
+	out = append(out, s.PrefixItems...)
+	return slices.DeleteFunc(out, func(n *jsonschema.Schema) bool { return n == nil })
 }
 
 // collectNames gathers the property names a schema mentions, so that
@@ -96,81 +265,9 @@ func collectNames(doc any, into map[string]string) {
 	}
 }
 
-func isDraft4(doc any) bool {
-	m, _ := doc.(map[string]any)
-	v, _ := m["$schema"].(string)
-	return strings.Contains(v, "draft-04") || strings.Contains(v, "draft-03")
-}
-
-// validateNext checks next, the successor of the state prev. When prev
-// passed the schema, only the root's own constraints and the members of
-// next that are not the same values as in prev are checked by the fast
-// validator (its checks of one member never depend on another's).
-func (s *schema) validateNext(prev *state, next any) error {
-	if s.fast != nil && prev.valid {
-		if po, ok := prev.tree().(*object); ok && s.fast.validChanged(po, next) {
-			return nil
-		}
-	}
-	return s.validate(next)
-}
-
-// validChanged is valid for an object whose unchanged members (the same
-// values as in old, which was valid) need no check.
-func (n *node) validChanged(old *object, v any) bool {
-	o, ok := v.(*object)
-	if !ok || n.never || n.hasConst || n.enum != nil {
-		return n.valid(v)
-	}
-	return n.validObject(o, old)
-}
-
-// validObject checks an object against the object keywords of n. Members
-// that are the same values as in old (nil: none), which was valid, are
-// not checked again.
-func (n *node) validObject(o, old *object) bool {
-	if n.types&tObj == 0 || len(o.m) < n.minProps || n.maxProps >= 0 && len(o.m) > n.maxProps {
-		return false
-	}
-	for _, r := range n.required {
-		if _, ok := o.find(r); !ok {
-			return false
-		}
-	}
-	var prev []member
-	if old != nil {
-		prev = old.m
-	}
-	// Members, old members and property names are all sorted: one
-	// merge-join.
-	j, k := 0, 0
-	for _, e := range o.m {
-		for k < len(prev) && prev[k].key != e.key && prev[k].key < e.key {
-			k++ // (keys are usually shared strings: == is the cheap test)
-		}
-		if k < len(prev) && prev[k].key == e.key && sameValue(prev[k].val, e.val) {
-			continue
-		}
-		for j < len(n.propKeys) && n.propKeys[j] < e.key {
-			j++
-		}
-		if j < len(n.propKeys) && n.propKeys[j] == e.key {
-			if !n.propNodes[j].valid(e.val) {
-				return false
-			}
-		} else if n.additional != nil && !n.additional.valid(e.val) {
-			return false
-		}
-	}
-	return true
-}
-
 // validate checks a state and returns nil or a *SchemaError listing every
 // violation.
 func (s *schema) validate(v any) error {
-	if s.fast != nil && s.fast.valid(v) {
-		return nil
-	}
 	err := s.full.Validate(toGo(v))
 	if err == nil {
 		return nil
@@ -245,268 +342,6 @@ func (e *SchemaError) Error() string {
 
 // Is makes errors.Is(err, ErrSchema) true.
 func (e *SchemaError) Is(target error) bool { return target == ErrSchema }
-
-// node is one compiled schema of the fast validator.
-type node struct {
-	never      bool // the false schema
-	types      uint8
-	propKeys   []string // sorted
-	propNodes  []*node  // propNodes[i] is the schema of propKeys[i]
-	additional *node    // nil: anything allowed
-	required   []string
-	enum       []any
-	hasConst   bool
-	constVal   any
-	minLen     int
-	maxLen     int // -1: none
-	pattern    *regexp.Regexp
-	min, max   float64 // -Inf, +Inf: none
-	exMin      float64 // -Inf: none
-	exMax      float64 // +Inf: none
-	items      *node
-	minItems   int
-	maxItems   int // -1: none
-	unique     bool
-	minProps   int
-	maxProps   int // -1: none
-}
-
-const (
-	tNull uint8 = 1 << iota
-	tBool
-	tInt
-	tNum
-	tStr
-	tArr
-	tObj
-	tAny = 0xFF
-)
-
-// annotation keywords the fast validator may ignore: they never make a
-// value invalid.
-var annotations = map[string]bool{
-	"$schema": true, "$id": true, "$comment": true, "$anchor": true, "title": true,
-	"description": true, "default": true, "examples": true, "readOnly": true,
-	"writeOnly": true, "deprecated": true, "$defs": true, "definitions": true,
-}
-
-var errUnsupported = errors.New("keyword not supported by the fast validator")
-
-// compileNode compiles a schema for the fast validator, or fails when it
-// uses any keyword the fast validator does not implement (then the state
-// is always checked by jsonschema).
-func compileNode(doc any) (*node, error) {
-	switch d := doc.(type) {
-	case bool:
-		if d {
-			return &node{types: tAny, maxLen: -1, maxItems: -1, maxProps: -1, min: math.Inf(-1), max: math.Inf(1), exMin: math.Inf(-1), exMax: math.Inf(1)}, nil
-		}
-		return &node{never: true}, nil
-	case map[string]any:
-		n := &node{types: tAny, maxLen: -1, maxItems: -1, maxProps: -1, min: math.Inf(-1), max: math.Inf(1), exMin: math.Inf(-1), exMax: math.Inf(1)}
-		for k, v := range d {
-			if err := n.keyword(k, v); err != nil {
-				return nil, err
-			}
-		}
-		return n, nil
-	}
-	return nil, errUnsupported
-}
-
-func (n *node) keyword(k string, v any) error {
-	if annotations[k] {
-		return nil
-	}
-	num := func() (float64, error) {
-		f, ok := numberValue(v)
-		if !ok {
-			return 0, errUnsupported
-		}
-		return f, nil
-	}
-	count := func() (int, error) {
-		f, err := num()
-		if err != nil || f < 0 || f != math.Trunc(f) || f > math.MaxInt32 {
-			return 0, errUnsupported
-		}
-		return int(f), nil
-	}
-	var err error
-	switch k {
-	case "type":
-		n.types = 0
-		var list []any
-		switch t := v.(type) {
-		case string:
-			list = []any{t}
-		case []any:
-			list = t
-		default:
-			return errUnsupported
-		}
-		for _, t := range list {
-			switch t {
-			case "null":
-				n.types |= tNull
-			case "boolean":
-				n.types |= tBool
-			case "integer":
-				n.types |= tInt
-			case "number":
-				n.types |= tInt | tNum
-			case "string":
-				n.types |= tStr
-			case "array":
-				n.types |= tArr
-			case "object":
-				n.types |= tObj
-			default:
-				return errUnsupported
-			}
-		}
-	case "properties":
-		m, ok := v.(map[string]any)
-		if !ok {
-			return errUnsupported
-		}
-		n.propKeys = slices.Sorted(maps.Keys(m))
-		n.propNodes = make([]*node, len(n.propKeys))
-		for i, p := range n.propKeys {
-			if n.propNodes[i], err = compileNode(m[p]); err != nil {
-				return err
-			}
-		}
-	case "additionalProperties":
-		n.additional, err = compileNode(v)
-	case "required":
-		list, ok := v.([]any)
-		if !ok {
-			return errUnsupported
-		}
-		for _, r := range list {
-			s, ok := r.(string)
-			if !ok {
-				return errUnsupported
-			}
-			n.required = append(n.required, s)
-		}
-		slices.Sort(n.required)
-	case "enum":
-		list, ok := v.([]any)
-		if !ok {
-			return errUnsupported
-		}
-		n.enum = make([]any, len(list))
-		for i, e := range list {
-			n.enum[i] = fromGo(e)
-		}
-	case "const":
-		n.hasConst, n.constVal = true, fromGo(v)
-	case "minLength":
-		n.minLen, err = count()
-	case "maxLength":
-		n.maxLen, err = count()
-	case "pattern":
-		s, ok := v.(string)
-		if !ok {
-			return errUnsupported
-		}
-		n.pattern, err = regexp.Compile(s)
-	case "minimum":
-		n.min, err = num()
-	case "maximum":
-		n.max, err = num()
-	case "exclusiveMinimum":
-		n.exMin, err = num()
-	case "exclusiveMaximum":
-		n.exMax, err = num()
-	case "items":
-		if _, ok := v.([]any); ok {
-			return errUnsupported
-		}
-		n.items, err = compileNode(v)
-	case "minItems":
-		n.minItems, err = count()
-	case "maxItems":
-		n.maxItems, err = count()
-	case "uniqueItems":
-		b, ok := v.(bool)
-		if !ok {
-			return errUnsupported
-		}
-		n.unique = b
-	case "minProperties":
-		n.minProps, err = count()
-	case "maxProperties":
-		n.maxProps, err = count()
-	default:
-		return errUnsupported
-	}
-	return err
-}
-
-// valid reports whether v passes the schema.
-func (n *node) valid(v any) bool {
-	if n.never {
-		return false
-	}
-	if n.hasConst && !jsonEqual(v, n.constVal) {
-		return false
-	}
-	if n.enum != nil && !slices.ContainsFunc(n.enum, func(e any) bool { return jsonEqual(v, e) }) {
-		return false
-	}
-	switch v := v.(type) {
-	case nil:
-		return n.types&tNull != 0
-	case bool:
-		return n.types&tBool != 0
-	case string:
-		if n.types&tStr == 0 {
-			return false
-		}
-		if n.minLen > 0 || n.maxLen >= 0 {
-			c := utf8.RuneCountInString(v)
-			if c < n.minLen || n.maxLen >= 0 && c > n.maxLen {
-				return false
-			}
-		}
-		return n.pattern == nil || n.pattern.MatchString(v)
-	case *object:
-		return n.validObject(v, nil)
-	case []any:
-		if n.types&tArr == 0 || len(v) < n.minItems || n.maxItems >= 0 && len(v) > n.maxItems {
-			return false
-		}
-		if n.items != nil {
-			for _, e := range v {
-				if !n.items.valid(e) {
-					return false
-				}
-			}
-		}
-		if n.unique {
-			for i := range v {
-				for j := i + 1; j < len(v); j++ {
-					if jsonEqual(v[i], v[j]) {
-						return false
-					}
-				}
-			}
-		}
-		return true
-	}
-	f, ok := numberValue(v)
-	if !ok || math.IsInf(f, 0) || math.IsNaN(f) {
-		return false
-	}
-	isInt := f == math.Trunc(f)
-	if n.types&tNum == 0 && !(isInt && n.types&tInt != 0) {
-		return false
-	}
-	return f >= n.min && f <= n.max && f > n.exMin && f < n.exMax
-}
 
 // patchSchema derives the JSON Schema of the update tool's arguments from
 // the state schema: objects lose "required" (an update names only what

@@ -2,10 +2,15 @@ package workingmemory
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,12 +37,16 @@ import (
 type Layer struct {
 	c      *compiled
 	store  storage.Store // nil: not persisted
-	key    string        // the state's storage key
 	scope  string        // the scope key, for quarantine keys
+	thread string        // the run's thread ID, for legacy call write IDs
 	logger *slog.Logger
 
 	mu  sync.Mutex // serialises updates of this Layer
 	cur atomic.Pointer[state]
+
+	// base is the state a child's Layer started from (set by OnSpawn;
+	// nil otherwise): what OnReturn diffs the child's state against.
+	base *state
 }
 
 // compiled is what New prepares once and every derived Layer shares
@@ -101,7 +110,7 @@ func New(cfg Config) (*Layer, error) {
 	}
 	c.params, c.desc = c.tool()
 	l := &Layer{c: c}
-	if c.tmplState, err = l.install(c.tmpl, 0, false); err != nil {
+	if c.tmplState, err = l.install(c.tmpl, 0, nil, false); err != nil {
 		return nil, fmt.Errorf("%w: template: %w", ErrInvalidConfig, err)
 	}
 	return l, nil
@@ -166,16 +175,18 @@ func (c *compiled) checkState(v any) (any, error) {
 }
 
 // install encodes v (which passed the schema), checks the size limit and
-// makes it the current state. With cold, the state keeps only the
-// encoding (see state).
-func (l *Layer) install(v any, version int64, cold bool) (*state, error) {
-	s := newState(v, version, true, nil)
+// makes it the current state, with its write log. With cold, the state
+// keeps only the encoding (see state).
+func (l *Layer) install(v any, version int64, log *writeLog, cold bool) (*state, error) {
+	s := newState(v, version, nil)
+	s.log = log
 	if len(s.enc) > l.c.cfg.MaxBytes {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(s.enc), l.c.cfg.MaxBytes)
 	}
 	if cold {
 		// An exact copy: the encoder's buffer has spare capacity.
-		s = coldState(slices.Clone(s.enc), version, true, s.entries)
+		s = coldState(slices.Clone(s.enc), version, s.entries)
+		s.log = log
 	}
 	l.cur.Store(s)
 	return s, nil
@@ -189,12 +200,14 @@ func (l *Layer) initial() *state {
 }
 
 // derive returns a Layer sharing l's compiled config, with its own state.
-func (l *Layer) derive(store storage.Store, scopeKey string, logger *slog.Logger) *Layer {
-	n := &Layer{c: l.c, store: store, scope: scopeKey, logger: logger}
-	if store != nil {
-		n.key = storage.LayerKey(l.c.spec.ID, scopeKey, "state")
-	}
-	return n
+func (l *Layer) derive(store storage.Store, scopeKey, thread string, logger *slog.Logger) *Layer {
+	return &Layer{c: l.c, store: store, scope: scopeKey, thread: thread, logger: logger}
+}
+
+// stateKey returns the storage key of the state. (It is not kept in the
+// Layer: an idle scratchpad should cost little more than its JSON.)
+func (l *Layer) stateKey() string {
+	return storage.LayerKey(l.c.spec.ID, l.scope, "state")
 }
 
 // Spec implements layer.Layer.
@@ -218,13 +231,13 @@ func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 	if scope != layer.ScopeExecution {
 		store = env.Store
 	}
-	n := l.derive(store, scopeKey, logger)
+	n := l.derive(store, scopeKey, env.ThreadID, logger)
 	if store == nil {
 		n.cur.Store(l.initial())
 		return n, nil
 	}
 	for range l.c.cfg.MaxRetries {
-		it, err := store.Get(ctx, n.key)
+		it, err := store.Get(ctx, n.stateKey())
 		if errors.Is(err, storage.ErrNotFound) {
 			n.cur.Store(l.initial())
 			return n, nil
@@ -232,9 +245,9 @@ func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("workingmemory: init: %w", err)
 		}
-		v, bad := n.decodeStored(it.Value)
+		v, log, bad := n.decodeStored(it.Value)
 		if bad == nil {
-			if _, bad = n.install(v, it.Version, true); bad == nil {
+			if _, bad = n.install(v, it.Version, log, true); bad == nil {
 				return n, nil
 			}
 		}
@@ -251,13 +264,16 @@ func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 	return nil, fmt.Errorf("workingmemory: init: %w", ErrConflict)
 }
 
-// decodeStored reads a stored state and checks it.
-func (l *Layer) decodeStored(b []byte) (any, error) {
+// decodeStored reads a stored state and its write log, and checks the
+// state.
+func (l *Layer) decodeStored(b []byte) (any, *writeLog, error) {
 	v, err := decodeJSON(b, l.c.cfg.MaxDepth)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return l.c.checkState(v)
+	v, log := splitRecord(v)
+	v, err = l.c.checkState(v)
+	return v, log, err
 }
 
 // quarantine moves an unreadable stored state aside: it is copied to a
@@ -267,11 +283,11 @@ func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) er
 	if _, err := l.store.Put(ctx, qkey, it.Value, storage.AnyVersion); err != nil {
 		return err
 	}
-	if err := l.store.Delete(ctx, l.key, it.Version); err != nil {
+	if err := l.store.Delete(ctx, l.stateKey(), it.Version); err != nil {
 		return err
 	}
 	l.logger.LogAttrs(ctx, slog.LevelWarn, "workingmemory: stored state quarantined; starting from the template",
-		slog.String("layer", l.c.spec.ID), slog.String("key", l.key),
+		slog.String("layer", l.c.spec.ID), slog.String("key", l.stateKey()),
 		slog.String("quarantine", qkey), slog.Any("error", cause))
 	return nil
 }
@@ -309,28 +325,41 @@ func estimateTokens(s string) int { return (len(s) + 3) / 4 }
 // fit renders s within budget tokens: compact JSON for an object, then,
 // if that is still too large, its first bytes and a notice of the cut.
 // It returns "" when not even the notice fits.
+//
+// The fence defangs tag openers in the text, which makes the block longer
+// than the text, so the cut is measured on the fenced block itself: each
+// round drops as many bytes as the block is over the limit (defanging
+// only lengthens text, so a round never overshoots by much) until it
+// fits.
 func (l *Layer) fit(s *state, budget float64) string {
 	text := string(s.enc)
 	if t, ok := s.tree().(string); ok {
 		text = t
 	}
-	if block := layer.Fence(l.c.tag, text); float64(estimateTokens(block)) <= budget {
+	limit := int(math.Min(budget, math.MaxInt32)) * 4 // estimateTokens(b) <= budget
+	if block := layer.Fence(l.c.tag, text); len(block) <= limit {
 		return block
 	}
 	action := "remove what is no longer needed with the " + layer.ToolName(l.c.spec.ID, "update") + " tool"
 	if l.c.cfg.ReadOnly {
 		action = "it is read-only"
 	}
-	overhead := len(layer.Fence(l.c.tag, "")) + 160 + len(action)
-	keep := int(budget)*4 - overhead
-	if keep <= 0 {
-		return ""
+	keep := len(text)
+	for {
+		notice := fmt.Sprintf("\n[truncated: this scratchpad is %d bytes, %d are shown; %s]", len(text), keep, action)
+		block := layer.Fence(l.c.tag, text[:keep]+notice)
+		over := len(block) - limit
+		if over <= 0 {
+			return block
+		}
+		if keep == 0 {
+			return ""
+		}
+		keep = max(keep-over, 0)
+		for keep > 0 && !utf8.RuneStart(text[keep]) {
+			keep--
+		}
 	}
-	for keep > 0 && !utf8.RuneStart(text[keep]) {
-		keep--
-	}
-	notice := fmt.Sprintf("\n[truncated: this scratchpad is %d bytes, %d are shown; %s]", len(text), keep, action)
-	return layer.Fence(l.c.tag, text[:keep]+notice)
 }
 
 // Tag returns the name of the block Recall fences the state in: the
@@ -364,7 +393,26 @@ func (l *Layer) State() any {
 // re-validating, up to Config.MaxRetries times. ReadOnly blocks it with
 // [ErrReadOnly]. A cancelled ctx stops it before it applies anything
 // (a store write in flight completes or fails as a whole).
+//
+// When the store reports the write as failed (a deadline, a lost
+// connection: SQLite and Redis may have applied it all the same), Update
+// reads the state back, for up to five seconds past ctx, to find out
+// whether the write landed, and reports the truth: nil when it landed,
+// an error saying "not applied" (wrapping the store's) when it did not,
+// and [ErrMaybeApplied] when the state cannot be read back.
 func (l *Layer) Update(ctx context.Context, patch json.RawMessage) error {
+	return l.UpdateOnce(ctx, "", patch)
+}
+
+// UpdateOnce is [Layer.Update] applied at most once per key: an update
+// whose key is among the last 16 writes recorded with the stored state
+// is not applied again, and nil is returned. Use a key that names the
+// update's origin (a tool call ID with its thread), so that a retried
+// call is harmless while a new call with the same arguments is a new
+// update. The legacy updateWorkingMemory path keys each update by its
+// thread, call ID and arguments. An empty key means a fresh one, as in
+// Update.
+func (l *Layer) UpdateOnce(ctx context.Context, key string, patch json.RawMessage) error {
 	if l.c.cfg.ReadOnly {
 		return ErrReadOnly
 	}
@@ -372,7 +420,19 @@ func (l *Layer) Update(ctx context.Context, patch json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	return l.apply(ctx, func(cur any) (any, error) { return l.c.merger.mergeState(cur, upd) })
+	return l.apply(ctx, writeID(key), func(cur any) (any, error) { return l.c.merger.mergeState(cur, upd) })
+}
+
+// writeID returns the ID of a write: derived from key, or random for an
+// empty key.
+func writeID(key string) string {
+	if key == "" {
+		var b [writeIDLen / 2]byte
+		_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+		return hex.EncodeToString(b[:])
+	}
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:writeIDLen/2])
 }
 
 func (l *Layer) decodeUpdate(patch []byte) (*object, error) {
@@ -394,10 +454,16 @@ func (l *Layer) decodeUpdate(patch []byte) (*object, error) {
 }
 
 // apply computes the next state from the current one with next, checks
-// it, and persists it with compare-and-swap, retrying on conflict.
-func (l *Layer) apply(ctx context.Context, next func(cur any) (any, error)) error {
+// it, and persists it with compare-and-swap, retrying on conflict. id
+// identifies the write ("" makes a fresh one): it is recorded in the
+// stored state's write log, and a write whose id is already there is not
+// applied again.
+func (l *Layer) apply(ctx context.Context, id string, next func(cur any) (any, error)) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if id == "" {
+		id = writeID("")
+	}
 	for attempt := range l.c.cfg.MaxRetries {
 		// After a lost race, wait a jittered, growing delay so that
 		// contending writers spread out instead of colliding again.
@@ -405,29 +471,33 @@ func (l *Layer) apply(ctx context.Context, next func(cur any) (any, error)) erro
 			return fmt.Errorf("workingmemory: update not applied: %w", err)
 		}
 		cur := l.cur.Load()
+		if cur.log.has(id) {
+			return nil // applied already
+		}
 		v, err := next(cur.tree())
 		if err != nil {
 			return err
 		}
 		if l.c.schema != nil {
-			if err := l.c.schema.validateNext(cur, v); err != nil {
+			if err := l.c.schema.validate(v); err != nil {
 				return err
 			}
 		}
-		ns := newState(v, cur.version, true, cur)
+		ns := newState(v, cur.version, cur)
 		if len(ns.enc) > l.c.cfg.MaxBytes {
 			return fmt.Errorf("%w: the merged state is %d bytes, the limit is %d; remove something first", ErrTooLarge, len(ns.enc), l.c.cfg.MaxBytes)
 		}
+		ns.log = cur.log.add(id)
 		if l.store != nil {
-			ns.version, err = l.store.Put(ctx, l.key, ns.enc, cur.version)
+			ns.version, err = l.store.Put(ctx, l.stateKey(), ns.record(), cur.version)
 			if errors.Is(err, storage.ErrConflict) {
-				if err := l.reload(ctx); err != nil {
+				if _, err := l.reload(ctx); err != nil {
 					return err
 				}
 				continue
 			}
 			if err != nil {
-				return fmt.Errorf("workingmemory: persist: %w", err)
+				return l.settle(ctx, id, ns.log.count(), err)
 			}
 		}
 		l.cur.Store(ns)
@@ -436,25 +506,61 @@ func (l *Layer) apply(ctx context.Context, next func(cur any) (any, error)) erro
 	return fmt.Errorf("%w: gave up after %d attempts: %w", ErrConflict, l.c.cfg.MaxRetries, storage.ErrConflict)
 }
 
-// reload reads the stored state after a conflict. A state another writer
-// stored is taken as is (it is re-validated as part of the merge).
-func (l *Layer) reload(ctx context.Context) error {
-	it, err := l.store.Get(ctx, l.key)
+// settleTimeout bounds the read-back of a write reported as failed.
+const settleTimeout = 5 * time.Second
+
+// settle finds out whether the write id (number seq in the write log),
+// which the store reported as failed with putErr, landed all the same: a
+// deadline or a lost reply can strike after the store applied it. It
+// reads the stored state back (for up to settleTimeout, even if ctx is
+// done) and returns nil when the write is in its log, an error saying
+// "not applied" when it is not, and ErrMaybeApplied when the state cannot
+// be read or more than logSize writes followed.
+func (l *Layer) settle(ctx context.Context, id string, seq int64, putErr error) error {
+	var dial *net.OpError
+	if errors.Is(putErr, storage.ErrClosed) || errors.Is(putErr, storage.ErrInvalidKey) ||
+		errors.As(putErr, &dial) && dial.Op == "dial" {
+		// Never sent: the store was closed, the key refused, or no
+		// connection could be opened. (Reading back would only add
+		// failed dials, which go-redis's pool counts against the server.)
+		return fmt.Errorf("workingmemory: update not applied: persist: %w", putErr)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	s, err := l.reload(rctx)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: persist: %w; reading the state back: %w", ErrMaybeApplied, putErr, err)
+	case s.log.has(id):
+		return nil
+	case s.log.count()-seq >= logSize:
+		return fmt.Errorf("%w: persist: %w; %d writes followed, too many to tell", ErrMaybeApplied, putErr, s.log.count()-seq)
+	}
+	return fmt.Errorf("workingmemory: update not applied: persist: %w", putErr)
+}
+
+// reload reads the stored state (after a conflict, or to settle a
+// failed write) and makes it the current one. A state another writer
+// stored is taken as is (an update re-validates all of it).
+func (l *Layer) reload(ctx context.Context) (*state, error) {
+	it, err := l.store.Get(ctx, l.stateKey())
 	if errors.Is(err, storage.ErrNotFound) {
 		l.cur.Store(l.initial())
-		return nil
+		return l.initial(), nil
 	}
 	if err != nil {
-		return fmt.Errorf("workingmemory: reload: %w", err)
+		return nil, fmt.Errorf("workingmemory: reload: %w", err)
 	}
 	v, err := decodeJSON(it.Value, l.c.cfg.MaxDepth)
 	if err != nil {
-		return fmt.Errorf("workingmemory: reload: stored state: %w", err)
+		return nil, fmt.Errorf("workingmemory: reload: stored state: %w", err)
 	}
+	v, log := splitRecord(v)
 	v, _ = cleanValue(v)
-	// Not validated here: the merge that follows validates all of it.
-	l.cur.Store(newState(v, it.Version, false, nil))
-	return nil
+	s := newState(v, it.Version, nil)
+	s.log = log
+	l.cur.Store(s)
+	return s, nil
 }
 
 // Store implements layer.Storer: the legacy path. The first
@@ -479,16 +585,17 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 			continue
 		}
 		upd, err := l.decodeUpdate([]byte(c.Arguments))
+		id := writeID(l.thread + "\x00" + c.ID + "\x00" + c.Arguments)
 		if errors.Is(err, ErrInvalidUpdate) {
 			l.log().LogAttrs(ctx, slog.LevelWarn, "workingmemory: legacy "+LegacyFunction+" call ignored: its arguments are not a JSON object",
 				slog.String("layer", l.c.spec.ID), slog.String("call", c.ID), slog.Any("error", err))
 			continue
 		}
 		if err == nil {
-			err = l.apply(ctx, func(cur any) (any, error) { return l.c.merger.mergeState(cur, upd) })
+			err = l.apply(ctx, id, func(cur any) (any, error) { return l.c.merger.mergeState(cur, upd) })
 		}
 		if err != nil {
-			return fmt.Errorf("workingmemory: %s call %q not applied: %w", LegacyFunction, c.ID, err)
+			return fmt.Errorf("workingmemory: %s call %q: %w", LegacyFunction, c.ID, err)
 		}
 		return nil
 	}
@@ -515,40 +622,79 @@ func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, erro
 	if logger == nil {
 		logger = l.logger
 	}
-	n := l.derive(nil, child.ScopeKey(l.c.spec.EffectiveScope()), logger)
+	n := l.derive(nil, child.ScopeKey(l.c.spec.EffectiveScope()), child.ThreadID, logger)
 	switch l.c.spec.EffectiveScope() {
 	case layer.ScopeResource, layer.ScopeGlobal:
 		// States are immutable: sharing one is a deep clone in effect.
 		// (Its version is unused: the child is not persisted.)
-		n.cur.Store(l.cur.Load())
+		n.base = l.cur.Load()
 	default:
-		n.cur.Store(l.initial())
+		n.base = l.initial()
 	}
+	n.cur.Store(n.base)
 	return n, nil
 }
 
 // OnReturn implements layer.Returner under Config.OnReturn: discard
-// (default), merge the child's state into this one, or replace this one
-// with it. A merged or replaced state is validated and persisted like an
-// update; on error this scratchpad is unchanged.
+// (default), merge the child's changes into this scratchpad, or replace
+// this one's state with the child's. A merged or replaced state is
+// validated and persisted like an update (a compare-and-swap conflict
+// re-reads the stored state and merges again); on error this scratchpad
+// is unchanged.
+//
+// Merge is three-way: what the child changed since OnSpawn (keys set,
+// changed or deleted, at any depth of nested objects) is applied to this
+// scratchpad's latest stored state, so what the parent, or another thread
+// of the same resource, wrote meanwhile is kept. A key both changed takes
+// the child's value and is reported as an [EventReturnConflict]. When the
+// child's state or this one is text, the child's state is merged whole
+// as an update (its text kept under PreviousKey).
 func (l *Layer) OnReturn(ctx context.Context, child layer.Layer) error {
 	cl, ok := layer.As[*Layer](child)
 	if !ok || l.c.cfg.OnReturn == ReturnDiscard {
 		return nil
 	}
 	cv := cl.cur.Load().tree()
-	switch l.c.cfg.OnReturn {
-	case ReturnMerge:
-		patch, ok := cv.(*object)
-		if !ok {
-			if isEmpty(cv) {
-				return nil
-			}
-			patch = &object{m: []member{{PreviousKey, cv}}}
+	if l.c.cfg.OnReturn == ReturnReplace {
+		return l.apply(ctx, "", func(any) (any, error) { return cv, nil })
+	}
+	base := cl.base
+	if base == nil {
+		base = l.initial()
+	}
+	bv := base.tree()
+	if equalJSON(bv, cv) {
+		return nil // the child changed nothing
+	}
+	patch, cok := cv.(*object)
+	if !cok {
+		patch = &object{m: []member{{PreviousKey, cv}}}
+	}
+	_, bok := bv.(*object)
+	var conflicts []string
+	err := l.apply(ctx, "", func(cur any) (any, error) {
+		conflicts = conflicts[:0]
+		if _, uok := cur.(*object); bok && cok && uok {
+			return rebase(bv, cv, cur, nil, &conflicts), nil
 		}
-		return l.apply(ctx, func(cur any) (any, error) { return l.c.merger.mergeState(cur, patch) })
-	default: // ReturnReplace
-		return l.apply(ctx, func(any) (any, error) { return cv, nil })
+		return l.c.merger.mergeState(cur, patch)
+	})
+	if err != nil {
+		return err
+	}
+	if len(conflicts) > 0 {
+		l.report(ctx, Event{Kind: EventReturnConflict, Layer: l.c.spec.ID, Scope: l.scope, Paths: conflicts},
+			"workingmemory: a returning child overwrote keys that had changed since it was spawned")
+	}
+	return nil
+}
+
+// report logs e at warning level with msg and sends it to Config.Observer.
+func (l *Layer) report(ctx context.Context, e Event, msg string) {
+	l.log().LogAttrs(ctx, slog.LevelWarn, msg, slog.String("layer", e.Layer), slog.String("scope", e.Scope),
+		slog.String("event", string(e.Kind)), slog.Any("paths", e.Paths))
+	if l.c.cfg.Observer != nil {
+		l.c.cfg.Observer(e)
 	}
 }
 
@@ -616,11 +762,11 @@ func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
 // taken by Snapshot, after checking it like a stored state, and persists
 // it. Data it cannot use is rejected and nothing changes.
 func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
-	v, err := l.decodeStored(data)
+	v, _, err := l.decodeStored(data)
 	if err != nil {
 		return fmt.Errorf("workingmemory: restore: %w", err)
 	}
-	return l.apply(ctx, func(any) (any, error) { return v, nil })
+	return l.apply(ctx, "", func(any) (any, error) { return v, nil })
 }
 
 // Clear implements layer.Clearer: the state goes back to the template
@@ -629,7 +775,7 @@ func (l *Layer) Clear(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.store != nil {
-		if err := l.store.Delete(ctx, l.key, storage.AnyVersion); err != nil {
+		if err := l.store.Delete(ctx, l.stateKey(), storage.AnyVersion); err != nil {
 			return fmt.Errorf("workingmemory: clear: %w", err)
 		}
 	}

@@ -3,6 +3,10 @@ package workingmemory
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/memlayer/memlayer/layer"
@@ -19,10 +23,10 @@ import (
 // update decodes it. An idle scratchpad so costs little more than its
 // JSON, and a busy one keeps its tree for fast updates.
 type state struct {
-	version int64  // storage version; 0 = not stored
-	enc     []byte // canonical compact JSON; never modified
-	entries int    // top-level keys, or 1 for non-empty text
-	valid   bool   // passed the schema (always true without one)
+	version int64     // storage version; 0 = not stored
+	enc     []byte    // canonical compact JSON; never modified
+	entries int       // top-level keys, or 1 for non-empty text
+	log     *writeLog // the writes that made it (stored with it); nil: none
 
 	treeOnce sync.Once
 	value    any     // a string or an *object, once decoded
@@ -35,9 +39,9 @@ type state struct {
 
 // newState returns the (decoded) state holding v, encoded reusing the
 // encoding of prev's unchanged members (see encodeState).
-func newState(v any, version int64, valid bool, prev *state) *state {
+func newState(v any, version int64, prev *state) *state {
 	enc, spans := encodeState(v, prev)
-	s := &state{version: version, enc: enc, valid: valid, value: v, spans: spans}
+	s := &state{version: version, enc: enc, value: v, spans: spans}
 	s.treeOnce.Do(func() {})
 	switch v := v.(type) {
 	case *object:
@@ -51,8 +55,8 @@ func newState(v any, version int64, valid bool, prev *state) *state {
 }
 
 // coldState returns a state holding only its canonical encoding.
-func coldState(enc []byte, version int64, valid bool, entries int) *state {
-	return &state{version: version, enc: enc, valid: valid, entries: entries}
+func coldState(enc []byte, version int64, entries int) *state {
+	return &state{version: version, enc: enc, entries: entries}
 }
 
 // tree returns the decoded value, decoding the encoding on first use.
@@ -112,6 +116,115 @@ func (s *state) render(tag string) string {
 	b.Grow(len(s.enc) * 2)
 	_ = json.Indent(&b, s.enc, "", "  ") // enc is valid JSON
 	return layer.Fence(tag, b.String())
+}
+
+// writesKey is the reserved member of a stored object state that holds
+// its write log. Like DeleteKey it is never part of a state: updates and
+// stored states lose it at every depth.
+const writesKey = "$writes"
+
+// logSize is how many recent write IDs a stored state keeps.
+const logSize = 16
+
+// writeIDLen is the length of a write ID: 16 hex digits.
+const writeIDLen = 16
+
+// writeLog identifies the writes that made a stored state: seq counts
+// them, and ids holds the IDs of the last logSize, oldest first, each
+// writeIDLen bytes, concatenated. It is stored with the state, so a writer
+// whose write was reported as failed can read the state back and see
+// whether the write landed, even under later writes, and a retried update
+// carrying the same ID is recognised and not applied twice.
+type writeLog struct {
+	seq int64
+	ids string
+}
+
+// has reports whether the write id is in the log.
+func (w *writeLog) has(id string) bool {
+	if w == nil {
+		return false
+	}
+	for i := 0; i+writeIDLen <= len(w.ids); i += writeIDLen {
+		if w.ids[i:i+writeIDLen] == id {
+			return true
+		}
+	}
+	return false
+}
+
+// add returns a log holding w's writes and then id (the oldest dropped
+// beyond logSize).
+func (w *writeLog) add(id string) *writeLog {
+	if w == nil {
+		return &writeLog{seq: 1, ids: id}
+	}
+	ids := w.ids + id
+	if len(ids) > logSize*writeIDLen {
+		ids = ids[len(ids)-logSize*writeIDLen:]
+	}
+	return &writeLog{seq: w.seq + 1, ids: ids}
+}
+
+// count returns the number of writes the log has seen.
+func (w *writeLog) count() int64 {
+	if w == nil {
+		return 0
+	}
+	return w.seq
+}
+
+// record returns what is stored for s: its encoding, with the write log
+// as a first member when s is an object, a string "<count> <ids>" (a
+// string, so that readers decoding a state of strings still can). A text
+// state is stored as is; the log starts over after it.
+func (s *state) record() []byte {
+	if s.log == nil || s.enc[0] != '{' {
+		return s.enc
+	}
+	b := make([]byte, 0, len(s.enc)+len(s.log.ids)+len(writesKey)+24)
+	b = append(b, `{"`+writesKey+`":"`...)
+	b = strconv.AppendInt(b, s.log.seq, 10)
+	b = append(b, ' ')
+	b = append(b, s.log.ids...) // hex digits: nothing to escape
+	b = append(b, '"')
+	if len(s.enc) > 2 {
+		b = append(b, ',')
+	}
+	return append(b, s.enc[1:]...)
+}
+
+// splitRecord separates a decoded stored value from its write log. A
+// malformed log is dropped (the state itself is still good).
+func splitRecord(v any) (any, *writeLog) {
+	o, ok := v.(*object)
+	if !ok {
+		return v, nil
+	}
+	i, ok := o.find(writesKey)
+	if !ok {
+		return v, nil
+	}
+	var w *writeLog
+	str, _ := o.m[i].val.(string)
+	count, ids, _ := strings.Cut(str, " ")
+	if n, err := strconv.ParseInt(count, 10, 64); err == nil && n >= 0 && len(ids)%writeIDLen == 0 && len(ids) <= logSize*writeIDLen {
+		// A copy: the decoded string shares the record's memory.
+		w = &writeLog{seq: n, ids: strings.Clone(ids)}
+	}
+	return &object{m: slices.Delete(slices.Clone(o.m), i, i+1)}, w
+}
+
+// StoredState returns the state held in a stored record (the value under
+// storage.LayerKey(id, scopeKey, "state")) as compact JSON, without the
+// write log stored with it, for tools that read the store directly.
+func StoredState(record []byte) (json.RawMessage, error) {
+	v, err := decodeJSON(record, 1<<16)
+	if err != nil {
+		return nil, fmt.Errorf("workingmemory: stored state: %w", err)
+	}
+	v, _ = splitRecord(v)
+	return appendJSON(nil, v, "", 0), nil
 }
 
 // encodeState encodes v compactly. When v is an object it records where
