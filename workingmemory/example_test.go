@@ -103,10 +103,11 @@ func ExampleLayer_Init() {
 	run2, _ := wm.Init(ctx, layer.Env{ThreadID: "t2", ResourceID: "user-42", Store: store})
 	printState(run2.(*workingmemory.Layer))
 	it, _ := store.Get(ctx, storage.LayerKey("working-memory", "user-42", "state"))
-	fmt.Println("stored version", it.Version)
+	stored, _ := workingmemory.StoredState(it.Value)
+	fmt.Println("stored", string(stored))
 	// Output:
 	// {"timezone":"Europe/Paris"}
-	// stored version 1
+	// stored {"timezone":"Europe/Paris"}
 }
 
 // In a stack, the update function is a tool the model calls; its wire
