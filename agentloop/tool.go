@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/memlayer/memlayer/internal/safeschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/tmc/langchaingo/tools"
 )
@@ -156,18 +157,14 @@ func (c *schemaCache) compile(schema json.RawMessage) (*jsonschema.Schema, error
 }
 
 func compileSchema(schema json.RawMessage) (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	doc, err := safeschema.Decode(schema)
 	if err != nil {
 		return nil, fmt.Errorf("schema is not JSON: %w", err)
 	}
-	// A URN id keeps the working directory out of error messages and
-	// needs no loader.
-	const url = "urn:memlayer:agentloop:args"
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, fmt.Errorf("schema: %w", err)
-	}
-	sch, err := c.Compile(url)
+	// No external reference is loaded, patterns and documents are
+	// bounded, and a schema no value could pass is refused (see
+	// internal/safeschema).
+	sch, err := safeschema.Compile("memlayer://schemas/tool-arguments", doc, nil)
 	if err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
 	}

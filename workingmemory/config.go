@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/memlayer/memlayer/internal/safeschema"
 	"github.com/memlayer/memlayer/layer"
 )
 
@@ -20,11 +21,11 @@ const (
 	DefaultMaxRetries = 16
 	// MaxSchemaBytes bounds a schema document (Schema, SchemaFile, and
 	// each document SchemaLoader returns), as JSON text.
-	MaxSchemaBytes = 256 << 10
+	MaxSchemaBytes = safeschema.MaxBytes
 	// MaxSchemaPattern bounds each regular expression of a schema
 	// ("pattern", "patternProperties"): compiling a 1 MB pattern takes
 	// seconds and hundreds of megabytes.
-	MaxSchemaPattern = 4 << 10
+	MaxSchemaPattern = safeschema.MaxPattern
 	// LegacyFunction is the function call the store hook accepts from
 	// models prompted with the older updateWorkingMemory convention.
 	LegacyFunction = "updateWorkingMemory"

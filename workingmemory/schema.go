@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/memlayer/memlayer/internal/safeschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -55,194 +54,21 @@ func compileSchema(cfg Config) (*schema, error) {
 	}
 	var doc any
 	if err == nil {
-		doc, err = decodeSchemaDoc(b)
+		doc, err = safeschema.Decode(b)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: schema: %w", ErrInvalidConfig, err)
 	}
-	full, err := compileJSONSchema(schemaURL, doc, cfg.SchemaLoader)
+	full, err := safeschema.Compile(schemaURL, doc, cfg.SchemaLoader)
+	if errors.Is(err, safeschema.ErrNoLoader) {
+		return nil, fmt.Errorf("%w: schema (set Config.SchemaLoader to resolve it): %w", ErrInvalidConfig, err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: schema: %w", ErrInvalidConfig, clipped{err})
+		return nil, fmt.Errorf("%w: schema: %w", ErrInvalidConfig, err)
 	}
 	s := &schema{doc: doc, full: full, intern: map[string]string{}}
 	collectNames(doc, s.intern)
 	return s, nil
-}
-
-// decodeSchemaDoc reads a schema document, at most MaxSchemaBytes of
-// JSON, into the map[string]any form jsonschema takes.
-func decodeSchemaDoc(b []byte) (any, error) {
-	if len(b) > MaxSchemaBytes {
-		return nil, fmt.Errorf("document of %d bytes, the limit is %d (MaxSchemaBytes)", len(b), MaxSchemaBytes)
-	}
-	v, err := decodeJSON(b, 512)
-	if err != nil {
-		return nil, err
-	}
-	return toGo(v), nil
-}
-
-// compileJSONSchema compiles doc, named url, with jsonschema/v6 set up
-// for schemas that come from configuration rather than from a trusted
-// author:
-//
-//   - no external reference is loaded unless load is set (jsonschema's
-//     default loader reads any file:// URL, and its content would then be
-//     quoted in the errors the model reads); the JSON Schema meta-schemas
-//     are built in and need no loader;
-//   - each regular expression is at most MaxSchemaPattern bytes;
-//   - references that loop back to a schema applied to the same value
-//     ({"$ref":"#"}) are rejected, since they fail every value.
-//
-// Every place that compiles a schema given by configuration should use
-// this setup.
-func compileJSONSchema(url string, doc any, load func(string) ([]byte, error)) (*jsonschema.Schema, error) {
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(refLoader(load))
-	c.UseRegexpEngine(boundedRegexp)
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, err
-	}
-	sch, err := c.Compile(url)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkRefCycles(sch); err != nil {
-		return nil, err
-	}
-	return sch, nil
-}
-
-// clipped is an error whose text is cut to 1 KiB: jsonschema quotes the
-// offending value, which may be a pattern of a megabyte.
-type clipped struct{ err error }
-
-func (e clipped) Error() string {
-	msg := e.err.Error()
-	if len(msg) <= 1024 {
-		return msg
-	}
-	cut := 1024
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes more)", msg[:cut], len(msg)-cut)
-}
-
-func (e clipped) Unwrap() error { return e.err }
-
-// refLoader resolves external references through the user's loader, or
-// refuses them when there is none.
-type refLoader func(url string) ([]byte, error)
-
-func (l refLoader) Load(url string) (any, error) {
-	if l == nil {
-		return nil, errors.New("external references are not loaded; set Config.SchemaLoader to resolve them")
-	}
-	b, err := l(url)
-	if err != nil {
-		return nil, err
-	}
-	return decodeSchemaDoc(b)
-}
-
-// boundedRegexp is the regular expression engine of schemas: Go's
-// regexp, for patterns of at most MaxSchemaPattern bytes.
-func boundedRegexp(s string) (jsonschema.Regexp, error) {
-	if len(s) > MaxSchemaPattern {
-		return nil, fmt.Errorf("pattern of %d bytes, the limit is %d (MaxSchemaPattern)", len(s), MaxSchemaPattern)
-	}
-	return regexp.Compile(s)
-}
-
-// checkRefCycles rejects a schema in which a subschema reachable from
-// root applies itself to the same value again, through references and
-// in-place applicators (allOf, anyOf, oneOf, not, if/then/else,
-// dependent schemas): jsonschema reports a reference cycle for every
-// value that reaches it. Recursion through properties or items is fine,
-// since it moves to a smaller value.
-func checkRefCycles(root *jsonschema.Schema) error {
-	const (
-		visiting = 1
-		done     = 2
-	)
-	color := map[*jsonschema.Schema]int{}
-	var inPlaceDFS func(s *jsonschema.Schema) error
-	inPlaceDFS = func(s *jsonschema.Schema) error {
-		switch color[s] {
-		case visiting:
-			return fmt.Errorf("reference cycle at %s: it applies to the same value again, so no value could pass", s.Location)
-		case done:
-			return nil
-		}
-		color[s] = visiting
-		for _, n := range inPlace(s) {
-			if err := inPlaceDFS(n); err != nil {
-				return err
-			}
-		}
-		color[s] = done
-		return nil
-	}
-	seen := map[*jsonschema.Schema]bool{root: true}
-	queue := []*jsonschema.Schema{root}
-	for len(queue) > 0 {
-		s := queue[0]
-		queue = queue[1:]
-		if err := inPlaceDFS(s); err != nil {
-			return err
-		}
-		for _, n := range append(inPlace(s), children(s)...) {
-			if !seen[n] {
-				seen[n] = true
-				queue = append(queue, n)
-			}
-		}
-	}
-	return nil
-}
-
-// inPlace returns the subschemas of s that apply to the same value as s.
-func inPlace(s *jsonschema.Schema) []*jsonschema.Schema {
-	out := []*jsonschema.Schema{s.Ref, s.RecursiveRef, s.Not, s.If, s.Then, s.Else}
-	if s.DynamicRef != nil {
-		out = append(out, s.DynamicRef.Ref)
-	}
-	out = append(out, s.AllOf...)
-	out = append(out, s.AnyOf...)
-	out = append(out, s.OneOf...)
-	for _, d := range s.DependentSchemas {
-		out = append(out, d)
-	}
-	for _, d := range s.Dependencies {
-		if d, ok := d.(*jsonschema.Schema); ok {
-			out = append(out, d)
-		}
-	}
-	return slices.DeleteFunc(out, func(n *jsonschema.Schema) bool { return n == nil })
-}
-
-// children returns the subschemas of s that apply to parts of the value
-// (members, items, names, content).
-func children(s *jsonschema.Schema) []*jsonschema.Schema {
-	out := []*jsonschema.Schema{s.PropertyNames, s.UnevaluatedProperties, s.Contains, s.Items2020, s.UnevaluatedItems, s.ContentSchema}
-	for _, p := range s.Properties {
-		out = append(out, p)
-	}
-	for _, p := range s.PatternProperties {
-		out = append(out, p)
-	}
-	for _, v := range []any{s.AdditionalProperties, s.Items, s.AdditionalItems} {
-		switch v := v.(type) {
-		case *jsonschema.Schema:
-			out = append(out, v)
-		case []*jsonschema.Schema:
-			out = append(out, v...)
-		}
-	}
-	out = append(out, s.PrefixItems...)
-	return slices.DeleteFunc(out, func(n *jsonschema.Schema) bool { return n == nil })
 }
 
 // collectNames gathers the property names a schema mentions, so that
