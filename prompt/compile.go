@@ -24,6 +24,11 @@ const (
 	VarInstructions = "instructions"
 )
 
+// MaxPartialDepth is how deeply partials may include one another when
+// a template renders: a template including a partial that includes
+// another is depth 2. [New] rejects a deeper chain.
+const MaxPartialDepth = 32
+
 // Config configures a [Compiler]. The zero Config is valid: the default
 // layout, no instructions, the [Estimate] counter.
 type Config struct {
@@ -39,6 +44,11 @@ type Config struct {
 	Counter Counter
 	// Partials are Handlebars partials available to Template, by name.
 	// They are parsed once by [New] and registered on this template only.
+	// A partial is named by a plain name ({{> name}}), never computed
+	// by a helper, and must be defined here; partials may not include
+	// themselves, directly or through others, nor nest deeper than
+	// [MaxPartialDepth]. New rejects a template that breaks these rules,
+	// because raymond would recurse until the process dies.
 	Partials map[string]string
 	// Helpers are Handlebars helpers available to Template, by name,
 	// registered on this template only. A helper is a func returning a
@@ -90,6 +100,9 @@ func New(cfg Config) (c *Compiler, err error) {
 			return nil, fmt.Errorf("%w: partial %q: %w", ErrTemplate, name, err)
 		}
 		tpl.RegisterPartialTemplate(name, p)
+	}
+	if err := checkPartials(cfg.Template, cfg.Partials); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrTemplate, err)
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Helpers)) {
 		if cfg.Helpers[name] == nil {

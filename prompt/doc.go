@@ -21,7 +21,11 @@
 // global name), and partials are parsed up front, because raymond parses
 // partials registered from source lazily, which races under concurrent
 // rendering. Template syntax errors name the line; a panicking helper is
-// an error, not a crash.
+// an error, not a crash. New also rejects partials that would recurse
+// without end (raymond would overflow the stack, which kills the
+// process): a partial including itself, directly or through others, a
+// chain deeper than [MaxPartialDepth], a partial name computed by a
+// helper and a name that is not in [Config.Partials].
 //
 // User variables that are maps, slices or structs are passed as JSON text
 // (raymond would print them in Go syntax); wrap one in [Raw] to iterate it
