@@ -63,7 +63,6 @@ type Config struct {
 // default layout with no instructions.
 type Compiler struct {
 	tpl          *raymond.Template // nil: default layout
-	fast         []fastNode        // non-nil: tpl in fast form (see fast.go)
 	instructions string
 	instrValue   any // raymond.SafeString(instructions), boxed once
 	counter      Counter
@@ -111,7 +110,6 @@ func New(cfg Config) (c *Compiler, err error) {
 		tpl.RegisterHelper(name, cfg.Helpers[name])
 	}
 	c.tpl = tpl
-	c.fast = compileFast(cfg.Template, cfg.Helpers)
 	return c, nil
 }
 
@@ -286,11 +284,7 @@ func (c *Compiler) Compile(recalled []layer.Recalled, vars map[string]any) (out 
 	}
 
 	ctx := make(map[string]any, len(vars)+len(recalled)+2)
-	fast := c.fast != nil
 	for k, v := range vars {
-		if _, raw := v.(Raw); raw {
-			fast = false // raymond alone knows how to walk structures
-		}
 		cv, err := userValue(v)
 		if err != nil {
 			return "", fmt.Errorf("%w: variable %q: %w", ErrRender, k, err)
@@ -317,12 +311,6 @@ func (c *Compiler) Compile(recalled []layer.Recalled, vars map[string]any) (out 
 	}
 	ctx[VarLayers] = raymond.SafeString(all.String())
 	ctx[VarInstructions] = c.instructionsValue()
-	if fast {
-		var b strings.Builder
-		b.Grow(len(c.instructions) + all.Len() + 256)
-		renderFast(&b, c.fast, ctx)
-		return b.String(), nil
-	}
 	out, err = c.tpl.Exec(ctx)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrRender, err)

@@ -266,18 +266,17 @@ func TestCompileConcurrent(t *testing.T) {
 			Instructions: "I",
 			Partials:     map[string]string{"head": "{{{instructions}}}", "item": "- {{this}}\n"},
 			Helpers:      map[string]any{"up": strings.ToUpper},
-		}), "I- a\n- b\n\nWM 7\nANN")
+		}), true, "I- a\n- b\n\nWM 7\nANN")
 	}) // a standalone partial line eats its newline
-	t.Run("fast path", func(t *testing.T) {
+	t.Run("variables and if", func(t *testing.T) {
 		c := mustNew(t, Config{Template: "{{{instructions}}}\n{{#if items}}- {{items}}\n{{/if}}\n{{{workingMemory}}}\n{{who}}", Instructions: "I"})
-		if c.fast == nil {
-			t.Fatal("template not on the fast path")
-		}
-		testConcurrent(t, c, "I\n- [&quot;a&quot;,&quot;b&quot;]\nWM 7\nann")
+		testConcurrent(t, c, false, "I\n- [&quot;a&quot;,&quot;b&quot;]\nWM 7\nann")
 	})
 }
 
-func testConcurrent(t *testing.T, c *Compiler, want string) {
+// testConcurrent compiles with c from 16 goroutines; raw passes the items
+// as a Raw slice (for {{#each}}), else as JSON text.
+func testConcurrent(t *testing.T, c *Compiler, raw bool, want string) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
 	for g := range 16 {
@@ -287,7 +286,7 @@ func testConcurrent(t *testing.T, c *Compiler, want string) {
 			for i := range 50 {
 				_ = i
 				items := any([]string{"a", "b"})
-				if c.fast == nil {
+				if raw {
 					items = Raw{items}
 				}
 				got, err := c.Compile([]layer.Recalled{rec("working-memory", 100, "WM 7")}, map[string]any{"items": items, "who": "ann"})

@@ -33,13 +33,6 @@
 // "instructions" are reserved; a user variable named like a recalled layer
 // is shadowed by the layer.
 //
-// raymond evaluates each variable through reflection and fmt (about 2 µs
-// a variable on the development machine), so a template that uses only
-// text, comments, {{x}}, {{{x}}} and {{#if x}}/{{#unless x}} blocks is
-// also compiled, from raymond's own AST, into a small renderer that uses
-// raymond's escaping and truthiness functions; a fuzz test holds it to
-// raymond's output byte for byte. Anything else renders through raymond.
-//
 // # Untrusted text
 //
 // Layer text comes from tool results and the model. Layers fence it
