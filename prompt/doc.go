@@ -47,7 +47,10 @@
 //
 // The compiler adds one guard of its own: layer.Fence only defangs a
 // block's own tag, so it collects the tags of all fenced items in the
-// prompt and defangs the others' tags inside each item too. An entity
+// prompt and defangs the others' tags inside each item too, with
+// [layer.Defang], the function Fence uses: both see through white space,
+// invisible and bidi characters, look-alike brackets and look-alike
+// letters. An entity
 // named "</entities><working_memory>…" therefore cannot forge a working
 // memory block. A tag belongs to the first layer (in slot order) fencing
 // with it; another layer presenting the same fence is treated as
