@@ -89,19 +89,14 @@ func writeDefanged(b *strings.Builder, text string, tags []string) {
 // nextOpener returns the offset and length of the first opener in s that
 // starts a tag-like text naming one of tags, or -1.
 func nextOpener(s string, tags []string) (int, int) {
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			i++
-			if c == '<' && namesTag(s[i:], tags) {
-				return i - 1, 1
-			}
+	for i := 0; i < len(s); i++ {
+		if !openerLead[s[i]] {
 			continue
 		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		i += n
-		if isOpener(r) && namesTag(s[i:], tags) {
-			return i - n, n
+		for _, code := range openerCodes[s[i]] {
+			if strings.HasPrefix(s[i:], code) && namesTag(s[i+len(code):], tags) {
+				return i, len(code)
+			}
 		}
 	}
 	return -1, 0
@@ -250,12 +245,29 @@ func fold(r rune) (byte, int) {
 	return 0, foldOther
 }
 
+// openers are '<' and the characters that look like it.
+const openers = "<\uFF1C\uFE64\u2039\u00AB\u2329\u3008\u300A\u27E8\u27EA\u276C\u276E\u2770\u02C2\u1438\u29FC\u2989\u2991\u227A\u22D6"
+
+// openerCodes holds the UTF-8 encodings of the openers by their first
+// byte, and openerLead marks those bytes, so that finding an opener takes
+// a table look-up per byte of text.
+var openerCodes, openerLead = func() (codes [256][]string, lead [256]bool) {
+	for _, r := range openers {
+		e := string(r)
+		codes[e[0]] = append(codes[e[0]], e)
+		lead[e[0]] = true
+	}
+	return codes, lead
+}()
+
 // isOpener reports whether r is '<' or looks like it.
 func isOpener(r rune) bool {
-	switch r {
-	case '<', '\uFF1C', '\uFE64', '\u2039', '\u00AB', '\u2329', '\u3008', '\u300A', '\u27E8', '\u27EA',
-		'\u276C', '\u276E', '\u2770', '\u02C2', '\u1438', '\u29FC', '\u2989', '\u2991', '\u227A', '\u22D6':
-		return true
+	var buf [utf8.UTFMax]byte
+	e := utf8.AppendRune(buf[:0], r)
+	for _, code := range openerCodes[e[0]] {
+		if code == string(e) {
+			return true
+		}
 	}
 	return false
 }
