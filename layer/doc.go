@@ -76,6 +76,12 @@
 // goroutine. These goroutines are reused from one call to the next, by
 // every stack of the process (one left idle for a second exits), so
 // hooks do not pay for growing a fresh goroutine's stack each time.
+// A hook that ignores its context keeps its goroutine until it returns
+// (Go cannot stop it), so the leak is bounded: at most
+// [MaxAbandonedHooks] hooks of one layer (the registered value's type and
+// ID), across all the stacks of the process, may still be running after
+// their timeout; while that many are, the layer's hooks fail at once with
+// an error wrapping [ErrTimeout] and are not called, until some return.
 // Under a context that is already done no hook is started (the error is
 // the context's), except Close.
 //

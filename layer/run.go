@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -36,12 +37,35 @@ import (
 // blocks or is preempted, and then waits with a timer for the running
 // hook's deadline. Runners are goroutines reused across batches and
 // stacks (see runner.go).
+//
+// A hook that ignores its context keeps its runner after it is abandoned,
+// until it returns; Go cannot stop it. Each run has a stack of its own, so
+// without a bound a hook stuck for good would leak a goroutine per run.
+// At most MaxAbandonedHooks abandoned hooks of one layer may be running
+// at a time, counted across all stacks of the process; beyond that, that
+// layer's hooks are refused at once (an error wrapping ErrTimeout) until
+// some return.
 
-// Job states.
+// MaxAbandonedHooks is how many hook calls of one layer may still be
+// running after the stack gave up on them at their timeout, across all
+// the stacks of the process. A layer is told apart by the type of the
+// value registered in the stack and its ID. While that many are running,
+// every further hook call of the layer fails at once with an error
+// wrapping [ErrTimeout], without calling the hook.
+const MaxAbandonedHooks = 16
+
+// Job states. A job goes pending → running → done when the hook returns
+// in time; pending → abandoned when the caller gives up before the hook
+// starts (it then never runs); running → abandonedRunning when the caller
+// gives up while the hook runs; refused when too many of the layer's
+// hooks are stuck (see MaxAbandonedHooks).
 const (
-	jobPending   = iota // not resolved yet
-	jobDone             // the runner finished it; result holds the error
-	jobAbandoned        // the caller gave up on it; err holds why
+	jobPending          = iota // not resolved yet
+	jobRunning                 // the hook is running
+	jobDone                    // the runner finished it; result holds the error
+	jobAbandoned               // the caller gave up on it; err holds why
+	jobAbandonedRunning        // the caller gave up on it while it ran
+	jobRefused                 // never started; err holds why
 )
 
 // epoch anchors the monotonic clock readings stored in jobs.
@@ -77,6 +101,12 @@ type job struct {
 }
 
 func runClosure(ctx context.Context, j *job) error { return j.call(ctx) }
+
+// unresolved reports whether the caller still waits for j.
+func (j *job) unresolved() bool {
+	st := j.state.Load()
+	return st == jobPending || st == jobRunning
+}
 
 // batch is a set of jobs one stack method waits for.
 type batch struct {
@@ -139,6 +169,9 @@ func (b *batch) joinErrs() error {
 // new runner then takes over) or all are done.
 func (b *batch) runFrom(i int) {
 	for ; i < len(b.jobs); i++ {
+		if b.jobs[i].state.Load() == jobRefused {
+			continue
+		}
 		if !b.runJob(&b.jobs[i]) {
 			return
 		}
@@ -169,17 +202,23 @@ func (b *batch) runJob(j *job) bool {
 			return false
 		}
 	}
+	if !j.state.CompareAndSwap(jobPending, jobRunning) {
+		<-sem // abandoned while waiting for the layer
+		return false
+	}
 	res := j.protected(sem)
 	// Like the cancel of context.WithTimeout: whatever the hook started
 	// under its context learns that the hook is over.
 	j.ctx.cancel(context.Canceled)
 	j.end = monoNow()
 	j.result = res
-	if !j.state.CompareAndSwap(jobPending, jobDone) {
-		// Too late: the result is dropped.
+	if !j.state.CompareAndSwap(jobRunning, jobDone) {
+		// Too late: the caller counted the hook as stuck and dropped
+		// its result.
 		if j.late != nil {
 			j.late()
 		}
+		j.e.stuck.Add(-1)
 		return false
 	}
 	if b.remaining.Add(-1) == 0 {
@@ -201,10 +240,15 @@ func (j *job) protected(sem chan struct{}) (err error) {
 }
 
 // abandon marks j as given up with err, cancels its context and reports
-// whether the caller won the race against the runner.
+// whether the caller won the race against the runner. A hook still
+// running counts as stuck until it returns.
 func (b *batch) abandon(j *job, err, ctxErr error) bool {
 	if !j.state.CompareAndSwap(jobPending, jobAbandoned) {
-		return false
+		j.e.stuck.Add(1) // before the swap, so the runner never takes it below zero
+		if !j.state.CompareAndSwap(jobRunning, jobAbandonedRunning) {
+			j.e.stuck.Add(-1)
+			return false
+		}
 	}
 	j.err = err
 	j.ctx.cancel(ctxErr)
@@ -229,6 +273,14 @@ func (s *Stack) runBatch(ctx context.Context, b *batch) {
 		j.ctx.Context = ctx
 	}
 	b.remaining.Store(int32(len(b.jobs)))
+	for i := range b.jobs {
+		j := &b.jobs[i]
+		if n := j.e.stuck.Load(); n >= MaxAbandonedHooks {
+			j.state.Store(jobRefused)
+			j.err = fmt.Errorf("%w: not called: %d earlier calls of this layer's hooks are still running after their timeout (MaxAbandonedHooks)", ErrTimeout, n)
+			b.remaining.Add(-1)
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		// Nothing runs under a context that is already done.
 		for i := range b.jobs {
@@ -237,9 +289,11 @@ func (s *Stack) runBatch(ctx context.Context, b *batch) {
 	} else {
 		if b.concurrent {
 			for i := range b.jobs {
-				startRunner(b, i)
+				if b.jobs[i].state.Load() != jobRefused {
+					startRunner(b, i)
+				}
 			}
-		} else {
+		} else if b.remaining.Load() > 0 {
 			startRunner(b, 0)
 		}
 		// Let the runner go first on this P: fast hooks then finish
@@ -291,7 +345,7 @@ func (s *Stack) wait(ctx context.Context, b *batch) {
 		next := int64(-1)
 		for i := range b.jobs {
 			j := &b.jobs[i]
-			if j.state.Load() != jobPending {
+			if !j.unresolved() {
 				continue
 			}
 			dl := now + int64(j.timeout)
@@ -323,7 +377,7 @@ func (s *Stack) wait(ctx context.Context, b *batch) {
 			for i := range b.jobs {
 				j := &b.jobs[i]
 				st := j.start.Load()
-				if st == 0 || now-st < int64(j.timeout) || j.state.Load() != jobPending {
+				if st == 0 || now-st < int64(j.timeout) || !j.unresolved() {
 					continue
 				}
 				err := fmt.Errorf("%w after %v", ErrTimeout, j.timeout)
@@ -445,3 +499,25 @@ func (c *hookCtx) cancel(err error) {
 
 // String names the context in panics and logs.
 func (c *hookCtx) String() string { return "layer.hookContext" }
+
+// stuckKey tells layers apart for MaxAbandonedHooks: the type of the
+// registered value and the layer's ID.
+type stuckKey struct {
+	typ reflect.Type
+	id  string
+}
+
+// stuckCounts holds, per stuckKey, an *atomic.Int32: how many abandoned
+// hooks of that layer are still running.
+var stuckCounts sync.Map
+
+// stuckCount returns the counter of abandoned, still running hooks of
+// layer l with the given ID.
+func stuckCount(l Layer, id string) *atomic.Int32 {
+	k := stuckKey{reflect.TypeOf(l), id}
+	if c, ok := stuckCounts.Load(k); ok {
+		return c.(*atomic.Int32)
+	}
+	c, _ := stuckCounts.LoadOrStore(k, new(atomic.Int32))
+	return c.(*atomic.Int32)
+}
