@@ -94,6 +94,9 @@ func nextOpener(s string, tags []string) (int, int) {
 			continue
 		}
 		for _, code := range openerCodes[s[i]] {
+			if len(code) > 1 && (i+1 == len(s) || s[i+1] != code[1]) {
+				continue // most characters sharing a first byte differ in the second
+			}
 			if strings.HasPrefix(s[i:], code) && namesTag(s[i+len(code):], tags) {
 				return i, len(code)
 			}
