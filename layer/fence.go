@@ -108,7 +108,8 @@ func nextOpener(s string, tags []string) (int, int) {
 // namesTag reports whether s, the text after an opener, is in canonical
 // form a run of separators and slashes followed by one of tags (each
 // already canonical). It stops at the first character that rules out
-// every tag, so it reads little more than the tag's length.
+// every tag, so past the tag's length it reads only invisible characters
+// and separators.
 func namesTag(s string, tags []string) bool {
 	var buf [32]byte
 	name := buf[:0]
