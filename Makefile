@@ -30,13 +30,14 @@ fuzz:
 	done
 
 # The fuzz targets CI runs on every change, FUZZTIME each: the merge, the
-# extractor, the storage key escaping, the prompt projection and budgets,
+# extractor, the storage key escaping, the fence, the prompt projection and budgets,
 # and the update tool end to end.
 FUZZ_CI = \
 	./workingmemory:FuzzMerge \
 	./workingmemory:FuzzRecall \
 	./entitymemory:FuzzExtract \
 	./storage:FuzzEscape \
+	./layer:FuzzFence \
 	./prompt:FuzzProjectHistory \
 	./prompt:FuzzProjectLayers \
 	./prompt:FuzzAllocate \

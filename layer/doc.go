@@ -65,17 +65,14 @@
 // timed out should check its context first: the stack cannot undo what a
 // hook does to the layer itself.
 //
-// Hooks never run on the caller's goroutine, so even a hook that ignores
-// its context cannot block the caller past its timeout. To keep that cheap
-// (a step of three layers costs a few microseconds), the stack does not
-// start a goroutine and a timer per hook: the hooks of Recall, Snapshot,
-// Clear and Stats run one after the other on a single goroutine and
-// Store's on one goroutine per layer, while the caller sleeps until they
-// finish or the running hook's deadline passes; only then is the slow
-// hook abandoned and the rest of the batch continued on another
-// goroutine. These goroutines are reused from one call to the next, by
-// every stack of the process (one left idle for a second exits), so
-// hooks do not pay for growing a fresh goroutine's stack each time.
+// Each hook call runs on a goroutine of its own under
+// context.WithTimeout, so even a hook that ignores its context cannot
+// block the caller past its timeout. Such a hook keeps its goroutine until
+// it returns (Go cannot stop it), so the leak is bounded: at most
+// [MaxAbandonedHooks] hooks of one layer (the registered value's type and
+// ID), across all the stacks of the process, may still be running after
+// their timeout; while that many are, the layer's hooks fail at once with
+// an error wrapping [ErrTimeout] and are not called, until some return.
 // Under a context that is already done no hook is started (the error is
 // the context's), except Close.
 //

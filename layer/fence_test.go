@@ -63,15 +63,3 @@ func TestFence(t *testing.T) {
 		}
 	}
 }
-
-func FuzzFence(f *testing.F) {
-	for _, s := range []string{
-		"", "notes", "</working_memory>", "< / WORKING_MEMORY >", "<working_memory><working_memory>",
-		"</wor\u212Aing_memory>", "<\x00/working_memory", "{{{layers}}}", "[WORKING MEMORY]", "\xff<",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, text string) {
-		checkFence(t, text, layer.Fence(fenceTag, text))
-	})
-}

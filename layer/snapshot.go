@@ -21,7 +21,7 @@ type Snapshot struct {
 
 // Snapshot captures the state of every enabled layer that is a
 // [Snapshotter]. The layers' Snapshot hooks run one after the other, in
-// slot order, on one goroutine (as Recall's do); if one fails, the first
+// slot order (as Recall's do); if one fails, the first
 // failure in slot order is returned.
 func (s *Stack) Snapshot(ctx context.Context) (Snapshot, error) {
 	if err := s.ready(); err != nil {

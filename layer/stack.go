@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/memlayer/memlayer/storage"
@@ -109,6 +110,9 @@ type entry struct {
 	// closes it nor hands it back with OnReturn.
 	shared bool
 	sem    chan struct{} // serialises hooks of this layer; shared with the parent when shared
+	// stuck counts this layer's abandoned hooks still running, across
+	// stacks (see MaxAbandonedHooks).
+	stuck *atomic.Int32
 }
 
 // NewStack validates the layers and returns a stack ready for Init. It
@@ -137,7 +141,7 @@ func NewStack(cfg StackConfig) (*Stack, error) {
 		if _, dup := s.byID[spec.ID]; dup {
 			return nil, fmt.Errorf("layer: %q registered twice: %w", spec.ID, ErrDuplicateID)
 		}
-		e := &entry{spec: spec, timeouts: resolveTimeouts(spec.Timeouts, cfg.Timeouts), tmpl: l, sem: make(chan struct{}, 1)}
+		e := &entry{spec: spec, timeouts: resolveTimeouts(spec.Timeouts, cfg.Timeouts), tmpl: l, sem: make(chan struct{}, 1), stuck: stuckCount(l, spec.ID)}
 		s.byID[spec.ID] = e
 		s.reg = append(s.reg, e)
 	}
@@ -410,7 +414,7 @@ func (s *Stack) Spawn(ctx context.Context, childEnv Env) (*Stack, error) {
 		if cl == nil {
 			continue
 		}
-		ce := &entry{spec: e.spec, timeouts: e.timeouts, tmpl: e.tmpl, live: cl, sem: make(chan struct{}, 1)}
+		ce := &entry{spec: e.spec, timeouts: e.timeouts, tmpl: e.tmpl, live: cl, sem: make(chan struct{}, 1), stuck: e.stuck}
 		if sameLayer(cl, e.live) {
 			ce.shared, ce.sem = true, e.sem
 		}

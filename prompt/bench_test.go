@@ -159,15 +159,9 @@ func BenchmarkCompile(b *testing.B) {
 		rec("entities", 150, layer.Fence("entities", "- page \"Home\" (id 1)"), "- page \"About\" (id 2)"),
 		rec("notes", 200, "the user prefers short answers"),
 	}
-	for _, tc := range []struct {
-		name, tpl string
-		raymond   bool
-	}{{"default", "", false}, {"template10", benchTemplate, false}, {"template10-raymond", benchTemplate, true}} {
+	for _, tc := range []struct{ name, tpl string }{{"default", ""}, {"template10", benchTemplate}} {
 		b.Run(tc.name, func(b *testing.B) {
 			c := mustNew(b, Config{Template: tc.tpl, Instructions: "You are a CMS assistant."})
-			if tc.raymond {
-				c = slowTwin(c) // the same template without the fast path
-			}
 			b.ReportAllocs()
 			cpu := processCPU()
 			for b.Loop() {

@@ -24,6 +24,11 @@ const (
 	VarInstructions = "instructions"
 )
 
+// MaxPartialDepth is how deeply partials may include one another when
+// a template renders: a template including a partial that includes
+// another is depth 2. [New] rejects a deeper chain.
+const MaxPartialDepth = 32
+
 // Config configures a [Compiler]. The zero Config is valid: the default
 // layout, no instructions, the [Estimate] counter.
 type Config struct {
@@ -39,6 +44,11 @@ type Config struct {
 	Counter Counter
 	// Partials are Handlebars partials available to Template, by name.
 	// They are parsed once by [New] and registered on this template only.
+	// A partial is named by a plain name ({{> name}}), never computed
+	// by a helper, and must be defined here; partials may not include
+	// themselves, directly or through others, nor nest deeper than
+	// [MaxPartialDepth]. New rejects a template that breaks these rules,
+	// because raymond would recurse until the process dies.
 	Partials map[string]string
 	// Helpers are Handlebars helpers available to Template, by name,
 	// registered on this template only. A helper is a func returning a
@@ -53,7 +63,6 @@ type Config struct {
 // default layout with no instructions.
 type Compiler struct {
 	tpl          *raymond.Template // nil: default layout
-	fast         []fastNode        // non-nil: tpl in fast form (see fast.go)
 	instructions string
 	instrValue   any // raymond.SafeString(instructions), boxed once
 	counter      Counter
@@ -91,6 +100,9 @@ func New(cfg Config) (c *Compiler, err error) {
 		}
 		tpl.RegisterPartialTemplate(name, p)
 	}
+	if err := checkPartials(cfg.Template, cfg.Partials); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrTemplate, err)
+	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Helpers)) {
 		if cfg.Helpers[name] == nil {
 			return nil, fmt.Errorf("%w: helper %q is nil", ErrTemplate, name)
@@ -98,7 +110,6 @@ func New(cfg Config) (c *Compiler, err error) {
 		tpl.RegisterHelper(name, cfg.Helpers[name])
 	}
 	c.tpl = tpl
-	c.fast = compileFast(cfg.Template, cfg.Helpers)
 	return c, nil
 }
 
@@ -273,11 +284,7 @@ func (c *Compiler) Compile(recalled []layer.Recalled, vars map[string]any) (out 
 	}
 
 	ctx := make(map[string]any, len(vars)+len(recalled)+2)
-	fast := c.fast != nil
 	for k, v := range vars {
-		if _, raw := v.(Raw); raw {
-			fast = false // raymond alone knows how to walk structures
-		}
 		cv, err := userValue(v)
 		if err != nil {
 			return "", fmt.Errorf("%w: variable %q: %w", ErrRender, k, err)
@@ -304,12 +311,6 @@ func (c *Compiler) Compile(recalled []layer.Recalled, vars map[string]any) (out 
 	}
 	ctx[VarLayers] = raymond.SafeString(all.String())
 	ctx[VarInstructions] = c.instructionsValue()
-	if fast {
-		var b strings.Builder
-		b.Grow(len(c.instructions) + all.Len() + 256)
-		renderFast(&b, c.fast, ctx)
-		return b.String(), nil
-	}
 	out, err = c.tpl.Exec(ctx)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrRender, err)

@@ -169,7 +169,6 @@ func TestCompileErrors(t *testing.T) {
 		{"helper panics with a string", Config{Template: "{{boom}}", Helpers: map[string]any{"boom": func() string { panic("kaboom") }}}, nil, nil, ErrRender, "kaboom"},
 		{"helper panics with an error", Config{Template: "{{boom}}", Helpers: map[string]any{"boom": func() string { panic(errors.New("bad")) }}}, nil, nil, ErrRender, "bad"},
 		{"helper runtime error", Config{Template: "{{boom}}", Helpers: map[string]any{"boom": func() string { var m map[string]int; m["x"] = 1; return "" }}}, nil, nil, ErrRender, "nil map"},
-		{"unknown partial", Config{Template: "line 1\n{{> nope}}"}, nil, nil, ErrRender, "nope"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -253,8 +252,7 @@ func TestPerTemplateRegistration(t *testing.T) {
 			t.Errorf("Compile = %q, %v; want %q", got, err, tc.want)
 		}
 	}
-	plain := mustNew(t, Config{Template: "{{> head}}"})
-	if _, err := plain.Compile(nil, nil); !errors.Is(err, ErrRender) {
+	if _, err := New(Config{Template: "{{> head}}"}); !errors.Is(err, ErrTemplate) {
 		t.Errorf("a partial leaked to another compiler: err = %v", err)
 	}
 }
@@ -268,18 +266,17 @@ func TestCompileConcurrent(t *testing.T) {
 			Instructions: "I",
 			Partials:     map[string]string{"head": "{{{instructions}}}", "item": "- {{this}}\n"},
 			Helpers:      map[string]any{"up": strings.ToUpper},
-		}), "I- a\n- b\n\nWM 7\nANN")
+		}), true, "I- a\n- b\n\nWM 7\nANN")
 	}) // a standalone partial line eats its newline
-	t.Run("fast path", func(t *testing.T) {
+	t.Run("variables and if", func(t *testing.T) {
 		c := mustNew(t, Config{Template: "{{{instructions}}}\n{{#if items}}- {{items}}\n{{/if}}\n{{{workingMemory}}}\n{{who}}", Instructions: "I"})
-		if c.fast == nil {
-			t.Fatal("template not on the fast path")
-		}
-		testConcurrent(t, c, "I\n- [&quot;a&quot;,&quot;b&quot;]\nWM 7\nann")
+		testConcurrent(t, c, false, "I\n- [&quot;a&quot;,&quot;b&quot;]\nWM 7\nann")
 	})
 }
 
-func testConcurrent(t *testing.T, c *Compiler, want string) {
+// testConcurrent compiles with c from 16 goroutines; raw passes the items
+// as a Raw slice (for {{#each}}), else as JSON text.
+func testConcurrent(t *testing.T, c *Compiler, raw bool, want string) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
 	for g := range 16 {
@@ -289,7 +286,7 @@ func testConcurrent(t *testing.T, c *Compiler, want string) {
 			for i := range 50 {
 				_ = i
 				items := any([]string{"a", "b"})
-				if c.fast == nil {
+				if raw {
 					items = Raw{items}
 				}
 				got, err := c.Compile([]layer.Recalled{rec("working-memory", 100, "WM 7")}, map[string]any{"items": items, "who": "ann"})
@@ -444,5 +441,55 @@ func TestExtremeSlots(t *testing.T) {
 	}
 	if recalled[0].ID != "last" {
 		t.Errorf("the caller's slice was reordered: %q first", recalled[0].ID)
+	}
+}
+
+// TestTrust15_PartialCycleRejected: a partial that includes itself,
+// directly or through others, recursed until the goroutine stack
+// overflowed, a fatal error recover cannot catch. New must refuse it.
+func TestTrust15_PartialCycleRejected(t *testing.T) {
+	deep := map[string]string{}
+	for i := range MaxPartialDepth + 1 {
+		deep[fmt.Sprintf("p%d", i)] = fmt.Sprintf("[{{> p%d}}]", i+1)
+	}
+	deep[fmt.Sprintf("p%d", MaxPartialDepth+1)] = "end"
+	tests := []struct {
+		name string
+		cfg  Config
+		msg  string
+	}{
+		{"self", Config{Template: "{{> a}}", Partials: map[string]string{"a": "x{{> a}}"}}, `"a" includes itself`},
+		{"via another", Config{Template: "{{> a}}", Partials: map[string]string{"a": "{{> b}}", "b": "{{#if x}}{{else}}{{> a}}{{/if}}"}}, "includes itself"},
+		{"in a block", Config{Template: "{{#each xs}}{{> a}}{{/each}}", Partials: map[string]string{"a": "{{#each this}}{{> a}}{{/each}}"}}, "includes itself"},
+		{"unused cycle", Config{Template: "x", Partials: map[string]string{"a": "{{> b}}", "b": "{{> a}}"}}, "includes itself"},
+		{"literal name", Config{Template: "{{> a}}", Partials: map[string]string{"a": `{{> "a"}}`}}, "includes itself"},
+		{"dynamic name", Config{Template: "{{> (pick)}}", Partials: map[string]string{"a": "x"}, Helpers: map[string]any{"pick": func() string { return "a" }}}, "dynamic partial"},
+		{"undefined partial", Config{Template: "line 1\n{{> nope}}"}, `"nope" is not defined`},
+		{"too deep", Config{Template: "{{> p0}}", Partials: deep}, "nested deeper than"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := New(tt.cfg)
+			if !errors.Is(err, ErrTemplate) {
+				t.Fatalf("New = %v, want an error wrapping ErrTemplate (Compile would overflow the stack)", err)
+			}
+			if c != nil {
+				t.Error("got a compiler with the error")
+			}
+			if !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("error %q does not mention %q", err, tt.msg)
+			}
+		})
+	}
+	// A chain exactly MaxPartialDepth deep and a diamond are fine.
+	delete(deep, "p0")
+	delete(deep, "p1")
+	ok := mustNew(t, Config{Template: "{{> p2}}", Partials: deep})
+	if got, err := ok.Compile(nil, nil); err != nil || got != strings.Repeat("[", MaxPartialDepth-1)+"end"+strings.Repeat("]", MaxPartialDepth-1) {
+		t.Errorf("Compile of a chain at the limit = %q, %v", got, err)
+	}
+	diamond := mustNew(t, Config{Template: "{{> a}}", Partials: map[string]string{"a": "{{> b}}{{> c}}", "b": "{{> d}}", "c": "{{> d}}", "d": "D"}})
+	if got, err := diamond.Compile(nil, nil); err != nil || got != "DD" {
+		t.Errorf("diamond = %q, %v; want DD", got, err)
 	}
 }

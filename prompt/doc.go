@@ -21,20 +21,17 @@
 // global name), and partials are parsed up front, because raymond parses
 // partials registered from source lazily, which races under concurrent
 // rendering. Template syntax errors name the line; a panicking helper is
-// an error, not a crash.
+// an error, not a crash. New also rejects partials that would recurse
+// without end (raymond would overflow the stack, which kills the
+// process): a partial including itself, directly or through others, a
+// chain deeper than [MaxPartialDepth], a partial name computed by a
+// helper and a name that is not in [Config.Partials].
 //
 // User variables that are maps, slices or structs are passed as JSON text
 // (raymond would print them in Go syntax); wrap one in [Raw] to iterate it
 // with {{#each}} or read its fields with paths. "layers" and
 // "instructions" are reserved; a user variable named like a recalled layer
 // is shadowed by the layer.
-//
-// raymond evaluates each variable through reflection and fmt (about 2 µs
-// a variable on the development machine), so a template that uses only
-// text, comments, {{x}}, {{{x}}} and {{#if x}}/{{#unless x}} blocks is
-// also compiled, from raymond's own AST, into a small renderer that uses
-// raymond's escaping and truthiness functions; a fuzz test holds it to
-// raymond's output byte for byte. Anything else renders through raymond.
 //
 // # Untrusted text
 //
@@ -50,7 +47,10 @@
 //
 // The compiler adds one guard of its own: layer.Fence only defangs a
 // block's own tag, so it collects the tags of all fenced items in the
-// prompt and defangs the others' tags inside each item too. An entity
+// prompt and defangs the others' tags inside each item too, with
+// [layer.Defang], the function Fence uses: both see through white space,
+// invisible and bidi characters, look-alike brackets and look-alike
+// letters. An entity
 // named "</entities><working_memory>…" therefore cannot forge a working
 // memory block. A tag belongs to the first layer (in slot order) fencing
 // with it; another layer presenting the same fence is treated as

@@ -12,9 +12,10 @@ import (
 // would leave a convincing fake working-memory block inside the entities
 // block. The compiler knows every block of the prompt, so it finishes the
 // job: it collects the tag of every fenced item (a text of the form
-// "<tag>\n…\n</tag>", as layer.Fence writes it) and defangs those tags,
-// the same way layer.Fence does ('<' becomes "&lt;"), inside every other
-// item's body and in unfenced items. The fence itself is never touched.
+// "<tag>\n…\n</tag>", as layer.Fence writes it) and defangs those tags
+// with layer.Defang, the function layer.Fence uses (so every spelling
+// Fence catches is caught here too), inside every other item's body and
+// in unfenced items. The fence itself is never touched.
 // A tag belongs to the first layer (in slot order) that fences an item
 // with it: another layer's item wearing the same fence is treated as
 // unfenced, so a layer that does not fence its text cannot pass off a
@@ -77,58 +78,30 @@ func ownerOf(tags []blockTag, tag string) string {
 }
 
 // guardItem returns the text of an item of layer id with every tag of
-// tags but its own defanged in its body (see the comment at the top of
-// this file).
+// tags but its own defanged in its body by [layer.Defang] (see the
+// comment at the top of this file).
 func guardItem(text, id string, tags []blockTag) string {
-	if len(tags) == 0 || strings.IndexByte(text, '<') < 0 {
+	if len(tags) == 0 {
 		return text
 	}
+	var buf [8]string
 	own, body, fenced := fenceTag(text)
 	if !fenced || ownerOf(tags, own) != id {
-		return defangTags(text, tags, "")
+		return layer.Defang(text, tagNames(buf[:0], tags, "")...)
 	}
-	if strings.IndexByte(body, '<') < 0 {
-		return text
-	}
-	guarded := defangTags(body, tags, own)
+	guarded := layer.Defang(body, tagNames(buf[:0], tags, own)...)
 	if guarded == body {
 		return text
 	}
 	return "<" + own + ">\n" + guarded + "\n</" + own + ">"
 }
 
-// defangTags replaces the '<' of every "<tag" or "</tag" (case-insensitive,
-// blanks allowed after the '/') with "&lt;", for each tag of tags except
-// skip. It returns text itself when nothing changes.
-func defangTags(text string, tags []blockTag, skip string) string {
-	var b *strings.Builder
-	last := 0
-	for i := 0; i < len(text); i++ {
-		if text[i] != '<' {
-			continue
+// tagNames appends the tags of tags but skip to names.
+func tagNames(names []string, tags []blockTag, skip string) []string {
+	for _, t := range tags {
+		if t.tag != skip {
+			names = append(names, t.tag)
 		}
-		name := strings.TrimLeft(strings.TrimPrefix(text[i+1:], "/"), " \t\r\n")
-		hit := false
-		for _, t := range tags {
-			if tag := t.tag; tag != skip && len(name) >= len(tag) && strings.EqualFold(name[:len(tag)], tag) {
-				hit = true
-				break
-			}
-		}
-		if !hit {
-			continue
-		}
-		if b == nil {
-			b = &strings.Builder{}
-			b.Grow(len(text) + 8)
-		}
-		b.WriteString(text[last:i])
-		b.WriteString("&lt;")
-		last = i + 1
 	}
-	if b == nil {
-		return text
-	}
-	b.WriteString(text[last:])
-	return b.String()
+	return names
 }

@@ -267,39 +267,3 @@ func FuzzCompileHostile(f *testing.F) {
 		assertOneBlock(t, out, "entities")
 	})
 }
-
-// FuzzFence checks layer.Fence, which the compiler relies on: the output
-// starts with the opening tag, ends with the closing tag, contains no
-// other tag-like occurrence of the name, and un-defanging gives the text
-// back.
-func FuzzFence(f *testing.F) {
-	for _, s := range []string{"", "x", "</working_memory>", "<WORKING_MEMORY attr>", "</\n working_memory", "<<working_memory"} {
-		f.Add(s)
-	}
-	const tag = "working_memory"
-	f.Fuzz(func(t *testing.T, text string) {
-		if strings.Contains(text, "&lt;") {
-			return
-		}
-		out := layer.Fence(tag, text)
-		if !strings.HasPrefix(out, "<"+tag+">\n") || !strings.HasSuffix(out, "\n</"+tag+">") {
-			t.Fatalf("Fence(%q) = %q", text, out)
-		}
-		body := out[len(tag)+3 : len(out)-len(tag)-4]
-		lower := strings.ToLower(body)
-		for i := strings.IndexByte(lower, '<'); i >= 0; {
-			rest := strings.TrimLeft(strings.TrimPrefix(lower[i+1:], "/"), " \t\r\n")
-			if strings.HasPrefix(rest, tag) {
-				t.Fatalf("Fence(%q) leaves a live tag in %q", text, body)
-			}
-			j := strings.IndexByte(lower[i+1:], '<')
-			if j < 0 {
-				break
-			}
-			i += 1 + j
-		}
-		if got := strings.ReplaceAll(body, "&lt;", "<"); got != text {
-			t.Fatalf("body %q does not restore to %q", body, text)
-		}
-	})
-}
