@@ -40,6 +40,8 @@ type jval struct {
 
 // field is one member of an object: its key with the quotes removed
 // (escapes left as they are: keys that matter never have any) and value.
+// An object's fields hold each key once: when a key appears more than
+// once, the last member wins, as in encoding/json (see lastWins).
 type field struct {
 	key []byte
 	val jval
@@ -181,30 +183,70 @@ func (v jval) fields(buf []field) []field {
 	for len(buf) < maxFields {
 		i = skipSpace(d, i)
 		if i >= len(d) || d[i] != '"' {
-			return buf // '}' or malformed: stop
+			break // '}' or malformed: stop
 		}
 		end := skipString(d, i)
 		if end > len(d) || end-i < 2 {
-			return buf
+			break
 		}
 		key := d[i+1 : end-1]
 		i = skipSpace(d, end)
 		if i >= len(d) || d[i] != ':' {
-			return buf
+			break
 		}
 		var val jval
 		val, i = skipValue(d, i+1)
 		if val.kind == kindBad {
-			return buf
+			break
 		}
 		buf = append(buf, field{key: key, val: val})
 		i = skipSpace(d, i)
 		if i >= len(d) || d[i] != ',' {
-			return buf
+			break
 		}
 		i++
 	}
-	return buf
+	return lastWins(buf)
+}
+
+// lastWins removes the members of fs whose key appears again later, so
+// that the last one wins, as in encoding/json; the others keep their
+// order. Keys are compared as written (escapes included). A 64-bit
+// filter on each key's length and last byte lets the common case, no
+// key twice, through in one pass.
+func lastWins(fs []field) []field {
+	var seen uint64
+	dup := false
+	for i := range fs {
+		k := fs[i].key
+		bit := uint64(len(k) * 7)
+		if len(k) > 0 {
+			bit += uint64(k[len(k)-1])
+		}
+		bit = 1 << (bit % 64)
+		if seen&bit != 0 {
+			dup = true
+			break
+		}
+		seen |= bit
+	}
+	if !dup {
+		return fs
+	}
+	out := fs[:0]
+	for i := range fs {
+		shadowed := false
+		for j := i + 1; j < len(fs); j++ {
+			if string(fs[j].key) == string(fs[i].key) {
+				shadowed = true
+				break
+			}
+		}
+		if !shadowed {
+			out = append(out, fs[i])
+		}
+	}
+	return out
 }
 
 // elems calls fn for up to maxElems elements of an array value, stopping
@@ -578,7 +620,7 @@ func (tp *tape) fields(t int32, buf []field) []field {
 		buf = append(buf, field{key: tp.d[key.start+1 : key.end-1], val: tp.val(j + 1)})
 		j = tp.toks[j+1].next
 	}
-	return buf
+	return lastWins(buf)
 }
 
 func (tp *tape) elems(t int32, fn func(jval) bool) {
