@@ -938,10 +938,10 @@ func finish(ent Entity) Entity {
 
 // exactID returns id when it can be kept and shown exactly as it is: at
 // most MaxIDLen bytes of valid UTF-8 without control, format or
-// line-separator characters or white space other than ' '. Otherwise it
-// returns "": an ID is never altered.
+// line-separator characters or white space other than ' ', and not only
+// spaces. Otherwise it returns "": an ID is never altered.
 func exactID(id string) string {
-	if len(id) > MaxIDLen {
+	if len(id) > MaxIDLen || strings.TrimLeft(id, " ") == "" {
 		return ""
 	}
 	for i := 0; i < len(id); i++ {

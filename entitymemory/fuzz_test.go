@@ -1,7 +1,9 @@
 package entitymemory
 
 import (
+	"encoding/json"
 	"os"
+	"reflect"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,7 +11,8 @@ import (
 
 // FuzzExtract checks that the extractor never panics, never returns more
 // than the list cap, and only returns clean entities that render as one
-// line each.
+// line each; and that a member shadowed by a later one with the same key
+// changes nothing (the last wins, as in encoding/json).
 func FuzzExtract(f *testing.F) {
 	seeds := []struct{ tool, args, result string }{
 		{"cms_createPage", `{"title":"About Us"}`, `{"page":{"id":"page-123","title":"About Us"}}`},
@@ -19,6 +22,7 @@ func FuzzExtract(f *testing.F) {
 		{"x", `{"id":`, `{"data":{"a":{"edges":[{"node":{"id":"n1","title":{"rendered":"T&amp;"}}}]}}}`},
 		{"get_page", ``, `{"id":"p\u0000","title":"\ud800","slug":{"current":"s"},"parent":{"type":"page_id","page_id":"q"}}`},
 		{"y", ``, `{"errors":[],"error":null,"success":true,"results":[{"sys":{"id":"c1","type":"Entry"},"fields":{"title":"x"}}]}`},
+		{"get_page", `{"pageId":"a","pageId":"b"}`, `{"page":{"id":"first","title":"A","id":"last","title":"B"},"error":"x","error":null}`},
 	}
 	for _, s := range seeds {
 		f.Add(s.tool, s.args, s.result)
@@ -32,6 +36,11 @@ func FuzzExtract(f *testing.F) {
 	x := NewExtractor()
 	f.Fuzz(func(t *testing.T, tool, args, result string) {
 		got := x.Extract(tool, args, result)
+		if shadowed, ok := shadowMembers(result); ok {
+			if again := x.Extract(tool, args, shadowed); !reflect.DeepEqual(again, got) {
+				t.Fatalf("members shadowed by later duplicates changed the result:\n%s\n%+v\n%s\n%+v", result, got, shadowed, again)
+			}
+		}
 		if len(got) > DefaultMaxPerList {
 			t.Fatalf("%d entities, cap %d", len(got), DefaultMaxPerList)
 		}
@@ -53,6 +62,30 @@ func FuzzExtract(f *testing.F) {
 			t.Fatalf("block holds '<':\n%s", block)
 		}
 	})
+}
+
+// shadowMembers returns result, a JSON object, with a decoy member put
+// before it for each of its top-level members: the same key holding
+// another value, which the real member, coming later, must override.
+// ok is false when result is not a small, valid JSON object.
+func shadowMembers(result string) (string, bool) {
+	d := []byte(strings.TrimSpace(result))
+	if len(d) == 0 || d[0] != '{' || len(d) > 4096 || !json.Valid(d) {
+		return "", false
+	}
+	v, _ := skipValue(d, 0)
+	fs := v.fields(nil)
+	if len(fs) == 0 || len(fs) > 32 {
+		return "", false
+	}
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, f := range fs {
+		decoy := []string{`{"id":"decoy","error":"decoy"}`, `"decoy"`, `[{"id":"decoy"}]`, `null`}[i%4]
+		b.WriteString(`"` + string(f.key) + `":` + decoy + `,`)
+	}
+	b.Write(d[1:])
+	return b.String(), true
 }
 
 // FuzzRestore checks that restoring arbitrary data never panics, leaves
