@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -310,5 +311,20 @@ func TestTrust22_SaveRetriesConfigurable(t *testing.T) {
 	}
 	if _, err := New(Config{MaxRetries: -1}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("MaxRetries -1: New = %v, want ErrInvalidConfig", err)
+	}
+}
+
+// TestTrust19_ManyDuplicateKeys: an object with many members, some
+// repeated, keeps the last of each (the path for large objects).
+func TestTrust19_ManyDuplicateKeys(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"page":{"id":"first",`)
+	for i := range 200 {
+		fmt.Fprintf(&b, `"k%d":%d,"title":"T%d",`, i, i, i)
+	}
+	b.WriteString(`"id":"last"}}`)
+	got := ents(Extract("get_page", ``, b.String()))
+	if want := (ent{"page", "last", "T199", "", ""}); len(got) != 1 || got[0] != want {
+		t.Errorf("got %+v, want %+v", got, want)
 	}
 }
