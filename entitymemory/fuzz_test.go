@@ -3,8 +3,8 @@ package entitymemory
 import (
 	"encoding/json"
 	"os"
-	"reflect"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
