@@ -2,11 +2,18 @@ package entitymemory
 
 import (
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/storage"
 )
 
 // FuzzExtract checks that the extractor never panics, never returns more
@@ -127,6 +134,75 @@ func FuzzRestore(f *testing.F) {
 		}
 		if snap2, _ := l2.Snapshot(t.Context()); string(snap2) != string(snap) {
 			t.Fatalf("snapshot does not round-trip:\n%s\n%s", snap, snap2)
+		}
+	})
+}
+
+// FuzzRebase drives three writers of one resource, with clocks an hour
+// apart, through an interleaving of creates and deletes chosen by the
+// input: each writer saves after every step from whatever stale state it
+// holds, so most saves lose the compare-and-swap race and re-apply their
+// changes. The stored list must always hold every page created and not
+// yet deleted (there are never more than Capacity), never a deleted one,
+// and be ordered by logical time without repeats.
+func FuzzRebase(f *testing.F) {
+	for _, s := range []string{"\x00\x01\x02", "\x00\x03\x01\x04\x02\x05", "\x00\x00\x03\x03\x01\x04\x01\x04", strings.Repeat("\x07\x02\x04\x00\x05\x01", 8)} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, script []byte) {
+		const writers = 3
+		st := storage.NewMemory()
+		base := newClock().Now()
+		var ls [writers]*Layer
+		own := [writers][]string{} // each writer's live pages, oldest first
+		for w := range ls {
+			skew := time.Duration(w-1) * time.Hour
+			tmpl := mustNew(t, Config{Scope: layer.ScopeResource, Capacity: 2 * writers, Now: func() time.Time { return base.Add(skew) }})
+			ls[w] = initLayer(t, tmpl, layer.Env{ThreadID: fmt.Sprint("t", w), ResourceID: "r", Store: st, Logger: slog.New(slog.DiscardHandler)})
+		}
+		deleted := map[string]bool{}
+		for n, b := range script {
+			if n == 64 {
+				break
+			}
+			w := int(b) % writers
+			if b/writers%2 == 0 || len(own[w]) == 0 {
+				if len(own[w]) == 2 {
+					continue // keep at most two live pages per writer
+				}
+				id := fmt.Sprintf("w%d-%d", w, n)
+				store(t, ls[w], result("cms_createPage", ``, `{"page":{"id":"`+id+`"}}`))
+				own[w] = append(own[w], id)
+			} else {
+				id := own[w][0]
+				store(t, ls[w], result("cms_deletePage", `{"pageId":"`+id+`"}`, `{"page":{"id":"`+id+`"}}`))
+				own[w], deleted[id] = own[w][1:], true
+			}
+			it, err := st.Get(t.Context(), storage.LayerKey(DefaultID, "r", StateName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			list, _, err := decodeState(it.Value, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stored []string
+			for i, e := range list {
+				stored = append(stored, e.ID)
+				if i > 0 && e.seq >= list[i-1].seq {
+					t.Fatalf("step %d: not ordered by seq: %+v", n, list)
+				}
+				if deleted[e.ID] {
+					t.Fatalf("step %d: deleted %s is back: %v", n, e.ID, stored)
+				}
+			}
+			for _, ids := range own {
+				for _, id := range ids {
+					if !slices.Contains(stored, id) {
+						t.Fatalf("step %d: live %s is missing: %v", n, id, stored)
+					}
+				}
+			}
 		}
 	})
 }
