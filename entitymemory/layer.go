@@ -156,8 +156,6 @@ func New(cfg Config) (*Layer, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	now := cfg.Now
-	cfg.Now = func() time.Time { return clampTime(now()) }
 	spec := layer.Spec{ID: cfg.ID, Slot: cfg.Slot, Scope: cfg.Scope, Budget: cfg.Budget, DisableOnInitError: cfg.DisableOnInitError}
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -242,8 +240,8 @@ func (l *Layer) load(ctx context.Context) ([]Entity, uint64, int64, error) {
 		if err != nil {
 			return nil, 0, 0, fmt.Errorf("load %s: %w", l.key, err)
 		}
-		notAfter(list, l.cfg.Now())
-		list, _ = prune(list, l.cfg.Now, l.cfg.TTL)
+		notAfter(list, l.now())
+		list, _ = prune(list, l.now, l.cfg.TTL)
 		return list, clock, it.Version, nil
 	}
 	return nil, 0, 0, fmt.Errorf("load %s: state rewritten during quarantine %d times: %w", l.key, l.cfg.MaxRetries, storage.ErrConflict)
@@ -252,7 +250,7 @@ func (l *Layer) load(ctx context.Context) ([]Entity, uint64, int64, error) {
 // quarantine moves an unreadable stored state aside: it is copied to a
 // quarantine key, then deleted from the state key if still unchanged.
 func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) error {
-	qkey := storage.LayerKey(l.cfg.ID, l.scope, "quarantine/"+strconv.FormatInt(l.cfg.Now().UnixNano(), 10))
+	qkey := storage.LayerKey(l.cfg.ID, l.scope, "quarantine/"+strconv.FormatInt(l.now().UnixNano(), 10))
 	if _, err := l.store.Put(ctx, qkey, it.Value, storage.AnyVersion); err != nil {
 		return err
 	}
@@ -315,6 +313,15 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 	return []layer.Item{{Text: text}}, nil
 }
 
+// now is Config.Now, clamped into years 0-9999 (which JSON can hold).
+func (l *Layer) now() time.Time {
+	t := l.cfg.Now()
+	if t.Before(minTime) || t.After(maxTime) {
+		return clampTime(t)
+	}
+	return t
+}
+
 // Tag returns the name of the block Recall fences the entities in: the
 // layer ID with every '-' replaced by '_' ("entities" for DefaultID,
 // "cms_entities" for "cms-entities"). The prompt compiler gives the tag
@@ -331,7 +338,7 @@ func estimateTokens(s string) float64 { return float64(EstimateTokens(s)) }
 // expire drops entities past their TTL. Callers hold l.mu.
 func (l *Layer) expire() {
 	var dropped bool
-	l.list, dropped = prune(l.list, l.cfg.Now, l.cfg.TTL)
+	l.list, dropped = prune(l.list, l.now, l.cfg.TTL)
 	if dropped {
 		l.cache = ""
 		l.dirty = l.store != nil
@@ -413,7 +420,7 @@ func (l *Layer) addLocked(batch []Entity) {
 	if len(batch) == 0 {
 		return
 	}
-	now := l.cfg.Now()
+	now := l.now()
 	for i := range batch {
 		batch[i].SeenAt = now
 	}
