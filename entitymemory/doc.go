@@ -5,6 +5,7 @@
 // it" resolves to page-123 — after many tool calls, after a finished task,
 // and after a process restart.
 //
+//	<entities>
 //	[WORKING MEMORY]
 //	pages:
 //	  - "About Us" (page-123)
@@ -12,6 +13,7 @@
 //	  - "Hero" (sec-456, parent: page-123)
 //
 //	To resolve references such as "it", ... ask the user which one they mean.
+//	</entities>
 //
 // # Extraction
 //
@@ -76,10 +78,15 @@
 // This is what keeps extraction of a 2 KB result in the low
 // microseconds, against tens for encoding/json. It reads at most
 // MaxResultBytes, visits a bounded number of objects and depth, never
-// recurses while skipping, and treats truncated input as its end. Names
-// and slugs are made single-line (runs of white space, control and
-// invisible format characters become one space) and cut to [MaxNameLen]
-// bytes; IDs to [MaxIDLen].
+// recurses while skipping, and treats truncated input as its end. When
+// an object holds a key twice, the last member wins, as in
+// encoding/json. Names and slugs are made single-line (runs of white
+// space, control and invisible format characters become one space) and
+// cut to [MaxNameLen] bytes. IDs are never altered: an entity whose ID is
+// longer than [MaxIDLen] bytes or holds a character that cannot be shown
+// as it is (control, format, line separators, white space other than a
+// space) is skipped, and such a parent left out, so two IDs never become
+// one and the model is never shown an ID that does not exist.
 //
 // # The list
 //
@@ -90,11 +97,25 @@
 // new name (unless the new name is only its ID). With a TTL, entities not
 // seen for that long drop out.
 //
+// The order is logical, not by wall clock: the state carries a Lamport
+// clock and every recording takes the next value (see [StateVersion]),
+// so processes whose clocks disagree still agree on what is newest.
+// Config.Now (which tests may replace, and which is clamped to years
+// 0-9999) only stamps SeenAt for the TTL and the "entities" data; a
+// SeenAt in the future, written by a process whose clock is ahead,
+// counts as now when loaded. The TTL is the one thing wall clocks decide:
+// a process whose clock is ahead by more than the TTL ages the others'
+// entities out early, so keep the TTL well above the clock skew of the
+// processes sharing a scope.
+//
 // # Rendering
 //
 // Recall renders [Header], then one group per type — in order of each
 // type's most recent entity, newest first within the type — then the
-// instructions. Names are quoted; '"' and '\' are escaped and '<' becomes
+// instructions, all fenced with layer.Fence in a block named after the
+// layer ID ([Layer.Tag]: <entities>), like every layer's block, so the
+// prompt compiler can defang a fake entity block that another layer's
+// text prints. Names are quoted; '"' and '\' are escaped and '<' becomes
 // "&lt;", so a name holding "\n[WORKING MEMORY]\n" or "</entities>" stays
 // inert on its line. The block is cached and rendered again only after a
 // change. Nothing is rendered when the list is empty, unless RenderEmpty.
@@ -102,12 +123,22 @@
 // # Persistence, spawn and snapshots
 //
 // Init loads the list stored under storage.LayerKey(id, scope key,
-// "state"); Store saves it with compare-and-swap, merging with the stored
-// list when another process wrote first, so no update is lost. The
-// execution scope never persists. A child agent starts with a copy of the
-// parent's list and keeps its changes to itself. Snapshot and Restore use
-// the versioned format of [StateVersion]; older versions migrate, newer
-// ones are refused.
+// "state"); Store saves it with compare-and-swap. When another process
+// wrote first, the layer reads the stored list and applies its own
+// changes since its last save to it again — the entities it recorded,
+// after everything stored, and the ones a delete-like tool forgot — then
+// writes, up to Config.MaxRetries times (storage.WaitRetry spaces the
+// attempts). So no update is lost, a deleted entity never comes back
+// from another process's older copy, and the entity just recorded is
+// kept. (The alternative, tombstones kept in the stored state for a
+// while, was not needed: re-applying adds nothing to the stored state
+// and no time or count after which a deletion could be undone.) The
+// execution scope never persists. Stored state that cannot be read is
+// moved to a quarantine key, reported, and the run starts empty; state
+// from a newer version fails Init and is left alone. A child agent starts
+// with a copy of the parent's list and keeps its changes to itself.
+// Snapshot and Restore use the versioned format of [StateVersion]; older
+// versions migrate, newer ones are refused.
 //
 // # Switching it off
 //

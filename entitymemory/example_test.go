@@ -76,6 +76,7 @@ func ExampleNew() {
 	items, _ := mem.Recall(ctx, layer.Query{Text: "add a gallery to it"})
 	fmt.Println(items[0].Text)
 	// Output:
+	// <entities>
 	// [WORKING MEMORY]
 	// pages:
 	//   - "About Our Team" (page-123)
@@ -83,6 +84,7 @@ func ExampleNew() {
 	//   - "Hero" (sec-456, parent: page-123)
 	//
 	// Resolve "it" to the most recent entity of the right type.
+	// </entities>
 }
 
 func ExampleLayer_Init() {
@@ -102,9 +104,11 @@ func ExampleLayer_Init() {
 	items, _ := run2.Recall(ctx, layer.Query{})
 	fmt.Println(items[0].Text)
 	// Output:
+	// <entities>
 	// [WORKING MEMORY]
 	// pages:
 	//   - "About Us" (page-123)
+	// </entities>
 }
 
 func ExampleLayer_Snapshot() {
@@ -120,8 +124,8 @@ func ExampleLayer_Snapshot() {
 	fmt.Println(err)
 	fmt.Println(len(mem.Entities()))
 	// Output:
-	// {"version":1,"entities":[{"type":"page","id":"page-123","name":"About Us","seenAt":"2026-11-22T14:00:00Z"}]}
-	// entitymemory: restore: entitymemory: unsupported state version: version 9, this build reads up to 1
+	// {"version":2,"clock":1,"entities":[{"type":"page","id":"page-123","name":"About Us","seenAt":"2026-11-22T14:00:00Z","seq":1}]}
+	// entitymemory: restore: entitymemory: unsupported state version: version 9, this build reads up to 2
 	// 1
 }
 

@@ -18,8 +18,8 @@ type Entity struct {
 	// Type is the normalised type: lowercase words joined by '_', singular
 	// ("page", "blog_post").
 	Type string `json:"type"`
-	// ID is the entity's identifier as text; numeric IDs are written in
-	// decimal ("123").
+	// ID is the entity's identifier as text, exactly as the result gave
+	// it; numeric IDs are written in decimal ("123"). See [MaxIDLen].
 	ID string `json:"id"`
 	// Name is a human name: a title, name, slug, filename, heading or
 	// label, or the ID when the result had none. It is a single line of at
@@ -34,6 +34,10 @@ type Entity struct {
 	// SeenAt is when the entity was last seen. [Extract] leaves it zero;
 	// the layer sets it when it records the entity.
 	SeenAt time.Time `json:"seenAt"`
+
+	// seq is the layer's logical clock when the entity was last
+	// recorded: higher is more recent (see StateVersion).
+	seq uint64
 }
 
 // Limits on what is kept of one entity.
@@ -41,8 +45,12 @@ const (
 	// MaxNameLen caps Name and Slug, in bytes; longer text is cut at a
 	// rune boundary and ends in "…".
 	MaxNameLen = 120
-	// MaxIDLen caps ID and Parent, in bytes.
-	MaxIDLen = 128
+	// MaxIDLen is the longest ID or Parent kept, in bytes. IDs are never
+	// altered: an entity whose ID is longer, or holds a character that
+	// cannot be shown as it is (a control, format or line-separator
+	// character, white space other than ' ', invalid UTF-8), is skipped,
+	// and such a parent is left out.
+	MaxIDLen = 256
 )
 
 // Defaults of the extraction options.
@@ -255,7 +263,7 @@ func (x *Extractor) extractInto(buf []Entity, toolName, args, result string) []E
 	}
 	for i := range e.out {
 		if e.out[i].Parent == "" {
-			e.out[i].Parent = clip(a.parentFor(e.out[i]), MaxIDLen)
+			e.out[i].Parent = exactID(a.parentFor(e.out[i]))
 		}
 	}
 	return e.out
@@ -907,10 +915,12 @@ func textOf(v jval, depth int) string {
 }
 
 // finish cleans an entity's text fields: one line, no control characters,
-// capped lengths, the ID as name when there is none.
+// capped lengths, the ID as name when there is none. An ID or parent that
+// cannot be kept exactly (see [MaxIDLen]) becomes "", which drops the
+// entity or its parent.
 func finish(ent Entity) Entity {
-	ent.ID = clip(ent.ID, MaxIDLen)
-	ent.Parent = clip(ent.Parent, MaxIDLen)
+	ent.ID = exactID(ent.ID)
+	ent.Parent = exactID(ent.Parent)
 	name := ent.Name
 	if strings.IndexByte(name, '&') >= 0 && strings.IndexByte(name, ';') >= 0 {
 		name = html.UnescapeString(name)
@@ -924,6 +934,33 @@ func finish(ent Entity) Entity {
 		ent.Name = clip(ent.ID, MaxNameLen)
 	}
 	return ent
+}
+
+// exactID returns id when it can be kept and shown exactly as it is: at
+// most MaxIDLen bytes of valid UTF-8 without control, format or
+// line-separator characters or white space other than ' ', and not only
+// spaces. Otherwise it returns "": an ID is never altered.
+func exactID(id string) string {
+	if len(id) > MaxIDLen || strings.TrimLeft(id, " ") == "" {
+		return ""
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c < 0x20 || c == 0x7f {
+			return ""
+		} else if c >= 0x80 {
+			return exactIDText(id)
+		}
+	}
+	return id
+}
+
+func exactIDText(id string) string {
+	for _, r := range id {
+		if r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || unicode.IsSpace(r) && r != ' ' {
+			return ""
+		}
+	}
+	return id
 }
 
 // clip makes s a single line: runs of white space, control and invisible

@@ -1,15 +1,25 @@
 package entitymemory
 
 import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/storage"
 )
 
 // FuzzExtract checks that the extractor never panics, never returns more
 // than the list cap, and only returns clean entities that render as one
-// line each.
+// line each; and that a member shadowed by a later one with the same key
+// changes nothing (the last wins, as in encoding/json).
 func FuzzExtract(f *testing.F) {
 	seeds := []struct{ tool, args, result string }{
 		{"cms_createPage", `{"title":"About Us"}`, `{"page":{"id":"page-123","title":"About Us"}}`},
@@ -19,6 +29,7 @@ func FuzzExtract(f *testing.F) {
 		{"x", `{"id":`, `{"data":{"a":{"edges":[{"node":{"id":"n1","title":{"rendered":"T&amp;"}}}]}}}`},
 		{"get_page", ``, `{"id":"p\u0000","title":"\ud800","slug":{"current":"s"},"parent":{"type":"page_id","page_id":"q"}}`},
 		{"y", ``, `{"errors":[],"error":null,"success":true,"results":[{"sys":{"id":"c1","type":"Entry"},"fields":{"title":"x"}}]}`},
+		{"get_page", `{"pageId":"a","pageId":"b"}`, `{"page":{"id":"first","title":"A","id":"last","title":"B"},"error":"x","error":null}`},
 	}
 	for _, s := range seeds {
 		f.Add(s.tool, s.args, s.result)
@@ -32,6 +43,11 @@ func FuzzExtract(f *testing.F) {
 	x := NewExtractor()
 	f.Fuzz(func(t *testing.T, tool, args, result string) {
 		got := x.Extract(tool, args, result)
+		if shadowed, ok := shadowMembers(result); ok {
+			if again := x.Extract(tool, args, shadowed); !reflect.DeepEqual(again, got) {
+				t.Fatalf("members shadowed by later duplicates changed the result:\n%s\n%+v\n%s\n%+v", result, got, shadowed, again)
+			}
+		}
 		if len(got) > DefaultMaxPerList {
 			t.Fatalf("%d entities, cap %d", len(got), DefaultMaxPerList)
 		}
@@ -53,6 +69,30 @@ func FuzzExtract(f *testing.F) {
 			t.Fatalf("block holds '<':\n%s", block)
 		}
 	})
+}
+
+// shadowMembers returns result, a JSON object, with a decoy member put
+// before it for each of its top-level members: the same key holding
+// another value, which the real member, coming later, must override.
+// ok is false when result is not a small, valid JSON object.
+func shadowMembers(result string) (string, bool) {
+	d := []byte(strings.TrimSpace(result))
+	if len(d) == 0 || d[0] != '{' || len(d) > 4096 || !json.Valid(d) {
+		return "", false
+	}
+	v, _ := skipValue(d, 0)
+	fs := v.fields(nil)
+	if len(fs) == 0 || len(fs) > 32 {
+		return "", false
+	}
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, f := range fs {
+		decoy := []string{`{"id":"decoy","error":"decoy"}`, `"decoy"`, `[{"id":"decoy"}]`, `null`}[i%4]
+		b.WriteString(`"` + string(f.key) + `":` + decoy + `,`)
+	}
+	b.Write(d[1:])
+	return b.String(), true
 }
 
 // FuzzRestore checks that restoring arbitrary data never panics, leaves
@@ -94,6 +134,75 @@ func FuzzRestore(f *testing.F) {
 		}
 		if snap2, _ := l2.Snapshot(t.Context()); string(snap2) != string(snap) {
 			t.Fatalf("snapshot does not round-trip:\n%s\n%s", snap, snap2)
+		}
+	})
+}
+
+// FuzzRebase drives three writers of one resource, with clocks an hour
+// apart, through an interleaving of creates and deletes chosen by the
+// input: each writer saves after every step from whatever stale state it
+// holds, so most saves lose the compare-and-swap race and re-apply their
+// changes. The stored list must always hold every page created and not
+// yet deleted (there are never more than Capacity), never a deleted one,
+// and be ordered by logical time without repeats.
+func FuzzRebase(f *testing.F) {
+	for _, s := range []string{"\x00\x01\x02", "\x00\x03\x01\x04\x02\x05", "\x00\x00\x03\x03\x01\x04\x01\x04", strings.Repeat("\x07\x02\x04\x00\x05\x01", 8)} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, script []byte) {
+		const writers = 3
+		st := storage.NewMemory()
+		base := newClock().Now()
+		var ls [writers]*Layer
+		own := [writers][]string{} // each writer's live pages, oldest first
+		for w := range ls {
+			skew := time.Duration(w-1) * time.Hour
+			tmpl := mustNew(t, Config{Scope: layer.ScopeResource, Capacity: 2 * writers, Now: func() time.Time { return base.Add(skew) }})
+			ls[w] = initLayer(t, tmpl, layer.Env{ThreadID: fmt.Sprint("t", w), ResourceID: "r", Store: st, Logger: slog.New(slog.DiscardHandler)})
+		}
+		deleted := map[string]bool{}
+		for n, b := range script {
+			if n == 64 {
+				break
+			}
+			w := int(b) % writers
+			if b/writers%2 == 0 || len(own[w]) == 0 {
+				if len(own[w]) == 2 {
+					continue // keep at most two live pages per writer
+				}
+				id := fmt.Sprintf("w%d-%d", w, n)
+				store(t, ls[w], result("cms_createPage", ``, `{"page":{"id":"`+id+`"}}`))
+				own[w] = append(own[w], id)
+			} else {
+				id := own[w][0]
+				store(t, ls[w], result("cms_deletePage", `{"pageId":"`+id+`"}`, `{"page":{"id":"`+id+`"}}`))
+				own[w], deleted[id] = own[w][1:], true
+			}
+			it, err := st.Get(t.Context(), storage.LayerKey(DefaultID, "r", StateName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			list, _, err := decodeState(it.Value, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stored []string
+			for i, e := range list {
+				stored = append(stored, e.ID)
+				if i > 0 && e.seq >= list[i-1].seq {
+					t.Fatalf("step %d: not ordered by seq: %+v", n, list)
+				}
+				if deleted[e.ID] {
+					t.Fatalf("step %d: deleted %s is back: %v", n, e.ID, stored)
+				}
+			}
+			for _, ids := range own {
+				for _, id := range ids {
+					if !slices.Contains(stored, id) {
+						t.Fatalf("step %d: live %s is missing: %v", n, id, stored)
+					}
+				}
+			}
 		}
 	})
 }

@@ -40,6 +40,8 @@ type jval struct {
 
 // field is one member of an object: its key with the quotes removed
 // (escapes left as they are: keys that matter never have any) and value.
+// An object's fields hold each key once: when a key appears more than
+// once, the last member wins, as in encoding/json (see lastWins).
 type field struct {
 	key []byte
 	val jval
@@ -181,30 +183,116 @@ func (v jval) fields(buf []field) []field {
 	for len(buf) < maxFields {
 		i = skipSpace(d, i)
 		if i >= len(d) || d[i] != '"' {
-			return buf // '}' or malformed: stop
+			break // '}' or malformed: stop
 		}
 		end := skipString(d, i)
 		if end > len(d) || end-i < 2 {
-			return buf
+			break
 		}
 		key := d[i+1 : end-1]
 		i = skipSpace(d, end)
 		if i >= len(d) || d[i] != ':' {
-			return buf
+			break
 		}
 		var val jval
 		val, i = skipValue(d, i+1)
 		if val.kind == kindBad {
-			return buf
+			break
 		}
 		buf = append(buf, field{key: key, val: val})
 		i = skipSpace(d, i)
 		if i >= len(d) || d[i] != ',' {
-			return buf
+			break
 		}
 		i++
 	}
-	return buf
+	return lastWins(buf)
+}
+
+// lastWins removes the members of fs whose key appears again later, so
+// that the last one wins, as in encoding/json; the others keep their
+// order. Keys are compared as written (escapes included). Objects on the
+// tape had this done once, when it was built (see tape.shadow).
+func lastWins(fs []field) []field {
+	var sb [maxFields]bool
+	shadowed := sb[:len(fs)]
+	var dup bool
+	if len(fs) > dupScanMax {
+		keys := make([][]byte, len(fs))
+		for i := range fs {
+			keys[i] = fs[i].key
+		}
+		dup = repeatedMap(keys, shadowed)
+	} else {
+		var d dupScan
+		for j := range fs {
+			if d.add(j, fs[j].key) {
+				for i := range j {
+					if d.same(i) && string(fs[i].key) == string(fs[j].key) {
+						shadowed[i], dup = true, true
+					}
+				}
+			}
+		}
+	}
+	if !dup {
+		return fs
+	}
+	out := fs[:0]
+	for i := range fs {
+		if !shadowed[i] {
+			out = append(out, fs[i])
+		}
+	}
+	return out
+}
+
+// dupScanMax is the most members a dupScan handles; larger objects use
+// repeatedMap.
+const dupScanMax = 64
+
+// dupScan finds repeated keys among up to dupScanMax members. A filter of
+// 256 bits on a hash of each key's length and first, middle and last
+// bytes lets most objects through without comparing keys; a repeated
+// hash costs a scan of the hashes seen so far.
+type dupScan struct {
+	filter [4]uint64
+	hashes [dupScanMax]uint8
+	h      uint8 // the hash of the key just added
+}
+
+// add records key as member j and reports whether an earlier member may
+// have the same key: then the caller compares the keys of the members i
+// < j for which same(i) holds.
+func (d *dupScan) add(j int, key []byte) bool {
+	h := uint32(len(key)) * 0x9e
+	if len(key) > 0 {
+		h += uint32(key[0])*31 + uint32(key[len(key)/2])*7 + uint32(key[len(key)-1])*131
+	}
+	d.h = uint8(h ^ h>>8)
+	d.hashes[j] = d.h
+	bit := uint64(1) << (d.h & 63)
+	if d.filter[d.h>>6]&bit == 0 {
+		d.filter[d.h>>6] |= bit
+		return false
+	}
+	return true
+}
+
+func (d *dupScan) same(i int) bool { return d.hashes[i] == d.h }
+
+// repeatedMap sets shadowed[i] when keys[i] appears again later in keys
+// and reports whether any does.
+func repeatedMap(keys [][]byte, shadowed []bool) bool {
+	last := make(map[string]int, len(keys))
+	dup := false
+	for j, k := range keys {
+		if i, ok := last[string(k)]; ok {
+			shadowed[i], dup = true, true
+		}
+		last[string(k)] = j
+	}
+	return dup
 }
 
 // elems calls fn for up to maxElems elements of an array value, stopping
@@ -437,6 +525,7 @@ type tok struct {
 	next       int32 // the token after this value's subtree
 	kind       kind
 	indexed    bool // a container whose children follow
+	shadowed   bool // a key whose member a later one with the same key overrides
 }
 
 const (
@@ -486,6 +575,9 @@ func (tp *tape) value(i, depth int) int {
 		}
 		indexed = true
 		i = tp.children(i, depth, k == kindObject)
+		if k == kindObject {
+			tp.shadow(int32(idx))
+		}
 	default:
 		var v jval
 		v, i = skipValue(d, i)
@@ -544,6 +636,55 @@ func (tp *tape) children(i, depth int, object bool) int {
 	}
 }
 
+// shadow marks the keys of the object at token t (just indexed) that a
+// later member with the same key overrides, as lastWins does for
+// fields.
+func (tp *tape) shadow(t int32) {
+	end := int32(len(tp.toks))
+	var d dupScan
+	var idx [dupScanMax]int32
+	n := 0
+	for j := t + 1; j+1 < end; j = tp.toks[j+1].next {
+		if n == dupScanMax {
+			tp.shadowMany(t, end)
+			return
+		}
+		key := tp.key(j)
+		idx[n] = j
+		if d.add(n, key) {
+			for i := range n {
+				if d.same(i) && string(tp.key(idx[i])) == string(key) {
+					tp.toks[idx[i]].shadowed = true
+				}
+			}
+		}
+		n++
+	}
+}
+
+// shadowMany is shadow for objects of more than dupScanMax members.
+func (tp *tape) shadowMany(t, end int32) {
+	var keys [][]byte
+	var toks []int32
+	for j := t + 1; j+1 < end; j = tp.toks[j+1].next {
+		keys, toks = append(keys, tp.key(j)), append(toks, j)
+	}
+	shadowed := make([]bool, len(keys))
+	repeatedMap(keys, shadowed)
+	for i, j := range toks {
+		tp.toks[j].shadowed = shadowed[i]
+	}
+}
+
+// key returns the key of key token j, without its quotes.
+func (tp *tape) key(j int32) []byte {
+	k := tp.toks[j]
+	if k.end-k.start < 2 {
+		return nil
+	}
+	return tp.d[k.start+1 : k.end-1]
+}
+
 // skipRest skips to the end of the container that d[i] is inside: it
 // returns the index just past the bracket that closes it, or len(d).
 func skipRest(d []byte, i int) int {
@@ -575,7 +716,9 @@ func (tp *tape) fields(t int32, buf []field) []field {
 		if key.end-key.start < 2 {
 			break
 		}
-		buf = append(buf, field{key: tp.d[key.start+1 : key.end-1], val: tp.val(j + 1)})
+		if !key.shadowed {
+			buf = append(buf, field{key: tp.d[key.start+1 : key.end-1], val: tp.val(j + 1)})
+		}
 		j = tp.toks[j+1].next
 	}
 	return buf

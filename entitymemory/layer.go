@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,8 +27,13 @@ const DefaultCapacity = 10
 // storage.LayerKey(id, scopeKey, StateName).
 const StateName = "state"
 
-// maxSaveAttempts bounds the read-merge-write retries of one save.
-const maxSaveAttempts = 8
+// DefaultMaxRetries is how many compare-and-swap attempts one save makes
+// when Config.MaxRetries is 0.
+const DefaultMaxRetries = 8
+
+// maxPendingDeletes bounds the deletions a layer remembers while its
+// saves fail (see Config.MaxRetries); the oldest are forgotten first.
+const maxPendingDeletes = 1024
 
 // Config configures a [Layer]. The zero Config is valid: layer "entities"
 // in slot layer.SlotEntities, thread scope, unbounded budget, the 10 most
@@ -67,11 +75,20 @@ type Config struct {
 	// Disabled makes the layer a no-op: it recalls nothing, stores
 	// nothing, persists nothing, and breaks nothing around it.
 	Disabled bool
-	// Now returns the current time. Nil means time.Now. For tests.
+	// Now returns the current time, used for SeenAt, TTL and quarantine
+	// keys; a time outside years 0-9999 is clamped into them. Nil means
+	// time.Now. The order of the entities never depends on it (see
+	// [StateVersion]).
 	Now func() time.Time
 	// MaxResultBytes caps how much of one tool result is read. Zero means
 	// DefaultMaxResultBytes.
 	MaxResultBytes int
+	// MaxRetries bounds the compare-and-swap attempts of one save, with a
+	// growing, jittered wait between them (storage.WaitRetry). Zero means
+	// DefaultMaxRetries. A save that runs out fails with an error
+	// wrapping storage.ErrConflict and keeps the change for the next
+	// Store or Close.
+	MaxRetries int
 }
 
 // Layer is the entity memory: after each step it extracts entities from
@@ -88,17 +105,23 @@ type Layer struct {
 	cfg   Config
 	spec  layer.Spec
 	instr string
+	tag   string // the fence tag, from the ID (see Tag)
 	ext   *Extractor
 
 	mu      sync.Mutex
 	store   storage.Store // nil: nothing persists
 	key     string
-	version int64 // stored version our list is based on
-	dirty   bool  // changes not yet saved
-	list    []Entity
-	spare   []Entity // the other buffer of list, reused by addLocked
-	ebuf    []Entity // extraction buffer of Store
-	cache   string   // rendered block; "" until rendered after a change
+	scope   string       // the scope key, for quarantine keys
+	logger  *slog.Logger // reports quarantined state
+	version int64        // stored version our list is based on
+	dirty   bool         // changes not yet saved
+	list    []Entity     // ordered by seq, highest first
+	clock   uint64       // the logical clock: the highest seq given out or seen
+	base    uint64       // the clock of the stored state list is based on
+	deleted []Entity     // deletions not yet saved (type and ID)
+	spare   []Entity     // the other buffer of list, reused by addLocked
+	ebuf    []Entity     // extraction buffer of Store
+	cache   string       // rendered block; "" until rendered after a change
 }
 
 // New returns an entity memory layer. It does no I/O; see [Layer.Init].
@@ -121,9 +144,14 @@ func New(cfg Config) (*Layer, error) {
 		return nil, fmt.Errorf("%w: TTL %v < 0", ErrInvalidConfig, cfg.TTL)
 	case cfg.MaxResultBytes < 0:
 		return nil, fmt.Errorf("%w: MaxResultBytes %d < 0", ErrInvalidConfig, cfg.MaxResultBytes)
+	case cfg.MaxRetries < 0:
+		return nil, fmt.Errorf("%w: MaxRetries %d < 0", ErrInvalidConfig, cfg.MaxRetries)
 	}
 	if cfg.Capacity == 0 {
 		cfg.Capacity = DefaultCapacity
+	}
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = DefaultMaxRetries
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -132,7 +160,7 @@ func New(cfg Config) (*Layer, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	l := &Layer{cfg: cfg, spec: spec, instr: cfg.Instructions}
+	l := &Layer{cfg: cfg, spec: spec, instr: cfg.Instructions, tag: strings.ReplaceAll(cfg.ID, "-", "_")}
 	if l.instr == "" {
 		l.instr = DefaultInstructions
 	}
@@ -151,62 +179,108 @@ func (l *Layer) Spec() layer.Spec { return l.spec }
 func (l *Layer) Extractor() *Extractor { return l.ext }
 
 // bind returns a layer with l's configuration and the given state.
-func (l *Layer) bind(store storage.Store, key string, list []Entity) *Layer {
-	return &Layer{cfg: l.cfg, spec: l.spec, instr: l.instr, ext: l.ext, store: store, key: key, list: list}
+func (l *Layer) bind(store storage.Store, key string, list []Entity, clock uint64) *Layer {
+	return &Layer{cfg: l.cfg, spec: l.spec, instr: l.instr, tag: l.tag, ext: l.ext, store: store, key: key, list: list, clock: clock, base: clock}
 }
 
 // Init returns the layer bound to env's run, with the entities stored
 // under storage.LayerKey(id, env.ScopeKey(scope), StateName) (none when
 // nothing is stored, or for the execution scope, which never persists).
-// Stored state it cannot read — from a newer version ([ErrVersion]) or
-// corrupt ([ErrCorrupt]) — fails Init and is left untouched. The receiver
-// is not modified.
+// Stored state from a newer version of this package ([ErrVersion]) fails
+// Init and is left untouched. Stored state that is unreadable
+// ([ErrCorrupt]: not JSON, a bad field, a seenAt past year 9999) is
+// moved to a quarantine key, LayerKey(id, scopeKey,
+// "quarantine/<unix-nanos>"), reported through env.Logger (slog.Default
+// when nil), and the run starts with no entities. The receiver is not
+// modified.
 func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 	if l.cfg.Disabled {
 		return l, nil
 	}
 	if env.Store == nil || l.cfg.Scope == layer.ScopeExecution {
-		return l.bind(nil, "", nil), nil
+		return l.bind(nil, "", nil, 0), nil
 	}
-	b := l.bind(env.Store, storage.LayerKey(l.cfg.ID, env.ScopeKey(l.cfg.Scope), StateName), nil)
-	list, ver, err := b.load(ctx)
+	scope := env.ScopeKey(l.cfg.Scope)
+	b := l.bind(env.Store, storage.LayerKey(l.cfg.ID, scope, StateName), nil, 0)
+	b.scope, b.logger = scope, env.Logger
+	if b.logger == nil {
+		b.logger = slog.Default()
+	}
+	list, clock, ver, err := b.load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("entitymemory: init: %w", err)
 	}
-	b.list, b.version = list, ver
+	b.list, b.clock, b.base, b.version = list, clock, clock, ver
 	return b, nil
 }
 
-// load reads the stored list and its version (NoVersion when absent).
-func (l *Layer) load(ctx context.Context) ([]Entity, int64, error) {
-	it, err := l.store.Get(ctx, l.key)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, storage.NoVersion, nil
+// load reads the stored list, its logical clock and its version
+// (NoVersion when absent). Unreadable state is quarantined and reads as
+// absent.
+func (l *Layer) load(ctx context.Context) ([]Entity, uint64, int64, error) {
+	for range l.cfg.MaxRetries {
+		it, err := l.store.Get(ctx, l.key)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, 0, storage.NoVersion, nil
+		}
+		if err != nil {
+			return nil, 0, 0, fmt.Errorf("load %s: %w", l.key, err)
+		}
+		list, clock, err := decodeState(it.Value, l.cfg.Capacity)
+		if errors.Is(err, ErrCorrupt) {
+			err = l.quarantine(ctx, it, err)
+			if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrNotFound) {
+				continue // someone wrote meanwhile: read again
+			}
+			if err != nil {
+				return nil, 0, 0, fmt.Errorf("load %s: quarantine: %w", l.key, err)
+			}
+			return nil, 0, storage.NoVersion, nil
+		}
+		if err != nil {
+			return nil, 0, 0, fmt.Errorf("load %s: %w", l.key, err)
+		}
+		notAfter(list, l.now())
+		list, _ = prune(list, l.now, l.cfg.TTL)
+		return list, clock, it.Version, nil
 	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("load %s: %w", l.key, err)
-	}
-	list, err := decodeState(it.Value, l.cfg.Capacity)
-	if err != nil {
-		return nil, 0, fmt.Errorf("load %s: %w", l.key, err)
-	}
-	list, _ = prune(list, l.cfg.Now, l.cfg.TTL)
-	return list, it.Version, nil
+	return nil, 0, 0, fmt.Errorf("load %s: state rewritten during quarantine %d times: %w", l.key, l.cfg.MaxRetries, storage.ErrConflict)
 }
 
-// Recall renders the tracked entities:
+// quarantine moves an unreadable stored state aside: it is copied to a
+// quarantine key, then deleted from the state key if still unchanged.
+func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) error {
+	qkey := storage.LayerKey(l.cfg.ID, l.scope, "quarantine/"+strconv.FormatInt(l.now().UnixNano(), 10))
+	if _, err := l.store.Put(ctx, qkey, it.Value, storage.AnyVersion); err != nil {
+		return err
+	}
+	if err := l.store.Delete(ctx, l.key, it.Version); err != nil {
+		return err
+	}
+	l.logger.LogAttrs(ctx, slog.LevelWarn, "entitymemory: stored state quarantined; starting with no entities",
+		slog.String("layer", l.cfg.ID), slog.String("key", l.key),
+		slog.String("quarantine", qkey), slog.Any("error", cause))
+	return nil
+}
+
+// Recall renders the tracked entities, fenced with layer.Fence in a block
+// named after the layer ID ([Layer.Tag]; <entities> by default):
 //
+//	<entities>
 //	[WORKING MEMORY]
 //	pages:
 //	  - "About Us" (page-123)
 //	sections:
 //	  - "Hero" (sec-456, parent: page-123)
 //
-// followed by the instructions. It returns nothing when no entity is
-// tracked (unless RenderEmpty) or the layer is disabled. When q.Budget is
-// positive and finite and the block's estimated size (one token per four
-// bytes) exceeds it, the oldest entities are left out until it fits. The
-// block is rendered once per change and reused.
+//	To resolve references such as "it", ...
+//	</entities>
+//
+// It returns nothing when no entity is tracked (unless RenderEmpty) or
+// the layer is disabled. When q.Budget is positive and finite and the
+// block's estimated size (one token per four bytes) exceeds it, the
+// oldest entities are left out until it fits. The block is rendered once
+// per change and reused.
 func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error) {
 	if l.cfg.Disabled {
 		return nil, nil
@@ -216,18 +290,18 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 	l.expire()
 	if len(l.list) == 0 {
 		if l.cfg.RenderEmpty {
-			return []layer.Item{{Text: Header + "\n" + EmptyText}}, nil
+			return []layer.Item{{Text: layer.Fence(l.tag, Header+"\n"+EmptyText)}}, nil
 		}
 		return nil, nil
 	}
 	if l.cache == "" {
-		l.cache = render(l.list, l.instr) // never "": it starts with Header
+		l.cache = layer.Fence(l.tag, render(l.list, l.instr)) // never ""
 	}
 	text := l.cache
 	if b := q.Budget; b > 0 && !math.IsInf(b, 1) && estimateTokens(text) > b {
 		text = ""
 		for n := len(l.list) - 1; n > 0; n-- {
-			if t := render(l.list[:n], l.instr); estimateTokens(t) <= b {
+			if t := layer.Fence(l.tag, render(l.list[:n], l.instr)); estimateTokens(t) <= b {
 				text = t
 				break
 			}
@@ -239,6 +313,22 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 	return []layer.Item{{Text: text}}, nil
 }
 
+// now is Config.Now, clamped into years 0-9999 (which JSON can hold).
+func (l *Layer) now() time.Time {
+	t := l.cfg.Now()
+	if t.Before(minTime) || t.After(maxTime) {
+		return clampTime(t)
+	}
+	return t
+}
+
+// Tag returns the name of the block Recall fences the entities in: the
+// layer ID with every '-' replaced by '_' ("entities" for DefaultID,
+// "cms_entities" for "cms-entities"). The prompt compiler gives the tag
+// to the first layer that fences with it, so no other layer's text can
+// pass for this block.
+func (l *Layer) Tag() string { return l.tag }
+
 // EstimateTokens is the token estimate used for budgets: one token per
 // four bytes, rounded up.
 func EstimateTokens(s string) int { return (len(s) + 3) / 4 }
@@ -248,7 +338,7 @@ func estimateTokens(s string) float64 { return float64(EstimateTokens(s)) }
 // expire drops entities past their TTL. Callers hold l.mu.
 func (l *Layer) expire() {
 	var dropped bool
-	l.list, dropped = prune(l.list, l.cfg.Now, l.cfg.TTL)
+	l.list, dropped = prune(l.list, l.now, l.cfg.TTL)
 	if dropped {
 		l.cache = ""
 		l.dirty = l.store != nil
@@ -260,10 +350,16 @@ func (l *Layer) expire() {
 // them; the entities of a delete-like tool ("cms_deletePage",
 // "remove_section") are forgotten instead, so "it" no longer resolves to
 // them. When the list changed and the layer persists, it is saved with
-// compare-and-swap: on a lost race the stored list is read, merged with
-// this one (the most recently seen copy of each entity wins) and written
-// again. A failed save keeps the change in memory and is retried by the
-// next Store and by Close. Cancelling ctx abandons the save.
+// compare-and-swap: on a lost race the stored list is read and this
+// layer's changes since its last save — the entities it recorded, in
+// order, and the ones it forgot — are applied to it again, with logical
+// times after the stored clock (see [StateVersion]), and the result is
+// written (up to Config.MaxRetries attempts). So a deleted entity never
+// comes back and an entity just recorded is never cut because another
+// writer's clock is ahead; it can only be cut when at least Capacity
+// entities were recorded after it. A failed save keeps the change in
+// memory and is retried by the next Store and by Close. Cancelling ctx
+// abandons the save.
 func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 	if l.cfg.Disabled || len(t.Results) == 0 {
 		return nil
@@ -324,21 +420,39 @@ func (l *Layer) addLocked(batch []Entity) {
 	if len(batch) == 0 {
 		return
 	}
-	list, changed := addBatch(l.spare[:0], l.list, batch, l.cfg.Now(), l.cfg.Capacity)
-	l.list, l.spare = list, l.list[:0]
+	now := l.now()
+	for i := range batch {
+		batch[i].SeenAt = now
+	}
+	list, clock, changed := addBatch(l.spare[:0], l.list, batch, l.clock, l.cfg.Capacity)
+	l.list, l.spare, l.clock = list, l.list[:0], clock
+	l.deleted = slices.DeleteFunc(l.deleted, func(e Entity) bool { return containsEntity(batch, &e) })
 	l.dirty = l.store != nil
 	if changed {
 		l.cache = ""
 	}
 }
 
-// removeLocked forgets the entities a delete-like tool acted on.
+// removeLocked forgets the entities a delete-like tool acted on, and
+// remembers the deletion until it is saved, whether or not the entity is
+// in this layer's list: another writer's may hold it.
 func (l *Layer) removeLocked(gone []Entity) {
 	n := len(l.list)
 	l.list = slices.DeleteFunc(l.list, func(e Entity) bool { return containsEntity(gone, &e) })
 	if len(l.list) != n {
 		l.cache = ""
-		l.dirty = l.store != nil
+	}
+	if l.store == nil {
+		return
+	}
+	for _, g := range gone {
+		if g.ID != "" && !containsEntity(l.deleted, &g) {
+			l.deleted = append(l.deleted, Entity{Type: g.Type, ID: g.ID})
+			l.dirty = true
+		}
+	}
+	if n := len(l.deleted) - maxPendingDeletes; n > 0 {
+		l.deleted = slices.Delete(l.deleted, 0, n)
 	}
 }
 
@@ -349,31 +463,31 @@ func (l *Layer) saveLocked(ctx context.Context) error {
 		l.dirty = false
 		return nil
 	}
-	for attempt := range maxSaveAttempts {
+	for attempt := range l.cfg.MaxRetries {
 		// After a lost race, wait a jittered, growing delay so that
 		// contending writers spread out instead of colliding again.
 		if err := storage.WaitRetry(ctx, attempt); err != nil {
 			return fmt.Errorf("entitymemory: save %s: %w", l.key, err)
 		}
-		v, err := l.store.Put(ctx, l.key, encodeState(l.list), l.version)
+		v, err := l.store.Put(ctx, l.key, encodeState(l.list, l.clock), l.version)
 		if err == nil {
-			l.version, l.dirty = v, false
+			l.version, l.dirty, l.base, l.deleted = v, false, l.clock, nil
 			return nil
 		}
 		if !errors.Is(err, storage.ErrConflict) {
 			return fmt.Errorf("entitymemory: save %s: %w", l.key, err)
 		}
-		remote, ver, err := l.load(ctx)
+		remote, remoteClock, ver, err := l.load(ctx)
 		if err != nil {
 			return fmt.Errorf("entitymemory: save: %w", err)
 		}
-		merged := merge(l.list, remote, l.cfg.Capacity)
+		merged, base, clock := rebase(l.list, l.base, l.clock, l.deleted, remote, remoteClock, l.cfg.Capacity)
 		if !sameVisible(merged, l.list) {
 			l.cache = ""
 		}
-		l.list, l.version = merged, ver
+		l.list, l.clock, l.base, l.version = merged, clock, base, ver
 	}
-	return fmt.Errorf("entitymemory: save %s: gave up after %d attempts: %w", l.key, maxSaveAttempts, storage.ErrConflict)
+	return fmt.Errorf("entitymemory: save %s: gave up after %d attempts: %w", l.key, l.cfg.MaxRetries, storage.ErrConflict)
 }
 
 // OnSpawn returns the layer a child agent starts with: a copy of the
@@ -386,7 +500,7 @@ func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, erro
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.bind(nil, "", slices.Clone(l.list)), nil
+	return l.bind(nil, "", slices.Clone(l.list), l.clock), nil
 }
 
 // Entities returns the tracked entities, newest first. The slice is a
@@ -412,7 +526,7 @@ func (l *Layer) Provides() layer.Provides {
 func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return encodeState(l.list), nil
+	return encodeState(l.list, l.clock), nil
 }
 
 // Restore replaces the state with a snapshot, of this version or an older
@@ -420,7 +534,7 @@ func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
 // ([ErrVersion]) or an unreadable one ([ErrCorrupt]) is refused, and a
 // failed save is undone: either way the current state is kept.
 func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
-	list, err := decodeState(data, l.cfg.Capacity)
+	list, clock, err := decodeState(data, l.cfg.Capacity)
 	if err != nil {
 		return fmt.Errorf("entitymemory: restore: %w", err)
 	}
@@ -429,15 +543,15 @@ func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	prev, prevDirty := l.list, l.dirty
-	l.list, l.cache = list, ""
-	if l.store == nil {
-		return nil
+	// The clock never goes back: what is recorded after the restore comes
+	// after everything recorded before it.
+	clock = max(clock, l.clock)
+	if l.store != nil {
+		if err := l.overwriteLocked(ctx, encodeState(list, clock)); err != nil {
+			return fmt.Errorf("entitymemory: restore: %w", err)
+		}
 	}
-	if err := l.overwriteLocked(ctx, encodeState(list)); err != nil {
-		l.list, l.dirty = prev, prevDirty
-		return fmt.Errorf("entitymemory: restore: %w", err)
-	}
+	l.list, l.clock, l.base, l.deleted, l.cache = list, clock, clock, nil, ""
 	return nil
 }
 
@@ -458,7 +572,7 @@ func (l *Layer) Clear(ctx context.Context) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.list, l.cache, l.dirty = nil, "", false
+	l.list, l.cache, l.dirty, l.deleted, l.base = nil, "", false, nil, l.clock
 	if l.store == nil {
 		return nil
 	}
@@ -475,7 +589,7 @@ func (l *Layer) Stats(ctx context.Context) (layer.Stats, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.expire()
-	return layer.Stats{Entries: len(l.list), Bytes: len(encodeState(l.list))}, nil
+	return layer.Stats{Entries: len(l.list), Bytes: len(encodeState(l.list, l.clock))}, nil
 }
 
 // Close saves changes a failed Store could not save.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -165,7 +166,7 @@ func TestConfig(t *testing.T) {
 }
 
 func env(st storage.Store, thread string) layer.Env {
-	return layer.Env{ThreadID: thread, ExecutionID: "exec-" + thread, Store: st}
+	return layer.Env{ThreadID: thread, ExecutionID: "exec-" + thread, Store: st, Logger: slog.New(slog.DiscardHandler)}
 }
 
 func initLayer(t testing.TB, tmpl *Layer, e layer.Env) *Layer {
@@ -292,15 +293,19 @@ func TestSaveFailureKeepsStateAndRetries(t *testing.T) {
 	}
 }
 
+// TestInitRefusesBadState: state from a newer version fails Init and is
+// left as it is; unreadable state is quarantined and the run starts
+// empty.
 func TestInitRefusesBadState(t *testing.T) {
 	for name, tc := range map[string]struct {
 		data string
-		want error
+		want error // nil: quarantined
 	}{
 		"future version": {`{"version":99,"entities":[]}`, ErrVersion},
-		"corrupt":        {`{"version":1,"entities":"nope"}`, ErrCorrupt},
-		"not json":       {`hello`, ErrCorrupt},
-		"no version":     {`{"entities":[]}`, ErrCorrupt},
+		"corrupt":        {`{"version":1,"entities":"nope"}`, nil},
+		"not json":       {`hello`, nil},
+		"no version":     {`{"entities":[]}`, nil},
+		"huge clock":     {`{"version":2,"clock":18446744073709551615,"entities":[]}`, nil},
 	} {
 		t.Run(name, func(t *testing.T) {
 			st := storage.NewMemory()
@@ -313,8 +318,21 @@ func TestInitRefusesBadState(t *testing.T) {
 				t.Fatalf("Init = %v, want %v", err, tc.want)
 			}
 			it, _ := st.Get(t.Context(), key)
-			if string(it.Value) != tc.data {
-				t.Errorf("stored state changed to %s", it.Value)
+			if tc.want != nil {
+				if string(it.Value) != tc.data {
+					t.Errorf("stored state changed to %s", it.Value)
+				}
+				return
+			}
+			if it.Value != nil {
+				t.Errorf("unreadable state left in place: %s", it.Value)
+			}
+			keys, _ := st.List(t.Context(), storage.LayerPrefix("entities", "t"))
+			if len(keys) != 1 || !strings.Contains(keys[0], "quarantine") {
+				t.Fatalf("keys after Init: %v, want one quarantine key", keys)
+			}
+			if q, _ := st.Get(t.Context(), keys[0]); string(q.Value) != tc.data {
+				t.Errorf("quarantined %q, want %q", q.Value, tc.data)
 			}
 		})
 	}
@@ -336,7 +354,7 @@ func TestSnapshotRestore(t *testing.T) {
 	before := l.Entities()
 
 	// Bad snapshots change nothing.
-	for _, bad := range []string{`{"version":2,"entities":[]}`, `{"version":1,"entities":[{"id":{}}]}`, `42`, ``} {
+	for _, bad := range []string{`{"version":3,"entities":[]}`, `{"version":1,"entities":[{"id":{}}]}`, `42`, ``} {
 		err := l.Restore(ctx, json.RawMessage(bad))
 		if !errors.Is(err, ErrVersion) && !errors.Is(err, ErrCorrupt) {
 			t.Errorf("Restore(%s) = %v, want ErrVersion or ErrCorrupt", bad, err)
@@ -345,7 +363,7 @@ func TestSnapshotRestore(t *testing.T) {
 			t.Errorf("Restore(%s) changed the state", bad)
 		}
 	}
-	if err := l.Restore(ctx, json.RawMessage(`{"version":2}`)); !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "version 2") {
+	if err := l.Restore(ctx, json.RawMessage(`{"version":3}`)); !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "version 3") {
 		t.Errorf("future version error is not clear: %v", err)
 	}
 
@@ -389,8 +407,8 @@ func TestRestoreFailedSaveKeepsState(t *testing.T) {
 // TestFrozenSnapshots loads the snapshots of every released format.
 func TestFrozenSnapshots(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "state-v*.json"))
-	if len(files) < 2 {
-		t.Fatalf("want frozen snapshots of versions 0 and 1, got %v", files)
+	if len(files) < StateVersion+1 {
+		t.Fatalf("want frozen snapshots of versions 0 to %d, got %v", StateVersion, files)
 	}
 	want := []ent{{"page", "page-123", "About Us", "about-us", ""}, {"section", "sec-456", "Hero", "", "page-123"}}
 	for _, f := range files {

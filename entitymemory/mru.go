@@ -11,13 +11,16 @@ import (
 // sameEntity reports whether a and b are the same entity (type and ID).
 func sameEntity(a, b *Entity) bool { return a.ID == b.ID && a.Type == b.Type }
 
-// addBatch records the entities of one tool result, seen at now, at the
-// front of list in their own order, writes the new list (at most capacity
-// long) into dst, which must not share memory with list, and reports
-// whether anything visible changed. A re-seen entity moves to the front
-// and takes the new name; a new name that is only the ID fallback, or an
+// addBatch records the entities of one tool result (or the entities a
+// writer re-applies after a lost race, see rebase) at the front of list in
+// their own order, writes the new list (at most capacity long) into dst,
+// which must not share memory with list, and reports whether anything
+// visible changed. The batch keeps its SeenAt; it takes the logical times
+// after clock, the first entity the highest, so the list stays ordered by
+// seq; the new clock is returned. A re-seen entity moves to the front and
+// takes the new name; a new name that is only the ID fallback, or an
 // empty slug or parent, keeps the old value. list is not modified.
-func addBatch(dst, list, batch []Entity, now time.Time, capacity int) ([]Entity, bool) {
+func addBatch(dst, list, batch []Entity, clock uint64, capacity int) ([]Entity, uint64, bool) {
 	out := dst[:0]
 	for i := range batch {
 		if len(out) == capacity {
@@ -27,7 +30,6 @@ func addBatch(dst, list, batch []Entity, now time.Time, capacity int) ([]Entity,
 		if e.ID == "" || e.Type == "" || containsEntity(batch[:i], &e) {
 			continue
 		}
-		e.SeenAt = now
 		if j := indexEntity(list, &e); j >= 0 {
 			old := &list[j]
 			if e.Name == e.ID && old.Name != "" {
@@ -42,6 +44,10 @@ func addBatch(dst, list, batch []Entity, now time.Time, capacity int) ([]Entity,
 		}
 		out = append(out, e)
 	}
+	n := uint64(len(out))
+	for i := range out {
+		out[i].seq = clock + n - uint64(i)
+	}
 	for i := range list {
 		if len(out) == capacity {
 			break
@@ -50,7 +56,7 @@ func addBatch(dst, list, batch []Entity, now time.Time, capacity int) ([]Entity,
 			out = append(out, list[i])
 		}
 	}
-	return out, !sameVisible(list, out)
+	return out, clock + n, !sameVisible(list, out)
 }
 
 // indexEntity returns the index of e (by type and ID) in list, or -1.
@@ -79,7 +85,7 @@ func sameVisible(a, b []Entity) bool {
 	return true
 }
 
-// prune drops the entities not seen within ttl before now() (ttl 0: none)
+// prune drops the entities not seen within ttl before now (ttl 0: none)
 // and reports whether any was dropped. It filters list in place. The
 // clock is read only when there is a ttl: Recall and Store prune on every
 // call.
@@ -92,27 +98,41 @@ func prune(list []Entity, now func() time.Time, ttl time.Duration) ([]Entity, bo
 	return list, len(list) != n
 }
 
-// merge combines the local list with one loaded from storage after a lost
-// write race: every entity of either, the most recently seen copy of each,
-// ordered by SeenAt, newest first (ties keep local before remote, and list
-// order), cut to capacity.
-func merge(local, remote []Entity, capacity int) []Entity {
-	all := make([]Entity, 0, len(local)+len(remote))
-	all = append(all, local...)
-	for _, r := range remote {
-		i := indexEntity(all, &r)
-		switch {
-		case i < 0:
-			all = append(all, r)
-		case r.SeenAt.After(all[i].SeenAt):
-			all[i] = r
+// notAfter moves the seenAt of the entities of list that lie after now
+// (written by a process whose clock is ahead) to now: a seenAt in the
+// future counts as now.
+func notAfter(list []Entity, now time.Time) {
+	for i := range list {
+		if list[i].SeenAt.After(now) {
+			list[i].SeenAt = now
 		}
 	}
-	slices.SortStableFunc(all, func(a, b Entity) int { return b.SeenAt.Compare(a.SeenAt) })
-	if len(all) > capacity {
-		all = all[:capacity]
+}
+
+// rebase returns what a writer saves after losing a compare-and-swap race:
+// its own changes re-applied onto the stored state (remote, at logical
+// clock remoteClock) instead of a union of the two lists. Its changes
+// are the entities it recorded since the state it started from (local
+// entities with seq > base) and the entities it deleted since (deleted).
+// The deleted ones leave the stored list, so a deletion is never undone;
+// the recorded ones go first with logical times after both clocks, so
+// the entity a writer just recorded is never cut by a writer whose
+// clock, wall or logical, is ahead. Every other local entity is already
+// in remote's history: where remote no longer has it, another writer
+// deleted it or it aged out, and it is not brought back. remote is
+// modified. rebase returns the new list, the base of its changes (the
+// re-applied entities have seqs above it) and the new clock.
+func rebase(local []Entity, base, localClock uint64, deleted []Entity, remote []Entity, remoteClock uint64, capacity int) ([]Entity, uint64, uint64) {
+	remote = slices.DeleteFunc(remote, func(e Entity) bool { return containsEntity(deleted, &e) })
+	var mine []Entity
+	for _, e := range local {
+		if e.seq > base {
+			mine = append(mine, e)
+		}
 	}
-	return all
+	start := max(localClock, remoteClock)
+	out, clock, _ := addBatch(make([]Entity, 0, capacity), remote, mine, start, capacity)
+	return out, start, clock
 }
 
 // clean normalises an entity coming from outside the extractor (a
