@@ -36,10 +36,9 @@
 //   - Lost updates (TestLostUpdates): 8 processes × 200 updates, each
 //     adding a distinct key to one resource-scoped scratchpad through its
 //     update tool, released together, against SQLite (one file) and
-//     Redis; the final state must hold all 1,600 keys. The key-value
-//     memory has no persistence of its own, so the same runs against a
-//     KV snapshot kept in the store the way a caller must keep it (read,
-//     Restore, Set, Snapshot, compare-and-swap).
+//     Redis; the final state must hold all 1,600 keys. The same runs
+//     write to a resource-scoped key-value memory (workingmemory.KVLayer,
+//     persisted with KVLayer.Flush).
 //   - Crash (TestCrash): a worker streams checksummed records of up to
 //     60 KB, scratchpad updates, key-value memory entries and thread
 //     checkpoints into an SQLite file and is killed with SIGKILL at a
@@ -64,6 +63,34 @@
 //     conflict, the final checkpoint is one well-formed history, and the
 //     thread's scratchpad holds exactly the updates that succeeded,
 //     including those of the runs that lost.
+//   - No ABA (TestABA): process A reads a key, the key's life ends
+//     (deleted and recreated, the SQLite file recreated, Redis restarted
+//     empty), process B writes it again, and A's stale compare-and-swap
+//     must conflict; the control numbers versions from 1 in each life, as
+//     before, and loses A's victim's write every round.
+//   - File replaced (TestFileReplaced): the SQLite file a worker is
+//     writing to is deleted or replaced; no write after that may be
+//     acknowledged (storage/sqlite.ErrFileReplaced), so the next process
+//     misses nothing it was told was stored; the control, without the
+//     check, loses every acknowledged write.
+//   - Key-value memory per user (TestTrust03_KVScopedProcesses): one
+//     process per user on one agent configuration and store; no entry of
+//     one user may reach another's prompt, stored memory or checkpoint,
+//     and none may be lost; the control shares one memory between users
+//     and leaks.
+//   - Return merge (TestReturnMergeKeepsSiblingWrites): sibling processes
+//     update a resource's scratchpad while a child agent's copy of it is
+//     out; the child's return must revert none of their updates; the
+//     control (merging the child's whole state) reverts them.
+//   - Writes landed despite an error (TestWritesLandedDespiteContextError):
+//     processes delete list elements by index under random deadlines; a
+//     write the store reported as failed but applied must be reported as
+//     applied, so no delete is applied twice; the control, trusting the
+//     store's error, deletes twice.
+//   - Entity skew (TestEntitySkew): processes whose clocks are up to an
+//     hour apart create and delete entities of one resource; no entity
+//     just created may be missing and no deleted one may come back; the
+//     control (the old merge by wall clock) loses and resurrects.
 //   - Bad input (badinput_test.go): malformed, non-object, oversized
 //     (10 MB) and deeply nested (10,000 and 100,000 levels) tool
 //     arguments, schema violations, "__proto__" at every depth, IDs and
