@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/memlayer/memlayer/storage"
 )
 
 // KV is a scoped key-value memory: fast, typed, in-process memory for code
@@ -179,11 +181,11 @@ func (kv *KV) checkKey(key string) error {
 	case len(key) > kv.tree.cfg.MaxKeyBytes:
 		return fmt.Errorf("%w: key of %d bytes, the limit is %d", ErrInvalidKey, len(key), kv.tree.cfg.MaxKeyBytes)
 	case !utf8.ValidString(key):
-		return fmt.Errorf("%w: key %q is not valid UTF-8", ErrInvalidKey, key)
+		return fmt.Errorf("%w: key %s is not valid UTF-8", ErrInvalidKey, storage.Quote(key))
 	}
 	for _, r := range key {
 		if unicode.IsControl(r) {
-			return fmt.Errorf("%w: key %q holds control character %U", ErrInvalidKey, key, r)
+			return fmt.Errorf("%w: key %s holds control character %U", ErrInvalidKey, storage.Quote(key), r)
 		}
 	}
 	return nil
@@ -196,7 +198,7 @@ func (kv *KV) checkScopeName(name string) error {
 		return fmt.Errorf("scope name: %w", err)
 	}
 	if strings.Contains(name, "/") {
-		return fmt.Errorf("%w: scope name %q contains '/'", ErrInvalidKey, name)
+		return fmt.Errorf("%w: scope name %s contains '/'", ErrInvalidKey, storage.Quote(name))
 	}
 	return nil
 }
@@ -251,7 +253,7 @@ func Set[T any](kv *KV, key string, v T) error {
 func SetWith[T any](kv *KV, key string, v T, m Meta) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("%w: key %q: %w", ErrInvalidValue, key, err)
+		return fmt.Errorf("%w: key %s: %w", ErrInvalidValue, storage.Quote(key), err)
 	}
 	var cached any
 	if isRefFree(reflect.TypeFor[T]()) {
@@ -263,7 +265,7 @@ func SetWith[T any](kv *KV, key string, v T, m Meta) error {
 // SetJSON stores raw JSON under key with metadata.
 func (kv *KV) SetJSON(key string, raw json.RawMessage, m Meta) error {
 	if !json.Valid(raw) {
-		return fmt.Errorf("%w: key %q: not valid JSON", ErrInvalidValue, key)
+		return fmt.Errorf("%w: key %s: not valid JSON", ErrInvalidValue, storage.Quote(key))
 	}
 	return kv.set(key, slices.Clone(raw), nil, m)
 }
@@ -274,10 +276,10 @@ func (kv *KV) set(key string, raw []byte, cached any, m Meta) error {
 	}
 	cfg := &kv.tree.cfg
 	if cfg.MaxEntryBytes > 0 && len(raw) > cfg.MaxEntryBytes {
-		return fmt.Errorf("%w: entry size: key %q is %d bytes, the limit is %d", ErrLimit, key, len(raw), cfg.MaxEntryBytes)
+		return fmt.Errorf("%w: entry size: key %s is %d bytes, the limit is %d", ErrLimit, storage.Quote(key), len(raw), cfg.MaxEntryBytes)
 	}
 	if m.Importance < 0 || m.Importance > 1 || m.Importance != m.Importance {
-		return fmt.Errorf("%w: key %q: importance %v is outside 0..1", ErrInvalidValue, key, m.Importance)
+		return fmt.Errorf("%w: key %s: importance %v is outside 0..1", ErrInvalidValue, storage.Quote(key), m.Importance)
 	}
 	now := cfg.Now()
 	e := &kvEntry{raw: raw, val: cached, meta: m, created: now, updated: now}
@@ -429,7 +431,7 @@ func decodeEntry[T any](key string, e *kvEntry) (T, bool, error) {
 // escapes into json.Unmarshal, is not allocated on decodeEntry's fast path.
 func decodeRaw[T any](key string, raw []byte) (v T, ok bool, err error) {
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return v, false, fmt.Errorf("%w: key %q does not decode into %T: %w", ErrInvalidValue, key, v, err)
+		return v, false, fmt.Errorf("%w: key %s does not decode into %T: %w", ErrInvalidValue, storage.Quote(key), v, err)
 	}
 	return v, true, nil
 }
@@ -481,7 +483,7 @@ func runFactory[T any](kv *KV, key string, c *kvCall, factory func() (T, error))
 	finished := false
 	defer func() {
 		if !finished {
-			err = fmt.Errorf("workingmemory: GetOrSet %q: the factory panicked", key)
+			err = fmt.Errorf("workingmemory: GetOrSet %s: the factory panicked", storage.Quote(key))
 		}
 		t := kv.tree
 		t.mu.Lock()
@@ -994,10 +996,10 @@ func (kv *KV) parseSnapshot(data []byte) (snap kvSnapshot, entries, scopes int, 
 				return fmt.Errorf("kv snapshot: %w", err)
 			}
 			if !json.Valid(e.Value) {
-				return fmt.Errorf("%w: kv snapshot: key %q: value is not valid JSON", ErrInvalidValue, k)
+				return fmt.Errorf("%w: kv snapshot: key %s: value is not valid JSON", ErrInvalidValue, storage.Quote(k))
 			}
 			if m := kv.tree.cfg.MaxEntryBytes; m > 0 && len(e.Value) > m {
-				return fmt.Errorf("%w: entry size: kv snapshot key %q is %d bytes, the limit is %d", ErrLimit, k, len(e.Value), m)
+				return fmt.Errorf("%w: entry size: kv snapshot key %s is %d bytes, the limit is %d", ErrLimit, storage.Quote(k), len(e.Value), m)
 			}
 			entries++
 		}

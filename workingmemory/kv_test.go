@@ -640,3 +640,23 @@ func TestKVRace(t *testing.T) {
 		t.Errorf("stats = %+v, %v", st, err)
 	}
 }
+
+// TestTrust22_KVErrorsQuoteKeysShort: an error about a 100 KB key (or
+// snapshot key) quoted all of it; keys are quoted through storage.Quote.
+func TestTrust22_KVErrorsQuoteKeysShort(t *testing.T) {
+	kv := NewKV(KVConfig{MaxKeyBytes: 1 << 20})
+	long := strings.Repeat("k", 100<<10)
+	for name, err := range map[string]error{
+		"control character": Set(kv, long+"\n", 1),
+		"invalid UTF-8":     Set(kv, long+"\xff", 1),
+		"importance":        SetWith(kv, long, 1, Meta{Importance: 2}),
+	} {
+		if err == nil {
+			t.Errorf("%s: no error", name)
+			continue
+		}
+		if len(err.Error()) > 512 {
+			t.Errorf("%s: error of %d bytes quotes the whole key", name, len(err.Error()))
+		}
+	}
+}
