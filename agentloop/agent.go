@@ -797,7 +797,7 @@ func replayableCall(fc *llms.FunctionCall) (badArgs bool) {
 	switch {
 	case args == "":
 		fc.Arguments = "{}"
-	case args[0] != '{' || !validJSON([]byte(args)):
+	case args[0] != '{' || !json.Valid([]byte(args)):
 		fc.Arguments = "{}"
 		return true
 	default:

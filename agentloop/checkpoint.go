@@ -208,7 +208,7 @@ func (r *run) encodeCheckpoint(snap layer.Snapshot) ([]byte, error) {
 			raw = json.RawMessage("null")
 		}
 		if last, ok := r.snapValid[id]; !ok || !bytes.Equal(last, raw) {
-			if !validJSON(raw) {
+			if !json.Valid(raw) {
 				return nil, fmt.Errorf("layer %s: snapshot is not valid JSON", id)
 			}
 			if r.snapValid == nil {

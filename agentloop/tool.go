@@ -182,7 +182,7 @@ func (c *schemaCache) validate(schema json.RawMessage, args []byte) error {
 	}
 	if bytes.Equal(schema, anyObject) {
 		// The default schema: any object. No need to decode.
-		if a := bytes.TrimSpace(args); len(a) > 0 && a[0] == '{' && validJSON(a) {
+		if a := bytes.TrimSpace(args); len(a) > 0 && a[0] == '{' && json.Valid(a) {
 			return nil
 		}
 		return fmt.Errorf("arguments are not a JSON object")
@@ -225,7 +225,7 @@ func checkArgs(args string) (json.RawMessage, error) {
 	if len(raw) == 0 {
 		return json.RawMessage("{}"), nil
 	}
-	if !validJSON(raw) {
+	if !json.Valid(raw) {
 		return nil, fmt.Errorf("%w: not valid JSON", ErrInvalidArguments)
 	}
 	if raw[0] != '{' {
