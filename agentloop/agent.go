@@ -993,7 +993,7 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 	for _, d := range r.defs {
 		names = append(names, d.Function.Name)
 	}
-	return "", fmt.Errorf("%w %q; the available tools are: %s", ErrUnknownTool, name, strings.Join(names, ", "))
+	return "", fmt.Errorf("%w %q; the available tools are: %s", layer.ErrUnknownTool, name, strings.Join(names, ", "))
 }
 
 // callAgentTool validates the arguments and runs one of the agent's own
@@ -1016,7 +1016,7 @@ func (a *Agent) toolArgs(name string, schema json.RawMessage, args string) (json
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := a.schemas.validate(schema, raw); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidArguments, name, err)
+		return nil, fmt.Errorf("%w: %s: %w", layer.ErrInvalidArguments, name, err)
 	}
 	return raw, nil
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/tmc/langchaingo/tools"
+
+	"github.com/memlayer/memlayer/layer"
 )
 
 // MaxToolNameLen is the longest tool name accepted, the limit of the
@@ -226,10 +228,10 @@ func checkArgs(args string) (json.RawMessage, error) {
 		return json.RawMessage("{}"), nil
 	}
 	if !json.Valid(raw) {
-		return nil, fmt.Errorf("%w: not valid JSON", ErrInvalidArguments)
+		return nil, fmt.Errorf("%w: not valid JSON", layer.ErrInvalidArguments)
 	}
 	if raw[0] != '{' {
-		return nil, fmt.Errorf("%w: want a JSON object", ErrInvalidArguments)
+		return nil, fmt.Errorf("%w: want a JSON object", layer.ErrInvalidArguments)
 	}
 	return raw, nil
 }
