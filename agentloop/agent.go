@@ -206,8 +206,6 @@ type run struct {
 	ckpt       []byte
 	ckptMsgEnd int
 	ckptMsgs   int
-	snapIDs    []string          // the last snapshot's layer IDs, sorted
-	snapValid  map[string][]byte // each layer's last snapshot found valid
 }
 
 // tree holds what a top-level run and all its child runs, at every
@@ -254,7 +252,7 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 	start := time.Now()
 	a.emit(ctx, Event{Kind: EventRunStart, ThreadID: in.ThreadID})
 
-	ckpt, ver, err := a.loadCheckpoint(ctx, in.ThreadID)
+	ckpt, msgs, ver, err := a.loadCheckpoint(ctx, in.ThreadID)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +280,7 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 	}
 	r.tree = &r.ownTree
 	if ckpt != nil {
-		r.msgs = ckpt.Messages
+		r.msgs = msgs
 		r.ckptBase = *ckpt
 		r.compacted = ckpt.Compacted
 		replayable(r.msgs) // threads stored by earlier versions

@@ -2,12 +2,17 @@ package agentloop_test
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"regexp"
 	"sync"
 	"testing"
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/storage"
 )
 
 // Issue 10 (brief item 3): an unknown tool and bad tool arguments are
@@ -54,5 +59,54 @@ func TestPlain03_ToolErrorsAreLayers(t *testing.T) {
 	}
 	if _, err := a.Spawn(t.Context(), agentloop.SpawnInput{ThreadID: "t"}); !errors.Is(err, layer.ErrInvalidArguments) {
 		t.Errorf("Spawn without input: %v, want layer.ErrInvalidArguments", err)
+	}
+}
+
+// Issue 10 (brief item 2): a stored message is memlayer's own record
+// (StoredMessage), written with encoding/json. What a run stores is
+// byte for byte the frozen file of the current version (the same
+// conversation as the older files), so the stored form changes only with
+// a new version; and every older version migrates to the same records.
+func TestPlain02_StoredMessageRecord(t *testing.T) {
+	frozen := func(version int) []byte {
+		data, err := os.ReadFile(fmt.Sprintf("testdata/checkpoint_v%d.json", version))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	store := storage.NewMemory()
+	restartScenario(t, store, false)
+	it, err := store.Get(t.Context(), storage.ThreadKey("thread-about", agentloop.CheckpointName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stamp := regexp.MustCompile(`"updated_at":"[^"]*"`)
+	got, want := stamp.ReplaceAll(it.Value, nil), stamp.ReplaceAll(frozen(agentloop.CheckpointVersion), nil)
+	if string(got) != string(want) {
+		t.Errorf("stored checkpoint differs from testdata/checkpoint_v%d.json:\n got %s\nwant %s", agentloop.CheckpointVersion, got, want)
+	}
+
+	var first *agentloop.Checkpoint
+	for version := 1; version <= agentloop.CheckpointVersion; version++ {
+		store := storage.NewMemory()
+		if _, err := store.Put(t.Context(), storage.ThreadKey("t", agentloop.CheckpointName), frozen(version), storage.NoVersion); err != nil {
+			t.Fatal(err)
+		}
+		ck, err := mustAgent(t, agentloop.Config{Model: agenttest.New(), Store: store}).LoadCheckpoint(t.Context(), "t")
+		if err != nil {
+			t.Fatalf("v%d: %v", version, err)
+		}
+		if ck.Version != agentloop.CheckpointVersion {
+			t.Errorf("v%d loads as version %d", version, ck.Version)
+		}
+		if first == nil {
+			first = ck
+			continue
+		}
+		if !reflect.DeepEqual(ck.Messages, first.Messages) || ck.Steps != first.Steps || ck.Usage != first.Usage ||
+			!reflect.DeepEqual(ck.Layers, first.Layers) || ck.ThreadID != first.ThreadID || ck.Agent != first.Agent {
+			t.Errorf("v%d loads as\n%+v\nv1 as\n%+v", version, ck, first)
+		}
 	}
 }
