@@ -146,18 +146,39 @@ func legacyCompacted(msgs []StoredMessage) int {
 	return 0
 }
 
+// thread is a top-level run's stored thread: where its checkpoint is,
+// what the stored one holds, and the JSON the next one extends.
+type thread struct {
+	key     string // storage.ThreadKey(threadID, CheckpointName)
+	version int64  // of the stored checkpoint, for compare-and-swap
+	// steps and usage of the thread's earlier runs.
+	steps int
+	usage Usage
+	// compacted is the compaction watermark (Checkpoint.Compacted).
+	compacted int
+	// baseMsgs is how many messages came from the checkpoint; the last
+	// successful checkpoint holds msgs[:savedMsgs] and savedSteps of
+	// this run's steps.
+	baseMsgs, savedMsgs, savedSteps int
+	// json is the last checkpoint's JSON, which the next one extends
+	// (see encodeCheckpoint): json[:msgsEnd] is the JSON up to and
+	// including msgs[:encoded].
+	json             []byte
+	msgsEnd, encoded int
+}
+
 // checkpoint stores the run's messages and layer state with
 // compare-and-swap against the version read at the start of the run.
 func (r *run) checkpoint(ctx context.Context) error {
-	a := r.a
 	start := time.Now()
 	err := r.writeCheckpoint(ctx)
-	a.emit(ctx, Event{Kind: EventCheckpoint, ThreadID: r.threadID, Step: max(r.res.Steps-1, 0), Duration: time.Since(start), Err: err})
+	r.a.emit(ctx, Event{Kind: EventCheckpoint, ThreadID: r.threadID, Step: max(r.res.Steps-1, 0), Duration: time.Since(start), Err: err})
 	return err
 }
 
 // writeCheckpoint writes the checkpoint; an error is a *CheckpointError.
 func (r *run) writeCheckpoint(ctx context.Context) error {
+	th, store := r.thread, r.a.cfg.Store
 	snap, err := r.stack.Snapshot(ctx)
 	if err != nil {
 		return r.checkpointError(fmt.Errorf("snapshot layers: %w", err))
@@ -166,28 +187,26 @@ func (r *run) writeCheckpoint(ctx context.Context) error {
 	if err != nil {
 		return r.checkpointError(fmt.Errorf("encode: %w", err))
 	}
-	if r.ckptKey == "" {
-		r.ckptKey = storage.ThreadKey(r.threadID, CheckpointName)
-	}
-	v, err := r.a.cfg.Store.Put(ctx, r.ckptKey, data, r.ckptVer)
+	v, err := store.Put(ctx, th.key, data, th.version)
 	if err != nil {
 		// A conflict is another run's write, unless the checkpoint this
 		// run read or wrote is no longer there at all.
-		if errors.Is(err, storage.ErrConflict) && r.ckptVer != storage.NoVersion {
-			if _, gerr := r.a.cfg.Store.Get(ctx, r.ckptKey); errors.Is(gerr, storage.ErrNotFound) {
+		if errors.Is(err, storage.ErrConflict) && th.version != storage.NoVersion {
+			if _, gerr := store.Get(ctx, th.key); errors.Is(gerr, storage.ErrNotFound) {
 				err = ErrCheckpointGone
 			}
 		}
 		return r.checkpointError(err)
 	}
-	r.ckptVer = v
-	r.savedMsgs, r.savedSteps = len(r.msgs), r.res.Steps
+	th.version = v
+	th.savedMsgs, th.savedSteps = len(r.msgs), r.res.Steps
 	return nil
 }
 
 // checkpointError is a failed checkpoint write, with what was saved.
 func (r *run) checkpointError(err error) error {
-	return &CheckpointError{ThreadID: r.threadID, SavedSteps: r.savedSteps, SavedMessages: max(r.savedMsgs-r.baseMsgs, 0), Err: err}
+	th := r.thread
+	return &CheckpointError{ThreadID: r.threadID, SavedSteps: th.savedSteps, SavedMessages: max(th.savedMsgs-th.baseMsgs, 0), Err: err}
 }
 
 // encodeCheckpoint returns the JSON of the run's [Checkpoint], written
@@ -195,26 +214,27 @@ func (r *run) checkpointError(err error) error {
 //
 // The messages come first: they never change once in the history, so
 // each is encoded once per run, and the buffer that holds them
-// (r.ckpt[:r.ckptMsgEnd]) is kept and extended by the next step rather
-// than rebuilt; a step costs what it adds, not the whole history. The
-// returned slice is that buffer: it is valid until the next call (stores
-// do not retain what they are given). The other fields follow, encoded
-// as a Checkpoint without messages.
+// (thread.json[:thread.msgsEnd]) is kept and extended by the next step
+// rather than rebuilt; a step costs what it adds, not the whole history.
+// The returned slice is that buffer: it is valid until the next call
+// (stores do not retain what they are given). The other fields follow,
+// encoded as a Checkpoint without messages.
 func (r *run) encodeCheckpoint(snap layer.Snapshot) ([]byte, error) {
+	th := r.thread
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	b := r.ckpt[:r.ckptMsgEnd]
+	b := th.json[:th.msgsEnd]
 	if len(b) == 0 {
 		b = append(b, `{"messages":[`...)
 	}
-	for i := r.ckptMsgs; i < len(r.msgs); i++ {
+	for i := th.encoded; i < len(r.msgs); i++ {
 		s, err := storedMessage(r.msgs[i])
 		if err == nil {
 			err = enc.Encode(s)
 		}
 		if err != nil {
-			r.ckpt = b
+			th.json = b
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
 		if i > 0 {
@@ -222,11 +242,11 @@ func (r *run) encodeCheckpoint(snap layer.Snapshot) ([]byte, error) {
 		}
 		b = append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
 		buf.Reset()
-		r.ckptMsgs, r.ckptMsgEnd = i+1, len(b)
+		th.encoded, th.msgsEnd = i+1, len(b)
 	}
-	// From here on r.ckpt must hold the messages encoded so far, even if
-	// a layer's snapshot is refused below.
-	r.ckpt = b
+	// From here on th.json must hold the messages encoded so far, even
+	// if a layer's snapshot is refused below.
+	th.json = b
 	for id, raw := range snap.Layers {
 		if len(raw) == 0 {
 			snap.Layers[id] = json.RawMessage("null")
@@ -234,8 +254,8 @@ func (r *run) encodeCheckpoint(snap layer.Snapshot) ([]byte, error) {
 	}
 	err := enc.Encode(Checkpoint{
 		Version: CheckpointVersion, Agent: r.a.cfg.Name, ThreadID: r.threadID, ResourceID: r.resourceID,
-		Layers: snap, Steps: r.ckptBase.Steps + r.res.Steps, Usage: r.ckptBase.Usage.Add(r.res.Usage),
-		UpdatedAt: time.Now().UTC(), Compacted: r.compacted,
+		Layers: snap, Steps: th.steps + r.res.Steps, Usage: th.usage.Add(r.res.Usage),
+		UpdatedAt: time.Now().UTC(), Compacted: th.compacted,
 	})
 	if err != nil {
 		for _, id := range slices.Sorted(maps.Keys(snap.Layers)) {
@@ -249,7 +269,7 @@ func (r *run) encodeCheckpoint(snap layer.Snapshot) ([]byte, error) {
 	// opening brace.
 	b = append(b, "],"...)
 	b = append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))[1:]...)
-	r.ckpt = b
+	th.json = b
 	return b, nil
 }
 

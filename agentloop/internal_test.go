@@ -20,9 +20,8 @@ func TestEncodeCheckpointMatchesJSON(t *testing.T) {
 	r := &run{
 		a:        &Agent{cfg: Config{Name: "n\"ame"}},
 		threadID: "t/1", resourceID: "r",
-		res:       &Result{Steps: 2, Usage: Usage{PromptTokens: 3, TotalTokens: 3}},
-		ckptBase:  Checkpoint{Steps: 5, Usage: Usage{CompletionTokens: 1, TotalTokens: 1, Estimated: true}},
-		compacted: 2,
+		res:    &Result{Steps: 2, Usage: Usage{PromptTokens: 3, TotalTokens: 3}},
+		thread: &thread{steps: 5, usage: Usage{CompletionTokens: 1, TotalTokens: 1, Estimated: true}, compacted: 2},
 		msgs: []llms.MessageContent{
 			llms.TextParts(llms.ChatMessageTypeHuman, "hi <b> & \u2028"),
 			{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{llms.ToolCall{ID: "c", Type: "function", FunctionCall: &llms.FunctionCall{Name: "f", Arguments: `{"a":1}`}}}},
