@@ -50,8 +50,8 @@ func TestEncodeCheckpointMatchesJSON(t *testing.T) {
 		r.msgs = append(r.msgs, llms.TextParts(llms.ChatMessageTypeAI, "done"))
 	}
 	snap.Layers["bad"] = json.RawMessage(`{`)
-	if _, err := r.encodeCheckpoint(snap); err == nil {
-		t.Errorf("invalid layer snapshot accepted")
+	if _, err := r.encodeCheckpoint(snap); err == nil || !strings.Contains(err.Error(), "layer bad: snapshot is not valid JSON") {
+		t.Errorf("invalid layer snapshot: %v", err)
 	}
 	// A snapshot that was valid at the last checkpoint and is not any
 	// more is refused too: validity is cached only for identical bytes.
