@@ -193,7 +193,10 @@ func FuzzStoredMessage(f *testing.F) {
 			{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{call}},
 			{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: id, Name: name, Content: content}}},
 		}
-		valid := utf8.ValidString(text + id + name + args + content)
+		valid := true
+		for _, s := range []string{text, id, name, args, content} {
+			valid = valid && utf8.ValidString(s)
+		}
 		for i, m := range msgs {
 			if i == 2 && text == "" {
 				continue // an empty text part is not stored beside calls
