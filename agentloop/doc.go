@@ -110,7 +110,8 @@
 // # Threads and checkpoints
 //
 // After every step the thread's messages and the layers'
-// [layer.Snapshot] are written as a [Checkpoint] under storage.ThreadKey(threadID, "checkpoint") with
+// [layer.Snapshot] are written as a [Checkpoint] (see "The stored record"
+// below) under storage.ThreadKey(threadID, "checkpoint") with
 // compare-and-swap against the version the run started from. A new Agent,
 // in a new process, with the same store and thread ID continues the
 // conversation: the history comes from the checkpoint and the layers load
