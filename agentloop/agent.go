@@ -21,6 +21,7 @@ import (
 
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
+	"github.com/memlayer/memlayer/storage"
 )
 
 // Agent runs a ReAct loop over a langchaingo model with memory layers and
@@ -172,42 +173,18 @@ type run struct {
 	defs       []llms.Tool
 	opts       []llms.CallOption
 	res        *Result
-	// tree is shared with every child run under the same top-level run;
-	// a top-level run's is ownTree.
-	tree    *tree
-	ownTree tree
+	// tree is shared with every child run under the same top-level run.
+	tree *tree
 	// mu guards res.Usage, which child runs add to as they end.
 	mu sync.Mutex
+	// thread is a top-level run's stored thread; a child run has none
+	// (children are not checkpointed).
+	thread *thread
 
 	alloc    *prompt.Allocation // budgets, computed on the first step
 	layerCap float64            // the sum of alloc.Layers
 	callIDs  map[string]bool    // tool call IDs in msgs
-	// msgTokens are the token counts of msgs[:len(msgTokens)], for
-	// usage estimates.
-	msgTokens []int
-	// lastSystem and its token count: the system prompt often stays
-	// the same from one step to the next.
-	lastSystem       string
-	lastSystemTokens int
-
-	persist  bool
-	ckptVer  int64
-	ckptBase Checkpoint // steps and usage of earlier runs
-	// compacted is the compaction watermark (Checkpoint.Compacted).
-	compacted int
-	// baseMsgs is how many messages came from the checkpoint; the
-	// last successful checkpoint holds msgs[:savedMsgs] and savedSteps
-	// of this run's steps.
-	baseMsgs, savedMsgs, savedSteps int
-	// ckpt is the last checkpoint's JSON, which the next one extends
-	// (see encodeCheckpoint): ckpt[:ckptMsgEnd] is the JSON up to and
-	// including msgs[:ckptMsgs].
-	ckptKey    string // storage.ThreadKey(threadID, CheckpointName)
-	ckpt       []byte
-	ckptMsgEnd int
-	ckptMsgs   int
-	snapIDs    []string          // the last snapshot's layer IDs, sorted
-	snapValid  map[string][]byte // each layer's last snapshot found valid
+	est      estimator
 }
 
 // tree holds what a top-level run and all its child runs, at every
@@ -254,7 +231,7 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 	start := time.Now()
 	a.emit(ctx, Event{Kind: EventRunStart, ThreadID: in.ThreadID})
 
-	ckpt, ver, err := a.loadCheckpoint(ctx, in.ThreadID)
+	ckpt, msgs, ver, err := a.loadCheckpoint(ctx, in.ThreadID)
 	if err != nil {
 		return nil, err
 	}
@@ -273,31 +250,29 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 		a.restoreLayers(ctx, stack, ckpt.Layers)
 	}
 
+	th := &thread{key: storage.ThreadKey(in.ThreadID, CheckpointName), version: ver}
 	r := &run{
 		a: a, compiler: a.compiler, sysTokens: a.systemTokens, stack: stack,
 		threadID: in.ThreadID, resourceID: in.ResourceID,
 		input: in.Input, vars: a.mergeVars(in.Vars),
-		res:     &Result{ThreadID: in.ThreadID},
-		persist: true, ckptVer: ver,
+		res: &Result{ThreadID: in.ThreadID}, tree: &tree{}, thread: th,
 	}
-	r.tree = &r.ownTree
 	if ckpt != nil {
-		r.msgs = ckpt.Messages
-		r.ckptBase = *ckpt
-		r.compacted = ckpt.Compacted
+		r.msgs = msgs
+		th.steps, th.usage, th.compacted = ckpt.Steps, ckpt.Usage, ckpt.Compacted
 		replayable(r.msgs) // threads stored by earlier versions
 		if !a.cfg.KeepToolResults {
 			end := len(r.msgs)
 			if in.Input == "" {
 				// The turn goes on (after a limit, say): its own
 				// messages are not an earlier turn's.
-				end = max(lastHuman(r.msgs), r.compacted)
+				end = max(lastHuman(r.msgs), th.compacted)
 			}
-			compactHistory(r.msgs[r.compacted:end])
-			r.compacted = end
+			compactHistory(r.msgs[th.compacted:end])
+			th.compacted = end
 		}
 	}
-	r.baseMsgs, r.savedMsgs = len(r.msgs), len(r.msgs)
+	th.baseMsgs, th.savedMsgs = len(r.msgs), len(r.msgs)
 	if in.Input != "" {
 		r.msgs = append(r.msgs, llms.TextParts(llms.ChatMessageTypeHuman, in.Input))
 	} else {
@@ -427,7 +402,7 @@ func (r *run) stopped(ctx context.Context) (*Result, error) {
 	if !errors.Is(context.Cause(ctx), ErrTimeout) {
 		err = fmt.Errorf("agentloop: run stopped after %d steps: %w", r.res.Steps, ctx.Err())
 	}
-	if r.persist && r.savedMsgs < len(r.msgs) {
+	if r.thread != nil && r.thread.savedMsgs < len(r.msgs) {
 		sctx, cancel := r.saveContext(ctx)
 		defer cancel()
 		if cerr := r.checkpoint(sctx); cerr != nil {
@@ -447,13 +422,43 @@ func (r *run) saveContext(ctx context.Context) (context.Context, context.CancelF
 	return context.WithTimeout(context.WithoutCancel(ctx), r.a.cfg.SaveTimeout)
 }
 
-// step runs one model call and its tool calls. final reports a response
+// step runs one model call and its tool calls, in four phases: the
+// prompt (recall and compile), the model call, the tools, and the record
+// (the layers' Store and the checkpoint). final reports a response
 // without tool calls.
 func (r *run) step(ctx context.Context) (final bool, err error) {
-	a := r.a
 	start := time.Now()
 	step := r.res.Steps
+	system, hist, err := r.compile(ctx, step)
+	if err != nil {
+		return false, err
+	}
+	choice, modelTime, err := r.callModel(ctx, step, system, hist)
+	if err != nil {
+		return false, err
+	}
+	calls := r.normalizeCalls(choice, step)
+	turn := r.appendAnswer(choice, calls, step)
+	toolTime := r.runTools(ctx, step, calls, &turn)
+	r.res.Steps++
+	r.res.ToolCalls += len(calls)
+	if len(calls) == 0 {
+		r.res.Output = choice.Content
+	}
+	if err := r.record(ctx, turn); err != nil {
+		return false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	r.a.emit(ctx, Event{Kind: EventStep, ThreadID: r.threadID, Depth: r.depth, Step: step, Duration: time.Since(start), ModelTime: modelTime, ToolTime: toolTime})
+	return len(calls) == 0, nil
+}
 
+// compile recalls the layers within their budgets, compiles the system
+// prompt and projects the history into what is left of the window.
+func (r *run) compile(ctx context.Context, step int) (system string, hist []llms.MessageContent, err error) {
+	a := r.a
 	// The budgets depend only on the window, the instructions and the
 	// layers, which a run never changes.
 	if r.alloc == nil {
@@ -464,37 +469,42 @@ func (r *run) step(ctx context.Context) (final bool, err error) {
 			Layers:  r.stack.Specs(),
 		})
 		if err != nil {
-			return false, fmt.Errorf("%w: budgets: %w", ErrInvalidConfig, err)
+			return "", nil, fmt.Errorf("%w: budgets: %w", ErrInvalidConfig, err)
 		}
 		r.alloc = &alloc
 		for _, v := range alloc.Layers {
 			r.layerCap += v
 		}
 	}
-	alloc := r.alloc
 	// A failed recall is reported by the stack and contributes nothing.
-	recalled, _ := r.stack.Recall(ctx, layer.Query{Text: r.input, Step: step}, alloc.Layers)
+	recalled, _ := r.stack.Recall(ctx, layer.Query{Text: r.input, Step: step}, r.alloc.Layers)
 	if err := ctx.Err(); err != nil {
-		return false, err
+		return "", nil, err
 	}
 	// Each layer is held to its own share as well as the total, so one
 	// that ignores Query.Budget cannot take a later layer's minimum.
-	recalled = prompt.ProjectLayersWithin(recalled, alloc.Layers, r.layerCap, a.cfg.Counter)
-	system, err := r.compiler.Compile(recalled, r.vars)
+	recalled = prompt.ProjectLayersWithin(recalled, r.alloc.Layers, r.layerCap, a.cfg.Counter)
+	system, err = r.compiler.Compile(recalled, r.vars)
 	if err != nil {
-		return false, fmt.Errorf("agentloop: step %d: system prompt: %w", step, err)
+		return "", nil, fmt.Errorf("agentloop: step %d: system prompt: %w", step, err)
 	}
-	hist, err := r.history(alloc.History)
+	hist, err = r.history(r.alloc.History)
 	if err != nil {
-		return false, fmt.Errorf("agentloop: step %d: %w", step, err)
+		return "", nil, fmt.Errorf("agentloop: step %d: %w", step, err)
 	}
+	return system, hist, nil
+}
+
+// callModel sends the system prompt and the history to the model and
+// returns its answer as one turn, adding its usage to the run's.
+func (r *run) callModel(ctx context.Context, step int, system string, hist []llms.MessageContent) (*llms.ContentChoice, time.Duration, error) {
+	a := r.a
 	req := make([]llms.MessageContent, 0, len(hist)+1)
 	req = append(req, llms.TextParts(llms.ChatMessageTypeSystem, system))
 	req = a.replay(req, hist)
-
-	mstart := time.Now()
+	start := time.Now()
 	resp, err := r.generate(ctx, req)
-	modelTime := time.Since(mstart)
+	took := time.Since(start)
 	var choice *llms.ContentChoice
 	if err == nil {
 		if choice = a.oneTurn(resp); choice == nil {
@@ -502,18 +512,23 @@ func (r *run) step(ctx context.Context) (final bool, err error) {
 		}
 	}
 	if err != nil {
-		a.emit(ctx, Event{Kind: EventModelCall, ThreadID: r.threadID, Depth: r.depth, Step: step, Duration: modelTime, Err: err})
-		return false, fmt.Errorf("agentloop: step %d: model: %w", step, err)
+		a.emit(ctx, Event{Kind: EventModelCall, ThreadID: r.threadID, Depth: r.depth, Step: step, Duration: took, Err: err})
+		return nil, took, fmt.Errorf("agentloop: step %d: model: %w", step, err)
 	}
 	usage, ok := usageFrom(choice.GenerationInfo)
 	if !ok {
-		usage = r.estimateUsage(system, hist, choice)
+		usage = r.est.usage(a.cfg.Counter, r.msgs, system, hist, choice)
 	}
 	r.addUsage(usage, true)
 	r.res.StopReason = choice.StopReason
-	a.emit(ctx, Event{Kind: EventModelCall, ThreadID: r.threadID, Depth: r.depth, Step: step, Duration: modelTime, Usage: usage, StopReason: choice.StopReason})
+	a.emit(ctx, Event{Kind: EventModelCall, ThreadID: r.threadID, Depth: r.depth, Step: step, Duration: took, Usage: usage, StopReason: choice.StopReason})
+	return choice, took, nil
+}
 
-	calls := r.normalizeCalls(choice, step)
+// appendAnswer appends the model's answer to the history, as one AI
+// message (its text, then its calls), and returns the step's turn for the
+// layers, which get the calls as the model sent them.
+func (r *run) appendAnswer(choice *llms.ContentChoice, calls []call, step int) layer.Turn {
 	ai := llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: make([]llms.ContentPart, 0, len(calls)+1)}
 	if choice.Content != "" {
 		ai.Parts = append(ai.Parts, llms.TextContent{Text: choice.Content})
@@ -521,51 +536,49 @@ func (r *run) step(ctx context.Context) (final bool, err error) {
 	turn := layer.Turn{Step: step, Query: r.input, Response: layer.Response{Text: choice.Content}}
 	for _, c := range calls {
 		ai.Parts = append(ai.Parts, c.ToolCall)
-		// Layers get the call as the model sent it.
 		turn.Response.ToolCalls = append(turn.Response.ToolCalls, layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args})
 	}
 	if len(ai.Parts) == 0 {
 		ai.Parts = append(ai.Parts, llms.TextContent{Text: ""})
 	}
 	r.msgs = append(r.msgs, ai)
+	return turn
+}
 
-	var toolTime time.Duration
-	if len(calls) > 0 {
-		tstart := time.Now()
-		var inside time.Duration
-		turn.Results, inside = r.execTools(ctx, step, calls)
-		// The time inside the tools, summed over calls, cannot exceed
-		// the wall time when calls overlapped.
-		toolTime = min(inside, time.Since(tstart))
-		for i, res := range turn.Results {
-			r.msgs = append(r.msgs, llms.MessageContent{
-				Role:  llms.ChatMessageTypeTool,
-				Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: res.CallID, Name: calls[i].FunctionCall.Name, Content: capResult(res.Content, a.cfg.MaxToolResultBytes)}},
-			})
-		}
-	}
-	r.res.Steps++
-	r.res.ToolCalls += len(calls)
+// runTools runs the step's calls, appends one tool message per result to
+// the history (capped at MaxToolResultBytes) and puts the results, whole,
+// in turn. It returns the time spent in the tools.
+func (r *run) runTools(ctx context.Context, step int, calls []call, turn *layer.Turn) time.Duration {
 	if len(calls) == 0 {
-		r.res.Output = choice.Content
+		return 0
 	}
+	start := time.Now()
+	var inside time.Duration
+	turn.Results, inside = r.execTools(ctx, step, calls)
+	// The time inside the tools, summed over calls, cannot exceed the
+	// wall time when calls overlapped.
+	took := min(inside, time.Since(start))
+	for i, res := range turn.Results {
+		r.msgs = append(r.msgs, llms.MessageContent{
+			Role:  llms.ChatMessageTypeTool,
+			Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: res.CallID, Name: calls[i].FunctionCall.Name, Content: capResult(res.Content, r.a.cfg.MaxToolResultBytes)}},
+		})
+	}
+	return took
+}
 
-	// The step happened even if the run's context ended during its tools
-	// (what they did is real): the layers and the checkpoint record it.
+// record hands the step to the layers' Store and checkpoints the thread.
+// The step happened even if the run's context ended during its tools
+// (what they did is real), so both get a context from saveContext.
+func (r *run) record(ctx context.Context, turn layer.Turn) error {
 	sctx, cancel := r.saveContext(ctx)
 	defer cancel()
 	// Store failures are reported by the stack; the step goes on.
 	_ = r.stack.Store(sctx, turn)
-	if r.persist {
-		if err := r.checkpoint(sctx); err != nil {
-			return false, err
-		}
+	if r.thread == nil {
+		return nil
 	}
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	a.emit(ctx, Event{Kind: EventStep, ThreadID: r.threadID, Depth: r.depth, Step: step, Duration: time.Since(start), ModelTime: modelTime, ToolTime: toolTime})
-	return len(calls) == 0, nil
+	return r.checkpoint(sctx)
 }
 
 // history projects the history into budget tokens, newest first
@@ -598,22 +611,29 @@ func lastHuman(msgs []llms.MessageContent) int {
 	return -1
 }
 
-// estimateUsage counts a call's tokens when the model reports none. The
-// history's messages never change, so each one's count is kept
-// (r.msgTokens) and reused by later steps.
-func (r *run) estimateUsage(system string, hist []llms.MessageContent, choice *llms.ContentChoice) Usage {
-	c := r.a.cfg.Counter
-	if system != r.lastSystem {
-		r.lastSystem, r.lastSystemTokens = system, c.Count(system)
+// estimator counts a call's tokens when the model reports none. The
+// history's messages never change, so each one's count is kept and
+// reused by later steps, and so is the last system prompt's.
+type estimator struct {
+	msgTokens    []int // the counts of msgs[:len(msgTokens)]
+	system       string
+	systemTokens int
+}
+
+// usage estimates a call that sent system and hist (a projection of
+// msgs, the whole history) and got choice.
+func (e *estimator) usage(c prompt.Counter, msgs []llms.MessageContent, system string, hist []llms.MessageContent, choice *llms.ContentChoice) Usage {
+	if system != e.system {
+		e.system, e.systemTokens = system, c.Count(system)
 	}
-	p := prompt.MessageOverhead + r.lastSystemTokens
+	p := prompt.MessageOverhead + e.systemTokens
 	n := len(hist)
-	if n > 0 && n <= len(r.msgs) && &hist[n-1] == &r.msgs[len(r.msgs)-1] {
+	if n > 0 && n <= len(msgs) && &hist[n-1] == &msgs[len(msgs)-1] {
 		// hist is a suffix of the history: use the cached counts.
-		for i := len(r.msgTokens); i < len(r.msgs); i++ {
-			r.msgTokens = append(r.msgTokens, prompt.CountMessage(c, r.msgs[i]))
+		for i := len(e.msgTokens); i < len(msgs); i++ {
+			e.msgTokens = append(e.msgTokens, prompt.CountMessage(c, msgs[i]))
 		}
-		for _, t := range r.msgTokens[len(r.msgs)-n:] {
+		for _, t := range e.msgTokens[len(msgs)-n:] {
 			p += t
 		}
 	} else {
@@ -797,7 +817,7 @@ func replayableCall(fc *llms.FunctionCall) (badArgs bool) {
 	switch {
 	case args == "":
 		fc.Arguments = "{}"
-	case args[0] != '{' || !validJSON([]byte(args)):
+	case args[0] != '{' || !json.Valid([]byte(args)):
 		fc.Arguments = "{}"
 		return true
 	default:
@@ -993,7 +1013,7 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 	for _, d := range r.defs {
 		names = append(names, d.Function.Name)
 	}
-	return "", fmt.Errorf("%w %q; the available tools are: %s", ErrUnknownTool, name, strings.Join(names, ", "))
+	return "", fmt.Errorf("%w %q; the available tools are: %s", layer.ErrUnknownTool, name, strings.Join(names, ", "))
 }
 
 // callAgentTool validates the arguments and runs one of the agent's own
@@ -1016,7 +1036,7 @@ func (a *Agent) toolArgs(name string, schema json.RawMessage, args string) (json
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := a.schemas.validate(schema, raw); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidArguments, name, err)
+		return nil, fmt.Errorf("%w: %s: %w", layer.ErrInvalidArguments, name, err)
 	}
 	return raw, nil
 }

@@ -88,10 +88,10 @@ func TestToolFailuresGoBackToTheModel(t *testing.T) {
 	}
 	got := toolContents(res.Messages)
 	wants := []string{
-		`error: agentloop: unknown tool "nope"; the available tools are: createPage, listSections, boom, panicky, spawn_agent, entities_note`,
-		"error: agentloop: invalid tool arguments: createPage:",
-		"error: createPage: agentloop: invalid tool arguments: want a JSON object",
-		"error: createPage: agentloop: invalid tool arguments: not valid JSON",
+		`error: layer: unknown tool "nope"; the available tools are: createPage, listSections, boom, panicky, spawn_agent, entities_note`,
+		"error: layer: invalid tool arguments: createPage:",
+		"error: createPage: layer: invalid tool arguments: want a JSON object",
+		"error: createPage: layer: invalid tool arguments: not valid JSON",
 		"error: disk full",
 		"error: agentloop: panic in tool panicky: oops",
 		"error: layer: invalid tool arguments: entities/note:",

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/anthropic"
 	"github.com/tmc/langchaingo/llms/openai"
 
@@ -362,15 +361,15 @@ func TestModel04_MalformedArgumentsDoNotPoisonThread(t *testing.T) {
 // replayable too.
 func TestModel04_PoisonedThreadFromEarlierVersion(t *testing.T) {
 	store := storage.NewMemory()
-	old := agentloop.Checkpoint{Version: agentloop.CheckpointVersion, ThreadID: "t", Messages: []llms.MessageContent{
-		llms.TextParts(llms.ChatMessageTypeHuman, "Create an About page"),
-		{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{
-			llms.ToolCall{ID: "call_1", Type: "function", FunctionCall: &llms.FunctionCall{Name: "createPage", Arguments: "```json\n{}\n```"}},
-			llms.ToolCall{ID: "call_2", Type: "function", FunctionCall: &llms.FunctionCall{Name: "working-memory/update", Arguments: `{"a":1}`}},
+	old := agentloop.Checkpoint{Version: agentloop.CheckpointVersion, ThreadID: "t", Messages: []agentloop.StoredMessage{
+		{Role: agentloop.RoleUser, Text: "Create an About page"},
+		{Role: agentloop.RoleAssistant, ToolCalls: []agentloop.StoredToolCall{
+			{ID: "call_1", Name: "createPage", Arguments: "```json\n{}\n```"},
+			{ID: "call_2", Name: "working-memory/update", Arguments: `{"a":1}`},
 		}},
-		{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: "call_1", Name: "createPage", Content: "error: not valid JSON"}}},
-		{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: "call_2", Name: "working-memory/update", Content: "error: unknown tool"}}},
-		llms.TextParts(llms.ChatMessageTypeAI, "I could not."),
+		{Role: agentloop.RoleTool, ToolResults: []agentloop.StoredToolResult{{CallID: "call_1", Name: "createPage", Content: "error: not valid JSON"}}},
+		{Role: agentloop.RoleTool, ToolResults: []agentloop.StoredToolResult{{CallID: "call_2", Name: "working-memory/update", Content: "error: unknown tool"}}},
+		{Role: agentloop.RoleAssistant, Text: "I could not."},
 	}}
 	b, err := json.Marshal(old)
 	if err != nil {

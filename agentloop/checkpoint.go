@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,28 +21,30 @@ import (
 )
 
 // CheckpointVersion is the format version of the checkpoints this build
-// writes. Checkpoints of a newer version are refused; older ones load.
+// writes. Checkpoints of a newer version are refused; older ones load,
+// and the next checkpoint of their thread is written in this version.
 //
-// Version 2 added Compacted. A version-1 checkpoint marked a compacted
-// tool result only by its text ("[compacted] "); when one loads, its
-// messages up to the last one holding such a result count as compacted,
-// which is what version 1 had done, and the next checkpoint is written
-// as version 2.
-const CheckpointVersion = 2
+// Version 1 stored each message as langchaingo (v0.1.14) encoded an
+// llms.MessageContent. Version 2 added Compacted; a version-1 checkpoint
+// marked a compacted tool result only by its text ("[compacted] "), so
+// when one loads, its messages up to the last one holding such a result
+// count as compacted, which is what version 1 had done. Version 3 stores
+// each message as a [StoredMessage], memlayer's own record.
+const CheckpointVersion = 3
 
 // CheckpointName is the name of a thread's checkpoint under
 // storage.ThreadKey.
 const CheckpointName = "checkpoint"
 
 // Checkpoint is what is stored for a thread after every step, under
-// storage.ThreadKey(threadID, CheckpointName), as JSON.
+// storage.ThreadKey(threadID, CheckpointName), as its JSON.
 type Checkpoint struct {
-	Version    int    `json:"version"`
-	Agent      string `json:"agent,omitempty"`
-	ThreadID   string `json:"thread_id"`
-	ResourceID string `json:"resource_id,omitempty"`
 	// Messages is the thread's history, without system prompts.
-	Messages []llms.MessageContent `json:"messages"`
+	Messages   []StoredMessage `json:"messages,omitempty"`
+	Version    int             `json:"version"`
+	Agent      string          `json:"agent,omitempty"`
+	ThreadID   string          `json:"thread_id"`
+	ResourceID string          `json:"resource_id,omitempty"`
 	// Layers is the layers' state after the step.
 	Layers layer.Snapshot `json:"layers"`
 	// Steps and Usage add up every run of the thread.
@@ -56,10 +59,11 @@ type Checkpoint struct {
 	Compacted int `json:"compacted,omitempty"`
 }
 
-// LoadCheckpoint returns the stored checkpoint of a thread. A thread that
-// was never checkpointed gives an error that is storage.ErrNotFound.
+// LoadCheckpoint returns the stored checkpoint of a thread, in the
+// current version whatever version it was stored in. A thread that was
+// never checkpointed gives an error that is storage.ErrNotFound.
 func (a *Agent) LoadCheckpoint(ctx context.Context, threadID string) (*Checkpoint, error) {
-	c, _, err := a.loadCheckpoint(ctx, threadID)
+	c, _, _, err := a.loadCheckpoint(ctx, threadID)
 	if err != nil {
 		return nil, err
 	}
@@ -69,38 +73,72 @@ func (a *Agent) LoadCheckpoint(ctx context.Context, threadID string) (*Checkpoin
 	return c, nil
 }
 
-// loadCheckpoint reads a thread's checkpoint and its version; a missing
-// checkpoint is (nil, NoVersion, nil).
-func (a *Agent) loadCheckpoint(ctx context.Context, threadID string) (*Checkpoint, int64, error) {
+// loadCheckpoint reads a thread's checkpoint, its messages as
+// langchaingo's and its version; a missing checkpoint is (nil, nil,
+// NoVersion, nil).
+func (a *Agent) loadCheckpoint(ctx context.Context, threadID string) (*Checkpoint, []llms.MessageContent, int64, error) {
 	it, err := a.cfg.Store.Get(ctx, storage.ThreadKey(threadID, CheckpointName))
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, storage.NoVersion, nil
+		return nil, nil, storage.NoVersion, nil
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: load thread %q: %w", ErrCheckpoint, threadID, err)
+		return nil, nil, 0, fmt.Errorf("%w: load thread %q: %w", ErrCheckpoint, threadID, err)
 	}
+	c, msgs, err := decodeCheckpoint(it.Value)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("%w: thread %q: %w", ErrCheckpoint, threadID, err)
+	}
+	return c, msgs, it.Version, nil
+}
+
+// decodeCheckpoint decodes a checkpoint of any version into the current
+// one, and its messages as langchaingo's.
+func decodeCheckpoint(data []byte) (*Checkpoint, []llms.MessageContent, error) {
 	var c Checkpoint
-	if err := json.Unmarshal(it.Value, &c); err != nil {
-		return nil, 0, fmt.Errorf("%w: thread %q: malformed: %w", ErrCheckpoint, threadID, err)
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, nil, fmt.Errorf("malformed: %w", err)
 	}
 	if c.Version < 1 || c.Version > CheckpointVersion {
-		return nil, 0, fmt.Errorf("%w: thread %q: version %d, this build reads up to %d", ErrCheckpoint, threadID, c.Version, CheckpointVersion)
+		return nil, nil, fmt.Errorf("version %d, this build reads up to %d", c.Version, CheckpointVersion)
+	}
+	if c.Version < 3 {
+		var old struct {
+			Messages []legacyMessage `json:"messages"`
+		}
+		if err := json.Unmarshal(data, &old); err != nil {
+			return nil, nil, fmt.Errorf("malformed: %w", err)
+		}
+		c.Messages = make([]StoredMessage, len(old.Messages))
+		for i, m := range old.Messages {
+			var err error
+			if c.Messages[i], err = m.stored(); err != nil {
+				return nil, nil, fmt.Errorf("version %d, message %d: %w", c.Version, i, err)
+			}
+		}
 	}
 	if c.Version == 1 {
 		c.Compacted = legacyCompacted(c.Messages)
 	}
+	c.Version = CheckpointVersion
 	c.Compacted = min(max(c.Compacted, 0), len(c.Messages))
-	return &c, it.Version, nil
+	msgs := make([]llms.MessageContent, len(c.Messages))
+	for i, m := range c.Messages {
+		var err error
+		if msgs[i], err = m.content(); err != nil {
+			return nil, nil, fmt.Errorf("message %d: %w", i, err)
+		}
+	}
+	return &c, msgs, nil
 }
 
 // legacyCompacted is the compaction watermark of a version-1 checkpoint:
 // the messages up to the last one holding a tool result that starts with
 // the marker version 1 wrote. Version 1 compacted every earlier message
 // when a run started, so those were all compacted.
-func legacyCompacted(msgs []llms.MessageContent) int {
+func legacyCompacted(msgs []StoredMessage) int {
 	for i := len(msgs) - 1; i >= 0; i-- {
-		for _, p := range msgs[i].Parts {
-			if tr, ok := p.(llms.ToolCallResponse); ok && strings.HasPrefix(tr.Content, compactedPrefix) {
+		for _, r := range msgs[i].ToolResults {
+			if strings.HasPrefix(r.Content, compactedPrefix) {
 				return i + 1
 			}
 		}
@@ -108,18 +146,39 @@ func legacyCompacted(msgs []llms.MessageContent) int {
 	return 0
 }
 
+// thread is a top-level run's stored thread: where its checkpoint is,
+// what the stored one holds, and the JSON the next one extends.
+type thread struct {
+	key     string // storage.ThreadKey(threadID, CheckpointName)
+	version int64  // of the stored checkpoint, for compare-and-swap
+	// steps and usage of the thread's earlier runs.
+	steps int
+	usage Usage
+	// compacted is the compaction watermark (Checkpoint.Compacted).
+	compacted int
+	// baseMsgs is how many messages came from the checkpoint; the last
+	// successful checkpoint holds msgs[:savedMsgs] and savedSteps of
+	// this run's steps.
+	baseMsgs, savedMsgs, savedSteps int
+	// json is the last checkpoint's JSON, which the next one extends
+	// (see encodeCheckpoint): json[:msgsEnd] is the JSON up to and
+	// including msgs[:encoded].
+	json             []byte
+	msgsEnd, encoded int
+}
+
 // checkpoint stores the run's messages and layer state with
 // compare-and-swap against the version read at the start of the run.
 func (r *run) checkpoint(ctx context.Context) error {
-	a := r.a
 	start := time.Now()
 	err := r.writeCheckpoint(ctx)
-	a.emit(ctx, Event{Kind: EventCheckpoint, ThreadID: r.threadID, Step: max(r.res.Steps-1, 0), Duration: time.Since(start), Err: err})
+	r.a.emit(ctx, Event{Kind: EventCheckpoint, ThreadID: r.threadID, Step: max(r.res.Steps-1, 0), Duration: time.Since(start), Err: err})
 	return err
 }
 
 // writeCheckpoint writes the checkpoint; an error is a *CheckpointError.
 func (r *run) writeCheckpoint(ctx context.Context) error {
+	th, store := r.thread, r.a.cfg.Store
 	snap, err := r.stack.Snapshot(ctx)
 	if err != nil {
 		return r.checkpointError(fmt.Errorf("snapshot layers: %w", err))
@@ -128,154 +187,90 @@ func (r *run) writeCheckpoint(ctx context.Context) error {
 	if err != nil {
 		return r.checkpointError(fmt.Errorf("encode: %w", err))
 	}
-	if r.ckptKey == "" {
-		r.ckptKey = storage.ThreadKey(r.threadID, CheckpointName)
-	}
-	v, err := r.a.cfg.Store.Put(ctx, r.ckptKey, data, r.ckptVer)
+	v, err := store.Put(ctx, th.key, data, th.version)
 	if err != nil {
 		// A conflict is another run's write, unless the checkpoint this
 		// run read or wrote is no longer there at all.
-		if errors.Is(err, storage.ErrConflict) && r.ckptVer != storage.NoVersion {
-			if _, gerr := r.a.cfg.Store.Get(ctx, r.ckptKey); errors.Is(gerr, storage.ErrNotFound) {
+		if errors.Is(err, storage.ErrConflict) && th.version != storage.NoVersion {
+			if _, gerr := store.Get(ctx, th.key); errors.Is(gerr, storage.ErrNotFound) {
 				err = ErrCheckpointGone
 			}
 		}
 		return r.checkpointError(err)
 	}
-	r.ckptVer = v
-	r.savedMsgs, r.savedSteps = len(r.msgs), r.res.Steps
+	th.version = v
+	th.savedMsgs, th.savedSteps = len(r.msgs), r.res.Steps
 	return nil
 }
 
 // checkpointError is a failed checkpoint write, with what was saved.
 func (r *run) checkpointError(err error) error {
-	return &CheckpointError{ThreadID: r.threadID, SavedSteps: r.savedSteps, SavedMessages: max(r.savedMsgs-r.baseMsgs, 0), Err: err}
+	th := r.thread
+	return &CheckpointError{ThreadID: r.threadID, SavedSteps: th.savedSteps, SavedMessages: max(th.savedMsgs-th.baseMsgs, 0), Err: err}
 }
 
-// encodeCheckpoint returns the JSON of the run's [Checkpoint]: the same
-// JSON value json.Marshal would write (the bytes differ only in key
-// order, string escaping and the whitespace inside layer snapshots),
-// built in a fraction of the time, because it is written after every
-// step.
+// encodeCheckpoint returns the JSON of the run's [Checkpoint], written
+// with encoding/json (without HTML escaping).
 //
 // The messages come first: they never change once in the history, so
 // each is encoded once per run, and the buffer that holds them
-// (r.ckpt[:r.ckptMsgEnd]) is kept and extended by the next step rather
-// than rebuilt; a step costs what it adds, not the whole history. The
-// returned slice is that buffer: it is valid until the next call (stores
-// do not retain what they are given). The layers' snapshots, already
-// JSON, are checked (only when they changed since the last check) and
-// copied rather than re-compacted, and the small fields are written by
-// hand.
+// (thread.json[:thread.msgsEnd]) is kept and extended by the next step
+// rather than rebuilt; a step costs what it adds, not the whole history.
+// The returned slice is that buffer: it is valid until the next call
+// (stores do not retain what they are given). The other fields follow,
+// encoded as a Checkpoint without messages.
 func (r *run) encodeCheckpoint(snap layer.Snapshot) ([]byte, error) {
-	b := r.ckpt[:r.ckptMsgEnd]
+	th := r.thread
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	b := th.json[:th.msgsEnd]
 	if len(b) == 0 {
 		b = append(b, `{"messages":[`...)
 	}
-	for i := r.ckptMsgs; i < len(r.msgs); i++ {
-		mb := b
-		if i > 0 {
-			mb = append(mb, ',')
+	for i := th.encoded; i < len(r.msgs); i++ {
+		s, err := storedMessage(r.msgs[i])
+		if err == nil {
+			err = enc.Encode(s)
 		}
-		mb, err := appendMessage(mb, r.msgs[i])
 		if err != nil {
-			r.ckpt = b
+			th.json = b
 			return nil, fmt.Errorf("message %d: %w", i, err)
-		}
-		b = mb
-		r.ckptMsgs, r.ckptMsgEnd = i+1, len(b)
-	}
-	// From here on r.ckpt must hold the messages encoded so far, even if
-	// a layer's snapshot is refused below.
-	r.ckpt = b
-	b = append(b, `],"layers":{"version":`...)
-	b = strconv.AppendInt(b, int64(snap.Version), 10)
-	if snap.Name != "" {
-		b = append(b, `,"name":`...)
-		b = appendString(b, snap.Name)
-	}
-	b = append(b, `,"layers":{`...)
-	if !sameKeys(r.snapIDs, snap.Layers) {
-		r.snapIDs = r.snapIDs[:0]
-		for id := range snap.Layers {
-			r.snapIDs = append(r.snapIDs, id)
-		}
-		slices.Sort(r.snapIDs)
-	}
-	for i, id := range r.snapIDs {
-		raw := snap.Layers[id]
-		if len(raw) == 0 {
-			raw = json.RawMessage("null")
-		}
-		if last, ok := r.snapValid[id]; !ok || !bytes.Equal(last, raw) {
-			if !validJSON(raw) {
-				return nil, fmt.Errorf("layer %s: snapshot is not valid JSON", id)
-			}
-			if r.snapValid == nil {
-				r.snapValid = make(map[string][]byte, len(snap.Layers))
-			}
-			r.snapValid[id] = append(last[:0], raw...)
 		}
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, id)
-		b = append(b, ':')
-		b = append(b, raw...)
+		b = append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+		buf.Reset()
+		th.encoded, th.msgsEnd = i+1, len(b)
 	}
-	b = append(b, `}},"version":`...)
-	b = strconv.AppendInt(b, CheckpointVersion, 10)
-	if r.a.cfg.Name != "" {
-		b = append(b, `,"agent":`...)
-		b = appendString(b, r.a.cfg.Name)
-	}
-	b = append(b, `,"thread_id":`...)
-	b = appendString(b, r.threadID)
-	if r.resourceID != "" {
-		b = append(b, `,"resource_id":`...)
-		b = appendString(b, r.resourceID)
-	}
-	b = append(b, `,"steps":`...)
-	b = strconv.AppendInt(b, int64(r.ckptBase.Steps+r.res.Steps), 10)
-	b = append(b, `,"usage":`...)
-	b = appendUsage(b, r.ckptBase.Usage.Add(r.res.Usage))
-	if r.compacted > 0 {
-		b = append(b, `,"compacted":`...)
-		b = strconv.AppendInt(b, int64(r.compacted), 10)
-	}
-	b = append(b, `,"updated_at":"`...)
-	b = time.Now().UTC().AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `"}`...)
-	r.ckpt = b
-	return b, nil
-}
-
-// sameKeys reports whether ids (without duplicates) are exactly the keys
-// of m.
-func sameKeys(ids []string, m map[string]json.RawMessage) bool {
-	if len(ids) != len(m) {
-		return false
-	}
-	for _, id := range ids {
-		if _, ok := m[id]; !ok {
-			return false
+	// From here on th.json must hold the messages encoded so far, even
+	// if a layer's snapshot is refused below.
+	th.json = b
+	for id, raw := range snap.Layers {
+		if len(raw) == 0 {
+			snap.Layers[id] = json.RawMessage("null")
 		}
 	}
-	return true
-}
-
-// appendUsage appends u as encoding/json writes it.
-func appendUsage(b []byte, u Usage) []byte {
-	b = append(b, `{"prompt_tokens":`...)
-	b = strconv.AppendInt(b, int64(u.PromptTokens), 10)
-	b = append(b, `,"completion_tokens":`...)
-	b = strconv.AppendInt(b, int64(u.CompletionTokens), 10)
-	b = append(b, `,"total_tokens":`...)
-	b = strconv.AppendInt(b, int64(u.TotalTokens), 10)
-	if u.Estimated {
-		b = append(b, `,"estimated":true`...)
+	err := enc.Encode(Checkpoint{
+		Version: CheckpointVersion, Agent: r.a.cfg.Name, ThreadID: r.threadID, ResourceID: r.resourceID,
+		Layers: snap, Steps: th.steps + r.res.Steps, Usage: th.usage.Add(r.res.Usage),
+		UpdatedAt: time.Now().UTC(), Compacted: th.compacted,
+	})
+	if err != nil {
+		for _, id := range slices.Sorted(maps.Keys(snap.Layers)) {
+			if !json.Valid(snap.Layers[id]) {
+				return nil, fmt.Errorf("layer %s: snapshot is not valid JSON: %w", id, err)
+			}
+		}
+		return nil, err
 	}
-	return append(b, '}')
+	// The fields follow the messages: "],", then the object without its
+	// opening brace.
+	b = append(b, "],"...)
+	b = append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))[1:]...)
+	th.json = b
+	return b, nil
 }
 
 // restoreLayers restores thread- and execution-scoped layers from a

@@ -113,11 +113,15 @@ func TestCheckpointConflict(t *testing.T) {
 
 func TestBadCheckpointIsRefusedAndKept(t *testing.T) {
 	for name, value := range map[string]string{
-		"not json":       `{"version":1,`,
-		"newer version":  `{"version":99,"thread_id":"t","messages":[]}`,
-		"no version":     `{"thread_id":"t","messages":[]}`,
-		"bad message":    `{"version":1,"messages":[{"role":"human","parts":[{"type":"nope"}]}]}`,
-		"messages wrong": `{"version":1,"messages":{}}`,
+		"not json":          `{"version":1,`,
+		"newer version":     `{"version":99,"thread_id":"t","messages":[]}`,
+		"no version":        `{"thread_id":"t","messages":[]}`,
+		"bad message":       `{"version":1,"messages":[{"role":"human","parts":[{"type":"nope"}]}]}`,
+		"messages wrong":    `{"version":1,"messages":{}}`,
+		"v2 image part":     `{"version":2,"messages":[{"role":"human","parts":[{"type":"image_url","image_url":{"url":"x"}}]}]}`,
+		"v2 system role":    `{"version":2,"messages":[{"role":"system","text":"x"}]}`,
+		"v3 unknown role":   `{"version":3,"messages":[{"role":"human","text":"x"}]}`,
+		"v3 messages wrong": `{"version":3,"messages":[{"role":"user","tool_calls":{}}]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			store := storage.NewMemory()

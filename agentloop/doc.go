@@ -109,9 +109,9 @@
 //
 // # Threads and checkpoints
 //
-// After every step the thread's messages (llms.MessageContent, which
-// round-trips through JSON) and the layers' [layer.Snapshot] are written
-// as a [Checkpoint] under storage.ThreadKey(threadID, "checkpoint") with
+// After every step the thread's messages and the layers'
+// [layer.Snapshot] are written as a [Checkpoint] (see "The stored record"
+// below) under storage.ThreadKey(threadID, "checkpoint") with
 // compare-and-swap against the version the run started from. A new Agent,
 // in a new process, with the same store and thread ID continues the
 // conversation: the history comes from the checkpoint and the layers load
@@ -142,6 +142,26 @@
 // message's text, so each message is compacted once and a tool result
 // cannot pass itself off as a reference. Config.KeepToolResults turns
 // compaction off.
+//
+// # The stored record
+//
+// A checkpoint is JSON written with encoding/json from memlayer's own
+// types, never from langchaingo's, so a langchaingo upgrade cannot change
+// what is stored. Each message is a [StoredMessage]:
+//
+//	{"role": "user" | "assistant" | "tool",
+//	 "text": "...",                                            (omitted when empty)
+//	 "tool_calls": [{"id": "...", "name": "...", "arguments": "{...}"}],  (assistant)
+//	 "tool_results": [{"call_id": "...", "name": "...", "content": "..."}]}  (tool)
+//
+// beside "version", "agent", "thread_id", "resource_id", "layers" (the
+// layer.Snapshot), "steps", "usage", "updated_at" and "compacted". The
+// format has a version ([CheckpointVersion]); every older version loads
+// and is migrated, and the thread's next checkpoint is written in the
+// current one. Version 1 stored langchaingo's encoding of its messages;
+// version 2 added "compacted"; version 3 stores StoredMessage records.
+// testdata holds a frozen checkpoint of each version, and a test loads
+// every one.
 //
 // # Child agents
 //
@@ -188,13 +208,11 @@
 // # Cost
 //
 // A checkpoint is written after every step, so its cost is kept low:
-// each history message is encoded to JSON once per run (by a one-pass
-// encoder equivalent to langchaingo's, which is several times slower)
-// into a buffer that the next checkpoint extends, so a step encodes only
-// what it added, not the whole history (the messages come first in the
-// checkpoint's JSON for that reason); the layers' snapshots are copied
-// rather than re-encoded, and checked only when they changed; usage
-// estimates reuse each message's token count. The stack runs the layers'
+// each history message is encoded to JSON once per run into a buffer
+// that the next checkpoint extends, so a step encodes only what it
+// added, not the whole history (the messages come first in the
+// checkpoint's JSON for that reason); usage estimates reuse each
+// message's token count. The stack runs the layers'
 // Snapshot hooks as one batch on a reused goroutine. BenchmarkStep
 // measures memlayer's overhead per step with three layers and five
 // tools.

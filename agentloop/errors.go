@@ -6,7 +6,12 @@ import (
 )
 
 // Errors returned by this package. Check them with [errors.Is]: they are
-// usually wrapped with the operation that failed.
+// usually wrapped with the operation that failed. A call of a tool that
+// is not offered, and tool arguments that are not a JSON object or fail
+// the tool's schema, are layer.ErrUnknownTool and
+// layer.ErrInvalidArguments, whether the tool is the agent's, a layer's
+// or spawn_agent (and Agent.Spawn without input is
+// layer.ErrInvalidArguments); they reach the model as the tool result.
 var (
 	// ErrNoModel means the Config has no Model.
 	ErrNoModel = errors.New("agentloop: no model")
@@ -50,12 +55,6 @@ var (
 	// ErrInputTooLarge means the user's message alone does not fit the
 	// history's share of Config.ContextWindow, so the model is not called.
 	ErrInputTooLarge = errors.New("agentloop: user message does not fit the context window")
-	// ErrUnknownTool means the model called a tool that is not offered.
-	// It reaches the model as a tool result, never the caller.
-	ErrUnknownTool = errors.New("agentloop: unknown tool")
-	// ErrInvalidArguments means tool arguments are not valid JSON or fail
-	// the tool's schema. It reaches the model as a tool result.
-	ErrInvalidArguments = errors.New("agentloop: invalid tool arguments")
 	// ErrPanic means a model call, a tool or a child agent panicked. The
 	// panic is recovered and becomes the error of that call: a model
 	// call's ends the run, a tool's or a child's reaches the model as the

@@ -192,12 +192,12 @@ func ExampleAgent_LoadCheckpoint() {
 		panic(err)
 	}
 	for _, m := range ck.Messages {
-		fmt.Println(m.Role, m.Parts[0])
+		fmt.Println(m.Role, m.Text)
 	}
 	fmt.Println(ck.Steps, "step")
 	// Output:
-	// human hello
-	// ai hi!
+	// user hello
+	// assistant hi!
 	// 1 step
 }
 

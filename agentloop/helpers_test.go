@@ -124,3 +124,15 @@ func toolContents(msgs []llms.MessageContent) []string {
 	}
 	return out
 }
+
+// storedResults returns the content of every tool result of a stored
+// history, in order.
+func storedResults(msgs []agentloop.StoredMessage) []string {
+	var out []string
+	for _, m := range msgs {
+		for _, r := range m.ToolResults {
+			out = append(out, r.Content)
+		}
+	}
+	return out
+}

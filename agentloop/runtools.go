@@ -75,7 +75,7 @@ func typedCall[In, Out any](name string, fn func(ctx context.Context, run *Run, 
 	return func(ctx context.Context, run *Run, args json.RawMessage) (string, error) {
 		var in In
 		if err := json.Unmarshal(args, &in); err != nil {
-			return "", fmt.Errorf("%w: %w", ErrInvalidArguments, err)
+			return "", fmt.Errorf("%w: %w", layer.ErrInvalidArguments, err)
 		}
 		out, err := fn(ctx, run, in)
 		if err != nil {

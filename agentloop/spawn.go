@@ -77,7 +77,7 @@ func (p *run) spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 		return nil, fmt.Errorf("%w: depth %d, MaxDepth %d", ErrMaxDepth, p.depth+1, a.cfg.MaxDepth)
 	}
 	if in.Input == "" {
-		return nil, fmt.Errorf("%w: spawn: empty input", ErrInvalidArguments)
+		return nil, fmt.Errorf("%w: spawn: empty input", layer.ErrInvalidArguments)
 	}
 	if a.cfg.MaxTokens > 0 && p.tree.tokens.Load() >= int64(a.cfg.MaxTokens) {
 		return nil, fmt.Errorf("%w: no child agent started", ErrMaxTokens)
@@ -142,7 +142,7 @@ func (r *run) spawnTool(ctx context.Context, args string) (string, error) {
 		Input        string `json:"input"`
 	}
 	if err := json.Unmarshal(raw, &req); err != nil {
-		return "", fmt.Errorf("%w: %s: %w", ErrInvalidArguments, SpawnToolName, err)
+		return "", fmt.Errorf("%w: %s: %w", layer.ErrInvalidArguments, SpawnToolName, err)
 	}
 	res, err := r.spawn(ctx, SpawnInput{Instructions: req.Instructions, Input: req.Input})
 	if err != nil {

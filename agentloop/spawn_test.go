@@ -142,7 +142,7 @@ func TestSpawnFromCode(t *testing.T) {
 	if _, err := a.Spawn(t.Context(), agentloop.SpawnInput{Input: "x"}); !errors.Is(err, agentloop.ErrNoThread) {
 		t.Errorf("no thread: %v", err)
 	}
-	if _, err := a.Spawn(t.Context(), agentloop.SpawnInput{ThreadID: "parent"}); !errors.Is(err, agentloop.ErrInvalidArguments) {
+	if _, err := a.Spawn(t.Context(), agentloop.SpawnInput{ThreadID: "parent"}); !errors.Is(err, layer.ErrInvalidArguments) {
 		t.Errorf("no input: %v", err)
 	}
 
@@ -223,11 +223,11 @@ func TestSpawnToolBadArguments(t *testing.T) {
 	}
 	got := toolContents(res.Messages)
 	wants := []string{
-		"error: agentloop: invalid tool arguments: spawn_agent: does not match the schema",
-		"error: agentloop: invalid tool arguments: spawn_agent: does not match the schema",
-		"error: agentloop: invalid tool arguments: spawn_agent: does not match the schema",
-		"error: spawn_agent: agentloop: invalid tool arguments: want a JSON object",
-		"error: child agent failed: agentloop: invalid tool arguments: spawn: empty input",
+		"error: layer: invalid tool arguments: spawn_agent: does not match the schema",
+		"error: layer: invalid tool arguments: spawn_agent: does not match the schema",
+		"error: layer: invalid tool arguments: spawn_agent: does not match the schema",
+		"error: spawn_agent: layer: invalid tool arguments: want a JSON object",
+		"error: child agent failed: layer: invalid tool arguments: spawn: empty input",
 	}
 	if len(got) != len(wants) {
 		t.Fatalf("got %d tool results, want %d: %q", len(got), len(wants), got)

@@ -12,6 +12,8 @@ import (
 	"github.com/memlayer/memlayer/internal/safeschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/tmc/langchaingo/tools"
+
+	"github.com/memlayer/memlayer/layer"
 )
 
 // MaxToolNameLen is the longest tool name accepted, the limit of the
@@ -179,7 +181,7 @@ func (c *schemaCache) validate(schema json.RawMessage, args []byte) error {
 	}
 	if bytes.Equal(schema, anyObject) {
 		// The default schema: any object. No need to decode.
-		if a := bytes.TrimSpace(args); len(a) > 0 && a[0] == '{' && validJSON(a) {
+		if a := bytes.TrimSpace(args); len(a) > 0 && a[0] == '{' && json.Valid(a) {
 			return nil
 		}
 		return fmt.Errorf("arguments are not a JSON object")
@@ -222,11 +224,11 @@ func checkArgs(args string) (json.RawMessage, error) {
 	if len(raw) == 0 {
 		return json.RawMessage("{}"), nil
 	}
-	if !validJSON(raw) {
-		return nil, fmt.Errorf("%w: not valid JSON", ErrInvalidArguments)
+	if !json.Valid(raw) {
+		return nil, fmt.Errorf("%w: not valid JSON", layer.ErrInvalidArguments)
 	}
 	if raw[0] != '{' {
-		return nil, fmt.Errorf("%w: want a JSON object", ErrInvalidArguments)
+		return nil, fmt.Errorf("%w: want a JSON object", layer.ErrInvalidArguments)
 	}
 	return raw, nil
 }

@@ -58,8 +58,8 @@ func TestTrust06_TimeoutDuringToolsIsCheckpointed(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the interrupted step was not checkpointed: %v", err)
 		}
-		if ck.Steps != 1 || len(ck.Messages) != 4 || !strings.Contains(strings.Join(toolContents(ck.Messages), " "), "page_101") {
-			t.Fatalf("checkpoint: %d steps, %d messages, results %q", ck.Steps, len(ck.Messages), toolContents(ck.Messages))
+		if ck.Steps != 1 || len(ck.Messages) != 4 || !strings.Contains(strings.Join(storedResults(ck.Messages), " "), "page_101") {
+			t.Fatalf("checkpoint: %d steps, %d messages, results %q", ck.Steps, len(ck.Messages), storedResults(ck.Messages))
 		}
 		// The layers stored the step: a new process resolves "this page".
 		second := mustAgent(t, cfg(agenttest.NewFunc(cmsPolicy)))
@@ -258,10 +258,14 @@ func TestTrust13_FrozenCheckpointsLoad(t *testing.T) {
 			}
 			model := agenttest.New(agenttest.Reply(agenttest.Text("ok")))
 			a := mustAgent(t, agentloop.Config{Model: model, Store: store})
+			loaded, err := a.LoadCheckpoint(t.Context(), "thread-about")
+			if err != nil {
+				t.Fatal(err)
+			}
 			if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "thread-about", Input: "and now?"}); err != nil {
 				t.Fatal(err)
 			}
-			old, got := toolContents(frozen.Messages), toolContents(model.Requests()[0].Messages)
+			old, got := storedResults(loaded.Messages), toolContents(model.Requests()[0].Messages)
 			if len(got) != 2 || got[0] != old[0] || !strings.HasPrefix(old[0], "[compacted] earlier result of createPage (") {
 				t.Errorf("reference changed:\n was %q\n now %q", old[0], got[0])
 			}
@@ -269,7 +273,7 @@ func TestTrust13_FrozenCheckpointsLoad(t *testing.T) {
 				t.Errorf("last turn not compacted: %q", got[1])
 			}
 			ck, err := a.LoadCheckpoint(t.Context(), "thread-about")
-			if err != nil || ck.Version != agentloop.CheckpointVersion || ck.Compacted != len(frozen.Messages) {
+			if err != nil || ck.Version != agentloop.CheckpointVersion || ck.Compacted != len(loaded.Messages) {
 				t.Errorf("rewritten checkpoint: %v, version %d, compacted %d of %d", err, ck.Version, ck.Compacted, len(ck.Messages))
 			}
 		})

@@ -347,8 +347,8 @@ func crashTrial(t *testing.T, trial int) {
 	// tool step the checkpoint holds, plus the resumed run's.
 	toolSteps := 0
 	for _, m := range cp.Messages {
-		for _, p := range m.Parts {
-			if tc, ok := p.(llms.ToolCall); ok && tc.FunctionCall != nil && tc.FunctionCall.Name == "kv_set" {
+		for _, c := range m.ToolCalls {
+			if c.Name == "kv_set" {
 				toolSteps++
 			}
 		}

@@ -111,18 +111,16 @@ func overlappingRound(t *testing.T, st storage.Store, thread string) {
 	}
 	ai, pending := 0, map[string]bool{}
 	for _, m := range cp.Messages {
-		for _, p := range m.Parts {
-			switch p := p.(type) {
-			case llms.ToolCall:
-				pending[p.ID] = true
-			case llms.ToolCallResponse:
-				if !pending[p.ToolCallID] {
-					t.Errorf("checkpoint: result for unknown call %q", p.ToolCallID)
-				}
-				delete(pending, p.ToolCallID)
-			}
+		for _, c := range m.ToolCalls {
+			pending[c.ID] = true
 		}
-		if m.Role == llms.ChatMessageTypeAI {
+		for _, r := range m.ToolResults {
+			if !pending[r.CallID] {
+				t.Errorf("checkpoint: result for unknown call %q", r.CallID)
+			}
+			delete(pending, r.CallID)
+		}
+		if m.Role == agentloop.RoleAssistant {
 			ai++
 		}
 	}
