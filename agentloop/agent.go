@@ -236,7 +236,7 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 		return nil, err
 	}
 	if ckpt == nil && in.Input == "" {
-		return nil, fmt.Errorf("%w: empty input, and thread %q has no checkpoint to continue (a new thread, or its checkpoint is gone)", ErrInvalidConfig, in.ThreadID)
+		return nil, fmt.Errorf("%w: empty input, and thread %s has no checkpoint to continue (a new thread, or its checkpoint is gone)", ErrInvalidConfig, storage.Quote(in.ThreadID))
 	}
 	stack, err := a.newStack(layer.Env{ThreadID: in.ThreadID, ResourceID: in.ResourceID, Store: a.cfg.Store, Logger: a.cfg.Logger}, 0)
 	if err != nil {

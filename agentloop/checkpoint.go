@@ -68,7 +68,7 @@ func (a *Agent) LoadCheckpoint(ctx context.Context, threadID string) (*Checkpoin
 		return nil, err
 	}
 	if c == nil {
-		return nil, fmt.Errorf("%w: thread %q: %w", ErrCheckpoint, threadID, storage.ErrNotFound)
+		return nil, fmt.Errorf("%w: thread %s: %w", ErrCheckpoint, storage.Quote(threadID), storage.ErrNotFound)
 	}
 	return c, nil
 }
@@ -82,11 +82,11 @@ func (a *Agent) loadCheckpoint(ctx context.Context, threadID string) (*Checkpoin
 		return nil, nil, storage.NoVersion, nil
 	}
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("%w: load thread %q: %w", ErrCheckpoint, threadID, err)
+		return nil, nil, 0, fmt.Errorf("%w: load thread %s: %w", ErrCheckpoint, storage.Quote(threadID), err)
 	}
 	c, msgs, err := decodeCheckpoint(it.Value)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("%w: thread %q: %w", ErrCheckpoint, threadID, err)
+		return nil, nil, 0, fmt.Errorf("%w: thread %s: %w", ErrCheckpoint, storage.Quote(threadID), err)
 	}
 	return c, msgs, it.Version, nil
 }

@@ -3,6 +3,8 @@ package agentloop
 import (
 	"errors"
 	"fmt"
+
+	"github.com/memlayer/memlayer/storage"
 )
 
 // Errors returned by this package. Check them with [errors.Is]: they are
@@ -136,7 +138,7 @@ func (e *CheckpointError) Error() string {
 	if e.SavedMessages > 0 {
 		saved = fmt.Sprintf("the stored thread got %d of this run's messages, from %d of its steps", e.SavedMessages, e.SavedSteps)
 	}
-	return fmt.Sprintf("%v: thread %q: %v; %s", ErrCheckpoint, e.ThreadID, e.Err, saved)
+	return fmt.Sprintf("%v: thread %s: %v; %s", ErrCheckpoint, storage.Quote(e.ThreadID), e.Err, saved)
 }
 
 // Unwrap returns ErrCheckpoint and the cause.

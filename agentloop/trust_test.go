@@ -434,3 +434,23 @@ func TestTrust20_ValidateArgsCacheBounded(t *testing.T) {
 		t.Errorf("heap grew by %d MB for %d schemas", grown>>20, n)
 	}
 }
+
+// TestTrust22_LongThreadIDShortInErrors: errors about a thread quoted its
+// whole ID (10 KB); they quote it through storage.Quote. (The ID is 3 KB
+// so that its keys stay under storage.MaxKeyLen.)
+func TestTrust22_LongThreadIDShortInErrors(t *testing.T) {
+	store := storage.NewMemory()
+	id := strings.Repeat("t", 3<<10)
+	a := mustAgent(t, agentloop.Config{Model: agenttest.New(agenttest.Reply(agenttest.Text("hi"))), Store: store, Logger: quiet})
+	_, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: id})
+	if err == nil || len(err.Error()) > 512 {
+		t.Errorf("continuing a thread with no checkpoint: error of %d bytes: %.200v", len(fmt.Sprint(err)), err)
+	}
+	if _, err := store.Put(t.Context(), storage.ThreadKey(id, agentloop.CheckpointName), []byte("garbage"), storage.NoVersion); err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.LoadCheckpoint(t.Context(), id)
+	if err == nil || len(err.Error()) > 512 {
+		t.Errorf("malformed checkpoint: error of %d bytes: %.200v", len(fmt.Sprint(err)), err)
+	}
+}

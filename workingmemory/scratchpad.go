@@ -595,7 +595,7 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 			err = l.apply(ctx, id, func(cur any) (any, error) { return l.c.merger.mergeState(cur, upd) })
 		}
 		if err != nil {
-			return fmt.Errorf("workingmemory: %s call %q: %w", LegacyFunction, c.ID, err)
+			return fmt.Errorf("workingmemory: %s call %s: %w", LegacyFunction, storage.Quote(c.ID), err)
 		}
 		return nil
 	}
