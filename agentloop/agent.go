@@ -730,12 +730,17 @@ func (a *Agent) oneTurn(resp *llms.ContentResponse) *llms.ContentChoice {
 // first part of an assistant message, so for it each part is sent as a
 // message of its own; the Messages API combines consecutive messages of
 // one role into one turn, which restores the turn.
+//
+// An assistant turn with no content at all (a model that answered
+// nothing) is stored as one empty text part and not replayed: Anthropic
+// and Google refuse empty text, and the messages around it keep their
+// order.
 func (a *Agent) replay(req, hist []llms.MessageContent) []llms.MessageContent {
-	if !a.splitParts {
-		return append(req, hist...)
-	}
 	for _, m := range hist {
-		if m.Role != llms.ChatMessageTypeAI || len(m.Parts) < 2 {
+		if m.Role == llms.ChatMessageTypeAI && isEmptyAnswer(m) {
+			continue
+		}
+		if !a.splitParts || m.Role != llms.ChatMessageTypeAI || len(m.Parts) < 2 {
 			req = append(req, m)
 			continue
 		}
@@ -744,6 +749,16 @@ func (a *Agent) replay(req, hist []llms.MessageContent) []llms.MessageContent {
 		}
 	}
 	return req
+}
+
+// isEmptyAnswer reports whether m holds nothing but empty text.
+func isEmptyAnswer(m llms.MessageContent) bool {
+	for _, p := range m.Parts {
+		if t, ok := p.(llms.TextContent); !ok || t.Text != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // stopError classifies a final answer's stop reason: ErrTruncated for

@@ -387,3 +387,44 @@ func TestModel04_PoisonedThreadFromEarlierVersion(t *testing.T) {
 		t.Fatalf("continuing the old thread: %v, %+v", err, res)
 	}
 }
+
+// TestModel04_EmptyAnswerDoesNotPoisonThread: a turn whose answer had no
+// content at all (an OpenAI-style server answering content "" with no
+// tool calls) was stored as an empty text part, which the Messages API
+// refuses ("text content blocks must be non-empty"), so the thread could
+// not continue on the Anthropic client. An empty assistant message is
+// not replayed to it.
+func TestModel04_EmptyAnswerDoesNotPoisonThread(t *testing.T) {
+	store := storage.NewMemory()
+	oa := &fakeOpenAI{responses: []string{
+		`{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"stop",
+		  "message":{"role":"assistant","content":""}}],"usage":{"prompt_tokens":10,"completion_tokens":1,"total_tokens":11}}`,
+	}}
+	srv := httptest.NewServer(oa)
+	defer srv.Close()
+	oaLLM, err := openai.New(openai.WithBaseURL(srv.URL+"/v1"), openai.WithToken("t"), openai.WithModel("m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := mustAgent(t, agentloop.Config{Model: oaLLM, Store: store}).Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "Hello?"})
+	if err != nil {
+		t.Fatalf("turn 1: %v", err)
+	}
+	if res.Output != "" {
+		t.Fatalf("turn 1 output %q, want the empty answer", res.Output)
+	}
+	fake := &fakeAnthropic{policy: func(int, anthropicRequest) string {
+		return anthropicMessage("end_turn", anthropicText("Here I am."))
+	}}
+	res, err = mustAgent(t, agentloop.Config{Model: newAnthropic(t, fake), Store: store}).Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "Are you there?"})
+	if err != nil {
+		t.Fatalf("turn 2 on the Anthropic client: %v", err)
+	}
+	if res.Output != "Here I am." {
+		t.Errorf("turn 2 output %q", res.Output)
+	}
+	roles, blocks := fake.requests[0].turns()
+	if len(roles) != 1 || roles[0] != "user" || len(blocks[0]) != 2 {
+		t.Errorf("turn 2 sent roles %v with blocks %v, want the two user messages as one turn", roles, blocks)
+	}
+}
