@@ -10,6 +10,8 @@ import (
 
 	"github.com/memlayer/memlayer/internal/safeschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/memlayer/memlayer/internal/jsonx"
 )
 
 // schemaURL names the compiled schema. An absolute URL keeps the working
@@ -94,7 +96,7 @@ func collectNames(doc any, into map[string]string) {
 // validate checks a state and returns nil or a *SchemaError listing every
 // violation.
 func (s *schema) validate(v any) error {
-	err := s.full.Validate(toGo(v))
+	err := s.full.Validate(jsonx.ToGo(v))
 	if err == nil {
 		return nil
 	}
