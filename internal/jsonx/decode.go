@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -94,16 +93,7 @@ func (d *decoder) errorf(format string, args ...any) error {
 	return fmt.Errorf("%w at byte %d: %s", ErrSyntax, d.pos, fmt.Sprintf(format, args...))
 }
 
-func (d *decoder) skipSpace() {
-	for d.pos < len(d.data) {
-		switch d.data[d.pos] {
-		case ' ', '\t', '\n', '\r':
-			d.pos++
-		default:
-			return
-		}
-	}
-}
+func (d *decoder) skipSpace() { d.pos = skipSpace(d.data, d.pos) }
 
 func (d *decoder) value() (any, error) {
 	if d.pos >= len(d.data) {
@@ -335,91 +325,24 @@ func (d *decoder) string() (any, error) {
 			break
 		}
 	}
-	buf := make([]byte, 0, 32)
-	i := start
-	for i < len(d.data) {
-		c := d.data[i]
-		switch {
-		case c == '"':
-			d.pos = i + 1
-			return string(buf), nil
-		case c < 0x20:
-			d.pos = i
-			return nil, d.errorf("control character in string")
-		case c == '\\':
-			if i+1 >= len(d.data) {
-				d.pos = i
-				return nil, d.errorf("unexpected end of input in string")
-			}
-			e := d.data[i+1]
-			i += 2
-			switch e {
-			case '"', '\\', '/':
-				buf = append(buf, e)
-			case 'b':
-				buf = append(buf, '\b')
-			case 'f':
-				buf = append(buf, '\f')
-			case 'n':
-				buf = append(buf, '\n')
-			case 'r':
-				buf = append(buf, '\r')
-			case 't':
-				buf = append(buf, '\t')
-			case 'u':
-				r, ok := hex4(d.data, i)
-				if !ok {
-					d.pos = i
-					return nil, d.errorf("invalid \\u escape")
-				}
-				i += 4
-				if utf16.IsSurrogate(r) {
-					r2, ok := rune(-1), false
-					if i+6 <= len(d.data) && d.data[i] == '\\' && d.data[i+1] == 'u' {
-						r2, ok = hex4(d.data, i+2)
-					}
-					if dec := utf16.DecodeRune(r, r2); ok && dec != utf8.RuneError {
-						r = dec
-						i += 6
-					} else {
-						r = utf8.RuneError
-					}
-				}
-				buf = utf8.AppendRune(buf, r)
-			default:
-				d.pos = i - 1
-				return nil, d.errorf("invalid escape '\\%c'", e)
-			}
-		case c < utf8.RuneSelf:
-			buf = append(buf, c)
-			i++
-		default:
-			r, size := utf8.DecodeRune(d.data[i:])
-			buf = utf8.AppendRune(buf, r)
-			i += size
-		}
+	buf, end, bad := unescape(make([]byte, 0, 32), d.data[start:], true)
+	switch {
+	case bad < 0 && end < len(d.data)-start:
+		d.pos = start + end + 1
+		return string(buf), nil
+	case bad < 0:
+		d.pos = len(d.data)
+		return nil, d.errorf("unexpected end of input in string")
 	}
-	d.pos = len(d.data)
-	return nil, d.errorf("unexpected end of input in string")
-}
-
-func hex4(b []byte, i int) (rune, bool) {
-	if i+4 > len(b) {
-		return 0, false
+	d.pos = start + bad
+	switch {
+	case d.data[d.pos] != '\\':
+		return nil, d.errorf("control character in string")
+	case d.pos+1 >= len(d.data):
+		return nil, d.errorf("unexpected end of input in string")
+	case d.data[d.pos+1] == 'u':
+		return nil, d.errorf("invalid \\u escape")
+	default:
+		return nil, d.errorf("invalid escape '\\%c'", d.data[d.pos+1])
 	}
-	var r rune
-	for _, c := range b[i : i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
 }
