@@ -6,6 +6,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"unicode/utf8"
 )
 
 // reference decodes data as encoding/json does with UseNumber.
@@ -89,5 +90,82 @@ func TestDecodeTooDeep(t *testing.T) {
 	}
 	if _, err := Decode([]byte(`[[1]]`), 2); err != nil {
 		t.Fatalf("Decode at depth 2 with limit 2: %v", err)
+	}
+}
+
+// FuzzScanMatchesDecode holds the forgiving scanner to the decoder on
+// valid JSON: the same kind of value, the same members of an object (the
+// last of duplicate keys wins) and elements of an array, the same text of
+// every string, both on the tape and on raw spans.
+func FuzzScanMatchesDecode(f *testing.F) {
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(benchDoc))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		want, err := Decode(data, 10000)
+		if err != nil || !json.Valid(data) {
+			return
+		}
+		var tp Tape
+		sameScan(t, tp.Build(data), want)
+		v, _ := ScanValue(data, 0)
+		sameScan(t, v, want)
+	})
+}
+
+func sameScan(t *testing.T, v Value, want any) {
+	t.Helper()
+	switch w := want.(type) {
+	case *Object:
+		if v.Kind != KindObject {
+			t.Fatalf("%s: kind %d, want an object", v.Raw, v.Kind)
+		}
+		fs := v.Fields(nil)
+		if len(w.Members) > maxFields || bytes.IndexByte(v.Raw, '\\') >= 0 || !utf8.Valid(v.Raw) {
+			return // only the first maxFields are indexed; keys are compared as written
+		}
+		if len(fs) != len(w.Members) {
+			t.Fatalf("%s: %d fields, want %d", v.Raw, len(fs), len(w.Members))
+		}
+		for _, f := range fs {
+			wv, ok := w.Get(string(f.Key))
+			if !ok {
+				t.Fatalf("%s: field %q not decoded", v.Raw, f.Key)
+			}
+			sameScan(t, f.Value, wv)
+		}
+	case []any:
+		if v.Kind != KindArray {
+			t.Fatalf("%s: kind %d, want an array", v.Raw, v.Kind)
+		}
+		n := 0
+		v.Elems(func(e Value) bool {
+			sameScan(t, e, w[n])
+			n++
+			return true
+		})
+		if n != min(len(w), maxElems) {
+			t.Fatalf("%s: %d elements, want %d", v.Raw, n, min(len(w), maxElems))
+		}
+	case string:
+		if v.Kind != KindString {
+			t.Fatalf("%s: kind %d, want a string", v.Raw, v.Kind)
+		}
+		if got := string(UnquoteBytes(v.Raw)); got != w {
+			t.Fatalf("%s: unquoted %q, decoded %q", v.Raw, got, w)
+		}
+	case json.Number:
+		if v.Kind != KindNumber || string(v.Raw) != string(w) {
+			t.Fatalf("%s: kind %d, want the number %s", v.Raw, v.Kind, w)
+		}
+	case bool:
+		if v.Kind != KindBool || v.Empty() == w {
+			t.Fatalf("%s: kind %d, want %v", v.Raw, v.Kind, w)
+		}
+	case nil:
+		if v.Kind != KindNull {
+			t.Fatalf("%s: kind %d, want null", v.Raw, v.Kind)
+		}
 	}
 }
