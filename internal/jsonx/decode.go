@@ -193,26 +193,36 @@ func (d *decoder) object() (any, error) {
 
 // key decodes an object key, sharing the string of a known key.
 func (d *decoder) key() (string, error) {
-	if d.intern != nil {
-		for i := d.pos + 1; i < len(d.data); i++ {
-			c := d.data[i]
-			if c == '"' {
-				if k, ok := d.intern[string(d.data[d.pos+1:i])]; ok {
-					d.pos = i + 1
-					return k, nil
-				}
-				break
-			}
-			if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
-				break
-			}
+	if end, ok := d.plain(); ok {
+		k := d.src[d.pos+1 : end-1]
+		if s, ok := d.intern[k]; ok {
+			k = s
 		}
+		d.pos = end
+		return k, nil
 	}
 	v, err := d.string()
 	if err != nil {
 		return "", err
 	}
 	return v.(string), nil
+}
+
+// plain returns the index just past the string opening at d.pos when
+// the string is plain: closed, without escapes or control characters,
+// valid UTF-8. It finds the end with the scanner's skipString.
+func (d *decoder) plain() (int, bool) {
+	end := skipString(d.data, d.pos)
+	if end-d.pos < 2 || d.data[end-1] != '"' {
+		return 0, false
+	}
+	body := d.data[d.pos+1 : end-1]
+	for _, c := range body {
+		if c == '\\' || c < 0x20 {
+			return 0, false
+		}
+	}
+	return end, utf8.Valid(body)
 }
 
 func (d *decoder) array() (any, error) {
@@ -309,22 +319,13 @@ func (d *decoder) number() (any, error) {
 // string decodes a quoted string; it returns any so that the common case
 // boxes once. Invalid UTF-8 becomes U+FFFD, as in encoding/json.
 func (d *decoder) string() (any, error) {
+	if end, ok := d.plain(); ok {
+		s := d.src[d.pos+1 : end-1]
+		d.pos = end
+		return s, nil
+	}
 	d.pos++ // opening quote
 	start := d.pos
-	// Fast path: no escapes, valid ASCII or UTF-8.
-	for i := start; i < len(d.data); i++ {
-		c := d.data[i]
-		if c == '"' {
-			if !utf8.Valid(d.data[start:i]) {
-				break
-			}
-			d.pos = i + 1
-			return d.src[start:i], nil
-		}
-		if c == '\\' || c < 0x20 {
-			break
-		}
-	}
 	buf, end, bad := unescape(make([]byte, 0, 32), d.data[start:], true)
 	switch {
 	case bad < 0 && end < len(d.data)-start:
