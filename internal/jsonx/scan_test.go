@@ -1,6 +1,7 @@
 package jsonx
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -137,3 +138,18 @@ func BenchmarkTapeBuild(b *testing.B) {
 var benchDoc = `{"page":{"id":"page-123","title":"About \\"Us\\"","sections":[` +
 	strings.TrimSuffix(strings.Repeat(`{"id":"sec-1","type":"text","body":"`+strings.Repeat("words and more words ", 4)+`","items":[1,2.5,true,null]},`, 12), ",") +
 	`],"tags":["a","b"],"version":7}}`
+
+// The scanner decodes string escapes as encoding/json does: a lone or
+// mismatched surrogate escape is U+FFFD and the escape after it is kept
+// (the entity scanner used to swallow it).
+func TestUnquoteSurrogatesAsEncodingJSON(t *testing.T) {
+	for _, s := range []string{`"\udc00\u0041"`, `"\ud800\ud800"`, `"\ud83d\ude00"`, `"\ud800"`, `"a\u00e9\/"`} {
+		var want string
+		if err := json.Unmarshal([]byte(s), &want); err != nil {
+			t.Fatal(err)
+		}
+		if got := Unquote([]byte(s)); got != want {
+			t.Errorf("Unquote(%s) = %q, encoding/json %q", s, got, want)
+		}
+	}
+}
