@@ -9,9 +9,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/memlayer/memlayer/layer"
-
 	"github.com/memlayer/memlayer/internal/jsonx"
+	"github.com/memlayer/memlayer/layer"
 )
 
 // hasForbidden reports whether a decoded JSON value holds a forbidden key

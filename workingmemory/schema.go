@@ -8,10 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/memlayer/memlayer/internal/jsonx"
 	"github.com/memlayer/memlayer/internal/safeschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
-
-	"github.com/memlayer/memlayer/internal/jsonx"
 )
 
 // schemaURL names the compiled schema. An absolute URL keeps the working

@@ -19,10 +19,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/memlayer/memlayer/internal/jsonx"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
-
-	"github.com/memlayer/memlayer/internal/jsonx"
 )
 
 // Layer is the scratchpad: what the model keeps about its goal, plan,

@@ -9,9 +9,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/memlayer/memlayer/layer"
-
 	"github.com/memlayer/memlayer/internal/jsonx"
+	"github.com/memlayer/memlayer/layer"
 )
 
 // state is one immutable version of the scratchpad. Updates build a new

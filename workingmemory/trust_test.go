@@ -13,10 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memlayer/memlayer/internal/jsonx"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
-
-	"github.com/memlayer/memlayer/internal/jsonx"
 )
 
 // TestTrust19_DuplicateKeysLastWins: of duplicate keys in a JSON object
