@@ -144,6 +144,9 @@ var importRules = []importRule{
 	{"storage imports only the standard library", []string{"storage"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
 		return nonStandard("storage", pkgs["storage"].deps, std)
 	}},
+	{"internal/jsonx imports only the standard library", []string{"internal/jsonx"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
+		return nonStandard("internal/jsonx", pkgs["internal/jsonx"].deps, std)
+	}},
 	{"layer imports only the standard library and storage", []string{"layer"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
 		return nonStandard("layer", pkgs["layer"].deps, std, "storage")
 	}},

@@ -10,6 +10,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/memlayer/memlayer/internal/jsonx"
 )
 
 // Entity is something the agent worked on: a page, a section, an issue, a
@@ -129,7 +131,7 @@ type Extractor struct {
 	nameRank   map[string]int
 	keys       map[string]keyInfo   // roles and name ranks, by folded key
 	keyFilter  [keyFilterLen]uint64 // by folded length, a bit per last byte % 64
-	tapes      sync.Pool            // *tape
+	tapes      sync.Pool            // *jsonx.Tape
 	mu         sync.RWMutex
 	types      map[string]nameInfo // cache: tool name or key → what it says
 }
@@ -158,7 +160,7 @@ func (x *Extractor) setup() {
 	if x.maxResult <= 0 {
 		x.maxResult = DefaultMaxResultBytes
 	}
-	x.tapes.New = func() any { return new(tape) }
+	x.tapes.New = func() any { return new(jsonx.Tape) }
 	x.nameRank = make(map[string]int, len(x.nameFields))
 	var buf []byte
 	for i, f := range x.nameFields {
@@ -236,15 +238,14 @@ func (x *Extractor) extractInto(buf []Entity, toolName, args, result string) []E
 	e := extraction{x: x, hint: hint, out: buf[:0]}
 	if len(data) > 0 && data[0] == '"' {
 		// A JSON string holding JSON: a result encoded twice.
-		if inner := embeddedJSON(jval{raw: data, kind: kindString}); inner != nil {
+		if inner := embeddedJSON(jsonx.Value{Raw: data, Kind: jsonx.KindString}); inner != nil {
 			data = inner
 		}
 	}
 	if len(data) > 0 && (data[0] == '{' || data[0] == '[') {
-		tp := x.tapes.Get().(*tape)
-		e.walk(tp.build(data), "", 0)
-		tp.d = nil
-		if cap(tp.toks) <= 1024 {
+		tp := x.tapes.Get().(*jsonx.Tape)
+		e.walk(tp.Build(data), "", 0)
+		if tp.Release() {
 			x.tapes.Put(tp)
 		}
 	} else if looksLikeErrorText(data) {
@@ -362,7 +363,7 @@ type extraction struct {
 	failed  bool
 	visited int
 	kbuf    [64]byte
-	abuf    [16]field
+	abuf    [16]jsonx.Field
 }
 
 // Ranks in typeRank of the type fields that normKey cannot tell apart.
@@ -461,17 +462,17 @@ func (e *extraction) norm(key []byte) []byte {
 
 // walk extracts entities from v, found under a key of type keyType ("" at
 // the top or under an envelope).
-func (e *extraction) walk(v jval, keyType string, depth int) {
+func (e *extraction) walk(v jsonx.Value, keyType string, depth int) {
 	if depth > maxDepth || e.failed || e.visited >= maxVisited {
 		return
 	}
 	e.visited++
-	switch v.kind {
-	case kindArray:
+	switch v.Kind {
+	case jsonx.KindArray:
 		e.list(v, keyType, depth)
-	case kindObject:
-		var fb [24]field
-		fs := v.fields(fb[:0])
+	case jsonx.KindObject:
+		var fb [24]jsonx.Field
+		fs := v.Fields(fb[:0])
 		ent, ok := e.entity(fs, keyType)
 		if (depth == 0 || !ok) && e.isError(fs, depth) {
 			e.failed = true
@@ -489,7 +490,7 @@ func (e *extraction) walk(v jval, keyType string, depth int) {
 // entity: first the member named after the tool's type ({page: ...},
 // {pages: [...]}), then envelopes (data, results, items, ...), then any
 // other member holding objects, in document order.
-func (e *extraction) descend(fs []field, depth int) {
+func (e *extraction) descend(fs []jsonx.Field, depth int) {
 	defer func() {
 		if len(e.out) > 0 || e.failed || depth >= maxDepth {
 			return
@@ -497,11 +498,11 @@ func (e *extraction) descend(fs []field, depth int) {
 		// Last, JSON held in a string: MCP tool results wrap the tool's
 		// output as {"content": [{"type": "text", "text": "{...}"}]}.
 		for _, f := range fs {
-			if f.val.kind != kindString || !textKeys[string(e.norm(f.key))] {
+			if f.Value.Kind != jsonx.KindString || !textKeys[string(e.norm(f.Key))] {
 				continue
 			}
-			if inner := embeddedJSON(f.val); inner != nil {
-				v, _ := skipValue(inner, 0)
+			if inner := embeddedJSON(f.Value); inner != nil {
+				v, _ := jsonx.ScanValue(inner, 0)
 				e.walk(v, "", depth+1)
 				if len(e.out) > 0 || e.failed {
 					return
@@ -511,11 +512,11 @@ func (e *extraction) descend(fs []field, depth int) {
 	}()
 	if e.hint != "" {
 		for _, f := range fs {
-			if f.val.kind != kindObject && f.val.kind != kindArray {
+			if f.Value.Kind != jsonx.KindObject && f.Value.Kind != jsonx.KindArray {
 				continue
 			}
-			if kt := e.keyType(f.key); kt == e.hint {
-				e.walk(f.val, kt, depth+1)
+			if kt := e.keyType(f.Key); kt == e.hint {
+				e.walk(f.Value, kt, depth+1)
 				if len(e.out) > 0 || e.failed {
 					return
 				}
@@ -523,29 +524,29 @@ func (e *extraction) descend(fs []field, depth int) {
 		}
 	}
 	for _, f := range fs {
-		if f.val.kind != kindObject && f.val.kind != kindArray {
+		if f.Value.Kind != jsonx.KindObject && f.Value.Kind != jsonx.KindArray {
 			continue
 		}
-		if envelopes[string(e.norm(f.key))] {
-			e.walk(f.val, "", depth+1)
+		if envelopes[string(e.norm(f.Key))] {
+			e.walk(f.Value, "", depth+1)
 			if len(e.out) > 0 || e.failed {
 				return
 			}
 		}
 	}
 	for _, f := range fs {
-		if f.val.kind != kindObject && f.val.kind != kindArray {
+		if f.Value.Kind != jsonx.KindObject && f.Value.Kind != jsonx.KindArray {
 			continue
 		}
-		k := e.norm(f.key)
+		k := e.norm(f.Key)
 		if envelopes[string(k)] || notEntities[string(k)] || containers[string(k)] {
 			continue
 		}
-		kt := e.keyType(f.key)
+		kt := e.keyType(f.Key)
 		if kt == e.hint && e.hint != "" {
 			continue // tried first
 		}
-		e.walk(f.val, kt, depth+1)
+		e.walk(f.Value, kt, depth+1)
 		if len(e.out) > 0 || e.failed {
 			return
 		}
@@ -557,8 +558,8 @@ var textKeys = setOf("text", "json", "body", "data", "result", "content", "paylo
 
 // embeddedJSON returns the decoded text of a string value when it holds a
 // JSON object or array, else nil.
-func embeddedJSON(v jval) []byte {
-	raw := v.raw
+func embeddedJSON(v jsonx.Value) []byte {
+	raw := v.Raw
 	i := 1
 	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\\' && i+1 < len(raw) && (raw[i+1] == 'n' || raw[i+1] == 't' || raw[i+1] == 'r')) {
 		if raw[i] == '\\' {
@@ -569,7 +570,7 @@ func embeddedJSON(v jval) []byte {
 	if i >= len(raw) || raw[i] != '{' && raw[i] != '[' {
 		return nil
 	}
-	d := bytes.TrimSpace(unquoteBytes(raw))
+	d := bytes.TrimSpace(jsonx.UnquoteBytes(raw))
 	if len(d) == 0 || d[0] != '{' && d[0] != '[' {
 		return nil
 	}
@@ -583,20 +584,20 @@ func (e *extraction) keyType(key []byte) string {
 }
 
 // list takes up to the cap of entities from an array, in order.
-func (e *extraction) list(v jval, keyType string, depth int) {
+func (e *extraction) list(v jsonx.Value, keyType string, depth int) {
 	taken := 0
-	var fb [24]field
-	v.elems(func(el jval) bool {
-		if el.kind != kindObject {
+	var fb [24]jsonx.Field
+	v.Elems(func(el jsonx.Value) bool {
+		if el.Kind != jsonx.KindObject {
 			return true
 		}
-		fs := el.fields(fb[:0])
+		fs := el.Fields(fb[:0])
 		ent, ok := e.entity(fs, keyType)
 		if !ok {
 			// GraphQL edges ({node: {...}}) and other one-level wrappers.
 			for _, f := range fs {
-				if f.val.kind == kindObject && envelopes[string(e.norm(f.key))] {
-					ent, ok = e.entity(f.val.fields(fb[:0]), keyType)
+				if f.Value.Kind == jsonx.KindObject && envelopes[string(e.norm(f.Key))] {
+					ent, ok = e.entity(f.Value.Fields(fb[:0]), keyType)
 					break
 				}
 			}
@@ -609,7 +610,7 @@ func (e *extraction) list(v jval, keyType string, depth int) {
 	})
 	if taken == 0 && depth < maxDepth {
 		// A list of envelopes ([{data: {...}}]) or of lists.
-		v.elems(func(el jval) bool {
+		v.Elems(func(el jsonx.Value) bool {
 			e.walk(el, keyType, depth+1)
 			return len(e.out) == 0 && !e.failed
 		})
@@ -617,35 +618,35 @@ func (e *extraction) list(v jval, keyType string, depth int) {
 }
 
 // isError reports whether an object is an error payload.
-func (e *extraction) isError(fs []field, depth int) bool {
+func (e *extraction) isError(fs []jsonx.Field, depth int) bool {
 	for _, f := range fs {
-		switch string(e.norm(f.key)) {
+		switch string(e.norm(f.Key)) {
 		case "error", "errors", "errormessages", "fault":
-			if !f.val.empty() {
+			if !f.Value.Empty() {
 				return true
 			}
 		case "success", "ok":
-			if f.val.kind == kindBool && string(f.val.raw) == "false" {
+			if f.Value.Kind == jsonx.KindBool && string(f.Value.Raw) == "false" {
 				return true
 			}
 		case "iserror", "failed":
 			// MCP CallToolResult {"isError": true}.
-			if f.val.kind == kindBool && string(f.val.raw) == "true" {
+			if f.Value.Kind == jsonx.KindBool && string(f.Value.Raw) == "true" {
 				return true
 			}
 		case "object", "type":
-			if f.val.kind == kindString && strings.EqualFold(f.val.scalar(), "error") {
+			if f.Value.Kind == jsonx.KindString && strings.EqualFold(f.Value.Scalar(), "error") {
 				return true
 			}
 		case "sys":
-			var fb [8]field
-			for _, g := range f.val.fields(fb[:0]) {
-				if string(e.norm(g.key)) == "type" && strings.EqualFold(g.val.scalar(), "error") {
+			var fb [8]jsonx.Field
+			for _, g := range f.Value.Fields(fb[:0]) {
+				if string(e.norm(g.Key)) == "type" && strings.EqualFold(g.Value.Scalar(), "error") {
 					return true
 				}
 			}
 		case "status", "statuscode", "httpstatus", "code":
-			if n, err := strconv.Atoi(f.val.scalar()); err == nil && n >= 400 && n <= 599 {
+			if n, err := strconv.Atoi(f.Value.Scalar()); err == nil && n >= 400 && n <= 599 {
 				return true
 			}
 		}
@@ -654,16 +655,16 @@ func (e *extraction) isError(fs []field, depth int) bool {
 }
 
 // entity builds an entity from an object's members, if it has an ID.
-func (e *extraction) entity(fs []field, keyType string) (Entity, bool) {
+func (e *extraction) entity(fs []jsonx.Field, keyType string) (Entity, bool) {
 	var ent Entity
 	idR, typR, slugR := 99, 99, 99
 	var keyVal string
-	var sys jval
-	var cb [4]field
+	var sys jsonx.Value
+	var cb [4]jsonx.Field
 	conts := cb[:0]
 	name, nameR := "", len(e.x.nameFields)
 	for _, f := range fs {
-		k := e.norm(f.key)
+		k := e.norm(f.Key)
 		if !e.x.maybeKey(k) {
 			continue
 		}
@@ -672,7 +673,7 @@ func (e *extraction) entity(fs []field, keyType string) (Entity, bool) {
 			continue
 		}
 		if ki.name >= 0 && ki.name < nameR {
-			if s := textOf(f.val, 3); strings.TrimSpace(s) != "" {
+			if s := textOf(f.Value, 3); strings.TrimSpace(s) != "" {
 				name, nameR = s, ki.name
 			}
 		}
@@ -680,22 +681,22 @@ func (e *extraction) entity(fs []field, keyType string) (Entity, bool) {
 		switch ro.kind {
 		case roleID:
 			if ro.rank < idR {
-				if s := f.val.scalar(); s != "" {
+				if s := f.Value.Scalar(); s != "" {
 					ent.ID, idR = s, ro.rank
 				}
 			}
 		case roleType:
-			if ro.rank == rankType && len(f.key) > 0 && f.key[0] == '_' {
+			if ro.rank == rankType && len(f.Key) > 0 && f.Key[0] == '_' {
 				ro.rank = rankUnderscoreType
 			}
-			if ro.rank < typR && f.val.kind == kindString {
-				if t := NormalizeType(f.val.scalar()); t != "" && !genericTypes[t] {
+			if ro.rank < typR && f.Value.Kind == jsonx.KindString {
+				if t := NormalizeType(f.Value.Scalar()); t != "" && !genericTypes[t] {
 					ent.Type, typR = t, ro.rank
 				}
 			}
 		case roleSlug:
 			if ro.rank < slugR {
-				if s := textOf(f.val, 2); s != "" {
+				if s := textOf(f.Value, 2); s != "" {
 					if ro.rank == slugRank["key"] {
 						keyVal = s
 					}
@@ -703,33 +704,33 @@ func (e *extraction) entity(fs []field, keyType string) (Entity, bool) {
 				}
 			}
 		case roleSys:
-			sys = f.val
+			sys = f.Value
 		case roleParentID:
-			ent.Parent = f.val.scalar()
+			ent.Parent = f.Value.Scalar()
 		case roleParent:
 			if ent.Parent == "" {
-				ent.Parent = parentRef(f.val)
+				ent.Parent = parentRef(f.Value)
 			}
 		case roleRPC:
 			// A JSON-RPC envelope: its "id" is the request's.
 			return Entity{}, false
 		case roleContainer:
-			if f.val.kind == kindObject && len(conts) < cap(conts) {
+			if f.Value.Kind == jsonx.KindObject && len(conts) < cap(conts) {
 				conts = append(conts, f)
 			}
 		}
 	}
-	if sys.kind == kindObject {
+	if sys.Kind == jsonx.KindObject {
 		// Contentful: {sys: {id, type: "Entry"}, fields: {...}}.
-		var fb [16]field
-		for _, g := range sys.fields(fb[:0]) {
-			switch string(e.norm(g.key)) {
+		var fb [16]jsonx.Field
+		for _, g := range sys.Fields(fb[:0]) {
+			switch string(e.norm(g.Key)) {
 			case "id":
 				if ent.ID == "" {
-					ent.ID = g.val.scalar()
+					ent.ID = g.Value.Scalar()
 				}
 			case "type":
-				t, r := NormalizeType(g.val.scalar()), rankSysType
+				t, r := NormalizeType(g.Value.Scalar()), rankSysType
 				if t == "entry" {
 					r = rankType
 				}
@@ -775,13 +776,13 @@ func (e *extraction) entity(fs []field, keyType string) (Entity, bool) {
 
 // containerSlug finds a slug, handle or identifier inside an object's
 // containers (Strapi v4 attributes, Contentful fields).
-func (e *extraction) containerSlug(conts []field) string {
+func (e *extraction) containerSlug(conts []jsonx.Field) string {
 	for _, f := range conts {
-		var fb [32]field
+		var fb [32]jsonx.Field
 		best, bestR := "", 3
-		for _, g := range f.val.fields(fb[:0]) {
-			if r, ok := slugRank[string(e.norm(g.key))]; ok && r < bestR {
-				if s := textOf(g.val, 2); s != "" {
+		for _, g := range f.Value.Fields(fb[:0]) {
+			if r, ok := slugRank[string(e.norm(g.Key))]; ok && r < bestR {
+				if s := textOf(g.Value, 2); s != "" {
 					best, bestR = s, r
 				}
 			}
@@ -795,24 +796,24 @@ func (e *extraction) containerSlug(conts []field) string {
 
 // parentRef reads a parent member: a scalar, or an object naming the
 // parent's ID ({type: "page_id", page_id: "..."} in Notion, {id: ...}).
-func parentRef(v jval) string {
-	switch v.kind {
-	case kindString, kindNumber:
-		return v.scalar()
-	case kindObject:
-		var fb [8]field
-		fs := v.fields(fb[:0])
+func parentRef(v jsonx.Value) string {
+	switch v.Kind {
+	case jsonx.KindString, jsonx.KindNumber:
+		return v.Scalar()
+	case jsonx.KindObject:
+		var fb [8]jsonx.Field
+		fs := v.Fields(fb[:0])
 		var kb [32]byte
 		want := ""
 		for _, f := range fs {
-			if string(normKey(kb[:0], f.key)) == "type" {
-				want = f.val.scalar()
+			if string(normKey(kb[:0], f.Key)) == "type" {
+				want = f.Value.Scalar()
 			}
 		}
 		for _, f := range fs {
-			k := string(normKey(kb[:0], f.key))
-			if want != "" && string(f.key) == want || k == "id" {
-				if s := f.val.scalar(); s != "" {
+			k := string(normKey(kb[:0], f.Key))
+			if want != "" && string(f.Key) == want || k == "id" {
+				if s := f.Value.Scalar(); s != "" {
 					return s
 				}
 			}
@@ -824,41 +825,41 @@ func parentRef(v jval) string {
 // name returns the best name: best (of rank bestRank, found among the
 // object's own members) or a better one in its containers (attributes,
 // fields, properties, snippet).
-func (e *extraction) name(conts []field, best string, bestRank int) string {
-	var props jval
-	consider := func(fs []field) {
+func (e *extraction) name(conts []jsonx.Field, best string, bestRank int) string {
+	var props jsonx.Value
+	consider := func(fs []jsonx.Field) {
 		for _, f := range fs {
-			r, ok := e.x.nameRank[string(e.norm(f.key))]
+			r, ok := e.x.nameRank[string(e.norm(f.Key))]
 			if !ok || r >= bestRank {
 				continue
 			}
-			if s := textOf(f.val, 3); strings.TrimSpace(s) != "" {
+			if s := textOf(f.Value, 3); strings.TrimSpace(s) != "" {
 				best, bestRank = s, r
 			}
 		}
 	}
 	for _, f := range conts {
-		if string(e.norm(f.key)) == "properties" {
-			props = f.val
+		if string(e.norm(f.Key)) == "properties" {
+			props = f.Value
 		}
 		if bestRank == 0 {
 			continue
 		}
-		var fb [32]field
-		consider(f.val.fields(fb[:0]))
+		var fb [32]jsonx.Field
+		consider(f.Value.Fields(fb[:0]))
 	}
-	if best == "" && props.kind == kindObject {
+	if best == "" && props.Kind == jsonx.KindObject {
 		// Notion: the title property may have any name; its type says
 		// "title".
-		var fb [32]field
-		for _, f := range props.fields(fb[:0]) {
-			if f.val.kind != kindObject {
+		var fb [32]jsonx.Field
+		for _, f := range props.Fields(fb[:0]) {
+			if f.Value.Kind != jsonx.KindObject {
 				continue
 			}
-			var gb [8]field
-			for _, g := range f.val.fields(gb[:0]) {
-				if string(e.norm(g.key)) == "type" && g.val.scalar() == "title" {
-					if s := textOf(f.val, 3); s != "" {
+			var gb [8]jsonx.Field
+			for _, g := range f.Value.Fields(gb[:0]) {
+				if string(e.norm(g.Key)) == "type" && g.Value.Scalar() == "title" {
+					if s := textOf(f.Value, 3); s != "" {
 						return s
 					}
 				}
@@ -875,40 +876,40 @@ var textPrefs = []string{"rendered", "plaintext", "text", "content", "value", "c
 
 // textOf returns the text of a name value: a string, a number, the joined
 // texts of an array (rich text runs), or the preferred member of an object.
-func textOf(v jval, depth int) string {
-	switch v.kind {
-	case kindString, kindNumber:
-		return v.scalar()
-	case kindArray:
+func textOf(v jsonx.Value, depth int) string {
+	switch v.Kind {
+	case jsonx.KindString, jsonx.KindNumber:
+		return v.Scalar()
+	case jsonx.KindArray:
 		if depth <= 0 {
 			return ""
 		}
 		var b strings.Builder
 		n := 0
-		v.elems(func(el jval) bool {
+		v.Elems(func(el jsonx.Value) bool {
 			b.WriteString(textOf(el, depth-1))
 			n++
-			return n < 8 && b.Len() < maxScalar
+			return n < 8 && b.Len() < jsonx.MaxScalar
 		})
 		return b.String()
-	case kindObject:
+	case jsonx.KindObject:
 		if depth <= 0 {
 			return ""
 		}
-		var fb [16]field
-		fs := v.fields(fb[:0])
+		var fb [16]jsonx.Field
+		fs := v.Fields(fb[:0])
 		var kb [32]byte
 		for _, want := range textPrefs {
 			for _, f := range fs {
-				if string(normKey(kb[:0], f.key)) == want {
-					if s := textOf(f.val, depth-1); s != "" {
+				if string(normKey(kb[:0], f.Key)) == want {
+					if s := textOf(f.Value, depth-1); s != "" {
 						return s
 					}
 				}
 			}
 		}
-		if len(fs) == 1 && fs[0].val.kind == kindString {
-			return fs[0].val.scalar()
+		if len(fs) == 1 && fs[0].Value.Kind == jsonx.KindString {
+			return fs[0].Value.Scalar()
 		}
 	}
 	return ""
@@ -1011,16 +1012,16 @@ func clip(s string, max int) string {
 
 // args is what a tool call's arguments say about entities.
 type args struct {
-	fs []field
+	fs []jsonx.Field
 }
 
-func parseArgs(s string, buf []field) args {
+func parseArgs(s string, buf []jsonx.Field) args {
 	d := bytes.TrimSpace(unsafe.Slice(unsafe.StringData(s), len(s)))
 	if len(d) == 0 || d[0] != '{' {
 		return args{}
 	}
-	v, _ := skipValue(d, 0)
-	return args{fs: v.fields(buf)}
+	v, _ := jsonx.ScanValue(d, 0)
+	return args{fs: v.Fields(buf)}
 }
 
 // ownID returns the ID the arguments give for an entity of type typ:
@@ -1030,13 +1031,13 @@ func (a args) ownID(typ string) string {
 	want := strings.ReplaceAll(typ, "_", "") + "id"
 	id := ""
 	for _, f := range a.fs {
-		switch k := string(normKey(kb[:0], f.key)); {
+		switch k := string(normKey(kb[:0], f.Key)); {
 		case k == want:
-			if s := f.val.scalar(); s != "" {
+			if s := f.Value.Scalar(); s != "" {
 				return s
 			}
 		case k == "id" && id == "":
-			id = f.val.scalar()
+			id = f.Value.Scalar()
 		}
 	}
 	return id
@@ -1047,8 +1048,8 @@ func (a args) name(x *Extractor) string {
 	best, rank := "", len(x.nameFields)
 	var kb [64]byte
 	for _, f := range a.fs {
-		if r, ok := x.nameRank[string(normKey(kb[:0], f.key))]; ok && r < rank {
-			if s := f.val.scalar(); s != "" {
+		if r, ok := x.nameRank[string(normKey(kb[:0], f.Key))]; ok && r < rank {
+			if s := f.Value.Scalar(); s != "" {
 				best, rank = s, r
 			}
 		}
@@ -1064,17 +1065,17 @@ func (a args) parentFor(ent Entity) string {
 	var kb [64]byte
 	cand := ""
 	for _, f := range a.fs {
-		if f.val.kind != kindString && f.val.kind != kindNumber {
+		if f.Value.Kind != jsonx.KindString && f.Value.Kind != jsonx.KindNumber {
 			continue
 		}
-		k := normKey(kb[:0], f.key)
+		k := normKey(kb[:0], f.Key)
 		parent := string(k) == "parentid" || string(k) == "parent"
 		if !parent && (cand != "" || len(k) <= 2 || !bytes.HasSuffix(k, idSuffix) || string(k) == "id" ||
 			isOwnIDKey(k, ent.Type) || bytes.HasSuffix(k, uuidSuffix) || bytes.HasSuffix(k, requestIDSuffix) ||
 			bytes.HasSuffix(k, userIDSuffix)) {
 			continue
 		}
-		s := f.val.scalar()
+		s := f.Value.Scalar()
 		if s == "" || s == ent.ID || s == "0" {
 			continue
 		}

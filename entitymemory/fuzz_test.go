@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memlayer/memlayer/internal/jsonx"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 )
@@ -80,8 +81,8 @@ func shadowMembers(result string) (string, bool) {
 	if len(d) == 0 || d[0] != '{' || len(d) > 4096 || !json.Valid(d) {
 		return "", false
 	}
-	v, _ := skipValue(d, 0)
-	fs := v.fields(nil)
+	v, _ := jsonx.ScanValue(d, 0)
+	fs := v.Fields(nil)
 	if len(fs) == 0 || len(fs) > 32 {
 		return "", false
 	}
@@ -89,7 +90,7 @@ func shadowMembers(result string) (string, bool) {
 	b.WriteByte('{')
 	for i, f := range fs {
 		decoy := []string{`{"id":"decoy","error":"decoy"}`, `"decoy"`, `[{"id":"decoy"}]`, `null`}[i%4]
-		b.WriteString(`"` + string(f.key) + `":` + decoy + `,`)
+		b.WriteString(`"` + string(f.Key) + `":` + decoy + `,`)
 	}
 	b.Write(d[1:])
 	return b.String(), true

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/memlayer/memlayer/internal/jsonx"
 )
 
 // StateVersion is the version of the state format written by Snapshot and
@@ -73,7 +75,7 @@ func (f *flexString) UnmarshalJSON(b []byte) error {
 		if _, err := strconv.ParseFloat(string(b), 64); err != nil {
 			return fmt.Errorf("id %s: want a string or a number", b)
 		}
-		*f = flexString(jval{raw: b, kind: kindNumber}.scalar())
+		*f = flexString(jsonx.Value{Raw: b, Kind: jsonx.KindNumber}.Scalar())
 	}
 	return nil
 }

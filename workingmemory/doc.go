@@ -64,7 +64,7 @@
 // reflection. Here a state is immutable: an update builds a new state that
 // shares the unchanged subtrees of the old one, so a rejected update
 // cannot have touched anything and readers never wait. Internally objects
-// are sorted member lists, so decoding, merging, validating and encoding
+// are sorted member lists (internal/jsonx), so decoding, merging, validating and encoding
 // are linear passes with no map hashing or key sorting; [Layer.State] and
 // the provided snapshot hand out map[string]any copies (numbers as
 // json.Number).

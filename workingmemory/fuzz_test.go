@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/memlayer/memlayer/internal/jsonx"
 	"github.com/memlayer/memlayer/layer"
 )
 
@@ -81,7 +82,7 @@ func FuzzMerge(f *testing.F) {
 				t.Fatalf("update %q kept a forbidden key: %s", upd, after)
 			}
 			if l.c.schema != nil {
-				if err := l.c.schema.full.Validate(toGo(l.cur.Load().value)); err != nil {
+				if err := l.c.schema.full.Validate(jsonx.ToGo(l.cur.Load().value)); err != nil {
 					t.Fatalf("accepted state fails the schema: %v\n%s", err, after)
 				}
 			}
@@ -110,7 +111,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		enc := appendJSON(nil, v, "", 0)
+		enc := jsonx.Append(nil, v, "")
 		var back any
 		if err := json.Unmarshal(enc, &back); err != nil {
 			t.Fatalf("encoding of %q is not JSON: %v\n%s", data, err, enc)
@@ -118,7 +119,7 @@ func FuzzDecode(f *testing.F) {
 		if !jsonDeepEqual(back, std) {
 			t.Fatalf("round trip of %q: got %#v, want %#v", data, back, std)
 		}
-		pretty := appendJSON(nil, v, "  ", 0)
+		pretty := jsonx.Append(nil, v, "  ")
 		var p any
 		if err := json.Unmarshal(pretty, &p); err != nil || !jsonDeepEqual(p, std) {
 			t.Fatalf("indented encoding of %q differs: %s", data, pretty)
@@ -147,7 +148,7 @@ func FuzzRecall(f *testing.F) {
 			t.Fatal(err)
 		}
 		if v, err := decodeJSON([]byte(st), DefaultMaxDepth); err == nil {
-			if _, ok := v.(*object); ok {
+			if _, ok := v.(*jsonx.Object); ok {
 				_ = l.Update(ctx, []byte(st)) // an object state, when it makes one
 			}
 		}
@@ -180,35 +181,35 @@ func FuzzRebase(f *testing.F) {
 	f.Add(`{"a":1,"o":{"x":1}}`, `{"a":2,"o":{"x":1,"y":2}}`, `{"a":1,"o":{"x":3},"n":1}`)
 	f.Add(`{"l":[1,2]}`, `{}`, `{"l":[1,2,3]}`)
 	f.Fuzz(func(t *testing.T, base, child, cur string) {
-		var vs [3]*object
+		var vs [3]*jsonx.Object
 		for i, s := range []string{base, child, cur} {
 			v, err := decodeJSON([]byte(s), 16)
-			o, ok := v.(*object)
+			o, ok := v.(*jsonx.Object)
 			if err != nil || !ok {
 				return
 			}
 			vs[i] = o
 		}
 		b, c, u := vs[0], vs[1], vs[2]
-		before := [3]string{string(appendJSON(nil, b, "", 0)), string(appendJSON(nil, c, "", 0)), string(appendJSON(nil, u, "", 0))}
+		before := [3]string{string(jsonx.Append(nil, b, "")), string(jsonx.Append(nil, c, "")), string(jsonx.Append(nil, u, ""))}
 		var conflicts []string
 		if got := rebase(b, b, u, nil, &conflicts); !equalJSON(got, u) || len(conflicts) != 0 {
-			t.Fatalf("unchanged child: got %s (conflicts %q), want cur", appendJSON(nil, got, "", 0), conflicts)
+			t.Fatalf("unchanged child: got %s (conflicts %q), want cur", jsonx.Append(nil, got, ""), conflicts)
 		}
 		if got := rebase(b, c, b, nil, &conflicts); !equalJSON(got, c) || len(conflicts) != 0 {
-			t.Fatalf("unchanged parent: got %s (conflicts %q), want the child's state", appendJSON(nil, got, "", 0), conflicts)
+			t.Fatalf("unchanged parent: got %s (conflicts %q), want the child's state", jsonx.Append(nil, got, ""), conflicts)
 		}
-		got, _ := rebase(b, c, u, nil, &conflicts).(*object)
-		for _, e := range u.m {
-			bv, inB := b.get(e.key)
-			cv, inC := c.get(e.key)
+		got, _ := rebase(b, c, u, nil, &conflicts).(*jsonx.Object)
+		for _, e := range u.Members {
+			bv, inB := b.Get(e.Key)
+			cv, inC := c.Get(e.Key)
 			if inB && inC && equalJSON(bv, cv) {
-				if gv, ok := got.get(e.key); !ok || !equalJSON(gv, e.val) {
-					t.Fatalf("key %q only cur changed: got %s", e.key, appendJSON(nil, gv, "", 0))
+				if gv, ok := got.Get(e.Key); !ok || !equalJSON(gv, e.Value) {
+					t.Fatalf("key %q only cur changed: got %s", e.Key, jsonx.Append(nil, gv, ""))
 				}
 			}
 		}
-		after := [3]string{string(appendJSON(nil, b, "", 0)), string(appendJSON(nil, c, "", 0)), string(appendJSON(nil, u, "", 0))}
+		after := [3]string{string(jsonx.Append(nil, b, "")), string(jsonx.Append(nil, c, "")), string(jsonx.Append(nil, u, ""))}
 		if before != after {
 			t.Fatal("rebase modified its inputs")
 		}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/memlayer/memlayer/internal/jsonx"
 )
 
 // DeleteKey is the reserved key of an update object that lists what to
@@ -44,9 +46,9 @@ type merger struct {
 // mergeState merges the update object into the state (text or object) and
 // returns the new state. A text state becomes an object holding the old
 // text under PreviousKey.
-func (m merger) mergeState(st any, update *object) (any, error) {
+func (m merger) mergeState(st any, update *jsonx.Object) (any, error) {
 	var prev string
-	base, ok := st.(*object)
+	base, ok := st.(*jsonx.Object)
 	if !ok {
 		prev, _ = st.(string)
 	}
@@ -61,82 +63,82 @@ func (m merger) mergeState(st any, update *object) (any, error) {
 }
 
 // withMember returns o with key set to v (o is not modified).
-func withMember(o *object, key string, v any) *object {
-	i, ok := o.find(key)
-	ms := make([]member, 0, len(o.m)+1)
-	ms = append(ms, o.m[:i]...)
-	ms = append(ms, member{key, v})
+func withMember(o *jsonx.Object, key string, v any) *jsonx.Object {
+	i, ok := o.Find(key)
+	ms := make([]jsonx.Member, 0, len(o.Members)+1)
+	ms = append(ms, o.Members[:i]...)
+	ms = append(ms, jsonx.Member{Key: key, Value: v})
 	if ok {
 		i++
 	}
-	ms = append(ms, o.m[i:]...)
-	return &object{m: ms}
+	ms = append(ms, o.Members[i:]...)
+	return &jsonx.Object{Members: ms}
 }
 
 // skip reports whether a member of an update is not merged: the delete
 // list, the reserved write log key, a forbidden key, or (by default) a
 // null.
-func (m merger) skip(e member) bool {
-	return e.key == DeleteKey || e.key == writesKey || forbidden(e.key) || e.val == nil && !m.nullReplaces
+func (m merger) skip(e jsonx.Member) bool {
+	return e.Key == DeleteKey || e.Key == writesKey || forbidden(e.Key) || e.Value == nil && !m.nullReplaces
 }
 
 // mergeObject returns dst (nil means {}) with src merged in: src's
 // DeleteKey paths removed first, then every other member of src merged.
 // Both are sorted, so this is one merge-join.
-func (m merger) mergeObject(dst, src *object) (*object, error) {
-	if del, ok := src.get(DeleteKey); ok && dst != nil {
+func (m merger) mergeObject(dst, src *jsonx.Object) (*jsonx.Object, error) {
+	if del, ok := src.Get(DeleteKey); ok && dst != nil {
 		paths, err := parseDeletes(del)
 		if err != nil {
 			return nil, err
 		}
-		dst = deleteFrom(dst, paths).(*object)
+		dst = deleteFrom(dst, paths).(*jsonx.Object)
 	} else if ok {
 		if _, err := parseDeletes(del); err != nil {
 			return nil, err
 		}
 	}
-	var d []member
+	var d []jsonx.Member
 	if dst != nil {
-		d = dst.m
+		d = dst.Members
 	}
-	s := src.m
-	out := make([]member, 0, len(d)+len(s))
+	s := src.Members
+	out := make([]jsonx.Member, 0, len(d)+len(s))
 	i, j := 0, 0
 	for i < len(d) || j < len(s) {
 		switch {
-		case j == len(s) || i < len(d) && d[i].key < s[j].key:
+		case j == len(s) || i < len(d) && d[i].Key < s[j].Key:
 			out = append(out, d[i])
 			i++
-		case i == len(d) || s[j].key < d[i].key:
+		case i == len(d) || s[j].Key < d[i].Key:
 			if !m.skip(s[j]) {
-				v, err := m.mergeValue(nil, s[j].val)
+				v, err := m.mergeValue(nil, s[j].Value)
 				if err != nil {
 					return nil, err
 				}
-				out = append(out, member{s[j].key, v})
+				out = append(out, jsonx.Member{Key: s[j].Key, Value: v})
 			}
 			j++
 		default: // same key
 			if m.skip(s[j]) {
 				out = append(out, d[i])
 			} else {
-				v, err := m.mergeValue(d[i].val, s[j].val)
+				v, err := m.mergeValue(d[i].Value, s[j].Value)
 				if err != nil {
 					return nil, err
 				}
-				out = append(out, member{d[i].key, v})
+				out = append(out, jsonx.Member{Key: d[i].Key, Value: v})
 			}
 			i++
 			j++
 		}
 	}
-	return &object{m: out}, nil
+	return &jsonx.Object{Members: out}, nil
 }
 
 func (m merger) mergeValue(dst, src any) (any, error) {
 	switch s := src.(type) {
-	case *object:
-		d, _ := dst.(*object)
+	case *jsonx.Object:
+		d, _ := dst.(*jsonx.Object)
 		return m.mergeObject(d, s)
 	case []any:
 		a, _ := cleanArray(s)
@@ -173,26 +175,26 @@ func cleanValue(v any) (any, bool) {
 	switch v := v.(type) {
 	case []any:
 		return cleanArray(v)
-	case *object:
-		var out []member
-		for i, e := range v.m {
-			drop := forbidden(e.key) || e.key == DeleteKey || e.key == writesKey
-			c, changed := e.val, false
+	case *jsonx.Object:
+		var out []jsonx.Member
+		for i, e := range v.Members {
+			drop := forbidden(e.Key) || e.Key == DeleteKey || e.Key == writesKey
+			c, changed := e.Value, false
 			if !drop {
-				c, changed = cleanValue(e.val)
+				c, changed = cleanValue(e.Value)
 			}
 			if (drop || changed) && out == nil {
-				out = make([]member, i, len(v.m))
-				copy(out, v.m[:i])
+				out = make([]jsonx.Member, i, len(v.Members))
+				copy(out, v.Members[:i])
 			}
 			if out != nil && !drop {
-				out = append(out, member{e.key, c})
+				out = append(out, jsonx.Member{Key: e.Key, Value: c})
 			}
 		}
 		if out == nil {
 			return v, false
 		}
-		return &object{m: out}, true
+		return &jsonx.Object{Members: out}, true
 	}
 	return v, false
 }
@@ -251,7 +253,7 @@ func parsePath(s string) ([]string, error) {
 // one array all refer to the array before any deletion.
 func deleteFrom(v any, paths [][]string) any {
 	switch v := v.(type) {
-	case *object:
+	case *jsonx.Object:
 		drop := map[string]bool{}
 		rest := map[string][][]string{}
 		for _, p := range paths {
@@ -261,17 +263,17 @@ func deleteFrom(v any, paths [][]string) any {
 				rest[p[0]] = append(rest[p[0]], p[1:])
 			}
 		}
-		out := make([]member, 0, len(v.m))
-		for _, e := range v.m {
-			if drop[e.key] {
+		out := make([]jsonx.Member, 0, len(v.Members))
+		for _, e := range v.Members {
+			if drop[e.Key] {
 				continue
 			}
-			if sub, ok := rest[e.key]; ok {
-				e.val = deleteFrom(e.val, sub)
+			if sub, ok := rest[e.Key]; ok {
+				e.Value = deleteFrom(e.Value, sub)
 			}
 			out = append(out, e)
 		}
-		return &object{m: out}
+		return &jsonx.Object{Members: out}
 	case []any:
 		drop := map[int]bool{}
 		rest := map[int][][]string{}
@@ -309,7 +311,7 @@ func kindOf(v any) string {
 		return "a string"
 	case bool:
 		return "a boolean"
-	case *object, map[string]any:
+	case *jsonx.Object, map[string]any:
 		return "an object"
 	case []any:
 		return "an array"
@@ -328,29 +330,29 @@ func rebase(base, child, cur any, path []string, conflicts *[]string) any {
 	if equalJSON(base, child) {
 		return cur
 	}
-	bo, bok := base.(*object)
-	co, cok := child.(*object)
-	uo, uok := cur.(*object)
+	bo, bok := base.(*jsonx.Object)
+	co, cok := child.(*jsonx.Object)
+	uo, uok := cur.(*jsonx.Object)
 	if !bok || !cok || !uok {
 		if !equalJSON(cur, base) && !equalJSON(cur, child) {
 			*conflicts = append(*conflicts, pointer(path))
 		}
 		return child
 	}
-	out := make([]member, 0, len(uo.m)+len(co.m))
+	out := make([]jsonx.Member, 0, len(uo.Members)+len(co.Members))
 	keys := unionKeys(bo, co, uo)
 	for _, k := range keys {
-		b, inB := bo.get(k)
-		c, inC := co.get(k)
-		u, inU := uo.get(k)
+		b, inB := bo.Get(k)
+		c, inC := co.Get(k)
+		u, inU := uo.Get(k)
 		at := append(path[:len(path):len(path)], k)
 		switch {
 		case inB == inC && equalJSON(b, c): // the child left it alone
 			if inU {
-				out = append(out, member{k, u})
+				out = append(out, jsonx.Member{Key: k, Value: u})
 			}
 		case inB && inC && inU:
-			out = append(out, member{k, rebase(b, c, u, at, conflicts)})
+			out = append(out, jsonx.Member{Key: k, Value: rebase(b, c, u, at, conflicts)})
 		default: // added or deleted by the child, or gone from cur
 			if inU != inB || inU && !equalJSON(u, b) {
 				if inU != inC || inU && !equalJSON(u, c) {
@@ -358,19 +360,19 @@ func rebase(base, child, cur any, path []string, conflicts *[]string) any {
 				}
 			}
 			if inC {
-				out = append(out, member{k, c})
+				out = append(out, jsonx.Member{Key: k, Value: c})
 			}
 		}
 	}
-	return &object{m: out}
+	return &jsonx.Object{Members: out}
 }
 
 // unionKeys returns the keys of the objects, sorted, each once.
-func unionKeys(objs ...*object) []string {
+func unionKeys(objs ...*jsonx.Object) []string {
 	var keys []string
 	for _, o := range objs {
-		for _, e := range o.m {
-			keys = append(keys, e.key)
+		for _, e := range o.Members {
+			keys = append(keys, e.Key)
 		}
 	}
 	slices.Sort(keys)
@@ -381,17 +383,17 @@ func unionKeys(objs ...*object) []string {
 // compared as written (1 and 1.0 differ: the three-way merge only needs
 // to know whether a value was touched).
 func equalJSON(a, b any) bool {
-	if sameValue(a, b) {
+	if jsonx.Same(a, b) {
 		return true
 	}
 	switch a := a.(type) {
-	case *object:
-		bo, ok := b.(*object)
-		if !ok || len(a.m) != len(bo.m) {
+	case *jsonx.Object:
+		bo, ok := b.(*jsonx.Object)
+		if !ok || len(a.Members) != len(bo.Members) {
 			return false
 		}
-		for i, e := range a.m {
-			if e.key != bo.m[i].key || !equalJSON(e.val, bo.m[i].val) {
+		for i, e := range a.Members {
+			if e.Key != bo.Members[i].Key || !equalJSON(e.Value, bo.Members[i].Value) {
 				return false
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/memlayer/memlayer/internal/jsonx"
 	"github.com/memlayer/memlayer/internal/safeschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -94,7 +95,7 @@ func collectNames(doc any, into map[string]string) {
 // validate checks a state and returns nil or a *SchemaError listing every
 // violation.
 func (s *schema) validate(v any) error {
-	err := s.full.Validate(toGo(v))
+	err := s.full.Validate(jsonx.ToGo(v))
 	if err == nil {
 		return nil
 	}

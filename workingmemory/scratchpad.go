@@ -19,6 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/memlayer/memlayer/internal/jsonx"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 )
@@ -132,7 +133,7 @@ func (c *compiled) template() (any, error) {
 	switch t := t.(type) {
 	case nil:
 		if c.schema != nil {
-			return &object{}, nil
+			return &jsonx.Object{}, nil
 		}
 		return "", nil
 	case string:
@@ -158,7 +159,7 @@ func (c *compiled) template() (any, error) {
 func (c *compiled) checkState(v any) (any, error) {
 	v, _ = cleanValue(v)
 	switch v.(type) {
-	case *object:
+	case *jsonx.Object:
 	case string:
 		if c.schema != nil {
 			return nil, errors.New("the state is text, the schema wants an object")
@@ -382,7 +383,7 @@ func FenceTag(id string) string {
 // State returns a deep copy of the current state: a string, or a
 // map[string]any whose numbers are json.Number.
 func (l *Layer) State() any {
-	return toGo(l.cur.Load().tree())
+	return jsonx.ToGo(l.cur.Load().tree())
 }
 
 // Update merges patch, a JSON object, into the state: the same path the
@@ -435,7 +436,7 @@ func writeID(key string) string {
 	return hex.EncodeToString(sum[:writeIDLen/2])
 }
 
-func (l *Layer) decodeUpdate(patch []byte) (*object, error) {
+func (l *Layer) decodeUpdate(patch []byte) (*jsonx.Object, error) {
 	if len(patch) > l.c.cfg.MaxBytes {
 		return nil, fmt.Errorf("%w: update of %d bytes, the state limit is %d", ErrTooLarge, len(patch), l.c.cfg.MaxBytes)
 	}
@@ -446,7 +447,7 @@ func (l *Layer) decodeUpdate(patch []byte) (*object, error) {
 		}
 		return nil, fmt.Errorf("%w: %w", ErrInvalidUpdate, err)
 	}
-	upd, ok := v.(*object)
+	upd, ok := v.(*jsonx.Object)
 	if !ok {
 		return nil, fmt.Errorf("%w: want a JSON object of the fields to change, got %s", ErrInvalidUpdate, kindOf(v))
 	}
@@ -666,15 +667,15 @@ func (l *Layer) OnReturn(ctx context.Context, child layer.Layer) error {
 	if equalJSON(bv, cv) {
 		return nil // the child changed nothing
 	}
-	patch, cok := cv.(*object)
+	patch, cok := cv.(*jsonx.Object)
 	if !cok {
-		patch = &object{m: []member{{PreviousKey, cv}}}
+		patch = &jsonx.Object{Members: []jsonx.Member{{Key: PreviousKey, Value: cv}}}
 	}
-	_, bok := bv.(*object)
+	_, bok := bv.(*jsonx.Object)
 	var conflicts []string
 	err := l.apply(ctx, "", func(cur any) (any, error) {
 		conflicts = conflicts[:0]
-		if _, uok := cur.(*object); bok && cok && uok {
+		if _, uok := cur.(*jsonx.Object); bok && cok && uok {
 			return rebase(bv, cv, cur, nil, &conflicts), nil
 		}
 		return l.c.merger.mergeState(cur, patch)

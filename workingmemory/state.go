@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/memlayer/memlayer/internal/jsonx"
 	"github.com/memlayer/memlayer/layer"
 )
 
@@ -44,8 +45,8 @@ func newState(v any, version int64, prev *state) *state {
 	s := &state{version: version, enc: enc, value: v, spans: spans}
 	s.treeOnce.Do(func() {})
 	switch v := v.(type) {
-	case *object:
-		s.entries = len(v.m)
+	case *jsonx.Object:
+		s.entries = len(v.Members)
 	case string:
 		if v != "" {
 			s.entries = 1
@@ -64,16 +65,12 @@ func coldState(enc []byte, version int64, entries int) *state {
 // without error and the member spans it records are exact.
 func (s *state) tree() any {
 	s.treeOnce.Do(func() {
-		d := decoderPool.Get().(*decoder)
-		d.spans = make([]int32, 0, 2*s.entries)
-		v, err := d.decode(s.enc, 1<<16, nil)
-		spans := d.spans
-		d.release()
+		v, spans, err := jsonx.DecodeSpans(s.enc, 1<<16, s.entries)
 		if err != nil {
 			panic("workingmemory: canonical state does not decode: " + err.Error())
 		}
 		s.value = v
-		if o, ok := v.(*object); ok && len(spans) == 2*len(o.m) {
+		if o, ok := v.(*jsonx.Object); ok && len(spans) == 2*len(o.Members) {
 			s.spans = spans
 		}
 	})
@@ -197,22 +194,22 @@ func (s *state) record() []byte {
 // splitRecord separates a decoded stored value from its write log. A
 // malformed log is dropped (the state itself is still good).
 func splitRecord(v any) (any, *writeLog) {
-	o, ok := v.(*object)
+	o, ok := v.(*jsonx.Object)
 	if !ok {
 		return v, nil
 	}
-	i, ok := o.find(writesKey)
+	i, ok := o.Find(writesKey)
 	if !ok {
 		return v, nil
 	}
 	var w *writeLog
-	str, _ := o.m[i].val.(string)
+	str, _ := o.Members[i].Value.(string)
 	count, ids, _ := strings.Cut(str, " ")
 	if n, err := strconv.ParseInt(count, 10, 64); err == nil && n >= 0 && len(ids)%writeIDLen == 0 && len(ids) <= logSize*writeIDLen {
 		// A copy: the decoded string shares the record's memory.
 		w = &writeLog{seq: n, ids: strings.Clone(ids)}
 	}
-	return &object{m: slices.Delete(slices.Clone(o.m), i, i+1)}, w
+	return &jsonx.Object{Members: slices.Delete(slices.Clone(o.Members), i, i+1)}, w
 }
 
 // StoredState returns the state held in a stored record (the value under
@@ -224,7 +221,7 @@ func StoredState(record []byte) (json.RawMessage, error) {
 		return nil, fmt.Errorf("workingmemory: stored state: %w", err)
 	}
 	v, _ = splitRecord(v)
-	return appendJSON(nil, v, "", 0), nil
+	return jsonx.Append(nil, v, ""), nil
 }
 
 // encodeState encodes v compactly. When v is an object it records where
@@ -233,14 +230,14 @@ func StoredState(record []byte) (json.RawMessage, error) {
 // usually changes a few members of a state whose other members are
 // shared, unchanged, with the old one.
 func encodeState(v any, prev *state) ([]byte, []int32) {
-	o, ok := v.(*object)
+	o, ok := v.(*jsonx.Object)
 	if !ok {
-		return appendJSON(nil, v, "", 0), nil
+		return jsonx.Append(nil, v, ""), nil
 	}
-	var old []member
+	var old []jsonx.Member
 	if prev != nil {
-		if po, ok := prev.tree().(*object); ok && prev.spans != nil {
-			old = po.m
+		if po, ok := prev.tree().(*jsonx.Object); ok && prev.spans != nil {
+			old = po.Members
 		}
 	}
 	size := 64
@@ -248,23 +245,23 @@ func encodeState(v any, prev *state) ([]byte, []int32) {
 		size += len(prev.enc) + len(prev.enc)/4
 	}
 	b := make([]byte, 0, size)
-	spans := make([]int32, 0, 2*len(o.m))
+	spans := make([]int32, 0, 2*len(o.Members))
 	b = append(b, '{')
 	j := 0
-	for i, e := range o.m {
+	for i, e := range o.Members {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, e.key)
+		b = jsonx.AppendString(b, e.Key)
 		b = append(b, ':')
 		start := len(b)
-		for j < len(old) && old[j].key != e.key && old[j].key < e.key {
+		for j < len(old) && old[j].Key != e.Key && old[j].Key < e.Key {
 			j++ // (keys are usually shared strings: == is the cheap test)
 		}
-		if j < len(old) && old[j].key == e.key && sameValue(old[j].val, e.val) {
+		if j < len(old) && old[j].Key == e.Key && jsonx.Same(old[j].Value, e.Value) {
 			b = append(b, prev.enc[prev.spans[2*j]:prev.spans[2*j+1]]...)
 		} else {
-			b = appendJSON(b, e.val, "", 0)
+			b = jsonx.Append(b, e.Value, "")
 		}
 		spans = append(spans, int32(start), int32(len(b)))
 	}

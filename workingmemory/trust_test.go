@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memlayer/memlayer/internal/jsonx"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 )
@@ -247,7 +248,7 @@ func TestTrust02_RebaseCases(t *testing.T) {
 	for _, tt := range tests {
 		var conflicts []string
 		got := rebase(mustDecode(t, tt.base), mustDecode(t, tt.child), mustDecode(t, tt.cur), nil, &conflicts)
-		if g := string(appendJSON(nil, got, "", 0)); !jsonDeepEqual(jsonOf(t, g), jsonOf(t, tt.want)) {
+		if g := string(jsonx.Append(nil, got, "")); !jsonDeepEqual(jsonOf(t, g), jsonOf(t, tt.want)) {
 			t.Errorf("%s: got %s, want %s", tt.name, g, tt.want)
 		}
 		if conflicts == nil {

@@ -1,0 +1,194 @@
+package jsonx
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+)
+
+// A JSON value in the tree form is *Object (members sorted by key, keys
+// unique), []any, string, json.Number, bool or nil; [ToGo] converts to the
+// map[string]any form that encoding/json and jsonschema use. Sorted
+// members make decode, merge, validate and encode a series of linear
+// merge-joins with no map hashing, iteration or key sorting, and objects
+// encode with sorted keys, so equal values encode to equal bytes.
+
+// Object is a JSON object: members sorted by key, keys unique. Objects in
+// a tree are immutable once built: build a new one instead.
+type Object struct {
+	Members []Member
+}
+
+// Member is one member of an Object.
+type Member struct {
+	Key   string
+	Value any
+}
+
+// Get returns the value of key.
+func (o *Object) Get(key string) (any, bool) {
+	if o == nil {
+		return nil, false
+	}
+	i, ok := o.Find(key)
+	if !ok {
+		return nil, false
+	}
+	return o.Members[i].Value, true
+}
+
+// Find returns the index of key's member, or where it would be inserted
+// and false.
+func (o *Object) Find(key string) (int, bool) {
+	lo, hi := 0, len(o.Members)
+	for lo < hi {
+		h := int(uint(lo+hi) >> 1)
+		if o.Members[h].Key < key {
+			lo = h + 1
+		} else {
+			hi = h
+		}
+	}
+	return lo, lo < len(o.Members) && o.Members[lo].Key == key
+}
+
+// SortMembers sorts members by key in place (stable, so that of duplicate
+// keys the last one wins) and drops duplicates, returning the prefix of
+// ms that holds the result.
+func SortMembers(ms []Member) []Member {
+	if sortedUnique(ms) {
+		return ms
+	}
+	if len(ms) <= 32 {
+		// Insertion sort: objects are small, and this avoids the
+		// comparator calls of the generic sort.
+		for i := 1; i < len(ms); i++ {
+			for j := i; j > 0 && ms[j].Key < ms[j-1].Key; j-- {
+				ms[j], ms[j-1] = ms[j-1], ms[j]
+			}
+		}
+	} else {
+		slices.SortStableFunc(ms, func(a, b Member) int { return strings.Compare(a.Key, b.Key) })
+	}
+	out := ms[:0]
+	for i, e := range ms {
+		if i+1 < len(ms) && ms[i+1].Key == e.Key {
+			continue // a later duplicate wins
+		}
+		out = append(out, e)
+	}
+	clear(ms[len(out):])
+	return out
+}
+
+func sortedUnique(ms []Member) bool {
+	for i := 1; i < len(ms); i++ {
+		if ms[i-1].Key >= ms[i].Key {
+			return false
+		}
+	}
+	return true
+}
+
+// sortedCopy returns the members sorted by key with duplicates dropped
+// (the last one wins), in a new slice of the exact size. It sorts an index
+// array rather than the members themselves, so that each member is
+// written once: member writes are pointer writes, which cost a GC write
+// barrier each while a collection runs.
+func sortedCopy(ms []Member) []Member {
+	if sortedUnique(ms) || len(ms) > 64 {
+		return SortMembers(slices.Clone(ms))
+	}
+	var buf [64]uint8
+	idx := buf[:len(ms)]
+	for i := range idx {
+		idx[i] = uint8(i)
+	}
+	for i := 1; i < len(idx); i++ { // stable insertion sort
+		for j := i; j > 0 && ms[idx[j]].Key < ms[idx[j-1]].Key; j-- {
+			idx[j], idx[j-1] = idx[j-1], idx[j]
+		}
+	}
+	n := 0
+	for i := range idx {
+		if i+1 < len(idx) && ms[idx[i+1]].Key == ms[idx[i]].Key {
+			continue // a later duplicate wins
+		}
+		idx[n] = idx[i]
+		n++
+	}
+	out := make([]Member, n)
+	for i, k := range idx[:n] {
+		out[i] = ms[k]
+	}
+	return out
+}
+
+// ToGo returns v in the form encoding/json decodes to with UseNumber:
+// objects become map[string]any. The result shares no map or slice with
+// v.
+func ToGo(v any) any {
+	switch v := v.(type) {
+	case *Object:
+		m := make(map[string]any, len(v.Members))
+		for _, e := range v.Members {
+			m[e.Key] = ToGo(e.Value)
+		}
+		return m
+	case []any:
+		a := make([]any, len(v))
+		for i, e := range v {
+			a[i] = ToGo(e)
+		}
+		return a
+	default:
+		return v
+	}
+}
+
+// FromGo is the inverse of ToGo: map[string]any becomes *Object. The
+// result shares no map or slice with v.
+func FromGo(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		ms := make([]Member, 0, len(v))
+		for k, e := range v {
+			ms = append(ms, Member{k, FromGo(e)})
+		}
+		return &Object{Members: SortMembers(ms)}
+	case []any:
+		a := make([]any, len(v))
+		for i, e := range v {
+			a[i] = FromGo(e)
+		}
+		return a
+	default:
+		return v
+	}
+}
+
+// Same reports whether a and b are the same value in the sense that
+// matters for reusing work: the same object or array (trees share
+// unchanged subtrees), or equal scalars.
+func Same(a, b any) bool {
+	switch a := a.(type) {
+	case *Object:
+		bo, ok := b.(*Object)
+		return ok && a == bo
+	case []any:
+		ba, ok := b.([]any)
+		return ok && len(a) == len(ba) && (len(a) == 0 || &a[0] == &ba[0])
+	case string:
+		bs, ok := b.(string)
+		return ok && a == bs
+	case json.Number:
+		bn, ok := b.(json.Number)
+		return ok && a == bn
+	case bool:
+		bb, ok := b.(bool)
+		return ok && a == bb
+	case nil:
+		return b == nil
+	}
+	return false
+}
