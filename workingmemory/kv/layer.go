@@ -25,9 +25,9 @@ const DefaultMaxRetries = 16
 // LayerConfig configures a [Layer]. The zero LayerConfig is valid.
 type LayerConfig struct {
 	// ID is the layer ID. Empty means "kv-memory". It names the block
-	// Recall fences the rendered text in: the ID with '-' replaced by
-	// '_' (as every layer of the module does), <kv_memory> by default, and the layer's storage
-	// keys.
+	// Recall fences the rendered text in (the ID with '-' replaced by
+	// '_', as the other layers do: <kv_memory> by default) and the
+	// layer's storage keys.
 	ID string
 	// Slot orders the layer in the prompt. Zero means 120.
 	Slot int

@@ -68,7 +68,7 @@ func TestKVLayerConfig(t *testing.T) {
 	}
 	// The template holds no memory: only a bound layer does.
 	if kl.Memory() != nil {
-		t.Error("the template has a KV")
+		t.Error("the template has a memory")
 	}
 	if _, err := kl.Snapshot(t.Context()); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("template Snapshot: %v", err)
@@ -76,7 +76,7 @@ func TestKVLayerConfig(t *testing.T) {
 	if err := kl.Restore(t.Context(), []byte(`{"version":1}`)); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("template Restore: %v", err)
 	}
-	// Render gets the run's KV; its text is fenced.
+	// Render gets the run's memory; its text is fenced.
 	bound := boundKV(t, LayerConfig{Render: func(kv *Memory) string {
 		keys, _ := kv.Keys()
 		return strings.Join(keys, ",")
