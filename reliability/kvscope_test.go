@@ -79,7 +79,9 @@ func (l sharedKVLayer) Recall(ctx context.Context, q layer.Query) ([]layer.Item,
 	return []layer.Item{{Text: layer.Fence("kv_memory", renderKV(l.mem))}}, nil
 }
 
-func (l sharedKVLayer) Snapshot(ctx context.Context) (json.RawMessage, error) { return l.mem.Snapshot() }
+func (l sharedKVLayer) Snapshot(ctx context.Context) (json.RawMessage, error) {
+	return l.mem.Snapshot()
+}
 
 func (l sharedKVLayer) Restore(ctx context.Context, data json.RawMessage) error {
 	return l.mem.Restore(data)
