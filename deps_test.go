@@ -168,20 +168,24 @@ var importRules = []importRule{
 		}
 		return out
 	}},
-	{"concrete layers import neither each other, prompt nor agentloop", []string{"workingmemory", "entitymemory"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
+	{"concrete layers import neither each other, prompt nor agentloop", []string{"workingmemory", "workingmemory/kv", "entitymemory"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
 		var out []string
 		for path, p := range pkgs {
-			var other string
+			// The scratchpad (workingmemory) and the key-value memory
+			// (workingmemory/kv) are two concrete layers.
+			var other func(d string) bool
 			switch {
+			case under(path, "workingmemory/kv"):
+				other = func(d string) bool { return d == "workingmemory" || under(d, "entitymemory") }
 			case under(path, "workingmemory"):
-				other = "entitymemory"
+				other = func(d string) bool { return anyUnder(d, "workingmemory/kv", "entitymemory") }
 			case under(path, "entitymemory"):
-				other = "workingmemory"
+				other = func(d string) bool { return under(d, "workingmemory") }
 			default:
 				continue
 			}
 			out = append(out, forbid(path, p.deps, func(d string) bool {
-				return anyUnder(d, other, "prompt", "agentloop", "examples")
+				return other(d) || anyUnder(d, "prompt", "agentloop", "examples")
 			}, "concrete layers share only layer and storage")...)
 		}
 		return out
@@ -247,6 +251,10 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		{"workingmemory on entitymemory", "workingmemory", []string{"layer", "entitymemory"}, "workingmemory imports entitymemory"},
 		{"entitymemory on prompt", "entitymemory", []string{"prompt"}, "entitymemory imports prompt"},
 		{"workingmemory on layer", "workingmemory", []string{"layer", "storage"}, ""},
+		{"workingmemory/kv on workingmemory", "workingmemory/kv", []string{"layer", "workingmemory"}, "workingmemory/kv imports workingmemory"},
+		{"workingmemory on workingmemory/kv", "workingmemory", []string{"layer", "workingmemory/kv"}, "workingmemory imports workingmemory/kv"},
+		{"workingmemory/kv on entitymemory", "workingmemory/kv", []string{"layer", "entitymemory"}, "workingmemory/kv imports entitymemory"},
+		{"workingmemory/kv on layer", "workingmemory/kv", []string{"layer", "storage"}, ""},
 		{"layer on agentloop", "layer", []string{"storage", "agentloop"}, "imports agentloop"},
 		{"agentloop on prompt", "agentloop", []string{"layer", "prompt", "storage"}, ""},
 		{"examples on agentloop", "examples/cms", []string{"agentloop", "workingmemory"}, ""},

@@ -19,6 +19,7 @@ import (
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/workingmemory"
+	"github.com/memlayer/memlayer/workingmemory/kv"
 )
 
 // benchPolicy drives a four-step run: create a page, list its sections
@@ -64,8 +65,8 @@ func BenchmarkStep(b *testing.B) {
 	}
 	// The site is a fact of the whole agent: global scope, stored once,
 	// loaded by every run's Init.
-	kvl, err := workingmemory.NewKVLayer(workingmemory.KVLayerConfig{Scope: layer.ScopeGlobal, Render: func(kv *workingmemory.KV) string {
-		s, _, _ := workingmemory.Get[string](kv, "site")
+	kvl, err := kv.NewLayer(kv.LayerConfig{Scope: layer.ScopeGlobal, Render: func(mem *kv.Memory) string {
+		s, _, _ := kv.Get[string](mem, "site")
 		return "site: " + s
 	}})
 	if err != nil {
@@ -76,7 +77,7 @@ func BenchmarkStep(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := workingmemory.Set(site.KV(), "site", "acme.example"); err != nil {
+	if err := kv.Set(site.Memory(), "site", "acme.example"); err != nil {
 		b.Fatal(err)
 	}
 	if err := site.Close(context.Background()); err != nil {

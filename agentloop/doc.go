@@ -188,10 +188,11 @@
 // resource's or global state, loaded in Init. A tool that needs that
 // state is made with [NewRunTool] (or sets Tool.CallRun) and gets the
 // [Run] of each call: [Run.Stack] is the run's stack, in which layer.Find
-// or a layer package's helper (workingmemory.KVFrom) finds a layer; in a
-// child agent it is the child's run. This is the one way for a tool to
-// reach the current run's memory; a tool must not keep layer state of its
-// own, which would be shared by every thread and user of the agent.
+// or a layer package's helper (kv.From, package workingmemory/kv) finds a
+// layer; in a child agent it is the child's run. This is the one way for
+// a tool to reach the current run's memory; a tool must not keep layer
+// state of its own, which would be shared by every thread and user of the
+// agent.
 //
 // # Observability
 //

@@ -12,12 +12,12 @@ import (
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
-	"github.com/memlayer/memlayer/workingmemory"
+	"github.com/memlayer/memlayer/workingmemory/kv"
 )
 
 // renderKeys lists a key-value memory's entries, one "key=value" a line.
-func renderKeys(kv *workingmemory.KV) string {
-	es, _ := kv.Entries()
+func renderKeys(mem *kv.Memory) string {
+	es, _ := mem.Entries()
 	var b strings.Builder
 	for _, e := range es {
 		b.WriteString(e.Key + "=" + string(e.Value) + "\n")
@@ -44,11 +44,11 @@ type kvSetIn struct {
 
 // kvSet is a tool that sets a key in the calling run's key-value memory.
 var kvSet = agentloop.NewRunTool("kv_set", "Remember a value.", nil, func(ctx context.Context, run *agentloop.Run, in kvSetIn) (string, error) {
-	kv, err := workingmemory.KVFrom(run.Stack(), "")
+	mem, err := kv.From(run.Stack(), "")
 	if err != nil {
 		return "", err
 	}
-	return "ok", workingmemory.Set(kv, in.Key, in.Value)
+	return "ok", kv.Set(mem, in.Key, in.Value)
 })
 
 // TestTrust03_KVScopedPerUser: two users on one agent. A's key-value
@@ -56,7 +56,7 @@ var kvSet = agentloop.NewRunTool("kv_set", "Remember a value.", nil, func(ctx co
 // checkpoint leaves B's entries.
 func TestTrust03_KVScopedPerUser(t *testing.T) {
 	ctx := t.Context()
-	kvl, err := workingmemory.NewKVLayer(workingmemory.KVLayerConfig{Render: renderKeys})
+	kvl, err := kv.NewLayer(kv.LayerConfig{Render: renderKeys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestTrust03_KVScopedPerUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if snap := string(cp.Layers.Layers[workingmemory.DefaultKVLayerID]); strings.Contains(snap, "a-secret") || !strings.Contains(snap, "b-note") {
+	if snap := string(cp.Layers.Layers[kv.DefaultLayerID]); strings.Contains(snap, "a-secret") || !strings.Contains(snap, "b-note") {
 		t.Errorf("B's checkpoint holds %s, want b-note and not a-secret", snap)
 	}
 
@@ -108,7 +108,7 @@ func TestTrust03_KVScopedPerUser(t *testing.T) {
 	}
 	// Each user's entries are stored under the user's thread only.
 	for _, c := range []struct{ thread, has, not string }{{"thread-a", "a-secret", "b-note"}, {"thread-b", "b-note", "a-secret"}} {
-		it, err := st.Get(ctx, storage.LayerKey(workingmemory.DefaultKVLayerID, c.thread, "state"))
+		it, err := st.Get(ctx, storage.LayerKey(kv.DefaultLayerID, c.thread, "state"))
 		if err != nil {
 			t.Fatalf("%s: stored state: %v", c.thread, err)
 		}
@@ -126,7 +126,7 @@ func TestTrust03_ChildToolActsOnChildKV(t *testing.T) {
 	for _, merge := range []bool{false, true} {
 		t.Run(fmt.Sprint("merge=", merge), func(t *testing.T) {
 			ctx := t.Context()
-			kvl, err := workingmemory.NewKVLayer(workingmemory.KVLayerConfig{Render: renderKeys, MergeOnReturn: merge})
+			kvl, err := kv.NewLayer(kv.LayerConfig{Render: renderKeys, MergeOnReturn: merge})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,7 +174,7 @@ func TestTrust03_ChildToolActsOnChildKV(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := stored.KV().Contains("child-note"); got != merge {
+			if got := stored.Memory().Contains("child-note"); got != merge {
 				t.Errorf("parent's stored memory has the child's entry: %v, want %v", got, merge)
 			}
 		})

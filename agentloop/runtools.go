@@ -13,8 +13,9 @@ import (
 // the current run's memory: a tool made with [NewRunTool] (or with
 // Tool.CallRun set) gets the Run of every call, and finds the run's
 // layers through [Run.Stack] (with layer.Find, or a layer package's
-// helper such as workingmemory.KVFrom) or [Run.Layer]. In a child agent
-// it is the child's run, so the tool acts on the child's layers.
+// helper such as kv.From of package workingmemory/kv) or [Run.Layer]. In
+// a child agent it is the child's run, so the tool acts on the child's
+// layers.
 //
 // The layers of one agent are bound per run (each run's Init loads its
 // own thread's, resource's or global state), so a tool must not keep
@@ -53,11 +54,11 @@ func (h *Run) Spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 //
 //	remember := agentloop.NewRunTool("remember", "Remember a fact.", nil,
 //		func(ctx context.Context, run *agentloop.Run, in struct{ Key, Value string }) (string, error) {
-//			kv, err := workingmemory.KVFrom(run.Stack(), "")
+//			mem, err := kv.From(run.Stack(), "")
 //			if err != nil {
 //				return "", err
 //			}
-//			return "ok", workingmemory.Set(kv, in.Key, in.Value)
+//			return "ok", kv.Set(mem, in.Key, in.Value)
 //		})
 func NewRunTool[In, Out any](name, description string, parameters json.RawMessage, fn func(ctx context.Context, run *Run, in In) (Out, error)) Tool {
 	return Tool{

@@ -11,7 +11,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
-	"github.com/memlayer/memlayer/workingmemory"
+	"github.com/memlayer/memlayer/workingmemory/kv"
 )
 
 // A tool reaches the current run's memory through the Run it is handed:
@@ -20,14 +20,14 @@ import (
 func ExampleNewRunTool() {
 	remember := agentloop.NewRunTool("remember", "Remember a fact about the user.", nil,
 		func(ctx context.Context, run *agentloop.Run, in struct{ Key, Value string }) (string, error) {
-			kv, err := workingmemory.KVFrom(run.Stack(), "")
+			mem, err := kv.From(run.Stack(), "")
 			if err != nil {
 				return "", err
 			}
-			return "remembered", workingmemory.Set(kv, in.Key, in.Value)
+			return "remembered", kv.Set(mem, in.Key, in.Value)
 		})
-	facts, _ := workingmemory.NewKVLayer(workingmemory.KVLayerConfig{Render: func(kv *workingmemory.KV) string {
-		keys, _ := kv.Keys()
+	facts, _ := kv.NewLayer(kv.LayerConfig{Render: func(mem *kv.Memory) string {
+		keys, _ := mem.Keys()
 		return "known: " + strings.Join(keys, ", ")
 	}})
 	model := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {

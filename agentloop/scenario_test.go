@@ -17,6 +17,7 @@ import (
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage/sqlite"
 	"github.com/memlayer/memlayer/workingmemory"
+	"github.com/memlayer/memlayer/workingmemory/kv"
 )
 
 // entityPage finds the newest page in entity memory's [WORKING MEMORY]
@@ -106,9 +107,9 @@ func TestSpawnScenarioSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kvl, err := workingmemory.NewKVLayer(workingmemory.KVLayerConfig{Render: func(kv *workingmemory.KV) string {
-		c, _, _ := workingmemory.Get[string](kv, "customer")
-		return fmt.Sprintf("scope %s: customer=%s", kv.Path(), c)
+	kvl, err := kv.NewLayer(kv.LayerConfig{Render: func(mem *kv.Memory) string {
+		c, _, _ := kv.Get[string](mem, "customer")
+		return fmt.Sprintf("scope %s: customer=%s", mem.Path(), c)
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +119,7 @@ func TestSpawnScenarioSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := workingmemory.Set(parentKV.KV(), "customer", "Acme"); err != nil {
+	if err := kv.Set(parentKV.Memory(), "customer", "Acme"); err != nil {
 		t.Fatal(err)
 	}
 	if err := parentKV.Close(t.Context()); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/workingmemory"
+	"github.com/memlayer/memlayer/workingmemory/kv"
 )
 
 // The bad-input agent: a resource-scoped free scratchpad, a "plan"
@@ -422,29 +423,29 @@ func runHostileIDs(t *testing.T, st storage.Store) {
 // NUL, newline and invalid UTF-8 are refused with ErrInvalidKey and change
 // nothing.
 func TestHostileKVKeys(t *testing.T) {
-	kv := workingmemory.NewKV(workingmemory.KVConfig{})
+	mem := kv.New(kv.Config{})
 	for _, k := range []string{"a/b", "..", "../a", "a", "%2F", "__proto__", "a b"} {
-		if err := workingmemory.Set(kv, k, "value of "+k); err != nil {
+		if err := kv.Set(mem, k, "value of "+k); err != nil {
 			t.Fatalf("Set(%q): %v", k, err)
 		}
 	}
-	before, err := kv.Snapshot()
+	before, err := mem.Snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"a\x00b", "a\nb", "\xff", "", strings.Repeat("k", 100000), "\x00", "a\rb"} {
-		err := workingmemory.Set(kv, k, "bad")
-		if !errors.Is(err, workingmemory.ErrInvalidKey) {
+		err := kv.Set(mem, k, "bad")
+		if !errors.Is(err, kv.ErrInvalidKey) {
 			t.Errorf("Set(%.20q): %v, want ErrInvalidKey", k, err)
 		}
-		if _, err := kv.Child(k); err == nil {
+		if _, err := mem.Child(k); err == nil {
 			t.Errorf("Child(%.20q) accepted", k)
 		}
 	}
-	if _, err := kv.Child("a/b"); err == nil {
+	if _, err := mem.Child("a/b"); err == nil {
 		t.Error("Child(\"a/b\") accepted a '/' in a scope name")
 	}
-	after, err := kv.Snapshot()
+	after, err := mem.Snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,7 +453,7 @@ func TestHostileKVKeys(t *testing.T) {
 		t.Errorf("rejected keys changed the memory:\n%s\n%s", before, after)
 	}
 	for _, k := range []string{"a/b", "..", "../a", "a", "%2F"} {
-		v, ok, err := workingmemory.Get[string](kv, k)
+		v, ok, err := kv.Get[string](mem, k)
 		if err != nil || !ok || v != "value of "+k {
 			t.Errorf("Get(%q) = %q, %v, %v", k, v, ok, err)
 		}

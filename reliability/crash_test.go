@@ -26,6 +26,7 @@ import (
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/workingmemory"
+	"github.com/memlayer/memlayer/workingmemory/kv"
 )
 
 // crashArgs are the arguments of the crash worker.
@@ -80,7 +81,7 @@ func crashAgent(st storage.Store, next func() int, observer func(agentloop.Event
 	if err != nil {
 		return nil, err
 	}
-	kvLayer, err := workingmemory.NewKVLayer(workingmemory.KVLayerConfig{})
+	kvLayer, err := kv.NewLayer(kv.LayerConfig{})
 	if err != nil {
 		return nil, err
 	}
@@ -88,11 +89,11 @@ func crashAgent(st storage.Store, next func() int, observer func(agentloop.Event
 		Key   string `json:"key"`
 		Value int    `json:"value"`
 	}) (string, error) {
-		kv, err := workingmemory.KVFrom(run.Stack(), "")
+		mem, err := kv.From(run.Stack(), "")
 		if err != nil {
 			return "", err
 		}
-		return "ok", workingmemory.Set(kv, in.Key, in.Value)
+		return "ok", kv.Set(mem, in.Key, in.Value)
 	})
 	update := layer.WireName(layer.ToolName(workingmemory.DefaultID, "update"))
 	model := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
@@ -353,7 +354,7 @@ func crashTrial(t *testing.T, trial int) {
 			}
 		}
 	}
-	kvl, err := workingmemory.NewKVLayer(workingmemory.KVLayerConfig{})
+	kvl, err := kv.NewLayer(kv.LayerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +362,7 @@ func crashTrial(t *testing.T, trial int) {
 	if err != nil {
 		t.Fatalf("the thread's key-value memory: %v", err)
 	}
-	if n, err := stored.KV().Count(); err != nil || n != toolSteps+res.Steps-1 {
+	if n, err := stored.Memory().Count(); err != nil || n != toolSteps+res.Steps-1 {
 		t.Errorf("key-value memory after resume: %d entries, %v; want %d from the checkpoint + %d", n, err, toolSteps, res.Steps-1)
 	}
 	cp2, err := resumeAgent.LoadCheckpoint(ctx, thread)

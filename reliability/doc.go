@@ -37,8 +37,8 @@
 //     adding a distinct key to one resource-scoped scratchpad through its
 //     update tool, released together, against SQLite (one file) and
 //     Redis; the final state must hold all 1,600 keys. The same runs
-//     write to a resource-scoped key-value memory (workingmemory.KVLayer,
-//     persisted with KVLayer.Flush).
+//     write to a resource-scoped key-value memory (kv.Layer,
+//     persisted with kv.Layer.Flush).
 //   - Crash (TestCrash): a worker streams checksummed records of up to
 //     60 KB, scratchpad updates, key-value memory entries and thread
 //     checkpoints into an SQLite file and is killed with SIGKILL at a

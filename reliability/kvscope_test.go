@@ -20,7 +20,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
-	"github.com/memlayer/memlayer/workingmemory"
+	"github.com/memlayer/memlayer/workingmemory/kv"
 )
 
 // kvUserArgs are the arguments of the kv-user worker.
@@ -34,7 +34,7 @@ type kvUserArgs struct {
 	Steps int `json:"steps"`
 	// Shared is the negative control: the agent's key-value memory is one
 	// KV captured by the tool and rendered by a layer without Init, as
-	// KVLayer was before it was scoped.
+	// kv.Layer was before it was scoped.
 	Shared bool `json:"shared,omitempty"`
 }
 
@@ -47,8 +47,8 @@ func kvScopeKey(user string, r, s int) string { return fmt.Sprintf("%s.r%d.s%d",
 func kvOwner(key string) string { owner, _, _ := strings.Cut(key, "."); return owner }
 
 // renderKV lists a key-value memory's keys, one "key=" a line.
-func renderKV(kv *workingmemory.KV) string {
-	keys, _ := kv.Keys()
+func renderKV(mem *kv.Memory) string {
+	keys, _ := mem.Keys()
 	var b strings.Builder
 	for _, k := range keys {
 		b.WriteString(k + "=\n")
@@ -68,21 +68,23 @@ func foreignKeys(text, user string) int {
 }
 
 // sharedKVLayer is the negative control's layer: one KV for every run, as
-// KVLayer was before it had an Init.
-type sharedKVLayer struct{ kv *workingmemory.KV }
+// kv.Layer was before it had an Init.
+type sharedKVLayer struct{ mem *kv.Memory }
 
 func (l sharedKVLayer) Spec() layer.Spec {
-	return layer.Spec{ID: workingmemory.DefaultKVLayerID, Slot: workingmemory.DefaultKVLayerSlot, Scope: layer.ScopeExecution}
+	return layer.Spec{ID: kv.DefaultLayerID, Slot: kv.DefaultLayerSlot, Scope: layer.ScopeExecution}
 }
 
 func (l sharedKVLayer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error) {
-	return []layer.Item{{Text: layer.Fence("kv_memory", renderKV(l.kv))}}, nil
+	return []layer.Item{{Text: layer.Fence("kv_memory", renderKV(l.mem))}}, nil
 }
 
-func (l sharedKVLayer) Snapshot(ctx context.Context) (json.RawMessage, error) { return l.kv.Snapshot() }
+func (l sharedKVLayer) Snapshot(ctx context.Context) (json.RawMessage, error) {
+	return l.mem.Snapshot()
+}
 
 func (l sharedKVLayer) Restore(ctx context.Context, data json.RawMessage) error {
-	return l.kv.Restore(data)
+	return l.mem.Restore(data)
 }
 
 // kvScopeAgent is the agent every user of the scenario runs on: a
@@ -96,23 +98,23 @@ func kvScopeAgent(st storage.Store, steps int, shared bool, leaks *atomic.Int64)
 		Key string `json:"key"`
 	}
 	if shared {
-		kv := workingmemory.NewKV(workingmemory.KVConfig{MaxEntries: -1})
-		kvl = sharedKVLayer{kv}
+		mem := kv.New(kv.Config{MaxEntries: -1})
+		kvl = sharedKVLayer{mem}
 		kvSet = agentloop.NewTool("kv_set", "Remember a key.", nil, func(ctx context.Context, in setIn) (string, error) {
-			return "ok", workingmemory.Set(kv, in.Key, true)
+			return "ok", kv.Set(mem, in.Key, true)
 		})
 	} else {
-		l, err := workingmemory.NewKVLayer(workingmemory.KVLayerConfig{Render: renderKV})
+		l, err := kv.NewLayer(kv.LayerConfig{Render: renderKV})
 		if err != nil {
 			return nil, err
 		}
 		kvl = l
 		kvSet = agentloop.NewRunTool("kv_set", "Remember a key.", nil, func(ctx context.Context, run *agentloop.Run, in setIn) (string, error) {
-			kv, err := workingmemory.KVFrom(run.Stack(), "")
+			mem, err := kv.From(run.Stack(), "")
 			if err != nil {
 				return "", err
 			}
-			return "ok", workingmemory.Set(kv, in.Key, true)
+			return "ok", kv.Set(mem, in.Key, true)
 		})
 	}
 	model := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
@@ -225,7 +227,7 @@ func runKVScope(t *testing.T, spec storeSpec, groups [][]string, runs, steps int
 	}
 	st := mustOpen(t, spec)
 	ctx := t.Context()
-	kvl, err := workingmemory.NewKVLayer(workingmemory.KVLayerConfig{})
+	kvl, err := kv.NewLayer(kv.LayerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +247,7 @@ func runKVScope(t *testing.T, spec storeSpec, groups [][]string, runs, steps int
 			if err := json.Unmarshal(it.Value, &cp); err != nil {
 				t.Fatalf("%s: checkpoint: %v", user, err)
 			}
-			for k := range cp.Layers.Layers[workingmemory.DefaultKVLayerID].Entries {
+			for k := range cp.Layers.Layers[kv.DefaultLayerID].Entries {
 				if kvOwner(k) != user {
 					o.ckptLeaks++
 				}
@@ -257,7 +259,7 @@ func runKVScope(t *testing.T, spec storeSpec, groups [][]string, runs, steps int
 			if err != nil {
 				t.Fatalf("%s: stored key-value memory: %v", user, err)
 			}
-			keys, _ := l.KV().Keys()
+			keys, _ := l.Memory().Keys()
 			own := map[string]bool{}
 			for _, k := range keys {
 				if kvOwner(k) != user {
@@ -283,7 +285,7 @@ func runKVScope(t *testing.T, spec storeSpec, groups [][]string, runs, steps int
 // its checkpoint). No user's key may reach another user's prompt, stored
 // memory or checkpoint, and no acknowledged write may be lost. The
 // negative control runs the same users in one process on one shared KV,
-// as KVLayer was before it was scoped: it must leak.
+// as kv.Layer was before it was scoped: it must leak.
 func TestTrust03_KVScopedProcesses(t *testing.T) {
 	procs, runs, steps := pick(6, 2), pick(3, 2), pick(5, 2)
 	var groups [][]string

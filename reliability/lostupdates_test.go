@@ -15,6 +15,7 @@ import (
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/workingmemory"
+	"github.com/memlayer/memlayer/workingmemory/kv"
 )
 
 // writerArgs are the arguments of the lost-update workers.
@@ -120,7 +121,7 @@ func scratchpadWriter(ctx context.Context, raw string, in *bufio.Scanner, out *l
 }
 
 // kvWriter adds args.Updates distinct keys to a resource-scoped key-value
-// memory, persisting each with KVLayer.Flush (compare-and-swap, merging
+// memory, persisting each with kv.Layer.Flush (compare-and-swap, merging
 // another writer's keys on conflict).
 func kvWriter(ctx context.Context, raw string, in *bufio.Scanner, out *lineWriter) error {
 	var args writerArgs
@@ -133,7 +134,7 @@ func kvWriter(ctx context.Context, raw string, in *bufio.Scanner, out *lineWrite
 	}
 	defer closeFn()
 	counted := &countingStore{Store: st, blind: args.Blind}
-	kvl, err := workingmemory.NewKVLayer(workingmemory.KVLayerConfig{Scope: layer.ScopeResource})
+	kvl, err := kv.NewLayer(kv.LayerConfig{Scope: layer.ScopeResource})
 	if err != nil {
 		return err
 	}
@@ -150,14 +151,14 @@ func kvWriter(ctx context.Context, raw string, in *bufio.Scanner, out *lineWrite
 	flush := func() error {
 		for {
 			err := l.Flush(ctx)
-			if !errors.Is(err, workingmemory.ErrConflict) {
+			if !errors.Is(err, kv.ErrConflict) {
 				return err
 			}
 			res.GaveUp++ // told, not lost: the changes stay pending
 		}
 	}
 	for i := range args.Updates {
-		if err := workingmemory.Set(l.KV(), scratchpadKey(args.Proc, i), i); err != nil {
+		if err := kv.Set(l.Memory(), scratchpadKey(args.Proc, i), i); err != nil {
 			return err
 		}
 		if err := flush(); err != nil {
@@ -247,7 +248,7 @@ func TestLostUpdates(t *testing.T) {
 				const resource = "team-kv"
 				results, elapsed := runWriters(t, "kv-writer", spec, procs, updates, resource, false)
 				st := mustOpen(t, spec)
-				kvl, err := workingmemory.NewKVLayer(workingmemory.KVLayerConfig{Scope: layer.ScopeResource})
+				kvl, err := kv.NewLayer(kv.LayerConfig{Scope: layer.ScopeResource})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -256,7 +257,7 @@ func TestLostUpdates(t *testing.T) {
 					t.Fatalf("stored key-value memory: %v", err)
 				}
 				state := map[string]any{}
-				entries, err := stored.KV().Entries()
+				entries, err := stored.Memory().Entries()
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/memlayer/memlayer/internal/benchmetric"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 )
@@ -128,18 +129,18 @@ func BenchmarkPeerUpdate(b *testing.B) {
 		}
 	}
 	b.ReportAllocs()
-	cpu := startCPU()
-	var bt batchTimer
+	cpu := benchmetric.StartCPU()
+	var bt benchmetric.Batch
 	i := 0
 	for b.Loop() {
 		if err := l.Update(ctx, w.updates[i%len(w.updates)]); err != nil {
 			b.Fatal(err)
 		}
-		bt.tick()
+		bt.Tick()
 		i++
 	}
-	cpu.report(b)
-	bt.report(b)
+	cpu.Report(b)
+	bt.Report(b)
 }
 
 // BenchmarkPeerRecall renders the working-memory block of final.json, as
@@ -155,17 +156,17 @@ func BenchmarkPeerRecall(b *testing.B) {
 	}
 	q := layer.Query{Text: "what next?"}
 	b.ReportAllocs()
-	cpu := startCPU()
-	var bt batchTimer
+	cpu := benchmetric.StartCPU()
+	var bt benchmetric.Batch
 	for b.Loop() {
 		items, err := l.Recall(ctx, q)
 		if err != nil || len(items) != 1 {
 			b.Fatal(err, len(items))
 		}
-		bt.tick()
+		bt.Tick()
 	}
-	cpu.report(b)
-	bt.report(b)
+	cpu.Report(b)
+	bt.Report(b)
 }
 
 // BenchmarkPeerUpdateRecall is an update followed by the Recall that
@@ -176,8 +177,8 @@ func BenchmarkPeerUpdateRecall(b *testing.B) {
 	ctx := context.Background()
 	q := layer.Query{Text: "what next?"}
 	b.ReportAllocs()
-	cpu := startCPU()
-	var bt batchTimer
+	cpu := benchmetric.StartCPU()
+	var bt benchmetric.Batch
 	i := 0
 	for b.Loop() {
 		if err := l.Update(ctx, w.updates[i%len(w.updates)]); err != nil {
@@ -186,11 +187,11 @@ func BenchmarkPeerUpdateRecall(b *testing.B) {
 		if _, err := l.Recall(ctx, q); err != nil {
 			b.Fatal(err)
 		}
-		bt.tick()
+		bt.Tick()
 		i++
 	}
-	cpu.report(b)
-	bt.report(b)
+	cpu.Report(b)
+	bt.Report(b)
 }
 
 // TestScratchpadMemory10k measures the heap of 10,000 resource-scoped
@@ -198,7 +199,7 @@ func BenchmarkPeerUpdateRecall(b *testing.B) {
 // beforehand), the in-memory store's copies, and the rendered blocks once
 // each has been recalled.
 func TestScratchpadMemory10k(t *testing.T) {
-	if testing.Short() || raceEnabled {
+	if testing.Short() || benchmetric.Race {
 		t.Skip("memory measurement: not under -short or -race")
 	}
 	w := loadPeerWorkload(t)
@@ -212,33 +213,33 @@ func TestScratchpadMemory10k(t *testing.T) {
 	for i := range resources {
 		resources[i] = fmt.Sprintf("user-%05d", i)
 	}
-	base := heapInUse()
+	base := benchmetric.HeapInUse()
 	st := storage.NewMemory()
 	for _, r := range resources {
 		if _, err := st.Put(ctx, storage.LayerKey(DefaultID, r, "state"), w.final, storage.NoVersion); err != nil {
 			t.Fatal(err)
 		}
 	}
-	withStore := heapInUse()
+	withStore := benchmetric.HeapInUse()
 	layers := make([]layer.Layer, n)
 	for i, r := range resources {
 		if layers[i], err = tmpl.Init(ctx, layer.Env{ThreadID: "t", ResourceID: r, Store: st}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	withLayers := heapInUse()
+	withLayers := benchmetric.HeapInUse()
 	for _, l := range layers {
 		if _, err := l.Recall(ctx, layer.Query{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	withBlocks := heapInUse()
+	withBlocks := benchmetric.HeapInUse()
 	for _, l := range layers {
 		if err := l.(*Layer).Update(ctx, w.updates[0]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	hot := heapInUse()
+	hot := benchmetric.HeapInUse()
 	runtime.KeepAlive(layers)
 	runtime.KeepAlive(st)
 	per := func(d uint64) float64 { return float64(d) / n }

@@ -1,7 +1,6 @@
 package workingmemory
 
 import (
-	"log/slog"
 	"time"
 
 	"github.com/memlayer/memlayer/internal/safeschema"
@@ -149,32 +148,4 @@ type Event struct {
 	Layer, Scope string
 	// Paths are JSON Pointers into the state.
 	Paths []string
-}
-
-// KVConfig configures a key-value memory. The zero KVConfig is valid.
-type KVConfig struct {
-	// Name is the root scope's name. Empty means "root".
-	Name string
-	// MaxEntries bounds the entries of the whole tree (every scope).
-	// Zero means 10,000; negative means no limit.
-	MaxEntries int
-	// MaxEntryBytes bounds one entry's serialised value. Zero means
-	// 1 MiB; negative means no limit.
-	MaxEntryBytes int
-	// MaxScopes bounds the scopes of the tree, the root included. Zero
-	// means 100; negative means no limit.
-	MaxScopes int
-	// MaxKeyBytes bounds a key's length. Zero means 256.
-	MaxKeyBytes int
-	// Observer receives an event for every change (set, remove, clear,
-	// scope created, scope disposed). It is called synchronously, after
-	// the change and outside the memory's lock, so it may read the
-	// memory; it must be safe for concurrent use.
-	Observer func(KVEvent)
-	// Logger receives one debug record per change. Nil means
-	// slog.Default() (which drops debug records unless configured).
-	Logger *slog.Logger
-	// Now is the clock used for expiry and timestamps. Nil means
-	// time.Now.
-	Now func() time.Time
 }

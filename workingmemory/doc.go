@@ -1,8 +1,7 @@
-// Package workingmemory gives an agent two kinds of working memory: the
-// scratchpad layer ([Layer]), where the model keeps its goal, plan,
-// findings and blockers across steps, turns, restarts and child agents;
-// and the scoped key-value memory ([KV], [KVLayer]), fast typed memory for
-// code and tools with child scopes that fall back to their parents.
+// Package workingmemory is the scratchpad layer ([Layer]), where the model
+// keeps its goal, plan, findings and blockers across steps, turns,
+// restarts and child agents. The scoped key-value memory for code and
+// tools is package workingmemory/kv.
 //
 // # The scratchpad
 //
@@ -136,8 +135,8 @@
 // other layer's text, so that one layer cannot pass its text off as
 // another's block; a tag shared by two scratchpads would leave the second
 // one's state unfenced. Layer IDs are unique in a stack and hold no '_',
-// so tags derived from them are unique too. [KVLayer] names its block the
-// same way (<kv_memory> for its default ID).
+// so tags derived from them are unique too. The key-value memory's layer
+// (kv.Layer) names its block the same way (<kv_memory> for its default ID).
 //
 // # Spawning
 //
@@ -153,33 +152,4 @@
 // latest stored state, so concurrent writes of the parent or of sibling
 // threads survive; a key both sides changed takes the child's value and
 // is reported to Config.Observer as an [EventReturnConflict] (and logged).
-//
-// # The key-value memory
-//
-// [NewKV] returns the root scope of a tree; [KV.Child] derives child
-// scopes. Reads ([Get], [KV.Contains], [KV.Entries], ...) look in the
-// scope, then its parent, up to the root; the Local variants do not fall
-// back. Writes ([Set], [SetWith], [KV.Remove], [KV.Clear]) touch only the
-// scope. [GetOrSet] runs its factory at most once per key and scope, even
-// under concurrency. Values are stored as JSON (so they must serialise,
-// and their size is bounded); types that hold no references are also
-// kept as Go values so Get returns a copy without decoding. Entries carry
-// metadata ([Meta]: importance, tags, type, expiry) and access counts.
-// Limits (10,000 entries per tree, 1 MiB per entry, 100 scopes by default)
-// fail with [ErrLimit] naming the limit. Changes are reported to
-// KVConfig.Observer and logged at debug level. [KV.Snapshot] and
-// [KV.Restore] save and load a whole subtree. One read-write lock guards a
-// tree.
-//
-// [KVLayer] puts key-value memory into a layer stack, one KV per scope
-// key like every layer's state: [NewKVLayer] returns a template, and each
-// run's Init gives the run the KV of its thread (the default scope), its
-// resource, the global one, or a fresh one (execution scope), loaded from
-// the store. Changes are persisted with compare-and-swap at the end of
-// every step and when the run ends (see [KVLayer] for when a write is
-// acknowledged); concurrent runs of one scope lose no update. Tools reach
-// the current run's KV with [KVFrom] on the run's stack (agentloop hands
-// it to tools made with agentloop.NewRunTool); code outside a run uses
-// [KVLayer.Open]. A spawned child agent gets a child scope of its parent's
-// run memory, disposed of when the child returns.
 package workingmemory

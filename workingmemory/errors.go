@@ -5,7 +5,7 @@ import "errors"
 // Errors of this package. Check them with [errors.Is]: they are always
 // wrapped with details (which key, which limit, what was sent).
 var (
-	// ErrInvalidConfig means a Config or KVConfig cannot be used: a bad
+	// ErrInvalidConfig means a Config cannot be used: a bad
 	// ID, a schema that does not compile, a template that fails it.
 	ErrInvalidConfig = errors.New("workingmemory: invalid config")
 	// ErrInvalidUpdate means update arguments are not valid JSON, not a
@@ -31,18 +31,4 @@ var (
 	// the store's error. Look at the state before sending the update
 	// again.
 	ErrMaybeApplied = errors.New("workingmemory: update may have been applied (look at the working memory before sending it again)")
-
-	// ErrInvalidKey means a key-value key is empty, too long, or holds
-	// control characters or invalid UTF-8.
-	ErrInvalidKey = errors.New("workingmemory: invalid key")
-	// ErrInvalidValue means a key-value value cannot be serialised to
-	// JSON (a channel, a func, a cycle, NaN) or metadata is out of range.
-	ErrInvalidValue = errors.New("workingmemory: invalid value")
-	// ErrLimit means a key-value limit was reached; the message names it
-	// (entries, entry size or scopes).
-	ErrLimit = errors.New("workingmemory: limit reached")
-	// ErrDisposed means a key-value scope was used after Dispose.
-	ErrDisposed = errors.New("workingmemory: scope disposed")
-	// ErrScopeExists means a child scope of that name already exists.
-	ErrScopeExists = errors.New("workingmemory: scope exists")
 )

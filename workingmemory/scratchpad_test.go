@@ -1270,11 +1270,4 @@ func TestFenceTagFromID(t *testing.T) {
 	if a != "<working_memory>\na\n</working_memory>" || b != "<plan>\nb\n</plan>" {
 		t.Errorf("blocks = %q and %q, want <working_memory> and <plan> fences", a, b)
 	}
-	// KVLayer names its block the same way.
-	for _, tc := range []struct{ id, tag string }{{"", "kv_memory"}, {"shared-facts", "shared_facts"}} {
-		kl := boundKV(t, KVLayerConfig{ID: tc.id, Render: func(*KV) string { return "x" }}, layer.Env{ThreadID: "t"})
-		if got := recallText(t, kl); got != "<"+tc.tag+">\nx\n</"+tc.tag+">" {
-			t.Errorf("KVLayer %q Recall = %q, want a <%s> fence", tc.id, got, tc.tag)
-		}
-	}
 }

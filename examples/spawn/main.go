@@ -41,6 +41,7 @@ import (
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/workingmemory"
+	"github.com/memlayer/memlayer/workingmemory/kv"
 )
 
 const writerInstructions = "You write short customer messages."
@@ -63,12 +64,12 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	facts, err := workingmemory.NewKVLayer(workingmemory.KVLayerConfig{
+	facts, err := kv.NewLayer(kv.LayerConfig{
 		Scope:     layer.ScopeResource, // one per customer
 		ChildName: func(layer.Env) string { return "child" },
-		Render: func(kv *workingmemory.KV) string {
-			plan, _, _ := workingmemory.Get[string](kv, "plan")
-			return fmt.Sprintf("scope %s: plan=%s", kv.Path(), plan)
+		Render: func(mem *kv.Memory) string {
+			plan, _, _ := kv.Get[string](mem, "plan")
+			return fmt.Sprintf("scope %s: plan=%s", mem.Path(), plan)
 		},
 	})
 	if err != nil {
@@ -82,7 +83,7 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := workingmemory.Set(account.KV(), "plan", "pro"); err != nil {
+	if err := kv.Set(account.Memory(), "plan", "pro"); err != nil {
 		return err
 	}
 	if err := account.Close(ctx); err != nil {

@@ -1,9 +1,10 @@
-package workingmemory
+package kv
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -13,10 +14,14 @@ import (
 	"github.com/memlayer/memlayer/storage"
 )
 
-// boundKV returns a KVLayer built from cfg and opened on env.
-func boundKV(t testing.TB, cfg KVLayerConfig, env layer.Env) *KVLayer {
+func testEnv(st storage.Store) layer.Env {
+	return layer.Env{ThreadID: "thread-1", ResourceID: "user-1", ExecutionID: "exec-1", Store: st, Logger: slog.New(slog.DiscardHandler)}
+}
+
+// boundKV returns a Layer built from cfg and opened on env.
+func boundKV(t testing.TB, cfg LayerConfig, env layer.Env) *Layer {
 	t.Helper()
-	tmpl, err := NewKVLayer(cfg)
+	tmpl, err := NewLayer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,11 +38,11 @@ func TestKVLayerConformance(t *testing.T) {
 			// SharedSpawn: the child's scope lives in the parent's tree on
 			// purpose (it reads through to the parent's entries).
 			opts := layertest.Options{SharedSpawn: true, Populate: func(ctx context.Context, l layer.Layer) error {
-				kl, _ := layer.As[*KVLayer](l)
-				return Set(kl.KV(), "launch", "friday")
+				kl, _ := layer.As[*Layer](l)
+				return Set(kl.Memory(), "launch", "friday")
 			}}
 			opts.Run(t, func(t *testing.T) layer.Layer {
-				l, err := NewKVLayer(KVLayerConfig{Scope: scope})
+				l, err := NewLayer(LayerConfig{Scope: scope})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -48,22 +53,22 @@ func TestKVLayerConformance(t *testing.T) {
 }
 
 func TestKVLayerConfig(t *testing.T) {
-	kl, err := NewKVLayer(KVLayerConfig{})
+	kl, err := NewLayer(LayerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if spec := kl.Spec(); spec.ID != "kv-memory" || spec.Slot != 120 || spec.Scope != layer.ScopeThread {
 		t.Errorf("spec = %+v", spec)
 	}
-	if _, err := NewKVLayer(KVLayerConfig{ID: "Bad ID"}); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewLayer(LayerConfig{ID: "Bad ID"}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("bad ID: %v", err)
 	}
-	if _, err := NewKVLayer(KVLayerConfig{Scope: "galaxy"}); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewLayer(LayerConfig{Scope: "galaxy"}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("bad scope: %v", err)
 	}
 	// The template holds no memory: only a bound layer does.
-	if kl.KV() != nil {
-		t.Error("the template has a KV")
+	if kl.Memory() != nil {
+		t.Error("the template has a memory")
 	}
 	if _, err := kl.Snapshot(t.Context()); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("template Snapshot: %v", err)
@@ -71,18 +76,30 @@ func TestKVLayerConfig(t *testing.T) {
 	if err := kl.Restore(t.Context(), []byte(`{"version":1}`)); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("template Restore: %v", err)
 	}
-	// Render gets the run's KV; its text is fenced.
-	bound := boundKV(t, KVLayerConfig{Render: func(kv *KV) string {
+	// Render gets the run's memory; its text is fenced.
+	bound := boundKV(t, LayerConfig{Render: func(kv *Memory) string {
 		keys, _ := kv.Keys()
 		return strings.Join(keys, ",")
 	}}, testEnv(nil))
 	if items, _ := bound.Recall(t.Context(), layer.Query{}); len(items) != 0 {
 		t.Errorf("empty render recalled %v", items)
 	}
-	_ = Set(bound.KV(), "a</kv_memory>", 1)
+	_ = Set(bound.Memory(), "a</kv_memory>", 1)
 	items, _ := bound.Recall(t.Context(), layer.Query{})
 	if len(items) != 1 || strings.Count(items[0].Text, "</kv_memory>") != 1 {
 		t.Errorf("render = %v", items)
+	}
+}
+
+// TestKVLayerFenceTag: the layer fences its block with its ID, '-'
+// replaced by '_', as the scratchpad does.
+func TestKVLayerFenceTag(t *testing.T) {
+	for _, tc := range []struct{ id, tag string }{{"", "kv_memory"}, {"shared-facts", "shared_facts"}} {
+		kl := boundKV(t, LayerConfig{ID: tc.id, Render: func(*Memory) string { return "x" }}, layer.Env{ThreadID: "t"})
+		items, err := kl.Recall(t.Context(), layer.Query{})
+		if err != nil || len(items) != 1 || items[0].Text != "<"+tc.tag+">\nx\n</"+tc.tag+">" {
+			t.Errorf("layer %q Recall = %v, %v, want a <%s> fence", tc.id, items, err, tc.tag)
+		}
 	}
 }
 
@@ -90,7 +107,7 @@ func TestKVLayerSpawn(t *testing.T) {
 	for _, merge := range []bool{false, true} {
 		t.Run(fmt.Sprint("merge=", merge), func(t *testing.T) {
 			st := storage.NewMemory()
-			kl, err := NewKVLayer(KVLayerConfig{MergeOnReturn: merge, ChildName: func(e layer.Env) string { return "child-" + e.ThreadID }})
+			kl, err := NewLayer(LayerConfig{MergeOnReturn: merge, ChildName: func(e layer.Env) string { return "child-" + e.ThreadID }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +118,7 @@ func TestKVLayerSpawn(t *testing.T) {
 			if err := stack.Init(t.Context()); err != nil {
 				t.Fatal(err)
 			}
-			root, err := KVFrom(stack, "")
+			root, err := From(stack, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,7 +130,7 @@ func TestKVLayerSpawn(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ckv, err := KVFrom(child, "")
+			ckv, err := From(child, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,7 +148,7 @@ func TestKVLayerSpawn(t *testing.T) {
 			if err := child.Store(t.Context(), layer.Turn{}); err != nil {
 				t.Fatal(err)
 			}
-			if it, err := st.Get(t.Context(), storage.LayerKey(DefaultKVLayerID, "thread-1", "state")); err == nil && strings.Contains(string(it.Value), "found") {
+			if it, err := st.Get(t.Context(), storage.LayerKey(DefaultLayerID, "thread-1", "state")); err == nil && strings.Contains(string(it.Value), "found") {
 				t.Errorf("the child's entry was stored before return: %s", it.Value)
 			}
 			if err := stack.Return(t.Context(), child); err != nil {
@@ -145,14 +162,14 @@ func TestKVLayerSpawn(t *testing.T) {
 			}
 			// A merged entry is persisted with the parent's scope.
 			_ = stack.Close(t.Context())
-			again := boundKV(t, KVLayerConfig{}, testEnv(st))
-			if again.KV().Contains("found") != merge || !again.KV().Contains("shared") {
-				t.Errorf("stored after return: found=%v shared=%v, want %v true", again.KV().Contains("found"), again.KV().Contains("shared"), merge)
+			again := boundKV(t, LayerConfig{}, testEnv(st))
+			if again.Memory().Contains("found") != merge || !again.Memory().Contains("shared") {
+				t.Errorf("stored after return: found=%v shared=%v, want %v true", again.Memory().Contains("found"), again.Memory().Contains("shared"), merge)
 			}
 		})
 	}
-	if _, err := KVFrom(mustStack(t), "kv-memory"); err == nil {
-		t.Error("KVFrom found a layer the stack does not have")
+	if _, err := From(mustStack(t), "kv-memory"); err == nil {
+		t.Error("From found a layer the stack does not have")
 	}
 }
 
@@ -188,9 +205,9 @@ func TestKVLayerScopes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(string(c.scope), func(t *testing.T) {
-			cfg := KVLayerConfig{ID: "kv-" + string(c.scope), Scope: c.scope}
+			cfg := LayerConfig{ID: "kv-" + string(c.scope), Scope: c.scope}
 			a := boundKV(t, cfg, envA)
-			if err := Set(a.KV(), "k", "from a"); err != nil {
+			if err := Set(a.Memory(), "k", "from a"); err != nil {
 				t.Fatal(err)
 			}
 			if err := a.Close(ctx); err != nil {
@@ -200,7 +217,7 @@ func TestKVLayerScopes(t *testing.T) {
 				env  layer.Env
 				want bool
 			}{{envB, c.seenByB}, {envC, c.seenByC}, {envA, c.seenByAgain}} {
-				if got := boundKV(t, cfg, o.env).KV().Contains("k"); got != o.want {
+				if got := boundKV(t, cfg, o.env).Memory().Contains("k"); got != o.want {
 					t.Errorf("%s/%s sees a's entry: %v, want %v", o.env.ThreadID, o.env.ResourceID, got, o.want)
 				}
 			}
@@ -218,16 +235,16 @@ func TestKVLayerScopes(t *testing.T) {
 func TestKVLayerRestoreOwnScope(t *testing.T) {
 	ctx := t.Context()
 	st := storage.NewMemory()
-	a := boundKV(t, KVLayerConfig{}, layer.Env{ThreadID: "a", Store: st})
-	b := boundKV(t, KVLayerConfig{}, layer.Env{ThreadID: "b", Store: st})
-	_ = Set(a.KV(), "a1", 1)
+	a := boundKV(t, LayerConfig{}, layer.Env{ThreadID: "a", Store: st})
+	b := boundKV(t, LayerConfig{}, layer.Env{ThreadID: "b", Store: st})
+	_ = Set(a.Memory(), "a1", 1)
 	snap, err := a.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = Set(a.KV(), "a2", 2)
-	_ = Set(b.KV(), "b1", 1)
-	for _, l := range []*KVLayer{a, b} {
+	_ = Set(a.Memory(), "a2", 2)
+	_ = Set(b.Memory(), "b1", 1)
+	for _, l := range []*Layer{a, b} {
 		if err := l.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -235,22 +252,22 @@ func TestKVLayerRestoreOwnScope(t *testing.T) {
 	if err := a.Restore(ctx, snap); err != nil {
 		t.Fatal(err)
 	}
-	if a.KV().Contains("a2") || !a.KV().Contains("a1") || a.KV().Contains("b1") {
-		t.Errorf("a after restore: %v", must(a.KV().Keys()))
+	if a.Memory().Contains("a2") || !a.Memory().Contains("a1") || a.Memory().Contains("b1") {
+		t.Errorf("a after restore: %v", must(a.Memory().Keys()))
 	}
-	if keys := must(boundKV(t, KVLayerConfig{}, layer.Env{ThreadID: "b", Store: st}).KV().Keys()); len(keys) != 1 || keys[0] != "b1" {
+	if keys := must(boundKV(t, LayerConfig{}, layer.Env{ThreadID: "b", Store: st}).Memory().Keys()); len(keys) != 1 || keys[0] != "b1" {
 		t.Errorf("b's stored keys after a's restore: %v", keys)
 	}
-	if keys := must(boundKV(t, KVLayerConfig{}, layer.Env{ThreadID: "a", Store: st}).KV().Keys()); len(keys) != 1 || keys[0] != "a1" {
+	if keys := must(boundKV(t, LayerConfig{}, layer.Env{ThreadID: "a", Store: st}).Memory().Keys()); len(keys) != 1 || keys[0] != "a1" {
 		t.Errorf("a's stored keys after its restore: %v", keys)
 	}
 	if err := a.Clear(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := must(boundKV(t, KVLayerConfig{}, layer.Env{ThreadID: "a", Store: st}).KV().Count()); n != 0 {
+	if n := must(boundKV(t, LayerConfig{}, layer.Env{ThreadID: "a", Store: st}).Memory().Count()); n != 0 {
 		t.Errorf("a's stored entries after Clear: %d", n)
 	}
-	if !b.KV().Contains("b1") || !boundKV(t, KVLayerConfig{}, layer.Env{ThreadID: "b", Store: st}).KV().Contains("b1") {
+	if !b.Memory().Contains("b1") || !boundKV(t, LayerConfig{}, layer.Env{ThreadID: "b", Store: st}).Memory().Contains("b1") {
 		t.Error("a's Clear reached b")
 	}
 }
@@ -268,9 +285,9 @@ func TestKVLayerConcurrentRunsLoseNothing(t *testing.T) {
 	ctx := t.Context()
 	st := storage.NewMemory()
 	env := layer.Env{ThreadID: "t", ResourceID: "team", Store: st}
-	cfg := KVLayerConfig{Scope: layer.ScopeResource}
+	cfg := LayerConfig{Scope: layer.ScopeResource}
 	seed := boundKV(t, cfg, env)
-	_ = Set(seed.KV(), "doomed", true)
+	_ = Set(seed.Memory(), "doomed", true)
 	if err := seed.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -282,11 +299,11 @@ func TestKVLayerConcurrentRunsLoseNothing(t *testing.T) {
 			defer wg.Done()
 			l := boundKV(t, cfg, env)
 			for i := range writes {
-				if err := Set(l.KV(), fmt.Sprintf("r%d-%02d", r, i), i); err != nil {
+				if err := Set(l.Memory(), fmt.Sprintf("r%d-%02d", r, i), i); err != nil {
 					t.Error(err)
 				}
 				if r == 0 && i == 3 {
-					_, _ = l.KV().Remove("doomed")
+					_, _ = l.Memory().Remove("doomed")
 				}
 				// A persist that gives up keeps its changes for the
 				// next one: told, not lost.
@@ -304,7 +321,7 @@ func TestKVLayerConcurrentRunsLoseNothing(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	kv := boundKV(t, cfg, env).KV()
+	kv := boundKV(t, cfg, env).Memory()
 	lost := 0
 	for r := range runs {
 		for i := range writes {
@@ -346,15 +363,15 @@ func TestKVLayerFailedPersistKeepsChanges(t *testing.T) {
 	ctx := t.Context()
 	st := &flakyStore{Store: storage.NewMemory(), fail: 1}
 	env := layer.Env{ThreadID: "t", Store: st}
-	l := boundKV(t, KVLayerConfig{}, env)
-	_ = Set(l.KV(), "k", "v")
+	l := boundKV(t, LayerConfig{}, env)
+	_ = Set(l.Memory(), "k", "v")
 	if err := l.Store(ctx, layer.Turn{}); err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("Store over a failing Put: %v", err)
 	}
 	if err := l.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !boundKV(t, KVLayerConfig{}, env).KV().Contains("k") {
+	if !boundKV(t, LayerConfig{}, env).Memory().Contains("k") {
 		t.Error("the write was lost after a failed persist")
 	}
 }
@@ -364,12 +381,12 @@ func TestKVLayerFailedPersistKeepsChanges(t *testing.T) {
 func TestKVLayerBadStoredState(t *testing.T) {
 	ctx := t.Context()
 	st := storage.NewMemory()
-	key := storage.LayerKey(DefaultKVLayerID, "t", "state")
+	key := storage.LayerKey(DefaultLayerID, "t", "state")
 	for _, bad := range []string{`not json`, `{"version":99}`, `{"version":1,"name":"root","entries":{"a\u0000b":{"value":1}}}`} {
 		if _, err := st.Put(ctx, key, []byte(bad), storage.AnyVersion); err != nil {
 			t.Fatal(err)
 		}
-		tmpl, _ := NewKVLayer(KVLayerConfig{})
+		tmpl, _ := NewLayer(LayerConfig{})
 		if _, err := tmpl.Init(ctx, layer.Env{ThreadID: "t", Store: st}); err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("Init over %s: %v", bad, err)
 		}

@@ -1,4 +1,4 @@
-package workingmemory
+package kv
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memlayer/memlayer/internal/benchmetric"
 )
 
 // smallStruct is the "small struct" of the key-value benchmarks.
@@ -18,26 +20,26 @@ type smallStruct struct {
 }
 
 func BenchmarkKVGet(b *testing.B) {
-	kv := NewKV(KVConfig{})
+	kv := New(Config{})
 	if err := Set(kv, "task", smallStruct{7, "draft notes", 0.5, false}); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
-	cpu := startCPU()
-	var bt batchTimer
+	cpu := benchmetric.StartCPU()
+	var bt benchmetric.Batch
 	for b.Loop() {
 		if _, ok, err := Get[smallStruct](kv, "task"); !ok || err != nil {
 			b.Fatal(ok, err)
 		}
-		bt.tick()
+		bt.Tick()
 	}
-	cpu.report(b)
-	bt.report(b)
+	cpu.Report(b)
+	bt.Report(b)
 }
 
 // BenchmarkKVGetFallback reads through two scopes to the root.
 func BenchmarkKVGetFallback(b *testing.B) {
-	kv := NewKV(KVConfig{})
+	kv := New(Config{})
 	_ = Set(kv, "task", smallStruct{7, "draft notes", 0.5, false})
 	c, _ := kv.Child("a")
 	g, _ := c.Child("b")
@@ -52,7 +54,7 @@ func BenchmarkKVGetFallback(b *testing.B) {
 // BenchmarkKVGetDecoded reads a value with references, which is decoded
 // from its JSON on every Get.
 func BenchmarkKVGetDecoded(b *testing.B) {
-	kv := NewKV(KVConfig{})
+	kv := New(Config{})
 	_ = Set(kv, "tags", withRefs{Tags: []string{"a", "b"}})
 	b.ReportAllocs()
 	for b.Loop() {
@@ -63,32 +65,32 @@ func BenchmarkKVGetDecoded(b *testing.B) {
 }
 
 func BenchmarkKVSet(b *testing.B) {
-	kv := NewKV(KVConfig{})
+	kv := New(Config{})
 	v := smallStruct{7, "draft notes", 0.5, false}
 	keys := make([]string, 64)
 	for i := range keys {
 		keys[i] = fmt.Sprint("task-", i)
 	}
 	b.ReportAllocs()
-	cpu := startCPU()
-	var bt batchTimer
+	cpu := benchmetric.StartCPU()
+	var bt benchmetric.Batch
 	i := 0
 	for b.Loop() {
 		v.ID = i
 		if err := Set(kv, keys[i%len(keys)], v); err != nil {
 			b.Fatal(err)
 		}
-		bt.tick()
+		bt.Tick()
 		i++
 	}
-	cpu.report(b)
-	bt.report(b)
+	cpu.Report(b)
+	bt.Report(b)
 }
 
 // BenchmarkKVLatency times single Gets and Sets one by one and reports
 // their 50th, 95th and 99th percentiles.
 func BenchmarkKVLatency(b *testing.B) {
-	kv := NewKV(KVConfig{})
+	kv := New(Config{})
 	v := smallStruct{7, "draft notes", 0.5, false}
 	_ = Set(kv, "task", v)
 	gets := make([]time.Duration, 0, 1<<16)
@@ -121,19 +123,10 @@ func BenchmarkKVLatency(b *testing.B) {
 	b.ReportMetric(pct(sets, 0.99), "set-p99-ns")
 }
 
-// heapInUse returns the live heap after a full collection.
-func heapInUse() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
-
 // TestKVMemory10k stores 10,000 entries of 200 bytes and checks that they
 // take less than 10 MB of heap.
 func TestKVMemory10k(t *testing.T) {
-	if testing.Short() || raceEnabled {
+	if testing.Short() || benchmetric.Race {
 		t.Skip("memory measurement: not under -short or -race")
 	}
 	value := strings.Repeat("x", 198) // 200 bytes of JSON with the quotes
@@ -141,14 +134,14 @@ func TestKVMemory10k(t *testing.T) {
 	for i := range keys {
 		keys[i] = fmt.Sprintf("key-%05d", i)
 	}
-	before := heapInUse()
-	kv := NewKV(KVConfig{})
+	before := benchmetric.HeapInUse()
+	kv := New(Config{})
 	for _, k := range keys {
 		if err := Set(kv, k, value); err != nil {
 			t.Fatal(err)
 		}
 	}
-	used := heapInUse() - before
+	used := benchmetric.HeapInUse() - before
 	runtime.KeepAlive(kv)
 	t.Logf("10,000 entries of 200 bytes: %d bytes of heap (%.0f per entry)", used, float64(used)/10000)
 	if used > 10<<20 {

@@ -1,4 +1,4 @@
-package workingmemory
+package kv
 
 import (
 	"bytes"
@@ -43,7 +43,7 @@ func (c *fakeClock) Add(d time.Duration) {
 }
 
 func TestKVTyped(t *testing.T) {
-	kv := NewKV(KVConfig{})
+	kv := New(Config{})
 	if err := Set(kv, "p", point{1, 2, "a"}); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestKVTyped(t *testing.T) {
 }
 
 func TestKVOperations(t *testing.T) {
-	kv := NewKV(KVConfig{})
+	kv := New(Config{})
 	for i, k := range []string{"b", "a", "c"} {
 		if err := Set(kv, k, i); err != nil {
 			t.Fatal(err)
@@ -132,7 +132,7 @@ func TestKVOperations(t *testing.T) {
 
 func TestKVMetadata(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	kv := NewKV(KVConfig{Now: clock.Now})
+	kv := New(Config{Now: clock.Now})
 	tags := []string{"user", "pref"}
 	if err := SetWith(kv, "tone", "concise", Meta{Importance: 0.8, Tags: tags, Type: "preference", TTL: time.Hour}); err != nil {
 		t.Fatal(err)
@@ -183,7 +183,7 @@ func TestKVMetadata(t *testing.T) {
 }
 
 func TestKVScopes(t *testing.T) {
-	root := NewKV(KVConfig{})
+	root := New(Config{})
 	_ = Set(root, "shared", "root")
 	_ = Set(root, "over", "root")
 	child, err := root.Child("agent")
@@ -197,7 +197,7 @@ func TestKVScopes(t *testing.T) {
 	_ = Set(child, "over", "child")
 	_ = Set(grand, "own", "grand")
 
-	get := func(kv *KV, key string) string {
+	get := func(kv *Memory, key string) string {
 		v, _, err := Get[string](kv, key)
 		if err != nil {
 			t.Fatal(err)
@@ -253,7 +253,7 @@ func TestKVScopes(t *testing.T) {
 func TestKVMergeToParent(t *testing.T) {
 	for _, overwrite := range []bool{false, true} {
 		t.Run(fmt.Sprint("overwrite=", overwrite), func(t *testing.T) {
-			root := NewKV(KVConfig{})
+			root := New(Config{})
 			_ = Set(root, "both", "root")
 			child, _ := root.Child("c")
 			_ = Set(child, "both", "child")
@@ -274,15 +274,15 @@ func TestKVMergeToParent(t *testing.T) {
 			}
 		})
 	}
-	if err := NewKV(KVConfig{}).MergeToParent(true); err == nil {
+	if err := New(Config{}).MergeToParent(true); err == nil {
 		t.Error("MergeToParent on the root succeeded")
 	}
 }
 
 func TestKVDispose(t *testing.T) {
-	var events []KVEvent
+	var events []Event
 	var mu sync.Mutex
-	root := NewKV(KVConfig{Observer: func(e KVEvent) { mu.Lock(); events = append(events, e); mu.Unlock() }})
+	root := New(Config{Observer: func(e Event) { mu.Lock(); events = append(events, e); mu.Unlock() }})
 	child, _ := root.Child("c")
 	grand, _ := child.Child("g")
 	_ = Set(child, "k", 1)
@@ -332,11 +332,11 @@ func TestKVDispose(t *testing.T) {
 }
 
 func TestKVEventsAndLogs(t *testing.T) {
-	var events []KVEvent
+	var events []Event
 	var logs bytes.Buffer
 	clock := &fakeClock{now: time.Unix(100, 0)}
-	kv := NewKV(KVConfig{
-		Observer: func(e KVEvent) { events = append(events, e) },
+	kv := New(Config{
+		Observer: func(e Event) { events = append(events, e) },
 		Logger:   slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Now:      clock.Now,
 	})
@@ -346,7 +346,7 @@ func TestKVEventsAndLogs(t *testing.T) {
 	c, _ := kv.Child("c")
 	_ = c.Clear()
 	_ = c.Dispose()
-	want := []KVEvent{
+	want := []Event{
 		{EventSet, "root", "a", clock.now},
 		{EventRemoved, "root", "a", clock.now},
 		{EventScopeCreated, "root/c", "", clock.now},
@@ -356,7 +356,7 @@ func TestKVEventsAndLogs(t *testing.T) {
 	if !slices.Equal(events, want) {
 		t.Errorf("events\n got %v\nwant %v", events, want)
 	}
-	for _, w := range []string{"level=DEBUG", "kv set", "key=a", "kv scope-created", "scope=root/c"} {
+	for _, w := range []string{"level=DEBUG", "kv: set", "key=a", "kv: scope-created", "scope=root/c"} {
 		if !strings.Contains(logs.String(), w) {
 			t.Errorf("logs lack %q:\n%s", w, logs.String())
 		}
@@ -364,7 +364,7 @@ func TestKVEventsAndLogs(t *testing.T) {
 }
 
 func TestKVValidationAndLimits(t *testing.T) {
-	kv := NewKV(KVConfig{MaxEntries: 3, MaxEntryBytes: 20, MaxScopes: 2, MaxKeyBytes: 8})
+	kv := New(Config{MaxEntries: 3, MaxEntryBytes: 20, MaxScopes: 2, MaxKeyBytes: 8})
 	tests := []struct {
 		name    string
 		err     error
@@ -407,14 +407,14 @@ func TestKVValidationAndLimits(t *testing.T) {
 	}
 	// Expired entries are purged to make room.
 	clock := &fakeClock{now: time.Unix(0, 0)}
-	small := NewKV(KVConfig{MaxEntries: 1, Now: clock.Now})
+	small := New(Config{MaxEntries: 1, Now: clock.Now})
 	_ = SetWith(small, "old", 1, Meta{TTL: time.Second})
 	clock.Add(time.Second)
 	if err := Set(small, "new", 2); err != nil {
 		t.Errorf("set after expiry at the limit: %v", err)
 	}
 	// Negative limits mean none.
-	none := NewKV(KVConfig{MaxEntries: -1, MaxScopes: -1, MaxEntryBytes: -1})
+	none := New(Config{MaxEntries: -1, MaxScopes: -1, MaxEntryBytes: -1})
 	for i := range 150 {
 		if _, err := none.Child(fmt.Sprint(i)); err != nil {
 			t.Fatal(err)
@@ -423,7 +423,7 @@ func TestKVValidationAndLimits(t *testing.T) {
 }
 
 func TestKVDefaultLimits(t *testing.T) {
-	kv := NewKV(KVConfig{})
+	kv := New(Config{})
 	if err := Set(kv, "big", strings.Repeat("x", 1<<20)); !errors.Is(err, ErrLimit) {
 		t.Errorf("1 MiB entry: %v", err)
 	}
@@ -438,7 +438,7 @@ func TestKVDefaultLimits(t *testing.T) {
 }
 
 func TestKVGetOrSetOnce(t *testing.T) {
-	kv := NewKV(KVConfig{})
+	kv := New(Config{})
 	var calls atomic.Int32
 	var wg sync.WaitGroup
 	results := make([]int, 50)
@@ -513,20 +513,20 @@ func TestKVGetOrSetOnce(t *testing.T) {
 
 func TestKVStats(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(1000, 0)}
-	kv := NewKV(KVConfig{Now: clock.Now})
+	kv := New(Config{Now: clock.Now})
 	_ = Set(kv, "a", "xy") // 1 + 4 bytes
 	clock.Add(time.Second)
 	c, _ := kv.Child("c")
 	_ = Set(c, "bb", 12) // 2 + 2 bytes
 	st, err := kv.Stats()
-	want := KVStats{Entries: 2, Scopes: 2, Bytes: 9, Oldest: time.Unix(1000, 0), Newest: time.Unix(1001, 0)}
+	want := Stats{Entries: 2, Scopes: 2, Bytes: 9, Oldest: time.Unix(1000, 0), Newest: time.Unix(1001, 0)}
 	if err != nil || st != want {
 		t.Errorf("Stats = %+v, %v; want %+v", st, err, want)
 	}
 }
 
 func TestKVSnapshotRestore(t *testing.T) {
-	kv := NewKV(KVConfig{})
+	kv := New(Config{})
 	_ = SetWith(kv, "a", point{1, 2, "p"}, Meta{Importance: 0.5, Tags: []string{"t"}, Type: "fact"})
 	c, _ := kv.Child("c")
 	_ = Set(c, "b", []int{1, 2})
@@ -536,7 +536,7 @@ func TestKVSnapshotRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := NewKV(KVConfig{})
+	other := New(Config{})
 	_ = Set(other, "gone", 1)
 	stale, _ := other.Child("stale")
 	if err := other.Restore(snap); err != nil {
@@ -582,7 +582,7 @@ func TestKVSnapshotRestore(t *testing.T) {
 	if !bytes.Equal(before, after) {
 		t.Errorf("failed restores changed the memory")
 	}
-	limited := NewKV(KVConfig{MaxEntries: 1})
+	limited := New(Config{MaxEntries: 1})
 	if err := limited.Restore(snap); !errors.Is(err, ErrLimit) {
 		t.Errorf("restore over the entry limit: %v", err)
 	}
@@ -590,7 +590,7 @@ func TestKVSnapshotRestore(t *testing.T) {
 
 // Ten goroutines mixing sets, gets, removals and child scopes.
 func TestKVRace(t *testing.T) {
-	root := NewKV(KVConfig{MaxScopes: -1})
+	root := New(Config{MaxScopes: -1})
 	var wg sync.WaitGroup
 	for g := range 10 {
 		wg.Add(1)
@@ -644,7 +644,7 @@ func TestKVRace(t *testing.T) {
 // TestTrust22_KVErrorsQuoteKeysShort: an error about a 100 KB key (or
 // snapshot key) quoted all of it; keys are quoted through storage.Quote.
 func TestTrust22_KVErrorsQuoteKeysShort(t *testing.T) {
-	kv := NewKV(KVConfig{MaxKeyBytes: 1 << 20})
+	kv := New(Config{MaxKeyBytes: 1 << 20})
 	long := strings.Repeat("k", 100<<10)
 	for name, err := range map[string]error{
 		"control character": Set(kv, long+"\n", 1),

@@ -1,0 +1,33 @@
+// Package kv is a scoped key-value memory: fast, typed, in-process memory
+// for code and tools (not the model's scratchpad, which is package
+// workingmemory), with child scopes that fall back to their parents, and
+// a layer ([Layer]) that gives each run of an agent the memory of its
+// scope.
+//
+// [New] returns the root scope of a tree; [Memory.Child] derives child
+// scopes. Reads ([Get], [Memory.Contains], [Memory.Entries], ...) look in the
+// scope, then its parent, up to the root; the Local variants do not fall
+// back. Writes ([Set], [SetWith], [Memory.Remove], [Memory.Clear]) touch only the
+// scope. [GetOrSet] runs its factory at most once per key and scope, even
+// under concurrency. Values are stored as JSON (so they must serialise,
+// and their size is bounded); types that hold no references are also
+// kept as Go values so Get returns a copy without decoding. Entries carry
+// metadata ([Meta]: importance, tags, type, expiry) and access counts.
+// Limits (10,000 entries per tree, 1 MiB per entry, 100 scopes by default)
+// fail with [ErrLimit] naming the limit. Changes are reported to
+// Config.Observer and logged at debug level. [Memory.Snapshot] and
+// [Memory.Restore] save and load a whole subtree. One read-write lock guards a
+// tree.
+//
+// [Layer] puts key-value memory into a layer stack, one memory per scope
+// key like every layer's state: [NewLayer] returns a template, and each
+// run's Init gives the run the memory of its thread (the default scope), its
+// resource, the global one, or a fresh one (execution scope), loaded from
+// the store. Changes are persisted with compare-and-swap at the end of
+// every step and when the run ends (see [Layer] for when a write is
+// acknowledged); concurrent runs of one scope lose no update. Tools reach
+// the current run's memory with [From] on the run's stack (agentloop hands
+// it to tools made with agentloop.NewRunTool); code outside a run uses
+// [Layer.Open]. A spawned child agent gets a child scope of its parent's
+// run memory, disposed of when the child returns.
+package kv

@@ -1,0 +1,1125 @@
+package kv
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/memlayer/memlayer/storage"
+)
+
+// Memory is a scoped key-value memory: fast, typed, in-process memory for code
+// and tools (not the model's scratchpad). A Memory is one scope of a tree:
+// reads fall back from the scope to its parent, and up to the root; writes
+// and removals touch only the scope itself.
+//
+// Values are serialised to JSON on Set (which checks that they can be, and
+// bounds their size) and decoded on Get. For value types that hold no
+// references (structs of strings and numbers, for instance) the value is
+// also kept as is, and Get returns a copy of it without decoding.
+//
+// All methods are safe for concurrent use. One read-write lock guards a
+// whole tree, so a read sees a consistent chain of scopes.
+type Memory struct {
+	tree   *tree
+	name   string
+	path   string
+	parent *Memory
+
+	// Guarded by tree.mu.
+	entries  map[string]*entry
+	children map[string]*Memory
+	disposed bool
+	inflight map[string]*call
+	// dirty, when non-nil, records the keys of this scope changed since
+	// its last persist: a [Layer] bound to a store sets it on the
+	// scope it persists (see Layer.Flush).
+	dirty map[string]struct{}
+}
+
+type tree struct {
+	mu      sync.RWMutex
+	cfg     Config
+	entries int // all entries of the tree, expired ones included
+	scopes  int
+}
+
+type entry struct {
+	raw      []byte // the JSON encoding
+	val      any    // the Go value, for reference-free types; nil otherwise
+	meta     Meta
+	created  time.Time
+	updated  time.Time
+	expires  time.Time // zero: never
+	accesses atomic.Int64
+	lastSeen atomic.Int64 // unix nanos
+}
+
+type call struct {
+	done chan struct{}
+	err  error
+}
+
+// Meta is the metadata of an entry.
+type Meta struct {
+	// Importance ranks the entry, from 0 to 1.
+	Importance float64 `json:"importance,omitempty"`
+	// Tags label the entry.
+	Tags []string `json:"tags,omitempty"`
+	// Type is the kind of memory ("fact", "plan", "cache", ...); free
+	// form.
+	Type string `json:"type,omitempty"`
+	// TTL, when positive, makes the entry expire that long after Set.
+	TTL time.Duration `json:"-"`
+	// ExpiresAt, when set, is when the entry expires. TTL wins over it.
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
+}
+
+// Entry is an entry with its metadata, as returned by [Memory.Lookup] and
+// [Memory.Entries].
+type Entry struct {
+	Key         string          `json:"key"`
+	Value       json.RawMessage `json:"value"`
+	Scope       string          `json:"scope"` // the path of the scope holding it
+	Importance  float64         `json:"importance,omitempty"`
+	Tags        []string        `json:"tags,omitempty"`
+	Type        string          `json:"type,omitempty"`
+	ExpiresAt   time.Time       `json:"expiresAt,omitzero"`
+	CreatedAt   time.Time       `json:"createdAt"`
+	UpdatedAt   time.Time       `json:"updatedAt"`
+	LastAccess  time.Time       `json:"lastAccess,omitzero"`
+	AccessCount int64           `json:"accessCount"`
+}
+
+// EventKind names what a [Event] reports.
+type EventKind string
+
+// The event kinds.
+const (
+	EventSet           EventKind = "set"
+	EventRemoved       EventKind = "removed"
+	EventCleared       EventKind = "cleared"
+	EventScopeCreated  EventKind = "scope-created"
+	EventScopeDisposed EventKind = "scope-disposed"
+)
+
+// Event is one change of a key-value memory.
+type Event struct {
+	Kind  EventKind
+	Scope string // the path of the scope, "root/child"
+	Key   string // for set and removed
+	Time  time.Time
+}
+
+// Stats describes what a scope and its descendants hold.
+type Stats struct {
+	Entries int       `json:"entries"`         // live (unexpired) entries
+	Scopes  int       `json:"scopes"`          // the scope and its descendants
+	Bytes   int       `json:"bytes"`           // keys plus serialised values
+	Oldest  time.Time `json:"oldest,omitzero"` // the earliest last update of an entry
+	Newest  time.Time `json:"newest,omitzero"` // the latest last update of an entry
+}
+
+// Config configures a key-value memory. The zero Config is valid.
+type Config struct {
+	// Name is the root scope's name. Empty means "root".
+	Name string
+	// MaxEntries bounds the entries of the whole tree (every scope).
+	// Zero means 10,000; negative means no limit.
+	MaxEntries int
+	// MaxEntryBytes bounds one entry's serialised value. Zero means
+	// 1 MiB; negative means no limit.
+	MaxEntryBytes int
+	// MaxScopes bounds the scopes of the tree, the root included. Zero
+	// means 100; negative means no limit.
+	MaxScopes int
+	// MaxKeyBytes bounds a key's length. Zero means 256.
+	MaxKeyBytes int
+	// Observer receives an event for every change (set, remove, clear,
+	// scope created, scope disposed). It is called synchronously, after
+	// the change and outside the memory's lock, so it may read the
+	// memory; it must be safe for concurrent use.
+	Observer func(Event)
+	// Logger receives one debug record per change. Nil means
+	// slog.Default() (which drops debug records unless configured).
+	Logger *slog.Logger
+	// Now is the clock used for expiry and timestamps. Nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+// Defaults of a memory.
+const (
+	DefaultMaxEntries    = 10000
+	DefaultMaxEntryBytes = 1 << 20
+	DefaultMaxScopes     = 100
+	DefaultMaxKeyBytes   = 256
+)
+
+// New returns an empty key-value memory: the root scope of a new tree.
+func New(cfg Config) *Memory {
+	if cfg.Name == "" {
+		cfg.Name = "root"
+	}
+	if cfg.MaxEntries == 0 {
+		cfg.MaxEntries = DefaultMaxEntries
+	}
+	if cfg.MaxEntryBytes == 0 {
+		cfg.MaxEntryBytes = DefaultMaxEntryBytes
+	}
+	if cfg.MaxScopes == 0 {
+		cfg.MaxScopes = DefaultMaxScopes
+	}
+	if cfg.MaxKeyBytes <= 0 {
+		cfg.MaxKeyBytes = DefaultMaxKeyBytes
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	t := &tree{cfg: cfg, scopes: 1}
+	return &Memory{tree: t, name: cfg.Name, path: cfg.Name, entries: map[string]*entry{}, children: map[string]*Memory{}}
+}
+
+// Name returns the scope's name.
+func (mem *Memory) Name() string { return mem.name }
+
+// Path returns the scope's path from the root, names joined by '/'.
+func (mem *Memory) Path() string { return mem.path }
+
+// Parent returns the parent scope, or nil for the root.
+func (mem *Memory) Parent() *Memory { return mem.parent }
+
+func (mem *Memory) checkKey(key string) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("%w: empty key", ErrInvalidKey)
+	case len(key) > mem.tree.cfg.MaxKeyBytes:
+		return fmt.Errorf("%w: key of %d bytes, the limit is %d", ErrInvalidKey, len(key), mem.tree.cfg.MaxKeyBytes)
+	case !utf8.ValidString(key):
+		return fmt.Errorf("%w: key %s is not valid UTF-8", ErrInvalidKey, storage.Quote(key))
+	}
+	for _, r := range key {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("%w: key %s holds control character %U", ErrInvalidKey, storage.Quote(key), r)
+		}
+	}
+	return nil
+}
+
+// checkScopeName checks a child scope's name: the key rules, and no '/'
+// (the path separator).
+func (mem *Memory) checkScopeName(name string) error {
+	if err := mem.checkKey(name); err != nil {
+		return fmt.Errorf("scope name: %w", err)
+	}
+	if strings.Contains(name, "/") {
+		return fmt.Errorf("%w: scope name %s contains '/'", ErrInvalidKey, storage.Quote(name))
+	}
+	return nil
+}
+
+func (mem *Memory) disposedErr() error {
+	return fmt.Errorf("%w: %s", ErrDisposed, mem.path)
+}
+
+// refFree caches, per type, whether values of the type hold no
+// references (pointers, maps, slices, interfaces, channels, funcs), so
+// that a copy of one shares nothing with the original.
+var refFree sync.Map // reflect.Type → bool
+
+func isRefFree(t reflect.Type) bool {
+	if v, ok := refFree.Load(t); ok {
+		return v.(bool)
+	}
+	r := refFreeType(t, 0)
+	refFree.Store(t, r)
+	return r
+}
+
+func refFreeType(t reflect.Type, depth int) bool {
+	if depth > 16 {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64, reflect.String:
+		return true
+	case reflect.Array:
+		return refFreeType(t.Elem(), depth+1)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if !refFreeType(t.Field(i).Type, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// Set stores v under key in mem's scope, replacing any local entry (and its
+// metadata).
+func Set[T any](mem *Memory, key string, v T) error {
+	return SetWith(mem, key, v, Meta{})
+}
+
+// SetWith stores v under key in mem's scope with metadata.
+func SetWith[T any](mem *Memory, key string, v T, m Meta) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("%w: key %s: %w", ErrInvalidValue, storage.Quote(key), err)
+	}
+	var cached any
+	if isRefFree(reflect.TypeFor[T]()) {
+		cached = v
+	}
+	return mem.set(key, raw, cached, m)
+}
+
+// SetJSON stores raw JSON under key with metadata.
+func (mem *Memory) SetJSON(key string, raw json.RawMessage, m Meta) error {
+	if !json.Valid(raw) {
+		return fmt.Errorf("%w: key %s: not valid JSON", ErrInvalidValue, storage.Quote(key))
+	}
+	return mem.set(key, slices.Clone(raw), nil, m)
+}
+
+func (mem *Memory) set(key string, raw []byte, cached any, m Meta) error {
+	if err := mem.checkKey(key); err != nil {
+		return err
+	}
+	cfg := &mem.tree.cfg
+	if cfg.MaxEntryBytes > 0 && len(raw) > cfg.MaxEntryBytes {
+		return fmt.Errorf("%w: entry size: key %s is %d bytes, the limit is %d", ErrLimit, storage.Quote(key), len(raw), cfg.MaxEntryBytes)
+	}
+	if m.Importance < 0 || m.Importance > 1 || m.Importance != m.Importance {
+		return fmt.Errorf("%w: key %s: importance %v is outside 0..1", ErrInvalidValue, storage.Quote(key), m.Importance)
+	}
+	now := cfg.Now()
+	e := &entry{raw: raw, val: cached, meta: m, created: now, updated: now}
+	e.meta.Tags = slices.Clone(m.Tags)
+	e.meta.TTL = 0
+	switch {
+	case m.TTL > 0:
+		e.expires = now.Add(m.TTL)
+	case !m.ExpiresAt.IsZero():
+		e.expires = m.ExpiresAt
+	}
+	e.meta.ExpiresAt = e.expires
+	t := mem.tree
+	t.mu.Lock()
+	if mem.disposed {
+		t.mu.Unlock()
+		return mem.disposedErr()
+	}
+	old, exists := mem.entries[key]
+	if !exists && cfg.MaxEntries > 0 && t.entries >= cfg.MaxEntries {
+		mem.root().purgeLocked(now)
+		if t.entries >= cfg.MaxEntries {
+			t.mu.Unlock()
+			return fmt.Errorf("%w: entries: the memory holds %d, the limit is %d", ErrLimit, t.entries, cfg.MaxEntries)
+		}
+	}
+	if exists {
+		e.created = old.created
+	} else {
+		t.entries++
+	}
+	mem.entries[key] = e
+	mem.markLocked(key)
+	t.mu.Unlock()
+	mem.emit(EventSet, key, now)
+	return nil
+}
+
+func (mem *Memory) root() *Memory {
+	for mem.parent != nil {
+		mem = mem.parent
+	}
+	return mem
+}
+
+// purgeLocked removes expired entries from mem and its descendants.
+func (mem *Memory) purgeLocked(now time.Time) int {
+	n := 0
+	for k, e := range mem.entries {
+		if e.expired(now) {
+			delete(mem.entries, k)
+			mem.tree.entries--
+			n++
+		}
+	}
+	for _, c := range mem.children {
+		n += c.purgeLocked(now)
+	}
+	return n
+}
+
+// Purge removes the expired entries of mem and its descendants and
+// returns how many it removed. Expired entries are invisible to reads
+// anyway; Purge frees their memory (Set purges by itself when the entry
+// limit is reached).
+func (mem *Memory) Purge() int {
+	mem.tree.mu.Lock()
+	defer mem.tree.mu.Unlock()
+	if mem.disposed {
+		return 0
+	}
+	return mem.purgeLocked(mem.tree.cfg.Now())
+}
+
+func (e *entry) expired(now time.Time) bool {
+	return !e.expires.IsZero() && !now.Before(e.expires)
+}
+
+func (mem *Memory) emit(kind EventKind, key string, now time.Time) {
+	cfg := &mem.tree.cfg
+	if cfg.Observer != nil {
+		cfg.Observer(Event{Kind: kind, Scope: mem.path, Key: key, Time: now})
+	}
+	if cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
+		cfg.Logger.LogAttrs(context.Background(), slog.LevelDebug, "kv: "+string(kind),
+			slog.String("scope", mem.path), slog.String("key", key))
+	}
+}
+
+// find returns the live entry for key: mem's own when local, else the
+// first on the way to the root. The tree's read lock must be held.
+func (mem *Memory) find(key string, local bool, now time.Time) (*entry, *Memory) {
+	for s := mem; s != nil; s = s.parent {
+		if e, ok := s.entries[key]; ok && !e.expired(now) {
+			return e, s
+		}
+		if local {
+			break
+		}
+	}
+	return nil, nil
+}
+
+func (mem *Memory) lookup(key string, local bool) (*entry, *Memory, error) {
+	now := mem.tree.cfg.Now()
+	mem.tree.mu.RLock()
+	if mem.disposed {
+		mem.tree.mu.RUnlock()
+		return nil, nil, mem.disposedErr()
+	}
+	e, s := mem.find(key, local, now)
+	mem.tree.mu.RUnlock()
+	if e != nil {
+		e.accesses.Add(1)
+		e.lastSeen.Store(now.UnixNano())
+	}
+	return e, s, nil
+}
+
+// Get returns the value of key, looked up in mem's scope, then its
+// parent's, up to the root. ok is false when no scope holds it (or it
+// expired); err reports a disposed scope or a value that does not decode
+// into T.
+func Get[T any](mem *Memory, key string) (v T, ok bool, err error) {
+	e, _, err := mem.lookup(key, false)
+	if err != nil || e == nil {
+		return v, false, err
+	}
+	return decodeEntry[T](key, e)
+}
+
+// GetLocal is [Get] without the parent fallback.
+func GetLocal[T any](mem *Memory, key string) (v T, ok bool, err error) {
+	e, _, err := mem.lookup(key, true)
+	if err != nil || e == nil {
+		return v, false, err
+	}
+	return decodeEntry[T](key, e)
+}
+
+func decodeEntry[T any](key string, e *entry) (T, bool, error) {
+	if c, hit := e.val.(T); hit {
+		return c, true, nil
+	}
+	return decodeRaw[T](key, e.raw)
+}
+
+// decodeRaw is apart from decodeEntry so that its variable, whose address
+// escapes into json.Unmarshal, is not allocated on decodeEntry's fast path.
+func decodeRaw[T any](key string, raw []byte) (v T, ok bool, err error) {
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, false, fmt.Errorf("%w: key %s does not decode into %T: %w", ErrInvalidValue, storage.Quote(key), v, err)
+	}
+	return v, true, nil
+}
+
+// GetOrSet returns the value of key (with parent fallback) or, when no
+// scope holds it, calls factory and stores its result in mem's scope. The
+// factory runs at most once per key and scope even when many goroutines
+// ask at once: the others wait for it and get its value (or its error,
+// in which case nothing is stored).
+func GetOrSet[T any](mem *Memory, key string, factory func() (T, error)) (T, error) {
+	for {
+		v, ok, err := Get[T](mem, key)
+		if err != nil || ok {
+			return v, err
+		}
+		t := mem.tree
+		t.mu.Lock()
+		if mem.disposed {
+			t.mu.Unlock()
+			return v, mem.disposedErr()
+		}
+		if e, _ := mem.find(key, false, t.cfg.Now()); e != nil {
+			t.mu.Unlock()
+			continue // set meanwhile
+		}
+		if c, busy := mem.inflight[key]; busy {
+			t.mu.Unlock()
+			<-c.done
+			if c.err != nil {
+				return v, c.err
+			}
+			continue
+		}
+		c := &call{done: make(chan struct{})}
+		if mem.inflight == nil {
+			mem.inflight = map[string]*call{}
+		}
+		mem.inflight[key] = c
+		t.mu.Unlock()
+
+		return runFactory(mem, key, c, factory)
+	}
+}
+
+// runFactory runs a GetOrSet factory as the call c and releases the
+// goroutines waiting on it, even if the factory panics (they then get an
+// error and the panic goes on in this goroutine).
+func runFactory[T any](mem *Memory, key string, c *call, factory func() (T, error)) (v T, err error) {
+	finished := false
+	defer func() {
+		if !finished {
+			err = fmt.Errorf("kv: GetOrSet %s: the factory panicked", storage.Quote(key))
+		}
+		t := mem.tree
+		t.mu.Lock()
+		delete(mem.inflight, key)
+		t.mu.Unlock()
+		c.err = err
+		close(c.done)
+	}()
+	v, err = factory()
+	if err == nil {
+		err = Set(mem, key, v)
+	}
+	finished = true
+	return v, err
+}
+
+// Lookup returns the entry of key with its metadata (with parent
+// fallback).
+func (mem *Memory) Lookup(key string) (Entry, bool, error) {
+	e, s, err := mem.lookup(key, false)
+	if err != nil || e == nil {
+		return Entry{}, false, err
+	}
+	return e.export(key, s.path), true, nil
+}
+
+func (e *entry) export(key, scope string) Entry {
+	out := Entry{
+		Key: key, Value: slices.Clone(e.raw), Scope: scope,
+		Importance: e.meta.Importance, Tags: slices.Clone(e.meta.Tags), Type: e.meta.Type,
+		ExpiresAt: e.expires, CreatedAt: e.created, UpdatedAt: e.updated,
+		AccessCount: e.accesses.Load(),
+	}
+	if n := e.lastSeen.Load(); n != 0 {
+		out.LastAccess = time.Unix(0, n)
+	}
+	return out
+}
+
+// Contains reports whether key is visible from mem (with parent fallback).
+func (mem *Memory) Contains(key string) bool {
+	e, _, _ := mem.peek(key, false)
+	return e != nil
+}
+
+// ContainsLocal reports whether mem's own scope holds key.
+func (mem *Memory) ContainsLocal(key string) bool {
+	e, _, _ := mem.peek(key, true)
+	return e != nil
+}
+
+// peek is lookup without counting an access.
+func (mem *Memory) peek(key string, local bool) (*entry, *Memory, error) {
+	now := mem.tree.cfg.Now()
+	mem.tree.mu.RLock()
+	defer mem.tree.mu.RUnlock()
+	if mem.disposed {
+		return nil, nil, mem.disposedErr()
+	}
+	e, s := mem.find(key, local, now)
+	return e, s, nil
+}
+
+// Remove deletes key from mem's own scope (a parent's entry of the same
+// key stays, and becomes visible again). It reports whether there was
+// one.
+func (mem *Memory) Remove(key string) (bool, error) {
+	t := mem.tree
+	t.mu.Lock()
+	if mem.disposed {
+		t.mu.Unlock()
+		return false, mem.disposedErr()
+	}
+	_, ok := mem.entries[key]
+	if ok {
+		delete(mem.entries, key)
+		t.entries--
+		mem.markLocked(key)
+	}
+	t.mu.Unlock()
+	if ok {
+		mem.emit(EventRemoved, key, t.cfg.Now())
+	}
+	return ok, nil
+}
+
+// Clear removes every entry of mem's own scope; child scopes keep theirs.
+func (mem *Memory) Clear() error {
+	t := mem.tree
+	t.mu.Lock()
+	if mem.disposed {
+		t.mu.Unlock()
+		return mem.disposedErr()
+	}
+	t.entries -= len(mem.entries)
+	for k := range mem.entries {
+		mem.markLocked(k)
+	}
+	clear(mem.entries)
+	t.mu.Unlock()
+	mem.emit(EventCleared, "", t.cfg.Now())
+	return nil
+}
+
+// Entries returns every entry visible from mem, a local entry hiding a
+// parent's of the same key, sorted by key.
+func (mem *Memory) Entries() ([]Entry, error) { return mem.entriesOf(false) }
+
+// LocalEntries returns the entries of mem's own scope, sorted by key.
+func (mem *Memory) LocalEntries() ([]Entry, error) { return mem.entriesOf(true) }
+
+func (mem *Memory) entriesOf(local bool) ([]Entry, error) {
+	var out []Entry
+	err := mem.visible(local, func(k string, e *entry, s *Memory) { out = append(out, e.export(k, s.path)) })
+	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Key, b.Key) })
+	return out, err
+}
+
+// visible calls fn, under the tree's read lock, for every live entry
+// visible from mem (only mem's own when local), a local entry hiding a
+// parent's of the same key.
+func (mem *Memory) visible(local bool, fn func(key string, e *entry, s *Memory)) error {
+	now := mem.tree.cfg.Now()
+	mem.tree.mu.RLock()
+	defer mem.tree.mu.RUnlock()
+	if mem.disposed {
+		return mem.disposedErr()
+	}
+	seen := map[string]bool{}
+	for s := mem; s != nil; s = s.parent {
+		for k, e := range s.entries {
+			if seen[k] || e.expired(now) {
+				continue
+			}
+			seen[k] = true
+			fn(k, e, s)
+		}
+		if local {
+			break
+		}
+	}
+	return nil
+}
+
+// Keys returns the keys visible from mem (with parent fallback), sorted.
+func (mem *Memory) Keys() ([]string, error) {
+	keys := []string{}
+	if err := mem.visible(false, func(k string, _ *entry, _ *Memory) { keys = append(keys, k) }); err != nil {
+		return nil, err
+	}
+	slices.Sort(keys)
+	return keys, nil
+}
+
+// Count returns how many keys are visible from mem (with parent
+// fallback).
+func (mem *Memory) Count() (int, error) {
+	n := 0
+	err := mem.visible(false, func(string, *entry, *Memory) { n++ })
+	return n, err
+}
+
+// Child returns mem's child scope of that name, creating it (and emitting
+// EventScopeCreated) when there is none. Names follow the key rules and
+// may not contain '/'.
+func (mem *Memory) Child(name string) (*Memory, error) {
+	if err := mem.checkScopeName(name); err != nil {
+		return nil, err
+	}
+	t := mem.tree
+	t.mu.Lock()
+	if mem.disposed {
+		t.mu.Unlock()
+		return nil, mem.disposedErr()
+	}
+	if c, ok := mem.children[name]; ok {
+		t.mu.Unlock()
+		return c, nil
+	}
+	if t.cfg.MaxScopes > 0 && t.scopes >= t.cfg.MaxScopes {
+		t.mu.Unlock()
+		return nil, fmt.Errorf("%w: scopes: the memory has %d, the limit is %d", ErrLimit, t.scopes, t.cfg.MaxScopes)
+	}
+	c := &Memory{tree: t, name: name, path: mem.path + "/" + name, parent: mem, entries: map[string]*entry{}, children: map[string]*Memory{}}
+	mem.children[name] = c
+	t.scopes++
+	t.mu.Unlock()
+	c.emit(EventScopeCreated, "", t.cfg.Now())
+	return c, nil
+}
+
+// Scopes returns the paths of mem and its live descendants, sorted.
+func (mem *Memory) Scopes() []string {
+	mem.tree.mu.RLock()
+	defer mem.tree.mu.RUnlock()
+	if mem.disposed {
+		return nil
+	}
+	var out []string
+	var walk func(s *Memory)
+	walk = func(s *Memory) {
+		out = append(out, s.path)
+		for _, c := range s.children {
+			walk(c)
+		}
+	}
+	walk(mem)
+	slices.Sort(out)
+	return out
+}
+
+// MergeToParent copies mem's entries (with their metadata) into its
+// parent's scope. With overwrite, they replace the parent's entries of
+// the same keys; without, the parent's are kept. It fails on the root
+// and when the parent would exceed the entry limit (then nothing is
+// copied).
+func (mem *Memory) MergeToParent(overwrite bool) error {
+	t := mem.tree
+	t.mu.Lock()
+	if mem.disposed {
+		t.mu.Unlock()
+		return mem.disposedErr()
+	}
+	p := mem.parent
+	if p == nil {
+		t.mu.Unlock()
+		return fmt.Errorf("%w: %s is the root and has no parent", ErrInvalidKey, mem.path)
+	}
+	now := t.cfg.Now()
+	var keys []string
+	added := 0
+	for k, e := range mem.entries {
+		if e.expired(now) {
+			continue
+		}
+		_, exists := p.entries[k]
+		if exists && !overwrite {
+			continue
+		}
+		if !exists {
+			added++
+		}
+		keys = append(keys, k)
+	}
+	if t.cfg.MaxEntries > 0 && t.entries+added > t.cfg.MaxEntries {
+		t.mu.Unlock()
+		return fmt.Errorf("%w: entries: merging %d entries into %s would exceed %d", ErrLimit, added, p.path, t.cfg.MaxEntries)
+	}
+	for _, k := range keys {
+		e := mem.entries[k]
+		ne := &entry{raw: e.raw, val: e.val, meta: e.meta, created: e.created, updated: now, expires: e.expires}
+		p.entries[k] = ne
+		p.markLocked(k)
+	}
+	t.entries += added
+	t.mu.Unlock()
+	slices.Sort(keys)
+	for _, k := range keys {
+		p.emit(EventSet, k, now)
+	}
+	return nil
+}
+
+// Dispose clears mem's entries, disposes its descendants and detaches it
+// from its parent. Later use of mem (or of its descendants) fails with
+// [ErrDisposed]. Disposing the root empties the whole tree. Dispose is
+// idempotent.
+func (mem *Memory) Dispose() error {
+	t := mem.tree
+	t.mu.Lock()
+	if mem.disposed {
+		t.mu.Unlock()
+		return nil
+	}
+	var gone []*Memory
+	var walk func(s *Memory)
+	walk = func(s *Memory) {
+		for _, c := range s.children {
+			walk(c)
+		}
+		t.entries -= len(s.entries)
+		s.entries = nil
+		s.children = nil
+		s.disposed = true
+		t.scopes--
+		gone = append(gone, s)
+	}
+	walk(mem)
+	if mem.parent != nil {
+		delete(mem.parent.children, mem.name)
+	}
+	t.mu.Unlock()
+	now := t.cfg.Now()
+	for _, s := range gone {
+		s.emit(EventScopeDisposed, "", now)
+	}
+	return nil
+}
+
+// Stats returns what mem and its descendants hold (expired entries not
+// counted).
+func (mem *Memory) Stats() (Stats, error) {
+	now := mem.tree.cfg.Now()
+	mem.tree.mu.RLock()
+	defer mem.tree.mu.RUnlock()
+	if mem.disposed {
+		return Stats{}, mem.disposedErr()
+	}
+	var st Stats
+	var walk func(s *Memory)
+	walk = func(s *Memory) {
+		st.Scopes++
+		for k, e := range s.entries {
+			if e.expired(now) {
+				continue
+			}
+			st.Entries++
+			st.Bytes += len(k) + len(e.raw)
+			if st.Oldest.IsZero() || e.updated.Before(st.Oldest) {
+				st.Oldest = e.updated
+			}
+			if e.updated.After(st.Newest) {
+				st.Newest = e.updated
+			}
+		}
+		for _, c := range s.children {
+			walk(c)
+		}
+	}
+	walk(mem)
+	return st, nil
+}
+
+// SnapshotVersion is the format version of [Memory.Snapshot].
+const SnapshotVersion = 1
+
+type snapshot struct {
+	Version int `json:"version"`
+	scopeSnapshot
+}
+
+type scopeSnapshot struct {
+	Name     string                   `json:"name"`
+	Entries  map[string]entrySnapshot `json:"entries,omitempty"`
+	Children []scopeSnapshot          `json:"children,omitempty"`
+}
+
+type entrySnapshot struct {
+	Value       json.RawMessage `json:"value"`
+	Meta        Meta            `json:"meta,omitzero"`
+	CreatedAt   time.Time       `json:"createdAt"`
+	UpdatedAt   time.Time       `json:"updatedAt"`
+	AccessCount int64           `json:"accessCount,omitempty"`
+}
+
+// Snapshot returns mem and its descendants (entries with metadata, and
+// scopes) as versioned JSON, for [Memory.Restore]. Expired entries are left
+// out.
+func (mem *Memory) Snapshot() (json.RawMessage, error) { return mem.marshal(true) }
+
+func (mem *Memory) marshal(children bool) (json.RawMessage, error) {
+	now := mem.tree.cfg.Now()
+	mem.tree.mu.RLock()
+	if mem.disposed {
+		mem.tree.mu.RUnlock()
+		return nil, mem.disposedErr()
+	}
+	root := mem.scopeSnapshotLocked(now, children)
+	mem.tree.mu.RUnlock()
+	b, err := json.Marshal(snapshot{Version: SnapshotVersion, scopeSnapshot: root})
+	if err != nil {
+		return nil, fmt.Errorf("kv: snapshot: %w", err)
+	}
+	return b, nil
+}
+
+// scopeSnapshotLocked returns mem's live entries, and with children its
+// descendants'. The tree's lock must be held (read or write).
+func (mem *Memory) scopeSnapshotLocked(now time.Time, children bool) scopeSnapshot {
+	out := scopeSnapshot{Name: mem.name}
+	for k, e := range mem.entries {
+		if e.expired(now) {
+			continue
+		}
+		if out.Entries == nil {
+			out.Entries = map[string]entrySnapshot{}
+		}
+		out.Entries[k] = entrySnapshot{Value: e.raw, Meta: e.meta, CreatedAt: e.created, UpdatedAt: e.updated, AccessCount: e.accesses.Load()}
+	}
+	if children {
+		for _, name := range slices.Sorted(maps.Keys(mem.children)) {
+			out.Children = append(out.Children, mem.children[name].scopeSnapshotLocked(now, true))
+		}
+	}
+	return out
+}
+
+// Restore replaces mem's entries and descendants with those of a
+// snapshot taken by [Memory.Snapshot] (of any scope: the snapshot's root
+// becomes mem). It checks the whole snapshot (format, keys, values,
+// limits) before changing anything; on error mem is unchanged.
+func (mem *Memory) Restore(data json.RawMessage) error { return mem.restore(data, false) }
+
+// restore is Restore; with keepChildren, mem's child scopes are kept and
+// only its own entries replaced (the snapshot must have no children).
+func (mem *Memory) restore(data json.RawMessage, keepChildren bool) error {
+	snap, entries, scopes, err := mem.parseSnapshot(data)
+	if err != nil {
+		return err
+	}
+	if keepChildren && len(snap.Children) > 0 {
+		return fmt.Errorf("%w: snapshot: a layer snapshot holds one scope, this one has children", ErrInvalidValue)
+	}
+	t := mem.tree
+	t.mu.Lock()
+	if mem.disposed {
+		t.mu.Unlock()
+		return mem.disposedErr()
+	}
+	// What mem's subtree holds now, to compute the tree totals after.
+	curEntries, curScopes := 0, 0
+	var count func(s *Memory)
+	count = func(s *Memory) {
+		curScopes++
+		curEntries += len(s.entries)
+		if keepChildren {
+			return
+		}
+		for _, c := range s.children {
+			count(c)
+		}
+	}
+	count(mem)
+	newEntries, newScopes := t.entries-curEntries+entries, t.scopes-curScopes+scopes
+	cfg := t.cfg
+	if cfg.MaxEntries > 0 && newEntries > cfg.MaxEntries {
+		t.mu.Unlock()
+		return fmt.Errorf("%w: entries: restoring would hold %d, the limit is %d", ErrLimit, newEntries, cfg.MaxEntries)
+	}
+	if cfg.MaxScopes > 0 && newScopes > cfg.MaxScopes {
+		t.mu.Unlock()
+		return fmt.Errorf("%w: scopes: restoring would make %d, the limit is %d", ErrLimit, newScopes, cfg.MaxScopes)
+	}
+	var detach func(s *Memory)
+	detach = func(s *Memory) {
+		for _, c := range s.children {
+			detach(c)
+			c.disposed = true
+			c.entries, c.children = nil, nil
+		}
+	}
+	if !keepChildren {
+		detach(mem)
+	}
+	// Every key mem held or now holds is a change to persist.
+	for k := range mem.entries {
+		mem.markLocked(k)
+	}
+	for k := range snap.Entries {
+		mem.markLocked(k)
+	}
+	var build func(s *Memory, snap scopeSnapshot)
+	build = func(s *Memory, snap scopeSnapshot) {
+		s.entries = make(map[string]*entry, len(snap.Entries))
+		if s != mem || !keepChildren {
+			s.children = map[string]*Memory{}
+		}
+		for k, e := range snap.Entries {
+			s.entries[k] = e.toEntry()
+		}
+		for _, cs := range snap.Children {
+			c := &Memory{tree: t, name: cs.Name, path: s.path + "/" + cs.Name, parent: s}
+			build(c, cs)
+			s.children[cs.Name] = c
+		}
+	}
+	build(mem, snap.scopeSnapshot)
+	t.entries, t.scopes = newEntries, newScopes
+	t.mu.Unlock()
+	return nil
+}
+
+func (e entrySnapshot) toEntry() *entry {
+	ne := &entry{raw: slices.Clone([]byte(e.Value)), meta: e.Meta, created: e.CreatedAt, updated: e.UpdatedAt, expires: e.Meta.ExpiresAt}
+	ne.accesses.Store(e.AccessCount)
+	return ne
+}
+
+// parseSnapshot decodes a snapshot and checks all of it (format, keys,
+// values, entry sizes) against mem's rules. It returns the number of
+// entries and scopes it holds.
+func (mem *Memory) parseSnapshot(data []byte) (snap snapshot, entries, scopes int, err error) {
+	if err := json.Unmarshal(data, &snap); err != nil {
+		return snap, 0, 0, fmt.Errorf("%w: snapshot: %w", ErrInvalidValue, err)
+	}
+	if snap.Version < 1 || snap.Version > SnapshotVersion {
+		return snap, 0, 0, fmt.Errorf("%w: snapshot version %d, this build reads up to %d", ErrInvalidValue, snap.Version, SnapshotVersion)
+	}
+	var check func(s scopeSnapshot, root bool) error
+	check = func(s scopeSnapshot, root bool) error {
+		scopes++
+		if !root {
+			if err := mem.checkScopeName(s.Name); err != nil {
+				return fmt.Errorf("snapshot: %w", err)
+			}
+		}
+		names := map[string]bool{}
+		for k, e := range s.Entries {
+			if err := mem.checkKey(k); err != nil {
+				return fmt.Errorf("snapshot: %w", err)
+			}
+			if !json.Valid(e.Value) {
+				return fmt.Errorf("%w: snapshot: key %s: value is not valid JSON", ErrInvalidValue, storage.Quote(k))
+			}
+			if m := mem.tree.cfg.MaxEntryBytes; m > 0 && len(e.Value) > m {
+				return fmt.Errorf("%w: entry size: snapshot key %s is %d bytes, the limit is %d", ErrLimit, storage.Quote(k), len(e.Value), m)
+			}
+			entries++
+		}
+		for _, c := range s.Children {
+			if names[c.Name] {
+				return fmt.Errorf("%w: snapshot: scope %q appears twice", ErrInvalidValue, c.Name)
+			}
+			names[c.Name] = true
+			if err := check(c, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := check(snap.scopeSnapshot, true); err != nil {
+		return snap, 0, 0, err
+	}
+	return snap, entries, scopes, nil
+}
+
+// markLocked records a change of key for the next persist, when mem
+// tracks its changes. The tree's write lock must be held.
+func (mem *Memory) markLocked(key string) {
+	if mem.dirty != nil {
+		mem.dirty[key] = struct{}{}
+	}
+}
+
+// takeChanges returns the keys of mem's scope changed since the last call
+// (and forgets them) with a snapshot of the scope's own entries taken at
+// the same instant. changed is empty when there is nothing to persist.
+func (mem *Memory) takeChanges() (changed map[string]struct{}, snap []byte, err error) {
+	t := mem.tree
+	now := t.cfg.Now()
+	t.mu.Lock()
+	if mem.disposed {
+		t.mu.Unlock()
+		return nil, nil, mem.disposedErr()
+	}
+	if len(mem.dirty) == 0 {
+		t.mu.Unlock()
+		return nil, nil, nil
+	}
+	changed, mem.dirty = mem.dirty, map[string]struct{}{}
+	own := mem.scopeSnapshotLocked(now, false)
+	t.mu.Unlock()
+	b, err := json.Marshal(snapshot{Version: SnapshotVersion, scopeSnapshot: own})
+	if err != nil {
+		mem.keepChanges(changed)
+		return nil, nil, fmt.Errorf("kv: snapshot: %w", err)
+	}
+	return changed, b, nil
+}
+
+// keepChanges gives back keys takeChanges returned, after a persist that
+// failed: they are persisted next time.
+func (mem *Memory) keepChanges(changed map[string]struct{}) {
+	mem.tree.mu.Lock()
+	defer mem.tree.mu.Unlock()
+	if mem.dirty != nil {
+		for k := range changed {
+			mem.dirty[k] = struct{}{}
+		}
+	}
+}
+
+// adopt takes another writer's stored state (a snapshot of one scope,
+// already parsed) into mem's own scope, except for the keys mem changed
+// and has not persisted yet: those keep mem's value (or absence).
+func (mem *Memory) adopt(stored scopeSnapshot) {
+	t := mem.tree
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if mem.disposed {
+		return
+	}
+	for k := range mem.entries {
+		if _, mine := mem.dirty[k]; mine {
+			continue
+		}
+		if _, ok := stored.Entries[k]; !ok {
+			delete(mem.entries, k)
+			t.entries--
+		}
+	}
+	for k, e := range stored.Entries {
+		if _, mine := mem.dirty[k]; mine {
+			continue
+		}
+		if _, ok := mem.entries[k]; !ok {
+			t.entries++
+		}
+		mem.entries[k] = e.toEntry()
+	}
+}

@@ -1,8 +1,0 @@
-//go:build race
-
-package workingmemory
-
-// raceEnabled is true when the race detector is on: memory measurements
-// are skipped (the detector's shadow memory makes them meaningless and
-// slow).
-const raceEnabled = true
