@@ -110,9 +110,21 @@ func TestConformance(t *testing.T) {
 	}
 	for name, cfg := range cases {
 		t.Run(name, func(t *testing.T) {
-			layertest.Run(t, func(t *testing.T) layer.Layer { return newLayer(t, cfg) })
+			opts := layertest.Options{Turns: conformanceTurns()}
+			opts.Run(t, func(t *testing.T) layer.Layer { return newLayer(t, cfg) })
 		})
 	}
+}
+
+// conformanceTurns are the suite's default turns with a legacy
+// updateWorkingMemory call added to the first, so that the suite's Store
+// gives the scratchpad something to keep.
+func conformanceTurns() []layer.Turn {
+	turns := layertest.DefaultTurns()
+	call := layer.ToolCall{ID: "call-legacy", Name: LegacyFunction, Arguments: `{"notes":"launch on Friday"}`}
+	turns[0].Response.ToolCalls = append(turns[0].Response.ToolCalls, call)
+	turns[0].Results = append(turns[0].Results, layer.ToolResult{CallID: call.ID, Name: call.Name, Arguments: call.Arguments, Content: "ok"})
+	return turns
 }
 
 // WM1.

@@ -41,7 +41,9 @@
 //   - Snapshot and Restore: a snapshot restored into a fresh layer
 //     snapshots the same (compared as JSON values); data that is not JSON
 //     is an error and leaves the state unchanged.
-//   - Clear: the state equals a fresh layer's afterwards.
+//   - Clear: afterwards the layer recalls what a fresh layer recalls and
+//     reports as many Stats entries (bookkeeping such as a logical clock
+//     may survive).
 //   - Close: a second Close returns nil.
 //   - Provides: function names are unique identifiers ([a-zA-Z] then
 //     [a-zA-Z0-9_-]) whose tool names need no sanitising beyond the '/'

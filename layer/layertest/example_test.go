@@ -42,6 +42,6 @@ func ExampleDefaultTurns() {
 			turn.Step, len(turn.Response.ToolCalls), len(turn.Results), turn.Response.Text)
 	}
 	// Output:
-	// step 0: 2 tool calls, 2 results, answer ""
+	// step 0: 1 tool calls, 1 results, answer ""
 	// step 1: 0 tool calls, 0 results, answer "Done: the page is now called Welcome."
 }

@@ -203,3 +203,24 @@ func TestDefaultTurns(t *testing.T) {
 		t.Error("DefaultTurns returns shared data")
 	}
 }
+
+// Issue 10 (brief item 3): the suite knows no particular layer. Its
+// default turns are a user message, a tool call with its JSON result and
+// an answer, with no call that only one built-in layer understands (the
+// scratchpad's legacy updateWorkingMemory call used to be one); a layer
+// that needs such a turn passes it in Options.Turns.
+func TestPlainNames03_ConformanceSuiteKnowsNoLayer(t *testing.T) {
+	for _, tr := range layertest.DefaultTurns() {
+		if len(tr.Response.ToolCalls) != len(tr.Results) {
+			t.Errorf("step %d: %d tool calls but %d results", tr.Step, len(tr.Response.ToolCalls), len(tr.Results))
+		}
+		for i, c := range tr.Response.ToolCalls {
+			if c.Name == "updateWorkingMemory" {
+				t.Errorf("step %d: default turn carries the scratchpad's legacy call %s", tr.Step, c.Name)
+			}
+			if i < len(tr.Results) && (tr.Results[i].CallID != c.ID || tr.Results[i].Name != c.Name) {
+				t.Errorf("step %d: result %d answers %s/%s, want %s/%s", tr.Step, i, tr.Results[i].CallID, tr.Results[i].Name, c.ID, c.Name)
+			}
+		}
+	}
+}
