@@ -50,7 +50,7 @@ func ExampleAgent_Run() {
 // Layers put memory into the system prompt; their functions become
 // tools named by wire name.
 func ExampleConfig_layers() {
-	rules := layer.Text(layer.Spec{ID: "house-rules", Slot: layer.SlotSteering}, "<rules>Never delete pages.</rules>")
+	rules := layer.Text(layer.Spec{ID: "house-rules", Slot: 90}, "<rules>Never delete pages.</rules>")
 	model := agenttest.New(agenttest.Reply(agenttest.Text("ok")))
 	agent, _ := agentloop.New(agentloop.Config{Model: model, Instructions: "You edit a CMS.", Layers: []layer.Layer{rules}, DisableSpawnTool: true})
 	if _, err := agent.Run(context.Background(), agentloop.RunInput{ThreadID: "t", Input: "hi"}); err != nil {

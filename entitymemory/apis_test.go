@@ -107,7 +107,7 @@ func TestExtractRealAPIs(t *testing.T) {
 			{"record", "recZXOZ5oRrUfgoNs", "Ferry Building", "", "appABC"},
 		}},
 	}
-	x := NewExtractor()
+	x := NewExtractor(Config{})
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			got := x.Extract(tt.tool, tt.args, readFixture(t, filepath.Join("testdata", "apis", tt.file)))

@@ -52,7 +52,7 @@ func BenchmarkExtract(b *testing.B) {
 
 // BenchmarkExtractOnly measures the extractor alone on the same result.
 func BenchmarkExtractOnly(b *testing.B) {
-	x := NewExtractor()
+	x := NewExtractor(Config{})
 	b.SetBytes(int64(len(benchResult)))
 	b.ReportAllocs()
 	var m loadProof

@@ -34,10 +34,10 @@ func ExampleExtract_list() {
 }
 
 func ExampleNewExtractor() {
-	x := entitymemory.NewExtractor(
-		entitymemory.WithRules(entitymemory.Rules{Types: map[string]string{"cms_put": "landing page"}}),
-		entitymemory.WithNameFields("label", "title"),
-	)
+	x := entitymemory.NewExtractor(entitymemory.Config{
+		Rules:      entitymemory.Rules{Types: map[string]string{"cms_put": "landing page"}},
+		NameFields: []string{"label", "title"},
+	})
 	for _, e := range x.Extract("cms_put", "", `{"id":"lp-1","title":"Spring sale","label":"Spring"}`) {
 		fmt.Println(e.Type, e.ID, e.Name)
 	}

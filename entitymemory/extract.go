@@ -84,44 +84,9 @@ type Rules struct {
 	Func func(toolName string) (typ string, ok bool)
 }
 
-// Option configures an [Extractor].
-type Option func(*Extractor)
-
-// WithRules sets the tool-name rules.
-func WithRules(r Rules) Option { return func(x *Extractor) { x.rules = r } }
-
-// WithNameFields sets the order of name fields (nil keeps the default).
-func WithNameFields(fields ...string) Option {
-	return func(x *Extractor) {
-		if len(fields) > 0 {
-			x.nameFields = fields
-		}
-	}
-}
-
-// WithMaxPerList caps the entities taken from one list (values < 1 keep
-// the default).
-func WithMaxPerList(n int) Option {
-	return func(x *Extractor) {
-		if n > 0 {
-			x.maxPerList = n
-		}
-	}
-}
-
-// WithMaxResultBytes caps how much of a result is read (values < 1 keep
-// the default). Entities past the cap are not seen.
-func WithMaxResultBytes(n int) Option {
-	return func(x *Extractor) {
-		if n > 0 {
-			x.maxResult = n
-		}
-	}
-}
-
 // Extractor finds entities in tool results without calling a model. It is
 // safe for concurrent use. The zero Extractor uses the defaults, like
-// NewExtractor().
+// NewExtractor(Config{}).
 type Extractor struct {
 	once       sync.Once
 	rules      Rules
@@ -136,18 +101,18 @@ type Extractor struct {
 	types      map[string]nameInfo // cache: tool name or key → what it says
 }
 
-// NewExtractor returns an Extractor with the given options.
-func NewExtractor(opts ...Option) *Extractor {
-	x := &Extractor{}
-	for _, o := range opts {
-		o(x)
-	}
+// NewExtractor returns an Extractor configured by the extraction fields
+// of cfg (Rules, NameFields, MaxPerList, MaxResultBytes, with their
+// defaults when zero); the layer's other fields are ignored. The layer
+// built by [New] extracts with NewExtractor(cfg).
+func NewExtractor(cfg Config) *Extractor {
+	x := &Extractor{rules: cfg.Rules, nameFields: cfg.NameFields, maxPerList: cfg.MaxPerList, maxResult: cfg.MaxResultBytes}
 	x.once.Do(x.setup)
 	return x
 }
 
-// defaultExtractor serves Extract without options.
-var defaultExtractor = NewExtractor()
+// defaultExtractor serves Extract.
+var defaultExtractor = NewExtractor(Config{})
 
 // setup fills in defaults and compiles the key tables.
 func (x *Extractor) setup() {
@@ -202,15 +167,12 @@ func (x *Extractor) maybeKey(k []byte) bool {
 	return x.keyFilter[len(k)]&(1<<(k[len(k)-1]%64)) != 0
 }
 
-// Extract returns the entities in one tool result, as an [Extractor] with
-// opts would. toolName names the type; args (the call's JSON arguments)
-// may name a parent; result is what the tool returned. It never fails:
-// results it cannot read yield nothing.
-func Extract(toolName, args, result string, opts ...Option) []Entity {
-	if len(opts) == 0 {
-		return defaultExtractor.Extract(toolName, args, result)
-	}
-	return NewExtractor(opts...).Extract(toolName, args, result)
+// Extract returns the entities in one tool result, as the zero
+// [Extractor] would (the default options). toolName names the type; args
+// (the call's JSON arguments) may name a parent; result is what the tool
+// returned. It never fails: results it cannot read yield nothing.
+func Extract(toolName, args, result string) []Entity {
+	return defaultExtractor.Extract(toolName, args, result)
 }
 
 // Extract returns the entities in one tool result, newest-first order

@@ -99,7 +99,7 @@ func TestExtractShapes(t *testing.T) {
 	first3 := []ent{{"page", "p1", "One", "", ""}, {"page", "p2", "Two", "", ""}, {"page", "p3", "Three", "", ""}}
 	tests := []struct {
 		name, tool, args, result string
-		opts                     []Option
+		cfg                      *Config
 		want                     []ent
 	}{
 		{"single under type key", "cms_createPage", `{"title":"About Us"}`,
@@ -115,7 +115,7 @@ func TestExtractShapes(t *testing.T) {
 		{"data", "listPages", ``, list5("data"), nil, first3},
 		{"top-level array", "get_pages", ``,
 			`[{"id":"p1","title":"One"},{"id":"p2","title":"Two"},{"id":"p3","title":"Three"},{"id":"p4","title":"Four"}]`, nil, first3},
-		{"cap configurable", "get_pages", ``, list5("pages"), []Option{WithMaxPerList(5)},
+		{"cap configurable", "get_pages", ``, list5("pages"), &Config{MaxPerList: 5},
 			append(first3, ent{"page", "p4", "Four", "", ""}, ent{"page", "p5", "Five", "", ""})},
 		{"plural entries", "cms_listEntries", ``,
 			`{"entries":[{"id":"e1","title":"A"},{"id":"e2","title":"B"}]}`, nil,
@@ -182,7 +182,7 @@ func TestExtractShapes(t *testing.T) {
 			`{"id":"x","label":"L","heading":"H"}`, nil,
 			[]ent{{"section", "x", "H", "", ""}}},
 		{"name order configurable", "get_section", ``,
-			`{"id":"x","label":"L","heading":"H"}`, []Option{WithNameFields("label", "heading")},
+			`{"id":"x","label":"L","heading":"H"}`, &Config{NameFields: []string{"label", "heading"}},
 			[]ent{{"section", "x", "L", "", ""}}},
 		{"ID as name", "get_page", ``, `{"id":"page-7","status":"draft"}`, nil,
 			[]ent{{"page", "page-7", "page-7", "", ""}}},
@@ -246,7 +246,11 @@ func TestExtractShapes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := ents(Extract(tt.tool, tt.args, tt.result, tt.opts...))
+			x := defaultExtractor
+			if tt.cfg != nil {
+				x = NewExtractor(*tt.cfg)
+			}
+			got := ents(x.Extract(tt.tool, tt.args, tt.result))
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Extract(%q, %q, %q):\n got %+v\nwant %+v", tt.tool, tt.args, tt.result, got, tt.want)
 			}
@@ -277,7 +281,7 @@ func TestExtractRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := ents(Extract(tt.tool, "", res, WithRules(tt.rules)))
+			got := ents(NewExtractor(Config{Rules: tt.rules}).Extract(tt.tool, "", res))
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
@@ -311,7 +315,7 @@ func TestExtractRobust(t *testing.T) {
 	if got := Extract("get_pages", "", huge); len(got) != 1 || got[0].ID != "p1" {
 		t.Errorf("huge result: got %+v, want p1 from before the cap", got)
 	}
-	if got := Extract("get_pages", "", `{"x":"`+strings.Repeat("y", 100)+`","pages":[{"id":"p1","title":"One"}]}`, WithMaxResultBytes(64)); len(got) != 0 {
+	if got := NewExtractor(Config{MaxResultBytes: 64}).Extract("get_pages", "", `{"x":"`+strings.Repeat("y", 100)+`","pages":[{"id":"p1","title":"One"}]}`); len(got) != 0 {
 		t.Errorf("entity past MaxResultBytes: got %+v", got)
 	}
 	if got := Extract("get_page", "", deepEntity); len(got) != 1 || got[0].Name != "Deep" {

@@ -41,7 +41,7 @@ func FuzzExtract(f *testing.F) {
 			f.Add("get_"+strings.TrimSuffix(filepath.Base(p), ".json"), `{"pageId":"page-1"}`, string(b))
 		}
 	}
-	x := NewExtractor()
+	x := NewExtractor(Config{})
 	f.Fuzz(func(t *testing.T, tool, args, result string) {
 		got := x.Extract(tool, args, result)
 		if shadowed, ok := shadowMembers(result); ok {

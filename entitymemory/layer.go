@@ -167,8 +167,7 @@ func New(cfg Config) (*Layer, error) {
 	if cfg.NoInstructions {
 		l.instr = ""
 	}
-	l.ext = NewExtractor(WithRules(cfg.Rules), WithNameFields(cfg.NameFields...),
-		WithMaxPerList(cfg.MaxPerList), WithMaxResultBytes(cfg.MaxResultBytes))
+	l.ext = NewExtractor(cfg)
 	return l, nil
 }
 
@@ -329,11 +328,9 @@ func (l *Layer) now() time.Time {
 // pass for this block.
 func (l *Layer) Tag() string { return l.tag }
 
-// EstimateTokens is the token estimate used for budgets: one token per
+// estimateTokens is the token estimate used for budgets: one token per
 // four bytes, rounded up.
-func EstimateTokens(s string) int { return (len(s) + 3) / 4 }
-
-func estimateTokens(s string) float64 { return float64(EstimateTokens(s)) }
+func estimateTokens(s string) float64 { return float64((len(s) + 3) / 4) }
 
 // expire drops entities past their TTL. Callers hold l.mu.
 func (l *Layer) expire() {

@@ -179,10 +179,10 @@ func TestRecallBudget(t *testing.T) {
 	if n := strings.Count(full, "\n  - "); n != 10 {
 		t.Fatalf("full block has %d entities", n)
 	}
-	budget := float64(EstimateTokens(full)) / 2
+	budget := estimateTokens(full) / 2
 	half := recallQuery(t, l, layer.Query{Budget: budget})
-	if n := strings.Count(half, "\n  - "); n == 0 || n >= 10 || float64(EstimateTokens(half)) > budget {
-		t.Errorf("budget %v: %d entities, %d tokens", budget, n, EstimateTokens(half))
+	if n := strings.Count(half, "\n  - "); n == 0 || n >= 10 || estimateTokens(half) > budget {
+		t.Errorf("budget %v: %d entities, %v tokens", budget, n, estimateTokens(half))
 	}
 	if !strings.Contains(half, "page-j") || strings.Contains(half, "page-a") {
 		t.Errorf("budget should keep the newest (page-j) and drop the oldest (page-a):\n%s", half)

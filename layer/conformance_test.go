@@ -13,7 +13,7 @@ import (
 func TestConformanceFunc(t *testing.T) {
 	t.Run("recalls", func(t *testing.T) {
 		layertest.Run(t, func(*testing.T) layer.Layer {
-			return layer.Func(layer.Spec{ID: "clock", Slot: layer.SlotReminder}, func(_ context.Context, q layer.Query) ([]layer.Item, error) {
+			return layer.Func(layer.Spec{ID: "clock", Slot: 80}, func(_ context.Context, q layer.Query) ([]layer.Item, error) {
 				return []layer.Item{{Text: "step " + strings.Repeat("I", q.Step%5)}}, nil
 			})
 		})
@@ -25,7 +25,7 @@ func TestConformanceFunc(t *testing.T) {
 
 func TestConformanceText(t *testing.T) {
 	layertest.Run(t, func(*testing.T) layer.Layer {
-		return layer.Text(layer.Spec{ID: "instructions", Slot: layer.SlotSteering}, "Be brief.")
+		return layer.Text(layer.Spec{ID: "instructions", Slot: 90}, "Be brief.")
 	})
 }
 

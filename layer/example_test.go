@@ -45,7 +45,7 @@ func ExampleStack() {
 		Env: layer.Env{ThreadID: "thread-1"},
 		Layers: []layer.Layer{
 			&notepad{},
-			layer.Text(layer.Spec{ID: "rules", Slot: layer.SlotSteering}, "Answer briefly."),
+			layer.Text(layer.Spec{ID: "rules", Slot: 90}, "Answer briefly."),
 		},
 	})
 	if err != nil {
@@ -123,7 +123,7 @@ func ExampleWireName() {
 }
 
 func ExampleFunc() {
-	step := layer.Func(layer.Spec{ID: "step", Slot: layer.SlotReminder}, func(_ context.Context, q layer.Query) ([]layer.Item, error) {
+	step := layer.Func(layer.Spec{ID: "step", Slot: 80}, func(_ context.Context, q layer.Query) ([]layer.Item, error) {
 		return []layer.Item{{Text: fmt.Sprintf("This is step %d.", q.Step)}}, nil
 	})
 	items, _ := step.Recall(context.Background(), layer.Query{Step: 3})

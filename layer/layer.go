@@ -9,18 +9,14 @@ import (
 	"github.com/memlayer/memlayer/storage"
 )
 
-// Named slots. Lower slots render earlier in the prompt; layers with equal
-// slots keep the order they were registered in.
+// Named slots of the built-in layers and of the episodic and semantic
+// layers to come. Lower slots render earlier in the prompt; layers with
+// equal slots keep the order they were registered in. Any int is a slot:
+// a layer of your own picks the number that places it among these.
 const (
-	SlotReminder       = 80
-	SlotSteering       = 90
 	SlotWorkingMemory  = 100
-	SlotTaskState      = 110
 	SlotEntities       = 150
-	SlotObservations   = 200
-	SlotProcedural     = 250
 	SlotEpisodic       = 300
-	SlotRAG            = 350
 	SlotSemanticRecall = 400
 )
 

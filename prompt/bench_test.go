@@ -36,7 +36,7 @@ func benchLayers(withStore bool) []layer.Layer {
 	ls := []layer.Layer{
 		layer.Text(layer.Spec{ID: "working-memory", Slot: layer.SlotWorkingMemory}, layer.Fence("working_memory", "plan: rewrite the home page\nstatus: drafting")),
 		layer.Text(layer.Spec{ID: "entities", Slot: layer.SlotEntities}, "[WORKING MEMORY]\n- page \"Home\" (id 1)\n- page \"About\" (id 2)"),
-		layer.Func(layer.Spec{ID: "notes", Slot: layer.SlotObservations}, func(context.Context, layer.Query) ([]layer.Item, error) {
+		layer.Func(layer.Spec{ID: "notes", Slot: 200}, func(context.Context, layer.Query) ([]layer.Item, error) {
 			return []layer.Item{{Text: "the user prefers short answers"}}, nil
 		}),
 	}

@@ -7,9 +7,9 @@ import (
 	"github.com/memlayer/memlayer/layer"
 )
 
-// LayerShare is the fraction of the headroom (what is left after every
+// layerShare is the fraction of the headroom (what is left after every
 // layer's minimum) that goes to the layers; the rest goes to history.
-const LayerShare = 0.6
+const layerShare = 0.6
 
 // Request is the input of [Allocate]. All sizes are in tokens.
 type Request struct {
@@ -48,7 +48,7 @@ type Allocation struct {
 //  2. Every layer first gets its Min.
 //  3. If the minimums add up to more than available, each layer gets
 //     floor(Min·available/ΣMin) instead, and history gets 0.
-//  4. Otherwise the rest is split: [LayerShare] (60%) is the layer pool,
+//  4. Otherwise the rest is split: 60% is the layer pool,
 //     the remainder (40%) is history's.
 //  5. Each layer's headroom is Max − Min (infinite when unbounded).
 //     If every headroom is finite, each layer gets pool·h/Σh, capped at
@@ -106,7 +106,7 @@ func Allocate(r Request) (Allocation, error) {
 	if !math.IsInf(avail, 1) {
 		remaining = avail - sumMin
 	}
-	pool := remaining * LayerShare
+	pool := remaining * layerShare
 	if math.IsInf(remaining, 1) {
 		a.History = remaining
 	} else {

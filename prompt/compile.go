@@ -156,22 +156,6 @@ func VarName(id string) string {
 	return b.String()
 }
 
-// Check reports whether layers with the given specs can share one
-// template: no two IDs map to the same variable name (for example
-// "rag-2" and "rag2") and none maps to a reserved name ("layers",
-// "instructions"). Compile checks the layers it is given; Check lets a
-// caller find the mistake when it wires the stack instead of at the first
-// step. The error wraps [ErrNameConflict].
-func Check(specs []layer.Spec) error {
-	var names varNames
-	for _, s := range specs {
-		if _, err := names.claim(s.ID); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // varNames records which layer claimed which variable. Stacks are small,
 // so a linear scan over a fixed buffer beats a map.
 type varNames struct {

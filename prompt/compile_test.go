@@ -215,22 +215,6 @@ func TestNewErrors(t *testing.T) {
 	}
 }
 
-func TestCheck(t *testing.T) {
-	ok := []layer.Spec{{ID: "working-memory"}, {ID: "entities"}, {ID: "rag-2"}}
-	if err := Check(ok); err != nil {
-		t.Errorf("Check(%v) = %v", ok, err)
-	}
-	for _, bad := range [][]layer.Spec{
-		{{ID: "rag-2"}, {ID: "rag2"}},
-		{{ID: "layers"}},
-		{{ID: "instructions"}},
-	} {
-		if err := Check(bad); !errors.Is(err, ErrNameConflict) {
-			t.Errorf("Check(%v) = %v, want ErrNameConflict", bad, err)
-		}
-	}
-}
-
 // TestPerTemplateRegistration shows helpers and partials stay on their own
 // compiler: two compilers may use the same names without raymond's
 // duplicate-registration panic, and neither sees the other's.

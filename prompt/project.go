@@ -178,14 +178,3 @@ func stripUnpaired(msgs []llms.MessageContent) []llms.MessageContent {
 	}
 	return out
 }
-
-// Messages returns the message list for a model call: a system message
-// holding system (when it is not empty), then history. history is not
-// modified.
-func Messages(system string, history []llms.MessageContent) []llms.MessageContent {
-	out := make([]llms.MessageContent, 0, len(history)+1)
-	if system != "" {
-		out = append(out, llms.TextParts(llms.ChatMessageTypeSystem, system))
-	}
-	return append(out, history...)
-}

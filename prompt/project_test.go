@@ -96,13 +96,6 @@ func TestProjectNoetic(t *testing.T) {
 		if sys != "SYSTEM\n\nEARLY\n\nLATE" {
 			t.Errorf("system prompt = %q", sys)
 		}
-		msgs := Messages(sys, []llms.MessageContent{human("h1"), ai("a1")})
-		if got, want := labels(msgs), []string{sys, "h1", "a1"}; !slices.Equal(got, want) || msgs[0].Role != llms.ChatMessageTypeSystem {
-			t.Errorf("messages = %q (first role %s), want %q with a system message first", got, msgs[0].Role, want)
-		}
-		if got := Messages("", []llms.MessageContent{human("h1")}); len(got) != 1 || label(got[0]) != "h1" {
-			t.Errorf("Messages with no system prompt = %q, want just the history", labels(got))
-		}
 	})
 
 	history := []struct {

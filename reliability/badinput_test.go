@@ -46,7 +46,7 @@ func badInputAgent(t *testing.T, st storage.Store, model llms.Model) *agentloop.
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := workingmemory.New(workingmemory.Config{ID: "plan", Slot: layer.SlotTaskState, Schema: planSchema})
+	plan, err := workingmemory.New(workingmemory.Config{ID: "plan", Slot: 110, Schema: planSchema})
 	if err != nil {
 		t.Fatal(err)
 	}
