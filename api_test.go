@@ -1,0 +1,106 @@
+package memlayer_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"strings"
+	"testing"
+)
+
+// exported returns the exported identifiers of the package in dir, test
+// files excluded, as "Name" for types, funcs, consts and vars and
+// "Type.Name" for methods, exported struct fields and interface methods
+// of exported types.
+func exported(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	pkgs, err := parser.ParseDir(token.NewFileSet(), dir, func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, p := range pkgs {
+		for _, f := range p.Files {
+			for _, d := range f.Decls {
+				switch d := d.(type) {
+				case *ast.FuncDecl:
+					switch {
+					case !d.Name.IsExported():
+					case d.Recv == nil:
+						out[d.Name.Name] = true
+					default:
+						typ := d.Recv.List[0].Type
+						if s, ok := typ.(*ast.StarExpr); ok {
+							typ = s.X
+						}
+						if id, ok := typ.(*ast.Ident); ok && id.IsExported() {
+							out[id.Name+"."+d.Name.Name] = true
+						}
+					}
+				case *ast.GenDecl:
+					for _, s := range d.Specs {
+						switch s := s.(type) {
+						case *ast.ValueSpec:
+							for _, n := range s.Names {
+								if n.IsExported() {
+									out[n.Name] = true
+								}
+							}
+						case *ast.TypeSpec:
+							if !s.Name.IsExported() {
+								continue
+							}
+							out[s.Name.Name] = true
+							var fields *ast.FieldList
+							switch typ := s.Type.(type) {
+							case *ast.StructType:
+								fields = typ.Fields
+							case *ast.InterfaceType:
+								fields = typ.Methods
+							default:
+								continue
+							}
+							for _, fl := range fields.List {
+								for _, n := range fl.Names {
+									if n.IsExported() {
+										out[s.Name.Name+"."+n.Name] = true
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Issue 10: exported names that nothing needs stay gone, and layer's
+// exported surface does not grow back.
+func TestPlainNames01_UnneededNamesGone(t *testing.T) {
+	gone := map[string][]string{
+		"layer":        {"SlotReminder", "SlotSteering", "SlotTaskState", "SlotObservations", "SlotProcedural", "SlotRAG"},
+		"prompt":       {"Check", "Messages", "LayerShare"},
+		"entitymemory": {"EstimateTokens", "Option", "WithRules", "WithNameFields", "WithMaxPerList", "WithMaxResultBytes"},
+	}
+	for dir, names := range gone {
+		have := exported(t, dir)
+		for _, n := range names {
+			if have[n] {
+				t.Errorf("%s.%s is exported again", dir, n)
+			}
+		}
+	}
+	for _, keep := range []string{"SlotWorkingMemory", "SlotEntities", "SlotEpisodic", "SlotSemanticRecall"} {
+		if !exported(t, "layer")[keep] {
+			t.Errorf("layer.%s is gone; a built-in or coming layer uses it", keep)
+		}
+	}
+	const max = 188 // 194 before issue 10's clean-up began; lower it as names go
+	if n := len(exported(t, "layer")); n > max {
+		t.Errorf("layer exports %d identifiers, want at most %d", n, max)
+	}
+}
+
