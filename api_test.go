@@ -103,4 +103,3 @@ func TestPlainNames01_UnneededNamesGone(t *testing.T) {
 		t.Errorf("layer exports %d identifiers, want at most %d", n, max)
 	}
 }
-
