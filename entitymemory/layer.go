@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -249,11 +248,8 @@ func (l *Layer) load(ctx context.Context) ([]Entity, uint64, int64, error) {
 // quarantine moves an unreadable stored state aside: it is copied to a
 // quarantine key, then deleted from the state key if still unchanged.
 func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) error {
-	qkey := storage.LayerKey(l.cfg.ID, l.scope, "quarantine/"+strconv.FormatInt(l.now().UnixNano(), 10))
-	if _, err := l.store.Put(ctx, qkey, it.Value, storage.AnyVersion); err != nil {
-		return err
-	}
-	if err := l.store.Delete(ctx, l.key, it.Version); err != nil {
+	qkey, err := storage.Quarantine(ctx, l.store, it, l.cfg.ID, l.scope, l.now())
+	if err != nil {
 		return err
 	}
 	l.logger.LogAttrs(ctx, slog.LevelWarn, "entitymemory: stored state quarantined; starting with no entities",

@@ -12,7 +12,6 @@ import (
 	"math"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -280,11 +279,8 @@ func (l *Layer) decodeStored(b []byte) (any, *writeLog, error) {
 // quarantine moves an unreadable stored state aside: it is copied to a
 // quarantine key, then deleted from the state key if still unchanged.
 func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) error {
-	qkey := storage.LayerKey(l.c.spec.ID, l.scope, "quarantine/"+strconv.FormatInt(l.c.cfg.Now().UnixNano(), 10))
-	if _, err := l.store.Put(ctx, qkey, it.Value, storage.AnyVersion); err != nil {
-		return err
-	}
-	if err := l.store.Delete(ctx, l.stateKey(), it.Version); err != nil {
+	qkey, err := storage.Quarantine(ctx, l.store, it, l.c.spec.ID, l.scope, l.c.cfg.Now())
+	if err != nil {
 		return err
 	}
 	l.logger.LogAttrs(ctx, slog.LevelWarn, "workingmemory: stored state quarantined; starting from the template",

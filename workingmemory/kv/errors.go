@@ -13,6 +13,10 @@ var (
 	// channel, a func, a cycle, NaN), does not decode into the type asked
 	// for, metadata is out of range, or a snapshot cannot be read.
 	ErrInvalidValue = errors.New("kv: invalid value")
+	// ErrVersion means a snapshot or stored state was written by a newer
+	// version of this package. It also matches ErrInvalidValue. A layer
+	// refuses such stored state and leaves it as it is.
+	ErrVersion = errors.New("kv: unsupported snapshot version")
 	// ErrLimit means a limit was reached; the message names it (entries,
 	// entry size or scopes).
 	ErrLimit = errors.New("kv: limit reached")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 
@@ -162,10 +163,14 @@ func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 // Open returns a layer bound to env's scope key (see layer.Env.ScopeKey):
 // a fresh memory holding the entries stored for that scope, or none. In
 // execution scope, or with no env.Store, nothing is loaded or persisted.
-// A stored state that cannot be read (not a snapshot, a bad key, over the
-// limits) is an error wrapping [ErrInvalidValue] or [ErrLimit], and
-// stays stored as it is. The caller closes the layer (or Flushes it) to
-// persist its changes.
+// A stored state written by a newer version of this package fails with an
+// error wrapping [ErrVersion] and stays stored as it is. A stored state
+// that cannot be read (not a snapshot, a bad key, over the limits) is set
+// aside, as the scratchpad and entity memory do: it is
+// copied to LayerKey(id, scopeKey, "quarantine/<unix-nanos>") (see
+// storage.Quarantine), reported as a warning through env.Logger, and the
+// run starts with an empty memory. The caller closes the layer (or
+// Flushes it) to persist its changes.
 func (l *Layer) Open(ctx context.Context, env layer.Env) (*Layer, error) {
 	scope := l.spec.EffectiveScope()
 	cfg := l.cfg.Memory
@@ -177,7 +182,8 @@ func (l *Layer) Open(ctx context.Context, env layer.Env) (*Layer, error) {
 		return n, nil
 	}
 	n.store = env.Store
-	n.key = storage.LayerKey(l.spec.ID, env.ScopeKey(scope), "state")
+	scopeKey := env.ScopeKey(scope)
+	n.key = storage.LayerKey(l.spec.ID, scopeKey, "state")
 	it, err := n.store.Get(ctx, n.key)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
@@ -185,10 +191,26 @@ func (l *Layer) Open(ctx context.Context, env layer.Env) (*Layer, error) {
 	case err != nil:
 		return nil, fmt.Errorf("kv: init: %w", err)
 	default:
-		if err := n.mem.restore(it.Value, true); err != nil {
-			return nil, fmt.Errorf("kv: init: stored state %s: %w", n.key, err)
-		}
 		n.version = it.Version
+		bad := n.mem.restore(it.Value, true)
+		if errors.Is(bad, ErrVersion) {
+			return nil, fmt.Errorf("kv: init: stored state %s: %w", storage.Quote(n.key), bad)
+		}
+		if bad != nil {
+			qkey, err := storage.Quarantine(ctx, n.store, it, l.spec.ID, scopeKey, n.mem.tree.cfg.Now())
+			if err != nil {
+				return nil, fmt.Errorf("kv: init: stored state %s cannot be read (%w), and setting it aside failed: %w", storage.Quote(n.key), bad, err)
+			}
+			logger := env.Logger
+			if logger == nil {
+				logger = slog.Default()
+			}
+			logger.LogAttrs(ctx, slog.LevelWarn, "kv: stored state quarantined; starting with an empty memory",
+				slog.String("layer", l.spec.ID), slog.String("key", n.key),
+				slog.String("quarantine", qkey), slog.Any("error", bad))
+			n.mem = New(cfg)
+			n.version = storage.NoVersion
+		}
 	}
 	n.mem.dirty = map[string]struct{}{}
 	return n, nil
@@ -245,7 +267,7 @@ func (l *Layer) reload(ctx context.Context) error {
 	}
 	snap, _, _, err := l.mem.parseSnapshot(it.Value)
 	if err != nil {
-		return fmt.Errorf("kv: reload: stored state %s: %w", l.key, err)
+		return fmt.Errorf("kv: reload: stored state %s: %w", storage.Quote(l.key), err)
 	}
 	l.mem.adopt(snap.scopeSnapshot)
 	l.version = it.Version

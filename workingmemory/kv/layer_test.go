@@ -376,22 +376,48 @@ func TestKVLayerFailedPersistKeepsChanges(t *testing.T) {
 	}
 }
 
-// A stored state that cannot be read fails Init with a clear error and
-// stays stored.
+// TestKVLayerBadStoredState: a stored state that cannot be read is set
+// aside under a quarantine key (bytes intact) and the run starts with an
+// empty memory, as the scratchpad and entity memory do; before, every run
+// of the thread failed until someone repaired the store. A state from a
+// newer version fails Init and stays stored as it is.
 func TestKVLayerBadStoredState(t *testing.T) {
 	ctx := t.Context()
-	st := storage.NewMemory()
 	key := storage.LayerKey(DefaultLayerID, "t", "state")
-	for _, bad := range []string{`not json`, `{"version":99}`, `{"version":1,"name":"root","entries":{"a\u0000b":{"value":1}}}`} {
+	for _, bad := range []string{`not json`, `{"version":1,"name":"root","entries":{"a\u0000b":{"value":1}}}`, `{"version":0}`} {
+		st := storage.NewMemory()
 		if _, err := st.Put(ctx, key, []byte(bad), storage.AnyVersion); err != nil {
 			t.Fatal(err)
 		}
 		tmpl, _ := NewLayer(LayerConfig{})
-		if _, err := tmpl.Init(ctx, layer.Env{ThreadID: "t", Store: st}); err == nil || !strings.Contains(err.Error(), key) {
-			t.Errorf("Init over %s: %v", bad, err)
+		l, err := tmpl.Init(ctx, layer.Env{ThreadID: "t", Store: st, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Errorf("Init over %s: %v, want the state set aside", bad, err)
+			continue
 		}
-		if it, err := st.Get(ctx, key); err != nil || string(it.Value) != bad {
-			t.Errorf("stored state after a failed Init: %s, %v", it.Value, err)
+		if n, _ := l.(*Layer).Memory().Count(); n != 0 {
+			t.Errorf("Init over %s: %d entries, want an empty memory", bad, n)
 		}
+		if _, err := st.Get(ctx, key); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("Init over %s: the state key is still there: %v", bad, err)
+		}
+		keys, _ := st.List(ctx, storage.LayerPrefix(DefaultLayerID, "t"))
+		if len(keys) != 1 || !strings.Contains(keys[0], "quarantine") {
+			t.Errorf("Init over %s: keys %q, want one quarantine key", bad, keys)
+		} else if it, _ := st.Get(ctx, keys[0]); string(it.Value) != bad {
+			t.Errorf("quarantined %q, want the stored bytes %q", it.Value, bad)
+		}
+	}
+	st := storage.NewMemory()
+	newer := `{"version":99}`
+	if _, err := st.Put(ctx, key, []byte(newer), storage.AnyVersion); err != nil {
+		t.Fatal(err)
+	}
+	tmpl, _ := NewLayer(LayerConfig{})
+	if _, err := tmpl.Init(ctx, layer.Env{ThreadID: "t", Store: st}); !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), key) {
+		t.Errorf("Init over %s: %v, want ErrVersion naming the key", newer, err)
+	}
+	if it, err := st.Get(ctx, key); err != nil || string(it.Value) != newer {
+		t.Errorf("stored state after a refused Init: %s, %v", it.Value, err)
 	}
 }

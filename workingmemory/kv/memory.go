@@ -1007,7 +1007,10 @@ func (mem *Memory) parseSnapshot(data []byte) (snap snapshot, entries, scopes in
 	if err := json.Unmarshal(data, &snap); err != nil {
 		return snap, 0, 0, fmt.Errorf("%w: snapshot: %w", ErrInvalidValue, err)
 	}
-	if snap.Version < 1 || snap.Version > SnapshotVersion {
+	if snap.Version > SnapshotVersion {
+		return snap, 0, 0, fmt.Errorf("%w: %w: snapshot version %d, this build reads up to %d", ErrInvalidValue, ErrVersion, snap.Version, SnapshotVersion)
+	}
+	if snap.Version < 1 {
 		return snap, 0, 0, fmt.Errorf("%w: snapshot version %d, this build reads up to %d", ErrInvalidValue, snap.Version, SnapshotVersion)
 	}
 	var check func(s scopeSnapshot, root bool) error
