@@ -56,6 +56,7 @@ fuzz-ci:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) tool staticcheck $(PKGS)
 
 # The CMS assistant on the embedded SQLite store and a scripted model (no
 # API key, no server). Set OPENAI_API_KEY to use a real model.

@@ -4,7 +4,8 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -15,57 +16,63 @@ import (
 // of exported types.
 func exported(t *testing.T, dir string) map[string]bool {
 	t.Helper()
-	pkgs, err := parser.ParseDir(token.NewFileSet(), dir, func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]bool{}
-	for _, p := range pkgs {
-		for _, f := range p.Files {
-			for _, d := range f.Decls {
-				switch d := d.(type) {
-				case *ast.FuncDecl:
-					switch {
-					case !d.Name.IsExported():
-					case d.Recv == nil:
-						out[d.Name.Name] = true
-					default:
-						typ := d.Recv.List[0].Type
-						if s, ok := typ.(*ast.StarExpr); ok {
-							typ = s.X
-						}
-						if id, ok := typ.(*ast.Ident); ok && id.IsExported() {
-							out[id.Name+"."+d.Name.Name] = true
-						}
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, name), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				switch {
+				case !d.Name.IsExported():
+				case d.Recv == nil:
+					out[d.Name.Name] = true
+				default:
+					typ := d.Recv.List[0].Type
+					if s, ok := typ.(*ast.StarExpr); ok {
+						typ = s.X
 					}
-				case *ast.GenDecl:
-					for _, s := range d.Specs {
-						switch s := s.(type) {
-						case *ast.ValueSpec:
-							for _, n := range s.Names {
+					if id, ok := typ.(*ast.Ident); ok && id.IsExported() {
+						out[id.Name+"."+d.Name.Name] = true
+					}
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							if n.IsExported() {
+								out[n.Name] = true
+							}
+						}
+					case *ast.TypeSpec:
+						if !s.Name.IsExported() {
+							continue
+						}
+						out[s.Name.Name] = true
+						var fields *ast.FieldList
+						switch typ := s.Type.(type) {
+						case *ast.StructType:
+							fields = typ.Fields
+						case *ast.InterfaceType:
+							fields = typ.Methods
+						default:
+							continue
+						}
+						for _, fl := range fields.List {
+							for _, n := range fl.Names {
 								if n.IsExported() {
-									out[n.Name] = true
-								}
-							}
-						case *ast.TypeSpec:
-							if !s.Name.IsExported() {
-								continue
-							}
-							out[s.Name.Name] = true
-							var fields *ast.FieldList
-							switch typ := s.Type.(type) {
-							case *ast.StructType:
-								fields = typ.Fields
-							case *ast.InterfaceType:
-								fields = typ.Methods
-							default:
-								continue
-							}
-							for _, fl := range fields.List {
-								for _, n := range fl.Names {
-									if n.IsExported() {
-										out[s.Name.Name+"."+n.Name] = true
-									}
+									out[s.Name.Name+"."+n.Name] = true
 								}
 							}
 						}

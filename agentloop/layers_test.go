@@ -188,12 +188,6 @@ func (l *notesLayer) Close(ctx context.Context) error {
 	return nil
 }
 
-func (l *notesLayer) notes() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.state.Notes...)
-}
-
 // Interface guards.
 var (
 	_ layer.Initializer = (*notesLayer)(nil)

@@ -127,8 +127,9 @@ func TestRenderGolden(t *testing.T) {
 // or open a tag.
 func checkInert(t *testing.T, block string) {
 	t.Helper()
-	inner, ok := strings.CutPrefix(block, "<entities>\n")
-	if inner, ok = strings.CutSuffix(inner, "\n</entities>"); !ok {
+	inner, okPrefix := strings.CutPrefix(block, "<entities>\n")
+	inner, okSuffix := strings.CutSuffix(inner, "\n</entities>")
+	if !okPrefix || !okSuffix {
 		t.Errorf("block not fenced with <entities>:\n%s", block)
 	}
 	block = inner

@@ -112,9 +112,9 @@ func TestTrust09_SkewedClockKeepsNewEntity(t *testing.T) {
 		st := storage.NewMemory()
 		now := newClock()
 		ahead := &clock{t: now.t.Add(time.Hour)}
-		w, r := sharedPair(t, st, Config{TTL: 30 * time.Minute}, ahead.Now, now.Now)
+		w, _ := sharedPair(t, st, Config{TTL: 30 * time.Minute}, ahead.Now, now.Now)
 		store(t, w, result("get_page", ``, `{"id":"p1"}`))
-		r = initLayer(t, mustNew(t, Config{Scope: layer.ScopeResource, TTL: 30 * time.Minute, Now: now.Now}), layer.Env{ThreadID: "t3", ResourceID: "site-1", Store: st})
+		r := initLayer(t, mustNew(t, Config{Scope: layer.ScopeResource, TTL: 30 * time.Minute, Now: now.Now}), layer.Env{ThreadID: "t3", ResourceID: "site-1", Store: st})
 		if es := r.Entities(); len(es) != 1 || es[0].SeenAt.After(now.t) {
 			t.Fatalf("loaded %+v, want p1 seen at most now (%v)", es, now.t)
 		}

@@ -444,7 +444,11 @@ func TestPanicBecomesError(t *testing.T) {
 	s := initStack(t, layer.StackConfig{Layers: []layer.Layer{
 		&hooked{spec: layer.Spec{ID: "panicky"}, j: j,
 			recall: func(context.Context, layer.Query) ([]layer.Item, error) { panic("recall exploded") },
-			store:  func(context.Context, layer.Turn) error { var m map[string]int; m["x"] = 1; return nil }},
+			store: func(context.Context, layer.Turn) error {
+				var m map[string]int
+				m["x"] = 1 //lint:ignore SA5000 a runtime panic on purpose
+				return nil
+			}},
 		layer.Text(layer.Spec{ID: "calm", Slot: 1}, "calm"),
 	}})
 	out, err := s.Recall(t.Context(), layer.Query{}, nil)

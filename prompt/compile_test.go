@@ -168,7 +168,11 @@ func TestCompileErrors(t *testing.T) {
 		{"unserialisable user value", Config{Template: "{{c}}"}, nil, map[string]any{"c": make(chan int)}, ErrRender, `variable "c"`},
 		{"helper panics with a string", Config{Template: "{{boom}}", Helpers: map[string]any{"boom": func() string { panic("kaboom") }}}, nil, nil, ErrRender, "kaboom"},
 		{"helper panics with an error", Config{Template: "{{boom}}", Helpers: map[string]any{"boom": func() string { panic(errors.New("bad")) }}}, nil, nil, ErrRender, "bad"},
-		{"helper runtime error", Config{Template: "{{boom}}", Helpers: map[string]any{"boom": func() string { var m map[string]int; m["x"] = 1; return "" }}}, nil, nil, ErrRender, "nil map"},
+		{"helper runtime error", Config{Template: "{{boom}}", Helpers: map[string]any{"boom": func() string {
+			var m map[string]int
+			m["x"] = 1 //lint:ignore SA5000 a runtime panic on purpose
+			return ""
+		}}}, nil, nil, ErrRender, "nil map"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

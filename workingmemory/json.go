@@ -47,17 +47,3 @@ func normalize(v any, maxDepth int) (any, error) {
 	}
 	return decodeJSON(b, maxDepth)
 }
-
-// isEmpty reports whether a state shows nothing: nil, "", or {}. Zero and
-// false are values, not emptiness.
-func isEmpty(v any) bool {
-	switch v := v.(type) {
-	case nil:
-		return true
-	case string:
-		return v == ""
-	case *jsonx.Object:
-		return len(v.Members) == 0
-	}
-	return false
-}

@@ -348,7 +348,7 @@ func (v Value) Scalar() string {
 		return Unquote(v.Raw)
 	case KindNumber:
 		raw := v.Raw
-		if bytes.IndexAny(raw, ".eE") < 0 {
+		if !bytes.ContainsAny(raw, ".eE") {
 			return string(raw)
 		}
 		f, err := strconv.ParseFloat(string(raw), 64)
