@@ -916,7 +916,9 @@ func (mem *Memory) scopeSnapshotLocked(now time.Time, children bool) scopeSnapsh
 func (mem *Memory) Restore(data json.RawMessage) error { return mem.restore(data, false) }
 
 // restore is Restore; with keepChildren, mem's child scopes are kept and
-// only its own entries replaced (the snapshot must have no children).
+// only its own entries replaced (the snapshot must have no children). It
+// checks the snapshot and the tree's limits, then swaps the contents in
+// under the tree's lock.
 func (mem *Memory) restore(data json.RawMessage, keepChildren bool) error {
 	snap, entries, scopes, err := mem.parseSnapshot(data)
 	if err != nil {
@@ -927,73 +929,94 @@ func (mem *Memory) restore(data json.RawMessage, keepChildren bool) error {
 	}
 	t := mem.tree
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if mem.disposed {
-		t.mu.Unlock()
 		return mem.disposedErr()
 	}
-	// What mem's subtree holds now, to compute the tree totals after.
-	curEntries, curScopes := 0, 0
-	var count func(s *Memory)
-	count = func(s *Memory) {
-		curScopes++
-		curEntries += len(s.entries)
-		if keepChildren {
-			return
-		}
-		for _, c := range s.children {
-			count(c)
-		}
-	}
-	count(mem)
+	curEntries, curScopes := mem.sizeLocked(!keepChildren)
 	newEntries, newScopes := t.entries-curEntries+entries, t.scopes-curScopes+scopes
-	cfg := t.cfg
-	if cfg.MaxEntries > 0 && newEntries > cfg.MaxEntries {
-		t.mu.Unlock()
-		return fmt.Errorf("%w: entries: restoring would hold %d, the limit is %d", ErrLimit, newEntries, cfg.MaxEntries)
-	}
-	if cfg.MaxScopes > 0 && newScopes > cfg.MaxScopes {
-		t.mu.Unlock()
-		return fmt.Errorf("%w: scopes: restoring would make %d, the limit is %d", ErrLimit, newScopes, cfg.MaxScopes)
-	}
-	var detach func(s *Memory)
-	detach = func(s *Memory) {
-		for _, c := range s.children {
-			detach(c)
-			c.disposed = true
-			c.entries, c.children = nil, nil
-		}
+	if err := t.cfg.checkTotals(newEntries, newScopes); err != nil {
+		return err
 	}
 	if !keepChildren {
-		detach(mem)
+		mem.disposeDescendantsLocked()
 	}
-	// Every key mem held or now holds is a change to persist.
-	for k := range mem.entries {
-		mem.markLocked(k)
-	}
-	for k := range snap.Entries {
-		mem.markLocked(k)
-	}
-	var build func(s *Memory, snap scopeSnapshot)
-	build = func(s *Memory, snap scopeSnapshot) {
-		s.entries = make(map[string]*entry, len(snap.Entries))
-		if s != mem || !keepChildren {
-			s.children = map[string]*Memory{}
-		}
-		for k, e := range snap.Entries {
-			s.entries[k] = e.toEntry()
-		}
-		for _, cs := range snap.Children {
-			c := &Memory{tree: t, name: cs.Name, path: s.path + "/" + cs.Name, parent: s}
-			build(c, cs)
-			s.children[cs.Name] = c
-		}
-	}
-	build(mem, snap.scopeSnapshot)
+	mem.markReplacedLocked(snap.Entries)
+	mem.fillLocked(snap.scopeSnapshot, !keepChildren)
 	t.entries, t.scopes = newEntries, newScopes
-	t.mu.Unlock()
 	return nil
 }
 
+// sizeLocked counts the entries and scopes of mem, and with children of
+// its descendants too: what a restore replaces, to compute the tree's
+// totals after it. The tree's lock must be held.
+func (mem *Memory) sizeLocked(children bool) (entries, scopes int) {
+	entries, scopes = len(mem.entries), 1
+	if !children {
+		return entries, scopes
+	}
+	for _, c := range mem.children {
+		e, s := c.sizeLocked(true)
+		entries, scopes = entries+e, scopes+s
+	}
+	return entries, scopes
+}
+
+// checkTotals reports ErrLimit when a tree of the given totals would
+// exceed MaxEntries or MaxScopes.
+func (cfg Config) checkTotals(entries, scopes int) error {
+	if cfg.MaxEntries > 0 && entries > cfg.MaxEntries {
+		return fmt.Errorf("%w: entries: restoring would hold %d, the limit is %d", ErrLimit, entries, cfg.MaxEntries)
+	}
+	if cfg.MaxScopes > 0 && scopes > cfg.MaxScopes {
+		return fmt.Errorf("%w: scopes: restoring would make %d, the limit is %d", ErrLimit, scopes, cfg.MaxScopes)
+	}
+	return nil
+}
+
+// disposeDescendantsLocked marks every scope below mem disposed and
+// empties it, so that handles still held on them fail cleanly. The
+// tree's lock must be held.
+func (mem *Memory) disposeDescendantsLocked() {
+	for _, c := range mem.children {
+		c.disposeDescendantsLocked()
+		c.disposed = true
+		c.entries, c.children = nil, nil
+	}
+}
+
+// markReplacedLocked marks as changes to persist every key mem holds now
+// and every key it will hold after the restore. The tree's lock must be
+// held.
+func (mem *Memory) markReplacedLocked(next map[string]entrySnapshot) {
+	for k := range mem.entries {
+		mem.markLocked(k)
+	}
+	for k := range next {
+		mem.markLocked(k)
+	}
+}
+
+// fillLocked replaces mem's entries with the snapshot's and, with children,
+// its child scopes with new ones built from the snapshot's. The tree's
+// lock must be held.
+func (mem *Memory) fillLocked(snap scopeSnapshot, children bool) {
+	mem.entries = make(map[string]*entry, len(snap.Entries))
+	for k, e := range snap.Entries {
+		mem.entries[k] = e.toEntry()
+	}
+	if !children {
+		return
+	}
+	mem.children = map[string]*Memory{}
+	for _, cs := range snap.Children {
+		c := &Memory{tree: mem.tree, name: cs.Name, path: mem.path + "/" + cs.Name, parent: mem}
+		c.fillLocked(cs, true)
+		mem.children[cs.Name] = c
+	}
+}
+
+// toEntry makes a live entry from a snapshot's.
 func (e entrySnapshot) toEntry() *entry {
 	ne := &entry{raw: slices.Clone([]byte(e.Value)), meta: e.Meta, created: e.CreatedAt, updated: e.UpdatedAt, expires: e.Meta.ExpiresAt}
 	ne.accesses.Store(e.AccessCount)
