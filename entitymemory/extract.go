@@ -205,6 +205,13 @@ func (x *Extractor) extractInto(buf []Entity, toolName, args, result string) []E
 		}
 	}
 	if len(data) > 0 && (data[0] == '{' || data[0] == '[') {
+		// One pass over the bytes builds an index (a "tape") of the first
+		// two levels of the document (the result and its members: the page
+		// of {"page": {...}} with its own members), skipping deeper
+		// containers by counting brackets; deeper objects are scanned on
+		// demand when the walk reaches them, which it rarely does. Strings
+		// are skipped eight bytes at a time (long ones with a vector
+		// search for the closing quote) and copied only when kept.
 		tp := x.tapes.Get().(*jsonx.Tape)
 		e.walk(tp.Build(data), "", 0)
 		if tp.Release() {
