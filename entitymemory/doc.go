@@ -68,25 +68,28 @@
 // ID is recorded. The entities of a delete-like tool ("cms_deletePage",
 // "remove_section") are forgotten by the layer rather than recorded.
 //
-// The extractor never decodes the whole result. One pass over the bytes
-// builds an index (a "tape") of the first two levels of the document
-// (the result and its members: the page of {"page": {...}} with its own
-// members), skipping deeper containers by counting brackets; deeper
-// objects are scanned on demand when the walk reaches them, which it
-// rarely does. Strings are skipped eight bytes at a time (long ones
-// with a vector search for the closing quote) and copied only when kept.
-// This is what keeps extraction of a 2 KB result in the low
-// microseconds, against tens for encoding/json. It reads at most
-// MaxResultBytes, visits a bounded number of objects and depth, never
-// recurses while skipping, and treats truncated input as its end. When
-// an object holds a key twice, the last member wins, as in
-// encoding/json. Names and slugs are made single-line (runs of white
+// The extractor never decodes the whole result, which keeps extraction
+// of a 2 KB result in the low microseconds, against tens for
+// encoding/json. It reads at most MaxResultBytes, visits a bounded number
+// of objects and depth, never recurses while skipping, and treats
+// truncated input as its end. When an object holds a key twice, the last
+// member wins, as in encoding/json. Names and slugs are made single-line (runs of white
 // space, control and invisible format characters become one space) and
 // cut to [MaxNameLen] bytes. IDs are never altered: an entity whose ID is
 // longer than [MaxIDLen] bytes or holds a character that cannot be shown
 // as it is (control, format, line separators, white space other than a
 // space) is skipped, and such a parent left out, so two IDs never become
 // one and the model is never shown an ID that does not exist.
+//
+// # Configuring extraction
+//
+// The extraction fields of [Config] are Rules (tool name to type, ahead
+// of the built-in guess), NameFields (the order of name fields, default
+// [DefaultNameFields]), MaxPerList (entities taken from one list, default
+// [DefaultMaxPerList]) and MaxResultBytes (how much of a result is read,
+// default [DefaultMaxResultBytes]). [NewExtractor] builds an [Extractor]
+// from them alone, for use outside the layer; [Extract] uses the
+// defaults.
 //
 // # The list
 //

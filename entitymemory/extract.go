@@ -205,6 +205,13 @@ func (x *Extractor) extractInto(buf []Entity, toolName, args, result string) []E
 		}
 	}
 	if len(data) > 0 && (data[0] == '{' || data[0] == '[') {
+		// One pass over the bytes builds an index (a "tape") of the first
+		// two levels of the document (the result and its members: the page
+		// of {"page": {...}} with its own members), skipping deeper
+		// containers by counting brackets; deeper objects are scanned on
+		// demand when the walk reaches them, which it rarely does. Strings
+		// are skipped eight bytes at a time (long ones with a vector
+		// search for the closing quote) and copied only when kept.
 		tp := x.tapes.Get().(*jsonx.Tape)
 		e.walk(tp.Build(data), "", 0)
 		if tp.Release() {
@@ -616,124 +623,192 @@ func (e *extraction) isError(fs []jsonx.Field, depth int) bool {
 	return false
 }
 
-// entity builds an entity from an object's members, if it has an ID.
+// entity builds an entity from an object's members, if it has an ID: it
+// reads the members, adds what a Contentful sys object says, settles the
+// ID and the type, then names the entity.
 func (e *extraction) entity(fs []jsonx.Field, keyType string) (Entity, bool) {
-	var ent Entity
-	idR, typR, slugR := 99, 99, 99
-	var keyVal string
-	var sys jsonx.Value
-	var cb [4]jsonx.Field
-	conts := cb[:0]
-	name, nameR := "", len(e.x.nameFields)
+	var c candidate
+	c.init(len(e.x.nameFields))
 	for _, f := range fs {
-		k := e.norm(f.Key)
-		if !e.x.maybeKey(k) {
-			continue
-		}
-		ki, ok := e.x.keys[string(k)]
-		if !ok {
-			continue
-		}
-		if ki.name >= 0 && ki.name < nameR {
-			if s := textOf(f.Value, 3); strings.TrimSpace(s) != "" {
-				name, nameR = s, ki.name
-			}
-		}
-		ro := ki.role
-		switch ro.kind {
-		case roleID:
-			if ro.rank < idR {
-				if s := f.Value.Scalar(); s != "" {
-					ent.ID, idR = s, ro.rank
-				}
-			}
-		case roleType:
-			if ro.rank == rankType && len(f.Key) > 0 && f.Key[0] == '_' {
-				ro.rank = rankUnderscoreType
-			}
-			if ro.rank < typR && f.Value.Kind == jsonx.KindString {
-				if t := NormalizeType(f.Value.Scalar()); t != "" && !genericTypes[t] {
-					ent.Type, typR = t, ro.rank
-				}
-			}
-		case roleSlug:
-			if ro.rank < slugR {
-				if s := textOf(f.Value, 2); s != "" {
-					if ro.rank == slugRank["key"] {
-						keyVal = s
-					}
-					ent.Slug, slugR = s, ro.rank
-				}
-			}
-		case roleSys:
-			sys = f.Value
-		case roleParentID:
-			ent.Parent = f.Value.Scalar()
-		case roleParent:
-			if ent.Parent == "" {
-				ent.Parent = parentRef(f.Value)
-			}
-		case roleRPC:
-			// A JSON-RPC envelope: its "id" is the request's.
+		if !e.member(&c, f) {
 			return Entity{}, false
-		case roleContainer:
-			if f.Value.Kind == jsonx.KindObject && len(conts) < cap(conts) {
-				conts = append(conts, f)
-			}
 		}
 	}
-	if sys.Kind == jsonx.KindObject {
-		// Contentful: {sys: {id, type: "Entry"}, fields: {...}}.
-		var fb [16]jsonx.Field
-		for _, g := range sys.Fields(fb[:0]) {
-			switch string(e.norm(g.Key)) {
-			case "id":
-				if ent.ID == "" {
-					ent.ID = g.Value.Scalar()
-				}
-			case "type":
-				t, r := NormalizeType(g.Value.Scalar()), rankSysType
-				if t == "entry" {
-					r = rankType
-				}
-				if r < typR && t != "" && !genericTypes[t] {
-					ent.Type, typR = t, r
-				}
-			}
-		}
+	if c.sys.Kind == jsonx.KindObject {
+		e.sysMembers(&c)
 	}
-	if ent.ID == "" && keyVal != "" {
-		// Keyed resources (S3 objects, config entries): the key is the ID.
-		ent.ID, ent.Slug = keyVal, ""
-	}
-	if ent.ID == "" {
+	if !c.settleID() {
 		return Entity{}, false
 	}
-	if ent.Parent == "0" {
-		ent.Parent = ""
+	c.ent.Type = e.entityType(c.ent.Type, keyType)
+	conts := c.conts[:c.nconts]
+	c.ent.Name = e.name(conts, c.name, c.nameR)
+	if c.ent.Slug == "" {
+		c.ent.Slug = e.containerSlug(conts)
 	}
-	// The type, by precedence: the key the result nests the entity under
-	// ({section: {...}}, {sections: [...]}: a section, whatever its
-	// "type" says, e.g. "hero"); a type the entity names itself (explicit
-	// type fields before the generic "type", see typeRank); a key that
-	// names only a generic type ({entity: {...}}); the tool's type.
+	ent := finish(c.ent)
+	return ent, ent.ID != ""
+}
+
+// candidate is an entity being read from an object's members: the best
+// value found so far for each field, with the rank it was found at
+// (lower wins).
+type candidate struct {
+	ent              Entity
+	idR, typR, slugR int
+	keyVal           string      // the "key" member, when it gave the slug
+	sys              jsonx.Value // Contentful's sys object
+	name             string
+	nameR            int
+	conts            [4]jsonx.Field // container members (attributes, fields)
+	nconts           int
+}
+
+// init sets every rank to "nothing found"; nameFields is the number of
+// name fields, the rank past the last.
+func (c *candidate) init(nameFields int) {
+	c.idR, c.typR, c.slugR = 99, 99, 99
+	c.nameR = nameFields
+}
+
+// member records what one member says about the entity. It reports false
+// when the object cannot be an entity (a JSON-RPC envelope, whose "id" is
+// the request's).
+func (e *extraction) member(c *candidate, f jsonx.Field) bool {
+	k := e.norm(f.Key)
+	if !e.x.maybeKey(k) {
+		return true
+	}
+	ki, ok := e.x.keys[string(k)]
+	if !ok {
+		return true
+	}
+	if ki.name >= 0 && ki.name < c.nameR {
+		if s := textOf(f.Value, 3); strings.TrimSpace(s) != "" {
+			c.name, c.nameR = s, ki.name
+		}
+	}
+	ro := ki.role
+	switch ro.kind {
+	case roleID:
+		if ro.rank < c.idR {
+			c.offerID(f.Value.Scalar(), ro.rank)
+		}
+	case roleType:
+		if ro.rank == rankType && len(f.Key) > 0 && f.Key[0] == '_' {
+			ro.rank = rankUnderscoreType
+		}
+		if f.Value.Kind == jsonx.KindString {
+			c.offerType(NormalizeType(f.Value.Scalar()), ro.rank)
+		}
+	case roleSlug:
+		if ro.rank < c.slugR {
+			c.offerSlug(textOf(f.Value, 2), ro.rank)
+		}
+	case roleSys:
+		c.sys = f.Value
+	case roleParentID:
+		c.ent.Parent = f.Value.Scalar()
+	case roleParent:
+		if c.ent.Parent == "" {
+			c.ent.Parent = parentRef(f.Value)
+		}
+	case roleRPC:
+		return false
+	case roleContainer:
+		if f.Value.Kind == jsonx.KindObject && c.nconts < len(c.conts) {
+			c.conts[c.nconts] = f
+			c.nconts++
+		}
+	}
+	return true
+}
+
+// offerID takes id as the entity's ID; the caller has checked that rank
+// outranks the ID found so far.
+func (c *candidate) offerID(id string, rank int) {
+	if id != "" {
+		c.ent.ID, c.idR = id, rank
+	}
+}
+
+// offerSlug takes s as the entity's slug; the caller has checked that
+// rank outranks the slug found so far. A "key" member is remembered too:
+// it becomes the ID when nothing else gives one (see settleID).
+func (c *candidate) offerSlug(s string, rank int) {
+	if s == "" {
+		return
+	}
+	if rank == slugRank["key"] {
+		c.keyVal = s
+	}
+	c.ent.Slug, c.slugR = s, rank
+}
+
+// offerType takes t as the entity's own type when it outranks the type
+// found so far and is not a generic one ("object", "entity").
+func (c *candidate) offerType(t string, rank int) {
+	if rank < c.typR && t != "" && !genericTypes[t] {
+		c.ent.Type, c.typR = t, rank
+	}
+}
+
+// sysMembers reads Contentful's {sys: {id, type: "Entry"}, fields: {...}}:
+// sys.id when the object had no ID, sys.type as a low-ranked type ("Entry"
+// ranks as a plain "type").
+func (e *extraction) sysMembers(c *candidate) {
+	var fb [16]jsonx.Field
+	for _, g := range c.sys.Fields(fb[:0]) {
+		switch string(e.norm(g.Key)) {
+		case "id":
+			if c.ent.ID == "" {
+				c.ent.ID = g.Value.Scalar()
+			}
+		case "type":
+			t, r := NormalizeType(g.Value.Scalar()), rankSysType
+			if t == "entry" {
+				r = rankType
+			}
+			c.offerType(t, r)
+		}
+	}
+}
+
+// settleID falls back on the "key" member for keyed resources (S3
+// objects, config entries: the key is the ID, not a slug), drops a
+// parent of "0" (no parent), and reports whether there is an ID.
+func (c *candidate) settleID() bool {
+	if c.ent.ID == "" && c.keyVal != "" {
+		c.ent.ID, c.ent.Slug = c.keyVal, ""
+	}
+	if c.ent.ID == "" {
+		return false
+	}
+	if c.ent.Parent == "0" {
+		c.ent.Parent = ""
+	}
+	return true
+}
+
+// entityType picks the type, by precedence: the key the result nests the
+// entity under ({section: {...}}, {sections: [...]}: a section, whatever
+// its "type" says, e.g. "hero"); own, the type the entity names itself
+// (explicit type fields before the generic "type", see typeRank); a key
+// that names only a generic type ({entity: {...}}); the tool's type;
+// "item".
+func (e *extraction) entityType(own, keyType string) string {
 	switch {
 	case keyType != "" && !genericTypes[keyType]:
-		ent.Type = keyType
-	case ent.Type != "":
+		return keyType
+	case own != "":
+		return own
 	case keyType != "":
-		ent.Type = keyType
+		return keyType
 	case e.hint != "":
-		ent.Type = e.hint
+		return e.hint
 	default:
-		ent.Type = "item"
+		return "item"
 	}
-	ent.Name = e.name(conts, name, nameR)
-	if ent.Slug == "" {
-		ent.Slug = e.containerSlug(conts)
-	}
-	ent = finish(ent)
-	return ent, ent.ID != ""
 }
 
 // containerSlug finds a slug, handle or identifier inside an object's

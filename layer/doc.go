@@ -23,6 +23,26 @@
 // chains, so a wrapping layer exposes what it wraps unless it implements
 // the hook itself.
 //
+// # Writing a layer
+//
+// A minimal layer is a type with Spec and Recall. To write one:
+//
+//  1. Give it a Spec: a unique ID, the Slot where its items go in the
+//     prompt, the Scope of its state and its Budget (see [Spec.Validate]).
+//  2. Implement Recall: return the layer's items for this model call
+//     within the budget, without changing persisted state.
+//  3. If it keeps state, implement [Initializer]: load the state for the
+//     run's [Env] and return a new value bound to the run; never modify the
+//     registered value, which concurrent runs share. Implement [Storer] to
+//     learn from each step, [Closer] to flush at the end, [Spawner] and
+//     [Returner] to decide what child agents see and give back.
+//  4. Store state under [Env.ScopeKey] with compare-and-swap writes (see
+//     Scopes and storage), and offer tools through [Provider] (see Tools).
+//  5. Run package layertest's suite on it (see Conformance).
+//
+// The stack serialises the hooks of one layer, so a bound layer needs no
+// lock for its own per-run state (see Concurrency).
+//
 // # Lifecycle
 //
 // For one run of an agent on a thread the stack calls, in this order:
@@ -65,16 +85,12 @@
 // timed out should check its context first: the stack cannot undo what a
 // hook does to the layer itself.
 //
-// Each hook call runs on a goroutine of its own under
-// context.WithTimeout, so even a hook that ignores its context cannot
-// block the caller past its timeout. Such a hook keeps its goroutine until
-// it returns (Go cannot stop it), so the leak is bounded: at most
-// [MaxAbandonedHooks] hooks of one layer (the registered value's type and
-// ID), across all the stacks of the process, may still be running after
-// their timeout; while that many are, the layer's hooks fail at once with
-// an error wrapping [ErrTimeout] and are not called, until some return.
-// Under a context that is already done no hook is started (the error is
-// the context's), except Close.
+// Even a hook that ignores its context cannot block the caller past its
+// timeout, but it goes on running until it returns; while
+// [MaxAbandonedHooks] hooks of one layer are in that state, the layer's
+// hooks fail at once with an error wrapping [ErrTimeout] and are not
+// called, until some return. Under a context that is already done no hook
+// is started (the error is the context's), except Close.
 //
 // Close always runs: under a cancelled context too (a run that ends by
 // cancellation must still flush), with the context's values but not its

@@ -141,12 +141,9 @@ func NewStack(cfg StackConfig) (*Stack, error) {
 		if _, dup := s.byID[spec.ID]; dup {
 			return nil, fmt.Errorf("layer: %q registered twice: %w", spec.ID, ErrDuplicateID)
 		}
-		e := &entry{spec: spec, timeouts: resolveTimeouts(spec.Timeouts, cfg.Timeouts), tmpl: l, sem: make(chan struct{}, 1), stuck: stuckCount(l, spec.ID)}
-		s.byID[spec.ID] = e
-		s.reg = append(s.reg, e)
+		s.add(&entry{spec: spec, timeouts: resolveTimeouts(spec.Timeouts, cfg.Timeouts), tmpl: l, sem: make(chan struct{}, 1), stuck: stuckCount(l, spec.ID)})
 	}
-	s.entries = slices.Clone(s.reg)
-	slices.SortStableFunc(s.entries, bySlot)
+	s.order()
 	return s, nil
 }
 
@@ -365,18 +362,7 @@ func (s *Stack) Spawn(ctx context.Context, childEnv Env) (*Stack, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("layer: spawn: %w", err)
 	}
-	if childEnv.Depth == 0 {
-		childEnv.Depth = s.env.Depth + 1
-	}
-	if childEnv.Store == nil {
-		childEnv.Store = s.env.Store
-	}
-	if childEnv.Logger == nil {
-		childEnv.Logger = s.log
-	}
-	if childEnv.ExecutionID == "" {
-		childEnv.ExecutionID = newID()
-	}
+	childEnv = s.inheritEnv(childEnv)
 	cfg := s.cfg
 	cfg.Env = childEnv
 	cfg.Layers = nil
@@ -385,46 +371,91 @@ func (s *Stack) Spawn(ctx context.Context, childEnv Env) (*Stack, error) {
 		if e.disabled {
 			continue
 		}
-		// derive makes the child's layer: OnSpawn, else a fresh Init;
-		// without either the layer is shared.
-		var hook string
-		var derive func(ctx context.Context) (Layer, error)
-		if sp, ok := As[Spawner](e.live); ok {
-			hook = HookSpawn
-			derive = func(ctx context.Context) (Layer, error) { return sp.OnSpawn(ctx, childEnv) }
-		} else if init, ok := As[Initializer](e.tmpl); ok {
-			hook = HookInit
-			derive = func(ctx context.Context) (Layer, error) { return init.Init(ctx, childEnv) }
+		if cl, ok := s.deriveLayer(ctx, e, childEnv); ok {
+			child.add(e.childEntry(cl))
 		}
-		cl := e.live
-		if derive != nil {
-			live := e.live
-			if err := s.callLate(ctx, e, hook, func(ctx context.Context) error {
-				var err error
-				cl, err = derive(ctx)
-				return err
-			}, func() {
-				if !sameLayer(cl, live) {
-					closeLate(cl, e.timeouts.Close)
-				}
-			}); err != nil {
-				continue
-			}
-		}
-		if cl == nil {
-			continue
-		}
-		ce := &entry{spec: e.spec, timeouts: e.timeouts, tmpl: e.tmpl, live: cl, sem: make(chan struct{}, 1), stuck: e.stuck}
-		if sameLayer(cl, e.live) {
-			ce.shared, ce.sem = true, e.sem
-		}
-		child.reg = append(child.reg, ce)
-		child.byID[e.spec.ID] = ce
 	}
-	child.entries = slices.Clone(child.reg)
-	slices.SortStableFunc(child.entries, bySlot)
+	child.order()
 	child.buildTools()
 	return child, nil
+}
+
+// inheritEnv fills in the zero fields of a child's env from the parent's:
+// Depth is one deeper, Store and Logger are the parent's, ExecutionID is
+// new.
+func (s *Stack) inheritEnv(env Env) Env {
+	if env.Depth == 0 {
+		env.Depth = s.env.Depth + 1
+	}
+	if env.Store == nil {
+		env.Store = s.env.Store
+	}
+	if env.Logger == nil {
+		env.Logger = s.log
+	}
+	if env.ExecutionID == "" {
+		env.ExecutionID = newID()
+	}
+	return env
+}
+
+// deriveLayer makes the child's form of e's layer: OnSpawn for a
+// [Spawner], else a fresh Init of the registered form for an
+// [Initializer], else the parent's layer itself (shared). ok is false
+// when the layer is left out of the child: its hook failed (reported by
+// callLate) or returned a nil layer. A derived layer that arrives after
+// its hook timed out is closed, unless it is the parent's own.
+func (s *Stack) deriveLayer(ctx context.Context, e *entry, childEnv Env) (cl Layer, ok bool) {
+	var hook string
+	var derive func(ctx context.Context) (Layer, error)
+	if sp, ok := As[Spawner](e.live); ok {
+		hook = HookSpawn
+		derive = func(ctx context.Context) (Layer, error) { return sp.OnSpawn(ctx, childEnv) }
+	} else if init, ok := As[Initializer](e.tmpl); ok {
+		hook = HookInit
+		derive = func(ctx context.Context) (Layer, error) { return init.Init(ctx, childEnv) }
+	} else {
+		return e.live, e.live != nil
+	}
+	live := e.live
+	err := s.callLate(ctx, e, hook, func(ctx context.Context) error {
+		var err error
+		cl, err = derive(ctx)
+		return err
+	}, func() {
+		if !sameLayer(cl, live) {
+			closeLate(cl, e.timeouts.Close)
+		}
+	})
+	if err != nil {
+		// cl is not read: a hook that timed out may still be writing it.
+		return nil, false
+	}
+	return cl, cl != nil
+}
+
+// childEntry registers cl, the child's form of e's layer, for the child
+// stack. A layer that is the parent's own value is shared: it keeps the
+// parent's semaphore, so its hooks are serialised across both stacks,
+// and the child does not close it.
+func (e *entry) childEntry(cl Layer) *entry {
+	ce := &entry{spec: e.spec, timeouts: e.timeouts, tmpl: e.tmpl, live: cl, sem: make(chan struct{}, 1), stuck: e.stuck}
+	if sameLayer(cl, e.live) {
+		ce.shared, ce.sem = true, e.sem
+	}
+	return ce
+}
+
+// add registers e, after the stack's other layers.
+func (s *Stack) add(e *entry) {
+	s.reg = append(s.reg, e)
+	s.byID[e.spec.ID] = e
+}
+
+// order sets the stack's slot order from its registration order.
+func (s *Stack) order() {
+	s.entries = slices.Clone(s.reg)
+	slices.SortStableFunc(s.entries, bySlot)
 }
 
 // Return hands a finished child's layers back to the parent: every enabled

@@ -320,18 +320,28 @@ func (mem *Memory) set(key string, raw []byte, cached any, m Meta) error {
 		e.expires = m.ExpiresAt
 	}
 	e.meta.ExpiresAt = e.expires
+	if err := mem.put(key, e, now); err != nil {
+		return err
+	}
+	mem.emit(EventSet, key, now)
+	return nil
+}
+
+// put stores e under key in mem's scope, keeping the creation time of an
+// entry it replaces. A new key over MaxEntries first purges expired
+// entries, then fails with ErrLimit.
+func (mem *Memory) put(key string, e *entry, now time.Time) error {
 	t := mem.tree
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if mem.disposed {
-		t.mu.Unlock()
 		return mem.disposedErr()
 	}
 	old, exists := mem.entries[key]
-	if !exists && cfg.MaxEntries > 0 && t.entries >= cfg.MaxEntries {
+	if m := t.cfg.MaxEntries; !exists && m > 0 && t.entries >= m {
 		mem.root().purgeLocked(now)
-		if t.entries >= cfg.MaxEntries {
-			t.mu.Unlock()
-			return fmt.Errorf("%w: entries: the memory holds %d, the limit is %d", ErrLimit, t.entries, cfg.MaxEntries)
+		if t.entries >= m {
+			return fmt.Errorf("%w: entries: the memory holds %d, the limit is %d", ErrLimit, t.entries, m)
 		}
 	}
 	if exists {
@@ -341,8 +351,6 @@ func (mem *Memory) set(key string, raw []byte, cached any, m Meta) error {
 	}
 	mem.entries[key] = e
 	mem.markLocked(key)
-	t.mu.Unlock()
-	mem.emit(EventSet, key, now)
 	return nil
 }
 
@@ -411,6 +419,10 @@ func (mem *Memory) find(key string, local bool, now time.Time) (*entry, *Memory)
 	return nil, nil
 }
 
+// lookup is find under the tree's read lock, counting the access. It
+// is every Get's path: the lock is released by hand, not by defer, which
+// measured ~5 ns (5%) slower on BenchmarkKVGet (the critical section is
+// three lines).
 func (mem *Memory) lookup(key string, local bool) (*entry, *Memory, error) {
 	now := mem.tree.cfg.Now()
 	mem.tree.mu.RLock()
@@ -475,33 +487,44 @@ func GetOrSet[T any](mem *Memory, key string, factory func() (T, error)) (T, err
 		if err != nil || ok {
 			return v, err
 		}
-		t := mem.tree
-		t.mu.Lock()
-		if mem.disposed {
-			t.mu.Unlock()
-			return v, mem.disposedErr()
-		}
-		if e, _ := mem.find(key, false, t.cfg.Now()); e != nil {
-			t.mu.Unlock()
-			continue // set meanwhile
-		}
-		if c, busy := mem.inflight[key]; busy {
-			t.mu.Unlock()
-			<-c.done
-			if c.err != nil {
-				return v, c.err
+		own, busy, err := mem.claim(key)
+		switch {
+		case err != nil:
+			return v, err
+		case own != nil:
+			return runFactory(mem, key, own, factory)
+		case busy != nil:
+			<-busy.done
+			if busy.err != nil {
+				return v, busy.err
 			}
-			continue
 		}
-		c := &call{done: make(chan struct{})}
-		if mem.inflight == nil {
-			mem.inflight = map[string]*call{}
-		}
-		mem.inflight[key] = c
-		t.mu.Unlock()
-
-		return runFactory(mem, key, c, factory)
+		// Set meanwhile, or set by the call we waited for: look again.
 	}
+}
+
+// claim registers a GetOrSet call for key in mem's scope and returns it
+// as own, unless another goroutine's call is in flight (returned as busy,
+// to wait for) or the key was set meanwhile (both nil).
+func (mem *Memory) claim(key string) (own, busy *call, err error) {
+	t := mem.tree
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if mem.disposed {
+		return nil, nil, mem.disposedErr()
+	}
+	if e, _ := mem.find(key, false, t.cfg.Now()); e != nil {
+		return nil, nil, nil
+	}
+	if c, ok := mem.inflight[key]; ok {
+		return nil, c, nil
+	}
+	own = &call{done: make(chan struct{})}
+	if mem.inflight == nil {
+		mem.inflight = map[string]*call{}
+	}
+	mem.inflight[key] = own
+	return own, nil, nil
 }
 
 // runFactory runs a GetOrSet factory as the call c and releases the
@@ -513,10 +536,7 @@ func runFactory[T any](mem *Memory, key string, c *call, factory func() (T, erro
 		if !finished {
 			err = fmt.Errorf("kv: GetOrSet %s: the factory panicked", storage.Quote(key))
 		}
-		t := mem.tree
-		t.mu.Lock()
-		delete(mem.inflight, key)
-		t.mu.Unlock()
+		mem.unclaim(key)
 		c.err = err
 		close(c.done)
 	}()
@@ -526,6 +546,13 @@ func runFactory[T any](mem *Memory, key string, c *call, factory func() (T, erro
 	}
 	finished = true
 	return v, err
+}
+
+// unclaim ends the GetOrSet call for key in mem's scope.
+func (mem *Memory) unclaim(key string) {
+	mem.tree.mu.Lock()
+	defer mem.tree.mu.Unlock()
+	delete(mem.inflight, key)
 }
 
 // Lookup returns the entry of key with its metadata (with parent
@@ -579,10 +606,19 @@ func (mem *Memory) peek(key string, local bool) (*entry, *Memory, error) {
 // key stays, and becomes visible again). It reports whether there was
 // one.
 func (mem *Memory) Remove(key string) (bool, error) {
+	ok, err := mem.remove(key)
+	if ok {
+		mem.emit(EventRemoved, key, mem.tree.cfg.Now())
+	}
+	return ok, err
+}
+
+// remove is Remove without the event.
+func (mem *Memory) remove(key string) (bool, error) {
 	t := mem.tree
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if mem.disposed {
-		t.mu.Unlock()
 		return false, mem.disposedErr()
 	}
 	_, ok := mem.entries[key]
@@ -591,19 +627,24 @@ func (mem *Memory) Remove(key string) (bool, error) {
 		t.entries--
 		mem.markLocked(key)
 	}
-	t.mu.Unlock()
-	if ok {
-		mem.emit(EventRemoved, key, t.cfg.Now())
-	}
 	return ok, nil
 }
 
 // Clear removes every entry of mem's own scope; child scopes keep theirs.
 func (mem *Memory) Clear() error {
+	if err := mem.clearOwn(); err != nil {
+		return err
+	}
+	mem.emit(EventCleared, "", mem.tree.cfg.Now())
+	return nil
+}
+
+// clearOwn is Clear without the event.
+func (mem *Memory) clearOwn() error {
 	t := mem.tree
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if mem.disposed {
-		t.mu.Unlock()
 		return mem.disposedErr()
 	}
 	t.entries -= len(mem.entries)
@@ -611,8 +652,6 @@ func (mem *Memory) Clear() error {
 		mem.markLocked(k)
 	}
 	clear(mem.entries)
-	t.mu.Unlock()
-	mem.emit(EventCleared, "", t.cfg.Now())
 	return nil
 }
 
@@ -681,26 +720,31 @@ func (mem *Memory) Child(name string) (*Memory, error) {
 	if err := mem.checkScopeName(name); err != nil {
 		return nil, err
 	}
+	c, created, err := mem.child(name)
+	if created {
+		c.emit(EventScopeCreated, "", mem.tree.cfg.Now())
+	}
+	return c, err
+}
+
+// child is Child without the event; created tells whether c is new.
+func (mem *Memory) child(name string) (c *Memory, created bool, err error) {
 	t := mem.tree
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if mem.disposed {
-		t.mu.Unlock()
-		return nil, mem.disposedErr()
+		return nil, false, mem.disposedErr()
 	}
 	if c, ok := mem.children[name]; ok {
-		t.mu.Unlock()
-		return c, nil
+		return c, false, nil
 	}
 	if t.cfg.MaxScopes > 0 && t.scopes >= t.cfg.MaxScopes {
-		t.mu.Unlock()
-		return nil, fmt.Errorf("%w: scopes: the memory has %d, the limit is %d", ErrLimit, t.scopes, t.cfg.MaxScopes)
+		return nil, false, fmt.Errorf("%w: scopes: the memory has %d, the limit is %d", ErrLimit, t.scopes, t.cfg.MaxScopes)
 	}
-	c := &Memory{tree: t, name: name, path: mem.path + "/" + name, parent: mem, entries: map[string]*entry{}, children: map[string]*Memory{}}
+	c = &Memory{tree: t, name: name, path: mem.path + "/" + name, parent: mem, entries: map[string]*entry{}, children: map[string]*Memory{}}
 	mem.children[name] = c
 	t.scopes++
-	t.mu.Unlock()
-	c.emit(EventScopeCreated, "", t.cfg.Now())
-	return c, nil
+	return c, true, nil
 }
 
 // Scopes returns the paths of mem and its live descendants, sorted.
@@ -729,19 +773,31 @@ func (mem *Memory) Scopes() []string {
 // and when the parent would exceed the entry limit (then nothing is
 // copied).
 func (mem *Memory) MergeToParent(overwrite bool) error {
+	now := mem.tree.cfg.Now()
+	p, keys, err := mem.mergeToParent(overwrite, now)
+	if err != nil {
+		return err
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		p.emit(EventSet, k, now)
+	}
+	return nil
+}
+
+// mergeToParent is MergeToParent without the events: it returns the
+// parent and the keys it set there.
+func (mem *Memory) mergeToParent(overwrite bool, now time.Time) (p *Memory, keys []string, err error) {
 	t := mem.tree
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if mem.disposed {
-		t.mu.Unlock()
-		return mem.disposedErr()
+		return nil, nil, mem.disposedErr()
 	}
-	p := mem.parent
+	p = mem.parent
 	if p == nil {
-		t.mu.Unlock()
-		return fmt.Errorf("%w: %s is the root and has no parent", ErrInvalidKey, mem.path)
+		return nil, nil, fmt.Errorf("%w: %s is the root and has no parent", ErrInvalidKey, mem.path)
 	}
-	now := t.cfg.Now()
-	var keys []string
 	added := 0
 	for k, e := range mem.entries {
 		if e.expired(now) {
@@ -757,8 +813,7 @@ func (mem *Memory) MergeToParent(overwrite bool) error {
 		keys = append(keys, k)
 	}
 	if t.cfg.MaxEntries > 0 && t.entries+added > t.cfg.MaxEntries {
-		t.mu.Unlock()
-		return fmt.Errorf("%w: entries: merging %d entries into %s would exceed %d", ErrLimit, added, p.path, t.cfg.MaxEntries)
+		return nil, nil, fmt.Errorf("%w: entries: merging %d entries into %s would exceed %d", ErrLimit, added, p.path, t.cfg.MaxEntries)
 	}
 	for _, k := range keys {
 		e := mem.entries[k]
@@ -767,12 +822,7 @@ func (mem *Memory) MergeToParent(overwrite bool) error {
 		p.markLocked(k)
 	}
 	t.entries += added
-	t.mu.Unlock()
-	slices.Sort(keys)
-	for _, k := range keys {
-		p.emit(EventSet, k, now)
-	}
-	return nil
+	return p, keys, nil
 }
 
 // Dispose clears mem's entries, disposes its descendants and detaches it
@@ -780,13 +830,23 @@ func (mem *Memory) MergeToParent(overwrite bool) error {
 // [ErrDisposed]. Disposing the root empties the whole tree. Dispose is
 // idempotent.
 func (mem *Memory) Dispose() error {
+	gone := mem.dispose()
+	now := mem.tree.cfg.Now()
+	for _, s := range gone {
+		s.emit(EventScopeDisposed, "", now)
+	}
+	return nil
+}
+
+// dispose is Dispose without the events: it returns the scopes it
+// disposed (none when mem already was).
+func (mem *Memory) dispose() (gone []*Memory) {
 	t := mem.tree
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if mem.disposed {
-		t.mu.Unlock()
 		return nil
 	}
-	var gone []*Memory
 	var walk func(s *Memory)
 	walk = func(s *Memory) {
 		for _, c := range s.children {
@@ -803,12 +863,7 @@ func (mem *Memory) Dispose() error {
 	if mem.parent != nil {
 		delete(mem.parent.children, mem.name)
 	}
-	t.mu.Unlock()
-	now := t.cfg.Now()
-	for _, s := range gone {
-		s.emit(EventScopeDisposed, "", now)
-	}
-	return nil
+	return gone
 }
 
 // Stats returns what mem and its descendants hold (expired entries not
@@ -873,19 +928,27 @@ type entrySnapshot struct {
 func (mem *Memory) Snapshot() (json.RawMessage, error) { return mem.marshal(true) }
 
 func (mem *Memory) marshal(children bool) (json.RawMessage, error) {
-	now := mem.tree.cfg.Now()
-	mem.tree.mu.RLock()
-	if mem.disposed {
-		mem.tree.mu.RUnlock()
-		return nil, mem.disposedErr()
+	root, err := mem.scopeSnapshot(children)
+	if err != nil {
+		return nil, err
 	}
-	root := mem.scopeSnapshotLocked(now, children)
-	mem.tree.mu.RUnlock()
 	b, err := json.Marshal(snapshot{Version: SnapshotVersion, scopeSnapshot: root})
 	if err != nil {
 		return nil, fmt.Errorf("kv: snapshot: %w", err)
 	}
 	return b, nil
+}
+
+// scopeSnapshot is scopeSnapshotLocked under the tree's read lock; it
+// fails on a disposed scope.
+func (mem *Memory) scopeSnapshot(children bool) (scopeSnapshot, error) {
+	now := mem.tree.cfg.Now()
+	mem.tree.mu.RLock()
+	defer mem.tree.mu.RUnlock()
+	if mem.disposed {
+		return scopeSnapshot{}, mem.disposedErr()
+	}
+	return mem.scopeSnapshotLocked(now, children), nil
 }
 
 // scopeSnapshotLocked returns mem's live entries, and with children its
@@ -916,7 +979,9 @@ func (mem *Memory) scopeSnapshotLocked(now time.Time, children bool) scopeSnapsh
 func (mem *Memory) Restore(data json.RawMessage) error { return mem.restore(data, false) }
 
 // restore is Restore; with keepChildren, mem's child scopes are kept and
-// only its own entries replaced (the snapshot must have no children).
+// only its own entries replaced (the snapshot must have no children). It
+// checks the snapshot and the tree's limits, then swaps the contents in
+// under the tree's lock.
 func (mem *Memory) restore(data json.RawMessage, keepChildren bool) error {
 	snap, entries, scopes, err := mem.parseSnapshot(data)
 	if err != nil {
@@ -927,73 +992,94 @@ func (mem *Memory) restore(data json.RawMessage, keepChildren bool) error {
 	}
 	t := mem.tree
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if mem.disposed {
-		t.mu.Unlock()
 		return mem.disposedErr()
 	}
-	// What mem's subtree holds now, to compute the tree totals after.
-	curEntries, curScopes := 0, 0
-	var count func(s *Memory)
-	count = func(s *Memory) {
-		curScopes++
-		curEntries += len(s.entries)
-		if keepChildren {
-			return
-		}
-		for _, c := range s.children {
-			count(c)
-		}
-	}
-	count(mem)
+	curEntries, curScopes := mem.sizeLocked(!keepChildren)
 	newEntries, newScopes := t.entries-curEntries+entries, t.scopes-curScopes+scopes
-	cfg := t.cfg
-	if cfg.MaxEntries > 0 && newEntries > cfg.MaxEntries {
-		t.mu.Unlock()
-		return fmt.Errorf("%w: entries: restoring would hold %d, the limit is %d", ErrLimit, newEntries, cfg.MaxEntries)
-	}
-	if cfg.MaxScopes > 0 && newScopes > cfg.MaxScopes {
-		t.mu.Unlock()
-		return fmt.Errorf("%w: scopes: restoring would make %d, the limit is %d", ErrLimit, newScopes, cfg.MaxScopes)
-	}
-	var detach func(s *Memory)
-	detach = func(s *Memory) {
-		for _, c := range s.children {
-			detach(c)
-			c.disposed = true
-			c.entries, c.children = nil, nil
-		}
+	if err := t.cfg.checkTotals(newEntries, newScopes); err != nil {
+		return err
 	}
 	if !keepChildren {
-		detach(mem)
+		mem.disposeDescendantsLocked()
 	}
-	// Every key mem held or now holds is a change to persist.
-	for k := range mem.entries {
-		mem.markLocked(k)
-	}
-	for k := range snap.Entries {
-		mem.markLocked(k)
-	}
-	var build func(s *Memory, snap scopeSnapshot)
-	build = func(s *Memory, snap scopeSnapshot) {
-		s.entries = make(map[string]*entry, len(snap.Entries))
-		if s != mem || !keepChildren {
-			s.children = map[string]*Memory{}
-		}
-		for k, e := range snap.Entries {
-			s.entries[k] = e.toEntry()
-		}
-		for _, cs := range snap.Children {
-			c := &Memory{tree: t, name: cs.Name, path: s.path + "/" + cs.Name, parent: s}
-			build(c, cs)
-			s.children[cs.Name] = c
-		}
-	}
-	build(mem, snap.scopeSnapshot)
+	mem.markReplacedLocked(snap.Entries)
+	mem.fillLocked(snap.scopeSnapshot, !keepChildren)
 	t.entries, t.scopes = newEntries, newScopes
-	t.mu.Unlock()
 	return nil
 }
 
+// sizeLocked counts the entries and scopes of mem, and with children of
+// its descendants too: what a restore replaces, to compute the tree's
+// totals after it. The tree's lock must be held.
+func (mem *Memory) sizeLocked(children bool) (entries, scopes int) {
+	entries, scopes = len(mem.entries), 1
+	if !children {
+		return entries, scopes
+	}
+	for _, c := range mem.children {
+		e, s := c.sizeLocked(true)
+		entries, scopes = entries+e, scopes+s
+	}
+	return entries, scopes
+}
+
+// checkTotals reports ErrLimit when a tree of the given totals would
+// exceed MaxEntries or MaxScopes.
+func (cfg Config) checkTotals(entries, scopes int) error {
+	if cfg.MaxEntries > 0 && entries > cfg.MaxEntries {
+		return fmt.Errorf("%w: entries: restoring would hold %d, the limit is %d", ErrLimit, entries, cfg.MaxEntries)
+	}
+	if cfg.MaxScopes > 0 && scopes > cfg.MaxScopes {
+		return fmt.Errorf("%w: scopes: restoring would make %d, the limit is %d", ErrLimit, scopes, cfg.MaxScopes)
+	}
+	return nil
+}
+
+// disposeDescendantsLocked marks every scope below mem disposed and
+// empties it, so that handles still held on them fail cleanly. The
+// tree's lock must be held.
+func (mem *Memory) disposeDescendantsLocked() {
+	for _, c := range mem.children {
+		c.disposeDescendantsLocked()
+		c.disposed = true
+		c.entries, c.children = nil, nil
+	}
+}
+
+// markReplacedLocked marks as changes to persist every key mem holds now
+// and every key it will hold after the restore. The tree's lock must be
+// held.
+func (mem *Memory) markReplacedLocked(next map[string]entrySnapshot) {
+	for k := range mem.entries {
+		mem.markLocked(k)
+	}
+	for k := range next {
+		mem.markLocked(k)
+	}
+}
+
+// fillLocked replaces mem's entries with the snapshot's and, with children,
+// its child scopes with new ones built from the snapshot's. The tree's
+// lock must be held.
+func (mem *Memory) fillLocked(snap scopeSnapshot, children bool) {
+	mem.entries = make(map[string]*entry, len(snap.Entries))
+	for k, e := range snap.Entries {
+		mem.entries[k] = e.toEntry()
+	}
+	if !children {
+		return
+	}
+	mem.children = map[string]*Memory{}
+	for _, cs := range snap.Children {
+		c := &Memory{tree: mem.tree, name: cs.Name, path: mem.path + "/" + cs.Name, parent: mem}
+		c.fillLocked(cs, true)
+		mem.children[cs.Name] = c
+	}
+}
+
+// toEntry makes a live entry from a snapshot's.
 func (e entrySnapshot) toEntry() *entry {
 	ne := &entry{raw: slices.Clone([]byte(e.Value)), meta: e.Meta, created: e.CreatedAt, updated: e.UpdatedAt, expires: e.Meta.ExpiresAt}
 	ne.accesses.Store(e.AccessCount)
@@ -1063,26 +1149,33 @@ func (mem *Memory) markLocked(key string) {
 // (and forgets them) with a snapshot of the scope's own entries taken at
 // the same instant. changed is empty when there is nothing to persist.
 func (mem *Memory) takeChanges() (changed map[string]struct{}, snap []byte, err error) {
-	t := mem.tree
-	now := t.cfg.Now()
-	t.mu.Lock()
-	if mem.disposed {
-		t.mu.Unlock()
-		return nil, nil, mem.disposedErr()
+	changed, own, err := mem.takeDirty()
+	if err != nil || len(changed) == 0 {
+		return nil, nil, err
 	}
-	if len(mem.dirty) == 0 {
-		t.mu.Unlock()
-		return nil, nil, nil
-	}
-	changed, mem.dirty = mem.dirty, map[string]struct{}{}
-	own := mem.scopeSnapshotLocked(now, false)
-	t.mu.Unlock()
 	b, err := json.Marshal(snapshot{Version: SnapshotVersion, scopeSnapshot: own})
 	if err != nil {
 		mem.keepChanges(changed)
 		return nil, nil, fmt.Errorf("kv: snapshot: %w", err)
 	}
 	return changed, b, nil
+}
+
+// takeDirty takes the keys of mem's scope changed since the last call,
+// with a snapshot of the scope's own entries at the same instant.
+func (mem *Memory) takeDirty() (changed map[string]struct{}, own scopeSnapshot, err error) {
+	t := mem.tree
+	now := t.cfg.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if mem.disposed {
+		return nil, own, mem.disposedErr()
+	}
+	if len(mem.dirty) == 0 {
+		return nil, own, nil
+	}
+	changed, mem.dirty = mem.dirty, map[string]struct{}{}
+	return changed, mem.scopeSnapshotLocked(now, false), nil
 }
 
 // keepChanges gives back keys takeChanges returned, after a persist that
