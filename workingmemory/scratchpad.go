@@ -330,10 +330,11 @@ func (l *Layer) fit(s *state, q layer.Query) string {
 	if t, ok := s.tree().(string); ok {
 		text = t
 	}
-	fits := func(block string) bool { return float64(q.Count(block)) <= q.Budget }
-	if block := layer.Fence(l.c.tag, text); fits(block) {
-		return block
+	whole := q.Count(layer.Fence(l.c.tag, text))
+	if float64(whole) <= q.Budget {
+		return layer.Fence(l.c.tag, text)
 	}
+	fits := func(block string) bool { return float64(q.Count(block)) <= q.Budget }
 	action := "remove what is no longer needed with the " + layer.ToolName(l.c.spec.ID, "update") + " tool"
 	if l.c.cfg.ReadOnly {
 		action = "it is read-only"
@@ -345,9 +346,17 @@ func (l *Layer) fit(s *state, q layer.Query) string {
 		notice := fmt.Sprintf("\n[truncated: this scratchpad is %d bytes, %d are shown; %s]", len(text), keep, action)
 		return layer.Fence(l.c.tag, text[:keep]+notice)
 	}
-	// n is the shortest prefix whose block does not fit. A counter need
-	// not grow with every byte, so the result is checked.
-	n := sort.Search(len(text), func(keep int) bool { return !fits(cut(keep)) })
+	// hi starts at the prefix the whole block's density predicts (below
+	// len(text), as the whole does not fit) and doubles until its block
+	// does not fit; n is then the shortest prefix below hi whose block
+	// does not fit. A counter need not grow with every byte, so the
+	// result is checked.
+	hi := int(float64(len(text))*q.Budget/float64(whole)) + 1
+	for hi < len(text) && fits(cut(hi)) {
+		hi = min(2*hi, len(text))
+	}
+	hi = min(hi, len(text))
+	n := sort.Search(hi, func(keep int) bool { return !fits(cut(keep)) })
 	if n == 0 {
 		return ""
 	}
