@@ -477,7 +477,7 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 		}
 	}
 	// A failed recall is reported by the stack and contributes nothing.
-	recalled, _ := r.stack.Recall(ctx, layer.Query{Text: r.input, Step: step}, r.alloc.Layers)
+	recalled, _ := r.stack.Recall(ctx, layer.Query{Text: r.input, Step: step, Counter: a.cfg.Counter}, r.alloc.Layers)
 	if err := ctx.Err(); err != nil {
 		return "", nil, err
 	}

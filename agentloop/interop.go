@@ -70,7 +70,7 @@ func (m *Memory) MemoryVariables(context.Context) []string { return []string{m.c
 // the input and returns their text under MemoryKey. A layer whose recall
 // fails contributes nothing (the stack reports it).
 func (m *Memory) LoadMemoryVariables(ctx context.Context, inputs map[string]any) (map[string]any, error) {
-	q := layer.Query{Text: pick(inputs, m.cfg.InputKey, "input"), Step: int(m.step.Load())}
+	q := layer.Query{Text: pick(inputs, m.cfg.InputKey, "input"), Step: int(m.step.Load()), Counter: m.cfg.Counter}
 	recalled, _ := m.stack.Recall(ctx, q, nil)
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -273,8 +273,8 @@ func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) er
 //
 // It returns nothing when no entity is tracked (unless RenderEmpty) or
 // the layer is disabled. When q.Budget is positive and finite and the
-// block's estimated size (one token per four bytes) exceeds it, the
-// oldest entities are left out until it fits. The block is rendered once
+// block's size ([layer.Query.Count]) exceeds it, the oldest entities are
+// left out until it fits. The block is rendered once
 // per change and reused.
 func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error) {
 	if l.cfg.Disabled {
@@ -285,7 +285,8 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 	l.expire()
 	if len(l.list) == 0 {
 		if l.cfg.RenderEmpty {
-			return []layer.Item{{Text: layer.Fence(l.tag, Header+"\n"+EmptyText)}}, nil
+			text := layer.Fence(l.tag, Header+"\n"+EmptyText)
+			return []layer.Item{{Text: text, Tokens: q.Count(text)}}, nil
 		}
 		return nil, nil
 	}
@@ -293,10 +294,12 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 		l.cache = layer.Fence(l.tag, render(l.list, l.instr)) // never ""
 	}
 	text := l.cache
-	if b := q.Budget; b > 0 && !math.IsInf(b, 1) && estimateTokens(text) > b {
+	tokens := q.Count(text)
+	if b := q.Budget; b > 0 && !math.IsInf(b, 1) && float64(tokens) > b {
 		text = ""
 		for n := len(l.list) - 1; n > 0; n-- {
-			if t := layer.Fence(l.tag, render(l.list[:n], l.instr)); estimateTokens(t) <= b {
+			t := layer.Fence(l.tag, render(l.list[:n], l.instr))
+			if tokens = q.Count(t); float64(tokens) <= b {
 				text = t
 				break
 			}
@@ -305,7 +308,7 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 			return nil, nil
 		}
 	}
-	return []layer.Item{{Text: text}}, nil
+	return []layer.Item{{Text: text, Tokens: tokens}}, nil
 }
 
 // now is Config.Now, clamped into years 0-9999 (which JSON can hold).
@@ -323,10 +326,6 @@ func (l *Layer) now() time.Time {
 // to the first layer that fences with it, so no other layer's text can
 // pass for this block.
 func (l *Layer) Tag() string { return l.tag }
-
-// estimateTokens is the token estimate used for budgets: one token per
-// four bytes, rounded up.
-func estimateTokens(s string) float64 { return float64((len(s) + 3) / 4) }
 
 // expire drops entities past their TTL. Callers hold l.mu.
 func (l *Layer) expire() {

@@ -37,7 +37,7 @@ func loadConversation(t testing.TB) conversation {
 // as commonly counted for chat models.
 const perMessage = 4
 
-func msgTokens(s string) int { return int(estimateTokens(s)) + perMessage }
+func msgTokens(s string) int { return layer.Query{}.Count(s) + perMessage }
 
 // tokenComparison returns the prompt tokens summed over the steps of c,
 // for the prompt of the model call that reads each step's tool result:
@@ -93,7 +93,7 @@ func TestConversationFixture(t *testing.T) {
 		t.Fatalf("%d steps, want 10", len(c.Steps))
 	}
 	for i, st := range c.Steps {
-		if n := int(estimateTokens(st.Result)); n < 300 || n > 800 {
+		if n := (layer.Query{}).Count(st.Result); n < 300 || n > 800 {
 			t.Errorf("step %d: tool result is %d tokens, want 300 to 800", i+1, n)
 		}
 		if !json.Valid([]byte(st.Result)) || !json.Valid([]byte(st.ToolCall.Arguments)) {

@@ -211,8 +211,9 @@ func (env Env) ScopeKey(scope Scope) string {
 	}
 }
 
-// Query is what Recall gets: the latest user input, the step and the
-// layer's allocated budget.
+// Query is what Recall gets: the latest user input, the step, the
+// layer's allocated budget and the token counter that budget is counted
+// with.
 type Query struct {
 	// Text is the user's latest message.
 	Text string
@@ -223,6 +224,11 @@ type Query struct {
 	// fits; the prompt compiler drops items that do not. The Stack always
 	// sets it; zero in a Query built by hand means "no budget given".
 	Budget float64
+	// Counter counts tokens the way the prompt compiler will (any
+	// prompt.Counter fits): a layer sets Item.Tokens and fits its budget
+	// with [Query.Count], which uses it. The Stack passes the agent's
+	// counter; nil means the default estimate.
+	Counter interface{ Count(text string) int }
 }
 
 // Item is one piece of recalled text.

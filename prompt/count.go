@@ -1,9 +1,9 @@
 package prompt
 
 import (
-	"unicode/utf8"
-
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/memlayer/memlayer/layer"
 )
 
 // Counter counts tokens in text. Implementations must be safe for
@@ -19,7 +19,9 @@ type CounterFunc func(text string) int
 func (f CounterFunc) Count(text string) int { return f(text) }
 
 // Estimate is the default [Counter]: a cheap estimate that needs no
-// tokenizer data. Its rule is
+// tokenizer data, the count of a [layer.Query] without a Counter
+// ([layer.Query.Count]), so layers and the prompt compiler share one
+// implementation. Its rule is
 //
 //	tokens = ceil((wordBytes + 2·punctBytes) / 4) + nonASCIIRunes
 //
@@ -40,27 +42,7 @@ func (f CounterFunc) Count(text string) int { return f(text) }
 // the safe side in total, but a single item can be under-counted by up
 // to about a quarter: keep a margin in [Request.Reserve], or plug in an
 // exact [Counter] when budgets must be tight.
-var Estimate Counter = CounterFunc(estimate)
-
-func estimate(text string) int {
-	word, punct, other := 0, 0, 0
-	for i := 0; i < len(text); {
-		c := text[i]
-		if c < utf8.RuneSelf {
-			if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == ' ' {
-				word++
-			} else {
-				punct++
-			}
-			i++
-			continue
-		}
-		_, n := utf8.DecodeRuneInString(text[i:])
-		other++
-		i += n
-	}
-	return (word+2*punct+3)/4 + other
-}
+var Estimate Counter = CounterFunc(layer.Query{}.Count)
 
 // MessageOverhead is the number of tokens [CountMessage] adds to every
 // message for its role and framing, about what chat APIs add per message.

@@ -45,7 +45,7 @@ func TestRecallFitsBudget(t *testing.T) {
 	}
 	fullTokens := float64(full[0].Tokens)
 	compact := "<working_memory>\n" + string(mustJSON(t, map[string]any{"notes": notes})) + "\n</working_memory>"
-	compactTokens := float64((len(compact) + 3) / 4)
+	compactTokens := float64(layer.Query{}.Count(compact))
 	if compactTokens >= fullTokens {
 		t.Fatalf("compact rendering (%v tokens) is not smaller than the indented one (%v)", compactTokens, fullTokens)
 	}
@@ -66,7 +66,7 @@ func TestRecallFitsBudget(t *testing.T) {
 			t.Fatalf("budget %v: %d items, want the scratchpad cut to fit, not dropped", budget, len(items))
 		}
 		text := items[0].Text
-		if float64(items[0].Tokens) > budget || float64((len(text)+3)/4) > budget {
+		if float64(items[0].Tokens) > budget || float64(layer.Query{}.Count(text)) > budget {
 			t.Errorf("budget %v: block of %d bytes (%d tokens) exceeds it", budget, len(text), items[0].Tokens)
 		}
 		if !strings.HasPrefix(text, "<working_memory>\n") || !strings.HasSuffix(text, "\n</working_memory>") {
@@ -122,7 +122,7 @@ func TestTrust04_RecallNeverPanicsOnDefangedOpeners(t *testing.T) {
 			continue
 		}
 		b := items[0].Text
-		if float64((len(b)+3)/4) > budget || float64(items[0].Tokens) > budget {
+		if float64(layer.Query{}.Count(b)) > budget || float64(items[0].Tokens) > budget {
 			t.Fatalf("budget %v: block of %d bytes exceeds it", budget, len(b))
 		}
 		if !strings.HasPrefix(b, "<working_memory>\n") || !strings.HasSuffix(b, "\n</working_memory>") || strings.Count(b, "<working_memory>") != 1 {

@@ -9,9 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -295,7 +295,7 @@ func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) er
 // cannot close. Zero and false are values, not emptiness. The
 // block is rendered once per state and cached.
 //
-// A block larger than q.Budget (tokens estimated as bytes/4) is not
+// A block larger than q.Budget (counted with [layer.Query.Count]) is not
 // dropped, since the prompt compiler would then leave the model with no
 // scratchpad at all: an object is first rendered as compact JSON, and
 // what still does not fit is cut, ending with a line that says how much
@@ -307,56 +307,63 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 		return nil, nil
 	}
 	block := s.rendered(l.c.tag)
-	if q.Budget > 0 && float64(estimateTokens(block)) > q.Budget {
-		block = l.fit(s, q.Budget)
+	tokens := q.Count(block)
+	if q.Budget > 0 && float64(tokens) > q.Budget {
+		block = l.fit(s, q)
 		if block == "" {
 			return nil, nil
 		}
+		tokens = q.Count(block)
 	}
-	return []layer.Item{{Text: block, Tokens: estimateTokens(block)}}, nil
+	return []layer.Item{{Text: block, Tokens: tokens}}, nil
 }
 
-// estimateTokens is the scratchpad's token estimate: a token per 4 bytes.
-func estimateTokens(s string) int { return (len(s) + 3) / 4 }
-
-// fit renders s within budget tokens: compact JSON for an object, then,
+// fit renders s within q.Budget tokens: compact JSON for an object, then,
 // if that is still too large, its first bytes and a notice of the cut.
 // It returns "" when not even the notice fits.
 //
-// The fence defangs tag openers in the text, which makes the block longer
-// than the text, so the cut is measured on the fenced block itself: each
-// round drops as many bytes as the block is over the limit (defanging
-// only lengthens text, so a round never overshoots by much) until it
-// fits.
-func (l *Layer) fit(s *state, budget float64) string {
+// The cut is measured on the fenced block itself (the fence defangs tag
+// openers, which makes the block longer than the text): a binary search
+// finds the longest prefix whose block fits.
+func (l *Layer) fit(s *state, q layer.Query) string {
 	text := string(s.enc)
 	if t, ok := s.tree().(string); ok {
 		text = t
 	}
-	limit := int(math.Min(budget, math.MaxInt32)) * 4 // estimateTokens(b) <= budget
-	if block := layer.Fence(l.c.tag, text); len(block) <= limit {
-		return block
+	whole := q.Count(layer.Fence(l.c.tag, text))
+	if float64(whole) <= q.Budget {
+		return layer.Fence(l.c.tag, text)
 	}
+	fits := func(block string) bool { return float64(q.Count(block)) <= q.Budget }
 	action := "remove what is no longer needed with the " + layer.ToolName(l.c.spec.ID, "update") + " tool"
 	if l.c.cfg.ReadOnly {
 		action = "it is read-only"
 	}
-	keep := len(text)
-	for {
-		notice := fmt.Sprintf("\n[truncated: this scratchpad is %d bytes, %d are shown; %s]", len(text), keep, action)
-		block := layer.Fence(l.c.tag, text[:keep]+notice)
-		over := len(block) - limit
-		if over <= 0 {
-			return block
-		}
-		if keep == 0 {
-			return ""
-		}
-		keep = max(keep-over, 0)
+	cut := func(keep int) string {
 		for keep > 0 && !utf8.RuneStart(text[keep]) {
 			keep--
 		}
+		notice := fmt.Sprintf("\n[truncated: this scratchpad is %d bytes, %d are shown; %s]", len(text), keep, action)
+		return layer.Fence(l.c.tag, text[:keep]+notice)
 	}
+	// hi starts at the prefix the whole block's density predicts (below
+	// len(text), as the whole does not fit) and doubles until its block
+	// does not fit; n is then the shortest prefix below hi whose block
+	// does not fit. A counter need not grow with every byte, so the
+	// result is checked.
+	hi := int(float64(len(text))*q.Budget/float64(whole)) + 1
+	for hi < len(text) && fits(cut(hi)) {
+		hi = min(2*hi, len(text))
+	}
+	hi = min(hi, len(text))
+	n := sort.Search(hi, func(keep int) bool { return !fits(cut(keep)) })
+	if n == 0 {
+		return ""
+	}
+	if block := cut(n - 1); fits(block) {
+		return block
+	}
+	return ""
 }
 
 // Tag returns the name of the block Recall fences the state in: the

@@ -286,7 +286,7 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 		return nil, nil
 	}
 	block := layer.Fence(l.tag, text)
-	return []layer.Item{{Text: block, Tokens: (len(block) + 3) / 4}}, nil
+	return []layer.Item{{Text: block, Tokens: q.Count(block)}}, nil
 }
 
 // Store implements layer.Storer: it persists the step's changes
