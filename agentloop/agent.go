@@ -38,6 +38,10 @@ type Agent struct {
 	schemas      *schemaCache
 	compiler     *prompt.Compiler
 	systemTokens int
+	// layerCounter is the counter handed to the layers' Recall: the
+	// user's Config.Counter, or nil for the default estimate (the same
+	// count as prompt.Estimate), which layers can cache with a block.
+	layerCounter prompt.Counter
 	// alternatives: the caller asked for several alternative answers
 	// (llms.WithN > 1), so a response's choices are not parts of one.
 	alternatives bool
@@ -88,11 +92,12 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Model == nil {
 		return nil, ErrNoModel
 	}
+	layerCounter := cfg.Counter // nil: the layers use (and cache) layer's default estimate
 	cfg = cfg.withDefaults()
 	cfg.Layers = slices.Clone(cfg.Layers)
 	cfg.CallOptions = slices.Clone(cfg.CallOptions)
 	cfg.Vars = maps.Clone(cfg.Vars)
-	a := &Agent{cfg: cfg, tools: make(map[string]*Tool, len(cfg.Tools)), schemas: &schemaCache{}}
+	a := &Agent{cfg: cfg, tools: make(map[string]*Tool, len(cfg.Tools)), schemas: &schemaCache{}, layerCounter: layerCounter}
 	for i := range cfg.Tools {
 		t := cfg.Tools[i]
 		if err := ValidateToolName(t.Name); err != nil {
@@ -477,7 +482,7 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 		}
 	}
 	// A failed recall is reported by the stack and contributes nothing.
-	recalled, _ := r.stack.Recall(ctx, layer.Query{Text: r.input, Step: step, Counter: a.cfg.Counter}, r.alloc.Layers)
+	recalled, _ := r.stack.Recall(ctx, layer.Query{Text: r.input, Step: step, Counter: a.layerCounter}, r.alloc.Layers)
 	if err := ctx.Err(); err != nil {
 		return "", nil, err
 	}

@@ -130,3 +130,33 @@ func TestTrust04_RecallNeverPanicsOnDefangedOpeners(t *testing.T) {
 		}
 	}
 }
+
+// With no counter in the query (the agent's default), Recall reports the
+// default estimate of its block, counted once per state and cached; a
+// counter in the query is used instead.
+func TestRecallTokensCachedDefault(t *testing.T) {
+	wm, err := workingmemory.New(workingmemory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wm.Update(t.Context(), []byte(`{"task":"About page","steps":["hero","team"]}`)); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second Recall is served from the cache
+		items, err := wm.Recall(t.Context(), layer.Query{})
+		if err != nil || len(items) != 1 {
+			t.Fatalf("Recall: %v, %v", items, err)
+		}
+		if want := (layer.Query{}).Count(items[0].Text); items[0].Tokens != want {
+			t.Errorf("Tokens = %d, want the default estimate %d", items[0].Tokens, want)
+		}
+	}
+	items, _ := wm.Recall(t.Context(), layer.Query{Counter: byteCounter{}})
+	if len(items) != 1 || items[0].Tokens != len(items[0].Text) {
+		t.Errorf("with a counter: %d tokens for %d bytes", items[0].Tokens, len(items[0].Text))
+	}
+}
+
+type byteCounter struct{}
+
+func (byteCounter) Count(s string) int { return len(s) }

@@ -307,7 +307,10 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 		return nil, nil
 	}
 	block := s.rendered(l.c.tag)
-	tokens := q.Count(block)
+	tokens := s.blockTokens // the default estimate, counted once per state
+	if q.Counter != nil || s.blockTag != l.c.tag {
+		tokens = q.Count(block)
+	}
 	if q.Budget > 0 && float64(tokens) > q.Budget {
 		block = l.fit(s, q)
 		if block == "" {

@@ -33,9 +33,10 @@ type state struct {
 	value    any     // a string or an *object, once decoded
 	spans    []int32 // for an object: member i's value is enc[spans[2i]:spans[2i+1]]
 
-	blockOnce sync.Once
-	blockTag  string // the fence tag block was rendered with
-	block     string // the rendered, fenced block; "" for an empty state
+	blockOnce   sync.Once
+	blockTag    string // the fence tag block was rendered with
+	block       string // the rendered, fenced block; "" for an empty state
+	blockTokens int    // block's tokens by the default estimate (layer.Query{}.Count)
 }
 
 // newState returns the (decoded) state holding v, encoded reusing the
@@ -92,6 +93,7 @@ func (s *state) rendered(tag string) string {
 	s.blockOnce.Do(func() {
 		s.blockTag = tag
 		s.block = s.render(tag)
+		s.blockTokens = layer.Query{}.Count(s.block)
 	})
 	if s.blockTag != tag {
 		return s.render(tag)
