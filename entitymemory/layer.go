@@ -121,6 +121,7 @@ type Layer struct {
 	spare   []Entity     // the other buffer of list, reused by addLocked
 	ebuf    []Entity     // extraction buffer of Store
 	cache   string       // rendered block; "" until rendered after a change
+	cacheN  int          // cache's tokens by the default estimate (layer.Query{}.Count)
 }
 
 // New returns an entity memory layer. It does no I/O; see [Layer.Init].
@@ -292,9 +293,13 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 	}
 	if l.cache == "" {
 		l.cache = layer.Fence(l.tag, render(l.list, l.instr)) // never ""
+		l.cacheN = layer.Query{}.Count(l.cache)
 	}
 	text := l.cache
-	tokens := q.Count(text)
+	tokens := l.cacheN // the default estimate, counted once per change
+	if q.Counter != nil {
+		tokens = q.Count(text)
+	}
 	if b := q.Budget; b > 0 && !math.IsInf(b, 1) && float64(tokens) > b {
 		text = ""
 		for n := len(l.list) - 1; n > 0; n-- {

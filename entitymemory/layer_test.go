@@ -587,3 +587,28 @@ func TestConcurrentUse(t *testing.T) {
 func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
+
+// With no counter in the query, Recall reports the default estimate of
+// its block, counted once per change; a counter in the query is used
+// instead.
+func TestRecallTokensCachedDefault(t *testing.T) {
+	l := mustNew(t, Config{})
+	store(t, l, result("get_page", ``, `{"page":{"id":"p1","title":"About"}}`))
+	for range 2 {
+		items, err := l.Recall(t.Context(), layer.Query{})
+		if err != nil || len(items) != 1 {
+			t.Fatalf("Recall: %v, %v", items, err)
+		}
+		if want := (layer.Query{}).Count(items[0].Text); items[0].Tokens != want {
+			t.Errorf("Tokens = %d, want the default estimate %d", items[0].Tokens, want)
+		}
+	}
+	items, _ := l.Recall(t.Context(), layer.Query{Counter: byteCounter{}})
+	if len(items) != 1 || items[0].Tokens != len(items[0].Text) {
+		t.Errorf("with a counter: %+v", items)
+	}
+}
+
+type byteCounter struct{}
+
+func (byteCounter) Count(s string) int { return len(s) }
