@@ -260,9 +260,16 @@ func TestWritesLandedControl(t *testing.T) {
 	procs, deletes := 4, 300
 	for _, spec := range sharedBackends(t) {
 		t.Run(spec.Backend, func(t *testing.T) {
-			r, dup := runLanded(t, spec, procs, deletes, landedWait(spec.Backend), true)
+			// Whether a write lands despite its deadline is up to timing:
+			// on SQLite few do (1 of 39 in one CI run), so a run may see
+			// no duplicate by chance. Up to three runs must show one.
+			var r landedResult
+			var dup int
+			for attempt := 0; attempt < 3 && dup == 0; attempt++ {
+				r, dup = runLanded(t, spec, procs, deletes, landedWait(spec.Backend), true)
+			}
 			if dup == 0 {
-				t.Fatalf("no delete duplicated (%d of %d failed writes landed): the scenario cannot see the failure", r.Landed, r.FailedPuts)
+				t.Fatalf("no delete duplicated in three runs (%d of %d failed writes landed in the last): the scenario cannot see the failure", r.Landed, r.FailedPuts)
 			}
 			t.Logf("FIGURE landed-writes control %s: reporting the store's error as the outcome, %d of %d failed writes had landed and %d deletes were duplicated",
 				spec.Backend, r.Landed, r.FailedPuts, dup)
