@@ -2,6 +2,7 @@ package reliability
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -36,6 +37,23 @@ var openers = map[string]func(ctx context.Context, s storeSpec) (storage.Store, 
 	},
 }
 
+// openWorkerStore decodes a worker's JSON arguments into args and opens
+// the store they name: the arguments of every worker that shares a
+// backend carry it as "store".
+func openWorkerStore(ctx context.Context, raw string, args any) (storage.Store, func() error, error) {
+	if err := json.Unmarshal([]byte(raw), args); err != nil {
+		return nil, nil, err
+	}
+	var named struct {
+		Store storeSpec `json:"store"`
+	}
+	if err := json.Unmarshal([]byte(raw), &named); err != nil {
+		return nil, nil, err
+	}
+	return openStore(ctx, named.Store)
+}
+
+// openStore opens the store s names; the func closes it.
 func openStore(ctx context.Context, s storeSpec) (storage.Store, func() error, error) {
 	open, ok := openers[s.Backend]
 	if !ok {

@@ -174,10 +174,7 @@ func skewKey(resource string) string {
 
 func entitySkewWorker(ctx context.Context, raw string, in *bufio.Scanner, out *lineWriter) error {
 	var args skewArgs
-	if err := json.Unmarshal([]byte(raw), &args); err != nil {
-		return err
-	}
-	st, closeFn, err := openStore(ctx, args.Store)
+	st, closeFn, err := openWorkerStore(ctx, raw, &args)
 	if err != nil {
 		return err
 	}
@@ -258,29 +255,10 @@ var skews = []time.Duration{-time.Hour, 0, time.Hour, -30 * time.Minute, 10 * ti
 func runEntitySkew(t *testing.T, spec storeSpec, procs, rounds int, wallClock bool) ([]skewResult, []entitymemory.Entity, time.Duration) {
 	t.Helper()
 	const resource = "site-1"
-	ws := make([]*worker, procs)
-	for p := range ws {
-		ws[p] = startWorker(t, "entity-skew", skewArgs{Store: spec, Proc: p, Rounds: rounds, Resource: resource,
-			Skew: skews[p%len(skews)], Capacity: 2 * procs, WallClock: wallClock})
-	}
-	for _, w := range ws {
-		w.expect(t, "ready", time.Minute)
-	}
-	start := time.Now()
-	for _, w := range ws {
-		w.send(t, "go")
-	}
-	results := make([]skewResult, procs)
-	for p, w := range ws {
-		line := w.expect(t, "result", 5*time.Minute)
-		if err := json.Unmarshal([]byte(line), &results[p]); err != nil {
-			t.Fatalf("worker %d result %q: %v", p, line, err)
-		}
-	}
-	elapsed := time.Since(start)
-	for _, w := range ws {
-		w.wait(t, time.Minute)
-	}
+	results, elapsed := runWorkers[skewResult](t, "entity-skew", procs, 5*time.Minute, func(p int) any {
+		return skewArgs{Store: spec, Proc: p, Rounds: rounds, Resource: resource,
+			Skew: skews[p%len(skews)], Capacity: 2 * procs, WallClock: wallClock}
+	})
 	final, _, err := readEntities(t.Context(), mustOpen(t, spec), skewKey(resource))
 	if err != nil {
 		t.Fatal(err)

@@ -154,10 +154,7 @@ func kvScopeAgent(st storage.Store, steps int, shared bool, leaks *atomic.Int64)
 // "leaks N": the other users' keys the model was shown.
 func kvUser(ctx context.Context, raw string, _ *bufio.Scanner, out *lineWriter) error {
 	var args kvUserArgs
-	if err := json.Unmarshal([]byte(raw), &args); err != nil {
-		return err
-	}
-	st, closeFn, err := openStore(ctx, args.Store)
+	st, closeFn, err := openWorkerStore(ctx, raw, &args)
 	if err != nil {
 		return err
 	}

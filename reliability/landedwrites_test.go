@@ -118,10 +118,7 @@ func listLen(ctx context.Context, st storage.Store, key, list string) (int, erro
 
 func landedWriter(ctx context.Context, raw string, in *bufio.Scanner, out *lineWriter) error {
 	var args landedArgs
-	if err := json.Unmarshal([]byte(raw), &args); err != nil {
-		return err
-	}
-	st, closeFn, err := openStore(ctx, args.Store)
+	st, closeFn, err := openWorkerStore(ctx, raw, &args)
 	if err != nil {
 		return err
 	}
@@ -189,23 +186,11 @@ func landedWriter(ctx context.Context, raw string, in *bufio.Scanner, out *lineW
 func runLanded(t *testing.T, spec storeSpec, procs, deletes int, maxWait time.Duration, control bool) (landedResult, int) {
 	t.Helper()
 	const resource = "team-1"
-	ws := make([]*worker, procs)
-	for p := range ws {
-		ws[p] = startWorker(t, "landed-writer", landedArgs{Store: spec, Resource: resource, Proc: p, Deletes: deletes, MaxWait: int64(maxWait), Control: control})
-	}
-	for _, w := range ws {
-		w.expect(t, "ready", time.Minute)
-	}
-	for _, w := range ws {
-		w.send(t, "go")
-	}
+	results, _ := runWorkers[landedResult](t, "landed-writer", procs, 10*time.Minute, func(p int) any {
+		return landedArgs{Store: spec, Resource: resource, Proc: p, Deletes: deletes, MaxWait: int64(maxWait), Control: control}
+	})
 	var sum landedResult
-	for p, w := range ws {
-		var r landedResult
-		if err := json.Unmarshal([]byte(w.expect(t, "result", 10*time.Minute)), &r); err != nil {
-			t.Fatalf("worker %d: %v", p, err)
-		}
-		w.wait(t, time.Minute)
+	for _, r := range results {
 		sum.Attempts += r.Attempts
 		sum.FailedPuts += r.FailedPuts
 		sum.Landed += r.Landed

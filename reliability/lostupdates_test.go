@@ -69,10 +69,7 @@ func init() {
 // call takes.
 func scratchpadWriter(ctx context.Context, raw string, in *bufio.Scanner, out *lineWriter) error {
 	var args writerArgs
-	if err := json.Unmarshal([]byte(raw), &args); err != nil {
-		return err
-	}
-	st, closeFn, err := openStore(ctx, args.Store)
+	st, closeFn, err := openWorkerStore(ctx, raw, &args)
 	if err != nil {
 		return err
 	}
@@ -125,10 +122,7 @@ func scratchpadWriter(ctx context.Context, raw string, in *bufio.Scanner, out *l
 // another writer's keys on conflict).
 func kvWriter(ctx context.Context, raw string, in *bufio.Scanner, out *lineWriter) error {
 	var args writerArgs
-	if err := json.Unmarshal([]byte(raw), &args); err != nil {
-		return err
-	}
-	st, closeFn, err := openStore(ctx, args.Store)
+	st, closeFn, err := openWorkerStore(ctx, raw, &args)
 	if err != nil {
 		return err
 	}
@@ -177,29 +171,9 @@ func kvWriter(ctx context.Context, raw string, in *bufio.Scanner, out *lineWrite
 // result.
 func runWriters(t *testing.T, role string, spec storeSpec, procs, updates int, resource string, blind bool) ([]writerResult, time.Duration) {
 	t.Helper()
-	ws := make([]*worker, procs)
-	for p := range ws {
-		ws[p] = startWorker(t, role, writerArgs{Store: spec, Proc: p, Updates: updates, Resource: resource, Blind: blind})
-	}
-	for _, w := range ws {
-		w.expect(t, "ready", time.Minute)
-	}
-	start := time.Now()
-	for _, w := range ws {
-		w.send(t, "go")
-	}
-	results := make([]writerResult, procs)
-	for p, w := range ws {
-		line := w.expect(t, "result", 10*time.Minute)
-		if err := json.Unmarshal([]byte(line), &results[p]); err != nil {
-			t.Fatalf("worker %d result %q: %v", p, line, err)
-		}
-	}
-	elapsed := time.Since(start)
-	for _, w := range ws {
-		w.wait(t, time.Minute)
-	}
-	return results, elapsed
+	return runWorkers[writerResult](t, role, procs, 10*time.Minute, func(p int) any {
+		return writerArgs{Store: spec, Proc: p, Updates: updates, Resource: resource, Blind: blind}
+	})
 }
 
 // TestLostUpdates runs 8 processes × 200 updates, each adding a distinct

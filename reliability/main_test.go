@@ -114,6 +114,38 @@ type worker struct {
 	exit   error         // the exit status, set before done is closed
 }
 
+// runWorkers starts procs workers of role, worker p with args(p), waits
+// until every one is ready, releases them together, and returns each
+// one's "result" line decoded into an R (waiting at most resultWait for
+// each) with the wall time from release to the last result. It waits for
+// every worker to exit.
+func runWorkers[R any](t *testing.T, role string, procs int, resultWait time.Duration, args func(p int) any) ([]R, time.Duration) {
+	t.Helper()
+	ws := make([]*worker, procs)
+	for p := range ws {
+		ws[p] = startWorker(t, role, args(p))
+	}
+	for _, w := range ws {
+		w.expect(t, "ready", time.Minute)
+	}
+	start := time.Now()
+	for _, w := range ws {
+		w.send(t, "go")
+	}
+	results := make([]R, procs)
+	for p, w := range ws {
+		line := w.expect(t, "result", resultWait)
+		if err := json.Unmarshal([]byte(line), &results[p]); err != nil {
+			t.Fatalf("worker %d result %q: %v", p, line, err)
+		}
+	}
+	elapsed := time.Since(start)
+	for _, w := range ws {
+		w.wait(t, time.Minute)
+	}
+	return results, elapsed
+}
+
 // startWorker starts this test binary as a worker of role with args
 // (marshalled to JSON). The process is killed when the test ends.
 func startWorker(t *testing.T, role string, args any) *worker {

@@ -49,10 +49,7 @@ func init() {
 // returns it.
 func returnParent(ctx context.Context, raw string, in *bufio.Scanner, out *lineWriter) error {
 	var args returnArgs
-	if err := json.Unmarshal([]byte(raw), &args); err != nil {
-		return err
-	}
-	st, closeFn, err := openStore(ctx, args.Store)
+	st, closeFn, err := openWorkerStore(ctx, raw, &args)
 	if err != nil {
 		return err
 	}
@@ -125,10 +122,7 @@ func returnParent(ctx context.Context, raw string, in *bufio.Scanner, out *lineW
 // i mod procs; the contested ones too) to its own value, one update each.
 func returnSibling(ctx context.Context, raw string, in *bufio.Scanner, out *lineWriter) error {
 	var args returnArgs
-	if err := json.Unmarshal([]byte(raw), &args); err != nil {
-		return err
-	}
-	st, closeFn, err := openStore(ctx, args.Store)
+	st, closeFn, err := openWorkerStore(ctx, raw, &args)
 	if err != nil {
 		return err
 	}
