@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -160,7 +159,7 @@ func New(cfg Config) (*Layer, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	l := &Layer{cfg: cfg, spec: spec, instr: cfg.Instructions, tag: strings.ReplaceAll(cfg.ID, "-", "_")}
+	l := &Layer{cfg: cfg, spec: spec, instr: cfg.Instructions, tag: layer.FenceTag(cfg.ID)}
 	if l.instr == "" {
 		l.instr = DefaultInstructions
 	}

@@ -6,6 +6,16 @@ import (
 	"unicode/utf8"
 )
 
+// FenceTag returns the tag a layer fences its block with: its ID with
+// every '-' replaced by '_' ("working-memory" gives "working_memory",
+// "entities" gives "entities"). IDs are unique in a stack, so each layer
+// keeps its own fence: the prompt compiler gives a tag to the first layer
+// that fences with it and treats another layer wearing the same fence as
+// unfenced. The built-in layers all use it.
+func FenceTag(layerID string) string {
+	return strings.ReplaceAll(layerID, "-", "_")
+}
+
 // Fence wraps untrusted text in an XML-style block, <tag>\ntext\n</tag>, so
 // that the text cannot end the block early or open a block of the same
 // name: every opener of a tag-like text naming tag is replaced by "&lt;"

@@ -128,7 +128,7 @@
 //
 // # Fence tags
 //
-// The block's tag is the layer ID with '-' replaced by '_' ([FenceTag]):
+// The block's tag is the layer ID with '-' replaced by '_' ([layer.FenceTag]):
 // <working_memory> for the default ID "working-memory", <plan> for a
 // scratchpad with ID "plan". The prompt compiler gives a fence tag to the
 // first layer (in slot order) that fences with it and defangs it in every

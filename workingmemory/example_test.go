@@ -170,7 +170,7 @@ func ExampleLayer_Store() {
 
 // Two scratchpads in one stack fence their blocks with tags derived from
 // their IDs, so each keeps its own fence in the prompt.
-func ExampleFenceTag() {
+func ExampleLayer_Tag() {
 	ctx := context.Background()
 	notes, err := workingmemory.New(workingmemory.Config{Template: "draft the launch post"})
 	if err != nil {
@@ -184,7 +184,7 @@ func ExampleFenceTag() {
 		items, _ := l.Recall(ctx, layer.Query{})
 		fmt.Printf("%s (tag %s):\n%s\n", l.Spec().ID, l.Tag(), items[0].Text)
 	}
-	fmt.Println(workingmemory.FenceTag("sub-task-notes"))
+	fmt.Println(layer.FenceTag("sub-task-notes"))
 	// Output:
 	// working-memory (tag working_memory):
 	// <working_memory>

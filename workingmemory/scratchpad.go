@@ -54,7 +54,7 @@ type Layer struct {
 type compiled struct {
 	cfg       Config
 	spec      layer.Spec
-	tag       string  // the fence tag, from the ID (see FenceTag)
+	tag       string  // the fence tag, from the ID (see layer.FenceTag)
 	schema    *schema // nil: no schema
 	tmpl      any     // the initial state, immutable
 	tmplState *state  // its encoding
@@ -104,7 +104,7 @@ func New(cfg Config) (*Layer, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &compiled{cfg: cfg, spec: spec, tag: FenceTag(cfg.ID), schema: sch, merger: merger{nullReplaces: cfg.NullReplaces}}
+	c := &compiled{cfg: cfg, spec: spec, tag: layer.FenceTag(cfg.ID), schema: sch, merger: merger{nullReplaces: cfg.NullReplaces}}
 	if c.tmpl, err = c.template(); err != nil {
 		return nil, err
 	}
@@ -291,7 +291,7 @@ func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) er
 
 // Recall implements layer.Layer: a non-empty state (text, or an object
 // rendered as indented JSON) fenced in a block named after the layer ID
-// (<working_memory> for the default ID, see [FenceTag]) that its content
+// (<working_memory> for the default ID, see [layer.FenceTag]) that its content
 // cannot close. Zero and false are values, not emptiness. The
 // block is rendered once per state and cached.
 //
@@ -370,20 +370,9 @@ func (l *Layer) fit(s *state, q layer.Query) string {
 }
 
 // Tag returns the name of the block Recall fences the state in: the
-// layer ID with '-' replaced by '_' ([FenceTag]).
+// layer ID with '-' replaced by '_' ([layer.FenceTag]).
 func (l *Layer) Tag() string {
 	return l.c.tag
-}
-
-// FenceTag returns the fence tag of a scratchpad with the given layer ID:
-// the ID with every '-' replaced by '_' ("working-memory" gives
-// "working_memory", which is [Tag]; "plan" gives "plan"). Each
-// scratchpad of a stack has its own ID, so each fences its block with
-// its own tag: the prompt compiler gives a tag to the first layer that
-// fences with it and treats another layer wearing the same fence as
-// unfenced.
-func FenceTag(id string) string {
-	return strings.ReplaceAll(id, "-", "_")
 }
 
 // State returns a deep copy of the current state: a string, or a

@@ -1273,8 +1273,8 @@ func TestFenceTagFromID(t *testing.T) {
 			}
 		})
 	}
-	if FenceTag(DefaultID) != Tag {
-		t.Errorf("FenceTag(%q) = %q, want Tag %q", DefaultID, FenceTag(DefaultID), Tag)
+	if layer.FenceTag(DefaultID) != Tag {
+		t.Errorf("layer.FenceTag(%q) = %q, want Tag %q", DefaultID, layer.FenceTag(DefaultID), Tag)
 	}
 	// Two scratchpads of one stack: distinct tags.
 	wm, plan := newLayer(t, Config{Template: "a"}), newLayer(t, Config{ID: "plan", Template: "b"})

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 
 	"github.com/memlayer/memlayer/layer"
@@ -130,7 +129,7 @@ func NewLayer(cfg LayerConfig) (*Layer, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	return &Layer{cfg: cfg, spec: spec, tag: strings.ReplaceAll(cfg.ID, "-", "_")}, nil
+	return &Layer{cfg: cfg, spec: spec, tag: layer.FenceTag(cfg.ID)}, nil
 }
 
 // From returns the key-value memory of the run that stack belongs to:
