@@ -120,6 +120,11 @@ type Config struct {
 	// cancelled (context.WithoutCancel) with this deadline, so what the
 	// tools did is not lost. Zero is DefaultSaveTimeout.
 	SaveTimeout time.Duration
+	// History says what of the thread's history the model is sent: by
+	// default a window of recent turns and a rolling summary of the older
+	// ones, shown by the built-in history-summary layer (see
+	// [HistoryConfig]).
+	History HistoryConfig
 	// RestoreLayers makes a resumed thread restore the layers' state from
 	// its checkpoint, for layers of thread or execution scope, after
 	// Init. Layers that persist their own state (the usual case) load it
@@ -189,6 +194,7 @@ func (c Config) withDefaults() Config {
 	if c.Counter == nil {
 		c.Counter = prompt.Estimate
 	}
+	c.History = c.History.withDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
