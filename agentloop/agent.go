@@ -594,7 +594,7 @@ func (r *run) runTools(ctx context.Context, step int, calls []call, turn *layer.
 	for i, res := range turn.Results {
 		r.msgs = append(r.msgs, llms.MessageContent{
 			Role:  llms.ChatMessageTypeTool,
-			Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: res.CallID, Name: calls[i].FunctionCall.Name, Content: capResult(res.Content, r.a.cfg.MaxToolResultBytes)}},
+			Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: res.CallID, Name: calls[i].FunctionCall.Name, Content: capResult(res.Content, r.a.cfg.MaxToolResultBytes, res.CallID)}},
 		})
 	}
 	return took

@@ -345,9 +345,10 @@ func compactReference(name, content string) string {
 
 // capResult returns a tool result as the history keeps it: whole up to
 // limit bytes; a longer one cut to its first limit bytes (at a UTF-8
-// boundary) and followed by a note giving its size. A negative limit
-// keeps it whole.
-func capResult(s string, limit int) string {
+// boundary) and followed by a note giving its size and the ID of its
+// call, by which the whole result can be read back (the episodic
+// layer keeps it). A negative limit keeps it whole.
+func capResult(s string, limit int, callID string) string {
 	if limit < 0 || len(s) <= limit {
 		return s
 	}
@@ -355,5 +356,5 @@ func capResult(s string, limit int) string {
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return s[:cut] + "\n[agentloop: result truncated: " + strconv.Itoa(len(s)) + " bytes, of which the first " + strconv.Itoa(cut) + " are shown]"
+	return s[:cut] + "\n[agentloop: result truncated: " + strconv.Itoa(len(s)) + " bytes, of which the first " + strconv.Itoa(cut) + " are shown; full result: call " + callID + "]"
 }

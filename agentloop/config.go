@@ -110,8 +110,11 @@ type Config struct {
 	// MaxToolResultBytes caps what one tool result puts into the history
 	// (and so into every later prompt of the turn and the checkpoint): a
 	// longer result is cut at a UTF-8 boundary and followed by a note
-	// giving its full size. The layers' Store still gets the whole result
-	// (entity extraction reads it all). Zero is
+	// giving its full size and its call's ID ("[agentloop: result
+	// truncated: N bytes, of which the first M are shown; full result:
+	// call ID]"), by which a layer that keeps whole results (episodic
+	// memory) lets the model read it. The layers' Store still gets the
+	// whole result (entity extraction reads it all). Zero is
 	// DefaultMaxToolResultBytes; negative means no cap.
 	MaxToolResultBytes int
 	// SaveTimeout bounds the recording of a run stopped by its context

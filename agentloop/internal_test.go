@@ -177,7 +177,7 @@ func FuzzCompactReference(f *testing.F) {
 		// capResult keeps at most limit bytes of the result, whole runes
 		// only, and gives the original size.
 		for _, limit := range []int{0, 1, 2, 3, 5, len(content) / 2, len(content)} {
-			got := capResult(content, limit)
+			got := capResult(content, limit, "c1")
 			if len(content) <= limit {
 				if got != content {
 					t.Fatalf("capResult(%d) changed a short result: %q", limit, got)
@@ -190,7 +190,7 @@ func FuzzCompactReference(f *testing.F) {
 				t.Fatalf("capResult(%q, %d) = %q: no note", content, limit, got)
 			}
 			kept, note := got[:i], got[i+len(mark):]
-			if len(kept) > limit || !strings.HasPrefix(content, kept) || !strings.HasPrefix(note, strconv.Itoa(len(content))+" bytes") {
+			if len(kept) > limit || !strings.HasPrefix(content, kept) || !strings.HasPrefix(note, strconv.Itoa(len(content))+" bytes") || !strings.HasSuffix(note, "; full result: call c1]") {
 				t.Fatalf("capResult(%q, %d) = %q", content, limit, got)
 			}
 			if utf8.ValidString(content) && !utf8.ValidString(kept) {
