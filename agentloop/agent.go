@@ -953,7 +953,9 @@ func (r *run) normalizeCalls(choice *llms.ContentChoice, step int) []call {
 		sent := call{name: fc.Name, args: fc.Arguments}
 		sent.badArgs = replayableCall(&fc)
 		if c.ID == "" {
-			c.ID = "call_" + strconv.Itoa(step) + "_" + strconv.Itoa(i)
+			// Numbered by the AI message's index in the thread, so
+			// unique in the thread although a run loads only its tail.
+			c.ID = "call_" + strconv.Itoa(r.base+len(r.msgs)) + "_" + strconv.Itoa(i)
 		}
 		for base, n := c.ID, 1; r.callIDs[c.ID]; n++ {
 			c.ID = base + "_" + strconv.Itoa(n)

@@ -268,7 +268,7 @@ func (s *DeterministicSummarizer) fit(lines []string) string {
 		lines = lines[1:]
 		out = join()
 	}
-	for count(out) > limit && len(seen) > 0 {
+	for len(seen) > 0 && count(entitiesHeader+strings.Join(seen, "; ")) > limit {
 		seen = seen[1:]
 		out = join()
 	}
@@ -374,7 +374,7 @@ func (l *summaryLayer) Recall(_ context.Context, q layer.Query) ([]layer.Item, e
 	if s.Text == "" {
 		return nil, nil
 	}
-	text := "Summary of the earlier conversation (older than the messages below; IDs are exact):\n" + s.Text
+	text := "Summary of the earlier conversation, older than the messages below (IDs are exact):\n" + layer.Fence(layer.FenceTag(SummaryLayerID), s.Text)
 	return []layer.Item{{Text: text, Tokens: q.Count(text)}}, nil
 }
 

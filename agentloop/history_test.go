@@ -3,13 +3,17 @@ package agentloop_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/storage"
 )
 
 // TestHistory02_TruncationNoteNamesTheCall: the note of a result cut in
@@ -34,5 +38,188 @@ func TestHistory02_TruncationNoteNamesTheCall(t *testing.T) {
 	want := "\n[agentloop: result truncated: 300 bytes, of which the first 100 are shown; full result: call " + id + "]"
 	if id == "" || !strings.HasSuffix(content, want) {
 		t.Errorf("truncated result ends %q, want the note %q", content[min(len(content), 100):], want)
+	}
+}
+
+// pagesTool creates a page named after its title and returns it with
+// padding up to about pad bytes, as a CMS would return a page.
+func pagesTool(pad int) agentloop.Tool {
+	var mu sync.Mutex
+	n := 0
+	return agentloop.Tool{Name: "createPage", Call: func(_ context.Context, args json.RawMessage) (string, error) {
+		var in struct{ Title string }
+		_ = json.Unmarshal(args, &in)
+		mu.Lock()
+		n++
+		id := fmt.Sprintf("page_%d", n)
+		mu.Unlock()
+		return fmt.Sprintf(`{"page":{"id":%q,"title":%q,"body":%q}}`, id, in.Title, strings.Repeat("lorem ipsum ", pad/12)), nil
+	}}
+}
+
+// pagesPolicy creates a page named after the user's message, then
+// answers with its ID.
+func pagesPolicy(_ context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
+	if res := r.ToolResults(); len(res) > 0 {
+		var out struct{ Page struct{ ID string } }
+		_ = json.Unmarshal([]byte(res[0].Content), &out)
+		return agenttest.Text("Created " + out.Page.ID + "."), nil
+	}
+	return agenttest.Calls(agenttest.Call("createPage", map[string]string{"title": r.LastUser()})), nil
+}
+
+// humans counts the user messages of msgs.
+func humans(msgs []llms.MessageContent) int {
+	n := 0
+	for _, m := range msgs {
+		if m.Role == llms.ChatMessageTypeHuman {
+			n++
+		}
+	}
+	return n
+}
+
+// TestHistory03_WindowAndSummaryThreshold: each request holds the
+// current turn, MaxTurns turns before it and fewer than SummarizeAfter
+// that wait to be summarized; every page ID the window no longer holds
+// is in the summary block; summaries are versioned and stored with the
+// thread, and each covers whole turns.
+func TestHistory03_WindowAndSummaryThreshold(t *testing.T) {
+	store := storage.NewMemory()
+	model := agenttest.NewFunc(pagesPolicy)
+	h := agentloop.HistoryConfig{MaxTurns: 2, SummarizeAfter: 2}
+	a := mustAgent(t, agentloop.Config{Model: model, Store: store, Tools: []agentloop.Tool{pagesTool(100)}, History: h})
+	const turns = 12
+	for i := 1; i <= turns; i++ {
+		model.Reset()
+		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("Page %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		req := model.Requests()[0]
+		if n := humans(req.Messages); n > h.MaxTurns+h.SummarizeAfter || n < min(i, h.MaxTurns+1) {
+			t.Errorf("turn %d: %d turns in the request, want %d to %d", i, n, min(i, h.MaxTurns+1), h.MaxTurns+h.SummarizeAfter)
+		}
+		var sent strings.Builder
+		for _, m := range req.Messages[1:] {
+			for _, p := range m.Parts {
+				fmt.Fprint(&sent, p)
+			}
+		}
+		for j := 1; j < i; j++ {
+			id := fmt.Sprintf("page_%d ", j)
+			if !strings.Contains(sent.String(), fmt.Sprintf("page_%d\"", j)) && !strings.Contains(req.System(), id) {
+				t.Errorf("turn %d: page_%d is neither in the window nor in the summary:\n%s", i, j, req.System())
+			}
+		}
+		if i > h.MaxTurns+h.SummarizeAfter && !strings.Contains(req.System(), "<history_summary>") {
+			t.Errorf("turn %d: no summary block:\n%s", i, req.System())
+		}
+	}
+	ck, err := a.LoadCheckpoint(t.Context(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Turns of four messages; the summary covers 10 of the 12 after turn
+	// 12 (made after turns 4, 6, 8, 10 and 12).
+	if ck.Summary.Version != 5 || ck.Summary.Covers != 4*10 || ck.First != ck.Summary.Covers || ck.Total != 4*turns || len(ck.Messages) != ck.Total-ck.First {
+		t.Errorf("summary v%d covers %d; messages %d from %d of %d", ck.Summary.Version, ck.Summary.Covers, len(ck.Messages), ck.First, ck.Total)
+	}
+	if ck.Messages[0].Role != agentloop.RoleUser {
+		t.Errorf("the window starts with a %s message, not a turn", ck.Messages[0].Role)
+	}
+	// The full transcript has every message.
+	all, first, err := a.Transcript(t.Context(), "t")
+	if err != nil || first != 0 || len(all) != 4*turns {
+		t.Errorf("transcript: %v, %d messages from %d", err, len(all), first)
+	}
+}
+
+// TestHistory04_DeterministicSummarizerKeepsIDs: the summary keeps the
+// request, each tool with its call ID and the entities (ID and name) its
+// result mentions, also from a truncated result, and the outcome; when
+// it outgrows its budget, the oldest lines fold into a list that still
+// has every ID.
+func TestHistory04_DeterministicSummarizerKeepsIDs(t *testing.T) {
+	cut := `{"pages":[{"id":"page_7","title":"Team"},{"id":"page_8","title":"Jobs"},{"id":"page_9","ti`
+	msgs := []agentloop.StoredMessage{
+		{Role: agentloop.RoleUser, Text: "Create the About page"},
+		{Role: agentloop.RoleAssistant, ToolCalls: []agentloop.StoredToolCall{{ID: "c1", Name: "createPage", Arguments: `{"title":"About"}`}}},
+		{Role: agentloop.RoleTool, ToolResults: []agentloop.StoredToolResult{{CallID: "c1", Name: "createPage", Content: `{"page":{"id":"page_101","title":"About"}}`}}},
+		{Role: agentloop.RoleAssistant, Text: "Created page_101."},
+		{Role: agentloop.RoleUser, Text: "List the pages"},
+		{Role: agentloop.RoleAssistant, ToolCalls: []agentloop.StoredToolCall{{ID: "c2", Name: "listPages", Arguments: `{}`}}},
+		{Role: agentloop.RoleTool, ToolResults: []agentloop.StoredToolResult{{CallID: "c2", Name: "listPages", Content: cut}}},
+		{Role: agentloop.RoleAssistant, ToolCalls: []agentloop.StoredToolCall{{ID: "c3", Name: "deletePage", Arguments: `{"pageId":"page_7"}`}}},
+		{Role: agentloop.RoleTool, ToolResults: []agentloop.StoredToolResult{{CallID: "c3", Name: "deletePage", Content: "error: page_7 is locked"}}},
+		{Role: agentloop.RoleAssistant, Text: "Three pages; page_7 could not be deleted."},
+	}
+	s := &agentloop.DeterministicSummarizer{}
+	got, err := s.Summarize(t.Context(), "", msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `- User: Create the About page | createPage (call c1) → page_101 "About" | answer: Created page_101.
+- User: List the pages | listPages (call c2) → page_7 "Team", page_8 "Jobs", page_9 | deletePage (call c3) failed | answer: Three pages; page_7 could not be deleted.`
+	if got != want {
+		t.Errorf("summary:\n%s\nwant\n%s", got, want)
+	}
+	// The same input gives the same summary; a later call extends it.
+	again, _ := s.Summarize(t.Context(), "", msgs)
+	if again != got {
+		t.Errorf("not deterministic:\n%s\n%s", again, got)
+	}
+	// A small budget folds the oldest lines and keeps their IDs.
+	small := &agentloop.DeterministicSummarizer{MaxTokens: 40}
+	folded, _ := small.Summarize(t.Context(), got, msgs[:4])
+	for _, id := range []string{"page_101", "page_7", "page_8", "page_9"} {
+		if !strings.Contains(folded, id) {
+			t.Errorf("folded summary lost %s:\n%s", id, folded)
+		}
+	}
+	if !strings.HasPrefix(folded, "Entities seen earlier: ") {
+		t.Errorf("folded summary:\n%s", folded)
+	}
+}
+
+// TestHistory05_WindowNeverSplitsAToolPair: with a token cap that forces
+// turns out of the window mid-run, every request pairs each tool call
+// with its result and the current user message is always sent.
+func TestHistory05_WindowNeverSplitsAToolPair(t *testing.T) {
+	calls := 0
+	model := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
+		if n := len(r.ToolResults()); n > 0 && calls%3 == 0 {
+			return agenttest.Text("done"), nil
+		}
+		calls++
+		return agenttest.Calls(agenttest.Call("createPage", `{"title":"a"}`), agenttest.Call("createPage", `{"title":"b"}`)), nil
+	})
+	a := mustAgent(t, agentloop.Config{Model: model, Tools: []agentloop.Tool{pagesTool(400)},
+		History: agentloop.HistoryConfig{MaxTurns: 3, MaxTokens: 900}})
+	for i := range 8 {
+		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("turn %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, r := range model.Requests() {
+		calls, results := map[string]bool{}, map[string]bool{}
+		for _, m := range r.Messages {
+			for _, p := range m.Parts {
+				switch p := p.(type) {
+				case llms.ToolCall:
+					calls[p.ID] = true
+				case llms.ToolCallResponse:
+					results[p.ToolCallID] = true
+				}
+			}
+		}
+		if !reflect.DeepEqual(calls, results) {
+			t.Fatalf("request %d: calls %v, results %v", k, calls, results)
+		}
+		if r.LastUser() == "" {
+			t.Fatalf("request %d has no user message", k)
+		}
+	}
+	if !strings.Contains(model.Requests()[len(model.Requests())-1].System(), "turn 0") {
+		t.Errorf("the oldest turn is in neither the window nor the summary")
 	}
 }
