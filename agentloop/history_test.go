@@ -3,11 +3,15 @@ package agentloop_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -221,5 +225,243 @@ func TestHistory05_WindowNeverSplitsAToolPair(t *testing.T) {
 	}
 	if !strings.Contains(model.Requests()[len(model.Requests())-1].System(), "turn 0") {
 		t.Errorf("the oldest turn is in neither the window nor the summary")
+	}
+}
+
+// TestHistory06_ConcurrentRunsKeepEveryMessage: two agents run one
+// thread at once. A run that loses the head's compare-and-swap gets
+// ErrConflict and none of its segments becomes visible; every run that
+// won is in the transcript once, whole, and no segment is left that the
+// head does not reach.
+func TestHistory06_ConcurrentRunsKeepEveryMessage(t *testing.T) {
+	store := storage.NewMemory()
+	slow := pagesTool(50)
+	call := slow.Call
+	slow.Call = func(ctx context.Context, args json.RawMessage) (string, error) {
+		time.Sleep(200 * time.Microsecond)
+		return call(ctx, args)
+	}
+	var mu sync.Mutex
+	won := map[string]bool{}
+	var wg sync.WaitGroup
+	for g := range 2 {
+		a := mustAgent(t, agentloop.Config{Model: agenttest.NewFunc(pagesPolicy), Store: store, Tools: []agentloop.Tool{slow},
+			Logger: slog.New(slog.DiscardHandler), History: agentloop.HistoryConfig{MaxTurns: 2, SummarizeAfter: 1}})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range 15 {
+				in := fmt.Sprintf("g%d-%d", g, k)
+				_, err := a.Run(context.Background(), agentloop.RunInput{ThreadID: "t", Input: in})
+				var ce *agentloop.CheckpointError
+				switch {
+				case err == nil:
+					mu.Lock()
+					won[in] = true
+					mu.Unlock()
+				case errors.As(err, &ce) && errors.Is(err, storage.ErrConflict):
+					if ce.SavedMessages > 0 {
+						t.Errorf("%s: lost after saving %d messages; the test's runs save once", in, ce.SavedMessages)
+					}
+				default:
+					t.Errorf("%s: %v", in, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	msgs, _, err := mustAgent(t, agentloop.Config{Model: agenttest.New(), Store: store}).Transcript(t.Context(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for i, m := range msgs {
+		if m.Role != agentloop.RoleUser {
+			continue
+		}
+		seen[m.Text]++
+		if i+3 >= len(msgs) || msgs[i+2].Role != agentloop.RoleTool || msgs[i+3].Role != agentloop.RoleAssistant {
+			t.Errorf("turn %s is not whole", m.Text)
+		}
+	}
+	for in := range won {
+		if seen[in] != 1 {
+			t.Errorf("run %s won but is in the transcript %d times", in, seen[in])
+		}
+	}
+	if len(seen) != len(won) || len(msgs) != 4*len(won) {
+		t.Errorf("transcript has %d turns (%d messages), %d runs won", len(seen), len(msgs), len(won))
+	}
+	if len(won) == 30 {
+		t.Log("no run overlapped another")
+	}
+	keys, _ := store.List(t.Context(), storage.ThreadPrefix("t"))
+	segs := 0
+	for _, k := range keys {
+		if strings.Contains(k, "/seg.") {
+			segs++
+		}
+	}
+	if segs != 2*len(won) {
+		t.Errorf("%d segments stored for %d turns of two steps: a lost run left records", segs, len(won))
+	}
+}
+
+// TestHistory07_MigratesAVersion3Thread: a 20-turn thread stored whole
+// as a version-3 checkpoint continues: the request holds a window and
+// a summary of the older turns, the thread is rewritten as segments and
+// a head, and its transcript still holds every message.
+func TestHistory07_MigratesAVersion3Thread(t *testing.T) {
+	old := agentloop.Checkpoint{Version: 3, ThreadID: "t", Steps: 40}
+	for i := range 20 {
+		id := fmt.Sprintf("call_%d", i)
+		old.Messages = append(old.Messages,
+			agentloop.StoredMessage{Role: agentloop.RoleUser, Text: fmt.Sprintf("Page %d", i)},
+			agentloop.StoredMessage{Role: agentloop.RoleAssistant, ToolCalls: []agentloop.StoredToolCall{{ID: id, Name: "createPage", Arguments: `{}`}}},
+			agentloop.StoredMessage{Role: agentloop.RoleTool, ToolResults: []agentloop.StoredToolResult{{CallID: id, Name: "createPage", Content: fmt.Sprintf(`{"id":"page_%d","title":"Page %d"}`, i, i)}}},
+			agentloop.StoredMessage{Role: agentloop.RoleAssistant, Text: "ok"})
+	}
+	data, _ := json.Marshal(old)
+	store := storage.NewMemory()
+	if _, err := store.Put(t.Context(), storage.ThreadKey("t", agentloop.CheckpointName), data, storage.NoVersion); err != nil {
+		t.Fatal(err)
+	}
+	model := agenttest.NewFunc(pagesPolicy)
+	a := mustAgent(t, agentloop.Config{Model: model, Store: store, Tools: []agentloop.Tool{pagesTool(10)}})
+	if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "Page 20"}); err != nil {
+		t.Fatal(err)
+	}
+	// The migrated thread is summarized when first recorded; the second
+	// request uses that summary.
+	req := model.Requests()[len(model.Requests())-1]
+	for i := range 20 {
+		if !strings.Contains(req.System(), fmt.Sprintf("page_%d ", i)) && !strings.Contains(fmt.Sprint(req.Messages), fmt.Sprintf("page_%d", i)) {
+			t.Errorf("page_%d lost in the migration", i)
+		}
+	}
+	if n := humans(req.Messages); n > agentloop.DefaultHistoryTurns+1 {
+		t.Errorf("%d turns sent after migration", n)
+	}
+	it, _ := store.Get(t.Context(), storage.ThreadKey("t", agentloop.CheckpointName))
+	if !strings.Contains(string(it.Value), `"version":4`) || len(it.Value) > 1024 {
+		t.Errorf("head after migration (%d bytes): %s", len(it.Value), it.Value)
+	}
+	msgs, first, err := a.Transcript(t.Context(), "t")
+	if err != nil || first != 0 || len(msgs) != 84 || msgs[0].Text != "Page 0" || msgs[80].Text != "Page 20" {
+		t.Errorf("transcript: %v, %d messages from %d", err, len(msgs), first)
+	}
+	ck, err := a.LoadCheckpoint(t.Context(), "t")
+	if err != nil || ck.Summary.Version != 1 || ck.Total != 84 || ck.Steps != 42 {
+		t.Errorf("checkpoint: %v, summary v%d, %d messages, %d steps", err, ck.Summary.Version, ck.Total, ck.Steps)
+	}
+}
+
+// blockingSummarizer summarizes only once released.
+type blockingSummarizer struct {
+	release chan struct{}
+	calls   atomic.Int32
+	timeout atomic.Bool
+}
+
+func (s *blockingSummarizer) Summarize(ctx context.Context, previous string, msgs []agentloop.StoredMessage) (string, error) {
+	s.calls.Add(1)
+	select {
+	case <-s.release:
+	case <-time.After(10 * time.Second):
+		s.timeout.Store(true)
+	}
+	return fmt.Sprintf("%d messages summarized", len(msgs)), nil
+}
+
+// TestHistory08_SummaryOffTheCriticalPath: a model summarizer runs in
+// the background: the steps go on with the previous summary while it
+// works (the model's next request releases it), and the run waits for it
+// before returning and stores it.
+func TestHistory08_SummaryOffTheCriticalPath(t *testing.T) {
+	store := storage.NewMemory()
+	sum := &blockingSummarizer{release: make(chan struct{})}
+	var once sync.Once
+	calls := 0
+	model := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
+		if sum.calls.Load() > 0 {
+			once.Do(func() { close(sum.release) })
+		}
+		if r.LastUser() == "long" && calls < 3 {
+			calls++
+			return agenttest.Calls(agenttest.Call("createPage", `{"title":"x"}`)), nil
+		}
+		return pagesPolicy(ctx, r)
+	})
+	a := mustAgent(t, agentloop.Config{Model: model, Store: store, Tools: []agentloop.Tool{pagesTool(10)},
+		History: agentloop.HistoryConfig{MaxTurns: 1, SummarizeAfter: 1, Summarizer: sum}})
+	for _, in := range []string{"first", "long"} {
+		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: in}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sum.timeout.Load() {
+		t.Fatal("the steps waited for the summarizer")
+	}
+	ck, err := a.LoadCheckpoint(t.Context(), "t")
+	if err != nil || ck.Summary.Version != 1 || ck.Summary.Text != "4 messages summarized" || ck.Summary.Covers != 4 {
+		t.Errorf("after the run: %v, summary %+v", err, ck.Summary)
+	}
+	// The next run sends it.
+	model.Reset()
+	if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "third"}); err != nil {
+		t.Fatal(err)
+	}
+	if sys := model.Requests()[0].System(); !strings.Contains(sys, "4 messages summarized") {
+		t.Errorf("the stored summary is not sent:\n%s", sys)
+	}
+}
+
+// putCounter counts the bytes handed to Put.
+type putCounter struct {
+	storage.Store
+	bytes atomic.Int64
+}
+
+func (s *putCounter) Put(ctx context.Context, key string, value []byte, ifVersion int64) (int64, error) {
+	s.bytes.Add(int64(len(value)))
+	return s.Store.Put(ctx, key, value, ifVersion)
+}
+
+// TestHistory09_BytesPerStepDoNotGrow: one thread, 1,000 turns of a
+// 2 KB tool result each: the bytes handed to Put for turn 1,000 are
+// those of turn 10, give or take the digits of growing counters and the
+// summary, which is bounded by its budget.
+func TestHistory09_BytesPerStepDoNotGrow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,000 turns")
+	}
+	store := &putCounter{Store: storage.NewMemory()}
+	a := mustAgent(t, agentloop.Config{Model: agenttest.NewFunc(pagesPolicy), Store: store, Tools: []agentloop.Tool{pagesTool(2000)}})
+	perTurn := map[int]int64{}
+	for i := 1; i <= 1000; i++ {
+		before := store.bytes.Load()
+		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("Page %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		perTurn[i] = store.bytes.Load() - before
+	}
+	// Turns 9 to 12 and 997 to 1,000 each hold one summary write.
+	cycle := func(last int) (sum int64) {
+		for i := last - 3; i <= last; i++ {
+			sum += perTurn[i]
+		}
+		return sum
+	}
+	t.Logf("bytes put: turn 10 %d, turn 1000 %d; turns 9-12 %d, turns 997-1000 %d", perTurn[10], perTurn[1000], cycle(12), cycle(1000))
+	if perTurn[10] > 6000 || perTurn[1000]-perTurn[1000-2] > 4*agentloop.DefaultSummaryTokens+1000 {
+		t.Errorf("turn 10 put %d bytes, turn 1000 %d", perTurn[10], perTurn[1000])
+	}
+	if d := cycle(1000) - cycle(12); d > 4*agentloop.DefaultSummaryTokens+200 {
+		t.Errorf("four turns put %d bytes at turn 1000, %d at turn 12", cycle(1000), cycle(12))
+	}
+	// The heads of turn 998 also name the summary and its coverage, and
+	// counters and IDs have more digits: a constant, not a growth.
+	if d := perTurn[998] - perTurn[10]; d < 0 || d > 200 {
+		t.Errorf("a turn without a summary put %d bytes at turn 10 and %d at turn 998", perTurn[10], perTurn[998])
 	}
 }

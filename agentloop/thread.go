@@ -160,6 +160,14 @@ func (a *Agent) loadOnce(ctx context.Context, threadID string, full bool) (*load
 		h.Compacted < 0 || h.Precompacted < 0 || h.Precompacted > h.Messages || (h.Messages > 0) != (h.Tail != "") || (h.Summary == "") != (h.Covers == 0) {
 		return nil, errors.New("malformed head: inconsistent counts")
 	}
+	if (h.Tail != "" && !strings.HasPrefix(h.Tail, segPrefix)) || (h.Summary != "" && !strings.HasPrefix(h.Summary, sumPrefix)) {
+		return nil, errors.New("malformed head: record names")
+	}
+	for _, name := range h.Layers {
+		if !strings.HasPrefix(name, layerPrefix) {
+			return nil, errors.New("malformed head: record names")
+		}
+	}
 	get := func(name string) ([]byte, error) {
 		if !validName(name) {
 			return nil, fmt.Errorf("malformed head: record name %s", storage.Quote(name))
