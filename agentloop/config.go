@@ -197,7 +197,7 @@ func (c Config) withDefaults() Config {
 	if c.Counter == nil {
 		c.Counter = prompt.Estimate
 	}
-	c.History = c.History.withDefaults()
+	c.History = c.History.withDefaults(c.Counter)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

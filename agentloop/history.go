@@ -10,6 +10,7 @@ import (
 
 	"github.com/memlayer/memlayer/internal/jsonx"
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt"
 )
 
 // Defaults of [HistoryConfig].
@@ -57,12 +58,13 @@ type HistoryConfig struct {
 	// SummarizeAfter is how many turns may leave the window before they
 	// are summarized. Zero is DefaultSummarizeAfter.
 	SummarizeAfter int
-	// SummaryTokens is the budget of the history-summary layer (its Min
-	// and Max) and the size the deterministic summarizer keeps its
-	// summary within. Zero is DefaultSummaryTokens.
+	// SummaryTokens is the budget of the history-summary layer, taken
+	// from the history's share of the window (at most half of it), and
+	// the size the default summarizer keeps its summary within. Zero is
+	// DefaultSummaryTokens.
 	SummaryTokens int
-	// Summarizer writes the summary. Nil is a [DeterministicSummarizer],
-	// which needs no model. A DeterministicSummarizer runs when a step
+	// Summarizer writes the summary. Nil is a [DeterministicSummarizer]
+	// counting with Config.Counter, which needs no model. A DeterministicSummarizer runs when a step
 	// is recorded (it takes microseconds, and keeps the prompts of a
 	// thread reproducible); any other runs in the background, and the
 	// steps meanwhile use the previous summary; a run waits for it
@@ -75,7 +77,7 @@ type HistoryConfig struct {
 	RetainMessages int
 }
 
-func (h HistoryConfig) withDefaults() HistoryConfig {
+func (h HistoryConfig) withDefaults(c prompt.Counter) HistoryConfig {
 	if h.MaxTurns <= 0 {
 		h.MaxTurns = DefaultHistoryTurns
 	}
@@ -86,7 +88,7 @@ func (h HistoryConfig) withDefaults() HistoryConfig {
 		h.SummaryTokens = DefaultSummaryTokens
 	}
 	if h.Summarizer == nil {
-		h.Summarizer = &DeterministicSummarizer{MaxTokens: h.SummaryTokens}
+		h.Summarizer = &DeterministicSummarizer{MaxTokens: h.SummaryTokens, Counter: c}
 	}
 	return h
 }
@@ -252,25 +254,39 @@ func (s *DeterministicSummarizer) fit(lines []string) string {
 		seen = strings.Split(strings.TrimPrefix(lines[0], entitiesHeader), "; ")
 		lines = lines[1:]
 	}
-	join := func() string {
-		if len(seen) == 0 {
-			return strings.Join(lines, "\n")
-		}
-		return entitiesHeader + strings.Join(seen, "; ") + "\n" + strings.Join(lines, "\n")
+	// Each line is counted once: the summary's count is the sum of its
+	// lines' (the newlines between them count nothing more than the
+	// estimate's rounding).
+	counts := make([]int, len(lines))
+	total := 0
+	for i, l := range lines {
+		counts[i] = count(l)
+		total += counts[i]
 	}
-	out := join()
-	for count(out) > limit && len(lines) > 1 {
+	seenTokens := func() int {
+		if len(seen) == 0 {
+			return 0
+		}
+		return count(entitiesHeader + strings.Join(seen, "; "))
+	}
+	st := seenTokens()
+	for total+st > limit && len(lines) > 1 {
 		for _, e := range lineEntities(lines[0]) {
 			if !slices.Contains(seen, e) {
 				seen = append(seen, e)
 			}
 		}
-		lines = lines[1:]
-		out = join()
+		total -= counts[0]
+		lines, counts = lines[1:], counts[1:]
+		st = seenTokens()
 	}
-	for len(seen) > 0 && count(entitiesHeader+strings.Join(seen, "; ")) > limit {
+	for len(seen) > 0 && st > limit {
 		seen = seen[1:]
-		out = join()
+		st = seenTokens()
+	}
+	out := strings.Join(lines, "\n")
+	if len(seen) > 0 {
+		out = entitiesHeader + strings.Join(seen, "; ") + "\n" + out
 	}
 	return strings.TrimSpace(out)
 }
@@ -336,9 +352,11 @@ func entities(content string) []string {
 // quoteName quotes a name for a summary line, without the separators the
 // line uses.
 func quoteName(s string) string {
-	s = strings.NewReplacer(";", ",", "→", "->", "|", "/", ", ", " ").Replace(s)
-	return `"` + s + `"`
+	return `"` + nameSeparators.Replace(s) + `"`
 }
+
+// nameSeparators replaces in a name the separators of summary lines.
+var nameSeparators = strings.NewReplacer(";", ",", "→", "->", "|", "/", ", ", " ")
 
 // oneLine joins the fields of s with single spaces.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -463,5 +464,26 @@ func TestHistory09_BytesPerStepDoNotGrow(t *testing.T) {
 	// counters and IDs have more digits: a constant, not a growth.
 	if d := perTurn[998] - perTurn[10]; d < 0 || d > 200 {
 		t.Errorf("a turn without a summary put %d bytes at turn 10 and %d at turn 998", perTurn[10], perTurn[998])
+	}
+}
+
+// TestHistory10_UnusedLayerBudgetGoesToHistory: a layer that reserves
+// most of the window but recalls nothing leaves it to the history.
+func TestHistory10_UnusedLayerBudgetGoesToHistory(t *testing.T) {
+	idle := layer.Func(layer.Spec{ID: "idle", Slot: 100, Budget: layer.Budget{Min: 6000, Max: 8000}}, func(context.Context, layer.Query) ([]layer.Item, error) {
+		return nil, nil
+	})
+	model := agenttest.NewFunc(pagesPolicy)
+	a := mustAgent(t, agentloop.Config{Model: model, Tools: []agentloop.Tool{pagesTool(400)}, Layers: []layer.Layer{idle},
+		ContextWindow: 10000, ResponseReserve: 1000, KeepToolResults: true, History: agentloop.HistoryConfig{Full: true}})
+	const turns = 30
+	for i := range turns {
+		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("Page %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := model.Requests()[len(model.Requests())-1]
+	if n := humans(last.Messages); n != turns {
+		t.Errorf("the last request holds %d of %d turns: the idle layer's budget was not given back", n, turns)
 	}
 }
