@@ -487,3 +487,29 @@ func TestHistory10_UnusedLayerBudgetGoesToHistory(t *testing.T) {
 		t.Errorf("the last request holds %d of %d turns: the idle layer's budget was not given back", n, turns)
 	}
 }
+
+// TestHistory11_RetentionLimit: with RetainMessages, the segments older
+// than the limit and covered by the summary are deleted; the transcript
+// starts later, and the thread goes on.
+func TestHistory11_RetentionLimit(t *testing.T) {
+	store := storage.NewMemory()
+	a := mustAgent(t, agentloop.Config{Model: agenttest.NewFunc(pagesPolicy), Store: store, Tools: []agentloop.Tool{pagesTool(10)},
+		History: agentloop.HistoryConfig{MaxTurns: 2, SummarizeAfter: 2, RetainMessages: 8}})
+	for i := range 20 {
+		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("Page %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs, first, err := a.Transcript(t.Context(), "t")
+	if err != nil || first == 0 || first+len(msgs) != 80 || len(msgs) < 8 {
+		t.Fatalf("transcript: %v, %d messages from %d", err, len(msgs), first)
+	}
+	keys, _ := store.List(t.Context(), storage.ThreadPrefix("t"))
+	if len(keys) > 2+len(msgs) {
+		t.Errorf("%d records stored for %d retained messages: %v", len(keys), len(msgs), keys)
+	}
+	ck, err := a.LoadCheckpoint(t.Context(), "t")
+	if err != nil || !strings.Contains(ck.Summary.Text, "page_1 ") {
+		t.Errorf("summary after retention: %v\n%s", err, ck.Summary.Text)
+	}
+}

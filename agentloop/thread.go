@@ -359,6 +359,13 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 			replaced = append(replaced, th.head.Summary)
 		}
 		h.Summary, h.Covers = name, p.Covers
+		if keep := r.a.cfg.History.RetainMessages; keep > 0 {
+			var err error
+			if h.Retained, replaced, err = r.retain(ctx, min(p.Covers, h.Messages-keep), h.Retained, replaced); err != nil {
+				abandon()
+				return err
+			}
+		}
 	}
 	h.Version, h.Agent, h.ThreadID, h.ResourceID = CheckpointVersion, r.a.cfg.Name, r.threadID, r.resourceID
 	h.Steps, h.Usage, h.UpdatedAt, h.Compacted = th.steps+r.res.Steps, th.usage.Add(r.res.Usage), time.Now().UTC(), th.compacted
@@ -392,6 +399,50 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 		_ = store.Delete(ctx, storage.ThreadKey(r.threadID, name), storage.AnyVersion)
 	}
 	return nil
+}
+
+// retain applies HistoryConfig.RetainMessages when a summary is stored:
+// the thread keeps its messages from the start of the segment holding
+// message cutoff on. It returns the new retention point and adds the
+// segments before it to drop (deleted once the head that no longer
+// reaches them is written). Segments are listed by name, which starts
+// with their first message's index.
+func (r *run) retain(ctx context.Context, cutoff, retained int, drop []string) (int, []string, error) {
+	if cutoff <= retained {
+		return retained, drop, nil
+	}
+	prefix := storage.ThreadPrefix(r.threadID)
+	keys, err := r.a.cfg.Store.List(ctx, prefix+segPrefix)
+	if err != nil {
+		return retained, drop, err
+	}
+	type seg struct {
+		name  string
+		first int
+	}
+	var segs []seg
+	point := retained
+	for _, k := range keys {
+		name, err := storage.Unescape(strings.TrimPrefix(k, prefix))
+		if err != nil {
+			continue
+		}
+		digits, _, _ := strings.Cut(strings.TrimPrefix(name, segPrefix), ".")
+		first, err := strconv.Atoi(digits)
+		if err != nil {
+			continue
+		}
+		segs = append(segs, seg{name, first})
+		if first <= cutoff {
+			point = max(point, first)
+		}
+	}
+	for _, s := range segs {
+		if s.first < point {
+			drop = append(drop, s.name)
+		}
+	}
+	return point, drop, nil
 }
 
 // encodeSegment returns the JSON of a segment holding r.msgs[from:],
