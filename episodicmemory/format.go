@@ -130,7 +130,7 @@ func decodeHead(data []byte) (head, error) {
 	if err := decode(data, &h); err != nil {
 		return head{}, err
 	}
-	if h.Next < 0 || h.Base < 0 || h.Base > h.Next || h.Digested < h.Base || h.Digested > h.Next ||
+	if h.Next < 0 || h.Next > 1<<62 || h.Base < 0 || h.Base > h.Next || h.Digested < h.Base || h.Digested > h.Next ||
 		h.Dropped < 0 || h.Dropped > h.Next || h.LastDigest < -1 || h.LastDigest >= h.Next {
 		return head{}, fmt.Errorf("%w: head out of order: %+v", ErrCorrupt, h)
 	}
