@@ -35,6 +35,9 @@ const (
 	// DefaultSnapshotResultBytes is how much of each result a snapshot
 	// carries.
 	DefaultSnapshotResultBytes = 1024
+	// DefaultReadPageBytes is the largest page the read tool returns
+	// (12 KiB): below agentloop's history cap with room for the note.
+	DefaultReadPageBytes = 12 << 10
 	// DefaultMaxRetries is how many compare-and-swap attempts one write
 	// of the head makes.
 	DefaultMaxRetries = 16
@@ -97,6 +100,9 @@ type Config struct {
 	// carries the snapshot every step, the full results stay in the
 	// log). Zero means DefaultSnapshotResultBytes.
 	SnapshotResultBytes int
+	// ReadPageBytes is the largest page of a result the read tool
+	// returns at once. Zero means DefaultReadPageBytes.
+	ReadPageBytes int
 	// MaxRetries bounds the compare-and-swap attempts of one write of the
 	// head. Zero means DefaultMaxRetries.
 	MaxRetries int
@@ -120,7 +126,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("%w: Scope global: an episode log belongs to a thread or a resource", ErrInvalidConfig)
 	}
 	for name, v := range map[string]int{"MaxRecall": cfg.MaxRecall, "CompactAfter": cfg.CompactAfter, "CompactTokens": cfg.CompactTokens,
-		"MaxDigests": cfg.MaxDigests, "HalfLife": cfg.HalfLife, "SnapshotResultBytes": cfg.SnapshotResultBytes, "MaxRetries": cfg.MaxRetries} {
+		"MaxDigests": cfg.MaxDigests, "HalfLife": cfg.HalfLife, "SnapshotResultBytes": cfg.SnapshotResultBytes, "ReadPageBytes": cfg.ReadPageBytes, "MaxRetries": cfg.MaxRetries} {
 		if v < 0 {
 			return cfg, fmt.Errorf("%w: %s %d < 0", ErrInvalidConfig, name, v)
 		}
@@ -138,6 +144,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	def(&cfg.MaxDigests, DefaultMaxDigests)
 	def(&cfg.HalfLife, DefaultHalfLife)
 	def(&cfg.SnapshotResultBytes, DefaultSnapshotResultBytes)
+	def(&cfg.ReadPageBytes, DefaultReadPageBytes)
 	def(&cfg.MaxRetries, DefaultMaxRetries)
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"testing"
 
 	"github.com/memlayer/memlayer/layer"
@@ -66,7 +67,7 @@ func FuzzEpisodic15_DecodeLog(f *testing.F) {
 			ctx := context.Background()
 			st := storage.NewMemory()
 			tmpl, _ := New(Config{CompactAfter: 1})
-			env := layer.Env{ThreadID: "t", Store: st}
+			env := layer.Env{ThreadID: "t", Store: st, Logger: slog.New(slog.DiscardHandler)}
 			l0, err := tmpl.Init(ctx, env)
 			if err != nil {
 				t.Fatal(err)

@@ -2,7 +2,10 @@ package episodicmemory_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"regexp"
+	"strconv"
 	"io"
 	"log/slog"
 	"math"
@@ -67,6 +70,31 @@ func store(t testing.TB, l layer.Storer, turns ...layer.Turn) {
 	for _, turn := range turns {
 		if err := l.Store(context.Background(), turn); err != nil {
 			t.Fatalf("Store(step %d): %v", turn.Step, err)
+		}
+	}
+}
+
+// pageNote matches the note that ends a page of the read tool.
+var pageNote = regexp.MustCompile(`\n\[episodic-memory: bytes (\d+)-(\d+) of (\d+)(?:; read on with \{.*\})?\]$`)
+
+// readAll calls the read tool for ref until it has every page, and
+// returns the pages joined and how many calls it took.
+func readAll(t testing.TB, call func(context.Context, json.RawMessage) (string, error), ref string) (string, int) {
+	t.Helper()
+	var out string
+	for n := 1; ; n++ {
+		args, _ := json.Marshal(map[string]any{"ref": ref, "offset": len(out)})
+		page, err := call(context.Background(), args)
+		if err != nil {
+			t.Fatalf("read %s at %d: %v", ref, len(out), err)
+		}
+		m := pageNote.FindStringSubmatchIndex(page)
+		if m == nil {
+			return out + page, n
+		}
+		out += page[:m[0]]
+		if end, _ := strconv.Atoi(page[m[4]:m[5]]); end == len(out) && page[m[4]:m[5]] == page[m[6]:m[7]] {
+			return out, n
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/memlayer/memlayer/internal/lexical"
 	"github.com/memlayer/memlayer/layer"
@@ -339,20 +340,27 @@ func (l *Layer) digestOf(ref string) string {
 }
 
 // readParams is the read tool's schema.
-const readParams = `{"type":"object","properties":{"ref":{"type":"string","description":"The episode's reference: the ID in brackets at the start of its line in the episodic memory block (a tool call ID)."}},"required":["ref"],"additionalProperties":false}`
+const readParams = `{"type":"object","properties":{"ref":{"type":"string","description":"The episode's reference: the ID in brackets at the start of its line in the episodic memory block (a tool call ID)."},"offset":{"type":"integer","minimum":0,"description":"Byte offset to read from, for a result longer than one page; the note at the end of a page gives the next one."}},"required":["ref"],"additionalProperties":false}`
 
 // Provides offers the function "read" (tool "<id>/read"), which returns
 // an episode's full result by its reference: the tool's output as it
-// was (or the error text, or a turn's answer), whole up to
-// Config.MaxResultBytes, with a note at the end when it was cut. For an
-// episode whose raw form was dropped it returns the digest and says so.
-// It also offers data "episodes": the raw episodes of the view, oldest
-// first.
+// was (or the error text, or a turn's answer), kept whole up to
+// Config.MaxResultBytes. A result longer than Config.ReadPageBytes
+// comes in pages, so that no page is cut by agentloop's history cap:
+// each page ends with a note giving the byte range shown, the full size
+// and the offset to read on from,
+//
+//	[episodic-memory: bytes 0-12288 of 40626; read on with {"ref":"call_1","offset":12288}]
+//
+// and the concatenated pages (notes removed) are the result. A result cut
+// at Config.MaxResultBytes ends with a note saying so. For an episode
+// whose raw form was dropped it returns the digest and says so. It also
+// offers data "episodes": the raw episodes of the view, oldest first.
 func (l *Layer) Provides() layer.Provides {
 	return layer.Provides{
 		Functions: []layer.Function{{
 			Name:        "read",
-			Description: "Read the full result of an earlier tool call (or turn) by its reference, shown in brackets in the episodic memory block. Use it when a result in the conversation was truncated or is no longer shown.",
+			Description: "Read the full result of an earlier tool call (or turn) by its reference, shown in brackets in the episodic memory block. Use it when a result in the conversation was truncated or is no longer shown. Long results come in pages: follow the note at the end of each page.",
 			Parameters:  json.RawMessage(readParams),
 			Call:        l.callRead,
 		}},
@@ -370,10 +378,11 @@ func (l *Layer) Provides() layer.Provides {
 
 func (l *Layer) callRead(ctx context.Context, args json.RawMessage) (string, error) {
 	var p struct {
-		Ref string `json:"ref"`
+		Ref    string `json:"ref"`
+		Offset int    `json:"offset"`
 	}
-	if err := json.Unmarshal(args, &p); err != nil || p.Ref == "" {
-		return "", fmt.Errorf(`give the episode's reference as {"ref": "<id in brackets>"}`)
+	if err := json.Unmarshal(args, &p); err != nil || p.Ref == "" || p.Offset < 0 {
+		return "", fmt.Errorf(`give the episode's reference as {"ref": "<id in brackets>"}, and optionally a byte offset >= 0 as "offset"`)
 	}
 	e, whole, err := l.Read(ctx, p.Ref)
 	if err != nil {
@@ -390,10 +399,28 @@ func (l *Layer) callRead(ctx context.Context, args json.RawMessage) (string, err
 	if e.IsError && out == "" {
 		out = "error"
 	}
-	if e.Size > 0 {
-		out += "\n[" + l.cfg.ID + ": result cut at " + strconv.Itoa(len(e.Result)) + " of " + strconv.Itoa(e.Size) + " bytes]"
+	if p.Offset > len(out) {
+		return "", fmt.Errorf("offset %d is past the end of the result (%d bytes)", p.Offset, len(out))
 	}
-	return out, nil
+	var note string
+	if p.Offset > 0 || len(out) > l.cfg.ReadPageBytes {
+		page, _ := cutResult(out[p.Offset:], l.cfg.ReadPageBytes)
+		if page == "" && p.Offset < len(out) {
+			page = out[p.Offset:min(len(out), p.Offset+utf8.UTFMax)]
+		}
+		end := p.Offset + len(page)
+		note = "\n[" + l.cfg.ID + ": bytes " + strconv.Itoa(p.Offset) + "-" + strconv.Itoa(end) + " of " + strconv.Itoa(len(out))
+		if end < len(out) {
+			ref, _ := json.Marshal(p.Ref)
+			note += `; read on with {"ref":` + string(ref) + `,"offset":` + strconv.Itoa(end) + "}"
+		}
+		note += "]"
+		out = page
+	}
+	if e.Size > 0 {
+		note += "\n[" + l.cfg.ID + ": result cut at " + strconv.Itoa(len(e.Result)) + " of " + strconv.Itoa(e.Size) + " bytes]"
+	}
+	return out + note, nil
 }
 
 // Snapshot returns the layer's view as versioned JSON: the digests and the

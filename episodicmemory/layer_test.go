@@ -236,9 +236,15 @@ func TestEpisodic10_ReadTool(t *testing.T) {
 	l := bound(t, episodicmemory.Config{}, storage.NewMemory(), "t", "")
 	store(t, l, toolStep(0, "call_big", "cms_getPage", `{"id":"page-1"}`, big))
 	read := l.Provides().Functions[0].Call
-	out, err := read(ctx, json.RawMessage(`{"ref":"call_big"}`))
-	if err != nil || out != big {
-		t.Fatalf("read: %d bytes, %v; want the %d bytes whole", len(out), err, len(big))
+	out, calls := readAll(t, read, "call_big")
+	if out != big || calls != (len(big)+episodicmemory.DefaultReadPageBytes-1)/episodicmemory.DefaultReadPageBytes {
+		t.Fatalf("read: %d bytes in %d calls; want the %d bytes whole", len(out), calls, len(big))
+	}
+	if page, _ := read(ctx, json.RawMessage(`{"ref":"call_big"}`)); len(page) > episodicmemory.DefaultReadPageBytes+200 {
+		t.Errorf("a page is %d bytes", len(page))
+	}
+	if _, err := read(ctx, json.RawMessage(`{"ref":"call_big","offset":99999999}`)); err == nil {
+		t.Error("an offset past the end is accepted")
 	}
 	if _, err := read(ctx, json.RawMessage(`{"ref":"nope"}`)); err == nil || !strings.Contains(err.Error(), "no such episode") {
 		t.Errorf("unknown ref: %v", err)
