@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
-	"strconv"
 	"io"
 	"log/slog"
 	"math"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
