@@ -42,10 +42,12 @@ type Layer struct {
 	recent  []Episode // raw episodes not folded, oldest first
 	pending []Episode // episodes not yet appended (a failed write)
 
-	// The recall index over digests, recent and pending, rebuilt after
-	// a change.
+	// The recall index over the candidates (digests, then recent, then
+	// pending), each document a digest line. Appends and compactions
+	// update it; other changes drop it (see syncIndex).
 	index    *lexical.Corpus
 	docs     []string // each candidate's digest line, in index order
+	indexed  int      // candidates in the index; -1: rebuild
 	rawToks  int      // tokens of recent and pending (arguments and results)
 	rawCount int
 }
@@ -63,12 +65,13 @@ func New(cfg Config) (*Layer, error) {
 	l := &Layer{cfg: cfg, spec: spec, tag: layer.FenceTag(cfg.ID), tool: layer.WireName(layer.ToolName(cfg.ID, "read"))}
 	l.head = emptyHead()
 	l.logger = slog.Default()
+	l.reindex()
 	return l, nil
 }
 
 // bind returns an empty layer with l's configuration.
 func (l *Layer) bind() *Layer {
-	return &Layer{cfg: l.cfg, spec: l.spec, tag: l.tag, tool: l.tool, head: emptyHead(), logger: l.logger}
+	return &Layer{cfg: l.cfg, spec: l.spec, tag: l.tag, tool: l.tool, head: emptyHead(), logger: l.logger, indexed: -1}
 }
 
 // Spec returns the layer's spec.
@@ -255,13 +258,30 @@ func (l *Layer) compact(ctx context.Context) error {
 }
 
 // fold installs head h after a compaction that produced digests: the
-// raw episodes below h.Digested leave the view, the digests join it.
+// raw episodes below h.Digested leave the view, the digests join it. When
+// the digests are those of the folded episodes (as they are unless
+// another writer folded differently) the candidates keep their order and
+// text, and the index only loses the digests trimmed off the front.
 func (l *Layer) fold(h head, digests []Digest) {
 	l.head = h
+	n := 0
+	for n < len(l.recent) && l.recent[n].seq < h.Digested {
+		n++
+	}
+	same := n == len(digests)
+	for k := 0; same && k < n; k++ {
+		same = digests[k].Ref == l.recent[k].Ref && digests[k].Text == l.recent[k].Digest()
+	}
 	l.recent = slices.DeleteFunc(l.recent, func(e Episode) bool { return e.seq < h.Digested })
 	l.digests = append(l.digests, digests...)
-	if n := len(l.digests) - l.cfg.MaxDigests; n > 0 {
-		l.digests = slices.Delete(l.digests, 0, n)
+	trim := max(len(l.digests)-l.cfg.MaxDigests, 0)
+	l.digests = slices.Delete(l.digests, 0, trim)
+	if same && l.index != nil && trim <= l.indexed {
+		l.index.DropFirst(trim)
+		l.docs = slices.Delete(l.docs, 0, trim)
+		l.indexed -= trim
+	} else {
+		l.reindex()
 	}
 	l.changed()
 }
@@ -275,9 +295,12 @@ func rawTokens(e *Episode) int {
 	return e.toks
 }
 
-// changed drops the recall index and recounts the raw episodes.
+// reindex drops the recall index: the view changed other than by an
+// append or a compaction.
+func (l *Layer) reindex() { l.index, l.docs, l.indexed = nil, nil, -1 }
+
+// changed recounts the raw episodes after a change of the view.
 func (l *Layer) changed() {
-	l.index, l.docs = nil, nil
 	l.rawCount, l.rawToks = len(l.recent)+len(l.pending), 0
 	for i := range l.recent {
 		l.rawToks += rawTokens(&l.recent[i])
@@ -516,6 +539,7 @@ func (l *Layer) setRestored(h head, s snapshot) {
 		s.Episodes[i].seq = h.Base + 1 + int64(i)
 	}
 	l.head, l.digests, l.recent, l.pending = h, s.Digests, s.Episodes, nil
+	l.reindex()
 	l.changed()
 }
 
@@ -529,6 +553,7 @@ func (l *Layer) Clear(ctx context.Context) error {
 		h := l.head
 		h.Base, h.Digested, h.Dropped, h.LastDigest = h.Next, h.Next, h.Next, -1
 		l.head, l.digests, l.recent, l.pending = h, nil, nil, nil
+		l.reindex()
 		l.changed()
 		return nil
 	}
@@ -540,6 +565,7 @@ func (l *Layer) Clear(ctx context.Context) error {
 		return fmt.Errorf("episodicmemory: clear: %w", err)
 	}
 	l.head, l.digests, l.recent, l.pending = h, nil, nil, nil
+	l.reindex()
 	l.changed()
 	if err := l.purge(ctx, h.Base); err != nil {
 		return fmt.Errorf("episodicmemory: clear: %w", err)

@@ -154,6 +154,7 @@ func (l *Layer) load(ctx context.Context) error {
 		eps = append(eps, seg...)
 	}
 	l.head, l.hver, l.digests, l.recent = h, ver, digests, eps
+	l.reindex()
 	l.changed()
 	return nil
 }

@@ -11,10 +11,6 @@ import (
 	"github.com/memlayer/memlayer/layer"
 )
 
-// indexResult is how much of a raw episode's result its recall document
-// holds, besides its digest line.
-const indexResult = 1024
-
 // Recall returns the episodes most relevant to the user's input
 // (q.Text) as one block, fenced with layer.Fence in a block named after
 // the layer ID (<episodic_memory> by default):
@@ -30,9 +26,9 @@ const indexResult = 1024
 //	score = SimilarityWeight·similarity + RecencyWeight·0.5^(age/HalfLife)
 //
 // where similarity is the BM25 similarity of the input to the episode's
-// digest line (and, for raw episodes, its arguments and the first 1 KiB
-// of its result), in [0, 1] (internal/lexical), and age is how many
-// episodes are newer. The best Config.MaxRecall are taken (ties: the
+// digest line (which holds the tool, the arguments, the IDs and names
+// found and the start of the result), in [0, 1] (internal/lexical), and
+// age is how many episodes are newer. The best Config.MaxRecall are taken (ties: the
 // newer first), fewer when the block would not fit q.Budget (counted
 // with q.Count), and shown oldest first. The result is a function of the
 // log and the query only: the same inputs give the same block. It
@@ -44,9 +40,7 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 	if n == 0 {
 		return nil, nil
 	}
-	if l.index == nil {
-		l.buildIndex()
-	}
+	l.syncIndex()
 	hits := l.index.Rank(q.Text)
 	type cand struct {
 		i     int // index in l.docs (age order: oldest first)
@@ -104,23 +98,33 @@ func (l *Layer) render(chosen []int) string {
 	return layer.Fence(l.tag, b.String())
 }
 
-// buildIndex indexes the candidates, oldest first: digests, raw
-// episodes, pending episodes.
-func (l *Layer) buildIndex() {
-	ix := &lexical.Corpus{}
-	docs := make([]string, 0, len(l.digests)+len(l.recent)+len(l.pending))
-	for _, d := range l.digests {
-		ix.Add(d.Ref, d.Text)
-		docs = append(docs, d.Text)
+// syncIndex brings the recall index up to the candidates: digests, raw
+// episodes and pending episodes, oldest first, each indexed by its
+// digest line (the same text whether the episode is raw or folded, so
+// a compaction changes no score). Appended candidates are added; the
+// index is rebuilt when it was dropped or pending episodes (not yet
+// numbered) are among the candidates.
+func (l *Layer) syncIndex() {
+	if l.index == nil || l.indexed < 0 || len(l.pending) > 0 || l.indexed > len(l.digests)+len(l.recent) {
+		l.index, l.docs, l.indexed = &lexical.Corpus{}, nil, 0
 	}
-	for _, list := range [][]Episode{l.recent, l.pending} {
-		for i := range list {
-			e := &list[i]
-			line := e.Digest()
-			res, _ := cutResult(e.Result, indexResult)
-			ix.Add(e.Ref, line+"\n"+e.Arguments+"\n"+e.Query+"\n"+res)
-			docs = append(docs, line)
+	for ; l.indexed < len(l.digests)+len(l.recent); l.indexed++ {
+		var ref, line string
+		if i := l.indexed; i < len(l.digests) {
+			ref, line = l.digests[i].Ref, l.digests[i].Text
+		} else {
+			e := &l.recent[i-len(l.digests)]
+			ref, line = e.Ref, e.Digest()
 		}
+		l.index.Add(ref, line)
+		l.docs = append(l.docs, line)
 	}
-	l.index, l.docs = ix, docs
+	if len(l.pending) > 0 {
+		for i := range l.pending {
+			line := l.pending[i].Digest()
+			l.index.Add(l.pending[i].Ref, line)
+			l.docs = append(l.docs, line)
+		}
+		l.indexed = -1 // the pending episodes are renamed once appended
+	}
 }
