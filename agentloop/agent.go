@@ -80,8 +80,12 @@ type Result struct {
 	// as the provider spelled it ("stop", "end_turn", "length",
 	// "max_tokens", "content_filter", ...); empty when it gave none.
 	StopReason string
-	// Messages is the thread's whole history after the run, as sent to
-	// the model (without the system prompt).
+	// Messages is the thread's history as the run held it, without the
+	// system prompt: the messages the thread's summary did not cover
+	// when the run started (compacted as sent to the model), then the
+	// run's own. With HistoryConfig.Full, or on a thread never
+	// summarized, that is the whole thread; [Agent.Transcript] returns
+	// every stored message.
 	Messages []llms.MessageContent
 }
 
