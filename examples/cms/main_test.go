@@ -54,7 +54,7 @@ func TestRestartResolvesThisPage(t *testing.T) {
 
 func TestWithoutEntityMemory(t *testing.T) {
 	out := runExample(t, false)
-	if strings.Contains(out, "listSections") || strings.Count(out, "Which page do you mean?") != 5 {
+	if strings.Contains(out, "listSections") || strings.Count(out, "assistant: Which page do you mean?") != 5 {
 		t.Errorf("without entity memory the reference should fail:\n%s", out)
 	}
 	if strings.Contains(out, "[WORKING MEMORY]") {
