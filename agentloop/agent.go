@@ -200,8 +200,10 @@ type run struct {
 	// messages as stored (before compaction), for the summarizer.
 	base         int
 	loadedStored []StoredMessage
-	// bg is a summary being made in the background.
-	bg *background
+	// bg is a summary being made in the background; summary is the
+	// run's history-summary layer (nil with HistoryConfig.Full).
+	bg      *background
+	summary *summaryLayer
 }
 
 // tree holds what a top-level run and all its child runs, at every
@@ -257,8 +259,10 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 	}
 	th := &thread{key: storage.ThreadKey(in.ThreadID, CheckpointName), layers: map[string][]byte{}}
 	var extra []layer.Layer
+	var sl *summaryLayer
 	if !a.cfg.History.Full {
-		extra = append(extra, &summaryLayer{th: th, tokens: a.cfg.History.SummaryTokens})
+		sl = &summaryLayer{tokens: a.cfg.History.SummaryTokens}
+		extra = append(extra, sl)
 	}
 	stack, err := a.newStack(layer.Env{ThreadID: in.ThreadID, ResourceID: in.ResourceID, Store: a.cfg.Store, Logger: a.cfg.Logger}, 0, extra...)
 	if err != nil {
@@ -276,7 +280,7 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 		a: a, compiler: a.compiler, sysTokens: a.systemTokens, stack: stack,
 		threadID: in.ThreadID, resourceID: in.ResourceID,
 		input: in.Input, vars: a.mergeVars(in.Vars),
-		res: &Result{ThreadID: in.ThreadID}, tree: &tree{}, thread: th,
+		res: &Result{ThreadID: in.ThreadID}, tree: &tree{}, thread: th, summary: sl,
 	}
 	if l != nil {
 		r.resume(l, in.Input == "")
@@ -508,6 +512,8 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 		if msgs, err = r.window(ctx, r.alloc.History); err != nil {
 			return "", nil, fmt.Errorf("agentloop: step %d: summary: %w", step, err)
 		}
+		text := r.thread.latest().Text
+		r.summary.text.Store(&text)
 	}
 	// A failed recall is reported by the stack and contributes nothing.
 	recalled, _ := r.stack.Recall(ctx, layer.Query{Text: r.input, Step: step, Counter: a.layerCounter}, r.alloc.Layers)

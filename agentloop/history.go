@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -373,9 +375,11 @@ func clip(s string, n int) string {
 }
 
 // summaryLayer is the built-in history-summary layer of a run: its
-// block is the summary the run's steps use.
+// block is the summary the step uses, set by the run before the layers
+// are recalled (atomically: a Recall that outlived its timeout may still
+// read it).
 type summaryLayer struct {
-	th     *thread
+	text   atomic.Pointer[string]
 	tokens int
 }
 
@@ -388,11 +392,11 @@ func (l *summaryLayer) Spec() layer.Spec {
 
 // Recall returns the summary the step uses, if there is one.
 func (l *summaryLayer) Recall(_ context.Context, q layer.Query) ([]layer.Item, error) {
-	s := l.th.latest()
-	if s.Text == "" {
+	s := l.text.Load()
+	if s == nil || *s == "" {
 		return nil, nil
 	}
-	text := "Summary of the earlier conversation, older than the messages below (IDs are exact):\n" + layer.Fence(layer.FenceTag(SummaryLayerID), s.Text)
+	text := "Summary of the earlier conversation, older than the messages below (IDs are exact):\n" + layer.Fence(layer.FenceTag(SummaryLayerID), *s)
 	return []layer.Item{{Text: text, Tokens: q.Count(text)}}, nil
 }
 
@@ -448,11 +452,13 @@ func (r *run) summarizeTo(ctx context.Context, upTo int) error {
 		}
 		part = append(part, m)
 	}
+	start := time.Now()
 	text, err := r.a.cfg.History.Summarizer.Summarize(ctx, prev.Text, part)
 	if err != nil {
 		return err
 	}
 	th.pending = &Summary{Version: prev.Version + 1, Covers: upTo, Text: text}
+	r.a.emit(ctx, Event{Kind: EventSummary, ThreadID: r.threadID, Step: r.res.Steps, Duration: time.Since(start)})
 	return nil
 }
 
@@ -474,6 +480,7 @@ type background struct {
 	done chan struct{}
 	sum  *Summary
 	err  error
+	took time.Duration
 }
 
 // inline reports whether the summarizer runs when a step is recorded.
@@ -528,8 +535,9 @@ func (r *run) maybeSummarize(ctx context.Context) {
 				bg.err = r.a.recovered(sctx, "summarizer", p)
 			}
 		}()
+		start := time.Now()
 		text, err := r.a.cfg.History.Summarizer.Summarize(sctx, prev.Text, part)
-		bg.sum, bg.err = &Summary{Version: prev.Version + 1, Covers: upTo, Text: text}, err
+		bg.sum, bg.err, bg.took = &Summary{Version: prev.Version + 1, Covers: upTo, Text: text}, err, time.Since(start)
 	}()
 }
 
@@ -543,6 +551,7 @@ func (r *run) adopt() {
 	}
 	if bg.sum.Covers > r.thread.latest().Covers {
 		r.thread.pending = bg.sum
+		r.a.emit(context.Background(), Event{Kind: EventSummary, ThreadID: r.threadID, Step: r.res.Steps, Duration: bg.took})
 	}
 }
 
