@@ -182,7 +182,7 @@ func start(ctx context.Context, opts options, cms *fakeCMS) (*process, error) {
 		// after a few turns (the default keeps 8 turns and summarizes 4
 		// at a time).
 		History: agentloop.HistoryConfig{MaxTurns: 2, SummarizeAfter: 2},
-		Logger:       opts.Logger,
+		Logger:  opts.Logger,
 	})
 	if err != nil {
 		st.Close()
