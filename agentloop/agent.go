@@ -458,7 +458,7 @@ func (r *run) step(ctx context.Context) (final bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	calls := r.normalizeCalls(choice, step)
+	calls := r.normalizeCalls(choice)
 	turn := r.appendAnswer(choice, calls, step)
 	toolTime := r.runTools(ctx, step, calls, &turn)
 	r.res.Steps++
@@ -924,9 +924,10 @@ func replayable(msgs []llms.MessageContent) {
 // normalizeCalls returns the choice's tool calls with a type, a function
 // and an ID unique in the thread on each; a legacy FuncCall becomes a tool
 // call. Providers (and scripted models) may reuse IDs across turns, and a
-// reused ID would pair a result with the wrong call in the history, so a
-// repeated ID gets a suffix; the AI message and the tool message both
-// carry the new ID.
+// reused ID would pair a result with the wrong call in the history, so an
+// ID repeated in the messages the run holds gets a suffix; the AI message
+// and the tool message both carry the new ID. A missing ID is made from
+// the AI message's index in the thread, which no other message has.
 //
 // What is stored must be accepted by every client the thread may
 // continue on: the Anthropic and Google clients decode each replayed
@@ -935,7 +936,7 @@ func replayable(msgs []llms.MessageContent) {
 // not a JSON object are stored as {} (empty ones mean {} anyway) and a
 // name providers refuse as invalidToolName; the call runs (or fails)
 // with what the model sent, and its result quotes it.
-func (r *run) normalizeCalls(choice *llms.ContentChoice, step int) []call {
+func (r *run) normalizeCalls(choice *llms.ContentChoice) []call {
 	calls := choice.ToolCalls
 	if len(calls) == 0 && choice.FuncCall != nil {
 		calls = []llms.ToolCall{{FunctionCall: choice.FuncCall}}

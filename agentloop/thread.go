@@ -283,8 +283,8 @@ func segName(first int) string {
 
 // writeThread writes a step: the new messages as a segment, the layers
 // whose snapshot changed, a new summary if there is one, then the head
-// with compare-and-swap. It returns the records written, which nothing
-// names if the head write failed.
+// with compare-and-swap. If any write fails, the records it wrote
+// (which no head names) are deleted and the thread is as it was.
 func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 	th, store := r.thread, r.a.cfg.Store
 	h := th.head
@@ -381,13 +381,12 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 	}
 	th.bytesWritten += len(data)
 	th.version, th.head = v, h
-	for id, name := range layers {
+	for id := range layers {
 		if raw := snap.Layers[id]; len(raw) > 0 {
 			th.layers[id] = raw
 		} else {
 			th.layers[id] = []byte("null")
 		}
-		_ = name
 	}
 	th.saved = h.Messages
 	if th.pending != nil {
