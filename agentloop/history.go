@@ -608,8 +608,12 @@ func (r *run) window(ctx context.Context, budget float64) ([]llms.MessageContent
 		}
 	}
 	if r.bg != nil {
-		<-r.bg.done
-		r.adopt()
+		select {
+		case <-r.bg.done:
+			r.adopt()
+		case <-ctx.Done():
+			return r.msgs[from:], nil
+		}
 	}
 	if err := r.summarizeTo(ctx, r.base+cut); err != nil {
 		// Without a summary the turns are not dropped: the projection

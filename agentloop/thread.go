@@ -156,7 +156,7 @@ func (a *Agent) loadOnce(ctx context.Context, threadID string, full bool) (*load
 	if h.Version != CheckpointVersion {
 		return nil, fmt.Errorf("version %d, this build reads up to %d", h.Version, CheckpointVersion)
 	}
-	if h.Messages < 0 || h.Covers < 0 || h.Covers > h.Messages || h.Retained < 0 || h.Retained > h.Messages ||
+	if h.Messages < 0 || h.Covers < 0 || h.Covers > h.Messages || h.Retained < 0 || h.Retained > h.Covers ||
 		h.Compacted < 0 || h.Precompacted < 0 || h.Precompacted > h.Messages || (h.Messages > 0) != (h.Tail != "") || (h.Summary == "") != (h.Covers == 0) {
 		return nil, errors.New("malformed head: inconsistent counts")
 	}
@@ -376,7 +376,12 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 	}
 	v, err := store.Put(ctx, th.key, data, th.version)
 	if err != nil {
-		abandon()
+		// Only a conflict says for sure that the head was not written;
+		// after any other error it may have been, and then it names the
+		// records.
+		if errors.Is(err, storage.ErrConflict) {
+			abandon()
+		}
 		return err
 	}
 	th.bytesWritten += len(data)
