@@ -165,8 +165,9 @@ func writeMessage(b *strings.Builder, m StoredMessage) {
 }
 
 // DeterministicSummarizer is the [Summarizer] that needs no model. Each
-// turn becomes one line: the user's request, each tool called with the
-// IDs and names of the entities its arguments and result mention (read
+// turn becomes one line: the user's request, each tool called with its
+// call ID and the IDs and names of the entities its arguments and result
+// mention (read
 // with a forgiving JSON scanner, so a truncated result still gives its
 // IDs), whether it failed, and the answer's start. The previous summary
 // is kept and the new lines added; when the summary passes MaxTokens,
@@ -206,6 +207,7 @@ func (s *DeterministicSummarizer) Summarize(_ context.Context, previous string, 
 	}
 	flush()
 	names := map[string]string{} // call ID -> tool name
+	args := map[string]string{}  // call ID -> arguments
 	for _, m := range msgs {
 		switch m.Role {
 		case RoleUser:
@@ -213,7 +215,7 @@ func (s *DeterministicSummarizer) Summarize(_ context.Context, previous string, 
 			cur.WriteString("- User: " + clip(oneLine(m.Text), maxRequest))
 		case RoleAssistant:
 			for _, c := range m.ToolCalls {
-				names[c.ID] = c.Name
+				names[c.ID], args[c.ID] = c.Name, c.Arguments
 			}
 			if m.Text != "" && len(m.ToolCalls) == 0 {
 				cur.WriteString(" | answer: " + clip(oneLine(m.Text), maxAnswer))
@@ -228,7 +230,13 @@ func (s *DeterministicSummarizer) Summarize(_ context.Context, previous string, 
 				if strings.HasPrefix(r.Content, "error: ") {
 					cur.WriteString(" failed")
 				}
-				if ents := entities(r.Content); len(ents) > 0 {
+				ents := entities(args[r.CallID])
+				for _, e := range entities(r.Content) {
+					if !slices.Contains(ents, e) {
+						ents = append(ents, e)
+					}
+				}
+				if len(ents) > 0 {
 					cur.WriteString(" → " + strings.Join(ents, ", "))
 				}
 			}
