@@ -39,13 +39,15 @@ const SlotHistorySummary = 200
 // and a rolling summary of the older ones.
 //
 // A turn is a user message and everything up to the next one, so a tool
-// call is never separated from its result. The window holds at least
-// MaxTurns turns and every turn the summary does not cover yet: when
-// SummarizeAfter turns have left the window unsummarized, they are
-// summarized (so the window holds MaxTurns to MaxTurns+SummarizeAfter-1
-// turns). When the window does not fit its token budget, the oldest of
-// its turns are summarized at once (the current turn is always sent; if
-// it alone does not fit, its oldest steps are left out as before).
+// call is never separated from its result. A request holds the current
+// turn, the MaxTurns turns before it, and the older turns the summary
+// does not hold yet: once SummarizeAfter of those have gathered they are
+// summarized (when a step is recorded), so a request holds at most
+// MaxTurns+SummarizeAfter turns and no turn leaves the prompt before the
+// summary holds it. When the window does not fit its token budget, its
+// oldest turns are summarized at once, for the step at hand (the current
+// turn is always sent; if it alone does not fit, its oldest steps are
+// left out, as with Full).
 type HistoryConfig struct {
 	// Full sends the whole history (within the context window, newest
 	// first), with no window and no summary: the behaviour before
@@ -66,11 +68,12 @@ type HistoryConfig struct {
 	// DefaultSummaryTokens.
 	SummaryTokens int
 	// Summarizer writes the summary. Nil is a [DeterministicSummarizer]
-	// counting with Config.Counter, which needs no model. A DeterministicSummarizer runs when a step
-	// is recorded (it takes microseconds, and keeps the prompts of a
-	// thread reproducible); any other runs in the background, and the
-	// steps meanwhile use the previous summary; a run waits for it
-	// before it returns.
+	// counting with Config.Counter, which needs no model. A
+	// DeterministicSummarizer runs when a step is recorded (it takes
+	// well under a millisecond, and keeps the prompts of a thread
+	// reproducible); any other runs in the background, the steps
+	// meanwhile use the previous summary, and a run waits for it before
+	// it returns.
 	Summarizer Summarizer
 	// RetainMessages, when positive, bounds the stored transcript: the
 	// segments whose messages are all older than the last RetainMessages
