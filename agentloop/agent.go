@@ -80,8 +80,12 @@ type Result struct {
 	// as the provider spelled it ("stop", "end_turn", "length",
 	// "max_tokens", "content_filter", ...); empty when it gave none.
 	StopReason string
-	// Messages is the thread's whole history after the run, as sent to
-	// the model (without the system prompt).
+	// Messages is the thread's history as the run held it, without the
+	// system prompt: the messages the thread's summary did not cover
+	// when the run started (compacted as sent to the model), then the
+	// run's own. With HistoryConfig.Full, or on a thread never
+	// summarized, that is the whole thread; [Agent.Transcript] returns
+	// every stored message.
 	Messages []llms.MessageContent
 }
 
@@ -196,8 +200,10 @@ type run struct {
 	// messages as stored (before compaction), for the summarizer.
 	base         int
 	loadedStored []StoredMessage
-	// bg is a summary being made in the background.
-	bg *background
+	// bg is a summary being made in the background; summary is the
+	// run's history-summary layer (nil with HistoryConfig.Full).
+	bg      *background
+	summary *summaryLayer
 }
 
 // tree holds what a top-level run and all its child runs, at every
@@ -253,8 +259,10 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 	}
 	th := &thread{key: storage.ThreadKey(in.ThreadID, CheckpointName), layers: map[string][]byte{}}
 	var extra []layer.Layer
+	var sl *summaryLayer
 	if !a.cfg.History.Full {
-		extra = append(extra, &summaryLayer{th: th, tokens: a.cfg.History.SummaryTokens})
+		sl = &summaryLayer{tokens: a.cfg.History.SummaryTokens}
+		extra = append(extra, sl)
 	}
 	stack, err := a.newStack(layer.Env{ThreadID: in.ThreadID, ResourceID: in.ResourceID, Store: a.cfg.Store, Logger: a.cfg.Logger}, 0, extra...)
 	if err != nil {
@@ -272,7 +280,7 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 		a: a, compiler: a.compiler, sysTokens: a.systemTokens, stack: stack,
 		threadID: in.ThreadID, resourceID: in.ResourceID,
 		input: in.Input, vars: a.mergeVars(in.Vars),
-		res: &Result{ThreadID: in.ThreadID}, tree: &tree{}, thread: th,
+		res: &Result{ThreadID: in.ThreadID}, tree: &tree{}, thread: th, summary: sl,
 	}
 	if l != nil {
 		r.resume(l, in.Input == "")
@@ -450,7 +458,7 @@ func (r *run) step(ctx context.Context) (final bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	calls := r.normalizeCalls(choice, step)
+	calls := r.normalizeCalls(choice)
 	turn := r.appendAnswer(choice, calls, step)
 	toolTime := r.runTools(ctx, step, calls, &turn)
 	r.res.Steps++
@@ -504,6 +512,8 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 		if msgs, err = r.window(ctx, r.alloc.History); err != nil {
 			return "", nil, fmt.Errorf("agentloop: step %d: summary: %w", step, err)
 		}
+		text := r.thread.latest().Text
+		r.summary.text.Store(&text)
 	}
 	// A failed recall is reported by the stack and contributes nothing.
 	recalled, _ := r.stack.Recall(ctx, layer.Query{Text: r.input, Step: step, Counter: a.layerCounter}, r.alloc.Layers)
@@ -914,9 +924,10 @@ func replayable(msgs []llms.MessageContent) {
 // normalizeCalls returns the choice's tool calls with a type, a function
 // and an ID unique in the thread on each; a legacy FuncCall becomes a tool
 // call. Providers (and scripted models) may reuse IDs across turns, and a
-// reused ID would pair a result with the wrong call in the history, so a
-// repeated ID gets a suffix; the AI message and the tool message both
-// carry the new ID.
+// reused ID would pair a result with the wrong call in the history, so an
+// ID repeated in the messages the run holds gets a suffix; the AI message
+// and the tool message both carry the new ID. A missing ID is made from
+// the AI message's index in the thread, which no other message has.
 //
 // What is stored must be accepted by every client the thread may
 // continue on: the Anthropic and Google clients decode each replayed
@@ -925,7 +936,7 @@ func replayable(msgs []llms.MessageContent) {
 // not a JSON object are stored as {} (empty ones mean {} anyway) and a
 // name providers refuse as invalidToolName; the call runs (or fails)
 // with what the model sent, and its result quotes it.
-func (r *run) normalizeCalls(choice *llms.ContentChoice, step int) []call {
+func (r *run) normalizeCalls(choice *llms.ContentChoice) []call {
 	calls := choice.ToolCalls
 	if len(calls) == 0 && choice.FuncCall != nil {
 		calls = []llms.ToolCall{{FunctionCall: choice.FuncCall}}

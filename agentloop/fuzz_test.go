@@ -184,3 +184,34 @@ func FuzzHistoryLoad(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDeterministicSummarizer summarizes arbitrary results after an
+// arbitrary previous summary: it never fails, gives the same summary for
+// the same input, and with room enough keeps every call ID.
+func FuzzDeterministicSummarizer(f *testing.F) {
+	f.Add("", `{"page":{"id":"page_1","title":"About"}}`, `{"pageId":"page_1"}`)
+	f.Add("Entities seen earlier: page_1 \"A\"; x\n- User: hi | f (call c) → page_2", `[{"id":"a"},{"id":"b","name":"B → | ;"}]`, `{}`)
+	f.Add("- User: a → b → c | d", `{"pages":[{"id":"p","title":"t"`, "")
+	f.Fuzz(func(t *testing.T, previous, result, args string) {
+		msgs := []agentloop.StoredMessage{
+			{Role: agentloop.RoleUser, Text: "do it"},
+			{Role: agentloop.RoleAssistant, ToolCalls: []agentloop.StoredToolCall{{ID: "call-x", Name: "f", Arguments: args}}},
+			{Role: agentloop.RoleTool, ToolResults: []agentloop.StoredToolResult{{CallID: "call-x", Name: "f", Content: result}}},
+			{Role: agentloop.RoleAssistant, Text: "done"},
+		}
+		for _, budget := range []int{5, 100000} {
+			s := &agentloop.DeterministicSummarizer{MaxTokens: budget}
+			a, err := s.Summarize(context.Background(), previous, msgs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := s.Summarize(context.Background(), previous, msgs)
+			if a != b {
+				t.Fatalf("not deterministic:\n%q\n%q", a, b)
+			}
+			if budget > 1000 && !strings.Contains(a, "(call call-x)") {
+				t.Fatalf("call ID lost:\n%s", a)
+			}
+		}
+	})
+}

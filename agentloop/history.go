@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -37,13 +39,15 @@ const SlotHistorySummary = 200
 // and a rolling summary of the older ones.
 //
 // A turn is a user message and everything up to the next one, so a tool
-// call is never separated from its result. The window holds at least
-// MaxTurns turns and every turn the summary does not cover yet: when
-// SummarizeAfter turns have left the window unsummarized, they are
-// summarized (so the window holds MaxTurns to MaxTurns+SummarizeAfter-1
-// turns). When the window does not fit its token budget, the oldest of
-// its turns are summarized at once (the current turn is always sent; if
-// it alone does not fit, its oldest steps are left out as before).
+// call is never separated from its result. A request holds the current
+// turn, the MaxTurns turns before it, and the older turns the summary
+// does not hold yet: once SummarizeAfter of those have gathered they are
+// summarized (when a step is recorded), so a request holds at most
+// MaxTurns+SummarizeAfter turns and no turn leaves the prompt before the
+// summary holds it. When the window does not fit its token budget, its
+// oldest turns are summarized at once, for the step at hand (the current
+// turn is always sent; if it alone does not fit, its oldest steps are
+// left out, as with Full).
 type HistoryConfig struct {
 	// Full sends the whole history (within the context window, newest
 	// first), with no window and no summary: the behaviour before
@@ -64,11 +68,12 @@ type HistoryConfig struct {
 	// DefaultSummaryTokens.
 	SummaryTokens int
 	// Summarizer writes the summary. Nil is a [DeterministicSummarizer]
-	// counting with Config.Counter, which needs no model. A DeterministicSummarizer runs when a step
-	// is recorded (it takes microseconds, and keeps the prompts of a
-	// thread reproducible); any other runs in the background, and the
-	// steps meanwhile use the previous summary; a run waits for it
-	// before it returns.
+	// counting with Config.Counter, which needs no model. A
+	// DeterministicSummarizer runs when a step is recorded (it takes
+	// well under a millisecond, and keeps the prompts of a thread
+	// reproducible); any other runs in the background, the steps
+	// meanwhile use the previous summary, and a run waits for it before
+	// it returns.
 	Summarizer Summarizer
 	// RetainMessages, when positive, bounds the stored transcript: the
 	// segments whose messages are all older than the last RetainMessages
@@ -163,8 +168,9 @@ func writeMessage(b *strings.Builder, m StoredMessage) {
 }
 
 // DeterministicSummarizer is the [Summarizer] that needs no model. Each
-// turn becomes one line: the user's request, each tool called with the
-// IDs and names of the entities its arguments and result mention (read
+// turn becomes one line: the user's request, each tool called with its
+// call ID and the IDs and names of the entities its arguments and result
+// mention (read
 // with a forgiving JSON scanner, so a truncated result still gives its
 // IDs), whether it failed, and the answer's start. The previous summary
 // is kept and the new lines added; when the summary passes MaxTokens,
@@ -204,6 +210,7 @@ func (s *DeterministicSummarizer) Summarize(_ context.Context, previous string, 
 	}
 	flush()
 	names := map[string]string{} // call ID -> tool name
+	args := map[string]string{}  // call ID -> arguments
 	for _, m := range msgs {
 		switch m.Role {
 		case RoleUser:
@@ -211,7 +218,7 @@ func (s *DeterministicSummarizer) Summarize(_ context.Context, previous string, 
 			cur.WriteString("- User: " + clip(oneLine(m.Text), maxRequest))
 		case RoleAssistant:
 			for _, c := range m.ToolCalls {
-				names[c.ID] = c.Name
+				names[c.ID], args[c.ID] = c.Name, c.Arguments
 			}
 			if m.Text != "" && len(m.ToolCalls) == 0 {
 				cur.WriteString(" | answer: " + clip(oneLine(m.Text), maxAnswer))
@@ -226,7 +233,13 @@ func (s *DeterministicSummarizer) Summarize(_ context.Context, previous string, 
 				if strings.HasPrefix(r.Content, "error: ") {
 					cur.WriteString(" failed")
 				}
-				if ents := entities(r.Content); len(ents) > 0 {
+				ents := entities(args[r.CallID])
+				for _, e := range entities(r.Content) {
+					if !slices.Contains(ents, e) {
+						ents = append(ents, e)
+					}
+				}
+				if len(ents) > 0 {
 					cur.WriteString(" → " + strings.Join(ents, ", "))
 				}
 			}
@@ -373,9 +386,11 @@ func clip(s string, n int) string {
 }
 
 // summaryLayer is the built-in history-summary layer of a run: its
-// block is the summary the run's steps use.
+// block is the summary the step uses, set by the run before the layers
+// are recalled (atomically: a Recall that outlived its timeout may still
+// read it).
 type summaryLayer struct {
-	th     *thread
+	text   atomic.Pointer[string]
 	tokens int
 }
 
@@ -388,11 +403,11 @@ func (l *summaryLayer) Spec() layer.Spec {
 
 // Recall returns the summary the step uses, if there is one.
 func (l *summaryLayer) Recall(_ context.Context, q layer.Query) ([]layer.Item, error) {
-	s := l.th.latest()
-	if s.Text == "" {
+	s := l.text.Load()
+	if s == nil || *s == "" {
 		return nil, nil
 	}
-	text := "Summary of the earlier conversation, older than the messages below (IDs are exact):\n" + layer.Fence(layer.FenceTag(SummaryLayerID), s.Text)
+	text := "Summary of the earlier conversation, older than the messages below (IDs are exact):\n" + layer.Fence(layer.FenceTag(SummaryLayerID), *s)
 	return []layer.Item{{Text: text, Tokens: q.Count(text)}}, nil
 }
 
@@ -448,11 +463,13 @@ func (r *run) summarizeTo(ctx context.Context, upTo int) error {
 		}
 		part = append(part, m)
 	}
+	start := time.Now()
 	text, err := r.a.cfg.History.Summarizer.Summarize(ctx, prev.Text, part)
 	if err != nil {
 		return err
 	}
 	th.pending = &Summary{Version: prev.Version + 1, Covers: upTo, Text: text}
+	r.a.emit(ctx, Event{Kind: EventSummary, ThreadID: r.threadID, Step: r.res.Steps, Duration: time.Since(start)})
 	return nil
 }
 
@@ -474,6 +491,7 @@ type background struct {
 	done chan struct{}
 	sum  *Summary
 	err  error
+	took time.Duration
 }
 
 // inline reports whether the summarizer runs when a step is recorded.
@@ -528,8 +546,9 @@ func (r *run) maybeSummarize(ctx context.Context) {
 				bg.err = r.a.recovered(sctx, "summarizer", p)
 			}
 		}()
+		start := time.Now()
 		text, err := r.a.cfg.History.Summarizer.Summarize(sctx, prev.Text, part)
-		bg.sum, bg.err = &Summary{Version: prev.Version + 1, Covers: upTo, Text: text}, err
+		bg.sum, bg.err, bg.took = &Summary{Version: prev.Version + 1, Covers: upTo, Text: text}, err, time.Since(start)
 	}()
 }
 
@@ -543,6 +562,7 @@ func (r *run) adopt() {
 	}
 	if bg.sum.Covers > r.thread.latest().Covers {
 		r.thread.pending = bg.sum
+		r.a.emit(context.Background(), Event{Kind: EventSummary, ThreadID: r.threadID, Step: r.res.Steps, Duration: bg.took})
 	}
 }
 
@@ -599,8 +619,12 @@ func (r *run) window(ctx context.Context, budget float64) ([]llms.MessageContent
 		}
 	}
 	if r.bg != nil {
-		<-r.bg.done
-		r.adopt()
+		select {
+		case <-r.bg.done:
+			r.adopt()
+		case <-ctx.Done():
+			return r.msgs[from:], nil
+		}
 	}
 	if err := r.summarizeTo(ctx, r.base+cut); err != nil {
 		// Without a summary the turns are not dropped: the projection

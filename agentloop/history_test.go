@@ -164,7 +164,7 @@ func TestHistory04_DeterministicSummarizerKeepsIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `- User: Create the About page | createPage (call c1) → page_101 "About" | answer: Created page_101.
-- User: List the pages | listPages (call c2) → page_7 "Team", page_8 "Jobs", page_9 | deletePage (call c3) failed | answer: Three pages; page_7 could not be deleted.`
+- User: List the pages | listPages (call c2) → page_7 "Team", page_8 "Jobs", page_9 | deletePage (call c3) failed → page_7 | answer: Three pages; page_7 could not be deleted.`
 	if got != want {
 		t.Errorf("summary:\n%s\nwant\n%s", got, want)
 	}

@@ -156,7 +156,7 @@ func (a *Agent) loadOnce(ctx context.Context, threadID string, full bool) (*load
 	if h.Version != CheckpointVersion {
 		return nil, fmt.Errorf("version %d, this build reads up to %d", h.Version, CheckpointVersion)
 	}
-	if h.Messages < 0 || h.Covers < 0 || h.Covers > h.Messages || h.Retained < 0 || h.Retained > h.Messages ||
+	if h.Messages < 0 || h.Covers < 0 || h.Covers > h.Messages || h.Retained < 0 || h.Retained > h.Covers ||
 		h.Compacted < 0 || h.Precompacted < 0 || h.Precompacted > h.Messages || (h.Messages > 0) != (h.Tail != "") || (h.Summary == "") != (h.Covers == 0) {
 		return nil, errors.New("malformed head: inconsistent counts")
 	}
@@ -283,8 +283,8 @@ func segName(first int) string {
 
 // writeThread writes a step: the new messages as a segment, the layers
 // whose snapshot changed, a new summary if there is one, then the head
-// with compare-and-swap. It returns the records written, which nothing
-// names if the head write failed.
+// with compare-and-swap. If any write fails, the records it wrote
+// (which no head names) are deleted and the thread is as it was.
 func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 	th, store := r.thread, r.a.cfg.Store
 	h := th.head
@@ -376,18 +376,22 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 	}
 	v, err := store.Put(ctx, th.key, data, th.version)
 	if err != nil {
-		abandon()
+		// Only a conflict says for sure that the head was not written;
+		// after any other error it may have been, and then it names the
+		// records.
+		if errors.Is(err, storage.ErrConflict) {
+			abandon()
+		}
 		return err
 	}
 	th.bytesWritten += len(data)
 	th.version, th.head = v, h
-	for id, name := range layers {
+	for id := range layers {
 		if raw := snap.Layers[id]; len(raw) > 0 {
 			th.layers[id] = raw
 		} else {
 			th.layers[id] = []byte("null")
 		}
-		_ = name
 	}
 	th.saved = h.Messages
 	if th.pending != nil {
