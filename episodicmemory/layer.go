@@ -112,10 +112,11 @@ func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 // error, duration, step, time and the IDs and names found in the
 // arguments and result) and, at a step without tool calls, the turn's
 // outcome (the request and the answer), and appends them to the log as
-// one segment: the head is advanced with compare-and-swap (on a lost race
-// the segments other writers appended are read, and the claim retried),
-// then the segment is written once. A step's cost does not grow with the
-// log. A failed write keeps the episodes for the next Store or Close.
+// one segment: the segment is written once, under the next number
+// (create-only), and the head advanced past it with compare-and-swap (on
+// a lost race the segments other writers appended are read into the
+// view, and the next number tried; see [FormatVersion]). A step's cost
+// does not grow with the log. A failed write keeps the episodes for the next Store or Close.
 // Past Config.CompactAfter raw episodes or Config.CompactTokens tokens,
 // the oldest are folded into digests (see [Layer.Compact]).
 func (l *Layer) Store(ctx context.Context, t layer.Turn) error {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/memlayer/memlayer/episodicmemory"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/storage/sqlite"
 )
 
 func episodes(t *testing.T, l *episodicmemory.Layer) []episodicmemory.Episode {
@@ -194,37 +196,53 @@ func TestEpisodic08_CorruptStoredState(t *testing.T) {
 	})
 }
 
-// Two processes (two layers on one store) appending to one resource's
-// log at once lose nothing, through compactions.
+// Two processes (two layers on one store; on SQLite, two handles on one
+// file) appending to one resource's log at once lose nothing, through
+// compactions.
 func TestEpisodic09_ConcurrentAppenders(t *testing.T) {
-	st := storage.NewMemory()
-	cfg := episodicmemory.Config{Scope: layer.ScopeResource, CompactAfter: 16}
-	const per = 40
-	var wg sync.WaitGroup
-	for p := range 2 {
-		l := bound(t, cfg, st, fmt.Sprintf("thread-%d", p), "user-1")
-		wg.Go(func() {
-			for n := range per {
-				if err := l.Store(context.Background(), toolStep(n, fmt.Sprintf("p%d-call-%d", p, n), "cms_getPage", "{}", `{"ok":true}`)); err != nil {
-					t.Errorf("process %d step %d: %v", p, n, err)
-					return
+	path := filepath.Join(t.TempDir(), "log.db")
+	mem := storage.NewMemory()
+	for name, open := range map[string]func(t *testing.T) storage.Store{
+		"memory": func(*testing.T) storage.Store { return mem },
+		"sqlite": func(t *testing.T) storage.Store {
+			st, err := sqlite.Open(context.Background(), sqlite.Config{Path: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := episodicmemory.Config{Scope: layer.ScopeResource, CompactAfter: 16}
+			const per = 40
+			var wg sync.WaitGroup
+			for p := range 2 {
+				l := bound(t, cfg, open(t), fmt.Sprintf("thread-%d", p), "user-1")
+				wg.Go(func() {
+					for n := range per {
+						if err := l.Store(context.Background(), toolStep(n, fmt.Sprintf("p%d-call-%d", p, n), "cms_getPage", "{}", `{"ok":true}`)); err != nil {
+							t.Errorf("process %d step %d: %v", p, n, err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			l := bound(t, cfg, open(t), "reader", "user-1")
+			for p := range 2 {
+				for n := range per {
+					ref := fmt.Sprintf("p%d-call-%d", p, n)
+					e, whole, err := l.Read(context.Background(), ref)
+					if err != nil || !whole || e.Ref != ref || e.Thread != fmt.Sprintf("thread-%d", p) {
+						t.Errorf("Read(%s) = %+v, %v, %v", ref, e, whole, err)
+					}
 				}
 			}
-		})
-	}
-	wg.Wait()
-	l := bound(t, cfg, st, "reader", "user-1")
-	for p := range 2 {
-		for n := range per {
-			ref := fmt.Sprintf("p%d-call-%d", p, n)
-			e, whole, err := l.Read(context.Background(), ref)
-			if err != nil || !whole || e.Ref != ref || e.Thread != fmt.Sprintf("thread-%d", p) {
-				t.Errorf("Read(%s) = %+v, %v, %v", ref, e, whole, err)
+			if st, _ := l.Stats(context.Background()); st.Entries != 2*per {
+				t.Errorf("the log holds %d episodes (digests and raw), want %d", st.Entries, 2*per)
 			}
-		}
-	}
-	if st, _ := l.Stats(context.Background()); st.Entries != 2*per {
-		t.Errorf("the log holds %d episodes (digests and raw), want %d", st.Entries, 2*per)
+		})
 	}
 }
 
