@@ -84,3 +84,23 @@ func BenchmarkStore(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSnapshot measures the snapshot agentloop puts in each
+// checkpoint, with a log of 10 and of 10,000 episodes (bytes/snapshot).
+func BenchmarkSnapshot(b *testing.B) {
+	for _, n := range []int{10, 10_000} {
+		b.Run(fmt.Sprintf("episodes=%d", n), func(b *testing.B) {
+			l := benchLayer(b, n)
+			b.ReportAllocs()
+			var size int
+			for b.Loop() {
+				data, err := l.Snapshot(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				size = len(data)
+			}
+			b.ReportMetric(float64(size), "bytes/snapshot")
+		})
+	}
+}

@@ -62,9 +62,11 @@
 //
 // # Snapshots, spawn and failures
 //
-// Snapshot returns the run's view (digests and raw episodes, results cut
-// at Config.SnapshotResultBytes: agentloop checkpoints it every step)
-// as versioned JSON; Restore replaces the log with one. A child agent of
+// Snapshot returns a bounded summary of the run's view as versioned JSON
+// (the newest 64 digests and the raw episodes, results cut at 256 bytes:
+// agentloop checkpoints it at every step, and the log itself is in the
+// store); Restore replaces the log with one, and is a no-op for a
+// snapshot equal to the current one. A child agent of
 // a thread-scoped layer starts with an empty, unpersisted log; a
 // resource-scoped layer's child appends to the resource's log. A stored
 // record that cannot be read is set aside with storage.Quarantine and

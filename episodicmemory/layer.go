@@ -447,10 +447,11 @@ func (l *Layer) callRead(ctx context.Context, args json.RawMessage) (string, err
 	return out + note, nil
 }
 
-// Snapshot returns the layer's view as versioned JSON: the digests and the
-// raw episodes not yet folded, oldest first, each result cut at
-// Config.SnapshotResultBytes (Size then holds its full length). The
-// full results stay in the log.
+// Snapshot returns the layer's view as versioned JSON: the newest
+// Config.SnapshotDigests digests and the raw episodes not yet folded,
+// oldest first, each result cut at Config.SnapshotResultBytes (Size then
+// holds its full length). It is a bounded summary for checkpoints: the
+// full log stays in the store.
 func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -458,8 +459,9 @@ func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
 }
 
 func (l *Layer) snapshotLocked() []byte {
-	s := snapshot{Version: FormatVersion, Digests: make([]Digest, len(l.digests)), Episodes: slices.Concat(l.recent, l.pending)}
-	for i, d := range l.digests {
+	digests := l.digests[max(len(l.digests)-l.cfg.SnapshotDigests, 0):]
+	s := snapshot{Version: FormatVersion, Digests: make([]Digest, len(digests)), Episodes: slices.Concat(l.recent, l.pending)}
+	for i, d := range digests {
 		d.Seq = 0
 		s.Digests[i] = d
 	}
