@@ -6,13 +6,14 @@
 // and after a process restart.
 //
 //	<entities>
-//	[WORKING MEMORY]
+//	[RECENT ENTITIES]
 //	pages:
 //	  - "About Us" (page-123)
 //	sections:
 //	  - "Hero" (sec-456, parent: page-123)
 //
-//	To resolve references such as "it", ... ask the user which one they mean.
+//	To resolve references such as "it", ... If none matches, look it up
+//	with a tool (a list or search call) or ask the user; never make up an ID.
 //	</entities>
 //
 // # Extraction
@@ -113,14 +114,18 @@
 //
 // # Rendering
 //
-// Recall renders [Header], then one group per type — in order of each
+// Recall renders the header — [Header], "[RECENT ENTITIES]", so that the
+// block is not mistaken for the scratchpad's <working_memory>; Config.Header
+// replaces it, and [LegacyHeader] keeps the original "[WORKING MEMORY]"
+// format — then one group per type — in order of each
 // type's most recent entity, newest first within the type — then the
 // instructions, all fenced with layer.Fence in a block named after the
 // layer ID ([Layer.Tag]: <entities>), like every layer's block, so the
 // prompt compiler can defang a fake entity block that another layer's
 // text prints. Names are quoted; '"' and '\' are escaped and '<' becomes
-// "&lt;", so a name holding "\n[WORKING MEMORY]\n" or "</entities>" stays
-// inert on its line. The block is cached and rendered again only after a
+// "&lt;", so a name holding "\n[RECENT ENTITIES]\n" or "</entities>" stays
+// inert on its line. A Config.Header that holds a line break or '<' is
+// refused by New. The block is cached and rendered again only after a
 // change. Nothing is rendered when the list is empty, unless RenderEmpty.
 //
 // # Persistence, spawn and snapshots

@@ -77,7 +77,7 @@ func ExampleNew() {
 	fmt.Println(items[0].Text)
 	// Output:
 	// <entities>
-	// [WORKING MEMORY]
+	// [RECENT ENTITIES]
 	// pages:
 	//   - "About Our Team" (page-123)
 	// sections:
@@ -105,7 +105,7 @@ func ExampleLayer_Init() {
 	fmt.Println(items[0].Text)
 	// Output:
 	// <entities>
-	// [WORKING MEMORY]
+	// [RECENT ENTITIES]
 	// pages:
 	//   - "About Us" (page-123)
 	// </entities>
