@@ -238,4 +238,3 @@ func TestFit07_ExtractionLoggedDefault(t *testing.T) {
 		t.Errorf("default logger got: %s", out)
 	}
 }
-
