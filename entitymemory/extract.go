@@ -36,6 +36,10 @@ type Entity struct {
 	// SeenAt is when the entity was last seen. [Extract] leaves it zero;
 	// the layer sets it when it records the entity.
 	SeenAt time.Time `json:"seenAt"`
+	// Deleted reports that the result said the entity was deleted
+	// ({"deleted": true}, {"is_deleted": true}). The layer forgets such
+	// an entity instead of recording it; it is never stored.
+	Deleted bool `json:"-"`
 
 	// seq is the layer's logical clock when the entity was last
 	// recorded: higher is more recent (see StateVersion).
