@@ -359,8 +359,9 @@ func (l *Layer) expire() {
 // Store extracts the entities of every successful tool result of the step
 // (in order, so the last result's entities end up first) and records
 // them; the entities of a delete-like tool ("cms_deletePage",
-// "remove_section") are forgotten instead, so "it" no longer resolves to
-// them. When the list changed and the layer persists, it is saved with
+// "remove_section"), and those the result flags as deleted
+// ({"id": "cus_1", "deleted": true}, see [Entity.Deleted]), are forgotten
+// instead, so "it" no longer resolves to them. When the list changed and the layer persists, it is saved with
 // compare-and-swap: on a lost race the stored list is read and this
 // layer's changes since its last save — the entities it recorded, in
 // order, and the ones it forgot — are applied to it again, with logical
@@ -398,11 +399,7 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 		l.ebuf = l.ext.extractInto(l.ebuf, name, args, r.Content)
 		destructive := l.ext.Destructive(name)
 		l.logExtraction(ctx, name, l.ebuf, destructive)
-		if destructive {
-			l.removeLocked(l.ebuf)
-			continue
-		}
-		l.addLocked(l.ebuf)
+		l.applyLocked(l.ebuf, destructive)
 	}
 	if !l.dirty {
 		return nil
@@ -434,8 +431,9 @@ func (l *Layer) logExtraction(ctx context.Context, tool string, ents []Entity, f
 }
 
 // Add records entities as if a tool result had just yielded them, in
-// order (the first ends up first). It does not save them; the next Store
-// or Close does. Entities without a type or ID are ignored.
+// order (the first ends up first); an entity flagged Deleted is forgotten
+// instead. It does not save them; the next Store or Close does. Entities
+// without a type or ID are ignored.
 func (l *Layer) Add(ents ...Entity) {
 	if l.cfg.Disabled {
 		return
@@ -449,7 +447,35 @@ func (l *Layer) Add(ents ...Entity) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.expire()
-	l.addLocked(batch)
+	l.applyLocked(batch, false)
+}
+
+// applyLocked records the entities of one result, in order, and forgets
+// those flagged Deleted — or all of them, for a delete-like tool.
+// batch may be reordered.
+func (l *Layer) applyLocked(batch []Entity, forget bool) {
+	if forget {
+		l.removeLocked(batch)
+		return
+	}
+	n := 0
+	for i := range batch {
+		if batch[i].Deleted {
+			n++
+		}
+	}
+	if n == 0 {
+		l.addLocked(batch)
+		return
+	}
+	gone := make([]Entity, 0, n)
+	for _, e := range batch {
+		if e.Deleted {
+			gone = append(gone, e)
+		}
+	}
+	l.removeLocked(gone)
+	l.addLocked(slices.DeleteFunc(batch, func(e Entity) bool { return e.Deleted }))
 }
 
 func (l *Layer) addLocked(batch []Entity) {
