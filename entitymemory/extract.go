@@ -263,12 +263,7 @@ func (x *Extractor) toolType(name string) (typ string, sure, skip bool) {
 	return ni.typ, ni.verb, false
 }
 
-// guess caches TypeFromToolName: agents call the same few tools, and
-// results use the same few keys.
-func (x *Extractor) guess(name string) string {
-	return x.guessBytes(unsafe.Slice(unsafe.StringData(name), len(name)))
-}
-
+// guessBytes is TypeFromToolName of a key, cached (see info).
 func (x *Extractor) guessBytes(name []byte) string { return x.info(name).typ }
 
 // nameInfo is what a tool name or key says.
@@ -278,7 +273,8 @@ type nameInfo struct {
 	destructive bool
 }
 
-// info returns what a tool name or key says, cached.
+// info returns what a tool name or key says, cached: agents call the same
+// few tools, and results use the same few keys.
 func (x *Extractor) info(name []byte) nameInfo {
 	x.mu.RLock()
 	ni, ok := x.types[string(name)]
@@ -732,13 +728,13 @@ func (e *extraction) looseName(fs []jsonx.Field) (name, slug string) {
 		}
 		best, rank, s, sr := "", len(e.x.nameFields), "", len(slugRank)
 		for _, g := range gs {
-			k := string(e.norm(g.Key))
-			if r, ok := e.x.nameRank[k]; ok && r < rank {
+			k := e.norm(g.Key)
+			if r, ok := e.x.nameRank[string(k)]; ok && r < rank {
 				if t := textOf(g.Value, 3); strings.TrimSpace(t) != "" {
 					best, rank = t, r
 				}
 			}
-			if r, ok := slugRank[k]; ok && r < sr {
+			if r, ok := slugRank[string(k)]; ok && r < sr {
 				if t := textOf(g.Value, 2); t != "" {
 					s, sr = t, r
 				}
