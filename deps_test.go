@@ -150,6 +150,9 @@ var importRules = []importRule{
 	{"internal/lexical imports only the standard library", []string{"internal/lexical"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
 		return nonStandard("internal/lexical", pkgs["internal/lexical"].deps, std)
 	}},
+	{"redact imports only the standard library", []string{"redact"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
+		return nonStandard("redact", pkgs["redact"].deps, std)
+	}},
 	{"layer imports only the standard library and storage", []string{"layer"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
 		return nonStandard("layer", pkgs["layer"].deps, std, "storage")
 	}},
