@@ -90,7 +90,9 @@ func TestEpisodic06_RecallDeterministic(t *testing.T) {
 	}
 	// A budget that fits one line gives one line.
 	full := recall(t, l, "")
-	items, _ := l.Recall(context.Background(), layer.Query{Budget: float64((layer.Query{}).Count(full) - 5)})
+	var q layer.Query
+	setBudget(&q.Budget, q.Count(full)-5)
+	items, _ := l.Recall(context.Background(), q)
 	if len(items) != 1 || strings.Count(items[0].Text, "\n[call-") != 1 || items[0].Tokens != (layer.Query{}).Count(items[0].Text) {
 		t.Errorf("budgeted recall = %+v", items)
 	}

@@ -76,10 +76,11 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 }
 
 // budgetOf returns the query's budget in tokens, and false when it sets
-// none (zero, or unbounded).
+// none: zero, NaN, or too large to be a limit (+Inf or the largest int,
+// whichever "unbounded" is).
 func budgetOf(q layer.Query) (int, bool) {
-	b := q.Budget
-	if b <= 0 || math.IsInf(b, 1) || math.IsNaN(b) {
+	b := float64(q.Budget)
+	if !(b > 0) || b >= 1<<53 {
 		return 0, false
 	}
 	return int(b), true
