@@ -397,3 +397,25 @@ func TestEpisodic14_Clear(t *testing.T) {
 		t.Errorf("after Clear and a step: %+v", got)
 	}
 }
+
+// Candidates offers every episode for scored assembly, with the
+// similarity Recall uses.
+func TestEpisodic18_Candidates(t *testing.T) {
+	l := bound(t, episodicmemory.Config{CompactAfter: 4}, storage.NewMemory(), "t", "")
+	for n := range 10 {
+		store(t, l, pageStep(n))
+	}
+	cands, err := l.Candidates(context.Background(), layer.Query{Text: "page-2"})
+	if err != nil || len(cands) != 10 {
+		t.Fatalf("%d candidates, %v; want 10", len(cands), err)
+	}
+	for i, c := range cands {
+		want := fmt.Sprintf("call-%d", i)
+		if c.Key != want || c.Layer != episodicmemory.DefaultID || c.Tokens != (layer.Query{}).Count(c.Text) || c.Source != "t" || !c.Time.Equal(fixed()) {
+			t.Errorf("candidate %d = %+v", i, c)
+		}
+		if (i == 2) != (c.Similarity == 1) || c.Similarity < 0 || c.Similarity > 1 {
+			t.Errorf("candidate %s: similarity %v", c.Key, c.Similarity)
+		}
+	}
+}
