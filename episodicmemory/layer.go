@@ -111,7 +111,8 @@ func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 // Store records the step's tool invocations (tool, arguments, result or
 // error, duration, step, time and the IDs and names found in the
 // arguments and result) and, at a step without tool calls, the turn's
-// outcome (the request and the answer), and appends them to the log as
+// outcome (the request and the answer) — calls of its own read tool
+// excepted — and appends them to the log as
 // one segment: the segment is written once, under the next number
 // (create-only), and the head advanced past it with compare-and-swap (on
 // a lost race the segments other writers appended are read into the
@@ -144,6 +145,9 @@ func (l *Layer) episodes(t layer.Turn) []Episode {
 	now := clampTime(l.cfg.Now())
 	var eps []Episode
 	for _, r := range t.Results {
+		if r.Name == l.tool || r.Name == l.cfg.ID+"/read" {
+			continue // reading an episode is not an episode
+		}
 		name, args := r.Name, r.Arguments
 		if name == "" || args == "" {
 			for _, c := range t.Response.ToolCalls {
