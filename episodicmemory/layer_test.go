@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/memlayer/memlayer/episodicmemory"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/storage/redis"
 	"github.com/memlayer/memlayer/storage/sqlite"
 )
 
@@ -199,15 +202,28 @@ func TestEpisodic08_CorruptStoredState(t *testing.T) {
 }
 
 // Two processes (two layers on one store; on SQLite, two handles on one
-// file) appending to one resource's log at once lose nothing, through
+// file; on Redis, two clients of one server) appending to one resource's log at once lose nothing, through
 // compactions.
 func TestEpisodic09_ConcurrentAppenders(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "log.db")
 	mem := storage.NewMemory()
+	ns := strconv.FormatInt(time.Now().UnixNano(), 10)
 	for name, open := range map[string]func(t *testing.T) storage.Store{
 		"memory": func(*testing.T) storage.Store { return mem },
 		"sqlite": func(t *testing.T) storage.Store {
 			st, err := sqlite.Open(context.Background(), sqlite.Config{Path: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		},
+		"redis": func(t *testing.T) storage.Store {
+			url := os.Getenv("MEMLAYER_REDIS_URL")
+			if url == "" {
+				t.Skip("MEMLAYER_REDIS_URL is not set (run under .ci/with-redis)")
+			}
+			st, err := redis.New(redis.Config{URL: url, Namespace: "memlayer-episodic:" + ns + ":"})
 			if err != nil {
 				t.Fatal(err)
 			}
