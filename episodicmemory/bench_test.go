@@ -3,11 +3,13 @@ package episodicmemory_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/memlayer/memlayer/episodicmemory"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/storage/sqlite"
 )
 
 // benchLayer returns a layer whose log holds n episodes (a 2 KB result
@@ -64,6 +66,30 @@ func BenchmarkStoreRecall(b *testing.B) {
 				if _, err := l.Recall(context.Background(), q); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkStoreSQLite appends one step to a log of 10 and of 10,000
+// episodes in a SQLite file, compactions included.
+func BenchmarkStoreSQLite(b *testing.B) {
+	for _, n := range []int{10, 10_000} {
+		b.Run(fmt.Sprintf("episodes=%d", n), func(b *testing.B) {
+			st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(b.TempDir(), "bench.db")})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			l := bound(b, episodicmemory.Config{}, st, "t", "")
+			for i := range n {
+				store(b, l, benchStep(i))
+			}
+			i := n
+			b.ReportAllocs()
+			for b.Loop() {
+				store(b, l, benchStep(i))
+				i++
 			}
 		})
 	}
