@@ -100,3 +100,8 @@ func readAll(t testing.TB, call func(context.Context, json.RawMessage) (string, 
 
 // setBudget sets a Query's budget to n tokens, whatever its numeric type.
 func setBudget[B int | float64](p *B, n int) { *p = B(n) }
+
+// turnStep is the step that ends a turn with an answer.
+func turnStep(step int, query, answer string) layer.Turn {
+	return layer.Turn{Step: step, Query: query, Response: layer.Response{Text: answer}}
+}
