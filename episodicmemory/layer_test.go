@@ -373,7 +373,8 @@ func (s *countingStore) Put(ctx context.Context, key string, value []byte, v int
 }
 
 // The bytes a step writes do not grow with the log: step 1,000 writes
-// what step 10 does (compactions aside, which are amortised).
+// what step 10 does (compaction is off here; it writes one digest record
+// per CompactAfter/2 episodes).
 func TestEpisodic13_StoreBytesFlat(t *testing.T) {
 	cs := &countingStore{Store: storage.NewMemory()}
 	l := bound(t, episodicmemory.Config{CompactAfter: math.MaxInt32, CompactTokens: math.MaxInt32}, cs, "t", "")
