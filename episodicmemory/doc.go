@@ -17,7 +17,7 @@
 // and the model reads any episode's full result with the tool
 // "episodic-memory/read" (wire name episodic-memory_read) and the
 // reference, a tool call ID. agentloop cuts a tool result longer than
-// Config.MaxToolResultBytes (16 KiB) in the history; the episode keeps
+// agentloop.Config.MaxToolResultBytes (16 KiB) in the history; the episode keeps
 // it whole (up to Config.MaxResultBytes, 1 MiB by default), and the read
 // tool returns it in pages of Config.ReadPageBytes (12 KiB), each under
 // the history cap.
@@ -44,11 +44,13 @@
 //
 // # Storage
 //
-// The log is append-only: a step claims the next segment number on a
-// small head record (compare-and-swap) and writes its episodes once, in
-// a segment of its own, so a step costs the same at episode 10 and at
-// episode 10,000, and two processes appending to one resource's log lose
-// nothing. See [FormatVersion] for the records and their keys.
+// The log is append-only: a step writes its episodes once, in a segment
+// of its own under the next number (create-only), then advances a small
+// head record past it (compare-and-swap). So a step costs the same at
+// episode 10 and at episode 10,000, and two processes appending to one
+// resource's log lose nothing; a writer that stops between its two
+// writes blocks no one (the next writer publishes its segment). See
+// [FormatVersion] for the records and their keys.
 //
 // # Compaction and retention
 //
