@@ -436,3 +436,22 @@ func TestEpisodic18_Candidates(t *testing.T) {
 		}
 	}
 }
+
+// A config out of range is refused with ErrInvalidConfig; the zero
+// Config is valid.
+func TestEpisodic21_Config(t *testing.T) {
+	for _, cfg := range []episodicmemory.Config{
+		{Scope: layer.ScopeGlobal}, {MaxRecall: -1}, {CompactAfter: -1}, {ReadPageBytes: -1}, {ID: "Not Kebab"},
+	} {
+		if _, err := episodicmemory.New(cfg); !errors.Is(err, episodicmemory.ErrInvalidConfig) {
+			t.Errorf("New(%+v) = %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
+	l, err := episodicmemory.New(episodicmemory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := l.Spec(); s.ID != episodicmemory.DefaultID || s.Slot != layer.SlotEpisodic || s.Scope != layer.ScopeThread || l.Tag() != "episodic_memory" {
+		t.Errorf("zero Config: spec %+v, tag %q", s, l.Tag())
+	}
+}
