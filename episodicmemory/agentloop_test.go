@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,7 +71,8 @@ func TestEpisodic16_AgentloopReadsLargeResultWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent, err := agentloop.New(agentloop.Config{Model: model, Tools: []agentloop.Tool{fetch}, Layers: []layer.Layer{ep}, Store: storage.NewMemory(), DisableSpawnTool: true})
+	st := storage.NewMemory()
+	agent, err := agentloop.New(agentloop.Config{Model: model, Tools: []agentloop.Tool{fetch}, Layers: []layer.Layer{ep}, Store: st, DisableSpawnTool: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,5 +85,17 @@ func TestEpisodic16_AgentloopReadsLargeResultWhole(t *testing.T) {
 	}
 	if n := len(model.Requests()); n != 2+(len(full)+episodicmemory.DefaultReadPageBytes-1)/episodicmemory.DefaultReadPageBytes {
 		t.Errorf("%d model calls, want the fetch, one read per page and the answer", n)
+	}
+	// The log holds the fetch whole and the turn; the reads are not
+	// episodes.
+	var kinds []string
+	for _, e := range episodes(t, bound(t, episodicmemory.Config{}, st, "t", "")) {
+		kinds = append(kinds, e.Tool+string(e.Kind))
+		if e.Tool == "fetch_report" && (e.Result != full || e.Size != 0 || e.Duration <= 0) {
+			t.Errorf("the fetch episode keeps %d of %d bytes (size %d), duration %v", len(e.Result), len(full), e.Size, e.Duration)
+		}
+	}
+	if want := []string{"fetch_reporttool", "turn"}; !slices.Equal(kinds, want) {
+		t.Errorf("episodes %v, want %v", kinds, want)
 	}
 }

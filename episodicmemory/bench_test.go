@@ -3,11 +3,13 @@ package episodicmemory_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/memlayer/memlayer/episodicmemory"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/storage/sqlite"
 )
 
 // benchLayer returns a layer whose log holds n episodes (a 2 KB result
@@ -69,6 +71,30 @@ func BenchmarkStoreRecall(b *testing.B) {
 	}
 }
 
+// BenchmarkStoreSQLite appends one step to a log of 10 and of 10,000
+// episodes in a SQLite file, compactions included.
+func BenchmarkStoreSQLite(b *testing.B) {
+	for _, n := range []int{10, 10_000} {
+		b.Run(fmt.Sprintf("episodes=%d", n), func(b *testing.B) {
+			st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(b.TempDir(), "bench.db")})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			l := bound(b, episodicmemory.Config{}, st, "t", "")
+			for i := range n {
+				store(b, l, benchStep(i))
+			}
+			i := n
+			b.ReportAllocs()
+			for b.Loop() {
+				store(b, l, benchStep(i))
+				i++
+			}
+		})
+	}
+}
+
 // BenchmarkStore appends one step (one tool call, 2 KB result) to a log
 // of 10 and of 10,000 episodes, compactions included.
 func BenchmarkStore(b *testing.B) {
@@ -81,6 +107,26 @@ func BenchmarkStore(b *testing.B) {
 				store(b, l, benchStep(i))
 				i++
 			}
+		})
+	}
+}
+
+// BenchmarkSnapshot measures the snapshot agentloop puts in each
+// checkpoint, with a log of 10 and of 10,000 episodes (bytes/snapshot).
+func BenchmarkSnapshot(b *testing.B) {
+	for _, n := range []int{10, 10_000} {
+		b.Run(fmt.Sprintf("episodes=%d", n), func(b *testing.B) {
+			l := benchLayer(b, n)
+			b.ReportAllocs()
+			var size int
+			for b.Loop() {
+				data, err := l.Snapshot(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				size = len(data)
+			}
+			b.ReportMetric(float64(size), "bytes/snapshot")
 		})
 	}
 }

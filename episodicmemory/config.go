@@ -34,7 +34,10 @@ const (
 	DefaultHalfLife = 16
 	// DefaultSnapshotResultBytes is how much of each result a snapshot
 	// carries.
-	DefaultSnapshotResultBytes = 1024
+	DefaultSnapshotResultBytes = 256
+	// DefaultSnapshotDigests is how many of the newest digests a snapshot
+	// carries.
+	DefaultSnapshotDigests = 64
 	// DefaultReadPageBytes is the largest page the read tool returns
 	// (12 KiB): below agentloop's history cap with room for the note.
 	DefaultReadPageBytes = 12 << 10
@@ -96,10 +99,13 @@ type Config struct {
 	// episodes older than the newest has recency 0.5^(n/HalfLife). Zero
 	// means DefaultHalfLife.
 	HalfLife int
-	// SnapshotResultBytes caps each result in a snapshot (a checkpoint
-	// carries the snapshot every step, the full results stay in the
-	// log). Zero means DefaultSnapshotResultBytes.
+	// SnapshotResultBytes caps each result in a snapshot, and
+	// SnapshotDigests the digests it carries (the newest): agentloop puts
+	// the snapshot in the thread's checkpoint at every step, while the
+	// log itself is in the store. Zero means DefaultSnapshotResultBytes,
+	// DefaultSnapshotDigests.
 	SnapshotResultBytes int
+	SnapshotDigests     int
 	// ReadPageBytes is the largest page of a result the read tool
 	// returns at once. Zero means DefaultReadPageBytes.
 	ReadPageBytes int
@@ -126,7 +132,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("%w: Scope global: an episode log belongs to a thread or a resource", ErrInvalidConfig)
 	}
 	for name, v := range map[string]int{"MaxRecall": cfg.MaxRecall, "CompactAfter": cfg.CompactAfter, "CompactTokens": cfg.CompactTokens,
-		"MaxDigests": cfg.MaxDigests, "HalfLife": cfg.HalfLife, "SnapshotResultBytes": cfg.SnapshotResultBytes, "ReadPageBytes": cfg.ReadPageBytes, "MaxRetries": cfg.MaxRetries} {
+		"MaxDigests": cfg.MaxDigests, "HalfLife": cfg.HalfLife, "SnapshotResultBytes": cfg.SnapshotResultBytes, "ReadPageBytes": cfg.ReadPageBytes, "SnapshotDigests": cfg.SnapshotDigests, "MaxRetries": cfg.MaxRetries} {
 		if v < 0 {
 			return cfg, fmt.Errorf("%w: %s %d < 0", ErrInvalidConfig, name, v)
 		}
@@ -145,6 +151,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	def(&cfg.HalfLife, DefaultHalfLife)
 	def(&cfg.SnapshotResultBytes, DefaultSnapshotResultBytes)
 	def(&cfg.ReadPageBytes, DefaultReadPageBytes)
+	def(&cfg.SnapshotDigests, DefaultSnapshotDigests)
 	def(&cfg.MaxRetries, DefaultMaxRetries)
 	if cfg.Now == nil {
 		cfg.Now = time.Now

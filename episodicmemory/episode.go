@@ -89,7 +89,7 @@ const (
 func (e *Episode) Digest() string {
 	var b strings.Builder
 	b.WriteByte('[')
-	b.WriteString(oneLine(e.Ref, 80))
+	b.WriteString(oneLine(e.Ref, 128))
 	b.WriteString("] step ")
 	b.WriteString(strconv.Itoa(e.Step))
 	b.WriteByte(' ')

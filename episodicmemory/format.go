@@ -25,14 +25,16 @@ import (
 //
 // The head is the only record ever rewritten, always with
 // compare-and-swap, and stays the same size however long the log grows.
-// A step claims the next segment number by advancing next on the head,
-// then writes its episodes, once, under seg/<seq>. Segments below
-// digested are folded: their episodes' digests are in the digest records,
-// a chain from lastDigest back through prev, each covering [from, to).
-// Segments below dropped have been deleted (the retention limit), and
-// nothing below base (set by Clear and Restore) is part of the log.
-// A claimed segment that was never written (its writer crashed) is a gap
-// and reads as nothing.
+// A step writes its episodes, once, as segment seg/<next> (create-only,
+// so two writers never share a number), then advances next on the head
+// past it; a writer that finds the number taken advances the head for
+// the segment's writer and takes the next number. So every segment
+// below next is written, and a writer stopped between its two writes
+// loses nothing. Segments below digested are folded: their episodes'
+// digests are in the digest records, a chain from lastDigest back
+// through prev, each covering [from, to). Segments below dropped have
+// been deleted (the retention limit), and nothing below base (set by
+// Clear and Restore) is part of the log.
 const FormatVersion = 1
 
 // head is the log's head record.

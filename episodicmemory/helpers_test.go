@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"regexp"
 	"strconv"
 	"testing"
@@ -55,7 +54,7 @@ func pageStep(n int) layer.Turn {
 
 func recall(t testing.TB, l layer.Layer, text string) string {
 	t.Helper()
-	items, err := l.Recall(context.Background(), layer.Query{Text: text, Budget: math.Inf(1)})
+	items, err := l.Recall(context.Background(), layer.Query{Text: text})
 	if err != nil {
 		t.Fatalf("Recall: %v", err)
 	}
@@ -97,4 +96,12 @@ func readAll(t testing.TB, call func(context.Context, json.RawMessage) (string, 
 			return out, n
 		}
 	}
+}
+
+// setBudget sets a Query's budget to n tokens, whatever its numeric type.
+func setBudget[B int | float64](p *B, n int) { *p = B(n) }
+
+// turnStep is the step that ends a turn with an answer.
+func turnStep(step int, query, answer string) layer.Turn {
+	return layer.Turn{Step: step, Query: query, Response: layer.Response{Text: answer}}
 }

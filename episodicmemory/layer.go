@@ -1,6 +1,7 @@
 package episodicmemory
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -111,13 +112,15 @@ func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 // Store records the step's tool invocations (tool, arguments, result or
 // error, duration, step, time and the IDs and names found in the
 // arguments and result) and, at a step without tool calls, the turn's
-// outcome (the request and the answer), and appends them to the log as
-// one segment: the head is advanced with compare-and-swap (on a lost race
-// the segments other writers appended are read, and the claim retried),
-// then the segment is written once. A step's cost does not grow with the
-// log. A failed write keeps the episodes for the next Store or Close.
-// Past Config.CompactAfter raw episodes or Config.CompactTokens tokens,
-// the oldest are folded into digests (see [Layer.Compact]).
+// outcome (the request and the answer); calls of its own read tool are
+// not recorded. It appends them to the log as one segment: the segment is
+// written once, under the next number (create-only), and the head is
+// advanced past it with compare-and-swap; on a lost race the segments
+// other writers appended are read into the view and the next number is
+// tried (see [FormatVersion]). A step's cost does not grow with the log.
+// A failed write keeps the episodes for the next Store or Close. Past
+// Config.CompactAfter raw episodes or Config.CompactTokens tokens, the
+// oldest are folded into digests (see [Layer.Compact]).
 func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 	eps := l.episodes(t)
 	if len(eps) == 0 {
@@ -143,11 +146,14 @@ func (l *Layer) episodes(t layer.Turn) []Episode {
 	now := clampTime(l.cfg.Now())
 	var eps []Episode
 	for _, r := range t.Results {
+		if r.Name == l.tool || r.Name == l.cfg.ID+"/read" {
+			continue // reading an episode is not an episode
+		}
 		name, args := r.Name, r.Arguments
 		if name == "" || args == "" {
 			for _, c := range t.Response.ToolCalls {
 				if c.ID == r.CallID {
-					name, args = cmpOr(name, c.Name), cmpOr(args, c.Arguments)
+					name, args = cmp.Or(name, c.Name), cmp.Or(args, c.Arguments)
 				}
 			}
 		}
@@ -169,13 +175,6 @@ func (l *Layer) episodes(t layer.Turn) []Episode {
 		eps = append(eps, Episode{Ref: "turn", Kind: KindTurn, Thread: l.thread, Step: t.Step, Time: now, Query: t.Query, Result: res, Size: size, seq: -1})
 	}
 	return eps
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // turnRef is the reference of the turn episode in segment seq.
@@ -312,54 +311,46 @@ func (l *Layer) changed() {
 
 // Read returns the episode with the given reference (the newest, if
 // several share it), with its result as stored (whole up to
-// Config.MaxResultBytes). For an episode whose raw form is gone (beyond
-// Config.Retain, or folded without a store) it returns the episode
-// rebuilt from its digest, with an empty Result, and ok false. It fails
-// with [ErrNoEpisode] when no episode has the reference.
+// Config.MaxResultBytes), and whole true. For an episode whose raw form
+// is gone (beyond Config.Retain, or folded without a store) it returns
+// the episode rebuilt from its digest, with an empty Result, and whole
+// false. It fails with [ErrNoEpisode] when no episode has the reference.
 func (l *Layer) Read(ctx context.Context, ref string) (e Episode, whole bool, err error) {
+	e, d, err := l.read(ctx, ref)
+	if err != nil || d == nil {
+		return e, err == nil, err
+	}
+	return Episode{Ref: d.Ref, Thread: d.Thread, Step: d.Step, Time: d.Time, seq: d.Seq}, false, nil
+}
+
+// read finds ref: the raw episode, or the digest when only that is left.
+func (l *Layer) read(ctx context.Context, ref string) (Episode, *Digest, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, list := range [][]Episode{l.pending, l.recent} {
 		for i := len(list) - 1; i >= 0; i-- {
 			if list[i].Ref == ref {
-				return list[i], true, nil
+				return list[i], nil, nil
 			}
 		}
 	}
-	var d *Digest
 	if l.store != nil {
-		prev := l.head.LastDigest
-		e, d, err = l.findStored(ctx, ref, nil, prev)
+		e, d, err := l.findStored(ctx, ref, nil, l.head.LastDigest)
 		if err != nil {
-			return Episode{}, false, fmt.Errorf("episodicmemory: read %s: %w", storage.Quote(ref), err)
+			return Episode{}, nil, fmt.Errorf("episodicmemory: read %s: %w", storage.Quote(ref), err)
 		}
-		if d == nil && e.Ref != "" {
-			return e, true, nil
+		if d != nil || e.Ref != "" {
+			return e, d, nil
 		}
 	} else {
-		for i := len(l.digests) - 1; i >= 0 && d == nil; i-- {
+		for i := len(l.digests) - 1; i >= 0; i-- {
 			if l.digests[i].Ref == ref {
-				d = &l.digests[i]
+				d := l.digests[i]
+				return Episode{}, &d, nil
 			}
 		}
 	}
-	if d == nil {
-		return Episode{}, false, fmt.Errorf("%w: %s", ErrNoEpisode, storage.Quote(ref))
-	}
-	return Episode{Ref: d.Ref, Thread: d.Thread, Step: d.Step, Time: d.Time, seq: d.Seq}, false, nil
-}
-
-// digestOf returns the digest line of an episode Read could not return
-// whole.
-func (l *Layer) digestOf(ref string) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for i := len(l.digests) - 1; i >= 0; i-- {
-		if l.digests[i].Ref == ref {
-			return l.digests[i].Text
-		}
-	}
-	return ""
+	return Episode{}, nil, fmt.Errorf("%w: %s", ErrNoEpisode, storage.Quote(ref))
 }
 
 // readParams is the read tool's schema.
@@ -407,16 +398,12 @@ func (l *Layer) callRead(ctx context.Context, args json.RawMessage) (string, err
 	if err := json.Unmarshal(args, &p); err != nil || p.Ref == "" || p.Offset < 0 {
 		return "", fmt.Errorf(`give the episode's reference as {"ref": "<id in brackets>"}, and optionally a byte offset >= 0 as "offset"`)
 	}
-	e, whole, err := l.Read(ctx, p.Ref)
+	e, d, err := l.read(ctx, p.Ref)
 	if err != nil {
 		return "", err
 	}
-	if !whole {
-		text := l.digestOf(p.Ref)
-		if text == "" {
-			text = "[" + e.Ref + "] step " + strconv.Itoa(e.Step)
-		}
-		return "The full result of " + p.Ref + " is no longer stored (retention limit); its digest:\n" + text, nil
+	if d != nil {
+		return "The full result of " + p.Ref + " is no longer stored (retention limit); its digest:\n" + d.Text, nil
 	}
 	out := e.Result
 	if e.IsError && out == "" {
@@ -446,10 +433,11 @@ func (l *Layer) callRead(ctx context.Context, args json.RawMessage) (string, err
 	return out + note, nil
 }
 
-// Snapshot returns the layer's view as versioned JSON: the digests and the
-// raw episodes not yet folded, oldest first, each result cut at
-// Config.SnapshotResultBytes (Size then holds its full length). The
-// full results stay in the log.
+// Snapshot returns the layer's view as versioned JSON: the newest
+// Config.SnapshotDigests digests and the raw episodes not yet folded,
+// oldest first, each result cut at Config.SnapshotResultBytes (Size then
+// holds its full length). It is a bounded summary for checkpoints: the
+// full log stays in the store.
 func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -457,8 +445,9 @@ func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
 }
 
 func (l *Layer) snapshotLocked() []byte {
-	s := snapshot{Version: FormatVersion, Digests: make([]Digest, len(l.digests)), Episodes: slices.Concat(l.recent, l.pending)}
-	for i, d := range l.digests {
+	digests := l.digests[max(len(l.digests)-l.cfg.SnapshotDigests, 0):]
+	s := snapshot{Version: FormatVersion, Digests: make([]Digest, len(digests)), Episodes: slices.Concat(l.recent, l.pending)}
+	for i, d := range digests {
 		d.Seq = 0
 		s.Digests[i] = d
 	}

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +18,8 @@ import (
 	"github.com/memlayer/memlayer/episodicmemory"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/storage/redis"
+	"github.com/memlayer/memlayer/storage/sqlite"
 )
 
 func episodes(t *testing.T, l *episodicmemory.Layer) []episodicmemory.Episode {
@@ -88,7 +93,9 @@ func TestEpisodic06_RecallDeterministic(t *testing.T) {
 	}
 	// A budget that fits one line gives one line.
 	full := recall(t, l, "")
-	items, _ := l.Recall(context.Background(), layer.Query{Budget: float64((layer.Query{}).Count(full) - 5)})
+	var q layer.Query
+	setBudget(&q.Budget, q.Count(full)-5)
+	items, _ := l.Recall(context.Background(), q)
 	if len(items) != 1 || strings.Count(items[0].Text, "\n[call-") != 1 || items[0].Tokens != (layer.Query{}).Count(items[0].Text) {
 		t.Errorf("budgeted recall = %+v", items)
 	}
@@ -194,37 +201,66 @@ func TestEpisodic08_CorruptStoredState(t *testing.T) {
 	})
 }
 
-// Two processes (two layers on one store) appending to one resource's
-// log at once lose nothing, through compactions.
+// Two processes (two layers on one store; on SQLite, two handles on one
+// file; on Redis, two clients of one server) appending to one resource's log at once lose nothing, through
+// compactions.
 func TestEpisodic09_ConcurrentAppenders(t *testing.T) {
-	st := storage.NewMemory()
-	cfg := episodicmemory.Config{Scope: layer.ScopeResource, CompactAfter: 16}
-	const per = 40
-	var wg sync.WaitGroup
-	for p := range 2 {
-		l := bound(t, cfg, st, fmt.Sprintf("thread-%d", p), "user-1")
-		wg.Go(func() {
-			for n := range per {
-				if err := l.Store(context.Background(), toolStep(n, fmt.Sprintf("p%d-call-%d", p, n), "cms_getPage", "{}", `{"ok":true}`)); err != nil {
-					t.Errorf("process %d step %d: %v", p, n, err)
-					return
+	path := filepath.Join(t.TempDir(), "log.db")
+	mem := storage.NewMemory()
+	ns := strconv.FormatInt(time.Now().UnixNano(), 10)
+	for name, open := range map[string]func(t *testing.T) storage.Store{
+		"memory": func(*testing.T) storage.Store { return mem },
+		"sqlite": func(t *testing.T) storage.Store {
+			st, err := sqlite.Open(context.Background(), sqlite.Config{Path: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		},
+		"redis": func(t *testing.T) storage.Store {
+			url := os.Getenv("MEMLAYER_REDIS_URL")
+			if url == "" {
+				t.Skip("MEMLAYER_REDIS_URL is not set (run under .ci/with-redis)")
+			}
+			st, err := redis.New(redis.Config{URL: url, Namespace: "memlayer-episodic:" + ns + ":"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := episodicmemory.Config{Scope: layer.ScopeResource, CompactAfter: 16}
+			const per = 40
+			var wg sync.WaitGroup
+			for p := range 2 {
+				l := bound(t, cfg, open(t), fmt.Sprintf("thread-%d", p), "user-1")
+				wg.Go(func() {
+					for n := range per {
+						if err := l.Store(context.Background(), toolStep(n, fmt.Sprintf("p%d-call-%d", p, n), "cms_getPage", "{}", `{"ok":true}`)); err != nil {
+							t.Errorf("process %d step %d: %v", p, n, err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			l := bound(t, cfg, open(t), "reader", "user-1")
+			for p := range 2 {
+				for n := range per {
+					ref := fmt.Sprintf("p%d-call-%d", p, n)
+					e, whole, err := l.Read(context.Background(), ref)
+					if err != nil || !whole || e.Ref != ref || e.Thread != fmt.Sprintf("thread-%d", p) {
+						t.Errorf("Read(%s) = %+v, %v, %v", ref, e, whole, err)
+					}
 				}
 			}
-		})
-	}
-	wg.Wait()
-	l := bound(t, cfg, st, "reader", "user-1")
-	for p := range 2 {
-		for n := range per {
-			ref := fmt.Sprintf("p%d-call-%d", p, n)
-			e, whole, err := l.Read(context.Background(), ref)
-			if err != nil || !whole || e.Ref != ref || e.Thread != fmt.Sprintf("thread-%d", p) {
-				t.Errorf("Read(%s) = %+v, %v, %v", ref, e, whole, err)
+			if st, _ := l.Stats(context.Background()); st.Entries != 2*per {
+				t.Errorf("the log holds %d episodes (digests and raw), want %d", st.Entries, 2*per)
 			}
-		}
-	}
-	if st, _ := l.Stats(context.Background()); st.Entries != 2*per {
-		t.Errorf("the log holds %d episodes (digests and raw), want %d", st.Entries, 2*per)
+		})
 	}
 }
 
@@ -337,7 +373,8 @@ func (s *countingStore) Put(ctx context.Context, key string, value []byte, v int
 }
 
 // The bytes a step writes do not grow with the log: step 1,000 writes
-// what step 10 does (compactions aside, which are amortised).
+// what step 10 does (compaction is off here; it writes one digest record
+// per CompactAfter/2 episodes).
 func TestEpisodic13_StoreBytesFlat(t *testing.T) {
 	cs := &countingStore{Store: storage.NewMemory()}
 	l := bound(t, episodicmemory.Config{CompactAfter: math.MaxInt32, CompactTokens: math.MaxInt32}, cs, "t", "")
@@ -375,5 +412,46 @@ func TestEpisodic14_Clear(t *testing.T) {
 	store(t, l, pageStep(7))
 	if got := episodes(t, bound(t, episodicmemory.Config{}, st, "t", "")); len(got) != 1 || got[0].Ref != "call-7" {
 		t.Errorf("after Clear and a step: %+v", got)
+	}
+}
+
+// Candidates offers every episode for scored assembly, with the
+// similarity Recall uses.
+func TestEpisodic18_Candidates(t *testing.T) {
+	l := bound(t, episodicmemory.Config{CompactAfter: 4}, storage.NewMemory(), "t", "")
+	for n := range 10 {
+		store(t, l, pageStep(n))
+	}
+	cands, err := l.Candidates(context.Background(), layer.Query{Text: "page-2"})
+	if err != nil || len(cands) != 10 {
+		t.Fatalf("%d candidates, %v; want 10", len(cands), err)
+	}
+	for i, c := range cands {
+		want := fmt.Sprintf("call-%d", i)
+		if c.Key != want || c.Layer != episodicmemory.DefaultID || c.Tokens != (layer.Query{}).Count(c.Text) || c.Source != "t" || !c.Time.Equal(fixed()) {
+			t.Errorf("candidate %d = %+v", i, c)
+		}
+		if (i == 2) != (c.Similarity == 1) || c.Similarity < 0 || c.Similarity > 1 {
+			t.Errorf("candidate %s: similarity %v", c.Key, c.Similarity)
+		}
+	}
+}
+
+// A config out of range is refused with ErrInvalidConfig; the zero
+// Config is valid.
+func TestEpisodic21_Config(t *testing.T) {
+	for _, cfg := range []episodicmemory.Config{
+		{Scope: layer.ScopeGlobal}, {MaxRecall: -1}, {CompactAfter: -1}, {ReadPageBytes: -1}, {ID: "Not Kebab"},
+	} {
+		if _, err := episodicmemory.New(cfg); !errors.Is(err, episodicmemory.ErrInvalidConfig) {
+			t.Errorf("New(%+v) = %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
+	l, err := episodicmemory.New(episodicmemory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := l.Spec(); s.ID != episodicmemory.DefaultID || s.Slot != layer.SlotEpisodic || s.Scope != layer.ScopeThread || l.Tag() != "episodic_memory" {
+		t.Errorf("zero Config: spec %+v, tag %q", s, l.Tag())
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/memlayer/memlayer/storage"
@@ -210,36 +211,86 @@ func (l *Layer) updateHead(ctx context.Context, change func(h *head) bool) (head
 	return head{}, false, fmt.Errorf("write head: gave up after %d attempts: %w", l.cfg.MaxRetries, storage.ErrConflict)
 }
 
-// appendPending claims a segment for the pending episodes and writes
-// them. On failure they stay pending.
+// appendPending writes the pending episodes as the next segment and
+// publishes it. The segment is written first, under the next number with
+// create-only (NoVersion), then the head is advanced past it with
+// compare-and-swap; so every number below the head's next has its
+// segment written. A writer that finds the number taken publishes that
+// segment for its writer (which may have stopped between its two
+// writes), catches up and tries the next number. On failure the
+// episodes stay pending, unless their segment was written: then they are
+// in the log, and the next append publishes them.
 func (l *Layer) appendPending(ctx context.Context) error {
 	if len(l.pending) == 0 {
 		return nil
 	}
-	h, _, err := l.updateHead(ctx, func(h *head) bool { h.Next++; return true })
-	if err != nil {
-		return err
-	}
-	seq := h.Next - 1
-	l.head = h
-	seg := segment{Version: FormatVersion, Seq: seq, Episodes: l.pending}
-	for i := range seg.Episodes {
-		seg.Episodes[i].seq = seq
-		if seg.Episodes[i].Kind == KindTurn {
-			seg.Episodes[i].Ref = turnRef(seq)
+	for attempt := range l.cfg.MaxRetries {
+		if err := storage.WaitRetry(ctx, attempt); err != nil {
+			return fmt.Errorf("append: %w", err)
 		}
-	}
-	// The number is ours alone: no other writer ever writes this key.
-	if _, err := l.store.Put(ctx, l.key(segName(seq)), encode(seg), storage.AnyVersion); err != nil {
+		seq := l.head.Next
+		seg := segment{Version: FormatVersion, Seq: seq, Episodes: slices.Clone(l.pending)}
 		for i := range seg.Episodes {
-			seg.Episodes[i].seq = -1
+			seg.Episodes[i].seq = seq
+			if seg.Episodes[i].Kind == KindTurn {
+				seg.Episodes[i].Ref = turnRef(seq)
+			}
 		}
-		return fmt.Errorf("write segment %d: %w", seq, err)
+		_, err := l.store.Put(ctx, l.key(segName(seq)), encode(seg), storage.NoVersion)
+		if err != nil && !errors.Is(err, storage.ErrConflict) {
+			return fmt.Errorf("write segment %d: %w", seq, err)
+		}
+		mine := err == nil
+		if mine {
+			l.pending = nil
+			err = l.publish(ctx, seq, seg.Episodes)
+		} else {
+			err = l.publish(ctx, seq, nil)
+		}
+		if err != nil || mine {
+			return err
+		}
 	}
-	l.recent = append(l.recent, seg.Episodes...)
-	l.pending = nil
-	l.changed()
-	return nil
+	return fmt.Errorf("append: gave up after %d attempts: %w", l.cfg.MaxRetries, storage.ErrConflict)
+}
+
+// publish advances the head past segment seq (written, by this writer
+// with episodes eps, or by another when eps is nil) and takes the segment
+// into the view, catching up with other writers on the way.
+func (l *Layer) publish(ctx context.Context, seq int64, eps []Episode) error {
+	for attempt := range l.cfg.MaxRetries {
+		if l.head.Next > seq {
+			return nil // in the view: published by another writer
+		}
+		if err := storage.WaitRetry(ctx, attempt); err != nil {
+			return fmt.Errorf("publish segment %d: %w", seq, err)
+		}
+		h := l.head
+		h.Next = seq + 1
+		v, err := l.store.Put(ctx, l.key("head"), encode(h), l.hver)
+		if err == nil {
+			if eps == nil {
+				if eps, err = l.readSegment(ctx, seq); err != nil {
+					return err
+				}
+			}
+			l.head, l.hver = h, v
+			l.recent = append(l.recent, eps...)
+			l.changed()
+			return nil
+		}
+		if !errors.Is(err, storage.ErrConflict) {
+			return fmt.Errorf("publish segment %d: %w", seq, err)
+		}
+		remote, ver, err := l.readHead(ctx)
+		if err != nil {
+			return err
+		}
+		if err := l.catchUp(ctx, remote, ver); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("publish segment %d: gave up after %d attempts: %w", seq, l.cfg.MaxRetries, storage.ErrConflict)
 }
 
 // compactStored folds the raw episodes of segments [head.Digested, to)
@@ -247,10 +298,28 @@ func (l *Layer) appendPending(ctx context.Context) error {
 // beyond the retention limit.
 func (l *Layer) compactStored(ctx context.Context, to int64) error {
 	from := l.head.Digested
+	// The view can miss a segment another writer had claimed but not yet
+	// written when this one caught up: read those from the store, so the
+	// digests cover every episode written. (A segment still unwritten
+	// now, long after its claim, is a crashed writer's gap.)
 	var digests []Digest
-	for _, e := range l.recent {
-		if e.seq >= from && e.seq < to {
-			digests = append(digests, e.digest())
+	i := 0
+	for i < len(l.recent) && l.recent[i].seq < from {
+		i++
+	}
+	for seq := from; seq < to; seq++ {
+		if i < len(l.recent) && l.recent[i].seq == seq {
+			for ; i < len(l.recent) && l.recent[i].seq == seq; i++ {
+				digests = append(digests, l.recent[i].digest())
+			}
+			continue
+		}
+		eps, err := l.readSegment(ctx, seq)
+		if err != nil {
+			return err
+		}
+		for k := range eps {
+			digests = append(digests, eps[k].digest())
 		}
 	}
 	rec := digestRecord{Version: FormatVersion, From: from, To: to, Prev: l.head.LastDigest, Digests: digests}

@@ -76,10 +76,11 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 }
 
 // budgetOf returns the query's budget in tokens, and false when it sets
-// none (zero, or unbounded).
+// none: zero, NaN, or too large to be a limit (+Inf or the largest int,
+// whichever "unbounded" is).
 func budgetOf(q layer.Query) (int, bool) {
-	b := q.Budget
-	if b <= 0 || math.IsInf(b, 1) || math.IsNaN(b) {
+	b := float64(q.Budget)
+	if !(b > 0) || b >= 1<<53 {
 		return 0, false
 	}
 	return int(b), true
@@ -127,4 +128,35 @@ func (l *Layer) syncIndex() {
 		}
 		l.indexed = -1 // the pending episodes are renamed once appended
 	}
+}
+
+// Candidates returns every episode of the view as a layer.Candidate for
+// scored assembly (prompt.Assemble), oldest first: Key is the reference,
+// Text the digest line (tokens counted with q.Count), Similarity the
+// BM25 similarity to q.Text in [0, 1] (as Recall uses it), Time when the
+// episode happened and Source its thread. Importance is left zero.
+func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]layer.Candidate, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.syncIndex()
+	out := make([]layer.Candidate, len(l.docs))
+	for i, line := range l.docs {
+		c := layer.Candidate{Layer: l.cfg.ID, Text: line, Tokens: q.Count(line)}
+		switch {
+		case i < len(l.digests):
+			d := &l.digests[i]
+			c.Key, c.Time, c.Source = d.Ref, d.Time, d.Thread
+		case i < len(l.digests)+len(l.recent):
+			e := &l.recent[i-len(l.digests)]
+			c.Key, c.Time, c.Source = e.Ref, e.Time, e.Thread
+		default:
+			e := &l.pending[i-len(l.digests)-len(l.recent)]
+			c.Key, c.Time, c.Source = e.Ref, e.Time, e.Thread
+		}
+		out[i] = c
+	}
+	for _, h := range l.index.Rank(q.Text) {
+		out[h.Doc].Similarity = h.Similarity
+	}
+	return out, nil
 }

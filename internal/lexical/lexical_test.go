@@ -88,7 +88,7 @@ func TestEpisodic03_RankTiesByKey(t *testing.T) {
 	}
 }
 
-func FuzzTokens(f *testing.F) {
+func FuzzEpisodic19_Tokens(f *testing.F) {
 	for _, s := range []string{"", "page-123", "a--b", "Ünï-cødé_9", "x.y:z/w", strings.Repeat("a-", 100), "\xff-a", "ǅ-ǈ"} {
 		f.Add(s)
 	}
