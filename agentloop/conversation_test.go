@@ -254,10 +254,11 @@ func jsonEntities(v any, prefix, name string, add func(string)) {
 	}
 }
 
-// cmsTools are the CMS's tools. Each answers a call whose arguments are
-// one the current turn scripts, with the references replaced by their
-// expected IDs, with the recorded result; any other call is a wrong
-// reference, reported on the harness.
+// cmsHarness is the CMS behind the tools: it answers a call whose
+// arguments equal one the current turn scripts, with the references
+// replaced by their expected IDs (the fixture's refs), with the recorded
+// result. Any other call used a wrong ID (a distractor, say): it gets an
+// error result and is recorded in wrong.
 type cmsHarness struct {
 	f cmsFixture
 
