@@ -322,6 +322,8 @@ type cmsRun struct {
 	// call's messages and tool definitions, summed over the turn's calls.
 	estimate, exact []int
 	failures        []string
+	// failed holds the turns (numbered from 1) whose run returned an error.
+	failed map[int]bool
 }
 
 // requestTokens counts what a request sends: each message with
@@ -355,6 +357,10 @@ func runCMS(t *testing.T, f cmsFixture, store storage.Store, history func(*agent
 		switch {
 		case err != nil:
 			run.failures = append(run.failures, fmt.Sprintf("turn %d: %v", turn.N, err))
+			if run.failed == nil {
+				run.failed = map[int]bool{}
+			}
+			run.failed[turn.N] = true
 		case res.Output != turn.Reply:
 			run.failures = append(run.failures, fmt.Sprintf("turn %d: answer %q, want %q", turn.N, res.Output, turn.Reply))
 		}
@@ -502,23 +508,31 @@ func countRefFailures(failures []string) int {
 // TestHistory52_CMS50SQLiteReopen runs the conversation with the default
 // history on a SQLite file, closing it after turn 25 and going on with a
 // new store on the same file, new layers and a new agent: the thread
-// resumes and every later reference still resolves from the request.
+// resumes (the first request after the reopen holds the last turn before
+// it, and every request is the one an uninterrupted run in memory sends)
+// and every later reference still resolves from the request.
 func TestHistory52_CMS50SQLiteReopen(t *testing.T) {
 	f := loadCMS50(t)
 	exact := cl100k(t)
 	path := filepath.Join(t.TempDir(), "cms50.db")
 	var run cmsRun
+	var reopened []agenttest.Request
 	for _, half := range [][2]int{{0, 25}, {25, 50}} {
 		st, err := sqlite.Open(t.Context(), sqlite.Config{Path: path})
 		if err != nil {
 			t.Fatal(err)
 		}
 		model := runCMS(t, f, st, windowedHistory, half[0], half[1], &run, exact)
+		reopened = append(reopened, model.Requests()...)
 		if half[0] > 0 {
 			// The new agent's first request carries the thread: the
-			// previous turn in the window.
-			if first := requestText(model.Requests()[0].Messages); !strings.Contains(first, f.Turns[half[0]-1].User) {
-				t.Errorf("the first request after the reopen lacks turn %d's message %q", half[0], f.Turns[half[0]-1].User)
+			// last turn recorded before the reopen is in the window.
+			prev := half[0]
+			for prev > 1 && run.failed[prev] {
+				prev--
+			}
+			if first := requestText(model.Requests()[0].Messages); !strings.Contains(first, f.Turns[prev-1].User) {
+				t.Errorf("the first request after the reopen lacks turn %d's message %q", prev, f.Turns[prev-1].User)
 			}
 		}
 		if err := st.Close(); err != nil {
@@ -530,6 +544,19 @@ func TestHistory52_CMS50SQLiteReopen(t *testing.T) {
 	}
 	if len(run.exact) != 50 {
 		t.Fatalf("%d turns measured, want 50", len(run.exact))
+	}
+	// The reopened thread sends the model what an uninterrupted run in
+	// memory sends, request for request.
+	var mem cmsRun
+	uninterrupted := runCMS(t, f, storage.NewMemory(), windowedHistory, 0, len(f.Turns), &mem, exact).Requests()
+	if len(uninterrupted) != len(reopened) {
+		t.Errorf("%d requests after the reopen, %d uninterrupted", len(reopened), len(uninterrupted))
+	}
+	for i := range min(len(uninterrupted), len(reopened)) {
+		if a, b := requestText(reopened[i].Messages), requestText(uninterrupted[i].Messages); a != b {
+			t.Errorf("request %d (%q) differs from the uninterrupted run's:\n%s\n---\n%s", i, reopened[i].LastUser(), a, b)
+			break
+		}
 	}
 	t.Logf("FIGURE cms50 sqlite reopened after turn 25: cl100k prompt tokens at turn 50 %d, summed %d; estimate %d, summed %d",
 		run.exact[49], sum(run.exact), run.estimate[49], sum(run.estimate))
