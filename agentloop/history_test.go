@@ -524,3 +524,31 @@ func TestHistory11_RetentionLimit(t *testing.T) {
 		t.Errorf("summary after retention: %v\n%s", err, ck.Summary.Text)
 	}
 }
+
+// TestHistory12_ModelSummarizer: NewModelSummarizer sends its prompt,
+// the previous summary and the messages as text to the model, and its
+// answer becomes the stored summary.
+func TestHistory12_ModelSummarizer(t *testing.T) {
+	summarizer := agenttest.NewFunc(func(_ context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
+		return agenttest.Text("  Pages created so far: page_1.  "), nil
+	})
+	a := mustAgent(t, agentloop.Config{Model: agenttest.NewFunc(pagesPolicy), Tools: []agentloop.Tool{pagesTool(10)},
+		History: agentloop.HistoryConfig{MaxTurns: 1, SummarizeAfter: 1, Summarizer: agentloop.NewModelSummarizer(summarizer, "")}})
+	for i := range 2 {
+		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("Page %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ck, err := a.LoadCheckpoint(t.Context(), "t")
+	if err != nil || ck.Summary.Text != "Pages created so far: page_1." || ck.Summary.Covers != 4 {
+		t.Fatalf("summary: %v, %+v", err, ck.Summary)
+	}
+	reqs := summarizer.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d summary requests", len(reqs))
+	}
+	if sys, user := reqs[0].System(), reqs[0].LastUser(); sys != agentloop.DefaultSummaryPrompt ||
+		!strings.Contains(user, "user: Page 0") || !strings.Contains(user, `"id":"page_1"`) || strings.Contains(user, "Page 1") {
+		t.Errorf("summary request:\nsystem %q\nuser %q", sys, user)
+	}
+}
