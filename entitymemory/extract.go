@@ -96,7 +96,6 @@ type Extractor struct {
 	nameRank   map[string]int
 	keys       map[string]keyInfo   // roles and name ranks, by folded key
 	keyFilter  [keyFilterLen]uint64 // by folded length, a bit per last byte % 64
-	tapes      sync.Pool            // *jsonx.Tape
 	mu         sync.RWMutex
 	types      map[string]nameInfo // cache: tool name or key → what it says
 }
@@ -125,7 +124,6 @@ func (x *Extractor) setup() {
 	if x.maxResult <= 0 {
 		x.maxResult = DefaultMaxResultBytes
 	}
-	x.tapes.New = func() any { return new(jsonx.Tape) }
 	x.nameRank = make(map[string]int, len(x.nameFields))
 	var buf []byte
 	for i, f := range x.nameFields {
@@ -205,18 +203,11 @@ func (x *Extractor) extractInto(buf []Entity, toolName, args, result string) []E
 		}
 	}
 	if len(data) > 0 && (data[0] == '{' || data[0] == '[') {
-		// One pass over the bytes builds an index (a "tape") of the first
-		// two levels of the document (the result and its members: the page
-		// of {"page": {...}} with its own members), skipping deeper
-		// containers by counting brackets; deeper objects are scanned on
-		// demand when the walk reaches them, which it rarely does. Strings
-		// are skipped eight bytes at a time (long ones with a vector
-		// search for the closing quote) and copied only when kept.
-		tp := x.tapes.Get().(*jsonx.Tape)
-		e.walk(tp.Build(data), "", 0)
-		if tp.Release() {
-			x.tapes.Put(tp)
-		}
+		// Each object is scanned when the walk reaches it, its nested
+		// values left as spans of the bytes (skipped by counting
+		// brackets) until visited; strings are copied only when kept.
+		v, _ := jsonx.ScanValue(data, 0)
+		e.walk(v, "", 0)
 	} else if looksLikeErrorText(data) {
 		e.failed = true
 	}
