@@ -16,7 +16,11 @@ import (
 // wins over StackConfig.Timeout, which bounds every layer without one;
 // each call is reported with its hook's name and duration.
 func TestPlain20_OneTimeoutPerLayer(t *testing.T) {
-	hang := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+	// The hooks ignore their context, so only the stack's timeout ends
+	// the calls.
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	hang := func(context.Context) error { <-release; return nil }
 	own := &hooked{spec: layer.Spec{ID: "own", Slot: 1, Timeout: 20 * time.Millisecond}, j: &journal{},
 		recall: func(ctx context.Context, _ layer.Query) ([]layer.Item, error) { return nil, hang(ctx) },
 		store:  func(ctx context.Context, _ layer.Turn) error { return hang(ctx) },
