@@ -187,7 +187,7 @@ type run struct {
 	thread *thread
 
 	alloc    *prompt.Allocation // budgets, computed on the first step
-	layerCap float64            // the sum of alloc.Layers
+	layerCap int                // the sum of alloc.Layers
 	callIDs  map[string]bool    // tool call IDs in msgs
 	est      estimator
 }
@@ -321,6 +321,16 @@ func (a *Agent) newStack(env layer.Env, depth int) (*layer.Stack, error) {
 	return st, nil
 }
 
+// specs returns the specs of st's enabled layers, in slot order.
+func specs(st *layer.Stack) []layer.Spec {
+	ls := st.Layers()
+	out := make([]layer.Spec, len(ls))
+	for i, l := range ls {
+		out[i] = l.Spec()
+	}
+	return out
+}
+
 // closeStack closes a run's layers even when ctx is cancelled, so they can
 // flush; each Close is bounded by its layer's timeout.
 func (a *Agent) closeStack(ctx context.Context, st *layer.Stack) {
@@ -342,7 +352,7 @@ func (r *run) prepareTools() error {
 	}
 	for _, t := range lts {
 		if _, clash := a.tools[t.WireName]; clash || (t.WireName == SpawnToolName && r.canSpawn()) {
-			return fmt.Errorf("%w: layer tool %s is sent as %s, which an agent tool already uses", ErrInvalidTool, t.Name, t.WireName)
+			return fmt.Errorf("%w: layer tool %s is sent as %s, which an agent tool already uses", ErrInvalidTool, layer.ToolName(t.Layer, t.Function.Name), t.WireName)
 		}
 		params := t.Function.Parameters
 		if len(params) == 0 {
@@ -468,10 +478,10 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 	// layers, which a run never changes.
 	if r.alloc == nil {
 		alloc, err := prompt.Allocate(prompt.Request{
-			Total:   float64(a.cfg.ContextWindow),
-			Reserve: float64(a.cfg.ResponseReserve),
-			System:  float64(r.sysTokens),
-			Layers:  r.stack.Specs(),
+			Total:   a.cfg.ContextWindow,
+			Reserve: a.cfg.ResponseReserve,
+			System:  r.sysTokens,
+			Layers:  specs(r.stack),
 		})
 		if err != nil {
 			return "", nil, fmt.Errorf("%w: budgets: %w", ErrInvalidConfig, err)
@@ -538,10 +548,10 @@ func (r *run) appendAnswer(choice *llms.ContentChoice, calls []call, step int) l
 	if choice.Content != "" {
 		ai.Parts = append(ai.Parts, llms.TextContent{Text: choice.Content})
 	}
-	turn := layer.Turn{Step: step, Query: r.input, Response: layer.Response{Text: choice.Content}}
+	turn := layer.Turn{Step: step, Query: r.input, Response: choice.Content}
 	for _, c := range calls {
 		ai.Parts = append(ai.Parts, c.ToolCall)
-		turn.Response.ToolCalls = append(turn.Response.ToolCalls, layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args})
+		turn.ToolCalls = append(turn.ToolCalls, layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args})
 	}
 	if len(ai.Parts) == 0 {
 		ai.Parts = append(ai.Parts, llms.TextContent{Text: ""})
@@ -566,7 +576,7 @@ func (r *run) runTools(ctx context.Context, step int, calls []call, turn *layer.
 	for i, res := range turn.Results {
 		r.msgs = append(r.msgs, llms.MessageContent{
 			Role:  llms.ChatMessageTypeTool,
-			Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: res.CallID, Name: calls[i].FunctionCall.Name, Content: capResult(res.Content, r.a.cfg.MaxToolResultBytes)}},
+			Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: res.ID, Name: calls[i].FunctionCall.Name, Content: capResult(res.Content, r.a.cfg.MaxToolResultBytes)}},
 		})
 	}
 	return took
@@ -591,7 +601,7 @@ func (r *run) record(ctx context.Context, turn layer.Turn) error {
 // when the turn's later messages do not all fit with it, it is sent with
 // the newest of them that fit, and when it does not fit on its own the
 // error is ErrInputTooLarge.
-func (r *run) history(budget float64) ([]llms.MessageContent, error) {
+func (r *run) history(budget int) ([]llms.MessageContent, error) {
 	c := r.a.cfg.Counter
 	hist := prompt.ProjectHistory(r.msgs, budget, c)
 	in := lastHuman(r.msgs)
@@ -599,10 +609,10 @@ func (r *run) history(budget float64) ([]llms.MessageContent, error) {
 		return hist, nil
 	}
 	n := prompt.CountMessage(c, r.msgs[in])
-	if float64(n) > budget {
-		return nil, fmt.Errorf("%w: it counts %d tokens, the history's share of the window %.0f", ErrInputTooLarge, n, budget)
+	if n > budget {
+		return nil, fmt.Errorf("%w: it counts %d tokens, the history's share of the window %d", ErrInputTooLarge, n, budget)
 	}
-	rest := prompt.ProjectHistory(r.msgs[in+1:], budget-float64(n), c)
+	rest := prompt.ProjectHistory(r.msgs[in+1:], budget-n, c)
 	return append([]llms.MessageContent{r.msgs[in]}, rest...), nil
 }
 
@@ -941,13 +951,13 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 	results = make([]layer.ToolResult, len(calls))
 	var insideNS atomic.Int64
 	refuse := func(i int, why string) {
-		results[i] = layer.ToolResult{CallID: calls[i].ID, Name: calls[i].name, Arguments: calls[i].args, IsError: true, Content: "error: not run: " + why}
+		results[i] = layer.ToolResult{ToolCall: layer.ToolCall{ID: calls[i].ID, Name: calls[i].name, Arguments: calls[i].args}, IsError: true, Content: "error: not run: " + why}
 	}
 	one := func(i int) {
 		c := calls[i]
 		start := time.Now()
 		out, err := r.callTool(ctx, c.name, c.args, &insideNS)
-		res := layer.ToolResult{CallID: c.ID, Name: c.name, Arguments: c.args, Content: out}
+		res := layer.ToolResult{ToolCall: layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args}, Content: out}
 		if err != nil {
 			res.Content = "error: " + err.Error()
 			res.IsError = true
@@ -996,7 +1006,7 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 			defer func() {
 				if p := recover(); p != nil {
 					err := a.recovered(ctx, "tool "+c.name, p)
-					results[i] = layer.ToolResult{CallID: c.ID, Name: c.name, Arguments: c.args, IsError: true, Content: "error: " + err.Error()}
+					results[i] = layer.ToolResult{ToolCall: layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args}, IsError: true, Content: "error: " + err.Error()}
 				}
 			}()
 			one(i)
@@ -1026,7 +1036,7 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 	if name == SpawnToolName && r.canSpawn() {
 		return r.spawnTool(ctx, args)
 	}
-	if t, ok := r.stack.LookupTool(name); ok && t.WireName == name {
+	if slices.ContainsFunc(r.stack.Tools(), func(t layer.Tool) bool { return t.WireName == name }) {
 		return r.stack.CallTool(ctx, name, args)
 	}
 	names := make([]string, 0, len(r.defs))

@@ -619,7 +619,7 @@ func TestLayerOverBudgetIsTrimmedToItsShare(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := budgets.Load("greedy")
-	share := b.(float64)
+	share := b.(int)
 	if share < 15 || share >= 30 {
 		t.Fatalf("greedy's budget is %v; the test needs room for one of its items, not two", share)
 	}

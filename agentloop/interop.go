@@ -89,7 +89,7 @@ func (m *Memory) SaveContext(ctx context.Context, inputs, outputs map[string]any
 	t := layer.Turn{
 		Step:     int(m.step.Add(1) - 1),
 		Query:    pick(inputs, m.cfg.InputKey, "input"),
-		Response: layer.Response{Text: pick(outputs, m.cfg.OutputKey, "text", "output")},
+		Response: pick(outputs, m.cfg.OutputKey, "text", "output"),
 	}
 	if err := m.stack.Store(ctx, t); err != nil {
 		return fmt.Errorf("agentloop: memory: %w", err)

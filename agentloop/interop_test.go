@@ -84,7 +84,7 @@ func TestMemoryPlugsIntoConversationChain(t *testing.T) {
 	if err := mem2.SaveContext(t.Context(), map[string]any{"question": "q1", "other": 1}, map[string]any{"answer": "a1"}); err != nil {
 		t.Fatal(err)
 	}
-	if len(turns) != 1 || turns[0].Query != "q1" || turns[0].Response.Text != "a1" {
+	if len(turns) != 1 || turns[0].Query != "q1" || turns[0].Response != "a1" {
 		t.Errorf("turns %+v", turns)
 	}
 	if err := mem.Clear(t.Context()); err != nil {

@@ -40,7 +40,7 @@ func (h *Run) Depth() int { return h.r.depth }
 func (h *Run) Stack() *layer.Stack { return h.r.stack }
 
 // Layer returns the run's live layer with the given ID.
-func (h *Run) Layer(id string) (layer.Layer, bool) { return h.r.stack.Layer(id) }
+func (h *Run) Layer(id string) (layer.Layer, bool) { return layer.Find[layer.Layer](h.r.stack, id) }
 
 // Spawn runs a child agent of this run for a subtask, as the spawn_agent
 // tool does (see [Agent.Spawn]); in.ThreadID and in.ResourceID are

@@ -217,7 +217,7 @@ func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	scope := l.c.spec.EffectiveScope()
+	scope := l.c.spec.Scope
 	scopeKey := env.ScopeKey(scope)
 	var store storage.Store
 	if scope != layer.ScopeExecution {
@@ -303,7 +303,7 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 	if q.Counter != nil || s.blockTag != l.c.tag {
 		tokens = q.Count(block)
 	}
-	if q.Budget > 0 && float64(tokens) > q.Budget {
+	if q.Budget > 0 && tokens > q.Budget {
 		block = l.fit(s, q)
 		if block == "" {
 			return nil, nil
@@ -326,10 +326,10 @@ func (l *Layer) fit(s *state, q layer.Query) string {
 		text = t
 	}
 	whole := q.Count(layer.Fence(l.c.tag, text))
-	if float64(whole) <= q.Budget {
+	if whole <= q.Budget {
 		return layer.Fence(l.c.tag, text)
 	}
-	fits := func(block string) bool { return float64(q.Count(block)) <= q.Budget }
+	fits := func(block string) bool { return q.Count(block) <= q.Budget }
 	action := "remove what is no longer needed with the " + layer.ToolName(l.c.spec.ID, "update") + " tool"
 	if l.c.cfg.ReadOnly {
 		action = "it is read-only"
@@ -346,7 +346,7 @@ func (l *Layer) fit(s *state, q layer.Query) string {
 	// does not fit; n is then the shortest prefix below hi whose block
 	// does not fit. A counter need not grow with every byte, so the
 	// result is checked.
-	hi := int(float64(len(text))*q.Budget/float64(whole)) + 1
+	hi := int(float64(len(text))*float64(q.Budget)/float64(whole)) + 1
 	for hi < len(text) && fits(cut(hi)) {
 		hi = min(2*hi, len(text))
 	}
@@ -568,7 +568,7 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 	if l.c.cfg.ReadOnly {
 		return nil
 	}
-	for _, c := range t.Response.ToolCalls {
+	for _, c := range t.ToolCalls {
 		if c.Name != LegacyFunction {
 			continue
 		}
@@ -610,8 +610,8 @@ func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, erro
 	if logger == nil {
 		logger = l.logger
 	}
-	n := l.derive(nil, child.ScopeKey(l.c.spec.EffectiveScope()), child.ThreadID, logger)
-	switch l.c.spec.EffectiveScope() {
+	n := l.derive(nil, child.ScopeKey(l.c.spec.Scope), child.ThreadID, logger)
+	switch l.c.spec.Scope {
 	case layer.ScopeResource, layer.ScopeGlobal:
 		// States are immutable: sharing one is a deep clone in effect.
 		// (Its version is unused: the child is not persisted.)

@@ -171,7 +171,7 @@ func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 // run starts with an empty memory. The caller closes the layer (or
 // Flushes it) to persist its changes.
 func (l *Layer) Open(ctx context.Context, env layer.Env) (*Layer, error) {
-	scope := l.spec.EffectiveScope()
+	scope := l.spec.Scope
 	cfg := l.cfg.Memory
 	if cfg.Logger == nil {
 		cfg.Logger = env.Logger
