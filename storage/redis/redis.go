@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -39,7 +40,11 @@ type Config struct {
 	// URL locates the server: redis://[user:password@]host[:port][/db]
 	// or rediss://... for TLS, with go-redis's query options
 	// (dial_timeout, read_timeout, pool_size, max_retries, ...). "" means
-	// [DefaultURL]. Ignored when Client is set.
+	// [DefaultURL]. A Redis Cluster is named by
+	// redis+cluster://[user:password@]host:port[,host:port...][?options]
+	// (rediss+cluster:// for TLS): the hosts are seed nodes, any one of
+	// them is enough, and the options are those of go-redis's
+	// ParseClusterURL. Ignored when Client is set.
 	URL string
 
 	// Namespace is prepended to every key on the server, so several
@@ -57,10 +62,12 @@ type Config struct {
 	// [PrefixTTL]. nil means no key expires.
 	TTL func(key string) time.Duration
 
-	// Client, when set, is used instead of dialling URL. The Store does
-	// not close it. Its ContextTimeoutEnabled option should be true so
-	// that context deadlines bound network waits.
-	Client *goredis.Client
+	// Client, when set, is used instead of dialling URL: a
+	// *goredis.Client for one server, or a *goredis.ClusterClient for
+	// Redis Cluster (other kinds are refused). The Store does not close
+	// it. Its ContextTimeoutEnabled option should be true so that context
+	// deadlines bound network waits.
+	Client goredis.UniversalClient
 }
 
 // PrefixTTL returns a [Config.TTL] that gives ttl to the keys starting
@@ -83,7 +90,8 @@ func PrefixTTL(ttl time.Duration, prefixes ...string) func(key string) time.Dura
 // that opens the same server and namespace. It is safe for concurrent use.
 // Create it with [New]; release it with [Store.Close].
 type Store struct {
-	client    *goredis.Client
+	client    goredis.UniversalClient
+	cluster   *goredis.ClusterClient // client, on Redis Cluster; nil on one server
 	ownClient bool
 	ns        string
 	ttl       func(string) time.Duration
@@ -96,22 +104,39 @@ type Store struct {
 // first operation connects (use [Store.Ping] to check the server at
 // start-up). A malformed URL is an error.
 func New(cfg Config) (*Store, error) {
-	s := &Store{ns: cfg.Namespace, ttl: cfg.TTL, client: cfg.Client}
+	s := &Store{ns: cfg.Namespace, ttl: cfg.TTL}
 	if s.ns == "" {
 		s.ns = DefaultNamespace
 	}
-	if s.client == nil {
+	switch c := cfg.Client.(type) {
+	case nil:
 		u := cfg.URL
 		if u == "" {
 			u = DefaultURL
 		}
-		opts, err := goredis.ParseURL(u)
-		if err != nil {
-			return nil, fmt.Errorf("storage/redis: bad URL %q: %w", redactURL(u), redactErr(err, u))
+		if isClusterURL(u) {
+			opts, err := parseClusterURL(u)
+			if err != nil {
+				return nil, fmt.Errorf("storage/redis: bad URL %q: %w", redactURL(u), redactErr(err, u))
+			}
+			opts.ContextTimeoutEnabled = true
+			s.cluster = goredis.NewClusterClient(opts)
+			s.client = s.cluster
+		} else {
+			opts, err := goredis.ParseURL(u)
+			if err != nil {
+				return nil, fmt.Errorf("storage/redis: bad URL %q: %w", redactURL(u), redactErr(err, u))
+			}
+			opts.ContextTimeoutEnabled = true
+			s.client = goredis.NewClient(opts)
 		}
-		opts.ContextTimeoutEnabled = true
-		s.client = goredis.NewClient(opts)
 		s.ownClient = true
+	case *goredis.Client:
+		s.client = c
+	case *goredis.ClusterClient:
+		s.client, s.cluster = c, c
+	default:
+		return nil, fmt.Errorf("storage/redis: Config.Client is a %T; want a *redis.Client or a *redis.ClusterClient", c)
 	}
 	var id [8]byte
 	if _, err := rand.Read(id[:]); err != nil {
@@ -166,6 +191,18 @@ func redactErr(err error, u string) error {
 
 // Namespace returns the prefix of this store's keys on the server.
 func (s *Store) Namespace() string { return s.ns }
+
+// Cluster reports whether the store runs on Redis Cluster.
+func (s *Store) Cluster() bool { return s.cluster != nil }
+
+// rkey returns the server key of a store key: the namespace, then the key,
+// hash-tagged on a cluster.
+func (s *Store) rkey(key string) string {
+	if s.cluster != nil {
+		return s.ns + tagKey(key)
+	}
+	return s.ns + key
+}
 
 // Ping checks that the server answers.
 func (s *Store) Ping(ctx context.Context) error {
@@ -260,7 +297,7 @@ func (s *Store) Get(ctx context.Context, key string) (storage.Item, error) {
 	if err := s.begin(ctx, "get", key, true); err != nil {
 		return storage.Item{}, err
 	}
-	vals, err := s.client.HMGet(ctx, s.ns+key, "v", "n").Result()
+	vals, err := s.client.HMGet(ctx, s.rkey(key), "v", "n").Result()
 	if err != nil {
 		return storage.Item{}, s.wrap(ctx, "get", key, err)
 	}
@@ -295,7 +332,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, ifVersion int
 	if value == nil {
 		value = []byte{}
 	}
-	res, err := putScript.Run(ctx, s.client, []string{s.ns + key}, value, ifVersion, ttl, token, storage.FirstVersion()).Result()
+	res, err := putScript.Run(ctx, s.client, []string{s.rkey(key)}, value, ifVersion, ttl, token, storage.FirstVersion()).Result()
 	if err != nil {
 		return 0, s.wrap(ctx, "put", key, err)
 	}
@@ -317,12 +354,12 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion int64) error {
 		return err
 	}
 	if ifVersion == storage.AnyVersion {
-		if err := s.client.Del(ctx, s.ns+key).Err(); err != nil {
+		if err := s.client.Del(ctx, s.rkey(key)).Err(); err != nil {
 			return s.wrap(ctx, "delete", key, err)
 		}
 		return nil
 	}
-	res, err := deleteScript.Run(ctx, s.client, []string{s.ns + key}, ifVersion).Result()
+	res, err := deleteScript.Run(ctx, s.client, []string{s.rkey(key)}, ifVersion).Result()
 	if err != nil {
 		return s.wrap(ctx, "delete", key, err)
 	}
@@ -342,33 +379,57 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion int64) error {
 const scanCount = 1000
 
 // List implements [storage.Store] with SCAN (never KEYS, which blocks the
-// server): it matches the namespaced prefix as a glob with every
-// metacharacter escaped, checks each key with strings.HasPrefix, drops the
-// duplicates SCAN may return and sorts. SCAN is not a snapshot: a key
-// present for the whole scan is listed; one created or deleted during it
-// may or may not be.
+// server), on every master of a cluster: it matches the namespaced prefix
+// as a glob with every metacharacter escaped, checks each key with
+// strings.HasPrefix, drops the duplicates SCAN may return and sorts. SCAN
+// is not a snapshot: a key present for the whole scan is listed; one
+// created or deleted during it may or may not be.
 func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
 	if err := s.begin(ctx, "list", prefix, false); err != nil {
 		return nil, err
 	}
-	full := s.ns + prefix
-	match := globEscape(full) + "*"
+	lit := s.ns + prefix
+	if s.cluster != nil {
+		lit = s.ns + tagPrefix(prefix)
+	}
+	match := globEscape(lit) + "*"
+	var mu sync.Mutex
 	seen := make(map[string]struct{})
-	var cursor uint64
-	for {
-		keys, next, err := s.client.Scan(ctx, cursor, match, scanCount).Result()
-		if err != nil {
-			return nil, s.wrap(ctx, "list", prefix, err)
-		}
-		for _, k := range keys {
-			if strings.HasPrefix(k, full) {
-				seen[k[len(s.ns):]] = struct{}{}
+	scan := func(ctx context.Context, c goredis.Cmdable) error {
+		var cursor uint64
+		for {
+			keys, next, err := c.Scan(ctx, cursor, match, scanCount).Result()
+			if err != nil {
+				return err
 			}
+			mu.Lock()
+			for _, k := range keys {
+				if !strings.HasPrefix(k, s.ns) {
+					continue
+				}
+				k = k[len(s.ns):]
+				if s.cluster != nil {
+					k = untagKey(k)
+				}
+				if strings.HasPrefix(k, prefix) {
+					seen[k] = struct{}{}
+				}
+			}
+			mu.Unlock()
+			if next == 0 {
+				return nil
+			}
+			cursor = next
 		}
-		if next == 0 {
-			break
-		}
-		cursor = next
+	}
+	var err error
+	if s.cluster != nil {
+		err = s.cluster.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error { return scan(ctx, c) })
+	} else {
+		err = scan(ctx, s.client)
+	}
+	if err != nil {
+		return nil, s.wrap(ctx, "list", prefix, err)
 	}
 	out := make([]string, 0, len(seen))
 	for k := range seen {
@@ -439,7 +500,8 @@ func unavailable(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) || strings.Contains(err.Error(), "LOADING")
+		errors.Is(err, syscall.EPIPE) || strings.Contains(err.Error(), "LOADING") ||
+		strings.Contains(err.Error(), "CLUSTERDOWN")
 }
 
 // Interface guards.
