@@ -50,9 +50,9 @@ func TestOperate03_ClusterURL(t *testing.T) {
 		s.Close()
 	}
 	for _, u := range []string{
-		"redis+cluster://a:7000/1",                 // a cluster has database 0 only
-		"redis+cluster://a:7000,,b:7001",           // empty host
-		"redis+cluster://:pw@a:7000?nonsense=1",    // unknown option, password hidden
+		"redis+cluster://a:7000/1",                  // a cluster has database 0 only
+		"redis+cluster://a:7000,,b:7001",            // empty host
+		"redis+cluster://:pw@a:7000?nonsense=1",     // unknown option, password hidden
 		"rediss+cluster://u:pw@a:7000?addr=nope:x:", // bad extra address
 	} {
 		s, err := New(Config{URL: u})
