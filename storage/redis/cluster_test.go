@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -125,7 +126,12 @@ func startCluster(masters, replicas int) (c *cluster, err error) {
 		for {
 			info, err1 := cl.ClusterInfo(ctx).Result()
 			repl, err2 := cl.Info(ctx, "replication").Result()
-			if err1 == nil && err2 == nil && strings.Contains(info, "cluster_state:ok") &&
+			ranges, err3 := cl.ClusterSlots(ctx).Result()
+			known := err3 == nil && len(ranges) > 0
+			for _, r := range ranges {
+				known = known && len(r.Nodes) == 1+replicas
+			}
+			if err1 == nil && err2 == nil && known && strings.Contains(info, "cluster_state:ok") &&
 				(strings.Contains(repl, "role:master") || strings.Contains(repl, "master_link_status:up")) {
 				break
 			}
@@ -146,7 +152,7 @@ func (c *cluster) start(n *clusterNode) error {
 	n.cmd = exec.Command("redis-server",
 		"--port", n.port, "--cluster-port", n.bus, "--bind", "127.0.0.1",
 		"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(c.dir, "nodes-"+n.port+".conf"),
-		"--cluster-node-timeout", "1000", "--save", "", "--appendonly", "no",
+		"--cluster-node-timeout", "1000", "--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1",
 		"--dir", c.dir, "--loglevel", "warning")
 	if err := n.cmd.Start(); err != nil {
 		return err
@@ -415,5 +421,178 @@ func TestOperate07_ClusterNoLostUpdate(t *testing.T) {
 		if want := strconv.Itoa(workers * each); string(it.Value) != want {
 			t.Errorf("%s = %s, want %s: updates were lost", k, it.Value, want)
 		}
+	}
+}
+
+// TestOperate08_ClusterFailover (issue 13): while writers run
+// compare-and-swap increments on a key, the master serving its slot is
+// killed and its replica promoted. Every error the writers see meanwhile
+// is redis.ErrUnavailable (a clear, retryable error), the same Store
+// carries on once the replica serves the slot, and no acknowledged
+// increment is lost: the final count is at least the acknowledged ones
+// (and at most those plus the writes whose outcome was unknown).
+func TestOperate08_ClusterFailover(t *testing.T) {
+	needClusterTools(t)
+	started := time.Now()
+	c, err := startCluster(3, 1)
+	if err != nil {
+		t.Fatalf("starting a Redis Cluster with replicas: %v", err)
+	}
+	defer c.stop()
+	t.Logf("three masters with a replica each started in %v", time.Since(started).Round(time.Millisecond))
+	// go-redis reports each failed dial of the dead node itself: keep
+	// them out of the test output, and count them.
+	var goredisLog syncBuffer
+	redis.SetLogger(slog.New(slog.NewTextHandler(&goredisLog, nil)))
+	defer redis.SetLogger(nil)
+	ns := namespace(t)
+	s, err := redis.New(redis.Config{URL: c.url() + "?dial_timeout=200ms&max_retries=1", Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	key := storage.LayerKey("scratchpad", "victim", "state")
+	if _, err := s.Put(ctx, key, []byte("0"), storage.NoVersion); err != nil {
+		t.Fatal(err)
+	}
+
+	// The master serving the key's slot and its replica.
+	raw := rawCluster(t, c.url())
+	slot, err := raw.ClusterKeySlot(ctx, ns+"layers/scratchpad/{victim}/state").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranges, err := raw.ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var master, replica string
+	for _, r := range ranges {
+		if int64(r.Start) <= slot && slot <= int64(r.End) && len(r.Nodes) == 2 {
+			master, replica = r.Nodes[0].Addr, r.Nodes[1].Addr
+		}
+	}
+	var victim *clusterNode
+	for _, n := range c.nodes {
+		if n.addr() == master {
+			victim = n
+		}
+	}
+	if victim == nil || replica == "" {
+		t.Fatalf("slot %d: master %q, replica %q not found in %+v", slot, master, replica, ranges)
+	}
+
+	var (
+		mu                       sync.Mutex
+		acked, unknown, errsSeen int
+		unclear                  []error
+		kinds                    = map[string]int{}
+	)
+	record := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		errsSeen++
+		if !errors.Is(err, redis.ErrUnavailable) {
+			unclear = append(unclear, err)
+		}
+		msg := err.Error()
+		if i := strings.LastIndex(msg, ": "); i >= 0 {
+			msg = msg[i+2:]
+		}
+		kinds[msg]++
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				it, err := s.Get(ctx, key)
+				if err != nil {
+					record(err)
+					time.Sleep(20 * time.Millisecond)
+					continue
+				}
+				n, err := strconv.Atoi(string(it.Value))
+				if err != nil {
+					t.Errorf("stored value %q: %v", it.Value, err)
+					return
+				}
+				_, err = s.Put(ctx, key, []byte(strconv.Itoa(n+1)), it.Version)
+				switch {
+				case err == nil:
+					mu.Lock()
+					acked++
+					mu.Unlock()
+				case errors.Is(err, storage.ErrConflict):
+				default:
+					mu.Lock()
+					unknown++
+					mu.Unlock()
+					record(err)
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		})
+	}
+	count := func() int { mu.Lock(); defer mu.Unlock(); return acked }
+
+	time.Sleep(300 * time.Millisecond)
+	before := count()
+	victim.kill()
+	killed := time.Now()
+	promote := goredis.NewClient(&goredis.Options{Addr: replica})
+	defer promote.Close()
+	if err := promote.ClusterFailover(ctx).Err(); err != nil {
+		// Without its master the replica takes over only when forced.
+		if err := promote.Do(ctx, "CLUSTER", "FAILOVER", "FORCE").Err(); err != nil {
+			t.Fatalf("CLUSTER FAILOVER FORCE on %s: %v", replica, err)
+		}
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		info, _ := promote.Info(ctx, "replication").Result()
+		if strings.Contains(info, "role:master") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica %s not promoted after 15s:\n%s", replica, info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	promoted := time.Since(killed)
+	// The same Store carries on: more increments land after the failover.
+	after := count()
+	for count() < after+20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no progress after the failover: %d increments acknowledged before, %d since", after, count()-after)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	recovered := time.Since(killed)
+	close(stop)
+	wg.Wait()
+
+	it, err := s.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, _ := strconv.Atoi(string(it.Value))
+	t.Logf("%d increments acknowledged (%d before the kill), %d of unknown outcome, final count %d; replica promoted %v after the kill, writes flowing again after %v; errors: %v; go-redis logged %d lines",
+		acked, before, unknown, final, promoted.Round(time.Millisecond), recovered.Round(time.Millisecond), kinds,
+		strings.Count(goredisLog.String(), "\n"))
+	if final < acked {
+		t.Errorf("final count %d < %d acknowledged increments: acknowledged writes were lost in the failover", final, acked)
+	}
+	if final > acked+unknown {
+		t.Errorf("final count %d > %d acknowledged + %d unknown increments", final, acked, unknown)
+	}
+	for _, err := range unclear {
+		t.Errorf("error during the failover is not redis.ErrUnavailable: %v", err)
 	}
 }

@@ -485,6 +485,13 @@ func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
 		// "storage/redis: get "k": storage: store closed: redis: client is closed"
 		return fmt.Errorf("storage/redis: %s: %w: %w", where, storage.ErrClosed, err)
 	case unavailable(err):
+		if s.cluster != nil {
+			// A failover may have given the slot to another node: go-redis
+			// learns the new layout only from a MOVED reply, which a dead
+			// node never sends, or after a minute, so ask the cluster now
+			// (in the background; at most every 200ms).
+			s.cluster.ReloadState(ctx)
+		}
 		// "storage/redis: server unavailable: get "k": dial tcp ...: connection refused"
 		return fmt.Errorf("%w: %s: %w", ErrUnavailable, where, err)
 	}
