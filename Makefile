@@ -11,6 +11,8 @@ all: lint test
 # The whole test suite under the race detector, in shuffled order. Redis
 # tests use the server named by MEMLAYER_REDIS_URL; when it is unset and a
 # redis-server binary is installed, .ci/with-redis starts a throwaway one.
+# The Redis Cluster tests start their own cluster (redis-server and
+# redis-cli) on loopback.
 test:
 	.ci/with-redis $(GO) test -race -shuffle=on -count=1 -timeout 20m $(PKGS)
 
