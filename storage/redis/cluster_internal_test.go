@@ -85,6 +85,11 @@ func TestOperate03_ClusterURL(t *testing.T) {
 	if _, err := New(Config{Client: ring}); err == nil {
 		t.Error("New with a *Ring succeeded")
 	}
+	for _, c := range []goredis.UniversalClient{(*goredis.Client)(nil), (*goredis.ClusterClient)(nil)} {
+		if _, err := New(Config{Client: c}); err == nil {
+			t.Errorf("New with a nil %T succeeded", c)
+		}
+	}
 }
 
 // hashTag is the part of a server key Redis Cluster hashes: the text

@@ -132,8 +132,14 @@ func New(cfg Config) (*Store, error) {
 		}
 		s.ownClient = true
 	case *goredis.Client:
+		if c == nil {
+			return nil, errors.New("storage/redis: Config.Client is a nil *redis.Client")
+		}
 		s.client = c
 	case *goredis.ClusterClient:
+		if c == nil {
+			return nil, errors.New("storage/redis: Config.Client is a nil *redis.ClusterClient")
+		}
 		s.client, s.cluster = c, c
 	default:
 		return nil, fmt.Errorf("storage/redis: Config.Client is a %T; want a *redis.Client or a *redis.ClusterClient", c)
