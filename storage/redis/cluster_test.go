@@ -126,10 +126,13 @@ func startCluster(masters, replicas int) (c *cluster, err error) {
 		for {
 			info, err1 := cl.ClusterInfo(ctx).Result()
 			repl, err2 := cl.Info(ctx, "replication").Result()
-			ranges, err3 := cl.ClusterSlots(ctx).Result()
-			known := err3 == nil && len(ranges) > 0
-			for _, r := range ranges {
-				known = known && len(r.Nodes) == 1+replicas
+			shards, err3 := cl.ClusterShards(ctx).Result()
+			known := err3 == nil && len(shards) == masters
+			for _, sh := range shards {
+				known = known && len(sh.Nodes) == 1+replicas
+				for _, n := range sh.Nodes {
+					known = known && n.Health == "online"
+				}
 			}
 			if err1 == nil && err2 == nil && known && strings.Contains(info, "cluster_state:ok") &&
 				(strings.Contains(repl, "role:master") || strings.Contains(repl, "master_link_status:up")) {
@@ -463,14 +466,23 @@ func TestOperate08_ClusterFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ranges, err := raw.ClusterSlots(ctx).Result()
+	shards, err := raw.ClusterShards(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var master, replica string
-	for _, r := range ranges {
-		if int64(r.Start) <= slot && slot <= int64(r.End) && len(r.Nodes) == 2 {
-			master, replica = r.Nodes[0].Addr, r.Nodes[1].Addr
+	for _, sh := range shards {
+		for _, r := range sh.Slots {
+			if r.Start <= slot && slot <= r.End {
+				for _, n := range sh.Nodes {
+					addr := net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))
+					if n.Role == "master" {
+						master = addr
+					} else {
+						replica = addr
+					}
+				}
+			}
 		}
 	}
 	var victim *clusterNode
@@ -480,7 +492,7 @@ func TestOperate08_ClusterFailover(t *testing.T) {
 		}
 	}
 	if victim == nil || replica == "" {
-		t.Fatalf("slot %d: master %q, replica %q not found in %+v", slot, master, replica, ranges)
+		t.Fatalf("slot %d: master %q, replica %q not found in %+v", slot, master, replica, shards)
 	}
 
 	var (
