@@ -32,13 +32,14 @@ fuzz:
 	done
 
 # The fuzz targets CI runs on every change, FUZZTIME each: the merge, the
-# extractor, the storage key escaping, the fence, the prompt projection and budgets,
+# extractor, the storage key escaping and its Redis Cluster form, the fence, the prompt projection and budgets,
 # and the update tool end to end.
 FUZZ_CI = \
 	./workingmemory:FuzzMerge \
 	./workingmemory:FuzzRecall \
 	./entitymemory:FuzzExtract \
 	./storage:FuzzEscape \
+	./storage/redis:FuzzClusterKey \
 	./layer:FuzzFence \
 	./prompt:FuzzProjectHistory \
 	./prompt:FuzzProjectLayers \
