@@ -429,11 +429,15 @@ func TestOperate07_ClusterNoLostUpdate(t *testing.T) {
 
 // TestOperate08_ClusterFailover (issue 13): while writers run
 // compare-and-swap increments on a key, the master serving its slot is
-// killed and its replica promoted. Every error the writers see meanwhile
-// is redis.ErrUnavailable (a clear, retryable error), the same Store
-// carries on once the replica serves the slot, and no acknowledged
-// increment is lost: the final count is at least the acknowledged ones
-// (and at most those plus the writes whose outcome was unknown).
+// killed and its replica promoted; then the killed node comes back as a
+// replica. Every error the writers see meanwhile is clear
+// (redis.ErrUnavailable, or redis.ErrNotReplicated with WaitReplicas),
+// the same Store carries on once the replica serves the slot, and no
+// acknowledged increment is lost: the final count is at least the
+// acknowledged ones (and at most those plus the writes whose outcome was
+// unknown). Without WaitReplicas that holds only as long as the master
+// replicated before dying (see the package documentation); with
+// WaitReplicas: 1 it holds by construction.
 func TestOperate08_ClusterFailover(t *testing.T) {
 	needClusterTools(t)
 	started := time.Now()
@@ -448,21 +452,33 @@ func TestOperate08_ClusterFailover(t *testing.T) {
 	var goredisLog syncBuffer
 	redis.SetLogger(slog.New(slog.NewTextHandler(&goredisLog, nil)))
 	defer redis.SetLogger(nil)
+	t.Run("async", func(t *testing.T) { failover(t, c, 0, &goredisLog) })
+	t.Run("wait-replicas", func(t *testing.T) { failover(t, c, 1, &goredisLog) })
+}
+
+// failover runs the scenario of TestOperate08_ClusterFailover on c, with
+// Config.WaitReplicas set to waitReplicas.
+func failover(t *testing.T, c *cluster, waitReplicas int, goredisLog *syncBuffer) {
 	ns := namespace(t)
-	s, err := redis.New(redis.Config{URL: c.url() + "?dial_timeout=200ms&max_retries=1", Namespace: ns})
+	s, err := redis.New(redis.Config{
+		URL:          c.url() + "?dial_timeout=200ms&max_retries=1",
+		Namespace:    ns,
+		WaitReplicas: waitReplicas,
+		WaitTimeout:  200 * time.Millisecond,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	ctx := t.Context()
-	key := storage.LayerKey("scratchpad", "victim", "state")
+	key := storage.LayerKey("scratchpad", "victim-"+strconv.Itoa(waitReplicas), "state")
 	if _, err := s.Put(ctx, key, []byte("0"), storage.NoVersion); err != nil {
 		t.Fatal(err)
 	}
 
 	// The master serving the key's slot and its replica.
 	raw := rawCluster(t, c.url())
-	slot, err := raw.ClusterKeySlot(ctx, ns+"layers/scratchpad/{victim}/state").Result()
+	slot, err := raw.ClusterKeySlot(ctx, ns+"layers/scratchpad/{victim-"+strconv.Itoa(waitReplicas)+"}/state").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -505,7 +521,7 @@ func TestOperate08_ClusterFailover(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		errsSeen++
-		if !errors.Is(err, redis.ErrUnavailable) {
+		if !errors.Is(err, redis.ErrUnavailable) && !(waitReplicas > 0 && errors.Is(err, redis.ErrNotReplicated)) {
 			unclear = append(unclear, err)
 		}
 		msg := err.Error()
@@ -578,15 +594,43 @@ func TestOperate08_ClusterFailover(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	promoted := time.Since(killed)
-	// The same Store carries on: more increments land after the failover.
-	after := count()
-	for count() < after+20 {
+	progress := func(what string, min int, n func() int) {
+		t.Helper()
+		from := n()
+		for n() < from+min {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d more, want %d", what, n()-from, min)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// The same Store carries on while the killed node is still down: its
+	// increments land again (without WaitReplicas), or are applied but
+	// reported as not replicated, the new master having no replica.
+	if waitReplicas == 0 {
+		progress("increments acknowledged with the old master down", 20, count)
+	} else {
+		progress("writes of unknown outcome (not replicated, or the node unreachable) with the old master down", 3, func() int { mu.Lock(); defer mu.Unlock(); return unknown })
+	}
+	recovered := time.Since(killed)
+	// The killed node comes back and becomes the new master's replica:
+	// acknowledged increments flow in both modes.
+	if err := c.start(victim); err != nil {
+		t.Fatal(err)
+	}
+	back := goredis.NewClient(&goredis.Options{Addr: victim.addr()})
+	defer back.Close()
+	for {
+		info, _ := back.Info(ctx, "replication").Result()
+		if strings.Contains(info, "master_link_status:up") {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no progress after the failover: %d increments acknowledged before, %d since", after, count()-after)
+			t.Fatalf("the killed node did not come back as a replica:\n%s", info)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	recovered := time.Since(killed)
+	progress("increments acknowledged with the old master back as a replica", 20, count)
 	close(stop)
 	wg.Wait()
 
@@ -595,8 +639,8 @@ func TestOperate08_ClusterFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	final, _ := strconv.Atoi(string(it.Value))
-	t.Logf("%d increments acknowledged (%d before the kill), %d of unknown outcome, final count %d; replica promoted %v after the kill, writes flowing again after %v; errors: %v; go-redis logged %d lines",
-		acked, before, unknown, final, promoted.Round(time.Millisecond), recovered.Round(time.Millisecond), kinds,
+	t.Logf("WaitReplicas %d: %d increments acknowledged (%d before the kill), %d of unknown outcome, final count %d; replica promoted %v after the kill, writes answered again after %v; errors: %v; go-redis logged %d lines so far",
+		waitReplicas, acked, before, unknown, final, promoted.Round(time.Millisecond), recovered.Round(time.Millisecond), kinds,
 		strings.Count(goredisLog.String(), "\n"))
 	if final < acked {
 		t.Errorf("final count %d < %d acknowledged increments: acknowledged writes were lost in the failover", final, acked)
@@ -605,6 +649,6 @@ func TestOperate08_ClusterFailover(t *testing.T) {
 		t.Errorf("final count %d > %d acknowledged + %d unknown increments", final, acked, unknown)
 	}
 	for _, err := range unclear {
-		t.Errorf("error during the failover is not redis.ErrUnavailable: %v", err)
+		t.Errorf("error during the failover is neither redis.ErrUnavailable nor (with WaitReplicas) redis.ErrNotReplicated: %v", err)
 	}
 }

@@ -123,14 +123,25 @@
 // a replica is promoted, operations on its slots fail with
 // [ErrUnavailable] until the promotion, then the same Store carries on;
 // the tests kill a master under compare-and-swap writers, promote its
-// replica and find every acknowledged write in place. Redis replicates
-// asynchronously, though: a master that crashes right after acknowledging
-// a write may not have passed it on, and a failover can then lose it, and
-// hand out that write's version again to a different value. The tests
-// have not seen it on loopback, but nothing in this package prevents it
-// (Redis's WAIT is not used). A manual failover (CLUSTER FAILOVER sent to
-// the replica while its master is up, as for maintenance) waits for the
-// replica to catch up and loses nothing.
+// replica and find every acknowledged write in place.
+//
+// # Replicas
+//
+// Redis replicates asynchronously: a master (of a cluster, or a single
+// server with replicas and Sentinel) that crashes right after
+// acknowledging a write may not have passed it on, and a failover can then
+// lose it, and hand out that write's version again to a different value.
+// [Config.WaitReplicas] closes that gap: each write is followed, on the
+// same connection, by Redis's WAIT, and reported as done only once that
+// many replicas have it, so promoting one of them keeps it; fewer within
+// [Config.WaitTimeout] fail the write with [ErrNotReplicated] (applied on
+// the master, outcome unknown, like [ErrUnavailable]). It costs a round
+// trip to a replica per write, and writes fail while a master has fewer
+// replicas than asked. Without it (the default), the tests have not seen a
+// loss on loopback, but nothing prevents one. A manual failover (CLUSTER
+// FAILOVER sent to the replica while its master is up, as for
+// maintenance) waits for the replica to catch up and loses nothing either
+// way.
 //
 // # Logging
 //

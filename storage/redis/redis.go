@@ -28,6 +28,17 @@ import (
 // or may not have been applied (see the package documentation).
 var ErrUnavailable = errors.New("storage/redis: server unavailable")
 
+// ErrNotReplicated means a write was applied on the master but fewer than
+// [Config.WaitReplicas] replicas acknowledged it within
+// [Config.WaitTimeout]: it stands unless the master fails before passing it
+// on. Treat it as a write of unknown outcome: read again before retrying a
+// conditional write. Check it with [errors.Is].
+var ErrNotReplicated = errors.New("storage/redis: write not acknowledged by enough replicas")
+
+// DefaultWaitTimeout is the wait for replicas when [Config.WaitTimeout] is
+// zero.
+const DefaultWaitTimeout = time.Second
+
 // DefaultURL is the server used when [Config.URL] is empty.
 const DefaultURL = "redis://127.0.0.1:6379/0"
 
@@ -62,6 +73,20 @@ type Config struct {
 	// [PrefixTTL]. nil means no key expires.
 	TTL func(key string) time.Duration
 
+	// WaitReplicas, when positive, makes every write (Put, Delete) wait
+	// until that many replicas of the key's master have acknowledged it
+	// (Redis's WAIT, sent on the write's connection), so that a write
+	// reported as done survives the failure of its master when one of
+	// those replicas is promoted. Fewer acknowledgements within
+	// WaitTimeout fail the write with [ErrNotReplicated]. Zero (the
+	// default) does not wait: replication is asynchronous.
+	WaitReplicas int
+
+	// WaitTimeout bounds the wait of WaitReplicas. Zero means
+	// [DefaultWaitTimeout]. Keep it below the client's read timeout
+	// (read_timeout, 3s by default), which bounds the wait too.
+	WaitTimeout time.Duration
+
 	// Client, when set, is used instead of dialling URL: a
 	// *goredis.Client for one server, or a *goredis.ClusterClient for
 	// Redis Cluster (other kinds are refused). The Store does not close
@@ -95,6 +120,8 @@ type Store struct {
 	ownClient bool
 	ns        string
 	ttl       func(string) time.Duration
+	replicas  int           // Config.WaitReplicas
+	waitFor   time.Duration // Config.WaitTimeout, defaulted
 	writerID  string        // makes write tokens unique across Stores
 	writes    atomic.Uint64 // and this across the writes of one Store
 	closed    atomic.Bool
@@ -104,7 +131,10 @@ type Store struct {
 // first operation connects (use [Store.Ping] to check the server at
 // start-up). A malformed URL is an error.
 func New(cfg Config) (*Store, error) {
-	s := &Store{ns: cfg.Namespace, ttl: cfg.TTL}
+	s := &Store{ns: cfg.Namespace, ttl: cfg.TTL, replicas: cfg.WaitReplicas, waitFor: cfg.WaitTimeout}
+	if s.waitFor <= 0 {
+		s.waitFor = DefaultWaitTimeout
+	}
 	if s.ns == "" {
 		s.ns = DefaultNamespace
 	}
@@ -338,7 +368,14 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, ifVersion int
 	if value == nil {
 		value = []byte{}
 	}
-	res, err := putScript.Run(ctx, s.client, []string{s.rkey(key)}, value, ifVersion, ttl, token, storage.FirstVersion()).Result()
+	keys := []string{s.rkey(key)}
+	first := storage.FirstVersion()
+	res, acked, err := s.write(ctx, keys[0], func(c runner, pipelined bool) *goredis.Cmd {
+		if pipelined {
+			return putScript.Eval(ctx, c, keys, value, ifVersion, ttl, token, first)
+		}
+		return putScript.Run(ctx, c, keys, value, ifVersion, ttl, token, first)
+	})
 	if err != nil {
 		return 0, s.wrap(ctx, "put", key, err)
 	}
@@ -350,6 +387,9 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, ifVersion int
 	if err != nil || v <= 0 {
 		return 0, fmt.Errorf("storage/redis: put %s: unexpected reply %v", storage.Quote(key), res)
 	}
+	if err := s.replicated("put", key, acked); err != nil {
+		return 0, err
+	}
 	return v, nil
 }
 
@@ -359,26 +399,100 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion int64) error {
 	if err := s.begin(ctx, "delete", key, true); err != nil {
 		return err
 	}
-	if ifVersion == storage.AnyVersion {
-		if err := s.client.Del(ctx, s.rkey(key)).Err(); err != nil {
-			return s.wrap(ctx, "delete", key, err)
+	keys := []string{s.rkey(key)}
+	res, acked, err := s.write(ctx, keys[0], func(c runner, pipelined bool) *goredis.Cmd {
+		switch {
+		case ifVersion == storage.AnyVersion:
+			return c.Do(ctx, "DEL", keys[0])
+		case pipelined:
+			return deleteScript.Eval(ctx, c, keys, ifVersion)
 		}
-		return nil
-	}
-	res, err := deleteScript.Run(ctx, s.client, []string{s.rkey(key)}, ifVersion).Result()
+		return deleteScript.Run(ctx, c, keys, ifVersion)
+	})
 	if err != nil {
 		return s.wrap(ctx, "delete", key, err)
 	}
 	if cur, ok := conflictVersion(res); ok {
 		return fmt.Errorf("storage/redis: delete %s: have version %s, want %d: %w", storage.Quote(key), cur, ifVersion, storage.ErrConflict)
 	}
-	switch res {
-	case int64(1):
-		return nil
-	case int64(0):
+	switch {
+	case ifVersion == storage.AnyVersion || res == int64(1):
+		return s.replicated("delete", key, acked)
+	case res == int64(0):
 		return fmt.Errorf("storage/redis: delete %s: %w", storage.Quote(key), storage.ErrNotFound)
 	}
 	return fmt.Errorf("storage/redis: delete %s: unexpected reply %v", storage.Quote(key), res)
+}
+
+// runner is what a write is sent through: the client, or a pipeline on
+// one connection of the key's master.
+type runner interface {
+	goredis.Scripter
+	Do(ctx context.Context, args ...any) *goredis.Cmd
+}
+
+// maxRedirects bounds how often a waited-for write (see write) follows its
+// key's slot to another master.
+const maxRedirects = 5
+
+// write sends the write op builds for the server key rkey and returns its
+// reply. Without WaitReplicas it goes through the client (a script by
+// EVALSHA, loaded on first use), and acked is -1. With it, the write and a
+// WAIT go down one connection of the key's master in a pipeline (WAIT
+// counts the replicas that have the writes of its own connection), and
+// acked is WAIT's answer; on a cluster, a slot that moved (MOVED, ASK)
+// reloads the slot map and sends again: the write did not run.
+func (s *Store) write(ctx context.Context, rkey string, op func(c runner, pipelined bool) *goredis.Cmd) (res any, acked int64, err error) {
+	if s.replicas <= 0 {
+		res, err = op(s.client, false).Result()
+		return res, -1, err
+	}
+	for attempt := 0; ; attempt++ {
+		node, _ := s.client.(*goredis.Client)
+		if s.cluster != nil {
+			if node, err = s.cluster.MasterForKey(ctx, rkey); err != nil {
+				return nil, 0, err
+			}
+		}
+		var cmd *goredis.Cmd
+		var wait *goredis.Cmd
+		_, _ = node.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			cmd = op(p, true)
+			wait = p.Do(ctx, "WAIT", s.replicas, s.waitFor.Milliseconds())
+			return nil
+		})
+		if err := cmd.Err(); err != nil {
+			if s.cluster == nil || attempt == maxRedirects || !redirected(err) {
+				return nil, 0, err
+			}
+			s.cluster.ReloadState(ctx)
+			t := time.NewTimer(50 * time.Millisecond)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, 0, ctx.Err()
+			}
+			continue
+		}
+		n, _ := wait.Int64() // a failed WAIT counts no replica
+		return cmd.Val(), n, nil
+	}
+}
+
+// redirected reports whether err is a cluster's MOVED or ASK reply.
+func redirected(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")
+}
+
+// replicated checks WAIT's count of acknowledging replicas (-1: not asked).
+func (s *Store) replicated(op, key string, acked int64) error {
+	if acked < 0 || acked >= int64(s.replicas) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s %s: applied on the master, acknowledged by %d of %d replicas within %v",
+		ErrNotReplicated, op, storage.Quote(key), acked, s.replicas, s.waitFor)
 }
 
 // scanCount is the COUNT hint of each SCAN call.
