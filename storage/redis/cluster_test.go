@@ -50,14 +50,24 @@ func (c *cluster) url() string {
 }
 
 // clusterTools reports why the cluster tests cannot run here, or "".
-func clusterTools() string {
+var clusterTools = sync.OnceValue(func() string {
 	for _, bin := range []string{"redis-server", "redis-cli"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			return bin + " is not installed (apt-get install -y redis-server redis-tools): the Redis Cluster tests start their own cluster"
 		}
 	}
+	// "Redis server v=7.0.15 sha=...": cluster-port and CLUSTER SHARDS
+	// came with 7.0.
+	out, err := exec.Command("redis-server", "--version").Output()
+	if err != nil {
+		return "redis-server --version: " + err.Error()
+	}
+	_, v, _ := strings.Cut(string(out), " v=")
+	if major, _, _ := strings.Cut(v, "."); major < "7" && len(major) == 1 {
+		return "redis-server " + strings.TrimSpace(string(out)) + " is older than 7.0, which the Redis Cluster tests need (cluster-port, CLUSTER SHARDS)"
+	}
 	return ""
-}
+})
 
 // needClusterTools skips the test without redis-server and redis-cli (fails
 // it in CI, which installs them).

@@ -29,7 +29,10 @@
 // takes go-redis's cluster options (see its ParseClusterURL), and the
 // database, if given, must be 0, the only one a cluster has. A caller's
 // *goredis.ClusterClient in [Config.Client] works too. [Store.Cluster]
-// tells which kind a store is. Everything below holds on both kinds,
+// tells which kind a store is. Leave go-redis's read_only,
+// route_by_latency and route_randomly off: they send reads to replicas,
+// which may lag, so a read-modify-write would see an old version and lose
+// its race until the replica caught up. Everything below holds on both kinds,
 // except where a paragraph says otherwise.
 //
 // # Layout
