@@ -1,6 +1,6 @@
 module github.com/memlayer/memlayer
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/aymerick/raymond v2.0.2+incompatible
