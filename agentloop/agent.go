@@ -1008,7 +1008,8 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 
 // callTool runs one tool call: an agent tool, the spawn tool or a layer
 // function, by the name offered to the model (a layer function's wire
-// name; its internal name is unknown to the model and does not run).
+// name, or one of its aliases such as the legacy updateWorkingMemory; its
+// internal name is unknown to the model and does not run).
 // Errors, a panic included, are for the model. The time spent in the
 // tool's own code is added to inside.
 func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.Int64) (out string, err error) {
@@ -1026,7 +1027,7 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 	if name == SpawnToolName && r.canSpawn() {
 		return r.spawnTool(ctx, args)
 	}
-	if t, ok := r.stack.LookupTool(name); ok && t.WireName == name {
+	if t, ok := r.stack.LookupTool(name); ok && (t.WireName == name || slices.Contains(t.Function.Aliases, name)) {
 		return r.stack.CallTool(ctx, name, args)
 	}
 	names := make([]string, 0, len(r.defs))

@@ -68,6 +68,7 @@ func (s *Stack) buildTools() {
 	s.tools = nil
 	s.byWire = make(map[string]int)
 	s.byName = make(map[string]int)
+	s.byAlias = make(map[string]int)
 	for _, e := range s.entries {
 		if e.disabled || e.live == nil {
 			continue
@@ -99,6 +100,13 @@ func (s *Stack) buildTools() {
 			s.byName[name] = len(s.tools) - 1
 		}
 	}
+	for i, t := range s.tools {
+		for _, alias := range t.Function.Aliases {
+			if _, taken := s.lookupTool(alias); !taken {
+				s.byAlias[alias] = i
+			}
+		}
+	}
 }
 
 // Tools returns the functions provided by the enabled layers, in slot
@@ -111,7 +119,8 @@ func (s *Stack) Tools() []Tool {
 	return out
 }
 
-// LookupTool finds a provided function by its name or its wire name.
+// LookupTool finds a provided function by its name, its wire name or one
+// of its aliases (see [Function.Aliases]).
 func (s *Stack) LookupTool(name string) (Tool, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -125,10 +134,13 @@ func (s *Stack) lookupTool(name string) (Tool, bool) {
 	if i, ok := s.byName[name]; ok {
 		return s.tools[i], true
 	}
+	if i, ok := s.byAlias[name]; ok {
+		return s.tools[i], true
+	}
 	return Tool{}, false
 }
 
-// CallTool runs a provided function by name (or wire name) with raw JSON
+// CallTool runs a provided function by name (or wire name, or alias) with raw JSON
 // arguments. The arguments must be a JSON object (empty means {}) and, when
 // the stack has a ValidateArgs, pass the function's schema; otherwise the
 // error is [ErrInvalidArguments] and the function does not run. The call
