@@ -85,9 +85,22 @@ type Result struct {
 	Messages []llms.MessageContent
 }
 
-// New validates cfg and returns an Agent. Tool names must be valid
-// ([ValidateToolName]) and unique, every tool needs a Call, and tool
-// schemas must compile; the errors are [ErrInvalidTool]. New does no I/O.
+// New validates cfg and returns an Agent. It returns an error for every
+// configuration problem it can see, so that a run never fails for one:
+//
+//   - a tool name that is invalid ([ValidateToolName]) or repeated, a
+//     tool without Call or CallRun, a schema that does not compile or
+//     could not be inferred (see [NewTool]): [ErrInvalidTool];
+//   - a nil layer, an invalid layer spec or a duplicate layer ID:
+//     [ErrInvalidConfig], also matching layer.ErrInvalidSpec or
+//     layer.ErrDuplicateID;
+//   - a layer function whose wire name an agent tool or the spawn tool
+//     uses, or whose parameter schema does not compile: [ErrInvalidTool]
+//     (New reads each layer's Provides for this);
+//   - a template that does not parse, or instructions and
+//     ResponseReserve that fill ContextWindow: [ErrInvalidConfig].
+//
+// New does no I/O.
 func New(cfg Config) (*Agent, error) {
 	if cfg.Model == nil {
 		return nil, ErrNoModel
@@ -122,12 +135,19 @@ func New(cfg Config) (*Agent, error) {
 		a.toolDefs = append(a.toolDefs, llmTool(t.Name, t.Description, t.Parameters))
 	}
 	a.spawnDef = llmTool(SpawnToolName, spawnDescription, spawnParams)
+	if err := a.checkLayers(); err != nil {
+		return nil, err
+	}
 	c, err := a.newCompiler(cfg.Instructions, cfg.Template)
 	if err != nil {
 		return nil, err
 	}
 	a.compiler = c
 	a.systemTokens = cfg.Counter.Count(cfg.Instructions)
+	if a.systemTokens+cfg.ResponseReserve >= cfg.ContextWindow {
+		return nil, fmt.Errorf("%w: the instructions (%d tokens) and ResponseReserve (%d) leave nothing of ContextWindow (%d) for the conversation",
+			ErrInvalidConfig, a.systemTokens, cfg.ResponseReserve, cfg.ContextWindow)
+	}
 	var co llms.CallOptions
 	for _, o := range cfg.CallOptions {
 		o(&co)
@@ -135,6 +155,42 @@ func New(cfg Config) (*Agent, error) {
 	a.alternatives = co.N > 1
 	_, a.splitParts = cfg.Model.(*anthropic.LLM)
 	return a, nil
+}
+
+// checkLayers finds the layer problems a run would otherwise meet first:
+// a nil layer, an invalid spec or a duplicate ID (as layer.NewStack
+// reports them, wrapped in ErrInvalidConfig), and a provided function
+// whose wire name an agent tool or the spawn tool already uses, or whose
+// parameter schema does not compile (ErrInvalidTool). It reads each
+// layer's Provides before Init; a run checks the names again with the
+// functions the initialised layers provide.
+func (a *Agent) checkLayers() error {
+	if _, err := layer.NewStack(layer.StackConfig{Layers: a.cfg.Layers, Env: layer.Env{Store: a.cfg.Store}}); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	for _, l := range a.cfg.Layers {
+		p, ok := layer.As[layer.Provider](l)
+		if !ok {
+			continue
+		}
+		id := l.Spec().ID
+		for _, fn := range p.Provides().Functions {
+			if fn.Name == "" || fn.Call == nil {
+				continue // the stack leaves it out, with a warning
+			}
+			name := layer.ToolName(id, fn.Name)
+			wire := layer.WireName(name)
+			if _, clash := a.tools[wire]; clash || (wire == SpawnToolName && a.spawnEnabled()) {
+				return fmt.Errorf("%w: layer tool %s is sent as %s, which an agent tool or the spawn tool already uses", ErrInvalidTool, name, wire)
+			}
+			if len(fn.Parameters) > 0 {
+				if _, err := a.schemas.compile(fn.Parameters); err != nil {
+					return fmt.Errorf("%w: layer tool %s: parameters: %w", ErrInvalidTool, name, err)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func (a *Agent) newCompiler(instructions, template string) (*prompt.Compiler, error) {

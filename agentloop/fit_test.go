@@ -1,6 +1,9 @@
 package agentloop_test
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -42,5 +45,65 @@ func TestFit01_LegacyUpdateCallIsTheTool(t *testing.T) {
 	sys := model.Requests()[2].System()
 	if !strings.Contains(strings.Join(strings.Fields(sys), ""), `"items":["b","c"]`) {
 		t.Fatalf("the update was not applied exactly once; the prompt shows:\n%s", sys)
+	}
+}
+
+// providing is a layer that provides one function, for the New checks.
+type providing struct {
+	id     string
+	fn     string
+	params json.RawMessage
+}
+
+func (p providing) Spec() layer.Spec { return layer.Spec{ID: p.id} }
+func (p providing) Recall(context.Context, layer.Query) ([]layer.Item, error) {
+	return nil, nil
+}
+func (p providing) Provides() layer.Provides {
+	return layer.Provides{Functions: []layer.Function{{
+		Name: p.fn, Parameters: p.params,
+		Call: func(context.Context, json.RawMessage) (string, error) { return "ok", nil },
+	}}}
+}
+
+// TestFit02_NewFindsEveryConfigProblem: each configuration problem New
+// can see fails New with a sentinel, instead of the first Run.
+func TestFit02_NewFindsEveryConfigProblem(t *testing.T) {
+	model := agenttest.New(agenttest.Reply(agenttest.Text("ok")))
+	wm, err := workingmemory.New(workingmemory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noop := func(context.Context, struct{}) (string, error) { return "", nil }
+	cases := []struct {
+		name string
+		cfg  agentloop.Config
+		want error
+	}{
+		{"nil layer", agentloop.Config{Layers: []layer.Layer{nil}}, layer.ErrInvalidSpec},
+		{"bad layer id", agentloop.Config{Layers: []layer.Layer{layer.Text(layer.Spec{ID: "Not An ID"}, "x")}}, layer.ErrInvalidSpec},
+		{"bad scope", agentloop.Config{Layers: []layer.Layer{layer.Text(layer.Spec{ID: "notes", Scope: "galaxy"}, "x")}}, layer.ErrInvalidSpec},
+		{"duplicate layer", agentloop.Config{Layers: []layer.Layer{layer.Text(layer.Spec{ID: "notes"}, "x"), layer.Text(layer.Spec{ID: "notes"}, "y")}}, layer.ErrDuplicateID},
+		{"agent tool named as a layer tool's wire name", agentloop.Config{
+			Layers: []layer.Layer{wm},
+			Tools:  []agentloop.Tool{agentloop.NewTool("working-memory_update", "mine", nil, noop)},
+		}, agentloop.ErrInvalidTool},
+		{"layer tool sent as spawn_agent", agentloop.Config{
+			Layers: []layer.Layer{providing{id: "spawn", fn: "agent"}},
+		}, agentloop.ErrInvalidTool},
+		{"layer tool schema does not compile", agentloop.Config{
+			Layers: []layer.Layer{providing{id: "notes", fn: "add", params: json.RawMessage(`{"type":"objekt"}`)}},
+		}, agentloop.ErrInvalidTool},
+		{"response reserve fills the context window", agentloop.Config{ContextWindow: 1000, ResponseReserve: 1000}, agentloop.ErrInvalidConfig},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.cfg.Model = model
+			_, err := agentloop.New(c.cfg)
+			if !errors.Is(err, c.want) {
+				t.Fatalf("New: %v, want an error that is %v", err, c.want)
+			}
+			t.Log(err)
+		})
 	}
 }
