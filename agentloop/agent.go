@@ -116,6 +116,9 @@ func New(cfg Config) (*Agent, error) {
 		if err := ValidateToolName(t.Name); err != nil {
 			return nil, err
 		}
+		if t.paramsErr != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrInvalidTool, t.Name, t.paramsErr)
+		}
 		if t.Call == nil && t.CallRun == nil {
 			return nil, fmt.Errorf("%w: %s has no Call or CallRun", ErrInvalidTool, t.Name)
 		}

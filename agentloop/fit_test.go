@@ -107,3 +107,66 @@ func TestFit02_NewFindsEveryConfigProblem(t *testing.T) {
 		})
 	}
 }
+
+// TestFit03_NewToolInfersTheSchema: NewTool without parameters offers the
+// model the schema of its Go input type (field names, types, required
+// fields, descriptions from jsonschema tags), and the loop validates the
+// arguments against it.
+func TestFit03_NewToolInfersTheSchema(t *testing.T) {
+	type createIn struct {
+		Title string   `json:"title" jsonschema:"The page title."`
+		Slug  string   `json:"slug,omitempty"`
+		Tags  []string `json:"tags,omitempty"`
+		Order int      `json:"order,omitempty"`
+	}
+	tool := agentloop.NewTool("cms_createPage", "Create a CMS page.", nil,
+		func(ctx context.Context, in createIn) (string, error) { return "created " + in.Title, nil })
+	var got map[string]any
+	if err := json.Unmarshal(tool.Parameters, &got); err != nil {
+		t.Fatalf("Parameters %s: %v", tool.Parameters, err)
+	}
+	props, _ := got["properties"].(map[string]any)
+	title, _ := props["title"].(map[string]any)
+	order, _ := props["order"].(map[string]any)
+	if got["type"] != "object" || title["type"] != "string" || title["description"] != "The page title." || order["type"] != "integer" {
+		t.Fatalf("inferred schema %s", tool.Parameters)
+	}
+	if req, _ := got["required"].([]any); len(req) != 1 || req[0] != "title" {
+		t.Fatalf("required %v, want [title]", got["required"])
+	}
+	model := agenttest.New(
+		agenttest.Reply(agenttest.Calls(agenttest.Call("cms_createPage", `{"order":"first"}`))),
+		agenttest.Reply(agenttest.Text("done")),
+	)
+	a := mustAgent(t, agentloop.Config{Model: model, Tools: []agentloop.Tool{tool}})
+	res, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "create About"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	offered := model.Requests()[0].Options.Tools[0].Function.Parameters
+	if b, _ := json.Marshal(offered); !strings.Contains(string(b), `"title"`) {
+		t.Fatalf("offered parameters %s", b)
+	}
+	if r := toolContents(res.Messages); len(r) != 1 || !strings.Contains(r[0], "title") || !strings.Contains(r[0], "/order") {
+		t.Fatalf("result %q, want the schema errors for the missing title and the string order", r)
+	}
+}
+
+// TestFit04_UninferableInputFailsNew: an input type the inference refuses
+// makes New fail with ErrInvalidTool; an input that is not a struct
+// accepts any object.
+func TestFit04_UninferableInputFailsNew(t *testing.T) {
+	bad := agentloop.NewTool("bad", "d", nil, func(ctx context.Context, in struct{ F func() }) (string, error) { return "", nil })
+	_, err := agentloop.New(agentloop.Config{Model: agenttest.New(), Tools: []agentloop.Tool{bad}})
+	if !errors.Is(err, agentloop.ErrInvalidTool) || !strings.Contains(err.Error(), "bad") {
+		t.Fatalf("New: %v, want ErrInvalidTool naming the tool", err)
+	}
+	raw := agentloop.NewTool("raw", "d", nil, func(ctx context.Context, in json.RawMessage) (string, error) { return string(in), nil })
+	anyIn := agentloop.NewRunTool("any", "d", nil, func(ctx context.Context, _ *agentloop.Run, in any) (string, error) { return "", nil })
+	if raw.Parameters != nil || anyIn.Parameters != nil {
+		t.Fatalf("parameters %s and %s, want nil (any object)", raw.Parameters, anyIn.Parameters)
+	}
+	if _, err := agentloop.New(agentloop.Config{Model: agenttest.New(), Tools: []agentloop.Tool{raw, anyIn}}); err != nil {
+		t.Fatal(err)
+	}
+}
