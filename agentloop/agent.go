@@ -1008,7 +1008,7 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 		out, err := r.callTool(ctx, c.name, c.args, &insideNS)
 		res := layer.ToolResult{CallID: c.ID, Name: c.name, Arguments: c.args, Content: out}
 		if err != nil {
-			res.Content = "error: " + err.Error()
+			res.Content = toolErrorText(err)
 			res.IsError = true
 		}
 		if c.badArgs {
@@ -1055,7 +1055,7 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 			defer func() {
 				if p := recover(); p != nil {
 					err := a.recovered(ctx, "tool "+c.name, p)
-					results[i] = layer.ToolResult{CallID: c.ID, Name: c.name, Arguments: c.args, IsError: true, Content: "error: " + err.Error()}
+					results[i] = layer.ToolResult{CallID: c.ID, Name: c.name, Arguments: c.args, IsError: true, Content: toolErrorText(err)}
 				}
 			}()
 			one(i)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/layer"
@@ -168,5 +170,72 @@ func TestFit04_UninferableInputFailsNew(t *testing.T) {
 	}
 	if _, err := agentloop.New(agentloop.Config{Model: agenttest.New(), Tools: []agentloop.Tool{raw, anyIn}}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFit05_ToolErrorsAreWrittenForTheModel: the tool result of a failed
+// call carries no package prefixes ("layer: ", "agentloop: "), and a
+// schema error about the update tool's nullable wrappers (anyOf [T, null])
+// says what the scratchpad's schema wants; the Go errors keep their
+// prefixes and sentinels.
+func TestFit05_ToolErrorsAreWrittenForTheModel(t *testing.T) {
+	wm, err := workingmemory.New(workingmemory.Config{
+		Schema: `{"type":"object","properties":{"n":{"type":"integer"},"o":{"type":"object","properties":{"k":{"enum":["a","b"]}}}}}`,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := agenttest.New(
+		agenttest.Reply(agenttest.Calls(
+			agenttest.Call("working-memory_update", `{"n":"x","o":{"k":"c"}}`),
+			agenttest.Call("nope", `{}`),
+			agenttest.Call("working-memory_update", `[1]`),
+		)),
+		agenttest.Reply(agenttest.Text("done")),
+	)
+	a := mustAgent(t, agentloop.Config{Model: model, Layers: []layer.Layer{wm}})
+	res, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := toolContents(res.Messages)
+	if len(results) != 3 {
+		t.Fatalf("results %q", results)
+	}
+	for _, r := range results {
+		if !strings.HasPrefix(r, "error: ") || strings.Contains(r, "layer: ") || strings.Contains(r, "agentloop: ") || strings.Contains(r, "workingmemory: ") {
+			t.Errorf("tool result with a package prefix:\n%s", r)
+		}
+	}
+	t.Log(strings.Join(results, "\n"))
+	schemaErr := results[0]
+	for _, want := range []string{"at '/n': got string, want integer", "at '/o/k': value must be one of 'a', 'b'"} {
+		if !strings.Contains(schemaErr, want) {
+			t.Errorf("schema error lacks %q:\n%s", want, schemaErr)
+		}
+	}
+	if strings.Contains(schemaErr, "want null") || strings.Contains(schemaErr, "anyOf") {
+		t.Errorf("schema error talks about the tool's nullable wrappers:\n%s", schemaErr)
+	}
+	// The Go errors keep their prefixes and sentinels.
+	st, err := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{wm}, Env: layer.Env{ThreadID: "t"}, ValidateArgs: agentloop.ValidateArgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Init(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close(t.Context())
+	_, err = st.CallTool(t.Context(), "working-memory_update", `{"n":"x"}`)
+	if !errors.Is(err, layer.ErrInvalidArguments) || !strings.HasPrefix(err.Error(), "layer: ") {
+		t.Fatalf("CallTool: %v, want the layer error with its prefix", err)
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("CallTool: %v does not unwrap to the validator's error", err)
+	}
+	out, _ := agentloop.ExportTools(st)[0].Call(t.Context(), `{"n":"x"}`)
+	if !strings.HasPrefix(out, "error: ") || strings.Contains(out, "layer: ") || strings.Contains(out, "anyOf") {
+		t.Fatalf("exported tool result %q", out)
 	}
 }

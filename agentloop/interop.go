@@ -159,7 +159,7 @@ func (l layerTool) Call(ctx context.Context, input string) (string, error) {
 		if ctx.Err() != nil {
 			return "", err
 		}
-		return "error: " + err.Error(), nil
+		return toolErrorText(err), nil
 	}
 	return out, nil
 }

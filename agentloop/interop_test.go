@@ -40,7 +40,7 @@ func TestMemoryPlugsIntoConversationChain(t *testing.T) {
 	}
 	// A bad call is text for the agent, not an error that aborts it.
 	out, err := tls[0].Call(t.Context(), `{"text":""}`)
-	if err != nil || !strings.HasPrefix(out, "error: layer: invalid tool arguments") {
+	if err != nil || !strings.HasPrefix(out, "error: invalid tool arguments") {
 		t.Fatalf("bad tool call: %q, %v", out, err)
 	}
 

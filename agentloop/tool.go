@@ -14,6 +14,7 @@ import (
 
 	"github.com/memlayer/memlayer/internal/safeschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"github.com/tmc/langchaingo/tools"
 
 	"github.com/memlayer/memlayer/layer"
@@ -248,16 +249,55 @@ func (c *schemaCache) validate(schema json.RawMessage, args []byte) error {
 
 // schemaError is a schema violation. Its text is the validator's list of
 // every violation without the first line, which names the schema's
-// internal URL and means nothing to a model.
+// internal URL and means nothing to a model, and without the failures of
+// null alternatives (see withoutNullBranches).
 type schemaError struct{ err error }
 
 // Error lists the violations.
 func (e *schemaError) Error() string {
-	msg := e.err.Error()
+	err := e.err
+	if ve, ok := err.(*jsonschema.ValidationError); ok {
+		err = withoutNullBranches(ve)
+	}
+	msg := err.Error()
 	if _, rest, ok := strings.Cut(msg, "\n"); ok && strings.HasPrefix(msg, "jsonschema") {
 		return "does not match the schema:\n" + rest
 	}
 	return msg
+}
+
+// withoutNullBranches returns a copy of the error tree in which an anyOf
+// failure loses its branches that only wanted null: "'anyOf' failed /
+// got string, want integer / got string, want null" becomes "got string,
+// want integer". Such anyOf [T, null] wrappers are how a tool lets a
+// field say "no change" (the scratchpad's update tool wraps every
+// property of the user's schema so), and the model needs to read what T
+// wants, not the wrapper. An anyOf left with one branch is replaced by
+// that branch's failure.
+func withoutNullBranches(e *jsonschema.ValidationError) *jsonschema.ValidationError {
+	c := *e
+	c.Causes = make([]*jsonschema.ValidationError, 0, len(e.Causes))
+	for _, sub := range e.Causes {
+		c.Causes = append(c.Causes, withoutNullBranches(sub))
+	}
+	if _, ok := e.ErrorKind.(*kind.AnyOf); !ok {
+		return &c
+	}
+	kept := c.Causes[:0:0]
+	for _, sub := range c.Causes {
+		if t, ok := sub.ErrorKind.(*kind.Type); ok && len(t.Want) == 1 && t.Want[0] == "null" {
+			continue
+		}
+		kept = append(kept, sub)
+	}
+	switch {
+	case len(kept) == len(c.Causes) || len(kept) == 0:
+		return &c
+	case len(kept) == 1:
+		return kept[0]
+	}
+	c.Causes = kept
+	return &c
 }
 
 // Unwrap returns the validator's error (a *jsonschema.ValidationError).

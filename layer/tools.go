@@ -159,14 +159,14 @@ func (s *Stack) CallTool(ctx context.Context, name, args string) (string, error)
 		raw = []byte("{}")
 	}
 	if !json.Valid(raw) {
-		return "", fmt.Errorf("%w: %s: not valid JSON", ErrInvalidArguments, t.Name)
+		return "", fmt.Errorf("%w: %s: not valid JSON", ErrInvalidArguments, t.WireName)
 	}
 	if raw[0] != '{' {
-		return "", fmt.Errorf("%w: %s: want a JSON object, got %s", ErrInvalidArguments, t.Name, jsonKind(raw[0]))
+		return "", fmt.Errorf("%w: %s: want a JSON object, got %s", ErrInvalidArguments, t.WireName, jsonKind(raw[0]))
 	}
 	if s.cfg.ValidateArgs != nil && len(t.Function.Parameters) > 0 {
 		if err := s.cfg.ValidateArgs(t.Function.Parameters, raw); err != nil {
-			return "", fmt.Errorf("%w: %s: %w", ErrInvalidArguments, t.Name, err)
+			return "", fmt.Errorf("%w: %s: %w", ErrInvalidArguments, t.WireName, err)
 		}
 	}
 	e := s.byID[t.Layer]
