@@ -403,11 +403,7 @@ func (r *run) prepareTools() error {
 		if _, clash := a.tools[t.WireName]; clash || (t.WireName == SpawnToolName && r.canSpawn()) {
 			return fmt.Errorf("%w: layer tool %s is sent as %s, which an agent tool already uses", ErrInvalidTool, t.Name, t.WireName)
 		}
-		params := t.Function.Parameters
-		if len(params) == 0 {
-			params = anyObject
-		}
-		r.defs = append(r.defs, llmTool(t.WireName, t.Function.Description, params))
+		r.defs = append(r.defs, layerToolDef(t))
 	}
 	r.opts = make([]llms.CallOption, 0, 2+len(a.cfg.CallOptions))
 	if len(r.defs) > 0 {

@@ -2,6 +2,7 @@ package agentloop_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -9,11 +10,13 @@ import (
 
 	"github.com/tmc/langchaingo/agents"
 	"github.com/tmc/langchaingo/chains"
+	"github.com/tmc/langchaingo/prompts"
 	"github.com/tmc/langchaingo/tools"
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/workingmemory"
 )
 
 // seenLayer remembers the tool results its Store gets and recalls them in
@@ -98,5 +101,62 @@ func TestFit07_ExecutorToolResultsReachTheLayers(t *testing.T) {
 	p := model.Requests()[2].LastUser()
 	if !strings.Contains(p, "<seen> upper=ABOUT US </seen>") || !strings.Contains(p, "Upper-case the title about us.") {
 		t.Fatalf("third prompt lacks the layer block or the transcript:\n%s", p)
+	}
+}
+
+// TestFit08_LayerToolsReachLangchaingoAgents: LLMTools gives the layer
+// tools with their schemas; ExportTools carries the schema in the
+// description and works in the OpenAI-functions agent (whose {"__arg1":
+// string} wrapper and a bare arguments object both reach the layer); the
+// documented recipes make the OpenAI-functions and one-shot agents show
+// the memory.
+func TestFit08_LayerToolsReachLangchaingoAgents(t *testing.T) {
+	wm, err := workingmemory.New(workingmemory.Config{Schema: `{"type":"object","properties":{"task":{"type":"string"}}}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newInitStack(t, wm)
+	defs := agentloop.LLMTools(st)
+	if len(defs) != 1 || defs[0].Function.Name != "working-memory_update" {
+		t.Fatalf("LLMTools %+v", defs)
+	}
+	if b, _ := json.Marshal(defs[0].Function.Parameters); !strings.Contains(string(b), `"task"`) {
+		t.Fatalf("LLMTools parameters %s", b)
+	}
+	exported := agentloop.ExportTools(st)
+	if !strings.Contains(exported[0].Description(), `"task"`) {
+		t.Fatalf("exported description lacks the schema: %s", exported[0].Description())
+	}
+
+	mem := agentloop.NewMemory(st, agentloop.MemoryConfig{})
+	model := agenttest.New(
+		agenttest.Reply(agenttest.Calls(agenttest.Call("working-memory_update", map[string]string{"__arg1": `{"task":"write the docs"}`}))),
+		agenttest.Reply(agenttest.Text("Noted.")),
+		agenttest.Reply(agenttest.Calls(agenttest.Call("working-memory_update", `{"task":"review the docs"}`))),
+		agenttest.Reply(agenttest.Text("Noted again.")),
+	)
+	agent := agents.NewOpenAIFunctionsAgent(model, exported, agents.NewOpenAIOption().WithExtraMessages(
+		[]prompts.MessageFormatter{prompts.NewSystemMessagePromptTemplate("{{.history}}", []string{"history"})}))
+	exec := agents.NewExecutor(agent, agents.WithMemory(mem))
+	for _, in := range []string{"Remember to write the docs.", "Now review them."} {
+		if _, err := chains.Call(t.Context(), exec, map[string]any{"input": in}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live, _ := st.Layer("working-memory")
+	if got := fmt.Sprint(live.(*workingmemory.Layer).State()); got != "map[task:review the docs]" {
+		t.Fatalf("state %s", got)
+	}
+	if sys := model.Requests()[2].System(); !strings.Contains(sys, "write the docs") || !strings.Contains(sys, "<working_memory>") {
+		t.Fatalf("the OpenAI-functions agent's system messages lack the memory:\n%s", sys)
+	}
+
+	oneShot := agenttest.New(agenttest.Reply(agenttest.Text("Final Answer: reviewing")))
+	exec = agents.NewExecutor(agents.NewOneShotAgent(oneShot, exported, agents.WithPromptPrefix("Memory:\n{{.history}}\n\nAnswer the question.")), agents.WithMemory(mem))
+	if _, err := chains.Call(t.Context(), exec, map[string]any{"input": "What now?"}); err != nil {
+		t.Fatal(err)
+	}
+	if p := oneShot.Requests()[0].LastUser(); !strings.Contains(p, "review the docs") {
+		t.Fatalf("the one-shot agent's prompt lacks the memory:\n%s", p)
 	}
 }

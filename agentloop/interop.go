@@ -7,6 +7,7 @@ import (
 	"maps"
 	"sync/atomic"
 
+	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/memory"
 	"github.com/tmc/langchaingo/schema"
 	"github.com/tmc/langchaingo/tools"
@@ -259,31 +260,72 @@ func pick(vars map[string]any, keys ...string) string {
 }
 
 // ExportTools returns the functions the stack's layers provide as
-// langchaingo tools, named by their wire names ("working-memory_update").
-// A tool's input is the JSON arguments object. Failures (bad arguments, a
-// rejected update) come back as the tool's text ("error: ...") with a nil
-// error, because agents.Executor aborts the whole run on a tool error
-// while the model can usually correct its call. The stack must be
-// initialised; the tools act on its state.
+// langchaingo tools, for agents.Executor and its agents, named by their
+// wire names ("working-memory_update"). The stack must be initialised;
+// the tools act on its state.
+//
+// A langchaingo tools.Tool carries a name, a description and a Call that
+// takes one string, and no parameter schema. So the description carries
+// the schema, for the agents that put descriptions in the prompt
+// (conversational, one-shot) and for the model reading them, and the
+// input string is the JSON arguments object (the OpenAI-functions agent
+// sends {"__arg1": string} for every tool and passes the string on; a
+// model that sends the object itself works too). The arguments are
+// checked against the schema when the stack has a ValidateArgs.
+// Failures (bad arguments, a rejected update) come back as the tool's
+// text ("error: ...", written for the model) with a nil error, because
+// agents.Executor aborts the whole run on a tool error while the model
+// can usually correct its call. Callers of GenerateContent who offer
+// the tools themselves, with their schemas, use [LLMTools].
 func ExportTools(stack *layer.Stack) []tools.Tool {
 	lts := stack.Tools()
 	out := make([]tools.Tool, 0, len(lts))
 	for _, t := range lts {
-		out = append(out, layerTool{stack: stack, t: t})
+		desc := t.Function.Description
+		if len(t.Function.Parameters) > 0 {
+			desc += "\n\nInput: a JSON object matching this JSON Schema: " + string(t.Function.Parameters)
+		}
+		out = append(out, layerTool{stack: stack, t: t, desc: desc})
 	}
 	return out
+}
+
+// LLMTools returns the definitions of the functions the stack's layers
+// provide, as llms.WithTools takes them: wire names, descriptions and
+// parameter schemas ({"type":"object"} for a function without one). It
+// is for code that calls GenerateContent itself; run the model's calls
+// with the stack's CallTool (by the call's name and arguments) and send
+// the text back as the tool result (an error's text too: the model can
+// correct its call). The stack must be initialised.
+func LLMTools(stack *layer.Stack) []llms.Tool {
+	lts := stack.Tools()
+	out := make([]llms.Tool, 0, len(lts))
+	for _, t := range lts {
+		out = append(out, layerToolDef(t))
+	}
+	return out
+}
+
+// layerToolDef is the definition of a layer function offered to a model.
+func layerToolDef(t layer.Tool) llms.Tool {
+	params := t.Function.Parameters
+	if len(params) == 0 {
+		params = anyObject
+	}
+	return llmTool(t.WireName, t.Function.Description, params)
 }
 
 type layerTool struct {
 	stack *layer.Stack
 	t     layer.Tool
+	desc  string
 }
 
 // Name is the function's wire name.
 func (l layerTool) Name() string { return l.t.WireName }
 
-// Description is the function's description.
-func (l layerTool) Description() string { return l.t.Function.Description }
+// Description is the function's description and its parameter schema.
+func (l layerTool) Description() string { return l.desc }
 
 // Call runs the function with input as its JSON arguments.
 func (l layerTool) Call(ctx context.Context, input string) (string, error) {
