@@ -165,8 +165,8 @@ func New(cfg Config) (*Agent, error) {
 // reports them, wrapped in ErrInvalidConfig), and a provided function
 // whose wire name an agent tool or the spawn tool already uses, or whose
 // parameter schema does not compile (ErrInvalidTool). It reads each
-// layer's Provides before Init; a run checks the names again with the
-// functions the initialised layers provide.
+// layer's Provides before Init (see providedBeforeInit); a run checks the
+// names again with the functions the initialised layers provide.
 func (a *Agent) checkLayers() error {
 	if _, err := layer.NewStack(layer.StackConfig{Layers: a.cfg.Layers, Env: layer.Env{Store: a.cfg.Store}}); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -177,7 +177,7 @@ func (a *Agent) checkLayers() error {
 			continue
 		}
 		id := l.Spec().ID
-		for _, fn := range p.Provides().Functions {
+		for _, fn := range providedBeforeInit(p) {
 			if fn.Name == "" || fn.Call == nil {
 				continue // the stack leaves it out, with a warning
 			}
@@ -194,6 +194,18 @@ func (a *Agent) checkLayers() error {
 		}
 	}
 	return nil
+}
+
+// providedBeforeInit returns the functions p provides before its Init. A
+// layer that cannot say before Init (its Provides panics) is checked when
+// a run starts instead.
+func providedBeforeInit(p layer.Provider) (fns []layer.Function) {
+	defer func() {
+		if recover() != nil {
+			fns = nil
+		}
+	}()
+	return p.Provides().Functions
 }
 
 func (a *Agent) newCompiler(instructions, template string) (*prompt.Compiler, error) {

@@ -239,3 +239,17 @@ func TestFit05_ToolErrorsAreWrittenForTheModel(t *testing.T) {
 		t.Fatalf("exported tool result %q", out)
 	}
 }
+
+// lateProvider provides its functions only after Init.
+type lateProvider struct{ providing }
+
+func (lateProvider) Provides() layer.Provides { panic("not initialised") }
+
+// TestFit09_NewSurvivesProvidesBeforeInit: a layer whose Provides cannot
+// run before Init does not make New panic.
+func TestFit09_NewSurvivesProvidesBeforeInit(t *testing.T) {
+	_, err := agentloop.New(agentloop.Config{Model: agenttest.New(), Layers: []layer.Layer{lateProvider{providing{id: "late", fn: "f"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
