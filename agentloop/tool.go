@@ -64,7 +64,7 @@ type Tool struct {
 // A tool that needs the current run's memory is made with [NewRunTool].
 //
 // parameters is the JSON Schema of In. Nil means the schema inferred from
-// In by github.com/google/jsonschema-go : a struct's
+// In by github.com/google/jsonschema-go: a struct's
 // exported fields under their JSON names, with their types; fields
 // without omitempty or omitzero are required; a field's jsonschema tag is
 // its description; other properties are refused. An In that is not a
