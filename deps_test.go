@@ -147,6 +147,9 @@ var importRules = []importRule{
 	{"internal/jsonx imports only the standard library", []string{"internal/jsonx"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
 		return nonStandard("internal/jsonx", pkgs["internal/jsonx"].deps, std)
 	}},
+	{"redact imports only the standard library", []string{"redact"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
+		return nonStandard("redact", pkgs["redact"].deps, std)
+	}},
 	{"layer imports only the standard library and storage", []string{"layer"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
 		return nonStandard("layer", pkgs["layer"].deps, std, "storage")
 	}},

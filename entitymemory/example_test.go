@@ -77,7 +77,7 @@ func ExampleNew() {
 	fmt.Println(items[0].Text)
 	// Output:
 	// <entities>
-	// [WORKING MEMORY]
+	// [RECENT ENTITIES]
 	// pages:
 	//   - "About Our Team" (page-123)
 	// sections:
@@ -105,7 +105,7 @@ func ExampleLayer_Init() {
 	fmt.Println(items[0].Text)
 	// Output:
 	// <entities>
-	// [WORKING MEMORY]
+	// [RECENT ENTITIES]
 	// pages:
 	//   - "About Us" (page-123)
 	// </entities>
@@ -150,4 +150,34 @@ func ExampleNormalizeType() {
 	// blog_post
 	// file
 	// category
+}
+
+func ExampleLayer_ByType() {
+	mem, _ := entitymemory.New(entitymemory.Config{})
+	mem.Add(entitymemory.Entity{Type: "page", ID: "page-1", Name: "Home"})
+	mem.Add(entitymemory.Entity{Type: "section", ID: "sec-1", Name: "Hero"})
+	mem.Add(entitymemory.Entity{Type: "page", ID: "page-2", Name: "Pricing"})
+	for _, e := range mem.ByType("pages") {
+		fmt.Println(e.ID, e.Name)
+	}
+	for _, e := range mem.Recent(1) {
+		fmt.Println("newest:", e.Type, e.ID)
+	}
+	// Output:
+	// page-2 Pricing
+	// page-1 Home
+	// newest: page page-2
+}
+
+func ExampleConfig_legacyHeader() {
+	mem, _ := entitymemory.New(entitymemory.Config{Header: entitymemory.LegacyHeader, NoInstructions: true})
+	mem.Add(entitymemory.Entity{Type: "page", ID: "page-123", Name: "About Us"})
+	items, _ := mem.Recall(context.Background(), layer.Query{})
+	fmt.Println(items[0].Text)
+	// Output:
+	// <entities>
+	// [WORKING MEMORY]
+	// pages:
+	//   - "About Us" (page-123)
+	// </entities>
 }

@@ -116,14 +116,6 @@ func New(cfg Config) (*Layer, error) {
 	return l, nil
 }
 
-// intern returns the known property names, or nil without a schema.
-func (c *compiled) intern() map[string]string {
-	if c.schema == nil {
-		return nil
-	}
-	return c.schema.intern
-}
-
 // template normalises Config.Template into the initial state.
 func (c *compiled) template() (any, error) {
 	t := c.cfg.Template
@@ -178,7 +170,7 @@ func (c *compiled) checkState(v any) (any, error) {
 // makes it the current state, with its write log. With cold, the state
 // keeps only the encoding (see state).
 func (l *Layer) install(v any, version int64, log *writeLog, cold bool) (*state, error) {
-	s := newState(v, version, nil)
+	s := newState(v, version)
 	s.log = log
 	if len(s.enc) > l.c.cfg.MaxBytes {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(s.enc), l.c.cfg.MaxBytes)
@@ -435,7 +427,7 @@ func (l *Layer) decodeUpdate(patch []byte) (*jsonx.Object, error) {
 	if len(patch) > l.c.cfg.MaxBytes {
 		return nil, fmt.Errorf("%w: update of %d bytes, the state limit is %d", ErrTooLarge, len(patch), l.c.cfg.MaxBytes)
 	}
-	v, err := decodeInterned(patch, l.c.cfg.MaxDepth, l.c.intern())
+	v, err := decodeJSON(patch, l.c.cfg.MaxDepth)
 	if err != nil {
 		if errors.Is(err, ErrTooDeep) {
 			return nil, err
@@ -479,7 +471,7 @@ func (l *Layer) apply(ctx context.Context, id string, next func(cur any) (any, e
 				return err
 			}
 		}
-		ns := newState(v, cur.version, cur)
+		ns := newState(v, cur.version)
 		if len(ns.enc) > l.c.cfg.MaxBytes {
 			return fmt.Errorf("%w: the merged state is %d bytes, the limit is %d; remove something first", ErrTooLarge, len(ns.enc), l.c.cfg.MaxBytes)
 		}
@@ -553,7 +545,7 @@ func (l *Layer) reload(ctx context.Context) (*state, error) {
 	}
 	v, log := splitRecord(v)
 	v, _ = cleanValue(v)
-	s := newState(v, it.Version, nil)
+	s := newState(v, it.Version)
 	s.log = log
 	l.cur.Store(s)
 	return s, nil

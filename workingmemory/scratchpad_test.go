@@ -795,7 +795,7 @@ func TestOnReturn(t *testing.T) {
 		parent := newLayer(t, Config{Schema: schema, OnReturn: ReturnMerge, Scope: layer.ScopeResource, Template: `{"a":1}`})
 		cl, _ := parent.OnSpawn(t.Context(), layer.Env{ThreadID: "t"})
 		child := cl.(*Layer)
-		child.cur.Store(newState(mustDecode(t, `{"a":9}`), 0, nil)) // as if another schema had allowed it
+		child.cur.Store(newState(mustDecode(t, `{"a":9}`), 0)) // as if another schema had allowed it
 		if err := parent.OnReturn(t.Context(), child); !errors.Is(err, ErrSchema) {
 			t.Fatalf("err = %v, want ErrSchema", err)
 		}

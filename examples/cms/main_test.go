@@ -41,7 +41,7 @@ func TestRestartResolvesThisPage(t *testing.T) {
 		`"pageId": "` + id + `"`,
 		// addSection returns {"section": {"type": "hero", ...}}: a section
 		// (the key it is nested under), not a "hero".
-		"[WORKING MEMORY]\nsections:\n",
+		"[RECENT ENTITIES]\nsections:\n",
 	} {
 		if !strings.Contains(after, want) {
 			t.Errorf("after the restart the output lacks %q:\n%s", want, after)
@@ -54,7 +54,7 @@ func TestWithoutEntityMemory(t *testing.T) {
 	if strings.Contains(out, "listSections") || strings.Count(out, "Which page do you mean?") != 3 {
 		t.Errorf("without entity memory the reference should fail:\n%s", out)
 	}
-	if strings.Contains(out, "[WORKING MEMORY]") {
+	if strings.Contains(out, "[RECENT ENTITIES]") {
 		t.Errorf("entity block rendered while off")
 	}
 }
