@@ -10,7 +10,9 @@ import (
 
 	"github.com/tmc/langchaingo/agents"
 	"github.com/tmc/langchaingo/chains"
+	"github.com/tmc/langchaingo/memory"
 	"github.com/tmc/langchaingo/prompts"
+	"github.com/tmc/langchaingo/schema"
 	"github.com/tmc/langchaingo/tools"
 
 	"github.com/memlayer/memlayer/agentloop"
@@ -158,5 +160,44 @@ func TestFit08_LayerToolsReachLangchaingoAgents(t *testing.T) {
 	}
 	if p := oneShot.Requests()[0].LastUser(); !strings.Contains(p, "review the docs") {
 		t.Fatalf("the one-shot agent's prompt lacks the memory:\n%s", p)
+	}
+}
+
+// TestFit10_MemoryTranscriptOptions: NoTranscript gives the layers'
+// blocks only; a Transcript of the user's choice (a window of one turn)
+// replaces the default buffer; Clear empties it.
+func TestFit10_MemoryTranscriptOptions(t *testing.T) {
+	st := newInitStack(t, layer.Text(layer.Spec{ID: "profile"}, "<profile>terse</profile>"))
+	ctx := t.Context()
+	turn := func(mem schema.Memory, in, out string) {
+		t.Helper()
+		if err := mem.SaveContext(ctx, map[string]any{"input": in}, map[string]any{"text": out}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	load := func(mem schema.Memory) string {
+		t.Helper()
+		v, err := mem.LoadMemoryVariables(ctx, map[string]any{"input": "next"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v["history"].(string)
+	}
+	bare := agentloop.NewMemory(st, agentloop.MemoryConfig{NoTranscript: true})
+	turn(bare, "one", "1")
+	if h := load(bare); h != "<profile>terse</profile>" {
+		t.Fatalf("NoTranscript history %q", h)
+	}
+	window := agentloop.NewMemory(st, agentloop.MemoryConfig{Transcript: memory.NewConversationWindowBuffer(1)})
+	turn(window, "one", "1")
+	turn(window, "two", "2")
+	if h := load(window); h != "<profile>terse</profile>\n\nHuman: two\nAI: 2" {
+		t.Fatalf("window history %q", h)
+	}
+	if err := window.Clear(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h := load(window); h != "<profile>terse</profile>" {
+		t.Fatalf("history after Clear %q", h)
 	}
 }

@@ -108,13 +108,14 @@ func NewMemory(stack *layer.Stack, cfg MemoryConfig) *Memory {
 	}
 	// The zero prompt config never fails: no template to parse.
 	c, _ := prompt.New(prompt.Config{Counter: cfg.Counter})
-	m := &Memory{stack: stack, cfg: cfg, compiler: c, transcript: cfg.Transcript}
-	if m.transcript == nil && !cfg.NoTranscript {
+	m := &Memory{stack: stack, cfg: cfg, compiler: c}
+	switch {
+	case cfg.NoTranscript:
+	case cfg.Transcript != nil:
+		m.transcript = cfg.Transcript
+	default:
 		m.buffer = memory.NewConversationBuffer(memory.WithMemoryKey(cfg.MemoryKey))
 		m.transcript = m.buffer
-	}
-	if cfg.NoTranscript {
-		m.transcript = nil
 	}
 	return m
 }
