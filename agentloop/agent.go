@@ -85,9 +85,21 @@ type Result struct {
 	Messages []llms.MessageContent
 }
 
-// New validates cfg and returns an Agent. Tool names must be valid
-// ([ValidateToolName]) and unique, every tool needs a Call, and tool
-// schemas must compile; the errors are [ErrInvalidTool]. New does no I/O.
+// New validates cfg and returns an Agent. It returns an error for every
+// configuration problem it can see, so that a run never fails for one:
+//
+//   - a tool name that is invalid ([ValidateToolName]) or repeated, a
+//     tool without Call or CallRun, a schema that does not compile or
+//     could not be inferred (see [NewTool]): [ErrInvalidTool];
+//   - a nil layer, an invalid layer spec or a duplicate layer ID:
+//     [ErrInvalidConfig], also matching layer.ErrInvalidSpec;
+//   - a layer function whose wire name an agent tool or the spawn tool
+//     uses, or whose parameter schema does not compile: [ErrInvalidTool]
+//     (New reads each layer's Provides for this);
+//   - a template that does not parse, or instructions and
+//     ResponseReserve that fill ContextWindow: [ErrInvalidConfig].
+//
+// New does no I/O.
 func New(cfg Config) (*Agent, error) {
 	if cfg.Model == nil {
 		return nil, ErrNoModel
@@ -102,6 +114,9 @@ func New(cfg Config) (*Agent, error) {
 		t := cfg.Tools[i]
 		if err := ValidateToolName(t.Name); err != nil {
 			return nil, err
+		}
+		if t.paramsErr != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrInvalidTool, t.Name, t.paramsErr)
 		}
 		if t.Call == nil && t.CallRun == nil {
 			return nil, fmt.Errorf("%w: %s has no Call or CallRun", ErrInvalidTool, t.Name)
@@ -122,12 +137,19 @@ func New(cfg Config) (*Agent, error) {
 		a.toolDefs = append(a.toolDefs, llmTool(t.Name, t.Description, t.Parameters))
 	}
 	a.spawnDef = llmTool(SpawnToolName, spawnDescription, spawnParams)
+	if err := a.checkLayers(); err != nil {
+		return nil, err
+	}
 	c, err := a.newCompiler(cfg.Instructions, cfg.Template)
 	if err != nil {
 		return nil, err
 	}
 	a.compiler = c
 	a.systemTokens = cfg.Counter.Count(cfg.Instructions)
+	if a.systemTokens+cfg.ResponseReserve >= cfg.ContextWindow {
+		return nil, fmt.Errorf("%w: the instructions (%d tokens) and ResponseReserve (%d) leave nothing of ContextWindow (%d) for the conversation",
+			ErrInvalidConfig, a.systemTokens, cfg.ResponseReserve, cfg.ContextWindow)
+	}
 	var co llms.CallOptions
 	for _, o := range cfg.CallOptions {
 		o(&co)
@@ -135,6 +157,54 @@ func New(cfg Config) (*Agent, error) {
 	a.alternatives = co.N > 1
 	_, a.splitParts = cfg.Model.(*anthropic.LLM)
 	return a, nil
+}
+
+// checkLayers finds the layer problems a run would otherwise meet first:
+// a nil layer, an invalid spec or a duplicate ID (as layer.NewStack
+// reports them, wrapped in ErrInvalidConfig), and a provided function
+// whose wire name an agent tool or the spawn tool already uses, or whose
+// parameter schema does not compile (ErrInvalidTool). It reads each
+// layer's Provides before Init (see providedBeforeInit); a run checks the
+// names again with the functions the initialised layers provide.
+func (a *Agent) checkLayers() error {
+	if _, err := layer.NewStack(layer.StackConfig{Layers: a.cfg.Layers, Env: layer.Env{Store: a.cfg.Store}}); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	for _, l := range a.cfg.Layers {
+		p, ok := layer.As[layer.Provider](l)
+		if !ok {
+			continue
+		}
+		id := l.Spec().ID
+		for _, fn := range providedBeforeInit(p) {
+			if fn.Name == "" || fn.Call == nil {
+				continue // the stack leaves it out, with a warning
+			}
+			name := layer.ToolName(id, fn.Name)
+			wire := layer.WireName(name)
+			if _, clash := a.tools[wire]; clash || (wire == SpawnToolName && a.spawnEnabled()) {
+				return fmt.Errorf("%w: layer tool %s is sent as %s, which an agent tool or the spawn tool already uses", ErrInvalidTool, name, wire)
+			}
+			if len(fn.Parameters) > 0 {
+				if _, err := a.schemas.compile(fn.Parameters); err != nil {
+					return fmt.Errorf("%w: layer tool %s: parameters: %w", ErrInvalidTool, name, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// providedBeforeInit returns the functions p provides before its Init. A
+// layer that cannot say before Init (its Provides panics) is checked when
+// a run starts instead.
+func providedBeforeInit(p layer.Provider) (fns []layer.Function) {
+	defer func() {
+		if recover() != nil {
+			fns = nil
+		}
+	}()
+	return p.Provides().Functions
 }
 
 func (a *Agent) newCompiler(instructions, template string) (*prompt.Compiler, error) {
@@ -354,11 +424,7 @@ func (r *run) prepareTools() error {
 		if _, clash := a.tools[t.WireName]; clash || (t.WireName == SpawnToolName && r.canSpawn()) {
 			return fmt.Errorf("%w: layer tool %s is sent as %s, which an agent tool already uses", ErrInvalidTool, layer.ToolName(t.Layer, t.Function.Name), t.WireName)
 		}
-		params := t.Function.Parameters
-		if len(params) == 0 {
-			params = anyObject
-		}
-		r.defs = append(r.defs, llmTool(t.WireName, t.Function.Description, params))
+		r.defs = append(r.defs, layerToolDef(t))
 	}
 	r.opts = make([]llms.CallOption, 0, 2+len(a.cfg.CallOptions))
 	if len(r.defs) > 0 {
@@ -959,7 +1025,7 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 		out, err := r.callTool(ctx, c.name, c.args, &insideNS)
 		res := layer.ToolResult{ToolCall: layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args}, Content: out}
 		if err != nil {
-			res.Content = "error: " + err.Error()
+			res.Content = toolErrorText(err)
 			res.IsError = true
 		}
 		if c.badArgs {
@@ -1006,7 +1072,7 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 			defer func() {
 				if p := recover(); p != nil {
 					err := a.recovered(ctx, "tool "+c.name, p)
-					results[i] = layer.ToolResult{ToolCall: layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args}, IsError: true, Content: "error: " + err.Error()}
+					results[i] = layer.ToolResult{ToolCall: layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args}, IsError: true, Content: toolErrorText(err)}
 				}
 			}()
 			one(i)
@@ -1018,7 +1084,8 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 
 // callTool runs one tool call: an agent tool, the spawn tool or a layer
 // function, by the name offered to the model (a layer function's wire
-// name; its internal name is unknown to the model and does not run).
+// name, or one of its aliases such as the legacy updateWorkingMemory; its
+// internal name is unknown to the model and does not run).
 // Errors, a panic included, are for the model. The time spent in the
 // tool's own code is added to inside.
 func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.Int64) (out string, err error) {
@@ -1036,7 +1103,7 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 	if name == SpawnToolName && r.canSpawn() {
 		return r.spawnTool(ctx, args)
 	}
-	if slices.ContainsFunc(r.stack.Tools(), func(t layer.Tool) bool { return t.WireName == name }) {
+	if slices.ContainsFunc(r.stack.Tools(), func(t layer.Tool) bool { return t.WireName == name || slices.Contains(t.Function.Aliases, name) }) {
 		return r.stack.CallTool(ctx, name, args)
 	}
 	names := make([]string, 0, len(r.defs))

@@ -64,16 +64,25 @@
 // santhosh-tekuri/jsonschema before the tool runs; each schema is
 // compiled once and kept while among the [SchemaCacheSize] most recently
 // used) and a Call. [NewTool] builds a typed tool that decodes
-// its arguments into a Go value; [FromLangchain] adapts a langchaingo
+// its arguments into a Go value; without an explicit schema it infers one
+// from the Go type with github.com/google/jsonschema-go (JSON field
+// names, types, required fields, descriptions from jsonschema tags), so
+// the model sees the fields; [FromLangchain] adapts a langchaingo
 // tools.Tool, whose input is one string: the model is offered an "input"
 // string parameter and the tool receives its value (or the raw JSON
-// arguments when the model sent no "input" string). Names are validated
-// when the Agent is built.
+// arguments when the model sent no "input" string). [New] finds every
+// configuration problem it can see (names, schemas, layer specs, layer
+// tools whose wire names clash), so a run never fails for one.
 //
 // An unknown tool name, arguments that are not a JSON object or fail the
 // schema, a tool error and a tool panic all become the tool's result,
 // prefixed "error: ", and the run continues: the model can correct
-// itself. The same schema validation is plugged into the layer stack
+// itself. That text is written for the model: memlayer's package
+// prefixes ("layer: ", "agentloop: ") are left out (the Go errors keep
+// them), and a schema failure under an anyOf [T, null] wrapper (how the
+// scratchpad's update tool lets a field say "no change") reports what T
+// wants. A layer function may have aliases: the scratchpad's legacy
+// updateWorkingMemory call runs as its update tool. The same schema validation is plugged into the layer stack
 // (layer.StackConfig.ValidateArgs), so layer functions are checked too;
 // [ValidateArgs] offers it to stacks built by hand. Schema errors list
 // every violation with its JSON pointer, which is what a model needs to
@@ -221,8 +230,14 @@
 // # langchaingo interop
 //
 // [NewMemory] adapts a layer stack to schema.Memory, so the layers plug
-// into chains and agents.Executor; [ExportTools] exports the layers'
-// functions as tools.Tool. The package agentloop/agenttest has a scripted
+// into chains and agents.Executor: the layers' blocks, then the
+// transcript (a langchaingo buffer memory by default), and an executor's
+// tool results reach the layers' Store; its doc says which langchaingo
+// agents show the memory and how to make the others show it.
+// [ExportTools] exports the layers' functions as tools.Tool (the schema
+// in the description: tools.Tool has no parameters), and [LLMTools] as
+// llms.Tool definitions with their schemas, for code that calls
+// GenerateContent itself. The package agentloop/agenttest has a scripted
 // llms.Model for tests.
 //
 // # Concurrency

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"github.com/memlayer/memlayer/layer"
 )
@@ -50,7 +51,8 @@ func (h *Run) Spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 }
 
 // NewRunTool is [NewTool] for a tool that works on the current run: fn
-// also gets the [Run] the call belongs to.
+// also gets the [Run] the call belongs to. Nil parameters are inferred
+// from In as NewTool does.
 //
 //	remember := agentloop.NewRunTool("remember", "Remember a fact.", nil,
 //		func(ctx context.Context, run *agentloop.Run, in struct{ Key, Value string }) (string, error) {
@@ -61,12 +63,14 @@ func (h *Run) Spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 //			return "ok", kv.Set(mem, in.Key, in.Value)
 //		})
 func NewRunTool[In, Out any](name, description string, parameters json.RawMessage, fn func(ctx context.Context, run *Run, in In) (Out, error)) Tool {
-	return Tool{
+	t := Tool{
 		Name:        name,
 		Description: description,
 		Parameters:  parameters,
 		CallRun:     typedCall(name, fn),
 	}
+	t.inferParams(reflect.TypeFor[In]())
+	return t
 }
 
 // typedCall adapts a typed tool function: the arguments are decoded into

@@ -305,6 +305,13 @@ type Function struct {
 	// text the model sees. An error is shown to the model as the tool
 	// result, so it should say what to fix.
 	Call func(ctx context.Context, args json.RawMessage) (string, error)
+	// Aliases are other names a model may call the function by, used
+	// verbatim (not prefixed with the layer ID): the names of older
+	// prompt conventions, such as the scratchpad's "updateWorkingMemory".
+	// They are not offered to the model; [Stack.LookupTool] and
+	// [Stack.CallTool] accept them. An alias that is some tool's name or
+	// wire name, or an earlier function's alias, is ignored.
+	Aliases []string
 }
 
 // Closer is implemented by layers that hold resources or buffer writes.

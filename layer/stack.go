@@ -79,13 +79,14 @@ type Stack struct {
 	reg     []*entry // registration order
 	byID    map[string]*entry
 
-	initMu sync.Mutex // serialises Init and Close
-	mu     sync.Mutex // guards the fields below
-	inited bool
-	closed bool
-	tools  []Tool
-	byWire map[string]int // wire name → index in tools
-	byName map[string]int // name → index in tools
+	initMu  sync.Mutex // serialises Init and Close
+	mu      sync.Mutex // guards the fields below
+	inited  bool
+	closed  bool
+	tools   []Tool
+	byWire  map[string]int // wire name → index in tools
+	byName  map[string]int // name → index in tools
+	byAlias map[string]int // alias → index in tools
 }
 
 type entry struct {

@@ -44,7 +44,14 @@
 // the model so that it can fix all of them at once. Arguments that are
 // not JSON, or not an object, get [ErrInvalidUpdate].
 //
-// On the legacy path there is no tool result to carry an error back to
+// "updateWorkingMemory" is also an alias of the update function
+// (layer.Function.Aliases), so a loop that runs tool calls through
+// layer.Stack.CallTool, as agentloop does, runs the legacy call as the
+// tool: the model gets its result or its error, and Store, seeing the
+// call's result in the turn, does not apply it again. For a loop that
+// does not run it, the store hook below applies it.
+//
+// On that legacy path there is no tool result to carry an error back to
 // the model, so Store returns every rejection of an update — the schema,
 // [ErrTooLarge] and [ErrTooDeep] alike, whether found while decoding the
 // arguments or after the merge — wrapped with the call's ID, and the

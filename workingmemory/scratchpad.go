@@ -563,13 +563,15 @@ func (l *Layer) reload(ctx context.Context) (*state, error) {
 // update: the call is skipped, with a warning through the logger (the
 // one of layer.Env, else slog.Default()) carrying its [ErrInvalidUpdate],
 // and the next legacy call of the response is considered. Read-only
-// scratchpads ignore the legacy call.
+// scratchpads ignore the legacy call. A call that has a result in the
+// turn was run as the update tool (through its alias) and is not applied
+// again.
 func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 	if l.c.cfg.ReadOnly {
 		return nil
 	}
 	for _, c := range t.ToolCalls {
-		if c.Name != LegacyFunction {
+		if c.Name != LegacyFunction || ranAsTool(t.Results, c.ID) {
 			continue
 		}
 		upd, err := l.decodeUpdate([]byte(c.Arguments))
@@ -588,6 +590,11 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 		return nil
 	}
 	return nil
+}
+
+// ranAsTool reports whether results hold the result of call id.
+func ranAsTool(results []layer.ToolResult, id string) bool {
+	return id != "" && slices.ContainsFunc(results, func(r layer.ToolResult) bool { return r.ID == id })
 }
 
 // log returns the layer's logger: the run's, or slog.Default() for a
@@ -688,7 +695,9 @@ func (l *Layer) report(ctx context.Context, e Event, msg string) {
 
 // Provides implements layer.Provider: the data "snapshot" (the current
 // state, a copy) and, unless read-only, the function "update" bound to
-// this Layer.
+// this Layer, which a legacy updateWorkingMemory call also reaches (its
+// alias), so a loop that runs tool calls through layer.Stack.CallTool
+// gives the model the update's result.
 func (l *Layer) Provides() layer.Provides {
 	p := layer.Provides{Data: []layer.Data{{
 		Name:        "snapshot",
@@ -700,6 +709,7 @@ func (l *Layer) Provides() layer.Provides {
 			Name:        "update",
 			Description: l.c.desc,
 			Parameters:  l.c.params,
+			Aliases:     []string{LegacyFunction},
 			Call: func(ctx context.Context, args json.RawMessage) (string, error) {
 				if err := l.Update(ctx, args); err != nil {
 					return "", err
