@@ -35,6 +35,7 @@ type Agent struct {
 	tools        map[string]*Tool
 	toolDefs     []llms.Tool // the agent's own tools, in Config order
 	spawnDef     llms.Tool
+	spawnLayers  spawnLayers // Config.SpawnLayers, by ID, and the tool's schema
 	schemas      *schemaCache
 	compiler     *prompt.Compiler
 	systemTokens int
@@ -121,7 +122,9 @@ func New(cfg Config) (*Agent, error) {
 		a.tools[t.Name] = &t
 		a.toolDefs = append(a.toolDefs, llmTool(t.Name, t.Description, t.Parameters))
 	}
-	a.spawnDef = llmTool(SpawnToolName, spawnDescription, spawnParams)
+	if err := a.prepareSpawn(); err != nil {
+		return nil, err
+	}
 	c, err := a.newCompiler(cfg.Instructions, cfg.Template)
 	if err != nil {
 		return nil, err
