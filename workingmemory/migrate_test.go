@@ -2,6 +2,7 @@ package workingmemory_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -174,4 +175,56 @@ func compact(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// raceStore lets another writer store a state just before the first
+// compare-and-swap Put of the state key.
+type raceStore struct {
+	storage.Store
+	once  sync.Once
+	other []byte
+}
+
+func (s *raceStore) Put(ctx context.Context, key string, value []byte, ifVersion int64) (int64, error) {
+	if strings.HasSuffix(key, "/state") {
+		s.once.Do(func() {
+			if _, err := s.Store.Put(ctx, key, s.other, storage.AnyVersion); err != nil {
+				panic(err)
+			}
+		})
+	}
+	return s.Store.Put(ctx, key, value, ifVersion)
+}
+
+// TestFit10_MigrateLosesNoConcurrentWrite: the migrated state is stored
+// with compare-and-swap; when another writer stored a state meanwhile,
+// the migration's write fails, Init reads again and takes the other
+// writer's state (which passes the schema) instead of overwriting it.
+func TestFit10_MigrateLosesNoConcurrentWrite(t *testing.T) {
+	ctx := t.Context()
+	st, env := storeV1(t)
+	rs := &raceStore{Store: st, other: []byte(`{"tasks":["from the other writer"],"version":2}`)}
+	env.Store = rs
+	calls := 0
+	v2, err := workingmemory.New(workingmemory.Config{Schema: schemaV2, Migrate: func(old any) (any, error) {
+		calls++
+		return map[string]any{"tasks": []string{"migrated"}, "version": 2}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := v2.Init(ctx, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := compact(t, bound.(*workingmemory.Layer).State()); got != `{"tasks":["from the other writer"],"version":2}` {
+		t.Errorf("state = %s, want the other writer's", got)
+	}
+	it, _ := st.Get(ctx, storage.LayerKey(workingmemory.DefaultID, "t1", "state"))
+	if s, _ := workingmemory.StoredState(it.Value); string(s) != `{"tasks":["from the other writer"],"version":2}` {
+		t.Errorf("stored = %s, want the other writer's", s)
+	}
+	if calls != 1 {
+		t.Errorf("Migrate called %d times, want 1", calls)
+	}
 }
