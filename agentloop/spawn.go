@@ -189,6 +189,7 @@ type spawnLayers struct {
 // tool: with spawn layers, its schema gains a "layers" argument whose
 // items are their IDs.
 func (a *Agent) prepareSpawn() error {
+	a.cfg.SpawnLayers = slices.Clone(a.cfg.SpawnLayers)
 	sl := spawnLayers{byID: make(map[string]layer.Layer, len(a.cfg.SpawnLayers)), params: spawnParams}
 	parent := make(map[string]bool, len(a.cfg.Layers))
 	for _, l := range a.cfg.Layers {
