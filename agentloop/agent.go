@@ -35,6 +35,7 @@ type Agent struct {
 	tools        map[string]*Tool
 	toolDefs     []llms.Tool // the agent's own tools, in Config order
 	spawnDef     llms.Tool
+	spawnLayers  spawnLayers // Config.SpawnLayers, by ID, and the tool's schema
 	schemas      *schemaCache
 	compiler     *prompt.Compiler
 	systemTokens int
@@ -136,7 +137,9 @@ func New(cfg Config) (*Agent, error) {
 		a.tools[t.Name] = &t
 		a.toolDefs = append(a.toolDefs, llmTool(t.Name, t.Description, t.Parameters))
 	}
-	a.spawnDef = llmTool(SpawnToolName, spawnDescription, spawnParams)
+	if err := a.prepareSpawn(); err != nil {
+		return nil, err
+	}
 	if err := a.checkLayers(); err != nil {
 		return nil, err
 	}

@@ -191,14 +191,22 @@
 // one response (the others are answered with an error) and
 // Config.MaxChildrenPerRun the children started in all (ErrMaxChildren).
 //
+// A child can also have layers of its own, which its parent has not:
+// from code, SpawnInput.Layers; by ID, SpawnInput.LayerIDs picks from
+// Config.SpawnLayers, and so does the spawn_agent tool's "layers"
+// argument, whose schema enumerates exactly those IDs, so the model can
+// only choose among the layers the developer offered. They are
+// initialised with the child's env and closed when the child ends.
+//
 // # Tools and the current run
 //
 // The layers are bound per run: each run's stack holds its own thread's,
 // resource's or global state, loaded in Init. A tool that needs that
 // state is made with [NewRunTool] (or sets Tool.CallRun) and gets the
 // [Run] of each call: [Run.Stack] is the run's stack, in which layer.Find
-// or a layer package's helper (kv.From, package workingmemory/kv) finds a
-// layer; in a child agent it is the child's run. This is the one way for
+// or a layer package's helper (workingmemory.From and
+// workingmemory.StateAs, kv.From) finds a layer; in a child agent it is
+// the child's run. This is the one way for
 // a tool to reach the current run's memory; a tool must not keep layer
 // state of its own, which would be shared by every thread and user of the
 // agent.

@@ -14,9 +14,10 @@ import (
 // the current run's memory: a tool made with [NewRunTool] (or with
 // Tool.CallRun set) gets the Run of every call, and finds the run's
 // layers through [Run.Stack] (with layer.Find, or a layer package's
-// helper such as kv.From of package workingmemory/kv) or [Run.Layer]. In
-// a child agent it is the child's run, so the tool acts on the child's
-// layers.
+// helper: workingmemory.From and workingmemory.StateAs for the
+// scratchpad, kv.From of package workingmemory/kv for the key-value
+// memory) or [Run.Layer]. In a child agent it is the child's run, so the
+// tool acts on the child's layers (see ExampleRun_Stack).
 //
 // The layers of one agent are bound per run (each run's Init loads its
 // own thread's, resource's or global state), so a tool must not keep

@@ -112,9 +112,15 @@
 // compare-and-swap on the version last read; on a conflict the layer
 // re-reads the stored state, merges the update into it again and
 // re-validates, so two runs (or processes) updating one resource lose
-// nothing. Init moves a stored state that cannot be used (not JSON, not
-// text or an object, failing the schema, over the limits) to
-// LayerKey(id, scopeKey, "quarantine/<unix-nanos>"), logs a warning through
+// nothing. When the schema changes, Config.Migrate converts a stored
+// state that fails the new schema (old state in, new state out, at Init):
+// its result is checked like a stored state and stored in place with
+// compare-and-swap, reported as EventMigrated and logged ("migrated at
+// load"). Init moves a stored state that cannot be used (not JSON, not
+// text or an object, failing the schema with no migration or a migration
+// that fails, over the limits) to LayerKey(id, scopeKey,
+// "quarantine/<unix-nanos>"), reports EventQuarantined with that key, logs a
+// warning ("quarantined at load", with the key and the cause) through
 // env.Logger and starts from the template: nothing is silently lost.
 //
 // A state keeps its canonical compact JSON, which is all Recall, Snapshot
