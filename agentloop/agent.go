@@ -1034,8 +1034,9 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 		if c.badArgs {
 			res.Content += "\nThe conversation keeps this call with {} as its arguments. The arguments you sent were:\n" + quote(c.args)
 		}
+		res.Duration = time.Since(start)
 		results[i] = res
-		a.emit(ctx, Event{Kind: EventToolCall, ThreadID: r.threadID, Depth: r.depth, Step: step, Tool: c.name, Duration: time.Since(start), Err: err})
+		a.emit(ctx, Event{Kind: EventToolCall, ThreadID: r.threadID, Depth: r.depth, Step: step, Tool: c.name, Duration: res.Duration, Err: err})
 	}
 	if len(calls) == 1 {
 		one(0)

@@ -275,6 +275,8 @@ type ToolResult struct {
 	Content string
 	// IsError is true when the tool failed and Content is the error text.
 	IsError bool
+	// Duration is how long the call took; zero when not measured.
+	Duration time.Duration
 }
 
 // Provides lists a layer's read-only data and its functions.
