@@ -154,7 +154,6 @@ func (s *Stack) CallTool(ctx context.Context, name, args string) (string, error)
 	if !ok {
 		return "", fmt.Errorf("%w %q", ErrUnknownTool, name)
 	}
-	name = ToolName(t.Layer, t.Function.Name)
 	raw := bytes.TrimSpace([]byte(args))
 	if len(raw) == 0 {
 		raw = []byte("{}")
