@@ -1,6 +1,7 @@
 package agentloop_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -179,6 +180,53 @@ func ExampleNewTool() {
 	fmt.Println(add.Name, out, err)
 	// Output:
 	// add {"sum":5} <nil>
+}
+
+// Without explicit parameters, NewTool infers the JSON Schema from the
+// input type: JSON field names, types, required fields (those without
+// omitempty) and descriptions from jsonschema tags.
+func ExampleNewTool_inferredSchema() {
+	type createPage struct {
+		Title  string   `json:"title" jsonschema:"The page title, shown in menus."`
+		Slug   string   `json:"slug,omitempty" jsonschema:"The URL path; derived from the title when empty."`
+		Tags   []string `json:"tags,omitempty"`
+		Weight int      `json:"weight,omitempty"`
+	}
+	tool := agentloop.NewTool("cms_createPage", "Create a CMS page.", nil,
+		func(ctx context.Context, in createPage) (string, error) { return "created " + in.Title, nil })
+	var out bytes.Buffer
+	_ = json.Indent(&out, tool.Parameters, "", "  ")
+	fmt.Println(out.String())
+	// Output:
+	// {
+	//   "type": "object",
+	//   "properties": {
+	//     "title": {
+	//       "type": "string",
+	//       "description": "The page title, shown in menus."
+	//     },
+	//     "slug": {
+	//       "type": "string",
+	//       "description": "The URL path; derived from the title when empty."
+	//     },
+	//     "tags": {
+	//       "type": [
+	//         "null",
+	//         "array"
+	//       ],
+	//       "items": {
+	//         "type": "string"
+	//       }
+	//     },
+	//     "weight": {
+	//       "type": "integer"
+	//     }
+	//   },
+	//   "required": [
+	//     "title"
+	//   ],
+	//   "additionalProperties": false
+	// }
 }
 
 // The checkpoint of a thread holds its history and the layers' state.

@@ -6,13 +6,14 @@
 // and after a process restart.
 //
 //	<entities>
-//	[WORKING MEMORY]
+//	[RECENT ENTITIES]
 //	pages:
 //	  - "About Us" (page-123)
 //	sections:
 //	  - "Hero" (sec-456, parent: page-123)
 //
-//	To resolve references such as "it", ... ask the user which one they mean.
+//	To resolve references such as "it", ... If none matches, look it up
+//	with a tool (a list or search call) or ask the user; never make up an ID.
 //	</entities>
 //
 // # Extraction
@@ -28,19 +29,34 @@
 //     "object" as in Stripe and Notion, "__typename" in GraphQL, "_type"
 //     in Sanity, "kind" as in Google's "drive#file", Contentful's sys.type
 //     (except "Entry", which says less than the entry's content type);
-//  3. a generic "type" field (and sys.type "Entry");
+//  3. a generic "type" field (and sys.type "Entry"), unless the tool
+//     says what it acts on (see below);
 //  4. the tool name, through [Rules] and then the built-in guess
-//     [TypeFromToolName]; else "item".
+//     [TypeFromToolName]; a key that names only a generic type; else
+//     "item".
 //
 // A generic "type" often says which kind of thing within its type an
 // entity is rather than what it is: the section that tool addSection
 // returns as {"section": {"id": "sec_1", "type": "hero"}} is recorded
-// as a section, not a "hero". At the top level, where no key names it,
-// {"type": "image", "id": ...} from cms_getMedia is an image.
+// as a section, not a "hero"; the product that create_product returns
+// as {"id": 794, "type": "simple"} is a product, the event of
+// create_event of type "singleInstance" an event, the DNS record of type
+// "A" from create_dns_record a dns_record. The tool's type wins when a
+// rule gives it or the tool name pairs a verb with it; a name without a
+// verb ("crm_request") may name the tool rather than a resource, and
+// then the entity's "type" wins. So does the "type" of a member of a
+// family of resources (media, asset, file, ...): {"type": "image", "id":
+// ...} from cms_getMedia is an image. A word that only says what sort of
+// thing something is (object, item, record, entity, resource, node) keeps
+// the noun before it: list_dns_records gives dns_record,
+// upsert_catalog_object catalog_object.
 //
 // An object is an entity when it has an ID: documentId (Strapi v5), id,
-// _id (Sanity), uuid, gid, guid, uid, sys.id (Contentful), or key when
-// nothing else (keyed resources). Numbers become decimal text. Keys match
+// _id (Sanity), uuid, gid, guid, uid, sys.id (Contentful), key when
+// nothing else (keyed resources), or, when it has no plain ID, "<type>Id"
+// or "<type>_id" for its own type, the type of the key it is nested under
+// or the tool's type ({"videoId": ...} from get_video; a "<type>Id" of
+// another type names a related entity). Numbers become decimal text. Keys match
 // without regard to case, '_' or '-'. The walk looks, in order, at the
 // top-level value, the member named after the tool's type, envelopes
 // (data, result, results, items, matches, nodes, edges, hits, value, ...),
@@ -51,7 +67,13 @@
 // object or its containers (attributes, fields, properties, snippet);
 // rich values are read too (WordPress {rendered}, Notion rich text, a
 // Notion title property of any name, Contentful locales), HTML entities
-// are decoded, and the ID stands in when there is no name. Parents come
+// are decoded. An object without any of these is named, in order, by a
+// person's first and last name (given_name, family_name), by the name
+// fields of a member object that has no ID of its own and so describes
+// it ({"id": ..., "fieldData": {"name": ..., "slug": ...}}, whose slug it
+// takes too), by a qualified name field ("originalFileName", "full_name",
+// "display_title"; not another noun's, as "account_name"), or by one in
+// such a member object; else the ID stands in. Parents come
 // from the arguments (parentId, or pageId on a section call) or from the
 // result's parentId/parent.
 //
@@ -65,8 +87,12 @@
 // "Error", "404", "not found" — and failed tool calls yield nothing. When a
 // successful result names no entity (plain text, {"content": ...}) but
 // the arguments carry the ID ("get-section-content" with sectionId), that
-// ID is recorded. The entities of a delete-like tool ("cms_deletePage",
-// "remove_section") are forgotten by the layer rather than recorded.
+// ID is recorded. A list of warnings beside the resource ({"success":
+// true, "warnings": [...]}) is not an error and is not read for entities.
+// The entities of a delete-like tool ("cms_deletePage",
+// "remove_section"), and objects the result flags as deleted
+// ({"id": "cus_1", "deleted": true}, "is_deleted": true; see
+// [Entity.Deleted]), are forgotten by the layer rather than recorded.
 //
 // The extractor never decodes the whole result, which keeps extraction
 // of a 2 KB result in the low microseconds, against tens for
@@ -113,14 +139,18 @@
 //
 // # Rendering
 //
-// Recall renders [Header], then one group per type — in order of each
+// Recall renders the header — [Header], "[RECENT ENTITIES]", so that the
+// block is not mistaken for the scratchpad's <working_memory>; Config.Header
+// replaces it, and [LegacyHeader] keeps the original "[WORKING MEMORY]"
+// format — then one group per type — in order of each
 // type's most recent entity, newest first within the type — then the
 // instructions, all fenced with layer.Fence in a block named after the
 // layer ID ([Layer.Tag]: <entities>), like every layer's block, so the
 // prompt compiler can defang a fake entity block that another layer's
 // text prints. Names are quoted; '"' and '\' are escaped and '<' becomes
-// "&lt;", so a name holding "\n[WORKING MEMORY]\n" or "</entities>" stays
-// inert on its line. The block is cached and rendered again only after a
+// "&lt;", so a name holding "\n[RECENT ENTITIES]\n" or "</entities>" stays
+// inert on its line. A Config.Header that holds a line break or '<' is
+// refused by New. The block is cached and rendered again only after a
 // change. Nothing is rendered when the list is empty, unless RenderEmpty.
 //
 // # Persistence, spawn and snapshots

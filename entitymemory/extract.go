@@ -36,6 +36,10 @@ type Entity struct {
 	// SeenAt is when the entity was last seen. [Extract] leaves it zero;
 	// the layer sets it when it records the entity.
 	SeenAt time.Time `json:"seenAt"`
+	// Deleted reports that the result said the entity was deleted
+	// ({"deleted": true}, {"is_deleted": true}). The layer forgets such
+	// an entity instead of recording it; it is never stored.
+	Deleted bool `json:"-"`
 
 	// seq is the layer's logical clock when the entity was last
 	// recorded: higher is more recent (see StateVersion).
@@ -96,7 +100,6 @@ type Extractor struct {
 	nameRank   map[string]int
 	keys       map[string]keyInfo   // roles and name ranks, by folded key
 	keyFilter  [keyFilterLen]uint64 // by folded length, a bit per last byte % 64
-	tapes      sync.Pool            // *jsonx.Tape
 	mu         sync.RWMutex
 	types      map[string]nameInfo // cache: tool name or key → what it says
 }
@@ -125,7 +128,6 @@ func (x *Extractor) setup() {
 	if x.maxResult <= 0 {
 		x.maxResult = DefaultMaxResultBytes
 	}
-	x.tapes.New = func() any { return new(jsonx.Tape) }
 	x.nameRank = make(map[string]int, len(x.nameFields))
 	var buf []byte
 	for i, f := range x.nameFields {
@@ -178,7 +180,9 @@ func Extract(toolName, args, result string) []Entity {
 // Extract returns the entities in one tool result, newest-first order
 // being the order of the result's list. Error payloads ({"error": ...},
 // {"success": false}, GraphQL {"errors": [...]}, 404 bodies) yield
-// nothing. At most the list cap of entities is returned.
+// nothing. At most the list cap of entities is returned. An object the
+// result flags as deleted comes back with Deleted set: it is gone, not
+// live.
 func (x *Extractor) Extract(toolName, args, result string) []Entity {
 	return x.extractInto(nil, toolName, args, result)
 }
@@ -186,7 +190,7 @@ func (x *Extractor) Extract(toolName, args, result string) []Entity {
 // extractInto is Extract writing into buf[:0].
 func (x *Extractor) extractInto(buf []Entity, toolName, args, result string) []Entity {
 	x.once.Do(x.setup)
-	hint, skip := x.toolType(toolName)
+	hint, sure, skip := x.toolType(toolName)
 	if skip {
 		return nil
 	}
@@ -197,7 +201,7 @@ func (x *Extractor) extractInto(buf []Entity, toolName, args, result string) []E
 		data = data[:x.maxResult]
 	}
 	data = bytes.TrimSpace(data)
-	e := extraction{x: x, hint: hint, out: buf[:0]}
+	e := extraction{x: x, hint: hint, sureHint: sure, out: buf[:0]}
 	if len(data) > 0 && data[0] == '"' {
 		// A JSON string holding JSON: a result encoded twice.
 		if inner := embeddedJSON(jsonx.Value{Raw: data, Kind: jsonx.KindString}); inner != nil {
@@ -205,18 +209,11 @@ func (x *Extractor) extractInto(buf []Entity, toolName, args, result string) []E
 		}
 	}
 	if len(data) > 0 && (data[0] == '{' || data[0] == '[') {
-		// One pass over the bytes builds an index (a "tape") of the first
-		// two levels of the document (the result and its members: the page
-		// of {"page": {...}} with its own members), skipping deeper
-		// containers by counting brackets; deeper objects are scanned on
-		// demand when the walk reaches them, which it rarely does. Strings
-		// are skipped eight bytes at a time (long ones with a vector
-		// search for the closing quote) and copied only when kept.
-		tp := x.tapes.Get().(*jsonx.Tape)
-		e.walk(tp.Build(data), "", 0)
-		if tp.Release() {
-			x.tapes.Put(tp)
-		}
+		// Each object is scanned when the walk reaches it, its nested
+		// values left as spans of the bytes (skipped by counting
+		// brackets) until visited; strings are copied only when kept.
+		v, _ := jsonx.ScanValue(data, 0)
+		e.walk(v, "", 0)
 	} else if looksLikeErrorText(data) {
 		e.failed = true
 	}
@@ -239,37 +236,36 @@ func (x *Extractor) extractInto(buf []Entity, toolName, args, result string) []E
 	return e.out
 }
 
-// toolType returns the type a tool's results hold, and whether the tool is
-// to be ignored.
-func (x *Extractor) toolType(name string) (string, bool) {
+// toolType returns the type a tool's results hold, whether that type is
+// sure (a rule gave it, or the name pairs it with a verb: "create_page"),
+// and whether the tool is to be ignored.
+func (x *Extractor) toolType(name string) (typ string, sure, skip bool) {
 	if x.rules.Func != nil {
 		if t, ok := x.rules.Func(name); ok {
 			t = NormalizeType(t)
-			return t, t == ""
+			return t, true, t == ""
 		}
 	}
 	if t, ok := x.rules.Types[name]; ok {
 		t = NormalizeType(t)
-		return t, t == ""
+		return t, true, t == ""
 	}
-	return x.guess(name), false
+	ni := x.info(unsafe.Slice(unsafe.StringData(name), len(name)))
+	return ni.typ, ni.verb, false
 }
 
-// guess caches TypeFromToolName: agents call the same few tools, and
-// results use the same few keys.
-func (x *Extractor) guess(name string) string {
-	return x.guessBytes(unsafe.Slice(unsafe.StringData(name), len(name)))
-}
-
+// guessBytes is TypeFromToolName of a key, cached (see info).
 func (x *Extractor) guessBytes(name []byte) string { return x.info(name).typ }
 
 // nameInfo is what a tool name or key says.
 type nameInfo struct {
 	typ         string
+	verb        bool // the name holds a verb: typ is what the tool acts on
 	destructive bool
 }
 
-// info returns what a tool name or key says, cached.
+// info returns what a tool name or key says, cached: agents call the same
+// few tools, and results use the same few keys.
 func (x *Extractor) info(name []byte) nameInfo {
 	x.mu.RLock()
 	ni, ok := x.types[string(name)]
@@ -278,7 +274,8 @@ func (x *Extractor) info(name []byte) nameInfo {
 		return ni
 	}
 	key := string(name)
-	ni = nameInfo{typ: TypeFromToolName(key), destructive: destructive(key)}
+	ni = nameInfo{destructive: destructive(key)}
+	ni.typ, ni.verb = typeFromToolName(key)
 	x.mu.Lock()
 	if x.types == nil {
 		x.types = make(map[string]nameInfo)
@@ -326,13 +323,16 @@ func looksLikeErrorText(d []byte) bool {
 
 // extraction is the state of one Extract call.
 type extraction struct {
-	x       *Extractor
-	hint    string
-	out     []Entity
-	failed  bool
-	visited int
-	kbuf    [64]byte
-	abuf    [16]jsonx.Field
+	x    *Extractor
+	hint string
+	// sureHint: the hint is what the tool acts on, and beats a generic
+	// "type" field (see entityType).
+	sureHint bool
+	out      []Entity
+	failed   bool
+	visited  int
+	kbuf     [64]byte
+	abuf     [16]jsonx.Field
 }
 
 // Ranks in typeRank of the type fields that normKey cannot tell apart.
@@ -372,7 +372,8 @@ var (
 		"params", "filters", "facets", "aggregations", "cursor", "pageinfo", "schema",
 		"permissions", "owner", "author", "creator", "user", "lastmodifyinguser",
 		"createdby", "updatedby", "lasteditedby", "organization", "account", "workspace",
-		"team", "project", "repository", "base", "site", "space", "environment")
+		"team", "project", "repository", "base", "site", "space", "environment",
+		"warnings", "warning")
 	// genericTypes are type names that say nothing.
 	genericTypes = setOf("object", "list", "array", "entity", "item", "resource", "node",
 		"error", "result", "response", "record_list", "file_list", "string", "text")
@@ -402,12 +403,14 @@ const (
 	roleParent
 	roleRPC
 	roleContainer
+	roleDeleted
 )
 
 // roles merges idRank, typeRank and slugRank with the other keys entity
 // looks at, so that each member costs one map lookup.
 var roles = func() map[string]role {
-	m := map[string]role{"sys": {kind: roleSys}, "parentid": {kind: roleParentID}, "parent": {kind: roleParent}, "jsonrpc": {kind: roleRPC}}
+	m := map[string]role{"sys": {kind: roleSys}, "parentid": {kind: roleParentID}, "parent": {kind: roleParent}, "jsonrpc": {kind: roleRPC},
+		"deleted": {kind: roleDeleted}, "isdeleted": {kind: roleDeleted}}
 	for k := range containers {
 		m[k] = role{kind: roleContainer}
 	}
@@ -637,17 +640,175 @@ func (e *extraction) entity(fs []jsonx.Field, keyType string) (Entity, bool) {
 	if c.sys.Kind == jsonx.KindObject {
 		e.sysMembers(&c)
 	}
+	if c.ent.ID == "" && c.keyVal == "" {
+		c.ent.ID = e.nounID(fs, c.ent.Type, keyType)
+	}
 	if !c.settleID() {
 		return Entity{}, false
 	}
-	c.ent.Type = e.entityType(c.ent.Type, keyType)
+	c.ent.Type = e.entityType(c.ent.Type, c.typR, keyType)
 	conts := c.conts[:c.nconts]
 	c.ent.Name = e.name(conts, c.name, c.nameR)
 	if c.ent.Slug == "" {
 		c.ent.Slug = e.containerSlug(conts)
 	}
+	if c.ent.Name == "" {
+		var slug string
+		c.ent.Name, slug = e.looseName(fs)
+		if c.ent.Slug == "" {
+			c.ent.Slug = slug
+		}
+	}
 	ent := finish(c.ent)
 	return ent, ent.ID != ""
+}
+
+// nounID returns the ID of an object that has no plain one, under a key
+// that names its own type: "<type>Id" or "<type>_id" for the type it
+// names itself, the type of the key it is nested under, or the tool's
+// type ({"videoId": ...} from get_video, {"schema": {"schema_id": ...}}).
+// A "<type>Id" of any other type names a related entity and is left alone.
+func (e *extraction) nounID(fs []jsonx.Field, own, keyType string) string {
+	for _, f := range fs {
+		if f.Value.Kind != jsonx.KindString && f.Value.Kind != jsonx.KindNumber {
+			continue
+		}
+		k := e.norm(f.Key)
+		if len(k) < 3 || k[len(k)-2] != 'i' || k[len(k)-1] != 'd' {
+			continue
+		}
+		for _, t := range [3]string{own, keyType, e.hint} {
+			if t != "" && isOwnIDKey(k, t) {
+				if s := f.Value.Scalar(); s != "" {
+					return s
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// looseName names an entity that has no name under the usual name fields,
+// from, in order: a person's first and last name ("given_name",
+// "family_name"); the name fields of a member object that has no ID of
+// its own and so describes this entity ({"item_data": {"name": ...}},
+// {"fieldData": {"name": ..., "slug": ...}}), whose slug it takes too; a
+// member whose key ends in "name" or "title" ("originalFileName",
+// "full_name"); the same in such a member object ("_default_title_").
+func (e *extraction) looseName(fs []jsonx.Field) (name, slug string) {
+	if n := e.personName(fs); n != "" {
+		return n, ""
+	}
+	var nb [8]jsonx.Field
+	inner := nb[:0]
+	for _, f := range fs {
+		if f.Value.Kind != jsonx.KindObject || len(inner) == cap(inner) {
+			continue
+		}
+		k := e.norm(f.Key)
+		if notEntities[string(k)] || containers[string(k)] || envelopes[string(k)] {
+			continue
+		}
+		inner = append(inner, f)
+	}
+	var gb [32]jsonx.Field
+	for _, f := range inner {
+		gs := f.Value.Fields(gb[:0])
+		if e.hasOwnID(gs) {
+			continue
+		}
+		best, rank, s, sr := "", len(e.x.nameFields), "", len(slugRank)
+		for _, g := range gs {
+			k := e.norm(g.Key)
+			if r, ok := e.x.nameRank[string(k)]; ok && r < rank {
+				if t := textOf(g.Value, 3); strings.TrimSpace(t) != "" {
+					best, rank = t, r
+				}
+			}
+			if r, ok := slugRank[string(k)]; ok && r < sr {
+				if t := textOf(g.Value, 2); t != "" {
+					s, sr = t, r
+				}
+			}
+		}
+		if best != "" {
+			return best, s
+		}
+	}
+	if n := e.labelLike(fs); n != "" {
+		return n, ""
+	}
+	for _, f := range inner {
+		gs := f.Value.Fields(gb[:0])
+		if e.hasOwnID(gs) {
+			continue
+		}
+		if n := e.labelLike(gs); n != "" {
+			return n, ""
+		}
+	}
+	return "", ""
+}
+
+// hasOwnID reports whether an object's members include an ID: such an
+// object is an entity of its own, not a description of its container.
+func (e *extraction) hasOwnID(fs []jsonx.Field) bool {
+	for _, f := range fs {
+		if ki, ok := e.x.keys[string(e.norm(f.Key))]; ok && (ki.role.kind == roleID || ki.role.kind == roleSys) {
+			return true
+		}
+	}
+	return false
+}
+
+// labelLike returns the first text member whose key is a name field
+// with a qualifier that keeps it the entity's own label
+// ("originalFileName", "full_name", "_default_title_"); a name field
+// qualified by another noun names something else ("account_name",
+// "customer_name").
+func (e *extraction) labelLike(fs []jsonx.Field) string {
+	for _, f := range fs {
+		if f.Value.Kind != jsonx.KindString {
+			continue
+		}
+		k := e.norm(f.Key)
+		for _, suf := range labelSuffixes {
+			if len(k) > len(suf) && string(k[len(k)-len(suf):]) == suf && labelQualifiers[string(k[:len(k)-len(suf)])] {
+				if s := f.Value.Scalar(); strings.TrimSpace(s) != "" {
+					return s
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// labelSuffixes and labelQualifiers make the keys labelLike accepts.
+var (
+	labelSuffixes   = []string{"filename", "name", "title"}
+	labelQualifiers = setOf("original", "display", "full", "default", "friendly", "short",
+		"public", "formatted", "pretty", "human", "common", "official", "preferred", "legal", "nick", "file")
+)
+
+// personName returns "First Last" from a first or given name and a last,
+// family or surname, when the object has both.
+func (e *extraction) personName(fs []jsonx.Field) string {
+	first, last := "", ""
+	for _, f := range fs {
+		if f.Value.Kind != jsonx.KindString {
+			continue
+		}
+		switch string(e.norm(f.Key)) {
+		case "firstname", "givenname":
+			first = strings.TrimSpace(f.Value.Scalar())
+		case "lastname", "familyname", "surname":
+			last = strings.TrimSpace(f.Value.Scalar())
+		}
+	}
+	if first == "" || last == "" {
+		return ""
+	}
+	return first + " " + last
 }
 
 // candidate is an entity being read from an object's members: the best
@@ -720,6 +881,8 @@ func (e *extraction) member(c *candidate, f jsonx.Field) bool {
 			c.conts[c.nconts] = f
 			c.nconts++
 		}
+	case roleDeleted:
+		c.ent.Deleted = f.Value.Kind == jsonx.KindBool && string(f.Value.Raw) == "true"
 	}
 	return true
 }
@@ -793,23 +956,35 @@ func (c *candidate) settleID() bool {
 // entityType picks the type, by precedence: the key the result nests the
 // entity under ({section: {...}}, {sections: [...]}: a section, whatever
 // its "type" says, e.g. "hero"); own, the type the entity names itself
-// (explicit type fields before the generic "type", see typeRank); a key
-// that names only a generic type ({entity: {...}}); the tool's type;
-// "item".
-func (e *extraction) entityType(own, keyType string) string {
+// (explicit type fields before the generic "type", see typeRank), of rank
+// ownRank; the tool's type; a key that names only a generic type
+// ({entity: {...}}); "item".
+//
+// A generic "type" field often names a sub-kind ("simple" product,
+// "singleInstance" event, DNS record "A", ticket "Question"), so it gives
+// way to the tool's type when the tool says what it acts on (a rule, or a
+// verb and a noun: "create_product"), unless that type is a family whose
+// members' "type" says what they are (media, asset, file: a media item of
+// type "image" is an image).
+func (e *extraction) entityType(own string, ownRank int, keyType string) string {
 	switch {
 	case keyType != "" && !genericTypes[keyType]:
 		return keyType
-	case own != "":
+	case own != "" && (ownRank < rankType || !e.sureHint || e.hint == "" || familyTypes[e.hint] || genericTypes[e.hint]):
 		return own
-	case keyType != "":
-		return keyType
 	case e.hint != "":
 		return e.hint
+	case keyType != "":
+		return keyType
 	default:
 		return "item"
 	}
 }
+
+// familyTypes name families of resources whose own generic "type" names
+// what each one is.
+var familyTypes = setOf("media", "asset", "file", "attachment", "content", "entry",
+	"document", "upload", "block", "element", "component", "object", "item", "resource", "node")
 
 // containerSlug finds a slug, handle or identifier inside an object's
 // containers (Strapi v4 attributes, Contentful fields).

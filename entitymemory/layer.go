@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,6 +62,11 @@ type Config struct {
 	// NameFields is the order of fields tried for a name. Nil means
 	// DefaultNameFields.
 	NameFields []string
+	// Header is the first line of the block. Empty means [Header]
+	// ("[RECENT ENTITIES]"); [LegacyHeader] gives the original
+	// "[WORKING MEMORY]" format. It must be one line without '<', so
+	// that it can neither end the block nor open another one.
+	Header string
 	// Instructions replace DefaultInstructions after the entities. Empty
 	// means the default; set NoInstructions to render none.
 	Instructions string
@@ -103,6 +108,7 @@ type Layer struct {
 	cfg   Config
 	spec  layer.Spec
 	instr string
+	head  string // the header line
 	tag   string // the fence tag, from the ID (see Tag)
 	ext   *Extractor
 
@@ -110,7 +116,7 @@ type Layer struct {
 	store   storage.Store // nil: nothing persists
 	key     string
 	scope   string       // the scope key, for quarantine keys
-	logger  *slog.Logger // reports quarantined state
+	logger  *slog.Logger // reports quarantined state and extractions; nil: slog.Default()
 	version int64        // stored version our list is based on
 	dirty   bool         // changes not yet saved
 	list    []Entity     // ordered by seq, highest first
@@ -155,11 +161,17 @@ func New(cfg Config) (*Layer, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if strings.ContainsAny(cfg.Header, "<\r\n\u2028\u2029") {
+		return nil, fmt.Errorf("%w: Header %q must be one line without '<'", ErrInvalidConfig, cfg.Header)
+	}
 	spec := layer.Spec{ID: cfg.ID, Slot: cfg.Slot, Scope: cfg.Scope, Budget: cfg.Budget, DisableOnInitError: cfg.DisableOnInitError}
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	l := &Layer{cfg: cfg, spec: spec, instr: cfg.Instructions, tag: layer.FenceTag(cfg.ID)}
+	l := &Layer{cfg: cfg, spec: spec, instr: cfg.Instructions, head: cfg.Header, tag: layer.FenceTag(cfg.ID)}
+	if l.head == "" {
+		l.head = Header
+	}
 	if l.instr == "" {
 		l.instr = DefaultInstructions
 	}
@@ -178,7 +190,7 @@ func (l *Layer) Extractor() *Extractor { return l.ext }
 
 // bind returns a layer with l's configuration and the given state.
 func (l *Layer) bind(store storage.Store, key string, list []Entity, clock uint64) *Layer {
-	return &Layer{cfg: l.cfg, spec: l.spec, instr: l.instr, tag: l.tag, ext: l.ext, store: store, key: key, list: list, clock: clock, base: clock}
+	return &Layer{cfg: l.cfg, spec: l.spec, instr: l.instr, head: l.head, tag: l.tag, ext: l.ext, logger: l.logger, store: store, key: key, list: list, clock: clock, base: clock}
 }
 
 // Init returns the layer bound to env's run, with the entities stored
@@ -196,7 +208,9 @@ func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 		return l, nil
 	}
 	if env.Store == nil || l.cfg.Scope == layer.ScopeExecution {
-		return l.bind(nil, "", nil, 0), nil
+		b := l.bind(nil, "", nil, 0)
+		b.logger = env.Logger
+		return b, nil
 	}
 	scope := env.ScopeKey(l.cfg.Scope)
 	b := l.bind(env.Store, storage.LayerKey(l.cfg.ID, scope, StateName), nil, 0)
@@ -262,7 +276,7 @@ func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) er
 // named after the layer ID ([Layer.Tag]; <entities> by default):
 //
 //	<entities>
-//	[WORKING MEMORY]
+//	[RECENT ENTITIES]
 //	pages:
 //	  - "About Us" (page-123)
 //	sections:
@@ -285,13 +299,13 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 	l.expire()
 	if len(l.list) == 0 {
 		if l.cfg.RenderEmpty {
-			text := layer.Fence(l.tag, Header+"\n"+EmptyText)
+			text := layer.Fence(l.tag, l.head+"\n"+EmptyText)
 			return []layer.Item{{Text: text, Tokens: q.Count(text)}}, nil
 		}
 		return nil, nil
 	}
 	if l.cache == "" {
-		l.cache = layer.Fence(l.tag, render(l.list, l.instr)) // never ""
+		l.cache = layer.Fence(l.tag, render(l.list, l.head, l.instr)) // never ""
 		l.cacheN = layer.Query{}.Count(l.cache)
 	}
 	text := l.cache
@@ -299,11 +313,11 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 	if q.Counter != nil {
 		tokens = q.Count(text)
 	}
-	if b := q.Budget; b > 0 && !math.IsInf(b, 1) && float64(tokens) > b {
+	if b := q.Budget; b > 0 && tokens > b {
 		text = ""
 		for n := len(l.list) - 1; n > 0; n-- {
-			t := layer.Fence(l.tag, render(l.list[:n], l.instr))
-			if tokens = q.Count(t); float64(tokens) <= b {
+			t := layer.Fence(l.tag, render(l.list[:n], l.head, l.instr))
+			if tokens = q.Count(t); tokens <= b {
 				text = t
 				break
 			}
@@ -344,8 +358,9 @@ func (l *Layer) expire() {
 // Store extracts the entities of every successful tool result of the step
 // (in order, so the last result's entities end up first) and records
 // them; the entities of a delete-like tool ("cms_deletePage",
-// "remove_section") are forgotten instead, so "it" no longer resolves to
-// them. When the list changed and the layer persists, it is saved with
+// "remove_section"), and those the result flags as deleted
+// ({"id": "cus_1", "deleted": true}, see [Entity.Deleted]), are forgotten
+// instead, so "it" no longer resolves to them. When the list changed and the layer persists, it is saved with
 // compare-and-swap: on a lost race the stored list is read and this
 // layer's changes since its last save — the entities it recorded, in
 // order, and the ones it forgot — are applied to it again, with logical
@@ -369,8 +384,8 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 		}
 		name, args := r.Name, r.Arguments
 		if name == "" || args == "" {
-			for _, c := range t.Response.ToolCalls {
-				if c.ID == r.CallID {
+			for _, c := range t.ToolCalls {
+				if c.ID == r.ID {
 					if name == "" {
 						name = c.Name
 					}
@@ -381,11 +396,9 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 			}
 		}
 		l.ebuf = l.ext.extractInto(l.ebuf, name, args, r.Content)
-		if l.ext.Destructive(name) {
-			l.removeLocked(l.ebuf)
-			continue
-		}
-		l.addLocked(l.ebuf)
+		destructive := l.ext.Destructive(name)
+		l.logExtraction(ctx, name, l.ebuf, destructive)
+		l.applyLocked(l.ebuf, destructive)
 	}
 	if !l.dirty {
 		return nil
@@ -393,9 +406,33 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 	return l.saveLocked(ctx)
 }
 
+// logExtraction reports one extraction at debug level: the tool, how
+// many entities it yielded, their types, and whether they were forgotten
+// (a delete-like tool) rather than recorded. Nothing is built when debug
+// logging is off.
+func (l *Layer) logExtraction(ctx context.Context, tool string, ents []Entity, forgotten bool) {
+	lg := l.logger
+	if lg == nil {
+		lg = slog.Default()
+	}
+	if !lg.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	types := make([]string, 0, 2)
+	for i := range ents {
+		if !slices.Contains(types, ents[i].Type) {
+			types = append(types, ents[i].Type)
+		}
+	}
+	lg.LogAttrs(ctx, slog.LevelDebug, "entitymemory: extracted entities",
+		slog.String("layer", l.cfg.ID), slog.String("tool", tool), slog.Int("count", len(ents)),
+		slog.Any("types", types), slog.Bool("forgotten", forgotten))
+}
+
 // Add records entities as if a tool result had just yielded them, in
-// order (the first ends up first). It does not save them; the next Store
-// or Close does. Entities without a type or ID are ignored.
+// order (the first ends up first); an entity flagged Deleted is forgotten
+// instead. It does not save them; the next Store or Close does. Entities
+// without a type or ID are ignored.
 func (l *Layer) Add(ents ...Entity) {
 	if l.cfg.Disabled {
 		return
@@ -409,7 +446,35 @@ func (l *Layer) Add(ents ...Entity) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.expire()
-	l.addLocked(batch)
+	l.applyLocked(batch, false)
+}
+
+// applyLocked records the entities of one result, in order, and forgets
+// those flagged Deleted — or all of them, for a delete-like tool.
+// batch may be reordered.
+func (l *Layer) applyLocked(batch []Entity, forget bool) {
+	if forget {
+		l.removeLocked(batch)
+		return
+	}
+	n := 0
+	for i := range batch {
+		if batch[i].Deleted {
+			n++
+		}
+	}
+	if n == 0 {
+		l.addLocked(batch)
+		return
+	}
+	gone := make([]Entity, 0, n)
+	for _, e := range batch {
+		if e.Deleted {
+			gone = append(gone, e)
+		}
+	}
+	l.removeLocked(gone)
+	l.addLocked(slices.DeleteFunc(batch, func(e Entity) bool { return e.Deleted }))
 }
 
 func (l *Layer) addLocked(batch []Entity) {
@@ -506,6 +571,35 @@ func (l *Layer) Entities() []Entity {
 	defer l.mu.Unlock()
 	l.expire()
 	return slices.Clone(l.list)
+}
+
+// ByType returns the tracked entities of one type, newest first. The
+// type is normalised as the extractor normalises types ("Blog Posts" is
+// "blog_post"). The slice is a copy; it is empty when none is tracked.
+func (l *Layer) ByType(typ string) []Entity {
+	typ = NormalizeType(typ)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.expire()
+	var out []Entity
+	for i := range l.list {
+		if l.list[i].Type == typ {
+			out = append(out, l.list[i])
+		}
+	}
+	return out
+}
+
+// Recent returns the n most recently seen entities, newest first (all of
+// them when fewer are tracked; none when n <= 0). The slice is a copy.
+func (l *Layer) Recent(n int) []Entity {
+	if n <= 0 {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.expire()
+	return slices.Clone(l.list[:min(n, len(l.list))])
 }
 
 // Provides offers the tracked entities as data "entities" ([]Entity,

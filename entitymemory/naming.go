@@ -92,6 +92,14 @@ func setOf(ws ...string) map[string]bool {
 // two-word types are joined with '_'. It returns "" when the name holds no
 // noun.
 func TypeFromToolName(name string) string {
+	t, _ := typeFromToolName(name)
+	return t
+}
+
+// typeFromToolName is TypeFromToolName, also reporting whether the name
+// holds a verb: "create_page" says what it acts on; in "intercom_request"
+// the noun may name the tool rather than a resource.
+func typeFromToolName(name string) (string, bool) {
 	ws := words(name)
 	verb := -1
 	for i, w := range ws {
@@ -101,7 +109,7 @@ func TypeFromToolName(name string) string {
 		}
 	}
 	if verb < 0 {
-		return joinType(lastNouns(ws))
+		return joinType(lastNouns(ws)), false
 	}
 	// The nouns right after the verb ("create_page_section" → page
 	// section), else the ones before it ("pages.create").
@@ -118,7 +126,7 @@ func TypeFromToolName(name string) string {
 	if len(nouns) == 0 {
 		nouns = lastNouns(ws[:verb])
 	}
-	return joinType(nouns)
+	return joinType(nouns), true
 }
 
 // lastNouns returns the trailing run of words of ws that are neither verbs
@@ -136,7 +144,10 @@ func lastNouns(ws []string) []string {
 }
 
 // joinType turns the noun words of a name into a type: the last word
-// singularised, or the last two joined when they form a known compound.
+// singularised, or the last two joined when they form a known compound or
+// when the last says only what sort of thing it is ("dns_records" is
+// dns_record, "catalog_object" stays whole: "record" and "object" alone
+// say nothing).
 func joinType(nouns []string) string {
 	switch len(nouns) {
 	case 0:
@@ -145,11 +156,15 @@ func joinType(nouns []string) string {
 		return singular(nouns[0])
 	}
 	last := singular(nouns[len(nouns)-1])
-	if c := nouns[len(nouns)-2] + "_" + last; compounds[c] {
+	if c := nouns[len(nouns)-2] + "_" + last; compounds[c] || vagueNouns[last] {
 		return c
 	}
 	return last
 }
+
+// vagueNouns name a sort of thing rather than what it is; the word before
+// one is kept with it.
+var vagueNouns = setOf("object", "item", "record", "entity", "resource", "node")
 
 // NormalizeType turns a type named by a result or a rule ("Page",
 // "BlogPost", "blog-posts", "drive#file") into the form used for grouping:

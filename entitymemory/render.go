@@ -5,8 +5,15 @@ import (
 	"strings"
 )
 
-// Header is the first line of the rendered block.
-const Header = "[WORKING MEMORY]"
+// Header is the default first line of the rendered block, unless
+// Config.Header replaces it. It names the block apart from the
+// scratchpad's working memory, which may share the prompt.
+const Header = "[RECENT ENTITIES]"
+
+// LegacyHeader is the header of the original format, before the entity
+// block had a name of its own. Set Config.Header to it to keep that
+// format.
+const LegacyHeader = "[WORKING MEMORY]"
 
 // EmptyText is the line rendered under the header when no entity is
 // tracked and Config.RenderEmpty is set.
@@ -14,19 +21,19 @@ const EmptyText = "No entities tracked yet."
 
 // DefaultInstructions are the reference-resolution instructions rendered
 // after the entities unless Config.Instructions replaces them.
-const DefaultInstructions = `To resolve references such as "it", "this page" or "the section", use the most recent entity of the matching type above (types and entities are listed newest first) and its ID. If several entities could match and the conversation does not settle it, ask the user which one they mean.`
+const DefaultInstructions = `To resolve references such as "it", "this page" or "the section", use the most recent entity of the matching type above (types and entities are listed newest first) and its ID. If several entities could match and the conversation does not settle it, ask the user which one they mean. If none matches, look it up with a tool (a list or search call) or ask the user; never make up an ID.`
 
 // render writes the block for list (newest first): the header, then one
 // group per type in order of each type's most recent entity, newest first
 // within a type, then the instructions (when not empty).
-func render(list []Entity, instructions string) string {
+func render(list []Entity, header, instructions string) string {
 	var b strings.Builder
-	n := len(Header) + len(instructions) + 4
+	n := len(header) + len(instructions) + 4
 	for i := range list {
 		n += len(list[i].Type) + len(list[i].Name) + len(list[i].ID) + len(list[i].Slug) + len(list[i].Parent) + 32
 	}
 	b.Grow(n)
-	b.WriteString(Header)
+	b.WriteString(header)
 	var done [16]string
 	seen := done[:0]
 	for i := range list {

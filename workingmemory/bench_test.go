@@ -274,7 +274,7 @@ func BenchmarkUpdateStages(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	next := newState(merged, 0, cur)
+	next := newState(merged, 0)
 	store := storage.NewMemory()
 	stages := []struct {
 		name string
@@ -287,9 +287,9 @@ func BenchmarkUpdateStages(b *testing.B) {
 				b.Fatal(err)
 			}
 		}},
-		{"encode", func() { _ = newState(merged, 0, cur) }},
+		{"encode", func() { _ = newState(merged, 0) }},
 		{"put", func() { _, _ = store.Put(ctx, "layers/working-memory/user-1/state", next.enc, storage.AnyVersion) }},
-		{"render", func() { s := newState(merged, 0, cur); _ = s.rendered(Tag) }},
+		{"render", func() { s := newState(merged, 0); _ = s.rendered(Tag) }},
 	}
 	for _, s := range stages {
 		b.Run(s.name, func(b *testing.B) {

@@ -16,13 +16,7 @@ import (
 // decodeJSON parses data as exactly one JSON value. Nesting deeper than
 // maxDepth (objects and arrays) fails with ErrTooDeep.
 func decodeJSON(data []byte, maxDepth int) (any, error) {
-	return decodeInterned(data, maxDepth, nil)
-}
-
-// decodeInterned is decodeJSON sharing the strings of object keys found
-// in intern instead of allocating them.
-func decodeInterned(data []byte, maxDepth int, intern map[string]string) (any, error) {
-	v, err := jsonx.DecodeInterned(data, maxDepth, intern)
+	v, err := jsonx.Decode(data, maxDepth)
 	if errors.Is(err, jsonx.ErrTooDeep) {
 		return nil, fmt.Errorf("%w: more than %d levels of nesting", ErrTooDeep, maxDepth)
 	}

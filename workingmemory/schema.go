@@ -22,9 +22,8 @@ const schemaURL = "memlayer://schemas/working-memory"
 
 // schema is a compiled state schema. jsonschema/v6 gives every verdict.
 type schema struct {
-	doc    any // the schema document, map[string]any form
-	full   *jsonschema.Schema
-	intern map[string]string // property names
+	doc  any // the schema document, map[string]any form
+	full *jsonschema.Schema
 }
 
 // compileSchema compiles the schema given in cfg, or returns nil when
@@ -67,29 +66,7 @@ func compileSchema(cfg Config) (*schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: schema: %w", ErrInvalidConfig, err)
 	}
-	s := &schema{doc: doc, full: full, intern: map[string]string{}}
-	collectNames(doc, s.intern)
-	return s, nil
-}
-
-// collectNames gathers the property names a schema mentions, so that
-// decoding shares their strings instead of allocating them.
-func collectNames(doc any, into map[string]string) {
-	switch d := doc.(type) {
-	case map[string]any:
-		if props, ok := d["properties"].(map[string]any); ok {
-			for k := range props {
-				into[k] = k
-			}
-		}
-		for _, v := range d {
-			collectNames(v, into)
-		}
-	case []any:
-		for _, v := range d {
-			collectNames(v, into)
-		}
-	}
+	return &schema{doc: doc, full: full}, nil
 }
 
 // validate checks a state and returns nil or a *SchemaError listing every
@@ -140,10 +117,12 @@ func pointer(tokens []string) string {
 }
 
 // SchemaError is the error of an update whose merged state fails the
-// schema. It lists every violation so the model can fix them all in one
+// schema (or of a template, stored state or snapshot that does). It lists every violation so the model can fix them all in one
 // retry. It matches ErrSchema with errors.Is.
 type SchemaError struct {
 	Violations []Violation
+	// what failed, for the message; "" is an update.
+	what string
 }
 
 // Violation is one schema failure: where (a JSON Pointer into the merged
@@ -156,7 +135,11 @@ type Violation struct {
 // Error lists every violation, one per line.
 func (e *SchemaError) Error() string {
 	var b strings.Builder
-	b.WriteString("workingmemory: update rejected by schema, the state is unchanged:")
+	if e.what == "" {
+		b.WriteString("workingmemory: update rejected by schema, the state is unchanged:")
+	} else {
+		b.WriteString("workingmemory: " + e.what + " fails the schema:")
+	}
 	for _, v := range e.Violations {
 		p := v.Pointer
 		if p == "" {

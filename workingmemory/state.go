@@ -30,8 +30,7 @@ type state struct {
 	log     *writeLog // the writes that made it (stored with it); nil: none
 
 	treeOnce sync.Once
-	value    any     // a string or an *object, once decoded
-	spans    []int32 // for an object: member i's value is enc[spans[2i]:spans[2i+1]]
+	value    any // a string or an *object, once decoded
 
 	blockOnce   sync.Once
 	blockTag    string // the fence tag block was rendered with
@@ -39,11 +38,9 @@ type state struct {
 	blockTokens int    // block's tokens by the default estimate (layer.Query{}.Count)
 }
 
-// newState returns the (decoded) state holding v, encoded reusing the
-// encoding of prev's unchanged members (see encodeState).
-func newState(v any, version int64, prev *state) *state {
-	enc, spans := encodeState(v, prev)
-	s := &state{version: version, enc: enc, value: v, spans: spans}
+// newState returns the (decoded) state holding v.
+func newState(v any, version int64) *state {
+	s := &state{version: version, enc: jsonx.Append(nil, v, ""), value: v}
 	s.treeOnce.Do(func() {})
 	switch v := v.(type) {
 	case *jsonx.Object:
@@ -63,17 +60,14 @@ func coldState(enc []byte, version int64, entries int) *state {
 
 // tree returns the decoded value, decoding the encoding on first use.
 // The encoding is canonical (this package wrote it), so it decodes
-// without error and the member spans it records are exact.
+// without error.
 func (s *state) tree() any {
 	s.treeOnce.Do(func() {
-		v, spans, err := jsonx.DecodeSpans(s.enc, 1<<16, s.entries)
+		v, err := jsonx.Decode(s.enc, 1<<16)
 		if err != nil {
 			panic("workingmemory: canonical state does not decode: " + err.Error())
 		}
 		s.value = v
-		if o, ok := v.(*jsonx.Object); ok && len(spans) == 2*len(o.Members) {
-			s.spans = spans
-		}
 	})
 	return s.value
 }
@@ -224,48 +218,4 @@ func StoredState(record []byte) (json.RawMessage, error) {
 	}
 	v, _ = splitRecord(v)
 	return jsonx.Append(nil, v, ""), nil
-}
-
-// encodeState encodes v compactly. When v is an object it records where
-// each member's value is, and it copies the encoding of every member that
-// is the same value as in prev instead of encoding it again: an update
-// usually changes a few members of a state whose other members are
-// shared, unchanged, with the old one.
-func encodeState(v any, prev *state) ([]byte, []int32) {
-	o, ok := v.(*jsonx.Object)
-	if !ok {
-		return jsonx.Append(nil, v, ""), nil
-	}
-	var old []jsonx.Member
-	if prev != nil {
-		if po, ok := prev.tree().(*jsonx.Object); ok && prev.spans != nil {
-			old = po.Members
-		}
-	}
-	size := 64
-	if prev != nil {
-		size += len(prev.enc) + len(prev.enc)/4
-	}
-	b := make([]byte, 0, size)
-	spans := make([]int32, 0, 2*len(o.Members))
-	b = append(b, '{')
-	j := 0
-	for i, e := range o.Members {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = jsonx.AppendString(b, e.Key)
-		b = append(b, ':')
-		start := len(b)
-		for j < len(old) && old[j].Key != e.Key && old[j].Key < e.Key {
-			j++ // (keys are usually shared strings: == is the cheap test)
-		}
-		if j < len(old) && old[j].Key == e.Key && jsonx.Same(old[j].Value, e.Value) {
-			b = append(b, prev.enc[prev.spans[2*j]:prev.spans[2*j+1]]...)
-		} else {
-			b = jsonx.Append(b, e.Value, "")
-		}
-		spans = append(spans, int32(start), int32(len(b)))
-	}
-	return append(b, '}'), spans
 }

@@ -41,7 +41,7 @@ func TestRestartResolvesThisPage(t *testing.T) {
 		`"pageId": "` + id + `"`,
 		// addSection returns {"section": {"type": "hero", ...}}: a section
 		// (the key it is nested under), not a "hero".
-		"[WORKING MEMORY]\nsections:\n",
+		"[RECENT ENTITIES]\nsections:\n",
 		// The first turns left the window: the summary keeps their IDs.
 		"<history_summary>\n- User: Create an About page",
 		`createPage (call call_0_0) → ` + id + ` "About"`,
@@ -57,7 +57,7 @@ func TestWithoutEntityMemory(t *testing.T) {
 	if strings.Contains(out, "listSections") || strings.Count(out, "assistant: Which page do you mean?") != 5 {
 		t.Errorf("without entity memory the reference should fail:\n%s", out)
 	}
-	if strings.Contains(out, "[WORKING MEMORY]") {
+	if strings.Contains(out, "[RECENT ENTITIES]") {
 		t.Errorf("entity block rendered while off")
 	}
 }

@@ -25,10 +25,8 @@ type decoder struct {
 	pos      int
 	depth    int
 	maxDepth int
-	intern   map[string]string // known keys, to share their strings
-	members  []Member          // scratch stack of the objects being decoded
-	elems    []any             // scratch stack of the arrays being decoded
-	spans    []int32           // when not nil, where the root's member values are
+	members  []Member // scratch stack of the objects being decoded
+	elems    []any    // scratch stack of the arrays being decoded
 }
 
 // Decode parses data as exactly one JSON value into the tree form (see
@@ -37,33 +35,13 @@ type decoder struct {
 // the last one wins. Strings may share data's memory: data must not change
 // afterwards.
 func Decode(data []byte, maxDepth int) (any, error) {
-	return DecodeInterned(data, maxDepth, nil)
-}
-
-// DecodeInterned is Decode sharing the strings of object keys found in
-// intern instead of allocating them.
-func DecodeInterned(data []byte, maxDepth int, intern map[string]string) (any, error) {
 	d := decoderPool.Get().(*decoder)
 	defer d.release()
-	return d.decode(data, maxDepth, intern)
+	return d.decode(data, maxDepth)
 }
 
-// DecodeSpans is Decode that also returns, for an object, where each of
-// its members' values is in data: member i's value is
-// data[spans[2i]:spans[2i+1]]. Spans are exact only when data is
-// canonical (no duplicate keys, members sorted): the caller checks that
-// len(spans) is twice the member count.
-func DecodeSpans(data []byte, maxDepth int, sizeHint int) (any, []int32, error) {
-	d := decoderPool.Get().(*decoder)
-	d.spans = make([]int32, 0, 2*sizeHint)
-	v, err := d.decode(data, maxDepth, nil)
-	spans := d.spans
-	d.release()
-	return v, spans, err
-}
-
-func (d *decoder) decode(data []byte, maxDepth int, intern map[string]string) (any, error) {
-	d.data, d.src, d.maxDepth, d.intern = data, string(data), maxDepth, intern
+func (d *decoder) decode(data []byte, maxDepth int) (any, error) {
+	d.data, d.src, d.maxDepth = data, string(data), maxDepth
 	d.skipSpace()
 	v, err := d.value()
 	if err != nil {
@@ -162,13 +140,9 @@ func (d *decoder) object() (any, error) {
 		}
 		d.pos++
 		d.skipSpace()
-		start := d.pos
 		v, err := d.value()
 		if err != nil {
 			return nil, err
-		}
-		if d.spans != nil && d.depth == 1 {
-			d.spans = append(d.spans, int32(start), int32(d.pos))
 		}
 		d.members = append(d.members, Member{k, v})
 		d.skipSpace()
@@ -191,13 +165,10 @@ func (d *decoder) object() (any, error) {
 	}
 }
 
-// key decodes an object key, sharing the string of a known key.
+// key decodes an object key.
 func (d *decoder) key() (string, error) {
 	if end, ok := d.plain(); ok {
 		k := d.src[d.pos+1 : end-1]
-		if s, ok := d.intern[k]; ok {
-			k = s
-		}
 		d.pos = end
 		return k, nil
 	}

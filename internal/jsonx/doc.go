@@ -2,7 +2,7 @@
 // carries semantics no library offers: the immutable sorted tree the
 // scratchpad merges ([Object], [Decode], [Append]), the escaper
 // ([AppendString]), and the forgiving scanner that reads truncated tool
-// results for entity extraction ([Value], [Tape]). Everything else uses
+// results for entity extraction ([Value]). Everything else uses
 // encoding/json. On valid input the decoder agrees with encoding/json
 // (FuzzDecodeMatchesEncodingJSON): same values, the last of duplicate keys
 // wins.

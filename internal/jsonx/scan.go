@@ -2,8 +2,6 @@ package jsonx
 
 import (
 	"bytes"
-	"encoding/binary"
-	"math/bits"
 	"strconv"
 	"unicode/utf8"
 )
@@ -36,8 +34,6 @@ const (
 type Value struct {
 	Raw  []byte
 	Kind Kind
-	doc  *Tape // the index the value is in; nil when not indexed
-	t    int32 // the value's token in doc
 }
 
 // Field is one member of an object: its key with the quotes removed
@@ -49,8 +45,9 @@ type Field struct {
 	Value Value
 }
 
-// maxFields bounds how many members of one object, and maxElems how many
-// elements of one array, are indexed; the rest is skipped.
+// maxFields bounds how many members of one object Fields returns (every
+// member is read, so that the last of duplicate keys wins), and maxElems
+// how many elements of one array Elems visits; the rest is skipped.
 const (
 	maxFields = 256
 	maxElems  = 64
@@ -58,39 +55,15 @@ const (
 
 // skipString returns the index just past the string whose opening quote is
 // at d[i], or len(d) when it is not closed. A backslash escapes the byte
-// after it.
-//
-// Most strings are short (keys, IDs, names): their first 16 bytes are read
-// eight at a time, one load and a few word operations finding the first
-// quote or backslash in the word (the "has zero byte" test, whose lowest
-// flag is exact). A longer string is searched for its closing quote with
-// bytes.IndexByte, which uses vector instructions, and a quote preceded by
-// an odd number of backslashes is skipped.
+// after it: a quote preceded by an odd number of backslashes is skipped.
 func skipString(d []byte, i int) int {
 	i++
-	for n := 0; n < 2 && i+8 <= len(d); n++ {
-		w := binary.LittleEndian.Uint64(d[i:])
-		if m := zeroBytes(w^('"'*swarLo)) | zeroBytes(w^('\\'*swarLo)); m != 0 {
-			i += bits.TrailingZeros64(m) >> 3
-			if d[i] == '"' {
-				return i + 1
-			}
-			return skipEscaped(d, i)
-		}
-		i += 8
-	}
-	return skipEscaped(d, i)
-}
-
-// skipEscaped is skipString from d[i], inside the string.
-func skipEscaped(d []byte, i int) int {
 	for {
 		k := bytes.IndexByte(d[i:], '"')
 		if k < 0 {
 			return len(d)
 		}
 		j := i + k
-		// An odd number of backslashes before the quote escapes it.
 		n := 0
 		for k := j - 1; k >= i && d[k] == '\\'; k-- {
 			n++
@@ -101,15 +74,6 @@ func skipEscaped(d []byte, i int) int {
 		}
 	}
 }
-
-const (
-	swarLo = 0x0101010101010101
-	swarHi = 0x8080808080808080
-)
-
-// zeroBytes flags (with its high bit) the zero bytes of w; only the
-// lowest flag is sure to be exact (a borrow may flag bytes above it).
-func zeroBytes(w uint64) uint64 { return (w - swarLo) &^ w & swarHi }
 
 // class sorts bytes for skipping containers: quote, open, close, other.
 var class = func() (c [256]uint8) {
@@ -162,18 +126,16 @@ func ScanValue(d []byte, i int) (Value, int) {
 	}
 }
 
-// fields indexes the members of an object value into buf.
+// Fields returns the members of an object value in buf: each key once (the
+// last member with it wins), at most maxFields of them.
 func (v Value) Fields(buf []Field) []Field {
 	buf = buf[:0]
 	if v.Kind != KindObject {
 		return buf
 	}
-	if v.doc != nil && v.doc.toks[v.t].indexed {
-		return v.doc.fields(v.t, buf)
-	}
 	d := v.Raw
 	i := 1
-	for len(buf) < maxFields {
+	for {
 		i = skipSpace(d, i)
 		if i >= len(d) || d[i] != '"' {
 			break // '}' or malformed: stop
@@ -199,33 +161,35 @@ func (v Value) Fields(buf []Field) []Field {
 		}
 		i++
 	}
-	return lastWins(buf)
+	buf = lastWins(buf)
+	return buf[:min(len(buf), maxFields)]
 }
 
 // lastWins removes the members of fs whose key appears again later, so
 // that the last one wins, as in encoding/json; the others keep their
-// order. Keys are compared as written (escapes included). Objects on the
-// Tape had this done once, when it was built (see Tape.shadow).
+// order. Keys are compared as written (escapes included).
 func lastWins(fs []Field) []Field {
-	var sb [maxFields]bool
-	shadowed := sb[:len(fs)]
-	var dup bool
-	if len(fs) > dupScanMax {
-		keys := make([][]byte, len(fs))
-		for i := range fs {
-			keys[i] = fs[i].Key
-		}
-		dup = repeatedMap(keys, shadowed)
-	} else {
-		var d dupScan
+	var sb [32]bool
+	shadowed := sb[:]
+	if len(fs) > len(sb) {
+		shadowed = make([]bool, len(fs))
+	}
+	dup := false
+	if len(fs) <= len(sb) {
 		for j := range fs {
-			if d.add(j, fs[j].Key) {
-				for i := range j {
-					if d.same(i) && string(fs[i].Key) == string(fs[j].Key) {
-						shadowed[i], dup = true, true
-					}
+			for i := range j {
+				if string(fs[i].Key) == string(fs[j].Key) {
+					shadowed[i], dup = true, true
 				}
 			}
+		}
+	} else {
+		last := make(map[string]int, len(fs))
+		for j, f := range fs {
+			if i, ok := last[string(f.Key)]; ok {
+				shadowed[i], dup = true, true
+			}
+			last[string(f.Key)] = j
 		}
 	}
 	if !dup {
@@ -240,62 +204,10 @@ func lastWins(fs []Field) []Field {
 	return out
 }
 
-// dupScanMax is the most members a dupScan handles; larger objects use
-// repeatedMap.
-const dupScanMax = 64
-
-// dupScan finds repeated keys among up to dupScanMax members. A filter of
-// 256 bits on a hash of each key's length and first, middle and last
-// bytes lets most objects through without comparing keys; a repeated
-// hash costs a scan of the hashes seen so far.
-type dupScan struct {
-	filter [4]uint64
-	hashes [dupScanMax]uint8
-	h      uint8 // the hash of the key just added
-}
-
-// add records key as member j and reports whether an earlier member may
-// have the same Key: then the caller compares the keys of the members i
-// < j for which same(i) holds.
-func (d *dupScan) add(j int, key []byte) bool {
-	h := uint32(len(key)) * 0x9e
-	if len(key) > 0 {
-		h += uint32(key[0])*31 + uint32(key[len(key)/2])*7 + uint32(key[len(key)-1])*131
-	}
-	d.h = uint8(h ^ h>>8)
-	d.hashes[j] = d.h
-	bit := uint64(1) << (d.h & 63)
-	if d.filter[d.h>>6]&bit == 0 {
-		d.filter[d.h>>6] |= bit
-		return false
-	}
-	return true
-}
-
-func (d *dupScan) same(i int) bool { return d.hashes[i] == d.h }
-
-// repeatedMap sets shadowed[i] when keys[i] appears again later in keys
-// and reports whether any does.
-func repeatedMap(keys [][]byte, shadowed []bool) bool {
-	last := make(map[string]int, len(keys))
-	dup := false
-	for j, k := range keys {
-		if i, ok := last[string(k)]; ok {
-			shadowed[i], dup = true, true
-		}
-		last[string(k)] = j
-	}
-	return dup
-}
-
 // elems calls fn for up to maxElems elements of an array value, stopping
 // early when fn returns false.
 func (v Value) Elems(fn func(Value) bool) {
 	if v.Kind != KindArray {
-		return
-	}
-	if v.doc != nil && v.doc.toks[v.t].indexed {
-		v.doc.elems(v.t, fn)
 		return
 	}
 	d := v.Raw
@@ -402,189 +314,6 @@ func decodeString(raw []byte) []byte {
 	return out
 }
 
-// Tape is an index of a document built in one pass: one token per value,
-// in document order, each knowing where its subtree ends. Objects hold
-// their members as key and value tokens, arrays their elements. With it,
-// visiting an object does not scan its bytes again. Containers deeper than
-// tapeDepth, and everything past maxToks tokens, are left unindexed and
-// scanned on demand.
-type Tape struct {
-	d    []byte
-	toks []tok
-}
-
-type tok struct {
-	start, end int32
-	next       int32 // the token after this value's subtree
-	Kind       Kind
-	indexed    bool // a container whose children follow
-	shadowed   bool // a key whose member a later one with the same key overrides
-}
-
-const (
-	// tapeDepth 2 indexes the top-level value and its children (the
-	// {page: {...}} of a typical result, and the members of that page)
-	// and skips what lies deeper. Indexing a third level cost more than
-	// it saved: the walk stops at the first level holding entities,
-	// so the members of deeper objects were indexed for nothing.
-	tapeDepth = 2
-	maxToks   = 8192
-)
-
-// build indexes d and returns its top-level value.
-func (tp *Tape) Build(d []byte) Value {
-	tp.d, tp.toks = d, tp.toks[:0]
-	tp.value(skipSpace(d, 0), 0)
-	if len(tp.toks) == 0 {
-		return Value{}
-	}
-	return tp.val(0)
-}
-
-// Release drops the tape's reference to its document and reports whether
-// the tape is worth keeping for reuse (its index is not oversized).
-func (tp *Tape) Release() bool {
-	tp.d = nil
-	return cap(tp.toks) <= 1024
-}
-
-func (tp *Tape) val(t int32) Value {
-	k := tp.toks[t]
-	return Value{Raw: tp.d[k.start:k.end], Kind: k.Kind, doc: tp, t: t}
-}
-
-// value indexes the value at d[i] and returns the index past it.
-func (tp *Tape) value(i, depth int) int {
-	d := tp.d
-	i = skipSpace(d, i)
-	idx := len(tp.toks)
-	tp.toks = append(tp.toks, tok{start: int32(min(i, len(d)))})
-	var k Kind
-	indexed := false
-	switch {
-	case i >= len(d):
-		i = len(d)
-	case d[i] == '{' || d[i] == '[':
-		k = KindObject
-		if d[i] == '[' {
-			k = KindArray
-		}
-		if depth >= tapeDepth || len(tp.toks) >= maxToks {
-			i = skipContainer(d, i)
-			break
-		}
-		indexed = true
-		i = tp.children(i, depth, k == KindObject)
-		if k == KindObject {
-			tp.shadow(int32(idx))
-		}
-	default:
-		var v Value
-		v, i = ScanValue(d, i)
-		k = v.Kind
-	}
-	tp.toks[idx].end = int32(i)
-	tp.toks[idx].Kind = k
-	tp.toks[idx].indexed = indexed
-	tp.toks[idx].next = int32(len(tp.toks))
-	return i
-}
-
-// children indexes the members or elements of the container opening at
-// d[i] and returns the index past its end.
-func (tp *Tape) children(i, depth int, object bool) int {
-	d := tp.d
-	closer := byte(']')
-	if object {
-		closer = '}'
-	}
-	i++
-	for {
-		i = skipSpace(d, i)
-		if i >= len(d) {
-			return len(d)
-		}
-		if d[i] == closer {
-			return i + 1
-		}
-		if len(tp.toks) >= maxToks {
-			return skipRest(d, i)
-		}
-		if object {
-			if d[i] != '"' {
-				return skipRest(d, i)
-			}
-			end := skipString(d, i)
-			tp.toks = append(tp.toks, tok{start: int32(i), end: int32(end), next: int32(len(tp.toks) + 1), Kind: KindString})
-			i = skipSpace(d, end)
-			if i >= len(d) || d[i] != ':' {
-				tp.toks = tp.toks[:len(tp.toks)-1]
-				return skipRest(d, i)
-			}
-			i++
-		}
-		i = tp.value(i, depth+1)
-		i = skipSpace(d, i)
-		if i < len(d) && d[i] == ',' {
-			i++
-			continue
-		}
-		if i < len(d) && d[i] == closer {
-			return i + 1
-		}
-		return skipRest(d, i)
-	}
-}
-
-// shadow marks the keys of the object at token t (just indexed) that a
-// later member with the same key overrides, as lastWins does for
-// fields.
-func (tp *Tape) shadow(t int32) {
-	end := int32(len(tp.toks))
-	var d dupScan
-	var idx [dupScanMax]int32
-	n := 0
-	for j := t + 1; j+1 < end; j = tp.toks[j+1].next {
-		if n == dupScanMax {
-			tp.shadowMany(t, end)
-			return
-		}
-		key := tp.key(j)
-		idx[n] = j
-		if d.add(n, key) {
-			for i := range n {
-				if d.same(i) && string(tp.key(idx[i])) == string(key) {
-					tp.toks[idx[i]].shadowed = true
-				}
-			}
-		}
-		n++
-	}
-}
-
-// shadowMany is shadow for objects of more than dupScanMax members.
-func (tp *Tape) shadowMany(t, end int32) {
-	var keys [][]byte
-	var toks []int32
-	for j := t + 1; j+1 < end; j = tp.toks[j+1].next {
-		keys, toks = append(keys, tp.key(j)), append(toks, j)
-	}
-	shadowed := make([]bool, len(keys))
-	repeatedMap(keys, shadowed)
-	for i, j := range toks {
-		tp.toks[j].shadowed = shadowed[i]
-	}
-}
-
-// key returns the key of key token j, without its quotes.
-func (tp *Tape) key(j int32) []byte {
-	k := tp.toks[j]
-	if k.end-k.start < 2 {
-		return nil
-	}
-	return tp.d[k.start+1 : k.end-1]
-}
-
 // skipRest skips to the end of the container that d[i] is inside: it
 // returns the index just past the bracket that closes it, or len(d).
 func skipRest(d []byte, i int) int {
@@ -607,29 +336,4 @@ func skipRest(d []byte, i int) int {
 		}
 	}
 	return len(d)
-}
-
-func (tp *Tape) fields(t int32, buf []Field) []Field {
-	end := tp.toks[t].next
-	for j := t + 1; j+1 < end && len(buf) < maxFields; {
-		key := tp.toks[j]
-		if key.end-key.start < 2 {
-			break
-		}
-		if !key.shadowed {
-			buf = append(buf, Field{Key: tp.d[key.start+1 : key.end-1], Value: tp.val(j + 1)})
-		}
-		j = tp.toks[j+1].next
-	}
-	return buf
-}
-
-func (tp *Tape) elems(t int32, fn func(Value) bool) {
-	end := tp.toks[t].next
-	for j, n := t+1, 0; j < end && n < maxElems; n++ {
-		if !fn(tp.val(j)) {
-			return
-		}
-		j = tp.toks[j].next
-	}
 }

@@ -92,7 +92,7 @@ func inString(d []byte, i int) bool {
 	return in
 }
 
-// The word-at-a-time scanners agree with their byte-by-byte definitions
+// The skipping scanners agree with their byte-by-byte definitions
 // at every offset.
 func TestSkipMatchesReference(t *testing.T) {
 	for _, s := range skipSeeds {
@@ -117,19 +117,6 @@ func BenchmarkSkipContainer(b *testing.B) {
 	for b.Loop() {
 		if skipContainer(d, 0) != len(d) {
 			b.Fatal("not skipped")
-		}
-	}
-}
-
-// BenchmarkTapeBuild indexes benchDoc.
-func BenchmarkTapeBuild(b *testing.B) {
-	d := []byte(benchDoc)
-	var tp Tape
-	b.SetBytes(int64(len(d)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if tp.Build(d).Kind != KindObject {
-			b.Fatal("not an object")
 		}
 	}
 }

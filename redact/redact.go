@@ -1,0 +1,634 @@
+// Package redact masks personal data and secrets in text before memlayer
+// stores it: e-mail addresses, phone numbers, payment card numbers, IBANs,
+// and API keys and bearer tokens.
+//
+// A [Redactor] is one method. [Default] is the built-in one; [New] builds
+// one for some kinds only, or with another mask. A user who needs more
+// (names, addresses, a vendor's key format) writes their own Redactor, or
+// wraps Default with [Func].
+//
+// Redaction must never alter an identifier: a long numeric page ID is not
+// a card number, and a tool-call ID is not a token. The built-in rules keep
+// identifiers three ways:
+//
+//   - every string the caller passes in keep is left as it is, wherever it
+//     appears (the entity IDs, tool-call IDs and IDs in tool arguments that
+//     memlayer knows of);
+//   - a value under a JSON key that names an identifier ("id", "ids",
+//     "page_id", "pageId", "uuid", "ref", ...) or right after an identifier
+//     word in text ("id 4111…", "ID: …", "#4111…") is not looked at;
+//   - numbers are checked before they are masked: a card number must have
+//     a card network's prefix and length and pass the Luhn check, an IBAN
+//     its country format and the mod-97 check, and a phone number must be
+//     written as one (a leading +, or grouped with separators), so a bare
+//     run of digits is neither.
+package redact
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Kind is a kind of data a redactor masks.
+type Kind string
+
+// The kinds the built-in rules find.
+const (
+	Email  Kind = "email"
+	Phone  Kind = "phone"
+	Card   Kind = "card"
+	IBAN   Kind = "iban"
+	Secret Kind = "secret" // API keys, bearer tokens, passwords in key=value form
+)
+
+// Kinds lists every built-in kind, in the order the rules run.
+var Kinds = []Kind{Secret, Email, IBAN, Card, Phone}
+
+// Finding is one masked span: Text[Start:End] of the input was of Kind.
+type Finding struct {
+	Kind       Kind
+	Start, End int
+}
+
+// A Redactor masks what must not be stored. Redact returns text with
+// every span it finds replaced by a mask, and the spans (offsets in the
+// input). It must never alter any occurrence of a string in keep, and it
+// must be safe for concurrent use.
+type Redactor interface {
+	Redact(text string, keep []string) (string, []Finding)
+}
+
+// Func adapts a function to a [Redactor].
+type Func func(text string, keep []string) (string, []Finding)
+
+// Redact calls f.
+func (f Func) Redact(text string, keep []string) (string, []Finding) { return f(text, keep) }
+
+// Config configures [New]. The zero value masks every kind with
+// "[redacted <kind>]".
+type Config struct {
+	// Kinds to mask; nil means all of [Kinds].
+	Kinds []Kind
+	// Mask returns the text a finding is replaced with; nil gives
+	// "[redacted <kind>]". It gets the kind and the masked text.
+	Mask func(k Kind, text string) string
+}
+
+// Default masks every built-in kind. It is safe for concurrent use.
+var Default Redactor = New(Config{})
+
+// rules is the built-in Redactor.
+type rules struct {
+	kinds []Kind
+	mask  func(Kind, string) string
+}
+
+// New returns a Redactor with the built-in rules for cfg.Kinds.
+func New(cfg Config) Redactor {
+	r := &rules{kinds: Kinds, mask: cfg.Mask}
+	if cfg.Kinds != nil {
+		r.kinds = nil
+		for _, k := range Kinds { // keep the rules' order
+			if slices.Contains(cfg.Kinds, k) {
+				r.kinds = append(r.kinds, k)
+			}
+		}
+	}
+	if r.mask == nil {
+		r.mask = func(k Kind, _ string) string { return "[redacted " + string(k) + "]" }
+	}
+	return r
+}
+
+// Redact implements [Redactor].
+func (r *rules) Redact(text string, keep []string) (string, []Finding) {
+	if text == "" {
+		return text, nil
+	}
+	protected := keptSpans(text, keep)
+	var found []Finding
+	for _, k := range r.kinds {
+		for _, m := range finders[k](text) {
+			f := Finding{Kind: k, Start: m[0], End: m[1]}
+			if overlaps(found, f) || overlaps(protected, f) || afterIdentifier(text, f.Start) {
+				continue
+			}
+			found = append(found, f)
+		}
+	}
+	if len(found) == 0 {
+		return text, nil
+	}
+	slices.SortFunc(found, func(a, b Finding) int { return a.Start - b.Start })
+	var b strings.Builder
+	b.Grow(len(text))
+	at := 0
+	for _, f := range found {
+		b.WriteString(text[at:f.Start])
+		b.WriteString(r.mask(f.Kind, text[f.Start:f.End]))
+		at = f.End
+	}
+	b.WriteString(text[at:])
+	return b.String(), found
+}
+
+// keptSpans returns the spans of text that hold a string of keep.
+func keptSpans(text string, keep []string) []Finding {
+	var out []Finding
+	for _, k := range keep {
+		if k == "" {
+			continue
+		}
+		for i := 0; ; {
+			j := strings.Index(text[i:], k)
+			if j < 0 {
+				break
+			}
+			out = append(out, Finding{Start: i + j, End: i + j + len(k)})
+			i += j + 1
+		}
+	}
+	return out
+}
+
+func overlaps(spans []Finding, f Finding) bool {
+	for _, s := range spans {
+		if f.Start < s.End && s.Start < f.End {
+			return true
+		}
+	}
+	return false
+}
+
+// finders find the candidates of each kind, already checked (Luhn,
+// mod-97, shape), as index pairs. Each scans the text once for what must
+// be there (an '@', a digit, a known prefix) and runs its regular
+// expression only on the short stretch around it: Go's regexp engine
+// walks every byte of a long text when a pattern has no literal prefix.
+var finders = map[Kind]func(string) [][2]int{
+	Email:  findEmails,
+	Phone:  findPhones,
+	Card:   findCards,
+	IBAN:   findIBANs,
+	Secret: findSecrets,
+}
+
+var (
+	emailRE = regexp.MustCompile(`^[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,24}$`)
+	// A phone number: an optional +country code, then groups of digits
+	// separated by single spaces, dots, dashes or a parenthesised area
+	// code. isPhone decides whether it is written as one.
+	phoneRE = regexp.MustCompile(`(?:\+\d{1,3}[ .\-]?)?(?:\(\d{1,5}\)[ .\-]?)?\d{2,5}(?:[ .\-]\d{2,5}){1,4}|\+\d{7,15}`)
+)
+
+// findEmails finds e-mail addresses around each '@'.
+func findEmails(text string) [][2]int {
+	var out [][2]int
+	for i := 0; ; {
+		k := strings.IndexByte(text[i:], '@')
+		if k < 0 {
+			return out
+		}
+		at := i + k
+		start, end := at, at+1
+		for start > 0 && isEmailByte(text[start-1], true) {
+			start--
+		}
+		for end < len(text) && isEmailByte(text[end], false) {
+			end++
+		}
+		for end > at && text[end-1] == '.' || end > at && text[end-1] == '-' { // a sentence's full stop
+			end--
+		}
+		if emailRE.MatchString(text[start:end]) && standsAlone(text, start, end) {
+			out = append(out, [2]int{start, end})
+		}
+		i = max(end, at+1)
+	}
+}
+
+func isEmailByte(c byte, local bool) bool {
+	switch {
+	case c >= '0' && c <= '9', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '.', c == '-':
+		return true
+	case local:
+		return c == '_' || c == '%' || c == '+'
+	}
+	return false
+}
+
+// numberRuns returns the stretches of text made of digits and single
+// separators from seps between them (for phones, also a leading '+' and
+// a parenthesised group), each ending on a digit.
+func numberRuns(text string, seps string, phone bool) [][2]int {
+	var out [][2]int
+	isDigit := func(i int) bool { return i < len(text) && text[i] >= '0' && text[i] <= '9' }
+	for i := 0; i < len(text); i++ {
+		startsPhone := phone && (text[i] == '+' || text[i] == '(') && isDigit(i+1)
+		if !isDigit(i) && !startsPhone {
+			continue
+		}
+		start, end := i, i
+		j := i + 1
+		for j <= len(text) {
+			if isDigit(j - 1) {
+				end = j
+			}
+			if j == len(text) {
+				break
+			}
+			c := text[j]
+			switch {
+			case c >= '0' && c <= '9':
+			case phone && c == '(' && isDigit(j+1):
+			case phone && c == ')' && isDigit(j-1):
+			case strings.IndexByte(seps, c) >= 0 && (isDigit(j+1) || phone && j+1 < len(text) && text[j+1] == '('):
+			default:
+				j = len(text) + 1 // stop
+				continue
+			}
+			j++
+		}
+		if end > start {
+			out = append(out, [2]int{start, end})
+		}
+		i = max(end, i)
+	}
+	return out
+}
+
+// findPhones finds phone numbers in the runs of digits and separators.
+func findPhones(text string) [][2]int {
+	var out [][2]int
+	for _, r := range numberRuns(text, " .-", true) {
+		run := text[r[0]:r[1]]
+		for _, m := range phoneRE.FindAllStringIndex(run, -1) {
+			start, end := r[0]+m[0], r[0]+m[1]
+			if standsAlone(text, start, end) && isPhone(text[start:end]) {
+				out = append(out, [2]int{start, end})
+			}
+		}
+	}
+	return out
+}
+
+// standsAlone reports whether text[start:end] is not part of a longer
+// word or number.
+func standsAlone(text string, start, end int) bool {
+	return (start == 0 || !isWordByte(text[start-1])) && (end == len(text) || !isWordByte(text[end]))
+}
+
+func isWordByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_'
+}
+
+// digits returns the digits of s.
+func digits(s string) string {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] >= '0' && s[i] <= '9' {
+			b = append(b, s[i])
+		}
+	}
+	return string(b)
+}
+
+// isPhone reports whether s is written as a phone number, with 7 to 15
+// digits: international (a leading +), with a parenthesised area code,
+// North American (3-3-4 groups), or national with a leading trunk 0 in
+// at least three groups (020 7946 0958, 06 12 34 56 78). A bare run of
+// digits, a date, an amount (10 000 000) or an IP address is not one.
+func isPhone(s string) bool {
+	n := len(digits(s))
+	if n < 7 || n > 15 {
+		return false
+	}
+	if s[0] == '+' || strings.Contains(s, "(") {
+		return true
+	}
+	g := strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '.' || r == '-' })
+	if len(g) == 3 && len(g[0]) == 3 && len(g[1]) == 3 && len(g[2]) == 4 {
+		return true
+	}
+	return len(g) >= 3 && s[0] == '0'
+}
+
+// findCards finds payment card numbers: 13 to 19 digits, whole or
+// grouped by single spaces or dashes, with a known network's prefix and
+// length, passing the Luhn check. In a run of groups (a card number
+// followed by a year, say) every span of whole groups is tried, longest
+// first; a run of digits glued together is tried whole only.
+func findCards(text string) [][2]int {
+	var out [][2]int
+	for _, m := range numberRuns(text, " -", false) {
+		if !standsAlone(text, m[0], m[1]) {
+			continue
+		}
+		// The groups of the run, as [start, end) offsets.
+		var groups [][2]int
+		start := m[0]
+		for i := m[0]; i <= m[1]; i++ {
+			if i == m[1] || text[i] == ' ' || text[i] == '-' {
+				groups = append(groups, [2]int{start, i})
+				start = i + 1
+			}
+		}
+		for i := 0; i < len(groups); {
+			found := false
+			for j := len(groups) - 1; j >= i; j-- {
+				span := text[groups[i][0]:groups[j][1]]
+				if d := digits(span); len(d) >= 13 && len(d) <= 19 && cardNetwork(d) && luhn(d) {
+					out = append(out, [2]int{groups[i][0], groups[j][1]})
+					i, found = j+1, true
+					break
+				}
+			}
+			if !found {
+				i++
+			}
+		}
+	}
+	return out
+}
+
+// cardNetwork reports whether d has the prefix (issuer identification
+// number range) and a length of a major card network.
+func cardNetwork(d string) bool {
+	n := len(d)
+	p := func(k int) int { // the first k digits as a number
+		v := 0
+		for i := 0; i < k && i < n; i++ {
+			v = v*10 + int(d[i]-'0')
+		}
+		return v
+	}
+	switch {
+	case d[0] == '4': // Visa
+		return n == 13 || n == 16 || n == 19
+	case p(2) >= 51 && p(2) <= 55, p(4) >= 2221 && p(4) <= 2720: // Mastercard
+		return n == 16
+	case p(2) == 34 || p(2) == 37: // American Express
+		return n == 15
+	case p(4) == 6011, p(2) == 65, p(3) >= 644 && p(3) <= 649, p(2) == 62: // Discover, UnionPay
+		return n >= 16 && n <= 19
+	case p(2) == 36 || p(2) == 38 || p(2) == 39 || p(3) >= 300 && p(3) <= 305: // Diners Club
+		return n >= 14 && n <= 19
+	case p(4) >= 3528 && p(4) <= 3589: // JCB
+		return n >= 16 && n <= 19
+	}
+	return false
+}
+
+// luhn reports whether the digits d pass the Luhn check.
+func luhn(d string) bool {
+	sum := 0
+	for i := range len(d) {
+		v := int(d[len(d)-1-i] - '0')
+		if i%2 == 1 {
+			v *= 2
+			if v > 9 {
+				v -= 9
+			}
+		}
+		sum += v
+	}
+	return sum%10 == 0
+}
+
+// ibanLengths is the length of an IBAN in each country that issues them
+// (ISO 13616 registry).
+var ibanLengths = map[string]int{
+	"AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22, "BH": 22, "BR": 29,
+	"BY": 28, "CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22, "DK": 18, "DO": 28, "EE": 20, "EG": 29,
+	"ES": 24, "FI": 18, "FO": 18, "FR": 27, "GB": 22, "GE": 22, "GI": 23, "GL": 18, "GR": 27, "GT": 28,
+	"HR": 21, "HU": 28, "IE": 22, "IL": 23, "IQ": 23, "IS": 26, "IT": 27, "JO": 30, "KW": 30, "KZ": 20,
+	"LB": 28, "LC": 32, "LI": 21, "LT": 20, "LU": 20, "LV": 21, "MC": 27, "MD": 24, "ME": 22, "MK": 19,
+	"MR": 27, "MT": 31, "MU": 30, "NL": 18, "NO": 15, "PK": 24, "PL": 28, "PS": 29, "PT": 25, "QA": 29,
+	"RO": 24, "RS": 22, "SA": 24, "SC": 31, "SE": 24, "SI": 19, "SK": 24, "SM": 27, "ST": 25, "SV": 28,
+	"TL": 23, "TN": 24, "TR": 26, "UA": 29, "VA": 22, "VG": 24, "XK": 20,
+}
+
+// findIBANs finds IBANs: a country's code and length (its characters
+// whole or in groups separated by single spaces) and the mod-97 check.
+func findIBANs(text string) [][2]int {
+	var out [][2]int
+	upper := func(c byte) bool { return c >= 'A' && c <= 'Z' }
+	digit := func(c byte) bool { return c >= '0' && c <= '9' }
+	for s := 0; s+4 <= len(text); s++ {
+		if !upper(text[s]) || !upper(text[s+1]) || !digit(text[s+2]) || !digit(text[s+3]) || s > 0 && isWordByte(text[s-1]) {
+			continue
+		}
+		m := [2]int{s, s + 4}
+		n, ok := ibanLengths[text[m[0]:m[0]+2]]
+		if !ok {
+			continue
+		}
+		// Take the country's length in letters and digits, allowing a
+		// single space between them.
+		var c []byte
+		i := m[0]
+		for i < len(text) && len(c) < n {
+			ch := text[i]
+			switch {
+			case ch >= '0' && ch <= '9', ch >= 'A' && ch <= 'Z':
+				c = append(c, ch)
+				i++
+			case ch == ' ' && i+1 < len(text) && text[i+1] != ' ' && len(c) > 0:
+				i++
+			default:
+				n = -1 // cut short
+			}
+		}
+		if len(c) == n && (i == len(text) || !isWordByte(text[i])) && mod97(string(c)) {
+			out = append(out, [2]int{m[0], i})
+		}
+	}
+	return out
+}
+
+// mod97 reports whether the IBAN c (no spaces) passes the mod-97 check.
+func mod97(c string) bool {
+	// Move the first four characters to the end, read letters as 10..35,
+	// and take the number mod 97, digit by digit.
+	rem := 0
+	for _, ch := range c[4:] + c[:4] {
+		switch {
+		case ch >= '0' && ch <= '9':
+			rem = (rem*10 + int(ch-'0')) % 97
+		case ch >= 'A' && ch <= 'Z':
+			rem = (rem*100 + int(ch-'A'+10)) % 97
+		default:
+			return false
+		}
+	}
+	return rem == 1
+}
+
+// Secrets: tokens with a recognisable prefix (checked whole by
+// prefixedKeyRE), the token after "Bearer", and the value of a key named
+// like a secret.
+var (
+	keyPrefixes   = []string{"sk-", "sk_", "pk_", "rk_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-", "AKIA", "AIza", "eyJ"}
+	prefixedKeyRE = regexp.MustCompile(`^(?:(?:sk|pk|rk)[-_](?:(?:live|test|proj|ant)[-_])?[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|xox[abprs]-[A-Za-z0-9\-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{35}|eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})$`)
+	secretKeys    = []string{"api_key", "api-key", "apikey", "secret", "password", "passwd", "access_token", "access-token", "auth_token", "auth-token", "private_key", "private-key"}
+)
+
+// findSecrets finds secrets: a prefixed key or JWT whole, and for the
+// bearer and key=value forms only the value.
+func findSecrets(text string) [][2]int {
+	var out [][2]int
+	for _, p := range keyPrefixes {
+		for i := 0; ; {
+			k := strings.Index(text[i:], p)
+			if k < 0 {
+				break
+			}
+			start := i + k
+			end := start + len(p)
+			for end < len(text) && (isWordByte(text[end]) || text[end] == '-' || text[end] == '.') {
+				end++
+			}
+			for end > start && text[end-1] == '.' {
+				end--
+			}
+			if (start == 0 || !isWordByte(text[start-1])) && prefixedKeyRE.MatchString(text[start:end]) {
+				out = append(out, [2]int{start, end})
+			}
+			i = end
+		}
+	}
+	lower := asciiLower(text)
+	for i := 0; ; {
+		k := strings.Index(lower[i:], "bearer")
+		if k < 0 {
+			break
+		}
+		j := i + k + len("bearer")
+		if v := skipSpaces(text, j); v > j {
+			if end := tokenEnd(text, v, "._~+/-="); end-v >= 16 {
+				out = append(out, [2]int{v, end})
+			}
+		}
+		i = j
+	}
+	for _, key := range secretKeys {
+		for i := 0; ; {
+			k := strings.Index(lower[i:], key)
+			if k < 0 {
+				break
+			}
+			j := i + k + len(key)
+			// key"?\s*[:=]\s*"? value
+			if j < len(text) && text[j] == '"' {
+				j++
+			}
+			j = skipSpaces(text, j)
+			if j < len(text) && (text[j] == ':' || text[j] == '=') {
+				v := skipSpaces(text, j+1)
+				if v < len(text) && text[v] == '"' {
+					v++
+				}
+				end := v
+				for end < len(text) && !strings.ContainsRune(" \t\r\n\"',;}", rune(text[end])) {
+					end++
+				}
+				if end-v >= 8 {
+					out = append(out, [2]int{v, end})
+				}
+			}
+			i = j
+		}
+	}
+	return out
+}
+
+// asciiLower returns text with ASCII letters lowered and every other
+// byte as it is, so offsets into it are offsets into text.
+func asciiLower(text string) string {
+	b := []byte(text)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+func skipSpaces(text string, i int) int {
+	for i < len(text) && (text[i] == ' ' || text[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// tokenEnd returns the end of the token at text[i]: letters, digits and
+// the bytes of also.
+func tokenEnd(text string, i int, also string) int {
+	for i < len(text) && (isWordByte(text[i]) || strings.IndexByte(also, text[i]) >= 0) {
+		i++
+	}
+	return i
+}
+
+// afterIdentifier reports whether the text at start is the value of an
+// identifier: a JSON member whose key names one ("id", "page_id",
+// "pageId", "ids": [...]), or text right after an identifier word ("id",
+// "ID:", "#").
+func afterIdentifier(text string, start int) bool {
+	i := start
+	// Step back over an opening quote, and over earlier elements of a
+	// JSON array ("ids": ["a", 123, ...]).
+	for i > 0 {
+		c := text[i-1]
+		if c == '"' || c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+			i--
+			continue
+		}
+		if c == '#' {
+			return true
+		}
+		if c == ',' || c == '[' {
+			j := strings.LastIndexByte(text[:i], '[')
+			if j < 0 || strings.ContainsAny(text[j:i], "{}]:") {
+				break
+			}
+			i = j
+			continue
+		}
+		break
+	}
+	if i > 0 && (text[i-1] == ':' || text[i-1] == '=') {
+		i--
+		for i > 0 && (text[i-1] == ' ' || text[i-1] == '"') {
+			i--
+		}
+	}
+	// The word before: an identifier name?
+	j := i
+	for j > 0 && (isWordByte(text[j-1]) || text[j-1] == '-') {
+		j--
+	}
+	return isIdentifierName(text[j:i])
+}
+
+// isIdentifierName reports whether a key or word names an identifier:
+// id, ids, uuid, guid, ref, key-less forms such as page_id, pageId,
+// page-id, PageID.
+func isIdentifierName(w string) bool {
+	if w == "" {
+		return false
+	}
+	l := strings.ToLower(w)
+	switch l {
+	case "id", "ids", "uuid", "guid", "ref", "refs", "sku":
+		return true
+	}
+	for _, suf := range []string{"_id", "-id", "_ids", "-ids", "_uuid", "_ref"} {
+		if strings.HasSuffix(l, suf) {
+			return true
+		}
+	}
+	// camelCase: pageId, pageIds, PageID.
+	return len(w) > 2 && (strings.HasSuffix(w, "Id") || strings.HasSuffix(w, "ID") || strings.HasSuffix(w, "Ids") || strings.HasSuffix(w, "IDs"))
+}
