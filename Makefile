@@ -11,6 +11,8 @@ all: lint test
 # The whole test suite under the race detector, in shuffled order. Redis
 # tests use the server named by MEMLAYER_REDIS_URL; when it is unset and a
 # redis-server binary is installed, .ci/with-redis starts a throwaway one.
+# The Redis Cluster tests start their own cluster (redis-server and
+# redis-cli) on loopback.
 test:
 	.ci/with-redis $(GO) test -race -shuffle=on -count=1 -timeout 20m $(PKGS)
 
@@ -30,13 +32,14 @@ fuzz:
 	done
 
 # The fuzz targets CI runs on every change, FUZZTIME each: the merge, the
-# extractor, the storage key escaping, the fence, the prompt projection and budgets,
+# extractor, the storage key escaping and its Redis Cluster form, the fence, the prompt projection and budgets,
 # and the update tool end to end.
 FUZZ_CI = \
 	./workingmemory:FuzzMerge \
 	./workingmemory:FuzzRecall \
 	./entitymemory:FuzzExtract \
 	./storage:FuzzEscape \
+	./storage/redis:FuzzClusterKey \
 	./layer:FuzzFence \
 	./prompt:FuzzProjectHistory \
 	./prompt:FuzzProjectLayers \

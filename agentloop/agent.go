@@ -35,6 +35,7 @@ type Agent struct {
 	tools        map[string]*Tool
 	toolDefs     []llms.Tool // the agent's own tools, in Config order
 	spawnDef     llms.Tool
+	spawnLayers  spawnLayers // Config.SpawnLayers, by ID, and the tool's schema
 	schemas      *schemaCache
 	compiler     *prompt.Compiler
 	systemTokens int
@@ -89,9 +90,21 @@ type Result struct {
 	Messages []llms.MessageContent
 }
 
-// New validates cfg and returns an Agent. Tool names must be valid
-// ([ValidateToolName]) and unique, every tool needs a Call, and tool
-// schemas must compile; the errors are [ErrInvalidTool]. New does no I/O.
+// New validates cfg and returns an Agent. It returns an error for every
+// configuration problem it can see, so that a run never fails for one:
+//
+//   - a tool name that is invalid ([ValidateToolName]) or repeated, a
+//     tool without Call or CallRun, a schema that does not compile or
+//     could not be inferred (see [NewTool]): [ErrInvalidTool];
+//   - a nil layer, an invalid layer spec or a duplicate layer ID:
+//     [ErrInvalidConfig], also matching layer.ErrInvalidSpec;
+//   - a layer function whose wire name an agent tool or the spawn tool
+//     uses, or whose parameter schema does not compile: [ErrInvalidTool]
+//     (New reads each layer's Provides for this);
+//   - a template that does not parse, or instructions and
+//     ResponseReserve that fill ContextWindow: [ErrInvalidConfig].
+//
+// New does no I/O.
 func New(cfg Config) (*Agent, error) {
 	if cfg.Model == nil {
 		return nil, ErrNoModel
@@ -106,6 +119,9 @@ func New(cfg Config) (*Agent, error) {
 		t := cfg.Tools[i]
 		if err := ValidateToolName(t.Name); err != nil {
 			return nil, err
+		}
+		if t.paramsErr != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrInvalidTool, t.Name, t.paramsErr)
 		}
 		if t.Call == nil && t.CallRun == nil {
 			return nil, fmt.Errorf("%w: %s has no Call or CallRun", ErrInvalidTool, t.Name)
@@ -125,13 +141,22 @@ func New(cfg Config) (*Agent, error) {
 		a.tools[t.Name] = &t
 		a.toolDefs = append(a.toolDefs, llmTool(t.Name, t.Description, t.Parameters))
 	}
-	a.spawnDef = llmTool(SpawnToolName, spawnDescription, spawnParams)
+	if err := a.prepareSpawn(); err != nil {
+		return nil, err
+	}
+	if err := a.checkLayers(); err != nil {
+		return nil, err
+	}
 	c, err := a.newCompiler(cfg.Instructions, cfg.Template)
 	if err != nil {
 		return nil, err
 	}
 	a.compiler = c
 	a.systemTokens = cfg.Counter.Count(cfg.Instructions)
+	if a.systemTokens+cfg.ResponseReserve >= cfg.ContextWindow {
+		return nil, fmt.Errorf("%w: the instructions (%d tokens) and ResponseReserve (%d) leave nothing of ContextWindow (%d) for the conversation",
+			ErrInvalidConfig, a.systemTokens, cfg.ResponseReserve, cfg.ContextWindow)
+	}
 	var co llms.CallOptions
 	for _, o := range cfg.CallOptions {
 		o(&co)
@@ -139,6 +164,54 @@ func New(cfg Config) (*Agent, error) {
 	a.alternatives = co.N > 1
 	_, a.splitParts = cfg.Model.(*anthropic.LLM)
 	return a, nil
+}
+
+// checkLayers finds the layer problems a run would otherwise meet first:
+// a nil layer, an invalid spec or a duplicate ID (as layer.NewStack
+// reports them, wrapped in ErrInvalidConfig), and a provided function
+// whose wire name an agent tool or the spawn tool already uses, or whose
+// parameter schema does not compile (ErrInvalidTool). It reads each
+// layer's Provides before Init (see providedBeforeInit); a run checks the
+// names again with the functions the initialised layers provide.
+func (a *Agent) checkLayers() error {
+	if _, err := layer.NewStack(layer.StackConfig{Layers: a.cfg.Layers, Env: layer.Env{Store: a.cfg.Store}}); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	for _, l := range a.cfg.Layers {
+		p, ok := layer.As[layer.Provider](l)
+		if !ok {
+			continue
+		}
+		id := l.Spec().ID
+		for _, fn := range providedBeforeInit(p) {
+			if fn.Name == "" || fn.Call == nil {
+				continue // the stack leaves it out, with a warning
+			}
+			name := layer.ToolName(id, fn.Name)
+			wire := layer.WireName(name)
+			if _, clash := a.tools[wire]; clash || (wire == SpawnToolName && a.spawnEnabled()) {
+				return fmt.Errorf("%w: layer tool %s is sent as %s, which an agent tool or the spawn tool already uses", ErrInvalidTool, name, wire)
+			}
+			if len(fn.Parameters) > 0 {
+				if _, err := a.schemas.compile(fn.Parameters); err != nil {
+					return fmt.Errorf("%w: layer tool %s: parameters: %w", ErrInvalidTool, name, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// providedBeforeInit returns the functions p provides before its Init. A
+// layer that cannot say before Init (its Provides panics) is checked when
+// a run starts instead.
+func providedBeforeInit(p layer.Provider) (fns []layer.Function) {
+	defer func() {
+		if recover() != nil {
+			fns = nil
+		}
+	}()
+	return p.Provides().Functions
 }
 
 func (a *Agent) newCompiler(instructions, template string) (*prompt.Compiler, error) {
@@ -191,7 +264,7 @@ type run struct {
 	thread *thread
 
 	alloc    *prompt.Allocation // budgets, computed on the first step
-	layerCap float64            // the sum of alloc.Layers
+	layerCap int                // the sum of alloc.Layers
 	callIDs  map[string]bool    // tool call IDs in msgs
 	est      estimator
 
@@ -337,6 +410,16 @@ func (a *Agent) newStack(env layer.Env, depth int, extra ...layer.Layer) (*layer
 	return st, nil
 }
 
+// specs returns the specs of st's enabled layers, in slot order.
+func specs(st *layer.Stack) []layer.Spec {
+	ls := st.Layers()
+	out := make([]layer.Spec, len(ls))
+	for i, l := range ls {
+		out[i] = l.Spec()
+	}
+	return out
+}
+
 // closeStack closes a run's layers even when ctx is cancelled, so they can
 // flush; each Close is bounded by its layer's timeout.
 func (a *Agent) closeStack(ctx context.Context, st *layer.Stack) {
@@ -358,13 +441,9 @@ func (r *run) prepareTools() error {
 	}
 	for _, t := range lts {
 		if _, clash := a.tools[t.WireName]; clash || (t.WireName == SpawnToolName && r.canSpawn()) {
-			return fmt.Errorf("%w: layer tool %s is sent as %s, which an agent tool already uses", ErrInvalidTool, t.Name, t.WireName)
+			return fmt.Errorf("%w: layer tool %s is sent as %s, which an agent tool already uses", ErrInvalidTool, layer.ToolName(t.Layer, t.Function.Name), t.WireName)
 		}
-		params := t.Function.Parameters
-		if len(params) == 0 {
-			params = anyObject
-		}
-		r.defs = append(r.defs, llmTool(t.WireName, t.Function.Description, params))
+		r.defs = append(r.defs, layerToolDef(t))
 	}
 	r.opts = make([]llms.CallOption, 0, 2+len(a.cfg.CallOptions))
 	if len(r.defs) > 0 {
@@ -485,18 +564,18 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 	if r.alloc == nil {
 		// The summary stands for older history: its budget is taken from
 		// the history's share, not from the layers'.
-		specs := slices.DeleteFunc(r.stack.Specs(), func(s layer.Spec) bool { return s.ID == SummaryLayerID })
+		layers := slices.DeleteFunc(specs(r.stack), func(s layer.Spec) bool { return s.ID == SummaryLayerID })
 		alloc, err := prompt.Allocate(prompt.Request{
-			Total:   float64(a.cfg.ContextWindow),
-			Reserve: float64(a.cfg.ResponseReserve),
-			System:  float64(r.sysTokens),
-			Layers:  specs,
+			Total:   a.cfg.ContextWindow,
+			Reserve: a.cfg.ResponseReserve,
+			System:  r.sysTokens,
+			Layers:  layers,
 		})
 		if err != nil {
 			return "", nil, fmt.Errorf("%w: budgets: %w", ErrInvalidConfig, err)
 		}
 		if r.windowed() {
-			sum := min(float64(a.cfg.History.SummaryTokens), alloc.History/2)
+			sum := min(a.cfg.History.SummaryTokens, alloc.History/2)
 			alloc.Layers[SummaryLayerID] = sum
 			alloc.History -= sum
 		}
@@ -530,7 +609,7 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 	// What the layers left of their budgets goes to the history: it gets
 	// the window minus the response reserve and the system prompt as
 	// compiled, and never less than its own allocation.
-	budget := max(r.alloc.History, float64(a.cfg.ContextWindow-a.cfg.ResponseReserve-r.est.count(a.cfg.Counter, system)))
+	budget := max(r.alloc.History, a.cfg.ContextWindow-a.cfg.ResponseReserve-r.est.count(a.cfg.Counter, system))
 	hist, err = r.history(msgs, budget)
 	if err != nil {
 		return "", nil, fmt.Errorf("agentloop: step %d: %w", step, err)
@@ -576,10 +655,10 @@ func (r *run) appendAnswer(choice *llms.ContentChoice, calls []call, step int) l
 	if choice.Content != "" {
 		ai.Parts = append(ai.Parts, llms.TextContent{Text: choice.Content})
 	}
-	turn := layer.Turn{Step: step, Query: r.input, Response: layer.Response{Text: choice.Content}}
+	turn := layer.Turn{Step: step, Query: r.input, Response: choice.Content}
 	for _, c := range calls {
 		ai.Parts = append(ai.Parts, c.ToolCall)
-		turn.Response.ToolCalls = append(turn.Response.ToolCalls, layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args})
+		turn.ToolCalls = append(turn.ToolCalls, layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args})
 	}
 	if len(ai.Parts) == 0 {
 		ai.Parts = append(ai.Parts, llms.TextContent{Text: ""})
@@ -604,7 +683,7 @@ func (r *run) runTools(ctx context.Context, step int, calls []call, turn *layer.
 	for i, res := range turn.Results {
 		r.msgs = append(r.msgs, llms.MessageContent{
 			Role:  llms.ChatMessageTypeTool,
-			Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: res.CallID, Name: calls[i].FunctionCall.Name, Content: capResult(res.Content, r.a.cfg.MaxToolResultBytes, res.CallID)}},
+			Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: res.ID, Name: calls[i].FunctionCall.Name, Content: capResult(res.Content, r.a.cfg.MaxToolResultBytes, res.ID)}},
 		})
 	}
 	return took
@@ -630,7 +709,7 @@ func (r *run) record(ctx context.Context, turn layer.Turn) error {
 // when the turn's later messages do not all fit with it, it is sent with
 // the newest of them that fit, and when it does not fit on its own the
 // error is ErrInputTooLarge.
-func (r *run) history(msgs []llms.MessageContent, budget float64) ([]llms.MessageContent, error) {
+func (r *run) history(msgs []llms.MessageContent, budget int) ([]llms.MessageContent, error) {
 	c := r.a.cfg.Counter
 	hist := prompt.ProjectHistory(msgs, budget, c)
 	in := lastHuman(msgs)
@@ -638,10 +717,10 @@ func (r *run) history(msgs []llms.MessageContent, budget float64) ([]llms.Messag
 		return hist, nil
 	}
 	n := prompt.CountMessage(c, msgs[in])
-	if float64(n) > budget {
-		return nil, fmt.Errorf("%w: it counts %d tokens, the history's share of the window %.0f", ErrInputTooLarge, n, budget)
+	if n > budget {
+		return nil, fmt.Errorf("%w: it counts %d tokens, the history's share of the window %d", ErrInputTooLarge, n, budget)
 	}
-	rest := prompt.ProjectHistory(msgs[in+1:], budget-float64(n), c)
+	rest := prompt.ProjectHistory(msgs[in+1:], budget-n, c)
 	return append([]llms.MessageContent{msgs[in]}, rest...), nil
 }
 
@@ -994,15 +1073,15 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 	results = make([]layer.ToolResult, len(calls))
 	var insideNS atomic.Int64
 	refuse := func(i int, why string) {
-		results[i] = layer.ToolResult{CallID: calls[i].ID, Name: calls[i].name, Arguments: calls[i].args, IsError: true, Content: "error: not run: " + why}
+		results[i] = layer.ToolResult{ToolCall: layer.ToolCall{ID: calls[i].ID, Name: calls[i].name, Arguments: calls[i].args}, IsError: true, Content: "error: not run: " + why}
 	}
 	one := func(i int) {
 		c := calls[i]
 		start := time.Now()
 		out, err := r.callTool(ctx, c.name, c.args, &insideNS)
-		res := layer.ToolResult{CallID: c.ID, Name: c.name, Arguments: c.args, Content: out}
+		res := layer.ToolResult{ToolCall: layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args}, Content: out}
 		if err != nil {
-			res.Content = "error: " + err.Error()
+			res.Content = toolErrorText(err)
 			res.IsError = true
 		}
 		if c.badArgs {
@@ -1050,7 +1129,7 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 			defer func() {
 				if p := recover(); p != nil {
 					err := a.recovered(ctx, "tool "+c.name, p)
-					results[i] = layer.ToolResult{CallID: c.ID, Name: c.name, Arguments: c.args, IsError: true, Content: "error: " + err.Error()}
+					results[i] = layer.ToolResult{ToolCall: layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args}, IsError: true, Content: toolErrorText(err)}
 				}
 			}()
 			one(i)
@@ -1062,7 +1141,8 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 
 // callTool runs one tool call: an agent tool, the spawn tool or a layer
 // function, by the name offered to the model (a layer function's wire
-// name; its internal name is unknown to the model and does not run).
+// name, or one of its aliases such as the legacy updateWorkingMemory; its
+// internal name is unknown to the model and does not run).
 // Errors, a panic included, are for the model. The time spent in the
 // tool's own code is added to inside.
 func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.Int64) (out string, err error) {
@@ -1080,7 +1160,7 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 	if name == SpawnToolName && r.canSpawn() {
 		return r.spawnTool(ctx, args)
 	}
-	if t, ok := r.stack.LookupTool(name); ok && t.WireName == name {
+	if slices.ContainsFunc(r.stack.Tools(), func(t layer.Tool) bool { return t.WireName == name || slices.Contains(t.Function.Aliases, name) }) {
 		return r.stack.CallTool(ctx, name, args)
 	}
 	names := make([]string, 0, len(r.defs))

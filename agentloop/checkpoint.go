@@ -266,13 +266,13 @@ func (r *run) checkpointError(err error) error {
 // reported and leaves the layers as Init loaded them.
 func (a *Agent) restoreLayers(ctx context.Context, st *layer.Stack, snap layer.Snapshot) {
 	part := layer.Snapshot{Version: snap.Version, Name: snap.Name, Layers: map[string]json.RawMessage{}}
-	for _, spec := range st.Specs() {
+	for _, spec := range specs(st) {
 		data, ok := snap.Layers[spec.ID]
 		if !ok {
 			continue
 		}
-		switch spec.EffectiveScope() {
-		case layer.ScopeThread, layer.ScopeExecution:
+		switch spec.Scope {
+		case "", layer.ScopeThread, layer.ScopeExecution:
 			part.Layers[spec.ID] = data
 		}
 	}

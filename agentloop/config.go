@@ -150,6 +150,14 @@ type Config struct {
 	// DisableSpawnTool hides the spawn_agent tool from the model.
 	// Agent.Spawn still works from code.
 	DisableSpawnTool bool
+	// SpawnLayers are layers a child agent can be given on top of the
+	// ones it inherits, offered by their IDs: the spawn_agent tool lists
+	// the IDs (its "layers" argument may name only those) and code picks
+	// them with SpawnInput.LayerIDs. Each is a template like the layers
+	// of Layers: a child given one gets it initialised for the child's
+	// env (its Init), owns it and closes it when it ends. IDs must be
+	// valid, unique, and differ from the IDs of Layers (New checks).
+	SpawnLayers []layer.Layer
 
 	// Observer receives every [Event], synchronously, possibly from
 	// several goroutines at once: it must be fast and safe for concurrent

@@ -69,16 +69,25 @@
 // santhosh-tekuri/jsonschema before the tool runs; each schema is
 // compiled once and kept while among the [SchemaCacheSize] most recently
 // used) and a Call. [NewTool] builds a typed tool that decodes
-// its arguments into a Go value; [FromLangchain] adapts a langchaingo
+// its arguments into a Go value; without an explicit schema it infers one
+// from the Go type with github.com/google/jsonschema-go (JSON field
+// names, types, required fields, descriptions from jsonschema tags), so
+// the model sees the fields; [FromLangchain] adapts a langchaingo
 // tools.Tool, whose input is one string: the model is offered an "input"
 // string parameter and the tool receives its value (or the raw JSON
-// arguments when the model sent no "input" string). Names are validated
-// when the Agent is built.
+// arguments when the model sent no "input" string). [New] finds every
+// configuration problem it can see (names, schemas, layer specs, layer
+// tools whose wire names clash), so a run never fails for one.
 //
 // An unknown tool name, arguments that are not a JSON object or fail the
 // schema, a tool error and a tool panic all become the tool's result,
 // prefixed "error: ", and the run continues: the model can correct
-// itself. The same schema validation is plugged into the layer stack
+// itself. That text is written for the model: memlayer's package
+// prefixes ("layer: ", "agentloop: ") are left out (the Go errors keep
+// them), and a schema failure under an anyOf [T, null] wrapper (how the
+// scratchpad's update tool lets a field say "no change") reports what T
+// wants. A layer function may have aliases: the scratchpad's legacy
+// updateWorkingMemory call runs as its update tool. The same schema validation is plugged into the layer stack
 // (layer.StackConfig.ValidateArgs), so layer functions are checked too;
 // [ValidateArgs] offers it to stacks built by hand. Schema errors list
 // every violation with its JSON pointer, which is what a model needs to
@@ -254,14 +263,22 @@
 // one response (the others are answered with an error) and
 // Config.MaxChildrenPerRun the children started in all (ErrMaxChildren).
 //
+// A child can also have layers of its own, which its parent has not:
+// from code, SpawnInput.Layers; by ID, SpawnInput.LayerIDs picks from
+// Config.SpawnLayers, and so does the spawn_agent tool's "layers"
+// argument, whose schema enumerates exactly those IDs, so the model can
+// only choose among the layers the developer offered. They are
+// initialised with the child's env and closed when the child ends.
+//
 // # Tools and the current run
 //
 // The layers are bound per run: each run's stack holds its own thread's,
 // resource's or global state, loaded in Init. A tool that needs that
 // state is made with [NewRunTool] (or sets Tool.CallRun) and gets the
 // [Run] of each call: [Run.Stack] is the run's stack, in which layer.Find
-// or a layer package's helper (kv.From, package workingmemory/kv) finds a
-// layer; in a child agent it is the child's run. This is the one way for
+// or a layer package's helper (workingmemory.From and
+// workingmemory.StateAs, kv.From) finds a layer; in a child agent it is
+// the child's run. This is the one way for
 // a tool to reach the current run's memory; a tool must not keep layer
 // state of its own, which would be shared by every thread and user of the
 // agent.
@@ -292,8 +309,14 @@
 // # langchaingo interop
 //
 // [NewMemory] adapts a layer stack to schema.Memory, so the layers plug
-// into chains and agents.Executor; [ExportTools] exports the layers'
-// functions as tools.Tool. The package agentloop/agenttest has a scripted
+// into chains and agents.Executor: the layers' blocks, then the
+// transcript (a langchaingo buffer memory by default), and an executor's
+// tool results reach the layers' Store; its doc says which langchaingo
+// agents show the memory and how to make the others show it.
+// [ExportTools] exports the layers' functions as tools.Tool (the schema
+// in the description: tools.Tool has no parameters), and [LLMTools] as
+// llms.Tool definitions with their schemas, for code that calls
+// GenerateContent itself. The package agentloop/agenttest has a scripted
 // llms.Model for tests.
 //
 // # Concurrency

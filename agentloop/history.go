@@ -398,7 +398,7 @@ type summaryLayer struct {
 // (the run takes it from the history's share, not the layers').
 func (l *summaryLayer) Spec() layer.Spec {
 	return layer.Spec{ID: SummaryLayerID, Slot: SlotHistorySummary, Scope: layer.ScopeExecution,
-		Budget: layer.Budget{Max: float64(l.tokens)}}
+		Budget: layer.Budget{Max: l.tokens}}
 }
 
 // Recall returns the summary the step uses, if there is one.
@@ -589,10 +589,10 @@ func (r *run) flushSummary(ctx context.Context) error {
 // window returns the messages of r.msgs the summary does not cover,
 // first summarizing, at once, the oldest turns of a window that does not
 // fit budget tokens (the current turn is kept).
-func (r *run) window(ctx context.Context, budget float64) ([]llms.MessageContent, error) {
+func (r *run) window(ctx context.Context, budget int) ([]llms.MessageContent, error) {
 	h := r.a.cfg.History
 	if h.MaxTokens > 0 {
-		budget = min(budget, float64(h.MaxTokens))
+		budget = min(budget, h.MaxTokens)
 	}
 	from := r.thread.latest().Covers - r.base
 	counts := r.est.counts(r.a.cfg.Counter, r.msgs)
@@ -600,7 +600,7 @@ func (r *run) window(ctx context.Context, budget float64) ([]llms.MessageContent
 	for _, n := range counts[from:] {
 		total += n
 	}
-	if float64(total) <= budget {
+	if total <= budget {
 		return r.msgs[from:], nil
 	}
 	starts := r.turnStarts(from)
@@ -613,7 +613,7 @@ func (r *run) window(ctx context.Context, budget float64) ([]llms.MessageContent
 	rest := total
 	for i := from; i < cut; i++ {
 		rest -= counts[i]
-		if j, ok := slices.BinarySearch(starts, i+1); ok && float64(rest) <= budget {
+		if j, ok := slices.BinarySearch(starts, i+1); ok && rest <= budget {
 			cut = starts[j]
 			break
 		}

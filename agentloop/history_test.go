@@ -231,9 +231,10 @@ func TestHistory05_WindowNeverSplitsAToolPair(t *testing.T) {
 
 // TestHistory06_ConcurrentRunsKeepEveryMessage: two agents run one
 // thread at once. A run that loses the head's compare-and-swap gets
-// ErrConflict and none of its segments becomes visible; every run that
-// won is in the transcript once, whole, and no segment is left that the
-// head does not reach.
+// ErrConflict and none of the records of its failed write becomes
+// visible; what every run saved (all of a run that won, the first steps
+// of one that lost later) is in the transcript once, in order, and no
+// segment is left that the head does not reach.
 func TestHistory06_ConcurrentRunsKeepEveryMessage(t *testing.T) {
 	store := storage.NewMemory()
 	slow := pagesTool(50)
@@ -243,7 +244,8 @@ func TestHistory06_ConcurrentRunsKeepEveryMessage(t *testing.T) {
 		return call(ctx, args)
 	}
 	var mu sync.Mutex
-	won := map[string]bool{}
+	saved := map[string]int{} // input -> messages the thread kept
+	wonSteps := 0
 	var wg sync.WaitGroup
 	for g := range 2 {
 		a := mustAgent(t, agentloop.Config{Model: agenttest.NewFunc(pagesPolicy), Store: store, Tools: []agentloop.Tool{slow},
@@ -255,18 +257,20 @@ func TestHistory06_ConcurrentRunsKeepEveryMessage(t *testing.T) {
 				in := fmt.Sprintf("g%d-%d", g, k)
 				_, err := a.Run(context.Background(), agentloop.RunInput{ThreadID: "t", Input: in})
 				var ce *agentloop.CheckpointError
+				mu.Lock()
 				switch {
 				case err == nil:
-					mu.Lock()
-					won[in] = true
-					mu.Unlock()
+					saved[in] = 4
+					wonSteps += 2
 				case errors.As(err, &ce) && errors.Is(err, storage.ErrConflict):
 					if ce.SavedMessages > 0 {
-						t.Errorf("%s: lost after saving %d messages; the test's runs save once", in, ce.SavedMessages)
+						saved[in] = ce.SavedMessages
+						wonSteps += ce.SavedSteps
 					}
 				default:
 					t.Errorf("%s: %v", in, err)
 				}
+				mu.Unlock()
 			}
 		}()
 	}
@@ -276,24 +280,31 @@ func TestHistory06_ConcurrentRunsKeepEveryMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[string]int{}
+	total := 0
 	for i, m := range msgs {
 		if m.Role != agentloop.RoleUser {
 			continue
 		}
 		seen[m.Text]++
-		if i+3 >= len(msgs) || msgs[i+2].Role != agentloop.RoleTool || msgs[i+3].Role != agentloop.RoleAssistant {
-			t.Errorf("turn %s is not whole", m.Text)
+		n := saved[m.Text]
+		total += n
+		want := []string{agentloop.RoleUser, agentloop.RoleAssistant, agentloop.RoleTool, agentloop.RoleAssistant}[:min(n, 4)]
+		for j, role := range want {
+			if i+j >= len(msgs) || msgs[i+j].Role != role || (j > 0 && msgs[i+j].Role == agentloop.RoleUser) {
+				t.Errorf("turn %s: message %d is not its %s message", m.Text, j, role)
+				break
+			}
 		}
 	}
-	for in := range won {
+	for in := range saved {
 		if seen[in] != 1 {
-			t.Errorf("run %s won but is in the transcript %d times", in, seen[in])
+			t.Errorf("run %s saved %d messages but is in the transcript %d times", in, saved[in], seen[in])
 		}
 	}
-	if len(seen) != len(won) || len(msgs) != 4*len(won) {
-		t.Errorf("transcript has %d turns (%d messages), %d runs won", len(seen), len(msgs), len(won))
+	if len(seen) != len(saved) || len(msgs) != total {
+		t.Errorf("transcript has %d turns (%d messages); runs saved %d turns (%d messages)", len(seen), len(msgs), len(saved), total)
 	}
-	if len(won) == 30 {
+	if len(saved) == 30 {
 		t.Log("no run overlapped another")
 	}
 	keys, _ := store.List(t.Context(), storage.ThreadPrefix("t"))
@@ -303,8 +314,8 @@ func TestHistory06_ConcurrentRunsKeepEveryMessage(t *testing.T) {
 			segs++
 		}
 	}
-	if segs != 2*len(won) {
-		t.Errorf("%d segments stored for %d turns of two steps: a lost run left records", segs, len(won))
+	if segs != wonSteps {
+		t.Errorf("%d segments stored for %d saved steps: a lost write left records", segs, wonSteps)
 	}
 }
 
@@ -511,5 +522,33 @@ func TestHistory11_RetentionLimit(t *testing.T) {
 	ck, err := a.LoadCheckpoint(t.Context(), "t")
 	if err != nil || !strings.Contains(ck.Summary.Text, "page_1 ") {
 		t.Errorf("summary after retention: %v\n%s", err, ck.Summary.Text)
+	}
+}
+
+// TestHistory12_ModelSummarizer: NewModelSummarizer sends its prompt,
+// the previous summary and the messages as text to the model, and its
+// answer becomes the stored summary.
+func TestHistory12_ModelSummarizer(t *testing.T) {
+	summarizer := agenttest.NewFunc(func(_ context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
+		return agenttest.Text("  Pages created so far: page_1.  "), nil
+	})
+	a := mustAgent(t, agentloop.Config{Model: agenttest.NewFunc(pagesPolicy), Tools: []agentloop.Tool{pagesTool(10)},
+		History: agentloop.HistoryConfig{MaxTurns: 1, SummarizeAfter: 1, Summarizer: agentloop.NewModelSummarizer(summarizer, "")}})
+	for i := range 2 {
+		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("Page %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ck, err := a.LoadCheckpoint(t.Context(), "t")
+	if err != nil || ck.Summary.Text != "Pages created so far: page_1." || ck.Summary.Covers != 4 {
+		t.Fatalf("summary: %v, %+v", err, ck.Summary)
+	}
+	reqs := summarizer.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d summary requests", len(reqs))
+	}
+	if sys, user := reqs[0].System(), reqs[0].LastUser(); sys != agentloop.DefaultSummaryPrompt ||
+		!strings.Contains(user, "user: Page 0") || !strings.Contains(user, `"id":"page_1"`) || strings.Contains(user, "Page 1") {
+		t.Errorf("summary request:\nsystem %q\nuser %q", sys, user)
 	}
 }

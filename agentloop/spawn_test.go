@@ -225,11 +225,11 @@ func TestSpawnToolBadArguments(t *testing.T) {
 	}
 	got := toolContents(res.Messages)
 	wants := []string{
-		"error: layer: invalid tool arguments: spawn_agent: does not match the schema",
-		"error: layer: invalid tool arguments: spawn_agent: does not match the schema",
-		"error: layer: invalid tool arguments: spawn_agent: does not match the schema",
-		"error: spawn_agent: layer: invalid tool arguments: want a JSON object",
-		"error: child agent failed: layer: invalid tool arguments: spawn: empty input",
+		"error: invalid tool arguments: spawn_agent: does not match the schema",
+		"error: invalid tool arguments: spawn_agent: does not match the schema",
+		"error: invalid tool arguments: spawn_agent: does not match the schema",
+		"error: spawn_agent: invalid tool arguments: want a JSON object",
+		"error: child agent failed: invalid tool arguments: spawn: empty input",
 	}
 	if len(got) != len(wants) {
 		t.Fatalf("got %d tool results, want %d: %q", len(got), len(wants), got)

@@ -33,7 +33,7 @@ func BenchmarkExtract(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	tr := layer.Turn{Results: []layer.ToolResult{{Name: "cms_updatePage", Arguments: `{"pageId":"page-123","title":"About Our Team"}`, Content: benchResult}}}
+	tr := layer.Turn{Results: []layer.ToolResult{{ToolCall: layer.ToolCall{Name: "cms_updatePage", Arguments: `{"pageId":"page-123","title":"About Our Team"}`}, Content: benchResult}}}
 	b.SetBytes(int64(len(benchResult)))
 	b.ReportAllocs()
 	var m loadProof

@@ -66,12 +66,12 @@ func ExampleNew() {
 	}
 	// After a step with two tool calls, the layer has learned two entities.
 	_ = mem.Store(ctx, layer.Turn{Results: []layer.ToolResult{
-		{Name: "cms_createPage", Arguments: `{"title":"About Us"}`, Content: `{"page":{"id":"page-123","title":"About Us"}}`},
-		{Name: "cms_addSection", Arguments: `{"pageId":"page-123"}`, Content: `{"section":{"id":"sec-456","heading":"Hero"}}`},
+		{ToolCall: layer.ToolCall{Name: "cms_createPage", Arguments: `{"title":"About Us"}`}, Content: `{"page":{"id":"page-123","title":"About Us"}}`},
+		{ToolCall: layer.ToolCall{Name: "cms_addSection", Arguments: `{"pageId":"page-123"}`}, Content: `{"section":{"id":"sec-456","heading":"Hero"}}`},
 	}})
 	// Renaming moves the page to the front with its new name.
 	_ = mem.Store(ctx, layer.Turn{Results: []layer.ToolResult{
-		{Name: "cms_updatePage", Arguments: `{"pageId":"page-123","title":"About Our Team"}`, Content: `{"page":{"id":"page-123","title":"About Our Team"}}`},
+		{ToolCall: layer.ToolCall{Name: "cms_updatePage", Arguments: `{"pageId":"page-123","title":"About Our Team"}`}, Content: `{"page":{"id":"page-123","title":"About Our Team"}}`},
 	}})
 	items, _ := mem.Recall(ctx, layer.Query{Text: "add a gallery to it"})
 	fmt.Println(items[0].Text)
@@ -96,7 +96,7 @@ func ExampleLayer_Init() {
 	// First process: learn an entity; Store saves it under the thread.
 	run1, _ := tmpl.Init(ctx, env)
 	_ = run1.(layer.Storer).Store(ctx, layer.Turn{Results: []layer.ToolResult{
-		{Name: "cms_createPage", Content: `{"page":{"id":"page-123","title":"About Us"}}`},
+		{ToolCall: layer.ToolCall{Name: "cms_createPage"}, Content: `{"page":{"id":"page-123","title":"About Us"}}`},
 	}})
 
 	// A new process on the same thread recalls it.
@@ -134,7 +134,7 @@ func ExampleConfig_disabled() {
 	// stays in the stack and does nothing.
 	mem, _ := entitymemory.New(entitymemory.Config{Disabled: true})
 	ctx := context.Background()
-	_ = mem.Store(ctx, layer.Turn{Results: []layer.ToolResult{{Name: "cms_createPage", Content: `{"id":"page-1"}`}}})
+	_ = mem.Store(ctx, layer.Turn{Results: []layer.ToolResult{{ToolCall: layer.ToolCall{Name: "cms_createPage"}, Content: `{"id":"page-1"}`}}})
 	items, _ := mem.Recall(ctx, layer.Query{})
 	fmt.Println(len(items))
 	// Output: 0

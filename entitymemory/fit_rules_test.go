@@ -30,7 +30,7 @@ func TestFit09_DeletedPayloadIsForgotten(t *testing.T) {
 	l := run.(*Layer)
 	store := func(tool, args, file string) {
 		t.Helper()
-		err := l.Store(ctx, layer.Turn{Results: []layer.ToolResult{{Name: tool, Arguments: args, Content: readFixture(t, filepath.Join("testdata", "apis", file))}}})
+		err := l.Store(ctx, layer.Turn{Results: []layer.ToolResult{{ToolCall: layer.ToolCall{Name: tool, Arguments: args}, Content: readFixture(t, filepath.Join("testdata", "apis", file))}}})
 		if err != nil {
 			t.Fatal(err)
 		}

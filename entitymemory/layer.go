@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -314,11 +313,11 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 	if q.Counter != nil {
 		tokens = q.Count(text)
 	}
-	if b := q.Budget; b > 0 && !math.IsInf(b, 1) && float64(tokens) > b {
+	if b := q.Budget; b > 0 && tokens > b {
 		text = ""
 		for n := len(l.list) - 1; n > 0; n-- {
 			t := layer.Fence(l.tag, render(l.list[:n], l.head, l.instr))
-			if tokens = q.Count(t); float64(tokens) <= b {
+			if tokens = q.Count(t); tokens <= b {
 				text = t
 				break
 			}
@@ -385,8 +384,8 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 		}
 		name, args := r.Name, r.Arguments
 		if name == "" || args == "" {
-			for _, c := range t.Response.ToolCalls {
-				if c.ID == r.CallID {
+			for _, c := range t.ToolCalls {
+				if c.ID == r.ID {
 					if name == "" {
 						name = c.Name
 					}

@@ -22,7 +22,7 @@ import (
 func turn(results ...layer.ToolResult) layer.Turn { return layer.Turn{Results: results} }
 
 func result(tool, args, content string) layer.ToolResult {
-	return layer.ToolResult{Name: tool, Arguments: args, Content: content}
+	return layer.ToolResult{ToolCall: layer.ToolCall{Name: tool, Arguments: args}, Content: content}
 }
 
 func ids(es []Entity) []string {
@@ -108,13 +108,13 @@ func TestStoreForgetsDeleted(t *testing.T) {
 func TestStoreSkipsErrorsAndUsesCalls(t *testing.T) {
 	l := mustNew(t, Config{})
 	tr := layer.Turn{
-		Response: layer.Response{ToolCalls: []layer.ToolCall{
+		ToolCalls: []layer.ToolCall{
 			{ID: "c1", Name: "cms_addSection", Arguments: `{"pageId":"page-1"}`},
 			{ID: "c2", Name: "cms_getPage", Arguments: `{"pageId":"page-2"}`},
-		}},
+		},
 		Results: []layer.ToolResult{
-			{CallID: "c1", Content: `{"section":{"id":"sec-1","heading":"Hero"}}`},
-			{CallID: "c2", Name: "cms_getPage", Content: `{"page":{"id":"page-2","title":"Two"}}`, IsError: true},
+			{ToolCall: layer.ToolCall{ID: "c1"}, Content: `{"section":{"id":"sec-1","heading":"Hero"}}`},
+			{ToolCall: layer.ToolCall{ID: "c2", Name: "cms_getPage"}, Content: `{"page":{"id":"page-2","title":"Two"}}`, IsError: true},
 		},
 	}
 	if err := l.Store(t.Context(), tr); err != nil {
@@ -532,7 +532,8 @@ func TestStack(t *testing.T) {
 		if err := s.Store(ctx, turn(result("cms_createPage", `{"title":"About Us"}`, `{"page":{"id":"page-123","title":"About Us"}}`))); err != nil {
 			t.Fatal(err)
 		}
-		data, err := s.Data(ctx, "entities", "entities")
+		p, _ := layer.Find[layer.Provider](s, "entities")
+		data, err := p.Provides().Data[0].Read(ctx)
 		if es, _ := data.([]Entity); err != nil || len(es) != 1 {
 			t.Errorf("Data = %#v, %v", data, err)
 		}

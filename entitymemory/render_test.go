@@ -184,10 +184,10 @@ func TestRecallBudget(t *testing.T) {
 	if n := strings.Count(full, "\n  - "); n != 10 {
 		t.Fatalf("full block has %d entities", n)
 	}
-	budget := float64(layer.Query{}.Count(full)) / 2
+	budget := layer.Query{}.Count(full) / 2
 	half := recallQuery(t, l, layer.Query{Budget: budget})
-	if n := strings.Count(half, "\n  - "); n == 0 || n >= 10 || float64(layer.Query{}.Count(half)) > budget {
-		t.Errorf("budget %v: %d entities, %v tokens", budget, n, float64(layer.Query{}.Count(half)))
+	if n := strings.Count(half, "\n  - "); n == 0 || n >= 10 || (layer.Query{}).Count(half) > budget {
+		t.Errorf("budget %d: %d entities, %d tokens", budget, n, layer.Query{}.Count(half))
 	}
 	if !strings.Contains(half, "page-j") || strings.Contains(half, "page-a") {
 		t.Errorf("budget should keep the newest (page-j) and drop the oldest (page-a):\n%s", half)

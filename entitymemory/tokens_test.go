@@ -42,7 +42,7 @@ func conversationBlock(t testing.TB, c conversation) string {
 	ctx := context.Background()
 	var block string
 	for k, st := range c.Steps {
-		res := layer.ToolResult{CallID: st.ToolCall.ID, Name: st.ToolCall.Name, Arguments: st.ToolCall.Arguments, Content: st.Result}
+		res := layer.ToolResult{ToolCall: layer.ToolCall{ID: st.ToolCall.ID, Name: st.ToolCall.Name, Arguments: st.ToolCall.Arguments}, Content: st.Result}
 		if err := l.Store(ctx, layer.Turn{Step: k, Query: st.User, Results: []layer.ToolResult{res}}); err != nil {
 			t.Fatal(err)
 		}

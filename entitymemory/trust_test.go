@@ -157,8 +157,8 @@ func TestTrust12_EntityBlockFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := c.Compile([]layer.Recalled{
-		{ID: "working-memory", Slot: layer.SlotWorkingMemory, Items: []layer.Item{{Text: layer.Fence("working_memory", fake)}}},
-		{ID: l.Spec().ID, Slot: l.Spec().Slot, Items: items},
+		{ID: "working-memory", Items: []layer.Item{{Text: layer.Fence("working_memory", fake)}}},
+		{ID: l.Spec().ID, Items: items},
 	}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -28,10 +28,10 @@ func Example() {
 	ep := l.(*episodicmemory.Layer)
 	err = ep.Store(ctx, layer.Turn{
 		Step: 0,
-		Response: layer.Response{ToolCalls: []layer.ToolCall{
+		ToolCalls: []layer.ToolCall{
 			{ID: "call_1", Name: "cms_createPage", Arguments: `{"title":"About Us"}`},
-		}},
-		Results: []layer.ToolResult{{CallID: "call_1", Name: "cms_createPage", Arguments: `{"title":"About Us"}`,
+		},
+		Results: []layer.ToolResult{{ToolCall: layer.ToolCall{ID: "call_1", Name: "cms_createPage", Arguments: `{"title":"About Us"}`},
 			Content: `{"page":{"id":"page-123","title":"About Us"}}`}},
 	})
 	if err != nil {

@@ -73,7 +73,7 @@ func FuzzEpisodic15_DecodeLog(f *testing.F) {
 				t.Fatal(err)
 			}
 			for n := range 3 {
-				if err := l0.(*Layer).Store(ctx, layer.Turn{Step: n, Results: []layer.ToolResult{{CallID: "c", Name: "x", Content: "{}"}}}); err != nil {
+				if err := l0.(*Layer).Store(ctx, layer.Turn{Step: n, Results: []layer.ToolResult{{ToolCall: layer.ToolCall{ID: "c", Name: "x"}, Content: "{}"}}}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -87,7 +87,7 @@ func FuzzEpisodic15_DecodeLog(f *testing.F) {
 				}
 				continue
 			}
-			if err := l.(*Layer).Store(ctx, layer.Turn{Step: 9, Results: []layer.ToolResult{{CallID: "new", Name: "x", Content: "{}"}}}); err != nil {
+			if err := l.(*Layer).Store(ctx, layer.Turn{Step: 9, Results: []layer.ToolResult{{ToolCall: layer.ToolCall{ID: "new", Name: "x"}, Content: "{}"}}}); err != nil {
 				t.Fatalf("Store after loading %s = %q: %v", name, data, err)
 			}
 			if _, err := l.Recall(ctx, layer.Query{Text: "x"}); err != nil {

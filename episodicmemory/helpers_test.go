@@ -39,10 +39,10 @@ func bound(t testing.TB, cfg episodicmemory.Config, store storage.Store, thread,
 // toolStep is a step that called one tool.
 func toolStep(step int, id, tool, args, result string) layer.Turn {
 	return layer.Turn{
-		Step:     step,
-		Query:    "q",
-		Response: layer.Response{ToolCalls: []layer.ToolCall{{ID: id, Name: tool, Arguments: args}}},
-		Results:  []layer.ToolResult{{CallID: id, Name: tool, Arguments: args, Content: result, Duration: 3 * time.Millisecond}},
+		Step:      step,
+		Query:     "q",
+		ToolCalls: []layer.ToolCall{{ID: id, Name: tool, Arguments: args}},
+		Results:   []layer.ToolResult{{ToolCall: layer.ToolCall{ID: id, Name: tool, Arguments: args}, Content: result, Duration: 3 * time.Millisecond}},
 	}
 }
 
@@ -103,5 +103,5 @@ func setBudget[B int | float64](p *B, n int) { *p = B(n) }
 
 // turnStep is the step that ends a turn with an answer.
 func turnStep(step int, query, answer string) layer.Turn {
-	return layer.Turn{Step: step, Query: query, Response: layer.Response{Text: answer}}
+	return layer.Turn{Step: step, Query: query, Response: answer}
 }

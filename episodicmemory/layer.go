@@ -151,13 +151,13 @@ func (l *Layer) episodes(t layer.Turn) []Episode {
 		}
 		name, args := r.Name, r.Arguments
 		if name == "" || args == "" {
-			for _, c := range t.Response.ToolCalls {
-				if c.ID == r.CallID {
+			for _, c := range t.ToolCalls {
+				if c.ID == r.ID {
 					name, args = cmp.Or(name, c.Name), cmp.Or(args, c.Arguments)
 				}
 			}
 		}
-		ref := r.CallID
+		ref := r.ID
 		if ref == "" {
 			ref = "call-" + strconv.Itoa(t.Step) + "-" + strconv.Itoa(len(eps))
 		}
@@ -170,8 +170,8 @@ func (l *Layer) episodes(t layer.Turn) []Episode {
 		}
 		eps = append(eps, e)
 	}
-	if len(t.Response.ToolCalls) == 0 && len(t.Results) == 0 && (t.Query != "" || t.Response.Text != "") {
-		res, size := cutResult(t.Response.Text, l.cfg.MaxResultBytes)
+	if len(t.ToolCalls) == 0 && len(t.Results) == 0 && (t.Query != "" || t.Response != "") {
+		res, size := cutResult(t.Response, l.cfg.MaxResultBytes)
 		eps = append(eps, Episode{Ref: "turn", Kind: KindTurn, Thread: l.thread, Step: t.Step, Time: now, Query: t.Query, Result: res, Size: size, seq: -1})
 	}
 	return eps

@@ -38,7 +38,7 @@ func TestEpisodic05_StoreRecordsEpisodes(t *testing.T) {
 	l := bound(t, episodicmemory.Config{}, st, "t1", "")
 	fail := toolStep(1, "call-2", "cms_deletePage", `{"id":"page-9"}`, "error: page-9 is locked")
 	fail.Results[0].IsError = true
-	store(t, l, pageStep(0), fail, layer.Turn{Step: 2, Query: "Create a page", Response: layer.Response{Text: "Created page-0."}})
+	store(t, l, pageStep(0), fail, layer.Turn{Step: 2, Query: "Create a page", Response: "Created page-0."})
 	again := bound(t, episodicmemory.Config{}, st, "t1", "")
 	got := episodes(t, again)
 	if len(got) != 3 {

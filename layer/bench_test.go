@@ -67,7 +67,7 @@ func BenchmarkStackRecall(b *testing.B) {
 func BenchmarkStackStore(b *testing.B) {
 	s := newBenchStack(b)
 	ctx := b.Context()
-	t := layer.Turn{Query: "hello", Response: layer.Response{Text: "hi"}}
+	t := layer.Turn{Query: "hello", Response: "hi"}
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := s.Store(ctx, t); err != nil {

@@ -36,7 +36,7 @@ func newCounter(id string, slot int) *counter {
 func (c *counter) Spec() layer.Spec { return c.spec }
 
 func (c *counter) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
-	b := &counter{spec: c.spec, store: env.Store, key: storage.LayerKey(c.spec.ID, env.ScopeKey(c.spec.EffectiveScope()), "state")}
+	b := &counter{spec: c.spec, store: env.Store, key: storage.LayerKey(c.spec.ID, env.ScopeKey(c.spec.Scope), "state")}
 	if env.Store == nil {
 		return b, nil
 	}

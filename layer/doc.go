@@ -72,9 +72,10 @@
 //
 // # Failures and timeouts
 //
-// Every hook runs under a timeout ([Spec.Timeouts], else
-// [StackConfig.Timeouts], else [DefaultTimeouts]) and with panics
-// recovered ([ErrPanic]). Failures are [*Error] values naming the layer and
+// Every hook runs under a timeout ([Spec.Timeout], else
+// [StackConfig.Timeout], else the hook's default: 10s for Init, OnSpawn
+// and OnReturn, 5s for Recall and Close, 30s for Store and the rest) and
+// with panics recovered ([ErrPanic]). Failures are [*Error] values naming the layer and
 // the hook; they are logged through log/slog and sent to the stack's
 // Observer. A hook that outlives its timeout ([ErrTimeout]) has its context
 // cancelled and its result dropped: late items never reach the prompt, and
@@ -86,9 +87,9 @@
 // hook does to the layer itself.
 //
 // Even a hook that ignores its context cannot block the caller past its
-// timeout, but it goes on running until it returns; while
-// [MaxAbandonedHooks] hooks of one layer are in that state, the layer's
-// hooks fail at once with an error wrapping [ErrTimeout] and are not
+// timeout, but it goes on running until it returns; while 16 hooks of
+// one layer (told apart by its registered type and ID, across all the
+// stacks of the process) are in that state, the layer's hooks fail at once with an error wrapping [ErrTimeout] and are not
 // called, until some return. Under a context that is already done no hook
 // is started (the error is the context's), except Close.
 //
@@ -124,9 +125,11 @@
 //
 // # Concurrency
 //
-// A [Stack] is safe for concurrent use. Hooks of one layer (tool calls and
-// data reads included) never run concurrently with each other, so a bound
-// layer needs no lock for its own per-run state. A registered (template)
+// A [Stack] is safe for concurrent use. Hooks of one layer (tool calls
+// included) never run concurrently with each other, so a bound layer needs
+// no lock for its own per-run state. Provided data is read directly
+// ([Find] the layer, then its [Provides]), so a [Data] Read must be safe
+// to call concurrently with the hooks. A registered (template)
 // layer may be initialised by many runs at once. The Observer is called
 // without the stack's locks held and may read the stack.
 //

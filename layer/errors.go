@@ -9,10 +9,9 @@ import (
 // usually wrapped in an [*Error] naming the layer and hook.
 var (
 	// ErrInvalidSpec means a layer's Spec is unusable: a bad ID, a bad
-	// scope, a NaN, negative or inverted budget.
+	// scope, a negative or inverted budget, a negative timeout, or an ID
+	// that another layer of the same stack already has.
 	ErrInvalidSpec = errors.New("layer: invalid spec")
-	// ErrDuplicateID means two layers in one stack share an ID.
-	ErrDuplicateID = errors.New("layer: duplicate layer id")
 	// ErrTimeout means a hook did not finish within its timeout.
 	ErrTimeout = errors.New("layer: hook timed out")
 	// ErrClosed means the stack was used after Close.
@@ -31,7 +30,10 @@ var (
 	ErrPanic = errors.New("layer: hook panicked")
 )
 
-// Hook names, as used in [Error.Hook] and in events.
+// Names of the lifecycle hooks, as used in [Error.Hook] and [Event.Hook].
+// The stack reports its other calls into a layer under the names "tool"
+// (a provided function called through [Stack.CallTool]), "snapshot",
+// "restore", "clear" and "stats".
 const (
 	HookInit   = "init"
 	HookRecall = "recall"
@@ -39,20 +41,21 @@ const (
 	HookSpawn  = "onSpawn"
 	HookReturn = "onReturn"
 	HookClose  = "close"
-	HookTool   = "tool"
-	// The stack's unified memory operations and data reads are reported
-	// under these names.
-	HookSnapshot = "snapshot"
-	HookRestore  = "restore"
-	HookClear    = "clear"
-	HookStats    = "stats"
-	HookData     = "data"
+)
+
+// Names of the other calls into a layer (see the Hook constants).
+const (
+	hookTool     = "tool"
+	hookSnapshot = "snapshot"
+	hookRestore  = "restore"
+	hookClear    = "clear"
+	hookStats    = "stats"
 )
 
 // Error is a failure of one hook of one layer.
 type Error struct {
 	Layer string // the layer's ID
-	Hook  string // one of the Hook constants
+	Hook  string // the hook's name (see the Hook constants)
 	Err   error
 }
 

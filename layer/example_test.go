@@ -60,7 +60,7 @@ func ExampleStack() {
 
 	// The model calls a layer tool by its wire name.
 	for _, t := range s.Tools() {
-		fmt.Println("tool:", t.Name, "on the wire:", t.WireName)
+		fmt.Println("tool:", layer.ToolName(t.Layer, t.Function.Name), "on the wire:", t.WireName)
 	}
 	out, err := s.CallTool(ctx, "notepad_add", `{"line":"launch is on Friday"}`)
 	fmt.Println(out, err)
@@ -71,13 +71,13 @@ func ExampleStack() {
 		fmt.Println(err)
 	}
 	for _, r := range recalled {
-		fmt.Printf("%s (slot %d): %s\n", r.ID, r.Slot, r.Items[0].Text)
+		fmt.Printf("%s: %s\n", r.ID, r.Items[0].Text)
 	}
 	// Output:
 	// tool: notepad/add on the wire: notepad_add
 	// noted <nil>
-	// rules (slot 90): Answer briefly.
-	// notepad (slot 100): launch is on Friday
+	// rules: Answer briefly.
+	// notepad: launch is on Friday
 }
 
 func ExampleStack_Spawn() {
@@ -95,12 +95,10 @@ func ExampleStack_Spawn() {
 		return
 	}
 	defer child.Close(ctx)
-	fmt.Println("child depth:", child.Env().Depth)
-	for _, sp := range child.Specs() {
-		fmt.Println("child layer:", sp.ID)
+	for _, l := range child.Layers() {
+		fmt.Println("child layer:", l.Spec().ID)
 	}
 	// Output:
-	// child depth: 1
 	// child layer: rules
 }
 

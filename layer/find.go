@@ -6,7 +6,7 @@ package layer
 // the run's layers. ok is false when s has no enabled layer of that ID,
 // it is not initialised yet, or the layer is not a T.
 func Find[T any](s *Stack, id string) (T, bool) {
-	l, ok := s.Layer(id)
+	l, ok := s.layer(id)
 	if !ok {
 		var zero T
 		return zero, false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/memlayer/memlayer/storage"
@@ -38,23 +39,22 @@ const (
 	ScopeExecution Scope = "execution"
 )
 
-// GlobalScopeKey is the scope key of [ScopeGlobal].
-const GlobalScopeKey = "__global__"
+// globalScopeKey is the scope key of [ScopeGlobal].
+const globalScopeKey = "__global__"
+
+// Unbounded is the token count that means "no limit": a [Budget.Max], a
+// [Query.Budget] or an allocation of this size caps nothing. It is the
+// largest int, so comparing a count against it needs no special case.
+const Unbounded = math.MaxInt
 
 // Budget is a layer's share of the context window, in tokens. Min is
 // guaranteed when the window allows it; Max caps what the layer gets. A Max
-// of zero (or +Inf) means no cap: the zero Budget is "take what is left".
-// Budgets are float64 so that an unbounded window (+Inf) can be
-// represented; NaN and negative values are rejected by [NewStack].
+// of zero or [Unbounded] means no cap: the zero Budget is "take what is
+// left". A negative bound, or Min above a set Max, is rejected by
+// [Spec.Validate] and [NewStack].
 type Budget struct {
-	Min float64
-	Max float64
-}
-
-// Timeouts bound each hook of one layer. A zero field takes the stack's
-// default for that hook (see [StackConfig]).
-type Timeouts struct {
-	Init, Recall, Store, Spawn, Return, Close time.Duration
+	Min int
+	Max int
 }
 
 // Spec is what a layer declares about itself. It must not change after the
@@ -75,8 +75,12 @@ type Spec struct {
 	// later hook is skipped and the failure reported) instead of aborting
 	// the run.
 	DisableOnInitError bool
-	// Timeouts overrides the stack's per-hook timeouts for this layer.
-	Timeouts Timeouts
+	// Timeout bounds each call of one of the layer's hooks (Init, Recall,
+	// Store, OnSpawn, OnReturn, Close, and its tool calls, snapshots,
+	// restores, clears and stats). Zero takes [StackConfig.Timeout], and
+	// when that is zero too, the hook's default: 10s for Init, OnSpawn and
+	// OnReturn, 5s for Recall and Close, 30s for the others.
+	Timeout time.Duration
 }
 
 // A Layer gives an agent one kind of memory. Spec declares it; Recall puts
@@ -192,9 +196,9 @@ type Env struct {
 	Logger *slog.Logger
 }
 
-// ScopeKey returns the storage scope key for scope in env: the thread ID,
-// the resource ID (or thread ID without one), GlobalScopeKey, or the
-// execution ID.
+// ScopeKey returns the storage scope key for scope in env: the thread ID
+// (for ScopeThread and the zero Scope), the resource ID (or the thread ID
+// without one), "__global__" for ScopeGlobal, or the execution ID.
 func (env Env) ScopeKey(scope Scope) string {
 	switch scope {
 	case ScopeResource:
@@ -203,7 +207,7 @@ func (env Env) ScopeKey(scope Scope) string {
 		}
 		return env.ThreadID
 	case ScopeGlobal:
-		return GlobalScopeKey
+		return globalScopeKey
 	case ScopeExecution:
 		return env.ExecutionID
 	default:
@@ -220,10 +224,11 @@ type Query struct {
 	// Step counts model calls in this run, from 0.
 	Step int
 	// Budget is the number of tokens allocated to this layer for this
-	// call; +Inf when unbounded. A layer should return items whose total
-	// fits; the prompt compiler drops items that do not. The Stack always
-	// sets it; zero in a Query built by hand means "no budget given".
-	Budget float64
+	// call; [Unbounded] when there is no limit. A layer should return
+	// items whose total fits; the prompt compiler drops items that do
+	// not. The Stack always sets it; zero in a Query built by hand means
+	// "no budget given".
+	Budget int
 	// Counter counts tokens the way the prompt compiler will (any
 	// prompt.Counter fits): a layer sets Item.Tokens and fits its budget
 	// with [Query.Count], which uses it. The Stack passes the agent's
@@ -246,16 +251,12 @@ type Turn struct {
 	Step int
 	// Query is the user's latest message.
 	Query string
-	// Response is the model's answer for this step.
-	Response Response
-	// Results are the results of the tool calls in Response, in order.
-	Results []ToolResult
-}
-
-// Response is a model response: its text and the tool calls it asked for.
-type Response struct {
-	Text      string
+	// Response is the text of the model's answer for this step.
+	Response string
+	// ToolCalls are the tool calls the model asked for in this step.
 	ToolCalls []ToolCall
+	// Results are the results of the tool calls, in order.
+	Results []ToolResult
 }
 
 // ToolCall is a tool call requested by the model.
@@ -266,11 +267,10 @@ type ToolCall struct {
 	Arguments string
 }
 
-// ToolResult is the outcome of one tool call.
+// ToolResult is the outcome of one tool call: the call (its ID, tool name
+// and arguments) and what the tool returned.
 type ToolResult struct {
-	CallID    string
-	Name      string
-	Arguments string
+	ToolCall
 	// Content is what the tool returned (often JSON).
 	Content string
 	// IsError is true when the tool failed and Content is the error text.
@@ -289,7 +289,9 @@ type Provides struct {
 type Data struct {
 	Name        string
 	Description string
-	// Read returns the current value (a copy the caller may keep).
+	// Read returns the current value (a copy the caller may keep). Code
+	// reaches it through the layer's Provides (see [Find]), at any time,
+	// so Read must be safe to call concurrently with the layer's hooks.
 	Read func(ctx context.Context) (any, error)
 }
 
@@ -305,6 +307,13 @@ type Function struct {
 	// text the model sees. An error is shown to the model as the tool
 	// result, so it should say what to fix.
 	Call func(ctx context.Context, args json.RawMessage) (string, error)
+	// Aliases are other names a model may call the function by, used
+	// verbatim (not prefixed with the layer ID): the names of older
+	// prompt conventions, such as the scratchpad's "updateWorkingMemory".
+	// They are not offered to the model; [Stack.LookupTool] and
+	// [Stack.CallTool] accept them. An alias that is some tool's name or
+	// wire name, or an earlier function's alias, is ignored.
+	Aliases []string
 }
 
 // Closer is implemented by layers that hold resources or buffer writes.

@@ -30,18 +30,18 @@ import (
 // A hook that ignores its context keeps its goroutine after it is
 // abandoned, until it returns; Go cannot stop it. Each run has a stack of
 // its own, so without a bound a hook stuck for good would leak a goroutine
-// per run. At most MaxAbandonedHooks abandoned hooks of one layer may be
+// per run. At most maxAbandonedHooks abandoned hooks of one layer may be
 // running at a time, counted across all stacks of the process; beyond
 // that, that layer's hooks are refused at once (an error wrapping
 // ErrTimeout) until some return.
 
-// MaxAbandonedHooks is how many hook calls of one layer may still be
+// maxAbandonedHooks is how many hook calls of one layer may still be
 // running after the stack gave up on them at their timeout, across all
 // the stacks of the process. A layer is told apart by the type of the
 // value registered in the stack and its ID. While that many are running,
 // every further hook call of the layer fails at once with an error
 // wrapping [ErrTimeout], without calling the hook.
-const MaxAbandonedHooks = 16
+const maxAbandonedHooks = 16
 
 // Job states. A job goes pending → running → done when the hook returns
 // in time; pending → abandoned when the caller gives up before the hook
@@ -182,13 +182,13 @@ func (j *job) start(ctx context.Context) {
 		j.err, j.d = err, time.Since(j.begin)
 		return
 	}
-	if n := j.e.stuck.Load(); n >= MaxAbandonedHooks {
+	if n := j.e.stuck.Load(); n >= maxAbandonedHooks {
 		j.state.Store(jobAbandoned)
 		j.d = time.Since(j.begin)
-		j.err = fmt.Errorf("%w: not called: %d earlier calls of this layer's hooks are still running after their timeout (MaxAbandonedHooks)", ErrTimeout, n)
+		j.err = fmt.Errorf("%w: not called: %d earlier calls of this layer's hooks are still running after their timeout", ErrTimeout, n)
 		return
 	}
-	timeout := j.e.timeouts.of(j.hook)
+	timeout := j.e.timeoutOf(j.hook)
 	j.ctx, j.cancel = context.WithTimeout(ctx, timeout)
 	j.done = make(chan struct{})
 	go j.execute()
@@ -255,7 +255,7 @@ func (j *job) wait(parent context.Context) {
 			if err := parent.Err(); err != nil {
 				j.err = err
 			} else {
-				j.err = fmt.Errorf("%w after %v", ErrTimeout, j.e.timeouts.of(j.hook))
+				j.err = fmt.Errorf("%w after %v", ErrTimeout, j.e.timeoutOf(j.hook))
 			}
 			return
 		}
@@ -312,7 +312,7 @@ func closeLate(l Layer, timeout time.Duration) {
 	}
 }
 
-// stuckKey tells layers apart for MaxAbandonedHooks: the type of the
+// stuckKey tells layers apart for maxAbandonedHooks: the type of the
 // registered value and the layer's ID.
 type stuckKey struct {
 	typ reflect.Type

@@ -8,15 +8,18 @@ import (
 	"slices"
 )
 
-// SnapshotVersion is the format version written by [Stack.Snapshot].
-const SnapshotVersion = 1
+// snapshotVersion is the format version written by [Stack.Snapshot].
+const snapshotVersion = 1
 
 // Snapshot is the state of every [Snapshotter] layer of a stack, as
 // versioned JSON. It is what thread checkpoints store.
 type Snapshot struct {
-	Version int                        `json:"version"`
-	Name    string                     `json:"name,omitempty"`
-	Layers  map[string]json.RawMessage `json:"layers"`
+	// Version is the format's version: 1 is the only one so far.
+	Version int `json:"version"`
+	// Name is the StackConfig.Name of the stack it was taken from.
+	Name string `json:"name,omitempty"`
+	// Layers holds each layer's own snapshot by layer ID.
+	Layers map[string]json.RawMessage `json:"layers"`
 }
 
 // Snapshot captures the state of every enabled layer that is a
@@ -27,12 +30,12 @@ func (s *Stack) Snapshot(ctx context.Context) (Snapshot, error) {
 	if err := s.ready(); err != nil {
 		return Snapshot{}, err
 	}
-	b := hookBatch[Snapshotter](s, HookSnapshot, runSnapshot, false)
+	b := hookBatch[Snapshotter](s, hookSnapshot, runSnapshot, false)
 	if b == nil {
-		return Snapshot{Version: SnapshotVersion, Name: s.cfg.Name, Layers: map[string]json.RawMessage{}}, nil
+		return Snapshot{Version: snapshotVersion, Name: s.cfg.Name, Layers: map[string]json.RawMessage{}}, nil
 	}
 	s.runBatch(ctx, b)
-	snap := Snapshot{Version: SnapshotVersion, Name: s.cfg.Name, Layers: make(map[string]json.RawMessage, len(b.jobs))}
+	snap := Snapshot{Version: snapshotVersion, Name: s.cfg.Name, Layers: make(map[string]json.RawMessage, len(b.jobs))}
 	for i := range b.jobs {
 		j := &b.jobs[i]
 		if j.err != nil {
@@ -60,8 +63,8 @@ func (s *Stack) Restore(ctx context.Context, snap Snapshot) error {
 		return err
 	}
 	switch {
-	case snap.Version < 1 || snap.Version > SnapshotVersion:
-		return fmt.Errorf("%w: version %d, this build reads up to %d", ErrSnapshot, snap.Version, SnapshotVersion)
+	case snap.Version < 1 || snap.Version > snapshotVersion:
+		return fmt.Errorf("%w: version %d, this build reads up to %d", ErrSnapshot, snap.Version, snapshotVersion)
 	case snap.Name != "" && s.cfg.Name != "" && snap.Name != s.cfg.Name:
 		return fmt.Errorf("%w: taken from %q, this stack is %q", ErrSnapshot, snap.Name, s.cfg.Name)
 	}
@@ -86,7 +89,7 @@ func (s *Stack) Restore(ctx context.Context, snap Snapshot) error {
 	for i, id := range ids {
 		e := s.byID[id]
 		sn, _ := As[Snapshotter](e.live)
-		err := s.call(ctx, e, HookRestore, func(ctx context.Context) error { return sn.Restore(ctx, snap.Layers[id]) })
+		err := s.call(ctx, e, hookRestore, func(ctx context.Context) error { return sn.Restore(ctx, snap.Layers[id]) })
 		if err != nil {
 			// Put back the layers already restored, and the failing one
 			// too if it timed out (its Restore may still land; the
@@ -100,7 +103,7 @@ func (s *Stack) Restore(ctx context.Context, snap Snapshot) error {
 			for _, done := range undo {
 				d := s.byID[done]
 				dsn, _ := As[Snapshotter](d.live)
-				_ = s.call(rctx, d, HookRestore, func(ctx context.Context) error { return dsn.Restore(ctx, before.Layers[done]) })
+				_ = s.call(rctx, d, hookRestore, func(ctx context.Context) error { return dsn.Restore(ctx, before.Layers[done]) })
 			}
 			return fmt.Errorf("%w: %w", ErrSnapshot, err)
 		}
@@ -115,7 +118,7 @@ func (s *Stack) Clear(ctx context.Context) error {
 	if err := s.ready(); err != nil {
 		return err
 	}
-	b := hookBatch[Clearer](s, HookClear, runClear, false)
+	b := hookBatch[Clearer](s, hookClear, runClear, false)
 	if b == nil {
 		return nil
 	}
@@ -135,7 +138,7 @@ func (s *Stack) Stats(ctx context.Context) (map[string]Stats, error) {
 		return nil, err
 	}
 	out := make(map[string]Stats)
-	b := hookBatch[StatsReporter](s, HookStats, runStats, false)
+	b := hookBatch[StatsReporter](s, hookStats, runStats, false)
 	if b == nil {
 		return out, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/storage"
 )
 
 func counterStack(t *testing.T, name string) (*layer.Stack, func(id string) int) {
@@ -16,7 +17,7 @@ func counterStack(t *testing.T, name string) (*layer.Stack, func(id string) int)
 	}})
 	value := func(id string) int {
 		t.Helper()
-		l, ok := s.Layer(id)
+		l, ok := liveLayer(s, id)
 		if !ok {
 			t.Fatalf("no layer %s", id)
 		}
@@ -34,7 +35,7 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if snap.Version != layer.SnapshotVersion || snap.Name != "agent" || len(snap.Layers) != 2 {
+	if snap.Version != 1 || snap.Name != "agent" || len(snap.Layers) != 2 {
 		t.Fatalf("snapshot = %+v", snap)
 	}
 	// The snapshot survives JSON.
@@ -77,13 +78,13 @@ func TestRestoreRefuses(t *testing.T) {
 		snap layer.Snapshot
 	}{
 		{"zero snapshot", layer.Snapshot{}},
-		{"newer version", layer.Snapshot{Version: layer.SnapshotVersion + 1, Name: "agent", Layers: good}},
+		{"newer version", layer.Snapshot{Version: 2, Name: "agent", Layers: good}},
+		{"other agent", layer.Snapshot{Version: 1, Name: "someone-else", Layers: good}},
 		{"negative version", layer.Snapshot{Version: -1, Layers: good}},
-		{"other agent", layer.Snapshot{Version: layer.SnapshotVersion, Name: "someone-else", Layers: good}},
-		{"unknown layer", layer.Snapshot{Version: layer.SnapshotVersion, Layers: map[string]json.RawMessage{"alpha": good["alpha"], "ghost": json.RawMessage(`{}`)}}},
-		{"layer without snapshots", layer.Snapshot{Version: layer.SnapshotVersion, Layers: map[string]json.RawMessage{"alpha": good["alpha"], "text": json.RawMessage(`{}`)}}},
-		{"one layer rejects (alpha restored first, rolled back)", layer.Snapshot{Version: layer.SnapshotVersion, Layers: map[string]json.RawMessage{"alpha": good["alpha"], "beta": json.RawMessage(`{"n":-4}`)}}},
-		{"garbage for a layer", layer.Snapshot{Version: layer.SnapshotVersion, Layers: map[string]json.RawMessage{"alpha": good["alpha"], "beta": json.RawMessage(`not json`)}}},
+		{"unknown layer", layer.Snapshot{Version: 1, Layers: map[string]json.RawMessage{"alpha": good["alpha"], "ghost": json.RawMessage(`{}`)}}},
+		{"layer without snapshots", layer.Snapshot{Version: 1, Layers: map[string]json.RawMessage{"alpha": good["alpha"], "text": json.RawMessage(`{}`)}}},
+		{"one layer rejects (alpha restored first, rolled back)", layer.Snapshot{Version: 1, Layers: map[string]json.RawMessage{"alpha": good["alpha"], "beta": json.RawMessage(`{"n":-4}`)}}},
+		{"garbage for a layer", layer.Snapshot{Version: 1, Layers: map[string]json.RawMessage{"alpha": good["alpha"], "beta": json.RawMessage(`not json`)}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,7 +130,8 @@ func (failingClear) Clear(context.Context) error { return errors.New("read-only"
 func TestClearAndStats(t *testing.T) {
 	ev := &events{}
 	c := newCounter("alpha", 0)
-	s := initStack(t, layer.StackConfig{Observer: ev.observe, Layers: []layer.Layer{
+	store := storage.NewMemory()
+	s := initStack(t, layer.StackConfig{Observer: ev.observe, Env: layer.Env{Store: store}, Layers: []layer.Layer{
 		c, failingClear{layer.Text(layer.Spec{ID: "ro"}, "x")},
 	}})
 	_, _ = s.CallTool(t.Context(), "alpha/increment", `{"amount":12}`)
@@ -142,14 +144,14 @@ func TestClearAndStats(t *testing.T) {
 	}
 	err = s.Clear(t.Context())
 	var le *layer.Error
-	if !errors.As(err, &le) || le.Layer != "ro" || le.Hook != layer.HookClear {
+	if !errors.As(err, &le) || le.Layer != "ro" || le.Hook != "clear" {
 		t.Fatalf("Clear = %v, want the ro layer's failure", err)
 	}
 	if got, _ := s.CallTool(t.Context(), "alpha/peek", ""); got != "0" {
 		t.Errorf("alpha after Clear = %s, want 0 (one failure must not stop the others)", got)
 	}
 	// Cleared state is persisted.
-	it, err := s.Env().Store.Get(t.Context(), "layers/alpha/thread-1/state")
+	it, err := store.Get(t.Context(), "layers/alpha/thread-1/state")
 	if err != nil || string(it.Value) != "0" {
 		t.Errorf("stored state = %q, %v", it.Value, err)
 	}
@@ -158,16 +160,17 @@ func TestClearAndStats(t *testing.T) {
 
 // L9: thread-scoped state persists across runs on one store.
 func TestStatePersistsAcrossRuns(t *testing.T) {
-	first := initStack(t, layer.StackConfig{Layers: []layer.Layer{newCounter("alpha", 0)}})
+	store := storage.NewMemory()
+	first := initStack(t, layer.StackConfig{Env: layer.Env{Store: store}, Layers: []layer.Layer{newCounter("alpha", 0)}})
 	if err := first.Store(t.Context(), layer.Turn{}); err != nil {
 		t.Fatal(err)
 	}
 	_ = first.Close(t.Context())
-	second := initStack(t, layer.StackConfig{Env: layer.Env{Store: first.Env().Store}, Layers: []layer.Layer{newCounter("alpha", 0)}})
+	second := initStack(t, layer.StackConfig{Env: layer.Env{Store: store}, Layers: []layer.Layer{newCounter("alpha", 0)}})
 	if got, _ := second.CallTool(t.Context(), "alpha/peek", ""); got != "1" {
 		t.Errorf("second run sees %s, want 1", got)
 	}
-	other := initStack(t, layer.StackConfig{Env: layer.Env{ThreadID: "thread-2", Store: first.Env().Store}, Layers: []layer.Layer{newCounter("alpha", 0)}})
+	other := initStack(t, layer.StackConfig{Env: layer.Env{ThreadID: "thread-2", Store: store}, Layers: []layer.Layer{newCounter("alpha", 0)}})
 	if got, _ := other.CallTool(t.Context(), "alpha/peek", ""); got != "0" {
 		t.Errorf("another thread sees %s, want 0", got)
 	}

@@ -74,8 +74,9 @@ func TestSpawn(t *testing.T) {
 		Env:      layer.Env{ThreadID: "parent-thread", ResourceID: "user-1"},
 		Layers:   []layer.Layer{cnt, ei, shared, stateless, none, fails, panics, custom},
 	})
-	if env := <-ei.envs; env.ThreadID != "parent-thread" || env.Depth != 0 {
-		t.Fatalf("parent Init env = %+v", env)
+	parentEnv := <-ei.envs
+	if parentEnv.ThreadID != "parent-thread" || parentEnv.Depth != 0 || parentEnv.Store == nil {
+		t.Fatalf("parent Init env = %+v", parentEnv)
 	}
 	if err := s.Store(t.Context(), layer.Turn{}); err != nil {
 		t.Fatal(err)
@@ -90,14 +91,14 @@ func TestSpawn(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := <-ei.envs
-	if env.ThreadID != "child-thread" || env.Depth != 1 || env.Store != s.Env().Store || env.ExecutionID == "" || env.ExecutionID == s.Env().ExecutionID {
+	if env.ThreadID != "child-thread" || env.Depth != 1 || env.Store != parentEnv.Store || env.ExecutionID == "" || env.ExecutionID == parentEnv.ExecutionID {
 		t.Errorf("child Init env = %+v, want child thread, depth 1, parent's store, new execution", env)
 	}
 	if gotChildEnv.ThreadID != "child-thread" || gotChildEnv.Depth != 1 {
 		t.Errorf("OnSpawn env = %+v", gotChildEnv)
 	}
 	var got []string
-	for _, sp := range child.Specs() {
+	for _, sp := range specsOf(child) {
 		got = append(got, sp.ID)
 	}
 	equal(t, "child layers", got, []string{"counter", "env-init", "shared", "text", "custom"})
@@ -169,7 +170,7 @@ func TestChildToolsActOnChild(t *testing.T) {
 	if got, _ := child.CallTool(t.Context(), "counter/peek", ""); got != "8" {
 		t.Errorf("child counter = %s, want 8", got)
 	}
-	v, err := child.Data(t.Context(), "counter", "value")
+	v, err := readData(t.Context(), child, "counter", "value")
 	if err != nil || v != 8 {
 		t.Errorf("child Data = %v, %v; want 8", v, err)
 	}
@@ -273,10 +274,7 @@ func TestSpawnSharedThroughGenerations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := grandchild.Env().Depth; d != 2 {
-		t.Errorf("grandchild depth = %d, want 2", d)
-	}
-	if l, ok := grandchild.Layer("self"); !ok || l != layer.Layer(ss) {
+	if l, ok := liveLayer(grandchild, "self"); !ok || l != layer.Layer(ss) {
 		t.Errorf("grandchild self layer = %v, %v; want the shared one", l, ok)
 	}
 	if _, err := grandchild.CallTool(t.Context(), "counter/increment", `{"amount":4}`); err != nil {

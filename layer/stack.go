@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"reflect"
 	"slices"
 	"sync"
@@ -19,17 +18,6 @@ import (
 
 	"github.com/memlayer/memlayer/storage"
 )
-
-// DefaultTimeouts are the hook timeouts used when neither the layer's Spec
-// nor the StackConfig sets one.
-var DefaultTimeouts = Timeouts{
-	Init:   10 * time.Second,
-	Recall: 5 * time.Second,
-	Store:  30 * time.Second,
-	Spawn:  10 * time.Second,
-	Return: 10 * time.Second,
-	Close:  5 * time.Second,
-}
 
 // StackConfig configures a [Stack]. Every field but Layers is optional.
 type StackConfig struct {
@@ -40,14 +28,14 @@ type StackConfig struct {
 	// Env describes the run. ThreadID should be set; ExecutionID is
 	// generated when empty; a nil Store becomes an in-memory store.
 	Env Env
-	// Timeouts are the default per-hook timeouts. Zero fields take
-	// DefaultTimeouts.
-	Timeouts Timeouts
+	// Timeout bounds each hook call of a layer whose Spec.Timeout is
+	// zero. Zero means each hook's default (see [Spec.Timeout]).
+	Timeout time.Duration
 	// Observer receives an Event for every hook call, successful or not.
 	// It is called synchronously by the Stack method that ran the hook,
 	// after the hook returned or was abandoned, so it must be fast and
 	// safe for concurrent use. It may call the Stack's read-only methods
-	// (Layers, Specs, Tools, LookupTool).
+	// (Layers, Tools).
 	Observer func(Event)
 	// ValidateArgs, when set, validates tool arguments against a
 	// function's parameter schema before the function runs. Without it,
@@ -58,7 +46,8 @@ type StackConfig struct {
 	Name string
 }
 
-// Event describes one hook call.
+// Event describes one hook call: the layer's ID, the hook's name (see the
+// Hook constants), how long the call took and its error.
 type Event struct {
 	Layer    string
 	Hook     string
@@ -67,10 +56,10 @@ type Event struct {
 	Err error
 }
 
-// Recalled is the output of one layer's Recall.
+// Recalled is the output of one layer's Recall: the layer's ID and its
+// items. [Stack.Recall] returns them in slot order.
 type Recalled struct {
 	ID    string
-	Slot  int
 	Items []Item
 }
 
@@ -90,20 +79,21 @@ type Stack struct {
 	reg     []*entry // registration order
 	byID    map[string]*entry
 
-	initMu sync.Mutex // serialises Init and Close
-	mu     sync.Mutex // guards the fields below
-	inited bool
-	closed bool
-	tools  []Tool
-	byWire map[string]int // wire name → index in tools
-	byName map[string]int // name → index in tools
+	initMu  sync.Mutex // serialises Init and Close
+	mu      sync.Mutex // guards the fields below
+	inited  bool
+	closed  bool
+	tools   []Tool
+	byWire  map[string]int // wire name → index in tools
+	byName  map[string]int // name → index in tools
+	byAlias map[string]int // alias → index in tools
 }
 
 type entry struct {
 	spec     Spec
-	timeouts Timeouts // resolved: every field set
-	tmpl     Layer    // as registered
-	live     Layer    // bound to this run after Init
+	timeout  time.Duration // Spec.Timeout, else StackConfig.Timeout; zero means each hook's default
+	tmpl     Layer         // as registered
+	live     Layer         // bound to this run after Init
 	disabled bool
 	// shared is set in a child stack for a layer it shares with its
 	// parent (the same value): the parent owns it, so the child neither
@@ -111,7 +101,7 @@ type entry struct {
 	shared bool
 	sem    chan struct{} // serialises hooks of this layer; shared with the parent when shared
 	// stuck counts this layer's abandoned hooks still running, across
-	// stacks (see MaxAbandonedHooks).
+	// stacks (see maxAbandonedHooks).
 	stuck *atomic.Int32
 }
 
@@ -139,9 +129,10 @@ func NewStack(cfg StackConfig) (*Stack, error) {
 			return nil, err
 		}
 		if _, dup := s.byID[spec.ID]; dup {
-			return nil, fmt.Errorf("layer: %q registered twice: %w", spec.ID, ErrDuplicateID)
+			return nil, fmt.Errorf("layer: duplicate layer id %q: %w", spec.ID, ErrInvalidSpec)
 		}
-		s.add(&entry{spec: spec, timeouts: resolveTimeouts(spec.Timeouts, cfg.Timeouts), tmpl: l, sem: make(chan struct{}, 1), stuck: stuckCount(l, spec.ID)})
+		timeout := cmp.Or(spec.Timeout, max(cfg.Timeout, 0))
+		s.add(&entry{spec: spec, timeout: timeout, tmpl: l, sem: make(chan struct{}, 1), stuck: stuckCount(l, spec.ID)})
 	}
 	s.order()
 	return s, nil
@@ -150,9 +141,6 @@ func NewStack(cfg StackConfig) (*Stack, error) {
 // bySlot orders entries by slot; with a stable sort, ties keep
 // registration order.
 func bySlot(a, b *entry) int { return cmp.Compare(a.spec.Slot, b.spec.Slot) }
-
-// Env returns the run's environment, with defaults filled in.
-func (s *Stack) Env() Env { return s.env }
 
 // Init runs every layer's Init once, in registration order. A failing Init
 // aborts: the layers already initialised are closed and the error (an
@@ -187,7 +175,7 @@ func (s *Stack) Init(ctx context.Context) error {
 			}
 			bound = l
 			return err
-		}, func() { closeLate(bound, e.timeouts.Close) })
+		}, func() { closeLate(bound, e.timeoutOf(HookClose)) })
 		if err != nil {
 			if e.spec.DisableOnInitError {
 				s.mu.Lock()
@@ -230,21 +218,8 @@ func (s *Stack) Layers() []Layer {
 	return out
 }
 
-// Specs returns the specs of the enabled layers in slot order.
-func (s *Stack) Specs() []Spec {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]Spec, 0, len(s.entries))
-	for _, e := range s.entries {
-		if !e.disabled {
-			out = append(out, e.spec)
-		}
-	}
-	return out
-}
-
-// Layer returns the live layer with the given ID.
-func (s *Stack) Layer(id string) (Layer, bool) {
+// layer returns the live layer with the given ID.
+func (s *Stack) layer(id string) (Layer, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.byID[id]
@@ -268,10 +243,10 @@ func (s *Stack) ready() error {
 
 // Recall calls every enabled layer's Recall in slot order and returns the
 // non-empty results in that order. budgets gives each layer's allocated
-// tokens by ID; a layer missing from it gets its Budget.Max (+Inf when
-// unbounded). A failing or slow layer is reported and contributes nothing;
-// the others go on.
-func (s *Stack) Recall(ctx context.Context, q Query, budgets map[string]float64) ([]Recalled, error) {
+// tokens by ID (usually prompt.Allocation.Layers); a layer missing from it
+// gets its Budget.Max, or [Unbounded] when it has none. A failing or slow
+// layer is reported and contributes nothing; the others go on.
+func (s *Stack) Recall(ctx context.Context, q Query, budgets map[string]int) ([]Recalled, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
@@ -285,10 +260,8 @@ func (s *Stack) Recall(ctx context.Context, q Query, budgets map[string]float64)
 		j.query = q
 		if bud, ok := budgets[e.spec.ID]; ok {
 			j.query.Budget = bud
-		} else if e.spec.Budget.Unbounded() {
-			j.query.Budget = math.Inf(1)
 		} else {
-			j.query.Budget = e.spec.Budget.Max
+			j.query.Budget = cmp.Or(e.spec.Budget.Max, Unbounded)
 		}
 	}
 	s.runBatch(ctx, b)
@@ -304,7 +277,7 @@ func (s *Stack) Recall(ctx context.Context, q Query, budgets map[string]float64)
 			if out == nil {
 				out = make([]Recalled, 0, len(b.jobs))
 			}
-			out = append(out, Recalled{ID: j.e.spec.ID, Slot: j.e.spec.Slot, Items: j.items})
+			out = append(out, Recalled{ID: j.e.spec.ID, Items: j.items})
 		}
 	}
 	return out, errors.Join(errs...)
@@ -355,12 +328,35 @@ func (s *Stack) Store(ctx context.Context, t Turn) error {
 // Close does not close it and the parent's Return does not hand it back
 // to itself. Every other child layer is owned by the child and closed by
 // the child's Close.
-func (s *Stack) Spawn(ctx context.Context, childEnv Env) (*Stack, error) {
+//
+// extra are layers of the child's own, which the parent does not have:
+// after the inherited layers, each is initialised like a layer of
+// [Stack.Init] with the child's env (an [Initializer]'s Init; its spec's
+// DisableOnInitError disables it on failure, any other failure closes the
+// child's layers and fails Spawn). They are owned and closed by the
+// child, and Return has nothing of theirs to hand back. A nil extra
+// layer, an invalid spec, or an ID of the parent's layers or of another
+// extra layer fails Spawn before any hook runs.
+func (s *Stack) Spawn(ctx context.Context, childEnv Env, extra ...Layer) (*Stack, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("layer: spawn: %w", err)
+	}
+	seen := make(map[string]bool, len(extra))
+	for i, l := range extra {
+		if l == nil {
+			return nil, fmt.Errorf("layer: spawn: extra layer %d is nil: %w", i, ErrInvalidSpec)
+		}
+		id := l.Spec().ID
+		if err := l.Spec().Validate(); err != nil {
+			return nil, fmt.Errorf("layer: spawn: extra layer %d: %w", i, err)
+		}
+		if _, dup := s.byID[id]; dup || seen[id] {
+			return nil, fmt.Errorf("layer: spawn: extra layer %q: the child already has a layer of that ID: %w", id, ErrInvalidSpec)
+		}
+		seen[id] = true
 	}
 	childEnv = s.inheritEnv(childEnv)
 	cfg := s.cfg
@@ -374,6 +370,32 @@ func (s *Stack) Spawn(ctx context.Context, childEnv Env) (*Stack, error) {
 		if cl, ok := s.deriveLayer(ctx, e, childEnv); ok {
 			child.add(e.childEntry(cl))
 		}
+	}
+	for _, l := range extra {
+		spec := l.Spec()
+		e := &entry{spec: spec, timeout: cmp.Or(spec.Timeout, max(cfg.Timeout, 0)), tmpl: l, live: l, sem: make(chan struct{}, 1), stuck: stuckCount(l, spec.ID)}
+		if init, ok := As[Initializer](l); ok {
+			var bound Layer
+			err := child.callLate(ctx, e, HookInit, func(ctx context.Context) error {
+				b, err := init.Init(ctx, childEnv)
+				if err == nil && b == nil {
+					err = errors.New("Init returned a nil layer")
+				}
+				bound = b
+				return err
+			}, func() { closeLate(bound, e.timeoutOf(HookClose)) })
+			switch {
+			case err != nil && spec.DisableOnInitError:
+				e.disabled = true
+			case err != nil:
+				child.closed = true
+				_ = child.closeEntries(context.WithoutCancel(ctx), child.reg)
+				return nil, fmt.Errorf("layer: spawn: %w", err)
+			default:
+				e.live = bound
+			}
+		}
+		child.add(e)
 	}
 	child.order()
 	child.buildTools()
@@ -424,7 +446,7 @@ func (s *Stack) deriveLayer(ctx context.Context, e *entry, childEnv Env) (cl Lay
 		return err
 	}, func() {
 		if !sameLayer(cl, live) {
-			closeLate(cl, e.timeouts.Close)
+			closeLate(cl, e.timeoutOf(HookClose))
 		}
 	})
 	if err != nil {
@@ -439,7 +461,7 @@ func (s *Stack) deriveLayer(ctx context.Context, e *entry, childEnv Env) (cl Lay
 // parent's semaphore, so its hooks are serialised across both stacks,
 // and the child does not close it.
 func (e *entry) childEntry(cl Layer) *entry {
-	ce := &entry{spec: e.spec, timeouts: e.timeouts, tmpl: e.tmpl, live: cl, sem: make(chan struct{}, 1), stuck: e.stuck}
+	ce := &entry{spec: e.spec, timeout: e.timeout, tmpl: e.tmpl, live: cl, sem: make(chan struct{}, 1), stuck: e.stuck}
 	if sameLayer(cl, e.live) {
 		ce.shared, ce.sem = true, e.sem
 	}
@@ -547,43 +569,19 @@ func (s *Stack) report(ctx context.Context, id, hook string, d time.Duration, er
 	}
 }
 
-// resolveTimeouts fills every zero field of spec from stack, then from
-// DefaultTimeouts.
-func resolveTimeouts(spec, stack Timeouts) Timeouts {
-	pick := func(ds ...time.Duration) time.Duration {
-		for _, d := range ds {
-			if d > 0 {
-				return d
-			}
-		}
-		return time.Minute
+// timeoutOf returns the timeout of a call of hook on e's layer: the
+// layer's own (see [Spec.Timeout]), else the hook's default.
+func (e *entry) timeoutOf(hook string) time.Duration {
+	if e.timeout > 0 {
+		return e.timeout
 	}
-	return Timeouts{
-		Init:   pick(spec.Init, stack.Init, DefaultTimeouts.Init),
-		Recall: pick(spec.Recall, stack.Recall, DefaultTimeouts.Recall),
-		Store:  pick(spec.Store, stack.Store, DefaultTimeouts.Store),
-		Spawn:  pick(spec.Spawn, stack.Spawn, DefaultTimeouts.Spawn),
-		Return: pick(spec.Return, stack.Return, DefaultTimeouts.Return),
-		Close:  pick(spec.Close, stack.Close, DefaultTimeouts.Close),
-	}
-}
-
-// of returns the timeout of hook. Tool calls, snapshots, restores, clears,
-// stats and data reads use the Store timeout.
-func (t Timeouts) of(hook string) time.Duration {
 	switch hook {
-	case HookInit:
-		return t.Init
-	case HookRecall:
-		return t.Recall
-	case HookSpawn:
-		return t.Spawn
-	case HookReturn:
-		return t.Return
-	case HookClose:
-		return t.Close
-	default:
-		return t.Store
+	case HookInit, HookSpawn, HookReturn:
+		return 10 * time.Second
+	case HookRecall, HookClose:
+		return 5 * time.Second
+	default: // Store, tool calls, snapshots, restores, clears, stats
+		return 30 * time.Second
 	}
 }
 

@@ -11,14 +11,13 @@ import (
 	"strings"
 )
 
-// MaxWireNameLen is the longest tool name provider APIs accept.
-const MaxWireNameLen = 64
+// maxWireNameLen is the longest tool name provider APIs accept.
+const maxWireNameLen = 64
 
-// Tool is a provided function offered to the model.
+// Tool is a provided function offered to the model. Its name is
+// [ToolName](Layer, Function.Name).
 type Tool struct {
-	// Name is "<layer-id>/<function>".
-	Name string
-	// WireName is Name made acceptable to provider APIs
+	// WireName is the tool's name made acceptable to provider APIs
 	// ([a-zA-Z0-9_-]{1,64}); see [WireName].
 	WireName string
 	// Layer is the ID of the layer that provides the function.
@@ -51,9 +50,9 @@ func WireName(name string) string {
 	if w == "" {
 		w = "_"
 	}
-	if len(w) > MaxWireNameLen {
+	if len(w) > maxWireNameLen {
 		sum := sha256.Sum256([]byte(name))
-		w = w[:MaxWireNameLen-9] + "_" + hex.EncodeToString(sum[:4])
+		w = w[:maxWireNameLen-9] + "_" + hex.EncodeToString(sum[:4])
 	}
 	return w
 }
@@ -68,6 +67,7 @@ func (s *Stack) buildTools() {
 	s.tools = nil
 	s.byWire = make(map[string]int)
 	s.byName = make(map[string]int)
+	s.byAlias = make(map[string]int)
 	for _, e := range s.entries {
 		if e.disabled || e.live == nil {
 			continue
@@ -92,11 +92,18 @@ func (s *Stack) buildTools() {
 					break
 				}
 				sum := sha256.Sum256(fmt.Appendf(nil, "%s#%d", name, n))
-				wire = wire[:min(len(wire), MaxWireNameLen-9)] + "_" + hex.EncodeToString(sum[:4])
+				wire = wire[:min(len(wire), maxWireNameLen-9)] + "_" + hex.EncodeToString(sum[:4])
 			}
-			s.tools = append(s.tools, Tool{Name: name, WireName: wire, Layer: e.spec.ID, Function: fn})
+			s.tools = append(s.tools, Tool{WireName: wire, Layer: e.spec.ID, Function: fn})
 			s.byWire[wire] = len(s.tools) - 1
 			s.byName[name] = len(s.tools) - 1
+		}
+	}
+	for i, t := range s.tools {
+		for _, alias := range t.Function.Aliases {
+			if _, taken := s.findTool(alias); !taken {
+				s.byAlias[alias] = i
+			}
 		}
 	}
 }
@@ -111,24 +118,29 @@ func (s *Stack) Tools() []Tool {
 	return out
 }
 
-// LookupTool finds a provided function by its name or its wire name.
-func (s *Stack) LookupTool(name string) (Tool, bool) {
+// lookupTool finds a provided function by its name, its wire name or
+// one of its aliases (see [Function.Aliases]).
+func (s *Stack) lookupTool(name string) (Tool, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.lookupTool(name)
+	return s.findTool(name)
 }
 
-func (s *Stack) lookupTool(name string) (Tool, bool) {
+// findTool is lookupTool for a caller that holds s.mu.
+func (s *Stack) findTool(name string) (Tool, bool) {
 	if i, ok := s.byWire[name]; ok {
 		return s.tools[i], true
 	}
 	if i, ok := s.byName[name]; ok {
 		return s.tools[i], true
 	}
+	if i, ok := s.byAlias[name]; ok {
+		return s.tools[i], true
+	}
 	return Tool{}, false
 }
 
-// CallTool runs a provided function by name (or wire name) with raw JSON
+// CallTool runs a provided function by name (or wire name, or alias) with raw JSON
 // arguments. The arguments must be a JSON object (empty means {}) and, when
 // the stack has a ValidateArgs, pass the function's schema; otherwise the
 // error is [ErrInvalidArguments] and the function does not run. The call
@@ -138,7 +150,7 @@ func (s *Stack) CallTool(ctx context.Context, name, args string) (string, error)
 	if err := s.ready(); err != nil {
 		return "", err
 	}
-	t, ok := s.LookupTool(name)
+	t, ok := s.lookupTool(name)
 	if !ok {
 		return "", fmt.Errorf("%w %q", ErrUnknownTool, name)
 	}
@@ -147,19 +159,19 @@ func (s *Stack) CallTool(ctx context.Context, name, args string) (string, error)
 		raw = []byte("{}")
 	}
 	if !json.Valid(raw) {
-		return "", fmt.Errorf("%w: %s: not valid JSON", ErrInvalidArguments, t.Name)
+		return "", fmt.Errorf("%w: %s: not valid JSON", ErrInvalidArguments, t.WireName)
 	}
 	if raw[0] != '{' {
-		return "", fmt.Errorf("%w: %s: want a JSON object, got %s", ErrInvalidArguments, t.Name, jsonKind(raw[0]))
+		return "", fmt.Errorf("%w: %s: want a JSON object, got %s", ErrInvalidArguments, t.WireName, jsonKind(raw[0]))
 	}
 	if s.cfg.ValidateArgs != nil && len(t.Function.Parameters) > 0 {
 		if err := s.cfg.ValidateArgs(t.Function.Parameters, raw); err != nil {
-			return "", fmt.Errorf("%w: %s: %w", ErrInvalidArguments, t.Name, err)
+			return "", fmt.Errorf("%w: %s: %w", ErrInvalidArguments, t.WireName, err)
 		}
 	}
 	e := s.byID[t.Layer]
 	var out string
-	err := s.call(ctx, e, HookTool, func(ctx context.Context) error {
+	err := s.call(ctx, e, hookTool, func(ctx context.Context) error {
 		var err error
 		out, err = t.Function.Call(ctx, raw)
 		return err
@@ -183,38 +195,4 @@ func jsonKind(c byte) string {
 	default:
 		return "a number"
 	}
-}
-
-// Data reads a layer's provided data by layer ID and name. The read is
-// serialised with the layer's hooks and bounded by its Store timeout, like
-// a tool call.
-func (s *Stack) Data(ctx context.Context, layerID, name string) (any, error) {
-	if err := s.ready(); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	e, ok := s.byID[layerID]
-	s.mu.Unlock()
-	if !ok || e.disabled || e.live == nil {
-		return nil, fmt.Errorf("layer: no layer %q", layerID)
-	}
-	p, ok := As[Provider](e.live)
-	if !ok {
-		return nil, fmt.Errorf("layer %s: provides no data", layerID)
-	}
-	for _, d := range p.Provides().Data {
-		if d.Name == name && d.Read != nil {
-			var v any
-			err := s.call(ctx, e, HookData, func(ctx context.Context) error {
-				var err error
-				v, err = d.Read(ctx)
-				return err
-			})
-			if err != nil {
-				return nil, err
-			}
-			return v, nil
-		}
-	}
-	return nil, fmt.Errorf("layer %s: no data %q", layerID, name)
 }

@@ -47,7 +47,7 @@ func TestWireName(t *testing.T) {
 	}
 	// Long names that share a 64-byte prefix stay distinct.
 	a, b := layer.WireName(long+"/a"), layer.WireName(long+"/b")
-	if a == b || len(a) != layer.MaxWireNameLen {
+	if a == b || len(a) != 64 {
 		t.Errorf("long names: %q and %q", a, b)
 	}
 }
@@ -79,22 +79,19 @@ func TestTools(t *testing.T) {
 	s := initStack(t, layer.StackConfig{Layers: []layer.Layer{newCounter("second", 2), newCounter("first", 1), layer.Text(layer.Spec{ID: "text"}, "x")}})
 	var names, wires []string
 	for _, tl := range s.Tools() {
-		names = append(names, tl.Name)
+		names = append(names, layer.ToolName(tl.Layer, tl.Function.Name))
 		wires = append(wires, tl.WireName)
-		if tl.Layer != strings.Split(tl.Name, "/")[0] {
-			t.Errorf("tool %s has layer %s", tl.Name, tl.Layer)
-		}
 	}
 	equal(t, "tool names", names, []string{"first/increment", "first/peek", "second/increment", "second/peek"})
 	equal(t, "wire names", wires, []string{"first_increment", "first_peek", "second_increment", "second_peek"})
-	tl, ok := s.LookupTool("first_increment")
-	if !ok || tl.Name != "first/increment" || tl.Function.Description != "Adds amount to the counter." {
+	tl, ok := toolNamed(s, "first_increment")
+	if !ok || tl.Layer != "first" || tl.Function.Name != "increment" || tl.Function.Description != "Adds amount to the counter." {
 		t.Errorf("LookupTool(wire) = %+v, %v", tl, ok)
 	}
-	if tl2, ok := s.LookupTool("first/increment"); !ok || tl2.WireName != "first_increment" {
+	if tl2, ok := toolNamed(s, "first/increment"); !ok || tl2.WireName != "first_increment" {
 		t.Errorf("LookupTool(name) = %+v, %v", tl2, ok)
 	}
-	if _, ok := s.LookupTool("first.increment"); ok {
+	if _, ok := toolNamed(s, "first.increment"); ok {
 		t.Error("LookupTool matched an unrelated name")
 	}
 
@@ -109,18 +106,18 @@ func TestTools(t *testing.T) {
 		t.Errorf("second/peek = %s: the call reached the wrong layer", got)
 	}
 	// P1: data reads live state.
-	if v, err := s.Data(t.Context(), "first", "value"); err != nil || v != 8 {
+	if v, err := readData(t.Context(), s, "first", "value"); err != nil || v != 8 {
 		t.Errorf("Data = %v, %v; want 8", v, err)
 	}
 	for _, tt := range []struct{ layer, name string }{{"ghost", "value"}, {"first", "nope"}, {"text", "value"}} {
-		if _, err := s.Data(t.Context(), tt.layer, tt.name); err == nil {
+		if _, err := readData(t.Context(), s, tt.layer, tt.name); err == nil {
 			t.Errorf("Data(%s, %s) succeeded", tt.layer, tt.name)
 		}
 	}
 	// A function error is returned for the model to read.
 	_, err := s.CallTool(t.Context(), "first/increment", `{"amount":"lots"}`)
 	var le *layer.Error
-	if !errors.As(err, &le) || le.Hook != layer.HookTool || le.Layer != "first" || !strings.Contains(err.Error(), "amount must be an integer") {
+	if !errors.As(err, &le) || le.Hook != "tool" || le.Layer != "first" || !strings.Contains(err.Error(), "amount must be an integer") {
 		t.Errorf("CallTool(bad amount) = %v", err)
 	}
 }
@@ -247,7 +244,7 @@ func TestToolsBeforeInit(t *testing.T) {
 	if _, err := s.CallTool(t.Context(), "c/peek", ""); !errors.Is(err, layer.ErrNotInitialized) {
 		t.Errorf("CallTool before Init = %v", err)
 	}
-	if _, err := s.Data(t.Context(), "c", "value"); !errors.Is(err, layer.ErrNotInitialized) {
-		t.Errorf("Data before Init = %v", err)
+	if _, ok := layer.Find[layer.Provider](s, "c"); ok {
+		t.Error("Find before Init found the layer")
 	}
 }

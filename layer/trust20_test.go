@@ -14,13 +14,13 @@ import (
 // TestTrust20_AbandonedHooksBounded: a hook that ignores its context
 // kept one goroutine per run forever (each run has its own stack, so the
 // per-stack serialisation did not help). Now at most
-// layer.MaxAbandonedHooks hooks of one layer run past their deadline at
+// maxAbandonedHooks hooks of one layer run past their deadline at
 // a time; later calls fail at once, without starting the hook, until
 // they return.
 func TestTrust20_AbandonedHooksBounded(t *testing.T) {
 	release := make(chan struct{})
 	var running, maxRunning atomic.Int32
-	stuck := layer.Func(layer.Spec{ID: "stuck", Timeouts: layer.Timeouts{Recall: 5 * time.Millisecond}},
+	stuck := layer.Func(layer.Spec{ID: "stuck", Timeout: 5 * time.Millisecond},
 		func(ctx context.Context, q layer.Query) ([]layer.Item, error) {
 			n := running.Add(1)
 			defer running.Add(-1)
@@ -39,7 +39,7 @@ func TestTrust20_AbandonedHooksBounded(t *testing.T) {
 	// refused (a hook abandoned before its goroutine got to start it is
 	// not stuck, so under load this may take a few more runs).
 	runs, refused := 0, 0
-	for ; refused < 5 && runs < 10*layer.MaxAbandonedHooks; runs++ {
+	for ; refused < 5 && runs < 10*maxAbandonedHooks; runs++ {
 		s := initStack(t, layer.StackConfig{Layers: []layer.Layer{stuck}})
 		start := time.Now()
 		_, err := s.Recall(t.Context(), layer.Query{Text: "hang"}, nil)
@@ -54,8 +54,8 @@ func TestTrust20_AbandonedHooksBounded(t *testing.T) {
 		}
 	}
 	time.Sleep(20 * time.Millisecond) // let started hooks reach the counter
-	if got := maxRunning.Load(); got > int32(layer.MaxAbandonedHooks) {
-		t.Errorf("%d runs left %d hooks running past their deadline, want at most %d (MaxAbandonedHooks)", runs, got, layer.MaxAbandonedHooks)
+	if got := maxRunning.Load(); got > int32(maxAbandonedHooks) {
+		t.Errorf("%d runs left %d hooks running past their deadline, want at most %d (maxAbandonedHooks)", runs, got, maxAbandonedHooks)
 	}
 	if refused < 5 {
 		t.Errorf("%d of %d calls refused, want 5", refused, runs)
@@ -79,3 +79,7 @@ func TestTrust20_AbandonedHooksBounded(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// maxAbandonedHooks is the stack's bound on a layer's abandoned hooks
+// still running (see layer/run.go).
+const maxAbandonedHooks = 16

@@ -71,7 +71,7 @@ func reportCPU(b *testing.B, start time.Duration) {
 	b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op")
 }
 
-var benchTurn = layer.Turn{Query: "rename the home page", Response: layer.Response{Text: "done"}}
+var benchTurn = layer.Turn{Query: "rename the home page", Response: "done"}
 
 // BenchmarkStackStep is one agent step's memory work: recall from a stack
 // of three no-op layers, store the turn, and compile a ten-variable
@@ -155,9 +155,9 @@ func BenchmarkStackStepParts(b *testing.B) {
 
 func BenchmarkCompile(b *testing.B) {
 	rec := []layer.Recalled{
-		rec("working-memory", 100, layer.Fence("working_memory", "plan: rewrite the home page\nstatus: drafting <b>")),
-		rec("entities", 150, layer.Fence("entities", "- page \"Home\" (id 1)"), "- page \"About\" (id 2)"),
-		rec("notes", 200, "the user prefers short answers"),
+		rec("working-memory", layer.Fence("working_memory", "plan: rewrite the home page\nstatus: drafting <b>")),
+		rec("entities", layer.Fence("entities", "- page \"Home\" (id 1)"), "- page \"About\" (id 2)"),
+		rec("notes", "the user prefers short answers"),
 	}
 	for _, tc := range []struct{ name, tpl string }{{"default", ""}, {"template10", benchTemplate}} {
 		b.Run(tc.name, func(b *testing.B) {
@@ -207,7 +207,7 @@ func BenchmarkProjectHistory(b *testing.B) {
 	for _, m := range msgs {
 		total += CountMessage(Estimate, m)
 	}
-	capTokens := float64(total / 2)
+	capTokens := total / 2
 	b.ReportAllocs()
 	cpu := processCPU()
 	for b.Loop() {

@@ -1,7 +1,6 @@
 package prompt
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -210,8 +209,8 @@ func layerText(r layer.Recalled, tags []blockTag) string {
 
 // Compile renders the system prompt.
 //
-// recalled is what the stack recalled, normally already in slot order; it
-// is ordered by slot (stable) if not. A layer with no text is left out.
+// recalled is what the stack recalled, in slot order ([layer.Stack.Recall]
+// returns it so); its order is kept. A layer with no text is left out.
 //
 // Without a template the prompt is the instructions followed by each
 // layer's text, separated by blank lines; vars are checked but unused.
@@ -242,7 +241,7 @@ func layerText(r layer.Recalled, tags []blockTag) string {
 // name. A user variable with the name of a layer recalled in this call is
 // shadowed by the layer: layer text always wins (and the user value is
 // used only in steps where that layer recalls nothing, so avoid such
-// names; [Check] cannot see user variables).
+// names).
 //
 // A helper that fails or panics makes Compile return an error wrapping
 // [ErrRender]. Compile is safe for concurrent use.
@@ -259,7 +258,6 @@ func (c *Compiler) Compile(recalled []layer.Recalled, vars map[string]any) (out 
 			return "", fmt.Errorf("%w: %q is reserved and cannot be a user variable", ErrNameConflict, name)
 		}
 	}
-	recalled = inSlotOrder(recalled)
 	if c.tpl == nil {
 		if err := checkNames(recalled); err != nil {
 			return "", err
@@ -327,20 +325,6 @@ func checkNames(recalled []layer.Recalled) error {
 	}
 	return nil
 }
-
-// inSlotOrder returns recalled ordered by slot, stably: recalled itself
-// when it already is (the stack recalls in slot order), else a sorted
-// copy, so the caller's slice is never modified.
-func inSlotOrder(recalled []layer.Recalled) []layer.Recalled {
-	if slices.IsSortedFunc(recalled, bySlot) {
-		return recalled
-	}
-	out := slices.Clone(recalled)
-	slices.SortStableFunc(out, bySlot)
-	return out
-}
-
-func bySlot(a, b layer.Recalled) int { return cmp.Compare(a.Slot, b.Slot) }
 
 // Raw wraps a user variable that Compile must pass to the template
 // unchanged instead of serialising it to JSON: a slice to iterate with

@@ -3,8 +3,6 @@ package prompt
 import (
 	"errors"
 	"fmt"
-	"math"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,8 +13,8 @@ import (
 	"github.com/memlayer/memlayer/layer"
 )
 
-func rec(id string, slot int, texts ...string) layer.Recalled {
-	r := layer.Recalled{ID: id, Slot: slot}
+func rec(id string, texts ...string) layer.Recalled {
+	r := layer.Recalled{ID: id}
 	for _, t := range texts {
 		r.Items = append(r.Items, layer.Item{Text: t})
 	}
@@ -48,8 +46,8 @@ func TestVarName(t *testing.T) {
 }
 
 func TestCompile(t *testing.T) {
-	wm := rec("working-memory", 100, "<working_memory>\nplan: ship\n</working_memory>")
-	ent := rec("entities", 150, "page 1", "page 2")
+	wm := rec("working-memory", "<working_memory>\nplan: ship\n</working_memory>")
+	ent := rec("entities", "page 1", "page 2")
 	tests := []struct {
 		name     string
 		cfg      Config
@@ -64,10 +62,10 @@ func TestCompile(t *testing.T) {
 			want:     "You are helpful.\n\n<working_memory>\nplan: ship\n</working_memory>\n\npage 1\npage 2",
 		},
 		{
-			name:     "default layout orders by slot and skips empty layers",
+			name:     "default layout keeps the order given and skips empty layers",
 			cfg:      Config{Instructions: "I"},
-			recalled: []layer.Recalled{ent, rec("empty", 50, ""), wm},
-			want:     "I\n\n<working_memory>\nplan: ship\n</working_memory>\n\npage 1\npage 2",
+			recalled: []layer.Recalled{ent, rec("empty", ""), wm},
+			want:     "I\n\npage 1\npage 2\n\n<working_memory>\nplan: ship\n</working_memory>",
 		},
 		{
 			name:     "default layout without instructions",
@@ -87,7 +85,7 @@ func TestCompile(t *testing.T) {
 		{
 			name:     "layers holds every block in slot order",
 			cfg:      Config{Template: "[{{{layers}}}]"},
-			recalled: []layer.Recalled{ent, wm},
+			recalled: []layer.Recalled{wm, ent},
 			want:     "[<working_memory>\nplan: ship\n</working_memory>\n\npage 1\npage 2]",
 		},
 		{
@@ -126,7 +124,7 @@ func TestCompile(t *testing.T) {
 		{
 			name:     "a layer with empty text still shadows",
 			cfg:      Config{Template: "[{{{entities}}}]{{#if entities}}yes{{/if}}"},
-			recalled: []layer.Recalled{rec("entities", 1, "")},
+			recalled: []layer.Recalled{rec("entities", "")},
 			vars:     map[string]any{"entities": "user value"},
 			want:     "[]",
 		},
@@ -161,10 +159,10 @@ func TestCompileErrors(t *testing.T) {
 	}{
 		{"user var named layers", Config{Template: "x"}, nil, map[string]any{"layers": "x"}, ErrNameConflict, `"layers" is reserved`},
 		{"user var named instructions", Config{}, nil, map[string]any{"instructions": "x"}, ErrNameConflict, `"instructions" is reserved`},
-		{"two layers one name", Config{Template: "x"}, []layer.Recalled{rec("rag-2", 1, "a"), rec("rag2", 2, "b")}, nil, ErrNameConflict, `"rag-2" and "rag2"`},
-		{"two layers one name, default layout", Config{}, []layer.Recalled{rec("rag-2", 1, "a"), rec("rag2", 2, "b")}, nil, ErrNameConflict, `"rag2"`},
-		{"layer named layers", Config{Template: "x"}, []layer.Recalled{rec("layers", 1, "a")}, nil, ErrNameConflict, `reserved variable "layers"`},
-		{"layer named instructions", Config{}, []layer.Recalled{rec("instructions", 1, "a")}, nil, ErrNameConflict, `reserved variable "instructions"`},
+		{"two layers one name", Config{Template: "x"}, []layer.Recalled{rec("rag-2", "a"), rec("rag2", "b")}, nil, ErrNameConflict, `"rag-2" and "rag2"`},
+		{"two layers one name, default layout", Config{}, []layer.Recalled{rec("rag-2", "a"), rec("rag2", "b")}, nil, ErrNameConflict, `"rag2"`},
+		{"layer named layers", Config{Template: "x"}, []layer.Recalled{rec("layers", "a")}, nil, ErrNameConflict, `reserved variable "layers"`},
+		{"layer named instructions", Config{}, []layer.Recalled{rec("instructions", "a")}, nil, ErrNameConflict, `reserved variable "instructions"`},
 		{"unserialisable user value", Config{Template: "{{c}}"}, nil, map[string]any{"c": make(chan int)}, ErrRender, `variable "c"`},
 		{"helper panics with a string", Config{Template: "{{boom}}", Helpers: map[string]any{"boom": func() string { panic("kaboom") }}}, nil, nil, ErrRender, "kaboom"},
 		{"helper panics with an error", Config{Template: "{{boom}}", Helpers: map[string]any{"boom": func() string { panic(errors.New("bad")) }}}, nil, nil, ErrRender, "bad"},
@@ -277,7 +275,7 @@ func testConcurrent(t *testing.T, c *Compiler, raw bool, want string) {
 				if raw {
 					items = Raw{items}
 				}
-				got, err := c.Compile([]layer.Recalled{rec("working-memory", 100, "WM 7")}, map[string]any{"items": items, "who": "ann"})
+				got, err := c.Compile([]layer.Recalled{rec("working-memory", "WM 7")}, map[string]any{"items": items, "who": "ann"})
 				if err == nil && got != want {
 					err = fmt.Errorf("goroutine %d: got %q", g, got)
 				}
@@ -323,7 +321,7 @@ func TestHostileLayerText(t *testing.T) {
 			t.Run(tname+"/"+attack, func(t *testing.T) {
 				wm := layer.Fence("working_memory", attack)
 				ent := layer.Fence("entities", "[WORKING MEMORY]\n"+attack)
-				out, err := c.Compile([]layer.Recalled{rec("working-memory", 100, wm), rec("entities", 150, ent)}, nil)
+				out, err := c.Compile([]layer.Recalled{rec("working-memory", wm), rec("entities", ent)}, nil)
 				if err != nil {
 					t.Fatalf("Compile: %v", err)
 				}
@@ -391,7 +389,7 @@ func TestLayerTextJoinsItems(t *testing.T) {
 
 func TestZeroCompiler(t *testing.T) {
 	var c Compiler
-	out, err := c.Compile([]layer.Recalled{rec("a", 1, "x")}, nil)
+	out, err := c.Compile([]layer.Recalled{rec("a", "x")}, nil)
 	if err != nil || out != "x" || c.Counter() == nil {
 		t.Errorf("zero Compiler: %q, %v, counter %v", out, err, c.Counter())
 	}
@@ -402,33 +400,6 @@ func TestSafeStringUserValue(t *testing.T) {
 	got, err := c.Compile(nil, map[string]any{"v": raymond.SafeString("<ok>")})
 	if err != nil || got != "<ok>" {
 		t.Errorf("Compile = %q, %v; a SafeString user value should not be escaped", got, err)
-	}
-}
-
-// TestExtremeSlots orders slots at the ends of the int range, where a
-// comparator that subtracts slots overflows.
-func TestExtremeSlots(t *testing.T) {
-	recalled := []layer.Recalled{
-		rec("last", math.MaxInt, "LAST"),
-		rec("first", math.MinInt, "FIRST"),
-		rec("middle", 0, "MIDDLE"),
-	}
-	got, err := mustNew(t, Config{}).Compile(recalled, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := "FIRST\n\nMIDDLE\n\nLAST"; got != want {
-		t.Errorf("Compile = %q, want %q", got, want)
-	}
-	var ids []string
-	for _, r := range ProjectLayers(recalled, math.Inf(1), nil) {
-		ids = append(ids, r.ID)
-	}
-	if want := []string{"first", "middle", "last"}; !slices.Equal(ids, want) {
-		t.Errorf("ProjectLayers order = %q, want %q", ids, want)
-	}
-	if recalled[0].ID != "last" {
-		t.Errorf("the caller's slice was reordered: %q first", recalled[0].ID)
 	}
 }
 

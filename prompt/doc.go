@@ -60,8 +60,8 @@
 //
 // [Allocate] mirrors noetic's budget.ts (min guarantees, 60% of the rest
 // shared by the layers in proportion to their headroom, 40% to history,
-// unbounded layers splitting what bounded ones leave), rejects NaN, and
-// never returns NaN, even for an infinite window. Projection never cuts
+// unbounded layers splitting what bounded ones leave) in integer tokens,
+// with layer.Unbounded as the one "no limit". Projection never cuts
 // an item or a message: a layer item that does not fit is skipped on its
 // own, and history is cut only where no tool call is separated from its
 // result.

@@ -5,8 +5,9 @@ import "errors"
 // Errors reported by this package. Check them with [errors.Is]; they are
 // wrapped with the detail (the field, the line, the variable).
 var (
-	// ErrInvalidBudget means an allocation request is unusable: a NaN,
-	// negative or inverted budget, or a duplicate layer ID. The message
+	// ErrInvalidBudget means an allocation request is unusable: a
+	// negative size, a negative or inverted layer budget, a duplicate
+	// layer ID, or budgets adding up past layer.Unbounded. The message
 	// names the field.
 	ErrInvalidBudget = errors.New("prompt: invalid budget")
 	// ErrTemplate means a template, partial or helper could not be

@@ -2,7 +2,6 @@ package prompt_test
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -17,11 +16,12 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
+	// In slot order, as layer.Stack.Recall returns them.
 	out, err := c.Compile([]layer.Recalled{
-		{ID: "entities", Slot: layer.SlotEntities, Items: []layer.Item{{Text: `page "Home" (id 1)`}}},
-		{ID: "working-memory", Slot: layer.SlotWorkingMemory, Items: []layer.Item{
+		{ID: "working-memory", Items: []layer.Item{
 			{Text: layer.Fence("working_memory", "plan: rename </working_memory> the home page")},
 		}},
+		{ID: "entities", Items: []layer.Item{{Text: `page "Home" (id 1)`}}},
 	}, nil)
 	if err != nil {
 		panic(err)
@@ -47,7 +47,7 @@ func ExampleCompiler_Compile() {
 	if err != nil {
 		panic(err)
 	}
-	wm := []layer.Recalled{{ID: "working-memory", Slot: 100, Items: []layer.Item{{Text: "<working_memory>\nA & B\n</working_memory>"}}}}
+	wm := []layer.Recalled{{ID: "working-memory", Items: []layer.Item{{Text: "<working_memory>\nA & B\n</working_memory>"}}}}
 	for _, recalled := range [][]layer.Recalled{wm, nil} {
 		out, err := c.Compile(recalled, map[string]any{"user": "Ann <ann@example.com>"})
 		if err != nil {
@@ -88,23 +88,23 @@ func ExampleAllocate() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("available %.0f: working-memory %.0f, semantic-recall %.0f, history %.0f\n",
+	fmt.Printf("available %d: working-memory %d, semantic-recall %d, history %d\n",
 		a.Available, a.Layers["working-memory"], a.Layers["semantic-recall"], a.History)
 
-	_, err = prompt.Allocate(prompt.Request{Total: math.NaN()})
+	_, err = prompt.Allocate(prompt.Request{Total: -1})
 	fmt.Println(err)
 	// Output:
 	// available 8200: working-memory 1500, semantic-recall 3500, history 3200
-	// prompt: invalid budget: Total is NaN, want a number >= 0
+	// prompt: invalid budget: Total is -1, want >= 0
 }
 
-// Items are taken in slot order; one that does not fit is skipped and later
+// Items are taken in the order given; one that does not fit is skipped and later
 // ones that fit are kept.
 func ExampleProjectLayers() {
 	words := prompt.CounterFunc(func(s string) int { return len(s) })
 	kept := prompt.ProjectLayers([]layer.Recalled{
-		{ID: "a", Slot: 100, Items: []layer.Item{{Text: "short"}, {Text: "far too long to fit"}}},
-		{ID: "b", Slot: 200, Items: []layer.Item{{Text: "fits"}}},
+		{ID: "a", Items: []layer.Item{{Text: "short"}, {Text: "far too long to fit"}}},
+		{ID: "b", Items: []layer.Item{{Text: "fits"}}},
 	}, 10, words)
 	for _, r := range kept {
 		fmt.Println(r.ID, r.Items)
@@ -128,7 +128,7 @@ func ExampleProjectHistory() {
 		call, result,
 		llms.TextParts(llms.ChatMessageTypeAI, "It is called Home."),
 	}
-	for _, budget := range []float64{100, 35, 10} {
+	for _, budget := range []int{100, 35, 10} {
 		kept := prompt.ProjectHistory(history, budget, nil)
 		fmt.Print(budget, ":")
 		for _, m := range kept {

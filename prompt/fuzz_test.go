@@ -2,9 +2,7 @@ package prompt
 
 import (
 	"fmt"
-	"math"
-	"slices"
-	"sort"
+	"math/big"
 	"strings"
 	"testing"
 
@@ -15,22 +13,23 @@ import (
 
 // FuzzAllocate checks Allocate on arbitrary windows and up to three
 // budgets: it rejects exactly the invalid inputs, and otherwise never
-// returns NaN or a negative share, keeps bounded layers within Max, gives
-// every minimum when the minimums fit, and never hands out more than is
+// returns a negative share, keeps capped layers within Max, gives every
+// minimum when the minimums fit, and never hands out more than is
 // available.
 func FuzzAllocate(f *testing.F) {
-	inf, nan := math.Inf(1), math.NaN()
-	f.Add(10000.0, 0.0, 0.0, uint8(2), 200.0, 1000.0, 300.0, 1000.0, 0.0, 0.0)
-	f.Add(10000.0, 1000.0, 1000.0, uint8(3), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-	f.Add(inf, 4000.0, 0.0, uint8(2), 100.0, 1000.0, 0.0, 0.0, 0.0, 0.0)
-	f.Add(0.5, 0.0, 0.0, uint8(1), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-	f.Add(1000.0, 0.0, 0.0, uint8(3), 700.0, 0.0, 800.0, 900.0, 0.0, inf)
-	f.Add(nan, 0.0, 0.0, uint8(1), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-	f.Add(1e308, 0.0, 0.0, uint8(3), 1e308, 0.0, 1e308, 1e308, 1e307, 1e308)
-	f.Add(inf, inf, 0.0, uint8(1), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-	f.Fuzz(func(t *testing.T, total, reserve, system float64, n uint8, min1, max1, min2, max2, min3, max3 float64) {
+	inf := layer.Unbounded
+	f.Add(10000, 0, 0, uint8(2), 200, 1000, 300, 1000, 0, 0)
+	f.Add(10000, 1000, 1000, uint8(3), 0, 0, 0, 0, 0, 0)
+	f.Add(inf, 4000, 0, uint8(2), 100, 1000, 0, 0, 0, 0)
+	f.Add(1, 0, 0, uint8(1), 0, 0, 0, 0, 0, 0)
+	f.Add(1000, 0, 0, uint8(3), 700, 0, 800, 900, 0, inf)
+	f.Add(-1, 0, 0, uint8(1), 0, 0, 0, 0, 0, 0)
+	f.Add(inf-1, 0, 0, uint8(3), inf/2, 0, inf/4, inf/4, inf/8, inf/4)
+	f.Add(inf, inf, 0, uint8(1), 0, 0, 0, 0, 0, 0)
+	f.Add(inf, 0, 0, uint8(3), inf, inf, 1, 0, 0, 0)
+	f.Fuzz(func(t *testing.T, total, reserve, system int, n uint8, min1, max1, min2, max2, min3, max3 int) {
 		r := Request{Total: total, Reserve: reserve, System: system}
-		bounds := [][2]float64{{min1, max1}, {min2, max2}, {min3, max3}}
+		bounds := [][2]int{{min1, max1}, {min2, max2}, {min3, max3}}
 		for i := range int(n % 4) {
 			r.Layers = append(r.Layers, layer.Spec{ID: fmt.Sprintf("l%d", i), Budget: layer.Budget{Min: bounds[i][0], Max: bounds[i][1]}})
 		}
@@ -42,37 +41,45 @@ func FuzzAllocate(f *testing.F) {
 			return
 		}
 		assertSane(t, r, a)
-		avail := a.Available
-		sumMin := 0.0
+		sumMin := new(big.Int)
 		for _, s := range r.Layers {
-			sumMin += s.Budget.Min
+			sumMin.Add(sumMin, big.NewInt(int64(s.Budget.Min)))
 		}
-		if sumMin <= avail {
+		if sumMin.Cmp(big.NewInt(int64(a.Available))) <= 0 {
 			for _, s := range r.Layers {
 				if a.Layers[s.ID] < s.Budget.Min {
-					t.Errorf("layer %s = %v < Min %v though minimums fit", s.ID, a.Layers[s.ID], s.Budget.Min)
+					t.Errorf("layer %s = %d < Min %d though minimums fit", s.ID, a.Layers[s.ID], s.Budget.Min)
 				}
 			}
 		}
 	})
 }
 
+// invalidRequest reports whether Allocate must refuse r: a negative size
+// or bound, Min above a set Max, or budgets (each layer's Max, or its Min
+// when it has no cap) adding up past layer.Unbounded.
 func invalidRequest(r Request) bool {
-	for _, v := range []float64{r.Total, r.Reserve, r.System} {
-		if math.IsNaN(v) || v < 0 {
+	for _, v := range []int{r.Total, r.Reserve, r.System} {
+		if v < 0 {
 			return true
 		}
 	}
+	sum := new(big.Int)
 	for _, s := range r.Layers {
 		b := s.Budget
-		if math.IsNaN(b.Min) || math.IsNaN(b.Max) || b.Min < 0 || b.Max < 0 || math.IsInf(b.Min, 1) {
+		if b.Min < 0 || b.Max < 0 {
 			return true
 		}
-		if !b.Unbounded() && b.Min > b.Max {
-			return true
+		most := b.Min
+		if b.Max != 0 && b.Max != layer.Unbounded {
+			if b.Min > b.Max {
+				return true
+			}
+			most = b.Max
 		}
+		sum.Add(sum, big.NewInt(int64(most)))
 	}
-	return false
+	return sum.Cmp(big.NewInt(int64(layer.Unbounded))) > 0
 }
 
 // messagesFrom decodes fuzz bytes into a conversation: each byte picks a
@@ -101,10 +108,10 @@ func messagesFrom(data []byte) []llms.MessageContent {
 	return msgs
 }
 
-func historyCost(msgs []llms.MessageContent) float64 {
-	t := 0.0
+func historyCost(msgs []llms.MessageContent) int {
+	t := 0
 	for _, m := range msgs {
-		t += float64(CountMessage(unit, m))
+		t += CountMessage(unit, m)
 	}
 	return t
 }
@@ -133,17 +140,17 @@ func validCut(msgs []llms.MessageContent, i int) bool {
 // never splits a tool call from its result, keeps a suffix of the stripped
 // conversation, and keeps the longest such suffix that fits.
 func FuzzProjectHistory(f *testing.F) {
-	f.Add([]byte{0, 2, 3, 1}, 100.0)
-	f.Add([]byte{0, 0x12, 0x13, 0x23, 0x22, 0x33, 1, 0x92, 0x13, 0x23}, 40.0)
-	f.Add([]byte{3, 2, 0x13, 0x12, 1, 1, 0}, 25.0)
-	f.Add([]byte{0x3c, 0x2c, 0x23, 0x3f, 0x01}, math.Inf(1))
-	f.Add([]byte{0, 1}, -1.0)
-	f.Fuzz(func(t *testing.T, data []byte, capTokens float64) {
+	f.Add([]byte{0, 2, 3, 1}, 100)
+	f.Add([]byte{0, 0x12, 0x13, 0x23, 0x22, 0x33, 1, 0x92, 0x13, 0x23}, 40)
+	f.Add([]byte{3, 2, 0x13, 0x12, 1, 1, 0}, 25)
+	f.Add([]byte{0x3c, 0x2c, 0x23, 0x3f, 0x01}, layer.Unbounded)
+	f.Add([]byte{0, 1}, -1)
+	f.Fuzz(func(t *testing.T, data []byte, capTokens int) {
 		msgs := messagesFrom(data)
 		stripped := stripUnpaired(msgs)
 		got := ProjectHistory(msgs, capTokens, unit)
 		assertPaired(t, got)
-		if c := historyCost(got); len(got) > 0 && !(c <= capTokens) {
+		if c := historyCost(got); len(got) > 0 && c > capTokens {
 			t.Fatalf("kept %v tokens > cap %v", c, capTokens)
 		}
 		start := len(stripped) - len(got)
@@ -168,47 +175,44 @@ func FuzzProjectHistory(f *testing.F) {
 
 // FuzzProjectLayers checks that ProjectLayersWithin never exceeds its
 // caps (the total, and every even-numbered layer's own), keeps items in
-// slot order, and skips an item only when it did not fit.
+// the order given, and skips an item only when it did not fit.
 func FuzzProjectLayers(f *testing.F) {
-	f.Add([]byte{10, 200, 3, 7, 50}, 60.0, math.Inf(1))
-	f.Add([]byte{1, 1, 1}, 2.0, 1.0)
-	f.Add([]byte{255, 0, 4}, math.Inf(1), 100.0)
-	f.Add([]byte{5}, math.NaN(), 0.0)
-	f.Add([]byte{9, 9, 9, 9, 9, 9}, 30.0, 10.0)
-	f.Fuzz(func(t *testing.T, sizes []byte, capTokens, perLayer float64) {
+	f.Add([]byte{10, 200, 3, 7, 50}, 60, layer.Unbounded)
+	f.Add([]byte{1, 1, 1}, 2, 1)
+	f.Add([]byte{255, 0, 4}, layer.Unbounded, 100)
+	f.Add([]byte{5}, -1, 0)
+	f.Add([]byte{9, 9, 9, 9, 9, 9}, 30, 10)
+	f.Fuzz(func(t *testing.T, sizes []byte, capTokens, perLayer int) {
 		var in []layer.Recalled
 		for i, s := range sizes {
 			it := layer.Item{Text: strings.Repeat("x", int(s)), Tokens: int(s) % 3} // Tokens 0 means "count it"
-			slot := int(s) % 4
-			if n := len(in); n > 0 && in[n-1].Slot == slot && i%2 == 0 {
+			if n := len(in); n > 0 && s%4 == 0 && i%2 == 0 {
 				in[n-1].Items = append(in[n-1].Items, it)
 				continue
 			}
-			in = append(in, layer.Recalled{ID: fmt.Sprintf("l%d", i), Slot: slot, Items: []layer.Item{it}})
+			in = append(in, layer.Recalled{ID: fmt.Sprintf("l%d", i), Items: []layer.Item{it}})
 		}
-		budgets := map[string]float64{}
+		budgets := map[string]int{}
 		for i, r := range in {
 			if i%2 == 0 {
 				budgets[r.ID] = perLayer
 			}
 		}
 		got := ProjectLayersWithin(in, budgets, capTokens, unit)
-		// Walk the input in slot order alongside the output.
-		ordered := slices.Clone(in)
-		sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].Slot < ordered[j].Slot })
-		used, k := 0.0, 0
-		layerUsed := map[string]float64{}
-		fits := func(id string, cost float64) bool {
+		// Walk the input alongside the output.
+		used, k := 0, 0
+		layerUsed := map[string]int{}
+		fits := func(id string, cost int) bool {
 			own, capped := budgets[id]
-			return used+cost <= capTokens && (!capped || layerUsed[id]+cost <= own)
+			return cost <= capTokens-used && (!capped || cost <= own-layerUsed[id])
 		}
 		var flat []layer.Item
 		for _, r := range got {
 			flat = append(flat, r.Items...)
 		}
-		for _, r := range ordered {
+		for _, r := range in {
 			for _, it := range r.Items {
-				cost := float64(itemTokens(unit, it.Tokens, it.Text))
+				cost := itemTokens(unit, it.Tokens, it.Text)
 				if k < len(flat) && flat[k] == it && fits(r.ID, cost) {
 					used += cost
 					layerUsed[r.ID] += cost
@@ -248,8 +252,8 @@ func FuzzCompileHostile(f *testing.F) {
 			c = tpl
 		}
 		out, err := c.Compile([]layer.Recalled{
-			rec("working-memory", 100, layer.Fence("working_memory", text)),
-			rec("entities", 150, layer.Fence("entities", "e:"+text)),
+			rec("working-memory", layer.Fence("working_memory", text)),
+			rec("entities", layer.Fence("entities", "e:"+text)),
 		}, nil)
 		if err != nil {
 			t.Fatalf("Compile: %v", err)

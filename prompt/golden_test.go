@@ -2,10 +2,12 @@ package prompt
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,7 +75,10 @@ func renderCase(t *testing.T, ar *txtar.Archive) (string, error) {
 			t.Fatalf("vars.json: %v", err)
 		}
 	}
+	// The files name each layer's slot; the layers are handed to Compile
+	// in slot order, as layer.Stack.Recall returns them.
 	var recalled []layer.Recalled
+	var slots []int
 	for _, f := range ar.Files {
 		fields := strings.Fields(f.Name)
 		if len(fields) < 3 || fields[0] != "layer" {
@@ -95,8 +100,19 @@ func renderCase(t *testing.T, ar *txtar.Archive) (string, error) {
 			recalled[n-1].Items = append(recalled[n-1].Items, layer.Item{Text: text})
 			continue
 		}
-		recalled = append(recalled, layer.Recalled{ID: fields[1], Slot: slot, Items: []layer.Item{{Text: text}}})
+		recalled = append(recalled, layer.Recalled{ID: fields[1], Items: []layer.Item{{Text: text}}})
+		slots = append(slots, slot)
 	}
+	order := make([]int, len(recalled))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(slots[i], slots[j]) })
+	sorted := make([]layer.Recalled, len(order))
+	for k, i := range order {
+		sorted[k] = recalled[i]
+	}
+	recalled = sorted
 	c, err := New(cfg)
 	if err != nil {
 		return "", err

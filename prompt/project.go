@@ -7,16 +7,16 @@ import (
 )
 
 // ProjectLayers keeps the recalled items that fit in capTokens. Items are
-// taken in slot order (stable; recalled is not modified): an item that
-// does not fit is skipped on its own and later items that fit are still
-// kept; no item is ever cut. An item costs its Tokens when the layer set
-// them, else c's count of its text (a nil c means [Estimate]). Layers
-// left with no item are dropped. A capTokens of +Inf keeps everything; a
-// NaN or negative cap keeps nothing.
+// taken in the order given (the stack's slot order; recalled is not
+// modified): an item that does not fit is skipped on its own and later
+// items that fit are still kept; no item is ever cut. An item costs its
+// Tokens when the layer set them, else c's count of its text (a nil c
+// means [Estimate]). Layers left with no item are dropped. A capTokens of
+// [layer.Unbounded] keeps everything; a negative cap keeps nothing.
 //
 // The separators the compiler puts between items and blocks are not
 // counted; leave room for them in [Request.System] or [Request.Reserve].
-func ProjectLayers(recalled []layer.Recalled, capTokens float64, c Counter) []layer.Recalled {
+func ProjectLayers(recalled []layer.Recalled, capTokens int, c Counter) []layer.Recalled {
 	return ProjectLayersWithin(recalled, nil, capTokens, c)
 }
 
@@ -25,20 +25,20 @@ func ProjectLayers(recalled []layer.Recalled, capTokens float64, c Counter) []la
 // [Allocation.Layers]), for layers that do not trim their own recall to
 // [layer.Query.Budget]. A layer missing from budgets has no cap of its
 // own; the same skip-on-its-own rule applies to both caps.
-func ProjectLayersWithin(recalled []layer.Recalled, budgets map[string]float64, capTokens float64, c Counter) []layer.Recalled {
+func ProjectLayersWithin(recalled []layer.Recalled, budgets map[string]int, capTokens int, c Counter) []layer.Recalled {
 	if c == nil {
 		c = Estimate
 	}
-	recalled = inSlotOrder(recalled)
 	out := make([]layer.Recalled, 0, len(recalled))
-	used := 0.0
+	used := 0
 	for _, r := range recalled {
 		var kept []layer.Item
 		own, capped := budgets[r.ID]
-		layerUsed := 0.0
+		layerUsed := 0
 		for _, it := range r.Items {
-			cost := float64(itemTokens(c, it.Tokens, it.Text))
-			if used+cost <= capTokens && (!capped || layerUsed+cost <= own) {
+			cost := itemTokens(c, it.Tokens, it.Text)
+			// Compared as differences, which cannot overflow.
+			if cost <= capTokens-used && (!capped || cost <= own-layerUsed) {
 				used += cost
 				layerUsed += cost
 				kept = append(kept, it)
@@ -66,30 +66,31 @@ func ProjectLayersWithin(recalled []layer.Recalled, budgets map[string]float64, 
 // reads in order. msgs is not modified; kept messages share their Parts
 // with msgs unless stripping changed them.
 //
-// A capTokens of +Inf keeps everything (after stripping); a NaN or
+// A capTokens of [layer.Unbounded] keeps everything (after stripping); a
 // negative cap keeps nothing. If the newest message (or the newest
 // call/result group) alone does not fit, nothing is kept: a caller that
 // must always send the latest user message should count it in
 // [Request.System] or check for an empty result.
-func ProjectHistory(msgs []llms.MessageContent, capTokens float64, c Counter) []llms.MessageContent {
+func ProjectHistory(msgs []llms.MessageContent, capTokens int, c Counter) []llms.MessageContent {
 	if c == nil {
 		c = Estimate
 	}
 	msgs = stripUnpaired(msgs)
-	if len(msgs) == 0 || !(capTokens >= 0) {
+	if len(msgs) == 0 || capTokens < 0 {
 		return nil
 	}
 	// Walk back from the newest message. pending holds the IDs of tool
 	// responses in the suffix whose call has not been reached yet: a
 	// cut there would split a pair.
 	pending := map[string]bool{}
-	used := 0.0
+	used := 0
 	start := len(msgs) // msgs[start:] is the best valid suffix so far
 	for i := len(msgs) - 1; i >= 0; i-- {
-		used += float64(CountMessage(c, msgs[i]))
-		if used > capTokens {
+		cost := CountMessage(c, msgs[i])
+		if cost > capTokens-used {
 			break
 		}
+		used += cost
 		for _, p := range msgs[i].Parts {
 			switch p := p.(type) {
 			case llms.ToolCallResponse:

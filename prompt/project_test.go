@@ -75,7 +75,7 @@ func tenMessages() []llms.MessageContent {
 	return ms
 }
 
-var msgCost = float64(CountMessage(unit, human("msg-0"))) // every msg-N costs the same
+var msgCost = CountMessage(unit, human("msg-0")) // every msg-N costs the same
 
 // TestProjectNoetic mirrors noetic's projector checklist V1–V4. noetic's
 // windowSize N (keep the last N history items) maps to a ProjectHistory
@@ -87,8 +87,8 @@ func TestProjectNoetic(t *testing.T) {
 			t.Fatal(err)
 		}
 		sys, err := c.Compile([]layer.Recalled{
-			{ID: "late", Slot: 300, Items: []layer.Item{{Text: "LATE"}}},
-			{ID: "early", Slot: 100, Items: []layer.Item{{Text: "EARLY"}}},
+			{ID: "early", Items: []layer.Item{{Text: "EARLY"}}},
+			{ID: "late", Items: []layer.Item{{Text: "LATE"}}},
 		}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -101,12 +101,12 @@ func TestProjectNoetic(t *testing.T) {
 	history := []struct {
 		name string
 		msgs []llms.MessageContent
-		cap  float64
+		cap  int
 		want []string
 	}{
 		{"V2 window 3", tenMessages(), 3 * msgCost, []string{"msg-7", "msg-8", "msg-9"}},
 		{"V2 window 3 with slack", tenMessages(), 4*msgCost - 1, []string{"msg-7", "msg-8", "msg-9"}},
-		{"V2 window 0 keeps everything", tenMessages(), math.Inf(1), labels(tenMessages())},
+		{"V2 window 0 keeps everything", tenMessages(), layer.Unbounded, labels(tenMessages())},
 		{"V2 window 100 keeps everything", tenMessages(), 100 * msgCost, labels(tenMessages())},
 		{"V2 empty input", nil, 1000, nil},
 		{"V2 truncate with a big budget keeps all 5", tenMessages()[:5], 1e6, labels(tenMessages()[:5])},
@@ -122,8 +122,8 @@ func TestProjectNoetic(t *testing.T) {
 
 	t.Run("V3 two layer items and window 2", func(t *testing.T) {
 		layers := ProjectLayers([]layer.Recalled{
-			{ID: "a", Slot: 100, Items: []layer.Item{{Text: "dev-1"}}},
-			{ID: "b", Slot: 200, Items: []layer.Item{{Text: "dev-2"}}},
+			{ID: "a", Items: []layer.Item{{Text: "dev-1"}}},
+			{ID: "b", Items: []layer.Item{{Text: "dev-2"}}},
 		}, 1000, unit)
 		hist := ProjectHistory(tenMessages(), 2*msgCost, unit)
 		got := append(itemTexts(layers), labels(hist)...)
@@ -137,7 +137,7 @@ func TestProjectNoetic(t *testing.T) {
 	v4 := []struct {
 		name  string
 		items []layer.Item
-		cap   float64
+		cap   int
 		want  []string
 	}{
 		{"V4 huge then small", []layer.Item{item(huge), item("small")}, 1000, []string{"small"}},
@@ -150,7 +150,7 @@ func TestProjectNoetic(t *testing.T) {
 	}
 	for _, tt := range v4 {
 		t.Run(tt.name, func(t *testing.T) {
-			got := itemTexts(ProjectLayers([]layer.Recalled{{ID: "l", Slot: 1, Items: tt.items}}, tt.cap, unit))
+			got := itemTexts(ProjectLayers([]layer.Recalled{{ID: "l", Items: tt.items}}, tt.cap, unit))
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
@@ -160,13 +160,13 @@ func TestProjectNoetic(t *testing.T) {
 
 func TestProjectLayersAcrossLayers(t *testing.T) {
 	in := []layer.Recalled{
-		{ID: "c", Slot: 300, Items: []layer.Item{{Text: "cc"}}},
-		{ID: "a", Slot: 100, Items: []layer.Item{{Text: "aaaa"}, {Text: "aaaaaaaaaa"}}},
-		{ID: "b", Slot: 100, Items: []layer.Item{{Text: "bbb"}}},
+		{ID: "a", Items: []layer.Item{{Text: "aaaa"}, {Text: "aaaaaaaaaa"}}},
+		{ID: "b", Items: []layer.Item{{Text: "bbb"}}},
+		{ID: "c", Items: []layer.Item{{Text: "cc"}}},
 	}
 	before := fmt.Sprint(in)
 	got := ProjectLayers(in, 10, unit)
-	// Slot order with ties in input order: a(4) fits, a(10) skipped, b(3) fits, c(2) fits.
+	// In the order given: a(4) fits, a(10) skipped, b(3) fits, c(2) fits.
 	if ids, texts := []string{got[0].ID, got[1].ID, got[2].ID}, itemTexts(got); len(got) != 3 ||
 		!slices.Equal(ids, []string{"a", "b", "c"}) || !slices.Equal(texts, []string{"aaaa", "bbb", "cc"}) {
 		t.Errorf("got %+v", got)
@@ -178,13 +178,13 @@ func TestProjectLayersAcrossLayers(t *testing.T) {
 	if got := ProjectLayers(in, 2, unit); len(got) != 1 || got[0].ID != "c" {
 		t.Errorf("cap 2: got %+v, want only c", got)
 	}
-	for _, bad := range []float64{-1, math.NaN()} {
+	for _, bad := range []int{-1, math.MinInt} {
 		if got := ProjectLayers(in, bad, unit); len(got) != 0 {
 			t.Errorf("cap %v: got %+v, want nothing", bad, got)
 		}
 	}
-	if got := ProjectLayers(in, math.Inf(1), nil); len(itemTexts(got)) != 4 {
-		t.Errorf("cap +Inf: got %+v, want all 4 items", got)
+	if got := ProjectLayers(in, layer.Unbounded, nil); len(itemTexts(got)) != 4 {
+		t.Errorf("cap layer.Unbounded: got %+v, want all 4 items", got)
 	}
 }
 
@@ -196,21 +196,21 @@ func TestProjectHistoryToolPairs(t *testing.T) {
 		result("c2", "ok"),
 		ai("a1"),
 	}
-	whole := 0.0
+	whole := 0
 	for _, m := range conv {
-		whole += float64(CountMessage(unit, m))
+		whole += CountMessage(unit, m)
 	}
-	tail := float64(CountMessage(unit, conv[4]))
+	tail := CountMessage(unit, conv[4])
 	tests := []struct {
 		name string
 		msgs []llms.MessageContent
-		cap  float64
+		cap  int
 		want []string
 	}{
 		{"everything fits", conv, whole, []string{"q1", "call:c1+call:c2", "result:c1", "result:c2", "a1"}},
 		{"no room for the question", conv, whole - 1, []string{"call:c1+call:c2", "result:c1", "result:c2", "a1"}},
 		// Room for the results but not their call: the pair goes as a whole.
-		{"pair does not fit", conv, whole - float64(CountMessage(unit, conv[0])) - 1, []string{"a1"}},
+		{"pair does not fit", conv, whole - CountMessage(unit, conv[0]) - 1, []string{"a1"}},
 		{"only the answer", conv, tail, []string{"a1"}},
 		{"nothing", conv, tail - 1, nil},
 		{"unanswered call is stripped", []llms.MessageContent{human("q"), call("c9"), ai("a")}, 1e6, []string{"q", "a"}},
@@ -313,21 +313,21 @@ func TestCountMessage(t *testing.T) {
 
 func TestProjectLayersWithin(t *testing.T) {
 	in := []layer.Recalled{
-		{ID: "a", Slot: 1, Items: []layer.Item{{Text: "aaaa"}, {Text: "aaaaaa"}, {Text: "aa"}}},
-		{ID: "b", Slot: 2, Items: []layer.Item{{Text: "bbbbbbbbbb"}}},
-		{ID: "c", Slot: 3, Items: []layer.Item{{Text: "ccc"}}},
+		{ID: "a", Items: []layer.Item{{Text: "aaaa"}, {Text: "aaaaaa"}, {Text: "aa"}}},
+		{ID: "b", Items: []layer.Item{{Text: "bbbbbbbbbb"}}},
+		{ID: "c", Items: []layer.Item{{Text: "ccc"}}},
 	}
 	tests := []struct {
 		name    string
-		budgets map[string]float64
-		cap     float64
+		budgets map[string]int
+		cap     int
 		want    []string
 	}{
 		{"no per-layer caps", nil, 100, []string{"aaaa", "aaaaaa", "aa", "bbbbbbbbbb", "ccc"}},
 		// a: 4 fits its 7, 6 would make 10 > 7 (skipped), 2 fits (6); b over its 5; c uncapped.
-		{"per-layer caps skip items on their own", map[string]float64{"a": 7, "b": 5}, 100, []string{"aaaa", "aa", "ccc"}},
-		{"total cap still applies", map[string]float64{"a": 100}, 8, []string{"aaaa", "aa"}},
-		{"zero budget keeps nothing of that layer", map[string]float64{"b": 0}, 100, []string{"aaaa", "aaaaaa", "aa", "ccc"}},
+		{"per-layer caps skip items on their own", map[string]int{"a": 7, "b": 5}, 100, []string{"aaaa", "aa", "ccc"}},
+		{"total cap still applies", map[string]int{"a": 100}, 8, []string{"aaaa", "aa"}},
+		{"zero budget keeps nothing of that layer", map[string]int{"b": 0}, 100, []string{"aaaa", "aaaaaa", "aa", "ccc"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -283,7 +283,7 @@ func TestLegacyRejectedUpdateReported(t *testing.T) {
 		{"10 MB", `{"goal":"` + strings.Repeat("y", 10<<20) + `"}`, workingmemory.ErrTooLarge},
 		{"10000 deep", nested(10000), workingmemory.ErrTooDeep},
 	} {
-		turn := layer.Turn{Response: layer.Response{ToolCalls: []layer.ToolCall{{ID: "c1", Name: workingmemory.LegacyFunction, Arguments: tc.args}}}}
+		turn := layer.Turn{ToolCalls: []layer.ToolCall{{ID: "c1", Name: workingmemory.LegacyFunction, Arguments: tc.args}}}
 		err := storer.Store(ctx, turn)
 		if tc.want == nil && err != nil {
 			t.Errorf("%s: %v, want the call ignored", tc.name, err)

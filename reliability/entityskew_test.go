@@ -68,11 +68,11 @@ type entityWriter interface {
 type layerWriter struct{ l *entitymemory.Layer }
 
 func (w layerWriter) create(ctx context.Context, id string) error {
-	return w.save(ctx, layer.ToolResult{Name: "cms_createPage", Content: fmt.Sprintf(`{"page":{"id":%q,"title":"Page %s"}}`, id, id)})
+	return w.save(ctx, layer.ToolResult{ToolCall: layer.ToolCall{Name: "cms_createPage"}, Content: fmt.Sprintf(`{"page":{"id":%q,"title":"Page %s"}}`, id, id)})
 }
 
 func (w layerWriter) remove(ctx context.Context, id string) error {
-	return w.save(ctx, layer.ToolResult{Name: "cms_deletePage", Arguments: fmt.Sprintf(`{"pageId":%q}`, id), Content: fmt.Sprintf(`{"page":{"id":%q}}`, id)})
+	return w.save(ctx, layer.ToolResult{ToolCall: layer.ToolCall{Name: "cms_deletePage", Arguments: fmt.Sprintf(`{"pageId":%q}`, id)}, Content: fmt.Sprintf(`{"page":{"id":%q}}`, id)})
 }
 
 // save stores one step; a save that ran out of attempts keeps the change

@@ -55,7 +55,7 @@ func FuzzUpdateTool(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		bound, _ := stack.Layer(workingmemory.DefaultID)
+		bound, _ := layer.Find[layer.Layer](stack, workingmemory.DefaultID)
 		pad := bound.(*workingmemory.Layer)
 		stateBefore, _ := json.Marshal(pad.State())
 

@@ -85,7 +85,7 @@ func serverFault(t *testing.T, bin string, persist bool) {
 		t.Fatal(err)
 	}
 	defer stack.Close(ctx)
-	bound, _ := stack.Layer(workingmemory.DefaultID)
+	bound, _ := layer.Find[layer.Layer](stack, workingmemory.DefaultID)
 	scratchpad := bound.(*workingmemory.Layer)
 	tool := layer.ToolName(workingmemory.DefaultID, "update")
 	acked := map[string]bool{}

@@ -117,12 +117,12 @@ func ExampleLayer_Provides() {
 	stack, _ := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{wm}, Env: layer.Env{ThreadID: "t1"}})
 	_ = stack.Init(ctx)
 	for _, t := range stack.Tools() {
-		fmt.Println(t.Name, t.WireName)
+		fmt.Println(layer.ToolName(t.Layer, t.Function.Name), t.WireName)
 	}
 	out, err := stack.CallTool(ctx, "working-memory_update", `{"finding":"the cache key ignores the locale"}`)
 	fmt.Println(out, err)
-	snap, _ := stack.Data(ctx, "working-memory", "snapshot")
-	fmt.Println(snap)
+	run, _ := layer.Find[*workingmemory.Layer](stack, "working-memory") // the run's scratchpad
+	fmt.Println(run.State())
 	// Output:
 	// working-memory/update working-memory_update
 	// Working memory updated. <nil>
@@ -141,13 +141,14 @@ func ExampleLayer_OnSpawn() {
 
 	child, _ := parent.Spawn(ctx, layer.Env{ThreadID: "t1-sub", ResourceID: "site-7"})
 	_, _ = child.CallTool(ctx, "working-memory_update", `{"pages":4}`)
-	p, _ := parent.Data(ctx, "working-memory", "snapshot")
-	c, _ := child.Data(ctx, "working-memory", "snapshot")
-	fmt.Println("parent:", p, "child:", c)
+	state := func(s *layer.Stack) any {
+		l, _ := layer.Find[*workingmemory.Layer](s, "working-memory")
+		return l.State()
+	}
+	fmt.Println("parent:", state(parent), "child:", state(child))
 
 	_ = parent.Return(ctx, child)
-	p, _ = parent.Data(ctx, "working-memory", "snapshot")
-	fmt.Println("after return:", p)
+	fmt.Println("after return:", state(parent))
 	// Output:
 	// parent: map[pages:3 site:docs] child: map[pages:4 site:docs]
 	// after return: map[pages:4 site:docs]
@@ -158,9 +159,9 @@ func ExampleLayer_OnSpawn() {
 func ExampleLayer_Store() {
 	ctx := context.Background()
 	wm, _ := workingmemory.New(workingmemory.Config{})
-	err := wm.Store(ctx, layer.Turn{Response: layer.Response{ToolCalls: []layer.ToolCall{
+	err := wm.Store(ctx, layer.Turn{ToolCalls: []layer.ToolCall{
 		{ID: "c1", Name: "updateWorkingMemory", Arguments: `{"status":"in-progress"}`},
-	}}})
+	}})
 	fmt.Println(err)
 	printState(wm)
 	// Output:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -36,16 +35,16 @@ func TestRecallFitsBudget(t *testing.T) {
 	if err := l.Update(ctx, patch); err != nil {
 		t.Fatal(err)
 	}
-	full, err := l.Recall(ctx, layer.Query{Budget: math.Inf(1)})
+	full, err := l.Recall(ctx, layer.Query{Budget: layer.Unbounded})
 	if err != nil || len(full) != 1 {
 		t.Fatalf("unbounded Recall = %v, %v", full, err)
 	}
 	if !strings.Contains(full[0].Text, "\n  \"notes\"") {
 		t.Fatalf("unbounded block is not indented JSON:\n%.200s", full[0].Text)
 	}
-	fullTokens := float64(full[0].Tokens)
+	fullTokens := full[0].Tokens
 	compact := "<working_memory>\n" + string(mustJSON(t, map[string]any{"notes": notes})) + "\n</working_memory>"
-	compactTokens := float64(layer.Query{}.Count(compact))
+	compactTokens := layer.Query{}.Count(compact)
 	if compactTokens >= fullTokens {
 		t.Fatalf("compact rendering (%v tokens) is not smaller than the indented one (%v)", compactTokens, fullTokens)
 	}
@@ -57,7 +56,7 @@ func TestRecallFitsBudget(t *testing.T) {
 	if items, _ := l.Recall(ctx, layer.Query{Budget: compactTokens}); len(items) != 1 || items[0].Text != compact {
 		t.Fatalf("budget = compact size: got %d items, want the compact block %.120q", len(items), compact)
 	}
-	for _, budget := range []float64{compactTokens - 1, 1500, 300, 80} {
+	for _, budget := range []int{compactTokens - 1, 1500, 300, 80} {
 		items, err := l.Recall(ctx, layer.Query{Budget: budget})
 		if err != nil {
 			t.Fatal(err)
@@ -66,7 +65,7 @@ func TestRecallFitsBudget(t *testing.T) {
 			t.Fatalf("budget %v: %d items, want the scratchpad cut to fit, not dropped", budget, len(items))
 		}
 		text := items[0].Text
-		if float64(items[0].Tokens) > budget || float64(layer.Query{}.Count(text)) > budget {
+		if items[0].Tokens > budget || (layer.Query{}).Count(text) > budget {
 			t.Errorf("budget %v: block of %d bytes (%d tokens) exceeds it", budget, len(text), items[0].Tokens)
 		}
 		if !strings.HasPrefix(text, "<working_memory>\n") || !strings.HasSuffix(text, "\n</working_memory>") {
@@ -86,7 +85,7 @@ func TestRecallFitsBudget(t *testing.T) {
 		t.Errorf("budget 10: %d items, want none (not even the notice fits)", len(items))
 	}
 	// The state itself is untouched by a cut rendering.
-	again, _ := l.Recall(ctx, layer.Query{Budget: math.Inf(1)})
+	again, _ := l.Recall(ctx, layer.Query{Budget: layer.Unbounded})
 	if again[0].Text != full[0].Text {
 		t.Error("a cut Recall changed the full rendering")
 	}
@@ -113,7 +112,7 @@ func TestTrust04_RecallNeverPanicsOnDefangedOpeners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for budget := 1.0; budget <= 700; budget++ {
+	for budget := 1; budget <= 700; budget++ {
 		items, err := l.Recall(ctx, layer.Query{Budget: budget})
 		if err != nil {
 			t.Fatalf("budget %v: %v", budget, err)
@@ -122,7 +121,7 @@ func TestTrust04_RecallNeverPanicsOnDefangedOpeners(t *testing.T) {
 			continue
 		}
 		b := items[0].Text
-		if float64(layer.Query{}.Count(b)) > budget || float64(items[0].Tokens) > budget {
+		if (layer.Query{}).Count(b) > budget || items[0].Tokens > budget {
 			t.Fatalf("budget %v: block of %d bytes exceeds it", budget, len(b))
 		}
 		if !strings.HasPrefix(b, "<working_memory>\n") || !strings.HasSuffix(b, "\n</working_memory>") || strings.Count(b, "<working_memory>") != 1 {

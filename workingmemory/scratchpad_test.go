@@ -122,8 +122,8 @@ func TestConformance(t *testing.T) {
 func conformanceTurns() []layer.Turn {
 	turns := layertest.DefaultTurns()
 	call := layer.ToolCall{ID: "call-legacy", Name: LegacyFunction, Arguments: `{"notes":"launch on Friday"}`}
-	turns[0].Response.ToolCalls = append(turns[0].Response.ToolCalls, call)
-	turns[0].Results = append(turns[0].Results, layer.ToolResult{CallID: call.ID, Name: call.Name, Arguments: call.Arguments, Content: "ok"})
+	turns[0].ToolCalls = append(turns[0].ToolCalls, call)
+	turns[0].Results = append(turns[0].Results, layer.ToolResult{ToolCall: layer.ToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments}, Content: "ok"})
 	return turns
 }
 
@@ -304,9 +304,9 @@ func applyVia(t *testing.T, path string, l *Layer, upd string) error {
 		_, err := p.Functions[0].Call(t.Context(), json.RawMessage(upd))
 		return err
 	case "legacy":
-		return l.Store(t.Context(), layer.Turn{Response: layer.Response{ToolCalls: []layer.ToolCall{
+		return l.Store(t.Context(), layer.Turn{ToolCalls: []layer.ToolCall{
 			{ID: "c1", Name: LegacyFunction, Arguments: upd},
-		}}})
+		}})
 	}
 	t.Fatalf("unknown path %q", path)
 	return nil
@@ -534,12 +534,12 @@ func TestSchemaGate(t *testing.T) {
 		if err := stack.Init(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		err = stack.Store(t.Context(), layer.Turn{Response: layer.Response{ToolCalls: []layer.ToolCall{{Name: LegacyFunction, Arguments: `{"count":"bad"}`}}}})
+		err = stack.Store(t.Context(), layer.Turn{ToolCalls: []layer.ToolCall{{Name: LegacyFunction, Arguments: `{"count":"bad"}`}}})
 		var le *layer.Error
 		if !errors.As(err, &le) || le.Layer != DefaultID || le.Hook != layer.HookStore || !errors.Is(err, ErrSchema) {
 			t.Fatalf("Store err = %v, want a working-memory store error wrapping ErrSchema", err)
 		}
-		live, _ := stack.Layer(DefaultID)
+		live, _ := layer.Find[layer.Layer](stack, DefaultID)
 		assertState(t, live.(*Layer), `{"count":1}`)
 		mu.Lock()
 		defer mu.Unlock()
@@ -697,7 +697,7 @@ func TestSpawn(t *testing.T) {
 		return s
 	}
 	live := func(t *testing.T, s *layer.Stack) *Layer {
-		l, ok := s.Layer(DefaultID)
+		l, ok := layer.Find[layer.Layer](s, DefaultID)
 		if !ok {
 			t.Fatal("no working-memory layer")
 		}
@@ -831,7 +831,7 @@ func TestLifecycle(t *testing.T) {
 	}
 	store := func(args string) {
 		t.Helper()
-		if err := stack.Store(t.Context(), layer.Turn{Response: layer.Response{ToolCalls: []layer.ToolCall{{Name: LegacyFunction, Arguments: args}}}}); err != nil {
+		if err := stack.Store(t.Context(), layer.Turn{ToolCalls: []layer.ToolCall{{Name: LegacyFunction, Arguments: args}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -841,7 +841,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("recall = %v", rec)
 	}
 	store(`{"status":"complete","findings":["JWT refresh vuln"]}`)
-	l, _ := stack.Layer(DefaultID)
+	l, _ := layer.Find[layer.Layer](stack, DefaultID)
 	assertState(t, l.(*Layer), `{"plan":"Analyze auth system","status":"complete","findings":["JWT refresh vuln"]}`)
 
 	// A new run on another thread of the same resource rehydrates it.
@@ -1083,7 +1083,7 @@ func TestLegacyStore(t *testing.T) {
 			}
 			key := storage.LayerKey(DefaultID, "thread-1", "state")
 			_, v1 := storedState(t, st, key)
-			err := l.Store(t.Context(), layer.Turn{Response: layer.Response{ToolCalls: tt.calls}})
+			err := l.Store(t.Context(), layer.Turn{ToolCalls: tt.calls})
 			switch {
 			case tt.err == nil && err != nil:
 				t.Errorf("Store = %v, want nil", err)
@@ -1122,7 +1122,7 @@ func TestLegacyStore(t *testing.T) {
 		env.Logger = slog.New(h)
 		l := initLayer(t, Config{ReadOnly: true, Template: "keep"}, env)
 		for _, args := range []string{`{"n":1}`, `oops`, deep} {
-			if err := l.Store(t.Context(), layer.Turn{Response: layer.Response{ToolCalls: []layer.ToolCall{legacy(args)}}}); err != nil {
+			if err := l.Store(t.Context(), layer.Turn{ToolCalls: []layer.ToolCall{legacy(args)}}); err != nil {
 				t.Errorf("Store(%s) = %v, want the call ignored", args, err)
 			}
 		}
@@ -1137,7 +1137,7 @@ func TestLegacyStore(t *testing.T) {
 		slog.SetDefault(slog.New(h))
 		t.Cleanup(func() { slog.SetDefault(prev) })
 		l := newLayer(t, Config{}) // not bound to a run: no logger of its own
-		if err := l.Store(t.Context(), layer.Turn{Response: layer.Response{ToolCalls: []layer.ToolCall{legacy(`[`)}}}); err != nil {
+		if err := l.Store(t.Context(), layer.Turn{ToolCalls: []layer.ToolCall{legacy(`[`)}}); err != nil {
 			t.Errorf("Store = %v", err)
 		}
 		if w := h.warnings(); len(w) != 1 {

@@ -348,7 +348,7 @@ func TestTrust07_WriteLandedDespiteContextError(t *testing.T) {
 	})
 	t.Run("legacy call processed twice applies once", func(t *testing.T) {
 		l, st := setup(t)
-		turn := layer.Turn{Response: layer.Response{ToolCalls: []layer.ToolCall{{ID: "call-7", Name: LegacyFunction, Arguments: del}}}}
+		turn := layer.Turn{ToolCalls: []layer.ToolCall{{ID: "call-7", Name: LegacyFunction, Arguments: del}}}
 		st.fails, st.land = 1, true
 		err := l.Store(ctx, turn)
 		if err != nil {
@@ -364,7 +364,7 @@ func TestTrust07_WriteLandedDespiteContextError(t *testing.T) {
 			t.Errorf("first Store = %v, want nil: the write landed", err)
 		}
 		// A new call with the same arguments is a new update.
-		turn.Response.ToolCalls[0].ID = "call-8"
+		turn.ToolCalls[0].ID = "call-8"
 		if err := l.Store(ctx, turn); err != nil {
 			t.Fatal(err)
 		}

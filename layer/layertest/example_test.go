@@ -39,7 +39,7 @@ func ExampleOptions() {
 func ExampleDefaultTurns() {
 	for _, turn := range layertest.DefaultTurns() {
 		fmt.Printf("step %d: %d tool calls, %d results, answer %q\n",
-			turn.Step, len(turn.Response.ToolCalls), len(turn.Results), turn.Response.Text)
+			turn.Step, len(turn.ToolCalls), len(turn.Results), turn.Response)
 	}
 	// Output:
 	// step 0: 1 tool calls, 1 results, answer ""

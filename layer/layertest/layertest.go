@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"regexp"
 	"sync"
 	"sync/atomic"
@@ -48,18 +47,18 @@ func DefaultTurns() []layer.Turn {
 		{
 			Step:  0,
 			Query: "Rename the home page to Welcome and remember the launch is on Friday.",
-			Response: layer.Response{ToolCalls: []layer.ToolCall{
+			ToolCalls: []layer.ToolCall{
 				{ID: "call-1", Name: "cms_getPage", Arguments: `{"id":"page-1"}`},
-			}},
+			},
 			Results: []layer.ToolResult{
-				{CallID: "call-1", Name: "cms_getPage", Arguments: `{"id":"page-1"}`,
+				{ToolCall: layer.ToolCall{ID: "call-1", Name: "cms_getPage", Arguments: `{"id":"page-1"}`},
 					Content: `{"page":{"id":"page-1","title":"Home","slug":"home"}}`},
 			},
 		},
 		{
 			Step:     1,
 			Query:    "Rename the home page to Welcome and remember the launch is on Friday.",
-			Response: layer.Response{Text: "Done: the page is now called Welcome."},
+			Response: "Done: the page is now called Welcome.",
 		},
 	}
 }
@@ -215,7 +214,7 @@ func (r *runner) recalled(t *testing.T, l layer.Layer) string {
 	var err error
 	r.within(t, "Recall", func() {
 		var items []layer.Item
-		items, err = l.Recall(t.Context(), layer.Query{Text: "layertest", Budget: math.Inf(1)})
+		items, err = l.Recall(t.Context(), layer.Query{Text: "layertest", Budget: layer.Unbounded})
 		var texts []string
 		for _, it := range items {
 			texts = append(texts, it.Text)
@@ -288,7 +287,7 @@ func (r *runner) testInit(t *testing.T) {
 
 func (r *runner) testRecall(t *testing.T) {
 	l := r.fresh(t)
-	for _, q := range []layer.Query{{}, {Budget: math.Inf(1)}, {Text: "", Step: 0, Budget: 1}} {
+	for _, q := range []layer.Query{{}, {Budget: layer.Unbounded}, {Text: "", Step: 0, Budget: 1}} {
 		var err error
 		r.within(t, fmt.Sprintf("Recall(%+v) on a fresh layer", q), func() { _, err = l.Recall(t.Context(), q) })
 		if err != nil {
@@ -299,7 +298,7 @@ func (r *runner) testRecall(t *testing.T) {
 	r.within(t, "Recall(Query{}) on a populated layer", func() { _, _ = l.Recall(t.Context(), layer.Query{}) })
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	r.within(t, "Recall with a cancelled context", func() { _, _ = l.Recall(ctx, layer.Query{Text: "x", Budget: math.Inf(1)}) })
+	r.within(t, "Recall with a cancelled context", func() { _, _ = l.Recall(ctx, layer.Query{Text: "x", Budget: layer.Unbounded}) })
 }
 
 func (r *runner) testStore(t *testing.T) {
@@ -313,7 +312,7 @@ func (r *runner) testStore(t *testing.T) {
 	if err != nil {
 		t.Errorf("Store(Turn{}) = %v, want nil", err)
 	}
-	r.within(t, "Recall after an empty Store", func() { _, err = l.Recall(t.Context(), layer.Query{Budget: math.Inf(1)}) })
+	r.within(t, "Recall after an empty Store", func() { _, err = l.Recall(t.Context(), layer.Query{Budget: layer.Unbounded}) })
 	if err != nil {
 		t.Errorf("Recall after Store(Turn{}) = %v", err)
 	}
@@ -479,6 +478,10 @@ func (r *runner) testClose(t *testing.T) {
 
 var fnName = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_-]*$`)
 
+// maxWireNameLen is the longest tool name provider APIs accept (see
+// layer.WireName).
+const maxWireNameLen = 64
+
 func (r *runner) testProvides(t *testing.T) {
 	l := r.fresh(t)
 	p, ok := layer.As[layer.Provider](l)
@@ -495,8 +498,8 @@ func (r *runner) testProvides(t *testing.T) {
 			t.Errorf("function name %q: want a letter then letters, digits, '_' or '-'", fn.Name)
 		case seen[fn.Name]:
 			t.Errorf("function name %q repeated", fn.Name)
-		case len(name) > layer.MaxWireNameLen:
-			t.Errorf("tool name %q is longer than %d bytes: its wire name would be cut", name, layer.MaxWireNameLen)
+		case len(name) > maxWireNameLen:
+			t.Errorf("tool name %q is longer than %d bytes: its wire name would be cut", name, maxWireNameLen)
 		}
 		seen[fn.Name] = true
 		if fn.Call == nil {
@@ -554,19 +557,15 @@ func (r *runner) testConcurrent(t *testing.T) {
 	}()
 	tools := s.Tools()
 	id := tmpl.Spec().ID
-	var data []string
-	if l, ok := s.Layer(id); ok {
-		if p, ok := layer.As[layer.Provider](l); ok {
-			for _, d := range p.Provides().Data {
-				data = append(data, d.Name)
-			}
-		}
+	var data []layer.Data
+	if p, ok := layer.Find[layer.Provider](s, id); ok {
+		data = p.Provides().Data
 	}
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
 			for i := range 10 {
-				q := layer.Query{Text: "concurrent", Step: i, Budget: math.Inf(1)}
+				q := layer.Query{Text: "concurrent", Step: i, Budget: layer.Unbounded}
 				_, _ = s.Recall(ctx, q, nil)
 				_ = s.Store(ctx, r.o.Turns[(g+i)%len(r.o.Turns)])
 				_, _ = s.Snapshot(ctx)
@@ -575,7 +574,9 @@ func (r *runner) testConcurrent(t *testing.T) {
 					_, _ = s.CallTool(ctx, tl.WireName, "{}")
 				}
 				for _, d := range data {
-					_, _ = s.Data(ctx, id, d)
+					if d.Read != nil {
+						_, _ = d.Read(ctx) // concurrently with the hooks, as its doc allows
+					}
 				}
 			}
 		})
@@ -587,7 +588,7 @@ func (r *runner) testConcurrent(t *testing.T) {
 	case <-time.After(12 * r.o.Timeout):
 		t.Fatal("concurrent use through a Stack did not finish (deadlock?)")
 	}
-	if _, err := s.Recall(ctx, layer.Query{Budget: math.Inf(1)}, nil); errors.Is(err, layer.ErrTimeout) {
+	if _, err := s.Recall(ctx, layer.Query{Budget: layer.Unbounded}, nil); errors.Is(err, layer.ErrTimeout) {
 		t.Errorf("Recall after concurrent use timed out: %v", err)
 	}
 }

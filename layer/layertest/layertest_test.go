@@ -211,15 +211,15 @@ func TestDefaultTurns(t *testing.T) {
 // that needs such a turn passes it in Options.Turns.
 func TestPlainNames03_ConformanceSuiteKnowsNoLayer(t *testing.T) {
 	for _, tr := range layertest.DefaultTurns() {
-		if len(tr.Response.ToolCalls) != len(tr.Results) {
-			t.Errorf("step %d: %d tool calls but %d results", tr.Step, len(tr.Response.ToolCalls), len(tr.Results))
+		if len(tr.ToolCalls) != len(tr.Results) {
+			t.Errorf("step %d: %d tool calls but %d results", tr.Step, len(tr.ToolCalls), len(tr.Results))
 		}
-		for i, c := range tr.Response.ToolCalls {
+		for i, c := range tr.ToolCalls {
 			if c.Name == "updateWorkingMemory" {
 				t.Errorf("step %d: default turn carries the scratchpad's legacy call %s", tr.Step, c.Name)
 			}
-			if i < len(tr.Results) && (tr.Results[i].CallID != c.ID || tr.Results[i].Name != c.Name) {
-				t.Errorf("step %d: result %d answers %s/%s, want %s/%s", tr.Step, i, tr.Results[i].CallID, tr.Results[i].Name, c.ID, c.Name)
+			if i < len(tr.Results) && (tr.Results[i].ID != c.ID || tr.Results[i].Name != c.Name) {
+				t.Errorf("step %d: result %d answers %s/%s, want %s/%s", tr.Step, i, tr.Results[i].ID, tr.Results[i].Name, c.ID, c.Name)
 			}
 		}
 	}

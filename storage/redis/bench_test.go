@@ -10,8 +10,16 @@ import (
 
 // BenchmarkRedisPut2KB is a compare-and-swap write of a 2 KB value (one
 // round trip running the Lua script).
-func BenchmarkRedisPut2KB(b *testing.B) {
-	s := newStore(b, redis.Config{})
+func BenchmarkRedisPut2KB(b *testing.B) { benchPut(b, newStore(b, redis.Config{})) }
+
+// BenchmarkRedisClusterPut2KB is the same on the three-master cluster the
+// tests start (the client routes the script to the key's master).
+func BenchmarkRedisClusterPut2KB(b *testing.B) {
+	url := clusterURL(b)
+	benchPut(b, newClusterStore(b, url, namespace(b)))
+}
+
+func benchPut(b *testing.B, s *redis.Store) {
 	ctx := b.Context()
 	key := storage.LayerKey("working-memory", "thread-1", "state")
 	value := make([]byte, 2048)
@@ -27,8 +35,15 @@ func BenchmarkRedisPut2KB(b *testing.B) {
 }
 
 // BenchmarkRedisGet reads a 2 KB value (one HMGET).
-func BenchmarkRedisGet(b *testing.B) {
-	s := newStore(b, redis.Config{})
+func BenchmarkRedisGet(b *testing.B) { benchGet(b, newStore(b, redis.Config{})) }
+
+// BenchmarkRedisClusterGet is the same on the three-master cluster.
+func BenchmarkRedisClusterGet(b *testing.B) {
+	url := clusterURL(b)
+	benchGet(b, newClusterStore(b, url, namespace(b)))
+}
+
+func benchGet(b *testing.B, s *redis.Store) {
 	ctx := b.Context()
 	key := storage.LayerKey("working-memory", "thread-1", "state")
 	if _, err := s.Put(ctx, key, make([]byte, 2048), storage.AnyVersion); err != nil {

@@ -1,6 +1,6 @@
 // Package redis is the distributed [storage.Store]: memory shared by agent
-// processes on many machines through one Redis server, using
-// github.com/redis/go-redis/v9.
+// processes on many machines through one Redis server or a Redis Cluster,
+// using github.com/redis/go-redis/v9.
 //
 // # Connecting
 //
@@ -17,6 +17,24 @@
 // max_retries, ...). Context deadlines always bound network waits
 // (go-redis's ContextTimeoutEnabled is switched on).
 //
+// # Redis Cluster
+//
+// A URL with the scheme redis+cluster:// (rediss+cluster:// for TLS)
+// selects Redis Cluster, through go-redis's cluster client:
+//
+//	redis+cluster://10.0.0.1:7000,10.0.0.2:7000,10.0.0.3:7000?dial_timeout=2s
+//
+// The hosts are seed nodes (one reachable node is enough; the client
+// learns the others from it); user:password@ may precede them; the query
+// takes go-redis's cluster options (see its ParseClusterURL), and the
+// database, if given, must be 0, the only one a cluster has. A caller's
+// *goredis.ClusterClient in [Config.Client] works too. [Store.Cluster]
+// tells which kind a store is. Leave go-redis's read_only,
+// route_by_latency and route_randomly off: they send reads to replicas,
+// which may lag, so a read-modify-write would see an old version and lose
+// its race until the replica caught up. Everything below holds on both kinds,
+// except where a paragraph says otherwise.
+//
 // # Layout
 //
 // The store key k lives in the Redis hash Namespace+k, with fields v (the
@@ -31,13 +49,32 @@
 // The namespace defaults to "memlayer:" and keeps several applications or
 // tenants apart on one database.
 //
+// On a cluster, keys carry a hash tag so that each thread's and each
+// scope's keys sit in one slot, on one master: the thread ID of
+// threads/{thread}/... and the scope key (the resource ID, the thread ID,
+// ...) of layers/{layer}/{scope}/... are wrapped in braces, so the server
+// key of storage.ThreadKey("t1", "checkpoint") is
+// "memlayer:threads/{t1}/checkpoint" and every layer's state of resource
+// r1 is "memlayer:layers/<layer>/{r1}/...". No operation of the store
+// touches more than one key (each script reads and writes only its own
+// key), so the tags are not needed for correctness today; they keep a
+// thread, and a resource's state, together for whatever later reads or
+// removes them as a group. Escaped key parts never hold braces, other keys
+// are stored as they are, and the mapping is reversed when listing. A
+// namespace holding braces itself ("{app}:") would override the tags and
+// put every key in one slot. A single server keeps the plain layout
+// (no tags), so data written before cluster support still loads; moving
+// data between a single server and a cluster means renaming its keys.
+//
 // # Atomicity
 //
 // Put runs one Lua script: read the version, compare, write value and
 // version, set or clear the expiry. The server runs scripts one at a time,
 // so the check and the write are one step for every client of the server,
 // and of many concurrent writers holding the same version exactly one
-// wins. A conditional Delete is a script too; Get is one HMGET.
+// wins. A conditional Delete is a script too; Get is one HMGET. Each
+// script touches one key, so on a cluster it runs on the master of that
+// key's slot, with the same guarantees.
 //
 // go-redis retries a command whose connection broke. If the reply to a Put
 // was lost after the server applied it, the retry finds the write's own
@@ -56,7 +93,11 @@
 // the result is sorted. SCAN is not a snapshot: a key present for the
 // whole scan is listed, one created or deleted meanwhile may or may not
 // be. Listing costs a walk over the whole database, so keep per-scope
-// listing off hot paths on very large databases.
+// listing off hot paths on very large databases. On a cluster List scans
+// every master (concurrently) and merges, with the same sorting, exact
+// prefix match and duplicate removal; the pattern is built on the tagged
+// form of the prefix, and the keys found are mapped back before
+// matching, so the result is the one a single server gives.
 //
 // # Expiry
 //
@@ -78,5 +119,37 @@
 // have been applied; read again before retrying a conditional write. An
 // operation whose context ends fails with an error wrapping ctx.Err().
 //
-// Redis Cluster is not supported (List scans a single node).
+// On a cluster, a node that cannot be reached or a cluster that reports
+// CLUSTERDOWN gives [ErrUnavailable] too, and makes the client reload the
+// cluster's slot map at once (go-redis would otherwise keep sending a dead
+// master's slots to it until a minute has passed). When a master fails and
+// a replica is promoted, operations on its slots fail with
+// [ErrUnavailable] until the promotion, then the same Store carries on;
+// the tests kill a master under compare-and-swap writers, promote its
+// replica and find every acknowledged write in place.
+//
+// # Replicas
+//
+// Redis replicates asynchronously: a master (of a cluster, or a single
+// server with replicas and Sentinel) that crashes right after
+// acknowledging a write may not have passed it on, and a failover can then
+// lose it, and hand out that write's version again to a different value.
+// [Config.WaitReplicas] closes that gap: each write is followed, on the
+// same connection, by Redis's WAIT, and reported as done only once that
+// many replicas have it, so promoting one of them keeps it; fewer within
+// [Config.WaitTimeout] fail the write with [ErrNotReplicated] (applied on
+// the master, outcome unknown, like [ErrUnavailable]). It costs a round
+// trip to a replica per write, and writes fail while a master has fewer
+// replicas than asked. Without it (the default), the tests have not seen a
+// loss on loopback, but nothing prevents one. A manual failover (CLUSTER
+// FAILOVER sent to the replica while its master is up, as for
+// maintenance) waits for the replica to catch up and loses nothing either
+// way.
+//
+// # Logging
+//
+// go-redis logs some failures itself (a pool that cannot dial, for one) to
+// standard error, through one logger for the whole process. [SetLogger]
+// sends those lines to a *slog.Logger instead; it is opt-in and affects
+// every go-redis client of the process.
 package redis

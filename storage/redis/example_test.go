@@ -48,3 +48,23 @@ func ExamplePrefixTTL() {
 	// 1h0m0s
 	// 0s
 }
+
+// A Redis Cluster is named by a redis+cluster:// URL listing seed nodes.
+// This example needs a running cluster, so it is compiled but not run.
+func ExampleNew_cluster() {
+	s, err := redis.New(redis.Config{
+		URL:       "redis+cluster://10.0.0.1:7000,10.0.0.2:7000,10.0.0.3:7000?dial_timeout=2s",
+		Namespace: "myapp:",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	// A thread's keys share one slot: this checkpoint is stored as
+	// "myapp:threads/{t1}/checkpoint".
+	_, err = s.Put(context.Background(), storage.ThreadKey("t1", "checkpoint"), []byte("{}"), storage.AnyVersion)
+	if errors.Is(err, redis.ErrUnavailable) {
+		log.Fatal("cluster unreachable: ", err)
+	}
+	fmt.Println("cluster:", s.Cluster())
+}

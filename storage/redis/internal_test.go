@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -31,7 +33,7 @@ func TestURLOptions(t *testing.T) {
 			t.Errorf("New(%q): %v", tc.url, err)
 			continue
 		}
-		o := s.client.Options()
+		o := s.client.(*goredis.Client).Options()
 		if o.Addr != tc.addr || o.DB != tc.db || (o.TLSConfig != nil) != tc.tls || o.Username != tc.user || o.Password != tc.password {
 			t.Errorf("New(%q): addr %q db %d tls %v user %q password %q; want %q %d %v %q %q",
 				tc.url, o.Addr, o.DB, o.TLSConfig != nil, o.Username, o.Password, tc.addr, tc.db, tc.tls, tc.user, tc.password)

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -27,6 +28,17 @@ import (
 // or may not have been applied (see the package documentation).
 var ErrUnavailable = errors.New("storage/redis: server unavailable")
 
+// ErrNotReplicated means a write was applied on the master but fewer than
+// [Config.WaitReplicas] replicas acknowledged it within
+// [Config.WaitTimeout]: it stands unless the master fails before passing it
+// on. Treat it as a write of unknown outcome: read again before retrying a
+// conditional write. Check it with [errors.Is].
+var ErrNotReplicated = errors.New("storage/redis: write not acknowledged by enough replicas")
+
+// DefaultWaitTimeout is the wait for replicas when [Config.WaitTimeout] is
+// zero.
+const DefaultWaitTimeout = time.Second
+
 // DefaultURL is the server used when [Config.URL] is empty.
 const DefaultURL = "redis://127.0.0.1:6379/0"
 
@@ -39,7 +51,11 @@ type Config struct {
 	// URL locates the server: redis://[user:password@]host[:port][/db]
 	// or rediss://... for TLS, with go-redis's query options
 	// (dial_timeout, read_timeout, pool_size, max_retries, ...). "" means
-	// [DefaultURL]. Ignored when Client is set.
+	// [DefaultURL]. A Redis Cluster is named by
+	// redis+cluster://[user:password@]host:port[,host:port...][?options]
+	// (rediss+cluster:// for TLS): the hosts are seed nodes, any one of
+	// them is enough, and the options are those of go-redis's
+	// ParseClusterURL. Ignored when Client is set.
 	URL string
 
 	// Namespace is prepended to every key on the server, so several
@@ -57,10 +73,26 @@ type Config struct {
 	// [PrefixTTL]. nil means no key expires.
 	TTL func(key string) time.Duration
 
-	// Client, when set, is used instead of dialling URL. The Store does
-	// not close it. Its ContextTimeoutEnabled option should be true so
-	// that context deadlines bound network waits.
-	Client *goredis.Client
+	// WaitReplicas, when positive, makes every write (Put, Delete) wait
+	// until that many replicas of the key's master have acknowledged it
+	// (Redis's WAIT, sent on the write's connection), so that a write
+	// reported as done survives the failure of its master when one of
+	// those replicas is promoted. Fewer acknowledgements within
+	// WaitTimeout fail the write with [ErrNotReplicated]. Zero (the
+	// default) does not wait: replication is asynchronous.
+	WaitReplicas int
+
+	// WaitTimeout bounds the wait of WaitReplicas. Zero means
+	// [DefaultWaitTimeout]. Keep it below the client's read timeout
+	// (read_timeout, 3s by default), which bounds the wait too.
+	WaitTimeout time.Duration
+
+	// Client, when set, is used instead of dialling URL: a
+	// *goredis.Client for one server, or a *goredis.ClusterClient for
+	// Redis Cluster (other kinds are refused). The Store does not close
+	// it. Its ContextTimeoutEnabled option should be true so that context
+	// deadlines bound network waits.
+	Client goredis.UniversalClient
 }
 
 // PrefixTTL returns a [Config.TTL] that gives ttl to the keys starting
@@ -83,10 +115,13 @@ func PrefixTTL(ttl time.Duration, prefixes ...string) func(key string) time.Dura
 // that opens the same server and namespace. It is safe for concurrent use.
 // Create it with [New]; release it with [Store.Close].
 type Store struct {
-	client    *goredis.Client
+	client    goredis.UniversalClient
+	cluster   *goredis.ClusterClient // client, on Redis Cluster; nil on one server
 	ownClient bool
 	ns        string
 	ttl       func(string) time.Duration
+	replicas  int           // Config.WaitReplicas
+	waitFor   time.Duration // Config.WaitTimeout, defaulted
 	writerID  string        // makes write tokens unique across Stores
 	writes    atomic.Uint64 // and this across the writes of one Store
 	closed    atomic.Bool
@@ -96,22 +131,48 @@ type Store struct {
 // first operation connects (use [Store.Ping] to check the server at
 // start-up). A malformed URL is an error.
 func New(cfg Config) (*Store, error) {
-	s := &Store{ns: cfg.Namespace, ttl: cfg.TTL, client: cfg.Client}
+	s := &Store{ns: cfg.Namespace, ttl: cfg.TTL, replicas: cfg.WaitReplicas, waitFor: cfg.WaitTimeout}
+	if s.waitFor <= 0 {
+		s.waitFor = DefaultWaitTimeout
+	}
 	if s.ns == "" {
 		s.ns = DefaultNamespace
 	}
-	if s.client == nil {
+	switch c := cfg.Client.(type) {
+	case nil:
 		u := cfg.URL
 		if u == "" {
 			u = DefaultURL
 		}
-		opts, err := goredis.ParseURL(u)
-		if err != nil {
-			return nil, fmt.Errorf("storage/redis: bad URL %q: %w", redactURL(u), redactErr(err, u))
+		if isClusterURL(u) {
+			opts, err := parseClusterURL(u)
+			if err != nil {
+				return nil, fmt.Errorf("storage/redis: bad URL %q: %w", redactURL(u), redactErr(err, u))
+			}
+			opts.ContextTimeoutEnabled = true
+			s.cluster = goredis.NewClusterClient(opts)
+			s.client = s.cluster
+		} else {
+			opts, err := goredis.ParseURL(u)
+			if err != nil {
+				return nil, fmt.Errorf("storage/redis: bad URL %q: %w", redactURL(u), redactErr(err, u))
+			}
+			opts.ContextTimeoutEnabled = true
+			s.client = goredis.NewClient(opts)
 		}
-		opts.ContextTimeoutEnabled = true
-		s.client = goredis.NewClient(opts)
 		s.ownClient = true
+	case *goredis.Client:
+		if c == nil {
+			return nil, errors.New("storage/redis: Config.Client is a nil *redis.Client")
+		}
+		s.client = c
+	case *goredis.ClusterClient:
+		if c == nil {
+			return nil, errors.New("storage/redis: Config.Client is a nil *redis.ClusterClient")
+		}
+		s.client, s.cluster = c, c
+	default:
+		return nil, fmt.Errorf("storage/redis: Config.Client is a %T; want a *redis.Client or a *redis.ClusterClient", c)
 	}
 	var id [8]byte
 	if _, err := rand.Read(id[:]); err != nil {
@@ -166,6 +227,18 @@ func redactErr(err error, u string) error {
 
 // Namespace returns the prefix of this store's keys on the server.
 func (s *Store) Namespace() string { return s.ns }
+
+// Cluster reports whether the store runs on Redis Cluster.
+func (s *Store) Cluster() bool { return s.cluster != nil }
+
+// rkey returns the server key of a store key: the namespace, then the key,
+// hash-tagged on a cluster.
+func (s *Store) rkey(key string) string {
+	if s.cluster != nil {
+		return s.ns + tagKey(key)
+	}
+	return s.ns + key
+}
 
 // Ping checks that the server answers.
 func (s *Store) Ping(ctx context.Context) error {
@@ -260,7 +333,7 @@ func (s *Store) Get(ctx context.Context, key string) (storage.Item, error) {
 	if err := s.begin(ctx, "get", key, true); err != nil {
 		return storage.Item{}, err
 	}
-	vals, err := s.client.HMGet(ctx, s.ns+key, "v", "n").Result()
+	vals, err := s.client.HMGet(ctx, s.rkey(key), "v", "n").Result()
 	if err != nil {
 		return storage.Item{}, s.wrap(ctx, "get", key, err)
 	}
@@ -295,7 +368,14 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, ifVersion int
 	if value == nil {
 		value = []byte{}
 	}
-	res, err := putScript.Run(ctx, s.client, []string{s.ns + key}, value, ifVersion, ttl, token, storage.FirstVersion()).Result()
+	keys := []string{s.rkey(key)}
+	first := storage.FirstVersion()
+	res, acked, err := s.write(ctx, keys[0], func(c runner, pipelined bool) *goredis.Cmd {
+		if pipelined {
+			return putScript.Eval(ctx, c, keys, value, ifVersion, ttl, token, first)
+		}
+		return putScript.Run(ctx, c, keys, value, ifVersion, ttl, token, first)
+	})
 	if err != nil {
 		return 0, s.wrap(ctx, "put", key, err)
 	}
@@ -307,6 +387,9 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, ifVersion int
 	if err != nil || v <= 0 {
 		return 0, fmt.Errorf("storage/redis: put %s: unexpected reply %v", storage.Quote(key), res)
 	}
+	if err := s.replicated("put", key, acked); err != nil {
+		return 0, err
+	}
 	return v, nil
 }
 
@@ -316,59 +399,157 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion int64) error {
 	if err := s.begin(ctx, "delete", key, true); err != nil {
 		return err
 	}
-	if ifVersion == storage.AnyVersion {
-		if err := s.client.Del(ctx, s.ns+key).Err(); err != nil {
-			return s.wrap(ctx, "delete", key, err)
+	keys := []string{s.rkey(key)}
+	res, acked, err := s.write(ctx, keys[0], func(c runner, pipelined bool) *goredis.Cmd {
+		switch {
+		case ifVersion == storage.AnyVersion:
+			return c.Do(ctx, "DEL", keys[0])
+		case pipelined:
+			return deleteScript.Eval(ctx, c, keys, ifVersion)
 		}
-		return nil
-	}
-	res, err := deleteScript.Run(ctx, s.client, []string{s.ns + key}, ifVersion).Result()
+		return deleteScript.Run(ctx, c, keys, ifVersion)
+	})
 	if err != nil {
 		return s.wrap(ctx, "delete", key, err)
 	}
 	if cur, ok := conflictVersion(res); ok {
 		return fmt.Errorf("storage/redis: delete %s: have version %s, want %d: %w", storage.Quote(key), cur, ifVersion, storage.ErrConflict)
 	}
-	switch res {
-	case int64(1):
-		return nil
-	case int64(0):
+	switch {
+	case ifVersion == storage.AnyVersion || res == int64(1):
+		return s.replicated("delete", key, acked)
+	case res == int64(0):
 		return fmt.Errorf("storage/redis: delete %s: %w", storage.Quote(key), storage.ErrNotFound)
 	}
 	return fmt.Errorf("storage/redis: delete %s: unexpected reply %v", storage.Quote(key), res)
+}
+
+// runner is what a write is sent through: the client, or a pipeline on
+// one connection of the key's master.
+type runner interface {
+	goredis.Scripter
+	Do(ctx context.Context, args ...any) *goredis.Cmd
+}
+
+// maxRedirects bounds how often a waited-for write (see write) follows its
+// key's slot to another master.
+const maxRedirects = 5
+
+// write sends the write op builds for the server key rkey and returns its
+// reply. Without WaitReplicas it goes through the client (a script by
+// EVALSHA, loaded on first use), and acked is -1. With it, the write and a
+// WAIT go down one connection of the key's master in a pipeline (WAIT
+// counts the replicas that have the writes of its own connection), and
+// acked is WAIT's answer; on a cluster, a slot that moved (MOVED, ASK)
+// reloads the slot map and sends again: the write did not run.
+func (s *Store) write(ctx context.Context, rkey string, op func(c runner, pipelined bool) *goredis.Cmd) (res any, acked int64, err error) {
+	if s.replicas <= 0 {
+		res, err = op(s.client, false).Result()
+		return res, -1, err
+	}
+	for attempt := 0; ; attempt++ {
+		node, _ := s.client.(*goredis.Client)
+		if s.cluster != nil {
+			if node, err = s.cluster.MasterForKey(ctx, rkey); err != nil {
+				return nil, 0, err
+			}
+		}
+		var cmd *goredis.Cmd
+		var wait *goredis.Cmd
+		_, _ = node.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			cmd = op(p, true)
+			wait = p.Do(ctx, "WAIT", s.replicas, s.waitFor.Milliseconds())
+			return nil
+		})
+		if err := cmd.Err(); err != nil {
+			if s.cluster == nil || attempt == maxRedirects || !redirected(err) {
+				return nil, 0, err
+			}
+			s.cluster.ReloadState(ctx)
+			t := time.NewTimer(50 * time.Millisecond)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, 0, ctx.Err()
+			}
+			continue
+		}
+		n, _ := wait.Int64() // a failed WAIT counts no replica
+		return cmd.Val(), n, nil
+	}
+}
+
+// redirected reports whether err is a cluster's MOVED or ASK reply.
+func redirected(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")
+}
+
+// replicated checks WAIT's count of acknowledging replicas (-1: not asked).
+func (s *Store) replicated(op, key string, acked int64) error {
+	if acked < 0 || acked >= int64(s.replicas) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s %s: applied on the master, acknowledged by %d of %d replicas within %v",
+		ErrNotReplicated, op, storage.Quote(key), acked, s.replicas, s.waitFor)
 }
 
 // scanCount is the COUNT hint of each SCAN call.
 const scanCount = 1000
 
 // List implements [storage.Store] with SCAN (never KEYS, which blocks the
-// server): it matches the namespaced prefix as a glob with every
-// metacharacter escaped, checks each key with strings.HasPrefix, drops the
-// duplicates SCAN may return and sorts. SCAN is not a snapshot: a key
-// present for the whole scan is listed; one created or deleted during it
-// may or may not be.
+// server), on every master of a cluster: it matches the namespaced prefix
+// as a glob with every metacharacter escaped, checks each key with
+// strings.HasPrefix, drops the duplicates SCAN may return and sorts. SCAN
+// is not a snapshot: a key present for the whole scan is listed; one
+// created or deleted during it may or may not be.
 func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
 	if err := s.begin(ctx, "list", prefix, false); err != nil {
 		return nil, err
 	}
-	full := s.ns + prefix
-	match := globEscape(full) + "*"
+	lit := s.ns + prefix
+	if s.cluster != nil {
+		lit = s.ns + tagPrefix(prefix)
+	}
+	match := globEscape(lit) + "*"
+	var mu sync.Mutex
 	seen := make(map[string]struct{})
-	var cursor uint64
-	for {
-		keys, next, err := s.client.Scan(ctx, cursor, match, scanCount).Result()
-		if err != nil {
-			return nil, s.wrap(ctx, "list", prefix, err)
-		}
-		for _, k := range keys {
-			if strings.HasPrefix(k, full) {
-				seen[k[len(s.ns):]] = struct{}{}
+	scan := func(ctx context.Context, c goredis.Cmdable) error {
+		var cursor uint64
+		for {
+			keys, next, err := c.Scan(ctx, cursor, match, scanCount).Result()
+			if err != nil {
+				return err
 			}
+			mu.Lock()
+			for _, k := range keys {
+				if !strings.HasPrefix(k, s.ns) {
+					continue
+				}
+				k = k[len(s.ns):]
+				if s.cluster != nil {
+					k = untagKey(k)
+				}
+				if strings.HasPrefix(k, prefix) {
+					seen[k] = struct{}{}
+				}
+			}
+			mu.Unlock()
+			if next == 0 {
+				return nil
+			}
+			cursor = next
 		}
-		if next == 0 {
-			break
-		}
-		cursor = next
+	}
+	var err error
+	if s.cluster != nil {
+		err = s.cluster.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error { return scan(ctx, c) })
+	} else {
+		err = scan(ctx, s.client)
+	}
+	if err != nil {
+		return nil, s.wrap(ctx, "list", prefix, err)
 	}
 	out := make([]string, 0, len(seen))
 	for k := range seen {
@@ -424,6 +605,13 @@ func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
 		// "storage/redis: get "k": storage: store closed: redis: client is closed"
 		return fmt.Errorf("storage/redis: %s: %w: %w", where, storage.ErrClosed, err)
 	case unavailable(err):
+		if s.cluster != nil {
+			// A failover may have given the slot to another node: go-redis
+			// learns the new layout only from a MOVED reply, which a dead
+			// node never sends, or after a minute, so ask the cluster now
+			// (in the background; at most every 200ms).
+			s.cluster.ReloadState(ctx)
+		}
 		// "storage/redis: server unavailable: get "k": dial tcp ...: connection refused"
 		return fmt.Errorf("%w: %s: %w", ErrUnavailable, where, err)
 	}
@@ -439,7 +627,8 @@ func unavailable(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) || strings.Contains(err.Error(), "LOADING")
+		errors.Is(err, syscall.EPIPE) || strings.Contains(err.Error(), "LOADING") ||
+		strings.Contains(err.Error(), "CLUSTERDOWN")
 }
 
 // Interface guards.

@@ -621,3 +621,48 @@ func TestUnavailableServerFailsFast(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestOperate09_WaitReplicas (issue 13): with Config.WaitReplicas, a
+// write that not enough replicas acknowledged in time fails with
+// redis.ErrNotReplicated (it is applied on the master: an unknown
+// outcome, as the error says), a lost race is still ErrConflict, and a
+// read never waits. The test server has no replica.
+func TestOperate09_WaitReplicas(t *testing.T) {
+	s := newStore(t, redis.Config{WaitReplicas: 1, WaitTimeout: 50 * time.Millisecond})
+	ctx := t.Context()
+	start := time.Now()
+	_, err := s.Put(ctx, "k", []byte("v1"), storage.NoVersion)
+	if !errors.Is(err, redis.ErrNotReplicated) {
+		t.Fatalf("Put without a replica: %v, want redis.ErrNotReplicated", err)
+	}
+	if d := time.Since(start); d < 50*time.Millisecond || d > 2*time.Second {
+		t.Errorf("Put returned after %v, want about the 50ms WaitTimeout", d)
+	}
+	if msg := err.Error(); !strings.Contains(msg, `put "k"`) || !strings.Contains(msg, "0 of 1 replicas") {
+		t.Errorf("error %q does not name the operation and the count", msg)
+	}
+	it, err := s.Get(ctx, "k")
+	if err != nil || string(it.Value) != "v1" {
+		t.Fatalf("Get after the unreplicated Put = %q, %v; want the applied \"v1\"", it.Value, err)
+	}
+	if _, err := s.Put(ctx, "k", []byte("stale"), storage.NoVersion); !errors.Is(err, storage.ErrConflict) || errors.Is(err, redis.ErrNotReplicated) {
+		t.Errorf("losing Put: %v, want storage.ErrConflict only", err)
+	}
+	if err := s.Delete(ctx, "k", it.Version+1); !errors.Is(err, storage.ErrConflict) {
+		t.Errorf("stale Delete: %v, want storage.ErrConflict", err)
+	}
+	if err := s.Delete(ctx, "k", it.Version); !errors.Is(err, redis.ErrNotReplicated) {
+		t.Errorf("Delete: %v, want redis.ErrNotReplicated", err)
+	}
+	if err := s.Delete(ctx, "gone", storage.AnyVersion); !errors.Is(err, redis.ErrNotReplicated) {
+		t.Errorf("unconditional Delete: %v, want redis.ErrNotReplicated", err)
+	}
+	if _, err := s.Get(ctx, "k"); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Get after the Delete: %v, want storage.ErrNotFound (applied)", err)
+	}
+	// Zero replicas to wait for is the default: no error.
+	plain := newStore(t, redis.Config{})
+	if _, err := plain.Put(ctx, "k", []byte("v"), storage.NoVersion); err != nil {
+		t.Errorf("Put without WaitReplicas: %v", err)
+	}
+}
