@@ -81,8 +81,12 @@ type Result struct {
 	// as the provider spelled it ("stop", "end_turn", "length",
 	// "max_tokens", "content_filter", ...); empty when it gave none.
 	StopReason string
-	// Messages is the thread's whole history after the run, as sent to
-	// the model (without the system prompt).
+	// Messages is the thread's history as the run held it, without the
+	// system prompt: the messages the thread's summary did not cover
+	// when the run started (compacted as sent to the model), then the
+	// run's own. With HistoryConfig.Full, or on a thread never
+	// summarized, that is the whole thread; [Agent.Transcript] returns
+	// every stored message.
 	Messages []llms.MessageContent
 }
 
@@ -263,6 +267,16 @@ type run struct {
 	layerCap int                // the sum of alloc.Layers
 	callIDs  map[string]bool    // tool call IDs in msgs
 	est      estimator
+
+	// base is the index in the thread of msgs[0]: a run loads only the
+	// messages the summary does not cover. loadedStored holds the loaded
+	// messages as stored (before compaction), for the summarizer.
+	base         int
+	loadedStored []StoredMessage
+	// bg is a summary being made in the background; summary is the
+	// run's history-summary layer (nil with HistoryConfig.Full).
+	bg      *background
+	summary *summaryLayer
 }
 
 // tree holds what a top-level run and all its child runs, at every
@@ -309,14 +323,21 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 	start := time.Now()
 	a.emit(ctx, Event{Kind: EventRunStart, ThreadID: in.ThreadID})
 
-	ckpt, msgs, ver, err := a.loadCheckpoint(ctx, in.ThreadID)
+	l, err := a.load(ctx, in.ThreadID)
 	if err != nil {
 		return nil, err
 	}
-	if ckpt == nil && in.Input == "" {
+	if l == nil && in.Input == "" {
 		return nil, fmt.Errorf("%w: empty input, and thread %s has no checkpoint to continue (a new thread, or its checkpoint is gone)", ErrInvalidConfig, storage.Quote(in.ThreadID))
 	}
-	stack, err := a.newStack(layer.Env{ThreadID: in.ThreadID, ResourceID: in.ResourceID, Store: a.cfg.Store, Logger: a.cfg.Logger}, 0)
+	th := &thread{key: storage.ThreadKey(in.ThreadID, CheckpointName), layers: map[string][]byte{}}
+	var extra []layer.Layer
+	var sl *summaryLayer
+	if !a.cfg.History.Full {
+		sl = &summaryLayer{tokens: a.cfg.History.SummaryTokens}
+		extra = append(extra, sl)
+	}
+	stack, err := a.newStack(layer.Env{ThreadID: in.ThreadID, ResourceID: in.ResourceID, Store: a.cfg.Store, Logger: a.cfg.Logger}, 0, extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -324,33 +345,20 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 		return nil, fmt.Errorf("agentloop: init layers: %w", err)
 	}
 	defer a.closeStack(ctx, stack)
-	if ckpt != nil && a.cfg.RestoreLayers {
-		a.restoreLayers(ctx, stack, ckpt.Layers)
+	if l != nil && a.cfg.RestoreLayers {
+		a.restoreLayers(ctx, stack, l.ckpt.Layers)
 	}
 
-	th := &thread{key: storage.ThreadKey(in.ThreadID, CheckpointName), version: ver}
 	r := &run{
 		a: a, compiler: a.compiler, sysTokens: a.systemTokens, stack: stack,
 		threadID: in.ThreadID, resourceID: in.ResourceID,
 		input: in.Input, vars: a.mergeVars(in.Vars),
-		res: &Result{ThreadID: in.ThreadID}, tree: &tree{}, thread: th,
+		res: &Result{ThreadID: in.ThreadID}, tree: &tree{}, thread: th, summary: sl,
 	}
-	if ckpt != nil {
-		r.msgs = msgs
-		th.steps, th.usage, th.compacted = ckpt.Steps, ckpt.Usage, ckpt.Compacted
-		replayable(r.msgs) // threads stored by earlier versions
-		if !a.cfg.KeepToolResults {
-			end := len(r.msgs)
-			if in.Input == "" {
-				// The turn goes on (after a limit, say): its own
-				// messages are not an earlier turn's.
-				end = max(lastHuman(r.msgs), th.compacted)
-			}
-			compactHistory(r.msgs[th.compacted:end])
-			th.compacted = end
-		}
+	if l != nil {
+		r.resume(l, in.Input == "")
 	}
-	th.baseMsgs, th.savedMsgs = len(r.msgs), len(r.msgs)
+	th.baseMsgs = r.base + len(r.msgs)
 	if in.Input != "" {
 		r.msgs = append(r.msgs, llms.TextParts(llms.ChatMessageTypeHuman, in.Input))
 	} else {
@@ -360,6 +368,9 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 		return nil, err
 	}
 	res, err := r.loop(ctx)
+	if ferr := r.flushSummary(ctx); ferr != nil && err == nil {
+		err = ferr
+	}
 	a.emit(ctx, Event{Kind: EventRunEnd, ThreadID: in.ThreadID, Step: res.Steps, Duration: time.Since(start), Usage: res.Usage, Err: err})
 	return res, err
 }
@@ -376,11 +387,16 @@ func (a *Agent) mergeVars(vars map[string]any) map[string]any {
 	return m
 }
 
-// newStack builds the layer stack of a run.
-func (a *Agent) newStack(env layer.Env, depth int) (*layer.Stack, error) {
+// newStack builds the layer stack of a run: Config.Layers and the run's
+// own extra layers (the history-summary layer).
+func (a *Agent) newStack(env layer.Env, depth int, extra ...layer.Layer) (*layer.Stack, error) {
 	thread := env.ThreadID
+	layers := a.cfg.Layers
+	if len(extra) > 0 {
+		layers = append(slices.Clip(layers), extra...)
+	}
 	st, err := layer.NewStack(layer.StackConfig{
-		Layers: a.cfg.Layers,
+		Layers: layers,
 		Env:    env,
 		Name:   a.cfg.Name,
 		Observer: func(e layer.Event) {
@@ -486,7 +502,7 @@ func (r *run) stopped(ctx context.Context) (*Result, error) {
 	if !errors.Is(context.Cause(ctx), ErrTimeout) {
 		err = fmt.Errorf("agentloop: run stopped after %d steps: %w", r.res.Steps, ctx.Err())
 	}
-	if r.thread != nil && r.thread.savedMsgs < len(r.msgs) {
+	if r.thread != nil && r.thread.saved < r.base+len(r.msgs) {
 		sctx, cancel := r.saveContext(ctx)
 		defer cancel()
 		if cerr := r.checkpoint(sctx); cerr != nil {
@@ -521,7 +537,7 @@ func (r *run) step(ctx context.Context) (final bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	calls := r.normalizeCalls(choice, step)
+	calls := r.normalizeCalls(choice)
 	turn := r.appendAnswer(choice, calls, step)
 	toolTime := r.runTools(ctx, step, calls, &turn)
 	r.res.Steps++
@@ -546,19 +562,37 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 	// The budgets depend only on the window, the instructions and the
 	// layers, which a run never changes.
 	if r.alloc == nil {
+		// The summary stands for older history: its budget is taken from
+		// the history's share, not from the layers'.
+		layers := slices.DeleteFunc(specs(r.stack), func(s layer.Spec) bool { return s.ID == SummaryLayerID })
 		alloc, err := prompt.Allocate(prompt.Request{
 			Total:   a.cfg.ContextWindow,
 			Reserve: a.cfg.ResponseReserve,
 			System:  r.sysTokens,
-			Layers:  specs(r.stack),
+			Layers:  layers,
 		})
 		if err != nil {
 			return "", nil, fmt.Errorf("%w: budgets: %w", ErrInvalidConfig, err)
+		}
+		if r.windowed() {
+			sum := min(a.cfg.History.SummaryTokens, alloc.History/2)
+			alloc.Layers[SummaryLayerID] = sum
+			alloc.History -= sum
 		}
 		r.alloc = &alloc
 		for _, v := range alloc.Layers {
 			r.layerCap += v
 		}
+	}
+	// The window first, so that a summary made because it does not fit
+	// is the one the history-summary layer shows.
+	msgs := r.msgs
+	if r.windowed() {
+		if msgs, err = r.window(ctx, r.alloc.History); err != nil {
+			return "", nil, fmt.Errorf("agentloop: step %d: summary: %w", step, err)
+		}
+		text := r.thread.latest().Text
+		r.summary.text.Store(&text)
 	}
 	// A failed recall is reported by the stack and contributes nothing.
 	recalled, _ := r.stack.Recall(ctx, layer.Query{Text: r.input, Step: step, Counter: a.layerCounter}, r.alloc.Layers)
@@ -572,7 +606,11 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 	if err != nil {
 		return "", nil, fmt.Errorf("agentloop: step %d: system prompt: %w", step, err)
 	}
-	hist, err = r.history(r.alloc.History)
+	// What the layers left of their budgets goes to the history: it gets
+	// the window minus the response reserve and the system prompt as
+	// compiled, and never less than its own allocation.
+	budget := max(r.alloc.History, a.cfg.ContextWindow-a.cfg.ResponseReserve-r.est.count(a.cfg.Counter, system))
+	hist, err = r.history(msgs, budget)
 	if err != nil {
 		return "", nil, fmt.Errorf("agentloop: step %d: %w", step, err)
 	}
@@ -645,7 +683,7 @@ func (r *run) runTools(ctx context.Context, step int, calls []call, turn *layer.
 	for i, res := range turn.Results {
 		r.msgs = append(r.msgs, llms.MessageContent{
 			Role:  llms.ChatMessageTypeTool,
-			Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: res.ID, Name: calls[i].FunctionCall.Name, Content: capResult(res.Content, r.a.cfg.MaxToolResultBytes)}},
+			Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: res.ID, Name: calls[i].FunctionCall.Name, Content: capResult(res.Content, r.a.cfg.MaxToolResultBytes, res.ID)}},
 		})
 	}
 	return took
@@ -662,27 +700,28 @@ func (r *run) record(ctx context.Context, turn layer.Turn) error {
 	if r.thread == nil {
 		return nil
 	}
+	r.maybeSummarize(sctx)
 	return r.checkpoint(sctx)
 }
 
-// history projects the history into budget tokens, newest first
+// history projects msgs (the history, or its window) into budget tokens, newest first
 // (prompt.ProjectHistory), but never without the current user message:
 // when the turn's later messages do not all fit with it, it is sent with
 // the newest of them that fit, and when it does not fit on its own the
 // error is ErrInputTooLarge.
-func (r *run) history(budget int) ([]llms.MessageContent, error) {
+func (r *run) history(msgs []llms.MessageContent, budget int) ([]llms.MessageContent, error) {
 	c := r.a.cfg.Counter
-	hist := prompt.ProjectHistory(r.msgs, budget, c)
-	in := lastHuman(r.msgs)
+	hist := prompt.ProjectHistory(msgs, budget, c)
+	in := lastHuman(msgs)
 	if in < 0 || lastHuman(hist) >= 0 {
 		return hist, nil
 	}
-	n := prompt.CountMessage(c, r.msgs[in])
+	n := prompt.CountMessage(c, msgs[in])
 	if n > budget {
 		return nil, fmt.Errorf("%w: it counts %d tokens, the history's share of the window %d", ErrInputTooLarge, n, budget)
 	}
-	rest := prompt.ProjectHistory(r.msgs[in+1:], budget-n, c)
-	return append([]llms.MessageContent{r.msgs[in]}, rest...), nil
+	rest := prompt.ProjectHistory(msgs[in+1:], budget-n, c)
+	return append([]llms.MessageContent{msgs[in]}, rest...), nil
 }
 
 // lastHuman returns the index of the last user message in msgs, or -1.
@@ -707,17 +746,11 @@ type estimator struct {
 // usage estimates a call that sent system and hist (a projection of
 // msgs, the whole history) and got choice.
 func (e *estimator) usage(c prompt.Counter, msgs []llms.MessageContent, system string, hist []llms.MessageContent, choice *llms.ContentChoice) Usage {
-	if system != e.system {
-		e.system, e.systemTokens = system, c.Count(system)
-	}
-	p := prompt.MessageOverhead + e.systemTokens
+	p := prompt.MessageOverhead + e.count(c, system)
 	n := len(hist)
 	if n > 0 && n <= len(msgs) && &hist[n-1] == &msgs[len(msgs)-1] {
 		// hist is a suffix of the history: use the cached counts.
-		for i := len(e.msgTokens); i < len(msgs); i++ {
-			e.msgTokens = append(e.msgTokens, prompt.CountMessage(c, msgs[i]))
-		}
-		for _, t := range e.msgTokens[len(msgs)-n:] {
+		for _, t := range e.counts(c, msgs)[len(msgs)-n:] {
 			p += t
 		}
 	} else {
@@ -732,6 +765,23 @@ func (e *estimator) usage(c prompt.Counter, msgs []llms.MessageContent, system s
 		}
 	}
 	return Usage{PromptTokens: p, CompletionTokens: out, TotalTokens: p + out, Estimated: true}
+}
+
+// count returns the tokens of a system prompt, counted once per text.
+func (e *estimator) count(c prompt.Counter, system string) int {
+	if system != e.system {
+		e.system, e.systemTokens = system, c.Count(system)
+	}
+	return e.systemTokens
+}
+
+// counts returns the token count of each message of msgs (the run's
+// history, which only grows), counting each message once.
+func (e *estimator) counts(c prompt.Counter, msgs []llms.MessageContent) []int {
+	for i := len(e.msgTokens); i < len(msgs); i++ {
+		e.msgTokens = append(e.msgTokens, prompt.CountMessage(c, msgs[i]))
+	}
+	return e.msgTokens
 }
 
 // generate runs the model call. A panic in the model's client (or in the
@@ -953,9 +1003,10 @@ func replayable(msgs []llms.MessageContent) {
 // normalizeCalls returns the choice's tool calls with a type, a function
 // and an ID unique in the thread on each; a legacy FuncCall becomes a tool
 // call. Providers (and scripted models) may reuse IDs across turns, and a
-// reused ID would pair a result with the wrong call in the history, so a
-// repeated ID gets a suffix; the AI message and the tool message both
-// carry the new ID.
+// reused ID would pair a result with the wrong call in the history, so an
+// ID repeated in the messages the run holds gets a suffix; the AI message
+// and the tool message both carry the new ID. A missing ID is made from
+// the AI message's index in the thread, which no other message has.
 //
 // What is stored must be accepted by every client the thread may
 // continue on: the Anthropic and Google clients decode each replayed
@@ -964,7 +1015,7 @@ func replayable(msgs []llms.MessageContent) {
 // not a JSON object are stored as {} (empty ones mean {} anyway) and a
 // name providers refuse as invalidToolName; the call runs (or fails)
 // with what the model sent, and its result quotes it.
-func (r *run) normalizeCalls(choice *llms.ContentChoice, step int) []call {
+func (r *run) normalizeCalls(choice *llms.ContentChoice) []call {
 	calls := choice.ToolCalls
 	if len(calls) == 0 && choice.FuncCall != nil {
 		calls = []llms.ToolCall{{FunctionCall: choice.FuncCall}}
@@ -992,7 +1043,9 @@ func (r *run) normalizeCalls(choice *llms.ContentChoice, step int) []call {
 		sent := call{name: fc.Name, args: fc.Arguments}
 		sent.badArgs = replayableCall(&fc)
 		if c.ID == "" {
-			c.ID = "call_" + strconv.Itoa(step) + "_" + strconv.Itoa(i)
+			// Numbered by the AI message's index in the thread, so
+			// unique in the thread although a run loads only its tail.
+			c.ID = "call_" + strconv.Itoa(r.base+len(r.msgs)) + "_" + strconv.Itoa(i)
 		}
 		for base, n := c.ID, 1; r.callIDs[c.ID]; n++ {
 			c.ID = base + "_" + strconv.Itoa(n)
@@ -1206,7 +1259,7 @@ func (a *Agent) emit(ctx context.Context, e Event) {
 	// to the model: only a failed checkpoint, which the caller may not
 	// notice in a successful-looking partial result, is a warning.
 	lvl := slog.LevelDebug
-	if e.Err != nil && e.Kind == EventCheckpoint {
+	if e.Err != nil && (e.Kind == EventCheckpoint || e.Kind == EventSummary) {
 		lvl = slog.LevelWarn
 	}
 	if !a.cfg.Logger.Enabled(ctx, lvl) {

@@ -78,8 +78,9 @@ var (
 
 // LimitError is returned by [Agent.Run] when a limit stops the run before
 // the model gave a final answer. Result holds everything done so far: the
-// messages (including every tool result), the steps, the usage. The thread
-// checkpoint holds the same messages (after a timeout too: a step cut
+// messages (the window the run loaded and every message of its own, each
+// tool result included; see [Result].Messages), the steps, the usage. The
+// stored thread holds the same messages (after a timeout too: a step cut
 // short during its tools is checkpointed before the run returns), so a
 // later run with an empty Input continues from there. If that last
 // checkpoint fails, the error returned joins the LimitError and a

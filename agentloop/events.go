@@ -25,6 +25,9 @@ const (
 	EventStep EventKind = "step"
 	// EventCheckpoint: the thread was checkpointed (Err on failure).
 	EventCheckpoint EventKind = "checkpoint"
+	// EventSummary: the history's rolling summary was made (Duration) or
+	// failed (Err; the previous summary stays, and the run goes on).
+	EventSummary EventKind = "summary"
 	// EventRunEnd: a run ended (Usage is the run's total, Err why it
 	// stopped, nil on a final answer).
 	EventRunEnd EventKind = "run_end"

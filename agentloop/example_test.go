@@ -287,3 +287,34 @@ func (c *countLayer) Provides() layer.Provides {
 		},
 	}}}
 }
+
+// A window of one turn: once a turn has left it, the deterministic
+// summary (no model needed) carries its request, tool call and IDs in
+// the history-summary block of the system prompt.
+func ExampleHistoryConfig() {
+	create := agentloop.Tool{Name: "createPage", Call: func(_ context.Context, args json.RawMessage) (string, error) {
+		return `{"page":{"id":"page_7","title":"About"}}`, nil
+	}}
+	model := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
+		if len(r.ToolResults()) > 0 || r.LastUser() != "Create the About page" {
+			return agenttest.Text("ok"), nil
+		}
+		return agenttest.Calls(agenttest.Call("createPage", `{"title":"About"}`)), nil
+	})
+	agent, err := agentloop.New(agentloop.Config{Model: model, Tools: []agentloop.Tool{create},
+		History: agentloop.HistoryConfig{MaxTurns: 1, SummarizeAfter: 1}})
+	if err != nil {
+		panic(err)
+	}
+	for _, in := range []string{"Create the About page", "Thanks", "Anything else?"} {
+		if _, err := agent.Run(context.Background(), agentloop.RunInput{ThreadID: "t", Input: in}); err != nil {
+			panic(err)
+		}
+	}
+	system := model.Requests()[len(model.Requests())-1].System()
+	fmt.Println(system[strings.Index(system, "<history_summary>"):])
+	// Output:
+	// <history_summary>
+	// - User: Create the About page | createPage (call call_0_0) → page_7 "About" | answer: ok
+	// </history_summary>
+}
