@@ -273,6 +273,9 @@ type run struct {
 	// messages as stored (before compaction), for the summarizer.
 	base         int
 	loadedStored []StoredMessage
+	// cur is the step the stack's hook events name (see newStack); the
+	// top-level run sets it, children report the step they run in.
+	cur *atomic.Int64
 	// bg is a summary being made in the background; summary is the
 	// run's history-summary layer (nil with HistoryConfig.Full).
 	bg      *background
@@ -337,7 +340,8 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 		sl = &summaryLayer{tokens: a.cfg.History.SummaryTokens}
 		extra = append(extra, sl)
 	}
-	stack, err := a.newStack(layer.Env{ThreadID: in.ThreadID, ResourceID: in.ResourceID, Store: a.cfg.Store, Logger: a.cfg.Logger}, 0, extra...)
+	cur := new(atomic.Int64)
+	stack, err := a.newStack(layer.Env{ThreadID: in.ThreadID, ResourceID: in.ResourceID, Store: a.cfg.Store, Logger: a.cfg.Logger}, cur, extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -353,7 +357,7 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 		a: a, compiler: a.compiler, sysTokens: a.systemTokens, stack: stack,
 		threadID: in.ThreadID, resourceID: in.ResourceID,
 		input: in.Input, vars: a.mergeVars(in.Vars),
-		res: &Result{ThreadID: in.ThreadID}, tree: &tree{}, thread: th, summary: sl,
+		res: &Result{ThreadID: in.ThreadID}, tree: &tree{}, thread: th, summary: sl, cur: cur,
 	}
 	if l != nil {
 		r.resume(l, in.Input == "")
@@ -389,7 +393,12 @@ func (a *Agent) mergeVars(vars map[string]any) map[string]any {
 
 // newStack builds the layer stack of a run: Config.Layers and the run's
 // own extra layers (the history-summary layer).
-func (a *Agent) newStack(env layer.Env, depth int, extra ...layer.Layer) (*layer.Stack, error) {
+//
+// Its hook events carry the step cur holds (the run sets it as each step
+// starts). A child agent's stack, derived with Stack.Spawn, reports
+// through the same observer: its hooks' events name the top-level run's
+// thread and the step during which the child ran.
+func (a *Agent) newStack(env layer.Env, cur *atomic.Int64, extra ...layer.Layer) (*layer.Stack, error) {
 	thread := env.ThreadID
 	layers := a.cfg.Layers
 	if len(extra) > 0 {
@@ -400,7 +409,7 @@ func (a *Agent) newStack(env layer.Env, depth int, extra ...layer.Layer) (*layer
 		Env:    env,
 		Name:   a.cfg.Name,
 		Observer: func(e layer.Event) {
-			a.emit(context.Background(), Event{Kind: EventLayerHook, ThreadID: thread, Depth: depth, Layer: e.Layer, Hook: e.Hook, Duration: e.Duration, Err: e.Err})
+			a.emit(context.Background(), Event{Kind: EventLayerHook, ThreadID: thread, Step: int(cur.Load()), Layer: e.Layer, Hook: e.Hook, Duration: e.Duration, Err: e.Err})
 		},
 		ValidateArgs: a.schemas.validate,
 	})
@@ -529,6 +538,9 @@ func (r *run) saveContext(ctx context.Context) (context.Context, context.CancelF
 func (r *run) step(ctx context.Context) (final bool, err error) {
 	start := time.Now()
 	step := r.res.Steps
+	if r.depth == 0 && r.cur != nil {
+		r.cur.Store(int64(step)) // the step the stack's hook events name
+	}
 	system, hist, err := r.compile(ctx, step)
 	if err != nil {
 		return false, err
@@ -624,6 +636,9 @@ func (r *run) callModel(ctx context.Context, step int, system string, hist []llm
 	req := make([]llms.MessageContent, 0, len(hist)+1)
 	req = append(req, llms.TextParts(llms.ChatMessageTypeSystem, system))
 	req = a.replay(req, hist)
+	if a.cfg.ObservePrompts {
+		a.emit(ctx, Event{Kind: EventPrompt, ThreadID: r.threadID, Depth: r.depth, Step: step, Request: req})
+	}
 	start := time.Now()
 	resp, err := r.generate(ctx, req)
 	took := time.Since(start)

@@ -159,6 +159,13 @@ type Config struct {
 	// valid, unique, and differ from the IDs of Layers (New checks).
 	SpawnLayers []layer.Layer
 
+	// ObservePrompts sends the Observer an [EventPrompt] before every
+	// model call, with the exact messages sent (the system prompt first).
+	// It is off by default because a prompt may hold personal data
+	// (memory, tool results, the user's words): turn it on where the
+	// Observer's destination may keep them.
+	ObservePrompts bool
+
 	// Observer receives every [Event], synchronously, possibly from
 	// several goroutines at once: it must be fast and safe for concurrent
 	// use.

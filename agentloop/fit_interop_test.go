@@ -201,3 +201,30 @@ func TestFit10_MemoryTranscriptOptions(t *testing.T) {
 		t.Fatalf("history after Clear %q", h)
 	}
 }
+
+// TestFit11_LegacyCallInsideAnExecutorIsApplied: langchaingo's executor
+// does not know the legacy updateWorkingMemory name (ExportTools offers
+// only the update tool) and answers "not a valid tool"; that answer is not
+// the tool's result, so the scratchpad still applies the legacy call when
+// the turn is stored (it used to skip it as already run, and lose it).
+func TestFit11_LegacyCallInsideAnExecutorIsApplied(t *testing.T) {
+	wm, err := workingmemory.New(workingmemory.Config{Schema: `{"type":"object","properties":{"task":{"type":"string"}}}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newInitStack(t, wm)
+	mem := agentloop.NewMemory(st, agentloop.MemoryConfig{})
+	model := agenttest.New(
+		agenttest.Reply(agenttest.Calls(agenttest.Call(workingmemory.LegacyFunction, `{"task":"write the docs"}`))),
+		agenttest.Reply(agenttest.Text("Noted.")),
+	)
+	agent := agents.NewOpenAIFunctionsAgent(model, agentloop.ExportTools(st))
+	exec := agents.NewExecutor(agent, agents.WithMemory(mem), agents.WithReturnIntermediateSteps())
+	if _, err := chains.Call(t.Context(), exec, map[string]any{"input": "Remember to write the docs."}); err != nil {
+		t.Fatal(err)
+	}
+	live, _ := layer.Find[*workingmemory.Layer](st, "working-memory")
+	if got := fmt.Sprint(live.State()); got != "map[task:write the docs]" {
+		t.Fatalf("state %s, want the legacy update applied", got)
+	}
+}

@@ -320,12 +320,21 @@ func lineEntities(line string) []string {
 // maxEntities bounds the entities listed for one result.
 const maxEntities = 8
 
-// entities returns the IDs (with the name next to them, if any) that a
-// tool result mentions: the "id" or "…Id"/"…_id" fields of its objects,
-// to a depth of three, read with jsonx's forgiving scanner.
+// entities returns the IDs that a tool result or arguments mention, read
+// with jsonx's forgiving scanner to a depth of three: an object's own ID
+// (its "id" member) with its name (title, name, slug, filename, heading
+// or label) next to it, and the IDs it refers to ("…Id" and "…_id"
+// members) alone, so a reference is never paired with the name of the
+// object that holds it. Request, trace and correlation IDs are left out:
+// nothing refers back to them.
 func entities(content string) []string {
 	v, _ := jsonx.ScanValue([]byte(content), 0)
 	var out []string
+	add := func(e string) {
+		if len(out) < maxEntities && !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
 	var walk func(v jsonx.Value, depth int)
 	walk = func(v jsonx.Value, depth int) {
 		if len(out) >= maxEntities || depth > 3 {
@@ -336,30 +345,50 @@ func entities(content string) []string {
 			v.Elems(func(e jsonx.Value) bool { walk(e, depth+1); return len(out) < maxEntities })
 		case jsonx.KindObject:
 			var id, name string
+			var refs []string
 			for _, f := range v.Fields(nil) {
 				k := string(f.Key)
 				switch {
 				case f.Value.Kind == jsonx.KindObject || f.Value.Kind == jsonx.KindArray:
 					walk(f.Value, depth+1)
-				case id == "" && (k == "id" || strings.HasSuffix(k, "Id") || strings.HasSuffix(k, "_id") || k == "ID"):
+				case k == "id" || k == "ID":
 					id = f.Value.Scalar()
+				case strings.HasSuffix(k, "Id") || strings.HasSuffix(k, "_id") || strings.HasSuffix(k, "ID"):
+					if !untracked(k) {
+						if r := f.Value.Scalar(); r != "" {
+							refs = append(refs, clip(oneLine(r), 80))
+						}
+					}
 				case name == "" && (k == "title" || k == "name" || k == "slug" || k == "filename" || k == "heading" || k == "label"):
 					name = f.Value.Scalar()
 				}
 			}
-			if id != "" && len(out) < maxEntities {
+			if id != "" {
 				e := clip(oneLine(id), 80)
 				if name != "" {
 					e += " " + quoteName(clip(oneLine(name), 60))
 				}
-				if !slices.Contains(out, e) {
-					out = append(out, e)
-				}
+				add(e)
+			}
+			for _, r := range refs {
+				add(r)
 			}
 		}
 	}
 	walk(v, 0)
 	return out
+}
+
+// untracked reports whether an ID key names something no later turn
+// refers to: a request, trace, correlation or idempotency ID.
+func untracked(key string) bool {
+	k := strings.ToLower(key)
+	for _, p := range []string{"request", "trace", "correlation", "idempotency", "span"} {
+		if strings.HasPrefix(k, p) || strings.HasPrefix(k, "x_"+p) || strings.HasPrefix(k, "x-"+p) {
+			return true
+		}
+	}
+	return false
 }
 
 // quoteName quotes a name for a summary line, without the separators the

@@ -552,3 +552,25 @@ func TestHistory12_ModelSummarizer(t *testing.T) {
 		t.Errorf("summary request:\nsystem %q\nuser %q", sys, user)
 	}
 }
+
+// The summary pairs a name only with the ID of the object that bears it:
+// a section added to a page is listed as the section's ID with its
+// heading, and the page it refers to alone; request IDs are left out.
+func TestHistory13_SummaryPairsNamesWithTheirOwnIDs(t *testing.T) {
+	msgs := []agentloop.StoredMessage{
+		{Role: agentloop.RoleUser, Text: "Add a Pricing FAQ section"},
+		{Role: agentloop.RoleAssistant, ToolCalls: []agentloop.StoredToolCall{{ID: "c1", Name: "addSection", Arguments: `{"pageId":"page_P","heading":"Pricing FAQ"}`}}},
+		{Role: agentloop.RoleTool, ToolResults: []agentloop.StoredToolResult{{CallID: "c1", Name: "addSection", Content: `{"requestId":"req_91","section":{"pageId":"page_P","heading":"Pricing FAQ","id":"sec_S"}}`}}},
+		{Role: agentloop.RoleAssistant, Text: "Added."},
+	}
+	got, err := (&agentloop.DeterministicSummarizer{}).Summarize(t.Context(), "", msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `addSection (call c1) → page_P, sec_S "Pricing FAQ" |`; !strings.Contains(got, want) {
+		t.Errorf("summary:\n%s\nwant it to hold %s", got, want)
+	}
+	if strings.Contains(got, `page_P "`) || strings.Contains(got, "req_91") {
+		t.Errorf("summary pairs the page with the section's name or keeps the request ID:\n%s", got)
+	}
+}

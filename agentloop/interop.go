@@ -195,6 +195,12 @@ func (m *Memory) SaveContext(ctx context.Context, inputs, outputs map[string]any
 		Response: pick(answers, m.cfg.OutputKey, "text", "output"),
 	}
 	steps, _ := outputs[intermediateSteps].([]schema.AgentStep)
+	aliases := map[string]bool{}
+	for _, tool := range m.stack.Tools() {
+		for _, a := range tool.Function.Aliases {
+			aliases[a] = true
+		}
+	}
 	for i, s := range steps {
 		if s.Action.Tool == "" {
 			continue // an observation of a parse error, not a tool call
@@ -204,6 +210,12 @@ func (m *Memory) SaveContext(ctx context.Context, inputs, outputs map[string]any
 			id = fmt.Sprintf("step_%d_%d", t.Step, i)
 		}
 		t.ToolCalls = append(t.ToolCalls, layer.ToolCall{ID: id, Name: s.Action.Tool, Arguments: s.Action.ToolInput})
+		if aliases[s.Action.Tool] {
+			// ExportTools offers no alias, so the executor did not run
+			// this call: its observation is "not a valid tool", not a
+			// result, and the layer applies the call from the turn.
+			continue
+		}
 		t.Results = append(t.Results, layer.ToolResult{ToolCall: layer.ToolCall{ID: id, Name: s.Action.Tool, Arguments: s.Action.ToolInput}, Content: s.Observation})
 	}
 	var errs []error

@@ -310,8 +310,7 @@ type Function struct {
 	// Aliases are other names a model may call the function by, used
 	// verbatim (not prefixed with the layer ID): the names of older
 	// prompt conventions, such as the scratchpad's "updateWorkingMemory".
-	// They are not offered to the model; [Stack.LookupTool] and
-	// [Stack.CallTool] accept them. An alias that is some tool's name or
+	// They are not offered to the model; [Stack.CallTool] accepts them. An alias that is some tool's name or
 	// wire name, or an earlier function's alias, is ignored.
 	Aliases []string
 }
