@@ -587,7 +587,7 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 			return "", nil, fmt.Errorf("%w: budgets: %w", ErrInvalidConfig, err)
 		}
 		if r.windowed() {
-			sum := min(a.cfg.History.SummaryTokens, alloc.History/2)
+			sum := min(a.cfg.History.SummaryTokens+summaryOverhead, alloc.History/2)
 			alloc.Layers[SummaryLayerID] = sum
 			alloc.History -= sum
 		}

@@ -18,11 +18,11 @@ import (
 // Defaults of [HistoryConfig].
 const (
 	// DefaultHistoryTurns is HistoryConfig.MaxTurns when zero.
-	DefaultHistoryTurns = 8
+	DefaultHistoryTurns = 4
 	// DefaultSummarizeAfter is HistoryConfig.SummarizeAfter when zero.
-	DefaultSummarizeAfter = 4
+	DefaultSummarizeAfter = 2
 	// DefaultSummaryTokens is HistoryConfig.SummaryTokens when zero.
-	DefaultSummaryTokens = 1000
+	DefaultSummaryTokens = 500
 )
 
 // SummaryLayerID is the ID of the built-in layer that shows the rolling
@@ -283,7 +283,7 @@ func (s *DeterministicSummarizer) fit(lines []string) string {
 		return count(entitiesHeader + strings.Join(seen, "; "))
 	}
 	st := seenTokens()
-	for total+st > limit && len(lines) > 1 {
+	for total+st > limit && len(lines) > 0 {
 		for _, e := range lineEntities(lines[0]) {
 			if !slices.Contains(seen, e) {
 				seen = append(seen, e)
@@ -293,8 +293,15 @@ func (s *DeterministicSummarizer) fit(lines []string) string {
 		lines, counts = lines[1:], counts[1:]
 		st = seenTokens()
 	}
+	// The list alone passes the budget: drop entities from it, those
+	// without a name first (nothing refers back to them by name), the
+	// oldest first.
 	for len(seen) > 0 && st > limit {
-		seen = seen[1:]
+		if i := slices.IndexFunc(seen, func(e string) bool { return !strings.Contains(e, `"`) }); i >= 0 {
+			seen = slices.Delete(seen, i, i+1)
+		} else {
+			seen = seen[1:]
+		}
 		st = seenTokens()
 	}
 	out := strings.Join(lines, "\n")
@@ -425,10 +432,20 @@ type summaryLayer struct {
 
 // Spec is the layer's spec: execution scope, a budget of SummaryTokens
 // (the run takes it from the history's share, not the layers').
+//
+// The budget is SummaryTokens plus what the block's header and fence
+// take, so a summary that fills SummaryTokens is never left out.
 func (l *summaryLayer) Spec() layer.Spec {
 	return layer.Spec{ID: SummaryLayerID, Slot: SlotHistorySummary, Scope: layer.ScopeExecution,
-		Budget: layer.Budget{Max: l.tokens}}
+		Budget: layer.Budget{Max: l.tokens + summaryOverhead}}
 }
+
+// summaryHeader introduces the summary block.
+const summaryHeader = "Summary of the earlier conversation, older than the messages below (IDs are exact):\n"
+
+// summaryOverhead is what the header and the fence add to a summary, by
+// the default estimate, with room for a counter that counts them higher.
+var summaryOverhead = 2 * layer.Query{}.Count(summaryHeader+layer.Fence(layer.FenceTag(SummaryLayerID), ""))
 
 // Recall returns the summary the step uses, if there is one.
 func (l *summaryLayer) Recall(_ context.Context, q layer.Query) ([]layer.Item, error) {
@@ -436,7 +453,7 @@ func (l *summaryLayer) Recall(_ context.Context, q layer.Query) ([]layer.Item, e
 	if s == nil || *s == "" {
 		return nil, nil
 	}
-	text := "Summary of the earlier conversation, older than the messages below (IDs are exact):\n" + layer.Fence(layer.FenceTag(SummaryLayerID), *s)
+	text := summaryHeader + layer.Fence(layer.FenceTag(SummaryLayerID), *s)
 	return []layer.Item{{Text: text, Tokens: q.Count(text)}}, nil
 }
 

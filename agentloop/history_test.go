@@ -199,7 +199,7 @@ func TestHistory05_WindowNeverSplitsAToolPair(t *testing.T) {
 		return agenttest.Calls(agenttest.Call("createPage", `{"title":"a"}`), agenttest.Call("createPage", `{"title":"b"}`)), nil
 	})
 	a := mustAgent(t, agentloop.Config{Model: model, Tools: []agentloop.Tool{pagesTool(400)},
-		History: agentloop.HistoryConfig{MaxTurns: 3, MaxTokens: 900}})
+		History: agentloop.HistoryConfig{MaxTurns: 3, MaxTokens: 900, SummaryTokens: 1000}})
 	for i := range 8 {
 		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("turn %d", i)}); err != nil {
 			t.Fatal(err)
@@ -448,7 +448,10 @@ func TestHistory09_BytesPerStepDoNotGrow(t *testing.T) {
 		t.Skip("1,000 turns")
 	}
 	store := &putCounter{Store: storage.NewMemory()}
-	a := mustAgent(t, agentloop.Config{Model: agenttest.NewFunc(pagesPolicy), Store: store, Tools: []agentloop.Tool{pagesTool(2000)}})
+	// A summary every fourth turn, of up to 1,000 tokens.
+	const summaryTokens = 1000
+	a := mustAgent(t, agentloop.Config{Model: agenttest.NewFunc(pagesPolicy), Store: store, Tools: []agentloop.Tool{pagesTool(2000)},
+		History: agentloop.HistoryConfig{MaxTurns: 8, SummarizeAfter: 4, SummaryTokens: summaryTokens}})
 	perTurn := map[int]int64{}
 	for i := 1; i <= 1000; i++ {
 		before := store.bytes.Load()
@@ -465,10 +468,10 @@ func TestHistory09_BytesPerStepDoNotGrow(t *testing.T) {
 		return sum
 	}
 	t.Logf("bytes put: turn 10 %d, turn 1000 %d; turns 9-12 %d, turns 997-1000 %d", perTurn[10], perTurn[1000], cycle(12), cycle(1000))
-	if perTurn[10] > 6000 || perTurn[1000]-perTurn[1000-2] > 4*agentloop.DefaultSummaryTokens+1000 {
+	if perTurn[10] > 6000 || perTurn[1000]-perTurn[1000-2] > 4*summaryTokens+1000 {
 		t.Errorf("turn 10 put %d bytes, turn 1000 %d", perTurn[10], perTurn[1000])
 	}
-	if d := cycle(1000) - cycle(12); d > 4*agentloop.DefaultSummaryTokens+200 {
+	if d := cycle(1000) - cycle(12); d > 4*summaryTokens+200 {
 		t.Errorf("four turns put %d bytes at turn 1000, %d at turn 12", cycle(1000), cycle(12))
 	}
 	// The heads of turn 998 also name the summary and its coverage, and

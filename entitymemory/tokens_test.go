@@ -3,7 +3,6 @@ package entitymemory
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,27 +32,15 @@ func loadConversation(t testing.TB) conversation {
 	return c
 }
 
-// perMessage is the framing each chat message costs (role, separators),
-// as commonly counted for chat models.
-const perMessage = 4
-
-func msgTokens(s string) int { return layer.Query{}.Count(s) + perMessage }
-
-// tokenComparison returns the prompt tokens summed over the steps of c,
-// for the prompt of the model call that reads each step's tool result:
-//
-//   - full: every tool result stays in the history;
-//   - compact: the current step's result is in full, older ones are
-//     replaced by a one-line reference, and the entity block (recalled
-//     after the step's Store) is added to the system prompt.
-//
-// It also returns the last entity block and the last step's two prompts.
-func tokenComparison(t testing.TB, c conversation) (full, compact int, block string, lastFull, lastCompact int) {
+// conversationBlock feeds the steps of c through the layer's Store and
+// returns the block Recall gives after the last one.
+func conversationBlock(t testing.TB, c conversation) string {
 	l, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	var block string
 	for k, st := range c.Steps {
 		res := layer.ToolResult{ToolCall: layer.ToolCall{ID: st.ToolCall.ID, Name: st.ToolCall.Name, Arguments: st.ToolCall.Arguments}, Content: st.Result}
 		if err := l.Store(ctx, layer.Turn{Step: k, Query: st.User, Results: []layer.ToolResult{res}}); err != nil {
@@ -64,27 +51,8 @@ func tokenComparison(t testing.TB, c conversation) (full, compact int, block str
 			t.Fatalf("step %d: recall %v, %v", k+1, items, err)
 		}
 		block = items[0].Text
-		f := msgTokens(c.System)
-		p := msgTokens(c.System + "\n\n" + block)
-		for j, prev := range c.Steps[:k+1] {
-			call := msgTokens(prev.ToolCall.Name + prev.ToolCall.Arguments)
-			f += msgTokens(prev.User) + call + msgTokens(prev.Result)
-			p += msgTokens(prev.User) + call
-			if j == k {
-				p += msgTokens(prev.Result)
-				break
-			}
-			ref := fmt.Sprintf("[result of %s (%s), %d bytes, not repeated: its entities are listed under WORKING MEMORY]",
-				prev.ToolCall.Name, prev.ToolCall.ID, len(prev.Result))
-			p += msgTokens(ref)
-			f += msgTokens(prev.Reply)
-			p += msgTokens(prev.Reply)
-		}
-		full += f
-		compact += p
-		lastFull, lastCompact = f, p
 	}
-	return full, compact, block, lastFull, lastCompact
+	return block
 }
 
 func TestConversationFixture(t *testing.T) {
@@ -102,21 +70,13 @@ func TestConversationFixture(t *testing.T) {
 	}
 }
 
-// TestTokenReduction measures the prompt tokens of the recorded CMS
-// conversation with and without old tool results. The seed design
-// promised 70% fewer; the test asserts a conservative floor of 45% and
-// logs the measured figure.
-func TestTokenReduction(t *testing.T) {
-	c := loadConversation(t)
-	full, compact, block, lastFull, lastCompact := tokenComparison(t, c)
-	reduction := 1 - float64(compact)/float64(full)
-	t.Logf("prompt tokens summed over 10 steps: full history %d, entity block %d, reduction %.1f%%", full, compact, 100*reduction)
-	t.Logf("prompt tokens of step 10 alone: full history %d, entity block %d, reduction %.1f%%",
-		lastFull, lastCompact, 100*(1-float64(lastCompact)/float64(lastFull)))
-	if reduction < 0.45 {
-		t.Errorf("reduction %.1f%% is below the 45%% floor", 100*reduction)
-	}
-	// The block still resolves what the conversation refers to.
+// TestConversationBlock: after the recorded 10-step CMS conversation the
+// block still resolves what the conversation refers to, newest type
+// first. (The token reduction this file used to estimate with an
+// imitation of the loop is measured on a real 50-turn run of the agent:
+// agentloop's TestHistory51_CMS50TokenReduction.)
+func TestConversationBlock(t *testing.T) {
+	block := conversationBlock(t, loadConversation(t))
 	for _, want := range []string{`"About Our Team" (page-123, slug: about-our-team)`, `"Our story" (sec-457, parent: page-123)`,
 		`"Meet the team" (sec-456, parent: page-123)`, `"team-offsite-2026.jpg" (med-789)`, `"Five days in Sintra: our 2026 offsite" (entry-42`} {
 		if !strings.Contains(block, want) {
@@ -126,18 +86,4 @@ func TestTokenReduction(t *testing.T) {
 	if strings.Index(block, "pages:") > strings.Index(block, "sections:") {
 		t.Errorf("pages (published last) should come before sections:\n%s", block)
 	}
-}
-
-// BenchmarkTokenComparison reports the token figures of the recorded
-// conversation as metrics (they do not depend on the machine).
-func BenchmarkTokenComparison(b *testing.B) {
-	c := loadConversation(b)
-	var full, compact int
-	b.ReportAllocs()
-	for b.Loop() {
-		full, compact, _, _, _ = tokenComparison(b, c)
-	}
-	b.ReportMetric(float64(full), "full-tokens")
-	b.ReportMetric(float64(compact), "entity-tokens")
-	b.ReportMetric(100*(1-float64(compact)/float64(full)), "reduction-%")
 }

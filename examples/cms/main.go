@@ -179,7 +179,7 @@ func start(ctx context.Context, opts options, cms *fakeCMS) (*process, error) {
 		MaxSteps:     8,
 		Timeout:      45 * time.Second,
 		// A short window, so that the summary of the older turns shows
-		// after a few turns (the default keeps 8 turns and summarizes 4
+		// after a few turns (the default keeps 4 turns and summarizes 2
 		// at a time).
 		History: agentloop.HistoryConfig{MaxTurns: 2, SummarizeAfter: 2},
 		Logger:  opts.Logger,
