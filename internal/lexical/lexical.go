@@ -1,0 +1,212 @@
+// Package lexical is memlayer's one implementation of lexical scoring:
+// the tokenizer and an in-process BM25 over a small corpus. The episodic
+// layer ranks episodes with it, and the semantic layer's sparse
+// similarity is [Corpus.Rank]'s Similarity.
+//
+// Everything here is deterministic: the same corpus and query give the
+// same scores, bit for bit, and ties are broken by the documents' keys.
+package lexical
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Tokens appends the tokens of text to dst and returns the extended
+// slice. A token is a maximal run of letters and digits, lowercased
+// ("Über" gives "über"). Runs joined by single '-', '_', '.', ':' or '/'
+// characters with no space between them form a compound, which is
+// added after its parts, lowercased and with its joiners kept, so an ID
+// such as "page-123" or "sec_9" is findable whole as well as by its
+// parts: "Page-123" gives "page", "123", "page-123". A joiner at either
+// end of a compound is not part of it ("-x-" gives "x"). Tokens are
+// never empty and are at most MaxTokenBytes long (longer runs and
+// compounds are cut at a rune boundary).
+func Tokens(dst []string, text string) []string {
+	var buf, comp []byte // the run being read; the compound so far
+	parts := 0           // runs in comp
+	flush := func() {
+		if parts > 1 {
+			dst = append(dst, cut(comp))
+		}
+		comp, parts = comp[:0], 0
+	}
+	i := 0
+	for i < len(text) {
+		r, n := utf8.DecodeRuneInString(text[i:])
+		if !isWord(r) {
+			// A single joiner between two runs continues the compound.
+			if isJoiner(r) && parts > 0 && i+n < len(text) {
+				if r2, _ := utf8.DecodeRuneInString(text[i+n:]); isWord(r2) {
+					comp = append(comp, byte(r))
+					i += n
+					continue
+				}
+			}
+			flush()
+			i += n
+			continue
+		}
+		buf = buf[:0]
+		for i < len(text) {
+			r, n = utf8.DecodeRuneInString(text[i:])
+			if !isWord(r) {
+				break
+			}
+			buf = utf8.AppendRune(buf, unicode.ToLower(r))
+			i += n
+		}
+		tok := cut(buf)
+		dst = append(dst, tok)
+		comp = append(comp, tok...)
+		parts++
+	}
+	flush()
+	return dst
+}
+
+// MaxTokenBytes caps the length of one token.
+const MaxTokenBytes = 64
+
+func cut(b []byte) string {
+	if len(b) <= MaxTokenBytes {
+		return string(b)
+	}
+	n := MaxTokenBytes
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return string(b[:n])
+}
+
+func isWord(r rune) bool {
+	return r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') ||
+		r >= utf8.RuneSelf && r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsDigit(r))
+}
+
+func isJoiner(r rune) bool { return r == '-' || r == '_' || r == '.' || r == ':' || r == '/' }
+
+// BM25 parameters: K1 saturates term frequency, B normalises by document
+// length (the common defaults).
+const (
+	K1 = 1.2
+	B  = 0.75
+)
+
+// Corpus is a small in-memory BM25 index. Add documents, then Rank
+// queries. The zero Corpus is empty and ready to use. A Corpus is not
+// safe for concurrent use.
+type Corpus struct {
+	docs   []doc
+	df     map[string]int
+	length int // total tokens
+	toks   []string
+}
+
+type doc struct {
+	key string
+	tf  map[string]int
+	n   int
+}
+
+// Add adds a document: its key (used to break ties, and returned in
+// [Hit]) and its text, tokenized with [Tokens].
+func (c *Corpus) Add(key, text string) {
+	c.toks = Tokens(c.toks[:0], text)
+	d := doc{key: key, tf: make(map[string]int, len(c.toks)), n: len(c.toks)}
+	if c.df == nil {
+		c.df = map[string]int{}
+	}
+	for _, t := range c.toks {
+		if d.tf[t] == 0 {
+			c.df[t]++
+		}
+		d.tf[t]++
+	}
+	c.length += d.n
+	c.docs = append(c.docs, d)
+}
+
+// Len returns the number of documents.
+func (c *Corpus) Len() int { return len(c.docs) }
+
+// Hit is one document's score for a query.
+type Hit struct {
+	// Doc is the document's index, in the order of Add.
+	Doc int
+	// Key is the document's key.
+	Key string
+	// Score is the document's BM25 score (0 when no query term occurs
+	// in it).
+	Score float64
+	// Similarity is Score divided by the query's top score over the
+	// corpus, in [0, 1]; 0 for every document when no document matches.
+	Similarity float64
+}
+
+// IDF returns the inverse document frequency of a term over the corpus,
+// ln(1 + (N − df + 0.5)/(df + 0.5)): never negative, so a term found in
+// every document still counts a little.
+func (c *Corpus) IDF(term string) float64 {
+	n, df := float64(len(c.docs)), float64(c.df[term])
+	return math.Log(1 + (n-df+0.5)/(df+0.5))
+}
+
+// Rank scores every document against query and returns the hits in
+// order: highest score first, ties by key, then by index. A query term
+// that occurs several times counts once. The score of document d is
+//
+//	Σ over distinct query terms t in d:  IDF(t) · tf·(K1+1) / (tf + K1·(1 − B + B·|d|/avgdl))
+//
+// summed in the order the terms first occur in the query.
+func (c *Corpus) Rank(query string) []Hit {
+	hits := make([]Hit, len(c.docs))
+	for i, d := range c.docs {
+		hits[i] = Hit{Doc: i, Key: d.key}
+	}
+	if len(c.docs) == 0 {
+		return hits
+	}
+	terms := Tokens(nil, query)
+	seen := make(map[string]bool, len(terms))
+	avg := float64(c.length) / float64(len(c.docs))
+	if avg == 0 {
+		avg = 1
+	}
+	top := 0.0
+	for _, t := range terms {
+		if seen[t] || c.df[t] == 0 {
+			continue
+		}
+		seen[t] = true
+		idf := c.IDF(t)
+		for i, d := range c.docs {
+			tf := float64(d.tf[t])
+			if tf == 0 {
+				continue
+			}
+			hits[i].Score += idf * tf * (K1 + 1) / (tf + K1*(1-B+B*float64(d.n)/avg))
+		}
+	}
+	for _, h := range hits {
+		top = max(top, h.Score)
+	}
+	if top > 0 {
+		for i := range hits {
+			hits[i].Similarity = min(hits[i].Score/top, 1)
+		}
+	}
+	slices.SortStableFunc(hits, func(a, b Hit) int {
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Key, b.Key); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Doc, b.Doc)
+	})
+	return hits
+}

@@ -1,0 +1,135 @@
+package lexical
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+)
+
+func TestEpisodic01_Tokens(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"Hello, World!", []string{"hello", "world"}},
+		{"open page-123 now", []string{"open", "page", "123", "page-123", "now"}},
+		{"Sec_9.hero", []string{"sec", "9", "hero", "sec_9.hero"}},
+		{"-x- a--b", []string{"x", "a", "b"}},
+		{"Über größe", []string{"über", "größe"}},
+		{`{"id":"page-7","title":"About Us"}`, []string{"id", "page", "7", "page-7", "title", "about", "us"}},
+	} {
+		if got := Tokens(nil, tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("Tokens(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// bm25 is the formula written out for one document and one term.
+func bm25(idf, tf, dl, avgdl float64) float64 {
+	return idf * tf * 2.2 / (tf + 1.2*(0.25+0.75*dl/avgdl))
+}
+
+func TestEpisodic02_BM25HandComputed(t *testing.T) {
+	var c Corpus
+	c.Add("a", "page page about")      // 3 tokens
+	c.Add("b", "section hero")         // 2 tokens
+	c.Add("c", "about page-9 section") // about, page, 9, page-9, section: 5 tokens
+	avg := 10.0 / 3
+	idf := func(df float64) float64 { return math.Log(1 + (3-df+0.5)/(df+0.5)) }
+	hits := c.Rank("page about")
+	want := map[string]float64{
+		"a": bm25(idf(2), 2, 3, avg) + bm25(idf(2), 1, 3, avg),
+		"b": 0,
+		"c": bm25(idf(2), 1, 5, avg) + bm25(idf(2), 1, 5, avg),
+	}
+	if hits[0].Key != "a" || hits[1].Key != "c" || hits[2].Key != "b" {
+		t.Fatalf("order = %v, want a, c, b", hits)
+	}
+	for _, h := range hits {
+		if math.Abs(h.Score-want[h.Key]) > 1e-12 {
+			t.Errorf("%s: score %v, want %v", h.Key, h.Score, want[h.Key])
+		}
+	}
+	if hits[0].Similarity != 1 || math.Abs(hits[1].Similarity-want["c"]/want["a"]) > 1e-12 || hits[2].Similarity != 0 {
+		t.Errorf("similarities = %v", hits)
+	}
+	// A repeated query term counts once; the ID is found whole.
+	if h := c.Rank("page-9 page-9"); h[0].Key != "c" || h[0].Score != c.Rank("page-9")[0].Score {
+		t.Errorf("Rank(page-9 page-9) = %v", h)
+	}
+}
+
+func TestEpisodic03_RankTiesByKey(t *testing.T) {
+	var c Corpus
+	for _, k := range []string{"z", "b", "m", "b"} {
+		c.Add(k, "same words")
+	}
+	var keys []string
+	var docs []int
+	for _, h := range c.Rank("words") {
+		keys, docs = append(keys, h.Key), append(docs, h.Doc)
+	}
+	if !slices.Equal(keys, []string{"b", "b", "m", "z"}) || !slices.Equal(docs, []int{1, 3, 2, 0}) {
+		t.Errorf("ties: keys %v docs %v", keys, docs)
+	}
+	for _, h := range c.Rank("nothing") {
+		if h.Score != 0 || h.Similarity != 0 {
+			t.Errorf("no match: %+v", h)
+		}
+	}
+	var empty Corpus
+	if h := empty.Rank("x"); len(h) != 0 {
+		t.Errorf("empty corpus: %v", h)
+	}
+}
+
+func FuzzTokens(f *testing.F) {
+	for _, s := range []string{"", "page-123", "a--b", "Ünï-cødé_9", "x.y:z/w", strings.Repeat("a-", 100), "\xff-a", "ǅ-ǈ"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		toks := Tokens(nil, s)
+		if again := Tokens(nil, s); !slices.Equal(toks, again) {
+			t.Fatalf("not deterministic: %q then %q", toks, again)
+		}
+		var words []string
+		for _, tok := range toks {
+			if tok == "" || len(tok) > MaxTokenBytes || !utf8.ValidString(tok) {
+				t.Fatalf("bad token %q", tok)
+			}
+			if strings.IndexFunc(tok, isWord) < 0 {
+				t.Fatalf("token %q has no letter or digit", tok)
+			}
+			if !strings.ContainsFunc(tok, isJoiner) {
+				words = append(words, tok)
+			}
+			for _, r := range tok {
+				if !isWord(r) && !isJoiner(r) {
+					t.Fatalf("token %q holds %q", tok, r)
+				}
+			}
+		}
+		// Tokens are the letter-digit runs, lowercased, in order.
+		var want []string
+		for _, w := range strings.FieldsFunc(s, func(r rune) bool { return !isWord(r) }) {
+			if w = strings.Map(unicode.ToLower, w); w != "" && strings.IndexFunc(w, isWord) >= 0 {
+				want = append(want, cut([]byte(w)))
+			}
+		}
+		if !slices.Equal(words, want) && !slices.ContainsFunc(want, func(w string) bool { return strings.ContainsFunc(w, isJoiner) }) {
+			t.Fatalf("runs of %q = %q, want %q", s, words, want)
+		}
+		// A text's tokens all score it.
+		var c Corpus
+		c.Add("d", s)
+		for _, tok := range toks {
+			if h := c.Rank(tok); h[0].Score <= 0 || h[0].Similarity != 1 {
+				t.Fatalf("token %q of %q does not find it: %+v", tok, s, h)
+			}
+		}
+	})
+}
