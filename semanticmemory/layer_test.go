@@ -234,16 +234,16 @@ func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
 func TestMemory06_MemorizeBadArguments(t *testing.T) {
 	l := bind(t, semanticmemory.Config{}, storage.NewMemory(), "t1")
 	for args, want := range map[string]string{
-		`{}`:                              `"text" is required`,
-		`{"text":""}`:                     "text is empty",
-		`{"text":"   "}`:                  "text is empty",
-		`{"text":"x","importance":1.5}`:   "importance 1.5 is not in [0, 1]",
-		`{"text":"x","importance":"hi"}`:  "arguments must be",
+		`{}`:                               `"text" is required`,
+		`{"text":""}`:                      "text is empty",
+		`{"text":"   "}`:                   "text is empty",
+		`{"text":"x","importance":1.5}`:    "importance 1.5 is not in [0, 1]",
+		`{"text":"x","importance":"hi"}`:   "arguments must be",
 		`{"text":"x","kind":"not a kind"}`: "only a-z",
-		`{"text":"x","colour":"red"}`:     "unknown field",
-		`[1,2]`:                           "arguments must be",
-		`not json`:                        "arguments must be",
-		`{"text":"x"} {"text":"y"}`:       "one JSON object",
+		`{"text":"x","colour":"red"}`:      "unknown field",
+		`[1,2]`:                            "arguments must be",
+		`not json`:                         "arguments must be",
+		`{"text":"x"} {"text":"y"}`:        "one JSON object",
 		`{"text":` + quote(strings.Repeat("a ", 1001)) + `}`: "exceeds 2000",
 	} {
 		out, err := callTool(t, l, "memorize", args)
