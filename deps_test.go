@@ -171,7 +171,7 @@ var importRules = []importRule{
 		}
 		return out
 	}},
-	{"concrete layers import neither each other, prompt nor agentloop", []string{"workingmemory", "workingmemory/kv", "entitymemory"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
+	{"concrete layers import neither each other, prompt nor agentloop", []string{"workingmemory", "workingmemory/kv", "entitymemory", "semanticmemory"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
 		var out []string
 		for path, p := range pkgs {
 			// The scratchpad (workingmemory) and the key-value memory
@@ -184,6 +184,8 @@ var importRules = []importRule{
 				other = func(d string) bool { return anyUnder(d, "workingmemory/kv", "entitymemory") }
 			case under(path, "entitymemory"):
 				other = func(d string) bool { return under(d, "workingmemory") }
+			case under(path, "semanticmemory"):
+				other = func(d string) bool { return anyUnder(d, "workingmemory", "entitymemory", "episodicmemory") }
 			default:
 				continue
 			}

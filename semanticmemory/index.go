@@ -2,6 +2,7 @@ package semanticmemory
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/memlayer/memlayer/internal/lexical"
@@ -102,17 +103,31 @@ func (l *Layer) restated(kind, text string) *Fact {
 	if len(set) == 0 {
 		return nil
 	}
-	shared := map[string]int{}
-	for t := range set {
+	// Jaccard >= t needs at least m = ceil(t·|set|) shared tokens, so a
+	// restated fact shares one of any |set|-m+1 tokens of the new text
+	// (pigeonhole): collect the facts on the shortest postings of that
+	// many tokens, then measure each exactly.
+	toks := sortedKeys(set)
+	slices.SortStableFunc(toks, func(a, b string) int {
+		return cmp.Compare(len(x.postings[kind+"\x00"+a]), len(x.postings[kind+"\x00"+b]))
+	})
+	m := max(1, int(math.Ceil(SupersedeThreshold*float64(len(set))-1e-9)))
+	seen := map[string]bool{}
+	var near []string
+	for _, t := range toks[:len(toks)-m+1] {
 		for _, id := range x.postings[kind+"\x00"+t] {
-			shared[id]++
+			if !seen[id] {
+				seen[id] = true
+				near = append(near, id)
+			}
 		}
 	}
+	slices.Sort(near)
 	var best *Fact
 	bestSim := 0.0
-	for _, id := range sortedKeys(shared) {
+	for _, id := range near {
 		f, ok := x.live[id]
-		if !ok || f.Kind != kind || float64(shared[id]) < SupersedeThreshold*float64(len(set)) {
+		if !ok || f.Kind != kind {
 			continue
 		}
 		ft := x.tokens[id]
