@@ -4,14 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/layer/layertest"
 	"github.com/memlayer/memlayer/semanticmemory"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/storage/redis"
 	"github.com/memlayer/memlayer/storage/sqlite"
 )
 
@@ -133,7 +138,23 @@ func TestMemory03_TwoProcessesShareFacts(t *testing.T) {
 		return s
 	}
 	mem := storage.NewMemory()
-	for name, stores := range map[string][2]storage.Store{"sqlite": {open(), open()}, "memory": {mem, mem}} {
+	backends := map[string][2]storage.Store{"sqlite": {open(), open()}, "memory": {mem, mem}}
+	if url := os.Getenv("MEMLAYER_REDIS_URL"); url != "" {
+		ns := fmt.Sprintf("memlayer-test:semantic:%d:", time.Now().UnixNano())
+		var rs [2]storage.Store
+		for i := range rs {
+			s, err := redis.New(redis.Config{URL: url, Namespace: ns})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			rs[i] = s
+		}
+		backends["redis"] = rs
+	} else {
+		t.Log("MEMLAYER_REDIS_URL is not set: Redis not tested (run under .ci/with-redis)")
+	}
+	for name, stores := range backends {
 		t.Run(name, func(t *testing.T) {
 			a := bind(t, semanticmemory.Config{}, stores[0], "thread-a")
 			b := bind(t, semanticmemory.Config{}, stores[1], "thread-b")
@@ -308,4 +329,38 @@ func storeOf(t *testing.T, l *semanticmemory.Layer) storage.Store {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestMemory14_ConcurrentWriters: four processes writing facts at once on
+// one store lose none, give no ID twice, and end with the same view.
+func TestMemory14_ConcurrentWriters(t *testing.T) {
+	store := storage.NewMemory()
+	ls := make([]*semanticmemory.Layer, 4)
+	for i := range ls {
+		ls[i] = bind(t, semanticmemory.Config{MaxRetries: 100}, store, fmt.Sprint("t", i))
+	}
+	var wg sync.WaitGroup
+	for i, l := range ls {
+		wg.Go(func() {
+			for j := range 10 {
+				if _, err := l.Remember(context.Background(), semanticmemory.Memo{Text: fmt.Sprintf("Writer w%d noted item%d-%d and code%d-%d.", i, i, j, i, j)}); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var first string
+	for i, l := range ls {
+		facts, err := l.Facts(context.Background())
+		if err != nil || len(facts) != 40 {
+			t.Fatalf("layer %d: %d facts, %v; want 40", i, len(facts), err)
+		}
+		snap, _ := l.Snapshot(context.Background())
+		if i == 0 {
+			first = string(snap)
+		} else if string(snap) != first {
+			t.Errorf("layer %d's view differs from layer 0's", i)
+		}
+	}
 }
