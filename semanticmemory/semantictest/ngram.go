@@ -65,7 +65,7 @@ func (e NGramEmbedder) EmbedDocuments(ctx context.Context, texts []string) ([][]
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("semantictest: embed documents: %w", err)
 		}
-		out[i] = embed(t, dim, minN, maxN)
+		out[i] = vector(t, dim, minN, maxN)
 	}
 	return out, nil
 }
@@ -81,7 +81,7 @@ func (e NGramEmbedder) EmbedQuery(ctx context.Context, text string) ([]float32, 
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("semantictest: embed query: %w", err)
 	}
-	return embed(text, dim, minN, maxN), nil
+	return vector(text, dim, minN, maxN), nil
 }
 
 // errConfig is wrapped by every configuration error.
@@ -109,9 +109,9 @@ func (e NGramEmbedder) config() (dim, minN, maxN int, err error) {
 	return dim, minN, maxN, nil
 }
 
-// embed computes the unit vector of text (the zero vector if text has no
+// vector computes the unit vector of text (the zero vector if text has no
 // word).
-func embed(text string, dim, minN, maxN int) []float32 {
+func vector(text string, dim, minN, maxN int) []float32 {
 	acc := make([]float64, dim)
 	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
