@@ -127,6 +127,15 @@ func TestMemory10_RecallAtKBounds(t *testing.T) {
 	if none.All.Mean != 0 || none.Paraphrased.Mean != 0 || none.Other.Mean != 0 || len(none.Missed) != len(set.Queries) {
 		t.Errorf("a searcher returning nothing: %v, %d missed; want 0 everywhere, all %d missed", none, len(none.Missed), len(set.Queries))
 	}
+	again, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Queries[0].Relevant[0] = "changed"
+	again.Facts[0].Text = "changed"
+	if set.Queries[0].Relevant[0] == "changed" || set.Facts[0].Text == "changed" {
+		t.Error("two Loads share memory")
+	}
 	all := mustRecall(t, set, 5, oracle(set))
 	if all.All.Mean != 1 || all.Paraphrased.Mean != 1 || all.Other.Mean != 1 || len(all.Missed) != 0 {
 		t.Errorf("the oracle: %v, missed %v; want 1 everywhere", all, all.Missed)

@@ -34,7 +34,8 @@ const (
 // "invoicing") get a high cosine similarity; texts that share none get one
 // near 0. It captures spelling, not meaning: a paraphrase in other words
 // scores like an unrelated text. A text with no letter or digit embeds to
-// the zero vector, whose cosine similarity with anything callers should
+// the zero vector (so, rarely, can one whose signed n-grams cancel out,
+// with a tiny Dim), whose cosine similarity with anything callers should
 // take as 0.
 //
 // The result depends only on the text and the three fields, never on other

@@ -179,3 +179,34 @@ func TestMemory07_NGramEmbedderConcurrent(t *testing.T) {
 		t.Error(msg)
 	}
 }
+
+// FuzzMemory13_NGramEmbedder checks on any text: no panic, the configured
+// length, unit norm or the zero vector (for a text with no word), and the
+// same vector twice.
+func FuzzMemory13_NGramEmbedder(f *testing.F) {
+	for _, s := range []string{"", "a", "Alice prefers dark mode", "\xff\xfe broken", "日本語", "x-y_z/1.2", "  \t\n"} {
+		f.Add(s, 0, 0, 0)
+	}
+	f.Add("short", 8, 1, 6)
+	f.Fuzz(func(t *testing.T, text string, dim, minN, maxN int) {
+		e := NGramEmbedder{Dim: dim % 2048, MinN: minN % 8, MaxN: maxN % 8}
+		v, err := e.EmbedQuery(t.Context(), text)
+		if err != nil {
+			if !errors.Is(err, errConfig) {
+				t.Fatalf("%+v: unexpected error %v", e, err)
+			}
+			return
+		}
+		d, _, _, _ := e.config()
+		if len(v) != d {
+			t.Fatalf("%+v: length %d, want %d", e, len(v), d)
+		}
+		n := math.Sqrt(dot(v, v))
+		if n != 0 && math.Abs(n-1) > 1e-4 {
+			t.Fatalf("%+v %q: norm %v, want 1 or 0", e, text, n)
+		}
+		if again, _ := e.EmbedQuery(t.Context(), text); !slices.Equal(again, v) {
+			t.Fatalf("%+v %q: two calls differ", e, text)
+		}
+	})
+}
