@@ -65,6 +65,10 @@ type Config struct {
 	// (instead of the Embedder's cosine), for corpora beyond one
 	// machine. See [VectorStore].
 	VectorStore *VectorStore
+	// NoSparse leaves BM25 out of retrieval: the dense ranker alone (to
+	// measure it, or for texts BM25 serves badly). It needs an Embedder
+	// or a VectorStore.
+	NoSparse bool
 	// Now returns the current time, for Created, Updated and quarantine
 	// keys; it is clamped into years 1-9999. Nil means time.Now.
 	Now func() time.Time
@@ -116,6 +120,8 @@ func New(cfg Config) (*Layer, error) {
 		return nil, fmt.Errorf("%w: MaxCandidates %d < 0", ErrInvalidConfig, cfg.MaxCandidates)
 	case cfg.MaxRetries < 0:
 		return nil, fmt.Errorf("%w: MaxRetries %d < 0", ErrInvalidConfig, cfg.MaxRetries)
+	case cfg.NoSparse && cfg.Embedder == nil && cfg.VectorStore == nil:
+		return nil, fmt.Errorf("%w: NoSparse without an Embedder or a VectorStore leaves no ranker", ErrInvalidConfig)
 	case cfg.VectorStore != nil && cfg.VectorStore.Store == nil:
 		return nil, fmt.Errorf("%w: VectorStore has no Store", ErrInvalidConfig)
 	}

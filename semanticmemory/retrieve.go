@@ -23,7 +23,8 @@ type scored struct {
 // positive score, in the corpus's order), and dense, either cosine
 // similarity of the stored embeddings to the query's (with an Embedder;
 // facts with a positive cosine, highest first, ties by ID) or the
-// Config.VectorStore's search (its order, live versions only). The fused
+// Config.VectorStore's search (its order, live versions only); sparse is
+// left out with Config.NoSparse. The fused
 // score of a fact is Σ 1/(RRFK + rank) over the rankings it is in; facts
 // are returned highest score first, ties by ID. rankers is how many
 // rankings took part (for normalising: a fact first in all of them
@@ -34,14 +35,16 @@ func (l *Layer) retrieve(ctx context.Context, query string) (out []scored, ranke
 		return nil, 0
 	}
 	fused := map[string]float64{}
-	rankers = 1
-	rank := 0
-	for _, h := range l.bm25().Rank(query) {
-		if h.Score <= 0 {
-			break
+	if !l.cfg.NoSparse {
+		rankers++
+		rank := 0
+		for _, h := range l.bm25().Rank(query) {
+			if h.Score <= 0 {
+				break
+			}
+			rank++
+			fused[h.Key] += 1 / float64(RRFK+rank)
 		}
-		rank++
-		fused[h.Key] += 1 / float64(RRFK+rank)
 	}
 	if dense, ok := l.dense(ctx, query); ok {
 		rankers++
