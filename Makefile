@@ -44,7 +44,10 @@ FUZZ_CI = \
 	./prompt:FuzzProjectHistory \
 	./prompt:FuzzProjectLayers \
 	./prompt:FuzzAllocate \
-	./reliability:FuzzUpdateTool
+	./reliability:FuzzUpdateTool \
+	./agentloop:FuzzHistoryLoad \
+	./episodicmemory:FuzzEpisodic15_DecodeLog \
+	./redact:FuzzRedact
 
 # A failing input is saved under the package's testdata/fuzz and replayed
 # first by the second attempt, so the retry only absorbs a fuzz worker that

@@ -147,6 +147,9 @@ var importRules = []importRule{
 	{"internal/jsonx imports only the standard library", []string{"internal/jsonx"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
 		return nonStandard("internal/jsonx", pkgs["internal/jsonx"].deps, std)
 	}},
+	{"internal/lexical imports only the standard library", []string{"internal/lexical"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
+		return nonStandard("internal/lexical", pkgs["internal/lexical"].deps, std)
+	}},
 	{"redact imports only the standard library", []string{"redact"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
 		return nonStandard("redact", pkgs["redact"].deps, std)
 	}},
@@ -166,12 +169,12 @@ var importRules = []importRule{
 			// prompt's own imports.
 			out = append(out, forbid(path, p.imports, func(d string) bool { return under(d, "storage") }, "prompt must not use storage")...)
 			out = append(out, forbid(path, p.deps, func(d string) bool {
-				return anyUnder(d, "workingmemory", "entitymemory", "agentloop", "examples")
+				return anyUnder(d, "workingmemory", "entitymemory", "episodicmemory", "semanticmemory", "agentloop", "examples")
 			}, "prompt must not depend on a concrete layer, agentloop or examples")...)
 		}
 		return out
 	}},
-	{"concrete layers import neither each other, prompt nor agentloop", []string{"workingmemory", "workingmemory/kv", "entitymemory", "semanticmemory"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
+	{"concrete layers import neither each other, prompt nor agentloop", []string{"workingmemory", "workingmemory/kv", "entitymemory", "episodicmemory", "semanticmemory"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
 		var out []string
 		for path, p := range pkgs {
 			// The scratchpad (workingmemory) and the key-value memory
@@ -179,11 +182,13 @@ var importRules = []importRule{
 			var other func(d string) bool
 			switch {
 			case under(path, "workingmemory/kv"):
-				other = func(d string) bool { return d == "workingmemory" || under(d, "entitymemory") }
+				other = func(d string) bool { return d == "workingmemory" || anyUnder(d, "entitymemory", "episodicmemory") }
 			case under(path, "workingmemory"):
-				other = func(d string) bool { return anyUnder(d, "workingmemory/kv", "entitymemory") }
+				other = func(d string) bool { return anyUnder(d, "workingmemory/kv", "entitymemory", "episodicmemory") }
 			case under(path, "entitymemory"):
-				other = func(d string) bool { return under(d, "workingmemory") }
+				other = func(d string) bool { return anyUnder(d, "workingmemory", "episodicmemory") }
+			case under(path, "episodicmemory"):
+				other = func(d string) bool { return anyUnder(d, "workingmemory", "entitymemory") }
 			case under(path, "semanticmemory"):
 				other = func(d string) bool { return anyUnder(d, "workingmemory", "entitymemory", "episodicmemory") }
 			default:
@@ -255,6 +260,10 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		{"prompt on agentloop", "prompt", []string{"agentloop"}, "prompt imports agentloop"},
 		{"workingmemory on entitymemory", "workingmemory", []string{"layer", "entitymemory"}, "workingmemory imports entitymemory"},
 		{"entitymemory on prompt", "entitymemory", []string{"prompt"}, "entitymemory imports prompt"},
+		{"episodicmemory on entitymemory", "episodicmemory", []string{"layer", "entitymemory"}, "episodicmemory imports entitymemory"},
+		{"entitymemory on episodicmemory", "entitymemory", []string{"layer", "episodicmemory"}, "entitymemory imports episodicmemory"},
+		{"episodicmemory on lexical", "episodicmemory", []string{"layer", "internal/lexical", "internal/jsonx"}, ""},
+		{"lexical on layer", "internal/lexical", []string{"layer"}, "internal/lexical imports layer"},
 		{"workingmemory on layer", "workingmemory", []string{"layer", "storage"}, ""},
 		{"workingmemory/kv on workingmemory", "workingmemory/kv", []string{"layer", "workingmemory"}, "workingmemory/kv imports workingmemory"},
 		{"workingmemory on workingmemory/kv", "workingmemory", []string{"layer", "workingmemory/kv"}, "workingmemory imports workingmemory/kv"},

@@ -35,6 +35,7 @@ type Agent struct {
 	tools        map[string]*Tool
 	toolDefs     []llms.Tool // the agent's own tools, in Config order
 	spawnDef     llms.Tool
+	spawnLayers  spawnLayers // Config.SpawnLayers, by ID, and the tool's schema
 	schemas      *schemaCache
 	compiler     *prompt.Compiler
 	systemTokens int
@@ -80,14 +81,30 @@ type Result struct {
 	// as the provider spelled it ("stop", "end_turn", "length",
 	// "max_tokens", "content_filter", ...); empty when it gave none.
 	StopReason string
-	// Messages is the thread's whole history after the run, as sent to
-	// the model (without the system prompt).
+	// Messages is the thread's history as the run held it, without the
+	// system prompt: the messages the thread's summary did not cover
+	// when the run started (compacted as sent to the model), then the
+	// run's own. With HistoryConfig.Full, or on a thread never
+	// summarized, that is the whole thread; [Agent.Transcript] returns
+	// every stored message.
 	Messages []llms.MessageContent
 }
 
-// New validates cfg and returns an Agent. Tool names must be valid
-// ([ValidateToolName]) and unique, every tool needs a Call, and tool
-// schemas must compile; the errors are [ErrInvalidTool]. New does no I/O.
+// New validates cfg and returns an Agent. It returns an error for every
+// configuration problem it can see, so that a run never fails for one:
+//
+//   - a tool name that is invalid ([ValidateToolName]) or repeated, a
+//     tool without Call or CallRun, a schema that does not compile or
+//     could not be inferred (see [NewTool]): [ErrInvalidTool];
+//   - a nil layer, an invalid layer spec or a duplicate layer ID:
+//     [ErrInvalidConfig], also matching layer.ErrInvalidSpec;
+//   - a layer function whose wire name an agent tool or the spawn tool
+//     uses, or whose parameter schema does not compile: [ErrInvalidTool]
+//     (New reads each layer's Provides for this);
+//   - a template that does not parse, or instructions and
+//     ResponseReserve that fill ContextWindow: [ErrInvalidConfig].
+//
+// New does no I/O.
 func New(cfg Config) (*Agent, error) {
 	if cfg.Model == nil {
 		return nil, ErrNoModel
@@ -102,6 +119,9 @@ func New(cfg Config) (*Agent, error) {
 		t := cfg.Tools[i]
 		if err := ValidateToolName(t.Name); err != nil {
 			return nil, err
+		}
+		if t.paramsErr != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrInvalidTool, t.Name, t.paramsErr)
 		}
 		if t.Call == nil && t.CallRun == nil {
 			return nil, fmt.Errorf("%w: %s has no Call or CallRun", ErrInvalidTool, t.Name)
@@ -121,13 +141,22 @@ func New(cfg Config) (*Agent, error) {
 		a.tools[t.Name] = &t
 		a.toolDefs = append(a.toolDefs, llmTool(t.Name, t.Description, t.Parameters))
 	}
-	a.spawnDef = llmTool(SpawnToolName, spawnDescription, spawnParams)
+	if err := a.prepareSpawn(); err != nil {
+		return nil, err
+	}
+	if err := a.checkLayers(); err != nil {
+		return nil, err
+	}
 	c, err := a.newCompiler(cfg.Instructions, cfg.Template)
 	if err != nil {
 		return nil, err
 	}
 	a.compiler = c
 	a.systemTokens = cfg.Counter.Count(cfg.Instructions)
+	if a.systemTokens+cfg.ResponseReserve >= cfg.ContextWindow {
+		return nil, fmt.Errorf("%w: the instructions (%d tokens) and ResponseReserve (%d) leave nothing of ContextWindow (%d) for the conversation",
+			ErrInvalidConfig, a.systemTokens, cfg.ResponseReserve, cfg.ContextWindow)
+	}
 	var co llms.CallOptions
 	for _, o := range cfg.CallOptions {
 		o(&co)
@@ -135,6 +164,54 @@ func New(cfg Config) (*Agent, error) {
 	a.alternatives = co.N > 1
 	_, a.splitParts = cfg.Model.(*anthropic.LLM)
 	return a, nil
+}
+
+// checkLayers finds the layer problems a run would otherwise meet first:
+// a nil layer, an invalid spec or a duplicate ID (as layer.NewStack
+// reports them, wrapped in ErrInvalidConfig), and a provided function
+// whose wire name an agent tool or the spawn tool already uses, or whose
+// parameter schema does not compile (ErrInvalidTool). It reads each
+// layer's Provides before Init (see providedBeforeInit); a run checks the
+// names again with the functions the initialised layers provide.
+func (a *Agent) checkLayers() error {
+	if _, err := layer.NewStack(layer.StackConfig{Layers: a.cfg.Layers, Env: layer.Env{Store: a.cfg.Store}}); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	for _, l := range a.cfg.Layers {
+		p, ok := layer.As[layer.Provider](l)
+		if !ok {
+			continue
+		}
+		id := l.Spec().ID
+		for _, fn := range providedBeforeInit(p) {
+			if fn.Name == "" || fn.Call == nil {
+				continue // the stack leaves it out, with a warning
+			}
+			name := layer.ToolName(id, fn.Name)
+			wire := layer.WireName(name)
+			if _, clash := a.tools[wire]; clash || (wire == SpawnToolName && a.spawnEnabled()) {
+				return fmt.Errorf("%w: layer tool %s is sent as %s, which an agent tool or the spawn tool already uses", ErrInvalidTool, name, wire)
+			}
+			if len(fn.Parameters) > 0 {
+				if _, err := a.schemas.compile(fn.Parameters); err != nil {
+					return fmt.Errorf("%w: layer tool %s: parameters: %w", ErrInvalidTool, name, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// providedBeforeInit returns the functions p provides before its Init. A
+// layer that cannot say before Init (its Provides panics) is checked when
+// a run starts instead.
+func providedBeforeInit(p layer.Provider) (fns []layer.Function) {
+	defer func() {
+		if recover() != nil {
+			fns = nil
+		}
+	}()
+	return p.Provides().Functions
 }
 
 func (a *Agent) newCompiler(instructions, template string) (*prompt.Compiler, error) {
@@ -190,6 +267,19 @@ type run struct {
 	layerCap int                // the sum of alloc.Layers
 	callIDs  map[string]bool    // tool call IDs in msgs
 	est      estimator
+
+	// base is the index in the thread of msgs[0]: a run loads only the
+	// messages the summary does not cover. loadedStored holds the loaded
+	// messages as stored (before compaction), for the summarizer.
+	base         int
+	loadedStored []StoredMessage
+	// cur is the step the stack's hook events name (see newStack); the
+	// top-level run sets it, children report the step they run in.
+	cur *atomic.Int64
+	// bg is a summary being made in the background; summary is the
+	// run's history-summary layer (nil with HistoryConfig.Full).
+	bg      *background
+	summary *summaryLayer
 }
 
 // tree holds what a top-level run and all its child runs, at every
@@ -236,14 +326,22 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 	start := time.Now()
 	a.emit(ctx, Event{Kind: EventRunStart, ThreadID: in.ThreadID})
 
-	ckpt, msgs, ver, err := a.loadCheckpoint(ctx, in.ThreadID)
+	l, err := a.load(ctx, in.ThreadID)
 	if err != nil {
 		return nil, err
 	}
-	if ckpt == nil && in.Input == "" {
+	if l == nil && in.Input == "" {
 		return nil, fmt.Errorf("%w: empty input, and thread %s has no checkpoint to continue (a new thread, or its checkpoint is gone)", ErrInvalidConfig, storage.Quote(in.ThreadID))
 	}
-	stack, err := a.newStack(layer.Env{ThreadID: in.ThreadID, ResourceID: in.ResourceID, Store: a.cfg.Store, Logger: a.cfg.Logger}, 0)
+	th := &thread{key: storage.ThreadKey(in.ThreadID, CheckpointName), layers: map[string][]byte{}}
+	var extra []layer.Layer
+	var sl *summaryLayer
+	if !a.cfg.History.Full {
+		sl = &summaryLayer{tokens: a.cfg.History.SummaryTokens}
+		extra = append(extra, sl)
+	}
+	cur := new(atomic.Int64)
+	stack, err := a.newStack(layer.Env{ThreadID: in.ThreadID, ResourceID: in.ResourceID, Store: a.cfg.Store, Logger: a.cfg.Logger}, cur, extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -251,33 +349,20 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 		return nil, fmt.Errorf("agentloop: init layers: %w", err)
 	}
 	defer a.closeStack(ctx, stack)
-	if ckpt != nil && a.cfg.RestoreLayers {
-		a.restoreLayers(ctx, stack, ckpt.Layers)
+	if l != nil && a.cfg.RestoreLayers {
+		a.restoreLayers(ctx, stack, l.ckpt.Layers)
 	}
 
-	th := &thread{key: storage.ThreadKey(in.ThreadID, CheckpointName), version: ver}
 	r := &run{
 		a: a, compiler: a.compiler, sysTokens: a.systemTokens, stack: stack,
 		threadID: in.ThreadID, resourceID: in.ResourceID,
 		input: in.Input, vars: a.mergeVars(in.Vars),
-		res: &Result{ThreadID: in.ThreadID}, tree: &tree{}, thread: th,
+		res: &Result{ThreadID: in.ThreadID}, tree: &tree{}, thread: th, summary: sl, cur: cur,
 	}
-	if ckpt != nil {
-		r.msgs = msgs
-		th.steps, th.usage, th.compacted = ckpt.Steps, ckpt.Usage, ckpt.Compacted
-		replayable(r.msgs) // threads stored by earlier versions
-		if !a.cfg.KeepToolResults {
-			end := len(r.msgs)
-			if in.Input == "" {
-				// The turn goes on (after a limit, say): its own
-				// messages are not an earlier turn's.
-				end = max(lastHuman(r.msgs), th.compacted)
-			}
-			compactHistory(r.msgs[th.compacted:end])
-			th.compacted = end
-		}
+	if l != nil {
+		r.resume(l, in.Input == "")
 	}
-	th.baseMsgs, th.savedMsgs = len(r.msgs), len(r.msgs)
+	th.baseMsgs = r.base + len(r.msgs)
 	if in.Input != "" {
 		r.msgs = append(r.msgs, llms.TextParts(llms.ChatMessageTypeHuman, in.Input))
 	} else {
@@ -287,6 +372,9 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 		return nil, err
 	}
 	res, err := r.loop(ctx)
+	if ferr := r.flushSummary(ctx); ferr != nil && err == nil {
+		err = ferr
+	}
 	a.emit(ctx, Event{Kind: EventRunEnd, ThreadID: in.ThreadID, Step: res.Steps, Duration: time.Since(start), Usage: res.Usage, Err: err})
 	return res, err
 }
@@ -303,15 +391,25 @@ func (a *Agent) mergeVars(vars map[string]any) map[string]any {
 	return m
 }
 
-// newStack builds the layer stack of a run.
-func (a *Agent) newStack(env layer.Env, depth int) (*layer.Stack, error) {
+// newStack builds the layer stack of a run: Config.Layers and the run's
+// own extra layers (the history-summary layer).
+//
+// Its hook events carry the step cur holds (the run sets it as each step
+// starts). A child agent's stack, derived with Stack.Spawn, reports
+// through the same observer: its hooks' events name the top-level run's
+// thread and the step during which the child ran.
+func (a *Agent) newStack(env layer.Env, cur *atomic.Int64, extra ...layer.Layer) (*layer.Stack, error) {
 	thread := env.ThreadID
+	layers := a.cfg.Layers
+	if len(extra) > 0 {
+		layers = append(slices.Clip(layers), extra...)
+	}
 	st, err := layer.NewStack(layer.StackConfig{
-		Layers: a.cfg.Layers,
+		Layers: layers,
 		Env:    env,
 		Name:   a.cfg.Name,
 		Observer: func(e layer.Event) {
-			a.emit(context.Background(), Event{Kind: EventLayerHook, ThreadID: thread, Depth: depth, Layer: e.Layer, Hook: e.Hook, Duration: e.Duration, Err: e.Err})
+			a.emit(context.Background(), Event{Kind: EventLayerHook, ThreadID: thread, Step: int(cur.Load()), Layer: e.Layer, Hook: e.Hook, Duration: e.Duration, Err: e.Err})
 		},
 		ValidateArgs: a.schemas.validate,
 	})
@@ -354,11 +452,7 @@ func (r *run) prepareTools() error {
 		if _, clash := a.tools[t.WireName]; clash || (t.WireName == SpawnToolName && r.canSpawn()) {
 			return fmt.Errorf("%w: layer tool %s is sent as %s, which an agent tool already uses", ErrInvalidTool, layer.ToolName(t.Layer, t.Function.Name), t.WireName)
 		}
-		params := t.Function.Parameters
-		if len(params) == 0 {
-			params = anyObject
-		}
-		r.defs = append(r.defs, llmTool(t.WireName, t.Function.Description, params))
+		r.defs = append(r.defs, layerToolDef(t))
 	}
 	r.opts = make([]llms.CallOption, 0, 2+len(a.cfg.CallOptions))
 	if len(r.defs) > 0 {
@@ -417,7 +511,7 @@ func (r *run) stopped(ctx context.Context) (*Result, error) {
 	if !errors.Is(context.Cause(ctx), ErrTimeout) {
 		err = fmt.Errorf("agentloop: run stopped after %d steps: %w", r.res.Steps, ctx.Err())
 	}
-	if r.thread != nil && r.thread.savedMsgs < len(r.msgs) {
+	if r.thread != nil && r.thread.saved < r.base+len(r.msgs) {
 		sctx, cancel := r.saveContext(ctx)
 		defer cancel()
 		if cerr := r.checkpoint(sctx); cerr != nil {
@@ -444,6 +538,9 @@ func (r *run) saveContext(ctx context.Context) (context.Context, context.CancelF
 func (r *run) step(ctx context.Context) (final bool, err error) {
 	start := time.Now()
 	step := r.res.Steps
+	if r.depth == 0 && r.cur != nil {
+		r.cur.Store(int64(step)) // the step the stack's hook events name
+	}
 	system, hist, err := r.compile(ctx, step)
 	if err != nil {
 		return false, err
@@ -452,7 +549,7 @@ func (r *run) step(ctx context.Context) (final bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	calls := r.normalizeCalls(choice, step)
+	calls := r.normalizeCalls(choice)
 	turn := r.appendAnswer(choice, calls, step)
 	toolTime := r.runTools(ctx, step, calls, &turn)
 	r.res.Steps++
@@ -477,19 +574,37 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 	// The budgets depend only on the window, the instructions and the
 	// layers, which a run never changes.
 	if r.alloc == nil {
+		// The summary stands for older history: its budget is taken from
+		// the history's share, not from the layers'.
+		layers := slices.DeleteFunc(specs(r.stack), func(s layer.Spec) bool { return s.ID == SummaryLayerID })
 		alloc, err := prompt.Allocate(prompt.Request{
 			Total:   a.cfg.ContextWindow,
 			Reserve: a.cfg.ResponseReserve,
 			System:  r.sysTokens,
-			Layers:  specs(r.stack),
+			Layers:  layers,
 		})
 		if err != nil {
 			return "", nil, fmt.Errorf("%w: budgets: %w", ErrInvalidConfig, err)
+		}
+		if r.windowed() {
+			sum := min(a.cfg.History.SummaryTokens, alloc.History/2)
+			alloc.Layers[SummaryLayerID] = sum
+			alloc.History -= sum
 		}
 		r.alloc = &alloc
 		for _, v := range alloc.Layers {
 			r.layerCap += v
 		}
+	}
+	// The window first, so that a summary made because it does not fit
+	// is the one the history-summary layer shows.
+	msgs := r.msgs
+	if r.windowed() {
+		if msgs, err = r.window(ctx, r.alloc.History); err != nil {
+			return "", nil, fmt.Errorf("agentloop: step %d: summary: %w", step, err)
+		}
+		text := r.thread.latest().Text
+		r.summary.text.Store(&text)
 	}
 	// A failed recall is reported by the stack and contributes nothing.
 	recalled, _ := r.stack.Recall(ctx, layer.Query{Text: r.input, Step: step, Counter: a.layerCounter}, r.alloc.Layers)
@@ -503,7 +618,11 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 	if err != nil {
 		return "", nil, fmt.Errorf("agentloop: step %d: system prompt: %w", step, err)
 	}
-	hist, err = r.history(r.alloc.History)
+	// What the layers left of their budgets goes to the history: it gets
+	// the window minus the response reserve and the system prompt as
+	// compiled, and never less than its own allocation.
+	budget := max(r.alloc.History, a.cfg.ContextWindow-a.cfg.ResponseReserve-r.est.count(a.cfg.Counter, system))
+	hist, err = r.history(msgs, budget)
 	if err != nil {
 		return "", nil, fmt.Errorf("agentloop: step %d: %w", step, err)
 	}
@@ -517,6 +636,9 @@ func (r *run) callModel(ctx context.Context, step int, system string, hist []llm
 	req := make([]llms.MessageContent, 0, len(hist)+1)
 	req = append(req, llms.TextParts(llms.ChatMessageTypeSystem, system))
 	req = a.replay(req, hist)
+	if a.cfg.ObservePrompts {
+		a.emit(ctx, Event{Kind: EventPrompt, ThreadID: r.threadID, Depth: r.depth, Step: step, Request: req})
+	}
 	start := time.Now()
 	resp, err := r.generate(ctx, req)
 	took := time.Since(start)
@@ -576,7 +698,7 @@ func (r *run) runTools(ctx context.Context, step int, calls []call, turn *layer.
 	for i, res := range turn.Results {
 		r.msgs = append(r.msgs, llms.MessageContent{
 			Role:  llms.ChatMessageTypeTool,
-			Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: res.ID, Name: calls[i].FunctionCall.Name, Content: capResult(res.Content, r.a.cfg.MaxToolResultBytes)}},
+			Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: res.ID, Name: calls[i].FunctionCall.Name, Content: capResult(res.Content, r.a.cfg.MaxToolResultBytes, res.ID)}},
 		})
 	}
 	return took
@@ -593,27 +715,28 @@ func (r *run) record(ctx context.Context, turn layer.Turn) error {
 	if r.thread == nil {
 		return nil
 	}
+	r.maybeSummarize(sctx)
 	return r.checkpoint(sctx)
 }
 
-// history projects the history into budget tokens, newest first
+// history projects msgs (the history, or its window) into budget tokens, newest first
 // (prompt.ProjectHistory), but never without the current user message:
 // when the turn's later messages do not all fit with it, it is sent with
 // the newest of them that fit, and when it does not fit on its own the
 // error is ErrInputTooLarge.
-func (r *run) history(budget int) ([]llms.MessageContent, error) {
+func (r *run) history(msgs []llms.MessageContent, budget int) ([]llms.MessageContent, error) {
 	c := r.a.cfg.Counter
-	hist := prompt.ProjectHistory(r.msgs, budget, c)
-	in := lastHuman(r.msgs)
+	hist := prompt.ProjectHistory(msgs, budget, c)
+	in := lastHuman(msgs)
 	if in < 0 || lastHuman(hist) >= 0 {
 		return hist, nil
 	}
-	n := prompt.CountMessage(c, r.msgs[in])
+	n := prompt.CountMessage(c, msgs[in])
 	if n > budget {
 		return nil, fmt.Errorf("%w: it counts %d tokens, the history's share of the window %d", ErrInputTooLarge, n, budget)
 	}
-	rest := prompt.ProjectHistory(r.msgs[in+1:], budget-n, c)
-	return append([]llms.MessageContent{r.msgs[in]}, rest...), nil
+	rest := prompt.ProjectHistory(msgs[in+1:], budget-n, c)
+	return append([]llms.MessageContent{msgs[in]}, rest...), nil
 }
 
 // lastHuman returns the index of the last user message in msgs, or -1.
@@ -638,17 +761,11 @@ type estimator struct {
 // usage estimates a call that sent system and hist (a projection of
 // msgs, the whole history) and got choice.
 func (e *estimator) usage(c prompt.Counter, msgs []llms.MessageContent, system string, hist []llms.MessageContent, choice *llms.ContentChoice) Usage {
-	if system != e.system {
-		e.system, e.systemTokens = system, c.Count(system)
-	}
-	p := prompt.MessageOverhead + e.systemTokens
+	p := prompt.MessageOverhead + e.count(c, system)
 	n := len(hist)
 	if n > 0 && n <= len(msgs) && &hist[n-1] == &msgs[len(msgs)-1] {
 		// hist is a suffix of the history: use the cached counts.
-		for i := len(e.msgTokens); i < len(msgs); i++ {
-			e.msgTokens = append(e.msgTokens, prompt.CountMessage(c, msgs[i]))
-		}
-		for _, t := range e.msgTokens[len(msgs)-n:] {
+		for _, t := range e.counts(c, msgs)[len(msgs)-n:] {
 			p += t
 		}
 	} else {
@@ -663,6 +780,23 @@ func (e *estimator) usage(c prompt.Counter, msgs []llms.MessageContent, system s
 		}
 	}
 	return Usage{PromptTokens: p, CompletionTokens: out, TotalTokens: p + out, Estimated: true}
+}
+
+// count returns the tokens of a system prompt, counted once per text.
+func (e *estimator) count(c prompt.Counter, system string) int {
+	if system != e.system {
+		e.system, e.systemTokens = system, c.Count(system)
+	}
+	return e.systemTokens
+}
+
+// counts returns the token count of each message of msgs (the run's
+// history, which only grows), counting each message once.
+func (e *estimator) counts(c prompt.Counter, msgs []llms.MessageContent) []int {
+	for i := len(e.msgTokens); i < len(msgs); i++ {
+		e.msgTokens = append(e.msgTokens, prompt.CountMessage(c, msgs[i]))
+	}
+	return e.msgTokens
 }
 
 // generate runs the model call. A panic in the model's client (or in the
@@ -884,9 +1018,10 @@ func replayable(msgs []llms.MessageContent) {
 // normalizeCalls returns the choice's tool calls with a type, a function
 // and an ID unique in the thread on each; a legacy FuncCall becomes a tool
 // call. Providers (and scripted models) may reuse IDs across turns, and a
-// reused ID would pair a result with the wrong call in the history, so a
-// repeated ID gets a suffix; the AI message and the tool message both
-// carry the new ID.
+// reused ID would pair a result with the wrong call in the history, so an
+// ID repeated in the messages the run holds gets a suffix; the AI message
+// and the tool message both carry the new ID. A missing ID is made from
+// the AI message's index in the thread, which no other message has.
 //
 // What is stored must be accepted by every client the thread may
 // continue on: the Anthropic and Google clients decode each replayed
@@ -895,7 +1030,7 @@ func replayable(msgs []llms.MessageContent) {
 // not a JSON object are stored as {} (empty ones mean {} anyway) and a
 // name providers refuse as invalidToolName; the call runs (or fails)
 // with what the model sent, and its result quotes it.
-func (r *run) normalizeCalls(choice *llms.ContentChoice, step int) []call {
+func (r *run) normalizeCalls(choice *llms.ContentChoice) []call {
 	calls := choice.ToolCalls
 	if len(calls) == 0 && choice.FuncCall != nil {
 		calls = []llms.ToolCall{{FunctionCall: choice.FuncCall}}
@@ -923,7 +1058,9 @@ func (r *run) normalizeCalls(choice *llms.ContentChoice, step int) []call {
 		sent := call{name: fc.Name, args: fc.Arguments}
 		sent.badArgs = replayableCall(&fc)
 		if c.ID == "" {
-			c.ID = "call_" + strconv.Itoa(step) + "_" + strconv.Itoa(i)
+			// Numbered by the AI message's index in the thread, so
+			// unique in the thread although a run loads only its tail.
+			c.ID = "call_" + strconv.Itoa(r.base+len(r.msgs)) + "_" + strconv.Itoa(i)
 		}
 		for base, n := c.ID, 1; r.callIDs[c.ID]; n++ {
 			c.ID = base + "_" + strconv.Itoa(n)
@@ -959,14 +1096,15 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 		out, err := r.callTool(ctx, c.name, c.args, &insideNS)
 		res := layer.ToolResult{ToolCall: layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args}, Content: out}
 		if err != nil {
-			res.Content = "error: " + err.Error()
+			res.Content = toolErrorText(err)
 			res.IsError = true
 		}
 		if c.badArgs {
 			res.Content += "\nThe conversation keeps this call with {} as its arguments. The arguments you sent were:\n" + quote(c.args)
 		}
+		res.Duration = time.Since(start)
 		results[i] = res
-		a.emit(ctx, Event{Kind: EventToolCall, ThreadID: r.threadID, Depth: r.depth, Step: step, Tool: c.name, Duration: time.Since(start), Err: err})
+		a.emit(ctx, Event{Kind: EventToolCall, ThreadID: r.threadID, Depth: r.depth, Step: step, Tool: c.name, Duration: res.Duration, Err: err})
 	}
 	if len(calls) == 1 {
 		one(0)
@@ -1006,7 +1144,7 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 			defer func() {
 				if p := recover(); p != nil {
 					err := a.recovered(ctx, "tool "+c.name, p)
-					results[i] = layer.ToolResult{ToolCall: layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args}, IsError: true, Content: "error: " + err.Error()}
+					results[i] = layer.ToolResult{ToolCall: layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args}, IsError: true, Content: toolErrorText(err)}
 				}
 			}()
 			one(i)
@@ -1018,7 +1156,8 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 
 // callTool runs one tool call: an agent tool, the spawn tool or a layer
 // function, by the name offered to the model (a layer function's wire
-// name; its internal name is unknown to the model and does not run).
+// name, or one of its aliases such as the legacy updateWorkingMemory; its
+// internal name is unknown to the model and does not run).
 // Errors, a panic included, are for the model. The time spent in the
 // tool's own code is added to inside.
 func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.Int64) (out string, err error) {
@@ -1036,7 +1175,7 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 	if name == SpawnToolName && r.canSpawn() {
 		return r.spawnTool(ctx, args)
 	}
-	if slices.ContainsFunc(r.stack.Tools(), func(t layer.Tool) bool { return t.WireName == name }) {
+	if slices.ContainsFunc(r.stack.Tools(), func(t layer.Tool) bool { return t.WireName == name || slices.Contains(t.Function.Aliases, name) }) {
 		return r.stack.CallTool(ctx, name, args)
 	}
 	names := make([]string, 0, len(r.defs))
@@ -1135,7 +1274,7 @@ func (a *Agent) emit(ctx context.Context, e Event) {
 	// to the model: only a failed checkpoint, which the caller may not
 	// notice in a successful-looking partial result, is a warning.
 	lvl := slog.LevelDebug
-	if e.Err != nil && e.Kind == EventCheckpoint {
+	if e.Err != nil && (e.Kind == EventCheckpoint || e.Kind == EventSummary) {
 		lvl = slog.LevelWarn
 	}
 	if !a.cfg.Logger.Enabled(ctx, lvl) {

@@ -88,13 +88,13 @@ func TestToolFailuresGoBackToTheModel(t *testing.T) {
 	}
 	got := toolContents(res.Messages)
 	wants := []string{
-		`error: layer: unknown tool "nope"; the available tools are: createPage, listSections, boom, panicky, spawn_agent, entities_note`,
-		"error: layer: invalid tool arguments: createPage:",
-		"error: createPage: layer: invalid tool arguments: want a JSON object",
-		"error: createPage: layer: invalid tool arguments: not valid JSON",
+		`error: unknown tool "nope"; the available tools are: createPage, listSections, boom, panicky, spawn_agent, entities_note`,
+		"error: invalid tool arguments: createPage:",
+		"error: createPage: invalid tool arguments: want a JSON object",
+		"error: createPage: invalid tool arguments: not valid JSON",
 		"error: disk full",
-		"error: agentloop: panic in tool panicky: oops",
-		"error: layer: invalid tool arguments: entities/note:",
+		"error: panic in tool panicky: oops",
+		"error: invalid tool arguments: entities_note:",
 		`{"id":"page_101","title":"Ok","sections":["hero","team","contact"]}`,
 	}
 	if len(got) != len(wants) {

@@ -361,7 +361,7 @@ func TestModel04_MalformedArgumentsDoNotPoisonThread(t *testing.T) {
 // replayable too.
 func TestModel04_PoisonedThreadFromEarlierVersion(t *testing.T) {
 	store := storage.NewMemory()
-	old := agentloop.Checkpoint{Version: agentloop.CheckpointVersion, ThreadID: "t", Messages: []agentloop.StoredMessage{
+	old := agentloop.Checkpoint{Version: 3, ThreadID: "t", Messages: []agentloop.StoredMessage{
 		{Role: agentloop.RoleUser, Text: "Create an About page"},
 		{Role: agentloop.RoleAssistant, ToolCalls: []agentloop.StoredToolCall{
 			{ID: "call_1", Name: "createPage", Arguments: "```json\n{}\n```"},

@@ -1,13 +1,11 @@
 package agentloop
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,26 +18,37 @@ import (
 	"github.com/memlayer/memlayer/storage"
 )
 
-// CheckpointVersion is the format version of the checkpoints this build
-// writes. Checkpoints of a newer version are refused; older ones load,
-// and the next checkpoint of their thread is written in this version.
+// CheckpointVersion is the format version of the threads this build
+// writes. Threads of a newer version are refused; older ones load, and
+// the next write of their thread is in this version.
 //
 // Version 1 stored each message as langchaingo (v0.1.14) encoded an
 // llms.MessageContent. Version 2 added Compacted; a version-1 checkpoint
 // marked a compacted tool result only by its text ("[compacted] "), so
 // when one loads, its messages up to the last one holding such a result
 // count as compacted, which is what version 1 had done. Version 3 stores
-// each message as a [StoredMessage], memlayer's own record.
-const CheckpointVersion = 3
+// each message as a [StoredMessage], memlayer's own record. Versions 1
+// to 3 are one record holding the whole thread, rewritten every step.
+// Version 4 is a small head record under compare-and-swap that names
+// append-only message segments (one per step), the rolling [Summary] and
+// one record per layer snapshot (see "The stored thread" in the package
+// documentation).
+const CheckpointVersion = 4
 
-// CheckpointName is the name of a thread's checkpoint under
-// storage.ThreadKey.
+// CheckpointName is the name of a thread's head record (a whole
+// checkpoint before version 4) under storage.ThreadKey.
 const CheckpointName = "checkpoint"
 
-// Checkpoint is what is stored for a thread after every step, under
-// storage.ThreadKey(threadID, CheckpointName), as its JSON.
+// Checkpoint is a stored thread as [Agent.LoadCheckpoint] returns it.
+// Versions 1 to 3 stored it as this JSON under
+// storage.ThreadKey(threadID, CheckpointName); version 4 stores a head
+// record there and the messages, summary and layer snapshots in records
+// of their own.
 type Checkpoint struct {
-	// Messages is the thread's history, without system prompts.
+	// Messages is the part of the thread's history that the Summary does
+	// not cover, from message First on, without system prompts: what a
+	// run loads and the window is cut from. [Agent.Transcript] returns
+	// every message.
 	Messages   []StoredMessage `json:"messages,omitempty"`
 	Version    int             `json:"version"`
 	Agent      string          `json:"agent,omitempty"`
@@ -51,54 +60,60 @@ type Checkpoint struct {
 	Steps     int       `json:"steps"`
 	Usage     Usage     `json:"usage"`
 	UpdatedAt time.Time `json:"updated_at"`
-	// Compacted is how many of the Messages, from the first, have been
-	// compacted (see Config.KeepToolResults): a run compacts only the
-	// messages after them. Compaction is recorded here and never read
+	// Compacted is how many messages of the thread, from the first, have
+	// been compacted (see Config.KeepToolResults): a run compacts only
+	// the messages after them. Compaction is recorded here and never read
 	// from a message's text, so a tool result that looks like a
-	// reference is still compacted.
+	// reference is still compacted. From version 4 the stored messages
+	// stay as they were written and compaction is applied when they are
+	// loaded.
 	Compacted int `json:"compacted,omitempty"`
+	// First is the index in the thread of Messages[0], and Total the
+	// number of messages in the thread.
+	First int `json:"-"`
+	Total int `json:"-"`
+	// Summary is the thread's rolling summary of its messages before
+	// First (zero when there is none).
+	Summary Summary `json:"-"`
 }
 
-// LoadCheckpoint returns the stored checkpoint of a thread, in the
-// current version whatever version it was stored in. A thread that was
-// never checkpointed gives an error that is storage.ErrNotFound.
+// LoadCheckpoint returns the stored thread, in the current version
+// whatever version it was stored in: its head, its summary, its layer
+// snapshots and the messages the summary does not cover (Messages, from
+// message First). A thread that was never stored gives an error that is
+// storage.ErrNotFound.
 func (a *Agent) LoadCheckpoint(ctx context.Context, threadID string) (*Checkpoint, error) {
-	c, _, _, err := a.loadCheckpoint(ctx, threadID)
+	l, err := a.load(ctx, threadID)
 	if err != nil {
 		return nil, err
 	}
-	if c == nil {
+	if l == nil {
 		return nil, fmt.Errorf("%w: thread %s: %w", ErrCheckpoint, storage.Quote(threadID), storage.ErrNotFound)
+	}
+	// Version 4 stores messages as they were written: the compacted ones
+	// are returned compacted, as earlier versions stored them.
+	c := l.ckpt
+	if lo := max(l.head.Precompacted, c.First); !l.legacy && c.Compacted > lo {
+		msgs := slices.Clone(l.msgs)
+		compactHistory(msgs[lo-c.First : c.Compacted-c.First])
+		c.Messages = slices.Clone(c.Messages)
+		for i := lo - c.First; i < c.Compacted-c.First; i++ {
+			if c.Messages[i], err = storedMessage(msgs[i]); err != nil {
+				return nil, fmt.Errorf("%w: thread %s: message %d: %w", ErrCheckpoint, storage.Quote(threadID), c.First+i, err)
+			}
+		}
 	}
 	return c, nil
 }
 
-// loadCheckpoint reads a thread's checkpoint, its messages as
-// langchaingo's and its version; a missing checkpoint is (nil, nil,
-// NoVersion, nil).
-func (a *Agent) loadCheckpoint(ctx context.Context, threadID string) (*Checkpoint, []llms.MessageContent, int64, error) {
-	it, err := a.cfg.Store.Get(ctx, storage.ThreadKey(threadID, CheckpointName))
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil, storage.NoVersion, nil
-	}
-	if err != nil {
-		return nil, nil, 0, fmt.Errorf("%w: load thread %s: %w", ErrCheckpoint, storage.Quote(threadID), err)
-	}
-	c, msgs, err := decodeCheckpoint(it.Value)
-	if err != nil {
-		return nil, nil, 0, fmt.Errorf("%w: thread %s: %w", ErrCheckpoint, storage.Quote(threadID), err)
-	}
-	return c, msgs, it.Version, nil
-}
-
-// decodeCheckpoint decodes a checkpoint of any version into the current
-// one, and its messages as langchaingo's.
+// decodeCheckpoint decodes a checkpoint of version 1 to 3 into the
+// current one, and its messages as langchaingo's.
 func decodeCheckpoint(data []byte) (*Checkpoint, []llms.MessageContent, error) {
 	var c Checkpoint
 	if err := json.Unmarshal(data, &c); err != nil {
 		return nil, nil, fmt.Errorf("malformed: %w", err)
 	}
-	if c.Version < 1 || c.Version > CheckpointVersion {
+	if c.Version < 1 || c.Version >= 4 {
 		return nil, nil, fmt.Errorf("version %d, this build reads up to %d", c.Version, CheckpointVersion)
 	}
 	if c.Version < 3 {
@@ -146,29 +161,71 @@ func legacyCompacted(msgs []StoredMessage) int {
 	return 0
 }
 
-// thread is a top-level run's stored thread: where its checkpoint is,
-// what the stored one holds, and the JSON the next one extends.
+// thread is a top-level run's stored thread: where its head is, what
+// the stored head holds, and what the run has written.
 type thread struct {
 	key     string // storage.ThreadKey(threadID, CheckpointName)
-	version int64  // of the stored checkpoint, for compare-and-swap
+	version int64  // of the stored head, for compare-and-swap
+	head    headRecord
 	// steps and usage of the thread's earlier runs.
 	steps int
 	usage Usage
 	// compacted is the compaction watermark (Checkpoint.Compacted).
 	compacted int
-	// baseMsgs is how many messages came from the checkpoint; the last
-	// successful checkpoint holds msgs[:savedMsgs] and savedSteps of
-	// this run's steps.
-	baseMsgs, savedMsgs, savedSteps int
-	// json is the last checkpoint's JSON, which the next one extends
-	// (see encodeCheckpoint): json[:msgsEnd] is the JSON up to and
-	// including msgs[:encoded].
-	json             []byte
-	msgsEnd, encoded int
+	// baseMsgs is how many messages the thread had when the run started
+	// and saved how many the stored thread has; savedSteps is how many
+	// of this run's steps it has.
+	baseMsgs, saved, savedSteps int
+	// layers is each layer's snapshot as stored, so that a step writes
+	// only those that changed.
+	layers map[string][]byte
+	// summary is the committed summary; pending is one made since, which
+	// the next write stores and commits.
+	summary Summary
+	pending *Summary
+	// bytesWritten counts the bytes handed to the store.
+	bytesWritten int
 }
 
-// checkpoint stores the run's messages and layer state with
-// compare-and-swap against the version read at the start of the run.
+// resume continues a stored thread: the run starts from the loaded
+// messages, compacted (see Config.KeepToolResults) from the watermark on
+// up to the current turn (the last stored one when continuing without
+// a new message).
+func (r *run) resume(l *loaded, continuing bool) {
+	th, c := r.thread, l.ckpt
+	r.msgs, r.base, r.loadedStored = l.msgs, c.First, c.Messages
+	th.version, th.head, th.layers = l.version, l.head, l.layers
+	th.steps, th.usage, th.compacted, th.summary = c.Steps, c.Usage, c.Compacted, c.Summary
+	th.saved = c.Total
+	// Messages before pre are stored compacted already.
+	pre := th.head.Precompacted
+	if l.legacy {
+		// Nothing is in segments yet: the first write stores every
+		// message, compacted as they were.
+		th.saved, pre = 0, c.Compacted
+	}
+	replayable(r.msgs) // threads stored by earlier versions
+	end := th.compacted
+	if !r.a.cfg.KeepToolResults {
+		end = c.Total
+		if continuing {
+			// The turn goes on (after a limit, say): its own messages
+			// are not an earlier turn's.
+			end = max(r.base+lastHuman(r.msgs), th.compacted)
+		}
+	}
+	if lo := max(pre, r.base); end > lo {
+		compactHistory(r.msgs[lo-r.base : end-r.base])
+	}
+	th.compacted = max(end, th.compacted)
+	if l.legacy {
+		th.head.Precompacted = th.compacted
+	}
+}
+
+// checkpoint stores the run's new messages and layer state with
+// compare-and-swap on the head against the version read at the start of
+// the run.
 func (r *run) checkpoint(ctx context.Context) error {
 	start := time.Now()
 	err := r.writeCheckpoint(ctx)
@@ -176,21 +233,16 @@ func (r *run) checkpoint(ctx context.Context) error {
 	return err
 }
 
-// writeCheckpoint writes the checkpoint; an error is a *CheckpointError.
+// writeCheckpoint writes the step; an error is a *CheckpointError.
 func (r *run) writeCheckpoint(ctx context.Context) error {
 	th, store := r.thread, r.a.cfg.Store
 	snap, err := r.stack.Snapshot(ctx)
 	if err != nil {
 		return r.checkpointError(fmt.Errorf("snapshot layers: %w", err))
 	}
-	data, err := r.encodeCheckpoint(snap)
-	if err != nil {
-		return r.checkpointError(fmt.Errorf("encode: %w", err))
-	}
-	v, err := store.Put(ctx, th.key, data, th.version)
-	if err != nil {
-		// A conflict is another run's write, unless the checkpoint this
-		// run read or wrote is no longer there at all.
+	if err := r.writeThread(ctx, snap); err != nil {
+		// A conflict is another run's write, unless the head this run
+		// read or wrote is no longer there at all.
 		if errors.Is(err, storage.ErrConflict) && th.version != storage.NoVersion {
 			if _, gerr := store.Get(ctx, th.key); errors.Is(gerr, storage.ErrNotFound) {
 				err = ErrCheckpointGone
@@ -198,79 +250,14 @@ func (r *run) writeCheckpoint(ctx context.Context) error {
 		}
 		return r.checkpointError(err)
 	}
-	th.version = v
-	th.savedMsgs, th.savedSteps = len(r.msgs), r.res.Steps
+	th.savedSteps = r.res.Steps
 	return nil
 }
 
 // checkpointError is a failed checkpoint write, with what was saved.
 func (r *run) checkpointError(err error) error {
 	th := r.thread
-	return &CheckpointError{ThreadID: r.threadID, SavedSteps: th.savedSteps, SavedMessages: max(th.savedMsgs-th.baseMsgs, 0), Err: err}
-}
-
-// encodeCheckpoint returns the JSON of the run's [Checkpoint], written
-// with encoding/json (without HTML escaping).
-//
-// The messages come first: they never change once in the history, so
-// each is encoded once per run, and the buffer that holds them
-// (thread.json[:thread.msgsEnd]) is kept and extended by the next step
-// rather than rebuilt; a step costs what it adds, not the whole history.
-// The returned slice is that buffer: it is valid until the next call
-// (stores do not retain what they are given). The other fields follow,
-// encoded as a Checkpoint without messages.
-func (r *run) encodeCheckpoint(snap layer.Snapshot) ([]byte, error) {
-	th := r.thread
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	b := th.json[:th.msgsEnd]
-	if len(b) == 0 {
-		b = append(b, `{"messages":[`...)
-	}
-	for i := th.encoded; i < len(r.msgs); i++ {
-		s, err := storedMessage(r.msgs[i])
-		if err == nil {
-			err = enc.Encode(s)
-		}
-		if err != nil {
-			th.json = b
-			return nil, fmt.Errorf("message %d: %w", i, err)
-		}
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
-		buf.Reset()
-		th.encoded, th.msgsEnd = i+1, len(b)
-	}
-	// From here on th.json must hold the messages encoded so far, even
-	// if a layer's snapshot is refused below.
-	th.json = b
-	for id, raw := range snap.Layers {
-		if len(raw) == 0 {
-			snap.Layers[id] = json.RawMessage("null")
-		}
-	}
-	err := enc.Encode(Checkpoint{
-		Version: CheckpointVersion, Agent: r.a.cfg.Name, ThreadID: r.threadID, ResourceID: r.resourceID,
-		Layers: snap, Steps: th.steps + r.res.Steps, Usage: th.usage.Add(r.res.Usage),
-		UpdatedAt: time.Now().UTC(), Compacted: th.compacted,
-	})
-	if err != nil {
-		for _, id := range slices.Sorted(maps.Keys(snap.Layers)) {
-			if !json.Valid(snap.Layers[id]) {
-				return nil, fmt.Errorf("layer %s: snapshot is not valid JSON: %w", id, err)
-			}
-		}
-		return nil, err
-	}
-	// The fields follow the messages: "],", then the object without its
-	// opening brace.
-	b = append(b, "],"...)
-	b = append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))[1:]...)
-	th.json = b
-	return b, nil
+	return &CheckpointError{ThreadID: r.threadID, SavedSteps: th.savedSteps, SavedMessages: max(th.saved-th.baseMsgs, 0), Err: err}
 }
 
 // restoreLayers restores thread- and execution-scoped layers from a
@@ -358,9 +345,10 @@ func compactReference(name, content string) string {
 
 // capResult returns a tool result as the history keeps it: whole up to
 // limit bytes; a longer one cut to its first limit bytes (at a UTF-8
-// boundary) and followed by a note giving its size. A negative limit
-// keeps it whole.
-func capResult(s string, limit int) string {
+// boundary) and followed by a note giving its size and the ID of its
+// call, by which the whole result can be read back (the episodic
+// layer keeps it). A negative limit keeps it whole.
+func capResult(s string, limit int, callID string) string {
 	if limit < 0 || len(s) <= limit {
 		return s
 	}
@@ -368,5 +356,5 @@ func capResult(s string, limit int) string {
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return s[:cut] + "\n[agentloop: result truncated: " + strconv.Itoa(len(s)) + " bytes, of which the first " + strconv.Itoa(cut) + " are shown]"
+	return s[:cut] + "\n[agentloop: result truncated: " + strconv.Itoa(len(s)) + " bytes, of which the first " + strconv.Itoa(cut) + " are shown; full result: call " + callID + "]"
 }

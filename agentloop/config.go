@@ -110,8 +110,11 @@ type Config struct {
 	// MaxToolResultBytes caps what one tool result puts into the history
 	// (and so into every later prompt of the turn and the checkpoint): a
 	// longer result is cut at a UTF-8 boundary and followed by a note
-	// giving its full size. The layers' Store still gets the whole result
-	// (entity extraction reads it all). Zero is
+	// giving its full size and its call's ID ("[agentloop: result
+	// truncated: N bytes, of which the first M are shown; full result:
+	// call ID]"), by which a layer that keeps whole results (episodic
+	// memory) lets the model read it. The layers' Store still gets the
+	// whole result (entity extraction reads it all). Zero is
 	// DefaultMaxToolResultBytes; negative means no cap.
 	MaxToolResultBytes int
 	// SaveTimeout bounds the recording of a run stopped by its context
@@ -120,6 +123,11 @@ type Config struct {
 	// cancelled (context.WithoutCancel) with this deadline, so what the
 	// tools did is not lost. Zero is DefaultSaveTimeout.
 	SaveTimeout time.Duration
+	// History says what of the thread's history the model is sent: by
+	// default a window of recent turns and a rolling summary of the older
+	// ones, shown by the built-in history-summary layer (see
+	// [HistoryConfig]).
+	History HistoryConfig
 	// RestoreLayers makes a resumed thread restore the layers' state from
 	// its checkpoint, for layers of thread or execution scope, after
 	// Init. Layers that persist their own state (the usual case) load it
@@ -142,6 +150,21 @@ type Config struct {
 	// DisableSpawnTool hides the spawn_agent tool from the model.
 	// Agent.Spawn still works from code.
 	DisableSpawnTool bool
+	// SpawnLayers are layers a child agent can be given on top of the
+	// ones it inherits, offered by their IDs: the spawn_agent tool lists
+	// the IDs (its "layers" argument may name only those) and code picks
+	// them with SpawnInput.LayerIDs. Each is a template like the layers
+	// of Layers: a child given one gets it initialised for the child's
+	// env (its Init), owns it and closes it when it ends. IDs must be
+	// valid, unique, and differ from the IDs of Layers (New checks).
+	SpawnLayers []layer.Layer
+
+	// ObservePrompts sends the Observer an [EventPrompt] before every
+	// model call, with the exact messages sent (the system prompt first).
+	// It is off by default because a prompt may hold personal data
+	// (memory, tool results, the user's words): turn it on where the
+	// Observer's destination may keep them.
+	ObservePrompts bool
 
 	// Observer receives every [Event], synchronously, possibly from
 	// several goroutines at once: it must be fast and safe for concurrent
@@ -189,6 +212,7 @@ func (c Config) withDefaults() Config {
 	if c.Counter == nil {
 		c.Counter = prompt.Estimate
 	}
+	c.History = c.History.withDefaults(c.Counter)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

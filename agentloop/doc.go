@@ -5,16 +5,20 @@
 //
 // [Agent.Run] runs the agent on a thread (and optional resource):
 //
-//  1. The thread's checkpoint, if any, is loaded from the store: the
-//     message history continues where the last run stopped.
+//  1. The thread, if stored, is loaded: its head record, its rolling
+//     summary, its layer snapshots and the messages the summary does not
+//     cover (never the whole thread); the conversation continues where
+//     the last run stopped.
 //  2. A new [layer.Stack] is built over Config.Layers and initialised:
 //     every layer loads its own state from the store under its scope key.
 //  3. Per step: the layers are recalled under budgets from
 //     prompt.Allocate (an item that does not fit its layer's budget, or
 //     the layers' total, is dropped: prompt.ProjectLayersWithin); the
 //     system prompt is compiled (instructions or a
-//     Handlebars template plus the layers' blocks); the history is
-//     projected into what is left of the window (tool calls and their
+//     Handlebars template plus the layers' blocks, among them the
+//     history-summary layer's); the history's window (see "History"
+//     below) is projected into what is left of the context window,
+//     including what the layers did not use of their budgets (tool calls and their
 //     results are never split; the current user message is always sent,
 //     and when it alone does not fit the run fails with ErrInputTooLarge
 //     without calling the model); GenerateContent is called with every tool
@@ -29,13 +33,14 @@
 //     message per result (exactly one ToolCallResponse part each, as the
 //     OpenAI client requires) are appended to the history. A result
 //     longer than Config.MaxToolResultBytes (16 KiB by default) is cut
-//     in the history, with a note giving its size; the layers get it
-//     whole. A tool call ID
+//     in the history, with a note giving its size and its call's ID
+//     ("…; full result: call <ID>]"); the layers get it whole. A tool call ID
 //     already used in the thread (providers and scripted models reuse
 //     them across turns) gets a suffix, so every result pairs with its
 //     own call.
-//  5. The step is handed to the layers' Store as a [layer.Turn], and the
-//     thread is checkpointed. This happens even when the run's context
+//  5. The step is handed to the layers' Store as a [layer.Turn], a
+//     summary is made if enough turns have left the window, and the step
+//     is written: its new messages as a segment, then the thread's head. This happens even when the run's context
 //     ended during the tools: what they did is real, so it is recorded on
 //     a context without the cancellation, bounded by Config.SaveTimeout.
 //
@@ -64,16 +69,25 @@
 // santhosh-tekuri/jsonschema before the tool runs; each schema is
 // compiled once and kept while among the [SchemaCacheSize] most recently
 // used) and a Call. [NewTool] builds a typed tool that decodes
-// its arguments into a Go value; [FromLangchain] adapts a langchaingo
+// its arguments into a Go value; without an explicit schema it infers one
+// from the Go type with github.com/google/jsonschema-go (JSON field
+// names, types, required fields, descriptions from jsonschema tags), so
+// the model sees the fields; [FromLangchain] adapts a langchaingo
 // tools.Tool, whose input is one string: the model is offered an "input"
 // string parameter and the tool receives its value (or the raw JSON
-// arguments when the model sent no "input" string). Names are validated
-// when the Agent is built.
+// arguments when the model sent no "input" string). [New] finds every
+// configuration problem it can see (names, schemas, layer specs, layer
+// tools whose wire names clash), so a run never fails for one.
 //
 // An unknown tool name, arguments that are not a JSON object or fail the
 // schema, a tool error and a tool panic all become the tool's result,
 // prefixed "error: ", and the run continues: the model can correct
-// itself. The same schema validation is plugged into the layer stack
+// itself. That text is written for the model: memlayer's package
+// prefixes ("layer: ", "agentloop: ") are left out (the Go errors keep
+// them), and a schema failure under an anyOf [T, null] wrapper (how the
+// scratchpad's update tool lets a field say "no change") reports what T
+// wants. A layer function may have aliases: the scratchpad's legacy
+// updateWorkingMemory call runs as its update tool. The same schema validation is plugged into the layer stack
 // (layer.StackConfig.ValidateArgs), so layer functions are checked too;
 // [ValidateArgs] offers it to stacks built by hand. Schema errors list
 // every violation with its JSON pointer, which is what a model needs to
@@ -109,59 +123,126 @@
 //
 // # Threads and checkpoints
 //
-// After every step the thread's messages and the layers'
-// [layer.Snapshot] are written as a [Checkpoint] (see "The stored record"
-// below) under storage.ThreadKey(threadID, "checkpoint") with
-// compare-and-swap against the version the run started from. A new Agent,
-// in a new process, with the same store and thread ID continues the
-// conversation: the history comes from the checkpoint and the layers load
+// After every step the run writes what the step added (see "The stored
+// thread" below): its messages as a segment, the layer snapshots that
+// changed, a new summary if one was made, and then the thread's head
+// under storage.ThreadKey(threadID, "checkpoint") with compare-and-swap
+// against the version the run started from. A new Agent, in a new
+// process, with the same store and thread ID continues the
+// conversation: the history comes from the thread and the layers load
 // their own state in Init. Two overlapping runs of one thread cannot both
 // win: the loser fails with a [*CheckpointError] matching ErrCheckpoint and
 // storage.ErrConflict, whose SavedSteps and SavedMessages say how much of
 // the losing run the thread kept (its first steps may have been saved
 // before the other run started; then its user message is in the thread
-// and a retry with the same Input would repeat it). A checkpoint that
+// and a retry with the same Input would repeat it). The loser's records
+// are written under names no other write uses and are never named by a
+// head, so none of them is ever read (the run deletes them). A head that
 // vanished under the run (a store restarted empty, an expired or deleted
 // key) is reported as ErrCheckpointGone instead, and not recreated, so an
 // erase stays an erase: the Result holds the history the run had, and the
-// next run with an Input starts the thread afresh. The snapshot in the checkpoint is restored into the
-// layers only with Config.RestoreLayers, and then only for thread- and
-// execution-scoped layers: resource and global state may have moved on in
-// other threads since, and the layers' own storage is the source of truth.
+// next run with an Input starts the thread afresh. The snapshot in the
+// thread is restored into the layers only with Config.RestoreLayers, and
+// then only for thread- and execution-scoped layers: resource and global
+// state may have moved on in other threads since, and the layers' own
+// storage is the source of truth.
 //
 // Earlier turns are compacted when a run starts: each tool result is
 // replaced by a one-line reference (the tool, the size, the first 120
 // characters), and tool-call arguments over 256 bytes by
 // {"_compacted":"<n> bytes"} (still a JSON object, because providers are
 // sent it), since layers such as entity memory and the scratchpad keep
-// what mattered and the full text would fill the window and the stored
-// thread. The current turn's results and arguments stay whole (a run
-// without Input continues the last turn, so that turn stays whole too).
-// Compaction is recorded in the checkpoint (Checkpoint.Compacted: how
-// many messages, from the first, are compacted), never recognised by a
-// message's text, so each message is compacted once and a tool result
-// cannot pass itself off as a reference. Config.KeepToolResults turns
-// compaction off.
+// what mattered and the full text would fill the window. The current
+// turn's results and arguments stay whole (a run without Input continues
+// the last turn, so that turn stays whole too). Compaction is recorded
+// in the head (Checkpoint.Compacted: how many messages, from the first,
+// are compacted), never recognised by a message's text, so a tool
+// result cannot pass itself off as a reference; the stored messages stay
+// as written, so the transcript keeps every result.
+// Config.KeepToolResults turns compaction off.
 //
-// # The stored record
+// What a run holds of a thread is its window, not the whole thread:
+// [Result.Messages] (also in a [*LimitError]'s Result) is the messages
+// the summary did not cover when the run started, then the run's own;
+// [Agent.LoadCheckpoint] returns the head, the summary
+// ([Checkpoint.Summary]) and the messages it does not cover
+// ([Checkpoint.Messages], from message Checkpoint.First of
+// Checkpoint.Total), compacted as a run would load them. The whole
+// transcript, as stored and never compacted, is [Agent.Transcript]'s
+// (for audit and for layers that keep their own log); it reads every
+// segment, so its cost grows with the thread, and
+// HistoryConfig.RetainMessages bounds it.
 //
-// A checkpoint is JSON written with encoding/json from memlayer's own
-// types, never from langchaingo's, so a langchaingo upgrade cannot change
-// what is stored. Each message is a [StoredMessage]:
+// # History
+//
+// The model is sent a window of recent turns and a rolling summary of
+// the older ones ([HistoryConfig]; HistoryConfig.Full sends the whole
+// history instead, as before version 4). A turn is a user message and
+// everything up to the next one, so a tool call is never separated from
+// its result. The window holds the current turn and at least
+// HistoryConfig.MaxTurns (8) turns before it; when
+// HistoryConfig.SummarizeAfter (4) more have left it, they are
+// summarized, so no turn leaves the prompt before the summary holds it.
+// When the window does not fit its share of the context window, its
+// oldest turns are summarized at once. The summary is shown by the
+// built-in layer "history-summary" (slot 200, template variable
+// historySummary, fenced as <history_summary>), whose budget
+// (HistoryConfig.SummaryTokens, 1,000) is taken from the history's
+// share.
+//
+// A [Summarizer] writes the summary. The default,
+// [DeterministicSummarizer], needs no model: one line per turn with the
+// request, each tool and its call ID, the IDs and names of the entities
+// its result mentions (read with a forgiving scanner, so a truncated
+// result still gives its IDs), failures and the answer's start; over its
+// budget, the oldest lines fold into one list of IDs. It runs when a
+// step is recorded, so a step's prompt depends only on what was stored
+// before the step. [NewModelSummarizer] asks any langchaingo model, with
+// a replaceable prompt; it runs in the background, the steps meanwhile
+// use the previous summary, and a run waits for it (bounded by
+// Config.SaveTimeout once the run's context has ended) and stores it
+// before returning. A failed summary is reported (EventSummary) and the
+// previous one stays. Summaries are numbered ([Summary].Version) and
+// stored with the thread.
+//
+// # The stored thread
+//
+// A thread is JSON written with encoding/json from memlayer's own types,
+// never from langchaingo's, so a langchaingo upgrade cannot change what
+// is stored. Each message is a [StoredMessage]:
 //
 //	{"role": "user" | "assistant" | "tool",
 //	 "text": "...",                                            (omitted when empty)
 //	 "tool_calls": [{"id": "...", "name": "...", "arguments": "{...}"}],  (assistant)
 //	 "tool_results": [{"call_id": "...", "name": "...", "content": "..."}]}  (tool)
 //
-// beside "version", "agent", "thread_id", "resource_id", "layers" (the
-// layer.Snapshot), "steps", "usage", "updated_at" and "compacted". The
-// format has a version ([CheckpointVersion]); every older version loads
-// and is migrated, and the thread's next checkpoint is written in the
-// current one. Version 1 stored langchaingo's encoding of its messages;
-// version 2 added "compacted"; version 3 stores StoredMessage records.
-// testdata holds a frozen checkpoint of each version, and a test loads
-// every one.
+// From version 4 a thread is several records under
+// storage.ThreadPrefix(threadID):
+//
+//	checkpoint              the head: "version", "agent", "thread_id", "resource_id",
+//	                        "steps", "usage", "updated_at", "messages" (how many),
+//	                        "tail" (the newest segment), "compacted", "summary" and
+//	                        "covers", "retained", "snapshot_version", "snapshot_name",
+//	                        "layers" (layer ID -> record name)
+//	seg.<first>.<nonce>     a step's messages: {"first", "prev", "messages"}
+//	sum.<version>.<nonce>   a [Summary]: {"version", "covers", "text"}
+//	layer.<id>.<nonce>      one layer's snapshot, written again only when it changes
+//
+// Only the head is written with compare-and-swap; the others are written
+// once, under a new name, before the head that names them. A step writes
+// a segment and a head of a few hundred bytes (plus the layer snapshots
+// that changed and, every few turns, a summary), whatever the thread's
+// length; loading reads the head, the summary, the layers and the
+// segments back to the summary's coverage.
+//
+// The format has a version ([CheckpointVersion]); every older version
+// loads and is migrated, and the thread's next write is in the current
+// one. Versions 1 to 3 were one record holding the whole thread,
+// rewritten every step: version 1 stored langchaingo's encoding of its
+// messages, version 2 added "compacted", version 3 stores StoredMessage
+// records. A migrated thread's first write stores its messages as one
+// segment. testdata holds a frozen thread of each version, and a test
+// loads every one.
 //
 // # Child agents
 //
@@ -182,14 +263,22 @@
 // one response (the others are answered with an error) and
 // Config.MaxChildrenPerRun the children started in all (ErrMaxChildren).
 //
+// A child can also have layers of its own, which its parent has not:
+// from code, SpawnInput.Layers; by ID, SpawnInput.LayerIDs picks from
+// Config.SpawnLayers, and so does the spawn_agent tool's "layers"
+// argument, whose schema enumerates exactly those IDs, so the model can
+// only choose among the layers the developer offered. They are
+// initialised with the child's env and closed when the child ends.
+//
 // # Tools and the current run
 //
 // The layers are bound per run: each run's stack holds its own thread's,
 // resource's or global state, loaded in Init. A tool that needs that
 // state is made with [NewRunTool] (or sets Tool.CallRun) and gets the
 // [Run] of each call: [Run.Stack] is the run's stack, in which layer.Find
-// or a layer package's helper (kv.From, package workingmemory/kv) finds a
-// layer; in a child agent it is the child's run. This is the one way for
+// or a layer package's helper (workingmemory.From and
+// workingmemory.StateAs, kv.From) finds a layer; in a child agent it is
+// the child's run. This is the one way for
 // a tool to reach the current run's memory; a tool must not keep layer
 // state of its own, which would be shared by every thread and user of the
 // agent.
@@ -208,21 +297,26 @@
 //
 // # Cost
 //
-// A checkpoint is written after every step, so its cost is kept low:
-// each history message is encoded to JSON once per run into a buffer
-// that the next checkpoint extends, so a step encodes only what it
-// added, not the whole history (the messages come first in the
-// checkpoint's JSON for that reason); usage estimates reuse each
-// message's token count. The stack runs the layers'
-// Snapshot hooks as one batch on a reused goroutine. BenchmarkStep
-// measures memlayer's overhead per step with three layers and five
-// tools.
+// A step's cost does not grow with the thread: a run loads only the
+// summary and the messages it does not cover, a step writes only what it
+// added (its segment, the head, the layer snapshots that changed), and
+// usage estimates reuse each message's token count. The stack runs the
+// layers' Snapshot hooks as one batch on a reused goroutine.
+// BenchmarkStep measures memlayer's overhead per step with three layers
+// and five tools; BenchmarkLongThread one turn at turn 10 and at turn
+// 1,000 of a thread on SQLite.
 //
 // # langchaingo interop
 //
 // [NewMemory] adapts a layer stack to schema.Memory, so the layers plug
-// into chains and agents.Executor; [ExportTools] exports the layers'
-// functions as tools.Tool. The package agentloop/agenttest has a scripted
+// into chains and agents.Executor: the layers' blocks, then the
+// transcript (a langchaingo buffer memory by default), and an executor's
+// tool results reach the layers' Store; its doc says which langchaingo
+// agents show the memory and how to make the others show it.
+// [ExportTools] exports the layers' functions as tools.Tool (the schema
+// in the description: tools.Tool has no parameters), and [LLMTools] as
+// llms.Tool definitions with their schemas, for code that calls
+// GenerateContent itself. The package agentloop/agenttest has a scripted
 // llms.Model for tests.
 //
 // # Concurrency

@@ -3,6 +3,7 @@ package agentloop
 import (
 	"errors"
 	"fmt"
+	"regexp"
 
 	"github.com/memlayer/memlayer/storage"
 )
@@ -77,8 +78,9 @@ var (
 
 // LimitError is returned by [Agent.Run] when a limit stops the run before
 // the model gave a final answer. Result holds everything done so far: the
-// messages (including every tool result), the steps, the usage. The thread
-// checkpoint holds the same messages (after a timeout too: a step cut
+// messages (the window the run loaded and every message of its own, each
+// tool result included; see [Result].Messages), the steps, the usage. The
+// stored thread holds the same messages (after a timeout too: a step cut
 // short during its tools is checkpointed before the run returns), so a
 // later run with an empty Input continues from there. If that last
 // checkpoint fails, the error returned joins the LimitError and a
@@ -143,3 +145,16 @@ func (e *CheckpointError) Error() string {
 
 // Unwrap returns ErrCheckpoint and the cause.
 func (e *CheckpointError) Unwrap() []error { return []error{ErrCheckpoint, e.Err} }
+
+// packagePrefix matches the package prefixes memlayer's errors carry
+// ("layer: ", "agentloop: ", "workingmemory: ", and a layer hook's
+// "layer <id>: tool: "), at the start of a message or of a wrapped part.
+var packagePrefix = regexp.MustCompile(`(^|: |\n)(?:(?:layer|agentloop|workingmemory|kv|entitymemory|episodicmemory|semanticmemory|storage|prompt|memlayer): |layer [a-z][a-z0-9-]*: (?:tool|store|data): )+`)
+
+// toolErrorText is the tool result the model reads for a failed call:
+// "error: " and the error's text without memlayer's package prefixes,
+// which say where in the library an error arose and mean nothing to a
+// model. The Go error keeps them (and errors.Is still matches).
+func toolErrorText(err error) string {
+	return "error: " + packagePrefix.ReplaceAllString(err.Error(), "$1")
+}

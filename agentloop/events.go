@@ -2,6 +2,8 @@ package agentloop
 
 import (
 	"time"
+
+	"github.com/tmc/langchaingo/llms"
 )
 
 // EventKind says what an [Event] reports.
@@ -11,6 +13,9 @@ type EventKind string
 const (
 	// EventRunStart: a run (or a child run) begins.
 	EventRunStart EventKind = "run_start"
+	// EventPrompt: a model call is about to be made (Request is what is
+	// sent). Only with Config.ObservePrompts.
+	EventPrompt EventKind = "prompt"
 	// EventModelCall: a GenerateContent call returned (Duration, Usage,
 	// Err).
 	EventModelCall EventKind = "model_call"
@@ -25,6 +30,9 @@ const (
 	EventStep EventKind = "step"
 	// EventCheckpoint: the thread was checkpointed (Err on failure).
 	EventCheckpoint EventKind = "checkpoint"
+	// EventSummary: the history's rolling summary was made (Duration) or
+	// failed (Err; the previous summary stays, and the run goes on).
+	EventSummary EventKind = "summary"
 	// EventRunEnd: a run ended (Usage is the run's total, Err why it
 	// stopped, nil on a final answer).
 	EventRunEnd EventKind = "run_end"
@@ -59,6 +67,10 @@ type Event struct {
 	// StopReason is the model's stop reason, for EventModelCall (see
 	// Result.StopReason).
 	StopReason string
+	// Request is the exact request of a model call, the system prompt
+	// first, for EventPrompt (see Config.ObservePrompts). The Observer
+	// must not modify it.
+	Request []llms.MessageContent
 	// Err is the failure, if any.
 	Err error
 }

@@ -1,6 +1,7 @@
 package agentloop_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -181,6 +182,53 @@ func ExampleNewTool() {
 	// add {"sum":5} <nil>
 }
 
+// Without explicit parameters, NewTool infers the JSON Schema from the
+// input type: JSON field names, types, required fields (those without
+// omitempty) and descriptions from jsonschema tags.
+func ExampleNewTool_inferredSchema() {
+	type createPage struct {
+		Title  string   `json:"title" jsonschema:"The page title, shown in menus."`
+		Slug   string   `json:"slug,omitempty" jsonschema:"The URL path; derived from the title when empty."`
+		Tags   []string `json:"tags,omitempty"`
+		Weight int      `json:"weight,omitempty"`
+	}
+	tool := agentloop.NewTool("cms_createPage", "Create a CMS page.", nil,
+		func(ctx context.Context, in createPage) (string, error) { return "created " + in.Title, nil })
+	var out bytes.Buffer
+	_ = json.Indent(&out, tool.Parameters, "", "  ")
+	fmt.Println(out.String())
+	// Output:
+	// {
+	//   "type": "object",
+	//   "properties": {
+	//     "title": {
+	//       "type": "string",
+	//       "description": "The page title, shown in menus."
+	//     },
+	//     "slug": {
+	//       "type": "string",
+	//       "description": "The URL path; derived from the title when empty."
+	//     },
+	//     "tags": {
+	//       "type": [
+	//         "null",
+	//         "array"
+	//       ],
+	//       "items": {
+	//         "type": "string"
+	//       }
+	//     },
+	//     "weight": {
+	//       "type": "integer"
+	//     }
+	//   },
+	//   "required": [
+	//     "title"
+	//   ],
+	//   "additionalProperties": false
+	// }
+}
+
 // The checkpoint of a thread holds its history and the layers' state.
 func ExampleAgent_LoadCheckpoint() {
 	agent, _ := agentloop.New(agentloop.Config{Model: agenttest.New(agenttest.Reply(agenttest.Text("hi!")))})
@@ -238,4 +286,35 @@ func (c *countLayer) Provides() layer.Provides {
 			return fmt.Sprint(*c.n), nil
 		},
 	}}}
+}
+
+// A window of one turn: once a turn has left it, the deterministic
+// summary (no model needed) carries its request, tool call and IDs in
+// the history-summary block of the system prompt.
+func ExampleHistoryConfig() {
+	create := agentloop.Tool{Name: "createPage", Call: func(_ context.Context, args json.RawMessage) (string, error) {
+		return `{"page":{"id":"page_7","title":"About"}}`, nil
+	}}
+	model := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
+		if len(r.ToolResults()) > 0 || r.LastUser() != "Create the About page" {
+			return agenttest.Text("ok"), nil
+		}
+		return agenttest.Calls(agenttest.Call("createPage", `{"title":"About"}`)), nil
+	})
+	agent, err := agentloop.New(agentloop.Config{Model: model, Tools: []agentloop.Tool{create},
+		History: agentloop.HistoryConfig{MaxTurns: 1, SummarizeAfter: 1}})
+	if err != nil {
+		panic(err)
+	}
+	for _, in := range []string{"Create the About page", "Thanks", "Anything else?"} {
+		if _, err := agent.Run(context.Background(), agentloop.RunInput{ThreadID: "t", Input: in}); err != nil {
+			panic(err)
+		}
+	}
+	system := model.Requests()[len(model.Requests())-1].System()
+	fmt.Println(system[strings.Index(system, "<history_summary>"):])
+	// Output:
+	// <history_summary>
+	// - User: Create the About page | createPage (call call_0_0) → page_7 "About" | answer: ok
+	// </history_summary>
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -103,6 +104,113 @@ func FuzzToolArguments(f *testing.F) {
 		for _, m := range res.Messages {
 			if m.Role == llms.ChatMessageTypeTool && len(m.Parts) != 1 {
 				t.Fatalf("tool message with %d parts", len(m.Parts))
+			}
+		}
+	})
+}
+
+// FuzzHistoryLoad stores arbitrary bytes as a version-4 head and its
+// segment and runs the thread: the run either refuses the thread with
+// ErrCheckpoint and leaves the store as it was, or continues it, and the
+// thread then loads back with one more turn (the transcript too).
+func FuzzHistoryLoad(f *testing.F) {
+	head := `{"version":4,"thread_id":"t","steps":1,"usage":{},"messages":2,"tail":"seg.0000000000.aaaaaaaaaaaa","layers":{"entities":"layer.entities.aaaaaaaaaaaa"}}`
+	seg := `{"first":0,"messages":[{"role":"user","text":"hi"},{"role":"assistant","text":"hello"}]}`
+	summed := `{"version":4,"thread_id":"t","messages":2,"tail":"seg.0000000000.aaaaaaaaaaaa","summary":"sum.1.aaaaaaaaaaaa","covers":2}`
+	f.Add([]byte(head), []byte(seg))
+	f.Add([]byte(summed), []byte(seg))
+	f.Add([]byte(`{"version":4,"messages":3,"tail":"seg.0000000000.aaaaaaaaaaaa"}`), []byte(seg))
+	f.Add([]byte(`{"version":4,"messages":2,"tail":"layer.entities.aaaaaaaaaaaa"}`), []byte(seg))
+	f.Add([]byte(head), []byte(`{"first":1,"prev":"seg.0000000000.aaaaaaaaaaaa","messages":[{"role":"user"}]}`))
+	f.Add([]byte(`{"version":4,"messages":-1}`), []byte(`{}`))
+	f.Fuzz(func(t *testing.T, head, seg []byte) {
+		ctx := context.Background()
+		store := storage.NewMemory()
+		for name, value := range map[string][]byte{
+			agentloop.CheckpointName:      head,
+			"seg.0000000000.aaaaaaaaaaaa": seg,
+			"layer.entities.aaaaaaaaaaaa": []byte(`{"seen":null,"notes":null}`),
+			"sum.1.aaaaaaaaaaaa":          []byte(`{"version":1,"covers":2,"text":"said hi"}`),
+		} {
+			if _, err := store.Put(ctx, storage.ThreadKey("t", name), value, storage.NoVersion); err != nil {
+				t.Skip()
+			}
+		}
+		dump := func() map[string]string {
+			keys, _ := store.List(ctx, "")
+			m := map[string]string{}
+			for _, k := range keys {
+				it, _ := store.Get(ctx, k)
+				m[k] = string(it.Value)
+			}
+			return m
+		}
+		was := dump()
+		a, err := agentloop.New(agentloop.Config{Model: agenttest.New(agenttest.Reply(agenttest.Text("done"))), Store: store, Logger: slog.New(slog.DiscardHandler),
+			Layers: []layer.Layer{newNotes("entities", layer.ScopeThread)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, loadErr := a.LoadCheckpoint(ctx, "t")
+		_, _, _ = a.Transcript(ctx, "t")
+		_, err = a.Run(ctx, agentloop.RunInput{ThreadID: "t", Input: "next"})
+		if err != nil {
+			if !errors.Is(err, agentloop.ErrCheckpoint) || loadErr == nil {
+				t.Fatalf("Run: %v (load: %v)", err, loadErr)
+			}
+			if !reflect.DeepEqual(dump(), was) {
+				t.Fatalf("refused thread was changed")
+			}
+			return
+		}
+		if loadErr != nil {
+			t.Fatalf("Run accepted a thread LoadCheckpoint refused: %v", loadErr)
+		}
+		after, err := a.LoadCheckpoint(ctx, "t")
+		if err != nil {
+			t.Fatalf("reload: %v", err)
+		}
+		if after.Total != before.Total+2 || after.Steps != before.Steps+1 {
+			t.Fatalf("thread %d -> %d messages, steps %d -> %d", before.Total, after.Total, before.Steps, after.Steps)
+		}
+		// A run reads no segment the summary covers: a bad one is found
+		// only by the transcript, which refuses the thread.
+		msgs, first, err := a.Transcript(ctx, "t")
+		if err != nil && before.First > 0 && errors.Is(err, agentloop.ErrCheckpoint) {
+			return
+		}
+		if err != nil || first+len(msgs) != after.Total {
+			t.Fatalf("transcript: %v, %d messages from %d, thread has %d", err, len(msgs), first, after.Total)
+		}
+	})
+}
+
+// FuzzDeterministicSummarizer summarizes arbitrary results after an
+// arbitrary previous summary: it never fails, gives the same summary for
+// the same input, and with room enough keeps every call ID.
+func FuzzDeterministicSummarizer(f *testing.F) {
+	f.Add("", `{"page":{"id":"page_1","title":"About"}}`, `{"pageId":"page_1"}`)
+	f.Add("Entities seen earlier: page_1 \"A\"; x\n- User: hi | f (call c) → page_2", `[{"id":"a"},{"id":"b","name":"B → | ;"}]`, `{}`)
+	f.Add("- User: a → b → c | d", `{"pages":[{"id":"p","title":"t"`, "")
+	f.Fuzz(func(t *testing.T, previous, result, args string) {
+		msgs := []agentloop.StoredMessage{
+			{Role: agentloop.RoleUser, Text: "do it"},
+			{Role: agentloop.RoleAssistant, ToolCalls: []agentloop.StoredToolCall{{ID: "call-x", Name: "f", Arguments: args}}},
+			{Role: agentloop.RoleTool, ToolResults: []agentloop.StoredToolResult{{CallID: "call-x", Name: "f", Content: result}}},
+			{Role: agentloop.RoleAssistant, Text: "done"},
+		}
+		for _, budget := range []int{5, 100000} {
+			s := &agentloop.DeterministicSummarizer{MaxTokens: budget}
+			a, err := s.Summarize(context.Background(), previous, msgs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := s.Summarize(context.Background(), previous, msgs)
+			if a != b {
+				t.Fatalf("not deterministic:\n%q\n%q", a, b)
+			}
+			if budget > 1000 && !strings.Contains(a, "(call call-x)") {
+				t.Fatalf("call ID lost:\n%s", a)
 			}
 		}
 	})

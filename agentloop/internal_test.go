@@ -1,6 +1,7 @@
 package agentloop
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -12,78 +13,100 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/storage"
 )
 
-// TestEncodeCheckpointMatchesJSON: the checkpoint, built message by
-// message, is the JSON encoding/json writes for the same Checkpoint.
-func TestEncodeCheckpointMatchesJSON(t *testing.T) {
+// countingStore counts what is handed to Put.
+type countingStore struct {
+	storage.Store
+	puts  int
+	bytes int
+	keys  []string
+}
+
+func (s *countingStore) Put(ctx context.Context, key string, value []byte, ifVersion int64) (int64, error) {
+	s.puts++
+	s.bytes += len(value)
+	s.keys = append(s.keys, key)
+	return s.Store.Put(ctx, key, value, ifVersion)
+}
+
+// TestHistory01_StepWritesItsSegment: a step writes its own messages as
+// a segment, the layers whose snapshot changed and a head; what loads
+// back is every message once and the layers' latest state, and a
+// snapshot that is not valid JSON is refused (when it changed).
+func TestHistory01_StepWritesItsSegment(t *testing.T) {
+	store := &countingStore{Store: storage.NewMemory()}
+	a := &Agent{cfg: Config{Name: "n\"ame", Store: store}}
 	r := &run{
-		a:        &Agent{cfg: Config{Name: "n\"ame"}},
-		threadID: "t/1", resourceID: "r",
+		a: a, threadID: "t/1", resourceID: "r",
 		res:    &Result{Steps: 2, Usage: Usage{PromptTokens: 3, TotalTokens: 3}},
-		thread: &thread{steps: 5, usage: Usage{CompletionTokens: 1, TotalTokens: 1, Estimated: true}, compacted: 2},
+		thread: &thread{key: storage.ThreadKey("t/1", CheckpointName), steps: 5, usage: Usage{CompletionTokens: 1, TotalTokens: 1, Estimated: true}, compacted: 2, layers: map[string][]byte{}},
 		msgs: []llms.MessageContent{
 			llms.TextParts(llms.ChatMessageTypeHuman, "hi <b> & \u2028"),
 			{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{llms.ToolCall{ID: "c", Type: "function", FunctionCall: &llms.FunctionCall{Name: "f", Arguments: `{"a":1}`}}}},
 			{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: "c", Name: "f", Content: "ok"}}},
 		},
 	}
+	ctx := t.Context()
 	snap := layer.Snapshot{Version: 1, Name: "n", Layers: map[string]json.RawMessage{"b": json.RawMessage(` {"x": [1, 2]} `), "a": json.RawMessage(`"s"`)}}
-	for round := range 2 { // the second round reuses the cached messages
-		got, err := r.encodeCheckpoint(snap)
+	check := func(round int) {
+		t.Helper()
+		l, err := a.load(ctx, "t/1")
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("round %d: %v", round, err)
 		}
-		var c Checkpoint
-		if err := json.Unmarshal(got, &c); err != nil {
-			t.Fatalf("round %d: %v\n%s", round, err, got)
+		c := l.ckpt
+		if !reflect.DeepEqual(c.Messages, stored(t, r.msgs)) || c.Total != len(r.msgs) || c.Steps != 7 || c.Agent != "n\"ame" || c.ResourceID != "r" ||
+			c.Usage != (Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4, Estimated: true}) || c.Compacted != 2 {
+			t.Errorf("round %d: loaded %+v", round, c)
 		}
-		want := Checkpoint{Version: CheckpointVersion, Agent: "n\"ame", ThreadID: "t/1", ResourceID: "r", Messages: stored(t, r.msgs), Layers: snap, Steps: 7,
-			Usage: Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4, Estimated: true}, UpdatedAt: c.UpdatedAt, Compacted: 2}
-		wantJSON, _ := json.Marshal(want)
-		var g, w any
-		json.Unmarshal(got, &g)
-		json.Unmarshal(wantJSON, &w)
-		if !reflect.DeepEqual(g, w) {
-			t.Errorf("round %d:\n got %s\nwant %s", round, got, wantJSON)
+		for id, raw := range snap.Layers {
+			if string(c.Layers.Layers[id]) != string(raw) {
+				t.Errorf("round %d: layer %s = %s, want %s", round, id, c.Layers.Layers[id], raw)
+			}
 		}
-		r.msgs = append(r.msgs, llms.TextParts(llms.ChatMessageTypeAI, "done"))
+		if len(c.Layers.Layers) != len(snap.Layers) {
+			t.Errorf("round %d: %d layers", round, len(c.Layers.Layers))
+		}
 	}
-	snap.Layers["bad"] = json.RawMessage(`{`)
-	if _, err := r.encodeCheckpoint(snap); err == nil || !strings.Contains(err.Error(), "layer bad: snapshot is not valid JSON") {
-		t.Errorf("invalid layer snapshot: %v", err)
-	}
-	// A snapshot that was valid at the last checkpoint and is not any
-	// more is refused too: validity is cached only for identical bytes.
-	delete(snap.Layers, "bad")
-	if _, err := r.encodeCheckpoint(snap); err != nil {
+	if err := r.writeThread(ctx, snap); err != nil {
 		t.Fatal(err)
 	}
+	check(0)
+	// The next step: one message, no layer changed: a segment and a head.
+	r.msgs = append(r.msgs, llms.TextParts(llms.ChatMessageTypeAI, "done"))
+	store.puts = 0
+	if err := r.writeThread(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	check(1)
+	if store.puts != 2 {
+		t.Errorf("a step with no layer change made %d puts, want 2 (segment, head): %v", store.puts, store.keys)
+	}
+	snap.Layers["bad"] = json.RawMessage(`{`)
+	if err := r.writeThread(ctx, snap); err == nil || !strings.Contains(err.Error(), "layer bad: snapshot is not valid JSON") {
+		t.Errorf("invalid layer snapshot: %v", err)
+	}
+	delete(snap.Layers, "bad")
 	snap.Layers["a"] = json.RawMessage(`"s`)
-	if _, err := r.encodeCheckpoint(snap); err == nil {
+	if err := r.writeThread(ctx, snap); err == nil {
 		t.Errorf("layer snapshot gone invalid accepted")
 	}
-	// After refusals, with messages added in between, a checkpoint still
-	// has every message once and the layers' latest state.
+	// After refusals, with messages added in between, the thread still
+	// has every message once and the layers' latest state; refused
+	// writes left no record behind.
 	r.msgs = append(r.msgs, llms.TextParts(llms.ChatMessageTypeHuman, "more"))
 	snap.Layers["a"] = json.RawMessage(`{"new":true}`)
 	snap.Layers["c"] = json.RawMessage(`[]`)
-	got, err := r.encodeCheckpoint(snap)
-	if err != nil {
+	if err := r.writeThread(ctx, snap); err != nil {
 		t.Fatal(err)
 	}
-	var c Checkpoint
-	if err := json.Unmarshal(got, &c); err != nil {
-		t.Fatalf("%v\n%s", err, got)
-	}
-	if !reflect.DeepEqual(c.Messages, stored(t, r.msgs)) {
-		t.Errorf("messages after refusals:\n got %+v\nwant %+v", c.Messages, r.msgs)
-	}
-	var layers map[string]any
-	json.Unmarshal(mustMarshal(t, c.Layers.Layers), &layers)
-	want := map[string]any{"a": map[string]any{"new": true}, "b": map[string]any{"x": []any{1.0, 2.0}}, "c": []any{}}
-	if !reflect.DeepEqual(layers, want) {
-		t.Errorf("layers = %v, want %v", layers, want)
+	check(2)
+	keys, _ := store.List(ctx, storage.ThreadPrefix("t/1"))
+	// head, 3 segments, layers a, b, c.
+	if len(keys) != 7 {
+		t.Errorf("%d records stored, want 7: %v", len(keys), keys)
 	}
 }
 
@@ -154,7 +177,7 @@ func FuzzCompactReference(f *testing.F) {
 		// capResult keeps at most limit bytes of the result, whole runes
 		// only, and gives the original size.
 		for _, limit := range []int{0, 1, 2, 3, 5, len(content) / 2, len(content)} {
-			got := capResult(content, limit)
+			got := capResult(content, limit, "c1")
 			if len(content) <= limit {
 				if got != content {
 					t.Fatalf("capResult(%d) changed a short result: %q", limit, got)
@@ -167,7 +190,7 @@ func FuzzCompactReference(f *testing.F) {
 				t.Fatalf("capResult(%q, %d) = %q: no note", content, limit, got)
 			}
 			kept, note := got[:i], got[i+len(mark):]
-			if len(kept) > limit || !strings.HasPrefix(content, kept) || !strings.HasPrefix(note, strconv.Itoa(len(content))+" bytes") {
+			if len(kept) > limit || !strings.HasPrefix(content, kept) || !strings.HasPrefix(note, strconv.Itoa(len(content))+" bytes") || !strings.HasSuffix(note, "; full result: call c1]") {
 				t.Fatalf("capResult(%q, %d) = %q", content, limit, got)
 			}
 			if utf8.ValidString(content) && !utf8.ValidString(kept) {

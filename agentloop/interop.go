@@ -2,9 +2,13 @@ package agentloop
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"sync/atomic"
 
+	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/memory"
 	"github.com/tmc/langchaingo/schema"
 	"github.com/tmc/langchaingo/tools"
 
@@ -14,8 +18,9 @@ import (
 
 // MemoryConfig configures a [Memory]. The zero value is valid.
 type MemoryConfig struct {
-	// MemoryKey is the variable the layers' text is loaded into. Zero is
-	// "history", the key langchaingo's conversation prompts use.
+	// MemoryKey is the variable the layers' text and the transcript are
+	// loaded into. Zero is "history", the key langchaingo's conversation
+	// prompts use.
 	MemoryKey string
 	// InputKey is the input variable holding the user's message. Zero
 	// means "input", or the only input when there is one.
@@ -26,6 +31,17 @@ type MemoryConfig struct {
 	OutputKey string
 	// Counter counts tokens for the layers' items. Nil is prompt.Estimate.
 	Counter prompt.Counter
+	// Transcript keeps the conversation itself. Its text under MemoryKey
+	// follows the layers' blocks, its other variables are passed on, and
+	// every turn is saved to it (the outputs without the executor's
+	// intermediate steps). Nil is a langchaingo
+	// memory.ConversationBuffer holding every turn as "Human: ..." and
+	// "AI: ..." lines. It must return text under MemoryKey, not messages:
+	// agents.Executor accepts only string inputs.
+	Transcript schema.Memory
+	// NoTranscript leaves the conversation out, for a chain that keeps it
+	// elsewhere: the memory then holds the layers' blocks only.
+	NoTranscript bool
 }
 
 // Memory adapts an initialised [layer.Stack] to langchaingo's
@@ -34,17 +50,52 @@ type MemoryConfig struct {
 // memory; calling an Executor's Call directly skips memory).
 //
 // LoadMemoryVariables recalls every layer for the input and returns the
-// layers' blocks, in slot order, under MemoryKey; SaveContext hands the
-// input and the answer to the layers' Store as one turn; Clear empties
-// every layer that can be cleared. The stack's lifecycle (Init, Close)
-// stays with the caller. Memory is safe for concurrent use as far as the
-// stack is.
+// layers' blocks, in slot order, then the transcript (see
+// MemoryConfig.Transcript), under MemoryKey. SaveContext hands the input
+// and the answer to the layers' Store as one turn, and saves them to the
+// transcript. Clear empties every layer that can be cleared, and the
+// transcript. The stack's lifecycle (Init, Close) stays with the caller.
+// Memory is safe for concurrent use as far as the stack and the
+// transcript are.
+//
+// # Tool results
+//
+// The turn handed to the layers carries the tool calls and results of an
+// agents.Executor made with agents.WithReturnIntermediateSteps(), read
+// from its "intermediateSteps" output (call it with chains.Call:
+// chains.Run refuses a chain with two outputs). That output is where
+// langchaingo v0.1.14 exposes them: its Executor reports a call to the
+// callbacks handler (HandleAgentAction) before running the tool but never
+// reports the result, which reaches HandleToolEnd only from tools that
+// call it themselves. Tools from [ExportTools] act on the layers directly.
+//
+// # Which agents show the memory
+//
+// chains.NewConversation and agents.NewConversationalAgent have a
+// {{.history}} slot in their prompt, so the memory shows with the default
+// MemoryKey. agents.NewOpenAIFunctionsAgent and agents.NewOneShotAgent
+// have none by default: the memory is loaded but no prompt shows it. Give
+// the OpenAI-functions agent a message that does:
+//
+//	agents.NewOpenAIFunctionsAgent(llm, tools, agents.NewOpenAIOption().WithExtraMessages(
+//		[]prompts.MessageFormatter{prompts.NewSystemMessagePromptTemplate("{{.history}}", []string{"history"})}))
+//
+// and the one-shot agent a prompt prefix that does, such as
+// agents.WithPromptPrefix("Memory:\n{{.history}}\n\n" + your prefix).
 type Memory struct {
-	stack    *layer.Stack
-	cfg      MemoryConfig
-	compiler *prompt.Compiler
-	step     atomic.Int64
+	stack      *layer.Stack
+	cfg        MemoryConfig
+	compiler   *prompt.Compiler
+	step       atomic.Int64
+	transcript schema.Memory
+	// buffer is the default transcript, which is saved with the input and
+	// output this Memory picks.
+	buffer *memory.ConversationBuffer
 }
+
+// intermediateSteps is the output key under which an agents.Executor made
+// with agents.WithReturnIntermediateSteps returns its steps.
+const intermediateSteps = "intermediateSteps"
 
 // NewMemory returns a schema.Memory over stack, which must be initialised
 // before the chain runs.
@@ -57,18 +108,39 @@ func NewMemory(stack *layer.Stack, cfg MemoryConfig) *Memory {
 	}
 	// The zero prompt config never fails: no template to parse.
 	c, _ := prompt.New(prompt.Config{Counter: cfg.Counter})
-	return &Memory{stack: stack, cfg: cfg, compiler: c}
+	m := &Memory{stack: stack, cfg: cfg, compiler: c}
+	switch {
+	case cfg.NoTranscript:
+	case cfg.Transcript != nil:
+		m.transcript = cfg.Transcript
+	default:
+		m.buffer = memory.NewConversationBuffer(memory.WithMemoryKey(cfg.MemoryKey))
+		m.transcript = m.buffer
+	}
+	return m
 }
 
 // GetMemoryKey implements schema.Memory.
 func (m *Memory) GetMemoryKey(context.Context) string { return m.cfg.MemoryKey }
 
-// MemoryVariables implements schema.Memory.
-func (m *Memory) MemoryVariables(context.Context) []string { return []string{m.cfg.MemoryKey} }
+// MemoryVariables implements schema.Memory: MemoryKey, then the
+// transcript's other variables.
+func (m *Memory) MemoryVariables(ctx context.Context) []string {
+	vars := []string{m.cfg.MemoryKey}
+	if m.transcript != nil {
+		for _, v := range m.transcript.MemoryVariables(ctx) {
+			if v != m.cfg.MemoryKey {
+				vars = append(vars, v)
+			}
+		}
+	}
+	return vars
+}
 
 // LoadMemoryVariables implements schema.Memory: it recalls the layers for
-// the input and returns their text under MemoryKey. A layer whose recall
-// fails contributes nothing (the stack reports it).
+// the input and returns their text, then the transcript's, under
+// MemoryKey. A layer whose recall fails contributes nothing (the stack
+// reports it).
 func (m *Memory) LoadMemoryVariables(ctx context.Context, inputs map[string]any) (map[string]any, error) {
 	q := layer.Query{Text: pick(inputs, m.cfg.InputKey, "input"), Step: int(m.step.Load()), Counter: m.cfg.Counter}
 	recalled, _ := m.stack.Recall(ctx, q, nil)
@@ -79,28 +151,103 @@ func (m *Memory) LoadMemoryVariables(ctx context.Context, inputs map[string]any)
 	if err != nil {
 		return nil, fmt.Errorf("agentloop: memory: %w", err)
 	}
-	return map[string]any{m.cfg.MemoryKey: text}, nil
+	out := map[string]any{m.cfg.MemoryKey: text}
+	if m.transcript == nil {
+		return out, nil
+	}
+	tv, err := m.transcript.LoadMemoryVariables(ctx, inputs)
+	if err != nil {
+		return nil, fmt.Errorf("agentloop: memory: transcript: %w", err)
+	}
+	for k, v := range tv {
+		if k != m.cfg.MemoryKey {
+			out[k] = v
+			continue
+		}
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("agentloop: memory: transcript: %q is a %T, want text (a buffer memory without ReturnMessages)", k, v)
+		}
+		if s != "" {
+			if text != "" {
+				text += "\n\n"
+			}
+			out[k] = text + s
+		}
+	}
+	return out, nil
 }
 
-// SaveContext implements schema.Memory: the input and output become one
-// turn for the layers' Store. Store failures are reported by the stack
-// and joined into the error.
+// SaveContext implements schema.Memory: the input, the output and, from
+// an executor's intermediate steps, the tool calls and their results
+// become one turn for the layers' Store, and the input and output are
+// saved to the transcript. Store failures are reported by the stack and
+// joined into the error.
 func (m *Memory) SaveContext(ctx context.Context, inputs, outputs map[string]any) error {
+	answers := outputs
+	if _, ok := outputs[intermediateSteps]; ok {
+		answers = maps.Clone(outputs)
+		delete(answers, intermediateSteps)
+	}
 	t := layer.Turn{
 		Step:     int(m.step.Add(1) - 1),
 		Query:    pick(inputs, m.cfg.InputKey, "input"),
-		Response: pick(outputs, m.cfg.OutputKey, "text", "output"),
+		Response: pick(answers, m.cfg.OutputKey, "text", "output"),
 	}
+	steps, _ := outputs[intermediateSteps].([]schema.AgentStep)
+	aliases := map[string]bool{}
+	for _, tool := range m.stack.Tools() {
+		for _, a := range tool.Function.Aliases {
+			aliases[a] = true
+		}
+	}
+	for i, s := range steps {
+		if s.Action.Tool == "" {
+			continue // an observation of a parse error, not a tool call
+		}
+		id := s.Action.ToolID
+		if id == "" {
+			id = fmt.Sprintf("step_%d_%d", t.Step, i)
+		}
+		t.ToolCalls = append(t.ToolCalls, layer.ToolCall{ID: id, Name: s.Action.Tool, Arguments: s.Action.ToolInput})
+		if aliases[s.Action.Tool] {
+			// ExportTools offers no alias, so the executor did not run
+			// this call: its observation is "not a valid tool", not a
+			// result, and the layer applies the call from the turn.
+			continue
+		}
+		t.Results = append(t.Results, layer.ToolResult{ToolCall: layer.ToolCall{ID: id, Name: s.Action.Tool, Arguments: s.Action.ToolInput}, Content: s.Observation})
+	}
+	var errs []error
 	if err := m.stack.Store(ctx, t); err != nil {
+		errs = append(errs, err)
+	}
+	switch {
+	case m.buffer != nil:
+		if err := m.buffer.ChatHistory.AddUserMessage(ctx, t.Query); err != nil {
+			errs = append(errs, err)
+		} else if err := m.buffer.ChatHistory.AddAIMessage(ctx, t.Response); err != nil {
+			errs = append(errs, err)
+		}
+	case m.transcript != nil:
+		if err := m.transcript.SaveContext(ctx, inputs, answers); err != nil {
+			errs = append(errs, fmt.Errorf("transcript: %w", err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("agentloop: memory: %w", err)
 	}
 	return nil
 }
 
 // Clear implements schema.Memory: it clears every layer that is a
-// layer.Clearer.
+// layer.Clearer, and the transcript.
 func (m *Memory) Clear(ctx context.Context) error {
-	if err := m.stack.Clear(ctx); err != nil {
+	err := m.stack.Clear(ctx)
+	if m.transcript != nil {
+		err = errors.Join(err, m.transcript.Clear(ctx))
+	}
+	if err != nil {
 		return fmt.Errorf("agentloop: memory: %w", err)
 	}
 	return nil
@@ -126,31 +273,72 @@ func pick(vars map[string]any, keys ...string) string {
 }
 
 // ExportTools returns the functions the stack's layers provide as
-// langchaingo tools, named by their wire names ("working-memory_update").
-// A tool's input is the JSON arguments object. Failures (bad arguments, a
-// rejected update) come back as the tool's text ("error: ...") with a nil
-// error, because agents.Executor aborts the whole run on a tool error
-// while the model can usually correct its call. The stack must be
-// initialised; the tools act on its state.
+// langchaingo tools, for agents.Executor and its agents, named by their
+// wire names ("working-memory_update"). The stack must be initialised;
+// the tools act on its state.
+//
+// A langchaingo tools.Tool carries a name, a description and a Call that
+// takes one string, and no parameter schema. So the description carries
+// the schema, for the agents that put descriptions in the prompt
+// (conversational, one-shot) and for the model reading them, and the
+// input string is the JSON arguments object (the OpenAI-functions agent
+// sends {"__arg1": string} for every tool and passes the string on; a
+// model that sends the object itself works too). The arguments are
+// checked against the schema when the stack has a ValidateArgs.
+// Failures (bad arguments, a rejected update) come back as the tool's
+// text ("error: ...", written for the model) with a nil error, because
+// agents.Executor aborts the whole run on a tool error while the model
+// can usually correct its call. Callers of GenerateContent who offer
+// the tools themselves, with their schemas, use [LLMTools].
 func ExportTools(stack *layer.Stack) []tools.Tool {
 	lts := stack.Tools()
 	out := make([]tools.Tool, 0, len(lts))
 	for _, t := range lts {
-		out = append(out, layerTool{stack: stack, t: t})
+		desc := t.Function.Description
+		if len(t.Function.Parameters) > 0 {
+			desc += "\n\nInput: a JSON object matching this JSON Schema: " + string(t.Function.Parameters)
+		}
+		out = append(out, layerTool{stack: stack, t: t, desc: desc})
 	}
 	return out
+}
+
+// LLMTools returns the definitions of the functions the stack's layers
+// provide, as llms.WithTools takes them: wire names, descriptions and
+// parameter schemas ({"type":"object"} for a function without one). It
+// is for code that calls GenerateContent itself; run the model's calls
+// with the stack's CallTool (by the call's name and arguments) and send
+// the text back as the tool result (an error's text too: the model can
+// correct its call). The stack must be initialised.
+func LLMTools(stack *layer.Stack) []llms.Tool {
+	lts := stack.Tools()
+	out := make([]llms.Tool, 0, len(lts))
+	for _, t := range lts {
+		out = append(out, layerToolDef(t))
+	}
+	return out
+}
+
+// layerToolDef is the definition of a layer function offered to a model.
+func layerToolDef(t layer.Tool) llms.Tool {
+	params := t.Function.Parameters
+	if len(params) == 0 {
+		params = anyObject
+	}
+	return llmTool(t.WireName, t.Function.Description, params)
 }
 
 type layerTool struct {
 	stack *layer.Stack
 	t     layer.Tool
+	desc  string
 }
 
 // Name is the function's wire name.
 func (l layerTool) Name() string { return l.t.WireName }
 
-// Description is the function's description.
-func (l layerTool) Description() string { return l.t.Function.Description }
+// Description is the function's description and its parameter schema.
+func (l layerTool) Description() string { return l.desc }
 
 // Call runs the function with input as its JSON arguments.
 func (l layerTool) Call(ctx context.Context, input string) (string, error) {
@@ -159,7 +347,7 @@ func (l layerTool) Call(ctx context.Context, input string) (string, error) {
 		if ctx.Err() != nil {
 			return "", err
 		}
-		return "error: " + err.Error(), nil
+		return toolErrorText(err), nil
 	}
 	return out, nil
 }

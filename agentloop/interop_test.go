@@ -32,7 +32,7 @@ func TestMemoryPlugsIntoConversationChain(t *testing.T) {
 	st := newInitStack(t, notes)
 	// Seed a note through the exported tool, as an Executor would.
 	tls := agentloop.ExportTools(st)
-	if len(tls) != 1 || tls[0].Name() != "entities_note" || tls[0].Description() != "Write a note to remember." {
+	if len(tls) != 1 || tls[0].Name() != "entities_note" || !strings.HasPrefix(tls[0].Description(), "Write a note to remember.\n\nInput: a JSON object matching this JSON Schema: {") {
 		t.Fatalf("exported tools: %v", tls)
 	}
 	if out, err := tls[0].Call(t.Context(), `{"text":"the user likes tea"}`); err != nil || out != "noted" {
@@ -40,7 +40,7 @@ func TestMemoryPlugsIntoConversationChain(t *testing.T) {
 	}
 	// A bad call is text for the agent, not an error that aborts it.
 	out, err := tls[0].Call(t.Context(), `{"text":""}`)
-	if err != nil || !strings.HasPrefix(out, "error: layer: invalid tool arguments") {
+	if err != nil || !strings.HasPrefix(out, "error: invalid tool arguments") {
 		t.Fatalf("bad tool call: %q, %v", out, err)
 	}
 

@@ -345,7 +345,7 @@ func TestModel06_ChildrenCountAgainstTheRun(t *testing.T) {
 	if c := children.Load(); c != 5 {
 		t.Errorf("%d children, want MaxChildrenPerRun (5)", c)
 	}
-	if !strings.Contains(strings.Join(toolContents(res.Messages), "\n"), agentloop.ErrMaxChildren.Error()) {
+	if !strings.Contains(strings.Join(toolContents(res.Messages), "\n"), strings.TrimPrefix(agentloop.ErrMaxChildren.Error(), "agentloop: ")) {
 		t.Errorf("no spawn refused with ErrMaxChildren: %q", toolContents(res.Messages))
 	}
 

@@ -2,8 +2,6 @@ package agentloop_test
 
 import (
 	"errors"
-	"fmt"
-	"os"
 	"reflect"
 	"regexp"
 	"sync"
@@ -68,31 +66,18 @@ func TestPlain03_ToolErrorsAreLayers(t *testing.T) {
 // conversation as the older files), so the stored form changes only with
 // a new version; and every older version migrates to the same records.
 func TestPlain02_StoredMessageRecord(t *testing.T) {
-	frozen := func(version int) []byte {
-		data, err := os.ReadFile(fmt.Sprintf("testdata/checkpoint_v%d.json", version))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return data
-	}
 	store := storage.NewMemory()
 	restartScenario(t, store, false)
-	it, err := store.Get(t.Context(), storage.ThreadKey("thread-about", agentloop.CheckpointName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stamp := regexp.MustCompile(`"updated_at":"[^"]*"`)
-	got, want := stamp.ReplaceAll(it.Value, nil), stamp.ReplaceAll(frozen(agentloop.CheckpointVersion), nil)
+	stamp := regexp.MustCompile(`"updated_at": "[^"]*"`)
+	got, want := stamp.ReplaceAll(frozenForm(t, store, "thread-about"), nil), stamp.ReplaceAll(readFrozen(t, agentloop.CheckpointVersion), nil)
 	if string(got) != string(want) {
-		t.Errorf("stored checkpoint differs from testdata/checkpoint_v%d.json:\n got %s\nwant %s", agentloop.CheckpointVersion, got, want)
+		t.Errorf("stored thread differs from testdata/checkpoint_v%d.json:\n got %s\nwant %s", agentloop.CheckpointVersion, got, want)
 	}
 
 	var first *agentloop.Checkpoint
 	for version := 1; version <= agentloop.CheckpointVersion; version++ {
 		store := storage.NewMemory()
-		if _, err := store.Put(t.Context(), storage.ThreadKey("t", agentloop.CheckpointName), frozen(version), storage.NoVersion); err != nil {
-			t.Fatal(err)
-		}
+		putFrozen(t, store, "t", readFrozen(t, version))
 		ck, err := mustAgent(t, agentloop.Config{Model: agenttest.New(), Store: store}).LoadCheckpoint(t.Context(), "t")
 		if err != nil {
 			t.Fatalf("v%d: %v", version, err)

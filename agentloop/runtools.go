@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"github.com/memlayer/memlayer/layer"
 )
@@ -13,9 +14,10 @@ import (
 // the current run's memory: a tool made with [NewRunTool] (or with
 // Tool.CallRun set) gets the Run of every call, and finds the run's
 // layers through [Run.Stack] (with layer.Find, or a layer package's
-// helper such as kv.From of package workingmemory/kv) or [Run.Layer]. In
-// a child agent it is the child's run, so the tool acts on the child's
-// layers.
+// helper: workingmemory.From and workingmemory.StateAs for the
+// scratchpad, kv.From of package workingmemory/kv for the key-value
+// memory) or [Run.Layer]. In a child agent it is the child's run, so the
+// tool acts on the child's layers (see ExampleRun_Stack).
 //
 // The layers of one agent are bound per run (each run's Init loads its
 // own thread's, resource's or global state), so a tool must not keep
@@ -50,7 +52,8 @@ func (h *Run) Spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 }
 
 // NewRunTool is [NewTool] for a tool that works on the current run: fn
-// also gets the [Run] the call belongs to.
+// also gets the [Run] the call belongs to. Nil parameters are inferred
+// from In as NewTool does.
 //
 //	remember := agentloop.NewRunTool("remember", "Remember a fact.", nil,
 //		func(ctx context.Context, run *agentloop.Run, in struct{ Key, Value string }) (string, error) {
@@ -61,12 +64,14 @@ func (h *Run) Spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 //			return "ok", kv.Set(mem, in.Key, in.Value)
 //		})
 func NewRunTool[In, Out any](name, description string, parameters json.RawMessage, fn func(ctx context.Context, run *Run, in In) (Out, error)) Tool {
-	return Tool{
+	t := Tool{
 		Name:        name,
 		Description: description,
 		Parameters:  parameters,
 		CallRun:     typedCall(name, fn),
 	}
+	t.inferParams(reflect.TypeFor[In]())
+	return t
 }
 
 // typedCall adapts a typed tool function: the arguments are decoded into

@@ -6,6 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
@@ -13,7 +16,8 @@ import (
 	"github.com/memlayer/memlayer/layer"
 )
 
-// spawnDescription and spawnParams define the spawn_agent tool.
+// spawnDescription and spawnParams define the spawn_agent tool (with no
+// Config.SpawnLayers; see prepareSpawn).
 const spawnDescription = "Start a child agent for a self-contained subtask. It gets the instructions and the input, " +
 	"inherits the memory that belongs to the user or project (not this conversation's scratchpad), " +
 	"can use the same tools, and returns its final answer as this tool's result."
@@ -30,6 +34,14 @@ type SpawnInput struct {
 	Instructions string
 	// Input is the child's task, sent as its user message. Required.
 	Input string
+	// LayerIDs picks layers of Config.SpawnLayers, by ID, for the child
+	// to have on top of those it inherits. An ID not offered there fails
+	// the spawn with layer.ErrInvalidArguments.
+	LayerIDs []string
+	// Layers are more layers of the child's own (templates, initialised
+	// for the child's env like those of LayerIDs), given from code. Their
+	// IDs must differ from the parent's layers' and each other's.
+	Layers []layer.Layer
 	// ThreadID and ResourceID name the parent thread for [Agent.Spawn];
 	// [Run.Spawn] ignores them.
 	ThreadID   string
@@ -58,7 +70,8 @@ func (a *Agent) Spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 	if in.ThreadID == "" {
 		return nil, ErrNoThread
 	}
-	st, err := a.newStack(layer.Env{ThreadID: in.ThreadID, ResourceID: in.ResourceID, Store: a.cfg.Store, Logger: a.cfg.Logger}, 0)
+	cur := new(atomic.Int64)
+	st, err := a.newStack(layer.Env{ThreadID: in.ThreadID, ResourceID: in.ResourceID, Store: a.cfg.Store, Logger: a.cfg.Logger}, cur)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +79,7 @@ func (a *Agent) Spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 		return nil, fmt.Errorf("agentloop: init layers: %w", err)
 	}
 	defer a.closeStack(ctx, st)
-	p := &run{a: a, stack: st, threadID: in.ThreadID, resourceID: in.ResourceID, vars: a.cfg.Vars, tree: &tree{}}
+	p := &run{a: a, stack: st, threadID: in.ThreadID, resourceID: in.ResourceID, vars: a.cfg.Vars, tree: &tree{}, cur: cur}
 	return p.spawn(ctx, in)
 }
 
@@ -94,7 +107,11 @@ func (p *run) spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 		Store:      a.cfg.Store,
 		Logger:     a.cfg.Logger,
 	}
-	cs, err := p.stack.Spawn(ctx, env)
+	extra, err := a.spawnLayers.pick(in.LayerIDs)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := p.stack.Spawn(ctx, env, append(extra, in.Layers...)...)
 	if err != nil {
 		return nil, fmt.Errorf("agentloop: spawn: %w", err)
 	}
@@ -133,18 +150,19 @@ func (p *run) spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 
 // spawnTool runs the spawn_agent tool call.
 func (r *run) spawnTool(ctx context.Context, args string) (string, error) {
-	raw, err := r.a.toolArgs(SpawnToolName, spawnParams, args)
+	raw, err := r.a.toolArgs(SpawnToolName, r.a.spawnLayers.params, args)
 	if err != nil {
 		return "", err
 	}
 	var req struct {
-		Instructions string `json:"instructions"`
-		Input        string `json:"input"`
+		Instructions string   `json:"instructions"`
+		Input        string   `json:"input"`
+		Layers       []string `json:"layers"`
 	}
 	if err := json.Unmarshal(raw, &req); err != nil {
 		return "", fmt.Errorf("%w: %s: %w", layer.ErrInvalidArguments, SpawnToolName, err)
 	}
-	res, err := r.spawn(ctx, SpawnInput{Instructions: req.Instructions, Input: req.Input})
+	res, err := r.spawn(ctx, SpawnInput{Instructions: req.Instructions, Input: req.Input, LayerIDs: req.Layers})
 	if err != nil {
 		if res != nil && res.Output != "" {
 			return "", fmt.Errorf("child agent stopped (%w); its last answer: %s", err, res.Output)
@@ -159,4 +177,78 @@ func newSuffix() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// spawnLayers holds Config.SpawnLayers by ID, and the spawn_agent tool's
+// parameter schema, which lists their IDs.
+type spawnLayers struct {
+	byID   map[string]layer.Layer
+	ids    []string // in Config order
+	params json.RawMessage
+}
+
+// prepareSpawn checks Config.SpawnLayers and sets up the spawn_agent
+// tool: with spawn layers, its schema gains a "layers" argument whose
+// items are their IDs.
+func (a *Agent) prepareSpawn() error {
+	a.cfg.SpawnLayers = slices.Clone(a.cfg.SpawnLayers)
+	sl := spawnLayers{byID: make(map[string]layer.Layer, len(a.cfg.SpawnLayers)), params: spawnParams}
+	parent := make(map[string]bool, len(a.cfg.Layers))
+	for _, l := range a.cfg.Layers {
+		if l != nil {
+			parent[l.Spec().ID] = true
+		}
+	}
+	for i, l := range a.cfg.SpawnLayers {
+		if l == nil {
+			return fmt.Errorf("%w: SpawnLayers[%d] is nil", ErrInvalidConfig, i)
+		}
+		id := l.Spec().ID
+		if err := l.Spec().Validate(); err != nil {
+			return fmt.Errorf("%w: SpawnLayers[%d]: %w", ErrInvalidConfig, i, err)
+		}
+		if _, dup := sl.byID[id]; dup || parent[id] {
+			return fmt.Errorf("%w: SpawnLayers: layer ID %q is used twice (a child inherits the agent's layers)", ErrInvalidConfig, id)
+		}
+		sl.byID[id] = l
+		sl.ids = append(sl.ids, id)
+	}
+	if len(sl.ids) > 0 {
+		var doc map[string]any
+		_ = json.Unmarshal(spawnParams, &doc)
+		doc["properties"].(map[string]any)["layers"] = map[string]any{
+			"type":        "array",
+			"items":       map[string]any{"type": "string", "enum": sl.ids},
+			"uniqueItems": true,
+			"description": "Extra memory layers to give the child agent, by ID (only these IDs exist). Leave out for none.",
+		}
+		b, err := json.Marshal(doc)
+		if err != nil {
+			return fmt.Errorf("agentloop: spawn tool schema: %w", err)
+		}
+		sl.params = b
+	}
+	a.spawnLayers = sl
+	a.spawnDef = llmTool(SpawnToolName, spawnDescription, sl.params)
+	return nil
+}
+
+// pick returns the spawn layers of the given IDs, failing on an ID that
+// is not offered.
+func (sl spawnLayers) pick(ids []string) ([]layer.Layer, error) {
+	out := make([]layer.Layer, 0, len(ids))
+	for _, id := range ids {
+		l, ok := sl.byID[id]
+		if !ok {
+			if len(sl.ids) == 0 {
+				return nil, fmt.Errorf("%w: spawn: unknown layer %q: this agent offers no layers to child agents", layer.ErrInvalidArguments, id)
+			}
+			return nil, fmt.Errorf("%w: spawn: unknown layer %q: the layers offered are %s", layer.ErrInvalidArguments, id, strings.Join(sl.ids, ", "))
+		}
+		if slices.ContainsFunc(out, func(o layer.Layer) bool { return o.Spec().ID == id }) {
+			continue // named twice: once is enough
+		}
+		out = append(out, l)
+	}
+	return out, nil
 }

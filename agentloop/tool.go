@@ -6,11 +6,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 
+	jsonschemago "github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/memlayer/memlayer/internal/safeschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"github.com/tmc/langchaingo/tools"
 
 	"github.com/memlayer/memlayer/layer"
@@ -50,20 +54,63 @@ type Tool struct {
 	// call belongs to: the way a tool reaches the current run's layers
 	// (see [NewRunTool]). A tool needs Call or CallRun.
 	CallRun func(ctx context.Context, run *Run, args json.RawMessage) (string, error)
+
+	// paramsErr is why NewTool could not infer Parameters; New reports it.
+	paramsErr error
 }
 
 // NewTool returns a typed tool: the arguments are decoded into an In and
 // the result is returned as is when it is a string and as JSON otherwise.
-// parameters is the JSON Schema of In; nil means any object. A tool that
-// needs the current run's memory is made with [NewRunTool].
+// A tool that needs the current run's memory is made with [NewRunTool].
+//
+// parameters is the JSON Schema of In. Nil means the schema inferred from
+// In by github.com/google/jsonschema-go: a struct's
+// exported fields under their JSON names, with their types; fields
+// without omitempty or omitzero are required; a field's jsonschema tag is
+// its description; other properties are refused. An In that is not a
+// struct or a map with string keys (any, json.RawMessage) accepts any
+// object. A type the inference refuses (a func or chan field, a cycle)
+// makes [New] fail with [ErrInvalidTool]. The inferred schema is compiled
+// and checked like an explicit one.
 func NewTool[In, Out any](name, description string, parameters json.RawMessage, fn func(ctx context.Context, in In) (Out, error)) Tool {
 	call := typedCall(name, func(ctx context.Context, _ *Run, in In) (Out, error) { return fn(ctx, in) })
-	return Tool{
+	t := Tool{
 		Name:        name,
 		Description: description,
 		Parameters:  parameters,
 		Call:        func(ctx context.Context, args json.RawMessage) (string, error) { return call(ctx, nil, args) },
 	}
+	t.inferParams(reflect.TypeFor[In]())
+	return t
+}
+
+// inferSchema returns the JSON Schema [NewTool] infers for arguments of
+// type t (see there), or nil when t accepts any object.
+func inferSchema(t reflect.Type) (json.RawMessage, error) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct && t.Kind() != reflect.Map || t == reflect.TypeFor[json.RawMessage]() {
+		return nil, nil
+	}
+	s, err := jsonschemago.ForType(t, nil)
+	if err != nil {
+		return nil, fmt.Errorf("infer the parameters of %v: %w", t, err)
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("infer the parameters of %v: %w", t, err)
+	}
+	return b, nil
+}
+
+// inferParams sets t.Parameters, when empty, to the schema inferred from
+// in; an inference error is kept for [New] to report.
+func (t *Tool) inferParams(in reflect.Type) {
+	if len(t.Parameters) > 0 {
+		return
+	}
+	t.Parameters, t.paramsErr = inferSchema(in)
 }
 
 // langchainParams is the schema offered for a langchaingo tools.Tool: one
@@ -202,16 +249,55 @@ func (c *schemaCache) validate(schema json.RawMessage, args []byte) error {
 
 // schemaError is a schema violation. Its text is the validator's list of
 // every violation without the first line, which names the schema's
-// internal URL and means nothing to a model.
+// internal URL and means nothing to a model, and without the failures of
+// null alternatives (see withoutNullBranches).
 type schemaError struct{ err error }
 
 // Error lists the violations.
 func (e *schemaError) Error() string {
-	msg := e.err.Error()
+	err := e.err
+	if ve, ok := err.(*jsonschema.ValidationError); ok {
+		err = withoutNullBranches(ve)
+	}
+	msg := err.Error()
 	if _, rest, ok := strings.Cut(msg, "\n"); ok && strings.HasPrefix(msg, "jsonschema") {
 		return "does not match the schema:\n" + rest
 	}
 	return msg
+}
+
+// withoutNullBranches returns a copy of the error tree in which an anyOf
+// failure loses its branches that only wanted null: "'anyOf' failed /
+// got string, want integer / got string, want null" becomes "got string,
+// want integer". Such anyOf [T, null] wrappers are how a tool lets a
+// field say "no change" (the scratchpad's update tool wraps every
+// property of the user's schema so), and the model needs to read what T
+// wants, not the wrapper. An anyOf left with one branch is replaced by
+// that branch's failure.
+func withoutNullBranches(e *jsonschema.ValidationError) *jsonschema.ValidationError {
+	c := *e
+	c.Causes = make([]*jsonschema.ValidationError, 0, len(e.Causes))
+	for _, sub := range e.Causes {
+		c.Causes = append(c.Causes, withoutNullBranches(sub))
+	}
+	if _, ok := e.ErrorKind.(*kind.AnyOf); !ok {
+		return &c
+	}
+	kept := c.Causes[:0:0]
+	for _, sub := range c.Causes {
+		if t, ok := sub.ErrorKind.(*kind.Type); ok && len(t.Want) == 1 && t.Want[0] == "null" {
+			continue
+		}
+		kept = append(kept, sub)
+	}
+	switch {
+	case len(kept) == len(c.Causes) || len(kept) == 0:
+		return &c
+	case len(kept) == 1:
+		return kept[0]
+	}
+	c.Causes = kept
+	return &c
 }
 
 // Unwrap returns the validator's error (a *jsonschema.ValidationError).

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -244,17 +243,15 @@ func TestTrust13_CompactionNotRecognisedByText(t *testing.T) {
 func TestTrust13_FrozenCheckpointsLoad(t *testing.T) {
 	for version := 1; version <= agentloop.CheckpointVersion; version++ {
 		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
-			data, err := os.ReadFile(fmt.Sprintf("testdata/checkpoint_v%d.json", version))
+			store := storage.NewMemory()
+			putFrozen(t, store, "thread-about", readFrozen(t, version))
+			it, err := store.Get(t.Context(), storage.ThreadKey("thread-about", agentloop.CheckpointName))
 			if err != nil {
 				t.Fatal(err)
 			}
-			var frozen agentloop.Checkpoint
-			if err := json.Unmarshal(data, &frozen); err != nil || frozen.Version != version {
+			var frozen struct{ Version int }
+			if err := json.Unmarshal(it.Value, &frozen); err != nil || frozen.Version != version {
 				t.Fatalf("frozen file: %v, version %d", err, frozen.Version)
-			}
-			store := storage.NewMemory()
-			if _, err := store.Put(t.Context(), storage.ThreadKey("thread-about", agentloop.CheckpointName), data, storage.NoVersion); err != nil {
-				t.Fatal(err)
 			}
 			model := agenttest.New(agenttest.Reply(agenttest.Text("ok")))
 			a := mustAgent(t, agentloop.Config{Model: model, Store: store})
@@ -293,7 +290,8 @@ func TestModel08_ArgumentsOfEarlierTurnsCompacted(t *testing.T) {
 		}
 		return agenttest.Calls(agenttest.Call("scratch", args)), nil
 	})
-	a := mustAgent(t, agentloop.Config{Model: model, Store: store, Tools: []agentloop.Tool{scratch}})
+	// The whole history is sent, to see every earlier call.
+	a := mustAgent(t, agentloop.Config{Model: model, Store: store, Tools: []agentloop.Tool{scratch}, History: agentloop.HistoryConfig{Full: true}})
 	const turns = 20
 	for i := range turns {
 		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("turn %d", i)}); err != nil {

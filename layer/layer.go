@@ -275,6 +275,8 @@ type ToolResult struct {
 	Content string
 	// IsError is true when the tool failed and Content is the error text.
 	IsError bool
+	// Duration is how long the call took; zero when not measured.
+	Duration time.Duration
 }
 
 // Provides lists a layer's read-only data and its functions.
@@ -305,6 +307,12 @@ type Function struct {
 	// text the model sees. An error is shown to the model as the tool
 	// result, so it should say what to fix.
 	Call func(ctx context.Context, args json.RawMessage) (string, error)
+	// Aliases are other names a model may call the function by, used
+	// verbatim (not prefixed with the layer ID): the names of older
+	// prompt conventions, such as the scratchpad's "updateWorkingMemory".
+	// They are not offered to the model; [Stack.CallTool] accepts them. An alias that is some tool's name or
+	// wire name, or an earlier function's alias, is ignored.
+	Aliases []string
 }
 
 // Closer is implemented by layers that hold resources or buffer writes.

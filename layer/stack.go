@@ -79,13 +79,14 @@ type Stack struct {
 	reg     []*entry // registration order
 	byID    map[string]*entry
 
-	initMu sync.Mutex // serialises Init and Close
-	mu     sync.Mutex // guards the fields below
-	inited bool
-	closed bool
-	tools  []Tool
-	byWire map[string]int // wire name → index in tools
-	byName map[string]int // name → index in tools
+	initMu  sync.Mutex // serialises Init and Close
+	mu      sync.Mutex // guards the fields below
+	inited  bool
+	closed  bool
+	tools   []Tool
+	byWire  map[string]int // wire name → index in tools
+	byName  map[string]int // name → index in tools
+	byAlias map[string]int // alias → index in tools
 }
 
 type entry struct {
@@ -327,12 +328,35 @@ func (s *Stack) Store(ctx context.Context, t Turn) error {
 // Close does not close it and the parent's Return does not hand it back
 // to itself. Every other child layer is owned by the child and closed by
 // the child's Close.
-func (s *Stack) Spawn(ctx context.Context, childEnv Env) (*Stack, error) {
+//
+// extra are layers of the child's own, which the parent does not have:
+// after the inherited layers, each is initialised like a layer of
+// [Stack.Init] with the child's env (an [Initializer]'s Init; its spec's
+// DisableOnInitError disables it on failure, any other failure closes the
+// child's layers and fails Spawn). They are owned and closed by the
+// child, and Return has nothing of theirs to hand back. A nil extra
+// layer, an invalid spec, or an ID of the parent's layers or of another
+// extra layer fails Spawn before any hook runs.
+func (s *Stack) Spawn(ctx context.Context, childEnv Env, extra ...Layer) (*Stack, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("layer: spawn: %w", err)
+	}
+	seen := make(map[string]bool, len(extra))
+	for i, l := range extra {
+		if l == nil {
+			return nil, fmt.Errorf("layer: spawn: extra layer %d is nil: %w", i, ErrInvalidSpec)
+		}
+		id := l.Spec().ID
+		if err := l.Spec().Validate(); err != nil {
+			return nil, fmt.Errorf("layer: spawn: extra layer %d: %w", i, err)
+		}
+		if _, dup := s.byID[id]; dup || seen[id] {
+			return nil, fmt.Errorf("layer: spawn: extra layer %q: the child already has a layer of that ID: %w", id, ErrInvalidSpec)
+		}
+		seen[id] = true
 	}
 	childEnv = s.inheritEnv(childEnv)
 	cfg := s.cfg
@@ -346,6 +370,32 @@ func (s *Stack) Spawn(ctx context.Context, childEnv Env) (*Stack, error) {
 		if cl, ok := s.deriveLayer(ctx, e, childEnv); ok {
 			child.add(e.childEntry(cl))
 		}
+	}
+	for _, l := range extra {
+		spec := l.Spec()
+		e := &entry{spec: spec, timeout: cmp.Or(spec.Timeout, max(cfg.Timeout, 0)), tmpl: l, live: l, sem: make(chan struct{}, 1), stuck: stuckCount(l, spec.ID)}
+		if init, ok := As[Initializer](l); ok {
+			var bound Layer
+			err := child.callLate(ctx, e, HookInit, func(ctx context.Context) error {
+				b, err := init.Init(ctx, childEnv)
+				if err == nil && b == nil {
+					err = errors.New("Init returned a nil layer")
+				}
+				bound = b
+				return err
+			}, func() { closeLate(bound, e.timeoutOf(HookClose)) })
+			switch {
+			case err != nil && spec.DisableOnInitError:
+				e.disabled = true
+			case err != nil:
+				child.closed = true
+				_ = child.closeEntries(context.WithoutCancel(ctx), child.reg)
+				return nil, fmt.Errorf("layer: spawn: %w", err)
+			default:
+				e.live = bound
+			}
+		}
+		child.add(e)
 	}
 	child.order()
 	child.buildTools()

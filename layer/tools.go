@@ -67,6 +67,7 @@ func (s *Stack) buildTools() {
 	s.tools = nil
 	s.byWire = make(map[string]int)
 	s.byName = make(map[string]int)
+	s.byAlias = make(map[string]int)
 	for _, e := range s.entries {
 		if e.disabled || e.live == nil {
 			continue
@@ -98,6 +99,13 @@ func (s *Stack) buildTools() {
 			s.byName[name] = len(s.tools) - 1
 		}
 	}
+	for i, t := range s.tools {
+		for _, alias := range t.Function.Aliases {
+			if _, taken := s.findTool(alias); !taken {
+				s.byAlias[alias] = i
+			}
+		}
+	}
 }
 
 // Tools returns the functions provided by the enabled layers, in slot
@@ -110,20 +118,29 @@ func (s *Stack) Tools() []Tool {
 	return out
 }
 
-// lookupTool finds a provided function by its name or its wire name.
+// lookupTool finds a provided function by its name, its wire name or
+// one of its aliases (see [Function.Aliases]).
 func (s *Stack) lookupTool(name string) (Tool, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.findTool(name)
+}
+
+// findTool is lookupTool for a caller that holds s.mu.
+func (s *Stack) findTool(name string) (Tool, bool) {
 	if i, ok := s.byWire[name]; ok {
 		return s.tools[i], true
 	}
 	if i, ok := s.byName[name]; ok {
 		return s.tools[i], true
 	}
+	if i, ok := s.byAlias[name]; ok {
+		return s.tools[i], true
+	}
 	return Tool{}, false
 }
 
-// CallTool runs a provided function by name (or wire name) with raw JSON
+// CallTool runs a provided function by name (or wire name, or alias) with raw JSON
 // arguments. The arguments must be a JSON object (empty means {}) and, when
 // the stack has a ValidateArgs, pass the function's schema; otherwise the
 // error is [ErrInvalidArguments] and the function does not run. The call
@@ -137,20 +154,19 @@ func (s *Stack) CallTool(ctx context.Context, name, args string) (string, error)
 	if !ok {
 		return "", fmt.Errorf("%w %q", ErrUnknownTool, name)
 	}
-	name = ToolName(t.Layer, t.Function.Name)
 	raw := bytes.TrimSpace([]byte(args))
 	if len(raw) == 0 {
 		raw = []byte("{}")
 	}
 	if !json.Valid(raw) {
-		return "", fmt.Errorf("%w: %s: not valid JSON", ErrInvalidArguments, name)
+		return "", fmt.Errorf("%w: %s: not valid JSON", ErrInvalidArguments, t.WireName)
 	}
 	if raw[0] != '{' {
-		return "", fmt.Errorf("%w: %s: want a JSON object, got %s", ErrInvalidArguments, name, jsonKind(raw[0]))
+		return "", fmt.Errorf("%w: %s: want a JSON object, got %s", ErrInvalidArguments, t.WireName, jsonKind(raw[0]))
 	}
 	if s.cfg.ValidateArgs != nil && len(t.Function.Parameters) > 0 {
 		if err := s.cfg.ValidateArgs(t.Function.Parameters, raw); err != nil {
-			return "", fmt.Errorf("%w: %s: %w", ErrInvalidArguments, name, err)
+			return "", fmt.Errorf("%w: %s: %w", ErrInvalidArguments, t.WireName, err)
 		}
 	}
 	e := s.byID[t.Layer]

@@ -120,6 +120,18 @@ type Config struct {
 	// a strict tool schema forces to send every field cannot wipe data by
 	// sending null; deletion is done with DeleteKey.
 	NullReplaces bool
+	// Migrate, when set, converts a stored state that fails the schema
+	// (one written under an older schema) into one that passes it. Init
+	// calls it once per such state with the stored state in
+	// encoding/json's form (map[string]any, or a string for text) and
+	// the write log left out; its result (any Go value encoding/json
+	// marshals, or JSON text as json.RawMessage or []byte) is checked
+	// like a stored state and persisted with compare-and-swap, and an
+	// [EventMigrated] is reported. An error, or a result that fails the
+	// schema, quarantines the stored state as when Migrate is nil
+	// ([EventQuarantined]). It must not keep or modify old. A state that
+	// passes the schema is loaded as it is, without calling Migrate.
+	Migrate func(old any) (any, error)
 	// Now returns the time used in quarantine keys. Nil means time.Now.
 	Now func() time.Time
 	// Observer, when set, receives the scratchpad's [Event]s. It is
@@ -138,6 +150,15 @@ const (
 	// another thread of the same resource) since the child was spawned.
 	// The child's values were kept; Paths lists those keys.
 	EventReturnConflict EventKind = "return-conflict"
+	// EventMigrated: Init found a stored state that failed the schema,
+	// Config.Migrate converted it, and the result was stored in its
+	// place. Err says why the stored state failed.
+	EventMigrated EventKind = "migrated"
+	// EventQuarantined: Init found a stored state it could not use (not
+	// JSON, failing the schema with no Config.Migrate, or a migration
+	// that failed or whose result fails the schema). It was moved to Key
+	// and the run started from the template. Err says why.
+	EventQuarantined EventKind = "quarantined"
 )
 
 // Event is something the scratchpad reports to Config.Observer (and logs
@@ -148,4 +169,9 @@ type Event struct {
 	Layer, Scope string
 	// Paths are JSON Pointers into the state.
 	Paths []string
+	// Key is the storage key the event is about: the quarantine key of
+	// EventQuarantined, the state key of EventMigrated.
+	Key string
+	// Err is the cause of EventMigrated and EventQuarantined.
+	Err error
 }

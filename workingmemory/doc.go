@@ -44,7 +44,14 @@
 // the model so that it can fix all of them at once. Arguments that are
 // not JSON, or not an object, get [ErrInvalidUpdate].
 //
-// On the legacy path there is no tool result to carry an error back to
+// "updateWorkingMemory" is also an alias of the update function
+// (layer.Function.Aliases), so a loop that runs tool calls through
+// layer.Stack.CallTool, as agentloop does, runs the legacy call as the
+// tool: the model gets its result or its error, and Store, seeing the
+// call's result in the turn, does not apply it again. For a loop that
+// does not run it, the store hook below applies it.
+//
+// On that legacy path there is no tool result to carry an error back to
 // the model, so Store returns every rejection of an update — the schema,
 // [ErrTooLarge] and [ErrTooDeep] alike, whether found while decoding the
 // arguments or after the merge — wrapped with the call's ID, and the
@@ -105,9 +112,15 @@
 // compare-and-swap on the version last read; on a conflict the layer
 // re-reads the stored state, merges the update into it again and
 // re-validates, so two runs (or processes) updating one resource lose
-// nothing. Init moves a stored state that cannot be used (not JSON, not
-// text or an object, failing the schema, over the limits) to
-// LayerKey(id, scopeKey, "quarantine/<unix-nanos>"), logs a warning through
+// nothing. When the schema changes, Config.Migrate converts a stored
+// state that fails the new schema (old state in, new state out, at Init):
+// its result is checked like a stored state and stored in place with
+// compare-and-swap, reported as EventMigrated and logged ("migrated at
+// load"). Init moves a stored state that cannot be used (not JSON, not
+// text or an object, failing the schema with no migration or a migration
+// that fails, over the limits) to LayerKey(id, scopeKey,
+// "quarantine/<unix-nanos>"), reports EventQuarantined with that key, logs a
+// warning ("quarantined at load", with the key and the cause) through
 // env.Logger and starts from the template: nothing is silently lost.
 //
 // A state keeps its canonical compact JSON, which is all Recall, Snapshot

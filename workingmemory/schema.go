@@ -117,10 +117,12 @@ func pointer(tokens []string) string {
 }
 
 // SchemaError is the error of an update whose merged state fails the
-// schema. It lists every violation so the model can fix them all in one
+// schema (or of a template, stored state or snapshot that does). It lists every violation so the model can fix them all in one
 // retry. It matches ErrSchema with errors.Is.
 type SchemaError struct {
 	Violations []Violation
+	// what failed, for the message; "" is an update.
+	what string
 }
 
 // Violation is one schema failure: where (a JSON Pointer into the merged
@@ -133,7 +135,11 @@ type Violation struct {
 // Error lists every violation, one per line.
 func (e *SchemaError) Error() string {
 	var b strings.Builder
-	b.WriteString("workingmemory: update rejected by schema, the state is unchanged:")
+	if e.what == "" {
+		b.WriteString("workingmemory: update rejected by schema, the state is unchanged:")
+	} else {
+		b.WriteString("workingmemory: " + e.what + " fails the schema:")
+	}
 	for _, v := range e.Violations {
 		p := v.Pointer
 		if p == "" {

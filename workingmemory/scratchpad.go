@@ -136,7 +136,7 @@ func (c *compiled) template() (any, error) {
 		v, err = normalize(t, c.cfg.MaxDepth)
 	}
 	if err == nil {
-		v, err = c.checkState(v)
+		v, err = c.checkState(v, "the template")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: template: %w", ErrInvalidConfig, err)
@@ -146,8 +146,9 @@ func (c *compiled) template() (any, error) {
 
 // checkState cleans a whole state that comes from outside an update (the
 // template, a stored state, a snapshot) and checks it: text (only without
-// a schema) or an object that passes the schema.
-func (c *compiled) checkState(v any) (any, error) {
+// a schema) or an object that passes the schema. what names v in a
+// schema error ("the template").
+func (c *compiled) checkState(v any, what string) (any, error) {
 	v, _ = cleanValue(v)
 	switch v.(type) {
 	case *jsonx.Object:
@@ -160,6 +161,9 @@ func (c *compiled) checkState(v any) (any, error) {
 	}
 	if c.schema != nil {
 		if err := c.schema.validate(v); err != nil {
+			if se, ok := err.(*SchemaError); ok {
+				se.what = what
+			}
 			return nil, err
 		}
 	}
@@ -208,10 +212,13 @@ func (l *Layer) Spec() layer.Spec { return l.c.spec }
 // Init implements layer.Initializer: it returns a Layer bound to the run,
 // holding the state stored under storage.LayerKey(id, scopeKey, "state")
 // (execution scope: never stored), or the template when nothing is
-// stored. A stored state that cannot be read, is not text or an object,
-// or fails the schema is moved to a quarantine key
-// (LayerKey(id, scopeKey, "quarantine/<unix-nanos>")), reported through
-// env.Logger, and the run starts from the template.
+// stored. A stored state that fails the schema is converted by
+// Config.Migrate when set, and the result stored in its place
+// ([EventMigrated]). A stored state that cannot be read, is not text or
+// an object, or fails the schema and cannot be migrated is moved to a
+// quarantine key (LayerKey(id, scopeKey, "quarantine/<unix-nanos>"),
+// [EventQuarantined]) and the run starts from the template. Both are
+// logged at warning level through env.Logger.
 func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 	logger := env.Logger
 	if logger == nil {
@@ -237,10 +244,27 @@ func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("workingmemory: init: %w", err)
 		}
-		v, log, bad := n.decodeStored(it.Value)
+		v, log, bad := n.decodeRecord(it.Value)
 		if bad == nil {
-			if _, bad = n.install(v, it.Version, log, true); bad == nil {
-				return n, nil
+			var cv any
+			if cv, bad = l.c.checkState(v, "the stored state"); bad == nil {
+				if _, bad = n.install(cv, it.Version, log, true); bad == nil {
+					return n, nil
+				}
+			}
+			if l.c.cfg.Migrate != nil {
+				mv, err := l.c.migrate(v)
+				if err == nil {
+					ok, err := n.putMigrated(ctx, it, mv, log, bad)
+					if err != nil {
+						return nil, err
+					}
+					if ok {
+						return n, nil
+					}
+					continue // someone wrote meanwhile: read again
+				}
+				bad = fmt.Errorf("%w; %w", bad, err)
 			}
 		}
 		err = n.quarantine(ctx, it, bad)
@@ -256,16 +280,75 @@ func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 	return nil, fmt.Errorf("workingmemory: init: %w", ErrConflict)
 }
 
-// decodeStored reads a stored state and its write log, and checks the
-// state.
-func (l *Layer) decodeStored(b []byte) (any, *writeLog, error) {
+// decodeRecord reads a stored record: the state and its write log.
+func (l *Layer) decodeRecord(b []byte) (any, *writeLog, error) {
 	v, err := decodeJSON(b, l.c.cfg.MaxDepth)
 	if err != nil {
 		return nil, nil, err
 	}
 	v, log := splitRecord(v)
-	v, err = l.c.checkState(v)
+	return v, log, nil
+}
+
+// decodeStored reads a stored record (what names it in a schema error)
+// and checks the state.
+func (l *Layer) decodeStored(b []byte, what string) (any, *writeLog, error) {
+	v, log, err := l.decodeRecord(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err = l.c.checkState(v, what)
 	return v, log, err
+}
+
+// migrate runs Config.Migrate on a stored state that failed the schema
+// and checks its result. A panic in Migrate is its error.
+func (c *compiled) migrate(old any) (v any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("workingmemory: migration panicked: %v", r)
+		}
+	}()
+	v, err = c.cfg.Migrate(jsonx.ToGo(old))
+	if err != nil {
+		return nil, fmt.Errorf("workingmemory: migration failed: %w", err)
+	}
+	if s, ok := v.(string); ok && c.schema == nil {
+		return s, nil // text stays text (normalize would read it as JSON)
+	}
+	if v, err = normalize(v, c.cfg.MaxDepth); err == nil {
+		v, err = c.checkState(v, "the migrated state")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("workingmemory: migration result: %w", err)
+	}
+	return v, nil
+}
+
+// putMigrated stores the migrated state v in place of the stored item
+// it (whose state failed the schema with cause), with compare-and-swap,
+// and makes it the current state. It returns false when another writer
+// replaced the item meanwhile.
+func (l *Layer) putMigrated(ctx context.Context, it storage.Item, v any, log *writeLog, cause error) (bool, error) {
+	s, err := l.install(v, it.Version, log, false)
+	if err != nil {
+		// (Too large: checked before anything is stored.)
+		return false, fmt.Errorf("workingmemory: init: migration result: %w", err)
+	}
+	version, err := l.store.Put(ctx, it.Key, s.record(), it.Version)
+	if errors.Is(err, storage.ErrConflict) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("workingmemory: init: store the migrated state: %w", err)
+	}
+	s.version = version
+	l.logger.LogAttrs(ctx, slog.LevelWarn, "workingmemory: stored state failed the schema and was migrated at load",
+		slog.String("layer", l.c.spec.ID), slog.String("key", it.Key), slog.Any("error", cause))
+	if l.c.cfg.Observer != nil {
+		l.c.cfg.Observer(Event{Kind: EventMigrated, Layer: l.c.spec.ID, Scope: l.scope, Key: it.Key, Err: cause})
+	}
+	return true, nil
 }
 
 // quarantine moves an unreadable stored state aside: it is copied to a
@@ -275,9 +358,12 @@ func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) er
 	if err != nil {
 		return err
 	}
-	l.logger.LogAttrs(ctx, slog.LevelWarn, "workingmemory: stored state quarantined; starting from the template",
+	l.logger.LogAttrs(ctx, slog.LevelWarn, "workingmemory: stored state quarantined at load; starting from the template",
 		slog.String("layer", l.c.spec.ID), slog.String("key", l.stateKey()),
 		slog.String("quarantine", qkey), slog.Any("error", cause))
+	if l.c.cfg.Observer != nil {
+		l.c.cfg.Observer(Event{Kind: EventQuarantined, Layer: l.c.spec.ID, Scope: l.scope, Key: qkey, Err: cause})
+	}
 	return nil
 }
 
@@ -563,13 +649,15 @@ func (l *Layer) reload(ctx context.Context) (*state, error) {
 // update: the call is skipped, with a warning through the logger (the
 // one of layer.Env, else slog.Default()) carrying its [ErrInvalidUpdate],
 // and the next legacy call of the response is considered. Read-only
-// scratchpads ignore the legacy call.
+// scratchpads ignore the legacy call. A call that has a result in the
+// turn was run as the update tool (through its alias) and is not applied
+// again.
 func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 	if l.c.cfg.ReadOnly {
 		return nil
 	}
 	for _, c := range t.ToolCalls {
-		if c.Name != LegacyFunction {
+		if c.Name != LegacyFunction || ranAsTool(t.Results, c.ID) {
 			continue
 		}
 		upd, err := l.decodeUpdate([]byte(c.Arguments))
@@ -588,6 +676,11 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 		return nil
 	}
 	return nil
+}
+
+// ranAsTool reports whether results hold the result of call id.
+func ranAsTool(results []layer.ToolResult, id string) bool {
+	return id != "" && slices.ContainsFunc(results, func(r layer.ToolResult) bool { return r.ID == id })
 }
 
 // log returns the layer's logger: the run's, or slog.Default() for a
@@ -688,7 +781,9 @@ func (l *Layer) report(ctx context.Context, e Event, msg string) {
 
 // Provides implements layer.Provider: the data "snapshot" (the current
 // state, a copy) and, unless read-only, the function "update" bound to
-// this Layer.
+// this Layer, which a legacy updateWorkingMemory call also reaches (its
+// alias), so a loop that runs tool calls through layer.Stack.CallTool
+// gives the model the update's result.
 func (l *Layer) Provides() layer.Provides {
 	p := layer.Provides{Data: []layer.Data{{
 		Name:        "snapshot",
@@ -700,6 +795,7 @@ func (l *Layer) Provides() layer.Provides {
 			Name:        "update",
 			Description: l.c.desc,
 			Parameters:  l.c.params,
+			Aliases:     []string{LegacyFunction},
 			Call: func(ctx context.Context, args json.RawMessage) (string, error) {
 				if err := l.Update(ctx, args); err != nil {
 					return "", err
@@ -750,7 +846,7 @@ func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
 // taken by Snapshot, after checking it like a stored state, and persists
 // it. Data it cannot use is rejected and nothing changes.
 func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
-	v, _, err := l.decodeStored(data)
+	v, _, err := l.decodeStored(data, "the snapshot")
 	if err != nil {
 		return fmt.Errorf("workingmemory: restore: %w", err)
 	}

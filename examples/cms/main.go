@@ -3,7 +3,8 @@
 // memory, persisted to SQLite. It creates an About page, then "restarts"
 // (closes the database and builds a new agent on it) and asks "what
 // sections are on this page?": entity memory resolves "this page" to the
-// right ID.
+// right ID. After a few more turns the oldest ones leave the history's
+// window and the history-summary block holds them.
 //
 // With no configuration it runs on a scripted model that reads its
 // prompt (no API key, no server). Set OPENAI_API_KEY (and optionally
@@ -177,7 +178,11 @@ func start(ctx context.Context, opts options, cms *fakeCMS) (*process, error) {
 		Store:        st,
 		MaxSteps:     8,
 		Timeout:      45 * time.Second,
-		Logger:       opts.Logger,
+		// A short window, so that the summary of the older turns shows
+		// after a few turns (the default keeps 8 turns and summarizes 4
+		// at a time).
+		History: agentloop.HistoryConfig{MaxTurns: 2, SummarizeAfter: 2},
+		Logger:  opts.Logger,
 	})
 	if err != nil {
 		st.Close()
@@ -215,7 +220,8 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 		return err
 	}
 	defer p.store.Close()
-	for _, q := range []string{"What sections are on this page?", "Rename it to About Us and publish it."} {
+	for _, q := range []string{"What sections are on this page?", "Rename it to About Us and publish it.",
+		"Which sections does this page have now?", "And what is on this page after the rename?"} {
 		if err := turn(ctx, w, p, opts, q); err != nil {
 			return err
 		}

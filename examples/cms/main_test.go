@@ -42,6 +42,9 @@ func TestRestartResolvesThisPage(t *testing.T) {
 		// addSection returns {"section": {"type": "hero", ...}}: a section
 		// (the key it is nested under), not a "hero".
 		"[RECENT ENTITIES]\nsections:\n",
+		// The first turns left the window: the summary keeps their IDs.
+		"<history_summary>\n- User: Create an About page",
+		`createPage (call call_0_0) → ` + id + ` "About"`,
 	} {
 		if !strings.Contains(after, want) {
 			t.Errorf("after the restart the output lacks %q:\n%s", want, after)
@@ -51,7 +54,7 @@ func TestRestartResolvesThisPage(t *testing.T) {
 
 func TestWithoutEntityMemory(t *testing.T) {
 	out := runExample(t, false)
-	if strings.Contains(out, "listSections") || strings.Count(out, "Which page do you mean?") != 3 {
+	if strings.Contains(out, "listSections") || strings.Count(out, "assistant: Which page do you mean?") != 5 {
 		t.Errorf("without entity memory the reference should fail:\n%s", out)
 	}
 	if strings.Contains(out, "[RECENT ENTITIES]") {

@@ -56,7 +56,9 @@ func run(ctx context.Context, dbPath string) error {
 		Title string `json:"title"`
 	}
 	createPage := agentloop.NewTool("cms_createPage", "Create a CMS page.", nil,
-		func(ctx context.Context, in struct{ Title string }) (map[string]page, error) {
+		func(ctx context.Context, in struct {
+			Title string `json:"title" jsonschema:"The page title."`
+		}) (map[string]page, error) {
 			return map[string]page{"page": {ID: "page-123", Title: in.Title}}, nil
 		})
 

@@ -130,6 +130,23 @@ func (c *Corpus) Add(key, text string) {
 	c.docs = append(c.docs, d)
 }
 
+// DropFirst removes the n oldest documents (the first n added), as if
+// they had never been added: the scores of the others are those of a
+// corpus built without them. The remaining documents' indexes shift
+// down by n.
+func (c *Corpus) DropFirst(n int) {
+	n = min(max(n, 0), len(c.docs))
+	for _, d := range c.docs[:n] {
+		for t := range d.tf {
+			if c.df[t]--; c.df[t] == 0 {
+				delete(c.df, t)
+			}
+		}
+		c.length -= d.n
+	}
+	c.docs = slices.Delete(c.docs, 0, n)
+}
+
 // Len returns the number of documents.
 func (c *Corpus) Len() int { return len(c.docs) }
 

@@ -3,6 +3,7 @@ package lexical
 import (
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
@@ -87,7 +88,7 @@ func TestEpisodic03_RankTiesByKey(t *testing.T) {
 	}
 }
 
-func FuzzTokens(f *testing.F) {
+func FuzzEpisodic19_Tokens(f *testing.F) {
 	for _, s := range []string{"", "page-123", "a--b", "Ünï-cødé_9", "x.y:z/w", strings.Repeat("a-", 100), "\xff-a", "ǅ-ǈ"} {
 		f.Add(s)
 	}
@@ -132,4 +133,27 @@ func FuzzTokens(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Dropping the oldest documents scores like a corpus built without them.
+func TestEpisodic17_DropFirst(t *testing.T) {
+	texts := []string{"page-1 about", "page-2 hero", "about us page", "hero section", "page page"}
+	var all, tail Corpus
+	for i, s := range texts {
+		all.Add(strconv.Itoa(i), s)
+		if i >= 2 {
+			tail.Add(strconv.Itoa(i), s)
+		}
+	}
+	all.DropFirst(2)
+	for _, q := range []string{"page", "hero about", "page-1", ""} {
+		a, b := all.Rank(q), tail.Rank(q)
+		if !slices.Equal(a, b) {
+			t.Errorf("Rank(%q): dropped %v, rebuilt %v", q, a, b)
+		}
+	}
+	all.DropFirst(10)
+	if all.Len() != 0 || len(all.df) != 0 || all.length != 0 {
+		t.Errorf("after dropping all: %d docs, df %v, length %d", all.Len(), all.df, all.length)
+	}
 }

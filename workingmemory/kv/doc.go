@@ -5,17 +5,23 @@
 // scope.
 //
 // [New] returns the root scope of a tree; [Memory.Child] derives child
-// scopes. Reads ([Get], [Memory.Contains], [Memory.Entries], ...) look in the
+// scopes. Every Child call makes a new, isolated scope with its own ID
+// ([Memory.ID]), even for a name already in use, so two parallel tasks
+// named alike never share entries; [Memory.Scope] finds a live scope of
+// the tree by its ID, [Memory.Children] lists a scope's children. Reads ([Get], [Memory.Contains], [Memory.Entries], ...) look in the
 // scope, then its parent, up to the root; the Local variants do not fall
 // back. Writes ([Set], [SetWith], [Memory.Remove], [Memory.Clear]) touch only the
 // scope. [GetOrSet] runs its factory at most once per key and scope, even
 // under concurrency. Values are stored as JSON (so they must serialise,
 // and their size is bounded); types that hold no references are also
 // kept as Go values so Get returns a copy without decoding. Entries carry
-// metadata ([Meta]: importance, tags, type, expiry) and access counts.
+// metadata ([Meta]: importance, 0.5 unless set, tags, type, expiry) and
+// access counts.
 // Limits (10,000 entries per tree, 1 MiB per entry, 100 scopes by default)
 // fail with [ErrLimit] naming the limit. Changes are reported to
-// Config.Observer and logged at debug level. [Memory.Snapshot] and
+// Config.Observer and logged at debug level; an [Event] carries the
+// scope's ID, its parent's and its agent's, whether a set replaced an
+// entry and the value's Go type, and how many entries a clear removed. [Memory.Snapshot] and
 // [Memory.Restore] save and load a whole subtree. One read-write lock guards a
 // tree.
 //

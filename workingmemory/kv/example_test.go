@@ -62,7 +62,7 @@ func ExampleMemory_Child() {
 	p, _, _ := kv.Get[string](child, "project")
 	_, local, _ := kv.GetLocal[string](child, "project")
 	fmt.Println(p, local, root.Contains("draft"))
-	_ = child.MergeToParent(true)
+	_, _ = child.MergeToParent(true)
 	fmt.Println(root.Contains("draft"), root.Scopes())
 	_ = child.Dispose()
 	fmt.Println(root.Scopes(), errors.Is(kv.Set(child, "x", 1), kv.ErrDisposed))
@@ -82,7 +82,7 @@ func ExampleMemory_Snapshot() {
 
 	other := kv.New(kv.Config{})
 	_ = other.Restore(snap)
-	c, _ := other.Child("c")
+	c := other.Children()[0]
 	a, _, _ := kv.Get[int](c, "a")
 	b, _, _ := kv.Get[int](c, "b")
 	fmt.Println(a, b, other.Scopes())

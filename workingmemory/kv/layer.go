@@ -37,7 +37,7 @@ type LayerConfig struct {
 	Scope layer.Scope
 	// Memory configures each run's key-value memory (limits, observer,
 	// clock). Its limits hold per scope key. A nil Logger is the run's
-	// (layer.Env.Logger).
+	// (layer.Env.Logger); an empty AgentID the run's execution ID.
 	Memory Config
 	// MaxRetries bounds the compare-and-swap attempts of one persist.
 	// Zero means DefaultMaxRetries.
@@ -176,6 +176,9 @@ func (l *Layer) Open(ctx context.Context, env layer.Env) (*Layer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = env.Logger
 	}
+	if cfg.AgentID == "" {
+		cfg.AgentID = env.ExecutionID
+	}
 	n := &Layer{cfg: l.cfg, spec: l.spec, tag: l.tag, mem: New(cfg)}
 	if scope == layer.ScopeExecution || env.Store == nil {
 		return n, nil
@@ -298,7 +301,9 @@ func (l *Layer) Close(ctx context.Context) error { return l.Flush(ctx) }
 
 // OnSpawn implements layer.Spawner: the child gets a child scope of this
 // run's memory, named by LayerConfig.ChildName (default: the child's
-// execution ID), not persisted.
+// execution ID), belonging to the child (its AgentID is the child's
+// execution ID), not persisted. Every spawn gets a new scope, even when
+// ChildName gives two children one name.
 func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, error) {
 	if l.mem == nil {
 		return nil, errNotBound
@@ -307,7 +312,7 @@ func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, erro
 	if l.cfg.ChildName != nil {
 		name = l.cfg.ChildName(child)
 	}
-	c, err := l.mem.Child(name)
+	c, err := l.mem.ChildFor(name, child.ExecutionID)
 	if err != nil {
 		return nil, fmt.Errorf("kv: spawn: %w", err)
 	}
@@ -323,7 +328,7 @@ func (l *Layer) OnReturn(ctx context.Context, child layer.Layer) error {
 		return nil
 	}
 	if l.cfg.MergeOnReturn {
-		if err := cl.mem.MergeToParent(true); err != nil {
+		if _, err := cl.mem.MergeToParent(true); err != nil {
 			return fmt.Errorf("kv: return: %w", err)
 		}
 	}
@@ -363,7 +368,7 @@ func (l *Layer) Clear(ctx context.Context) error {
 	if l.mem == nil {
 		return errNotBound
 	}
-	if err := l.mem.Clear(); err != nil {
+	if _, err := l.mem.Clear(); err != nil {
 		return err
 	}
 	return l.Flush(ctx)

@@ -421,3 +421,44 @@ func TestKVLayerBadStoredState(t *testing.T) {
 		t.Errorf("stored state after a refused Init: %s, %v", it.Value, err)
 	}
 }
+
+// TestFit09_ParallelChildAgents: two child agents spawned in parallel
+// under one scope name (ChildName gives both "task-1") each get a new
+// scope of their own, owned by their execution: neither sees the other's
+// entries.
+func TestFit09_ParallelChildAgents(t *testing.T) {
+	kl, err := NewLayer(LayerConfig{ChildName: func(layer.Env) string { return "task-1" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stack, err := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{kl}, Env: layer.Env{ThreadID: "t", ExecutionID: "parent-exec"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stack.Init(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	root, _ := From(stack, "")
+	if root.AgentID() != "parent-exec" {
+		t.Errorf("run memory AgentID = %q, want the execution ID", root.AgentID())
+	}
+	var mems []*Memory
+	for _, exec := range []string{"exec-a", "exec-b"} {
+		c, err := stack.Spawn(t.Context(), layer.Env{ThreadID: "t/" + exec, ExecutionID: exec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := From(c, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.AgentID() != exec || m.Name() != "task-1" {
+			t.Errorf("child scope %s: agent %q", m.ID(), m.AgentID())
+		}
+		mems = append(mems, m)
+	}
+	_ = Set(mems[0], "answer", "a")
+	if mems[1].Contains("answer") || mems[0].ID() == mems[1].ID() {
+		t.Error("two children named task-1 share a scope")
+	}
+}

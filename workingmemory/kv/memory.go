@@ -8,6 +8,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,13 +33,15 @@ import (
 // whole tree, so a read sees a consistent chain of scopes.
 type Memory struct {
 	tree   *tree
+	id     string // unique in the tree: "<name>#<n>"
 	name   string
 	path   string
+	agent  string // the agent the scope belongs to
 	parent *Memory
 
 	// Guarded by tree.mu.
 	entries  map[string]*entry
-	children map[string]*Memory
+	children map[string]*Memory // by ID
 	disposed bool
 	inflight map[string]*call
 	// dirty, when non-nil, records the keys of this scope changed since
@@ -52,11 +55,28 @@ type tree struct {
 	cfg     Config
 	entries int // all entries of the tree, expired ones included
 	scopes  int
+	seq     int                // the number of the last scope ID given
+	byID    map[string]*Memory // the live scopes
+}
+
+// newScopeLocked makes a scope of t with a new ID and registers it. The
+// tree's write lock must be held (or t not yet shared).
+func (t *tree) newScopeLocked(name, agent string, parent *Memory) *Memory {
+	id := name + "#" + strconv.Itoa(t.seq)
+	t.seq++
+	m := &Memory{tree: t, id: id, name: name, path: name, agent: agent, parent: parent, entries: map[string]*entry{}, children: map[string]*Memory{}}
+	if parent != nil {
+		m.path = parent.path + "/" + name
+		parent.children[id] = m
+	}
+	t.byID[id] = m
+	return m
 }
 
 type entry struct {
 	raw      []byte // the JSON encoding
 	val      any    // the Go value, for reference-free types; nil otherwise
+	typ      string // the Go type name of the value set
 	meta     Meta
 	created  time.Time
 	updated  time.Time
@@ -70,9 +90,18 @@ type call struct {
 	err  error
 }
 
+// DefaultImportance is the importance of an entry set with a zero
+// Meta.Importance.
+const DefaultImportance = 0.5
+
+// NoImportance, as Meta.Importance, sets an entry's importance to 0
+// (zero means DefaultImportance).
+const NoImportance = -1.0
+
 // Meta is the metadata of an entry.
 type Meta struct {
-	// Importance ranks the entry, from 0 to 1.
+	// Importance ranks the entry, from 0 to 1. Zero means
+	// DefaultImportance; NoImportance stores 0.
 	Importance float64 `json:"importance,omitempty"`
 	// Tags label the entry.
 	Tags []string `json:"tags,omitempty"`
@@ -117,7 +146,20 @@ const (
 type Event struct {
 	Kind  EventKind
 	Scope string // the path of the scope, "root/child"
-	Key   string // for set and removed
+	// ScopeID is the scope's ID ([Memory.ID]); ParentID its parent's
+	// ("" for the root).
+	ScopeID, ParentID string
+	// AgentID is the agent the scope belongs to ([Memory.AgentID]).
+	AgentID string
+	Key     string // for set and removed
+	// Update, for set, says the key already had an entry in the scope,
+	// which the set replaced.
+	Update bool
+	// Type, for set, is the Go type name of the value ("string",
+	// "main.Plan"; "json.RawMessage" for SetJSON).
+	Type string
+	// Count, for cleared, is how many entries the clear removed.
+	Count int
 	Time  time.Time
 }
 
@@ -134,6 +176,9 @@ type Stats struct {
 type Config struct {
 	// Name is the root scope's name. Empty means "root".
 	Name string
+	// AgentID is the agent the root scope belongs to (see
+	// [Memory.AgentID]). Optional.
+	AgentID string
 	// MaxEntries bounds the entries of the whole tree (every scope).
 	// Zero means 10,000; negative means no limit.
 	MaxEntries int
@@ -189,12 +234,39 @@ func New(cfg Config) *Memory {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	t := &tree{cfg: cfg, scopes: 1}
-	return &Memory{tree: t, name: cfg.Name, path: cfg.Name, entries: map[string]*entry{}, children: map[string]*Memory{}}
+	t := &tree{cfg: cfg, scopes: 1, byID: map[string]*Memory{}}
+	return t.newScopeLocked(cfg.Name, cfg.AgentID, nil)
 }
 
 // Name returns the scope's name.
 func (mem *Memory) Name() string { return mem.name }
+
+// ID returns the scope's ID, unique in its tree ("<name>#<n>"): two
+// scopes of one name have different IDs. [Memory.Scope] finds a scope by
+// its ID.
+func (mem *Memory) ID() string { return mem.id }
+
+// AgentID returns the ID of the agent the scope belongs to: Config.AgentID
+// for the root, the parent's for a [Memory.Child], the one given to
+// [Memory.ChildFor]. (A [Layer] sets it to the run's execution ID.)
+func (mem *Memory) AgentID() string { return mem.agent }
+
+// IsDisposed reports whether the scope was disposed of ([Memory.Dispose],
+// or a Restore of an ancestor that replaced it).
+func (mem *Memory) IsDisposed() bool {
+	mem.tree.mu.RLock()
+	defer mem.tree.mu.RUnlock()
+	return mem.disposed
+}
+
+// Scope returns the live scope of mem's tree that has the given ID (any
+// scope of the tree, not only mem's descendants).
+func (mem *Memory) Scope(id string) (*Memory, bool) {
+	mem.tree.mu.RLock()
+	defer mem.tree.mu.RUnlock()
+	s, ok := mem.tree.byID[id]
+	return s, ok
+}
 
 // Path returns the scope's path from the root, names joined by '/'.
 func (mem *Memory) Path() string { return mem.path }
@@ -284,10 +356,11 @@ func SetWith[T any](mem *Memory, key string, v T, m Meta) error {
 		return fmt.Errorf("%w: key %s: %w", ErrInvalidValue, storage.Quote(key), err)
 	}
 	var cached any
-	if isRefFree(reflect.TypeFor[T]()) {
+	t := reflect.TypeFor[T]()
+	if isRefFree(t) {
 		cached = v
 	}
-	return mem.set(key, raw, cached, m)
+	return mem.set(key, raw, cached, t.String(), m)
 }
 
 // SetJSON stores raw JSON under key with metadata.
@@ -295,10 +368,10 @@ func (mem *Memory) SetJSON(key string, raw json.RawMessage, m Meta) error {
 	if !json.Valid(raw) {
 		return fmt.Errorf("%w: key %s: not valid JSON", ErrInvalidValue, storage.Quote(key))
 	}
-	return mem.set(key, slices.Clone(raw), nil, m)
+	return mem.set(key, slices.Clone(raw), nil, "json.RawMessage", m)
 }
 
-func (mem *Memory) set(key string, raw []byte, cached any, m Meta) error {
+func (mem *Memory) set(key string, raw []byte, cached any, typ string, m Meta) error {
 	if err := mem.checkKey(key); err != nil {
 		return err
 	}
@@ -306,11 +379,16 @@ func (mem *Memory) set(key string, raw []byte, cached any, m Meta) error {
 	if cfg.MaxEntryBytes > 0 && len(raw) > cfg.MaxEntryBytes {
 		return fmt.Errorf("%w: entry size: key %s is %d bytes, the limit is %d", ErrLimit, storage.Quote(key), len(raw), cfg.MaxEntryBytes)
 	}
-	if m.Importance < 0 || m.Importance > 1 || m.Importance != m.Importance {
-		return fmt.Errorf("%w: key %s: importance %v is outside 0..1", ErrInvalidValue, storage.Quote(key), m.Importance)
+	switch {
+	case m.Importance == 0:
+		m.Importance = DefaultImportance
+	case m.Importance == NoImportance:
+		m.Importance = 0
+	case m.Importance < 0 || m.Importance > 1 || m.Importance != m.Importance:
+		return fmt.Errorf("%w: key %s: importance %v is outside 0..1 (NoImportance sets 0)", ErrInvalidValue, storage.Quote(key), m.Importance)
 	}
 	now := cfg.Now()
-	e := &entry{raw: raw, val: cached, meta: m, created: now, updated: now}
+	e := &entry{raw: raw, val: cached, typ: typ, meta: m, created: now, updated: now}
 	e.meta.Tags = slices.Clone(m.Tags)
 	e.meta.TTL = 0
 	switch {
@@ -320,28 +398,29 @@ func (mem *Memory) set(key string, raw []byte, cached any, m Meta) error {
 		e.expires = m.ExpiresAt
 	}
 	e.meta.ExpiresAt = e.expires
-	if err := mem.put(key, e, now); err != nil {
+	update, err := mem.put(key, e, now)
+	if err != nil {
 		return err
 	}
-	mem.emit(EventSet, key, now)
+	mem.emit(Event{Kind: EventSet, Key: key, Update: update, Type: typ}, now)
 	return nil
 }
 
 // put stores e under key in mem's scope, keeping the creation time of an
-// entry it replaces. A new key over MaxEntries first purges expired
-// entries, then fails with ErrLimit.
-func (mem *Memory) put(key string, e *entry, now time.Time) error {
+// entry it replaces, and reports whether it replaced one. A new key over
+// MaxEntries first purges expired entries, then fails with ErrLimit.
+func (mem *Memory) put(key string, e *entry, now time.Time) (bool, error) {
 	t := mem.tree
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if mem.disposed {
-		return mem.disposedErr()
+		return false, mem.disposedErr()
 	}
 	old, exists := mem.entries[key]
 	if m := t.cfg.MaxEntries; !exists && m > 0 && t.entries >= m {
 		mem.root().purgeLocked(now)
 		if t.entries >= m {
-			return fmt.Errorf("%w: entries: the memory holds %d, the limit is %d", ErrLimit, t.entries, m)
+			return false, fmt.Errorf("%w: entries: the memory holds %d, the limit is %d", ErrLimit, t.entries, m)
 		}
 	}
 	if exists {
@@ -351,7 +430,7 @@ func (mem *Memory) put(key string, e *entry, now time.Time) error {
 	}
 	mem.entries[key] = e
 	mem.markLocked(key)
-	return nil
+	return exists, nil
 }
 
 func (mem *Memory) root() *Memory {
@@ -394,14 +473,24 @@ func (e *entry) expired(now time.Time) bool {
 	return !e.expires.IsZero() && !now.Before(e.expires)
 }
 
-func (mem *Memory) emit(kind EventKind, key string, now time.Time) {
+// emit completes e with mem's scope and the time, and reports it to the
+// observer and the debug log.
+func (mem *Memory) emit(e Event, now time.Time) {
 	cfg := &mem.tree.cfg
+	if cfg.Observer == nil && !cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	e.Scope, e.ScopeID, e.AgentID, e.Time = mem.path, mem.id, mem.agent, now
+	if mem.parent != nil {
+		e.ParentID = mem.parent.id
+	}
 	if cfg.Observer != nil {
-		cfg.Observer(Event{Kind: kind, Scope: mem.path, Key: key, Time: now})
+		cfg.Observer(e)
 	}
 	if cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
-		cfg.Logger.LogAttrs(context.Background(), slog.LevelDebug, "kv: "+string(kind),
-			slog.String("scope", mem.path), slog.String("key", key))
+		cfg.Logger.LogAttrs(context.Background(), slog.LevelDebug, "kv: "+string(e.Kind),
+			slog.String("scope", mem.path), slog.String("scope_id", mem.id), slog.String("agent", mem.agent),
+			slog.String("key", e.Key), slog.Bool("update", e.Update), slog.String("type", e.Type), slog.Int("count", e.Count))
 	}
 }
 
@@ -608,7 +697,7 @@ func (mem *Memory) peek(key string, local bool) (*entry, *Memory, error) {
 func (mem *Memory) Remove(key string) (bool, error) {
 	ok, err := mem.remove(key)
 	if ok {
-		mem.emit(EventRemoved, key, mem.tree.cfg.Now())
+		mem.emit(Event{Kind: EventRemoved, Key: key}, mem.tree.cfg.Now())
 	}
 	return ok, err
 }
@@ -630,29 +719,36 @@ func (mem *Memory) remove(key string) (bool, error) {
 	return ok, nil
 }
 
-// Clear removes every entry of mem's own scope; child scopes keep theirs.
-func (mem *Memory) Clear() error {
-	if err := mem.clearOwn(); err != nil {
-		return err
+// Clear removes every entry of mem's own scope (child scopes keep
+// theirs) and returns how many it removed (expired ones not counted).
+func (mem *Memory) Clear() (int, error) {
+	n, err := mem.clearOwn()
+	if err != nil {
+		return 0, err
 	}
-	mem.emit(EventCleared, "", mem.tree.cfg.Now())
-	return nil
+	mem.emit(Event{Kind: EventCleared, Count: n}, mem.tree.cfg.Now())
+	return n, nil
 }
 
 // clearOwn is Clear without the event.
-func (mem *Memory) clearOwn() error {
+func (mem *Memory) clearOwn() (int, error) {
 	t := mem.tree
+	now := t.cfg.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if mem.disposed {
-		return mem.disposedErr()
+		return 0, mem.disposedErr()
 	}
+	n := 0
 	t.entries -= len(mem.entries)
-	for k := range mem.entries {
+	for k, e := range mem.entries {
 		mem.markLocked(k)
+		if !e.expired(now) {
+			n++
+		}
 	}
 	clear(mem.entries)
-	return nil
+	return n, nil
 }
 
 // Entries returns every entry visible from mem, a local entry hiding a
@@ -713,38 +809,71 @@ func (mem *Memory) Count() (int, error) {
 	return n, err
 }
 
-// Child returns mem's child scope of that name, creating it (and emitting
-// EventScopeCreated) when there is none. Names follow the key rules and
+// LocalCount returns how many live entries mem's own scope holds.
+func (mem *Memory) LocalCount() (int, error) {
+	n := 0
+	err := mem.visible(true, func(string, *entry, *Memory) { n++ })
+	return n, err
+}
+
+// Child creates a new child scope of mem, named name, belonging to mem's
+// agent, and emits EventScopeCreated. Every call makes a new, isolated
+// scope with its own ID, even for a name in use: two parallel tasks
+// given one name never share entries. Keep the returned scope, or find
+// it again by its ID with [Memory.Scope]. Names follow the key rules and
 // may not contain '/'.
 func (mem *Memory) Child(name string) (*Memory, error) {
+	return mem.ChildFor(name, mem.agent)
+}
+
+// ChildFor is [Memory.Child] for a scope belonging to another agent (a
+// child agent): agentID is what [Memory.AgentID] and the scope's events
+// report.
+func (mem *Memory) ChildFor(name, agentID string) (*Memory, error) {
 	if err := mem.checkScopeName(name); err != nil {
 		return nil, err
 	}
-	c, created, err := mem.child(name)
-	if created {
-		c.emit(EventScopeCreated, "", mem.tree.cfg.Now())
+	c, err := mem.child(name, agentID)
+	if err != nil {
+		return nil, err
 	}
-	return c, err
+	c.emit(Event{Kind: EventScopeCreated}, mem.tree.cfg.Now())
+	return c, nil
 }
 
-// child is Child without the event; created tells whether c is new.
-func (mem *Memory) child(name string) (c *Memory, created bool, err error) {
+// child is ChildFor without the event.
+func (mem *Memory) child(name, agentID string) (*Memory, error) {
 	t := mem.tree
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if mem.disposed {
-		return nil, false, mem.disposedErr()
-	}
-	if c, ok := mem.children[name]; ok {
-		return c, false, nil
+		return nil, mem.disposedErr()
 	}
 	if t.cfg.MaxScopes > 0 && t.scopes >= t.cfg.MaxScopes {
-		return nil, false, fmt.Errorf("%w: scopes: the memory has %d, the limit is %d", ErrLimit, t.scopes, t.cfg.MaxScopes)
+		return nil, fmt.Errorf("%w: scopes: the memory has %d, the limit is %d", ErrLimit, t.scopes, t.cfg.MaxScopes)
 	}
-	c = &Memory{tree: t, name: name, path: mem.path + "/" + name, parent: mem, entries: map[string]*entry{}, children: map[string]*Memory{}}
-	mem.children[name] = c
 	t.scopes++
-	return c, true, nil
+	return t.newScopeLocked(name, agentID, mem), nil
+}
+
+// Children returns mem's live child scopes, by name, then in the order
+// they were created.
+func (mem *Memory) Children() []*Memory {
+	mem.tree.mu.RLock()
+	defer mem.tree.mu.RUnlock()
+	return mem.childrenLocked()
+}
+
+// childrenLocked is Children under the tree's lock (read or write).
+func (mem *Memory) childrenLocked() []*Memory {
+	cs := slices.Collect(maps.Values(mem.children))
+	slices.SortFunc(cs, func(a, b *Memory) int {
+		if c := strings.Compare(a.name, b.name); c != 0 {
+			return c
+		}
+		return compareIDs(a.id, b.id)
+	})
+	return cs
 }
 
 // Scopes returns the paths of mem and its live descendants, sorted.
@@ -769,25 +898,32 @@ func (mem *Memory) Scopes() []string {
 
 // MergeToParent copies mem's entries (with their metadata) into its
 // parent's scope. With overwrite, they replace the parent's entries of
-// the same keys; without, the parent's are kept. It fails on the root
-// and when the parent would exceed the entry limit (then nothing is
+// the same keys; without, the parent's are kept. It returns how many
+// entries it copied (one EventSet each, on the parent). It fails on the
+// root and when the parent would exceed the entry limit (then nothing is
 // copied).
-func (mem *Memory) MergeToParent(overwrite bool) error {
+func (mem *Memory) MergeToParent(overwrite bool) (int, error) {
 	now := mem.tree.cfg.Now()
 	p, keys, err := mem.mergeToParent(overwrite, now)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	slices.Sort(keys)
+	slices.SortFunc(keys, func(a, b merged) int { return strings.Compare(a.key, b.key) })
 	for _, k := range keys {
-		p.emit(EventSet, k, now)
+		p.emit(Event{Kind: EventSet, Key: k.key, Update: k.update, Type: k.typ}, now)
 	}
-	return nil
+	return len(keys), nil
+}
+
+// merged is a key MergeToParent set in the parent.
+type merged struct {
+	key, typ string
+	update   bool // the parent had an entry of the key
 }
 
 // mergeToParent is MergeToParent without the events: it returns the
 // parent and the keys it set there.
-func (mem *Memory) mergeToParent(overwrite bool, now time.Time) (p *Memory, keys []string, err error) {
+func (mem *Memory) mergeToParent(overwrite bool, now time.Time) (p *Memory, keys []merged, err error) {
 	t := mem.tree
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -810,16 +946,16 @@ func (mem *Memory) mergeToParent(overwrite bool, now time.Time) (p *Memory, keys
 		if !exists {
 			added++
 		}
-		keys = append(keys, k)
+		keys = append(keys, merged{key: k, typ: e.typ, update: exists})
 	}
 	if t.cfg.MaxEntries > 0 && t.entries+added > t.cfg.MaxEntries {
 		return nil, nil, fmt.Errorf("%w: entries: merging %d entries into %s would exceed %d", ErrLimit, added, p.path, t.cfg.MaxEntries)
 	}
 	for _, k := range keys {
-		e := mem.entries[k]
-		ne := &entry{raw: e.raw, val: e.val, meta: e.meta, created: e.created, updated: now, expires: e.expires}
-		p.entries[k] = ne
-		p.markLocked(k)
+		e := mem.entries[k.key]
+		ne := &entry{raw: e.raw, val: e.val, typ: e.typ, meta: e.meta, created: e.created, updated: now, expires: e.expires}
+		p.entries[k.key] = ne
+		p.markLocked(k.key)
 	}
 	t.entries += added
 	return p, keys, nil
@@ -833,7 +969,7 @@ func (mem *Memory) Dispose() error {
 	gone := mem.dispose()
 	now := mem.tree.cfg.Now()
 	for _, s := range gone {
-		s.emit(EventScopeDisposed, "", now)
+		s.emit(Event{Kind: EventScopeDisposed}, now)
 	}
 	return nil
 }
@@ -857,11 +993,12 @@ func (mem *Memory) dispose() (gone []*Memory) {
 		s.children = nil
 		s.disposed = true
 		t.scopes--
+		delete(t.byID, s.id)
 		gone = append(gone, s)
 	}
 	walk(mem)
 	if mem.parent != nil {
-		delete(mem.parent.children, mem.name)
+		delete(mem.parent.children, mem.id)
 	}
 	return gone
 }
@@ -965,8 +1102,8 @@ func (mem *Memory) scopeSnapshotLocked(now time.Time, children bool) scopeSnapsh
 		out.Entries[k] = entrySnapshot{Value: e.raw, Meta: e.meta, CreatedAt: e.created, UpdatedAt: e.updated, AccessCount: e.accesses.Load()}
 	}
 	if children {
-		for _, name := range slices.Sorted(maps.Keys(mem.children)) {
-			out.Children = append(out.Children, mem.children[name].scopeSnapshotLocked(now, true))
+		for _, c := range mem.childrenLocked() {
+			out.Children = append(out.Children, c.scopeSnapshotLocked(now, true))
 		}
 	}
 	return out
@@ -1044,6 +1181,7 @@ func (mem *Memory) disposeDescendantsLocked() {
 	for _, c := range mem.children {
 		c.disposeDescendantsLocked()
 		c.disposed = true
+		delete(mem.tree.byID, c.id)
 		c.entries, c.children = nil, nil
 	}
 }
@@ -1073,9 +1211,8 @@ func (mem *Memory) fillLocked(snap scopeSnapshot, children bool) {
 	}
 	mem.children = map[string]*Memory{}
 	for _, cs := range snap.Children {
-		c := &Memory{tree: mem.tree, name: cs.Name, path: mem.path + "/" + cs.Name, parent: mem}
+		c := mem.tree.newScopeLocked(cs.Name, mem.agent, mem)
 		c.fillLocked(cs, true)
-		mem.children[cs.Name] = c
 	}
 }
 
@@ -1107,7 +1244,6 @@ func (mem *Memory) parseSnapshot(data []byte) (snap snapshot, entries, scopes in
 				return fmt.Errorf("snapshot: %w", err)
 			}
 		}
-		names := map[string]bool{}
 		for k, e := range s.Entries {
 			if err := mem.checkKey(k); err != nil {
 				return fmt.Errorf("snapshot: %w", err)
@@ -1121,10 +1257,6 @@ func (mem *Memory) parseSnapshot(data []byte) (snap snapshot, entries, scopes in
 			entries++
 		}
 		for _, c := range s.Children {
-			if names[c.Name] {
-				return fmt.Errorf("%w: snapshot: scope %q appears twice", ErrInvalidValue, c.Name)
-			}
-			names[c.Name] = true
 			if err := check(c, false); err != nil {
 				return err
 			}
@@ -1218,4 +1350,11 @@ func (mem *Memory) adopt(stored scopeSnapshot) {
 		}
 		mem.entries[k] = e.toEntry()
 	}
+}
+
+// compareIDs orders two scope IDs of one name by their number.
+func compareIDs(a, b string) int {
+	na, _ := strconv.Atoi(a[strings.LastIndexByte(a, '#')+1:])
+	nb, _ := strconv.Atoi(b[strings.LastIndexByte(b, '#')+1:])
+	return na - nb
 }

@@ -115,7 +115,7 @@ func TestKVOperations(t *testing.T) {
 	if ok, _ := kv.Remove("a"); ok {
 		t.Error("second Remove reported an entry")
 	}
-	if err := kv.Clear(); err != nil {
+	if _, err := kv.Clear(); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := kv.Count(); n != 0 {
@@ -125,7 +125,7 @@ func TestKVOperations(t *testing.T) {
 	_ = SetWith(kv, "k", 1, Meta{Importance: 0.9, Tags: []string{"x"}})
 	_ = Set(kv, "k", 2)
 	e, _, _ := kv.Lookup("k")
-	if string(e.Value) != "2" || e.Importance != 0 || e.Tags != nil {
+	if string(e.Value) != "2" || e.Importance != DefaultImportance || e.Tags != nil {
 		t.Errorf("replaced entry = %+v", e)
 	}
 }
@@ -234,9 +234,6 @@ func TestKVScopes(t *testing.T) {
 	if !root.ContainsLocal("shared") {
 		t.Error("parent entry gone")
 	}
-	if same, _ := root.Child("agent"); same != child {
-		t.Error("Child does not return the existing scope")
-	}
 	if got := root.Scopes(); !slices.Equal(got, []string{"root", "root/agent", "root/agent/sub"}) {
 		t.Errorf("Scopes = %v", got)
 	}
@@ -258,8 +255,12 @@ func TestKVMergeToParent(t *testing.T) {
 			child, _ := root.Child("c")
 			_ = Set(child, "both", "child")
 			_ = SetWith(child, "new", "child", Meta{Tags: []string{"t"}})
-			if err := child.MergeToParent(overwrite); err != nil {
+			n, err := child.MergeToParent(overwrite)
+			if err != nil {
 				t.Fatal(err)
+			}
+			if want := map[bool]int{false: 1, true: 2}[overwrite]; n != want {
+				t.Errorf("MergeToParent copied %d entries, want %d", n, want)
 			}
 			want := "root"
 			if overwrite {
@@ -274,7 +275,7 @@ func TestKVMergeToParent(t *testing.T) {
 			}
 		})
 	}
-	if err := New(Config{}).MergeToParent(true); err == nil {
+	if _, err := New(Config{}).MergeToParent(true); err == nil {
 		t.Error("MergeToParent on the root succeeded")
 	}
 }
@@ -297,10 +298,10 @@ func TestKVDispose(t *testing.T) {
 		"set":    Set(child, "k", 1),
 		"grand":  Set(grand, "k", 1),
 		"remove": func() error { _, err := child.Remove("k"); return err }(),
-		"clear":  child.Clear(),
+		"clear":  func() error { _, err := child.Clear(); return err }(),
 		"child":  func() error { _, err := child.Child("x"); return err }(),
 		"get":    func() error { _, _, err := Get[int](child, "k"); return err }(),
-		"merge":  child.MergeToParent(true),
+		"merge":  func() error { _, err := child.MergeToParent(true); return err }(),
 	} {
 		if !errors.Is(err, ErrDisposed) || !strings.Contains(err.Error(), "root/c") {
 			t.Errorf("%s after Dispose: %v", name, err)
@@ -344,14 +345,15 @@ func TestKVEventsAndLogs(t *testing.T) {
 	_, _ = kv.Remove("a")
 	_, _ = kv.Remove("a") // nothing removed: no event
 	c, _ := kv.Child("c")
-	_ = c.Clear()
+	_, _ = c.Clear()
 	_ = c.Dispose()
+	root, cid := kv.ID(), c.ID()
 	want := []Event{
-		{EventSet, "root", "a", clock.now},
-		{EventRemoved, "root", "a", clock.now},
-		{EventScopeCreated, "root/c", "", clock.now},
-		{EventCleared, "root/c", "", clock.now},
-		{EventScopeDisposed, "root/c", "", clock.now},
+		{Kind: EventSet, Scope: "root", ScopeID: root, Key: "a", Type: "int", Time: clock.now},
+		{Kind: EventRemoved, Scope: "root", ScopeID: root, Key: "a", Time: clock.now},
+		{Kind: EventScopeCreated, Scope: "root/c", ScopeID: cid, ParentID: root, Time: clock.now},
+		{Kind: EventCleared, Scope: "root/c", ScopeID: cid, ParentID: root, Time: clock.now},
+		{Kind: EventScopeDisposed, Scope: "root/c", ScopeID: cid, ParentID: root, Time: clock.now},
 	}
 	if !slices.Equal(events, want) {
 		t.Errorf("events\n got %v\nwant %v", events, want)
@@ -572,7 +574,6 @@ func TestKVSnapshotRestore(t *testing.T) {
 		`{"version":2,"name":"root"}`,
 		`{"version":1,"name":"root","entries":{"":{"value":1}}}`,
 		`{"version":1,"name":"root","children":[{"name":"a/b"}]}`,
-		`{"version":1,"name":"root","children":[{"name":"x"},{"name":"x"}]}`,
 	} {
 		if err := other.Restore(json.RawMessage(bad)); err == nil {
 			t.Errorf("Restore(%s) accepted", bad)
@@ -658,5 +659,115 @@ func TestTrust22_KVErrorsQuoteKeysShort(t *testing.T) {
 		if len(err.Error()) > 512 {
 			t.Errorf("%s: error of %d bytes quotes the whole key", name, len(err.Error()))
 		}
+	}
+}
+
+// TestFit03_ChildIsolated: Child always makes a new scope with its own
+// ID, so two parallel tasks given the same name never share entries.
+func TestFit03_ChildIsolated(t *testing.T) {
+	root := New(Config{})
+	a, err := root.Child("task-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := root.Child("task-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Set(a, "result", "from a"); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, _ := Get[string](b, "result"); ok {
+		t.Errorf("scope b reads a's entry %q: two scopes named task-1 share entries", v)
+	}
+	if a == b || a.ID() == b.ID() {
+		t.Fatalf("two Child(\"task-1\") calls gave one scope (IDs %q, %q)", a.ID(), b.ID())
+	}
+	if got, ok := root.Scope(b.ID()); !ok || got != b {
+		t.Errorf("Scope(%q) = %v, %v; want b", b.ID(), got, ok)
+	}
+	if _, ok := root.Scope("no-such-scope"); ok {
+		t.Error("Scope found an unknown ID")
+	}
+}
+
+// TestFit04_EventsAndCounts: events say whether a set was an update, the
+// value's type, how many entries a clear removed, the scope's and its
+// parent's IDs and the agent; Clear and MergeToParent return counts;
+// IsDisposed, LocalCount and the default importance.
+func TestFit04_EventsAndCounts(t *testing.T) {
+	type plan struct{ Step int }
+	var mu sync.Mutex
+	var events []Event
+	root := New(Config{AgentID: "agent-0", Observer: func(e Event) { mu.Lock(); events = append(events, e); mu.Unlock() }})
+	child, err := root.ChildFor("task", "agent-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = Set(child, "p", plan{1})
+	_ = Set(child, "p", plan{2})
+	_ = child.SetJSON("raw", json.RawMessage(`{"x":1}`), Meta{})
+	_ = Set(root, "raw", "root's")
+	if n, err := child.LocalCount(); n != 2 || err != nil {
+		t.Errorf("LocalCount = %d, %v; want 2", n, err)
+	}
+	if n, _ := child.Count(); n != 2 {
+		t.Errorf("Count = %d, want 2 (raw hides the root's)", n)
+	}
+	if n, err := child.MergeToParent(true); n != 2 || err != nil {
+		t.Errorf("MergeToParent = %d, %v; want 2", n, err)
+	}
+	if n, err := root.Clear(); n != 2 || err != nil {
+		t.Errorf("Clear = %d, %v; want 2", n, err)
+	}
+	if e, _, _ := child.Lookup("p"); e.Importance != DefaultImportance {
+		t.Errorf("importance = %v, want %v", e.Importance, DefaultImportance)
+	}
+	_ = SetWith(child, "z", 0, Meta{Importance: NoImportance})
+	if e, _, _ := child.Lookup("z"); e.Importance != 0 {
+		t.Errorf("NoImportance stored %v", e.Importance)
+	}
+	if child.IsDisposed() {
+		t.Error("IsDisposed before Dispose")
+	}
+	_ = child.Dispose()
+	if !child.IsDisposed() || root.IsDisposed() {
+		t.Error("IsDisposed wrong after Dispose")
+	}
+	if _, ok := root.Scope(child.ID()); ok {
+		t.Error("Scope finds a disposed scope")
+	}
+	if s, ok := root.Scope(root.ID()); !ok || s != root {
+		t.Error("Scope does not find the root")
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	type brief struct {
+		Kind                   EventKind
+		Key, Type              string
+		Update                 bool
+		Count                  int
+		Scope, Parent, AgentID string
+	}
+	var got []brief
+	for _, e := range events {
+		got = append(got, brief{e.Kind, e.Key, e.Type, e.Update, e.Count, e.ScopeID, e.ParentID, e.AgentID})
+	}
+	r, c := root.ID(), child.ID()
+	want := []brief{
+		{EventScopeCreated, "", "", false, 0, c, r, "agent-1"},
+		{EventSet, "p", "kv.plan", false, 0, c, r, "agent-1"},
+		{EventSet, "p", "kv.plan", true, 0, c, r, "agent-1"},
+		{EventSet, "raw", "json.RawMessage", false, 0, c, r, "agent-1"},
+		{EventSet, "raw", "string", false, 0, r, "", "agent-0"},
+		{EventSet, "p", "kv.plan", false, 0, r, "", "agent-0"},
+		{EventSet, "raw", "json.RawMessage", true, 0, r, "", "agent-0"},
+		{EventCleared, "", "", false, 2, r, "", "agent-0"},
+		{EventSet, "z", "int", false, 0, c, r, "agent-1"},
+		{EventScopeDisposed, "", "", false, 0, c, r, "agent-1"},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("events\n got %+v\nwant %+v", got, want)
 	}
 }

@@ -1,0 +1,470 @@
+package agentloop
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/storage"
+)
+
+// The thread layout of version 4. Under storage.ThreadPrefix(threadID):
+//
+//	checkpoint                 the head (headRecord), the only record written with compare-and-swap
+//	seg.<seq>.<nonce>          a segment: one step's new messages and the name of the previous segment
+//	sum.<version>.<nonce>      a summary ([Summary])
+//	layer.<id>.<nonce>         one layer's snapshot
+//
+// Segments, summaries and snapshots are written once, under names no other
+// write uses, before the head that names them; a run that loses the head's
+// compare-and-swap leaves records nothing names, so none of them is ever
+// read. A segment names its predecessor, so loading walks back from the
+// head's tail only as far as the summary does not cover.
+const (
+	segPrefix   = "seg."
+	sumPrefix   = "sum."
+	layerPrefix = "layer."
+)
+
+// headRecord is the head of a version-4 thread.
+type headRecord struct {
+	Version    int       `json:"version"`
+	Agent      string    `json:"agent,omitempty"`
+	ThreadID   string    `json:"thread_id"`
+	ResourceID string    `json:"resource_id,omitempty"`
+	Steps      int       `json:"steps"`
+	Usage      Usage     `json:"usage"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	// Messages is how many messages the thread has; Tail names the
+	// segment that holds the last of them.
+	Messages int    `json:"messages"`
+	Tail     string `json:"tail,omitempty"`
+	// Compacted is the compaction watermark (Checkpoint.Compacted);
+	// Precompacted is how many of the first messages were stored
+	// already compacted (by a version 1 to 3 checkpoint).
+	Compacted    int `json:"compacted,omitempty"`
+	Precompacted int `json:"precompacted,omitempty"`
+	// Summary names the summary record, and Covers says how many
+	// messages, from the first, it summarizes.
+	Summary string `json:"summary,omitempty"`
+	Covers  int    `json:"covers,omitempty"`
+	// Retained is the index of the first message still stored (see
+	// HistoryConfig.RetainMessages).
+	Retained int `json:"retained,omitempty"`
+	// SnapshotVersion, SnapshotName and Layers are the layer.Snapshot,
+	// each layer's JSON in a record of its own.
+	SnapshotVersion int               `json:"snapshot_version,omitempty"`
+	SnapshotName    string            `json:"snapshot_name,omitempty"`
+	Layers          map[string]string `json:"layers,omitempty"`
+}
+
+// segmentRecord is one step's new messages.
+type segmentRecord struct {
+	// First is the index in the thread of Messages[0].
+	First    int             `json:"first"`
+	Prev     string          `json:"prev,omitempty"`
+	Messages []StoredMessage `json:"messages"`
+}
+
+// Summary is the rolling summary of a thread's older messages, as stored
+// with the thread and shown in the history-summary layer's block.
+type Summary struct {
+	// Version counts the thread's summaries: 1 for the first.
+	Version int `json:"version"`
+	// Covers is how many messages, from the first, it summarizes.
+	Covers int `json:"covers"`
+	// Text is the summary.
+	Text string `json:"text"`
+}
+
+// loaded is a thread as a run loads it.
+type loaded struct {
+	ckpt    *Checkpoint
+	msgs    []llms.MessageContent // ckpt.Messages as langchaingo's
+	version int64                 // of the head
+	head    headRecord            // version 4; zero for a migrated thread
+	legacy  bool                  // stored as one checkpoint of version 1 to 3
+	layers  map[string][]byte     // each layer's stored snapshot
+}
+
+// maxLoadAttempts bounds the reads of a head whose records vanish while
+// it is read (a newer run replaced and deleted them).
+const maxLoadAttempts = 3
+
+// load reads a thread: its head, the summary, the layers' snapshots and
+// the messages the summary does not cover. A thread never stored is
+// (nil, nil).
+func (a *Agent) load(ctx context.Context, threadID string) (*loaded, error) {
+	var err error
+	for range maxLoadAttempts {
+		var l *loaded
+		l, err = a.loadOnce(ctx, threadID, false)
+		if err == nil || !errors.Is(err, errVanished) {
+			if err != nil {
+				return nil, fmt.Errorf("%w: thread %s: %w", ErrCheckpoint, storage.Quote(threadID), err)
+			}
+			return l, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: thread %s: %w", ErrCheckpoint, storage.Quote(threadID), err)
+}
+
+// errVanished is a record the head names that is not in the store.
+var errVanished = errors.New("a record the head names is missing")
+
+// loadOnce reads the thread once; full reads every retained message,
+// not only those the summary does not cover.
+func (a *Agent) loadOnce(ctx context.Context, threadID string, full bool) (*loaded, error) {
+	store := a.cfg.Store
+	it, err := store.Get(ctx, storage.ThreadKey(threadID, CheckpointName))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	var probe struct {
+		Version int `json:"version"`
+	}
+	if err := json.Unmarshal(it.Value, &probe); err != nil {
+		return nil, fmt.Errorf("malformed: %w", err)
+	}
+	if probe.Version < CheckpointVersion {
+		c, msgs, err := decodeCheckpoint(it.Value)
+		if err != nil {
+			return nil, err
+		}
+		l := &loaded{ckpt: c, msgs: msgs, version: it.Version, legacy: true, layers: map[string][]byte{}}
+		c.Total = len(c.Messages)
+		for id, raw := range c.Layers.Layers {
+			l.layers[id] = raw
+		}
+		return l, nil
+	}
+	var h headRecord
+	if err := json.Unmarshal(it.Value, &h); err != nil {
+		return nil, fmt.Errorf("malformed: %w", err)
+	}
+	if h.Version != CheckpointVersion {
+		return nil, fmt.Errorf("version %d, this build reads up to %d", h.Version, CheckpointVersion)
+	}
+	if h.Messages < 0 || h.Covers < 0 || h.Covers > h.Messages || h.Retained < 0 || h.Retained > h.Covers ||
+		h.Compacted < 0 || h.Precompacted < 0 || h.Precompacted > h.Messages || (h.Messages > 0) != (h.Tail != "") || (h.Summary == "") != (h.Covers == 0) {
+		return nil, errors.New("malformed head: inconsistent counts")
+	}
+	if (h.Tail != "" && !strings.HasPrefix(h.Tail, segPrefix)) || (h.Summary != "" && !strings.HasPrefix(h.Summary, sumPrefix)) {
+		return nil, errors.New("malformed head: record names")
+	}
+	for _, name := range h.Layers {
+		if !strings.HasPrefix(name, layerPrefix) {
+			return nil, errors.New("malformed head: record names")
+		}
+	}
+	get := func(name string) ([]byte, error) {
+		if !validName(name) {
+			return nil, fmt.Errorf("malformed head: record name %s", storage.Quote(name))
+		}
+		it, err := store.Get(ctx, storage.ThreadKey(threadID, name))
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, fmt.Errorf("%w: %s: %w", errVanished, name, err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("load %s: %w", name, err)
+		}
+		return it.Value, nil
+	}
+	c := &Checkpoint{Version: CheckpointVersion, Agent: h.Agent, ThreadID: h.ThreadID, ResourceID: h.ResourceID,
+		Steps: h.Steps, Usage: h.Usage, UpdatedAt: h.UpdatedAt, Compacted: min(h.Compacted, h.Messages), Total: h.Messages,
+		Layers: layer.Snapshot{Version: h.SnapshotVersion, Name: h.SnapshotName, Layers: make(map[string]json.RawMessage, len(h.Layers))}}
+	l := &loaded{ckpt: c, version: it.Version, head: h, layers: make(map[string][]byte, len(h.Layers))}
+	for id, name := range h.Layers {
+		data, err := get(name)
+		if err != nil {
+			return nil, err
+		}
+		if !json.Valid(data) {
+			return nil, fmt.Errorf("layer %s: snapshot is not valid JSON", id)
+		}
+		c.Layers.Layers[id], l.layers[id] = data, data
+	}
+	if h.Summary != "" {
+		data, err := get(h.Summary)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(data, &c.Summary); err != nil {
+			return nil, fmt.Errorf("summary: malformed: %w", err)
+		}
+		if c.Summary.Covers != h.Covers {
+			return nil, fmt.Errorf("summary covers %d messages, the head says %d", c.Summary.Covers, h.Covers)
+		}
+	}
+	// Walk back from the tail until the messages the summary covers.
+	from := max(h.Covers, h.Retained)
+	if full {
+		from = h.Retained
+	}
+	var segs [][]StoredMessage
+	end, name := h.Messages, h.Tail
+	for end > from {
+		data, err := get(name)
+		if err != nil {
+			return nil, err
+		}
+		var s segmentRecord
+		if err := json.Unmarshal(data, &s); err != nil {
+			return nil, fmt.Errorf("segment %s: malformed: %w", name, err)
+		}
+		if len(s.Messages) == 0 || s.First+len(s.Messages) != end || s.First < 0 {
+			return nil, fmt.Errorf("segment %s: holds messages %d to %d, want up to %d", name, s.First, s.First+len(s.Messages), end)
+		}
+		segs = append(segs, s.Messages)
+		end, name = s.First, s.Prev
+	}
+	c.First = from
+	for i := len(segs) - 1; i >= 0; i-- {
+		c.Messages = append(c.Messages, segs[i]...)
+	}
+	c.Messages = c.Messages[from-end:]
+	l.msgs = make([]llms.MessageContent, len(c.Messages))
+	for i, m := range c.Messages {
+		var err error
+		if l.msgs[i], err = m.content(); err != nil {
+			return nil, fmt.Errorf("message %d: %w", from+i, err)
+		}
+	}
+	return l, nil
+}
+
+// validName reports whether name is one a version-4 head may name.
+func validName(name string) bool {
+	return strings.HasPrefix(name, segPrefix) || strings.HasPrefix(name, sumPrefix) || strings.HasPrefix(name, layerPrefix)
+}
+
+// Transcript returns every stored message of a thread, oldest first, as
+// the runs stored them: tool results capped at Config.MaxToolResultBytes
+// but never compacted or summarized. It is the thread's full history for
+// audit and for layers that keep their own log; the model is sent the
+// window and the summary (see HistoryConfig). Messages removed by
+// HistoryConfig.RetainMessages are gone: first is the index in the
+// thread of the first message returned. A thread never stored gives an
+// error that is storage.ErrNotFound. Transcript reads every segment: its
+// cost grows with the thread, unlike a run's.
+func (a *Agent) Transcript(ctx context.Context, threadID string) (msgs []StoredMessage, first int, err error) {
+	l, err := a.loadOnce(ctx, threadID, true)
+	if err == nil && l == nil {
+		err = storage.ErrNotFound
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: thread %s: %w", ErrCheckpoint, storage.Quote(threadID), err)
+	}
+	return l.ckpt.Messages, l.ckpt.First, nil
+}
+
+// recordName returns a new record name: prefix, the part, and a random
+// nonce no other write uses.
+func recordName(prefix, part string) string {
+	return prefix + part + "." + newSuffix()
+}
+
+// segName returns the name of segment seq (zero-padded to ten digits, so that names
+// sort in order).
+func segName(first int) string {
+	return recordName(segPrefix, fmt.Sprintf("%010d", first))
+}
+
+// writeThread writes a step: the new messages as a segment, the layers
+// whose snapshot changed, a new summary if there is one, then the head
+// with compare-and-swap. If any write fails, the records it wrote
+// (which no head names) are deleted and the thread is as it was.
+func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
+	th, store := r.thread, r.a.cfg.Store
+	h := th.head
+	var written []string
+	put := func(name string, data []byte) error {
+		if _, err := store.Put(ctx, storage.ThreadKey(r.threadID, name), data, storage.NoVersion); err != nil {
+			return err
+		}
+		th.bytesWritten += len(data)
+		written = append(written, name)
+		return nil
+	}
+	abandon := func() {
+		for _, name := range written {
+			_ = store.Delete(context.WithoutCancel(ctx), storage.ThreadKey(r.threadID, name), storage.AnyVersion)
+		}
+	}
+	// The messages not stored yet.
+	from := th.saved - r.base
+	if from < len(r.msgs) {
+		data, err := r.encodeSegment(from, h.Tail)
+		if err != nil {
+			return fmt.Errorf("encode: %w", err)
+		}
+		name := segName(th.saved)
+		if err := put(name, data); err != nil {
+			return err
+		}
+		h.Tail, h.Messages = name, r.base+len(r.msgs)
+	}
+	// The layers whose snapshot changed.
+	layers := make(map[string]string, len(snap.Layers))
+	var replaced []string
+	for id, raw := range snap.Layers {
+		if len(raw) == 0 {
+			raw = json.RawMessage("null")
+		}
+		if name, ok := th.head.Layers[id]; ok && bytes.Equal(th.layers[id], raw) {
+			layers[id] = name
+			continue
+		}
+		if !json.Valid(raw) {
+			abandon()
+			return fmt.Errorf("encode: layer %s: snapshot is not valid JSON", id)
+		}
+		name := recordName(layerPrefix, id)
+		if err := put(name, raw); err != nil {
+			abandon()
+			return err
+		}
+		layers[id] = name
+	}
+	for id, name := range th.head.Layers {
+		if layers[id] != name {
+			replaced = append(replaced, name)
+		}
+	}
+	h.Layers, h.SnapshotVersion, h.SnapshotName = layers, snap.Version, snap.Name
+	// A summary made since the last write.
+	if p := th.pending; p != nil {
+		data, err := json.Marshal(p)
+		if err != nil {
+			abandon()
+			return fmt.Errorf("encode: summary: %w", err)
+		}
+		name := recordName(sumPrefix, strconv.Itoa(p.Version))
+		if err := put(name, data); err != nil {
+			abandon()
+			return err
+		}
+		if th.head.Summary != "" {
+			replaced = append(replaced, th.head.Summary)
+		}
+		h.Summary, h.Covers = name, p.Covers
+		if keep := r.a.cfg.History.RetainMessages; keep > 0 {
+			var err error
+			if h.Retained, replaced, err = r.retain(ctx, min(p.Covers, h.Messages-keep), h.Retained, replaced); err != nil {
+				abandon()
+				return err
+			}
+		}
+	}
+	h.Version, h.Agent, h.ThreadID, h.ResourceID = CheckpointVersion, r.a.cfg.Name, r.threadID, r.resourceID
+	h.Steps, h.Usage, h.UpdatedAt, h.Compacted = th.steps+r.res.Steps, th.usage.Add(r.res.Usage), time.Now().UTC(), th.compacted
+	data, err := json.Marshal(h)
+	if err != nil {
+		abandon()
+		return fmt.Errorf("encode: %w", err)
+	}
+	v, err := store.Put(ctx, th.key, data, th.version)
+	if err != nil {
+		// Only a conflict says for sure that the head was not written;
+		// after any other error it may have been, and then it names the
+		// records.
+		if errors.Is(err, storage.ErrConflict) {
+			abandon()
+		}
+		return err
+	}
+	th.bytesWritten += len(data)
+	th.version, th.head = v, h
+	for id := range layers {
+		if raw := snap.Layers[id]; len(raw) > 0 {
+			th.layers[id] = raw
+		} else {
+			th.layers[id] = []byte("null")
+		}
+	}
+	th.saved = h.Messages
+	if th.pending != nil {
+		th.summary, th.pending = *th.pending, nil
+	}
+	// Records the head no longer names. A run that read the old head
+	// and reads one of them now finds it gone and reads the head again.
+	for _, name := range replaced {
+		_ = store.Delete(ctx, storage.ThreadKey(r.threadID, name), storage.AnyVersion)
+	}
+	return nil
+}
+
+// retain applies HistoryConfig.RetainMessages when a summary is stored:
+// the thread keeps its messages from the start of the segment holding
+// message cutoff on. It returns the new retention point and adds the
+// segments before it to drop (deleted once the head that no longer
+// reaches them is written). Segments are listed by name, which starts
+// with their first message's index.
+func (r *run) retain(ctx context.Context, cutoff, retained int, drop []string) (int, []string, error) {
+	if cutoff <= retained {
+		return retained, drop, nil
+	}
+	prefix := storage.ThreadPrefix(r.threadID)
+	keys, err := r.a.cfg.Store.List(ctx, prefix+segPrefix)
+	if err != nil {
+		return retained, drop, err
+	}
+	type seg struct {
+		name  string
+		first int
+	}
+	var segs []seg
+	point := retained
+	for _, k := range keys {
+		name, err := storage.Unescape(strings.TrimPrefix(k, prefix))
+		if err != nil {
+			continue
+		}
+		digits, _, _ := strings.Cut(strings.TrimPrefix(name, segPrefix), ".")
+		first, err := strconv.Atoi(digits)
+		if err != nil {
+			continue
+		}
+		segs = append(segs, seg{name, first})
+		if first <= cutoff {
+			point = max(point, first)
+		}
+	}
+	for _, s := range segs {
+		if s.first < point {
+			drop = append(drop, s.name)
+		}
+	}
+	return point, drop, nil
+}
+
+// encodeSegment returns the JSON of a segment holding r.msgs[from:],
+// after the segment named prev.
+func (r *run) encodeSegment(from int, prev string) ([]byte, error) {
+	s := segmentRecord{First: r.base + from, Prev: prev, Messages: make([]StoredMessage, 0, len(r.msgs)-from)}
+	for i := from; i < len(r.msgs); i++ {
+		m, err := storedMessage(r.msgs[i])
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", r.base+i, err)
+		}
+		s.Messages = append(s.Messages, m)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

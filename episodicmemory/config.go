@@ -1,0 +1,160 @@
+package episodicmemory
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/memlayer/memlayer/layer"
+)
+
+// DefaultID is the layer ID used when Config.ID is empty.
+const DefaultID = "episodic-memory"
+
+// Defaults of the zero Config.
+const (
+	// DefaultMaxRecall is how many episodes Recall shows at most.
+	DefaultMaxRecall = 8
+	// DefaultMaxResultBytes is how much of one result an episode keeps
+	// whole (1 MiB): far above agentloop's history cap (16 KiB), so a
+	// result the history cut is read back whole by the read tool.
+	DefaultMaxResultBytes = 1 << 20
+	// DefaultCompactAfter is how many raw (unfolded) episodes trigger a
+	// compaction.
+	DefaultCompactAfter = 64
+	// DefaultCompactTokens is how many tokens of raw episodes (arguments
+	// and results, by the default estimate) trigger a compaction.
+	DefaultCompactTokens = 50_000
+	// DefaultRetain is how many of the newest segments (one per recorded
+	// step) keep their raw episodes; older folded segments are deleted.
+	DefaultRetain = 1000
+	// DefaultMaxDigests is how many digests of folded episodes a run
+	// holds in memory for recall.
+	DefaultMaxDigests = 512
+	// DefaultHalfLife is the recency half-life, in episodes.
+	DefaultHalfLife = 16
+	// DefaultSnapshotResultBytes is how much of each result a snapshot
+	// carries.
+	DefaultSnapshotResultBytes = 256
+	// DefaultSnapshotDigests is how many of the newest digests a snapshot
+	// carries.
+	DefaultSnapshotDigests = 64
+	// DefaultReadPageBytes is the largest page the read tool returns
+	// (12 KiB): below agentloop's history cap with room for the note.
+	DefaultReadPageBytes = 12 << 10
+	// DefaultMaxRetries is how many compare-and-swap attempts one write
+	// of the head makes.
+	DefaultMaxRetries = 16
+)
+
+// Weights of Recall's score: similarity·SimilarityWeight +
+// recency·RecencyWeight (see [Layer.Recall]).
+const (
+	SimilarityWeight = 0.6
+	RecencyWeight    = 0.4
+)
+
+// Config configures a [Layer]. The zero Config is valid: layer
+// "episodic-memory" in slot layer.SlotEpisodic, thread scope, unbounded
+// budget and the defaults above.
+type Config struct {
+	// ID is the layer ID. Empty means DefaultID. It names the block
+	// Recall fences its text in (layer.FenceTag: <episodic_memory> by
+	// default), the read tool ("<id>/read") and the storage keys.
+	ID string
+	// Slot orders the layer in the prompt. Zero means layer.SlotEpisodic.
+	Slot int
+	// Scope is layer.ScopeThread (the default: one log per thread) or
+	// layer.ScopeResource (one log shared by the resource's threads);
+	// layer.ScopeExecution keeps a log for the run only. Global is
+	// refused.
+	Scope layer.Scope
+	// Budget is the layer's token budget.
+	Budget layer.Budget
+	// DisableOnInitError disables the layer for the run when loading its
+	// log fails, instead of aborting the run.
+	DisableOnInitError bool
+	// MaxRecall caps the episodes Recall shows. Zero means
+	// DefaultMaxRecall.
+	MaxRecall int
+	// MaxResultBytes caps the result an episode keeps; a longer result
+	// keeps its beginning and its full size, and the read tool says it
+	// was cut. Zero means DefaultMaxResultBytes; negative means no cap.
+	MaxResultBytes int
+	// CompactAfter and CompactTokens trigger a compaction when the raw
+	// episodes not yet folded number more than CompactAfter or hold more
+	// than CompactTokens tokens: the oldest are folded into digests
+	// until at most half of each remains. Zero means the default.
+	CompactAfter  int
+	CompactTokens int
+	// Retain is how many of the newest segments (one per recorded step)
+	// keep their raw episodes once folded; older ones are deleted, and
+	// the read tool gives their digest. Zero means DefaultRetain;
+	// negative keeps every raw episode.
+	Retain int
+	// MaxDigests caps the digests of folded episodes a run holds for
+	// recall (older ones stay stored; the read tool still finds them).
+	// Zero means DefaultMaxDigests.
+	MaxDigests int
+	// HalfLife is the recency half-life in episodes: an episode n
+	// episodes older than the newest has recency 0.5^(n/HalfLife). Zero
+	// means DefaultHalfLife.
+	HalfLife int
+	// SnapshotResultBytes caps each result in a snapshot, and
+	// SnapshotDigests the digests it carries (the newest): agentloop puts
+	// the snapshot in the thread's checkpoint at every step, while the
+	// log itself is in the store. Zero means DefaultSnapshotResultBytes,
+	// DefaultSnapshotDigests.
+	SnapshotResultBytes int
+	SnapshotDigests     int
+	// ReadPageBytes is the largest page of a result the read tool
+	// returns at once. Zero means DefaultReadPageBytes.
+	ReadPageBytes int
+	// MaxRetries bounds the compare-and-swap attempts of one write of the
+	// head. Zero means DefaultMaxRetries.
+	MaxRetries int
+	// Now returns the current time, recorded in each episode. Nil means
+	// time.Now. Recall never depends on it.
+	Now func() time.Time
+}
+
+// withDefaults validates cfg and fills in its defaults.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.ID == "" {
+		cfg.ID = DefaultID
+	}
+	if cfg.Slot == 0 {
+		cfg.Slot = layer.SlotEpisodic
+	}
+	if cfg.Scope == "" {
+		cfg.Scope = layer.ScopeThread
+	}
+	if cfg.Scope == layer.ScopeGlobal {
+		return cfg, fmt.Errorf("%w: Scope global: an episode log belongs to a thread or a resource", ErrInvalidConfig)
+	}
+	for name, v := range map[string]int{"MaxRecall": cfg.MaxRecall, "CompactAfter": cfg.CompactAfter, "CompactTokens": cfg.CompactTokens,
+		"MaxDigests": cfg.MaxDigests, "HalfLife": cfg.HalfLife, "SnapshotResultBytes": cfg.SnapshotResultBytes, "ReadPageBytes": cfg.ReadPageBytes, "SnapshotDigests": cfg.SnapshotDigests, "MaxRetries": cfg.MaxRetries} {
+		if v < 0 {
+			return cfg, fmt.Errorf("%w: %s %d < 0", ErrInvalidConfig, name, v)
+		}
+	}
+	def := func(p *int, d int) {
+		if *p == 0 {
+			*p = d
+		}
+	}
+	def(&cfg.MaxRecall, DefaultMaxRecall)
+	def(&cfg.MaxResultBytes, DefaultMaxResultBytes)
+	def(&cfg.CompactAfter, DefaultCompactAfter)
+	def(&cfg.CompactTokens, DefaultCompactTokens)
+	def(&cfg.Retain, DefaultRetain)
+	def(&cfg.MaxDigests, DefaultMaxDigests)
+	def(&cfg.HalfLife, DefaultHalfLife)
+	def(&cfg.SnapshotResultBytes, DefaultSnapshotResultBytes)
+	def(&cfg.ReadPageBytes, DefaultReadPageBytes)
+	def(&cfg.SnapshotDigests, DefaultSnapshotDigests)
+	def(&cfg.MaxRetries, DefaultMaxRetries)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return cfg, nil
+}

@@ -1,0 +1,30 @@
+package episodicmemory_test
+
+import (
+	"testing"
+
+	"github.com/memlayer/memlayer/episodicmemory"
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/layer/layertest"
+)
+
+// TestEpisodic04_Conformance runs the layer contract's suite, thread-
+// and resource-scoped, and with a compaction at every step.
+func TestEpisodic04_Conformance(t *testing.T) {
+	for name, cfg := range map[string]episodicmemory.Config{
+		"thread":    {},
+		"resource":  {Scope: layer.ScopeResource},
+		"execution": {Scope: layer.ScopeExecution},
+		"compact":   {CompactAfter: 1, Retain: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			layertest.Run(t, func(t *testing.T) layer.Layer {
+				l, err := episodicmemory.New(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return l
+			})
+		})
+	}
+}

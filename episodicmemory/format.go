@@ -1,0 +1,213 @@
+package episodicmemory
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// FormatVersion is the version of every record this package writes: the
+// head, segments, digest records and snapshots. Records of a later
+// version are refused with [ErrVersion]; records without a version, or
+// that do not decode, are [ErrCorrupt].
+//
+// # The stored log
+//
+// A scope's log lives under storage.LayerKey(id, scopeKey, name), with
+// these names:
+//
+//	head                       {"version":1,"next":12,"digested":8,"dropped":0,"base":0,"lastDigest":0}
+//	seg/<seq, 20 digits>       {"version":1,"seq":5,"episodes":[Episode, ...]}
+//	digest/<seq, 20 digits>    {"version":1,"from":0,"to":8,"prev":-1,"digests":[Digest, ...]}
+//	quarantine/<unix-nanos>    a record that could not be read, set aside
+//
+// The head is the only record ever rewritten, always with
+// compare-and-swap, and stays the same size however long the log grows.
+// A step writes its episodes, once, as segment seg/<next> (create-only,
+// so two writers never share a number), then advances next on the head
+// past it; a writer that finds the number taken advances the head for
+// the segment's writer and takes the next number. So every segment
+// below next is written, and a writer stopped between its two writes
+// loses nothing. Segments below digested are folded: their episodes'
+// digests are in the digest records, a chain from lastDigest back
+// through prev, each covering [from, to). Segments below dropped have
+// been deleted (the retention limit), and nothing below base (set by
+// Clear and Restore) is part of the log.
+const FormatVersion = 1
+
+// head is the log's head record.
+type head struct {
+	Version  int   `json:"version"`
+	Next     int64 `json:"next"`     // the next segment number to claim
+	Digested int64 `json:"digested"` // segments below are folded into digest records
+	Dropped  int64 `json:"dropped"`  // segments below are deleted
+	Base     int64 `json:"base"`     // nothing below is part of the log
+	// LastDigest is the first segment of the newest digest record; -1
+	// when there is none.
+	LastDigest int64 `json:"lastDigest"`
+}
+
+func emptyHead() head { return head{Version: FormatVersion, LastDigest: -1} }
+
+type segment struct {
+	Version  int       `json:"version"`
+	Seq      int64     `json:"seq"`
+	Episodes []Episode `json:"episodes"`
+}
+
+type digestRecord struct {
+	Version int      `json:"version"`
+	From    int64    `json:"from"`
+	To      int64    `json:"to"`
+	Prev    int64    `json:"prev"` // the previous record's From; -1 when none
+	Digests []Digest `json:"digests"`
+}
+
+// snapshot is what Snapshot writes: the digests and the raw episodes of
+// the layer's view, oldest first.
+type snapshot struct {
+	Version  int       `json:"version"`
+	Digests  []Digest  `json:"digests"`
+	Episodes []Episode `json:"episodes"`
+}
+
+// segName and digestName name a segment and a digest record.
+func segName(seq int64) string    { return fmt.Sprintf("seg/%020d", seq) }
+func digestName(seq int64) string { return fmt.Sprintf("digest/%020d", seq) }
+
+// parseName returns the kind ("seg" or "digest") and number of a record
+// name, or "" when it is neither.
+func parseName(name string) (string, int64) {
+	kind, num, ok := strings.Cut(name, "/")
+	if !ok || kind != "seg" && kind != "digest" || len(num) != 20 {
+		return "", 0
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 {
+		return "", 0
+	}
+	return kind, n
+}
+
+func encode(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Every field is a string, a number, a bool or a clamped time.
+		panic("episodicmemory: encode: " + err.Error())
+	}
+	return b
+}
+
+// decode reads one record of the current or an older version into v
+// (which has a Version field set from the data).
+func decode(data []byte, v any) error {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' {
+		return fmt.Errorf("%w: not a JSON object", ErrCorrupt)
+	}
+	var ver struct {
+		Version *int `json:"version"`
+	}
+	if err := json.Unmarshal(data, &ver); err != nil {
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	switch {
+	case ver.Version == nil:
+		return fmt.Errorf("%w: no version", ErrCorrupt)
+	case *ver.Version > FormatVersion:
+		return fmt.Errorf("%w: version %d, this build reads up to %d", ErrVersion, *ver.Version, FormatVersion)
+	case *ver.Version < 1:
+		return fmt.Errorf("%w: version %d", ErrCorrupt, *ver.Version)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return nil
+}
+
+func decodeHead(data []byte) (head, error) {
+	h := emptyHead()
+	if err := decode(data, &h); err != nil {
+		return head{}, err
+	}
+	if h.Next < 0 || h.Next > 1<<62 || h.Base < 0 || h.Base > h.Next || h.Digested < h.Base || h.Digested > h.Next ||
+		h.Dropped < 0 || h.Dropped > h.Next || h.LastDigest < -1 || h.LastDigest >= h.Next {
+		return head{}, fmt.Errorf("%w: head out of order: %+v", ErrCorrupt, h)
+	}
+	return h, nil
+}
+
+func decodeSegment(data []byte, seq int64) (segment, error) {
+	var s segment
+	if err := decode(data, &s); err != nil {
+		return segment{}, err
+	}
+	if s.Seq != seq {
+		return segment{}, fmt.Errorf("%w: segment %d holds seq %d", ErrCorrupt, seq, s.Seq)
+	}
+	for i := range s.Episodes {
+		if err := checkEpisode(&s.Episodes[i]); err != nil {
+			return segment{}, fmt.Errorf("%w: segment %d, episode %d: %w", ErrCorrupt, seq, i, err)
+		}
+		s.Episodes[i].seq = seq
+	}
+	return s, nil
+}
+
+func decodeDigestRecord(data []byte, from int64) (digestRecord, error) {
+	var r digestRecord
+	if err := decode(data, &r); err != nil {
+		return digestRecord{}, err
+	}
+	if r.From != from || r.To <= r.From || r.Prev < -1 || r.Prev >= r.From {
+		return digestRecord{}, fmt.Errorf("%w: digest record %d covers [%d, %d) after %d", ErrCorrupt, from, r.From, r.To, r.Prev)
+	}
+	for i, d := range r.Digests {
+		if d.Ref == "" || d.Seq < r.From || d.Seq >= r.To {
+			return digestRecord{}, fmt.Errorf("%w: digest record %d, digest %d: ref %q, seq %d", ErrCorrupt, from, i, d.Ref, d.Seq)
+		}
+		if y := d.Time.Year(); y < 0 || y > 9999 {
+			return digestRecord{}, fmt.Errorf("%w: digest record %d, digest %d: time out of range", ErrCorrupt, from, i)
+		}
+	}
+	return r, nil
+}
+
+func decodeSnapshot(data []byte) (snapshot, error) {
+	var s snapshot
+	if err := decode(data, &s); err != nil {
+		return snapshot{}, err
+	}
+	for i := range s.Episodes {
+		if err := checkEpisode(&s.Episodes[i]); err != nil {
+			return snapshot{}, fmt.Errorf("%w: episode %d: %w", ErrCorrupt, i, err)
+		}
+		s.Episodes[i].seq = -1
+	}
+	for i, d := range s.Digests {
+		if d.Ref == "" || d.Seq != 0 {
+			return snapshot{}, fmt.Errorf("%w: digest %d: ref %q, seq %d", ErrCorrupt, i, d.Ref, d.Seq)
+		}
+		if y := d.Time.Year(); y < 0 || y > 9999 {
+			return snapshot{}, fmt.Errorf("%w: digest %d: time out of range", ErrCorrupt, i)
+		}
+	}
+	return s, nil
+}
+
+// checkEpisode rejects an episode this package would not have written.
+func checkEpisode(e *Episode) error {
+	switch {
+	case e.Ref == "":
+		return fmt.Errorf("no ref")
+	case e.Kind != KindTool && e.Kind != KindTurn:
+		return fmt.Errorf("kind %q", e.Kind)
+	case e.Size < 0 || e.Size > 0 && e.Size < len(e.Result):
+		return fmt.Errorf("size %d for a result of %d bytes", e.Size, len(e.Result))
+	case e.Time.Year() < 0 || e.Time.Year() > 9999:
+		return fmt.Errorf("time out of range")
+	}
+	return nil
+}

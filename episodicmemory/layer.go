@@ -1,0 +1,629 @@
+package episodicmemory
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/memlayer/memlayer/internal/lexical"
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/storage"
+)
+
+// Layer is the episodic memory: it records every tool invocation of a
+// thread (or of a resource's threads) and every turn's outcome as a
+// time-ordered log in the store, recalls the episodes most relevant to
+// the user's input as one-line digests with references, and offers the
+// model a tool to read an episode's full result by its reference.
+//
+// A Layer from [New] is a template: it keeps its own in-memory log (so it
+// can be used on its own), and [Layer.Init] returns a new Layer bound to a
+// run, loaded from and appending to the run's store. Methods are safe for
+// concurrent use.
+type Layer struct {
+	cfg  Config
+	spec layer.Spec
+	tag  string // the fence tag
+	tool string // the read tool's wire name, as the model sees it
+
+	mu      sync.Mutex
+	store   storage.Store // nil: nothing persists
+	scope   string        // the scope key
+	thread  string        // the run's thread, recorded in episodes
+	logger  *slog.Logger
+	head    head      // the head the view is based on
+	hver    int64     // its stored version
+	digests []Digest  // the newest digests of folded episodes, oldest first
+	recent  []Episode // raw episodes not folded, oldest first
+	pending []Episode // episodes not yet appended (a failed write)
+
+	// The recall index over the candidates (digests, then recent, then
+	// pending), each document a digest line. Appends and compactions
+	// update it; other changes drop it (see syncIndex).
+	index    *lexical.Corpus
+	docs     []string // each candidate's digest line, in index order
+	indexed  int      // candidates in the index; -1: rebuild
+	rawToks  int      // tokens of recent and pending (arguments and results)
+	rawCount int
+}
+
+// New returns an episodic memory layer. It does no I/O; see [Layer.Init].
+func New(cfg Config) (*Layer, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	spec := layer.Spec{ID: cfg.ID, Slot: cfg.Slot, Scope: cfg.Scope, Budget: cfg.Budget, DisableOnInitError: cfg.DisableOnInitError}
+	if err := spec.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	l := &Layer{cfg: cfg, spec: spec, tag: layer.FenceTag(cfg.ID), tool: layer.WireName(layer.ToolName(cfg.ID, "read"))}
+	l.head = emptyHead()
+	l.logger = slog.Default()
+	l.reindex()
+	return l, nil
+}
+
+// bind returns an empty layer with l's configuration.
+func (l *Layer) bind() *Layer {
+	return &Layer{cfg: l.cfg, spec: l.spec, tag: l.tag, tool: l.tool, head: emptyHead(), logger: l.logger, indexed: -1}
+}
+
+// Spec returns the layer's spec.
+func (l *Layer) Spec() layer.Spec { return l.spec }
+
+// Tag returns the name of the block Recall fences its text in: the
+// layer ID with '-' replaced by '_' ("episodic_memory" by default).
+func (l *Layer) Tag() string { return l.tag }
+
+// Init returns the layer bound to env's run, reading the log of
+// env.ScopeKey(scope) (nothing is read or persisted in execution scope or
+// without env.Store). It reads the head, the newest digests and the
+// raw episodes not yet folded: its cost does not grow with the log. A
+// record written by a newer version of this package ([ErrVersion]) fails
+// Init and is left as it is. An unreadable record is set aside with
+// storage.Quarantine and reported through env.Logger: an unreadable
+// segment or digest record reads as nothing; an unreadable head starts a
+// new log above every stored record. The receiver is not modified.
+func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
+	b := l.bind()
+	b.thread = env.ThreadID
+	if env.Logger != nil {
+		b.logger = env.Logger
+	}
+	if env.Store == nil || l.cfg.Scope == layer.ScopeExecution {
+		return b, nil
+	}
+	b.store, b.scope = env.Store, env.ScopeKey(l.cfg.Scope)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.load(ctx); err != nil {
+		return nil, fmt.Errorf("episodicmemory: init: %w", err)
+	}
+	return b, nil
+}
+
+// Store records the step's tool invocations (tool, arguments, result or
+// error, duration, step, time and the IDs and names found in the
+// arguments and result) and, at a step without tool calls, the turn's
+// outcome (the request and the answer); calls of its own read tool are
+// not recorded. It appends them to the log as one segment: the segment is
+// written once, under the next number (create-only), and the head is
+// advanced past it with compare-and-swap; on a lost race the segments
+// other writers appended are read into the view and the next number is
+// tried (see [FormatVersion]). A step's cost does not grow with the log.
+// A failed write keeps the episodes for the next Store or Close. Past
+// Config.CompactAfter raw episodes or Config.CompactTokens tokens, the
+// oldest are folded into digests (see [Layer.Compact]).
+func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
+	eps := l.episodes(t)
+	if len(eps) == 0 {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pending = append(l.pending, eps...)
+	l.changed()
+	if err := l.flush(ctx); err != nil {
+		return fmt.Errorf("episodicmemory: store: %w", err)
+	}
+	if l.rawCount > l.cfg.CompactAfter || l.rawToks > l.cfg.CompactTokens {
+		if err := l.compact(ctx); err != nil {
+			return fmt.Errorf("episodicmemory: compact: %w", err)
+		}
+	}
+	return nil
+}
+
+// episodes turns a step into episodes (not yet numbered).
+func (l *Layer) episodes(t layer.Turn) []Episode {
+	now := clampTime(l.cfg.Now())
+	var eps []Episode
+	for _, r := range t.Results {
+		if r.Name == l.tool || r.Name == l.cfg.ID+"/read" {
+			continue // reading an episode is not an episode
+		}
+		name, args := r.Name, r.Arguments
+		if name == "" || args == "" {
+			for _, c := range t.ToolCalls {
+				if c.ID == r.ID {
+					name, args = cmp.Or(name, c.Name), cmp.Or(args, c.Arguments)
+				}
+			}
+		}
+		ref := r.ID
+		if ref == "" {
+			ref = "call-" + strconv.Itoa(t.Step) + "-" + strconv.Itoa(len(eps))
+		}
+		res, size := cutResult(r.Content, l.cfg.MaxResultBytes)
+		e := Episode{Ref: ref, Kind: KindTool, Thread: l.thread, Step: t.Step, Time: now, Tool: name, Arguments: args,
+			Result: res, IsError: r.IsError, Size: size, Duration: r.Duration, seq: -1}
+		e.Entities = findEntities(e.Entities, args)
+		if !r.IsError {
+			e.Entities = findEntities(e.Entities, res)
+		}
+		eps = append(eps, e)
+	}
+	if len(t.ToolCalls) == 0 && len(t.Results) == 0 && (t.Query != "" || t.Response != "") {
+		res, size := cutResult(t.Response, l.cfg.MaxResultBytes)
+		eps = append(eps, Episode{Ref: "turn", Kind: KindTurn, Thread: l.thread, Step: t.Step, Time: now, Query: t.Query, Result: res, Size: size, seq: -1})
+	}
+	return eps
+}
+
+// turnRef is the reference of the turn episode in segment seq.
+func turnRef(seq int64) string { return "turn-" + strconv.FormatInt(seq, 10) }
+
+// flush appends the pending episodes (in memory without a store).
+func (l *Layer) flush(ctx context.Context) error {
+	if len(l.pending) == 0 {
+		return nil
+	}
+	if l.store != nil {
+		return l.appendPending(ctx)
+	}
+	seq := l.head.Next
+	l.head.Next++
+	for i := range l.pending {
+		l.pending[i].seq = seq
+		if l.pending[i].Kind == KindTurn {
+			l.pending[i].Ref = turnRef(seq)
+		}
+	}
+	l.recent = append(l.recent, l.pending...)
+	l.pending = nil
+	l.changed()
+	return nil
+}
+
+// Compact folds the oldest raw episodes into digests now, as Store does
+// past its thresholds: whole segments, oldest first, until at most half
+// of Config.CompactAfter raw episodes and half of Config.CompactTokens
+// tokens remain (the newest segment always stays raw). The digests keep
+// the episodes' references; the raw episodes stay stored (the read tool
+// returns them) until they fall beyond Config.Retain segments.
+func (l *Layer) Compact(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.flush(ctx); err != nil {
+		return fmt.Errorf("episodicmemory: compact: %w", err)
+	}
+	if err := l.compact(ctx); err != nil {
+		return fmt.Errorf("episodicmemory: compact: %w", err)
+	}
+	return nil
+}
+
+// compact picks the segments to fold and folds them.
+func (l *Layer) compact(ctx context.Context) error {
+	if len(l.recent) == 0 {
+		return nil
+	}
+	// Keep the newest segments within half of each threshold.
+	count, toks := 0, 0
+	to := l.recent[len(l.recent)-1].seq
+	for i := len(l.recent) - 1; i >= 0; i-- {
+		e := &l.recent[i]
+		count++
+		toks += rawTokens(e)
+		if count > l.cfg.CompactAfter/2 || toks > l.cfg.CompactTokens/2 {
+			break
+		}
+		to = e.seq
+	}
+	// to is the oldest segment kept whole: fold everything before it.
+	if to <= l.head.Digested {
+		return nil
+	}
+	if l.store != nil {
+		return l.compactStored(ctx, to)
+	}
+	var digests []Digest
+	for _, e := range l.recent {
+		if e.seq < to {
+			digests = append(digests, e.digest())
+		}
+	}
+	h := l.head
+	h.Digested, h.Dropped = to, to // without a store nothing raw is kept
+	l.fold(h, digests)
+	return nil
+}
+
+// fold installs head h after a compaction that produced digests: the
+// raw episodes below h.Digested leave the view, the digests join it. When
+// the digests are those of the folded episodes (as they are unless
+// another writer folded differently) the candidates keep their order and
+// text, and the index only loses the digests trimmed off the front.
+func (l *Layer) fold(h head, digests []Digest) {
+	l.head = h
+	n := 0
+	for n < len(l.recent) && l.recent[n].seq < h.Digested {
+		n++
+	}
+	same := n == len(digests)
+	for k := 0; same && k < n; k++ {
+		same = digests[k].Ref == l.recent[k].Ref && digests[k].Text == l.recent[k].Digest()
+	}
+	l.recent = slices.DeleteFunc(l.recent, func(e Episode) bool { return e.seq < h.Digested })
+	l.digests = append(l.digests, digests...)
+	trim := max(len(l.digests)-l.cfg.MaxDigests, 0)
+	l.digests = slices.Delete(l.digests, 0, trim)
+	if same && l.index != nil && trim <= l.indexed {
+		l.index.DropFirst(trim)
+		l.docs = slices.Delete(l.docs, 0, trim)
+		l.indexed -= trim
+	} else {
+		l.reindex()
+	}
+	l.changed()
+}
+
+// rawTokens is an episode's size for Config.CompactTokens, by the
+// default estimate, counted once.
+func rawTokens(e *Episode) int {
+	if e.toks == 0 {
+		e.toks = 1 + layer.Query{}.Count(e.Arguments) + layer.Query{}.Count(e.Query) + layer.Query{}.Count(e.Result)
+	}
+	return e.toks
+}
+
+// reindex drops the recall index: the view changed other than by an
+// append or a compaction.
+func (l *Layer) reindex() { l.index, l.docs, l.indexed = nil, nil, -1 }
+
+// changed recounts the raw episodes after a change of the view.
+func (l *Layer) changed() {
+	l.rawCount, l.rawToks = len(l.recent)+len(l.pending), 0
+	for i := range l.recent {
+		l.rawToks += rawTokens(&l.recent[i])
+	}
+	for i := range l.pending {
+		l.rawToks += rawTokens(&l.pending[i])
+	}
+}
+
+// Read returns the episode with the given reference (the newest, if
+// several share it), with its result as stored (whole up to
+// Config.MaxResultBytes), and whole true. For an episode whose raw form
+// is gone (beyond Config.Retain, or folded without a store) it returns
+// the episode rebuilt from its digest, with an empty Result, and whole
+// false. It fails with [ErrNoEpisode] when no episode has the reference.
+func (l *Layer) Read(ctx context.Context, ref string) (e Episode, whole bool, err error) {
+	e, d, err := l.read(ctx, ref)
+	if err != nil || d == nil {
+		return e, err == nil, err
+	}
+	return Episode{Ref: d.Ref, Thread: d.Thread, Step: d.Step, Time: d.Time, seq: d.Seq}, false, nil
+}
+
+// read finds ref: the raw episode, or the digest when only that is left.
+func (l *Layer) read(ctx context.Context, ref string) (Episode, *Digest, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, list := range [][]Episode{l.pending, l.recent} {
+		for i := len(list) - 1; i >= 0; i-- {
+			if list[i].Ref == ref {
+				return list[i], nil, nil
+			}
+		}
+	}
+	if l.store != nil {
+		e, d, err := l.findStored(ctx, ref, nil, l.head.LastDigest)
+		if err != nil {
+			return Episode{}, nil, fmt.Errorf("episodicmemory: read %s: %w", storage.Quote(ref), err)
+		}
+		if d != nil || e.Ref != "" {
+			return e, d, nil
+		}
+	} else {
+		for i := len(l.digests) - 1; i >= 0; i-- {
+			if l.digests[i].Ref == ref {
+				d := l.digests[i]
+				return Episode{}, &d, nil
+			}
+		}
+	}
+	return Episode{}, nil, fmt.Errorf("%w: %s", ErrNoEpisode, storage.Quote(ref))
+}
+
+// readParams is the read tool's schema.
+const readParams = `{"type":"object","properties":{"ref":{"type":"string","description":"The episode's reference: the ID in brackets at the start of its line in the episodic memory block (a tool call ID)."},"offset":{"type":"integer","minimum":0,"description":"Byte offset to read from, for a result longer than one page; the note at the end of a page gives the next one."}},"required":["ref"],"additionalProperties":false}`
+
+// Provides offers the function "read" (tool "<id>/read"), which returns
+// an episode's full result by its reference: the tool's output as it
+// was (or the error text, or a turn's answer), kept whole up to
+// Config.MaxResultBytes. A result longer than Config.ReadPageBytes
+// comes in pages, so that no page is cut by agentloop's history cap:
+// each page ends with a note giving the byte range shown, the full size
+// and the offset to read on from,
+//
+//	[episodic-memory: bytes 0-12288 of 40626; read on with {"ref":"call_1","offset":12288}]
+//
+// and the concatenated pages (notes removed) are the result. A result cut
+// at Config.MaxResultBytes ends with a note saying so. For an episode
+// whose raw form was dropped it returns the digest and says so. It also
+// offers data "episodes": the raw episodes of the view, oldest first.
+func (l *Layer) Provides() layer.Provides {
+	return layer.Provides{
+		Functions: []layer.Function{{
+			Name:        "read",
+			Description: "Read the full result of an earlier tool call (or turn) by its reference, shown in brackets in the episodic memory block. Use it when a result in the conversation was truncated or is no longer shown. Long results come in pages: follow the note at the end of each page.",
+			Parameters:  json.RawMessage(readParams),
+			Call:        l.callRead,
+		}},
+		Data: []layer.Data{{
+			Name:        "episodes",
+			Description: "The raw episodes not yet folded into digests, oldest first.",
+			Read: func(context.Context) (any, error) {
+				l.mu.Lock()
+				defer l.mu.Unlock()
+				return slices.Concat(l.recent, l.pending), nil
+			},
+		}},
+	}
+}
+
+func (l *Layer) callRead(ctx context.Context, args json.RawMessage) (string, error) {
+	var p struct {
+		Ref    string `json:"ref"`
+		Offset int    `json:"offset"`
+	}
+	if err := json.Unmarshal(args, &p); err != nil || p.Ref == "" || p.Offset < 0 {
+		return "", fmt.Errorf(`give the episode's reference as {"ref": "<id in brackets>"}, and optionally a byte offset >= 0 as "offset"`)
+	}
+	e, d, err := l.read(ctx, p.Ref)
+	if err != nil {
+		return "", err
+	}
+	if d != nil {
+		return "The full result of " + p.Ref + " is no longer stored (retention limit); its digest:\n" + d.Text, nil
+	}
+	out := e.Result
+	if e.IsError && out == "" {
+		out = "error"
+	}
+	if p.Offset > len(out) {
+		return "", fmt.Errorf("offset %d is past the end of the result (%d bytes)", p.Offset, len(out))
+	}
+	var note string
+	if p.Offset > 0 || len(out) > l.cfg.ReadPageBytes {
+		page, _ := cutResult(out[p.Offset:], l.cfg.ReadPageBytes)
+		if page == "" && p.Offset < len(out) {
+			page = out[p.Offset:min(len(out), p.Offset+utf8.UTFMax)]
+		}
+		end := p.Offset + len(page)
+		note = "\n[" + l.cfg.ID + ": bytes " + strconv.Itoa(p.Offset) + "-" + strconv.Itoa(end) + " of " + strconv.Itoa(len(out))
+		if end < len(out) {
+			ref, _ := json.Marshal(p.Ref)
+			note += `; read on with {"ref":` + string(ref) + `,"offset":` + strconv.Itoa(end) + "}"
+		}
+		note += "]"
+		out = page
+	}
+	if e.Size > 0 {
+		note += "\n[" + l.cfg.ID + ": result cut at " + strconv.Itoa(len(e.Result)) + " of " + strconv.Itoa(e.Size) + " bytes]"
+	}
+	return out + note, nil
+}
+
+// Snapshot returns the layer's view as versioned JSON: the newest
+// Config.SnapshotDigests digests and the raw episodes not yet folded,
+// oldest first, each result cut at Config.SnapshotResultBytes (Size then
+// holds its full length). It is a bounded summary for checkpoints: the
+// full log stays in the store.
+func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.snapshotLocked(), nil
+}
+
+func (l *Layer) snapshotLocked() []byte {
+	digests := l.digests[max(len(l.digests)-l.cfg.SnapshotDigests, 0):]
+	s := snapshot{Version: FormatVersion, Digests: make([]Digest, len(digests)), Episodes: slices.Concat(l.recent, l.pending)}
+	for i, d := range digests {
+		d.Seq = 0
+		s.Digests[i] = d
+	}
+	for i := range s.Episodes {
+		e := &s.Episodes[i]
+		full := max(e.Size, len(e.Result))
+		if res, size := cutResult(e.Result, l.cfg.SnapshotResultBytes); size > 0 {
+			e.Result, e.Size = res, full
+		}
+	}
+	return encode(s)
+}
+
+// Restore replaces the log's view with a snapshot. A snapshot equal to
+// the current one changes nothing. Otherwise, with a store, the stored
+// log is replaced: a new log base is claimed on the head, the snapshot's
+// digests and episodes are written above it, and the older records are
+// deleted (results are what the snapshot holds: cut at
+// Config.SnapshotResultBytes). A snapshot from a newer version
+// ([ErrVersion]) or an unreadable one ([ErrCorrupt]) is refused, and the
+// current state is kept.
+func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
+	s, err := decodeSnapshot(data)
+	if err != nil {
+		return fmt.Errorf("episodicmemory: restore: %w", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if string(encode(s)) == string(l.snapshotLocked()) {
+		return nil
+	}
+	if l.store == nil {
+		h := l.head
+		h.Base, h.Digested, h.Dropped = h.Next, h.Next+1, h.Next+1
+		h.Next += int64(1 + len(s.Episodes))
+		l.setRestored(h, s)
+		return nil
+	}
+	// Claim a base and the numbers of the restored records.
+	h, _, err := l.updateHead(ctx, func(h *head) bool {
+		base := h.Next
+		h.Base, h.Digested, h.Dropped, h.LastDigest = base, base+1, base+1, -1
+		if len(s.Digests) > 0 {
+			h.LastDigest = base
+		}
+		h.Next = base + 1 + int64(len(s.Episodes))
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("episodicmemory: restore: %w", err)
+	}
+	l.setRestored(h, s)
+	if len(l.digests) > 0 {
+		rec := digestRecord{Version: FormatVersion, From: h.Base, To: h.Base + 1, Prev: -1, Digests: l.digests}
+		if _, err := l.store.Put(ctx, l.key(digestName(h.Base)), encode(rec), storage.AnyVersion); err != nil {
+			return fmt.Errorf("episodicmemory: restore: %w", err)
+		}
+	}
+	for _, e := range l.recent {
+		seg := segment{Version: FormatVersion, Seq: e.seq, Episodes: []Episode{e}}
+		if _, err := l.store.Put(ctx, l.key(segName(e.seq)), encode(seg), storage.AnyVersion); err != nil {
+			return fmt.Errorf("episodicmemory: restore: %w", err)
+		}
+	}
+	if err := l.purge(ctx, h.Base); err != nil {
+		return fmt.Errorf("episodicmemory: restore: delete the old log: %w", err)
+	}
+	return nil
+}
+
+// setRestored installs a restored view: digests in segment h.Base, one
+// segment per episode after it.
+func (l *Layer) setRestored(h head, s snapshot) {
+	for i := range s.Digests {
+		s.Digests[i].Seq = h.Base
+	}
+	for i := range s.Episodes {
+		s.Episodes[i].seq = h.Base + 1 + int64(i)
+	}
+	l.head, l.digests, l.recent, l.pending = h, s.Digests, s.Episodes, nil
+	l.reindex()
+	l.changed()
+}
+
+// Clear forgets every episode, in memory and in storage: the head's base
+// moves past every segment (so appends still in flight land below it and
+// are ignored), then the older records are deleted.
+func (l *Layer) Clear(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.store == nil {
+		h := l.head
+		h.Base, h.Digested, h.Dropped, h.LastDigest = h.Next, h.Next, h.Next, -1
+		l.head, l.digests, l.recent, l.pending = h, nil, nil, nil
+		l.reindex()
+		l.changed()
+		return nil
+	}
+	h, _, err := l.updateHead(ctx, func(h *head) bool {
+		h.Base, h.Digested, h.Dropped, h.LastDigest = h.Next, h.Next, h.Next, -1
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("episodicmemory: clear: %w", err)
+	}
+	l.head, l.digests, l.recent, l.pending = h, nil, nil, nil
+	l.reindex()
+	l.changed()
+	if err := l.purge(ctx, h.Base); err != nil {
+		return fmt.Errorf("episodicmemory: clear: %w", err)
+	}
+	return nil
+}
+
+// Stats reports the episodes in the view (digests and raw episodes) and
+// the bytes of their text.
+func (l *Layer) Stats(ctx context.Context) (layer.Stats, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := layer.Stats{Entries: len(l.digests) + len(l.recent) + len(l.pending)}
+	for _, d := range l.digests {
+		st.Bytes += len(d.Text)
+	}
+	for _, list := range [][]Episode{l.recent, l.pending} {
+		for _, e := range list {
+			st.Bytes += len(e.Arguments) + len(e.Query) + len(e.Result)
+		}
+	}
+	return st, nil
+}
+
+// OnSpawn returns the layer a child agent starts with. In thread scope
+// the child starts with an empty log of its own, kept in memory (the
+// parent's episodes are not the child's). In resource scope it shares
+// the resource's log: a new view of the stored log, appending to it. The
+// receiver is not modified.
+func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, error) {
+	c := l.bind()
+	c.thread = child.ThreadID
+	if child.Logger != nil {
+		c.logger = child.Logger
+	}
+	l.mu.Lock()
+	store, scope := l.store, l.scope
+	l.mu.Unlock()
+	if l.cfg.Scope != layer.ScopeResource || store == nil {
+		return c, nil
+	}
+	c.store, c.scope = store, scope
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.load(ctx); err != nil {
+		return nil, fmt.Errorf("episodicmemory: spawn: %w", err)
+	}
+	return c, nil
+}
+
+// Close appends episodes a failed Store could not.
+func (l *Layer) Close(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.flush(ctx); err != nil {
+		return fmt.Errorf("episodicmemory: close: %w", err)
+	}
+	return nil
+}
+
+// Interface guards.
+var (
+	_ layer.Layer         = (*Layer)(nil)
+	_ layer.Initializer   = (*Layer)(nil)
+	_ layer.Storer        = (*Layer)(nil)
+	_ layer.Spawner       = (*Layer)(nil)
+	_ layer.Provider      = (*Layer)(nil)
+	_ layer.Snapshotter   = (*Layer)(nil)
+	_ layer.Clearer       = (*Layer)(nil)
+	_ layer.StatsReporter = (*Layer)(nil)
+	_ layer.Closer        = (*Layer)(nil)
+)

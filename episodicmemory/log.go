@@ -1,0 +1,414 @@
+package episodicmemory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/memlayer/memlayer/storage"
+)
+
+// The stored log: see FormatVersion for its layout. Every function here is
+// called with l.mu held and l.store set.
+
+func (l *Layer) key(name string) string { return storage.LayerKey(l.cfg.ID, l.scope, name) }
+
+// quarantine sets an unreadable record aside and reports it. A record
+// rewritten meanwhile (ErrConflict on the delete) is left to its writer.
+func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) error {
+	qkey, err := storage.Quarantine(ctx, l.store, it, l.cfg.ID, l.scope, clampTime(l.cfg.Now()))
+	if err != nil && !errors.Is(err, storage.ErrConflict) && !errors.Is(err, storage.ErrNotFound) {
+		return fmt.Errorf("quarantine %s: %w", storage.Quote(it.Key), err)
+	}
+	l.logger.LogAttrs(ctx, slog.LevelWarn, "episodicmemory: stored record quarantined",
+		slog.String("layer", l.cfg.ID), slog.String("key", it.Key),
+		slog.String("quarantine", qkey), slog.Any("error", cause))
+	return nil
+}
+
+// readHead returns the stored head and its version (an empty head and
+// NoVersion when there is none). An unreadable head is quarantined and
+// replaced by one that starts after every stored segment, so nothing is
+// overwritten and the old records stay stored.
+func (l *Layer) readHead(ctx context.Context) (head, int64, error) {
+	for range l.cfg.MaxRetries {
+		it, err := l.store.Get(ctx, l.key("head"))
+		if errors.Is(err, storage.ErrNotFound) {
+			return emptyHead(), storage.NoVersion, nil
+		}
+		if err != nil {
+			return head{}, 0, fmt.Errorf("read head: %w", err)
+		}
+		h, err := decodeHead(it.Value)
+		if errors.Is(err, ErrVersion) {
+			return head{}, 0, fmt.Errorf("read head %s: %w", storage.Quote(it.Key), err)
+		}
+		if err == nil {
+			return h, it.Version, nil
+		}
+		if err := l.quarantine(ctx, it, err); err != nil {
+			return head{}, 0, err
+		}
+		// Start a new log above everything stored.
+		names, lerr := l.store.List(ctx, storage.LayerPrefix(l.cfg.ID, l.scope))
+		if lerr != nil {
+			return head{}, 0, fmt.Errorf("read head: %w", lerr)
+		}
+		h = emptyHead()
+		for _, k := range names {
+			if _, n := parseName(l.unkey(k)); n+1 > h.Next {
+				h.Next = n + 1
+			}
+		}
+		h.Base, h.Digested, h.Dropped = h.Next, h.Next, h.Next
+		if _, err := l.store.Put(ctx, l.key("head"), encode(h), storage.NoVersion); err != nil && !errors.Is(err, storage.ErrConflict) {
+			return head{}, 0, fmt.Errorf("write head: %w", err)
+		}
+		// Read again: ours or another writer's.
+	}
+	return head{}, 0, fmt.Errorf("read head: rewritten during quarantine %d times: %w", l.cfg.MaxRetries, storage.ErrConflict)
+}
+
+// unkey returns the record name of a key under the layer's prefix.
+func (l *Layer) unkey(key string) string {
+	name, err := storage.Unescape(strings.TrimPrefix(key, storage.LayerPrefix(l.cfg.ID, l.scope)))
+	if err != nil {
+		return ""
+	}
+	return name
+}
+
+// readSegment returns the episodes of segment seq: none when it is
+// missing (claimed but not written, or dropped) or unreadable
+// (quarantined).
+func (l *Layer) readSegment(ctx context.Context, seq int64) ([]Episode, error) {
+	it, err := l.store.Get(ctx, l.key(segName(seq)))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read segment %d: %w", seq, err)
+	}
+	s, err := decodeSegment(it.Value, seq)
+	if errors.Is(err, ErrVersion) {
+		return nil, fmt.Errorf("read segment %d: %w", seq, err)
+	}
+	if err != nil {
+		return nil, l.quarantine(ctx, it, err)
+	}
+	return s.Episodes, nil
+}
+
+// readDigests returns the digest record starting at seq, or ok false
+// when it is missing or unreadable (quarantined).
+func (l *Layer) readDigests(ctx context.Context, seq int64) (digestRecord, bool, error) {
+	it, err := l.store.Get(ctx, l.key(digestName(seq)))
+	if errors.Is(err, storage.ErrNotFound) {
+		return digestRecord{}, false, nil
+	}
+	if err != nil {
+		return digestRecord{}, false, fmt.Errorf("read digests %d: %w", seq, err)
+	}
+	r, err := decodeDigestRecord(it.Value, seq)
+	if errors.Is(err, ErrVersion) {
+		return digestRecord{}, false, fmt.Errorf("read digests %d: %w", seq, err)
+	}
+	if err != nil {
+		return digestRecord{}, false, l.quarantine(ctx, it, err)
+	}
+	return r, true, nil
+}
+
+// load reads the log's view: the head, the newest digests (up to
+// MaxDigests) and the raw episodes not yet folded (at most the newest
+// 4·CompactAfter segments). Its cost does not depend on the log's
+// length.
+func (l *Layer) load(ctx context.Context) error {
+	h, ver, err := l.readHead(ctx)
+	if err != nil {
+		return err
+	}
+	var digests []Digest
+	for seq := h.LastDigest; seq >= h.Base && len(digests) < l.cfg.MaxDigests; {
+		r, ok, err := l.readDigests(ctx, seq)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		digests = append(r.Digests, digests...)
+		seq = r.Prev
+	}
+	if n := len(digests) - l.cfg.MaxDigests; n > 0 {
+		digests = digests[n:]
+	}
+	var eps []Episode
+	for seq := max(h.Digested, h.Next-int64(4*l.cfg.CompactAfter)); seq < h.Next; seq++ {
+		seg, err := l.readSegment(ctx, seq)
+		if err != nil {
+			return err
+		}
+		eps = append(eps, seg...)
+	}
+	l.head, l.hver, l.digests, l.recent = h, ver, digests, eps
+	l.reindex()
+	l.changed()
+	return nil
+}
+
+// catchUp brings the view up to the stored head h: it reads the segments
+// other writers appended, or reloads the whole view when they did more
+// than append (compaction, Clear, Restore) or appended a lot.
+func (l *Layer) catchUp(ctx context.Context, h head, ver int64) error {
+	if h.Base != l.head.Base || h.Digested != l.head.Digested || h.Next < l.head.Next || h.Next-l.head.Next > int64(l.cfg.CompactAfter) {
+		return l.load(ctx)
+	}
+	for seq := l.head.Next; seq < h.Next; seq++ {
+		seg, err := l.readSegment(ctx, seq)
+		if err != nil {
+			return err
+		}
+		l.recent = append(l.recent, seg...)
+	}
+	l.head, l.hver = h, ver
+	l.changed()
+	return nil
+}
+
+// updateHead applies change to the stored head with compare-and-swap,
+// catching up with other writers on conflict, and returns the head
+// written. change returns false to give up (then the error is nil and
+// the head unchanged).
+func (l *Layer) updateHead(ctx context.Context, change func(h *head) bool) (head, bool, error) {
+	for attempt := range l.cfg.MaxRetries {
+		if err := storage.WaitRetry(ctx, attempt); err != nil {
+			return head{}, false, fmt.Errorf("write head: %w", err)
+		}
+		h := l.head
+		if !change(&h) {
+			return h, false, nil
+		}
+		v, err := l.store.Put(ctx, l.key("head"), encode(h), l.hver)
+		if err == nil {
+			l.hver = v
+			return h, true, nil
+		}
+		if !errors.Is(err, storage.ErrConflict) {
+			return head{}, false, fmt.Errorf("write head: %w", err)
+		}
+		remote, ver, err := l.readHead(ctx)
+		if err != nil {
+			return head{}, false, err
+		}
+		if err := l.catchUp(ctx, remote, ver); err != nil {
+			return head{}, false, err
+		}
+	}
+	return head{}, false, fmt.Errorf("write head: gave up after %d attempts: %w", l.cfg.MaxRetries, storage.ErrConflict)
+}
+
+// appendPending writes the pending episodes as the next segment and
+// publishes it. The segment is written first, under the next number with
+// create-only (NoVersion), then the head is advanced past it with
+// compare-and-swap; so every number below the head's next has its
+// segment written. A writer that finds the number taken publishes that
+// segment for its writer (which may have stopped between its two
+// writes), catches up and tries the next number. On failure the
+// episodes stay pending, unless their segment was written: then they are
+// in the log, and the next append publishes them.
+func (l *Layer) appendPending(ctx context.Context) error {
+	if len(l.pending) == 0 {
+		return nil
+	}
+	for attempt := range l.cfg.MaxRetries {
+		if err := storage.WaitRetry(ctx, attempt); err != nil {
+			return fmt.Errorf("append: %w", err)
+		}
+		seq := l.head.Next
+		seg := segment{Version: FormatVersion, Seq: seq, Episodes: slices.Clone(l.pending)}
+		for i := range seg.Episodes {
+			seg.Episodes[i].seq = seq
+			if seg.Episodes[i].Kind == KindTurn {
+				seg.Episodes[i].Ref = turnRef(seq)
+			}
+		}
+		_, err := l.store.Put(ctx, l.key(segName(seq)), encode(seg), storage.NoVersion)
+		if err != nil && !errors.Is(err, storage.ErrConflict) {
+			return fmt.Errorf("write segment %d: %w", seq, err)
+		}
+		mine := err == nil
+		if mine {
+			l.pending = nil
+			err = l.publish(ctx, seq, seg.Episodes)
+		} else {
+			err = l.publish(ctx, seq, nil)
+		}
+		if err != nil || mine {
+			return err
+		}
+	}
+	return fmt.Errorf("append: gave up after %d attempts: %w", l.cfg.MaxRetries, storage.ErrConflict)
+}
+
+// publish advances the head past segment seq (written, by this writer
+// with episodes eps, or by another when eps is nil) and takes the segment
+// into the view, catching up with other writers on the way.
+func (l *Layer) publish(ctx context.Context, seq int64, eps []Episode) error {
+	for attempt := range l.cfg.MaxRetries {
+		if l.head.Next > seq {
+			return nil // in the view: published by another writer
+		}
+		if err := storage.WaitRetry(ctx, attempt); err != nil {
+			return fmt.Errorf("publish segment %d: %w", seq, err)
+		}
+		h := l.head
+		h.Next = seq + 1
+		v, err := l.store.Put(ctx, l.key("head"), encode(h), l.hver)
+		if err == nil {
+			if eps == nil {
+				if eps, err = l.readSegment(ctx, seq); err != nil {
+					return err
+				}
+			}
+			l.head, l.hver = h, v
+			l.recent = append(l.recent, eps...)
+			l.changed()
+			return nil
+		}
+		if !errors.Is(err, storage.ErrConflict) {
+			return fmt.Errorf("publish segment %d: %w", seq, err)
+		}
+		remote, ver, err := l.readHead(ctx)
+		if err != nil {
+			return err
+		}
+		if err := l.catchUp(ctx, remote, ver); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("publish segment %d: gave up after %d attempts: %w", seq, l.cfg.MaxRetries, storage.ErrConflict)
+}
+
+// compactStored folds the raw episodes of segments [head.Digested, to)
+// into a digest record, advances the head, and deletes the segments
+// beyond the retention limit.
+func (l *Layer) compactStored(ctx context.Context, to int64) error {
+	from := l.head.Digested
+	// The view can miss a segment another writer had claimed but not yet
+	// written when this one caught up: read those from the store, so the
+	// digests cover every episode written. (A segment still unwritten
+	// now, long after its claim, is a crashed writer's gap.)
+	var digests []Digest
+	i := 0
+	for i < len(l.recent) && l.recent[i].seq < from {
+		i++
+	}
+	for seq := from; seq < to; seq++ {
+		if i < len(l.recent) && l.recent[i].seq == seq {
+			for ; i < len(l.recent) && l.recent[i].seq == seq; i++ {
+				digests = append(digests, l.recent[i].digest())
+			}
+			continue
+		}
+		eps, err := l.readSegment(ctx, seq)
+		if err != nil {
+			return err
+		}
+		for k := range eps {
+			digests = append(digests, eps[k].digest())
+		}
+	}
+	rec := digestRecord{Version: FormatVersion, From: from, To: to, Prev: l.head.LastDigest, Digests: digests}
+	if _, err := l.store.Put(ctx, l.key(digestName(from)), encode(rec), storage.NoVersion); err != nil {
+		if errors.Is(err, storage.ErrConflict) {
+			// Another writer folded from here (or crashed doing it):
+			// adopt its record.
+			r, ok, rerr := l.readDigests(ctx, from)
+			if rerr != nil || !ok {
+				return errors.Join(err, rerr)
+			}
+			rec = r
+		} else {
+			return fmt.Errorf("write digests %d: %w", from, err)
+		}
+	}
+	oldDropped := l.head.Dropped
+	h, ok, err := l.updateHead(ctx, func(h *head) bool {
+		if h.Digested != from {
+			return false // someone else moved the fold: our record is theirs or stale
+		}
+		h.Digested, h.LastDigest = rec.To, rec.From
+		if l.cfg.Retain >= 0 {
+			h.Dropped = max(h.Dropped, min(h.Digested, h.Next-int64(l.cfg.Retain)))
+		}
+		return true
+	})
+	if err != nil || !ok {
+		return err
+	}
+	l.fold(h, rec.Digests)
+	var errs []error
+	for seq := oldDropped; seq < h.Dropped; seq++ {
+		if err := l.store.Delete(ctx, l.key(segName(seq)), storage.AnyVersion); err != nil {
+			errs = append(errs, fmt.Errorf("drop segment %d: %w", seq, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// purge deletes every segment and digest record below base (Clear and
+// Restore).
+func (l *Layer) purge(ctx context.Context, base int64) error {
+	keys, err := l.store.List(ctx, storage.LayerPrefix(l.cfg.ID, l.scope))
+	if err != nil {
+		return fmt.Errorf("list: %w", err)
+	}
+	var errs []error
+	for _, k := range keys {
+		if kind, n := parseName(l.unkey(k)); kind != "" && n < base {
+			if err := l.store.Delete(ctx, k, storage.AnyVersion); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// findStored looks a reference up in the stored log, beyond the view:
+// through the digest records, newest first, then in the segment the
+// digest names. It returns the episode, or its digest when the raw
+// episode is gone.
+func (l *Layer) findStored(ctx context.Context, ref string, digests []Digest, prev int64) (Episode, *Digest, error) {
+	for {
+		for i := len(digests) - 1; i >= 0; i-- {
+			d := digests[i]
+			if d.Ref != ref {
+				continue
+			}
+			if d.Seq >= l.head.Dropped {
+				eps, err := l.readSegment(ctx, d.Seq)
+				if err != nil {
+					return Episode{}, nil, err
+				}
+				for j := len(eps) - 1; j >= 0; j-- {
+					if eps[j].Ref == ref {
+						return eps[j], nil, nil
+					}
+				}
+			}
+			return Episode{}, &d, nil
+		}
+		if prev < l.head.Base {
+			return Episode{}, nil, nil
+		}
+		r, ok, err := l.readDigests(ctx, prev)
+		if err != nil || !ok {
+			return Episode{}, nil, err
+		}
+		digests, prev = r.Digests, r.Prev
+	}
+}

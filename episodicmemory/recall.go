@@ -1,0 +1,162 @@
+package episodicmemory
+
+import (
+	"cmp"
+	"context"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/memlayer/memlayer/internal/lexical"
+	"github.com/memlayer/memlayer/layer"
+)
+
+// Recall returns the episodes most relevant to the user's input
+// (q.Text) as one block, fenced with layer.Fence in a block named after
+// the layer ID (<episodic_memory> by default):
+//
+//	<episodic_memory>
+//	Earlier tool calls and turns, oldest first. [ref] is the reference: call episodic-memory_read with {"ref": "..."} to read a full result.
+//	[call-3] step 1 cms_createPage {"title":"About"} → ok, 812 bytes: page-123, About; {"page":{…
+//	[turn-4] step 2 turn: "Create an About page" → answered: Done, page-123 is live.
+//	</episodic_memory>
+//
+// Candidates are the digests and raw episodes of the view. Each gets
+//
+//	score = SimilarityWeight·similarity + RecencyWeight·0.5^(age/HalfLife)
+//
+// where similarity is the BM25 similarity of the input to the episode's
+// digest line (which holds the tool, the arguments, the IDs and names
+// found and the start of the result), in [0, 1] (internal/lexical), and
+// age is how many episodes are newer. The best Config.MaxRecall are taken (ties: the
+// newer first), fewer when the block would not fit q.Budget (counted
+// with q.Count), and shown oldest first. The result is a function of the
+// log and the query only: the same inputs give the same block. It
+// returns nothing when the log is empty.
+func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(l.digests) + len(l.recent) + len(l.pending)
+	if n == 0 {
+		return nil, nil
+	}
+	l.syncIndex()
+	hits := l.index.Rank(q.Text)
+	type cand struct {
+		i     int // index in l.docs (age order: oldest first)
+		score float64
+	}
+	cands := make([]cand, len(hits))
+	hl := float64(l.cfg.HalfLife)
+	for k, h := range hits {
+		age := float64(n - 1 - h.Doc)
+		cands[k] = cand{i: h.Doc, score: SimilarityWeight*h.Similarity + RecencyWeight*math.Exp2(-age/hl)}
+	}
+	slices.SortFunc(cands, func(a, b cand) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.i, a.i)
+	})
+	cands = cands[:min(len(cands), l.cfg.MaxRecall)]
+	pick := make([]int, len(cands))
+	for k, c := range cands {
+		pick[k] = c.i
+	}
+	budget, bounded := budgetOf(q)
+	for len(pick) > 0 {
+		block := l.render(slices.Sorted(slices.Values(pick)))
+		tokens := q.Count(block)
+		if !bounded || tokens <= budget {
+			return []layer.Item{{Text: block, Tokens: tokens}}, nil
+		}
+		pick = pick[:len(pick)-1] // leave out the least relevant
+	}
+	return nil, nil
+}
+
+// budgetOf returns the query's budget in tokens, and false when it sets
+// none: zero, NaN, or too large to be a limit (+Inf or the largest int,
+// whichever "unbounded" is).
+func budgetOf(q layer.Query) (int, bool) {
+	b := float64(q.Budget)
+	if !(b > 0) || b >= 1<<53 {
+		return 0, false
+	}
+	return int(b), true
+}
+
+// render writes the block of the chosen candidates, in age order.
+func (l *Layer) render(chosen []int) string {
+	var b strings.Builder
+	b.WriteString("Earlier tool calls and turns, oldest first. [ref] is the reference: call ")
+	b.WriteString(l.tool)
+	b.WriteString(` with {"ref": "..."} to read a full result.`)
+	for _, i := range chosen {
+		b.WriteByte('\n')
+		b.WriteString(l.docs[i])
+	}
+	return layer.Fence(l.tag, b.String())
+}
+
+// syncIndex brings the recall index up to the candidates: digests, raw
+// episodes and pending episodes, oldest first, each indexed by its
+// digest line (the same text whether the episode is raw or folded, so
+// a compaction changes no score). Appended candidates are added; the
+// index is rebuilt when it was dropped or pending episodes (not yet
+// numbered) are among the candidates.
+func (l *Layer) syncIndex() {
+	if l.index == nil || l.indexed < 0 || len(l.pending) > 0 || l.indexed > len(l.digests)+len(l.recent) {
+		l.index, l.docs, l.indexed = &lexical.Corpus{}, nil, 0
+	}
+	for ; l.indexed < len(l.digests)+len(l.recent); l.indexed++ {
+		var ref, line string
+		if i := l.indexed; i < len(l.digests) {
+			ref, line = l.digests[i].Ref, l.digests[i].Text
+		} else {
+			e := &l.recent[i-len(l.digests)]
+			ref, line = e.Ref, e.Digest()
+		}
+		l.index.Add(ref, line)
+		l.docs = append(l.docs, line)
+	}
+	if len(l.pending) > 0 {
+		for i := range l.pending {
+			line := l.pending[i].Digest()
+			l.index.Add(l.pending[i].Ref, line)
+			l.docs = append(l.docs, line)
+		}
+		l.indexed = -1 // the pending episodes are renamed once appended
+	}
+}
+
+// Candidates returns every episode of the view as a layer.Candidate for
+// scored assembly (prompt.Assemble), oldest first: Key is the reference,
+// Text the digest line (tokens counted with q.Count), Similarity the
+// BM25 similarity to q.Text in [0, 1] (as Recall uses it), Time when the
+// episode happened and Source its thread. Importance is left zero.
+func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]layer.Candidate, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.syncIndex()
+	out := make([]layer.Candidate, len(l.docs))
+	for i, line := range l.docs {
+		c := layer.Candidate{Layer: l.cfg.ID, Text: line, Tokens: q.Count(line)}
+		switch {
+		case i < len(l.digests):
+			d := &l.digests[i]
+			c.Key, c.Time, c.Source = d.Ref, d.Time, d.Thread
+		case i < len(l.digests)+len(l.recent):
+			e := &l.recent[i-len(l.digests)]
+			c.Key, c.Time, c.Source = e.Ref, e.Time, e.Thread
+		default:
+			e := &l.pending[i-len(l.digests)-len(l.recent)]
+			c.Key, c.Time, c.Source = e.Ref, e.Time, e.Thread
+		}
+		out[i] = c
+	}
+	for _, h := range l.index.Rank(q.Text) {
+		out[h.Doc].Similarity = h.Similarity
+	}
+	return out, nil
+}
