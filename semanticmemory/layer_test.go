@@ -364,3 +364,52 @@ func TestMemory14_ConcurrentWriters(t *testing.T) {
 		}
 	}
 }
+
+// TestMemory16_Scopes: resource scope (the default) shares facts across a
+// resource's threads, thread scope keeps them to a thread, global scope
+// shares them across resources; a child of a thread-scoped layer starts
+// with its own thread's facts.
+func TestMemory16_Scopes(t *testing.T) {
+	ctx := context.Background()
+	env := func(store storage.Store, thread, resource string) layer.Env {
+		return layer.Env{ThreadID: thread, ResourceID: resource, Store: store}
+	}
+	for _, tc := range []struct {
+		scope                      layer.Scope
+		otherThread, otherResource bool
+	}{
+		{layer.ScopeResource, true, false},
+		{layer.ScopeThread, false, false},
+		{layer.ScopeGlobal, true, true},
+	} {
+		store := storage.NewMemory()
+		tmpl, err := semanticmemory.New(semanticmemory.Config{Scope: tc.scope})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := tmpl.Init(ctx, env(store, "t1", "u1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		remember(t, a.(*semanticmemory.Layer), "fact", "The quarterly report is due in June.")
+		for _, o := range []struct {
+			thread, resource string
+			want             bool
+		}{{"t2", "u1", tc.otherThread}, {"t3", "u2", tc.otherResource}} {
+			b, err := tmpl.Init(ctx, env(store, o.thread, o.resource))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := recall(t, b.(*semanticmemory.Layer), "quarterly report") != ""; got != o.want {
+				t.Errorf("scope %s: thread %s of %s sees the fact: %v, want %v", tc.scope, o.thread, o.resource, got, o.want)
+			}
+		}
+		child, err := a.(*semanticmemory.Layer).OnSpawn(ctx, env(store, "child", "u1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := recall(t, child.(*semanticmemory.Layer), "quarterly report") != ""; got != (tc.scope != layer.ScopeThread) {
+			t.Errorf("scope %s: child sees the parent's fact: %v", tc.scope, got)
+		}
+	}
+}
