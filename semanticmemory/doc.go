@@ -55,8 +55,10 @@
 // grow with the number of writes beyond the index itself. A record that
 // cannot be decoded is moved aside with storage.Quarantine and reported;
 // one from a newer version of this package ([ErrVersion]) fails the read
-// and is left untouched. Clear and Restore move the head's Base past
-// every record and delete the old ones.
+// and is left untouched. Clear and Restore write one record that replaces
+// every fact before it, so a reader sees the old facts or the new ones,
+// never a mix; then they move the head's Base to it and delete the older
+// records.
 //
 // # Block
 //

@@ -197,9 +197,12 @@ type head struct {
 
 // record is one write of the log: new versions of facts.
 type record struct {
-	Version int    `json:"v"`
-	Seq     int64  `json:"seq"`
-	Facts   []Fact `json:"facts"`
+	Version int   `json:"v"`
+	Seq     int64 `json:"seq"`
+	// Reset makes the record replace every fact before it (Clear,
+	// Restore).
+	Reset bool   `json:"reset,omitempty"`
+	Facts []Fact `json:"facts"`
 }
 
 // snapshot is what Snapshot returns: every version of every fact, by ID

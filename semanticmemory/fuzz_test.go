@@ -21,6 +21,7 @@ func FuzzMemory13_DecodeRecord(f *testing.F) {
 	f.Add([]byte(`{"v":2,"seq":0,"facts":[]}`))
 	f.Add([]byte(`{"v":1,"seq":1,"facts":[]}`))
 	f.Add([]byte(`{"v":1,"seq":0,"facts":[{"id":"f 0","text":" a  b ","kind":"A","version":0,"importance":2}]}`))
+	f.Add([]byte(`{"v":1,"seq":0,"reset":true,"facts":[]}`))
 	f.Add([]byte(`null`))
 	f.Add([]byte(`{"v":1,"seq":0,"facts":null} trailing`))
 	f.Fuzz(func(t *testing.T, data []byte) {

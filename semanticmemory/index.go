@@ -30,10 +30,11 @@ type index struct {
 	corpus   lexical.Corpus             // live facts; rebuilt when stale
 	stale    bool                       // corpus holds a superseded or forgotten fact
 	bytes    int                        // text bytes of the live facts
+	maxNum   int64                      // the highest n of an ID "f<n>" seen, or -1
 }
 
 func (l *Layer) reset() {
-	l.idx = index{versions: map[string][]Fact{}, live: map[string]*Fact{}, tokens: map[string]map[string]bool{}, postings: map[string][]string{}}
+	l.idx = index{versions: map[string][]Fact{}, live: map[string]*Fact{}, tokens: map[string]map[string]bool{}, postings: map[string][]string{}, maxNum: -1}
 }
 
 // apply takes new fact versions into the index. A version that is not
@@ -46,6 +47,7 @@ func (l *Layer) apply(facts []Fact) {
 			continue
 		}
 		x.versions[f.ID] = append(vs, f)
+		x.maxNum = max(x.maxNum, idNumber(f.ID))
 		if old, ok := x.live[f.ID]; ok {
 			x.bytes -= len(old.Text)
 			delete(x.live, f.ID)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -263,9 +264,9 @@ func (l *Layer) remember(ctx context.Context, m Memo) (Fact, error) {
 		return Fact{}, fmt.Errorf("semanticmemory: remember: %w", err)
 	}
 	var same *Fact
-	written, err := l.appendRecord(ctx, func(seq int64) ([]Fact, error) {
+	written, _, err := l.appendRecord(ctx, false, func(seq int64) ([]Fact, error) {
 		now := l.now()
-		f := Fact{ID: "f" + fmt.Sprint(seq), Text: m.Text, Kind: m.Kind, Importance: m.Importance, Source: m.Source, Created: now, Updated: now, Version: 1, Embedding: emb}
+		f := Fact{ID: "f" + strconv.FormatInt(max(seq, l.idx.maxNum+1), 10), Text: m.Text, Kind: m.Kind, Importance: m.Importance, Source: m.Source, Created: now, Updated: now, Version: 1, Embedding: emb}
 		if old := l.restated(m.Kind, m.Text); old != nil {
 			if old.Text == m.Text && old.Importance == m.Importance {
 				same = old
@@ -305,7 +306,7 @@ func (l *Layer) forget(ctx context.Context, id string, src Source) error {
 	if src.Thread == "" {
 		src.Thread = l.thread
 	}
-	_, err := l.appendRecord(ctx, func(int64) ([]Fact, error) {
+	_, _, err := l.appendRecord(ctx, false, func(int64) ([]Fact, error) {
 		old, ok := l.idx.live[id]
 		if !ok {
 			return nil, fmt.Errorf("%w: %s", ErrNotFound, storage.Quote(id))
@@ -482,8 +483,9 @@ func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
 	return encode(s), nil
 }
 
-// Restore replaces the facts with a snapshot's: the stored log is cleared
-// and the snapshot's versions written as one record. Data that is not a
+// Restore replaces the facts with a snapshot's, atomically: the
+// snapshot's versions are written as one record that replaces every fact
+// before it, then the older records are deleted. Data that is not a
 // snapshot this package can read is an error (wrapping [ErrCorrupt] or
 // [ErrVersion]) and changes nothing. Restoring the facts the layer holds
 // changes nothing.
@@ -500,21 +502,14 @@ func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
 	if string(encode(s)) == string(l.snapshotLocked()) {
 		return nil
 	}
-	next := int64(0)
-	for _, f := range s.Facts {
-		next = max(next, idNumber(f.ID)+1)
-	}
-	if err := l.rebase(ctx, next); err != nil {
-		return fmt.Errorf("semanticmemory: restore: %w", err)
-	}
-	if len(s.Facts) == 0 {
-		return nil
-	}
-	written, err := l.appendRecord(ctx, func(int64) ([]Fact, error) { return s.Facts, nil })
+	written, seq, err := l.appendRecord(ctx, true, func(int64) ([]Fact, error) { return s.Facts, nil })
 	if err != nil {
 		return fmt.Errorf("semanticmemory: restore: %w", err)
 	}
 	l.mirror(ctx, written)
+	if err := l.rebase(ctx, seq); err != nil {
+		return fmt.Errorf("semanticmemory: restore: restored, but %w", err)
+	}
 	return nil
 }
 
@@ -527,16 +522,20 @@ func (l *Layer) snapshotLocked() []byte {
 }
 
 // Clear forgets every fact and its history, in memory and in the store:
-// the head moves past every record, which are then deleted. Quarantined
-// records are kept.
+// it writes an empty record that replaces every fact before it, then
+// deletes the older records. Quarantined records are kept.
 func (l *Layer) Clear(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.sync(ctx); err != nil {
 		return fmt.Errorf("semanticmemory: clear: %w", err)
 	}
-	if err := l.rebase(ctx, 0); err != nil {
+	_, seq, err := l.appendRecord(ctx, true, func(int64) ([]Fact, error) { return nil, nil })
+	if err != nil {
 		return fmt.Errorf("semanticmemory: clear: %w", err)
+	}
+	if err := l.rebase(ctx, seq); err != nil {
+		return fmt.Errorf("semanticmemory: clear: cleared, but %w", err)
 	}
 	return nil
 }

@@ -91,24 +91,33 @@ func (l *Layer) seqOf(key string) int64 {
 	return n
 }
 
-// readRecord returns the facts of record seq: none when it is missing
+// readRecord returns record seq: an empty one when it is missing
 // (cleared) or unreadable (quarantined).
-func (l *Layer) readRecord(ctx context.Context, seq int64) ([]Fact, error) {
+func (l *Layer) readRecord(ctx context.Context, seq int64) (record, error) {
 	it, err := l.store.Get(ctx, l.key(recName(seq)))
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil
+		return record{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read record %d: %w", seq, err)
+		return record{}, fmt.Errorf("read record %d: %w", seq, err)
 	}
 	r, err := decodeRecord(it.Value, seq)
 	if errors.Is(err, ErrVersion) {
-		return nil, fmt.Errorf("read record %d: %w", seq, err)
+		return record{}, fmt.Errorf("read record %d: %w", seq, err)
 	}
 	if err != nil {
-		return nil, l.quarantine(ctx, it, err)
+		return record{}, l.quarantine(ctx, it, err)
 	}
-	return r.Facts, nil
+	return r, nil
+}
+
+// applyRecord takes a record into the index: a Reset record replaces
+// everything before it.
+func (l *Layer) applyRecord(r record) {
+	if r.Reset {
+		l.reset()
+	}
+	l.apply(r.Facts)
 }
 
 // sync brings the index up to the stored head: one Get when nothing
@@ -128,11 +137,11 @@ func (l *Layer) sync(ctx context.Context) error {
 		from = h.Base
 	}
 	for seq := from; seq < h.Next; seq++ {
-		facts, err := l.readRecord(ctx, seq)
+		r, err := l.readRecord(ctx, seq)
 		if err != nil {
 			return err
 		}
-		l.apply(facts)
+		l.applyRecord(r)
 	}
 	l.head, l.hver = h, ver
 	return nil
@@ -149,31 +158,33 @@ func (l *Layer) putHead(ctx context.Context, h head) error {
 }
 
 // appendRecord writes one record built by build for its sequence number
-// and publishes it. build runs after each catch-up, so it decides on the
-// latest state; it returns no facts to give up writing.
-func (l *Layer) appendRecord(ctx context.Context, build func(seq int64) ([]Fact, error)) ([]Fact, error) {
+// and publishes it, and returns the facts written and the number. build
+// runs after each catch-up, so it decides on the latest state; it
+// returns no facts to give up writing (unless reset: a Reset record
+// replaces every fact before it, and may hold none).
+func (l *Layer) appendRecord(ctx context.Context, reset bool, build func(seq int64) ([]Fact, error)) ([]Fact, int64, error) {
 	for attempt := range l.cfg.MaxRetries {
 		if err := storage.WaitRetry(ctx, attempt); err != nil {
-			return nil, fmt.Errorf("append: %w", err)
+			return nil, 0, fmt.Errorf("append: %w", err)
 		}
 		seq := l.head.Next
 		facts, err := build(seq)
-		if err != nil || len(facts) == 0 {
-			return nil, err
+		if err != nil || len(facts) == 0 && !reset {
+			return nil, 0, err
 		}
-		_, err = l.store.Put(ctx, l.key(recName(seq)), encode(record{Version: FormatVersion, Seq: seq, Facts: facts}), storage.NoVersion)
+		_, err = l.store.Put(ctx, l.key(recName(seq)), encode(record{Version: FormatVersion, Seq: seq, Reset: reset, Facts: facts}), storage.NoVersion)
 		if err != nil && !errors.Is(err, storage.ErrConflict) {
-			return nil, fmt.Errorf("write record %d: %w", seq, err)
+			return nil, 0, fmt.Errorf("write record %d: %w", seq, err)
 		}
 		mine := err == nil
 		if err := l.publish(ctx, seq); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if mine {
-			return facts, nil
+			return facts, seq, nil
 		}
 	}
-	return nil, fmt.Errorf("append: gave up after %d attempts: %w", l.cfg.MaxRetries, storage.ErrConflict)
+	return nil, 0, fmt.Errorf("append: gave up after %d attempts: %w", l.cfg.MaxRetries, storage.ErrConflict)
 }
 
 // publish advances the head past record seq and takes the records up to
@@ -192,11 +203,11 @@ func (l *Layer) publish(ctx context.Context, seq int64) error {
 		err := l.putHead(ctx, h)
 		if err == nil {
 			for n := old; n <= seq; n++ {
-				facts, err := l.readRecord(ctx, n)
+				r, err := l.readRecord(ctx, n)
 				if err != nil {
 					return err
 				}
-				l.apply(facts)
+				l.applyRecord(r)
 			}
 			return nil
 		}
@@ -210,30 +221,31 @@ func (l *Layer) publish(ctx context.Context, seq int64) error {
 	return fmt.Errorf("publish record %d: gave up after %d attempts: %w", seq, l.cfg.MaxRetries, storage.ErrConflict)
 }
 
-// rebase empties the log: the head's Base and Next move to at least
-// next (and past every record), and the records below are deleted.
-func (l *Layer) rebase(ctx context.Context, next int64) error {
+// rebase moves the head's Base up to seq, a published Reset record, so
+// that readers start there, then deletes the records below it. A Base
+// already at or past seq (another writer's Reset) is left.
+func (l *Layer) rebase(ctx context.Context, seq int64) error {
 	for attempt := range l.cfg.MaxRetries {
+		if l.head.Base >= seq {
+			return nil
+		}
 		if err := storage.WaitRetry(ctx, attempt); err != nil {
-			return fmt.Errorf("clear: %w", err)
+			return fmt.Errorf("rebase: %w", err)
 		}
 		h := l.head
-		h.Version = FormatVersion
-		h.Next = max(h.Next, next)
-		h.Base = h.Next
+		h.Base = seq
 		err := l.putHead(ctx, h)
 		if err == nil {
-			l.reset()
-			return l.purge(ctx, h.Base)
+			return l.purge(ctx, seq)
 		}
 		if !errors.Is(err, storage.ErrConflict) {
-			return fmt.Errorf("clear: %w", err)
+			return fmt.Errorf("rebase: %w", err)
 		}
 		if err := l.sync(ctx); err != nil {
 			return err
 		}
 	}
-	return fmt.Errorf("clear: gave up after %d attempts: %w", l.cfg.MaxRetries, storage.ErrConflict)
+	return fmt.Errorf("rebase: gave up after %d attempts: %w", l.cfg.MaxRetries, storage.ErrConflict)
 }
 
 // purge deletes the records below base.

@@ -258,6 +258,23 @@ func TestMemory12_SnapshotRestoreSpawnClear(t *testing.T) {
 	if st, _ := r.Stats(ctx); st.Entries != 3 {
 		t.Errorf("Stats after refused restores = %+v", st)
 	}
+	// Restore over a store another process reads: it sees the snapshot's
+	// facts and nothing of what was there.
+	watcher := bind(t, semanticmemory.Config{}, store, "watch")
+	if err := r.Restore(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	rsnap, _ := r.Snapshot(ctx)
+	if string(rsnap) != string(snap) {
+		t.Errorf("Restore did not replace the facts:\n%s\n%s", rsnap, snap)
+	}
+	remember(t, l, "fact", "A temporary fact the restore replaces.")
+	if err := watcher.Restore(ctx, rsnap); err != nil {
+		t.Fatal(err)
+	}
+	if wsnap, _ := l.Snapshot(ctx); string(wsnap) != string(snap) {
+		t.Errorf("another process on the store does not see the restored facts:\n%s", wsnap)
+	}
 	child, err := l.OnSpawn(ctx, layer.Env{ThreadID: "child", ResourceID: "user-1", Store: store, Depth: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -274,8 +291,8 @@ func TestMemory12_SnapshotRestoreSpawnClear(t *testing.T) {
 		t.Errorf("another process still has %d facts after Clear", st.Entries)
 	}
 	keys, _ := store.List(ctx, storage.LayerPrefix("semantic", "user-1"))
-	if len(keys) != 1 {
-		t.Errorf("keys after Clear = %v, want only the head", keys)
+	if len(keys) != 2 || !strings.HasSuffix(keys[1], "/r-6") {
+		t.Errorf("keys after Clear = %v, want the head and the empty reset record r-6", keys)
 	}
 	d := remember(t, other, "fact", "After the clear.")
 	if d.ID == a.ID || d.ID == b.ID {
