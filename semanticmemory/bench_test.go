@@ -17,9 +17,14 @@ import (
 // of 3 vocabulary words.
 func corpus(b *testing.B, n int) (*semanticmemory.Layer, []string) {
 	b.Helper()
+	return corpusOn(b, storage.NewMemory(), n)
+}
+
+func corpusOn(b *testing.B, store storage.Store, n int) (*semanticmemory.Layer, []string) {
+	b.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
 	word := func() string { return fmt.Sprintf("w%d", rng.IntN(3000)) }
-	l := bind(b, semanticmemory.Config{}, storage.NewMemory(), "bench")
+	l := bind(b, semanticmemory.Config{}, store, "bench")
 	ctx := context.Background()
 	for i := range n {
 		ws := make([]string, 8)
@@ -67,6 +72,25 @@ func BenchmarkRecall(b *testing.B) {
 		items, err := l.Recall(ctx, layer.Query{Text: qs[i%len(qs)], Budget: 500})
 		if err != nil || len(items) != 1 {
 			b.Fatalf("Recall = %d items, %v", len(items), err)
+		}
+	}
+}
+
+// BenchmarkInit rebuilds the index of 10,000 facts (10,000 stored
+// records) from a memory store, as a new process does.
+func BenchmarkInit(b *testing.B) {
+	store := storage.NewMemory()
+	corpusOn(b, store, 10_000)
+	tmpl, err := semanticmemory.New(semanticmemory.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := layer.Env{ThreadID: "t", ResourceID: "user-1", Store: store}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := tmpl.Init(context.Background(), env); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
