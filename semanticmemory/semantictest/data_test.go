@@ -39,7 +39,7 @@ func words(text string, keepStop bool) map[string]bool {
 	return out
 }
 
-func TestMemory08_SetIsGenerated(t *testing.T) {
+func TestMemory58_SetIsGenerated(t *testing.T) {
 	set := generate()
 	files := map[string][]byte{
 		"facts.jsonl":   encodeJSONL(set.Facts),
@@ -68,7 +68,7 @@ func TestMemory08_SetIsGenerated(t *testing.T) {
 	}
 }
 
-func TestMemory09_SetProperties(t *testing.T) {
+func TestMemory59_SetProperties(t *testing.T) {
 	set, err := Load()
 	if err != nil {
 		t.Fatal(err)

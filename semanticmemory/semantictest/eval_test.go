@@ -118,7 +118,7 @@ func mustRecall(t *testing.T, set Set, k int, search func(string, int) ([]string
 	return r
 }
 
-func TestMemory10_RecallAtKBounds(t *testing.T) {
+func TestMemory60_RecallAtKBounds(t *testing.T) {
 	set, err := Load()
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +146,7 @@ func TestMemory10_RecallAtKBounds(t *testing.T) {
 	}
 }
 
-func TestMemory11_RecallAtKCounting(t *testing.T) {
+func TestMemory61_RecallAtKCounting(t *testing.T) {
 	set := Set{
 		Facts: []Fact{{ID: "a", Text: "a"}, {ID: "b", Text: "b"}, {ID: "c", Text: "c"}},
 		Queries: []Query{
@@ -189,10 +189,10 @@ func TestMemory11_RecallAtKCounting(t *testing.T) {
 	}
 }
 
-// TestMemory12_Baselines measures recall@5 of two trivial searchers and
+// TestMemory62_Baselines measures recall@5 of two trivial searchers and
 // their reciprocal-rank fusion, proving the harness tells searchers
 // apart. The figures are baselines for semanticmemory, not targets.
-func TestMemory12_Baselines(t *testing.T) {
+func TestMemory62_Baselines(t *testing.T) {
 	set, err := Load()
 	if err != nil {
 		t.Fatal(err)

@@ -2,9 +2,9 @@ package semantictest
 
 // The generator of the evaluation set. testdata/facts.jsonl and
 // testdata/queries.jsonl are its output, checked by
-// TestMemory08_SetIsGenerated; after changing this file, rewrite them with
+// TestMemory58_SetIsGenerated; after changing this file, rewrite them with
 //
-//	go test -run TestMemory08 -update ./semanticmemory/semantictest/
+//	go test -run TestMemory58 -update ./semanticmemory/semantictest/
 
 import (
 	"bytes"

@@ -27,7 +27,7 @@ func embedOne(t *testing.T, e NGramEmbedder, text string) []float32 {
 	return v
 }
 
-func TestMemory01_NGramEmbedderDeterministic(t *testing.T) {
+func TestMemory51_NGramEmbedderDeterministic(t *testing.T) {
 	texts := []string{"Alice prefers dark mode in the editor", "The Q3 launch moved to October", "déjà vu, naïve café"}
 	docs, err := NGramEmbedder{}.EmbedDocuments(t.Context(), texts)
 	if err != nil {
@@ -56,10 +56,10 @@ func TestMemory01_NGramEmbedderDeterministic(t *testing.T) {
 	}
 }
 
-// TestMemory02_NGramEmbedderPinned pins the hashing: the positions and
+// TestMemory52_NGramEmbedderPinned pins the hashing: the positions and
 // signs of one short word must never change, or every figure measured with
 // the embedder would silently change with it.
-func TestMemory02_NGramEmbedderPinned(t *testing.T) {
+func TestMemory52_NGramEmbedderPinned(t *testing.T) {
 	v := embedOne(t, NGramEmbedder{}, "CMS")
 	// "<cms>" gives five n-grams: <cm cms ms> <cms cms>.
 	got := map[int]float32{}
@@ -80,7 +80,7 @@ func TestMemory02_NGramEmbedderPinned(t *testing.T) {
 	}
 }
 
-func TestMemory03_NGramEmbedderUnitNorm(t *testing.T) {
+func TestMemory53_NGramEmbedderUnitNorm(t *testing.T) {
 	for _, e := range []NGramEmbedder{{}, {Dim: 16}, {Dim: 1024, MinN: 2, MaxN: 5}, {MinN: 1, MaxN: 1}} {
 		for _, text := range []string{"a", "Invoice INV-2291 was paid", "日本語のテキスト", "x y z 1 2 3"} {
 			v := embedOne(t, e, text)
@@ -98,7 +98,7 @@ func TestMemory03_NGramEmbedderUnitNorm(t *testing.T) {
 	}
 }
 
-func TestMemory04_NGramEmbedderSimilarCloser(t *testing.T) {
+func TestMemory54_NGramEmbedderSimilarCloser(t *testing.T) {
 	e := NGramEmbedder{}
 	cases := []struct{ anchor, similar, unrelated string }{
 		{"the invoice was paid", "invoices are paid monthly", "Bob likes hiking in the mountains"},
@@ -122,7 +122,7 @@ func TestMemory04_NGramEmbedderSimilarCloser(t *testing.T) {
 	}
 }
 
-func TestMemory05_NGramEmbedderEmptyText(t *testing.T) {
+func TestMemory55_NGramEmbedderEmptyText(t *testing.T) {
 	for _, text := range []string{"", "   ", "?!, -- ..."} {
 		v := embedOne(t, NGramEmbedder{}, text)
 		if len(v) != DefaultDim {
@@ -138,7 +138,7 @@ func TestMemory05_NGramEmbedderEmptyText(t *testing.T) {
 	}
 }
 
-func TestMemory06_NGramEmbedderErrors(t *testing.T) {
+func TestMemory56_NGramEmbedderErrors(t *testing.T) {
 	for _, e := range []NGramEmbedder{{Dim: -1}, {MinN: -2}, {MinN: 5, MaxN: 3}} {
 		if _, err := e.EmbedQuery(t.Context(), "x"); !errors.Is(err, errConfig) {
 			t.Errorf("%+v EmbedQuery: err %v, want a configuration error", e, err)
@@ -157,7 +157,7 @@ func TestMemory06_NGramEmbedderErrors(t *testing.T) {
 	}
 }
 
-func TestMemory07_NGramEmbedderConcurrent(t *testing.T) {
+func TestMemory57_NGramEmbedderConcurrent(t *testing.T) {
 	e := NGramEmbedder{Dim: 64}
 	want := embedOne(t, e, "shared embedder")
 	var wg sync.WaitGroup
@@ -180,10 +180,10 @@ func TestMemory07_NGramEmbedderConcurrent(t *testing.T) {
 	}
 }
 
-// FuzzMemory13_NGramEmbedder checks on any text: no panic, the configured
+// FuzzMemory63_NGramEmbedder checks on any text: no panic, the configured
 // length, unit norm or the zero vector (for a text with no word), and the
 // same vector twice.
-func FuzzMemory13_NGramEmbedder(f *testing.F) {
+func FuzzMemory63_NGramEmbedder(f *testing.F) {
 	for _, s := range []string{"", "a", "Alice prefers dark mode", "\xff\xfe broken", "日本語", "x-y_z/1.2", "  \t\n"} {
 		f.Add(s, 0, 0, 0)
 	}
