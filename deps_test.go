@@ -169,12 +169,12 @@ var importRules = []importRule{
 			// prompt's own imports.
 			out = append(out, forbid(path, p.imports, func(d string) bool { return under(d, "storage") }, "prompt must not use storage")...)
 			out = append(out, forbid(path, p.deps, func(d string) bool {
-				return anyUnder(d, "workingmemory", "entitymemory", "episodicmemory", "agentloop", "examples")
+				return anyUnder(d, "workingmemory", "entitymemory", "episodicmemory", "semanticmemory", "agentloop", "examples")
 			}, "prompt must not depend on a concrete layer, agentloop or examples")...)
 		}
 		return out
 	}},
-	{"concrete layers import neither each other, prompt nor agentloop", []string{"workingmemory", "workingmemory/kv", "entitymemory", "episodicmemory"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
+	{"concrete layers import neither each other, prompt nor agentloop", []string{"workingmemory", "workingmemory/kv", "entitymemory", "episodicmemory", "semanticmemory"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
 		var out []string
 		for path, p := range pkgs {
 			// The scratchpad (workingmemory) and the key-value memory
@@ -189,6 +189,8 @@ var importRules = []importRule{
 				other = func(d string) bool { return anyUnder(d, "workingmemory", "episodicmemory") }
 			case under(path, "episodicmemory"):
 				other = func(d string) bool { return anyUnder(d, "workingmemory", "entitymemory") }
+			case under(path, "semanticmemory"):
+				other = func(d string) bool { return anyUnder(d, "workingmemory", "entitymemory", "episodicmemory") }
 			default:
 				continue
 			}

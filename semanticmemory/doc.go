@@ -1,0 +1,75 @@
+// Package semanticmemory is the semantic memory layer: distilled facts
+// about a resource (a user, a project) — or a thread, or everyone — that
+// outlive any one conversation, recalled by hybrid retrieval for the
+// user's latest message.
+//
+// # Facts
+//
+// A [Fact] has an ID, one line of text, a kind ("preference", "profile",
+// "fact" ...), an importance in [0, 1], a [Source] (who wrote it, in which
+// thread, step and tool), its created and updated times and a version.
+// The model writes facts through the layer's tools, "memorize" {text,
+// kind, importance} and "forget" {id}; code through [Layer.Remember],
+// [Layer.Forget], [Layer.Facts], [Layer.Versions] and [Layer.Search] on
+// the layer Init returns.
+//
+// A new fact that restates a live fact of the same kind — the Jaccard
+// index of their distinct tokens is at least [SupersedeThreshold] (0.7) —
+// supersedes it: it is written as that fact's next version, with its ID,
+// instead of piling up beside it. Forgetting writes a last version marked
+// Forgotten. Every version stays stored for the audit ([Layer.Versions]);
+// only the last version of a fact not forgotten is recalled.
+//
+// # Retrieval
+//
+// Sparse: BM25 over the live facts (internal/lexical, the tokenizer and
+// scorer the episodic layer uses too), similarity = score / the query's
+// top score. Dense, optional: the cosine similarity of the query's
+// embedding to the facts' (Config.Embedder, any langchaingo
+// embeddings.Embedder; each fact version is embedded once when written
+// and the embedding stored with it), or the search of a langchaingo
+// vector store ([VectorStore]). Without a dense ranker retrieval is
+// sparse alone. The rankings are fused by reciprocal-rank fusion with
+// k = 60 ([RRFK]): a fact scores Σ 1/(60 + rank) over the rankings that
+// found it (ranks from 1; a ranking holds the facts with a positive BM25
+// score or cosine); facts are ordered by that score, ties broken by fact
+// ID, so the same facts and query always give the same block, byte for
+// byte. [Layer.Candidates] offers the facts to prompt.Assemble with that
+// score normalised to [0, 1] (divided by its largest possible value, that
+// of a fact first in every ranking).
+//
+// # Storage
+//
+// Facts persist through storage.Store only, so the memory, SQLite and
+// Redis backends all work and several processes share the facts of a
+// resource. The layout is the episodic layer's: a head under
+// LayerKey(id, scope, "head") names the records [Base, Next), and record
+// n, under LayerKey(id, scope, "r-<n>"), holds fact versions. A write
+// claims the next number by creating its record (create-only), then
+// publishes it by advancing the head with compare-and-swap; a writer
+// that finds a number taken publishes that record and tries the next.
+// Init reads every record into the in-process index (the BM25 corpus and
+// the facts); every Recall then reads the head (one Get) and only the
+// records written since, so a fact acknowledged by another process before
+// a Recall starts is in that Recall, and the cost of a Recall does not
+// grow with the number of writes beyond the index itself. A record that
+// cannot be decoded is moved aside with storage.Quarantine and reported;
+// one from a newer version of this package ([ErrVersion]) fails the read
+// and is left untouched. Clear and Restore write one record that replaces
+// every fact before it, so a reader sees the old facts or the new ones,
+// never a mix; then they move the head's Base to it and delete the older
+// records.
+//
+// # Block
+//
+// Recall renders the best facts, at most Config.TopK and within the
+// layer's budget, fenced with layer.Fence (the tag is the layer ID with
+// '_' for '-', <semantic> by default), one line per fact:
+//
+//	<semantic>
+//	[f3 preference] The user prefers tea to coffee.
+//	</semantic>
+//
+// Fact text is collapsed to one line when written, and the fence defangs
+// any text that would close or reopen the block.
+package semanticmemory

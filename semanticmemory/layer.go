@@ -1,0 +1,644 @@
+package semanticmemory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tmc/langchaingo/embeddings"
+
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/storage"
+)
+
+// DefaultID is the layer ID used when Config.ID is empty.
+const DefaultID = "semantic"
+
+// DefaultTopK is how many facts Recall puts in the prompt at most when
+// Config.TopK is 0, and DefaultMaxCandidates how many Candidates returns
+// when Config.MaxCandidates is 0.
+const (
+	DefaultTopK          = 8
+	DefaultMaxCandidates = 32
+)
+
+// DefaultMaxRetries is how many compare-and-swap attempts one write makes
+// when Config.MaxRetries is 0.
+const DefaultMaxRetries = 8
+
+// Config configures a [Layer]. The zero Config is valid: layer "semantic"
+// in slot layer.SlotSemanticRecall, resource scope, unbounded budget,
+// sparse retrieval only, the 8 best facts per Recall.
+type Config struct {
+	// ID is the layer ID. Empty means DefaultID.
+	ID string
+	// Slot orders the layer in the prompt. Zero means
+	// layer.SlotSemanticRecall.
+	Slot int
+	// Scope selects whose facts are kept. Empty means resource: every
+	// thread of a resource shares its facts.
+	Scope layer.Scope
+	// Budget is the layer's token budget.
+	Budget layer.Budget
+	// DisableOnInitError disables the layer for the run when loading its
+	// facts fails, instead of aborting the run.
+	DisableOnInitError bool
+	// Timeout bounds each hook call (see layer.Spec.Timeout).
+	Timeout time.Duration
+	// TopK caps the facts one Recall renders. Zero means DefaultTopK.
+	TopK int
+	// MaxCandidates caps what Candidates returns. Zero means
+	// DefaultMaxCandidates.
+	MaxCandidates int
+	// Embedder, when set, adds dense retrieval: each fact version is
+	// embedded once, when it is written, and the embedding stored with
+	// it; each Recall embeds its query. Nil means sparse only.
+	Embedder embeddings.Embedder
+	// VectorStore, when set, mirrors every fact version into a
+	// langchaingo vector store and makes its search the dense ranker
+	// (instead of the Embedder's cosine), for corpora beyond one
+	// machine. See [VectorStore].
+	VectorStore *VectorStore
+	// NoSparse leaves BM25 out of retrieval: the dense ranker alone (to
+	// measure it, or for texts BM25 serves badly). It needs an Embedder
+	// or a VectorStore.
+	NoSparse bool
+	// Now returns the current time, for Created, Updated and quarantine
+	// keys; it is clamped into years 1-9999. Nil means time.Now.
+	Now func() time.Time
+	// MaxRetries bounds the compare-and-swap attempts of one write. Zero
+	// means DefaultMaxRetries.
+	MaxRetries int
+}
+
+// Layer is the semantic memory: distilled facts of a resource (or thread,
+// or everyone), written by the model through the memorize and forget
+// tools and by code, and recalled by hybrid retrieval for the user's
+// latest message.
+//
+// A Layer from [New] is a template: it keeps its own facts in a private
+// in-memory store (so it can be used on its own), and [Layer.Init]
+// returns a new Layer bound to a run's store and scope. Methods are safe
+// for concurrent use.
+type Layer struct {
+	cfg  Config
+	spec layer.Spec
+	tag  string
+
+	mu     sync.Mutex
+	store  storage.Store
+	scope  string // the scope key
+	thread string // the run's thread, for Source
+	step   int    // the step of the last Recall, for Source
+	logger *slog.Logger
+	head   head
+	hver   int64
+	idx    index
+}
+
+// New returns a semantic memory layer. It does no I/O; see [Layer.Init].
+func New(cfg Config) (*Layer, error) {
+	if cfg.ID == "" {
+		cfg.ID = DefaultID
+	}
+	if cfg.Slot == 0 {
+		cfg.Slot = layer.SlotSemanticRecall
+	}
+	if cfg.Scope == "" {
+		cfg.Scope = layer.ScopeResource
+	}
+	switch {
+	case cfg.TopK < 0:
+		return nil, fmt.Errorf("%w: TopK %d < 0", ErrInvalidConfig, cfg.TopK)
+	case cfg.MaxCandidates < 0:
+		return nil, fmt.Errorf("%w: MaxCandidates %d < 0", ErrInvalidConfig, cfg.MaxCandidates)
+	case cfg.MaxRetries < 0:
+		return nil, fmt.Errorf("%w: MaxRetries %d < 0", ErrInvalidConfig, cfg.MaxRetries)
+	case cfg.NoSparse && cfg.Embedder == nil && cfg.VectorStore == nil:
+		return nil, fmt.Errorf("%w: NoSparse without an Embedder or a VectorStore leaves no ranker", ErrInvalidConfig)
+	case cfg.VectorStore != nil && cfg.VectorStore.Store == nil:
+		return nil, fmt.Errorf("%w: VectorStore has no Store", ErrInvalidConfig)
+	}
+	if cfg.TopK == 0 {
+		cfg.TopK = DefaultTopK
+	}
+	if cfg.MaxCandidates == 0 {
+		cfg.MaxCandidates = DefaultMaxCandidates
+	}
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = DefaultMaxRetries
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	spec := layer.Spec{ID: cfg.ID, Slot: cfg.Slot, Scope: cfg.Scope, Budget: cfg.Budget, DisableOnInitError: cfg.DisableOnInitError, Timeout: cfg.Timeout}
+	if err := spec.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	l := &Layer{cfg: cfg, spec: spec, tag: layer.FenceTag(cfg.ID)}
+	l.store, l.scope, l.logger = storage.NewMemory(), "template", slog.Default()
+	l.head = head{Version: FormatVersion}
+	l.reset()
+	return l, nil
+}
+
+// Spec returns the layer's spec.
+func (l *Layer) Spec() layer.Spec { return l.spec }
+
+// Tag returns the fence tag of the layer's block: its ID with '-' as '_'.
+func (l *Layer) Tag() string { return l.tag }
+
+func (l *Layer) now() time.Time {
+	t := l.cfg.Now().UTC()
+	lo, hi := time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+	if t.Before(lo) {
+		return lo
+	}
+	if t.After(hi) {
+		return hi
+	}
+	return t
+}
+
+// Init returns the layer bound to env's run: its facts are those stored
+// under storage.LayerPrefix(id, env.ScopeKey(scope)), read into the
+// in-process index. The execution scope, or an Env without a store, keeps
+// facts in a private in-memory store for the run. A stored record from a
+// newer version of this package ([ErrVersion]) fails Init and is left
+// untouched; an unreadable one is quarantined (storage.Quarantine),
+// reported through env.Logger, and its facts are left out. The receiver
+// is not modified.
+func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
+	b := l.bind(env.Store, env.ScopeKey(l.cfg.Scope), env)
+	if l.cfg.Scope == layer.ScopeExecution {
+		b.store = storage.NewMemory()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.sync(ctx); err != nil {
+		return nil, fmt.Errorf("semanticmemory: init: %w", err)
+	}
+	return b, nil
+}
+
+// bind returns an unloaded layer with l's configuration on store and
+// scope.
+func (l *Layer) bind(store storage.Store, scope string, env layer.Env) *Layer {
+	b := &Layer{cfg: l.cfg, spec: l.spec, tag: l.tag, store: store, scope: scope, thread: env.ThreadID, logger: env.Logger}
+	if b.store == nil {
+		b.store = storage.NewMemory()
+	}
+	if b.logger == nil {
+		b.logger = slog.Default()
+	}
+	b.head = head{Version: FormatVersion}
+	b.reset()
+	return b
+}
+
+// OnSpawn returns the child's layer. A child of a resource- or
+// global-scoped layer works on the same stored facts (what it memorizes
+// the parent sees on its next Recall); a thread- or execution-scoped
+// layer gives the child its own thread's facts, as Init would.
+func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, error) {
+	l.mu.Lock()
+	store, scope := l.store, l.scope
+	l.mu.Unlock()
+	switch l.cfg.Scope {
+	case layer.ScopeResource, layer.ScopeGlobal:
+		b := l.bind(store, scope, child)
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if err := b.sync(ctx); err != nil {
+			return nil, fmt.Errorf("semanticmemory: spawn: %w", err)
+		}
+		return b, nil
+	}
+	return l.Init(ctx, child)
+}
+
+// Remember stores a fact written by code (Source.By "code" when m's is
+// empty) and returns the version written. A fact that restates a live
+// fact of the same kind (see [SupersedeThreshold]) supersedes it: it is
+// written as that fact's next version, keeping its ID and Created; the
+// old version stays readable through [Layer.Versions]. Restating a fact
+// word for word with the same importance writes nothing and returns the
+// fact. Bad input is an error wrapping [ErrInvalidFact] and stores
+// nothing.
+func (l *Layer) Remember(ctx context.Context, m Memo) (Fact, error) {
+	if m.Source.By == "" {
+		m.Source.By = "code"
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.remember(ctx, m)
+}
+
+func (l *Layer) remember(ctx context.Context, m Memo) (Fact, error) {
+	m, err := m.normalize()
+	if err != nil {
+		return Fact{}, err
+	}
+	if m.Source.Thread == "" {
+		m.Source.Thread = l.thread
+	}
+	var emb []float32
+	if l.cfg.Embedder != nil {
+		vs, err := l.cfg.Embedder.EmbedDocuments(ctx, []string{m.Text})
+		if err != nil {
+			return Fact{}, fmt.Errorf("semanticmemory: remember: embed: %w", err)
+		}
+		if len(vs) != 1 {
+			return Fact{}, fmt.Errorf("semanticmemory: remember: embedder returned %d vectors for 1 text", len(vs))
+		}
+		emb = vs[0]
+	}
+	if err := l.sync(ctx); err != nil {
+		return Fact{}, fmt.Errorf("semanticmemory: remember: %w", err)
+	}
+	var same *Fact
+	written, _, err := l.appendRecord(ctx, false, func(seq int64) ([]Fact, error) {
+		now := l.now()
+		f := Fact{ID: "f" + strconv.FormatInt(max(seq, l.idx.maxNum+1), 10), Text: m.Text, Kind: m.Kind, Importance: m.Importance, Source: m.Source, Created: now, Updated: now, Version: 1, Embedding: emb}
+		if old := l.restated(m.Kind, m.Text); old != nil {
+			if old.Text == m.Text && old.Importance == m.Importance {
+				same = old
+				return nil, nil
+			}
+			f.ID, f.Created, f.Version = old.ID, old.Created, old.Version+1
+		}
+		same = nil
+		if err := f.validate(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidFact, err)
+		}
+		return []Fact{f}, nil
+	})
+	if err != nil {
+		return Fact{}, fmt.Errorf("semanticmemory: remember: %w", err)
+	}
+	if same != nil {
+		return clone(*same), nil
+	}
+	l.mirror(ctx, written)
+	return clone(written[0]), nil
+}
+
+// Forget removes the live fact id from recall: it writes a last version
+// marked Forgotten, and keeps every version for the audit. An unknown or
+// already forgotten ID is an error wrapping [ErrNotFound].
+func (l *Layer) Forget(ctx context.Context, id string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.forget(ctx, id, Source{By: "code"})
+}
+
+func (l *Layer) forget(ctx context.Context, id string, src Source) error {
+	if err := l.sync(ctx); err != nil {
+		return fmt.Errorf("semanticmemory: forget: %w", err)
+	}
+	if src.Thread == "" {
+		src.Thread = l.thread
+	}
+	_, _, err := l.appendRecord(ctx, false, func(int64) ([]Fact, error) {
+		old, ok := l.idx.live[id]
+		if !ok {
+			return nil, fmt.Errorf("%w: %s", ErrNotFound, storage.Quote(id))
+		}
+		f := *old
+		f.Version++
+		f.Updated, f.Source, f.Forgotten, f.Embedding = l.now(), src, true, nil
+		return []Fact{f}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("semanticmemory: forget: %w", err)
+	}
+	return nil
+}
+
+// Facts returns the live facts (last versions, not forgotten), by ID,
+// after reading what other processes wrote.
+func (l *Layer) Facts(ctx context.Context) ([]Fact, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.sync(ctx); err != nil {
+		return nil, fmt.Errorf("semanticmemory: facts: %w", err)
+	}
+	out := make([]Fact, 0, len(l.idx.live))
+	for _, id := range sortedKeys(l.idx.live) {
+		out = append(out, clone(*l.idx.live[id]))
+	}
+	return out, nil
+}
+
+// Versions returns every version of fact id, oldest first, superseded and
+// forgotten ones included (the audit); none for an unknown ID.
+func (l *Layer) Versions(ctx context.Context, id string) ([]Fact, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.sync(ctx); err != nil {
+		return nil, fmt.Errorf("semanticmemory: versions: %w", err)
+	}
+	vs := l.idx.versions[id]
+	out := make([]Fact, len(vs))
+	for i := range vs {
+		out[i] = clone(vs[i])
+	}
+	return out, nil
+}
+
+// Hit is one fact found by [Layer.Search], with its fused score
+// normalised to [0, 1] (see [Layer.Candidates]).
+type Hit struct {
+	Fact
+	Score float64
+}
+
+// Search returns up to k live facts for query, best first (see
+// [Layer.Candidates] for the ranking); k <= 0 means all that match.
+func (l *Layer) Search(ctx context.Context, query string, k int) ([]Hit, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.sync(ctx); err != nil {
+		return nil, fmt.Errorf("semanticmemory: search: %w", err)
+	}
+	ranked, n := l.retrieve(ctx, query)
+	if k > 0 && len(ranked) > k {
+		ranked = ranked[:k]
+	}
+	out := make([]Hit, len(ranked))
+	for i, s := range ranked {
+		out[i] = Hit{Fact: clone(*s.fact), Score: normalise(s.score, n)}
+	}
+	return out, nil
+}
+
+// normalise maps a fused score to [0, 1]: 1 for a fact ranked first by
+// every ranker.
+func normalise(score float64, rankers int) float64 {
+	if rankers == 0 {
+		return 0
+	}
+	return min(score*float64(RRFK+1)/float64(rankers), 1)
+}
+
+func clone(f Fact) Fact {
+	f.Embedding = slices.Clone(f.Embedding)
+	return f
+}
+
+// line renders one fact as it appears in the prompt: "[f12 preference]
+// The user prefers tea." Fact text is one line, so it cannot start a
+// line of its own.
+func line(f *Fact) string { return "[" + f.ID + " " + f.Kind + "] " + f.Text }
+
+// Recall puts the facts best matching q.Text in the prompt, fenced with
+// layer.Fence in a block named after the layer ID (<semantic> by
+// default), one line per fact with its ID and kind:
+//
+//	<semantic>
+//	[f3 preference] The user prefers tea to coffee.
+//	[f7 profile] The user lives in Lisbon.
+//	</semantic>
+//
+// Facts come best first (see [Layer.Candidates]), at most Config.TopK;
+// with a finite budget, facts are added while the block fits it. An empty
+// q.Text, or no matching fact, recalls nothing. Each Recall first reads
+// the stored head (one Get) and any records written since, so a fact
+// acknowledged by another process before the Recall starts is in it.
+func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.step = q.Step
+	if err := l.sync(ctx); err != nil {
+		return nil, fmt.Errorf("semanticmemory: recall: %w", err)
+	}
+	ranked, _ := l.retrieve(ctx, q.Text)
+	var lines []string
+	text, tokens := "", 0
+	for _, s := range ranked {
+		if len(lines) == l.cfg.TopK {
+			break
+		}
+		t := layer.Fence(l.tag, strings.Join(append(lines, line(s.fact)), "\n"))
+		n := q.Count(t)
+		if q.Budget > 0 && n > q.Budget {
+			break
+		}
+		lines = append(lines, line(s.fact))
+		text, tokens = t, n
+	}
+	if text == "" {
+		return nil, nil
+	}
+	return []layer.Item{{Text: text, Tokens: tokens}}, nil
+}
+
+// Candidates returns the facts matching q.Text as scored candidates for
+// prompt.Assemble, best first, at most Config.MaxCandidates: Key is the
+// fact ID, Text its line (as in Recall, unfenced) and Tokens its count
+// with q's counter, Similarity the fused score normalised to [0, 1] (the
+// reciprocal-rank fusion, k = RRFK, of the sparse and dense rankings,
+// divided by its largest possible value, that of a fact ranked first by
+// every ranker), Time the fact's Updated, Importance its importance and
+// Source its Source.String().
+func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]layer.Candidate, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.sync(ctx); err != nil {
+		return nil, fmt.Errorf("semanticmemory: candidates: %w", err)
+	}
+	ranked, n := l.retrieve(ctx, q.Text)
+	if len(ranked) > l.cfg.MaxCandidates {
+		ranked = ranked[:l.cfg.MaxCandidates]
+	}
+	out := make([]layer.Candidate, len(ranked))
+	for i, s := range ranked {
+		t := line(s.fact)
+		out[i] = layer.Candidate{Layer: l.cfg.ID, Key: s.fact.ID, Text: t, Tokens: q.Count(t),
+			Similarity: normalise(s.score, n), Time: s.fact.Updated, Importance: s.fact.Importance, Source: s.fact.Source.String()}
+	}
+	return out, nil
+}
+
+// Snapshot returns every version of every fact (the live ones, the
+// superseded and the forgotten), by ID then version, as JSON:
+// {"version":1,"facts":[...]}.
+func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.sync(ctx); err != nil {
+		return nil, fmt.Errorf("semanticmemory: snapshot: %w", err)
+	}
+	s := snapshot{Version: FormatVersion, Facts: []Fact{}}
+	for _, id := range sortedKeys(l.idx.versions) {
+		s.Facts = append(s.Facts, l.idx.versions[id]...)
+	}
+	return encode(s), nil
+}
+
+// Restore replaces the facts with a snapshot's, atomically: the
+// snapshot's versions are written as one record that replaces every fact
+// before it, then the older records are deleted. Data that is not a
+// snapshot this package can read is an error (wrapping [ErrCorrupt] or
+// [ErrVersion]) and changes nothing. Restoring the facts the layer holds
+// changes nothing.
+func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
+	s, err := decodeSnapshot(data)
+	if err != nil {
+		return fmt.Errorf("semanticmemory: restore: %w", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.sync(ctx); err != nil {
+		return fmt.Errorf("semanticmemory: restore: %w", err)
+	}
+	if string(encode(s)) == string(l.snapshotLocked()) {
+		return nil
+	}
+	written, seq, err := l.appendRecord(ctx, true, func(int64) ([]Fact, error) { return s.Facts, nil })
+	if err != nil {
+		return fmt.Errorf("semanticmemory: restore: %w", err)
+	}
+	l.mirror(ctx, written)
+	if err := l.rebase(ctx, seq); err != nil {
+		return fmt.Errorf("semanticmemory: restore: restored, but %w", err)
+	}
+	return nil
+}
+
+func (l *Layer) snapshotLocked() []byte {
+	s := snapshot{Version: FormatVersion, Facts: []Fact{}}
+	for _, id := range sortedKeys(l.idx.versions) {
+		s.Facts = append(s.Facts, l.idx.versions[id]...)
+	}
+	return encode(s)
+}
+
+// Clear forgets every fact and its history, in memory and in the store:
+// it writes an empty record that replaces every fact before it, then
+// deletes the older records. Quarantined records are kept.
+func (l *Layer) Clear(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.sync(ctx); err != nil {
+		return fmt.Errorf("semanticmemory: clear: %w", err)
+	}
+	_, seq, err := l.appendRecord(ctx, true, func(int64) ([]Fact, error) { return nil, nil })
+	if err != nil {
+		return fmt.Errorf("semanticmemory: clear: %w", err)
+	}
+	if err := l.rebase(ctx, seq); err != nil {
+		return fmt.Errorf("semanticmemory: clear: cleared, but %w", err)
+	}
+	return nil
+}
+
+// Stats reports the live facts (Entries) and the bytes of their text.
+func (l *Layer) Stats(ctx context.Context) (layer.Stats, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.sync(ctx); err != nil {
+		return layer.Stats{}, fmt.Errorf("semanticmemory: stats: %w", err)
+	}
+	return layer.Stats{Entries: len(l.idx.live), Bytes: l.idx.bytes}, nil
+}
+
+// Close does nothing: every write is stored when it is acknowledged.
+func (l *Layer) Close(context.Context) error { return nil }
+
+// memorizeSchema and forgetSchema are the tools' JSON-Schema parameters.
+var (
+	memorizeSchema = json.RawMessage(`{"type":"object","properties":{` +
+		`"text":{"type":"string","minLength":1,"maxLength":2000,"description":"The fact, one self-contained sentence."},` +
+		`"kind":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,32}$","description":"What sort of fact: preference, profile, fact, decision ... (default fact)."},` +
+		`"importance":{"type":"number","minimum":0,"maximum":1,"description":"How much it matters, 0 to 1 (default 0.5)."}},` +
+		`"required":["text"],"additionalProperties":false}`)
+	forgetSchema = json.RawMessage(`{"type":"object","properties":{` +
+		`"id":{"type":"string","minLength":1,"description":"The ID of the fact, as shown in brackets."}},` +
+		`"required":["id"],"additionalProperties":false}`)
+)
+
+// Provides offers two tools: "memorize" {text, kind?, importance?}
+// stores a durable fact (superseding one it restates) and answers with
+// its ID and version; "forget" {id} forgets a fact. Arguments that do not
+// fit the schema are an error saying what to fix, and store nothing. It
+// offers the data "facts": the live facts.
+func (l *Layer) Provides() layer.Provides {
+	return layer.Provides{
+		Functions: []layer.Function{
+			{Name: "memorize", Description: "Remember a durable fact about the user or the task for later conversations. A fact restating an earlier one replaces it.",
+				Parameters: memorizeSchema, Call: l.callMemorize},
+			{Name: "forget", Description: "Forget a remembered fact that is wrong or no longer true, by its ID.",
+				Parameters: forgetSchema, Call: l.callForget},
+		},
+		Data: []layer.Data{{Name: "facts", Description: "The remembered facts, by ID.",
+			Read: func(ctx context.Context) (any, error) { return l.Facts(ctx) }}},
+	}
+}
+
+// decodeArgs decodes a tool's JSON object arguments strictly into v.
+func decodeArgs(args json.RawMessage, v any) error {
+	dec := json.NewDecoder(strings.NewReader(string(args)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("arguments must be a JSON object of the tool's parameters: %w", err)
+	}
+	if dec.More() {
+		return errors.New("arguments must be one JSON object")
+	}
+	return nil
+}
+
+func (l *Layer) callMemorize(ctx context.Context, args json.RawMessage) (string, error) {
+	var a struct {
+		Text       *string  `json:"text"`
+		Kind       string   `json:"kind"`
+		Importance *float64 `json:"importance"`
+	}
+	if err := decodeArgs(args, &a); err != nil {
+		return "", fmt.Errorf("memorize: %w", err)
+	}
+	if a.Text == nil {
+		return "", errors.New(`memorize: "text" is required: the fact to remember`)
+	}
+	m := Memo{Text: *a.Text, Kind: a.Kind, Importance: DefaultImportance}
+	if a.Importance != nil {
+		m.Importance = *a.Importance
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m.Source = Source{By: "model", Step: l.step, Tool: layer.ToolName(l.cfg.ID, "memorize")}
+	f, err := l.remember(ctx, m)
+	if err != nil {
+		return "", fmt.Errorf("memorize: %w", err)
+	}
+	if f.Version > 1 {
+		return fmt.Sprintf("updated fact %s (version %d)", f.ID, f.Version), nil
+	}
+	return "remembered fact " + f.ID, nil
+}
+
+func (l *Layer) callForget(ctx context.Context, args json.RawMessage) (string, error) {
+	var a struct {
+		ID string `json:"id"`
+	}
+	if err := decodeArgs(args, &a); err != nil {
+		return "", fmt.Errorf("forget: %w", err)
+	}
+	if a.ID == "" {
+		return "", errors.New(`forget: "id" is required: the fact's ID, as shown in brackets`)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.forget(ctx, a.ID, Source{By: "model", Step: l.step, Tool: layer.ToolName(l.cfg.ID, "forget")}); err != nil {
+		return "", fmt.Errorf("forget: %w", err)
+	}
+	return "forgot fact " + a.ID, nil
+}

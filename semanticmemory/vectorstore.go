@@ -1,0 +1,115 @@
+package semanticmemory
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+
+	"github.com/tmc/langchaingo/schema"
+	"github.com/tmc/langchaingo/vectorstores"
+)
+
+// Metadata keys of the documents the layer mirrors into a vector store.
+const (
+	MetaLayer   = "memlayer_layer"
+	MetaScope   = "memlayer_scope"
+	MetaFactID  = "memlayer_fact_id"
+	MetaVersion = "memlayer_fact_version"
+	MetaKind    = "memlayer_fact_kind"
+)
+
+// DefaultSearchK is how many documents one search asks the vector store
+// for when VectorStore.K is 0.
+const DefaultSearchK = 64
+
+// VectorStore adapts a langchaingo vectorstores.VectorStore (pgvector,
+// Qdrant, Redis vector search, Chroma ...) to the layer, for corpora
+// beyond one machine: every fact version the layer writes is mirrored
+// into it as a document (the fact text, with the layer ID, scope key,
+// fact ID, version and kind in its metadata), and its SimilaritySearch is
+// the dense ranker of Recall, Candidates and Search (in place of
+// Config.Embedder's cosine). The facts themselves stay in the
+// storage.Store, which remains the source of truth: a document whose
+// fact is superseded, forgotten, cleared or of another layer or scope is
+// ignored, so a vector store that cannot delete stays correct. A failed
+// mirror is logged (the fact is stored all the same); a failed search
+// is logged and the Recall falls back to sparse retrieval.
+type VectorStore struct {
+	// Store is the user's vector store. Required.
+	Store vectorstores.VectorStore
+	// Options are passed to every AddDocuments and SimilaritySearch call
+	// (a namespace, an embedder, filters).
+	Options []vectorstores.Option
+	// K is how many documents one search asks for. Zero means
+	// DefaultSearchK.
+	K int
+}
+
+// mirror adds the live versions among facts to the vector store.
+func (l *Layer) mirror(ctx context.Context, facts []Fact) {
+	vs := l.cfg.VectorStore
+	if vs == nil {
+		return
+	}
+	var docs []schema.Document
+	for _, f := range facts {
+		if f.Forgotten {
+			continue
+		}
+		docs = append(docs, schema.Document{PageContent: f.Text, Metadata: map[string]any{
+			MetaLayer: l.cfg.ID, MetaScope: l.scope, MetaFactID: f.ID, MetaVersion: f.Version, MetaKind: f.Kind,
+		}})
+	}
+	if len(docs) == 0 {
+		return
+	}
+	if _, err := vs.Store.AddDocuments(ctx, docs, vs.Options...); err != nil {
+		l.logger.LogAttrs(ctx, slog.LevelWarn, "semanticmemory: mirroring facts into the vector store failed",
+			slog.String("layer", l.cfg.ID), slog.Int("facts", len(docs)), slog.Any("error", err))
+	}
+}
+
+// search returns the IDs of the live facts the vector store finds for
+// query, in its order, each once.
+func (vs *VectorStore) search(ctx context.Context, l *Layer, query string) ([]string, error) {
+	k := vs.K
+	if k <= 0 {
+		k = DefaultSearchK
+	}
+	docs, err := vs.Store.SimilaritySearch(ctx, query, k, vs.Options...)
+	if err != nil {
+		return nil, fmt.Errorf("vector store search: %w", err)
+	}
+	var ids []string
+	seen := map[string]bool{}
+	for _, d := range docs {
+		if str(d.Metadata[MetaLayer]) != l.cfg.ID || str(d.Metadata[MetaScope]) != l.scope {
+			continue
+		}
+		id := str(d.Metadata[MetaFactID])
+		f, ok := l.idx.live[id]
+		if !ok || seen[id] || str(d.Metadata[MetaVersion]) != strconv.Itoa(f.Version) {
+			continue
+		}
+		seen[id] = true
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// str renders a metadata value as text: backends return numbers as int,
+// int64, float64 or strings.
+func str(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case float32:
+		return strconv.FormatFloat(float64(x), 'f', -1, 32)
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(v)
+}
