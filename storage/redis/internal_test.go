@@ -2,6 +2,7 @@ package redis
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"testing"
@@ -120,6 +121,64 @@ func TestRetriedPutIsIdempotent(t *testing.T) {
 			t.Fatalf("%s: version %q: %v", name, v, err)
 		}
 		ifVersion = n
+	}
+}
+
+// TestTrust23_ReplayAfterAnotherWriteIsNotAConflict: a write whose reply
+// was lost is sent again by go-redis after another writer has written the
+// key. It was applied, so the replay reports the version it made, not a
+// conflict that would tell its caller it was not (a failover test saw
+// one more increment stored than were acknowledged). Tokens older than
+// the last 16 writes are forgotten.
+func TestTrust23_ReplayAfterAnotherWriteIsNotAConflict(t *testing.T) {
+	url := os.Getenv("MEMLAYER_REDIS_URL")
+	if url == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("MEMLAYER_REDIS_URL is not set")
+		}
+		t.Skip("MEMLAYER_REDIS_URL is not set")
+	}
+	s, err := New(Config{URL: url, Namespace: "memlayer-test:replay:" + time.Now().Format("150405.000000") + ":"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	key := []string{s.ns + "k"}
+	defer s.client.Del(ctx, key[0])
+	run := func(ifVersion int64, token string) any {
+		t.Helper()
+		res, err := putScript.Run(ctx, s.client, key, "v", ifVersion, 0, token, storage.FirstVersion()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	version := func(res any) int64 {
+		t.Helper()
+		v, err := strconv.ParseInt(fmt.Sprint(res), 10, 64)
+		if err != nil || isConflict(res) {
+			t.Fatalf("reply %v, want a version", res)
+		}
+		return v
+	}
+	v0 := version(run(storage.NoVersion, "create"))
+	mine := run(v0, "mine")
+	v1 := version(mine)
+	v2 := version(run(v1, "theirs"))
+	if again := run(v0, "mine"); again != mine {
+		t.Errorf("replay after another write = %v, want %v (the version it made)", again, mine)
+	}
+	// After 16 more writes the token is forgotten: a replay is a conflict.
+	v := v2
+	for i := range 16 {
+		v = version(run(v, fmt.Sprintf("w%d", i)))
+	}
+	if again := run(v0, "mine"); !isConflict(again) {
+		t.Errorf("replay after 17 writes = %v, want a conflict", again)
+	}
+	if n, _ := s.client.HLen(ctx, key[0]).Result(); n > 2+1+16 {
+		t.Errorf("the key holds %d fields, want at most 19 (value, version, token list, 16 tokens)", n)
 	}
 }
 

@@ -259,26 +259,42 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // putScript: KEYS[1] key; ARGV value, ifVersion, ttl in ms, write token,
 // first version (for a key that does not exist). Returns the new version
-// as a string, or {current version} ("0" when missing) on conflict. A
-// retried write (the reply to the first attempt was lost) finds its own
-// token and reports success instead of a conflict with itself.
+// as a string, or {current version} ("0" when missing) on conflict.
+//
+// The key remembers the tokens of its last 16 writes with the version
+// each one made (fields "w:<token>", listed in "wl"). A write whose reply
+// was lost and that go-redis sends again (it retries on network errors)
+// finds its token and reports the version it made, even when other
+// writes came after it: it was applied, and a conflict would say it was
+// not.
 var putScript = goredis.NewScript(`
 local cur = redis.call('HGET', KEYS[1], 'n')
 local want = ARGV[2]
+local tok = 'w:' .. ARGV[4]
 if want ~= '-1' and (cur or '0') ~= want then
-	if cur and redis.call('HGET', KEYS[1], 'w') == ARGV[4] then
-		return cur
+	local mine = cur and redis.call('HGET', KEYS[1], tok)
+	if mine then
+		return mine
 	end
 	return {cur or '0'}
 end
 local nxt = ARGV[5]
 if cur then
 	redis.call('HINCRBY', KEYS[1], 'n', 1)
-	redis.call('HSET', KEYS[1], 'v', ARGV[1], 'w', ARGV[4])
+	redis.call('HSET', KEYS[1], 'v', ARGV[1])
 	nxt = redis.call('HGET', KEYS[1], 'n')
 else
-	redis.call('HSET', KEYS[1], 'v', ARGV[1], 'n', nxt, 'w', ARGV[4])
+	redis.call('HSET', KEYS[1], 'v', ARGV[1], 'n', nxt)
 end
+local toks = {}
+for t in string.gmatch(redis.call('HGET', KEYS[1], 'wl') or '', '%S+') do
+	toks[#toks + 1] = t
+end
+toks[#toks + 1] = ARGV[4]
+while #toks > 16 do
+	redis.call('HDEL', KEYS[1], 'w:' .. table.remove(toks, 1))
+end
+redis.call('HSET', KEYS[1], tok, nxt, 'wl', table.concat(toks, ' '))
 local ttl = tonumber(ARGV[3])
 if ttl > 0 then
 	redis.call('PEXPIRE', KEYS[1], ttl)
