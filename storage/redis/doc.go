@@ -38,8 +38,8 @@
 // # Layout
 //
 // The store key k lives in the Redis hash Namespace+k, with fields v (the
-// value), n (the version, in decimal) and w (a token naming the write that
-// set them). A key is created at [storage.FirstVersion], a random version
+// value), n (the version, in decimal), and the tokens of the last 16
+// writes with the version each made (w:<token>, listed in wl). A key is created at [storage.FirstVersion], a random version
 // the client draws, and each write adds one (HINCRBY): nothing kept on the
 // server is needed for a key's versions not to repeat, so a key that
 // expired, was deleted, or vanished with a server restarted without
@@ -78,11 +78,11 @@
 //
 // go-redis retries a command whose connection broke. If the reply to a Put
 // was lost after the server applied it, the retry finds the write's own
-// token and reports success instead of a conflict with itself, so a
-// read-modify-write loop does not apply its change twice. (If another
-// writer got in between the lost reply and the retry, the retry reports a
-// conflict even though the first attempt landed; no network store can
-// tell that case apart.)
+// token and reports the version it made instead of a conflict with
+// itself, so a read-modify-write loop does not apply its change twice,
+// even when other writers got in between the lost reply and the retry
+// (up to 16 later writes of the key; beyond that the retry reports a
+// conflict although the first attempt landed).
 //
 // # Listing
 //
