@@ -258,3 +258,78 @@ func TestOperate30_EraseResourceEveryBackend(t *testing.T) {
 		})
 	}
 }
+
+// TestOperate31_QuarantineListedAndRestored: a scratchpad state the layer
+// cannot read is quarantined by a run and listed with its layer, scope
+// and time; a good state set aside is restored (refused over a newer
+// state unless replace) and the next run's prompt shows it again.
+func TestOperate31_QuarantineListedAndRestored(t *testing.T) {
+	ctx := t.Context()
+	st := storage.NewMemory()
+	a := allLayersAgent(t, st)
+	in := agentloop.Inspector{Store: st}
+	stateKey := storage.LayerKey(workingmemory.DefaultID, "carol", "state")
+
+	if _, err := a.Run(ctx, agentloop.RunInput{ThreadID: "c-1", ResourceID: "carol", Input: "remember teal"}); err != nil {
+		t.Fatal(err)
+	}
+	good, err := st.Get(ctx, stateKey)
+	if err != nil || !bytes.Contains(good.Value, []byte("remember teal")) {
+		t.Fatalf("scratchpad state: %q, %v", good.Value, err)
+	}
+	// A broken state: the next run quarantines it.
+	if _, err := st.Put(ctx, stateKey, []byte("{not json"), storage.AnyVersion); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(ctx, agentloop.RunInput{ThreadID: "c-1", ResourceID: "carol", Input: "second"}); err != nil {
+		t.Fatal(err)
+	}
+	qs, err := in.Quarantined(ctx)
+	if err != nil || len(qs) != 1 {
+		t.Fatalf("quarantined: %+v, %v", qs, err)
+	}
+	q := qs[0]
+	if q.LayerID != workingmemory.DefaultID || q.ScopeKey != "carol" || q.At.IsZero() || time.Since(q.At) > time.Minute {
+		t.Errorf("quarantined record: %+v", q)
+	}
+	if it, err := st.Get(ctx, q.Key); err != nil || string(it.Value) != "{not json" {
+		t.Errorf("quarantined copy: %q, %v", it.Value, err)
+	}
+
+	// Set the good state aside as the layer would, and restore it.
+	if _, err := st.Put(ctx, q.Key, good.Value, storage.AnyVersion); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.RestoreQuarantined(ctx, q.Key, false); !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("restore over the newer state: %v, want ErrConflict", err)
+	}
+	target, err := in.RestoreQuarantined(ctx, q.Key, true)
+	if err != nil || target != stateKey {
+		t.Fatalf("restore: %q, %v", target, err)
+	}
+	if _, err := st.Get(ctx, q.Key); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("the copy is still there: %v", err)
+	}
+	if qs, _ := in.Quarantined(ctx); len(qs) != 0 {
+		t.Errorf("still listed: %+v", qs)
+	}
+	var sys string
+	probe := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
+		sys = r.System()
+		return agenttest.Text("ok"), nil
+	})
+	wm, _ := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+	b, err := agentloop.New(agentloop.Config{Model: probe, Layers: []layer.Layer{wm}, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Run(ctx, agentloop.RunInput{ThreadID: "c-2", ResourceID: "carol", Input: "what did I say?"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sys, "remember teal") {
+		t.Errorf("the restored scratchpad is not in the prompt:\n%s", sys)
+	}
+	if _, err := in.RestoreQuarantined(ctx, stateKey, false); !errors.Is(err, agentloop.ErrInvalidConfig) {
+		t.Errorf("restoring a non-quarantine key: %v", err)
+	}
+}
