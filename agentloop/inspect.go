@@ -247,7 +247,7 @@ type Purger interface {
 func (in Inspector) DeleteThread(ctx context.Context, threadID string) (*Erased, error) {
 	e := &Erased{}
 	if err := in.erase(ctx, e, []string{threadID}, nil); err != nil {
-		return e, err
+		return e, fmt.Errorf("agentloop: delete thread %s: %w", storage.Quote(threadID), err)
 	}
 	return e, nil
 }
@@ -264,13 +264,9 @@ func (in Inspector) EraseResource(ctx context.Context, resourceID string) (*Eras
 	if resourceID == "" {
 		return nil, fmt.Errorf("%w: erase: empty resource ID", ErrInvalidConfig)
 	}
-	threads, err := in.Threads(ctx, ThreadQuery{ResourceID: resourceID})
+	ids, err := in.resourceThreads(ctx, resourceID)
 	if err != nil {
-		return nil, fmt.Errorf("agentloop: erase resource %s: %w", storage.Quote(resourceID), err)
-	}
-	ids := make([]string, len(threads))
-	for i, t := range threads {
-		ids[i] = t.ThreadID
+		return nil, err
 	}
 	e := &Erased{}
 	if err := in.erase(ctx, e, ids, []string{resourceID}); err != nil {
@@ -279,21 +275,13 @@ func (in Inspector) EraseResource(ctx context.Context, resourceID string) (*Eras
 	return e, nil
 }
 
-// erase deletes the layer records of the scopes (the threads, their
-// sub-agents, the extra scope keys), then each thread's records with its
-// head last, then purges.
-func (in Inspector) erase(ctx context.Context, e *Erased, threads, scopes []string) error {
-	del := func(kind, key string) error {
-		err := in.Store.Delete(ctx, key, storage.AnyVersion)
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("delete %s: %w", storage.Quote(key), err)
-		}
-		e.add(kind, key)
-		return nil
-	}
+// record is a key to erase and its kind (see Erased.Counts).
+type record struct{ kind, key string }
+
+// records returns the keys of the layer records of the scopes (the
+// threads, their sub-agents, the extra scope keys), then each thread's
+// records with its head last, and the threads that have a head.
+func (in Inspector) records(ctx context.Context, threads, scopes []string) ([]record, []string, error) {
 	mine := func(scope string) bool {
 		if slices.Contains(scopes, scope) {
 			return true
@@ -307,8 +295,9 @@ func (in Inspector) erase(ctx context.Context, e *Erased, threads, scopes []stri
 	}
 	keys, err := in.Store.List(ctx, "layers/")
 	if err != nil {
-		return fmt.Errorf("list layer records: %w", err)
+		return nil, nil, fmt.Errorf("list layer records: %w", err)
 	}
+	var recs []record
 	for _, k := range keys {
 		lk, ok := ParseLayerKey(k)
 		if !ok || !mine(lk.ScopeKey) {
@@ -318,21 +307,18 @@ func (in Inspector) erase(ctx context.Context, e *Erased, threads, scopes []stri
 		if strings.HasPrefix(lk.Name, storage.QuarantinePrefix) {
 			kind = "quarantine." + lk.LayerID
 		}
-		if err := del(kind, k); err != nil {
-			return err
-		}
+		recs = append(recs, record{kind, k})
 	}
+	var found []string
 	for _, id := range threads {
 		prefix := storage.ThreadPrefix(id)
 		keys, err := in.Store.List(ctx, prefix)
 		if err != nil {
-			return fmt.Errorf("list thread %s: %w", storage.Quote(id), err)
+			return nil, nil, fmt.Errorf("list thread %s: %w", storage.Quote(id), err)
 		}
 		head := storage.ThreadKey(id, CheckpointName)
-		found := false
 		for _, k := range keys {
 			if k == head {
-				found = true
 				continue
 			}
 			kind := "thread.other"
@@ -344,17 +330,67 @@ func (in Inspector) erase(ctx context.Context, e *Erased, threads, scopes []stri
 			case strings.HasPrefix(name, layerPrefix):
 				kind = "thread.snapshot"
 			}
-			if err := del(kind, k); err != nil {
-				return err
-			}
+			recs = append(recs, record{kind, k})
 		}
-		if found {
-			if err := del("thread.head", head); err != nil {
-				return err
-			}
-			e.Threads = append(e.Threads, id)
+		if slices.Contains(keys, head) {
+			recs = append(recs, record{"thread.head", head})
+			found = append(found, id)
 		}
 	}
+	return recs, found, nil
+}
+
+// ResourceKeys returns the keys [Inspector.EraseResource] would delete,
+// in the order it would delete them: what is stored for the resource.
+func (in Inspector) ResourceKeys(ctx context.Context, resourceID string) ([]string, error) {
+	if resourceID == "" {
+		return nil, fmt.Errorf("%w: empty resource ID", ErrInvalidConfig)
+	}
+	ids, err := in.resourceThreads(ctx, resourceID)
+	if err != nil {
+		return nil, err
+	}
+	recs, _, err := in.records(ctx, ids, []string{resourceID})
+	if err != nil {
+		return nil, fmt.Errorf("agentloop: resource %s: %w", storage.Quote(resourceID), err)
+	}
+	keys := make([]string, len(recs))
+	for i, r := range recs {
+		keys[i] = r.key
+	}
+	return keys, nil
+}
+
+// resourceThreads returns the IDs of the resource's threads.
+func (in Inspector) resourceThreads(ctx context.Context, resourceID string) ([]string, error) {
+	threads, err := in.Threads(ctx, ThreadQuery{ResourceID: resourceID})
+	if err != nil {
+		return nil, fmt.Errorf("agentloop: resource %s: %w", storage.Quote(resourceID), err)
+	}
+	ids := make([]string, len(threads))
+	for i, t := range threads {
+		ids[i] = t.ThreadID
+	}
+	return ids, nil
+}
+
+// erase deletes the records of the threads and scopes, then purges.
+func (in Inspector) erase(ctx context.Context, e *Erased, threads, scopes []string) error {
+	recs, found, err := in.records(ctx, threads, scopes)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		err := in.Store.Delete(ctx, r.key, storage.AnyVersion)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("delete %s: %w", storage.Quote(r.key), err)
+		}
+		e.add(r.kind, r.key)
+	}
+	e.Threads = found
 	if p, ok := in.Store.(Purger); ok && len(e.Keys) > 0 {
 		if err := p.Purge(ctx); err != nil {
 			return fmt.Errorf("purge: %w", err)
