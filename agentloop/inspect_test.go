@@ -333,3 +333,100 @@ func TestOperate31_QuarantineListedAndRestored(t *testing.T) {
 		t.Errorf("restoring a non-quarantine key: %v", err)
 	}
 }
+
+// TestOperate35_ThreadsPaginatedAndDeleted: threads are listed newest
+// first, by resource and by page; a deleted thread loses every record
+// under its prefix and its thread-scoped layer state, and the others
+// keep theirs.
+func TestOperate35_ThreadsPaginatedAndDeleted(t *testing.T) {
+	ctx := t.Context()
+	st := storage.NewMemory()
+	a := allLayersAgent(t, st)
+	for _, r := range []agentloop.RunInput{
+		{ThreadID: "t/1", ResourceID: "r1", Input: "one"},
+		{ThreadID: "t/2", ResourceID: "r2", Input: "two"},
+		{ThreadID: "t/3", ResourceID: "r1", Input: "three"},
+	} {
+		if _, err := a.Run(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond) // distinct UpdatedAt
+	}
+	in := agentloop.Inspector{Store: st}
+	ids := func(q agentloop.ThreadQuery) string {
+		ts, err := in.Threads(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s []string
+		for _, th := range ts {
+			s = append(s, th.ThreadID)
+		}
+		return strings.Join(s, ",")
+	}
+	for q, want := range map[agentloop.ThreadQuery]string{
+		{}:                           "t/3,t/2,t/1",
+		{ResourceID: "r1"}:           "t/3,t/1",
+		{Limit: 2}:                   "t/3,t/2",
+		{Offset: 2, Limit: 2}:        "t/1",
+		{Offset: 5}:                  "",
+		{ResourceID: "none"}:         "",
+		{ResourceID: "r1", Limit: 1}: "t/3",
+	} {
+		if got := ids(q); got != want {
+			t.Errorf("Threads(%+v) = %q, want %q", q, got, want)
+		}
+	}
+	th, err := in.Thread(ctx, "t/1")
+	if err != nil || th.ResourceID != "r1" || len(th.Messages) != th.Total || th.Messages[0].Text != "one" {
+		t.Fatalf("Thread: %+v, %v", th, err)
+	}
+	if _, err := in.Thread(ctx, "t/9"); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("a thread never stored: %v", err)
+	}
+	if items, err := in.LayerState(ctx, episodicmemory.DefaultID, "t/1"); err != nil || len(items) == 0 {
+		t.Fatalf("episodic state of t/1: %v, %v", items, err)
+	}
+
+	e, err := in.DeleteThread(ctx, "t/1")
+	if err != nil || len(e.Threads) != 1 || e.Counts["thread.head"] != 1 || e.Counts["layer."+episodicmemory.DefaultID] == 0 {
+		t.Fatalf("DeleteThread: %+v, %v", e, err)
+	}
+	if keys, _ := st.List(ctx, storage.ThreadPrefix("t/1")); len(keys) != 0 {
+		t.Errorf("thread records left: %v", keys)
+	}
+	if items, _ := in.LayerState(ctx, episodicmemory.DefaultID, "t/1"); len(items) != 0 {
+		t.Errorf("episodic state left: %v", items)
+	}
+	if items, _ := in.LayerState(ctx, workingmemory.DefaultID, "r1"); len(items) == 0 {
+		t.Errorf("the resource's scratchpad went with one of its threads")
+	}
+	if got := ids(agentloop.ThreadQuery{}); got != "t/3,t/2" {
+		t.Errorf("after the delete: %q", got)
+	}
+	if e, err := in.DeleteThread(ctx, "t/1"); err != nil || len(e.Keys) != 0 {
+		t.Errorf("deleting again: %+v, %v", e, err)
+	}
+	if _, err := in.EraseResource(ctx, ""); !errors.Is(err, agentloop.ErrInvalidConfig) {
+		t.Errorf("erasing the empty resource: %v", err)
+	}
+}
+
+// FuzzOperate36_ParseLayerKey: ParseLayerKey inverts storage.LayerKey,
+// and whatever it accepts is a key LayerKey builds.
+func FuzzOperate36_ParseLayerKey(f *testing.F) {
+	f.Add("layers/working-memory/alice/state", "a", "b", "c")
+	f.Add("layers/x/%/quarantine%2F1", "", "..", "q/1")
+	f.Add("threads/a/checkpoint", "é", "a/b", "%")
+	f.Fuzz(func(t *testing.T, key, id, scope, name string) {
+		if k, ok := agentloop.ParseLayerKey(key); ok {
+			if back := storage.LayerKey(k.LayerID, k.ScopeKey, k.Name); back != key {
+				t.Fatalf("ParseLayerKey(%q) = %+v, which builds %q", key, k, back)
+			}
+		}
+		k, ok := agentloop.ParseLayerKey(storage.LayerKey(id, scope, name))
+		if !ok || k != (agentloop.LayerKey{LayerID: id, ScopeKey: scope, Name: name}) {
+			t.Fatalf("round trip of %q %q %q: %+v, %v", id, scope, name, k, ok)
+		}
+	})
+}
