@@ -8,6 +8,7 @@
 //	show THREAD                                    a thread's metadata, summary and messages
 //	state LAYER SCOPE                              a layer's records for a scope key
 //	quarantined                                    records the layers set aside
+//	restore [-replace] KEY                         put a quarantined record back as its layer's state
 //	erase [-y] RESOURCE                            delete everything stored for a resource
 //	export [-resource R]                           every record (or a resource's) as JSON lines
 //

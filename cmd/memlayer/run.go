@@ -31,6 +31,7 @@ commands:
   show THREAD                                    a thread's metadata, summary and messages
   state LAYER SCOPE                              a layer's records for a scope key
   quarantined                                    records the layers set aside
+  restore [-replace] KEY                         put a quarantined record back as its layer's state
   erase [-y] RESOURCE                            delete everything stored for a resource
   export [-resource R]                           every record (or a resource's) as JSON lines
 
@@ -40,7 +41,7 @@ The store is a SQLite file or a Redis URL: -store, or $MEMLAYER_STORE.
 // opts are the flags, accepted before or after the command.
 type opts struct {
 	store, namespace, resource string
-	json, yes                  bool
+	json, yes, replace         bool
 	limit, offset              int
 }
 
@@ -51,6 +52,7 @@ func (o *opts) flags(name string) *flag.FlagSet {
 	fs.StringVar(&o.namespace, "namespace", o.namespace, "Redis key namespace (default the store's)")
 	fs.BoolVar(&o.json, "json", o.json, "print JSON")
 	fs.BoolVar(&o.yes, "y", o.yes, "erase without asking")
+	fs.BoolVar(&o.replace, "replace", o.replace, "restore over the layer's newer state")
 	fs.StringVar(&o.resource, "resource", o.resource, "only this resource")
 	fs.IntVar(&o.limit, "limit", o.limit, "at most this many threads")
 	fs.IntVar(&o.offset, "offset", o.offset, "skip this many threads")
@@ -88,7 +90,7 @@ func runErr(ctx context.Context, args []string, stdin io.Reader, stdout io.Write
 		return fmt.Errorf("%w: %s: %w", errUsage, cmd, err)
 	}
 	rest := cfs.Args()
-	want := map[string]int{"threads": 0, "show": 1, "state": 2, "quarantined": 0, "erase": 1, "export": 0}
+	want := map[string]int{"threads": 0, "show": 1, "state": 2, "quarantined": 0, "restore": 1, "erase": 1, "export": 0}
 	n, ok := want[cmd]
 	if !ok {
 		return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
@@ -113,6 +115,19 @@ func runErr(ctx context.Context, args []string, stdin io.Reader, stdout io.Write
 		return state(ctx, in, o, rest[0], rest[1], out)
 	case "quarantined":
 		return quarantined(ctx, in, o, out)
+	case "restore":
+		target, err := in.RestoreQuarantined(ctx, rest[0], o.replace)
+		if err != nil {
+			if errors.Is(err, storage.ErrConflict) {
+				return fmt.Errorf("%w (the layer has a newer state: -replace overwrites it)", err)
+			}
+			return err
+		}
+		if o.json {
+			return writeJSON(out, map[string]string{"restored": rest[0], "to": target})
+		}
+		fmt.Fprintf(out, "restored %s to %s\n", rest[0], target)
+		return nil
 	case "erase":
 		return erase(ctx, in, o, rest[0], stdin, out)
 	default:

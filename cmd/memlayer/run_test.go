@@ -217,3 +217,49 @@ func TestOperate34_CommandErrors(t *testing.T) {
 		t.Errorf("the missing store was created: %v", err)
 	}
 }
+
+// TestOperate38_CommandListsAndRestoresQuarantined: a scratchpad state
+// set aside by storage.Quarantine is listed by quarantined and put back
+// by restore, which refuses to overwrite a newer state without -replace.
+func TestOperate38_CommandListsAndRestoresQuarantined(t *testing.T) {
+	ctx := t.Context()
+	db := filepath.Join(t.TempDir(), "q.db")
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	key := storage.LayerKey("working-memory", "dave", "state")
+	if _, err := st.Put(ctx, key, []byte(`{"task":"old plan"}`), storage.AnyVersion); err != nil {
+		t.Fatal(err)
+	}
+	it, err := st.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qkey, err := storage.Quarantine(ctx, st, it, "working-memory", "dave", time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := memlayer(t, "", "-store", db, "quarantined")
+	if code != 0 || !strings.Contains(out, "working-memory  dave   2026-11-23T12:00:00Z  "+qkey) {
+		t.Fatalf("quarantined: %d %q %q", code, out, errs)
+	}
+	if _, err := st.Put(ctx, key, []byte(`{"task":"new"}`), storage.NoVersion); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs = memlayer(t, "", "-store", db, "restore", qkey)
+	if code != 1 || !strings.Contains(errs, "-replace overwrites it") {
+		t.Errorf("restore over a newer state: %d %q", code, errs)
+	}
+	code, out, errs = memlayer(t, "", "-store", db, "restore", "-replace", qkey)
+	if code != 0 || !strings.Contains(out, "restored "+qkey+" to "+key) {
+		t.Fatalf("restore: %d %q %q", code, out, errs)
+	}
+	if it, err := st.Get(ctx, key); err != nil || string(it.Value) != `{"task":"old plan"}` {
+		t.Errorf("state after restore: %q, %v", it.Value, err)
+	}
+	if code, out, _ := memlayer(t, "", "-store", db, "-json", "quarantined"); code != 0 || out != "" {
+		t.Errorf("still quarantined: %q", out)
+	}
+}
