@@ -200,13 +200,13 @@ var importRules = []importRule{
 		}
 		return out
 	}},
-	{"only examples import agentloop", []string{"agentloop"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
+	{"only examples and cmd import agentloop", []string{"agentloop"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
 		var out []string
 		for path, p := range pkgs {
-			if anyUnder(path, "examples", "agentloop") {
+			if anyUnder(path, "examples", "cmd", "agentloop") {
 				continue
 			}
-			out = append(out, forbid(path, p.deps, func(d string) bool { return under(d, "agentloop") }, "only examples may import agentloop")...)
+			out = append(out, forbid(path, p.deps, func(d string) bool { return under(d, "agentloop") }, "only examples and cmd (programs, per DESIGN.md) may import agentloop")...)
 		}
 		return out
 	}},

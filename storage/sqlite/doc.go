@@ -79,6 +79,18 @@
 // machine, against 30 to 60 µs for the write itself (BenchmarkSQLitePut2KB,
 // about 3% slower with the check).
 //
+// # Erased bytes
+//
+// The store is opened with SQLite's secure_delete on: a deleted value, and
+// the old value of an overwritten key, are overwritten with zeros in the
+// database file instead of staying in free pages. Until the write-ahead
+// log is checkpointed it still holds earlier page images; [Store.Purge]
+// checkpoints it and truncates it to zero bytes (closing the last
+// connection does the same). agentloop.Inspector's erase calls Purge.
+// Measured: BenchmarkSQLitePut2KB/sync=normal, six interleaved runs of
+// 3000 puts each, median p50 11.8 µs with secure_delete and 11.8 µs
+// without (no difference above the noise).
+//
 // # Cancellation
 //
 // A context that ends stops the running statement (SQLite rolls it back),

@@ -143,6 +143,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// which gives up when ctx ends.
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(min(busy, sqliteBusy).Milliseconds(), 10)+")")
 	q.Add("_pragma", "synchronous("+syncMode+")")
+	// Deleted and overwritten content is zeroed in the file, not left in
+	// free pages (see Store.Purge for the write-ahead log).
+	q.Add("_pragma", "secure_delete(ON)")
 	var dsn string
 	switch {
 	case cfg.Path == "":
@@ -435,6 +438,40 @@ func (s *Store) listOnce(ctx context.Context, prefix string) ([]string, error) {
 		return nil, err
 	}
 	return keys, rows.Close()
+}
+
+// Purge removes deleted bytes from the files: every deleted or
+// overwritten value is already zeroed in the database file (the store is
+// opened with secure_delete), and Purge checkpoints the write-ahead log
+// into it and truncates the log, which still holds earlier page images.
+// It fails with [ErrLocked] if a reader of another connection or process
+// keeps the log from being fully checkpointed. On an in-memory store it
+// does nothing.
+func (s *Store) Purge(ctx context.Context) error {
+	if err := s.begin(ctx, "purge", "", false); err != nil {
+		return err
+	}
+	if s.path == "" {
+		return nil
+	}
+	if err := s.lockWrite(ctx, "purge", ""); err != nil {
+		return err
+	}
+	defer s.unlockWrite()
+	err := s.retry(ctx, func() error {
+		var busy, logged, done int
+		if err := s.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logged, &done); err != nil {
+			return err
+		}
+		if busy != 0 {
+			return fmt.Errorf("checkpoint of the write-ahead log blocked by a reader: %w", ErrLocked)
+		}
+		return nil
+	})
+	if err != nil {
+		return s.wrap(ctx, "purge", "", err)
+	}
+	return nil
 }
 
 // Close closes the database. Operations after Close fail with

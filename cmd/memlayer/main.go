@@ -1,0 +1,35 @@
+// Command memlayer looks at and erases the memory memlayer agents stored.
+//
+// Usage:
+//
+//	memlayer [-store S] [-json] COMMAND [ARGS]
+//
+//	threads [-resource R] [-limit N] [-offset N]   list threads, newest first
+//	show THREAD                                    a thread's metadata, summary and messages
+//	state LAYER SCOPE                              a layer's records for a scope key
+//	quarantined                                    records the layers set aside
+//	restore [-replace] KEY                         put a quarantined record back as its layer's state
+//	erase [-y] RESOURCE                            delete everything stored for a resource
+//	export [-resource R]                           every record (or a resource's) as JSON lines
+//
+// The store is a SQLite file path or a Redis URL (redis://, rediss://,
+// redis+cluster://, rediss+cluster://), given by -store or, without it,
+// $MEMLAYER_STORE; -namespace picks the Redis key namespace. Output is a
+// table for people; -json prints JSON (one object a line for lists) for
+// scripts. erase asks for confirmation on standard input unless -y.
+// Global-scope state is shared by every user and is not erased with a
+// resource (see agentloop.Inspector).
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,401 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/memlayer/memlayer/agentloop"
+	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/storage/redis"
+	"github.com/memlayer/memlayer/storage/sqlite"
+)
+
+// errUsage is a command line that cannot be run; the usage is printed.
+var errUsage = errors.New("usage")
+
+const usage = `usage: memlayer [-store S] [-json] COMMAND [ARGS]
+
+commands:
+  threads [-resource R] [-limit N] [-offset N]   list threads, newest first
+  show THREAD                                    a thread's metadata, summary and messages
+  state LAYER SCOPE                              a layer's records for a scope key
+  quarantined                                    records the layers set aside
+  restore [-replace] KEY                         put a quarantined record back as its layer's state
+  erase [-y] RESOURCE                            delete everything stored for a resource
+  export [-resource R]                           every record (or a resource's) as JSON lines
+
+The store is a SQLite file or a Redis URL: -store, or $MEMLAYER_STORE.
+`
+
+// opts are the flags, accepted before or after the command.
+type opts struct {
+	store, namespace, resource string
+	json, yes, replace         bool
+	limit, offset              int
+}
+
+func (o *opts) flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.store, "store", o.store, "SQLite file or Redis URL (default $MEMLAYER_STORE)")
+	fs.StringVar(&o.namespace, "namespace", o.namespace, "Redis key namespace (default the store's)")
+	fs.BoolVar(&o.json, "json", o.json, "print JSON")
+	fs.BoolVar(&o.yes, "y", o.yes, "erase without asking")
+	fs.BoolVar(&o.replace, "replace", o.replace, "restore over the layer's newer state")
+	fs.StringVar(&o.resource, "resource", o.resource, "only this resource")
+	fs.IntVar(&o.limit, "limit", o.limit, "at most this many threads")
+	fs.IntVar(&o.offset, "offset", o.offset, "skip this many threads")
+	return fs
+}
+
+// run runs the command line args and returns the exit status: 0, 1 for
+// a failure, 2 for a bad command line.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	err := runErr(ctx, args, stdin, stdout)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "memlayer: %v\n\n%s", err, usage)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "memlayer: %v\n", err)
+		return 1
+	}
+}
+
+func runErr(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
+	o := &opts{store: os.Getenv("MEMLAYER_STORE")}
+	fs := o.flags("memlayer")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("%w: no command", errUsage)
+	}
+	cmd := fs.Arg(0)
+	cfs := o.flags(cmd)
+	if err := cfs.Parse(fs.Args()[1:]); err != nil {
+		return fmt.Errorf("%w: %s: %w", errUsage, cmd, err)
+	}
+	rest := cfs.Args()
+	want := map[string]int{"threads": 0, "show": 1, "state": 2, "quarantined": 0, "restore": 1, "erase": 1, "export": 0}
+	n, ok := want[cmd]
+	if !ok {
+		return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
+	}
+	if len(rest) != n {
+		return fmt.Errorf("%w: %s takes %d argument(s), got %d", errUsage, cmd, n, len(rest))
+	}
+	st, closeStore, err := openStore(ctx, o.store, o.namespace)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	in := agentloop.Inspector{Store: st}
+	out := bufio.NewWriter(stdout)
+	defer out.Flush()
+	switch cmd {
+	case "threads":
+		return threads(ctx, in, o, out)
+	case "show":
+		return show(ctx, in, o, rest[0], out)
+	case "state":
+		return state(ctx, in, o, rest[0], rest[1], out)
+	case "quarantined":
+		return quarantined(ctx, in, o, out)
+	case "restore":
+		target, err := in.RestoreQuarantined(ctx, rest[0], o.replace)
+		if err != nil {
+			if errors.Is(err, storage.ErrConflict) {
+				return fmt.Errorf("%w (the layer has a newer state: -replace overwrites it)", err)
+			}
+			return err
+		}
+		if o.json {
+			return writeJSON(out, map[string]string{"restored": rest[0], "to": target})
+		}
+		fmt.Fprintf(out, "restored %s to %s\n", rest[0], target)
+		return nil
+	case "erase":
+		return erase(ctx, in, o, rest[0], stdin, out)
+	default:
+		return export(ctx, in, o, out)
+	}
+}
+
+// openStore opens a Redis URL or an existing SQLite file.
+func openStore(ctx context.Context, spec, namespace string) (storage.Store, func(), error) {
+	if spec == "" {
+		return nil, nil, fmt.Errorf("%w: no store: give -store (a SQLite file or a Redis URL) or set MEMLAYER_STORE", errUsage)
+	}
+	for _, scheme := range []string{"redis://", "rediss://", "redis+cluster://", "rediss+cluster://"} {
+		if !strings.HasPrefix(spec, scheme) {
+			continue
+		}
+		// go-redis would print its dial failures to stderr; the
+		// command reports the error itself.
+		redis.SetLogger(slog.New(slog.DiscardHandler))
+		st, err := redis.New(redis.Config{URL: spec, Namespace: namespace})
+		if err != nil {
+			return nil, nil, fmt.Errorf("open Redis store: %w", err)
+		}
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if err := st.Ping(pctx); err != nil {
+			st.Close()
+			return nil, nil, fmt.Errorf("cannot reach the Redis server: %w", err)
+		}
+		return st, func() { st.Close() }, nil
+	}
+	if strings.Contains(spec, "://") {
+		return nil, nil, fmt.Errorf("%w: unknown store URL scheme in %q (want a SQLite path or redis://...)", errUsage, spec[:strings.Index(spec, "://")+3])
+	}
+	fi, err := os.Stat(spec)
+	if err != nil {
+		return nil, nil, fmt.Errorf("SQLite store %q: %w", spec, err)
+	}
+	if fi.IsDir() {
+		return nil, nil, fmt.Errorf("SQLite store %q is a directory", spec)
+	}
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: spec})
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, func() { st.Close() }, nil
+}
+
+// writeJSON prints v as one line of JSON.
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+func threads(ctx context.Context, in agentloop.Inspector, o *opts, w io.Writer) error {
+	ts, err := in.Threads(ctx, agentloop.ThreadQuery{ResourceID: o.resource, Limit: o.limit, Offset: o.offset})
+	if err != nil {
+		return err
+	}
+	if o.json {
+		for _, t := range ts {
+			if err := writeJSON(w, t); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "THREAD\tRESOURCE\tAGENT\tMESSAGES\tSTEPS\tUPDATED")
+	for _, t := range ts {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", t.ThreadID, dash(t.ResourceID), dash(t.Agent), t.Messages, t.Steps, t.UpdatedAt.UTC().Format(time.RFC3339))
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// threadView is a thread as show prints it with -json.
+type threadView struct {
+	Thread   agentloop.ThreadInfo       `json:"thread"`
+	Summary  agentloop.Summary          `json:"summary"`
+	First    int                        `json:"first"`
+	Messages []agentloop.StoredMessage  `json:"messages"`
+	Layers   map[string]json.RawMessage `json:"layers,omitempty"`
+}
+
+func show(ctx context.Context, in agentloop.Inspector, o *opts, id string, w io.Writer) error {
+	c, err := in.Thread(ctx, id)
+	if err != nil {
+		return err
+	}
+	v := threadView{
+		Thread: agentloop.ThreadInfo{ThreadID: c.ThreadID, ResourceID: c.ResourceID, Agent: c.Agent, Steps: c.Steps,
+			Messages: c.Total, Usage: c.Usage, UpdatedAt: c.UpdatedAt, Version: c.Version},
+		Summary: c.Summary, First: c.First, Messages: c.Messages, Layers: c.Layers.Layers,
+	}
+	if o.json {
+		return writeJSON(w, v)
+	}
+	fmt.Fprintf(w, "thread:    %s\nresource:  %s\nagent:     %s\nupdated:   %s\nsteps:     %d\nmessages:  %d (stored from %d)\ntokens:    %d in, %d out\n",
+		v.Thread.ThreadID, dash(v.Thread.ResourceID), dash(v.Thread.Agent), v.Thread.UpdatedAt.UTC().Format(time.RFC3339), v.Thread.Steps,
+		v.Thread.Messages, v.First, v.Thread.Usage.PromptTokens, v.Thread.Usage.CompletionTokens)
+	if ids := slices.Sorted(mapKeys(v.Layers)); len(ids) > 0 {
+		fmt.Fprintf(w, "layers:    %s\n", strings.Join(ids, ", "))
+	}
+	if v.Summary.Text != "" {
+		fmt.Fprintf(w, "\nsummary (v%d, of the first %d messages):\n%s\n", v.Summary.Version, v.Summary.Covers, indent(v.Summary.Text))
+	}
+	fmt.Fprintln(w, "\nmessages:")
+	for i, m := range v.Messages {
+		fmt.Fprintf(w, "[%d] %s:", v.First+i, m.Role)
+		if m.Text != "" {
+			fmt.Fprintf(w, " %s", m.Text)
+		}
+		fmt.Fprintln(w)
+		for _, tc := range m.ToolCalls {
+			fmt.Fprintf(w, "    call %s %s(%s)\n", tc.ID, tc.Name, tc.Arguments)
+		}
+		for _, tr := range m.ToolResults {
+			fmt.Fprintf(w, "    result %s %s: %s\n", tr.CallID, tr.Name, tr.Content)
+		}
+	}
+	return nil
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
+
+// recordView is a stored record as state and export print it: the value
+// as JSON when it is JSON, else as a string.
+type recordView struct {
+	Key     string          `json:"key"`
+	Version int64           `json:"version"`
+	Value   json.RawMessage `json:"value,omitempty"`
+	Text    *string         `json:"text,omitempty"`
+}
+
+func view(it storage.Item) recordView {
+	r := recordView{Key: it.Key, Version: it.Version}
+	if json.Valid(it.Value) {
+		r.Value = json.RawMessage(it.Value)
+	} else {
+		s := string(it.Value)
+		r.Text = &s
+	}
+	return r
+}
+
+func state(ctx context.Context, in agentloop.Inspector, o *opts, layerID, scope string, w io.Writer) error {
+	items, err := in.LayerState(ctx, layerID, scope)
+	if err != nil {
+		return err
+	}
+	if len(items) == 0 && !o.json {
+		fmt.Fprintf(w, "layer %q has no records for scope %q\n", layerID, scope)
+		return nil
+	}
+	for _, it := range items {
+		if o.json {
+			if err := writeJSON(w, view(it)); err != nil {
+				return err
+			}
+			continue
+		}
+		name := it.Key
+		if lk, ok := agentloop.ParseLayerKey(it.Key); ok {
+			name = lk.Name
+		}
+		fmt.Fprintf(w, "== %s (version %d, %d bytes)\n%s\n", name, it.Version, len(it.Value), it.Value)
+	}
+	return nil
+}
+
+func quarantined(ctx context.Context, in agentloop.Inspector, o *opts, w io.Writer) error {
+	qs, err := in.Quarantined(ctx)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		for _, q := range qs {
+			if err := writeJSON(w, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LAYER\tSCOPE\tAT\tKEY")
+	for _, q := range qs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", q.LayerID, q.ScopeKey, q.At.Format(time.RFC3339), q.Key)
+	}
+	return tw.Flush()
+}
+
+func erase(ctx context.Context, in agentloop.Inspector, o *opts, resource string, stdin io.Reader, w io.Writer) error {
+	if !o.yes {
+		keys, err := in.ResourceKeys(ctx, resource)
+		if err != nil {
+			return err
+		}
+		if len(keys) == 0 {
+			fmt.Fprintf(w, "nothing is stored for resource %q\n", resource)
+			return nil
+		}
+		fmt.Fprintf(w, "erase %d records of resource %q? [y/N] ", len(keys), resource)
+		if f, ok := w.(interface{ Flush() error }); ok {
+			f.Flush()
+		}
+		line, _ := bufio.NewReader(stdin).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+			return errors.New("erase cancelled: nothing was deleted")
+		}
+	}
+	e, err := in.EraseResource(ctx, resource)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return writeJSON(w, e)
+	}
+	fmt.Fprintf(w, "erased resource %q: %d threads, %d records\n", resource, len(e.Threads), len(e.Keys))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, k := range slices.Sorted(mapKeys(e.Counts)) {
+		fmt.Fprintf(tw, "  %s\t%d\n", k, e.Counts[k])
+	}
+	return tw.Flush()
+}
+
+func export(ctx context.Context, in agentloop.Inspector, o *opts, w io.Writer) error {
+	var keys []string
+	var err error
+	if o.resource != "" {
+		keys, err = in.ResourceKeys(ctx, o.resource)
+	} else {
+		keys, err = in.Store.List(ctx, "")
+	}
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	for _, k := range keys {
+		it, err := in.Store.Get(ctx, k)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		if err := writeJSON(w, view(it)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
