@@ -18,6 +18,7 @@ import (
 	"github.com/memlayer/memlayer/entitymemory"
 	"github.com/memlayer/memlayer/episodicmemory"
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/semanticmemory"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/storage/redis"
 	"github.com/memlayer/memlayer/storage/sqlite"
@@ -52,6 +53,10 @@ func allLayersAgent(t *testing.T, st storage.Store) *agentloop.Agent {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sem, err := semanticmemory.New(semanticmemory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	kvSet := agentloop.NewRunTool("kv_set", "Remember a value.", nil, func(ctx context.Context, run *agentloop.Run, in struct {
 		Key   string `json:"key"`
 		Value string `json:"value"`
@@ -70,6 +75,7 @@ func allLayersAgent(t *testing.T, st storage.Store) *agentloop.Agent {
 		return map[string]string{"id": fmt.Sprintf("page-%d", n), "title": in.Title, "status": "draft"}, nil
 	})
 	update := layer.WireName(layer.ToolName(workingmemory.DefaultID, "update"))
+	memorize := layer.WireName(layer.ToolName(semanticmemory.DefaultID, "memorize"))
 	model := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
 		user := r.LastUser()
 		if len(r.ToolResults()) == 0 {
@@ -77,13 +83,14 @@ func allLayersAgent(t *testing.T, st storage.Store) *agentloop.Agent {
 				agenttest.Call(update, map[string]any{"note": user}),
 				agenttest.Call("kv_set", map[string]any{"key": "last", "value": user}),
 				agenttest.Call("createPage", map[string]any{"title": user}),
+				agenttest.Call(memorize, map[string]any{"text": "The user said: " + user, "kind": "note"}),
 			), nil
 		}
 		return agenttest.Text("Noted: " + user), nil
 	})
 	a, err := agentloop.New(agentloop.Config{
 		Model:   model,
-		Layers:  []layer.Layer{wm, kvl, em, ep},
+		Layers:  []layer.Layer{wm, kvl, em, ep, sem},
 		Tools:   []agentloop.Tool{kvSet, createPage},
 		Store:   st,
 		History: agentloop.HistoryConfig{MaxTurns: 1, SummarizeAfter: 1},
@@ -191,7 +198,7 @@ func TestOperate30_EraseResourceEveryBackend(t *testing.T) {
 					kinds["summary"] = true
 				}
 			}
-			for _, want := range []string{workingmemory.DefaultID, kv.DefaultLayerID, entitymemory.DefaultID, episodicmemory.DefaultID, "summary"} {
+			for _, want := range []string{workingmemory.DefaultID, kv.DefaultLayerID, entitymemory.DefaultID, episodicmemory.DefaultID, semanticmemory.DefaultID, "summary"} {
 				if !kinds[want] {
 					t.Errorf("before the erase no %s record holds the marker (records with it: %v)", want, before)
 				}
