@@ -345,15 +345,22 @@ func crashTrial(t *testing.T, trial int) {
 		t.Errorf("resumed prompt shows seq %v, the checkpoint has %d", m, inCheckpoint.Seq)
 	}
 	// The key-value memory came back from the checkpoint: one entry per
-	// tool step the checkpoint holds, plus the resumed run's.
+	// tool step the thread holds before the resume (its transcript: a
+	// checkpoint's Messages hold only what the summary does not cover),
+	// plus the resumed run's.
 	toolSteps := 0
-	for _, m := range cp.Messages {
+	msgs, _, err := resumeAgent.Transcript(ctx, thread)
+	if err != nil {
+		t.Fatalf("transcript: %v", err)
+	}
+	for _, m := range msgs {
 		for _, c := range m.ToolCalls {
 			if c.Name == "kv_set" {
 				toolSteps++
 			}
 		}
 	}
+	toolSteps -= res.Steps - 1 // the resumed run's, counted below
 	kvl, err := kv.NewLayer(kv.LayerConfig{})
 	if err != nil {
 		t.Fatal(err)
