@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -81,29 +82,7 @@ func TestGlobEscape(t *testing.T) {
 // replay must report the write as done, not conflict with itself, and must
 // not write twice.
 func TestRetriedPutIsIdempotent(t *testing.T) {
-	url := os.Getenv("MEMLAYER_REDIS_URL")
-	if url == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("MEMLAYER_REDIS_URL is not set")
-		}
-		t.Skip("MEMLAYER_REDIS_URL is not set")
-	}
-	s, err := New(Config{URL: url, Namespace: "memlayer-test:idem:" + time.Now().Format("150405.000000") + ":"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ctx := t.Context()
-	key := []string{s.ns + "k"}
-	defer s.client.Del(ctx, key[0])
-	run := func(ifVersion int64, token string) any {
-		t.Helper()
-		res, err := putScript.Run(ctx, s.client, key, "v", ifVersion, 0, token, storage.FirstVersion()).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
+	run, _ := putRunner(t, "idem")
 	ifVersion := storage.NoVersion
 	for _, name := range []string{"create", "update"} {
 		first := run(ifVersion, "token-"+name)
@@ -131,29 +110,7 @@ func TestRetriedPutIsIdempotent(t *testing.T) {
 // one more increment stored than were acknowledged). Tokens older than
 // the last 16 writes are forgotten.
 func TestTrust23_ReplayAfterAnotherWriteIsNotAConflict(t *testing.T) {
-	url := os.Getenv("MEMLAYER_REDIS_URL")
-	if url == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("MEMLAYER_REDIS_URL is not set")
-		}
-		t.Skip("MEMLAYER_REDIS_URL is not set")
-	}
-	s, err := New(Config{URL: url, Namespace: "memlayer-test:replay:" + time.Now().Format("150405.000000") + ":"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ctx := t.Context()
-	key := []string{s.ns + "k"}
-	defer s.client.Del(ctx, key[0])
-	run := func(ifVersion int64, token string) any {
-		t.Helper()
-		res, err := putScript.Run(ctx, s.client, key, "v", ifVersion, 0, token, storage.FirstVersion()).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
+	run, fields := putRunner(t, "replay")
 	version := func(res any) int64 {
 		t.Helper()
 		v, err := strconv.ParseInt(fmt.Sprint(res), 10, 64)
@@ -177,9 +134,49 @@ func TestTrust23_ReplayAfterAnotherWriteIsNotAConflict(t *testing.T) {
 	if again := run(v0, "mine"); !isConflict(again) {
 		t.Errorf("replay after 17 writes = %v, want a conflict", again)
 	}
-	if n, _ := s.client.HLen(ctx, key[0]).Result(); n > 2+1+16 {
+	if n := fields(); n > 2+1+16 {
 		t.Errorf("the key holds %d fields, want at most 19 (value, version, token list, 16 tokens)", n)
 	}
+}
+
+// putRunner returns a function that runs putScript on one key of a
+// fresh namespace of the test server, with the given version and write
+// token, and returns its reply, and a function that counts the key's hash
+// fields. Without a server the test is skipped (failed in CI).
+func putRunner(t *testing.T, name string) (run func(ifVersion int64, token string) any, fields func() int64) {
+	t.Helper()
+	url := os.Getenv("MEMLAYER_REDIS_URL")
+	if url == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("MEMLAYER_REDIS_URL is not set")
+		}
+		t.Skip("MEMLAYER_REDIS_URL is not set")
+	}
+	s, err := New(Config{URL: url, Namespace: "memlayer-test:" + name + ":" + time.Now().Format("150405.000000") + ":"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := []string{s.ns + "k"}
+	t.Cleanup(func() {
+		s.client.Del(context.Background(), key[0])
+		s.Close()
+	})
+	run = func(ifVersion int64, token string) any {
+		t.Helper()
+		res, err := putScript.Run(t.Context(), s.client, key, "v", ifVersion, 0, token, storage.FirstVersion()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	fields = func() int64 {
+		n, err := s.client.HLen(t.Context(), key[0]).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	return run, fields
 }
 
 func isConflict(res any) bool {
