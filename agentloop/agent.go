@@ -18,6 +18,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/anthropic"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
@@ -37,6 +38,7 @@ type Agent struct {
 	spawnDef     llms.Tool
 	spawnLayers  spawnLayers // Config.SpawnLayers, by ID, and the tool's schema
 	schemas      *schemaCache
+	tel          *telemetry
 	compiler     *prompt.Compiler
 	systemTokens int
 	// layerCounter is the counter handed to the layers' Recall: the
@@ -115,6 +117,11 @@ func New(cfg Config) (*Agent, error) {
 	cfg.CallOptions = slices.Clone(cfg.CallOptions)
 	cfg.Vars = maps.Clone(cfg.Vars)
 	a := &Agent{cfg: cfg, tools: make(map[string]*Tool, len(cfg.Tools)), schemas: &schemaCache{}, layerCounter: layerCounter}
+	tel, err := newTelemetry(cfg.TracerProvider, cfg.MeterProvider)
+	if err != nil {
+		return nil, fmt.Errorf("%w: telemetry: %w", ErrInvalidConfig, err)
+	}
+	a.tel = tel
 	for i := range cfg.Tools {
 		t := cfg.Tools[i]
 		if err := ValidateToolName(t.Name); err != nil {
@@ -273,9 +280,10 @@ type run struct {
 	// messages as stored (before compaction), for the summarizer.
 	base         int
 	loadedStored []StoredMessage
-	// cur is the step the stack's hook events name (see newStack); the
-	// top-level run sets it, children report the step they run in.
-	cur *atomic.Int64
+	// pos is the step the stack's hook events name, and its context (see
+	// newStack); the top-level run sets it, children report the step they
+	// run in.
+	pos *position
 	// bg is a summary being made in the background; summary is the
 	// run's history-summary layer (nil with HistoryConfig.Full).
 	bg      *background
@@ -318,6 +326,16 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 	if in.ThreadID == "" {
 		return nil, ErrNoThread
 	}
+	ctx, span := a.tel.start(ctx, "memlayer.run", func() []attribute.KeyValue {
+		return []attribute.KeyValue{attrThread.String(in.ThreadID), attrResource.String(in.ResourceID), attrDepth.Int(0)}
+	})
+	res, err := a.runThread(ctx, in)
+	end(span, err)
+	return res, err
+}
+
+// runThread is Run, inside its span.
+func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 	if a.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, a.cfg.Timeout, ErrTimeout)
@@ -340,8 +358,9 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 		sl = &summaryLayer{tokens: a.cfg.History.SummaryTokens}
 		extra = append(extra, sl)
 	}
-	cur := new(atomic.Int64)
-	stack, err := a.newStack(layer.Env{ThreadID: in.ThreadID, ResourceID: in.ResourceID, Store: a.cfg.Store, Logger: a.cfg.Logger}, cur, extra...)
+	pos := new(position)
+	pos.ctx.Store(&ctx) // Init's hooks go under the run's span
+	stack, err := a.newStack(layer.Env{ThreadID: in.ThreadID, ResourceID: in.ResourceID, Store: a.cfg.Store, Logger: a.cfg.Logger}, pos, extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -357,7 +376,7 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 		a: a, compiler: a.compiler, sysTokens: a.systemTokens, stack: stack,
 		threadID: in.ThreadID, resourceID: in.ResourceID,
 		input: in.Input, vars: a.mergeVars(in.Vars),
-		res: &Result{ThreadID: in.ThreadID}, tree: &tree{}, thread: th, summary: sl, cur: cur,
+		res: &Result{ThreadID: in.ThreadID}, tree: &tree{}, thread: th, summary: sl, pos: pos,
 	}
 	if l != nil {
 		r.resume(l, in.Input == "")
@@ -394,11 +413,12 @@ func (a *Agent) mergeVars(vars map[string]any) map[string]any {
 // newStack builds the layer stack of a run: Config.Layers and the run's
 // own extra layers (the history-summary layer).
 //
-// Its hook events carry the step cur holds (the run sets it as each step
-// starts). A child agent's stack, derived with Stack.Spawn, reports
-// through the same observer: its hooks' events name the top-level run's
-// thread and the step during which the child ran.
-func (a *Agent) newStack(env layer.Env, cur *atomic.Int64, extra ...layer.Layer) (*layer.Stack, error) {
+// Its hook events carry the step pos holds (the run sets it as each step
+// starts), and their spans go under that step's span. A child agent's
+// stack, derived with Stack.Spawn, reports through the same observer: its
+// hooks' events name the top-level run's thread and the step during which
+// the child ran.
+func (a *Agent) newStack(env layer.Env, pos *position, extra ...layer.Layer) (*layer.Stack, error) {
 	thread := env.ThreadID
 	layers := a.cfg.Layers
 	if len(extra) > 0 {
@@ -409,7 +429,8 @@ func (a *Agent) newStack(env layer.Env, cur *atomic.Int64, extra ...layer.Layer)
 		Env:    env,
 		Name:   a.cfg.Name,
 		Observer: func(e layer.Event) {
-			a.emit(context.Background(), Event{Kind: EventLayerHook, ThreadID: thread, Step: int(cur.Load()), Layer: e.Layer, Hook: e.Hook, Duration: e.Duration, Err: e.Err})
+			a.emit(context.Background(), Event{Kind: EventLayerHook, ThreadID: thread, Step: int(pos.step.Load()), Layer: e.Layer, Hook: e.Hook, Duration: e.Duration, Err: e.Err})
+			a.tel.hook(pos.context(), e)
 		},
 		ValidateArgs: a.schemas.validate,
 	})
@@ -538,8 +559,13 @@ func (r *run) saveContext(ctx context.Context) (context.Context, context.CancelF
 func (r *run) step(ctx context.Context) (final bool, err error) {
 	start := time.Now()
 	step := r.res.Steps
-	if r.depth == 0 && r.cur != nil {
-		r.cur.Store(int64(step)) // the step the stack's hook events name
+	ctx, span := r.a.tel.start(ctx, "memlayer.step", func() []attribute.KeyValue {
+		return []attribute.KeyValue{attrThread.String(r.threadID), attrStep.Int(step), attrDepth.Int(r.depth)}
+	})
+	defer func() { end(span, err) }()
+	if r.depth == 0 && r.pos != nil {
+		r.pos.step.Store(int64(step)) // the step the stack's hook events name
+		r.pos.ctx.Store(&ctx)
 	}
 	system, hist, err := r.compile(ctx, step)
 	if err != nil {
@@ -614,6 +640,7 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 	// Each layer is held to its own share as well as the total, so one
 	// that ignores Query.Budget cannot take a later layer's minimum.
 	recalled = prompt.ProjectLayersWithin(recalled, r.alloc.Layers, r.layerCap, a.cfg.Counter)
+	a.tel.recalled(ctx, recalled, a.cfg.Counter)
 	system, err = r.compiler.Compile(recalled, r.vars)
 	if err != nil {
 		return "", nil, fmt.Errorf("agentloop: step %d: system prompt: %w", step, err)
@@ -639,8 +666,11 @@ func (r *run) callModel(ctx context.Context, step int, system string, hist []llm
 	if a.cfg.ObservePrompts {
 		a.emit(ctx, Event{Kind: EventPrompt, ThreadID: r.threadID, Depth: r.depth, Step: step, Request: req})
 	}
+	mctx, span := a.tel.start(ctx, "memlayer.model", func() []attribute.KeyValue {
+		return []attribute.KeyValue{attrThread.String(r.threadID), attrStep.Int(step)}
+	})
 	start := time.Now()
-	resp, err := r.generate(ctx, req)
+	resp, err := r.generate(mctx, req)
 	took := time.Since(start)
 	var choice *llms.ContentChoice
 	if err == nil {
@@ -649,6 +679,8 @@ func (r *run) callModel(ctx context.Context, step int, system string, hist []llm
 		}
 	}
 	if err != nil {
+		a.tel.modelTime.Record(ctx, took.Seconds())
+		end(span, err)
 		a.emit(ctx, Event{Kind: EventModelCall, ThreadID: r.threadID, Depth: r.depth, Step: step, Duration: took, Err: err})
 		return nil, took, fmt.Errorf("agentloop: step %d: model: %w", step, err)
 	}
@@ -657,6 +689,8 @@ func (r *run) callModel(ctx context.Context, step int, system string, hist []llm
 		usage = r.est.usage(a.cfg.Counter, r.msgs, system, hist, choice)
 	}
 	r.addUsage(usage, true)
+	a.tel.model(ctx, took, usage)
+	end(span, nil)
 	r.res.StopReason = choice.StopReason
 	a.emit(ctx, Event{Kind: EventModelCall, ThreadID: r.threadID, Depth: r.depth, Step: step, Duration: took, Usage: usage, StopReason: choice.StopReason})
 	return choice, took, nil
@@ -1092,8 +1126,11 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 	}
 	one := func(i int) {
 		c := calls[i]
+		tctx, span := a.tel.start(ctx, "memlayer.tool", func() []attribute.KeyValue {
+			return []attribute.KeyValue{attrTool.String(c.name), attrStep.Int(step)}
+		})
 		start := time.Now()
-		out, err := r.callTool(ctx, c.name, c.args, &insideNS)
+		out, err := r.callTool(tctx, c.name, c.args, &insideNS)
 		res := layer.ToolResult{ToolCall: layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args}, Content: out}
 		if err != nil {
 			res.Content = toolErrorText(err)
@@ -1103,6 +1140,8 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 			res.Content += "\nThe conversation keeps this call with {} as its arguments. The arguments you sent were:\n" + quote(c.args)
 		}
 		res.Duration = time.Since(start)
+		end(span, err)
+		a.tel.toolTime.Record(ctx, res.Duration.Seconds(), a.tel.attrs("tool\x00"+c.name, attrTool.String(c.name)))
 		results[i] = res
 		a.emit(ctx, Event{Kind: EventToolCall, ThreadID: r.threadID, Depth: r.depth, Step: step, Tool: c.name, Duration: res.Duration, Err: err})
 	}

@@ -241,6 +241,9 @@ func (r *run) writeCheckpoint(ctx context.Context) error {
 		return r.checkpointError(fmt.Errorf("snapshot layers: %w", err))
 	}
 	if err := r.writeThread(ctx, snap); err != nil {
+		if errors.Is(err, storage.ErrConflict) {
+			r.a.tel.conflicts.Add(ctx, 1)
+		}
 		// A conflict is another run's write, unless the head this run
 		// read or wrote is no longer there at all.
 		if errors.Is(err, storage.ErrConflict) && th.version != storage.NoVersion {

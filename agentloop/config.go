@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
@@ -158,6 +160,16 @@ type Config struct {
 	// env (its Init), owns it and closes it when it ends. IDs must be
 	// valid, unique, and differ from the IDs of Layers (New checks).
 	SpawnLayers []layer.Layer
+
+	// TracerProvider and MeterProvider receive memlayer's OpenTelemetry
+	// spans (a run, each step, the model call, each tool call and each
+	// layer hook) and metrics (hook, model and tool durations, tokens by
+	// type and by layer, checkpoint conflicts). Nil means otel's global
+	// providers, which do nothing until the application installs some.
+	// Attributes carry IDs and names only, never text from memory,
+	// prompts or tool results.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
 
 	// ObservePrompts sends the Observer an [EventPrompt] before every
 	// model call, with the exact messages sent (the system prompt first).

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
@@ -70,8 +69,8 @@ func (a *Agent) Spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 	if in.ThreadID == "" {
 		return nil, ErrNoThread
 	}
-	cur := new(atomic.Int64)
-	st, err := a.newStack(layer.Env{ThreadID: in.ThreadID, ResourceID: in.ResourceID, Store: a.cfg.Store, Logger: a.cfg.Logger}, cur)
+	pos := new(position)
+	st, err := a.newStack(layer.Env{ThreadID: in.ThreadID, ResourceID: in.ResourceID, Store: a.cfg.Store, Logger: a.cfg.Logger}, pos)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +78,7 @@ func (a *Agent) Spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 		return nil, fmt.Errorf("agentloop: init layers: %w", err)
 	}
 	defer a.closeStack(ctx, st)
-	p := &run{a: a, stack: st, threadID: in.ThreadID, resourceID: in.ResourceID, vars: a.cfg.Vars, tree: &tree{}, cur: cur}
+	p := &run{a: a, stack: st, threadID: in.ThreadID, resourceID: in.ResourceID, vars: a.cfg.Vars, tree: &tree{}, pos: pos}
 	return p.spawn(ctx, in)
 }
 

@@ -1,0 +1,167 @@
+package agentloop
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/memlayer/memlayer/layer"
+)
+
+// instrumentation is the name of the tracer and meter memlayer uses.
+const instrumentation = "github.com/memlayer/memlayer/agentloop"
+
+// Attribute keys of memlayer's spans and metrics. Values are IDs and
+// names, never text from memory, prompts or tool results, which may be
+// personal.
+const (
+	attrThread   = attribute.Key("memlayer.thread_id")
+	attrResource = attribute.Key("memlayer.resource_id")
+	attrDepth    = attribute.Key("memlayer.depth")
+	attrStep     = attribute.Key("memlayer.step")
+	attrLayer    = attribute.Key("memlayer.layer")
+	attrHook     = attribute.Key("memlayer.hook")
+	attrTool     = attribute.Key("memlayer.tool")
+	attrTokens   = attribute.Key("memlayer.token_type")
+)
+
+// telemetry holds an agent's OpenTelemetry tracer and instruments. With
+// the global providers (no-ops until the application installs some),
+// each costs a few nanoseconds.
+type telemetry struct {
+	tracer      trace.Tracer
+	hookTime    metric.Float64Histogram
+	modelTime   metric.Float64Histogram
+	toolTime    metric.Float64Histogram
+	tokens      metric.Int64Counter
+	layerTokens metric.Int64Histogram
+	conflicts   metric.Int64Counter
+	opts        sync.Map // string → metric.MeasurementOption, built once per layer, hook, tool
+}
+
+func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry, error) {
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	m := mp.Meter(instrumentation)
+	t := &telemetry{tracer: tp.Tracer(instrumentation)}
+	var errs [6]error
+	t.hookTime, errs[0] = m.Float64Histogram("memlayer.layer.hook.duration", metric.WithUnit("s"),
+		metric.WithDescription("Duration of layer hook calls, by layer and hook."))
+	t.modelTime, errs[1] = m.Float64Histogram("memlayer.model.duration", metric.WithUnit("s"),
+		metric.WithDescription("Duration of model calls."))
+	t.toolTime, errs[2] = m.Float64Histogram("memlayer.tool.duration", metric.WithUnit("s"),
+		metric.WithDescription("Duration of tool calls, by tool."))
+	t.tokens, errs[3] = m.Int64Counter("memlayer.model.tokens", metric.WithUnit("{token}"),
+		metric.WithDescription("Tokens of model calls, by type (prompt, completion)."))
+	t.layerTokens, errs[4] = m.Int64Histogram("memlayer.layer.tokens", metric.WithUnit("{token}"),
+		metric.WithDescription("Tokens each layer put into the prompt, per step."))
+	t.conflicts, errs[5] = m.Int64Counter("memlayer.checkpoint.conflicts",
+		metric.WithDescription("Thread writes that lost a compare-and-swap to another run."))
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// attrs returns the measurement option of the attributes kvs, cached
+// under key, so that recording a metric builds nothing per call.
+func (t *telemetry) attrs(key string, kvs ...attribute.KeyValue) metric.MeasurementOption {
+	if o, ok := t.opts.Load(key); ok {
+		return o.(metric.MeasurementOption)
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(kvs...))
+	t.opts.Store(key, o)
+	return o
+}
+
+// start starts a span named name under ctx's span; its attributes are
+// built only when the span records (a no-op provider's never do).
+func (t *telemetry) start(ctx context.Context, name string, attrs func() []attribute.KeyValue) (context.Context, trace.Span) {
+	ctx, span := t.tracer.Start(ctx, name)
+	if span.IsRecording() {
+		span.SetAttributes(attrs()...)
+	}
+	return ctx, span
+}
+
+// end ends a span, marking it failed when err is not nil.
+func end(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+// hook records a layer hook that took e.Duration and just ended: a span
+// under the step that ran it (built afterwards, with its timestamps, as
+// the stack reports hooks through its Observer) and its duration.
+func (t *telemetry) hook(ctx context.Context, e layer.Event) {
+	t.hookTime.Record(ctx, e.Duration.Seconds(), t.attrs("hook\x00"+e.Layer+"\x00"+e.Hook, attrLayer.String(e.Layer), attrHook.String(e.Hook)))
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		return // no trace to join (a no-op provider, or not sampled)
+	}
+	now := time.Now()
+	_, span := t.tracer.Start(ctx, "memlayer.hook", trace.WithTimestamp(now.Add(-e.Duration)),
+		trace.WithAttributes(attrLayer.String(e.Layer), attrHook.String(e.Hook)))
+	if e.Err != nil {
+		span.RecordError(e.Err)
+		span.SetStatus(codes.Error, e.Err.Error())
+	}
+	span.End(trace.WithTimestamp(now))
+}
+
+// model records a model call's duration and tokens.
+func (t *telemetry) model(ctx context.Context, took time.Duration, u Usage) {
+	t.modelTime.Record(ctx, took.Seconds())
+	if u.PromptTokens > 0 {
+		t.tokens.Add(ctx, int64(u.PromptTokens), t.attrs("tokens\x00prompt", attrTokens.String("prompt")))
+	}
+	if u.CompletionTokens > 0 {
+		t.tokens.Add(ctx, int64(u.CompletionTokens), t.attrs("tokens\x00completion", attrTokens.String("completion")))
+	}
+}
+
+// recalled records the tokens each layer put into the step's prompt
+// (an item that reports none is counted with c).
+func (t *telemetry) recalled(ctx context.Context, rs []layer.Recalled, c interface{ Count(string) int }) {
+	for _, r := range rs {
+		n := 0
+		for _, it := range r.Items {
+			if it.Tokens > 0 {
+				n += it.Tokens
+			} else {
+				n += c.Count(it.Text)
+			}
+		}
+		t.layerTokens.Record(ctx, int64(n), t.attrs("layer\x00"+r.ID, attrLayer.String(r.ID)))
+	}
+}
+
+// position is where a run is: the step its stack's hook events name, and
+// that step's context, under whose span the hooks' spans go.
+type position struct {
+	step atomic.Int64
+	ctx  atomic.Pointer[context.Context]
+}
+
+// context returns the current step's context (the run's before the
+// first step), or the background one.
+func (p *position) context() context.Context {
+	if c := p.ctx.Load(); c != nil {
+		return *c
+	}
+	return context.Background()
+}
