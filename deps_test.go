@@ -174,7 +174,7 @@ var importRules = []importRule{
 		}
 		return out
 	}},
-	{"concrete layers import neither each other, prompt nor agentloop", []string{"workingmemory", "workingmemory/kv", "entitymemory", "episodicmemory", "semanticmemory"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
+	{"concrete layers import neither each other nor agentloop", []string{"workingmemory", "workingmemory/kv", "entitymemory", "episodicmemory", "semanticmemory"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
 		var out []string
 		for path, p := range pkgs {
 			// The scratchpad (workingmemory) and the key-value memory
@@ -195,8 +195,8 @@ var importRules = []importRule{
 				continue
 			}
 			out = append(out, forbid(path, p.deps, func(d string) bool {
-				return other(d) || anyUnder(d, "prompt", "agentloop", "examples")
-			}, "concrete layers share only layer and storage")...)
+				return other(d) || anyUnder(d, "agentloop", "examples")
+			}, "concrete layers share only storage, layer and prompt")...)
 		}
 		return out
 	}},
@@ -259,7 +259,8 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		{"prompt on workingmemory", "prompt", []string{"layer", "workingmemory"}, "prompt imports workingmemory"},
 		{"prompt on agentloop", "prompt", []string{"agentloop"}, "prompt imports agentloop"},
 		{"workingmemory on entitymemory", "workingmemory", []string{"layer", "entitymemory"}, "workingmemory imports entitymemory"},
-		{"entitymemory on prompt", "entitymemory", []string{"prompt"}, "entitymemory imports prompt"},
+		{"entitymemory on prompt", "entitymemory", []string{"layer", "prompt"}, ""},
+		{"entitymemory on agentloop", "entitymemory", []string{"layer", "agentloop"}, "entitymemory imports agentloop"},
 		{"episodicmemory on entitymemory", "episodicmemory", []string{"layer", "entitymemory"}, "episodicmemory imports entitymemory"},
 		{"entitymemory on episodicmemory", "entitymemory", []string{"layer", "episodicmemory"}, "entitymemory imports episodicmemory"},
 		{"episodicmemory on lexical", "episodicmemory", []string{"layer", "internal/lexical", "internal/jsonx"}, ""},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/memlayer/memlayer/internal/lexical"
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt"
 )
 
 // Recall returns the episodes most relevant to the user's input
@@ -130,18 +131,18 @@ func (l *Layer) syncIndex() {
 	}
 }
 
-// Candidates returns every episode of the view as a layer.Candidate for
+// Candidates returns every episode of the view as a prompt.Candidate for
 // scored assembly (prompt.Assemble), oldest first: Key is the reference,
 // Text the digest line (tokens counted with q.Count), Similarity the
 // BM25 similarity to q.Text in [0, 1] (as Recall uses it), Time when the
 // episode happened and Source its thread. Importance is left zero.
-func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]layer.Candidate, error) {
+func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]prompt.Candidate, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.syncIndex()
-	out := make([]layer.Candidate, len(l.docs))
+	out := make([]prompt.Candidate, len(l.docs))
 	for i, line := range l.docs {
-		c := layer.Candidate{Layer: l.cfg.ID, Text: line, Tokens: q.Count(line)}
+		c := prompt.Candidate{Layer: l.cfg.ID, Text: line, Tokens: q.Count(line)}
 		switch {
 		case i < len(l.digests):
 			d := &l.digests[i]

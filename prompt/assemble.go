@@ -7,8 +7,6 @@ import (
 	"math/bits"
 	"time"
 	"unicode"
-
-	"github.com/memlayer/memlayer/layer"
 )
 
 // Scoring weighs the parts of a candidate's score in [Assemble]:
@@ -40,7 +38,7 @@ var DefaultScoring = Scoring{Similarity: 0.40, Recency: 0.25, Importance: 0.25, 
 // Selected is a candidate [Assemble] packed, with its score when it was
 // chosen.
 type Selected struct {
-	layer.Candidate
+	Candidate
 	Score float64
 	// Redundancy is its largest overlap with the candidates selected
 	// before it.
@@ -56,7 +54,7 @@ type Selected struct {
 // of cands, so the same inputs always give the same result. The selected
 // candidates come in the order they were chosen, and their tokens never
 // add up to more than pool.
-func Assemble(cands []layer.Candidate, pool int, s Scoring) []Selected {
+func Assemble(cands []Candidate, pool int, s Scoring) []Selected {
 	s = s.withDefaults()
 	lambda := math.Ln2 / s.HalfLife.Seconds()
 	all := make([]candidate, 0, len(cands))
@@ -134,7 +132,7 @@ func clamp01(f float64) float64 {
 
 // candidate is a candidate being assembled.
 type candidate struct {
-	c     layer.Candidate
+	c     Candidate
 	order int
 	base  float64 // the score without redundancy
 	score float64 // base − δ·red

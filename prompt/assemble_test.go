@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 )
 
@@ -23,7 +22,7 @@ func keys(sel []prompt.Selected) []string {
 }
 
 func TestAssembleOrderAndPool(t *testing.T) {
-	cands := []layer.Candidate{
+	cands := []prompt.Candidate{
 		{Layer: "facts", Key: "a", Text: "the user prefers dark mode", Tokens: 10, Similarity: 0.9, Importance: 0.5, Time: now},
 		{Layer: "facts", Key: "b", Text: "the billing plan is annual", Tokens: 10, Similarity: 0.2, Importance: 0.5, Time: now},
 		{Layer: "episodes", Key: "c", Text: "created page Pricing FAQ", Tokens: 15, Similarity: 0.6, Importance: 0.5, Time: now},
@@ -41,11 +40,11 @@ func TestAssembleOrderAndPool(t *testing.T) {
 
 func TestAssembleRecencyHalfLife(t *testing.T) {
 	s := prompt.Scoring{Recency: 1, Now: now, HalfLife: time.Hour}
-	sel := prompt.Assemble([]layer.Candidate{{Layer: "l", Key: "k", Text: "x", Tokens: 1, Time: now.Add(-time.Hour)}}, 10, s)
+	sel := prompt.Assemble([]prompt.Candidate{{Layer: "l", Key: "k", Text: "x", Tokens: 1, Time: now.Add(-time.Hour)}}, 10, s)
 	if len(sel) != 1 || math.Abs(sel[0].Score-0.5) > 1e-9 {
 		t.Fatalf("score %v, want 0.5 at one half-life", sel)
 	}
-	sel = prompt.Assemble([]layer.Candidate{{Layer: "l", Key: "k", Text: "x", Tokens: 1}}, 10, s)
+	sel = prompt.Assemble([]prompt.Candidate{{Layer: "l", Key: "k", Text: "x", Tokens: 1}}, 10, s)
 	if sel[0].Score != 0 {
 		t.Errorf("zero time: score %v, want 0", sel[0].Score)
 	}
@@ -54,7 +53,7 @@ func TestAssembleRecencyHalfLife(t *testing.T) {
 // A candidate that repeats a selected one loses to a less similar one
 // that says something new, and a near-duplicate is skipped.
 func TestAssembleRedundancy(t *testing.T) {
-	cands := []layer.Candidate{
+	cands := []prompt.Candidate{
 		{Layer: "f", Key: "1", Text: "the hero section of the Spring Sale page has a video", Tokens: 5, Similarity: 0.80},
 		{Layer: "f", Key: "2", Text: "the hero section of the Spring Sale page has a video background", Tokens: 5, Similarity: 0.79},
 		{Layer: "f", Key: "3", Text: "the hero section of the Spring Sale page has an image", Tokens: 5, Similarity: 0.78},
@@ -88,18 +87,18 @@ func TestAssembleDeterministic(t *testing.T) {
 	}
 }
 
-func genCandidates(r *rand.Rand, n int) []layer.Candidate {
+func genCandidates(r *rand.Rand, n int) []prompt.Candidate {
 	vocab := []string{"page", "pricing", "faq", "hero", "section", "spring", "sale", "invoice", "user", "prefers", "dark", "mode", "billing", "annual", "menu", "footer", "asset", "logo", "publish", "draft"}
 	for i := range 500 { // the rest of a realistic vocabulary
 		vocab = append(vocab, fmt.Sprintf("w%03d", i))
 	}
-	out := make([]layer.Candidate, n)
+	out := make([]prompt.Candidate, n)
 	for i := range out {
 		var text string
 		for range 8 + r.IntN(12) {
 			text += vocab[r.IntN(len(vocab))] + " "
 		}
-		out[i] = layer.Candidate{
+		out[i] = prompt.Candidate{
 			Layer: []string{"semantic", "episodic", "history-summary"}[i%3], Key: fmt.Sprintf("k%04d", i),
 			Text: text, Tokens: 10 + r.IntN(60), Similarity: r.Float64(), Importance: r.Float64(),
 			Time: now.Add(-time.Duration(r.IntN(1000)) * time.Hour),

@@ -15,6 +15,7 @@ import (
 	"github.com/tmc/langchaingo/embeddings"
 
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -448,7 +449,7 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 // divided by its largest possible value, that of a fact ranked first by
 // every ranker), Time the fact's Updated, Importance its importance and
 // Source its Source.String().
-func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]layer.Candidate, error) {
+func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]prompt.Candidate, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.sync(ctx); err != nil {
@@ -458,10 +459,10 @@ func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]layer.Candidat
 	if len(ranked) > l.cfg.MaxCandidates {
 		ranked = ranked[:l.cfg.MaxCandidates]
 	}
-	out := make([]layer.Candidate, len(ranked))
+	out := make([]prompt.Candidate, len(ranked))
 	for i, s := range ranked {
 		t := line(s.fact)
-		out[i] = layer.Candidate{Layer: l.cfg.ID, Key: s.fact.ID, Text: t, Tokens: q.Count(t),
+		out[i] = prompt.Candidate{Layer: l.cfg.ID, Key: s.fact.ID, Text: t, Tokens: q.Count(t),
 			Similarity: normalise(s.score, n), Time: s.fact.Updated, Importance: s.fact.Importance, Source: s.fact.Source.String()}
 	}
 	return out, nil

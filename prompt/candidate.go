@@ -1,10 +1,10 @@
-package layer
+package prompt
 
 import "time"
 
 // Candidate is one piece of memory that competes with others, from every
 // layer that offers candidates, for a shared part of the context window
-// (see prompt.Assemble), instead of filling a fixed budget of its own.
+// (see [Assemble]), instead of filling a fixed budget of its own.
 // Layers that keep many small memories (facts, episodes, summaries) offer
 // candidates; layers whose block must always be there (the scratchpad,
 // the entities) keep their slot and budget.
