@@ -369,7 +369,7 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 	}
 	defer a.closeStack(ctx, stack)
 	if l != nil && a.cfg.RestoreLayers {
-		a.restoreLayers(ctx, stack, l.ckpt.Layers)
+		a.restoreLayers(ctx, stack, l.ckpt)
 	}
 
 	r := &run{
@@ -427,7 +427,6 @@ func (a *Agent) newStack(env layer.Env, pos *position, extra ...layer.Layer) (*l
 	st, err := layer.NewStack(layer.StackConfig{
 		Layers: layers,
 		Env:    env,
-		Name:   a.cfg.Name,
 		Observer: func(e layer.Event) {
 			a.emit(context.Background(), Event{Kind: EventLayerHook, ThreadID: thread, Step: int(pos.step.Load()), Layer: e.Layer, Hook: e.Hook, Duration: e.Duration, Err: e.Err})
 			a.tel.hook(pos.context(), e)

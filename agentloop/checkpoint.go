@@ -265,10 +265,18 @@ func (r *run) checkpointError(err error) error {
 
 // restoreLayers restores thread- and execution-scoped layers from a
 // checkpoint's snapshot. Resource and global layers are left as Init
-// loaded them: other threads may have changed them since. A failure is
-// reported and leaves the layers as Init loaded them.
-func (a *Agent) restoreLayers(ctx context.Context, st *layer.Stack, snap layer.Snapshot) {
-	part := layer.Snapshot{Version: snap.Version, Name: snap.Name, Layers: map[string]json.RawMessage{}}
+// loaded them: other threads may have changed them since. A checkpoint
+// written by an agent of another name is not restored into this one's
+// layers (their IDs may mean other things there). A failure is reported
+// and leaves the layers as Init loaded them.
+func (a *Agent) restoreLayers(ctx context.Context, st *layer.Stack, c *Checkpoint) {
+	snap := c.Layers
+	if c.Agent != "" && a.cfg.Name != "" && c.Agent != a.cfg.Name {
+		a.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: not restoring layers from a checkpoint of another agent",
+			slog.String("checkpoint_agent", c.Agent), slog.String("agent", a.cfg.Name))
+		return
+	}
+	part := layer.Snapshot{Version: snap.Version, Layers: map[string]json.RawMessage{}}
 	for _, spec := range specs(st) {
 		data, ok := snap.Layers[spec.ID]
 		if !ok {

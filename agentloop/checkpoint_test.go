@@ -201,3 +201,29 @@ func TestContinueWithoutInput(t *testing.T) {
 		t.Errorf("%d user messages after continuing, want 1", humans)
 	}
 }
+
+// Issue 10: the agent's name moved from layer.Snapshot to the checkpoint
+// alone; a checkpoint written by an agent of another name is still not
+// restored into this agent's layers, and one of its own name is.
+func TestPlain70_CheckpointOfAnotherAgentIsNotRestored(t *testing.T) {
+	store := storage.NewMemory()
+	newAgent := func(name string, m llms.Model) *agentloop.Agent {
+		return mustAgent(t, agentloop.Config{Name: name, Model: m, Store: store, RestoreLayers: true, Layers: []layer.Layer{newNotes("scratch", layer.ScopeExecution)}})
+	}
+	noteCall := agenttest.Reply(agenttest.Calls(agenttest.Call("scratch_note", `{"text":"remember 42"}`)))
+	if _, err := newAgent("writer", agenttest.New(noteCall, agenttest.Reply(agenttest.Text("ok")))).Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "note it"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		agent string
+		want  bool
+	}{{"writer", true}, {"other", false}} {
+		m := agenttest.New(agenttest.Reply(agenttest.Text("ok")))
+		if _, err := newAgent(tc.agent, m).Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "again"}); err != nil {
+			t.Fatal(err)
+		}
+		if has := strings.Contains(m.Requests()[0].System(), "remember 42"); has != tc.want {
+			t.Errorf("agent %q: note in prompt = %v, want %v", tc.agent, has, tc.want)
+		}
+	}
+}

@@ -49,7 +49,7 @@ func TestHistory01_StepWritesItsSegment(t *testing.T) {
 		},
 	}
 	ctx := t.Context()
-	snap := layer.Snapshot{Version: 1, Name: "n", Layers: map[string]json.RawMessage{"b": json.RawMessage(` {"x": [1, 2]} `), "a": json.RawMessage(`"s"`)}}
+	snap := layer.Snapshot{Version: 1, Layers: map[string]json.RawMessage{"b": json.RawMessage(` {"x": [1, 2]} `), "a": json.RawMessage(`"s"`)}}
 	check := func(round int) {
 		t.Helper()
 		l, err := a.load(ctx, "t/1")

@@ -54,7 +54,7 @@ func TestOperate10_HookEventsCarryTheStep(t *testing.T) {
 	}
 	var steps []int
 	for _, e := range events() {
-		if e.Kind == agentloop.EventLayerHook && e.Layer == "rules" && e.Hook == layer.HookRecall {
+		if e.Kind == agentloop.EventLayerHook && e.Layer == "rules" && e.Hook == "recall" {
 			steps = append(steps, e.Step)
 		}
 	}

@@ -69,7 +69,7 @@ func TestOperate20_SpansAndMetricsOfARun(t *testing.T) {
 	parent := func(s tracetest.SpanStub) string { return byID[s.Parent.SpanID().String()].Name }
 	for _, s := range spans {
 		want := map[string]string{"memlayer.step": "memlayer.run", "memlayer.model": "memlayer.step", "memlayer.tool": "memlayer.step", "memlayer.hook": "memlayer.step"}[s.Name]
-		if s.Name == "memlayer.hook" && parent(s) == "memlayer.run" && hasAttr(s.Attributes, "memlayer.hook", layer.HookInit) {
+		if s.Name == "memlayer.hook" && parent(s) == "memlayer.run" && hasAttr(s.Attributes, "memlayer.hook", "init") {
 			continue // Init's hooks run before the first step, under the run
 		}
 		if want != "" && parent(s) != want {
@@ -82,7 +82,7 @@ func TestOperate20_SpansAndMetricsOfARun(t *testing.T) {
 	}
 	var hookWithLayer bool
 	for _, s := range spans {
-		if s.Name == "memlayer.hook" && hasAttr(s.Attributes, "memlayer.layer", workingmemory.DefaultID) && hasAttr(s.Attributes, "memlayer.hook", layer.HookRecall) {
+		if s.Name == "memlayer.hook" && hasAttr(s.Attributes, "memlayer.layer", workingmemory.DefaultID) && hasAttr(s.Attributes, "memlayer.hook", "recall") {
 			hookWithLayer = true
 		}
 	}
@@ -104,7 +104,7 @@ func TestOperate20_SpansAndMetricsOfARun(t *testing.T) {
 				for _, dp := range h.DataPoints {
 					hook, _ := dp.Attributes.Value("memlayer.hook")
 					id, _ := dp.Attributes.Value("memlayer.layer")
-					if hook.AsString() == layer.HookRecall && id.AsString() == workingmemory.DefaultID {
+					if hook.AsString() == "recall" && id.AsString() == workingmemory.DefaultID {
 						recall += dp.Count
 					}
 				}

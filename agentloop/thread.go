@@ -59,8 +59,9 @@ type headRecord struct {
 	// Retained is the index of the first message still stored (see
 	// HistoryConfig.RetainMessages).
 	Retained int `json:"retained,omitempty"`
-	// SnapshotVersion, SnapshotName and Layers are the layer.Snapshot,
-	// each layer's JSON in a record of its own.
+	// SnapshotVersion and Layers are the layer.Snapshot, each layer's
+	// JSON in a record of its own. SnapshotName repeats Agent: version 4
+	// has always written it, and reading ignores it.
 	SnapshotVersion int               `json:"snapshot_version,omitempty"`
 	SnapshotName    string            `json:"snapshot_name,omitempty"`
 	Layers          map[string]string `json:"layers,omitempty"`
@@ -183,7 +184,7 @@ func (a *Agent) loadOnce(ctx context.Context, threadID string, full bool) (*load
 	}
 	c := &Checkpoint{Version: CheckpointVersion, Agent: h.Agent, ThreadID: h.ThreadID, ResourceID: h.ResourceID,
 		Steps: h.Steps, Usage: h.Usage, UpdatedAt: h.UpdatedAt, Compacted: min(h.Compacted, h.Messages), Total: h.Messages,
-		Layers: layer.Snapshot{Version: h.SnapshotVersion, Name: h.SnapshotName, Layers: make(map[string]json.RawMessage, len(h.Layers))}}
+		Layers: layer.Snapshot{Version: h.SnapshotVersion, Layers: make(map[string]json.RawMessage, len(h.Layers))}}
 	l := &loaded{ckpt: c, version: it.Version, head: h, layers: make(map[string][]byte, len(h.Layers))}
 	for id, name := range h.Layers {
 		data, err := get(name)
@@ -342,7 +343,7 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 			replaced = append(replaced, name)
 		}
 	}
-	h.Layers, h.SnapshotVersion, h.SnapshotName = layers, snap.Version, snap.Name
+	h.Layers, h.SnapshotVersion, h.SnapshotName = layers, snap.Version, r.a.cfg.Name
 	// A summary made since the last write.
 	if p := th.pending; p != nil {
 		data, err := json.Marshal(p)

@@ -19,9 +19,9 @@
 //     memory operations.
 //   - [Closer] (or io.Closer): flush and release at the end of a run.
 //
-// Capabilities are found through [As], which also walks [Unwrapper]
-// chains, so a wrapping layer exposes what it wraps unless it implements
-// the hook itself.
+// Capabilities are found through [As], which also walks wrapping chains
+// (a layer with a method Unwrap() Layer), so a wrapping layer exposes what
+// it wraps unless it implements the hook itself.
 //
 // # Writing a layer
 //
@@ -100,8 +100,9 @@
 //
 // # Wrapping layers
 //
-// [As] walks [Unwrapper] chains, so a wrapper exposes the hooks of what it
-// wraps. Init and OnSpawn return a new layer, and through the chain that is
+// A layer that wraps another has a method Unwrap() Layer returning it, as
+// an error that wraps another has Unwrap() error. [As] walks these chains,
+// so a wrapper exposes the hooks of what it wraps. Init and OnSpawn return a new layer, and through the chain that is
 // the inner layer's, without the wrapper: a wrapper that must stay in place
 // for the run implements Init (and OnSpawn) itself and wraps the result.
 //

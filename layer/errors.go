@@ -14,10 +14,9 @@ var (
 	ErrInvalidSpec = errors.New("layer: invalid spec")
 	// ErrTimeout means a hook did not finish within its timeout.
 	ErrTimeout = errors.New("layer: hook timed out")
-	// ErrClosed means the stack was used after Close.
-	ErrClosed = errors.New("layer: stack closed")
-	// ErrNotInitialized means a hook was called before Init.
-	ErrNotInitialized = errors.New("layer: stack not initialized")
+	// ErrClosed means the stack is not open: it was used before Init,
+	// after a failed Init, or after Close. The message says which.
+	ErrClosed = errors.New("layer: stack not open")
 	// ErrUnknownTool means a tool name matches no provided function.
 	ErrUnknownTool = errors.New("layer: unknown tool")
 	// ErrInvalidArguments means tool arguments are not a JSON object or
@@ -30,21 +29,17 @@ var (
 	ErrPanic = errors.New("layer: hook panicked")
 )
 
-// Names of the lifecycle hooks, as used in [Error.Hook] and [Event.Hook].
-// The stack reports its other calls into a layer under the names "tool"
-// (a provided function called through [Stack.CallTool]), "snapshot",
-// "restore", "clear" and "stats".
+// The names of the calls into a layer, as [Error.Hook] and [Event.Hook]
+// report them: the lifecycle hooks "init", "recall", "store", "onSpawn",
+// "onReturn" and "close"; "tool" (a provided function called through
+// [Stack.CallTool]); and "snapshot", "restore", "clear" and "stats".
 const (
-	HookInit   = "init"
-	HookRecall = "recall"
-	HookStore  = "store"
-	HookSpawn  = "onSpawn"
-	HookReturn = "onReturn"
-	HookClose  = "close"
-)
-
-// Names of the other calls into a layer (see the Hook constants).
-const (
+	hookInit     = "init"
+	hookRecall   = "recall"
+	hookStore    = "store"
+	hookSpawn    = "onSpawn"
+	hookReturn   = "onReturn"
+	hookClose    = "close"
 	hookTool     = "tool"
 	hookSnapshot = "snapshot"
 	hookRestore  = "restore"
@@ -55,7 +50,7 @@ const (
 // Error is a failure of one hook of one layer.
 type Error struct {
 	Layer string // the layer's ID
-	Hook  string // the hook's name (see the Hook constants)
+	Hook  string // the call's name, as in Event.Hook
 	Err   error
 }
 

@@ -170,12 +170,6 @@ type Stats struct {
 	Bytes int `json:"bytes"`
 }
 
-// Unwrapper is implemented by layers that wrap another layer. Capability
-// helpers such as [As] walk the Unwrap chain.
-type Unwrapper interface {
-	Unwrap() Layer
-}
-
 // Env is what a layer knows about the run it belongs to. It is passed to
 // Init and OnSpawn; hooks must not retain Logger's handler state beyond
 // the run.

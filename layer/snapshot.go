@@ -16,8 +16,6 @@ const snapshotVersion = 1
 type Snapshot struct {
 	// Version is the format's version: 1 is the only one so far.
 	Version int `json:"version"`
-	// Name is the StackConfig.Name of the stack it was taken from.
-	Name string `json:"name,omitempty"`
 	// Layers holds each layer's own snapshot by layer ID.
 	Layers map[string]json.RawMessage `json:"layers"`
 }
@@ -32,10 +30,10 @@ func (s *Stack) Snapshot(ctx context.Context) (Snapshot, error) {
 	}
 	b := hookBatch[Snapshotter](s, hookSnapshot, runSnapshot, false)
 	if b == nil {
-		return Snapshot{Version: snapshotVersion, Name: s.cfg.Name, Layers: map[string]json.RawMessage{}}, nil
+		return Snapshot{Version: snapshotVersion, Layers: map[string]json.RawMessage{}}, nil
 	}
 	s.runBatch(ctx, b)
-	snap := Snapshot{Version: snapshotVersion, Name: s.cfg.Name, Layers: make(map[string]json.RawMessage, len(b.jobs))}
+	snap := Snapshot{Version: snapshotVersion, Layers: make(map[string]json.RawMessage, len(b.jobs))}
 	for i := range b.jobs {
 		j := &b.jobs[i]
 		if j.err != nil {
@@ -55,7 +53,7 @@ func runSnapshot(ctx context.Context, j *job) error {
 
 // Restore puts every layer back to the state in snap. It refuses, with an
 // error that is [ErrSnapshot] and without changing anything, a snapshot of
-// a newer version, one taken under another stack name, or one naming a
+// a newer version, or one naming a
 // layer this stack does not have. If a layer rejects its part, the layers
 // already restored are put back to their previous state.
 func (s *Stack) Restore(ctx context.Context, snap Snapshot) error {
@@ -65,8 +63,6 @@ func (s *Stack) Restore(ctx context.Context, snap Snapshot) error {
 	switch {
 	case snap.Version < 1 || snap.Version > snapshotVersion:
 		return fmt.Errorf("%w: version %d, this build reads up to %d", ErrSnapshot, snap.Version, snapshotVersion)
-	case snap.Name != "" && s.cfg.Name != "" && snap.Name != s.cfg.Name:
-		return fmt.Errorf("%w: taken from %q, this stack is %q", ErrSnapshot, snap.Name, s.cfg.Name)
 	}
 	ids := make([]string, 0, len(snap.Layers))
 	for id := range snap.Layers {

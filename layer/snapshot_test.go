@@ -10,9 +10,9 @@ import (
 	"github.com/memlayer/memlayer/storage"
 )
 
-func counterStack(t *testing.T, name string) (*layer.Stack, func(id string) int) {
+func counterStack(t *testing.T) (*layer.Stack, func(id string) int) {
 	t.Helper()
-	s := initStack(t, layer.StackConfig{Name: name, Layers: []layer.Layer{
+	s := initStack(t, layer.StackConfig{Layers: []layer.Layer{
 		newCounter("alpha", 1), newCounter("beta", 2), layer.Text(layer.Spec{ID: "text"}, "x"),
 	}})
 	value := func(id string) int {
@@ -27,7 +27,7 @@ func counterStack(t *testing.T, name string) (*layer.Stack, func(id string) int)
 }
 
 func TestSnapshotRestoreRoundTrip(t *testing.T) {
-	s, value := counterStack(t, "agent")
+	s, value := counterStack(t)
 	ctx := t.Context()
 	_, _ = s.CallTool(ctx, "alpha/increment", `{"amount":3}`)
 	_, _ = s.CallTool(ctx, "beta/increment", `{"amount":7}`)
@@ -35,7 +35,7 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if snap.Version != 1 || snap.Name != "agent" || len(snap.Layers) != 2 {
+	if snap.Version != 1 || len(snap.Layers) != 2 {
 		t.Fatalf("snapshot = %+v", snap)
 	}
 	// The snapshot survives JSON.
@@ -60,7 +60,7 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 		t.Errorf("restored %d, %d; want 3, 7", value("alpha"), value("beta"))
 	}
 	// Another stack of the same agent restores it too.
-	s2, value2 := counterStack(t, "agent")
+	s2, value2 := counterStack(t)
 	if err := s2.Restore(ctx, back); err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +78,7 @@ func TestRestoreRefuses(t *testing.T) {
 		snap layer.Snapshot
 	}{
 		{"zero snapshot", layer.Snapshot{}},
-		{"newer version", layer.Snapshot{Version: 2, Name: "agent", Layers: good}},
-		{"other agent", layer.Snapshot{Version: 1, Name: "someone-else", Layers: good}},
+		{"newer version", layer.Snapshot{Version: 2, Layers: good}},
 		{"negative version", layer.Snapshot{Version: -1, Layers: good}},
 		{"unknown layer", layer.Snapshot{Version: 1, Layers: map[string]json.RawMessage{"alpha": good["alpha"], "ghost": json.RawMessage(`{}`)}}},
 		{"layer without snapshots", layer.Snapshot{Version: 1, Layers: map[string]json.RawMessage{"alpha": good["alpha"], "text": json.RawMessage(`{}`)}}},
@@ -88,7 +87,7 @@ func TestRestoreRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, value := counterStack(t, "agent")
+			s, value := counterStack(t)
 			_, _ = s.CallTool(t.Context(), "alpha/increment", `{"amount":1}`)
 			_, _ = s.CallTool(t.Context(), "beta/increment", `{"amount":2}`)
 			err := s.Restore(t.Context(), tt.snap)
@@ -101,7 +100,7 @@ func TestRestoreRefuses(t *testing.T) {
 		})
 	}
 	// A snapshot without a name restores into a named stack.
-	s, value := counterStack(t, "agent")
+	s, value := counterStack(t)
 	if err := s.Restore(t.Context(), layer.Snapshot{Version: 1, Layers: good}); err != nil || value("alpha") != 100 {
 		t.Errorf("unnamed snapshot: %v, alpha %d", err, value("alpha"))
 	}
@@ -109,16 +108,16 @@ func TestRestoreRefuses(t *testing.T) {
 
 func TestSnapshotBeforeInit(t *testing.T) {
 	s := mustStack(t, layer.StackConfig{Layers: []layer.Layer{newCounter("a", 0)}})
-	if _, err := s.Snapshot(t.Context()); !errors.Is(err, layer.ErrNotInitialized) {
+	if _, err := s.Snapshot(t.Context()); !errors.Is(err, layer.ErrClosed) {
 		t.Errorf("Snapshot before Init = %v", err)
 	}
-	if err := s.Restore(t.Context(), layer.Snapshot{Version: 1}); !errors.Is(err, layer.ErrNotInitialized) {
+	if err := s.Restore(t.Context(), layer.Snapshot{Version: 1}); !errors.Is(err, layer.ErrClosed) {
 		t.Errorf("Restore before Init = %v", err)
 	}
-	if err := s.Clear(t.Context()); !errors.Is(err, layer.ErrNotInitialized) {
+	if err := s.Clear(t.Context()); !errors.Is(err, layer.ErrClosed) {
 		t.Errorf("Clear before Init = %v", err)
 	}
-	if _, err := s.Stats(t.Context()); !errors.Is(err, layer.ErrNotInitialized) {
+	if _, err := s.Stats(t.Context()); !errors.Is(err, layer.ErrClosed) {
 		t.Errorf("Stats before Init = %v", err)
 	}
 }

@@ -245,7 +245,7 @@ func TestReturnFailureLeavesParent(t *testing.T) {
 	}
 	err = s.Return(t.Context(), child)
 	var le *layer.Error
-	if !errors.As(err, &le) || le.Layer != "strict" || le.Hook != layer.HookReturn || !strings.Contains(err.Error(), "keep parent") {
+	if !errors.As(err, &le) || le.Layer != "strict" || le.Hook != "onReturn" || !strings.Contains(err.Error(), "keep parent") {
 		t.Fatalf("Return = %v, want *Error{strict, onReturn}", err)
 	}
 	equal(t, "reported", ev.failures(), []string{"strict:onReturn"})

@@ -41,15 +41,15 @@ type StackConfig struct {
 	// function's parameter schema before the function runs. Without it,
 	// CallTool only checks that the arguments are a JSON object.
 	ValidateArgs func(schema json.RawMessage, args []byte) error
-	// Name identifies the agent the stack belongs to. Snapshots carry it,
-	// and Restore refuses a snapshot taken under another name.
-	Name string
 }
 
-// Event describes one hook call: the layer's ID, the hook's name (see the
-// Hook constants), how long the call took and its error.
+// Event describes one hook call: the layer's ID, the hook's name, how long
+// the call took and its error.
 type Event struct {
-	Layer    string
+	Layer string
+	// Hook names the call: "init", "recall", "store", "onSpawn",
+	// "onReturn", "close", "tool", "snapshot", "restore", "clear" or
+	// "stats".
 	Hook     string
 	Duration time.Duration
 	// Err is nil on success.
@@ -168,14 +168,14 @@ func (s *Stack) Init(ctx context.Context) error {
 			continue
 		}
 		var bound Layer
-		err := s.callLate(ctx, e, HookInit, func(ctx context.Context) error {
+		err := s.callLate(ctx, e, hookInit, func(ctx context.Context) error {
 			l, err := init.Init(ctx, s.env)
 			if err == nil && l == nil {
 				err = errors.New("Init returned a nil layer")
 			}
 			bound = l
 			return err
-		}, func() { closeLate(bound, e.timeoutOf(HookClose)) })
+		}, func() { closeLate(bound, e.timeoutOf(hookClose)) })
 		if err != nil {
 			if e.spec.DisableOnInitError {
 				s.mu.Lock()
@@ -234,9 +234,9 @@ func (s *Stack) ready() error {
 	defer s.mu.Unlock()
 	switch {
 	case s.closed:
-		return ErrClosed
+		return fmt.Errorf("%w: closed", ErrClosed)
 	case !s.inited:
-		return ErrNotInitialized
+		return fmt.Errorf("%w: Init has not run", ErrClosed)
 	}
 	return nil
 }
@@ -250,7 +250,7 @@ func (s *Stack) Recall(ctx context.Context, q Query, budgets map[string]int) ([]
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	b := hookBatch[Layer](s, HookRecall, runRecall, false)
+	b := hookBatch[Layer](s, hookRecall, runRecall, false)
 	if b == nil {
 		return nil, nil
 	}
@@ -301,7 +301,7 @@ func (s *Stack) Store(ctx context.Context, t Turn) error {
 	if err := s.ready(); err != nil {
 		return err
 	}
-	b := hookBatch[Storer](s, HookStore, runStore, true)
+	b := hookBatch[Storer](s, hookStore, runStore, true)
 	if b == nil {
 		return nil
 	}
@@ -376,14 +376,14 @@ func (s *Stack) Spawn(ctx context.Context, childEnv Env, extra ...Layer) (*Stack
 		e := &entry{spec: spec, timeout: cmp.Or(spec.Timeout, max(cfg.Timeout, 0)), tmpl: l, live: l, sem: make(chan struct{}, 1), stuck: stuckCount(l, spec.ID)}
 		if init, ok := As[Initializer](l); ok {
 			var bound Layer
-			err := child.callLate(ctx, e, HookInit, func(ctx context.Context) error {
+			err := child.callLate(ctx, e, hookInit, func(ctx context.Context) error {
 				b, err := init.Init(ctx, childEnv)
 				if err == nil && b == nil {
 					err = errors.New("Init returned a nil layer")
 				}
 				bound = b
 				return err
-			}, func() { closeLate(bound, e.timeoutOf(HookClose)) })
+			}, func() { closeLate(bound, e.timeoutOf(hookClose)) })
 			switch {
 			case err != nil && spec.DisableOnInitError:
 				e.disabled = true
@@ -431,10 +431,10 @@ func (s *Stack) deriveLayer(ctx context.Context, e *entry, childEnv Env) (cl Lay
 	var hook string
 	var derive func(ctx context.Context) (Layer, error)
 	if sp, ok := As[Spawner](e.live); ok {
-		hook = HookSpawn
+		hook = hookSpawn
 		derive = func(ctx context.Context) (Layer, error) { return sp.OnSpawn(ctx, childEnv) }
 	} else if init, ok := As[Initializer](e.tmpl); ok {
-		hook = HookInit
+		hook = hookInit
 		derive = func(ctx context.Context) (Layer, error) { return init.Init(ctx, childEnv) }
 	} else {
 		return e.live, e.live != nil
@@ -446,7 +446,7 @@ func (s *Stack) deriveLayer(ctx context.Context, e *entry, childEnv Env) (cl Lay
 		return err
 	}, func() {
 		if !sameLayer(cl, live) {
-			closeLate(cl, e.timeoutOf(HookClose))
+			closeLate(cl, e.timeoutOf(hookClose))
 		}
 	})
 	if err != nil {
@@ -504,7 +504,7 @@ func (s *Stack) Return(ctx context.Context, child *Stack) error {
 		if !ok || ce.shared || ce.live == nil {
 			continue
 		}
-		if err := s.call(ctx, e, HookReturn, func(ctx context.Context) error { return r.OnReturn(ctx, ce.live) }); err != nil {
+		if err := s.call(ctx, e, hookReturn, func(ctx context.Context) error { return r.OnReturn(ctx, ce.live) }); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -552,7 +552,7 @@ func (s *Stack) closeEntries(ctx context.Context, es []*entry) error {
 		} else {
 			continue
 		}
-		if err := s.call(ctx, e, HookClose, fn); err != nil {
+		if err := s.call(ctx, e, hookClose, fn); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -576,9 +576,9 @@ func (e *entry) timeoutOf(hook string) time.Duration {
 		return e.timeout
 	}
 	switch hook {
-	case HookInit, HookSpawn, HookReturn:
+	case hookInit, hookSpawn, hookReturn:
 		return 10 * time.Second
-	case HookRecall, HookClose:
+	case hookRecall, hookClose:
 		return 5 * time.Second
 	default: // Store, tool calls, snapshots, restores, clears, stats
 		return 30 * time.Second
@@ -603,14 +603,16 @@ func sameLayer(a, b Layer) (same bool) {
 	return a == b
 }
 
-// As finds the first layer in l's [Unwrapper] chain (l itself first) that
-// implements T.
+// As finds the first layer in l's wrapping chain that implements T: l
+// itself first, then, while the layer has a method Unwrap() Layer (as a
+// layer that wraps another does, in the manner of errors.Unwrap), what it
+// wraps.
 func As[T any](l Layer) (T, bool) {
 	for l != nil {
 		if t, ok := l.(T); ok {
 			return t, true
 		}
-		u, ok := l.(Unwrapper)
+		u, ok := l.(interface{ Unwrap() Layer })
 		if !ok {
 			break
 		}

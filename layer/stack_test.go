@@ -156,8 +156,8 @@ func TestLifecycleOrder(t *testing.T) {
 	if got := s.Layers(); got != nil {
 		t.Errorf("Layers before Init = %v, want nil", got)
 	}
-	if _, err := s.Recall(t.Context(), layer.Query{}, nil); !errors.Is(err, layer.ErrNotInitialized) {
-		t.Errorf("Recall before Init = %v, want ErrNotInitialized", err)
+	if _, err := s.Recall(t.Context(), layer.Query{}, nil); !errors.Is(err, layer.ErrClosed) {
+		t.Errorf("Recall before Init = %v, want ErrClosed", err)
 	}
 	if err := s.Init(t.Context()); err != nil {
 		t.Fatal(err)
@@ -285,7 +285,7 @@ func TestInitFailureAborts(t *testing.T) {
 	})
 	err := s.Init(t.Context())
 	var le *layer.Error
-	if !errors.As(err, &le) || le.Layer != "bad" || le.Hook != layer.HookInit || !errors.Is(err, boom) {
+	if !errors.As(err, &le) || le.Layer != "bad" || le.Hook != "init" || !errors.Is(err, boom) {
 		t.Fatalf("Init = %v, want *layer.Error{bad, init, boom}", err)
 	}
 	if !strings.Contains(err.Error(), "boom") || !strings.Contains(err.Error(), "bad") {
@@ -389,7 +389,7 @@ func TestRecallTimeout(t *testing.T) {
 	}
 	equal(t, "recalled", ids(out), []string{"before", "after"})
 	var le *layer.Error
-	if !errors.Is(err, layer.ErrTimeout) || !errors.As(err, &le) || le.Layer != "slow" || le.Hook != layer.HookRecall {
+	if !errors.Is(err, layer.ErrTimeout) || !errors.As(err, &le) || le.Layer != "slow" || le.Hook != "recall" {
 		t.Fatalf("Recall error = %v, want ErrTimeout from slow:recall", err)
 	}
 	equal(t, "reported", ev.failures(), []string{"slow:recall"})
@@ -634,7 +634,7 @@ func TestInitTimeoutClosesLateLayer(t *testing.T) {
 	s := mustStack(t, layer.StackConfig{Layers: []layer.Layer{si}})
 	err := s.Init(t.Context())
 	var le *layer.Error
-	if !errors.Is(err, layer.ErrTimeout) || !errors.As(err, &le) || le.Hook != layer.HookInit {
+	if !errors.Is(err, layer.ErrTimeout) || !errors.As(err, &le) || le.Hook != "init" {
 		t.Fatalf("Init = %v, want ErrTimeout from init", err)
 	}
 	close(si.release)

@@ -241,7 +241,7 @@ func TestToolsBeforeInit(t *testing.T) {
 	if n := len(s.Tools()); n != 0 {
 		t.Errorf("Tools before Init = %d", n)
 	}
-	if _, err := s.CallTool(t.Context(), "c/peek", ""); !errors.Is(err, layer.ErrNotInitialized) {
+	if _, err := s.CallTool(t.Context(), "c/peek", ""); !errors.Is(err, layer.ErrClosed) {
 		t.Errorf("CallTool before Init = %v", err)
 	}
 	if _, ok := layer.Find[layer.Provider](s, "c"); ok {

@@ -536,7 +536,7 @@ func TestSchemaGate(t *testing.T) {
 		}
 		err = stack.Store(t.Context(), layer.Turn{ToolCalls: []layer.ToolCall{{Name: LegacyFunction, Arguments: `{"count":"bad"}`}}})
 		var le *layer.Error
-		if !errors.As(err, &le) || le.Layer != DefaultID || le.Hook != layer.HookStore || !errors.Is(err, ErrSchema) {
+		if !errors.As(err, &le) || le.Layer != DefaultID || le.Hook != "store" || !errors.Is(err, ErrSchema) {
 			t.Fatalf("Store err = %v, want a working-memory store error wrapping ErrSchema", err)
 		}
 		live, _ := layer.Find[layer.Layer](stack, DefaultID)
@@ -545,7 +545,7 @@ func TestSchemaGate(t *testing.T) {
 		defer mu.Unlock()
 		found := false
 		for _, e := range events {
-			found = found || e.Layer == DefaultID && e.Hook == layer.HookStore && e.Err != nil
+			found = found || e.Layer == DefaultID && e.Hook == "store" && e.Err != nil
 		}
 		if !found {
 			t.Errorf("no working-memory:store diagnostic among %v", events)
