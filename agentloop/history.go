@@ -285,9 +285,7 @@ func (s *DeterministicSummarizer) fit(lines []string) string {
 	st := seenTokens()
 	for total+st > limit && len(lines) > 0 {
 		for _, e := range lineEntities(lines[0]) {
-			if !slices.Contains(seen, e) {
-				seen = append(seen, e)
-			}
+			seen = addEntity(seen, e)
 		}
 		total -= counts[0]
 		lines, counts = lines[1:], counts[1:]
@@ -309,6 +307,23 @@ func (s *DeterministicSummarizer) fit(lines []string) string {
 		out = entitiesHeader + strings.Join(seen, "; ") + "\n" + out
 	}
 	return strings.TrimSpace(out)
+}
+
+// addEntity adds e (an ID, alone or followed by its quoted name) to the
+// entities line's items once per ID: an ID already listed keeps its
+// place and takes e's name if e has one (the newer name), so a bare
+// reference to an entity listed with its name adds nothing.
+func addEntity(seen []string, e string) []string {
+	id, _, named := strings.Cut(e, " ")
+	for i, s := range seen {
+		if sid, _, _ := strings.Cut(s, " "); sid == id {
+			if named {
+				seen[i] = e
+			}
+			return seen
+		}
+	}
+	return append(seen, e)
 }
 
 // lineEntities returns the entities a summary line lists after its "→"

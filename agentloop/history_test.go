@@ -577,3 +577,30 @@ func TestHistory13_SummaryPairsNamesWithTheirOwnIDs(t *testing.T) {
 		t.Errorf("summary pairs the page with the section's name or keeps the request ID:\n%s", got)
 	}
 }
+
+// TestHistory14_FoldedEntitiesListEachIDOnce: when folded lines mention
+// an entity by name and later by ID alone (a reference), the entities
+// line lists the ID once, with its name; a newer name replaces the old.
+func TestHistory14_FoldedEntitiesListEachIDOnce(t *testing.T) {
+	previous := strings.Join([]string{
+		`- User: Create Pricing | createPage (call c1) → page_1 "Pricing"`,
+		`- User: Add a section to it | addSection (call c2) → sec_2 "Tiers", page_1`,
+		`- User: Rename it | updatePage (call c3) → page_1 "Plans"`,
+		`- User: Link it | addItem (call c4) → mi_3 "Plans", page_1`,
+	}, "\n")
+	s := &agentloop.DeterministicSummarizer{MaxTokens: 30}
+	got, err := s.Summarize(t.Context(), previous, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(got, "\n")
+	if !strings.HasPrefix(first, "Entities seen earlier: ") {
+		t.Fatalf("summary did not fold:\n%s", got)
+	}
+	if n := strings.Count(first, "page_1"); n != 1 {
+		t.Errorf("page_1 listed %d times in the entities line, want once:\n%s", n, first)
+	}
+	if !strings.Contains(first, `page_1 "Plans"`) || strings.Contains(first, `"Pricing"`) {
+		t.Errorf("page_1 should carry its newer name:\n%s", first)
+	}
+}
