@@ -32,13 +32,16 @@ import (
 // fails at its first checkpoint with an error that is
 // storage.ErrConflict.
 type Agent struct {
-	cfg          Config
-	tools        map[string]*Tool
-	toolDefs     []llms.Tool // the agent's own tools, in Config order
-	spawnDef     llms.Tool
-	spawnLayers  spawnLayers // Config.SpawnLayers, by ID, and the tool's schema
-	schemas      *schemaCache
-	tel          *telemetry
+	cfg         Config
+	tools       map[string]*Tool
+	toolDefs    []llms.Tool // the agent's own tools, in Config order
+	spawnDef    llms.Tool
+	spawnLayers spawnLayers // Config.SpawnLayers, by ID, and the tool's schema
+	schemas     *schemaCache
+	tel         *telemetry
+	// layerStore is Config.Store as the layers get it: counting their
+	// lost compare-and-swaps (see telemetry.store).
+	layerStore   storage.Store
 	compiler     *prompt.Compiler
 	systemTokens int
 	// layerCounter is the counter handed to the layers' Recall: the
@@ -122,6 +125,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("%w: telemetry: %w", ErrInvalidConfig, err)
 	}
 	a.tel = tel
+	a.layerStore = tel.store(cfg.Store)
 	for i := range cfg.Tools {
 		t := cfg.Tools[i]
 		if err := ValidateToolName(t.Name); err != nil {
@@ -360,7 +364,7 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 	}
 	pos := new(position)
 	pos.ctx.Store(&ctx) // Init's hooks go under the run's span
-	stack, err := a.newStack(layer.Env{ThreadID: in.ThreadID, ResourceID: in.ResourceID, Store: a.cfg.Store, Logger: a.cfg.Logger}, pos, extra...)
+	stack, err := a.newStack(layer.Env{ThreadID: in.ThreadID, ResourceID: in.ResourceID, Store: a.layerStore, Logger: a.cfg.Logger}, pos, extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -452,6 +456,7 @@ func specs(st *layer.Stack) []layer.Spec {
 // closeStack closes a run's layers even when ctx is cancelled, so they can
 // flush; each Close is bounded by its layer's timeout.
 func (a *Agent) closeStack(ctx context.Context, st *layer.Stack) {
+	a.tel.layerMetrics(ctx, st)
 	if err := st.Close(context.WithoutCancel(ctx)); err != nil {
 		a.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: closing layers", slog.Any("error", err))
 	}

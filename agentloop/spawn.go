@@ -70,7 +70,7 @@ func (a *Agent) Spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 		return nil, ErrNoThread
 	}
 	pos := new(position)
-	st, err := a.newStack(layer.Env{ThreadID: in.ThreadID, ResourceID: in.ResourceID, Store: a.cfg.Store, Logger: a.cfg.Logger}, pos)
+	st, err := a.newStack(layer.Env{ThreadID: in.ThreadID, ResourceID: in.ResourceID, Store: a.layerStore, Logger: a.cfg.Logger}, pos)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +103,7 @@ func (p *run) spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 		ThreadID:   fmt.Sprintf("%s/child-%d-%s", p.threadID, depth, newSuffix()),
 		ResourceID: p.resourceID,
 		Depth:      depth,
-		Store:      a.cfg.Store,
+		Store:      a.layerStore,
 		Logger:     a.cfg.Logger,
 	}
 	extra, err := a.spawnLayers.pick(in.LayerIDs)

@@ -3,6 +3,7 @@ package agentloop
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/storage"
 )
 
 // instrumentation is the name of the tracer and meter memlayer uses.
@@ -44,7 +46,10 @@ type telemetry struct {
 	tokens      metric.Int64Counter
 	layerTokens metric.Int64Histogram
 	conflicts   metric.Int64Counter
+	casLost     metric.Int64Counter
+	meter       metric.Meter
 	opts        sync.Map // string → metric.MeasurementOption, built once per layer, hook, tool
+	figures     sync.Map // a layer figure's name → its instrument (metric.Int64Counter or metric.Int64Gauge)
 }
 
 func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry, error) {
@@ -56,7 +61,7 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry,
 	}
 	m := mp.Meter(instrumentation)
 	t := &telemetry{tracer: tp.Tracer(instrumentation)}
-	var errs [6]error
+	var errs [7]error
 	t.hookTime, errs[0] = m.Float64Histogram("memlayer.layer.hook.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of layer hook calls, by layer and hook."))
 	t.modelTime, errs[1] = m.Float64Histogram("memlayer.model.duration", metric.WithUnit("s"),
@@ -69,6 +74,9 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry,
 		metric.WithDescription("Tokens each layer put into the prompt, per step."))
 	t.conflicts, errs[5] = m.Int64Counter("memlayer.checkpoint.conflicts",
 		metric.WithDescription("Thread writes that lost a compare-and-swap to another run."))
+	t.casLost, errs[6] = m.Int64Counter("memlayer.layer.cas.conflicts",
+		metric.WithDescription("Layer writes that lost a compare-and-swap to another writer, by layer; the layer retries each, up to its MaxRetries."))
+	t.meter = m
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -164,4 +172,83 @@ func (p *position) context() context.Context {
 		return *c
 	}
 	return context.Background()
+}
+
+// store returns s as the layers get it: a lost compare-and-swap (a
+// conditional Put that fails with storage.ErrConflict) is counted in
+// memlayer.layer.cas.conflicts under the layer whose key it was (the
+// second part of a "layers/{id}/…" key, else the key's first part).
+func (t *telemetry) store(s storage.Store) storage.Store { return &casCounting{Store: s, t: t} }
+
+type casCounting struct {
+	storage.Store
+	t *telemetry
+}
+
+func (s *casCounting) Put(ctx context.Context, key string, value []byte, ifVersion int64) (int64, error) {
+	v, err := s.Store.Put(ctx, key, value, ifVersion)
+	if err != nil && ifVersion != storage.AnyVersion && errors.Is(err, storage.ErrConflict) {
+		owner, rest, _ := strings.Cut(key, "/")
+		if owner == "layers" {
+			owner, _, _ = strings.Cut(rest, "/")
+		}
+		s.t.casLost.Add(ctx, 1, s.t.attrs("cas\x00"+owner, attrLayer.String(owner)))
+	}
+	return v, err
+}
+
+// A figuresReporter is a layer that keeps figures of its own work, such
+// as entitymemory's and the key-value memory's Metrics. Names ending in
+// "_total" are counts since the layer was made (one run's layer, as Init
+// returns it); the others are levels.
+type figuresReporter interface {
+	Metrics() map[string]int64
+}
+
+// layerMetrics records, as a run ends, the figures of each of its layers
+// that reports some: a count "x_total" is added to the counter
+// memlayer.layer.x, a level "y" recorded in the gauge memlayer.layer.y,
+// each under the layer's ID.
+func (t *telemetry) layerMetrics(ctx context.Context, st *layer.Stack) {
+	for _, l := range st.Layers() {
+		r, ok := layer.As[figuresReporter](l)
+		if !ok {
+			continue
+		}
+		id := l.Spec().ID
+		for name, v := range r.Metrics() {
+			inst, err := t.figure(name)
+			if err != nil {
+				continue // an invalid instrument name: nothing to record it in
+			}
+			opt := t.attrs("layer\x00"+id, attrLayer.String(id))
+			switch inst := inst.(type) {
+			case metric.Int64Counter:
+				if v > 0 {
+					inst.Add(ctx, v, opt)
+				}
+			case metric.Int64Gauge:
+				inst.Record(ctx, v, opt)
+			}
+		}
+	}
+}
+
+// figure returns the instrument of a layer figure, made on first use.
+func (t *telemetry) figure(name string) (any, error) {
+	if inst, ok := t.figures.Load(name); ok {
+		return inst, nil
+	}
+	var inst any
+	var err error
+	if base, ok := strings.CutSuffix(name, "_total"); ok {
+		inst, err = t.meter.Int64Counter("memlayer.layer."+base, metric.WithDescription("A layer's count of "+strings.ReplaceAll(base, "_", " ")+", by layer (see the layer's Metrics)."))
+	} else {
+		inst, err = t.meter.Int64Gauge("memlayer.layer."+name, metric.WithDescription("A layer's "+strings.ReplaceAll(name, "_", " ")+" at the end of a run, by layer (see the layer's Metrics)."))
+	}
+	if err != nil {
+		return nil, err
+	}
+	inst, _ = t.figures.LoadOrStore(name, inst)
+	return inst, nil
 }

@@ -127,6 +127,10 @@ type Layer struct {
 	ebuf    []Entity     // extraction buffer of Store
 	cache   string       // rendered block; "" until rendered after a change
 	cacheN  int          // cache's tokens by the default estimate (layer.Query{}.Count)
+
+	// Counts since the layer was made, for Metrics.
+	extracted int64 // entities extracted from tool results
+	evicted   int64 // entities pushed out of the list by newer ones
 }
 
 // New returns an entity memory layer. It does no I/O; see [Layer.Init].
@@ -396,6 +400,7 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 			}
 		}
 		l.ebuf = l.ext.extractInto(l.ebuf, name, args, r.Content)
+		l.extracted += int64(len(l.ebuf))
 		destructive := l.ext.Destructive(name)
 		l.logExtraction(ctx, name, l.ebuf, destructive)
 		l.applyLocked(l.ebuf, destructive)
@@ -486,6 +491,11 @@ func (l *Layer) addLocked(batch []Entity) {
 		batch[i].SeenAt = now
 	}
 	list, clock, changed := addBatch(l.spare[:0], l.list, batch, l.clock, l.cfg.Capacity)
+	for i := range l.list {
+		if !containsEntity(list, &l.list[i]) {
+			l.evicted++
+		}
+	}
 	l.list, l.spare, l.clock = list, l.list[:0], clock
 	l.deleted = slices.DeleteFunc(l.deleted, func(e Entity) bool { return containsEntity(batch, &e) })
 	l.dirty = l.store != nil
@@ -680,6 +690,18 @@ func (l *Layer) Stats(ctx context.Context) (layer.Stats, error) {
 	defer l.mu.Unlock()
 	l.expire()
 	return layer.Stats{Entries: len(l.list), Bytes: len(encodeState(l.list, l.clock))}, nil
+}
+
+// Metrics returns the layer's figures for monitoring (agentloop exports
+// them as OpenTelemetry metrics; see agentloop.Config.MeterProvider):
+// "entities", how many it tracks now; "extractions_total", the entities
+// extracted from tool results since the layer was made; and
+// "evictions_total", those pushed out of the list by newer ones (at
+// Config.Capacity). Names ending in "_total" only grow.
+func (l *Layer) Metrics() map[string]int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return map[string]int64{"entities": int64(len(l.list)), "extractions_total": l.extracted, "evictions_total": l.evicted}
 }
 
 // Close saves changes a failed Store could not save.

@@ -384,6 +384,24 @@ func (l *Layer) Stats(ctx context.Context) (layer.Stats, error) {
 	return layer.Stats{Entries: st.Entries, Bytes: st.Bytes}, err
 }
 
+// Metrics returns the layer's figures for monitoring (agentloop exports
+// them as OpenTelemetry metrics; see agentloop.Config.MeterProvider):
+// "entries" and "scopes", what the run's scope and its child scopes hold
+// now; "fallback_lookups_total", reads answered by an ancestor scope; and
+// "expired_total", expired entries removed. The two counts cover the
+// run's scope and the child scopes of the same agent, not those of child
+// agents, whose own layers count them. Names ending in "_total" only
+// grow. A template reports nothing.
+func (l *Layer) Metrics() map[string]int64 {
+	if l.mem == nil {
+		return nil
+	}
+	st, _ := l.mem.Stats() // a disposed scope holds nothing
+	fallbacks, expired := l.mem.counts()
+	return map[string]int64{"entries": int64(st.Entries), "scopes": int64(st.Scopes),
+		"fallback_lookups_total": fallbacks, "expired_total": expired}
+}
+
 // Interface guards.
 var (
 	_ layer.Layer         = (*Layer)(nil)

@@ -48,6 +48,12 @@ type Memory struct {
 	// its last persist: a [Layer] bound to a store sets it on the
 	// scope it persists (see Layer.Flush).
 	dirty map[string]struct{}
+
+	// Counts since the scope was made, for Layer.Metrics: reads that
+	// started here and found the key in an ancestor, and expired entries
+	// removed from this scope.
+	fallbacks atomic.Int64
+	expired   atomic.Int64
 }
 
 type tree struct {
@@ -447,6 +453,7 @@ func (mem *Memory) purgeLocked(now time.Time) int {
 		if e.expired(now) {
 			delete(mem.entries, k)
 			mem.tree.entries--
+			mem.expired.Add(1)
 			n++
 		}
 	}
@@ -524,6 +531,9 @@ func (mem *Memory) lookup(key string, local bool) (*entry, *Memory, error) {
 	if e != nil {
 		e.accesses.Add(1)
 		e.lastSeen.Store(now.UnixNano())
+		if s != mem {
+			mem.fallbacks.Add(1)
+		}
 	}
 	return e, s, nil
 }
@@ -1001,6 +1011,25 @@ func (mem *Memory) dispose() (gone []*Memory) {
 		delete(mem.parent.children, mem.id)
 	}
 	return gone
+}
+
+// counts sums the fallback and expiry counts of mem and of its
+// descendants that belong to mem's agent.
+func (mem *Memory) counts() (fallbacks, expired int64) {
+	mem.tree.mu.RLock()
+	defer mem.tree.mu.RUnlock()
+	var walk func(s *Memory)
+	walk = func(s *Memory) {
+		fallbacks += s.fallbacks.Load()
+		expired += s.expired.Load()
+		for _, c := range s.children {
+			if c.agent == mem.agent {
+				walk(c)
+			}
+		}
+	}
+	walk(mem)
+	return fallbacks, expired
 }
 
 // Stats returns what mem and its descendants hold (expired entries not
