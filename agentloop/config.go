@@ -164,7 +164,13 @@ type Config struct {
 	// TracerProvider and MeterProvider receive memlayer's OpenTelemetry
 	// spans (a run, each step, the model call, each tool call and each
 	// layer hook) and metrics (hook, model and tool durations, tokens by
-	// type and by layer, checkpoint conflicts). Nil means otel's global
+	// type and by layer, checkpoint conflicts, compare-and-swaps the
+	// layers lose, and, as each run ends, the figures each layer reports
+	// through a Metrics method — see "Metrics" in package layer: a count
+	// "x_total" goes to the counter memlayer.layer.x, a level "y" to the
+	// gauge memlayer.layer.y, such as the key-value memory's entries,
+	// scopes and parent-fallback lookups or the entity memory's
+	// extractions and evictions). Nil means otel's global
 	// providers, which do nothing until the application installs some.
 	// Attributes carry IDs and names only, never text from memory,
 	// prompts or tool results.

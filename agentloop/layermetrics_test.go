@@ -144,7 +144,7 @@ func TestOperate70_MetricsFromInsideTheLayers(t *testing.T) {
 		{"memlayer.layer.expired", kv.DefaultLayerID, 1, 1},
 		{"memlayer.layer.extractions", entitymemory.DefaultID, 4, 4},
 		{"memlayer.layer.evictions", entitymemory.DefaultID, 2, 2},
-		{"memlayer.layer.entities", entitymemory.DefaultID, 2, 2},
+		{"memlayer.layer.entries", entitymemory.DefaultID, 2, 2},
 		{"memlayer.layer.cas.conflicts", entitymemory.DefaultID, 1, 3},
 	} {
 		v, ok := got[w.metric][w.layer]

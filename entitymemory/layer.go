@@ -103,7 +103,7 @@ type Config struct {
 // it can be used on its own), and [Layer.Init] returns a new Layer bound
 // to a run, loaded from and saved to the run's store. Methods are safe for
 // concurrent use; hooks that touch storage hold the layer's lock while
-// they do, so Stats or a data read wait for a save in progress.
+// they do, so Metrics or a data read wait for a save in progress.
 type Layer struct {
 	cfg   Config
 	spec  layer.Spec
@@ -683,25 +683,18 @@ func (l *Layer) Clear(ctx context.Context) error {
 	return nil
 }
 
-// Stats reports the number of tracked entities and the size of their
-// stored form.
-func (l *Layer) Stats(ctx context.Context) (layer.Stats, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.expire()
-	return layer.Stats{Entries: len(l.list), Bytes: len(encodeState(l.list, l.clock))}, nil
-}
-
-// Metrics returns the layer's figures for monitoring (agentloop exports
-// them as OpenTelemetry metrics; see agentloop.Config.MeterProvider):
-// "entities", how many it tracks now; "extractions_total", the entities
-// extracted from tool results since the layer was made; and
-// "evictions_total", those pushed out of the list by newer ones (at
-// Config.Capacity). Names ending in "_total" only grow.
+// Metrics returns the layer's figures (see "Metrics" in package layer;
+// agentloop exports them as OpenTelemetry metrics): "entries", the
+// entities tracked now, and "bytes", the size of their stored form;
+// "extractions_total", the entities extracted from tool results since
+// the layer was made; and "evictions_total", those pushed out of the
+// list by newer ones (at Config.Capacity).
 func (l *Layer) Metrics() map[string]int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return map[string]int64{"entities": int64(len(l.list)), "extractions_total": l.extracted, "evictions_total": l.evicted}
+	l.expire()
+	return map[string]int64{"entries": int64(len(l.list)), "bytes": int64(len(encodeState(l.list, l.clock))),
+		"extractions_total": l.extracted, "evictions_total": l.evicted}
 }
 
 // Close saves changes a failed Store could not save.
@@ -716,13 +709,12 @@ func (l *Layer) Close(ctx context.Context) error {
 
 // Interface guards.
 var (
-	_ layer.Layer         = (*Layer)(nil)
-	_ layer.Initializer   = (*Layer)(nil)
-	_ layer.Storer        = (*Layer)(nil)
-	_ layer.Spawner       = (*Layer)(nil)
-	_ layer.Provider      = (*Layer)(nil)
-	_ layer.Snapshotter   = (*Layer)(nil)
-	_ layer.Clearer       = (*Layer)(nil)
-	_ layer.StatsReporter = (*Layer)(nil)
-	_ layer.Closer        = (*Layer)(nil)
+	_ layer.Layer       = (*Layer)(nil)
+	_ layer.Initializer = (*Layer)(nil)
+	_ layer.Storer      = (*Layer)(nil)
+	_ layer.Spawner     = (*Layer)(nil)
+	_ layer.Provider    = (*Layer)(nil)
+	_ layer.Snapshotter = (*Layer)(nil)
+	_ layer.Clearer     = (*Layer)(nil)
+	_ layer.Closer      = (*Layer)(nil)
 )

@@ -456,9 +456,8 @@ func TestProvidesStatsClear(t *testing.T) {
 	if es, ok := v.([]Entity); err != nil || !ok || len(es) != 1 || es[0].ID != "p1" {
 		t.Errorf("data entities = %#v, %v", v, err)
 	}
-	s, err := l.Stats(t.Context())
-	if err != nil || s.Entries != 1 || s.Bytes == 0 {
-		t.Errorf("Stats = %+v, %v", s, err)
+	if m := l.Metrics(); m["entries"] != 1 || m["bytes"] == 0 {
+		t.Errorf("Metrics = %v", m)
 	}
 	if err := l.Clear(t.Context()); err != nil {
 		t.Fatal(err)
@@ -570,7 +569,7 @@ func TestConcurrentUse(t *testing.T) {
 				case 1:
 					_, _ = l.Recall(ctx, layer.Query{})
 				case 2:
-					_, _ = l.Stats(ctx)
+					_ = l.Metrics()
 				case 3:
 					_, _ = l.Snapshot(ctx)
 				default:

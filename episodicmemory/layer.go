@@ -562,21 +562,23 @@ func (l *Layer) Clear(ctx context.Context) error {
 	return nil
 }
 
-// Stats reports the episodes in the view (digests and raw episodes) and
-// the bytes of their text.
-func (l *Layer) Stats(ctx context.Context) (layer.Stats, error) {
+// Metrics returns the layer's figures (see "Metrics" in package layer;
+// agentloop exports them as OpenTelemetry metrics): "entries", the
+// episodes in the view (digests and raw episodes), and "bytes", their
+// text.
+func (l *Layer) Metrics() map[string]int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	st := layer.Stats{Entries: len(l.digests) + len(l.recent) + len(l.pending)}
+	n := 0
 	for _, d := range l.digests {
-		st.Bytes += len(d.Text)
+		n += len(d.Text)
 	}
 	for _, list := range [][]Episode{l.recent, l.pending} {
 		for _, e := range list {
-			st.Bytes += len(e.Arguments) + len(e.Query) + len(e.Result)
+			n += len(e.Arguments) + len(e.Query) + len(e.Result)
 		}
 	}
-	return st, nil
+	return map[string]int64{"entries": int64(len(l.digests) + len(l.recent) + len(l.pending)), "bytes": int64(n)}
 }
 
 // OnSpawn returns the layer a child agent starts with. In thread scope
@@ -617,13 +619,12 @@ func (l *Layer) Close(ctx context.Context) error {
 
 // Interface guards.
 var (
-	_ layer.Layer         = (*Layer)(nil)
-	_ layer.Initializer   = (*Layer)(nil)
-	_ layer.Storer        = (*Layer)(nil)
-	_ layer.Spawner       = (*Layer)(nil)
-	_ layer.Provider      = (*Layer)(nil)
-	_ layer.Snapshotter   = (*Layer)(nil)
-	_ layer.Clearer       = (*Layer)(nil)
-	_ layer.StatsReporter = (*Layer)(nil)
-	_ layer.Closer        = (*Layer)(nil)
+	_ layer.Layer       = (*Layer)(nil)
+	_ layer.Initializer = (*Layer)(nil)
+	_ layer.Storer      = (*Layer)(nil)
+	_ layer.Spawner     = (*Layer)(nil)
+	_ layer.Provider    = (*Layer)(nil)
+	_ layer.Snapshotter = (*Layer)(nil)
+	_ layer.Clearer     = (*Layer)(nil)
+	_ layer.Closer      = (*Layer)(nil)
 )

@@ -147,8 +147,8 @@ func (c *counter) Restore(ctx context.Context, data json.RawMessage) error {
 
 func (c *counter) Clear(ctx context.Context) error { return c.set(ctx, 0) }
 
-func (c *counter) Stats(context.Context) (layer.Stats, error) {
-	return layer.Stats{Entries: 1, Bytes: len(strconv.Itoa(c.value()))}, nil
+func (c *counter) Metrics() map[string]int64 {
+	return map[string]int64{"entries": 1, "bytes": int64(len(strconv.Itoa(c.value())))}
 }
 
 func (c *counter) Close(context.Context) error {
@@ -160,13 +160,12 @@ func (c *counter) Close(context.Context) error {
 
 // Interface guards.
 var (
-	_ layer.Initializer   = (*counter)(nil)
-	_ layer.Storer        = (*counter)(nil)
-	_ layer.Spawner       = (*counter)(nil)
-	_ layer.Returner      = (*counter)(nil)
-	_ layer.Provider      = (*counter)(nil)
-	_ layer.Snapshotter   = (*counter)(nil)
-	_ layer.Clearer       = (*counter)(nil)
-	_ layer.StatsReporter = (*counter)(nil)
-	_ layer.Closer        = (*counter)(nil)
+	_ layer.Initializer = (*counter)(nil)
+	_ layer.Storer      = (*counter)(nil)
+	_ layer.Spawner     = (*counter)(nil)
+	_ layer.Returner    = (*counter)(nil)
+	_ layer.Provider    = (*counter)(nil)
+	_ layer.Snapshotter = (*counter)(nil)
+	_ layer.Clearer     = (*counter)(nil)
+	_ layer.Closer      = (*counter)(nil)
 )

@@ -32,7 +32,7 @@ var (
 // The names of the calls into a layer, as [Error.Hook] and [Event.Hook]
 // report them: the lifecycle hooks "init", "recall", "store", "onSpawn",
 // "onReturn" and "close"; "tool" (a provided function called through
-// [Stack.CallTool]); and "snapshot", "restore", "clear" and "stats".
+// [Stack.CallTool]); and "snapshot", "restore" and "clear".
 const (
 	hookInit     = "init"
 	hookRecall   = "recall"
@@ -44,7 +44,6 @@ const (
 	hookSnapshot = "snapshot"
 	hookRestore  = "restore"
 	hookClear    = "clear"
-	hookStats    = "stats"
 )
 
 // Error is a failure of one hook of one layer.

@@ -87,7 +87,7 @@ type Spec struct {
 // its memory into the prompt before every model call. Everything else a
 // layer can do is an optional interface, discovered by type assertion:
 // [Initializer], [Storer], [Spawner], [Returner], [Provider],
-// [Snapshotter], [Clearer], [StatsReporter] and [Closer] (or io.Closer).
+// [Snapshotter], [Clearer] and [Closer] (or io.Closer).
 //
 // A Layer handed to a [Stack] is used by one run at a time: the stack
 // serialises Recall and Store of one layer and never calls them
@@ -155,19 +155,6 @@ type Snapshotter interface {
 // and in storage.
 type Clearer interface {
 	Clear(ctx context.Context) error
-}
-
-// StatsReporter is implemented by layers that can say how much they hold.
-type StatsReporter interface {
-	Stats(ctx context.Context) (Stats, error)
-}
-
-// Stats describes how much a layer holds.
-type Stats struct {
-	// Entries is the number of items (keys, entities, fields).
-	Entries int `json:"entries"`
-	// Bytes is the approximate size of the state.
-	Bytes int `json:"bytes"`
 }
 
 // Env is what a layer knows about the run it belongs to. It is passed to

@@ -22,7 +22,7 @@ import (
 // the deadline the caller abandons the hook (its result is dropped) and
 // goes on, so a hook that ignores its context cannot hold up the caller.
 // A stack method (Recall, Store, ...) builds a batch of jobs, one per
-// layer: a sequential batch (Recall, Snapshot, Clear, Stats) runs them one
+// layer: a sequential batch (Recall, Snapshot, Clear) runs them one
 // after the other in slot order; a concurrent one (Store) starts them all
 // and waits for each. Hooks of one layer never overlap: each holds the
 // layer's semaphore while it runs.
@@ -67,7 +67,6 @@ type job struct {
 	turn  *Turn
 	items []Item
 	data  json.RawMessage // Snapshot's output
-	stats Stats           // Stats' output
 	// late, when set, runs on the hook's goroutine when the hook returns
 	// after the caller gave up on it, to release what the hook produced
 	// (a layer bound by a timed-out Init).
@@ -105,7 +104,7 @@ func newBatch(n int, concurrent bool) *batch {
 // hookBatch returns a batch of hook with one job per enabled layer that
 // implements T, in slot order, or nil when no layer does. A concurrent
 // batch runs its jobs at the same time (Store); a sequential one runs
-// them one after the other (Recall, Snapshot, Clear, Stats).
+// them one after the other (Recall, Snapshot, Clear).
 func hookBatch[T any](s *Stack, hook string, run func(context.Context, *job) error, concurrent bool) *batch {
 	n := 0
 	for _, e := range s.entries {

@@ -126,34 +126,3 @@ func runClear(ctx context.Context, j *job) error {
 	c, _ := As[Clearer](j.e.live)
 	return c.Clear(ctx)
 }
-
-// Stats returns what each enabled [StatsReporter] layer holds, by ID.
-// Failures are reported and joined; the other layers' stats are returned.
-func (s *Stack) Stats(ctx context.Context) (map[string]Stats, error) {
-	if err := s.ready(); err != nil {
-		return nil, err
-	}
-	out := make(map[string]Stats)
-	b := hookBatch[StatsReporter](s, hookStats, runStats, false)
-	if b == nil {
-		return out, nil
-	}
-	s.runBatch(ctx, b)
-	var errs []error
-	for i := range b.jobs {
-		j := &b.jobs[i]
-		if j.err != nil {
-			errs = append(errs, j.err)
-			continue
-		}
-		out[j.e.spec.ID] = j.stats
-	}
-	return out, errors.Join(errs...)
-}
-
-func runStats(ctx context.Context, j *job) error {
-	r, _ := As[StatsReporter](j.e.live)
-	var err error
-	j.stats, err = r.Stats(ctx)
-	return err
-}

@@ -48,8 +48,7 @@ type StackConfig struct {
 type Event struct {
 	Layer string
 	// Hook names the call: "init", "recall", "store", "onSpawn",
-	// "onReturn", "close", "tool", "snapshot", "restore", "clear" or
-	// "stats".
+	// "onReturn", "close", "tool", "snapshot", "restore" or "clear".
 	Hook     string
 	Duration time.Duration
 	// Err is nil on success.

@@ -589,7 +589,6 @@ func TestStackConcurrentUse(t *testing.T) {
 				if _, err := s.CallTool(t.Context(), "c/peek", ""); err != nil {
 					t.Error(err)
 				}
-				_, _ = s.Stats(t.Context())
 			}
 		})
 	}

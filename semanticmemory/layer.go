@@ -541,14 +541,13 @@ func (l *Layer) Clear(ctx context.Context) error {
 	return nil
 }
 
-// Stats reports the live facts (Entries) and the bytes of their text.
-func (l *Layer) Stats(ctx context.Context) (layer.Stats, error) {
+// Metrics returns the layer's figures (see "Metrics" in package layer;
+// agentloop exports them as OpenTelemetry metrics): "entries", the live
+// facts the layer has read, and "bytes", their text.
+func (l *Layer) Metrics() map[string]int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.sync(ctx); err != nil {
-		return layer.Stats{}, fmt.Errorf("semanticmemory: stats: %w", err)
-	}
-	return layer.Stats{Entries: len(l.idx.live), Bytes: l.idx.bytes}, nil
+	return map[string]int64{"entries": int64(len(l.idx.live)), "bytes": int64(l.idx.bytes)}
 }
 
 // Close does nothing: every write is stored when it is acknowledged.

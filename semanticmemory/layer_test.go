@@ -82,7 +82,7 @@ func TestMemory01_Supersede(t *testing.T) {
 	}
 }
 
-// TestMemory02_Forget: a forgotten fact leaves recall, Facts and Stats,
+// TestMemory02_Forget: a forgotten fact leaves recall, Facts and Metrics,
 // keeps its versions, and forgetting it again is ErrNotFound.
 func TestMemory02_Forget(t *testing.T) {
 	l := bind(t, semanticmemory.Config{}, storage.NewMemory(), "t1")
@@ -95,8 +95,8 @@ func TestMemory02_Forget(t *testing.T) {
 	if got := recall(t, l, "office Lisbon"); strings.Contains(got, "Lisbon") {
 		t.Errorf("forgotten fact recalled:\n%s", got)
 	}
-	if st, _ := l.Stats(ctx); st.Entries != 1 {
-		t.Errorf("Stats.Entries = %d, want 1", st.Entries)
+	if st := int(l.Metrics()["entries"]); st != 1 {
+		t.Errorf("entries = %d, want 1", st)
 	}
 	vs, _ := l.Versions(ctx, f.ID)
 	if len(vs) != 2 || !vs[1].Forgotten || vs[0].Text != "The office is in Lisbon." {
@@ -272,8 +272,8 @@ func TestMemory06_MemorizeBadArguments(t *testing.T) {
 			t.Errorf("memorize(%.40s) = %q, %v; want an error containing %q", args, out, err, want)
 		}
 	}
-	if st, _ := l.Stats(context.Background()); st.Entries != 0 {
-		t.Errorf("bad arguments stored %d facts", st.Entries)
+	if st := l.Metrics()["entries"]; st != 0 {
+		t.Errorf("bad arguments stored %d facts", st)
 	}
 	if snap, _ := l.Snapshot(context.Background()); string(snap) != `{"version":1,"facts":[]}` {
 		t.Errorf("bad arguments left versions: %s", snap)

@@ -9,7 +9,7 @@
 // free-text scratchpad (ID "working-memory", slot 100, budget {200, 1500}).
 // With a JSON Schema the state is an object and every change must keep it
 // valid. The layer implements layer.Initializer, Storer, Spawner,
-// Returner, Provider, Snapshotter, Clearer and StatsReporter.
+// Returner, Provider, Snapshotter and Clearer, and reports Metrics.
 //
 // The model changes the state through the provided "update" function (the
 // tool "working-memory/update") or, for older prompts, a
@@ -124,7 +124,7 @@
 // env.Logger and starts from the template: nothing is silently lost.
 //
 // A state keeps its canonical compact JSON, which is all Recall, Snapshot
-// and Stats need; the decoded tree is built by the first update after
+// and Metrics need; the decoded tree is built by the first update after
 // Init and then kept, so an idle scratchpad costs little more than its
 // JSON (about 960 bytes of heap for the peer workload's final state) and
 // a busy one updates without decoding the whole state again. An update

@@ -867,22 +867,23 @@ func (l *Layer) Clear(ctx context.Context) error {
 	return nil
 }
 
-// Stats implements layer.StatsReporter: Entries is the number of
-// top-level keys (1 for non-empty text), Bytes the compact JSON size.
-func (l *Layer) Stats(ctx context.Context) (layer.Stats, error) {
+// Metrics returns the layer's figures (see "Metrics" in package layer;
+// agentloop exports them as OpenTelemetry metrics): "entries", the
+// number of top-level keys (1 for non-empty text), and "bytes", the
+// compact JSON size.
+func (l *Layer) Metrics() map[string]int64 {
 	s := l.cur.Load()
-	return layer.Stats{Bytes: len(s.enc), Entries: s.entries}, nil
+	return map[string]int64{"entries": int64(s.entries), "bytes": int64(len(s.enc))}
 }
 
 // Interface guards.
 var (
-	_ layer.Layer         = (*Layer)(nil)
-	_ layer.Initializer   = (*Layer)(nil)
-	_ layer.Storer        = (*Layer)(nil)
-	_ layer.Spawner       = (*Layer)(nil)
-	_ layer.Returner      = (*Layer)(nil)
-	_ layer.Provider      = (*Layer)(nil)
-	_ layer.Snapshotter   = (*Layer)(nil)
-	_ layer.Clearer       = (*Layer)(nil)
-	_ layer.StatsReporter = (*Layer)(nil)
+	_ layer.Layer       = (*Layer)(nil)
+	_ layer.Initializer = (*Layer)(nil)
+	_ layer.Storer      = (*Layer)(nil)
+	_ layer.Spawner     = (*Layer)(nil)
+	_ layer.Returner    = (*Layer)(nil)
+	_ layer.Provider    = (*Layer)(nil)
+	_ layer.Snapshotter = (*Layer)(nil)
+	_ layer.Clearer     = (*Layer)(nil)
 )

@@ -850,9 +850,8 @@ func TestLifecycle(t *testing.T) {
 	again := initLayer(t, Config{Scope: layer.ScopeResource}, env)
 	assertState(t, again, `{"plan":"Analyze auth system","status":"complete","findings":["JWT refresh vuln"]}`)
 
-	stats, err := stack.Stats(t.Context())
-	if err != nil || stats[DefaultID].Entries != 3 || stats[DefaultID].Bytes == 0 {
-		t.Errorf("stats = %+v, %v", stats, err)
+	if m := l.(*Layer).Metrics(); m["entries"] != 3 || m["bytes"] == 0 {
+		t.Errorf("Metrics = %v", m)
 	}
 	if err := stack.Clear(t.Context()); err != nil {
 		t.Fatal(err)
@@ -1182,18 +1181,16 @@ func TestConfigErrors(t *testing.T) {
 	})
 }
 
-func TestStats(t *testing.T) {
+func TestMetrics(t *testing.T) {
 	l := newLayer(t, Config{})
-	st, _ := l.Stats(t.Context())
-	if st.Entries != 0 {
-		t.Errorf("empty stats = %+v", st)
+	if m := l.Metrics(); m["entries"] != 0 {
+		t.Errorf("empty metrics = %v", m)
 	}
 	if err := l.Update(t.Context(), json.RawMessage(`{"a":1,"b":[1,2]}`)); err != nil {
 		t.Fatal(err)
 	}
-	st, _ = l.Stats(t.Context())
-	if st.Entries != 2 || st.Bytes != len(`{"a":1,"b":[1,2]}`) {
-		t.Errorf("stats = %+v", st)
+	if m := l.Metrics(); m["entries"] != 2 || m["bytes"] != int64(len(`{"a":1,"b":[1,2]}`)) {
+		t.Errorf("metrics = %v", m)
 	}
 }
 
@@ -1221,7 +1218,7 @@ func TestConcurrentReadsAndUpdates(t *testing.T) {
 					if snap, _ := l.Snapshot(ctx); !json.Valid(snap) {
 						t.Errorf("snapshot %s", snap)
 					}
-					_, _ = l.Stats(ctx)
+					_ = l.Metrics()
 				case 3:
 					_ = l.State()
 					_, _ = l.OnSpawn(ctx, layer.Env{ThreadID: "x"})

@@ -20,7 +20,7 @@ import (
 //
 // A state always has its canonical compact encoding (enc, what is
 // stored). Its decoded value may be absent ("cold"): Init keeps only the
-// encoding, which is all Recall, Snapshot and Stats need, and the first
+// encoding, which is all Recall, Snapshot and Metrics need, and the first
 // update decodes it. An idle scratchpad so costs little more than its
 // JSON, and a busy one keeps its tree for fast updates.
 type state struct {

@@ -42,14 +42,14 @@
 //     snapshots the same (compared as JSON values); data that is not JSON
 //     is an error and leaves the state unchanged.
 //   - Clear: afterwards the layer recalls what a fresh layer recalls and
-//     reports as many Stats entries (bookkeeping such as a logical clock
+//     reports as many Metrics "entries" (bookkeeping such as a logical clock
 //     may survive).
 //   - Close: a second Close returns nil.
 //   - Provides: function names are unique identifiers ([a-zA-Z] then
 //     [a-zA-Z0-9_-]) whose tool names need no sanitising beyond the '/'
 //     and fit in 64 bytes; each function has a Call; parameter schemas are
 //     JSON objects; data entries have unique names and readable values.
-//   - Concurrency: Recall, Store, Snapshot, Stats, tool calls and data
+//   - Concurrency: Recall, Store, Snapshot, Metrics, tool calls and data
 //     reads through a [layer.Stack] from several goroutines, with no panic
 //     (run the suite with -race to catch data races).
 //

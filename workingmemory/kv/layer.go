@@ -374,20 +374,9 @@ func (l *Layer) Clear(ctx context.Context) error {
 	return l.Flush(ctx)
 }
 
-// Stats implements layer.StatsReporter: the run's scope and its child
-// scopes.
-func (l *Layer) Stats(ctx context.Context) (layer.Stats, error) {
-	if l.mem == nil {
-		return layer.Stats{}, nil
-	}
-	st, err := l.mem.Stats()
-	return layer.Stats{Entries: st.Entries, Bytes: st.Bytes}, err
-}
-
-// Metrics returns the layer's figures for monitoring (agentloop exports
-// them as OpenTelemetry metrics; see agentloop.Config.MeterProvider):
-// "entries" and "scopes", what the run's scope and its child scopes hold
-// now; "fallback_lookups_total", reads answered by an ancestor scope; and
+// Metrics returns the layer's figures (see "Metrics" in package layer;
+// agentloop exports them as OpenTelemetry metrics): "entries", "bytes"
+// and "scopes", what the run's scope and its child scopes hold now; "fallback_lookups_total", reads answered by an ancestor scope; and
 // "expired_total", expired entries removed. The two counts cover the
 // run's scope and the child scopes of the same agent, not those of child
 // agents, whose own layers count them. Names ending in "_total" only
@@ -398,19 +387,18 @@ func (l *Layer) Metrics() map[string]int64 {
 	}
 	st, _ := l.mem.Stats() // a disposed scope holds nothing
 	fallbacks, expired := l.mem.counts()
-	return map[string]int64{"entries": int64(st.Entries), "scopes": int64(st.Scopes),
+	return map[string]int64{"entries": int64(st.Entries), "bytes": int64(st.Bytes), "scopes": int64(st.Scopes),
 		"fallback_lookups_total": fallbacks, "expired_total": expired}
 }
 
 // Interface guards.
 var (
-	_ layer.Layer         = (*Layer)(nil)
-	_ layer.Initializer   = (*Layer)(nil)
-	_ layer.Storer        = (*Layer)(nil)
-	_ layer.Closer        = (*Layer)(nil)
-	_ layer.Spawner       = (*Layer)(nil)
-	_ layer.Returner      = (*Layer)(nil)
-	_ layer.Snapshotter   = (*Layer)(nil)
-	_ layer.Clearer       = (*Layer)(nil)
-	_ layer.StatsReporter = (*Layer)(nil)
+	_ layer.Layer       = (*Layer)(nil)
+	_ layer.Initializer = (*Layer)(nil)
+	_ layer.Storer      = (*Layer)(nil)
+	_ layer.Closer      = (*Layer)(nil)
+	_ layer.Spawner     = (*Layer)(nil)
+	_ layer.Returner    = (*Layer)(nil)
+	_ layer.Snapshotter = (*Layer)(nil)
+	_ layer.Clearer     = (*Layer)(nil)
 )
