@@ -1145,7 +1145,7 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 		}
 		res.Duration = time.Since(start)
 		end(span, err)
-		a.tel.toolTime.Record(ctx, res.Duration.Seconds(), a.tel.attrs("tool\x00"+c.name, attrTool.String(c.name)))
+		a.tel.toolTime.Record(ctx, res.Duration.Seconds(), a.tel.attrs(attrTool, c.name, "", "").rec...)
 		results[i] = res
 		a.emit(ctx, Event{Kind: EventToolCall, ThreadID: r.threadID, Depth: r.depth, Step: step, Tool: c.name, Duration: res.Duration, Err: err})
 	}

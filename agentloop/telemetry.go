@@ -48,7 +48,8 @@ type telemetry struct {
 	conflicts   metric.Int64Counter
 	casLost     metric.Int64Counter
 	meter       metric.Meter
-	opts        sync.Map // string → metric.MeasurementOption, built once per layer, hook, tool
+	optsMu      sync.RWMutex
+	opts        map[optKey]*measureOpts // built once per layer, hook, tool
 	figures     sync.Map // a layer figure's name → its instrument (metric.Int64Counter or metric.Int64Gauge)
 }
 
@@ -60,7 +61,7 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry,
 		mp = otel.GetMeterProvider()
 	}
 	m := mp.Meter(instrumentation)
-	t := &telemetry{tracer: tp.Tracer(instrumentation)}
+	t := &telemetry{tracer: tp.Tracer(instrumentation), opts: map[optKey]*measureOpts{}}
 	var errs [7]error
 	t.hookTime, errs[0] = m.Float64Histogram("memlayer.layer.hook.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of layer hook calls, by layer and hook."))
@@ -83,14 +84,40 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry,
 	return t, nil
 }
 
-// attrs returns the measurement option of the attributes kvs, cached
-// under key, so that recording a metric builds nothing per call.
-func (t *telemetry) attrs(key string, kvs ...attribute.KeyValue) metric.MeasurementOption {
-	if o, ok := t.opts.Load(key); ok {
-		return o.(metric.MeasurementOption)
+// optKey names the attributes of a measurement: one or two keys with
+// their values (k2 "" for one).
+type optKey struct {
+	k1, k2 attribute.Key
+	v1, v2 string
+}
+
+// measureOpts holds the options of one attribute set, as the slices
+// Record and Add take, so that passing them allocates nothing.
+type measureOpts struct {
+	rec []metric.RecordOption
+	add []metric.AddOption
+}
+
+// attrs returns the measurement options of the attributes k1=v1 (and
+// k2=v2 unless k2 is ""), cached, so that recording a metric allocates
+// nothing once a layer, hook or tool has been seen.
+func (t *telemetry) attrs(k1 attribute.Key, v1 string, k2 attribute.Key, v2 string) *measureOpts {
+	k := optKey{k1: k1, v1: v1, k2: k2, v2: v2}
+	t.optsMu.RLock()
+	o, ok := t.opts[k]
+	t.optsMu.RUnlock()
+	if ok {
+		return o
 	}
-	o := metric.WithAttributeSet(attribute.NewSet(kvs...))
-	t.opts.Store(key, o)
+	kvs := []attribute.KeyValue{k1.String(v1)}
+	if k2 != "" {
+		kvs = append(kvs, k2.String(v2))
+	}
+	set := metric.WithAttributeSet(attribute.NewSet(kvs...))
+	o = &measureOpts{rec: []metric.RecordOption{set}, add: []metric.AddOption{set}}
+	t.optsMu.Lock()
+	t.opts[k] = o
+	t.optsMu.Unlock()
 	return o
 }
 
@@ -117,7 +144,7 @@ func end(span trace.Span, err error) {
 // under the step that ran it (built afterwards, with its timestamps, as
 // the stack reports hooks through its Observer) and its duration.
 func (t *telemetry) hook(ctx context.Context, e layer.Event) {
-	t.hookTime.Record(ctx, e.Duration.Seconds(), t.attrs("hook\x00"+e.Layer+"\x00"+e.Hook, attrLayer.String(e.Layer), attrHook.String(e.Hook)))
+	t.hookTime.Record(ctx, e.Duration.Seconds(), t.attrs(attrLayer, e.Layer, attrHook, e.Hook).rec...)
 	if !trace.SpanFromContext(ctx).IsRecording() {
 		return // no trace to join (a no-op provider, or not sampled)
 	}
@@ -135,10 +162,10 @@ func (t *telemetry) hook(ctx context.Context, e layer.Event) {
 func (t *telemetry) model(ctx context.Context, took time.Duration, u Usage) {
 	t.modelTime.Record(ctx, took.Seconds())
 	if u.PromptTokens > 0 {
-		t.tokens.Add(ctx, int64(u.PromptTokens), t.attrs("tokens\x00prompt", attrTokens.String("prompt")))
+		t.tokens.Add(ctx, int64(u.PromptTokens), t.attrs(attrTokens, "prompt", "", "").add...)
 	}
 	if u.CompletionTokens > 0 {
-		t.tokens.Add(ctx, int64(u.CompletionTokens), t.attrs("tokens\x00completion", attrTokens.String("completion")))
+		t.tokens.Add(ctx, int64(u.CompletionTokens), t.attrs(attrTokens, "completion", "", "").add...)
 	}
 }
 
@@ -154,7 +181,7 @@ func (t *telemetry) recalled(ctx context.Context, rs []layer.Recalled, c interfa
 				n += c.Count(it.Text)
 			}
 		}
-		t.layerTokens.Record(ctx, int64(n), t.attrs("layer\x00"+r.ID, attrLayer.String(r.ID)))
+		t.layerTokens.Record(ctx, int64(n), t.attrs(attrLayer, r.ID, "", "").rec...)
 	}
 }
 
@@ -192,7 +219,7 @@ func (s *casCounting) Put(ctx context.Context, key string, value []byte, ifVersi
 		if owner == "layers" {
 			owner, _, _ = strings.Cut(rest, "/")
 		}
-		s.t.casLost.Add(ctx, 1, s.t.attrs("cas\x00"+owner, attrLayer.String(owner)))
+		s.t.casLost.Add(ctx, 1, s.t.attrs(attrLayer, owner, "", "").add...)
 	}
 	return v, err
 }
@@ -221,14 +248,14 @@ func (t *telemetry) layerMetrics(ctx context.Context, st *layer.Stack) {
 			if err != nil {
 				continue // an invalid instrument name: nothing to record it in
 			}
-			opt := t.attrs("layer\x00"+id, attrLayer.String(id))
+			opt := t.attrs(attrLayer, id, "", "")
 			switch inst := inst.(type) {
 			case metric.Int64Counter:
 				if v > 0 {
-					inst.Add(ctx, v, opt)
+					inst.Add(ctx, v, opt.add...)
 				}
 			case metric.Int64Gauge:
-				inst.Record(ctx, v, opt)
+				inst.Record(ctx, v, opt.rec...)
 			}
 		}
 	}
