@@ -50,7 +50,7 @@ type telemetry struct {
 	meter       metric.Meter
 	optsMu      sync.RWMutex
 	opts        map[optKey]*measureOpts // built once per layer, hook, tool
-	figures     sync.Map // a layer figure's name → its instrument (metric.Int64Counter or metric.Int64Gauge)
+	figures     sync.Map                // a layer figure's name → its instrument (metric.Int64Counter or metric.Int64Gauge)
 }
 
 func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry, error) {
