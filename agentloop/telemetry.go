@@ -172,6 +172,9 @@ func (t *telemetry) model(ctx context.Context, took time.Duration, u Usage) {
 // recalled records the tokens each layer put into the step's prompt
 // (an item that reports none is counted with c).
 func (t *telemetry) recalled(ctx context.Context, rs []layer.Recalled, c interface{ Count(string) int }) {
+	if !t.layerTokens.Enabled(ctx) {
+		return
+	}
 	for _, r := range rs {
 		n := 0
 		for _, it := range r.Items {
@@ -237,6 +240,9 @@ type figuresReporter interface {
 // memlayer.layer.x, a level "y" recorded in the gauge memlayer.layer.y,
 // each under the layer's ID.
 func (t *telemetry) layerMetrics(ctx context.Context, st *layer.Stack) {
+	if !t.layerTokens.Enabled(ctx) {
+		return // no meter provider installed: nothing would record them
+	}
 	for _, l := range st.Layers() {
 		r, ok := layer.As[figuresReporter](l)
 		if !ok {
