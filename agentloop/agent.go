@@ -22,6 +22,7 @@ import (
 
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
+	"github.com/memlayer/memlayer/redact"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -39,6 +40,7 @@ type Agent struct {
 	spawnLayers spawnLayers // Config.SpawnLayers, by ID, and the tool's schema
 	schemas     *schemaCache
 	tel         *telemetry
+	redact      *redactor // nil: redaction disabled
 	// layerStore is Config.Store as the layers get it: counting their
 	// lost compare-and-swaps (see telemetry.store).
 	layerStore   storage.Store
@@ -93,6 +95,10 @@ type Result struct {
 	// summarized, that is the whole thread; [Agent.Transcript] returns
 	// every stored message.
 	Messages []llms.MessageContent
+	// Redacted counts, by kind, what the run masked before storing it or
+	// handing it to the layers to keep (see [RedactionConfig]); nil when
+	// nothing was.
+	Redacted map[redact.Kind]int
 }
 
 // New validates cfg and returns an Agent. It returns an error for every
@@ -126,6 +132,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a.tel = tel
 	a.layerStore = tel.store(cfg.Store)
+	a.redact = newRedactor(cfg.Redaction)
 	for i := range cfg.Tools {
 		t := cfg.Tools[i]
 		if err := ValidateToolName(t.Name); err != nil {
@@ -254,6 +261,7 @@ func (a *Agent) Config() Config {
 // a child run.
 type run struct {
 	a          *Agent
+	redacted   redactions // what the run masked
 	compiler   *prompt.Compiler
 	sysTokens  int
 	stack      *layer.Stack
@@ -749,7 +757,8 @@ func (r *run) record(ctx context.Context, turn layer.Turn) error {
 	sctx, cancel := r.saveContext(ctx)
 	defer cancel()
 	// Store failures are reported by the stack; the step goes on.
-	_ = r.stack.Store(sctx, turn)
+	_ = r.stack.Store(sctx, r.a.redact.turn(turn, &r.redacted))
+	defer func() { r.res.Redacted = r.redacted.counts() }()
 	if r.thread == nil {
 		return nil
 	}
@@ -1218,7 +1227,11 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 	if name == SpawnToolName && r.canSpawn() {
 		return r.spawnTool(ctx, args)
 	}
-	if slices.ContainsFunc(r.stack.Tools(), func(t layer.Tool) bool { return t.WireName == name || slices.Contains(t.Function.Aliases, name) }) {
+	tools := r.stack.Tools()
+	if i := slices.IndexFunc(tools, func(t layer.Tool) bool { return t.WireName == name || slices.Contains(t.Function.Aliases, name) }); i >= 0 {
+		if l, ok := layer.Find[layer.Layer](r.stack, tools[i].Layer); ok && a.redact.masksTools(l) {
+			args = a.redact.text(args, nil, &r.redacted)
+		}
 		return r.stack.CallTool(ctx, name, args)
 	}
 	names := make([]string, 0, len(r.defs))

@@ -98,6 +98,10 @@ type Config struct {
 	// the run.
 	Stream func(ctx context.Context, chunk []byte) error
 
+	// Redaction says what is masked before it reaches a store; by
+	// default personal data and secrets are (see [RedactionConfig]).
+	Redaction RedactionConfig
+
 	// Store persists layer state and thread checkpoints. Nil means an
 	// in-memory store private to this Agent: threads survive between
 	// runs of the Agent but not the process.

@@ -493,7 +493,8 @@ func (r *run) storedAt(i int) (StoredMessage, error) {
 	if i < len(r.loadedStored) {
 		return r.loadedStored[i], nil
 	}
-	return storedMessage(r.msgs[i])
+	m, err := storedMessage(r.msgs[i])
+	return r.a.redact.message(m, nil), err
 }
 
 // turnStarts returns the indices in r.msgs of the user messages from
