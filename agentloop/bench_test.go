@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -95,6 +96,7 @@ func BenchmarkStep(b *testing.B) {
 	var mu sync.Mutex
 	overheads := make([]time.Duration, 0, 1<<16)
 	a := mustAgent(b, agentloop.Config{
+		Redaction:    agentloop.RedactionConfig{Disabled: os.Getenv("BENCH_NO_REDACTION") != ""},
 		Model:        agenttest.NewFunc(benchPolicy),
 		Instructions: "You are a CMS assistant.",
 		Layers:       []layer.Layer{wm, em, kvl},
