@@ -29,12 +29,12 @@ func TestMemory08_HybridRetrieval(t *testing.T) {
 	if emb.calls != 3 {
 		t.Errorf("embedder called for %d texts, want 3 (once per version)", emb.calls)
 	}
-	hits, err := l.Search(ctx, "vegetarians", 1)
+	hits, err := l.Search(ctx, "vegetables", 1)
 	if err != nil || len(hits) != 1 || !strings.Contains(hits[0].Text, "vegetarian") {
 		t.Fatalf("dense search for a paraphrase = %+v, %v", hits, err)
 	}
 	sparse := bind(t, semanticmemory.Config{}, storeOf(t, l), "t2")
-	if hits, _ := sparse.Search(ctx, "vegetarians", 1); len(hits) != 0 {
+	if hits, _ := sparse.Search(ctx, "vegetables", 1); len(hits) != 0 {
 		t.Errorf("sparse alone found %+v for a query sharing no token", hits)
 	}
 	// Found by both rankers: top, with similarity 1.

@@ -11,6 +11,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -68,6 +69,61 @@ func Tokens(dst []string, text string) []string {
 	return dst
 }
 
+// Stem folds the inflections of an English word to one form, so that
+// "autosave", "autosaves", "autosaved" and "autosaving" match: it drops a
+// plural "s" (or "es" after "ss", and turns "ies" into "y"), then an
+// "ing" or "ed" ending with the doubled consonant that may come with it
+// ("planned", "running"), then a final "e". It is deliberately light —
+// no dictionary, no derivational suffixes — and leaves alone any token
+// of fewer than four bytes or with a byte that is not a lowercase ASCII
+// letter (IDs, numbers, compounds, other scripts). BM25 ([Corpus]) ranks
+// stemmed tokens.
+func Stem(t string) string {
+	if len(t) < 4 {
+		return t
+	}
+	for i := 0; i < len(t); i++ {
+		if t[i] < 'a' || t[i] > 'z' {
+			return t
+		}
+	}
+	switch {
+	case strings.HasSuffix(t, "ies") && len(t) > 4:
+		t = t[:len(t)-3] + "y"
+	case strings.HasSuffix(t, "sses"):
+		t = t[:len(t)-2]
+	case strings.HasSuffix(t, "s") && !strings.HasSuffix(t, "ss") && !strings.HasSuffix(t, "us") && !strings.HasSuffix(t, "is"):
+		t = t[:len(t)-1]
+	}
+	cut := 0
+	switch {
+	case strings.HasSuffix(t, "ing") && len(t) > 5:
+		cut = 3
+	case strings.HasSuffix(t, "ed") && len(t) > 4:
+		cut = 2
+	}
+	if cut > 0 {
+		t = t[:len(t)-cut]
+		if n := len(t); n > 3 && t[n-1] == t[n-2] && !strings.ContainsRune("aeioulsz", rune(t[n-1])) {
+			t = t[:n-1]
+		}
+	}
+	if len(t) > 3 && t[len(t)-1] == 'e' {
+		t = t[:len(t)-1]
+	}
+	return t
+}
+
+// terms appends the tokens of text, stemmed, to dst: what BM25 ranks.
+func terms(dst []string, text string) []string {
+	n := len(dst)
+	dst = Tokens(dst, text)
+	for i := n; i < len(dst); i++ {
+		dst[i] = Stem(dst[i])
+	}
+	return dst
+}
+
 // MaxTokenBytes caps the length of one token.
 const MaxTokenBytes = 64
 
@@ -115,7 +171,7 @@ type doc struct {
 // Add adds a document: its key (used to break ties, and returned in
 // [Hit]) and its text, tokenized with [Tokens].
 func (c *Corpus) Add(key, text string) {
-	c.toks = Tokens(c.toks[:0], text)
+	c.toks = terms(c.toks[:0], text)
 	d := doc{key: key, tf: make(map[string]int, len(c.toks)), n: len(c.toks)}
 	if c.df == nil {
 		c.df = map[string]int{}
@@ -187,14 +243,14 @@ func (c *Corpus) Rank(query string) []Hit {
 	if len(c.docs) == 0 {
 		return hits
 	}
-	terms := Tokens(nil, query)
-	seen := make(map[string]bool, len(terms))
+	words := terms(nil, query)
+	seen := make(map[string]bool, len(words))
 	avg := float64(c.length) / float64(len(c.docs))
 	if avg == 0 {
 		avg = 1
 	}
 	top := 0.0
-	for _, t := range terms {
+	for _, t := range words {
 		if seen[t] || c.df[t] == 0 {
 			continue
 		}

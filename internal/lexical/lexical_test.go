@@ -157,3 +157,34 @@ func TestEpisodic17_DropFirst(t *testing.T) {
 		t.Errorf("after dropping all: %d docs, df %v, length %d", all.Len(), all.df, all.length)
 	}
 }
+
+// TestMemory43_StemFoldsInflections: the inflections of a word rank as
+// one term, and IDs, numbers and short words are left alone.
+func TestMemory43_StemFoldsInflections(t *testing.T) {
+	for _, group := range [][]string{
+		{"autosave", "autosaves", "autosaved", "autosaving"},
+		{"prefer", "prefers", "preferred", "preferring"},
+		{"plan", "plans", "planned", "planning"},
+		{"like", "likes", "liked"},
+		{"library", "libraries"},
+		{"class", "classes"},
+	} {
+		want := Stem(group[0])
+		for _, w := range group[1:] {
+			if got := Stem(w); got != want {
+				t.Errorf("Stem(%q) = %q, Stem(%q) = %q: want one form", w, got, group[0], want)
+			}
+		}
+	}
+	for _, keep := range []string{"page-123", "sec_9", "2026", "gas", "bus", "analysis", "Über"} {
+		if got := Stem(keep); got != keep {
+			t.Errorf("Stem(%q) = %q, want it unchanged", keep, got)
+		}
+	}
+	var c Corpus
+	c.Add("a", "The editor autosaved the draft.")
+	c.Add("b", "The editor publishes the page.")
+	if hits := c.Rank("autosave"); hits[0].Key != "a" || hits[0].Similarity != 1 || hits[1].Score != 0 {
+		t.Errorf("Rank(autosave) = %+v, want the autosaved draft alone", hits)
+	}
+}
