@@ -261,6 +261,7 @@ func (a *Agent) Config() Config {
 // a child run.
 type run struct {
 	a          *Agent
+	snapIDs    []string   // the layers whose snapshots the checkpoint keeps; nil until the first
 	redacted   redactions // what the run masked
 	compiler   *prompt.Compiler
 	sysTokens  int

@@ -236,9 +236,24 @@ func (r *run) checkpoint(ctx context.Context) error {
 // writeCheckpoint writes the step; an error is a *CheckpointError.
 func (r *run) writeCheckpoint(ctx context.Context) error {
 	th, store := r.thread, r.a.cfg.Store
-	snap, err := r.stack.Snapshot(ctx)
-	if err != nil {
-		return r.checkpointError(fmt.Errorf("snapshot layers: %w", err))
+	// Only the thread- and execution-scoped layers' state is kept with the
+	// thread: restoreLayers never restores the others (their own records
+	// are newer), so snapshotting them every step would be wasted work.
+	if r.snapIDs == nil {
+		r.snapIDs = []string{}
+		for _, spec := range specs(r.stack) {
+			switch spec.Scope {
+			case "", layer.ScopeThread, layer.ScopeExecution:
+				r.snapIDs = append(r.snapIDs, spec.ID)
+			}
+		}
+	}
+	snap := layer.Snapshot{Version: 1, Layers: map[string]json.RawMessage{}} // version 1 is layer.Snapshot's only one
+	if len(r.snapIDs) > 0 {
+		var err error
+		if snap, err = r.stack.Snapshot(ctx, r.snapIDs...); err != nil {
+			return r.checkpointError(fmt.Errorf("snapshot layers: %w", err))
+		}
 	}
 	if err := r.writeThread(ctx, snap); err != nil {
 		if errors.Is(err, storage.ErrConflict) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"reflect"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,6 +127,29 @@ func hookBatch[T any](s *Stack, hook string, run func(context.Context, *job) err
 		j.e, j.hook, j.run = e, hook, run
 	}
 	return b
+}
+
+// only returns a batch of the jobs of b whose layer has one of the IDs,
+// or nil when none has; b must not have run.
+func (b *batch) only(ids []string) *batch {
+	n := 0
+	for i := range b.jobs {
+		if slices.Contains(ids, b.jobs[i].e.spec.ID) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	nb := newBatch(n, b.concurrent)
+	k := 0
+	for i := range b.jobs {
+		if j := &b.jobs[i]; slices.Contains(ids, j.e.spec.ID) {
+			nb.jobs[k].e, nb.jobs[k].hook, nb.jobs[k].run = j.e, j.hook, j.run
+			k++
+		}
+	}
+	return nb
 }
 
 // joinErrs joins the final errors of b's jobs, after runBatch.

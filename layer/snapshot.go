@@ -21,14 +21,18 @@ type Snapshot struct {
 }
 
 // Snapshot captures the state of every enabled layer that is a
-// [Snapshotter]. The layers' Snapshot hooks run one after the other, in
-// slot order (as Recall's do); if one fails, the first
-// failure in slot order is returned.
-func (s *Stack) Snapshot(ctx context.Context) (Snapshot, error) {
+// [Snapshotter] or, when ids are given, of those of them with one of
+// these IDs. The layers' Snapshot hooks run one after the other, in slot
+// order (as Recall's do); if one fails, the first failure in slot order
+// is returned.
+func (s *Stack) Snapshot(ctx context.Context, ids ...string) (Snapshot, error) {
 	if err := s.ready(); err != nil {
 		return Snapshot{}, err
 	}
 	b := hookBatch[Snapshotter](s, hookSnapshot, runSnapshot, false)
+	if b != nil && len(ids) > 0 {
+		b = b.only(ids)
+	}
 	if b == nil {
 		return Snapshot{Version: snapshotVersion, Layers: map[string]json.RawMessage{}}, nil
 	}

@@ -198,3 +198,22 @@ func TestRestoreRollbackUnderCancellation(t *testing.T) {
 		t.Errorf("alpha = %s after a failed Restore, want 1 (rolled back)", got)
 	}
 }
+
+// Issue 10: Snapshot with IDs runs the Snapshot hooks of those layers
+// only (agentloop snapshots only the layers a checkpoint restores).
+func TestPlain71_SnapshotOnlyNamedLayers(t *testing.T) {
+	s, _ := counterStack(t)
+	snap, err := s.Snapshot(t.Context(), "beta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := snap.Layers["beta"]; !ok || len(snap.Layers) != 1 {
+		t.Errorf("Snapshot(beta) = %v, want beta's alone", snap.Layers)
+	}
+	if snap, err := s.Snapshot(t.Context(), "ghost"); err != nil || len(snap.Layers) != 0 || snap.Version != 1 {
+		t.Errorf("Snapshot(ghost) = %+v, %v; want an empty version-1 snapshot", snap, err)
+	}
+	if snap, err := s.Snapshot(t.Context()); err != nil || len(snap.Layers) != 2 {
+		t.Errorf("Snapshot() = %v, %v; want both counters", snap.Layers, err)
+	}
+}
