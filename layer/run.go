@@ -17,16 +17,17 @@ import (
 // This file is the hook runner: how the stack calls hooks under timeouts
 // without letting one slow layer hold up the others.
 //
-// Every hook call runs on a goroutine of its own, under
+// Every hook call runs on a goroutine other than the caller's, under
 // context.WithTimeout of the caller's context and the hook's timeout, and
 // the caller waits for it or for that context, whichever ends first. At
 // the deadline the caller abandons the hook (its result is dropped) and
 // goes on, so a hook that ignores its context cannot hold up the caller.
 // A stack method (Recall, Store, ...) builds a batch of jobs, one per
 // layer: a sequential batch (Recall, Snapshot, Clear) runs them one
-// after the other in slot order; a concurrent one (Store) starts them all
-// and waits for each. Hooks of one layer never overlap: each holds the
-// layer's semaphore while it runs.
+// after the other in slot order on one goroutine, replaced only when
+// the caller abandons a hook it is running; a concurrent one (Store)
+// starts a goroutine per job and waits for each. Hooks of one layer never
+// overlap: each holds the layer's semaphore while it runs.
 //
 // A hook that ignores its context keeps its goroutine after it is
 // abandoned, until it returns; Go cannot stop it. Each run has a stack of
@@ -176,10 +177,28 @@ func (s *Stack) runBatch(ctx context.Context, b *batch) {
 			b.jobs[i].wait(ctx)
 		}
 	} else {
+		// One goroutine runs the jobs in order. One that is still running
+		// a hook the caller abandoned is left to finish it and exit, and
+		// the next job gets a new goroutine.
+		var next chan *job
 		for i := range b.jobs {
-			b.jobs[i].start(ctx)
+			j := &b.jobs[i]
+			if !j.prepare(ctx) {
+				continue
+			}
+			if next == nil {
+				next = make(chan *job, 1)
+				go runJobs(next)
+			}
+			next <- j
 			yield()
-			b.jobs[i].wait(ctx)
+			if !j.wait(ctx) {
+				close(next)
+				next = nil
+			}
+		}
+		if next != nil {
+			close(next)
 		}
 	}
 	for i := range b.jobs {
@@ -199,22 +218,37 @@ func (s *Stack) runBatch(ctx context.Context, b *batch) {
 // start starts the job's hook on a goroutine of its own, unless ctx is
 // already done or too many of the layer's hooks are stuck.
 func (j *job) start(ctx context.Context) {
+	if j.prepare(ctx) {
+		go j.execute()
+	}
+}
+
+// prepare readies the job to run under its timeout and reports whether
+// it should: not when ctx is already done or too many of the layer's
+// hooks are stuck (the job then holds its error).
+func (j *job) prepare(ctx context.Context) bool {
 	j.begin = time.Now()
 	if err := ctx.Err(); err != nil {
 		j.state.Store(jobAbandoned) // nothing runs under a context that is already done
 		j.err, j.d = err, time.Since(j.begin)
-		return
+		return false
 	}
 	if n := j.e.stuck.Load(); n >= maxAbandonedHooks {
 		j.state.Store(jobAbandoned)
 		j.d = time.Since(j.begin)
 		j.err = fmt.Errorf("%w: not called: %d earlier calls of this layer's hooks are still running after their timeout", ErrTimeout, n)
-		return
+		return false
 	}
-	timeout := j.e.timeoutOf(j.hook)
-	j.ctx, j.cancel = context.WithTimeout(ctx, timeout)
+	j.ctx, j.cancel = context.WithTimeout(ctx, j.e.timeoutOf(j.hook))
 	j.done = make(chan struct{})
-	go j.execute()
+	return true
+}
+
+// runJobs executes the jobs it is sent, in order, until next is closed.
+func runJobs(next <-chan *job) {
+	for j := range next {
+		j.execute()
+	}
 }
 
 // yield lets the hook goroutines just started run first on this P, so
@@ -264,10 +298,11 @@ func (j *job) protected(sem chan struct{}) (err error) {
 }
 
 // wait waits until the job is done or its context ends; in the latter
-// case it abandons the job, unless the hook won the race.
-func (j *job) wait(parent context.Context) {
+// case it abandons the job, unless the hook won the race. It reports
+// whether the job ended without being abandoned.
+func (j *job) wait(parent context.Context) bool {
 	if j.done == nil {
-		return // never started
+		return true // never started
 	}
 	select {
 	case <-j.done:
@@ -280,11 +315,12 @@ func (j *job) wait(parent context.Context) {
 			} else {
 				j.err = fmt.Errorf("%w after %v", ErrTimeout, j.e.timeoutOf(j.hook))
 			}
-			return
+			return false
 		}
 		<-j.done
 	}
 	j.err = j.result
+	return true
 }
 
 // abandon gives up on the job and reports whether it did so before the
