@@ -167,3 +167,36 @@ func TestPlain24_StackOrdersExtremeSlots(t *testing.T) {
 	}
 	equal(t, "recall order", ids(rs), []string{"first", "middle", "last"})
 }
+
+// Issue 10: a sequential batch runs its hooks on one goroutine; when
+// the caller abandons a hook that ignores its context, the later layers
+// still recall, on a new goroutine, in slot order, and a second Recall
+// behaves the same while the first stuck hook is still running.
+func TestPlain72_SequentialBatchGoesOnAfterAnAbandonedHook(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	item := func(text string) func(context.Context, layer.Query) ([]layer.Item, error) {
+		return func(context.Context, layer.Query) ([]layer.Item, error) { return []layer.Item{{Text: text}}, nil }
+	}
+	stuck := &hooked{spec: layer.Spec{ID: "stuck", Slot: 1, Timeout: 20 * time.Millisecond}, j: &journal{},
+		recall: func(context.Context, layer.Query) ([]layer.Item, error) { <-release; return nil, nil }}
+	b := &hooked{spec: layer.Spec{ID: "b", Slot: 2}, j: &journal{}, recall: item("b")}
+	c := &hooked{spec: layer.Spec{ID: "c", Slot: 3}, j: &journal{}, recall: item("c")}
+	s := mustStack(t, layer.StackConfig{Layers: []layer.Layer{stuck, b, c}})
+	if err := s.Init(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		got, err := s.Recall(t.Context(), layer.Query{}, nil)
+		if !errors.Is(err, layer.ErrTimeout) || !strings.Contains(err.Error(), "stuck: recall") {
+			t.Errorf("round %d: Recall error = %v, want the stuck layer's timeout", round, err)
+		}
+		var ids []string
+		for _, r := range got {
+			ids = append(ids, r.ID+"="+r.Items[0].Text)
+		}
+		if strings.Join(ids, ",") != "b=b,c=c" {
+			t.Errorf("round %d: recalled %v, want b and c in slot order", round, ids)
+		}
+	}
+}
