@@ -405,10 +405,10 @@ func sum(xs []int) int {
 // the default run every reference by name resolves from the request
 // alone, and the prompt tokens are at least 80% below the full history's
 // at turn 50, by the exact counter (cl100k) and by the estimate. Summed
-// over the 50 turns the issue asks 75% below; the default window and
-// summary give 74.2% by cl100k and 72.8% by the estimate (which
-// over-counts JSON, and a windowed request is mostly JSON), and the test
-// holds them at 74% and 72% so that a regression fails.
+// over the 50 turns the issue asks 75% below by the exact counter: the
+// default window and summary give 75.3% (the estimate, which over-counts
+// JSON, and a windowed request is mostly JSON, gives 73.7%), and the test
+// holds 75% and 73% so that a regression fails.
 func TestHistory51_CMS50TokenReduction(t *testing.T) {
 	f := loadCMS50(t)
 	exact := cl100k(t)
@@ -430,7 +430,7 @@ func TestHistory51_CMS50TokenReduction(t *testing.T) {
 		name        string
 		full, win   []int
 		last, total float64 // the floors
-	}{{"cl100k", full.exact, win.exact, 0.80, 0.74}, {"estimate", full.estimate, win.estimate, 0.80, 0.72}} {
+	}{{"cl100k", full.exact, win.exact, 0.80, 0.75}, {"estimate", full.estimate, win.estimate, 0.80, 0.73}} {
 		last := 1 - float64(c.win[49])/float64(c.full[49])
 		total := 1 - float64(sum(c.win))/float64(sum(c.full))
 		t.Logf("FIGURE cms50 %s prompt tokens at turn 50: full history %d, window and summary %d, reduction %.1f%%", c.name, c.full[49], c.win[49], 100*last)

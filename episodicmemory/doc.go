@@ -10,7 +10,7 @@
 //
 //	<episodic_memory>
 //	Earlier tool calls and turns, oldest first. [ref] is the reference: call episodic-memory_read with {"ref": "..."} to read a full result.
-//	[call_3] step 1 cms_createPage {"title":"About"} → ok, 812 bytes: About, page-123; {"page":{"id":"page-123",…
+//	[call_3] step 1 cms_createPage {"title":"About"} → ok, 812 bytes: About, page-123
 //	[turn-4] step 2 turn: "Create an About page" → answered: Done: page-123 is live.
 //	</episodic_memory>
 //

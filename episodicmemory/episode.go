@@ -82,10 +82,16 @@ const (
 
 // Digest returns the episode's one-line digest: the reference in
 // brackets, the step, the tool with its arguments (or the request), the
-// outcome, the entities and the start of the result, white space
-// collapsed and long parts cut:
+// outcome, and the IDs and names found in the result — or, when none
+// were found, the start of the result — white space collapsed and long
+// parts cut:
 //
-//	[call-7] step 2 cms_createPage {"title":"About"} → ok, 812 bytes: page-123, About; {"page":{"id":"page-123",…
+//	[call-7] step 2 cms_createPage {"title":"About"} → ok, 812 bytes: page-123, About
+//	[call-8] step 3 fetch_url {"url":"https://example.com"} → ok, 5120 bytes; <!doctype html><html>…
+//
+// The start of a result whose IDs and names were found would repeat them
+// in every prompt the digest is recalled into; the full result is one
+// read-tool call away.
 func (e *Episode) Digest() string {
 	var b strings.Builder
 	b.WriteByte('[')
@@ -121,7 +127,7 @@ func (e *Episode) Digest() string {
 		b.WriteString(": ")
 		b.WriteString(oneLine(strings.Join(e.Entities, ", "), digestResult))
 	}
-	if e.Result != "" {
+	if e.Result != "" && len(e.Entities) == 0 {
 		b.WriteString("; ")
 		b.WriteString(oneLine(e.Result, digestResult))
 	}

@@ -45,7 +45,7 @@ func Example() {
 	// Output:
 	// <episodic_memory>
 	// Earlier tool calls and turns, oldest first. [ref] is the reference: call episodic-memory_read with {"ref": "..."} to read a full result.
-	// [call_1] step 0 cms_createPage {"title":"About Us"} → ok, 45 bytes: About Us, page-123; {"page":{"id":"page-123","title":"About Us"}}
+	// [call_1] step 0 cms_createPage {"title":"About Us"} → ok, 45 bytes: About Us, page-123
 	// </episodic_memory>
 	// episodic-memory/read → {"page":{"id":"page-123","title":"About Us"}}
 }

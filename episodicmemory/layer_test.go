@@ -455,3 +455,19 @@ func TestEpisodic21_Config(t *testing.T) {
 		t.Errorf("zero Config: spec %+v, tag %q", s, l.Tag())
 	}
 }
+
+// TestEpisodic22_DigestOmitsTheResultStartWhenIDsWereFound: a call's
+// digest lists the IDs and names found in its result and leaves out the
+// result's start, which would repeat them in every prompt; a result with
+// nothing found keeps its start.
+func TestEpisodic22_DigestOmitsTheResultStartWhenIDsWereFound(t *testing.T) {
+	found := episodicmemory.Episode{Ref: "call_1", Kind: episodicmemory.KindTool, Tool: "cms_createPage", Arguments: `{"title":"About"}`,
+		Result: `{"page":{"id":"page-123","title":"About"}}`, Entities: []string{"page-123", "About"}}
+	if d := found.Digest(); d != `[call_1] step 0 cms_createPage {"title":"About"} → ok, 42 bytes: page-123, About` {
+		t.Errorf("digest with entities = %q", d)
+	}
+	plain := episodicmemory.Episode{Ref: "call_2", Kind: episodicmemory.KindTool, Tool: "fetch", Result: "It is sunny in Lisbon."}
+	if d := plain.Digest(); !strings.HasSuffix(d, "→ ok, 22 bytes; It is sunny in Lisbon.") {
+		t.Errorf("digest without entities = %q, want the result's start", d)
+	}
+}

@@ -18,7 +18,7 @@ import (
 //
 //	<episodic_memory>
 //	Earlier tool calls and turns, oldest first. [ref] is the reference: call episodic-memory_read with {"ref": "..."} to read a full result.
-//	[call-3] step 1 cms_createPage {"title":"About"} → ok, 812 bytes: page-123, About; {"page":{…
+//	[call-3] step 1 cms_createPage {"title":"About"} → ok, 812 bytes: page-123, About
 //	[turn-4] step 2 turn: "Create an About page" → answered: Done, page-123 is live.
 //	</episodic_memory>
 //
@@ -28,7 +28,7 @@ import (
 //
 // where similarity is the BM25 similarity of the input to the episode's
 // digest line (which holds the tool, the arguments, the IDs and names
-// found and the start of the result), in [0, 1] (internal/lexical), and
+// found, or the start of a result without them), in [0, 1] (internal/lexical), and
 // age is how many episodes are newer. The best Config.MaxRecall are taken (ties: the
 // newer first), fewer when the block would not fit q.Budget (counted
 // with q.Count), and shown oldest first. The result is a function of the
