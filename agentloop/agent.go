@@ -95,6 +95,10 @@ type Result struct {
 	// summarized, that is the whole thread; [Agent.Transcript] returns
 	// every stored message.
 	Messages []llms.MessageContent
+	// Budgets is what each layer had of the last step's prompt, in slot
+	// order (see LayerBudget); the EventStep of each step carries that
+	// step's.
+	Budgets []LayerBudget
 	// Redacted counts, by kind, what the run masked before storing it or
 	// handing it to the layers to keep (see [RedactionConfig]); nil when
 	// nothing was.
@@ -261,8 +265,9 @@ func (a *Agent) Config() Config {
 // a child run.
 type run struct {
 	a          *Agent
-	snapIDs    []string   // the layers whose snapshots the checkpoint keeps; nil until the first
-	redacted   redactions // what the run masked
+	snapIDs    []string                   // the layers whose snapshots the checkpoint keeps; nil until the first
+	sources    map[string]candidateSource // the layers in scored assembly, by ID; nil until the first step
+	redacted   redactions                 // what the run masked
 	compiler   *prompt.Compiler
 	sysTokens  int
 	stack      *layer.Stack
@@ -602,7 +607,7 @@ func (r *run) step(ctx context.Context) (final bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	r.a.emit(ctx, Event{Kind: EventStep, ThreadID: r.threadID, Depth: r.depth, Step: step, Duration: time.Since(start), ModelTime: modelTime, ToolTime: toolTime})
+	r.a.emit(ctx, Event{Kind: EventStep, ThreadID: r.threadID, Depth: r.depth, Step: step, Duration: time.Since(start), ModelTime: modelTime, ToolTime: toolTime, Budgets: r.res.Budgets})
 	return len(calls) == 0, nil
 }
 
@@ -646,13 +651,14 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 		r.summary.text.Store(&text)
 	}
 	// A failed recall is reported by the stack and contributes nothing.
-	recalled, _ := r.stack.Recall(ctx, layer.Query{Text: r.input, Step: step, Counter: a.layerCounter}, r.alloc.Layers)
+	recalled, shares := r.assembled(ctx, layer.Query{Text: r.input, Step: step, Counter: a.layerCounter})
 	if err := ctx.Err(); err != nil {
 		return "", nil, err
 	}
 	// Each layer is held to its own share as well as the total, so one
 	// that ignores Query.Budget cannot take a later layer's minimum.
-	recalled = prompt.ProjectLayersWithin(recalled, r.alloc.Layers, r.layerCap, a.cfg.Counter)
+	recalled = prompt.ProjectLayersWithin(recalled, shares, r.layerCap, a.cfg.Counter)
+	r.res.Budgets = r.budgetStatus(recalled, shares)
 	a.tel.recalled(ctx, recalled, a.cfg.Counter)
 	system, err = r.compiler.Compile(recalled, r.vars)
 	if err != nil {

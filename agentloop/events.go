@@ -56,6 +56,9 @@ type Event struct {
 	// memlayer's own overhead for the step.
 	ModelTime time.Duration
 	ToolTime  time.Duration
+	// Budgets is what each layer had of the step's prompt, for EventStep
+	// (see Result.Budgets).
+	Budgets []LayerBudget
 	// Tool is the tool name, for EventToolCall.
 	Tool string
 	// Layer and Hook name the layer hook, for EventLayerHook.

@@ -200,3 +200,28 @@ func TestPlain72_SequentialBatchGoesOnAfterAnAbandonedHook(t *testing.T) {
 		}
 	}
 }
+
+// Issue 12 (scored assembly): a layer given a negative budget is left
+// out of Recall; the others recall as before.
+func TestPlain73_NegativeBudgetLeavesALayerOut(t *testing.T) {
+	called := map[string]int{}
+	var mu sync.Mutex
+	recall := func(id string) func(context.Context, layer.Query) ([]layer.Item, error) {
+		return func(context.Context, layer.Query) ([]layer.Item, error) {
+			mu.Lock()
+			called[id]++
+			mu.Unlock()
+			return []layer.Item{{Text: id}}, nil
+		}
+	}
+	a := &hooked{spec: layer.Spec{ID: "a", Slot: 1}, j: &journal{}, recall: recall("a")}
+	b := &hooked{spec: layer.Spec{ID: "b", Slot: 2}, j: &journal{}, recall: recall("b")}
+	s := mustStack(t, layer.StackConfig{Layers: []layer.Layer{a, b}})
+	if err := s.Init(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Recall(t.Context(), layer.Query{}, map[string]int{"a": -1, "b": 10})
+	if err != nil || len(got) != 1 || got[0].ID != "b" || called["a"] != 0 {
+		t.Errorf("Recall = %+v, %v (a called %d times); want b alone", got, err, called["a"])
+	}
+}

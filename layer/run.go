@@ -8,7 +8,6 @@ import (
 	"io"
 	"reflect"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -130,14 +129,17 @@ func hookBatch[T any](s *Stack, hook string, run func(context.Context, *job) err
 	return b
 }
 
-// only returns a batch of the jobs of b whose layer has one of the IDs,
-// or nil when none has; b must not have run.
-func (b *batch) only(ids []string) *batch {
+// only returns a batch of the jobs of b whose layer's ID keep accepts, or
+// nil when it accepts none; b must not have run.
+func (b *batch) only(keep func(id string) bool) *batch {
 	n := 0
 	for i := range b.jobs {
-		if slices.Contains(ids, b.jobs[i].e.spec.ID) {
+		if keep(b.jobs[i].e.spec.ID) {
 			n++
 		}
+	}
+	if n == len(b.jobs) {
+		return b
 	}
 	if n == 0 {
 		return nil
@@ -145,7 +147,7 @@ func (b *batch) only(ids []string) *batch {
 	nb := newBatch(n, b.concurrent)
 	k := 0
 	for i := range b.jobs {
-		if j := &b.jobs[i]; slices.Contains(ids, j.e.spec.ID) {
+		if j := &b.jobs[i]; keep(j.e.spec.ID) {
 			nb.jobs[k].e, nb.jobs[k].hook, nb.jobs[k].run = j.e, j.hook, j.run
 			k++
 		}

@@ -31,7 +31,7 @@ func (s *Stack) Snapshot(ctx context.Context, ids ...string) (Snapshot, error) {
 	}
 	b := hookBatch[Snapshotter](s, hookSnapshot, runSnapshot, false)
 	if b != nil && len(ids) > 0 {
-		b = b.only(ids)
+		b = b.only(func(id string) bool { return slices.Contains(ids, id) })
 	}
 	if b == nil {
 		return Snapshot{Version: snapshotVersion, Layers: map[string]json.RawMessage{}}, nil

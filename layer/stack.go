@@ -243,13 +243,18 @@ func (s *Stack) ready() error {
 // Recall calls every enabled layer's Recall in slot order and returns the
 // non-empty results in that order. budgets gives each layer's allocated
 // tokens by ID (usually prompt.Allocation.Layers); a layer missing from it
-// gets its Budget.Max, or [Unbounded] when it has none. A failing or slow
+// gets its Budget.Max, or [Unbounded] when it has none, and a layer given
+// a negative budget is left out of this Recall (its memory reaches the
+// prompt some other way, such as scored assembly). A failing or slow
 // layer is reported and contributes nothing; the others go on.
 func (s *Stack) Recall(ctx context.Context, q Query, budgets map[string]int) ([]Recalled, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
 	b := hookBatch[Layer](s, hookRecall, runRecall, false)
+	if b != nil {
+		b = b.only(func(id string) bool { bud, ok := budgets[id]; return !ok || bud >= 0 })
+	}
 	if b == nil {
 		return nil, nil
 	}

@@ -1,0 +1,163 @@
+package agentloop
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt"
+)
+
+// AssemblyConfig turns on scored context assembly. The layers that offer
+// candidates — a method
+//
+//	Candidates(ctx context.Context, q layer.Query) ([]prompt.Candidate, error)
+//
+// as episodic and semantic memory have — then stop filling budgets of
+// their own: their candidates compete for one pool, the sum of what the
+// budget allocation gave them, scored by prompt.Assemble (similarity,
+// recency, importance, redundancy against what is already selected) and
+// packed greedily. Each of them shows what it won as one fenced block in
+// its slot, best first. Every other layer (the scratchpad, the entities,
+// instructions, the history summary) is pinned: it keeps its slot and
+// budget. The same inputs, at the same Scoring.Now, give the same prompt.
+type AssemblyConfig struct {
+	// Enabled turns scored assembly on.
+	Enabled bool
+	// Scoring weighs the candidates; the zero value is
+	// prompt.DefaultScoring (its zero Now is the time of each step).
+	Scoring prompt.Scoring
+}
+
+// LayerBudget is what one layer had of a step's prompt, in tokens.
+type LayerBudget struct {
+	// Layer is the layer's ID.
+	Layer string
+	// Allocated is what the budget allocation gave it; for the layers in
+	// scored assembly, the pool they share (the sum of their allocations,
+	// fences included; each says it whole).
+	Allocated int
+	// Used is what its block took; Left is Allocated − Used (negative
+	// never: a block is cut to its allocation).
+	Used, Left int
+	// Assembled is true for a layer whose block scored assembly chose.
+	Assembled bool
+}
+
+// candidateSource is a layer that offers scored candidates.
+type candidateSource interface {
+	Candidates(ctx context.Context, q layer.Query) ([]prompt.Candidate, error)
+}
+
+// assembled recalls the run's layers for q: the pinned ones through the
+// stack, the candidate layers by scored assembly when it is on. It
+// returns the blocks in slot order and each layer's share (see
+// LayerBudget; Used is filled in by the caller).
+func (r *run) assembled(ctx context.Context, q layer.Query) ([]layer.Recalled, map[string]int) {
+	a := r.a
+	if !a.cfg.Assembly.Enabled {
+		recalled, _ := r.stack.Recall(ctx, q, r.alloc.Layers)
+		return recalled, r.alloc.Layers
+	}
+	if r.sources == nil {
+		r.sources = map[string]candidateSource{}
+		for _, l := range r.stack.Layers() {
+			if src, ok := layer.As[candidateSource](l); ok {
+				r.sources[l.Spec().ID] = src
+			}
+		}
+	}
+	if len(r.sources) == 0 {
+		recalled, _ := r.stack.Recall(ctx, q, r.alloc.Layers)
+		return recalled, r.alloc.Layers
+	}
+	budgets, shares := maps.Clone(r.alloc.Layers), maps.Clone(r.alloc.Layers)
+	pool := 0
+	ids := slices.Sorted(maps.Keys(r.sources))
+	for _, id := range ids {
+		pool += r.alloc.Layers[id]
+		budgets[id] = -1 // not recalled: assembled
+	}
+	total := pool
+	var cands []prompt.Candidate
+	for _, id := range ids {
+		cs, err := r.candidates(ctx, id, q)
+		if err != nil {
+			a.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: candidates", slog.String("layer", id), slog.Any("error", err))
+			continue
+		}
+		cands = append(cands, cs...)
+		// Each block's fence, and the line break after each line, take
+		// tokens of the pool too.
+		pool -= q.Count(layer.Fence(layer.FenceTag(id), ""))
+	}
+	lines := map[string][]string{}
+	for _, s := range prompt.Assemble(cands, max(pool, 0), a.cfg.Assembly.Scoring) {
+		lines[s.Layer] = append(lines[s.Layer], s.Text)
+	}
+	recalled, _ := r.stack.Recall(ctx, q, budgets)
+	byID := make(map[string]layer.Recalled, len(recalled)+len(lines))
+	for _, rc := range recalled {
+		byID[rc.ID] = rc
+	}
+	for _, id := range ids {
+		shares[id] = total // each may take the whole pool, fences included
+		if len(lines[id]) == 0 {
+			continue
+		}
+		text := layer.Fence(layer.FenceTag(id), strings.Join(lines[id], "\n"))
+		byID[id] = layer.Recalled{ID: id, Items: []layer.Item{{Text: text, Tokens: q.Count(text)}}}
+	}
+	out := make([]layer.Recalled, 0, len(byID))
+	for _, spec := range specs(r.stack) {
+		if rc, ok := byID[spec.ID]; ok {
+			out = append(out, rc)
+		}
+	}
+	return out, shares
+}
+
+// candidates calls a layer's Candidates, a panic recovered as an error.
+func (r *run) candidates(ctx context.Context, id string, q layer.Query) (cs []prompt.Candidate, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %v", layer.ErrPanic, p)
+		}
+	}()
+	cs, err = r.sources[id].Candidates(ctx, q)
+	for i := range cs {
+		cs[i].Layer = id // a layer speaks for itself only
+	}
+	return cs, err
+}
+
+// budgetStatus returns each layer's share of the step's prompt and what
+// its block took, in slot order: the layers the allocation gave tokens,
+// whether or not they recalled anything.
+func (r *run) budgetStatus(recalled []layer.Recalled, shares map[string]int) []LayerBudget {
+	used := make(map[string]int, len(recalled))
+	for _, rc := range recalled {
+		for _, it := range rc.Items {
+			if it.Tokens > 0 {
+				used[rc.ID] += it.Tokens
+			} else {
+				used[rc.ID] += r.a.cfg.Counter.Count(it.Text)
+			}
+		}
+	}
+	out := make([]LayerBudget, 0, len(shares))
+	for _, spec := range specs(r.stack) {
+		share, ok := shares[spec.ID]
+		if !ok {
+			continue
+		}
+		_, assembled := r.sources[spec.ID]
+		u := used[spec.ID]
+		out = append(out, LayerBudget{Layer: spec.ID, Allocated: share, Used: u, Left: max(share-u, 0), Assembled: assembled && r.a.cfg.Assembly.Enabled})
+	}
+	return out
+}
