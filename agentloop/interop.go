@@ -42,6 +42,13 @@ type MemoryConfig struct {
 	// NoTranscript leaves the conversation out, for a chain that keeps it
 	// elsewhere: the memory then holds the layers' blocks only.
 	NoTranscript bool
+	// Redaction masks personal data and secrets in the turn the layers'
+	// Store gets, as an Agent does (see [RedactionConfig]): on by
+	// default, except for the calls of a layer whose tools are not
+	// masked (the scratchpad's legacy call, applied from the turn). The
+	// transcript is the chain's own and is saved as it was said;
+	// [ExportTools] and [LLMTools] pass the model's arguments as they are.
+	Redaction RedactionConfig
 }
 
 // Memory adapts an initialised [layer.Stack] to langchaingo's
@@ -88,6 +95,7 @@ type Memory struct {
 	compiler   *prompt.Compiler
 	step       atomic.Int64
 	transcript schema.Memory
+	redact     *redactor // nil: redaction disabled
 	// buffer is the default transcript, which is saved with the input and
 	// output this Memory picks.
 	buffer *memory.ConversationBuffer
@@ -108,7 +116,7 @@ func NewMemory(stack *layer.Stack, cfg MemoryConfig) *Memory {
 	}
 	// The zero prompt config never fails: no template to parse.
 	c, _ := prompt.New(prompt.Config{Counter: cfg.Counter})
-	m := &Memory{stack: stack, cfg: cfg, compiler: c}
+	m := &Memory{stack: stack, cfg: cfg, compiler: c, redact: newRedactor(cfg.Redaction)}
 	switch {
 	case cfg.NoTranscript:
 	case cfg.Transcript != nil:
@@ -218,8 +226,25 @@ func (m *Memory) SaveContext(ctx context.Context, inputs, outputs map[string]any
 		}
 		t.Results = append(t.Results, layer.ToolResult{ToolCall: layer.ToolCall{ID: id, Name: s.Action.Tool, Arguments: s.Action.ToolInput}, Content: s.Observation})
 	}
+	// The calls of a layer whose tools are not masked (the scratchpad's
+	// legacy call, applied from the turn) keep their arguments.
+	kept := map[string]bool{}
+	for _, tool := range m.stack.Tools() {
+		if l, ok := layer.Find[layer.Layer](m.stack, tool.Layer); ok && !m.redact.masksTools(l) {
+			kept[tool.WireName] = true
+			for _, a := range tool.Function.Aliases {
+				kept[a] = true
+			}
+		}
+	}
+	masked := m.redact.turn(t, nil)
+	for i, c := range t.ToolCalls {
+		if kept[c.Name] {
+			masked.ToolCalls[i].Arguments = c.Arguments
+		}
+	}
 	var errs []error
-	if err := m.stack.Store(ctx, t); err != nil {
+	if err := m.stack.Store(ctx, masked); err != nil {
 		errs = append(errs, err)
 	}
 	switch {
