@@ -97,7 +97,8 @@ func TestPlainNames01_UnneededNamesGone(t *testing.T) {
 			"HookTool", "HookSnapshot", "HookRestore", "HookClear", "HookStats", "HookData",
 			"Stack.Specs", "Stack.Layer", "Stack.LookupTool", "Stack.Env", "Stack.Data", "Candidate",
 			"Unwrapper", "Snapshot.Name", "StackConfig.Name", "ErrNotInitialized", "HookInit", "HookRecall", "HookStore", "HookSpawn", "HookReturn", "HookClose",
-			"Stats", "StatsReporter", "Stack.Stats"},
+			"Stats", "StatsReporter", "Stack.Stats",
+			"Data", "Provides", "Provider.Provides", "Tool", "WireName", "Env.Depth"},
 		"prompt":        {"Check", "Messages", "LayerShare"},
 		"workingmemory": {"FenceTag"},
 		"entitymemory":  {"EstimateTokens", "Option", "WithRules", "WithNameFields", "WithMaxPerList", "WithMaxResultBytes"},
@@ -115,7 +116,7 @@ func TestPlainNames01_UnneededNamesGone(t *testing.T) {
 			t.Errorf("layer.%s is gone; a built-in or coming layer uses it", keep)
 		}
 	}
-	const max = 142 // −6: Stats, StatsReporter and Stack.Stats (a layer reports figures through a Metrics() map[string]int64 method, one mechanism for monitoring and for what it holds); −11: Unwrapper (As walks any Unwrap() Layer method), Snapshot.Name and StackConfig.Name (the checkpoint keeps the agent name), ErrNotInitialized (ErrClosed: not open), the six Hook constants (Event.Hook lists the names); 191 when the layer clean-up (H1) began; −34: one timeout per layer, integer budgets, names nothing needs; +9 then −9: Candidate and its fields (issue 12), moved to prompt beside Assemble; +1: Function.Aliases (issue 14: the legacy updateWorkingMemory call runs as the tool); +1: ToolResult.Duration (issue 11: the episodic log). 194 before issue 10's clean-up began (+2: Query.Counter, Query.Count, the one token counter; +1: FenceTag, moved here from workingmemory)
+	const max = 129 // −13: Data and its three fields, Provides and its two fields (Provider.Functions replaces Provider.Provides: code reads a layer's state through its own typed methods), Tool and its three fields (Stack.Tools lists Functions under the names offered), WireName (ToolName gives the name offered), Env.Depth (no layer read it); 142 before that (−6: Stats, StatsReporter and Stack.Stats (a layer reports figures through a Metrics() map[string]int64 method, one mechanism for monitoring and for what it holds); −11: Unwrapper (As walks any Unwrap() Layer method), Snapshot.Name and StackConfig.Name (the checkpoint keeps the agent name), ErrNotInitialized (ErrClosed: not open), the six Hook constants (Event.Hook lists the names); 191 when the layer clean-up (H1) began; −34: one timeout per layer, integer budgets, names nothing needs; +9 then −9: Candidate and its fields (issue 12), moved to prompt beside Assemble; +1: Function.Aliases (issue 14: the legacy updateWorkingMemory call runs as the tool); +1: ToolResult.Duration (issue 11: the episodic log). 194 before issue 10's clean-up began (+2: Query.Counter, Query.Count, the one token counter; +1: FenceTag, moved here from workingmemory))
 	if n := len(exported(t, "layer")); n > max {
 		t.Errorf("layer exports %d identifiers, want at most %d", n, max)
 	}

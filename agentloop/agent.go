@@ -210,9 +210,8 @@ func (a *Agent) checkLayers() error {
 				continue // the stack leaves it out, with a warning
 			}
 			name := layer.ToolName(id, fn.Name)
-			wire := layer.WireName(name)
-			if _, clash := a.tools[wire]; clash || (wire == SpawnToolName && a.spawnEnabled()) {
-				return fmt.Errorf("%w: layer tool %s is sent as %s, which an agent tool or the spawn tool already uses", ErrInvalidTool, name, wire)
+			if _, clash := a.tools[name]; clash || (name == SpawnToolName && a.spawnEnabled()) {
+				return fmt.Errorf("%w: layer %s's tool %s has the name of an agent tool or the spawn tool", ErrInvalidTool, id, name)
 			}
 			if len(fn.Parameters) > 0 {
 				if _, err := a.schemas.compile(fn.Parameters); err != nil {
@@ -225,7 +224,7 @@ func (a *Agent) checkLayers() error {
 }
 
 // providedBeforeInit returns the functions p provides before its Init. A
-// layer that cannot say before Init (its Provides panics) is checked when
+// layer that cannot say before Init (its Functions panics) is checked when
 // a run starts instead.
 func providedBeforeInit(p layer.Provider) (fns []layer.Function) {
 	defer func() {
@@ -233,7 +232,7 @@ func providedBeforeInit(p layer.Provider) (fns []layer.Function) {
 			fns = nil
 		}
 	}()
-	return p.Provides().Functions
+	return p.Functions()
 }
 
 func (a *Agent) newCompiler(instructions, template string) (*prompt.Compiler, error) {
@@ -291,6 +290,7 @@ type run struct {
 	alloc    *prompt.Allocation // budgets, computed on the first step
 	layerCap int                // the sum of alloc.Layers
 	callIDs  map[string]bool    // tool call IDs in msgs
+	keptArgs map[string]bool    // layer tools whose arguments are not masked (redactor.keptTools)
 	est      estimator
 
 	// base is the index in the thread of msgs[0]: a run loads only the
@@ -488,11 +488,12 @@ func (r *run) prepareTools() error {
 		r.defs = append(r.defs, a.spawnDef)
 	}
 	for _, t := range lts {
-		if _, clash := a.tools[t.WireName]; clash || (t.WireName == SpawnToolName && r.canSpawn()) {
-			return fmt.Errorf("%w: layer tool %s is sent as %s, which an agent tool already uses", ErrInvalidTool, layer.ToolName(t.Layer, t.Function.Name), t.WireName)
+		if _, clash := a.tools[t.Name]; clash || (t.Name == SpawnToolName && r.canSpawn()) {
+			return fmt.Errorf("%w: layer tool %s has the name of an agent tool", ErrInvalidTool, t.Name)
 		}
 		r.defs = append(r.defs, layerToolDef(t))
 	}
+	r.keptArgs = a.redact.keptTools(r.stack)
 	r.opts = make([]llms.CallOption, 0, 2+len(a.cfg.CallOptions))
 	if len(r.defs) > 0 {
 		r.opts = append(r.opts, llms.WithTools(r.defs))
@@ -986,8 +987,8 @@ func stopError(reason string) error {
 
 // invalidToolName is the name a call is stored and replayed under when
 // the model's name for it is not one providers accept
-// ([a-zA-Z0-9_-]{1,64}): such a name (the internal "working-memory/update"
-// instead of the offered "working-memory_update", say) would make every
+// ([a-zA-Z0-9_-]{1,64}): such a name ("working-memory/update" instead of
+// the offered "working-memory_update", say) would make every
 // later request of the thread fail. The model's own name is in the call's
 // result.
 const invalidToolName = "invalid_tool_name"
@@ -1235,8 +1236,8 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 		return r.spawnTool(ctx, args)
 	}
 	tools := r.stack.Tools()
-	if i := slices.IndexFunc(tools, func(t layer.Tool) bool { return t.WireName == name || slices.Contains(t.Function.Aliases, name) }); i >= 0 {
-		if l, ok := layer.Find[layer.Layer](r.stack, tools[i].Layer); ok && a.redact.masksTools(l) {
+	if slices.ContainsFunc(tools, func(t layer.Function) bool { return t.Name == name || slices.Contains(t.Aliases, name) }) {
+		if a.redact != nil && !r.keptArgs[name] {
 			args = a.redact.text(args, nil, &r.redacted)
 		}
 		return r.stack.CallTool(ctx, name, args)

@@ -23,9 +23,9 @@
 //     and when it alone does not fit the run fails with ErrInputTooLarge
 //     without calling the model); GenerateContent is called with every tool
 //     definition: the agent's tools, spawn_agent, and the layers'
-//     functions under their wire names ("working-memory/update" is sent
-//     as "working-memory_update", because provider APIs accept only
-//     [a-zA-Z0-9_-]{1,64}).
+//     functions under their tool names (layer.ToolName: the scratchpad's
+//     update is "working-memory_update", because provider APIs accept
+//     only [a-zA-Z0-9_-]{1,64}).
 //  4. The tool calls are executed (concurrently, up to
 //     Config.ToolConcurrency, except [Tool.Exclusive] tools, which run
 //     alone; calls beyond Config.MaxToolCallsPerStep are answered with an

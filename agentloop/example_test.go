@@ -272,8 +272,8 @@ func (c *countLayer) Spec() layer.Spec { return layer.Spec{ID: "counter"} }
 func (c *countLayer) Recall(context.Context, layer.Query) ([]layer.Item, error) {
 	return nil, nil
 }
-func (c *countLayer) Provides() layer.Provides {
-	return layer.Provides{Functions: []layer.Function{{
+func (c *countLayer) Functions() []layer.Function {
+	return []layer.Function{{
 		Name:        "add",
 		Description: "Add to the counter.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"by":{"type":"integer"}},"required":["by"]}`),
@@ -285,7 +285,7 @@ func (c *countLayer) Provides() layer.Provides {
 			*c.n += in.By
 			return fmt.Sprint(*c.n), nil
 		},
-	}}}
+	}}
 }
 
 // A window of one turn: once a turn has left it, the deterministic

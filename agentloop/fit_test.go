@@ -61,11 +61,11 @@ func (p providing) Spec() layer.Spec { return layer.Spec{ID: p.id} }
 func (p providing) Recall(context.Context, layer.Query) ([]layer.Item, error) {
 	return nil, nil
 }
-func (p providing) Provides() layer.Provides {
-	return layer.Provides{Functions: []layer.Function{{
+func (p providing) Functions() []layer.Function {
+	return []layer.Function{{
 		Name: p.fn, Parameters: p.params,
 		Call: func(context.Context, json.RawMessage) (string, error) { return "ok", nil },
-	}}}
+	}}
 }
 
 // TestFit02_NewFindsEveryConfigProblem: each configuration problem New
@@ -243,7 +243,7 @@ func TestFit05_ToolErrorsAreWrittenForTheModel(t *testing.T) {
 // lateProvider provides its functions only after Init.
 type lateProvider struct{ providing }
 
-func (lateProvider) Provides() layer.Provides { panic("not initialised") }
+func (lateProvider) Functions() []layer.Function { panic("not initialised") }
 
 // TestFit09_NewSurvivesProvidesBeforeInit: a layer whose Provides cannot
 // run before Init does not make New panic.

@@ -74,8 +74,8 @@ func allLayersAgent(t *testing.T, st storage.Store) *agentloop.Agent {
 		n++
 		return map[string]string{"id": fmt.Sprintf("page-%d", n), "title": in.Title, "status": "draft"}, nil
 	})
-	update := layer.WireName(layer.ToolName(workingmemory.DefaultID, "update"))
-	memorize := layer.WireName(layer.ToolName(semanticmemory.DefaultID, "memorize"))
+	update := layer.ToolName(workingmemory.DefaultID, "update")
+	memorize := layer.ToolName(semanticmemory.DefaultID, "memorize")
 	model := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
 		user := r.LastUser()
 		if len(r.ToolResults()) == 0 {

@@ -205,7 +205,7 @@ func (m *Memory) SaveContext(ctx context.Context, inputs, outputs map[string]any
 	steps, _ := outputs[intermediateSteps].([]schema.AgentStep)
 	aliases := map[string]bool{}
 	for _, tool := range m.stack.Tools() {
-		for _, a := range tool.Function.Aliases {
+		for _, a := range tool.Aliases {
 			aliases[a] = true
 		}
 	}
@@ -228,15 +228,7 @@ func (m *Memory) SaveContext(ctx context.Context, inputs, outputs map[string]any
 	}
 	// The calls of a layer whose tools are not masked (the scratchpad's
 	// legacy call, applied from the turn) keep their arguments.
-	kept := map[string]bool{}
-	for _, tool := range m.stack.Tools() {
-		if l, ok := layer.Find[layer.Layer](m.stack, tool.Layer); ok && !m.redact.masksTools(l) {
-			kept[tool.WireName] = true
-			for _, a := range tool.Function.Aliases {
-				kept[a] = true
-			}
-		}
-	}
+	kept := m.redact.keptTools(m.stack)
 	masked := m.redact.turn(t, nil)
 	for i, c := range t.ToolCalls {
 		if kept[c.Name] {
@@ -319,9 +311,9 @@ func ExportTools(stack *layer.Stack) []tools.Tool {
 	lts := stack.Tools()
 	out := make([]tools.Tool, 0, len(lts))
 	for _, t := range lts {
-		desc := t.Function.Description
-		if len(t.Function.Parameters) > 0 {
-			desc += "\n\nInput: a JSON object matching this JSON Schema: " + string(t.Function.Parameters)
+		desc := t.Description
+		if len(t.Parameters) > 0 {
+			desc += "\n\nInput: a JSON object matching this JSON Schema: " + string(t.Parameters)
 		}
 		out = append(out, layerTool{stack: stack, t: t, desc: desc})
 	}
@@ -345,29 +337,29 @@ func LLMTools(stack *layer.Stack) []llms.Tool {
 }
 
 // layerToolDef is the definition of a layer function offered to a model.
-func layerToolDef(t layer.Tool) llms.Tool {
-	params := t.Function.Parameters
+func layerToolDef(t layer.Function) llms.Tool {
+	params := t.Parameters
 	if len(params) == 0 {
 		params = anyObject
 	}
-	return llmTool(t.WireName, t.Function.Description, params)
+	return llmTool(t.Name, t.Description, params)
 }
 
 type layerTool struct {
 	stack *layer.Stack
-	t     layer.Tool
+	t     layer.Function // as Stack.Tools lists it: Name is the tool's name
 	desc  string
 }
 
-// Name is the function's wire name.
-func (l layerTool) Name() string { return l.t.WireName }
+// Name is the tool's name (layer.ToolName).
+func (l layerTool) Name() string { return l.t.Name }
 
 // Description is the function's description and its parameter schema.
 func (l layerTool) Description() string { return l.desc }
 
 // Call runs the function with input as its JSON arguments.
 func (l layerTool) Call(ctx context.Context, input string) (string, error) {
-	out, err := l.stack.CallTool(ctx, l.t.WireName, input)
+	out, err := l.stack.CallTool(ctx, l.t.Name, input)
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", err

@@ -136,8 +136,8 @@ func (l *notesLayer) persist(ctx context.Context) error {
 	return nil
 }
 
-func (l *notesLayer) Provides() layer.Provides {
-	return layer.Provides{Functions: []layer.Function{{
+func (l *notesLayer) Functions() []layer.Function {
+	return []layer.Function{{
 		Name:        "note",
 		Description: "Write a note to remember.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","minLength":1}},"required":["text"],"additionalProperties":false}`),
@@ -151,7 +151,7 @@ func (l *notesLayer) Provides() layer.Provides {
 			l.mu.Unlock()
 			return "noted", l.persist(ctx)
 		},
-	}}}
+	}}
 }
 
 func (l *notesLayer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, error) {

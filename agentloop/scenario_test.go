@@ -217,7 +217,7 @@ func TestOversizeScratchpadStaysInPrompt(t *testing.T) {
 		notes[fmt.Sprintf("finding-%03d", i)] = strings.Repeat("x", 40)
 	}
 	model := agenttest.New(
-		agenttest.Reply(agenttest.Calls(agenttest.Call(layer.WireName("working-memory/update"), map[string]any{"notes": notes}))),
+		agenttest.Reply(agenttest.Calls(agenttest.Call(layer.ToolName("working-memory", "update"), map[string]any{"notes": notes}))),
 		agenttest.Reply(agenttest.Text("noted")),
 	)
 	agent, err := agentloop.New(agentloop.Config{Model: model, Layers: []layer.Layer{wm}})

@@ -102,7 +102,6 @@ func (p *run) spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 	env := layer.Env{
 		ThreadID:   fmt.Sprintf("%s/child-%d-%s", p.threadID, depth, newSuffix()),
 		ResourceID: p.resourceID,
-		Depth:      depth,
 		Store:      a.layerStore,
 		Logger:     a.cfg.Logger,
 	}

@@ -115,7 +115,7 @@ func TestFit05_SpawnLayersFromCode(t *testing.T) {
 	}
 	for _, p := range []*probeLayer{own, offered} {
 		envs := p.inits()
-		if len(envs) != 1 || envs[0].Depth != 1 || !strings.HasPrefix(envs[0].ThreadID, "parent/child-1-") {
+		if len(envs) != 1 || !strings.HasPrefix(envs[0].ThreadID, "parent/child-1-") {
 			t.Errorf("%s: Init envs = %+v, want one, the child's", p.id, envs)
 		}
 		if *p.cls != 1 {

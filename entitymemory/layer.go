@@ -612,16 +612,6 @@ func (l *Layer) Recent(n int) []Entity {
 	return slices.Clone(l.list[:min(n, len(l.list))])
 }
 
-// Provides offers the tracked entities as data "entities" ([]Entity,
-// newest first).
-func (l *Layer) Provides() layer.Provides {
-	return layer.Provides{Data: []layer.Data{{
-		Name:        "entities",
-		Description: "The most recently used entities (type, id, name, slug, parent, seenAt), newest first.",
-		Read:        func(context.Context) (any, error) { return l.Entities(), nil },
-	}}}
-}
-
 // Snapshot returns the state as versioned JSON (see [StateVersion]).
 func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
 	l.mu.Lock()
@@ -713,7 +703,6 @@ var (
 	_ layer.Initializer = (*Layer)(nil)
 	_ layer.Storer      = (*Layer)(nil)
 	_ layer.Spawner     = (*Layer)(nil)
-	_ layer.Provider    = (*Layer)(nil)
 	_ layer.Snapshotter = (*Layer)(nil)
 	_ layer.Clearer     = (*Layer)(nil)
 	_ layer.Closer      = (*Layer)(nil)

@@ -448,13 +448,8 @@ func TestProvidesStatsClear(t *testing.T) {
 	st := storage.NewMemory()
 	l := initLayer(t, mustNew(t, Config{}), env(st, "t"))
 	store(t, l, result("get_page", ``, `{"id":"p1","title":"One"}`))
-	p := l.Provides()
-	if len(p.Data) != 1 || p.Data[0].Name != "entities" {
-		t.Fatalf("Provides = %+v", p)
-	}
-	v, err := p.Data[0].Read(t.Context())
-	if es, ok := v.([]Entity); err != nil || !ok || len(es) != 1 || es[0].ID != "p1" {
-		t.Errorf("data entities = %#v, %v", v, err)
+	if es := l.Entities(); len(es) != 1 || es[0].ID != "p1" {
+		t.Errorf("Entities = %#v", es)
 	}
 	if m := l.Metrics(); m["entries"] != 1 || m["bytes"] == 0 {
 		t.Errorf("Metrics = %v", m)
@@ -531,10 +526,9 @@ func TestStack(t *testing.T) {
 		if err := s.Store(ctx, turn(result("cms_createPage", `{"title":"About Us"}`, `{"page":{"id":"page-123","title":"About Us"}}`))); err != nil {
 			t.Fatal(err)
 		}
-		p, _ := layer.Find[layer.Provider](s, "entities")
-		data, err := p.Provides().Data[0].Read(ctx)
-		if es, _ := data.([]Entity); err != nil || len(es) != 1 {
-			t.Errorf("Data = %#v, %v", data, err)
+		l, _ := layer.Find[*Layer](s, "entities")
+		if es := l.Entities(); len(es) != 1 {
+			t.Errorf("Entities = %#v", es)
 		}
 	})
 	run(func(ctx context.Context, s *layer.Stack) {

@@ -59,7 +59,7 @@ const (
 type Config struct {
 	// ID is the layer ID. Empty means DefaultID. It names the block
 	// Recall fences its text in (layer.FenceTag: <episodic_memory> by
-	// default), the read tool ("<id>/read") and the storage keys.
+	// default), the read tool ("<id>_read") and the storage keys.
 	ID string
 	// Slot orders the layer in the prompt. Zero means layer.SlotEpisodic.
 	Slot int

@@ -15,7 +15,7 @@
 //	</episodic_memory>
 //
 // and the model reads any episode's full result with the tool
-// "episodic-memory/read" (wire name episodic-memory_read) and the
+// "episodic-memory_read" and the
 // reference, a tool call ID. agentloop cuts a tool result longer than
 // agentloop.Config.MaxToolResultBytes (16 KiB) in the history; the episode keeps
 // it whole (up to Config.MaxResultBytes, 1 MiB by default), and the read

@@ -39,7 +39,7 @@ func Example() {
 	}
 	items, _ := ep.Recall(ctx, layer.Query{Text: "publish page-123"})
 	fmt.Println(items[0].Text)
-	read := ep.Provides().Functions[0]
+	read := ep.Functions()[0]
 	out, _ := read.Call(ctx, json.RawMessage(`{"ref":"call_1"}`))
 	fmt.Println(layer.ToolName(ep.Spec().ID, read.Name), "→", out)
 	// Output:
@@ -47,5 +47,5 @@ func Example() {
 	// Earlier tool calls and turns, oldest first. [ref] is the reference: call episodic-memory_read with {"ref": "..."} to read a full result.
 	// [call_1] step 0 cms_createPage {"title":"About Us"} → ok, 45 bytes: About Us, page-123
 	// </episodic_memory>
-	// episodic-memory/read → {"page":{"id":"page-123","title":"About Us"}}
+	// episodic-memory_read → {"page":{"id":"page-123","title":"About Us"}}
 }

@@ -63,7 +63,7 @@ func New(cfg Config) (*Layer, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	l := &Layer{cfg: cfg, spec: spec, tag: layer.FenceTag(cfg.ID), tool: layer.WireName(layer.ToolName(cfg.ID, "read"))}
+	l := &Layer{cfg: cfg, spec: spec, tag: layer.FenceTag(cfg.ID), tool: layer.ToolName(cfg.ID, "read")}
 	l.head = emptyHead()
 	l.logger = slog.Default()
 	l.reindex()
@@ -356,7 +356,7 @@ func (l *Layer) read(ctx context.Context, ref string) (Episode, *Digest, error) 
 // readParams is the read tool's schema.
 const readParams = `{"type":"object","properties":{"ref":{"type":"string","description":"The episode's reference: the ID in brackets at the start of its line in the episodic memory block (a tool call ID)."},"offset":{"type":"integer","minimum":0,"description":"Byte offset to read from, for a result longer than one page; the note at the end of a page gives the next one."}},"required":["ref"],"additionalProperties":false}`
 
-// Provides offers the function "read" (tool "<id>/read"), which returns
+// Functions offers the function "read" (tool "<id>_read"), which returns
 // an episode's full result by its reference: the tool's output as it
 // was (or the error text, or a turn's answer), kept whole up to
 // Config.MaxResultBytes. A result longer than Config.ReadPageBytes
@@ -368,26 +368,23 @@ const readParams = `{"type":"object","properties":{"ref":{"type":"string","descr
 //
 // and the concatenated pages (notes removed) are the result. A result cut
 // at Config.MaxResultBytes ends with a note saying so. For an episode
-// whose raw form was dropped it returns the digest and says so. It also
-// offers data "episodes": the raw episodes of the view, oldest first.
-func (l *Layer) Provides() layer.Provides {
-	return layer.Provides{
-		Functions: []layer.Function{{
-			Name:        "read",
-			Description: "Read the full result of an earlier tool call (or turn) by its reference, shown in brackets in the episodic memory block. Use it when a result in the conversation was truncated or is no longer shown. Long results come in pages: follow the note at the end of each page.",
-			Parameters:  json.RawMessage(readParams),
-			Call:        l.callRead,
-		}},
-		Data: []layer.Data{{
-			Name:        "episodes",
-			Description: "The raw episodes not yet folded into digests, oldest first.",
-			Read: func(context.Context) (any, error) {
-				l.mu.Lock()
-				defer l.mu.Unlock()
-				return slices.Concat(l.recent, l.pending), nil
-			},
-		}},
-	}
+// whose raw form was dropped it returns the digest and says so.
+func (l *Layer) Functions() []layer.Function {
+	return []layer.Function{{
+		Name:        "read",
+		Description: "Read the full result of an earlier tool call (or turn) by its reference, shown in brackets in the episodic memory block. Use it when a result in the conversation was truncated or is no longer shown. Long results come in pages: follow the note at the end of each page.",
+		Parameters:  json.RawMessage(readParams),
+		Call:        l.callRead,
+	}}
+}
+
+// Episodes returns the raw episodes of the layer's view not yet folded
+// into digests, oldest first: a copy the caller may keep. It is safe to
+// call while the layer's hooks run.
+func (l *Layer) Episodes() []Episode {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Concat(l.recent, l.pending)
 }
 
 func (l *Layer) callRead(ctx context.Context, args json.RawMessage) (string, error) {

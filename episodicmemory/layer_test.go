@@ -24,11 +24,7 @@ import (
 
 func episodes(t *testing.T, l *episodicmemory.Layer) []episodicmemory.Episode {
 	t.Helper()
-	v, err := l.Provides().Data[0].Read(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v.([]episodicmemory.Episode)
+	return l.Episodes()
 }
 
 // Every tool invocation is recorded with what it did, and a step without
@@ -271,7 +267,7 @@ func TestEpisodic10_ReadTool(t *testing.T) {
 	big := `{"body":"` + strings.Repeat("lorem ipsum ", 5000) + `"}`
 	l := bound(t, episodicmemory.Config{}, storage.NewMemory(), "t", "")
 	store(t, l, toolStep(0, "call_big", "cms_getPage", `{"id":"page-1"}`, big))
-	read := l.Provides().Functions[0].Call
+	read := l.Functions()[0].Call
 	out, calls := readAll(t, read, "call_big")
 	if out != big || calls != (len(big)+episodicmemory.DefaultReadPageBytes-1)/episodicmemory.DefaultReadPageBytes {
 		t.Fatalf("read: %d bytes in %d calls; want the %d bytes whole", len(out), calls, len(big))
@@ -287,7 +283,7 @@ func TestEpisodic10_ReadTool(t *testing.T) {
 	}
 	small := bound(t, episodicmemory.Config{MaxResultBytes: 100}, storage.NewMemory(), "t", "")
 	store(t, small, toolStep(0, "c", "x", "{}", big))
-	out, _ = small.Provides().Functions[0].Call(ctx, json.RawMessage(`{"ref":"c"}`))
+	out, _ = small.Functions()[0].Call(ctx, json.RawMessage(`{"ref":"c"}`))
 	if !strings.HasPrefix(out, big[:100]) || !strings.HasSuffix(out, fmt.Sprintf("[episodic-memory: result cut at 100 of %d bytes]", len(big))) {
 		t.Errorf("cut result: %q", out)
 	}
@@ -322,7 +318,7 @@ func TestEpisodic11_CompactionAndRetention(t *testing.T) {
 	if _, whole, err := l.Read(ctx, "call-2"); err != nil || whole {
 		t.Errorf("Read(call-2) whole=%v err=%v; want its digest only", whole, err)
 	}
-	if out, _ := l.Provides().Functions[0].Call(ctx, json.RawMessage(`{"ref":"call-2"}`)); !strings.Contains(out, "no longer stored") || !strings.Contains(out, "page-2") {
+	if out, _ := l.Functions()[0].Call(ctx, json.RawMessage(`{"ref":"call-2"}`)); !strings.Contains(out, "no longer stored") || !strings.Contains(out, "page-2") {
 		t.Errorf("read of a dropped episode: %q", out)
 	}
 	keys, _ := st.List(ctx, storage.LayerKey(episodicmemory.DefaultID, "t", "seg/"))
@@ -342,13 +338,13 @@ func TestEpisodic12_Spawn(t *testing.T) {
 	st := storage.NewMemory()
 	l := bound(t, episodicmemory.Config{}, st, "t", "u")
 	store(t, l, pageStep(0))
-	c, err := l.OnSpawn(ctx, layer.Env{ThreadID: "child", Store: st, Depth: 1})
+	c, err := l.OnSpawn(ctx, layer.Env{ThreadID: "child", Store: st})
 	if err != nil || recall(t, c, "") != "" {
 		t.Errorf("thread-scoped child: %v, recalls %q", err, recall(t, c, ""))
 	}
 	r := bound(t, episodicmemory.Config{Scope: layer.ScopeResource}, st, "t", "u")
 	store(t, r, pageStep(1))
-	c, err = r.OnSpawn(ctx, layer.Env{ThreadID: "child", ResourceID: "u", Store: st, Depth: 1})
+	c, err = r.OnSpawn(ctx, layer.Env{ThreadID: "child", ResourceID: "u", Store: st})
 	if err != nil || !strings.Contains(recall(t, c, ""), "[call-1]") {
 		t.Fatalf("resource-scoped child: %v, recalls %q", err, recall(t, c, ""))
 	}

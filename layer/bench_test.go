@@ -24,11 +24,11 @@ func (n *noopLayer) Recall(context.Context, layer.Query) ([]layer.Item, error) {
 
 func (n *noopLayer) Store(context.Context, layer.Turn) error { return nil }
 
-func (n *noopLayer) Provides() layer.Provides {
-	return layer.Provides{Functions: []layer.Function{{
+func (n *noopLayer) Functions() []layer.Function {
+	return []layer.Function{{
 		Name: "noop",
 		Call: func(context.Context, json.RawMessage) (string, error) { return "ok", nil },
-	}}}
+	}}
 }
 
 func newBenchStack(b *testing.B) *layer.Stack {
@@ -96,9 +96,9 @@ func BenchmarkFence(b *testing.B) {
 	}
 }
 
-func BenchmarkWireName(b *testing.B) {
+func BenchmarkToolName(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = layer.WireName("working-memory/update")
+		_ = layer.ToolName("working-memory", "update")
 	}
 }

@@ -99,33 +99,27 @@ func (c *counter) OnReturn(ctx context.Context, child layer.Layer) error {
 	return c.set(ctx, ch.value())
 }
 
-func (c *counter) Provides() layer.Provides {
-	return layer.Provides{
-		Data: []layer.Data{{
-			Name: "value",
-			Read: func(context.Context) (any, error) { return c.value(), nil },
-		}},
-		Functions: []layer.Function{
-			{
-				Name:        "increment",
-				Description: "Adds amount to the counter.",
-				Parameters:  json.RawMessage(`{"type":"object","properties":{"amount":{"type":"integer"}},"required":["amount"]}`),
-				Call: func(ctx context.Context, args json.RawMessage) (string, error) {
-					var a struct{ Amount *int }
-					if err := json.Unmarshal(args, &a); err != nil || a.Amount == nil {
-						return "", errors.New("amount must be an integer")
-					}
-					n := c.value() + *a.Amount
-					if err := c.set(ctx, n); err != nil {
-						return "", err
-					}
-					return strconv.Itoa(n), nil
-				},
+func (c *counter) Functions() []layer.Function {
+	return []layer.Function{
+		{
+			Name:        "increment",
+			Description: "Adds amount to the counter.",
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"amount":{"type":"integer"}},"required":["amount"]}`),
+			Call: func(ctx context.Context, args json.RawMessage) (string, error) {
+				var a struct{ Amount *int }
+				if err := json.Unmarshal(args, &a); err != nil || a.Amount == nil {
+					return "", errors.New("amount must be an integer")
+				}
+				n := c.value() + *a.Amount
+				if err := c.set(ctx, n); err != nil {
+					return "", err
+				}
+				return strconv.Itoa(n), nil
 			},
-			{
-				Name: "peek",
-				Call: func(context.Context, json.RawMessage) (string, error) { return strconv.Itoa(c.value()), nil },
-			},
+		},
+		{
+			Name: "peek",
+			Call: func(context.Context, json.RawMessage) (string, error) { return strconv.Itoa(c.value()), nil },
 		},
 	}
 }

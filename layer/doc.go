@@ -14,7 +14,7 @@
 //   - [Storer]: Store learns from each model response and its tool results.
 //   - [Spawner]: OnSpawn decides what a child agent inherits.
 //   - [Returner]: OnReturn takes a child's changes back.
-//   - [Provider]: read-only data and functions; functions become tools.
+//   - [Provider]: functions, which become the model's tools.
 //   - [Snapshotter], [Clearer]: the stack's unified memory operations.
 //   - [Closer] (or io.Closer): flush and release at the end of a run.
 //
@@ -128,9 +128,9 @@
 // # Tools
 //
 // A provided [Function] is offered to the model as a tool named
-// "<layer-id>/<function>" ([ToolName]). Provider APIs accept only
-// [a-zA-Z0-9_-]{1,64}, so the name sent on the wire is [WireName] of it;
-// [Stack.CallTool] accepts either. Arguments must be a JSON object and are
+// [ToolName](layer ID, function name), "<layer-id>_<function>" made
+// acceptable to provider APIs ([a-zA-Z0-9_-]{1,64}); [Stack.CallTool]
+// also accepts "<layer-id>/<function>". Arguments must be a JSON object and are
 // validated against the function's schema (when the stack has a
 // validator) before the function runs; errors are text for the model.
 //
@@ -138,9 +138,9 @@
 //
 // A [Stack] is safe for concurrent use. Hooks of one layer (tool calls
 // included) never run concurrently with each other, so a bound layer needs
-// no lock for its own per-run state. Provided data is read directly
-// ([Find] the layer, then its [Provides]), so a [Data] Read must be safe
-// to call concurrently with the hooks. A registered (template)
+// no lock for its own per-run state. Code that reads a layer's state
+// directly ([Find] the layer, then call its methods) may do so while its
+// hooks run, so such methods must be safe for concurrent use. A registered (template)
 // layer may be initialised by many runs at once. The Observer is called
 // without the stack's locks held and may read the stack.
 //

@@ -24,8 +24,8 @@ func (n *notepad) Recall(context.Context, layer.Query) ([]layer.Item, error) {
 	return []layer.Item{{Text: strings.Join(n.lines, "; ")}}, nil
 }
 
-func (n *notepad) Provides() layer.Provides {
-	return layer.Provides{Functions: []layer.Function{{
+func (n *notepad) Functions() []layer.Function {
+	return []layer.Function{{
 		Name:       "add",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"line":{"type":"string"}}}`),
 		Call: func(_ context.Context, args json.RawMessage) (string, error) {
@@ -36,7 +36,7 @@ func (n *notepad) Provides() layer.Provides {
 			n.lines = append(n.lines, a.Line)
 			return "noted", nil
 		},
-	}}}
+	}}
 }
 
 func ExampleStack() {
@@ -58,9 +58,9 @@ func ExampleStack() {
 	}
 	defer s.Close(ctx)
 
-	// The model calls a layer tool by its wire name.
+	// The model calls a layer tool by the name it is offered under.
 	for _, t := range s.Tools() {
-		fmt.Println("tool:", layer.ToolName(t.Layer, t.Function.Name), "on the wire:", t.WireName)
+		fmt.Println("tool:", t.Name)
 	}
 	out, err := s.CallTool(ctx, "notepad_add", `{"line":"launch is on Friday"}`)
 	fmt.Println(out, err)
@@ -74,7 +74,7 @@ func ExampleStack() {
 		fmt.Printf("%s: %s\n", r.ID, r.Items[0].Text)
 	}
 	// Output:
-	// tool: notepad/add on the wire: notepad_add
+	// tool: notepad_add
 	// noted <nil>
 	// rules: Answer briefly.
 	// notepad: launch is on Friday
@@ -112,9 +112,9 @@ func ExampleFence() {
 	// </working_memory>
 }
 
-func ExampleWireName() {
-	fmt.Println(layer.WireName(layer.ToolName("working-memory", "update")))
-	fmt.Println(layer.WireName("entités/liste"))
+func ExampleToolName() {
+	fmt.Println(layer.ToolName("working-memory", "update"))
+	fmt.Println(layer.ToolName("entités", "liste"))
 	// Output:
 	// working-memory_update
 	// entit__s_liste

@@ -1,7 +1,6 @@
 package layer_test
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/memlayer/memlayer/layer"
@@ -21,27 +20,22 @@ func liveLayer(s *layer.Stack, id string) (layer.Layer, bool) {
 	return layer.Find[layer.Layer](s, id)
 }
 
-// readData reads the provided data name of s's layer id, the way code
-// handed a stack does: through Find and Provides.
-func readData(ctx context.Context, s *layer.Stack, id, name string) (any, error) {
-	p, ok := layer.Find[layer.Provider](s, id)
+// counterValue reads the value of s's counter layer id, the way code
+// handed a stack does: through Find and the layer's own method.
+func counterValue(s *layer.Stack, id string) (int, error) {
+	c, ok := layer.Find[*counter](s, id)
 	if !ok {
-		return nil, fmt.Errorf("no provider %q", id)
+		return 0, fmt.Errorf("no counter %q", id)
 	}
-	for _, d := range p.Provides().Data {
-		if d.Name == name {
-			return d.Read(ctx)
-		}
-	}
-	return nil, fmt.Errorf("layer %s: no data %q", id, name)
+	return c.value(), nil
 }
 
-// toolNamed returns s's tool whose name or wire name is name.
-func toolNamed(s *layer.Stack, name string) (layer.Tool, bool) {
+// toolNamed returns s's tool offered under name.
+func toolNamed(s *layer.Stack, name string) (layer.Function, bool) {
 	for _, t := range s.Tools() {
-		if t.WireName == name || layer.ToolName(t.Layer, t.Function.Name) == name {
+		if t.Name == name {
 			return t, true
 		}
 	}
-	return layer.Tool{}, false
+	return layer.Function{}, false
 }

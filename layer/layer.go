@@ -135,11 +135,12 @@ type Returner interface {
 	OnReturn(ctx context.Context, child Layer) error
 }
 
-// Provider is implemented by layers that expose read-only data and
-// functions. Functions become tools the model can call, named
-// "<layer-id>/<function>" (see [ToolName]).
+// Provider is implemented by layers that offer functions to the model
+// and to code. Each function becomes a tool named [ToolName](layer ID,
+// function name). Code reads a layer's state through the layer's own
+// methods ([Find] the layer), not through the stack.
 type Provider interface {
-	Provides() Provides
+	Functions() []Function
 }
 
 // Snapshotter is implemented by layers whose state can be captured and
@@ -168,8 +169,6 @@ type Env struct {
 	ResourceID string
 	// ExecutionID identifies this run. The stack fills it in if empty.
 	ExecutionID string
-	// Depth is 0 for a top-level agent and parent depth + 1 for a child.
-	Depth int
 	// Store is where layers persist state. Nil means nothing persists
 	// beyond the run (the stack substitutes an in-memory store).
 	Store storage.Store
@@ -260,22 +259,6 @@ type ToolResult struct {
 	Duration time.Duration
 }
 
-// Provides lists a layer's read-only data and its functions.
-type Provides struct {
-	Data      []Data
-	Functions []Function
-}
-
-// Data is a named read-only view of a layer's state.
-type Data struct {
-	Name        string
-	Description string
-	// Read returns the current value (a copy the caller may keep). Code
-	// reaches it through the layer's Provides (see [Find]), at any time,
-	// so Read must be safe to call concurrently with the layer's hooks.
-	Read func(ctx context.Context) (any, error)
-}
-
 // Function is an operation a layer offers to the model and to code.
 type Function struct {
 	// Name is lower camel or kebab case, unique within the layer.
@@ -291,8 +274,9 @@ type Function struct {
 	// Aliases are other names a model may call the function by, used
 	// verbatim (not prefixed with the layer ID): the names of older
 	// prompt conventions, such as the scratchpad's "updateWorkingMemory".
-	// They are not offered to the model; [Stack.CallTool] accepts them. An alias that is some tool's name or
-	// wire name, or an earlier function's alias, is ignored.
+	// They are not offered to the model; [Stack.CallTool] accepts them.
+	// An alias that is some tool's name, or an earlier function's alias,
+	// is ignored.
 	Aliases []string
 }
 

@@ -75,7 +75,7 @@ func TestSpawn(t *testing.T) {
 		Layers:   []layer.Layer{cnt, ei, shared, stateless, none, fails, panics, custom},
 	})
 	parentEnv := <-ei.envs
-	if parentEnv.ThreadID != "parent-thread" || parentEnv.Depth != 0 || parentEnv.Store == nil {
+	if parentEnv.ThreadID != "parent-thread" || parentEnv.Store == nil {
 		t.Fatalf("parent Init env = %+v", parentEnv)
 	}
 	if err := s.Store(t.Context(), layer.Turn{}); err != nil {
@@ -91,10 +91,10 @@ func TestSpawn(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := <-ei.envs
-	if env.ThreadID != "child-thread" || env.Depth != 1 || env.Store != parentEnv.Store || env.ExecutionID == "" || env.ExecutionID == parentEnv.ExecutionID {
+	if env.ThreadID != "child-thread" || env.Store != parentEnv.Store || env.ExecutionID == "" || env.ExecutionID == parentEnv.ExecutionID {
 		t.Errorf("child Init env = %+v, want child thread, depth 1, parent's store, new execution", env)
 	}
-	if gotChildEnv.ThreadID != "child-thread" || gotChildEnv.Depth != 1 {
+	if gotChildEnv.ThreadID != "child-thread" {
 		t.Errorf("OnSpawn env = %+v", gotChildEnv)
 	}
 	var got []string
@@ -170,9 +170,9 @@ func TestChildToolsActOnChild(t *testing.T) {
 	if got, _ := child.CallTool(t.Context(), "counter/peek", ""); got != "8" {
 		t.Errorf("child counter = %s, want 8", got)
 	}
-	v, err := readData(t.Context(), child, "counter", "value")
+	v, err := counterValue(child, "counter")
 	if err != nil || v != 8 {
-		t.Errorf("child Data = %v, %v; want 8", v, err)
+		t.Errorf("child value = %v, %v; want 8", v, err)
 	}
 }
 

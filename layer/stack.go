@@ -82,9 +82,9 @@ type Stack struct {
 	mu      sync.Mutex // guards the fields below
 	inited  bool
 	closed  bool
-	tools   []Tool
-	byWire  map[string]int // wire name → index in tools
-	byName  map[string]int // name → index in tools
+	tools   []tool
+	byWire  map[string]int // name offered (ToolName) → index in tools
+	byName  map[string]int // "<layer-id>/<fn>" → index in tools
 	byAlias map[string]int // alias → index in tools
 }
 
@@ -322,9 +322,9 @@ func (s *Stack) Store(ctx context.Context, t Turn) error {
 // Spawner but whose registered form is an [Initializer] is initialised
 // afresh for the child's env (a failure leaves it out and is reported);
 // any other layer is shared as is. The child stack is already
-// initialised; the parent is not modified. childEnv.Depth defaults to the
-// parent's depth + 1, a nil Store to the parent's, a nil Logger to the
-// parent's, and an empty ExecutionID to a new one.
+// initialised; the parent is not modified. In childEnv a nil Store
+// defaults to the parent's, a nil Logger to the parent's, and an empty
+// ExecutionID to a new one.
 //
 // A layer the child shares with the parent (the same value, as for a
 // stateless layer or a Spawner that returns its receiver) stays owned by
@@ -407,12 +407,8 @@ func (s *Stack) Spawn(ctx context.Context, childEnv Env, extra ...Layer) (*Stack
 }
 
 // inheritEnv fills in the zero fields of a child's env from the parent's:
-// Depth is one deeper, Store and Logger are the parent's, ExecutionID is
-// new.
+// Store and Logger are the parent's, ExecutionID is new.
 func (s *Stack) inheritEnv(env Env) Env {
-	if env.Depth == 0 {
-		env.Depth = s.env.Depth + 1
-	}
 	if env.Store == nil {
 		env.Store = s.env.Store
 	}

@@ -14,28 +14,25 @@ import (
 // maxWireNameLen is the longest tool name provider APIs accept.
 const maxWireNameLen = 64
 
-// Tool is a provided function offered to the model. Its name is
-// [ToolName](Layer, Function.Name).
-type Tool struct {
-	// WireName is the tool's name made acceptable to provider APIs
-	// ([a-zA-Z0-9_-]{1,64}); see [WireName].
-	WireName string
-	// Layer is the ID of the layer that provides the function.
-	Layer string
-	// Function is the provided function. Call it through [Stack.CallTool],
-	// which validates the arguments and serialises it with the layer's
-	// other hooks.
-	Function Function
+// tool is a provided function offered to the model.
+type tool struct {
+	wire  string // the name it is offered under, unique in the stack
+	layer string // the ID of the layer that provides it
+	fn    Function
 }
 
-// ToolName returns the name of a layer's function: "<layer-id>/<fn>".
-func ToolName(layerID, fn string) string { return layerID + "/" + fn }
+// ToolName returns the name under which a stack offers function fn of
+// layer layerID to the model: "<layer-id>_<fn>", made acceptable to
+// provider tool APIs ([a-zA-Z0-9_-]{1,64}): every other byte becomes '_',
+// and a name longer than 64 bytes is cut and given a short hash of the
+// full name so distinct names stay distinct. ("working-memory",
+// "update") gives "working-memory_update". In the rare case that two
+// functions of a stack get the same name, the later one is told apart by
+// a hash suffix; [Stack.Tools] lists the names as offered.
+func ToolName(layerID, fn string) string { return wireName(layerID + "/" + fn) }
 
-// WireName makes name acceptable to provider tool APIs: every byte outside
-// [a-zA-Z0-9_-] becomes '_', and a name longer than 64 bytes is cut and
-// given a short hash of the full name so distinct names stay distinct.
-// "working-memory/update" becomes "working-memory_update".
-func WireName(name string) string {
+// wireName makes name acceptable to provider tool APIs (see [ToolName]).
+func wireName(name string) string {
 	var b strings.Builder
 	b.Grow(len(name))
 	for i := 0; i < len(name); i++ {
@@ -76,8 +73,8 @@ func (s *Stack) buildTools() {
 		if !ok {
 			continue
 		}
-		for _, fn := range p.Provides().Functions {
-			name := ToolName(e.spec.ID, fn.Name)
+		for _, fn := range p.Functions() {
+			name := e.spec.ID + "/" + fn.Name
 			if fn.Call == nil || fn.Name == "" {
 				s.log.Warn("memlayer: provided function without name or Call left out", slog.String("layer", e.spec.ID), slog.String("tool", name))
 				continue
@@ -86,7 +83,7 @@ func (s *Stack) buildTools() {
 				s.log.Warn("memlayer: provided function name repeated; the first one is kept", slog.String("layer", e.spec.ID), slog.String("tool", name))
 				continue
 			}
-			wire := WireName(name)
+			wire := wireName(name)
 			for n := 0; ; n++ {
 				if _, clash := s.byWire[wire]; !clash {
 					break
@@ -94,13 +91,13 @@ func (s *Stack) buildTools() {
 				sum := sha256.Sum256(fmt.Appendf(nil, "%s#%d", name, n))
 				wire = wire[:min(len(wire), maxWireNameLen-9)] + "_" + hex.EncodeToString(sum[:4])
 			}
-			s.tools = append(s.tools, Tool{WireName: wire, Layer: e.spec.ID, Function: fn})
+			s.tools = append(s.tools, tool{wire: wire, layer: e.spec.ID, fn: fn})
 			s.byWire[wire] = len(s.tools) - 1
 			s.byName[name] = len(s.tools) - 1
 		}
 	}
 	for i, t := range s.tools {
-		for _, alias := range t.Function.Aliases {
+		for _, alias := range t.fn.Aliases {
 			if _, taken := s.findTool(alias); !taken {
 				s.byAlias[alias] = i
 			}
@@ -109,25 +106,31 @@ func (s *Stack) buildTools() {
 }
 
 // Tools returns the functions provided by the enabled layers, in slot
-// order. The slice is a copy. Before Init it is empty.
-func (s *Stack) Tools() []Tool {
+// order, as the model is offered them: each Name is the tool's name
+// ([ToolName]), and Call runs the function directly (call it through
+// [Stack.CallTool], which validates the arguments and serialises it with
+// the layer's other hooks). The slice is a copy. Before Init it is empty.
+func (s *Stack) Tools() []Function {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Tool, len(s.tools))
-	copy(out, s.tools)
+	out := make([]Function, len(s.tools))
+	for i, t := range s.tools {
+		out[i] = t.fn
+		out[i].Name = t.wire
+	}
 	return out
 }
 
-// lookupTool finds a provided function by its name, its wire name or
-// one of its aliases (see [Function.Aliases]).
-func (s *Stack) lookupTool(name string) (Tool, bool) {
+// lookupTool finds a provided function by its name ([ToolName]), its
+// "<layer-id>/<fn>" form or one of its aliases (see [Function.Aliases]).
+func (s *Stack) lookupTool(name string) (tool, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.findTool(name)
 }
 
 // findTool is lookupTool for a caller that holds s.mu.
-func (s *Stack) findTool(name string) (Tool, bool) {
+func (s *Stack) findTool(name string) (tool, bool) {
 	if i, ok := s.byWire[name]; ok {
 		return s.tools[i], true
 	}
@@ -137,10 +140,10 @@ func (s *Stack) findTool(name string) (Tool, bool) {
 	if i, ok := s.byAlias[name]; ok {
 		return s.tools[i], true
 	}
-	return Tool{}, false
+	return tool{}, false
 }
 
-// CallTool runs a provided function by name (or wire name, or alias) with raw JSON
+// CallTool runs a provided function by name ([ToolName], "<layer-id>/<fn>" or an alias) with raw JSON
 // arguments. The arguments must be a JSON object (empty means {}) and, when
 // the stack has a ValidateArgs, pass the function's schema; otherwise the
 // error is [ErrInvalidArguments] and the function does not run. The call
@@ -159,21 +162,21 @@ func (s *Stack) CallTool(ctx context.Context, name, args string) (string, error)
 		raw = []byte("{}")
 	}
 	if !json.Valid(raw) {
-		return "", fmt.Errorf("%w: %s: not valid JSON", ErrInvalidArguments, t.WireName)
+		return "", fmt.Errorf("%w: %s: not valid JSON", ErrInvalidArguments, t.wire)
 	}
 	if raw[0] != '{' {
-		return "", fmt.Errorf("%w: %s: want a JSON object, got %s", ErrInvalidArguments, t.WireName, jsonKind(raw[0]))
+		return "", fmt.Errorf("%w: %s: want a JSON object, got %s", ErrInvalidArguments, t.wire, jsonKind(raw[0]))
 	}
-	if s.cfg.ValidateArgs != nil && len(t.Function.Parameters) > 0 {
-		if err := s.cfg.ValidateArgs(t.Function.Parameters, raw); err != nil {
-			return "", fmt.Errorf("%w: %s: %w", ErrInvalidArguments, t.WireName, err)
+	if s.cfg.ValidateArgs != nil && len(t.fn.Parameters) > 0 {
+		if err := s.cfg.ValidateArgs(t.fn.Parameters, raw); err != nil {
+			return "", fmt.Errorf("%w: %s: %w", ErrInvalidArguments, t.wire, err)
 		}
 	}
-	e := s.byID[t.Layer]
+	e := s.byID[t.layer]
 	var out string
 	err := s.call(ctx, e, hookTool, func(ctx context.Context) error {
 		var err error
-		out, err = t.Function.Call(ctx, raw)
+		out, err = t.fn.Call(ctx, raw)
 		return err
 	})
 	if err != nil {

@@ -15,84 +15,65 @@ import (
 
 var wirePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
-func TestWireName(t *testing.T) {
+func TestToolName(t *testing.T) {
 	long := strings.Repeat("x", 70)
 	tests := []struct {
-		name string
-		want string // "" means: check only validity
+		id, fn string
+		want   string // "" means: check only validity
 	}{
-		{"working-memory/update", "working-memory_update"},
-		{"entities/list", "entities_list"},
-		{"plain_name-1", "plain_name-1"},
-		{"a.b c", "a_b_c"},
-		{"mémoire/écrire", "m__moire___crire"},
-		{"", "_"},
-		{"/", "_"},
-		{strings.Repeat("a", 64), strings.Repeat("a", 64)},
-		{long, ""},
-		{long + "/a", ""},
-		{"日本語/ツール", ""},
+		{"working-memory", "update", "working-memory_update"},
+		{"entities", "list", "entities_list"},
+		{"plain_name", "x-1", "plain_name_x-1"},
+		{"a.b", "c d", "a_b_c_d"},
+		{"mémoire", "écrire", "m__moire___crire"},
+		{"", "", "_"},
+		{strings.Repeat("a", 31), strings.Repeat("b", 32), strings.Repeat("a", 31) + "_" + strings.Repeat("b", 32)},
+		{long, "a", ""},
+		{"日本語", "ツール", ""},
 	}
 	for _, tt := range tests {
-		got := layer.WireName(tt.name)
+		got := layer.ToolName(tt.id, tt.fn)
 		if !wirePattern.MatchString(got) {
-			t.Errorf("WireName(%q) = %q, not ^[a-zA-Z0-9_-]{1,64}$", tt.name, got)
+			t.Errorf("ToolName(%q, %q) = %q, not ^[a-zA-Z0-9_-]{1,64}$", tt.id, tt.fn, got)
 		}
 		if tt.want != "" && got != tt.want {
-			t.Errorf("WireName(%q) = %q, want %q", tt.name, got, tt.want)
-		}
-		if got != layer.WireName(tt.name) {
-			t.Errorf("WireName(%q) is not deterministic", tt.name)
+			t.Errorf("ToolName(%q, %q) = %q, want %q", tt.id, tt.fn, got, tt.want)
 		}
 	}
 	// Long names that share a 64-byte prefix stay distinct.
-	a, b := layer.WireName(long+"/a"), layer.WireName(long+"/b")
+	a, b := layer.ToolName(long, "a"), layer.ToolName(long, "b")
 	if a == b || len(a) != 64 {
 		t.Errorf("long names: %q and %q", a, b)
 	}
 }
 
-func FuzzWireName(f *testing.F) {
-	for _, s := range []string{"working-memory/update", "", "日本語", strings.Repeat("ab/", 40), "\x00\xff", "a-b_c"} {
-		f.Add(s)
+func FuzzToolName(f *testing.F) {
+	for _, s := range [][2]string{{"working-memory", "update"}, {"", ""}, {"日本語", "x"}, {strings.Repeat("ab/", 40), "f"}, {"\x00\xff", "y"}, {"a-b_c", "d"}} {
+		f.Add(s[0], s[1])
 	}
-	f.Fuzz(func(t *testing.T, name string) {
-		got := layer.WireName(name)
+	f.Fuzz(func(t *testing.T, id, fn string) {
+		got := layer.ToolName(id, fn)
 		if !wirePattern.MatchString(got) {
-			t.Fatalf("WireName(%q) = %q", name, got)
+			t.Fatalf("ToolName(%q, %q) = %q", id, fn, got)
 		}
-		if wirePattern.MatchString(name) && got != name {
-			t.Fatalf("WireName changed the valid name %q to %q", name, got)
+		if plain := id + "_" + fn; wirePattern.MatchString(plain) && got != plain {
+			t.Fatalf("ToolName changed the valid name %q to %q", plain, got)
 		}
 	})
 }
 
-func TestToolName(t *testing.T) {
-	if got := layer.ToolName("working-memory", "update"); got != "working-memory/update" {
-		t.Errorf("ToolName = %q", got)
-	}
-}
-
-// P5: a layer's functions become tools "<id>/<fn>" with sanitised wire
-// names; either name calls them.
+// P5: a layer's functions become tools named ToolName(id, fn); that name
+// and "<id>/<fn>" both call them.
 func TestTools(t *testing.T) {
 	s := initStack(t, layer.StackConfig{Layers: []layer.Layer{newCounter("second", 2), newCounter("first", 1), layer.Text(layer.Spec{ID: "text"}, "x")}})
-	var names, wires []string
+	var names []string
 	for _, tl := range s.Tools() {
-		names = append(names, layer.ToolName(tl.Layer, tl.Function.Name))
-		wires = append(wires, tl.WireName)
+		names = append(names, tl.Name)
 	}
-	equal(t, "tool names", names, []string{"first/increment", "first/peek", "second/increment", "second/peek"})
-	equal(t, "wire names", wires, []string{"first_increment", "first_peek", "second_increment", "second_peek"})
-	tl, ok := toolNamed(s, "first_increment")
-	if !ok || tl.Layer != "first" || tl.Function.Name != "increment" || tl.Function.Description != "Adds amount to the counter." {
-		t.Errorf("LookupTool(wire) = %+v, %v", tl, ok)
-	}
-	if tl2, ok := toolNamed(s, "first/increment"); !ok || tl2.WireName != "first_increment" {
-		t.Errorf("LookupTool(name) = %+v, %v", tl2, ok)
-	}
-	if _, ok := toolNamed(s, "first.increment"); ok {
-		t.Error("LookupTool matched an unrelated name")
+	equal(t, "tool names", names, []string{"first_increment", "first_peek", "second_increment", "second_peek"})
+	tl, ok := toolNamed(s, layer.ToolName("first", "increment"))
+	if !ok || tl.Name != "first_increment" || tl.Description != "Adds amount to the counter." || tl.Call == nil {
+		t.Errorf("tool first_increment = %+v, %v", tl, ok)
 	}
 
 	// P2: by name and by wire name.
@@ -105,13 +86,13 @@ func TestTools(t *testing.T) {
 	if got, _ := s.CallTool(t.Context(), "second/peek", ""); got != "0" {
 		t.Errorf("second/peek = %s: the call reached the wrong layer", got)
 	}
-	// P1: data reads live state.
-	if v, err := readData(t.Context(), s, "first", "value"); err != nil || v != 8 {
-		t.Errorf("Data = %v, %v; want 8", v, err)
+	// P1: code reads live state through Find.
+	if v, err := counterValue(s, "first"); err != nil || v != 8 {
+		t.Errorf("value = %v, %v; want 8", v, err)
 	}
-	for _, tt := range []struct{ layer, name string }{{"ghost", "value"}, {"first", "nope"}, {"text", "value"}} {
-		if _, err := readData(t.Context(), s, tt.layer, tt.name); err == nil {
-			t.Errorf("Data(%s, %s) succeeded", tt.layer, tt.name)
+	for _, id := range []string{"ghost", "text"} {
+		if _, err := counterValue(s, id); err == nil {
+			t.Errorf("counterValue(%s) succeeded", id)
 		}
 	}
 	// A function error is returned for the model to read.
@@ -131,18 +112,18 @@ type probeFn struct {
 
 func (p *probeFn) Spec() layer.Spec                                          { return p.spec }
 func (p *probeFn) Recall(context.Context, layer.Query) ([]layer.Item, error) { return nil, nil }
-func (p *probeFn) Provides() layer.Provides {
+func (p *probeFn) Functions() []layer.Function {
 	if p.fns != nil {
-		return layer.Provides{Functions: p.fns}
+		return p.fns
 	}
-	return layer.Provides{Functions: []layer.Function{{
+	return []layer.Function{{
 		Name:       "do",
 		Parameters: json.RawMessage(`{"type":"object","required":["x"]}`),
 		Call: func(_ context.Context, args json.RawMessage) (string, error) {
 			p.calls.Add(1)
 			return string(args), nil
 		},
-	}}}
+	}}
 }
 
 // P3: arguments that are not a JSON object, or that fail the schema, are
@@ -221,14 +202,14 @@ func TestToolsEdgeCases(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, tl := range tools {
-		if !wirePattern.MatchString(tl.WireName) || seen[tl.WireName] {
-			t.Errorf("wire name %q invalid or repeated", tl.WireName)
+		if !wirePattern.MatchString(tl.Name) || seen[tl.Name] {
+			t.Errorf("tool name %q invalid or repeated", tl.Name)
 		}
-		seen[tl.WireName] = true
-		want, _ := tl.Function.Call(t.Context(), nil)
-		got, err := s.CallTool(t.Context(), tl.WireName, "")
+		seen[tl.Name] = true
+		want, _ := tl.Call(t.Context(), nil)
+		got, err := s.CallTool(t.Context(), tl.Name, "")
 		if err != nil || got != want {
-			t.Errorf("CallTool(%s) = %q, %v; want %q", tl.WireName, got, err, want)
+			t.Errorf("CallTool(%s) = %q, %v; want %q", tl.Name, got, err, want)
 		}
 	}
 	if got, _ := s.CallTool(t.Context(), "edge/a.b", ""); got != "dot" {

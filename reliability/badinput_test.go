@@ -31,8 +31,8 @@ const (
 )
 
 var (
-	wmTool   = layer.WireName(layer.ToolName(workingmemory.DefaultID, "update"))
-	planTool = layer.WireName(layer.ToolName("plan", "update"))
+	wmTool   = layer.ToolName(workingmemory.DefaultID, "update")
+	planTool = layer.ToolName("plan", "update")
 )
 
 // pageTitles is what the CMS tool returns for each page ID.
@@ -328,7 +328,7 @@ func runHostileIDs(t *testing.T, st storage.Store) {
 	for i, id := range hostileIDList {
 		resource := hostileIDList[(i+1)%len(hostileIDList)]
 		model := callThenAnswer(
-			agenttest.Call(layer.WireName(layer.ToolName("notes", "update")), map[string]string{"thread": id}),
+			agenttest.Call(layer.ToolName("notes", "update"), map[string]string{"thread": id}),
 			agenttest.Call(wmTool, map[string]string{"resource": resource}),
 		)
 		agent, err := agentloop.New(agentloop.Config{Model: model, Layers: []layer.Layer{notes, wm}, Store: st, ToolConcurrency: 1})

@@ -95,7 +95,7 @@ func crashAgent(st storage.Store, next func() int, observer func(agentloop.Event
 		}
 		return "ok", kv.Set(mem, in.Key, in.Value)
 	})
-	update := layer.WireName(layer.ToolName(workingmemory.DefaultID, "update"))
+	update := layer.ToolName(workingmemory.DefaultID, "update")
 	model := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
 		steps := 0
 		for i := len(r.Messages) - 1; i >= 0 && r.Messages[i].Role != llms.ChatMessageTypeHuman; i-- {

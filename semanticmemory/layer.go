@@ -568,18 +568,14 @@ var (
 // Provides offers two tools: "memorize" {text, kind?, importance?}
 // stores a durable fact (superseding one it restates) and answers with
 // its ID and version; "forget" {id} forgets a fact. Arguments that do not
-// fit the schema are an error saying what to fix, and store nothing. It
-// offers the data "facts": the live facts.
-func (l *Layer) Provides() layer.Provides {
-	return layer.Provides{
-		Functions: []layer.Function{
-			{Name: "memorize", Description: "Remember a durable fact about the user or the task for later conversations. A fact restating an earlier one replaces it.",
-				Parameters: memorizeSchema, Call: l.callMemorize},
-			{Name: "forget", Description: "Forget a remembered fact that is wrong or no longer true, by its ID.",
-				Parameters: forgetSchema, Call: l.callForget},
-		},
-		Data: []layer.Data{{Name: "facts", Description: "The remembered facts, by ID.",
-			Read: func(ctx context.Context) (any, error) { return l.Facts(ctx) }}},
+// fit the schema are an error saying what to fix, and store nothing. Code
+// reads the facts with [Layer.Facts].
+func (l *Layer) Functions() []layer.Function {
+	return []layer.Function{
+		{Name: "memorize", Description: "Remember a durable fact about the user or the task for later conversations. A fact restating an earlier one replaces it.",
+			Parameters: memorizeSchema, Call: l.callMemorize},
+		{Name: "forget", Description: "Forget a remembered fact that is wrong or no longer true, by its ID.",
+			Parameters: forgetSchema, Call: l.callForget},
 	}
 }
 

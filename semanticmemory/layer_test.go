@@ -114,7 +114,7 @@ func TestMemory02_Forget(t *testing.T) {
 
 func callTool(t *testing.T, l *semanticmemory.Layer, name, args string) (string, error) {
 	t.Helper()
-	for _, fn := range l.Provides().Functions {
+	for _, fn := range l.Functions() {
 		if fn.Name == name {
 			return fn.Call(context.Background(), json.RawMessage(args))
 		}

@@ -275,7 +275,7 @@ func TestMemory12_SnapshotRestoreSpawnClear(t *testing.T) {
 	if wsnap, _ := l.Snapshot(ctx); string(wsnap) != string(snap) {
 		t.Errorf("another process on the store does not see the restored facts:\n%s", wsnap)
 	}
-	child, err := l.OnSpawn(ctx, layer.Env{ThreadID: "child", ResourceID: "user-1", Store: store, Depth: 1})
+	child, err := l.OnSpawn(ctx, layer.Env{ThreadID: "child", ResourceID: "user-1", Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}

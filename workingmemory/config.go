@@ -10,7 +10,7 @@ import (
 // Defaults of the scratchpad layer.
 const (
 	// DefaultID is the scratchpad's layer ID, and so the prefix of its
-	// tool name: "working-memory/update".
+	// tool name: "working-memory_update".
 	DefaultID = "working-memory"
 	// DefaultMaxBytes bounds the compact JSON encoding of the state.
 	DefaultMaxBytes = 64 << 10
@@ -63,7 +63,7 @@ const (
 // thread-scoped free-text scratchpad with the defaults above.
 type Config struct {
 	// ID is the layer ID (lowercase kebab). Empty means DefaultID. It
-	// names the update tool ("<id>/update"), the storage keys and the
+	// names the update tool ("<id>_update"), the storage keys and the
 	// block Recall fences the state in: the ID with '-' replaced by '_'
 	// ([layer.FenceTag]), so two scratchpads in one stack (IDs
 	// "working-memory" and "plan") fence with <working_memory> and

@@ -12,7 +12,7 @@
 // Returner, Provider, Snapshotter and Clearer, and reports Metrics.
 //
 // The model changes the state through the provided "update" function (the
-// tool "working-memory/update") or, for older prompts, a
+// tool "working-memory_update") or, for older prompts, a
 // "updateWorkingMemory" function call that the store hook finds in the
 // model's response. Code uses [Layer.Update], the same path. An update is a
 // JSON object merged into the state:

@@ -109,22 +109,22 @@ func ExampleLayer_Init() {
 	// stored {"timezone":"Europe/Paris"}
 }
 
-// In a stack, the update function is a tool the model calls; its wire
-// name is "working-memory_update".
-func ExampleLayer_Provides() {
+// In a stack, the update function is a tool the model calls, named
+// "working-memory_update".
+func ExampleLayer_Functions() {
 	ctx := context.Background()
 	wm, _ := workingmemory.New(workingmemory.Config{})
 	stack, _ := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{wm}, Env: layer.Env{ThreadID: "t1"}})
 	_ = stack.Init(ctx)
 	for _, t := range stack.Tools() {
-		fmt.Println(layer.ToolName(t.Layer, t.Function.Name), t.WireName)
+		fmt.Println(t.Name)
 	}
 	out, err := stack.CallTool(ctx, "working-memory_update", `{"finding":"the cache key ignores the locale"}`)
 	fmt.Println(out, err)
 	run, _ := layer.Find[*workingmemory.Layer](stack, "working-memory") // the run's scratchpad
 	fmt.Println(run.State())
 	// Output:
-	// working-memory/update working-memory_update
+	// working-memory_update
 	// Working memory updated. <nil>
 	// map[finding:the cache key ignores the locale]
 }

@@ -779,32 +779,27 @@ func (l *Layer) report(ctx context.Context, e Event, msg string) {
 	}
 }
 
-// Provides implements layer.Provider: the data "snapshot" (the current
-// state, a copy) and, unless read-only, the function "update" bound to
-// this Layer, which a legacy updateWorkingMemory call also reaches (its
-// alias), so a loop that runs tool calls through layer.Stack.CallTool
-// gives the model the update's result.
-func (l *Layer) Provides() layer.Provides {
-	p := layer.Provides{Data: []layer.Data{{
-		Name:        "snapshot",
-		Description: "The current working memory (a copy).",
-		Read:        func(context.Context) (any, error) { return l.State(), nil },
-	}}}
-	if !l.c.cfg.ReadOnly {
-		p.Functions = []layer.Function{{
-			Name:        "update",
-			Description: l.c.desc,
-			Parameters:  l.c.params,
-			Aliases:     []string{LegacyFunction},
-			Call: func(ctx context.Context, args json.RawMessage) (string, error) {
-				if err := l.Update(ctx, args); err != nil {
-					return "", err
-				}
-				return "Working memory updated.", nil
-			},
-		}}
+// Functions implements layer.Provider: unless read-only, the function
+// "update" bound to this Layer, which a legacy updateWorkingMemory call
+// also reaches (its alias), so a loop that runs tool calls through
+// layer.Stack.CallTool gives the model the update's result. Code reads
+// the state with [Layer.State].
+func (l *Layer) Functions() []layer.Function {
+	if l.c.cfg.ReadOnly {
+		return nil
 	}
-	return p
+	return []layer.Function{{
+		Name:        "update",
+		Description: l.c.desc,
+		Parameters:  l.c.params,
+		Aliases:     []string{LegacyFunction},
+		Call: func(ctx context.Context, args json.RawMessage) (string, error) {
+			if err := l.Update(ctx, args); err != nil {
+				return "", err
+			}
+			return "Working memory updated.", nil
+		},
+	}}
 }
 
 // tool returns the update tool's parameter schema and description.

@@ -297,11 +297,11 @@ func applyVia(t *testing.T, path string, l *Layer, upd string) error {
 	case "update":
 		return l.Update(t.Context(), json.RawMessage(upd))
 	case "tool":
-		p := l.Provides()
-		if len(p.Functions) != 1 || p.Functions[0].Name != "update" {
-			t.Fatalf("Provides().Functions = %+v", p.Functions)
+		fns := l.Functions()
+		if len(fns) != 1 || fns[0].Name != "update" {
+			t.Fatalf("Functions() = %+v", fns)
 		}
-		_, err := p.Functions[0].Call(t.Context(), json.RawMessage(upd))
+		_, err := fns[0].Call(t.Context(), json.RawMessage(upd))
 		return err
 	case "legacy":
 		return l.Store(t.Context(), layer.Turn{ToolCalls: []layer.ToolCall{
@@ -394,11 +394,7 @@ func TestUpdateDoesNotAlias(t *testing.T) {
 	s1["list"].([]any)[0] = "mutated"
 	s1["new"] = true
 	assertState(t, l, `{"list":[1,2],"obj":{"a":1}}`)
-	d, err := l.Provides().Data[0].Read(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.(map[string]any)["obj"] = nil
+	l.State().(map[string]any)["obj"] = nil
 	assertState(t, l, `{"list":[1,2],"obj":{"a":1}}`)
 }
 
@@ -597,7 +593,7 @@ func TestLimits(t *testing.T) {
 // WM7, done properly: both paths are blocked.
 func TestReadOnly(t *testing.T) {
 	l := newLayer(t, Config{ReadOnly: true, Template: "fixed plan"})
-	if fns := l.Provides().Functions; len(fns) != 0 {
+	if fns := l.Functions(); len(fns) != 0 {
 		t.Errorf("read-only layer provides functions %+v", fns)
 	}
 	if err := applyVia(t, "legacy", l, `{"notes":"sneaky"}`); err != nil {
@@ -625,14 +621,11 @@ func TestReadOnly(t *testing.T) {
 // WM15 and the tool as the stack offers it.
 func TestProvides(t *testing.T) {
 	l := newLayer(t, Config{Schema: `{"type":"object","required":["notes"],"properties":{"notes":{"type":"string"},"status":{"type":"string"},"prefs":{"type":"object","required":["tone"],"properties":{"tone":{"type":"string"}}}}}`, Template: `{"notes":"hello"}`})
-	p := l.Provides()
-	if len(p.Data) != 1 || p.Data[0].Name != "snapshot" || p.Data[0].Read == nil {
-		t.Fatalf("data = %+v, want snapshot", p.Data)
+	fns := l.Functions()
+	if len(fns) != 1 || fns[0].Name != "update" {
+		t.Fatalf("functions = %+v, want update", fns)
 	}
-	if len(p.Functions) != 1 || p.Functions[0].Name != "update" {
-		t.Fatalf("functions = %+v, want update", p.Functions)
-	}
-	fn := p.Functions[0]
+	fn := fns[0]
 	for _, w := range []string{"$delete", "null", "[] empties", "schema"} {
 		if !strings.Contains(fn.Description, w) {
 			t.Errorf("description does not mention %q: %s", w, fn.Description)
@@ -643,9 +636,8 @@ func TestProvides(t *testing.T) {
 		t.Fatalf("Call = %q, %v", out, err)
 	}
 	assertState(t, l, `{"notes":"hello","status":"done"}`)
-	snap, err := p.Data[0].Read(t.Context())
-	if err != nil || !jsonDeepEqual(roundTrip(t, snap), jsonOf(t, `{"notes":"hello","status":"done"}`)) {
-		t.Errorf("snapshot data = %v, %v", snap, err)
+	if snap := l.State(); !jsonDeepEqual(roundTrip(t, snap), jsonOf(t, `{"notes":"hello","status":"done"}`)) {
+		t.Errorf("State = %v", snap)
 	}
 
 	// The parameter schema accepts partial updates, nulls and $delete,
@@ -677,7 +669,7 @@ func TestProvides(t *testing.T) {
 		}
 	}
 	// Without a schema: any object.
-	free := newLayer(t, Config{}).Provides().Functions[0]
+	free := newLayer(t, Config{}).Functions()[0]
 	if !json.Valid(free.Parameters) || !strings.Contains(string(free.Parameters), `"type":"object"`) {
 		t.Errorf("free-form parameters = %s", free.Parameters)
 	}
@@ -1249,7 +1241,7 @@ func TestFenceTagFromID(t *testing.T) {
 				t.Errorf("Tag() = %q, want %q", got, tc.tag)
 			}
 			// The update tool points the model at the block it updates.
-			if d := l.Provides().Functions[0].Description; !strings.Contains(d, "<"+tc.tag+">") {
+			if d := l.Functions()[0].Description; !strings.Contains(d, "<"+tc.tag+">") {
 				t.Errorf("update tool description does not name <%s>: %s", tc.tag, d)
 			}
 			got := recallText(t, l)

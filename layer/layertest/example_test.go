@@ -29,7 +29,7 @@ func ExampleOptions() {
 			if !ok {
 				return fmt.Errorf("%s provides nothing", l.Spec().ID)
 			}
-			_, err := p.Provides().Functions[0].Call(ctx, []byte(`{"amount":1}`))
+			_, err := p.Functions()[0].Call(ctx, []byte(`{"amount":1}`))
 			return err
 		},
 	}

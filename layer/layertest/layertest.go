@@ -332,9 +332,7 @@ func (r *runner) testSpawn(t *testing.T) {
 	var child layer.Layer
 	var err error
 	r.within(t, "OnSpawn", func() {
-		env := r.env()
-		env.Depth = 1
-		child, err = sp.OnSpawn(t.Context(), env)
+		child, err = sp.OnSpawn(t.Context(), r.env())
 	})
 	if err != nil {
 		t.Fatalf("OnSpawn = %v", err)
@@ -473,7 +471,7 @@ func (r *runner) testClose(t *testing.T) {
 var fnName = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_-]*$`)
 
 // maxWireNameLen is the longest tool name provider APIs accept (see
-// layer.WireName).
+// layer.ToolName).
 const maxWireNameLen = 64
 
 func (r *runner) testProvides(t *testing.T) {
@@ -483,10 +481,9 @@ func (r *runner) testProvides(t *testing.T) {
 		t.Skip("not a Provider")
 	}
 	id := l.Spec().ID
-	pr := p.Provides()
 	seen := map[string]bool{}
-	for _, fn := range pr.Functions {
-		name := layer.ToolName(id, fn.Name)
+	for _, fn := range p.Functions() {
+		name := id + "/" + fn.Name
 		switch {
 		case !fnName.MatchString(fn.Name):
 			t.Errorf("function name %q: want a letter then letters, digits, '_' or '-'", fn.Name)
@@ -506,22 +503,6 @@ func (r *runner) testProvides(t *testing.T) {
 			} else if typ, ok := schema["type"]; ok && typ != "object" {
 				t.Errorf("function %q: Parameters has type %v, want object", fn.Name, typ)
 			}
-		}
-	}
-	seenData := map[string]bool{}
-	for _, d := range pr.Data {
-		if d.Name == "" || seenData[d.Name] {
-			t.Errorf("data name %q empty or repeated", d.Name)
-		}
-		seenData[d.Name] = true
-		if d.Read == nil {
-			t.Errorf("data %q has no Read", d.Name)
-			continue
-		}
-		var err error
-		r.within(t, "Data.Read", func() { _, err = d.Read(t.Context()) })
-		if err != nil {
-			t.Errorf("data %q: Read = %v", d.Name, err)
 		}
 	}
 }
@@ -550,11 +531,6 @@ func (r *runner) testConcurrent(t *testing.T) {
 		}
 	}()
 	tools := s.Tools()
-	id := tmpl.Spec().ID
-	var data []layer.Data
-	if p, ok := layer.Find[layer.Provider](s, id); ok {
-		data = p.Provides().Data
-	}
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
@@ -569,12 +545,7 @@ func (r *runner) testConcurrent(t *testing.T) {
 					}
 				}
 				for _, tl := range tools {
-					_, _ = s.CallTool(ctx, tl.WireName, "{}")
-				}
-				for _, d := range data {
-					if d.Read != nil {
-						_, _ = d.Read(ctx) // concurrently with the hooks, as its doc allows
-					}
+					_, _ = s.CallTool(ctx, tl.Name, "{}")
 				}
 			}
 		})

@@ -122,18 +122,18 @@ func (l *tally) Close(context.Context) error {
 	return nil
 }
 
-func (l *tally) Provides() layer.Provides {
+func (l *tally) Functions() []layer.Function {
 	name := "add"
 	if l.flaw == "bad-function-name" {
 		name = "add one"
 	}
-	return layer.Provides{Functions: []layer.Function{{
+	return []layer.Function{{
 		Name: name,
 		Call: func(context.Context, json.RawMessage) (string, error) {
 			l.put(l.get() + 1)
 			return "", nil
 		},
-	}}}
+	}}
 }
 
 func TestWellBehavedLayerPasses(t *testing.T) {
