@@ -17,11 +17,15 @@ import (
 //
 //	Candidates(ctx context.Context, q layer.Query) ([]prompt.Candidate, error)
 //
-// as episodic and semantic memory have — then stop filling budgets of
-// their own: their candidates compete for one pool, the sum of what the
-// budget allocation gave them, scored by prompt.Assemble (similarity,
-// recency, importance, redundancy against what is already selected) and
-// packed greedily. Each of them shows what it won as one fenced block in
+// as episodic and semantic memory have — do not fill budgets of their
+// own: their candidates compete for one pool, the sum of what the budget
+// allocation gave them, scored by prompt.Assemble (similarity, recency,
+// importance, redundancy against what is already selected) and packed
+// greedily. A layer offers only what its own Recall would choose from
+// (episodic memory its MaxRecall best episodes, semantic memory its TopK
+// best facts), so assembly never shows more than the layers would on
+// their own; when the pool is smaller than that, the best candidates of
+// all of them win. Each of them shows what it won as one fenced block in
 // its slot, best first. Every other layer (the scratchpad, the entities,
 // instructions, the history summary) is pinned: it keeps its slot and
 // budget. The same inputs, at the same Scoring.Now, give the same prompt.

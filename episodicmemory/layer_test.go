@@ -411,25 +411,38 @@ func TestEpisodic14_Clear(t *testing.T) {
 	}
 }
 
-// Candidates offers every episode for scored assembly, with the
-// similarity Recall uses.
+// Candidates offers for scored assembly the episodes Recall would show
+// (at most MaxRecall, so assembly never shows more), oldest first, with
+// the similarity Recall uses.
 func TestEpisodic18_Candidates(t *testing.T) {
-	l := bound(t, episodicmemory.Config{CompactAfter: 4}, storage.NewMemory(), "t", "")
+	l := bound(t, episodicmemory.Config{CompactAfter: 4, MaxRecall: 4}, storage.NewMemory(), "t", "")
 	for n := range 10 {
 		store(t, l, pageStep(n))
 	}
-	cands, err := l.Candidates(context.Background(), layer.Query{Text: "page-2"})
-	if err != nil || len(cands) != 10 {
-		t.Fatalf("%d candidates, %v; want 10", len(cands), err)
+	q := layer.Query{Text: "page-2"}
+	cands, err := l.Candidates(context.Background(), q)
+	if err != nil || len(cands) != 4 {
+		t.Fatalf("%d candidates, %v; want MaxRecall, 4", len(cands), err)
 	}
+	block := recall(t, l, q.Text)
+	var keys []string
 	for i, c := range cands {
-		want := fmt.Sprintf("call-%d", i)
-		if c.Key != want || c.Layer != episodicmemory.DefaultID || c.Tokens != (layer.Query{}).Count(c.Text) || c.Source != "t" || !c.Time.Equal(fixed()) {
+		keys = append(keys, c.Key)
+		if c.Layer != episodicmemory.DefaultID || c.Tokens != (layer.Query{}).Count(c.Text) || c.Source != "t" || !c.Time.Equal(fixed()) {
 			t.Errorf("candidate %d = %+v", i, c)
 		}
-		if (i == 2) != (c.Similarity == 1) || c.Similarity < 0 || c.Similarity > 1 {
+		if (c.Key == "call-2") != (c.Similarity == 1) || c.Similarity < 0 || c.Similarity > 1 {
 			t.Errorf("candidate %s: similarity %v", c.Key, c.Similarity)
 		}
+		if !strings.Contains(block, "["+c.Key+"]") || !strings.Contains(block, c.Text) {
+			t.Errorf("candidate %s is not in Recall's block:\n%s", c.Key, block)
+		}
+		if i > 0 && cands[i-1].Key >= c.Key {
+			t.Errorf("candidates not oldest first: %v", keys)
+		}
+	}
+	if !slices.Contains(keys, "call-2") || strings.Count(block, "\n[") != 4 {
+		t.Errorf("candidates %v, block:\n%s", keys, block)
 	}
 }
 

@@ -37,12 +37,29 @@ import (
 func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	pick := l.best(q.Text)
+	budget, bounded := budgetOf(q)
+	for len(pick) > 0 {
+		block := l.render(slices.Sorted(slices.Values(pick)))
+		tokens := q.Count(block)
+		if !bounded || tokens <= budget {
+			return []layer.Item{{Text: block, Tokens: tokens}}, nil
+		}
+		pick = pick[:len(pick)-1] // leave out the least relevant
+	}
+	return nil, nil
+}
+
+// best returns the indices in l.docs of the Config.MaxRecall episodes
+// most relevant to text, best first (see [Layer.Recall] for the score).
+// The caller holds l.mu.
+func (l *Layer) best(text string) []int {
 	n := len(l.digests) + len(l.recent) + len(l.pending)
 	if n == 0 {
-		return nil, nil
+		return nil
 	}
 	l.syncIndex()
-	hits := l.index.Rank(q.Text)
+	hits := l.index.Rank(text)
 	type cand struct {
 		i     int // index in l.docs (age order: oldest first)
 		score float64
@@ -64,16 +81,7 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 	for k, c := range cands {
 		pick[k] = c.i
 	}
-	budget, bounded := budgetOf(q)
-	for len(pick) > 0 {
-		block := l.render(slices.Sorted(slices.Values(pick)))
-		tokens := q.Count(block)
-		if !bounded || tokens <= budget {
-			return []layer.Item{{Text: block, Tokens: tokens}}, nil
-		}
-		pick = pick[:len(pick)-1] // leave out the least relevant
-	}
-	return nil, nil
+	return pick
 }
 
 // budgetOf returns the query's budget in tokens, and false when it sets
@@ -131,7 +139,9 @@ func (l *Layer) syncIndex() {
 	}
 }
 
-// Candidates returns every episode of the view as a prompt.Candidate for
+// Candidates returns the episodes Recall would choose from, the
+// Config.MaxRecall most relevant to q.Text (so scored assembly never
+// shows more episodes than Recall would), as prompt.Candidate values for
 // scored assembly (prompt.Assemble), oldest first: Key is the reference,
 // Text the digest line (tokens counted with q.Count), Similarity the
 // BM25 similarity to q.Text in [0, 1] (as Recall uses it), Time when the
@@ -139,10 +149,19 @@ func (l *Layer) syncIndex() {
 func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]prompt.Candidate, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.syncIndex()
-	out := make([]prompt.Candidate, len(l.docs))
-	for i, line := range l.docs {
-		c := prompt.Candidate{Layer: l.cfg.ID, Text: line, Tokens: q.Count(line)}
+	pick := l.best(q.Text)
+	if len(pick) == 0 {
+		return nil, nil
+	}
+	slices.Sort(pick)
+	sim := make(map[int]float64, len(pick))
+	for _, h := range l.index.Rank(q.Text) {
+		sim[h.Doc] = h.Similarity
+	}
+	out := make([]prompt.Candidate, len(pick))
+	for k, i := range pick {
+		line := l.docs[i]
+		c := prompt.Candidate{Layer: l.cfg.ID, Text: line, Tokens: q.Count(line), Similarity: sim[i]}
 		switch {
 		case i < len(l.digests):
 			d := &l.digests[i]
@@ -154,10 +173,7 @@ func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]prompt.Candida
 			e := &l.pending[i-len(l.digests)-len(l.recent)]
 			c.Key, c.Time, c.Source = e.Ref, e.Time, e.Thread
 		}
-		out[i] = c
-	}
-	for _, h := range l.index.Rank(q.Text) {
-		out[h.Doc].Similarity = h.Similarity
+		out[k] = c
 	}
 	return out, nil
 }

@@ -23,12 +23,8 @@ import (
 const DefaultID = "semantic"
 
 // DefaultTopK is how many facts Recall puts in the prompt at most when
-// Config.TopK is 0, and DefaultMaxCandidates how many Candidates returns
-// when Config.MaxCandidates is 0.
-const (
-	DefaultTopK          = 8
-	DefaultMaxCandidates = 32
-)
+// Config.TopK is 0.
+const DefaultTopK = 8
 
 // DefaultMaxRetries is how many compare-and-swap attempts one write makes
 // when Config.MaxRetries is 0.
@@ -53,11 +49,10 @@ type Config struct {
 	DisableOnInitError bool
 	// Timeout bounds each hook call (see layer.Spec.Timeout).
 	Timeout time.Duration
-	// TopK caps the facts one Recall renders. Zero means DefaultTopK.
+	// TopK caps the facts one Recall renders, and the candidates it
+	// offers scored assembly (so assembly never shows more). Zero means
+	// DefaultTopK.
 	TopK int
-	// MaxCandidates caps what Candidates returns. Zero means
-	// DefaultMaxCandidates.
-	MaxCandidates int
 	// Embedder, when set, adds dense retrieval: each fact version is
 	// embedded once, when it is written, and the embedding stored with
 	// it; each Recall embeds its query. Nil means sparse only.
@@ -118,8 +113,6 @@ func New(cfg Config) (*Layer, error) {
 	switch {
 	case cfg.TopK < 0:
 		return nil, fmt.Errorf("%w: TopK %d < 0", ErrInvalidConfig, cfg.TopK)
-	case cfg.MaxCandidates < 0:
-		return nil, fmt.Errorf("%w: MaxCandidates %d < 0", ErrInvalidConfig, cfg.MaxCandidates)
 	case cfg.MaxRetries < 0:
 		return nil, fmt.Errorf("%w: MaxRetries %d < 0", ErrInvalidConfig, cfg.MaxRetries)
 	case cfg.NoSparse && cfg.Embedder == nil && cfg.VectorStore == nil:
@@ -129,9 +122,6 @@ func New(cfg Config) (*Layer, error) {
 	}
 	if cfg.TopK == 0 {
 		cfg.TopK = DefaultTopK
-	}
-	if cfg.MaxCandidates == 0 {
-		cfg.MaxCandidates = DefaultMaxCandidates
 	}
 	if cfg.MaxRetries == 0 {
 		cfg.MaxRetries = DefaultMaxRetries
@@ -442,7 +432,7 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 }
 
 // Candidates returns the facts matching q.Text as scored candidates for
-// prompt.Assemble, best first, at most Config.MaxCandidates: Key is the
+// prompt.Assemble, best first, at most Config.TopK: Key is the
 // fact ID, Text its line (as in Recall, unfenced) and Tokens its count
 // with q's counter, Similarity the fused score normalised to [0, 1] (the
 // reciprocal-rank fusion, k = RRFK, of the sparse and dense rankings,
@@ -456,9 +446,7 @@ func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]prompt.Candida
 		return nil, fmt.Errorf("semanticmemory: candidates: %w", err)
 	}
 	ranked, n := l.retrieve(ctx, q.Text)
-	if len(ranked) > l.cfg.MaxCandidates {
-		ranked = ranked[:l.cfg.MaxCandidates]
-	}
+	ranked = ranked[:min(len(ranked), l.cfg.TopK)]
 	out := make([]prompt.Candidate, len(ranked))
 	for i, s := range ranked {
 		t := line(s.fact)

@@ -87,6 +87,14 @@ func TestMemory09_Candidates(t *testing.T) {
 	if items, _ := l.Recall(ctx, layer.Query{Text: "dog Rex", Budget: 3}); len(items) != 0 {
 		t.Errorf("Recall within 3 tokens = %+v, want nothing", items)
 	}
+	// TopK caps the candidates as it caps Recall, so scored assembly
+	// never shows more facts than Recall would.
+	one := bind(t, semanticmemory.Config{TopK: 1}, storage.NewMemory(), "t1")
+	remember(t, one, "fact", "Rex needs a walk at noon and the dog park opens at nine.")
+	remember(t, one, "fact", "The dog sleeps in the kitchen.")
+	if cands, err := one.Candidates(ctx, layer.Query{Text: "dog"}); err != nil || len(cands) != 1 {
+		t.Errorf("Candidates with TopK 1 = %+v, %v; want one", cands, err)
+	}
 }
 
 // memVectorStore is an in-process vectorstores.VectorStore: cosine over
