@@ -32,7 +32,8 @@ fuzz:
 	done
 
 # The fuzz targets CI runs on every change, FUZZTIME each: the merge, the
-# extractor, the storage key escaping and its Redis Cluster form, the fence, the prompt projection and budgets,
+# extractor, the storage key escaping and its Redis Cluster form, the fence, the prompt projection, budgets
+# and scored packing (never past the pool), the history loader, the episodic log, the redactor,
 # and the update tool end to end.
 FUZZ_CI = \
 	./workingmemory:FuzzMerge \
@@ -44,6 +45,7 @@ FUZZ_CI = \
 	./prompt:FuzzProjectHistory \
 	./prompt:FuzzProjectLayers \
 	./prompt:FuzzAllocate \
+	./prompt:FuzzAssemble \
 	./reliability:FuzzUpdateTool \
 	./agentloop:FuzzHistoryLoad \
 	./episodicmemory:FuzzEpisodic15_DecodeLog \
