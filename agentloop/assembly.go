@@ -12,8 +12,8 @@ import (
 	"github.com/memlayer/memlayer/prompt"
 )
 
-// AssemblyConfig turns on scored context assembly. The layers that offer
-// candidates — a method
+// AssemblyConfig configures scored context assembly, which is on unless
+// Disabled. The layers that offer candidates — a method
 //
 //	Candidates(ctx context.Context, q layer.Query) ([]prompt.Candidate, error)
 //
@@ -30,8 +30,9 @@ import (
 // instructions, the history summary) is pinned: it keeps its slot and
 // budget. The same inputs, at the same Scoring.Now, give the same prompt.
 type AssemblyConfig struct {
-	// Enabled turns scored assembly on.
-	Enabled bool
+	// Disabled turns scored assembly off: every layer fills its own
+	// budget with its Recall.
+	Disabled bool
 	// Scoring weighs the candidates; the zero value is
 	// prompt.DefaultScoring (its zero Now is the time of each step).
 	Scoring prompt.Scoring
@@ -63,7 +64,7 @@ type candidateSource interface {
 // LayerBudget; Used is filled in by the caller).
 func (r *run) assembled(ctx context.Context, q layer.Query) ([]layer.Recalled, map[string]int) {
 	a := r.a
-	if !a.cfg.Assembly.Enabled {
+	if a.cfg.Assembly.Disabled {
 		recalled, _ := r.stack.Recall(ctx, q, r.alloc.Layers)
 		return recalled, r.alloc.Layers
 	}
@@ -161,7 +162,7 @@ func (r *run) budgetStatus(recalled []layer.Recalled, shares map[string]int) []L
 		}
 		_, assembled := r.sources[spec.ID]
 		u := used[spec.ID]
-		out = append(out, LayerBudget{Layer: spec.ID, Allocated: share, Used: u, Left: max(share-u, 0), Assembled: assembled && r.a.cfg.Assembly.Enabled})
+		out = append(out, LayerBudget{Layer: spec.ID, Allocated: share, Used: u, Left: max(share-u, 0), Assembled: assembled && !r.a.cfg.Assembly.Disabled})
 	}
 	return out
 }

@@ -38,7 +38,7 @@ func assemblyAgent(t *testing.T, store storage.Store, model llms.Model, obs func
 	}
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	return mustAgent(t, agentloop.Config{Model: model, Store: store, Layers: []layer.Layer{pad, sem, eps}, Observer: obs,
-		Assembly: agentloop.AssemblyConfig{Enabled: true, Scoring: prompt.Scoring{Now: now}}})
+		Assembly: agentloop.AssemblyConfig{Scoring: prompt.Scoring{Now: now}}})
 }
 
 // fillMemories has the model memorize facts and call a tool, in one run.
@@ -125,7 +125,7 @@ func TestMemory44_ScoredAssemblySharesOnePool(t *testing.T) {
 	}
 }
 
-// TestMemory45_AssemblyOffKeepsEachBudget: without AssemblyConfig.Enabled
+// TestMemory45_AssemblyOffKeepsEachBudget: with AssemblyConfig.Disabled
 // every layer fills its own budget, and Result.Budgets marks none
 // assembled.
 func TestMemory45_AssemblyOffKeepsEachBudget(t *testing.T) {
@@ -134,7 +134,7 @@ func TestMemory45_AssemblyOffKeepsEachBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	model := agenttest.New(agenttest.Reply(agenttest.Text("ok")))
-	res, err := mustAgent(t, agentloop.Config{Model: model, Layers: []layer.Layer{sem}}).Run(context.Background(), agentloop.RunInput{ThreadID: "t", Input: "hi"})
+	res, err := mustAgent(t, agentloop.Config{Model: model, Layers: []layer.Layer{sem}, Assembly: agentloop.AssemblyConfig{Disabled: true}}).Run(context.Background(), agentloop.RunInput{ThreadID: "t", Input: "hi"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,9 +98,9 @@ type Config struct {
 	// the run.
 	Stream func(ctx context.Context, chunk []byte) error
 
-	// Assembly turns on scored context assembly for the layers that offer
-	// candidates (see [AssemblyConfig]); off, every layer fills its own
-	// budget.
+	// Assembly configures scored context assembly for the layers that
+	// offer candidates (see [AssemblyConfig]): on by default; disabled,
+	// every layer fills its own budget.
 	Assembly AssemblyConfig
 
 	// Redaction says what is masked before it reaches a store; by

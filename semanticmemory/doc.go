@@ -34,9 +34,10 @@
 // found it (ranks from 1; a ranking holds the facts with a positive BM25
 // score or cosine); facts are ordered by that score, ties broken by fact
 // ID, so the same facts and query always give the same block, byte for
-// byte. [Layer.Candidates] offers the facts to prompt.Assemble with that
-// score normalised to [0, 1] (divided by its largest possible value, that
-// of a fact first in every ranking).
+// byte. [Layer.Candidates] offers the facts to prompt.Assemble with the
+// best of the rankers' own similarities (BM25 divided by the query's top
+// score, the cosine), in [0, 1]: the fused score orders, it does not say
+// how well a fact matches.
 //
 // # Storage
 //

@@ -432,26 +432,30 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 }
 
 // Candidates returns the facts matching q.Text as scored candidates for
-// prompt.Assemble, best first, at most Config.TopK: Key is the
-// fact ID, Text its line (as in Recall, unfenced) and Tokens its count
-// with q's counter, Similarity the fused score normalised to [0, 1] (the
-// reciprocal-rank fusion, k = RRFK, of the sparse and dense rankings,
-// divided by its largest possible value, that of a fact ranked first by
-// every ranker), Time the fact's Updated, Importance its importance and
-// Source its Source.String().
+// prompt.Assemble: the Config.TopK best by the fused ranking (as Recall
+// takes them), best first. Key is the fact ID, Text its line (as in
+// Recall, unfenced) and Tokens its count with q's counter, Time the
+// fact's Updated, Importance its importance and Source its
+// Source.String(). Similarity is the best of the rankers' own
+// similarities to q.Text, in [0, 1]: BM25 divided by the query's top
+// score, and the cosine of the embeddings (or the vector store's score).
+// It is not the fused score, which only orders: reciprocal-rank fusion
+// gives the fifth fact 0.95 of the first's score however poorly it
+// matches, and assembly weighs similarity against recency and
+// importance.
 func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]prompt.Candidate, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.sync(ctx); err != nil {
 		return nil, fmt.Errorf("semanticmemory: candidates: %w", err)
 	}
-	ranked, n := l.retrieve(ctx, q.Text)
+	ranked, _ := l.retrieve(ctx, q.Text)
 	ranked = ranked[:min(len(ranked), l.cfg.TopK)]
 	out := make([]prompt.Candidate, len(ranked))
 	for i, s := range ranked {
 		t := line(s.fact)
 		out[i] = prompt.Candidate{Layer: l.cfg.ID, Key: s.fact.ID, Text: t, Tokens: q.Count(t),
-			Similarity: normalise(s.score, n), Time: s.fact.Updated, Importance: s.fact.Importance, Source: s.fact.Source.String()}
+			Similarity: s.sim, Time: s.fact.Updated, Importance: s.fact.Importance, Source: s.fact.Source.String()}
 	}
 	return out, nil
 }

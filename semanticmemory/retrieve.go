@@ -12,10 +12,14 @@ import (
 // ranker gets 1/(RRFK + r) from it.
 const RRFK = 60
 
-// scored is one fact's fused score.
+// scored is one fact's fused score and its similarity to the query.
 type scored struct {
 	fact  *Fact
 	score float64 // Σ 1/(RRFK + rank) over the rankers that found it
+	// sim is the best of the rankers' own similarities, in [0, 1]: BM25
+	// divided by the query's top score, the cosine (or the vector
+	// store's score).
+	sim float64
 }
 
 // retrieve ranks the live facts for query with the rankers the layer has
@@ -35,6 +39,7 @@ func (l *Layer) retrieve(ctx context.Context, query string) (out []scored, ranke
 		return nil, 0
 	}
 	fused := map[string]float64{}
+	sim := map[string]float64{}
 	if !l.cfg.NoSparse {
 		rankers++
 		rank := 0
@@ -44,17 +49,19 @@ func (l *Layer) retrieve(ctx context.Context, query string) (out []scored, ranke
 			}
 			rank++
 			fused[h.Key] += 1 / float64(RRFK+rank)
+			sim[h.Key] = max(sim[h.Key], h.Similarity)
 		}
 	}
 	if dense, ok := l.dense(ctx, query); ok {
 		rankers++
-		for i, id := range dense {
-			fused[id] += 1 / float64(RRFK+i+1)
+		for i, h := range dense {
+			fused[h.id] += 1 / float64(RRFK+i+1)
+			sim[h.id] = max(sim[h.id], min(max(h.sim, 0), 1))
 		}
 	}
 	out = make([]scored, 0, len(fused))
 	for id, s := range fused {
-		out = append(out, scored{fact: l.idx.live[id], score: s})
+		out = append(out, scored{fact: l.idx.live[id], score: s, sim: sim[id]})
 	}
 	slices.SortFunc(out, func(a, b scored) int {
 		if c := cmp.Compare(b.score, a.score); c != 0 {
@@ -65,18 +72,25 @@ func (l *Layer) retrieve(ctx context.Context, query string) (out []scored, ranke
 	return out, rankers
 }
 
-// dense returns the IDs of the live facts in dense order, and false when
-// there is no dense ranker or it failed.
-func (l *Layer) dense(ctx context.Context, query string) ([]string, bool) {
+// denseHit is a live fact found by the dense ranker and its similarity
+// to the query.
+type denseHit struct {
+	id  string
+	sim float64
+}
+
+// dense returns the live facts in dense order, and false when there is
+// no dense ranker or it failed.
+func (l *Layer) dense(ctx context.Context, query string) ([]denseHit, bool) {
 	switch {
 	case l.cfg.VectorStore != nil:
-		ids, err := l.cfg.VectorStore.search(ctx, l, query)
+		hits, err := l.cfg.VectorStore.search(ctx, l, query)
 		if err != nil {
 			l.logger.LogAttrs(ctx, slog.LevelWarn, "semanticmemory: vector store search failed; sparse only",
 				slog.String("layer", l.cfg.ID), slog.Any("error", err))
 			return nil, false
 		}
-		return ids, true
+		return hits, true
 	case l.cfg.Embedder != nil:
 		qv, err := l.cfg.Embedder.EmbedQuery(ctx, query)
 		if err != nil {
@@ -84,27 +98,19 @@ func (l *Layer) dense(ctx context.Context, query string) ([]string, bool) {
 				slog.String("layer", l.cfg.ID), slog.Any("error", err))
 			return nil, false
 		}
-		type cs struct {
-			id  string
-			cos float64
-		}
-		var hits []cs
+		var hits []denseHit
 		for id, f := range l.idx.live {
 			if c := cosine(qv, f.Embedding); c > 0 {
-				hits = append(hits, cs{id, c})
+				hits = append(hits, denseHit{id, c})
 			}
 		}
-		slices.SortFunc(hits, func(a, b cs) int {
-			if c := cmp.Compare(b.cos, a.cos); c != 0 {
+		slices.SortFunc(hits, func(a, b denseHit) int {
+			if c := cmp.Compare(b.sim, a.sim); c != 0 {
 				return c
 			}
 			return cmp.Compare(a.id, b.id)
 		})
-		ids := make([]string, len(hits))
-		for i, h := range hits {
-			ids[i] = h.id
-		}
-		return ids, true
+		return hits, true
 	}
 	return nil, false
 }

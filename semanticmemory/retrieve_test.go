@@ -307,3 +307,30 @@ func TestMemory12_SnapshotRestoreSpawnClear(t *testing.T) {
 		t.Errorf("a fact written after Clear reused ID %s", d.ID)
 	}
 }
+
+// TestMemory61_CandidateSimilarityIsTheMatch: a candidate's similarity
+// says how well the fact matches the input (BM25 over the query's top
+// score), not its fused rank: a fact that shares only a common word with
+// the input scores far below the one it is about, so scored assembly,
+// which weighs similarity against recency and importance, does not take
+// it for a match.
+func TestMemory61_CandidateSimilarityIsTheMatch(t *testing.T) {
+	l := bind(t, semanticmemory.Config{}, storage.NewMemory(), "t1")
+	ctx := context.Background()
+	remember(t, l, "preference", "The user's kayak paddle is carbon fibre.")
+	remember(t, l, "preference", "The user does not like crowded trains.")
+	remember(t, l, "preference", "The user likes quiet mornings.")
+	remember(t, l, "preference", "The user likes green tea.")
+	cands, err := l.Candidates(ctx, layer.Query{Text: "What do I like about my kayak paddle?"})
+	if err != nil || len(cands) != 4 {
+		t.Fatalf("Candidates = %+v, %v", cands, err)
+	}
+	sim := map[string]float64{}
+	for _, c := range cands {
+		sim[c.Text[strings.Index(c.Text, "] ")+2:]] = c.Similarity
+	}
+	paddle, trains := sim["The user's kayak paddle is carbon fibre."], sim["The user does not like crowded trains."]
+	if paddle != 1 || trains <= 0 || trains > 0.5 {
+		t.Errorf("similarities: paddle %v (want 1), trains %v (want in (0, 0.5])", paddle, trains)
+	}
+}

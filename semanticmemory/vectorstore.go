@@ -70,9 +70,11 @@ func (l *Layer) mirror(ctx context.Context, facts []Fact) {
 	}
 }
 
-// search returns the IDs of the live facts the vector store finds for
-// query, in its order, each once.
-func (vs *VectorStore) search(ctx context.Context, l *Layer, query string) ([]string, error) {
+// search returns the live facts the vector store finds for query, in its
+// order, each once, with the store's Document.Score as their similarity
+// (the stores langchaingo wraps report a similarity, higher is closer;
+// the caller clamps it to [0, 1]).
+func (vs *VectorStore) search(ctx context.Context, l *Layer, query string) ([]denseHit, error) {
 	k := vs.K
 	if k <= 0 {
 		k = DefaultSearchK
@@ -81,7 +83,7 @@ func (vs *VectorStore) search(ctx context.Context, l *Layer, query string) ([]st
 	if err != nil {
 		return nil, fmt.Errorf("vector store search: %w", err)
 	}
-	var ids []string
+	var hits []denseHit
 	seen := map[string]bool{}
 	for _, d := range docs {
 		if str(d.Metadata[MetaLayer]) != l.cfg.ID || str(d.Metadata[MetaScope]) != l.scope {
@@ -93,9 +95,9 @@ func (vs *VectorStore) search(ctx context.Context, l *Layer, query string) ([]st
 			continue
 		}
 		seen[id] = true
-		ids = append(ids, id)
+		hits = append(hits, denseHit{id, float64(d.Score)})
 	}
-	return ids, nil
+	return hits, nil
 }
 
 // str renders a metadata value as text: backends return numbers as int,
