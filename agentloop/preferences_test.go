@@ -53,7 +53,9 @@ func preferenceTopics() []preferenceTopic {
 		{"is fed twice a day", "is named Bubbles", "lives in the fridge on weekdays"},
 		{"is carbon fibre", "is two metres twenty", "hangs in the garage"},
 	}
-	others := []string{"quiet mornings", "long phone calls", "crowded trains", "strong perfume", "loud music", "late meetings",
+	// No distractor shares a stem with a subject ("crowded trains" would
+	// share "train" with "marathon training").
+	others := []string{"quiet mornings", "long phone calls", "crowded buses", "strong perfume", "loud music", "late meetings",
 		"spicy food", "cold weather", "early flights", "small talk", "messy desks", "cheap umbrellas",
 		"rainy weekends", "slow websites", "group chats", "paper receipts", "bright screens"}
 	out := make([]preferenceTopic, len(subjects))

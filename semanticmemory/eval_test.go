@@ -52,15 +52,17 @@ func TestMemory15_RetrievalQuality(t *testing.T) {
 	hybrid := run("hybrid", semanticmemory.Config{Embedder: semantictest.NGramEmbedder{}})
 	// The issue asks for hybrid >= the better of the two. With stemming
 	// (internal/lexical.Stem) sparse went from 0.574 to 0.619 and hybrid
-	// from 0.578 to 0.615: above dense (0.590), 0.004 below sparse, as
-	// reciprocal-rank fusion (k = 60) with the weaker n-gram ranker
-	// lands. Asserted: hybrid is never below dense, and the measured
-	// figures hold (so that a regression fails); the gap to sparse is
-	// logged and reported.
-	if hybrid.All.Mean < dense.All.Mean || sparse.All.Mean < 0.61 || hybrid.All.Mean < 0.61 || dense.All.Mean < 0.58 {
-		t.Errorf("recall@5: hybrid %.3f, sparse %.3f, dense %.3f; want hybrid >= dense, and at least 0.61, 0.61, 0.58", hybrid.All.Mean, sparse.All.Mean, dense.All.Mean)
-	}
+	// from 0.578 to 0.615, 0.004 below sparse: every query's "what", "the"
+	// and "is" gave every fact a small BM25 score, so sparse ranked facts
+	// that shared nothing else with the query, and fusion carried that
+	// noise. With stop words left out of BM25 (internal/lexical) sparse
+	// and hybrid both reach 0.639 and dense stays 0.590. Asserted: hybrid
+	// is at least the better single ranker, and the measured figures hold
+	// (so that a regression fails).
 	if best := max(sparse.All.Mean, dense.All.Mean); hybrid.All.Mean < best {
-		t.Logf("FIGURE hybrid recall@5 %.3f is below the better single ranker (%.3f) by %.3f", hybrid.All.Mean, best, best-hybrid.All.Mean)
+		t.Errorf("recall@5: hybrid %.3f is below the better single ranker (%.3f)", hybrid.All.Mean, best)
+	}
+	if sparse.All.Mean < 0.63 || hybrid.All.Mean < 0.63 || dense.All.Mean < 0.58 {
+		t.Errorf("recall@5: hybrid %.3f, sparse %.3f, dense %.3f; want at least 0.63, 0.63, 0.58", hybrid.All.Mean, sparse.All.Mean, dense.All.Mean)
 	}
 }

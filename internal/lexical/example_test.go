@@ -19,7 +19,7 @@ func ExampleCorpus_Rank() {
 	fmt.Println(lexical.Tokens(nil, "Open Page-123!"))
 	// Output:
 	// call-1 1.00
-	// call-3 0.91
+	// call-3 0.90
 	// call-2 0.12
 	// [open page 123 page-123]
 }

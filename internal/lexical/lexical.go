@@ -1,5 +1,6 @@
 // Package lexical is memlayer's one implementation of lexical scoring:
-// the tokenizer and an in-process BM25 over a small corpus. The episodic
+// the tokenizer and an in-process BM25 over a small corpus, which ranks
+// stemmed tokens ([Stem]) and leaves out English function words. The episodic
 // layer ranks episodes with it, and the semantic layer's sparse
 // similarity is [Corpus.Rank]'s Similarity.
 //
@@ -31,7 +32,9 @@ func Tokens(dst []string, text string) []string {
 	parts := 0           // runs in comp
 	flush := func() {
 		if parts > 1 {
-			dst = append(dst, cut(comp))
+			// A compound cut at MaxTokenBytes may end in a joiner,
+			// which a query's compound never does.
+			dst = append(dst, strings.TrimRight(cut(comp), "-_.:/"))
 		}
 		comp, parts = comp[:0], 0
 	}
@@ -114,14 +117,37 @@ func Stem(t string) string {
 	return t
 }
 
-// terms appends the tokens of text, stemmed, to dst: what BM25 ranks.
+// terms appends the tokens of text that are not stop words, stemmed, to
+// dst: what BM25 ranks.
 func terms(dst []string, text string) []string {
 	n := len(dst)
 	dst = Tokens(dst, text)
-	for i := n; i < len(dst); i++ {
-		dst[i] = Stem(dst[i])
+	out := dst[:n]
+	for _, t := range dst[n:] {
+		if !stopWords[t] {
+			out = append(out, Stem(t))
+		}
 	}
-	return dst
+	return out
+}
+
+// stopWords are English function words, which say nothing of what a
+// text is about: left out of BM25, "the" or "is" in a query no longer
+// matches every document a little, so a document that shares only them
+// with the query is not found at all.
+var stopWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`a an the and or but if then else of to in on at by for with from as into
+		onto about over under up down out off than so too very
+		is am are was were be been being do does did doing have has had having will would shall should
+		can could may might must
+		i me my mine we us our ours you your yours he him his she her hers it its they them their theirs
+		this that these those there here what which who whom whose when where why how
+		all any some no not each both either neither such own same other
+		just only also again once`) {
+		stopWords[w] = true
+	}
 }
 
 // MaxTokenBytes caps the length of one token.

@@ -36,12 +36,12 @@ func bm25(idf, tf, dl, avgdl float64) float64 {
 
 func TestEpisodic02_BM25HandComputed(t *testing.T) {
 	var c Corpus
-	c.Add("a", "page page about")      // 3 tokens
-	c.Add("b", "section hero")         // 2 tokens
-	c.Add("c", "about page-9 section") // about, page, 9, page-9, section: 5 tokens
+	c.Add("a", "the page page intro")     // 3 tokens ("the" is a stop word)
+	c.Add("b", "section hero")            // 2 tokens
+	c.Add("c", "intro of page-9 section") // intro, page, 9, page-9, section: 5 tokens
 	avg := 10.0 / 3
 	idf := func(df float64) float64 { return math.Log(1 + (3-df+0.5)/(df+0.5)) }
-	hits := c.Rank("page about")
+	hits := c.Rank("the page intro")
 	want := map[string]float64{
 		"a": bm25(idf(2), 2, 3, avg) + bm25(idf(2), 1, 3, avg),
 		"b": 0,
@@ -124,10 +124,16 @@ func FuzzEpisodic19_Tokens(f *testing.F) {
 		if !slices.Equal(words, want) && !slices.ContainsFunc(want, func(w string) bool { return strings.ContainsFunc(w, isJoiner) }) {
 			t.Fatalf("runs of %q = %q, want %q", s, words, want)
 		}
-		// A text's tokens all score it.
+		// A text's tokens all score it, but for stop words.
 		var c Corpus
 		c.Add("d", s)
 		for _, tok := range toks {
+			if stopWords[tok] {
+				if h := c.Rank(tok); h[0].Score != 0 {
+					t.Fatalf("stop word %q of %q scores it: %+v", tok, s, h)
+				}
+				continue
+			}
 			if h := c.Rank(tok); h[0].Score <= 0 || h[0].Similarity != 1 {
 				t.Fatalf("token %q of %q does not find it: %+v", tok, s, h)
 			}
@@ -186,5 +192,30 @@ func TestMemory43_StemFoldsInflections(t *testing.T) {
 	c.Add("b", "The editor publishes the page.")
 	if hits := c.Rank("autosave"); hits[0].Key != "a" || hits[0].Similarity != 1 || hits[1].Score != 0 {
 		t.Errorf("Rank(autosave) = %+v, want the autosaved draft alone", hits)
+	}
+}
+
+// TestMemory62_StopWordsMatchNothing: function words say nothing of what a
+// text is about. A document that shares only them with the query is not
+// found, a query made of them finds nothing, and they do not dilute the
+// words that matter.
+func TestMemory62_StopWordsMatchNothing(t *testing.T) {
+	var c Corpus
+	c.Add("paddle", "The user's kayak paddle is carbon fibre.")
+	c.Add("trains", "The user does not like crowded trains.")
+	c.Add("tea", "It is what the user drinks: green tea.")
+	hits := c.Rank("What is the colour of my kayak paddle?")
+	if hits[0].Key != "paddle" || hits[0].Similarity != 1 {
+		t.Fatalf("hits = %+v, want the paddle first", hits)
+	}
+	for _, h := range hits[1:] {
+		if h.Score != 0 {
+			t.Errorf("%s shares only function words with the query but scores %v", h.Key, h.Score)
+		}
+	}
+	for _, h := range c.Rank("what is it to you?") {
+		if h.Score != 0 {
+			t.Errorf("a query of function words found %s (%v)", h.Key, h.Score)
+		}
 	}
 }
