@@ -2,6 +2,7 @@ package semanticmemory_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/memlayer/memlayer/semanticmemory"
@@ -57,10 +58,40 @@ func TestMemory15_RetrievalQuality(t *testing.T) {
 	// lands. Asserted: hybrid is never below dense, and the measured
 	// figures hold (so that a regression fails); the gap to sparse is
 	// logged and reported.
+	//
+	// Why hybrid trails sparse (measured 2026-11-27 on this set): the two
+	// differ on three queries of 122 — hybrid wins one (a fact sparse
+	// ranks 6th and dense 2nd) and loses one and a half (facts sparse
+	// ranks 4th and 5th, dense 17th and 20th): among facts that share the
+	// query's entity ("Chen Wei", "the Acme Docs portal") the n-gram
+	// ranker's order is spelling noise, and RRF lets it outvote sparse.
+	// It is not the padding of the dense list (399 of 509 facts have a
+	// positive cosine, sparse lists 227): cutting the dense list, or both,
+	// to their top 5, 10, 20, 30, 60 or 100 facts, keeping only dense
+	// hits above the query's mean cosine plus 1, 2 or 3 standard
+	// deviations or above half its top cosine, or letting dense rerank
+	// only what sparse found, all give 0.615 but one cut (both lists to
+	// their top 8 to 10: 0.623, back to 0.615 at 12), which is a window
+	// fitted to these queries, not a rule; one rank for facts of equal
+	// BM25 score gives 0.607. So the assertion stays as it is, and the
+	// test logs the queries each one misses alone.
 	if hybrid.All.Mean < dense.All.Mean || sparse.All.Mean < 0.61 || hybrid.All.Mean < 0.61 || dense.All.Mean < 0.58 {
 		t.Errorf("recall@5: hybrid %.3f, sparse %.3f, dense %.3f; want hybrid >= dense, and at least 0.61, 0.61, 0.58", hybrid.All.Mean, sparse.All.Mean, dense.All.Mean)
 	}
 	if best := max(sparse.All.Mean, dense.All.Mean); hybrid.All.Mean < best {
 		t.Logf("FIGURE hybrid recall@5 %.3f is below the better single ranker (%.3f) by %.3f", hybrid.All.Mean, best, best-hybrid.All.Mean)
 	}
+	t.Logf("FIGURE queries missed (a relevant fact not in the top 5) by hybrid, not sparse: %v; by sparse, not hybrid: %v",
+		without(hybrid.Missed, sparse.Missed), without(sparse.Missed, hybrid.Missed))
+}
+
+// without returns the elements of a that are not in b.
+func without(a, b []string) []string {
+	var out []string
+	for _, s := range a {
+		if !slices.Contains(b, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
