@@ -1,7 +1,9 @@
 package agentloop
 
 import (
+	"bytes"
 	"encoding/json"
+	"strings"
 	"sync"
 
 	"github.com/memlayer/memlayer/layer"
@@ -26,7 +28,8 @@ import (
 // The model still sees the run's messages as they were, so a task that
 // needs the address can finish; what a later run loads is masked.
 // Identifiers are never altered: tool-call IDs are kept, and the default
-// redactor skips values under ID-named JSON keys and numbers that fail a
+// redactor skips values under ID-named JSON keys (at any depth, JSON
+// documents carried as escaped strings included) and numbers that fail a
 // card's or an IBAN's check, so a long numeric page ID survives.
 type RedactionConfig struct {
 	// Disabled stores everything as it was said.
@@ -57,8 +60,13 @@ func newRedactor(cfg RedactionConfig) *redactor {
 }
 
 // text masks text, keeping every string of keep. A masked JSON document
-// stays valid JSON: should a mask have cut across its syntax, the string
-// values are masked one by one instead.
+// stays valid JSON: the default redactor masks a document value by value
+// (see package redact); should another redactor's mask cut across the
+// syntax, the string values are masked one by one instead, a string that
+// holds a JSON document itself as a document, and the document is written
+// back compact with its members sorted and its numbers as they were (read
+// as json.Number, never through a float64, so a long numeric ID is not
+// rounded).
 func (rd *redactor) text(text string, keep []string, n *redactions) string {
 	if rd == nil || text == "" {
 		return text
@@ -71,22 +79,29 @@ func (rd *redactor) text(text string, keep []string, n *redactions) string {
 		n.add(found)
 		return out
 	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
 	var v any
-	if err := json.Unmarshal([]byte(text), &v); err != nil {
+	if err := dec.Decode(&v); err != nil {
 		return out
 	}
 	v = rd.value(v, keep, n)
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return out
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // value masks the strings of a decoded JSON value.
 func (rd *redactor) value(v any, keep []string, n *redactions) any {
 	switch v := v.(type) {
 	case string:
+		if t := strings.TrimSpace(v); t != "" && (t[0] == '{' || t[0] == '[') && json.Valid([]byte(t)) {
+			return rd.text(v, keep, n) // a JSON document written as a string
+		}
 		out, found := rd.r.Redact(v, keep)
 		n.add(found)
 		return out

@@ -3,11 +3,12 @@ package agentloop_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
-	"math/big"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/memlayer/memlayer/episodicmemory"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/redact"
+	"github.com/memlayer/memlayer/redact/redacttest"
 	"github.com/memlayer/memlayer/semanticmemory"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/storage/redis"
@@ -26,45 +28,8 @@ import (
 	"github.com/memlayer/memlayer/workingmemory"
 )
 
-// The generators below make the secrets of the redaction test. They are
-// written apart from package redact: card check digits by the doubling
-// rule, IBAN check digits with math/big.
-
-const alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-
-func genWord(r *rand.Rand, n int, from string) string {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = from[r.IntN(len(from))]
-	}
-	return string(b)
-}
-
-// genLuhn returns a 16-digit number that starts with prefix and passes
-// the Luhn check.
-func genLuhn(r *rand.Rand, prefix string) string {
-	d := prefix + genWord(r, 15-len(prefix), "0123456789")
-	sum := 0
-	for i := len(d) - 1; i >= 0; i-- {
-		v := int(d[i] - '0')
-		if (len(d)-i)%2 == 1 { // doubled: every second digit from the right of the full number
-			v *= 2
-			if v > 9 {
-				v -= 9
-			}
-		}
-		sum += v
-	}
-	return d + string(rune('0'+(10-sum%10)%10))
-}
-
-// genIBAN returns a German IBAN with valid check digits.
-func genIBAN(r *rand.Rand) string {
-	bban := genWord(r, 18, "0123456789")
-	n, _ := new(big.Int).SetString(bban+"131400", 10) // "DE00": D=13, E=14
-	check := 98 - new(big.Int).Mod(n, big.NewInt(97)).Int64()
-	return fmt.Sprintf("DE%02d%s", check, bban)
-}
+// The secrets of the redaction test come from package redacttest,
+// written apart from package redact.
 
 type secrets struct {
 	email, card, iban, phone, key, bearer, password string
@@ -72,13 +37,13 @@ type secrets struct {
 
 func genSecrets(r *rand.Rand, i int) secrets {
 	return secrets{
-		email:    fmt.Sprintf("%s.%s%d@%s.example", genWord(r, 5, "abcdefghij"), genWord(r, 6, "klmnopqrst"), i, genWord(r, 7, "abcdefgh")),
-		card:     genLuhn(r, "4"),
-		iban:     genIBAN(r),
+		email:    fmt.Sprintf("%s.%s%d@%s.example", redacttest.Word(r, 5, "abcdefghij"), redacttest.Word(r, 6, "klmnopqrst"), i, redacttest.Word(r, 7, "abcdefgh")),
+		card:     redacttest.Luhn(r, "4", 16),
+		iban:     redacttest.IBAN(r),
 		phone:    fmt.Sprintf("+44 20 %04d %04d", r.IntN(10000), r.IntN(10000)),
-		key:      "sk-live-" + genWord(r, 28, alnum),
-		bearer:   genWord(r, 40, alnum),
-		password: genWord(r, 18, alnum),
+		key:      "sk-live-" + redacttest.Word(r, 28, redacttest.Alnum),
+		bearer:   redacttest.Word(r, 40, redacttest.Alnum),
+		password: redacttest.Word(r, 18, redacttest.Alnum),
 	}
 }
 
@@ -136,7 +101,7 @@ func redactionScenario(t *testing.T, store storage.Store, path string) {
 	for i := range turns {
 		s := genSecrets(r, i)
 		planted = append(planted, s.all()...)
-		id := genLuhn(r, "4") // a page ID that is also a valid card number
+		id := redacttest.Luhn(r, "4", 16) // a page ID that is also a valid card number
 		ids = append(ids, id)
 		if i == 0 {
 			noted = s.email
@@ -357,4 +322,113 @@ func TestMemory47_MemoryAdapterMasksTheTurn(t *testing.T) {
 			t.Errorf("disabled %v: the layers got %q / %q", disabled, turns[0].Query, turns[0].Response)
 		}
 	}
+}
+
+// TestMemory73_RedactionOfNestedJSON: a tool whose result carries other
+// JSON documents as escaped strings (two levels deep) leaves none of the
+// values planted at any level in the store, keeps every identifier (the
+// numeric ones beyond 2^53 included), and its stored result is still
+// JSON. With a redactor of the user's that cuts across the JSON syntax,
+// the agent masks the document string by string instead, into nested
+// documents too, and never rounds a number through a float64.
+func TestMemory73_RedactionOfNestedJSON(t *testing.T) {
+	// A user's redactor that masks e-mail addresses and the quote after
+	// them: it breaks a JSON document.
+	emails := regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[a-z]{2,}"?`)
+	greedy := redact.Func(func(text string, _ []string) (string, []redact.Finding) {
+		var found []redact.Finding
+		for _, m := range emails.FindAllStringIndex(text, -1) {
+			found = append(found, redact.Finding{Kind: redact.Email, Start: m[0], End: m[1]})
+		}
+		return emails.ReplaceAllString(text, "[email]"), found
+	})
+	for _, tc := range []struct {
+		name   string
+		cfg    agentloop.RedactionConfig
+		emails bool // only the e-mail addresses are masked
+	}{
+		{"default", agentloop.RedactionConfig{}, false},
+		{"redactor that breaks JSON", agentloop.RedactionConfig{Redactor: greedy}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(73, 12))
+			docs := []redacttest.Doc{redacttest.Nested(r, 0), redacttest.Nested(r, 1), redacttest.Nested(r, 2)}
+			var calls []llms.ToolCall
+			for i := range docs {
+				calls = append(calls, agenttest.Call("fetch_record", fmt.Sprintf(`{"n":%d}`, i)))
+			}
+			fetch := agentloop.NewTool("fetch_record", "Fetch a record.", nil, func(_ context.Context, in struct {
+				N int `json:"n"`
+			}) (string, error) {
+				return docs[in.N].JSON, nil
+			})
+			eps, err := episodicmemory.New(episodicmemory.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			store := storage.NewMemory()
+			model := agenttest.New(agenttest.Reply(agenttest.Calls(calls...)), agenttest.Reply(agenttest.Text("done")))
+			a, err := agentloop.New(agentloop.Config{Model: model, Store: store, Layers: []layer.Layer{eps}, Tools: []agentloop.Tool{fetch}, Redaction: tc.cfg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "fetch the records"}); err != nil {
+				t.Fatal(err)
+			}
+			var planted, ids []string
+			for _, d := range docs {
+				ids = append(ids, d.IDs...)
+				for _, s := range d.Planted {
+					if !tc.emails || strings.Contains(s, "@") {
+						planted = append(planted, s)
+					}
+				}
+			}
+			all := storeBytes(t, store)
+			for _, s := range planted {
+				if i := bytes.Index(all, []byte(s)); i >= 0 {
+					t.Errorf("planted value %q is stored: …%q…", s, all[max(0, i-120):min(len(all), i+60)])
+				}
+			}
+			for _, id := range ids {
+				if !bytes.Contains(all, []byte(id)) {
+					t.Errorf("identifier %s was altered or lost", id)
+				}
+			}
+			msgs, _, err := a.Transcript(t.Context(), "t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			results := 0
+			for _, m := range msgs {
+				for _, res := range m.ToolResults {
+					results++
+					if !json.Valid([]byte(res.Content)) {
+						t.Errorf("stored tool result is not JSON: %s", res.Content)
+					}
+				}
+			}
+			if results != len(docs) {
+				t.Errorf("%d tool results stored, want %d", results, len(docs))
+			}
+		})
+	}
+}
+
+// storeBytes returns every key and value of store.
+func storeBytes(t *testing.T, store storage.Store) []byte {
+	t.Helper()
+	keys, err := store.List(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all bytes.Buffer
+	for _, k := range keys {
+		it, err := store.Get(t.Context(), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&all, "%s\n%s\n", k, it.Value)
+	}
+	return all.Bytes()
 }

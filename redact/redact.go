@@ -22,6 +22,16 @@
 //     its country format and the mod-97 check, and a phone number must be
 //     written as one (a leading +, or grouped with separators), so a bare
 //     run of digits is neither.
+//
+// A text that is one JSON object or array (a tool result, tool call
+// arguments) is redacted value by value rather than as text: each string
+// is decoded, redacted and its masks written back escaped, a string that
+// holds a JSON document itself (another service's response carried as an
+// escaped string) is redacted as a document at any depth, numbers are
+// read as written (never through a float64), and identifier keys are
+// known at every depth. The result is valid JSON with the same members,
+// and nothing but the masked values changes, byte for byte; a number that
+// must be masked becomes the mask as a JSON string.
 package redact
 
 import (
@@ -54,7 +64,9 @@ type Finding struct {
 // A Redactor masks what must not be stored. Redact returns text with
 // every span it finds replaced by a mask, and the spans (offsets in the
 // input). It must never alter any occurrence of a string in keep, and it
-// must be safe for concurrent use.
+// must be safe for concurrent use. In a JSON document the built-in rules
+// write a mask as the JSON around it needs: escaped inside a string,
+// quoted in place of a number.
 type Redactor interface {
 	Redact(text string, keep []string) (string, []Finding)
 }
@@ -106,36 +118,55 @@ func (r *rules) Redact(text string, keep []string) (string, []Finding) {
 	if text == "" {
 		return text, nil
 	}
-	protected := keptSpans(text, keep)
-	var found []Finding
-	for _, k := range r.kinds {
-		for _, m := range finders[k](text) {
-			f := Finding{Kind: k, Start: m[0], End: m[1]}
-			if overlaps(found, f) || overlaps(protected, f) || afterIdentifier(text, f.Start) {
-				continue
-			}
-			found = append(found, f)
-		}
+	var found []span
+	if isDocument(text) {
+		found = r.document(text, keep)
+	} else {
+		found = r.text(text, keep)
 	}
 	if len(found) == 0 {
 		return text, nil
 	}
-	slices.SortFunc(found, func(a, b Finding) int { return a.Start - b.Start })
-	var b strings.Builder
-	b.Grow(len(text))
-	at := 0
-	for _, f := range found {
-		b.WriteString(text[at:f.Start])
-		b.WriteString(r.mask(f.Kind, text[f.Start:f.End]))
-		at = f.End
+	out := make([]Finding, len(found))
+	for i, f := range found {
+		out[i] = f.Finding
 	}
-	b.WriteString(text[at:])
-	return b.String(), found
+	return apply(text, found), out
+}
+
+// span is a finding and what replaces it.
+type span struct {
+	Finding
+	repl string
+}
+
+// minFinding is the length of the shortest text a rule can find (an
+// e-mail address such as a@b.co); shorter text is not looked at.
+const minFinding = 6
+
+// text returns the spans of plain text to mask, in order.
+func (r *rules) text(text string, keep []string) []span {
+	if len(text) < minFinding {
+		return nil
+	}
+	protected := keptSpans(text, keep)
+	var found []span
+	for _, k := range r.kinds {
+		for _, m := range finders[k](text) {
+			f := Finding{Kind: k, Start: m[0], End: m[1]}
+			if overlaps(found, f) || kept(protected, f) || afterIdentifier(text, f.Start) {
+				continue
+			}
+			found = append(found, span{f, r.mask(k, text[f.Start:f.End])})
+		}
+	}
+	slices.SortFunc(found, func(a, b span) int { return a.Start - b.Start })
+	return found
 }
 
 // keptSpans returns the spans of text that hold a string of keep.
-func keptSpans(text string, keep []string) []Finding {
-	var out []Finding
+func keptSpans(text string, keep []string) [][2]int {
+	var out [][2]int
 	for _, k := range keep {
 		if k == "" {
 			continue
@@ -145,16 +176,26 @@ func keptSpans(text string, keep []string) []Finding {
 			if j < 0 {
 				break
 			}
-			out = append(out, Finding{Start: i + j, End: i + j + len(k)})
+			out = append(out, [2]int{i + j, i + j + len(k)})
 			i += j + 1
 		}
 	}
 	return out
 }
 
-func overlaps(spans []Finding, f Finding) bool {
+func overlaps(spans []span, f Finding) bool {
 	for _, s := range spans {
 		if f.Start < s.End && s.Start < f.End {
+			return true
+		}
+	}
+	return false
+}
+
+// kept reports whether f overlaps a kept span.
+func kept(spans [][2]int, f Finding) bool {
+	for _, s := range spans {
+		if f.Start < s[1] && s[0] < f.End {
 			return true
 		}
 	}
@@ -519,18 +560,13 @@ func findSecrets(text string) [][2]int {
 				break
 			}
 			j := i + k + len(key)
-			// key"?\s*[:=]\s*"? value
-			if j < len(text) && text[j] == '"' {
-				j++
-			}
-			j = skipSpaces(text, j)
+			// key"?\s*[:=]\s*"? value, the quotes maybe escaped (JSON
+			// written as a string inside text)
+			j = skipSpaces(text, skipQuote(text, j))
 			if j < len(text) && (text[j] == ':' || text[j] == '=') {
-				v := skipSpaces(text, j+1)
-				if v < len(text) && text[v] == '"' {
-					v++
-				}
+				v := skipQuote(text, skipSpaces(text, j+1))
 				end := v
-				for end < len(text) && !strings.ContainsRune(" \t\r\n\"',;}", rune(text[end])) {
+				for end < len(text) && !strings.ContainsRune(" \t\r\n\"',;}", rune(text[end])) && skipQuote(text, end) == end {
 					end++
 				}
 				if end-v >= 8 {
@@ -546,6 +582,9 @@ func findSecrets(text string) [][2]int {
 // asciiLower returns text with ASCII letters lowered and every other
 // byte as it is, so offsets into it are offsets into text.
 func asciiLower(text string) string {
+	if !strings.ContainsFunc(text, func(r rune) bool { return r >= 'A' && r <= 'Z' }) {
+		return text
+	}
 	b := []byte(text)
 	for i, c := range b {
 		if c >= 'A' && c <= 'Z' {
@@ -553,6 +592,19 @@ func asciiLower(text string) string {
 		}
 	}
 	return string(b)
+}
+
+// skipQuote returns the index past the quote at text[i], escaped by any
+// number of backslashes, or i when there is none.
+func skipQuote(text string, i int) int {
+	j := i
+	for j < len(text) && text[j] == '\\' {
+		j++
+	}
+	if j < len(text) && text[j] == '"' {
+		return j + 1
+	}
+	return i
 }
 
 func skipSpaces(text string, i int) int {
@@ -577,11 +629,11 @@ func tokenEnd(text string, i int, also string) int {
 // "ID:", "#").
 func afterIdentifier(text string, start int) bool {
 	i := start
-	// Step back over an opening quote, and over earlier elements of a
-	// JSON array ("ids": ["a", 123, ...]).
+	// Step back over an opening quote (escaped or not), and over earlier
+	// elements of a JSON array ("ids": ["a", 123, ...]).
 	for i > 0 {
 		c := text[i-1]
-		if c == '"' || c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+		if c == '"' || c == '\\' || c == ' ' || c == '\t' || c == '\n' || c == '\r' {
 			i--
 			continue
 		}
@@ -600,7 +652,7 @@ func afterIdentifier(text string, start int) bool {
 	}
 	if i > 0 && (text[i-1] == ':' || text[i-1] == '=') {
 		i--
-		for i > 0 && (text[i-1] == ' ' || text[i-1] == '"') {
+		for i > 0 && (text[i-1] == ' ' || text[i-1] == '"' || text[i-1] == '\\') {
 			i--
 		}
 	}

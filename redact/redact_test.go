@@ -1,190 +1,16 @@
 package redact_test
 
 import (
-	"fmt"
-	"math/big"
+	"encoding/json"
 	"math/rand/v2"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/memlayer/memlayer/redact"
+	"github.com/memlayer/memlayer/redact/redacttest"
 )
-
-// The generators below are written apart from the redactor: check digits
-// are computed here from their definitions (Luhn by doubling, IBAN with
-// math/big), so a mistake in the redactor's checks cannot hide itself.
-
-// luhnDigit returns the check digit that makes body+digit pass Luhn.
-func luhnDigit(body string) byte {
-	sum := 0
-	for i := len(body) - 1; i >= 0; i-- {
-		v := int(body[i] - '0')
-		if (len(body)-1-i)%2 == 0 { // doubled: every second digit from the check digit
-			v *= 2
-			if v > 9 {
-				v -= 9
-			}
-		}
-		sum += v
-	}
-	return byte('0' + (10-sum%10)%10)
-}
-
-func randDigits(r *rand.Rand, n int) string {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte('0' + r.IntN(10))
-	}
-	return string(b)
-}
-
-// genCard returns a valid card number of a random network, formatted
-// plainly, in groups of four with spaces, or with dashes.
-func genCard(r *rand.Rand) string {
-	nets := []struct {
-		prefix string
-		length int
-	}{{"4", 16}, {"4", 13}, {"51", 16}, {"55", 16}, {"2221", 16}, {"34", 15}, {"37", 15}, {"6011", 16}, {"65", 16}, {"3530", 16}, {"36", 14}}
-	n := nets[r.IntN(len(nets))]
-	body := n.prefix + randDigits(r, n.length-len(n.prefix)-1)
-	d := body + string(luhnDigit(body))
-	switch r.IntN(3) {
-	case 0:
-		return d
-	default:
-		sep := " "
-		if r.IntN(2) == 0 {
-			sep = "-"
-		}
-		var groups []string
-		for i := 0; i < len(d); i += 4 {
-			groups = append(groups, d[i:min(i+4, len(d))])
-		}
-		return strings.Join(groups, sep)
-	}
-}
-
-// genIBAN returns a valid IBAN of one of a few countries, whole or in
-// groups of four.
-func genIBAN(r *rand.Rand) string {
-	countries := []struct {
-		code   string
-		letter int // leading letters of the account part (bank code)
-		length int
-	}{{"DE", 0, 22}, {"GB", 4, 22}, {"NL", 4, 18}, {"FR", 0, 27}, {"ES", 0, 24}, {"CH", 0, 21}}
-	c := countries[r.IntN(len(countries))]
-	var bban strings.Builder
-	for range c.letter {
-		bban.WriteByte(byte('A' + r.IntN(26)))
-	}
-	bban.WriteString(randDigits(r, c.length-4-c.letter))
-	// Check digits: 98 - (BBAN + country + "00" as a number, letters as 10..35) mod 97.
-	var num strings.Builder
-	for _, ch := range bban.String() + c.code + "00" {
-		if ch >= 'A' && ch <= 'Z' {
-			num.WriteString(strconv.Itoa(int(ch-'A') + 10))
-		} else {
-			num.WriteRune(ch)
-		}
-	}
-	n, _ := new(big.Int).SetString(num.String(), 10)
-	check := 98 - new(big.Int).Mod(n, big.NewInt(97)).Int64()
-	iban := fmt.Sprintf("%s%02d%s", c.code, check, bban.String())
-	if r.IntN(2) == 0 {
-		return iban
-	}
-	var groups []string
-	for i := 0; i < len(iban); i += 4 {
-		groups = append(groups, iban[i:min(i+4, len(iban))])
-	}
-	return strings.Join(groups, " ")
-}
-
-func genEmail(r *rand.Rand) string {
-	users := []string{"ana.perez", "j.smith+news", "ops_team", "m-o", "x"}
-	hosts := []string{"example.com", "mail.example.co.uk", "corp-mail.io", "uni.edu"}
-	return fmt.Sprintf("%s%d@%s", users[r.IntN(len(users))], r.IntN(100), hosts[r.IntN(len(hosts))])
-}
-
-func genPhone(r *rand.Rand) string {
-	switch r.IntN(5) {
-	case 0:
-		return "+44 20 " + randDigits(r, 4) + " " + randDigits(r, 4)
-	case 1:
-		return "(" + randDigits(r, 3) + ") " + randDigits(r, 3) + "-" + randDigits(r, 4)
-	case 2:
-		return randDigits(r, 3) + "-" + randDigits(r, 3) + "-" + randDigits(r, 4)
-	case 3:
-		return "+1" + randDigits(r, 10)
-	default:
-		return "06 " + randDigits(r, 2) + " " + randDigits(r, 2) + " " + randDigits(r, 2) + " " + randDigits(r, 2)
-	}
-}
-
-const alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-
-func randAlnum(r *rand.Rand, n int) string {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = alnum[r.IntN(len(alnum))]
-	}
-	return string(b)
-}
-
-// genSecret returns a secret and the text it is written in.
-func genSecret(r *rand.Rand) (secret, text string) {
-	switch r.IntN(6) {
-	case 0:
-		s := "sk-proj-" + randAlnum(r, 40)
-		return s, "use the key " + s + " for the import"
-	case 1:
-		s := "ghp_" + randAlnum(r, 36)
-		return s, "token: " + s
-	case 2:
-		s := "AKIA" + strings.ToUpper(randAlnum(r, 16))
-		s = strings.Map(func(c rune) rune {
-			if c >= 'a' && c <= 'z' {
-				return c - 32
-			}
-			return c
-		}, s)
-		return s, "aws access key " + s + " in region eu-west-1"
-	case 3:
-		s := "eyJ" + randAlnum(r, 20) + ".eyJ" + randAlnum(r, 30) + "." + randAlnum(r, 25)
-		return s, "Authorization: Bearer " + s
-	case 4:
-		s := randAlnum(r, 24)
-		return s, `{"api_key": "` + s + `", "region": "us"}`
-	default:
-		s := randAlnum(r, 14)
-		return s, "password=" + s + " (temporary)"
-	}
-}
-
-// genID returns a long numeric identifier that would pass as a card
-// number (a Visa prefix, sixteen digits, Luhn-valid) and a place for it
-// where it is plainly an identifier.
-func genID(r *rand.Rand) (id, text string) {
-	body := "4" + randDigits(r, 14)
-	id = body + string(luhnDigit(body))
-	switch r.IntN(6) {
-	case 0:
-		return id, `{"id": ` + id + `, "title": "Spring sale"}`
-	case 1:
-		return id, `{"page_id": "` + id + `"}`
-	case 2:
-		return id, `{"sectionIds": ["` + id + `", "x"]}`
-	case 3:
-		return id, "updated order #" + id
-	case 4:
-		return id, "page ID: " + id + " is live"
-	default:
-		return id, "result of call_" + id // a tool-call ID; kept through keep
-	}
-}
 
 // TestRedactGenerated: a conversation full of generated e-mails, phone
 // numbers, card numbers, IBANs and secrets keeps none of them, while long
@@ -195,27 +21,27 @@ func TestRedactGenerated(t *testing.T) {
 	for range 400 {
 		switch r.IntN(6) {
 		case 0:
-			c := genCard(r)
+			c := redacttest.Card(r)
 			secrets = append(secrets, c)
 			parts = append(parts, "charge card "+c+" today")
 		case 1:
-			iban := genIBAN(r)
+			iban := redacttest.IBAN(r)
 			secrets = append(secrets, iban)
 			parts = append(parts, `{"payout": {"iban": "`+iban+`"}}`)
 		case 2:
-			e := genEmail(r)
+			e := redacttest.Email(r)
 			secrets = append(secrets, e)
 			parts = append(parts, "write to "+e+".")
 		case 3:
-			p := genPhone(r)
+			p := redacttest.Phone(r)
 			secrets = append(secrets, p)
 			parts = append(parts, "call me at "+p+", thanks")
 		case 4:
-			s, text := genSecret(r)
+			s, text := redacttest.Secret(r)
 			secrets = append(secrets, s)
 			parts = append(parts, text)
 		default:
-			id, text := genID(r)
+			id, text := redacttest.ID(r)
 			ids = append(ids, id)
 			parts = append(parts, text)
 			if strings.Contains(text, "call_") {
@@ -305,11 +131,14 @@ func TestNewKindsAndMask(t *testing.T) {
 
 // FuzzRedact: redaction never panics, its findings are sorted, disjoint
 // and inside the input, the output is the input with each finding
-// replaced by its mask, and every occurrence of a kept string survives.
+// replaced by its mask (quoted for a JSON number), a JSON object or array
+// stays valid JSON, and every occurrence of a kept string survives.
 func FuzzRedact(f *testing.F) {
 	f.Add("card 4111 1111 1111 1111 and ana@example.com", "1111")
 	f.Add(`{"id": 4111111111111111, "iban": "DE89370400440532013000"}`, "4111111111111111")
 	f.Add("Bearer abcdefghijklmnopqrstuvwxyz012345 +44 20 7946 0958", "")
+	f.Add(redacttest.Nested(rand.New(rand.NewPCG(1, 1)), 2).JSON, "")
+	f.Add(`{"n":"a\n4111 1111 1111 1111\u00e9\ud83d\ude00 ann@example.com","card":4111111111111111}`, "")
 	mask := regexp.MustCompile(`\[redacted [a-z]+\]`)
 	f.Fuzz(func(t *testing.T, text, keep string) {
 		var keeps []string
@@ -317,18 +146,9 @@ func FuzzRedact(f *testing.F) {
 			keeps = []string{keep}
 		}
 		out, found := redact.Default.Redact(text, keeps)
-		at := 0
-		var rebuilt strings.Builder
-		for _, fd := range found {
-			if fd.Start < at || fd.End <= fd.Start || fd.End > len(text) || !slices.Contains(redact.Kinds, fd.Kind) {
-				t.Fatalf("bad finding %+v (previous end %d, len %d)", fd, at, len(text))
-			}
-			rebuilt.WriteString(text[at:fd.Start] + "[redacted " + string(fd.Kind) + "]")
-			at = fd.End
-		}
-		rebuilt.WriteString(text[at:])
-		if rebuilt.String() != out {
-			t.Fatalf("output %q is not the input with its findings masked (%q)", out, rebuilt.String())
+		checkFindings(t, text, out, found)
+		if t := strings.TrimLeft(text, " \t\r\n"); t != "" && (t[0] == '{' || t[0] == '[') && json.Valid([]byte(text)) && !json.Valid([]byte(out)) {
+			panic("a JSON document came out as invalid JSON: " + out)
 		}
 		if keep != "" && strings.Count(out, keep) < strings.Count(text, keep) && !mask.MatchString(keep) {
 			t.Fatalf("kept %q: %d occurrences in, %d out", keep, strings.Count(text, keep), strings.Count(out, keep))
@@ -344,7 +164,7 @@ func BenchmarkRedact(b *testing.B) {
 	for sb.Len() < 64<<10 {
 		sb.WriteString(`{"id": "page_8f3a21", "title": "Pricing FAQ", "body": "Our plans start at 10 dollars a month; see the table below for details.", "updated_at": "2026-11-23T10:00:00Z"}` + "\n")
 		if r.IntN(4) == 0 {
-			sb.WriteString("contact " + genEmail(r) + " or " + genPhone(r) + "\n")
+			sb.WriteString("contact " + redacttest.Email(r) + " or " + redacttest.Phone(r) + "\n")
 		}
 	}
 	text := sb.String()
@@ -352,5 +172,191 @@ func BenchmarkRedact(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		redact.Default.Redact(text, []string{"page_8f3a21"})
+	}
+}
+
+// TestMemory70_RedactNestedJSON: a tool result whose JSON carries other
+// JSON documents as escaped strings, up to three levels deep, keeps none
+// of the values planted at any level, keeps every identifier under an
+// identifier-named key (as a string, as a JSON number beyond 2^53, in an
+// "ids" array), stays valid JSON with the same members at every level,
+// and changes nothing but what it masks: every other value, and the way
+// it was escaped, is as it was.
+func TestMemory70_RedactNestedJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(70, 12))
+	for depth := range 4 {
+		for range 25 {
+			doc := redacttest.Nested(r, depth)
+			out, found := redact.Default.Redact(doc.JSON, nil)
+			if !json.Valid([]byte(out)) {
+				t.Fatalf("depth %d: the output is not JSON:\n%s", depth, out)
+			}
+			for _, s := range doc.Planted {
+				if strings.Contains(out, s) {
+					t.Errorf("depth %d: %q survived redaction:\n%s", depth, s, out)
+				}
+			}
+			for _, id := range doc.IDs {
+				if !strings.Contains(out, id) {
+					t.Errorf("depth %d: identifier %s was altered:\n%s", depth, id, out)
+				}
+			}
+			if want := len(doc.Planted); len(found) < want {
+				t.Errorf("depth %d: %d findings for %d planted values", depth, len(found), want)
+			}
+			sameButMasked(t, doc.JSON, out, depth)
+			checkFindings(t, doc.JSON, out, found)
+		}
+	}
+}
+
+// masked are the members of a redacttest.Nested document whose values are
+// planted; every other member must come out as it went in.
+var masked = map[string]bool{"email": true, "card": true, "card_number": true, "iban": true, "phone": true, "token": true, "password": true, "api_key": true, "note": true}
+
+// sameButMasked checks that out has the members of in, level by level
+// down the "body" strings, with a masked value where one was planted and
+// every other value byte for byte as it was (raw, escapes included).
+func sameButMasked(t *testing.T, in, out string, depth int) {
+	t.Helper()
+	var a, b map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(in), &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(out), &b); err != nil {
+		t.Fatalf("depth %d: %v", depth, err)
+	}
+	if len(a) != len(b) {
+		t.Fatalf("depth %d: %d members in, %d out", depth, len(a), len(b))
+	}
+	for k, v := range a {
+		w, ok := b[k]
+		switch {
+		case !ok:
+			t.Errorf("depth %d: member %q lost", depth, k)
+		case k == "body":
+			var s, u string
+			if json.Unmarshal(v, &s) != nil || json.Unmarshal(w, &u) != nil {
+				t.Fatalf("depth %d: body is not a string: %s", depth, w)
+			}
+			sameButMasked(t, s, u, depth-1)
+		case masked[k]:
+			if !strings.Contains(string(w), "[redacted ") {
+				t.Errorf("depth %d: %q = %s, want it masked", depth, k, w)
+			}
+		case string(v) != string(w):
+			t.Errorf("depth %d: %q = %s, want %s as it was", depth, k, w, v)
+		}
+	}
+}
+
+// checkFindings checks that the findings are sorted, disjoint, inside the
+// input, of a known kind, and that out is the input with each finding
+// replaced by its mask: as it is, or (for a JSON number) quoted.
+func checkFindings(t *testing.T, in, out string, found []redact.Finding) {
+	t.Helper()
+	at, o := 0, 0
+	for _, f := range found {
+		if f.Start < at || f.End <= f.Start || f.End > len(in) || !slices.Contains(redact.Kinds, f.Kind) {
+			t.Fatalf("bad finding %+v (previous end %d, len %d)", f, at, len(in))
+		}
+		gap := in[at:f.Start]
+		if !strings.HasPrefix(out[o:], gap) {
+			t.Fatalf("the output differs from the input before %+v: %q, want %q", f, out[o:min(len(out), o+len(gap))], gap)
+		}
+		o += len(gap)
+		// A JSON number's mask is quoted, the quotes escaped as deep as
+		// the number's document is nested in strings (as the nearest quote
+		// before it is).
+		mask := "[redacted " + string(f.Kind) + "]"
+		if c := in[f.Start]; c == '-' || c >= '0' && c <= '9' {
+			q := `"`
+			if k := strings.LastIndexByte(in[:f.Start], '"'); k >= 0 {
+				j := k
+				for j > 0 && in[j-1] == '\\' {
+					j--
+				}
+				q = in[j : k+1]
+			}
+			if strings.HasPrefix(out[o:], q+mask+q) {
+				mask = q + mask + q
+			}
+		}
+		if !strings.HasPrefix(out[o:], mask) {
+			t.Fatalf("finding %+v of %q: the output has %q, want its mask %q", f, in[f.Start:f.End], out[o:min(len(out), o+30)], mask)
+		}
+		o += len(mask)
+		at = f.End
+	}
+	if out[o:] != in[at:] {
+		t.Fatalf("the output differs from the input after the last finding: %q, want %q", out[o:], in[at:])
+	}
+}
+
+// TestMemory71_RedactJSONNumbers: a JSON number is never decoded into a
+// float64 and written back: long numeric IDs, amounts and exponents come
+// out byte for byte; a card number written as a JSON number is masked as
+// a string, so the document stays valid JSON.
+func TestMemory71_RedactJSONNumbers(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"orderId": 41111111111111111111, "amount": 12.50, "ratio": 1e400, "user_id": 4111111111111111}`,
+			`{"orderId": 41111111111111111111, "amount": 12.50, "ratio": 1e400, "user_id": 4111111111111111}`},
+		{`{"card": 4111111111111111, "n": -0.0}`, `{"card": "[redacted card]", "n": -0.0}`},
+		{`[4111111111111111, 9007199254740993]`, `["[redacted card]", 9007199254740993]`},
+		{`{"api_key": 123456789012}`, `{"api_key": "[redacted secret]"}`},
+		{`{"ids": [4111111111111111, "4111111111111111"], "note": "hi\nann@example.com"}`,
+			`{"ids": [4111111111111111, "4111111111111111"], "note": "hi\n[redacted email]"}`},
+		{`{"note": "line\n4111 1111 1111 1111\tend", "t": "\u003cb\u003e"}`, `{"note": "line\n[redacted card]\tend", "t": "\u003cb\u003e"}`},
+		{`{"password": "correct horse \"battery\" staple"}`, `{"password": "[redacted secret]"}`},
+		{`{"ann@example.com": {"page_id": "4111111111111111"}}`, `{"[redacted email]": {"page_id": "4111111111111111"}}`},
+	} {
+		out, found := redact.Default.Redact(tc.in, nil)
+		if out != tc.want {
+			t.Errorf("Redact(%s)\n = %s\nwant %s", tc.in, out, tc.want)
+		}
+		if !json.Valid([]byte(out)) {
+			t.Errorf("Redact(%s) = %s: not JSON", tc.in, out)
+		}
+		checkFindings(t, tc.in, out, found)
+	}
+	// A mask of the user's is escaped as the string it lands in needs.
+	r := redact.New(redact.Config{Mask: func(k redact.Kind, _ string) string { return "<\"" + string(k) + "\"\n>" }})
+	in := `{"a": "mail ann@example.com", "b": "{\"c\": 4111111111111111}"}`
+	want := `{"a": "mail <\"email\"\n>", "b": "{\"c\": \"<\\\"card\\\"\\n>\"}"}`
+	if out, _ := r.Redact(in, nil); out != want || !json.Valid([]byte(out)) {
+		t.Errorf("Redact(%s)\n = %s\nwant %s", in, out, want)
+	}
+}
+
+// TestMemory72_RedactEscapedJSONInText: JSON written as an escaped string
+// inside text that is not itself a JSON document (a log line) keeps its
+// identifiers and loses its secrets too.
+func TestMemory72_RedactEscapedJSONInText(t *testing.T) {
+	in := `tool said: {\"user_id\":\"4111111111111111\",\"pageId\": 4111111111111111,\"api_key\":\"abcdefghijkl\",\"password\" : \"hunter2hunter2\"} and more`
+	want := `tool said: {\"user_id\":\"4111111111111111\",\"pageId\": 4111111111111111,\"api_key\":\"[redacted secret]\",\"password\" : \"[redacted secret]\"} and more`
+	if out, _ := redact.Default.Redact(in, nil); out != want {
+		t.Errorf("Redact(%s)\n = %s\nwant %s", in, out, want)
+	}
+}
+
+// BenchmarkRedactJSON redacts about 64 KB of JSON tool result: an array
+// of records, each carrying another JSON document as an escaped string
+// (redacttest.Nested, one level), with values to mask at both levels.
+func BenchmarkRedactJSON(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var sb strings.Builder
+	sb.WriteByte('[')
+	for sb.Len() < 64<<10 {
+		if sb.Len() > 1 {
+			sb.WriteString(",\n")
+		}
+		sb.WriteString(redacttest.Nested(r, 1).JSON)
+	}
+	sb.WriteByte(']')
+	text := sb.String()
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		redact.Default.Redact(text, nil)
 	}
 }

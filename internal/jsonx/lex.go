@@ -26,9 +26,16 @@ func skipSpace(d []byte, i int) int {
 // forgiving, it keeps control characters, turns bad escapes into U+FFFD
 // and goes on (bad is -1 either way when there is nothing wrong).
 func unescape(buf, s []byte, strict bool) (out []byte, end, bad int) {
+	return unescapeAt(buf, s, strict, nil)
+}
+
+// unescapeAt is unescape that, given pos, also appends to *pos, for each
+// byte it appends to buf, the index in s of the byte or escape that byte
+// comes from.
+func unescapeAt(buf, s []byte, strict bool, pos *[]int) (out []byte, end, bad int) {
 	i := 0
 	for i < len(s) {
-		c := s[i]
+		c, start, n := s[i], i, len(buf)
 		switch {
 		case c == '"' && strict:
 			return buf, i, -1
@@ -58,16 +65,13 @@ func unescape(buf, s []byte, strict bool) (out []byte, end, bad int) {
 				buf = append(buf, '\t')
 			case 'u':
 				r, ok := hex4(s, i)
-				if !ok {
-					if strict {
-						return buf, i - 2, i - 2
-					}
-					buf = utf8.AppendRune(buf, utf8.RuneError)
-					i += 4
-					continue
-				}
 				i += 4
-				if utf16.IsSurrogate(r) {
+				switch {
+				case !ok && strict:
+					return buf, i - 6, i - 6
+				case !ok:
+					r = utf8.RuneError
+				case utf16.IsSurrogate(r):
 					r2, ok := rune(-1), false
 					if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
 						r2, ok = hex4(s, i+2)
@@ -93,6 +97,11 @@ func unescape(buf, s []byte, strict bool) (out []byte, end, bad int) {
 			r, size := utf8.DecodeRune(s[i:])
 			buf = utf8.AppendRune(buf, r)
 			i += size
+		}
+		if pos != nil {
+			for range len(buf) - n {
+				*pos = append(*pos, start)
+			}
 		}
 	}
 	return buf, len(s), -1

@@ -17,7 +17,8 @@ import (
 type Kind uint8
 
 // The kinds of value; KindBad is no value (end of input, or a byte that
-// starts none).
+// starts none). KindEnd is no value either: the closing bracket [Next]
+// returns as a token of its own.
 const (
 	KindBad Kind = iota
 	KindNull
@@ -26,6 +27,7 @@ const (
 	KindString
 	KindObject
 	KindArray
+	KindEnd
 )
 
 // Value is one JSON value as a span of the input: strings keep their quotes,
@@ -124,6 +126,32 @@ func ScanValue(d []byte, i int) (Value, int) {
 	default:
 		return Value{}, len(d)
 	}
+}
+
+// Next returns the token of a JSON document at d[i] or after it, skipping
+// white space, commas and colons, and the index just past it: a string,
+// number, true, false or null as ScanValue reads them, an opening bracket
+// alone (KindObject or KindArray, Raw "{" or "["), or a closing one
+// (KindEnd); KindBad at the end of d. On valid JSON the tokens come in
+// document order, which is how package redact walks a document without
+// decoding it (a key is the string after an object's opening bracket or
+// after one of its values).
+func Next(d []byte, i int) (Value, int) {
+	for i < len(d) && (isSpace(d[i]) || d[i] == ',' || d[i] == ':') {
+		i++
+	}
+	if i >= len(d) {
+		return Value{}, i
+	}
+	switch d[i] {
+	case '{':
+		return Value{Raw: d[i : i+1], Kind: KindObject}, i + 1
+	case '[':
+		return Value{Raw: d[i : i+1], Kind: KindArray}, i + 1
+	case '}', ']':
+		return Value{Raw: d[i : i+1], Kind: KindEnd}, i + 1
+	}
+	return ScanValue(d, i)
 }
 
 // Fields returns the members of an object value in buf: each key once (the
@@ -294,6 +322,24 @@ func UnquoteBytes(raw []byte) []byte {
 		return nil
 	}
 	return decodeString(raw)
+}
+
+// UnquoteOffsets decodes the whole JSON string span lit (its quotes
+// included) as UnquoteBytes does, and returns with it, for each byte of
+// the value, the offset in lit of the byte or escape it comes from, then
+// the offset of the closing quote: value[i:j] is written lit[pos[i]:pos[j]]
+// when neither i nor j falls inside what one escape or character wrote.
+// It is how a redactor that searched the value masks the literal in place.
+func UnquoteOffsets(lit []byte) (value []byte, pos []int) {
+	if len(lit) < 2 {
+		return nil, []int{len(lit)}
+	}
+	pos = make([]int, 0, len(lit))
+	value, _, _ = unescapeAt(make([]byte, 0, len(lit)), lit[1:len(lit)-1], false, &pos)
+	for i := range pos {
+		pos[i]++ // offsets in the body → in lit
+	}
+	return value, append(pos, len(lit)-1)
 }
 
 func decodeString(raw []byte) []byte {

@@ -140,3 +140,76 @@ func TestUnquoteSurrogatesAsEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// FuzzUnquoteOffsets holds UnquoteOffsets to encoding/json: on a valid
+// string literal it decodes the same value, and maps each of its bytes to
+// a place inside the literal, in order.
+func FuzzUnquoteOffsets(f *testing.F) {
+	for _, s := range []string{`a`, `a\nb`, `\u00e9\ud83d\ude00`, `\ud83d x`, `\ud83d\u0041`, "\xff\xfe", `\"\\\/\b\f\r\t`, "é€"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		lit := `"` + body + `"`
+		var want string
+		if json.Unmarshal([]byte(lit), &want) != nil {
+			return
+		}
+		v, pos := UnquoteOffsets([]byte(lit))
+		if string(v) != want {
+			t.Fatalf("UnquoteOffsets(%q) = %q, encoding/json %q", lit, v, want)
+		}
+		if len(pos) != len(v)+1 || pos[len(pos)-1] != len(lit)-1 {
+			t.Fatalf("UnquoteOffsets(%q): %d offsets for %d bytes, last %d", lit, len(pos), len(v), pos[len(pos)-1])
+		}
+		for i := 1; i < len(pos); i++ {
+			if pos[i] < pos[i-1] || pos[i-1] < 1 {
+				t.Fatalf("UnquoteOffsets(%q) = %v: not in order inside the literal", lit, pos)
+			}
+		}
+	})
+}
+
+// FuzzNextMatchesDecoder holds Next to encoding/json's Decoder.Token: on
+// valid JSON it returns the same tokens in the same order.
+func FuzzNextMatchesDecoder(f *testing.F) {
+	for _, s := range []string{`{"a":[1,"x\n",true,null,{"b":-2.5e3}],"c":{}}`, `[]`, ` [ "\u00e9" , 0 ] `, `{"":""}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		d := []byte(doc)
+		if !json.Valid(d) {
+			return
+		}
+		dec := json.NewDecoder(strings.NewReader(doc))
+		dec.UseNumber()
+		for i := 0; ; {
+			v, next := Next(d, i)
+			tok, err := dec.Token()
+			if err != nil {
+				if v.Kind != KindBad {
+					t.Fatalf("Next(%q, %d) = %q, the decoder ended", doc, i, v.Raw)
+				}
+				return
+			}
+			var got any
+			switch v.Kind {
+			case KindObject, KindArray, KindEnd:
+				got = json.Delim(v.Raw[0])
+			case KindString:
+				got = string(UnquoteBytes(v.Raw))
+			case KindNumber:
+				got = json.Number(v.Raw)
+			case KindBool:
+				got = string(v.Raw) == "true"
+			case KindNull:
+				got = nil
+			default:
+				t.Fatalf("Next(%q, %d) = bad, the decoder has %v", doc, i, tok)
+			}
+			if got != tok {
+				t.Fatalf("Next(%q, %d) = %q (%v), the decoder has %#v", doc, i, v.Raw, got, tok)
+			}
+			i = next
+		}
+	})
+}
