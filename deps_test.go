@@ -153,6 +153,9 @@ var importRules = []importRule{
 	{"redact imports only the standard library", []string{"redact"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
 		return nonStandard("redact", pkgs["redact"].deps, std)
 	}},
+	{"audit imports only the standard library and storage", []string{"audit"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
+		return nonStandard("audit", pkgs["audit"].deps, std, "storage")
+	}},
 	{"layer imports only the standard library and storage", []string{"layer"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
 		return nonStandard("layer", pkgs["layer"].deps, std, "storage")
 	}},
