@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -15,20 +17,16 @@ import (
 
 // Errors of the package. Check them with errors.Is.
 var (
-	// ErrCorrupt means a stored audit record cannot be decoded.
-	ErrCorrupt = errors.New("audit: corrupt record")
-	// ErrVersion means a stored audit record was written by a newer
-	// version of this package.
-	ErrVersion = errors.New("audit: unsupported format version")
 	// ErrNoThread means a thread ID is empty.
 	ErrNoThread = errors.New("audit: no thread ID")
 )
 
-// FormatVersion is the version of the stored record.
+// FormatVersion is the version of a stored turn. A turn of a higher
+// version is skipped by [Log.Turns], with a warning.
 const FormatVersion = 1
 
-// Name is the name of a thread's audit record: it is stored under
-// storage.ThreadKey(threadID, Name).
+// Name is the prefix of the names of a thread's audit records: turn n is
+// stored under storage.ThreadKey(threadID, Name+"."+n), n in 16 digits.
 const Name = "audit"
 
 // Defaults and limits.
@@ -41,8 +39,10 @@ const (
 	// MaxEvents bounds the events of one turn; Commit keeps the first
 	// MaxEvents and counts the rest in Turn.Dropped.
 	MaxEvents = 4096
-	// maxRetries bounds the compare-and-swap attempts of one commit.
+	// maxRetries bounds the attempts of one commit to claim a number.
 	maxRetries = 16
+	// maxCached bounds the threads whose last number a Log remembers.
+	maxCached = 4096
 )
 
 // Op is the kind of memory operation an [Event] records.
@@ -166,7 +166,7 @@ type Config struct {
 	// Keep is how many turns a thread keeps, the newest; zero or
 	// negative means DefaultKeep.
 	Keep int
-	// Logger receives the warnings about records set aside or skipped.
+	// Logger receives the warnings about turns skipped or not deleted.
 	// Nil is slog.Default().
 	Logger *slog.Logger
 	// Now returns the time a turn is committed. Nil is time.Now.
@@ -174,10 +174,15 @@ type Config struct {
 }
 
 // Log reads and commits the audit turns of threads. It is safe for
-// concurrent use, and several processes may share its store: a commit
-// that loses a compare-and-swap reads the record again and retries.
+// concurrent use, and several processes may share its store: each turn
+// number is claimed by a create-only Put, so two commits never take the
+// same one.
 type Log struct {
 	cfg Config
+	mu  sync.Mutex
+	// last is the number of the last turn this Log committed, by thread:
+	// the next commit claims the one after without listing the thread.
+	last map[string]int64
 }
 
 // New returns a Log. It does no I/O.
@@ -194,143 +199,167 @@ func New(cfg Config) *Log {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Log{cfg: cfg}
+	return &Log{cfg: cfg, last: map[string]int64{}}
 }
 
 // Keep returns how many turns a thread keeps.
 func (l *Log) Keep() int { return l.cfg.Keep }
 
-// record is the stored value: the thread's last turns, oldest first,
-// each kept as raw JSON so that one bad turn does not lose the others.
+// record is a stored turn.
 type record struct {
-	Version int               `json:"v"`
-	Next    int64             `json:"next"`
-	Turns   []json.RawMessage `json:"turns"`
+	Version int `json:"v"`
+	Turn
 }
 
 // Commit stores events as the thread's next turn and returns it, with
 // its Seq and Time. Texts longer than MaxTextBytes are cut and events
-// beyond MaxEvents dropped (counted in Turn.Dropped); the thread keeps
-// its newest Config.Keep turns. A stored record that cannot be decoded is
-// set aside first (see the package doc). The events are copied: the
+// beyond MaxEvents dropped (counted in Turn.Dropped); turns that fall
+// out of the newest Config.Keep are deleted. The events are copied: the
 // caller may reuse the slice.
+//
+// A commit is one create-only Put of the turn, and one Delete of the
+// turn it pushes out of the window; the first commit of a thread by this
+// Log, or one that finds its number taken (by another process), first
+// lists the thread's turns.
 func (l *Log) Commit(ctx context.Context, threadID string, events []Event) (Turn, error) {
 	if threadID == "" {
 		return Turn{}, ErrNoThread
 	}
-	t := Turn{Time: l.cfg.Now().UTC(), Events: make([]Event, 0, min(len(events), MaxEvents))}
+	rec := record{Version: FormatVersion, Turn: Turn{Time: l.cfg.Now().UTC(), Events: make([]Event, 0, min(len(events), MaxEvents))}}
 	for i, e := range events {
 		if i == MaxEvents {
-			t.Dropped = len(events) - MaxEvents
+			rec.Dropped = len(events) - MaxEvents
 			break
 		}
 		e.Text = cut(e.Text)
-		e.Candidates = append([]Candidate(nil), e.Candidates...)
-		t.Events = append(t.Events, e)
+		e.Candidates = slices.Clone(e.Candidates)
+		rec.Events = append(rec.Events, e)
 	}
-	key := storage.ThreadKey(threadID, Name)
 	for attempt := range maxRetries {
 		if err := storage.WaitRetry(ctx, attempt); err != nil {
 			return Turn{}, fmt.Errorf("audit: commit: %w", err)
 		}
-		rec, ver, err := l.load(ctx, threadID, key, true)
+		last, known := l.lastSeq(threadID)
+		var stale []int64
+		if !known {
+			seqs, err := l.seqs(ctx, threadID)
+			if err != nil {
+				return Turn{}, fmt.Errorf("audit: commit: %w", err)
+			}
+			if n := len(seqs); n > 0 {
+				last = seqs[n-1]
+			}
+			stale = seqs[:max(len(seqs)-(l.cfg.Keep-1), 0)]
+		} else if old := last + 1 - int64(l.cfg.Keep); old > 0 {
+			stale = []int64{old}
+		}
+		rec.Seq = last + 1
+		b, err := json.Marshal(rec)
 		if err != nil {
 			return Turn{}, fmt.Errorf("audit: commit: %w", err)
 		}
-		rec.Next++
-		t.Seq = rec.Next
-		b, err := json.Marshal(t)
-		if err != nil {
-			return Turn{}, fmt.Errorf("audit: commit: %w", err)
-		}
-		rec.Turns = append(rec.Turns, b)
-		if n := len(rec.Turns) - l.cfg.Keep; n > 0 {
-			rec.Turns = rec.Turns[n:]
-		}
-		val, err := json.Marshal(rec)
-		if err != nil {
-			return Turn{}, fmt.Errorf("audit: commit: %w", err)
-		}
-		if _, err := l.cfg.Store.Put(ctx, key, val, ver); err != nil {
+		if _, err := l.cfg.Store.Put(ctx, turnKey(threadID, rec.Seq), b, storage.NoVersion); err != nil {
+			l.setLast(threadID, -1)
 			if errors.Is(err, storage.ErrConflict) {
-				continue
+				continue // another writer took the number
 			}
 			return Turn{}, fmt.Errorf("audit: commit: %w", err)
 		}
-		return t, nil
+		l.setLast(threadID, rec.Seq)
+		for _, s := range stale {
+			if err := l.cfg.Store.Delete(ctx, turnKey(threadID, s), storage.AnyVersion); err != nil {
+				l.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "audit: an old turn was not deleted; the next listing retries",
+					slog.String("thread", threadID), slog.Int64("turn", s), slog.Any("error", err))
+			}
+		}
+		return rec.Turn, nil
 	}
-	return Turn{}, fmt.Errorf("audit: commit: %d attempts lost the race: %w", maxRetries, storage.ErrConflict)
+	return Turn{}, fmt.Errorf("audit: commit: %d attempts found their turn number taken: %w", maxRetries, storage.ErrConflict)
 }
 
-// Turns returns the turns the thread keeps, oldest first; none for a
-// thread with no audit. A turn that cannot be decoded is skipped and
-// reported through Config.Logger. A record that cannot be decoded at all
-// is an error wrapping ErrCorrupt (and is left for the next commit to set
-// aside); one from a newer version, ErrVersion.
+// Turns returns the turns the thread keeps, the newest Config.Keep,
+// oldest first; none for a thread with no audit. A turn that cannot be
+// decoded, or was written by a newer version of this package, is skipped
+// and reported through Config.Logger.
 func (l *Log) Turns(ctx context.Context, threadID string) ([]Turn, error) {
 	if threadID == "" {
 		return nil, ErrNoThread
 	}
-	rec, _, err := l.load(ctx, threadID, storage.ThreadKey(threadID, Name), false)
+	seqs, err := l.seqs(ctx, threadID)
 	if err != nil {
 		return nil, fmt.Errorf("audit: turns: %w", err)
 	}
-	out := make([]Turn, 0, len(rec.Turns))
-	for i, raw := range rec.Turns {
-		var t Turn
-		if err := json.Unmarshal(raw, &t); err != nil || t.Seq <= 0 {
+	seqs = seqs[max(len(seqs)-l.cfg.Keep, 0):]
+	out := make([]Turn, 0, len(seqs))
+	for _, seq := range seqs {
+		it, err := l.cfg.Store.Get(ctx, turnKey(threadID, seq))
+		if errors.Is(err, storage.ErrNotFound) {
+			continue // deleted since the listing
+		}
+		if err != nil {
+			return nil, fmt.Errorf("audit: turns: %w", err)
+		}
+		var rec record
+		switch err := json.Unmarshal(it.Value, &rec); {
+		case err != nil || rec.Version < 1 || rec.Seq != seq:
 			l.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "audit: skipping a turn that cannot be decoded",
-				slog.String("thread", threadID), slog.Int("index", i), slog.Any("error", err))
+				slog.String("thread", threadID), slog.Int64("turn", seq), slog.Any("error", err))
+			continue
+		case rec.Version > FormatVersion:
+			l.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "audit: skipping a turn of a newer format",
+				slog.String("thread", threadID), slog.Int64("turn", seq), slog.Int("version", rec.Version))
 			continue
 		}
-		out = append(out, t)
+		out = append(out, rec.Turn)
 	}
 	return out, nil
 }
 
-// load reads the thread's record and its version (storage.NoVersion when
-// there is none). A record that cannot be decoded is an ErrCorrupt error,
-// or, with fix, is copied aside and replaced by an empty record (of the
-// stored version, so the caller's Put overwrites it).
-func (l *Log) load(ctx context.Context, threadID, key string, fix bool) (record, int64, error) {
-	rec := record{Version: FormatVersion}
-	it, err := l.cfg.Store.Get(ctx, key)
-	if errors.Is(err, storage.ErrNotFound) {
-		return rec, storage.NoVersion, nil
-	}
+// seqs lists the numbers of the thread's stored turns, in order.
+func (l *Log) seqs(ctx context.Context, threadID string) ([]int64, error) {
+	prefix := turnPrefix(threadID)
+	keys, err := l.cfg.Store.List(ctx, prefix)
 	if err != nil {
-		return rec, 0, err
+		return nil, err
 	}
-	derr := decode(it.Value, &rec)
-	switch {
-	case derr == nil:
-		return rec, it.Version, nil
-	case errors.Is(derr, ErrVersion) || !fix:
-		return rec, 0, derr
+	out := make([]int64, 0, len(keys))
+	for _, k := range keys {
+		if n, err := strconv.ParseInt(k[len(prefix):], 10, 64); err == nil && n > 0 {
+			out = append(out, n)
+		}
 	}
-	qkey := storage.ThreadKey(threadID, Name+".quarantine."+strconv.FormatInt(l.cfg.Now().UnixNano(), 10))
-	if _, err := l.cfg.Store.Put(ctx, qkey, it.Value, storage.AnyVersion); err != nil {
-		return rec, 0, fmt.Errorf("setting aside a corrupt record: %w", err)
-	}
-	l.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "audit: set aside a record that cannot be decoded; the thread's audit starts afresh",
-		slog.String("thread", threadID), slog.String("key", qkey), slog.Any("error", derr))
-	// Seq goes on from what the corrupt record does not tell: from 0.
-	return record{Version: FormatVersion}, it.Version, nil
+	slices.Sort(out)
+	return out, nil
 }
 
-func decode(b []byte, rec *record) error {
-	var r record
-	if err := json.Unmarshal(b, &r); err != nil {
-		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+func (l *Log) lastSeq(threadID string) (int64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n, ok := l.last[threadID]
+	return n, ok
+}
+
+// setLast remembers seq as the thread's last turn; a negative seq
+// forgets it.
+func (l *Log) setLast(threadID string, seq int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if seq < 0 {
+		delete(l.last, threadID)
+		return
 	}
-	switch {
-	case r.Version > FormatVersion:
-		return fmt.Errorf("%w: %d (this package reads up to %d)", ErrVersion, r.Version, FormatVersion)
-	case r.Version < 1 || r.Next < int64(len(r.Turns)):
-		return fmt.Errorf("%w: version %d, next %d, %d turns", ErrCorrupt, r.Version, r.Next, len(r.Turns))
+	if len(l.last) >= maxCached {
+		clear(l.last)
 	}
-	*rec = r
-	return nil
+	l.last[threadID] = seq
+}
+
+// turnPrefix is the prefix of the keys of the thread's turns.
+func turnPrefix(threadID string) string { return storage.ThreadKey(threadID, Name+".") }
+
+// turnKey is the key of turn seq of the thread.
+func turnKey(threadID string, seq int64) string {
+	return storage.ThreadKey(threadID, fmt.Sprintf("%s.%016d", Name, seq))
 }
 
 // cut bounds s to MaxTextBytes, at a rune boundary.

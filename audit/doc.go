@@ -18,21 +18,20 @@
 //
 // # Storage
 //
-// A thread's turns are one value under storage.ThreadKey(threadID,
-// [Name]), beside the thread's checkpoint (agentloop's Inspector erases
-// it with the thread). It holds the last Config.Keep turns
-// ([DefaultKeep] by default): committing a turn drops the oldest beyond
-// that, so the audit of a long thread stays bounded. A commit is a Get
-// and a compare-and-swap Put (two round trips, retried on a lost race):
-// one value per thread, rather than one per turn, so that retention never
-// needs a List and never leaves a key behind.
+// Turn n of a thread is one value under storage.ThreadKey(threadID,
+// "audit.<n in 16 digits>"), beside the thread's checkpoint (agentloop's
+// Inspector erases it with the thread). A thread keeps its last
+// Config.Keep turns ([DefaultKeep] by default): committing a turn
+// deletes the one it pushes out, so the audit of a long thread stays
+// bounded and a commit writes one turn, never the thread's whole audit.
+// A commit is a create-only Put (which claims the turn's number: two
+// commits never share one) and a Delete; a Log lists the thread's turns
+// only for its first commit on a thread, or when another process took
+// the number it expected.
 //
-// A stored value that is not an audit record is moved aside, under
-// storage.ThreadKey(threadID, [Name]+".quarantine.<unix-nanos>"), and
-// reported through Config.Logger; the next commit starts afresh. A turn
-// inside a readable record that cannot be decoded is skipped, with a
-// warning, by [Log.Turns] and dropped by the next commit. A record written
-// by a newer version of this package fails both with [ErrVersion] and is
-// left untouched. A run never fails because of its audit: agentloop
-// reports a failed commit as an EventAudit with its error.
+// A stored turn that cannot be decoded, or that a newer version of this
+// package wrote, is skipped by [Log.Turns] with a warning through
+// Config.Logger; it never stops a commit, and retention deletes it in
+// its time. A run never fails because of its audit: agentloop reports a
+// failed commit as an EventAudit with its error.
 package audit
