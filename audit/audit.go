@@ -21,12 +21,13 @@ var (
 	ErrNoThread = errors.New("audit: no thread ID")
 )
 
-// FormatVersion is the version of a stored turn. A turn of a higher
-// version is skipped by [Log.Turns], with a warning.
+// FormatVersion is the version of the stored records. A turn of a
+// higher version is skipped by [Log.Turns], with a warning.
 const FormatVersion = 1
 
-// Name is the prefix of the names of a thread's audit records: turn n is
-// stored under storage.ThreadKey(threadID, Name+"."+n), n in 16 digits.
+// Name names a thread's audit records: its head is stored under
+// storage.ThreadKey(threadID, Name), turn n under
+// storage.ThreadKey(threadID, Name+"."+strconv.Itoa(n%Keep)).
 const Name = "audit"
 
 // Defaults and limits.
@@ -164,10 +165,13 @@ type Config struct {
 	// Store keeps the records. Nil means a private in-memory store.
 	Store storage.Store
 	// Keep is how many turns a thread keeps, the newest; zero or
-	// negative means DefaultKeep.
+	// negative means DefaultKeep. The turns are stored in Keep slots,
+	// recorded in the thread's audit head, so any Log reads them back;
+	// a commit with another Keep starts a new window (the turns before
+	// it are no longer read, and are overwritten as the window fills).
 	Keep int
-	// Logger receives the warnings about turns skipped or not deleted.
-	// Nil is slog.Default().
+	// Logger receives the warnings about records skipped. Nil is
+	// slog.Default().
 	Logger *slog.Logger
 	// Now returns the time a turn is committed. Nil is time.Now.
 	Now func() time.Time
@@ -175,14 +179,20 @@ type Config struct {
 
 // Log reads and commits the audit turns of threads. It is safe for
 // concurrent use, and several processes may share its store: each turn
-// number is claimed by a create-only Put, so two commits never take the
-// same one.
+// number is claimed by a compare-and-swap of the thread's audit head, so
+// two commits never take the same one.
 type Log struct {
 	cfg Config
 	mu  sync.Mutex
-	// last is the number of the last turn this Log committed, by thread:
-	// the next commit claims the one after without listing the thread.
-	last map[string]int64
+	// heads is the audit head of the threads this Log committed to last,
+	// with its version: the next commit claims a number without reading
+	// the head first.
+	heads map[string]cachedHead
+}
+
+type cachedHead struct {
+	last, version int64
+	keep          int // the Keep the turns were stored with; 0 for none
 }
 
 // New returns a Log. It does no I/O.
@@ -199,11 +209,19 @@ func New(cfg Config) *Log {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Log{cfg: cfg, last: map[string]int64{}}
+	return &Log{cfg: cfg, heads: map[string]cachedHead{}}
 }
 
 // Keep returns how many turns a thread keeps.
 func (l *Log) Keep() int { return l.cfg.Keep }
+
+// head is a thread's audit head: the number of its last turn, and the
+// number of slots its turns are stored in.
+type head struct {
+	Version int   `json:"v"`
+	Last    int64 `json:"last"`
+	Keep    int   `json:"keep"`
+}
 
 // record is a stored turn.
 type record struct {
@@ -213,14 +231,15 @@ type record struct {
 
 // Commit stores events as the thread's next turn and returns it, with
 // its Seq and Time. Texts longer than MaxTextBytes are cut and events
-// beyond MaxEvents dropped (counted in Turn.Dropped); turns that fall
-// out of the newest Config.Keep are deleted. The events are copied: the
-// caller may reuse the slice.
+// beyond MaxEvents dropped (counted in Turn.Dropped). The events are
+// copied: the caller may reuse the slice.
 //
-// A commit is one create-only Put of the turn, and one Delete of the
-// turn it pushes out of the window; the first commit of a thread by this
-// Log, or one that finds its number taken (by another process), first
-// lists the thread's turns.
+// A commit is two writes: a compare-and-swap of the thread's audit head,
+// which claims the turn's number, and the turn, into the slot of the
+// turn it pushes out of the window. The first commit of a thread by this
+// Log, or one that lost the head to another writer, reads the head
+// first. A head that cannot be decoded is reported and replaced: the
+// numbering starts again from 1.
 func (l *Log) Commit(ctx context.Context, threadID string, events []Event) (Turn, error) {
 	if threadID == "" {
 		return Turn{}, ErrNoThread
@@ -235,73 +254,68 @@ func (l *Log) Commit(ctx context.Context, threadID string, events []Event) (Turn
 		e.Candidates = slices.Clone(e.Candidates)
 		rec.Events = append(rec.Events, e)
 	}
+	b, err := json.Marshal(rec)
+	if err != nil { // a NaN or an infinity
+		return Turn{}, fmt.Errorf("audit: commit: %w", err)
+	}
+	hkey := storage.ThreadKey(threadID, Name)
 	for attempt := range maxRetries {
 		if err := storage.WaitRetry(ctx, attempt); err != nil {
 			return Turn{}, fmt.Errorf("audit: commit: %w", err)
 		}
-		last, known := l.lastSeq(threadID)
-		var stale []int64
-		if !known {
-			seqs, err := l.seqs(ctx, threadID)
-			if err != nil {
+		h, ok := l.cached(threadID)
+		if !ok {
+			var err error
+			if h, err = l.readHead(ctx, threadID, hkey); err != nil {
 				return Turn{}, fmt.Errorf("audit: commit: %w", err)
 			}
-			if n := len(seqs); n > 0 {
-				last = seqs[n-1]
-			}
-			stale = seqs[:max(len(seqs)-(l.cfg.Keep-1), 0)]
-		} else if old := last + 1 - int64(l.cfg.Keep); old > 0 {
-			stale = []int64{old}
 		}
-		rec.Seq = last + 1
-		b, err := json.Marshal(rec)
+		seq := h.last + 1
+		v, err := l.cfg.Store.Put(ctx, hkey, encode(head{Version: FormatVersion, Last: seq, Keep: l.cfg.Keep}), h.version)
 		if err != nil {
-			return Turn{}, fmt.Errorf("audit: commit: %w", err)
-		}
-		if _, err := l.cfg.Store.Put(ctx, turnKey(threadID, rec.Seq), b, storage.NoVersion); err != nil {
-			l.setLast(threadID, -1)
+			l.setCached(threadID, nil)
 			if errors.Is(err, storage.ErrConflict) {
-				continue // another writer took the number
+				continue // another writer claimed it
 			}
 			return Turn{}, fmt.Errorf("audit: commit: %w", err)
 		}
-		l.setLast(threadID, rec.Seq)
-		for _, s := range stale {
-			if err := l.cfg.Store.Delete(ctx, turnKey(threadID, s), storage.AnyVersion); err != nil {
-				l.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "audit: an old turn was not deleted; the next listing retries",
-					slog.String("thread", threadID), slog.Int64("turn", s), slog.Any("error", err))
-			}
+		l.setCached(threadID, &cachedHead{last: seq, version: v, keep: l.cfg.Keep})
+		rec.Seq = seq
+		b, _ = json.Marshal(rec) // it encoded above
+		if _, err := l.cfg.Store.Put(ctx, slotKey(threadID, seq, l.cfg.Keep), b, storage.AnyVersion); err != nil {
+			return Turn{}, fmt.Errorf("audit: commit: turn %d: %w", seq, err)
 		}
 		return rec.Turn, nil
 	}
-	return Turn{}, fmt.Errorf("audit: commit: %d attempts found their turn number taken: %w", maxRetries, storage.ErrConflict)
+	return Turn{}, fmt.Errorf("audit: commit: %d attempts lost the thread's audit head: %w", maxRetries, storage.ErrConflict)
 }
 
-// Turns returns the turns the thread keeps, the newest Config.Keep,
-// oldest first; none for a thread with no audit. A turn that cannot be
+// Turns returns the turns the thread keeps, oldest first: the newest
+// Keep of the Log that last committed to it; none for a thread with no
+// audit. A turn that cannot be
 // decoded, or was written by a newer version of this package, is skipped
-// and reported through Config.Logger.
+// and reported through Config.Logger, and so is a head that cannot be
+// decoded (then there are none).
 func (l *Log) Turns(ctx context.Context, threadID string) ([]Turn, error) {
 	if threadID == "" {
 		return nil, ErrNoThread
 	}
-	seqs, err := l.seqs(ctx, threadID)
+	h, err := l.readHead(ctx, threadID, storage.ThreadKey(threadID, Name))
 	if err != nil {
 		return nil, fmt.Errorf("audit: turns: %w", err)
 	}
-	seqs = seqs[max(len(seqs)-l.cfg.Keep, 0):]
-	out := make([]Turn, 0, len(seqs))
-	for _, seq := range seqs {
-		it, err := l.cfg.Store.Get(ctx, turnKey(threadID, seq))
+	var out []Turn
+	for seq := max(h.last-int64(h.keep)+1, 1); seq <= h.last; seq++ {
+		it, err := l.cfg.Store.Get(ctx, slotKey(threadID, seq, h.keep))
 		if errors.Is(err, storage.ErrNotFound) {
-			continue // deleted since the listing
+			continue // claimed, not written
 		}
 		if err != nil {
 			return nil, fmt.Errorf("audit: turns: %w", err)
 		}
 		var rec record
 		switch err := json.Unmarshal(it.Value, &rec); {
-		case err != nil || rec.Version < 1 || rec.Seq != seq:
+		case err != nil || rec.Version < 1:
 			l.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "audit: skipping a turn that cannot be decoded",
 				slog.String("thread", threadID), slog.Int64("turn", seq), slog.Any("error", err))
 			continue
@@ -309,57 +323,64 @@ func (l *Log) Turns(ctx context.Context, threadID string) ([]Turn, error) {
 			l.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "audit: skipping a turn of a newer format",
 				slog.String("thread", threadID), slog.Int64("turn", seq), slog.Int("version", rec.Version))
 			continue
+		case rec.Seq != seq:
+			continue // an older turn: this one was claimed, not written
 		}
 		out = append(out, rec.Turn)
 	}
 	return out, nil
 }
 
-// seqs lists the numbers of the thread's stored turns, in order.
-func (l *Log) seqs(ctx context.Context, threadID string) ([]int64, error) {
-	prefix := turnPrefix(threadID)
-	keys, err := l.cfg.Store.List(ctx, prefix)
+// readHead reads the thread's audit head; none is {0, NoVersion}. One
+// that cannot be decoded is reported and read as {0, its version}, so
+// that the next claim replaces it.
+func (l *Log) readHead(ctx context.Context, threadID, key string) (cachedHead, error) {
+	it, err := l.cfg.Store.Get(ctx, key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return cachedHead{version: storage.NoVersion}, nil
+	}
 	if err != nil {
-		return nil, err
+		return cachedHead{}, err
 	}
-	out := make([]int64, 0, len(keys))
-	for _, k := range keys {
-		if n, err := strconv.ParseInt(k[len(prefix):], 10, 64); err == nil && n > 0 {
-			out = append(out, n)
-		}
+	var h head
+	if err := json.Unmarshal(it.Value, &h); err != nil || h.Version < 1 || h.Last < 0 || h.Keep < 1 {
+		l.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "audit: the thread's audit head cannot be decoded; numbering starts again",
+			slog.String("thread", threadID), slog.Any("error", err))
+		return cachedHead{version: it.Version}, nil
 	}
-	slices.Sort(out)
-	return out, nil
+	return cachedHead{last: h.Last, version: it.Version, keep: h.Keep}, nil
 }
 
-func (l *Log) lastSeq(threadID string) (int64, bool) {
+func (l *Log) cached(threadID string) (cachedHead, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n, ok := l.last[threadID]
-	return n, ok
+	h, ok := l.heads[threadID]
+	return h, ok
 }
 
-// setLast remembers seq as the thread's last turn; a negative seq
-// forgets it.
-func (l *Log) setLast(threadID string, seq int64) {
+// setCached remembers the thread's head; nil forgets it.
+func (l *Log) setCached(threadID string, h *cachedHead) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if seq < 0 {
-		delete(l.last, threadID)
+	if h == nil {
+		delete(l.heads, threadID)
 		return
 	}
-	if len(l.last) >= maxCached {
-		clear(l.last)
+	if len(l.heads) >= maxCached {
+		clear(l.heads)
 	}
-	l.last[threadID] = seq
+	l.heads[threadID] = *h
 }
 
-// turnPrefix is the prefix of the keys of the thread's turns.
-func turnPrefix(threadID string) string { return storage.ThreadKey(threadID, Name+".") }
+// slotKey is the key of the slot turn seq of the thread is stored in,
+// of keep slots.
+func slotKey(threadID string, seq int64, keep int) string {
+	return storage.ThreadKey(threadID, Name+"."+strconv.FormatInt(seq%int64(keep), 10))
+}
 
-// turnKey is the key of turn seq of the thread.
-func turnKey(threadID string, seq int64) string {
-	return storage.ThreadKey(threadID, fmt.Sprintf("%s.%016d", Name, seq))
+func encode(h head) []byte {
+	b, _ := json.Marshal(h) // two numbers
+	return b
 }
 
 // cut bounds s to MaxTextBytes, at a rune boundary.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -48,16 +49,15 @@ func TestMemory70_RetentionKeepsTheNewestTurns(t *testing.T) {
 	if !slices.Equal(seqs, []int64{5, 6, 7}) {
 		t.Fatalf("kept turns %v, want [5 6 7]", seqs)
 	}
-	if keys, _ := store.List(ctx, storage.ThreadPrefix("t1")); len(keys) != 3 {
-		t.Fatalf("stored %v, want the 3 kept turns", keys)
+	if keys, _ := store.List(ctx, storage.ThreadPrefix("t1")); len(keys) != 3+1 {
+		t.Fatalf("stored %v, want the head and 3 turns", keys)
 	}
-	// A Log with a smaller window (a new process) trims to it on its
-	// first commit.
-	if _, err := audit.New(audit.Config{Store: store, Keep: 1}).Commit(ctx, "t1", nil); err != nil {
-		t.Fatal(err)
+	// A new Log (a new process) numbers on from the stored head.
+	if turn, err := audit.New(audit.Config{Store: store, Keep: 3}).Commit(ctx, "t1", nil); err != nil || turn.Seq != 8 {
+		t.Fatal(turn, err)
 	}
-	if keys, _ := store.List(ctx, storage.ThreadPrefix("t1")); len(keys) != 1 || !strings.HasSuffix(keys[0], "08") {
-		t.Fatalf("stored %v, want turn 8 alone", keys)
+	if keys, _ := store.List(ctx, storage.ThreadPrefix("t1")); len(keys) != 3+1 {
+		t.Fatalf("stored %v, want the head and 3 turns", keys)
 	}
 	// Another thread's audit is its own, and the default keeps 20.
 	other := audit.New(audit.Config{Store: store})
@@ -69,33 +69,32 @@ func TestMemory70_RetentionKeepsTheNewestTurns(t *testing.T) {
 	if turns, _ := other.Turns(ctx, "t2"); len(turns) != audit.DefaultKeep || turns[0].Seq != 3 {
 		t.Fatalf("t2 keeps %d turns from %d, want %d from 3", len(turns), turns[0].Seq, audit.DefaultKeep)
 	}
-	if turns, _ := other.Turns(ctx, "t1"); len(turns) != 1 {
-		t.Fatalf("t1 has %d turns after t2's commits", len(turns))
+	// A Log with another Keep reads the turns as they were stored.
+	if turns, _ := other.Turns(ctx, "t1"); len(turns) != 3 || turns[2].Seq != 8 {
+		t.Fatalf("t1 has %+v after t2's commits", turns)
 	}
 	if _, err := log.Commit(ctx, "", nil); !errors.Is(err, audit.ErrNoThread) {
 		t.Fatalf("empty thread: %v", err)
 	}
 }
 
-// TestMemory71_CorruptTurnsAreSkipped: a stored turn that cannot be
+// TestMemory71_CorruptRecordsAreSkipped: a stored turn that cannot be
 // decoded, or that a newer version wrote, is skipped with a warning, and
-// commits go on after it.
-func TestMemory71_CorruptTurnsAreSkipped(t *testing.T) {
+// commits go on after it; a head that cannot be decoded is reported and
+// replaced, the numbering starting again.
+func TestMemory71_CorruptRecordsAreSkipped(t *testing.T) {
 	ctx := t.Context()
 	store := storage.NewMemory()
 	var logs bytes.Buffer
-	log := audit.New(audit.Config{Store: store, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	log := audit.New(audit.Config{Store: store, Keep: 4, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for range 4 {
 		if _, err := log.Commit(ctx, "t1", []audit.Event{{Op: audit.OpWrite, Key: "f1"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	keys, err := store.List(ctx, storage.ThreadPrefix("t1"))
-	if err != nil || len(keys) != 4 {
-		t.Fatal(keys, err)
-	}
-	for i, v := range []string{`{"v":1,"seq":"two"`, "\x00", `{"v":99,"seq":3,"events":[]}`} {
-		if _, err := store.Put(ctx, keys[i], []byte(v), storage.AnyVersion); err != nil {
+	slot := func(seq int) string { return storage.ThreadKey("t1", fmt.Sprintf("%s.%d", audit.Name, seq%4)) }
+	for seq, v := range map[int]string{1: `{"v":1,"seq":"two"`, 2: "\x00", 3: `{"v":99,"seq":3,"events":[]}`} {
+		if _, err := store.Put(ctx, slot(seq), []byte(v), storage.AnyVersion); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -106,17 +105,34 @@ func TestMemory71_CorruptTurnsAreSkipped(t *testing.T) {
 	if n := strings.Count(logs.String(), "skipping a turn"); n != 3 {
 		t.Fatalf("%d warnings: %s", n, logs.String())
 	}
-	// A new Log (a new process) goes on from the stored numbers.
-	if turn, err := audit.New(audit.Config{Store: store}).Commit(ctx, "t1", nil); err != nil || turn.Seq != 5 {
+	// A new Log (a new process) goes on from the stored head, over the
+	// bad turns.
+	if turn, err := audit.New(audit.Config{Store: store, Keep: 4}).Commit(ctx, "t1", nil); err != nil || turn.Seq != 5 {
 		t.Fatalf("Commit after bad turns: %+v, %v", turn, err)
-	}
-	// Garbage under the audit's prefix that is not a turn number is not
-	// a turn.
-	if _, err := store.Put(ctx, storage.ThreadKey("t1", audit.Name+".notes"), []byte("x"), storage.AnyVersion); err != nil {
-		t.Fatal(err)
 	}
 	if turns, err := log.Turns(ctx, "t1"); err != nil || len(turns) != 2 {
 		t.Fatalf("%+v, %v", turns, err)
+	}
+
+	// A corrupt head: reported, replaced, numbered from 1 again; the
+	// turns of the old numbering are not mistaken for the new ones.
+	logs.Reset()
+	if _, err := store.Put(ctx, storage.ThreadKey("t1", audit.Name), []byte("{"), storage.AnyVersion); err != nil {
+		t.Fatal(err)
+	}
+	if turns, err := log.Turns(ctx, "t1"); err != nil || len(turns) != 0 {
+		t.Fatalf("Turns with a corrupt head: %+v, %v", turns, err)
+	}
+	fresh := audit.New(audit.Config{Store: store, Keep: 4, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	turn, err := fresh.Commit(ctx, "t1", []audit.Event{{Op: audit.OpRecall}})
+	if err != nil || turn.Seq != 1 || !strings.Contains(logs.String(), "cannot be decoded") {
+		t.Fatalf("Commit over a corrupt head: %+v, %v; logs %s", turn, err, logs.String())
+	}
+	if turns, err := fresh.Turns(ctx, "t1"); err != nil || len(turns) != 1 || turns[0].Events[0].Op != audit.OpRecall {
+		t.Fatalf("after a corrupt head: %+v, %v", turns, err)
+	}
+	if _, err := fresh.Commit(ctx, "t1", []audit.Event{{Op: audit.OpWrite, Importance: math.NaN()}}); err == nil {
+		t.Error("a NaN was committed")
 	}
 }
 

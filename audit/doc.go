@@ -18,20 +18,26 @@
 //
 // # Storage
 //
-// Turn n of a thread is one value under storage.ThreadKey(threadID,
-// "audit.<n in 16 digits>"), beside the thread's checkpoint (agentloop's
-// Inspector erases it with the thread). A thread keeps its last
-// Config.Keep turns ([DefaultKeep] by default): committing a turn
-// deletes the one it pushes out, so the audit of a long thread stays
-// bounded and a commit writes one turn, never the thread's whole audit.
-// A commit is a create-only Put (which claims the turn's number: two
-// commits never share one) and a Delete; a Log lists the thread's turns
-// only for its first commit on a thread, or when another process took
-// the number it expected.
+// A thread's audit is stored with the thread: a small head under
+// storage.ThreadKey(threadID, [Name]) holds the number of its last turn,
+// and the Keep it was written with, and turn n is stored in slot n mod
+// Keep, under
+// storage.ThreadKey(threadID, "audit.<slot>"). A thread so keeps its last
+// Keep turns ([DefaultKeep] by default) in at most Keep+1 keys, a commit
+// writes one turn (never the thread's whole audit), and no commit or read
+// ever lists keys. agentloop's Inspector erases the audit with the
+// thread.
+//
+// A commit is two writes: a compare-and-swap of the head, which claims
+// the turn's number (two commits never share one, across processes
+// too), then the turn, over the turn that falls out of the window. A
+// Log remembers the heads it wrote, so only its first commit on a
+// thread, or one after another writer moved the head, reads it first.
 //
 // A stored turn that cannot be decoded, or that a newer version of this
 // package wrote, is skipped by [Log.Turns] with a warning through
-// Config.Logger; it never stops a commit, and retention deletes it in
-// its time. A run never fails because of its audit: agentloop reports a
-// failed commit as an EventAudit with its error.
+// Config.Logger; a head that cannot be decoded is reported and replaced
+// by the next commit, which numbers from 1 again. None of it stops a
+// commit, and a run never fails because of its audit: agentloop reports
+// a failed commit as an EventAudit with its error.
 package audit
