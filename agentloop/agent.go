@@ -324,7 +324,7 @@ type run struct {
 	// evictors, the layers that count their evictions, by ID (nil until
 	// the first Store with the audit on).
 	redactedAudited map[redact.Kind]int
-	evictors        map[string]figuresReporter
+	evictors        map[string]*evictor
 }
 
 // tree holds what a top-level run and all its child runs, at every

@@ -175,25 +175,31 @@ func (r *run) store(ctx context.Context, t layer.Turn) {
 		return
 	}
 	if r.evictors == nil {
-		r.evictors = map[string]figuresReporter{}
+		r.evictors = map[string]*evictor{}
 		for _, l := range r.stack.Layers() {
 			if f, ok := layer.As[figuresReporter](l); ok {
-				if _, counts := f.Metrics()["evictions_total"]; counts {
-					r.evictors[l.Spec().ID] = f
+				if n, counts := f.Metrics()["evictions_total"]; counts {
+					r.evictors[l.Spec().ID] = &evictor{f: f, seen: n}
 				}
 			}
 		}
 	}
-	before := make(map[string]int64, len(r.evictors))
-	for id, f := range r.evictors {
-		before[id] = f.Metrics()["evictions_total"]
-	}
 	_ = r.stack.Store(ctx, t)
 	for _, id := range slices.Sorted(maps.Keys(r.evictors)) {
-		if n := r.evictors[id].Metrics()["evictions_total"] - before[id]; n > 0 {
-			r.tree.audit.add(audit.Event{Op: audit.OpEvict, Step: t.Step, Depth: r.depth, Layer: id, Count: int(n)})
+		e := r.evictors[id]
+		n := e.f.Metrics()["evictions_total"]
+		if n > e.seen {
+			r.tree.audit.add(audit.Event{Op: audit.OpEvict, Step: t.Step, Depth: r.depth, Layer: id, Count: int(n - e.seen)})
 		}
+		e.seen = n
 	}
+}
+
+// evictor is a layer that counts its evictions, and the count the audit
+// has seen.
+type evictor struct {
+	f    figuresReporter
+	seen int64
 }
 
 // auditRedactions records, by kind, what the step masked that earlier

@@ -376,7 +376,7 @@ func TestMemory77_AuditRetentionAndRestart(t *testing.T) {
 type failingAudit struct{ storage.Store }
 
 func (s failingAudit) Put(ctx context.Context, key string, value []byte, ifVersion int64) (int64, error) {
-	if strings.Contains(key, "/"+audit.Name+".") {
+	if strings.Contains(key, "/"+audit.Name) {
 		return 0, errors.New("disk full")
 	}
 	return s.Store.Put(ctx, key, value, ifVersion)
@@ -385,7 +385,8 @@ func (s failingAudit) Put(ctx context.Context, key string, value []byte, ifVersi
 // TestMemory78_CommitOutsideTheLoopAndBadAudit: code outside the agent
 // loop commits a turn with Agent.Commit; a corrupt stored turn does not
 // fail a run (it is skipped with a warning, and the run's turn follows
-// it), nor does a failing commit (reported as an EventAudit).
+// it), nor does a corrupt audit head (replaced) or a failing commit
+// (reported as an EventAudit).
 func TestMemory78_CommitOutsideTheLoopAndBadAudit(t *testing.T) {
 	ctx := t.Context()
 	store := storage.NewMemory()
@@ -410,7 +411,11 @@ func TestMemory78_CommitOutsideTheLoopAndBadAudit(t *testing.T) {
 		t.Error("Commit without a thread ID succeeded")
 	}
 
-	if _, err := store.Put(ctx, storage.ThreadKey("t2", audit.Name+".0000000000000001"), []byte("\x00not json"), storage.AnyVersion); err != nil {
+	// Turn 1 of t2 is corrupt.
+	if _, err := a.Commit(ctx, "t2", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Put(ctx, storage.ThreadKey("t2", audit.Name+".1"), []byte("\x00not json"), storage.AnyVersion); err != nil {
 		t.Fatal(err)
 	}
 	res, err := a.Run(ctx, agentloop.RunInput{ThreadID: "t2", Input: "Hello."})
@@ -425,6 +430,14 @@ func TestMemory78_CommitOutsideTheLoopAndBadAudit(t *testing.T) {
 	}
 	if len(events) != 1 || events[0].Err != nil {
 		t.Errorf("EventAudit %+v", events)
+	}
+	// A corrupt head, in a new process.
+	if _, err := store.Put(ctx, storage.ThreadKey("t2", audit.Name), []byte("]"), storage.AnyVersion); err != nil {
+		t.Fatal(err)
+	}
+	a2 := mustAgent(t, agentloop.Config{Model: agenttest.New(agenttest.Reply(agenttest.Text("ok"))), Store: store, Layers: gateLayers(t), Logger: logger})
+	if res, err := a2.Run(ctx, agentloop.RunInput{ThreadID: "t2", Input: "Hello again."}); err != nil || res.Audit == nil || res.Audit.Seq != 1 {
+		t.Fatalf("run over a corrupt audit head: %+v, %v", res, err)
 	}
 
 	// A failing commit is reported, and the run succeeds.

@@ -331,7 +331,7 @@ func (in Inspector) records(ctx context.Context, threads, scopes []string) ([]re
 				kind = "thread.summary"
 			case strings.HasPrefix(name, layerPrefix):
 				kind = "thread.snapshot"
-			case strings.HasPrefix(name, audit.Name+"."):
+			case name == audit.Name || strings.HasPrefix(name, audit.Name+"."):
 				kind = "thread.audit"
 			}
 			recs = append(recs, record{kind, k})
