@@ -254,8 +254,9 @@ func (l *Log) Commit(ctx context.Context, threadID string, events []Event) (Turn
 		e.Candidates = slices.Clone(e.Candidates)
 		rec.Events = append(rec.Events, e)
 	}
-	b, err := json.Marshal(rec)
-	if err != nil { // a NaN or an infinity
+	// Check the turn encodes (a NaN or an infinity does not) before
+	// claiming a number for it.
+	if _, err := json.Marshal(rec); err != nil {
 		return Turn{}, fmt.Errorf("audit: commit: %w", err)
 	}
 	hkey := storage.ThreadKey(threadID, Name)
@@ -281,7 +282,7 @@ func (l *Log) Commit(ctx context.Context, threadID string, events []Event) (Turn
 		}
 		l.setCached(threadID, &cachedHead{last: seq, version: v, keep: l.cfg.Keep})
 		rec.Seq = seq
-		b, _ = json.Marshal(rec) // it encoded above
+		b, _ := json.Marshal(rec) // it encoded above
 		if _, err := l.cfg.Store.Put(ctx, slotKey(threadID, seq, l.cfg.Keep), b, storage.AnyVersion); err != nil {
 			return Turn{}, fmt.Errorf("audit: commit: turn %d: %w", seq, err)
 		}
