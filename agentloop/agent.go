@@ -789,7 +789,7 @@ func (r *run) record(ctx context.Context, turn layer.Turn) error {
 	r.store(sctx, r.a.redact.turn(turn, &r.redacted))
 	defer func() {
 		r.res.Redacted = r.redacted.counts()
-		r.auditRedactions(turn.Step)
+		r.auditRedactions(turn.Step, r.res.Redacted)
 	}()
 	if r.thread == nil {
 		return nil

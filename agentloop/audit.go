@@ -11,6 +11,7 @@ import (
 	"github.com/memlayer/memlayer/audit"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
+	"github.com/memlayer/memlayer/redact"
 )
 
 // AuditConfig says what of a thread's memory operations is kept. By
@@ -203,12 +204,11 @@ type evictor struct {
 }
 
 // auditRedactions records, by kind, what the step masked that earlier
-// steps had not.
-func (r *run) auditRedactions(step int) {
+// steps had not: now is what the run has masked so far (not modified).
+func (r *run) auditRedactions(step int, now map[redact.Kind]int) {
 	if !r.tree.audit.on() {
 		return
 	}
-	now := r.redacted.counts()
 	for _, k := range slices.Sorted(maps.Keys(now)) {
 		if n := now[k] - r.redactedAudited[k]; n > 0 {
 			r.tree.audit.add(audit.Event{Op: audit.OpRedact, Step: step, Depth: r.depth, Kind: string(k), Count: n})
