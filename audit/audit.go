@@ -63,7 +63,9 @@ const (
 	OpRoute Op = "route"
 	// OpWrite: something was written to a layer: Layer, Kind, Key (a
 	// fact's ID, with its Version), Text (as stored, so redacted),
-	// Importance and Source.
+	// Importance and Source; or, for what a layer's Store kept of a
+	// step without saying what (the entities it extracted), Count
+	// entries of Kind with Source "store".
 	OpWrite Op = "write"
 	// OpSupersede: a write replaced an earlier version of the same
 	// memory: Key and the new Version (the old one stays readable
@@ -120,7 +122,8 @@ type Event struct {
 	// routed where it was, or refused.
 	Refused bool   `json:"refused,omitempty"`
 	Reason  string `json:"reason,omitempty"`
-	// Count is how many entries an eviction or a redaction concerned.
+	// Count is how many entries an eviction, a redaction or a counted
+	// write concerned.
 	Count int `json:"count,omitempty"`
 	// Tokens is what a recalled block took of the prompt.
 	Tokens int `json:"tokens,omitempty"`

@@ -2,15 +2,18 @@ package audit_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/memlayer/memlayer/audit"
 	"github.com/memlayer/memlayer/storage"
@@ -196,5 +199,52 @@ func TestMemory73_ConcurrentCommitsLoseNothing(t *testing.T) {
 	turns, err := audit.New(audit.Config{Store: store, Keep: n}).Turns(ctx, "t1")
 	if err != nil || len(turns) != n {
 		t.Fatalf("%d turns, %v", len(turns), err)
+	}
+}
+
+// TestMemory80_FrozenFormatLoads: the records of format version 1, as
+// frozen in testdata, still load, every field of every operation.
+func TestMemory80_FrozenFormatLoads(t *testing.T) {
+	ctx := t.Context()
+	data, err := os.ReadFile(filepath.Join("testdata", "frozen_v1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var records map[string]json.RawMessage
+	if err := json.Unmarshal(data, &records); err != nil {
+		t.Fatal(err)
+	}
+	store := storage.NewMemory()
+	for name, v := range records {
+		if _, err := store.Put(ctx, storage.ThreadKey("t1", name), v, storage.AnyVersion); err != nil {
+			t.Fatal(err)
+		}
+	}
+	turns, err := audit.New(audit.Config{Store: store}).Turns(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(turns) != 2 || turns[0].Seq != 2 || turns[1].Seq != 3 || turns[1].Dropped != 1 || !turns[0].Time.Equal(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)) {
+		t.Fatalf("turns %+v", turns)
+	}
+	got := fmt.Sprintf("%+v", turns)
+	for _, want := range []string{
+		"{Layer:semantic Key:f1 Score:0.775 Tokens:15 Packed:true}", "{Layer:semantic Key:f2 Score:0.41 Tokens:12 Packed:false}",
+		"Op:route Step:0 Depth:0 Layer:working-memory Kind:reasoning", "Refused:true", `Reason:kind "gossip"`,
+		"Op:write Step:1 Depth:0 Layer:semantic Kind:preference Key:f1 Version:2 Text:Tea, no sugar. Importance:0.8",
+		"Op:supersede", "Op:forget Step:1 Depth:0 Layer:semantic Kind: Key:f2", "Op:evict Step:1 Depth:0 Layer:entities", "Count:1",
+		"Layer:entities Kind:extracted", "Source:store", "Op:redact Step:1 Depth:0 Layer: Kind:email", "Count:3",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("loaded turns lack %q:\n%s", want, got)
+		}
+	}
+	// A commit goes on from the frozen head, in its window.
+	turn, err := audit.New(audit.Config{Store: store, Keep: 2}).Commit(ctx, "t1", nil)
+	if err != nil || turn.Seq != 4 {
+		t.Fatal(turn, err)
+	}
+	if turns, _ := audit.New(audit.Config{Store: store}).Turns(ctx, "t1"); len(turns) != 2 || turns[0].Seq != 3 || turns[1].Seq != 4 {
+		t.Fatalf("after a commit: %+v", turns)
 	}
 }
