@@ -321,8 +321,8 @@ type run struct {
 	summary *summaryLayer
 
 	// redactedAudited is what of redacted the audit has recorded;
-	// evictors, the layers that count their evictions, by ID (nil until
-	// the first Store with the audit on).
+	// evictors, the layers that count their evictions or extractions,
+	// by ID (nil until the first Store with the audit on).
 	redactedAudited map[redact.Kind]int
 	evictors        map[string]*evictor
 }

@@ -168,8 +168,9 @@ func (r *run) auditAssembly(step int, ids []string, cands []prompt.Candidate, se
 }
 
 // store hands the step to the layers' Store; with the audit on, it
-// records the entries each layer that counts its evictions
-// ("evictions_total" in its Metrics, as entity memory) evicted.
+// records what the layers that count their work in their Metrics (as
+// entity memory does) did in it: the entries evicted
+// ("evictions_total") and extracted and kept ("extractions_total").
 func (r *run) store(ctx context.Context, t layer.Turn) {
 	if !r.tree.audit.on() {
 		_ = r.stack.Store(ctx, t) // failures are reported by the stack
@@ -179,8 +180,11 @@ func (r *run) store(ctx context.Context, t layer.Turn) {
 		r.evictors = map[string]*evictor{}
 		for _, l := range r.stack.Layers() {
 			if f, ok := layer.As[figuresReporter](l); ok {
-				if n, counts := f.Metrics()["evictions_total"]; counts {
-					r.evictors[l.Spec().ID] = &evictor{f: f, seen: n}
+				m := f.Metrics()
+				_, evicts := m["evictions_total"]
+				_, extracts := m["extractions_total"]
+				if evicts || extracts {
+					r.evictors[l.Spec().ID] = &evictor{f: f, evicted: m["evictions_total"], extracted: m["extractions_total"]}
 				}
 			}
 		}
@@ -188,19 +192,22 @@ func (r *run) store(ctx context.Context, t layer.Turn) {
 	_ = r.stack.Store(ctx, t)
 	for _, id := range slices.Sorted(maps.Keys(r.evictors)) {
 		e := r.evictors[id]
-		n := e.f.Metrics()["evictions_total"]
-		if n > e.seen {
-			r.tree.audit.add(audit.Event{Op: audit.OpEvict, Step: t.Step, Depth: r.depth, Layer: id, Count: int(n - e.seen)})
+		m := e.f.Metrics()
+		if n := m["extractions_total"] - e.extracted; n > 0 {
+			r.tree.audit.add(audit.Event{Op: audit.OpWrite, Step: t.Step, Depth: r.depth, Layer: id, Kind: "extracted", Count: int(n), Source: "store"})
 		}
-		e.seen = n
+		if n := m["evictions_total"] - e.evicted; n > 0 {
+			r.tree.audit.add(audit.Event{Op: audit.OpEvict, Step: t.Step, Depth: r.depth, Layer: id, Count: int(n)})
+		}
+		e.evicted, e.extracted = m["evictions_total"], m["extractions_total"]
 	}
 }
 
-// evictor is a layer that counts its evictions, and the count the audit
-// has seen.
+// evictor is a layer that counts its evictions or extractions, and the
+// counts the audit has seen.
 type evictor struct {
-	f    figuresReporter
-	seen int64
+	f                  figuresReporter
+	evicted, extracted int64
 }
 
 // auditRedactions records, by kind, what the step masked that earlier

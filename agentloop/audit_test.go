@@ -114,9 +114,21 @@ func TestMemory74_RunAuditsItsTurn(t *testing.T) {
 	if fmt.Sprint(ev) != fmt.Sprint(res.Audit.Events) {
 		t.Fatalf("stored turn differs from Result.Audit:\n%+v\n%+v", ev, res.Audit.Events)
 	}
-	writes := res.Writes
+	var writes []audit.Event // semantic memory's
+	extracted := 0
+	for _, w := range res.Writes {
+		switch w.Layer {
+		case semanticmemory.DefaultID:
+			writes = append(writes, w)
+		case entitymemory.DefaultID:
+			extracted += w.Count
+		}
+	}
 	if len(writes) != 4 { // the fact, its second version and the supersede, the e-mail's fact
-		t.Fatalf("Result.Writes %+v, want 4", writes)
+		t.Fatalf("Result.Writes %+v, want 4 of semantic memory", res.Writes)
+	}
+	if extracted != 2 { // a page at each step
+		t.Errorf("entities extracted %d, want 2: %+v", extracted, res.Writes)
 	}
 	fact := writes[0].Key
 
@@ -147,8 +159,8 @@ func TestMemory74_RunAuditsItsTurn(t *testing.T) {
 			t.Errorf("route %+v", r)
 		}
 	}
-	if fmt.Sprint(writes) != fmt.Sprint(turns[0].Writes()) {
-		t.Errorf("Result.Writes %+v\nturn's writes %+v", writes, turns[0].Writes())
+	if fmt.Sprint(res.Writes) != fmt.Sprint(turns[0].Writes()) {
+		t.Errorf("Result.Writes %+v\nturn's writes %+v", res.Writes, turns[0].Writes())
 	}
 	sup := ops(ev, audit.OpSupersede)
 	if len(sup) != 1 || sup[0].Key != fact || sup[0].Version != 2 || sup[0].Step != 1 {
@@ -158,7 +170,7 @@ func TestMemory74_RunAuditsItsTurn(t *testing.T) {
 		if strings.Contains(w.Text, "alice@example.com") {
 			t.Errorf("write audited unmasked: %+v", w)
 		}
-		if w.Key == "" || w.Version == 0 || w.Source == "" {
+		if w.Layer == semanticmemory.DefaultID && (w.Key == "" || w.Version == 0 || w.Source == "") {
 			t.Errorf("write %+v", w)
 		}
 	}
