@@ -444,10 +444,11 @@ func (s *Store) listOnce(ctx context.Context, prefix string) ([]string, error) {
 // from its live rows (VACUUM) and then checkpoints the write-ahead log
 // into the file and truncates the log, which still holds earlier page
 // images. The store is opened with secure_delete, which zeroes what a
-// delete frees, yet bytes of an erased value were found left in a page's
-// unused space (agentloop's TestOperate30, once a thread's audit records
-// shared the pages); the rebuild leaves none. It takes time in
-// proportion to the database's size.
+// delete frees, yet bytes of a deleted value were found left in a page's
+// unused space after some workloads (TestMemory81; agentloop's
+// TestOperate30 with an earlier layout of the audit's records); the
+// rebuild leaves none. It takes time in proportion to the database's
+// size.
 // It fails with [ErrLocked] if a reader of another connection or process
 // keeps the log from being fully checkpointed. On an in-memory store it
 // does nothing.
