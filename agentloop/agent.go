@@ -109,7 +109,8 @@ type Result struct {
 	Redacted map[redact.Kind]int
 	// Writes lists what the run (its child agents included) wrote to the
 	// layers, in order: the write, supersede and forget events of its
-	// audit (see [AuditConfig]), listed even with the audit disabled.
+	// audit (see [AuditConfig]); with the audit disabled, those of its
+	// routed writes and forgets only.
 	Writes []audit.Event
 	// Audit is the turn the run committed to the thread's audit; nil
 	// when the audit is disabled, the run recorded nothing, or the
@@ -321,8 +322,8 @@ type run struct {
 	summary *summaryLayer
 
 	// redactedAudited is what of redacted the audit has recorded;
-	// evictors, the layers that count their evictions or extractions,
-	// by ID (nil until the first Store with the audit on).
+	// evictors, the layers that count their Store's work, by ID (nil
+	// until the first Store with the audit on).
 	redactedAudited map[redact.Kind]int
 	evictors        map[string]*evictor
 }

@@ -17,16 +17,19 @@ import (
 // AuditConfig says what of a thread's memory operations is kept. By
 // default every run records its memory operations — each layer's recall
 // (with scored assembly, every candidate with its score and whether it
-// was packed), the route of each write and its reason, the writes, the
-// facts superseded and forgotten, the entries a layer evicted, the values
+// was packed), the route of each write and its reason, the writes (and
+// how many entries each layer's Store kept, where the layer counts them:
+// entity memory's extractions, episodic memory's episodes), the facts
+// superseded and forgotten, the entries a layer evicted, the values
 // redacted — and commits them, as it ends, as one turn of the thread's
 // audit (package audit), stored with the thread through Config.Store.
 // Result.Audit is the committed turn, Result.Writes what the run wrote,
 // [Agent.Audit] reads a thread's turns and [Agent.Commit] commits a turn
 // for code that uses the layers outside the loop.
 type AuditConfig struct {
-	// Disabled records no recall, eviction or redaction and commits
-	// nothing; Result.Writes still lists what the run wrote.
+	// Disabled records no recall, eviction, redaction or count of what
+	// the layers' Store kept, and commits nothing; Result.Writes still
+	// lists the run's routed writes, supersedes and forgets.
 	Disabled bool
 	// Keep is how many turns a thread keeps, the newest; zero is
 	// audit.DefaultKeep.
@@ -167,10 +170,22 @@ func (r *run) auditAssembly(step int, ids []string, cands []prompt.Candidate, se
 	}
 }
 
+// storeCounters are the counts a layer's Metrics may keep of what its
+// Store does, and the audit event each one's growth over a step makes:
+// entity memory's evictions and extractions, episodic memory's episodes.
+var storeCounters = []struct {
+	name string
+	op   audit.Op
+	kind string
+}{
+	{"extractions_total", audit.OpWrite, "extracted"},
+	{"episodes_total", audit.OpWrite, "episode"},
+	{"evictions_total", audit.OpEvict, ""},
+}
+
 // store hands the step to the layers' Store; with the audit on, it
-// records what the layers that count their work in their Metrics (as
-// entity memory does) did in it: the entries evicted
-// ("evictions_total") and extracted and kept ("extractions_total").
+// records what the layers that count their Store's work in their
+// Metrics did in it (see storeCounters).
 func (r *run) store(ctx context.Context, t layer.Turn) {
 	if !r.tree.audit.on() {
 		_ = r.stack.Store(ctx, t) // failures are reported by the stack
@@ -181,10 +196,11 @@ func (r *run) store(ctx context.Context, t layer.Turn) {
 		for _, l := range r.stack.Layers() {
 			if f, ok := layer.As[figuresReporter](l); ok {
 				m := f.Metrics()
-				_, evicts := m["evictions_total"]
-				_, extracts := m["extractions_total"]
-				if evicts || extracts {
-					r.evictors[l.Spec().ID] = &evictor{f: f, evicted: m["evictions_total"], extracted: m["extractions_total"]}
+				for _, c := range storeCounters {
+					if _, ok := m[c.name]; ok {
+						r.evictors[l.Spec().ID] = &evictor{f: f, seen: m}
+						break
+					}
 				}
 			}
 		}
@@ -193,21 +209,24 @@ func (r *run) store(ctx context.Context, t layer.Turn) {
 	for _, id := range slices.Sorted(maps.Keys(r.evictors)) {
 		e := r.evictors[id]
 		m := e.f.Metrics()
-		if n := m["extractions_total"] - e.extracted; n > 0 {
-			r.tree.audit.add(audit.Event{Op: audit.OpWrite, Step: t.Step, Depth: r.depth, Layer: id, Kind: "extracted", Count: int(n), Source: "store"})
+		for _, c := range storeCounters {
+			if n := m[c.name] - e.seen[c.name]; n > 0 {
+				ev := audit.Event{Op: c.op, Step: t.Step, Depth: r.depth, Layer: id, Kind: c.kind, Count: int(n)}
+				if c.op == audit.OpWrite {
+					ev.Source = "store"
+				}
+				r.tree.audit.add(ev)
+			}
 		}
-		if n := m["evictions_total"] - e.evicted; n > 0 {
-			r.tree.audit.add(audit.Event{Op: audit.OpEvict, Step: t.Step, Depth: r.depth, Layer: id, Count: int(n)})
-		}
-		e.evicted, e.extracted = m["evictions_total"], m["extractions_total"]
+		e.seen = m
 	}
 }
 
-// evictor is a layer that counts its evictions or extractions, and the
-// counts the audit has seen.
+// evictor is a layer that counts its Store's work, and the counts the
+// audit has seen.
 type evictor struct {
-	f                  figuresReporter
-	evicted, extracted int64
+	f    figuresReporter
+	seen map[string]int64
 }
 
 // auditRedactions records, by kind, what the step masked that earlier

@@ -69,6 +69,11 @@ func openPage() agentloop.Tool {
 		}}
 }
 
+// routed returns the writes that are not a layer Store's counts.
+func routed(writes []audit.Event) []audit.Event {
+	return slices.DeleteFunc(slices.Clone(writes), func(e audit.Event) bool { return e.Source == "store" })
+}
+
 func ops(events []audit.Event, op audit.Op) []audit.Event {
 	var out []audit.Event
 	for _, e := range events {
@@ -115,14 +120,19 @@ func TestMemory74_RunAuditsItsTurn(t *testing.T) {
 		t.Fatalf("stored turn differs from Result.Audit:\n%+v\n%+v", ev, res.Audit.Events)
 	}
 	var writes []audit.Event // semantic memory's
-	extracted := 0
+	extracted, episodes := 0, 0
 	for _, w := range res.Writes {
 		switch w.Layer {
 		case semanticmemory.DefaultID:
 			writes = append(writes, w)
 		case entitymemory.DefaultID:
 			extracted += w.Count
+		case episodicmemory.DefaultID:
+			episodes += w.Count
 		}
+	}
+	if episodes != 6 { // five tool calls and the turn's outcome
+		t.Errorf("episodes logged %d, want 6: %+v", episodes, res.Writes)
 	}
 	if len(writes) != 4 { // the fact, its second version and the supersede, the e-mail's fact
 		t.Fatalf("Result.Writes %+v, want 4 of semantic memory", res.Writes)
@@ -253,7 +263,7 @@ func TestMemory75_DefaultRouterRoutesByKind(t *testing.T) {
 		t.Fatal(turns, err)
 	}
 	var written []string
-	for _, w := range res.Writes {
+	for _, w := range routed(res.Writes) {
 		written = append(written, w.Layer+":"+w.Kind)
 	}
 	slices.Sort(written)
@@ -280,7 +290,7 @@ func TestMemory75_DefaultRouterRoutesByKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	r3 := ops(res3.Audit.Events, audit.OpRoute)
-	if len(r3) != 1 || !r3[0].Refused || !strings.Contains(r3[0].Reason, "scratchpad") || len(res3.Writes) != 0 {
+	if len(r3) != 1 || !r3[0].Refused || !strings.Contains(r3[0].Reason, "scratchpad") || len(routed(res3.Writes)) != 0 {
 		t.Errorf("no scratchpad: routes %+v, writes %+v", r3, res3.Writes)
 	}
 }
@@ -311,7 +321,7 @@ func TestMemory76_CustomRouter(t *testing.T) {
 		seen[0].Layer != semanticmemory.DefaultID || !strings.Contains(seen[0].Source, "memorize") {
 		t.Fatalf("router saw %+v", seen)
 	}
-	if len(res.Writes) != 1 || res.Writes[0].Layer != semanticmemory.DefaultID || res.Writes[0].Kind != "reasoning" {
+	if w := routed(res.Writes); len(w) != 1 || w[0].Layer != semanticmemory.DefaultID || w[0].Kind != "reasoning" {
 		t.Errorf("writes %+v", res.Writes)
 	}
 	routes := ops(res.Audit.Events, audit.OpRoute)
@@ -366,7 +376,7 @@ func TestMemory77_AuditRetentionAndRestart(t *testing.T) {
 	if len(turns) != 2 || turns[0].Seq != 2 || turns[1].Seq != 3 {
 		t.Fatalf("after a restart: %d turns %+v", len(turns), turns)
 	}
-	if w := turns[1].Writes(); len(w) != 1 || !strings.Contains(w[0].Text, "Fact number 2") {
+	if w := routed(turns[1].Writes()); len(w) != 1 || !strings.Contains(w[0].Text, "Fact number 2") {
 		t.Errorf("last turn's writes %+v", w)
 	}
 
@@ -376,7 +386,7 @@ func TestMemory77_AuditRetentionAndRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Audit != nil || len(res.Writes) != 1 {
+	if res.Audit != nil || len(routed(res.Writes)) != 1 {
 		t.Errorf("disabled: Audit %+v, Writes %+v", res.Audit, res.Writes)
 	}
 	if turns, err := off.Audit(ctx, "t2"); err != nil || len(turns) != 0 {
