@@ -156,6 +156,9 @@ var importRules = []importRule{
 	{"redacttest imports only the standard library: its generators are written apart from redact", []string{"redact/redacttest"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
 		return nonStandard("redact/redacttest", pkgs["redact/redacttest"].deps, std)
 	}},
+	{"audit imports only the standard library and storage", []string{"audit"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
+		return nonStandard("audit", pkgs["audit"].deps, std, "storage")
+	}},
 	{"layer imports only the standard library and storage", []string{"layer"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
 		return nonStandard("layer", pkgs["layer"].deps, std, "storage")
 	}},

@@ -20,6 +20,7 @@ import (
 	"github.com/tmc/langchaingo/llms/anthropic"
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/memlayer/memlayer/audit"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/redact"
@@ -56,6 +57,9 @@ type Agent struct {
 	// splitParts: the model's client sends only the first part of a
 	// message (see replay).
 	splitParts bool
+
+	auditLog *audit.Log // nil: the audit is disabled
+	router   Router
 }
 
 // RunInput is one user message on a thread.
@@ -103,6 +107,15 @@ type Result struct {
 	// handing it to the layers to keep (see [RedactionConfig]); nil when
 	// nothing was.
 	Redacted map[redact.Kind]int
+	// Writes lists what the run (its child agents included) wrote to the
+	// layers, in order: the write, supersede and forget events of its
+	// audit (see [AuditConfig]); with the audit disabled, those of its
+	// routed writes and forgets only.
+	Writes []audit.Event
+	// Audit is the turn the run committed to the thread's audit; nil
+	// when the audit is disabled, the run recorded nothing, or the
+	// commit failed (see EventAudit).
+	Audit *audit.Turn
 }
 
 // New validates cfg and returns an Agent. It returns an error for every
@@ -137,6 +150,7 @@ func New(cfg Config) (*Agent, error) {
 	a.tel = tel
 	a.layerStore = tel.store(cfg.Store)
 	a.redact = newRedactor(cfg.Redaction)
+	a.initAudit()
 	for i := range cfg.Tools {
 		t := cfg.Tools[i]
 		if err := ValidateToolName(t.Name); err != nil {
@@ -306,6 +320,12 @@ type run struct {
 	// run's history-summary layer (nil with HistoryConfig.Full).
 	bg      *background
 	summary *summaryLayer
+
+	// redactedAudited is what of redacted the audit has recorded;
+	// evictors, the layers that count their Store's work, by ID (nil
+	// until the first Store with the audit on).
+	redactedAudited map[redact.Kind]int
+	evictors        map[string]*evictor
 }
 
 // tree holds what a top-level run and all its child runs, at every
@@ -313,6 +333,7 @@ type run struct {
 type tree struct {
 	tokens   atomic.Int64 // tokens of every model call in the tree
 	children atomic.Int64 // child runs started
+	audit    *auditor     // the memory operations of the tree; nil records nothing
 }
 
 // addUsage adds u to the run's usage (and the tree's token count when
@@ -394,7 +415,7 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 		a: a, compiler: a.compiler, sysTokens: a.systemTokens, stack: stack,
 		threadID: in.ThreadID, resourceID: in.ResourceID,
 		input: in.Input, vars: a.mergeVars(in.Vars),
-		res: &Result{ThreadID: in.ThreadID}, tree: &tree{}, thread: th, summary: sl, pos: pos,
+		res: &Result{ThreadID: in.ThreadID}, tree: &tree{audit: a.newAuditor()}, thread: th, summary: sl, pos: pos,
 	}
 	if l != nil {
 		r.resume(l, in.Input == "")
@@ -412,6 +433,7 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 	if ferr := r.flushSummary(ctx); ferr != nil && err == nil {
 		err = ferr
 	}
+	r.commitAudit(ctx)
 	a.emit(ctx, Event{Kind: EventRunEnd, ThreadID: in.ThreadID, Step: res.Steps, Duration: time.Since(start), Usage: res.Usage, Err: err})
 	return res, err
 }
@@ -660,6 +682,7 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 	// that ignores Query.Budget cannot take a later layer's minimum.
 	recalled = prompt.ProjectLayersWithin(recalled, shares, r.layerCap, a.cfg.Counter)
 	r.res.Budgets = r.budgetStatus(recalled, shares)
+	r.auditRecalls(step)
 	a.tel.recalled(ctx, recalled, a.cfg.Counter)
 	system, err = r.compiler.Compile(recalled, r.vars)
 	if err != nil {
@@ -765,8 +788,11 @@ func (r *run) record(ctx context.Context, turn layer.Turn) error {
 	sctx, cancel := r.saveContext(ctx)
 	defer cancel()
 	// Store failures are reported by the stack; the step goes on.
-	_ = r.stack.Store(sctx, r.a.redact.turn(turn, &r.redacted))
-	defer func() { r.res.Redacted = r.redacted.counts() }()
+	r.store(sctx, r.a.redact.turn(turn, &r.redacted))
+	defer func() {
+		r.res.Redacted = r.redacted.counts()
+		r.auditRedactions(turn.Step, r.res.Redacted)
+	}()
 	if r.thread == nil {
 		return nil
 	}
@@ -1237,10 +1263,11 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 	}
 	tools := r.stack.Tools()
 	if slices.ContainsFunc(tools, func(t layer.Function) bool { return t.Name == name || slices.Contains(t.Aliases, name) }) {
+		l, fn := layerFunction(r.stack, name)
 		if a.redact != nil && !r.keptArgs[name] {
 			args = a.redact.text(args, nil, &r.redacted)
 		}
-		return r.stack.CallTool(ctx, name, args)
+		return r.callLayerTool(ctx, l, fn, name, args)
 	}
 	names := make([]string, 0, len(r.defs))
 	for _, d := range r.defs {
@@ -1338,7 +1365,7 @@ func (a *Agent) emit(ctx context.Context, e Event) {
 	// to the model: only a failed checkpoint, which the caller may not
 	// notice in a successful-looking partial result, is a warning.
 	lvl := slog.LevelDebug
-	if e.Err != nil && (e.Kind == EventCheckpoint || e.Kind == EventSummary) {
+	if e.Err != nil && (e.Kind == EventCheckpoint || e.Kind == EventSummary || e.Kind == EventAudit) {
 		lvl = slog.LevelWarn
 	}
 	if !a.cfg.Logger.Enabled(ctx, lvl) {

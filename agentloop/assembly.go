@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
@@ -100,8 +101,13 @@ func (r *run) assembled(ctx context.Context, q layer.Query) ([]layer.Recalled, m
 		// tokens of the pool too.
 		pool -= q.Count(layer.Fence(layer.FenceTag(id), ""))
 	}
+	sc := a.cfg.Assembly.Scoring
+	if sc.Now.IsZero() {
+		sc.Now = time.Now() // as Assemble would, once for the audit's scores too
+	}
+	sel := prompt.Assemble(cands, max(pool, 0), sc)
 	lines := map[string][]string{}
-	for _, s := range prompt.Assemble(cands, max(pool, 0), a.cfg.Assembly.Scoring) {
+	for _, s := range sel {
 		lines[s.Layer] = append(lines[s.Layer], s.Text)
 	}
 	recalled, _ := r.stack.Recall(ctx, q, budgets)
@@ -109,14 +115,17 @@ func (r *run) assembled(ctx context.Context, q layer.Query) ([]layer.Recalled, m
 	for _, rc := range recalled {
 		byID[rc.ID] = rc
 	}
+	tokens := make(map[string]int, len(ids))
 	for _, id := range ids {
 		shares[id] = total // each may take the whole pool, fences included
 		if len(lines[id]) == 0 {
 			continue
 		}
 		text := layer.Fence(layer.FenceTag(id), strings.Join(lines[id], "\n"))
-		byID[id] = layer.Recalled{ID: id, Items: []layer.Item{{Text: text, Tokens: q.Count(text)}}}
+		tokens[id] = q.Count(text)
+		byID[id] = layer.Recalled{ID: id, Items: []layer.Item{{Text: text, Tokens: tokens[id]}}}
 	}
+	r.auditAssembly(q.Step, ids, cands, sel, sc, tokens)
 	out := make([]layer.Recalled, 0, len(byID))
 	for _, spec := range specs(r.stack) {
 		if rc, ok := byID[spec.ID]; ok {

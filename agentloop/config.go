@@ -107,6 +107,15 @@ type Config struct {
 	// default personal data and secrets are (see [RedactionConfig]).
 	Redaction RedactionConfig
 
+	// Router decides where a memory write goes — what the model asks
+	// semantic memory's memorize tool to keep — or refuses it; nil is
+	// [DefaultRouter], which routes by kind without a model call.
+	Router Router
+
+	// Audit says what of the memory operations of each run is kept with
+	// the thread; by default all of them (see [AuditConfig]).
+	Audit AuditConfig
+
 	// Store persists layer state and thread checkpoints. Nil means an
 	// in-memory store private to this Agent: threads survive between
 	// runs of the Agent but not the process.

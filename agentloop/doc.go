@@ -295,6 +295,32 @@
 // langchaingo's OpenAI client streams through the same func are filtered
 // out.
 //
+// # Write gating and the audit trail
+//
+// What the model asks semantic memory's memorize tool to keep is a
+// [Write] {Kind, Text, Importance, Source}, and the agent's [Router]
+// (Config.Router) decides where it goes: [DefaultRouter], with no model
+// call, sends transient reasoning (kind reasoning, thought, plan, ...)
+// to the scratchpad, an actionable outcome (outcome, action, result,
+// ...) to the episode log, and a durable fact (fact, preference,
+// profile, decision, ...) to semantic memory, and refuses any other kind;
+// the model gets the refusal and its reason as the tool's error. A
+// [RouterFunc] replaces the table; a [Route] names a layer ID or one of
+// RouteScratchpad, RouteEpisodic and RouteSemantic.
+//
+// Every memory operation of a run is recorded — each layer's recall (under
+// scored assembly, on by default, every candidate with its score and
+// whether it was packed), each route and its reason, each write, superseded or
+// forgotten fact, what each layer's Store kept and evicted (where the
+// layer counts it in its Metrics), the values redacted — and
+// committed as the run ends, as one turn of the thread's audit (package
+// audit), stored with the thread through Config.Store, the newest
+// AuditConfig.Keep turns kept. Result.Writes lists what the run wrote,
+// Result.Audit is the committed turn (an [EventAudit] reports the commit),
+// [Agent.Audit] reads a thread's turns, and [Agent.Commit] commits a turn
+// for code that uses the layers outside [Agent.Run]. A corrupt or failed
+// audit never fails a run. Audited texts are masked as stored texts are.
+//
 // # Cost
 //
 // A step's cost does not grow with the thread: a run loads only the

@@ -33,6 +33,10 @@ const (
 	// EventSummary: the history's rolling summary was made (Duration) or
 	// failed (Err; the previous summary stays, and the run goes on).
 	EventSummary EventKind = "summary"
+	// EventAudit: a run committed its memory operations to the thread's
+	// audit (Duration), or failed to (Err; the run goes on). See
+	// [AuditConfig].
+	EventAudit EventKind = "audit"
 	// EventRunEnd: a run ended (Usage is the run's total, Err why it
 	// stopped, nil on a final answer).
 	EventRunEnd EventKind = "run_end"

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/memlayer/memlayer/agentloop"
+	"github.com/memlayer/memlayer/audit"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -69,6 +70,9 @@ func frozenForm(t *testing.T, store storage.Store, threadID string) []byte {
 		name, err := storage.Unescape(strings.TrimPrefix(k, storage.ThreadPrefix(threadID)))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if name == audit.Name || strings.HasPrefix(name, audit.Name+".") {
+			continue // the audit's turns, of package audit's format
 		}
 		records[nonce.ReplaceAllString(name, ".frozen")] = nonce.ReplaceAll(it.Value, []byte(".frozen"))
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memlayer/memlayer/audit"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -214,7 +215,8 @@ type Erased struct {
 	// Threads are the IDs of the threads deleted.
 	Threads []string `json:"threads"`
 	// Counts is how many records of each kind were deleted: "thread.head",
-	// "thread.segment", "thread.summary", "thread.snapshot", "thread.other",
+	// "thread.segment", "thread.summary", "thread.snapshot", "thread.audit"
+	// (the thread's audit turns), "thread.other",
 	// "layer.<layer ID>" for a layer's state and "quarantine.<layer ID>"
 	// for its quarantined copies.
 	Counts map[string]int `json:"counts"`
@@ -329,6 +331,8 @@ func (in Inspector) records(ctx context.Context, threads, scopes []string) ([]re
 				kind = "thread.summary"
 			case strings.HasPrefix(name, layerPrefix):
 				kind = "thread.snapshot"
+			case name == audit.Name || strings.HasPrefix(name, audit.Name+"."):
+				kind = "thread.audit"
 			}
 			recs = append(recs, record{kind, k})
 		}

@@ -51,6 +51,7 @@ type Layer struct {
 	indexed  int      // candidates in the index; -1: rebuild
 	rawToks  int      // tokens of recent and pending (arguments and results)
 	rawCount int
+	appended int64 // episodes this layer appended, for Metrics
 }
 
 // New returns an episodic memory layer. It does no I/O; see [Layer.Init].
@@ -197,6 +198,7 @@ func (l *Layer) flush(ctx context.Context) error {
 		}
 	}
 	l.recent = append(l.recent, l.pending...)
+	l.appended += int64(len(l.pending))
 	l.pending = nil
 	l.changed()
 	return nil
@@ -562,7 +564,8 @@ func (l *Layer) Clear(ctx context.Context) error {
 // Metrics returns the layer's figures (see "Metrics" in package layer;
 // agentloop exports them as OpenTelemetry metrics): "entries", the
 // episodes in the view (digests and raw episodes), and "bytes", their
-// text.
+// text; "episodes_total", the episodes this layer (as Init returned it)
+// has appended to the log.
 func (l *Layer) Metrics() map[string]int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -575,7 +578,7 @@ func (l *Layer) Metrics() map[string]int64 {
 			n += len(e.Arguments) + len(e.Query) + len(e.Result)
 		}
 	}
-	return map[string]int64{"entries": int64(len(l.digests) + len(l.recent) + len(l.pending)), "bytes": int64(n)}
+	return map[string]int64{"entries": int64(len(l.digests) + len(l.recent) + len(l.pending)), "bytes": int64(n), "episodes_total": l.appended}
 }
 
 // OnSpawn returns the layer a child agent starts with. In thread scope

@@ -480,3 +480,26 @@ func TestEpisodic22_DigestOmitsTheResultStartWhenIDsWereFound(t *testing.T) {
 		t.Errorf("digest without entities = %q, want the result's start", d)
 	}
 }
+
+// TestEpisodic23_MetricsCountAppendedEpisodes: "episodes_total" counts
+// the episodes this layer appended — in a store or in memory — and not
+// those another writer appended to the same log.
+func TestEpisodic23_MetricsCountAppendedEpisodes(t *testing.T) {
+	st := storage.NewMemory()
+	cfg := episodicmemory.Config{Scope: layer.ScopeResource}
+	a := bound(t, cfg, st, "t1", "u")
+	b := bound(t, cfg, st, "t2", "u")
+	store(t, a, pageStep(0), pageStep(1), pageStep(2))
+	store(t, b, pageStep(3))
+	if n := a.Metrics()["episodes_total"]; n != 3 {
+		t.Errorf("a appended %d, want 3", n)
+	}
+	if n := b.Metrics()["episodes_total"]; n != 1 {
+		t.Errorf("b appended %d, want 1", n)
+	}
+	mem := bound(t, episodicmemory.Config{Scope: layer.ScopeExecution}, nil, "t3", "")
+	store(t, mem, pageStep(0), pageStep(1))
+	if n := mem.Metrics()["episodes_total"]; n != 2 {
+		t.Errorf("in memory: appended %d, want 2", n)
+	}
+}

@@ -242,6 +242,7 @@ func (l *Layer) appendPending(ctx context.Context) error {
 		}
 		mine := err == nil
 		if mine {
+			l.appended += int64(len(l.pending))
 			l.pending = nil
 			err = l.publish(ctx, seq, seg.Episodes)
 		} else {

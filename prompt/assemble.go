@@ -63,11 +63,7 @@ func Assemble(cands []Candidate, pool int, s Scoring) []Selected {
 		if c.Text == "" || c.Tokens < 0 || c.Tokens > pool {
 			continue
 		}
-		recency := 0.0
-		if !c.Time.IsZero() {
-			recency = math.Exp(-lambda * max(s.Now.Sub(c.Time).Seconds(), 0))
-		}
-		base := s.Similarity*clamp01(c.Similarity) + s.Recency*recency + s.Importance*clamp01(c.Importance)
+		base := s.base(c, lambda)
 		all = append(all, candidate{c: c, order: i, base: base, score: base, sig: sign(c.Text)})
 		items = append(items, &all[len(all)-1])
 	}
@@ -105,6 +101,24 @@ func Assemble(cands []Candidate, pool int, s Scoring) []Selected {
 		out = append(out, Selected{Candidate: top.c, Score: top.score, Redundancy: top.red})
 	}
 	return out
+}
+
+// Score returns the score [Assemble] gives c before any redundancy (what
+// it scores when nothing is selected yet): Similarity·sim +
+// Recency·exp(−λ·age) + Importance·imp, with s's defaults filled in as
+// Assemble fills them (so a zero Now is time.Now() at the call).
+func (s Scoring) Score(c Candidate) float64 {
+	s = s.withDefaults()
+	return s.base(c, math.Ln2/s.HalfLife.Seconds())
+}
+
+// base is c's score without redundancy, for λ = lambda.
+func (s Scoring) base(c Candidate, lambda float64) float64 {
+	recency := 0.0
+	if !c.Time.IsZero() {
+		recency = math.Exp(-lambda * max(s.Now.Sub(c.Time).Seconds(), 0))
+	}
+	return s.Similarity*clamp01(c.Similarity) + s.Recency*recency + s.Importance*clamp01(c.Importance)
 }
 
 func (s Scoring) withDefaults() Scoring {

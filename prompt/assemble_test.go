@@ -151,3 +151,29 @@ func BenchmarkAssemble(b *testing.B) {
 		prompt.Assemble(cands, 4000, prompt.Scoring{Now: now})
 	}
 }
+
+// TestMemory79_ScoreIsTheScoreBeforeRedundancy: Scoring.Score gives what
+// Assemble scores a candidate before anything is selected: the first
+// selected candidate's score, and an unselected one's base.
+func TestMemory79_ScoreIsTheScoreBeforeRedundancy(t *testing.T) {
+	cands := []prompt.Candidate{
+		{Layer: "facts", Key: "a", Text: "the user prefers dark mode", Tokens: 10, Similarity: 0.9, Importance: 0.5, Time: now.Add(-48 * time.Hour)},
+		{Layer: "facts", Key: "b", Text: "the user prefers dark mode at night", Tokens: 10, Similarity: 0.8, Importance: 0.7, Time: now},
+	}
+	for _, s := range []prompt.Scoring{{Now: now}, {Similarity: 1, HalfLife: time.Hour, Now: now}} {
+		sel := prompt.Assemble(cands, 10, s)
+		if len(sel) != 1 {
+			t.Fatalf("selected %v", keys(sel))
+		}
+		if got := s.Score(sel[0].Candidate); got != sel[0].Score {
+			t.Errorf("%+v: Score %v, Assemble %v", s, got, sel[0].Score)
+		}
+		other := cands[0]
+		if sel[0].Key == "a" {
+			other = cands[1]
+		}
+		if s.Score(other) > sel[0].Score {
+			t.Errorf("%+v: the unselected candidate scores %v above the selected %v", s, s.Score(other), sel[0].Score)
+		}
+	}
+}

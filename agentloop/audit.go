@@ -1,0 +1,271 @@
+package agentloop
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/memlayer/memlayer/audit"
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt"
+	"github.com/memlayer/memlayer/redact"
+)
+
+// AuditConfig says what of a thread's memory operations is kept. By
+// default every run records its memory operations — each layer's recall
+// (with scored assembly, every candidate with its score and whether it
+// was packed), the route of each write and its reason, the writes (and
+// how many entries each layer's Store kept, where the layer counts them:
+// entity memory's extractions, episodic memory's episodes), the facts
+// superseded and forgotten, the entries a layer evicted, the values
+// redacted — and commits them, as it ends, as one turn of the thread's
+// audit (package audit), stored with the thread through Config.Store.
+// Result.Audit is the committed turn, Result.Writes what the run wrote,
+// [Agent.Audit] reads a thread's turns and [Agent.Commit] commits a turn
+// for code that uses the layers outside the loop.
+type AuditConfig struct {
+	// Disabled records no recall, eviction, redaction or count of what
+	// the layers' Store kept, and commits nothing; Result.Writes still
+	// lists the run's routed writes, supersedes and forgets.
+	Disabled bool
+	// Keep is how many turns a thread keeps, the newest; zero is
+	// audit.DefaultKeep.
+	Keep int
+}
+
+// auditor collects the memory operations of a top-level run and of every
+// child run under it. A nil auditor records nothing.
+type auditor struct {
+	full bool // record everything, not only routes and writes
+	mu   sync.Mutex
+	ev   []audit.Event
+}
+
+func (au *auditor) add(events ...audit.Event) {
+	if au == nil || len(events) == 0 {
+		return
+	}
+	au.mu.Lock()
+	defer au.mu.Unlock()
+	au.ev = append(au.ev, events...)
+}
+
+func (au *auditor) events() []audit.Event {
+	if au == nil {
+		return nil
+	}
+	au.mu.Lock()
+	defer au.mu.Unlock()
+	return slices.Clone(au.ev)
+}
+
+// on reports whether recalls, evictions and redactions are recorded.
+func (au *auditor) on() bool { return au != nil && au.full }
+
+// newAuditor returns the auditor of a top-level run.
+func (a *Agent) newAuditor() *auditor { return &auditor{full: a.auditLog != nil} }
+
+// auditLogFor returns the agent's audit log, or one on its store when
+// the audit is disabled (so that reading and committing still work).
+func (a *Agent) auditLogFor() *audit.Log {
+	if a.auditLog != nil {
+		return a.auditLog
+	}
+	return audit.New(audit.Config{Store: a.cfg.Store, Keep: a.cfg.Audit.Keep, Logger: a.cfg.Logger})
+}
+
+// Audit returns the audit turns thread threadID keeps, oldest first (see
+// [AuditConfig] and package audit); none for a thread without any.
+func (a *Agent) Audit(ctx context.Context, threadID string) ([]audit.Turn, error) {
+	turns, err := a.auditLogFor().Turns(ctx, threadID)
+	if err != nil {
+		return nil, fmt.Errorf("agentloop: %w", err)
+	}
+	return turns, nil
+}
+
+// Commit stores events as the next audit turn of thread threadID, with
+// the agent's store and retention, and returns the turn: for code that
+// recalls and stores through the layers outside [Agent.Run] (a
+// layer.Stack of its own, the langchaingo Memory adapter), whose memory
+// operations a run would otherwise not see. The events' texts and
+// reasons are masked as the run masks what it stores (see
+// [RedactionConfig]). It works with the audit disabled too.
+func (a *Agent) Commit(ctx context.Context, threadID string, events []audit.Event) (audit.Turn, error) {
+	t, err := a.auditLogFor().Commit(ctx, threadID, a.maskAudit(events))
+	if err != nil {
+		return audit.Turn{}, fmt.Errorf("agentloop: %w", err)
+	}
+	return t, nil
+}
+
+// commitAudit ends a top-level run's audit: Result.Writes lists what the
+// run wrote and, unless the audit is disabled, its events are committed
+// as a turn of the thread (Result.Audit). A failed commit does not fail
+// the run: it is reported as an EventAudit with its error.
+func (r *run) commitAudit(ctx context.Context) {
+	events := r.a.maskAudit(r.tree.audit.events())
+	for _, e := range events {
+		if e.IsWrite() {
+			r.res.Writes = append(r.res.Writes, e)
+		}
+	}
+	a := r.a
+	if a.auditLog == nil {
+		return
+	}
+	sctx, cancel := r.saveContext(ctx)
+	defer cancel()
+	start := time.Now()
+	t, err := a.auditLog.Commit(sctx, r.threadID, events)
+	if err == nil {
+		r.res.Audit = &t
+	}
+	a.emit(ctx, Event{Kind: EventAudit, ThreadID: r.threadID, Step: r.res.Steps, Duration: time.Since(start), Err: err})
+}
+
+// auditRecalls records the recall of each layer the step's prompt shows a
+// block of, except those scored assembly recorded (with candidates).
+func (r *run) auditRecalls(step int) {
+	if !r.tree.audit.on() {
+		return
+	}
+	for _, b := range r.res.Budgets {
+		if b.Used > 0 && !b.Assembled {
+			r.tree.audit.add(audit.Event{Op: audit.OpRecall, Step: step, Depth: r.depth, Layer: b.Layer, Tokens: b.Used})
+		}
+	}
+}
+
+// auditAssembly records a scored assembly: for each layer in it, its
+// candidates with their scores (as packed, or before redundancy) and
+// whether they were packed, and the tokens of its block.
+func (r *run) auditAssembly(step int, ids []string, cands []prompt.Candidate, sel []prompt.Selected, sc prompt.Scoring, tokens map[string]int) {
+	if !r.tree.audit.on() {
+		return
+	}
+	type key struct{ layer, key string }
+	packed := make(map[key]float64, len(sel))
+	for _, s := range sel {
+		packed[key{s.Layer, s.Key}] = s.Score
+	}
+	by := map[string][]audit.Candidate{}
+	for _, c := range cands {
+		ac := audit.Candidate{Layer: c.Layer, Key: c.Key, Tokens: c.Tokens}
+		if s, ok := packed[key{c.Layer, c.Key}]; ok {
+			ac.Score, ac.Packed = s, true
+		} else {
+			ac.Score = sc.Score(c)
+		}
+		by[c.Layer] = append(by[c.Layer], ac)
+	}
+	for _, id := range ids {
+		if len(by[id]) == 0 {
+			continue
+		}
+		r.tree.audit.add(audit.Event{Op: audit.OpRecall, Step: step, Depth: r.depth, Layer: id, Tokens: tokens[id], Candidates: by[id]})
+	}
+}
+
+// storeCounters are the counts a layer's Metrics may keep of what its
+// Store does, and the audit event each one's growth over a step makes:
+// entity memory's evictions and extractions, episodic memory's episodes.
+var storeCounters = []struct {
+	name string
+	op   audit.Op
+	kind string
+}{
+	{"extractions_total", audit.OpWrite, "extracted"},
+	{"episodes_total", audit.OpWrite, "episode"},
+	{"evictions_total", audit.OpEvict, ""},
+}
+
+// store hands the step to the layers' Store; with the audit on, it
+// records what the layers that count their Store's work in their
+// Metrics did in it (see storeCounters).
+func (r *run) store(ctx context.Context, t layer.Turn) {
+	if !r.tree.audit.on() {
+		_ = r.stack.Store(ctx, t) // failures are reported by the stack
+		return
+	}
+	if r.evictors == nil {
+		r.evictors = map[string]*evictor{}
+		for _, l := range r.stack.Layers() {
+			if f, ok := layer.As[figuresReporter](l); ok {
+				m := f.Metrics()
+				for _, c := range storeCounters {
+					if _, ok := m[c.name]; ok {
+						r.evictors[l.Spec().ID] = &evictor{f: f, seen: m}
+						break
+					}
+				}
+			}
+		}
+	}
+	_ = r.stack.Store(ctx, t)
+	for _, id := range slices.Sorted(maps.Keys(r.evictors)) {
+		e := r.evictors[id]
+		m := e.f.Metrics()
+		for _, c := range storeCounters {
+			if n := m[c.name] - e.seen[c.name]; n > 0 {
+				ev := audit.Event{Op: c.op, Step: t.Step, Depth: r.depth, Layer: id, Kind: c.kind, Count: int(n)}
+				if c.op == audit.OpWrite {
+					ev.Source = "store"
+				}
+				r.tree.audit.add(ev)
+			}
+		}
+		e.seen = m
+	}
+}
+
+// evictor is a layer that counts its Store's work, and the counts the
+// audit has seen.
+type evictor struct {
+	f    figuresReporter
+	seen map[string]int64
+}
+
+// auditRedactions records, by kind, what the step masked that earlier
+// steps had not: now is what the run has masked so far (not modified).
+func (r *run) auditRedactions(step int, now map[redact.Kind]int) {
+	if !r.tree.audit.on() {
+		return
+	}
+	for _, k := range slices.Sorted(maps.Keys(now)) {
+		if n := now[k] - r.redactedAudited[k]; n > 0 {
+			r.tree.audit.add(audit.Event{Op: audit.OpRedact, Step: step, Depth: r.depth, Kind: string(k), Count: n})
+		}
+	}
+	r.redactedAudited = now
+}
+
+// initAudit sets up the agent's audit log and router from its Config.
+func (a *Agent) initAudit() {
+	if !a.cfg.Audit.Disabled {
+		a.auditLog = audit.New(audit.Config{Store: a.cfg.Store, Keep: a.cfg.Audit.Keep, Logger: a.cfg.Logger})
+	}
+	a.router = a.cfg.Router
+	if a.router == nil {
+		a.router = DefaultRouter
+	}
+}
+
+// maskAudit returns events with their texts and reasons masked by the
+// agent's redactor (the scratchpad's updates are recorded as the model
+// sent them; everything else was masked already, and stays as it is).
+func (a *Agent) maskAudit(events []audit.Event) []audit.Event {
+	if a.redact == nil {
+		return events
+	}
+	out := make([]audit.Event, len(events))
+	for i, e := range events {
+		e.Text = a.redact.text(e.Text, nil, nil)
+		e.Reason = a.redact.text(e.Reason, nil, nil)
+		out[i] = e
+	}
+	return out
+}

@@ -1,0 +1,296 @@
+package agentloop
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/memlayer/memlayer/audit"
+	"github.com/memlayer/memlayer/episodicmemory"
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/semanticmemory"
+	"github.com/memlayer/memlayer/workingmemory"
+)
+
+// Write is a memory write offered to the [Router]: what the model asked
+// semantic memory's memorize tool to keep.
+type Write struct {
+	// Kind is the write's kind, lowercased ("fact" when none was
+	// given): "preference", "reasoning", "outcome", ...
+	Kind string
+	// Text is what to keep, redacted as it would be stored.
+	Text string
+	// Importance is in [0, 1].
+	Importance float64
+	// Source says who asked and where: "by=model step=2
+	// tool=semantic/memorize".
+	Source string
+	// Layer is the ID of the layer whose tool offered the write.
+	Layer string
+}
+
+// Route is where a [Router] sends a write.
+type Route struct {
+	// Layer is the layer that keeps the write: a layer ID of the run's
+	// stack, or one of RouteScratchpad, RouteEpisodic and RouteSemantic
+	// for the first layer of that sort (for RouteSemantic, the layer
+	// whose tool offered the write). Empty refuses the write.
+	Layer string
+	// Reason says why, for the audit (and, for a refusal, the model).
+	Reason string
+}
+
+// The sorts of layer a [Route] can name instead of a layer ID.
+const (
+	// RouteScratchpad is the scratchpad (a *workingmemory.Layer): the
+	// write is merged into its state under the write's kind, so the
+	// model sees it in later steps and turns of the thread, until it is
+	// replaced.
+	RouteScratchpad = "scratchpad"
+	// RouteEpisodic is the episode log (a *episodicmemory.Layer), which
+	// logs the memorize call as the step's episode: kept with its time
+	// and step, recalled while relevant and recent, never as a fact.
+	RouteEpisodic = "episodic"
+	// RouteSemantic is semantic memory (a *semanticmemory.Layer): a
+	// durable fact, superseding one it restates.
+	RouteSemantic = "semantic"
+)
+
+// A Router decides where a memory write goes, or refuses it. Route may
+// be called concurrently (the tool calls of a step run concurrently); a
+// panic refuses the write.
+type Router interface {
+	Route(ctx context.Context, w Write) Route
+}
+
+// RouterFunc adapts a function to a [Router].
+type RouterFunc func(ctx context.Context, w Write) Route
+
+// Route calls f.
+func (f RouterFunc) Route(ctx context.Context, w Write) Route { return f(ctx, w) }
+
+// DefaultRouter routes a write by its kind, with a fixed table and no
+// model call:
+//
+//   - transient reasoning — reasoning, transient, thought, plan,
+//     scratch — to the scratchpad;
+//   - an actionable outcome — outcome, action, result, event, task — to
+//     the episode log;
+//   - a distilled durable fact — fact, preference, profile, decision,
+//     note, instruction, goal, constraint — to semantic memory;
+//
+// and refuses any other kind, naming it and the kinds it knows.
+var DefaultRouter Router = RouterFunc(defaultRoute)
+
+// routeTable is DefaultRouter's.
+var routeTable = map[string]Route{}
+
+func init() {
+	for _, k := range []string{"reasoning", "transient", "thought", "plan", "scratch"} {
+		routeTable[k] = Route{Layer: RouteScratchpad, Reason: "transient reasoning goes to the scratchpad"}
+	}
+	for _, k := range []string{"outcome", "action", "result", "event", "task"} {
+		routeTable[k] = Route{Layer: RouteEpisodic, Reason: "an actionable outcome goes to the episode log"}
+	}
+	for _, k := range []string{"fact", "preference", "profile", "decision", "note", "instruction", "goal", "constraint"} {
+		routeTable[k] = Route{Layer: RouteSemantic, Reason: "a durable fact goes to semantic memory"}
+	}
+}
+
+func defaultRoute(_ context.Context, w Write) Route {
+	if r, ok := routeTable[w.Kind]; ok {
+		return r
+	}
+	return Route{Reason: fmt.Sprintf("kind %q is not one the default router knows: reasoning, transient, thought, plan, scratch (the scratchpad); "+
+		"outcome, action, result, event, task (the episode log); fact, preference, profile, decision, note, instruction, goal, constraint (semantic memory)", w.Kind)}
+}
+
+// route asks the agent's router where w goes; a panic refuses it.
+func (r *run) route(ctx context.Context, w Write) (rt Route) {
+	defer func() {
+		if p := recover(); p != nil {
+			err := r.a.recovered(ctx, "Config.Router", p)
+			rt = Route{Reason: "the router failed: " + err.Error()}
+		}
+	}()
+	return r.a.router.Route(ctx, w)
+}
+
+// target finds the layer a route names: a layer ID of the run's stack,
+// or a sort of layer (own is the layer that offered the write). It
+// returns nil and why when there is none.
+func (r *run) target(name string, own layer.Layer) (layer.Layer, string) {
+	if l, ok := layer.Find[layer.Layer](r.stack, name); ok {
+		return l, ""
+	}
+	var is func(layer.Layer) bool
+	switch name {
+	case RouteScratchpad:
+		is = func(l layer.Layer) bool { _, ok := layer.As[*workingmemory.Layer](l); return ok }
+	case RouteEpisodic:
+		is = func(l layer.Layer) bool { _, ok := layer.As[*episodicmemory.Layer](l); return ok }
+	case RouteSemantic:
+		if own != nil {
+			return own, ""
+		}
+		is = func(l layer.Layer) bool { _, ok := layer.As[*semanticmemory.Layer](l); return ok }
+	default:
+		return nil, fmt.Sprintf("the router chose layer %q, which the agent does not have", name)
+	}
+	for _, l := range r.stack.Layers() {
+		if is(l) {
+			return l, ""
+		}
+	}
+	return nil, fmt.Sprintf("the router chose the %s, and the agent has no %s layer", name, name)
+}
+
+// layerFunction returns the layer of s that offers the tool name (by
+// layer.ToolName or an alias) and that function as the layer declares
+// it; a nil layer when none does (a name the stack had to tell apart
+// from another's, which the stack still runs).
+func layerFunction(s *layer.Stack, name string) (layer.Layer, layer.Function) {
+	for _, l := range s.Layers() {
+		p, ok := layer.As[layer.Provider](l)
+		if !ok {
+			continue
+		}
+		for _, fn := range p.Functions() {
+			if layer.ToolName(l.Spec().ID, fn.Name) == name || slices.Contains(fn.Aliases, name) {
+				return l, fn
+			}
+		}
+	}
+	return nil, layer.Function{}
+}
+
+// callLayerTool runs fn of layer l, offered as name, for the model and
+// audits what it changed: semantic memory's memorize goes through the
+// router (see [Router]); its forget, and the scratchpad's update, are
+// audited as they succeed. A nil l runs the tool through the stack
+// unaudited.
+func (r *run) callLayerTool(ctx context.Context, l layer.Layer, fn layer.Function, name, args string) (string, error) {
+	if l == nil {
+		return r.stack.CallTool(ctx, name, args)
+	}
+	_, isSem := layer.As[*semanticmemory.Layer](l)
+	if isSem && fn.Name == "memorize" {
+		return r.memorize(ctx, l, fn, name, args)
+	}
+	out, err := r.stack.CallTool(ctx, name, args)
+	if err != nil {
+		return out, err
+	}
+	step, id := r.res.Steps, l.Spec().ID
+	if _, pad := layer.As[*workingmemory.Layer](l); pad {
+		r.tree.audit.add(audit.Event{Op: audit.OpWrite, Step: step, Depth: r.depth, Layer: id, Kind: "update", Text: args,
+			Source: "by=model tool=" + name})
+	}
+	if isSem && fn.Name == "forget" {
+		var a struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal([]byte(args), &a) // it ran: the arguments were an object with an id
+		r.tree.audit.add(audit.Event{Op: audit.OpForget, Step: step, Depth: r.depth, Layer: id, Key: a.ID,
+			Source: "by=model tool=" + name})
+	}
+	return out, nil
+}
+
+// memorize routes a call of semantic memory's memorize tool and keeps
+// the write where the router says, auditing the route and the write.
+func (r *run) memorize(ctx context.Context, own layer.Layer, fn layer.Function, name, args string) (string, error) {
+	raw, err := r.a.toolArgs(name, fn.Parameters, args)
+	if err != nil {
+		return "", err
+	}
+	var in struct {
+		Text       string   `json:"text"`
+		Kind       string   `json:"kind"`
+		Importance *float64 `json:"importance"`
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return "", fmt.Errorf("memorize: %w", err)
+	}
+	step := r.res.Steps
+	src := semanticmemory.Source{By: "model", Step: step, Tool: name}
+	w := Write{Kind: strings.ToLower(in.Kind), Text: in.Text, Importance: semanticmemory.DefaultImportance, Source: src.String(), Layer: own.Spec().ID}
+	if w.Kind == "" {
+		w.Kind = semanticmemory.DefaultKind
+	}
+	if in.Importance != nil {
+		w.Importance = *in.Importance
+	}
+	rt := r.route(ctx, w)
+	ev := audit.Event{Op: audit.OpRoute, Step: step, Depth: r.depth, Kind: w.Kind, Text: w.Text, Importance: w.Importance, Source: w.Source, Reason: rt.Reason}
+	var dest layer.Layer
+	if rt.Layer == "" {
+		ev.Reason = cmp.Or(rt.Reason, "refused by the router")
+	} else {
+		var why string
+		if dest, why = r.target(rt.Layer, own); dest == nil {
+			ev.Reason = why
+		} else if !routable(dest) {
+			ev.Reason = fmt.Sprintf("the router chose layer %s, which does not take routed writes", dest.Spec().ID)
+			dest = nil
+		}
+	}
+	if dest == nil {
+		ev.Refused = true
+		r.tree.audit.add(ev)
+		return "", fmt.Errorf("memorize: refused: %s", ev.Reason)
+	}
+	id := dest.Spec().ID
+	ev.Layer = id
+	r.tree.audit.add(ev)
+	if tm := dest.Spec().Timeout; tm > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, tm)
+		defer cancel()
+	}
+	write := audit.Event{Op: audit.OpWrite, Step: step, Depth: r.depth, Layer: id, Kind: w.Kind, Text: w.Text, Importance: w.Importance, Source: w.Source}
+	if l, ok := layer.As[*semanticmemory.Layer](dest); ok {
+		f, err := l.Remember(ctx, semanticmemory.Memo{Text: w.Text, Kind: w.Kind, Importance: w.Importance, Source: src})
+		if err != nil {
+			return "", fmt.Errorf("memorize: %w", err)
+		}
+		// A restatement word for word writes nothing and returns the
+		// fact as it was, written by someone else.
+		if f.Source.By == src.By && f.Source.Step == src.Step && f.Source.Tool == src.Tool {
+			write.Key, write.Version, write.Text, write.Source = f.ID, f.Version, f.Text, f.Source.String()
+			r.tree.audit.add(write)
+			if f.Version > 1 {
+				r.tree.audit.add(audit.Event{Op: audit.OpSupersede, Step: step, Depth: r.depth, Layer: id, Kind: f.Kind, Key: f.ID, Version: f.Version, Source: write.Source})
+			}
+		}
+		if f.Version > 1 {
+			return fmt.Sprintf("updated fact %s (version %d)", f.ID, f.Version), nil
+		}
+		return "remembered fact " + f.ID, nil
+	}
+	if l, ok := layer.As[*workingmemory.Layer](dest); ok {
+		patch, _ := json.Marshal(map[string]string{w.Kind: w.Text})
+		if err := l.Update(ctx, patch); err != nil {
+			return "", fmt.Errorf("memorize: routed to the scratchpad %s: %w", id, err)
+		}
+		r.tree.audit.add(write)
+		return fmt.Sprintf("kept on the scratchpad (%s) under %q, not as a durable fact: %s", id, w.Kind, rt.Reason), nil
+	}
+	if _, ok := layer.As[*episodicmemory.Layer](dest); ok {
+		// The episode log keeps this call as the step's episode.
+		r.tree.audit.add(write)
+		return fmt.Sprintf("logged in the episode log (%s) with this step, not as a durable fact: %s", id, rt.Reason), nil
+	}
+	return "", fmt.Errorf("memorize: layer %s takes no routed writes", id) // routable said it does
+}
+
+// routable reports whether l is a layer a write can be routed to.
+func routable(l layer.Layer) bool {
+	_, sem := layer.As[*semanticmemory.Layer](l)
+	_, pad := layer.As[*workingmemory.Layer](l)
+	_, eps := layer.As[*episodicmemory.Layer](l)
+	return sem || pad || eps
+}
