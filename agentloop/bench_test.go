@@ -54,7 +54,8 @@ func benchPolicy(ctx context.Context, r agenttest.Request) (*llms.ContentChoice,
 // CAS put) and events. One op is a whole run of four steps on a new
 // thread (including stack setup and teardown). The step overhead metric
 // is the median over all steps of the step's duration minus the time in
-// the model and the tools.
+// the model and the tools. BENCH_NO_REDACTION=1 and BENCH_NO_AUDIT=1 turn
+// redaction and the audit trail off, to measure what each costs.
 func BenchmarkStep(b *testing.B) {
 	wm, err := workingmemory.New(workingmemory.Config{Schema: `{"type":"object","properties":{"task":{"type":"string"},"status":{"type":"string"}}}`})
 	if err != nil {
@@ -97,6 +98,7 @@ func BenchmarkStep(b *testing.B) {
 	overheads := make([]time.Duration, 0, 1<<16)
 	a := mustAgent(b, agentloop.Config{
 		Redaction:    agentloop.RedactionConfig{Disabled: os.Getenv("BENCH_NO_REDACTION") != ""},
+		Audit:        agentloop.AuditConfig{Disabled: os.Getenv("BENCH_NO_AUDIT") != ""},
 		Model:        agenttest.NewFunc(benchPolicy),
 		Instructions: "You are a CMS assistant.",
 		Layers:       []layer.Layer{wm, em, kvl},
