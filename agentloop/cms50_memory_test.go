@@ -40,7 +40,7 @@ var cmsFacts = []string{
 	"The editor wants to be asked before anything is published.",
 }
 
-// TestMemory60_CMS50WithSemanticMemory runs the 50-turn CMS conversation
+// TestMemory90_CMS50WithSemanticMemory runs the 50-turn CMS conversation
 // of TestHistory51 with the long-term memory on as well: a semantic
 // memory holding the editor's twenty facts from earlier threads (stored
 // with the same resource), first with each layer in its own budget, then
@@ -55,7 +55,7 @@ var cmsFacts = []string{
 // the small windowed requests. The test holds 73% so that a regression
 // fails. Scored assembly sends no more than the layers would on their
 // own: each offers only what its Recall would choose from.
-func TestMemory60_CMS50WithSemanticMemory(t *testing.T) {
+func TestMemory90_CMS50WithSemanticMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two 50-turn runs")
 	}

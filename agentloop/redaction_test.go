@@ -324,14 +324,14 @@ func TestMemory47_MemoryAdapterMasksTheTurn(t *testing.T) {
 	}
 }
 
-// TestMemory73_RedactionOfNestedJSON: a tool whose result carries other
+// TestMemory85_RedactionOfNestedJSON: a tool whose result carries other
 // JSON documents as escaped strings (two levels deep) leaves none of the
 // values planted at any level in the store, keeps every identifier (the
 // numeric ones beyond 2^53 included), and its stored result is still
 // JSON. With a redactor of the user's that cuts across the JSON syntax,
 // the agent masks the document string by string instead, into nested
 // documents too, and never rounds a number through a float64.
-func TestMemory73_RedactionOfNestedJSON(t *testing.T) {
+func TestMemory85_RedactionOfNestedJSON(t *testing.T) {
 	// A user's redactor that masks e-mail addresses and the quote after
 	// them: it breaks a JSON document.
 	emails := regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[a-z]{2,}"?`)

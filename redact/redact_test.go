@@ -175,14 +175,14 @@ func BenchmarkRedact(b *testing.B) {
 	}
 }
 
-// TestMemory70_RedactNestedJSON: a tool result whose JSON carries other
+// TestMemory82_RedactNestedJSON: a tool result whose JSON carries other
 // JSON documents as escaped strings, up to three levels deep, keeps none
 // of the values planted at any level, keeps every identifier under an
 // identifier-named key (as a string, as a JSON number beyond 2^53, in an
 // "ids" array), stays valid JSON with the same members at every level,
 // and changes nothing but what it masks: every other value, and the way
 // it was escaped, is as it was.
-func TestMemory70_RedactNestedJSON(t *testing.T) {
+func TestMemory82_RedactNestedJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(70, 12))
 	for depth := range 4 {
 		for range 25 {
@@ -293,11 +293,11 @@ func checkFindings(t *testing.T, in, out string, found []redact.Finding) {
 	}
 }
 
-// TestMemory71_RedactJSONNumbers: a JSON number is never decoded into a
+// TestMemory83_RedactJSONNumbers: a JSON number is never decoded into a
 // float64 and written back: long numeric IDs, amounts and exponents come
 // out byte for byte; a card number written as a JSON number is masked as
 // a string, so the document stays valid JSON.
-func TestMemory71_RedactJSONNumbers(t *testing.T) {
+func TestMemory83_RedactJSONNumbers(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{`{"orderId": 41111111111111111111, "amount": 12.50, "ratio": 1e400, "user_id": 4111111111111111}`,
 			`{"orderId": 41111111111111111111, "amount": 12.50, "ratio": 1e400, "user_id": 4111111111111111}`},
@@ -328,10 +328,10 @@ func TestMemory71_RedactJSONNumbers(t *testing.T) {
 	}
 }
 
-// TestMemory72_RedactEscapedJSONInText: JSON written as an escaped string
+// TestMemory84_RedactEscapedJSONInText: JSON written as an escaped string
 // inside text that is not itself a JSON document (a log line) keeps its
 // identifiers and loses its secrets too.
-func TestMemory72_RedactEscapedJSONInText(t *testing.T) {
+func TestMemory84_RedactEscapedJSONInText(t *testing.T) {
 	in := `tool said: {\"user_id\":\"4111111111111111\",\"pageId\": 4111111111111111,\"api_key\":\"abcdefghijkl\",\"password\" : \"hunter2hunter2\"} and more`
 	want := `tool said: {\"user_id\":\"4111111111111111\",\"pageId\": 4111111111111111,\"api_key\":\"[redacted secret]\",\"password\" : \"[redacted secret]\"} and more`
 	if out, _ := redact.Default.Redact(in, nil); out != want {

@@ -308,13 +308,13 @@ func TestMemory12_SnapshotRestoreSpawnClear(t *testing.T) {
 	}
 }
 
-// TestMemory61_CandidateSimilarityIsTheMatch: a candidate's similarity
+// TestMemory91_CandidateSimilarityIsTheMatch: a candidate's similarity
 // says how well the fact matches the input (BM25 over the query's top
 // score), not its fused rank: a fact that shares only a common word with
 // the input scores far below the one it is about, so scored assembly,
 // which weighs similarity against recency and importance, does not take
 // it for a match.
-func TestMemory61_CandidateSimilarityIsTheMatch(t *testing.T) {
+func TestMemory91_CandidateSimilarityIsTheMatch(t *testing.T) {
 	l := bind(t, semanticmemory.Config{}, storage.NewMemory(), "t1")
 	ctx := context.Background()
 	remember(t, l, "preference", "The user's kayak paddle is carbon fibre.")

@@ -195,11 +195,11 @@ func TestMemory43_StemFoldsInflections(t *testing.T) {
 	}
 }
 
-// TestMemory62_StopWordsMatchNothing: function words say nothing of what a
+// TestMemory92_StopWordsMatchNothing: function words say nothing of what a
 // text is about. A document that shares only them with the query is not
 // found, a query made of them finds nothing, and they do not dilute the
 // words that matter.
-func TestMemory62_StopWordsMatchNothing(t *testing.T) {
+func TestMemory92_StopWordsMatchNothing(t *testing.T) {
 	var c Corpus
 	c.Add("paddle", "The user's kayak paddle is carbon fibre.")
 	c.Add("trains", "The user does not like crowded trains.")
