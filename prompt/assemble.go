@@ -64,7 +64,7 @@ func Assemble(cands []Candidate, pool int, s Scoring) []Selected {
 			continue
 		}
 		base := s.base(c, lambda)
-		all = append(all, candidate{c: c, order: i, base: base, score: base, sig: sign(c.Text)})
+		all = append(all, candidate{c: c, order: i, base: base, score: base})
 		items = append(items, &all[len(all)-1])
 	}
 	heap.Init(&items)
@@ -76,6 +76,11 @@ func Assemble(cands []Candidate, pool int, s Scoring) []Selected {
 		if top.c.Tokens > left {
 			heap.Pop(&items) // it can only fit less from now on
 			continue
+		}
+		// Its words are read the first time it comes to the top: most
+		// candidates of a large set never do.
+		if !top.signed {
+			top.sig, top.signed = sign(top.c.Text), true
 		}
 		// Bring its redundancy up to date with what was picked since it
 		// was last scored. Redundancy only grows, so a score can only
@@ -146,13 +151,14 @@ func clamp01(f float64) float64 {
 
 // candidate is a candidate being assembled.
 type candidate struct {
-	c     Candidate
-	order int
-	base  float64 // the score without redundancy
-	score float64 // base − δ·red
-	red   float64 // largest overlap with picked[:seen]
-	seen  int     // how many picked candidates red accounts for
-	sig   signature
+	c      Candidate
+	order  int
+	base   float64   // the score without redundancy
+	score  float64   // base − δ·red
+	red    float64   // largest overlap with picked[:seen]
+	seen   int       // how many picked candidates red accounts for
+	sig    signature // its words, once signed
+	signed bool
 }
 
 // assembly is a max-heap of candidates by score, then the tie-break order.
