@@ -26,7 +26,7 @@ type Write struct {
 	// Importance is in [0, 1].
 	Importance float64
 	// Source says who asked and where: "by=model step=2
-	// tool=semantic/memorize".
+	// tool=semantic_memorize".
 	Source string
 	// Layer is the ID of the layer whose tool offered the write.
 	Layer string
