@@ -301,10 +301,10 @@ type run struct {
 	// (children are not checkpointed).
 	thread *thread
 
-	alloc    *prompt.Allocation // budgets, computed on the first step
-	layerCap int                // the sum of alloc.Layers
-	callIDs  map[string]bool    // tool call IDs in msgs
-	keptArgs map[string]bool    // layer tools whose arguments are not masked (redactor.keptTools)
+	alloc    *prompt.Allocation     // budgets, computed on the first step
+	layerCap int                    // the sum of alloc.Layers
+	callIDs  map[string]bool        // tool call IDs in msgs
+	offered  map[string]offeredTool // the layers' tools by the names a model may call them by
 	est      estimator
 
 	// base is the index in the thread of msgs[0]: a run loads only the
@@ -515,7 +515,7 @@ func (r *run) prepareTools() error {
 		}
 		r.defs = append(r.defs, layerToolDef(t))
 	}
-	r.keptArgs = a.redact.keptTools(r.stack)
+	r.offered = offeredTools(r.stack, a.redact)
 	r.opts = make([]llms.CallOption, 0, 2+len(a.cfg.CallOptions))
 	if len(r.defs) > 0 {
 		r.opts = append(r.opts, llms.WithTools(r.defs))
@@ -1261,13 +1261,18 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 	if name == SpawnToolName && r.canSpawn() {
 		return r.spawnTool(ctx, args)
 	}
-	tools := r.stack.Tools()
-	if slices.ContainsFunc(tools, func(t layer.Function) bool { return t.Name == name || slices.Contains(t.Aliases, name) }) {
-		l, fn := layerFunction(r.stack, name)
-		if a.redact != nil && !r.keptArgs[name] {
+	if t, ok := r.offered[name]; ok {
+		if !t.keepArgs {
 			args = a.redact.text(args, nil, &r.redacted)
 		}
-		return r.callLayerTool(ctx, l, fn, name, args)
+		return r.callLayerTool(ctx, t.l, t.fn, name, args)
+	}
+	if slices.ContainsFunc(r.stack.Tools(), func(t layer.Function) bool { return t.Name == name }) {
+		// A tool the stack named apart from another's (see offeredTools).
+		if a.redact != nil {
+			args = a.redact.text(args, nil, &r.redacted)
+		}
+		return r.stack.CallTool(ctx, name, args)
 	}
 	names := make([]string, 0, len(r.defs))
 	for _, d := range r.defs {

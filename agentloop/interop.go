@@ -228,10 +228,10 @@ func (m *Memory) SaveContext(ctx context.Context, inputs, outputs map[string]any
 	}
 	// The calls of a layer whose tools are not masked (the scratchpad's
 	// legacy call, applied from the turn) keep their arguments.
-	kept := m.redact.keptTools(m.stack)
+	offered := offeredTools(m.stack, m.redact)
 	masked := m.redact.turn(t, nil)
 	for i, c := range t.ToolCalls {
-		if kept[c.Name] {
+		if offered[c.Name].keepArgs {
 			masked.ToolCalls[i].Arguments = c.Arguments
 		}
 	}

@@ -196,27 +196,6 @@ func (rd *redactor) masksTools(l layer.Layer) bool {
 	return !scratchpad
 }
 
-// keptTools returns the names of the layer tools whose arguments rd
-// leaves alone (as offered, and their aliases): those of the layers whose
-// tools it does not mask (see masksTools). A tool whose name the stack
-// had to tell apart from another's is not listed, so it is masked.
-func (rd *redactor) keptTools(stack *layer.Stack) map[string]bool {
-	kept := map[string]bool{}
-	for _, l := range stack.Layers() {
-		p, ok := layer.As[layer.Provider](l)
-		if !ok || rd.masksTools(l) {
-			continue
-		}
-		for _, fn := range p.Functions() {
-			kept[layer.ToolName(l.Spec().ID, fn.Name)] = true
-			for _, a := range fn.Aliases {
-				kept[a] = true
-			}
-		}
-	}
-	return kept
-}
-
 // redactions counts what a run masked, by kind.
 type redactions struct {
 	mu sync.Mutex

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/memlayer/memlayer/audit"
@@ -148,34 +147,46 @@ func (r *run) target(name string, own layer.Layer) (layer.Layer, string) {
 	return nil, fmt.Sprintf("the router chose the %s, and the agent has no %s layer", name, name)
 }
 
-// layerFunction returns the layer of s that offers the tool name (by
-// layer.ToolName or an alias) and that function as the layer declares
-// it; a nil layer when none does (a name the stack had to tell apart
-// from another's, which the stack still runs).
-func layerFunction(s *layer.Stack, name string) (layer.Layer, layer.Function) {
+// offeredTool is a layer's function as the model is offered it.
+type offeredTool struct {
+	l  layer.Layer
+	fn layer.Function // as the layer declares it (Name is the function's own)
+	// keepArgs is true when the redactor leaves its arguments alone
+	// (see redactor.masksTools).
+	keepArgs bool
+}
+
+// offeredTools returns the layer functions of s by the names a model may
+// call them by: their tool names (layer.ToolName) and aliases. A function
+// whose tool name the stack had to tell apart from another's (a hash
+// suffix) is not listed; the stack still runs it, unaudited, with its
+// arguments masked.
+func offeredTools(s *layer.Stack, rd *redactor) map[string]offeredTool {
+	out := map[string]offeredTool{}
 	for _, l := range s.Layers() {
 		p, ok := layer.As[layer.Provider](l)
 		if !ok {
 			continue
 		}
+		keep := !rd.masksTools(l)
 		for _, fn := range p.Functions() {
-			if layer.ToolName(l.Spec().ID, fn.Name) == name || slices.Contains(fn.Aliases, name) {
-				return l, fn
+			t := offeredTool{l: l, fn: fn, keepArgs: keep}
+			out[layer.ToolName(l.Spec().ID, fn.Name)] = t
+			for _, alias := range fn.Aliases {
+				if _, taken := out[alias]; !taken {
+					out[alias] = t
+				}
 			}
 		}
 	}
-	return nil, layer.Function{}
+	return out
 }
 
 // callLayerTool runs fn of layer l, offered as name, for the model and
 // audits what it changed: semantic memory's memorize goes through the
 // router (see [Router]); its forget, and the scratchpad's update, are
-// audited as they succeed. A nil l runs the tool through the stack
-// unaudited.
+// audited as they succeed.
 func (r *run) callLayerTool(ctx context.Context, l layer.Layer, fn layer.Function, name, args string) (string, error) {
-	if l == nil {
-		return r.stack.CallTool(ctx, name, args)
-	}
 	_, isSem := layer.As[*semanticmemory.Layer](l)
 	if isSem && fn.Name == "memorize" {
 		return r.memorize(ctx, l, fn, name, args)
