@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -259,7 +260,7 @@ func (l *Log) Commit(ctx context.Context, threadID string, events []Event) (Turn
 	}
 	// Check the turn encodes (a NaN or an infinity does not) before
 	// claiming a number for it.
-	if _, err := json.Marshal(rec); err != nil {
+	if err := finite(rec.Events); err != nil {
 		return Turn{}, fmt.Errorf("audit: commit: %w", err)
 	}
 	hkey := storage.ThreadKey(threadID, Name)
@@ -285,7 +286,10 @@ func (l *Log) Commit(ctx context.Context, threadID string, events []Event) (Turn
 		}
 		l.setCached(threadID, &cachedHead{last: seq, version: v, keep: l.cfg.Keep})
 		rec.Seq = seq
-		b, _ := json.Marshal(rec) // it encoded above
+		b, err := json.Marshal(rec)
+		if err != nil { // finite checked the only values that can fail
+			return Turn{}, fmt.Errorf("audit: commit: turn %d: %w", seq, err)
+		}
 		if _, err := l.cfg.Store.Put(ctx, slotKey(threadID, seq, l.cfg.Keep), b, storage.AnyVersion); err != nil {
 			return Turn{}, fmt.Errorf("audit: commit: turn %d: %w", seq, err)
 		}
@@ -374,6 +378,24 @@ func (l *Log) setCached(threadID string, h *cachedHead) {
 		clear(l.heads)
 	}
 	l.heads[threadID] = *h
+}
+
+// finite reports an error for the first NaN or infinity among the
+// events' numbers, which JSON cannot encode: an event's Importance or a
+// candidate's Score.
+func finite(events []Event) error {
+	bad := func(f float64) bool { return math.IsNaN(f) || math.IsInf(f, 0) }
+	for i, e := range events {
+		if bad(e.Importance) {
+			return fmt.Errorf("event %d: importance %v is not a number JSON can encode", i, e.Importance)
+		}
+		for _, c := range e.Candidates {
+			if bad(c.Score) {
+				return fmt.Errorf("event %d: candidate %s: score %v is not a number JSON can encode", i, c.Key, c.Score)
+			}
+		}
+	}
+	return nil
 }
 
 // slotKey is the key of the slot turn seq of the thread is stored in,

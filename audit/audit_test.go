@@ -137,6 +137,13 @@ func TestMemory71_CorruptRecordsAreSkipped(t *testing.T) {
 	if _, err := fresh.Commit(ctx, "t1", []audit.Event{{Op: audit.OpWrite, Importance: math.NaN()}}); err == nil {
 		t.Error("a NaN was committed")
 	}
+	if _, err := fresh.Commit(ctx, "t1", []audit.Event{{Op: audit.OpRecall, Candidates: []audit.Candidate{{Key: "f1", Score: math.Inf(1)}}}}); err == nil {
+		t.Error("an infinite score was committed")
+	}
+	// Neither claimed a number: the next turn is the second.
+	if turn, err := fresh.Commit(ctx, "t1", []audit.Event{{Op: audit.OpRecall}}); err != nil || turn.Seq != 2 {
+		t.Errorf("after refused turns: %+v, %v; want turn 2", turn, err)
+	}
 }
 
 // TestMemory72_AuditSurvivesARestartOnSQLite: turns committed through
