@@ -128,6 +128,8 @@ type Layer struct {
 	cache   string       // rendered block; "" until rendered after a change
 	cacheN  int          // cache's tokens by the default estimate (layer.Query{}.Count)
 
+	savedLen int // bytes of the state as last written; 0 when unknown
+
 	// Counts since the layer was made, for Metrics.
 	extracted int64 // entities extracted from tool results
 	evicted   int64 // entities pushed out of the list by newer ones
@@ -540,9 +542,10 @@ func (l *Layer) saveLocked(ctx context.Context) error {
 		if err := storage.WaitRetry(ctx, attempt); err != nil {
 			return fmt.Errorf("entitymemory: save %s: %w", l.key, err)
 		}
-		v, err := l.store.Put(ctx, l.key, encodeState(l.list, l.clock), l.version)
+		data := encodeState(l.list, l.clock)
+		v, err := l.store.Put(ctx, l.key, data, l.version)
 		if err == nil {
-			l.version, l.dirty, l.base, l.deleted = v, false, l.clock, nil
+			l.version, l.dirty, l.base, l.deleted, l.savedLen = v, false, l.clock, nil, len(data)
 			return nil
 		}
 		if !errors.Is(err, storage.ErrConflict) {
@@ -651,7 +654,7 @@ func (l *Layer) overwriteLocked(ctx context.Context, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("save %s: %w", l.key, err)
 	}
-	l.version, l.dirty = v, false
+	l.version, l.dirty, l.savedLen = v, false, len(data)
 	return nil
 }
 
@@ -662,7 +665,7 @@ func (l *Layer) Clear(ctx context.Context) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.list, l.cache, l.dirty, l.deleted, l.base = nil, "", false, nil, l.clock
+	l.list, l.cache, l.dirty, l.deleted, l.base, l.savedLen = nil, "", false, nil, l.clock, 0
 	if l.store == nil {
 		return nil
 	}
@@ -683,7 +686,11 @@ func (l *Layer) Metrics() map[string]int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.expire()
-	return map[string]int64{"entries": int64(len(l.list)), "bytes": int64(len(encodeState(l.list, l.clock))),
+	n := l.savedLen // the state as last written, unless it changed since
+	if l.dirty || n == 0 {
+		n = len(encodeState(l.list, l.clock))
+	}
+	return map[string]int64{"entries": int64(len(l.list)), "bytes": int64(n),
 		"extractions_total": l.extracted, "evictions_total": l.evicted}
 }
 

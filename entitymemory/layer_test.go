@@ -451,11 +451,28 @@ func TestProvidesStatsClear(t *testing.T) {
 	if es := l.Entities(); len(es) != 1 || es[0].ID != "p1" {
 		t.Errorf("Entities = %#v", es)
 	}
-	if m := l.Metrics(); m["entries"] != 1 || m["bytes"] == 0 {
-		t.Errorf("Metrics = %v", m)
+	// "bytes" is the size of the stored state (read from the size the
+	// last save wrote, not encoded again), and follows a change.
+	stored, err := st.Get(t.Context(), l.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := l.Metrics(); m["entries"] != 1 || m["bytes"] != int64(len(stored.Value)) {
+		t.Errorf("Metrics = %v, want bytes %d", m, len(stored.Value))
+	}
+	l.mu.Lock()
+	l.list = append(l.list, Entity{Type: "page", ID: "p-unsaved", Name: "Unsaved"})
+	l.dirty = true
+	want := len(encodeState(l.list, l.clock))
+	l.mu.Unlock()
+	if m := l.Metrics(); m["bytes"] != int64(want) {
+		t.Errorf("Metrics after a change = %v, want bytes %d", m, want)
 	}
 	if err := l.Clear(t.Context()); err != nil {
 		t.Fatal(err)
+	}
+	if m := l.Metrics(); m["entries"] != 0 || m["bytes"] != int64(len(encodeState(nil, l.clock))) {
+		t.Errorf("Metrics after Clear = %v", m)
 	}
 	if recallText(t, l) != "" || len(initLayer(t, mustNew(t, Config{}), env(st, "t")).Entities()) != 0 {
 		t.Errorf("Clear left entities behind")
