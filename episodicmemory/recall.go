@@ -37,7 +37,10 @@ import (
 func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	pick := l.best(q.Text)
+	var pick []int
+	for _, p := range l.best(q.Text) {
+		pick = append(pick, p.i)
+	}
 	budget, bounded := budgetOf(q)
 	for len(pick) > 0 {
 		block := l.render(slices.Sorted(slices.Values(pick)))
@@ -50,10 +53,16 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 	return nil, nil
 }
 
-// best returns the indices in l.docs of the Config.MaxRecall episodes
-// most relevant to text, best first (see [Layer.Recall] for the score).
-// The caller holds l.mu.
-func (l *Layer) best(text string) []int {
+// picked is an episode best chose: its index in l.docs (age order:
+// oldest first) and its BM25 similarity to the text.
+type picked struct {
+	i   int
+	sim float64
+}
+
+// best returns the Config.MaxRecall episodes most relevant to text, best
+// first (see [Layer.Recall] for the score). The caller holds l.mu.
+func (l *Layer) best(text string) []picked {
 	n := len(l.digests) + len(l.recent) + len(l.pending)
 	if n == 0 {
 		return nil
@@ -61,14 +70,14 @@ func (l *Layer) best(text string) []int {
 	l.syncIndex()
 	hits := l.index.Rank(text)
 	type cand struct {
-		i     int // index in l.docs (age order: oldest first)
+		picked
 		score float64
 	}
 	cands := make([]cand, len(hits))
 	hl := float64(l.cfg.HalfLife)
 	for k, h := range hits {
 		age := float64(n - 1 - h.Doc)
-		cands[k] = cand{i: h.Doc, score: SimilarityWeight*h.Similarity + RecencyWeight*math.Exp2(-age/hl)}
+		cands[k] = cand{picked{h.Doc, h.Similarity}, SimilarityWeight*h.Similarity + RecencyWeight*math.Exp2(-age/hl)}
 	}
 	slices.SortFunc(cands, func(a, b cand) int {
 		if c := cmp.Compare(b.score, a.score); c != 0 {
@@ -77,11 +86,11 @@ func (l *Layer) best(text string) []int {
 		return cmp.Compare(b.i, a.i)
 	})
 	cands = cands[:min(len(cands), l.cfg.MaxRecall)]
-	pick := make([]int, len(cands))
+	out := make([]picked, len(cands))
 	for k, c := range cands {
-		pick[k] = c.i
+		out[k] = c.picked
 	}
-	return pick
+	return out
 }
 
 // budgetOf returns the query's budget in tokens, and false when it sets
@@ -150,18 +159,11 @@ func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]prompt.Candida
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	pick := l.best(q.Text)
-	if len(pick) == 0 {
-		return nil, nil
-	}
-	slices.Sort(pick)
-	sim := make(map[int]float64, len(pick))
-	for _, h := range l.index.Rank(q.Text) {
-		sim[h.Doc] = h.Similarity
-	}
+	slices.SortFunc(pick, func(a, b picked) int { return cmp.Compare(a.i, b.i) })
 	out := make([]prompt.Candidate, len(pick))
-	for k, i := range pick {
-		line := l.docs[i]
-		c := prompt.Candidate{Layer: l.cfg.ID, Text: line, Tokens: q.Count(line), Similarity: sim[i]}
+	for k, p := range pick {
+		i, line := p.i, l.docs[p.i]
+		c := prompt.Candidate{Layer: l.cfg.ID, Text: line, Tokens: q.Count(line), Similarity: p.sim}
 		switch {
 		case i < len(l.digests):
 			d := &l.digests[i]
