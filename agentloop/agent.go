@@ -674,7 +674,7 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 		r.summary.text.Store(&text)
 	}
 	// A failed recall is reported by the stack and contributes nothing.
-	recalled, shares := r.assembled(ctx, layer.Query{Text: r.input, Step: step, Counter: a.layerCounter})
+	recalled, shares := r.assembled(ctx, layer.Query{Text: r.input, Step: step, Counter: a.layerCounter}, msgs)
 	if err := ctx.Err(); err != nil {
 		return "", nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
+	"github.com/tmc/langchaingo/llms"
 )
 
 // AssemblyConfig configures scored context assembly, which is on unless
@@ -26,8 +27,11 @@ import (
 // (episodic memory its MaxRecall best episodes, semantic memory its TopK
 // best facts), so assembly never shows more than the layers would on
 // their own; when the pool is smaller than that, the best candidates of
-// all of them win. Each of them shows what it won as one fenced block in
-// its slot, best first. Every other layer (the scratchpad, the entities,
+// all of them win. A candidate whose Key is the ID of a tool call the
+// step's history window shows (an episode of that call) is not packed:
+// the prompt carries the call already, and the model can read its whole
+// result back by that ID with episodic memory's read tool. Each of them
+// shows what it won as one fenced block in its slot, best first. Every other layer (the scratchpad, the entities,
 // instructions, the history summary) is pinned: it keeps its slot and
 // budget. The same inputs, at the same Scoring.Now, give the same prompt.
 type AssemblyConfig struct {
@@ -62,8 +66,9 @@ type candidateSource interface {
 // assembled recalls the run's layers for q: the pinned ones through the
 // stack, the candidate layers by scored assembly when it is on. It
 // returns the blocks in slot order and each layer's share (see
-// LayerBudget; Used is filled in by the caller).
-func (r *run) assembled(ctx context.Context, q layer.Query) ([]layer.Recalled, map[string]int) {
+// LayerBudget; Used is filled in by the caller). msgs is the history the
+// step projects, a suffix of r.msgs (its window when windowed).
+func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageContent) ([]layer.Recalled, map[string]int) {
 	a := r.a
 	if a.cfg.Assembly.Disabled {
 		recalled, _ := r.stack.Recall(ctx, q, r.alloc.Layers)
@@ -105,7 +110,9 @@ func (r *run) assembled(ctx context.Context, q layer.Query) ([]layer.Recalled, m
 	if sc.Now.IsZero() {
 		sc.Now = time.Now() // as Assemble would, once for the audit's scores too
 	}
-	sel := prompt.Assemble(cands, max(pool, 0), sc)
+	shown := r.sentCalls(msgs)
+	fresh := slices.DeleteFunc(slices.Clone(cands), func(c prompt.Candidate) bool { return shown[c.Key] })
+	sel := prompt.Assemble(fresh, max(pool, 0), sc)
 	lines := map[string][]string{}
 	for _, s := range sel {
 		lines[s.Layer] = append(lines[s.Layer], s.Text)
@@ -133,6 +140,31 @@ func (r *run) assembled(ctx context.Context, q layer.Query) ([]layer.Recalled, m
 		}
 	}
 	return out, shares
+}
+
+// sentCalls returns the IDs of the tool calls in msgs (a suffix of
+// r.msgs) that the step surely sends: those in the newest messages that
+// fit the history's own allocation, which the history always gets (it
+// may get more, never less). Usually all of msgs fits, which the cached
+// counts tell without projecting.
+func (r *run) sentCalls(msgs []llms.MessageContent) map[string]bool {
+	c := r.a.cfg.Counter
+	total := 0
+	for _, n := range r.est.counts(c, r.msgs)[len(r.msgs)-len(msgs):] {
+		total += n
+	}
+	if total > r.alloc.History {
+		msgs = prompt.ProjectHistory(msgs, r.alloc.History, c)
+	}
+	ids := map[string]bool{}
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			if tc, ok := p.(llms.ToolCall); ok {
+				ids[tc.ID] = true
+			}
+		}
+	}
+	return ids
 }
 
 // candidates calls a layer's Candidates, a panic recovered as an error.

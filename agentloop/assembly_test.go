@@ -151,3 +151,104 @@ func TestMemory45_AssemblyOffKeepsEachBudget(t *testing.T) {
 		t.Errorf("Budgets = %+v, want the semantic layer's own 60 tokens", res.Budgets)
 	}
 }
+
+// episodeLines returns the refs of the episodes in the episodic block of
+// a system prompt, in order.
+func episodeLines(sys string) []string {
+	var refs []string
+	_, block, ok := strings.Cut(sys, "<"+layer.FenceTag(episodicmemory.DefaultID)+">")
+	if !ok {
+		return nil
+	}
+	block, _, _ = strings.Cut(block, "</"+layer.FenceTag(episodicmemory.DefaultID)+">")
+	for _, line := range strings.Split(block, "\n") {
+		if ref, _, ok := strings.Cut(strings.TrimPrefix(line, "["), "]"); ok && strings.HasPrefix(line, "[") {
+			refs = append(refs, ref)
+		}
+	}
+	return refs
+}
+
+// TestMemory93_AssemblySkipsEpisodesTheWindowShows: scored assembly does
+// not pack the episode of a tool call the request's history already
+// carries, so the prompt does not say the same call twice; the episodes
+// of calls the window no longer holds are still packed. With assembly
+// off the episodic layer's own Recall shows them all. In a full history
+// that outgrows its share of the context window, the calls left out are
+// not in the history, so their episodes are packed.
+func TestMemory93_AssemblySkipsEpisodesTheWindowShows(t *testing.T) {
+	run := func(t *testing.T, cfg agentloop.Config, turns int) (calls []string, last agenttest.Request) {
+		t.Helper()
+		model := agenttest.NewFunc(pagesPolicy)
+		eps, err := episodicmemory.New(episodicmemory.Config{MaxRecall: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Model, cfg.Store, cfg.Layers, cfg.Tools = model, storage.NewMemory(), []layer.Layer{eps}, []agentloop.Tool{pagesTool(cfg.ContextWindow / 4)}
+		a := mustAgent(t, cfg)
+		for i := 1; i <= turns; i++ {
+			model.Reset()
+			if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("Page %d", i)}); err != nil {
+				t.Fatal(err)
+			}
+			reqs := model.Requests()
+			for _, r := range reqs[len(reqs)-1].ToolResults() {
+				calls = append(calls, r.ToolCallID)
+			}
+		}
+		return calls, model.Requests()[0]
+	}
+	sentCalls := func(r agenttest.Request) map[string]bool {
+		ids := map[string]bool{}
+		for _, m := range r.Messages {
+			for _, p := range m.Parts {
+				if c, ok := p.(llms.ToolCall); ok {
+					ids[c.ID] = true
+				}
+			}
+		}
+		return ids
+	}
+	// check runs turns turns; wantSkipped: assembly is on. exact: the
+	// history is the window, which the step sends whole, so no call is
+	// both in it and in the block (in a full history projected newest
+	// first, the calls beyond the history's own share may be both).
+	check := func(t *testing.T, cfg agentloop.Config, turns int, wantSkipped, exact bool) {
+		t.Helper()
+		calls, last := run(t, cfg, turns)
+		sent, shown := sentCalls(last), episodeLines(last.System())
+		inBlock := map[string]bool{}
+		for _, ref := range shown {
+			inBlock[ref] = true
+		}
+		var kept, skipped int
+		for _, id := range calls[:len(calls)-1] { // the last turn's call is made after its first request
+			switch {
+			case !sent[id] && !inBlock[id]:
+				t.Errorf("call %s is neither in the history nor in the episodic block:\n%s", id, last.System())
+			case sent[id] && inBlock[id] && wantSkipped && exact:
+				t.Errorf("call %s is in the history and again in the episodic block", id)
+			case sent[id] && inBlock[id]:
+			case sent[id]:
+				skipped++
+			case !sent[id]:
+				kept++
+			}
+		}
+		if wantSkipped && (skipped == 0 || kept == 0) {
+			t.Errorf("%d episodes skipped (in the history) and %d packed (not in it), want some of each; calls %v, history %v, block %v", skipped, kept, calls, sent, shown)
+		}
+		if !wantSkipped && skipped != 0 {
+			t.Errorf("assembly off: %d episodes of calls in the history left out of the block %v", skipped, shown)
+		}
+	}
+	t.Run("window", func(t *testing.T) {
+		check(t, agentloop.Config{History: agentloop.HistoryConfig{MaxTurns: 2, SummarizeAfter: 1}}, 6, true, true)
+	})
+	t.Run("assembly off", func(t *testing.T) {
+		check(t, agentloop.Config{History: agentloop.HistoryConfig{MaxTurns: 2, SummarizeAfter: 1}, Assembly: agentloop.AssemblyConfig{Disabled: true}}, 6, false, true)
+	})
+	t.Run("full history over its share", func(t *testing.T) {
+		check(t, agentloop.Config{History: agentloop.HistoryConfig{Full: true}, KeepToolResults: true, ContextWindow: 8000}, 8, true, false)
+	})
+}
