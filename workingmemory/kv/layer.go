@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -113,15 +114,9 @@ var errNotBound = fmt.Errorf("%w: a template has no memory; use the layer Init o
 // NewLayer returns a key-value memory layer: a template that
 // [Layer.Init] binds to each run. It does no I/O.
 func NewLayer(cfg LayerConfig) (*Layer, error) {
-	if cfg.ID == "" {
-		cfg.ID = DefaultLayerID
-	}
-	if cfg.Slot == 0 {
-		cfg.Slot = DefaultLayerSlot
-	}
-	if cfg.Scope == "" {
-		cfg.Scope = layer.ScopeThread
-	}
+	cfg.ID = cmp.Or(cfg.ID, DefaultLayerID)
+	cfg.Slot = cmp.Or(cfg.Slot, DefaultLayerSlot)
+	cfg.Scope = cmp.Or(cfg.Scope, layer.ScopeThread)
 	if cfg.MaxRetries <= 0 {
 		cfg.MaxRetries = DefaultMaxRetries
 	}
@@ -137,9 +132,7 @@ func NewLayer(cfg LayerConfig) (*Layer, error) {
 // fails when the stack has no such layer (or it is disabled) or the
 // layer is not a Layer.
 func From(stack *layer.Stack, id string) (*Memory, error) {
-	if id == "" {
-		id = DefaultLayerID
-	}
+	id = cmp.Or(id, DefaultLayerID)
 	l, ok := layer.Find[*Layer](stack, id)
 	if !ok || l.mem == nil {
 		return nil, fmt.Errorf("kv: this run has no key-value memory layer %q", id)
@@ -173,12 +166,8 @@ func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 func (l *Layer) Open(ctx context.Context, env layer.Env) (*Layer, error) {
 	scope := l.spec.Scope
 	cfg := l.cfg.Memory
-	if cfg.Logger == nil {
-		cfg.Logger = env.Logger
-	}
-	if cfg.AgentID == "" {
-		cfg.AgentID = env.ExecutionID
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, env.Logger)
+	cfg.AgentID = cmp.Or(cfg.AgentID, env.ExecutionID)
 	n := &Layer{cfg: l.cfg, spec: l.spec, tag: l.tag, mem: New(cfg)}
 	if scope == layer.ScopeExecution || env.Store == nil {
 		return n, nil
@@ -203,11 +192,7 @@ func (l *Layer) Open(ctx context.Context, env layer.Env) (*Layer, error) {
 			if err != nil {
 				return nil, fmt.Errorf("kv: init: stored state %s cannot be read (%w), and setting it aside failed: %w", storage.Quote(n.key), bad, err)
 			}
-			logger := env.Logger
-			if logger == nil {
-				logger = slog.Default()
-			}
-			logger.LogAttrs(ctx, slog.LevelWarn, "kv: stored state quarantined; starting with an empty memory",
+			cmp.Or(env.Logger, slog.Default()).LogAttrs(ctx, slog.LevelWarn, "kv: stored state quarantined; starting with an empty memory",
 				slog.String("layer", l.spec.ID), slog.String("key", n.key),
 				slog.String("quarantine", qkey), slog.Any("error", bad))
 			n.mem = New(cfg)

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -34,6 +35,7 @@ import (
 type Memory struct {
 	tree   *tree
 	id     string // unique in the tree: "<name>#<n>"
+	n      int    // the n of the ID, which orders scopes of one name
 	name   string
 	path   string
 	agent  string // the agent the scope belongs to
@@ -69,8 +71,8 @@ type tree struct {
 // tree's write lock must be held (or t not yet shared).
 func (t *tree) newScopeLocked(name, agent string, parent *Memory) *Memory {
 	id := name + "#" + strconv.Itoa(t.seq)
+	m := &Memory{tree: t, id: id, n: t.seq, name: name, path: name, agent: agent, parent: parent, entries: map[string]*entry{}, children: map[string]*Memory{}}
 	t.seq++
-	m := &Memory{tree: t, id: id, name: name, path: name, agent: agent, parent: parent, entries: map[string]*entry{}, children: map[string]*Memory{}}
 	if parent != nil {
 		m.path = parent.path + "/" + name
 		parent.children[id] = m
@@ -219,24 +221,14 @@ const (
 
 // New returns an empty key-value memory: the root scope of a new tree.
 func New(cfg Config) *Memory {
-	if cfg.Name == "" {
-		cfg.Name = "root"
-	}
-	if cfg.MaxEntries == 0 {
-		cfg.MaxEntries = DefaultMaxEntries
-	}
-	if cfg.MaxEntryBytes == 0 {
-		cfg.MaxEntryBytes = DefaultMaxEntryBytes
-	}
-	if cfg.MaxScopes == 0 {
-		cfg.MaxScopes = DefaultMaxScopes
-	}
+	cfg.Name = cmp.Or(cfg.Name, "root")
+	cfg.MaxEntries = cmp.Or(cfg.MaxEntries, DefaultMaxEntries)
+	cfg.MaxEntryBytes = cmp.Or(cfg.MaxEntryBytes, DefaultMaxEntryBytes)
+	cfg.MaxScopes = cmp.Or(cfg.MaxScopes, DefaultMaxScopes)
 	if cfg.MaxKeyBytes <= 0 {
 		cfg.MaxKeyBytes = DefaultMaxKeyBytes
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -878,10 +870,7 @@ func (mem *Memory) Children() []*Memory {
 func (mem *Memory) childrenLocked() []*Memory {
 	cs := slices.Collect(maps.Values(mem.children))
 	slices.SortFunc(cs, func(a, b *Memory) int {
-		if c := strings.Compare(a.name, b.name); c != 0 {
-			return c
-		}
-		return compareIDs(a.id, b.id)
+		return cmp.Or(strings.Compare(a.name, b.name), cmp.Compare(a.n, b.n))
 	})
 	return cs
 }
@@ -1379,11 +1368,4 @@ func (mem *Memory) adopt(stored scopeSnapshot) {
 		}
 		mem.entries[k] = e.toEntry()
 	}
-}
-
-// compareIDs orders two scope IDs of one name by their number.
-func compareIDs(a, b string) int {
-	na, _ := strconv.Atoi(a[strings.LastIndexByte(a, '#')+1:])
-	nb, _ := strconv.Atoi(b[strings.LastIndexByte(b, '#')+1:])
-	return na - nb
 }
