@@ -305,6 +305,38 @@ func (mem *Memory) disposedErr() error {
 	return fmt.Errorf("%w: %s", ErrDisposed, mem.path)
 }
 
+// withLock runs fn under the tree's write lock and returns its error, or
+// fails with ErrDisposed without running it when mem was disposed of.
+func (mem *Memory) withLock(fn func() error) error {
+	mem.tree.mu.Lock()
+	defer mem.tree.mu.Unlock()
+	if mem.disposed {
+		return mem.disposedErr()
+	}
+	return fn()
+}
+
+// withRLock runs fn under the tree's read lock, or fails with ErrDisposed
+// without running it when mem was disposed of.
+func (mem *Memory) withRLock(fn func()) error {
+	mem.tree.mu.RLock()
+	defer mem.tree.mu.RUnlock()
+	if mem.disposed {
+		return mem.disposedErr()
+	}
+	fn()
+	return nil
+}
+
+// walkLocked calls fn for mem and each of its descendants, children
+// before their parent. The tree's lock must be held.
+func (mem *Memory) walkLocked(fn func(s *Memory)) {
+	for _, c := range mem.children {
+		c.walkLocked(fn)
+	}
+	fn(mem)
+}
+
 // refFree caches, per type, whether values of the type hold no
 // references (pointers, maps, slices, interfaces, channels, funcs), so
 // that a copy of one shares nothing with the original.
@@ -407,28 +439,27 @@ func (mem *Memory) set(key string, raw []byte, cached any, typ string, m Meta) e
 // put stores e under key in mem's scope, keeping the creation time of an
 // entry it replaces, and reports whether it replaced one. A new key over
 // MaxEntries first purges expired entries, then fails with ErrLimit.
-func (mem *Memory) put(key string, e *entry, now time.Time) (bool, error) {
+func (mem *Memory) put(key string, e *entry, now time.Time) (exists bool, err error) {
 	t := mem.tree
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if mem.disposed {
-		return false, mem.disposedErr()
-	}
-	old, exists := mem.entries[key]
-	if m := t.cfg.MaxEntries; !exists && m > 0 && t.entries >= m {
-		mem.root().purgeLocked(now)
-		if t.entries >= m {
-			return false, fmt.Errorf("%w: entries: the memory holds %d, the limit is %d", ErrLimit, t.entries, m)
+	err = mem.withLock(func() error {
+		old, ok := mem.entries[key]
+		if m := t.cfg.MaxEntries; !ok && m > 0 && t.entries >= m {
+			mem.root().purgeLocked(now)
+			if t.entries >= m {
+				return fmt.Errorf("%w: entries: the memory holds %d, the limit is %d", ErrLimit, t.entries, m)
+			}
 		}
-	}
-	if exists {
-		e.created = old.created
-	} else {
-		t.entries++
-	}
-	mem.entries[key] = e
-	mem.markLocked(key)
-	return exists, nil
+		if ok {
+			e.created = old.created
+		} else {
+			t.entries++
+		}
+		exists = ok
+		mem.entries[key] = e
+		mem.markLocked(key)
+		return nil
+	})
+	return exists, err
 }
 
 func (mem *Memory) root() *Memory {
@@ -439,19 +470,17 @@ func (mem *Memory) root() *Memory {
 }
 
 // purgeLocked removes expired entries from mem and its descendants.
-func (mem *Memory) purgeLocked(now time.Time) int {
-	n := 0
-	for k, e := range mem.entries {
-		if e.expired(now) {
-			delete(mem.entries, k)
-			mem.tree.entries--
-			mem.expired.Add(1)
-			n++
+func (mem *Memory) purgeLocked(now time.Time) (n int) {
+	mem.walkLocked(func(s *Memory) {
+		for k, e := range s.entries {
+			if e.expired(now) {
+				delete(s.entries, k)
+				s.tree.entries--
+				s.expired.Add(1)
+				n++
+			}
 		}
-	}
-	for _, c := range mem.children {
-		n += c.purgeLocked(now)
-	}
+	})
 	return n
 }
 
@@ -459,13 +488,12 @@ func (mem *Memory) purgeLocked(now time.Time) int {
 // returns how many it removed. Expired entries are invisible to reads
 // anyway; Purge frees their memory (Set purges by itself when the entry
 // limit is reached).
-func (mem *Memory) Purge() int {
-	mem.tree.mu.Lock()
-	defer mem.tree.mu.Unlock()
-	if mem.disposed {
-		return 0
-	}
-	return mem.purgeLocked(mem.tree.cfg.Now())
+func (mem *Memory) Purge() (n int) {
+	_ = mem.withLock(func() error { // a disposed scope holds nothing
+		n = mem.purgeLocked(mem.tree.cfg.Now())
+		return nil
+	})
+	return n
 }
 
 func (e *entry) expired(now time.Time) bool {
@@ -598,24 +626,21 @@ func GetOrSet[T any](mem *Memory, key string, factory func() (T, error)) (T, err
 // as own, unless another goroutine's call is in flight (returned as busy,
 // to wait for) or the key was set meanwhile (both nil).
 func (mem *Memory) claim(key string) (own, busy *call, err error) {
-	t := mem.tree
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if mem.disposed {
-		return nil, nil, mem.disposedErr()
-	}
-	if e, _ := mem.find(key, false, t.cfg.Now()); e != nil {
-		return nil, nil, nil
-	}
-	if c, ok := mem.inflight[key]; ok {
-		return nil, c, nil
-	}
-	own = &call{done: make(chan struct{})}
-	if mem.inflight == nil {
-		mem.inflight = map[string]*call{}
-	}
-	mem.inflight[key] = own
-	return own, nil, nil
+	err = mem.withLock(func() error {
+		if e, _ := mem.find(key, false, mem.tree.cfg.Now()); e != nil {
+			return nil
+		}
+		if busy = mem.inflight[key]; busy != nil {
+			return nil
+		}
+		own = &call{done: make(chan struct{})}
+		if mem.inflight == nil {
+			mem.inflight = map[string]*call{}
+		}
+		mem.inflight[key] = own
+		return nil
+	})
+	return own, busy, err
 }
 
 // runFactory runs a GetOrSet factory as the call c and releases the
@@ -682,74 +707,51 @@ func (mem *Memory) ContainsLocal(key string) bool {
 }
 
 // peek is lookup without counting an access.
-func (mem *Memory) peek(key string, local bool) (*entry, *Memory, error) {
+func (mem *Memory) peek(key string, local bool) (e *entry, s *Memory, err error) {
 	now := mem.tree.cfg.Now()
-	mem.tree.mu.RLock()
-	defer mem.tree.mu.RUnlock()
-	if mem.disposed {
-		return nil, nil, mem.disposedErr()
-	}
-	e, s := mem.find(key, local, now)
-	return e, s, nil
+	err = mem.withRLock(func() { e, s = mem.find(key, local, now) })
+	return e, s, err
 }
 
 // Remove deletes key from mem's own scope (a parent's entry of the same
 // key stays, and becomes visible again). It reports whether there was
 // one.
-func (mem *Memory) Remove(key string) (bool, error) {
-	ok, err := mem.remove(key)
+func (mem *Memory) Remove(key string) (ok bool, err error) {
+	err = mem.withLock(func() error {
+		if _, ok = mem.entries[key]; ok {
+			delete(mem.entries, key)
+			mem.tree.entries--
+			mem.markLocked(key)
+		}
+		return nil
+	})
 	if ok {
 		mem.emit(Event{Kind: EventRemoved, Key: key}, mem.tree.cfg.Now())
 	}
 	return ok, err
 }
 
-// remove is Remove without the event.
-func (mem *Memory) remove(key string) (bool, error) {
-	t := mem.tree
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if mem.disposed {
-		return false, mem.disposedErr()
-	}
-	_, ok := mem.entries[key]
-	if ok {
-		delete(mem.entries, key)
-		t.entries--
-		mem.markLocked(key)
-	}
-	return ok, nil
-}
-
 // Clear removes every entry of mem's own scope (child scopes keep
 // theirs) and returns how many it removed (expired ones not counted).
 func (mem *Memory) Clear() (int, error) {
-	n, err := mem.clearOwn()
+	t := mem.tree
+	now := t.cfg.Now()
+	n := 0
+	err := mem.withLock(func() error {
+		t.entries -= len(mem.entries)
+		for k, e := range mem.entries {
+			mem.markLocked(k)
+			if !e.expired(now) {
+				n++
+			}
+		}
+		clear(mem.entries)
+		return nil
+	})
 	if err != nil {
 		return 0, err
 	}
-	mem.emit(Event{Kind: EventCleared, Count: n}, mem.tree.cfg.Now())
-	return n, nil
-}
-
-// clearOwn is Clear without the event.
-func (mem *Memory) clearOwn() (int, error) {
-	t := mem.tree
-	now := t.cfg.Now()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if mem.disposed {
-		return 0, mem.disposedErr()
-	}
-	n := 0
-	t.entries -= len(mem.entries)
-	for k, e := range mem.entries {
-		mem.markLocked(k)
-		if !e.expired(now) {
-			n++
-		}
-	}
-	clear(mem.entries)
+	mem.emit(Event{Kind: EventCleared, Count: n}, t.cfg.Now())
 	return n, nil
 }
 
@@ -772,25 +774,21 @@ func (mem *Memory) entriesOf(local bool) ([]Entry, error) {
 // parent's of the same key.
 func (mem *Memory) visible(local bool, fn func(key string, e *entry, s *Memory)) error {
 	now := mem.tree.cfg.Now()
-	mem.tree.mu.RLock()
-	defer mem.tree.mu.RUnlock()
-	if mem.disposed {
-		return mem.disposedErr()
-	}
-	seen := map[string]bool{}
-	for s := mem; s != nil; s = s.parent {
-		for k, e := range s.entries {
-			if seen[k] || e.expired(now) {
-				continue
+	return mem.withRLock(func() {
+		seen := map[string]bool{}
+		for s := mem; s != nil; s = s.parent {
+			for k, e := range s.entries {
+				if seen[k] || e.expired(now) {
+					continue
+				}
+				seen[k] = true
+				fn(k, e, s)
 			}
-			seen[k] = true
-			fn(k, e, s)
+			if local {
+				break
+			}
 		}
-		if local {
-			break
-		}
-	}
-	return nil
+	})
 }
 
 // Keys returns the keys visible from mem (with parent fallback), sorted.
@@ -835,27 +833,21 @@ func (mem *Memory) ChildFor(name, agentID string) (*Memory, error) {
 	if err := mem.checkScopeName(name); err != nil {
 		return nil, err
 	}
-	c, err := mem.child(name, agentID)
+	t := mem.tree
+	var c *Memory
+	err := mem.withLock(func() error {
+		if t.cfg.MaxScopes > 0 && t.scopes >= t.cfg.MaxScopes {
+			return fmt.Errorf("%w: scopes: the memory has %d, the limit is %d", ErrLimit, t.scopes, t.cfg.MaxScopes)
+		}
+		t.scopes++
+		c = t.newScopeLocked(name, agentID, mem)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	c.emit(Event{Kind: EventScopeCreated}, mem.tree.cfg.Now())
+	c.emit(Event{Kind: EventScopeCreated}, t.cfg.Now())
 	return c, nil
-}
-
-// child is ChildFor without the event.
-func (mem *Memory) child(name, agentID string) (*Memory, error) {
-	t := mem.tree
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if mem.disposed {
-		return nil, mem.disposedErr()
-	}
-	if t.cfg.MaxScopes > 0 && t.scopes >= t.cfg.MaxScopes {
-		return nil, fmt.Errorf("%w: scopes: the memory has %d, the limit is %d", ErrLimit, t.scopes, t.cfg.MaxScopes)
-	}
-	t.scopes++
-	return t.newScopeLocked(name, agentID, mem), nil
 }
 
 // Children returns mem's live child scopes, by name, then in the order
@@ -877,20 +869,10 @@ func (mem *Memory) childrenLocked() []*Memory {
 
 // Scopes returns the paths of mem and its live descendants, sorted.
 func (mem *Memory) Scopes() []string {
-	mem.tree.mu.RLock()
-	defer mem.tree.mu.RUnlock()
-	if mem.disposed {
-		return nil
-	}
 	var out []string
-	var walk func(s *Memory)
-	walk = func(s *Memory) {
-		out = append(out, s.path)
-		for _, c := range s.children {
-			walk(c)
-		}
-	}
-	walk(mem)
+	_ = mem.withRLock(func() { // a disposed scope has none
+		mem.walkLocked(func(s *Memory) { out = append(out, s.path) })
+	})
 	slices.Sort(out)
 	return out
 }
@@ -902,62 +884,46 @@ func (mem *Memory) Scopes() []string {
 // root and when the parent would exceed the entry limit (then nothing is
 // copied).
 func (mem *Memory) MergeToParent(overwrite bool) (int, error) {
-	now := mem.tree.cfg.Now()
-	p, keys, err := mem.mergeToParent(overwrite, now)
+	t, p := mem.tree, mem.parent
+	now := t.cfg.Now()
+	var sets []Event // the parent's events, one per key merged
+	err := mem.withLock(func() error {
+		if p == nil {
+			return fmt.Errorf("%w: %s is the root and has no parent", ErrInvalidKey, mem.path)
+		}
+		added := 0
+		for k, e := range mem.entries {
+			if e.expired(now) {
+				continue
+			}
+			_, exists := p.entries[k]
+			if exists && !overwrite {
+				continue
+			}
+			if !exists {
+				added++
+			}
+			sets = append(sets, Event{Kind: EventSet, Key: k, Update: exists, Type: e.typ})
+		}
+		if t.cfg.MaxEntries > 0 && t.entries+added > t.cfg.MaxEntries {
+			return fmt.Errorf("%w: entries: merging %d entries into %s would exceed %d", ErrLimit, added, p.path, t.cfg.MaxEntries)
+		}
+		for _, ev := range sets {
+			e := mem.entries[ev.Key]
+			p.entries[ev.Key] = &entry{raw: e.raw, val: e.val, typ: e.typ, meta: e.meta, created: e.created, updated: now, expires: e.expires}
+			p.markLocked(ev.Key)
+		}
+		t.entries += added
+		return nil
+	})
 	if err != nil {
 		return 0, err
 	}
-	slices.SortFunc(keys, func(a, b merged) int { return strings.Compare(a.key, b.key) })
-	for _, k := range keys {
-		p.emit(Event{Kind: EventSet, Key: k.key, Update: k.update, Type: k.typ}, now)
+	slices.SortFunc(sets, func(a, b Event) int { return strings.Compare(a.Key, b.Key) })
+	for _, ev := range sets {
+		p.emit(ev, now)
 	}
-	return len(keys), nil
-}
-
-// merged is a key MergeToParent set in the parent.
-type merged struct {
-	key, typ string
-	update   bool // the parent had an entry of the key
-}
-
-// mergeToParent is MergeToParent without the events: it returns the
-// parent and the keys it set there.
-func (mem *Memory) mergeToParent(overwrite bool, now time.Time) (p *Memory, keys []merged, err error) {
-	t := mem.tree
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if mem.disposed {
-		return nil, nil, mem.disposedErr()
-	}
-	p = mem.parent
-	if p == nil {
-		return nil, nil, fmt.Errorf("%w: %s is the root and has no parent", ErrInvalidKey, mem.path)
-	}
-	added := 0
-	for k, e := range mem.entries {
-		if e.expired(now) {
-			continue
-		}
-		_, exists := p.entries[k]
-		if exists && !overwrite {
-			continue
-		}
-		if !exists {
-			added++
-		}
-		keys = append(keys, merged{key: k, typ: e.typ, update: exists})
-	}
-	if t.cfg.MaxEntries > 0 && t.entries+added > t.cfg.MaxEntries {
-		return nil, nil, fmt.Errorf("%w: entries: merging %d entries into %s would exceed %d", ErrLimit, added, p.path, t.cfg.MaxEntries)
-	}
-	for _, k := range keys {
-		e := mem.entries[k.key]
-		ne := &entry{raw: e.raw, val: e.val, typ: e.typ, meta: e.meta, created: e.created, updated: now, expires: e.expires}
-		p.entries[k.key] = ne
-		p.markLocked(k.key)
-	}
-	t.entries += added
-	return p, keys, nil
+	return len(sets), nil
 }
 
 // Dispose clears mem's entries, disposes its descendants and detaches it
@@ -965,7 +931,11 @@ func (mem *Memory) mergeToParent(overwrite bool, now time.Time) (p *Memory, keys
 // [ErrDisposed]. Disposing the root empties the whole tree. Dispose is
 // idempotent.
 func (mem *Memory) Dispose() error {
-	gone := mem.dispose()
+	var gone []*Memory
+	_ = mem.withLock(func() error { // disposed already: nothing to do
+		gone = mem.disposeLocked()
+		return nil
+	})
 	now := mem.tree.cfg.Now()
 	for _, s := range gone {
 		s.emit(Event{Kind: EventScopeDisposed}, now)
@@ -973,29 +943,20 @@ func (mem *Memory) Dispose() error {
 	return nil
 }
 
-// dispose is Dispose without the events: it returns the scopes it
-// disposed (none when mem already was).
-func (mem *Memory) dispose() (gone []*Memory) {
+// disposeLocked marks mem and its descendants disposed, empties them so
+// that handles still held on them fail cleanly, takes them out of the
+// tree's counts and detaches mem from its parent. It returns the scopes
+// it disposed, children before their parent. The tree's write lock must
+// be held.
+func (mem *Memory) disposeLocked() (gone []*Memory) {
 	t := mem.tree
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if mem.disposed {
-		return nil
-	}
-	var walk func(s *Memory)
-	walk = func(s *Memory) {
-		for _, c := range s.children {
-			walk(c)
-		}
+	mem.walkLocked(func(s *Memory) {
 		t.entries -= len(s.entries)
-		s.entries = nil
-		s.children = nil
-		s.disposed = true
 		t.scopes--
+		s.entries, s.children, s.disposed = nil, nil, true
 		delete(t.byID, s.id)
 		gone = append(gone, s)
-	}
-	walk(mem)
+	})
 	if mem.parent != nil {
 		delete(mem.parent.children, mem.id)
 	}
@@ -1023,36 +984,27 @@ func (mem *Memory) counts() (fallbacks, expired int64) {
 
 // Stats returns what mem and its descendants hold (expired entries not
 // counted).
-func (mem *Memory) Stats() (Stats, error) {
+func (mem *Memory) Stats() (st Stats, err error) {
 	now := mem.tree.cfg.Now()
-	mem.tree.mu.RLock()
-	defer mem.tree.mu.RUnlock()
-	if mem.disposed {
-		return Stats{}, mem.disposedErr()
-	}
-	var st Stats
-	var walk func(s *Memory)
-	walk = func(s *Memory) {
-		st.Scopes++
-		for k, e := range s.entries {
-			if e.expired(now) {
-				continue
+	err = mem.withRLock(func() {
+		mem.walkLocked(func(s *Memory) {
+			st.Scopes++
+			for k, e := range s.entries {
+				if e.expired(now) {
+					continue
+				}
+				st.Entries++
+				st.Bytes += len(k) + len(e.raw)
+				if st.Oldest.IsZero() || e.updated.Before(st.Oldest) {
+					st.Oldest = e.updated
+				}
+				if e.updated.After(st.Newest) {
+					st.Newest = e.updated
+				}
 			}
-			st.Entries++
-			st.Bytes += len(k) + len(e.raw)
-			if st.Oldest.IsZero() || e.updated.Before(st.Oldest) {
-				st.Oldest = e.updated
-			}
-			if e.updated.After(st.Newest) {
-				st.Newest = e.updated
-			}
-		}
-		for _, c := range s.children {
-			walk(c)
-		}
-	}
-	walk(mem)
-	return st, nil
+		})
+	})
+	return st, err
 }
 
 // SnapshotVersion is the format version of [Memory.Snapshot].
@@ -1082,28 +1034,24 @@ type entrySnapshot struct {
 // out.
 func (mem *Memory) Snapshot() (json.RawMessage, error) { return mem.marshal(true) }
 
+// marshal encodes mem, and with children its descendants, in the
+// Snapshot format.
 func (mem *Memory) marshal(children bool) (json.RawMessage, error) {
-	root, err := mem.scopeSnapshot(children)
-	if err != nil {
+	now := mem.tree.cfg.Now()
+	var root scopeSnapshot
+	if err := mem.withRLock(func() { root = mem.scopeSnapshotLocked(now, children) }); err != nil {
 		return nil, err
 	}
+	return encodeSnapshot(root)
+}
+
+// encodeSnapshot encodes a snapshot whose root scope is root.
+func encodeSnapshot(root scopeSnapshot) ([]byte, error) {
 	b, err := json.Marshal(snapshot{Version: SnapshotVersion, scopeSnapshot: root})
 	if err != nil {
 		return nil, fmt.Errorf("kv: snapshot: %w", err)
 	}
 	return b, nil
-}
-
-// scopeSnapshot is scopeSnapshotLocked under the tree's read lock; it
-// fails on a disposed scope.
-func (mem *Memory) scopeSnapshot(children bool) (scopeSnapshot, error) {
-	now := mem.tree.cfg.Now()
-	mem.tree.mu.RLock()
-	defer mem.tree.mu.RUnlock()
-	if mem.disposed {
-		return scopeSnapshot{}, mem.disposedErr()
-	}
-	return mem.scopeSnapshotLocked(now, children), nil
 }
 
 // scopeSnapshotLocked returns mem's live entries, and with children its
@@ -1146,37 +1094,43 @@ func (mem *Memory) restore(data json.RawMessage, keepChildren bool) error {
 		return fmt.Errorf("%w: snapshot: a layer snapshot holds one scope, this one has children", ErrInvalidValue)
 	}
 	t := mem.tree
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if mem.disposed {
-		return mem.disposedErr()
-	}
-	curEntries, curScopes := mem.sizeLocked(!keepChildren)
-	newEntries, newScopes := t.entries-curEntries+entries, t.scopes-curScopes+scopes
-	if err := t.cfg.checkTotals(newEntries, newScopes); err != nil {
-		return err
-	}
-	if !keepChildren {
-		mem.disposeDescendantsLocked()
-	}
-	mem.markReplacedLocked(snap.Entries)
-	mem.fillLocked(snap.scopeSnapshot, !keepChildren)
-	t.entries, t.scopes = newEntries, newScopes
-	return nil
+	return mem.withLock(func() error {
+		curEntries, curScopes := mem.sizeLocked(!keepChildren)
+		newEntries, newScopes := t.entries-curEntries+entries, t.scopes-curScopes+scopes
+		if err := t.cfg.checkTotals(newEntries, newScopes); err != nil {
+			return err
+		}
+		if !keepChildren {
+			for _, c := range mem.children {
+				c.disposeLocked()
+			}
+		}
+		// Every key held now and every key held after is a change to
+		// persist.
+		for k := range mem.entries {
+			mem.markLocked(k)
+		}
+		for k := range snap.Entries {
+			mem.markLocked(k)
+		}
+		mem.fillLocked(snap.scopeSnapshot, !keepChildren)
+		// The totals counted before, not what disposeLocked subtracted.
+		t.entries, t.scopes = newEntries, newScopes
+		return nil
+	})
 }
 
 // sizeLocked counts the entries and scopes of mem, and with children of
 // its descendants too: what a restore replaces, to compute the tree's
 // totals after it. The tree's lock must be held.
 func (mem *Memory) sizeLocked(children bool) (entries, scopes int) {
-	entries, scopes = len(mem.entries), 1
 	if !children {
-		return entries, scopes
+		return len(mem.entries), 1
 	}
-	for _, c := range mem.children {
-		e, s := c.sizeLocked(true)
-		entries, scopes = entries+e, scopes+s
-	}
+	mem.walkLocked(func(s *Memory) {
+		entries += len(s.entries)
+		scopes++
+	})
 	return entries, scopes
 }
 
@@ -1190,30 +1144,6 @@ func (cfg Config) checkTotals(entries, scopes int) error {
 		return fmt.Errorf("%w: scopes: restoring would make %d, the limit is %d", ErrLimit, scopes, cfg.MaxScopes)
 	}
 	return nil
-}
-
-// disposeDescendantsLocked marks every scope below mem disposed and
-// empties it, so that handles still held on them fail cleanly. The
-// tree's lock must be held.
-func (mem *Memory) disposeDescendantsLocked() {
-	for _, c := range mem.children {
-		c.disposeDescendantsLocked()
-		c.disposed = true
-		delete(mem.tree.byID, c.id)
-		c.entries, c.children = nil, nil
-	}
-}
-
-// markReplacedLocked marks as changes to persist every key mem holds now
-// and every key it will hold after the restore. The tree's lock must be
-// held.
-func (mem *Memory) markReplacedLocked(next map[string]entrySnapshot) {
-	for k := range mem.entries {
-		mem.markLocked(k)
-	}
-	for k := range next {
-		mem.markLocked(k)
-	}
 }
 
 // fillLocked replaces mem's entries with the snapshot's and, with children,
@@ -1299,33 +1229,23 @@ func (mem *Memory) markLocked(key string) {
 // (and forgets them) with a snapshot of the scope's own entries taken at
 // the same instant. changed is empty when there is nothing to persist.
 func (mem *Memory) takeChanges() (changed map[string]struct{}, snap []byte, err error) {
-	changed, own, err := mem.takeDirty()
+	now := mem.tree.cfg.Now()
+	var own scopeSnapshot
+	err = mem.withLock(func() error {
+		if len(mem.dirty) > 0 {
+			changed, mem.dirty = mem.dirty, map[string]struct{}{}
+			own = mem.scopeSnapshotLocked(now, false)
+		}
+		return nil
+	})
 	if err != nil || len(changed) == 0 {
 		return nil, nil, err
 	}
-	b, err := json.Marshal(snapshot{Version: SnapshotVersion, scopeSnapshot: own})
-	if err != nil {
+	if snap, err = encodeSnapshot(own); err != nil {
 		mem.keepChanges(changed)
-		return nil, nil, fmt.Errorf("kv: snapshot: %w", err)
+		return nil, nil, err
 	}
-	return changed, b, nil
-}
-
-// takeDirty takes the keys of mem's scope changed since the last call,
-// with a snapshot of the scope's own entries at the same instant.
-func (mem *Memory) takeDirty() (changed map[string]struct{}, own scopeSnapshot, err error) {
-	t := mem.tree
-	now := t.cfg.Now()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if mem.disposed {
-		return nil, own, mem.disposedErr()
-	}
-	if len(mem.dirty) == 0 {
-		return nil, own, nil
-	}
-	changed, mem.dirty = mem.dirty, map[string]struct{}{}
-	return changed, mem.scopeSnapshotLocked(now, false), nil
+	return changed, snap, nil
 }
 
 // keepChanges gives back keys takeChanges returned, after a persist that
@@ -1345,27 +1265,25 @@ func (mem *Memory) keepChanges(changed map[string]struct{}) {
 // and has not persisted yet: those keep mem's value (or absence).
 func (mem *Memory) adopt(stored scopeSnapshot) {
 	t := mem.tree
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if mem.disposed {
-		return
-	}
-	for k := range mem.entries {
-		if _, mine := mem.dirty[k]; mine {
-			continue
+	_ = mem.withLock(func() error { // a disposed scope takes nothing
+		for k := range mem.entries {
+			if _, mine := mem.dirty[k]; mine {
+				continue
+			}
+			if _, ok := stored.Entries[k]; !ok {
+				delete(mem.entries, k)
+				t.entries--
+			}
 		}
-		if _, ok := stored.Entries[k]; !ok {
-			delete(mem.entries, k)
-			t.entries--
+		for k, e := range stored.Entries {
+			if _, mine := mem.dirty[k]; mine {
+				continue
+			}
+			if _, ok := mem.entries[k]; !ok {
+				t.entries++
+			}
+			mem.entries[k] = e.toEntry()
 		}
-	}
-	for k, e := range stored.Entries {
-		if _, mine := mem.dirty[k]; mine {
-			continue
-		}
-		if _, ok := mem.entries[k]; !ok {
-			t.entries++
-		}
-		mem.entries[k] = e.toEntry()
-	}
+		return nil
+	})
 }
