@@ -553,32 +553,26 @@ func (mem *Memory) lookup(key string, local bool) (*entry, *Memory, error) {
 // parent's, up to the root. ok is false when no scope holds it (or it
 // expired); err reports a disposed scope or a value that does not decode
 // into T.
-func Get[T any](mem *Memory, key string) (v T, ok bool, err error) {
-	e, _, err := mem.lookup(key, false)
-	if err != nil || e == nil {
-		return v, false, err
-	}
-	return decodeEntry[T](key, e)
-}
+func Get[T any](mem *Memory, key string) (T, bool, error) { return get[T](mem, key, false) }
 
 // GetLocal is [Get] without the parent fallback.
-func GetLocal[T any](mem *Memory, key string) (v T, ok bool, err error) {
-	e, _, err := mem.lookup(key, true)
+func GetLocal[T any](mem *Memory, key string) (T, bool, error) { return get[T](mem, key, true) }
+
+// get is Get, or GetLocal when local. A value kept as is (see [Memory])
+// is returned without decoding.
+func get[T any](mem *Memory, key string, local bool) (v T, ok bool, err error) {
+	e, _, err := mem.lookup(key, local)
 	if err != nil || e == nil {
 		return v, false, err
 	}
-	return decodeEntry[T](key, e)
-}
-
-func decodeEntry[T any](key string, e *entry) (T, bool, error) {
 	if c, hit := e.val.(T); hit {
 		return c, true, nil
 	}
 	return decodeRaw[T](key, e.raw)
 }
 
-// decodeRaw is apart from decodeEntry so that its variable, whose address
-// escapes into json.Unmarshal, is not allocated on decodeEntry's fast path.
+// decodeRaw is apart from get so that its variable, whose address escapes
+// into json.Unmarshal, is not allocated on get's fast path.
 func decodeRaw[T any](key string, raw []byte) (v T, ok bool, err error) {
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return v, false, fmt.Errorf("%w: key %s does not decode into %T: %w", ErrInvalidValue, storage.Quote(key), v, err)
@@ -1048,13 +1042,11 @@ func encodeSnapshot(root scopeSnapshot) ([]byte, error) {
 // scopeSnapshotLocked returns mem's live entries, and with children its
 // descendants'. The tree's lock must be held (read or write).
 func (mem *Memory) scopeSnapshotLocked(now time.Time, children bool) scopeSnapshot {
-	out := scopeSnapshot{Name: mem.name}
+	// An empty Entries is left out of the JSON, as nil is.
+	out := scopeSnapshot{Name: mem.name, Entries: make(map[string]entrySnapshot, len(mem.entries))}
 	for k, e := range mem.entries {
 		if e.expired(now) {
 			continue
-		}
-		if out.Entries == nil {
-			out.Entries = map[string]entrySnapshot{}
 		}
 		out.Entries[k] = entrySnapshot{Value: e.raw, Meta: e.meta, CreatedAt: e.created, UpdatedAt: e.updated, AccessCount: e.accesses.Load()}
 	}
@@ -1104,7 +1096,7 @@ func (mem *Memory) restore(data json.RawMessage, keepChildren bool) error {
 		for k := range snap.Entries {
 			mem.markLocked(k)
 		}
-		mem.fillLocked(snap.scopeSnapshot, !keepChildren)
+		mem.fillLocked(snap.scopeSnapshot)
 		// The totals counted before, not what disposeLocked subtracted.
 		t.entries, t.scopes = newEntries, newScopes
 		return nil
@@ -1137,21 +1129,16 @@ func (cfg Config) checkTotals(entries, scopes int) error {
 	return nil
 }
 
-// fillLocked replaces mem's entries with the snapshot's and, with children,
-// its child scopes with new ones built from the snapshot's. The tree's
-// lock must be held.
-func (mem *Memory) fillLocked(snap scopeSnapshot, children bool) {
+// fillLocked replaces mem's entries with the snapshot's and adds child
+// scopes built from the snapshot's (restore disposed of the old ones, or
+// keeps them when the snapshot has none). The tree's lock must be held.
+func (mem *Memory) fillLocked(snap scopeSnapshot) {
 	mem.entries = make(map[string]*entry, len(snap.Entries))
 	for k, e := range snap.Entries {
 		mem.entries[k] = e.toEntry()
 	}
-	if !children {
-		return
-	}
-	mem.children = map[string]*Memory{}
 	for _, cs := range snap.Children {
-		c := mem.tree.newScopeLocked(cs.Name, mem.agent, mem)
-		c.fillLocked(cs, true)
+		mem.tree.newScopeLocked(cs.Name, mem.agent, mem).fillLocked(cs)
 	}
 }
 

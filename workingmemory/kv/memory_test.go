@@ -771,3 +771,25 @@ func TestFit04_EventsAndCounts(t *testing.T) {
 		t.Errorf("events\n got %+v\nwant %+v", got, want)
 	}
 }
+
+// TestKVSnapshotEmptyScopes pins the bytes of scopes with no live
+// entries: their "entries" is left out, whether they never held one or
+// what they held expired.
+func TestKVSnapshotEmptyScopes(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(100, 0)}
+	kv := New(Config{Now: clock.Now})
+	if _, err := kv.Child("c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetWith(kv, "k", 1, Meta{TTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(time.Second)
+	got, err := kv.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"version":1,"name":"root","children":[{"name":"c"}]}`; string(got) != want {
+		t.Errorf("Snapshot = %s, want %s", got, want)
+	}
+}
