@@ -83,7 +83,8 @@ func (d *decoder) value() (any, error) {
 	case c == '[':
 		return d.array()
 	case c == '"':
-		return d.string()
+		s, err := d.string()
+		return s, err
 	case c == 't':
 		return true, d.literal("true")
 	case c == 'f':
@@ -130,7 +131,7 @@ func (d *decoder) object() (any, error) {
 		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
 			return nil, d.errorf("want a quoted object key")
 		}
-		k, err := d.key()
+		k, err := d.string()
 		if err != nil {
 			return nil, err
 		}
@@ -155,7 +156,7 @@ func (d *decoder) object() (any, error) {
 		case '}':
 			d.pos++
 			d.depth--
-			ms := sortedCopy(d.members[base:])
+			ms := SortMembers(slices.Clone(d.members[base:]))
 			clear(d.members[base:])
 			d.members = d.members[:base]
 			return &Object{Members: ms}, nil
@@ -163,20 +164,6 @@ func (d *decoder) object() (any, error) {
 			return nil, d.errorf("want ',' or '}' in object")
 		}
 	}
-}
-
-// key decodes an object key.
-func (d *decoder) key() (string, error) {
-	if end, ok := d.plain(); ok {
-		k := d.src[d.pos+1 : end-1]
-		d.pos = end
-		return k, nil
-	}
-	v, err := d.string()
-	if err != nil {
-		return "", err
-	}
-	return v.(string), nil
 }
 
 // plain returns the index just past the string opening at d.pos when
@@ -287,9 +274,9 @@ func (d *decoder) number() (any, error) {
 	return json.Number(lit), nil
 }
 
-// string decodes a quoted string; it returns any so that the common case
-// boxes once. Invalid UTF-8 becomes U+FFFD, as in encoding/json.
-func (d *decoder) string() (any, error) {
+// string decodes a quoted string, a value or an object key. Invalid UTF-8
+// becomes U+FFFD, as in encoding/json.
+func (d *decoder) string() (string, error) {
 	if end, ok := d.plain(); ok {
 		s := d.src[d.pos+1 : end-1]
 		d.pos = end
@@ -297,24 +284,24 @@ func (d *decoder) string() (any, error) {
 	}
 	d.pos++ // opening quote
 	start := d.pos
-	buf, end, bad := unescape(make([]byte, 0, 32), d.data[start:], true)
+	buf, end, bad := unescape(make([]byte, 0, 32), d.data[start:], true, nil)
 	switch {
 	case bad < 0 && end < len(d.data)-start:
 		d.pos = start + end + 1
 		return string(buf), nil
 	case bad < 0:
 		d.pos = len(d.data)
-		return nil, d.errorf("unexpected end of input in string")
+		return "", d.errorf("unexpected end of input in string")
 	}
 	d.pos = start + bad
 	switch {
 	case d.data[d.pos] != '\\':
-		return nil, d.errorf("control character in string")
+		return "", d.errorf("control character in string")
 	case d.pos+1 >= len(d.data):
-		return nil, d.errorf("unexpected end of input in string")
+		return "", d.errorf("unexpected end of input in string")
 	case d.data[d.pos+1] == 'u':
-		return nil, d.errorf("invalid \\u escape")
+		return "", d.errorf("invalid \\u escape")
 	default:
-		return nil, d.errorf("invalid escape '\\%c'", d.data[d.pos+1])
+		return "", d.errorf("invalid escape '\\%c'", d.data[d.pos+1])
 	}
 }

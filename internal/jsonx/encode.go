@@ -31,7 +31,10 @@ func appendJSON(b []byte, v any, indent string, level int) []byte {
 		}
 		return append(b, v...)
 	case float64:
-		return appendFloat(b, v)
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return append(b, "null"...)
+		}
+		return strconv.AppendFloat(b, v, 'g', -1, 64)
 	case int:
 		return strconv.AppendInt(b, int64(v), 10)
 	case int64:
@@ -86,13 +89,6 @@ func newline(b []byte, indent string, level int) []byte {
 	return b
 }
 
-func appendFloat(b []byte, f float64) []byte {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return append(b, "null"...)
-	}
-	return strconv.AppendFloat(b, f, 'g', -1, 64)
-}
-
 const hexDigits = "0123456789abcdef"
 
 // plain[c] is true for the ASCII bytes a JSON string holds as they are.
@@ -134,19 +130,19 @@ func AppendString(b []byte, s string) []byte {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
+		var esc string
+		switch {
+		case r == utf8.RuneError && size == 1:
+			esc = `\ufffd`
+		case r == '\u2028':
+			esc = `\u2028`
+		case r == '\u2029':
+			esc = `\u2029`
 		}
-		if r == '\u2028' || r == '\u2029' {
+		if esc != "" {
 			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
+			b = append(b, esc...)
+			start = i + size
 		}
 		i += size
 	}

@@ -167,3 +167,20 @@ func sameScan(t *testing.T, v Value, want any) {
 		}
 	}
 }
+
+// AppendString escapes what JSON requires, U+2028 and U+2029, and writes
+// invalid UTF-8 as U+FFFD; everything else, HTML characters included, is
+// written as it is.
+func TestAppendStringEscapes(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                            `""`,
+		"plain <b>&</b> é €":          `"plain <b>&</b> é €"`,
+		"q\"b\\n\nr\rt\t\x01\x1f\x7f": `"q\"b\\n\nr\rt\t\u0001\u001f` + "\x7f\"",
+		"a\u2028b\u2029c":             `"a\u2028b\u2029c"`,
+		"x\xffy\xe2\x82":              `"x\ufffdy\ufffd\ufffd"`,
+	} {
+		if got := string(AppendString(nil, in)); got != want {
+			t.Errorf("AppendString(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -24,15 +24,10 @@ func skipSpace(d []byte, i int) int {
 // encoding/json. Strict, it stops at the first thing JSON forbids (a
 // control character, a bad or cut escape) and returns its index as bad;
 // forgiving, it keeps control characters, turns bad escapes into U+FFFD
-// and goes on (bad is -1 either way when there is nothing wrong).
-func unescape(buf, s []byte, strict bool) (out []byte, end, bad int) {
-	return unescapeAt(buf, s, strict, nil)
-}
-
-// unescapeAt is unescape that, given pos, also appends to *pos, for each
-// byte it appends to buf, the index in s of the byte or escape that byte
-// comes from.
-func unescapeAt(buf, s []byte, strict bool, pos *[]int) (out []byte, end, bad int) {
+// and goes on (bad is -1 either way when there is nothing wrong). Given
+// pos, it also appends to *pos, for each byte it appends to buf, the index
+// in s of the byte or escape that byte comes from.
+func unescape(buf, s []byte, strict bool, pos *[]int) (out []byte, end, bad int) {
 	i := 0
 	for i < len(s) {
 		c, start, n := s[i], i, len(buf)

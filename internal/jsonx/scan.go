@@ -108,16 +108,14 @@ func ScanValue(d []byte, i int) (Value, int) {
 			k = KindArray
 		}
 		return Value{Raw: d[start:i], Kind: k}, i
-	case c == 't' || c == 'f':
+	case c == 't' || c == 'f' || c == 'n':
 		for i < len(d) && d[i] >= 'a' && d[i] <= 'z' {
 			i++
+		}
+		if c == 'n' {
+			return Value{Raw: d[start:i], Kind: KindNull}, i
 		}
 		return Value{Raw: d[start:i], Kind: KindBool}, i
-	case c == 'n':
-		for i < len(d) && d[i] >= 'a' && d[i] <= 'z' {
-			i++
-		}
-		return Value{Raw: d[start:i], Kind: KindNull}, i
 	case c == '-' || c >= '0' && c <= '9':
 		for i < len(d) && (d[i] == '-' || d[i] == '+' || d[i] == '.' || d[i] == 'e' || d[i] == 'E' || d[i] >= '0' && d[i] <= '9') {
 			i++
@@ -335,7 +333,7 @@ func UnquoteOffsets(lit []byte) (value []byte, pos []int) {
 		return nil, []int{len(lit)}
 	}
 	pos = make([]int, 0, len(lit))
-	value, _, _ = unescapeAt(make([]byte, 0, len(lit)), lit[1:len(lit)-1], false, &pos)
+	value, _, _ = unescape(make([]byte, 0, len(lit)), lit[1:len(lit)-1], false, &pos)
 	for i := range pos {
 		pos[i]++ // offsets in the body → in lit
 	}
@@ -356,7 +354,7 @@ func decodeString(raw []byte) []byte {
 	if bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s) {
 		return s
 	}
-	out, _, _ := unescape(make([]byte, 0, len(s)), s, false)
+	out, _, _ := unescape(make([]byte, 0, len(s)), s, false, nil)
 	return out
 }
 

@@ -40,16 +40,7 @@ func (o *Object) Get(key string) (any, bool) {
 // Find returns the index of key's member, or where it would be inserted
 // and false.
 func (o *Object) Find(key string) (int, bool) {
-	lo, hi := 0, len(o.Members)
-	for lo < hi {
-		h := int(uint(lo+hi) >> 1)
-		if o.Members[h].Key < key {
-			lo = h + 1
-		} else {
-			hi = h
-		}
-	}
-	return lo, lo < len(o.Members) && o.Members[lo].Key == key
+	return slices.BinarySearchFunc(o.Members, key, func(m Member, key string) int { return strings.Compare(m.Key, key) })
 }
 
 // SortMembers sorts members by key in place (stable, so that of duplicate
@@ -59,17 +50,7 @@ func SortMembers(ms []Member) []Member {
 	if sortedUnique(ms) {
 		return ms
 	}
-	if len(ms) <= 32 {
-		// Insertion sort: objects are small, and this avoids the
-		// comparator calls of the generic sort.
-		for i := 1; i < len(ms); i++ {
-			for j := i; j > 0 && ms[j].Key < ms[j-1].Key; j-- {
-				ms[j], ms[j-1] = ms[j-1], ms[j]
-			}
-		}
-	} else {
-		slices.SortStableFunc(ms, func(a, b Member) int { return strings.Compare(a.Key, b.Key) })
-	}
+	slices.SortStableFunc(ms, func(a, b Member) int { return strings.Compare(a.Key, b.Key) })
 	out := ms[:0]
 	for i, e := range ms {
 		if i+1 < len(ms) && ms[i+1].Key == e.Key {
@@ -88,40 +69,6 @@ func sortedUnique(ms []Member) bool {
 		}
 	}
 	return true
-}
-
-// sortedCopy returns the members sorted by key with duplicates dropped
-// (the last one wins), in a new slice of the exact size. It sorts an index
-// array rather than the members themselves, so that each member is
-// written once: member writes are pointer writes, which cost a GC write
-// barrier each while a collection runs.
-func sortedCopy(ms []Member) []Member {
-	if sortedUnique(ms) || len(ms) > 64 {
-		return SortMembers(slices.Clone(ms))
-	}
-	var buf [64]uint8
-	idx := buf[:len(ms)]
-	for i := range idx {
-		idx[i] = uint8(i)
-	}
-	for i := 1; i < len(idx); i++ { // stable insertion sort
-		for j := i; j > 0 && ms[idx[j]].Key < ms[idx[j-1]].Key; j-- {
-			idx[j], idx[j-1] = idx[j-1], idx[j]
-		}
-	}
-	n := 0
-	for i := range idx {
-		if i+1 < len(idx) && ms[idx[i+1]].Key == ms[idx[i]].Key {
-			continue // a later duplicate wins
-		}
-		idx[n] = idx[i]
-		n++
-	}
-	out := make([]Member, n)
-	for i, k := range idx[:n] {
-		out[i] = ms[k]
-	}
-	return out
 }
 
 // ToGo returns v in the form encoding/json decodes to with UseNumber:
