@@ -103,56 +103,26 @@ func newBatch(n int, concurrent bool) *batch {
 }
 
 // hookBatch returns a batch of hook with one job per enabled layer that
-// implements T, in slot order, or nil when no layer does. A concurrent
-// batch runs its jobs at the same time (Store); a sequential one runs
-// them one after the other (Recall, Snapshot, Clear).
-func hookBatch[T any](s *Stack, hook string, run func(context.Context, *job) error, concurrent bool) *batch {
-	n := 0
+// implements T and whose ID keep accepts (every one when keep is nil), in
+// slot order, or nil when there is none. A concurrent batch runs its jobs
+// at the same time (Store); a sequential one runs them one after the other
+// (Recall, Snapshot, Clear).
+func hookBatch[T any](s *Stack, hook string, run func(context.Context, *job) error, concurrent bool, keep func(id string) bool) *batch {
+	var buf [16]*entry
+	es := buf[:0]
 	for _, e := range s.entries {
-		if _, ok := As[T](e.live); ok && !e.disabled {
-			n++
+		if _, ok := As[T](e.live); ok && !e.disabled && (keep == nil || keep(e.spec.ID)) {
+			es = append(es, e)
 		}
 	}
-	if n == 0 {
+	if len(es) == 0 {
 		return nil
 	}
-	b := newBatch(n, concurrent)
-	i := 0
-	for _, e := range s.entries {
-		if _, ok := As[T](e.live); !ok || e.disabled {
-			continue
-		}
-		j := &b.jobs[i]
-		i++
-		j.e, j.hook, j.run = e, hook, run
+	b := newBatch(len(es), concurrent)
+	for i, e := range es {
+		b.jobs[i].e, b.jobs[i].hook, b.jobs[i].run = e, hook, run
 	}
 	return b
-}
-
-// only returns a batch of the jobs of b whose layer's ID keep accepts, or
-// nil when it accepts none; b must not have run.
-func (b *batch) only(keep func(id string) bool) *batch {
-	n := 0
-	for i := range b.jobs {
-		if keep(b.jobs[i].e.spec.ID) {
-			n++
-		}
-	}
-	if n == len(b.jobs) {
-		return b
-	}
-	if n == 0 {
-		return nil
-	}
-	nb := newBatch(n, b.concurrent)
-	k := 0
-	for i := range b.jobs {
-		if j := &b.jobs[i]; keep(j.e.spec.ID) {
-			nb.jobs[k].e, nb.jobs[k].hook, nb.jobs[k].run = j.e, j.hook, j.run
-			k++
-		}
-	}
-	return nb
 }
 
 // joinErrs joins the final errors of b's jobs, after runBatch.
@@ -170,11 +140,16 @@ func (b *batch) joinErrs() error {
 // abandoned, then wraps and reports the failures, leaving each job's
 // final error (nil for success) in its err field.
 func (s *Stack) runBatch(ctx context.Context, b *batch) {
+	// After starting hooks, the caller yields so that they run first on
+	// this P, and fast hooks are done before the caller would park to wait
+	// for them.
 	if b.concurrent {
 		for i := range b.jobs {
-			b.jobs[i].start(ctx)
+			if j := &b.jobs[i]; j.prepare(ctx) {
+				go j.execute()
+			}
 		}
-		yield()
+		runtime.Gosched()
 		for i := range b.jobs {
 			b.jobs[i].wait(ctx)
 		}
@@ -193,7 +168,7 @@ func (s *Stack) runBatch(ctx context.Context, b *batch) {
 				go runJobs(next)
 			}
 			next <- j
-			yield()
+			runtime.Gosched()
 			if !j.wait(ctx) {
 				close(next)
 				next = nil
@@ -205,23 +180,13 @@ func (s *Stack) runBatch(ctx context.Context, b *batch) {
 	}
 	for i := range b.jobs {
 		j := &b.jobs[i]
-		err := j.err
-		if err != nil {
+		if j.err != nil {
 			var le *Error
-			if !errors.As(err, &le) || le.Layer != j.e.spec.ID {
-				err = &Error{Layer: j.e.spec.ID, Hook: j.hook, Err: err}
+			if !errors.As(j.err, &le) || le.Layer != j.e.spec.ID {
+				j.err = &Error{Layer: j.e.spec.ID, Hook: j.hook, Err: j.err}
 			}
 		}
-		j.err = err
-		s.report(ctx, j.e.spec.ID, j.hook, j.d, err)
-	}
-}
-
-// start starts the job's hook on a goroutine of its own, unless ctx is
-// already done or too many of the layer's hooks are stuck.
-func (j *job) start(ctx context.Context) {
-	if j.prepare(ctx) {
-		go j.execute()
+		s.report(ctx, j.e.spec.ID, j.hook, j.d, j.err)
 	}
 }
 
@@ -252,10 +217,6 @@ func runJobs(next <-chan *job) {
 		j.execute()
 	}
 }
-
-// yield lets the hook goroutines just started run first on this P, so
-// that fast hooks are done before the caller would park to wait for them.
-func yield() { runtime.Gosched() }
 
 // execute runs on the job's goroutine: it waits for the layer to be free
 // within the hook's deadline, calls the hook and hands over the result,

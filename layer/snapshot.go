@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -29,10 +30,7 @@ func (s *Stack) Snapshot(ctx context.Context, ids ...string) (Snapshot, error) {
 	if err := s.ready(); err != nil {
 		return Snapshot{}, err
 	}
-	b := hookBatch[Snapshotter](s, hookSnapshot, runSnapshot, false)
-	if b != nil && len(ids) > 0 {
-		b = b.only(func(id string) bool { return slices.Contains(ids, id) })
-	}
+	b := hookBatch[Snapshotter](s, hookSnapshot, runSnapshot, false, func(id string) bool { return len(ids) == 0 || slices.Contains(ids, id) })
 	if b == nil {
 		return Snapshot{Version: snapshotVersion, Layers: map[string]json.RawMessage{}}, nil
 	}
@@ -64,15 +62,10 @@ func (s *Stack) Restore(ctx context.Context, snap Snapshot) error {
 	if err := s.ready(); err != nil {
 		return err
 	}
-	switch {
-	case snap.Version < 1 || snap.Version > snapshotVersion:
+	if snap.Version < 1 || snap.Version > snapshotVersion {
 		return fmt.Errorf("%w: version %d, this build reads up to %d", ErrSnapshot, snap.Version, snapshotVersion)
 	}
-	ids := make([]string, 0, len(snap.Layers))
-	for id := range snap.Layers {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
+	ids := slices.Sorted(maps.Keys(snap.Layers))
 	for _, id := range ids {
 		e, ok := s.byID[id]
 		if !ok || e.disabled {
@@ -118,7 +111,7 @@ func (s *Stack) Clear(ctx context.Context) error {
 	if err := s.ready(); err != nil {
 		return err
 	}
-	b := hookBatch[Clearer](s, hookClear, runClear, false)
+	b := hookBatch[Clearer](s, hookClear, runClear, false, nil)
 	if b == nil {
 		return nil
 	}

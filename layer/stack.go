@@ -78,14 +78,16 @@ type Stack struct {
 	reg     []*entry // registration order
 	byID    map[string]*entry
 
-	initMu  sync.Mutex // serialises Init and Close
-	mu      sync.Mutex // guards the fields below
-	inited  bool
-	closed  bool
-	tools   []tool
-	byWire  map[string]int // name offered (ToolName) → index in tools
-	byName  map[string]int // "<layer-id>/<fn>" → index in tools
-	byAlias map[string]int // alias → index in tools
+	initMu sync.Mutex // serialises Init and Close
+	mu     sync.Mutex // guards the fields below
+	inited bool
+	closed bool
+	tools  []tool
+	// byName maps each name a tool answers to (the name offered, its
+	// "<layer-id>/<fn>" form and its aliases) to its index in tools. The
+	// forms never collide: only the second has a '/', and an alias that
+	// is already a name is ignored.
+	byName map[string]int
 }
 
 type entry struct {
@@ -114,12 +116,24 @@ func NewStack(cfg StackConfig) (*Stack, error) {
 	if s.env.Store == nil {
 		s.env.Store = storage.NewMemory()
 	}
-	s.log = s.env.Logger
-	if s.log == nil {
-		s.log = slog.Default()
-	}
+	s.log = cmp.Or(s.env.Logger, slog.Default())
 	s.env.Logger = s.log
-	for i, l := range cfg.Layers {
+	es, err := newEntries(cfg.Layers, cfg.Timeout, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.add(es...)
+	s.order()
+	return s, nil
+}
+
+// newEntries validates layers, to be registered in a stack whose
+// StackConfig.Timeout is timeout and whose other layers have the IDs in
+// taken, and returns their entries, not bound to a run yet. A nil layer,
+// an invalid spec or a repeated ID fails with [ErrInvalidSpec].
+func newEntries(layers []Layer, timeout time.Duration, taken map[string]*entry) ([]*entry, error) {
+	es := make([]*entry, 0, len(layers))
+	for i, l := range layers {
 		if l == nil {
 			return nil, fmt.Errorf("layer: layer %d is nil: %w", i, ErrInvalidSpec)
 		}
@@ -127,19 +141,18 @@ func NewStack(cfg StackConfig) (*Stack, error) {
 		if err := spec.Validate(); err != nil {
 			return nil, err
 		}
-		if _, dup := s.byID[spec.ID]; dup {
+		_, dup := taken[spec.ID]
+		for _, prev := range es {
+			dup = dup || prev.spec.ID == spec.ID
+		}
+		if dup {
 			return nil, fmt.Errorf("layer: duplicate layer id %q: %w", spec.ID, ErrInvalidSpec)
 		}
-		timeout := cmp.Or(spec.Timeout, max(cfg.Timeout, 0))
-		s.add(&entry{spec: spec, timeout: timeout, tmpl: l, sem: make(chan struct{}, 1), stuck: stuckCount(l, spec.ID)})
+		e := &entry{spec: spec, timeout: cmp.Or(spec.Timeout, max(timeout, 0)), tmpl: l, sem: make(chan struct{}, 1), stuck: stuckCount(l, spec.ID)}
+		es = append(es, e)
 	}
-	s.order()
-	return s, nil
+	return es, nil
 }
-
-// bySlot orders entries by slot; with a stable sort, ties keep
-// registration order.
-func bySlot(a, b *entry) int { return cmp.Compare(a.spec.Slot, b.spec.Slot) }
 
 // Init runs every layer's Init once, in registration order. A failing Init
 // aborts: the layers already initialised are closed and the error (an
@@ -159,44 +172,48 @@ func (s *Stack) Init(ctx context.Context) error {
 		return nil
 	}
 	for i, e := range s.reg {
-		init, ok := As[Initializer](e.tmpl)
-		if !ok {
-			s.mu.Lock()
-			e.live = e.tmpl
-			s.mu.Unlock()
-			continue
+		if err := s.initEntry(ctx, e, s.env); err != nil {
+			// Close what was initialised even when ctx is what failed.
+			_ = s.closeEntries(context.WithoutCancel(ctx), s.reg[:i])
+			return err
 		}
-		var bound Layer
-		err := s.callLate(ctx, e, hookInit, func(ctx context.Context) error {
-			l, err := init.Init(ctx, s.env)
+	}
+	s.mu.Lock()
+	s.buildTools()
+	s.inited = true
+	s.mu.Unlock()
+	return nil
+}
+
+// initEntry binds e's layer to the run of env: an [Initializer]'s Init,
+// under e's Init timeout (a layer it returns too late is closed), else
+// the registered layer itself. When Init fails, initEntry disables the
+// layer if its spec says so, or else marks the stack closed and returns
+// the error.
+func (s *Stack) initEntry(ctx context.Context, e *entry, env Env) error {
+	bound := e.tmpl
+	var err error
+	if init, ok := As[Initializer](e.tmpl); ok {
+		err = s.callLate(ctx, e, hookInit, func(ctx context.Context) error {
+			l, err := init.Init(ctx, env)
 			if err == nil && l == nil {
 				err = errors.New("Init returned a nil layer")
 			}
 			bound = l
 			return err
 		}, func() { closeLate(bound, e.timeoutOf(hookClose)) })
-		if err != nil {
-			if e.spec.DisableOnInitError {
-				s.mu.Lock()
-				e.disabled = true
-				s.mu.Unlock()
-				continue
-			}
-			s.mu.Lock()
-			s.closed = true
-			s.mu.Unlock()
-			// Close what was initialised even when ctx is what failed.
-			_ = s.closeEntries(context.WithoutCancel(ctx), s.reg[:i])
-			return err
-		}
-		s.mu.Lock()
-		e.live = bound
-		s.mu.Unlock()
 	}
 	s.mu.Lock()
-	s.buildTools()
-	s.inited = true
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	switch {
+	case err == nil:
+		e.live = bound
+	case e.spec.DisableOnInitError:
+		e.disabled = true
+	default:
+		s.closed = true
+		return err
+	}
 	return nil
 }
 
@@ -251,10 +268,7 @@ func (s *Stack) Recall(ctx context.Context, q Query, budgets map[string]int) ([]
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	b := hookBatch[Layer](s, hookRecall, runRecall, false)
-	if b != nil {
-		b = b.only(func(id string) bool { bud, ok := budgets[id]; return !ok || bud >= 0 })
-	}
+	b := hookBatch[Layer](s, hookRecall, runRecall, false, func(id string) bool { bud, ok := budgets[id]; return !ok || bud >= 0 })
 	if b == nil {
 		return nil, nil
 	}
@@ -305,7 +319,7 @@ func (s *Stack) Store(ctx context.Context, t Turn) error {
 	if err := s.ready(); err != nil {
 		return err
 	}
-	b := hookBatch[Storer](s, hookStore, runStore, true)
+	b := hookBatch[Storer](s, hookStore, runStore, true, nil)
 	if b == nil {
 		return nil
 	}
@@ -348,24 +362,13 @@ func (s *Stack) Spawn(ctx context.Context, childEnv Env, extra ...Layer) (*Stack
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("layer: spawn: %w", err)
 	}
-	seen := make(map[string]bool, len(extra))
-	for i, l := range extra {
-		if l == nil {
-			return nil, fmt.Errorf("layer: spawn: extra layer %d is nil: %w", i, ErrInvalidSpec)
-		}
-		id := l.Spec().ID
-		if err := l.Spec().Validate(); err != nil {
-			return nil, fmt.Errorf("layer: spawn: extra layer %d: %w", i, err)
-		}
-		if _, dup := s.byID[id]; dup || seen[id] {
-			return nil, fmt.Errorf("layer: spawn: extra layer %q: the child already has a layer of that ID: %w", id, ErrInvalidSpec)
-		}
-		seen[id] = true
+	extras, err := newEntries(extra, s.cfg.Timeout, s.byID)
+	if err != nil {
+		return nil, fmt.Errorf("layer: spawn: extra layers: %w", err)
 	}
 	childEnv = s.inheritEnv(childEnv)
 	cfg := s.cfg
-	cfg.Env = childEnv
-	cfg.Layers = nil
+	cfg.Env, cfg.Layers = childEnv, nil
 	child := &Stack{cfg: cfg, env: childEnv, log: childEnv.Logger, byID: make(map[string]*entry), inited: true}
 	for _, e := range s.reg {
 		if e.disabled {
@@ -375,29 +378,10 @@ func (s *Stack) Spawn(ctx context.Context, childEnv Env, extra ...Layer) (*Stack
 			child.add(e.childEntry(cl))
 		}
 	}
-	for _, l := range extra {
-		spec := l.Spec()
-		e := &entry{spec: spec, timeout: cmp.Or(spec.Timeout, max(cfg.Timeout, 0)), tmpl: l, live: l, sem: make(chan struct{}, 1), stuck: stuckCount(l, spec.ID)}
-		if init, ok := As[Initializer](l); ok {
-			var bound Layer
-			err := child.callLate(ctx, e, hookInit, func(ctx context.Context) error {
-				b, err := init.Init(ctx, childEnv)
-				if err == nil && b == nil {
-					err = errors.New("Init returned a nil layer")
-				}
-				bound = b
-				return err
-			}, func() { closeLate(bound, e.timeoutOf(hookClose)) })
-			switch {
-			case err != nil && spec.DisableOnInitError:
-				e.disabled = true
-			case err != nil:
-				child.closed = true
-				_ = child.closeEntries(context.WithoutCancel(ctx), child.reg)
-				return nil, fmt.Errorf("layer: spawn: %w", err)
-			default:
-				e.live = bound
-			}
+	for _, e := range extras {
+		if err := child.initEntry(ctx, e, childEnv); err != nil {
+			_ = child.closeEntries(context.WithoutCancel(ctx), child.reg)
+			return nil, fmt.Errorf("layer: spawn: %w", err)
 		}
 		child.add(e)
 	}
@@ -409,12 +393,8 @@ func (s *Stack) Spawn(ctx context.Context, childEnv Env, extra ...Layer) (*Stack
 // inheritEnv fills in the zero fields of a child's env from the parent's:
 // Store and Logger are the parent's, ExecutionID is new.
 func (s *Stack) inheritEnv(env Env) Env {
-	if env.Store == nil {
-		env.Store = s.env.Store
-	}
-	if env.Logger == nil {
-		env.Logger = s.log
-	}
+	env.Store = cmp.Or(env.Store, s.env.Store)
+	env.Logger = cmp.Or(env.Logger, s.log)
 	if env.ExecutionID == "" {
 		env.ExecutionID = newID()
 	}
@@ -468,16 +448,19 @@ func (e *entry) childEntry(cl Layer) *entry {
 	return ce
 }
 
-// add registers e, after the stack's other layers.
-func (s *Stack) add(e *entry) {
-	s.reg = append(s.reg, e)
-	s.byID[e.spec.ID] = e
+// add registers es, after the stack's other layers.
+func (s *Stack) add(es ...*entry) {
+	for _, e := range es {
+		s.reg = append(s.reg, e)
+		s.byID[e.spec.ID] = e
+	}
 }
 
 // order sets the stack's slot order from its registration order.
 func (s *Stack) order() {
 	s.entries = slices.Clone(s.reg)
-	slices.SortStableFunc(s.entries, bySlot)
+	// A stable sort: ties keep registration order.
+	slices.SortStableFunc(s.entries, func(a, b *entry) int { return cmp.Compare(a.spec.Slot, b.spec.Slot) })
 }
 
 // Return hands a finished child's layers back to the parent: every enabled

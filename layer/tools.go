@@ -62,9 +62,7 @@ func wireName(name string) string {
 // by a hash suffix, so every wire name maps back to one tool.
 func (s *Stack) buildTools() {
 	s.tools = nil
-	s.byWire = make(map[string]int)
 	s.byName = make(map[string]int)
-	s.byAlias = make(map[string]int)
 	for _, e := range s.entries {
 		if e.disabled || e.live == nil {
 			continue
@@ -85,21 +83,21 @@ func (s *Stack) buildTools() {
 			}
 			wire := wireName(name)
 			for n := 0; ; n++ {
-				if _, clash := s.byWire[wire]; !clash {
+				if _, clash := s.byName[wire]; !clash {
 					break
 				}
 				sum := sha256.Sum256(fmt.Appendf(nil, "%s#%d", name, n))
 				wire = wire[:min(len(wire), maxWireNameLen-9)] + "_" + hex.EncodeToString(sum[:4])
 			}
 			s.tools = append(s.tools, tool{wire: wire, layer: e.spec.ID, fn: fn})
-			s.byWire[wire] = len(s.tools) - 1
+			s.byName[wire] = len(s.tools) - 1
 			s.byName[name] = len(s.tools) - 1
 		}
 	}
 	for i, t := range s.tools {
 		for _, alias := range t.fn.Aliases {
-			if _, taken := s.findTool(alias); !taken {
-				s.byAlias[alias] = i
+			if _, taken := s.byName[alias]; !taken {
+				s.byName[alias] = i
 			}
 		}
 	}
@@ -126,21 +124,11 @@ func (s *Stack) Tools() []Function {
 func (s *Stack) lookupTool(name string) (tool, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.findTool(name)
-}
-
-// findTool is lookupTool for a caller that holds s.mu.
-func (s *Stack) findTool(name string) (tool, bool) {
-	if i, ok := s.byWire[name]; ok {
-		return s.tools[i], true
+	i, ok := s.byName[name]
+	if !ok {
+		return tool{}, false
 	}
-	if i, ok := s.byName[name]; ok {
-		return s.tools[i], true
-	}
-	if i, ok := s.byAlias[name]; ok {
-		return s.tools[i], true
-	}
-	return tool{}, false
+	return s.tools[i], true
 }
 
 // CallTool runs a provided function by name ([ToolName], "<layer-id>/<fn>" or an alias) with raw JSON
