@@ -108,7 +108,7 @@ func newBatch(n int, concurrent bool) *batch {
 // at the same time (Store); a sequential one runs them one after the other
 // (Recall, Snapshot, Clear).
 func hookBatch[T any](s *Stack, hook string, run func(context.Context, *job) error, concurrent bool, keep func(id string) bool) *batch {
-	var buf [16]*entry
+	var buf [16]*entry // the layers of a typical stack, without a heap allocation
 	es := buf[:0]
 	for _, e := range s.entries {
 		if _, ok := As[T](e.live); ok && !e.disabled && (keep == nil || keep(e.spec.ID)) {
