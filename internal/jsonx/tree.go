@@ -93,27 +93,6 @@ func ToGo(v any) any {
 	}
 }
 
-// FromGo is the inverse of ToGo: map[string]any becomes *Object. The
-// result shares no map or slice with v.
-func FromGo(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		ms := make([]Member, 0, len(v))
-		for k, e := range v {
-			ms = append(ms, Member{k, FromGo(e)})
-		}
-		return &Object{Members: SortMembers(ms)}
-	case []any:
-		a := make([]any, len(v))
-		for i, e := range v {
-			a[i] = FromGo(e)
-		}
-		return a
-	default:
-		return v
-	}
-}
-
 // Same reports whether a and b are the same value in the sense that
 // matters for reusing work: the same object or array (trees share
 // unchanged subtrees), or equal scalars.
