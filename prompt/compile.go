@@ -63,7 +63,7 @@ type Config struct {
 type Compiler struct {
 	tpl          *raymond.Template // nil: default layout
 	instructions string
-	instrValue   any // raymond.SafeString(instructions), boxed once
+	instrValue   any // raymond.SafeString(instructions), boxed once by New
 	counter      Counter
 }
 
@@ -112,15 +112,6 @@ func New(cfg Config) (c *Compiler, err error) {
 	return c, nil
 }
 
-// instructionsValue returns the instructions as a template value, boxed
-// once by New.
-func (c *Compiler) instructionsValue() any {
-	if c.instrValue == nil {
-		return raymond.SafeString(c.instructions)
-	}
-	return c.instrValue
-}
-
 // Counter returns the compiler's token counter ([Config.Counter] or
 // [Estimate]).
 func (c *Compiler) Counter() Counter {
@@ -139,51 +130,14 @@ func VarName(id string) string {
 	}
 	var b strings.Builder
 	b.Grow(len(id))
-	upper := false
-	for i := 0; i < len(id); i++ {
-		ch := id[i]
-		switch {
-		case ch == '-':
-			upper = b.Len() > 0
-			continue
-		case upper && ch >= 'a' && ch <= 'z':
-			ch -= 'a' - 'A'
+	for word := range strings.SplitSeq(id, "-") {
+		if b.Len() > 0 && word != "" && 'a' <= word[0] && word[0] <= 'z' {
+			b.WriteByte(word[0] - 'a' + 'A')
+			word = word[1:]
 		}
-		upper = false
-		b.WriteByte(ch)
+		b.WriteString(word)
 	}
 	return b.String()
-}
-
-// varNames records which layer claimed which variable. Stacks are small,
-// so a linear scan over a fixed buffer beats a map.
-type varNames struct {
-	buf  [8][2]string // {name, id}; the first n are used
-	n    int
-	more [][2]string // beyond 8 layers
-}
-
-// claim returns id's variable name, or an error if the name is reserved
-// or taken by another layer.
-func (v *varNames) claim(id string) (string, error) {
-	name := VarName(id)
-	if name == VarLayers || name == VarInstructions {
-		return "", fmt.Errorf("%w: layer %q would be the reserved variable %q", ErrNameConflict, id, name)
-	}
-	for _, list := range [2][][2]string{v.buf[:v.n], v.more} {
-		for _, c := range list {
-			if c[0] == name && c[1] != id {
-				return "", fmt.Errorf("%w: layers %q and %q both map to variable %q", ErrNameConflict, c[1], id, name)
-			}
-		}
-	}
-	if v.n < len(v.buf) {
-		v.buf[v.n] = [2]string{name, id}
-		v.n++
-	} else {
-		v.more = append(v.more, [2]string{name, id})
-	}
-	return name, nil
 }
 
 // layerText returns the text one recalled layer contributes: its
@@ -258,31 +212,40 @@ func (c *Compiler) Compile(recalled []layer.Recalled, vars map[string]any) (out 
 			return "", fmt.Errorf("%w: %q is reserved and cannot be a user variable", ErrNameConflict, name)
 		}
 	}
-	if c.tpl == nil {
-		if err := checkNames(recalled); err != nil {
-			return "", err
+	var ctx map[string]any // the template's variables; nil for the default layout
+	if c.tpl != nil {
+		ctx = make(map[string]any, len(vars)+len(recalled)+2)
+		for k, v := range vars {
+			cv, err := userValue(v)
+			if err != nil {
+				return "", fmt.Errorf("%w: variable %q: %w", ErrRender, k, err)
+			}
+			ctx[k] = cv
 		}
-		return c.defaultLayout(recalled, fenceTags(recalled)), nil
-	}
-
-	ctx := make(map[string]any, len(vars)+len(recalled)+2)
-	for k, v := range vars {
-		cv, err := userValue(v)
-		if err != nil {
-			return "", fmt.Errorf("%w: variable %q: %w", ErrRender, k, err)
-		}
-		ctx[k] = cv
 	}
 	tags := fenceTags(recalled)
+	// all is the layers' texts, after the instructions in the default
+	// layout; both are separated by blank lines.
 	var all strings.Builder
-	var names varNames
+	if c.tpl == nil {
+		all.WriteString(c.instructions)
+	}
+	names := make([][2]string, 0, 8) // {name, id} of the layers so far
 	for _, r := range recalled {
-		name, err := names.claim(r.ID)
-		if err != nil {
-			return "", err
+		name := VarName(r.ID)
+		if name == VarLayers || name == VarInstructions {
+			return "", fmt.Errorf("%w: layer %q would be the reserved variable %q", ErrNameConflict, r.ID, name)
 		}
+		for _, n := range names {
+			if n[0] == name && n[1] != r.ID {
+				return "", fmt.Errorf("%w: layers %q and %q both map to variable %q", ErrNameConflict, n[1], r.ID, name)
+			}
+		}
+		names = append(names, [2]string{name, r.ID})
 		text := layerText(r, tags)
-		ctx[name] = raymond.SafeString(text) // shadows a user variable even when empty
+		if ctx != nil {
+			ctx[name] = raymond.SafeString(text) // shadows a user variable even when empty
+		}
 		if text == "" {
 			continue
 		}
@@ -291,39 +254,16 @@ func (c *Compiler) Compile(recalled []layer.Recalled, vars map[string]any) (out 
 		}
 		all.WriteString(text)
 	}
+	if c.tpl == nil {
+		return all.String(), nil
+	}
 	ctx[VarLayers] = raymond.SafeString(all.String())
-	ctx[VarInstructions] = c.instructionsValue()
+	ctx[VarInstructions] = c.instrValue
 	out, err = c.tpl.Exec(ctx)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrRender, err)
 	}
 	return out, nil
-}
-
-func (c *Compiler) defaultLayout(recalled []layer.Recalled, tags []blockTag) string {
-	var b strings.Builder
-	b.WriteString(c.instructions)
-	for _, r := range recalled {
-		text := layerText(r, tags)
-		if text == "" {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteString("\n\n")
-		}
-		b.WriteString(text)
-	}
-	return b.String()
-}
-
-func checkNames(recalled []layer.Recalled) error {
-	var names varNames
-	for _, r := range recalled {
-		if _, err := names.claim(r.ID); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Raw wraps a user variable that Compile must pass to the template

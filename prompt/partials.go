@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/aymerick/raymond/ast"
 	"github.com/aymerick/raymond/parser"
@@ -67,12 +68,8 @@ func checkPartials(source string, partials map[string]string) error {
 
 // cycle renders the part of path from name on, back to name.
 func cycle(path []string, name string) string {
-	i := slices.Index(path, name)
-	s := ""
-	for _, p := range path[i:] {
-		s += p + " > "
-	}
-	return s + name
+	cyc := slices.Clone(path[slices.Index(path, name):])
+	return strings.Join(append(cyc, name), " > ")
 }
 
 // partialRefs returns the names of the partials source includes, each
