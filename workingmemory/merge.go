@@ -47,32 +47,16 @@ type merger struct {
 // returns the new state. A text state becomes an object holding the old
 // text under PreviousKey.
 func (m merger) mergeState(st any, update *jsonx.Object) (any, error) {
-	var prev string
-	base, ok := st.(*jsonx.Object)
-	if !ok {
-		prev, _ = st.(string)
-	}
+	base, _ := st.(*jsonx.Object)
 	out, err := m.mergeObject(base, update)
+	if prev, _ := st.(string); prev != "" && err == nil {
+		// The old text, merged last, wins over a PreviousKey in update.
+		out, err = m.mergeObject(out, &jsonx.Object{Members: []jsonx.Member{{Key: PreviousKey, Value: prev}}})
+	}
 	if err != nil {
 		return nil, err
 	}
-	if prev != "" {
-		out = withMember(out, PreviousKey, prev)
-	}
 	return out, nil
-}
-
-// withMember returns o with key set to v (o is not modified).
-func withMember(o *jsonx.Object, key string, v any) *jsonx.Object {
-	i, ok := o.Find(key)
-	ms := make([]jsonx.Member, 0, len(o.Members)+1)
-	ms = append(ms, o.Members[:i]...)
-	ms = append(ms, jsonx.Member{Key: key, Value: v})
-	if ok {
-		i++
-	}
-	ms = append(ms, o.Members[i:]...)
-	return &jsonx.Object{Members: ms}
 }
 
 // skip reports whether a member of an update is not merged: the delete
@@ -86,15 +70,13 @@ func (m merger) skip(e jsonx.Member) bool {
 // DeleteKey paths removed first, then every other member of src merged.
 // Both are sorted, so this is one merge-join.
 func (m merger) mergeObject(dst, src *jsonx.Object) (*jsonx.Object, error) {
-	if del, ok := src.Get(DeleteKey); ok && dst != nil {
+	if del, ok := src.Get(DeleteKey); ok {
 		paths, err := parseDeletes(del)
 		if err != nil {
 			return nil, err
 		}
-		dst = deleteFrom(dst, paths).(*jsonx.Object)
-	} else if ok {
-		if _, err := parseDeletes(del); err != nil {
-			return nil, err
+		if dst != nil {
+			dst = deleteFrom(dst, paths).(*jsonx.Object)
 		}
 	}
 	var d []jsonx.Member
@@ -135,57 +117,50 @@ func (m merger) mergeObject(dst, src *jsonx.Object) (*jsonx.Object, error) {
 	return &jsonx.Object{Members: out}, nil
 }
 
+// mergeValue returns dst with src merged in: an object recursively,
+// anything else replacing dst.
 func (m merger) mergeValue(dst, src any) (any, error) {
-	switch s := src.(type) {
-	case *jsonx.Object:
+	if s, ok := src.(*jsonx.Object); ok {
 		d, _ := dst.(*jsonx.Object)
 		return m.mergeObject(d, s)
-	case []any:
-		a, _ := cleanArray(s)
-		return a, nil
-	default:
-		return src, nil
 	}
+	v, _ := cleanValue(src) // an array replaces whole, cleaned
+	return v, nil
 }
 
-// cleanArray returns a with forbidden keys (and DeleteKey and writesKey
-// keys, which mean nothing inside a replaced array or a state) removed from the objects it holds,
-// at every depth, and whether anything was removed; unchanged, it returns
-// a itself. Arrays replace whole, so nulls inside them are data.
-func cleanArray(a []any) ([]any, bool) {
-	var out []any
-	for i, e := range a {
-		c, changed := cleanValue(e)
-		if changed && out == nil {
-			out = make([]any, len(a))
-			copy(out, a[:i])
-		}
-		if out != nil {
-			out[i] = c
-		}
-	}
-	if out == nil {
-		return a, false
-	}
-	return out, true
-}
-
-// cleanValue is cleanArray for any value.
+// cleanValue returns v with forbidden keys (and DeleteKey and writesKey
+// keys, which mean nothing inside a replaced array or a state) removed from
+// the objects it holds, at every depth, and whether anything was removed;
+// unchanged, it returns v itself. Arrays replace whole, so nulls inside
+// them are data.
 func cleanValue(v any) (any, bool) {
-	switch v := v.(type) {
+	switch t := v.(type) {
 	case []any:
-		return cleanArray(v)
+		var out []any
+		for i, e := range t {
+			c, changed := cleanValue(e)
+			if changed && out == nil {
+				out = slices.Clone(t)
+			}
+			if out != nil {
+				out[i] = c
+			}
+		}
+		if out == nil {
+			return v, false
+		}
+		return out, true
 	case *jsonx.Object:
 		var out []jsonx.Member
-		for i, e := range v.Members {
+		for i, e := range t.Members {
 			drop := forbidden(e.Key) || e.Key == DeleteKey || e.Key == writesKey
 			c, changed := e.Value, false
 			if !drop {
 				c, changed = cleanValue(e.Value)
 			}
 			if (drop || changed) && out == nil {
-				out = make([]jsonx.Member, i, len(v.Members))
-				copy(out, v.Members[:i])
+				out = make([]jsonx.Member, i, len(t.Members))
+				copy(out, t.Members[:i])
 			}
 			if out != nil && !drop {
 				out = append(out, jsonx.Member{Key: e.Key, Value: c})
@@ -252,51 +227,43 @@ func parsePath(s string) ([]string, error) {
 // paths are ignored, so a retried update deletes idempotently. Indexes of
 // one array all refer to the array before any deletion.
 func deleteFrom(v any, paths [][]string) any {
+	// By key, or by index in canonical form ("0", not "00" or "-0"): what
+	// to drop, and the paths to delete inside what is kept.
+	drop := map[string]bool{}
+	rest := map[string][][]string{}
+	for _, p := range paths {
+		if len(p) == 1 {
+			drop[p[0]] = true
+		} else {
+			rest[p[0]] = append(rest[p[0]], p[1:])
+		}
+	}
+	// prune returns the member or element at key without what is deleted
+	// inside it, or false when it is deleted itself.
+	prune := func(key string, e any) (any, bool) {
+		if drop[key] {
+			return nil, false
+		}
+		if sub, ok := rest[key]; ok {
+			e = deleteFrom(e, sub)
+		}
+		return e, true
+	}
 	switch v := v.(type) {
 	case *jsonx.Object:
-		drop := map[string]bool{}
-		rest := map[string][][]string{}
-		for _, p := range paths {
-			if len(p) == 1 {
-				drop[p[0]] = true
-			} else {
-				rest[p[0]] = append(rest[p[0]], p[1:])
-			}
-		}
 		out := make([]jsonx.Member, 0, len(v.Members))
 		for _, e := range v.Members {
-			if drop[e.Key] {
-				continue
+			if pv, ok := prune(e.Key, e.Value); ok {
+				out = append(out, jsonx.Member{Key: e.Key, Value: pv})
 			}
-			if sub, ok := rest[e.Key]; ok {
-				e.Value = deleteFrom(e.Value, sub)
-			}
-			out = append(out, e)
 		}
 		return &jsonx.Object{Members: out}
 	case []any:
-		drop := map[int]bool{}
-		rest := map[int][][]string{}
-		for _, p := range paths {
-			i, err := strconv.Atoi(p[0])
-			if err != nil || i < 0 || i >= len(v) || p[0] != strconv.Itoa(i) {
-				continue
-			}
-			if len(p) == 1 {
-				drop[i] = true
-			} else {
-				rest[i] = append(rest[i], p[1:])
-			}
-		}
 		out := make([]any, 0, len(v))
 		for i, e := range v {
-			if drop[i] {
-				continue
+			if pe, ok := prune(strconv.Itoa(i), e); ok {
+				out = append(out, pe)
 			}
-			if sub, ok := rest[i]; ok {
-				e = deleteFrom(e, sub)
-			}
-			out = append(out, e)
 		}
 		return out
 	}
