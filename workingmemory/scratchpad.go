@@ -52,12 +52,13 @@ type Layer struct {
 // compiled is what New prepares once and every derived Layer shares
 // (read-only).
 type compiled struct {
-	cfg       Config
-	spec      layer.Spec
-	tag       string  // the fence tag, from the ID (see layer.FenceTag)
-	schema    *schema // nil: no schema
-	tmpl      any     // the initial state, immutable
-	tmplState *state  // its encoding
+	cfg    Config
+	spec   layer.Spec
+	tag    string  // the fence tag, from the ID (see layer.FenceTag)
+	schema *schema // nil: no schema
+	// tmplState is the template's state (unstored, version 0). States
+	// are immutable, so every Layer starting from the template shares it.
+	tmplState *state
 	merger    merger
 	params    json.RawMessage
 	desc      string
@@ -105,12 +106,13 @@ func New(cfg Config) (*Layer, error) {
 		return nil, err
 	}
 	c := &compiled{cfg: cfg, spec: spec, tag: layer.FenceTag(cfg.ID), schema: sch, merger: merger{nullReplaces: cfg.NullReplaces}}
-	if c.tmpl, err = c.template(); err != nil {
+	tmpl, err := c.template()
+	if err != nil {
 		return nil, err
 	}
 	c.params, c.desc = c.tool()
 	l := &Layer{c: c}
-	if c.tmplState, err = l.install(c.tmpl, 0, nil, false); err != nil {
+	if c.tmplState, err = l.install(tmpl, 0, nil, false); err != nil {
 		return nil, fmt.Errorf("%w: template: %w", ErrInvalidConfig, err)
 	}
 	return l, nil
@@ -180,19 +182,12 @@ func (l *Layer) install(v any, version int64, log *writeLog, cold bool) (*state,
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(s.enc), l.c.cfg.MaxBytes)
 	}
 	if cold {
-		// An exact copy: the encoder's buffer has spare capacity.
-		s = coldState(slices.Clone(s.enc), version, s.entries)
-		s.log = log
+		// Only the encoding, an exact copy: the encoder's buffer has
+		// spare capacity.
+		s = &state{version: version, enc: slices.Clone(s.enc), entries: s.entries, log: log}
 	}
 	l.cur.Store(s)
 	return s, nil
-}
-
-// initial returns the template's state (unstored, version 0). The
-// template passed the schema in New. States are immutable, so every Layer
-// starting from the template shares this one.
-func (l *Layer) initial() *state {
-	return l.c.tmplState
 }
 
 // derive returns a Layer sharing l's compiled config, with its own state.
@@ -232,13 +227,13 @@ func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 	}
 	n := l.derive(store, scopeKey, env.ThreadID, logger)
 	if store == nil {
-		n.cur.Store(l.initial())
+		n.cur.Store(l.c.tmplState)
 		return n, nil
 	}
 	for range l.c.cfg.MaxRetries {
 		it, err := store.Get(ctx, n.stateKey())
 		if errors.Is(err, storage.ErrNotFound) {
-			n.cur.Store(l.initial())
+			n.cur.Store(l.c.tmplState)
 			return n, nil
 		}
 		if err != nil {
@@ -274,7 +269,7 @@ func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("workingmemory: init: quarantine: %w", err)
 		}
-		n.cur.Store(l.initial())
+		n.cur.Store(l.c.tmplState)
 		return n, nil
 	}
 	return nil, fmt.Errorf("workingmemory: init: %w", ErrConflict)
@@ -288,17 +283,6 @@ func (l *Layer) decodeRecord(b []byte) (any, *writeLog, error) {
 	}
 	v, log := splitRecord(v)
 	return v, log, nil
-}
-
-// decodeStored reads a stored record (what names it in a schema error)
-// and checks the state.
-func (l *Layer) decodeStored(b []byte, what string) (any, *writeLog, error) {
-	v, log, err := l.decodeRecord(b)
-	if err != nil {
-		return nil, nil, err
-	}
-	v, err = l.c.checkState(v, what)
-	return v, log, err
 }
 
 // migrate runs Config.Migrate on a stored state that failed the schema
@@ -619,17 +603,16 @@ func (l *Layer) settle(ctx context.Context, id string, seq int64, putErr error) 
 func (l *Layer) reload(ctx context.Context) (*state, error) {
 	it, err := l.store.Get(ctx, l.stateKey())
 	if errors.Is(err, storage.ErrNotFound) {
-		l.cur.Store(l.initial())
-		return l.initial(), nil
+		l.cur.Store(l.c.tmplState)
+		return l.c.tmplState, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("workingmemory: reload: %w", err)
 	}
-	v, err := decodeJSON(it.Value, l.c.cfg.MaxDepth)
+	v, log, err := l.decodeRecord(it.Value)
 	if err != nil {
 		return nil, fmt.Errorf("workingmemory: reload: stored state: %w", err)
 	}
-	v, log := splitRecord(v)
 	v, _ = cleanValue(v)
 	s := newState(v, it.Version)
 	s.log = log
@@ -710,7 +693,7 @@ func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, erro
 		// (Its version is unused: the child is not persisted.)
 		n.base = l.cur.Load()
 	default:
-		n.base = l.initial()
+		n.base = l.c.tmplState
 	}
 	n.cur.Store(n.base)
 	return n, nil
@@ -741,7 +724,7 @@ func (l *Layer) OnReturn(ctx context.Context, child layer.Layer) error {
 	}
 	base := cl.base
 	if base == nil {
-		base = l.initial()
+		base = l.c.tmplState
 	}
 	bv := base.tree()
 	if equalJSON(bv, cv) {
@@ -819,16 +802,12 @@ func (c *compiled) tool() (json.RawMessage, string) {
 	} else {
 		b.WriteString("Existing free text is kept under \"_previous\" when you first send fields.")
 	}
-	desc := b.String()
+	// Without a schema, any object; patchSchema adds DeleteKey.
+	doc := any(map[string]any{"type": "object", "additionalProperties": true})
 	if c.schema != nil {
-		return patchSchema(c.schema.doc), desc
+		doc = c.schema.doc
 	}
-	params, _ := json.Marshal(map[string]any{
-		"type":                 "object",
-		"properties":           map[string]any{DeleteKey: deleteSchema},
-		"additionalProperties": true,
-	})
-	return params, desc
+	return patchSchema(doc), b.String()
 }
 
 // Snapshot implements layer.Snapshotter: the state as JSON (a string or
@@ -841,7 +820,10 @@ func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
 // taken by Snapshot, after checking it like a stored state, and persists
 // it. Data it cannot use is rejected and nothing changes.
 func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
-	v, _, err := l.decodeStored(data, "the snapshot")
+	v, _, err := l.decodeRecord(data)
+	if err == nil {
+		v, err = l.c.checkState(v, "the snapshot")
+	}
 	if err != nil {
 		return fmt.Errorf("workingmemory: restore: %w", err)
 	}
@@ -858,7 +840,7 @@ func (l *Layer) Clear(ctx context.Context) error {
 			return fmt.Errorf("workingmemory: clear: %w", err)
 		}
 	}
-	l.cur.Store(l.initial())
+	l.cur.Store(l.c.tmplState)
 	return nil
 }
 

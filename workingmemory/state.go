@@ -53,11 +53,6 @@ func newState(v any, version int64) *state {
 	return s
 }
 
-// coldState returns a state holding only its canonical encoding.
-func coldState(enc []byte, version int64, entries int) *state {
-	return &state{version: version, enc: enc, entries: entries}
-}
-
 // tree returns the decoded value, decoding the encoding on first use.
 // The encoding is canonical (this package wrote it), so it decodes
 // without error.
