@@ -12,7 +12,6 @@ import (
 	"net"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -327,11 +326,9 @@ func (l *Layer) putMigrated(ctx context.Context, it storage.Item, v any, log *wr
 		return false, fmt.Errorf("workingmemory: init: store the migrated state: %w", err)
 	}
 	s.version = version
-	l.logger.LogAttrs(ctx, slog.LevelWarn, "workingmemory: stored state failed the schema and was migrated at load",
+	l.report(ctx, Event{Kind: EventMigrated, Layer: l.c.spec.ID, Scope: l.scope, Key: it.Key, Err: cause},
+		"workingmemory: stored state failed the schema and was migrated at load",
 		slog.String("layer", l.c.spec.ID), slog.String("key", it.Key), slog.Any("error", cause))
-	if l.c.cfg.Observer != nil {
-		l.c.cfg.Observer(Event{Kind: EventMigrated, Layer: l.c.spec.ID, Scope: l.scope, Key: it.Key, Err: cause})
-	}
 	return true, nil
 }
 
@@ -342,12 +339,10 @@ func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) er
 	if err != nil {
 		return err
 	}
-	l.logger.LogAttrs(ctx, slog.LevelWarn, "workingmemory: stored state quarantined at load; starting from the template",
+	l.report(ctx, Event{Kind: EventQuarantined, Layer: l.c.spec.ID, Scope: l.scope, Key: qkey, Err: cause},
+		"workingmemory: stored state quarantined at load; starting from the template",
 		slog.String("layer", l.c.spec.ID), slog.String("key", l.stateKey()),
 		slog.String("quarantine", qkey), slog.Any("error", cause))
-	if l.c.cfg.Observer != nil {
-		l.c.cfg.Observer(Event{Kind: EventQuarantined, Layer: l.c.spec.ID, Scope: l.scope, Key: qkey, Err: cause})
-	}
 	return nil
 }
 
@@ -747,16 +742,17 @@ func (l *Layer) OnReturn(ctx context.Context, child layer.Layer) error {
 		return err
 	}
 	if len(conflicts) > 0 {
-		l.report(ctx, Event{Kind: EventReturnConflict, Layer: l.c.spec.ID, Scope: l.scope, Paths: conflicts},
-			"workingmemory: a returning child overwrote keys that had changed since it was spawned")
+		e := Event{Kind: EventReturnConflict, Layer: l.c.spec.ID, Scope: l.scope, Paths: conflicts}
+		l.report(ctx, e, "workingmemory: a returning child overwrote keys that had changed since it was spawned",
+			slog.String("layer", e.Layer), slog.String("scope", e.Scope), slog.String("event", string(e.Kind)), slog.Any("paths", e.Paths))
 	}
 	return nil
 }
 
-// report logs e at warning level with msg and sends it to Config.Observer.
-func (l *Layer) report(ctx context.Context, e Event, msg string) {
-	l.log().LogAttrs(ctx, slog.LevelWarn, msg, slog.String("layer", e.Layer), slog.String("scope", e.Scope),
-		slog.String("event", string(e.Kind)), slog.Any("paths", e.Paths))
+// report logs msg with attrs at warning level and sends e to
+// Config.Observer.
+func (l *Layer) report(ctx context.Context, e Event, msg string, attrs ...slog.Attr) {
+	l.log().LogAttrs(ctx, slog.LevelWarn, msg, attrs...)
 	if l.c.cfg.Observer != nil {
 		l.c.cfg.Observer(e)
 	}
@@ -787,27 +783,22 @@ func (l *Layer) Functions() []layer.Function {
 
 // tool returns the update tool's parameter schema and description.
 func (c *compiled) tool() (json.RawMessage, string) {
-	var b strings.Builder
-	b.WriteString("Update your working memory (shown in <" + c.tag + ">). Send only the fields that change: ")
-	b.WriteString("objects are merged key by key, and keys you leave out are kept. ")
-	b.WriteString("A string, number, boolean or array you send replaces the old value whole (send the complete list; [] empties it). ")
+	null := `null means "no change". `
 	if c.cfg.NullReplaces {
-		b.WriteString("null stores null. ")
-	} else {
-		b.WriteString("null means \"no change\". ")
-	}
-	b.WriteString(`To delete, list paths in "$delete" (in any object, relative to it): {"$delete": ["notes", "tasks/0"]}; deletions happen before the rest of the update is merged. `)
-	if c.schema != nil {
-		b.WriteString("The result must match the memory's schema; if it does not, nothing changes and the error lists every problem to fix.")
-	} else {
-		b.WriteString("Existing free text is kept under \"_previous\" when you first send fields.")
+		null = "null stores null. "
 	}
 	// Without a schema, any object; patchSchema adds DeleteKey.
 	doc := any(map[string]any{"type": "object", "additionalProperties": true})
+	result := `Existing free text is kept under "_previous" when you first send fields.`
 	if c.schema != nil {
 		doc = c.schema.doc
+		result = "The result must match the memory's schema; if it does not, nothing changes and the error lists every problem to fix."
 	}
-	return patchSchema(doc), b.String()
+	return patchSchema(doc), "Update your working memory (shown in <" + c.tag + ">). Send only the fields that change: " +
+		"objects are merged key by key, and keys you leave out are kept. " +
+		"A string, number, boolean or array you send replaces the old value whole (send the complete list; [] empties it). " +
+		null + `To delete, list paths in "$delete" (in any object, relative to it): {"$delete": ["notes", "tasks/0"]}; deletions happen before the rest of the update is merged. ` +
+		result
 }
 
 // Snapshot implements layer.Snapshotter: the state as JSON (a string or
