@@ -287,11 +287,9 @@ func userValue(v any) (any, error) {
 	case json.RawMessage:
 		return string(v), nil
 	}
-	switch reflect.ValueOf(v).Kind() {
-	case reflect.Bool, reflect.String,
-		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
-		reflect.Float32, reflect.Float64:
+	// Booleans, strings and numbers, of named types too.
+	rv := reflect.ValueOf(v)
+	if k := rv.Kind(); k == reflect.Bool || k == reflect.String || rv.CanInt() || rv.CanUint() || rv.CanFloat() {
 		return v, nil
 	}
 	b, err := json.Marshal(v)

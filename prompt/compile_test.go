@@ -452,3 +452,23 @@ func TestTrust15_PartialCycleRejected(t *testing.T) {
 		t.Errorf("diamond = %q, %v; want DD", got, err)
 	}
 }
+
+// TestCompileScalarKinds checks that booleans, strings and numbers of every
+// kind, named types included, reach the template as they are, and that
+// other kinds (here a complex number, which has no JSON form) do not.
+func TestCompileScalarKinds(t *testing.T) {
+	type level int16
+	type flag bool
+	type tone string
+	c := mustNew(t, Config{Template: "{{a}} {{b}} {{c}} {{d}} {{e}} {{f}} {{g}} {{h}}"})
+	out, err := c.Compile(nil, map[string]any{
+		"a": int8(-3), "b": uint16(7), "c": uintptr(9), "d": float32(0.5),
+		"e": level(2), "f": flag(true), "g": tone("<brief>"), "h": uint64(1 << 63),
+	})
+	if want := "-3 7 9 0.5 2 true &lt;brief&gt; 9223372036854775808"; err != nil || out != want {
+		t.Errorf("Compile = %q, %v; want %q", out, err, want)
+	}
+	if _, err := c.Compile(nil, map[string]any{"a": complex(1, 2)}); !errors.Is(err, ErrRender) {
+		t.Errorf("a complex value: err = %v, want ErrRender", err)
+	}
+}
