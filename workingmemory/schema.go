@@ -82,14 +82,11 @@ func (s *schema) validate(v any) error {
 	}
 	se := &SchemaError{}
 	collectViolations(ve, &se.Violations)
-	if len(se.Violations) == 0 {
-		se.Violations = append(se.Violations, Violation{Reason: ve.Error()})
-	}
 	return se
 }
 
 // collectViolations flattens a jsonschema error tree into its leaves,
-// which are the individual failures.
+// which are the individual failures (a tree has at least one).
 func collectViolations(e *jsonschema.ValidationError, out *[]Violation) {
 	if len(e.Causes) == 0 {
 		*out = append(*out, Violation{Pointer: pointer(e.InstanceLocation), Reason: reason(e.ErrorKind)})
