@@ -238,32 +238,32 @@ func deleteFrom(v any, paths [][]string) any {
 			rest[p[0]] = append(rest[p[0]], p[1:])
 		}
 	}
-	// prune returns the member or element at key without what is deleted
-	// inside it, or false when it is deleted itself.
-	prune := func(key string, e any) (any, bool) {
-		if drop[key] {
-			return nil, false
-		}
-		if sub, ok := rest[key]; ok {
-			e = deleteFrom(e, sub)
-		}
-		return e, true
-	}
 	switch v := v.(type) {
 	case *jsonx.Object:
 		out := make([]jsonx.Member, 0, len(v.Members))
 		for _, e := range v.Members {
-			if pv, ok := prune(e.Key, e.Value); ok {
-				out = append(out, jsonx.Member{Key: e.Key, Value: pv})
+			if drop[e.Key] {
+				continue
 			}
+			if sub, ok := rest[e.Key]; ok {
+				e.Value = deleteFrom(e.Value, sub)
+			}
+			out = append(out, e)
 		}
 		return &jsonx.Object{Members: out}
 	case []any:
 		out := make([]any, 0, len(v))
+		var buf [20]byte
 		for i, e := range v {
-			if pe, ok := prune(strconv.Itoa(i), e); ok {
-				out = append(out, pe)
+			// (A map index of string(bytes) does not allocate.)
+			key := strconv.AppendInt(buf[:0], int64(i), 10)
+			if drop[string(key)] {
+				continue
 			}
+			if sub, ok := rest[string(key)]; ok {
+				e = deleteFrom(e, sub)
+			}
+			out = append(out, e)
 		}
 		return out
 	}
