@@ -141,12 +141,7 @@ func (x *Extractor) setup() {
 		x.keys[k] = keyInfo{role: r, name: -1}
 	}
 	for k, r := range x.nameRank {
-		ki, ok := x.keys[k]
-		if !ok {
-			ki = keyInfo{name: -1}
-		}
-		ki.name = r
-		x.keys[k] = ki
+		x.keys[k] = keyInfo{role: roles[k], name: r}
 	}
 	for k := range x.keys {
 		if len(k) < keyFilterLen {
@@ -240,22 +235,20 @@ func (x *Extractor) extractInto(buf []Entity, toolName, args, result string) []E
 // sure (a rule gave it, or the name pairs it with a verb: "create_page"),
 // and whether the tool is to be ignored.
 func (x *Extractor) toolType(name string) (typ string, sure, skip bool) {
+	t, ok := "", false
 	if x.rules.Func != nil {
-		if t, ok := x.rules.Func(name); ok {
-			t = NormalizeType(t)
-			return t, true, t == ""
-		}
+		t, ok = x.rules.Func(name)
 	}
-	if t, ok := x.rules.Types[name]; ok {
+	if !ok {
+		t, ok = x.rules.Types[name]
+	}
+	if ok {
 		t = NormalizeType(t)
 		return t, true, t == ""
 	}
 	ni := x.info(unsafe.Slice(unsafe.StringData(name), len(name)))
 	return ni.typ, ni.verb, false
 }
-
-// guessBytes is TypeFromToolName of a key, cached (see info).
-func (x *Extractor) guessBytes(name []byte) string { return x.info(name).typ }
 
 // nameInfo is what a tool name or key says.
 type nameInfo struct {
@@ -335,7 +328,7 @@ type extraction struct {
 	abuf     [16]jsonx.Field
 }
 
-// Ranks in typeRank of the type fields that normKey cannot tell apart.
+// Ranks in roles of the type fields that normKey cannot tell apart.
 const (
 	rankUnderscoreType = 2 // "_type"
 	rankSysType        = 4 // Contentful sys.type, other than "Entry"
@@ -350,16 +343,6 @@ const (
 
 // Key roles. The keys are folded with normKey.
 var (
-	idRank = map[string]int{"documentid": 0, "id": 1, "uuid": 2, "gid": 3, "guid": 4, "uid": 5}
-	// typeRank orders the members that name an entity's type, strongest
-	// first: the explicit type fields "object" (Stripe, Notion),
-	// "__typename" (GraphQL), "_type" (Sanity; rankUnderscoreType, told
-	// from "type" by its raw key), "kind" (Google, "drive#file";
-	// Kubernetes) and Contentful's sys.type (rankSysType; "Entry" ranks
-	// with "type", as an entry's real type is its content type), then the
-	// generic "type", which often says what kind of thing within its type
-	// an entity is (a section of type "hero").
-	typeRank  = map[string]int{"object": 0, "typename": 1, "kind": 3, "type": rankType}
 	slugRank  = map[string]int{"slug": 0, "handle": 1, "identifier": 2, "key": 3}
 	envelopes = setOf("data", "result", "results", "items", "matches", "nodes", "edges",
 		"hits", "value", "values", "response", "payload", "body", "list", "collection",
@@ -406,19 +389,24 @@ const (
 	roleDeleted
 )
 
-// roles merges idRank, typeRank and slugRank with the other keys entity
-// looks at, so that each member costs one map lookup.
+// roles holds every key entity looks at, so that each member costs one
+// map lookup. IDs and types are ranked, strongest first. The members that
+// name an entity's type are the explicit type fields "object" (Stripe,
+// Notion), "__typename" (GraphQL), "_type" (Sanity; rankUnderscoreType,
+// told from "type" by its raw key), "kind" (Google, "drive#file";
+// Kubernetes) and Contentful's sys.type (rankSysType; "Entry" ranks with
+// "type", as an entry's real type is its content type), then the generic
+// "type", which often says what kind of thing within its type an entity
+// is (a section of type "hero").
 var roles = func() map[string]role {
-	m := map[string]role{"sys": {kind: roleSys}, "parentid": {kind: roleParentID}, "parent": {kind: roleParent}, "jsonrpc": {kind: roleRPC},
-		"deleted": {kind: roleDeleted}, "isdeleted": {kind: roleDeleted}}
+	m := map[string]role{
+		"documentid": {roleID, 0}, "id": {roleID, 1}, "uuid": {roleID, 2}, "gid": {roleID, 3}, "guid": {roleID, 4}, "uid": {roleID, 5},
+		"object": {roleType, 0}, "typename": {roleType, 1}, "kind": {roleType, 3}, "type": {roleType, rankType},
+		"sys": {kind: roleSys}, "parentid": {kind: roleParentID}, "parent": {kind: roleParent}, "jsonrpc": {kind: roleRPC},
+		"deleted": {kind: roleDeleted}, "isdeleted": {kind: roleDeleted},
+	}
 	for k := range containers {
 		m[k] = role{kind: roleContainer}
-	}
-	for k, r := range idRank {
-		m[k] = role{roleID, r}
-	}
-	for k, r := range typeRank {
-		m[k] = role{roleType, r}
 	}
 	for k, r := range slugRank {
 		m[k] = role{roleSlug, r}
@@ -433,10 +421,11 @@ func (e *extraction) norm(key []byte) []byte {
 }
 
 // walk extracts entities from v, found under a key of type keyType ("" at
-// the top or under an envelope).
-func (e *extraction) walk(v jsonx.Value, keyType string, depth int) {
+// the top or under an envelope), and reports whether the extraction is
+// over (see done).
+func (e *extraction) walk(v jsonx.Value, keyType string, depth int) bool {
 	if depth > maxDepth || e.failed || e.visited >= maxVisited {
-		return
+		return e.done()
 	}
 	e.visited++
 	switch v.Kind {
@@ -448,79 +437,67 @@ func (e *extraction) walk(v jsonx.Value, keyType string, depth int) {
 		ent, ok := e.entity(fs, keyType)
 		if (depth == 0 || !ok) && e.isError(fs, depth) {
 			e.failed = true
-			return
-		}
-		if ok {
+		} else if ok {
 			e.out = append(e.out, ent)
-			return
+		} else {
+			e.descend(fs, depth)
 		}
-		e.descend(fs, depth)
 	}
+	return e.done()
 }
+
+// done reports whether the extraction is over: it found entities, or the
+// result is an error payload.
+func (e *extraction) done() bool { return len(e.out) > 0 || e.failed }
+
+// nested reports whether v is an object or an array.
+func nested(v jsonx.Value) bool { return v.Kind == jsonx.KindObject || v.Kind == jsonx.KindArray }
 
 // descend looks into the members of an object that is not itself an
 // entity: first the member named after the tool's type ({page: ...},
 // {pages: [...]}), then envelopes (data, results, items, ...), then any
-// other member holding objects, in document order.
+// other member holding objects, in document order, and last JSON held in
+// a string.
 func (e *extraction) descend(fs []jsonx.Field, depth int) {
-	defer func() {
-		if len(e.out) > 0 || e.failed || depth >= maxDepth {
-			return
-		}
-		// Last, JSON held in a string: MCP tool results wrap the tool's
-		// output as {"content": [{"type": "text", "text": "{...}"}]}.
-		for _, f := range fs {
-			if f.Value.Kind != jsonx.KindString || !textKeys[string(e.norm(f.Key))] {
-				continue
-			}
-			if inner := embeddedJSON(f.Value); inner != nil {
-				v, _ := jsonx.ScanValue(inner, 0)
-				e.walk(v, "", depth+1)
-				if len(e.out) > 0 || e.failed {
-					return
-				}
-			}
-		}
-	}()
 	if e.hint != "" {
 		for _, f := range fs {
-			if f.Value.Kind != jsonx.KindObject && f.Value.Kind != jsonx.KindArray {
-				continue
-			}
-			if kt := e.keyType(f.Key); kt == e.hint {
-				e.walk(f.Value, kt, depth+1)
-				if len(e.out) > 0 || e.failed {
-					return
-				}
-			}
-		}
-	}
-	for _, f := range fs {
-		if f.Value.Kind != jsonx.KindObject && f.Value.Kind != jsonx.KindArray {
-			continue
-		}
-		if envelopes[string(e.norm(f.Key))] {
-			e.walk(f.Value, "", depth+1)
-			if len(e.out) > 0 || e.failed {
+			if nested(f.Value) && e.x.info(f.Key).typ == e.hint && e.walk(f.Value, e.hint, depth+1) {
 				return
 			}
 		}
 	}
 	for _, f := range fs {
-		if f.Value.Kind != jsonx.KindObject && f.Value.Kind != jsonx.KindArray {
+		if nested(f.Value) && envelopes[string(e.norm(f.Key))] && e.walk(f.Value, "", depth+1) {
+			return
+		}
+	}
+	for _, f := range fs {
+		if !nested(f.Value) {
 			continue
 		}
 		k := e.norm(f.Key)
 		if envelopes[string(k)] || notEntities[string(k)] || containers[string(k)] {
 			continue
 		}
-		kt := e.keyType(f.Key)
-		if kt == e.hint && e.hint != "" {
-			continue // tried first
-		}
-		e.walk(f.Value, kt, depth+1)
-		if len(e.out) > 0 || e.failed {
+		kt := e.x.info(f.Key).typ
+		if (kt != e.hint || e.hint == "") && e.walk(f.Value, kt, depth+1) { // the hint's member was tried first
 			return
+		}
+	}
+	if e.done() || depth >= maxDepth {
+		return
+	}
+	// MCP tool results wrap the tool's output as {"content": [{"type":
+	// "text", "text": "{...}"}]}.
+	for _, f := range fs {
+		if f.Value.Kind != jsonx.KindString || !textKeys[string(e.norm(f.Key))] {
+			continue
+		}
+		if inner := embeddedJSON(f.Value); inner != nil {
+			v, _ := jsonx.ScanValue(inner, 0)
+			if e.walk(v, "", depth+1) {
+				return
+			}
 		}
 	}
 }
@@ -547,12 +524,6 @@ func embeddedJSON(v jsonx.Value) []byte {
 		return nil
 	}
 	return d
-}
-
-// keyType is the type a member's key names ("pages" → page,
-// "issueCreate" → issue).
-func (e *extraction) keyType(key []byte) string {
-	return e.x.guessBytes(key)
 }
 
 // list takes up to the cap of entities from an array, in order.
@@ -582,10 +553,7 @@ func (e *extraction) list(v jsonx.Value, keyType string, depth int) {
 	})
 	if taken == 0 && depth < maxDepth {
 		// A list of envelopes ([{data: {...}}]) or of lists.
-		v.Elems(func(el jsonx.Value) bool {
-			e.walk(el, keyType, depth+1)
-			return len(e.out) == 0 && !e.failed
-		})
+		v.Elems(func(el jsonx.Value) bool { return !e.walk(el, keyType, depth+1) })
 	}
 }
 
@@ -630,8 +598,8 @@ func (e *extraction) isError(fs []jsonx.Field, depth int) bool {
 // reads the members, adds what a Contentful sys object says, settles the
 // ID and the type, then names the entity.
 func (e *extraction) entity(fs []jsonx.Field, keyType string) (Entity, bool) {
-	var c candidate
-	c.init(len(e.x.nameFields))
+	// Every rank starts at "nothing found": past the last name field.
+	c := candidate{idR: 99, typR: 99, slugR: 99, nameR: len(e.x.nameFields)}
 	for _, f := range fs {
 		if !e.member(&c, f) {
 			return Entity{}, false
@@ -717,22 +685,8 @@ func (e *extraction) looseName(fs []jsonx.Field) (name, slug string) {
 		if e.hasOwnID(gs) {
 			continue
 		}
-		best, rank, s, sr := "", len(e.x.nameFields), "", len(slugRank)
-		for _, g := range gs {
-			k := e.norm(g.Key)
-			if r, ok := e.x.nameRank[string(k)]; ok && r < rank {
-				if t := textOf(g.Value, 3); strings.TrimSpace(t) != "" {
-					best, rank = t, r
-				}
-			}
-			if r, ok := slugRank[string(k)]; ok && r < sr {
-				if t := textOf(g.Value, 2); t != "" {
-					s, sr = t, r
-				}
-			}
-		}
-		if best != "" {
-			return best, s
+		if name, _ := e.nameIn(gs, len(e.x.nameFields)); name != "" {
+			return name, e.slugIn(gs, len(slugRank))
 		}
 	}
 	if n := e.labelLike(fs); n != "" {
@@ -825,13 +779,6 @@ type candidate struct {
 	nconts           int
 }
 
-// init sets every rank to "nothing found"; nameFields is the number of
-// name fields, the rank past the last.
-func (c *candidate) init(nameFields int) {
-	c.idR, c.typR, c.slugR = 99, 99, 99
-	c.nameR = nameFields
-}
-
 // member records what one member says about the entity. It reports false
 // when the object cannot be an entity (a JSON-RPC envelope, whose "id" is
 // the request's).
@@ -853,7 +800,9 @@ func (e *extraction) member(c *candidate, f jsonx.Field) bool {
 	switch ro.kind {
 	case roleID:
 		if ro.rank < c.idR {
-			c.offerID(f.Value.Scalar(), ro.rank)
+			if id := f.Value.Scalar(); id != "" {
+				c.ent.ID, c.idR = id, ro.rank
+			}
 		}
 	case roleType:
 		if ro.rank == rankType && len(f.Key) > 0 && f.Key[0] == '_' {
@@ -885,14 +834,6 @@ func (e *extraction) member(c *candidate, f jsonx.Field) bool {
 		c.ent.Deleted = f.Value.Kind == jsonx.KindBool && string(f.Value.Raw) == "true"
 	}
 	return true
-}
-
-// offerID takes id as the entity's ID; the caller has checked that rank
-// outranks the ID found so far.
-func (c *candidate) offerID(id string, rank int) {
-	if id != "" {
-		c.ent.ID, c.idR = id, rank
-	}
 }
 
 // offerSlug takes s as the entity's slug; the caller has checked that
@@ -956,7 +897,7 @@ func (c *candidate) settleID() bool {
 // entityType picks the type, by precedence: the key the result nests the
 // entity under ({section: {...}}, {sections: [...]}: a section, whatever
 // its "type" says, e.g. "hero"); own, the type the entity names itself
-// (explicit type fields before the generic "type", see typeRank), of rank
+// (explicit type fields before the generic "type", see roles), of rank
 // ownRank; the tool's type; a key that names only a generic type
 // ({entity: {...}}); "item".
 //
@@ -986,24 +927,45 @@ func (e *extraction) entityType(own string, ownRank int, keyType string) string 
 var familyTypes = setOf("media", "asset", "file", "attachment", "content", "entry",
 	"document", "upload", "block", "element", "component", "object", "item", "resource", "node")
 
-// containerSlug finds a slug, handle or identifier inside an object's
-// containers (Strapi v4 attributes, Contentful fields).
+// containerSlug finds a slug, handle or identifier (not a "key") inside
+// an object's containers (Strapi v4 attributes, Contentful fields).
 func (e *extraction) containerSlug(conts []jsonx.Field) string {
 	for _, f := range conts {
 		var fb [32]jsonx.Field
-		best, bestR := "", 3
-		for _, g := range f.Value.Fields(fb[:0]) {
-			if r, ok := slugRank[string(e.norm(g.Key))]; ok && r < bestR {
-				if s := textOf(g.Value, 2); s != "" {
-					best, bestR = s, r
-				}
-			}
-		}
-		if best != "" {
-			return best
+		if s := e.slugIn(f.Value.Fields(fb[:0]), slugRank["key"]); s != "" {
+			return s
 		}
 	}
 	return ""
+}
+
+// slugIn returns the best slug among an object's members (see slugRank)
+// that ranks before limit, or "".
+func (e *extraction) slugIn(fs []jsonx.Field, limit int) string {
+	best := ""
+	for _, f := range fs {
+		if r, ok := slugRank[string(e.norm(f.Key))]; ok && r < limit {
+			if s := textOf(f.Value, 2); s != "" {
+				best, limit = s, r
+			}
+		}
+	}
+	return best
+}
+
+// nameIn returns the best name among an object's members (see
+// Config.NameFields) that ranks before limit, and its rank; "" and limit
+// when there is none.
+func (e *extraction) nameIn(fs []jsonx.Field, limit int) (string, int) {
+	best := ""
+	for _, f := range fs {
+		if r, ok := e.x.nameRank[string(e.norm(f.Key))]; ok && r < limit {
+			if s := textOf(f.Value, 3); strings.TrimSpace(s) != "" {
+				best, limit = s, r
+			}
+		}
+	}
+	return best, limit
 }
 
 // parentRef reads a parent member: a scalar, or an object naming the
@@ -1039,26 +1001,16 @@ func parentRef(v jsonx.Value) string {
 // fields, properties, snippet).
 func (e *extraction) name(conts []jsonx.Field, best string, bestRank int) string {
 	var props jsonx.Value
-	consider := func(fs []jsonx.Field) {
-		for _, f := range fs {
-			r, ok := e.x.nameRank[string(e.norm(f.Key))]
-			if !ok || r >= bestRank {
-				continue
-			}
-			if s := textOf(f.Value, 3); strings.TrimSpace(s) != "" {
-				best, bestRank = s, r
-			}
-		}
-	}
 	for _, f := range conts {
 		if string(e.norm(f.Key)) == "properties" {
 			props = f.Value
 		}
-		if bestRank == 0 {
-			continue
+		if bestRank > 0 {
+			var fb [32]jsonx.Field
+			if s, r := e.nameIn(f.Value.Fields(fb[:0]), bestRank); s != "" {
+				best, bestRank = s, r
+			}
 		}
-		var fb [32]jsonx.Field
-		consider(f.Value.Fields(fb[:0]))
 	}
 	if best == "" && props.Kind == jsonx.KindObject {
 		// Notion: the title property may have any name; its type says
@@ -1167,6 +1119,7 @@ func exactID(id string) string {
 	return id
 }
 
+// exactIDText is exactID's test of an ID that is not all ASCII.
 func exactIDText(id string) string {
 	for _, r := range id {
 		if r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || unicode.IsSpace(r) && r != ' ' {
@@ -1222,33 +1175,31 @@ func clip(s string, max int) string {
 	return strings.TrimRight(out[:cut], " ") + "…"
 }
 
-// args is what a tool call's arguments say about entities.
-type args struct {
-	fs []jsonx.Field
-}
+// args are the members of a tool call's arguments, which may say what
+// entity the call acts on and its parent.
+type args []jsonx.Field
 
 func parseArgs(s string, buf []jsonx.Field) args {
 	d := bytes.TrimSpace(unsafe.Slice(unsafe.StringData(s), len(s)))
 	if len(d) == 0 || d[0] != '{' {
-		return args{}
+		return nil
 	}
 	v, _ := jsonx.ScanValue(d, 0)
-	return args{fs: v.Fields(buf)}
+	return v.Fields(buf)
 }
 
 // ownID returns the ID the arguments give for an entity of type typ:
 // "<typ>Id" ("sectionId", "section_id") or "id".
 func (a args) ownID(typ string) string {
 	var kb [64]byte
-	want := strings.ReplaceAll(typ, "_", "") + "id"
 	id := ""
-	for _, f := range a.fs {
-		switch k := string(normKey(kb[:0], f.Key)); {
-		case k == want:
+	for _, f := range a {
+		switch k := normKey(kb[:0], f.Key); {
+		case isOwnIDKey(k, typ):
 			if s := f.Value.Scalar(); s != "" {
 				return s
 			}
-		case k == "id" && id == "":
+		case string(k) == "id" && id == "":
 			id = f.Value.Scalar()
 		}
 	}
@@ -1259,7 +1210,7 @@ func (a args) ownID(typ string) string {
 func (a args) name(x *Extractor) string {
 	best, rank := "", len(x.nameFields)
 	var kb [64]byte
-	for _, f := range a.fs {
+	for _, f := range a {
 		if r, ok := x.nameRank[string(normKey(kb[:0], f.Key))]; ok && r < rank {
 			if s := f.Value.Scalar(); s != "" {
 				best, rank = s, r
@@ -1276,7 +1227,7 @@ func (a args) name(x *Extractor) string {
 func (a args) parentFor(ent Entity) string {
 	var kb [64]byte
 	cand := ""
-	for _, f := range a.fs {
+	for _, f := range a {
 		if f.Value.Kind != jsonx.KindString && f.Value.Kind != jsonx.KindNumber {
 			continue
 		}
