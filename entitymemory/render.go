@@ -61,43 +61,22 @@ func render(list []Entity, header, instructions string) string {
 // writeEntity writes one line: `  - "Name" (id, slug: s, parent: p)`.
 func writeEntity(b *strings.Builder, e *Entity) {
 	b.WriteString("\n  - \"")
-	writeEscaped(b, e.Name)
+	b.WriteString(escaper.Replace(e.Name))
 	b.WriteString("\" (")
-	writeEscaped(b, e.ID)
+	b.WriteString(escaper.Replace(e.ID))
 	if e.Slug != "" {
 		b.WriteString(", slug: ")
-		writeEscaped(b, e.Slug)
+		b.WriteString(escaper.Replace(e.Slug))
 	}
 	if e.Parent != "" {
 		b.WriteString(", parent: ")
-		writeEscaped(b, e.Parent)
+		b.WriteString(escaper.Replace(e.Parent))
 	}
 	b.WriteByte(')')
 }
 
-// writeEscaped writes text that is already a single line (see clip) so
-// that it stays inside its quotes and cannot open or close a tag: '"' and
-// '\' are backslash-escaped, '<' becomes "&lt;". Line breaks, should any
+// escaper escapes text that is already a single line (see clip) so that
+// it stays inside its quotes and cannot open or close a tag: '"' and '\'
+// are backslash-escaped, '<' becomes "&lt;". Line breaks, should any
 // reach here, are written as a space.
-func writeEscaped(b *strings.Builder, s string) {
-	start := 0
-	for i := 0; i < len(s); i++ {
-		var rep string
-		switch s[i] {
-		case '"':
-			rep = `\"`
-		case '\\':
-			rep = `\\`
-		case '<':
-			rep = "&lt;"
-		case '\n', '\r':
-			rep = " "
-		default:
-			continue
-		}
-		b.WriteString(s[start:i])
-		b.WriteString(rep)
-		start = i + 1
-	}
-	b.WriteString(s[start:])
-}
+var escaper = strings.NewReplacer(`"`, `\"`, `\`, `\\`, "<", "&lt;", "\n", " ", "\r", " ")
