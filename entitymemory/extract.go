@@ -1233,9 +1233,9 @@ func (a args) parentFor(ent Entity) string {
 		}
 		k := normKey(kb[:0], f.Key)
 		parent := string(k) == "parentid" || string(k) == "parent"
-		if !parent && (cand != "" || len(k) <= 2 || !bytes.HasSuffix(k, idSuffix) || string(k) == "id" ||
-			isOwnIDKey(k, ent.Type) || bytes.HasSuffix(k, uuidSuffix) || bytes.HasSuffix(k, requestIDSuffix) ||
-			bytes.HasSuffix(k, userIDSuffix)) {
+		if !parent && (cand != "" || len(k) <= 2 || !bytes.HasSuffix(k, []byte("id")) || string(k) == "id" ||
+			isOwnIDKey(k, ent.Type) || bytes.HasSuffix(k, []byte("uuid")) || bytes.HasSuffix(k, []byte("requestid")) ||
+			bytes.HasSuffix(k, []byte("userid"))) {
 			continue
 		}
 		s := f.Value.Scalar()
@@ -1249,13 +1249,6 @@ func (a args) parentFor(ent Entity) string {
 	}
 	return cand
 }
-
-var (
-	idSuffix        = []byte("id")
-	uuidSuffix      = []byte("uuid")
-	requestIDSuffix = []byte("requestid")
-	userIDSuffix    = []byte("userid")
-)
 
 // isOwnIDKey reports whether the folded key k is "<typ>id", typ without
 // its '_' ("blog_post" → "blogpostid").

@@ -464,24 +464,17 @@ func (l *Layer) applyLocked(batch []Entity, forget bool) {
 		l.removeLocked(batch)
 		return
 	}
-	n := 0
-	for i := range batch {
-		if batch[i].Deleted {
-			n++
-		}
-	}
-	if n == 0 {
-		l.addLocked(batch)
-		return
-	}
-	gone := make([]Entity, 0, n)
+	var gone []Entity
 	for _, e := range batch {
 		if e.Deleted {
 			gone = append(gone, e)
 		}
 	}
-	l.removeLocked(gone)
-	l.addLocked(slices.DeleteFunc(batch, func(e Entity) bool { return e.Deleted }))
+	if len(gone) > 0 {
+		l.removeLocked(gone)
+		batch = slices.DeleteFunc(batch, func(e Entity) bool { return e.Deleted })
+	}
+	l.addLocked(batch)
 }
 
 func (l *Layer) addLocked(batch []Entity) {
@@ -640,21 +633,15 @@ func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
 	// after everything recorded before it.
 	clock = max(clock, l.clock)
 	if l.store != nil {
-		if err := l.overwriteLocked(ctx, encodeState(list, clock)); err != nil {
-			return fmt.Errorf("entitymemory: restore: %w", err)
+		// Replace the stored value whatever its version.
+		data := encodeState(list, clock)
+		v, err := l.store.Put(ctx, l.key, data, storage.AnyVersion)
+		if err != nil {
+			return fmt.Errorf("entitymemory: restore: save %s: %w", l.key, err)
 		}
+		l.version, l.dirty, l.savedLen = v, false, len(data)
 	}
 	l.list, l.clock, l.base, l.deleted, l.cache = list, clock, clock, nil, ""
-	return nil
-}
-
-// overwriteLocked replaces the stored value whatever its version.
-func (l *Layer) overwriteLocked(ctx context.Context, data []byte) error {
-	v, err := l.store.Put(ctx, l.key, data, storage.AnyVersion)
-	if err != nil {
-		return fmt.Errorf("save %s: %w", l.key, err)
-	}
-	l.version, l.dirty, l.savedLen = v, false, len(data)
 	return nil
 }
 

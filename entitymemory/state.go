@@ -171,13 +171,9 @@ func decodeState(data []byte, capacity int) ([]Entity, uint64, error) {
 			break
 		}
 		e, ok := clean(Entity{Type: s.Type, ID: string(s.ID), Name: s.Name, Slug: s.Slug, Parent: string(s.Parent), SeenAt: s.SeenAt.UTC(), seq: s.Seq})
-		if !ok {
-			continue
+		if ok && !containsEntity(out, &e) {
+			out = append(out, e)
 		}
-		if containsEntity(out, &e) {
-			continue
-		}
-		out = append(out, e)
 	}
 	return out, clock, nil
 }
