@@ -1,6 +1,7 @@
 package entitymemory
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -137,15 +138,9 @@ type Layer struct {
 
 // New returns an entity memory layer. It does no I/O; see [Layer.Init].
 func New(cfg Config) (*Layer, error) {
-	if cfg.ID == "" {
-		cfg.ID = DefaultID
-	}
-	if cfg.Slot == 0 {
-		cfg.Slot = layer.SlotEntities
-	}
-	if cfg.Scope == "" {
-		cfg.Scope = layer.ScopeThread
-	}
+	cfg.ID = cmp.Or(cfg.ID, DefaultID)
+	cfg.Slot = cmp.Or(cfg.Slot, layer.SlotEntities)
+	cfg.Scope = cmp.Or(cfg.Scope, layer.ScopeThread)
 	switch {
 	case cfg.Capacity < 0:
 		return nil, fmt.Errorf("%w: Capacity %d < 0", ErrInvalidConfig, cfg.Capacity)
@@ -158,12 +153,8 @@ func New(cfg Config) (*Layer, error) {
 	case cfg.MaxRetries < 0:
 		return nil, fmt.Errorf("%w: MaxRetries %d < 0", ErrInvalidConfig, cfg.MaxRetries)
 	}
-	if cfg.Capacity == 0 {
-		cfg.Capacity = DefaultCapacity
-	}
-	if cfg.MaxRetries == 0 {
-		cfg.MaxRetries = DefaultMaxRetries
-	}
+	cfg.Capacity = cmp.Or(cfg.Capacity, DefaultCapacity)
+	cfg.MaxRetries = cmp.Or(cfg.MaxRetries, DefaultMaxRetries)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -174,13 +165,7 @@ func New(cfg Config) (*Layer, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	l := &Layer{cfg: cfg, spec: spec, instr: cfg.Instructions, head: cfg.Header, tag: layer.FenceTag(cfg.ID)}
-	if l.head == "" {
-		l.head = Header
-	}
-	if l.instr == "" {
-		l.instr = DefaultInstructions
-	}
+	l := &Layer{cfg: cfg, spec: spec, instr: cmp.Or(cfg.Instructions, DefaultInstructions), head: cmp.Or(cfg.Header, Header), tag: layer.FenceTag(cfg.ID)}
 	if cfg.NoInstructions {
 		l.instr = ""
 	}
@@ -392,12 +377,7 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 		if name == "" || args == "" {
 			for _, c := range t.ToolCalls {
 				if c.ID == r.ID {
-					if name == "" {
-						name = c.Name
-					}
-					if args == "" {
-						args = c.Arguments
-					}
+					name, args = cmp.Or(name, c.Name), cmp.Or(args, c.Arguments)
 				}
 			}
 		}
