@@ -479,8 +479,9 @@ func (e *extraction) descend(fs []jsonx.Field, depth int) {
 		if envelopes[string(k)] || notEntities[string(k)] || containers[string(k)] {
 			continue
 		}
+		// The member named after the hint was tried first.
 		kt := e.x.info(f.Key).typ
-		if (kt != e.hint || e.hint == "") && e.walk(f.Value, kt, depth+1) { // the hint's member was tried first
+		if (kt != e.hint || e.hint == "") && e.walk(f.Value, kt, depth+1) {
 			return
 		}
 	}
