@@ -445,9 +445,9 @@ func (l *Layer) applyLocked(batch []Entity, forget bool) {
 		return
 	}
 	var gone []Entity
-	for _, e := range batch {
-		if e.Deleted {
-			gone = append(gone, e)
+	for i := range batch {
+		if batch[i].Deleted {
+			gone = append(gone, batch[i])
 		}
 	}
 	if len(gone) > 0 {
