@@ -9,9 +9,11 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/memlayer/memlayer/internal/lexical"
+	"github.com/memlayer/memlayer/internal/seqlog"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 )
@@ -33,15 +35,13 @@ type Layer struct {
 	tool string // the read tool's wire name, as the model sees it
 
 	mu      sync.Mutex
-	store   storage.Store // nil: nothing persists
-	scope   string        // the scope key
-	thread  string        // the run's thread, recorded in episodes
-	logger  *slog.Logger
-	head    head      // the head the view is based on
-	hver    int64     // its stored version
-	digests []Digest  // the newest digests of folded episodes, oldest first
-	recent  []Episode // raw episodes not folded, oldest first
-	pending []Episode // episodes not yet appended (a failed write)
+	log     seqlog.Log // the stored log; log.Store nil: nothing persists
+	thread  string     // the run's thread, recorded in episodes
+	head    head       // the head the view is based on
+	hver    int64      // its stored version
+	digests []Digest   // the newest digests of folded episodes, oldest first
+	recent  []Episode  // raw episodes not folded, oldest first
+	pending []Episode  // episodes not yet appended (a failed write)
 
 	// The recall index over the candidates (digests, then recent, then
 	// pending), each document a digest line. Appends and compactions
@@ -64,16 +64,27 @@ func New(cfg Config) (*Layer, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	l := &Layer{cfg: cfg, spec: spec, tag: layer.FenceTag(cfg.ID), tool: layer.ToolName(cfg.ID, "read")}
-	l.head = emptyHead()
-	l.logger = slog.Default()
-	l.reindex()
+	l := &Layer{cfg: cfg, spec: spec, tag: layer.FenceTag(cfg.ID), tool: layer.ToolName(cfg.ID, "read"), head: emptyHead(), indexed: -1}
+	l.log = seqlog.Log{LayerID: cfg.ID, Pkg: "episodicmemory", ErrVersion: ErrVersion, MaxRetries: cfg.MaxRetries,
+		Logger: slog.Default(), Now: func() time.Time { return clampTime(cfg.Now()) }}
 	return l, nil
 }
 
-// bind returns an empty layer with l's configuration.
-func (l *Layer) bind() *Layer {
-	return &Layer{cfg: l.cfg, spec: l.spec, tag: l.tag, tool: l.tool, head: emptyHead(), logger: l.logger, indexed: -1}
+// open returns an empty layer with l's configuration and logger, bound
+// to env's thread and to the log of scope in store, loaded (kept in
+// memory when store is nil).
+func (l *Layer) open(ctx context.Context, env layer.Env, store storage.Store, scope string) (*Layer, error) {
+	b := &Layer{cfg: l.cfg, spec: l.spec, tag: l.tag, tool: l.tool, log: l.log, thread: env.ThreadID, head: emptyHead(), indexed: -1}
+	b.log.Store, b.log.Scope = store, scope
+	if env.Logger != nil {
+		b.log.Logger = env.Logger
+	}
+	if store == nil {
+		return b, nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b, b.load(ctx)
 }
 
 // Spec returns the layer's spec.
@@ -93,18 +104,12 @@ func (l *Layer) Tag() string { return l.tag }
 // segment or digest record reads as nothing; an unreadable head starts a
 // new log above every stored record. The receiver is not modified.
 func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
-	b := l.bind()
-	b.thread = env.ThreadID
-	if env.Logger != nil {
-		b.logger = env.Logger
+	store := env.Store
+	if l.cfg.Scope == layer.ScopeExecution {
+		store = nil
 	}
-	if env.Store == nil || l.cfg.Scope == layer.ScopeExecution {
-		return b, nil
-	}
-	b.store, b.scope = env.Store, env.ScopeKey(l.cfg.Scope)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.load(ctx); err != nil {
+	b, err := l.open(ctx, env, store, env.ScopeKey(l.cfg.Scope))
+	if err != nil {
 		return nil, fmt.Errorf("episodicmemory: init: %w", err)
 	}
 	return b, nil
@@ -178,25 +183,27 @@ func (l *Layer) episodes(t layer.Turn) []Episode {
 	return eps
 }
 
-// turnRef is the reference of the turn episode in segment seq.
-func turnRef(seq int64) string { return "turn-" + strconv.FormatInt(seq, 10) }
+// number puts episodes in segment seq: a turn episode takes its
+// reference, "turn-<seq>", from it.
+func number(eps []Episode, seq int64) {
+	for i := range eps {
+		eps[i].seq = seq
+		if eps[i].Kind == KindTurn {
+			eps[i].Ref = "turn-" + strconv.FormatInt(seq, 10)
+		}
+	}
+}
 
 // flush appends the pending episodes (in memory without a store).
 func (l *Layer) flush(ctx context.Context) error {
 	if len(l.pending) == 0 {
 		return nil
 	}
-	if l.store != nil {
+	if l.log.Store != nil {
 		return l.appendPending(ctx)
 	}
-	seq := l.head.Next
+	number(l.pending, l.head.Next)
 	l.head.Next++
-	for i := range l.pending {
-		l.pending[i].seq = seq
-		if l.pending[i].Kind == KindTurn {
-			l.pending[i].Ref = turnRef(seq)
-		}
-	}
 	l.recent = append(l.recent, l.pending...)
 	l.appended += int64(len(l.pending))
 	l.pending = nil
@@ -243,7 +250,7 @@ func (l *Layer) compact(ctx context.Context) error {
 	if to <= l.head.Digested {
 		return nil
 	}
-	if l.store != nil {
+	if l.log.Store != nil {
 		return l.compactStored(ctx, to)
 	}
 	var digests []Digest
@@ -336,7 +343,7 @@ func (l *Layer) read(ctx context.Context, ref string) (Episode, *Digest, error) 
 			}
 		}
 	}
-	if l.store != nil {
+	if l.log.Store != nil {
 		e, d, err := l.findStored(ctx, ref, nil, l.head.LastDigest)
 		if err != nil {
 			return Episode{}, nil, fmt.Errorf("episodicmemory: read %s: %w", storage.Quote(ref), err)
@@ -478,13 +485,6 @@ func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
 	if string(encode(s)) == string(l.snapshotLocked()) {
 		return nil
 	}
-	if l.store == nil {
-		h := l.head
-		h.Base, h.Digested, h.Dropped = h.Next, h.Next+1, h.Next+1
-		h.Next += int64(1 + len(s.Episodes))
-		l.setRestored(h, s)
-		return nil
-	}
 	// Claim a base and the numbers of the restored records.
 	h, _, err := l.updateHead(ctx, func(h *head) bool {
 		base := h.Next
@@ -499,15 +499,18 @@ func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
 		return fmt.Errorf("episodicmemory: restore: %w", err)
 	}
 	l.setRestored(h, s)
+	if l.log.Store == nil {
+		return nil
+	}
 	if len(l.digests) > 0 {
 		rec := digestRecord{Version: FormatVersion, From: h.Base, To: h.Base + 1, Prev: -1, Digests: l.digests}
-		if _, err := l.store.Put(ctx, l.key(digestName(h.Base)), encode(rec), storage.AnyVersion); err != nil {
+		if _, err := l.log.Store.Put(ctx, l.log.Key(digestName(h.Base)), encode(rec), storage.AnyVersion); err != nil {
 			return fmt.Errorf("episodicmemory: restore: %w", err)
 		}
 	}
 	for _, e := range l.recent {
 		seg := segment{Version: FormatVersion, Seq: e.seq, Episodes: []Episode{e}}
-		if _, err := l.store.Put(ctx, l.key(segName(e.seq)), encode(seg), storage.AnyVersion); err != nil {
+		if _, err := l.log.Store.Put(ctx, l.log.Key(segName(e.seq)), encode(seg), storage.AnyVersion); err != nil {
 			return fmt.Errorf("episodicmemory: restore: %w", err)
 		}
 	}
@@ -537,14 +540,6 @@ func (l *Layer) setRestored(h head, s snapshot) {
 func (l *Layer) Clear(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.store == nil {
-		h := l.head
-		h.Base, h.Digested, h.Dropped, h.LastDigest = h.Next, h.Next, h.Next, -1
-		l.head, l.digests, l.recent, l.pending = h, nil, nil, nil
-		l.reindex()
-		l.changed()
-		return nil
-	}
 	h, _, err := l.updateHead(ctx, func(h *head) bool {
 		h.Base, h.Digested, h.Dropped, h.LastDigest = h.Next, h.Next, h.Next, -1
 		return true
@@ -552,9 +547,10 @@ func (l *Layer) Clear(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("episodicmemory: clear: %w", err)
 	}
-	l.head, l.digests, l.recent, l.pending = h, nil, nil, nil
-	l.reindex()
-	l.changed()
+	l.setRestored(h, snapshot{})
+	if l.log.Store == nil {
+		return nil
+	}
 	if err := l.purge(ctx, h.Base); err != nil {
 		return fmt.Errorf("episodicmemory: clear: %w", err)
 	}
@@ -587,21 +583,14 @@ func (l *Layer) Metrics() map[string]int64 {
 // the resource's log: a new view of the stored log, appending to it. The
 // receiver is not modified.
 func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, error) {
-	c := l.bind()
-	c.thread = child.ThreadID
-	if child.Logger != nil {
-		c.logger = child.Logger
-	}
 	l.mu.Lock()
-	store, scope := l.store, l.scope
+	store, scope := l.log.Store, l.log.Scope
 	l.mu.Unlock()
-	if l.cfg.Scope != layer.ScopeResource || store == nil {
-		return c, nil
+	if l.cfg.Scope != layer.ScopeResource {
+		store = nil
 	}
-	c.store, c.scope = store, scope
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.load(ctx); err != nil {
+	c, err := l.open(ctx, child, store, scope)
+	if err != nil {
 		return nil, fmt.Errorf("episodicmemory: spawn: %w", err)
 	}
 	return c, nil

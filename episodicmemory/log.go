@@ -4,122 +4,44 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
-	"strings"
 
+	"github.com/memlayer/memlayer/internal/seqlog"
 	"github.com/memlayer/memlayer/storage"
 )
 
 // The stored log: see FormatVersion for its layout. Every function here is
-// called with l.mu held and l.store set.
-
-func (l *Layer) key(name string) string { return storage.LayerKey(l.cfg.ID, l.scope, name) }
-
-// quarantine sets an unreadable record aside and reports it. A record
-// rewritten meanwhile (ErrConflict on the delete) is left to its writer.
-func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) error {
-	qkey, err := storage.Quarantine(ctx, l.store, it, l.cfg.ID, l.scope, clampTime(l.cfg.Now()))
-	if err != nil && !errors.Is(err, storage.ErrConflict) && !errors.Is(err, storage.ErrNotFound) {
-		return fmt.Errorf("quarantine %s: %w", storage.Quote(it.Key), err)
-	}
-	l.logger.LogAttrs(ctx, slog.LevelWarn, "episodicmemory: stored record quarantined",
-		slog.String("layer", l.cfg.ID), slog.String("key", it.Key),
-		slog.String("quarantine", qkey), slog.Any("error", cause))
-	return nil
-}
+// called with l.mu held and l.log.Store set.
 
 // readHead returns the stored head and its version (an empty head and
 // NoVersion when there is none). An unreadable head is quarantined and
 // replaced by one that starts after every stored segment, so nothing is
 // overwritten and the old records stay stored.
 func (l *Layer) readHead(ctx context.Context) (head, int64, error) {
-	for range l.cfg.MaxRetries {
-		it, err := l.store.Get(ctx, l.key("head"))
-		if errors.Is(err, storage.ErrNotFound) {
-			return emptyHead(), storage.NoVersion, nil
-		}
-		if err != nil {
-			return head{}, 0, fmt.Errorf("read head: %w", err)
-		}
-		h, err := decodeHead(it.Value)
-		if errors.Is(err, ErrVersion) {
-			return head{}, 0, fmt.Errorf("read head %s: %w", storage.Quote(it.Key), err)
-		}
-		if err == nil {
-			return h, it.Version, nil
-		}
-		if err := l.quarantine(ctx, it, err); err != nil {
-			return head{}, 0, err
-		}
-		// Start a new log above everything stored.
-		names, lerr := l.store.List(ctx, storage.LayerPrefix(l.cfg.ID, l.scope))
-		if lerr != nil {
-			return head{}, 0, fmt.Errorf("read head: %w", lerr)
-		}
-		h = emptyHead()
-		for _, k := range names {
-			if _, n := parseName(l.unkey(k)); n+1 > h.Next {
+	return seqlog.ReadHead(ctx, &l.log, decodeHead, func(names []string) head {
+		h := emptyHead()
+		for _, name := range names {
+			if _, n := parseName(name); n+1 > h.Next {
 				h.Next = n + 1
 			}
 		}
 		h.Base, h.Digested, h.Dropped = h.Next, h.Next, h.Next
-		if _, err := l.store.Put(ctx, l.key("head"), encode(h), storage.NoVersion); err != nil && !errors.Is(err, storage.ErrConflict) {
-			return head{}, 0, fmt.Errorf("write head: %w", err)
-		}
-		// Read again: ours or another writer's.
-	}
-	return head{}, 0, fmt.Errorf("read head: rewritten during quarantine %d times: %w", l.cfg.MaxRetries, storage.ErrConflict)
-}
-
-// unkey returns the record name of a key under the layer's prefix.
-func (l *Layer) unkey(key string) string {
-	name, err := storage.Unescape(strings.TrimPrefix(key, storage.LayerPrefix(l.cfg.ID, l.scope)))
-	if err != nil {
-		return ""
-	}
-	return name
+		return h
+	})
 }
 
 // readSegment returns the episodes of segment seq: none when it is
 // missing (claimed but not written, or dropped) or unreadable
 // (quarantined).
 func (l *Layer) readSegment(ctx context.Context, seq int64) ([]Episode, error) {
-	it, err := l.store.Get(ctx, l.key(segName(seq)))
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read segment %d: %w", seq, err)
-	}
-	s, err := decodeSegment(it.Value, seq)
-	if errors.Is(err, ErrVersion) {
-		return nil, fmt.Errorf("read segment %d: %w", seq, err)
-	}
-	if err != nil {
-		return nil, l.quarantine(ctx, it, err)
-	}
-	return s.Episodes, nil
+	s, _, err := seqlog.Read(ctx, &l.log, segName(seq), func(b []byte) (segment, error) { return decodeSegment(b, seq) })
+	return s.Episodes, err
 }
 
 // readDigests returns the digest record starting at seq, or ok false
 // when it is missing or unreadable (quarantined).
 func (l *Layer) readDigests(ctx context.Context, seq int64) (digestRecord, bool, error) {
-	it, err := l.store.Get(ctx, l.key(digestName(seq)))
-	if errors.Is(err, storage.ErrNotFound) {
-		return digestRecord{}, false, nil
-	}
-	if err != nil {
-		return digestRecord{}, false, fmt.Errorf("read digests %d: %w", seq, err)
-	}
-	r, err := decodeDigestRecord(it.Value, seq)
-	if errors.Is(err, ErrVersion) {
-		return digestRecord{}, false, fmt.Errorf("read digests %d: %w", seq, err)
-	}
-	if err != nil {
-		return digestRecord{}, false, l.quarantine(ctx, it, err)
-	}
-	return r, true, nil
+	return seqlog.Read(ctx, &l.log, digestName(seq), func(b []byte) (digestRecord, error) { return decodeDigestRecord(b, seq) })
 }
 
 // load reads the log's view: the head, the newest digests (up to
@@ -179,36 +101,31 @@ func (l *Layer) catchUp(ctx context.Context, h head, ver int64) error {
 	return nil
 }
 
-// updateHead applies change to the stored head with compare-and-swap,
-// catching up with other writers on conflict, and returns the head
-// written. change returns false to give up (then the error is nil and
-// the head unchanged).
+// updateHead applies change to the head, with compare-and-swap on the
+// stored head (catching up with other writers on conflict) or in memory
+// without a store, and returns the head written; the caller installs
+// it. change returns false to give up (then the error is nil and the head
+// unchanged).
 func (l *Layer) updateHead(ctx context.Context, change func(h *head) bool) (head, bool, error) {
-	for attempt := range l.cfg.MaxRetries {
-		if err := storage.WaitRetry(ctx, attempt); err != nil {
-			return head{}, false, fmt.Errorf("write head: %w", err)
-		}
+	if l.log.Store == nil {
 		h := l.head
-		if !change(&h) {
-			return h, false, nil
-		}
-		v, err := l.store.Put(ctx, l.key("head"), encode(h), l.hver)
-		if err == nil {
-			l.hver = v
-			return h, true, nil
-		}
-		if !errors.Is(err, storage.ErrConflict) {
-			return head{}, false, fmt.Errorf("write head: %w", err)
-		}
-		remote, ver, err := l.readHead(ctx)
-		if err != nil {
-			return head{}, false, err
-		}
-		if err := l.catchUp(ctx, remote, ver); err != nil {
-			return head{}, false, err
-		}
+		return h, change(&h), nil
 	}
-	return head{}, false, fmt.Errorf("write head: gave up after %d attempts: %w", l.cfg.MaxRetries, storage.ErrConflict)
+	h, v, ok, err := seqlog.Swap(ctx, &l.log, l.head, l.hver, change, func() (head, int64, error) { return l.sync(ctx) })
+	if ok {
+		l.hver = v
+	}
+	return h, ok, err
+}
+
+// sync reads the stored head, catches the view up with it and returns
+// the view's head and version (seqlog.Swap's catch-up).
+func (l *Layer) sync(ctx context.Context) (head, int64, error) {
+	remote, ver, err := l.readHead(ctx)
+	if err == nil {
+		err = l.catchUp(ctx, remote, ver)
+	}
+	return l.head, l.hver, err
 }
 
 // appendPending writes the pending episodes as the next segment and
@@ -230,13 +147,8 @@ func (l *Layer) appendPending(ctx context.Context) error {
 		}
 		seq := l.head.Next
 		seg := segment{Version: FormatVersion, Seq: seq, Episodes: slices.Clone(l.pending)}
-		for i := range seg.Episodes {
-			seg.Episodes[i].seq = seq
-			if seg.Episodes[i].Kind == KindTurn {
-				seg.Episodes[i].Ref = turnRef(seq)
-			}
-		}
-		_, err := l.store.Put(ctx, l.key(segName(seq)), encode(seg), storage.NoVersion)
+		number(seg.Episodes, seq)
+		_, err := l.log.Store.Put(ctx, l.log.Key(segName(seq)), encode(seg), storage.NoVersion)
 		if err != nil && !errors.Is(err, storage.ErrConflict) {
 			return fmt.Errorf("write segment %d: %w", seq, err)
 		}
@@ -259,39 +171,28 @@ func (l *Layer) appendPending(ctx context.Context) error {
 // with episodes eps, or by another when eps is nil) and takes the segment
 // into the view, catching up with other writers on the way.
 func (l *Layer) publish(ctx context.Context, seq int64, eps []Episode) error {
-	for attempt := range l.cfg.MaxRetries {
-		if l.head.Next > seq {
-			return nil // in the view: published by another writer
+	h, v, ok, err := seqlog.Swap(ctx, &l.log, l.head, l.hver, func(h *head) bool {
+		if h.Next > seq {
+			return false // in the view: published by another writer
 		}
-		if err := storage.WaitRetry(ctx, attempt); err != nil {
-			return fmt.Errorf("publish segment %d: %w", seq, err)
-		}
-		h := l.head
 		h.Next = seq + 1
-		v, err := l.store.Put(ctx, l.key("head"), encode(h), l.hver)
-		if err == nil {
-			if eps == nil {
-				if eps, err = l.readSegment(ctx, seq); err != nil {
-					return err
-				}
-			}
-			l.head, l.hver = h, v
-			l.recent = append(l.recent, eps...)
-			l.changed()
-			return nil
-		}
-		if !errors.Is(err, storage.ErrConflict) {
-			return fmt.Errorf("publish segment %d: %w", seq, err)
-		}
-		remote, ver, err := l.readHead(ctx)
-		if err != nil {
-			return err
-		}
-		if err := l.catchUp(ctx, remote, ver); err != nil {
+		return true
+	}, func() (head, int64, error) { return l.sync(ctx) })
+	if err != nil {
+		return fmt.Errorf("publish segment %d: %w", seq, err)
+	}
+	if !ok {
+		return nil
+	}
+	if eps == nil {
+		if eps, err = l.readSegment(ctx, seq); err != nil {
 			return err
 		}
 	}
-	return fmt.Errorf("publish segment %d: gave up after %d attempts: %w", seq, l.cfg.MaxRetries, storage.ErrConflict)
+	l.head, l.hver = h, v
+	l.recent = append(l.recent, eps...)
+	l.changed()
+	return nil
 }
 
 // compactStored folds the raw episodes of segments [head.Digested, to)
@@ -324,7 +225,7 @@ func (l *Layer) compactStored(ctx context.Context, to int64) error {
 		}
 	}
 	rec := digestRecord{Version: FormatVersion, From: from, To: to, Prev: l.head.LastDigest, Digests: digests}
-	if _, err := l.store.Put(ctx, l.key(digestName(from)), encode(rec), storage.NoVersion); err != nil {
+	if _, err := l.log.Store.Put(ctx, l.log.Key(digestName(from)), encode(rec), storage.NoVersion); err != nil {
 		if errors.Is(err, storage.ErrConflict) {
 			// Another writer folded from here (or crashed doing it):
 			// adopt its record.
@@ -354,7 +255,7 @@ func (l *Layer) compactStored(ctx context.Context, to int64) error {
 	l.fold(h, rec.Digests)
 	var errs []error
 	for seq := oldDropped; seq < h.Dropped; seq++ {
-		if err := l.store.Delete(ctx, l.key(segName(seq)), storage.AnyVersion); err != nil {
+		if err := l.log.Store.Delete(ctx, l.log.Key(segName(seq)), storage.AnyVersion); err != nil {
 			errs = append(errs, fmt.Errorf("drop segment %d: %w", seq, err))
 		}
 	}
@@ -364,19 +265,10 @@ func (l *Layer) compactStored(ctx context.Context, to int64) error {
 // purge deletes every segment and digest record below base (Clear and
 // Restore).
 func (l *Layer) purge(ctx context.Context, base int64) error {
-	keys, err := l.store.List(ctx, storage.LayerPrefix(l.cfg.ID, l.scope))
-	if err != nil {
-		return fmt.Errorf("list: %w", err)
-	}
-	var errs []error
-	for _, k := range keys {
-		if kind, n := parseName(l.unkey(k)); kind != "" && n < base {
-			if err := l.store.Delete(ctx, k, storage.AnyVersion); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	return errors.Join(errs...)
+	return l.log.Purge(ctx, func(name string) bool {
+		kind, n := parseName(name)
+		return kind != "" && n < base
+	})
 }
 
 // findStored looks a reference up in the stored log, beyond the view:

@@ -1,6 +1,7 @@
 package semanticmemory
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/tmc/langchaingo/embeddings"
 
+	"github.com/memlayer/memlayer/internal/seqlog"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/storage"
@@ -89,11 +91,9 @@ type Layer struct {
 	tag  string
 
 	mu     sync.Mutex
-	store  storage.Store
-	scope  string // the scope key
-	thread string // the run's thread, for Source
-	step   int    // the step of the last Recall, for Source
-	logger *slog.Logger
+	log    seqlog.Log // the stored log, and the logger
+	thread string     // the run's thread, for Source
+	step   int        // the step of the last Recall, for Source
 	head   head
 	hver   int64
 	idx    index
@@ -134,10 +134,7 @@ func New(cfg Config) (*Layer, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	l := &Layer{cfg: cfg, spec: spec, tag: layer.FenceTag(cfg.ID)}
-	l.store, l.scope, l.logger = storage.NewMemory(), "template", slog.Default()
-	l.head = head{Version: FormatVersion}
-	l.reset()
-	return l, nil
+	return l.bind(storage.NewMemory(), "template", layer.Env{}), nil
 }
 
 // Spec returns the layer's spec.
@@ -167,10 +164,11 @@ func (l *Layer) now() time.Time {
 // reported through env.Logger, and its facts are left out. The receiver
 // is not modified.
 func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
-	b := l.bind(env.Store, env.ScopeKey(l.cfg.Scope), env)
+	store := env.Store
 	if l.cfg.Scope == layer.ScopeExecution {
-		b.store = storage.NewMemory()
+		store = nil // a private in-memory store
 	}
+	b := l.bind(store, env.ScopeKey(l.cfg.Scope), env)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.sync(ctx); err != nil {
@@ -182,14 +180,12 @@ func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 // bind returns an unloaded layer with l's configuration on store and
 // scope.
 func (l *Layer) bind(store storage.Store, scope string, env layer.Env) *Layer {
-	b := &Layer{cfg: l.cfg, spec: l.spec, tag: l.tag, store: store, scope: scope, thread: env.ThreadID, logger: env.Logger}
-	if b.store == nil {
-		b.store = storage.NewMemory()
+	if store == nil {
+		store = storage.NewMemory()
 	}
-	if b.logger == nil {
-		b.logger = slog.Default()
-	}
-	b.head = head{Version: FormatVersion}
+	b := &Layer{cfg: l.cfg, spec: l.spec, tag: l.tag, thread: env.ThreadID, head: head{Version: FormatVersion}}
+	b.log = seqlog.Log{Store: store, LayerID: l.cfg.ID, Scope: scope, Pkg: "semanticmemory", ErrVersion: ErrVersion,
+		MaxRetries: l.cfg.MaxRetries, Logger: cmp.Or(env.Logger, slog.Default()), Now: b.now}
 	b.reset()
 	return b
 }
@@ -200,7 +196,7 @@ func (l *Layer) bind(store storage.Store, scope string, env layer.Env) *Layer {
 // layer gives the child its own thread's facts, as Init would.
 func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, error) {
 	l.mu.Lock()
-	store, scope := l.store, l.scope
+	store, scope := l.log.Store, l.log.Scope
 	l.mu.Unlock()
 	switch l.cfg.Scope {
 	case layer.ScopeResource, layer.ScopeGlobal:

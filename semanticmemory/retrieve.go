@@ -86,7 +86,7 @@ func (l *Layer) dense(ctx context.Context, query string) ([]denseHit, bool) {
 	case l.cfg.VectorStore != nil:
 		hits, err := l.cfg.VectorStore.search(ctx, l, query)
 		if err != nil {
-			l.logger.LogAttrs(ctx, slog.LevelWarn, "semanticmemory: vector store search failed; sparse only",
+			l.log.Logger.LogAttrs(ctx, slog.LevelWarn, "semanticmemory: vector store search failed; sparse only",
 				slog.String("layer", l.cfg.ID), slog.Any("error", err))
 			return nil, false
 		}
@@ -94,7 +94,7 @@ func (l *Layer) dense(ctx context.Context, query string) ([]denseHit, bool) {
 	case l.cfg.Embedder != nil:
 		qv, err := l.cfg.Embedder.EmbedQuery(ctx, query)
 		if err != nil {
-			l.logger.LogAttrs(ctx, slog.LevelWarn, "semanticmemory: embedding the query failed; sparse only",
+			l.log.Logger.LogAttrs(ctx, slog.LevelWarn, "semanticmemory: embedding the query failed; sparse only",
 				slog.String("layer", l.cfg.ID), slog.Any("error", err))
 			return nil, false
 		}

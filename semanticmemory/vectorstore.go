@@ -58,14 +58,14 @@ func (l *Layer) mirror(ctx context.Context, facts []Fact) {
 			continue
 		}
 		docs = append(docs, schema.Document{PageContent: f.Text, Metadata: map[string]any{
-			MetaLayer: l.cfg.ID, MetaScope: l.scope, MetaFactID: f.ID, MetaVersion: f.Version, MetaKind: f.Kind,
+			MetaLayer: l.cfg.ID, MetaScope: l.log.Scope, MetaFactID: f.ID, MetaVersion: f.Version, MetaKind: f.Kind,
 		}})
 	}
 	if len(docs) == 0 {
 		return
 	}
 	if _, err := vs.Store.AddDocuments(ctx, docs, vs.Options...); err != nil {
-		l.logger.LogAttrs(ctx, slog.LevelWarn, "semanticmemory: mirroring facts into the vector store failed",
+		l.log.Logger.LogAttrs(ctx, slog.LevelWarn, "semanticmemory: mirroring facts into the vector store failed",
 			slog.String("layer", l.cfg.ID), slog.Int("facts", len(docs)), slog.Any("error", err))
 	}
 }
@@ -86,7 +86,7 @@ func (vs *VectorStore) search(ctx context.Context, l *Layer, query string) ([]de
 	var hits []denseHit
 	seen := map[string]bool{}
 	for _, d := range docs {
-		if str(d.Metadata[MetaLayer]) != l.cfg.ID || str(d.Metadata[MetaScope]) != l.scope {
+		if str(d.Metadata[MetaLayer]) != l.cfg.ID || str(d.Metadata[MetaScope]) != l.log.Scope {
 			continue
 		}
 		id := str(d.Metadata[MetaFactID])
