@@ -2,6 +2,7 @@ package episodicmemory
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -195,7 +196,7 @@ func findEntities(dst []string, doc string) []string {
 			fields = append([]jsonx.Field(nil), fields...) // buf is reused below
 			for _, f := range fields {
 				if (f.Value.Kind == jsonx.KindString || f.Value.Kind == jsonx.KindNumber) && entityKey(f.Key) {
-					if s := oneLine(f.Value.Scalar(), 128); s != "" && !containsString(dst, s) && len(dst) < maxEntities {
+					if s := oneLine(f.Value.Scalar(), 128); s != "" && !slices.Contains(dst, s) && len(dst) < maxEntities {
 						dst = append(dst, s)
 					}
 				}
@@ -225,15 +226,6 @@ func entityKey(key []byte) bool {
 	}
 	return len(k) <= 32 && strings.HasSuffix(k, "id") && len(k) > 2 &&
 		(bytes.HasSuffix(key, []byte("Id")) || bytes.HasSuffix(key, []byte("ID")) || k[len(k)-3] == '_' || k[len(k)-3] == '-')
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // cutResult returns s cut to at most limit bytes at a rune boundary, and

@@ -41,11 +41,10 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 	for _, p := range l.best(q.Text) {
 		pick = append(pick, p.i)
 	}
-	budget, bounded := budgetOf(q)
 	for len(pick) > 0 {
 		block := l.render(slices.Sorted(slices.Values(pick)))
 		tokens := q.Count(block)
-		if !bounded || tokens <= budget {
+		if q.Budget <= 0 || tokens <= q.Budget { // zero or less: no budget given
 			return []layer.Item{{Text: block, Tokens: tokens}}, nil
 		}
 		pick = pick[:len(pick)-1] // leave out the least relevant
@@ -91,17 +90,6 @@ func (l *Layer) best(text string) []picked {
 		out[k] = c.picked
 	}
 	return out
-}
-
-// budgetOf returns the query's budget in tokens, and false when it sets
-// none: zero, NaN, or too large to be a limit (+Inf or the largest int,
-// whichever "unbounded" is).
-func budgetOf(q layer.Query) (int, bool) {
-	b := float64(q.Budget)
-	if !(b > 0) || b >= 1<<53 {
-		return 0, false
-	}
-	return int(b), true
 }
 
 // render writes the block of the chosen candidates, in age order.
