@@ -220,33 +220,24 @@ func encode(v any) []byte {
 	return b
 }
 
-// strictUnmarshal decodes one JSON value into v, refusing trailing data.
-func strictUnmarshal(b []byte, v any) error {
-	if !json.Valid(b) {
-		return fmt.Errorf("%w: not JSON", ErrCorrupt)
-	}
+// decode decodes one stored record or snapshot into v, refusing
+// trailing data; ver points to v's format version.
+func decode(b []byte, v any, ver *int) error {
 	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	return nil
-}
-
-func checkVersion(v int) error {
 	switch {
-	case v > FormatVersion:
-		return fmt.Errorf("%w: %d (this package reads up to %d)", ErrVersion, v, FormatVersion)
-	case v < 1:
-		return fmt.Errorf("%w: format version %d", ErrCorrupt, v)
+	case *ver > FormatVersion:
+		return fmt.Errorf("%w: %d (this package reads up to %d)", ErrVersion, *ver, FormatVersion)
+	case *ver < 1:
+		return fmt.Errorf("%w: format version %d", ErrCorrupt, *ver)
 	}
 	return nil
 }
 
 func decodeHead(b []byte) (head, error) {
 	var h head
-	if err := strictUnmarshal(b, &h); err != nil {
-		return head{}, err
-	}
-	if err := checkVersion(h.Version); err != nil {
+	if err := decode(b, &h, &h.Version); err != nil {
 		return head{}, err
 	}
 	if h.Base < 0 || h.Next < h.Base {
@@ -258,10 +249,7 @@ func decodeHead(b []byte) (head, error) {
 // decodeRecord decodes the record stored under sequence number seq.
 func decodeRecord(b []byte, seq int64) (record, error) {
 	var r record
-	if err := strictUnmarshal(b, &r); err != nil {
-		return record{}, err
-	}
-	if err := checkVersion(r.Version); err != nil {
+	if err := decode(b, &r, &r.Version); err != nil {
 		return record{}, err
 	}
 	if r.Seq != seq {
@@ -279,10 +267,7 @@ func decodeRecord(b []byte, seq int64) (record, error) {
 // numbered 1, 2, ... in order.
 func decodeSnapshot(b []byte) (snapshot, error) {
 	var s snapshot
-	if err := strictUnmarshal(b, &s); err != nil {
-		return snapshot{}, err
-	}
-	if err := checkVersion(s.Version); err != nil {
+	if err := decode(b, &s, &s.Version); err != nil {
 		return snapshot{}, err
 	}
 	last := map[string]int{}

@@ -2,6 +2,7 @@ package semanticmemory
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"slices"
 
@@ -79,7 +80,7 @@ func (l *Layer) bm25() *lexical.Corpus {
 	x := &l.idx
 	if x.stale {
 		x.corpus = lexical.Corpus{}
-		for _, id := range sortedKeys(x.live) {
+		for _, id := range slices.Sorted(maps.Keys(x.live)) {
 			x.corpus.Add(id, x.live[id].Text)
 		}
 		x.stale = false
@@ -109,7 +110,7 @@ func (l *Layer) restated(kind, text string) *Fact {
 	// restated fact shares one of any |set|-m+1 tokens of the new text
 	// (pigeonhole): collect the facts on the shortest postings of that
 	// many tokens, then measure each exactly.
-	toks := sortedKeys(set)
+	toks := slices.Sorted(maps.Keys(set))
 	slices.SortStableFunc(toks, func(a, b string) int {
 		return cmp.Compare(len(x.postings[kind+"\x00"+a]), len(x.postings[kind+"\x00"+b]))
 	})
@@ -145,13 +146,4 @@ func (l *Layer) restated(kind, text string) *Fact {
 		}
 	}
 	return best
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, cmp.Compare)
-	return keys
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -318,7 +319,7 @@ func (l *Layer) Facts(ctx context.Context) ([]Fact, error) {
 		return nil, fmt.Errorf("semanticmemory: facts: %w", err)
 	}
 	out := make([]Fact, 0, len(l.idx.live))
-	for _, id := range sortedKeys(l.idx.live) {
+	for _, id := range slices.Sorted(maps.Keys(l.idx.live)) {
 		out = append(out, clone(*l.idx.live[id]))
 	}
 	return out, nil
@@ -465,11 +466,7 @@ func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
 	if err := l.sync(ctx); err != nil {
 		return nil, fmt.Errorf("semanticmemory: snapshot: %w", err)
 	}
-	s := snapshot{Version: FormatVersion, Facts: []Fact{}}
-	for _, id := range sortedKeys(l.idx.versions) {
-		s.Facts = append(s.Facts, l.idx.versions[id]...)
-	}
-	return encode(s), nil
+	return l.snapshotLocked(), nil
 }
 
 // Restore replaces the facts with a snapshot's, atomically: the
@@ -504,7 +501,7 @@ func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
 
 func (l *Layer) snapshotLocked() []byte {
 	s := snapshot{Version: FormatVersion, Facts: []Fact{}}
-	for _, id := range sortedKeys(l.idx.versions) {
+	for _, id := range slices.Sorted(maps.Keys(l.idx.versions)) {
 		s.Facts = append(s.Facts, l.idx.versions[id]...)
 	}
 	return encode(s)
