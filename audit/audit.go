@@ -276,7 +276,8 @@ func (l *Log) Commit(ctx context.Context, threadID string, events []Event) (Turn
 			}
 		}
 		seq := h.last + 1
-		v, err := l.cfg.Store.Put(ctx, hkey, encode(head{Version: FormatVersion, Last: seq, Keep: l.cfg.Keep}), h.version)
+		hb, _ := json.Marshal(head{Version: FormatVersion, Last: seq, Keep: l.cfg.Keep}) // numbers only
+		v, err := l.cfg.Store.Put(ctx, hkey, hb, h.version)
 		if err != nil {
 			l.setCached(threadID, nil)
 			if errors.Is(err, storage.ErrConflict) {
@@ -402,11 +403,6 @@ func finite(events []Event) error {
 // of keep slots.
 func slotKey(threadID string, seq int64, keep int) string {
 	return storage.ThreadKey(threadID, Name+"."+strconv.FormatInt(seq%int64(keep), 10))
-}
-
-func encode(h head) []byte {
-	b, _ := json.Marshal(h) // two numbers
-	return b
 }
 
 // cut bounds s to MaxTextBytes, at a rune boundary.
