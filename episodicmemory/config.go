@@ -1,6 +1,7 @@
 package episodicmemory
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -119,15 +120,9 @@ type Config struct {
 
 // withDefaults validates cfg and fills in its defaults.
 func (cfg Config) withDefaults() (Config, error) {
-	if cfg.ID == "" {
-		cfg.ID = DefaultID
-	}
-	if cfg.Slot == 0 {
-		cfg.Slot = layer.SlotEpisodic
-	}
-	if cfg.Scope == "" {
-		cfg.Scope = layer.ScopeThread
-	}
+	cfg.ID = cmp.Or(cfg.ID, DefaultID)
+	cfg.Slot = cmp.Or(cfg.Slot, layer.SlotEpisodic)
+	cfg.Scope = cmp.Or(cfg.Scope, layer.ScopeThread)
 	if cfg.Scope == layer.ScopeGlobal {
 		return cfg, fmt.Errorf("%w: Scope global: an episode log belongs to a thread or a resource", ErrInvalidConfig)
 	}
@@ -137,22 +132,17 @@ func (cfg Config) withDefaults() (Config, error) {
 			return cfg, fmt.Errorf("%w: %s %d < 0", ErrInvalidConfig, name, v)
 		}
 	}
-	def := func(p *int, d int) {
-		if *p == 0 {
-			*p = d
-		}
-	}
-	def(&cfg.MaxRecall, DefaultMaxRecall)
-	def(&cfg.MaxResultBytes, DefaultMaxResultBytes)
-	def(&cfg.CompactAfter, DefaultCompactAfter)
-	def(&cfg.CompactTokens, DefaultCompactTokens)
-	def(&cfg.Retain, DefaultRetain)
-	def(&cfg.MaxDigests, DefaultMaxDigests)
-	def(&cfg.HalfLife, DefaultHalfLife)
-	def(&cfg.SnapshotResultBytes, DefaultSnapshotResultBytes)
-	def(&cfg.ReadPageBytes, DefaultReadPageBytes)
-	def(&cfg.SnapshotDigests, DefaultSnapshotDigests)
-	def(&cfg.MaxRetries, DefaultMaxRetries)
+	cfg.MaxRecall = cmp.Or(cfg.MaxRecall, DefaultMaxRecall)
+	cfg.MaxResultBytes = cmp.Or(cfg.MaxResultBytes, DefaultMaxResultBytes)
+	cfg.CompactAfter = cmp.Or(cfg.CompactAfter, DefaultCompactAfter)
+	cfg.CompactTokens = cmp.Or(cfg.CompactTokens, DefaultCompactTokens)
+	cfg.Retain = cmp.Or(cfg.Retain, DefaultRetain)
+	cfg.MaxDigests = cmp.Or(cfg.MaxDigests, DefaultMaxDigests)
+	cfg.HalfLife = cmp.Or(cfg.HalfLife, DefaultHalfLife)
+	cfg.SnapshotResultBytes = cmp.Or(cfg.SnapshotResultBytes, DefaultSnapshotResultBytes)
+	cfg.ReadPageBytes = cmp.Or(cfg.ReadPageBytes, DefaultReadPageBytes)
+	cfg.SnapshotDigests = cmp.Or(cfg.SnapshotDigests, DefaultSnapshotDigests)
+	cfg.MaxRetries = cmp.Or(cfg.MaxRetries, DefaultMaxRetries)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
