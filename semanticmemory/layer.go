@@ -102,15 +102,9 @@ type Layer struct {
 
 // New returns a semantic memory layer. It does no I/O; see [Layer.Init].
 func New(cfg Config) (*Layer, error) {
-	if cfg.ID == "" {
-		cfg.ID = DefaultID
-	}
-	if cfg.Slot == 0 {
-		cfg.Slot = layer.SlotSemanticRecall
-	}
-	if cfg.Scope == "" {
-		cfg.Scope = layer.ScopeResource
-	}
+	cfg.ID = cmp.Or(cfg.ID, DefaultID)
+	cfg.Slot = cmp.Or(cfg.Slot, layer.SlotSemanticRecall)
+	cfg.Scope = cmp.Or(cfg.Scope, layer.ScopeResource)
 	switch {
 	case cfg.TopK < 0:
 		return nil, fmt.Errorf("%w: TopK %d < 0", ErrInvalidConfig, cfg.TopK)
@@ -121,12 +115,8 @@ func New(cfg Config) (*Layer, error) {
 	case cfg.VectorStore != nil && cfg.VectorStore.Store == nil:
 		return nil, fmt.Errorf("%w: VectorStore has no Store", ErrInvalidConfig)
 	}
-	if cfg.TopK == 0 {
-		cfg.TopK = DefaultTopK
-	}
-	if cfg.MaxRetries == 0 {
-		cfg.MaxRetries = DefaultMaxRetries
-	}
+	cfg.TopK = cmp.Or(cfg.TopK, DefaultTopK)
+	cfg.MaxRetries = cmp.Or(cfg.MaxRetries, DefaultMaxRetries)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
