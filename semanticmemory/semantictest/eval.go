@@ -170,7 +170,6 @@ func RecallAtK(set Set, k int, search func(query string, k int) ([]string, error
 		return Result{}, errors.New("semantictest: recall@k: the set has no query")
 	}
 	r := Result{K: k}
-	var sumAll, sumPara, sumOther float64
 	for _, q := range set.Queries {
 		ids, err := search(q.Text, k)
 		if err != nil {
@@ -193,25 +192,19 @@ func RecallAtK(set Set, k int, search func(query string, k int) ([]string, error
 		if found < len(q.Relevant) {
 			r.Missed = append(r.Missed, q.ID)
 		}
-		sumAll += recall
-		r.All.Queries++
+		group := &r.Other
 		if q.Paraphrase {
-			sumPara += recall
-			r.Paraphrased.Queries++
-		} else {
-			sumOther += recall
-			r.Other.Queries++
+			group = &r.Paraphrased
+		}
+		for _, g := range []*Recall{&r.All, group} {
+			g.Queries++
+			g.Mean += recall // the sum until divided below
 		}
 	}
-	r.All.Mean = mean(sumAll, r.All.Queries)
-	r.Paraphrased.Mean = mean(sumPara, r.Paraphrased.Queries)
-	r.Other.Mean = mean(sumOther, r.Other.Queries)
-	return r, nil
-}
-
-func mean(sum float64, n int) float64 {
-	if n == 0 {
-		return 0
+	for _, g := range []*Recall{&r.All, &r.Paraphrased, &r.Other} {
+		if g.Queries > 0 {
+			g.Mean /= float64(g.Queries)
+		}
 	}
-	return sum / float64(n)
+	return r, nil
 }
