@@ -151,7 +151,9 @@ func Swap[H any](ctx context.Context, g *Log, cur H, ver int64, change func(*H) 
 		if err := storage.WaitRetry(ctx, attempt); err != nil {
 			return h, ver, false, fmt.Errorf("write head: %w", err)
 		}
-		v, err := g.Store.Put(ctx, g.Key(HeadName), encode(h), ver)
+		// Encoding &h, not h, saves an allocation: h is on the heap
+		// already, as change takes its address.
+		v, err := g.Store.Put(ctx, g.Key(HeadName), encode(&h), ver)
 		if err == nil {
 			return h, v, true, nil
 		}
