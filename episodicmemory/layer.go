@@ -33,15 +33,17 @@ type Layer struct {
 	spec layer.Spec
 	tag  string // the fence tag
 	tool string // the read tool's wire name, as the model sees it
+	// log is the stored log (log.Store nil: nothing persists), set when
+	// the layer is made and never changed; its I/O runs with mu held.
+	log seqlog.Log
 
 	mu      sync.Mutex
-	log     seqlog.Log // the stored log; log.Store nil: nothing persists
-	thread  string     // the run's thread, recorded in episodes
-	head    head       // the head the view is based on
-	hver    int64      // its stored version
-	digests []Digest   // the newest digests of folded episodes, oldest first
-	recent  []Episode  // raw episodes not folded, oldest first
-	pending []Episode  // episodes not yet appended (a failed write)
+	thread  string    // the run's thread, recorded in episodes
+	head    head      // the head the view is based on
+	hver    int64     // its stored version
+	digests []Digest  // the newest digests of folded episodes, oldest first
+	recent  []Episode // raw episodes not folded, oldest first
+	pending []Episode // episodes not yet appended (a failed write)
 
 	// The recall index over the candidates (digests, then recent, then
 	// pending), each document a digest line. Appends and compactions
@@ -583,9 +585,7 @@ func (l *Layer) Metrics() map[string]int64 {
 // the resource's log: a new view of the stored log, appending to it. The
 // receiver is not modified.
 func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, error) {
-	l.mu.Lock()
 	store, scope := l.log.Store, l.log.Scope
-	l.mu.Unlock()
 	if l.cfg.Scope != layer.ScopeResource {
 		store = nil
 	}

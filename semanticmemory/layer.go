@@ -90,11 +90,13 @@ type Layer struct {
 	cfg  Config
 	spec layer.Spec
 	tag  string
+	// log is the stored log, and the logger, set when the layer is made
+	// and never changed; its I/O runs with mu held.
+	log seqlog.Log
 
 	mu     sync.Mutex
-	log    seqlog.Log // the stored log, and the logger
-	thread string     // the run's thread, for Source
-	step   int        // the step of the last Recall, for Source
+	thread string // the run's thread, for Source
+	step   int    // the step of the last Recall, for Source
 	head   head
 	hver   int64
 	idx    index
@@ -186,12 +188,9 @@ func (l *Layer) bind(store storage.Store, scope string, env layer.Env) *Layer {
 // the parent sees on its next Recall); a thread- or execution-scoped
 // layer gives the child its own thread's facts, as Init would.
 func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, error) {
-	l.mu.Lock()
-	store, scope := l.log.Store, l.log.Scope
-	l.mu.Unlock()
 	switch l.cfg.Scope {
 	case layer.ScopeResource, layer.ScopeGlobal:
-		b := l.bind(store, scope, child)
+		b := l.bind(l.log.Store, l.log.Scope, child)
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		if err := b.sync(ctx); err != nil {
