@@ -27,10 +27,9 @@ import (
 // (episodic memory its MaxRecall best episodes, semantic memory its TopK
 // best facts), so assembly never shows more than the layers would on
 // their own; when the pool is smaller than that, the best candidates of
-// all of them win. A candidate whose Key is the ID of a tool call the
-// step's history window shows (an episode of that call) is not packed:
-// the prompt carries the call already, and the model can read its whole
-// result back by that ID with episodic memory's read tool. Each of them
+// all of them win. A candidate whose Key is the ID of a tool call whose
+// whole result the step's history carries (an episode of that call) is
+// not packed: the prompt says it already. Each of them
 // shows what it won as one fenced block in its slot, best first. Every other layer (the scratchpad, the entities,
 // instructions, the history summary) is pinned: it keeps its slot and
 // budget. The same inputs, at the same Scoring.Now, give the same prompt.
@@ -143,10 +142,11 @@ func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageC
 }
 
 // sentCalls returns the IDs of the tool calls in msgs (a suffix of
-// r.msgs) that the step surely sends: those in the newest messages that
-// fit the history's own allocation, which the history always gets (it
-// may get more, never less). Usually all of msgs fits, which the cached
-// counts tell without projecting.
+// r.msgs) whose results the step surely sends whole: those in the newest
+// messages that fit the history's own allocation, which the history
+// always gets (it may get more, never less), neither compacted nor cut
+// (their episodes say what the history no longer does). Usually all of
+// msgs fits, which the cached counts tell without projecting.
 func (r *run) sentCalls(msgs []llms.MessageContent) map[string]bool {
 	c := r.a.cfg.Counter
 	total := 0
@@ -159,8 +159,9 @@ func (r *run) sentCalls(msgs []llms.MessageContent) map[string]bool {
 	ids := map[string]bool{}
 	for _, m := range msgs {
 		for _, p := range m.Parts {
-			if tc, ok := p.(llms.ToolCall); ok {
-				ids[tc.ID] = true
+			if res, ok := p.(llms.ToolCallResponse); ok && !strings.HasPrefix(res.Content, compactedPrefix) &&
+				!strings.HasSuffix(res.Content, cutNote+res.ToolCallID+"]") {
+				ids[res.ToolCallID] = true
 			}
 		}
 	}

@@ -382,5 +382,8 @@ func capResult(s string, limit int, callID string) string {
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return s[:cut] + "\n[agentloop: result truncated: " + strconv.Itoa(len(s)) + " bytes, of which the first " + strconv.Itoa(cut) + " are shown; full result: call " + callID + "]"
+	return s[:cut] + "\n[agentloop: result truncated: " + strconv.Itoa(len(s)) + " bytes, of which the first " + strconv.Itoa(cut) + " are shown" + cutNote + callID + "]"
 }
+
+// cutNote ends a result capResult cut, before its call's ID and "]".
+const cutNote = "; full result: call "
