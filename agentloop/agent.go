@@ -58,8 +58,9 @@ type Agent struct {
 	// message (see replay).
 	splitParts bool
 
-	auditLog *audit.Log // nil: the audit is disabled
-	router   Router
+	// auditLog is the threads' audit, which Audit and Commit use even
+	// when runs record none (Config.Audit.Disabled).
+	auditLog *audit.Log
 }
 
 // RunInput is one user message on a thread.
@@ -150,7 +151,7 @@ func New(cfg Config) (*Agent, error) {
 	a.tel = tel
 	a.layerStore = tel.store(cfg.Store)
 	a.redact = newRedactor(cfg.Redaction)
-	a.initAudit()
+	a.auditLog = audit.New(audit.Config{Store: cfg.Store, Keep: cfg.Audit.Keep, Logger: cfg.Logger})
 	for i := range cfg.Tools {
 		t := cfg.Tools[i]
 		if err := ValidateToolName(t.Name); err != nil {
@@ -313,7 +314,7 @@ type run struct {
 	base         int
 	loadedStored []StoredMessage
 	// pos is the step the stack's hook events name, and its context (see
-	// newStack); the top-level run sets it, children report the step they
+	// openStack); the top-level run sets it, children report the step they
 	// run in.
 	pos *position
 	// bg is a summary being made in the background; summary is the
@@ -397,14 +398,9 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 		sl = &summaryLayer{tokens: a.cfg.History.SummaryTokens}
 		extra = append(extra, sl)
 	}
-	pos := new(position)
-	pos.ctx.Store(&ctx) // Init's hooks go under the run's span
-	stack, err := a.newStack(layer.Env{ThreadID: in.ThreadID, ResourceID: in.ResourceID, Store: a.layerStore, Logger: a.cfg.Logger}, pos, extra...)
+	stack, pos, err := a.openStack(ctx, in.ThreadID, in.ResourceID, extra...)
 	if err != nil {
 		return nil, err
-	}
-	if err := stack.Init(ctx); err != nil {
-		return nil, fmt.Errorf("agentloop: init layers: %w", err)
 	}
 	defer a.closeStack(ctx, stack)
 	if l != nil && a.cfg.RestoreLayers {
@@ -450,33 +446,38 @@ func (a *Agent) mergeVars(vars map[string]any) map[string]any {
 	return m
 }
 
-// newStack builds the layer stack of a run: Config.Layers and the run's
-// own extra layers (the history-summary layer).
+// openStack builds and initialises the layer stack of a run on a thread:
+// Config.Layers and the run's own extra layers (the history-summary
+// layer).
 //
-// Its hook events carry the step pos holds (the run sets it as each step
-// starts), and their spans go under that step's span. A child agent's
-// stack, derived with Stack.Spawn, reports through the same observer: its
-// hooks' events name the top-level run's thread and the step during which
-// the child ran.
-func (a *Agent) newStack(env layer.Env, pos *position, extra ...layer.Layer) (*layer.Stack, error) {
-	thread := env.ThreadID
+// Its hook events carry the step the returned position holds (the run
+// sets it as each step starts), and their spans go under that step's
+// span (Init's under ctx's). A child agent's stack, derived with
+// Stack.Spawn, reports through the same observer: its hooks' events name
+// the top-level run's thread and the step during which the child ran.
+func (a *Agent) openStack(ctx context.Context, threadID, resourceID string, extra ...layer.Layer) (*layer.Stack, *position, error) {
+	pos := new(position)
+	pos.ctx.Store(&ctx)
 	layers := a.cfg.Layers
 	if len(extra) > 0 {
 		layers = append(slices.Clip(layers), extra...)
 	}
 	st, err := layer.NewStack(layer.StackConfig{
 		Layers: layers,
-		Env:    env,
+		Env:    layer.Env{ThreadID: threadID, ResourceID: resourceID, Store: a.layerStore, Logger: a.cfg.Logger},
 		Observer: func(e layer.Event) {
-			a.emit(context.Background(), Event{Kind: EventLayerHook, ThreadID: thread, Step: int(pos.step.Load()), Layer: e.Layer, Hook: e.Hook, Duration: e.Duration, Err: e.Err})
+			a.emit(context.Background(), Event{Kind: EventLayerHook, ThreadID: threadID, Step: int(pos.step.Load()), Layer: e.Layer, Hook: e.Hook, Duration: e.Duration, Err: e.Err})
 			a.tel.hook(pos.context(), e)
 		},
 		ValidateArgs: a.schemas.validate,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	return st, nil
+	if err := st.Init(ctx); err != nil {
+		return nil, nil, fmt.Errorf("agentloop: init layers: %w", err)
+	}
+	return st, pos, nil
 }
 
 // specs returns the specs of st's enabled layers, in slot order.
@@ -1030,11 +1031,19 @@ func quote(s string) string {
 	if len(s) <= maxQuote {
 		return s
 	}
-	n := maxQuote
+	return truncate(s, maxQuote) + "… (" + strconv.Itoa(len(s)) + " bytes in all)"
+}
+
+// truncate returns the longest prefix of s that is at most n bytes and
+// does not split a rune.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return s[:n] + "… (" + strconv.Itoa(len(s)) + " bytes in all)"
+	return s[:n]
 }
 
 // call is a tool call of one step.
@@ -1254,10 +1263,18 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 		}
 	}()
 	if t, ok := a.tools[name]; ok {
-		return a.callAgentTool(ctx, r, t, args, inside)
+		raw, err := a.toolArgs(t.Name, t.Parameters, args)
+		if err != nil {
+			return "", err
+		}
+		// The tool's own code starts after the argument checks.
+		defer func(start time.Time) { inside.Add(int64(time.Since(start))) }(time.Now())
+		if t.CallRun != nil {
+			return t.CallRun(ctx, &Run{r: r}, raw)
+		}
+		return t.Call(ctx, raw)
 	}
-	start := time.Now()
-	defer func() { inside.Add(int64(time.Since(start))) }()
+	defer func(start time.Time) { inside.Add(int64(time.Since(start))) }(time.Now())
 	if name == SpawnToolName && r.canSpawn() {
 		return r.spawnTool(ctx, args)
 	}
@@ -1269,9 +1286,7 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 	}
 	if slices.ContainsFunc(r.stack.Tools(), func(t layer.Function) bool { return t.Name == name }) {
 		// A tool the stack named apart from another's (see offeredTools).
-		if a.redact != nil {
-			args = a.redact.text(args, nil, &r.redacted)
-		}
+		args = a.redact.text(args, nil, &r.redacted)
 		return r.stack.CallTool(ctx, name, args)
 	}
 	names := make([]string, 0, len(r.defs))
@@ -1279,18 +1294,6 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 		names = append(names, d.Function.Name)
 	}
 	return "", fmt.Errorf("%w %q; the available tools are: %s", layer.ErrUnknownTool, name, strings.Join(names, ", "))
-}
-
-// callAgentTool validates the arguments and runs one of the agent's own
-// tools (callTool recovers their panics).
-func (a *Agent) callAgentTool(ctx context.Context, r *run, t *Tool, args string, inside *atomic.Int64) (string, error) {
-	raw, err := a.toolArgs(t.Name, t.Parameters, args)
-	if err != nil {
-		return "", err
-	}
-	start := time.Now()
-	defer func() { inside.Add(int64(time.Since(start))) }()
-	return t.call(ctx, r, raw)
 }
 
 // toolArgs returns the arguments of a call of tool name, normalised by

@@ -66,21 +66,12 @@ func (au *auditor) events() []audit.Event {
 func (au *auditor) on() bool { return au != nil && au.full }
 
 // newAuditor returns the auditor of a top-level run.
-func (a *Agent) newAuditor() *auditor { return &auditor{full: a.auditLog != nil} }
-
-// auditLogFor returns the agent's audit log, or one on its store when
-// the audit is disabled (so that reading and committing still work).
-func (a *Agent) auditLogFor() *audit.Log {
-	if a.auditLog != nil {
-		return a.auditLog
-	}
-	return audit.New(audit.Config{Store: a.cfg.Store, Keep: a.cfg.Audit.Keep, Logger: a.cfg.Logger})
-}
+func (a *Agent) newAuditor() *auditor { return &auditor{full: !a.cfg.Audit.Disabled} }
 
 // Audit returns the audit turns thread threadID keeps, oldest first (see
 // [AuditConfig] and package audit); none for a thread without any.
 func (a *Agent) Audit(ctx context.Context, threadID string) ([]audit.Turn, error) {
-	turns, err := a.auditLogFor().Turns(ctx, threadID)
+	turns, err := a.auditLog.Turns(ctx, threadID)
 	if err != nil {
 		return nil, fmt.Errorf("agentloop: %w", err)
 	}
@@ -95,7 +86,7 @@ func (a *Agent) Audit(ctx context.Context, threadID string) ([]audit.Turn, error
 // reasons are masked as the run masks what it stores (see
 // [RedactionConfig]). It works with the audit disabled too.
 func (a *Agent) Commit(ctx context.Context, threadID string, events []audit.Event) (audit.Turn, error) {
-	t, err := a.auditLogFor().Commit(ctx, threadID, a.maskAudit(events))
+	t, err := a.auditLog.Commit(ctx, threadID, a.maskAudit(events))
 	if err != nil {
 		return audit.Turn{}, fmt.Errorf("agentloop: %w", err)
 	}
@@ -114,7 +105,7 @@ func (r *run) commitAudit(ctx context.Context) {
 		}
 	}
 	a := r.a
-	if a.auditLog == nil {
+	if a.cfg.Audit.Disabled {
 		return
 	}
 	sctx, cancel := r.saveContext(ctx)
@@ -241,17 +232,6 @@ func (r *run) auditRedactions(step int, now map[redact.Kind]int) {
 		}
 	}
 	r.redactedAudited = now
-}
-
-// initAudit sets up the agent's audit log and router from its Config.
-func (a *Agent) initAudit() {
-	if !a.cfg.Audit.Disabled {
-		a.auditLog = audit.New(audit.Config{Store: a.cfg.Store, Keep: a.cfg.Audit.Keep, Logger: a.cfg.Logger})
-	}
-	a.router = a.cfg.Router
-	if a.router == nil {
-		a.router = DefaultRouter
-	}
 }
 
 // maskAudit returns events with their texts and reasons masked by the

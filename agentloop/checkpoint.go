@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -358,14 +357,7 @@ func compactHistory(msgs []llms.MessageContent) {
 
 // compactReference is the one-line stand-in for an old tool result.
 func compactReference(name, content string) string {
-	preview := strings.Join(strings.Fields(content), " ")
-	if len(preview) > maxPreview {
-		cut := maxPreview
-		for cut > 0 && preview[cut]&0xC0 == 0x80 { // do not split a rune
-			cut--
-		}
-		preview = preview[:cut] + "…"
-	}
+	preview := clip(oneLine(content), maxPreview)
 	return compactedPrefix + "earlier result of " + name + " (" + strconv.Itoa(len(content)) + " bytes): " + preview
 }
 
@@ -378,10 +370,7 @@ func capResult(s string, limit int, callID string) string {
 	if limit < 0 || len(s) <= limit {
 		return s
 	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
+	cut := len(truncate(s, limit))
 	return s[:cut] + "\n[agentloop: result truncated: " + strconv.Itoa(len(s)) + " bytes, of which the first " + strconv.Itoa(cut) + " are shown" + cutNote + callID + "]"
 }
 

@@ -255,5 +255,8 @@ func (c Config) withDefaults() Config {
 	if c.Store == nil {
 		c.Store = storage.NewMemory()
 	}
+	if c.Router == nil {
+		c.Router = DefaultRouter
+	}
 	return c
 }

@@ -430,10 +430,7 @@ func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
+	return truncate(s, n) + "…"
 }
 
 // summaryLayer is the built-in history-summary layer of a run: its
@@ -487,14 +484,23 @@ func (th *thread) latest() Summary {
 // windowed reports whether the run sends a window and a summary.
 func (r *run) windowed() bool { return r.thread != nil && !r.a.cfg.History.Full }
 
-// storedAt returns message i of r.msgs as stored: the loaded record
-// (never compacted) or the run's own message.
-func (r *run) storedAt(i int) (StoredMessage, error) {
-	if i < len(r.loadedStored) {
-		return r.loadedStored[i], nil
+// stored returns the thread's messages from index from up to upTo as
+// stored: the loaded records (never compacted), then the run's own
+// messages, masked.
+func (r *run) stored(from, upTo int) ([]StoredMessage, error) {
+	out := make([]StoredMessage, 0, upTo-from)
+	for i := from - r.base; i < upTo-r.base; i++ {
+		if i < len(r.loadedStored) {
+			out = append(out, r.loadedStored[i])
+			continue
+		}
+		m, err := storedMessage(r.msgs[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r.a.redact.message(m, nil))
 	}
-	m, err := storedMessage(r.msgs[i])
-	return r.a.redact.message(m, nil), err
+	return out, nil
 }
 
 // turnStarts returns the indices in r.msgs of the user messages from
@@ -517,13 +523,9 @@ func (r *run) summarizeTo(ctx context.Context, upTo int) error {
 	if upTo <= prev.Covers {
 		return nil
 	}
-	part := make([]StoredMessage, 0, upTo-prev.Covers)
-	for i := prev.Covers; i < upTo; i++ {
-		m, err := r.storedAt(i - r.base)
-		if err != nil {
-			return err
-		}
-		part = append(part, m)
+	part, err := r.stored(prev.Covers, upTo)
+	if err != nil {
+		return err
 	}
 	start := time.Now()
 	text, err := r.a.cfg.History.Summarizer.Summarize(ctx, prev.Text, part)
@@ -589,14 +591,10 @@ func (r *run) maybeSummarize(ctx context.Context) {
 		return
 	}
 	prev := th.latest()
-	part := make([]StoredMessage, 0, upTo-prev.Covers)
-	for i := prev.Covers; i < upTo; i++ {
-		m, err := r.storedAt(i - r.base)
-		if err != nil {
-			r.a.logSummaryError(ctx, r.threadID, err)
-			return
-		}
-		part = append(part, m)
+	part, err := r.stored(prev.Covers, upTo)
+	if err != nil {
+		r.a.logSummaryError(ctx, r.threadID, err)
+		return
 	}
 	bg := &background{done: make(chan struct{})}
 	r.bg = bg

@@ -148,8 +148,7 @@ func headInfo(data []byte) (ThreadInfo, error) {
 // First, as [Agent.Transcript] returns them). A thread never stored gives
 // an error that is storage.ErrNotFound.
 func (in Inspector) Thread(ctx context.Context, threadID string) (*Checkpoint, error) {
-	a := &Agent{cfg: Config{Store: in.Store}}
-	l, err := a.loadOnce(ctx, threadID, true)
+	l, err := loadThread(ctx, in.Store, threadID, true)
 	if err == nil && l == nil {
 		err = storage.ErrNotFound
 	}

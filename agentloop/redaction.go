@@ -3,6 +3,8 @@ package agentloop
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -130,21 +132,13 @@ func (rd *redactor) message(m StoredMessage, n *redactions) StoredMessage {
 		keep = append(keep, r.CallID)
 	}
 	m.Text = rd.text(m.Text, keep, n)
-	if len(m.ToolCalls) > 0 {
-		calls := make([]StoredToolCall, len(m.ToolCalls))
-		for i, c := range m.ToolCalls {
-			c.Arguments = rd.text(c.Arguments, keep, n)
-			calls[i] = c
-		}
-		m.ToolCalls = calls
+	m.ToolCalls = slices.Clone(m.ToolCalls)
+	for i, c := range m.ToolCalls {
+		m.ToolCalls[i].Arguments = rd.text(c.Arguments, keep, n)
 	}
-	if len(m.ToolResults) > 0 {
-		results := make([]StoredToolResult, len(m.ToolResults))
-		for i, r := range m.ToolResults {
-			r.Content = rd.text(r.Content, keep, n)
-			results[i] = r
-		}
-		m.ToolResults = results
+	m.ToolResults = slices.Clone(m.ToolResults)
+	for i, r := range m.ToolResults {
+		m.ToolResults[i].Content = rd.text(r.Content, keep, n)
 	}
 	return m
 }
@@ -164,22 +158,14 @@ func (rd *redactor) turn(t layer.Turn, n *redactions) layer.Turn {
 	}
 	t.Query = rd.text(t.Query, keep, n)
 	t.Response = rd.text(t.Response, keep, n)
-	if len(t.ToolCalls) > 0 {
-		calls := make([]layer.ToolCall, len(t.ToolCalls))
-		for i, c := range t.ToolCalls {
-			c.Arguments = rd.text(c.Arguments, keep, n)
-			calls[i] = c
-		}
-		t.ToolCalls = calls
+	t.ToolCalls = slices.Clone(t.ToolCalls)
+	for i, c := range t.ToolCalls {
+		t.ToolCalls[i].Arguments = rd.text(c.Arguments, keep, n)
 	}
-	if len(t.Results) > 0 {
-		results := make([]layer.ToolResult, len(t.Results))
-		for i, r := range t.Results {
-			r.Arguments = rd.text(r.Arguments, keep, n)
-			r.Content = rd.text(r.Content, keep, n)
-			results[i] = r
-		}
-		t.Results = results
+	t.Results = slices.Clone(t.Results)
+	for i, r := range t.Results {
+		t.Results[i].Arguments = rd.text(r.Arguments, keep, n)
+		t.Results[i].Content = rd.text(r.Content, keep, n)
 	}
 	return t
 }
@@ -223,9 +209,5 @@ func (n *redactions) counts() map[redact.Kind]int {
 	if len(n.by) == 0 {
 		return nil
 	}
-	out := make(map[redact.Kind]int, len(n.by))
-	for k, v := range n.by {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(n.by)
 }

@@ -115,7 +115,7 @@ func (r *run) route(ctx context.Context, w Write) (rt Route) {
 			rt = Route{Reason: "the router failed: " + err.Error()}
 		}
 	}()
-	return r.a.router.Route(ctx, w)
+	return r.a.cfg.Router.Route(ctx, w)
 }
 
 // target finds the layer a route names: a layer ID of the run's stack,

@@ -97,12 +97,3 @@ func typedCall[In, Out any](name string, fn func(ctx context.Context, run *Run, 
 		return string(b), nil
 	}
 }
-
-// call runs the tool in run r: CallRun with r's handle when set, else
-// Call.
-func (t *Tool) call(ctx context.Context, r *run, args json.RawMessage) (string, error) {
-	if t.CallRun != nil {
-		return t.CallRun(ctx, &Run{r: r}, args)
-	}
-	return t.Call(ctx, args)
-}

@@ -69,13 +69,9 @@ func (a *Agent) Spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 	if in.ThreadID == "" {
 		return nil, ErrNoThread
 	}
-	pos := new(position)
-	st, err := a.newStack(layer.Env{ThreadID: in.ThreadID, ResourceID: in.ResourceID, Store: a.layerStore, Logger: a.cfg.Logger}, pos)
+	st, pos, err := a.openStack(ctx, in.ThreadID, in.ResourceID)
 	if err != nil {
 		return nil, err
-	}
-	if err := st.Init(ctx); err != nil {
-		return nil, fmt.Errorf("agentloop: init layers: %w", err)
 	}
 	defer a.closeStack(ctx, st)
 	p := &run{a: a, stack: st, threadID: in.ThreadID, resourceID: in.ResourceID, vars: a.cfg.Vars, tree: &tree{}, pos: pos}

@@ -107,7 +107,7 @@ func (a *Agent) load(ctx context.Context, threadID string) (*loaded, error) {
 	var err error
 	for range maxLoadAttempts {
 		var l *loaded
-		l, err = a.loadOnce(ctx, threadID, false)
+		l, err = loadThread(ctx, a.cfg.Store, threadID, false)
 		if err == nil || !errors.Is(err, errVanished) {
 			if err != nil {
 				return nil, fmt.Errorf("%w: thread %s: %w", ErrCheckpoint, storage.Quote(threadID), err)
@@ -121,10 +121,9 @@ func (a *Agent) load(ctx context.Context, threadID string) (*loaded, error) {
 // errVanished is a record the head names that is not in the store.
 var errVanished = errors.New("a record the head names is missing")
 
-// loadOnce reads the thread once; full reads every retained message,
-// not only those the summary does not cover.
-func (a *Agent) loadOnce(ctx context.Context, threadID string, full bool) (*loaded, error) {
-	store := a.cfg.Store
+// loadThread reads the thread from store once; full reads every retained
+// message, not only those the summary does not cover.
+func loadThread(ctx context.Context, store storage.Store, threadID string, full bool) (*loaded, error) {
 	it, err := store.Get(ctx, storage.ThreadKey(threadID, CheckpointName))
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil
@@ -260,14 +259,11 @@ func validName(name string) bool {
 // error that is storage.ErrNotFound. Transcript reads every segment: its
 // cost grows with the thread, unlike a run's.
 func (a *Agent) Transcript(ctx context.Context, threadID string) (msgs []StoredMessage, first int, err error) {
-	l, err := a.loadOnce(ctx, threadID, true)
-	if err == nil && l == nil {
-		err = storage.ErrNotFound
-	}
+	c, err := Inspector{Store: a.cfg.Store}.Thread(ctx, threadID)
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: thread %s: %w", ErrCheckpoint, storage.Quote(threadID), err)
+		return nil, 0, err
 	}
-	return l.ckpt.Messages, l.ckpt.First, nil
+	return c.Messages, c.First, nil
 }
 
 // recordName returns a new record name: prefix, the part, and a random
@@ -298,11 +294,16 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 		written = append(written, name)
 		return nil
 	}
-	abandon := func() {
+	// named: a head names the records written (or may), so they stay.
+	named := false
+	defer func() {
+		if named {
+			return
+		}
 		for _, name := range written {
 			_ = store.Delete(context.WithoutCancel(ctx), storage.ThreadKey(r.threadID, name), storage.AnyVersion)
 		}
-	}
+	}()
 	// The messages not stored yet.
 	from := th.saved - r.base
 	if from < len(r.msgs) {
@@ -328,12 +329,10 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 			continue
 		}
 		if !json.Valid(raw) {
-			abandon()
 			return fmt.Errorf("encode: layer %s: snapshot is not valid JSON", id)
 		}
 		name := recordName(layerPrefix, id)
 		if err := put(name, raw); err != nil {
-			abandon()
 			return err
 		}
 		layers[id] = name
@@ -348,12 +347,10 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 	if p := th.pending; p != nil {
 		data, err := json.Marshal(p)
 		if err != nil {
-			abandon()
 			return fmt.Errorf("encode: summary: %w", err)
 		}
 		name := recordName(sumPrefix, strconv.Itoa(p.Version))
 		if err := put(name, data); err != nil {
-			abandon()
 			return err
 		}
 		if th.head.Summary != "" {
@@ -363,7 +360,6 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 		if keep := r.a.cfg.History.RetainMessages; keep > 0 {
 			var err error
 			if h.Retained, replaced, err = r.retain(ctx, min(p.Covers, h.Messages-keep), h.Retained, replaced); err != nil {
-				abandon()
 				return err
 			}
 		}
@@ -372,17 +368,13 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 	h.Steps, h.Usage, h.UpdatedAt, h.Compacted = th.steps+r.res.Steps, th.usage.Add(r.res.Usage), time.Now().UTC(), th.compacted
 	data, err := json.Marshal(h)
 	if err != nil {
-		abandon()
 		return fmt.Errorf("encode: %w", err)
 	}
 	v, err := store.Put(ctx, th.key, data, th.version)
+	// Only a conflict says for sure that the head was not written; after
+	// any other error it may have been, and then it names the records.
+	named = !errors.Is(err, storage.ErrConflict)
 	if err != nil {
-		// Only a conflict says for sure that the head was not written;
-		// after any other error it may have been, and then it names the
-		// records.
-		if errors.Is(err, storage.ErrConflict) {
-			abandon()
-		}
 		return err
 	}
 	th.bytesWritten += len(data)

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,14 +82,7 @@ func (r Request) ToolNames() []string {
 }
 
 // HasTool reports whether a tool of that name is offered.
-func (r Request) HasTool(name string) bool {
-	for _, n := range r.ToolNames() {
-		if n == name {
-			return true
-		}
-	}
-	return false
-}
+func (r Request) HasTool(name string) bool { return slices.Contains(r.ToolNames(), name) }
 
 func text(m llms.MessageContent) string {
 	var b strings.Builder
@@ -124,7 +118,7 @@ func NewFunc(fn Step) *Model { return &Model{fn: fn} }
 func (m *Model) Requests() []Request {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]Request(nil), m.requests...)
+	return slices.Clone(m.requests)
 }
 
 // Reset forgets the recorded requests and restarts the script.
@@ -147,7 +141,7 @@ func (m *Model) GenerateContent(ctx context.Context, msgs []llms.MessageContent,
 	}
 	m.mu.Lock()
 	n := len(m.requests)
-	req := Request{N: n, Messages: append([]llms.MessageContent(nil), msgs...), Options: opts}
+	req := Request{N: n, Messages: slices.Clone(msgs), Options: opts}
 	m.requests = append(m.requests, req)
 	step := m.fn
 	if step == nil {
@@ -222,7 +216,7 @@ func Call(name string, args any) llms.ToolCall {
 func Reply(choice *llms.ContentChoice) Step {
 	return func(context.Context, Request) (*llms.ContentChoice, error) {
 		c := *choice
-		c.ToolCalls = append([]llms.ToolCall(nil), choice.ToolCalls...)
+		c.ToolCalls = slices.Clone(choice.ToolCalls)
 		return &c, nil
 	}
 }
