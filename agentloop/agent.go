@@ -322,11 +322,9 @@ type run struct {
 	bg      *background
 	summary *summaryLayer
 
-	// redactedAudited is what of redacted the audit has recorded;
-	// evictors, the layers that count their Store's work, by ID (nil
+	// evictors are the layers that count their Store's work, by ID (nil
 	// until the first Store with the audit on).
-	redactedAudited map[redact.Kind]int
-	evictors        map[string]*evictor
+	evictors map[string]*evictor
 }
 
 // tree holds what a top-level run and all its child runs, at every
@@ -411,7 +409,7 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 		a: a, compiler: a.compiler, sysTokens: a.systemTokens, stack: stack,
 		threadID: in.ThreadID, resourceID: in.ResourceID,
 		input: in.Input, vars: a.mergeVars(in.Vars),
-		res: &Result{ThreadID: in.ThreadID}, tree: &tree{audit: a.newAuditor()}, thread: th, summary: sl, pos: pos,
+		res: &Result{ThreadID: in.ThreadID}, tree: &tree{audit: &auditor{full: !a.cfg.Audit.Disabled}}, thread: th, summary: sl, pos: pos,
 	}
 	if l != nil {
 		r.resume(l, in.Input == "")
@@ -791,8 +789,9 @@ func (r *run) record(ctx context.Context, turn layer.Turn) error {
 	// Store failures are reported by the stack; the step goes on.
 	r.store(sctx, r.a.redact.turn(turn, &r.redacted))
 	defer func() {
+		before := r.res.Redacted
 		r.res.Redacted = r.redacted.counts()
-		r.auditRedactions(turn.Step, r.res.Redacted)
+		r.auditRedactions(turn.Step, before, r.res.Redacted)
 	}()
 	if r.thread == nil {
 		return nil

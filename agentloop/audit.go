@@ -65,9 +65,6 @@ func (au *auditor) events() []audit.Event {
 // on reports whether recalls, evictions and redactions are recorded.
 func (au *auditor) on() bool { return au != nil && au.full }
 
-// newAuditor returns the auditor of a top-level run.
-func (a *Agent) newAuditor() *auditor { return &auditor{full: !a.cfg.Audit.Disabled} }
-
 // Audit returns the audit turns thread threadID keeps, oldest first (see
 // [AuditConfig] and package audit); none for a thread without any.
 func (a *Agent) Audit(ctx context.Context, threadID string) ([]audit.Turn, error) {
@@ -221,17 +218,17 @@ type evictor struct {
 }
 
 // auditRedactions records, by kind, what the step masked that earlier
-// steps had not: now is what the run has masked so far (not modified).
-func (r *run) auditRedactions(step int, now map[redact.Kind]int) {
+// steps had not: before and now are what the run had masked before the
+// step and has masked so far.
+func (r *run) auditRedactions(step int, before, now map[redact.Kind]int) {
 	if !r.tree.audit.on() {
 		return
 	}
 	for _, k := range slices.Sorted(maps.Keys(now)) {
-		if n := now[k] - r.redactedAudited[k]; n > 0 {
+		if n := now[k] - before[k]; n > 0 {
 			r.tree.audit.add(audit.Event{Op: audit.OpRedact, Step: step, Depth: r.depth, Kind: string(k), Count: n})
 		}
 	}
-	r.redactedAudited = now
 }
 
 // maskAudit returns events with their texts and reasons masked by the

@@ -182,8 +182,6 @@ type thread struct {
 	// the next write stores and commits.
 	summary Summary
 	pending *Summary
-	// bytesWritten counts the bytes handed to the store.
-	bytesWritten int
 }
 
 // resume continues a stored thread: the run starts from the loaded
@@ -241,8 +239,7 @@ func (r *run) writeCheckpoint(ctx context.Context) error {
 	if r.snapIDs == nil {
 		r.snapIDs = []string{}
 		for _, spec := range specs(r.stack) {
-			switch spec.Scope {
-			case "", layer.ScopeThread, layer.ScopeExecution:
+			if keptWithThread(spec) {
 				r.snapIDs = append(r.snapIDs, spec.ID)
 			}
 		}
@@ -292,12 +289,7 @@ func (a *Agent) restoreLayers(ctx context.Context, st *layer.Stack, c *Checkpoin
 	}
 	part := layer.Snapshot{Version: snap.Version, Layers: map[string]json.RawMessage{}}
 	for _, spec := range specs(st) {
-		data, ok := snap.Layers[spec.ID]
-		if !ok {
-			continue
-		}
-		switch spec.Scope {
-		case "", layer.ScopeThread, layer.ScopeExecution:
+		if data, ok := snap.Layers[spec.ID]; ok && keptWithThread(spec) {
 			part.Layers[spec.ID] = data
 		}
 	}
@@ -307,6 +299,12 @@ func (a *Agent) restoreLayers(ctx context.Context, st *layer.Stack, c *Checkpoin
 	if err := st.Restore(ctx, part); err != nil {
 		a.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: restoring layers from checkpoint", slog.Any("error", err))
 	}
+}
+
+// keptWithThread reports whether a layer's state is kept with the thread
+// (a thread- or execution-scoped layer's).
+func keptWithThread(spec layer.Spec) bool {
+	return spec.Scope == "" || spec.Scope == layer.ScopeThread || spec.Scope == layer.ScopeExecution
 }
 
 // compactedPrefix starts the reference that replaces a compacted tool

@@ -558,12 +558,6 @@ type background struct {
 	took time.Duration
 }
 
-// inline reports whether the summarizer runs when a step is recorded.
-func (r *run) inline() bool {
-	_, ok := r.a.cfg.History.Summarizer.(*DeterministicSummarizer)
-	return ok
-}
-
 // maybeSummarize runs before a step's checkpoint: it takes a finished
 // background summary as the pending one, and starts (or, inline, makes)
 // a summary when enough turns have left the window.
@@ -584,7 +578,8 @@ func (r *run) maybeSummarize(ctx context.Context) {
 	if upTo == 0 {
 		return
 	}
-	if r.inline() {
+	// A DeterministicSummarizer runs inline, as the step is recorded.
+	if _, inline := r.a.cfg.History.Summarizer.(*DeterministicSummarizer); inline {
 		if err := r.summarizeTo(ctx, upTo); err != nil {
 			r.a.logSummaryError(ctx, r.threadID, err)
 		}

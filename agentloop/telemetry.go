@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -132,12 +133,12 @@ func (t *telemetry) start(ctx context.Context, name string, attrs func() []attri
 }
 
 // end ends a span, marking it failed when err is not nil.
-func end(span trace.Span, err error) {
+func end(span trace.Span, err error, opts ...trace.SpanEndOption) {
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 	}
-	span.End()
+	span.End(opts...)
 }
 
 // hook records a layer hook that took e.Duration and just ended: a span
@@ -151,11 +152,7 @@ func (t *telemetry) hook(ctx context.Context, e layer.Event) {
 	now := time.Now()
 	_, span := t.tracer.Start(ctx, "memlayer.hook", trace.WithTimestamp(now.Add(-e.Duration)),
 		trace.WithAttributes(attrLayer.String(e.Layer), attrHook.String(e.Hook)))
-	if e.Err != nil {
-		span.RecordError(e.Err)
-		span.SetStatus(codes.Error, e.Err.Error())
-	}
-	span.End(trace.WithTimestamp(now))
+	end(span, e.Err, trace.WithTimestamp(now))
 }
 
 // model records a model call's duration and tokens.
@@ -171,20 +168,12 @@ func (t *telemetry) model(ctx context.Context, took time.Duration, u Usage) {
 
 // recalled records the tokens each layer put into the step's prompt
 // (an item that reports none is counted with c).
-func (t *telemetry) recalled(ctx context.Context, rs []layer.Recalled, c interface{ Count(string) int }) {
+func (t *telemetry) recalled(ctx context.Context, rs []layer.Recalled, c prompt.Counter) {
 	if !t.layerTokens.Enabled(ctx) {
 		return
 	}
 	for _, r := range rs {
-		n := 0
-		for _, it := range r.Items {
-			if it.Tokens > 0 {
-				n += it.Tokens
-			} else {
-				n += c.Count(it.Text)
-			}
-		}
-		t.layerTokens.Record(ctx, int64(n), t.attrs(attrLayer, r.ID, "", "").rec...)
+		t.layerTokens.Record(ctx, int64(itemTokens(r.Items, c)), t.attrs(attrLayer, r.ID, "", "").rec...)
 	}
 }
 

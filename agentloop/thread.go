@@ -290,7 +290,6 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 		if _, err := store.Put(ctx, storage.ThreadKey(r.threadID, name), data, storage.NoVersion); err != nil {
 			return err
 		}
-		th.bytesWritten += len(data)
 		written = append(written, name)
 		return nil
 	}
@@ -377,7 +376,6 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 	if err != nil {
 		return err
 	}
-	th.bytesWritten += len(data)
 	th.version, th.head = v, h
 	for id := range layers {
 		if raw := snap.Layers[id]; len(raw) > 0 {

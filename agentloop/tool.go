@@ -84,33 +84,23 @@ func NewTool[In, Out any](name, description string, parameters json.RawMessage, 
 	return t
 }
 
-// inferSchema returns the JSON Schema [NewTool] infers for arguments of
-// type t (see there), or nil when t accepts any object.
-func inferSchema(t reflect.Type) (json.RawMessage, error) {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() != reflect.Struct && t.Kind() != reflect.Map || t == reflect.TypeFor[json.RawMessage]() {
-		return nil, nil
-	}
-	s, err := jsonschemago.ForType(t, nil)
-	if err != nil {
-		return nil, fmt.Errorf("infer the parameters of %v: %w", t, err)
-	}
-	b, err := json.Marshal(s)
-	if err != nil {
-		return nil, fmt.Errorf("infer the parameters of %v: %w", t, err)
-	}
-	return b, nil
-}
-
-// inferParams sets t.Parameters, when empty, to the schema inferred from
-// in; an inference error is kept for [New] to report.
+// inferParams sets t.Parameters, when empty, to the JSON Schema [NewTool]
+// infers for arguments of type in (see there); it stays empty when in
+// accepts any object. An inference error is kept for [New] to report.
 func (t *Tool) inferParams(in reflect.Type) {
-	if len(t.Parameters) > 0 {
+	for in.Kind() == reflect.Pointer {
+		in = in.Elem()
+	}
+	if len(t.Parameters) > 0 || in.Kind() != reflect.Struct && in.Kind() != reflect.Map || in == reflect.TypeFor[json.RawMessage]() {
 		return
 	}
-	t.Parameters, t.paramsErr = inferSchema(in)
+	s, err := jsonschemago.ForType(in, nil)
+	if err == nil {
+		t.Parameters, err = json.Marshal(s)
+	}
+	if err != nil {
+		t.Parameters, t.paramsErr = nil, fmt.Errorf("infer the parameters of %v: %w", in, err)
+	}
 }
 
 // langchainParams is the schema offered for a langchaingo tools.Tool: one
