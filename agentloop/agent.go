@@ -528,9 +528,11 @@ func (r *run) prepareTools() error {
 
 func (r *run) canSpawn() bool { return r.a.spawnEnabled() && r.depth < r.a.cfg.MaxDepth }
 
-// loop runs steps until a final answer, a limit or an error.
+// loop runs steps until a final answer, a limit or an error. The
+// Result's Messages are the run's history as it ends.
 func (r *run) loop(ctx context.Context) (*Result, error) {
 	a := r.a
+	defer func() { r.res.Messages = r.msgs }()
 	for {
 		if err := ctx.Err(); err != nil {
 			return r.stopped(ctx)
@@ -538,15 +540,12 @@ func (r *run) loop(ctx context.Context) (*Result, error) {
 		// The token limit holds for the whole tree of runs: a child
 		// starts no model call once its parent's run is over it.
 		if a.cfg.MaxTokens > 0 && r.tree.tokens.Load() >= int64(a.cfg.MaxTokens) {
-			r.res.Messages = r.msgs
 			return r.res, &LimitError{Limit: ErrMaxTokens, Result: r.res}
 		}
 		if r.res.Steps >= a.cfg.MaxSteps {
-			r.res.Messages = r.msgs
 			return r.res, &LimitError{Limit: ErrMaxSteps, Result: r.res}
 		}
 		final, err := r.step(ctx)
-		r.res.Messages = r.msgs
 		if err != nil {
 			if ctx.Err() != nil {
 				return r.stopped(ctx)
@@ -567,7 +566,6 @@ func (r *run) loop(ctx context.Context) (*Result, error) {
 // was cut short) is checkpointed first, on a context from saveContext; if
 // that fails, the error also holds the *CheckpointError.
 func (r *run) stopped(ctx context.Context) (*Result, error) {
-	r.res.Messages = r.msgs
 	var err error = &LimitError{Limit: ErrTimeout, Result: r.res, Cause: context.DeadlineExceeded}
 	if !errors.Is(context.Cause(ctx), ErrTimeout) {
 		err = fmt.Errorf("agentloop: run stopped after %d steps: %w", r.res.Steps, ctx.Err())

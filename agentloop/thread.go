@@ -104,18 +104,15 @@ const maxLoadAttempts = 3
 // the messages the summary does not cover. A thread never stored is
 // (nil, nil).
 func (a *Agent) load(ctx context.Context, threadID string) (*loaded, error) {
-	var err error
-	for range maxLoadAttempts {
-		var l *loaded
-		l, err = loadThread(ctx, a.cfg.Store, threadID, false)
-		if err == nil || !errors.Is(err, errVanished) {
-			if err != nil {
-				return nil, fmt.Errorf("%w: thread %s: %w", ErrCheckpoint, storage.Quote(threadID), err)
-			}
+	for attempt := 1; ; attempt++ {
+		l, err := loadThread(ctx, a.cfg.Store, threadID, false)
+		if err == nil {
 			return l, nil
 		}
+		if !errors.Is(err, errVanished) || attempt == maxLoadAttempts {
+			return nil, fmt.Errorf("%w: thread %s: %w", ErrCheckpoint, storage.Quote(threadID), err)
+		}
 	}
-	return nil, fmt.Errorf("%w: thread %s: %w", ErrCheckpoint, storage.Quote(threadID), err)
 }
 
 // errVanished is a record the head names that is not in the store.
@@ -272,12 +269,6 @@ func recordName(prefix, part string) string {
 	return prefix + part + "." + newSuffix()
 }
 
-// segName returns the name of segment seq (zero-padded to ten digits, so that names
-// sort in order).
-func segName(first int) string {
-	return recordName(segPrefix, fmt.Sprintf("%010d", first))
-}
-
 // writeThread writes a step: the new messages as a segment, the layers
 // whose snapshot changed, a new summary if there is one, then the head
 // with compare-and-swap. If any write fails, the records it wrote
@@ -310,7 +301,9 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 		if err != nil {
 			return fmt.Errorf("encode: %w", err)
 		}
-		name := segName(th.saved)
+		// Its first message's index, zero-padded to ten digits so that
+		// names sort in order.
+		name := recordName(segPrefix, fmt.Sprintf("%010d", th.saved))
 		if err := put(name, data); err != nil {
 			return err
 		}
