@@ -215,35 +215,33 @@ func (c Config) withDefaults() Config {
 	if c.Name == "" {
 		c.Name = DefaultName
 	}
-	if c.MaxSteps <= 0 {
-		c.MaxSteps = DefaultMaxSteps
+	// The limits where zero, or less, means the default.
+	for _, f := range []struct {
+		v   *int
+		def int
+	}{
+		{&c.MaxSteps, DefaultMaxSteps},
+		{&c.MaxToolCallsPerStep, DefaultMaxToolCallsPerStep},
+		{&c.ToolConcurrency, DefaultToolConcurrency},
+		{&c.ContextWindow, DefaultContextWindow},
+		{&c.ResponseReserve, DefaultResponseReserve},
+		{&c.MaxChildrenPerStep, DefaultMaxChildrenPerStep},
+		{&c.MaxChildrenPerRun, DefaultMaxChildrenPerRun},
+	} {
+		if *f.v <= 0 {
+			*f.v = f.def
+		}
 	}
-	if c.MaxToolCallsPerStep <= 0 {
-		c.MaxToolCallsPerStep = DefaultMaxToolCallsPerStep
-	}
-	if c.ToolConcurrency <= 0 {
-		c.ToolConcurrency = DefaultToolConcurrency
-	}
-	if c.ContextWindow <= 0 {
-		c.ContextWindow = DefaultContextWindow
-	}
-	if c.ResponseReserve <= 0 {
-		c.ResponseReserve = DefaultResponseReserve
-	}
+	// Negative means no cap.
 	if c.MaxToolResultBytes == 0 {
 		c.MaxToolResultBytes = DefaultMaxToolResultBytes
 	}
 	if c.SaveTimeout <= 0 {
 		c.SaveTimeout = DefaultSaveTimeout
 	}
+	// Negative disables spawning.
 	if c.MaxDepth == 0 {
 		c.MaxDepth = DefaultMaxDepth
-	}
-	if c.MaxChildrenPerStep <= 0 {
-		c.MaxChildrenPerStep = DefaultMaxChildrenPerStep
-	}
-	if c.MaxChildrenPerRun <= 0 {
-		c.MaxChildrenPerRun = DefaultMaxChildrenPerRun
 	}
 	if c.Counter == nil {
 		c.Counter = prompt.Estimate
