@@ -396,7 +396,9 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 		sl = &summaryLayer{tokens: a.cfg.History.SummaryTokens}
 		extra = append(extra, sl)
 	}
-	stack, pos, err := a.openStack(ctx, in.ThreadID, in.ResourceID, extra...)
+	pos := new(position)
+	pos.ctx.Store(&ctx) // Init's hooks go under the run's span
+	stack, err := a.openStack(ctx, pos, in.ThreadID, in.ResourceID, extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -448,14 +450,12 @@ func (a *Agent) mergeVars(vars map[string]any) map[string]any {
 // Config.Layers and the run's own extra layers (the history-summary
 // layer).
 //
-// Its hook events carry the step the returned position holds (the run
-// sets it as each step starts), and their spans go under that step's
-// span (Init's under ctx's). A child agent's stack, derived with
-// Stack.Spawn, reports through the same observer: its hooks' events name
-// the top-level run's thread and the step during which the child ran.
-func (a *Agent) openStack(ctx context.Context, threadID, resourceID string, extra ...layer.Layer) (*layer.Stack, *position, error) {
-	pos := new(position)
-	pos.ctx.Store(&ctx)
+// Its hook events carry the step pos holds (the run sets it as each step
+// starts), and their spans go under that step's span. A child agent's
+// stack, derived with Stack.Spawn, reports through the same observer: its
+// hooks' events name the top-level run's thread and the step during which
+// the child ran.
+func (a *Agent) openStack(ctx context.Context, pos *position, threadID, resourceID string, extra ...layer.Layer) (*layer.Stack, error) {
 	layers := a.cfg.Layers
 	if len(extra) > 0 {
 		layers = append(slices.Clip(layers), extra...)
@@ -470,12 +470,12 @@ func (a *Agent) openStack(ctx context.Context, threadID, resourceID string, extr
 		ValidateArgs: a.schemas.validate,
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if err := st.Init(ctx); err != nil {
-		return nil, nil, fmt.Errorf("agentloop: init layers: %w", err)
+		return nil, fmt.Errorf("agentloop: init layers: %w", err)
 	}
-	return st, pos, nil
+	return st, nil
 }
 
 // specs returns the specs of st's enabled layers, in slot order.

@@ -69,7 +69,8 @@ func (a *Agent) Spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 	if in.ThreadID == "" {
 		return nil, ErrNoThread
 	}
-	st, pos, err := a.openStack(ctx, in.ThreadID, in.ResourceID)
+	pos := new(position)
+	st, err := a.openStack(ctx, pos, in.ThreadID, in.ResourceID)
 	if err != nil {
 		return nil, err
 	}

@@ -284,16 +284,11 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 		written = append(written, name)
 		return nil
 	}
-	// named: a head names the records written (or may), so they stay.
-	named := false
-	defer func() {
-		if named {
-			return
-		}
+	abandon := func() {
 		for _, name := range written {
 			_ = store.Delete(context.WithoutCancel(ctx), storage.ThreadKey(r.threadID, name), storage.AnyVersion)
 		}
-	}()
+	}
 	// The messages not stored yet.
 	from := th.saved - r.base
 	if from < len(r.msgs) {
@@ -321,10 +316,12 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 			continue
 		}
 		if !json.Valid(raw) {
+			abandon()
 			return fmt.Errorf("encode: layer %s: snapshot is not valid JSON", id)
 		}
 		name := recordName(layerPrefix, id)
 		if err := put(name, raw); err != nil {
+			abandon()
 			return err
 		}
 		layers[id] = name
@@ -339,10 +336,12 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 	if p := th.pending; p != nil {
 		data, err := json.Marshal(p)
 		if err != nil {
+			abandon()
 			return fmt.Errorf("encode: summary: %w", err)
 		}
 		name := recordName(sumPrefix, strconv.Itoa(p.Version))
 		if err := put(name, data); err != nil {
+			abandon()
 			return err
 		}
 		if th.head.Summary != "" {
@@ -352,6 +351,7 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 		if keep := r.a.cfg.History.RetainMessages; keep > 0 {
 			var err error
 			if h.Retained, replaced, err = r.retain(ctx, min(p.Covers, h.Messages-keep), h.Retained, replaced); err != nil {
+				abandon()
 				return err
 			}
 		}
@@ -360,13 +360,17 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 	h.Steps, h.Usage, h.UpdatedAt, h.Compacted = th.steps+r.res.Steps, th.usage.Add(r.res.Usage), time.Now().UTC(), th.compacted
 	data, err := json.Marshal(h)
 	if err != nil {
+		abandon()
 		return fmt.Errorf("encode: %w", err)
 	}
 	v, err := store.Put(ctx, th.key, data, th.version)
-	// Only a conflict says for sure that the head was not written; after
-	// any other error it may have been, and then it names the records.
-	named = !errors.Is(err, storage.ErrConflict)
 	if err != nil {
+		// Only a conflict says for sure that the head was not written;
+		// after any other error it may have been, and then it names the
+		// records.
+		if errors.Is(err, storage.ErrConflict) {
+			abandon()
+		}
 		return err
 	}
 	th.version, th.head = v, h
