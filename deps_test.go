@@ -156,6 +156,9 @@ var importRules = []importRule{
 	{"redacttest imports only the standard library: its generators are written apart from redact", []string{"redact/redacttest"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
 		return nonStandard("redact/redacttest", pkgs["redact/redacttest"].deps, std)
 	}},
+	{"internal/seqlog imports only the standard library and storage", []string{"internal/seqlog"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
+		return nonStandard("internal/seqlog", pkgs["internal/seqlog"].deps, std, "storage")
+	}},
 	{"audit imports only the standard library and storage", []string{"audit"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
 		return nonStandard("audit", pkgs["audit"].deps, std, "storage")
 	}},
