@@ -786,6 +786,7 @@ func (r *run) record(ctx context.Context, turn layer.Turn) error {
 	defer cancel()
 	// Store failures are reported by the stack; the step goes on.
 	r.store(sctx, r.a.redact.turn(turn, &r.redacted))
+	r.keepProposals(sctx, turn.Step)
 	defer func() {
 		before := r.res.Redacted
 		r.res.Redacted = r.redacted.counts()

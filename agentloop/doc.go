@@ -306,7 +306,9 @@
 // profile, decision, ...) to semantic memory, and refuses any other kind;
 // the model gets the refusal and its reason as the tool's error. A
 // [RouterFunc] replaces the table; a [Route] names a layer ID or one of
-// RouteScratchpad, RouteEpisodic and RouteSemantic.
+// RouteScratchpad, RouteEpisodic and RouteSemantic. A layer's Store can
+// propose writes too: a layer that is a [Proposer] has what it proposed
+// in each step routed, kept and audited the same way.
 //
 // Every memory operation of a run is recorded — each layer's recall (under
 // scored assembly, on by default, every candidate with its score and

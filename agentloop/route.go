@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/memlayer/memlayer/audit"
@@ -15,7 +17,8 @@ import (
 )
 
 // Write is a memory write offered to the [Router]: what the model asked
-// semantic memory's memorize tool to keep.
+// semantic memory's memorize tool to keep, or what a [Proposer] layer's
+// Store proposed.
 type Write struct {
 	// Kind is the write's kind, lowercased ("fact" when none was
 	// given): "preference", "reasoning", "outcome", ...
@@ -25,9 +28,11 @@ type Write struct {
 	// Importance is in [0, 1].
 	Importance float64
 	// Source says who asked and where: "by=model step=2
-	// tool=semantic_memorize".
+	// tool=semantic_memorize", or "by=layer:<id> step=2" for a
+	// Proposer's.
 	Source string
-	// Layer is the ID of the layer whose tool offered the write.
+	// Layer is the ID of the layer whose tool offered the write, or of
+	// the Proposer.
 	Layer string
 }
 
@@ -226,8 +231,7 @@ func (r *run) memorize(ctx context.Context, own layer.Layer, fn layer.Function, 
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return "", fmt.Errorf("memorize: %w", err)
 	}
-	step := r.res.Steps
-	src := semanticmemory.Source{By: "model", Step: step, Tool: name}
+	src := semanticmemory.Source{By: "model", Step: r.res.Steps, Tool: name}
 	w := Write{Kind: strings.ToLower(in.Kind), Text: in.Text, Importance: semanticmemory.DefaultImportance, Source: src.String(), Layer: own.Spec().ID}
 	if w.Kind == "" {
 		w.Kind = semanticmemory.DefaultKind
@@ -235,6 +239,19 @@ func (r *run) memorize(ctx context.Context, own layer.Layer, fn layer.Function, 
 	if in.Importance != nil {
 		w.Importance = *in.Importance
 	}
+	out, err := r.keep(ctx, w, own, src)
+	if err != nil {
+		return "", fmt.Errorf("memorize: %w", err)
+	}
+	return out, nil
+}
+
+// keep routes w and keeps it where the router says, auditing the route
+// and the write: own is the semantic memory whose memorize tool offered
+// it (nil for a Proposer's write), src its source. It returns what the
+// memorize tool answers.
+func (r *run) keep(ctx context.Context, w Write, own layer.Layer, src semanticmemory.Source) (string, error) {
+	step := src.Step
 	rt := r.route(ctx, w)
 	ev := audit.Event{Op: audit.OpRoute, Step: step, Depth: r.depth, Kind: w.Kind, Text: w.Text, Importance: w.Importance, Source: w.Source, Reason: rt.Reason}
 	var dest layer.Layer
@@ -252,7 +269,7 @@ func (r *run) memorize(ctx context.Context, own layer.Layer, fn layer.Function, 
 	if dest == nil {
 		ev.Refused = true
 		r.tree.audit.add(ev)
-		return "", fmt.Errorf("memorize: refused: %s", ev.Reason)
+		return "", fmt.Errorf("refused: %s", ev.Reason)
 	}
 	id := dest.Spec().ID
 	ev.Layer = id
@@ -266,7 +283,7 @@ func (r *run) memorize(ctx context.Context, own layer.Layer, fn layer.Function, 
 	if l, ok := layer.As[*semanticmemory.Layer](dest); ok {
 		f, err := l.Remember(ctx, semanticmemory.Memo{Text: w.Text, Kind: w.Kind, Importance: w.Importance, Source: src})
 		if err != nil {
-			return "", fmt.Errorf("memorize: %w", err)
+			return "", err
 		}
 		// A restatement word for word writes nothing and returns the
 		// fact as it was, written by someone else.
@@ -285,17 +302,94 @@ func (r *run) memorize(ctx context.Context, own layer.Layer, fn layer.Function, 
 	if l, ok := layer.As[*workingmemory.Layer](dest); ok {
 		patch, _ := json.Marshal(map[string]string{w.Kind: w.Text})
 		if err := l.Update(ctx, patch); err != nil {
-			return "", fmt.Errorf("memorize: routed to the scratchpad %s: %w", id, err)
+			return "", fmt.Errorf("routed to the scratchpad %s: %w", id, err)
 		}
 		r.tree.audit.add(write)
 		return fmt.Sprintf("kept on the scratchpad (%s) under %q, not as a durable fact: %s", id, w.Kind, rt.Reason), nil
 	}
-	if _, ok := layer.As[*episodicmemory.Layer](dest); ok {
-		// The episode log keeps this call as the step's episode.
+	if l, ok := layer.As[*episodicmemory.Layer](dest); ok {
+		if own == nil {
+			// A Proposer's write has no call of its own to log.
+			if err := l.Note(ctx, step, w.Kind, w.Text); err != nil {
+				return "", fmt.Errorf("routed to the episode log %s: %w", id, err)
+			}
+		} // else the episode log keeps the memorize call as the step's episode.
 		r.tree.audit.add(write)
 		return fmt.Sprintf("logged in the episode log (%s) with this step, not as a durable fact: %s", id, rt.Reason), nil
 	}
-	return "", fmt.Errorf("memorize: layer %s takes no routed writes", id) // routable said it does
+	return "", fmt.Errorf("layer %s takes no routed writes", id) // routable said it does
+}
+
+// A Proposer is a layer whose Store proposes memory writes instead of
+// keeping them itself: a layer that distils facts, reasoning or outcomes
+// from each step, say. After each step's Store, the agent loop takes the
+// step's proposals of every Proposer of the run, in slot order, and keeps
+// each as it keeps a memorize call: redacted (as the Proposer's own tool
+// arguments would be, see RedactionConfig), routed by [Config.Router] by
+// its kind, kept by the layer the route names (semantic memory a fact,
+// the scratchpad reasoning, the episode log an outcome, as a note),
+// audited (a refusal with its reason), and listed in Result.Writes. An
+// empty Kind is "fact", a zero Importance is
+// semanticmemory.DefaultImportance; Source and Layer are set by the loop
+// ("by=layer:<id> step=<n>", the Proposer's ID). A write with no text,
+// or an Importance outside [0, 1], is refused. Proposals is called after
+// the step's Store hooks return, and returns what was proposed since its
+// last call; it may run while a Store the stack gave up on at its
+// timeout still runs, so guard what they share. A panic in it is
+// recovered and logged, and loses that step's proposals.
+type Proposer interface {
+	Proposals() []Write
+}
+
+// keepProposals keeps the writes the run's Proposers proposed in step
+// (see Proposer). A write that cannot be kept is audited and logged; the
+// step goes on.
+func (r *run) keepProposals(ctx context.Context, step int) {
+	for _, l := range r.stack.Layers() {
+		p, ok := layer.As[Proposer](l)
+		if !ok {
+			continue
+		}
+		id := l.Spec().ID
+		for _, w := range r.proposals(ctx, id, p) {
+			src := semanticmemory.Source{By: "layer:" + id, Step: step}
+			w.Kind = cmp.Or(strings.ToLower(strings.TrimSpace(w.Kind)), semanticmemory.DefaultKind)
+			w.Importance = cmp.Or(w.Importance, semanticmemory.DefaultImportance)
+			w.Source, w.Layer = src.String(), id
+			if r.a.redact.masksTools(l) {
+				w.Text = r.a.redact.text(w.Text, nil, &r.redacted)
+			}
+			var why string
+			switch {
+			case strings.TrimSpace(w.Text) == "":
+				why = "empty text"
+			case !(w.Importance >= 0 && w.Importance <= 1): // NaN too
+				why = fmt.Sprintf("importance %v is not in [0, 1]", w.Importance)
+				w.Importance = 0 // the audit keeps finite numbers only
+			}
+			var err error
+			if why != "" {
+				err = errors.New("refused: " + why)
+				r.tree.audit.add(audit.Event{Op: audit.OpRoute, Step: step, Depth: r.depth, Kind: w.Kind, Text: w.Text, Source: w.Source, Reason: why, Refused: true})
+			} else {
+				_, err = r.keep(ctx, w, nil, src)
+			}
+			if err != nil {
+				r.a.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: a proposed write was not kept", slog.String("layer", id), slog.String("kind", w.Kind), slog.Any("error", err))
+			}
+		}
+	}
+}
+
+// proposals calls p.Proposals, a panic recovered and logged.
+func (r *run) proposals(ctx context.Context, id string, p Proposer) (ws []Write) {
+	defer func() {
+		if v := recover(); v != nil {
+			_ = r.a.recovered(ctx, "Proposals of layer "+id, v)
+			ws = nil
+		}
+	}()
+	return p.Proposals()
 }
 
 // routable reports whether l is a layer a write can be routed to.

@@ -1,8 +1,9 @@
 // Package episodicmemory is the episodic memory layer: a time-ordered log
 // of what an agent did — every tool invocation (tool, arguments, result or
-// error, duration, step, time, the IDs and names it touched) and every
-// turn's outcome (the request and the answer) — per thread or per
-// resource, kept in a storage.Store (any backend).
+// error, duration, step, time, the IDs and names it touched), every
+// turn's outcome (the request and the answer) and the notes the agent
+// routes to it ([Layer.Note]: an outcome a layer's Store proposed) — per
+// thread or per resource, kept in a storage.Store (any backend).
 //
 // Before each model call the layer recalls the episodes most relevant to
 // the user's input, as one-line digests with a reference, in a fenced

@@ -23,13 +23,17 @@ const (
 	// model's answer, recorded at the step that ends the turn (a model
 	// response without tool calls).
 	KindTurn Kind = "turn"
+	// KindNote is a memory write the agent routed to the log (see
+	// [Layer.Note]): Tool holds the write's kind ("outcome"), Result its
+	// text.
+	KindNote Kind = "note"
 )
 
 // Episode is one entry of the log: a tool invocation or a turn's outcome.
 type Episode struct {
 	// Ref is the episode's reference: the tool call ID of a tool
-	// episode, "turn-<seq>" of a turn. Recall shows it; [Layer.Read] and
-	// the read tool take it.
+	// episode, "turn-<seq>" of a turn, "note-<seq>-<n>" of a note.
+	// Recall shows it; [Layer.Read] and the read tool take it.
 	Ref  string `json:"ref"`
 	Kind Kind   `json:"kind"`
 	// Thread is the thread the episode happened in.
@@ -104,7 +108,14 @@ func (e *Episode) Digest() string {
 	if size == 0 {
 		size = len(e.Result)
 	}
-	if e.Kind == KindTurn {
+	switch e.Kind {
+	case KindNote:
+		b.WriteString("note (")
+		b.WriteString(oneLine(e.Tool, 64))
+		b.WriteString("): ")
+		b.WriteString(oneLine(e.Result, digestResult))
+		return b.String()
+	case KindTurn:
 		b.WriteString("turn: ")
 		b.WriteString(strconv.Quote(oneLine(e.Query, digestQuery)))
 		b.WriteString(" → answered: ")

@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
 
-// FormatVersion is the version of every record this package writes: the
-// head, segments, digest records and snapshots. Records of a later
-// version are refused with [ErrVersion]; records without a version, or
-// that do not decode, are [ErrCorrupt].
+// FormatVersion is the newest version of the records this package
+// writes (the head, segments, digest records and snapshots) and the
+// newest it reads. A segment or snapshot that holds a note ([KindNote])
+// is version 2, which builds from before notes refuse with [ErrVersion]
+// rather than set aside as corrupt; every other record is version 1, as
+// before. Records of a later version are refused with ErrVersion; records
+// without a version, or that do not decode, are [ErrCorrupt].
 //
 // # The stored log
 //
@@ -35,7 +39,19 @@ import (
 // through prev, each covering [from, to). Segments below dropped have
 // been deleted (the retention limit), and nothing below base (set by
 // Clear and Restore) is part of the log.
-const FormatVersion = 1
+const FormatVersion = 2
+
+// baseVersion is the version of every record but those holding a note.
+const baseVersion = 1
+
+// versionOf is the version a segment or snapshot of eps is written with
+// (see FormatVersion).
+func versionOf(eps []Episode) int {
+	if slices.ContainsFunc(eps, func(e Episode) bool { return e.Kind == KindNote }) {
+		return FormatVersion
+	}
+	return baseVersion
+}
 
 // head is the log's head record.
 type head struct {
@@ -49,7 +65,7 @@ type head struct {
 	LastDigest int64 `json:"lastDigest"`
 }
 
-func emptyHead() head { return head{Version: FormatVersion, LastDigest: -1} }
+func emptyHead() head { return head{Version: baseVersion, LastDigest: -1} }
 
 type segment struct {
 	Version  int       `json:"version"`
@@ -202,7 +218,7 @@ func checkEpisode(e *Episode) error {
 	switch {
 	case e.Ref == "":
 		return fmt.Errorf("no ref")
-	case e.Kind != KindTool && e.Kind != KindTurn:
+	case e.Kind != KindTool && e.Kind != KindTurn && e.Kind != KindNote:
 		return fmt.Errorf("kind %q", e.Kind)
 	case e.Size < 0 || e.Size > 0 && e.Size < len(e.Result):
 		return fmt.Errorf("size %d for a result of %d bytes", e.Size, len(e.Result))

@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -188,12 +190,40 @@ func (l *Layer) episodes(t layer.Turn) []Episode {
 // number puts episodes in segment seq: a turn episode takes its
 // reference, "turn-<seq>", from it.
 func number(eps []Episode, seq int64) {
+	notes := 0
 	for i := range eps {
 		eps[i].seq = seq
-		if eps[i].Kind == KindTurn {
+		switch eps[i].Kind {
+		case KindTurn:
 			eps[i].Ref = "turn-" + strconv.FormatInt(seq, 10)
+		case KindNote:
+			notes++
+			eps[i].Ref = "note-" + strconv.FormatInt(seq, 10) + "-" + strconv.Itoa(notes)
 		}
 	}
+}
+
+// Note logs a memory write the agent routed to the episode log — an
+// actionable outcome a layer's Store proposed, say — as an episode of
+// kind [KindNote] at step: kind is the write's kind ("outcome"), text
+// what to keep (cut at Config.MaxResultBytes, as a tool's result is).
+// It is appended at once,
+// in a segment of its own, like a step's episodes, and recalled like
+// them. An empty text is an error and logs nothing.
+func (l *Layer) Note(ctx context.Context, step int, kind, text string) error {
+	if strings.TrimSpace(text) == "" {
+		return errors.New("episodicmemory: note: empty text")
+	}
+	res, size := cutResult(text, l.cfg.MaxResultBytes)
+	e := Episode{Ref: "note", Kind: KindNote, Thread: l.thread, Step: step, Time: clampTime(l.cfg.Now()), Tool: kind, Result: res, Size: size, seq: -1}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pending = append(l.pending, e)
+	l.changed()
+	if err := l.flush(ctx); err != nil {
+		return fmt.Errorf("episodicmemory: note: %w", err)
+	}
+	return nil
 }
 
 // flush appends the pending episodes (in memory without a store).
@@ -454,7 +484,8 @@ func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
 
 func (l *Layer) snapshotLocked() []byte {
 	digests := l.digests[max(len(l.digests)-l.cfg.SnapshotDigests, 0):]
-	s := snapshot{Version: FormatVersion, Digests: make([]Digest, len(digests)), Episodes: slices.Concat(l.recent, l.pending)}
+	s := snapshot{Digests: make([]Digest, len(digests)), Episodes: slices.Concat(l.recent, l.pending)}
+	s.Version = versionOf(s.Episodes)
 	for i, d := range digests {
 		d.Seq = 0
 		s.Digests[i] = d
@@ -505,13 +536,13 @@ func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
 		return nil
 	}
 	if len(l.digests) > 0 {
-		rec := digestRecord{Version: FormatVersion, From: h.Base, To: h.Base + 1, Prev: -1, Digests: l.digests}
+		rec := digestRecord{Version: baseVersion, From: h.Base, To: h.Base + 1, Prev: -1, Digests: l.digests}
 		if _, err := l.log.Store.Put(ctx, l.log.Key(digestName(h.Base)), encode(rec), storage.AnyVersion); err != nil {
 			return fmt.Errorf("episodicmemory: restore: %w", err)
 		}
 	}
 	for _, e := range l.recent {
-		seg := segment{Version: FormatVersion, Seq: e.seq, Episodes: []Episode{e}}
+		seg := segment{Version: versionOf([]Episode{e}), Seq: e.seq, Episodes: []Episode{e}}
 		if _, err := l.log.Store.Put(ctx, l.log.Key(segName(e.seq)), encode(seg), storage.AnyVersion); err != nil {
 			return fmt.Errorf("episodicmemory: restore: %w", err)
 		}

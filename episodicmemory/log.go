@@ -146,7 +146,8 @@ func (l *Layer) appendPending(ctx context.Context) error {
 			return fmt.Errorf("append: %w", err)
 		}
 		seq := l.head.Next
-		seg := segment{Version: FormatVersion, Seq: seq, Episodes: slices.Clone(l.pending)}
+		seg := segment{Seq: seq, Episodes: slices.Clone(l.pending)}
+		seg.Version = versionOf(seg.Episodes)
 		number(seg.Episodes, seq)
 		_, err := l.log.Store.Put(ctx, l.log.Key(segName(seq)), encode(seg), storage.NoVersion)
 		if err != nil && !errors.Is(err, storage.ErrConflict) {
@@ -224,7 +225,7 @@ func (l *Layer) compactStored(ctx context.Context, to int64) error {
 			digests = append(digests, eps[k].digest())
 		}
 	}
-	rec := digestRecord{Version: FormatVersion, From: from, To: to, Prev: l.head.LastDigest, Digests: digests}
+	rec := digestRecord{Version: baseVersion, From: from, To: to, Prev: l.head.LastDigest, Digests: digests}
 	if _, err := l.log.Store.Put(ctx, l.log.Key(digestName(from)), encode(rec), storage.NoVersion); err != nil {
 		if errors.Is(err, storage.ErrConflict) {
 			// Another writer folded from here (or crashed doing it):

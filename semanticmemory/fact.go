@@ -48,7 +48,8 @@ const (
 // Source says where a fact came from.
 type Source struct {
 	// By is who wrote it: "model" (the memorize tool), "code" (the Go
-	// API) or "user" (code writing what the user said).
+	// API), "user" (code writing what the user said) or "layer:<id>" (a
+	// layer's Store, through agentloop's router).
 	By string `json:"by,omitempty"`
 	// Thread is the thread the fact was written in.
 	Thread string `json:"thread,omitempty"`

@@ -1,0 +1,124 @@
+package agentloop_test
+
+import (
+	"context"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/memlayer/memlayer/agentloop"
+	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/audit"
+	"github.com/memlayer/memlayer/episodicmemory"
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/semanticmemory"
+	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/workingmemory"
+)
+
+// distiller is a layer whose Store proposes writes (an agentloop.Proposer):
+// at the step without tool calls, what propose returns for the turn.
+type distiller struct {
+	propose func(t layer.Turn) []agentloop.Write
+	broken  bool // Proposals panics
+	mu      sync.Mutex
+	pending []agentloop.Write
+}
+
+func (d *distiller) Spec() layer.Spec { return layer.Spec{ID: "distiller", Slot: 90} }
+
+func (d *distiller) Recall(context.Context, layer.Query) ([]layer.Item, error) { return nil, nil }
+
+func (d *distiller) Store(_ context.Context, t layer.Turn) error {
+	if len(t.ToolCalls) > 0 {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.pending = append(d.pending, d.propose(t)...)
+	return nil
+}
+
+func (d *distiller) Proposals() []agentloop.Write {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.broken {
+		panic("distiller broke")
+	}
+	out := d.pending
+	d.pending = nil
+	return out
+}
+
+// TestMemory94_StoreProposalsAreRouted: the writes a layer's Store
+// proposes are routed by kind like memorize calls — a preference to
+// semantic memory, reasoning to the scratchpad, an outcome to the episode
+// log as a note — redacted on the way, audited with their source, listed
+// in Result.Writes, and in the next run's prompt; an unknown kind and an
+// empty text are refused with their reason in the audit. A Proposer that
+// panics loses its proposals and not the run.
+func TestMemory94_StoreProposalsAreRouted(t *testing.T) {
+	ctx := t.Context()
+	store := storage.NewMemory()
+	d := &distiller{propose: func(t layer.Turn) []agentloop.Write {
+		return []agentloop.Write{
+			{Kind: "Preference", Text: "The user prefers oolong tea; mail them at tea.lover@example.com."},
+			{Kind: "plan", Text: "Ask which kettle the user has."},
+			{Kind: "outcome", Text: "Ordered 200 g of oolong for the user."},
+			{Kind: "color", Text: "green"},
+			{Text: "  "},
+			{Kind: "fact", Text: "The user is very sure.", Importance: math.NaN()},
+		}
+	}}
+	layers := func() []layer.Layer { return append(gateLayers(t), d) }
+	model := agenttest.New(agenttest.Reply(agenttest.Text("Oolong is on its way.")), agenttest.Reply(agenttest.Text("Oolong, as you like it.")))
+	a := mustAgent(t, agentloop.Config{Model: model, Store: store, Layers: layers()})
+	res, err := a.Run(ctx, agentloop.RunInput{ThreadID: "t1", ResourceID: "u1", Input: "Order me some oolong tea."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := map[string]audit.Event{}
+	for _, w := range res.Writes {
+		if w.Op == audit.OpWrite && strings.HasPrefix(w.Source, "by=layer:distiller") {
+			kept[w.Kind] = w
+		}
+	}
+	for kind, layerID := range map[string]string{"preference": semanticmemory.DefaultID, "plan": workingmemory.DefaultID, "outcome": episodicmemory.DefaultID} {
+		if w, ok := kept[kind]; !ok || w.Layer != layerID {
+			t.Errorf("the %s write: %+v, want it kept by %s; writes %+v", kind, w, layerID, res.Writes)
+		}
+	}
+	if strings.Contains(kept["preference"].Text, "tea.lover@example.com") {
+		t.Errorf("the preference was kept unredacted: %q", kept["preference"].Text)
+	}
+	var reasons []string
+	for _, e := range res.Audit.Events {
+		if e.Op == audit.OpRoute && e.Refused {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	if len(reasons) != 3 || !strings.Contains(reasons[0], `"color"`) || reasons[1] != "empty text" || reasons[2] != "importance NaN is not in [0, 1]" {
+		t.Errorf("refusals %q, want the unknown kind, the empty text and the NaN importance", reasons)
+	}
+	keys, err := store.List(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range keys {
+		if it, _ := store.Get(ctx, key); strings.Contains(string(it.Value), "tea.lover@example.com") {
+			t.Errorf("store key %s holds the e-mail address", key)
+		}
+	}
+	// The next run sees all three where the router put them.
+	d.broken = true
+	if _, err := mustAgent(t, agentloop.Config{Model: model, Store: store, Layers: layers()}).Run(ctx, agentloop.RunInput{ThreadID: "t1", ResourceID: "u1", Input: "Which tea do I like?"}); err != nil {
+		t.Fatalf("a panicking Proposer failed the run: %v", err)
+	}
+	sys := model.Requests()[1].System()
+	for _, want := range []string{"The user prefers oolong tea", "Ask which kettle the user has.", "note (outcome): Ordered 200 g of oolong for the user."} {
+		if !strings.Contains(sys, want) {
+			t.Errorf("the next run's prompt lacks %q:\n%s", want, sys)
+		}
+	}
+}
