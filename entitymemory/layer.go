@@ -129,7 +129,7 @@ type Layer struct {
 	cache   string       // rendered block; "" until rendered after a change
 	cacheN  int          // cache's tokens by the default estimate (layer.Query{}.Count)
 
-	savedLen int // bytes of the state as last written; 0 when unknown
+	saved []byte // the state as last written; nil when unknown. It is the state while !dirty
 
 	// Counts since the layer was made, for Metrics.
 	extracted int64 // entities extracted from tool results
@@ -487,6 +487,7 @@ func (l *Layer) removeLocked(gone []Entity) {
 	l.list = slices.DeleteFunc(l.list, func(e Entity) bool { return containsEntity(gone, &e) })
 	if len(l.list) != n {
 		l.cache = ""
+		l.dirty = l.store != nil
 	}
 	if l.store == nil {
 		return
@@ -518,7 +519,7 @@ func (l *Layer) saveLocked(ctx context.Context) error {
 		data := encodeState(l.list, l.clock)
 		v, err := l.store.Put(ctx, l.key, data, l.version)
 		if err == nil {
-			l.version, l.dirty, l.base, l.deleted, l.savedLen = v, false, l.clock, nil, len(data)
+			l.version, l.dirty, l.base, l.deleted, l.saved = v, false, l.clock, nil, data
 			return nil
 		}
 		if !errors.Is(err, storage.ErrConflict) {
@@ -592,7 +593,18 @@ func (l *Layer) Recent(n int) []Entity {
 func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return encodeState(l.list, l.clock), nil
+	return slices.Clone(l.stateLocked()), nil
+}
+
+// stateLocked returns the encoded state: the bytes the last save wrote
+// when nothing changed since (the agent loop snapshots every layer each
+// step), else encoded afresh. The caller holds l.mu and must not modify
+// the result.
+func (l *Layer) stateLocked() []byte {
+	if l.store != nil && !l.dirty && l.saved != nil {
+		return l.saved
+	}
+	return encodeState(l.list, l.clock)
 }
 
 // Restore replaces the state with a snapshot, of this version or an older
@@ -619,7 +631,7 @@ func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
 		if err != nil {
 			return fmt.Errorf("entitymemory: restore: save %s: %w", l.key, err)
 		}
-		l.version, l.dirty, l.savedLen = v, false, len(data)
+		l.version, l.dirty, l.saved = v, false, data
 	}
 	l.list, l.clock, l.base, l.deleted, l.cache = list, clock, clock, nil, ""
 	return nil
@@ -632,7 +644,7 @@ func (l *Layer) Clear(ctx context.Context) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.list, l.cache, l.dirty, l.deleted, l.base, l.savedLen = nil, "", false, nil, l.clock, 0
+	l.list, l.cache, l.dirty, l.deleted, l.base, l.saved = nil, "", false, nil, l.clock, nil
 	if l.store == nil {
 		return nil
 	}
@@ -653,10 +665,7 @@ func (l *Layer) Metrics() map[string]int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.expire()
-	n := l.savedLen // the state as last written, unless it changed since
-	if l.dirty || n == 0 {
-		n = len(encodeState(l.list, l.clock))
-	}
+	n := len(l.stateLocked())
 	return map[string]int64{"entries": int64(len(l.list)), "bytes": int64(n),
 		"extractions_total": l.extracted, "evictions_total": l.evicted}
 }

@@ -623,3 +623,61 @@ func TestRecallTokensCachedDefault(t *testing.T) {
 type byteCounter struct{}
 
 func (byteCounter) Count(s string) int { return len(s) }
+
+// TestSnapshotIsTheState: Snapshot returns the bytes the last save wrote
+// while nothing changed since (the agent loop snapshots every layer each
+// step), a copy the caller may keep; after a change not saved yet, a
+// deletion, a Clear, and without a store, it is the state as it is now.
+func TestSnapshotIsTheState(t *testing.T) {
+	ctx := t.Context()
+	snap := func(l *Layer) string {
+		t.Helper()
+		b, err := l.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	now := func(l *Layer) string {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return string(encodeState(l.list, l.clock))
+	}
+	st := storage.NewMemory()
+	l := initLayer(t, mustNew(t, Config{}), env(st, "t"))
+	store(t, l, result("get_page", ``, `{"id":"p1","title":"One"}`))
+	stored, err := st.Get(ctx, l.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := l.Snapshot(ctx)
+	if err != nil || string(first) != string(stored.Value) || string(first) != now(l) {
+		t.Fatalf("Snapshot %s (%v), stored %s, state %s", first, err, stored.Value, now(l))
+	}
+	clear(first) // the caller's copy
+	if snap(l) != now(l) {
+		t.Error("modifying a snapshot changed the next one")
+	}
+	l.mu.Lock()
+	l.list = append(l.list, Entity{Type: "page", ID: "p-unsaved", Name: "Unsaved"})
+	l.dirty = true
+	l.mu.Unlock()
+	if s := snap(l); !strings.Contains(s, "p-unsaved") || s != now(l) {
+		t.Errorf("after an unsaved change, Snapshot %s", s)
+	}
+	store(t, l, result("delete_page", `{"id":"p1"}`, `{"id":"p1","deleted":true}`))
+	if s := snap(l); strings.Contains(s, `"p1"`) || s != now(l) {
+		t.Errorf("after a deletion, Snapshot %s", s)
+	}
+	if err := l.Clear(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := snap(l); s != now(l) || strings.Contains(s, "page") {
+		t.Errorf("after Clear, Snapshot %s", s)
+	}
+	mem := initLayer(t, mustNew(t, Config{}), env(nil, "t"))
+	store(t, mem, result("get_page", ``, `{"id":"p9","title":"Nine"}`))
+	if s := snap(mem); !strings.Contains(s, "p9") || s != now(mem) {
+		t.Errorf("without a store, Snapshot %s", s)
+	}
+}
