@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/memlayer/memlayer/audit"
@@ -345,11 +346,11 @@ type Proposer interface {
 // (see Proposer). A write that cannot be kept is audited and logged; the
 // step goes on.
 func (r *run) keepProposals(ctx context.Context, step int) {
-	for _, l := range r.stack.Layers() {
-		p, ok := layer.As[Proposer](l)
-		if !ok {
-			continue
-		}
+	if r.proposers == nil {
+		r.proposers = slices.DeleteFunc(r.stack.Layers(), func(l layer.Layer) bool { _, ok := layer.As[Proposer](l); return !ok })
+	}
+	for _, l := range r.proposers {
+		p, _ := layer.As[Proposer](l)
 		id := l.Spec().ID
 		for _, w := range r.proposals(ctx, id, p) {
 			src := semanticmemory.Source{By: "layer:" + id, Step: step}
