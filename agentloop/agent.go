@@ -534,6 +534,7 @@ func (r *run) canSpawn() bool { return r.a.spawnEnabled() && r.depth < r.a.cfg.M
 func (r *run) loop(ctx context.Context) (*Result, error) {
 	a := r.a
 	defer func() { r.res.Messages = r.msgs }()
+	r.watchWrites() // before the first step's tools write
 	for {
 		if err := ctx.Err(); err != nil {
 			return r.stopped(ctx)

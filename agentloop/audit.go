@@ -158,40 +158,50 @@ func (r *run) auditAssembly(step int, ids []string, cands []prompt.Candidate, se
 	}
 }
 
-// storeCounters are the counts a layer's Metrics may keep of what its
-// Store does, and the audit event each one's growth over a step makes:
-// entity memory's evictions and extractions, episodic memory's episodes.
+// storeCounters are the counts a layer's Metrics may keep of the writes
+// a step makes, and the audit event each one's growth over a step makes:
+// entity memory's evictions and extractions and episodic memory's
+// episodes (by their Store), and the key-value memory's writes (by code:
+// the run's tools, say).
 var storeCounters = []struct {
-	name string
-	op   audit.Op
-	kind string
+	name   string
+	op     audit.Op
+	kind   string
+	source string
 }{
-	{"extractions_total", audit.OpWrite, "extracted"},
-	{"episodes_total", audit.OpWrite, "episode"},
-	{"evictions_total", audit.OpEvict, ""},
+	{"extractions_total", audit.OpWrite, "extracted", "store"},
+	{"episodes_total", audit.OpWrite, "episode", "store"},
+	{"evictions_total", audit.OpEvict, "", ""},
+	{"writes_total", audit.OpWrite, "kv", "code"},
+}
+
+// watchWrites, with the audit on, reads the counts of the layers that
+// keep storeCounters, before the run's first step.
+func (r *run) watchWrites() {
+	if !r.tree.audit.on() {
+		return
+	}
+	r.evictors = map[string]*evictor{}
+	for _, l := range r.stack.Layers() {
+		if f, ok := layer.As[figuresReporter](l); ok {
+			m := f.Metrics()
+			for _, c := range storeCounters {
+				if _, ok := m[c.name]; ok {
+					r.evictors[l.Spec().ID] = &evictor{f: f, seen: m}
+					break
+				}
+			}
+		}
+	}
 }
 
 // store hands the step to the layers' Store; with the audit on, it
-// records what the layers that count their Store's work in their
-// Metrics did in it (see storeCounters).
+// records what the layers that count their writes in their Metrics
+// wrote in the step, its tools' calls included (see storeCounters).
 func (r *run) store(ctx context.Context, t layer.Turn) {
 	if !r.tree.audit.on() {
 		_ = r.stack.Store(ctx, t) // failures are reported by the stack
 		return
-	}
-	if r.evictors == nil {
-		r.evictors = map[string]*evictor{}
-		for _, l := range r.stack.Layers() {
-			if f, ok := layer.As[figuresReporter](l); ok {
-				m := f.Metrics()
-				for _, c := range storeCounters {
-					if _, ok := m[c.name]; ok {
-						r.evictors[l.Spec().ID] = &evictor{f: f, seen: m}
-						break
-					}
-				}
-			}
-		}
 	}
 	_ = r.stack.Store(ctx, t)
 	for _, id := range slices.Sorted(maps.Keys(r.evictors)) {
@@ -199,11 +209,7 @@ func (r *run) store(ctx context.Context, t layer.Turn) {
 		m := e.f.Metrics()
 		for _, c := range storeCounters {
 			if n := m[c.name] - e.seen[c.name]; n > 0 {
-				ev := audit.Event{Op: c.op, Step: t.Step, Depth: r.depth, Layer: id, Kind: c.kind, Count: int(n)}
-				if c.op == audit.OpWrite {
-					ev.Source = "store"
-				}
-				r.tree.audit.add(ev)
+				r.tree.audit.add(audit.Event{Op: c.op, Step: t.Step, Depth: r.depth, Layer: id, Kind: c.kind, Source: c.source, Count: int(n)})
 			}
 		}
 		e.seen = m

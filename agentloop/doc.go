@@ -313,8 +313,9 @@
 // Every memory operation of a run is recorded — each layer's recall (under
 // scored assembly, on by default, every candidate with its score and
 // whether it was packed), each route and its reason, each write, superseded or
-// forgotten fact, what each layer's Store kept and evicted (where the
-// layer counts it in its Metrics), the values redacted — and
+// forgotten fact, what each layer's Store kept and evicted and how many
+// key-value entries the step's code wrote (where the layer counts them in
+// its Metrics), the values redacted — and
 // committed as the run ends, as one turn of the thread's audit (package
 // audit), stored with the thread through Config.Store, the newest
 // AuditConfig.Keep turns kept. Result.Writes lists what the run wrote,

@@ -2,7 +2,10 @@ package agentloop_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +18,7 @@ import (
 	"github.com/memlayer/memlayer/semanticmemory"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/workingmemory"
+	"github.com/memlayer/memlayer/workingmemory/kv"
 )
 
 // distiller is a layer whose Store proposes writes (an agentloop.Proposer):
@@ -120,5 +124,48 @@ func TestMemory94_StoreProposalsAreRouted(t *testing.T) {
 		if !strings.Contains(sys, want) {
 			t.Errorf("the next run's prompt lacks %q:\n%s", want, sys)
 		}
+	}
+}
+
+// TestMemory95_KeyValueWritesAudited: what the run's tools write to the
+// key-value memory is in the audit, counted in the step that wrote it
+// (the first step included), with the layer and source "code".
+func TestMemory95_KeyValueWritesAudited(t *testing.T) {
+	kvl, err := kv.NewLayer(kv.LayerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	note := agentloop.Tool{Name: "note_order", Description: "Notes the order.", CallRun: func(ctx context.Context, run *agentloop.Run, _ json.RawMessage) (string, error) {
+		mem, err := kv.From(run.Stack(), "")
+		if err != nil {
+			return "", err
+		}
+		if err := kv.Set(mem, "order", "oolong"); err != nil {
+			return "", err
+		}
+		if err := kv.Set(mem, "grams", 200); err != nil {
+			return "", err
+		}
+		_, err = mem.Remove("grams")
+		return "noted", err
+	}}
+	model := agenttest.New(
+		agenttest.Reply(agenttest.Calls(agenttest.Call("note_order", `{}`))),
+		agenttest.Reply(agenttest.Calls(agenttest.Call("note_order", `{}`))),
+		agenttest.Reply(agenttest.Text("Noted.")),
+	)
+	res, err := mustAgent(t, agentloop.Config{Model: model, Store: storage.NewMemory(), Layers: []layer.Layer{kvl}, Tools: []agentloop.Tool{note}}).
+		Run(t.Context(), agentloop.RunInput{ThreadID: "t1", Input: "Order oolong."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range res.Writes {
+		if w.Layer == kv.DefaultLayerID {
+			got = append(got, fmt.Sprintf("step %d: %s %d by %s", w.Step, w.Kind, w.Count, w.Source))
+		}
+	}
+	if want := []string{"step 0: kv 3 by code", "step 1: kv 3 by code"}; !slices.Equal(got, want) {
+		t.Errorf("key-value writes in the audit %q, want %q", got, want)
 	}
 }

@@ -361,19 +361,22 @@ func (l *Layer) Clear(ctx context.Context) error {
 
 // Metrics returns the layer's figures (see "Metrics" in package layer;
 // agentloop exports them as OpenTelemetry metrics): "entries", "bytes"
-// and "scopes", what the run's scope and its child scopes hold now; "fallback_lookups_total", reads answered by an ancestor scope; and
-// "expired_total", expired entries removed. The two counts cover the
-// run's scope and the child scopes of the same agent, not those of child
-// agents, whose own layers count them. Names ending in "_total" only
-// grow. A template reports nothing.
+// and "scopes", what the run's scope and its child scopes hold now;
+// "fallback_lookups_total", reads answered by an ancestor scope;
+// "expired_total", expired entries removed; and "writes_total", entries
+// set, removed or cleared (agentloop's audit records each step's). The
+// counts cover the run's scope and the child scopes of the same agent,
+// disposed ones included, not those of child agents, whose own layers
+// count them. Names ending in "_total" only grow. A template reports
+// nothing.
 func (l *Layer) Metrics() map[string]int64 {
 	if l.mem == nil {
 		return nil
 	}
 	st, _ := l.mem.Stats() // a disposed scope holds nothing
-	fallbacks, expired := l.mem.counts()
+	fallbacks, expired, writes := l.mem.counts()
 	return map[string]int64{"entries": int64(st.Entries), "bytes": int64(st.Bytes), "scopes": int64(st.Scopes),
-		"fallback_lookups_total": fallbacks, "expired_total": expired}
+		"fallback_lookups_total": fallbacks, "expired_total": expired, "writes_total": writes}
 }
 
 // Interface guards.

@@ -462,3 +462,60 @@ func TestFit09_ParallelChildAgents(t *testing.T) {
 		t.Error("two children named task-1 share a scope")
 	}
 }
+
+// TestKVLayerMetricsTotalsOnlyGrow: "writes_total" counts the entries
+// set, removed and cleared, and no "_total" falls when a child scope that
+// did work is merged and disposed.
+func TestKVLayerMetricsTotalsOnlyGrow(t *testing.T) {
+	l := boundKV(t, LayerConfig{}, testEnv(storage.NewMemory()))
+	mem := l.Memory()
+	for _, k := range []string{"a", "b", "c"} {
+		if err := Set(mem, k, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := mem.Remove("a"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := mem.Clear(); err != nil || n != 2 {
+		t.Fatalf("Clear = %d, %v", n, err)
+	}
+	if got := l.Metrics()["writes_total"]; got != 3+1+2 {
+		t.Errorf("writes_total = %d, want 6 (3 set, 1 removed, 2 cleared)", got)
+	}
+	child, err := mem.Child("task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Set(child, "x", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := Get[int](child, "missing-here"); ok || err != nil {
+		t.Fatalf("a missing key: %v, %v", ok, err)
+	}
+	if err := Set(mem, "p", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := Get[int](child, "p"); !ok || err != nil { // answered by the parent
+		t.Fatalf("p from the parent: %v, %v", ok, err)
+	}
+	before := l.Metrics()
+	if before["writes_total"] != 8 || before["fallback_lookups_total"] == 0 {
+		t.Fatalf("before the merge: %v", before)
+	}
+	if _, err := child.MergeToParent(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Dispose(); err != nil {
+		t.Fatal(err)
+	}
+	after := l.Metrics()
+	for name, v := range before {
+		if strings.HasSuffix(name, "_total") && after[name] < v {
+			t.Errorf("%s fell from %d to %d when the child scope was disposed", name, v, after[name])
+		}
+	}
+	if after["writes_total"] != 9 { // the merge set x in the parent
+		t.Errorf("writes_total after the merge = %d, want 9", after["writes_total"])
+	}
+}

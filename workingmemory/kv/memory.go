@@ -52,10 +52,13 @@ type Memory struct {
 	dirty map[string]struct{}
 
 	// Counts since the scope was made, for Layer.Metrics: reads that
-	// started here and found the key in an ancestor, and expired entries
-	// removed from this scope.
+	// started here and found the key in an ancestor, expired entries
+	// removed from this scope, and entries set, removed or cleared in it
+	// (merged into it, for a parent). A disposed scope's counts go to its
+	// parent of the same agent, so its agent's totals never fall.
 	fallbacks atomic.Int64
 	expired   atomic.Int64
+	writes    atomic.Int64
 }
 
 type tree struct {
@@ -503,6 +506,12 @@ func (e *entry) expired(now time.Time) bool {
 // emit completes e with mem's scope and the time, and reports it to the
 // observer and the debug log.
 func (mem *Memory) emit(e Event, now time.Time) {
+	switch e.Kind {
+	case EventSet, EventRemoved:
+		mem.writes.Add(1)
+	case EventCleared:
+		mem.writes.Add(int64(e.Count))
+	}
 	cfg := &mem.tree.cfg
 	if cfg.Observer == nil && !cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
 		return
@@ -942,21 +951,29 @@ func (mem *Memory) disposeLocked() (gone []*Memory) {
 		delete(t.byID, s.id)
 		gone = append(gone, s)
 	})
-	if mem.parent != nil {
-		delete(mem.parent.children, mem.id)
+	if p := mem.parent; p != nil {
+		delete(p.children, mem.id)
+		for _, s := range gone {
+			if s.agent == p.agent {
+				p.fallbacks.Add(s.fallbacks.Load())
+				p.expired.Add(s.expired.Load())
+				p.writes.Add(s.writes.Load())
+			}
+		}
 	}
 	return gone
 }
 
-// counts sums the fallback and expiry counts of mem and of its
+// counts sums the fallback, expiry and write counts of mem and of its
 // descendants that belong to mem's agent.
-func (mem *Memory) counts() (fallbacks, expired int64) {
+func (mem *Memory) counts() (fallbacks, expired, writes int64) {
 	mem.tree.mu.RLock()
 	defer mem.tree.mu.RUnlock()
 	var walk func(s *Memory)
 	walk = func(s *Memory) {
 		fallbacks += s.fallbacks.Load()
 		expired += s.expired.Load()
+		writes += s.writes.Load()
 		for _, c := range s.children {
 			if c.agent == mem.agent {
 				walk(c)
@@ -964,7 +981,7 @@ func (mem *Memory) counts() (fallbacks, expired int64) {
 		}
 	}
 	walk(mem)
-	return fallbacks, expired
+	return fallbacks, expired, writes
 }
 
 // Stats returns what mem and its descendants hold (expired entries not
