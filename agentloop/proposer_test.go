@@ -169,3 +169,35 @@ func TestMemory95_KeyValueWritesAudited(t *testing.T) {
 		t.Errorf("key-value writes in the audit %q, want %q", got, want)
 	}
 }
+
+// TestMemory96_SpawnFromCodeAudited: a child agent started from code
+// (Agent.Spawn) has its memory operations committed as a turn of the
+// parent thread's audit, and listed in its Result.Writes, at depth 1.
+func TestMemory96_SpawnFromCodeAudited(t *testing.T) {
+	ctx := t.Context()
+	model := agenttest.New(
+		agenttest.Reply(agenttest.Calls(memorize("The user's kettle is a gooseneck.", "profile"))),
+		agenttest.Reply(agenttest.Text("Noted the kettle.")),
+	)
+	a := mustAgent(t, agentloop.Config{Model: model, Store: storage.NewMemory(), Layers: gateLayers(t)})
+	res, err := a.Spawn(ctx, agentloop.SpawnInput{ThreadID: "t1", ResourceID: "u1", Input: "Note my kettle."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept *audit.Event
+	for i, w := range res.Writes {
+		if w.Op == audit.OpWrite && w.Layer == semanticmemory.DefaultID {
+			kept = &res.Writes[i]
+		}
+	}
+	if kept == nil || kept.Depth != 1 || !strings.Contains(kept.Text, "gooseneck") {
+		t.Fatalf("Result.Writes %+v, want the child's fact at depth 1", res.Writes)
+	}
+	turns, err := a.Audit(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(turns) != 1 || res.Audit == nil || fmt.Sprint(turns[0].Events) != fmt.Sprint(res.Audit.Events) {
+		t.Fatalf("thread t1's audit has %d turns; Result.Audit %+v", len(turns), res.Audit)
+	}
+}

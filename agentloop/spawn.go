@@ -57,9 +57,11 @@ type SpawnInput struct {
 // The child's history is not checkpointed.
 //
 // The parent is a fresh stack on in.ThreadID (required) and
-// in.ResourceID, initialised from the store and closed afterwards. A tool
-// of a running agent spawns a child of its own run with [Run.Spawn] (see
-// [NewRunTool]).
+// in.ResourceID, initialised from the store and closed afterwards. The
+// child's memory operations are committed as one turn of in.ThreadID's
+// audit (Result.Writes and Result.Audit, as for [Agent.Run]). A tool of a
+// running agent spawns a child of its own run with [Run.Spawn] (see
+// [NewRunTool]); its operations are in that run's turn.
 //
 // A child at depth MaxDepth cannot spawn: the error is ErrMaxDepth. A
 // run's children, at every depth, share its limits: MaxTokens counts
@@ -75,8 +77,17 @@ func (a *Agent) Spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 		return nil, err
 	}
 	defer a.closeStack(ctx, st)
-	p := &run{a: a, stack: st, threadID: in.ThreadID, resourceID: in.ResourceID, vars: a.cfg.Vars, tree: &tree{}, pos: pos}
-	return p.spawn(ctx, in)
+	p := &run{a: a, stack: st, threadID: in.ThreadID, resourceID: in.ResourceID, vars: a.cfg.Vars,
+		tree: &tree{audit: &auditor{full: !a.cfg.Audit.Disabled}}, pos: pos}
+	res, err := p.spawn(ctx, in)
+	// The child's memory operations are a turn of the thread's audit,
+	// as a run's are.
+	p.res = res
+	if p.res == nil {
+		p.res = &Result{ThreadID: in.ThreadID}
+	}
+	p.commitAudit(ctx)
+	return res, err
 }
 
 // spawn runs a child of run p.
