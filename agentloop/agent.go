@@ -281,7 +281,7 @@ type run struct {
 	a          *Agent
 	snapIDs    []string                   // the layers whose snapshots the checkpoint keeps; nil until the first
 	sources    map[string]candidateSource // the layers in scored assembly, by ID; nil until the first step
-	proposers  []layer.Layer              // the run's Proposers, in slot order; nil until the first step's Store
+	proposers  []proposer                 // the run's Proposers, in slot order; nil until the first step's Store
 	redacted   redactions                 // what the run masked
 	compiler   *prompt.Compiler
 	sysTokens  int

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 
 	"github.com/memlayer/memlayer/audit"
@@ -337,9 +336,18 @@ func (r *run) keep(ctx context.Context, w Write, own layer.Layer, src semanticme
 // the step's Store hooks return, and returns what was proposed since its
 // last call; it may run while a Store the stack gave up on at its
 // timeout still runs, so guard what they share. A panic in it is
-// recovered and logged, and loses that step's proposals.
+// recovered and logged, and loses that step's proposals. Only the agent
+// loop takes proposals: under the langchaingo adapter ([NewMemory]) no
+// one calls Proposals, so a Proposer meant for both should bound what it
+// holds.
 type Proposer interface {
 	Proposals() []Write
+}
+
+// proposer is a layer of the run that is a Proposer.
+type proposer struct {
+	l layer.Layer
+	p Proposer
 }
 
 // keepProposals keeps the writes the run's Proposers proposed in step
@@ -347,10 +355,15 @@ type Proposer interface {
 // step goes on.
 func (r *run) keepProposals(ctx context.Context, step int) {
 	if r.proposers == nil {
-		r.proposers = slices.DeleteFunc(r.stack.Layers(), func(l layer.Layer) bool { _, ok := layer.As[Proposer](l); return !ok })
+		r.proposers = []proposer{}
+		for _, l := range r.stack.Layers() {
+			if p, ok := layer.As[Proposer](l); ok {
+				r.proposers = append(r.proposers, proposer{l, p})
+			}
+		}
 	}
-	for _, l := range r.proposers {
-		p, _ := layer.As[Proposer](l)
+	for _, pl := range r.proposers {
+		l, p := pl.l, pl.p
 		id := l.Spec().ID
 		for _, w := range r.proposals(ctx, id, p) {
 			src := semanticmemory.Source{By: "layer:" + id, Step: step}
