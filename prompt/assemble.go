@@ -5,6 +5,8 @@ import (
 	"container/heap"
 	"math"
 	"math/bits"
+	"slices"
+	"strings"
 	"time"
 	"unicode"
 )
@@ -87,7 +89,13 @@ func Assemble(cands []Candidate, pool int, s Scoring) []Selected {
 		// fall: if it is still the best after the update, it is the best.
 		if top.seen < len(picked) {
 			for _, p := range picked[top.seen:] {
-				top.red = max(top.red, overlap(top.sig, p.sig))
+				o := overlap(top.sig, p.sig)
+				if o >= s.Novelty {
+					// Before skipping it, make sure: a collision of
+					// two words' bits is not a duplicate.
+					o = exactOverlap(top, p)
+				}
+				top.red = max(top.red, o)
 			}
 			top.seen = len(picked)
 			top.score = top.base - s.Redundancy*top.red
@@ -159,6 +167,7 @@ type candidate struct {
 	seen   int       // how many picked candidates red accounts for
 	sig    signature // its words, once signed
 	signed bool
+	words  []string // its words, sorted, once a near-duplicate is suspected
 }
 
 // assembly is a max-heap of candidates by score, then the tie-break order.
@@ -191,7 +200,10 @@ func (a *assembly) Pop() any {
 // and digits, lowered) sets the bit its 64-bit FNV-1a hash picks. The
 // overlap of two texts is estimated from their signatures: exact for
 // texts without colliding words, and about 0.03 too high for two unrelated
-// texts of 15 words each, far below the novelty threshold.
+// texts of 15 words each, far below the novelty threshold. Two short texts
+// can still collide into a false duplicate ("blk_331a2a8d9866" and
+// "blk_1429627cb996" share both bits), so a pair estimated at the
+// threshold or above is measured exactly (see exactOverlap).
 type signature [4]uint64
 
 func sign(text string) signature {
@@ -213,6 +225,51 @@ func sign(text string) signature {
 	}
 	end()
 	return s
+}
+
+// eachWord calls f with each word of text: each run of letters and
+// digits, lowered.
+func eachWord(text string, f func(string)) {
+	start := -1
+	for i, r := range text {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			f(strings.ToLower(text[start:i]))
+			start = -1
+		}
+	}
+	if start >= 0 {
+		f(strings.ToLower(text[start:]))
+	}
+}
+
+// exactOverlap is the Jaccard index of a's and b's sets of words,
+// 0 when both are empty.
+func exactOverlap(a, b *candidate) float64 {
+	for _, c := range []*candidate{a, b} {
+		if c.words == nil {
+			c.words = []string{}
+			eachWord(c.c.Text, func(w string) { c.words = append(c.words, w) })
+			slices.Sort(c.words)
+			c.words = slices.Compact(c.words)
+		}
+	}
+	and := 0
+	for _, w := range a.words {
+		if _, ok := slices.BinarySearch(b.words, w); ok {
+			and++
+		}
+	}
+	or := len(a.words) + len(b.words) - and
+	if or == 0 {
+		return 0
+	}
+	return float64(and) / float64(or)
 }
 
 // overlap is the Jaccard index of two signatures, 0 when both are empty.

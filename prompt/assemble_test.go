@@ -177,3 +177,43 @@ func TestMemory79_ScoreIsTheScoreBeforeRedundancy(t *testing.T) {
 		}
 	}
 }
+
+// TestAssembleNoFalseDuplicates packs short texts whose estimated word
+// sets collide ("blk_331a2a8d9866" and "blk_1429627cb996" set the same
+// two bits) and many more IDs of one kind: none is a duplicate of
+// another, so with room for all, all are selected. Before the novelty
+// filter measured suspected duplicates exactly, the second of the
+// colliding pair was dropped as a copy of the first.
+func TestAssembleNoFalseDuplicates(t *testing.T) {
+	texts := []string{"blk_331a2a8d9866", "blk_1429627cb996"}
+	r := rand.New(rand.NewPCG(7, 11))
+	for len(texts) < 2000 {
+		texts = append(texts, fmt.Sprintf("blk_%012x", r.Uint64()>>16))
+	}
+	cands := make([]prompt.Candidate, len(texts))
+	for i, text := range texts {
+		cands[i] = prompt.Candidate{Layer: "summary", Key: fmt.Sprintf("e%04d", i), Text: text, Tokens: 1, Similarity: 0.5}
+	}
+	sel := prompt.Assemble(cands, len(cands), prompt.Scoring{Now: now})
+	if len(sel) != len(cands) {
+		got := map[string]bool{}
+		for _, s := range sel {
+			got[s.Text] = true
+		}
+		var lost []string
+		for _, text := range texts {
+			if !got[text] {
+				lost = append(lost, text)
+			}
+		}
+		t.Errorf("selected %d of %d distinct texts; lost as duplicates: %v", len(sel), len(cands), lost[:min(len(lost), 5)])
+	}
+	// A true near-duplicate is still skipped.
+	dup := []prompt.Candidate{
+		{Layer: "facts", Key: "a", Text: "The editor writes in British English.", Tokens: 5, Similarity: 1},
+		{Layer: "facts", Key: "b", Text: "the editor writes in British English", Tokens: 5, Similarity: 0.9},
+	}
+	if got := keys(prompt.Assemble(dup, 100, prompt.Scoring{Now: now})); !slices.Equal(got, []string{"facts/a"}) {
+		t.Errorf("near-duplicates: selected %v, want only facts/a", got)
+	}
+}
