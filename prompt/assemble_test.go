@@ -178,12 +178,12 @@ func TestMemory79_ScoreIsTheScoreBeforeRedundancy(t *testing.T) {
 	}
 }
 
-// TestAssembleNoFalseDuplicates packs short texts whose estimated word
-// sets collide ("blk_331a2a8d9866" and "blk_1429627cb996" set the same
-// two bits) and many more IDs of one kind: none is a duplicate of
+// TestAssembleNoFalseDuplicates packs 2,000 distinct IDs, more words
+// than a signature has bits, so many collide: none is a duplicate of
 // another, so with room for all, all are selected. Before the novelty
-// filter measured suspected duplicates exactly, the second of the
-// colliding pair was dropped as a copy of the first.
+// filter measured suspected duplicates exactly, 256 were kept. Records
+// that differ only in their IDs and numbers (two summary lines) are not
+// copies either, and a true near-duplicate is still skipped.
 func TestAssembleNoFalseDuplicates(t *testing.T) {
 	texts := []string{"blk_331a2a8d9866", "blk_1429627cb996"}
 	r := rand.New(rand.NewPCG(7, 11))
@@ -207,6 +207,13 @@ func TestAssembleNoFalseDuplicates(t *testing.T) {
 			}
 		}
 		t.Errorf("selected %d of %d distinct texts; lost as duplicates: %v", len(sel), len(cands), lost[:min(len(lost), 5)])
+	}
+	lines := []prompt.Candidate{
+		{Layer: "summary", Key: "a", Text: `- User: Page 2 | createPage (call call_0_0_1) → page_2 "Page 2" | answer: Created page_2.`, Tokens: 5, Similarity: 1},
+		{Layer: "summary", Key: "b", Text: `- User: Page 3 | createPage (call call_0_0_2) → page_3 "Page 3" | answer: Created page_3.`, Tokens: 5, Similarity: 1},
+	}
+	if got := keys(prompt.Assemble(lines, 100, prompt.Scoring{Now: now})); len(got) != 2 {
+		t.Errorf("two summary lines about two pages: selected %v, want both", got)
 	}
 	// A true near-duplicate is still skipped.
 	dup := []prompt.Candidate{
