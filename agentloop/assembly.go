@@ -29,10 +29,20 @@ import (
 // their own; when the pool is smaller than that, the best candidates of
 // all of them win. A candidate whose Key is the ID of a tool call whose
 // whole result the step's history carries (an episode of that call) is
-// not packed: the prompt says it already. Each of them
-// shows what it won as one fenced block in its slot, best first. Every other layer (the scratchpad, the entities,
-// instructions, the history summary) is pinned: it keeps its slot and
-// budget. The same inputs, at the same Scoring.Now, give the same prompt.
+// not packed: the prompt says it already. Each of them shows what it won
+// as one fenced block in its slot, best first.
+//
+// The history summary is a candidate layer too: each entity of its
+// "Entities seen earlier" line and each other line is a candidate (see
+// the history-summary layer's Candidates), it brings to the pool what
+// its whole block takes (its budget at most), and the parts it wins are
+// shown in the summary's own order. With room for all, that is the whole
+// summary, as it is stored. Its audit event counts its parts and lists
+// only those left out.
+//
+// Every other layer (the scratchpad, the entities, instructions) is
+// pinned: it keeps its slot and budget. The same inputs, at the same
+// Scoring.Now, give the same prompt.
 type AssemblyConfig struct {
 	// Disabled turns scored assembly off: every layer fills its own
 	// budget with its Recall.
@@ -89,10 +99,21 @@ func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageC
 	pool := 0
 	ids := slices.Sorted(maps.Keys(r.sources))
 	for _, id := range ids {
-		pool += r.alloc.Layers[id]
+		share := r.alloc.Layers[id]
+		if id == SummaryLayerID {
+			// The summary brings what its block takes, its allocation
+			// at most: the allocation was the history's, and what the
+			// summary does not use goes back to the history.
+			share = min(share, q.Count(r.summary.whole()))
+		}
+		pool += share
 		budgets[id] = -1 // not recalled: assembled
 	}
 	total := pool
+	sc := a.cfg.Assembly.Scoring
+	if sc.Now.IsZero() {
+		sc.Now = time.Now() // as Assemble would, once for the audit's scores too
+	}
 	var cands []prompt.Candidate
 	for _, id := range ids {
 		cs, err := r.candidates(ctx, id, q)
@@ -100,21 +121,35 @@ func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageC
 			a.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: candidates", slog.String("layer", id), slog.Any("error", err))
 			continue
 		}
+		if id == SummaryLayerID {
+			// The summary is as recent as the conversation it is part of.
+			for i := range cs {
+				cs[i].Time = sc.Now
+			}
+		}
 		cands = append(cands, cs...)
 		// Each block's fence, and the line break after each line, take
 		// tokens of the pool too.
-		pool -= q.Count(layer.Fence(layer.FenceTag(id), ""))
-	}
-	sc := a.cfg.Assembly.Scoring
-	if sc.Now.IsZero() {
-		sc.Now = time.Now() // as Assemble would, once for the audit's scores too
+		if id == SummaryLayerID {
+			// The summary's parts, counted one by one, may add up to
+			// more or less than the block they make: the pool takes
+			// the difference, so the whole summary takes what its
+			// block does.
+			pool -= r.summary.frame(q, cs)
+		} else {
+			pool -= q.Count(layer.Fence(layer.FenceTag(id), ""))
+		}
 	}
 	shown := r.sentCalls(msgs)
 	fresh := slices.DeleteFunc(slices.Clone(cands), func(c prompt.Candidate) bool { return shown[c.Key] })
 	sel := prompt.Assemble(fresh, max(pool, 0), sc)
 	lines := map[string][]string{}
+	won := map[string]bool{} // the summary's parts that won
 	for _, s := range sel {
 		lines[s.Layer] = append(lines[s.Layer], s.Text)
+		if s.Layer == SummaryLayerID {
+			won[s.Key] = true
+		}
 	}
 	recalled, _ := r.stack.Recall(ctx, q, budgets)
 	byID := make(map[string]layer.Recalled, len(recalled)+len(lines))
@@ -128,6 +163,9 @@ func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageC
 			continue
 		}
 		text := layer.Fence(layer.FenceTag(id), strings.Join(lines[id], "\n"))
+		if id == SummaryLayerID {
+			text = r.summary.block(won) // in its own order, with its header
+		}
 		tokens[id] = q.Count(text)
 		byID[id] = layer.Recalled{ID: id, Items: []layer.Item{{Text: text, Tokens: tokens[id]}}}
 	}

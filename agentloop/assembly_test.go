@@ -13,6 +13,7 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/audit"
 	"github.com/memlayer/memlayer/episodicmemory"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
@@ -261,4 +262,155 @@ func TestMemory93_AssemblySkipsEpisodesTheWindowShows(t *testing.T) {
 	if whole, _ := count(t, agentloop.Config{History: agentloop.HistoryConfig{Full: true}, KeepToolResults: true, ContextWindow: 16000}, 8); whole == 0 {
 		t.Error("full history over its share: every call in the history was taken as surely sent")
 	}
+}
+
+// rivalLayer offers n candidates of about 20 tokens, each better than a
+// summary part the input does not name and worse than one it names, for
+// a pool it adds budget tokens to.
+type rivalLayer struct {
+	budget, n int
+	now       time.Time
+}
+
+func (l rivalLayer) Spec() layer.Spec {
+	return layer.Spec{ID: "rival", Slot: 600, Budget: layer.Budget{Max: l.budget}}
+}
+
+func (l rivalLayer) Recall(context.Context, layer.Query) ([]layer.Item, error) { return nil, nil }
+
+func (l rivalLayer) Candidates(_ context.Context, q layer.Query) ([]prompt.Candidate, error) {
+	words := strings.Fields("amber basil cedar delta ember fjord garnet harbor iris juniper kestrel lagoon maple nectar orchid pebble quartz raven saffron tundra umber violet willow xenon yarrow zephyr acorn birch cobalt dune")
+	var out []prompt.Candidate
+	for i := range l.n {
+		// Distinct words, so that no note is a near-duplicate of another.
+		var b strings.Builder
+		for k := range 5 {
+			b.WriteString(" " + words[(i*5+k)%len(words)] + fmt.Sprint(i))
+		}
+		text := fmt.Sprintf("note %d:%s.", i, b.String())
+		out = append(out, prompt.Candidate{Key: fmt.Sprint(i), Text: text, Tokens: q.Count(text), Similarity: 0.5, Importance: 0.5, Time: l.now})
+	}
+	return out, nil
+}
+
+// TestMemory97_SummaryCompetesInThePool: with scored assembly on, the
+// history summary offers its parts (each entity of its "Entities seen
+// earlier" line, each other line) as candidates in the pool it shares
+// with the other candidate layers. When the pool is short, the part the
+// user's message names stays and parts it does not name give way to
+// better candidates; the parts shown keep the summary's order, the audit
+// counts the parts and lists those left out, and Result.Budgets marks
+// the summary assembled. With the pool large enough, or assembly off,
+// the whole summary is sent as it is stored.
+func TestMemory97_SummaryCompetesInThePool(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	titles := []string{"Pricing", "Blog", "Contact", "Support", "Careers", "Press", "Legal", "Team", "Shop", "Events"}
+	run := func(t *testing.T, rival rivalLayer, disabled bool) (sys, stored string, res *agentloop.Result) {
+		t.Helper()
+		model := agenttest.NewFunc(pagesPolicy)
+		a := mustAgent(t, agentloop.Config{Model: model, Store: storage.NewMemory(), Tools: []agentloop.Tool{pagesTool(10)},
+			Layers:   []layer.Layer{rival},
+			History:  agentloop.HistoryConfig{MaxTurns: 1, SummarizeAfter: 1, SummaryTokens: 120},
+			Assembly: agentloop.AssemblyConfig{Disabled: disabled, Scoring: prompt.Scoring{Now: now}}})
+		for _, title := range titles {
+			if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: title}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ck, err := a.LoadCheckpoint(t.Context(), "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		model.Reset()
+		res, err = a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "Rename the Pricing page"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sys = model.Requests()[0].System()
+		i, j := strings.Index(sys, "<history_summary>\n"), strings.Index(sys, "\n</history_summary>")
+		if i < 0 || j < i {
+			t.Fatalf("no summary block:\n%s", sys)
+		}
+		return sys[i+len("<history_summary>\n") : j], ck.Summary.Text, res
+	}
+	// parts splits a summary as the layer does: the entities, then the
+	// lines.
+	parts := func(s string) []string {
+		var out []string
+		for i, ln := range strings.Split(s, "\n") {
+			if rest, ok := strings.CutPrefix(ln, "Entities seen earlier: "); ok && i == 0 {
+				out = append(out, strings.Split(rest, "; ")...)
+			} else {
+				out = append(out, ln)
+			}
+		}
+		return out
+	}
+
+	t.Run("short pool", func(t *testing.T) {
+		shown, stored, res := run(t, rivalLayer{budget: 60, n: 12, now: now}, false)
+		all, got := parts(stored), parts(shown)
+		if !strings.HasPrefix(stored, "Entities seen earlier: ") || len(all) < 8 {
+			t.Fatalf("the stored summary has no entities line or few parts:\n%s", stored)
+		}
+		if !slices.Contains(got, `page_1 "Pricing"`) {
+			t.Errorf("the entity the message names is not shown:\n%s", shown)
+		}
+		if len(got) >= len(all) {
+			t.Errorf("all %d parts are shown; the rival candidates should have taken the place of some", len(all))
+		}
+		// The parts shown are parts of the summary, in its order.
+		k := 0
+		for _, p := range got {
+			for k < len(all) && all[k] != p {
+				k++
+			}
+			if k == len(all) {
+				t.Fatalf("part %q is not in the stored summary's order:\n%s\nstored:\n%s", p, shown, stored)
+			}
+		}
+		var ev *audit.Event
+		for i, e := range res.Audit.Events {
+			if e.Op == audit.OpRecall && e.Layer == agentloop.SummaryLayerID && e.Step == 0 {
+				ev = &res.Audit.Events[i]
+				break
+			}
+		}
+		if ev == nil {
+			t.Fatal("no recall event of the summary in the audit")
+		}
+		if ev.Count != len(all) || len(ev.Candidates) != len(all)-len(got) {
+			t.Errorf("audit: %d parts, %d left out; want %d and %d", ev.Count, len(ev.Candidates), len(all), len(all)-len(got))
+		}
+		for _, c := range ev.Candidates {
+			if c.Packed {
+				t.Errorf("audit lists the packed part %q as left out", c.Key)
+			}
+		}
+		assembled := false
+		for _, b := range res.Budgets {
+			if b.Layer == agentloop.SummaryLayerID {
+				assembled = b.Assembled
+			}
+		}
+		if !assembled {
+			t.Errorf("Result.Budgets does not mark the summary assembled: %+v", res.Budgets)
+		}
+		// The same inputs give the same block.
+		if again, _, _ := run(t, rivalLayer{budget: 60, n: 12, now: now}, false); again != shown {
+			t.Errorf("two runs showed two summaries:\n%s\n---\n%s", shown, again)
+		}
+	})
+	t.Run("room for all", func(t *testing.T) {
+		shown, stored, _ := run(t, rivalLayer{budget: 60, n: 1, now: now}, false)
+		if shown != stored {
+			t.Errorf("shown:\n%s\nstored:\n%s", shown, stored)
+		}
+	})
+	t.Run("assembly off", func(t *testing.T) {
+		shown, stored, _ := run(t, rivalLayer{budget: 60, n: 12, now: now}, true)
+		if shown != stored {
+			t.Errorf("shown:\n%s\nstored:\n%s", shown, stored)
+		}
+	})
 }

@@ -154,7 +154,15 @@ func (r *run) auditAssembly(step int, ids []string, cands []prompt.Candidate, se
 		if len(by[id]) == 0 {
 			continue
 		}
-		r.tree.audit.add(audit.Event{Op: audit.OpRecall, Step: step, Depth: r.depth, Layer: id, Tokens: tokens[id], Candidates: by[id]})
+		e := audit.Event{Op: audit.OpRecall, Step: step, Depth: r.depth, Layer: id, Tokens: tokens[id], Candidates: by[id]}
+		if id == SummaryLayerID {
+			// The summary offers every entity and line it holds, every
+			// step, and usually all of them are packed: its event
+			// counts them and lists only those left out.
+			e.Count = len(e.Candidates)
+			e.Candidates = slices.DeleteFunc(e.Candidates, func(c audit.Candidate) bool { return c.Packed })
+		}
+		r.tree.audit.add(e)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/memlayer/memlayer/internal/jsonx"
+	"github.com/memlayer/memlayer/internal/lexical"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 )
@@ -461,12 +463,122 @@ var summaryOverhead = 2 * layer.Query{}.Count(summaryHeader+layer.Fence(layer.Fe
 
 // Recall returns the summary the step uses, if there is one.
 func (l *summaryLayer) Recall(_ context.Context, q layer.Query) ([]layer.Item, error) {
+	text := l.whole()
+	if text == "" {
+		return nil, nil
+	}
+	return []layer.Item{{Text: text, Tokens: q.Count(text)}}, nil
+}
+
+// whole is the summary's block: its header and the fenced summary; empty
+// when there is no summary.
+func (l *summaryLayer) whole() string {
+	s := l.text.Load()
+	if s == nil || *s == "" {
+		return ""
+	}
+	return summaryHeader + layer.Fence(layer.FenceTag(SummaryLayerID), *s)
+}
+
+// summaryPart is one candidate of the summary in scored assembly: a
+// line of it, or one entity of its "Entities seen earlier" line.
+type summaryPart struct {
+	key    string // "line-<n>" or "entity-<n>", n its place in the summary
+	text   string
+	entity bool
+}
+
+// summaryParts splits a summary into its candidates, in its order: the
+// entities of a leading "Entities seen earlier" line one by one, then
+// every other non-empty line.
+func summaryParts(text string) []summaryPart {
+	var parts []summaryPart
+	for i, ln := range strings.Split(text, "\n") {
+		switch {
+		case i == 0 && strings.HasPrefix(ln, entitiesHeader):
+			for _, e := range strings.Split(strings.TrimPrefix(ln, entitiesHeader), "; ") {
+				if e != "" {
+					parts = append(parts, summaryPart{key: "entity-" + strconv.Itoa(len(parts)), text: e, entity: true})
+				}
+			}
+		case strings.TrimSpace(ln) != "":
+			parts = append(parts, summaryPart{key: "line-" + strconv.Itoa(len(parts)), text: ln})
+		}
+	}
+	return parts
+}
+
+// Candidates offers the summary to scored assembly (see AssemblyConfig)
+// in parts, so that when the shared pool is short the parts most like the
+// user's message stay: each entity of the "Entities seen earlier" line
+// (an ID and its name) and each other line is a candidate. Similarity is
+// BM25 over the parts, divided by the query's top score; importance is
+// 0.5, as a fact's by default; the run gives them the step's time (the
+// summary is as recent as the conversation it is part of). The
+// parts won are shown in the summary's own order (see block), so the
+// summary still reads from oldest to newest.
+func (l *summaryLayer) Candidates(_ context.Context, q layer.Query) ([]prompt.Candidate, error) {
 	s := l.text.Load()
 	if s == nil || *s == "" {
 		return nil, nil
 	}
-	text := summaryHeader + layer.Fence(layer.FenceTag(SummaryLayerID), *s)
-	return []layer.Item{{Text: text, Tokens: q.Count(text)}}, nil
+	parts := summaryParts(*s)
+	var corpus lexical.Corpus
+	for _, p := range parts {
+		corpus.Add(p.key, p.text)
+	}
+	sim := make([]float64, len(parts))
+	for _, h := range corpus.Rank(q.Text) {
+		sim[h.Doc] = h.Similarity
+	}
+	out := make([]prompt.Candidate, len(parts))
+	for i, p := range parts {
+		// An entity takes its separator with it: "; " in the line.
+		out[i] = prompt.Candidate{Layer: SummaryLayerID, Key: p.key, Text: p.text, Tokens: q.Count(p.text + "; "),
+			Similarity: sim[i], Importance: 0.5, Source: "summary"}
+	}
+	return out, nil
+}
+
+// frame is what the summary's block takes beyond its parts cs, as
+// Candidates counted them: the header, the fence and the separators
+// (negative when counting the parts one by one rounds up more than they
+// add).
+func (l *summaryLayer) frame(q layer.Query, cs []prompt.Candidate) int {
+	won := make(map[string]bool, len(cs))
+	n := 0
+	for _, c := range cs {
+		won[c.Key] = true
+		n += c.Tokens
+	}
+	return q.Count(l.block(won)) - n
+}
+
+// block renders the parts of the summary whose keys won, in the
+// summary's order, as Recall renders the whole: the entities first on one
+// line, then the other lines. It is empty when none did.
+func (l *summaryLayer) block(won map[string]bool) string {
+	s := l.text.Load()
+	if s == nil {
+		return ""
+	}
+	var ents, lines []string
+	for _, p := range summaryParts(*s) {
+		switch {
+		case !won[p.key]:
+		case p.entity:
+			ents = append(ents, p.text)
+		default:
+			lines = append(lines, p.text)
+		}
+	}
+	if len(ents) > 0 {
+		lines = slices.Insert(lines, 0, entitiesHeader+strings.Join(ents, "; "))
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return summaryHeader + layer.Fence(layer.FenceTag(SummaryLayerID), strings.Join(lines, "\n"))
 }
 
 // OnSpawn gives a child agent no summary: its history is its own.
