@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Scoring weighs the parts of a candidate's score in [Assemble]:
@@ -93,7 +94,7 @@ func Assemble(cands []Candidate, pool int, s Scoring) []Selected {
 				if o >= s.Novelty {
 					// Before skipping it, make sure: a collision of
 					// two words' bits is not a duplicate.
-					o = exactOverlap(top, p)
+					o = exactOverlap(top.c.Text, p.c.Text)
 				}
 				top.red = max(top.red, o)
 			}
@@ -167,7 +168,6 @@ type candidate struct {
 	seen   int       // how many picked candidates red accounts for
 	sig    signature // its words, once signed
 	signed bool
-	words  []string // its words, sorted, once a near-duplicate is suspected
 }
 
 // assembly is a max-heap of candidates by score, then the tie-break order.
@@ -232,7 +232,11 @@ func sign(text string) signature {
 // "call-3-0"), so that two records that differ only in their IDs are not
 // taken for copies.
 func isWordRune(r rune) bool {
-	return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || r == '-'
+	if r < utf8.RuneSelf {
+		l := r | 0x20 // lower case, for a letter
+		return 'a' <= l && l <= 'z' || '0' <= r && r <= '9' || r == '_' || r == '-'
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
 // eachWord calls f with each word of text (see isWordRune), lowered.
@@ -255,24 +259,24 @@ func eachWord(text string, f func(string)) {
 	}
 }
 
-// exactOverlap is the Jaccard index of a's and b's sets of words,
-// 0 when both are empty.
-func exactOverlap(a, b *candidate) float64 {
-	for _, c := range []*candidate{a, b} {
-		if c.words == nil {
-			c.words = []string{}
-			eachWord(c.c.Text, func(w string) { c.words = append(c.words, w) })
-			slices.Sort(c.words)
-			c.words = slices.Compact(c.words)
-		}
+// exactOverlap is the Jaccard index of a's and b's sets of words, 0 when
+// both have none. Only a pair the signatures put at the novelty threshold
+// or above is measured so, which is rare.
+func exactOverlap(a, b string) float64 {
+	words := func(text string) []string {
+		var ws []string
+		eachWord(text, func(w string) { ws = append(ws, w) })
+		slices.Sort(ws)
+		return slices.Compact(ws)
 	}
+	wa, wb := words(a), words(b)
 	and := 0
-	for _, w := range a.words {
-		if _, ok := slices.BinarySearch(b.words, w); ok {
+	for _, w := range wa {
+		if _, ok := slices.BinarySearch(wb, w); ok {
 			and++
 		}
 	}
-	or := len(a.words) + len(b.words) - and
+	or := len(wa) + len(wb) - and
 	if or == 0 {
 		return 0
 	}
