@@ -788,7 +788,10 @@ func (r *run) record(ctx context.Context, turn layer.Turn) error {
 	defer cancel()
 	// Store failures are reported by the stack; the step goes on.
 	r.store(sctx, r.a.redact.turn(turn, &r.redacted))
-	r.keepProposals(sctx, turn.Step)
+	if r.proposers == nil {
+		r.proposers = proposersOf(r.stack)
+	}
+	r.keeper().keepProposals(sctx, r.proposers, turn.Step, r.a.redact, &r.redacted)
 	defer func() {
 		before := r.res.Redacted
 		r.res.Redacted = r.redacted.counts()

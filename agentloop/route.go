@@ -112,22 +112,41 @@ func defaultRoute(_ context.Context, w Write) Route {
 		"outcome, action, result, event, task (the episode log); fact, preference, profile, decision, note, instruction, goal, constraint (semantic memory)", w.Kind)}
 }
 
-// route asks the agent's router where w goes; a panic refuses it.
-func (r *run) route(ctx context.Context, w Write) (rt Route) {
+// keeper routes memory writes and keeps them in a stack's layers,
+// auditing each route and write: for the agent loop (a run's memorize
+// calls and its Proposers' writes) and for the langchaingo [Memory] (its
+// Proposers' writes).
+type keeper struct {
+	stack  *layer.Stack
+	router Router
+	logger *slog.Logger
+	audit  *auditor // nil audits nothing
+	depth  int
+	// recovered logs a recovered panic and returns it as an error.
+	recovered func(ctx context.Context, where string, p any) error
+}
+
+// keeper returns the run's keeper.
+func (r *run) keeper() *keeper {
+	return &keeper{stack: r.stack, router: r.a.cfg.Router, logger: r.a.cfg.Logger, audit: r.tree.audit, depth: r.depth, recovered: r.a.recovered}
+}
+
+// route asks the router where w goes; a panic refuses it.
+func (k *keeper) route(ctx context.Context, w Write) (rt Route) {
 	defer func() {
 		if p := recover(); p != nil {
-			err := r.a.recovered(ctx, "Config.Router", p)
+			err := k.recovered(ctx, "the router", p)
 			rt = Route{Reason: "the router failed: " + err.Error()}
 		}
 	}()
-	return r.a.cfg.Router.Route(ctx, w)
+	return k.router.Route(ctx, w)
 }
 
-// target finds the layer a route names: a layer ID of the run's stack,
-// or a sort of layer (own is the layer that offered the write). It
-// returns nil and why when there is none.
-func (r *run) target(name string, own layer.Layer) (layer.Layer, string) {
-	if l, ok := layer.Find[layer.Layer](r.stack, name); ok {
+// target finds the layer a route names: a layer ID of the stack, or a
+// sort of layer (own is the layer that offered the write). It returns
+// nil and why when there is none.
+func (k *keeper) target(name string, own layer.Layer) (layer.Layer, string) {
+	if l, ok := layer.Find[layer.Layer](k.stack, name); ok {
 		return l, ""
 	}
 	var is func(layer.Layer) bool
@@ -144,7 +163,7 @@ func (r *run) target(name string, own layer.Layer) (layer.Layer, string) {
 	default:
 		return nil, fmt.Sprintf("the router chose layer %q, which the agent does not have", name)
 	}
-	for _, l := range r.stack.Layers() {
+	for _, l := range k.stack.Layers() {
 		if is(l) {
 			return l, ""
 		}
@@ -239,7 +258,7 @@ func (r *run) memorize(ctx context.Context, own layer.Layer, fn layer.Function, 
 	if in.Importance != nil {
 		w.Importance = *in.Importance
 	}
-	out, err := r.keep(ctx, w, own, src)
+	out, err := r.keeper().keep(ctx, w, own, src)
 	if err != nil {
 		return "", fmt.Errorf("memorize: %w", err)
 	}
@@ -250,16 +269,16 @@ func (r *run) memorize(ctx context.Context, own layer.Layer, fn layer.Function, 
 // and the write: own is the semantic memory whose memorize tool offered
 // it (nil for a Proposer's write), src its source. It returns what the
 // memorize tool answers.
-func (r *run) keep(ctx context.Context, w Write, own layer.Layer, src semanticmemory.Source) (string, error) {
+func (k *keeper) keep(ctx context.Context, w Write, own layer.Layer, src semanticmemory.Source) (string, error) {
 	step := src.Step
-	rt := r.route(ctx, w)
-	ev := audit.Event{Op: audit.OpRoute, Step: step, Depth: r.depth, Kind: w.Kind, Text: w.Text, Importance: w.Importance, Source: w.Source, Reason: rt.Reason}
+	rt := k.route(ctx, w)
+	ev := audit.Event{Op: audit.OpRoute, Step: step, Depth: k.depth, Kind: w.Kind, Text: w.Text, Importance: w.Importance, Source: w.Source, Reason: rt.Reason}
 	var dest layer.Layer
 	if rt.Layer == "" {
 		ev.Reason = cmp.Or(rt.Reason, "refused by the router")
 	} else {
 		var why string
-		if dest, why = r.target(rt.Layer, own); dest == nil {
+		if dest, why = k.target(rt.Layer, own); dest == nil {
 			ev.Reason = why
 		} else if !routable(dest) {
 			ev.Reason = fmt.Sprintf("the router chose layer %s, which does not take routed writes", dest.Spec().ID)
@@ -268,18 +287,18 @@ func (r *run) keep(ctx context.Context, w Write, own layer.Layer, src semanticme
 	}
 	if dest == nil {
 		ev.Refused = true
-		r.tree.audit.add(ev)
+		k.audit.add(ev)
 		return "", fmt.Errorf("refused: %s", ev.Reason)
 	}
 	id := dest.Spec().ID
 	ev.Layer = id
-	r.tree.audit.add(ev)
+	k.audit.add(ev)
 	if tm := dest.Spec().Timeout; tm > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, tm)
 		defer cancel()
 	}
-	write := audit.Event{Op: audit.OpWrite, Step: step, Depth: r.depth, Layer: id, Kind: w.Kind, Text: w.Text, Importance: w.Importance, Source: w.Source}
+	write := audit.Event{Op: audit.OpWrite, Step: step, Depth: k.depth, Layer: id, Kind: w.Kind, Text: w.Text, Importance: w.Importance, Source: w.Source}
 	if l, ok := layer.As[*semanticmemory.Layer](dest); ok {
 		f, err := l.Remember(ctx, semanticmemory.Memo{Text: w.Text, Kind: w.Kind, Importance: w.Importance, Source: src})
 		if err != nil {
@@ -289,9 +308,9 @@ func (r *run) keep(ctx context.Context, w Write, own layer.Layer, src semanticme
 		// fact as it was, written by someone else.
 		if f.Source.By == src.By && f.Source.Step == src.Step && f.Source.Tool == src.Tool {
 			write.Key, write.Version, write.Text, write.Source = f.ID, f.Version, f.Text, f.Source.String()
-			r.tree.audit.add(write)
+			k.audit.add(write)
 			if f.Version > 1 {
-				r.tree.audit.add(audit.Event{Op: audit.OpSupersede, Step: step, Depth: r.depth, Layer: id, Kind: f.Kind, Key: f.ID, Version: f.Version, Source: write.Source})
+				k.audit.add(audit.Event{Op: audit.OpSupersede, Step: step, Depth: k.depth, Layer: id, Kind: f.Kind, Key: f.ID, Version: f.Version, Source: write.Source})
 			}
 		}
 		if f.Version > 1 {
@@ -304,7 +323,7 @@ func (r *run) keep(ctx context.Context, w Write, own layer.Layer, src semanticme
 		if err := l.Update(ctx, patch); err != nil {
 			return "", fmt.Errorf("routed to the scratchpad %s: %w", id, err)
 		}
-		r.tree.audit.add(write)
+		k.audit.add(write)
 		return fmt.Sprintf("kept on the scratchpad (%s) under %q, not as a durable fact: %s", id, w.Kind, rt.Reason), nil
 	}
 	if l, ok := layer.As[*episodicmemory.Layer](dest); ok {
@@ -314,7 +333,7 @@ func (r *run) keep(ctx context.Context, w Write, own layer.Layer, src semanticme
 				return "", fmt.Errorf("routed to the episode log %s: %w", id, err)
 			}
 		} // else the episode log keeps the memorize call as the step's episode.
-		r.tree.audit.add(write)
+		k.audit.add(write)
 		return fmt.Sprintf("logged in the episode log (%s) with this step, not as a durable fact: %s", id, rt.Reason), nil
 	}
 	return "", fmt.Errorf("layer %s takes no routed writes", id) // routable said it does
@@ -350,28 +369,32 @@ type proposer struct {
 	p Proposer
 }
 
-// keepProposals keeps the writes the run's Proposers proposed in step
-// (see Proposer). A write that cannot be kept is audited and logged; the
-// step goes on.
-func (r *run) keepProposals(ctx context.Context, step int) {
-	if r.proposers == nil {
-		r.proposers = []proposer{}
-		for _, l := range r.stack.Layers() {
-			if p, ok := layer.As[Proposer](l); ok {
-				r.proposers = append(r.proposers, proposer{l, p})
-			}
+// proposersOf returns the Proposers among s's layers, in slot order.
+func proposersOf(s *layer.Stack) []proposer {
+	out := []proposer{}
+	for _, l := range s.Layers() {
+		if p, ok := layer.As[Proposer](l); ok {
+			out = append(out, proposer{l, p})
 		}
 	}
-	for _, pl := range r.proposers {
+	return out
+}
+
+// keepProposals keeps the writes proposers proposed in step (see
+// Proposer), masked by rd as their layer's tool arguments would be
+// (counted in n). A write that cannot be kept is audited and logged;
+// the step goes on.
+func (k *keeper) keepProposals(ctx context.Context, proposers []proposer, step int, rd *redactor, n *redactions) {
+	for _, pl := range proposers {
 		l, p := pl.l, pl.p
 		id := l.Spec().ID
-		for _, w := range r.proposals(ctx, id, p) {
+		for _, w := range k.proposals(ctx, id, p) {
 			src := semanticmemory.Source{By: "layer:" + id, Step: step}
 			w.Kind = cmp.Or(strings.ToLower(strings.TrimSpace(w.Kind)), semanticmemory.DefaultKind)
 			w.Importance = cmp.Or(w.Importance, semanticmemory.DefaultImportance)
 			w.Source, w.Layer = src.String(), id
-			if r.a.redact.masksTools(l) {
-				w.Text = r.a.redact.text(w.Text, nil, &r.redacted)
+			if rd.masksTools(l) {
+				w.Text = rd.text(w.Text, nil, n)
 			}
 			var why string
 			switch {
@@ -384,22 +407,22 @@ func (r *run) keepProposals(ctx context.Context, step int) {
 			var err error
 			if why != "" {
 				err = errors.New("refused: " + why)
-				r.tree.audit.add(audit.Event{Op: audit.OpRoute, Step: step, Depth: r.depth, Kind: w.Kind, Text: w.Text, Source: w.Source, Reason: why, Refused: true})
+				k.audit.add(audit.Event{Op: audit.OpRoute, Step: step, Depth: k.depth, Kind: w.Kind, Text: w.Text, Source: w.Source, Reason: why, Refused: true})
 			} else {
-				_, err = r.keep(ctx, w, nil, src)
+				_, err = k.keep(ctx, w, nil, src)
 			}
 			if err != nil {
-				r.a.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: a proposed write was not kept", slog.String("layer", id), slog.String("kind", w.Kind), slog.Any("error", err))
+				k.logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: a proposed write was not kept", slog.String("layer", id), slog.String("kind", w.Kind), slog.Any("error", err))
 			}
 		}
 	}
 }
 
 // proposals calls p.Proposals, a panic recovered and logged.
-func (r *run) proposals(ctx context.Context, id string, p Proposer) (ws []Write) {
+func (k *keeper) proposals(ctx context.Context, id string, p Proposer) (ws []Write) {
 	defer func() {
 		if v := recover(); v != nil {
-			_ = r.a.recovered(ctx, "Proposals of layer "+id, v)
+			_ = k.recovered(ctx, "Proposals of layer "+id, v)
 			ws = nil
 		}
 	}()
