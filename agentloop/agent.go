@@ -325,7 +325,7 @@ type run struct {
 
 	// evictors are the layers that count their Store's work, by ID (nil
 	// until the first Store with the audit on).
-	evictors map[string]*evictor
+	evictors writeCounts
 }
 
 // tree holds what a top-level run and all its child runs, at every

@@ -186,20 +186,8 @@ var storeCounters = []struct {
 // watchWrites, with the audit on, reads the counts of the layers that
 // keep storeCounters, before the run's first step.
 func (r *run) watchWrites() {
-	if !r.tree.audit.on() {
-		return
-	}
-	r.evictors = map[string]*evictor{}
-	for _, l := range r.stack.Layers() {
-		if f, ok := layer.As[figuresReporter](l); ok {
-			m := f.Metrics()
-			for _, c := range storeCounters {
-				if _, ok := m[c.name]; ok {
-					r.evictors[l.Spec().ID] = &evictor{f: f, seen: m}
-					break
-				}
-			}
-		}
+	if r.tree.audit.on() {
+		r.evictors = watchCounts(r.stack)
 	}
 }
 
@@ -207,21 +195,48 @@ func (r *run) watchWrites() {
 // records what the layers that count their writes in their Metrics
 // wrote in the step, its tools' calls included (see storeCounters).
 func (r *run) store(ctx context.Context, t layer.Turn) {
-	if !r.tree.audit.on() {
-		_ = r.stack.Store(ctx, t) // failures are reported by the stack
-		return
+	_ = r.stack.Store(ctx, t) // failures are reported by the stack
+	if r.tree.audit.on() {
+		r.tree.audit.add(r.evictors.events(t.Step, r.depth)...)
 	}
-	_ = r.stack.Store(ctx, t)
-	for _, id := range slices.Sorted(maps.Keys(r.evictors)) {
-		e := r.evictors[id]
+}
+
+// writeCounts are the layers of a stack that count their Store's work
+// in their Metrics (see storeCounters), by ID.
+type writeCounts map[string]*evictor
+
+// watchCounts reads the counts of s's layers that keep storeCounters.
+func watchCounts(s *layer.Stack) writeCounts {
+	w := writeCounts{}
+	for _, l := range s.Layers() {
+		if f, ok := layer.As[figuresReporter](l); ok {
+			m := f.Metrics()
+			for _, c := range storeCounters {
+				if _, ok := m[c.name]; ok {
+					w[l.Spec().ID] = &evictor{f: f, seen: m}
+					break
+				}
+			}
+		}
+	}
+	return w
+}
+
+// events returns an event for each count that grew since the last call
+// (or watchCounts), as of step.
+func (w writeCounts) events(step, depth int) []audit.Event {
+	var out []audit.Event
+	for _, id := range slices.Sorted(maps.Keys(w)) {
+		e := w[id]
 		m := e.f.Metrics()
 		for _, c := range storeCounters {
 			if n := m[c.name] - e.seen[c.name]; n > 0 {
-				r.tree.audit.add(audit.Event{Op: c.op, Step: t.Step, Depth: r.depth, Layer: id, Kind: c.kind, Source: c.source, Count: int(n)})
+				out = append(out, audit.Event{Op: c.op, Step: step, Depth: depth, Layer: id, Kind: c.kind, Source: c.source, Count: int(n)})
 			}
 		}
 		e.seen = m
 	}
+	return out
 }
 
 // evictor is a layer that counts its Store's work, and the counts the
@@ -235,27 +250,37 @@ type evictor struct {
 // steps had not: before and now are what the run had masked before the
 // step and has masked so far.
 func (r *run) auditRedactions(step int, before, now map[redact.Kind]int) {
-	if !r.tree.audit.on() {
-		return
+	if r.tree.audit.on() {
+		r.tree.audit.add(redactionEvents(step, r.depth, before, now)...)
 	}
+}
+
+// redactionEvents returns an event for each kind of data now counts
+// more of than before, in the order of the kinds' names.
+func redactionEvents(step, depth int, before, now map[redact.Kind]int) []audit.Event {
+	var out []audit.Event
 	for _, k := range slices.Sorted(maps.Keys(now)) {
 		if n := now[k] - before[k]; n > 0 {
-			r.tree.audit.add(audit.Event{Op: audit.OpRedact, Step: step, Depth: r.depth, Kind: string(k), Count: n})
+			out = append(out, audit.Event{Op: audit.OpRedact, Step: step, Depth: depth, Kind: string(k), Count: n})
 		}
 	}
+	return out
 }
 
 // maskAudit returns events with their texts and reasons masked by the
 // agent's redactor (the scratchpad's updates are recorded as the model
 // sent them; everything else was masked already, and stays as it is).
-func (a *Agent) maskAudit(events []audit.Event) []audit.Event {
-	if a.redact == nil {
+func (a *Agent) maskAudit(events []audit.Event) []audit.Event { return a.redact.audit(events) }
+
+// audit returns events with their texts and reasons masked.
+func (rd *redactor) audit(events []audit.Event) []audit.Event {
+	if rd == nil {
 		return events
 	}
 	out := make([]audit.Event, len(events))
 	for i, e := range events {
-		e.Text = a.redact.text(e.Text, nil, nil)
-		e.Reason = a.redact.text(e.Reason, nil, nil)
+		e.Text = rd.text(e.Text, nil, nil)
+		e.Reason = rd.text(e.Reason, nil, nil)
 		out[i] = e
 	}
 	return out

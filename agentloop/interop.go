@@ -1,10 +1,15 @@
 package agentloop
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
+	"runtime/debug"
+	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/tmc/langchaingo/llms"
@@ -12,6 +17,7 @@ import (
 	"github.com/tmc/langchaingo/schema"
 	"github.com/tmc/langchaingo/tools"
 
+	"github.com/memlayer/memlayer/audit"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 )
@@ -49,6 +55,29 @@ type MemoryConfig struct {
 	// transcript is the chain's own and is saved as it was said;
 	// [ExportTools] and [LLMTools] pass the model's arguments as they are.
 	Redaction RedactionConfig
+	// Router routes the writes the layers' Proposers propose (see
+	// [Proposer]), which the Memory takes after each SaveContext's Store
+	// and keeps as an Agent does. Nil is DefaultRouter.
+	Router Router
+	// Audit, when set, commits each turn's memory operations as a turn of
+	// ThreadID's audit (see package audit and [AuditConfig]): each
+	// layer's recall by the LoadMemoryVariables calls since the last
+	// SaveContext (the tokens its block took), and, at SaveContext, the
+	// calls of the layers' tools that the executor's intermediate steps
+	// show succeeding (a scratchpad update, a fact memorized or forgotten:
+	// the tools of [ExportTools] call the layers directly, so a
+	// memorized fact is not routed), what the layers' Store kept where
+	// they count it (entity memory's extractions and evictions, episodic
+	// memory's episodes, the key-value memory's writes), the Proposers'
+	// writes with their routes, and what was redacted. Texts are masked
+	// as Redaction says. Nil audits nothing.
+	Audit *audit.Log
+	// ThreadID is the thread whose audit the turns go to; Audit needs it.
+	ThreadID string
+	// Logger logs what SaveContext cannot return: a proposed write that
+	// was not kept, a panic recovered in a Router or a Proposer. Nil is
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // Memory adapts an initialised [layer.Stack] to langchaingo's
@@ -59,8 +88,10 @@ type MemoryConfig struct {
 // LoadMemoryVariables recalls every layer for the input and returns the
 // layers' blocks, in slot order, then the transcript (see
 // MemoryConfig.Transcript), under MemoryKey. SaveContext hands the input
-// and the answer to the layers' Store as one turn, and saves them to the
-// transcript. Clear empties every layer that can be cleared, and the
+// and the answer to the layers' Store as one turn, keeps what the
+// layers' Proposers propose (see [Proposer]), saves the input and the
+// answer to the transcript and, with MemoryConfig.Audit, commits the
+// turn's memory operations to the thread's audit. Clear empties every layer that can be cleared, and the
 // transcript. The stack's lifecycle (Init, Close) stays with the caller.
 // Memory is safe for concurrent use as far as the stack and the
 // transcript are.
@@ -99,6 +130,14 @@ type Memory struct {
 	// buffer is the default transcript, which is saved with the input and
 	// output this Memory picks.
 	buffer *memory.ConversationBuffer
+
+	// mu guards what follows: the turn's audit events so far (its
+	// recalls), and the layers watched, found on the first use.
+	mu        sync.Mutex
+	recalls   []audit.Event
+	watched   bool
+	counts    writeCounts
+	proposers []proposer
 }
 
 // intermediateSteps is the output key under which an agents.Executor made
@@ -114,6 +153,8 @@ func NewMemory(stack *layer.Stack, cfg MemoryConfig) *Memory {
 	if cfg.Counter == nil {
 		cfg.Counter = prompt.Estimate
 	}
+	cfg.Router = cmp.Or(cfg.Router, DefaultRouter)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	// The zero prompt config never fails: no template to parse.
 	c, _ := prompt.New(prompt.Config{Counter: cfg.Counter})
 	m := &Memory{stack: stack, cfg: cfg, compiler: c, redact: newRedactor(cfg.Redaction)}
@@ -154,6 +195,15 @@ func (m *Memory) LoadMemoryVariables(ctx context.Context, inputs map[string]any)
 	recalled, _ := m.stack.Recall(ctx, q, nil)
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if m.cfg.Audit != nil {
+		m.mu.Lock()
+		for _, rc := range recalled {
+			if n := itemTokens(rc.Items, m.cfg.Counter); n > 0 {
+				m.recalls = append(m.recalls, audit.Event{Op: audit.OpRecall, Step: q.Step, Layer: rc.ID, Tokens: n})
+			}
+		}
+		m.mu.Unlock()
 	}
 	text, err := m.compiler.Compile(recalled, nil)
 	if err != nil {
@@ -229,15 +279,50 @@ func (m *Memory) SaveContext(ctx context.Context, inputs, outputs map[string]any
 	// The calls of a layer whose tools are not masked (the scratchpad's
 	// legacy call, applied from the turn) keep their arguments.
 	offered := offeredTools(m.stack, m.redact)
-	masked := m.redact.turn(t, nil)
+	var redacted redactions
+	masked := m.redact.turn(t, &redacted)
 	for i, c := range t.ToolCalls {
 		if offered[c.Name].keepArgs {
 			masked.ToolCalls[i].Arguments = c.Arguments
 		}
 	}
+	m.mu.Lock()
+	if !m.watched {
+		m.watched, m.proposers = true, proposersOf(m.stack)
+		if m.cfg.Audit != nil {
+			m.counts = watchCounts(m.stack)
+		}
+	}
+	proposers := m.proposers
+	m.mu.Unlock()
 	var errs []error
 	if err := m.stack.Store(ctx, masked); err != nil {
 		errs = append(errs, err)
+	}
+	au := &auditor{full: m.cfg.Audit != nil}
+	if au.full {
+		for _, r := range t.Results {
+			if o, ok := offered[r.Name]; ok && !strings.HasPrefix(r.Content, "error: ") {
+				if e, ok := toolEvent(o.l, o.fn, r.Name, r.Arguments, t.Step, 0); ok {
+					au.add(e)
+				}
+			}
+		}
+		m.mu.Lock()
+		au.add(m.counts.events(t.Step, 0)...)
+		m.mu.Unlock()
+	}
+	k := &keeper{stack: m.stack, router: m.cfg.Router, logger: m.cfg.Logger, audit: au, recovered: m.recovered}
+	k.keepProposals(ctx, proposers, t.Step, m.redact, &redacted)
+	if au.full {
+		au.add(redactionEvents(t.Step, 0, nil, redacted.counts())...)
+		m.mu.Lock()
+		events := append(m.recalls, au.events()...)
+		m.recalls = nil
+		m.mu.Unlock()
+		if _, err := m.cfg.Audit.Commit(ctx, m.cfg.ThreadID, m.redact.audit(events)); err != nil {
+			errs = append(errs, fmt.Errorf("audit: %w", err))
+		}
 	}
 	switch {
 	case m.buffer != nil:
@@ -255,6 +340,13 @@ func (m *Memory) SaveContext(ctx context.Context, inputs, outputs map[string]any
 		return fmt.Errorf("agentloop: memory: %w", err)
 	}
 	return nil
+}
+
+// recovered logs a recovered panic and returns it as an error.
+func (m *Memory) recovered(ctx context.Context, where string, p any) error {
+	m.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: memory: recovered a panic", slog.String("in", where), slog.Any("panic", p),
+		slog.String("stack", string(debug.Stack())))
+	return fmt.Errorf("%w in %s: %v", ErrPanic, where, p)
 }
 
 // Clear implements schema.Memory: it clears every layer that is a

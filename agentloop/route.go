@@ -219,20 +219,45 @@ func (r *run) callLayerTool(ctx context.Context, l layer.Layer, fn layer.Functio
 	if err != nil {
 		return out, err
 	}
-	step, id := r.res.Steps, l.Spec().ID
-	if _, pad := layer.As[*workingmemory.Layer](l); pad {
-		r.tree.audit.add(audit.Event{Op: audit.OpWrite, Step: step, Depth: r.depth, Layer: id, Kind: "update", Text: args,
-			Source: "by=model tool=" + name})
+	if e, ok := toolEvent(l, fn, name, args, r.res.Steps, r.depth); ok {
+		r.tree.audit.add(e)
 	}
-	if isSem && fn.Name == "forget" {
+	return out, nil
+}
+
+// toolEvent is the audit event of a call of layer l's function fn,
+// offered as name, that succeeded with arguments args: the scratchpad's
+// update, semantic memory's forget, or its memorize when nothing routed
+// it (under the langchaingo Memory, whose exported tools call the layer
+// directly). It is false for a function whose calls are not audited.
+func toolEvent(l layer.Layer, fn layer.Function, name, args string, step, depth int) (audit.Event, bool) {
+	e := audit.Event{Step: step, Depth: depth, Layer: l.Spec().ID, Source: "by=model tool=" + name}
+	_, pad := layer.As[*workingmemory.Layer](l)
+	_, sem := layer.As[*semanticmemory.Layer](l)
+	switch {
+	case pad:
+		e.Op, e.Kind, e.Text = audit.OpWrite, "update", args
+	case sem && fn.Name == "forget":
 		var a struct {
 			ID string `json:"id"`
 		}
 		_ = json.Unmarshal([]byte(args), &a) // it ran: the arguments were an object with an id
-		r.tree.audit.add(audit.Event{Op: audit.OpForget, Step: step, Depth: r.depth, Layer: id, Key: a.ID,
-			Source: "by=model tool=" + name})
+		e.Op, e.Key = audit.OpForget, a.ID
+	case sem && fn.Name == "memorize":
+		var a struct {
+			Text       string   `json:"text"`
+			Kind       string   `json:"kind"`
+			Importance *float64 `json:"importance"`
+		}
+		_ = json.Unmarshal([]byte(args), &a)
+		e.Op, e.Kind, e.Text, e.Importance = audit.OpWrite, cmp.Or(strings.ToLower(a.Kind), semanticmemory.DefaultKind), a.Text, semanticmemory.DefaultImportance
+		if a.Importance != nil {
+			e.Importance = *a.Importance
+		}
+	default:
+		return audit.Event{}, false
 	}
-	return out, nil
+	return e, true
 }
 
 // memorize routes a call of semantic memory's memorize tool and keeps
@@ -355,10 +380,9 @@ func (k *keeper) keep(ctx context.Context, w Write, own layer.Layer, src semanti
 // the step's Store hooks return, and returns what was proposed since its
 // last call; it may run while a Store the stack gave up on at its
 // timeout still runs, so guard what they share. A panic in it is
-// recovered and logged, and loses that step's proposals. Only the agent
-// loop takes proposals: under the langchaingo adapter ([NewMemory]) no
-// one calls Proposals, so a Proposer meant for both should bound what it
-// holds.
+// recovered and logged, and loses that step's proposals. The langchaingo
+// [Memory] takes them too, after each SaveContext's Store, routed by
+// MemoryConfig.Router.
 type Proposer interface {
 	Proposals() []Write
 }

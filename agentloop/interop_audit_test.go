@@ -1,0 +1,189 @@
+package agentloop_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tmc/langchaingo/schema"
+
+	"github.com/memlayer/memlayer/agentloop"
+	"github.com/memlayer/memlayer/audit"
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/storage"
+)
+
+// TestMemory98_AdapterAuditsAndKeepsProposals: the langchaingo Memory
+// keeps what the layers' Proposers propose after each SaveContext, routed
+// and redacted as an Agent keeps them, and with MemoryConfig.Audit
+// commits each turn's memory operations to the thread's audit: the
+// recalls of the turn's LoadMemoryVariables, the layer tools the
+// executor's steps show succeeding (a failed call is not a write), the
+// entities and episodes the layers' Store kept, the routes, and the
+// redactions. Without a thread the commit fails, and SaveContext says
+// so after the turn was stored.
+func TestMemory98_AdapterAuditsAndKeepsProposals(t *testing.T) {
+	ctx := t.Context()
+	store := storage.NewMemory()
+	d := &distiller{propose: func(layer.Turn) []agentloop.Write {
+		return []agentloop.Write{
+			{Kind: "preference", Text: "The user prefers oolong; mail them at tea.lover@example.com."},
+			{Kind: "color", Text: "green"},
+		}
+	}}
+	st, err := layer.NewStack(layer.StackConfig{Layers: append(gateLayers(t), d), Env: layer.Env{ThreadID: "t1", ResourceID: "u", Store: store}, ValidateArgs: agentloop.ValidateArgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close(t.Context()) })
+	log := audit.New(audit.Config{Store: store})
+	mem := agentloop.NewMemory(st, agentloop.MemoryConfig{Audit: log, ThreadID: "t1"})
+	call := func(name, args string) string {
+		for _, tool := range agentloop.ExportTools(st) {
+			if tool.Name() == name {
+				out, err := tool.Call(ctx, args)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+		}
+		t.Fatalf("no exported tool %s", name)
+		return ""
+	}
+
+	in := map[string]any{"input": "I live in Lisbon; open the pricing page."}
+	if _, err := mem.LoadMemoryVariables(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	memorize := `{"text":"The user lives in Lisbon.","kind":"profile"}`
+	steps := []schema.AgentStep{
+		{Action: schema.AgentAction{Tool: "semantic_memorize", ToolInput: memorize, ToolID: "c1"}, Observation: call("semantic_memorize", memorize)},
+		{Action: schema.AgentAction{Tool: "open_page", ToolInput: `{}`, ToolID: "c2"}, Observation: `{"id":"page_9","title":"Pricing"}`},
+		{Action: schema.AgentAction{Tool: "open_page", ToolInput: `{}`, ToolID: "c4"}, Observation: `{"id":"page_10","title":"Blog"}`},
+		{Action: schema.AgentAction{Tool: "semantic_forget", ToolInput: `{"id":"f404"}`, ToolID: "c3"}, Observation: call("semantic_forget", `{"id":"f404"}`)},
+	}
+	if err := mem.SaveContext(ctx, in, map[string]any{"output": "Done.", "intermediateSteps": steps}); err != nil {
+		t.Fatal(err)
+	}
+
+	turns, err := log.Turns(ctx, "t1")
+	if err != nil || len(turns) != 1 {
+		t.Fatalf("audit turns %d, %v; want 1", len(turns), err)
+	}
+	has := func(events []audit.Event, what string, f func(audit.Event) bool) {
+		t.Helper()
+		if !slices.ContainsFunc(events, f) {
+			t.Errorf("the audit has no %s: %+v", what, events)
+		}
+	}
+	ev := turns[0].Events
+	has(ev, "memorize call", func(e audit.Event) bool {
+		return e.Op == audit.OpWrite && e.Layer == "semantic" && e.Kind == "profile" && e.Text == "The user lives in Lisbon." && e.Source == "by=model tool=semantic_memorize"
+	})
+	has(ev, "count of extracted entities", func(e audit.Event) bool { return e.Op == audit.OpWrite && e.Kind == "extracted" && e.Count > 0 })
+	has(ev, "count of episodes", func(e audit.Event) bool { return e.Op == audit.OpWrite && e.Kind == "episode" && e.Count > 0 })
+	has(ev, "eviction", func(e audit.Event) bool { return e.Op == audit.OpEvict && e.Count > 0 })
+	for _, e := range ev {
+		if e.Op == audit.OpForget {
+			t.Errorf("the failed forget is audited: %+v", e)
+		}
+	}
+
+	// A turn without tool calls: the distiller proposes, and the
+	// Memory routes, masks and keeps what it proposes.
+	in = map[string]any{"input": "I like oolong; my address is tea.lover@example.com."}
+	if err := mem.SaveContext(ctx, in, map[string]any{"output": "Noted."}); err != nil {
+		t.Fatal(err)
+	}
+	turns, err = log.Turns(ctx, "t1")
+	if err != nil || len(turns) != 2 {
+		t.Fatalf("audit turns %d, %v; want 2", len(turns), err)
+	}
+	ev = turns[1].Events
+	has(ev, "route of the proposed preference", func(e audit.Event) bool {
+		return e.Op == audit.OpRoute && e.Kind == "preference" && e.Layer == "semantic" && !e.Refused && e.Source == "by=layer:distiller step=1"
+	})
+	has(ev, "write of the proposed preference", func(e audit.Event) bool {
+		return e.Op == audit.OpWrite && e.Kind == "preference" && e.Layer == "semantic" && e.Key != ""
+	})
+	has(ev, "refused route of an unknown kind", func(e audit.Event) bool { return e.Op == audit.OpRoute && e.Kind == "color" && e.Refused })
+	has(ev, "redaction of the e-mail address", func(e audit.Event) bool { return e.Op == audit.OpRedact && e.Kind == "email" && e.Count > 0 })
+	for _, e := range ev {
+		if strings.Contains(e.Text, "tea.lover@example.com") {
+			t.Errorf("the audit keeps the e-mail address: %+v", e)
+		}
+	}
+
+	// The proposed preference was kept: the next turn recalls it, and
+	// that turn's audit records the recall.
+	in = map[string]any{"input": "Which tea do I prefer?"}
+	vars, err := mem.LoadMemoryVariables(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := vars["history"].(string); !strings.Contains(s, "prefers oolong") || !strings.Contains(s, "[redacted email]") {
+		t.Errorf("the memory does not show the proposed preference, masked:\n%s", s)
+	}
+	if err := mem.SaveContext(ctx, in, map[string]any{"output": "Oolong."}); err != nil {
+		t.Fatal(err)
+	}
+	turns, err = log.Turns(ctx, "t1")
+	if err != nil || len(turns) != 3 {
+		t.Fatalf("audit turns %d, %v; want 3", len(turns), err)
+	}
+	has(turns[2].Events, "recall of the semantic memory", func(e audit.Event) bool {
+		return e.Op == audit.OpRecall && e.Layer == "semantic" && e.Tokens > 0 && e.Step == 2
+	})
+
+	// Without a thread, the commit fails after the turn was stored.
+	bad := agentloop.NewMemory(st, agentloop.MemoryConfig{Audit: log})
+	in = map[string]any{"input": "Remember the ferry to Cacilhas."}
+	err = bad.SaveContext(ctx, in, map[string]any{"output": "Noted the ferry."})
+	if !errors.Is(err, audit.ErrNoThread) {
+		t.Errorf("SaveContext without a thread: %v, want audit.ErrNoThread", err)
+	}
+	vars, err = mem.LoadMemoryVariables(ctx, map[string]any{"input": "ferry"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := vars["history"].(string); !strings.Contains(s, "Noted the ferry.") {
+		t.Errorf("the turn whose audit failed was not stored:\n%s", s)
+	}
+}
+
+// TestMemory98_AdapterWithoutAudit: with no MemoryConfig.Audit nothing
+// is committed, and proposals are still kept.
+func TestMemory98_AdapterWithoutAudit(t *testing.T) {
+	ctx := t.Context()
+	store := storage.NewMemory()
+	d := &distiller{propose: func(layer.Turn) []agentloop.Write {
+		return []agentloop.Write{{Kind: "preference", Text: "The user prefers green tea."}}
+	}}
+	st, err := layer.NewStack(layer.StackConfig{Layers: append(gateLayers(t), d), Env: layer.Env{ThreadID: "t1", ResourceID: "u", Store: store}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close(t.Context()) })
+	mem := agentloop.NewMemory(st, agentloop.MemoryConfig{})
+	if err := mem.SaveContext(ctx, map[string]any{"input": "Hi"}, map[string]any{"output": "Hello."}); err != nil {
+		t.Fatal(err)
+	}
+	vars, err := mem.LoadMemoryVariables(ctx, map[string]any{"input": "Which tea do I prefer?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := vars["history"].(string); !strings.Contains(s, "prefers green tea") {
+		t.Errorf("the proposal was not kept:\n%s", s)
+	}
+	if turns, err := audit.New(audit.Config{Store: store}).Turns(ctx, "t1"); err != nil || len(turns) != 0 {
+		t.Errorf("audit turns %d, %v; want none", len(turns), err)
+	}
+}
