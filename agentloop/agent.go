@@ -278,23 +278,26 @@ func (a *Agent) Config() Config {
 // run is the state of one run of the loop: a top-level run on a thread, or
 // a child run.
 type run struct {
-	a          *Agent
-	snapIDs    []string                   // the layers whose snapshots the checkpoint keeps; nil until the first
-	sources    map[string]candidateSource // the layers in scored assembly, by ID; nil until the first step
-	proposers  []proposer                 // the run's Proposers, in slot order; nil until the first step's Store
-	redacted   redactions                 // what the run masked
-	compiler   *prompt.Compiler
-	sysTokens  int
-	stack      *layer.Stack
-	threadID   string
-	resourceID string
-	depth      int
-	input      string
-	vars       map[string]any
-	msgs       []llms.MessageContent
-	defs       []llms.Tool
-	opts       []llms.CallOption
-	res        *Result
+	a       *Agent
+	snapIDs []string                   // the layers whose snapshots the checkpoint keeps; nil until the first
+	sources map[string]candidateSource // the layers that offer candidates, by ID; nil until the first step
+	// assembledIDs are the layers the step's scored assembly took in,
+	// sorted (nil when it did not run).
+	assembledIDs []string
+	proposers    []proposer // the run's Proposers, in slot order; nil until the first step's Store
+	redacted     redactions // what the run masked
+	compiler     *prompt.Compiler
+	sysTokens    int
+	stack        *layer.Stack
+	threadID     string
+	resourceID   string
+	depth        int
+	input        string
+	vars         map[string]any
+	msgs         []llms.MessageContent
+	defs         []llms.Tool
+	opts         []llms.CallOption
+	res          *Result
 	// tree is shared with every child run under the same top-level run.
 	tree *tree
 	// mu guards res.Usage, which child runs add to as they end.
@@ -791,7 +794,9 @@ func (r *run) record(ctx context.Context, turn layer.Turn) error {
 	if r.proposers == nil {
 		r.proposers = proposersOf(r.stack)
 	}
-	r.keeper().keepProposals(sctx, r.proposers, turn.Step, r.a.redact, &r.redacted)
+	if len(r.proposers) > 0 {
+		r.keeper().keepProposals(sctx, r.proposers, turn.Step, r.a.redact, &r.redacted)
+	}
 	defer func() {
 		before := r.res.Redacted
 		r.res.Redacted = r.redacted.counts()

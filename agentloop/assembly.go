@@ -79,6 +79,7 @@ type candidateSource interface {
 // step projects, a suffix of r.msgs (its window when windowed).
 func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageContent) ([]layer.Recalled, map[string]int) {
 	a := r.a
+	r.assembledIDs = nil
 	if a.cfg.Assembly.Disabled {
 		recalled, _ := r.stack.Recall(ctx, q, r.alloc.Layers)
 		return recalled, r.alloc.Layers
@@ -91,13 +92,19 @@ func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageC
 			}
 		}
 	}
-	if len(r.sources) == 0 {
+	_, summary := r.sources[SummaryLayerID]
+	noSummary := summary && r.summary.whole() == "" // nothing to offer yet
+	if len(r.sources) == 0 || noSummary && len(r.sources) == 1 {
 		recalled, _ := r.stack.Recall(ctx, q, r.alloc.Layers)
 		return recalled, r.alloc.Layers
 	}
+	ids := slices.Sorted(maps.Keys(r.sources))
+	if noSummary {
+		ids = slices.DeleteFunc(ids, func(id string) bool { return id == SummaryLayerID })
+	}
+	r.assembledIDs = ids
 	budgets, shares := maps.Clone(r.alloc.Layers), maps.Clone(r.alloc.Layers)
 	pool := 0
-	ids := slices.Sorted(maps.Keys(r.sources))
 	for _, id := range ids {
 		share := r.alloc.Layers[id]
 		if id == SummaryLayerID {
@@ -248,9 +255,8 @@ func (r *run) budgetStatus(recalled []layer.Recalled, shares map[string]int) []L
 		if !ok {
 			continue
 		}
-		_, assembled := r.sources[spec.ID]
 		u := used[spec.ID]
-		out = append(out, LayerBudget{Layer: spec.ID, Allocated: share, Used: u, Left: max(share-u, 0), Assembled: assembled && !r.a.cfg.Assembly.Disabled})
+		out = append(out, LayerBudget{Layer: spec.ID, Allocated: share, Used: u, Left: max(share-u, 0), Assembled: slices.Contains(r.assembledIDs, spec.ID)})
 	}
 	return out
 }

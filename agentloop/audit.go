@@ -197,7 +197,7 @@ func (r *run) watchWrites() {
 func (r *run) store(ctx context.Context, t layer.Turn) {
 	_ = r.stack.Store(ctx, t) // failures are reported by the stack
 	if r.tree.audit.on() {
-		r.tree.audit.add(r.evictors.events(t.Step, r.depth)...)
+		r.evictors.record(r.tree.audit, t.Step, r.depth)
 	}
 }
 
@@ -222,21 +222,19 @@ func watchCounts(s *layer.Stack) writeCounts {
 	return w
 }
 
-// events returns an event for each count that grew since the last call
-// (or watchCounts), as of step.
-func (w writeCounts) events(step, depth int) []audit.Event {
-	var out []audit.Event
+// record adds to au an event for each count that grew since the last
+// call (or watchCounts), as of step.
+func (w writeCounts) record(au *auditor, step, depth int) {
 	for _, id := range slices.Sorted(maps.Keys(w)) {
 		e := w[id]
 		m := e.f.Metrics()
 		for _, c := range storeCounters {
 			if n := m[c.name] - e.seen[c.name]; n > 0 {
-				out = append(out, audit.Event{Op: c.op, Step: step, Depth: depth, Layer: id, Kind: c.kind, Source: c.source, Count: int(n)})
+				au.add(audit.Event{Op: c.op, Step: step, Depth: depth, Layer: id, Kind: c.kind, Source: c.source, Count: int(n)})
 			}
 		}
 		e.seen = m
 	}
-	return out
 }
 
 // evictor is a layer that counts its Store's work, and the counts the
@@ -251,20 +249,18 @@ type evictor struct {
 // step and has masked so far.
 func (r *run) auditRedactions(step int, before, now map[redact.Kind]int) {
 	if r.tree.audit.on() {
-		r.tree.audit.add(redactionEvents(step, r.depth, before, now)...)
+		recordRedactions(r.tree.audit, step, r.depth, before, now)
 	}
 }
 
-// redactionEvents returns an event for each kind of data now counts
+// recordRedactions adds to au an event for each kind of data now counts
 // more of than before, in the order of the kinds' names.
-func redactionEvents(step, depth int, before, now map[redact.Kind]int) []audit.Event {
-	var out []audit.Event
+func recordRedactions(au *auditor, step, depth int, before, now map[redact.Kind]int) {
 	for _, k := range slices.Sorted(maps.Keys(now)) {
 		if n := now[k] - before[k]; n > 0 {
-			out = append(out, audit.Event{Op: audit.OpRedact, Step: step, Depth: depth, Kind: string(k), Count: n})
+			au.add(audit.Event{Op: audit.OpRedact, Step: step, Depth: depth, Kind: string(k), Count: n})
 		}
 	}
-	return out
 }
 
 // maskAudit returns events with their texts and reasons masked by the

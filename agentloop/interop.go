@@ -309,13 +309,13 @@ func (m *Memory) SaveContext(ctx context.Context, inputs, outputs map[string]any
 			}
 		}
 		m.mu.Lock()
-		au.add(m.counts.events(t.Step, 0)...)
+		m.counts.record(au, t.Step, 0)
 		m.mu.Unlock()
 	}
 	k := &keeper{stack: m.stack, router: m.cfg.Router, logger: m.cfg.Logger, audit: au, recovered: m.recovered}
 	k.keepProposals(ctx, proposers, t.Step, m.redact, &redacted)
 	if au.full {
-		au.add(redactionEvents(t.Step, 0, nil, redacted.counts())...)
+		recordRedactions(au, t.Step, 0, nil, redacted.counts())
 		m.mu.Lock()
 		events := append(m.recalls, au.events()...)
 		m.recalls = nil
