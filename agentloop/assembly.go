@@ -148,7 +148,7 @@ func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageC
 		}
 	}
 	shown := r.sentCalls(msgs)
-	fresh := slices.DeleteFunc(slices.Clone(cands), func(c prompt.Candidate) bool { return shown[c.Key] })
+	fresh := slices.DeleteFunc(slices.Clone(cands), func(c prompt.Candidate) bool { return c.Layer != SummaryLayerID && shown[c.Key] })
 	sel := prompt.Assemble(fresh, max(pool, 0), sc)
 	lines := map[string][]string{}
 	won := map[string]bool{} // the summary's parts that won

@@ -533,8 +533,13 @@ func (l *summaryLayer) Candidates(_ context.Context, q layer.Query) ([]prompt.Ca
 	}
 	out := make([]prompt.Candidate, len(parts))
 	for i, p := range parts {
-		// An entity takes its separator with it: "; " in the line.
-		out[i] = prompt.Candidate{Layer: SummaryLayerID, Key: p.key, Text: p.text, Tokens: q.Count(p.text + "; "),
+		// A part takes its separator with it: "; " after an entity, a
+		// line break after a line.
+		sep := "\n"
+		if p.entity {
+			sep = "; "
+		}
+		out[i] = prompt.Candidate{Layer: SummaryLayerID, Key: p.key, Text: p.text, Tokens: q.Count(p.text + sep),
 			Similarity: sim[i], Importance: 0.5, Source: "summary"}
 	}
 	return out, nil
