@@ -1307,11 +1307,17 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 // toolArgs returns the arguments of a call of tool name, normalised by
 // checkArgs and checked against the tool's schema.
 func (a *Agent) toolArgs(name string, schema json.RawMessage, args string) (json.RawMessage, error) {
+	return toolArgs(a.schemas, name, schema, args)
+}
+
+// toolArgs checks a call's arguments: a JSON object (empty is {}) that
+// schema, compiled through cache, accepts.
+func toolArgs(cache *schemaCache, name string, schema json.RawMessage, args string) (json.RawMessage, error) {
 	raw, err := checkArgs(args)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if err := a.schemas.validate(schema, raw); err != nil {
+	if err := cache.validate(schema, raw); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", layer.ErrInvalidArguments, name, err)
 	}
 	return raw, nil

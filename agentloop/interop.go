@@ -20,6 +20,7 @@ import (
 	"github.com/memlayer/memlayer/audit"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
+	"github.com/memlayer/memlayer/semanticmemory"
 )
 
 // MemoryConfig configures a [Memory]. The zero value is valid.
@@ -53,7 +54,8 @@ type MemoryConfig struct {
 	// default, except for the calls of a layer whose tools are not
 	// masked (the scratchpad's legacy call, applied from the turn). The
 	// transcript is the chain's own and is saved as it was said;
-	// [ExportTools] and [LLMTools] pass the model's arguments as they are.
+	// [Memory.Tools] masks the arguments of the layers' tools as an Agent
+	// does; [ExportTools] and [LLMTools] pass them as they are.
 	Redaction RedactionConfig
 	// Router routes the writes the layers' Proposers propose (see
 	// [Proposer]), which the Memory takes after each SaveContext's Store
@@ -63,10 +65,11 @@ type MemoryConfig struct {
 	// ThreadID's audit (see package audit and [AuditConfig]): each
 	// layer's recall by the LoadMemoryVariables calls since the last
 	// SaveContext (the tokens its block took), and, at SaveContext, the
-	// calls of the layers' tools that the executor's intermediate steps
-	// show succeeding (a scratchpad update, a fact memorized or forgotten:
-	// the tools of [ExportTools] call the layers directly, so a
-	// memorized fact is not routed), what the layers' Store kept where
+	// calls of the layers' tools (those of [Memory.Tools] as they run,
+	// else those the executor's intermediate steps show succeeding: a
+	// scratchpad update, a fact memorized or forgotten; the tools of
+	// [ExportTools] call the layers directly, so such a fact was not
+	// routed or masked), what the layers' Store kept where
 	// they count it (entity memory's extractions and evictions, episodic
 	// memory's episodes, the key-value memory's writes), the Proposers'
 	// writes with their routes, and what was redacted. Texts are masked
@@ -131,13 +134,35 @@ type Memory struct {
 	// output this Memory picks.
 	buffer *memory.ConversationBuffer
 
-	// mu guards what follows: the turn's audit events so far (its
-	// recalls), and the layers watched, found on the first use.
+	// mu guards what follows: the turn's audit so far (its recalls, the
+	// calls of the tools of Tools; nil without MemoryConfig.Audit) and
+	// what it masked so far, whether Tools was called, and the layers
+	// watched, found on the first SaveContext.
 	mu        sync.Mutex
-	recalls   []audit.Event
+	turn      *auditor
+	redacted  *redactions
+	bound     bool
 	watched   bool
 	counts    writeCounts
 	proposers []proposer
+}
+
+// newTurn starts the audit and the redaction counts of a turn; m.mu is
+// held.
+func (m *Memory) newTurn() (au *auditor, red *redactions) {
+	au, red = m.turn, m.redacted
+	m.turn, m.redacted = nil, &redactions{}
+	if m.cfg.Audit != nil {
+		m.turn = &auditor{full: true}
+	}
+	return au, red
+}
+
+// current returns the turn's audit and redaction counts.
+func (m *Memory) current() (*auditor, *redactions) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.turn, m.redacted
 }
 
 // intermediateSteps is the output key under which an agents.Executor made
@@ -158,6 +183,7 @@ func NewMemory(stack *layer.Stack, cfg MemoryConfig) *Memory {
 	// The zero prompt config never fails: no template to parse.
 	c, _ := prompt.New(prompt.Config{Counter: cfg.Counter})
 	m := &Memory{stack: stack, cfg: cfg, compiler: c, redact: newRedactor(cfg.Redaction)}
+	m.newTurn()
 	switch {
 	case cfg.NoTranscript:
 	case cfg.Transcript != nil:
@@ -196,14 +222,12 @@ func (m *Memory) LoadMemoryVariables(ctx context.Context, inputs map[string]any)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if m.cfg.Audit != nil {
-		m.mu.Lock()
+	if au, _ := m.current(); au != nil {
 		for _, rc := range recalled {
 			if n := itemTokens(rc.Items, m.cfg.Counter); n > 0 {
-				m.recalls = append(m.recalls, audit.Event{Op: audit.OpRecall, Step: q.Step, Layer: rc.ID, Tokens: n})
+				au.add(audit.Event{Op: audit.OpRecall, Step: q.Step, Layer: rc.ID, Tokens: n})
 			}
 		}
-		m.mu.Unlock()
 	}
 	text, err := m.compiler.Compile(recalled, nil)
 	if err != nil {
@@ -279,30 +303,30 @@ func (m *Memory) SaveContext(ctx context.Context, inputs, outputs map[string]any
 	// The calls of a layer whose tools are not masked (the scratchpad's
 	// legacy call, applied from the turn) keep their arguments.
 	offered := offeredTools(m.stack, m.redact)
-	var redacted redactions
-	masked := m.redact.turn(t, &redacted)
-	for i, c := range t.ToolCalls {
-		if offered[c.Name].keepArgs {
-			masked.ToolCalls[i].Arguments = c.Arguments
-		}
-	}
 	m.mu.Lock()
+	au, redacted := m.newTurn()
 	if !m.watched {
 		m.watched, m.proposers = true, proposersOf(m.stack)
 		if m.cfg.Audit != nil {
 			m.counts = watchCounts(m.stack)
 		}
 	}
-	proposers := m.proposers
+	proposers, bound := m.proposers, m.bound
 	m.mu.Unlock()
+	masked := m.redact.turn(t, redacted)
+	for i, c := range t.ToolCalls {
+		if offered[c.Name].keepArgs {
+			masked.ToolCalls[i].Arguments = c.Arguments
+		}
+	}
 	var errs []error
 	if err := m.stack.Store(ctx, masked); err != nil {
 		errs = append(errs, err)
 	}
-	au := &auditor{full: m.cfg.Audit != nil}
-	if au.full {
+	if au != nil {
+		// The tools of Tools recorded their own calls.
 		for _, r := range t.Results {
-			if o, ok := offered[r.Name]; ok && !strings.HasPrefix(r.Content, "error: ") {
+			if o, ok := offered[r.Name]; ok && !bound && !strings.HasPrefix(r.Content, "error: ") {
 				if e, ok := toolEvent(o.l, o.fn, r.Name, r.Arguments, t.Step, 0); ok {
 					au.add(e)
 				}
@@ -312,15 +336,10 @@ func (m *Memory) SaveContext(ctx context.Context, inputs, outputs map[string]any
 		m.counts.record(au, t.Step, 0)
 		m.mu.Unlock()
 	}
-	k := &keeper{stack: m.stack, router: m.cfg.Router, logger: m.cfg.Logger, audit: au, recovered: m.recovered}
-	k.keepProposals(ctx, proposers, t.Step, m.redact, &redacted)
-	if au.full {
+	m.keeper(au).keepProposals(ctx, proposers, t.Step, m.redact, redacted)
+	if au != nil {
 		recordRedactions(au, t.Step, 0, nil, redacted.counts())
-		m.mu.Lock()
-		events := append(m.recalls, au.events()...)
-		m.recalls = nil
-		m.mu.Unlock()
-		if _, err := m.cfg.Audit.Commit(ctx, m.cfg.ThreadID, m.redact.audit(events)); err != nil {
+		if _, err := m.cfg.Audit.Commit(ctx, m.cfg.ThreadID, m.redact.audit(au.events())); err != nil {
 			errs = append(errs, fmt.Errorf("audit: %w", err))
 		}
 	}
@@ -340,6 +359,85 @@ func (m *Memory) SaveContext(ctx context.Context, inputs, outputs map[string]any
 		return fmt.Errorf("agentloop: memory: %w", err)
 	}
 	return nil
+}
+
+// keeper returns the Memory's keeper, auditing into au.
+func (m *Memory) keeper(au *auditor) *keeper {
+	return &keeper{stack: m.stack, router: m.cfg.Router, logger: m.cfg.Logger, audit: au, recovered: m.recovered}
+}
+
+// Tools returns the layers' tools for a langchaingo executor whose memory
+// is m. They are those of [ExportTools], bound to m so that they act as
+// an Agent's do: their arguments are masked as MemoryConfig.Redaction
+// says (the scratchpad's are not), a fact for semantic memory's memorize
+// is routed by MemoryConfig.Router, and with MemoryConfig.Audit each call
+// that changes memory is recorded in the turn the next SaveContext
+// commits (which then does not read the layer tools' calls from the
+// executor's steps). The stack must be initialised.
+func (m *Memory) Tools() []tools.Tool {
+	m.mu.Lock()
+	m.bound = true
+	m.mu.Unlock()
+	offered := offeredTools(m.stack, m.redact)
+	lts := m.stack.Tools()
+	out := make([]tools.Tool, 0, len(lts))
+	for _, t := range lts {
+		out = append(out, memoryTool{m: m, name: t.Name, desc: exportDescription(t), o: offered[t.Name]})
+	}
+	return out
+}
+
+// memoryTool is a layer tool bound to a Memory (see Memory.Tools).
+type memoryTool struct {
+	m          *Memory
+	name, desc string
+	o          offeredTool // zero for a tool the stack named apart from another's
+}
+
+// Name is the tool's name (layer.ToolName).
+func (t memoryTool) Name() string { return t.name }
+
+// Description is the function's description and its parameter schema.
+func (t memoryTool) Description() string { return t.desc }
+
+// Call runs the function with input as its JSON arguments; failures are
+// the tool's text, as with ExportTools.
+func (t memoryTool) Call(ctx context.Context, input string) (string, error) {
+	out, err := t.m.callTool(ctx, t, input)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", err
+		}
+		return toolErrorText(err), nil
+	}
+	return out, nil
+}
+
+// callTool runs a bound tool's call: masked, routed when it is
+// memorize, audited.
+func (m *Memory) callTool(ctx context.Context, t memoryTool, args string) (string, error) {
+	au, red := m.current()
+	if !t.o.keepArgs {
+		args = m.redact.text(args, nil, red)
+	}
+	if t.o.l == nil {
+		return m.stack.CallTool(ctx, t.name, args)
+	}
+	step := int(m.step.Load())
+	if _, sem := layer.As[*semanticmemory.Layer](t.o.l); sem && t.o.fn.Name == "memorize" {
+		raw, err := toolArgs(&argsSchemas, t.name, t.o.fn.Parameters, args)
+		if err != nil {
+			return "", err
+		}
+		return m.keeper(au).memorize(ctx, t.o.l, raw, semanticmemory.Source{By: "model", Step: step, Tool: t.name})
+	}
+	out, err := m.stack.CallTool(ctx, t.name, args)
+	if err == nil {
+		if e, ok := toolEvent(t.o.l, t.o.fn, t.name, args, step, 0); ok {
+			au.add(e)
+		}
+	}
+	return out, err
 }
 
 // recovered logs a recovered panic and returns it as an error.
@@ -398,18 +496,25 @@ func pick(vars map[string]any, keys ...string) string {
 // text ("error: ...", written for the model) with a nil error, because
 // agents.Executor aborts the whole run on a tool error while the model
 // can usually correct its call. Callers of GenerateContent who offer
-// the tools themselves, with their schemas, use [LLMTools].
+// the tools themselves, with their schemas, use [LLMTools]. An executor
+// whose memory is a [Memory] takes [Memory.Tools] instead: the same
+// tools, their arguments masked, memorize routed, every call audited.
 func ExportTools(stack *layer.Stack) []tools.Tool {
 	lts := stack.Tools()
 	out := make([]tools.Tool, 0, len(lts))
 	for _, t := range lts {
-		desc := t.Description
-		if len(t.Parameters) > 0 {
-			desc += "\n\nInput: a JSON object matching this JSON Schema: " + string(t.Parameters)
-		}
-		out = append(out, layerTool{stack: stack, t: t, desc: desc})
+		out = append(out, layerTool{stack: stack, t: t, desc: exportDescription(t)})
 	}
 	return out
+}
+
+// exportDescription is a layer function's description as a langchaingo
+// tool's: with its parameter schema, which tools.Tool has no place for.
+func exportDescription(t layer.Function) string {
+	if len(t.Parameters) == 0 {
+		return t.Description
+	}
+	return t.Description + "\n\nInput: a JSON object matching this JSON Schema: " + string(t.Parameters)
 }
 
 // LLMTools returns the definitions of the functions the stack's layers
@@ -465,4 +570,5 @@ func (l layerTool) Call(ctx context.Context, input string) (string, error) {
 var (
 	_ schema.Memory = (*Memory)(nil)
 	_ tools.Tool    = layerTool{}
+	_ tools.Tool    = memoryTool{}
 )

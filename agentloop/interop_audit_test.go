@@ -2,6 +2,7 @@ package agentloop_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -185,5 +186,112 @@ func TestMemory98_AdapterWithoutAudit(t *testing.T) {
 	}
 	if turns, err := audit.New(audit.Config{Store: store}).Turns(ctx, "t1"); err != nil || len(turns) != 0 {
 		t.Errorf("audit turns %d, %v; want none", len(turns), err)
+	}
+}
+
+// TestMemory99_AdapterToolsActAsAnAgents: the tools of Memory.Tools act
+// as an Agent's: memorize is routed by kind (a plan goes to the
+// scratchpad, a preference to semantic memory), arguments are masked
+// before they are kept, and each call is audited once, as it runs, not
+// again from the executor's steps; a call the tool refuses writes
+// nothing.
+func TestMemory99_AdapterToolsActAsAnAgents(t *testing.T) {
+	ctx := t.Context()
+	store := storage.NewMemory()
+	st, err := layer.NewStack(layer.StackConfig{Layers: gateLayers(t), Env: layer.Env{ThreadID: "t1", ResourceID: "u", Store: store}, ValidateArgs: agentloop.ValidateArgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close(t.Context()) })
+	log := audit.New(audit.Config{Store: store})
+	mem := agentloop.NewMemory(st, agentloop.MemoryConfig{Audit: log, ThreadID: "t1"})
+	bound := map[string]func(string) string{}
+	for _, tool := range mem.Tools() {
+		bound[tool.Name()] = func(args string) string {
+			out, err := tool.Call(ctx, args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+	}
+	var steps []schema.AgentStep
+	call := func(name, args string) string {
+		out := bound[name](args)
+		steps = append(steps, schema.AgentStep{Action: schema.AgentAction{Tool: name, ToolInput: args, ToolID: fmt.Sprintf("c%d", len(steps))}, Observation: out})
+		return out
+	}
+	in := map[string]any{"input": "Plan the launch; I like oolong, write to tea.lover@example.com."}
+	if _, err := mem.LoadMemoryVariables(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	if out := call("semantic_memorize", `{"text":"Ask which kettle the user has.","kind":"plan"}`); !strings.Contains(out, "scratchpad") {
+		t.Errorf("a plan was not kept on the scratchpad: %s", out)
+	}
+	if out := call("semantic_memorize", `{"text":"The user likes oolong; mail tea.lover@example.com.","kind":"preference"}`); !strings.HasPrefix(out, "remembered fact ") {
+		t.Errorf("a preference was not remembered: %s", out)
+	}
+	if out := call("semantic_memorize", `{"text":"green","kind":"color"}`); !strings.HasPrefix(out, "error: ") {
+		t.Errorf("an unknown kind was not refused: %s", out)
+	}
+	if out := call("semantic_memorize", `{"kind":"fact"}`); !strings.HasPrefix(out, "error: ") {
+		t.Errorf("a call without text was not refused: %s", out)
+	}
+	if err := mem.SaveContext(ctx, in, map[string]any{"output": "Done.", "intermediateSteps": steps}); err != nil {
+		t.Fatal(err)
+	}
+
+	vars, err := mem.LoadMemoryVariables(ctx, map[string]any{"input": "Which tea do I like? And the kettle?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := vars["history"].(string)
+	if !strings.Contains(text, "likes oolong") || !strings.Contains(text, "which kettle") {
+		t.Errorf("the memory lacks the preference or the plan:\n%s", text)
+	}
+	keys, err := store.List(ctx, "")
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("store keys %v, %v", keys, err)
+	}
+	for _, key := range keys {
+		v, err := store.Get(ctx, key)
+		if err == nil && strings.Contains(string(v.Value), "tea.lover@example.com") {
+			t.Errorf("store key %s holds the e-mail address", key)
+		}
+	}
+	turns, err := log.Turns(ctx, "t1")
+	if err != nil || len(turns) != 1 {
+		t.Fatalf("audit turns %d, %v; want 1", len(turns), err)
+	}
+	count := func(f func(audit.Event) bool) int {
+		n := 0
+		for _, e := range turns[0].Events {
+			if f(e) {
+				n++
+			}
+		}
+		return n
+	}
+	if n := count(func(e audit.Event) bool {
+		return e.Op == audit.OpRoute && e.Kind == "plan" && e.Layer == "working-memory"
+	}); n != 1 {
+		t.Errorf("%d routes of the plan to the scratchpad, want 1", n)
+	}
+	if n := count(func(e audit.Event) bool {
+		return e.Op == audit.OpWrite && e.Kind == "preference" && e.Layer == "semantic" && e.Key != ""
+	}); n != 1 {
+		t.Errorf("%d writes of the preference, want 1 (audited as it ran, not again from the steps)", n)
+	}
+	if n := count(func(e audit.Event) bool { return e.Op == audit.OpRoute && e.Kind == "color" && e.Refused }); n != 1 {
+		t.Errorf("%d refused routes of the unknown kind, want 1", n)
+	}
+	if n := count(func(e audit.Event) bool { return e.Op == audit.OpRedact && e.Kind == "email" }); n == 0 {
+		t.Error("no redaction is audited")
+	}
+	if n := count(func(e audit.Event) bool { return e.Op == audit.OpWrite && e.Layer == "semantic" && e.Key == "" }); n != 0 {
+		t.Errorf("%d unrouted writes read from the executor's steps", n)
 	}
 }

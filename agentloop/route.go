@@ -267,6 +267,13 @@ func (r *run) memorize(ctx context.Context, own layer.Layer, fn layer.Function, 
 	if err != nil {
 		return "", err
 	}
+	return r.keeper().memorize(ctx, own, raw, semanticmemory.Source{By: "model", Step: r.res.Steps, Tool: name})
+}
+
+// memorize keeps the write of a memorize call whose arguments raw were
+// checked against the tool's schema: own is the semantic memory that
+// offers the tool, src the call's source.
+func (k *keeper) memorize(ctx context.Context, own layer.Layer, raw json.RawMessage, src semanticmemory.Source) (string, error) {
 	var in struct {
 		Text       string   `json:"text"`
 		Kind       string   `json:"kind"`
@@ -275,7 +282,6 @@ func (r *run) memorize(ctx context.Context, own layer.Layer, fn layer.Function, 
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return "", fmt.Errorf("memorize: %w", err)
 	}
-	src := semanticmemory.Source{By: "model", Step: r.res.Steps, Tool: name}
 	w := Write{Kind: strings.ToLower(in.Kind), Text: in.Text, Importance: semanticmemory.DefaultImportance, Source: src.String(), Layer: own.Spec().ID}
 	if w.Kind == "" {
 		w.Kind = semanticmemory.DefaultKind
@@ -283,7 +289,7 @@ func (r *run) memorize(ctx context.Context, own layer.Layer, fn layer.Function, 
 	if in.Importance != nil {
 		w.Importance = *in.Importance
 	}
-	out, err := r.keeper().keep(ctx, w, own, src)
+	out, err := k.keep(ctx, w, own, src)
 	if err != nil {
 		return "", fmt.Errorf("memorize: %w", err)
 	}
