@@ -43,10 +43,11 @@ func ExampleNewMemory_conversationChain() {
 	// AI:
 }
 
-// NewMemory and ExportTools in a langchaingo agent executor: the
-// conversational agent shows the memory, calls a layer's tool, and the
-// tool results of the turn reach the layers (with
-// WithReturnIntermediateSteps, through chains.Call).
+// NewMemory and its Tools in a langchaingo agent executor: the
+// conversational agent shows the memory, calls a layer's tool (masked,
+// routed and audited as an Agent's), and the tool results of the turn
+// reach the layers (with WithReturnIntermediateSteps, through
+// chains.Call).
 func ExampleNewMemory_executor() {
 	ctx := context.Background()
 	scratchpad, _ := workingmemory.New(workingmemory.Config{})
@@ -59,9 +60,10 @@ func ExampleNewMemory_executor() {
 		agenttest.Reply(agenttest.Text("Thought: Do I need to use a tool? No\nAI: Noted.")),
 		agenttest.Reply(agenttest.Text("Thought: Do I need to use a tool? No\nAI: Your goal is to launch the About page.")),
 	)
-	tls := append([]tools.Tool{upper{}}, agentloop.ExportTools(st)...)
+	mem := agentloop.NewMemory(st, agentloop.MemoryConfig{})
+	tls := append([]tools.Tool{upper{}}, mem.Tools()...)
 	exec := agents.NewExecutor(agents.NewConversationalAgent(model, tls),
-		agents.WithMemory(agentloop.NewMemory(st, agentloop.MemoryConfig{})), agents.WithReturnIntermediateSteps())
+		agents.WithMemory(mem), agents.WithReturnIntermediateSteps())
 	for _, in := range []string{"My goal: launch the About page.", "What is my goal?"} {
 		out, err := chains.Call(ctx, exec, map[string]any{"input": in})
 		fmt.Println(strings.TrimSpace(fmt.Sprint(out["output"])), err)
