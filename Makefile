@@ -33,8 +33,8 @@ fuzz:
 
 # The fuzz targets CI runs on every change, FUZZTIME each: the merge, the
 # extractor, the storage key escaping and its Redis Cluster form, the fence, the prompt projection, budgets
-# and scored packing (never past the pool), the history loader, the episodic log, the redactor,
-# and the update tool end to end.
+# and scored packing (never past the pool), the history loader, the history summary's parts
+# in scored assembly, the episodic log, the redactor, and the update tool end to end.
 FUZZ_CI = \
 	./workingmemory:FuzzMerge \
 	./workingmemory:FuzzRecall \
@@ -48,6 +48,7 @@ FUZZ_CI = \
 	./prompt:FuzzAssemble \
 	./reliability:FuzzUpdateTool \
 	./agentloop:FuzzHistoryLoad \
+	./agentloop:FuzzSummaryParts \
 	./episodicmemory:FuzzEpisodic15_DecodeLog \
 	./redact:FuzzRedact
 
