@@ -40,8 +40,8 @@ import (
 // summary, as it is stored. Its audit event counts its parts and lists
 // only those left out.
 //
-// Every other layer (the scratchpad, the entities, instructions) is
-// pinned: it keeps its slot and budget. The same inputs, at the same
+// Every other layer (the scratchpad, the entities, instructions, and
+// the summary with PinSummary) is pinned: it keeps its slot and budget. The same inputs, at the same
 // Scoring.Now, give the same prompt.
 type AssemblyConfig struct {
 	// Disabled turns scored assembly off: every layer fills its own
@@ -50,6 +50,11 @@ type AssemblyConfig struct {
 	// Scoring weighs the candidates; the zero value is
 	// prompt.DefaultScoring (its zero Now is the time of each step).
 	Scoring prompt.Scoring
+	// PinSummary keeps the history summary out of scored assembly: it
+	// keeps its own budget and is shown whole, as with assembly off, so
+	// that no ID it holds leaves the prompt for a better-scored fact or
+	// episode.
+	PinSummary bool
 }
 
 // LayerBudget is what one layer had of a step's prompt, in tokens.
@@ -87,7 +92,7 @@ func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageC
 	if r.sources == nil {
 		r.sources = map[string]candidateSource{}
 		for _, l := range r.stack.Layers() {
-			if src, ok := layer.As[candidateSource](l); ok {
+			if src, ok := layer.As[candidateSource](l); ok && !(a.cfg.Assembly.PinSummary && l.Spec().ID == SummaryLayerID) {
 				r.sources[l.Spec().ID] = src
 			}
 		}

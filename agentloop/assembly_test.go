@@ -300,18 +300,19 @@ func (l rivalLayer) Candidates(_ context.Context, q layer.Query) ([]prompt.Candi
 // user's message names stays and parts it does not name give way to
 // better candidates; the parts shown keep the summary's order, the audit
 // counts the parts and lists those left out, and Result.Budgets marks
-// the summary assembled. With the pool large enough, or assembly off,
-// the whole summary is sent as it is stored.
+// the summary assembled. With the pool large enough, with assembly off,
+// or with AssemblyConfig.PinSummary, the whole summary is sent as it is
+// stored.
 func TestMemory97_SummaryCompetesInThePool(t *testing.T) {
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	titles := []string{"Pricing", "Blog", "Contact", "Support", "Careers", "Press", "Legal", "Team", "Shop", "Events"}
-	run := func(t *testing.T, rival rivalLayer, disabled bool) (sys, stored string, res *agentloop.Result) {
+	run := func(t *testing.T, rival rivalLayer, disabled bool, pin ...bool) (sys, stored string, res *agentloop.Result) {
 		t.Helper()
 		model := agenttest.NewFunc(pagesPolicy)
 		a := mustAgent(t, agentloop.Config{Model: model, Store: storage.NewMemory(), Tools: []agentloop.Tool{pagesTool(10)},
 			Layers:   []layer.Layer{rival},
 			History:  agentloop.HistoryConfig{MaxTurns: 1, SummarizeAfter: 1, SummaryTokens: 120},
-			Assembly: agentloop.AssemblyConfig{Disabled: disabled, Scoring: prompt.Scoring{Now: now}}})
+			Assembly: agentloop.AssemblyConfig{Disabled: disabled, PinSummary: len(pin) > 0 && pin[0], Scoring: prompt.Scoring{Now: now}}})
 		for _, title := range titles {
 			if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: title}); err != nil {
 				t.Fatal(err)
@@ -411,6 +412,17 @@ func TestMemory97_SummaryCompetesInThePool(t *testing.T) {
 		shown, stored, _ := run(t, rivalLayer{budget: 60, n: 12, now: now}, true)
 		if shown != stored {
 			t.Errorf("shown:\n%s\nstored:\n%s", shown, stored)
+		}
+	})
+	t.Run("pinned", func(t *testing.T) {
+		shown, stored, res := run(t, rivalLayer{budget: 60, n: 12, now: now}, false, true)
+		if shown != stored {
+			t.Errorf("shown:\n%s\nstored:\n%s", shown, stored)
+		}
+		for _, b := range res.Budgets {
+			if b.Layer == agentloop.SummaryLayerID && b.Assembled || b.Layer == "rival" && !b.Assembled {
+				t.Errorf("budget %+v: the summary is pinned, the rival assembled", b)
+			}
 		}
 	})
 }
