@@ -271,8 +271,31 @@ func (m *Memory) SaveContext(ctx context.Context, inputs, outputs map[string]any
 		answers = maps.Clone(outputs)
 		delete(answers, intermediateSteps)
 	}
+	t := m.turnOf(int(m.step.Add(1)-1), inputs, answers, outputs)
+	errs := m.keepTurn(ctx, t)
+	switch {
+	case m.buffer != nil:
+		if err := m.buffer.ChatHistory.AddUserMessage(ctx, t.Query); err != nil {
+			errs = append(errs, err)
+		} else if err := m.buffer.ChatHistory.AddAIMessage(ctx, t.Response); err != nil {
+			errs = append(errs, err)
+		}
+	case m.transcript != nil:
+		if err := m.transcript.SaveContext(ctx, inputs, answers); err != nil {
+			errs = append(errs, fmt.Errorf("transcript: %w", err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("agentloop: memory: %w", err)
+	}
+	return nil
+}
+
+// turnOf is the turn an executor's inputs and outputs make: the input,
+// the answer, and the tool calls and results of its intermediate steps.
+func (m *Memory) turnOf(step int, inputs, answers, outputs map[string]any) layer.Turn {
 	t := layer.Turn{
-		Step:     int(m.step.Add(1) - 1),
+		Step:     step,
 		Query:    pick(inputs, m.cfg.InputKey, "input"),
 		Response: pick(answers, m.cfg.OutputKey, "text", "output"),
 	}
@@ -300,6 +323,13 @@ func (m *Memory) SaveContext(ctx context.Context, inputs, outputs map[string]any
 		}
 		t.Results = append(t.Results, layer.ToolResult{ToolCall: layer.ToolCall{ID: id, Name: s.Action.Tool, Arguments: s.Action.ToolInput}, Content: s.Observation})
 	}
+	return t
+}
+
+// keepTurn hands t, masked, to the layers' Store, keeps what the
+// Proposers propose, and commits the turn's audit; it returns what
+// failed.
+func (m *Memory) keepTurn(ctx context.Context, t layer.Turn) []error {
 	// The calls of a layer whose tools are not masked (the scratchpad's
 	// legacy call, applied from the turn) keep their arguments.
 	offered := offeredTools(m.stack, m.redact)
@@ -343,22 +373,7 @@ func (m *Memory) SaveContext(ctx context.Context, inputs, outputs map[string]any
 			errs = append(errs, fmt.Errorf("audit: %w", err))
 		}
 	}
-	switch {
-	case m.buffer != nil:
-		if err := m.buffer.ChatHistory.AddUserMessage(ctx, t.Query); err != nil {
-			errs = append(errs, err)
-		} else if err := m.buffer.ChatHistory.AddAIMessage(ctx, t.Response); err != nil {
-			errs = append(errs, err)
-		}
-	case m.transcript != nil:
-		if err := m.transcript.SaveContext(ctx, inputs, answers); err != nil {
-			errs = append(errs, fmt.Errorf("transcript: %w", err))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("agentloop: memory: %w", err)
-	}
-	return nil
+	return errs
 }
 
 // keeper returns the Memory's keeper, auditing into au.
