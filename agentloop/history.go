@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -442,6 +443,28 @@ func clip(s string, n int) string {
 type summaryLayer struct {
 	text   atomic.Pointer[string]
 	tokens int
+
+	// mu guards the parts of the summary last split, for Candidates and
+	// block: a summary changes far less often than a step recalls it.
+	mu     sync.Mutex
+	split  string
+	parts  []summaryPart
+	corpus *lexical.Corpus
+}
+
+// partsOf returns the parts of summary s and a BM25 corpus of them, split
+// once per summary (the run stores each step's summary anew, the same
+// text until a new summary is committed).
+func (l *summaryLayer) partsOf(s *string) ([]summaryPart, *lexical.Corpus) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.corpus == nil || l.split != *s {
+		l.split, l.parts, l.corpus = *s, summaryParts(*s), &lexical.Corpus{}
+		for _, p := range l.parts {
+			l.corpus.Add(p.key, p.text)
+		}
+	}
+	return l.parts, l.corpus
 }
 
 // Spec is the layer's spec: execution scope, a budget of SummaryTokens
@@ -522,11 +545,7 @@ func (l *summaryLayer) Candidates(_ context.Context, q layer.Query) ([]prompt.Ca
 	if s == nil || *s == "" {
 		return nil, nil
 	}
-	parts := summaryParts(*s)
-	var corpus lexical.Corpus
-	for _, p := range parts {
-		corpus.Add(p.key, p.text)
-	}
+	parts, corpus := l.partsOf(s)
 	sim := make([]float64, len(parts))
 	for _, h := range corpus.Rank(q.Text) {
 		sim[h.Doc] = h.Similarity
@@ -567,8 +586,9 @@ func (l *summaryLayer) block(won map[string]bool) string {
 	if s == nil {
 		return ""
 	}
+	parts, _ := l.partsOf(s)
 	var ents, lines []string
-	for _, p := range summaryParts(*s) {
+	for _, p := range parts {
 		switch {
 		case !won[p.key]:
 		case p.entity:
