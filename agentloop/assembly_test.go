@@ -293,26 +293,27 @@ func (l rivalLayer) Candidates(_ context.Context, q layer.Query) ([]prompt.Candi
 	return out, nil
 }
 
-// TestMemory97_SummaryCompetesInThePool: with scored assembly on, the
-// history summary offers its parts (each entity of its "Entities seen
-// earlier" line, each other line) as candidates in the pool it shares
-// with the other candidate layers. When the pool is short, the part the
+// TestMemory97_SummaryCompetesInThePool: with scored assembly on and
+// AssemblyConfig.SummaryCandidates, the history summary offers its parts
+// (each entity of its "Entities seen earlier" line, each other line) as
+// candidates in the pool it shares with the other candidate layers. When the pool is short, the part the
 // user's message names stays and parts it does not name give way to
 // better candidates; the parts shown keep the summary's order, the audit
 // counts the parts and lists those left out, and Result.Budgets marks
 // the summary assembled. With the pool large enough, with assembly off,
-// or with AssemblyConfig.PinSummary, the whole summary is sent as it is
-// stored.
+// or without AssemblyConfig.SummaryCandidates (the default), the whole
+// summary is sent as it is stored.
 func TestMemory97_SummaryCompetesInThePool(t *testing.T) {
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	titles := []string{"Pricing", "Blog", "Contact", "Support", "Careers", "Press", "Legal", "Team", "Shop", "Events"}
 	run := func(t *testing.T, rival rivalLayer, disabled bool, pin ...bool) (sys, stored string, res *agentloop.Result) {
 		t.Helper()
+		candidates := len(pin) == 0 || !pin[0]
 		model := agenttest.NewFunc(pagesPolicy)
 		a := mustAgent(t, agentloop.Config{Model: model, Store: storage.NewMemory(), Tools: []agentloop.Tool{pagesTool(10)},
 			Layers:   []layer.Layer{rival},
 			History:  agentloop.HistoryConfig{MaxTurns: 1, SummarizeAfter: 1, SummaryTokens: 120},
-			Assembly: agentloop.AssemblyConfig{Disabled: disabled, PinSummary: len(pin) > 0 && pin[0], Scoring: prompt.Scoring{Now: now}}})
+			Assembly: agentloop.AssemblyConfig{Disabled: disabled, SummaryCandidates: candidates, Scoring: prompt.Scoring{Now: now}}})
 		for _, title := range titles {
 			if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: title}); err != nil {
 				t.Fatal(err)

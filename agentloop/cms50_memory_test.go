@@ -7,9 +7,12 @@ import (
 	"testing"
 
 	"github.com/memlayer/memlayer/agentloop"
+	"github.com/memlayer/memlayer/entitymemory"
+	"github.com/memlayer/memlayer/episodicmemory"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/semanticmemory"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/workingmemory"
 )
 
 // cmsFacts are what the editor of the cms50 conversation told the agent
@@ -190,4 +193,63 @@ func seedFacts(t *testing.T, store storage.Store, resource string, facts []strin
 
 func containsAny(s string, subs []string) bool {
 	return slices.ContainsFunc(subs, func(sub string) bool { return strings.Contains(s, sub) })
+}
+
+// TestMemory100_TightBudgetsKeepTheSummary runs the 50-turn CMS
+// conversation with the long-term memories on short budgets (episodic
+// memory 100 tokens, semantic memory 33) and the editor's facts, so that
+// the shared pool is short. With the summary pinned (the default) every
+// reference resolves from the request. With
+// AssemblyConfig.SummaryCandidates the summary's parts compete in the
+// pool: the test logs what that saves and what it loses (an ID that no
+// message names, the site every page is made in, gives way, and the
+// turns that need it fail).
+func TestMemory100_TightBudgetsKeepTheSummary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two 50-turn runs")
+	}
+	f := loadCMS50(t)
+	exact := cl100k(t)
+	refs := 0
+	for _, turn := range f.Turns {
+		refs += len(turn.Refs)
+	}
+	tight := func(candidates bool) *cmsRun {
+		store := storage.NewMemory()
+		seedFacts(t, store, "editor-1", cmsFacts)
+		var run cmsRun
+		runCMS(t, f, store, func(cfg *agentloop.Config) {
+			windowedHistory(cfg)
+			pad, err := workingmemory.New(workingmemory.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ents, err := entitymemory.New(entitymemory.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			eps, err := episodicmemory.New(episodicmemory.Config{Budget: layer.Budget{Max: 100}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sem, err := semanticmemory.New(semanticmemory.Config{Budget: layer.Budget{Max: 33}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Layers = []layer.Layer{pad, ents, eps, sem}
+			cfg.Assembly.SummaryCandidates = candidates
+		}, 0, len(f.Turns), &run, exact)
+		return &run
+	}
+	pinned, competing := tight(false), tight(true)
+	for _, e := range pinned.failures {
+		t.Errorf("summary pinned: %s", e)
+	}
+	t.Logf("FIGURE cms50 on short budgets, summary pinned: references resolved %d of %d, cl100k summed %d",
+		refs-countRefFailures(pinned.failures), refs, sum(pinned.exact))
+	t.Logf("FIGURE cms50 on short budgets, summary candidates: references resolved %d of %d (%d turns failed), cl100k summed %d",
+		refs-countRefFailures(competing.failures), refs, len(competing.failures), sum(competing.exact))
+	for _, e := range competing.failures[:min(len(competing.failures), 3)] {
+		t.Logf("summary candidates: %s", e)
+	}
 }

@@ -536,8 +536,11 @@ func summaryParts(text string) []summaryPart {
 // user's message stay: each entity of the "Entities seen earlier" line
 // (an ID and its name) and each other line is a candidate. Similarity is
 // BM25 over the parts, divided by the query's top score; importance is
-// 0.5, as a fact's by default; the run gives them the step's time (the
-// summary is as recent as the conversation it is part of). The
+// 1, the most a fact can have (the summary's IDs are how the agent
+// resolves what the window no longer shows; at 0.5 the 50-turn CMS
+// conversation lost references at budgets where it loses none at 1);
+// the run gives them the step's time (the summary is as recent as the
+// conversation it is part of). The
 // parts won are shown in the summary's own order (see block), so the
 // summary still reads from oldest to newest.
 func (l *summaryLayer) Candidates(_ context.Context, q layer.Query) ([]prompt.Candidate, error) {
@@ -559,7 +562,7 @@ func (l *summaryLayer) Candidates(_ context.Context, q layer.Query) ([]prompt.Ca
 			sep = "; "
 		}
 		out[i] = prompt.Candidate{Layer: SummaryLayerID, Key: p.key, Text: p.text, Tokens: q.Count(p.text + sep),
-			Similarity: sim[i], Importance: 0.5, Source: "summary"}
+			Similarity: sim[i], Importance: 1, Source: "summary"}
 	}
 	return out, nil
 }
