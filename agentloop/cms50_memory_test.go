@@ -7,12 +7,10 @@ import (
 	"testing"
 
 	"github.com/memlayer/memlayer/agentloop"
-	"github.com/memlayer/memlayer/entitymemory"
 	"github.com/memlayer/memlayer/episodicmemory"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/semanticmemory"
 	"github.com/memlayer/memlayer/storage"
-	"github.com/memlayer/memlayer/workingmemory"
 )
 
 // cmsFacts are what the editor of the cms50 conversation told the agent
@@ -72,10 +70,7 @@ func TestMemory90_CMS50WithSemanticMemory(t *testing.T) {
 	}
 	f := loadCMS50(t)
 	exact := cl100k(t)
-	refs := 0
-	for _, turn := range f.Turns {
-		refs += len(turn.Refs)
-	}
+	refs := f.refs()
 	// withFacts adds a semantic memory to the agent; the store holds the
 	// editor's facts.
 	withFacts := func(t *testing.T, assembly bool, history func(*agentloop.Config)) (storage.Store, func(*agentloop.Config)) {
@@ -210,33 +205,18 @@ func TestMemory100_TightBudgetsKeepTheSummary(t *testing.T) {
 	}
 	f := loadCMS50(t)
 	exact := cl100k(t)
-	refs := 0
-	for _, turn := range f.Turns {
-		refs += len(turn.Refs)
-	}
+	refs := f.refs()
 	tight := func(candidates bool) *cmsRun {
 		store := storage.NewMemory()
 		seedFacts(t, store, "editor-1", cmsFacts)
 		var run cmsRun
 		runCMS(t, f, store, func(cfg *agentloop.Config) {
 			windowedHistory(cfg)
-			pad, err := workingmemory.New(workingmemory.Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ents, err := entitymemory.New(entitymemory.Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			eps, err := episodicmemory.New(episodicmemory.Config{Budget: layer.Budget{Max: 100}})
-			if err != nil {
-				t.Fatal(err)
-			}
 			sem, err := semanticmemory.New(semanticmemory.Config{Budget: layer.Budget{Max: 33}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg.Layers = []layer.Layer{pad, ents, eps, sem}
+			cfg.Layers = append(cmsLayersWith(t, episodicmemory.Config{Budget: layer.Budget{Max: 100}}), sem)
 			cfg.Assembly.SummaryCandidates = candidates
 		}, 0, len(f.Turns), &run, exact)
 		return &run

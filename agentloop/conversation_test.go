@@ -49,6 +49,12 @@ func fullHistory(cfg *agentloop.Config) {
 // cmsLayers are the memory layers of both runs, new for each agent.
 func cmsLayers(t testing.TB) []layer.Layer {
 	t.Helper()
+	return cmsLayersWith(t, episodicmemory.Config{})
+}
+
+// cmsLayersWith is cmsLayers with episodic memory configured by epsCfg.
+func cmsLayersWith(t testing.TB, epsCfg episodicmemory.Config) []layer.Layer {
+	t.Helper()
 	pad, err := workingmemory.New(workingmemory.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +63,7 @@ func cmsLayers(t testing.TB) []layer.Layer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eps, err := episodicmemory.New(episodicmemory.Config{})
+	eps, err := episodicmemory.New(epsCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,10 +427,7 @@ func TestHistory51_CMS50TokenReduction(t *testing.T) {
 	for _, e := range win.failures {
 		t.Errorf("window and summary: %s", e)
 	}
-	refs := 0
-	for _, turn := range f.Turns {
-		refs += len(turn.Refs)
-	}
+	refs := f.refs()
 	t.Logf("FIGURE cms50 references resolved: %d of %d (window and summary), %d failures (full history)", refs-countRefFailures(win.failures), refs, len(full.failures))
 	for _, c := range []struct {
 		name        string
@@ -495,6 +498,15 @@ func lastTurnStart(reqs []agenttest.Request) int {
 		}
 	}
 	return -1
+}
+
+// refs counts the conversation's references by name.
+func (f cmsFixture) refs() int {
+	n := 0
+	for _, turn := range f.Turns {
+		n += len(turn.Refs)
+	}
+	return n
 }
 
 // countRefFailures counts the failures that are unresolved or wrong

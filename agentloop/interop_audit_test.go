@@ -15,6 +15,12 @@ import (
 	"github.com/memlayer/memlayer/storage"
 )
 
+// adapterEnv is the env of the adapter tests' stacks: thread t1 of
+// resource u on store.
+func adapterEnv(store storage.Store) layer.Env {
+	return layer.Env{ThreadID: "t1", ResourceID: "u", Store: store}
+}
+
 // TestMemory98_AdapterAuditsAndKeepsProposals: the langchaingo Memory
 // keeps what the layers' Proposers propose after each SaveContext, routed
 // and redacted as an Agent keeps them, and with MemoryConfig.Audit
@@ -33,14 +39,7 @@ func TestMemory98_AdapterAuditsAndKeepsProposals(t *testing.T) {
 			{Kind: "color", Text: "green"},
 		}
 	}}
-	st, err := layer.NewStack(layer.StackConfig{Layers: append(gateLayers(t), d), Env: layer.Env{ThreadID: "t1", ResourceID: "u", Store: store}, ValidateArgs: agentloop.ValidateArgs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close(t.Context()) })
+	st := newInitStackOn(t, adapterEnv(store), append(gateLayers(t), d)...)
 	log := audit.New(audit.Config{Store: store})
 	mem := agentloop.NewMemory(st, agentloop.MemoryConfig{Audit: log, ThreadID: "t1"})
 	call := func(name, args string) string {
@@ -165,14 +164,7 @@ func TestMemory98_AdapterWithoutAudit(t *testing.T) {
 	d := &distiller{propose: func(layer.Turn) []agentloop.Write {
 		return []agentloop.Write{{Kind: "preference", Text: "The user prefers green tea."}}
 	}}
-	st, err := layer.NewStack(layer.StackConfig{Layers: append(gateLayers(t), d), Env: layer.Env{ThreadID: "t1", ResourceID: "u", Store: store}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close(t.Context()) })
+	st := newInitStackOn(t, adapterEnv(store), append(gateLayers(t), d)...)
 	mem := agentloop.NewMemory(st, agentloop.MemoryConfig{})
 	if err := mem.SaveContext(ctx, map[string]any{"input": "Hi"}, map[string]any{"output": "Hello."}); err != nil {
 		t.Fatal(err)
@@ -198,14 +190,7 @@ func TestMemory98_AdapterWithoutAudit(t *testing.T) {
 func TestMemory99_AdapterToolsActAsAnAgents(t *testing.T) {
 	ctx := t.Context()
 	store := storage.NewMemory()
-	st, err := layer.NewStack(layer.StackConfig{Layers: gateLayers(t), Env: layer.Env{ThreadID: "t1", ResourceID: "u", Store: store}, ValidateArgs: agentloop.ValidateArgs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close(t.Context()) })
+	st := newInitStackOn(t, adapterEnv(store), gateLayers(t)...)
 	log := audit.New(audit.Config{Store: store})
 	mem := agentloop.NewMemory(st, agentloop.MemoryConfig{Audit: log, ThreadID: "t1"})
 	bound := map[string]func(string) string{}

@@ -16,7 +16,14 @@ import (
 
 func newInitStack(t *testing.T, layers ...layer.Layer) *layer.Stack {
 	t.Helper()
-	st, err := layer.NewStack(layer.StackConfig{Layers: layers, Env: layer.Env{ThreadID: "t", Store: storage.NewMemory()}, ValidateArgs: agentloop.ValidateArgs})
+	return newInitStackOn(t, layer.Env{ThreadID: "t", Store: storage.NewMemory()}, layers...)
+}
+
+// newInitStackOn is an initialised stack of layers in env, closed when
+// the test ends.
+func newInitStackOn(t *testing.T, env layer.Env, layers ...layer.Layer) *layer.Stack {
+	t.Helper()
+	st, err := layer.NewStack(layer.StackConfig{Layers: layers, Env: env, ValidateArgs: agentloop.ValidateArgs})
 	if err != nil {
 		t.Fatal(err)
 	}
