@@ -40,7 +40,7 @@ func genSecrets(r *rand.Rand, i int) secrets {
 		email:    fmt.Sprintf("%s.%s%d@%s.example", redacttest.Word(r, 5, "abcdefghij"), redacttest.Word(r, 6, "klmnopqrst"), i, redacttest.Word(r, 7, "abcdefgh")),
 		card:     redacttest.Luhn(r, "4", 16),
 		iban:     redacttest.IBAN(r),
-		phone:    fmt.Sprintf("+44 20 %04d %04d", r.IntN(10000), r.IntN(10000)),
+		phone:    fmt.Sprintf("+44 20 7%03d %04d", r.IntN(1000), r.IntN(10000)), // a London number (020 7…), valid under the numbering plan
 		key:      "sk-live-" + redacttest.Word(r, 28, redacttest.Alnum),
 		bearer:   redacttest.Word(r, 40, redacttest.Alnum),
 		password: redacttest.Word(r, 18, redacttest.Alnum),

@@ -23,8 +23,9 @@ import (
 //     as a JSON string, when the rules find a card number (or a secret
 //     under a secret's key) in it;
 //   - the values under a key that names an identifier (see
-//     isIdentifierName), and the elements of an array under one, are not
-//     looked at; the string or number under a key that names a secret
+//     isIdentifierName), and the elements of an array under one, are
+//     looked at only for e-mail addresses and IBANs (a login ID may be an
+//     address; a numeric ID may pass a card's checks); the string or number under a key that names a secret
 //     ("api_key", "password", "client_secret", ...) is masked whole when
 //     it has 8 bytes or more;
 //   - keys are redacted as text (a map keyed by e-mail address).
@@ -149,7 +150,9 @@ func unquote(doc string, start, end int) (string, []int) {
 func (r *rules) stringValue(start, end int, s string, pos []int, key keyKind, keep []string) []span {
 	switch {
 	case key == idKey:
-		return nil
+		// An identifier's value keeps its numbers and tokens, but an
+		// e-mail address or an IBAN in it is masked ("login_id").
+		return inString(start, s, pos, r.textIn(s, keep, true))
 	case key == secretKey && len(s) >= 8 && !holdsKept(s, keep) && s != r.mask(Secret, s):
 		return []span{{Finding{Secret, start + 1, end - 1}, escape(r.mask(Secret, s))}}
 	case isDocument(s):

@@ -14,14 +14,27 @@
 //   - every string the caller passes in keep is left as it is, wherever it
 //     appears (the entity IDs, tool-call IDs and IDs in tool arguments that
 //     memlayer knows of);
-//   - a value under a JSON key that names an identifier ("id", "ids",
-//     "page_id", "pageId", "uuid", "ref", ...) or right after an identifier
-//     word in text ("id 4111…", "ID: …", "#4111…") is not looked at;
+//   - a number or token under a JSON key that names an identifier ("id",
+//     "ids", "page_id", "pageId", "uuid", "ref", ...), or right after an
+//     identifier's word in text ("id 4111…", "ID: …", "#4111…", "order
+//     no. 0815-4711-22", "invoice 4000 0012 3456 7899"), is not taken for a
+//     card, phone number or secret; an e-mail address or an IBAN is masked
+//     whatever its label ("Apple ID: bob@example.com", a "login_id" that
+//     holds an address), and a label that names a card, account or phone
+//     ("CC# 5500…", "Account# GB82…", "Tel# …") is not an identifier's;
 //   - numbers are checked before they are masked: a card number must have
 //     a card network's prefix and length and pass the Luhn check, an IBAN
 //     its country format and the mod-97 check, and a phone number must be
-//     written as one (a leading +, or grouped with separators), so a bare
-//     run of digits is neither.
+//     written as one (a leading +, a parenthesised area code, North
+//     American groups, or a national trunk 0 and two groups or more) and
+//     be a valid number under its country's numbering plan
+//     (libphonenumber's metadata, through github.com/nyaruka/phonenumbers:
+//     [Config].Regions says which countries' national numbers are
+//     recognised), so a bare run of digits, a date (01.04.2026), a version
+//     or an order number grouped like a phone number is none of them.
+//
+// E-mail addresses may be internationalised (RFC 6531): letters of any
+// script in the local part and the domain (jürgen@bücher.de).
 //
 // A text that is one JSON object or array (a tool result, tool call
 // arguments) is redacted value by value rather than as text: each string
@@ -38,6 +51,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/nyaruka/phonenumbers"
 )
 
 // Kind is a kind of data a redactor masks.
@@ -85,20 +102,35 @@ type Config struct {
 	// Mask returns the text a finding is replaced with; nil gives
 	// "[redacted <kind>]". It gets the kind and the masked text.
 	Mask func(k Kind, text string) string
+	// Regions are the regions (ISO 3166 codes, "GB", "DE") whose national
+	// phone numbers are recognised: a number written without its country
+	// code is masked when it is a valid number of one of them (checked
+	// with libphonenumber's metadata). A number written with a + and its
+	// country code is checked against its own country. Nil is
+	// [DefaultRegions].
+	Regions []string
 }
+
+// DefaultRegions are the regions whose national phone numbers the built-in
+// rules recognise unless [Config].Regions says otherwise.
+var DefaultRegions = []string{"US", "GB", "DE", "FR", "ES", "NL", "AU"}
 
 // Default masks every built-in kind. It is safe for concurrent use.
 var Default Redactor = New(Config{})
 
 // rules is the built-in Redactor.
 type rules struct {
-	kinds []Kind
-	mask  func(Kind, string) string
+	kinds   []Kind
+	mask    func(Kind, string) string
+	regions []string
 }
 
 // New returns a Redactor with the built-in rules for cfg.Kinds.
 func New(cfg Config) Redactor {
-	r := &rules{kinds: Kinds, mask: cfg.Mask}
+	r := &rules{kinds: Kinds, mask: cfg.Mask, regions: DefaultRegions}
+	if cfg.Regions != nil {
+		r.regions = slices.Clone(cfg.Regions)
+	}
 	if cfg.Kinds != nil {
 		r.kinds = nil
 		for _, k := range Kinds { // keep the rules' order
@@ -145,16 +177,25 @@ type span struct {
 const minFinding = 6
 
 // text returns the spans of plain text to mask, in order.
-func (r *rules) text(text string, keep []string) []span {
+func (r *rules) text(text string, keep []string) []span { return r.textIn(text, keep, false) }
+
+// textIn returns the spans of plain text to mask, in order. In an
+// identifier's value (idValue: a string under an identifier-named JSON
+// key) only the kinds that carry their own proof are looked for (see
+// contextual).
+func (r *rules) textIn(text string, keep []string, idValue bool) []span {
 	if len(text) < minFinding {
 		return nil
 	}
 	protected := keptSpans(text, keep)
 	var found []span
 	for _, k := range r.kinds {
-		for _, m := range finders[k](text) {
+		if idValue && contextual(k) {
+			continue
+		}
+		for _, m := range r.find(k, text) {
 			f := Finding{Kind: k, Start: m[0], End: m[1]}
-			if overlaps(found, f) || kept(protected, f) || afterIdentifier(text, f.Start) {
+			if overlaps(found, f) || kept(protected, f) || contextual(k) && afterIdentifier(text, f.Start) {
 				continue
 			}
 			found = append(found, span{f, r.mask(k, text[f.Start:f.End])})
@@ -163,6 +204,15 @@ func (r *rules) text(text string, keep []string) []span {
 	slices.SortFunc(found, func(a, b span) int { return a.Start - b.Start })
 	return found
 }
+
+// contextual reports whether a finding of kind k may be an identifier
+// rather than what it looks like, so that an identifier's key or label
+// before it ("order #", "ID:", "page_id") keeps it: card and phone numbers
+// (a numeric ID can pass a card's checks or be grouped like a phone
+// number) and secrets (an opaque token can be an ID). An e-mail address
+// or an IBAN (its country format and mod-97 check) is what it looks like
+// whatever its label says: "Apple ID: bob@example.com" is an address.
+func contextual(k Kind) bool { return k == Card || k == Phone || k == Secret }
 
 // keptSpans returns the spans of text that hold a string of keep.
 func keptSpans(text string, keep []string) [][2]int {
@@ -202,17 +252,26 @@ func kept(spans [][2]int, f Finding) bool {
 	return false
 }
 
-// finders find the candidates of each kind, already checked (Luhn,
-// mod-97, shape), as index pairs. Each scans the text once for what must
-// be there (an '@', a digit, a known prefix) and runs its regular
-// expression only on the short stretch around it: Go's regexp engine
-// walks every byte of a long text when a pattern has no literal prefix.
-var finders = map[Kind]func(string) [][2]int{
-	Email:  findEmails,
-	Phone:  findPhones,
-	Card:   findCards,
-	IBAN:   findIBANs,
-	Secret: findSecrets,
+// find returns the candidates of kind k in text, already checked (Luhn,
+// mod-97, a region's numbering plan, shape), as index pairs. Each finder
+// scans the text once for what must be there (an '@', a digit, a known
+// prefix) and runs its regular expression only on the short stretch
+// around it: Go's regexp engine walks every byte of a long text when a
+// pattern has no literal prefix.
+func (r *rules) find(k Kind, text string) [][2]int {
+	switch k {
+	case Email:
+		return findEmails(text)
+	case Phone:
+		return r.findPhones(text)
+	case Card:
+		return findCards(text)
+	case IBAN:
+		return findIBANs(text)
+	case Secret:
+		return findSecrets(text)
+	}
+	return nil
 }
 
 var (
@@ -220,10 +279,12 @@ var (
 	// A phone number: an optional +country code, then groups of digits
 	// separated by single spaces, dots, dashes or a parenthesised area
 	// code. isPhone decides whether it is written as one.
-	phoneRE = regexp.MustCompile(`(?:\+\d{1,3}[ .\-]?)?(?:\(\d{1,5}\)[ .\-]?)?\d{2,5}(?:[ .\-]\d{2,5}){1,4}|\+\d{7,15}`)
+	phoneRE = regexp.MustCompile(`(?:\+\d{1,3}[ .\-]?)?(?:\(\d{1,5}\)[ .\-]?)?\d{1,5}(?:[ .\-]\d{2,8}){1,4}|\+\d{7,15}`)
 )
 
-// findEmails finds e-mail addresses around each '@'.
+// findEmails finds e-mail addresses around each '@': ASCII ones, and
+// internationalised ones (RFC 6531: letters of any script in the local
+// part, an internationalised domain name).
 func findEmails(text string) [][2]int {
 	var out [][2]int
 	for i := 0; ; {
@@ -232,21 +293,56 @@ func findEmails(text string) [][2]int {
 			return out
 		}
 		at := i + k
+		// Extend over the address's runes, stopping where text written
+		// without spaces changes script (メールはinfo@example.comです).
 		start, end := at, at+1
-		for start > 0 && isEmailByte(text[start-1], true) {
-			start--
+		for prev := '@'; start > 0; {
+			c, size := utf8.DecodeLastRuneInString(text[:start])
+			if !isEmailRune(c, true) || scriptChange(c, prev) {
+				break
+			}
+			start, prev = start-size, c
 		}
-		for end < len(text) && isEmailByte(text[end], false) {
-			end++
+		for prev := '@'; end < len(text); {
+			c, size := utf8.DecodeRuneInString(text[end:])
+			if !isEmailRune(c, false) || scriptChange(c, prev) {
+				break
+			}
+			end, prev = end+size, c
 		}
 		for end > at && text[end-1] == '.' || end > at && text[end-1] == '-' { // a sentence's full stop
 			end--
 		}
-		if emailRE.MatchString(text[start:end]) && standsAlone(text, start, end) {
+		if isEmail(text[start:end]) && standsAlone(text, start, end) {
 			out = append(out, [2]int{start, end})
 		}
 		i = max(end, at+1)
 	}
+}
+
+// isEmailRune reports whether c may be part of an e-mail address's local
+// part (local) or domain.
+func isEmailRune(c rune, local bool) bool {
+	if c < utf8.RuneSelf {
+		return isEmailByte(byte(c), local)
+	}
+	return unicode.IsLetter(c) || unicode.IsDigit(c) || unicode.In(c, unicode.Mn, unicode.Mc)
+}
+
+// scriptChange reports whether two adjacent letters or digits, a and b,
+// are one of a script written without spaces between words (Han, kana,
+// Hangul, Thai) and the other not: the edge of an address written in
+// such text.
+func scriptChange(a, b rune) bool {
+	wordy := func(c rune) bool { return unicode.IsLetter(c) || unicode.IsDigit(c) }
+	if !wordy(a) || !wordy(b) {
+		return false
+	}
+	return unspaced(a) != unspaced(b)
+}
+
+func unspaced(c rune) bool {
+	return c >= 0x0E00 && unicode.In(c, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul, unicode.Thai)
 }
 
 func isEmailByte(c byte, local bool) bool {
@@ -257,6 +353,47 @@ func isEmailByte(c byte, local bool) bool {
 		return c == '_' || c == '%' || c == '+'
 	}
 	return false
+}
+
+// isEmail reports whether s, made of isEmailRune's runes and one '@', is
+// an e-mail address: a local part, and a domain of two labels or more
+// whose last (the top-level domain) is letters only, two or more of them
+// (or an A-label, "xn--"). A label of an internationalised domain is
+// letters, digits and hyphens of any script, not starting or ending with
+// a hyphen.
+func isEmail(s string) bool {
+	ascii := true
+	for i := 0; i < len(s) && ascii; i++ {
+		ascii = s[i] < utf8.RuneSelf
+	}
+	if ascii {
+		return emailRE.MatchString(s)
+	}
+	local, domain, ok := strings.Cut(s, "@")
+	if !ok || local == "" || local[0] == '.' || local[len(local)-1] == '.' || strings.Contains(local, "..") {
+		return false
+	}
+	labels := strings.Split(domain, ".")
+	if len(labels) < 2 {
+		return false
+	}
+	for _, l := range labels {
+		if l == "" || l[0] == '-' || l[len(l)-1] == '-' || strings.ContainsAny(l, "_%+") {
+			return false
+		}
+	}
+	tld := labels[len(labels)-1]
+	if strings.HasPrefix(tld, "xn--") {
+		return len(tld) > 4
+	}
+	n := 0
+	for _, c := range tld {
+		if !unicode.IsLetter(c) && !unicode.In(c, unicode.Mn, unicode.Mc) {
+			return false
+		}
+		n++
+	}
+	return n >= 2 && n <= 63
 }
 
 // numberRuns returns the stretches of text made of digits and single
@@ -300,18 +437,27 @@ func numberRuns(text string, seps string, phone bool) [][2]int {
 }
 
 // findPhones finds phone numbers in the runs of digits and separators.
-func findPhones(text string) [][2]int {
+func (r *rules) findPhones(text string) [][2]int {
 	var out [][2]int
-	for _, r := range numberRuns(text, " .-", true) {
-		run := text[r[0]:r[1]]
-		for _, m := range phoneRE.FindAllStringIndex(run, -1) {
-			start, end := r[0]+m[0], r[0]+m[1]
-			if standsAlone(text, start, end) && isPhone(text[start:end]) {
+	for _, m := range numberRuns(text, " .-", true) {
+		run := text[m[0]:m[1]]
+		for _, p := range phoneRE.FindAllStringIndex(run, -1) {
+			start, end := m[0]+p[0], m[0]+p[1]
+			if standsAlone(text, start, end) && !glued(text, start, end) && r.isPhone(text[start:end]) {
 				out = append(out, [2]int{start, end})
 			}
 		}
 	}
 	return out
+}
+
+// glued reports whether text[start:end] is part of a longer number
+// joined by dots or dashes (a version 2.0.2457.59292, a tracking code):
+// a dot or dash between it and a digit on either side.
+func glued(text string, start, end int) bool {
+	digit := func(i int) bool { return i >= 0 && i < len(text) && text[i] >= '0' && text[i] <= '9' }
+	sep := func(i int) bool { return i >= 0 && i < len(text) && (text[i] == '.' || text[i] == '-') }
+	return sep(start-1) && digit(start-2) || sep(end) && digit(end+1)
 }
 
 // standsAlone reports whether text[start:end] is not part of a longer
@@ -335,31 +481,73 @@ func digits(s string) string {
 	return string(b)
 }
 
-// isPhone reports whether s is written as a phone number, with 7 to 15
-// digits: international (a leading +), with a parenthesised area code,
-// North American (3-3-4 groups), or national with a leading trunk 0 in
-// at least three groups (020 7946 0958, 06 12 34 56 78). A bare run of
-// digits, a date, an amount (10 000 000) or an IP address is not one.
-func isPhone(s string) bool {
+// isPhone reports whether s is a phone number. It must be written as
+// one, with 7 to 15 digits: international (a leading +), with a
+// parenthesised area code, North American (3-3-4 groups, maybe after a
+// 1), or national with a leading trunk 0 in two groups or more (07911
+// 123456, 020 7946 0958); a bare run of digits, an amount (10 000 000), a
+// date (01.04.2026) or an IP address is not one. Then it must be a valid
+// number (libphonenumber's metadata: its country's lengths and number
+// ranges) of its country code, or of one of the rules' regions when it
+// is written without one.
+func (r *rules) isPhone(s string) bool {
 	n := len(digits(s))
 	if n < 7 || n > 15 {
 		return false
 	}
-	if s[0] == '+' || strings.Contains(s, "(") {
-		return true
+	if s[0] == '+' {
+		return validPhone(s, "ZZ")
 	}
 	g := strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '.' || r == '-' })
-	if len(g) == 3 && len(g[0]) == 3 && len(g[1]) == 3 && len(g[2]) == 4 {
-		return true
+	nanp := len(g) == 3 && len(g[0]) == 3 && len(g[1]) == 3 && len(g[2]) == 4 ||
+		len(g) == 4 && g[0] == "1" && len(g[1]) == 3 && len(g[2]) == 3 && len(g[3]) == 4
+	national := len(g) >= 2 && s[0] == '0' && len(g[0]) >= 2
+	if !nanp && !national && !strings.Contains(s, "(") || isDate(g) {
+		return false
 	}
-	return len(g) >= 3 && s[0] == '0'
+	for _, region := range r.regions {
+		if validPhone(s, region) {
+			return true
+		}
+	}
+	return false
+}
+
+// validPhone reports whether s is a valid phone number read in region
+// ("ZZ" for one written with its country code).
+func validPhone(s, region string) bool {
+	num, err := phonenumbers.Parse(s, region)
+	return err == nil && phonenumbers.IsValidNumber(num)
+}
+
+// isDate reports whether the groups of a number are a date: day, month
+// and year (or year, month and day, or month, day and year), as in
+// 01.04.2026, 03-04-2026 or 2026-04-01.
+func isDate(g []string) bool {
+	if len(g) != 3 {
+		return false
+	}
+	num := func(s string) int {
+		v := 0
+		for i := 0; i < len(s); i++ {
+			v = v*10 + int(s[i]-'0')
+		}
+		return v
+	}
+	day := func(s string) bool { return len(s) <= 2 && num(s) >= 1 && num(s) <= 31 }
+	month := func(s string) bool { return len(s) <= 2 && num(s) >= 1 && num(s) <= 12 }
+	year := func(s string) bool { return len(s) == 4 || len(s) == 2 }
+	return year(g[2]) && (day(g[0]) && month(g[1]) || month(g[0]) && day(g[1])) ||
+		len(g[0]) == 4 && month(g[1]) && day(g[2])
 }
 
 // findCards finds payment card numbers: 13 to 19 digits, whole or
 // grouped by single spaces or dashes, with a known network's prefix and
 // length, passing the Luhn check. In a run of groups (a card number
-// followed by a year, say) every span of whole groups is tried, longest
-// first; a run of digits glued together is tried whole only.
+// followed by a year, say) the spans of whole groups from the run's first
+// are tried, longest first: a card does not start in the middle of a
+// longer grouped number (a 22-digit tracking number); a run of digits
+// glued together is tried whole only.
 func findCards(text string) [][2]int {
 	var out [][2]int
 	for _, m := range numberRuns(text, " -", false) {
@@ -375,18 +563,11 @@ func findCards(text string) [][2]int {
 				start = i + 1
 			}
 		}
-		for i := 0; i < len(groups); {
-			found := false
-			for j := len(groups) - 1; j >= i; j-- {
-				span := text[groups[i][0]:groups[j][1]]
-				if d := digits(span); len(d) >= 13 && len(d) <= 19 && cardNetwork(d) && luhn(d) {
-					out = append(out, [2]int{groups[i][0], groups[j][1]})
-					i, found = j+1, true
-					break
-				}
-			}
-			if !found {
-				i++
+		for j := len(groups) - 1; j >= 0; j-- {
+			span := text[groups[0][0]:groups[j][1]]
+			if d := digits(span); len(d) >= 13 && len(d) <= 19 && cardNetwork(d) && luhn(d) {
+				out = append(out, [2]int{groups[0][0], groups[j][1]})
+				break
 			}
 		}
 	}
@@ -638,7 +819,10 @@ func afterIdentifier(text string, start int) bool {
 			continue
 		}
 		if c == '#' {
-			return true
+			// "#4111…", "order #…" name an identifier; "CC# 5500…",
+			// "Account# GB82…" name what they label.
+			w, _ := wordBefore(text, i-1)
+			return !labelsPersonal(w)
 		}
 		if c == ',' || c == '[' {
 			j := strings.LastIndexByte(text[:i], '[')
@@ -656,12 +840,56 @@ func afterIdentifier(text string, start int) bool {
 			i--
 		}
 	}
-	// The word before: an identifier name?
+	// The word before: an identifier name or label? "no", "nr" or
+	// "number" after one count as it ("order no. 0815-4711-22").
+	w, at := wordBefore(text, i)
+	if numberWord(w) {
+		w, _ = wordBefore(text, at)
+	}
+	return isIdentifierName(w) || identifierLabel(w)
+}
+
+// wordBefore returns the word (letters, digits, '_' and '-') that ends at
+// text[i], after any spaces and a full stop ("no. "), and where it starts.
+func wordBefore(text string, i int) (string, int) {
+	for i > 0 && (text[i-1] == ' ' || text[i-1] == '\t' || text[i-1] == '.') {
+		i--
+	}
 	j := i
 	for j > 0 && (isWordByte(text[j-1]) || text[j-1] == '-') {
 		j--
 	}
-	return isIdentifierName(text[j:i])
+	return text[j:i], j
+}
+
+// identifierLabel reports whether a word of text labels the number after
+// it as an identifier: an order, invoice or tracking number, a version.
+func identifierLabel(w string) bool {
+	switch strings.ToLower(w) {
+	case "order", "invoice", "inv", "tracking", "ticket", "booking", "confirmation", "receipt",
+		"reference", "shipment", "parcel", "case", "po", "serial", "isbn", "version", "build":
+		return true
+	}
+	return false
+}
+
+func numberWord(w string) bool {
+	switch strings.ToLower(w) {
+	case "no", "nr", "num", "number":
+		return true
+	}
+	return false
+}
+
+// labelsPersonal reports whether w labels a card, account or phone number
+// ("CC#", "Account#", "Tel#"), not an identifier.
+func labelsPersonal(w string) bool {
+	switch strings.ToLower(w) {
+	case "cc", "card", "credit", "debit", "visa", "amex", "mastercard", "acct", "account", "iban",
+		"phone", "tel", "telephone", "mobile", "cell", "fax", "whatsapp":
+		return true
+	}
+	return false
 }
 
 // isIdentifierName reports whether a key or word names an identifier:

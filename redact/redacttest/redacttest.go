@@ -121,17 +121,26 @@ func Email(r *rand.Rand) string {
 }
 
 // Phone returns a phone number written in one of a few national and
-// international forms.
+// international forms. Each is a number a real one could be: an area
+// code in use and a subscriber number in its range (London's start with
+// 3, 7 or 8; a North American exchange with 2 to 9; French mobiles with
+// 06), since a redactor may check numbers against numbering plans.
 func Phone(r *rand.Rand) string {
+	nanp := func() string { // an area code in use, an exchange 2..9xx
+		areas := []string{"212", "415", "312", "617", "202", "305", "206", "512", "646", "303"}
+		return areas[r.IntN(len(areas))] + string(rune('2'+r.IntN(8))) + Digits(r, 2) + Digits(r, 4)
+	}
 	switch r.IntN(5) {
 	case 0:
-		return "+44 20 " + Digits(r, 4) + " " + Digits(r, 4)
+		return "+44 20 " + string("378"[r.IntN(3)]) + Digits(r, 3) + " " + Digits(r, 4)
 	case 1:
-		return "(" + Digits(r, 3) + ") " + Digits(r, 3) + "-" + Digits(r, 4)
+		n := nanp()
+		return "(" + n[:3] + ") " + n[3:6] + "-" + n[6:]
 	case 2:
-		return Digits(r, 3) + "-" + Digits(r, 3) + "-" + Digits(r, 4)
+		n := nanp()
+		return n[:3] + "-" + n[3:6] + "-" + n[6:]
 	case 3:
-		return "+1" + Digits(r, 10)
+		return "+1" + nanp()
 	default:
 		return "06 " + Digits(r, 2) + " " + Digits(r, 2) + " " + Digits(r, 2) + " " + Digits(r, 2)
 	}
