@@ -51,6 +51,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -127,9 +128,13 @@ type rules struct {
 
 // New returns a Redactor with the built-in rules for cfg.Kinds.
 func New(cfg Config) Redactor {
-	r := &rules{kinds: Kinds, mask: cfg.Mask, regions: DefaultRegions}
-	if cfg.Regions != nil {
-		r.regions = slices.Clone(cfg.Regions)
+	regions := cfg.Regions
+	if regions == nil {
+		regions = DefaultRegions
+	}
+	r := &rules{kinds: Kinds, mask: cfg.Mask}
+	for _, c := range regions {
+		r.regions = append(r.regions, strings.ToUpper(c))
 	}
 	if cfg.Kinds != nil {
 		r.kinds = nil
@@ -496,7 +501,7 @@ func (r *rules) isPhone(s string) bool {
 		return false
 	}
 	if s[0] == '+' {
-		return validPhone(s, "ZZ")
+		return validPhone(s, nil)
 	}
 	g := strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '.' || r == '-' })
 	nanp := len(g) == 3 && len(g[0]) == 3 && len(g[1]) == 3 && len(g[2]) == 4 ||
@@ -505,19 +510,112 @@ func (r *rules) isPhone(s string) bool {
 	if !nanp && !national && !strings.Contains(s, "(") || isDate(g) {
 		return false
 	}
-	for _, region := range r.regions {
-		if validPhone(s, region) {
+	return validPhone(s, r.regions)
+}
+
+// plans are the countries' numbering plans, read once, on first use,
+// from libphonenumber's metadata (github.com/nyaruka/phonenumbers): by
+// region code, and the regions of each country calling code.
+var plans = sync.OnceValue(func() (p struct {
+	byRegion map[string]*plan
+	byCode   map[int][]*plan
+}) {
+	p.byRegion, p.byCode = map[string]*plan{}, map[int][]*plan{}
+	coll, err := phonenumbers.MetadataCollection()
+	if err != nil {
+		return p // no plans: no national number is valid
+	}
+	for _, m := range coll.GetMetadata() {
+		g := m.GetGeneralDesc()
+		var types []string
+		for _, d := range []*phonenumbers.PhoneNumberDesc{m.GetFixedLine(), m.GetMobile(), m.GetTollFree(), m.GetPremiumRate(),
+			m.GetSharedCost(), m.GetPersonalNumber(), m.GetVoip(), m.GetPager(), m.GetUan(), m.GetVoicemail()} {
+			if pat := d.GetNationalNumberPattern(); pat != "" && pat != "NA" {
+				types = append(types, "(?:"+pat+")")
+			}
+		}
+		if g.GetNationalNumberPattern() == "" || len(types) == 0 {
+			continue
+		}
+		pl := &plan{region: m.GetId(), cc: int(m.GetCountryCode()), ndd: m.GetNationalPrefix(), pattern: strings.Join(types, "|"), lengths: g.GetPossibleLength()}
+		if _, dup := p.byRegion[pl.region]; !dup {
+			p.byRegion[pl.region] = pl
+		}
+		p.byCode[pl.cc] = append(p.byCode[pl.cc], pl)
+	}
+	return p
+})
+
+// plan is one region's numbering plan: its country calling code, its
+// national (trunk) prefix, and the lengths of its national significant
+// numbers and the patterns of each type of them (fixed line, mobile,
+// toll-free, ...), as one alternation.
+type plan struct {
+	region  string
+	cc      int
+	ndd     string
+	pattern string
+	lengths []int32
+	once    sync.Once
+	re      *regexp.Regexp // ^(?:pattern)$, compiled on first use
+}
+
+// valid reports whether nat, a national significant number, is one of
+// the plan's: a possible length, and a number of one of its types (what
+// libphonenumber's IsValidNumberForRegion checks).
+func (p *plan) valid(nat string) bool {
+	if nat == "" || len(p.lengths) > 0 && !slices.Contains(p.lengths, int32(len(nat))) {
+		return false
+	}
+	p.once.Do(func() { p.re, _ = regexp.Compile("^(?:" + p.pattern + ")$") })
+	return p.re != nil && p.re.MatchString(nat)
+}
+
+// validPhone reports whether the phone number written as s (with its
+// country code after a +, else nationally in one of regions) is valid
+// under its country's numbering plan.
+func validPhone(s string, regions []string) bool {
+	d := digits(s)
+	ps := plans()
+	if s[0] == '+' {
+		for k := 1; k <= 3 && k < len(d); k++ {
+			cands := ps.byCode[atoi(d[:k])]
+			for _, p := range cands {
+				// "+44 (0)20 …": the trunk prefix written after the code.
+				if p.valid(d[k:]) || p.ndd != "" && strings.HasPrefix(d[k:], p.ndd) && p.valid(d[k+len(p.ndd):]) {
+					return true
+				}
+			}
+			if len(cands) > 0 {
+				return false // calling codes are prefix-free
+			}
+		}
+		return false
+	}
+	for _, r := range regions {
+		p := ps.byRegion[r]
+		if p == nil {
+			continue
+		}
+		if p.ndd != "" && strings.HasPrefix(d, p.ndd) {
+			if p.valid(d[len(p.ndd):]) {
+				return true
+			}
+			continue
+		}
+		if p.valid(d) {
 			return true
 		}
 	}
 	return false
 }
 
-// validPhone reports whether s is a valid phone number read in region
-// ("ZZ" for one written with its country code).
-func validPhone(s, region string) bool {
-	num, err := phonenumbers.Parse(s, region)
-	return err == nil && phonenumbers.IsValidNumber(num)
+func atoi(d string) int {
+	v := 0
+	for i := 0; i < len(d); i++ {
+		v = v*10 + int(d[i]-'0')
+	}
+	return v
 }
 
 // isDate reports whether the groups of a number are a date: day, month
