@@ -151,7 +151,9 @@ func New(cfg Config) (*Agent, error) {
 	a.tel = tel
 	a.layerStore = tel.store(cfg.Store)
 	a.redact = newRedactor(cfg.Redaction)
-	a.auditLog = audit.New(audit.Config{Store: cfg.Store, Keep: cfg.Audit.Keep, Logger: cfg.Logger})
+	tel.mask = a.redact.diagnostic()           // errors reach spans masked
+	a.cfg.Logger = a.redact.logger(cfg.Logger) // and logs, the layers' too
+	a.auditLog = audit.New(audit.Config{Store: cfg.Store, Keep: cfg.Audit.Keep, Logger: a.cfg.Logger})
 	for i := range cfg.Tools {
 		t := cfg.Tools[i]
 		if err := ValidateToolName(t.Name); err != nil {
@@ -466,7 +468,7 @@ func (a *Agent) openStack(ctx context.Context, pos *position, threadID, resource
 	}
 	st, err := layer.NewStack(layer.StackConfig{
 		Layers: layers,
-		Env:    layer.Env{ThreadID: threadID, ResourceID: resourceID, Store: a.layerStore, Logger: a.cfg.Logger},
+		Env:    layer.Env{ThreadID: threadID, ResourceID: resourceID, Store: a.layerStore, Logger: a.cfg.Logger, Redact: a.redact.forLayers()},
 		Observer: func(e layer.Event) {
 			a.emit(context.Background(), Event{Kind: EventLayerHook, ThreadID: threadID, Step: int(pos.step.Load()), Layer: e.Layer, Hook: e.Hook, Duration: e.Duration, Err: e.Err})
 			a.tel.hook(pos.context(), e)

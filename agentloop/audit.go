@@ -264,8 +264,9 @@ func recordRedactions(au *auditor, step, depth int, before, now map[redact.Kind]
 }
 
 // maskAudit returns events with their texts and reasons masked by the
-// agent's redactor (the scratchpad's updates are recorded as the model
-// sent them; everything else was masked already, and stays as it is).
+// agent's redactor (the updates of a layer whose masking
+// RedactionConfig.Layers turns off are recorded as the model sent them;
+// everything else was masked already, and stays as it is).
 func (a *Agent) maskAudit(events []audit.Event) []audit.Event { return a.redact.audit(events) }
 
 // audit returns events with their texts and reasons masked.

@@ -183,6 +183,7 @@ func NewMemory(stack *layer.Stack, cfg MemoryConfig) *Memory {
 	// The zero prompt config never fails: no template to parse.
 	c, _ := prompt.New(prompt.Config{Counter: cfg.Counter})
 	m := &Memory{stack: stack, cfg: cfg, compiler: c, redact: newRedactor(cfg.Redaction)}
+	m.cfg.Logger = m.redact.logger(cfg.Logger) // errors and panics reach the log masked
 	m.newTurn()
 	switch {
 	case cfg.NoTranscript:

@@ -2,7 +2,10 @@ package agentloop
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -10,7 +13,6 @@ import (
 
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/redact"
-	"github.com/memlayer/memlayer/workingmemory"
 )
 
 // RedactionConfig says what is masked before it reaches a store. By
@@ -23,12 +25,25 @@ import (
 //   - the turn each layer's Store gets (the user's input, the answer, tool
 //     arguments and results), so entity, episodic and semantic memory
 //     never see the secrets a conversation carried;
-//   - the arguments of the layers' own tools (such as semantic memory's
-//     memorize), except the scratchpad's: a user who asks the agent to
-//     note their e-mail address on the scratchpad may want it kept.
+//   - what working memory keeps, by one rule for both kinds: the
+//     arguments of the layers' own tools (semantic memory's memorize,
+//     the scratchpad's update), and the values the key-value memory
+//     (package kv) writes to the store and into checkpoints, which the
+//     code that sets them never hands to the agent: the layers get the
+//     redactor through layer.Env.Redact. The run's own memory keeps
+//     the values as they were set, for the rest of the run; what a later
+//     run loads is masked. Layers turns masking off for a layer (a
+//     scratchpad whose user asks it to keep their address, say).
 //
 // The model still sees the run's messages as they were, so a task that
 // needs the address can finish; what a later run loads is masked.
+//
+// Traces and logs get the same masking: the text of an error (a tool's,
+// the model's, a layer's, a recovered panic's value) is masked before it
+// goes into a span's status or exception event, and the agent's Logger
+// (which the layers and the audit log get too) masks every record's
+// message and attribute values but IDs and names (agent, thread, layer,
+// hook, tool, ...).
 // Identifiers are never altered: tool-call IDs are kept, and the default
 // redactor skips values under ID-named JSON keys (at any depth, JSON
 // documents carried as escaped strings included) and numbers that fail a
@@ -38,9 +53,13 @@ type RedactionConfig struct {
 	Disabled bool
 	// Redactor masks text; nil is redact.Default.
 	Redactor redact.Redactor
-	// Tools says, by layer ID, whether a layer's tools get masked
-	// arguments, overriding the default: masked, except for the
-	// scratchpad (a *workingmemory.Layer).
+	// Layers says, by layer ID, whether what a layer keeps of a run is
+	// masked (the arguments of its tools; the values the key-value memory
+	// writes out), overriding the default: masked, for every layer.
+	Layers map[string]bool
+	// Tools is the former name of Layers, which overrides it.
+	//
+	// Deprecated: use Layers.
 	Tools map[string]bool
 }
 
@@ -58,7 +77,36 @@ func newRedactor(cfg RedactionConfig) *redactor {
 	if r == nil {
 		r = redact.Default
 	}
-	return &redactor{r: r, tools: cfg.Tools}
+	layers := maps.Clone(cfg.Tools)
+	if len(cfg.Layers) > 0 && layers == nil {
+		layers = map[string]bool{}
+	}
+	maps.Copy(layers, cfg.Layers)
+	return &redactor{r: r, tools: layers}
+}
+
+// ForLayers returns what layer.Env.Redact should be for a stack that c's
+// redaction applies to: it masks the text a layer stores (the key-value
+// memory's values) unless c is disabled or turns masking off for that
+// layer (Layers). The agent sets it on its runs' stacks itself; use it
+// for a stack built by hand, such as one behind a langchaingo Memory
+// (NewMemory). It returns nil when c is disabled.
+func (c RedactionConfig) ForLayers() func(layerID, text string) string {
+	return newRedactor(c).forLayers()
+}
+
+// forLayers returns the layers' redaction (layer.Env.Redact): nil when
+// redaction is disabled.
+func (rd *redactor) forLayers() func(layerID, text string) string {
+	if rd == nil {
+		return nil
+	}
+	return func(layerID, text string) string {
+		if on, ok := rd.tools[layerID]; ok && !on {
+			return text
+		}
+		return rd.text(text, nil, nil)
+	}
 }
 
 // text masks text, keeping every string of keep. A masked JSON document
@@ -170,7 +218,9 @@ func (rd *redactor) turn(t layer.Turn, n *redactions) layer.Turn {
 	return t
 }
 
-// masksTools reports whether the tools of layer l get masked arguments.
+// masksTools reports whether the tools of layer l get masked arguments:
+// unless RedactionConfig.Layers turns it off for l, they do, the
+// scratchpad's included.
 func (rd *redactor) masksTools(l layer.Layer) bool {
 	if rd == nil || l == nil {
 		return false
@@ -178,8 +228,7 @@ func (rd *redactor) masksTools(l layer.Layer) bool {
 	if on, ok := rd.tools[l.Spec().ID]; ok {
 		return on
 	}
-	_, scratchpad := layer.As[*workingmemory.Layer](l)
-	return !scratchpad
+	return true
 }
 
 // redactions counts what a run masked, by kind.
@@ -210,4 +259,99 @@ func (n *redactions) counts() map[redact.Kind]int {
 		return nil
 	}
 	return maps.Clone(n.by)
+}
+
+// diagnostic masks text bound for a trace or a log (an error's text, a
+// recovered panic's value): nil when redaction is disabled, so that the
+// text goes as it was.
+func (rd *redactor) diagnostic() func(string) string {
+	if rd == nil {
+		return nil
+	}
+	return func(s string) string { return rd.text(s, nil, nil) }
+}
+
+// logger returns l masking, through the agent's redactor, every record's
+// message and every attribute value but the IDs and names of loggedIDs (a
+// tool's, a layer's, a model's error, a recovered panic): the one place
+// where the agent's and its layers' diagnostics, which may quote what a
+// user said, reach the log. With redaction disabled it is l.
+func (rd *redactor) logger(l *slog.Logger) *slog.Logger {
+	if rd == nil || l == nil {
+		return l
+	}
+	if _, ok := l.Handler().(maskingHandler); ok {
+		return l
+	}
+	return slog.New(maskingHandler{h: l.Handler(), mask: rd.diagnostic()})
+}
+
+// loggedIDs are the attribute keys whose values are IDs and names, logged
+// as they are (as the spans' attributes are).
+var loggedIDs = map[string]bool{
+	"agent": true, "event": true, "thread": true, "resource": true, "layer": true, "hook": true,
+	"tool": true, "in": true, "kind": true, "stop_reason": true, "checkpoint_agent": true,
+	"quarantine": true, "call": true, "key": true, "stack": true,
+}
+
+// maskingHandler is a slog.Handler that masks text before its handler
+// gets it.
+type maskingHandler struct {
+	h    slog.Handler
+	mask func(string) string
+}
+
+func (m maskingHandler) Enabled(ctx context.Context, l slog.Level) bool { return m.h.Enabled(ctx, l) }
+
+func (m maskingHandler) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, r.Level, m.mask(r.Message), r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(m.attr(a))
+		return true
+	})
+	return m.h.Handle(ctx, out)
+}
+
+func (m maskingHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	masked := make([]slog.Attr, len(as))
+	for i, a := range as {
+		masked[i] = m.attr(a)
+	}
+	return maskingHandler{h: m.h.WithAttrs(masked), mask: m.mask}
+}
+
+func (m maskingHandler) WithGroup(name string) slog.Handler {
+	return maskingHandler{h: m.h.WithGroup(name), mask: m.mask}
+}
+
+// attr masks an attribute's value: a string, an error's text, any other
+// value as fmt prints it (left as it was when nothing in it is masked),
+// a group's attributes each.
+func (m maskingHandler) attr(a slog.Attr) slog.Attr {
+	a.Value = a.Value.Resolve()
+	if loggedIDs[a.Key] {
+		return a
+	}
+	switch a.Value.Kind() {
+	case slog.KindString:
+		a.Value = slog.StringValue(m.mask(a.Value.String()))
+	case slog.KindAny:
+		var s string
+		if err, ok := a.Value.Any().(error); ok {
+			s = err.Error()
+		} else {
+			s = fmt.Sprint(a.Value.Any())
+		}
+		if masked := m.mask(s); masked != s {
+			a.Value = slog.StringValue(masked)
+		}
+	case slog.KindGroup:
+		g := a.Value.Group()
+		masked := make([]slog.Attr, len(g))
+		for i, x := range g {
+			masked[i] = m.attr(x)
+		}
+		a.Value = slog.GroupValue(masked...)
+	}
+	return a
 }

@@ -56,8 +56,8 @@ func (s secrets) all() []string {
 // through an agent with the entity, episodic and semantic memories and
 // the scratchpad, on each backend, then reads every key and value of the
 // store (and every byte of the closed SQLite file): none of the planted
-// values is there outside the scratchpad, whose redaction is off by
-// default and which keeps the e-mail the user asked it to note. The
+// values is there, the e-mail the user asked the scratchpad to note
+// included (working memory is masked like every layer, TestTrust314). The
 // pages' 16-digit Luhn-valid numeric IDs survive everywhere and still
 // resolve in a later run.
 func TestMemory40_RedactionReachesNoStore(t *testing.T) {
@@ -172,26 +172,21 @@ func redactionScenario(t *testing.T, store storage.Store, path string) {
 		t.Fatalf("the tool ran %d times, want %d", len(results), turns)
 	}
 
-	// Every key and value, outside the scratchpad.
+	// Every key and value.
 	ctx := t.Context()
 	keys, err := store.List(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var all bytes.Buffer
-	scratch := storage.LayerPrefix(workingmemory.DefaultID, "")
-	scratch = scratch[:strings.LastIndex(scratch[:len(scratch)-1], "/")+1] // "layers/working-memory/"
-	keptNote := false
+	notedMasked := false
 	for _, k := range keys {
 		it, err := store.Get(ctx, k)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The scratchpad's state, and its snapshot in the thread's
-		// checkpoint, keep what the user asked it to note.
-		if strings.HasPrefix(k, scratch) || strings.Contains(k, "/layer."+workingmemory.DefaultID+".") {
-			keptNote = keptNote || bytes.Contains(it.Value, []byte(noted))
-			continue
+		if strings.Contains(k, workingmemory.DefaultID) && bytes.Contains(it.Value, []byte("[redacted email]")) {
+			notedMasked = true
 		}
 		all.WriteString(k)
 		all.WriteByte('\n')
@@ -204,8 +199,8 @@ func redactionScenario(t *testing.T, store storage.Store, path string) {
 			t.Errorf("planted value %q is stored: …%q…", s, all.Bytes()[max(0, i-200):min(all.Len(), i+100)])
 		}
 	}
-	if !keptNote {
-		t.Errorf("the scratchpad lost the e-mail the user asked it to note (redaction is off for it by default)")
+	if !notedMasked {
+		t.Errorf("the scratchpad's state does not hold the masked e-mail %s the user asked it to note", noted)
 	}
 	// The numeric IDs survive: every page ID is stored (the thread's tool
 	// results and the entity memory keep them).
@@ -214,7 +209,7 @@ func redactionScenario(t *testing.T, store storage.Store, path string) {
 			t.Errorf("page ID %s was altered or lost", id)
 		}
 	}
-	t.Logf("FIGURE redaction: %d planted values, none stored outside the scratchpad; %d numeric IDs kept; %d values masked; %d keys scanned",
+	t.Logf("FIGURE redaction: %d planted values, none stored; %d numeric IDs kept; %d values masked; %d keys scanned",
 		len(planted), len(ids), masked, len(keys))
 
 	// A later run resolves the last page from the entity memory.
@@ -245,16 +240,17 @@ func redactionScenario(t *testing.T, store storage.Store, path string) {
 			t.Fatal(err)
 		}
 		for _, s := range planted {
-			if bytes.Contains(raw, []byte(s)) && s != noted {
+			if bytes.Contains(raw, []byte(s)) {
 				t.Errorf("planted value %q is in the bytes of %s", s, filepath.Base(f))
 			}
 		}
 	}
 }
 
-// TestMemory41_RedactionPerLayerAndOff: RedactionConfig.Tools turns the
-// masking of a layer's tool arguments on for the scratchpad (off by
-// default); Disabled stores everything as it was said.
+// TestMemory41_RedactionPerLayerAndOff: the scratchpad's tool arguments
+// are masked by default (TestTrust314); RedactionConfig.Layers, or its
+// former name Tools, turns that off for it; Disabled stores everything as
+// it was said.
 func TestMemory41_RedactionPerLayerAndOff(t *testing.T) {
 	const email = "jane.doe@corp.example"
 	for _, tc := range []struct {
@@ -263,8 +259,10 @@ func TestMemory41_RedactionPerLayerAndOff(t *testing.T) {
 		padMasked bool // the scratchpad's state holds the mask
 		msgMasked bool // the stored messages hold the mask
 	}{
-		{"default", agentloop.RedactionConfig{}, false, true},
-		{"scratchpad on", agentloop.RedactionConfig{Tools: map[string]bool{workingmemory.DefaultID: true}}, true, true},
+		{"default", agentloop.RedactionConfig{}, true, true},
+		{"scratchpad off", agentloop.RedactionConfig{Layers: map[string]bool{workingmemory.DefaultID: false}}, false, true},
+		{"scratchpad off (Tools)", agentloop.RedactionConfig{Tools: map[string]bool{workingmemory.DefaultID: false}}, false, true},
+		{"Layers overrides Tools", agentloop.RedactionConfig{Tools: map[string]bool{workingmemory.DefaultID: false}, Layers: map[string]bool{workingmemory.DefaultID: true}}, true, true},
 		{"disabled", agentloop.RedactionConfig{Disabled: true}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

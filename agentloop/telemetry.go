@@ -3,6 +3,7 @@ package agentloop
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,9 @@ type telemetry struct {
 	optsMu      sync.RWMutex
 	opts        map[optKey]*measureOpts // built once per layer, hook, tool
 	figures     sync.Map                // a layer figure's name → its instrument (metric.Int64Counter or metric.Int64Gauge)
+	// mask masks the text of an error before a span records it (the
+	// agent's redactor); nil records it as it is.
+	mask func(string) string
 }
 
 func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry, error) {
@@ -129,7 +133,51 @@ func (t *telemetry) start(ctx context.Context, name string, attrs func() []attri
 	if span.IsRecording() {
 		span.SetAttributes(attrs()...)
 	}
-	return ctx, span
+	return ctx, t.masking(span)
+}
+
+// masking returns span recording errors masked by t.mask: the one place
+// where the text of a tool's, a model's or a layer's error, or of a
+// recovered panic, which may quote what a user said, reaches a trace.
+func (t *telemetry) masking(span trace.Span) trace.Span {
+	if t.mask == nil || !span.IsRecording() {
+		return span
+	}
+	return maskedSpan{Span: span, mask: t.mask}
+}
+
+// maskedSpan is a span whose error status and exception events carry
+// masked text.
+type maskedSpan struct {
+	trace.Span
+	mask func(string) string
+}
+
+// SetStatus sets the status with its description masked.
+func (s maskedSpan) SetStatus(code codes.Code, description string) {
+	s.Span.SetStatus(code, s.mask(description))
+}
+
+// RecordError records err as the SDK does (an "exception" event with the
+// error's type and message), its message masked.
+func (s maskedSpan) RecordError(err error, opts ...trace.EventOption) {
+	if err == nil {
+		return
+	}
+	opts = append(opts, trace.WithAttributes(
+		attribute.String("exception.type", errorType(err)),
+		attribute.String("exception.message", s.mask(err.Error())),
+	))
+	s.Span.AddEvent("exception", opts...)
+}
+
+// errorType names err's type as the SDK's RecordError does.
+func errorType(err error) string {
+	t := reflect.TypeOf(err)
+	if t.PkgPath() == "" && t.Name() == "" {
+		return t.String() // a pointer type, say
+	}
+	return t.PkgPath() + "." + t.Name()
 }
 
 // end ends a span, marking it failed when err is not nil.
@@ -152,7 +200,7 @@ func (t *telemetry) hook(ctx context.Context, e layer.Event) {
 	now := time.Now()
 	_, span := t.tracer.Start(ctx, "memlayer.hook", trace.WithTimestamp(now.Add(-e.Duration)),
 		trace.WithAttributes(attrLayer.String(e.Layer), attrHook.String(e.Hook)))
-	end(span, e.Err, trace.WithTimestamp(now))
+	end(t.masking(span), e.Err, trace.WithTimestamp(now))
 }
 
 // model records a model call's duration and tokens.

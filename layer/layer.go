@@ -174,6 +174,13 @@ type Env struct {
 	Store storage.Store
 	// Logger receives the layer's diagnostics. Nil means slog.Default().
 	Logger *slog.Logger
+	// Redact masks personal data in text that the layer with ID layerID
+	// is about to store (a JSON document stays valid JSON); a layer that
+	// stores what it is handed by code rather than by the agent (the
+	// key-value memory's values) passes it through Redact first. Nil
+	// stores text as it is. agentloop sets it from its
+	// RedactionConfig; a child's env inherits its parent's.
+	Redact func(layerID, text string) string
 }
 
 // ScopeKey returns the storage scope key for scope in env: the thread ID

@@ -337,8 +337,8 @@ func (s *Stack) Store(ctx context.Context, t Turn) error {
 // afresh for the child's env (a failure leaves it out and is reported);
 // any other layer is shared as is. The child stack is already
 // initialised; the parent is not modified. In childEnv a nil Store
-// defaults to the parent's, a nil Logger to the parent's, and an empty
-// ExecutionID to a new one.
+// defaults to the parent's, a nil Logger or Redact to the parent's, and
+// an empty ExecutionID to a new one.
 //
 // A layer the child shares with the parent (the same value, as for a
 // stateless layer or a Spawner that returns its receiver) stays owned by
@@ -391,10 +391,13 @@ func (s *Stack) Spawn(ctx context.Context, childEnv Env, extra ...Layer) (*Stack
 }
 
 // inheritEnv fills in the zero fields of a child's env from the parent's:
-// Store and Logger are the parent's, ExecutionID is new.
+// Store, Logger and Redact are the parent's, ExecutionID is new.
 func (s *Stack) inheritEnv(env Env) Env {
 	env.Store = cmp.Or(env.Store, s.env.Store)
 	env.Logger = cmp.Or(env.Logger, s.log)
+	if env.Redact == nil {
+		env.Redact = s.env.Redact
+	}
 	if env.ExecutionID == "" {
 		env.ExecutionID = newID()
 	}

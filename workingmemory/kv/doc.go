@@ -36,4 +36,19 @@
 // it to tools made with agentloop.NewRunTool); code outside a run uses
 // [Layer.Open]. A spawned child agent gets a child scope of its parent's
 // run memory, disposed of when the child returns.
+//
+// # Personal data
+//
+// The key-value memory follows the rule every memlayer layer does:
+// personal data is masked before it is stored. What code sets is kept as
+// it was in the memory of the run that set it (the run can still use it),
+// and each value is passed through [Config].Redact as it is written out:
+// persisted by a Layer, in a checkpoint's snapshot, in [Memory.Snapshot].
+// A Layer run by agentloop gets the agent's redactor (layer.Env.Redact,
+// from agentloop.RedactionConfig, which masks e-mail addresses, phone
+// numbers, card numbers, IBANs and secrets); RedactionConfig.Layers turns
+// it off for one layer, as it does for the scratchpad, and Config.Redact
+// replaces it. Keys, metadata and timestamps are stored as they are: do
+// not key entries by an e-mail address. Values stored unmasked by an
+// earlier version are masked the next time their scope is written.
 package kv

@@ -168,6 +168,10 @@ func (l *Layer) Open(ctx context.Context, env layer.Env) (*Layer, error) {
 	cfg := l.cfg.Memory
 	cfg.Logger = cmp.Or(cfg.Logger, env.Logger)
 	cfg.AgentID = cmp.Or(cfg.AgentID, env.ExecutionID)
+	if cfg.Redact == nil && env.Redact != nil {
+		id := l.spec.ID
+		cfg.Redact = func(v string) string { return env.Redact(id, v) }
+	}
 	n := &Layer{cfg: l.cfg, spec: l.spec, tag: l.tag, mem: New(cfg)}
 	if scope == layer.ScopeExecution || env.Store == nil {
 		return n, nil

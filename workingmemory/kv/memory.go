@@ -212,6 +212,16 @@ type Config struct {
 	// Now is the clock used for expiry and timestamps. Nil means
 	// time.Now.
 	Now func() time.Time
+	// Redact masks personal data in an entry's value (its JSON) as the
+	// memory writes it out: persisted by a [Layer], and in
+	// [Memory.Snapshot] and a Layer's checkpoint snapshot. The memory
+	// itself keeps the value as it was set, so a run can still use it;
+	// what a later run loads is masked. A value Redact turns into
+	// something that is not JSON is written as a JSON string. Keys,
+	// metadata and timestamps are written as they are. Nil writes values
+	// as they are; a Layer then uses its env's redaction
+	// (layer.Env.Redact, which agentloop sets from its RedactionConfig).
+	Redact func(value string) string
 }
 
 // Defaults of a memory.
@@ -1044,7 +1054,33 @@ func (mem *Memory) marshal(children bool) (json.RawMessage, error) {
 	if err := mem.withRLock(func() { root = mem.scopeSnapshotLocked(now, children) }); err != nil {
 		return nil, err
 	}
+	root.mask(mem.tree.cfg.Redact)
 	return encodeSnapshot(root)
+}
+
+// mask passes the values of s and its descendants through redact (nil:
+// none), outside the tree's lock. A value that comes out as something
+// other than JSON is written as a JSON string.
+func (s *scopeSnapshot) mask(redact func(string) string) {
+	if redact == nil {
+		return
+	}
+	for k, e := range s.Entries {
+		in := string(e.Value)
+		out := redact(in)
+		if out == in {
+			continue
+		}
+		if !json.Valid([]byte(out)) {
+			b, _ := json.Marshal(out) // a string always encodes
+			out = string(b)
+		}
+		e.Value = json.RawMessage(out)
+		s.Entries[k] = e
+	}
+	for i := range s.Children {
+		s.Children[i].mask(redact)
+	}
 }
 
 // encodeSnapshot encodes a snapshot whose root scope is root.
@@ -1236,6 +1272,7 @@ func (mem *Memory) takeChanges() (changed map[string]struct{}, snap []byte, err 
 	if err != nil || len(changed) == 0 {
 		return nil, nil, err
 	}
+	own.mask(mem.tree.cfg.Redact)
 	if snap, err = encodeSnapshot(own); err != nil {
 		mem.keepChanges(changed)
 		return nil, nil, err
