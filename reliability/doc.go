@@ -103,6 +103,15 @@
 //     memlayer's overhead per step from agentloop's step events (the
 //     step's time minus the model's and the tools'), and memory; a second
 //     pass runs threads one at a time for the overhead of a step alone.
+//   - Personal data (TestPersonalDataReachesNoStore): redact's labelled
+//     corpus (223 e-mail addresses, phone numbers, cards, IBANs and
+//     secrets) goes through every storing path for two users whose IDs
+//     nest: messages, checkpoints and thread-scoped snapshots, the audit
+//     trail, semantic facts, episodes, the scratchpad, the key-value
+//     memory, and a trace and a debug log that get a tool's error quoting
+//     it; a scan of every key and value, the SQLite file, the spans and
+//     the log must find none unmasked; the control, with redaction
+//     disabled, finds them in each of those places.
 //
 // Two bugs this suite found were fixed in workingmemory the same day;
 // their tests stay as regression tests: TestLegacyRejectedUpdateReported
