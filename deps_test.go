@@ -136,18 +136,6 @@ func nonStandard(pkg string, deps []string, std map[string]bool, allowed ...stri
 	return out
 }
 
-// phonenumbersDep reports whether d is nyaruka/phonenumbers (libphonenumber's
-// metadata, which redact checks phone numbers against) or one of its own
-// dependencies (protobuf, for the metadata; golang.org/x/text).
-func phonenumbersDep(d string) bool {
-	for _, p := range []string{"github.com/nyaruka/phonenumbers", "google.golang.org/protobuf/", "golang.org/x/text/"} {
-		if d == strings.TrimSuffix(p, "/") || strings.HasPrefix(d, p) {
-			return true
-		}
-	}
-	return false
-}
-
 func anyUnder(d string, dirs ...string) bool {
 	return slices.ContainsFunc(dirs, func(dir string) bool { return under(d, dir) })
 }
@@ -162,14 +150,8 @@ var importRules = []importRule{
 	{"internal/lexical imports only the standard library", []string{"internal/lexical"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
 		return nonStandard("internal/lexical", pkgs["internal/lexical"].deps, std)
 	}},
-	{"redact imports only the standard library, internal/jsonx and nyaruka/phonenumbers (with its own dependencies)", []string{"redact"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
-		var deps []string
-		for _, d := range pkgs["redact"].deps {
-			if !phonenumbersDep(d) {
-				deps = append(deps, d)
-			}
-		}
-		return nonStandard("redact", deps, std, "internal/jsonx")
+	{"redact imports only the standard library and internal/jsonx", []string{"redact"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
+		return nonStandard("redact", pkgs["redact"].deps, std, "internal/jsonx")
 	}},
 	{"redacttest imports only the standard library: its generators are written apart from redact", []string{"redact/redacttest"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
 		return nonStandard("redact/redacttest", pkgs["redact/redacttest"].deps, std)

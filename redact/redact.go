@@ -51,11 +51,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/nyaruka/phonenumbers"
 )
 
 // Kind is a kind of data a redactor masks.
@@ -511,103 +508,6 @@ func (r *rules) isPhone(s string) bool {
 		return false
 	}
 	return validPhone(s, r.regions)
-}
-
-// plans are the countries' numbering plans, read once, on first use,
-// from libphonenumber's metadata (github.com/nyaruka/phonenumbers): by
-// region code, and the regions of each country calling code.
-var plans = sync.OnceValue(func() (p struct {
-	byRegion map[string]*plan
-	byCode   map[int][]*plan
-}) {
-	p.byRegion, p.byCode = map[string]*plan{}, map[int][]*plan{}
-	coll, err := phonenumbers.MetadataCollection()
-	if err != nil {
-		return p // no plans: no national number is valid
-	}
-	for _, m := range coll.GetMetadata() {
-		g := m.GetGeneralDesc()
-		var types []string
-		for _, d := range []*phonenumbers.PhoneNumberDesc{m.GetFixedLine(), m.GetMobile(), m.GetTollFree(), m.GetPremiumRate(),
-			m.GetSharedCost(), m.GetPersonalNumber(), m.GetVoip(), m.GetPager(), m.GetUan(), m.GetVoicemail()} {
-			if pat := d.GetNationalNumberPattern(); pat != "" && pat != "NA" {
-				types = append(types, "(?:"+pat+")")
-			}
-		}
-		if g.GetNationalNumberPattern() == "" || len(types) == 0 {
-			continue
-		}
-		pl := &plan{region: m.GetId(), cc: int(m.GetCountryCode()), ndd: m.GetNationalPrefix(), pattern: strings.Join(types, "|"), lengths: g.GetPossibleLength()}
-		if _, dup := p.byRegion[pl.region]; !dup {
-			p.byRegion[pl.region] = pl
-		}
-		p.byCode[pl.cc] = append(p.byCode[pl.cc], pl)
-	}
-	return p
-})
-
-// plan is one region's numbering plan: its country calling code, its
-// national (trunk) prefix, and the lengths of its national significant
-// numbers and the patterns of each type of them (fixed line, mobile,
-// toll-free, ...), as one alternation.
-type plan struct {
-	region  string
-	cc      int
-	ndd     string
-	pattern string
-	lengths []int32
-	once    sync.Once
-	re      *regexp.Regexp // ^(?:pattern)$, compiled on first use
-}
-
-// valid reports whether nat, a national significant number, is one of
-// the plan's: a possible length, and a number of one of its types (what
-// libphonenumber's IsValidNumberForRegion checks).
-func (p *plan) valid(nat string) bool {
-	if nat == "" || len(p.lengths) > 0 && !slices.Contains(p.lengths, int32(len(nat))) {
-		return false
-	}
-	p.once.Do(func() { p.re, _ = regexp.Compile("^(?:" + p.pattern + ")$") })
-	return p.re != nil && p.re.MatchString(nat)
-}
-
-// validPhone reports whether the phone number written as s (with its
-// country code after a +, else nationally in one of regions) is valid
-// under its country's numbering plan.
-func validPhone(s string, regions []string) bool {
-	d := digits(s)
-	ps := plans()
-	if s[0] == '+' {
-		for k := 1; k <= 3 && k < len(d); k++ {
-			cands := ps.byCode[atoi(d[:k])]
-			for _, p := range cands {
-				// "+44 (0)20 …": the trunk prefix written after the code.
-				if p.valid(d[k:]) || p.ndd != "" && strings.HasPrefix(d[k:], p.ndd) && p.valid(d[k+len(p.ndd):]) {
-					return true
-				}
-			}
-			if len(cands) > 0 {
-				return false // calling codes are prefix-free
-			}
-		}
-		return false
-	}
-	for _, r := range regions {
-		p := ps.byRegion[r]
-		if p == nil {
-			continue
-		}
-		if p.ndd != "" && strings.HasPrefix(d, p.ndd) {
-			if p.valid(d[len(p.ndd):]) {
-				return true
-			}
-			continue
-		}
-		if p.valid(d) {
-			return true
-		}
-	}
-	return false
 }
 
 func atoi(d string) int {

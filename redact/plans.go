@@ -1,0 +1,117 @@
+package redact
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Phone numbers are checked against the numbering plans of
+// libphonenumber's metadata, as github.com/nyaruka/phonenumbers ships
+// them: plans_gen.go holds, for each region, its country calling code,
+// national prefix, possible lengths and the patterns of its types of
+// number, generated from that package (go generate: go test -run
+// TestPlansGenerated . -args -update), so that redact does not link the package,
+// its protobuf runtime and its carrier, geocoding and time-zone data
+// (about 7 MB of a binary) to use 1% of it. TestPlansGenerated checks that
+// the file matches the package's version in go.mod, and
+// TestPlansAgreeWithLibphonenumber that the matching here agrees with the
+// package's IsValidNumber.
+
+//go:generate go test -run TestPlansGenerated . -args -update
+
+// plans are the countries' numbering plans (planData), indexed on first
+// use: by region code, and the regions of each country calling code.
+var plans = sync.OnceValue(func() (p struct {
+	byRegion map[string]*plan
+	byCode   map[int][]*plan
+}) {
+	p.byRegion, p.byCode = map[string]*plan{}, map[int][]*plan{}
+	for i := range planData {
+		pl := &planData[i]
+		if _, dup := p.byRegion[pl.region]; !dup {
+			p.byRegion[pl.region] = pl
+		}
+		p.byCode[pl.cc] = append(p.byCode[pl.cc], pl)
+	}
+	// The main region of a calling code first (the United States of the
+	// 25 regions of +1): most numbers are its.
+	for _, ps := range p.byCode {
+		slices.SortStableFunc(ps, func(a, b *plan) int {
+			switch {
+			case a.main == b.main:
+				return 0
+			case a.main:
+				return -1
+			}
+			return 1
+		})
+	}
+	return p
+})
+
+// plan is one region's numbering plan: its country calling code, its
+// national (trunk) prefix, and the lengths of its national significant
+// numbers and the patterns of each type of them (fixed line, mobile,
+// toll-free, ...), as one alternation.
+type plan struct {
+	region  string
+	cc      int
+	main    bool // the main region of its calling code
+	ndd     string
+	lengths []int32
+	pattern string
+	once    sync.Once
+	re      *regexp.Regexp // ^(?:pattern)$, compiled on first use
+}
+
+// valid reports whether nat, a national significant number, is one of
+// the plan's: a possible length, and a number of one of its types (what
+// libphonenumber's IsValidNumberForRegion checks).
+func (p *plan) valid(nat string) bool {
+	if nat == "" || len(p.lengths) > 0 && !slices.Contains(p.lengths, int32(len(nat))) {
+		return false
+	}
+	p.once.Do(func() { p.re, _ = regexp.Compile("^(?:" + p.pattern + ")$") })
+	return p.re != nil && p.re.MatchString(nat)
+}
+
+// validPhone reports whether the phone number written as s (with its
+// country code after a +, else nationally in one of regions) is valid
+// under its country's numbering plan.
+func validPhone(s string, regions []string) bool {
+	d := digits(s)
+	ps := plans()
+	if s[0] == '+' {
+		for k := 1; k <= 3 && k < len(d); k++ {
+			cands := ps.byCode[atoi(d[:k])]
+			for _, p := range cands {
+				// "+44 (0)20 …": the trunk prefix written after the code.
+				if p.valid(d[k:]) || p.ndd != "" && strings.HasPrefix(d[k:], p.ndd) && p.valid(d[k+len(p.ndd):]) {
+					return true
+				}
+			}
+			if len(cands) > 0 {
+				return false // calling codes are prefix-free
+			}
+		}
+		return false
+	}
+	for _, r := range regions {
+		p := ps.byRegion[r]
+		if p == nil {
+			continue
+		}
+		if p.ndd != "" && strings.HasPrefix(d, p.ndd) {
+			if p.valid(d[len(p.ndd):]) {
+				return true
+			}
+			continue
+		}
+		if p.valid(d) {
+			return true
+		}
+	}
+	return false
+}
