@@ -22,11 +22,12 @@ import (
 	"github.com/memlayer/memlayer/workingmemory/kv"
 )
 
-// TestTrust311_TracesAndLogsMasked: a tool's error, a tool's panic and a
-// model's error that carry personal data reach the tool, model, step and
-// run spans (status and exception events) and the log masked by the
-// agent's redactor, still marked as errors; with redaction disabled the
-// text goes as it was (the control: the check can fail).
+// TestTrust311_TracesAndLogsMasked: a tool's error, a tool's panic, a
+// layer's error and a model's error that carry personal data reach the
+// tool, hook, model, step and run spans (status and exception events) and
+// the log masked by the agent's redactor, still marked as errors; with
+// redaction disabled the text goes as it was (the control: the check can
+// fail).
 func TestTrust311_TracesAndLogsMasked(t *testing.T) {
 	const email, phone = "ana.lopez@example.com", "+44 20 7946 0958"
 	run := func(t *testing.T, red agentloop.RedactionConfig) (spans tracetest.SpanStubs, logs string) {
@@ -50,6 +51,7 @@ func TestTrust311_TracesAndLogsMasked(t *testing.T) {
 					panic("bad record " + email)
 				}),
 			},
+			Layers:         []layer.Layer{failingRecall{}},
 			Store:          storage.NewMemory(),
 			TracerProvider: tp,
 			Logger:         logger,
@@ -98,7 +100,7 @@ func TestTrust311_TracesAndLogsMasked(t *testing.T) {
 		for _, w := range where {
 			t.Errorf("personal data in %s", w)
 		}
-		for _, name := range []string{"memlayer.tool", "memlayer.model", "memlayer.step", "memlayer.run"} {
+		for _, name := range []string{"memlayer.tool", "memlayer.model", "memlayer.step", "memlayer.run", "memlayer.hook"} {
 			if !failed[name] {
 				t.Errorf("no %s span is marked failed", name)
 			}
@@ -189,4 +191,14 @@ func TestTrust314_WorkingMemoryMasked(t *testing.T) {
 			}
 		})
 	}
+}
+
+// failingRecall is a layer whose Recall fails with an error that quotes
+// personal data.
+type failingRecall struct{}
+
+func (failingRecall) Spec() layer.Spec { return layer.Spec{ID: "crm"} }
+
+func (failingRecall) Recall(context.Context, layer.Query) ([]layer.Item, error) {
+	return nil, errors.New("crm lookup failed for ana.lopez@example.com")
 }
