@@ -28,9 +28,9 @@
 //     written as one (a leading +, a parenthesised area code, North
 //     American groups, or a national trunk 0 and two groups or more) and
 //     be a valid number under its country's numbering plan
-//     (libphonenumber's metadata, through github.com/nyaruka/phonenumbers:
-//     [Config].Regions says which countries' national numbers are
-//     recognised), so a bare run of digits, a date (01.04.2026), a version
+//     (libphonenumber's metadata, generated from
+//     github.com/nyaruka/phonenumbers: see plans.go; [Config].Regions says
+//     which countries' national numbers are recognised), so a bare run of digits, a date (01.04.2026), a version
 //     or an order number grouped like a phone number is none of them.
 //
 // E-mail addresses may be internationalised (RFC 6531): letters of any
@@ -105,7 +105,7 @@ type Config struct {
 	// code is masked when it is a valid number of one of them (checked
 	// with libphonenumber's metadata). A number written with a + and its
 	// country code is checked against its own country. Nil is
-	// [DefaultRegions].
+	// [DefaultRegions]; a code libphonenumber does not know is ignored.
 	Regions []string
 }
 
