@@ -52,18 +52,20 @@ var plans = sync.OnceValue(func() (p struct {
 })
 
 // plan is one region's numbering plan: its country calling code, its
-// national (trunk) prefix, and the lengths of its national significant
-// numbers and the patterns of each type of them (fixed line, mobile,
-// toll-free, ...), as one alternation.
+// national (trunk) prefix, the lengths of its national significant
+// numbers and the pattern of each type of them (fixed line, mobile,
+// toll-free, ...). Each pattern is a regular expression of its own, the
+// commonest types first: one alternation of them all is too large for
+// Go's backtracking matcher and runs several times slower.
 type plan struct {
-	region  string
-	cc      int
-	main    bool // the main region of its calling code
-	ndd     string
-	lengths []int32
-	pattern string
-	once    sync.Once
-	re      *regexp.Regexp // ^(?:pattern)$, compiled on first use
+	region   string
+	cc       int
+	main     bool // the main region of its calling code
+	ndd      string
+	lengths  []int32
+	patterns []string
+	once     sync.Once
+	res      []*regexp.Regexp // ^(?:pattern)$ of each, compiled on first use
 }
 
 // valid reports whether nat, a national significant number, is one of
@@ -73,8 +75,19 @@ func (p *plan) valid(nat string) bool {
 	if nat == "" || len(p.lengths) > 0 && !slices.Contains(p.lengths, int32(len(nat))) {
 		return false
 	}
-	p.once.Do(func() { p.re, _ = regexp.Compile("^(?:" + p.pattern + ")$") })
-	return p.re != nil && p.re.MatchString(nat)
+	p.once.Do(func() {
+		for _, pat := range p.patterns {
+			if re, err := regexp.Compile("^(?:" + pat + ")$"); err == nil {
+				p.res = append(p.res, re)
+			}
+		}
+	})
+	for _, re := range p.res {
+		if re.MatchString(nat) {
+			return true
+		}
+	}
+	return false
 }
 
 // validPhone reports whether the phone number written as s (with its

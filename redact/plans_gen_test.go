@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"go/format"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,28 +64,31 @@ func generatePlans(t *testing.T) []byte {
 	b.WriteString("// region, its country calling code, national prefix, the possible lengths\n")
 	b.WriteString("// of its national significant numbers and the patterns of its types of\n")
 	b.WriteString("// number (fixed line, mobile, toll-free, premium rate, shared cost,\n")
-	b.WriteString("// personal, VoIP, pager, UAN, voicemail) as one alternation.\n")
+	b.WriteString("// personal, VoIP, pager, UAN, voicemail), in that order.\n")
 	b.WriteString("var planData = []plan{\n")
 	for _, m := range coll.GetMetadata() {
 		g := m.GetGeneralDesc()
 		var types []string
 		for _, d := range []*phonenumbers.PhoneNumberDesc{m.GetFixedLine(), m.GetMobile(), m.GetTollFree(), m.GetPremiumRate(),
 			m.GetSharedCost(), m.GetPersonalNumber(), m.GetVoip(), m.GetPager(), m.GetUan(), m.GetVoicemail()} {
-			if pat := d.GetNationalNumberPattern(); pat != "" && pat != "NA" {
-				types = append(types, "(?:"+pat+")")
+			if pat := d.GetNationalNumberPattern(); pat != "" && pat != "NA" && !slices.Contains(types, pat) {
+				types = append(types, pat)
 			}
 		}
 		if g.GetNationalNumberPattern() == "" || len(types) == 0 {
 			continue
 		}
-		pattern := strings.Join(types, "|")
-		if strings.Contains(pattern, "`") {
-			t.Fatalf("region %s: a pattern holds a backquote", m.GetId())
+		var quoted []string
+		for _, pat := range types {
+			if strings.Contains(pat, "`") {
+				t.Fatalf("region %s: a pattern holds a backquote", m.GetId())
+			}
+			quoted = append(quoted, "`"+pat+"`")
 		}
 		lengths := fmt.Sprint(g.GetPossibleLength())
 		lengths = strings.ReplaceAll(strings.Trim(lengths, "[]"), " ", ", ")
-		fmt.Fprintf(&b, "\t{region: %q, cc: %d, main: %v, ndd: %q, lengths: []int32{%s},\n\t\tpattern: `%s`},\n",
-			m.GetId(), m.GetCountryCode(), m.GetMainCountryForCode(), m.GetNationalPrefix(), lengths, pattern)
+		fmt.Fprintf(&b, "\t{region: %q, cc: %d, main: %v, ndd: %q, lengths: []int32{%s},\n\t\tpatterns: []string{%s}},\n",
+			m.GetId(), m.GetCountryCode(), m.GetMainCountryForCode(), m.GetNationalPrefix(), lengths, strings.Join(quoted, ", "))
 	}
 	b.WriteString("}\n")
 	src, err := format.Source(b.Bytes())
