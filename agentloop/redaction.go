@@ -33,7 +33,9 @@ import (
 //     redactor through layer.Env.Redact. The run's own memory keeps
 //     the values as they were set, for the rest of the run; what a later
 //     run loads is masked. Layers turns masking off for a layer (a
-//     scratchpad whose user asks it to keep their address, say).
+//     scratchpad whose user asks it to keep their address, say, or whose
+//     schema constrains such a field with a pattern the mask would not
+//     match).
 //
 // The model still sees the run's messages as they were, so a task that
 // needs the address can finish; what a later run loads is masked.
