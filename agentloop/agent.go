@@ -1175,7 +1175,8 @@ func (r *run) normalizeCalls(choice *llms.ContentChoice) []call {
 
 // execTools runs the step's tool calls and returns their results in call
 // order. Calls run concurrently up to ToolConcurrency, except calls of
-// Exclusive tools, which run alone. Calls beyond MaxToolCallsPerStep, and
+// Exclusive tools, which run alone, and calls of the layers' functions,
+// which run one after another in call order. Calls beyond MaxToolCallsPerStep, and
 // spawn_agent calls beyond MaxChildrenPerStep, are answered with an error
 // and not run. A panic in a call is recovered and becomes its error.
 //
@@ -1215,6 +1216,40 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, a.cfg.ToolConcurrency)
+	acquire := func(i int) bool {
+		select {
+		case sem <- struct{}{}:
+			return true
+		case <-ctx.Done():
+			refuse(i, ctx.Err().Error())
+			return false
+		}
+	}
+	// guarded runs call i; callTool recovers the tool's panics, and this
+	// catches the rest (an Observer's), which would end the process.
+	guarded := func(i int) {
+		defer func() {
+			if p := recover(); p != nil {
+				c := calls[i]
+				err := a.recovered(ctx, "tool "+c.name, p)
+				results[i] = layer.ToolResult{ToolCall: layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args}, IsError: true, Content: toolErrorText(err)}
+			}
+		}()
+		one(i)
+	}
+	// The layers' functions run one at a time, in call order, beside
+	// the agent's tools: what they write (a fact's ID, an entry) must not
+	// depend on scheduling.
+	var lane []int
+	runLane := func() {
+		for _, i := range lane {
+			if acquire(i) {
+				guarded(i)
+				<-sem
+			}
+		}
+		lane = nil
+	}
 	spawns := 0
 	for i, c := range calls {
 		if i >= a.cfg.MaxToolCallsPerStep {
@@ -1227,30 +1262,32 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 				continue
 			}
 		}
-		if t, ok := a.tools[c.name]; ok && t.Exclusive {
+		t, agentTool := a.tools[c.name]
+		if agentTool && t.Exclusive {
 			wg.Wait()
+			runLane()
 			one(i)
 			continue
 		}
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			refuse(i, ctx.Err().Error())
+		if !agentTool && c.name != SpawnToolName {
+			lane = append(lane, i) // a layer's function: run in call order
+			continue
+		}
+		if !acquire(i) {
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			// callTool recovers the tool's panics; this catches the
-			// rest (an Observer's), which would end the process here.
-			defer func() {
-				if p := recover(); p != nil {
-					err := a.recovered(ctx, "tool "+c.name, p)
-					results[i] = layer.ToolResult{ToolCall: layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args}, IsError: true, Content: toolErrorText(err)}
-				}
-			}()
-			one(i)
+			guarded(i)
+		}()
+	}
+	if len(lane) > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runLane()
 		}()
 	}
 	wg.Wait()
