@@ -296,6 +296,7 @@ type run struct {
 	vars         map[string]any
 	msgs         []llms.MessageContent
 	defs         []llms.Tool
+	toolTokens   int // what defs cost in every request
 	opts         []llms.CallOption
 	res          *Result
 	// tree is shared with every child run under the same top-level run.
@@ -518,6 +519,7 @@ func (r *run) prepareTools() error {
 		}
 		r.defs = append(r.defs, layerToolDef(t))
 	}
+	r.toolTokens = prompt.CountTools(a.cfg.Counter, r.defs)
 	r.offered = offeredTools(r.stack, a.redact)
 	r.opts = make([]llms.CallOption, 0, 2+len(a.cfg.CallOptions))
 	if len(r.defs) > 0 {
@@ -646,10 +648,16 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 		// The summary stands for older history: its budget is taken from
 		// the history's share, not from the layers'.
 		layers := slices.DeleteFunc(specs(r.stack), func(s layer.Spec) bool { return s.ID == SummaryLayerID })
+		// The tool definitions go with every request: they are fixed
+		// costs, like the instructions.
+		if fixed := r.sysTokens + r.toolTokens; a.cfg.ContextWindow != layer.Unbounded && fixed+a.cfg.ResponseReserve >= a.cfg.ContextWindow {
+			return "", nil, fmt.Errorf("%w: the instructions (%d tokens), the tool definitions (%d, %d tools) and ResponseReserve (%d) leave nothing of ContextWindow (%d) for the conversation",
+				ErrInvalidConfig, r.sysTokens, r.toolTokens, len(r.defs), a.cfg.ResponseReserve, a.cfg.ContextWindow)
+		}
 		alloc, err := prompt.Allocate(prompt.Request{
 			Total:   a.cfg.ContextWindow,
 			Reserve: a.cfg.ResponseReserve,
-			System:  r.sysTokens,
+			System:  r.sysTokens + r.toolTokens,
 			Layers:  layers,
 		})
 		if err != nil {
@@ -691,9 +699,9 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 		return "", nil, fmt.Errorf("agentloop: step %d: system prompt: %w", step, err)
 	}
 	// What the layers left of their budgets goes to the history: it gets
-	// the window minus the response reserve and the system prompt as
-	// compiled, and never less than its own allocation.
-	budget := max(r.alloc.History, a.cfg.ContextWindow-a.cfg.ResponseReserve-r.est.count(a.cfg.Counter, system))
+	// the window minus the response reserve, the tool definitions and the
+	// system message as compiled, and never less than its own allocation.
+	budget := max(r.alloc.History, a.cfg.ContextWindow-a.cfg.ResponseReserve-r.toolTokens-prompt.MessageOverhead-r.est.count(a.cfg.Counter, system))
 	hist, err = r.history(msgs, budget)
 	if err != nil {
 		return "", nil, fmt.Errorf("agentloop: step %d: %w", step, err)
