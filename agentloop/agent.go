@@ -648,16 +648,21 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 		// The summary stands for older history: its budget is taken from
 		// the history's share, not from the layers'.
 		layers := slices.DeleteFunc(specs(r.stack), func(s layer.Spec) bool { return s.ID == SummaryLayerID })
-		// The tool definitions go with every request: they are fixed
-		// costs, like the instructions.
-		if fixed := r.sysTokens + r.toolTokens; a.cfg.ContextWindow != layer.Unbounded && fixed+a.cfg.ResponseReserve >= a.cfg.ContextWindow {
-			return "", nil, fmt.Errorf("%w: the instructions (%d tokens), the tool definitions (%d, %d tools) and ResponseReserve (%d) leave nothing of ContextWindow (%d) for the conversation",
-				ErrInvalidConfig, r.sysTokens, r.toolTokens, len(r.defs), a.cfg.ResponseReserve, a.cfg.ContextWindow)
+		// The fixed costs of every request: the system prompt without
+		// any layer's text (the instructions, and a template's own text)
+		// and the tool definitions.
+		sys := r.sysTokens
+		if bare, err := r.compiler.Compile(nil, r.vars); err == nil {
+			sys = max(sys, a.cfg.Counter.Count(bare))
+		}
+		if fixed := sys + r.toolTokens; a.cfg.ContextWindow != layer.Unbounded && fixed+a.cfg.ResponseReserve >= a.cfg.ContextWindow {
+			return "", nil, fmt.Errorf("%w: the system prompt (%d tokens without the layers), the tool definitions (%d, %d tools) and ResponseReserve (%d) leave nothing of ContextWindow (%d) for the conversation",
+				ErrInvalidConfig, sys, r.toolTokens, len(r.defs), a.cfg.ResponseReserve, a.cfg.ContextWindow)
 		}
 		alloc, err := prompt.Allocate(prompt.Request{
 			Total:   a.cfg.ContextWindow,
 			Reserve: a.cfg.ResponseReserve,
-			System:  r.sysTokens + r.toolTokens,
+			System:  sys + r.toolTokens,
 			Layers:  layers,
 		})
 		if err != nil {
@@ -700,8 +705,13 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 	}
 	// What the layers left of their budgets goes to the history: it gets
 	// the window minus the response reserve, the tool definitions and the
-	// system message as compiled, and never less than its own allocation.
-	budget := max(r.alloc.History, a.cfg.ContextWindow-a.cfg.ResponseReserve-r.toolTokens-prompt.MessageOverhead-r.est.count(a.cfg.Counter, system))
+	// system message as compiled, which is never more than the window
+	// holds (the layers' blocks may take a little more than their shares
+	// for their fences and separators; the history gives way).
+	budget := max(0, a.cfg.ContextWindow-a.cfg.ResponseReserve-r.toolTokens-prompt.MessageOverhead-r.est.count(a.cfg.Counter, system))
+	if a.cfg.ContextWindow == layer.Unbounded {
+		budget = layer.Unbounded
+	}
 	hist, err = r.history(msgs, budget)
 	if err != nil {
 		return "", nil, fmt.Errorf("agentloop: step %d: %w", step, err)

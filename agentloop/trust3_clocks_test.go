@@ -124,3 +124,45 @@ func TestTrust317_ToolDefinitionsCountAgainstTheWindow(t *testing.T) {
 		t.Errorf("%d of %d requests exceeded ContextWindow − ResponseReserve (%d), the largest by %d tokens", over, len(reqs), window-reserve, most)
 	}
 }
+
+// TestTrust317_TemplateTextCountsAgainstTheWindow: a template's own text
+// (beyond the instructions) is a fixed cost of every request too: with a
+// long template, a layer that fills its budget and large tool results,
+// no request exceeds ContextWindow − ResponseReserve.
+func TestTrust317_TemplateTextCountsAgainstTheWindow(t *testing.T) {
+	const window, reserve = 3000, 500
+	big := strings.Repeat("lorem ipsum dolor sit amet ", 60) // ~400 tokens
+	greedy := layer.Func(layer.Spec{ID: "greedy", Slot: 100, Budget: layer.Budget{Max: 400}}, func(ctx context.Context, q layer.Query) ([]layer.Item, error) {
+		return []layer.Item{{Text: strings.Repeat("word ", q.Budget*4/5)}}, nil
+	})
+	step := 0
+	model := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
+		step++
+		if step%5 == 0 {
+			return agenttest.Text("done"), nil
+		}
+		return agenttest.Calls(agenttest.Call("fetch", `{}`)), nil
+	})
+	tmpl := "{{instructions}}\n" + strings.Repeat("Static template text that is not the instructions. ", 140) + "\n{{{layers}}}"
+	fetch := agentloop.Tool{Name: "fetch", Call: func(context.Context, json.RawMessage) (string, error) { return big, nil }}
+	a := mustAgent(t, agentloop.Config{Model: model, Tools: []agentloop.Tool{fetch}, Layers: []layer.Layer{greedy}, Store: storage.NewMemory(),
+		ContextWindow: window, ResponseReserve: reserve, Instructions: "You edit the site.", Template: tmpl})
+	for _, in := range []string{"Fetch one", "Fetch two"} {
+		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: in}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := model.Requests()
+	if len(reqs) < 10 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	for i, r := range reqs {
+		n := prompt.CountTools(prompt.Estimate, r.Options.Tools)
+		for _, m := range r.Messages {
+			n += prompt.CountMessage(prompt.Estimate, m)
+		}
+		if n > window-reserve {
+			t.Errorf("request %d counts %d tokens with its tools, more than ContextWindow − ResponseReserve (%d)", i, n, window-reserve)
+		}
+	}
+}
