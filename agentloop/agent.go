@@ -298,6 +298,7 @@ type run struct {
 	vars         map[string]any
 	msgs         []llms.MessageContent
 	defs         []llms.Tool
+	toolTokens   int // what defs cost in every request
 	opts         []llms.CallOption
 	res          *Result
 	// tree is shared with every child run under the same top-level run.
@@ -520,6 +521,7 @@ func (r *run) prepareTools() error {
 		}
 		r.defs = append(r.defs, layerToolDef(t))
 	}
+	r.toolTokens = prompt.CountTools(a.cfg.Counter, r.defs)
 	r.offered = offeredTools(r.stack, a.redact)
 	r.opts = make([]llms.CallOption, 0, 2+len(a.cfg.CallOptions))
 	if len(r.defs) > 0 {
@@ -648,10 +650,21 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 		// The summary stands for older history: its budget is taken from
 		// the history's share, not from the layers'.
 		layers := slices.DeleteFunc(specs(r.stack), func(s layer.Spec) bool { return s.ID == SummaryLayerID })
+		// The fixed costs of every request: the system prompt without
+		// any layer's text (the instructions, and a template's own text)
+		// and the tool definitions.
+		sys := r.sysTokens
+		if bare, err := r.compiler.Compile(nil, r.vars); err == nil {
+			sys = max(sys, a.cfg.Counter.Count(bare))
+		}
+		if fixed := sys + r.toolTokens; a.cfg.ContextWindow != layer.Unbounded && fixed+a.cfg.ResponseReserve >= a.cfg.ContextWindow {
+			return "", nil, fmt.Errorf("%w: the system prompt (%d tokens without the layers), the tool definitions (%d, %d tools) and ResponseReserve (%d) leave nothing of ContextWindow (%d) for the conversation",
+				ErrInvalidConfig, sys, r.toolTokens, len(r.defs), a.cfg.ResponseReserve, a.cfg.ContextWindow)
+		}
 		alloc, err := prompt.Allocate(prompt.Request{
 			Total:   a.cfg.ContextWindow,
 			Reserve: a.cfg.ResponseReserve,
-			System:  r.sysTokens,
+			System:  sys + r.toolTokens,
 			Layers:  layers,
 		})
 		if err != nil {
@@ -693,9 +706,14 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 		return "", nil, fmt.Errorf("agentloop: step %d: system prompt: %w", step, err)
 	}
 	// What the layers left of their budgets goes to the history: it gets
-	// the window minus the response reserve and the system prompt as
-	// compiled, and never less than its own allocation.
-	budget := max(r.alloc.History, a.cfg.ContextWindow-a.cfg.ResponseReserve-r.est.count(a.cfg.Counter, system))
+	// the window minus the response reserve, the tool definitions and the
+	// system message as compiled, which is never more than the window
+	// holds (the layers' blocks may take a little more than their shares
+	// for their fences and separators; the history gives way).
+	budget := max(0, a.cfg.ContextWindow-a.cfg.ResponseReserve-r.toolTokens-prompt.MessageOverhead-r.est.count(a.cfg.Counter, system))
+	if a.cfg.ContextWindow == layer.Unbounded {
+		budget = layer.Unbounded
+	}
 	hist, err = r.history(msgs, budget)
 	if err != nil {
 		return "", nil, fmt.Errorf("agentloop: step %d: %w", step, err)
@@ -1177,7 +1195,8 @@ func (r *run) normalizeCalls(choice *llms.ContentChoice) []call {
 
 // execTools runs the step's tool calls and returns their results in call
 // order. Calls run concurrently up to ToolConcurrency, except calls of
-// Exclusive tools, which run alone. Calls beyond MaxToolCallsPerStep, and
+// Exclusive tools, which run alone, and calls of the layers' functions,
+// which run one after another in call order. Calls beyond MaxToolCallsPerStep, and
 // spawn_agent calls beyond MaxChildrenPerStep, are answered with an error
 // and not run. A panic in a call is recovered and becomes its error.
 //
@@ -1217,6 +1236,40 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, a.cfg.ToolConcurrency)
+	acquire := func(i int) bool {
+		select {
+		case sem <- struct{}{}:
+			return true
+		case <-ctx.Done():
+			refuse(i, ctx.Err().Error())
+			return false
+		}
+	}
+	// guarded runs call i; callTool recovers the tool's panics, and this
+	// catches the rest (an Observer's), which would end the process.
+	guarded := func(i int) {
+		defer func() {
+			if p := recover(); p != nil {
+				c := calls[i]
+				err := a.recovered(ctx, "tool "+c.name, p)
+				results[i] = layer.ToolResult{ToolCall: layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args}, IsError: true, Content: toolErrorText(err)}
+			}
+		}()
+		one(i)
+	}
+	// The layers' functions run one at a time, in call order, beside
+	// the agent's tools: what they write (a fact's ID, an entry) must not
+	// depend on scheduling.
+	var lane []int
+	runLane := func() {
+		for _, i := range lane {
+			if acquire(i) {
+				guarded(i)
+				<-sem
+			}
+		}
+		lane = nil
+	}
 	spawns := 0
 	for i, c := range calls {
 		if i >= a.cfg.MaxToolCallsPerStep {
@@ -1229,30 +1282,32 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 				continue
 			}
 		}
-		if t, ok := a.tools[c.name]; ok && t.Exclusive {
+		t, agentTool := a.tools[c.name]
+		if agentTool && t.Exclusive {
 			wg.Wait()
+			runLane()
 			one(i)
 			continue
 		}
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			refuse(i, ctx.Err().Error())
+		if !agentTool && c.name != SpawnToolName {
+			lane = append(lane, i) // a layer's function: run in call order
+			continue
+		}
+		if !acquire(i) {
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			// callTool recovers the tool's panics; this catches the
-			// rest (an Observer's), which would end the process here.
-			defer func() {
-				if p := recover(); p != nil {
-					err := a.recovered(ctx, "tool "+c.name, p)
-					results[i] = layer.ToolResult{ToolCall: layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args}, IsError: true, Content: toolErrorText(err)}
-				}
-			}()
-			one(i)
+			guarded(i)
+		}()
+	}
+	if len(lane) > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runLane()
 		}()
 	}
 	wg.Wait()

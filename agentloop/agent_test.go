@@ -610,7 +610,7 @@ func TestLayerOverBudgetIsTrimmedToItsShare(t *testing.T) {
 	model := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
 		return agenttest.Text(r.System()), nil
 	})
-	a, err := agentloop.New(agentloop.Config{Model: model, Instructions: "Hi.", Layers: []layer.Layer{greedy, later}, ContextWindow: 300, ResponseReserve: 100})
+	a, err := agentloop.New(agentloop.Config{Model: model, Instructions: "Hi.", Layers: []layer.Layer{greedy, later}, ContextWindow: 300, ResponseReserve: 100, DisableSpawnTool: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,8 +78,9 @@ type Config struct {
 	// context still applies).
 	Timeout time.Duration
 	// ContextWindow is the model's context size in tokens, shared between
-	// the system prompt, the layers and the history. Zero is
-	// DefaultContextWindow.
+	// the system prompt, the tool definitions (the agent's and the
+	// layers', counted with Counter as prompt.CountTools does), the
+	// layers and the history. Zero is DefaultContextWindow.
 	ContextWindow int
 	// ResponseReserve is kept free in the window for the answer. Zero is
 	// DefaultResponseReserve.

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -218,13 +220,13 @@ func (s *DeterministicSummarizer) Summarize(_ context.Context, previous string, 
 		switch m.Role {
 		case RoleUser:
 			flush()
-			cur.WriteString("- User: " + clip(oneLine(m.Text), maxRequest))
+			cur.WriteString("- User: " + summaryText(m.Text, maxRequest))
 		case RoleAssistant:
 			for _, c := range m.ToolCalls {
 				names[c.ID], args[c.ID] = c.Name, c.Arguments
 			}
 			if m.Text != "" && len(m.ToolCalls) == 0 {
-				cur.WriteString(" | answer: " + clip(oneLine(m.Text), maxAnswer))
+				cur.WriteString(" | answer: " + summaryText(m.Text, maxAnswer))
 			}
 		case RoleTool:
 			for _, r := range m.ToolResults {
@@ -232,7 +234,7 @@ func (s *DeterministicSummarizer) Summarize(_ context.Context, previous string, 
 				if name == "" {
 					name = names[r.CallID]
 				}
-				cur.WriteString(" | " + name + " (call " + r.CallID + ")")
+				cur.WriteString(" | " + summaryID(name) + " (call " + summaryID(r.CallID) + ")")
 				if strings.HasPrefix(r.Content, "error: ") {
 					cur.WriteString(" failed")
 				}
@@ -298,7 +300,7 @@ func (s *DeterministicSummarizer) fit(lines []string) string {
 	// without a name first (nothing refers back to them by name), the
 	// oldest first.
 	for len(seen) > 0 && st > limit {
-		if i := slices.IndexFunc(seen, func(e string) bool { return !strings.Contains(e, `"`) }); i >= 0 {
+		if i := slices.IndexFunc(seen, func(e string) bool { _, named := entityID(e); return !named }); i >= 0 {
 			seen = slices.Delete(seen, i, i+1)
 		} else {
 			seen = seen[1:]
@@ -317,9 +319,9 @@ func (s *DeterministicSummarizer) fit(lines []string) string {
 // place and takes e's name if e has one (the newer name), so a bare
 // reference to an entity listed with its name adds nothing.
 func addEntity(seen []string, e string) []string {
-	id, _, named := strings.Cut(e, " ")
+	id, named := entityID(e)
 	for i, s := range seen {
-		if sid, _, _ := strings.Cut(s, " "); sid == id {
+		if sid, _ := entityID(s); sid == id {
 			if named {
 				seen[i] = e
 			}
@@ -381,7 +383,7 @@ func entities(content string) []string {
 				case strings.HasSuffix(k, "Id") || strings.HasSuffix(k, "_id") || strings.HasSuffix(k, "ID"):
 					if !untracked(k) {
 						if r := f.Value.Scalar(); r != "" {
-							refs = append(refs, clip(oneLine(r), 80))
+							refs = append(refs, summaryID(clip(oneLine(r), 80)))
 						}
 					}
 				case name == "" && (k == "title" || k == "name" || k == "slug" || k == "filename" || k == "heading" || k == "label"):
@@ -389,7 +391,7 @@ func entities(content string) []string {
 				}
 			}
 			if id != "" {
-				e := clip(oneLine(id), 80)
+				e := summaryID(clip(oneLine(id), 80))
 				if name != "" {
 					e += " " + quoteName(clip(oneLine(name), 60))
 				}
@@ -417,13 +419,87 @@ func untracked(key string) bool {
 }
 
 // quoteName quotes a name for a summary line, without the separators the
-// line uses.
+// line uses or a quote that would end it early.
 func quoteName(s string) string {
 	return `"` + nameSeparators.Replace(s) + `"`
 }
 
-// nameSeparators replaces in a name the separators of summary lines.
-var nameSeparators = strings.NewReplacer(";", ",", "→", "->", "|", "/", ", ", " ")
+// nameSeparators replaces in a name the separators of summary lines and
+// its quotes. "; " goes before ";", so that it cannot become ", ".
+var nameSeparators = strings.NewReplacer("; ", " ", ";", ",", ", ", " ", "→", "->", "|", "/", `"`, "'")
+
+// textSeparators replaces in a request or an answer the separators that
+// delimit a line's segments and entity lists.
+var textSeparators = strings.NewReplacer("→", "->", "|", "/")
+
+// summaryText is a user's request or a model's answer as a summary line
+// quotes it: on one line, clipped to n bytes, without the separators of
+// the line's segments (" | ") and entity lists (" → "), so that it cannot
+// imitate a tool call, an entity or an answer.
+func summaryText(s string, n int) string {
+	return textSeparators.Replace(clip(oneLine(s), n))
+}
+
+// summaryID is an ID, a call ID or a tool name as a summary line writes
+// it: bare when it is one word of letters, digits and the punctuation IDs
+// use, else quoted as a Go string literal (which strconv.Unquote reads
+// back exactly) in which the line's separators '|', '→', ',' and ';' are
+// escaped too, with every character that is not printable or is a
+// formatting control. No value can so end its item, its list or its
+// segment, or start a line: whatever a tool result or the model puts in
+// an ID stays that one ID.
+func summaryID(s string) string {
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool { return !bareIDRune(r) }) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '|' || r == '→' || r == ',' || r == ';' || r == utf8.RuneError || !unicode.IsPrint(r) && r != ' ' || unicode.Is(unicode.Cf, r):
+			if r > 0xffff {
+				fmt.Fprintf(&b, `\U%08x`, r)
+			} else {
+				fmt.Fprintf(&b, `\u%04x`, r)
+			}
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// bareIDRune reports whether r may appear in an ID written bare: a letter,
+// a digit, or punctuation that no separator of a summary line uses.
+func bareIDRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("-_.:/#@+=~!?*&$%^'[]{}", r)
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+// entityID returns the ID of an item of an entities list ("page_1",
+// followed by its quoted name, or a quoted ID with or without a name) and
+// whether a name follows it.
+func entityID(e string) (id string, named bool) {
+	if strings.HasPrefix(e, `"`) {
+		for i := 1; i < len(e); i++ {
+			switch e[i] {
+			case '\\':
+				i++
+			case '"':
+				return e[:i+1], i+1 < len(e)
+			}
+		}
+	}
+	id, _, named = strings.Cut(e, " ")
+	return id, named
+}
 
 // oneLine joins the fields of s with single spaces.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -32,6 +32,13 @@ const MaxToolNameLen = 64
 // same step (see Exclusive). Its string result is what the model sees; an
 // error is shown to the model as the tool result ("error: ..."), and the
 // run continues, so the error text should say what to fix.
+//
+// The layers' own functions (memorize, the scratchpad's update, ...) run
+// one at a time in the order the model called them, beside the agent's
+// tools, so what they write (a fact's ID) does not depend on scheduling.
+// A tool made with [NewRunTool] that writes to the run's layers runs
+// concurrently like any agent tool: make it Exclusive when the order of
+// its writes matters.
 type Tool struct {
 	// Name is what the model calls the tool: [a-zA-Z0-9_-]{1,64}, unique
 	// among the agent's tools and the layers' tools.

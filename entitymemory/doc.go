@@ -131,8 +131,10 @@
 // so processes whose clocks disagree still agree on what is newest.
 // Config.Now (which tests may replace, and which is clamped to years
 // 0-9999) only stamps SeenAt for the TTL and the "entities" data; a
-// SeenAt in the future, written by a process whose clock is ahead,
-// counts as now when loaded. The TTL is the one thing wall clocks decide:
+// SeenAt in the future, written while a clock was ahead, counts as no
+// later than now, nor than the SeenAt of entities recorded after it,
+// from the first time the layer reads it (and is saved so), so such an
+// entity ages out a TTL after the clock reads right. The TTL is the one thing wall clocks decide:
 // a process whose clock is ahead by more than the TTL ages the others'
 // entities out early, so keep the TTL well above the clock skew of the
 // processes sharing a scope.

@@ -86,26 +86,39 @@ func sameVisible(a, b []Entity) bool {
 }
 
 // prune drops the entities not seen within ttl before now (ttl 0: none)
-// and reports whether any was dropped. It filters list in place. The
-// clock is read only when there is a ttl: Recall and Store prune on every
-// call.
+// and reports whether any was dropped. It filters list in place, and
+// first bounds the seenAt of entities stamped after now (see notAfter),
+// so that an entity seen while the clock was ahead ages out a ttl after
+// the clock reads right, not a ttl after its stamp. The clock is read
+// only when there is a ttl: Recall and Store prune on every call.
 func prune(list []Entity, now func() time.Time, ttl time.Duration) ([]Entity, bool) {
 	if ttl <= 0 || len(list) == 0 {
 		return list, false
 	}
 	t, n := now(), len(list)
+	notAfter(list, t)
 	list = slices.DeleteFunc(list, func(e Entity) bool { return t.Sub(e.SeenAt) > ttl })
 	return list, len(list) != n
 }
 
 // notAfter moves the seenAt of the entities of list that lie after now
-// (written by a process whose clock is ahead) to now: a seenAt in the
-// future counts as now.
+// (stamped by a clock that was ahead) back: to the earliest seenAt, not
+// after now, of the entities recorded after it (a greater seq), or to
+// now. A seenAt in the future never counts as newer than now or than what
+// was seen after it. The entities keep the new seenAt, so it is saved
+// with the next save.
 func notAfter(list []Entity, now time.Time) {
 	for i := range list {
-		if list[i].SeenAt.After(now) {
-			list[i].SeenAt = now
+		if !list[i].SeenAt.After(now) {
+			continue
 		}
+		t := now
+		for j := range list {
+			if s := list[j].SeenAt; list[j].seq > list[i].seq && !s.After(now) && s.Before(t) {
+				t = s
+			}
+		}
+		list[i].SeenAt = t
 	}
 }
 

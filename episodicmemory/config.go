@@ -114,7 +114,8 @@ type Config struct {
 	// head. Zero means DefaultMaxRetries.
 	MaxRetries int
 	// Now returns the current time, recorded in each episode. Nil means
-	// time.Now. Recall never depends on it.
+	// time.Now. Recall never depends on it; Candidates bounds by it the
+	// episode times it gives scored assembly.
 	Now func() time.Time
 }
 

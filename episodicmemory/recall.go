@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/memlayer/memlayer/internal/lexical"
 	"github.com/memlayer/memlayer/layer"
@@ -142,28 +143,79 @@ func (l *Layer) syncIndex() {
 // scored assembly (prompt.Assemble), oldest first: Key is the reference,
 // Text the digest line (tokens counted with q.Count), Similarity the
 // BM25 similarity to q.Text in [0, 1] (as Recall uses it), Time when the
-// episode happened and Source its thread. Importance is left zero.
+// episode happened as the log's order bounds it (an episode logged after
+// another is never older, and a time after Config.Now counts as no newer
+// than now or than later episodes, so no writer's clock can make an old
+// episode the newest) and Source its thread. Importance is left zero.
 func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]prompt.Candidate, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	pick := l.best(q.Text)
 	slices.SortFunc(pick, func(a, b picked) int { return cmp.Compare(a.i, b.i) })
 	out := make([]prompt.Candidate, len(pick))
+	now := clampTime(l.cfg.Now())
 	for k, p := range pick {
 		i, line := p.i, l.docs[p.i]
-		c := prompt.Candidate{Layer: l.cfg.ID, Text: line, Tokens: q.Count(line), Similarity: p.sim}
+		c := prompt.Candidate{Layer: l.cfg.ID, Text: line, Tokens: q.Count(line), Similarity: p.sim, Time: l.recency(i, now)}
 		switch {
 		case i < len(l.digests):
 			d := &l.digests[i]
-			c.Key, c.Time, c.Source = d.Ref, d.Time, d.Thread
+			c.Key, c.Source = d.Ref, d.Thread
 		case i < len(l.digests)+len(l.recent):
 			e := &l.recent[i-len(l.digests)]
-			c.Key, c.Time, c.Source = e.Ref, e.Time, e.Thread
+			c.Key, c.Source = e.Ref, e.Thread
 		default:
 			e := &l.pending[i-len(l.digests)-len(l.recent)]
-			c.Key, c.Time, c.Source = e.Ref, e.Time, e.Thread
+			c.Key, c.Source = e.Ref, e.Thread
 		}
 		out[k] = c
 	}
 	return out, nil
+}
+
+// logged returns where doc i (a digest, a recent or a pending episode)
+// stands in the log, and its time as its writer's clock stamped it.
+// Pending episodes come after every stored one.
+func (l *Layer) logged(i int) (seq int64, t time.Time) {
+	switch {
+	case i < len(l.digests):
+		d := &l.digests[i]
+		return d.Seq, d.Time
+	case i < len(l.digests)+len(l.recent):
+		e := &l.recent[i-len(l.digests)]
+		return e.seq, e.Time
+	default:
+		return math.MaxInt64, l.pending[i-len(l.digests)-len(l.recent)].Time
+	}
+}
+
+// recency returns the time scored assembly measures doc i's recency from:
+// its time as the log's order bounds it, since the writer's clock may be
+// wrong. An episode logged after another is never older than it; a time
+// after now (a writer whose clock is ahead) counts as no later than the
+// episodes logged after it, nor than now. Only times not after now bound
+// others.
+func (l *Layer) recency(i int, now time.Time) time.Time {
+	seq, t := l.logged(i)
+	future := t.After(now)
+	if future {
+		t = now
+	}
+	var floor time.Time
+	for j := range len(l.digests) + len(l.recent) + len(l.pending) {
+		oseq, ot := l.logged(j)
+		if j == i || ot.After(now) {
+			continue
+		}
+		switch {
+		case oseq < seq && ot.After(floor):
+			floor = ot
+		case oseq > seq && future && ot.Before(t):
+			t = ot
+		}
+	}
+	if floor.After(t) {
+		t = floor
+	}
+	return t
 }

@@ -1,6 +1,8 @@
 package prompt
 
 import (
+	"encoding/json"
+
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/memlayer/memlayer/layer"
@@ -74,6 +76,33 @@ func CountMessage(c Counter, msg llms.MessageContent) int {
 		}
 	}
 	return n
+}
+
+// CountTools returns the tokens the tool definitions of a request cost:
+// c's count of their JSON encoding, as llms.WithTools sends them (names,
+// descriptions and parameter schemas). No tools cost nothing. A nil c
+// means [Estimate]. Providers bill the definitions as prompt tokens, so a
+// budget that leaves them out lets requests pass the context window.
+func CountTools(c Counter, tools []llms.Tool) int {
+	if len(tools) == 0 {
+		return 0
+	}
+	if c == nil {
+		c = Estimate
+	}
+	b, err := json.Marshal(tools)
+	if err != nil {
+		// A parameter schema that does not encode is not sent either;
+		// count what the names and descriptions take.
+		n := 0
+		for _, t := range tools {
+			if t.Function != nil {
+				n += c.Count(t.Function.Name) + c.Count(t.Function.Description)
+			}
+		}
+		return n
+	}
+	return c.Count(string(b))
 }
 
 // itemTokens is what one layer item costs: its own count when the layer

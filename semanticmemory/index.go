@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/memlayer/memlayer/internal/lexical"
 )
@@ -26,6 +27,7 @@ const SupersedeThreshold = 0.7
 type index struct {
 	versions map[string][]Fact          // by ID, oldest first
 	live     map[string]*Fact           // last version of every fact not forgotten
+	seq      map[string]int64           // the record that wrote each live fact's version
 	tokens   map[string]map[string]bool // distinct tokens of each live fact
 	postings map[string][]string        // kind + "\x00" + token → IDs (may be stale)
 	corpus   lexical.Corpus             // live facts; rebuilt when stale
@@ -35,12 +37,12 @@ type index struct {
 }
 
 func (l *Layer) reset() {
-	l.idx = index{versions: map[string][]Fact{}, live: map[string]*Fact{}, tokens: map[string]map[string]bool{}, postings: map[string][]string{}, maxNum: -1}
+	l.idx = index{versions: map[string][]Fact{}, live: map[string]*Fact{}, seq: map[string]int64{}, tokens: map[string]map[string]bool{}, postings: map[string][]string{}, maxNum: -1}
 }
 
-// apply takes new fact versions into the index. A version that is not
-// the next of its fact (already seen) is ignored.
-func (l *Layer) apply(facts []Fact) {
+// apply takes the new fact versions of record seq into the index. A
+// version that is not the next of its fact (already seen) is ignored.
+func (l *Layer) apply(seq int64, facts []Fact) {
 	x := &l.idx
 	for _, f := range facts {
 		vs := x.versions[f.ID]
@@ -52,6 +54,7 @@ func (l *Layer) apply(facts []Fact) {
 		if old, ok := x.live[f.ID]; ok {
 			x.bytes -= len(old.Text)
 			delete(x.live, f.ID)
+			delete(x.seq, f.ID)
 			delete(x.tokens, f.ID)
 			x.stale = true
 		}
@@ -60,6 +63,7 @@ func (l *Layer) apply(facts []Fact) {
 		}
 		nf := &x.versions[f.ID][len(x.versions[f.ID])-1]
 		x.live[f.ID] = nf
+		x.seq[f.ID] = seq
 		x.bytes += len(f.Text)
 		set := tokenSet(f.Text)
 		x.tokens[f.ID] = set
@@ -146,4 +150,37 @@ func (l *Layer) restated(kind, text string) *Fact {
 		}
 	}
 	return best
+}
+
+// recency returns the time scored assembly measures fact id's recency
+// from: its Updated, as the store's order of writes bounds it, since the
+// writer's clock may be wrong. A fact written after another (in a later
+// record) is never older than it; a time after now (a writer whose clock
+// is ahead) counts as no later than the facts written after it, nor than
+// now. Only times not after now bound others. The layer's lock must be
+// held.
+func (x *index) recency(id string, now time.Time) time.Time {
+	f, seq := x.live[id], x.seq[id]
+	t := f.Updated
+	future := t.After(now)
+	if future {
+		t = now
+	}
+	var floor time.Time
+	for oid, o := range x.live {
+		ot := o.Updated
+		if oid == id || ot.After(now) {
+			continue
+		}
+		switch oseq := x.seq[oid]; {
+		case oseq < seq && ot.After(floor):
+			floor = ot
+		case oseq > seq && future && ot.Before(t):
+			t = ot
+		}
+	}
+	if floor.After(t) {
+		t = floor
+	}
+	return t
 }

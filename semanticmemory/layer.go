@@ -421,8 +421,12 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 // prompt.Assemble: the Config.TopK best by the fused ranking (as Recall
 // takes them), best first. Key is the fact ID, Text its line (as in
 // Recall, unfenced) and Tokens its count with q's counter, Time the
-// fact's Updated, Importance its importance and Source its
-// Source.String(). Similarity is the best of the rankers' own
+// fact's Updated as the store's order bounds it, Importance its
+// importance and Source its Source.String(). Time does not trust the
+// writer's clock: a fact written after another is never older than it,
+// and one stamped after the reader's now (Config.Now) counts as no newer
+// than now or than the facts written after it, so a process whose clock
+// is ahead or behind cannot make an old fact win on recency. Similarity is the best of the rankers' own
 // similarities to q.Text, in [0, 1]: BM25 divided by the query's top
 // score, and the cosine of the embeddings (or the vector store's score).
 // It is not the fused score, which only orders: reciprocal-rank fusion
@@ -438,10 +442,11 @@ func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]prompt.Candida
 	ranked, _ := l.retrieve(ctx, q.Text)
 	ranked = ranked[:min(len(ranked), l.cfg.TopK)]
 	out := make([]prompt.Candidate, len(ranked))
+	now := l.now()
 	for i, s := range ranked {
 		t := line(s.fact)
 		out[i] = prompt.Candidate{Layer: l.cfg.ID, Key: s.fact.ID, Text: t, Tokens: q.Count(t),
-			Similarity: s.sim, Time: s.fact.Updated, Importance: s.fact.Importance, Source: s.fact.Source.String()}
+			Similarity: s.sim, Time: l.idx.recency(s.fact.ID, now), Importance: s.fact.Importance, Source: s.fact.Source.String()}
 	}
 	return out, nil
 }

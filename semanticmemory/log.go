@@ -62,7 +62,7 @@ func (l *Layer) applyRecord(r record) {
 	if r.Reset {
 		l.reset()
 	}
-	l.apply(r.Facts)
+	l.apply(r.Seq, r.Facts)
 }
 
 // sync brings the index up to the stored head: one Get when nothing

@@ -3,6 +3,8 @@ package kv
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -68,6 +70,11 @@ type tree struct {
 	scopes  int
 	seq     int                // the number of the last scope ID given
 	byID    map[string]*Memory // the live scopes
+	// clock identifies cfg.Now: the process's wall clock when Now is
+	// time.Now, else a clock of this tree's own. In a persisted scope,
+	// an expired entry is removed only by a tree of the clock that set
+	// its expiry (see removable).
+	clock string
 }
 
 // newScopeLocked makes a scope of t with a new ID and registers it. The
@@ -92,6 +99,7 @@ type entry struct {
 	created  time.Time
 	updated  time.Time
 	expires  time.Time // zero: never
+	clock    string    // the clock that set expires (see tree.clock)
 	accesses atomic.Int64
 	lastSeen atomic.Int64 // unix nanos
 }
@@ -210,7 +218,13 @@ type Config struct {
 	// slog.Default() (which drops debug records unless configured).
 	Logger *slog.Logger
 	// Now is the clock used for expiry and timestamps. Nil means
-	// time.Now.
+	// time.Now. Reads hide an entry once Now passes its expiry. In a
+	// scope a [Layer] persists, shared with other processes whose clocks
+	// may disagree, an expired entry is removed (by Purge, the entry
+	// limit or a persist) only by a memory of the clock that set it: with
+	// a nil Now, any memory of this process; with Now set, this memory
+	// alone. Others keep it stored until that clock, or a write of its
+	// key, Remove or Clear, removes it.
 	Now func() time.Time
 	// Redact masks personal data in an entry's value (its JSON) as the
 	// memory writes it out: persisted by a [Layer], and in
@@ -242,10 +256,13 @@ func New(cfg Config) *Memory {
 		cfg.MaxKeyBytes = DefaultMaxKeyBytes
 	}
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	clock := wallClock()
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	} else {
+		clock = newClockID()
 	}
-	t := &tree{cfg: cfg, scopes: 1, byID: map[string]*Memory{}}
+	t := &tree{cfg: cfg, scopes: 1, byID: map[string]*Memory{}, clock: clock}
 	return t.newScopeLocked(cfg.Name, cfg.AgentID, nil)
 }
 
@@ -441,6 +458,9 @@ func (mem *Memory) set(key string, raw []byte, cached any, typ string, m Meta) e
 		e.expires = m.ExpiresAt
 	}
 	e.meta.ExpiresAt = e.expires
+	if !e.expires.IsZero() {
+		e.clock = mem.tree.clock
+	}
 	update, err := mem.put(key, e, now)
 	if err != nil {
 		return err
@@ -482,11 +502,12 @@ func (mem *Memory) root() *Memory {
 	return mem
 }
 
-// purgeLocked removes expired entries from mem and its descendants.
+// purgeLocked removes expired entries from mem and its descendants (see
+// removable).
 func (mem *Memory) purgeLocked(now time.Time) (n int) {
 	mem.walkLocked(func(s *Memory) {
 		for k, e := range s.entries {
-			if e.expired(now) {
+			if s.removable(e, now) {
 				delete(s.entries, k)
 				s.tree.entries--
 				s.expired.Add(1)
@@ -511,6 +532,27 @@ func (mem *Memory) Purge() (n int) {
 
 func (e *entry) expired(now time.Time) bool {
 	return !e.expires.IsZero() && !now.Before(e.expires)
+}
+
+// removable reports whether mem may drop e as expired. Reads hide an
+// expired entry on every clock; but in a scope a [Layer] persists, whose
+// entries other processes share, only the clock that set the expiry may
+// remove it: a process whose clock is ahead would otherwise delete
+// everyone's live entries when it writes the scope back. An entry stored
+// without its clock (before this rule) is removed only by a write of its
+// key, Remove or Clear.
+func (mem *Memory) removable(e *entry, now time.Time) bool {
+	return e.expired(now) && (mem.dirty == nil || e.clock == mem.tree.clock)
+}
+
+// wallClock is the clock ID of time.Now in this process.
+var wallClock = sync.OnceValue(newClockID)
+
+// newClockID returns a random clock ID.
+func newClockID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
 }
 
 // emit completes e with mem's scope and the time, and reports it to the
@@ -914,7 +956,7 @@ func (mem *Memory) MergeToParent(overwrite bool) (int, error) {
 		}
 		for _, ev := range sets {
 			e := mem.entries[ev.Key]
-			p.entries[ev.Key] = &entry{raw: e.raw, val: e.val, typ: e.typ, meta: e.meta, created: e.created, updated: now, expires: e.expires}
+			p.entries[ev.Key] = &entry{raw: e.raw, val: e.val, typ: e.typ, meta: e.meta, created: e.created, updated: now, expires: e.expires, clock: e.clock}
 			p.markLocked(ev.Key)
 		}
 		t.entries += added
@@ -1039,6 +1081,9 @@ type entrySnapshot struct {
 	CreatedAt   time.Time       `json:"createdAt"`
 	UpdatedAt   time.Time       `json:"updatedAt"`
 	AccessCount int64           `json:"accessCount,omitempty"`
+	// Clock identifies the clock that set the expiry (see
+	// Memory.removable); empty in snapshots of older versions.
+	Clock string `json:"clock,omitempty"`
 }
 
 // Snapshot returns mem and its descendants (entries with metadata, and
@@ -1051,7 +1096,7 @@ func (mem *Memory) Snapshot() (json.RawMessage, error) { return mem.marshal(true
 func (mem *Memory) marshal(children bool) (json.RawMessage, error) {
 	now := mem.tree.cfg.Now()
 	var root scopeSnapshot
-	if err := mem.withRLock(func() { root = mem.scopeSnapshotLocked(now, children) }); err != nil {
+	if err := mem.withRLock(func() { root = mem.scopeSnapshotLocked(now, children, false) }); err != nil {
 		return nil, err
 	}
 	root.mask(mem.tree.cfg.Redact)
@@ -1093,19 +1138,20 @@ func encodeSnapshot(root scopeSnapshot) ([]byte, error) {
 }
 
 // scopeSnapshotLocked returns mem's live entries, and with children its
-// descendants'. The tree's lock must be held (read or write).
-func (mem *Memory) scopeSnapshotLocked(now time.Time, children bool) scopeSnapshot {
+// descendants'. To persist, it keeps the expired entries mem may not
+// remove (see removable). The tree's lock must be held (read or write).
+func (mem *Memory) scopeSnapshotLocked(now time.Time, children, persist bool) scopeSnapshot {
 	// An empty Entries is left out of the JSON, as nil is.
 	out := scopeSnapshot{Name: mem.name, Entries: make(map[string]entrySnapshot, len(mem.entries))}
 	for k, e := range mem.entries {
-		if e.expired(now) {
+		if persist && mem.removable(e, now) || !persist && e.expired(now) {
 			continue
 		}
-		out.Entries[k] = entrySnapshot{Value: e.raw, Meta: e.meta, CreatedAt: e.created, UpdatedAt: e.updated, AccessCount: e.accesses.Load()}
+		out.Entries[k] = entrySnapshot{Value: e.raw, Meta: e.meta, CreatedAt: e.created, UpdatedAt: e.updated, AccessCount: e.accesses.Load(), Clock: e.clock}
 	}
 	if children {
 		for _, c := range mem.childrenLocked() {
-			out.Children = append(out.Children, c.scopeSnapshotLocked(now, true))
+			out.Children = append(out.Children, c.scopeSnapshotLocked(now, true, persist))
 		}
 	}
 	return out
@@ -1197,7 +1243,7 @@ func (mem *Memory) fillLocked(snap scopeSnapshot) {
 
 // toEntry makes a live entry from a snapshot's.
 func (e entrySnapshot) toEntry() *entry {
-	ne := &entry{raw: slices.Clone([]byte(e.Value)), meta: e.Meta, created: e.CreatedAt, updated: e.UpdatedAt, expires: e.Meta.ExpiresAt}
+	ne := &entry{raw: slices.Clone([]byte(e.Value)), meta: e.Meta, created: e.CreatedAt, updated: e.UpdatedAt, expires: e.Meta.ExpiresAt, clock: e.Clock}
 	ne.accesses.Store(e.AccessCount)
 	return ne
 }
@@ -1265,7 +1311,7 @@ func (mem *Memory) takeChanges() (changed map[string]struct{}, snap []byte, err 
 	err = mem.withLock(func() error {
 		if len(mem.dirty) > 0 {
 			changed, mem.dirty = mem.dirty, map[string]struct{}{}
-			own = mem.scopeSnapshotLocked(now, false)
+			own = mem.scopeSnapshotLocked(now, false, true)
 		}
 		return nil
 	})
