@@ -215,8 +215,10 @@ func (in Inspector) Thread(ctx context.Context, threadID string) (*Checkpoint, e
 	return l.ckpt, nil
 }
 
-// LayerState returns every record a layer stored for a scope key (the
-// thread ID, the resource ID, "__global__" or an execution ID), sorted by
+// LayerState returns every record a layer stored for a scope key (a
+// typed one such as storage.ThreadScope(id) or storage.ResourceScope(id),
+// "thread:<id>" and "resource:<id>"; a bare ID reads the untyped records
+// of earlier versions, see [LayerKey]), sorted by
 // key: its state and, under names starting with storage.QuarantinePrefix,
 // quarantined copies. A scope with no records gives none and no error.
 func (in Inspector) LayerState(ctx context.Context, layerID, scopeKey string) ([]storage.Item, error) {
