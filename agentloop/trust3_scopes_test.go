@@ -509,3 +509,50 @@ func TestTrust304_EraseRacingARun(t *testing.T) {
 		})
 	}
 }
+
+// TestTrust301_LegacyRecordsErased: records of the untyped layout that no
+// run has moved yet are erased with their user when their key is the
+// user's resource ID, one of its thread IDs or a generated child thread
+// ID of one; a key that is also another owner's ID (a thread of another
+// user named like the erased resource) is kept and reported, and other
+// users' untyped records are kept.
+func TestTrust301_LegacyRecordsErased(t *testing.T) {
+	for _, b := range eraseBackends() {
+		t.Run(b.name, func(t *testing.T) {
+			st, _ := b.open(t)
+			ctx := t.Context()
+			a, _ := scopeSpyAgent(t, st)
+			for _, r := range []agentloop.RunInput{
+				{ThreadID: "t5", ResourceID: "u5", Input: "hi"},
+				{ThreadID: "u5", ResourceID: "u6", Input: "hi"}, // user u6's thread named like u5
+			} {
+				if _, err := a.Run(ctx, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			legacy := func(scope string) string { return storage.LegacyLayerPrefix("old-layer", scope) + "state" }
+			for _, scope := range []string{"t5", "t5/child-1-0123456789ab", "t5/child-care", "u5", "u6"} {
+				if _, err := st.Put(ctx, legacy(scope), []byte("old "+scope), storage.NoVersion); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e, err := (agentloop.Inspector{Store: st}).EraseResource(ctx, "u5")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, scope := range []string{"t5", "t5/child-1-0123456789ab"} {
+				if !slices.Contains(e.Keys, legacy(scope)) {
+					t.Errorf("the untyped record of %q was not erased: %q", scope, e.Keys)
+				}
+			}
+			if !slices.Equal(e.Ambiguous, []string{legacy("u5")}) {
+				t.Errorf("ambiguous = %q, want the untyped record of u5 (also user u6's thread)", e.Ambiguous)
+			}
+			for _, scope := range []string{"u5", "u6", "t5/child-care"} {
+				if _, err := st.Get(ctx, legacy(scope)); err != nil {
+					t.Errorf("the untyped record of %q was deleted: %v", scope, err)
+				}
+			}
+		})
+	}
+}
