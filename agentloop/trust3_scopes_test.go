@@ -556,3 +556,38 @@ func TestTrust301_LegacyRecordsErased(t *testing.T) {
 		})
 	}
 }
+
+// TestTrust303_AuditWithoutHeadIsOwned: a spawn from code on a thread
+// that has no head, and a run that fails before saving a step, commit
+// their audit turn under a thread that names its owner, so erasing the
+// user leaves nothing.
+func TestTrust303_AuditWithoutHeadIsOwned(t *testing.T) {
+	for _, b := range eraseBackends() {
+		t.Run(b.name, func(t *testing.T) {
+			st, _ := b.open(t)
+			ctx := t.Context()
+			a := allLayersAgent(t, st)
+			if _, err := a.Spawn(ctx, agentloop.SpawnInput{ThreadID: "spawned", ResourceID: "u8", Input: "SPAWNMARK"}); err != nil {
+				t.Fatal(err)
+			}
+			failing, err := agentloop.New(agentloop.Config{Store: st, Model: agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
+				return nil, errors.New("provider down")
+			})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := failing.Run(ctx, agentloop.RunInput{ThreadID: "failed", ResourceID: "u8", Input: "FAILMARK"}); err == nil {
+				t.Fatal("the failing model's run succeeded")
+			}
+			if len(findMarker(t, st, "SPAWNMARK")) == 0 {
+				t.Fatal("the spawn stored nothing: the test cannot see an erase")
+			}
+			if _, err := (agentloop.Inspector{Store: st}).EraseResource(ctx, "u8"); err != nil {
+				t.Fatal(err)
+			}
+			if left, _ := st.List(ctx, ""); len(left) > 0 {
+				t.Errorf("erasing u8 left %q", left)
+			}
+		})
+	}
+}
