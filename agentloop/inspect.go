@@ -434,7 +434,7 @@ func (o *owned) typedMine(scopeKey string) bool {
 // a thread, or a child agent's generated thread ID of one that is not a
 // thread of its own. It reads every thread first when it has to tell.
 func (in Inspector) legacyMine(ctx context.Context, o *owned, scope string) (bool, error) {
-	if scope == o.resource || slices.Contains(o.threads, scope) {
+	if (o.resource != "" && scope == o.resource) || slices.Contains(o.threads, scope) {
 		return true, in.readAll(ctx, o)
 	}
 	for root, ok := legacyChildRoot(scope); ok; root, ok = legacyChildRoot(root) {

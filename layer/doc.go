@@ -137,7 +137,9 @@
 // thread ID for a resource-scoped layer run without a resource, the very
 // key of a resource of that name — and "__global__". When a [Stack]
 // initialises a layer, it first moves that layer's records from the
-// untyped key to the typed one (records named "head" and "state" last;
+// untyped key to the typed one, when the untyped scope holds a record
+// named "state" or "head", the records the built-in layers load from
+// (records named "head" and "state" last;
 // a record whose typed key already holds another value is set aside with
 // storage.Quarantine, never overwritten), then calls Init, so every
 // layer's old records load, built-in or not. It moves a thread's records

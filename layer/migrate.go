@@ -46,7 +46,10 @@ func legacyScopeKey(env Env, scope Scope) (string, bool) {
 
 // migrateLegacy moves a layer's records stored under the untyped scope
 // key of scope in env (see legacyScopeKey) to its typed scope key
-// ([Env.ScopeKey]), keeping their names. [Stack] calls it before each
+// ([Env.ScopeKey]), keeping their names, when the scope holds a record
+// named "state" or "head" (what every built-in layer loads from; a layer
+// of your own whose records have other names keeps a "state" or "head"
+// record for its scope to be moved). [Stack] calls it before each
 // layer's Init, so every layer's old records load, built-in or not. It
 // returns how many records it moved.
 //
@@ -65,6 +68,25 @@ func migrateLegacy(ctx context.Context, store storage.Store, layerID string, env
 		return 0, nil
 	}
 	prefix := storage.LegacyLayerPrefix(layerID, legacy)
+	// A scope is moved when one of the records its layer loads from —
+	// "state" (scratchpad, key-value and entity memory) or "head" (the
+	// episodic and semantic logs) — is there: two point reads, where
+	// listing the prefix on every run would cost what the store's size
+	// does on some backends.
+	found := false
+	for _, name := range []string{"state", "head"} {
+		_, err := store.Get(ctx, prefix+storage.Escape(name))
+		if err == nil {
+			found = true
+			break
+		}
+		if !errors.Is(err, storage.ErrNotFound) {
+			return 0, fmt.Errorf("layer: migrate %s: %w", storage.Quote(prefix), err)
+		}
+	}
+	if !found {
+		return 0, nil
+	}
 	keys, err := store.List(ctx, prefix)
 	if err != nil || len(keys) == 0 {
 		return 0, err
