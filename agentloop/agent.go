@@ -396,6 +396,9 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 	if l == nil && in.Input == "" {
 		return nil, fmt.Errorf("%w: empty input, and thread %s has no checkpoint to continue (a new thread, or its checkpoint is gone)", ErrInvalidConfig, storage.Quote(in.ThreadID))
 	}
+	if in.ResourceID, err = runOwner(ctx, a.cfg.Store, in.ThreadID, in.ResourceID, l); err != nil {
+		return nil, err
+	}
 	th := &thread{key: storage.ThreadKey(in.ThreadID, CheckpointName), layers: map[string][]byte{}}
 	var extra []layer.Layer
 	var sl *summaryLayer
@@ -405,6 +408,13 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 	}
 	pos := new(position)
 	pos.ctx.Store(&ctx) // Init's hooks go under the run's span
+	// gone: the thread was deleted or erased during the run.
+	var gone bool
+	defer func() {
+		if gone { // after the layers closed: what they flush goes too
+			dropThreadScopes(context.WithoutCancel(ctx), a.cfg.Store, a.layerStore, in.ThreadID)
+		}
+	}()
 	stack, err := a.openStack(ctx, pos, in.ThreadID, in.ResourceID, extra...)
 	if err != nil {
 		return nil, err
@@ -436,7 +446,9 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 	if ferr := r.flushSummary(ctx); ferr != nil && err == nil {
 		err = ferr
 	}
-	r.commitAudit(ctx)
+	if gone = errors.Is(err, ErrCheckpointGone); !gone {
+		r.commitAudit(ctx)
+	}
 	a.emit(ctx, Event{Kind: EventRunEnd, ThreadID: in.ThreadID, Step: res.Steps, Duration: time.Since(start), Usage: res.Usage, Err: err})
 	return res, err
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/redact"
+	"github.com/memlayer/memlayer/storage"
 )
 
 // AuditConfig says what of a thread's memory operations is kept. By
@@ -108,7 +109,17 @@ func (r *run) commitAudit(ctx context.Context) {
 	sctx, cancel := r.saveContext(ctx)
 	defer cancel()
 	start := time.Now()
-	t, err := a.auditLog.Commit(sctx, r.threadID, events)
+	var t audit.Turn
+	var err error
+	// A thread without a head this run read or wrote (a run that saved no
+	// step, a spawn from code) records its owner first, so that an erase
+	// of the resource finds the audit.
+	if r.thread == nil || r.thread.version == storage.NoVersion {
+		err = claimOwner(sctx, a.cfg.Store, r.threadID, r.resourceID)
+	}
+	if err == nil {
+		t, err = a.auditLog.Commit(sctx, r.threadID, events)
+	}
 	if err == nil {
 		r.res.Audit = &t
 	}

@@ -16,21 +16,47 @@ import (
 // Inspector lists, reads and erases what agents stored, working from the
 // store alone: it needs no layers and no model. Everything it finds comes
 // from the key layout of package storage (storage.ThreadKey,
-// storage.LayerKey): a thread's head names its resource, and a layer's
-// records are keyed by the scope key they belong to.
+// storage.LayerKey): a thread's head (or, for a thread that has none,
+// such as the audit of a langchaingo [Memory], its owner record) names its
+// resource, and a layer's records are keyed by a typed scope key
+// (storage.ScopeKind) that says whose they are.
 //
 // Per-user data is what a thread of the resource stored (its head,
-// segments, summaries and layer snapshots) and every layer record whose
-// scope key is the resource ID, one of its thread IDs, or a sub-agent
-// thread of one (ID "<thread>/child-…"), quarantined copies included.
-// Global-scope state (scope key "__global__") is shared by every user
-// and is not per-user: [Inspector.EraseResource] leaves it, and so must
+// segments, summaries, layer snapshots, audit) and every layer record
+// whose typed scope key is the resource's (storage.ResourceScope) or
+// belongs to one of its threads: the thread's own (storage.ThreadScope),
+// its resource scope when it ran without a resource
+// (storage.AnonymousScope), and those of its child agents, whose keys
+// name it as their root thread; quarantined copies included. The erase
+// selects records by these typed keys only, never by a thread ID's prefix
+// or by an ID equal across kinds, so erasing one user never touches
+// another's records, whatever their IDs.
+//
+// Global-scope state (storage.GlobalScope) is shared by every user and is
+// not per-user: [Inspector.EraseResource] leaves it, and so must
 // whatever a layer writes there. Execution-scoped state is keyed by an
 // execution ID the store does not tie to a resource; it is meant to be
 // temporary (give it a TTL on Redis) and is not erased either.
 //
-// Erase while no run of the resource is active: a run that is still
-// going may write records after the erase read the keys.
+// # Records stored before scope keys were typed
+//
+// Layer records of memlayer versions that keyed them by the bare ID move
+// under typed keys as their layer loads them (see layer.MigrateLegacy).
+// Until then the erase takes an untyped record when its key is the erased
+// resource's ID, one of its thread IDs, or a child agent's thread ID of
+// one (the generated form "<thread>/child-<n>-<12 hex digits>", at any
+// depth) — unless the key is also another owner's ID: a thread of another
+// resource or of none, a resource that owns other threads. Such a record
+// may be either's, and is neither deleted nor lost: it is reported in
+// [Erased].Ambiguous for the operator to decide.
+//
+// # Erase during runs
+//
+// An erase deletes a thread's head last, with compare-and-swap against
+// the version it listed the thread's records by (a run that writes
+// meanwhile makes it list again), and then sweeps every key a second
+// time. See RELIABILITY.md ("Erase during runs") for what holds when a
+// run of the resource is going.
 type Inspector struct {
 	// Store holds the threads and layer state.
 	Store storage.Store
@@ -60,27 +86,17 @@ type ThreadQuery struct {
 }
 
 // Threads lists the stored threads, newest (by UpdatedAt) first, then by
-// thread ID. It reads every head under "threads/": its cost grows with
-// the number of threads.
+// thread ID: every thread with a head, and every thread with records but
+// no head (the audit of a langchaingo [Memory], say), whose ThreadInfo
+// has Version 0 and the resource of its owner record. It reads every
+// head under "threads/": its cost grows with the number of threads.
 func (in Inspector) Threads(ctx context.Context, q ThreadQuery) ([]ThreadInfo, error) {
-	ids, err := in.threadIDs(ctx)
+	all, err := in.threads(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []ThreadInfo
-	for _, id := range ids {
-		it, err := in.Store.Get(ctx, storage.ThreadKey(id, CheckpointName))
-		if errors.Is(err, storage.ErrNotFound) {
-			continue // deleted while listing
-		}
-		if err != nil {
-			return nil, fmt.Errorf("agentloop: list threads: %w", err)
-		}
-		info, err := headInfo(it.Value)
-		if err != nil {
-			return nil, fmt.Errorf("agentloop: list threads: thread %s: %w", storage.Quote(id), err)
-		}
-		info.ThreadID = id
+	for _, info := range all {
 		if q.ResourceID == "" || info.ResourceID == q.ResourceID {
 			out = append(out, info)
 		}
@@ -98,25 +114,66 @@ func (in Inspector) Threads(ctx context.Context, q ThreadQuery) ([]ThreadInfo, e
 	return out, nil
 }
 
-// threadIDs returns the ID of every thread that has a head.
-func (in Inspector) threadIDs(ctx context.Context) ([]string, error) {
+// threads reads every stored thread's head (or owner record), in no
+// particular order.
+func (in Inspector) threads(ctx context.Context) ([]ThreadInfo, error) {
 	keys, err := in.Store.List(ctx, "threads/")
 	if err != nil {
 		return nil, fmt.Errorf("agentloop: list threads: %w", err)
 	}
+	type found struct{ head, owner bool }
+	seen := map[string]*found{}
 	var ids []string
 	for _, k := range keys {
 		esc, name, ok := strings.Cut(strings.TrimPrefix(k, "threads/"), "/")
-		if !ok || name != storage.Escape(CheckpointName) {
+		if !ok {
 			continue
 		}
 		id, err := storage.Unescape(esc)
 		if err != nil {
 			continue // not a key this package wrote
 		}
-		ids = append(ids, id)
+		f := seen[id]
+		if f == nil {
+			f = &found{}
+			seen[id] = f
+			ids = append(ids, id)
+		}
+		switch name {
+		case storage.Escape(CheckpointName):
+			f.head = true
+		case storage.Escape(OwnerName):
+			f.owner = true
+		}
 	}
-	return ids, nil
+	var out []ThreadInfo
+	for _, id := range ids {
+		info := ThreadInfo{ThreadID: id}
+		f := seen[id]
+		if f.head {
+			it, err := in.Store.Get(ctx, storage.ThreadKey(id, CheckpointName))
+			switch {
+			case errors.Is(err, storage.ErrNotFound):
+				// deleted while listing
+			case err != nil:
+				return nil, fmt.Errorf("agentloop: list threads: %w", err)
+			default:
+				if info, err = headInfo(it.Value); err != nil {
+					return nil, fmt.Errorf("agentloop: list threads: thread %s: %w", storage.Quote(id), err)
+				}
+				info.ThreadID = id
+			}
+		}
+		if info.ResourceID == "" && f.owner {
+			owner, err := readOwner(ctx, in.Store, id)
+			if err != nil {
+				return nil, fmt.Errorf("agentloop: list threads: thread %s: %w", storage.Quote(id), err)
+			}
+			info.ResourceID = owner
+		}
+		out = append(out, info)
+	}
+	return out, nil
 }
 
 // headInfo decodes a head of any version.
@@ -158,8 +215,10 @@ func (in Inspector) Thread(ctx context.Context, threadID string) (*Checkpoint, e
 	return l.ckpt, nil
 }
 
-// LayerState returns every record a layer stored for a scope key (the
-// thread ID, the resource ID, "__global__" or an execution ID), sorted by
+// LayerState returns every record a layer stored for a scope key (a
+// typed one such as storage.ThreadScope(id) or storage.ResourceScope(id),
+// "thread:<id>" and "resource:<id>"; a bare ID reads the untyped records
+// of earlier versions, see [LayerKey]), sorted by
 // key: its state and, under names starting with storage.QuarantinePrefix,
 // quarantined copies. A scope with no records gives none and no error.
 func (in Inspector) LayerState(ctx context.Context, layerID, scopeKey string) ([]storage.Item, error) {
@@ -183,13 +242,32 @@ func (in Inspector) LayerState(ctx context.Context, layerID, scopeKey string) ([
 
 // LayerKey is a layer record's key split into its parts.
 type LayerKey struct {
-	LayerID  string `json:"layer_id"`
+	LayerID string `json:"layer_id"`
+	// ScopeKey is the typed scope key (see storage.ScopeKind), or for a
+	// record stored before scope keys were typed, the bare ID it was
+	// stored under (then Legacy is true).
 	ScopeKey string `json:"scope_key"`
 	Name     string `json:"name"`
+	// Legacy marks a record of the untyped layout (see
+	// storage.LegacyLayerPrefix), which its layer moves under a typed key
+	// when it next loads that scope.
+	Legacy bool `json:"legacy,omitempty"`
 }
 
-// ParseLayerKey splits a key built by storage.LayerKey; ok is false for
-// any other key.
+// Key returns the key k was parsed from.
+func (k LayerKey) Key() string { return k.keyOf(k.Name) }
+
+// keyOf returns the key of another record of k's layer and scope.
+func (k LayerKey) keyOf(name string) string {
+	if k.Legacy {
+		return storage.LegacyLayerPrefix(k.LayerID, k.ScopeKey) + storage.Escape(name)
+	}
+	return storage.LayerKey(k.LayerID, k.ScopeKey, name)
+}
+
+// ParseLayerKey splits a key built by storage.LayerKey (or one of the
+// untyped layout, storage.LegacyLayerPrefix: then Legacy is set); ok is
+// false for any other key.
 func ParseLayerKey(key string) (k LayerKey, ok bool) {
 	rest, found := strings.CutPrefix(key, "layers/")
 	if !found {
@@ -201,8 +279,13 @@ func ParseLayerKey(key string) (k LayerKey, ok bool) {
 	}
 	var err1, err2, err3 error
 	k.LayerID, err1 = storage.Unescape(parts[0])
-	k.ScopeKey, err2 = storage.Unescape(parts[1])
 	k.Name, err3 = storage.Unescape(parts[2])
+	if _, typed := storage.ParseScopeKey(parts[1]); typed {
+		k.ScopeKey = parts[1]
+	} else {
+		k.ScopeKey, err2 = storage.Unescape(parts[1])
+		k.Legacy = true
+	}
 	if err1 != nil || err2 != nil || err3 != nil {
 		return LayerKey{}, false
 	}
@@ -214,13 +297,17 @@ type Erased struct {
 	// Threads are the IDs of the threads deleted.
 	Threads []string `json:"threads"`
 	// Counts is how many records of each kind were deleted: "thread.head",
-	// "thread.segment", "thread.summary", "thread.snapshot", "thread.audit"
-	// (the thread's audit turns), "thread.other",
-	// "layer.<layer ID>" for a layer's state and "quarantine.<layer ID>"
-	// for its quarantined copies.
+	// "thread.owner", "thread.segment", "thread.summary",
+	// "thread.snapshot", "thread.audit" (the thread's audit turns),
+	// "thread.other", "layer.<layer ID>" for a layer's state and
+	// "quarantine.<layer ID>" for its quarantined copies.
 	Counts map[string]int `json:"counts"`
 	// Keys are the deleted keys, in the order they were deleted.
 	Keys []string `json:"keys"`
+	// Ambiguous are the keys of layer records stored before scope keys
+	// were typed whose key names the erased resource or thread and also
+	// another owner (see [Inspector]): they were kept.
+	Ambiguous []string `json:"ambiguous,omitempty"`
 }
 
 func (e *Erased) add(kind, key string) {
@@ -240,68 +327,81 @@ type Purger interface {
 }
 
 // DeleteThread deletes a thread: every record under its
-// storage.ThreadPrefix (head, segments, summaries, layer snapshots) and
-// every layer record whose scope key is the thread ID or one of its
-// sub-agent threads (thread-scoped state, quarantined copies). Its head
-// goes last, so an interrupted delete can be run again. Deleting a thread
-// never stored removes nothing and is no error.
+// storage.ThreadPrefix (head, owner record, segments, summaries, layer
+// snapshots, audit) and every layer record of its scopes: its own, its
+// resource scope if it ran without a resource, and its child agents'
+// (quarantined copies included). Its head goes last, so an interrupted
+// delete can be run again. Deleting a thread never stored removes nothing
+// and is no error.
 func (in Inspector) DeleteThread(ctx context.Context, threadID string) (*Erased, error) {
 	e := &Erased{}
-	if err := in.erase(ctx, e, []string{threadID}, nil); err != nil {
+	if err := in.erase(ctx, e, owned{threads: []string{threadID}}); err != nil {
 		return e, fmt.Errorf("agentloop: delete thread %s: %w", storage.Quote(threadID), err)
 	}
 	return e, nil
 }
 
 // EraseResource deletes everything stored for one resource (one user):
-// every thread whose head names it, with all its records, and every layer
-// record whose scope key is the resource ID, one of those thread IDs or
-// one of their sub-agent threads, on any backend. It reports what it
-// removed; on a store that is a [Purger] it then purges, so that on
-// SQLite the erased bytes stay neither in the file's free pages nor in
+// every thread whose head (or owner record) names it, with all its
+// records, and every layer record of the resource's scope, of those
+// threads' scopes and of their child agents', on any backend. It reports
+// what it removed; on a store that is a [Purger] it then purges, so that
+// on SQLite the erased bytes stay neither in the file's free pages nor in
 // its write-ahead log. Global-scope state is not per-user and is kept
 // (see [Inspector]). An error leaves part erased: run it again.
 func (in Inspector) EraseResource(ctx context.Context, resourceID string) (*Erased, error) {
 	if resourceID == "" {
 		return nil, fmt.Errorf("%w: erase: empty resource ID", ErrInvalidConfig)
 	}
-	ids, err := in.resourceThreads(ctx, resourceID)
+	o, err := in.resourceOwned(ctx, resourceID)
 	if err != nil {
 		return nil, err
 	}
 	e := &Erased{}
-	if err := in.erase(ctx, e, ids, []string{resourceID}); err != nil {
+	if err := in.erase(ctx, e, o); err != nil {
 		return e, fmt.Errorf("agentloop: erase resource %s: %w", storage.Quote(resourceID), err)
 	}
 	return e, nil
 }
 
+// owned is what a delete or an erase selects: the resource (empty for a
+// thread's delete) and the threads.
+type owned struct {
+	resource string
+	threads  []string
+	// all is every stored thread, read when an untyped record must be
+	// told apart (see ambiguous); nil until then.
+	all []ThreadInfo
+}
+
 // record is a key to erase and its kind (see Erased.Counts).
 type record struct{ kind, key string }
 
-// records returns the keys of the layer records of the scopes (the
-// threads, their sub-agents, the extra scope keys), then each thread's
-// records with its head last, and the threads that have a head.
-func (in Inspector) records(ctx context.Context, threads, scopes []string) ([]record, []string, error) {
-	mine := func(scope string) bool {
-		if slices.Contains(scopes, scope) {
-			return true
-		}
-		for _, t := range threads {
-			if scope == t || strings.HasPrefix(scope, t+"/child-") {
-				return true
-			}
-		}
-		return false
-	}
+// layerRecords returns the keys of the layer records o selects, and the
+// untyped ones that name o and another owner too.
+func (in Inspector) layerRecords(ctx context.Context, o *owned) (recs []record, ambiguous []string, err error) {
 	keys, err := in.Store.List(ctx, "layers/")
 	if err != nil {
 		return nil, nil, fmt.Errorf("list layer records: %w", err)
 	}
-	var recs []record
 	for _, k := range keys {
 		lk, ok := ParseLayerKey(k)
-		if !ok || !mine(lk.ScopeKey) {
+		if !ok {
+			continue
+		}
+		mine := false
+		if lk.Legacy {
+			if mine, err = in.legacyMine(ctx, o, lk.ScopeKey); err != nil {
+				return nil, nil, err
+			}
+			if mine && o.ambiguous(lk.ScopeKey) {
+				ambiguous = append(ambiguous, k)
+				continue
+			}
+		} else {
+			mine = o.typedMine(lk.ScopeKey)
+		}
+		if !mine {
 			continue
 		}
 		kind := "layer." + lk.LayerID
@@ -310,37 +410,141 @@ func (in Inspector) records(ctx context.Context, threads, scopes []string) ([]re
 		}
 		recs = append(recs, record{kind, k})
 	}
-	var found []string
-	for _, id := range threads {
-		prefix := storage.ThreadPrefix(id)
-		keys, err := in.Store.List(ctx, prefix)
-		if err != nil {
-			return nil, nil, fmt.Errorf("list thread %s: %w", storage.Quote(id), err)
-		}
-		head := storage.ThreadKey(id, CheckpointName)
-		for _, k := range keys {
-			if k == head {
-				continue
+	return recs, ambiguous, nil
+}
+
+// typedMine reports whether a typed scope key is o's: the resource's, or
+// a thread's (its own, its resource scope without a resource, its child
+// agents'), compared as whole IDs of the one kind.
+func (o *owned) typedMine(scopeKey string) bool {
+	p, ok := storage.ParseScopeKey(scopeKey)
+	if !ok {
+		return false
+	}
+	switch p.Kind {
+	case storage.KindResource:
+		return o.resource != "" && p.ID == o.resource
+	case storage.KindThread, storage.KindAnonymous:
+		return slices.Contains(o.threads, p.ID)
+	}
+	return false
+}
+
+// legacyMine reports whether an untyped scope key names o: the resource,
+// a thread, or a child agent's generated thread ID of one that is not a
+// thread of its own. It reads every thread first when it has to tell.
+func (in Inspector) legacyMine(ctx context.Context, o *owned, scope string) (bool, error) {
+	if (o.resource != "" && scope == o.resource) || slices.Contains(o.threads, scope) {
+		return true, in.readAll(ctx, o)
+	}
+	for root, ok := legacyChildRoot(scope); ok; root, ok = legacyChildRoot(root) {
+		if slices.Contains(o.threads, root) {
+			if err := in.readAll(ctx, o); err != nil {
+				return false, err
 			}
-			kind := "thread.other"
-			switch name := strings.TrimPrefix(k, prefix); {
-			case strings.HasPrefix(name, segPrefix):
-				kind = "thread.segment"
-			case strings.HasPrefix(name, sumPrefix):
-				kind = "thread.summary"
-			case strings.HasPrefix(name, layerPrefix):
-				kind = "thread.snapshot"
-			case name == audit.Name || strings.HasPrefix(name, audit.Name+"."):
-				kind = "thread.audit"
-			}
-			recs = append(recs, record{kind, k})
-		}
-		if slices.Contains(keys, head) {
-			recs = append(recs, record{"thread.head", head})
-			found = append(found, id)
+			// A thread stored under that very name is someone's own.
+			return !slices.ContainsFunc(o.all, func(t ThreadInfo) bool { return t.ThreadID == scope }), nil
 		}
 	}
-	return recs, found, nil
+	return false, nil
+}
+
+// readAll reads every stored thread into o.all, once.
+func (in Inspector) readAll(ctx context.Context, o *owned) error {
+	if o.all != nil {
+		return nil
+	}
+	all, err := in.threads(ctx)
+	if err != nil {
+		return err
+	}
+	o.all = append(all, ThreadInfo{}) // non-nil even when empty
+	return nil
+}
+
+// ambiguous reports whether an untyped scope key o selects also names
+// another owner: a thread not in o (of another resource or of none), or
+// a resource other than o's that owns threads.
+func (o *owned) ambiguous(scope string) bool {
+	for _, t := range o.all {
+		if t.ThreadID == "" {
+			continue
+		}
+		if t.ThreadID == scope && !slices.Contains(o.threads, scope) {
+			return true
+		}
+		if t.ResourceID == scope && t.ResourceID != o.resource {
+			return true
+		}
+	}
+	return false
+}
+
+// legacyChildRoot returns the parent of a child agent's thread ID of the
+// form memlayer generated before scope keys were typed,
+// "<parent>/child-<depth>-<12 hex digits>".
+func legacyChildRoot(id string) (string, bool) {
+	i := strings.LastIndex(id, "/child-")
+	if i <= 0 {
+		return "", false
+	}
+	depth, suffix, ok := strings.Cut(id[i+len("/child-"):], "-")
+	if !ok || depth == "" || len(suffix) != 12 || strings.Trim(depth, "0123456789") != "" ||
+		strings.Trim(suffix, "0123456789abcdef") != "" {
+		return "", false
+	}
+	return id[:i], true
+}
+
+// threadRecords returns the keys of a thread's records, its owner record
+// and head last, and the version of its head (storage.NoVersion when it
+// has none).
+func (in Inspector) threadRecords(ctx context.Context, id string) ([]record, int64, error) {
+	prefix := storage.ThreadPrefix(id)
+	head := storage.ThreadKey(id, CheckpointName)
+	ownerKey := storage.ThreadKey(id, OwnerName)
+	version := storage.NoVersion
+	it, err := in.Store.Get(ctx, head)
+	switch {
+	case err == nil:
+		version = it.Version
+	case !errors.Is(err, storage.ErrNotFound):
+		return nil, 0, fmt.Errorf("read thread %s: %w", storage.Quote(id), err)
+	}
+	keys, err := in.Store.List(ctx, prefix)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list thread %s: %w", storage.Quote(id), err)
+	}
+	var recs []record
+	hasOwner := false
+	for _, k := range keys {
+		switch k {
+		case head:
+			continue
+		case ownerKey:
+			hasOwner = true
+			continue
+		}
+		kind := "thread.other"
+		switch name := strings.TrimPrefix(k, prefix); {
+		case strings.HasPrefix(name, segPrefix):
+			kind = "thread.segment"
+		case strings.HasPrefix(name, sumPrefix):
+			kind = "thread.summary"
+		case strings.HasPrefix(name, layerPrefix):
+			kind = "thread.snapshot"
+		case name == audit.Name || strings.HasPrefix(name, audit.Name+"."):
+			kind = "thread.audit"
+		}
+		recs = append(recs, record{kind, k})
+	}
+	if hasOwner {
+		recs = append(recs, record{"thread.owner", ownerKey})
+	}
+	if version != storage.NoVersion {
+		recs = append(recs, record{"thread.head", head})
+	}
+	return recs, version, nil
 }
 
 // ResourceKeys returns the keys [Inspector.EraseResource] would delete,
@@ -349,13 +553,20 @@ func (in Inspector) ResourceKeys(ctx context.Context, resourceID string) ([]stri
 	if resourceID == "" {
 		return nil, fmt.Errorf("%w: empty resource ID", ErrInvalidConfig)
 	}
-	ids, err := in.resourceThreads(ctx, resourceID)
+	o, err := in.resourceOwned(ctx, resourceID)
 	if err != nil {
 		return nil, err
 	}
-	recs, _, err := in.records(ctx, ids, []string{resourceID})
+	recs, _, err := in.layerRecords(ctx, &o)
 	if err != nil {
 		return nil, fmt.Errorf("agentloop: resource %s: %w", storage.Quote(resourceID), err)
+	}
+	for _, id := range o.threads {
+		trecs, _, err := in.threadRecords(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("agentloop: resource %s: %w", storage.Quote(resourceID), err)
+		}
+		recs = append(recs, trecs...)
 	}
 	keys := make([]string, len(recs))
 	for i, r := range recs {
@@ -364,34 +575,69 @@ func (in Inspector) ResourceKeys(ctx context.Context, resourceID string) ([]stri
 	return keys, nil
 }
 
-// resourceThreads returns the IDs of the resource's threads.
-func (in Inspector) resourceThreads(ctx context.Context, resourceID string) ([]string, error) {
-	threads, err := in.Threads(ctx, ThreadQuery{ResourceID: resourceID})
+// resourceOwned returns what an erase of the resource selects.
+func (in Inspector) resourceOwned(ctx context.Context, resourceID string) (owned, error) {
+	all, err := in.threads(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("agentloop: resource %s: %w", storage.Quote(resourceID), err)
+		return owned{}, fmt.Errorf("agentloop: resource %s: %w", storage.Quote(resourceID), err)
 	}
-	ids := make([]string, len(threads))
-	for i, t := range threads {
-		ids[i] = t.ThreadID
+	o := owned{resource: resourceID, all: append(all, ThreadInfo{})}
+	for _, t := range all {
+		if t.ResourceID == resourceID {
+			o.threads = append(o.threads, t.ThreadID)
+		}
 	}
-	return ids, nil
+	slices.Sort(o.threads)
+	return o, nil
 }
 
-// erase deletes the records of the threads and scopes, then purges.
-func (in Inspector) erase(ctx context.Context, e *Erased, threads, scopes []string) error {
-	recs, found, err := in.records(ctx, threads, scopes)
-	if err != nil {
-		return err
+// maxHeadAttempts bounds how often an erase lists a thread again because
+// a run rewrote its head meanwhile.
+const maxHeadAttempts = 20
+
+// erase deletes the records o selects, then purges. It sweeps twice: the
+// second sweep, after every head is gone, deletes what runs wrote while
+// the first went on.
+func (in Inspector) erase(ctx context.Context, e *Erased, o owned) error {
+	deleted := map[string]bool{}
+	del := func(r record) error {
+		// The head is deleted (with its version) by eraseThread.
+		if r.kind != "thread.head" {
+			err := in.Store.Delete(ctx, r.key, storage.AnyVersion)
+			if errors.Is(err, storage.ErrNotFound) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("delete %s: %w", storage.Quote(r.key), err)
+			}
+		}
+		if !deleted[r.key] {
+			deleted[r.key] = true
+			e.add(r.kind, r.key)
+		}
+		return nil
 	}
-	for _, r := range recs {
-		err := in.Store.Delete(ctx, r.key, storage.AnyVersion)
-		if errors.Is(err, storage.ErrNotFound) {
-			continue
-		}
+	var found []string
+	for range 2 {
+		recs, ambiguous, err := in.layerRecords(ctx, &o)
 		if err != nil {
-			return fmt.Errorf("delete %s: %w", storage.Quote(r.key), err)
+			return err
 		}
-		e.add(r.kind, r.key)
+		e.Ambiguous = ambiguous
+		for _, r := range recs {
+			if err := del(r); err != nil {
+				return err
+			}
+		}
+		for _, id := range o.threads {
+			had, err := in.eraseThread(ctx, id, del)
+			if err != nil {
+				return err
+			}
+			if had && !slices.Contains(found, id) {
+				found = append(found, id)
+			}
+		}
 	}
 	e.Threads = found
 	if p, ok := in.Store.(Purger); ok && len(e.Keys) > 0 {
@@ -400,6 +646,42 @@ func (in Inspector) erase(ctx context.Context, e *Erased, threads, scopes []stri
 		}
 	}
 	return nil
+}
+
+// eraseThread deletes a thread's records, its head last with
+// compare-and-swap against the version it listed them by: a run that
+// rewrote the head meanwhile may name records the list missed, so it
+// lists again. It reports whether the thread had a head.
+func (in Inspector) eraseThread(ctx context.Context, id string, del func(record) error) (bool, error) {
+	had := false
+	head := storage.ThreadKey(id, CheckpointName)
+	for range maxHeadAttempts {
+		recs, version, err := in.threadRecords(ctx, id)
+		if err != nil {
+			return had, err
+		}
+		for _, r := range recs {
+			if r.kind != "thread.head" {
+				if err := del(r); err != nil {
+					return had, err
+				}
+			}
+		}
+		if version == storage.NoVersion {
+			return had, nil
+		}
+		had = true
+		err = in.Store.Delete(ctx, head, version)
+		switch {
+		case err == nil:
+			return had, del(record{"thread.head", head})
+		case errors.Is(err, storage.ErrConflict), errors.Is(err, storage.ErrNotFound):
+			continue // rewritten (or deleted) meanwhile: list again
+		default:
+			return had, fmt.Errorf("delete %s: %w", storage.Quote(head), err)
+		}
+	}
+	return had, fmt.Errorf("thread %s: its head changed %d times during the erase: %w", storage.Quote(id), maxHeadAttempts, storage.ErrConflict)
 }
 
 // Quarantined is a layer record set aside by storage.Quarantine.
@@ -452,7 +734,7 @@ func (in Inspector) RestoreQuarantined(ctx context.Context, qkey string, replace
 	if err != nil {
 		return "", fmt.Errorf("agentloop: restore %s: %w", storage.Quote(qkey), err)
 	}
-	target := storage.LayerKey(lk.LayerID, lk.ScopeKey, "state")
+	target := lk.keyOf("state")
 	ifVersion := storage.NoVersion
 	if replace {
 		ifVersion = storage.AnyVersion

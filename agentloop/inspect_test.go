@@ -229,7 +229,7 @@ func TestOperate30_EraseResourceEveryBackend(t *testing.T) {
 			if err != nil || len(ts) != 1 || ts[0].ThreadID != "bob-1" || ts[0].ResourceID != "bob" {
 				t.Fatalf("threads left: %+v, %v", ts, err)
 			}
-			state, err := in.LayerState(ctx, workingmemory.DefaultID, "bob")
+			state, err := in.LayerState(ctx, workingmemory.DefaultID, storage.ResourceScope("bob"))
 			if err != nil || len(state) == 0 || !bytes.Contains(state[0].Value, []byte("Bob again")) {
 				t.Errorf("bob's scratchpad: %v, %v", state, err)
 			}
@@ -275,7 +275,7 @@ func TestOperate31_QuarantineListedAndRestored(t *testing.T) {
 	st := storage.NewMemory()
 	a := allLayersAgent(t, st)
 	in := agentloop.Inspector{Store: st}
-	stateKey := storage.LayerKey(workingmemory.DefaultID, "carol", "state")
+	stateKey := storage.LayerKey(workingmemory.DefaultID, storage.ResourceScope("carol"), "state")
 
 	if _, err := a.Run(ctx, agentloop.RunInput{ThreadID: "c-1", ResourceID: "carol", Input: "remember teal"}); err != nil {
 		t.Fatal(err)
@@ -296,7 +296,7 @@ func TestOperate31_QuarantineListedAndRestored(t *testing.T) {
 		t.Fatalf("quarantined: %+v, %v", qs, err)
 	}
 	q := qs[0]
-	if q.LayerID != workingmemory.DefaultID || q.ScopeKey != "carol" || q.At.IsZero() || time.Since(q.At) > time.Minute {
+	if q.LayerID != workingmemory.DefaultID || q.ScopeKey != storage.ResourceScope("carol") || q.At.IsZero() || time.Since(q.At) > time.Minute {
 		t.Errorf("quarantined record: %+v", q)
 	}
 	if it, err := st.Get(ctx, q.Key); err != nil || string(it.Value) != "{not json" {
@@ -391,7 +391,7 @@ func TestOperate35_ThreadsPaginatedAndDeleted(t *testing.T) {
 	if _, err := in.Thread(ctx, "t/9"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("a thread never stored: %v", err)
 	}
-	if items, err := in.LayerState(ctx, episodicmemory.DefaultID, "t/1"); err != nil || len(items) == 0 {
+	if items, err := in.LayerState(ctx, episodicmemory.DefaultID, storage.ThreadScope("t/1")); err != nil || len(items) == 0 {
 		t.Fatalf("episodic state of t/1: %v, %v", items, err)
 	}
 
@@ -402,10 +402,10 @@ func TestOperate35_ThreadsPaginatedAndDeleted(t *testing.T) {
 	if keys, _ := st.List(ctx, storage.ThreadPrefix("t/1")); len(keys) != 0 {
 		t.Errorf("thread records left: %v", keys)
 	}
-	if items, _ := in.LayerState(ctx, episodicmemory.DefaultID, "t/1"); len(items) != 0 {
+	if items, _ := in.LayerState(ctx, episodicmemory.DefaultID, storage.ThreadScope("t/1")); len(items) != 0 {
 		t.Errorf("episodic state left: %v", items)
 	}
-	if items, _ := in.LayerState(ctx, workingmemory.DefaultID, "r1"); len(items) == 0 {
+	if items, _ := in.LayerState(ctx, workingmemory.DefaultID, storage.ResourceScope("r1")); len(items) == 0 {
 		t.Errorf("the resource's scratchpad went with one of its threads")
 	}
 	if got := ids(agentloop.ThreadQuery{}); got != "t/3,t/2" {
@@ -425,14 +425,17 @@ func FuzzOperate36_ParseLayerKey(f *testing.F) {
 	f.Add("layers/working-memory/alice/state", "a", "b", "c")
 	f.Add("layers/x/%/quarantine%2F1", "", "..", "q/1")
 	f.Add("threads/a/checkpoint", "é", "a/b", "%")
+	f.Add("layers/wm/thread:a%2Fb:c/state", "wm", "thread:a%2Fb:c", "state")
+	f.Add("layers/wm/resource:/state", "wm", "resource:7", "state")
 	f.Fuzz(func(t *testing.T, key, id, scope, name string) {
 		if k, ok := agentloop.ParseLayerKey(key); ok {
-			if back := storage.LayerKey(k.LayerID, k.ScopeKey, k.Name); back != key {
+			if back := k.Key(); back != key {
 				t.Fatalf("ParseLayerKey(%q) = %+v, which builds %q", key, k, back)
 			}
 		}
+		_, typed := storage.ParseScopeKey(scope)
 		k, ok := agentloop.ParseLayerKey(storage.LayerKey(id, scope, name))
-		if !ok || k != (agentloop.LayerKey{LayerID: id, ScopeKey: scope, Name: name}) {
+		if !ok || k != (agentloop.LayerKey{LayerID: id, ScopeKey: scope, Name: name, Legacy: !typed}) {
 			t.Fatalf("round trip of %q %q %q: %+v, %v", id, scope, name, k, ok)
 		}
 	})

@@ -77,6 +77,14 @@ type MemoryConfig struct {
 	Audit *audit.Log
 	// ThreadID is the thread whose audit the turns go to; Audit needs it.
 	ThreadID string
+	// ResourceID is the resource (the user) ThreadID belongs to: give the
+	// stack's layer.Env.ResourceID. Before the audit's first commit it is
+	// recorded as the thread's owner (see [OwnerName]), so that
+	// [Inspector.EraseResource] and [Inspector.Threads] find the user's
+	// text in the audit; a thread that belongs to another resource is not
+	// written to ([ErrOtherOwner]). Empty records no owner: the thread is
+	// found by its ID only ([Inspector.DeleteThread]).
+	ResourceID string
 	// Logger logs what SaveContext cannot return: a proposed write that
 	// was not kept, a panic recovered in a Router or a Proposer. Nil is
 	// slog.Default().
@@ -145,6 +153,7 @@ type Memory struct {
 	watched   bool
 	counts    writeCounts
 	proposers []proposer
+	owned     bool // the thread's owner is recorded
 }
 
 // newTurn starts the audit and the redaction counts of a turn; m.mu is
@@ -370,11 +379,31 @@ func (m *Memory) keepTurn(ctx context.Context, t layer.Turn) []error {
 	m.keeper(au).keepProposals(ctx, proposers, t.Step, m.redact, redacted)
 	if au != nil {
 		recordRedactions(au, t.Step, 0, nil, redacted.counts())
-		if _, err := m.cfg.Audit.Commit(ctx, m.cfg.ThreadID, m.redact.audit(au.events())); err != nil {
+		if err := m.claimOwner(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("audit: %w", err))
+		} else if _, err := m.cfg.Audit.Commit(ctx, m.cfg.ThreadID, m.redact.audit(au.events())); err != nil {
 			errs = append(errs, fmt.Errorf("audit: %w", err))
 		}
 	}
 	return errs
+}
+
+// claimOwner records the stack's resource as the owner of the audit's
+// thread, once.
+func (m *Memory) claimOwner(ctx context.Context) error {
+	m.mu.Lock()
+	owned := m.owned
+	m.mu.Unlock()
+	if owned || m.cfg.ThreadID == "" {
+		return nil
+	}
+	if err := claimOwner(ctx, m.cfg.Audit.Store(), m.cfg.ThreadID, m.cfg.ResourceID); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.owned = true
+	m.mu.Unlock()
+	return nil
 }
 
 // keeper returns the Memory's keeper, auditing into au.

@@ -282,7 +282,7 @@ func TestMemory41_RedactionPerLayerAndOff(t *testing.T) {
 			if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "Note my e-mail " + email}); err != nil {
 				t.Fatal(err)
 			}
-			state, err := store.Get(t.Context(), storage.LayerKey(workingmemory.DefaultID, "t", "state"))
+			state, err := store.Get(t.Context(), storage.LayerKey(workingmemory.DefaultID, storage.ThreadScope("t"), "state"))
 			if err != nil {
 				t.Fatal(err)
 			}

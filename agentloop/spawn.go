@@ -71,6 +71,10 @@ func (a *Agent) Spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 	if in.ThreadID == "" {
 		return nil, ErrNoThread
 	}
+	var err error
+	if in.ResourceID, err = runOwner(ctx, a.cfg.Store, in.ThreadID, in.ResourceID, nil); err != nil {
+		return nil, err
+	}
 	pos := new(position)
 	st, err := a.openStack(ctx, pos, in.ThreadID, in.ResourceID)
 	if err != nil {

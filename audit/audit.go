@@ -218,6 +218,9 @@ func New(cfg Config) *Log {
 // Keep returns how many turns a thread keeps.
 func (l *Log) Keep() int { return l.cfg.Keep }
 
+// Store returns the store the turns are kept in.
+func (l *Log) Store() storage.Store { return l.cfg.Store }
+
 // head is a thread's audit head: the number of its last turn, and the
 // number of slots its turns are stored in.
 type head struct {

@@ -179,7 +179,7 @@ func FuzzRebase(f *testing.F) {
 				store(t, ls[w], result("cms_deletePage", `{"pageId":"`+id+`"}`, `{"page":{"id":"`+id+`"}}`))
 				own[w], deleted[id] = own[w][1:], true
 			}
-			it, err := st.Get(t.Context(), storage.LayerKey(DefaultID, "r", StateName))
+			it, err := st.Get(t.Context(), storage.LayerKey(DefaultID, storage.ResourceScope("r"), StateName))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -194,13 +194,13 @@ func TestPersistAcrossProcesses(t *testing.T) {
 	if got := recallText(t, initLayer(t, tmpl, env(st, "thread-2"))); got != "" {
 		t.Errorf("other thread recalls %q", got)
 	}
-	if _, err := st.Get(t.Context(), storage.LayerKey("entities", "thread-1", "state")); err != nil {
+	if _, err := st.Get(t.Context(), storage.LayerKey("entities", storage.ThreadScope("thread-1"), "state")); err != nil {
 		t.Errorf("state not under the documented key: %v", err)
 	}
 	// Execution scope never persists.
 	ex := mustNew(t, Config{Scope: layer.ScopeExecution})
 	store(t, initLayer(t, ex, env(st, "thread-1")), result("get_page", ``, `{"id":"x","title":"X"}`))
-	if keys, _ := st.List(t.Context(), storage.LayerPrefix("entities", "exec-thread-1")); len(keys) != 0 {
+	if keys, _ := st.List(t.Context(), "layers/entities/execution"); len(keys) != 0 {
 		t.Errorf("execution scope persisted %v", keys)
 	}
 }
@@ -309,7 +309,7 @@ func TestInitRefusesBadState(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			st := storage.NewMemory()
-			key := storage.LayerKey("entities", "t", "state")
+			key := storage.LayerKey("entities", storage.ThreadScope("t"), "state")
 			if _, err := st.Put(t.Context(), key, []byte(tc.data), storage.NoVersion); err != nil {
 				t.Fatal(err)
 			}
@@ -327,7 +327,7 @@ func TestInitRefusesBadState(t *testing.T) {
 			if it.Value != nil {
 				t.Errorf("unreadable state left in place: %s", it.Value)
 			}
-			keys, _ := st.List(t.Context(), storage.LayerPrefix("entities", "t"))
+			keys, _ := st.List(t.Context(), storage.LayerPrefix("entities", storage.ThreadScope("t")))
 			if len(keys) != 1 || !strings.Contains(keys[0], "quarantine") {
 				t.Fatalf("keys after Init: %v, want one quarantine key", keys)
 			}

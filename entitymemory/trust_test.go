@@ -180,7 +180,7 @@ func TestTrust14_FarFutureTimestamp(t *testing.T) {
 	ctx := t.Context()
 	bad := `{"version":1,"entities":[{"type":"page","id":"p1","name":"One","seenAt":"9999-12-31T23:59:59-23:00"}]}`
 	st := storage.NewMemory()
-	key := storage.LayerKey("entities", "t", "state")
+	key := storage.LayerKey("entities", storage.ThreadScope("t"), "state")
 	if _, err := st.Put(ctx, key, []byte(bad), storage.NoVersion); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestTrust14_FarFutureTimestamp(t *testing.T) {
 	if _, err := st.Get(ctx, key); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("state key still holds the bad state: %v", err)
 	}
-	q, _ := st.List(ctx, storage.LayerPrefix("entities", "t"))
+	q, _ := st.List(ctx, storage.LayerPrefix("entities", storage.ThreadScope("t")))
 	var found bool
 	for _, k := range q {
 		if it, err := st.Get(ctx, k); err == nil && string(it.Value) == bad && strings.Contains(k, "quarantine") {

@@ -17,7 +17,12 @@
 //
 // and the model reads any episode's full result with the tool
 // "episodic-memory_read" and the
-// reference, a tool call ID. agentloop cuts a tool result longer than
+// reference, a tool call ID. Call IDs are unique in a thread only (a
+// provider that gives none gets "call_<n>_<i>" from agentloop in every
+// thread), so in a log shared by threads (resource or global scope) a
+// tool episode's reference is "<call ID>~<segment>", one episode each; a
+// bare call ID reads the reading thread's own episode first, then the
+// newest of any thread's. agentloop cuts a tool result longer than
 // agentloop.Config.MaxToolResultBytes (16 KiB) in the history; the episode keeps
 // it whole (up to Config.MaxResultBytes, 1 MiB by default), and the read
 // tool returns it in pages of Config.ReadPageBytes (12 KiB), each under

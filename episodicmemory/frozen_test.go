@@ -30,7 +30,7 @@ func TestEpisodic20_FrozenV1Loads(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join("testdata", "log-v1.json")
 	cfg := episodicmemory.Config{CompactAfter: 4, Retain: 3}
-	prefix := storage.LayerPrefix(episodicmemory.DefaultID, "t")
+	prefix := storage.LayerPrefix(episodicmemory.DefaultID, storage.ThreadScope("t"))
 	if *update {
 		st := storage.NewMemory()
 		l := bound(t, cfg, st, "t", "")
@@ -61,7 +61,7 @@ func TestEpisodic20_FrozenV1Loads(t *testing.T) {
 	}
 	st := storage.NewMemory()
 	for name, v := range f.Records {
-		if _, err := st.Put(ctx, storage.LayerKey(episodicmemory.DefaultID, "t", name), v, storage.NoVersion); err != nil {
+		if _, err := st.Put(ctx, storage.LayerKey(episodicmemory.DefaultID, storage.ThreadScope("t"), name), v, storage.NoVersion); err != nil {
 			t.Fatal(err)
 		}
 	}

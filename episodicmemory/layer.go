@@ -91,6 +91,12 @@ func (l *Layer) open(ctx context.Context, env layer.Env, store storage.Store, sc
 	return b, b.load(ctx)
 }
 
+// shared reports whether the log is shared by threads (a resource or the
+// global scope).
+func (l *Layer) shared() bool {
+	return l.spec.Scope == layer.ScopeResource || l.spec.Scope == layer.ScopeGlobal
+}
+
 // Spec returns the layer's spec.
 func (l *Layer) Spec() layer.Spec { return l.spec }
 
@@ -188,12 +194,20 @@ func (l *Layer) episodes(t layer.Turn) []Episode {
 }
 
 // number puts episodes in segment seq: a turn episode takes its
-// reference, "turn-<seq>", from it.
-func number(eps []Episode, seq int64) {
+// reference, "turn-<seq>", from it. In a log shared by threads (shared),
+// a tool episode's reference, its call ID, becomes "<call ID>~<seq>": call
+// IDs are unique in a thread only (a provider that gives none gets
+// "call_<n>_<i>" from the agent, in every thread), and the log's
+// references must name one episode each.
+func number(eps []Episode, seq int64, shared bool) {
 	notes := 0
 	for i := range eps {
 		eps[i].seq = seq
 		switch eps[i].Kind {
+		case KindTool:
+			if shared {
+				eps[i].Ref += "~" + strconv.FormatInt(seq, 10)
+			}
 		case KindTurn:
 			eps[i].Ref = "turn-" + strconv.FormatInt(seq, 10)
 		case KindNote:
@@ -234,7 +248,7 @@ func (l *Layer) flush(ctx context.Context) error {
 	if l.log.Store != nil {
 		return l.appendPending(ctx)
 	}
-	number(l.pending, l.head.Next)
+	number(l.pending, l.head.Next, l.shared())
 	l.head.Next++
 	l.recent = append(l.recent, l.pending...)
 	l.appended += int64(len(l.pending))
@@ -365,33 +379,61 @@ func (l *Layer) Read(ctx context.Context, ref string) (e Episode, whole bool, er
 }
 
 // read finds ref: the raw episode, or the digest when only that is left.
+// A reference names the reading thread's episode first — by its
+// reference, or in a log shared by threads by the call ID it was stored
+// with (see number) — and only then the newest of any thread's.
 func (l *Layer) read(ctx context.Context, ref string) (Episode, *Digest, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, list := range [][]Episode{l.pending, l.recent} {
-		for i := len(list) - 1; i >= 0; i-- {
-			if list[i].Ref == ref {
-				return list[i], nil, nil
+	for _, m := range []refMatch{{ref: ref, thread: l.thread, own: true}, {ref: ref}} {
+		for _, list := range [][]Episode{l.pending, l.recent} {
+			for i := len(list) - 1; i >= 0; i-- {
+				if m.matches(list[i].Ref, list[i].Thread) {
+					return list[i], nil, nil
+				}
 			}
 		}
-	}
-	if l.log.Store != nil {
-		e, d, err := l.findStored(ctx, ref, nil, l.head.LastDigest)
-		if err != nil {
-			return Episode{}, nil, fmt.Errorf("episodicmemory: read %s: %w", storage.Quote(ref), err)
-		}
-		if d != nil || e.Ref != "" {
-			return e, d, nil
-		}
-	} else {
-		for i := len(l.digests) - 1; i >= 0; i-- {
-			if l.digests[i].Ref == ref {
-				d := l.digests[i]
-				return Episode{}, &d, nil
+		if l.log.Store != nil {
+			e, d, err := l.findStored(ctx, m, nil, l.head.LastDigest)
+			if err != nil {
+				return Episode{}, nil, fmt.Errorf("episodicmemory: read %s: %w", storage.Quote(ref), err)
+			}
+			if d != nil || e.Ref != "" {
+				return e, d, nil
+			}
+		} else {
+			for i := len(l.digests) - 1; i >= 0; i-- {
+				if m.matches(l.digests[i].Ref, l.digests[i].Thread) {
+					d := l.digests[i]
+					return Episode{}, &d, nil
+				}
 			}
 		}
 	}
 	return Episode{}, nil, fmt.Errorf("%w: %s", ErrNoEpisode, storage.Quote(ref))
+}
+
+// refMatch is a reference the model gave, and which episodes it names:
+// those whose reference is ref or whose call ID is (see callID) — with
+// own, of the reading thread only.
+type refMatch struct {
+	ref, thread string
+	own         bool
+}
+
+func (m refMatch) matches(ref, thread string) bool {
+	return (!m.own || thread == m.thread) && (ref == m.ref || callID(ref) == m.ref)
+}
+
+// callID returns the call ID of a tool episode's reference in a log
+// shared by threads, "<call ID>~<segment>"; other references are their
+// own call ID.
+func callID(ref string) string {
+	i := strings.LastIndexByte(ref, '~')
+	if i < 0 || i == len(ref)-1 || strings.Trim(ref[i+1:], "0123456789") != "" {
+		return ref
+	}
+	return ref[:i]
 }
 
 // readParams is the read tool's schema.

@@ -123,13 +123,13 @@ func TestEpisodic07_HostileResultStaysFenced(t *testing.T) {
 func TestEpisodic08_CorruptStoredState(t *testing.T) {
 	ctx := context.Background()
 	quarantined := func(st storage.Store) int {
-		keys, _ := st.List(ctx, storage.LayerKey(episodicmemory.DefaultID, "t", "quarantine/"))
+		keys, _ := st.List(ctx, storage.LayerKey(episodicmemory.DefaultID, storage.ThreadScope("t"), "quarantine/"))
 		return len(keys)
 	}
 	t.Run("segment", func(t *testing.T) {
 		st := storage.NewMemory()
 		store(t, bound(t, episodicmemory.Config{}, st, "t", ""), pageStep(0), pageStep(1), pageStep(2))
-		key := storage.LayerKey(episodicmemory.DefaultID, "t", "seg/00000000000000000001")
+		key := storage.LayerKey(episodicmemory.DefaultID, storage.ThreadScope("t"), "seg/00000000000000000001")
 		if _, err := st.Put(ctx, key, []byte(`{"version":1,"seq":1,"episodes":[{"kind":"bogus"}]}`), storage.AnyVersion); err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +148,7 @@ func TestEpisodic08_CorruptStoredState(t *testing.T) {
 	t.Run("head", func(t *testing.T) {
 		st := storage.NewMemory()
 		store(t, bound(t, episodicmemory.Config{}, st, "t", ""), pageStep(0), pageStep(1))
-		hkey := storage.LayerKey(episodicmemory.DefaultID, "t", "head")
+		hkey := storage.LayerKey(episodicmemory.DefaultID, storage.ThreadScope("t"), "head")
 		if _, err := st.Put(ctx, hkey, []byte("not json {"), storage.AnyVersion); err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +158,7 @@ func TestEpisodic08_CorruptStoredState(t *testing.T) {
 		}
 		store(t, l, pageStep(5))
 		// The old segments are still stored, not overwritten.
-		it, err := st.Get(ctx, storage.LayerKey(episodicmemory.DefaultID, "t", "seg/00000000000000000000"))
+		it, err := st.Get(ctx, storage.LayerKey(episodicmemory.DefaultID, storage.ThreadScope("t"), "seg/00000000000000000000"))
 		if err != nil || !strings.Contains(string(it.Value), "call-0") {
 			t.Errorf("old segment 0: %v %s", err, it.Value)
 		}
@@ -168,7 +168,7 @@ func TestEpisodic08_CorruptStoredState(t *testing.T) {
 	})
 	t.Run("newer version", func(t *testing.T) {
 		st := storage.NewMemory()
-		hkey := storage.LayerKey(episodicmemory.DefaultID, "t", "head")
+		hkey := storage.LayerKey(episodicmemory.DefaultID, storage.ThreadScope("t"), "head")
 		future := []byte(`{"version":99,"next":3}`)
 		if _, err := st.Put(ctx, hkey, future, storage.AnyVersion); err != nil {
 			t.Fatal(err)
@@ -248,7 +248,8 @@ func TestEpisodic09_ConcurrentAppenders(t *testing.T) {
 				for n := range per {
 					ref := fmt.Sprintf("p%d-call-%d", p, n)
 					e, whole, err := l.Read(context.Background(), ref)
-					if err != nil || !whole || e.Ref != ref || e.Thread != fmt.Sprintf("thread-%d", p) {
+					// In a shared log the reference is the call ID and its segment.
+					if err != nil || !whole || !strings.HasPrefix(e.Ref, ref+"~") || e.Thread != fmt.Sprintf("thread-%d", p) {
 						t.Errorf("Read(%s) = %+v, %v, %v", ref, e, whole, err)
 					}
 				}
@@ -321,7 +322,7 @@ func TestEpisodic11_CompactionAndRetention(t *testing.T) {
 	if out, _ := l.Functions()[0].Call(ctx, json.RawMessage(`{"ref":"call-2"}`)); !strings.Contains(out, "no longer stored") || !strings.Contains(out, "page-2") {
 		t.Errorf("read of a dropped episode: %q", out)
 	}
-	keys, _ := st.List(ctx, storage.LayerKey(episodicmemory.DefaultID, "t", "seg/"))
+	keys, _ := st.List(ctx, storage.LayerKey(episodicmemory.DefaultID, storage.ThreadScope("t"), "seg/"))
 	if len(keys) > 12+8 {
 		t.Errorf("%d segments stored, want at most Retain + CompactAfter", len(keys))
 	}
@@ -345,7 +346,7 @@ func TestEpisodic12_Spawn(t *testing.T) {
 	r := bound(t, episodicmemory.Config{Scope: layer.ScopeResource}, st, "t", "u")
 	store(t, r, pageStep(1))
 	c, err = r.OnSpawn(ctx, layer.Env{ThreadID: "child", ResourceID: "u", Store: st})
-	if err != nil || !strings.Contains(recall(t, c, ""), "[call-1]") {
+	if err != nil || !strings.Contains(recall(t, c, ""), "[call-1~0]") { // shared log: call ID and segment
 		t.Fatalf("resource-scoped child: %v, recalls %q", err, recall(t, c, ""))
 	}
 	store(t, c.(*episodicmemory.Layer), pageStep(2))
@@ -401,7 +402,7 @@ func TestEpisodic14_Clear(t *testing.T) {
 	if b := recall(t, bound(t, episodicmemory.Config{}, st, "t", ""), ""); b != "" {
 		t.Errorf("after Clear a new run recalls:\n%s", b)
 	}
-	keys, _ := st.List(ctx, storage.LayerPrefix(episodicmemory.DefaultID, "t"))
+	keys, _ := st.List(ctx, storage.LayerPrefix(episodicmemory.DefaultID, storage.ThreadScope("t")))
 	if len(keys) != 1 {
 		t.Errorf("keys after Clear: %v, want the head only", keys)
 	}

@@ -148,7 +148,7 @@ func (l *Layer) appendPending(ctx context.Context) error {
 		seq := l.head.Next
 		seg := segment{Seq: seq, Episodes: slices.Clone(l.pending)}
 		seg.Version = versionOf(seg.Episodes)
-		number(seg.Episodes, seq)
+		number(seg.Episodes, seq, l.shared())
 		_, err := l.log.Store.Put(ctx, l.log.Key(segName(seq)), encode(seg), storage.NoVersion)
 		if err != nil && !errors.Is(err, storage.ErrConflict) {
 			return fmt.Errorf("write segment %d: %w", seq, err)
@@ -276,11 +276,11 @@ func (l *Layer) purge(ctx context.Context, base int64) error {
 // through the digest records, newest first, then in the segment the
 // digest names. It returns the episode, or its digest when the raw
 // episode is gone.
-func (l *Layer) findStored(ctx context.Context, ref string, digests []Digest, prev int64) (Episode, *Digest, error) {
+func (l *Layer) findStored(ctx context.Context, m refMatch, digests []Digest, prev int64) (Episode, *Digest, error) {
 	for {
 		for i := len(digests) - 1; i >= 0; i-- {
 			d := digests[i]
-			if d.Ref != ref {
+			if !m.matches(d.Ref, d.Thread) {
 				continue
 			}
 			if d.Seq >= l.head.Dropped {
@@ -289,7 +289,7 @@ func (l *Layer) findStored(ctx context.Context, ref string, digests []Digest, pr
 					return Episode{}, nil, err
 				}
 				for j := len(eps) - 1; j >= 0; j-- {
-					if eps[j].Ref == ref {
+					if eps[j].Ref == d.Ref && eps[j].Thread == d.Thread {
 						return eps[j], nil, nil
 					}
 				}

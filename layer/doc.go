@@ -119,11 +119,37 @@
 // # Scopes and storage
 //
 // A layer's state is stored under a scope key derived from its Scope by
-// [Env.ScopeKey]: the thread ID, the resource ID (or the thread ID when
-// there is none), a single global key, or the execution ID (never
-// persisted). Keys are built with storage.LayerKey so no ID can reach
-// another's keys. Writes use compare-and-swap: two processes updating the
-// same resource retry instead of overwriting each other.
+// [Env.ScopeKey]. The key is typed: it says whose memory it is — a
+// thread's ("thread:7"), a resource's ("resource:7"), the resource scope
+// of a thread that runs without a resource ("anon:7", which belongs to
+// the thread), the global one ("global:") or a run's ("execution:…",
+// never persisted) — so no thread ID can name a user's memory, nor the
+// reverse, and an erase selects a user's records by kind and whole ID. A
+// child agent's thread-scoped key names its root thread
+// ([Env.RootThreadID]). Keys are built with storage.LayerKey so no ID can
+// reach another's keys. Writes use compare-and-swap: two processes
+// updating the same resource retry instead of overwriting each other.
+//
+// # Scope keys of earlier versions
+//
+// Before scope keys were typed, a layer's records were keyed by the bare
+// ID (storage.LegacyLayerPrefix): the thread ID, the resource ID — or the
+// thread ID for a resource-scoped layer run without a resource, the very
+// key of a resource of that name — and "__global__". When a [Stack]
+// initialises a layer, it first moves that layer's records from the
+// untyped key to the typed one, when the untyped scope holds a record
+// named "state" or "head", the records the built-in layers load from
+// (records named "head" and "state" last;
+// a record whose typed key already holds another value is set aside with
+// storage.Quarantine, never overwritten), then calls Init, so every
+// layer's old records load, built-in or not. It moves a thread's records
+// for ScopeThread, a resource's for ScopeResource with a resource ID and
+// "__global__" for ScopeGlobal. A thread without a resource moves
+// nothing into its resource scope: the untyped record under its thread ID
+// may be the memory of a user of that name, so the thread's resource
+// scope starts empty and the record stays for that user to adopt. A child
+// agent moves nothing (its records were never read again). A layer
+// initialised without a Stack reads only typed keys.
 //
 // # Tools
 //

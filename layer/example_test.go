@@ -135,8 +135,8 @@ func ExampleEnv_ScopeKey() {
 		fmt.Println(sc, "→", env.ScopeKey(sc))
 	}
 	// Output:
-	// thread → thread-1
-	// resource → user-1
-	// global → __global__
-	// execution → exec-1
+	// thread → thread:thread-1
+	// resource → resource:user-1
+	// global → global:
+	// execution → execution:exec-1
 }

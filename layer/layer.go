@@ -25,22 +25,20 @@ const (
 // is stored. The zero Scope is ScopeThread.
 type Scope string
 
-// The scopes. See [ScopeKey] for the storage key each one maps to.
+// The scopes. See [Env.ScopeKey] for the storage key each one maps to.
 const (
 	// ScopeThread keeps one state per conversation thread.
 	ScopeThread Scope = "thread"
 	// ScopeResource keeps one state per resource (a user, a project),
-	// shared by every thread of that resource; without a resource ID it
-	// falls back to the thread.
+	// shared by every thread of that resource. A thread without a
+	// resource ID keeps a resource scope of its own, which belongs to the
+	// thread and which no resource ID names.
 	ScopeResource Scope = "resource"
 	// ScopeGlobal keeps one state shared by every run.
 	ScopeGlobal Scope = "global"
 	// ScopeExecution keeps state for one run only; it is never persisted.
 	ScopeExecution Scope = "execution"
 )
-
-// globalScopeKey is the scope key of [ScopeGlobal].
-const globalScopeKey = "__global__"
 
 // Unbounded is the token count that means "no limit": a [Budget.Max], a
 // [Query.Budget] or an allocation of this size caps nothing. It is the
@@ -165,8 +163,15 @@ type Env struct {
 	// ThreadID identifies the conversation. Required.
 	ThreadID string
 	// ResourceID identifies the owner of the thread (a user, a project).
-	// Optional; resource-scoped layers fall back to ThreadID.
+	// Optional; without it, resource-scoped layers keep a resource scope
+	// of the thread's own (see [Env.ScopeKey]).
 	ResourceID string
+	// RootThreadID is, in a child agent's env, the thread of the
+	// top-level run that spawned it (at any depth); empty in a top-level
+	// run. [Stack.Spawn] fills it in. A child's thread-scoped memory is
+	// keyed by it, so that deleting the root thread finds its children's
+	// by a typed key, never by a thread ID's prefix.
+	RootThreadID string
 	// ExecutionID identifies this run. The stack fills it in if empty.
 	ExecutionID string
 	// Store is where layers persist state. Nil means nothing persists
@@ -183,22 +188,42 @@ type Env struct {
 	Redact func(layerID, text string) string
 }
 
-// ScopeKey returns the storage scope key for scope in env: the thread ID
-// (for ScopeThread and the zero Scope), the resource ID (or the thread ID
-// without one), "__global__" for ScopeGlobal, or the execution ID.
+// ScopeKey returns the storage scope key for scope in env, a typed key
+// (see storage.ScopeKind) that says whose memory it is, so that no thread
+// ID can name a resource's memory or the reverse:
+//
+//   - ScopeThread (and the zero Scope): storage.ThreadScope(ThreadID); in
+//     a child agent's env, "thread:{RootThreadID}:{ThreadID}".
+//   - ScopeResource: storage.ResourceScope(ResourceID); without a
+//     ResourceID, the thread's own resource scope,
+//     storage.AnonymousScope(ThreadID) (in a child, "anon:{root}:{thread}").
+//   - ScopeGlobal: storage.GlobalScope.
+//   - ScopeExecution: storage.ExecutionScope(ExecutionID).
+//
+// Layers store their records under storage.LayerKey(id, key, name).
+// Records stored before scope keys were typed are moved under the typed
+// keys when a [Stack] initialises the layer (see "Scope keys" in the
+// package documentation).
 func (env Env) ScopeKey(scope Scope) string {
+	thread := func(kind storage.ScopeKind) string {
+		p := storage.ScopeKeyParts{Kind: kind, ID: env.ThreadID}
+		if env.RootThreadID != "" && env.RootThreadID != env.ThreadID {
+			p.ID, p.Child = env.RootThreadID, env.ThreadID
+		}
+		return storage.ScopeKeyOf(p)
+	}
 	switch scope {
 	case ScopeResource:
 		if env.ResourceID != "" {
-			return env.ResourceID
+			return storage.ResourceScope(env.ResourceID)
 		}
-		return env.ThreadID
+		return thread(storage.KindAnonymous)
 	case ScopeGlobal:
-		return globalScopeKey
+		return storage.GlobalScope
 	case ScopeExecution:
-		return env.ExecutionID
+		return storage.ExecutionScope(env.ExecutionID)
 	default:
-		return env.ThreadID
+		return thread(storage.KindThread)
 	}
 }
 

@@ -140,7 +140,7 @@ func TestClear(t *testing.T) {
 		t.Errorf("alpha after Clear = %s, want 0 (one failure must not stop the others)", got)
 	}
 	// Cleared state is persisted.
-	it, err := store.Get(t.Context(), "layers/alpha/thread-1/state")
+	it, err := store.Get(t.Context(), "layers/alpha/thread:thread-1/state")
 	if err != nil || string(it.Value) != "0" {
 		t.Errorf("stored state = %q, %v", it.Value, err)
 	}

@@ -94,12 +94,12 @@ func TestEnvScopeKey(t *testing.T) {
 		scope layer.Scope
 		want  string
 	}{
-		{env, layer.ScopeThread, "thread-1"},
-		{env, "", "thread-1"},
-		{env, layer.ScopeResource, "user-1"},
-		{noRes, layer.ScopeResource, "thread-1"},
-		{env, layer.ScopeGlobal, "__global__"},
-		{env, layer.ScopeExecution, "exec-1"},
+		{env, layer.ScopeThread, "thread:thread-1"},
+		{env, "", "thread:thread-1"},
+		{env, layer.ScopeResource, "resource:user-1"},
+		{noRes, layer.ScopeResource, "anon:thread-1"},
+		{env, layer.ScopeGlobal, "global:"},
+		{env, layer.ScopeExecution, "execution:exec-1"},
 	}
 	for _, tt := range tests {
 		if got := tt.env.ScopeKey(tt.scope); got != tt.want {

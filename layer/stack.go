@@ -195,6 +195,10 @@ func (s *Stack) initEntry(ctx context.Context, e *entry, env Env) error {
 	var err error
 	if init, ok := As[Initializer](e.tmpl); ok {
 		err = s.callLate(ctx, e, hookInit, func(ctx context.Context) error {
+			// Records stored under untyped scope keys move first.
+			if _, err := migrateLegacy(ctx, env.Store, e.spec.ID, env, e.spec.Scope); err != nil {
+				return err
+			}
 			l, err := init.Init(ctx, env)
 			if err == nil && l == nil {
 				err = errors.New("Init returned a nil layer")
@@ -391,12 +395,21 @@ func (s *Stack) Spawn(ctx context.Context, childEnv Env, extra ...Layer) (*Stack
 }
 
 // inheritEnv fills in the zero fields of a child's env from the parent's:
-// Store, Logger and Redact are the parent's, ExecutionID is new.
+// Store, Logger and Redact are the parent's, ExecutionID is new, and a
+// child on a thread of its own has the parent's root thread (or the
+// parent's thread) as RootThreadID.
 func (s *Stack) inheritEnv(env Env) Env {
 	env.Store = cmp.Or(env.Store, s.env.Store)
 	env.Logger = cmp.Or(env.Logger, s.log)
 	if env.Redact == nil {
 		env.Redact = s.env.Redact
+	}
+	switch {
+	case env.RootThreadID != "":
+	case env.ThreadID == s.env.ThreadID:
+		env.RootThreadID = s.env.RootThreadID
+	default:
+		env.RootThreadID = cmp.Or(s.env.RootThreadID, s.env.ThreadID)
 	}
 	if env.ExecutionID == "" {
 		env.ExecutionID = newID()

@@ -226,7 +226,7 @@ func TestProtoKeysNeutralised(t *testing.T) {
 	if got := toolResults(res); len(got) != 1 || strings.HasPrefix(got[0], "error: ") {
 		t.Fatalf("update result %q, want success", got)
 	}
-	it, err := st.Get(ctx, storage.LayerKey(workingmemory.DefaultID, badResource, "state"))
+	it, err := st.Get(ctx, storage.LayerKey(workingmemory.DefaultID, storage.ResourceScope(badResource), "state"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,8 +355,8 @@ func runHostileIDs(t *testing.T, st storage.Store) {
 			t.Errorf("thread %q: checkpoint of %q, %v", id, cp.ThreadID, err)
 		}
 		for _, c := range []struct{ layer, scope, field, want string }{
-			{"notes", id, "thread", asJSONText(id)},
-			{workingmemory.DefaultID, resource, "resource", asJSONText(resource)},
+			{"notes", storage.ThreadScope(id), "thread", asJSONText(id)},
+			{workingmemory.DefaultID, storage.ResourceScope(resource), "resource", asJSONText(resource)},
 		} {
 			it, err := st.Get(ctx, storage.LayerKey(c.layer, c.scope, "state"))
 			var state map[string]string
@@ -406,6 +406,9 @@ func runHostileIDs(t *testing.T, st storage.Store) {
 			t.Errorf("stored key %q holds a control character", k)
 		}
 		for _, part := range strings.Split(k, "/") {
+			if _, typed := storage.ParseScopeKey(part); typed {
+				continue // a typed scope key: its IDs are escaped parts
+			}
 			if _, err := storage.Unescape(part); err != nil {
 				t.Errorf("key %q: part %q: %v", k, part, err)
 			}
@@ -418,7 +421,7 @@ func runHostileIDs(t *testing.T, st storage.Store) {
 		if err != nil || len(got) != 1 {
 			t.Errorf("List(ThreadPrefix(%q)) = %q, %v; want its one checkpoint", a, got, err)
 		}
-		got, err = st.List(ctx, storage.LayerPrefix("notes", a))
+		got, err = st.List(ctx, storage.LayerPrefix("notes", storage.ThreadScope(a)))
 		if err != nil || len(got) != 1 {
 			t.Errorf("List(LayerPrefix(notes, %q)) = %q, %v; want its one state", a, got, err)
 		}
@@ -568,9 +571,9 @@ func TestCorruptStoredBlobs(t *testing.T) {
 		quarantine string
 		wantErr    []error
 	}{
-		{"scratchpad", storage.LayerKey(workingmemory.DefaultID, badResource, "state"), storage.LayerPrefix(workingmemory.DefaultID, badResource) + "quarantine", nil},
-		{"plan", storage.LayerKey("plan", badThread, "state"), storage.LayerPrefix("plan", badThread) + "quarantine", nil},
-		{"entities", storage.LayerKey(entitymemory.DefaultID, badThread, entitymemory.StateName), storage.LayerPrefix(entitymemory.DefaultID, badThread) + "quarantine", []error{entitymemory.ErrVersion}},
+		{"scratchpad", storage.LayerKey(workingmemory.DefaultID, storage.ResourceScope(badResource), "state"), storage.LayerPrefix(workingmemory.DefaultID, storage.ResourceScope(badResource)) + "quarantine", nil},
+		{"plan", storage.LayerKey("plan", storage.ThreadScope(badThread), "state"), storage.LayerPrefix("plan", storage.ThreadScope(badThread)) + "quarantine", nil},
+		{"entities", storage.LayerKey(entitymemory.DefaultID, storage.ThreadScope(badThread), entitymemory.StateName), storage.LayerPrefix(entitymemory.DefaultID, storage.ThreadScope(badThread)) + "quarantine", []error{entitymemory.ErrVersion}},
 		{"checkpoint", storage.ThreadKey(badThread, agentloop.CheckpointName), "", []error{agentloop.ErrCheckpoint}},
 	}
 	for _, tg := range targets {
@@ -616,7 +619,7 @@ func TestCorruptStoredBlobs(t *testing.T) {
 				for _, m := range []map[string]string{before, after} {
 					dropThread(m, badThread)
 					delete(m, tg.key)
-					delete(m, storage.LayerKey(workingmemory.DefaultID, badResource, "state"))
+					delete(m, storage.LayerKey(workingmemory.DefaultID, storage.ResourceScope(badResource), "state"))
 				}
 				sameContents(t, "quarantined run", before, after, quarantine)
 			})

@@ -91,6 +91,21 @@
 //     hour apart create and delete entities of one resource; no entity
 //     just created may be missing and no deleted one may come back; the
 //     control (the old merge by wall clock) loses and resurrects.
+//   - Erase of overlapping users (TestEraseOverlappingUsers): users whose
+//     thread IDs equal other users' resource IDs or are named like
+//     another user's thread's child run their agents (with child agents)
+//     on one store; one after another each stops its runs and is erased
+//     while the others' agents keep running, on every backend. The erase
+//     must delete no record of another user and leave none of the erased
+//     one; the control applies the old selection (IDs equal across
+//     kinds, thread-ID prefixes) to the same store and counts the other
+//     users' records it would have deleted.
+//   - Anonymous and named runs (TestAnonymousAndNamedRuns): users and
+//     anonymous threads named like the users' resource IDs run at once;
+//     no marker may cross between them, in prompts or in resource-scoped
+//     memory; the control (the old fallback, an anonymous thread's
+//     resource scope keyed by its thread ID in the resource namespace)
+//     leaks.
 //   - Bad input (badinput_test.go): malformed, non-object, oversized
 //     (10 MB) and deeply nested (10,000 and 100,000 levels) tool
 //     arguments, schema violations, "__proto__" at every depth, IDs and

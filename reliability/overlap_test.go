@@ -128,7 +128,7 @@ func overlappingRound(t *testing.T, st storage.Store, thread string) {
 		t.Errorf("checkpoint: %d unanswered calls, %d AI messages, %d steps", len(pending), ai, cp.Steps)
 	}
 
-	it, err := st.Get(ctx, storage.LayerKey(workingmemory.DefaultID, thread, "state"))
+	it, err := st.Get(ctx, storage.LayerKey(workingmemory.DefaultID, storage.ThreadScope(thread), "state"))
 	if err != nil {
 		t.Fatal(err)
 	}

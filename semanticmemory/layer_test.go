@@ -191,7 +191,7 @@ func TestMemory04_CorruptRecordQuarantined(t *testing.T) {
 	l := bind(t, semanticmemory.Config{}, store, "t1")
 	remember(t, l, "fact", "First fact about apples.")
 	remember(t, l, "fact", "Second fact about pears.")
-	key := storage.LayerKey(semanticmemory.DefaultID, "user-1", "r-0")
+	key := storage.LayerKey(semanticmemory.DefaultID, storage.ResourceScope("user-1"), "r-0")
 	if _, err := store.Put(ctx, key, []byte(`{"v":1,"seq":0,"facts":[{"id":"f0","text":"","kind":"fact"`), storage.AnyVersion); err != nil {
 		t.Fatal(err)
 	}
@@ -203,12 +203,12 @@ func TestMemory04_CorruptRecordQuarantined(t *testing.T) {
 	if _, err := store.Get(ctx, key); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("corrupt record still under its key: %v", err)
 	}
-	keys, _ := store.List(ctx, storage.LayerKey(semanticmemory.DefaultID, "user-1", storage.QuarantinePrefix))
+	keys, _ := store.List(ctx, storage.LayerKey(semanticmemory.DefaultID, storage.ResourceScope("user-1"), storage.QuarantinePrefix))
 	if len(keys) != 1 {
 		t.Fatalf("quarantine keys = %v, want 1", keys)
 	}
 	// A corrupt head is quarantined too, and the facts survive.
-	hkey := storage.LayerKey(semanticmemory.DefaultID, "user-1", "head")
+	hkey := storage.LayerKey(semanticmemory.DefaultID, storage.ResourceScope("user-1"), "head")
 	if _, err := store.Put(ctx, hkey, []byte("not json"), storage.AnyVersion); err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestMemory04_CorruptRecordQuarantined(t *testing.T) {
 		t.Fatalf("facts after a corrupt head = %+v", facts)
 	}
 	// A newer format: Init fails, the record stays.
-	if _, err := store.Put(ctx, storage.LayerKey(semanticmemory.DefaultID, "user-1", "r-1"), []byte(`{"v":99,"seq":1,"facts":[]}`), storage.AnyVersion); err != nil {
+	if _, err := store.Put(ctx, storage.LayerKey(semanticmemory.DefaultID, storage.ResourceScope("user-1"), "r-1"), []byte(`{"v":99,"seq":1,"facts":[]}`), storage.AnyVersion); err != nil {
 		t.Fatal(err)
 	}
 	tmpl, _ := semanticmemory.New(semanticmemory.Config{})

@@ -298,7 +298,7 @@ func TestMemory12_SnapshotRestoreSpawnClear(t *testing.T) {
 	if facts, err := other.Facts(ctx); err != nil || len(facts) != 0 {
 		t.Errorf("another process still has %d facts after Clear (%v)", len(facts), err)
 	}
-	keys, _ := store.List(ctx, storage.LayerPrefix("semantic", "user-1"))
+	keys, _ := store.List(ctx, storage.LayerPrefix("semantic", storage.ResourceScope("user-1")))
 	if len(keys) != 2 || !strings.HasSuffix(keys[1], "/r-6") {
 		t.Errorf("keys after Clear = %v, want the head and the empty reset record r-6", keys)
 	}

@@ -92,15 +92,139 @@ func unhex(c byte) int {
 }
 
 // LayerPrefix is the prefix of every key of one layer in one scope:
-// "layers/{layerID}/{scopeKey}/", with both parts escaped.
+// "layers/{layerID}/{scopeKey}/". A typed scope key (see [ScopeKind],
+// built by [ThreadScope] and the others, as layer.Env.ScopeKey returns
+// them) is the key's part as it is: it holds a ':', which no escaped part
+// does. Any other scope key is escaped: that is the layout of stored
+// data from before scope keys were typed (see [LegacyLayerPrefix]), so a
+// typed key never names an untyped one's records.
 func LayerPrefix(layerID, scopeKey string) string {
-	return "layers/" + Escape(layerID) + "/" + Escape(scopeKey) + "/"
+	if _, ok := ParseScopeKey(scopeKey); ok {
+		return "layers/" + Escape(layerID) + "/" + scopeKey + "/"
+	}
+	return LegacyLayerPrefix(layerID, scopeKey)
 }
 
 // LayerKey is the key of one named value of a layer in a scope:
-// "layers/{layerID}/{scopeKey}/{name}", every part escaped.
+// "layers/{layerID}/{scopeKey}/{name}", the layer ID and the name
+// escaped, the scope key as [LayerPrefix] writes it.
 func LayerKey(layerID, scopeKey, name string) string {
 	return LayerPrefix(layerID, scopeKey) + Escape(name)
+}
+
+// LegacyLayerPrefix is the prefix of a layer's records in an untyped
+// scope key, the layout of memlayer before scope keys were typed:
+// "layers/{layerID}/{scopeKey}/" with both parts escaped, whatever
+// scopeKey holds. It is what migration and erase read old data by.
+func LegacyLayerPrefix(layerID, scopeKey string) string {
+	return "layers/" + Escape(layerID) + "/" + Escape(scopeKey) + "/"
+}
+
+// ScopeKind says whose memory a typed scope key names. Kinds never share
+// keys: no thread ID gives a resource's key, no resource ID a thread's.
+type ScopeKind string
+
+// The kinds of typed scope keys. A key is the kind, ':', then its parts,
+// each escaped and joined by ':' (see [ScopeKeyOf]).
+const (
+	// KindThread is a thread's own memory: "thread:{thread}", or for a
+	// child agent's thread "thread:{root thread}:{child thread}", where
+	// the root is the thread of the top-level run that spawned it.
+	KindThread ScopeKind = "thread"
+	// KindResource is a resource's (a user's, a project's) memory,
+	// shared by its threads: "resource:{resource}".
+	KindResource ScopeKind = "resource"
+	// KindAnonymous is the resource-scoped memory of a thread that runs
+	// without a resource: "anon:{thread}" (or "anon:{root}:{child}").
+	// It belongs to the thread, and no resource ID can name it.
+	KindAnonymous ScopeKind = "anon"
+	// KindGlobal is memory shared by every run: "global:".
+	KindGlobal ScopeKind = "global"
+	// KindExecution is one run's memory: "execution:{execution ID}".
+	KindExecution ScopeKind = "execution"
+)
+
+// ScopeKeyParts is a typed scope key taken apart by [ParseScopeKey].
+type ScopeKeyParts struct {
+	Kind ScopeKind
+	// ID is the thread, resource or execution ID; empty for KindGlobal.
+	ID string
+	// Child is, for a child agent's thread (KindThread, KindAnonymous),
+	// the child's thread ID; ID is then its root thread. Empty otherwise.
+	Child string
+}
+
+// GlobalScope is the scope key of memory shared by every run.
+const GlobalScope = string(KindGlobal) + ":"
+
+// ThreadScope returns the scope key of a thread's own memory.
+func ThreadScope(threadID string) string {
+	return ScopeKeyOf(ScopeKeyParts{Kind: KindThread, ID: threadID})
+}
+
+// ResourceScope returns the scope key of a resource's memory.
+func ResourceScope(resourceID string) string {
+	return ScopeKeyOf(ScopeKeyParts{Kind: KindResource, ID: resourceID})
+}
+
+// AnonymousScope returns the scope key of the resource-scoped memory of a
+// thread that has no resource.
+func AnonymousScope(threadID string) string {
+	return ScopeKeyOf(ScopeKeyParts{Kind: KindAnonymous, ID: threadID})
+}
+
+// ExecutionScope returns the scope key of one run's memory.
+func ExecutionScope(executionID string) string {
+	return ScopeKeyOf(ScopeKeyParts{Kind: KindExecution, ID: executionID})
+}
+
+// ScopeKeyOf builds the typed scope key of p. Every ScopeKeyParts maps to
+// its own key, which [ParseScopeKey] takes apart again; Child is kept
+// only for KindThread and KindAnonymous, ID is dropped for KindGlobal.
+func ScopeKeyOf(p ScopeKeyParts) string {
+	switch p.Kind {
+	case KindGlobal:
+		return GlobalScope
+	case KindThread, KindAnonymous:
+		if p.Child != "" {
+			return string(p.Kind) + ":" + Escape(p.ID) + ":" + Escape(p.Child)
+		}
+	}
+	return string(p.Kind) + ":" + Escape(p.ID)
+}
+
+// ParseScopeKey takes a typed scope key apart. ok is false for any string
+// [ScopeKeyOf] does not return, such as an untyped scope key of stored
+// data from before scope keys were typed (a bare thread or resource ID,
+// "__global__").
+func ParseScopeKey(key string) (p ScopeKeyParts, ok bool) {
+	kind, rest, found := strings.Cut(key, ":")
+	if !found {
+		return p, false
+	}
+	p.Kind = ScopeKind(kind)
+	switch p.Kind {
+	case KindGlobal:
+		return p, rest == ""
+	case KindResource, KindExecution, KindThread, KindAnonymous:
+	default:
+		return ScopeKeyParts{}, false
+	}
+	id, child, two := strings.Cut(rest, ":")
+	var err error
+	if p.ID, err = Unescape(id); err != nil {
+		return ScopeKeyParts{}, false
+	}
+	if two {
+		if p.Kind != KindThread && p.Kind != KindAnonymous {
+			return ScopeKeyParts{}, false
+		}
+		// A child's thread ID is never empty (ScopeKeyOf drops it).
+		if p.Child, err = Unescape(child); err != nil || p.Child == "" {
+			return ScopeKeyParts{}, false
+		}
+	}
+	return p, true
 }
 
 // ThreadPrefix is the prefix of every key of one thread's checkpoints:

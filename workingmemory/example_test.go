@@ -101,7 +101,7 @@ func ExampleLayer_Init() {
 	// Another thread of the same user, later.
 	run2, _ := wm.Init(ctx, layer.Env{ThreadID: "t2", ResourceID: "user-42", Store: store})
 	printState(run2.(*workingmemory.Layer))
-	it, _ := store.Get(ctx, storage.LayerKey("working-memory", "user-42", "state"))
+	it, _ := store.Get(ctx, storage.LayerKey("working-memory", storage.ResourceScope("user-42"), "state"))
 	stored, _ := workingmemory.StoredState(it.Value)
 	fmt.Println("stored", string(stored))
 	// Output:

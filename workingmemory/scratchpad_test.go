@@ -65,7 +65,7 @@ func assertState(t *testing.T, l *Layer, want string) {
 
 func putState(t *testing.T, st storage.Store, id, scopeKey, value string) {
 	t.Helper()
-	if _, err := st.Put(t.Context(), storage.LayerKey(id, scopeKey, "state"), []byte(value), storage.AnyVersion); err != nil {
+	if _, err := st.Put(t.Context(), storage.LayerKey(id, storage.ThreadScope(scopeKey), "state"), []byte(value), storage.AnyVersion); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -189,7 +189,7 @@ func TestInitQuarantine(t *testing.T) {
 			now := time.Unix(1700000000, 42)
 			l := initLayer(t, Config{Schema: countSchema, Template: `{"count":0}`, Now: func() time.Time { return now }}, env)
 			assertState(t, l, `{"count":0}`)
-			qkey := storage.LayerKey(DefaultID, "thread-1", "quarantine/1700000000000000042")
+			qkey := storage.LayerKey(DefaultID, storage.ThreadScope("thread-1"), "quarantine/1700000000000000042")
 			it, err := st.Get(t.Context(), qkey)
 			if err != nil {
 				t.Fatalf("quarantine key %s: %v", qkey, err)
@@ -197,7 +197,7 @@ func TestInitQuarantine(t *testing.T) {
 			if string(it.Value) != stored {
 				t.Errorf("quarantined %q, want the original %q", it.Value, stored)
 			}
-			if v, _ := storedState(t, st, storage.LayerKey(DefaultID, "thread-1", "state")); v != nil {
+			if v, _ := storedState(t, st, storage.LayerKey(DefaultID, storage.ThreadScope("thread-1"), "state")); v != nil {
 				t.Errorf("state key still holds %v after quarantine", v)
 			}
 			if !strings.Contains(logs.String(), "quarantined") || !strings.Contains(logs.String(), qkey) {
@@ -462,7 +462,7 @@ func TestSchemaGate(t *testing.T) {
 		t.Run(path, func(t *testing.T) {
 			st := storage.NewMemory()
 			l := initLayer(t, Config{Schema: countSchema}, testEnv(st))
-			key := storage.LayerKey(DefaultID, "thread-1", "state")
+			key := storage.LayerKey(DefaultID, storage.ThreadScope("thread-1"), "state")
 			if err := applyVia(t, path, l, `{"count":1}`); err != nil {
 				t.Fatal(err)
 			}
@@ -582,7 +582,7 @@ func TestLimits(t *testing.T) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}
 			assertState(t, l, `{"keep":"me"}`)
-			got, _ := storedState(t, st, storage.LayerKey(DefaultID, "thread-1", "state"))
+			got, _ := storedState(t, st, storage.LayerKey(DefaultID, storage.ThreadScope("thread-1"), "state"))
 			if !jsonDeepEqual(got, jsonOf(t, `{"keep":"me"}`)) {
 				t.Errorf("stored %v after a rejected update", got)
 			}
@@ -711,7 +711,7 @@ func TestSpawn(t *testing.T) {
 		}
 		assertState(t, live(t, child), `{"data":"child","nested":{"a":1,"b":2}}`)
 		assertState(t, live(t, parent), `{"data":"parent","nested":{"a":1}}`)
-		got, _ := storedState(t, st, storage.LayerKey(DefaultID, "user-1", "state"))
+		got, _ := storedState(t, st, storage.LayerKey(DefaultID, storage.ResourceScope("user-1"), "state"))
 		if !jsonDeepEqual(got, jsonOf(t, `{"data":"parent","nested":{"a":1}}`)) {
 			t.Errorf("child write reached storage: %v", got)
 		}
@@ -775,7 +775,7 @@ func TestOnReturn(t *testing.T) {
 				t.Fatal(err)
 			}
 			assertState(t, parent, tt.want)
-			got, _ := storedState(t, st, storage.LayerKey(DefaultID, "user-1", "state"))
+			got, _ := storedState(t, st, storage.LayerKey(DefaultID, storage.ResourceScope("user-1"), "state"))
 			if !jsonDeepEqual(got, jsonOf(t, tt.want)) {
 				t.Errorf("stored %v, want %s", got, tt.want)
 			}
@@ -849,7 +849,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertState(t, l.(*Layer), `""`)
-	if v, _ := storedState(t, st, storage.LayerKey(DefaultID, "user-1", "state")); v != nil {
+	if v, _ := storedState(t, st, storage.LayerKey(DefaultID, storage.ResourceScope("user-1"), "state")); v != nil {
 		t.Errorf("stored state %v survives Clear", v)
 	}
 	if err := stack.Close(t.Context()); err != nil {
@@ -905,7 +905,7 @@ func TestPersistenceScopes(t *testing.T) {
 			t.Fatal(err)
 		}
 		assertState(t, a, `{"count":4}`)
-		got, _ := storedState(t, st, storage.LayerKey(DefaultID, "thread-1", "state"))
+		got, _ := storedState(t, st, storage.LayerKey(DefaultID, storage.ThreadScope("thread-1"), "state"))
 		if !jsonDeepEqual(got, jsonOf(t, `{"count":4}`)) {
 			t.Errorf("restore not persisted: %v", got)
 		}
@@ -938,7 +938,7 @@ func TestConcurrentRunsLoseNothing(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	stored, _ := storedState(t, st, storage.LayerKey(DefaultID, "user-1", "state"))
+	stored, _ := storedState(t, st, storage.LayerKey(DefaultID, storage.ResourceScope("user-1"), "state"))
 	m := stored.(map[string]any)
 	for _, name := range []string{"a", "b"} {
 		sub, _ := m[name].(map[string]any)
@@ -962,7 +962,7 @@ func TestConflictRevalidates(t *testing.T) {
 	if !errors.Is(err, ErrSchema) {
 		t.Fatalf("stale writer: err = %v, want ErrSchema after re-validating", err)
 	}
-	got, _ := storedState(t, st, storage.LayerKey(DefaultID, "user-1", "state"))
+	got, _ := storedState(t, st, storage.LayerKey(DefaultID, storage.ResourceScope("user-1"), "state"))
 	if !jsonDeepEqual(got, jsonOf(t, `{"x":1}`)) {
 		t.Errorf("stored %v, want the first writer's state", got)
 	}
@@ -1072,7 +1072,7 @@ func TestLegacyStore(t *testing.T) {
 			if err := l.Update(t.Context(), json.RawMessage(`{"count":1}`)); err != nil {
 				t.Fatal(err)
 			}
-			key := storage.LayerKey(DefaultID, "thread-1", "state")
+			key := storage.LayerKey(DefaultID, storage.ThreadScope("thread-1"), "state")
 			_, v1 := storedState(t, st, key)
 			err := l.Store(t.Context(), layer.Turn{ToolCalls: tt.calls})
 			switch {

@@ -219,7 +219,7 @@ func TestTrust02_ReturnMergesOnlyTheChildsChanges(t *testing.T) {
 	}
 	want := `{"a":3,"b":4,"n":{"x":3,"y":2},"list":[1,2],"s":"sibling","k":"child"}`
 	assertState(t, parent, want)
-	if got, _ := storedState(t, st, storage.LayerKey(DefaultID, env.ResourceID, "state")); !jsonDeepEqual(got, jsonOf(t, want)) {
+	if got, _ := storedState(t, st, storage.LayerKey(DefaultID, storage.ResourceScope(env.ResourceID), "state")); !jsonDeepEqual(got, jsonOf(t, want)) {
 		t.Errorf("stored %s, want %s", mustJSON(t, got), want)
 	}
 	if len(events) != 1 || events[0].Kind != EventReturnConflict || fmt.Sprint(events[0].Paths) != "[/b]" {
@@ -313,7 +313,7 @@ func TestTrust07_WriteLandedDespiteContextError(t *testing.T) {
 		return l, st
 	}
 	stored := func(t *testing.T, st *landThenFail) string {
-		got, _ := storedState(t, st.Store, storage.LayerKey(DefaultID, "user-1", "state"))
+		got, _ := storedState(t, st.Store, storage.LayerKey(DefaultID, storage.ResourceScope("user-1"), "state"))
 		b, _ := json.Marshal(got)
 		return string(b)
 	}
@@ -414,7 +414,7 @@ func TestTrust07_UpdateOnceAndStoredState(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertState(t, again, `{"list":[2,3]}`)
-	it, err := st.Get(ctx, storage.LayerKey(DefaultID, "thread-1", "state"))
+	it, err := st.Get(ctx, storage.LayerKey(DefaultID, storage.ThreadScope("thread-1"), "state"))
 	if err != nil {
 		t.Fatal(err)
 	}

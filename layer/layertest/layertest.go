@@ -109,6 +109,7 @@ func (o Options) Run(t *testing.T, newLayer func(t *testing.T) layer.Layer) {
 		{"Close", r.testClose},
 		{"Provides", r.testProvides},
 		{"ConcurrentStack", r.testConcurrent},
+		{"ScopesOfCollidingIDs", r.testScopes},
 	} {
 		t.Run(tc.name, tc.fn)
 	}
@@ -565,3 +566,42 @@ func (r *runner) testConcurrent(t *testing.T) {
 // metricsReporter is a layer that reports figures (see "Metrics" in
 // package layer).
 type metricsReporter interface{ Metrics() map[string]int64 }
+
+// testScopes: what a layer stores for a run on thread "7" of resource
+// "u3" is not read by a run whose IDs collide with those across kinds —
+// a thread named "u3" without a resource, a resource named "7", both —
+// on the same store: each starts as it would on an empty store (issue
+// 23). Global- and execution-scoped layers are not per-user and skip it.
+func (r *runner) testScopes(t *testing.T) {
+	tmpl := r.newLayer(t)
+	in, ok := layer.As[layer.Initializer](tmpl)
+	if sc := tmpl.Spec().Scope; !ok || sc == layer.ScopeGlobal || sc == layer.ScopeExecution {
+		t.Skip("no per-user state")
+	}
+	init := func(env layer.Env) layer.Layer {
+		t.Helper()
+		var l layer.Layer
+		var err error
+		r.within(t, "Init", func() { l, err = in.Init(t.Context(), env) })
+		if err != nil || l == nil {
+			t.Fatalf("Init with env %+v: %v, %v", env, l, err)
+		}
+		t.Cleanup(func() { closeLayer(l) })
+		return l
+	}
+	store := storage.NewMemory()
+	env := r.env()
+	env.Store, env.ThreadID, env.ResourceID = store, "7", "u3"
+	owner := init(env)
+	r.populate(t, owner)
+	closeLayer(owner) // flush
+	for _, probe := range []struct{ thread, resource string }{{"u3", ""}, {"x", "7"}, {"u3", "7"}} {
+		env := r.env()
+		env.ThreadID, env.ResourceID = probe.thread, probe.resource
+		want := r.state(t, init(env)) // on an empty store of its own
+		env.Store = store
+		if got := r.state(t, init(env)); got != want {
+			t.Errorf("a run on thread %q of resource %q reads what thread \"7\" of resource \"u3\" stored:\n%s\nwant (as on an empty store):\n%s", probe.thread, probe.resource, got, want)
+		}
+	}
+}

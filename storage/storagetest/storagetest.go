@@ -70,6 +70,7 @@ func RunWith(t *testing.T, newStore func(t *testing.T) storage.Store, opts Optio
 		{"List/ScopeIsolation", testListScopeIsolation},
 		{"List/AfterDelete", testListAfterDelete},
 		{"Keys/HostileIDs", testHostileIDs},
+		{"Keys/TypedScopes", testTypedScopes},
 		{"Keys/RawUnusualKeys", testRawUnusualKeys},
 		{"Keys/Invalid", testInvalidKeys},
 		{"Keys/MaxLen", testMaxLenKey},
@@ -443,6 +444,46 @@ func testListAfterDelete(t *testing.T, s storage.Store) {
 }
 
 // ---- Keys ----
+
+// testTypedScopes: typed scope keys of every kind, built from IDs that
+// collide across kinds ("7" as a thread, a resource, an anonymous
+// thread), that nest ("c1", "c1/child-care", a child of "c1"), that look
+// typed ("resource:7") or are empty, and the untyped keys of the same
+// IDs, are all different keys, each listing only its own records
+// (issue 23, TestTrust301).
+func testTypedScopes(t *testing.T, s storage.Store) {
+	ids := []string{"7", "c1", "c1/child-care", "resource:7", "thread:7", "", "global:", "%", "a:b"}
+	var scopes []string
+	for _, id := range ids {
+		scopes = append(scopes, storage.ThreadScope(id), storage.ResourceScope(id), storage.AnonymousScope(id),
+			storage.ExecutionScope(id), id)
+		if id != "" {
+			scopes = append(scopes,
+				storage.ScopeKeyOf(storage.ScopeKeyParts{Kind: storage.KindThread, ID: "c1", Child: id}),
+				storage.ScopeKeyOf(storage.ScopeKeyParts{Kind: storage.KindAnonymous, ID: id, Child: "c1"}))
+		}
+	}
+	scopes = append(scopes, storage.GlobalScope, "__global__")
+	seen := map[string]string{}
+	for _, sc := range scopes {
+		k := storage.LayerKey("wm", sc, "state")
+		if err := storage.ValidateKey(k); err != nil {
+			t.Fatalf("key %q of scope %q is invalid: %v", k, sc, err)
+		}
+		if prev, dup := seen[k]; dup {
+			if prev == sc {
+				continue
+			}
+			t.Fatalf("scope keys %q and %q share the key %q", prev, sc, k)
+		}
+		seen[k] = sc
+		mustPut(t, s, k, []byte(sc), storage.NoVersion)
+	}
+	for k, sc := range seen {
+		wantKeys(t, s, storage.LayerPrefix("wm", sc), []string{k})
+		wantValue(t, s, k, []byte(sc), 0)
+	}
+}
 
 // hostileIDs are thread, resource and layer IDs an attacker (or a careless
 // caller) might choose to reach someone else's keys.

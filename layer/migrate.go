@@ -1,0 +1,143 @@
+package layer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/memlayer/memlayer/storage"
+)
+
+// legacyGlobalScopeKey is the untyped scope key of ScopeGlobal before
+// scope keys were typed.
+const legacyGlobalScopeKey = "__global__"
+
+// legacyScopeKey returns the untyped scope key under which memlayer kept
+// scope's records in env before scope keys were typed, and whether
+// migrateLegacy adopts them:
+//
+//   - ScopeThread: the thread ID, in a top-level run. A child agent's
+//     records were never read again (every child has a new thread ID) and
+//     are not adopted.
+//   - ScopeResource: the resource ID. Without a resource, the untyped
+//     key was the thread ID, the same key a resource of that name used:
+//     such a record may be a user's memory, so a thread without a
+//     resource adopts nothing (its resource scope starts empty) and the
+//     record stays where the resource of that name adopts it.
+//   - ScopeGlobal: "__global__".
+//   - ScopeExecution: nothing (never persisted).
+func legacyScopeKey(env Env, scope Scope) (string, bool) {
+	switch scope {
+	case ScopeResource:
+		return env.ResourceID, env.ResourceID != ""
+	case ScopeGlobal:
+		return legacyGlobalScopeKey, true
+	case ScopeExecution:
+		return "", false
+	default:
+		child := env.RootThreadID != "" && env.RootThreadID != env.ThreadID
+		return env.ThreadID, env.ThreadID != "" && !child
+	}
+}
+
+// migrateLegacy moves a layer's records stored under the untyped scope
+// key of scope in env (see legacyScopeKey) to its typed scope key
+// ([Env.ScopeKey]), keeping their names, when the scope holds a record
+// named "state" or "head" (what every built-in layer loads from; a layer
+// of your own whose records have other names keeps a "state" or "head"
+// record for its scope to be moved). [Stack] calls it before each
+// layer's Init, so every layer's old records load, built-in or not. It
+// returns how many records it moved.
+//
+// Each record is copied (to a key that must not exist yet) and then
+// deleted if it is unchanged, records named "head" and "state" last, so
+// a reader never finds a head without the records it names. Moving is
+// safe to repeat and to run from several processes at once: a record
+// already copied is only deleted. A record whose typed key already holds
+// another value is not overwritten: it is set aside with
+// storage.Quarantine under the typed key, so nothing is lost. Upgrade
+// every process that shares a store together: a process of an earlier
+// version keeps writing the untyped keys.
+func migrateLegacy(ctx context.Context, store storage.Store, layerID string, env Env, scope Scope) (int, error) {
+	legacy, ok := legacyScopeKey(env, scope)
+	if !ok || store == nil {
+		return 0, nil
+	}
+	prefix := storage.LegacyLayerPrefix(layerID, legacy)
+	// A scope is moved when one of the records its layer loads from —
+	// "state" (scratchpad, key-value and entity memory) or "head" (the
+	// episodic and semantic logs) — is there: two point reads, where
+	// listing the prefix on every run would cost what the store's size
+	// does on some backends.
+	found := false
+	for _, name := range []string{"state", "head"} {
+		_, err := store.Get(ctx, prefix+storage.Escape(name))
+		if err == nil {
+			found = true
+			break
+		}
+		if !errors.Is(err, storage.ErrNotFound) {
+			return 0, fmt.Errorf("layer: migrate %s: %w", storage.Quote(prefix), err)
+		}
+	}
+	if !found {
+		return 0, nil
+	}
+	keys, err := store.List(ctx, prefix)
+	if err != nil || len(keys) == 0 {
+		return 0, err
+	}
+	target := env.ScopeKey(scope)
+	last := func(k string) bool {
+		name := strings.TrimPrefix(k, prefix)
+		return name == "head" || name == "state"
+	}
+	slices.SortStableFunc(keys, func(a, b string) int {
+		switch la, lb := last(a), last(b); {
+		case la == lb:
+			return 0
+		case la:
+			return 1
+		}
+		return -1
+	})
+	moved := 0
+	for _, k := range keys {
+		name, err := storage.Unescape(strings.TrimPrefix(k, prefix))
+		if err != nil {
+			continue // not a key of this layout
+		}
+		it, err := store.Get(ctx, k)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue // moved by another process meanwhile
+		}
+		if err != nil {
+			return moved, fmt.Errorf("layer: migrate %s: %w", storage.Quote(k), err)
+		}
+		to := storage.LayerKey(layerID, target, name)
+		_, err = store.Put(ctx, to, it.Value, storage.NoVersion)
+		if errors.Is(err, storage.ErrConflict) {
+			cur, gerr := store.Get(ctx, to)
+			if gerr == nil && !bytes.Equal(cur.Value, it.Value) {
+				// Both exist and differ: keep the old one aside.
+				if _, err := storage.Quarantine(ctx, store, it, layerID, target, time.Now()); err != nil &&
+					!errors.Is(err, storage.ErrConflict) && !errors.Is(err, storage.ErrNotFound) {
+					return moved, fmt.Errorf("layer: migrate %s: %w", storage.Quote(k), err)
+				}
+				continue
+			}
+		} else if err != nil {
+			return moved, fmt.Errorf("layer: migrate %s to %s: %w", storage.Quote(k), storage.Quote(to), err)
+		}
+		err = store.Delete(ctx, k, it.Version)
+		if err != nil && !errors.Is(err, storage.ErrConflict) && !errors.Is(err, storage.ErrNotFound) {
+			return moved, fmt.Errorf("layer: migrate %s: delete: %w", storage.Quote(k), err)
+		}
+		moved++
+	}
+	return moved, nil
+}
