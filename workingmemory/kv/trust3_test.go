@@ -61,7 +61,7 @@ func TestTrust314_KVValuesMaskedOnWrite(t *testing.T) {
 			if v, _, _ := kv.Get[string](mem, "contact/ana"); v != "mail "+email {
 				t.Errorf("the run's memory holds %q, want the value as it was set", v)
 			}
-			it, err := st.Get(t.Context(), storage.LayerKey("kv-a", "t", "state"))
+			it, err := st.Get(t.Context(), storage.LayerKey("kv-a", env.ScopeKey(layer.ScopeThread), "state"))
 			if err != nil {
 				t.Fatal(err)
 			}
