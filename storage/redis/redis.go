@@ -32,8 +32,10 @@ var ErrUnavailable = errors.New("storage/redis: server unavailable")
 // [Config.WaitReplicas] replicas acknowledged it within
 // [Config.WaitTimeout]: it stands unless the master fails before passing it
 // on. Treat it as a write of unknown outcome: read again before retrying a
-// conditional write. Check it with [errors.Is].
-var ErrNotReplicated = errors.New("storage/redis: write not acknowledged by enough replicas")
+// conditional write, but do not take finding it as proof that it was kept
+// (the read is served by the same master). It matches
+// [storage.ErrNotDurable]. Check it with [errors.Is].
+var ErrNotReplicated = fmt.Errorf("storage/redis: write not acknowledged by enough replicas: %w", storage.ErrNotDurable)
 
 // DefaultWaitTimeout is the wait for replicas when [Config.WaitTimeout] is
 // zero.
