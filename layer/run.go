@@ -73,6 +73,11 @@ type job struct {
 	// (a layer bound by a timed-out Init).
 	late func()
 
+	// grace, when positive, is how long the caller still waits for a
+	// running hook once the caller's context ended before the hook's
+	// timeout (see StackConfig.SettleTimeout): a tool call's verdict.
+	grace time.Duration
+
 	ctx    context.Context // the hook's: the caller's, with the timeout
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the job is done
@@ -270,6 +275,10 @@ func (j *job) wait(parent context.Context) bool {
 	select {
 	case <-j.done:
 	case <-j.ctx.Done():
+		running := j.state.Load() == jobRunning
+		if running && j.grace > 0 && parent.Err() != nil && j.settled() {
+			break
+		}
 		if j.abandon() {
 			j.cancel()
 			j.d = time.Since(j.begin)
@@ -278,12 +287,33 @@ func (j *job) wait(parent context.Context) bool {
 			} else {
 				j.err = fmt.Errorf("%w after %v", ErrTimeout, j.e.timeoutOf(j.hook))
 			}
+			if running && j.grace > 0 {
+				j.err = fmt.Errorf("%w: %w", ErrUnknownOutcome, j.err)
+			}
 			return false
 		}
 		<-j.done
 	}
 	j.err = j.result
 	return true
+}
+
+// settled waits for a running hook whose caller's context ended, up to
+// the job's grace and never past the hook's own timeout, and reports
+// whether it returned meanwhile.
+func (j *job) settled() bool {
+	left := min(j.grace, time.Until(j.begin.Add(j.e.timeoutOf(j.hook))))
+	if left <= 0 {
+		return false
+	}
+	t := time.NewTimer(left)
+	defer t.Stop()
+	select {
+	case <-j.done:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // abandon gives up on the job and reports whether it did so before the
@@ -309,9 +339,14 @@ func (s *Stack) call(ctx context.Context, e *entry, hook string, fn func(context
 // callLate is call with a clean-up for a result that arrives after the
 // caller gave up (see job.late).
 func (s *Stack) callLate(ctx context.Context, e *entry, hook string, fn func(context.Context) error, late func()) error {
+	return s.callJob(ctx, e, hook, fn, late, 0)
+}
+
+// callJob runs one hook call; see job.late and job.grace.
+func (s *Stack) callJob(ctx context.Context, e *entry, hook string, fn func(context.Context) error, late func(), grace time.Duration) error {
 	b := newBatch(1, false)
 	j := &b.jobs[0]
-	j.e, j.hook, j.run, j.call, j.late = e, hook, runClosure, fn, late
+	j.e, j.hook, j.run, j.call, j.late, j.grace = e, hook, runClosure, fn, late, grace
 	s.runBatch(ctx, b)
 	return j.err
 }

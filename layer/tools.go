@@ -136,7 +136,10 @@ func (s *Stack) lookupTool(name string) (tool, bool) {
 // the stack has a ValidateArgs, pass the function's schema; otherwise the
 // error is [ErrInvalidArguments] and the function does not run. The call
 // is serialised with the layer's other hooks and bounded by its Store
-// timeout. Errors are meant to be shown to the model as the tool result.
+// timeout; when ctx ends while the function runs, its own result is
+// still waited for, up to StackConfig.SettleTimeout (see
+// [ErrUnknownOutcome]). Errors are meant to be shown to the model as the
+// tool result.
 func (s *Stack) CallTool(ctx context.Context, name, args string) (string, error) {
 	if err := s.ready(); err != nil {
 		return "", err
@@ -162,11 +165,15 @@ func (s *Stack) CallTool(ctx context.Context, name, args string) (string, error)
 	}
 	e := s.byID[t.layer]
 	var out string
-	err := s.call(ctx, e, hookTool, func(ctx context.Context) error {
+	grace := s.cfg.SettleTimeout
+	if grace == 0 {
+		grace = DefaultSettleTimeout
+	}
+	err := s.callJob(ctx, e, hookTool, func(ctx context.Context) error {
 		var err error
 		out, err = t.fn.Call(ctx, raw)
 		return err
-	})
+	}, nil, max(grace, 0))
 	if err != nil {
 		return "", err
 	}
