@@ -30,17 +30,17 @@ func TestTrust309_ToolVerdictAfterContextEnds(t *testing.T) {
 	}}
 	defer close(finish)
 	s := initStack(t, layer.StackConfig{Layers: []layer.Layer{p}, SettleTimeout: 300 * time.Millisecond})
-	call := func(fn string) (string, error, time.Duration) {
+	call := func(fn string) (string, time.Duration, error) {
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
 		defer cancel()
 		start := time.Now()
 		out, err := s.CallTool(ctx, "slow/"+fn, `{}`)
-		return out, err, time.Since(start)
+		return out, time.Since(start), err
 	}
-	if out, err, _ := call("settles"); err != nil || out != "applied" {
+	if out, _, err := call("settles"); err != nil || out != "applied" {
 		t.Errorf("settles: %q, %v; want its own verdict", out, err)
 	}
-	out, err, took := call("stuck")
+	out, took, err := call("stuck")
 	if !errors.Is(err, layer.ErrUnknownOutcome) || !errors.Is(err, context.DeadlineExceeded) || out != "" {
 		t.Errorf("stuck: %q, %v; want ErrUnknownOutcome and the deadline", out, err)
 	}

@@ -20,7 +20,6 @@ type notReplicated struct {
 	storage.Store
 	armed  bool
 	before []byte
-	ver    int64
 	key    string
 }
 
