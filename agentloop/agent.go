@@ -471,8 +471,7 @@ func (a *Agent) openStack(ctx context.Context, pos *position, threadID, resource
 			a.emit(context.Background(), Event{Kind: EventLayerHook, ThreadID: threadID, Step: int(pos.step.Load()), Layer: e.Layer, Hook: e.Hook, Duration: e.Duration, Err: e.Err})
 			a.tel.hook(pos.context(), e)
 		},
-		ValidateArgs:  a.schemas.validate,
-		SettleTimeout: a.cfg.SaveTimeout,
+		ValidateArgs: a.schemas.validate,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)

@@ -141,11 +141,7 @@ type Config struct {
 	// (Timeout or cancellation): the layers' Store of the interrupted
 	// step and the last checkpoint run on a context that is not
 	// cancelled (context.WithoutCancel) with this deadline, so what the
-	// tools did is not lost. It is also how long a layer's tool call
-	// running when the context ends is still waited for, so that its
-	// own verdict (a write that landed) reaches the model and the
-	// thread (layer.StackConfig.SettleTimeout). Zero is
-	// DefaultSaveTimeout.
+	// tools did is not lost. Zero is DefaultSaveTimeout.
 	SaveTimeout time.Duration
 	// History says what of the thread's history the model is sent: by
 	// default a window of recent turns and a rolling summary of the older

@@ -27,11 +27,6 @@ var (
 	ErrSnapshot = errors.New("layer: unusable snapshot")
 	// ErrPanic means a hook panicked; the panic value is in the message.
 	ErrPanic = errors.New("layer: hook panicked")
-	// ErrUnknownOutcome means a tool call was still running when it was
-	// abandoned (its timeout, or its caller's context and then
-	// StackConfig.SettleTimeout, passed): what it did, a write included,
-	// may or may not have taken effect. It wraps the deadline's error.
-	ErrUnknownOutcome = errors.New("layer: the call was still running when it was abandoned; whether it took effect is unknown")
 )
 
 // The names of the calls into a layer, as [Error.Hook] and [Event.Hook]

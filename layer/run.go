@@ -28,6 +28,12 @@ import (
 // starts a goroutine per job and waits for each. Hooks of one layer never
 // overlap: each holds the layer's semaphore while it runs.
 //
+// A tool call (CallTool) whose caller's context ends while it runs is
+// the exception: it is told to stop (its context ends), and its verdict
+// is waited for up to settleTimeout more (never past its own timeout),
+// since a write it made may have landed; abandoned after that, its error
+// says that whether it took effect is unknown.
+//
 // A hook that ignores its context keeps its goroutine after it is
 // abandoned, until it returns; Go cannot stop it. Each run has a stack of
 // its own, so without a bound a hook stuck for good would leak a goroutine
@@ -35,6 +41,12 @@ import (
 // running at a time, counted across all stacks of the process; beyond
 // that, that layer's hooks are refused at once (an error wrapping
 // ErrTimeout) until some return.
+
+// settleTimeout is how long CallTool still waits for a running tool
+// call once its caller's context ended: the call's own verdict (the
+// scratchpad reads back a write that may have landed) is worth more than
+// the context's error.
+const settleTimeout = 5 * time.Second
 
 // maxAbandonedHooks is how many hook calls of one layer may still be
 // running after the stack gave up on them at their timeout, across all
@@ -75,7 +87,7 @@ type job struct {
 
 	// grace, when positive, is how long the caller still waits for a
 	// running hook once the caller's context ended before the hook's
-	// timeout (see StackConfig.SettleTimeout): a tool call's verdict.
+	// timeout (see settleTimeout): a tool call's verdict.
 	grace time.Duration
 
 	ctx    context.Context // the hook's: the caller's, with the timeout
@@ -288,7 +300,7 @@ func (j *job) wait(parent context.Context) bool {
 				j.err = fmt.Errorf("%w after %v", ErrTimeout, j.e.timeoutOf(j.hook))
 			}
 			if running && j.grace > 0 {
-				j.err = fmt.Errorf("%w: %w", ErrUnknownOutcome, j.err)
+				j.err = fmt.Errorf("%w (the call was still running when it was abandoned: whether it took effect is unknown)", j.err)
 			}
 			return false
 		}

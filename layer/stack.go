@@ -31,14 +31,6 @@ type StackConfig struct {
 	// Timeout bounds each hook call of a layer whose Spec.Timeout is
 	// zero. Zero means each hook's default (see [Spec.Timeout]).
 	Timeout time.Duration
-	// SettleTimeout is how long CallTool still waits for a running tool
-	// call once its context ended (within the call's own timeout): the
-	// call is told to stop, and its own verdict, such as the
-	// scratchpad's reading back of a write that landed, is returned
-	// rather than the context's error. A call still running after that
-	// fails with an error wrapping [ErrUnknownOutcome]. Zero means
-	// [DefaultSettleTimeout]; negative, no wait.
-	SettleTimeout time.Duration
 	// Observer receives an Event for every hook call, successful or not.
 	// It is called synchronously by the Stack method that ran the hook,
 	// after the hook returned or was abandoned, so it must be fast and
@@ -50,9 +42,6 @@ type StackConfig struct {
 	// CallTool only checks that the arguments are a JSON object.
 	ValidateArgs func(schema json.RawMessage, args []byte) error
 }
-
-// DefaultSettleTimeout is StackConfig.SettleTimeout when zero.
-const DefaultSettleTimeout = 5 * time.Second
 
 // Event describes one hook call: the layer's ID, the hook's name, how long
 // the call took and its error.
