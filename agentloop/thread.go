@@ -420,10 +420,9 @@ const (
 // of its own, bounded by Config.SaveTimeout. It returns headCurrent with
 // the stored version when the stored head is h, and headOverwritten when
 // a later head reaches the segment h named (prevTail is the tail before
-// h: a head that named no new segment is never found overwritten). A
-// write the store applied but could not make durable
-// (storage.ErrNotDurable) is headUnknown: the read would find it where it
-// may yet be lost.
+// h: a head that named no new segment is never found overwritten). It
+// is not asked about a write that failed with storage.ErrNotDurable: the
+// read would find it where it may yet be lost.
 func (r *run) headLanded(ctx context.Context, h headRecord, data []byte, prevTail string) (int, int64) {
 	th, store := r.thread, r.a.cfg.Store
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.a.cfg.SaveTimeout)
