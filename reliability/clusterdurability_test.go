@@ -255,7 +255,9 @@ func TestWaitReplicasSlotMigration(t *testing.T) {
 	c := startDurabilityCluster(t)
 	ctx := t.Context()
 	ns := fmt.Sprintf("memlayer-reliability:migration:%d:", time.Now().UnixNano())
-	st, err := redis.New(redis.Config{URL: c.URL(), Namespace: ns, WaitReplicas: 1, WaitTimeout: time.Second})
+	// A WAIT longer than on a quiet machine: a replica slow to answer
+	// is not what this scenario tests.
+	st, err := redis.New(redis.Config{URL: c.URL(), Namespace: ns, WaitReplicas: 1, WaitTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,10 +284,11 @@ func TestWaitReplicasSlotMigration(t *testing.T) {
 		surfaced, redirected []error
 	)
 	var wg sync.WaitGroup
+	defer func() { stop.Store(true); wg.Wait() }() // also when the test fails early
 	for i := range writers {
 		key := storage.LayerKey("pad", tag, fmt.Sprintf("w%d", i))
 		wg.Go(func() {
-			for !stop.Load() {
+			for !stop.Load() && ctx.Err() == nil {
 				it, err := st.Get(ctx, key)
 				if err == nil {
 					n, _ := strconv.Atoi(string(it.Value))
@@ -306,7 +309,7 @@ func TestWaitReplicasSlotMigration(t *testing.T) {
 		// master, redirects not followed.
 		ckey := fmt.Sprintf("%scontrol/{%s}/%d", ns, tag, i)
 		wg.Go(func() {
-			for !stop.Load() {
+			for !stop.Load() && ctx.Err() == nil {
 				node, err := raw.MasterForKey(ctx, ckey)
 				if err == nil {
 					var set *goredis.IntCmd

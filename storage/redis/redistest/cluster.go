@@ -111,7 +111,10 @@ func Start(masters, replicas int) (c *Cluster, err error) {
 		args = append(args, n.Addr())
 	}
 	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
-	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
+	// redis-cli waits for the nodes to agree without a limit of its own.
+	cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(cctx, "redis-cli", args...).CombinedOutput(); err != nil {
 		return c, fmt.Errorf("redis-cli --cluster create: %w\n%s", err, out)
 	}
 	// Ready when every node sees every slot served and every replica
