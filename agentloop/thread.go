@@ -367,11 +367,25 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 	if err != nil {
 		// Only a conflict says for sure that the head was not written;
 		// after any other error it may have been, and then it names the
-		// records.
+		// records: read it back to know.
 		if errors.Is(err, storage.ErrConflict) {
 			abandon()
+			return err
 		}
-		return err
+		if errors.Is(err, storage.ErrNotDurable) {
+			return err // applied where it may yet be lost: reading it back proves nothing
+		}
+		switch landed, lv := r.headLanded(ctx, h, data, th.head.Tail); landed {
+		case headCurrent:
+			v = lv // it was written, and is still the head: carry on
+		case headOverwritten:
+			// It was written, and another run's head came after it:
+			// this run's step is in the thread, and the run has lost.
+			th.saved, th.savedSteps = h.Messages, r.res.Steps
+			return fmt.Errorf("%w: the step was stored, then another run of the thread wrote after it: %w", storage.ErrConflict, err)
+		default:
+			return err
+		}
 	}
 	th.version, th.head = v, h
 	for id := range layers {
@@ -391,6 +405,57 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 		_ = store.Delete(ctx, storage.ThreadKey(r.threadID, name), storage.AnyVersion)
 	}
 	return nil
+}
+
+// What reading back a head whose write failed found (see headLanded).
+const (
+	headUnknown     = iota // not found, or cannot tell
+	headCurrent            // written, and still the head
+	headOverwritten        // written, and another head came after it
+)
+
+// headLanded tells whether the head h (encoded as data), whose write
+// failed with an error other than a conflict (a deadline, a lost reply),
+// was written all the same, by reading the stored head back on a context
+// of its own, bounded by Config.SaveTimeout. It returns headCurrent with
+// the stored version when the stored head is h, and headOverwritten when
+// a later head reaches the segment h named (prevTail is the tail before
+// h: a head that named no new segment is never found overwritten). It
+// is not asked about a write that failed with storage.ErrNotDurable: the
+// read would find it where it may yet be lost.
+func (r *run) headLanded(ctx context.Context, h headRecord, data []byte, prevTail string) (int, int64) {
+	th, store := r.thread, r.a.cfg.Store
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.a.cfg.SaveTimeout)
+	defer cancel()
+	it, err := store.Get(rctx, th.key)
+	if err != nil {
+		return headUnknown, 0
+	}
+	if bytes.Equal(it.Value, data) {
+		return headCurrent, it.Version
+	}
+	var cur headRecord
+	if h.Tail == prevTail || json.Unmarshal(it.Value, &cur) != nil || cur.ThreadID != h.ThreadID {
+		return headUnknown, 0
+	}
+	// Heads are written with compare-and-swap, so a head written after
+	// h descends from it: walk back from its tail to h's first message.
+	first := th.saved
+	for name := cur.Tail; name != "" && validName(name); {
+		if name == h.Tail {
+			return headOverwritten, 0
+		}
+		it, err := store.Get(rctx, storage.ThreadKey(r.threadID, name))
+		if err != nil {
+			return headUnknown, 0
+		}
+		var seg segmentRecord
+		if json.Unmarshal(it.Value, &seg) != nil || seg.First < first {
+			return headUnknown, 0
+		}
+		name = seg.Prev
+	}
+	return headUnknown, 0
 }
 
 // retain applies HistoryConfig.RetainMessages when a summary is stored:

@@ -28,6 +28,12 @@ import (
 // starts a goroutine per job and waits for each. Hooks of one layer never
 // overlap: each holds the layer's semaphore while it runs.
 //
+// A tool call (CallTool) whose caller's context ends while it runs is
+// the exception: it is told to stop (its context ends), and its verdict
+// is waited for up to settleTimeout more (never past its own timeout),
+// since a write it made may have landed; abandoned after that, its error
+// says that whether it took effect is unknown.
+//
 // A hook that ignores its context keeps its goroutine after it is
 // abandoned, until it returns; Go cannot stop it. Each run has a stack of
 // its own, so without a bound a hook stuck for good would leak a goroutine
@@ -35,6 +41,12 @@ import (
 // running at a time, counted across all stacks of the process; beyond
 // that, that layer's hooks are refused at once (an error wrapping
 // ErrTimeout) until some return.
+
+// settleTimeout is how long CallTool still waits for a running tool
+// call once its caller's context ended: the call's own verdict (the
+// scratchpad reads back a write that may have landed) is worth more than
+// the context's error.
+const settleTimeout = 5 * time.Second
 
 // maxAbandonedHooks is how many hook calls of one layer may still be
 // running after the stack gave up on them at their timeout, across all
@@ -72,6 +84,11 @@ type job struct {
 	// after the caller gave up on it, to release what the hook produced
 	// (a layer bound by a timed-out Init).
 	late func()
+
+	// grace, when positive, is how long the caller still waits for a
+	// running hook once the caller's context ended before the hook's
+	// timeout (see settleTimeout): a tool call's verdict.
+	grace time.Duration
 
 	ctx    context.Context // the hook's: the caller's, with the timeout
 	cancel context.CancelFunc
@@ -270,6 +287,10 @@ func (j *job) wait(parent context.Context) bool {
 	select {
 	case <-j.done:
 	case <-j.ctx.Done():
+		running := j.state.Load() == jobRunning
+		if running && j.grace > 0 && parent.Err() != nil && j.settled() {
+			break
+		}
 		if j.abandon() {
 			j.cancel()
 			j.d = time.Since(j.begin)
@@ -278,12 +299,33 @@ func (j *job) wait(parent context.Context) bool {
 			} else {
 				j.err = fmt.Errorf("%w after %v", ErrTimeout, j.e.timeoutOf(j.hook))
 			}
+			if running && j.grace > 0 {
+				j.err = fmt.Errorf("%w (the call was still running when it was abandoned: whether it took effect is unknown)", j.err)
+			}
 			return false
 		}
 		<-j.done
 	}
 	j.err = j.result
 	return true
+}
+
+// settled waits for a running hook whose caller's context ended, up to
+// the job's grace and never past the hook's own timeout, and reports
+// whether it returned meanwhile.
+func (j *job) settled() bool {
+	left := min(j.grace, time.Until(j.begin.Add(j.e.timeoutOf(j.hook))))
+	if left <= 0 {
+		return false
+	}
+	t := time.NewTimer(left)
+	defer t.Stop()
+	select {
+	case <-j.done:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // abandon gives up on the job and reports whether it did so before the
@@ -309,9 +351,14 @@ func (s *Stack) call(ctx context.Context, e *entry, hook string, fn func(context
 // callLate is call with a clean-up for a result that arrives after the
 // caller gave up (see job.late).
 func (s *Stack) callLate(ctx context.Context, e *entry, hook string, fn func(context.Context) error, late func()) error {
+	return s.callJob(ctx, e, hook, fn, late, 0)
+}
+
+// callJob runs one hook call; see job.late and job.grace.
+func (s *Stack) callJob(ctx context.Context, e *entry, hook string, fn func(context.Context) error, late func(), grace time.Duration) error {
 	b := newBatch(1, false)
 	j := &b.jobs[0]
-	j.e, j.hook, j.run, j.call, j.late = e, hook, runClosure, fn, late
+	j.e, j.hook, j.run, j.call, j.late, j.grace = e, hook, runClosure, fn, late, grace
 	s.runBatch(ctx, b)
 	return j.err
 }

@@ -136,7 +136,13 @@ func (s *Stack) lookupTool(name string) (tool, bool) {
 // the stack has a ValidateArgs, pass the function's schema; otherwise the
 // error is [ErrInvalidArguments] and the function does not run. The call
 // is serialised with the layer's other hooks and bounded by its Store
-// timeout. Errors are meant to be shown to the model as the tool result.
+// timeout. When ctx ends while the function runs, the function is told
+// (its context ends) and its own result is still waited for, up to 5
+// seconds more within its timeout, because what it did may have taken
+// effect (a scratchpad update that landed); a function still running
+// after that fails with an error wrapping ctx's that says whether it
+// took effect is unknown. Errors are meant to be shown to the model as
+// the tool result.
 func (s *Stack) CallTool(ctx context.Context, name, args string) (string, error) {
 	if err := s.ready(); err != nil {
 		return "", err
@@ -162,11 +168,11 @@ func (s *Stack) CallTool(ctx context.Context, name, args string) (string, error)
 	}
 	e := s.byID[t.layer]
 	var out string
-	err := s.call(ctx, e, hookTool, func(ctx context.Context) error {
+	err := s.callJob(ctx, e, hookTool, func(ctx context.Context) error {
 		var err error
 		out, err = t.fn.Call(ctx, raw)
 		return err
-	})
+	}, nil, settleTimeout)
 	if err != nil {
 		return "", err
 	}

@@ -73,6 +73,16 @@
 //     acknowledged (storage/sqlite.ErrFileReplaced), so the next process
 //     misses nothing it was told was stored; the control, without the
 //     check, loses every acknowledged write.
+//   - WaitReplicas failover (TestWaitReplicasFailover): a Redis Cluster
+//     with a replica per master; the replica of a scratchpad key's
+//     master stalls (SIGSTOP, disconnected), updates go on under
+//     WaitReplicas: 1, the master is killed and the replica promoted;
+//     no update reported applied may be missing. The control hides
+//     storage.ErrNotDurable from the layer and loses updates.
+//   - Slot migration (TestWaitReplicasSlotMigration): writers under
+//     WaitReplicas: 1 while their slot moves key by key to another
+//     master; no error may reach them. The control pipelines each write
+//     and its WAIT to the slot's master without following redirects.
 //   - Key-value memory per user (TestTrust03_KVScopedProcesses): one
 //     process per user on one agent configuration and store; no entry of
 //     one user may reach another's prompt, stored memory or checkpoint,

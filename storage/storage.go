@@ -31,6 +31,15 @@ var (
 	ErrClosed = errors.New("storage: store closed")
 	// ErrInvalidKey means a key is empty, too long or not valid UTF-8.
 	ErrInvalidKey = errors.New("storage: invalid key")
+	// ErrNotDurable means a write was, or may have been, applied but is
+	// not known to be as durable as the store is configured to make it
+	// (for example, Redis with WaitReplicas: too few replicas
+	// acknowledged it, or the connection broke before they could). If
+	// applied, it stands unless a failure loses it, so its outcome is
+	// unknown: a read may find it and it may still be lost. Never report
+	// such a write as applied on the strength of reading it back.
+	// Backends wrap it in their own error (redis.ErrNotReplicated).
+	ErrNotDurable = errors.New("storage: write not durable")
 )
 
 // MaxKeyLen is the longest key every backend accepts, in bytes.

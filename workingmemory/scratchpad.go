@@ -568,8 +568,14 @@ const settleTimeout = 5 * time.Second
 // reads the stored state back (for up to settleTimeout, even if ctx is
 // done) and returns nil when the write is in its log, an error saying
 // "not applied" when it is not, and ErrMaybeApplied when the state cannot
-// be read or more than logSize writes followed.
+// be read or more than logSize writes followed. A write the store applied
+// but could not make durable (storage.ErrNotDurable: Redis's WaitReplicas
+// unmet) is ErrMaybeApplied without reading back: the read would find it
+// on the master that may yet lose it.
 func (l *Layer) settle(ctx context.Context, id string, seq int64, putErr error) error {
+	if errors.Is(putErr, storage.ErrNotDurable) {
+		return fmt.Errorf("%w: persist: %w", ErrMaybeApplied, putErr)
+	}
 	var dial *net.OpError
 	if errors.Is(putErr, storage.ErrClosed) || errors.Is(putErr, storage.ErrInvalidKey) ||
 		errors.As(putErr, &dial) && dial.Op == "dial" {

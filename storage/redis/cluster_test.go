@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,54 +18,24 @@ import (
 
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/storage/redis"
+	"github.com/memlayer/memlayer/storage/redis/redistest"
 	"github.com/memlayer/memlayer/storage/storagetest"
 )
 
 // ---- a Redis Cluster on loopback, started by the tests ----
 
-// cluster is a Redis Cluster of redis-server processes this test binary
-// started on free loopback ports, in a temporary directory.
-type cluster struct {
-	dir   string
-	nodes []*clusterNode
-}
-
-// clusterNode is one redis-server of a cluster.
-type clusterNode struct {
-	port, bus string
-	cmd       *exec.Cmd
-}
-
-func (n *clusterNode) addr() string { return "127.0.0.1:" + n.port }
-
-// url returns the redis+cluster:// URL naming every node as a seed.
-func (c *cluster) url() string {
-	var addrs []string
-	for _, n := range c.nodes {
-		addrs = append(addrs, n.addr())
-	}
-	return "redis+cluster://" + strings.Join(addrs, ",")
-}
+// The cluster helpers live in package redistest, which the reliability
+// suite imports too.
+type (
+	cluster     = redistest.Cluster
+	clusterNode = redistest.Node
+)
 
 // clusterTools reports why the cluster tests cannot run here, or "".
-var clusterTools = sync.OnceValue(func() string {
-	for _, bin := range []string{"redis-server", "redis-cli"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			return bin + " is not installed (apt-get install -y redis-server redis-tools): the Redis Cluster tests start their own cluster"
-		}
-	}
-	// "Redis server v=7.0.15 sha=...": cluster-port and CLUSTER SHARDS
-	// came with 7.0.
-	out, err := exec.Command("redis-server", "--version").Output()
-	if err != nil {
-		return "redis-server --version: " + err.Error()
-	}
-	_, v, _ := strings.Cut(string(out), " v=")
-	if major, _, _ := strings.Cut(v, "."); major < "7" && len(major) == 1 {
-		return "redis-server " + strings.TrimSpace(string(out)) + " is older than 7.0, which the Redis Cluster tests need (cluster-port, CLUSTER SHARDS)"
-	}
-	return ""
-})
+var clusterTools = redistest.Tools
+
+// startCluster starts a cluster (see redistest.Start).
+func startCluster(masters, replicas int) (*cluster, error) { return redistest.Start(masters, replicas) }
 
 // needClusterTools skips the test without redis-server and redis-cli (fails
 // it in CI, which installs them).
@@ -79,127 +47,6 @@ func needClusterTools(t testing.TB) {
 		}
 		t.Skip(msg)
 	}
-}
-
-// freePort returns a loopback port nothing listens on now.
-func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	_, port, err := net.SplitHostPort(l.Addr().String())
-	return port, err
-}
-
-// startCluster starts masters+masters*replicas nodes and joins them with
-// redis-cli --cluster create, each master with its replicas. The failure
-// detection timeout is one second.
-func startCluster(masters, replicas int) (c *cluster, err error) {
-	dir, err := os.MkdirTemp("", "memlayer-cluster-")
-	if err != nil {
-		return nil, err
-	}
-	c = &cluster{dir: dir}
-	defer func() {
-		if err != nil {
-			c.stop()
-		}
-	}()
-	for range masters * (1 + replicas) {
-		n := &clusterNode{}
-		if n.port, err = freePort(); err != nil {
-			return c, err
-		}
-		if n.bus, err = freePort(); err != nil {
-			return c, err
-		}
-		c.nodes = append(c.nodes, n)
-		if err := c.start(n); err != nil {
-			return c, err
-		}
-	}
-	args := []string{"--cluster", "create"}
-	for _, n := range c.nodes {
-		args = append(args, n.addr())
-	}
-	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
-	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
-		return c, fmt.Errorf("redis-cli --cluster create: %w\n%s", err, out)
-	}
-	// Ready when every node sees every slot served and every replica
-	// has synchronised with its master.
-	ctx := context.Background()
-	deadline := time.Now().Add(20 * time.Second)
-	for _, n := range c.nodes {
-		cl := goredis.NewClient(&goredis.Options{Addr: n.addr()})
-		for {
-			info, err1 := cl.ClusterInfo(ctx).Result()
-			repl, err2 := cl.Info(ctx, "replication").Result()
-			shards, err3 := cl.ClusterShards(ctx).Result()
-			known := err3 == nil && len(shards) == masters
-			for _, sh := range shards {
-				known = known && len(sh.Nodes) == 1+replicas
-				for _, n := range sh.Nodes {
-					known = known && n.Health == "online"
-				}
-			}
-			if err1 == nil && err2 == nil && known && strings.Contains(info, "cluster_state:ok") &&
-				(strings.Contains(repl, "role:master") || strings.Contains(repl, "master_link_status:up")) {
-				break
-			}
-			if time.Now().After(deadline) {
-				cl.Close()
-				return c, fmt.Errorf("cluster node %s not ready: %v %v\n%s\n%s", n.addr(), err1, err2, info, repl)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		cl.Close()
-	}
-	return c, nil
-}
-
-// start launches the node's redis-server (again, after kill) and waits
-// until it accepts connections.
-func (c *cluster) start(n *clusterNode) error {
-	n.cmd = exec.Command("redis-server",
-		"--port", n.port, "--cluster-port", n.bus, "--bind", "127.0.0.1",
-		"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(c.dir, "nodes-"+n.port+".conf"),
-		"--cluster-node-timeout", "1000", "--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1",
-		"--dir", c.dir, "--loglevel", "warning")
-	if err := n.cmd.Start(); err != nil {
-		return err
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		conn, err := net.DialTimeout("tcp", n.addr(), 100*time.Millisecond)
-		if err == nil {
-			conn.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("redis-server on port %s did not start: %w", n.port, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// kill stops a node at once (SIGKILL), as a crash would.
-func (n *clusterNode) kill() {
-	if n.cmd == nil || n.cmd.Process == nil {
-		return
-	}
-	n.cmd.Process.Kill()
-	n.cmd.Wait()
-	n.cmd = nil
-}
-
-// stop kills every node and removes the directory.
-func (c *cluster) stop() {
-	for _, n := range c.nodes {
-		n.kill()
-	}
-	os.RemoveAll(c.dir)
 }
 
 // The cluster shared by the tests that do not stop nodes: three masters,
@@ -225,13 +72,13 @@ func clusterURL(t testing.TB) string {
 	if shared.err != nil {
 		t.Fatalf("starting a Redis Cluster: %v", shared.err)
 	}
-	return shared.c.url()
+	return shared.c.URL()
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if shared.c != nil {
-		shared.c.stop()
+		shared.c.Stop()
 	}
 	os.Exit(code)
 }
@@ -455,7 +302,7 @@ func TestOperate08_ClusterFailover(t *testing.T) {
 	if err != nil {
 		t.Fatalf("starting a Redis Cluster with replicas: %v", err)
 	}
-	defer c.stop()
+	defer c.Stop()
 	t.Logf("three masters with a replica each started in %v", time.Since(started).Round(time.Millisecond))
 	// go-redis reports each failed dial of the dead node itself: keep
 	// them out of the test output, and count them.
@@ -471,7 +318,7 @@ func TestOperate08_ClusterFailover(t *testing.T) {
 func failover(t *testing.T, c *cluster, waitReplicas int, goredisLog *syncBuffer) {
 	ns := namespace(t)
 	s, err := redis.New(redis.Config{
-		URL:          c.url() + "?dial_timeout=200ms&max_retries=1",
+		URL:          c.URL() + "?dial_timeout=200ms&max_retries=1",
 		Namespace:    ns,
 		WaitReplicas: waitReplicas,
 		WaitTimeout:  200 * time.Millisecond,
@@ -487,7 +334,7 @@ func failover(t *testing.T, c *cluster, waitReplicas int, goredisLog *syncBuffer
 	}
 
 	// The master serving the key's slot and its replica.
-	raw := rawCluster(t, c.url())
+	raw := rawCluster(t, c.URL())
 	slot, err := raw.ClusterKeySlot(ctx, ns+"layers/scratchpad/{victim-"+strconv.Itoa(waitReplicas)+"}/state").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -512,8 +359,8 @@ func failover(t *testing.T, c *cluster, waitReplicas int, goredisLog *syncBuffer
 		}
 	}
 	var victim *clusterNode
-	for _, n := range c.nodes {
-		if n.addr() == master {
+	for _, n := range c.Nodes {
+		if n.Addr() == master {
 			victim = n
 		}
 	}
@@ -582,7 +429,7 @@ func failover(t *testing.T, c *cluster, waitReplicas int, goredisLog *syncBuffer
 
 	time.Sleep(300 * time.Millisecond)
 	before := count()
-	victim.kill()
+	victim.Kill()
 	killed := time.Now()
 	promote := goredis.NewClient(&goredis.Options{Addr: replica})
 	defer promote.Close()
@@ -625,10 +472,10 @@ func failover(t *testing.T, c *cluster, waitReplicas int, goredisLog *syncBuffer
 	recovered := time.Since(killed)
 	// The killed node comes back and becomes the new master's replica:
 	// acknowledged increments flow in both modes.
-	if err := c.start(victim); err != nil {
+	if err := c.Restart(victim); err != nil {
 		t.Fatal(err)
 	}
-	back := goredis.NewClient(&goredis.Options{Addr: victim.addr()})
+	back := goredis.NewClient(&goredis.Options{Addr: victim.Addr()})
 	defer back.Close()
 	for {
 		info, _ := back.Info(ctx, "replication").Result()

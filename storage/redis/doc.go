@@ -138,7 +138,15 @@
 // same connection, by Redis's WAIT, and reported as done only once that
 // many replicas have it, so promoting one of them keeps it; fewer within
 // [Config.WaitTimeout] fail the write with [ErrNotReplicated] (applied on
-// the master, outcome unknown, like [ErrUnavailable]). It costs a round
+// the master, outcome unknown, like [ErrUnavailable]; it matches
+// storage.ErrNotDurable, and reading the key back, which the same master
+// answers, proves nothing: the scratchpad reports such an update as
+// "may have been applied", never as done). Any other failure of such a
+// write that may have been applied (a broken connection, a deadline)
+// matches storage.ErrNotDurable too. On a cluster the write goes through
+// go-redis's cluster pipeline, which follows MOVED and ASK (a slot being
+// migrated) as for any command, and a hook on each node's client sends
+// the WAIT on the connection that carried the write. It costs a round
 // trip to a replica per write, and writes fail while a master has fewer
 // replicas than asked. Without it (the default), the tests have not seen a
 // loss on loopback, but nothing prevents one. A manual failover (CLUSTER

@@ -32,8 +32,10 @@ var ErrUnavailable = errors.New("storage/redis: server unavailable")
 // [Config.WaitReplicas] replicas acknowledged it within
 // [Config.WaitTimeout]: it stands unless the master fails before passing it
 // on. Treat it as a write of unknown outcome: read again before retrying a
-// conditional write. Check it with [errors.Is].
-var ErrNotReplicated = errors.New("storage/redis: write not acknowledged by enough replicas")
+// conditional write, but do not take finding it as proof that it was kept
+// (the read is served by the same master). It matches
+// [storage.ErrNotDurable]. Check it with [errors.Is].
+var ErrNotReplicated = fmt.Errorf("storage/redis: write not acknowledged by enough replicas: %w", storage.ErrNotDurable)
 
 // DefaultWaitTimeout is the wait for replicas when [Config.WaitTimeout] is
 // zero.
@@ -125,6 +127,8 @@ type Store struct {
 	writerID  string        // makes write tokens unique across Stores
 	writes    atomic.Uint64 // and this across the writes of one Store
 	closed    atomic.Bool
+	hooked    sync.Map    // node clients with waitHook (WaitReplicas on a cluster)
+	hookedAll atomic.Bool // every node of the cluster's state has it
 }
 
 // New returns a Store for cfg. It parses the URL but does no I/O: the
@@ -152,6 +156,7 @@ func New(cfg Config) (*Store, error) {
 			opts.ContextTimeoutEnabled = true
 			s.cluster = goredis.NewClusterClient(opts)
 			s.client = s.cluster
+			s.hookedAll.Store(true) // every node comes through OnNewNode below
 		} else {
 			opts, err := goredis.ParseURL(u)
 			if err != nil {
@@ -173,6 +178,9 @@ func New(cfg Config) (*Store, error) {
 		s.client, s.cluster = c, c
 	default:
 		return nil, fmt.Errorf("storage/redis: Config.Client is a %T; want a *redis.Client or a *redis.ClusterClient", c)
+	}
+	if s.cluster != nil && s.replicas > 0 {
+		s.cluster.OnNewNode(s.hookNode)
 	}
 	var id [8]byte
 	if _, err := rand.Read(id[:]); err != nil {
@@ -447,59 +455,138 @@ type runner interface {
 	Do(ctx context.Context, args ...any) *goredis.Cmd
 }
 
-// maxRedirects bounds how often a waited-for write (see write) follows its
-// key's slot to another master.
-const maxRedirects = 5
-
 // write sends the write op builds for the server key rkey and returns its
 // reply. Without WaitReplicas it goes through the client (a script by
-// EVALSHA, loaded on first use), and acked is -1. With it, the write and a
-// WAIT go down one connection of the key's master in a pipeline (WAIT
-// counts the replicas that have the writes of its own connection), and
-// acked is WAIT's answer; on a cluster, a slot that moved (MOVED, ASK)
-// reloads the slot map and sends again: the write did not run.
+// EVALSHA, loaded on first use), and acked is -1. With it, the write is
+// followed by a WAIT on the same connection (WAIT counts the replicas
+// that have the writes of its own connection), and acked is WAIT's
+// answer: on one server, the two go down one connection in a pipeline;
+// on a cluster, the write goes through the cluster client's pipeline,
+// which follows MOVED and ASK as go-redis does for every command, and a
+// hook on each node's client (waitHook) adds the WAIT after it on the
+// connection that carries it, wherever it is redirected.
+//
+// Once the write may have been sent, an error of unknown outcome also
+// matches storage.ErrNotDurable: had it been applied, nothing says a
+// replica has it, and a read-back from its master would prove nothing.
 func (s *Store) write(ctx context.Context, rkey string, op func(c runner, pipelined bool) *goredis.Cmd) (res any, acked int64, err error) {
 	if s.replicas <= 0 {
 		res, err = op(s.client, false).Result()
 		return res, -1, err
 	}
-	for attempt := 0; ; attempt++ {
-		node, _ := s.client.(*goredis.Client)
-		if s.cluster != nil {
-			if node, err = s.cluster.MasterForKey(ctx, rkey); err != nil {
-				return nil, 0, err
-			}
+	if s.cluster != nil {
+		return s.clusterWrite(ctx, op)
+	}
+	node := s.client.(*goredis.Client)
+	var cmd, wait *goredis.Cmd
+	_, _ = node.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		cmd = op(p, true)
+		wait = p.Do(ctx, "WAIT", s.replicas, s.waitFor.Milliseconds())
+		return nil
+	})
+	if err := cmd.Err(); err != nil {
+		return nil, 0, unsure(err)
+	}
+	n, _ := wait.Int64() // a failed WAIT counts no replica
+	return cmd.Val(), n, nil
+}
+
+// unsure marks the error of a waited-for write that may have been
+// applied (see write): anything but an error reply from the server.
+func unsure(err error) error {
+	var op *net.OpError
+	if isReply(err) || errors.As(err, &op) && op.Op == "dial" {
+		return err // refused by the server, or never sent: nothing was applied
+	}
+	return fmt.Errorf("%w (%w)", err, storage.ErrNotDurable)
+}
+
+// isReply reports whether err is an error reply of the server (which
+// applied nothing), rather than a failure to send or to read the reply.
+func isReply(err error) bool {
+	var re goredis.Error
+	return errors.As(err, &re) && !unavailable(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// waitKey is the context key of a waited-for write in flight on a
+// cluster (see clusterWrite).
+type waitKey struct{}
+
+// waited is a write in flight, for waitHook: the command, and the WAIT
+// sent after it in the batch that applied it (nil until one did).
+type waited struct {
+	s    *Store
+	cmd  goredis.Cmder
+	mu   sync.Mutex
+	wait *goredis.IntCmd
+}
+
+// waitHook is the hook clusterWrite installs on each node client of the
+// cluster: in a pipeline carrying a waited-for write of its Store, it
+// appends a WAIT, which thus goes down the write's connection.
+type waitHook struct{ s *Store }
+
+func (waitHook) DialHook(next goredis.DialHook) goredis.DialHook          { return next }
+func (waitHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook { return next }
+
+func (h waitHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		w, ok := ctx.Value(waitKey{}).(*waited)
+		if !ok || w.s != h.s || !slices.Contains(cmds, w.cmd) {
+			return next(ctx, cmds)
 		}
-		var cmd *goredis.Cmd
-		var wait *goredis.Cmd
-		_, _ = node.Pipelined(ctx, func(p goredis.Pipeliner) error {
-			cmd = op(p, true)
-			wait = p.Do(ctx, "WAIT", s.replicas, s.waitFor.Milliseconds())
-			return nil
-		})
-		if err := cmd.Err(); err != nil {
-			if s.cluster == nil || attempt == maxRedirects || !redirected(err) {
-				return nil, 0, err
-			}
-			s.cluster.ReloadState(ctx)
-			t := time.NewTimer(50 * time.Millisecond)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return nil, 0, ctx.Err()
-			}
-			continue
+		wait := goredis.NewIntCmd(ctx, "wait", w.s.replicas, w.s.waitFor.Milliseconds())
+		err := next(ctx, append(slices.Clip(cmds), wait))
+		w.mu.Lock()
+		w.wait = nil // the WAIT of the batch that applied the write, if this one did
+		if w.cmd.Err() == nil {
+			w.wait = wait
 		}
-		n, _ := wait.Int64() // a failed WAIT counts no replica
-		return cmd.Val(), n, nil
+		w.mu.Unlock()
+		return err
 	}
 }
 
-// redirected reports whether err is a cluster's MOVED or ASK reply.
-func redirected(err error) bool {
-	msg := err.Error()
-	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")
+// hookNode installs waitHook on a node client of the cluster, once.
+func (s *Store) hookNode(c *goredis.Client) {
+	if _, done := s.hooked.LoadOrStore(c, struct{}{}); !done {
+		c.AddHook(waitHook{s})
+	}
+}
+
+// clusterWrite is write on a cluster with WaitReplicas (see write).
+func (s *Store) clusterWrite(ctx context.Context, op func(c runner, pipelined bool) *goredis.Cmd) (any, int64, error) {
+	if !s.hookedAll.Load() {
+		// The nodes of a client given in Config.Client may predate the
+		// Store's OnNewNode hook.
+		if err := s.cluster.ForEachShard(ctx, func(_ context.Context, c *goredis.Client) error {
+			s.hookNode(c)
+			return nil
+		}); err != nil {
+			return nil, 0, err
+		}
+		s.hookedAll.Store(true)
+	}
+	w := &waited{s: s}
+	var cmd *goredis.Cmd
+	_, _ = s.cluster.Pipelined(context.WithValue(ctx, waitKey{}, w), func(p goredis.Pipeliner) error {
+		cmd = op(p, true)
+		w.cmd = cmd
+		return nil
+	})
+	if err := cmd.Err(); err != nil {
+		return nil, 0, unsure(err)
+	}
+	w.mu.Lock()
+	wait := w.wait
+	w.mu.Unlock()
+	if wait == nil {
+		// Applied without a WAIT (a node without the hook): no replica
+		// is known to have it.
+		return cmd.Val(), 0, nil
+	}
+	n, _ := wait.Result() // a failed WAIT counts no replica
+	return cmd.Val(), n, nil
 }
 
 // replicated checks WAIT's count of acknowledging replicas (-1: not asked).

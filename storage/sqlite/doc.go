@@ -93,7 +93,14 @@
 //
 // # Cancellation
 //
-// A context that ends stops the running statement (SQLite rolls it back),
-// so a cancelled Put either happened completely or not at all; the error
-// wraps ctx.Err().
+// A context that ends before a write's statement starts (while it waits
+// for the writer slot or for another process's lock) fails the write with
+// an error wrapping ctx.Err(), and nothing is changed. A statement that
+// has started runs to its end (one row, microseconds): Put and Delete
+// then report what it did, success included, even if the context ended
+// meanwhile. (The driver would interrupt the statement and report the
+// context's error even when the statement had already committed: 22 of
+// 3,000 writes under 0–400 µs deadlines were reported failed but stored,
+// TestTrust308_CancelledWriteReportsWhatHappened.) Reads stop when the
+// context ends.
 package sqlite

@@ -327,7 +327,9 @@ func (s *Store) put(ctx context.Context, key string, value []byte, ifVersion int
 	switch {
 	case ifVersion == storage.AnyVersion:
 		var v int64
-		err := s.retry(ctx, func() error { return s.upsert.QueryRowContext(ctx, key, value, storage.FirstVersion()).Scan(&v) })
+		err := s.retry(ctx, func() error {
+			return s.upsert.QueryRowContext(context.WithoutCancel(ctx), key, value, storage.FirstVersion()).Scan(&v)
+		})
 		if err != nil {
 			return 0, s.wrap(ctx, "put", key, err)
 		}
@@ -496,10 +498,19 @@ func (s *Store) Close() error {
 
 // exec runs a write statement, retrying while the database is locked,
 // and returns the number of rows it changed.
+//
+// A statement, once started, runs to its end whatever ctx does: ctx
+// bounds only the waits for the lock between attempts. The driver
+// interrupts a statement when its context ends, and reports the
+// context's error even when the statement had completed (its write
+// committed); a write reported failed must have changed nothing, so
+// writes run on a context without ctx's cancellation. A single-row
+// statement takes microseconds, and SQLite's busy handler bounds its
+// wait for the lock (see Open).
 func (s *Store) exec(ctx context.Context, st *sql.Stmt, args ...any) (int64, error) {
 	var n int64
 	err := s.retry(ctx, func() error {
-		res, err := st.ExecContext(ctx, args...)
+		res, err := st.ExecContext(context.WithoutCancel(ctx), args...)
 		if err != nil {
 			return err
 		}
@@ -516,6 +527,9 @@ func (s *Store) retry(ctx context.Context, fn func() error) error {
 	deadline := time.Now().Add(s.busy)
 	wait := time.Millisecond
 	for {
+		if err := ctx.Err(); err != nil {
+			return err // not started: a write has changed nothing
+		}
 		err := fn()
 		if err == nil || !isBusy(err) || time.Now().After(deadline) {
 			return err
