@@ -251,7 +251,7 @@ func providedBeforeInit(p layer.Provider) (fns []layer.Function) {
 }
 
 func (a *Agent) newCompiler(instructions, template string) (*prompt.Compiler, error) {
-	c, err := prompt.New(prompt.Config{Template: template, Instructions: instructions, Counter: a.cfg.Counter})
+	c, err := prompt.New(prompt.Config{Template: template, Instructions: instructions, Counter: a.cfg.Counter, LayerIDs: a.layerIDs()})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}

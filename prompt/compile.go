@@ -55,6 +55,13 @@ type Config struct {
 	// be safe for concurrent use. A helper that panics makes Compile
 	// return an error that wraps [ErrRender].
 	Helpers map[string]any
+	// LayerIDs are the IDs of every layer of the stack the prompts are
+	// compiled for, whether or not it recalls anything in a step. The
+	// block tag (layer.FenceTag) of each is guarded in every prompt, like
+	// those of [BuiltinLayerIDs] and of the layers recalled in the step,
+	// so that no layer's text can forge the block of another, present or
+	// absent. Nil guards the built-in and the recalled layers' tags only.
+	LayerIDs []string
 }
 
 // Compiler renders system prompts from recalled layers. It is immutable
@@ -65,6 +72,7 @@ type Compiler struct {
 	instructions string
 	instrValue   any // raymond.SafeString(instructions), boxed once by New
 	counter      Counter
+	guards       *guards // nil: builtinGuards
 }
 
 // New returns a Compiler for cfg. It parses the template and its partials
@@ -73,6 +81,9 @@ func New(cfg Config) (c *Compiler, err error) {
 	c = &Compiler{instructions: cfg.Instructions, instrValue: raymond.SafeString(cfg.Instructions), counter: cfg.Counter}
 	if c.counter == nil {
 		c.counter = Estimate
+	}
+	if len(cfg.LayerIDs) > 0 {
+		c.guards = newGuards(cfg.LayerIDs)
 	}
 	if cfg.Template == "" {
 		if len(cfg.Partials) > 0 || len(cfg.Helpers) > 0 {
@@ -144,7 +155,7 @@ func VarName(id string) string {
 // non-empty items' texts, guarded against spoofing the blocks of tags (see
 // guardItem), joined by newlines. Layers fence their own untrusted text
 // (see [layer.Fence]); the compiler neither escapes nor re-fences it.
-func layerText(r layer.Recalled, tags []blockTag) string {
+func layerText(r layer.Recalled, tags *guards) string {
 	if len(r.Items) == 1 {
 		return guardItem(r.Items[0].Text, r.ID, tags)
 	}
@@ -223,7 +234,11 @@ func (c *Compiler) Compile(recalled []layer.Recalled, vars map[string]any) (out 
 			ctx[k] = cv
 		}
 	}
-	tags := fenceTags(recalled)
+	base := c.guards
+	if base == nil {
+		base = builtinGuards
+	}
+	tags := forStep(base, recalled)
 	// all is the layers' texts, after the instructions in the default
 	// layout; both are separated by blank lines.
 	var all strings.Builder
