@@ -109,11 +109,6 @@ func NewGuard(tags ...string) *Guard {
 	return g
 }
 
-// Has reports whether tag has the skeleton of one of g's tags.
-func (g *Guard) Has(tag string) bool {
-	return g != nil && slicesContains(g.skels, Skeleton(tag))
-}
-
 // Defang returns text with every tag-like text naming one of g's tags
 // made inert, as [Defang] does.
 func (g *Guard) Defang(text string) string {
