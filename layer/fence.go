@@ -1,15 +1,12 @@
 package layer
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/mtibben/confusables"
-	"golang.org/x/text/unicode/norm"
-	"golang.org/x/text/unicode/runenames"
 )
 
 // FenceTag returns the tag a layer fences its block with: its ID with
@@ -46,15 +43,16 @@ func Fence(tag, text string) string {
 // Defang returns text with every tag-like text naming one of tags made
 // inert: its opener is replaced by "&lt;". It returns text itself when
 // nothing changes. [Fence] defangs its own tag this way; the prompt
-// compiler uses a [Guard] (Defang's compiled form) to keep one block from
-// forging another.
+// compiler uses Defang to keep one block from forging another.
 //
 // Tag-like text is an opener, then any slashes, then a name whose
 // skeleton starts with the skeleton of a tag. A skeleton ([Skeleton]) is
 // what a reader (a model or a person) still recognises, computed from
 // Unicode's data rather than a hand list: each character is normalised
 // (NFKC), mapped to its prototype by Unicode's confusables table (UTS #39,
-// through github.com/mtibben/confusables) and case-folded, combining marks
+// from github.com/mtibben/confusables; the table is generated into
+// fold_table.go, and a test regenerates it from the data and fails on any
+// difference) and case-folded, combining marks
 // and invisible characters (format and control characters: zero-width
 // spaces and joiners, bidi marks, embeddings, overrides and isolates, the
 // BOM, the soft hyphen ...) are dropped, and so are separators (white
@@ -79,73 +77,12 @@ func Fence(tag, text string) string {
 // defanged too. Text that is not tag-like ("a < b", "<p>", "« hi »") is
 // left alone.
 func Defang(text string, tags ...string) string {
-	var buf [4]string
+	var buf [16]string
 	skels := buf[:0]
 	for _, t := range tags {
 		skels = append(skels, Skeleton(t))
 	}
 	return defang(text, skels)
-}
-
-// A Guard defangs the tags of a set, like [Defang], with their skeletons
-// computed once. The zero Guard defangs nothing. A Guard is immutable and
-// safe for concurrent use.
-type Guard struct {
-	skels  []string          // the tags' skeletons
-	byName map[string]string // tag → skeleton, for DefangExcept
-}
-
-// NewGuard returns a Guard for tags. Duplicates (by skeleton) and tags
-// with an empty skeleton are dropped.
-func NewGuard(tags ...string) *Guard {
-	g := &Guard{byName: make(map[string]string, len(tags))}
-	for _, t := range tags {
-		s := Skeleton(t)
-		g.byName[t] = s
-		if s != "" && !slicesContains(g.skels, s) {
-			g.skels = append(g.skels, s)
-		}
-	}
-	return g
-}
-
-// Defang returns text with every tag-like text naming one of g's tags
-// made inert, as [Defang] does.
-func (g *Guard) Defang(text string) string {
-	if g == nil {
-		return text
-	}
-	return defang(text, g.skels)
-}
-
-// DefangExcept is Defang with every tag of g but those with the skeleton
-// of tag: the prompt compiler guards a block's body against the other
-// blocks' tags this way (the block's fence already defangs its own).
-func (g *Guard) DefangExcept(text, tag string) string {
-	if g == nil {
-		return text
-	}
-	own, ok := g.byName[tag]
-	if !ok {
-		own = Skeleton(tag)
-	}
-	var buf [16]string
-	skels := buf[:0]
-	for _, s := range g.skels {
-		if s != own {
-			skels = append(skels, s)
-		}
-	}
-	return defang(text, skels)
-}
-
-func slicesContains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // Skeleton returns the form in which [Defang] compares tag names: each
@@ -426,7 +363,7 @@ var asciiFold = func() (t [utf8.RuneSelf]folded) {
 		case c == '>':
 			t[c] = folded{s: ">", k: kCloser}
 		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9':
-			t[c] = folded{s: letterSkeleton(unicode.ToLower(c)), k: kLetters}
+			t[c] = folded{s: asciiSkeletons[unicode.ToLower(c)], k: kLetters}
 		default:
 			t[c] = folded{s: string(c), k: kLetters}
 		}
@@ -434,128 +371,47 @@ var asciiFold = func() (t [utf8.RuneSelf]folded) {
 	return t
 }()
 
-// letterSkeleton returns the skeleton of an ASCII letter or digit: its
-// confusables prototype, lower-cased, with 'i' and 'l' one letter (a
-// capital I looks like an l, and folds to an i).
-func letterSkeleton(c rune) string {
-	s := strings.ToLower(confusables.Skeleton(string(c)))
-	return strings.ReplaceAll(s, "i", "l")
-}
-
 // foldRune returns r in skeleton form.
 func foldRune(r rune) folded {
 	if r < utf8.RuneSelf {
 		return asciiFold[r]
 	}
-	if f, ok := foldCache.Load(r); ok {
-		return f.(folded)
-	}
-	f := foldSlow(r)
-	if foldCached.Load() < maxFoldCache {
-		if _, loaded := foldCache.LoadOrStore(r, f); !loaded {
-			foldCached.Add(1)
-		}
-	}
-	return f
+	return foldSlow(r)
 }
-
-// foldCache holds foldSlow's results, for at most maxFoldCache characters
-// (a text cannot grow it without bound); beyond that foldSlow is called
-// each time.
-var (
-	foldCache  sync.Map // rune → folded
-	foldCached atomic.Int64
-)
-
-const maxFoldCache = 1 << 14
 
 // foldSlow computes the skeleton form of a non-ASCII character.
 func foldSlow(r rune) folded {
-	switch {
-	case isOpener(r):
-		return folded{s: "<", k: kOpener}
-	case isCloser(r):
-		return folded{s: ">", k: kCloser}
-	case unicode.IsSpace(r) || unicode.In(r, unicode.Zs, unicode.Pd, unicode.Pc) || r == '\u2800' || r == '\u3164' || r == '\uFFA0' || r == '\u115F' || r == '\u1160':
-		return folded{k: kSep} // the Braille blank and Hangul fillers look like spaces
-	case unicode.In(r, unicode.Cc, unicode.Cf, unicode.Mn, unicode.Me, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point):
-		return folded{k: kIgnore}
-	}
-	if f, ok := foldVia(r); ok {
+	if f, ok := foldClass(r); ok {
 		return f
 	}
-	if u := unicode.ToUpper(r); u != r { // Cyrillic к, м, т look like small capitals, К, М, Т like Latin ones
-		if f, ok := foldVia(u); ok {
-			return f
-		}
-	}
-	if c, ok := latinLetter(r); ok {
-		return asciiFold[c]
-	}
-	return folded{k: kOther}
+	return foldData(r)
 }
 
-// foldVia folds r through its NFKC form and its confusables skeleton; ok
-// is false when a character of the result has no Latin prototype.
-func foldVia(r rune) (folded, bool) {
-	s := confusables.Skeleton(norm.NFKC.String(string(r)))
-	multi := utf8.RuneCountInString(s) > 1
-	var out []byte
-	k := uint8(kIgnore)
-	for _, c := range s {
-		var f folded
-		switch {
-		case c < utf8.RuneSelf:
-			f = asciiFold[c]
-			if multi && (c == '(' || c == ')') {
-				continue // "⒜" is "(a)"
-			}
-		case unicode.In(c, unicode.Mn, unicode.Me, unicode.Cf):
-			continue
-		default:
-			l, ok := latinLetter(c)
-			if !ok {
-				return folded{}, false
-			}
-			f = asciiFold[l]
-		}
-		switch {
-		case f.k == kLetters:
-			out = append(out, f.s...)
-			k = kLetters
-		case f.k == kSep || f.k == kIgnore:
-			if k == kIgnore {
-				k = f.k
-			}
-		case multi:
-			return folded{}, false
-		default:
-			return f, true
-		}
+// foldClass classifies the non-ASCII characters the table does not hold:
+// brackets, white space and separators, invisible characters.
+func foldClass(r rune) (folded, bool) {
+	switch {
+	case isOpener(r):
+		return folded{s: "<", k: kOpener}, true
+	case isCloser(r):
+		return folded{s: ">", k: kCloser}, true
+	case unicode.IsSpace(r) || unicode.In(r, unicode.Zs, unicode.Pd, unicode.Pc) || r == '\u2800' || r == '\u3164' || r == '\uFFA0' || r == '\u115F' || r == '\u1160':
+		return folded{k: kSep}, true // the Braille blank and Hangul fillers look like spaces
+	case unicode.In(r, unicode.Cc, unicode.Cf, unicode.Mn, unicode.Me, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point):
+		return folded{k: kIgnore}, true
 	}
-	if k == kLetters {
-		return folded{s: string(out), k: kLetters}, true
-	}
-	return folded{k: k}, true
+	return folded{}, false
 }
 
-// latinLetter returns the Latin letter c is by its Unicode name: a small
-// capital ("LATIN LETTER SMALL CAPITAL R"), a letter with a stroke or hook
-// ("LATIN SMALL LETTER O WITH STROKE"), a regional indicator.
-func latinLetter(c rune) (rune, bool) {
-	name := runenames.Name(c)
-	if !strings.HasPrefix(name, "LATIN ") && !strings.HasPrefix(name, "REGIONAL INDICATOR ") {
-		return 0, false
-	}
-	_, rest, ok := strings.Cut(name, "LETTER ")
+// foldData returns the skeleton form of r that Unicode's data gives (see
+// fold_table.go), or kOther.
+func foldData(r rune) folded {
+	i, ok := slices.BinarySearch(foldRunes[:], r)
 	if !ok {
-		return 0, false
+		return folded{k: kOther}
 	}
-	rest = strings.TrimPrefix(rest, "SMALL CAPITAL ")
-	if len(rest) == 0 || rest[0] < 'A' || rest[0] > 'Z' || len(rest) > 1 && !strings.HasPrefix(rest[1:], " WITH ") {
-		return 0, false
-	}
-	return rune(rest[0]), true
+	v := foldValues[i]
+	return folded{s: v[1:], k: v[0] - '0'}
 }
 
 // openers are '<' and the characters that look like it: those Unicode's

@@ -123,8 +123,8 @@ func FuzzFence(f *testing.F) {
 		if sk := Skeleton(other); sk != "" && !strings.ContainsAny(sk, "&;") {
 			checkLive(t, text, body, other)
 		}
-		if got := NewGuard(other, tag).Defang(text); got != body {
-			t.Fatalf("Guard(%+q, %s).Defang(%+q) = %+q, want %+q", other, tag, text, got, body)
+		if got := Defang(text, other, tag); got != body {
+			t.Fatalf("Defang(%+q, %+q, %s) = %+q, want %+q", text, other, tag, got, body)
 		}
 		// The only change: openers became "&lt;", closers "&gt;".
 		i := 0

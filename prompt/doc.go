@@ -47,7 +47,7 @@
 //
 // The compiler adds one guard of its own: layer.Fence only defangs a
 // block's own tag, so the compiler defangs every other block tag it knows
-// inside each item too, with a layer.Guard, the matcher Fence uses: both
+// inside each item too, with layer.Defang, the matcher Fence uses: both
 // compare a skeleton of the name (Unicode's confusables, NFKC, case
 // folding; white space, separators, invisible and bidi characters
 // dropped) and see through look-alike brackets and closers reversed by a

@@ -21,7 +21,7 @@ import (
 // the tag of any other fenced item of the step (a text of the form
 // "<tag>\n…\n</tag>", as layer.Fence writes it) — whether or not that
 // block is in this step's prompt, so a value cannot imitate an absent
-// block either. It defangs those tags with a layer.Guard, the matcher
+// block either. It defangs those tags with layer.Defang, the matcher
 // layer.Fence uses (so every spelling Fence catches is caught here too),
 // inside every item's body but its own block's tag, and in the whole text
 // of an unfenced item but the tag of its layer. The fence itself is never
@@ -45,11 +45,9 @@ var BuiltinLayerIDs = []string{"working-memory", "kv-memory", "entities", "seman
 // for none).
 type blockTag struct{ tag, skel, owner string }
 
-// guards is what a Compile guards: the tags and their owners, and the
-// layer.Guard for all of them.
+// guards is what a Compile guards: the tags and their owners.
 type guards struct {
-	tags  []blockTag
-	guard *layer.Guard
+	tags []blockTag
 	// steps holds forStep's guards built on this base, by a hash of
 	// their new tags (*stepGuards).
 	steps  sync.Map
@@ -65,19 +63,27 @@ func newGuards(ids []string) *guards {
 	for _, id := range ids {
 		g.claim(layer.FenceTag(id), id)
 	}
-	g.guard = g.newGuard()
 	return g
 }
 
 // builtinGuards guards the built-in tags, for a Compiler without LayerIDs.
 var builtinGuards = newGuards(nil)
 
-func (g *guards) newGuard() *layer.Guard {
-	names := make([]string, len(g.tags))
-	for i, t := range g.tags {
-		names[i] = t.tag
+// defangExcept returns text with every tag of g defanged (layer.Defang)
+// but those with the skeleton of own ("" for none).
+func (g *guards) defangExcept(text, own string) string {
+	skel := ""
+	if own != "" {
+		skel = layer.Skeleton(own)
 	}
-	return layer.NewGuard(names...)
+	var buf [16]string
+	names := buf[:0]
+	for _, t := range g.tags {
+		if t.skel != skel {
+			names = append(names, t.tag)
+		}
+	}
+	return layer.Defang(text, names...)
 }
 
 // find returns the index of the tag with the skeleton skel, or -1.
@@ -180,7 +186,6 @@ func forStep(base *guards, recalled []layer.Recalled) *guards {
 			g.add(n[0], n[1])
 		}
 	}
-	g.guard = g.newGuard()
 	if base.nsteps.Load() < maxStepGuards {
 		if _, loaded := base.steps.LoadOrStore(key, &stepGuards{slices.Clone(news), claims, g}); !loaded {
 			base.nsteps.Add(1)
@@ -247,9 +252,9 @@ func guardItem(text, id string, g *guards) string {
 	if !fenced || g.owner(own) != id {
 		// Unfenced, or wearing another layer's fence: the layer's own
 		// block tag is its business, every other one is defanged.
-		return g.guard.DefangExcept(text, layer.FenceTag(id))
+		return g.defangExcept(text, layer.FenceTag(id))
 	}
-	guarded := g.guard.DefangExcept(body, own)
+	guarded := g.defangExcept(body, own)
 	if guarded == body {
 		return text
 	}
