@@ -77,6 +77,9 @@ func Fence(tag, text string) string {
 // defanged too. Text that is not tag-like ("a < b", "<p>", "« hi »") is
 // left alone.
 func Defang(text string, tags ...string) string {
+	if !mayHoldTag(text) {
+		return text
+	}
 	var buf [16]string
 	skels := buf[:0]
 	for _, t := range tags {
@@ -146,6 +149,19 @@ func skeleton(tag string) string {
 		}
 	}
 	return b.String()
+}
+
+// mayHoldTag reports whether text holds an opener or a non-ASCII
+// character that could be one or a right-to-left control (each starts
+// with a byte openerLead marks, or 0xE2): text without one has no
+// tag-like text, and Defang returns it without computing skeletons.
+func mayHoldTag(text string) bool {
+	for i := 0; i < len(text); i++ {
+		if openerLead[text[i]] || text[i] == 0xE2 {
+			return true
+		}
+	}
+	return false
 }
 
 // defang is Defang with the tags' skeletons.

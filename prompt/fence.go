@@ -73,7 +73,9 @@ var builtinGuards = newGuards(nil)
 // but those with the skeleton of own ("" for none).
 func (g *guards) defangExcept(text, own string) string {
 	skel := ""
-	if own != "" {
+	if i := g.findTag(own); i >= 0 {
+		skel = g.tags[i].skel
+	} else if own != "" {
 		skel = layer.Skeleton(own)
 	}
 	var buf [16]string
