@@ -120,7 +120,9 @@ func FuzzFence(f *testing.F) {
 		body := out[len(tag)+3 : len(out)-len(tag)-4]
 		body = Defang(body, other)
 		checkLive(t, text, body, tag)
-		if sk := Skeleton(other); sk != "" && !strings.ContainsAny(sk, "&;") {
+		// A tag whose skeleton holds a bracket, an inner slash, '&', ';' or a
+		// character with no Latin prototype names nothing Defang reads.
+		if sk := Skeleton(other); sk != "" && !strings.ContainsAny(sk, "<>/&;") && isASCII(sk) {
 			checkLive(t, text, body, other)
 		}
 		if got := Defang(text, other, tag); got != body {
@@ -146,4 +148,13 @@ func FuzzFence(f *testing.F) {
 			t.Fatalf("body %+q drops the end of %+q", body, text)
 		}
 	})
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
