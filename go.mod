@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/aymerick/raymond v2.0.2+incompatible
 	github.com/google/jsonschema-go v0.4.3
+	github.com/mtibben/confusables v0.0.0-20210201002637-9d1b0723b659
 	github.com/nyaruka/phonenumbers v1.8.1
 	github.com/pkoukk/tiktoken-go v0.1.8
 	github.com/pkoukk/tiktoken-go-loader v0.0.2
@@ -16,6 +17,7 @@ require (
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
+	golang.org/x/text v0.28.0
 	golang.org/x/tools v0.52.0
 	modernc.org/sqlite v1.60.1
 )
@@ -59,7 +61,6 @@ require (
 	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/text v0.28.0 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	honnef.co/go/tools v0.8.2 // indirect

@@ -65,14 +65,18 @@ type Agent struct {
 
 // RunInput is one user message on a thread.
 type RunInput struct {
-	// ThreadID identifies the conversation. Required. A thread with a
-	// checkpoint in the store is continued.
+	// ThreadID identifies the conversation. Required, at most
+	// [MaxIDLen] bytes. A thread with a checkpoint in the store is
+	// continued.
 	ThreadID string
 	// ResourceID identifies the thread's owner (a user, a project);
-	// resource-scoped layers share state across its threads. Optional.
+	// resource-scoped layers share state across its threads. Optional,
+	// at most [MaxIDLen] bytes.
 	ResourceID string
 	// Input is the user's message. Empty continues the thread without a
-	// new message (after a limit stopped a run, for example).
+	// new message (after a limit stopped a run, for example): a thread
+	// with no checkpoint is then ErrInvalidConfig, or ErrCheckpointGone
+	// when the thread's other records show it ran before.
 	Input string
 	// Vars are template variables for this run, on top of Config.Vars.
 	Vars map[string]any
@@ -253,7 +257,7 @@ func providedBeforeInit(p layer.Provider) (fns []layer.Function) {
 }
 
 func (a *Agent) newCompiler(instructions, template string) (*prompt.Compiler, error) {
-	c, err := prompt.New(prompt.Config{Template: template, Instructions: instructions, Counter: a.cfg.Counter})
+	c, err := prompt.New(prompt.Config{Template: template, Instructions: instructions, Counter: a.cfg.Counter, LayerIDs: a.layerIDs()})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -371,6 +375,9 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 	if in.ThreadID == "" {
 		return nil, ErrNoThread
 	}
+	if err := checkIDs(in.ThreadID, in.ResourceID); err != nil {
+		return nil, err
+	}
 	ctx, span := a.tel.start(ctx, "memlayer.run", func() []attribute.KeyValue {
 		return []attribute.KeyValue{attrThread.String(in.ThreadID), attrResource.String(in.ResourceID), attrDepth.Int(0)}
 	})
@@ -394,7 +401,7 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 		return nil, err
 	}
 	if l == nil && in.Input == "" {
-		return nil, fmt.Errorf("%w: empty input, and thread %s has no checkpoint to continue (a new thread, or its checkpoint is gone)", ErrInvalidConfig, storage.Quote(in.ThreadID))
+		return nil, a.nothingToContinue(ctx, in.ThreadID)
 	}
 	if in.ResourceID, err = runOwner(ctx, a.cfg.Store, in.ThreadID, in.ResourceID, l); err != nil {
 		return nil, err

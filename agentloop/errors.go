@@ -53,7 +53,10 @@ var (
 	// stays erased; the thread starts afresh on the next run with an
 	// Input, and the returned Result holds the history the run had. It is
 	// wrapped in a [*CheckpointError] and does not match
-	// storage.ErrConflict.
+	// storage.ErrConflict. A run without Input on a thread whose
+	// checkpoint is gone but whose other records (transcript segments,
+	// audit log) remain fails with ErrCheckpointGone too, before
+	// anything runs (and without a CheckpointError).
 	ErrCheckpointGone = errors.New("agentloop: the stored checkpoint is gone")
 	// ErrInputTooLarge means the user's message alone does not fit the
 	// history's share of Config.ContextWindow, so the model is not called.

@@ -190,7 +190,13 @@ func NewMemory(stack *layer.Stack, cfg MemoryConfig) *Memory {
 	cfg.Router = cmp.Or(cfg.Router, DefaultRouter)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	// The zero prompt config never fails: no template to parse.
-	c, _ := prompt.New(prompt.Config{Counter: cfg.Counter})
+	var ids []string
+	if stack != nil {
+		for _, l := range stack.Layers() {
+			ids = append(ids, l.Spec().ID)
+		}
+	}
+	c, _ := prompt.New(prompt.Config{Counter: cfg.Counter, LayerIDs: ids})
 	m := &Memory{stack: stack, cfg: cfg, compiler: c, redact: newRedactor(cfg.Redaction)}
 	m.cfg.Logger = m.redact.logger(cfg.Logger) // errors and panics reach the log masked
 	m.newTurn()

@@ -394,9 +394,10 @@ func TestTrust21_CheckpointGoneIsReported(t *testing.T) {
 			t.Errorf("the deleted checkpoint came back: %v", err)
 		}
 		// Continuing without input cannot work on a thread with no
-		// checkpoint, and says so; with input, the thread starts afresh.
+		// checkpoint, and says it is gone (issue 23, item 20); with input,
+		// the thread starts afresh.
 		_, err = a.Run(t.Context(), agentloop.RunInput{ThreadID: "t"})
-		if !errors.Is(err, agentloop.ErrInvalidConfig) || !strings.Contains(err.Error(), "no checkpoint") {
+		if !errors.Is(err, agentloop.ErrCheckpointGone) || !strings.Contains(err.Error(), "no checkpoint") {
 			t.Errorf("continuing without input: %v", err)
 		}
 		b := mustAgent(t, agentloop.Config{Model: agenttest.New(agenttest.Reply(agenttest.Text("hi"))), Store: store})

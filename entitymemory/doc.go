@@ -162,8 +162,11 @@
 // wrote first, the layer reads the stored list and applies its own
 // changes since its last save to it again — the entities it recorded,
 // after everything stored, and the ones a delete-like tool forgot — then
-// writes, up to Config.MaxRetries times (storage.WaitRetry spaces the
-// attempts). So no update is lost, a deleted entity never comes back
+// writes, up to Config.MaxRetries times (16 by default). After a lost
+// race it first waits (storage.WaitRetryAfter: jittered, growing, scaled
+// to the time an attempt takes) and then reads, so that the list it
+// writes next is as fresh as it can be; 8 writers saving at once all get
+// through (TestTrust320_SavesUnderContention). So no update is lost, a deleted entity never comes back
 // from another process's older copy, and the entity just recorded is
 // kept. (The alternative, tombstones kept in the stored state for a
 // while, was not needed: re-applying adds nothing to the stored state

@@ -28,7 +28,7 @@ const StateName = "state"
 
 // DefaultMaxRetries is how many compare-and-swap attempts one save makes
 // when Config.MaxRetries is 0.
-const DefaultMaxRetries = 8
+const DefaultMaxRetries = 16
 
 // maxPendingDeletes bounds the deletions a layer remembers while its
 // saves fail (see Config.MaxRetries); the oldest are forgotten first.
@@ -510,13 +510,10 @@ func (l *Layer) saveLocked(ctx context.Context) error {
 		l.dirty = false
 		return nil
 	}
+	var read time.Time // when the state the next write merges with was read
 	for attempt := range l.cfg.MaxRetries {
-		// After a lost race, wait a jittered, growing delay so that
-		// contending writers spread out instead of colliding again.
-		if err := storage.WaitRetry(ctx, attempt); err != nil {
-			return fmt.Errorf("entitymemory: save %s: %w", l.key, err)
-		}
 		data := encodeState(l.list, l.clock)
+		start := time.Now()
 		v, err := l.store.Put(ctx, l.key, data, l.version)
 		if err == nil {
 			l.version, l.dirty, l.base, l.deleted, l.saved = v, false, l.clock, nil, data
@@ -525,6 +522,22 @@ func (l *Layer) saveLocked(ctx context.Context) error {
 		if !errors.Is(err, storage.ErrConflict) {
 			return fmt.Errorf("entitymemory: save %s: %w", l.key, err)
 		}
+		// After a lost race, wait a jittered delay, growing and scaled to
+		// the time an attempt takes, so that contending writers spread
+		// out, and only then read what won: the
+		// merge is as fresh as it can be when the next attempt writes it
+		// (waiting between the read and the write lost to whoever wrote
+		// during the wait).
+		if attempt+1 < l.cfg.MaxRetries {
+			took := 2 * time.Since(start) // a read and a write
+			if !read.IsZero() {
+				took = time.Since(read)
+			}
+			if err := storage.WaitRetryAfter(ctx, attempt+1, took); err != nil {
+				return fmt.Errorf("entitymemory: save %s: %w", l.key, err)
+			}
+		}
+		read = time.Now()
 		remote, remoteClock, ver, err := l.load(ctx)
 		if err != nil {
 			return fmt.Errorf("entitymemory: save: %w", err)

@@ -1,7 +1,10 @@
 package layer
 
 import (
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 )
@@ -9,9 +12,9 @@ import (
 // FenceTag returns the tag a layer fences its block with: its ID with
 // every '-' replaced by '_' ("working-memory" gives "working_memory",
 // "entities" gives "entities"). IDs are unique in a stack, so each layer
-// keeps its own fence: the prompt compiler gives a tag to the first layer
-// that fences with it and treats another layer wearing the same fence as
-// unfenced. The built-in layers all use it.
+// keeps its own fence: the prompt compiler gives the tag FenceTag(id) to
+// the layer id and treats another layer wearing it as unfenced. The
+// built-in layers all use it.
 func FenceTag(layerID string) string {
 	return strings.ReplaceAll(layerID, "-", "_")
 }
@@ -19,7 +22,8 @@ func FenceTag(layerID string) string {
 // Fence wraps untrusted text in an XML-style block, <tag>\ntext\n</tag>, so
 // that the text cannot end the block early or open a block of the same
 // name: every opener of a tag-like text naming tag is replaced by "&lt;"
-// (see [Defang]). Nothing else is changed, so code and JSON stay
+// (and, in right-to-left text, a reversed one's bracket by "&lt;" or
+// "&gt;"; see [Defang]). Nothing else is changed, so code and JSON stay
 // readable, and the output ends with the only closing tag. tag should be
 // a plain name such as "working_memory".
 func Fence(tag, text string) string {
@@ -28,7 +32,7 @@ func Fence(tag, text string) string {
 	b.WriteByte('<')
 	b.WriteString(tag)
 	b.WriteString(">\n")
-	tags := [1]string{canonical(tag)}
+	tags := [1]string{Skeleton(tag)}
 	writeDefanged(&b, text, tags[:])
 	b.WriteString("\n</")
 	b.WriteString(tag)
@@ -41,58 +45,176 @@ func Fence(tag, text string) string {
 // nothing changes. [Fence] defangs its own tag this way; the prompt
 // compiler uses Defang to keep one block from forging another.
 //
-// Tag-like text is an opener followed by a name, compared in a canonical
-// form that sees through the ways a reader (a model or a person) would
-// still recognise the tag:
-//   - openers: '<' and its look-alikes (fullwidth '＜', '﹤', '‹', '«',
-//     '〈', '⟨', '❮' and the like);
-//   - between the opener and the name: any white space (NBSP, em space,
-//     vertical tab ...), invisible characters and '/' or its look-alikes
-//     ('／', '∕', '⁄', '\');
-//   - invisible characters anywhere are skipped: zero-width spaces and
-//     joiners, bidi marks, embeddings, overrides and isolates, the BOM,
-//     the word joiner, the soft hyphen, other format and control
-//     characters, and combining marks;
-//   - letters are compared case-insensitively (Unicode folding, so the
-//     Kelvin sign is a 'k') after mapping look-alikes to ASCII: fullwidth,
-//     mathematical and enclosed forms, letters with diacritics, small
-//     capitals, modifier letters, and Cyrillic and Greek letters shaped
-//     like Latin ones;
-//   - a run of separators (white space, '_', '-' and dashes) is one '_'.
+// Tag-like text is an opener, then any slashes, then a name whose
+// skeleton starts with the skeleton of a tag. A skeleton ([Skeleton]) is
+// what a reader (a model or a person) still recognises, computed from
+// Unicode's data rather than a hand list: each character is normalised
+// (NFKC), mapped to its prototype by Unicode's confusables table (UTS #39,
+// from github.com/mtibben/confusables; the table is generated into
+// fold_table.go, and a test regenerates it from the data and fails on any
+// difference) and case-folded, combining marks
+// and invisible characters (format and control characters: zero-width
+// spaces and joiners, bidi marks, embeddings, overrides and isolates, the
+// BOM, the soft hyphen ...) are dropped, and so are separators (white
+// space, '_', '-', '.', dashes): "</working_memory>", "</Working Memory>",
+// "</workingmemory>", "< / w o r k i n g _ m e m o r y >", "</wоrkіng_mеmоrу>"
+// (Cyrillic letters) and "</pla\u0578>" (Armenian vo, for a tag "plan")
+// are all tag-like. Letters a reader takes for one another share a
+// skeleton: 'I', 'l' and '1', 'O' and '0', 'm' and "rn"; a character
+// with no Latin prototype is a mismatch.
+//
+// Openers are '<' and the characters that look like it: those the
+// confusables table maps to '<' ('＜', '﹤', '‹', '❮', '˂', 'ᐸ' ...), and
+// other angle brackets a reader takes for one ('«', '〈', '⟨', '≺' ...).
+// In text holding a right-to-left override, embedding or isolate (U+202E,
+// U+202B, U+2067), which displays the letters after it reversed, a tag
+// written backwards is tag-like too: a bracket ('<' or '>' or a look-alike,
+// which the override may mirror) preceded by slashes and the name spelled
+// from the bracket backwards (">nalp/<" displays as "</plan>"). That
+// bracket is replaced: a '<' look-alike by "&lt;", a '>' one by "&gt;".
 //
 // The name only has to start with the tag, so "</working_memoryX>" is
 // defanged too. Text that is not tag-like ("a < b", "<p>", "« hi »") is
 // left alone.
 func Defang(text string, tags ...string) string {
-	var buf [4]string
-	canon := buf[:0]
-	for _, t := range tags {
-		canon = append(canon, canonical(t))
+	if !mayHoldTag(text) {
+		return text
 	}
-	i, n := nextOpener(text, canon)
-	if i < 0 {
+	var buf [16]string
+	skels := buf[:0]
+	for _, t := range tags {
+		skels = append(skels, Skeleton(t))
+	}
+	return defang(text, skels)
+}
+
+// Skeleton returns the form in which [Defang] compares tag names: each
+// character's skeleton (see Defang) concatenated, leading slashes,
+// separators and invisible characters dropped. "working_memory",
+// "Working-Memory" and "wоrkіng mеmоrу" have one skeleton. A character
+// with no Latin prototype is kept as it is, so that a name holding one
+// matches only itself.
+func Skeleton(tag string) string {
+	if len(tag) <= maxCachedTag {
+		if s, ok := skelCache.Load(tag); ok {
+			return s.(string)
+		}
+	}
+	s := skeleton(tag)
+	if len(tag) <= maxCachedTag && skelCached.Load() < maxSkelCache {
+		if _, loaded := skelCache.LoadOrStore(tag, s); !loaded {
+			skelCached.Add(1)
+		}
+	}
+	return s
+}
+
+// skelCache holds the skeletons of up to maxSkelCache tags of at most
+// maxCachedTag bytes: the compiler and Fence ask for the same few tags
+// at every step.
+var (
+	skelCache  sync.Map // tag → skeleton
+	skelCached atomic.Int64
+)
+
+const (
+	maxSkelCache = 1 << 10
+	maxCachedTag = 64
+)
+
+// skeleton computes Skeleton.
+func skeleton(tag string) string {
+	simple := true
+	for i := 0; i < len(tag); i++ {
+		if c := tag[i]; c >= utf8.RuneSelf || asciiFold[c].k != kLetters || asciiFold[c].s != string(c) {
+			simple = false
+			break
+		}
+	}
+	if simple {
+		return tag
+	}
+	var b strings.Builder
+	for _, r := range tag {
+		switch f := foldRune(r); f.k {
+		case kLetters:
+			b.WriteString(f.s)
+		case kIgnore, kSep:
+		case kSlash:
+			if b.Len() > 0 {
+				b.WriteByte('/')
+			}
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// mayHoldTag reports whether text holds an opener or a non-ASCII
+// character that could be one or a right-to-left control (each starts
+// with a byte openerLead marks, or 0xE2): text without one has no
+// tag-like text, and Defang returns it without computing skeletons.
+func mayHoldTag(text string) bool {
+	for i := 0; i < len(text); i++ {
+		if openerLead[text[i]] || text[i] == 0xE2 {
+			return true
+		}
+	}
+	return false
+}
+
+// defang is Defang with the tags' skeletons.
+func defang(text string, tags []string) string {
+	rtl := reversedHits(text, tags)
+	i, _ := nextOpener(text, tags)
+	if i < 0 && len(rtl) == 0 {
 		return text
 	}
 	var b strings.Builder
 	b.Grow(len(text) + 8)
-	b.WriteString(text[:i])
-	b.WriteString("&lt;")
-	writeDefanged(&b, text[i+n:], canon)
+	writeHits(&b, text, tags, rtl)
 	return b.String()
 }
 
 // writeDefanged writes text with every opener of a tag-like text naming
-// one of tags (canonical) replaced by "&lt;".
+// one of tags (skeletons) replaced by "&lt;".
 func writeDefanged(b *strings.Builder, text string, tags []string) {
+	writeHits(b, text, tags, reversedHits(text, tags))
+}
+
+// writeHits writes text with the opener of every tag-like text naming one
+// of tags replaced by "&lt;", and the brackets at the offsets rtl (sorted)
+// by "&lt;" or "&gt;".
+func writeHits(b *strings.Builder, text string, tags []string, rtl []int) {
+	pos := 0
+	fwd, n := nextOpener(text, tags) // the next forward hit, at or after pos
 	for {
-		i, n := nextOpener(text, tags)
-		if i < 0 {
-			b.WriteString(text)
+		for len(rtl) > 0 && rtl[0] < pos {
+			rtl = rtl[1:]
+		}
+		if len(rtl) > 0 && (fwd < 0 || rtl[0] < fwd) {
+			i := rtl[0]
+			r, size := utf8.DecodeRuneInString(text[i:])
+			b.WriteString(text[pos:i])
+			if foldRune(r).k == kCloser {
+				b.WriteString("&gt;")
+			} else {
+				b.WriteString("&lt;")
+			}
+			pos = i + size
+			continue
+		}
+		if fwd < 0 {
+			b.WriteString(text[pos:])
 			return
 		}
-		b.WriteString(text[:i])
+		b.WriteString(text[pos:fwd])
 		b.WriteString("&lt;")
-		text = text[i+n:]
+		pos = fwd + n
+		if fwd, n = nextOpener(text[pos:], tags); fwd >= 0 {
+			fwd += pos
+		}
 	}
 }
 
@@ -115,152 +237,207 @@ func nextOpener(s string, tags []string) (int, int) {
 	return -1, 0
 }
 
-// namesTag reports whether s, the text after an opener, is in canonical
-// form a run of separators and slashes followed by one of tags (each
-// already canonical). It stops at the first character that rules out
-// every tag, so past the tag's length it reads only invisible characters
-// and separators.
+// The right-to-left controls that make the letters after them display
+// reversed: RLE, RLO and RLI.
+const (
+	rle = "\u202b"
+	rlo = "\u202e"
+	rli = "\u2067"
+)
+
+// reversedHits returns the offsets, in order, of the brackets in text
+// that end a tag-like text naming one of tags written backwards, when
+// text holds a right-to-left control (see [Defang]); nil otherwise. Every
+// text after the first such control is read this way.
+func reversedHits(text string, tags []string) []int {
+	from := -1
+	for _, c := range [...]string{rlo, rle, rli} {
+		if i := strings.Index(text, c); i >= 0 && (from < 0 || i < from) {
+			from = i
+		}
+	}
+	if from < 0 {
+		return nil
+	}
+	var hits []int
+	for i, r := range text[from:] {
+		if r != '<' && r != '>' && r < utf8.RuneSelf {
+			continue
+		}
+		if k := foldRune(r).k; (k == kOpener || k == kCloser) && namesTagBackward(text[:from+i], tags) {
+			hits = append(hits, from+i)
+		}
+	}
+	return hits
+}
+
+// namesTag reports whether s, the text after an opener, is in skeleton
+// form any slashes followed by one of tags (skeletons). It stops at the
+// first character that rules out every tag, so past the tag's length it
+// reads only invisible characters and separators.
 func namesTag(s string, tags []string) bool {
-	var buf [32]byte
+	var buf [48]byte
 	name := buf[:0]
 	for _, r := range s {
-		c, k := fold(r)
-		switch {
-		case k == foldIgnore:
-			continue
-		case len(name) == 0 && (k == foldSep || c == '/'):
-			continue
-		case k == foldSep:
-			if name[len(name)-1] == '_' {
-				continue
-			}
-			c = '_'
-		case k == foldOther:
+		var live bool
+		if name, live = step(name, foldRune(r), tags); !live {
 			return false
 		}
-		name = append(name, c)
-		live := false
-		for _, t := range tags {
-			if t == "" {
-				continue
-			}
-			if len(name) >= len(t) {
-				if string(name[:len(t)]) == t {
-					return true
-				}
-			} else if string(name) == t[:len(name)] {
-				live = true
-			}
-		}
-		if !live {
-			return false
+		if hasTag(name, tags) {
+			return true
 		}
 	}
 	return false
 }
 
-// canonical returns tag in the canonical form namesTag compares: folded
-// rune by rune, invisible characters dropped, leading separators and
-// slashes dropped, separator runs made one '_'. A character with no
-// ASCII form is kept as it is (it can then never match).
-func canonical(tag string) string {
-	simple := true
-	for i := 0; i < len(tag); i++ {
-		if c := tag[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == ':' || c == '_' && i > 0 && tag[i-1] != '_') {
-			simple = false
-			break
+// namesTagBackward is namesTag reading s from its end backwards.
+func namesTagBackward(s string, tags []string) bool {
+	var buf [48]byte
+	name := buf[:0]
+	for len(s) > 0 {
+		r, n := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-n]
+		var live bool
+		if name, live = step(name, foldRune(r), tags); !live {
+			return false
+		}
+		if hasTag(name, tags) {
+			return true
 		}
 	}
-	if simple {
-		return tag
-	}
-	var b strings.Builder
-	for _, r := range tag {
-		c, k := fold(r)
-		switch {
-		case k == foldIgnore:
-		case b.Len() == 0 && (k == foldSep || c == '/'):
-		case k == foldSep:
-			if !strings.HasSuffix(b.String(), "_") {
-				b.WriteByte('_')
-			}
-		case k == foldOther:
-			b.WriteRune(r)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
+	return false
 }
 
-// Classes of fold.
+// step adds the folded character f to name, the skeleton read so far
+// after an opener, and reports whether name may still become one of tags.
+func step(name []byte, f folded, tags []string) ([]byte, bool) {
+	switch f.k {
+	case kIgnore, kSep:
+		return name, true
+	case kSlash:
+		return name, len(name) == 0
+	case kLetters:
+	default:
+		return name, false
+	}
+	name = append(name, f.s...)
+	for _, t := range tags {
+		if t == "" {
+			continue
+		}
+		if len(name) >= len(t) {
+			if string(name[:len(t)]) == t {
+				return name, true
+			}
+		} else if string(name) == t[:len(name)] {
+			return name, true
+		}
+	}
+	return name, false
+}
+
+// hasTag reports whether name starts with one of tags.
+func hasTag(name []byte, tags []string) bool {
+	for _, t := range tags {
+		if t != "" && len(name) >= len(t) && string(name[:len(t)]) == t {
+			return true
+		}
+	}
+	return false
+}
+
+// Classes of folded characters.
 const (
-	foldByte   = iota // stands for an ASCII character
-	foldSep           // white space, '_', '-' or a look-alike
-	foldIgnore        // invisible: skipped
-	foldOther         // no ASCII look-alike
+	kLetters = iota // stands for the ASCII letters, digits or marks of s
+	kSep            // a separator: white space, '_', '-', '.', a dash
+	kIgnore         // invisible: skipped
+	kSlash          // '/', '\' or a look-alike
+	kOpener         // '<' or a look-alike
+	kCloser         // '>' or a look-alike
+	kOther          // no Latin prototype
 )
 
-// fold returns the ASCII character (lower case for letters, '<' for an
-// opener, '/' for a slash) r stands for in tag-like text, and its class.
-func fold(r rune) (byte, int) {
-	if r < utf8.RuneSelf {
-		switch {
-		case r == ' ' || r == '_' || r == '-' || '\t' <= r && r <= '\r':
-			return '_', foldSep
-		case r < ' ' || r == 0x7f:
-			return 0, foldIgnore
-		case 'A' <= r && r <= 'Z':
-			return byte(r) + 'a' - 'A', foldByte
-		case r == '\\':
-			return '/', foldByte
-		}
-		return byte(r), foldByte
-	}
-	switch {
-	case 0xFF01 <= r && r <= 0xFF5E: // fullwidth ASCII
-		return fold(r - 0xFF01 + '!')
-	case isOpener(r):
-		return '<', foldByte
-	case unicode.IsSpace(r) || r == '\u2800' || r == '\u3164' || r == '\uFFA0' || r == '\u115F' || r == '\u1160':
-		return '_', foldSep // the Braille blank and Hangul fillers look like spaces
-	case unicode.In(r, unicode.Cc, unicode.Cf, unicode.Mn, unicode.Me):
-		return 0, foldIgnore
-	case 0x1D400 <= r && r <= 0x1D6A3: // mathematical letters, 52 a style
-		return byte('a' + (r-0x1D400)%52%26), foldByte
-	case 0x1D7CE <= r && r <= 0x1D7FF: // mathematical digits
-		return byte('0' + (r-0x1D7CE)%10), foldByte
-	case 0x24B6 <= r && r <= 0x24E9: // circled letters
-		return byte('a' + (r-0x24B6)%26), foldByte
-	case 0x249C <= r && r <= 0x24B5: // parenthesized letters
-		return byte('a' + r - 0x249C), foldByte
-	case 0x1F110 <= r && r <= 0x1F189 && (r-0x1F110)%32 < 26: // parenthesized, squared, negative circled and squared letters
-		return byte('a' + (r-0x1F110)%32), foldByte
-	case 0x1F1E6 <= r && r <= 0x1F1FF: // regional indicators
-		return byte('a' + r - 0x1F1E6), foldByte
-	}
-	if c, ok := lookalikes[r]; ok {
-		if c == '_' {
-			return c, foldSep
-		}
-		return c, foldByte
-	}
-	// Case variants of ASCII letters (the Kelvin sign, the long s).
-	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-		if f < utf8.RuneSelf {
-			return fold(f)
-		}
-	}
-	if l := unicode.ToLower(r); l != r {
-		if c, ok := lookalikes[l]; ok {
-			return c, foldByte
-		}
-	}
-	return 0, foldOther
+// folded is a character in skeleton form: its class and, for kLetters,
+// its skeleton (lower-case ASCII).
+type folded struct {
+	s string
+	k uint8
 }
 
-// openers are '<' and the characters that look like it.
-const openers = "<\uFF1C\uFE64\u2039\u00AB\u2329\u3008\u300A\u27E8\u27EA\u276C\u276E\u2770\u02C2\u1438\u29FC\u2989\u2991\u227A\u22D6"
+// asciiFold holds the folded form of every ASCII character.
+var asciiFold = func() (t [utf8.RuneSelf]folded) {
+	for c := range rune(utf8.RuneSelf) {
+		switch {
+		case c == ' ' || c == '_' || c == '-' || c == '.' || '\t' <= c && c <= '\r':
+			t[c] = folded{k: kSep}
+		case c < ' ' || c == 0x7f:
+			t[c] = folded{k: kIgnore}
+		case c == '/' || c == '\\':
+			t[c] = folded{s: "/", k: kSlash}
+		case c == '<':
+			t[c] = folded{s: "<", k: kOpener}
+		case c == '>':
+			t[c] = folded{s: ">", k: kCloser}
+		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9':
+			t[c] = folded{s: asciiSkeletons[unicode.ToLower(c)], k: kLetters}
+		default:
+			t[c] = folded{s: string(c), k: kLetters}
+		}
+	}
+	return t
+}()
+
+// foldRune returns r in skeleton form.
+func foldRune(r rune) folded {
+	if r < utf8.RuneSelf {
+		return asciiFold[r]
+	}
+	return foldSlow(r)
+}
+
+// foldSlow computes the skeleton form of a non-ASCII character.
+func foldSlow(r rune) folded {
+	if f, ok := foldClass(r); ok {
+		return f
+	}
+	return foldData(r)
+}
+
+// foldClass classifies the non-ASCII characters the table does not hold:
+// brackets, white space and separators, invisible characters.
+func foldClass(r rune) (folded, bool) {
+	switch {
+	case isOpener(r):
+		return folded{s: "<", k: kOpener}, true
+	case isCloser(r):
+		return folded{s: ">", k: kCloser}, true
+	case unicode.IsSpace(r) || unicode.In(r, unicode.Zs, unicode.Pd, unicode.Pc) || r == '\u2800' || r == '\u3164' || r == '\uFFA0' || r == '\u115F' || r == '\u1160':
+		return folded{k: kSep}, true // the Braille blank and Hangul fillers look like spaces
+	case unicode.In(r, unicode.Cc, unicode.Cf, unicode.Mn, unicode.Me, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point):
+		return folded{k: kIgnore}, true
+	}
+	return folded{}, false
+}
+
+// foldData returns the skeleton form of r that Unicode's data gives (see
+// fold_table.go), or kOther.
+func foldData(r rune) folded {
+	i, ok := slices.BinarySearch(foldRunes[:], r)
+	if !ok {
+		return folded{k: kOther}
+	}
+	v := foldValues[i]
+	return folded{s: v[1:], k: v[0] - '0'}
+}
+
+// openers are '<' and the characters that look like it: those Unicode's
+// confusables table maps to '<' (TestTrust319_BracketsFromData checks the
+// list against it) and other angle brackets. closers are their
+// counterparts, openers in right-to-left text.
+const (
+	openers = "<\uFF1C\uFE64\u2039\u00AB\u2329\u3008\u300A\u27E8\u27EA\u276C\u276E\u2770\u02C2\u1438\u16B2\U0001D236\u29FC\u2989\u2991\u227A\u22D6"
+	closers = ">\uFF1E\uFE65\u203A\u00BB\u232A\u3009\u300B\u27E9\u27EB\u276D\u276F\u2771\u02C3\u1433\U0001D237\u29FD\u298A\u2992\u227B\u22D7"
+)
 
 // openerCodes holds the UTF-8 encodings of the openers by their first
 // byte, and openerLead marks those bytes, so that finding an opener takes
@@ -275,55 +452,7 @@ var openerCodes, openerLead = func() (codes [256][]string, lead [256]bool) {
 }()
 
 // isOpener reports whether r is '<' or looks like it.
-func isOpener(r rune) bool {
-	var buf [utf8.UTFMax]byte
-	e := utf8.AppendRune(buf[:0], r)
-	for _, code := range openerCodes[e[0]] {
-		if code == string(e) {
-			return true
-		}
-	}
-	return false
-}
+func isOpener(r rune) bool { return strings.ContainsRune(openers, r) }
 
-// lookalikes maps characters that look like an ASCII letter, '/' or a
-// separator ('_') to it. Fullwidth, mathematical and enclosed forms are
-// mapped by range in fold, upper-case letters through their lower case.
-var lookalikes = func() map[rune]byte {
-	m := make(map[rune]byte)
-	for c, s := range map[byte]string{
-		'/': "∕⁄⧸╱⟋∖⧵﹨",
-		'_': "‐‑‒–—―−⁃﹘﹣‗﹍﹎﹏ˍ",
-		'a': "àáâãäåāăąǎǟǡǻȁȃȧạảấầẩẫậắằẳẵặаӑӓαάɑᴀᵃₐª",
-		'b': "ƀɓвʙᵇβВ",
-		'c': "çćĉċčсϲᴄᶜⅽℂℭ",
-		'd': "ďđԁᴅᵈⅾⅆ",
-		'e': "èéêëēĕėęěȅȇȩẹẻẽếềểễệеёєεέᴇᵉₑℯℰⅇ",
-		'f': "ꜰᶠℱ",
-		'g': "ĝğġģǧǵɡɢᵍℊ",
-		'h': "ĥħһʜʰₕℋℌℍℎНΗ",
-		'i': "ìíîïĩīĭįıǐȉȋỉịіїιίɩɪᵢⁱⅰℐℑℹⅈ",
-		'j': "ĵǰȷјϳᴊʲⱼⅉ",
-		'k': "ķĸκкᴋᵏₖ",
-		'l': "ĺļľŀłӏⅼʟˡₗℒℓ",
-		'm': "мᴍᵐₘⅿℳΜ",
-		'n': "ñńņňŉŋǹɴⁿₙℕΝ",
-		'o': "òóôõöøōŏőǒǫȍȏȯọỏốồổỗộớờởỡợоӧοόᴏᵒₒºℴ",
-		'p': "рρᴘᵖₚℙ",
-		'q': "ԛℚ",
-		'r': "ŕŗřȑȓʀʳᵣℛℜℝ",
-		's': "śŝşšșѕꜱˢₛ",
-		't': "ţťŧțтτᴛᵗₜΤТ",
-		'u': "ùúûüũūŭůűųǔȕȗụủứừửữựυύᴜᵘᵤ",
-		'v': "νᴠᵛᵥⅴ",
-		'w': "ŵԝᴡʷ",
-		'x': "хχˣₓⅹΧ",
-		'y': "ýÿŷуўʏʸỳỵỷỹΥ",
-		'z': "źżžᴢᶻℤℨΖ",
-	} {
-		for _, r := range s {
-			m[r] = c
-		}
-	}
-	return m
-}()
+// isCloser reports whether r is '>' or looks like it.
+func isCloser(r rune) bool { return strings.ContainsRune(closers, r) }

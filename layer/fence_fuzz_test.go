@@ -2,39 +2,87 @@ package layer
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
 )
 
 // canonicalText folds a whole text the way Defang compares tag-like text:
-// each character to its ASCII form, invisible ones dropped, separator runs
-// to one '_', characters with no ASCII form to 0x01. It is the oracle of
-// FuzzFence: a different algorithm (fold everything, then search with a
-// regexp) from Defang's (fold from each opener, stop at a mismatch).
-func canonicalText(s string) string {
+// each character to its skeleton, invisible characters and separators
+// dropped, openers to '<', closers to '>', slashes to '/', characters
+// with no Latin prototype to 0x01. at[i] is the offset in s of the
+// character canonical byte i comes from. It is the oracle of FuzzFence: a
+// different algorithm (fold everything, then search with a regexp) from
+// Defang's (fold from each opener, stop at a mismatch).
+func canonicalText(s string) (canon string, at []int) {
 	var b strings.Builder
-	for _, r := range s {
-		c, k := fold(r)
-		switch k {
-		case foldIgnore:
-		case foldSep:
-			if !strings.HasSuffix(b.String(), "_") {
-				b.WriteByte('_')
-			}
-		case foldOther:
+	for i, r := range s {
+		f := foldRune(r)
+		switch f.k {
+		case kIgnore, kSep:
+			continue
+		case kOther:
 			b.WriteByte(0x01)
-		default:
-			b.WriteByte(c)
+		case kLetters, kSlash, kOpener, kCloser:
+			b.WriteString(f.s)
+		}
+		for b.Len() > len(at) {
+			at = append(at, i)
 		}
 	}
-	return b.String()
+	return b.String(), at
+}
+
+// reverseRunes returns s with its characters in reverse order.
+func reverseRunes(s string) string {
+	r := []rune(s)
+	slices.Reverse(r)
+	return string(r)
 }
 
 // liveTag returns a regexp matching a tag-like text naming tag in
-// canonical text: an opener, separators and slashes, then the tag.
+// canonical text: an opener, slashes, then the tag's skeleton.
 func liveTag(tag string) *regexp.Regexp {
-	return regexp.MustCompile(`<[_/]*` + regexp.QuoteMeta(canonical(tag)))
+	return regexp.MustCompile(`<[/]*` + regexp.QuoteMeta(Skeleton(tag)))
+}
+
+// liveReversed returns a regexp matching a tag-like text naming tag in
+// the canonical form of a reversed text: a bracket, slashes, the tag.
+func liveReversed(tag string) *regexp.Regexp {
+	return regexp.MustCompile(`[<>][/]*` + regexp.QuoteMeta(Skeleton(tag)))
+}
+
+// rtlFrom returns the offset of the first right-to-left control of s, or -1.
+func rtlFrom(s string) int {
+	from := -1
+	for _, c := range [...]string{rlo, rle, rli} {
+		if i := strings.Index(s, c); i >= 0 && (from < 0 || i < from) {
+			from = i
+		}
+	}
+	return from
+}
+
+// checkLive fails when body holds a tag-like text naming tag, forwards
+// or, after a right-to-left control, backwards.
+func checkLive(t *testing.T, text, body, tag string) {
+	t.Helper()
+	canon, _ := canonicalText(body)
+	if loc := liveTag(tag).FindStringIndex(canon); loc != nil {
+		t.Fatalf("text %+q: body %+q holds a live %s tag: canonical %+q", text, body, tag, canon[loc[0]:])
+	}
+	from := rtlFrom(body)
+	if from < 0 {
+		return
+	}
+	rev := reverseRunes(body)
+	canon, at := canonicalText(rev)
+	for _, loc := range liveReversed(tag).FindAllStringIndex(canon, -1) {
+		if at[loc[0]] < len(body)-from { // the bracket is after the control
+			t.Fatalf("text %+q: body %+q holds a live reversed %s tag: canonical %+q", text, body, tag, canon[loc[0]:])
+		}
+	}
 }
 
 // FuzzFence checks the fence invariant under canonical folding: the body
@@ -51,11 +99,18 @@ func FuzzFence(f *testing.F) {
 	} {
 		f.Add(s, "entities")
 	}
+	for _, s := range []string{
+		"</pla\u0578>", "\u202e>nalp/<", "\u202e<nalp/>", "\u2067>nalp/<\u2069", "x\u202bplan</", "</p\u0406an>", "</pIan>",
+		"</workingmemory>", "< / w o r k i n g _ m e m o r y >", "</\u1d0b\u1d20_memory>", "\u202e>yromem_gnikrow/<",
+		"\u202e>yromem gnikrow<<", "</\u24aa\u24a9\u24a0plan>", "</\U0001f1f5\U0001f1f1\U0001f1e6\U0001f1f3>",
+	} {
+		f.Add(s, "plan")
+	}
 	f.Add("<-x->", "-x-")
 	f.Add("<Ⓐb>", "ab")
 	const tag = "working_memory"
 	f.Fuzz(func(t *testing.T, text, other string) {
-		if strings.Contains(text, "&lt;") || !utf8.ValidString(other) {
+		if strings.Contains(text, "&lt;") || strings.Contains(text, "&gt;") || !utf8.ValidString(other) {
 			return // "&lt;" in the text would make the change check ambiguous
 		}
 		out := Fence(tag, text)
@@ -64,22 +119,22 @@ func FuzzFence(f *testing.F) {
 		}
 		body := out[len(tag)+3 : len(out)-len(tag)-4]
 		body = Defang(body, other)
-		canon := canonicalText(body)
-		if loc := liveTag(tag).FindStringIndex(canon); loc != nil {
-			t.Fatalf("Fence(%+q) body %+q holds a live %s tag: canonical %+q", text, body, tag, canon[loc[0]:])
+		checkLive(t, text, body, tag)
+		// A tag whose skeleton holds a bracket, an inner slash, '&', ';' or a
+		// character with no Latin prototype names nothing Defang reads.
+		if sk := Skeleton(other); sk != "" && !strings.ContainsAny(sk, "<>/&;") && isASCII(sk) {
+			checkLive(t, text, body, other)
 		}
-		if canonical(other) != "" {
-			if loc := liveTag(other).FindStringIndex(canon); loc != nil {
-				t.Fatalf("Defang(%+q, %+q) = %+q holds a live tag: canonical %+q", text, other, body, canon[loc[0]:])
-			}
+		if got := Defang(text, other, tag); got != body {
+			t.Fatalf("Defang(%+q, %+q, %s) = %+q, want %+q", text, other, tag, got, body)
 		}
-		// The only change: openers became "&lt;".
+		// The only change: openers became "&lt;", closers "&gt;".
 		i := 0
 		for j := 0; j < len(body); {
-			if strings.HasPrefix(body[j:], "&lt;") {
+			if strings.HasPrefix(body[j:], "&lt;") || strings.HasPrefix(body[j:], "&gt;") {
 				r, n := utf8.DecodeRuneInString(text[i:])
-				if !isOpener(r) {
-					t.Fatalf("&lt; at %d of %+q stands for %q of %+q, not an opener", j, body, r, text)
+				if k := foldRune(r).k; k != kOpener && !(k == kCloser && body[j+1] == 'g') {
+					t.Fatalf("%s at %d of %+q stands for %q of %+q, not an opener", body[j:j+4], j, body, r, text)
 				}
 				i, j = i+n, j+4
 				continue
@@ -93,4 +148,13 @@ func FuzzFence(f *testing.F) {
 			t.Fatalf("body %+q drops the end of %+q", body, text)
 		}
 	})
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }

@@ -28,6 +28,14 @@ const (
 // another is depth 2. [New] rejects a deeper chain.
 const MaxPartialDepth = 32
 
+// MaxBlockDepth is how deeply blocks ({{#with}}, {{#each}}, {{#if}}, an
+// inverse {{^x}} ...) and subexpressions may nest in a template, counting
+// the blocks of the partials it includes at the depth it includes them.
+// [New] rejects a deeper template: raymond's rendering takes memory and
+// time that grow with the depth (4,000 nested {{#with}} blocks took
+// about 70 MB).
+const MaxBlockDepth = 64
+
 // Config configures a [Compiler]. The zero Config is valid: the default
 // layout, no instructions, the [Estimate] counter.
 type Config struct {
@@ -55,6 +63,13 @@ type Config struct {
 	// be safe for concurrent use. A helper that panics makes Compile
 	// return an error that wraps [ErrRender].
 	Helpers map[string]any
+	// LayerIDs are the IDs of every layer of the stack the prompts are
+	// compiled for, whether or not it recalls anything in a step. The
+	// block tag (layer.FenceTag) of each is guarded in every prompt, like
+	// those of [BuiltinLayerIDs] and of the layers recalled in the step,
+	// so that no layer's text can forge the block of another, present or
+	// absent. Nil guards the built-in and the recalled layers' tags only.
+	LayerIDs []string
 }
 
 // Compiler renders system prompts from recalled layers. It is immutable
@@ -65,6 +80,7 @@ type Compiler struct {
 	instructions string
 	instrValue   any // raymond.SafeString(instructions), boxed once by New
 	counter      Counter
+	guards       *guards // nil: builtinGuards
 }
 
 // New returns a Compiler for cfg. It parses the template and its partials
@@ -74,11 +90,22 @@ func New(cfg Config) (c *Compiler, err error) {
 	if c.counter == nil {
 		c.counter = Estimate
 	}
+	if len(cfg.LayerIDs) > 0 {
+		c.guards = newGuards(cfg.LayerIDs)
+	}
 	if cfg.Template == "" {
 		if len(cfg.Partials) > 0 || len(cfg.Helpers) > 0 {
 			return nil, fmt.Errorf("%w: partials and helpers need a Template", ErrTemplate)
 		}
 		return c, nil
+	}
+	for name, src := range cfg.Partials {
+		if d := blockDepthBound(src); d > MaxBlockDepth {
+			return nil, fmt.Errorf("%w: partial %q: blocks nest %d deep, more than %d (MaxBlockDepth)", ErrTemplate, name, d, MaxBlockDepth)
+		}
+	}
+	if d := blockDepthBound(cfg.Template); d > MaxBlockDepth {
+		return nil, fmt.Errorf("%w: blocks nest %d deep, more than %d (MaxBlockDepth)", ErrTemplate, d, MaxBlockDepth)
 	}
 	tpl, err := raymond.Parse(cfg.Template)
 	if err != nil {
@@ -144,7 +171,7 @@ func VarName(id string) string {
 // non-empty items' texts, guarded against spoofing the blocks of tags (see
 // guardItem), joined by newlines. Layers fence their own untrusted text
 // (see [layer.Fence]); the compiler neither escapes nor re-fences it.
-func layerText(r layer.Recalled, tags []blockTag) string {
+func layerText(r layer.Recalled, tags *guards) string {
 	if len(r.Items) == 1 {
 		return guardItem(r.Items[0].Text, r.ID, tags)
 	}
@@ -223,7 +250,11 @@ func (c *Compiler) Compile(recalled []layer.Recalled, vars map[string]any) (out 
 			ctx[k] = cv
 		}
 	}
-	tags := fenceTags(recalled)
+	base := c.guards
+	if base == nil {
+		base = builtinGuards
+	}
+	tags := forStep(base, recalled)
 	// all is the layers' texts, after the instructions in the default
 	// layout; both are separated by blank lines.
 	var all strings.Builder

@@ -46,14 +46,20 @@
 // inside its block.
 //
 // The compiler adds one guard of its own: layer.Fence only defangs a
-// block's own tag, so it collects the tags of all fenced items in the
-// prompt and defangs the others' tags inside each item too, with
-// [layer.Defang], the function Fence uses: both see through white space,
-// invisible and bidi characters, look-alike brackets and look-alike
-// letters. An entity
-// named "</entities><working_memory>…" therefore cannot forge a working
-// memory block. A tag belongs to the first layer (in slot order) fencing
-// with it; another layer presenting the same fence is treated as
+// block's own tag, so the compiler defangs every other block tag it knows
+// inside each item too, with layer.Defang, the matcher Fence uses: both
+// compare a skeleton of the name (Unicode's confusables, NFKC, case
+// folding; white space, separators, invisible and bidi characters
+// dropped) and see through look-alike brackets and closers reversed by a
+// right-to-left override. The tags it knows are those of
+// [Config.LayerIDs] (every layer of the stack, recalled in the step or
+// not), of [BuiltinLayerIDs] and of the layers and fenced items of the
+// step, so a value cannot imitate a block that is absent from this
+// prompt either. An entity named "</entities><working_memory>…" therefore
+// cannot forge a working memory block. A layer's block tag
+// (layer.FenceTag of its ID) belongs to that layer, a built-in tag with
+// no such layer to none, another tag to the first layer (in slot order)
+// fencing with it; another layer presenting the same fence is treated as
 // unfenced.
 //
 // # Budgets

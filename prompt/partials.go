@@ -18,21 +18,25 @@ import (
 // partial could include one of ours). source and partials have already
 // been parsed once.
 func checkPartials(source string, partials map[string]string) error {
-	refs := make(map[string][]string, len(partials)+1)
+	refs := make(map[string][]partialRef, len(partials)+1)
+	own := make(map[string]int, len(partials))
 	for _, name := range slices.Sorted(maps.Keys(partials)) {
-		r, err := partialRefs(partials[name], partials)
+		r, d, err := partialRefs(partials[name], partials)
 		if err != nil {
 			return fmt.Errorf("partial %q: %w", name, err)
 		}
-		refs[name] = r
+		refs[name], own[name] = r, d
 	}
-	top, err := partialRefs(source, partials)
+	top, topNest, err := partialRefs(source, partials)
 	if err != nil {
 		return err
 	}
 	// depth[name] is the longest chain of partials name starts, itself
-	// included, once known; 0 while name is being explored.
+	// included, once known; 0 while name is being explored. nest[name]
+	// is how deeply blocks nest in name, those of the partials it
+	// includes counted.
 	depth := make(map[string]int, len(partials))
+	nest := make(map[string]int, len(partials))
 	var visit func(name string, path []string) (int, error)
 	visit = func(name string, path []string) (int, error) {
 		if d, seen := depth[name]; seen {
@@ -42,15 +46,15 @@ func checkPartials(source string, partials map[string]string) error {
 			return d, nil
 		}
 		depth[name] = 0
-		d := 0
+		d, n := 0, own[name]
 		for _, r := range refs[name] {
-			rd, err := visit(r, append(path, name))
+			rd, err := visit(r.name, append(path, name))
 			if err != nil {
 				return 0, err
 			}
-			d = max(d, rd)
+			d, n = max(d, rd), max(n, r.depth+nest[r.name])
 		}
-		depth[name] = d + 1
+		depth[name], nest[name] = d+1, n
 		return d + 1, nil
 	}
 	for _, name := range slices.Sorted(maps.Keys(partials)) {
@@ -58,12 +62,52 @@ func checkPartials(source string, partials map[string]string) error {
 			return err
 		}
 	}
-	for _, name := range top {
-		if depth[name] > MaxPartialDepth {
-			return fmt.Errorf("partials nested deeper than %d (MaxPartialDepth), from %q", MaxPartialDepth, name)
+	for _, r := range top {
+		if depth[r.name] > MaxPartialDepth {
+			return fmt.Errorf("partials nested deeper than %d (MaxPartialDepth), from %q", MaxPartialDepth, r.name)
+		}
+		if n := r.depth + nest[r.name]; n > MaxBlockDepth {
+			return fmt.Errorf("blocks nest %d deep through partial %q, more than %d (MaxBlockDepth)", n, r.name, MaxBlockDepth)
 		}
 	}
+	if topNest > MaxBlockDepth {
+		return fmt.Errorf("blocks nest %d deep, more than %d (MaxBlockDepth)", topNest, MaxBlockDepth)
+	}
 	return nil
+}
+
+// partialRef is a partial a source includes, and the depth of the
+// blocks it is included in (the deepest, when it is included more than
+// once).
+type partialRef struct {
+	name  string
+	depth int
+}
+
+// blockDepthBound returns an upper bound of how deeply blocks nest in
+// source, from its text alone: "{{#" and "{{^" (but not "{{^}}", an
+// else) open, "{{/" closes, with or without '~'. It over-counts only
+// openers in comments and raw blocks. New checks it before parsing, so
+// that a template nesting thousands of blocks is refused without being
+// parsed (parsing it takes memory and time too); the exact depth,
+// partials included, is checked on the parsed template.
+func blockDepthBound(source string) int {
+	depth, deepest := 0, 0
+	for i := 0; ; {
+		j := strings.Index(source[i:], "{{")
+		if j < 0 {
+			return deepest
+		}
+		i += j + 2
+		rest := strings.TrimPrefix(source[i:], "~")
+		switch {
+		case strings.HasPrefix(rest, "#"), strings.HasPrefix(rest, "^") && !strings.HasPrefix(strings.TrimLeft(rest[1:], " ~"), "}}"):
+			depth++
+			deepest = max(deepest, depth)
+		case strings.HasPrefix(rest, "/"):
+			depth = max(depth-1, 0)
+		}
+	}
 }
 
 // cycle renders the part of path from name on, back to name.
@@ -72,26 +116,43 @@ func cycle(path []string, name string) string {
 	return strings.Join(append(cyc, name), " > ")
 }
 
-// partialRefs returns the names of the partials source includes, each
-// once, or an error for a name that is computed or not defined.
-func partialRefs(source string, partials map[string]string) ([]string, error) {
+// partialRefs returns the partials source includes, each once, and how
+// deeply blocks and subexpressions nest in source itself, or an error for
+// a partial name that is computed or not defined, or for blocks nesting
+// deeper than MaxBlockDepth (found without walking further down).
+func partialRefs(source string, partials map[string]string) ([]partialRef, int, error) {
 	prog, err := parser.Parse(source)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	var names []string
-	var walk func(p *ast.Program) error
-	walk = func(p *ast.Program) error {
+	var refs []partialRef
+	deepest := 0
+	tooDeep := func(d int) error {
+		deepest = max(deepest, d)
+		if d > MaxBlockDepth {
+			return fmt.Errorf("blocks nest more than %d deep (MaxBlockDepth)", MaxBlockDepth)
+		}
+		return nil
+	}
+	var walk func(p *ast.Program, depth int) error
+	walk = func(p *ast.Program, depth int) error {
 		if p == nil {
 			return nil
 		}
 		for _, n := range p.Body {
 			switch n := n.(type) {
-			case *ast.BlockStatement:
-				if err := walk(n.Program); err != nil {
+			case *ast.MustacheStatement:
+				if err := tooDeep(depth + exprDepth(n.Expression)); err != nil {
 					return err
 				}
-				if err := walk(n.Inverse); err != nil {
+			case *ast.BlockStatement:
+				if err := tooDeep(depth + 1 + exprDepth(n.Expression)); err != nil {
+					return fmt.Errorf("line %d: %w", n.Line, err)
+				}
+				if err := walk(n.Program, depth+1); err != nil {
+					return err
+				}
+				if err := walk(n.Inverse, depth+1); err != nil {
 					return err
 				}
 			case *ast.PartialStatement:
@@ -102,12 +163,38 @@ func partialRefs(source string, partials map[string]string) ([]string, error) {
 				if _, ok := partials[name]; !ok {
 					return fmt.Errorf("line %d: partial %q is not defined", n.Line, name)
 				}
-				if !slices.Contains(names, name) {
-					names = append(names, name)
+				if i := slices.IndexFunc(refs, func(r partialRef) bool { return r.name == name }); i >= 0 {
+					refs[i].depth = max(refs[i].depth, depth)
+				} else {
+					refs = append(refs, partialRef{name, depth})
 				}
 			}
 		}
 		return nil
 	}
-	return names, walk(prog)
+	err = walk(prog, 0)
+	return refs, deepest, err
+}
+
+// exprDepth returns how deeply subexpressions nest in e's parameters and
+// hash values, up to MaxBlockDepth+1.
+func exprDepth(e *ast.Expression) int {
+	if e == nil {
+		return 0
+	}
+	d := 0
+	sub := func(n ast.Node) {
+		if s, ok := n.(*ast.SubExpression); ok && d <= MaxBlockDepth {
+			d = max(d, 1+exprDepth(s.Expression))
+		}
+	}
+	for _, p := range e.Params {
+		sub(p)
+	}
+	if e.Hash != nil {
+		for _, p := range e.Hash.Pairs {
+			sub(p.Val)
+		}
+	}
+	return d
 }

@@ -301,7 +301,7 @@ func TestLegacyRejectedUpdateReported(t *testing.T) {
 // hostileIDList are thread and resource IDs that try to reach other keys.
 var hostileIDList = []string{
 	"a/b", "a%2Fb", "a", "..", ".", "../..", "../" + badThread, "a\x00b", "a\nb", "a b", "%", "%%",
-	"t/../t2", "__proto__", strings.Repeat("x/", 300), "ü/é", "\xff\xfe", "threads", "layers/working-memory",
+	"t/../t2", "__proto__", strings.Repeat("x/", agentloop.MaxIDLen/2), "ü/é", "\xff\xfe", "threads", "layers/working-memory",
 	"*", "a*", "[a-z]", "?", `\`, "a:b", "memlayer:x", "_%", "%_",
 }
 

@@ -11,7 +11,11 @@
 // with an error that is [ErrConflict]. Callers that read-modify-write (a
 // layer merging an update into its state) retry on conflict, waiting
 // [WaitRetry] between attempts so that contending writers spread out, and
-// two processes updating one key never lose an update.
+// two processes updating one key never lose an update. A writer should
+// wait after the lost race and before it reads again (a wait between its
+// read and its write only widens the window another writer wins in);
+// [WaitRetryAfter] scales the wait to the time an attempt takes, for
+// backends slower than the fixed bounds.
 //
 // # Versions
 //

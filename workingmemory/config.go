@@ -84,6 +84,16 @@ type Config struct {
 	// []byte, json.RawMessage). With a schema the state is an object and
 	// every merged state must pass it. Nil means no schema: the state is
 	// free text until the first update, an object after it.
+	//
+	// A Go struct, or a pointer to one, is the state's type instead
+	// (Schema: Plan{}): the schema is inferred from the type by
+	// github.com/google/jsonschema-go, as agentloop.NewTool infers a
+	// tool's parameters (fields under their JSON names, with their types;
+	// those without omitempty or omitzero required; other properties
+	// refused), and the value is the initial state when Template is nil.
+	// A type the inference refuses (a func or chan field) makes New fail.
+	// A struct from a package named jsonschema, or one that encodes to an
+	// object of JSON Schema keywords only, is taken as a schema document.
 	Schema any
 	// SchemaFile is a path to read the schema from (in New). Set Schema
 	// or SchemaFile, not both.

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
+
+	jsonschemago "github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/memlayer/memlayer/internal/jsonx"
 	"github.com/memlayer/memlayer/internal/safeschema"
@@ -49,7 +52,11 @@ func compileSchema(cfg Config) (*schema, error) {
 		case json.RawMessage:
 			b = s
 		default:
-			b, err = json.Marshal(s)
+			if t := goStateType(s); t != nil {
+				b, err = inferSchema(t)
+			} else {
+				b, err = json.Marshal(s)
+			}
 		}
 	}
 	var doc any
@@ -225,4 +232,62 @@ func nullable(s any) any {
 		return s
 	}
 	return map[string]any{"anyOf": []any{s, map[string]any{"type": "null"}}}
+}
+
+// goStateType returns the struct type of s when Config.Schema is a Go
+// struct, or a pointer to one, that is the state's type rather than a
+// schema document; nil otherwise. A struct is a schema document when its
+// type is a JSON Schema type (google/jsonschema-go's Schema and the like,
+// from a package named jsonschema) or when it encodes to a non-empty JSON
+// object holding only JSON Schema keywords.
+func goStateType(s any) reflect.Type {
+	t := reflect.TypeOf(s)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct || strings.HasSuffix(t.PkgPath(), "jsonschema") {
+		return nil
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return t // inferSchema says why
+	}
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(b, &keys) != nil || len(keys) == 0 {
+		return t
+	}
+	for k := range keys {
+		if !schemaKeywords[k] {
+			return t
+		}
+	}
+	return nil
+}
+
+// schemaKeywords are the keywords of JSON Schema (2020-12 and draft-07).
+var schemaKeywords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range strings.Fields(`$schema $id $ref $defs $anchor $dynamicRef $dynamicAnchor $comment $vocabulary
+		definitions type enum const title description default examples deprecated readOnly writeOnly
+		properties patternProperties additionalProperties propertyNames required dependentRequired
+		dependentSchemas dependencies unevaluatedProperties minProperties maxProperties
+		items prefixItems additionalItems contains minContains maxContains unevaluatedItems minItems maxItems uniqueItems
+		allOf anyOf oneOf not if then else format pattern minLength maxLength
+		minimum maximum exclusiveMinimum exclusiveMaximum multipleOf contentEncoding contentMediaType contentSchema`) {
+		m[k] = true
+	}
+	return m
+}()
+
+// inferSchema returns the JSON Schema of the Go type t, inferred by
+// github.com/google/jsonschema-go as agentloop.NewTool infers a tool's
+// parameters: exported fields under their JSON names, with their types;
+// fields without omitempty or omitzero are required; other properties
+// are refused.
+func inferSchema(t reflect.Type) ([]byte, error) {
+	s, err := jsonschemago.ForType(t, nil)
+	if err != nil {
+		return nil, fmt.Errorf("infer the schema of %v: %w", t, err)
+	}
+	return json.Marshal(s)
 }

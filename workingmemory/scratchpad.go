@@ -104,6 +104,9 @@ func New(cfg Config) (*Layer, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Template == nil && goStateType(cfg.Schema) != nil {
+		cfg.Template = cfg.Schema // a Go state type's value is the initial state
+	}
 	c := &compiled{cfg: cfg, spec: spec, tag: layer.FenceTag(cfg.ID), schema: sch, merger: merger{nullReplaces: cfg.NullReplaces}}
 	tmpl, err := c.template()
 	if err != nil {

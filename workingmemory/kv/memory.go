@@ -47,6 +47,7 @@ type Memory struct {
 	entries  map[string]*entry
 	children map[string]*Memory // by ID
 	disposed bool
+	dropped  int // the entries the disposal removed, for its event
 	inflight map[string]*call
 	// dirty, when non-nil, records the keys of this scope changed since
 	// its last persist: a [Layer] bound to a store sets it on the
@@ -177,7 +178,8 @@ type Event struct {
 	// Type, for set, is the Go type name of the value ("string",
 	// "main.Plan"; "json.RawMessage" for SetJSON).
 	Type string
-	// Count, for cleared, is how many entries the clear removed.
+	// Count, for cleared and scope-disposed, is how many entries the
+	// clear or the disposal removed from the scope.
 	Count int
 	Time  time.Time
 }
@@ -984,7 +986,7 @@ func (mem *Memory) Dispose() error {
 	})
 	now := mem.tree.cfg.Now()
 	for _, s := range gone {
-		s.emit(Event{Kind: EventScopeDisposed}, now)
+		s.emit(Event{Kind: EventScopeDisposed, Count: s.dropped}, now)
 	}
 	return nil
 }
@@ -999,6 +1001,7 @@ func (mem *Memory) disposeLocked() (gone []*Memory) {
 	mem.walkLocked(func(s *Memory) {
 		t.entries -= len(s.entries)
 		t.scopes--
+		s.dropped = len(s.entries)
 		s.entries, s.children, s.disposed = nil, nil, true
 		delete(t.byID, s.id)
 		gone = append(gone, s)

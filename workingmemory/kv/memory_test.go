@@ -765,7 +765,7 @@ func TestFit04_EventsAndCounts(t *testing.T) {
 		{EventSet, "raw", "json.RawMessage", true, 0, r, "", "agent-0"},
 		{EventCleared, "", "", false, 2, r, "", "agent-0"},
 		{EventSet, "z", "int", false, 0, c, r, "agent-1"},
-		{EventScopeDisposed, "", "", false, 0, c, r, "agent-1"},
+		{EventScopeDisposed, "", "", false, 3, c, r, "agent-1"}, // p, raw and z
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("events\n got %+v\nwant %+v", got, want)
