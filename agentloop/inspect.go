@@ -465,3 +465,18 @@ func (in Inspector) RestoreQuarantined(ctx context.Context, qkey string, replace
 	}
 	return target, nil
 }
+
+// ThreadKeys returns the keys [Inspector.DeleteThread] would delete, in
+// the order it would delete them: what is stored for the thread. A
+// thread never stored gives none and no error.
+func (in Inspector) ThreadKeys(ctx context.Context, threadID string) ([]string, error) {
+	recs, _, err := in.records(ctx, []string{threadID}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("agentloop: thread %s: %w", storage.Quote(threadID), err)
+	}
+	keys := make([]string, len(recs))
+	for i, r := range recs {
+		keys[i] = r.key
+	}
+	return keys, nil
+}
