@@ -184,10 +184,11 @@ type thread struct {
 	pending *Summary
 	// segs are the segments holding the messages the summary does not
 	// cover; kept those it covers that retention keeps (see retain), as
-	// the summary record lists them, unless listSegs: the record lacks
-	// the list, and retention lists the store.
-	segs, kept []segRef
-	listSegs   bool
+	// the summary record lists them (summaryRecord.Kept), unless
+	// listSegs: the record lacks the list, and retention lists the store.
+	segs     []segRef
+	kept     string
+	listSegs bool
 }
 
 // resume continues a stored thread: the run starts from the loaded

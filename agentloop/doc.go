@@ -174,12 +174,13 @@
 // by default too ([DefaultRetainMessages], 200): when a summary is
 // stored, the messages it covers that are older than the last 200 are
 // deleted, and the covered ones kept have each text, argument or result
-// over [ElideAbove] (1 KiB) cut to a stub with its size and SHA-256
+// over [ElideAbove] (4 KiB) cut to a stub with its size and SHA-256
 // ([Elided]), so a model that sends a 60 KB argument every turn leaves a
-// thread of about 360 KB, not one that grows 60 KB a turn. The window,
-// the summary, the layers' own records (the episodic log keeps each
-// result whole) and the audit trail are not touched; a negative
-// RetainMessages keeps every message whole.
+// thread of about 360 KB, not one that grows 60 KB a turn. The summary's
+// record names the covered segments kept, so retention never lists the
+// store. The window, the summary, the layers' own records (the episodic
+// log keeps each result whole) and the audit trail are not touched; a
+// negative RetainMessages keeps every message whole.
 //
 // # History
 //

@@ -477,12 +477,13 @@ func TestHistory09_BytesPerStepDoNotGrow(t *testing.T) {
 	}
 	t.Logf("bytes put: turn 10 %d, turn 1000 %d; turns 9-12 %d, turns 997-1000 %d", perTurn[10], perTurn[1000], cycle(12), cycle(1000))
 	// A summary turn also rewrites the segments the new summary comes to
-	// cover, their 2 KB results elided (HistoryConfig.RetainMessages):
-	// under 1 KiB for each of the four turns; and its record lists the
-	// covered segments retention keeps, about 30 bytes each: a turn here
+	// cover, with what is over agentloop.ElideAbove elided (nothing
+	// here: the results are 2 KB), at most 1 KiB for each of the four
+	// turns; and its record lists the
+	// covered segments retention keeps, under 20 bytes each: a turn here
 	// is two segments of two messages, so at most 100 segments for
 	// DefaultRetainMessages, a constant once the thread has that many.
-	const elided, keptList = 4 * 1024, agentloop.DefaultRetainMessages / 2 * 30
+	const elided, keptList = 4 * 1024, agentloop.DefaultRetainMessages / 2 * 20
 	if perTurn[10] > 6000 || perTurn[1000]-perTurn[1000-2] > 4*summaryTokens+1000+elided+keptList {
 		t.Errorf("turn 10 put %d bytes, turn 1000 %d", perTurn[10], perTurn[1000])
 	}

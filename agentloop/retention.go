@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/memlayer/memlayer/storage"
 )
@@ -20,7 +21,11 @@ const DefaultRetainMessages = 200
 // ElideAbove is the size, in bytes, above which a retained message's
 // text, a tool call's arguments or a tool result is elided once the
 // history summary covers the message (see HistoryConfig.RetainMessages).
-const ElideAbove = 1 << 10
+// Most requests, arguments and results are smaller and are never
+// rewritten; payloads (a document, a scratchpad dump) are cut, so the
+// messages retention keeps hold at most about ElideAbove bytes each
+// beyond the window.
+const ElideAbove = 4 << 10
 
 // elidedPreview is how much of an elided text or result is kept.
 const elidedPreview = 256
@@ -41,10 +46,13 @@ func elided(s string) *Elided {
 	return &Elided{Bytes: len(s), SHA256: hex.EncodeToString(sum[:])}
 }
 
-// segRef names a segment of a thread and the index of its first message.
+// segRef names a segment of a thread and the index of its first
+// message; big says it may hold a text over ElideAbove (its record is
+// larger than that, or is not known).
 type segRef struct {
 	Name  string
 	First int
+	big   bool
 }
 
 // segFirst returns the index of the first message of the segment named
@@ -67,29 +75,66 @@ func segFirst(name string) (int, bool) {
 // off, lacks it, and the next retention lists the segments once.
 type summaryRecord struct {
 	Summary
-	Kept    []string `json:"kept,omitempty"`
-	Tracked bool     `json:"tracked,omitempty"`
+	// Kept lists the segments, space-separated, each as its first
+	// message's index, a dot and its nonce ("1234.4a0303266d97" for
+	// seg.0000001234.4a0303266d97), or as its whole name.
+	Kept    string `json:"kept,omitempty"`
+	Tracked bool   `json:"tracked,omitempty"`
 }
 
-// keptRefs returns the record's Kept as segRefs, leaving out names that
-// are not a segment's.
-func (sr summaryRecord) keptRefs() []segRef {
-	out := make([]segRef, 0, len(sr.Kept))
-	for _, name := range sr.Kept {
-		if first, ok := segFirst(name); ok && validName(name) {
+// segName returns the name of the segment of first message first and
+// nonce nonce, as writeThread names it.
+func segName(first int, nonce string) string {
+	b := make([]byte, 0, len(segPrefix)+12+len(nonce))
+	b = append(b, segPrefix...)
+	for n := 1_000_000_000; n > 1 && first < n; n /= 10 {
+		b = append(b, '0')
+	}
+	b = strconv.AppendInt(b, int64(first), 10)
+	b = append(b, '.')
+	return string(append(b, nonce...))
+}
+
+// keptRefs returns the segments a summaryRecord.Kept lists, leaving out
+// what does not name a segment.
+func keptRefs(kept string) []segRef {
+	var out []segRef
+	for _, e := range strings.Fields(kept) {
+		name := e
+		if !strings.HasPrefix(e, segPrefix) {
+			digits, nonce, _ := strings.Cut(e, ".")
+			first, err := strconv.Atoi(digits)
+			if err != nil || first < 0 || nonce == "" {
+				continue
+			}
+			name = segName(first, nonce)
+		}
+		if first, ok := segFirst(name); ok {
 			out = append(out, segRef{Name: name, First: first})
 		}
 	}
 	return out
 }
 
-// names returns the names of segs.
-func names(segs []segRef) []string {
-	out := make([]string, len(segs))
-	for i, s := range segs {
-		out[i] = s.Name
+// keptList returns segs as summaryRecord.Kept lists them.
+func keptList(segs []segRef) string {
+	b := make([]byte, 0, 20*len(segs))
+	for _, s := range segs {
+		if strings.ContainsFunc(s.Name, unicode.IsSpace) {
+			continue // not one this package writes; an erase removes it
+		}
+		if len(b) > 0 {
+			b = append(b, ' ')
+		}
+		digits, nonce, _ := strings.Cut(strings.TrimPrefix(s.Name, segPrefix), ".")
+		if n, err := strconv.Atoi(digits); err == nil && n == s.First && nonce != "" && (len(digits) == 10 || len(digits) > 10 && digits[0] != '0') {
+			b = append(strconv.AppendInt(b, int64(s.First), 10), '.')
+			b = append(b, nonce...)
+		} else {
+			b = append(b, s.Name...)
+		}
 	}
-	return out
+	return string(b)
 }
 
 // elide returns m with its text, arguments and results over ElideAbove
@@ -134,7 +179,9 @@ func (m StoredMessage) elide() (StoredMessage, bool) {
 // never written again, and a failure leaves the segment whole. A segment
 // keeps its name, its messages and their order; only their texts
 // shrink, so a reader holding an older head reads a valid segment either
-// way.
+// way (a run that loaded that head, and so loses its compare-and-swap,
+// may show the model stubs where compaction would have shown
+// references). A segment that runs past covers is left whole.
 func (r *run) elideSegments(ctx context.Context, names []string, covers int) {
 	store := r.a.cfg.Store
 	for _, name := range names {

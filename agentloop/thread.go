@@ -98,7 +98,7 @@ type loaded struct {
 	// segs are the segments read; kept is the summary record's list,
 	// and listSegs says it has none (see summaryRecord).
 	segs     []segRef
-	kept     []segRef
+	kept     string
 	listSegs bool
 }
 
@@ -207,7 +207,7 @@ func loadThread(ctx context.Context, store storage.Store, threadID string, full 
 		if err := json.Unmarshal(data, &sr); err != nil {
 			return nil, fmt.Errorf("summary: malformed: %w", err)
 		}
-		c.Summary, l.kept, l.listSegs = sr.Summary, sr.keptRefs(), !sr.Tracked
+		c.Summary, l.kept, l.listSegs = sr.Summary, sr.Kept, !sr.Tracked
 		if c.Summary.Covers != h.Covers {
 			return nil, fmt.Errorf("summary covers %d messages, the head says %d", c.Summary.Covers, h.Covers)
 		}
@@ -232,7 +232,7 @@ func loadThread(ctx context.Context, store storage.Store, threadID string, full 
 			return nil, fmt.Errorf("segment %s: holds messages %d to %d, want up to %d", name, s.First, s.First+len(s.Messages), end)
 		}
 		segs = append(segs, s.Messages)
-		l.segs = append(l.segs, segRef{Name: name, First: s.First})
+		l.segs = append(l.segs, segRef{Name: name, First: s.First, big: len(data) > ElideAbove})
 		end, name = s.First, s.Prev
 	}
 	c.First = from
@@ -315,7 +315,7 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 			return err
 		}
 		h.Tail, h.Messages = name, r.base+len(r.msgs)
-		segs = append(segs, segRef{Name: name, First: th.saved})
+		segs = append(segs, segRef{Name: name, First: th.saved, big: len(data) > ElideAbove})
 	}
 	// The layers whose snapshot changed.
 	layers := make(map[string]string, len(snap.Layers))
@@ -354,7 +354,7 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 				abandon()
 				return err
 			}
-			rec.Kept, rec.Tracked, list = names(kept), true, false
+			rec.Kept, rec.Tracked, list = kept, true, false
 		}
 		data, err := json.Marshal(rec)
 		if err != nil {
@@ -421,7 +421,7 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 // covered ones before the point to drop (deleted once the head that no
 // longer reaches them is written) and those newly covered and kept to
 // elide (see elideSegments).
-func (r *run) retain(ctx context.Context, cutoff, covers, retained int, segs, kept []segRef, list bool, drop []string) (int, []segRef, []segRef, []string, []string, error) {
+func (r *run) retain(ctx context.Context, cutoff, covers, retained int, segs []segRef, kept string, list bool, drop []string) (int, []segRef, string, []string, []string, error) {
 	var covered, window, elide []segRef
 	if list {
 		prefix := storage.ThreadPrefix(r.threadID)
@@ -435,10 +435,10 @@ func (r *run) retain(ctx context.Context, cutoff, covers, retained int, segs, ke
 				continue
 			}
 			if first, ok := segFirst(name); ok && first < covers && !slices.ContainsFunc(segs, func(s segRef) bool { return s.Name == name }) {
-				elide = append(elide, segRef{Name: name, First: first})
+				elide = append(elide, segRef{Name: name, First: first, big: true})
 			}
 		}
-		kept = nil
+		kept = ""
 	}
 	for _, s := range segs {
 		if s.First < covers {
@@ -447,28 +447,28 @@ func (r *run) retain(ctx context.Context, cutoff, covers, retained int, segs, ke
 			window = append(window, s)
 		}
 	}
-	covered = append(slices.Clone(kept), elide...)
+	covered = append(keptRefs(kept), elide...)
 	point := retained
 	for _, s := range covered {
 		if s.First <= cutoff {
 			point = max(point, s.First)
 		}
 	}
-	kept = nil
+	var keep []segRef
 	for _, s := range covered {
 		if s.First < point {
 			drop = append(drop, s.Name)
 		} else {
-			kept = append(kept, s)
+			keep = append(keep, s)
 		}
 	}
 	var rewrite []string
 	for _, s := range elide {
-		if s.First >= point {
+		if s.First >= point && s.big {
 			rewrite = append(rewrite, s.Name)
 		}
 	}
-	return point, window, kept, drop, rewrite, nil
+	return point, window, keptList(keep), drop, rewrite, nil
 }
 
 // encodeSegment returns the JSON of a segment holding r.msgs[from:],
