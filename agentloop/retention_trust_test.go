@@ -222,3 +222,50 @@ func TestTrust322_ThreadStoredWholeIsBoundedOnceContinued(t *testing.T) {
 		t.Errorf("transcript: %v, %d messages from %d", err, len(msgs), first)
 	}
 }
+
+// TestTrust322_RetentionOnEveryBackend: on memory, SQLite and Redis, a
+// thread of 40 turns of 60 KB updates keeps its window whole, the covered
+// messages retention keeps elided, and a bounded number of bytes; after
+// DeleteThread nothing of it is left (no rewrite brought a segment back).
+func TestTrust322_RetentionOnEveryBackend(t *testing.T) {
+	for _, b := range eraseBackends() {
+		t.Run(b.name, func(t *testing.T) {
+			store, _ := b.open(t)
+			pad, err := workingmemory.New(workingmemory.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := mustAgent(t, agentloop.Config{Model: scratchpadModel(), Store: store, Layers: []layer.Layer{pad},
+				History: agentloop.HistoryConfig{RetainMessages: 40}})
+			const turns = 40
+			for i := range turns {
+				if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", ResourceID: "u", Input: fmt.Sprintf("turn %d", i)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n, records := storedBytes(t, store, storage.ThreadPrefix("t"))
+			t.Logf("%s: %d bytes in %d records after %d turns", b.name, n, records, turns)
+			if n > 700<<10 {
+				t.Errorf("%d bytes after %d turns of 60 KB updates, want at most 700 KiB", n, turns)
+			}
+			msgs, first, err := a.Transcript(t.Context(), "t")
+			ck, err2 := a.LoadCheckpoint(t.Context(), "t")
+			if err != nil || err2 != nil || first == 0 || first+len(msgs) != 4*turns {
+				t.Fatalf("transcript: %v %v, %d messages from %d", err, err2, len(msgs), first)
+			}
+			for i, m := range msgs {
+				for _, c := range m.ToolCalls {
+					if covered := first+i < ck.First; covered != (c.Elided != nil) {
+						t.Errorf("message %d (covered %v): %d bytes of arguments, elided %+v", first+i, covered, len(c.Arguments), c.Elided)
+					}
+				}
+			}
+			if _, err := (agentloop.Inspector{Store: store}).DeleteThread(t.Context(), "t"); err != nil {
+				t.Fatal(err)
+			}
+			if keys, err := store.List(t.Context(), storage.ThreadPrefix("t")); err != nil || len(keys) != 0 {
+				t.Errorf("left after DeleteThread: %v, %v", keys, err)
+			}
+		})
+	}
+}
