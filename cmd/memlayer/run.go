@@ -312,17 +312,26 @@ func show(ctx context.Context, in agentloop.Inspector, o *opts, id string, w io.
 	for i, m := range v.Messages {
 		fmt.Fprintf(w, "[%d] %s:", v.First+i, safe(m.Role))
 		if m.Text != "" {
-			fmt.Fprintf(w, " %s", safe(m.Text))
+			fmt.Fprintf(w, " %s%s", safe(m.Text), elidedNote(m.TextElided))
 		}
 		fmt.Fprintln(w)
 		for _, tc := range m.ToolCalls {
-			fmt.Fprintf(w, "    call %s %s(%s)\n", safe(tc.ID), safe(tc.Name), safe(tc.Arguments))
+			fmt.Fprintf(w, "    call %s %s(%s)%s\n", safe(tc.ID), safe(tc.Name), safe(tc.Arguments), elidedNote(tc.Elided))
 		}
 		for _, tr := range m.ToolResults {
-			fmt.Fprintf(w, "    result %s %s: %s\n", safe(tr.CallID), safe(tr.Name), safe(tr.Content))
+			fmt.Fprintf(w, "    result %s %s: %s%s\n", safe(tr.CallID), safe(tr.Name), safe(tr.Content), elidedNote(tr.Elided))
 		}
 	}
 	return nil
+}
+
+// elidedNote says what retention cut from a stored text (see
+// agentloop.Elided), or nothing.
+func elidedNote(e *agentloop.Elided) string {
+	if e == nil {
+		return ""
+	}
+	return fmt.Sprintf(" [elided: %d bytes, sha256 %s]", e.Bytes, safe(e.SHA256))
 }
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) {

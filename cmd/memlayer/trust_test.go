@@ -219,3 +219,41 @@ func TestTrust321_DeleteThread(t *testing.T) {
 		t.Errorf("delete -json -y: status %d, stdout %q, stderr %q", code, out, errs)
 	}
 }
+
+// TestTrust321_ShowSaysWhatWasElided: show marks the arguments retention
+// elided (agentloop.HistoryConfig.RetainMessages) with their size and
+// hash; -json carries the same in "elided".
+func TestTrust321_ShowSaysWhatWasElided(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "elided.db")
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	big := map[string]string{"notes": strings.Repeat("n", 8<<10)}
+	model := agenttest.NewFunc(func(_ context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
+		if len(r.ToolResults()) > 0 {
+			return agenttest.Text("ok"), nil
+		}
+		return agenttest.Calls(agenttest.Call("echo", big)), nil
+	})
+	echo := agentloop.Tool{Name: "echo", Description: "echo", Call: func(context.Context, json.RawMessage) (string, error) { return "done", nil }}
+	a, err := agentloop.New(agentloop.Config{Model: model, Store: st, Tools: []agentloop.Tool{echo}, History: agentloop.HistoryConfig{RetainMessages: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "turn " + string(rune('a'+i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := memlayer(t, "", "-store", db, "show", "t")
+	if code != 0 || !strings.Contains(out, `echo({"_elided":"8204 bytes"}) [elided: 8204 bytes, sha256 `) {
+		t.Errorf("show: status %d, stderr %q, stdout:\n%.2000s", code, errs, out)
+	}
+	code, out, _ = memlayer(t, "", "-store", db, "-json", "show", "t")
+	var v threadView
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || len(v.Messages) < 2 || v.Messages[1].ToolCalls[0].Elided == nil {
+		t.Errorf("show -json: status %d, %.300q", code, out)
+	}
+}
