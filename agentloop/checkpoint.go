@@ -182,6 +182,13 @@ type thread struct {
 	// the next write stores and commits.
 	summary Summary
 	pending *Summary
+	// segs are the segments holding the messages the summary does not
+	// cover; kept those it covers that retention keeps (see retain), as
+	// the summary record lists them (summaryRecord.Kept), unless
+	// listSegs: the record lacks the list, and retention lists the store.
+	segs     []segRef
+	kept     string
+	listSegs bool
 }
 
 // resume continues a stored thread: the run starts from the loaded
@@ -194,6 +201,7 @@ func (r *run) resume(l *loaded, continuing bool) {
 	th.version, th.head, th.layers = l.version, l.head, l.layers
 	th.steps, th.usage, th.compacted, th.summary = c.Steps, c.Usage, c.Compacted, c.Summary
 	th.saved = c.Total
+	th.segs, th.kept, th.listSegs = l.segs, l.kept, l.listSegs
 	// Messages before pre are stored compacted already.
 	pre := th.head.Precompacted
 	if l.legacy {

@@ -157,8 +157,8 @@
 // the last turn, so that turn stays whole too). Compaction is recorded
 // in the head (Checkpoint.Compacted: how many messages, from the first,
 // are compacted), never recognised by a message's text, so a tool
-// result cannot pass itself off as a reference; the stored messages stay
-// as written, so the transcript keeps every result.
+// result cannot pass itself off as a reference; the stored messages of
+// the window stay as written.
 // Config.KeepToolResults turns compaction off.
 //
 // What a run holds of a thread is its window, not the whole thread:
@@ -170,8 +170,17 @@
 // Checkpoint.Total), compacted as a run would load them. The whole
 // transcript, as stored and never compacted, is [Agent.Transcript]'s
 // (for audit and for layers that keep their own log); it reads every
-// segment, so its cost grows with the thread, and
-// HistoryConfig.RetainMessages bounds it.
+// segment it keeps. HistoryConfig.RetainMessages bounds what it keeps,
+// by default too ([DefaultRetainMessages], 200): when a summary is
+// stored, the messages it covers that are older than the last 200 are
+// deleted, and the covered ones kept have each text, argument or result
+// over [ElideAbove] (4 KiB) cut to a stub with its size and SHA-256
+// ([Elided]), so a model that sends a 60 KB argument every turn leaves a
+// thread of about 360 KB, not one that grows 60 KB a turn. The summary's
+// record names the covered segments kept, so retention never lists the
+// store. The window, the summary, the layers' own records (the episodic
+// log keeps each result whole) and the audit trail are not touched; a
+// negative RetainMessages keeps every message whole.
 //
 // # History
 //

@@ -80,10 +80,20 @@ type HistoryConfig struct {
 	// meanwhile use the previous summary, and a run waits for it before
 	// it returns.
 	Summarizer Summarizer
-	// RetainMessages, when positive, bounds the stored transcript: the
-	// segments whose messages are all older than the last RetainMessages
-	// messages and covered by the summary are deleted when a summary is
-	// stored. Zero keeps every message.
+	// RetainMessages bounds the stored transcript. When a summary is
+	// stored, the segments whose messages are all older than the last
+	// RetainMessages messages and covered by the summary are deleted,
+	// and in those the summary comes to cover that are kept, each text,
+	// tool-call arguments and tool result over [ElideAbove] bytes is
+	// elided: cut to a stub that keeps its size and SHA-256 ([Elided]),
+	// so a thread's records stay bounded however large the model's
+	// arguments. The messages the summary does not cover (the window)
+	// are never touched. What is dropped is dropped from the
+	// transcript only: the summary, the layers' own records (the
+	// scratchpad, the episodic log, which keeps each result whole) and
+	// the audit trail keep theirs. Zero is DefaultRetainMessages;
+	// negative keeps every message whole. With Full there is no
+	// summary, so nothing is dropped.
 	RetainMessages int
 }
 
@@ -99,6 +109,9 @@ func (h HistoryConfig) withDefaults(c prompt.Counter) HistoryConfig {
 	}
 	if h.Summarizer == nil {
 		h.Summarizer = &DeterministicSummarizer{MaxTokens: h.SummaryTokens, Counter: c}
+	}
+	if h.RetainMessages == 0 {
+		h.RetainMessages = DefaultRetainMessages
 	}
 	return h
 }

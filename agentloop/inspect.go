@@ -557,14 +557,24 @@ func (in Inspector) ResourceKeys(ctx context.Context, resourceID string) ([]stri
 	if err != nil {
 		return nil, err
 	}
-	recs, _, err := in.layerRecords(ctx, &o)
+	keys, err := in.ownedKeys(ctx, o)
 	if err != nil {
 		return nil, fmt.Errorf("agentloop: resource %s: %w", storage.Quote(resourceID), err)
+	}
+	return keys, nil
+}
+
+// ownedKeys returns the keys of o's layer records, then of each of its
+// threads' records, in the order an erase deletes them.
+func (in Inspector) ownedKeys(ctx context.Context, o owned) ([]string, error) {
+	recs, _, err := in.layerRecords(ctx, &o)
+	if err != nil {
+		return nil, err
 	}
 	for _, id := range o.threads {
 		trecs, _, err := in.threadRecords(ctx, id)
 		if err != nil {
-			return nil, fmt.Errorf("agentloop: resource %s: %w", storage.Quote(resourceID), err)
+			return nil, err
 		}
 		recs = append(recs, trecs...)
 	}
@@ -746,4 +756,15 @@ func (in Inspector) RestoreQuarantined(ctx context.Context, qkey string, replace
 		return target, fmt.Errorf("agentloop: restore %s: delete the copy: %w", storage.Quote(qkey), err)
 	}
 	return target, nil
+}
+
+// ThreadKeys returns the keys [Inspector.DeleteThread] would delete, in
+// the order it would delete them: what is stored for the thread. A
+// thread never stored gives none and no error.
+func (in Inspector) ThreadKeys(ctx context.Context, threadID string) ([]string, error) {
+	keys, err := in.ownedKeys(ctx, owned{threads: []string{threadID}})
+	if err != nil {
+		return nil, fmt.Errorf("agentloop: thread %s: %w", storage.Quote(threadID), err)
+	}
+	return keys, nil
 }

@@ -30,6 +30,9 @@ type StoredMessage struct {
 	// ToolResults are the results of a tool message (the loop stores one
 	// per message).
 	ToolResults []StoredToolResult `json:"tool_results,omitempty"`
+	// TextElided, when set, says Text was elided (see
+	// HistoryConfig.RetainMessages): Text is its start.
+	TextElided *Elided `json:"text_elided,omitempty"`
 }
 
 // StoredToolCall is a tool call in a [StoredMessage].
@@ -40,6 +43,9 @@ type StoredToolCall struct {
 	Name string `json:"name"`
 	// Arguments is the JSON text of the arguments object.
 	Arguments string `json:"arguments"`
+	// Elided, when set, says the arguments were elided (see
+	// HistoryConfig.RetainMessages): Arguments is {"_elided":"<n> bytes"}.
+	Elided *Elided `json:"elided,omitempty"`
 }
 
 // StoredToolResult is a tool result in a [StoredMessage].
@@ -50,6 +56,9 @@ type StoredToolResult struct {
 	Name string `json:"name,omitempty"`
 	// Content is the result as the history keeps it.
 	Content string `json:"content"`
+	// Elided, when set, says the result was elided (see
+	// HistoryConfig.RetainMessages): Content is its start.
+	Elided *Elided `json:"elided,omitempty"`
 }
 
 // storedMessage returns m as a checkpoint stores it. Parts other than

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -94,6 +95,11 @@ type loaded struct {
 	head    headRecord            // version 4; zero for a migrated thread
 	legacy  bool                  // stored as one checkpoint of version 1 to 3
 	layers  map[string][]byte     // each layer's stored snapshot
+	// segs are the segments read; kept is the summary record's list,
+	// and listSegs says it has none (see summaryRecord).
+	segs     []segRef
+	kept     string
+	listSegs bool
 }
 
 // maxLoadAttempts bounds the reads of a head whose records vanish while
@@ -197,9 +203,11 @@ func loadThread(ctx context.Context, store storage.Store, threadID string, full 
 		if err != nil {
 			return nil, err
 		}
-		if err := json.Unmarshal(data, &c.Summary); err != nil {
+		var sr summaryRecord
+		if err := json.Unmarshal(data, &sr); err != nil {
 			return nil, fmt.Errorf("summary: malformed: %w", err)
 		}
+		c.Summary, l.kept, l.listSegs = sr.Summary, sr.Kept, !sr.Tracked
 		if c.Summary.Covers != h.Covers {
 			return nil, fmt.Errorf("summary covers %d messages, the head says %d", c.Summary.Covers, h.Covers)
 		}
@@ -224,6 +232,7 @@ func loadThread(ctx context.Context, store storage.Store, threadID string, full 
 			return nil, fmt.Errorf("segment %s: holds messages %d to %d, want up to %d", name, s.First, s.First+len(s.Messages), end)
 		}
 		segs = append(segs, s.Messages)
+		l.segs = append(l.segs, segRef{Name: name, First: s.First, big: len(data) > ElideAbove})
 		end, name = s.First, s.Prev
 	}
 	c.First = from
@@ -251,9 +260,11 @@ func validName(name string) bool {
 // but never compacted or summarized. It is the thread's full history for
 // audit and for layers that keep their own log; the model is sent the
 // window and the summary (see HistoryConfig). Messages removed by
-// HistoryConfig.RetainMessages are gone: first is the index in the
-// thread of the first message returned. A thread never stored gives an
-// error that is storage.ErrNotFound. Transcript reads every segment: its
+// HistoryConfig.RetainMessages (by default, those the summary covers
+// beyond the last DefaultRetainMessages) are gone: first is the index in
+// the thread of the first message returned; in the covered ones kept,
+// long texts, arguments and results are elided (see [Elided]). A thread
+// never stored gives an error that is storage.ErrNotFound. Transcript reads every segment: its
 // cost grows with the thread, unlike a run's.
 func (a *Agent) Transcript(ctx context.Context, threadID string) (msgs []StoredMessage, first int, err error) {
 	c, err := Inspector{Store: a.cfg.Store}.Thread(ctx, threadID)
@@ -276,6 +287,7 @@ func recordName(prefix, part string) string {
 func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 	th, store := r.thread, r.a.cfg.Store
 	h := th.head
+	segs, kept, list := slices.Clone(th.segs), th.kept, th.listSegs
 	var written []string
 	put := func(name string, data []byte) error {
 		if _, err := store.Put(ctx, storage.ThreadKey(r.threadID, name), data, storage.NoVersion); err != nil {
@@ -303,10 +315,11 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 			return err
 		}
 		h.Tail, h.Messages = name, r.base+len(r.msgs)
+		segs = append(segs, segRef{Name: name, First: th.saved, big: len(data) > ElideAbove})
 	}
 	// The layers whose snapshot changed.
 	layers := make(map[string]string, len(snap.Layers))
-	var replaced []string
+	var replaced, elide []string
 	for id, raw := range snap.Layers {
 		if len(raw) == 0 {
 			raw = json.RawMessage("null")
@@ -334,7 +347,16 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 	h.Layers, h.SnapshotVersion, h.SnapshotName = layers, snap.Version, r.a.cfg.Name
 	// A summary made since the last write.
 	if p := th.pending; p != nil {
-		data, err := json.Marshal(p)
+		rec := summaryRecord{Summary: *p}
+		if keep := r.a.cfg.History.RetainMessages; keep > 0 {
+			var err error
+			if h.Retained, segs, kept, replaced, elide, err = r.retain(ctx, min(p.Covers, h.Messages-keep), p.Covers, h.Retained, segs, kept, list, replaced); err != nil {
+				abandon()
+				return err
+			}
+			rec.Kept, rec.Tracked, list = kept, true, false
+		}
+		data, err := json.Marshal(rec)
 		if err != nil {
 			abandon()
 			return fmt.Errorf("encode: summary: %w", err)
@@ -348,13 +370,6 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 			replaced = append(replaced, th.head.Summary)
 		}
 		h.Summary, h.Covers = name, p.Covers
-		if keep := r.a.cfg.History.RetainMessages; keep > 0 {
-			var err error
-			if h.Retained, replaced, err = r.retain(ctx, min(p.Covers, h.Messages-keep), h.Retained, replaced); err != nil {
-				abandon()
-				return err
-			}
-		}
 	}
 	h.Version, h.Agent, h.ThreadID, h.ResourceID = CheckpointVersion, r.a.cfg.Name, r.threadID, r.resourceID
 	h.Steps, h.Usage, h.UpdatedAt, h.Compacted = th.steps+r.res.Steps, th.usage.Add(r.res.Usage), time.Now().UTC(), th.compacted
@@ -396,6 +411,7 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 		}
 	}
 	th.saved = h.Messages
+	th.segs, th.kept, th.listSegs = segs, kept, list
 	if th.pending != nil {
 		th.summary, th.pending = *th.pending, nil
 	}
@@ -404,6 +420,7 @@ func (r *run) writeThread(ctx context.Context, snap layer.Snapshot) error {
 	for _, name := range replaced {
 		_ = store.Delete(ctx, storage.ThreadKey(r.threadID, name), storage.AnyVersion)
 	}
+	r.elideSegments(ctx, elide, h.Covers)
 	return nil
 }
 
@@ -458,48 +475,65 @@ func (r *run) headLanded(ctx context.Context, h headRecord, data []byte, prevTai
 	return headUnknown, 0
 }
 
-// retain applies HistoryConfig.RetainMessages when a summary is stored:
-// the thread keeps its messages from the start of the segment holding
-// message cutoff on. It returns the new retention point and adds the
-// segments before it to drop (deleted once the head that no longer
-// reaches them is written). Segments are listed by name, which starts
-// with their first message's index.
-func (r *run) retain(ctx context.Context, cutoff, retained int, drop []string) (int, []string, error) {
-	if cutoff <= retained {
-		return retained, drop, nil
-	}
-	prefix := storage.ThreadPrefix(r.threadID)
-	keys, err := r.a.cfg.Store.List(ctx, prefix+segPrefix)
-	if err != nil {
-		return retained, drop, err
-	}
-	type seg struct {
-		name  string
-		first int
-	}
-	var segs []seg
-	point := retained
-	for _, k := range keys {
-		name, err := storage.Unescape(strings.TrimPrefix(k, prefix))
+// retain applies HistoryConfig.RetainMessages when a summary covering
+// messages up to covers is stored: of the segments, those the summary
+// covers are kept from the start of the one holding message cutoff on.
+// segs are the segments of the messages the summary did not cover, kept
+// those it covered that were kept; when list (a thread stored before the
+// summary record listed them, or with retention off) the covered ones
+// are listed from the store, once, and all elided. It returns the new
+// retention point, the segments left uncovered and kept, and adds the
+// covered ones before the point to drop (deleted once the head that no
+// longer reaches them is written) and those newly covered and kept to
+// elide (see elideSegments).
+func (r *run) retain(ctx context.Context, cutoff, covers, retained int, segs []segRef, kept string, list bool, drop []string) (int, []segRef, string, []string, []string, error) {
+	var covered, window, elide []segRef
+	if list {
+		prefix := storage.ThreadPrefix(r.threadID)
+		keys, err := r.a.cfg.Store.List(ctx, prefix+segPrefix)
 		if err != nil {
-			continue
+			return retained, segs, kept, drop, nil, err
 		}
-		digits, _, _ := strings.Cut(strings.TrimPrefix(name, segPrefix), ".")
-		first, err := strconv.Atoi(digits)
-		if err != nil {
-			continue
+		for _, k := range keys {
+			name, err := storage.Unescape(strings.TrimPrefix(k, prefix))
+			if err != nil {
+				continue
+			}
+			if first, ok := segFirst(name); ok && first < covers && !slices.ContainsFunc(segs, func(s segRef) bool { return s.Name == name }) {
+				elide = append(elide, segRef{Name: name, First: first, big: true})
+			}
 		}
-		segs = append(segs, seg{name, first})
-		if first <= cutoff {
-			point = max(point, first)
-		}
+		kept = ""
 	}
 	for _, s := range segs {
-		if s.first < point {
-			drop = append(drop, s.name)
+		if s.First < covers {
+			elide = append(elide, s)
+		} else {
+			window = append(window, s)
 		}
 	}
-	return point, drop, nil
+	covered = append(keptRefs(kept), elide...)
+	point := retained
+	for _, s := range covered {
+		if s.First <= cutoff {
+			point = max(point, s.First)
+		}
+	}
+	var keep []segRef
+	for _, s := range covered {
+		if s.First < point {
+			drop = append(drop, s.Name)
+		} else {
+			keep = append(keep, s)
+		}
+	}
+	var rewrite []string
+	for _, s := range elide {
+		if s.First >= point && s.big {
+			rewrite = append(rewrite, s.Name)
+		}
+	}
+	return point, window, keptList(keep), drop, rewrite, nil
 }
 
 // encodeSegment returns the JSON of a segment holding r.msgs[from:],

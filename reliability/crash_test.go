@@ -121,6 +121,10 @@ func crashAgent(st storage.Store, next func() int, observer func(agentloop.Event
 		MaxSteps:      20,
 		Observer:      observer,
 		RestoreLayers: true, // thread-scoped layers resume from the checkpoint
+		// The check counts every kv_set call in the transcript: keep
+		// every message (the default drops those the summary covers
+		// beyond the last 200).
+		History: agentloop.HistoryConfig{RetainMessages: -1},
 	})
 }
 

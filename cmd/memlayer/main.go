@@ -10,15 +10,26 @@
 //	quarantined                                    records the layers set aside
 //	restore [-replace] KEY                         put a quarantined record back as its layer's state
 //	erase [-y] RESOURCE                            delete everything stored for a resource
+//	delete [-y] THREAD                             delete a thread and its thread-scoped records
 //	export [-resource R]                           every record (or a resource's) as JSON lines
+//
+// Flags go before or after the command and its arguments; "--" ends
+// them (for an ID that starts with "-"). A flag the command does not
+// take is an error that names it.
 //
 // The store is a SQLite file path or a Redis URL (redis://, rediss://,
 // redis+cluster://, rediss+cluster://), given by -store or, without it,
 // $MEMLAYER_STORE; -namespace picks the Redis key namespace. Output is a
-// table for people; -json prints JSON (one object a line for lists) for
-// scripts. erase asks for confirmation on standard input unless -y.
-// Global-scope state is shared by every user and is not erased with a
-// resource (see agentloop.Inspector).
+// table for people, in which stored text is escaped: control characters,
+// bidirectional overrides and line breaks print as \xNN, \uNNNN, \n, so
+// no stored value reaches the terminal as a control sequence or forges a
+// line. -json prints JSON (one object a line for lists) for scripts, with
+// encoding/json's escaping. erase and delete ask for confirmation on
+// standard error and read the answer from standard input unless -y, so
+// that standard output holds only the result; one that finds nothing to
+// remove says "0 records found" and exits 1. Global-scope state is
+// shared by every user and is not erased with a resource (see
+// agentloop.Inspector).
 package main
 
 import (

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,10 +34,33 @@ commands:
   quarantined                                    records the layers set aside
   restore [-replace] KEY                         put a quarantined record back as its layer's state
   erase [-y] RESOURCE                            delete everything stored for a resource
+  delete [-y] THREAD                             delete a thread and its thread-scoped records
   export [-resource R]                           every record (or a resource's) as JSON lines
 
+Flags go before or after the command and its arguments; "--" ends them.
 The store is a SQLite file or a Redis URL: -store, or $MEMLAYER_STORE.
 `
+
+// command is what a command takes: how many arguments, and which flags
+// besides the global ones (-store, -namespace, -json).
+type command struct {
+	args  int
+	flags []string
+}
+
+var commands = map[string]command{
+	"threads":     {0, []string{"resource", "limit", "offset"}},
+	"show":        {1, nil},
+	"state":       {2, nil},
+	"quarantined": {0, nil},
+	"restore":     {1, []string{"replace"}},
+	"erase":       {1, []string{"y"}},
+	"delete":      {1, []string{"y"}},
+	"export":      {0, []string{"resource"}},
+}
+
+// globalFlags are taken by every command.
+var globalFlags = []string{"store", "namespace", "json"}
 
 // opts are the flags, accepted before or after the command.
 type opts struct {
@@ -51,7 +75,7 @@ func (o *opts) flags(name string) *flag.FlagSet {
 	fs.StringVar(&o.store, "store", o.store, "SQLite file or Redis URL (default $MEMLAYER_STORE)")
 	fs.StringVar(&o.namespace, "namespace", o.namespace, "Redis key namespace (default the store's)")
 	fs.BoolVar(&o.json, "json", o.json, "print JSON")
-	fs.BoolVar(&o.yes, "y", o.yes, "erase without asking")
+	fs.BoolVar(&o.yes, "y", o.yes, "erase or delete without asking")
 	fs.BoolVar(&o.replace, "replace", o.replace, "restore over the layer's newer state")
 	fs.StringVar(&o.resource, "resource", o.resource, "only this resource")
 	fs.IntVar(&o.limit, "limit", o.limit, "at most this many threads")
@@ -59,10 +83,33 @@ func (o *opts) flags(name string) *flag.FlagSet {
 	return fs
 }
 
+// parseInterspersed parses args with fs, taking flags between and after
+// the arguments as well as before them (the flag package stops at the
+// first argument), and returns the arguments. After "--" everything is an
+// argument.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		left := fs.Args()
+		if n := len(args) - len(left); n > 0 && args[n-1] == "--" {
+			return append(rest, left...), nil
+		}
+		if len(left) == 0 {
+			return rest, nil
+		}
+		rest, args = append(rest, left[0]), left[1:]
+	}
+}
+
 // run runs the command line args and returns the exit status: 0, 1 for
-// a failure, 2 for a bad command line.
+// a failure (an erase or delete that finds nothing to remove included), 2
+// for a bad command line. Questions go to stderr, so that stdout holds
+// only the output (JSON lines with -json).
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	err := runErr(ctx, args, stdin, stdout)
+	err := runErr(ctx, args, stdin, stdout, stderr)
 	switch {
 	case err == nil:
 		return 0
@@ -75,7 +122,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 }
 
-func runErr(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
+func runErr(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	o := &opts{store: os.Getenv("MEMLAYER_STORE")}
 	fs := o.flags("memlayer")
 	if err := fs.Parse(args); err != nil {
@@ -85,18 +132,28 @@ func runErr(ctx context.Context, args []string, stdin io.Reader, stdout io.Write
 		return fmt.Errorf("%w: no command", errUsage)
 	}
 	cmd := fs.Arg(0)
-	cfs := o.flags(cmd)
-	if err := cfs.Parse(fs.Args()[1:]); err != nil {
-		return fmt.Errorf("%w: %s: %w", errUsage, cmd, err)
-	}
-	rest := cfs.Args()
-	want := map[string]int{"threads": 0, "show": 1, "state": 2, "quarantined": 0, "restore": 1, "erase": 1, "export": 0}
-	n, ok := want[cmd]
+	c, ok := commands[cmd]
 	if !ok {
 		return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
 	}
-	if len(rest) != n {
-		return fmt.Errorf("%w: %s takes %d argument(s), got %d", errUsage, cmd, n, len(rest))
+	cfs := o.flags(cmd)
+	rest, err := parseInterspersed(cfs, fs.Args()[1:])
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", errUsage, cmd, err)
+	}
+	var bad []string
+	notFor := func(f *flag.Flag) {
+		if !slices.Contains(globalFlags, f.Name) && !slices.Contains(c.flags, f.Name) && !slices.Contains(bad, "-"+f.Name) {
+			bad = append(bad, "-"+f.Name)
+		}
+	}
+	fs.Visit(notFor)
+	cfs.Visit(notFor)
+	if len(bad) > 0 {
+		return fmt.Errorf("%w: %s does not take %s", errUsage, cmd, strings.Join(bad, ", "))
+	}
+	if len(rest) != c.args {
+		return fmt.Errorf("%w: %s takes %d argument(s), got %d", errUsage, cmd, c.args, len(rest))
 	}
 	st, closeStore, err := openStore(ctx, o.store, o.namespace)
 	if err != nil {
@@ -126,10 +183,15 @@ func runErr(ctx context.Context, args []string, stdin io.Reader, stdout io.Write
 		if o.json {
 			return writeJSON(out, map[string]string{"restored": rest[0], "to": target})
 		}
-		fmt.Fprintf(out, "restored %s to %s\n", rest[0], target)
+		fmt.Fprintf(out, "restored %s to %s\n", safe(rest[0]), safe(target))
 		return nil
 	case "erase":
-		return erase(ctx, in, o, rest[0], stdin, out)
+		return erase(ctx, in, o, rest[0], stdin, out, stderr)
+	case "delete":
+		if rest[0] == "" {
+			return fmt.Errorf("%w: delete: empty thread ID", errUsage)
+		}
+		return deleteThread(ctx, in, o, rest[0], stdin, out, stderr)
 	default:
 		return export(ctx, in, o, out)
 	}
@@ -202,16 +264,17 @@ func threads(ctx context.Context, in agentloop.Inspector, o *opts, w io.Writer) 
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "THREAD\tRESOURCE\tAGENT\tMESSAGES\tSTEPS\tUPDATED")
 	for _, t := range ts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", t.ThreadID, dash(t.ResourceID), dash(t.Agent), t.Messages, t.Steps, t.UpdatedAt.UTC().Format(time.RFC3339))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", safe(t.ThreadID), dash(t.ResourceID), dash(t.Agent), t.Messages, t.Steps, t.UpdatedAt.UTC().Format(time.RFC3339))
 	}
 	return tw.Flush()
 }
 
+// dash returns s escaped (see safe), or "-" for an empty s.
 func dash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return safe(s)
 }
 
 // threadView is a thread as show prints it with -json.
@@ -237,29 +300,38 @@ func show(ctx context.Context, in agentloop.Inspector, o *opts, id string, w io.
 		return writeJSON(w, v)
 	}
 	fmt.Fprintf(w, "thread:    %s\nresource:  %s\nagent:     %s\nupdated:   %s\nsteps:     %d\nmessages:  %d (stored from %d)\ntokens:    %d in, %d out\n",
-		v.Thread.ThreadID, dash(v.Thread.ResourceID), dash(v.Thread.Agent), v.Thread.UpdatedAt.UTC().Format(time.RFC3339), v.Thread.Steps,
+		safe(v.Thread.ThreadID), dash(v.Thread.ResourceID), dash(v.Thread.Agent), v.Thread.UpdatedAt.UTC().Format(time.RFC3339), v.Thread.Steps,
 		v.Thread.Messages, v.First, v.Thread.Usage.PromptTokens, v.Thread.Usage.CompletionTokens)
 	if ids := slices.Sorted(mapKeys(v.Layers)); len(ids) > 0 {
-		fmt.Fprintf(w, "layers:    %s\n", strings.Join(ids, ", "))
+		fmt.Fprintf(w, "layers:    %s\n", safe(strings.Join(ids, ", ")))
 	}
 	if v.Summary.Text != "" {
 		fmt.Fprintf(w, "\nsummary (v%d, of the first %d messages):\n%s\n", v.Summary.Version, v.Summary.Covers, indent(v.Summary.Text))
 	}
 	fmt.Fprintln(w, "\nmessages:")
 	for i, m := range v.Messages {
-		fmt.Fprintf(w, "[%d] %s:", v.First+i, m.Role)
+		fmt.Fprintf(w, "[%d] %s:", v.First+i, safe(m.Role))
 		if m.Text != "" {
-			fmt.Fprintf(w, " %s", m.Text)
+			fmt.Fprintf(w, " %s%s", safe(m.Text), elidedNote(m.TextElided))
 		}
 		fmt.Fprintln(w)
 		for _, tc := range m.ToolCalls {
-			fmt.Fprintf(w, "    call %s %s(%s)\n", tc.ID, tc.Name, tc.Arguments)
+			fmt.Fprintf(w, "    call %s %s(%s)%s\n", safe(tc.ID), safe(tc.Name), safe(tc.Arguments), elidedNote(tc.Elided))
 		}
 		for _, tr := range m.ToolResults {
-			fmt.Fprintf(w, "    result %s %s: %s\n", tr.CallID, tr.Name, tr.Content)
+			fmt.Fprintf(w, "    result %s %s: %s%s\n", safe(tr.CallID), safe(tr.Name), safe(tr.Content), elidedNote(tr.Elided))
 		}
 	}
 	return nil
+}
+
+// elidedNote says what retention cut from a stored text (see
+// agentloop.Elided), or nothing.
+func elidedNote(e *agentloop.Elided) string {
+	if e == nil {
+		return ""
+	}
+	return fmt.Sprintf(" [elided: %d bytes, sha256 %s]", e.Bytes, safe(e.SHA256))
 }
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) {
@@ -272,7 +344,15 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 	}
 }
 
-func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
+// indent returns the lines of s, each escaped (see safe) and indented
+// by two spaces.
+func indent(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = "  " + safe(l)
+	}
+	return strings.Join(lines, "\n")
+}
 
 // recordView is a stored record as state and export print it: the value
 // as JSON when it is JSON, else as a string.
@@ -314,7 +394,14 @@ func state(ctx context.Context, in agentloop.Inspector, o *opts, layerID, scope 
 		if lk, ok := agentloop.ParseLayerKey(it.Key); ok {
 			name = lk.Name
 		}
-		fmt.Fprintf(w, "== %s (version %d, %d bytes)\n%s\n", name, it.Version, len(it.Value), it.Value)
+		// A JSON value is compacted (its line breaks are layout), then
+		// every value is escaped, so it is one line of output.
+		value := it.Value
+		var c bytes.Buffer
+		if json.Compact(&c, value) == nil {
+			value = c.Bytes()
+		}
+		fmt.Fprintf(w, "== %s (version %d, %d bytes)\n%s\n", safe(name), it.Version, len(it.Value), safe(string(value)))
 	}
 	return nil
 }
@@ -335,43 +422,89 @@ func quarantined(ctx context.Context, in agentloop.Inspector, o *opts, w io.Writ
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LAYER\tSCOPE\tAT\tKEY")
 	for _, q := range qs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", q.LayerID, q.ScopeKey, q.At.Format(time.RFC3339), q.Key)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", safe(q.LayerID), safe(q.ScopeKey), q.At.Format(time.RFC3339), safe(q.Key))
 	}
 	return tw.Flush()
 }
 
-func erase(ctx context.Context, in agentloop.Inspector, o *opts, resource string, stdin io.Reader, w io.Writer) error {
+// confirm asks question on stderr and reads the answer from stdin; any
+// answer but y or yes cancels.
+func confirm(stdin io.Reader, stderr io.Writer, question, cancelled string) error {
+	fmt.Fprintf(stderr, "%s? [y/N] ", question)
+	line, _ := bufio.NewReader(stdin).ReadString('\n')
+	if !strings.HasSuffix(line, "\n") {
+		fmt.Fprintln(stderr) // no answer: end the question's line
+	}
+	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+		return fmt.Errorf("%s cancelled: nothing was deleted", cancelled)
+	}
+	return nil
+}
+
+// errNothingFound is an erase or delete that finds no record to remove:
+// the command exits 1, as a typo in the ID must not pass for success.
+var errNothingFound = errors.New("0 records found")
+
+// removal is what erase and delete share: what is removed (a resource or
+// a thread), its ID, the keys it would remove and the removal itself.
+type removal struct {
+	what, id string
+	keys     func(context.Context) ([]string, error)
+	remove   func(context.Context) (*agentloop.Erased, error)
+}
+
+// run asks (unless -y) and removes: on stderr the question, on stdout
+// the report (the Erased as JSON with -json). Finding nothing to remove
+// is errNothingFound, with or without -y.
+func (r removal) run(ctx context.Context, o *opts, stdin io.Reader, w, stderr io.Writer, verb, done string) error {
+	nothing := func() error {
+		return fmt.Errorf("%w for %s %q: nothing was %s", errNothingFound, r.what, r.id, done)
+	}
 	if !o.yes {
-		keys, err := in.ResourceKeys(ctx, resource)
+		keys, err := r.keys(ctx)
 		if err != nil {
 			return err
 		}
 		if len(keys) == 0 {
-			fmt.Fprintf(w, "nothing is stored for resource %q\n", resource)
-			return nil
+			return nothing()
 		}
-		fmt.Fprintf(w, "erase %d records of resource %q? [y/N] ", len(keys), resource)
-		if f, ok := w.(interface{ Flush() error }); ok {
-			f.Flush()
-		}
-		line, _ := bufio.NewReader(stdin).ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-			return errors.New("erase cancelled: nothing was deleted")
+		if err := confirm(stdin, stderr, fmt.Sprintf("%s %s %q (%d records)", verb, r.what, r.id, len(keys)), verb); err != nil {
+			return err
 		}
 	}
-	e, err := in.EraseResource(ctx, resource)
+	e, err := r.remove(ctx)
 	if err != nil {
 		return err
+	}
+	if len(e.Keys) == 0 {
+		return nothing()
 	}
 	if o.json {
 		return writeJSON(w, e)
 	}
-	fmt.Fprintf(w, "erased resource %q: %d threads, %d records\n", resource, len(e.Threads), len(e.Keys))
+	fmt.Fprintf(w, "%s %s %q: %d threads, %d records\n", done, r.what, r.id, len(e.Threads), len(e.Keys))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, k := range slices.Sorted(mapKeys(e.Counts)) {
-		fmt.Fprintf(tw, "  %s\t%d\n", k, e.Counts[k])
+		fmt.Fprintf(tw, "  %s\t%d\n", safe(k), e.Counts[k])
 	}
 	return tw.Flush()
+}
+
+// erase deletes everything stored for a resource (Inspector.EraseResource).
+func erase(ctx context.Context, in agentloop.Inspector, o *opts, resource string, stdin io.Reader, w, stderr io.Writer) error {
+	return removal{what: "resource", id: resource,
+		keys:   func(ctx context.Context) ([]string, error) { return in.ResourceKeys(ctx, resource) },
+		remove: func(ctx context.Context) (*agentloop.Erased, error) { return in.EraseResource(ctx, resource) },
+	}.run(ctx, o, stdin, w, stderr, "erase", "erased")
+}
+
+// deleteThread deletes a thread and its thread-scoped records
+// (Inspector.DeleteThread).
+func deleteThread(ctx context.Context, in agentloop.Inspector, o *opts, thread string, stdin io.Reader, w, stderr io.Writer) error {
+	return removal{what: "thread", id: thread,
+		keys:   func(ctx context.Context) ([]string, error) { return in.ThreadKeys(ctx, thread) },
+		remove: func(ctx context.Context) (*agentloop.Erased, error) { return in.DeleteThread(ctx, thread) },
+	}.run(ctx, o, stdin, w, stderr, "delete", "deleted")
 }
 
 func export(ctx context.Context, in agentloop.Inspector, o *opts, w io.Writer) error {

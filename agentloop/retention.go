@@ -1,0 +1,215 @@
+package agentloop
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/memlayer/memlayer/storage"
+)
+
+// DefaultRetainMessages is HistoryConfig.RetainMessages when zero: a
+// thread keeps its last 200 messages, and every message the summary does
+// not cover yet.
+const DefaultRetainMessages = 200
+
+// ElideAbove is the size, in bytes, above which a retained message's
+// text, a tool call's arguments or a tool result is elided once the
+// history summary covers the message (see HistoryConfig.RetainMessages).
+// Most requests, arguments and results are smaller and are never
+// rewritten; payloads (a document, a scratchpad dump) are cut, so the
+// messages retention keeps hold at most about ElideAbove bytes each
+// beyond the window.
+const ElideAbove = 4 << 10
+
+// elidedPreview is how much of an elided text or result is kept.
+const elidedPreview = 256
+
+// Elided describes stored text that was cut when the history summary
+// came to cover its message: the text's size and SHA-256 before the cut.
+// The hash lets an auditor match the stub with a copy kept elsewhere (an
+// export taken earlier, the episodic log's copy of a result).
+type Elided struct {
+	// Bytes is the size of the text before it was elided.
+	Bytes int `json:"bytes"`
+	// SHA256 is the hex SHA-256 of the text before it was elided.
+	SHA256 string `json:"sha256"`
+}
+
+func elided(s string) *Elided {
+	sum := sha256.Sum256([]byte(s))
+	return &Elided{Bytes: len(s), SHA256: hex.EncodeToString(sum[:])}
+}
+
+// segRef names a segment of a thread and the index of its first
+// message; big says it may hold a text over ElideAbove (its record is
+// larger than that, or is not known).
+type segRef struct {
+	Name  string
+	First int
+	big   bool
+}
+
+// segFirst returns the index of the first message of the segment named
+// name: its name is segPrefix, the index in ten digits, a dot and a
+// nonce.
+func segFirst(name string) (int, bool) {
+	digits, _, ok := strings.Cut(strings.TrimPrefix(name, segPrefix), ".")
+	if !ok || !strings.HasPrefix(name, segPrefix) {
+		return 0, false
+	}
+	first, err := strconv.Atoi(digits)
+	return first, err == nil && first >= 0
+}
+
+// summaryRecord is a summary as stored: the Summary, and, with
+// retention (HistoryConfig.RetainMessages), the segments of the messages
+// it covers that are kept, so retention finds them without listing the
+// store (a scan of the whole keyspace on Redis). Tracked says Kept is
+// that list; a summary stored before it was kept, or with retention
+// off, lacks it, and the next retention lists the segments once.
+type summaryRecord struct {
+	Summary
+	// Kept lists the segments, space-separated, each as its first
+	// message's index, a dot and its nonce ("1234.4a0303266d97" for
+	// seg.0000001234.4a0303266d97), or as its whole name.
+	Kept    string `json:"kept,omitempty"`
+	Tracked bool   `json:"tracked,omitempty"`
+}
+
+// segName returns the name of the segment of first message first and
+// nonce nonce, as writeThread names it.
+func segName(first int, nonce string) string {
+	b := make([]byte, 0, len(segPrefix)+12+len(nonce))
+	b = append(b, segPrefix...)
+	for n := 1_000_000_000; n > 1 && first < n; n /= 10 {
+		b = append(b, '0')
+	}
+	b = strconv.AppendInt(b, int64(first), 10)
+	b = append(b, '.')
+	return string(append(b, nonce...))
+}
+
+// keptRefs returns the segments a summaryRecord.Kept lists, leaving out
+// what does not name a segment.
+func keptRefs(kept string) []segRef {
+	var out []segRef
+	for _, e := range strings.Fields(kept) {
+		name := e
+		if !strings.HasPrefix(e, segPrefix) {
+			digits, nonce, _ := strings.Cut(e, ".")
+			first, err := strconv.Atoi(digits)
+			if err != nil || first < 0 || nonce == "" {
+				continue
+			}
+			name = segName(first, nonce)
+		}
+		if first, ok := segFirst(name); ok {
+			out = append(out, segRef{Name: name, First: first})
+		}
+	}
+	return out
+}
+
+// keptList returns segs as summaryRecord.Kept lists them.
+func keptList(segs []segRef) string {
+	b := make([]byte, 0, 20*len(segs))
+	for _, s := range segs {
+		if strings.ContainsFunc(s.Name, unicode.IsSpace) {
+			continue // not one this package writes; an erase removes it
+		}
+		if len(b) > 0 {
+			b = append(b, ' ')
+		}
+		digits, nonce, _ := strings.Cut(strings.TrimPrefix(s.Name, segPrefix), ".")
+		if n, err := strconv.Atoi(digits); err == nil && n == s.First && nonce != "" && (len(digits) == 10 || len(digits) > 10 && digits[0] != '0') {
+			b = append(strconv.AppendInt(b, int64(s.First), 10), '.')
+			b = append(b, nonce...)
+		} else {
+			b = append(b, s.Name...)
+		}
+	}
+	return string(b)
+}
+
+// elide returns m with its text, arguments and results over ElideAbove
+// cut, each marked with what was cut, and whether anything was. Texts and
+// results keep their first elidedPreview bytes; arguments become a JSON
+// object, {"_elided":"<n> bytes"}, which providers accept if the message
+// is ever sent.
+func (m StoredMessage) elide() (StoredMessage, bool) {
+	changed := false
+	if len(m.Text) > ElideAbove && m.TextElided == nil {
+		m.TextElided, m.Text, changed = elided(m.Text), truncate(m.Text, elidedPreview)+"…", true
+	}
+	if len(m.ToolCalls) > 0 {
+		calls := make([]StoredToolCall, len(m.ToolCalls))
+		for i, c := range m.ToolCalls {
+			if len(c.Arguments) > ElideAbove && c.Elided == nil {
+				c.Elided, c.Arguments, changed = elided(c.Arguments), `{"_elided":"`+strconv.Itoa(len(c.Arguments))+` bytes"}`, true
+			}
+			calls[i] = c
+		}
+		m.ToolCalls = calls
+	}
+	if len(m.ToolResults) > 0 {
+		results := make([]StoredToolResult, len(m.ToolResults))
+		for i, r := range m.ToolResults {
+			if len(r.Content) > ElideAbove && r.Elided == nil {
+				r.Elided, r.Content, changed = elided(r.Content), truncate(r.Content, elidedPreview)+"…", true
+			}
+			results[i] = r
+		}
+		m.ToolResults = results
+	}
+	return m, changed
+}
+
+// elideSegments rewrites the named segments of the thread whose messages
+// the summary now covers (all before index covers), eliding what is over
+// ElideAbove. It runs after the head that records the summary is
+// written, and is best effort, like the deletion of the records that head
+// no longer names: each rewrite is a compare-and-swap on the version
+// read, so a segment deleted meanwhile (by retention or an erase) is
+// never written again, and a failure leaves the segment whole. A segment
+// keeps its name, its messages and their order; only their texts
+// shrink, so a reader holding an older head reads a valid segment either
+// way (a run that loaded that head, and so loses its compare-and-swap,
+// may show the model stubs where compaction would have shown
+// references). A segment that runs past covers is left whole.
+func (r *run) elideSegments(ctx context.Context, names []string, covers int) {
+	store := r.a.cfg.Store
+	for _, name := range names {
+		key := storage.ThreadKey(r.threadID, name)
+		it, err := store.Get(ctx, key)
+		if err != nil {
+			continue
+		}
+		var s segmentRecord
+		if err := json.Unmarshal(it.Value, &s); err != nil || s.First+len(s.Messages) > covers {
+			continue
+		}
+		changed := false
+		for i, m := range s.Messages {
+			var c bool
+			if s.Messages[i], c = m.elide(); c {
+				changed = true
+			}
+		}
+		if !changed {
+			continue
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			continue
+		}
+		_, _ = store.Put(ctx, key, bytes.TrimSuffix(buf.Bytes(), []byte("\n")), it.Version)
+	}
+}
