@@ -65,7 +65,7 @@ func scopeOn(t *testing.T, c *redistest.Cluster, raw *goredis.ClusterClient, ns 
 	t.Helper()
 	for i := range 1000 {
 		res := fmt.Sprintf("user-%d", i)
-		slot, err := raw.ClusterKeySlot(t.Context(), ns+"layers/"+workingmemory.DefaultID+"/{"+res+"}/state").Result()
+		slot, err := raw.ClusterKeySlot(t.Context(), ns+"layers/"+workingmemory.DefaultID+"/{"+storage.ResourceScope(res)+"}/state").Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +158,7 @@ func failoverRound(t *testing.T, c *redistest.Cluster, ns, res, master string, c
 		update()
 	}
 	// The replica stalls, cut off from its master.
-	_, replicas, err := c.Shard(ctx, int64(keySlot(ns+"layers/"+workingmemory.DefaultID+"/{"+res+"}/state")))
+	_, replicas, err := c.Shard(ctx, int64(keySlot(ns+"layers/"+workingmemory.DefaultID+"/{"+storage.ResourceScope(res)+"}/state")))
 	if err != nil || len(replicas) != 1 {
 		t.Fatalf("replicas of %s: %v %v", master, replicas, err)
 	}
@@ -202,7 +202,7 @@ func failoverRound(t *testing.T, c *redistest.Cluster, ns, res, master string, c
 	defer reader.Close()
 	var it storage.Item
 	for {
-		it, err = reader.Get(ctx, storage.LayerKey(workingmemory.DefaultID, res, "state"))
+		it, err = reader.Get(ctx, storage.LayerKey(workingmemory.DefaultID, storage.ResourceScope(res), "state"))
 		if err == nil {
 			break
 		}
