@@ -249,3 +249,34 @@ func FuzzGlobEscape(f *testing.F) {
 		}
 	})
 }
+
+// replyErr is an error reply of the server, as go-redis returns one.
+type replyErr string
+
+func (e replyErr) Error() string { return string(e) }
+func (replyErr) RedisError()     {}
+
+// TestRedirectLeftAfterRedirectsIsUnavailable: a MOVED or ASK reply that
+// go-redis still holds after following its redirects (a failover moving
+// the slot while the layout it knows is stale) is ErrUnavailable on a
+// cluster, never a raw "MOVED …" error (TestOperate08 saw one surface
+// under WaitReplicas); any other reply stays what it is.
+func TestRedirectLeftAfterRedirectsIsUnavailable(t *testing.T) {
+	cluster := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, MaxRetries: -1})
+	defer cluster.Close()
+	s := &Store{client: cluster, cluster: cluster}
+	for _, reply := range []string{"MOVED 2110 127.0.0.1:34105", "ASK 13513 127.0.0.1:44683"} {
+		err := s.wrap(t.Context(), "put", "k", fmt.Errorf("wrapped: %w", replyErr(reply)))
+		if !errors.Is(err, ErrUnavailable) {
+			t.Errorf("wrap(%q) = %v, want ErrUnavailable", reply, err)
+		}
+	}
+	if err := s.wrap(t.Context(), "put", "k", replyErr("ERR wrong number of arguments")); errors.Is(err, ErrUnavailable) {
+		t.Errorf("an ordinary error reply became %v", err)
+	}
+	one := &Store{client: goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1"})}
+	defer one.client.(*goredis.Client).Close()
+	if err := one.wrap(t.Context(), "put", "k", replyErr("MOVED 1 127.0.0.1:2")); errors.Is(err, ErrUnavailable) {
+		t.Errorf("on one server a MOVED reply became %v", err)
+	}
+}

@@ -23,8 +23,10 @@ import (
 )
 
 // ErrUnavailable means the Redis server could not be reached or the
-// connection broke: the server is down, restarting or unreachable. Check
-// it with [errors.Is]. A read failed this way changed nothing; a write may
+// connection broke: the server is down, restarting or unreachable, or, on
+// a cluster, a slot's owner could not be reached while the layout changes
+// (a MOVED or ASK reply left after go-redis's redirects). Check it with
+// [errors.Is]. A read failed this way changed nothing; a write may
 // or may not have been applied (see the package documentation).
 var ErrUnavailable = errors.New("storage/redis: server unavailable")
 
@@ -707,7 +709,7 @@ func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
 	case s.closed.Load() || errors.Is(err, goredis.ErrClosed):
 		// "storage/redis: get "k": storage: store closed: redis: client is closed"
 		return fmt.Errorf("storage/redis: %s: %w: %w", where, storage.ErrClosed, err)
-	case unavailable(err):
+	case unavailable(err) || s.cluster != nil && redirect(err):
 		if s.cluster != nil {
 			// A failover may have given the slot to another node: go-redis
 			// learns the new layout only from a MOVED reply, which a dead
@@ -719,6 +721,19 @@ func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
 		return fmt.Errorf("%w: %s: %w", ErrUnavailable, where, err)
 	}
 	return fmt.Errorf("storage/redis: %s: %w", where, err)
+}
+
+// redirect reports whether err is a MOVED or ASK reply that go-redis
+// still had after following its redirects (MaxRedirects): the cluster's
+// layout is changing, as during a failover, and the slot's owner cannot
+// be reached yet. The write was not applied.
+func redirect(err error) bool {
+	var re goredis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")
 }
 
 // unavailable reports whether err is a network failure rather than an
