@@ -32,22 +32,28 @@ fuzz:
 	done
 
 # The fuzz targets CI runs on every change, FUZZTIME each: the merge, the
-# extractor, the storage key escaping and its Redis Cluster form, the fence, the prompt projection, budgets
-# and scored packing (never past the pool), the history loader, the history summary's parts
-# in scored assembly, the episodic log, the redactor, and the update tool end to end.
+# extractor, the storage key escaping, the typed scope keys and the Redis
+# Cluster key form, the fence, the hostile template compile, the prompt
+# projection, budgets and scored packing (never past the pool), the history
+# loader, the deterministic summarizer (no copied text forges a line), the
+# history summary's parts in scored assembly, the episodic log, the redactor,
+# and the update tool end to end.
 FUZZ_CI = \
 	./workingmemory:FuzzMerge \
 	./workingmemory:FuzzRecall \
 	./entitymemory:FuzzExtract \
 	./storage:FuzzEscape \
+	./storage:FuzzTrust301_ScopeKeys \
 	./storage/redis:FuzzClusterKey \
 	./layer:FuzzFence \
+	./prompt:FuzzCompileHostile \
 	./prompt:FuzzProjectHistory \
 	./prompt:FuzzProjectLayers \
 	./prompt:FuzzAllocate \
 	./prompt:FuzzAssemble \
 	./reliability:FuzzUpdateTool \
 	./agentloop:FuzzHistoryLoad \
+	./agentloop:FuzzDeterministicSummarizer \
 	./agentloop:FuzzSummaryParts \
 	./episodicmemory:FuzzEpisodic15_DecodeLog \
 	./redact:FuzzRedact
