@@ -197,25 +197,11 @@ func (l *Layer) logged(i int) (seq int64, t time.Time) {
 // others.
 func (l *Layer) recency(i int, now time.Time) time.Time {
 	seq, t := l.logged(i)
-	future := t.After(now)
-	if future {
-		t = now
-	}
-	var floor time.Time
-	for j := range len(l.digests) + len(l.recent) + len(l.pending) {
-		oseq, ot := l.logged(j)
-		if j == i || ot.After(now) {
-			continue
+	return prompt.OrderedTime(seq, t, now, func(yield func(int64, time.Time) bool) {
+		for j := range len(l.digests) + len(l.recent) + len(l.pending) {
+			if !yield(l.logged(j)) {
+				return
+			}
 		}
-		switch {
-		case oseq < seq && ot.After(floor):
-			floor = ot
-		case oseq > seq && future && ot.Before(t):
-			t = ot
-		}
-	}
-	if floor.After(t) {
-		t = floor
-	}
-	return t
+	})
 }

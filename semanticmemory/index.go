@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memlayer/memlayer/internal/lexical"
+	"github.com/memlayer/memlayer/prompt"
 )
 
 // SupersedeThreshold is the lexical similarity at or above which a new
@@ -160,27 +161,11 @@ func (l *Layer) restated(kind, text string) *Fact {
 // now. Only times not after now bound others. The layer's lock must be
 // held.
 func (x *index) recency(id string, now time.Time) time.Time {
-	f, seq := x.live[id], x.seq[id]
-	t := f.Updated
-	future := t.After(now)
-	if future {
-		t = now
-	}
-	var floor time.Time
-	for oid, o := range x.live {
-		ot := o.Updated
-		if oid == id || ot.After(now) {
-			continue
+	return prompt.OrderedTime(x.seq[id], x.live[id].Updated, now, func(yield func(int64, time.Time) bool) {
+		for oid, o := range x.live {
+			if !yield(x.seq[oid], o.Updated) {
+				return
+			}
 		}
-		switch oseq := x.seq[oid]; {
-		case oseq < seq && ot.After(floor):
-			floor = ot
-		case oseq > seq && future && ot.Before(t):
-			t = ot
-		}
-	}
-	if floor.After(t) {
-		t = floor
-	}
-	return t
+	})
 }
