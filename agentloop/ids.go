@@ -7,8 +7,9 @@ import (
 	"github.com/memlayer/memlayer/storage"
 )
 
-// MaxIDLen is the longest thread or resource ID [Agent.Run] accepts, in
-// bytes; a longer one is ErrInvalidConfig.
+// MaxIDLen is the longest thread or resource ID [Agent.Run] and the
+// [Inspector]'s methods that take one accept, in bytes; a longer one is
+// ErrInvalidConfig.
 const MaxIDLen = 512
 
 // checkIDs refuses a thread or resource ID longer than MaxIDLen, before
@@ -23,6 +24,15 @@ func checkIDs(threadID, resourceID string) error {
 		return fmt.Errorf("%w: resource ID %s is %d bytes, more than MaxIDLen (%d)", ErrInvalidConfig, storage.Quote(resourceID), len(resourceID), MaxIDLen)
 	}
 	return nil
+}
+
+// checkThreadID refuses an empty thread ID and one longer than MaxIDLen,
+// for the Inspector's methods that name one thread.
+func checkThreadID(threadID string) error {
+	if threadID == "" {
+		return fmt.Errorf("%w: empty thread ID", ErrInvalidConfig)
+	}
+	return checkIDs(threadID, "")
 }
 
 // nothingToContinue is the error of a run without Input on a thread with

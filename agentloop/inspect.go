@@ -334,6 +334,9 @@ type Purger interface {
 // delete can be run again. Deleting a thread never stored removes nothing
 // and is no error.
 func (in Inspector) DeleteThread(ctx context.Context, threadID string) (*Erased, error) {
+	if err := checkThreadID(threadID); err != nil {
+		return nil, fmt.Errorf("agentloop: delete thread: %w", err)
+	}
 	e := &Erased{}
 	if err := in.erase(ctx, e, owned{threads: []string{threadID}}); err != nil {
 		return e, fmt.Errorf("agentloop: delete thread %s: %w", storage.Quote(threadID), err)
@@ -352,6 +355,9 @@ func (in Inspector) DeleteThread(ctx context.Context, threadID string) (*Erased,
 func (in Inspector) EraseResource(ctx context.Context, resourceID string) (*Erased, error) {
 	if resourceID == "" {
 		return nil, fmt.Errorf("%w: erase: empty resource ID", ErrInvalidConfig)
+	}
+	if err := checkIDs("", resourceID); err != nil {
+		return nil, fmt.Errorf("agentloop: erase: %w", err)
 	}
 	o, err := in.resourceOwned(ctx, resourceID)
 	if err != nil {
@@ -552,6 +558,9 @@ func (in Inspector) threadRecords(ctx context.Context, id string) ([]record, int
 func (in Inspector) ResourceKeys(ctx context.Context, resourceID string) ([]string, error) {
 	if resourceID == "" {
 		return nil, fmt.Errorf("%w: empty resource ID", ErrInvalidConfig)
+	}
+	if err := checkIDs("", resourceID); err != nil {
+		return nil, fmt.Errorf("agentloop: %w", err)
 	}
 	o, err := in.resourceOwned(ctx, resourceID)
 	if err != nil {
@@ -762,6 +771,9 @@ func (in Inspector) RestoreQuarantined(ctx context.Context, qkey string, replace
 // the order it would delete them: what is stored for the thread. A
 // thread never stored gives none and no error.
 func (in Inspector) ThreadKeys(ctx context.Context, threadID string) ([]string, error) {
+	if err := checkThreadID(threadID); err != nil {
+		return nil, fmt.Errorf("agentloop: %w", err)
+	}
 	keys, err := in.ownedKeys(ctx, owned{threads: []string{threadID}})
 	if err != nil {
 		return nil, fmt.Errorf("agentloop: thread %s: %w", storage.Quote(threadID), err)

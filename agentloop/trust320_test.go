@@ -88,3 +88,35 @@ func TestTrust320_IDTooLong(t *testing.T) {
 		}
 	})
 }
+
+// TestTrust320_InspectorRefusesBadIDs: the Inspector's methods that name
+// one thread or one resource refuse an ID longer than MaxIDLen (and an
+// empty one) with ErrInvalidConfig before any store call, rather than
+// failing deep in storage; an ID of exactly MaxIDLen bytes is served.
+func TestTrust320_InspectorRefusesBadIDs(t *testing.T) {
+	stores(t, func(t *testing.T, store storage.Store) {
+		in := agentloop.Inspector{Store: store}
+		ctx := t.Context()
+		for _, id := range []string{"", strings.Repeat("x", agentloop.MaxIDLen+1), strings.Repeat("/", 10<<10)} {
+			if _, err := in.DeleteThread(ctx, id); !errors.Is(err, agentloop.ErrInvalidConfig) {
+				t.Errorf("DeleteThread(%d bytes) = %v, want ErrInvalidConfig", len(id), err)
+			}
+			if _, err := in.ThreadKeys(ctx, id); !errors.Is(err, agentloop.ErrInvalidConfig) {
+				t.Errorf("ThreadKeys(%d bytes) = %v, want ErrInvalidConfig", len(id), err)
+			}
+			if _, err := in.EraseResource(ctx, id); !errors.Is(err, agentloop.ErrInvalidConfig) {
+				t.Errorf("EraseResource(%d bytes) = %v, want ErrInvalidConfig", len(id), err)
+			}
+			if _, err := in.ResourceKeys(ctx, id); !errors.Is(err, agentloop.ErrInvalidConfig) {
+				t.Errorf("ResourceKeys(%d bytes) = %v, want ErrInvalidConfig", len(id), err)
+			}
+		}
+		max := strings.Repeat("/", agentloop.MaxIDLen)
+		if _, err := in.DeleteThread(ctx, max); err != nil {
+			t.Errorf("DeleteThread(%d bytes): %v", agentloop.MaxIDLen, err)
+		}
+		if _, err := in.ResourceKeys(ctx, max); err != nil {
+			t.Errorf("ResourceKeys(%d bytes): %v", agentloop.MaxIDLen, err)
+		}
+	})
+}
