@@ -146,14 +146,8 @@ type promptLog struct {
 }
 
 func (p *promptLog) add(r agenttest.Request) {
-	var b strings.Builder
-	for _, m := range r.Messages {
-		for _, part := range m.Parts {
-			fmt.Fprintf(&b, "%v\n", part)
-		}
-	}
 	p.mu.Lock()
-	p.reqs = append(p.reqs, b.String())
+	p.reqs = append(p.reqs, r.Sent())
 	p.mu.Unlock()
 }
 

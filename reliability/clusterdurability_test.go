@@ -378,21 +378,17 @@ func TestWaitReplicasSlotMigration(t *testing.T) {
 func migrateSlot(t *testing.T, c *redistest.Cluster, slot int64, src, dst string, first ...string) int {
 	t.Helper()
 	ctx := context.Background()
-	srcID, err1 := redistest.NodeID(ctx, src)
-	dstID, err2 := redistest.NodeID(ctx, dst)
-	if err1 != nil || err2 != nil {
-		t.Fatal(err1, err2)
+	if err := redistest.StartMigration(ctx, slot, src, dst); err != nil {
+		t.Fatal(err)
+	}
+	dstID, err := redistest.NodeID(ctx, dst)
+	if err != nil {
+		t.Fatal(err)
 	}
 	s := goredis.NewClient(&goredis.Options{Addr: src})
 	defer s.Close()
 	d := goredis.NewClient(&goredis.Options{Addr: dst})
 	defer d.Close()
-	if err := d.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err(); err != nil {
-		t.Fatal(err)
-	}
 	host, port, _ := net.SplitHostPort(dst)
 	moved := 0
 	if len(first) > 0 {

@@ -105,14 +105,8 @@ func (p *promptRecorder) add(r agenttest.Request) {
 	if p == nil {
 		return
 	}
-	var b strings.Builder
-	for _, m := range r.Messages {
-		for _, part := range m.Parts {
-			fmt.Fprintf(&b, "%v\n", part)
-		}
-	}
 	p.mu.Lock()
-	p.reqs = append(p.reqs, b.String())
+	p.reqs = append(p.reqs, r.Sent())
 	p.mu.Unlock()
 }
 

@@ -45,6 +45,19 @@ func (r Request) System() string {
 	return b.String()
 }
 
+// Sent returns every part of every message of the request (text, tool
+// calls, tool results), each formatted with %v on a line of its own:
+// what a test searches to tell whether a text reached the model at all.
+func (r Request) Sent() string {
+	var b strings.Builder
+	for _, m := range r.Messages {
+		for _, part := range m.Parts {
+			fmt.Fprintf(&b, "%v\n", part)
+		}
+	}
+	return b.String()
+}
+
 // LastUser returns the text of the last user message.
 func (r Request) LastUser() string {
 	for i := len(r.Messages) - 1; i >= 0; i-- {

@@ -1,7 +1,6 @@
 package redis_test
 
 import (
-	"context"
 	"net"
 	"strings"
 	"testing"
@@ -47,7 +46,9 @@ func TestTrust307_WaitReplicasFollowsRedirects(t *testing.T) {
 		t.Fatal(err)
 	}
 	src, dst := migrationEnds(t, c, slot)
-	migrating(t, src, dst, slot)
+	if err := redistest.StartMigration(t.Context(), slot, src, dst); err != nil {
+		t.Fatal(err)
+	}
 
 	// A key not yet on the source: the source answers ASK.
 	if _, err := s.Put(ctx, fresh, []byte("x"), storage.NoVersion); err != nil {
@@ -99,25 +100,4 @@ func migrationEnds(t *testing.T, c *redistest.Cluster, slot int64) (src, dst str
 	}
 	t.Fatalf("no master other than %s", src)
 	return "", ""
-}
-
-// migrating starts moving slot from src to dst (IMPORTING, MIGRATING).
-func migrating(t *testing.T, src, dst string, slot int64) {
-	t.Helper()
-	ctx := context.Background()
-	srcID, err1 := redistest.NodeID(ctx, src)
-	dstID, err2 := redistest.NodeID(ctx, dst)
-	if err1 != nil || err2 != nil {
-		t.Fatal(err1, err2)
-	}
-	d := goredis.NewClient(&goredis.Options{Addr: dst})
-	defer d.Close()
-	if err := d.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err(); err != nil {
-		t.Fatal(err)
-	}
-	sc := goredis.NewClient(&goredis.Options{Addr: src})
-	defer sc.Close()
-	if err := sc.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err(); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -259,3 +259,29 @@ func NodeID(ctx context.Context, addr string) (string, error) {
 	defer cl.Close()
 	return cl.ClusterMyID(ctx).Result()
 }
+
+// StartMigration opens the move of slot from the master at src to the
+// master at dst, as redis-cli --cluster reshard does: dst IMPORTING, then
+// src MIGRATING. Until the keys are moved (MIGRATE) and the slot is given
+// to dst (SETSLOT NODE), src answers ASK for a key it no longer holds.
+func StartMigration(ctx context.Context, slot int64, src, dst string) error {
+	srcID, err := NodeID(ctx, src)
+	if err != nil {
+		return err
+	}
+	dstID, err := NodeID(ctx, dst)
+	if err != nil {
+		return err
+	}
+	d := goredis.NewClient(&goredis.Options{Addr: dst})
+	defer d.Close()
+	if err := d.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err(); err != nil {
+		return fmt.Errorf("%s: importing slot %d: %w", dst, slot, err)
+	}
+	s := goredis.NewClient(&goredis.Options{Addr: src})
+	defer s.Close()
+	if err := s.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err(); err != nil {
+		return fmt.Errorf("%s: migrating slot %d: %w", src, slot, err)
+	}
+	return nil
+}
