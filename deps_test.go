@@ -141,8 +141,8 @@ func anyUnder(d string, dirs ...string) bool {
 }
 
 var importRules = []importRule{
-	{"storage imports only the standard library", []string{"storage"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
-		return nonStandard("storage", pkgs["storage"].deps, std)
+	{"storage imports only the standard library and internal/lexical", []string{"storage"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
+		return nonStandard("storage", pkgs["storage"].deps, std, "internal/lexical")
 	}},
 	{"internal/jsonx imports only the standard library", []string{"internal/jsonx"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
 		return nonStandard("internal/jsonx", pkgs["internal/jsonx"].deps, std)
@@ -157,16 +157,16 @@ var importRules = []importRule{
 		return nonStandard("redact/redacttest", pkgs["redact/redacttest"].deps, std)
 	}},
 	{"internal/seqlog imports only the standard library and storage", []string{"internal/seqlog"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
-		return nonStandard("internal/seqlog", pkgs["internal/seqlog"].deps, std, "storage")
+		return nonStandard("internal/seqlog", pkgs["internal/seqlog"].deps, std, "storage", "internal/lexical")
 	}},
 	{"audit imports only the standard library and storage", []string{"audit"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
-		return nonStandard("audit", pkgs["audit"].deps, std, "storage")
+		return nonStandard("audit", pkgs["audit"].deps, std, "storage", "internal/lexical")
 	}},
 	{"layer imports only the standard library and storage", []string{"layer"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
-		return nonStandard("layer", pkgs["layer"].deps, std, "storage")
+		return nonStandard("layer", pkgs["layer"].deps, std, "storage", "internal/lexical")
 	}},
 	{"layertest imports only the standard library, layer and storage", []string{"layer/layertest"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
-		return nonStandard("layer/layertest", pkgs["layer/layertest"].deps, std, "layer", "storage")
+		return nonStandard("layer/layertest", pkgs["layer/layertest"].deps, std, "layer", "storage", "internal/lexical")
 	}},
 	{"prompt imports no storage, concrete layer or agentloop", []string{"prompt"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
 		var out []string

@@ -51,6 +51,15 @@
 // NUL, newline), can reach another's keys. Build keys with [LayerKey],
 // [LayerPrefix] and [ThreadKey] rather than by hand.
 //
+// # Search
+//
+// A store may also be a [Searcher]: it keeps a search index beside its
+// records, so that a layer recalls from everything a user's memory holds
+// by querying the top k instead of loading it. A layer indexes small
+// [Document]s in a collection named by [IndexName] under its scope, and
+// erasing the scope drops them ([DropIndexes]). [Memory] searches with
+// [MemoryIndex], which ranks by BM25 in the process.
+//
 // # Backends
 //
 // [NewMemory] is the in-process default. Durable backends live in

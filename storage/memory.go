@@ -17,6 +17,7 @@ type Memory struct {
 	mu     sync.RWMutex
 	items  map[string]memItem
 	closed bool
+	index  MemoryIndex
 }
 
 type memItem struct {
@@ -123,8 +124,37 @@ func (m *Memory) Close() error {
 	defer m.mu.Unlock()
 	m.closed = true
 	m.items = nil
-	return nil
+	return m.index.Close()
+}
+
+// Index implements [Searcher] with a [MemoryIndex].
+func (m *Memory) Index(ctx context.Context, collection string, docs ...Document) error {
+	return m.index.Index(ctx, collection, docs...)
+}
+
+// Unindex implements [Searcher].
+func (m *Memory) Unindex(ctx context.Context, collection string, ids ...string) error {
+	return m.index.Unindex(ctx, collection, ids...)
+}
+
+// Search implements [Searcher].
+func (m *Memory) Search(ctx context.Context, collection string, q Query) ([]Hit, error) {
+	return m.index.Search(ctx, collection, q)
+}
+
+// Collections implements [Searcher].
+func (m *Memory) Collections(ctx context.Context, prefix string) ([]string, error) {
+	return m.index.Collections(ctx, prefix)
+}
+
+// Drop implements [Searcher].
+func (m *Memory) Drop(ctx context.Context, collection string) error {
+	return m.index.Drop(ctx, collection)
 }
 
 // Interface guards.
-var _ Store = (*Memory)(nil)
+var (
+	_ Store    = (*Memory)(nil)
+	_ Searcher = (*Memory)(nil)
+	_ Searcher = (*MemoryIndex)(nil)
+)

@@ -1,0 +1,273 @@
+package storage
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/memlayer/memlayer/internal/lexical"
+)
+
+// MemoryIndex is an in-process [Searcher] that ranks text with
+// internal/lexical's BM25. [Memory] stores search through one. Its zero
+// value is ready to use.
+//
+// A text query scores every document of the collection, so its cost grows
+// with the collection: it is meant for the in-memory store and for the
+// bounded windows that layers keep on stores without a Searcher.
+type MemoryIndex struct {
+	mu    sync.Mutex
+	cols  map[string]*memCollection
+	seq   int64
+	close bool
+}
+
+type memCollection struct {
+	docs map[string]*memDoc
+	// corpus holds the documents in order, rebuilt when a document is
+	// replaced or removed; nil until a text query needs it.
+	corpus *lexical.Corpus
+	order  []*memDoc
+}
+
+type memDoc struct {
+	Document
+	seq int64
+}
+
+// Index implements [Searcher].
+func (x *MemoryIndex) Index(ctx context.Context, collection string, docs ...Document) error {
+	if err := x.check(ctx, "index", collection); err != nil {
+		return err
+	}
+	for _, d := range docs {
+		if err := ValidateDocument(d); err != nil {
+			return fmt.Errorf("storage: index %s: %w", Quote(collection), err)
+		}
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.close {
+		return fmt.Errorf("storage: index %s: %w", Quote(collection), ErrClosed)
+	}
+	if x.cols == nil {
+		x.cols = map[string]*memCollection{}
+	}
+	c := x.cols[collection]
+	if c == nil {
+		c = &memCollection{docs: map[string]*memDoc{}}
+		x.cols[collection] = c
+	}
+	for _, d := range docs {
+		x.seq++
+		md := &memDoc{Document: cloneDoc(d), seq: x.seq}
+		if _, ok := c.docs[d.ID]; ok {
+			c.corpus, c.order = nil, nil
+		} else if c.corpus != nil {
+			c.corpus.Add(md.ID, md.Text)
+			c.order = append(c.order, md)
+		}
+		c.docs[d.ID] = md
+	}
+	return nil
+}
+
+// Unindex implements [Searcher].
+func (x *MemoryIndex) Unindex(ctx context.Context, collection string, ids ...string) error {
+	if err := x.check(ctx, "unindex", collection); err != nil {
+		return err
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.close {
+		return fmt.Errorf("storage: unindex %s: %w", Quote(collection), ErrClosed)
+	}
+	c := x.cols[collection]
+	if c == nil {
+		return nil
+	}
+	for _, id := range ids {
+		if _, ok := c.docs[id]; ok {
+			delete(c.docs, id)
+			c.corpus, c.order = nil, nil
+		}
+	}
+	if len(c.docs) == 0 {
+		delete(x.cols, collection)
+	}
+	return nil
+}
+
+// Search implements [Searcher].
+func (x *MemoryIndex) Search(ctx context.Context, collection string, q Query) ([]Hit, error) {
+	if err := x.check(ctx, "search", collection); err != nil {
+		return nil, err
+	}
+	k, err := ValidateQuery(q)
+	if err != nil {
+		return nil, fmt.Errorf("storage: search %s: %w", Quote(collection), err)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.close {
+		return nil, fmt.Errorf("storage: search %s: %w", Quote(collection), ErrClosed)
+	}
+	c := x.cols[collection]
+	if c == nil {
+		return nil, nil
+	}
+	var ranked []scored
+	switch text := strings.TrimSpace(q.Text) != ""; {
+	case text && len(q.Vector) > 0:
+		ranked = fuse(c.byText(q), c.byVector(q))
+	case text:
+		ranked = c.byText(q)
+	case len(q.Vector) > 0:
+		ranked = c.byVector(q)
+	default:
+		ranked = c.recent(q)
+	}
+	hits := make([]Hit, 0, min(k, len(ranked)))
+	for _, s := range ranked[:min(k, len(ranked))] {
+		hits = append(hits, Hit{ID: s.doc.ID, Text: s.doc.Text, Fields: maps.Clone(s.doc.Fields), Score: s.score})
+	}
+	return hits, nil
+}
+
+// Collections implements [Searcher].
+func (x *MemoryIndex) Collections(ctx context.Context, prefix string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("storage: collections: %w", err)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.close {
+		return nil, fmt.Errorf("storage: collections: %w", ErrClosed)
+	}
+	var names []string
+	for n := range x.cols {
+		if strings.HasPrefix(n, prefix) {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// Drop implements [Searcher].
+func (x *MemoryIndex) Drop(ctx context.Context, collection string) error {
+	if err := x.check(ctx, "drop", collection); err != nil {
+		return err
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.close {
+		return fmt.Errorf("storage: drop %s: %w", Quote(collection), ErrClosed)
+	}
+	delete(x.cols, collection)
+	return nil
+}
+
+// Close makes every later call fail with [ErrClosed] and frees the index.
+func (x *MemoryIndex) Close() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.close, x.cols = true, nil
+	return nil
+}
+
+func (x *MemoryIndex) check(ctx context.Context, op, collection string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("storage: %s %s: %w", op, Quote(collection), err)
+	}
+	if err := ValidateKey(collection); err != nil {
+		return fmt.Errorf("storage: %s: collection: %w", op, err)
+	}
+	return nil
+}
+
+type scored struct {
+	doc   *memDoc
+	score float64
+}
+
+// byText ranks the documents that share a term with q.Text by BM25.
+func (c *memCollection) byText(q Query) []scored {
+	if c.corpus == nil {
+		c.corpus = &lexical.Corpus{}
+		c.order = slices.SortedFunc(maps.Values(c.docs), func(a, b *memDoc) int { return cmp.Compare(a.seq, b.seq) })
+		for _, d := range c.order {
+			c.corpus.Add(d.ID, d.Text)
+		}
+	}
+	var out []scored
+	for _, h := range c.corpus.Rank(q.Text) {
+		d := c.order[h.Doc]
+		if h.Score > 0 && Matches(d.Fields, q.Filter) {
+			out = append(out, scored{d, h.Score})
+		}
+	}
+	sortScored(out)
+	return out
+}
+
+// byVector ranks the documents with a vector of q.Vector's length by
+// cosine similarity.
+func (c *memCollection) byVector(q Query) []scored {
+	var out []scored
+	for _, d := range c.docs {
+		if len(d.Vector) == len(q.Vector) && Matches(d.Fields, q.Filter) {
+			out = append(out, scored{d, Cosine(d.Vector, q.Vector)})
+		}
+	}
+	sortScored(out)
+	return out
+}
+
+// recent lists the documents that pass the filter, newest first.
+func (c *memCollection) recent(q Query) []scored {
+	var out []scored
+	for _, d := range c.docs {
+		if Matches(d.Fields, q.Filter) {
+			out = append(out, scored{d, 0})
+		}
+	}
+	sortScored(out)
+	return out
+}
+
+// fuse merges rankings by reciprocal rank fusion.
+func fuse(rankings ...[]scored) []scored {
+	sum := map[*memDoc]float64{}
+	for _, r := range rankings {
+		for i, s := range r {
+			sum[s.doc] += 1 / float64(RRFK+i+1)
+		}
+	}
+	out := make([]scored, 0, len(sum))
+	for d, s := range sum {
+		out = append(out, scored{d, s})
+	}
+	sortScored(out)
+	return out
+}
+
+// sortScored orders by score, then newest first.
+func sortScored(s []scored) {
+	slices.SortFunc(s, func(a, b scored) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.doc.seq, a.doc.seq)
+	})
+}
+
+func cloneDoc(d Document) Document {
+	d.Fields = maps.Clone(d.Fields)
+	d.Vector = slices.Clone(d.Vector)
+	return d
+}
