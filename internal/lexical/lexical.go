@@ -131,6 +131,10 @@ func terms(dst []string, text string) []string {
 	return out
 }
 
+// IsStopWord reports whether t, a lowercased token, is an English
+// function word, which BM25 leaves out.
+func IsStopWord(t string) bool { return stopWords[t] }
+
 // stopWords are English function words, which say nothing of what a
 // text is about: left out of BM25, "the" or "is" in a query no longer
 // matches every document a little, so a document that shares only them

@@ -101,6 +101,9 @@ type Store struct {
 	wsem   chan struct{} // one writer per Store at a time; across Stores SQLite's lock decides
 	closed atomic.Bool
 	file   os.FileInfo // the file opened at path, checked after each write; nil in memory
+	// noIndex is set on a read-only file written before the search
+	// index existed: it has no documents.
+	noIndex bool
 
 	get, insert, upsert, update, del, delVersion, version, list *sql.Stmt
 }
@@ -204,8 +207,18 @@ func (s *Store) init(ctx context.Context, readOnly bool) error {
 		if n == 0 {
 			return errors.New("the file holds no memlayer store")
 		}
-	} else if _, err := s.db.ExecContext(ctx, schema); err != nil {
-		return err
+		err = s.db.QueryRowContext(ctx,
+			`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = '`+docsTable+`'`).Scan(&n)
+		if err != nil {
+			return err
+		}
+		s.noIndex = n == 0
+	} else {
+		for _, st := range append([]string{schema}, searchSchema...) {
+			if _, err := s.db.ExecContext(ctx, st); err != nil {
+				return err
+			}
+		}
 	}
 	prep := []struct {
 		stmt **sql.Stmt
@@ -466,6 +479,11 @@ func (s *Store) Purge(ctx context.Context) error {
 	}
 	defer s.unlockWrite()
 	err := s.retry(ctx, func() error {
+		// Merge the full-text index's segments, so that no deleted
+		// document's terms stay in one.
+		if _, err := s.db.ExecContext(ctx, `INSERT INTO `+ftsTable+` (`+ftsTable+`) VALUES ('optimize')`); err != nil {
+			return err
+		}
 		if _, err := s.db.ExecContext(ctx, "VACUUM"); err != nil {
 			return err
 		}

@@ -97,6 +97,12 @@ func RunWith(t *testing.T, newStore func(t *testing.T) storage.Store, opts Optio
 			tc.fn(t, s)
 		})
 	}
+	if _, ok := newStore(t).(storage.Searcher); !ok {
+		return
+	}
+	for _, tc := range searchTests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t).(storage.Searcher)) })
+	}
 }
 
 // ---- helpers ----
