@@ -1,0 +1,5 @@
+//go:build !race
+
+package storagetest
+
+const raceEnabled = false
