@@ -98,7 +98,7 @@ func BenchmarkRecallUncached(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if s := render(l.list, l.head, l.instr); !strings.HasPrefix(s, Header) {
+		if s := render(l.list, nil, l.head, l.instr); !strings.HasPrefix(s, Header) {
 			b.Fatal(s)
 		}
 	}

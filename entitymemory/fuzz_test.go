@@ -58,7 +58,7 @@ func FuzzExtract(f *testing.F) {
 		if len(got) == 0 {
 			return
 		}
-		block := render(got, Header, "")
+		block := render(got, nil, Header, "")
 		types := map[string]bool{}
 		for _, e := range got {
 			types[e.Type] = true

@@ -18,9 +18,10 @@ func TestImports(t *testing.T) {
 		t.Fatal(err)
 	}
 	allowed := map[string]bool{
-		"github.com/memlayer/memlayer/layer":          true,
-		"github.com/memlayer/memlayer/storage":        true,
-		"github.com/memlayer/memlayer/internal/jsonx": true,
+		"github.com/memlayer/memlayer/layer":            true,
+		"github.com/memlayer/memlayer/storage":          true,
+		"github.com/memlayer/memlayer/internal/jsonx":   true,
+		"github.com/memlayer/memlayer/internal/lexical": true,
 	}
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
@@ -34,7 +35,7 @@ func TestImports(t *testing.T) {
 			p, _ := strconv.Unquote(imp.Path.Value)
 			first, _, _ := strings.Cut(p, "/")
 			if strings.Contains(first, ".") && !allowed[p] {
-				t.Errorf("%s imports %s; entitymemory may import only the standard library, layer, storage and internal/jsonx", f, p)
+				t.Errorf("%s imports %s; entitymemory may import only the standard library, layer, storage, internal/jsonx and internal/lexical", f, p)
 			}
 		}
 	}

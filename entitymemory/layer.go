@@ -57,6 +57,16 @@ type Config struct {
 	MaxPerList int
 	// TTL drops entities not seen for this long. Zero means never.
 	TTL time.Duration
+	// ArchiveCapacity is how many entities the archive of one scope
+	// keeps; past it, those seen longest ago are evicted. Zero means
+	// DefaultArchiveCapacity; negative turns the archive off.
+	ArchiveCapacity int
+	// ArchiveTTL drops archived entities not seen for this long. Zero
+	// means DefaultArchiveTTL; negative means never.
+	ArchiveTTL time.Duration
+	// MaxRecalled is how many archived entities one recall adds. Zero
+	// means DefaultMaxRecalled; negative means none.
+	MaxRecalled int
 	// Rules decide the entity type of a tool's results before the
 	// built-in guess from the tool name.
 	Rules Rules
@@ -131,9 +141,12 @@ type Layer struct {
 
 	saved []byte // the state as last written; nil when unknown. It is the state while !dirty
 
+	arch *archive // every entity the scope has seen; nil when not persisted
+
 	// Counts since the layer was made, for Metrics.
 	extracted int64 // entities extracted from tool results
 	evicted   int64 // entities pushed out of the list by newer ones
+	recalled  int64 // archived entities added to a recall
 }
 
 // New returns an entity memory layer. It does no I/O; see [Layer.Init].
@@ -154,6 +167,9 @@ func New(cfg Config) (*Layer, error) {
 		return nil, fmt.Errorf("%w: MaxRetries %d < 0", ErrInvalidConfig, cfg.MaxRetries)
 	}
 	cfg.Capacity = cmp.Or(cfg.Capacity, DefaultCapacity)
+	cfg.ArchiveCapacity = cmp.Or(cfg.ArchiveCapacity, DefaultArchiveCapacity)
+	cfg.ArchiveTTL = cmp.Or(cfg.ArchiveTTL, DefaultArchiveTTL)
+	cfg.MaxRecalled = cmp.Or(cfg.MaxRecalled, DefaultMaxRecalled)
 	cfg.MaxRetries = cmp.Or(cfg.MaxRetries, DefaultMaxRetries)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -206,6 +222,7 @@ func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 	scope := env.ScopeKey(l.cfg.Scope)
 	b := l.bind(env.Store, storage.LayerKey(l.cfg.ID, scope, StateName), nil, 0)
 	b.scope, b.logger = scope, env.Logger
+	b.arch = newArchive(env.Store, l.cfg.ID, scope, l.cfg)
 	if b.logger == nil {
 		b.logger = slog.Default()
 	}
@@ -288,6 +305,17 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.expire()
+	var named []Entity
+	if l.arch != nil && l.cfg.MaxRecalled > 0 {
+		var err error
+		if named, err = l.arch.recall(ctx, q.Text, l.list, l.cfg.MaxRecalled, l.now()); err != nil {
+			return nil, fmt.Errorf("entitymemory: recall: %w", err)
+		}
+		l.recalled += int64(len(named))
+	}
+	if len(named) > 0 {
+		return l.recallNamed(q, named), nil
+	}
 	if len(l.list) == 0 {
 		if l.cfg.RenderEmpty {
 			text := layer.Fence(l.tag, l.head+"\n"+EmptyText)
@@ -296,7 +324,7 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 		return nil, nil
 	}
 	if l.cache == "" {
-		l.cache = layer.Fence(l.tag, render(l.list, l.head, l.instr)) // never ""
+		l.cache = layer.Fence(l.tag, render(l.list, nil, l.head, l.instr)) // never ""
 		l.cacheN = layer.Query{}.Count(l.cache)
 	}
 	text := l.cache
@@ -307,7 +335,7 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 	if b := q.Budget; b > 0 && tokens > b {
 		text = ""
 		for n := len(l.list) - 1; n > 0; n-- {
-			t := layer.Fence(l.tag, render(l.list[:n], l.head, l.instr))
+			t := layer.Fence(l.tag, render(l.list[:n], nil, l.head, l.instr))
 			if tokens = q.Count(t); tokens <= b {
 				text = t
 				break
@@ -318,6 +346,22 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 		}
 	}
 	return []layer.Item{{Text: text, Tokens: tokens}}, nil
+}
+
+// recallNamed renders the recent list with the archived entities the
+// conversation names, leaving out the oldest recent ones until the block
+// fits q.Budget.
+func (l *Layer) recallNamed(q layer.Query, named []Entity) []layer.Item {
+	for n := len(l.list); n >= 0; n-- {
+		text := layer.Fence(l.tag, render(l.list[:n], named, l.head, l.instr))
+		if tokens := q.Count(text); q.Budget <= 0 || tokens <= q.Budget || n == 0 {
+			if q.Budget > 0 && tokens > q.Budget {
+				return nil
+			}
+			return []layer.Item{{Text: text, Tokens: tokens}}
+		}
+	}
+	return nil
 }
 
 // now is Config.Now, clamped into years 0-9999 (which JSON can hold).
@@ -363,12 +407,19 @@ func (l *Layer) expire() {
 // memory and is retried by the next Store and by Close. Cancelling ctx
 // abandons the save.
 func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
-	if l.cfg.Disabled || len(t.Results) == 0 {
+	if l.cfg.Disabled {
 		return nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.arch != nil {
+		l.arch.note(t.Query)
+	}
+	if len(t.Results) == 0 {
+		return nil
+	}
 	l.expire()
+	var seen, gone []Entity // for the archive
 	for _, r := range t.Results {
 		if r.IsError {
 			continue
@@ -385,12 +436,47 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 		l.extracted += int64(len(l.ebuf))
 		destructive := l.ext.Destructive(name)
 		l.logExtraction(ctx, name, l.ebuf, destructive)
+		if l.arch != nil {
+			for _, e := range l.ebuf {
+				if destructive || e.Deleted {
+					gone = append(gone, e)
+				} else {
+					seen = append(seen, e)
+				}
+			}
+		}
 		l.applyLocked(l.ebuf, destructive)
 	}
-	if !l.dirty {
-		return nil
+	var err error
+	if l.dirty {
+		err = l.saveLocked(ctx)
 	}
-	return l.saveLocked(ctx)
+	if l.arch != nil {
+		now := l.now()
+		for i := range seen {
+			seen[i].SeenAt = now
+		}
+		err = errors.Join(err, l.archiveLocked(ctx, seen, gone))
+	}
+	return err
+}
+
+// archiveLocked records a step's entities in the archive (and, once per
+// run, the recent list, so that entities stored before the archive
+// existed join it) and forgets the deleted ones. Callers hold l.mu.
+func (l *Layer) archiveLocked(ctx context.Context, seen, gone []Entity) error {
+	if err := l.arch.seed(ctx, l.list); err != nil {
+		return fmt.Errorf("entitymemory: %w", err)
+	}
+	if err := l.arch.add(ctx, seen); err != nil {
+		return fmt.Errorf("entitymemory: %w", err)
+	}
+	if len(gone) > 0 {
+		if err := l.arch.remove(ctx, gone); err != nil {
+			return fmt.Errorf("entitymemory: %w", err)
+		}
+	}
+	return nil
 }
 
 // logExtraction reports one extraction at debug level: the tool, how
@@ -665,6 +751,11 @@ func (l *Layer) Clear(ctx context.Context) error {
 		return fmt.Errorf("entitymemory: clear %s: %w", l.key, err)
 	}
 	l.version = storage.NoVersion
+	if l.arch != nil {
+		if err := l.arch.clear(ctx); err != nil {
+			return fmt.Errorf("entitymemory: clear: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -673,14 +764,15 @@ func (l *Layer) Clear(ctx context.Context) error {
 // entities tracked now, and "bytes", the size of their stored form;
 // "extractions_total", the entities extracted from tool results since
 // the layer was made; and "evictions_total", those pushed out of the
-// list by newer ones (at Config.Capacity).
+// list by newer ones (at Config.Capacity); "recalled_total", the archived
+// entities recalls added because the conversation named them.
 func (l *Layer) Metrics() map[string]int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.expire()
 	n := len(l.stateLocked())
 	return map[string]int64{"entries": int64(len(l.list)), "bytes": int64(n),
-		"extractions_total": l.extracted, "evictions_total": l.evicted}
+		"extractions_total": l.extracted, "evictions_total": l.evicted, "recalled_total": l.recalled}
 }
 
 // Close saves changes a failed Store could not save.

@@ -25,8 +25,10 @@ const DefaultInstructions = `To resolve references such as "it", "this page" or 
 
 // render writes the block for list (newest first): the header, then one
 // group per type in order of each type's most recent entity, newest first
-// within a type, then the instructions (when not empty).
-func render(list []Entity, header, instructions string) string {
+// within a type, then the archived entities the conversation named (when
+// any) under RecalledHeader, grouped the same way, then the instructions
+// (when not empty).
+func render(list, named []Entity, header, instructions string) string {
 	var b strings.Builder
 	n := len(header) + len(instructions) + 4
 	for i := range list {
@@ -34,6 +36,22 @@ func render(list []Entity, header, instructions string) string {
 	}
 	b.Grow(n)
 	b.WriteString(header)
+	writeGroups(&b, list)
+	if len(named) > 0 {
+		b.WriteString("\n")
+		b.WriteString(RecalledHeader)
+		writeGroups(&b, named)
+	}
+	if instructions != "" {
+		b.WriteString("\n\n")
+		b.WriteString(instructions)
+	}
+	return b.String()
+}
+
+// writeGroups writes list grouped by type, in order of each type's first
+// entity.
+func writeGroups(b *strings.Builder, list []Entity) {
 	var done [16]string
 	seen := done[:0]
 	for i := range list {
@@ -47,15 +65,10 @@ func render(list []Entity, header, instructions string) string {
 		b.WriteByte(':')
 		for j := i; j < len(list); j++ {
 			if list[j].Type == t {
-				writeEntity(&b, &list[j])
+				writeEntity(b, &list[j])
 			}
 		}
 	}
-	if instructions != "" {
-		b.WriteString("\n\n")
-		b.WriteString(instructions)
-	}
-	return b.String()
 }
 
 // writeEntity writes one line: `  - "Name" (id, slug: s, parent: p)`.

@@ -237,6 +237,9 @@ func (c *memCollection) recent(q Query) []scored {
 		}
 	}
 	sortScored(out)
+	if q.Oldest {
+		slices.Reverse(out)
+	}
 	return out
 }
 

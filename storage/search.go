@@ -87,8 +87,8 @@ type Document struct {
 // A vector query ranks the documents that have a vector of its length by
 // cosine similarity. With both, the two rankings are fused by reciprocal
 // rank fusion. With neither, every document that passes the filter
-// matches, most recently indexed first. Ties go to the more recently
-// indexed document.
+// matches, most recently indexed first (oldest first with Oldest). Ties
+// go to the more recently indexed document.
 type Query struct {
 	// Text is the query's words.
 	Text string
@@ -98,6 +98,9 @@ type Query struct {
 	Filter map[string]string
 	// K is the most hits to return: DefaultK when zero, at most MaxK.
 	K int
+	// Oldest lists a query without text or vector oldest first, as an
+	// eviction of the least recently indexed documents needs.
+	Oldest bool
 }
 
 // Hit is one document a query found.

@@ -209,7 +209,7 @@ func (s *Store) search(ctx context.Context, collection string, q storage.Query, 
 			if strings.TrimSpace(q.Text) != "" {
 				return nil, nil // only stop words: nothing to match
 			}
-			rows, err := s.recent(ctx, collection, q.Filter, k)
+			rows, err := s.recent(ctx, collection, q.Filter, k, q.Oldest)
 			return hitsOf(rows, k), err
 		}
 		rows, err := s.text(ctx, collection, match, q.Filter, k)
@@ -222,7 +222,7 @@ func (s *Store) search(ctx context.Context, collection string, q storage.Query, 
 			return nil, err
 		}
 	}
-	recent, err := s.recent(ctx, collection, q.Filter, denseWindow)
+	recent, err := s.recent(ctx, collection, q.Filter, denseWindow, false)
 	if err != nil {
 		return nil, err
 	}
@@ -255,10 +255,14 @@ func (s *Store) text(ctx context.Context, collection, match string, filter map[s
 	return s.rows(ctx, query, args)
 }
 
-func (s *Store) recent(ctx context.Context, collection string, filter map[string]string, limit int) ([]row, error) {
+func (s *Store) recent(ctx context.Context, collection string, filter map[string]string, limit int, oldest bool) ([]row, error) {
 	cond, fargs := filterSQL(filter)
+	order := "DESC"
+	if oldest {
+		order = "ASC"
+	}
 	query := `SELECT d.id, d.text, d.fields, d.vector, d.rowid, 0 FROM ` + docsTable + ` d
-		WHERE d.collection = ?` + cond + ` ORDER BY d.rowid DESC LIMIT ?`
+		WHERE d.collection = ?` + cond + ` ORDER BY d.rowid ` + order + ` LIMIT ?`
 	args := append(append([]any{collection}, fargs...), limit)
 	return s.rows(ctx, query, args)
 }

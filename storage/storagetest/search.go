@@ -189,6 +189,9 @@ func testSearchRecent(t *testing.T, s storage.Searcher) {
 	}
 	wantIDs(t, "recent", search(t, s, c, storage.Query{K: 3}), []string{"d4", "d3", "d2"})
 	wantIDs(t, "recent facts", search(t, s, c, storage.Query{Filter: map[string]string{"kind": "fact"}}), []string{"d4", "d2", "d0"})
+	wantIDs(t, "oldest", search(t, s, c, storage.Query{K: 2, Oldest: true}), []string{"d0", "d1"})
+	mustIndex(t, s, c, doc("d0", "note 0 again", "kind", "fact"))
+	wantIDs(t, "oldest after d0 is indexed again", search(t, s, c, storage.Query{K: 2, Oldest: true}), []string{"d1", "d2"})
 }
 
 func testSearchK(t *testing.T, s storage.Searcher) {

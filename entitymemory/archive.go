@@ -1,0 +1,364 @@
+package entitymemory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/memlayer/memlayer/internal/lexical"
+	"github.com/memlayer/memlayer/storage"
+)
+
+// Defaults of the archive.
+const (
+	// DefaultArchiveCapacity is how many entities the archive of one
+	// scope keeps. Ten thousand is far more than a conversation names
+	// and small enough that an eviction pass stays short.
+	DefaultArchiveCapacity = 10_000
+	// DefaultArchiveTTL is how long an archived entity that is not seen
+	// again is kept: a year, so that "the page from last spring" still
+	// resolves.
+	DefaultArchiveTTL = 365 * 24 * time.Hour
+	// DefaultMaxRecalled is how many archived entities one recall adds
+	// to the recent list.
+	DefaultMaxRecalled = 5
+)
+
+// RecalledHeader introduces the archived entities a recall adds because
+// the conversation names them.
+const RecalledHeader = "Named in the conversation (seen earlier):"
+
+// Record names in the layer's scope.
+const (
+	archiveName     = "archive"      // the search collection
+	archiveHeadName = "archive-head" // the entity count
+	archivePrefix   = "archive/"     // one record per entity
+	recentTurns     = 4              // user messages a recall also reads
+	refreshAfter    = 24 * time.Hour // an unchanged entity's seen time is rewritten at most this often
+	candidates      = 4              // index hits read per entity recalled
+	minIDMatchLen   = 4              // an ID shorter than this does not name an entity on its own
+)
+
+// archive keeps every entity a scope has seen. Each entity is a record
+// of its own (the source of truth), mirrored as a document in a search
+// collection, so that recall finds the ones the conversation names
+// without loading the archive. A small head record counts the entities,
+// so that the oldest are evicted past the capacity.
+//
+// On a store that is a [storage.Searcher], the collection lives in the
+// store. On any other store, it is an in-process index of the entities
+// this run has seen: the records are written, but only this run's
+// entities are recalled.
+type archive struct {
+	store    storage.Store
+	index    storage.Searcher
+	col      string
+	head     string
+	prefix   string // LayerKey of the records' names, without the entity part
+	layerID  string
+	scope    string
+	capacity int
+	ttl      time.Duration
+	retries  int
+
+	seeded bool              // the recent list was archived this run
+	known  map[string]Entity // entities archived this run, by docID
+	turns  []string          // the last user messages, oldest first
+}
+
+func newArchive(store storage.Store, layerID, scope string, cfg Config) *archive {
+	if cfg.ArchiveCapacity < 0 {
+		return nil
+	}
+	a := &archive{
+		store: store, layerID: layerID, scope: scope,
+		col:      storage.IndexName(layerID, scope, archiveName),
+		head:     storage.LayerKey(layerID, scope, archiveHeadName),
+		capacity: cfg.ArchiveCapacity, ttl: cfg.ArchiveTTL, retries: cfg.MaxRetries,
+		known: map[string]Entity{},
+	}
+	if s, ok := store.(storage.Searcher); ok {
+		a.index = s
+	} else {
+		a.index = &storage.MemoryIndex{}
+	}
+	return a
+}
+
+func docID(e *Entity) string { return e.Type + "/" + e.ID }
+
+func (a *archive) recordKey(e *Entity) string {
+	return storage.LayerKey(a.layerID, a.scope, archivePrefix+docID(e))
+}
+
+// archived is an entity's stored form.
+type archived struct {
+	Type   string    `json:"type"`
+	ID     string    `json:"id"`
+	Name   string    `json:"name"`
+	Slug   string    `json:"slug,omitempty"`
+	Parent string    `json:"parent,omitempty"`
+	SeenAt time.Time `json:"seenAt"`
+}
+
+func document(e *Entity) storage.Document {
+	f := map[string]string{"type": e.Type, "id": e.ID, "name": e.Name, "seen": strconv.FormatInt(e.SeenAt.Unix(), 10)}
+	if e.Slug != "" {
+		f["slug"] = e.Slug
+	}
+	if e.Parent != "" {
+		f["parent"] = e.Parent
+	}
+	return storage.Document{ID: docID(e), Text: e.Name + "\n" + e.Slug + "\n" + e.ID, Fields: f}
+}
+
+func fromHit(h storage.Hit) (Entity, time.Time) {
+	sec, _ := strconv.ParseInt(h.Fields["seen"], 10, 64)
+	seen := time.Unix(sec, 0).UTC()
+	return Entity{Type: h.Fields["type"], ID: h.Fields["id"], Name: h.Fields["name"], Slug: h.Fields["slug"], Parent: h.Fields["parent"], SeenAt: seen}, seen
+}
+
+// note remembers a user message, for the recalls of later steps.
+func (a *archive) note(msg string) {
+	if msg == "" || len(a.turns) > 0 && a.turns[len(a.turns)-1] == msg {
+		return
+	}
+	a.turns = append(a.turns, msg)
+	if len(a.turns) > recentTurns {
+		a.turns = a.turns[1:]
+	}
+}
+
+// add archives the entities of one step. It writes only what is new to
+// this run or changed, so a step writes in proportion to what it saw,
+// never to what the archive holds.
+func (a *archive) add(ctx context.Context, ents []Entity) error {
+	var docs []storage.Document
+	added := 0
+	for i := range ents {
+		e := ents[i]
+		if e.Deleted {
+			continue
+		}
+		id := docID(&e)
+		if old, ok := a.known[id]; ok && old.Name == e.Name && old.Slug == e.Slug && old.Parent == e.Parent && e.SeenAt.Sub(old.SeenAt) < refreshAfter {
+			continue
+		}
+		data, err := json.Marshal(archived{e.Type, e.ID, e.Name, e.Slug, e.Parent, e.SeenAt.UTC()})
+		if err != nil {
+			return err
+		}
+		key := a.recordKey(&e)
+		_, err = a.store.Put(ctx, key, data, storage.NoVersion)
+		switch {
+		case err == nil:
+			added++
+		case errors.Is(err, storage.ErrConflict):
+			if _, err := a.store.Put(ctx, key, data, storage.AnyVersion); err != nil {
+				return fmt.Errorf("archive %s: %w", key, err)
+			}
+		default:
+			return fmt.Errorf("archive %s: %w", key, err)
+		}
+		a.known[id] = e
+		docs = append(docs, document(&e))
+	}
+	if len(docs) == 0 {
+		return nil
+	}
+	if err := a.index.Index(ctx, a.col, docs...); err != nil {
+		return fmt.Errorf("archive: index: %w", err)
+	}
+	if added == 0 {
+		return nil
+	}
+	n, err := a.count(ctx, added)
+	if err != nil {
+		return err
+	}
+	if n > a.capacity {
+		return a.evict(ctx, n-a.capacity)
+	}
+	return nil
+}
+
+// remove forgets entities a delete-like tool acted on.
+func (a *archive) remove(ctx context.Context, gone []Entity) error {
+	var ids []string
+	removed := 0
+	for i := range gone {
+		key := a.recordKey(&gone[i])
+		if _, err := a.store.Get(ctx, key); errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err := a.store.Delete(ctx, key, storage.AnyVersion); err != nil {
+			return fmt.Errorf("archive: forget %s: %w", key, err)
+		}
+		removed++
+		ids = append(ids, docID(&gone[i]))
+		delete(a.known, docID(&gone[i]))
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := a.index.Unindex(ctx, a.col, ids...); err != nil {
+		return fmt.Errorf("archive: unindex: %w", err)
+	}
+	_, err := a.count(ctx, -removed)
+	return err
+}
+
+// count adds delta to the stored entity count and returns the new count.
+func (a *archive) count(ctx context.Context, delta int) (int, error) {
+	for range max(a.retries, 1) {
+		n, ver := 0, storage.NoVersion
+		it, err := a.store.Get(ctx, a.head)
+		switch {
+		case err == nil:
+			n, _ = strconv.Atoi(string(it.Value))
+			ver = it.Version
+		case !errors.Is(err, storage.ErrNotFound):
+			return 0, fmt.Errorf("archive: count: %w", err)
+		}
+		n = max(n+delta, 0)
+		_, err = a.store.Put(ctx, a.head, []byte(strconv.Itoa(n)), ver)
+		if err == nil {
+			return n, nil
+		}
+		if !errors.Is(err, storage.ErrConflict) {
+			return 0, fmt.Errorf("archive: count: %w", err)
+		}
+	}
+	return 0, fmt.Errorf("archive: count: %w", storage.ErrConflict)
+}
+
+// evict deletes the n entities seen longest ago.
+func (a *archive) evict(ctx context.Context, n int) error {
+	hits, err := a.index.Search(ctx, a.col, storage.Query{K: min(n, storage.MaxK), Oldest: true})
+	if err != nil {
+		return fmt.Errorf("archive: evict: %w", err)
+	}
+	gone := make([]Entity, 0, len(hits))
+	for _, h := range hits {
+		e, _ := fromHit(h)
+		gone = append(gone, e)
+	}
+	return a.remove(ctx, gone)
+}
+
+// seed archives the recent list once per run, so that entities stored
+// before the archive existed are archived on first use.
+func (a *archive) seed(ctx context.Context, list []Entity) error {
+	if a.seeded {
+		return nil
+	}
+	a.seeded = true
+	return a.add(ctx, list)
+}
+
+// recall returns up to max archived entities that text names and that
+// are not in the recent list, best match first. Entities past the TTL are
+// left out and forgotten.
+func (a *archive) recall(ctx context.Context, text string, recent []Entity, limit int, now time.Time) ([]Entity, error) {
+	query := strings.Join(append(a.turns[:len(a.turns):len(a.turns)], text), "\n")
+	words := queryWords(query)
+	if len(words) == 0 || limit <= 0 {
+		return nil, nil
+	}
+	hits, err := a.index.Search(ctx, a.col, storage.Query{Text: query, K: limit * candidates})
+	if err != nil {
+		return nil, fmt.Errorf("archive: recall: %w", err)
+	}
+	var out, expired []Entity
+	for _, h := range hits {
+		e, seen := fromHit(h)
+		if containsEntity(recent, &e) || !named(&e, words) {
+			continue
+		}
+		if a.ttl > 0 && now.Sub(seen) > a.ttl {
+			expired = append(expired, e)
+			continue
+		}
+		out = append(out, e)
+		if len(out) == limit {
+			break
+		}
+	}
+	if len(expired) > 0 {
+		if err := a.remove(ctx, expired); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// queryWords returns the set of the words of text, stemmed, with the
+// whole compounds ("page-123") among them.
+func queryWords(text string) map[string]bool {
+	words := map[string]bool{}
+	for _, t := range lexical.Tokens(nil, text) {
+		if !lexical.IsStopWord(t) {
+			words[lexical.Stem(t)] = true
+		}
+	}
+	return words
+}
+
+// named reports whether words name e: every word of its name (case,
+// punctuation and order aside), or its slug, or an ID long enough not to
+// occur by chance.
+func named(e *Entity, words map[string]bool) bool {
+	if len(e.ID) >= minIDMatchLen && whole(e.ID, words) || e.Slug != "" && whole(e.Slug, words) {
+		return true
+	}
+	n := 0
+	for _, t := range lexical.Tokens(nil, e.Name) {
+		if lexical.IsStopWord(t) {
+			continue
+		}
+		if !words[lexical.Stem(t)] {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}
+
+// whole reports whether every token of s is among words, and s has a
+// letter or digit at all.
+func whole(s string, words map[string]bool) bool {
+	toks := lexical.Tokens(nil, s)
+	if len(toks) == 0 {
+		return false
+	}
+	// A compound ID is one token whole ("page-123"); a plain one is its
+	// single token.
+	return words[lexical.Stem(toks[len(toks)-1])]
+}
+
+// clear deletes the whole archive of the scope.
+func (a *archive) clear(ctx context.Context) error {
+	// Escape works byte by byte, so the records' escaped names share
+	// the escaped prefix.
+	keys, err := a.store.List(ctx, storage.LayerPrefix(a.layerID, a.scope)+storage.Escape(archivePrefix))
+	if err != nil {
+		return fmt.Errorf("archive: clear: %w", err)
+	}
+	for _, k := range keys {
+		if err := a.store.Delete(ctx, k, storage.AnyVersion); err != nil {
+			return fmt.Errorf("archive: clear: %w", err)
+		}
+	}
+	if err := a.store.Delete(ctx, a.head, storage.AnyVersion); err != nil {
+		return fmt.Errorf("archive: clear: %w", err)
+	}
+	a.known = map[string]Entity{}
+	if err := a.index.Drop(ctx, a.col); err != nil {
+		return fmt.Errorf("archive: clear: %w", err)
+	}
+	return nil
+}
