@@ -245,7 +245,21 @@ func (p *position) context() context.Context {
 // conditional Put that fails with storage.ErrConflict) is counted in
 // memlayer.layer.cas.conflicts under the layer whose key it was (the
 // second part of a "layers/{id}/…" key, else the key's first part).
-func (t *telemetry) store(s storage.Store) storage.Store { return &casCounting{Store: s, t: t} }
+// store wraps s to count lost compare-and-swap writes. The wrapper
+// forwards storage.Searcher when s is one, so that layers still find the
+// store's index through it.
+func (t *telemetry) store(s storage.Store) storage.Store {
+	c := &casCounting{Store: s, t: t}
+	if sr, ok := s.(storage.Searcher); ok {
+		return &casCountingSearcher{casCounting: c, Searcher: sr}
+	}
+	return c
+}
+
+type casCountingSearcher struct {
+	*casCounting
+	storage.Searcher
+}
 
 type casCounting struct {
 	storage.Store

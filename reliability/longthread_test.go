@@ -1,0 +1,340 @@
+package reliability
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/memlayer/memlayer/agentloop"
+	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/entitymemory"
+	"github.com/memlayer/memlayer/episodicmemory"
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/semanticmemory"
+	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/storage/sqlite"
+	"github.com/memlayer/memlayer/workingmemory"
+)
+
+// The long thread: one SQLite thread of CMS work, a new page most turns,
+// and every 10th user message naming by title a page from 9 to about 900
+// turns back. The scripted model resolves a reference only when it finds
+// the page's ID next to its title in the request it is sent.
+
+var (
+	ltTopics    = []string{"Pricing", "Careers", "Press Kit", "Partner Program", "Security Overview", "Product Roadmap", "Webinar Series", "Case Study", "Onboarding Guide", "Release Notes", "Customer Stories", "Brand Guidelines", "Developer Portal", "Accessibility Statement", "Holiday Campaign"}
+	ltAudiences = []string{"for Nonprofits", "for Startups", "for Schools", "in Europe", "for Agencies", "for Retailers", "for Hospitals", "in Japan", "for Freelancers", "for Banks", "for Cities"}
+	ltWords     = strings.Fields("the team reviewed the layout and asked for clearer copy, a shorter hero, better contrast on buttons, localized prices, a testimonial strip, an FAQ block with six questions, and a footer that links to the legal pages and the newsletter signup form")
+)
+
+// ltTitle is the title of the page created at turn n.
+func ltTitle(n int) string {
+	return fmt.Sprintf("%s %s %d", ltTopics[n%len(ltTopics)], ltAudiences[(n/len(ltTopics))%len(ltAudiences)], n)
+}
+
+// ltBackRef returns the turn whose page turn n names, or -1 when turn n
+// creates a page: every 10th turn names one from 9 to about 900 turns
+// back, the distance sweeping that range.
+func ltBackRef(n int) int {
+	if n < 10 || n%10 != 0 {
+		return -1
+	}
+	d := 9 + (n/10*97)%891
+	for ref := n - min(d, n-1); ref >= 1; ref-- {
+		if ltBackRef(ref) < 0 {
+			return ref
+		}
+	}
+	return -1
+}
+
+// ltPage is a realistic CMS result of 1 to 3 KB.
+func ltPage(n int, title string) map[string]any {
+	sections := make([]map[string]any, 2+n%4)
+	for i := range sections {
+		var body strings.Builder
+		for j := range 30 + (n+i)%30 {
+			body.WriteString(ltWords[(n+i+j)%len(ltWords)])
+			body.WriteByte(' ')
+		}
+		sections[i] = map[string]any{"id": fmt.Sprintf("sec-%d-%d", n, i), "type": []string{"hero", "text", "gallery", "faq"}[i%4], "body": body.String()}
+	}
+	return map[string]any{"page": map[string]any{
+		"id": fmt.Sprintf("page-%d", n), "title": title, "status": "draft",
+		"slug": strings.ToLower(strings.ReplaceAll(title, " ", "-")), "author": "editor-7",
+		"updatedAt": time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(n) * time.Minute).Format(time.RFC3339),
+		"sections":  sections,
+	}}
+}
+
+type ltTurn struct {
+	tokens   int           // the largest request of the turn, by the default estimate
+	took     time.Duration // the run, model time included (a scripted model: nothing)
+	written  int           // bytes written to the store
+	ref      bool          // the user named an earlier page
+	resolved bool          // and the model found its ID
+}
+
+type ltResult struct {
+	turns    []ltTurn // index 0 is turn 1
+	refs     int
+	resolved int
+	missed   []string
+}
+
+// ltCountingStore counts the bytes written to the store, its records and
+// its search documents. It forwards storage.Searcher, which a wrapper
+// would otherwise hide.
+type ltCountingStore struct {
+	storage.Store
+	search storage.Searcher
+	mu     sync.Mutex
+	bytes  int
+}
+
+func (s *ltCountingStore) add(n int) {
+	s.mu.Lock()
+	s.bytes += n
+	s.mu.Unlock()
+}
+
+func (s *ltCountingStore) written() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bytes
+}
+
+func (s *ltCountingStore) Put(ctx context.Context, key string, v []byte, ver int64) (int64, error) {
+	s.add(len(key) + len(v))
+	return s.Store.Put(ctx, key, v, ver)
+}
+
+func (s *ltCountingStore) Index(ctx context.Context, col string, docs ...storage.Document) error {
+	n := 0
+	for _, d := range docs {
+		n += len(d.ID) + len(d.Text) + 4*len(d.Vector)
+		for k, v := range d.Fields {
+			n += len(k) + len(v)
+		}
+	}
+	s.add(n)
+	return s.search.Index(ctx, col, docs...)
+}
+
+func (s *ltCountingStore) Unindex(ctx context.Context, col string, ids ...string) error {
+	return s.search.Unindex(ctx, col, ids...)
+}
+
+func (s *ltCountingStore) Search(ctx context.Context, col string, q storage.Query) ([]storage.Hit, error) {
+	return s.search.Search(ctx, col, q)
+}
+
+func (s *ltCountingStore) Collections(ctx context.Context, prefix string) ([]string, error) {
+	return s.search.Collections(ctx, prefix)
+}
+
+func (s *ltCountingStore) Drop(ctx context.Context, col string) error { return s.search.Drop(ctx, col) }
+
+// ltLayers returns the README quickstart's layers (scratchpad and
+// entities), or all four.
+func ltLayers(t testing.TB, all bool) []layer.Layer {
+	pad, err := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ents, err := entitymemory.New(entitymemory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := []layer.Layer{pad, ents}
+	if all {
+		eps, err := episodicmemory.New(episodicmemory.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sem, err := semanticmemory.New(semanticmemory.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, eps, sem)
+	}
+	return ls
+}
+
+func runLongThread(t testing.TB, turns int, all bool) ltResult {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "long.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	store := &ltCountingStore{Store: db, search: db}
+
+	var res ltResult
+	var turn int // the turn being run
+	ref := regexp.MustCompile(`"([^"]*)" \((page-[0-9]+)`)
+	model := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
+		sent := r.Sent()
+		res.turns[turn-1].tokens = max(res.turns[turn-1].tokens, layer.Query{}.Count(sent))
+		if len(r.ToolResults()) > 0 {
+			return agenttest.Text("Done."), nil
+		}
+		if back := ltBackRef(turn); back >= 0 {
+			want := ltTitle(back)
+			for _, m := range ref.FindAllStringSubmatch(sent, -1) {
+				if m[1] == want && m[2] == fmt.Sprintf("page-%d", back) {
+					res.resolved++
+					res.turns[turn-1].resolved = true
+					return agenttest.Calls(agenttest.Call("cms_publishPage", map[string]string{"id": m[2]})), nil
+				}
+			}
+			res.missed = append(res.missed, fmt.Sprintf("turn %d: %q of turn %d", turn, want, back))
+
+			return agenttest.Text("Which page do you mean?"), nil
+		}
+		return agenttest.Calls(agenttest.Call("cms_createPage", map[string]string{"title": ltTitle(turn)})), nil
+	})
+	create := agentloop.NewTool("cms_createPage", "Create a CMS page.", nil,
+		func(ctx context.Context, in struct {
+			Title string `json:"title"`
+		}) (map[string]any, error) {
+			return ltPage(turn, in.Title), nil
+		})
+	publish := agentloop.NewTool("cms_publishPage", "Publish a CMS page.", nil,
+		func(ctx context.Context, in struct {
+			ID string `json:"id"`
+		}) (map[string]any, error) {
+			var n int
+			fmt.Sscanf(in.ID, "page-%d", &n)
+			return map[string]any{"page": map[string]any{"id": in.ID, "title": ltTitle(n), "status": "published"}}, nil
+		})
+	agent, err := agentloop.New(agentloop.Config{
+		Model:        model,
+		Instructions: "You are a CMS assistant.",
+		Layers:       ltLayers(t, all),
+		Tools:        []agentloop.Tool{create, publish},
+		Store:        store,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.turns = make([]ltTurn, turns)
+	for turn = 1; turn <= turns; turn++ {
+		input := fmt.Sprintf("Create a page called %s.", ltTitle(turn))
+		if back := ltBackRef(turn); back >= 0 {
+			res.refs++
+			res.turns[turn-1].ref = true
+			input = fmt.Sprintf("Go back to the page from turn %d (%q) and publish it.", back, ltTitle(back))
+		}
+		before, start := store.written(), time.Now()
+		if _, err := agent.Run(ctx, agentloop.RunInput{ThreadID: "long", ResourceID: "user-1", Input: input}); err != nil {
+			t.Fatalf("turn %d: %v", turn, err)
+		}
+		res.turns[turn-1].took = time.Since(start)
+		res.turns[turn-1].written = store.written() - before
+	}
+	return res
+}
+
+// at returns the medians of the 10 turns that end with turn n.
+func (r ltResult) at(n int) (tokens int, took time.Duration, written int) {
+	w := r.turns[max(n-10, 0):n]
+	med := func(f func(ltTurn) int64) int64 {
+		v := make([]int64, len(w))
+		for i := range w {
+			v[i] = f(w[i])
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	return int(r.turns[n-1].tokens), time.Duration(med(func(x ltTurn) int64 { return int64(x.took) })), int(med(func(x ltTurn) int64 { return int64(x.written) }))
+}
+
+func (r ltResult) report(t testing.TB, name string) {
+	for _, n := range []int{10, 100, 500, 1000} {
+		if n > len(r.turns) {
+			break
+		}
+		tok, took, w := r.at(n)
+		refs, resolved := 0, 0
+		for _, x := range r.turns[:n] {
+			if x.ref {
+				refs++
+			}
+			if x.resolved {
+				resolved++
+			}
+		}
+		t.Logf("FIGURE long-thread %s turn=%d prompt_tokens=%d run_ms=%.2f bytes_written=%d backrefs_resolved=%d/%d",
+			name, n, tok, float64(took.Microseconds())/1000, w, resolved, refs)
+	}
+}
+
+// checkLongThread asserts the bars of issue 25 for a thread of n turns:
+// 95% of the back-references resolved, the last turn's request at most
+// 8,000 tokens, its run at most twice turn 10's (medians of 10 turns), and
+// with all four layers at most 16 KB written per turn.
+func checkLongThread(t *testing.T, r ltResult, all bool) {
+	t.Helper()
+	if r.resolved*100 < r.refs*95 {
+		t.Errorf("%d of %d back-references resolved, want at least 95%%; missed: %q", r.resolved, r.refs, r.missed[:min(10, len(r.missed))])
+	}
+	n := len(r.turns)
+	tok, took, written := r.at(n)
+	_, took10, _ := r.at(10)
+	if tok > 8000 {
+		t.Errorf("turn %d sent %d tokens, want at most 8,000", n, tok)
+	}
+	if took > 2*took10+5*time.Millisecond {
+		t.Errorf("turn %d took %v (median of 10), turn 10 %v: want at most 2x", n, took, took10)
+	}
+	if all && written > 16<<10 {
+		t.Errorf("turn %d wrote %d bytes, want at most 16 KB", n, written)
+	}
+}
+
+// TestLongThread runs the long thread with the README quickstart's layers:
+// 1,000 turns under make reliability, 120 otherwise.
+func TestLongThread(t *testing.T) {
+	r := runLongThread(t, pick(1000, 120), false)
+	r.report(t, "quickstart")
+	checkLongThread(t, r, false)
+}
+
+// TestLongThreadAllLayers is the same with all four layers.
+func TestLongThreadAllLayers(t *testing.T) {
+	r := runLongThread(t, pick(1000, 120), true)
+	r.report(t, "all-layers")
+	checkLongThread(t, r, true)
+}
+
+// BenchmarkLongThread reports the long thread's figures at turns 10, 100,
+// 500 and 1,000 (run it with -benchtime 1x: one iteration is 1,000 turns).
+func BenchmarkLongThread(b *testing.B) {
+	for _, all := range []bool{false, true} {
+		name := map[bool]string{false: "quickstart", true: "all-layers"}[all]
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			var r ltResult
+			for b.Loop() {
+				r = runLongThread(b, 1000, all)
+			}
+			for _, n := range []int{10, 100, 500, 1000} {
+				tok, took, w := r.at(n)
+				b.ReportMetric(float64(tok), fmt.Sprintf("tokens@%d", n))
+				b.ReportMetric(float64(took.Microseconds())/1000, fmt.Sprintf("ms@%d", n))
+				b.ReportMetric(float64(w), fmt.Sprintf("B-written@%d", n))
+			}
+			b.ReportMetric(float64(r.resolved), "backrefs-resolved")
+			b.ReportMetric(float64(r.refs), "backrefs")
+		})
+	}
+}
