@@ -17,7 +17,7 @@ import (
 // AssemblyConfig configures scored context assembly, which is on unless
 // Disabled. The layers that offer candidates — a method
 //
-//	Candidates(ctx context.Context, q layer.Query) ([]prompt.Candidate, error)
+//	Candidates(ctx context.Context, q layer.Query) ([]layer.Candidate, error)
 //
 // as episodic and semantic memory have — do not fill budgets of their
 // own: their candidates compete for one pool, the sum of what the budget
@@ -81,7 +81,7 @@ type LayerBudget struct {
 
 // candidateSource is a layer that offers scored candidates.
 type candidateSource interface {
-	Candidates(ctx context.Context, q layer.Query) ([]prompt.Candidate, error)
+	Candidates(ctx context.Context, q layer.Query) ([]layer.Candidate, error)
 }
 
 // assembled recalls the run's layers for q: the pinned ones through the
@@ -133,7 +133,7 @@ func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageC
 	if sc.Now.IsZero() {
 		sc.Now = time.Now() // as Assemble would, once for the audit's scores too
 	}
-	var cands []prompt.Candidate
+	var cands []layer.Candidate
 	for _, id := range ids {
 		cs, err := r.candidates(ctx, id, q)
 		if err != nil {
@@ -160,7 +160,7 @@ func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageC
 		}
 	}
 	shown := r.sentCalls(msgs)
-	fresh := slices.DeleteFunc(slices.Clone(cands), func(c prompt.Candidate) bool { return c.Layer != SummaryLayerID && shown[c.Key] })
+	fresh := slices.DeleteFunc(slices.Clone(cands), func(c layer.Candidate) bool { return c.Layer != SummaryLayerID && shown[c.Key] })
 	sel := prompt.Assemble(fresh, max(pool, 0), sc)
 	lines := map[string][]string{}
 	won := map[string]bool{} // the summary's parts that won
@@ -226,7 +226,7 @@ func (r *run) sentCalls(msgs []llms.MessageContent) map[string]bool {
 }
 
 // candidates calls a layer's Candidates, a panic recovered as an error.
-func (r *run) candidates(ctx context.Context, id string, q layer.Query) (cs []prompt.Candidate, err error) {
+func (r *run) candidates(ctx context.Context, id string, q layer.Query) (cs []layer.Candidate, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%w: %v", layer.ErrPanic, p)

@@ -278,9 +278,9 @@ func (l rivalLayer) Spec() layer.Spec {
 
 func (l rivalLayer) Recall(context.Context, layer.Query) ([]layer.Item, error) { return nil, nil }
 
-func (l rivalLayer) Candidates(_ context.Context, q layer.Query) ([]prompt.Candidate, error) {
+func (l rivalLayer) Candidates(_ context.Context, q layer.Query) ([]layer.Candidate, error) {
 	words := strings.Fields("amber basil cedar delta ember fjord garnet harbor iris juniper kestrel lagoon maple nectar orchid pebble quartz raven saffron tundra umber violet willow xenon yarrow zephyr acorn birch cobalt dune")
-	var out []prompt.Candidate
+	var out []layer.Candidate
 	for i := range l.n {
 		// Distinct words, so that no note is a near-duplicate of another.
 		var b strings.Builder
@@ -288,7 +288,7 @@ func (l rivalLayer) Candidates(_ context.Context, q layer.Query) ([]prompt.Candi
 			b.WriteString(" " + words[(i*5+k)%len(words)] + fmt.Sprint(i))
 		}
 		text := fmt.Sprintf("note %d:%s.", i, b.String())
-		out = append(out, prompt.Candidate{Key: fmt.Sprint(i), Text: text, Tokens: q.Count(text), Similarity: 0.5, Importance: 0.5, Time: l.now})
+		out = append(out, layer.Candidate{Key: fmt.Sprint(i), Text: text, Tokens: q.Count(text), Similarity: 0.5, Importance: 0.5, Time: l.now})
 	}
 	return out, nil
 }

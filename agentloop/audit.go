@@ -142,7 +142,7 @@ func (r *run) auditRecalls(step int) {
 // auditAssembly records a scored assembly: for each layer in it, its
 // candidates with their scores (as packed, or before redundancy) and
 // whether they were packed, and the tokens of its block.
-func (r *run) auditAssembly(step int, ids []string, cands []prompt.Candidate, sel []prompt.Selected, sc prompt.Scoring, tokens map[string]int) {
+func (r *run) auditAssembly(step int, ids []string, cands []layer.Candidate, sel []prompt.Selected, sc prompt.Scoring, tokens map[string]int) {
 	if !r.tree.audit.on() {
 		return
 	}

@@ -632,7 +632,7 @@ func summaryParts(text string) []summaryPart {
 // conversation it is part of). The
 // parts won are shown in the summary's own order (see block), so the
 // summary still reads from oldest to newest.
-func (l *summaryLayer) Candidates(_ context.Context, q layer.Query) ([]prompt.Candidate, error) {
+func (l *summaryLayer) Candidates(_ context.Context, q layer.Query) ([]layer.Candidate, error) {
 	s := l.text.Load()
 	if s == nil || *s == "" {
 		return nil, nil
@@ -642,7 +642,7 @@ func (l *summaryLayer) Candidates(_ context.Context, q layer.Query) ([]prompt.Ca
 	for _, h := range corpus.Rank(q.Text) {
 		sim[h.Doc] = h.Similarity
 	}
-	out := make([]prompt.Candidate, len(parts))
+	out := make([]layer.Candidate, len(parts))
 	for i, p := range parts {
 		// A part takes its separator with it: "; " after an entity, a
 		// line break after a line.
@@ -650,7 +650,7 @@ func (l *summaryLayer) Candidates(_ context.Context, q layer.Query) ([]prompt.Ca
 		if p.entity {
 			sep = "; "
 		}
-		out[i] = prompt.Candidate{Layer: SummaryLayerID, Key: p.key, Text: p.text, Tokens: q.Count(p.text + sep),
+		out[i] = layer.Candidate{Layer: SummaryLayerID, Key: p.key, Text: p.text, Tokens: q.Count(p.text + sep),
 			Similarity: sim[i], Importance: 1, Source: "summary"}
 	}
 	return out, nil
@@ -660,7 +660,7 @@ func (l *summaryLayer) Candidates(_ context.Context, q layer.Query) ([]prompt.Ca
 // Candidates counted them: the header, the fence and the separators
 // (negative when counting the parts one by one rounds up more than they
 // add).
-func (l *summaryLayer) frame(q layer.Query, cs []prompt.Candidate) int {
+func (l *summaryLayer) frame(q layer.Query, cs []layer.Candidate) int {
 	won := make(map[string]bool, len(cs))
 	n := 0
 	for _, c := range cs {

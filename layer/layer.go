@@ -310,6 +310,8 @@ type Function struct {
 	// An alias that is some tool's name, or an earlier function's alias,
 	// is ignored.
 	Aliases []string
+	// Effect is what a call does to memory; zero is [EffectNone].
+	Effect Effect
 }
 
 // Closer is implemented by layers that hold resources or buffer writes.

@@ -59,7 +59,7 @@ type Source struct {
 	Tool string `json:"tool,omitempty"`
 }
 
-// String renders the source for [prompt.Candidate.Source]: its non-empty
+// String renders the source for [layer.Candidate.Source]: its non-empty
 // parts, "by=model thread=t1 step=3 tool=semantic_memorize".
 func (s Source) String() string {
 	var parts []string

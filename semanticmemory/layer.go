@@ -18,7 +18,6 @@ import (
 
 	"github.com/memlayer/memlayer/internal/seqlog"
 	"github.com/memlayer/memlayer/layer"
-	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -433,7 +432,7 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 // gives the fifth fact 0.95 of the first's score however poorly it
 // matches, and assembly weighs similarity against recency and
 // importance.
-func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]prompt.Candidate, error) {
+func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]layer.Candidate, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.sync(ctx); err != nil {
@@ -441,11 +440,11 @@ func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]prompt.Candida
 	}
 	ranked, _ := l.retrieve(ctx, q.Text)
 	ranked = ranked[:min(len(ranked), l.cfg.TopK)]
-	out := make([]prompt.Candidate, len(ranked))
+	out := make([]layer.Candidate, len(ranked))
 	now := l.now()
 	for i, s := range ranked {
 		t := line(s.fact)
-		out[i] = prompt.Candidate{Layer: l.cfg.ID, Key: s.fact.ID, Text: t, Tokens: q.Count(t),
+		out[i] = layer.Candidate{Layer: l.cfg.ID, Key: s.fact.ID, Text: t, Tokens: q.Count(t),
 			Similarity: s.sim, Time: l.idx.recency(s.fact.ID, now), Importance: s.fact.Importance, Source: s.fact.Source.String()}
 	}
 	return out, nil
