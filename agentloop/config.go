@@ -185,7 +185,7 @@ type Config struct {
 	// layer hook) and metrics (hook, model and tool durations, tokens by
 	// type and by layer, checkpoint conflicts, compare-and-swaps the
 	// layers lose, and, as each run ends, the figures each layer reports
-	// through a Metrics method — see "Metrics" in package layer: a count
+	// through layer.MetricsReporter: a count
 	// "x_total" goes to the counter memlayer.layer.x, a level "y" to the
 	// gauge memlayer.layer.y, such as the key-value memory's entries,
 	// scopes and parent-fallback lookups or the entity memory's

@@ -134,7 +134,7 @@ type Kept struct {
 	// (a fact's ID and version). A Version above 1 supersedes the
 	// record's earlier versions.
 	Key     string
-	Version int64
+	Version int
 	// Kind, Text and Source are the record as kept, when the layer
 	// changed them; empty is as the write said.
 	Kind, Text, Source string

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/memlayer/memlayer/layer"
 )
 
 // Errors of the package. Check them with errors.Is.
@@ -40,9 +42,9 @@ const (
 	// MaxKindBytes is the longest kind.
 	MaxKindBytes = 32
 	// DefaultKind is the kind of a fact remembered without one.
-	DefaultKind = "fact"
+	DefaultKind = layer.DefaultKind
 	// DefaultImportance is the importance of a fact memorized without one.
-	DefaultImportance = 0.5
+	DefaultImportance = layer.DefaultImportance
 )
 
 // Source says where a fact came from.

@@ -519,13 +519,34 @@ func (l *Layer) Clear(ctx context.Context) error {
 	return nil
 }
 
-// Metrics returns the layer's figures (see "Metrics" in package layer;
+// Metrics returns the layer's figures (see layer.MetricsReporter;
 // agentloop exports them as OpenTelemetry metrics): "entries", the live
 // facts the layer has read, and "bytes", their text.
 func (l *Layer) Metrics() map[string]int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return map[string]int64{"entries": int64(len(l.idx.live)), "bytes": int64(l.idx.bytes)}
+}
+
+// Keeps implements layer.Keeper: semantic memory keeps durable facts.
+func (l *Layer) Keeps() string { return layer.KeepsSemantic }
+
+// Keep implements layer.Keeper: it remembers w as a fact, superseding one
+// it restates, and tells the model the fact's ID and version. A
+// restatement word for word writes nothing and keeps the fact as it was,
+// written by someone else: it is Unchanged.
+func (l *Layer) Keep(ctx context.Context, w layer.Write) (layer.Kept, error) {
+	src := Source{By: w.By, Step: w.Step, Tool: w.Tool}
+	f, err := l.Remember(ctx, Memo{Text: w.Text, Kind: w.Kind, Importance: w.Importance, Source: src})
+	if err != nil {
+		return layer.Kept{}, err
+	}
+	k := layer.Kept{Reply: "remembered fact " + f.ID, Key: f.ID, Version: f.Version, Kind: f.Kind, Text: f.Text, Source: f.Source.String()}
+	if f.Version > 1 {
+		k.Reply = fmt.Sprintf("updated fact %s (version %d)", f.ID, f.Version)
+	}
+	k.Unchanged = f.Source.By != src.By || f.Source.Step != src.Step || f.Source.Tool != src.Tool
+	return k, nil
 }
 
 // Close does nothing: every write is stored when it is acknowledged.
@@ -551,9 +572,9 @@ var (
 func (l *Layer) Functions() []layer.Function {
 	return []layer.Function{
 		{Name: "memorize", Description: "Remember a durable fact about the user or the task for later conversations. A fact restating an earlier one replaces it.",
-			Parameters: memorizeSchema, Call: l.callMemorize},
+			Parameters: memorizeSchema, Call: l.callMemorize, Effect: layer.EffectWrite},
 		{Name: "forget", Description: "Forget a remembered fact that is wrong or no longer true, by its ID.",
-			Parameters: forgetSchema, Call: l.callForget},
+			Parameters: forgetSchema, Call: l.callForget, Effect: layer.EffectForget},
 	}
 }
 
@@ -616,3 +637,13 @@ func (l *Layer) callForget(ctx context.Context, args json.RawMessage) (string, e
 	}
 	return "forgot fact " + a.ID, nil
 }
+
+// Interface guards.
+var (
+	_ layer.Layer           = (*Layer)(nil)
+	_ layer.Initializer     = (*Layer)(nil)
+	_ layer.Provider        = (*Layer)(nil)
+	_ layer.CandidateSource = (*Layer)(nil)
+	_ layer.MetricsReporter = (*Layer)(nil)
+	_ layer.Keeper          = (*Layer)(nil)
+)
