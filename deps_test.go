@@ -209,6 +209,24 @@ var importRules = []importRule{
 		}
 		return out
 	}},
+	{"agentloop imports no concrete layer and no langchaingo provider", []string{"agentloop"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
+		// The loop reaches layers only through the capabilities package
+		// layer declares, so a user's own layer can do all a built-in
+		// layer does; and it links no provider's client.
+		p := pkgs["agentloop"]
+		out := forbid("agentloop", p.deps, func(d string) bool {
+			return anyUnder(d, "workingmemory", "entitymemory", "episodicmemory", "semanticmemory")
+		}, "agentloop reaches layers through package layer's capabilities only")
+		for _, d := range p.deps {
+			if strings.HasPrefix(d, "github.com/tmc/langchaingo/llms/") {
+				out = append(out, fmt.Sprintf("agentloop imports %s: agentloop links no langchaingo provider", d))
+			}
+		}
+		return out
+	}},
+	{"route imports only the standard library, layer and storage", []string{"route"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
+		return nonStandard("route", pkgs["route"].deps, std, "layer", "storage")
+	}},
 	{"only examples and cmd import agentloop", []string{"agentloop"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
 		var out []string
 		for path, p := range pkgs {
@@ -281,6 +299,11 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		{"workingmemory/kv on layer", "workingmemory/kv", []string{"layer", "storage"}, ""},
 		{"layer on agentloop", "layer", []string{"storage", "agentloop"}, "imports agentloop"},
 		{"agentloop on prompt", "agentloop", []string{"layer", "prompt", "storage"}, ""},
+		{"agentloop on semanticmemory", "agentloop", []string{"layer", "semanticmemory"}, "agentloop imports semanticmemory"},
+		{"agentloop on workingmemory/kv", "agentloop", []string{"layer", "workingmemory/kv"}, "agentloop imports workingmemory/kv"},
+		{"agentloop on anthropic", "agentloop", []string{"layer", "github.com/tmc/langchaingo/llms", "github.com/tmc/langchaingo/llms/anthropic"}, "llms/anthropic"},
+		{"route on layer", "route", []string{"layer", "storage", "context"}, ""},
+		{"route on agentloop", "route", []string{"layer", "agentloop"}, "route imports agentloop"},
 		{"examples on agentloop", "examples/cms", []string{"agentloop", "workingmemory"}, ""},
 		{"agentloop on examples", "agentloop", []string{"examples/cms"}, "agentloop imports examples/cms"},
 		{"storage/sqlite on storagetest", "storage/sqlite", []string{"storage", "storage/storagetest"}, "storage/sqlite imports storage/storagetest"},

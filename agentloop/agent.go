@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"reflect"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -17,7 +18,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
-	"github.com/tmc/langchaingo/llms/anthropic"
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/memlayer/memlayer/audit"
@@ -205,8 +205,28 @@ func New(cfg Config) (*Agent, error) {
 		o(&co)
 	}
 	a.alternatives = co.N > 1
-	_, a.splitParts = cfg.Model.(*anthropic.LLM)
+	a.splitParts = firstPartOnly(cfg.Model)
 	return a, nil
+}
+
+// firstPartOnlyModels are the langchaingo clients that send only the
+// first part of a message, by package path and type name. They are named
+// here, not imported, so an agent does not link every provider's client.
+var firstPartOnlyModels = map[string]bool{
+	"github.com/tmc/langchaingo/llms/anthropic.LLM": true,
+}
+
+// firstPartOnly reports whether m's client sends only the first part of
+// a message (see replay).
+func firstPartOnly(m llms.Model) bool {
+	t := reflect.TypeOf(m)
+	if t == nil {
+		return false
+	}
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return firstPartOnlyModels[t.PkgPath()+"."+t.Name()]
 }
 
 // checkLayers finds the layer problems a run would otherwise meet first:
@@ -285,8 +305,8 @@ func (a *Agent) Config() Config {
 // a child run.
 type run struct {
 	a       *Agent
-	snapIDs []string                   // the layers whose snapshots the checkpoint keeps; nil until the first
-	sources map[string]candidateSource // the layers that offer candidates, by ID; nil until the first step
+	snapIDs []string                         // the layers whose snapshots the checkpoint keeps; nil until the first
+	sources map[string]layer.CandidateSource // the layers that offer candidates, by ID; nil until the first step
 	// assembledIDs are the layers the step's scored assembly took in,
 	// sorted (nil when it did not run).
 	assembledIDs []string

@@ -15,11 +15,8 @@ import (
 )
 
 // AssemblyConfig configures scored context assembly, which is on unless
-// Disabled. The layers that offer candidates — a method
-//
-//	Candidates(ctx context.Context, q layer.Query) ([]layer.Candidate, error)
-//
-// as episodic and semantic memory have — do not fill budgets of their
+// Disabled. The layers that offer candidates (layer.CandidateSource, as
+// episodic and semantic memory are) do not fill budgets of their
 // own: their candidates compete for one pool, the sum of what the budget
 // allocation gave them, scored by prompt.Assemble (similarity, recency,
 // importance, redundancy against what is already selected) and packed
@@ -79,11 +76,6 @@ type LayerBudget struct {
 	Assembled bool
 }
 
-// candidateSource is a layer that offers scored candidates.
-type candidateSource interface {
-	Candidates(ctx context.Context, q layer.Query) ([]layer.Candidate, error)
-}
-
 // assembled recalls the run's layers for q: the pinned ones through the
 // stack, the candidate layers by scored assembly when it is on. It
 // returns the blocks in slot order and each layer's share (see
@@ -97,9 +89,9 @@ func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageC
 		return recalled, r.alloc.Layers
 	}
 	if r.sources == nil {
-		r.sources = map[string]candidateSource{}
+		r.sources = map[string]layer.CandidateSource{}
 		for _, l := range r.stack.Layers() {
-			if src, ok := layer.As[candidateSource](l); ok && (a.cfg.Assembly.SummaryCandidates || l.Spec().ID != SummaryLayerID) {
+			if src, ok := layer.As[layer.CandidateSource](l); ok && (a.cfg.Assembly.SummaryCandidates || l.Spec().ID != SummaryLayerID) {
 				r.sources[l.Spec().ID] = src
 			}
 		}

@@ -220,7 +220,7 @@ type writeCounts map[string]*evictor
 func watchCounts(s *layer.Stack) writeCounts {
 	w := writeCounts{}
 	for _, l := range s.Layers() {
-		if f, ok := layer.As[figuresReporter](l); ok {
+		if f, ok := layer.As[layer.MetricsReporter](l); ok {
 			m := f.Metrics()
 			for _, c := range storeCounters {
 				if _, ok := m[c.name]; ok {
@@ -251,7 +251,7 @@ func (w writeCounts) record(au *auditor, step, depth int) {
 // evictor is a layer that counts its Store's work, and the counts the
 // audit has seen.
 type evictor struct {
-	f    figuresReporter
+	f    layer.MetricsReporter
 	seen map[string]int64
 }
 

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/route"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/storage"
 )
@@ -108,10 +109,11 @@ type Config struct {
 	// default personal data and secrets are (see [RedactionConfig]).
 	Redaction RedactionConfig
 
-	// Router decides where a memory write goes — what the model asks
-	// semantic memory's memorize tool to keep — or refuses it; nil is
-	// [DefaultRouter], which routes by kind without a model call.
-	Router Router
+	// Router decides where a memory write goes — what the model asks a
+	// layer's write tool (semantic memory's memorize) to keep, or a
+	// layer.Proposer proposes — or refuses it; nil is route.Default,
+	// which routes by kind without a model call.
+	Router route.Router
 
 	// Audit says what of the memory operations of each run is kept with
 	// the thread; by default all of them (see [AuditConfig]).
@@ -255,7 +257,7 @@ func (c Config) withDefaults() Config {
 		c.Store = storage.NewMemory()
 	}
 	if c.Router == nil {
-		c.Router = DefaultRouter
+		c.Router = route.Default
 	}
 	return c
 }

@@ -306,18 +306,18 @@
 //
 // # Write gating and the audit trail
 //
-// What the model asks semantic memory's memorize tool to keep is a
-// [Write] {Kind, Text, Importance, Source}, and the agent's [Router]
-// (Config.Router) decides where it goes: [DefaultRouter], with no model
-// call, sends transient reasoning (kind reasoning, thought, plan, ...)
+// What the model asks a layer's write tool (semantic memory's memorize)
+// to keep is a layer.Write {Kind, Text, Importance, Source}, and the
+// agent's route.Router (Config.Router) decides where it goes:
+// route.Default, with no model call, sends transient reasoning (kind reasoning, thought, plan, ...)
 // to the scratchpad, an actionable outcome (outcome, action, result,
 // ...) to the episode log, and a durable fact (fact, preference,
 // profile, decision, ...) to semantic memory, and refuses any other kind;
 // the model gets the refusal and its reason as the tool's error. A
-// [RouterFunc] replaces the table; a [Route] names a layer ID or one of
-// RouteScratchpad, RouteEpisodic and RouteSemantic. A layer's Store can
-// propose writes too: a layer that is a [Proposer] has what it proposed
-// in each step routed, kept and audited the same way.
+// route.Func replaces the table; a route.Route names a layer ID or the
+// sort of write a layer.Keeper keeps. A layer's Store can propose writes
+// too: a layer that is a layer.Proposer has what it proposed in each
+// step routed, kept and audited the same way.
 //
 // Every memory operation of a run is recorded — each layer's recall (under
 // scored assembly, on by default, every candidate with its score and

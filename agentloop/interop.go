@@ -19,8 +19,8 @@ import (
 
 	"github.com/memlayer/memlayer/audit"
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/route"
 	"github.com/memlayer/memlayer/prompt"
-	"github.com/memlayer/memlayer/semanticmemory"
 )
 
 // MemoryConfig configures a [Memory]. The zero value is valid.
@@ -58,9 +58,9 @@ type MemoryConfig struct {
 	// does; [ExportTools] and [LLMTools] pass them as they are.
 	Redaction RedactionConfig
 	// Router routes the writes the layers' Proposers propose (see
-	// [Proposer]), which the Memory takes after each SaveContext's Store
-	// and keeps as an Agent does. Nil is DefaultRouter.
-	Router Router
+	// layer.Proposer), which the Memory takes after each SaveContext's
+	// Store and keeps as an Agent does. Nil is route.Default.
+	Router route.Router
 	// Audit, when set, commits each turn's memory operations as a turn of
 	// ThreadID's audit (see package audit and [AuditConfig]): each
 	// layer's recall by the LoadMemoryVariables calls since the last
@@ -100,7 +100,7 @@ type MemoryConfig struct {
 // layers' blocks, in slot order, then the transcript (see
 // MemoryConfig.Transcript), under MemoryKey. SaveContext hands the input
 // and the answer to the layers' Store as one turn, keeps what the
-// layers' Proposers propose (see [Proposer]), saves the input and the
+// layers' Proposers propose (see layer.Proposer), saves the input and the
 // answer to the transcript and, with MemoryConfig.Audit, commits the
 // turn's memory operations to the thread's audit. Clear empties every layer that can be cleared, and the
 // transcript. The stack's lifecycle (Init, Close) stays with the caller.
@@ -187,7 +187,7 @@ func NewMemory(stack *layer.Stack, cfg MemoryConfig) *Memory {
 	if cfg.Counter == nil {
 		cfg.Counter = prompt.Estimate
 	}
-	cfg.Router = cmp.Or(cfg.Router, DefaultRouter)
+	cfg.Router = cmp.Or(cfg.Router, route.Default)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	// The zero prompt config never fails: no template to parse.
 	var ids []string
@@ -475,12 +475,12 @@ func (m *Memory) callTool(ctx context.Context, t memoryTool, args string) (strin
 		return m.stack.CallTool(ctx, t.name, args)
 	}
 	step := int(m.step.Load())
-	if _, sem := layer.As[*semanticmemory.Layer](t.o.l); sem && t.o.fn.Name == "memorize" {
+	if t.o.fn.Effect == layer.EffectWrite {
 		raw, err := toolArgs(&argsSchemas, t.name, t.o.fn.Parameters, args)
 		if err != nil {
 			return "", err
 		}
-		return m.keeper(au).memorize(ctx, t.o.l, raw, semanticmemory.Source{By: "model", Step: step, Tool: t.name})
+		return m.keeper(au).memorize(ctx, t.o.l, t.o.fn.Name, raw, step, t.name)
 	}
 	out, err := m.stack.CallTool(ctx, t.name, args)
 	if err == nil {

@@ -33,8 +33,8 @@ func adapterEnv(store storage.Store) layer.Env {
 func TestMemory98_AdapterAuditsAndKeepsProposals(t *testing.T) {
 	ctx := t.Context()
 	store := storage.NewMemory()
-	d := &distiller{propose: func(layer.Turn) []agentloop.Write {
-		return []agentloop.Write{
+	d := &distiller{propose: func(layer.Turn) []layer.Write {
+		return []layer.Write{
 			{Kind: "preference", Text: "The user prefers oolong; mail them at tea.lover@example.com."},
 			{Kind: "color", Text: "green"},
 		}
@@ -161,8 +161,8 @@ func TestMemory98_AdapterAuditsAndKeepsProposals(t *testing.T) {
 func TestMemory98_AdapterWithoutAudit(t *testing.T) {
 	ctx := t.Context()
 	store := storage.NewMemory()
-	d := &distiller{propose: func(layer.Turn) []agentloop.Write {
-		return []agentloop.Write{{Kind: "preference", Text: "The user prefers green tea."}}
+	d := &distiller{propose: func(layer.Turn) []layer.Write {
+		return []layer.Write{{Kind: "preference", Text: "The user prefers green tea."}}
 	}}
 	st := newInitStackOn(t, adapterEnv(store), append(gateLayers(t), d)...)
 	mem := agentloop.NewMemory(st, agentloop.MemoryConfig{})

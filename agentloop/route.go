@@ -7,110 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 
 	"github.com/memlayer/memlayer/audit"
-	"github.com/memlayer/memlayer/episodicmemory"
 	"github.com/memlayer/memlayer/layer"
-	"github.com/memlayer/memlayer/semanticmemory"
-	"github.com/memlayer/memlayer/workingmemory"
+	"github.com/memlayer/memlayer/route"
 )
-
-// Write is a memory write offered to the [Router]: what the model asked
-// semantic memory's memorize tool to keep, or what a [Proposer] layer's
-// Store proposed.
-type Write struct {
-	// Kind is the write's kind, lowercased ("fact" when none was
-	// given): "preference", "reasoning", "outcome", ...
-	Kind string
-	// Text is what to keep, redacted as it would be stored.
-	Text string
-	// Importance is in [0, 1].
-	Importance float64
-	// Source says who asked and where: "by=model step=2
-	// tool=semantic_memorize", or "by=layer:<id> step=2" for a
-	// Proposer's.
-	Source string
-	// Layer is the ID of the layer whose tool offered the write, or of
-	// the Proposer.
-	Layer string
-}
-
-// Route is where a [Router] sends a write.
-type Route struct {
-	// Layer is the layer that keeps the write: a layer ID of the run's
-	// stack, or one of RouteScratchpad, RouteEpisodic and RouteSemantic
-	// for the first layer of that sort (for RouteSemantic, the layer
-	// whose tool offered the write). Empty refuses the write.
-	Layer string
-	// Reason says why, for the audit (and, for a refusal, the model).
-	Reason string
-}
-
-// The sorts of layer a [Route] can name instead of a layer ID.
-const (
-	// RouteScratchpad is the scratchpad (a *workingmemory.Layer): the
-	// write is merged into its state under the write's kind, so the
-	// model sees it in later steps and turns of the thread, until it is
-	// replaced.
-	RouteScratchpad = "scratchpad"
-	// RouteEpisodic is the episode log (a *episodicmemory.Layer), which
-	// logs the memorize call as the step's episode: kept with its time
-	// and step, recalled while relevant and recent, never as a fact.
-	RouteEpisodic = "episodic"
-	// RouteSemantic is semantic memory (a *semanticmemory.Layer): a
-	// durable fact, superseding one it restates.
-	RouteSemantic = "semantic"
-)
-
-// A Router decides where a memory write goes, or refuses it. Route may
-// be called concurrently (the tool calls of a step run concurrently); a
-// panic refuses the write.
-type Router interface {
-	Route(ctx context.Context, w Write) Route
-}
-
-// RouterFunc adapts a function to a [Router].
-type RouterFunc func(ctx context.Context, w Write) Route
-
-// Route calls f.
-func (f RouterFunc) Route(ctx context.Context, w Write) Route { return f(ctx, w) }
-
-// DefaultRouter routes a write by its kind, with a fixed table and no
-// model call:
-//
-//   - transient reasoning — reasoning, transient, thought, plan,
-//     scratch — to the scratchpad;
-//   - an actionable outcome — outcome, action, result, event, task — to
-//     the episode log;
-//   - a distilled durable fact — fact, preference, profile, decision,
-//     note, instruction, goal, constraint — to semantic memory;
-//
-// and refuses any other kind, naming it and the kinds it knows.
-var DefaultRouter Router = RouterFunc(defaultRoute)
-
-// routeTable is DefaultRouter's.
-var routeTable = map[string]Route{}
-
-func init() {
-	for _, k := range []string{"reasoning", "transient", "thought", "plan", "scratch"} {
-		routeTable[k] = Route{Layer: RouteScratchpad, Reason: "transient reasoning goes to the scratchpad"}
-	}
-	for _, k := range []string{"outcome", "action", "result", "event", "task"} {
-		routeTable[k] = Route{Layer: RouteEpisodic, Reason: "an actionable outcome goes to the episode log"}
-	}
-	for _, k := range []string{"fact", "preference", "profile", "decision", "note", "instruction", "goal", "constraint"} {
-		routeTable[k] = Route{Layer: RouteSemantic, Reason: "a durable fact goes to semantic memory"}
-	}
-}
-
-func defaultRoute(_ context.Context, w Write) Route {
-	if r, ok := routeTable[w.Kind]; ok {
-		return r
-	}
-	return Route{Reason: fmt.Sprintf("kind %q is not one the default router knows: reasoning, transient, thought, plan, scratch (the scratchpad); "+
-		"outcome, action, result, event, task (the episode log); fact, preference, profile, decision, note, instruction, goal, constraint (semantic memory)", w.Kind)}
-}
 
 // keeper routes memory writes and keeps them in a stack's layers,
 // auditing each route and write: for the agent loop (a run's memorize
@@ -118,7 +21,7 @@ func defaultRoute(_ context.Context, w Write) Route {
 // Proposers' writes).
 type keeper struct {
 	stack  *layer.Stack
-	router Router
+	router route.Router
 	logger *slog.Logger
 	audit  *auditor // nil audits nothing
 	depth  int
@@ -132,43 +35,36 @@ func (r *run) keeper() *keeper {
 }
 
 // route asks the router where w goes; a panic refuses it.
-func (k *keeper) route(ctx context.Context, w Write) (rt Route) {
+func (k *keeper) route(ctx context.Context, w layer.Write) (rt route.Route) {
 	defer func() {
 		if p := recover(); p != nil {
 			err := k.recovered(ctx, "the router", p)
-			rt = Route{Reason: "the router failed: " + err.Error()}
+			rt = route.Route{Reason: "the router failed: " + err.Error()}
 		}
 	}()
 	return k.router.Route(ctx, w)
 }
 
 // target finds the layer a route names: a layer ID of the stack, or a
-// sort of layer (own is the layer that offered the write). It returns
-// nil and why when there is none.
+// sort of write a Keeper keeps (own is the layer that offered the write,
+// which takes a sort it keeps). It returns nil and why when there is none.
 func (k *keeper) target(name string, own layer.Layer) (layer.Layer, string) {
 	if l, ok := layer.Find[layer.Layer](k.stack, name); ok {
 		return l, ""
 	}
-	var is func(layer.Layer) bool
-	switch name {
-	case RouteScratchpad:
-		is = func(l layer.Layer) bool { _, ok := layer.As[*workingmemory.Layer](l); return ok }
-	case RouteEpisodic:
-		is = func(l layer.Layer) bool { _, ok := layer.As[*episodicmemory.Layer](l); return ok }
-	case RouteSemantic:
-		if own != nil {
-			return own, ""
-		}
-		is = func(l layer.Layer) bool { _, ok := layer.As[*semanticmemory.Layer](l); return ok }
-	default:
-		return nil, fmt.Sprintf("the router chose layer %q, which the agent does not have", name)
+	if kp, ok := layer.As[layer.Keeper](own); ok && kp.Keeps() == name {
+		return own, ""
 	}
 	for _, l := range k.stack.Layers() {
-		if is(l) {
+		if kp, ok := layer.As[layer.Keeper](l); ok && kp.Keeps() == name {
 			return l, ""
 		}
 	}
-	return nil, fmt.Sprintf("the router chose the %s, and the agent has no %s layer", name, name)
+	switch name {
+	case layer.KeepsScratchpad, layer.KeepsEpisodic, layer.KeepsSemantic:
+		return nil, fmt.Sprintf("the router chose the %s, and the agent has no %s layer", name, name)
+	}
+	return nil, fmt.Sprintf("the router chose layer %q, which the agent does not have", name)
 }
 
 // offeredTool is a layer's function as the model is offered it.
@@ -207,12 +103,11 @@ func offeredTools(s *layer.Stack, rd *redactor) map[string]offeredTool {
 }
 
 // callLayerTool runs fn of layer l, offered as name, for the model and
-// audits what it changed: semantic memory's memorize goes through the
-// router (see [Router]); its forget, and the scratchpad's update, are
-// audited as they succeed.
+// audits what it changed: a write (layer.EffectWrite) goes through the
+// router (see route.Router); an update or a forget is audited as it
+// succeeds.
 func (r *run) callLayerTool(ctx context.Context, l layer.Layer, fn layer.Function, name, args string) (string, error) {
-	_, isSem := layer.As[*semanticmemory.Layer](l)
-	if isSem && fn.Name == "memorize" {
+	if fn.Effect == layer.EffectWrite {
 		return r.memorize(ctx, l, fn, name, args)
 	}
 	out, err := r.stack.CallTool(ctx, name, args)
@@ -225,32 +120,33 @@ func (r *run) callLayerTool(ctx context.Context, l layer.Layer, fn layer.Functio
 	return out, nil
 }
 
+// writeArgs are the arguments of a write tool (layer.EffectWrite).
+type writeArgs struct {
+	Text       string   `json:"text"`
+	Kind       string   `json:"kind"`
+	Importance *float64 `json:"importance"`
+}
+
 // toolEvent is the audit event of a call of layer l's function fn,
-// offered as name, that succeeded with arguments args: the scratchpad's
-// update, semantic memory's forget, or its memorize when nothing routed
-// it (under the langchaingo Memory, whose exported tools call the layer
-// directly). It is false for a function whose calls are not audited.
+// offered as name, that succeeded with arguments args: an update, a
+// forget, or a write when nothing routed it (under the langchaingo
+// Memory, whose exported tools call the layer directly). It is false for
+// a function whose calls are not audited (layer.EffectNone).
 func toolEvent(l layer.Layer, fn layer.Function, name, args string, step, depth int) (audit.Event, bool) {
 	e := audit.Event{Step: step, Depth: depth, Layer: l.Spec().ID, Source: "by=model tool=" + name}
-	_, pad := layer.As[*workingmemory.Layer](l)
-	_, sem := layer.As[*semanticmemory.Layer](l)
-	switch {
-	case pad:
+	switch fn.Effect {
+	case layer.EffectUpdate:
 		e.Op, e.Kind, e.Text = audit.OpWrite, "update", args
-	case sem && fn.Name == "forget":
+	case layer.EffectForget:
 		var a struct {
 			ID string `json:"id"`
 		}
 		_ = json.Unmarshal([]byte(args), &a) // it ran: the arguments were an object with an id
 		e.Op, e.Key = audit.OpForget, a.ID
-	case sem && fn.Name == "memorize":
-		var a struct {
-			Text       string   `json:"text"`
-			Kind       string   `json:"kind"`
-			Importance *float64 `json:"importance"`
-		}
+	case layer.EffectWrite:
+		var a writeArgs
 		_ = json.Unmarshal([]byte(args), &a)
-		e.Op, e.Kind, e.Text, e.Importance = audit.OpWrite, cmp.Or(strings.ToLower(a.Kind), semanticmemory.DefaultKind), a.Text, semanticmemory.DefaultImportance
+		e.Op, e.Kind, e.Text, e.Importance = audit.OpWrite, cmp.Or(strings.ToLower(a.Kind), layer.DefaultKind), a.Text, layer.DefaultImportance
 		if a.Importance != nil {
 			e.Importance = *a.Importance
 		}
@@ -260,60 +156,73 @@ func toolEvent(l layer.Layer, fn layer.Function, name, args string, step, depth 
 	return e, true
 }
 
-// memorize routes a call of semantic memory's memorize tool and keeps
-// the write where the router says, auditing the route and the write.
+// source is a write's Source: its non-empty parts, "by=model step=3
+// tool=semantic_memorize".
+func source(by string, step int, tool string) string {
+	var parts []string
+	if by != "" {
+		parts = append(parts, "by="+by)
+	}
+	if step != 0 {
+		parts = append(parts, "step="+strconv.Itoa(step))
+	}
+	if tool != "" {
+		parts = append(parts, "tool="+tool)
+	}
+	return strings.Join(parts, " ")
+}
+
+// memorize routes a call of a write tool and keeps the write where the
+// router says, auditing the route and the write.
 func (r *run) memorize(ctx context.Context, own layer.Layer, fn layer.Function, name, args string) (string, error) {
 	raw, err := r.a.toolArgs(name, fn.Parameters, args)
 	if err != nil {
 		return "", err
 	}
-	return r.keeper().memorize(ctx, own, raw, semanticmemory.Source{By: "model", Step: r.res.Steps, Tool: name})
+	return r.keeper().memorize(ctx, own, fn.Name, raw, r.res.Steps, name)
 }
 
-// memorize keeps the write of a memorize call whose arguments raw were
-// checked against the tool's schema: own is the semantic memory that
-// offers the tool, src the call's source.
-func (k *keeper) memorize(ctx context.Context, own layer.Layer, raw json.RawMessage, src semanticmemory.Source) (string, error) {
-	var in struct {
-		Text       string   `json:"text"`
-		Kind       string   `json:"kind"`
-		Importance *float64 `json:"importance"`
-	}
+// memorize keeps the write of a call of write tool fn (offered as tool,
+// in step) whose arguments raw were checked against the tool's schema:
+// own is the layer that offers the tool.
+func (k *keeper) memorize(ctx context.Context, own layer.Layer, fn string, raw json.RawMessage, step int, tool string) (string, error) {
+	var in writeArgs
 	if err := json.Unmarshal(raw, &in); err != nil {
-		return "", fmt.Errorf("memorize: %w", err)
+		return "", fmt.Errorf("%s: %w", fn, err)
 	}
-	w := Write{Kind: strings.ToLower(in.Kind), Text: in.Text, Importance: semanticmemory.DefaultImportance, Source: src.String(), Layer: own.Spec().ID}
-	if w.Kind == "" {
-		w.Kind = semanticmemory.DefaultKind
-	}
+	w := layer.Write{Kind: cmp.Or(strings.ToLower(in.Kind), layer.DefaultKind), Text: in.Text, Importance: layer.DefaultImportance,
+		Source: source("model", step, tool), Layer: own.Spec().ID, By: "model", Step: step, Tool: tool}
 	if in.Importance != nil {
 		w.Importance = *in.Importance
 	}
-	out, err := k.keep(ctx, w, own, src)
+	out, err := k.keep(ctx, w, own)
 	if err != nil {
-		return "", fmt.Errorf("memorize: %w", err)
+		return "", fmt.Errorf("%s: %w", fn, err)
 	}
 	return out, nil
 }
 
 // keep routes w and keeps it where the router says, auditing the route
-// and the write: own is the semantic memory whose memorize tool offered
-// it (nil for a Proposer's write), src its source. It returns what the
-// memorize tool answers.
-func (k *keeper) keep(ctx context.Context, w Write, own layer.Layer, src semanticmemory.Source) (string, error) {
-	step := src.Step
+// and the write: own is the layer whose write tool offered it (nil for a
+// Proposer's write). It returns what the write tool answers.
+func (k *keeper) keep(ctx context.Context, w layer.Write, own layer.Layer) (string, error) {
+	step := w.Step
 	rt := k.route(ctx, w)
 	ev := audit.Event{Op: audit.OpRoute, Step: step, Depth: k.depth, Kind: w.Kind, Text: w.Text, Importance: w.Importance, Source: w.Source, Reason: rt.Reason}
-	var dest layer.Layer
+	var dest layer.Keeper
+	var id string
 	if rt.Layer == "" {
 		ev.Reason = cmp.Or(rt.Reason, "refused by the router")
+	} else if l, why := k.target(rt.Layer, own); l == nil {
+		ev.Reason = why
+	} else if dest, _ = layer.As[layer.Keeper](l); dest == nil {
+		ev.Reason = fmt.Sprintf("the router chose layer %s, which does not take routed writes", l.Spec().ID)
 	} else {
-		var why string
-		if dest, why = k.target(rt.Layer, own); dest == nil {
-			ev.Reason = why
-		} else if !routable(dest) {
-			ev.Reason = fmt.Sprintf("the router chose layer %s, which does not take routed writes", dest.Spec().ID)
-			dest = nil
+		id = l.Spec().ID
+		if tm := l.Spec().Timeout; tm > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, tm)
+			defer cancel()
 		}
 	}
 	if dest == nil {
@@ -321,89 +230,35 @@ func (k *keeper) keep(ctx context.Context, w Write, own layer.Layer, src semanti
 		k.audit.add(ev)
 		return "", fmt.Errorf("refused: %s", ev.Reason)
 	}
-	id := dest.Spec().ID
 	ev.Layer = id
 	k.audit.add(ev)
-	if tm := dest.Spec().Timeout; tm > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, tm)
-		defer cancel()
+	w.Reason = rt.Reason
+	kept, err := dest.Keep(ctx, w)
+	if err != nil {
+		return "", err
 	}
-	write := audit.Event{Op: audit.OpWrite, Step: step, Depth: k.depth, Layer: id, Kind: w.Kind, Text: w.Text, Importance: w.Importance, Source: w.Source}
-	if l, ok := layer.As[*semanticmemory.Layer](dest); ok {
-		f, err := l.Remember(ctx, semanticmemory.Memo{Text: w.Text, Kind: w.Kind, Importance: w.Importance, Source: src})
-		if err != nil {
-			return "", err
-		}
-		// A restatement word for word writes nothing and returns the
-		// fact as it was, written by someone else.
-		if f.Source.By == src.By && f.Source.Step == src.Step && f.Source.Tool == src.Tool {
-			write.Key, write.Version, write.Text, write.Source = f.ID, f.Version, f.Text, f.Source.String()
-			k.audit.add(write)
-			if f.Version > 1 {
-				k.audit.add(audit.Event{Op: audit.OpSupersede, Step: step, Depth: k.depth, Layer: id, Kind: f.Kind, Key: f.ID, Version: f.Version, Source: write.Source})
-			}
-		}
-		if f.Version > 1 {
-			return fmt.Sprintf("updated fact %s (version %d)", f.ID, f.Version), nil
-		}
-		return "remembered fact " + f.ID, nil
-	}
-	if l, ok := layer.As[*workingmemory.Layer](dest); ok {
-		patch, _ := json.Marshal(map[string]string{w.Kind: w.Text})
-		if err := l.Update(ctx, patch); err != nil {
-			return "", fmt.Errorf("routed to the scratchpad %s: %w", id, err)
-		}
+	if !kept.Unchanged {
+		write := audit.Event{Op: audit.OpWrite, Step: step, Depth: k.depth, Layer: id, Kind: w.Kind, Text: cmp.Or(kept.Text, w.Text), Importance: w.Importance,
+			Source: cmp.Or(kept.Source, w.Source), Key: kept.Key, Version: kept.Version}
 		k.audit.add(write)
-		return fmt.Sprintf("kept on the scratchpad (%s) under %q, not as a durable fact: %s", id, w.Kind, rt.Reason), nil
+		if kept.Version > 1 {
+			k.audit.add(audit.Event{Op: audit.OpSupersede, Step: step, Depth: k.depth, Layer: id, Kind: cmp.Or(kept.Kind, w.Kind), Key: kept.Key, Version: kept.Version, Source: write.Source})
+		}
 	}
-	if l, ok := layer.As[*episodicmemory.Layer](dest); ok {
-		if own == nil {
-			// A Proposer's write has no call of its own to log.
-			if err := l.Note(ctx, step, w.Kind, w.Text); err != nil {
-				return "", fmt.Errorf("routed to the episode log %s: %w", id, err)
-			}
-		} // else the episode log keeps the memorize call as the step's episode.
-		k.audit.add(write)
-		return fmt.Sprintf("logged in the episode log (%s) with this step, not as a durable fact: %s", id, rt.Reason), nil
-	}
-	return "", fmt.Errorf("layer %s takes no routed writes", id) // routable said it does
-}
-
-// A Proposer is a layer whose Store proposes memory writes instead of
-// keeping them itself: a layer that distils facts, reasoning or outcomes
-// from each step, say. After each step's Store, the agent loop takes the
-// step's proposals of every Proposer of the run, in slot order, and keeps
-// each as it keeps a memorize call: redacted (as the Proposer's own tool
-// arguments would be, see RedactionConfig), routed by [Config.Router] by
-// its kind, kept by the layer the route names (semantic memory a fact,
-// the scratchpad reasoning, the episode log an outcome, as a note),
-// audited (a refusal with its reason), and listed in Result.Writes. An
-// empty Kind is "fact", a zero Importance is
-// semanticmemory.DefaultImportance; Source and Layer are set by the loop
-// ("by=layer:<id> step=<n>", the Proposer's ID). A write with no text,
-// or an Importance outside [0, 1], is refused. Proposals is called after
-// the step's Store hooks return, and returns what was proposed since its
-// last call; it may run while a Store the stack gave up on at its
-// timeout still runs, so guard what they share. A panic in it is
-// recovered and logged, and loses that step's proposals. The langchaingo
-// [Memory] takes them too, after each SaveContext's Store, routed by
-// MemoryConfig.Router.
-type Proposer interface {
-	Proposals() []Write
+	return kept.Reply, nil
 }
 
 // proposer is a layer of the run that is a Proposer.
 type proposer struct {
 	l layer.Layer
-	p Proposer
+	p layer.Proposer
 }
 
 // proposersOf returns the Proposers among s's layers, in slot order.
 func proposersOf(s *layer.Stack) []proposer {
 	out := []proposer{}
 	for _, l := range s.Layers() {
-		if p, ok := layer.As[Proposer](l); ok {
+		if p, ok := layer.As[layer.Proposer](l); ok {
 			out = append(out, proposer{l, p})
 		}
 	}
@@ -411,18 +266,20 @@ func proposersOf(s *layer.Stack) []proposer {
 }
 
 // keepProposals keeps the writes proposers proposed in step (see
-// Proposer), masked by rd as their layer's tool arguments would be
-// (counted in n). A write that cannot be kept is audited and logged;
-// the step goes on.
+// layer.Proposer), masked by rd as their layer's tool arguments would be
+// (counted in n). An empty Kind is layer.DefaultKind, a zero Importance
+// layer.DefaultImportance; Source, Layer, By and Step are set here. A
+// write with no text, or an Importance outside [0, 1], is refused. A
+// write that cannot be kept is audited and logged; the step goes on.
 func (k *keeper) keepProposals(ctx context.Context, proposers []proposer, step int, rd *redactor, n *redactions) {
 	for _, pl := range proposers {
 		l, p := pl.l, pl.p
 		id := l.Spec().ID
 		for _, w := range k.proposals(ctx, id, p) {
-			src := semanticmemory.Source{By: "layer:" + id, Step: step}
-			w.Kind = cmp.Or(strings.ToLower(strings.TrimSpace(w.Kind)), semanticmemory.DefaultKind)
-			w.Importance = cmp.Or(w.Importance, semanticmemory.DefaultImportance)
-			w.Source, w.Layer = src.String(), id
+			by := "layer:" + id
+			w.Kind = cmp.Or(strings.ToLower(strings.TrimSpace(w.Kind)), layer.DefaultKind)
+			w.Importance = cmp.Or(w.Importance, layer.DefaultImportance)
+			w.Source, w.Layer, w.By, w.Step, w.Tool, w.Reason = source(by, step, ""), id, by, step, "", ""
 			if rd.masksTools(l) {
 				w.Text = rd.text(w.Text, nil, n)
 			}
@@ -439,7 +296,7 @@ func (k *keeper) keepProposals(ctx context.Context, proposers []proposer, step i
 				err = errors.New("refused: " + why)
 				k.audit.add(audit.Event{Op: audit.OpRoute, Step: step, Depth: k.depth, Kind: w.Kind, Text: w.Text, Source: w.Source, Reason: why, Refused: true})
 			} else {
-				_, err = k.keep(ctx, w, nil, src)
+				_, err = k.keep(ctx, w, nil)
 			}
 			if err != nil {
 				k.logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: a proposed write was not kept", slog.String("layer", id), slog.String("kind", w.Kind), slog.Any("error", err))
@@ -449,7 +306,7 @@ func (k *keeper) keepProposals(ctx context.Context, proposers []proposer, step i
 }
 
 // proposals calls p.Proposals, a panic recovered and logged.
-func (k *keeper) proposals(ctx context.Context, id string, p Proposer) (ws []Write) {
+func (k *keeper) proposals(ctx context.Context, id string, p layer.Proposer) (ws []layer.Write) {
 	defer func() {
 		if v := recover(); v != nil {
 			_ = k.recovered(ctx, "Proposals of layer "+id, v)
@@ -457,12 +314,4 @@ func (k *keeper) proposals(ctx context.Context, id string, p Proposer) (ws []Wri
 		}
 	}()
 	return p.Proposals()
-}
-
-// routable reports whether l is a layer a write can be routed to.
-func routable(l layer.Layer) bool {
-	_, sem := layer.As[*semanticmemory.Layer](l)
-	_, pad := layer.As[*workingmemory.Layer](l)
-	_, eps := layer.As[*episodicmemory.Layer](l)
-	return sem || pad || eps
 }

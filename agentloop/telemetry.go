@@ -264,14 +264,6 @@ func (s *casCounting) Put(ctx context.Context, key string, value []byte, ifVersi
 	return v, err
 }
 
-// A figuresReporter is a layer that keeps figures of its own work, such
-// as entitymemory's and the key-value memory's Metrics. Names ending in
-// "_total" are counts since the layer was made (one run's layer, as Init
-// returns it); the others are levels.
-type figuresReporter interface {
-	Metrics() map[string]int64
-}
-
 // layerMetrics records, as a run ends, the figures of each of its layers
 // that reports some: a count "x_total" is added to the counter
 // memlayer.layer.x, a level "y" recorded in the gauge memlayer.layer.y,
@@ -281,7 +273,7 @@ func (t *telemetry) layerMetrics(ctx context.Context, st *layer.Stack) {
 		return // no meter provider installed: nothing would record them
 	}
 	for _, l := range st.Layers() {
-		r, ok := layer.As[figuresReporter](l)
+		r, ok := layer.As[layer.MetricsReporter](l)
 		if !ok {
 			continue
 		}
