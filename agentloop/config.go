@@ -10,8 +10,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/memlayer/memlayer/layer"
-	"github.com/memlayer/memlayer/route"
 	"github.com/memlayer/memlayer/prompt"
+	"github.com/memlayer/memlayer/route"
 	"github.com/memlayer/memlayer/storage"
 )
 

@@ -19,8 +19,8 @@ import (
 
 	"github.com/memlayer/memlayer/audit"
 	"github.com/memlayer/memlayer/layer"
-	"github.com/memlayer/memlayer/route"
 	"github.com/memlayer/memlayer/prompt"
+	"github.com/memlayer/memlayer/route"
 )
 
 // MemoryConfig configures a [Memory]. The zero value is valid.
