@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/memlayer/memlayer/audit"
+	"github.com/memlayer/memlayer/internal/writepath"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/redact"
@@ -41,7 +42,7 @@ type Agent struct {
 	spawnLayers spawnLayers // Config.SpawnLayers, by ID, and the tool's schema
 	schemas     *schemaCache
 	tel         *telemetry
-	redact      *redactor // nil: redaction disabled
+	redact      *writepath.Redactor // nil: redaction disabled
 	// layerStore is Config.Store as the layers get it: counting their
 	// lost compare-and-swaps (see telemetry.store).
 	layerStore   storage.Store
@@ -109,7 +110,7 @@ type Result struct {
 	// step's.
 	Budgets []LayerBudget
 	// Redacted counts, by kind, what the run masked before storing it or
-	// handing it to the layers to keep (see [RedactionConfig]); nil when
+	// handing it to the layers to keep (see [redact.Policy]); nil when
 	// nothing was.
 	Redacted map[redact.Kind]int
 	// Writes lists what the run (its child agents included) wrote to the
@@ -154,9 +155,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a.tel = tel
 	a.layerStore = tel.store(cfg.Store)
-	a.redact = newRedactor(cfg.Redaction)
-	tel.mask = a.redact.diagnostic()           // errors reach spans masked
-	a.cfg.Logger = a.redact.logger(cfg.Logger) // and logs, the layers' too
+	a.redact = writepath.NewRedactor(cfg.Redaction)
+	tel.mask = a.redact.Diagnostic()           // errors reach spans masked
+	a.cfg.Logger = a.redact.Logger(cfg.Logger) // and logs, the layers' too
 	a.auditLog = audit.New(audit.Config{Store: cfg.Store, Keep: cfg.Audit.Keep, Logger: a.cfg.Logger})
 	for i := range cfg.Tools {
 		t := cfg.Tools[i]
@@ -310,8 +311,8 @@ type run struct {
 	// assembledIDs are the layers the step's scored assembly took in,
 	// sorted (nil when it did not run).
 	assembledIDs []string
-	proposers    []proposer // the run's Proposers, in slot order; nil until the first step's Store
-	redacted     redactions // what the run masked
+	proposers    []writepath.Proposer // the run's Proposers, in slot order; nil until the first step's Store
+	redacted     writepath.Counts     // what the run masked
 	compiler     *prompt.Compiler
 	sysTokens    int
 	stack        *layer.Stack
@@ -333,10 +334,10 @@ type run struct {
 	// (children are not checkpointed).
 	thread *thread
 
-	alloc    *prompt.Allocation     // budgets, computed on the first step
-	layerCap int                    // the sum of alloc.Layers
-	callIDs  map[string]bool        // tool call IDs in msgs
-	offered  map[string]offeredTool // the layers' tools by the names a model may call them by
+	alloc    *prompt.Allocation               // budgets, computed on the first step
+	layerCap int                              // the sum of alloc.Layers
+	callIDs  map[string]bool                  // tool call IDs in msgs
+	offered  map[string]writepath.OfferedTool // the layers' tools by the names a model may call them by
 	est      estimator
 
 	// base is the index in the thread of msgs[0]: a run loads only the
@@ -355,15 +356,15 @@ type run struct {
 
 	// evictors are the layers that count their Store's work, by ID (nil
 	// until the first Store with the audit on).
-	evictors writeCounts
+	evictors writepath.WriteCounts
 }
 
 // tree holds what a top-level run and all its child runs, at every
 // depth, count together: their limits apply to the sum.
 type tree struct {
-	tokens   atomic.Int64 // tokens of every model call in the tree
-	children atomic.Int64 // child runs started
-	audit    *auditor     // the memory operations of the tree; nil records nothing
+	tokens   atomic.Int64       // tokens of every model call in the tree
+	children atomic.Int64       // child runs started
+	audit    *writepath.Auditor // the memory operations of the tree; nil records nothing
 }
 
 // addUsage adds u to the run's usage (and the tree's token count when
@@ -455,7 +456,7 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 		a: a, compiler: a.compiler, sysTokens: a.systemTokens, stack: stack,
 		threadID: in.ThreadID, resourceID: in.ResourceID,
 		input: in.Input, vars: a.mergeVars(in.Vars),
-		res: &Result{ThreadID: in.ThreadID}, tree: &tree{audit: &auditor{full: !a.cfg.Audit.Disabled}}, thread: th, summary: sl, pos: pos,
+		res: &Result{ThreadID: in.ThreadID}, tree: &tree{audit: &writepath.Auditor{Full: !a.cfg.Audit.Disabled}}, thread: th, summary: sl, pos: pos,
 	}
 	if l != nil {
 		r.resume(l, in.Input == "")
@@ -508,7 +509,7 @@ func (a *Agent) openStack(ctx context.Context, pos *position, threadID, resource
 	}
 	st, err := layer.NewStack(layer.StackConfig{
 		Layers: layers,
-		Env:    layer.Env{ThreadID: threadID, ResourceID: resourceID, Store: a.layerStore, Logger: a.cfg.Logger, Redact: a.redact.forLayers()},
+		Env:    layer.Env{ThreadID: threadID, ResourceID: resourceID, Store: a.layerStore, Logger: a.cfg.Logger, Redact: a.redact.ForLayers()},
 		Observer: func(e layer.Event) {
 			a.emit(context.Background(), Event{Kind: EventLayerHook, ThreadID: threadID, Step: int(pos.step.Load()), Layer: e.Layer, Hook: e.Hook, Duration: e.Duration, Err: e.Err})
 			a.tel.hook(pos.context(), e)
@@ -561,7 +562,7 @@ func (r *run) prepareTools() error {
 		r.defs = append(r.defs, layerToolDef(t))
 	}
 	r.toolTokens = prompt.CountTools(a.cfg.Counter, r.defs)
-	r.offered = offeredTools(r.stack, a.redact)
+	r.offered = writepath.OfferedTools(r.stack, a.redact)
 	r.opts = make([]llms.CallOption, 0, 2+len(a.cfg.CallOptions))
 	if len(r.defs) > 0 {
 		r.opts = append(r.opts, llms.WithTools(r.defs))
@@ -849,16 +850,16 @@ func (r *run) record(ctx context.Context, turn layer.Turn) error {
 	sctx, cancel := r.saveContext(ctx)
 	defer cancel()
 	// Store failures are reported by the stack; the step goes on.
-	r.store(sctx, r.a.redact.turn(turn, &r.redacted))
+	r.store(sctx, r.a.redact.Turn(turn, &r.redacted))
 	if r.proposers == nil {
-		r.proposers = proposersOf(r.stack)
+		r.proposers = writepath.Proposers(r.stack)
 	}
 	if len(r.proposers) > 0 {
-		r.keeper().keepProposals(sctx, r.proposers, turn.Step, r.a.redact, &r.redacted)
+		r.keeper().KeepProposals(sctx, r.proposers, turn.Step, r.a.redact, &r.redacted)
 	}
 	defer func() {
 		before := r.res.Redacted
-		r.res.Redacted = r.redacted.counts()
+		r.res.Redacted = r.redacted.Counts()
 		r.auditRedactions(turn.Step, before, r.res.Redacted)
 	}()
 	if r.thread == nil {
@@ -1383,14 +1384,14 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 		return r.spawnTool(ctx, args)
 	}
 	if t, ok := r.offered[name]; ok {
-		if !t.keepArgs {
-			args = a.redact.text(args, nil, &r.redacted)
+		if !t.KeepArgs {
+			args = a.redact.Text(args, nil, &r.redacted)
 		}
-		return r.callLayerTool(ctx, t.l, t.fn, name, args)
+		return r.callLayerTool(ctx, t.Layer, t.Fn, name, args)
 	}
 	if slices.ContainsFunc(r.stack.Tools(), func(t layer.Function) bool { return t.Name == name }) {
 		// A tool the stack named apart from another's (see offeredTools).
-		args = a.redact.text(args, nil, &r.redacted)
+		args = a.redact.Text(args, nil, &r.redacted)
 		return r.stack.CallTool(ctx, name, args)
 	}
 	names := make([]string, 0, len(r.defs))

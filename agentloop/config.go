@@ -11,6 +11,7 @@ import (
 
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
+	"github.com/memlayer/memlayer/redact"
 	"github.com/memlayer/memlayer/route"
 	"github.com/memlayer/memlayer/storage"
 )
@@ -106,8 +107,8 @@ type Config struct {
 	Assembly AssemblyConfig
 
 	// Redaction says what is masked before it reaches a store; by
-	// default personal data and secrets are (see [RedactionConfig]).
-	Redaction RedactionConfig
+	// default personal data and secrets are (see [redact.Policy]).
+	Redaction redact.Policy
 
 	// Router decides where a memory write goes — what the model asks a
 	// layer's write tool (semantic memory's memorize) to keep, or a

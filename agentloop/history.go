@@ -727,7 +727,7 @@ func (r *run) stored(from, upTo int) ([]StoredMessage, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, r.a.redact.message(m, nil))
+		out = append(out, maskMessage(r.a.redact, m, nil))
 	}
 	return out, nil
 }

@@ -18,8 +18,10 @@ import (
 	"github.com/tmc/langchaingo/tools"
 
 	"github.com/memlayer/memlayer/audit"
+	"github.com/memlayer/memlayer/internal/writepath"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
+	"github.com/memlayer/memlayer/redact"
 	"github.com/memlayer/memlayer/route"
 )
 
@@ -50,13 +52,13 @@ type MemoryConfig struct {
 	// elsewhere: the memory then holds the layers' blocks only.
 	NoTranscript bool
 	// Redaction masks personal data and secrets in the turn the layers'
-	// Store gets, as an Agent does (see [RedactionConfig]): on by
+	// Store gets, as an Agent does (see [redact.Policy]): on by
 	// default, except for the calls of a layer whose tools are not
 	// masked (the scratchpad's legacy call, applied from the turn). The
 	// transcript is the chain's own and is saved as it was said;
 	// [Memory.Tools] masks the arguments of the layers' tools as an Agent
 	// does; [ExportTools] and [LLMTools] pass them as they are.
-	Redaction RedactionConfig
+	Redaction redact.Policy
 	// Router routes the writes the layers' Proposers propose (see
 	// layer.Proposer), which the Memory takes after each SaveContext's
 	// Store and keeps as an Agent does. Nil is route.Default.
@@ -137,7 +139,7 @@ type Memory struct {
 	compiler   *prompt.Compiler
 	step       atomic.Int64
 	transcript schema.Memory
-	redact     *redactor // nil: redaction disabled
+	redact     *writepath.Redactor // nil: redaction disabled
 	// buffer is the default transcript, which is saved with the input and
 	// output this Memory picks.
 	buffer *memory.ConversationBuffer
@@ -147,28 +149,28 @@ type Memory struct {
 	// what it masked so far, whether Tools was called, and the layers
 	// watched, found on the first SaveContext.
 	mu        sync.Mutex
-	turn      *auditor
-	redacted  *redactions
+	turn      *writepath.Auditor
+	redacted  *writepath.Counts
 	bound     bool
 	watched   bool
-	counts    writeCounts
-	proposers []proposer
+	counts    writepath.WriteCounts
+	proposers []writepath.Proposer
 	owned     bool // the thread's owner is recorded
 }
 
 // newTurn starts the audit and the redaction counts of a turn; m.mu is
 // held.
-func (m *Memory) newTurn() (au *auditor, red *redactions) {
+func (m *Memory) newTurn() (au *writepath.Auditor, red *writepath.Counts) {
 	au, red = m.turn, m.redacted
-	m.turn, m.redacted = nil, &redactions{}
+	m.turn, m.redacted = nil, &writepath.Counts{}
 	if m.cfg.Audit != nil {
-		m.turn = &auditor{full: true}
+		m.turn = &writepath.Auditor{Full: true}
 	}
 	return au, red
 }
 
 // current returns the turn's audit and redaction counts.
-func (m *Memory) current() (*auditor, *redactions) {
+func (m *Memory) current() (*writepath.Auditor, *writepath.Counts) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.turn, m.redacted
@@ -197,8 +199,8 @@ func NewMemory(stack *layer.Stack, cfg MemoryConfig) *Memory {
 		}
 	}
 	c, _ := prompt.New(prompt.Config{Counter: cfg.Counter, LayerIDs: ids})
-	m := &Memory{stack: stack, cfg: cfg, compiler: c, redact: newRedactor(cfg.Redaction)}
-	m.cfg.Logger = m.redact.logger(cfg.Logger) // errors and panics reach the log masked
+	m := &Memory{stack: stack, cfg: cfg, compiler: c, redact: writepath.NewRedactor(cfg.Redaction)}
+	m.cfg.Logger = m.redact.Logger(cfg.Logger) // errors and panics reach the log masked
 	m.newTurn()
 	switch {
 	case cfg.NoTranscript:
@@ -241,7 +243,7 @@ func (m *Memory) LoadMemoryVariables(ctx context.Context, inputs map[string]any)
 	if au, _ := m.current(); au != nil {
 		for _, rc := range recalled {
 			if n := itemTokens(rc.Items, m.cfg.Counter); n > 0 {
-				au.add(audit.Event{Op: audit.OpRecall, Step: q.Step, Layer: rc.ID, Tokens: n})
+				au.Add(audit.Event{Op: audit.OpRecall, Step: q.Step, Layer: rc.ID, Tokens: n})
 			}
 		}
 	}
@@ -348,20 +350,20 @@ func (m *Memory) turnOf(step int, inputs, answers, outputs map[string]any) layer
 func (m *Memory) keepTurn(ctx context.Context, t layer.Turn) []error {
 	// The calls of a layer whose tools are not masked (the scratchpad's
 	// legacy call, applied from the turn) keep their arguments.
-	offered := offeredTools(m.stack, m.redact)
+	offered := writepath.OfferedTools(m.stack, m.redact)
 	m.mu.Lock()
 	au, redacted := m.newTurn()
 	if !m.watched {
-		m.watched, m.proposers = true, proposersOf(m.stack)
+		m.watched, m.proposers = true, writepath.Proposers(m.stack)
 		if m.cfg.Audit != nil {
-			m.counts = watchCounts(m.stack)
+			m.counts = writepath.WatchCounts(m.stack)
 		}
 	}
 	proposers, bound := m.proposers, m.bound
 	m.mu.Unlock()
-	masked := m.redact.turn(t, redacted)
+	masked := m.redact.Turn(t, redacted)
 	for i, c := range t.ToolCalls {
-		if offered[c.Name].keepArgs {
+		if offered[c.Name].KeepArgs {
 			masked.ToolCalls[i].Arguments = c.Arguments
 		}
 	}
@@ -373,21 +375,21 @@ func (m *Memory) keepTurn(ctx context.Context, t layer.Turn) []error {
 		// The tools of Tools recorded their own calls.
 		for _, r := range t.Results {
 			if o, ok := offered[r.Name]; ok && !bound && !strings.HasPrefix(r.Content, "error: ") {
-				if e, ok := toolEvent(o.l, o.fn, r.Name, r.Arguments, t.Step, 0); ok {
-					au.add(e)
+				if e, ok := writepath.ToolEvent(o.Layer, o.Fn, r.Name, r.Arguments, t.Step, 0); ok {
+					au.Add(e)
 				}
 			}
 		}
 		m.mu.Lock()
-		m.counts.record(au, t.Step, 0)
+		m.counts.Record(au, t.Step, 0)
 		m.mu.Unlock()
 	}
-	m.keeper(au).keepProposals(ctx, proposers, t.Step, m.redact, redacted)
+	m.keeper(au).KeepProposals(ctx, proposers, t.Step, m.redact, redacted)
 	if au != nil {
-		recordRedactions(au, t.Step, 0, nil, redacted.counts())
+		writepath.RecordRedactions(au, t.Step, 0, nil, redacted.Counts())
 		if err := m.claimOwner(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("audit: %w", err))
-		} else if _, err := m.cfg.Audit.Commit(ctx, m.cfg.ThreadID, m.redact.audit(au.events())); err != nil {
+		} else if _, err := m.cfg.Audit.Commit(ctx, m.cfg.ThreadID, m.redact.Audit(au.Events())); err != nil {
 			errs = append(errs, fmt.Errorf("audit: %w", err))
 		}
 	}
@@ -413,8 +415,8 @@ func (m *Memory) claimOwner(ctx context.Context) error {
 }
 
 // keeper returns the Memory's keeper, auditing into au.
-func (m *Memory) keeper(au *auditor) *keeper {
-	return &keeper{stack: m.stack, router: m.cfg.Router, logger: m.cfg.Logger, audit: au, recovered: m.recovered}
+func (m *Memory) keeper(au *writepath.Auditor) *writepath.Keeper {
+	return &writepath.Keeper{Stack: m.stack, Router: m.cfg.Router, Logger: m.cfg.Logger, Audit: au, Recovered: m.recovered}
 }
 
 // Tools returns the layers' tools for a langchaingo executor whose memory
@@ -429,7 +431,7 @@ func (m *Memory) Tools() []tools.Tool {
 	m.mu.Lock()
 	m.bound = true
 	m.mu.Unlock()
-	offered := offeredTools(m.stack, m.redact)
+	offered := writepath.OfferedTools(m.stack, m.redact)
 	lts := m.stack.Tools()
 	out := make([]tools.Tool, 0, len(lts))
 	for _, t := range lts {
@@ -442,7 +444,7 @@ func (m *Memory) Tools() []tools.Tool {
 type memoryTool struct {
 	m          *Memory
 	name, desc string
-	o          offeredTool // zero for a tool the stack named apart from another's
+	o          writepath.OfferedTool // zero for a tool the stack named apart from another's
 }
 
 // Name is the tool's name (layer.ToolName).
@@ -468,24 +470,24 @@ func (t memoryTool) Call(ctx context.Context, input string) (string, error) {
 // memorize, audited.
 func (m *Memory) callTool(ctx context.Context, t memoryTool, args string) (string, error) {
 	au, red := m.current()
-	if !t.o.keepArgs {
-		args = m.redact.text(args, nil, red)
+	if !t.o.KeepArgs {
+		args = m.redact.Text(args, nil, red)
 	}
-	if t.o.l == nil {
+	if t.o.Layer == nil {
 		return m.stack.CallTool(ctx, t.name, args)
 	}
 	step := int(m.step.Load())
-	if t.o.fn.Effect == layer.EffectWrite {
-		raw, err := toolArgs(&argsSchemas, t.name, t.o.fn.Parameters, args)
+	if t.o.Fn.Effect == layer.EffectWrite {
+		raw, err := toolArgs(&argsSchemas, t.name, t.o.Fn.Parameters, args)
 		if err != nil {
 			return "", err
 		}
-		return m.keeper(au).memorize(ctx, t.o.l, t.o.fn.Name, raw, step, t.name)
+		return m.keeper(au).Memorize(ctx, t.o.Layer, t.o.Fn.Name, raw, step, t.name)
 	}
 	out, err := m.stack.CallTool(ctx, t.name, args)
 	if err == nil {
-		if e, ok := toolEvent(t.o.l, t.o.fn, t.name, args, step, 0); ok {
-			au.add(e)
+		if e, ok := writepath.ToolEvent(t.o.Layer, t.o.Fn, t.name, args, step, 0); ok {
+			au.Add(e)
 		}
 	}
 	return out, err

@@ -248,22 +248,22 @@ func redactionScenario(t *testing.T, store storage.Store, path string) {
 }
 
 // TestMemory41_RedactionPerLayerAndOff: the scratchpad's tool arguments
-// are masked by default (TestTrust314); RedactionConfig.Layers, or its
+// are masked by default (TestTrust314); redact.Policy.Layers, or its
 // former name Tools, turns that off for it; Disabled stores everything as
 // it was said.
 func TestMemory41_RedactionPerLayerAndOff(t *testing.T) {
 	const email = "jane.doe@corp.example"
 	for _, tc := range []struct {
 		name      string
-		cfg       agentloop.RedactionConfig
+		cfg       redact.Policy
 		padMasked bool // the scratchpad's state holds the mask
 		msgMasked bool // the stored messages hold the mask
 	}{
-		{"default", agentloop.RedactionConfig{}, true, true},
-		{"scratchpad off", agentloop.RedactionConfig{Layers: map[string]bool{workingmemory.DefaultID: false}}, false, true},
-		{"scratchpad off (Tools)", agentloop.RedactionConfig{Tools: map[string]bool{workingmemory.DefaultID: false}}, false, true},
-		{"Layers overrides Tools", agentloop.RedactionConfig{Tools: map[string]bool{workingmemory.DefaultID: false}, Layers: map[string]bool{workingmemory.DefaultID: true}}, true, true},
-		{"disabled", agentloop.RedactionConfig{Disabled: true}, false, false},
+		{"default", redact.Policy{}, true, true},
+		{"scratchpad off", redact.Policy{Layers: map[string]bool{workingmemory.DefaultID: false}}, false, true},
+		{"scratchpad off (Tools)", redact.Policy{Tools: map[string]bool{workingmemory.DefaultID: false}}, false, true},
+		{"Layers overrides Tools", redact.Policy{Tools: map[string]bool{workingmemory.DefaultID: false}, Layers: map[string]bool{workingmemory.DefaultID: true}}, true, true},
+		{"disabled", redact.Policy{Disabled: true}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := storage.NewMemory()
@@ -308,7 +308,7 @@ func TestMemory47_MemoryAdapterMasksTheTurn(t *testing.T) {
 	for _, disabled := range []bool{false, true} {
 		var turns []layer.Turn
 		st := newInitStack(t, &turnRecorder{Layer: layer.Text(layer.Spec{ID: "recorder"}, ""), turns: &turns})
-		mem := agentloop.NewMemory(st, agentloop.MemoryConfig{Redaction: agentloop.RedactionConfig{Disabled: disabled}})
+		mem := agentloop.NewMemory(st, agentloop.MemoryConfig{Redaction: redact.Policy{Disabled: disabled}})
 		if err := mem.SaveContext(t.Context(), map[string]any{"input": "Mail " + email + ", card " + card}, map[string]any{"text": "Done for " + email}); err != nil {
 			t.Fatal(err)
 		}
@@ -342,11 +342,11 @@ func TestMemory85_RedactionOfNestedJSON(t *testing.T) {
 	})
 	for _, tc := range []struct {
 		name   string
-		cfg    agentloop.RedactionConfig
+		cfg    redact.Policy
 		emails bool // only the e-mail addresses are masked
 	}{
-		{"default", agentloop.RedactionConfig{}, false},
-		{"redactor that breaks JSON", agentloop.RedactionConfig{Redactor: greedy}, true},
+		{"default", redact.Policy{}, false},
+		{"redactor that breaks JSON", redact.Policy{Redactor: greedy}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(73, 12))

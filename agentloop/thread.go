@@ -545,7 +545,7 @@ func (r *run) encodeSegment(from int, prev string) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("message %d: %w", r.base+i, err)
 		}
-		s.Messages = append(s.Messages, r.a.redact.message(m, &r.redacted))
+		s.Messages = append(s.Messages, maskMessage(r.a.redact, m, &r.redacted))
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

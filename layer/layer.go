@@ -184,7 +184,7 @@ type Env struct {
 	// stores what it is handed by code rather than by the agent (the
 	// key-value memory's values) passes it through Redact first. Nil
 	// stores text as it is. agentloop sets it from its
-	// RedactionConfig; a child's env inherits its parent's.
+	// redact.Policy; a child's env inherits its parent's.
 	Redact func(layerID, text string) string
 }
 
