@@ -25,6 +25,7 @@ import (
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/redact"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // Agent runs a ReAct loop over a langchaingo model with memory layers and
@@ -66,12 +67,12 @@ type Agent struct {
 // RunInput is one user message on a thread.
 type RunInput struct {
 	// ThreadID identifies the conversation. Required, at most
-	// [MaxIDLen] bytes. A thread with a checkpoint in the store is
+	// [thread.MaxIDLen] bytes. A thread with a checkpoint in the store is
 	// continued.
 	ThreadID string
 	// ResourceID identifies the thread's owner (a user, a project);
 	// resource-scoped layers share state across its threads. Optional,
-	// at most [MaxIDLen] bytes.
+	// at most [thread.MaxIDLen] bytes.
 	ResourceID string
 	// Input is the user's message. Empty continues the thread without a
 	// new message (after a limit stopped a run, for example): a thread
@@ -311,7 +312,7 @@ type run struct {
 	mu sync.Mutex
 	// thread is a top-level run's stored thread; a child run has none
 	// (children are not checkpointed).
-	thread *thread
+	thread *threadState
 
 	alloc    *prompt.Allocation     // budgets, computed on the first step
 	layerCap int                    // the sum of alloc.Layers
@@ -323,7 +324,7 @@ type run struct {
 	// messages the summary does not cover. loadedStored holds the loaded
 	// messages as stored (before compaction), for the summarizer.
 	base         int
-	loadedStored []StoredMessage
+	loadedStored []thread.Message
 	// pos is the step the stack's hook events name, and its context (see
 	// openStack); the top-level run sets it, children report the step they
 	// run in.
@@ -406,7 +407,7 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 	if in.ResourceID, err = runOwner(ctx, a.cfg.Store, in.ThreadID, in.ResourceID, l); err != nil {
 		return nil, err
 	}
-	th := &thread{key: storage.ThreadKey(in.ThreadID, CheckpointName), layers: map[string][]byte{}}
+	th := &threadState{w: thread.NewWriter(a.cfg.Store, in.ThreadID, nil)}
 	var extra []layer.Layer
 	var sl *summaryLayer
 	if !a.cfg.History.Full {
@@ -428,7 +429,7 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 	}
 	defer a.closeStack(ctx, stack)
 	if l != nil && a.cfg.RestoreLayers {
-		a.restoreLayers(ctx, stack, l.ckpt)
+		a.restoreLayers(ctx, stack, l.Checkpoint)
 	}
 
 	r := &run{

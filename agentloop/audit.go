@@ -12,7 +12,6 @@ import (
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/redact"
-	"github.com/memlayer/memlayer/storage"
 )
 
 // AuditConfig says what of a thread's memory operations is kept. By
@@ -114,7 +113,7 @@ func (r *run) commitAudit(ctx context.Context) {
 	// A thread without a head this run read or wrote (a run that saved no
 	// step, a spawn from code) records its owner first, so that an erase
 	// of the resource finds the audit.
-	if r.thread == nil || r.thread.version == storage.NoVersion {
+	if r.thread == nil || !r.thread.w.HasHead() {
 		err = claimOwner(sctx, a.cfg.Store, r.threadID, r.resourceID)
 	}
 	if err == nil {

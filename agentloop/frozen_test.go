@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/audit"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // Frozen threads. Versions 1 to 3 are one checkpoint record; from
@@ -39,8 +39,8 @@ func putFrozen(t *testing.T, store storage.Store, threadID string, data []byte) 
 	if err := json.Unmarshal(data, &records); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := records[agentloop.CheckpointName]; !ok {
-		records = map[string]json.RawMessage{agentloop.CheckpointName: data}
+	if _, ok := records[thread.HeadName]; !ok {
+		records = map[string]json.RawMessage{thread.HeadName: data}
 	}
 	for name, value := range records {
 		var compact bytes.Buffer

@@ -17,6 +17,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // FuzzCheckpoint stores arbitrary bytes as a thread's checkpoint and runs
@@ -31,7 +32,7 @@ func FuzzCheckpoint(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		store := storage.NewMemory()
-		key := storage.ThreadKey("t", agentloop.CheckpointName)
+		key := storage.ThreadKey("t", thread.HeadName)
 		if _, err := store.Put(context.Background(), key, data, storage.NoVersion); err != nil {
 			t.Skip()
 		}
@@ -128,7 +129,7 @@ func FuzzHistoryLoad(f *testing.F) {
 		ctx := context.Background()
 		store := storage.NewMemory()
 		for name, value := range map[string][]byte{
-			agentloop.CheckpointName:      head,
+			thread.HeadName:               head,
 			"seg.0000000000.aaaaaaaaaaaa": seg,
 			"layer.entities.aaaaaaaaaaaa": []byte(`{"seen":null,"notes":null}`),
 			"sum.1.aaaaaaaaaaaa":          []byte(`{"version":1,"covers":2,"text":"said hi"}`),
@@ -201,11 +202,11 @@ func FuzzDeterministicSummarizer(f *testing.F) {
 		if callID == "" || strings.TrimSpace(answer) == "" {
 			return
 		}
-		msgs := []agentloop.StoredMessage{
-			{Role: agentloop.RoleUser, Text: "do it"},
-			{Role: agentloop.RoleAssistant, ToolCalls: []agentloop.StoredToolCall{{ID: callID, Name: "f", Arguments: args}}},
-			{Role: agentloop.RoleTool, ToolResults: []agentloop.StoredToolResult{{CallID: callID, Name: "f", Content: result}}},
-			{Role: agentloop.RoleAssistant, Text: answer},
+		msgs := []thread.Message{
+			{Role: thread.RoleUser, Text: "do it"},
+			{Role: thread.RoleAssistant, ToolCalls: []thread.ToolCall{{ID: callID, Name: "f", Arguments: args}}},
+			{Role: thread.RoleTool, ToolResults: []thread.ToolResult{{CallID: callID, Name: "f", Content: result}}},
+			{Role: thread.RoleAssistant, Text: answer},
 		}
 		for _, budget := range []int{5, 100000} {
 			s := &agentloop.DeterministicSummarizer{MaxTokens: budget}

@@ -18,6 +18,7 @@ import (
 	"github.com/memlayer/memlayer/internal/lexical"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // Defaults of [HistoryConfig].
@@ -84,14 +85,14 @@ type HistoryConfig struct {
 	// stored, the segments whose messages are all older than the last
 	// RetainMessages messages and covered by the summary are deleted,
 	// and in those the summary comes to cover that are kept, each text,
-	// tool-call arguments and tool result over [ElideAbove] bytes is
+	// tool-call arguments and tool result over [thread.ElideAbove] bytes is
 	// elided: cut to a stub that keeps its size and SHA-256 ([Elided]),
 	// so a thread's records stay bounded however large the model's
 	// arguments. The messages the summary does not cover (the window)
 	// are never touched. What is dropped is dropped from the
 	// transcript only: the summary, the layers' own records (the
 	// scratchpad, the episodic log, which keeps each result whole) and
-	// the audit trail keep theirs. Zero is DefaultRetainMessages;
+	// the audit trail keep theirs. Zero is thread.DefaultRetainMessages;
 	// negative keeps every message whole. With Full there is no
 	// summary, so nothing is dropped.
 	RetainMessages int
@@ -111,7 +112,7 @@ func (h HistoryConfig) withDefaults(c prompt.Counter) HistoryConfig {
 		h.Summarizer = &DeterministicSummarizer{MaxTokens: h.SummaryTokens, Counter: c}
 	}
 	if h.RetainMessages == 0 {
-		h.RetainMessages = DefaultRetainMessages
+		h.RetainMessages = thread.DefaultRetainMessages
 	}
 	return h
 }
@@ -124,7 +125,7 @@ func (h HistoryConfig) withDefaults(c prompt.Counter) HistoryConfig {
 // An error keeps the previous summary; the messages are summarized at
 // the next threshold.
 type Summarizer interface {
-	Summarize(ctx context.Context, previous string, msgs []StoredMessage) (string, error)
+	Summarize(ctx context.Context, previous string, msgs []thread.Message) (string, error)
 }
 
 // DefaultSummaryPrompt is the prompt [NewModelSummarizer] uses when given
@@ -150,7 +151,7 @@ func NewModelSummarizer(model llms.Model, prompt string) *ModelSummarizer {
 }
 
 // Summarize asks the model.
-func (s *ModelSummarizer) Summarize(ctx context.Context, previous string, msgs []StoredMessage) (string, error) {
+func (s *ModelSummarizer) Summarize(ctx context.Context, previous string, msgs []thread.Message) (string, error) {
 	var b strings.Builder
 	if previous != "" {
 		b.WriteString("Summary so far:\n" + previous + "\n\n")
@@ -173,7 +174,7 @@ func (s *ModelSummarizer) Summarize(ctx context.Context, previous string, msgs [
 }
 
 // writeMessage writes a message as one or more lines of text.
-func writeMessage(b *strings.Builder, m StoredMessage) {
+func writeMessage(b *strings.Builder, m thread.Message) {
 	if m.Text != "" {
 		b.WriteString(m.Role + ": " + m.Text + "\n")
 	}
@@ -214,7 +215,7 @@ const (
 )
 
 // Summarize adds a line per turn of msgs to previous.
-func (s *DeterministicSummarizer) Summarize(_ context.Context, previous string, msgs []StoredMessage) (string, error) {
+func (s *DeterministicSummarizer) Summarize(_ context.Context, previous string, msgs []thread.Message) (string, error) {
 	var lines []string
 	if previous != "" {
 		lines = strings.Split(previous, "\n")
@@ -231,17 +232,17 @@ func (s *DeterministicSummarizer) Summarize(_ context.Context, previous string, 
 	args := map[string]string{}  // call ID -> arguments
 	for _, m := range msgs {
 		switch m.Role {
-		case RoleUser:
+		case thread.RoleUser:
 			flush()
 			cur.WriteString("- User: " + summaryText(m.Text, maxRequest))
-		case RoleAssistant:
+		case thread.RoleAssistant:
 			for _, c := range m.ToolCalls {
 				names[c.ID], args[c.ID] = c.Name, c.Arguments
 			}
 			if m.Text != "" && len(m.ToolCalls) == 0 {
 				cur.WriteString(" | answer: " + summaryText(m.Text, maxAnswer))
 			}
-		case RoleTool:
+		case thread.RoleTool:
 			for _, r := range m.ToolResults {
 				name := r.Name
 				if name == "" {
@@ -703,7 +704,7 @@ func (l *summaryLayer) OnSpawn(context.Context, layer.Env) (layer.Layer, error) 
 
 // latest is the summary the next prompt uses: one made for the current
 // step (its window did not fit), else the committed one.
-func (th *thread) latest() Summary {
+func (th *threadState) latest() thread.Summary {
 	if th.pending != nil {
 		return *th.pending
 	}
@@ -716,8 +717,8 @@ func (r *run) windowed() bool { return r.thread != nil && !r.a.cfg.History.Full 
 // stored returns the thread's messages from index from up to upTo as
 // stored: the loaded records (never compacted), then the run's own
 // messages, masked.
-func (r *run) stored(from, upTo int) ([]StoredMessage, error) {
-	out := make([]StoredMessage, 0, upTo-from)
+func (r *run) stored(from, upTo int) ([]thread.Message, error) {
+	out := make([]thread.Message, 0, upTo-from)
 	for i := from - r.base; i < upTo-r.base; i++ {
 		if i < len(r.loadedStored) {
 			out = append(out, r.loadedStored[i])
@@ -761,7 +762,7 @@ func (r *run) summarizeTo(ctx context.Context, upTo int) error {
 	if err != nil {
 		return err
 	}
-	th.pending = &Summary{Version: prev.Version + 1, Covers: upTo, Text: text}
+	th.pending = &thread.Summary{Version: prev.Version + 1, Covers: upTo, Text: text}
 	r.a.emit(ctx, Event{Kind: EventSummary, ThreadID: r.threadID, Step: r.res.Steps, Duration: time.Since(start)})
 	return nil
 }
@@ -782,7 +783,7 @@ func (r *run) summaryDue() int {
 // background is a summary being made off the critical path.
 type background struct {
 	done chan struct{}
-	sum  *Summary
+	sum  *thread.Summary
 	err  error
 	took time.Duration
 }
@@ -832,7 +833,7 @@ func (r *run) maybeSummarize(ctx context.Context) {
 		}()
 		start := time.Now()
 		text, err := r.a.cfg.History.Summarizer.Summarize(sctx, prev.Text, part)
-		bg.sum, bg.err, bg.took = &Summary{Version: prev.Version + 1, Covers: upTo, Text: text}, err, time.Since(start)
+		bg.sum, bg.err, bg.took = &thread.Summary{Version: prev.Version + 1, Covers: upTo, Text: text}, err, time.Since(start)
 	}()
 }
 

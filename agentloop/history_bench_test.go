@@ -16,6 +16,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/storage/sqlite"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // BenchmarkLongThread measures one thread on SQLite (a file) at turn 10
@@ -116,7 +117,7 @@ func copyThread(b *testing.B, st storage.Store, from, to string) {
 		Covers        int
 		Layers        map[string]string
 	}
-	if err := json.Unmarshal(cp(agentloop.CheckpointName), &head); err != nil {
+	if err := json.Unmarshal(cp(thread.HeadName), &head); err != nil {
 		b.Fatal(err)
 	}
 	if head.Summary != "" {

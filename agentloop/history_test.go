@@ -21,6 +21,7 @@ import (
 	"github.com/memlayer/memlayer/audit"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // TestHistory02_TruncationNoteNamesTheCall: the note of a result cut in
@@ -131,7 +132,7 @@ func TestHistory03_WindowAndSummaryThreshold(t *testing.T) {
 	if ck.Summary.Version != 5 || ck.Summary.Covers != 4*10 || ck.First != ck.Summary.Covers || ck.Total != 4*turns || len(ck.Messages) != ck.Total-ck.First {
 		t.Errorf("summary v%d covers %d; messages %d from %d of %d", ck.Summary.Version, ck.Summary.Covers, len(ck.Messages), ck.First, ck.Total)
 	}
-	if ck.Messages[0].Role != agentloop.RoleUser {
+	if ck.Messages[0].Role != thread.RoleUser {
 		t.Errorf("the window starts with a %s message, not a turn", ck.Messages[0].Role)
 	}
 	// The full transcript has every message.
@@ -148,17 +149,17 @@ func TestHistory03_WindowAndSummaryThreshold(t *testing.T) {
 // has every ID.
 func TestHistory04_DeterministicSummarizerKeepsIDs(t *testing.T) {
 	cut := `{"pages":[{"id":"page_7","title":"Team"},{"id":"page_8","title":"Jobs"},{"id":"page_9","ti`
-	msgs := []agentloop.StoredMessage{
-		{Role: agentloop.RoleUser, Text: "Create the About page"},
-		{Role: agentloop.RoleAssistant, ToolCalls: []agentloop.StoredToolCall{{ID: "c1", Name: "createPage", Arguments: `{"title":"About"}`}}},
-		{Role: agentloop.RoleTool, ToolResults: []agentloop.StoredToolResult{{CallID: "c1", Name: "createPage", Content: `{"page":{"id":"page_101","title":"About"}}`}}},
-		{Role: agentloop.RoleAssistant, Text: "Created page_101."},
-		{Role: agentloop.RoleUser, Text: "List the pages"},
-		{Role: agentloop.RoleAssistant, ToolCalls: []agentloop.StoredToolCall{{ID: "c2", Name: "listPages", Arguments: `{}`}}},
-		{Role: agentloop.RoleTool, ToolResults: []agentloop.StoredToolResult{{CallID: "c2", Name: "listPages", Content: cut}}},
-		{Role: agentloop.RoleAssistant, ToolCalls: []agentloop.StoredToolCall{{ID: "c3", Name: "deletePage", Arguments: `{"pageId":"page_7"}`}}},
-		{Role: agentloop.RoleTool, ToolResults: []agentloop.StoredToolResult{{CallID: "c3", Name: "deletePage", Content: "error: page_7 is locked"}}},
-		{Role: agentloop.RoleAssistant, Text: "Three pages; page_7 could not be deleted."},
+	msgs := []thread.Message{
+		{Role: thread.RoleUser, Text: "Create the About page"},
+		{Role: thread.RoleAssistant, ToolCalls: []thread.ToolCall{{ID: "c1", Name: "createPage", Arguments: `{"title":"About"}`}}},
+		{Role: thread.RoleTool, ToolResults: []thread.ToolResult{{CallID: "c1", Name: "createPage", Content: `{"page":{"id":"page_101","title":"About"}}`}}},
+		{Role: thread.RoleAssistant, Text: "Created page_101."},
+		{Role: thread.RoleUser, Text: "List the pages"},
+		{Role: thread.RoleAssistant, ToolCalls: []thread.ToolCall{{ID: "c2", Name: "listPages", Arguments: `{}`}}},
+		{Role: thread.RoleTool, ToolResults: []thread.ToolResult{{CallID: "c2", Name: "listPages", Content: cut}}},
+		{Role: thread.RoleAssistant, ToolCalls: []thread.ToolCall{{ID: "c3", Name: "deletePage", Arguments: `{"pageId":"page_7"}`}}},
+		{Role: thread.RoleTool, ToolResults: []thread.ToolResult{{CallID: "c3", Name: "deletePage", Content: "error: page_7 is locked"}}},
+		{Role: thread.RoleAssistant, Text: "Three pages; page_7 could not be deleted."},
 	}
 	s := &agentloop.DeterministicSummarizer{}
 	got, err := s.Summarize(t.Context(), "", msgs)
@@ -284,15 +285,15 @@ func TestHistory06_ConcurrentRunsKeepEveryMessage(t *testing.T) {
 	seen := map[string]int{}
 	total := 0
 	for i, m := range msgs {
-		if m.Role != agentloop.RoleUser {
+		if m.Role != thread.RoleUser {
 			continue
 		}
 		seen[m.Text]++
 		n := saved[m.Text]
 		total += n
-		want := []string{agentloop.RoleUser, agentloop.RoleAssistant, agentloop.RoleTool, agentloop.RoleAssistant}[:min(n, 4)]
+		want := []string{thread.RoleUser, thread.RoleAssistant, thread.RoleTool, thread.RoleAssistant}[:min(n, 4)]
 		for j, role := range want {
-			if i+j >= len(msgs) || msgs[i+j].Role != role || (j > 0 && msgs[i+j].Role == agentloop.RoleUser) {
+			if i+j >= len(msgs) || msgs[i+j].Role != role || (j > 0 && msgs[i+j].Role == thread.RoleUser) {
 				t.Errorf("turn %s: message %d is not its %s message", m.Text, j, role)
 				break
 			}
@@ -326,18 +327,18 @@ func TestHistory06_ConcurrentRunsKeepEveryMessage(t *testing.T) {
 // a summary of the older turns, the thread is rewritten as segments and
 // a head, and its transcript still holds every message.
 func TestHistory07_MigratesAVersion3Thread(t *testing.T) {
-	old := agentloop.Checkpoint{Version: 3, ThreadID: "t", Steps: 40}
+	old := thread.Checkpoint{Version: 3, ThreadID: "t", Steps: 40}
 	for i := range 20 {
 		id := fmt.Sprintf("call_%d", i)
 		old.Messages = append(old.Messages,
-			agentloop.StoredMessage{Role: agentloop.RoleUser, Text: fmt.Sprintf("Page %d", i)},
-			agentloop.StoredMessage{Role: agentloop.RoleAssistant, ToolCalls: []agentloop.StoredToolCall{{ID: id, Name: "createPage", Arguments: `{}`}}},
-			agentloop.StoredMessage{Role: agentloop.RoleTool, ToolResults: []agentloop.StoredToolResult{{CallID: id, Name: "createPage", Content: fmt.Sprintf(`{"id":"page_%d","title":"Page %d"}`, i, i)}}},
-			agentloop.StoredMessage{Role: agentloop.RoleAssistant, Text: "ok"})
+			thread.Message{Role: thread.RoleUser, Text: fmt.Sprintf("Page %d", i)},
+			thread.Message{Role: thread.RoleAssistant, ToolCalls: []thread.ToolCall{{ID: id, Name: "createPage", Arguments: `{}`}}},
+			thread.Message{Role: thread.RoleTool, ToolResults: []thread.ToolResult{{CallID: id, Name: "createPage", Content: fmt.Sprintf(`{"id":"page_%d","title":"Page %d"}`, i, i)}}},
+			thread.Message{Role: thread.RoleAssistant, Text: "ok"})
 	}
 	data, _ := json.Marshal(old)
 	store := storage.NewMemory()
-	if _, err := store.Put(t.Context(), storage.ThreadKey("t", agentloop.CheckpointName), data, storage.NoVersion); err != nil {
+	if _, err := store.Put(t.Context(), storage.ThreadKey("t", thread.HeadName), data, storage.NoVersion); err != nil {
 		t.Fatal(err)
 	}
 	model := agenttest.NewFunc(pagesPolicy)
@@ -356,7 +357,7 @@ func TestHistory07_MigratesAVersion3Thread(t *testing.T) {
 	if n := humans(req.Messages); n > agentloop.DefaultHistoryTurns+1 {
 		t.Errorf("%d turns sent after migration", n)
 	}
-	it, _ := store.Get(t.Context(), storage.ThreadKey("t", agentloop.CheckpointName))
+	it, _ := store.Get(t.Context(), storage.ThreadKey("t", thread.HeadName))
 	if !strings.Contains(string(it.Value), `"version":4`) || len(it.Value) > 1024 {
 		t.Errorf("head after migration (%d bytes): %s", len(it.Value), it.Value)
 	}
@@ -377,7 +378,7 @@ type blockingSummarizer struct {
 	timeout atomic.Bool
 }
 
-func (s *blockingSummarizer) Summarize(ctx context.Context, previous string, msgs []agentloop.StoredMessage) (string, error) {
+func (s *blockingSummarizer) Summarize(ctx context.Context, previous string, msgs []thread.Message) (string, error) {
 	s.calls.Add(1)
 	select {
 	case <-s.release:
@@ -477,13 +478,13 @@ func TestHistory09_BytesPerStepDoNotGrow(t *testing.T) {
 	}
 	t.Logf("bytes put: turn 10 %d, turn 1000 %d; turns 9-12 %d, turns 997-1000 %d", perTurn[10], perTurn[1000], cycle(12), cycle(1000))
 	// A summary turn also rewrites the segments the new summary comes to
-	// cover, with what is over agentloop.ElideAbove elided (nothing
+	// cover, with what is over thread.ElideAbove elided (nothing
 	// here: the results are 2 KB), at most 1 KiB for each of the four
 	// turns; and its record lists the
 	// covered segments retention keeps, under 20 bytes each: a turn here
 	// is two segments of two messages, so at most 100 segments for
 	// DefaultRetainMessages, a constant once the thread has that many.
-	const elided, keptList = 4 * 1024, agentloop.DefaultRetainMessages / 2 * 20
+	const elided, keptList = 4 * 1024, thread.DefaultRetainMessages / 2 * 20
 	if perTurn[10] > 6000 || perTurn[1000]-perTurn[1000-2] > 4*summaryTokens+1000+elided+keptList {
 		t.Errorf("turn 10 put %d bytes, turn 1000 %d", perTurn[10], perTurn[1000])
 	}
@@ -586,11 +587,11 @@ func TestHistory12_ModelSummarizer(t *testing.T) {
 // a section added to a page is listed as the section's ID with its
 // heading, and the page it refers to alone; request IDs are left out.
 func TestHistory13_SummaryPairsNamesWithTheirOwnIDs(t *testing.T) {
-	msgs := []agentloop.StoredMessage{
-		{Role: agentloop.RoleUser, Text: "Add a Pricing FAQ section"},
-		{Role: agentloop.RoleAssistant, ToolCalls: []agentloop.StoredToolCall{{ID: "c1", Name: "addSection", Arguments: `{"pageId":"page_P","heading":"Pricing FAQ"}`}}},
-		{Role: agentloop.RoleTool, ToolResults: []agentloop.StoredToolResult{{CallID: "c1", Name: "addSection", Content: `{"requestId":"req_91","section":{"pageId":"page_P","heading":"Pricing FAQ","id":"sec_S"}}`}}},
-		{Role: agentloop.RoleAssistant, Text: "Added."},
+	msgs := []thread.Message{
+		{Role: thread.RoleUser, Text: "Add a Pricing FAQ section"},
+		{Role: thread.RoleAssistant, ToolCalls: []thread.ToolCall{{ID: "c1", Name: "addSection", Arguments: `{"pageId":"page_P","heading":"Pricing FAQ"}`}}},
+		{Role: thread.RoleTool, ToolResults: []thread.ToolResult{{CallID: "c1", Name: "addSection", Content: `{"requestId":"req_91","section":{"pageId":"page_P","heading":"Pricing FAQ","id":"sec_S"}}`}}},
+		{Role: thread.RoleAssistant, Text: "Added."},
 	}
 	got, err := (&agentloop.DeterministicSummarizer{}).Summarize(t.Context(), "", msgs)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // countingStore counts what is handed to Put.
@@ -41,7 +42,7 @@ func TestHistory01_StepWritesItsSegment(t *testing.T) {
 	r := &run{
 		a: a, threadID: "t/1", resourceID: "r",
 		res:    &Result{Steps: 2, Usage: Usage{PromptTokens: 3, TotalTokens: 3}},
-		thread: &thread{key: storage.ThreadKey("t/1", CheckpointName), steps: 5, usage: Usage{CompletionTokens: 1, TotalTokens: 1, Estimated: true}, compacted: 2, layers: map[string][]byte{}},
+		thread: &threadState{w: thread.NewWriter(store, "t/1", nil), steps: 5, usage: Usage{CompletionTokens: 1, TotalTokens: 1, Estimated: true}, compacted: 2},
 		msgs: []llms.MessageContent{
 			llms.TextParts(llms.ChatMessageTypeHuman, "hi <b> & \u2028"),
 			{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{llms.ToolCall{ID: "c", Type: "function", FunctionCall: &llms.FunctionCall{Name: "f", Arguments: `{"a":1}`}}}},
@@ -56,7 +57,7 @@ func TestHistory01_StepWritesItsSegment(t *testing.T) {
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
-		c := l.ckpt
+		c := l.Checkpoint
 		if !reflect.DeepEqual(c.Messages, stored(t, r.msgs)) || c.Total != len(r.msgs) || c.Steps != 7 || c.Agent != "n\"ame" || c.ResourceID != "r" ||
 			c.Usage != (Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4, Estimated: true}) || c.Compacted != 2 {
 			t.Errorf("round %d: loaded %+v", round, c)
@@ -120,9 +121,9 @@ func mustMarshal(t *testing.T, v any) []byte {
 }
 
 // stored returns msgs as a checkpoint stores them.
-func stored(t *testing.T, msgs []llms.MessageContent) []StoredMessage {
+func stored(t *testing.T, msgs []llms.MessageContent) []thread.Message {
 	t.Helper()
-	out := make([]StoredMessage, len(msgs))
+	out := make([]thread.Message, len(msgs))
 	for i, m := range msgs {
 		var err error
 		if out[i], err = storedMessage(m); err != nil {
@@ -229,11 +230,11 @@ func FuzzStoredMessage(f *testing.F) {
 				t.Fatal(err)
 			}
 			data := mustMarshal(t, s)
-			var back StoredMessage
+			var back thread.Message
 			if err := json.Unmarshal(data, &back); err != nil {
 				t.Fatalf("message %d: %v: %s", i, err, data)
 			}
-			got, err := back.content()
+			got, err := fromStored(back)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -287,11 +288,11 @@ func FuzzSummaryParts(f *testing.F) {
 			}
 		}
 		s := &DeterministicSummarizer{MaxTokens: 60}
-		sum, err := s.Summarize(context.Background(), "", []StoredMessage{
-			{Role: RoleUser, Text: text},
-			{Role: RoleAssistant, Text: "done"},
-			{Role: RoleUser, Text: "again " + text},
-			{Role: RoleAssistant, Text: "done again"},
+		sum, err := s.Summarize(context.Background(), "", []thread.Message{
+			{Role: thread.RoleUser, Text: text},
+			{Role: thread.RoleAssistant, Text: "done"},
+			{Role: thread.RoleUser, Text: "again " + text},
+			{Role: thread.RoleAssistant, Text: "done again"},
 		})
 		if err != nil {
 			t.Fatal(err)

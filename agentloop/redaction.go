@@ -13,6 +13,7 @@ import (
 
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/redact"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // RedactionConfig says what is masked before it reaches a store. By
@@ -170,7 +171,7 @@ func (rd *redactor) value(v any, keep []string, n *redactions) any {
 }
 
 // message masks a stored message, keeping its tool-call IDs.
-func (rd *redactor) message(m StoredMessage, n *redactions) StoredMessage {
+func (rd *redactor) message(m thread.Message, n *redactions) thread.Message {
 	if rd == nil {
 		return m
 	}

@@ -15,8 +15,10 @@ import (
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/audit"
+	"github.com/memlayer/memlayer/inspect"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 	"github.com/memlayer/memlayer/workingmemory"
 )
 
@@ -103,14 +105,14 @@ func TestTrust322_StoredTranscriptIsBoundedByDefault(t *testing.T) {
 			at100, _ = storedBytes(t, store, storage.ThreadPrefix("a"))
 		}
 	}
-	thread, records := storedBytes(t, store, storage.ThreadPrefix("a"))
+	threadBytes, records := storedBytes(t, store, storage.ThreadPrefix("a"))
 	all, _ := storedBytes(t, store, "")
-	t.Logf("after %d turns (%d steps) of 60 KB updates: thread %d bytes in %d records (%d after 100 turns); the store %d bytes", turns, 2*turns, thread, records, at100, all)
-	if thread > 1<<20 {
-		t.Errorf("the thread stores %d bytes after %d turns of 60 KB arguments, want at most 1 MiB", thread, turns)
+	t.Logf("after %d turns (%d steps) of 60 KB updates: thread %d bytes in %d records (%d after 100 turns); the store %d bytes", turns, 2*turns, threadBytes, records, at100, all)
+	if threadBytes > 1<<20 {
+		t.Errorf("the thread stores %d bytes after %d turns of 60 KB arguments, want at most 1 MiB", threadBytes, turns)
 	}
-	if thread > at100+(60<<10) {
-		t.Errorf("the thread grew from %d to %d bytes between turn 100 and turn 200", at100, thread)
+	if threadBytes > at100+(60<<10) {
+		t.Errorf("the thread grew from %d to %d bytes between turn 100 and turn 200", at100, threadBytes)
 	}
 
 	// The transcript: the retained messages, those the summary covers
@@ -123,7 +125,7 @@ func TestTrust322_StoredTranscriptIsBoundedByDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first == 0 || first+len(msgs) != 4*turns || len(msgs) < agentloop.DefaultRetainMessages || ck.First <= first {
+	if first == 0 || first+len(msgs) != 4*turns || len(msgs) < thread.DefaultRetainMessages || ck.First <= first {
 		t.Fatalf("transcript: %d messages from %d of %d; the summary covers %d", len(msgs), first, 4*turns, ck.First)
 	}
 	if !strings.Contains(ck.Summary.Text, workingmemory.DefaultID+"_update") {
@@ -260,7 +262,7 @@ func TestTrust322_RetentionOnEveryBackend(t *testing.T) {
 					}
 				}
 			}
-			if _, err := (agentloop.Inspector{Store: store}).DeleteThread(t.Context(), "t"); err != nil {
+			if _, err := (inspect.Inspector{Store: store}).DeleteThread(t.Context(), "t"); err != nil {
 				t.Fatal(err)
 			}
 			if keys, err := store.List(t.Context(), storage.ThreadPrefix("t")); err != nil || len(keys) != 0 {

@@ -13,8 +13,10 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/inspect"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/storage/sqlite"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // forged is stored text that tries to rewrite the terminal (an ESC
@@ -112,7 +114,7 @@ func TestTrust321_JSONEraseWritesOnlyJSON(t *testing.T) {
 		t.Fatalf("an unanswered erase deleted %d records", len(before)-len(after))
 	}
 	code, out, errs = memlayer(t, "y\n", "-store", db, "-json", "erase", "alice")
-	var e agentloop.Erased
+	var e inspect.Erased
 	if code != 0 || json.Unmarshal([]byte(out), &e) != nil || !slices.Equal(sorted(e.Threads), []string{"t1", "t2"}) {
 		t.Errorf("answered: status %d, stdout %q, stderr %q", code, out, errs)
 	}
@@ -150,7 +152,7 @@ func TestTrust321_FlagsAfterArguments(t *testing.T) {
 		t.Errorf("show t1 -json -store DB: status %d, stdout %.200q, stderr %q", code, out, errs)
 	}
 	code, out, errs = memlayer(t, "", "-store", db, "threads", "-json", "-resource", "bob")
-	var info agentloop.ThreadInfo
+	var info thread.Info
 	if code != 0 || json.Unmarshal([]byte(out), &info) != nil || info.ThreadID != "t3" {
 		t.Errorf("threads -json -resource bob: status %d, stdout %q, stderr %q", code, out, errs)
 	}
@@ -203,8 +205,8 @@ func TestTrust321_DeleteThread(t *testing.T) {
 			t.Errorf("left after delete t1: %s", k)
 		}
 	}
-	for _, k := range []string{storage.ThreadKey("t2", agentloop.CheckpointName), storage.LayerKey("working-memory", "t2", "state"),
-		storage.ThreadKey("t1/b", agentloop.CheckpointName), storage.LayerKey("working-memory", "t1/b", "state")} {
+	for _, k := range []string{storage.ThreadKey("t2", thread.HeadName), storage.LayerKey("working-memory", "t2", "state"),
+		storage.ThreadKey("t1/b", thread.HeadName), storage.LayerKey("working-memory", "t1/b", "state")} {
 		if !slices.Contains(after, k) {
 			t.Errorf("delete t1 took %s", k)
 		}
@@ -214,7 +216,7 @@ func TestTrust321_DeleteThread(t *testing.T) {
 		t.Errorf("second delete: status %d, stdout %q, stderr %q", code, out, errs)
 	}
 	code, out, errs = memlayer(t, "", "-store", db, "-json", "delete", "t2", "-y")
-	var e agentloop.Erased
+	var e inspect.Erased
 	if code != 0 || json.Unmarshal([]byte(out), &e) != nil || !slices.Equal(e.Threads, []string{"t2"}) || e.Counts["thread.head"] != 1 {
 		t.Errorf("delete -json -y: status %d, stdout %q, stderr %q", code, out, errs)
 	}
