@@ -22,10 +22,10 @@ import (
 // nonce is the random part of a version-4 record name.
 var nonce = regexp.MustCompile(`\.[0-9a-f]{12}\b`)
 
-// readFrozen returns testdata/checkpoint_v<version>.json.
+// readFrozen returns ../thread/testdata/checkpoint_v<version>.json.
 func readFrozen(t *testing.T, version int) []byte {
 	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("testdata/checkpoint_v%d.json", version))
+	data, err := os.ReadFile(fmt.Sprintf("../thread/testdata/checkpoint_v%d.json", version))
 	if err != nil {
 		t.Fatal(err)
 	}
