@@ -231,6 +231,11 @@ var importRules = []importRule{
 	{"inspect imports only the standard library, storage, layer, thread and audit: no langchaingo", []string{"inspect"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
 		return nonStandard("inspect", pkgs["inspect"].deps, std, "storage", "layer", "thread", "audit")
 	}},
+	{"history imports no concrete layer, inspect or route: it sits beside them", []string{"history"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
+		return forbid("history", pkgs["history"].deps, func(d string) bool {
+			return anyUnder(d, "workingmemory", "entitymemory", "episodicmemory", "semanticmemory", "inspect", "route", "chainmemory")
+		}, "history sits beside the layer packages, under the loop")
+	}},
 	{"cmd/memlayer depends on neither langchaingo, raymond nor jsonschema", []string{"cmd/memlayer"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
 		var out []string
 		for _, d := range pkgs["cmd/memlayer"].deps {
@@ -315,6 +320,8 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		{"cmd/memlayer on inspect", "cmd/memlayer", []string{"inspect", "thread", "storage/sqlite", "modernc.org/sqlite"}, ""},
 		{"cmd/memlayer on raymond", "cmd/memlayer", []string{"inspect", "github.com/aymerick/raymond"}, "raymond"},
 		{"cmd/memlayer on jsonschema", "cmd/memlayer", []string{"inspect", "github.com/santhosh-tekuri/jsonschema/v6"}, "jsonschema"},
+		{"history on thread and prompt", "history", []string{"thread", "prompt", "layer", "github.com/tmc/langchaingo/llms"}, ""},
+		{"history on entitymemory", "history", []string{"thread", "entitymemory"}, "history imports entitymemory"},
 		{"cmd/memlayer on agentloop", "cmd/memlayer", []string{"inspect", "agentloop"}, "cmd/memlayer imports agentloop"},
 	}
 	for _, tt := range tests {

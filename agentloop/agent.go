@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/memlayer/memlayer/audit"
+	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/redact"
@@ -101,7 +102,7 @@ type Result struct {
 	// Messages is the thread's history as the run held it, without the
 	// system prompt: the messages the thread's summary did not cover
 	// when the run started (compacted as sent to the model), then the
-	// run's own. With HistoryConfig.Full, or on a thread never
+	// run's own. With history.Config.Full, or on a thread never
 	// summarized, that is the whole thread; [Agent.Transcript] returns
 	// every stored message.
 	Messages []llms.MessageContent
@@ -330,9 +331,9 @@ type run struct {
 	// run in.
 	pos *position
 	// bg is a summary being made in the background; summary is the
-	// run's history-summary layer (nil with HistoryConfig.Full).
+	// run's history-summary layer (nil with history.Config.Full).
 	bg      *background
-	summary *summaryLayer
+	summary *history.Layer
 
 	// evictors are the layers that count their Store's work, by ID (nil
 	// until the first Store with the audit on).
@@ -409,9 +410,9 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 	}
 	th := &threadState{w: thread.NewWriter(a.cfg.Store, in.ThreadID, nil)}
 	var extra []layer.Layer
-	var sl *summaryLayer
+	var sl *history.Layer
 	if !a.cfg.History.Full {
-		sl = &summaryLayer{tokens: a.cfg.History.SummaryTokens}
+		sl = history.NewLayer(a.cfg.History.SummaryTokens)
 		extra = append(extra, sl)
 	}
 	pos := new(position)
@@ -669,7 +670,7 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 	if r.alloc == nil {
 		// The summary stands for older history: its budget is taken from
 		// the history's share, not from the layers'.
-		layers := slices.DeleteFunc(specs(r.stack), func(s layer.Spec) bool { return s.ID == SummaryLayerID })
+		layers := slices.DeleteFunc(specs(r.stack), func(s layer.Spec) bool { return s.ID == history.SummaryLayerID })
 		// The fixed costs of every request: the system prompt without
 		// any layer's text (the instructions, and a template's own text)
 		// and the tool definitions.
@@ -691,8 +692,8 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 			return "", nil, fmt.Errorf("%w: budgets: %w", ErrInvalidConfig, err)
 		}
 		if r.windowed() {
-			sum := min(a.cfg.History.SummaryTokens+summaryOverhead, alloc.History/2)
-			alloc.Layers[SummaryLayerID] = sum
+			sum := min(r.summary.Spec().Budget.Max, alloc.History/2)
+			alloc.Layers[history.SummaryLayerID] = sum
 			alloc.History -= sum
 		}
 		r.alloc = &alloc
@@ -708,7 +709,7 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 			return "", nil, fmt.Errorf("agentloop: step %d: summary: %w", step, err)
 		}
 		text := r.thread.latest().Text
-		r.summary.text.Store(&text)
+		r.summary.Set(text)
 	}
 	// A failed recall is reported by the stack and contributes nothing.
 	recalled, shares := r.assembled(ctx, layer.Query{Text: r.input, Step: step, Counter: a.layerCounter}, msgs)

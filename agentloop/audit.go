@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memlayer/memlayer/audit"
+	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/redact"
@@ -165,7 +166,7 @@ func (r *run) auditAssembly(step int, ids []string, cands []prompt.Candidate, se
 			continue
 		}
 		e := audit.Event{Op: audit.OpRecall, Step: step, Depth: r.depth, Layer: id, Tokens: tokens[id], Candidates: by[id]}
-		if id == SummaryLayerID {
+		if id == history.SummaryLayerID {
 			// The summary offers every entity and line it holds, every
 			// step, and usually all of them are packed: its event
 			// counts them and lists only those left out.

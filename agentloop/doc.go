@@ -170,7 +170,7 @@
 // Checkpoint.Total), compacted as a run would load them. The whole
 // transcript, as stored and never compacted, is [Agent.Transcript]'s
 // (for audit and for layers that keep their own log); it reads every
-// segment it keeps. HistoryConfig.RetainMessages bounds what it keeps,
+// segment it keeps. history.Config.RetainMessages bounds what it keeps,
 // by default too ([thread.DefaultRetainMessages], 200): when a summary is
 // stored, the messages it covers that are older than the last 200 are
 // deleted, and the covered ones kept have each text, argument or result
@@ -185,28 +185,28 @@
 // # History
 //
 // The model is sent a window of recent turns and a rolling summary of
-// the older ones ([HistoryConfig]; HistoryConfig.Full sends the whole
+// the older ones ([history.Config]; history.Config.Full sends the whole
 // history instead, as before version 4). A turn is a user message and
 // everything up to the next one, so a tool call is never separated from
 // its result. The window holds the current turn and at least
-// HistoryConfig.MaxTurns (8) turns before it; when
-// HistoryConfig.SummarizeAfter (4) more have left it, they are
+// history.Config.MaxTurns (8) turns before it; when
+// history.Config.SummarizeAfter (4) more have left it, they are
 // summarized, so no turn leaves the prompt before the summary holds it.
 // When the window does not fit its share of the context window, its
 // oldest turns are summarized at once. The summary is shown by the
 // built-in layer "history-summary" (slot 200, template variable
 // historySummary, fenced as <history_summary>), whose budget
-// (HistoryConfig.SummaryTokens, 1,000) is taken from the history's
+// (history.Config.SummaryTokens, 1,000) is taken from the history's
 // share.
 //
-// A [Summarizer] writes the summary. The default,
-// [DeterministicSummarizer], needs no model: one line per turn with the
+// A [history.Summarizer] writes the summary. The default,
+// [history.DeterministicSummarizer], needs no model: one line per turn with the
 // request, each tool and its call ID, the IDs and names of the entities
 // its result mentions (read with a forgiving scanner, so a truncated
 // result still gives its IDs), failures and the answer's start; over its
 // budget, the oldest lines fold into one list of IDs. It runs when a
 // step is recorded, so a step's prompt depends only on what was stored
-// before the step. [NewModelSummarizer] asks any langchaingo model, with
+// before the step. [history.NewModelSummarizer] asks any langchaingo model, with
 // a replaceable prompt; it runs in the background, the steps meanwhile
 // use the previous summary, and a run waits for it (bounded by
 // Config.SaveTimeout once the run's context has ended) and stores it

@@ -14,6 +14,7 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/storage/sqlite"
 	"github.com/memlayer/memlayer/thread"
@@ -30,7 +31,7 @@ import (
 // the op's eight steps, and the median step), the bytes handed to the
 // store per step, and the process CPU time per op.
 func BenchmarkLongThread(b *testing.B) {
-	const cycle = agentloop.DefaultSummarizeAfter
+	const cycle = history.DefaultSummarizeAfter
 	for _, turn := range []int{10, 1000} {
 		b.Run(fmt.Sprintf("turn=%d", turn), func(b *testing.B) {
 			ctx := context.Background()

@@ -19,6 +19,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/audit"
+	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/thread"
@@ -95,7 +96,7 @@ func humans(msgs []llms.MessageContent) int {
 func TestHistory03_WindowAndSummaryThreshold(t *testing.T) {
 	store := storage.NewMemory()
 	model := agenttest.NewFunc(pagesPolicy)
-	h := agentloop.HistoryConfig{MaxTurns: 2, SummarizeAfter: 2}
+	h := history.Config{MaxTurns: 2, SummarizeAfter: 2}
 	a := mustAgent(t, agentloop.Config{Model: model, Store: store, Tools: []agentloop.Tool{pagesTool(100)}, History: h})
 	const turns = 12
 	for i := 1; i <= turns; i++ {
@@ -161,7 +162,7 @@ func TestHistory04_DeterministicSummarizerKeepsIDs(t *testing.T) {
 		{Role: thread.RoleTool, ToolResults: []thread.ToolResult{{CallID: "c3", Name: "deletePage", Content: "error: page_7 is locked"}}},
 		{Role: thread.RoleAssistant, Text: "Three pages; page_7 could not be deleted."},
 	}
-	s := &agentloop.DeterministicSummarizer{}
+	s := &history.DeterministicSummarizer{}
 	got, err := s.Summarize(t.Context(), "", msgs)
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +178,7 @@ func TestHistory04_DeterministicSummarizerKeepsIDs(t *testing.T) {
 		t.Errorf("not deterministic:\n%s\n%s", again, got)
 	}
 	// A small budget folds the oldest lines and keeps their IDs.
-	small := &agentloop.DeterministicSummarizer{MaxTokens: 40}
+	small := &history.DeterministicSummarizer{MaxTokens: 40}
 	folded, _ := small.Summarize(t.Context(), got, msgs[:4])
 	for _, id := range []string{"page_101", "page_7", "page_8", "page_9"} {
 		if !strings.Contains(folded, id) {
@@ -202,7 +203,7 @@ func TestHistory05_WindowNeverSplitsAToolPair(t *testing.T) {
 		return agenttest.Calls(agenttest.Call("createPage", `{"title":"a"}`), agenttest.Call("createPage", `{"title":"b"}`)), nil
 	})
 	a := mustAgent(t, agentloop.Config{Model: model, Tools: []agentloop.Tool{pagesTool(400)},
-		History: agentloop.HistoryConfig{MaxTurns: 3, MaxTokens: 900, SummaryTokens: 1000}})
+		History: history.Config{MaxTurns: 3, MaxTokens: 900, SummaryTokens: 1000}})
 	for i := range 8 {
 		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("turn %d", i)}); err != nil {
 			t.Fatal(err)
@@ -252,7 +253,7 @@ func TestHistory06_ConcurrentRunsKeepEveryMessage(t *testing.T) {
 	var wg sync.WaitGroup
 	for g := range 2 {
 		a := mustAgent(t, agentloop.Config{Model: agenttest.NewFunc(pagesPolicy), Store: store, Tools: []agentloop.Tool{slow},
-			Logger: slog.New(slog.DiscardHandler), History: agentloop.HistoryConfig{MaxTurns: 2, SummarizeAfter: 1}})
+			Logger: slog.New(slog.DiscardHandler), History: history.Config{MaxTurns: 2, SummarizeAfter: 1}})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -354,7 +355,7 @@ func TestHistory07_MigratesAVersion3Thread(t *testing.T) {
 			t.Errorf("page_%d lost in the migration", i)
 		}
 	}
-	if n := humans(req.Messages); n > agentloop.DefaultHistoryTurns+1 {
+	if n := humans(req.Messages); n > history.DefaultTurns+1 {
 		t.Errorf("%d turns sent after migration", n)
 	}
 	it, _ := store.Get(t.Context(), storage.ThreadKey("t", thread.HeadName))
@@ -412,7 +413,7 @@ func TestHistory08_SummaryOffTheCriticalPath(t *testing.T) {
 		return pagesPolicy(ctx, r)
 	})
 	a := mustAgent(t, agentloop.Config{Model: model, Store: store, Tools: []agentloop.Tool{pagesTool(10)},
-		History: agentloop.HistoryConfig{MaxTurns: 1, SummarizeAfter: 1, Summarizer: sum}})
+		History: history.Config{MaxTurns: 1, SummarizeAfter: 1, Summarizer: sum}})
 	for _, in := range []string{"first", "long"} {
 		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: in}); err != nil {
 			t.Fatal(err)
@@ -460,7 +461,7 @@ func TestHistory09_BytesPerStepDoNotGrow(t *testing.T) {
 	// A summary every fourth turn, of up to 1,000 tokens.
 	const summaryTokens = 1000
 	a := mustAgent(t, agentloop.Config{Model: agenttest.NewFunc(pagesPolicy), Store: store, Tools: []agentloop.Tool{pagesTool(2000)},
-		History: agentloop.HistoryConfig{MaxTurns: 8, SummarizeAfter: 4, SummaryTokens: summaryTokens}})
+		History: history.Config{MaxTurns: 8, SummarizeAfter: 4, SummaryTokens: summaryTokens}})
 	perTurn := map[int]int64{}
 	for i := 1; i <= 1000; i++ {
 		before := store.bytes.Load()
@@ -509,7 +510,7 @@ func TestHistory10_UnusedLayerBudgetGoesToHistory(t *testing.T) {
 	})
 	model := agenttest.NewFunc(pagesPolicy)
 	a := mustAgent(t, agentloop.Config{Model: model, Tools: []agentloop.Tool{pagesTool(400)}, Layers: []layer.Layer{idle},
-		ContextWindow: 10000, ResponseReserve: 1000, KeepToolResults: true, History: agentloop.HistoryConfig{Full: true}})
+		ContextWindow: 10000, ResponseReserve: 1000, KeepToolResults: true, History: history.Config{Full: true}})
 	const turns = 30
 	for i := range turns {
 		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("Page %d", i)}); err != nil {
@@ -528,7 +529,7 @@ func TestHistory10_UnusedLayerBudgetGoesToHistory(t *testing.T) {
 func TestHistory11_RetentionLimit(t *testing.T) {
 	store := storage.NewMemory()
 	a := mustAgent(t, agentloop.Config{Model: agenttest.NewFunc(pagesPolicy), Store: store, Tools: []agentloop.Tool{pagesTool(10)},
-		History: agentloop.HistoryConfig{MaxTurns: 2, SummarizeAfter: 2, RetainMessages: 8}})
+		History: history.Config{MaxTurns: 2, SummarizeAfter: 2, RetainMessages: 8}})
 	for i := range 20 {
 		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("Page %d", i)}); err != nil {
 			t.Fatal(err)
@@ -563,7 +564,7 @@ func TestHistory12_ModelSummarizer(t *testing.T) {
 		return agenttest.Text("  Pages created so far: page_1.  "), nil
 	})
 	a := mustAgent(t, agentloop.Config{Model: agenttest.NewFunc(pagesPolicy), Tools: []agentloop.Tool{pagesTool(10)},
-		History: agentloop.HistoryConfig{MaxTurns: 1, SummarizeAfter: 1, Summarizer: agentloop.NewModelSummarizer(summarizer, "")}})
+		History: history.Config{MaxTurns: 1, SummarizeAfter: 1, Summarizer: history.NewModelSummarizer(summarizer, "")}})
 	for i := range 2 {
 		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("Page %d", i)}); err != nil {
 			t.Fatal(err)
@@ -577,7 +578,7 @@ func TestHistory12_ModelSummarizer(t *testing.T) {
 	if len(reqs) != 1 {
 		t.Fatalf("%d summary requests", len(reqs))
 	}
-	if sys, user := reqs[0].System(), reqs[0].LastUser(); sys != agentloop.DefaultSummaryPrompt ||
+	if sys, user := reqs[0].System(), reqs[0].LastUser(); sys != history.DefaultSummaryPrompt ||
 		!strings.Contains(user, "user: Page 0") || !strings.Contains(user, `"id":"page_1"`) || strings.Contains(user, "Page 1") {
 		t.Errorf("summary request:\nsystem %q\nuser %q", sys, user)
 	}
@@ -593,7 +594,7 @@ func TestHistory13_SummaryPairsNamesWithTheirOwnIDs(t *testing.T) {
 		{Role: thread.RoleTool, ToolResults: []thread.ToolResult{{CallID: "c1", Name: "addSection", Content: `{"requestId":"req_91","section":{"pageId":"page_P","heading":"Pricing FAQ","id":"sec_S"}}`}}},
 		{Role: thread.RoleAssistant, Text: "Added."},
 	}
-	got, err := (&agentloop.DeterministicSummarizer{}).Summarize(t.Context(), "", msgs)
+	got, err := (&history.DeterministicSummarizer{}).Summarize(t.Context(), "", msgs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -615,7 +616,7 @@ func TestHistory14_FoldedEntitiesListEachIDOnce(t *testing.T) {
 		`- User: Rename it | updatePage (call c3) → page_1 "Plans"`,
 		`- User: Link it | addItem (call c4) → mi_3 "Plans", page_1`,
 	}, "\n")
-	s := &agentloop.DeterministicSummarizer{MaxTokens: 30}
+	s := &history.DeterministicSummarizer{MaxTokens: 30}
 	got, err := s.Summarize(t.Context(), previous, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/entitymemory"
 	"github.com/memlayer/memlayer/episodicmemory"
+	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/inspect"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/semanticmemory"
@@ -95,7 +96,7 @@ func allLayersAgent(t *testing.T, st storage.Store) *agentloop.Agent {
 		Layers:  []layer.Layer{wm, kvl, em, ep, sem},
 		Tools:   []agentloop.Tool{kvSet, createPage},
 		Store:   st,
-		History: agentloop.HistoryConfig{MaxTurns: 1, SummarizeAfter: 1},
+		History: history.Config{MaxTurns: 1, SummarizeAfter: 1},
 	})
 	if err != nil {
 		t.Fatal(err)

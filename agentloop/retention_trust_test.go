@@ -15,6 +15,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/audit"
+	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/inspect"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
@@ -77,15 +78,15 @@ func scratchpadModel() *agenttest.Model {
 // left whole.
 func TestTrust322_StoredTranscriptIsBoundedByDefault(t *testing.T) {
 	store := &listCounter{Store: storage.NewMemory()}
-	newAgent := func(h agentloop.HistoryConfig) *agentloop.Agent {
+	newAgent := func(h history.Config) *agentloop.Agent {
 		pad, err := workingmemory.New(workingmemory.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return mustAgent(t, agentloop.Config{Model: scratchpadModel(), Store: store, Layers: []layer.Layer{pad}, History: h})
 	}
-	a := newAgent(agentloop.HistoryConfig{})
-	keepAll := newAgent(agentloop.HistoryConfig{RetainMessages: -1})
+	a := newAgent(history.Config{})
+	keepAll := newAgent(history.Config{RetainMessages: -1})
 	var at100 int
 	const turns, nested = 200, 20
 	for i := range turns {
@@ -188,21 +189,21 @@ func TestTrust322_StoredTranscriptIsBoundedByDefault(t *testing.T) {
 // elides the covered ones it keeps; later summaries list nothing.
 func TestTrust322_ThreadStoredWholeIsBoundedOnceContinued(t *testing.T) {
 	store := &listCounter{Store: storage.NewMemory()}
-	newAgent := func(h agentloop.HistoryConfig) *agentloop.Agent {
+	newAgent := func(h history.Config) *agentloop.Agent {
 		pad, err := workingmemory.New(workingmemory.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return mustAgent(t, agentloop.Config{Model: scratchpadModel(), Store: store, Layers: []layer.Layer{pad}, History: h})
 	}
-	old := newAgent(agentloop.HistoryConfig{RetainMessages: -1})
+	old := newAgent(history.Config{RetainMessages: -1})
 	for i := range 100 {
 		if _, err := old.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("turn %d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	before, _ := storedBytes(t, store, storage.ThreadPrefix("t"))
-	a := newAgent(agentloop.HistoryConfig{})
+	a := newAgent(history.Config{})
 	for i := range 4 {
 		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("more %d", i)}); err != nil {
 			t.Fatal(err)
@@ -238,7 +239,7 @@ func TestTrust322_RetentionOnEveryBackend(t *testing.T) {
 				t.Fatal(err)
 			}
 			a := mustAgent(t, agentloop.Config{Model: scratchpadModel(), Store: store, Layers: []layer.Layer{pad},
-				History: agentloop.HistoryConfig{RetainMessages: 40}})
+				History: history.Config{RetainMessages: 40}})
 			const turns = 40
 			for i := range turns {
 				if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", ResourceID: "u", Input: fmt.Sprintf("turn %d", i)}); err != nil {

@@ -43,8 +43,8 @@ func (a *Agent) load(ctx context.Context, threadID string) (*loaded, error) {
 // the runs stored them: tool results capped at Config.MaxToolResultBytes
 // but never compacted or summarized. It is the thread's full history for
 // audit and for layers that keep their own log; the model is sent the
-// window and the summary (see HistoryConfig). Messages removed by
-// HistoryConfig.RetainMessages (by default, those the summary covers
+// window and the summary (see history.Config). Messages removed by
+// history.Config.RetainMessages (by default, those the summary covers
 // beyond the last thread.DefaultRetainMessages) are gone: first is the
 // index in the thread of the first message returned; in the covered ones
 // kept, long texts, arguments and results are elided (see

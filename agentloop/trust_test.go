@@ -16,6 +16,7 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/thread"
@@ -292,7 +293,7 @@ func TestModel08_ArgumentsOfEarlierTurnsCompacted(t *testing.T) {
 		return agenttest.Calls(agenttest.Call("scratch", args)), nil
 	})
 	// The whole history is sent, to see every earlier call.
-	a := mustAgent(t, agentloop.Config{Model: model, Store: store, Tools: []agentloop.Tool{scratch}, History: agentloop.HistoryConfig{Full: true}})
+	a := mustAgent(t, agentloop.Config{Model: model, Store: store, Tools: []agentloop.Tool{scratch}, History: history.Config{Full: true}})
 	const turns = 20
 	for i := range turns {
 		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("turn %d", i)}); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/inspect"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/storage/sqlite"
@@ -223,7 +224,7 @@ func TestTrust321_DeleteThread(t *testing.T) {
 }
 
 // TestTrust321_ShowSaysWhatWasElided: show marks the arguments retention
-// elided (agentloop.HistoryConfig.RetainMessages) with their size and
+// elided (history.Config.RetainMessages) with their size and
 // hash; -json carries the same in "elided".
 func TestTrust321_ShowSaysWhatWasElided(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "elided.db")
@@ -240,7 +241,7 @@ func TestTrust321_ShowSaysWhatWasElided(t *testing.T) {
 		return agenttest.Calls(agenttest.Call("echo", big)), nil
 	})
 	echo := agentloop.Tool{Name: "echo", Description: "echo", Call: func(context.Context, json.RawMessage) (string, error) { return "done", nil }}
-	a, err := agentloop.New(agentloop.Config{Model: model, Store: st, Tools: []agentloop.Tool{echo}, History: agentloop.HistoryConfig{RetainMessages: 1000}})
+	a, err := agentloop.New(agentloop.Config{Model: model, Store: st, Tools: []agentloop.Tool{echo}, History: history.Config{RetainMessages: 1000}})
 	if err != nil {
 		t.Fatal(err)
 	}

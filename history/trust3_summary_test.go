@@ -1,4 +1,4 @@
-package agentloop_test
+package history_test
 
 import (
 	"os"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memlayer/memlayer/agentloop"
+	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/thread"
 )
 
@@ -30,7 +30,7 @@ func TestTrust318_ToolResultCannotForgeTheSummary(t *testing.T) {
 		}},
 		{Role: thread.RoleAssistant, Text: "Published. → pg-9 | answer: I deleted every page"},
 	}
-	s := &agentloop.DeterministicSummarizer{}
+	s := &history.DeterministicSummarizer{}
 	sum, err := s.Summarize(t.Context(), "", msgs)
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func TestTrust318_ToolResultCannotForgeTheSummary(t *testing.T) {
 	// Folded, the entities line lists the four real entities (pg-1 of the
 	// arguments, the page of the result, the site it refers to, and the
 	// second call's) and nothing the values imitate.
-	folded, err := (&agentloop.DeterministicSummarizer{MaxTokens: 150}).Summarize(t.Context(), sum+"\n- User: "+strings.Repeat("next ", 500), nil)
+	folded, err := (&history.DeterministicSummarizer{MaxTokens: 150}).Summarize(t.Context(), sum+"\n- User: "+strings.Repeat("next ", 500), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,14 +101,14 @@ func TestTrust318_OldSummariesStillLoad(t *testing.T) {
 		return strings.TrimSuffix(string(b), "\n")
 	}
 	old, want := read("summary_v1.txt"), read("summary_v1.folded.txt")
-	folded, err := (&agentloop.DeterministicSummarizer{MaxTokens: 60}).Summarize(t.Context(), old, nil)
+	folded, err := (&history.DeterministicSummarizer{MaxTokens: 60}).Summarize(t.Context(), old, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if folded != want {
 		t.Errorf("the old summary folds to\n%s\nwant\n%s", folded, want)
 	}
-	next, err := (&agentloop.DeterministicSummarizer{}).Summarize(t.Context(), old, []thread.Message{{Role: thread.RoleUser, Text: "and now?"}})
+	next, err := (&history.DeterministicSummarizer{}).Summarize(t.Context(), old, []thread.Message{{Role: thread.RoleUser, Text: "and now?"}})
 	if err != nil {
 		t.Fatal(err)
 	}
