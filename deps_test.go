@@ -136,6 +136,12 @@ func nonStandard(pkg string, deps []string, std map[string]bool, allowed ...stri
 	return out
 }
 
+// heavy reports whether the import path d is of langchaingo, raymond or
+// a JSON Schema library.
+func heavy(d string) bool {
+	return strings.Contains(d, "langchaingo") || strings.Contains(d, "raymond") || strings.Contains(d, "jsonschema")
+}
+
 func anyUnder(d string, dirs ...string) bool {
 	return slices.ContainsFunc(dirs, func(dir string) bool { return under(d, dir) })
 }
@@ -237,6 +243,26 @@ var importRules = []importRule{
 		}
 		return out
 	}},
+	{"thread imports only the standard library, storage and layer: no langchaingo", []string{"thread"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
+		return nonStandard("thread", pkgs["thread"].deps, std, "storage", "layer")
+	}},
+	{"inspect imports only the standard library, storage, layer, thread and audit: no langchaingo", []string{"inspect"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
+		return nonStandard("inspect", pkgs["inspect"].deps, std, "storage", "layer", "thread", "audit")
+	}},
+	{"history imports no concrete layer, inspect or route: it sits beside them", []string{"history"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
+		return forbid("history", pkgs["history"].deps, func(d string) bool {
+			return anyUnder(d, "workingmemory", "entitymemory", "episodicmemory", "semanticmemory", "inspect", "route", "chainmemory")
+		}, "history sits beside the layer packages, under the loop")
+	}},
+	{"cmd/memlayer depends on neither langchaingo, raymond nor jsonschema", []string{"cmd/memlayer"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
+		var out []string
+		for _, d := range pkgs["cmd/memlayer"].deps {
+			if heavy(d) {
+				out = append(out, fmt.Sprintf("cmd/memlayer imports %s: the operator command links no model client, template or schema library", d))
+			}
+		}
+		return append(out, forbid("cmd/memlayer", pkgs["cmd/memlayer"].deps, func(d string) bool { return under(d, "agentloop") }, "the operator command uses inspect, not the loop")...)
+	}},
 	{"nothing imports examples", nil, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
 		var out []string
 		for path, p := range pkgs {
@@ -309,6 +335,17 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		{"storage/sqlite on storagetest", "storage/sqlite", []string{"storage", "storage/storagetest"}, "storage/sqlite imports storage/storagetest"},
 		{"entitymemory on layertest", "entitymemory", []string{"layer", "layer/layertest"}, "entitymemory imports layer/layertest"},
 		{"redacttest on redact", "redact/redacttest", []string{"redact"}, "redact/redacttest imports redact"},
+		{"thread on layer", "thread", []string{"layer", "storage", "context"}, ""},
+		{"thread on langchaingo", "thread", []string{"storage", "github.com/tmc/langchaingo/llms"}, "langchaingo"},
+		{"inspect on thread and audit", "inspect", []string{"thread", "audit", "storage", "layer"}, ""},
+		{"inspect on agentloop", "inspect", []string{"thread", "agentloop"}, "inspect imports agentloop"},
+		{"inspect on langchaingo", "inspect", []string{"thread", "github.com/tmc/langchaingo/llms"}, "langchaingo"},
+		{"cmd/memlayer on inspect", "cmd/memlayer", []string{"inspect", "thread", "storage/sqlite", "modernc.org/sqlite"}, ""},
+		{"cmd/memlayer on raymond", "cmd/memlayer", []string{"inspect", "github.com/aymerick/raymond"}, "raymond"},
+		{"cmd/memlayer on jsonschema", "cmd/memlayer", []string{"inspect", "github.com/santhosh-tekuri/jsonschema/v6"}, "jsonschema"},
+		{"history on thread and prompt", "history", []string{"thread", "prompt", "layer", "github.com/tmc/langchaingo/llms"}, ""},
+		{"history on entitymemory", "history", []string{"thread", "entitymemory"}, "history imports entitymemory"},
+		{"cmd/memlayer on agentloop", "cmd/memlayer", []string{"inspect", "agentloop"}, "cmd/memlayer imports agentloop"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -22,10 +22,12 @@ import (
 
 	"github.com/memlayer/memlayer/audit"
 	"github.com/memlayer/memlayer/internal/writepath"
+	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/redact"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // Agent runs a ReAct loop over a langchaingo model with memory layers and
@@ -67,12 +69,12 @@ type Agent struct {
 // RunInput is one user message on a thread.
 type RunInput struct {
 	// ThreadID identifies the conversation. Required, at most
-	// [MaxIDLen] bytes. A thread with a checkpoint in the store is
+	// [thread.MaxIDLen] bytes. A thread with a checkpoint in the store is
 	// continued.
 	ThreadID string
 	// ResourceID identifies the thread's owner (a user, a project);
 	// resource-scoped layers share state across its threads. Optional,
-	// at most [MaxIDLen] bytes.
+	// at most [thread.MaxIDLen] bytes.
 	ResourceID string
 	// Input is the user's message. Empty continues the thread without a
 	// new message (after a limit stopped a run, for example): a thread
@@ -101,7 +103,7 @@ type Result struct {
 	// Messages is the thread's history as the run held it, without the
 	// system prompt: the messages the thread's summary did not cover
 	// when the run started (compacted as sent to the model), then the
-	// run's own. With HistoryConfig.Full, or on a thread never
+	// run's own. With history.Config.Full, or on a thread never
 	// summarized, that is the whole thread; [Agent.Transcript] returns
 	// every stored message.
 	Messages []llms.MessageContent
@@ -332,7 +334,7 @@ type run struct {
 	mu sync.Mutex
 	// thread is a top-level run's stored thread; a child run has none
 	// (children are not checkpointed).
-	thread *thread
+	thread *threadState
 
 	alloc    *prompt.Allocation               // budgets, computed on the first step
 	layerCap int                              // the sum of alloc.Layers
@@ -344,15 +346,15 @@ type run struct {
 	// messages the summary does not cover. loadedStored holds the loaded
 	// messages as stored (before compaction), for the summarizer.
 	base         int
-	loadedStored []StoredMessage
+	loadedStored []thread.Message
 	// pos is the step the stack's hook events name, and its context (see
 	// openStack); the top-level run sets it, children report the step they
 	// run in.
 	pos *position
 	// bg is a summary being made in the background; summary is the
-	// run's history-summary layer (nil with HistoryConfig.Full).
+	// run's history-summary layer (nil with history.Config.Full).
 	bg      *background
-	summary *summaryLayer
+	summary *history.Layer
 
 	// evictors are the layers that count their Store's work, by ID (nil
 	// until the first Store with the audit on).
@@ -427,11 +429,11 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 	if in.ResourceID, err = runOwner(ctx, a.cfg.Store, in.ThreadID, in.ResourceID, l); err != nil {
 		return nil, err
 	}
-	th := &thread{key: storage.ThreadKey(in.ThreadID, CheckpointName), layers: map[string][]byte{}}
+	th := &threadState{w: thread.NewWriter(a.cfg.Store, in.ThreadID, nil)}
 	var extra []layer.Layer
-	var sl *summaryLayer
+	var sl *history.Layer
 	if !a.cfg.History.Full {
-		sl = &summaryLayer{tokens: a.cfg.History.SummaryTokens}
+		sl = history.NewLayer(a.cfg.History.SummaryTokens)
 		extra = append(extra, sl)
 	}
 	pos := new(position)
@@ -449,7 +451,7 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 	}
 	defer a.closeStack(ctx, stack)
 	if l != nil && a.cfg.RestoreLayers {
-		a.restoreLayers(ctx, stack, l.ckpt)
+		a.restoreLayers(ctx, stack, l.Checkpoint)
 	}
 
 	r := &run{
@@ -689,7 +691,7 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 	if r.alloc == nil {
 		// The summary stands for older history: its budget is taken from
 		// the history's share, not from the layers'.
-		layers := slices.DeleteFunc(specs(r.stack), func(s layer.Spec) bool { return s.ID == SummaryLayerID })
+		layers := slices.DeleteFunc(specs(r.stack), func(s layer.Spec) bool { return s.ID == history.SummaryLayerID })
 		// The fixed costs of every request: the system prompt without
 		// any layer's text (the instructions, and a template's own text)
 		// and the tool definitions.
@@ -711,8 +713,8 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 			return "", nil, fmt.Errorf("%w: budgets: %w", ErrInvalidConfig, err)
 		}
 		if r.windowed() {
-			sum := min(a.cfg.History.SummaryTokens+summaryOverhead, alloc.History/2)
-			alloc.Layers[SummaryLayerID] = sum
+			sum := min(r.summary.Spec().Budget.Max, alloc.History/2)
+			alloc.Layers[history.SummaryLayerID] = sum
 			alloc.History -= sum
 		}
 		r.alloc = &alloc
@@ -728,7 +730,7 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 			return "", nil, fmt.Errorf("agentloop: step %d: summary: %w", step, err)
 		}
 		text := r.thread.latest().Text
-		r.summary.text.Store(&text)
+		r.summary.Set(text)
 	}
 	// A failed recall is reported by the stack and contributes nothing.
 	recalled, shares := r.assembled(ctx, layer.Query{Text: r.input, Step: step, Counter: a.layerCounter}, msgs)

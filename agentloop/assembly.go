@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/tmc/langchaingo/llms"
@@ -91,31 +92,31 @@ func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageC
 	if r.sources == nil {
 		r.sources = map[string]layer.CandidateSource{}
 		for _, l := range r.stack.Layers() {
-			if src, ok := layer.As[layer.CandidateSource](l); ok && (a.cfg.Assembly.SummaryCandidates || l.Spec().ID != SummaryLayerID) {
+			if src, ok := layer.As[layer.CandidateSource](l); ok && (a.cfg.Assembly.SummaryCandidates || l.Spec().ID != history.SummaryLayerID) {
 				r.sources[l.Spec().ID] = src
 			}
 		}
 	}
-	_, summary := r.sources[SummaryLayerID]
-	noSummary := summary && r.summary.whole() == "" // nothing to offer yet
+	_, summary := r.sources[history.SummaryLayerID]
+	noSummary := summary && r.summary.Whole() == "" // nothing to offer yet
 	if len(r.sources) == 0 || noSummary && len(r.sources) == 1 {
 		recalled, _ := r.stack.Recall(ctx, q, r.alloc.Layers)
 		return recalled, r.alloc.Layers
 	}
 	ids := slices.Sorted(maps.Keys(r.sources))
 	if noSummary {
-		ids = slices.DeleteFunc(ids, func(id string) bool { return id == SummaryLayerID })
+		ids = slices.DeleteFunc(ids, func(id string) bool { return id == history.SummaryLayerID })
 	}
 	r.assembledIDs = ids
 	budgets, shares := maps.Clone(r.alloc.Layers), maps.Clone(r.alloc.Layers)
 	pool := 0
 	for _, id := range ids {
 		share := r.alloc.Layers[id]
-		if id == SummaryLayerID {
+		if id == history.SummaryLayerID {
 			// The summary brings what its block takes, its allocation
 			// at most: the allocation was the history's, and what the
 			// summary does not use goes back to the history.
-			share = min(share, q.Count(r.summary.whole()))
+			share = min(share, q.Count(r.summary.Whole()))
 		}
 		pool += share
 		budgets[id] = -1 // not recalled: assembled
@@ -132,7 +133,7 @@ func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageC
 			a.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: candidates", slog.String("layer", id), slog.Any("error", err))
 			continue
 		}
-		if id == SummaryLayerID {
+		if id == history.SummaryLayerID {
 			// The summary is as recent as the conversation it is part of.
 			for i := range cs {
 				cs[i].Time = sc.Now
@@ -141,24 +142,24 @@ func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageC
 		cands = append(cands, cs...)
 		// Each block's fence, and the line break after each line, take
 		// tokens of the pool too.
-		if id == SummaryLayerID {
+		if id == history.SummaryLayerID {
 			// The summary's parts, counted one by one, may add up to
 			// more or less than the block they make: the pool takes
 			// the difference, so the whole summary takes what its
 			// block does.
-			pool -= r.summary.frame(q, cs)
+			pool -= r.summary.Frame(q, cs)
 		} else {
 			pool -= q.Count(layer.Fence(layer.FenceTag(id), ""))
 		}
 	}
 	shown := r.sentCalls(msgs)
-	fresh := slices.DeleteFunc(slices.Clone(cands), func(c layer.Candidate) bool { return c.Layer != SummaryLayerID && shown[c.Key] })
+	fresh := slices.DeleteFunc(slices.Clone(cands), func(c layer.Candidate) bool { return c.Layer != history.SummaryLayerID && shown[c.Key] })
 	sel := prompt.Assemble(fresh, max(pool, 0), sc)
 	lines := map[string][]string{}
 	won := map[string]bool{} // the summary's parts that won
 	for _, s := range sel {
 		lines[s.Layer] = append(lines[s.Layer], s.Text)
-		if s.Layer == SummaryLayerID {
+		if s.Layer == history.SummaryLayerID {
 			won[s.Key] = true
 		}
 	}
@@ -174,8 +175,8 @@ func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageC
 			continue
 		}
 		text := layer.Fence(layer.FenceTag(id), strings.Join(lines[id], "\n"))
-		if id == SummaryLayerID {
-			text = r.summary.block(won) // in its own order, with its header
+		if id == history.SummaryLayerID {
+			text = r.summary.Block(won) // in its own order, with its header
 		}
 		tokens[id] = q.Count(text)
 		byID[id] = layer.Recalled{ID: id, Items: []layer.Item{{Text: text, Tokens: tokens[id]}}}

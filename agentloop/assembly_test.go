@@ -15,6 +15,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/audit"
 	"github.com/memlayer/memlayer/episodicmemory"
+	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/semanticmemory"
@@ -243,7 +244,7 @@ func TestMemory93_AssemblySkipsEpisodesTheWindowShows(t *testing.T) {
 		}
 		return whole, compacted
 	}
-	window := agentloop.HistoryConfig{MaxTurns: 4} // no summary yet
+	window := history.Config{MaxTurns: 4} // no summary yet
 	// Assembly leaves out the episodes of calls whose whole result the
 	// window carries; the layer's own Recall does not.
 	if whole, _ := count(t, agentloop.Config{History: window, KeepToolResults: true}, 4); whole != 0 {
@@ -259,7 +260,7 @@ func TestMemory93_AssemblySkipsEpisodesTheWindowShows(t *testing.T) {
 	// A full history over its own share of the window is projected
 	// newest first: the calls beyond that share are not surely sent, so
 	// their episodes are packed (the step happens to send some of them).
-	if whole, _ := count(t, agentloop.Config{History: agentloop.HistoryConfig{Full: true}, KeepToolResults: true, ContextWindow: 16000}, 8); whole == 0 {
+	if whole, _ := count(t, agentloop.Config{History: history.Config{Full: true}, KeepToolResults: true, ContextWindow: 16000}, 8); whole == 0 {
 		t.Error("full history over its share: every call in the history was taken as surely sent")
 	}
 }
@@ -312,7 +313,7 @@ func TestMemory97_SummaryCompetesInThePool(t *testing.T) {
 		model := agenttest.NewFunc(pagesPolicy)
 		a := mustAgent(t, agentloop.Config{Model: model, Store: storage.NewMemory(), Tools: []agentloop.Tool{pagesTool(10)},
 			Layers:   []layer.Layer{rival},
-			History:  agentloop.HistoryConfig{MaxTurns: 1, SummarizeAfter: 1, SummaryTokens: 120},
+			History:  history.Config{MaxTurns: 1, SummarizeAfter: 1, SummaryTokens: 120},
 			Assembly: agentloop.AssemblyConfig{Disabled: disabled, SummaryCandidates: candidates, Scoring: prompt.Scoring{Now: now}}})
 		for _, title := range titles {
 			if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: title}); err != nil {
@@ -373,7 +374,7 @@ func TestMemory97_SummaryCompetesInThePool(t *testing.T) {
 		}
 		var ev *audit.Event
 		for i, e := range res.Audit.Events {
-			if e.Op == audit.OpRecall && e.Layer == agentloop.SummaryLayerID && e.Step == 0 {
+			if e.Op == audit.OpRecall && e.Layer == history.SummaryLayerID && e.Step == 0 {
 				ev = &res.Audit.Events[i]
 				break
 			}
@@ -391,7 +392,7 @@ func TestMemory97_SummaryCompetesInThePool(t *testing.T) {
 		}
 		assembled := false
 		for _, b := range res.Budgets {
-			if b.Layer == agentloop.SummaryLayerID {
+			if b.Layer == history.SummaryLayerID {
 				assembled = b.Assembled
 			}
 		}
@@ -421,7 +422,7 @@ func TestMemory97_SummaryCompetesInThePool(t *testing.T) {
 			t.Errorf("shown:\n%s\nstored:\n%s", shown, stored)
 		}
 		for _, b := range res.Budgets {
-			if b.Layer == agentloop.SummaryLayerID && b.Assembled || b.Layer == "rival" && !b.Assembled {
+			if b.Layer == history.SummaryLayerID && b.Assembled || b.Layer == "rival" && !b.Assembled {
 				t.Errorf("budget %+v: the summary is pinned, the rival assembled", b)
 			}
 		}

@@ -8,10 +8,10 @@ import (
 
 	"github.com/memlayer/memlayer/audit"
 	"github.com/memlayer/memlayer/internal/writepath"
+	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/redact"
-	"github.com/memlayer/memlayer/storage"
 )
 
 // AuditConfig says what of a thread's memory operations is kept. By
@@ -84,7 +84,7 @@ func (r *run) commitAudit(ctx context.Context) {
 	// A thread without a head this run read or wrote (a run that saved no
 	// step, a spawn from code) records its owner first, so that an erase
 	// of the resource finds the audit.
-	if r.thread == nil || r.thread.version == storage.NoVersion {
+	if r.thread == nil || !r.thread.w.HasHead() {
 		err = claimOwner(sctx, a.cfg.Store, r.threadID, r.resourceID)
 	}
 	if err == nil {
@@ -136,7 +136,7 @@ func (r *run) auditAssembly(step int, ids []string, cands []layer.Candidate, sel
 			continue
 		}
 		e := audit.Event{Op: audit.OpRecall, Step: step, Depth: r.depth, Layer: id, Tokens: tokens[id], Candidates: by[id]}
-		if id == SummaryLayerID {
+		if id == history.SummaryLayerID {
 			// The summary offers every entity and line it holds, every
 			// step, and usually all of them are packed: its event
 			// counts them and lists only those left out.

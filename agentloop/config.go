@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/redact"
@@ -150,8 +151,8 @@ type Config struct {
 	// History says what of the thread's history the model is sent: by
 	// default a window of recent turns and a rolling summary of the older
 	// ones, shown by the built-in history-summary layer (see
-	// [HistoryConfig]).
-	History HistoryConfig
+	// [history.Config]).
+	History history.Config
 	// RestoreLayers makes a resumed thread restore the layers' state from
 	// its checkpoint, for layers of thread or execution scope, after
 	// Init. Layers that persist their own state (the usual case) load it
@@ -250,7 +251,7 @@ func (c Config) withDefaults() Config {
 	if c.Counter == nil {
 		c.Counter = prompt.Estimate
 	}
-	c.History = c.History.withDefaults(c.Counter)
+	c.History = c.History.WithDefaults(c.Counter)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

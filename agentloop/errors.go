@@ -6,6 +6,7 @@ import (
 	"regexp"
 
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // Errors returned by this package. Check them with [errors.Is]: they are
@@ -44,8 +45,9 @@ var (
 	// ErrCheckpoint means a thread checkpoint cannot be read or written.
 	// A failed write is a [*CheckpointError], which says how much of the
 	// run the stored thread holds. A write that lost a race with another
-	// run of the same thread also matches storage.ErrConflict.
-	ErrCheckpoint = errors.New("agentloop: checkpoint")
+	// run of the same thread also matches storage.ErrConflict. It is
+	// thread.ErrCheckpoint.
+	ErrCheckpoint = thread.ErrCheckpoint
 	// ErrCheckpointGone means the thread's stored checkpoint disappeared
 	// during the run (the store was restarted empty, the key expired or
 	// was deleted): the run's write found no checkpoint where it had read

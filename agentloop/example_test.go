@@ -12,6 +12,7 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 )
@@ -291,7 +292,7 @@ func (c *countLayer) Functions() []layer.Function {
 // A window of one turn: once a turn has left it, the deterministic
 // summary (no model needed) carries its request, tool call and IDs in
 // the history-summary block of the system prompt.
-func ExampleHistoryConfig() {
+func Example_history() {
 	create := agentloop.Tool{Name: "createPage", Call: func(_ context.Context, args json.RawMessage) (string, error) {
 		return `{"page":{"id":"page_7","title":"About"}}`, nil
 	}}
@@ -302,7 +303,7 @@ func ExampleHistoryConfig() {
 		return agenttest.Calls(agenttest.Call("createPage", `{"title":"About"}`)), nil
 	})
 	agent, err := agentloop.New(agentloop.Config{Model: model, Tools: []agentloop.Tool{create},
-		History: agentloop.HistoryConfig{MaxTurns: 1, SummarizeAfter: 1}})
+		History: history.Config{MaxTurns: 1, SummarizeAfter: 1}})
 	if err != nil {
 		panic(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // fakeCMS is an in-memory CMS behind three tools.
@@ -127,7 +128,7 @@ func toolContents(msgs []llms.MessageContent) []string {
 
 // storedResults returns the content of every tool result of a stored
 // history, in order.
-func storedResults(msgs []agentloop.StoredMessage) []string {
+func storedResults(msgs []thread.Message) []string {
 	var out []string
 	for _, m := range msgs {
 		for _, r := range m.ToolResults {

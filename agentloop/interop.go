@@ -81,7 +81,7 @@ type MemoryConfig struct {
 	ThreadID string
 	// ResourceID is the resource (the user) ThreadID belongs to: give the
 	// stack's layer.Env.ResourceID. Before the audit's first commit it is
-	// recorded as the thread's owner (see [OwnerName]), so that
+	// recorded as the thread's owner (see [thread.OwnerName]), so that
 	// [Inspector.EraseResource] and [Inspector.Threads] find the user's
 	// text in the audit; a thread that belongs to another resource is not
 	// written to ([ErrOtherOwner]). Empty records no owner: the thread is

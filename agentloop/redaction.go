@@ -4,10 +4,11 @@ import (
 	"slices"
 
 	"github.com/memlayer/memlayer/internal/writepath"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // maskMessage masks a stored message, keeping its tool-call IDs.
-func maskMessage(rd *writepath.Redactor, m StoredMessage, n *writepath.Counts) StoredMessage {
+func maskMessage(rd *writepath.Redactor, m thread.Message, n *writepath.Counts) thread.Message {
 	if rd == nil {
 		return m
 	}
