@@ -21,8 +21,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/memlayer/memlayer/audit"
-	"github.com/memlayer/memlayer/internal/writepath"
 	"github.com/memlayer/memlayer/history"
+	"github.com/memlayer/memlayer/internal/writepath"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/redact"

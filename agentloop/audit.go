@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/memlayer/memlayer/audit"
-	"github.com/memlayer/memlayer/internal/writepath"
 	"github.com/memlayer/memlayer/history"
+	"github.com/memlayer/memlayer/internal/writepath"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/redact"
