@@ -22,6 +22,7 @@ import (
 
 	"github.com/memlayer/memlayer/audit"
 	"github.com/memlayer/memlayer/history"
+	"github.com/memlayer/memlayer/internal/toolargs"
 	"github.com/memlayer/memlayer/internal/writepath"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
@@ -42,7 +43,7 @@ type Agent struct {
 	toolDefs    []llms.Tool // the agent's own tools, in Config order
 	spawnDef    llms.Tool
 	spawnLayers spawnLayers // Config.SpawnLayers, by ID, and the tool's schema
-	schemas     *schemaCache
+	schemas     *toolargs.Cache
 	tel         *telemetry
 	redact      *writepath.Redactor // nil: redaction disabled
 	// layerStore is Config.Store as the layers get it: counting their
@@ -150,7 +151,7 @@ func New(cfg Config) (*Agent, error) {
 	cfg.Layers = slices.Clone(cfg.Layers)
 	cfg.CallOptions = slices.Clone(cfg.CallOptions)
 	cfg.Vars = maps.Clone(cfg.Vars)
-	a := &Agent{cfg: cfg, tools: make(map[string]*Tool, len(cfg.Tools)), schemas: &schemaCache{}, layerCounter: layerCounter}
+	a := &Agent{cfg: cfg, tools: make(map[string]*Tool, len(cfg.Tools)), schemas: &toolargs.Cache{}, layerCounter: layerCounter}
 	tel, err := newTelemetry(cfg.TracerProvider, cfg.MeterProvider)
 	if err != nil {
 		return nil, fmt.Errorf("%w: telemetry: %w", ErrInvalidConfig, err)
@@ -179,9 +180,9 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("%w: %s is the spawn tool's name; set DisableSpawnTool to use it", ErrInvalidTool, t.Name)
 		}
 		if len(t.Parameters) == 0 {
-			t.Parameters = anyObject
+			t.Parameters = toolargs.AnyObject
 		}
-		if _, err := a.schemas.compile(t.Parameters); err != nil {
+		if _, err := a.schemas.Compile(t.Parameters); err != nil {
 			return nil, fmt.Errorf("%w: %s: parameters: %w", ErrInvalidTool, t.Name, err)
 		}
 		a.tools[t.Name] = &t
@@ -258,7 +259,7 @@ func (a *Agent) checkLayers() error {
 				return fmt.Errorf("%w: layer %s's tool %s has the name of an agent tool or the spawn tool", ErrInvalidTool, id, name)
 			}
 			if len(fn.Parameters) > 0 {
-				if _, err := a.schemas.compile(fn.Parameters); err != nil {
+				if _, err := a.schemas.Compile(fn.Parameters); err != nil {
 					return fmt.Errorf("%w: layer tool %s: parameters: %w", ErrInvalidTool, name, err)
 				}
 			}
@@ -516,7 +517,7 @@ func (a *Agent) openStack(ctx context.Context, pos *position, threadID, resource
 			a.emit(context.Background(), Event{Kind: EventLayerHook, ThreadID: threadID, Step: int(pos.step.Load()), Layer: e.Layer, Hook: e.Hook, Duration: e.Duration, Err: e.Err})
 			a.tel.hook(pos.context(), e)
 		},
-		ValidateArgs: a.schemas.validate,
+		ValidateArgs: a.schemas.Validate,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -1260,7 +1261,7 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 		out, err := r.callTool(tctx, c.name, c.args, &insideNS)
 		res := layer.ToolResult{ToolCall: layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args}, Content: out}
 		if err != nil {
-			res.Content = toolErrorText(err)
+			res.Content = toolargs.ErrorText(err)
 			res.IsError = true
 		}
 		if c.badArgs {
@@ -1294,7 +1295,7 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 			if p := recover(); p != nil {
 				c := calls[i]
 				err := a.recovered(ctx, "tool "+c.name, p)
-				results[i] = layer.ToolResult{ToolCall: layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args}, IsError: true, Content: toolErrorText(err)}
+				results[i] = layer.ToolResult{ToolCall: layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args}, IsError: true, Content: toolargs.ErrorText(err)}
 			}
 		}()
 		one(i)
@@ -1406,20 +1407,7 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 // toolArgs returns the arguments of a call of tool name, normalised by
 // checkArgs and checked against the tool's schema.
 func (a *Agent) toolArgs(name string, schema json.RawMessage, args string) (json.RawMessage, error) {
-	return toolArgs(a.schemas, name, schema, args)
-}
-
-// toolArgs checks a call's arguments: a JSON object (empty is {}) that
-// schema, compiled through cache, accepts.
-func toolArgs(cache *schemaCache, name string, schema json.RawMessage, args string) (json.RawMessage, error) {
-	raw, err := checkArgs(args)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if err := cache.validate(schema, raw); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", layer.ErrInvalidArguments, name, err)
-	}
-	return raw, nil
+	return toolargs.Check(a.schemas, name, schema, args)
 }
 
 // textOnly wraps a streaming func so that it receives only text, and its

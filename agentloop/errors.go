@@ -3,7 +3,6 @@ package agentloop
 import (
 	"errors"
 	"fmt"
-	"regexp"
 
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/thread"
@@ -150,16 +149,3 @@ func (e *CheckpointError) Error() string {
 
 // Unwrap returns ErrCheckpoint and the cause.
 func (e *CheckpointError) Unwrap() []error { return []error{ErrCheckpoint, e.Err} }
-
-// packagePrefix matches the package prefixes memlayer's errors carry
-// ("layer: ", "agentloop: ", "workingmemory: ", and a layer hook's
-// "layer <id>: tool: "), at the start of a message or of a wrapped part.
-var packagePrefix = regexp.MustCompile(`(^|: |\n)(?:(?:layer|agentloop|workingmemory|kv|entitymemory|episodicmemory|semanticmemory|storage|prompt|memlayer): |layer [a-z][a-z0-9-]*: (?:tool|store|data): )+`)
-
-// toolErrorText is the tool result the model reads for a failed call:
-// "error: " and the error's text without memlayer's package prefixes,
-// which say where in the library an error arose and mean nothing to a
-// model. The Go error keeps them (and errors.Is still matches).
-func toolErrorText(err error) string {
-	return "error: " + packagePrefix.ReplaceAllString(err.Error(), "$1")
-}

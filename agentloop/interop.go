@@ -18,6 +18,7 @@ import (
 	"github.com/tmc/langchaingo/tools"
 
 	"github.com/memlayer/memlayer/audit"
+	"github.com/memlayer/memlayer/internal/toolargs"
 	"github.com/memlayer/memlayer/internal/writepath"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
@@ -461,7 +462,7 @@ func (t memoryTool) Call(ctx context.Context, input string) (string, error) {
 		if ctx.Err() != nil {
 			return "", err
 		}
-		return toolErrorText(err), nil
+		return toolargs.ErrorText(err), nil
 	}
 	return out, nil
 }
@@ -478,7 +479,7 @@ func (m *Memory) callTool(ctx context.Context, t memoryTool, args string) (strin
 	}
 	step := int(m.step.Load())
 	if t.o.Fn.Effect == layer.EffectWrite {
-		raw, err := toolArgs(&argsSchemas, t.name, t.o.Fn.Parameters, args)
+		raw, err := toolargs.Check(toolargs.Shared(), t.name, t.o.Fn.Parameters, args)
 		if err != nil {
 			return "", err
 		}
@@ -590,7 +591,7 @@ func LLMTools(stack *layer.Stack) []llms.Tool {
 func layerToolDef(t layer.Function) llms.Tool {
 	params := t.Parameters
 	if len(params) == 0 {
-		params = anyObject
+		params = toolargs.AnyObject
 	}
 	return llmTool(t.Name, t.Description, params)
 }
@@ -614,7 +615,7 @@ func (l layerTool) Call(ctx context.Context, input string) (string, error) {
 		if ctx.Err() != nil {
 			return "", err
 		}
-		return toolErrorText(err), nil
+		return toolargs.ErrorText(err), nil
 	}
 	return out, nil
 }
