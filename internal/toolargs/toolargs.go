@@ -183,7 +183,6 @@ func Object(args string) (json.RawMessage, error) {
 	return raw, nil
 }
 
-
 // shared backs [Validate], and agentloop.ValidateArgs.
 var shared Cache
 
