@@ -230,6 +230,12 @@ var importRules = []importRule{
 		}
 		return out
 	}},
+	{"chainmemory imports neither agentloop nor a concrete layer", []string{"chainmemory"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
+		// The langchaingo memory uses the write path, never the loop.
+		return forbid("chainmemory", pkgs["chainmemory"].deps, func(d string) bool {
+			return anyUnder(d, "agentloop", "workingmemory", "entitymemory", "episodicmemory", "semanticmemory")
+		}, "chainmemory shares only the write path (internal/writepath) with agentloop")
+	}},
 	{"route imports only the standard library, layer and storage", []string{"route"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
 		return nonStandard("route", pkgs["route"].deps, std, "layer", "storage")
 	}},
@@ -328,6 +334,8 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		{"agentloop on semanticmemory", "agentloop", []string{"layer", "semanticmemory"}, "agentloop imports semanticmemory"},
 		{"agentloop on workingmemory/kv", "agentloop", []string{"layer", "workingmemory/kv"}, "agentloop imports workingmemory/kv"},
 		{"agentloop on anthropic", "agentloop", []string{"layer", "github.com/tmc/langchaingo/llms", "github.com/tmc/langchaingo/llms/anthropic"}, "llms/anthropic"},
+		{"chainmemory on agentloop", "chainmemory", []string{"layer", "agentloop"}, "chainmemory imports agentloop"},
+		{"chainmemory on the write path", "chainmemory", []string{"layer", "route", "internal/writepath"}, ""},
 		{"route on layer", "route", []string{"layer", "storage", "context"}, ""},
 		{"route on agentloop", "route", []string{"layer", "agentloop"}, "route imports agentloop"},
 		{"examples on agentloop", "examples/cms", []string{"agentloop", "workingmemory"}, ""},

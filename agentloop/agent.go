@@ -562,7 +562,7 @@ func (r *run) prepareTools() error {
 		if _, clash := a.tools[t.Name]; clash || (t.Name == SpawnToolName && r.canSpawn()) {
 			return fmt.Errorf("%w: layer tool %s has the name of an agent tool", ErrInvalidTool, t.Name)
 		}
-		r.defs = append(r.defs, layerToolDef(t))
+		r.defs = append(r.defs, toolargs.Definition(t))
 	}
 	r.toolTokens = prompt.CountTools(a.cfg.Counter, r.defs)
 	r.offered = writepath.OfferedTools(r.stack, a.redact)

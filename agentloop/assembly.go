@@ -9,10 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tmc/langchaingo/llms"
+
 	"github.com/memlayer/memlayer/history"
+	"github.com/memlayer/memlayer/internal/writepath"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // AssemblyConfig configures scored context assembly, which is on unless
@@ -232,27 +234,13 @@ func (r *run) candidates(ctx context.Context, id string, q layer.Query) (cs []la
 	return cs, err
 }
 
-// itemTokens returns the tokens of a layer's items: those each reports,
-// counted with c for an item that reports none.
-func itemTokens(items []layer.Item, c prompt.Counter) int {
-	n := 0
-	for _, it := range items {
-		if it.Tokens > 0 {
-			n += it.Tokens
-		} else {
-			n += c.Count(it.Text)
-		}
-	}
-	return n
-}
-
 // budgetStatus returns each layer's share of the step's prompt and what
 // its block took, in slot order: the layers the allocation gave tokens,
 // whether or not they recalled anything.
 func (r *run) budgetStatus(recalled []layer.Recalled, shares map[string]int) []LayerBudget {
 	used := make(map[string]int, len(recalled))
 	for _, rc := range recalled {
-		used[rc.ID] += itemTokens(rc.Items, r.a.cfg.Counter)
+		used[rc.ID] += writepath.RecallTokens(rc.Items, r.a.cfg.Counter)
 	}
 	out := make([]LayerBudget, 0, len(shares))
 	for _, spec := range specs(r.stack) {

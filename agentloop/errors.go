@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/memlayer/memlayer/internal/writepath"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/thread"
 )
@@ -66,7 +67,7 @@ var (
 	// panic is recovered and becomes the error of that call: a model
 	// call's ends the run, a tool's or a child's reaches the model as the
 	// tool result.
-	ErrPanic = errors.New("agentloop: panic")
+	ErrPanic = writepath.ErrPanic
 	// ErrTruncated means the final answer was cut off by the model's
 	// output limit (stop reason "length", "max_tokens", ...). Run returns
 	// it with the result, whose Output holds the partial answer.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/chainmemory"
 	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
@@ -157,10 +158,10 @@ func ExampleNewMemory() {
 	_ = st.Init(context.Background())
 	defer st.Close(context.Background())
 
-	mem := agentloop.NewMemory(st, agentloop.MemoryConfig{})
+	mem := chainmemory.New(st, chainmemory.Config{})
 	vars, _ := mem.LoadMemoryVariables(context.Background(), map[string]any{"input": "hi"})
 	fmt.Println(vars["history"])
-	fmt.Println(len(agentloop.ExportTools(st)), "tools")
+	fmt.Println(len(chainmemory.ExportTools(st)), "tools")
 	// Output:
 	// <profile>Prefers short answers.</profile>
 	// 0 tools
@@ -257,7 +258,7 @@ func ExampleExportTools() {
 	st, _ := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{l}, Env: layer.Env{ThreadID: "t"}, ValidateArgs: agentloop.ValidateArgs})
 	_ = st.Init(context.Background())
 	defer st.Close(context.Background())
-	for _, tool := range agentloop.ExportTools(st) {
+	for _, tool := range chainmemory.ExportTools(st) {
 		out, _ := tool.Call(context.Background(), `{"by":2}`)
 		bad, _ := tool.Call(context.Background(), `{"by":"two"}`)
 		fmt.Println(tool.Name(), out, strings.HasPrefix(bad, "error:"))

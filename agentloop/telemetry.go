@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/memlayer/memlayer/internal/writepath"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/storage"
@@ -221,7 +222,7 @@ func (t *telemetry) recalled(ctx context.Context, rs []layer.Recalled, c prompt.
 		return
 	}
 	for _, r := range rs {
-		t.layerTokens.Record(ctx, int64(itemTokens(r.Items, c)), t.attrs(attrLayer, r.ID, "", "").rec...)
+		t.layerTokens.Record(ctx, int64(writepath.RecallTokens(r.Items, c)), t.attrs(attrLayer, r.ID, "", "").rec...)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/audit"
+	"github.com/memlayer/memlayer/chainmemory"
 	"github.com/memlayer/memlayer/episodicmemory"
 	"github.com/memlayer/memlayer/inspect"
 	"github.com/memlayer/memlayer/layer"
@@ -352,7 +353,7 @@ func TestTrust303_OwnerKept(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := newInitStackOn(t, layer.Env{ThreadID: "chain-1", ResourceID: "u9", Store: st}, sem)
-			mem := agentloop.NewMemory(s, agentloop.MemoryConfig{Audit: audit.New(audit.Config{Store: st}), ThreadID: "chain-1", ResourceID: "u9"})
+			mem := chainmemory.New(s, chainmemory.Config{Audit: audit.New(audit.Config{Store: st}), ThreadID: "chain-1", ResourceID: "u9"})
 			in1 := map[string]any{"input": "remember CHAINTEXT"}
 			if _, err := mem.LoadMemoryVariables(ctx, in1); err != nil {
 				t.Fatal(err)
@@ -378,7 +379,7 @@ func TestTrust303_OwnerKept(t *testing.T) {
 				t.Errorf("u9's threads with the chain's: %+v, %v", ts, err)
 			}
 			// A Memory of another user on that thread writes no audit.
-			other := agentloop.NewMemory(s, agentloop.MemoryConfig{Audit: audit.New(audit.Config{Store: st}), ThreadID: "chain-1", ResourceID: "intruder"})
+			other := chainmemory.New(s, chainmemory.Config{Audit: audit.New(audit.Config{Store: st}), ThreadID: "chain-1", ResourceID: "intruder"})
 			if err := other.SaveContext(ctx, map[string]any{"input": "x"}, map[string]any{"output": "y"}); !errors.Is(err, thread.ErrOtherOwner) {
 				t.Errorf("another user's Memory on the thread: %v, want ErrOtherOwner", err)
 			}

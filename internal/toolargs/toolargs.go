@@ -13,6 +13,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"github.com/tmc/langchaingo/llms"
 
 	"github.com/memlayer/memlayer/internal/safeschema"
 	"github.com/memlayer/memlayer/layer"
@@ -217,4 +218,15 @@ var packagePrefix = regexp.MustCompile(`(^|: |\n)(?:(?:layer|agentloop|workingme
 // model. The Go error keeps them (and errors.Is still matches).
 func ErrorText(err error) string {
 	return "error: " + packagePrefix.ReplaceAllString(err.Error(), "$1")
+}
+
+// Definition is the definition of a layer function offered to a model:
+// its wire name, description and parameter schema (AnyObject for a
+// function without one).
+func Definition(t layer.Function) llms.Tool {
+	params := t.Parameters
+	if len(params) == 0 {
+		params = AnyObject
+	}
+	return llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: t.Name, Description: t.Description, Parameters: params}}
 }

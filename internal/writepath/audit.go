@@ -7,6 +7,7 @@ import (
 
 	"github.com/memlayer/memlayer/audit"
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/redact"
 )
 
@@ -107,4 +108,18 @@ func RecordRedactions(au *Auditor, step, depth int, before, now map[redact.Kind]
 			au.Add(audit.Event{Op: audit.OpRedact, Step: step, Depth: depth, Kind: string(k), Count: n})
 		}
 	}
+}
+
+// RecallTokens returns the tokens of a layer's recalled items: those
+// each reports, counted with c for an item that reports none.
+func RecallTokens(items []layer.Item, c prompt.Counter) int {
+	n := 0
+	for _, it := range items {
+		if it.Tokens > 0 {
+			n += it.Tokens
+		} else {
+			n += c.Count(it.Text)
+		}
+	}
+	return n
 }

@@ -1,4 +1,4 @@
-package agentloop
+package chainmemory
 
 import (
 	"cmp"
@@ -24,10 +24,11 @@ import (
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/redact"
 	"github.com/memlayer/memlayer/route"
+	"github.com/memlayer/memlayer/thread"
 )
 
-// MemoryConfig configures a [Memory]. The zero value is valid.
-type MemoryConfig struct {
+// Config configures a [Memory]. The zero value is valid.
+type Config struct {
 	// MemoryKey is the variable the layers' text and the transcript are
 	// loaded into. Zero is "history", the key langchaingo's conversation
 	// prompts use.
@@ -53,19 +54,19 @@ type MemoryConfig struct {
 	// elsewhere: the memory then holds the layers' blocks only.
 	NoTranscript bool
 	// Redaction masks personal data and secrets in the turn the layers'
-	// Store gets, as an Agent does (see [redact.Policy]): on by
+	// Store gets, as an agentloop.Agent does (see [redact.Policy]): on by
 	// default, except for the calls of a layer whose tools are not
 	// masked (the scratchpad's legacy call, applied from the turn). The
 	// transcript is the chain's own and is saved as it was said;
-	// [Memory.Tools] masks the arguments of the layers' tools as an Agent
+	// [Memory.Tools] masks the arguments of the layers' tools as an agentloop.Agent
 	// does; [ExportTools] and [LLMTools] pass them as they are.
 	Redaction redact.Policy
 	// Router routes the writes the layers' Proposers propose (see
 	// layer.Proposer), which the Memory takes after each SaveContext's
-	// Store and keeps as an Agent does. Nil is route.Default.
+	// Store and keeps as an agentloop.Agent does. Nil is route.Default.
 	Router route.Router
 	// Audit, when set, commits each turn's memory operations as a turn of
-	// ThreadID's audit (see package audit and [AuditConfig]): each
+	// ThreadID's audit (see package audit): each
 	// layer's recall by the LoadMemoryVariables calls since the last
 	// SaveContext (the tokens its block took), and, at SaveContext, the
 	// calls of the layers' tools (those of [Memory.Tools] as they run,
@@ -83,10 +84,10 @@ type MemoryConfig struct {
 	// ResourceID is the resource (the user) ThreadID belongs to: give the
 	// stack's layer.Env.ResourceID. Before the audit's first commit it is
 	// recorded as the thread's owner (see [thread.OwnerName]), so that
-	// [Inspector.EraseResource] and [Inspector.Threads] find the user's
+	// inspect.Inspector's EraseResource and Threads find the user's
 	// text in the audit; a thread that belongs to another resource is not
-	// written to ([ErrOtherOwner]). Empty records no owner: the thread is
-	// found by its ID only ([Inspector.DeleteThread]).
+	// written to (thread.ErrOtherOwner). Empty records no owner: the thread is
+	// found by its ID only (inspect.Inspector's DeleteThread).
 	ResourceID string
 	// Logger logs what SaveContext cannot return: a proposed write that
 	// was not kept, a panic recovered in a Router or a Proposer. Nil is
@@ -101,10 +102,10 @@ type MemoryConfig struct {
 //
 // LoadMemoryVariables recalls every layer for the input and returns the
 // layers' blocks, in slot order, then the transcript (see
-// MemoryConfig.Transcript), under MemoryKey. SaveContext hands the input
+// Config.Transcript), under MemoryKey. SaveContext hands the input
 // and the answer to the layers' Store as one turn, keeps what the
 // layers' Proposers propose (see layer.Proposer), saves the input and the
-// answer to the transcript and, with MemoryConfig.Audit, commits the
+// answer to the transcript and, with Config.Audit, commits the
 // turn's memory operations to the thread's audit. Clear empties every layer that can be cleared, and the
 // transcript. The stack's lifecycle (Init, Close) stays with the caller.
 // Memory is safe for concurrent use as far as the stack and the
@@ -136,7 +137,7 @@ type MemoryConfig struct {
 // agents.WithPromptPrefix("Memory:\n{{.history}}\n\n" + your prefix).
 type Memory struct {
 	stack      *layer.Stack
-	cfg        MemoryConfig
+	cfg        Config
 	compiler   *prompt.Compiler
 	step       atomic.Int64
 	transcript schema.Memory
@@ -146,7 +147,7 @@ type Memory struct {
 	buffer *memory.ConversationBuffer
 
 	// mu guards what follows: the turn's audit so far (its recalls, the
-	// calls of the tools of Tools; nil without MemoryConfig.Audit) and
+	// calls of the tools of Tools; nil without Config.Audit) and
 	// what it masked so far, whether Tools was called, and the layers
 	// watched, found on the first SaveContext.
 	mu        sync.Mutex
@@ -181,9 +182,9 @@ func (m *Memory) current() (*writepath.Auditor, *writepath.Counts) {
 // with agents.WithReturnIntermediateSteps returns its steps.
 const intermediateSteps = "intermediateSteps"
 
-// NewMemory returns a schema.Memory over stack, which must be initialised
+// New returns a schema.Memory over stack, which must be initialised
 // before the chain runs.
-func NewMemory(stack *layer.Stack, cfg MemoryConfig) *Memory {
+func New(stack *layer.Stack, cfg Config) *Memory {
 	if cfg.MemoryKey == "" {
 		cfg.MemoryKey = "history"
 	}
@@ -243,14 +244,14 @@ func (m *Memory) LoadMemoryVariables(ctx context.Context, inputs map[string]any)
 	}
 	if au, _ := m.current(); au != nil {
 		for _, rc := range recalled {
-			if n := itemTokens(rc.Items, m.cfg.Counter); n > 0 {
+			if n := writepath.RecallTokens(rc.Items, m.cfg.Counter); n > 0 {
 				au.Add(audit.Event{Op: audit.OpRecall, Step: q.Step, Layer: rc.ID, Tokens: n})
 			}
 		}
 	}
 	text, err := m.compiler.Compile(recalled, nil)
 	if err != nil {
-		return nil, fmt.Errorf("agentloop: memory: %w", err)
+		return nil, fmt.Errorf("chainmemory: %w", err)
 	}
 	out := map[string]any{m.cfg.MemoryKey: text}
 	if m.transcript == nil {
@@ -258,7 +259,7 @@ func (m *Memory) LoadMemoryVariables(ctx context.Context, inputs map[string]any)
 	}
 	tv, err := m.transcript.LoadMemoryVariables(ctx, inputs)
 	if err != nil {
-		return nil, fmt.Errorf("agentloop: memory: transcript: %w", err)
+		return nil, fmt.Errorf("chainmemory: transcript: %w", err)
 	}
 	for k, v := range tv {
 		if k != m.cfg.MemoryKey {
@@ -267,7 +268,7 @@ func (m *Memory) LoadMemoryVariables(ctx context.Context, inputs map[string]any)
 		}
 		s, ok := v.(string)
 		if !ok {
-			return nil, fmt.Errorf("agentloop: memory: transcript: %q is a %T, want text (a buffer memory without ReturnMessages)", k, v)
+			return nil, fmt.Errorf("chainmemory: transcript: %q is a %T, want text (a buffer memory without ReturnMessages)", k, v)
 		}
 		if s != "" {
 			if text != "" {
@@ -305,7 +306,7 @@ func (m *Memory) SaveContext(ctx context.Context, inputs, outputs map[string]any
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("agentloop: memory: %w", err)
+		return fmt.Errorf("chainmemory: %w", err)
 	}
 	return nil
 }
@@ -406,7 +407,7 @@ func (m *Memory) claimOwner(ctx context.Context) error {
 	if owned || m.cfg.ThreadID == "" {
 		return nil
 	}
-	if err := claimOwner(ctx, m.cfg.Audit.Store(), m.cfg.ThreadID, m.cfg.ResourceID); err != nil {
+	if err := thread.ClaimOwner(ctx, m.cfg.Audit.Store(), m.cfg.ThreadID, m.cfg.ResourceID); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -422,9 +423,9 @@ func (m *Memory) keeper(au *writepath.Auditor) *writepath.Keeper {
 
 // Tools returns the layers' tools for a langchaingo executor whose memory
 // is m. They are those of [ExportTools], bound to m so that they act as
-// an Agent's do: their arguments are masked as MemoryConfig.Redaction
+// an agentloop.Agent's do: their arguments are masked as Config.Redaction
 // says (the scratchpad's are not), a fact for semantic memory's memorize
-// is routed by MemoryConfig.Router, and with MemoryConfig.Audit each call
+// is routed by Config.Router, and with Config.Audit each call
 // that changes memory is recorded in the turn the next SaveContext
 // commits (which then does not read the layer tools' calls from the
 // executor's steps). The stack must be initialised.
@@ -496,9 +497,9 @@ func (m *Memory) callTool(ctx context.Context, t memoryTool, args string) (strin
 
 // recovered logs a recovered panic and returns it as an error.
 func (m *Memory) recovered(ctx context.Context, where string, p any) error {
-	m.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: memory: recovered a panic", slog.String("in", where), slog.Any("panic", p),
+	m.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "chainmemory: recovered a panic", slog.String("in", where), slog.Any("panic", p),
 		slog.String("stack", string(debug.Stack())))
-	return fmt.Errorf("%w in %s: %v", ErrPanic, where, p)
+	return fmt.Errorf("%w in %s: %v", writepath.ErrPanic, where, p)
 }
 
 // Clear implements schema.Memory: it clears every layer that is a
@@ -509,7 +510,7 @@ func (m *Memory) Clear(ctx context.Context) error {
 		err = errors.Join(err, m.transcript.Clear(ctx))
 	}
 	if err != nil {
-		return fmt.Errorf("agentloop: memory: %w", err)
+		return fmt.Errorf("chainmemory: %w", err)
 	}
 	return nil
 }
@@ -582,18 +583,9 @@ func LLMTools(stack *layer.Stack) []llms.Tool {
 	lts := stack.Tools()
 	out := make([]llms.Tool, 0, len(lts))
 	for _, t := range lts {
-		out = append(out, layerToolDef(t))
+		out = append(out, toolargs.Definition(t))
 	}
 	return out
-}
-
-// layerToolDef is the definition of a layer function offered to a model.
-func layerToolDef(t layer.Function) llms.Tool {
-	params := t.Parameters
-	if len(params) == 0 {
-		params = toolargs.AnyObject
-	}
-	return llmTool(t.Name, t.Description, params)
 }
 
 type layerTool struct {
