@@ -109,9 +109,9 @@ type Result struct {
 	// every stored message.
 	Messages []llms.MessageContent
 	// Budgets is what each layer had of the last step's prompt, in slot
-	// order (see LayerBudget); the EventStep of each step carries that
+	// order (see prompt.LayerBudget); the EventStep of each step carries that
 	// step's.
-	Budgets []LayerBudget
+	Budgets []prompt.LayerBudget
 	// Redacted counts, by kind, what the run masked before storing it or
 	// handing it to the layers to keep (see [redact.Policy]); nil when
 	// nothing was.

@@ -64,25 +64,10 @@ type AssemblyConfig struct {
 	SummaryCandidates bool
 }
 
-// LayerBudget is what one layer had of a step's prompt, in tokens.
-type LayerBudget struct {
-	// Layer is the layer's ID.
-	Layer string
-	// Allocated is what the budget allocation gave it; for the layers in
-	// scored assembly, the pool they share (the sum of their allocations,
-	// fences included; each says it whole).
-	Allocated int
-	// Used is what its block took; Left is Allocated − Used (negative
-	// never: a block is cut to its allocation).
-	Used, Left int
-	// Assembled is true for a layer whose block scored assembly chose.
-	Assembled bool
-}
-
 // assembled recalls the run's layers for q: the pinned ones through the
 // stack, the candidate layers by scored assembly when it is on. It
 // returns the blocks in slot order and each layer's share (see
-// LayerBudget; Used is filled in by the caller). msgs is the history the
+// prompt.LayerBudget; Used is filled in by the caller). msgs is the history the
 // step projects, a suffix of r.msgs (its window when windowed).
 func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageContent) ([]layer.Recalled, map[string]int) {
 	a := r.a
@@ -237,19 +222,19 @@ func (r *run) candidates(ctx context.Context, id string, q layer.Query) (cs []la
 // budgetStatus returns each layer's share of the step's prompt and what
 // its block took, in slot order: the layers the allocation gave tokens,
 // whether or not they recalled anything.
-func (r *run) budgetStatus(recalled []layer.Recalled, shares map[string]int) []LayerBudget {
+func (r *run) budgetStatus(recalled []layer.Recalled, shares map[string]int) []prompt.LayerBudget {
 	used := make(map[string]int, len(recalled))
 	for _, rc := range recalled {
 		used[rc.ID] += writepath.RecallTokens(rc.Items, r.a.cfg.Counter)
 	}
-	out := make([]LayerBudget, 0, len(shares))
+	out := make([]prompt.LayerBudget, 0, len(shares))
 	for _, spec := range specs(r.stack) {
 		share, ok := shares[spec.ID]
 		if !ok {
 			continue
 		}
 		u := used[spec.ID]
-		out = append(out, LayerBudget{Layer: spec.ID, Allocated: share, Used: u, Left: max(share-u, 0), Assembled: slices.Contains(r.assembledIDs, spec.ID)})
+		out = append(out, prompt.LayerBudget{Layer: spec.ID, Allocated: share, Used: u, Left: max(share-u, 0), Assembled: slices.Contains(r.assembledIDs, spec.ID)})
 	}
 	return out
 }

@@ -79,7 +79,7 @@ func TestMemory44_ScoredAssemblySharesOnePool(t *testing.T) {
 		store := storage.NewMemory()
 		fillMemories(t, store)
 		model := agenttest.New(agenttest.Reply(agenttest.Text("It is a Gaggia.")))
-		var stepBudgets []agentloop.LayerBudget
+		var stepBudgets []prompt.LayerBudget
 		obs := func(e agentloop.Event) {
 			if e.Kind == agentloop.EventStep {
 				stepBudgets = e.Budgets
@@ -104,7 +104,7 @@ func TestMemory44_ScoredAssemblySharesOnePool(t *testing.T) {
 		if !strings.Contains(sys, "Plan: answer about the user's kitchen.") {
 			t.Errorf("the pinned scratchpad block is missing:\n%s", sys)
 		}
-		byLayer := map[string]agentloop.LayerBudget{}
+		byLayer := map[string]prompt.LayerBudget{}
 		for _, b := range res.Budgets {
 			byLayer[b.Layer] = b
 			if b.Left != max(b.Allocated-b.Used, 0) || b.Used < 0 {

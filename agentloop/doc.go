@@ -67,7 +67,7 @@
 // A [Tool] has a name, a description, a JSON Schema for its arguments
 // object (sent to the model verbatim, and checked with
 // santhosh-tekuri/jsonschema before the tool runs; each schema is
-// compiled once and kept while among the [SchemaCacheSize] most recently
+// compiled once and kept while among the 256 most recently
 // used) and a Call. [NewTool] builds a typed tool that decodes
 // its arguments into a Go value; without an explicit schema it infers one
 // from the Go type with github.com/google/jsonschema-go (JSON field

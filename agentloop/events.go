@@ -5,6 +5,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/thread"
 )
 
@@ -64,7 +65,7 @@ type Event struct {
 	ToolTime  time.Duration
 	// Budgets is what each layer had of the step's prompt, for EventStep
 	// (see Result.Budgets).
-	Budgets []LayerBudget
+	Budgets []prompt.LayerBudget
 	// Tool is the tool name, for EventToolCall.
 	Tool string
 	// Layer and Hook name the layer hook, for EventLayerHook.

@@ -144,15 +144,9 @@ func ValidateToolName(name string) error {
 	return nil
 }
 
-// SchemaCacheSize is how many compiled JSON Schemas [ValidateArgs] and
-// each [Agent] keep: the most recently used ones. A schema that was
-// dropped is compiled again when it is next used. It is well above the
-// number of tools a provider accepts in one request (128 for OpenAI).
-const SchemaCacheSize = toolargs.CacheSize
-
 // ValidateArgs checks tool arguments (JSON) against a JSON Schema with
 // santhosh-tekuri/jsonschema. The compiled schemas are cached, at most
-// [SchemaCacheSize] of them (the most recently used), so a process that
+// 256 of them (the most recently used), so a process that
 // validates against ever new schemas stays bounded. Its error lists
 // every violation. It fits layer.StackConfig.ValidateArgs, for stacks
 // built outside an Agent (an Agent's stacks are always validated). It is
