@@ -371,54 +371,73 @@ const maxEntities = 8
 // nothing refers back to them.
 func entities(content string) []string {
 	v, _ := jsonx.ScanValue([]byte(content), 0)
-	var out []string
-	add := func(e string) {
-		if len(out) < maxEntities && !slices.Contains(out, e) {
-			out = append(out, e)
+	var s entityScan
+	s.walk(v, 0)
+	return s.out
+}
+
+// entityScan collects the entities of one tool result or arguments.
+type entityScan struct{ out []string }
+
+// add adds e unless it is there or the list is full.
+func (s *entityScan) add(e string) {
+	if len(s.out) < maxEntities && !slices.Contains(s.out, e) {
+		s.out = append(s.out, e)
+	}
+}
+
+// walk reads v, at the given depth, into s.
+func (s *entityScan) walk(v jsonx.Value, depth int) {
+	if len(s.out) >= maxEntities || depth > 3 {
+		return
+	}
+	switch v.Kind {
+	case jsonx.KindArray:
+		v.Elems(func(e jsonx.Value) bool { s.walk(e, depth+1); return len(s.out) < maxEntities })
+	case jsonx.KindObject:
+		s.object(v, depth)
+	}
+}
+
+// object adds what the object v holds, after what its members hold: its
+// own ID with its name, then the IDs it refers to.
+func (s *entityScan) object(v jsonx.Value, depth int) {
+	var id, name string
+	var refs []string
+	for _, f := range v.Fields(nil) {
+		k := string(f.Key)
+		switch {
+		case f.Value.Kind == jsonx.KindObject || f.Value.Kind == jsonx.KindArray:
+			s.walk(f.Value, depth+1)
+		case k == "id" || k == "ID":
+			id = f.Value.Scalar()
+		case strings.HasSuffix(k, "Id") || strings.HasSuffix(k, "_id") || strings.HasSuffix(k, "ID"):
+			if r := f.Value.Scalar(); r != "" && !untracked(k) {
+				refs = append(refs, summaryID(clip(oneLine(r), 80)))
+			}
+		case name == "" && nameKey(k):
+			name = f.Value.Scalar()
 		}
 	}
-	var walk func(v jsonx.Value, depth int)
-	walk = func(v jsonx.Value, depth int) {
-		if len(out) >= maxEntities || depth > 3 {
-			return
+	if id != "" {
+		e := summaryID(clip(oneLine(id), 80))
+		if name != "" {
+			e += " " + quoteName(clip(oneLine(name), 60))
 		}
-		switch v.Kind {
-		case jsonx.KindArray:
-			v.Elems(func(e jsonx.Value) bool { walk(e, depth+1); return len(out) < maxEntities })
-		case jsonx.KindObject:
-			var id, name string
-			var refs []string
-			for _, f := range v.Fields(nil) {
-				k := string(f.Key)
-				switch {
-				case f.Value.Kind == jsonx.KindObject || f.Value.Kind == jsonx.KindArray:
-					walk(f.Value, depth+1)
-				case k == "id" || k == "ID":
-					id = f.Value.Scalar()
-				case strings.HasSuffix(k, "Id") || strings.HasSuffix(k, "_id") || strings.HasSuffix(k, "ID"):
-					if !untracked(k) {
-						if r := f.Value.Scalar(); r != "" {
-							refs = append(refs, summaryID(clip(oneLine(r), 80)))
-						}
-					}
-				case name == "" && (k == "title" || k == "name" || k == "slug" || k == "filename" || k == "heading" || k == "label"):
-					name = f.Value.Scalar()
-				}
-			}
-			if id != "" {
-				e := summaryID(clip(oneLine(id), 80))
-				if name != "" {
-					e += " " + quoteName(clip(oneLine(name), 60))
-				}
-				add(e)
-			}
-			for _, r := range refs {
-				add(r)
-			}
-		}
+		s.add(e)
 	}
-	walk(v, 0)
-	return out
+	for _, r := range refs {
+		s.add(r)
+	}
+}
+
+// nameKey reports whether an object's member k names it.
+func nameKey(k string) bool {
+	switch k {
+	case "title", "name", "slug", "filename", "heading", "label":
+		return true
+	}
+	return false
 }
 
 // untracked reports whether an ID key names something no later turn
