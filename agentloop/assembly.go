@@ -67,14 +67,53 @@ type AssemblyConfig struct {
 // assembled recalls the run's layers for q: the pinned ones through the
 // stack, the candidate layers by scored assembly when it is on. It
 // returns the blocks in slot order and each layer's share (see
-// prompt.LayerBudget; Used is filled in by the caller). msgs is the history the
-// step projects, a suffix of r.msgs (its window when windowed).
+// prompt.LayerBudget; Used is filled in by the caller). msgs is the
+// history the step projects, a suffix of r.msgs (its window when
+// windowed).
 func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageContent) ([]layer.Recalled, map[string]int) {
-	a := r.a
-	r.assembledIDs = nil
-	if a.cfg.Assembly.Disabled {
+	ids := r.assemblyIDs()
+	r.assembledIDs = ids
+	if len(ids) == 0 {
 		recalled, _ := r.stack.Recall(ctx, q, r.alloc.Layers)
 		return recalled, r.alloc.Layers
+	}
+	budgets, shares := maps.Clone(r.alloc.Layers), maps.Clone(r.alloc.Layers)
+	total := r.pool(q, ids)
+	for _, id := range ids {
+		budgets[id] = -1   // not recalled: assembled
+		shares[id] = total // each may take the whole pool, fences included
+	}
+	sc := r.a.cfg.Assembly.Scoring
+	if sc.Now.IsZero() {
+		sc.Now = time.Now() // as Assemble would, once for the audit's scores too
+	}
+	cands, frames := r.gather(ctx, q, ids, sc)
+	shown := r.sentCalls(msgs)
+	fresh := slices.DeleteFunc(slices.Clone(cands), func(c layer.Candidate) bool { return c.Layer != history.SummaryLayerID && shown[c.Key] })
+	sel := prompt.Assemble(fresh, max(total-frames, 0), sc)
+	recalled, _ := r.stack.Recall(ctx, q, budgets)
+	byID := make(map[string]layer.Recalled, len(recalled)+len(ids))
+	for _, rc := range recalled {
+		byID[rc.ID] = rc
+	}
+	tokens := r.packed(q, ids, sel, byID)
+	r.auditAssembly(q.Step, ids, cands, sel, sc, tokens)
+	out := make([]layer.Recalled, 0, len(byID))
+	for _, spec := range specs(r.stack) {
+		if rc, ok := byID[spec.ID]; ok {
+			out = append(out, rc)
+		}
+	}
+	return out, shares
+}
+
+// assemblyIDs returns the IDs of the layers whose candidates compete in
+// the step's scored assembly, sorted; none when assembly is off or no
+// layer has candidates to offer.
+func (r *run) assemblyIDs() []string {
+	a := r.a
+	if a.cfg.Assembly.Disabled {
+		return nil
 	}
 	if r.sources == nil {
 		r.sources = map[string]layer.CandidateSource{}
@@ -87,15 +126,18 @@ func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageC
 	_, summary := r.sources[history.SummaryLayerID]
 	noSummary := summary && r.summary.Whole() == "" // nothing to offer yet
 	if len(r.sources) == 0 || noSummary && len(r.sources) == 1 {
-		recalled, _ := r.stack.Recall(ctx, q, r.alloc.Layers)
-		return recalled, r.alloc.Layers
+		return nil
 	}
 	ids := slices.Sorted(maps.Keys(r.sources))
 	if noSummary {
 		ids = slices.DeleteFunc(ids, func(id string) bool { return id == history.SummaryLayerID })
 	}
-	r.assembledIDs = ids
-	budgets, shares := maps.Clone(r.alloc.Layers), maps.Clone(r.alloc.Layers)
+	return ids
+}
+
+// pool returns the tokens the layers ids share: the sum of their
+// allocations.
+func (r *run) pool(q layer.Query, ids []string) int {
 	pool := 0
 	for _, id := range ids {
 		share := r.alloc.Layers[id]
@@ -106,18 +148,18 @@ func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageC
 			share = min(share, q.Count(r.summary.Whole()))
 		}
 		pool += share
-		budgets[id] = -1 // not recalled: assembled
 	}
-	total := pool
-	sc := a.cfg.Assembly.Scoring
-	if sc.Now.IsZero() {
-		sc.Now = time.Now() // as Assemble would, once for the audit's scores too
-	}
-	var cands []layer.Candidate
+	return pool
+}
+
+// gather returns the candidates the layers ids offer for q, and the
+// tokens their blocks' frames take of the pool. A layer whose Candidates
+// fails is logged and offers none.
+func (r *run) gather(ctx context.Context, q layer.Query, ids []string, sc prompt.Scoring) (cands []layer.Candidate, frames int) {
 	for _, id := range ids {
 		cs, err := r.candidates(ctx, id, q)
 		if err != nil {
-			a.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: candidates", slog.String("layer", id), slog.Any("error", err))
+			r.a.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: candidates", slog.String("layer", id), slog.Any("error", err))
 			continue
 		}
 		if id == history.SummaryLayerID {
@@ -134,14 +176,17 @@ func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageC
 			// more or less than the block they make: the pool takes
 			// the difference, so the whole summary takes what its
 			// block does.
-			pool -= r.summary.Frame(q, cs)
+			frames += r.summary.Frame(q, cs)
 		} else {
-			pool -= q.Count(layer.Fence(layer.FenceTag(id), ""))
+			frames += q.Count(layer.Fence(layer.FenceTag(id), ""))
 		}
 	}
-	shown := r.sentCalls(msgs)
-	fresh := slices.DeleteFunc(slices.Clone(cands), func(c layer.Candidate) bool { return c.Layer != history.SummaryLayerID && shown[c.Key] })
-	sel := prompt.Assemble(fresh, max(pool, 0), sc)
+	return cands, frames
+}
+
+// packed sets in byID the block of each layer of ids that won some of
+// sel, and returns the tokens each block takes.
+func (r *run) packed(q layer.Query, ids []string, sel []prompt.Selected, byID map[string]layer.Recalled) map[string]int {
 	lines := map[string][]string{}
 	won := map[string]bool{} // the summary's parts that won
 	for _, s := range sel {
@@ -150,14 +195,8 @@ func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageC
 			won[s.Key] = true
 		}
 	}
-	recalled, _ := r.stack.Recall(ctx, q, budgets)
-	byID := make(map[string]layer.Recalled, len(recalled)+len(lines))
-	for _, rc := range recalled {
-		byID[rc.ID] = rc
-	}
 	tokens := make(map[string]int, len(ids))
 	for _, id := range ids {
-		shares[id] = total // each may take the whole pool, fences included
 		if len(lines[id]) == 0 {
 			continue
 		}
@@ -168,14 +207,7 @@ func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageC
 		tokens[id] = q.Count(text)
 		byID[id] = layer.Recalled{ID: id, Items: []layer.Item{{Text: text, Tokens: tokens[id]}}}
 	}
-	r.auditAssembly(q.Step, ids, cands, sel, sc, tokens)
-	out := make([]layer.Recalled, 0, len(byID))
-	for _, spec := range specs(r.stack) {
-		if rc, ok := byID[spec.ID]; ok {
-			out = append(out, rc)
-		}
-	}
-	return out, shares
+	return tokens
 }
 
 // sentCalls returns the IDs of the tool calls in msgs (a suffix of
