@@ -49,7 +49,7 @@ func (a *Agent) Audit(ctx context.Context, threadID string) ([]audit.Turn, error
 // Commit stores events as the next audit turn of thread threadID, with
 // the agent's store and retention, and returns the turn: for code that
 // recalls and stores through the layers outside [Agent.Run] (a
-// layer.Stack of its own, the langchaingo Memory adapter), whose memory
+// layer.Stack of its own, chainmemory's Memory), whose memory
 // operations a run would otherwise not see. The events' texts and
 // reasons are masked as the run masks what it stores (see
 // [redact.Policy]). It works with the audit disabled too.

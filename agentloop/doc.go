@@ -314,16 +314,9 @@
 //
 // # langchaingo interop
 //
-// [NewMemory] adapts a layer stack to schema.Memory, so the layers plug
-// into chains and agents.Executor: the layers' blocks, then the
-// transcript (a langchaingo buffer memory by default), and an executor's
-// tool results reach the layers' Store; its doc says which langchaingo
-// agents show the memory and how to make the others show it.
-// [ExportTools] exports the layers' functions as tools.Tool (the schema
-// in the description: tools.Tool has no parameters), and [LLMTools] as
-// llms.Tool definitions with their schemas, for code that calls
-// GenerateContent itself. The package agentloop/agenttest has a scripted
-// llms.Model for tests.
+// Package chainmemory adapts a layer stack to langchaingo's
+// schema.Memory and exports the layers' functions as langchaingo tools.
+// The package agentloop/agenttest has a scripted llms.Model for tests.
 //
 // # Concurrency
 //
