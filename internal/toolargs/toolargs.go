@@ -210,7 +210,7 @@ func Check(cache *Cache, name string, schema json.RawMessage, args string) (json
 // packagePrefix matches the package prefixes memlayer's errors carry
 // ("layer: ", "agentloop: ", "workingmemory: ", and a layer hook's
 // "layer <id>: tool: "), at the start of a message or of a wrapped part.
-var packagePrefix = regexp.MustCompile(`(^|: |\n)(?:(?:layer|agentloop|workingmemory|kv|entitymemory|episodicmemory|semanticmemory|storage|prompt|memlayer): |layer [a-z][a-z0-9-]*: (?:tool|store|data): )+`)
+var packagePrefix = regexp.MustCompile(`(^|: |\n)(?:(?:layer|agentloop|chainmemory|route|thread|history|workingmemory|kv|entitymemory|episodicmemory|semanticmemory|storage|prompt|memlayer): |layer [a-z][a-z0-9-]*: (?:tool|store|data): )+`)
 
 // ErrorText is the tool result the model reads for a failed call:
 // "error: " and the error's text without memlayer's package prefixes,
