@@ -53,8 +53,8 @@ FUZZ_CI = \
 	./prompt:FuzzAssemble \
 	./reliability:FuzzUpdateTool \
 	./agentloop:FuzzHistoryLoad \
-	./agentloop:FuzzDeterministicSummarizer \
-	./agentloop:FuzzSummaryParts \
+	./history:FuzzDeterministicSummarizer \
+	./history:FuzzSummaryParts \
 	./episodicmemory:FuzzEpisodic15_DecodeLog \
 	./redact:FuzzRedact
 

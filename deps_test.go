@@ -136,6 +136,12 @@ func nonStandard(pkg string, deps []string, std map[string]bool, allowed ...stri
 	return out
 }
 
+// heavy reports whether the import path d is of langchaingo, raymond or
+// a JSON Schema library.
+func heavy(d string) bool {
+	return strings.Contains(d, "langchaingo") || strings.Contains(d, "raymond") || strings.Contains(d, "jsonschema")
+}
+
 func anyUnder(d string, dirs ...string) bool {
 	return slices.ContainsFunc(dirs, func(dir string) bool { return under(d, dir) })
 }
@@ -209,6 +215,30 @@ var importRules = []importRule{
 		}
 		return out
 	}},
+	{"agentloop imports no concrete layer and no langchaingo provider", []string{"agentloop"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
+		// The loop reaches layers only through the capabilities package
+		// layer declares, so a user's own layer can do all a built-in
+		// layer does; and it links no provider's client.
+		p := pkgs["agentloop"]
+		out := forbid("agentloop", p.deps, func(d string) bool {
+			return anyUnder(d, "workingmemory", "entitymemory", "episodicmemory", "semanticmemory")
+		}, "agentloop reaches layers through package layer's capabilities only")
+		for _, d := range p.deps {
+			if strings.HasPrefix(d, "github.com/tmc/langchaingo/llms/") {
+				out = append(out, fmt.Sprintf("agentloop imports %s: agentloop links no langchaingo provider", d))
+			}
+		}
+		return out
+	}},
+	{"chainmemory imports neither agentloop nor a concrete layer", []string{"chainmemory"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
+		// The langchaingo memory uses the write path, never the loop.
+		return forbid("chainmemory", pkgs["chainmemory"].deps, func(d string) bool {
+			return anyUnder(d, "agentloop", "workingmemory", "entitymemory", "episodicmemory", "semanticmemory")
+		}, "chainmemory shares only the write path (internal/writepath) with agentloop")
+	}},
+	{"route imports only the standard library, layer and storage", []string{"route"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
+		return nonStandard("route", pkgs["route"].deps, std, "layer", "storage")
+	}},
 	{"only examples and cmd import agentloop", []string{"agentloop"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
 		var out []string
 		for path, p := range pkgs {
@@ -218,6 +248,26 @@ var importRules = []importRule{
 			out = append(out, forbid(path, p.deps, func(d string) bool { return under(d, "agentloop") }, "only examples and cmd (programs, per DESIGN.md) may import agentloop")...)
 		}
 		return out
+	}},
+	{"thread imports only the standard library, storage and layer: no langchaingo", []string{"thread"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
+		return nonStandard("thread", pkgs["thread"].deps, std, "storage", "layer")
+	}},
+	{"inspect imports only the standard library, storage, layer, thread and audit: no langchaingo", []string{"inspect"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
+		return nonStandard("inspect", pkgs["inspect"].deps, std, "storage", "layer", "thread", "audit")
+	}},
+	{"history imports no concrete layer, inspect or route: it sits beside them", []string{"history"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
+		return forbid("history", pkgs["history"].deps, func(d string) bool {
+			return anyUnder(d, "workingmemory", "entitymemory", "episodicmemory", "semanticmemory", "inspect", "route", "chainmemory")
+		}, "history sits beside the layer packages, under the loop")
+	}},
+	{"cmd/memlayer depends on neither langchaingo, raymond nor jsonschema", []string{"cmd/memlayer"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
+		var out []string
+		for _, d := range pkgs["cmd/memlayer"].deps {
+			if heavy(d) {
+				out = append(out, fmt.Sprintf("cmd/memlayer imports %s: the operator command links no model client, template or schema library", d))
+			}
+		}
+		return append(out, forbid("cmd/memlayer", pkgs["cmd/memlayer"].deps, func(d string) bool { return under(d, "agentloop") }, "the operator command uses inspect, not the loop")...)
 	}},
 	{"nothing imports examples", nil, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
 		var out []string
@@ -281,11 +331,29 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		{"workingmemory/kv on layer", "workingmemory/kv", []string{"layer", "storage"}, ""},
 		{"layer on agentloop", "layer", []string{"storage", "agentloop"}, "imports agentloop"},
 		{"agentloop on prompt", "agentloop", []string{"layer", "prompt", "storage"}, ""},
+		{"agentloop on semanticmemory", "agentloop", []string{"layer", "semanticmemory"}, "agentloop imports semanticmemory"},
+		{"agentloop on workingmemory/kv", "agentloop", []string{"layer", "workingmemory/kv"}, "agentloop imports workingmemory/kv"},
+		{"agentloop on anthropic", "agentloop", []string{"layer", "github.com/tmc/langchaingo/llms", "github.com/tmc/langchaingo/llms/anthropic"}, "llms/anthropic"},
+		{"chainmemory on agentloop", "chainmemory", []string{"layer", "agentloop"}, "chainmemory imports agentloop"},
+		{"chainmemory on the write path", "chainmemory", []string{"layer", "route", "internal/writepath"}, ""},
+		{"route on layer", "route", []string{"layer", "storage", "context"}, ""},
+		{"route on agentloop", "route", []string{"layer", "agentloop"}, "route imports agentloop"},
 		{"examples on agentloop", "examples/cms", []string{"agentloop", "workingmemory"}, ""},
 		{"agentloop on examples", "agentloop", []string{"examples/cms"}, "agentloop imports examples/cms"},
 		{"storage/sqlite on storagetest", "storage/sqlite", []string{"storage", "storage/storagetest"}, "storage/sqlite imports storage/storagetest"},
 		{"entitymemory on layertest", "entitymemory", []string{"layer", "layer/layertest"}, "entitymemory imports layer/layertest"},
 		{"redacttest on redact", "redact/redacttest", []string{"redact"}, "redact/redacttest imports redact"},
+		{"thread on layer", "thread", []string{"layer", "storage", "context"}, ""},
+		{"thread on langchaingo", "thread", []string{"storage", "github.com/tmc/langchaingo/llms"}, "langchaingo"},
+		{"inspect on thread and audit", "inspect", []string{"thread", "audit", "storage", "layer"}, ""},
+		{"inspect on agentloop", "inspect", []string{"thread", "agentloop"}, "inspect imports agentloop"},
+		{"inspect on langchaingo", "inspect", []string{"thread", "github.com/tmc/langchaingo/llms"}, "langchaingo"},
+		{"cmd/memlayer on inspect", "cmd/memlayer", []string{"inspect", "thread", "storage/sqlite", "modernc.org/sqlite"}, ""},
+		{"cmd/memlayer on raymond", "cmd/memlayer", []string{"inspect", "github.com/aymerick/raymond"}, "raymond"},
+		{"cmd/memlayer on jsonschema", "cmd/memlayer", []string{"inspect", "github.com/santhosh-tekuri/jsonschema/v6"}, "jsonschema"},
+		{"history on thread and prompt", "history", []string{"thread", "prompt", "layer", "github.com/tmc/langchaingo/llms"}, ""},
+		{"history on entitymemory", "history", []string{"thread", "entitymemory"}, "history imports entitymemory"},
+		{"cmd/memlayer on agentloop", "cmd/memlayer", []string{"inspect", "agentloop"}, "cmd/memlayer imports agentloop"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"reflect"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -17,14 +18,17 @@ import (
 	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
-	"github.com/tmc/langchaingo/llms/anthropic"
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/memlayer/memlayer/audit"
+	"github.com/memlayer/memlayer/history"
+	"github.com/memlayer/memlayer/internal/toolargs"
+	"github.com/memlayer/memlayer/internal/writepath"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/redact"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // Agent runs a ReAct loop over a langchaingo model with memory layers and
@@ -39,9 +43,9 @@ type Agent struct {
 	toolDefs    []llms.Tool // the agent's own tools, in Config order
 	spawnDef    llms.Tool
 	spawnLayers spawnLayers // Config.SpawnLayers, by ID, and the tool's schema
-	schemas     *schemaCache
+	schemas     *toolargs.Cache
 	tel         *telemetry
-	redact      *redactor // nil: redaction disabled
+	redact      *writepath.Redactor // nil: redaction disabled
 	// layerStore is Config.Store as the layers get it: counting their
 	// lost compare-and-swaps (see telemetry.store).
 	layerStore   storage.Store
@@ -66,12 +70,12 @@ type Agent struct {
 // RunInput is one user message on a thread.
 type RunInput struct {
 	// ThreadID identifies the conversation. Required, at most
-	// [MaxIDLen] bytes. A thread with a checkpoint in the store is
+	// [thread.MaxIDLen] bytes. A thread with a checkpoint in the store is
 	// continued.
 	ThreadID string
 	// ResourceID identifies the thread's owner (a user, a project);
 	// resource-scoped layers share state across its threads. Optional,
-	// at most [MaxIDLen] bytes.
+	// at most [thread.MaxIDLen] bytes.
 	ResourceID string
 	// Input is the user's message. Empty continues the thread without a
 	// new message (after a limit stopped a run, for example): a thread
@@ -100,16 +104,16 @@ type Result struct {
 	// Messages is the thread's history as the run held it, without the
 	// system prompt: the messages the thread's summary did not cover
 	// when the run started (compacted as sent to the model), then the
-	// run's own. With HistoryConfig.Full, or on a thread never
+	// run's own. With history.Config.Full, or on a thread never
 	// summarized, that is the whole thread; [Agent.Transcript] returns
 	// every stored message.
 	Messages []llms.MessageContent
 	// Budgets is what each layer had of the last step's prompt, in slot
-	// order (see LayerBudget); the EventStep of each step carries that
+	// order (see prompt.LayerBudget); the EventStep of each step carries that
 	// step's.
-	Budgets []LayerBudget
+	Budgets []prompt.LayerBudget
 	// Redacted counts, by kind, what the run masked before storing it or
-	// handing it to the layers to keep (see [RedactionConfig]); nil when
+	// handing it to the layers to keep (see [redact.Policy]); nil when
 	// nothing was.
 	Redacted map[redact.Kind]int
 	// Writes lists what the run (its child agents included) wrote to the
@@ -147,16 +151,16 @@ func New(cfg Config) (*Agent, error) {
 	cfg.Layers = slices.Clone(cfg.Layers)
 	cfg.CallOptions = slices.Clone(cfg.CallOptions)
 	cfg.Vars = maps.Clone(cfg.Vars)
-	a := &Agent{cfg: cfg, tools: make(map[string]*Tool, len(cfg.Tools)), schemas: &schemaCache{}, layerCounter: layerCounter}
+	a := &Agent{cfg: cfg, tools: make(map[string]*Tool, len(cfg.Tools)), schemas: &toolargs.Cache{}, layerCounter: layerCounter}
 	tel, err := newTelemetry(cfg.TracerProvider, cfg.MeterProvider)
 	if err != nil {
 		return nil, fmt.Errorf("%w: telemetry: %w", ErrInvalidConfig, err)
 	}
 	a.tel = tel
 	a.layerStore = tel.store(cfg.Store)
-	a.redact = newRedactor(cfg.Redaction)
-	tel.mask = a.redact.diagnostic()           // errors reach spans masked
-	a.cfg.Logger = a.redact.logger(cfg.Logger) // and logs, the layers' too
+	a.redact = writepath.NewRedactor(cfg.Redaction)
+	tel.mask = a.redact.Diagnostic()           // errors reach spans masked
+	a.cfg.Logger = a.redact.Logger(cfg.Logger) // and logs, the layers' too
 	a.auditLog = audit.New(audit.Config{Store: cfg.Store, Keep: cfg.Audit.Keep, Logger: a.cfg.Logger})
 	for i := range cfg.Tools {
 		t := cfg.Tools[i]
@@ -176,9 +180,9 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("%w: %s is the spawn tool's name; set DisableSpawnTool to use it", ErrInvalidTool, t.Name)
 		}
 		if len(t.Parameters) == 0 {
-			t.Parameters = anyObject
+			t.Parameters = toolargs.AnyObject
 		}
-		if _, err := a.schemas.compile(t.Parameters); err != nil {
+		if _, err := a.schemas.Compile(t.Parameters); err != nil {
 			return nil, fmt.Errorf("%w: %s: parameters: %w", ErrInvalidTool, t.Name, err)
 		}
 		a.tools[t.Name] = &t
@@ -205,8 +209,28 @@ func New(cfg Config) (*Agent, error) {
 		o(&co)
 	}
 	a.alternatives = co.N > 1
-	_, a.splitParts = cfg.Model.(*anthropic.LLM)
+	a.splitParts = firstPartOnly(cfg.Model)
 	return a, nil
+}
+
+// firstPartOnlyModels are the langchaingo clients that send only the
+// first part of a message, by package path and type name. They are named
+// here, not imported, so an agent does not link every provider's client.
+var firstPartOnlyModels = map[string]bool{
+	"github.com/tmc/langchaingo/llms/anthropic.LLM": true,
+}
+
+// firstPartOnly reports whether m's client sends only the first part of
+// a message (see replay).
+func firstPartOnly(m llms.Model) bool {
+	t := reflect.TypeOf(m)
+	if t == nil {
+		return false
+	}
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return firstPartOnlyModels[t.PkgPath()+"."+t.Name()]
 }
 
 // checkLayers finds the layer problems a run would otherwise meet first:
@@ -235,7 +259,7 @@ func (a *Agent) checkLayers() error {
 				return fmt.Errorf("%w: layer %s's tool %s has the name of an agent tool or the spawn tool", ErrInvalidTool, id, name)
 			}
 			if len(fn.Parameters) > 0 {
-				if _, err := a.schemas.compile(fn.Parameters); err != nil {
+				if _, err := a.schemas.Compile(fn.Parameters); err != nil {
 					return fmt.Errorf("%w: layer tool %s: parameters: %w", ErrInvalidTool, name, err)
 				}
 			}
@@ -285,13 +309,13 @@ func (a *Agent) Config() Config {
 // a child run.
 type run struct {
 	a       *Agent
-	snapIDs []string                   // the layers whose snapshots the checkpoint keeps; nil until the first
-	sources map[string]candidateSource // the layers that offer candidates, by ID; nil until the first step
+	snapIDs []string                         // the layers whose snapshots the checkpoint keeps; nil until the first
+	sources map[string]layer.CandidateSource // the layers that offer candidates, by ID; nil until the first step
 	// assembledIDs are the layers the step's scored assembly took in,
 	// sorted (nil when it did not run).
 	assembledIDs []string
-	proposers    []proposer // the run's Proposers, in slot order; nil until the first step's Store
-	redacted     redactions // what the run masked
+	proposers    []writepath.Proposer // the run's Proposers, in slot order; nil until the first step's Store
+	redacted     writepath.Counts     // what the run masked
 	compiler     *prompt.Compiler
 	sysTokens    int
 	stack        *layer.Stack
@@ -311,39 +335,39 @@ type run struct {
 	mu sync.Mutex
 	// thread is a top-level run's stored thread; a child run has none
 	// (children are not checkpointed).
-	thread *thread
+	thread *threadState
 
-	alloc    *prompt.Allocation     // budgets, computed on the first step
-	layerCap int                    // the sum of alloc.Layers
-	callIDs  map[string]bool        // tool call IDs in msgs
-	offered  map[string]offeredTool // the layers' tools by the names a model may call them by
+	alloc    *prompt.Allocation               // budgets, computed on the first step
+	layerCap int                              // the sum of alloc.Layers
+	callIDs  map[string]bool                  // tool call IDs in msgs
+	offered  map[string]writepath.OfferedTool // the layers' tools by the names a model may call them by
 	est      estimator
 
 	// base is the index in the thread of msgs[0]: a run loads only the
 	// messages the summary does not cover. loadedStored holds the loaded
 	// messages as stored (before compaction), for the summarizer.
 	base         int
-	loadedStored []StoredMessage
+	loadedStored []thread.Message
 	// pos is the step the stack's hook events name, and its context (see
 	// openStack); the top-level run sets it, children report the step they
 	// run in.
 	pos *position
 	// bg is a summary being made in the background; summary is the
-	// run's history-summary layer (nil with HistoryConfig.Full).
+	// run's history-summary layer (nil with history.Config.Full).
 	bg      *background
-	summary *summaryLayer
+	summary *history.Layer
 
 	// evictors are the layers that count their Store's work, by ID (nil
 	// until the first Store with the audit on).
-	evictors writeCounts
+	evictors writepath.WriteCounts
 }
 
 // tree holds what a top-level run and all its child runs, at every
 // depth, count together: their limits apply to the sum.
 type tree struct {
-	tokens   atomic.Int64 // tokens of every model call in the tree
-	children atomic.Int64 // child runs started
-	audit    *auditor     // the memory operations of the tree; nil records nothing
+	tokens   atomic.Int64       // tokens of every model call in the tree
+	children atomic.Int64       // child runs started
+	audit    *writepath.Auditor // the memory operations of the tree; nil records nothing
 }
 
 // addUsage adds u to the run's usage (and the tree's token count when
@@ -406,11 +430,11 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 	if in.ResourceID, err = runOwner(ctx, a.cfg.Store, in.ThreadID, in.ResourceID, l); err != nil {
 		return nil, err
 	}
-	th := &thread{key: storage.ThreadKey(in.ThreadID, CheckpointName), layers: map[string][]byte{}}
+	th := &threadState{w: thread.NewWriter(a.cfg.Store, in.ThreadID, nil)}
 	var extra []layer.Layer
-	var sl *summaryLayer
+	var sl *history.Layer
 	if !a.cfg.History.Full {
-		sl = &summaryLayer{tokens: a.cfg.History.SummaryTokens}
+		sl = history.NewLayer(a.cfg.History.SummaryTokens)
 		extra = append(extra, sl)
 	}
 	pos := new(position)
@@ -428,14 +452,14 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 	}
 	defer a.closeStack(ctx, stack)
 	if l != nil && a.cfg.RestoreLayers {
-		a.restoreLayers(ctx, stack, l.ckpt)
+		a.restoreLayers(ctx, stack, l.Checkpoint)
 	}
 
 	r := &run{
 		a: a, compiler: a.compiler, sysTokens: a.systemTokens, stack: stack,
 		threadID: in.ThreadID, resourceID: in.ResourceID,
 		input: in.Input, vars: a.mergeVars(in.Vars),
-		res: &Result{ThreadID: in.ThreadID}, tree: &tree{audit: &auditor{full: !a.cfg.Audit.Disabled}}, thread: th, summary: sl, pos: pos,
+		res: &Result{ThreadID: in.ThreadID}, tree: &tree{audit: &writepath.Auditor{Full: !a.cfg.Audit.Disabled}}, thread: th, summary: sl, pos: pos,
 	}
 	if l != nil {
 		r.resume(l, in.Input == "")
@@ -488,12 +512,12 @@ func (a *Agent) openStack(ctx context.Context, pos *position, threadID, resource
 	}
 	st, err := layer.NewStack(layer.StackConfig{
 		Layers: layers,
-		Env:    layer.Env{ThreadID: threadID, ResourceID: resourceID, Store: a.layerStore, Logger: a.cfg.Logger, Redact: a.redact.forLayers()},
+		Env:    layer.Env{ThreadID: threadID, ResourceID: resourceID, Store: a.layerStore, Logger: a.cfg.Logger, Redact: a.redact.ForLayers()},
 		Observer: func(e layer.Event) {
 			a.emit(context.Background(), Event{Kind: EventLayerHook, ThreadID: threadID, Step: int(pos.step.Load()), Layer: e.Layer, Hook: e.Hook, Duration: e.Duration, Err: e.Err})
 			a.tel.hook(pos.context(), e)
 		},
-		ValidateArgs: a.schemas.validate,
+		ValidateArgs: a.schemas.Validate,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -538,10 +562,10 @@ func (r *run) prepareTools() error {
 		if _, clash := a.tools[t.Name]; clash || (t.Name == SpawnToolName && r.canSpawn()) {
 			return fmt.Errorf("%w: layer tool %s has the name of an agent tool", ErrInvalidTool, t.Name)
 		}
-		r.defs = append(r.defs, layerToolDef(t))
+		r.defs = append(r.defs, toolargs.Definition(t))
 	}
 	r.toolTokens = prompt.CountTools(a.cfg.Counter, r.defs)
-	r.offered = offeredTools(r.stack, a.redact)
+	r.offered = writepath.OfferedTools(r.stack, a.redact)
 	r.opts = make([]llms.CallOption, 0, 2+len(a.cfg.CallOptions))
 	if len(r.defs) > 0 {
 		r.opts = append(r.opts, llms.WithTools(r.defs))
@@ -668,7 +692,7 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 	if r.alloc == nil {
 		// The summary stands for older history: its budget is taken from
 		// the history's share, not from the layers'.
-		layers := slices.DeleteFunc(specs(r.stack), func(s layer.Spec) bool { return s.ID == SummaryLayerID })
+		layers := slices.DeleteFunc(specs(r.stack), func(s layer.Spec) bool { return s.ID == history.SummaryLayerID })
 		// The fixed costs of every request: the system prompt without
 		// any layer's text (the instructions, and a template's own text)
 		// and the tool definitions.
@@ -690,8 +714,8 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 			return "", nil, fmt.Errorf("%w: budgets: %w", ErrInvalidConfig, err)
 		}
 		if r.windowed() {
-			sum := min(a.cfg.History.SummaryTokens+summaryOverhead, alloc.History/2)
-			alloc.Layers[SummaryLayerID] = sum
+			sum := min(r.summary.Spec().Budget.Max, alloc.History/2)
+			alloc.Layers[history.SummaryLayerID] = sum
 			alloc.History -= sum
 		}
 		r.alloc = &alloc
@@ -707,7 +731,7 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 			return "", nil, fmt.Errorf("agentloop: step %d: summary: %w", step, err)
 		}
 		text := r.thread.latest().Text
-		r.summary.text.Store(&text)
+		r.summary.Set(text)
 	}
 	// A failed recall is reported by the stack and contributes nothing.
 	recalled, shares := r.assembled(ctx, layer.Query{Text: r.input, Step: step, Counter: a.layerCounter}, msgs)
@@ -829,16 +853,16 @@ func (r *run) record(ctx context.Context, turn layer.Turn) error {
 	sctx, cancel := r.saveContext(ctx)
 	defer cancel()
 	// Store failures are reported by the stack; the step goes on.
-	r.store(sctx, r.a.redact.turn(turn, &r.redacted))
+	r.store(sctx, r.a.redact.Turn(turn, &r.redacted))
 	if r.proposers == nil {
-		r.proposers = proposersOf(r.stack)
+		r.proposers = writepath.Proposers(r.stack)
 	}
 	if len(r.proposers) > 0 {
-		r.keeper().keepProposals(sctx, r.proposers, turn.Step, r.a.redact, &r.redacted)
+		r.keeper().KeepProposals(sctx, r.proposers, turn.Step, r.a.redact, &r.redacted)
 	}
 	defer func() {
 		before := r.res.Redacted
-		r.res.Redacted = r.redacted.counts()
+		r.res.Redacted = r.redacted.Counts()
 		r.auditRedactions(turn.Step, before, r.res.Redacted)
 	}()
 	if r.thread == nil {
@@ -1237,7 +1261,7 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 		out, err := r.callTool(tctx, c.name, c.args, &insideNS)
 		res := layer.ToolResult{ToolCall: layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args}, Content: out}
 		if err != nil {
-			res.Content = toolErrorText(err)
+			res.Content = toolargs.ErrorText(err)
 			res.IsError = true
 		}
 		if c.badArgs {
@@ -1271,7 +1295,7 @@ func (r *run) execTools(ctx context.Context, step int, calls []call) (results []
 			if p := recover(); p != nil {
 				c := calls[i]
 				err := a.recovered(ctx, "tool "+c.name, p)
-				results[i] = layer.ToolResult{ToolCall: layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args}, IsError: true, Content: toolErrorText(err)}
+				results[i] = layer.ToolResult{ToolCall: layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args}, IsError: true, Content: toolargs.ErrorText(err)}
 			}
 		}()
 		one(i)
@@ -1363,14 +1387,14 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 		return r.spawnTool(ctx, args)
 	}
 	if t, ok := r.offered[name]; ok {
-		if !t.keepArgs {
-			args = a.redact.text(args, nil, &r.redacted)
+		if !t.KeepArgs {
+			args = a.redact.Text(args, nil, &r.redacted)
 		}
-		return r.callLayerTool(ctx, t.l, t.fn, name, args)
+		return r.callLayerTool(ctx, t.Layer, t.Fn, name, args)
 	}
 	if slices.ContainsFunc(r.stack.Tools(), func(t layer.Function) bool { return t.Name == name }) {
 		// A tool the stack named apart from another's (see offeredTools).
-		args = a.redact.text(args, nil, &r.redacted)
+		args = a.redact.Text(args, nil, &r.redacted)
 		return r.stack.CallTool(ctx, name, args)
 	}
 	names := make([]string, 0, len(r.defs))
@@ -1383,20 +1407,7 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 // toolArgs returns the arguments of a call of tool name, normalised by
 // checkArgs and checked against the tool's schema.
 func (a *Agent) toolArgs(name string, schema json.RawMessage, args string) (json.RawMessage, error) {
-	return toolArgs(a.schemas, name, schema, args)
-}
-
-// toolArgs checks a call's arguments: a JSON object (empty is {}) that
-// schema, compiled through cache, accepts.
-func toolArgs(cache *schemaCache, name string, schema json.RawMessage, args string) (json.RawMessage, error) {
-	raw, err := checkArgs(args)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if err := cache.validate(schema, raw); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", layer.ErrInvalidArguments, name, err)
-	}
-	return raw, nil
+	return toolargs.Check(a.schemas, name, schema, args)
 }
 
 // textOnly wraps a streaming func so that it receives only text, and its

@@ -18,6 +18,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // anthropicBlock is a content block of an Anthropic Messages API request.
@@ -361,21 +362,21 @@ func TestModel04_MalformedArgumentsDoNotPoisonThread(t *testing.T) {
 // replayable too.
 func TestModel04_PoisonedThreadFromEarlierVersion(t *testing.T) {
 	store := storage.NewMemory()
-	old := agentloop.Checkpoint{Version: 3, ThreadID: "t", Messages: []agentloop.StoredMessage{
-		{Role: agentloop.RoleUser, Text: "Create an About page"},
-		{Role: agentloop.RoleAssistant, ToolCalls: []agentloop.StoredToolCall{
+	old := thread.Checkpoint{Version: 3, ThreadID: "t", Messages: []thread.Message{
+		{Role: thread.RoleUser, Text: "Create an About page"},
+		{Role: thread.RoleAssistant, ToolCalls: []thread.ToolCall{
 			{ID: "call_1", Name: "createPage", Arguments: "```json\n{}\n```"},
 			{ID: "call_2", Name: "working-memory/update", Arguments: `{"a":1}`},
 		}},
-		{Role: agentloop.RoleTool, ToolResults: []agentloop.StoredToolResult{{CallID: "call_1", Name: "createPage", Content: "error: not valid JSON"}}},
-		{Role: agentloop.RoleTool, ToolResults: []agentloop.StoredToolResult{{CallID: "call_2", Name: "working-memory/update", Content: "error: unknown tool"}}},
-		{Role: agentloop.RoleAssistant, Text: "I could not."},
+		{Role: thread.RoleTool, ToolResults: []thread.ToolResult{{CallID: "call_1", Name: "createPage", Content: "error: not valid JSON"}}},
+		{Role: thread.RoleTool, ToolResults: []thread.ToolResult{{CallID: "call_2", Name: "working-memory/update", Content: "error: unknown tool"}}},
+		{Role: thread.RoleAssistant, Text: "I could not."},
 	}}
 	b, err := json.Marshal(old)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Put(t.Context(), storage.ThreadKey("t", agentloop.CheckpointName), b, storage.NoVersion); err != nil {
+	if _, err := store.Put(t.Context(), storage.ThreadKey("t", thread.HeadName), b, storage.NoVersion); err != nil {
 		t.Fatal(err)
 	}
 	fake := &fakeAnthropic{policy: func(int, anthropicRequest) string {

@@ -9,17 +9,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/memlayer/memlayer/history"
+	"github.com/memlayer/memlayer/internal/writepath"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
-	"github.com/tmc/langchaingo/llms"
 )
 
 // AssemblyConfig configures scored context assembly, which is on unless
-// Disabled. The layers that offer candidates — a method
-//
-//	Candidates(ctx context.Context, q layer.Query) ([]prompt.Candidate, error)
-//
-// as episodic and semantic memory have — do not fill budgets of their
+// Disabled. The layers that offer candidates (layer.CandidateSource, as
+// episodic and semantic memory are) do not fill budgets of their
 // own: their candidates compete for one pool, the sum of what the budget
 // allocation gave them, scored by prompt.Assemble (similarity, recency,
 // importance, redundancy against what is already selected) and packed
@@ -64,130 +64,39 @@ type AssemblyConfig struct {
 	SummaryCandidates bool
 }
 
-// LayerBudget is what one layer had of a step's prompt, in tokens.
-type LayerBudget struct {
-	// Layer is the layer's ID.
-	Layer string
-	// Allocated is what the budget allocation gave it; for the layers in
-	// scored assembly, the pool they share (the sum of their allocations,
-	// fences included; each says it whole).
-	Allocated int
-	// Used is what its block took; Left is Allocated − Used (negative
-	// never: a block is cut to its allocation).
-	Used, Left int
-	// Assembled is true for a layer whose block scored assembly chose.
-	Assembled bool
-}
-
-// candidateSource is a layer that offers scored candidates.
-type candidateSource interface {
-	Candidates(ctx context.Context, q layer.Query) ([]prompt.Candidate, error)
-}
-
 // assembled recalls the run's layers for q: the pinned ones through the
 // stack, the candidate layers by scored assembly when it is on. It
 // returns the blocks in slot order and each layer's share (see
-// LayerBudget; Used is filled in by the caller). msgs is the history the
-// step projects, a suffix of r.msgs (its window when windowed).
+// prompt.LayerBudget; Used is filled in by the caller). msgs is the
+// history the step projects, a suffix of r.msgs (its window when
+// windowed).
 func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageContent) ([]layer.Recalled, map[string]int) {
-	a := r.a
-	r.assembledIDs = nil
-	if a.cfg.Assembly.Disabled {
-		recalled, _ := r.stack.Recall(ctx, q, r.alloc.Layers)
-		return recalled, r.alloc.Layers
-	}
-	if r.sources == nil {
-		r.sources = map[string]candidateSource{}
-		for _, l := range r.stack.Layers() {
-			if src, ok := layer.As[candidateSource](l); ok && (a.cfg.Assembly.SummaryCandidates || l.Spec().ID != SummaryLayerID) {
-				r.sources[l.Spec().ID] = src
-			}
-		}
-	}
-	_, summary := r.sources[SummaryLayerID]
-	noSummary := summary && r.summary.whole() == "" // nothing to offer yet
-	if len(r.sources) == 0 || noSummary && len(r.sources) == 1 {
-		recalled, _ := r.stack.Recall(ctx, q, r.alloc.Layers)
-		return recalled, r.alloc.Layers
-	}
-	ids := slices.Sorted(maps.Keys(r.sources))
-	if noSummary {
-		ids = slices.DeleteFunc(ids, func(id string) bool { return id == SummaryLayerID })
-	}
+	ids := r.assemblyIDs()
 	r.assembledIDs = ids
-	budgets, shares := maps.Clone(r.alloc.Layers), maps.Clone(r.alloc.Layers)
-	pool := 0
-	for _, id := range ids {
-		share := r.alloc.Layers[id]
-		if id == SummaryLayerID {
-			// The summary brings what its block takes, its allocation
-			// at most: the allocation was the history's, and what the
-			// summary does not use goes back to the history.
-			share = min(share, q.Count(r.summary.whole()))
-		}
-		pool += share
-		budgets[id] = -1 // not recalled: assembled
+	if len(ids) == 0 {
+		recalled, _ := r.stack.Recall(ctx, q, r.alloc.Layers)
+		return recalled, r.alloc.Layers
 	}
-	total := pool
-	sc := a.cfg.Assembly.Scoring
+	budgets, shares := maps.Clone(r.alloc.Layers), maps.Clone(r.alloc.Layers)
+	total := r.pool(q, ids)
+	for _, id := range ids {
+		budgets[id] = -1   // not recalled: assembled
+		shares[id] = total // each may take the whole pool, fences included
+	}
+	sc := r.a.cfg.Assembly.Scoring
 	if sc.Now.IsZero() {
 		sc.Now = time.Now() // as Assemble would, once for the audit's scores too
 	}
-	var cands []prompt.Candidate
-	for _, id := range ids {
-		cs, err := r.candidates(ctx, id, q)
-		if err != nil {
-			a.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: candidates", slog.String("layer", id), slog.Any("error", err))
-			continue
-		}
-		if id == SummaryLayerID {
-			// The summary is as recent as the conversation it is part of.
-			for i := range cs {
-				cs[i].Time = sc.Now
-			}
-		}
-		cands = append(cands, cs...)
-		// Each block's fence, and the line break after each line, take
-		// tokens of the pool too.
-		if id == SummaryLayerID {
-			// The summary's parts, counted one by one, may add up to
-			// more or less than the block they make: the pool takes
-			// the difference, so the whole summary takes what its
-			// block does.
-			pool -= r.summary.frame(q, cs)
-		} else {
-			pool -= q.Count(layer.Fence(layer.FenceTag(id), ""))
-		}
-	}
+	cands, frames := r.gather(ctx, q, ids, sc)
 	shown := r.sentCalls(msgs)
-	fresh := slices.DeleteFunc(slices.Clone(cands), func(c prompt.Candidate) bool { return c.Layer != SummaryLayerID && shown[c.Key] })
-	sel := prompt.Assemble(fresh, max(pool, 0), sc)
-	lines := map[string][]string{}
-	won := map[string]bool{} // the summary's parts that won
-	for _, s := range sel {
-		lines[s.Layer] = append(lines[s.Layer], s.Text)
-		if s.Layer == SummaryLayerID {
-			won[s.Key] = true
-		}
-	}
+	fresh := slices.DeleteFunc(slices.Clone(cands), func(c layer.Candidate) bool { return c.Layer != history.SummaryLayerID && shown[c.Key] })
+	sel := prompt.Assemble(fresh, max(total-frames, 0), sc)
 	recalled, _ := r.stack.Recall(ctx, q, budgets)
-	byID := make(map[string]layer.Recalled, len(recalled)+len(lines))
+	byID := make(map[string]layer.Recalled, len(recalled)+len(ids))
 	for _, rc := range recalled {
 		byID[rc.ID] = rc
 	}
-	tokens := make(map[string]int, len(ids))
-	for _, id := range ids {
-		shares[id] = total // each may take the whole pool, fences included
-		if len(lines[id]) == 0 {
-			continue
-		}
-		text := layer.Fence(layer.FenceTag(id), strings.Join(lines[id], "\n"))
-		if id == SummaryLayerID {
-			text = r.summary.block(won) // in its own order, with its header
-		}
-		tokens[id] = q.Count(text)
-		byID[id] = layer.Recalled{ID: id, Items: []layer.Item{{Text: text, Tokens: tokens[id]}}}
-	}
+	tokens := r.packed(q, ids, sel, byID)
 	r.auditAssembly(q.Step, ids, cands, sel, sc, tokens)
 	out := make([]layer.Recalled, 0, len(byID))
 	for _, spec := range specs(r.stack) {
@@ -196,6 +105,109 @@ func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageC
 		}
 	}
 	return out, shares
+}
+
+// assemblyIDs returns the IDs of the layers whose candidates compete in
+// the step's scored assembly, sorted; none when assembly is off or no
+// layer has candidates to offer.
+func (r *run) assemblyIDs() []string {
+	a := r.a
+	if a.cfg.Assembly.Disabled {
+		return nil
+	}
+	if r.sources == nil {
+		r.sources = map[string]layer.CandidateSource{}
+		for _, l := range r.stack.Layers() {
+			if src, ok := layer.As[layer.CandidateSource](l); ok && (a.cfg.Assembly.SummaryCandidates || l.Spec().ID != history.SummaryLayerID) {
+				r.sources[l.Spec().ID] = src
+			}
+		}
+	}
+	_, summary := r.sources[history.SummaryLayerID]
+	noSummary := summary && r.summary.Whole() == "" // nothing to offer yet
+	if len(r.sources) == 0 || noSummary && len(r.sources) == 1 {
+		return nil
+	}
+	ids := slices.Sorted(maps.Keys(r.sources))
+	if noSummary {
+		ids = slices.DeleteFunc(ids, func(id string) bool { return id == history.SummaryLayerID })
+	}
+	return ids
+}
+
+// pool returns the tokens the layers ids share: the sum of their
+// allocations.
+func (r *run) pool(q layer.Query, ids []string) int {
+	pool := 0
+	for _, id := range ids {
+		share := r.alloc.Layers[id]
+		if id == history.SummaryLayerID {
+			// The summary brings what its block takes, its allocation
+			// at most: the allocation was the history's, and what the
+			// summary does not use goes back to the history.
+			share = min(share, q.Count(r.summary.Whole()))
+		}
+		pool += share
+	}
+	return pool
+}
+
+// gather returns the candidates the layers ids offer for q, and the
+// tokens their blocks' frames take of the pool. A layer whose Candidates
+// fails is logged and offers none.
+func (r *run) gather(ctx context.Context, q layer.Query, ids []string, sc prompt.Scoring) (cands []layer.Candidate, frames int) {
+	for _, id := range ids {
+		cs, err := r.candidates(ctx, id, q)
+		if err != nil {
+			r.a.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: candidates", slog.String("layer", id), slog.Any("error", err))
+			continue
+		}
+		if id == history.SummaryLayerID {
+			// The summary is as recent as the conversation it is part of.
+			for i := range cs {
+				cs[i].Time = sc.Now
+			}
+		}
+		cands = append(cands, cs...)
+		// Each block's fence, and the line break after each line, take
+		// tokens of the pool too.
+		if id == history.SummaryLayerID {
+			// The summary's parts, counted one by one, may add up to
+			// more or less than the block they make: the pool takes
+			// the difference, so the whole summary takes what its
+			// block does.
+			frames += r.summary.Frame(q, cs)
+		} else {
+			frames += q.Count(layer.Fence(layer.FenceTag(id), ""))
+		}
+	}
+	return cands, frames
+}
+
+// packed sets in byID the block of each layer of ids that won some of
+// sel, and returns the tokens each block takes.
+func (r *run) packed(q layer.Query, ids []string, sel []prompt.Selected, byID map[string]layer.Recalled) map[string]int {
+	lines := map[string][]string{}
+	won := map[string]bool{} // the summary's parts that won
+	for _, s := range sel {
+		lines[s.Layer] = append(lines[s.Layer], s.Text)
+		if s.Layer == history.SummaryLayerID {
+			won[s.Key] = true
+		}
+	}
+	tokens := make(map[string]int, len(ids))
+	for _, id := range ids {
+		if len(lines[id]) == 0 {
+			continue
+		}
+		text := layer.Fence(layer.FenceTag(id), strings.Join(lines[id], "\n"))
+		if id == history.SummaryLayerID {
+			text = r.summary.Block(won) // in its own order, with its header
+		}
+		tokens[id] = q.Count(text)
+		byID[id] = layer.Recalled{ID: id, Items: []layer.Item{{Text: text, Tokens: tokens[id]}}}
+	}
+	return tokens
 }
 
 // sentCalls returns the IDs of the tool calls in msgs (a suffix of
@@ -226,7 +238,7 @@ func (r *run) sentCalls(msgs []llms.MessageContent) map[string]bool {
 }
 
 // candidates calls a layer's Candidates, a panic recovered as an error.
-func (r *run) candidates(ctx context.Context, id string, q layer.Query) (cs []prompt.Candidate, err error) {
+func (r *run) candidates(ctx context.Context, id string, q layer.Query) (cs []layer.Candidate, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%w: %v", layer.ErrPanic, p)
@@ -239,36 +251,22 @@ func (r *run) candidates(ctx context.Context, id string, q layer.Query) (cs []pr
 	return cs, err
 }
 
-// itemTokens returns the tokens of a layer's items: those each reports,
-// counted with c for an item that reports none.
-func itemTokens(items []layer.Item, c prompt.Counter) int {
-	n := 0
-	for _, it := range items {
-		if it.Tokens > 0 {
-			n += it.Tokens
-		} else {
-			n += c.Count(it.Text)
-		}
-	}
-	return n
-}
-
 // budgetStatus returns each layer's share of the step's prompt and what
 // its block took, in slot order: the layers the allocation gave tokens,
 // whether or not they recalled anything.
-func (r *run) budgetStatus(recalled []layer.Recalled, shares map[string]int) []LayerBudget {
+func (r *run) budgetStatus(recalled []layer.Recalled, shares map[string]int) []prompt.LayerBudget {
 	used := make(map[string]int, len(recalled))
 	for _, rc := range recalled {
-		used[rc.ID] += itemTokens(rc.Items, r.a.cfg.Counter)
+		used[rc.ID] += writepath.RecallTokens(rc.Items, r.a.cfg.Counter)
 	}
-	out := make([]LayerBudget, 0, len(shares))
+	out := make([]prompt.LayerBudget, 0, len(shares))
 	for _, spec := range specs(r.stack) {
 		share, ok := shares[spec.ID]
 		if !ok {
 			continue
 		}
 		u := used[spec.ID]
-		out = append(out, LayerBudget{Layer: spec.ID, Allocated: share, Used: u, Left: max(share-u, 0), Assembled: slices.Contains(r.assembledIDs, spec.ID)})
+		out = append(out, prompt.LayerBudget{Layer: spec.ID, Allocated: share, Used: u, Left: max(share-u, 0), Assembled: slices.Contains(r.assembledIDs, spec.ID)})
 	}
 	return out
 }

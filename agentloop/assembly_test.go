@@ -15,6 +15,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/audit"
 	"github.com/memlayer/memlayer/episodicmemory"
+	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/semanticmemory"
@@ -78,7 +79,7 @@ func TestMemory44_ScoredAssemblySharesOnePool(t *testing.T) {
 		store := storage.NewMemory()
 		fillMemories(t, store)
 		model := agenttest.New(agenttest.Reply(agenttest.Text("It is a Gaggia.")))
-		var stepBudgets []agentloop.LayerBudget
+		var stepBudgets []prompt.LayerBudget
 		obs := func(e agentloop.Event) {
 			if e.Kind == agentloop.EventStep {
 				stepBudgets = e.Budgets
@@ -103,7 +104,7 @@ func TestMemory44_ScoredAssemblySharesOnePool(t *testing.T) {
 		if !strings.Contains(sys, "Plan: answer about the user's kitchen.") {
 			t.Errorf("the pinned scratchpad block is missing:\n%s", sys)
 		}
-		byLayer := map[string]agentloop.LayerBudget{}
+		byLayer := map[string]prompt.LayerBudget{}
 		for _, b := range res.Budgets {
 			byLayer[b.Layer] = b
 			if b.Left != max(b.Allocated-b.Used, 0) || b.Used < 0 {
@@ -243,7 +244,7 @@ func TestMemory93_AssemblySkipsEpisodesTheWindowShows(t *testing.T) {
 		}
 		return whole, compacted
 	}
-	window := agentloop.HistoryConfig{MaxTurns: 4} // no summary yet
+	window := history.Config{MaxTurns: 4} // no summary yet
 	// Assembly leaves out the episodes of calls whose whole result the
 	// window carries; the layer's own Recall does not.
 	if whole, _ := count(t, agentloop.Config{History: window, KeepToolResults: true}, 4); whole != 0 {
@@ -259,7 +260,7 @@ func TestMemory93_AssemblySkipsEpisodesTheWindowShows(t *testing.T) {
 	// A full history over its own share of the window is projected
 	// newest first: the calls beyond that share are not surely sent, so
 	// their episodes are packed (the step happens to send some of them).
-	if whole, _ := count(t, agentloop.Config{History: agentloop.HistoryConfig{Full: true}, KeepToolResults: true, ContextWindow: 16000}, 8); whole == 0 {
+	if whole, _ := count(t, agentloop.Config{History: history.Config{Full: true}, KeepToolResults: true, ContextWindow: 16000}, 8); whole == 0 {
 		t.Error("full history over its share: every call in the history was taken as surely sent")
 	}
 }
@@ -278,9 +279,9 @@ func (l rivalLayer) Spec() layer.Spec {
 
 func (l rivalLayer) Recall(context.Context, layer.Query) ([]layer.Item, error) { return nil, nil }
 
-func (l rivalLayer) Candidates(_ context.Context, q layer.Query) ([]prompt.Candidate, error) {
+func (l rivalLayer) Candidates(_ context.Context, q layer.Query) ([]layer.Candidate, error) {
 	words := strings.Fields("amber basil cedar delta ember fjord garnet harbor iris juniper kestrel lagoon maple nectar orchid pebble quartz raven saffron tundra umber violet willow xenon yarrow zephyr acorn birch cobalt dune")
-	var out []prompt.Candidate
+	var out []layer.Candidate
 	for i := range l.n {
 		// Distinct words, so that no note is a near-duplicate of another.
 		var b strings.Builder
@@ -288,7 +289,7 @@ func (l rivalLayer) Candidates(_ context.Context, q layer.Query) ([]prompt.Candi
 			b.WriteString(" " + words[(i*5+k)%len(words)] + fmt.Sprint(i))
 		}
 		text := fmt.Sprintf("note %d:%s.", i, b.String())
-		out = append(out, prompt.Candidate{Key: fmt.Sprint(i), Text: text, Tokens: q.Count(text), Similarity: 0.5, Importance: 0.5, Time: l.now})
+		out = append(out, layer.Candidate{Key: fmt.Sprint(i), Text: text, Tokens: q.Count(text), Similarity: 0.5, Importance: 0.5, Time: l.now})
 	}
 	return out, nil
 }
@@ -312,7 +313,7 @@ func TestMemory97_SummaryCompetesInThePool(t *testing.T) {
 		model := agenttest.NewFunc(pagesPolicy)
 		a := mustAgent(t, agentloop.Config{Model: model, Store: storage.NewMemory(), Tools: []agentloop.Tool{pagesTool(10)},
 			Layers:   []layer.Layer{rival},
-			History:  agentloop.HistoryConfig{MaxTurns: 1, SummarizeAfter: 1, SummaryTokens: 120},
+			History:  history.Config{MaxTurns: 1, SummarizeAfter: 1, SummaryTokens: 120},
 			Assembly: agentloop.AssemblyConfig{Disabled: disabled, SummaryCandidates: candidates, Scoring: prompt.Scoring{Now: now}}})
 		for _, title := range titles {
 			if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: title}); err != nil {
@@ -373,7 +374,7 @@ func TestMemory97_SummaryCompetesInThePool(t *testing.T) {
 		}
 		var ev *audit.Event
 		for i, e := range res.Audit.Events {
-			if e.Op == audit.OpRecall && e.Layer == agentloop.SummaryLayerID && e.Step == 0 {
+			if e.Op == audit.OpRecall && e.Layer == history.SummaryLayerID && e.Step == 0 {
 				ev = &res.Audit.Events[i]
 				break
 			}
@@ -391,7 +392,7 @@ func TestMemory97_SummaryCompetesInThePool(t *testing.T) {
 		}
 		assembled := false
 		for _, b := range res.Budgets {
-			if b.Layer == agentloop.SummaryLayerID {
+			if b.Layer == history.SummaryLayerID {
 				assembled = b.Assembled
 			}
 		}
@@ -421,7 +422,7 @@ func TestMemory97_SummaryCompetesInThePool(t *testing.T) {
 			t.Errorf("shown:\n%s\nstored:\n%s", shown, stored)
 		}
 		for _, b := range res.Budgets {
-			if b.Layer == agentloop.SummaryLayerID && b.Assembled || b.Layer == "rival" && !b.Assembled {
+			if b.Layer == history.SummaryLayerID && b.Assembled || b.Layer == "rival" && !b.Assembled {
 				t.Errorf("budget %+v: the summary is pinned, the rival assembled", b)
 			}
 		}

@@ -3,16 +3,15 @@ package agentloop
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/memlayer/memlayer/audit"
+	"github.com/memlayer/memlayer/history"
+	"github.com/memlayer/memlayer/internal/writepath"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/redact"
-	"github.com/memlayer/memlayer/storage"
 )
 
 // AuditConfig says what of a thread's memory operations is kept. By
@@ -37,35 +36,6 @@ type AuditConfig struct {
 	Keep int
 }
 
-// auditor collects the memory operations of a top-level run and of every
-// child run under it. A nil auditor records nothing.
-type auditor struct {
-	full bool // record everything, not only routes and writes
-	mu   sync.Mutex
-	ev   []audit.Event
-}
-
-func (au *auditor) add(events ...audit.Event) {
-	if au == nil || len(events) == 0 {
-		return
-	}
-	au.mu.Lock()
-	defer au.mu.Unlock()
-	au.ev = append(au.ev, events...)
-}
-
-func (au *auditor) events() []audit.Event {
-	if au == nil {
-		return nil
-	}
-	au.mu.Lock()
-	defer au.mu.Unlock()
-	return slices.Clone(au.ev)
-}
-
-// on reports whether recalls, evictions and redactions are recorded.
-func (au *auditor) on() bool { return au != nil && au.full }
-
 // Audit returns the audit turns thread threadID keeps, oldest first (see
 // [AuditConfig] and package audit); none for a thread without any.
 func (a *Agent) Audit(ctx context.Context, threadID string) ([]audit.Turn, error) {
@@ -79,10 +49,10 @@ func (a *Agent) Audit(ctx context.Context, threadID string) ([]audit.Turn, error
 // Commit stores events as the next audit turn of thread threadID, with
 // the agent's store and retention, and returns the turn: for code that
 // recalls and stores through the layers outside [Agent.Run] (a
-// layer.Stack of its own, the langchaingo Memory adapter), whose memory
+// layer.Stack of its own, chainmemory's Memory), whose memory
 // operations a run would otherwise not see. The events' texts and
 // reasons are masked as the run masks what it stores (see
-// [RedactionConfig]). It works with the audit disabled too.
+// [redact.Policy]). It works with the audit disabled too.
 func (a *Agent) Commit(ctx context.Context, threadID string, events []audit.Event) (audit.Turn, error) {
 	t, err := a.auditLog.Commit(ctx, threadID, a.maskAudit(events))
 	if err != nil {
@@ -96,7 +66,7 @@ func (a *Agent) Commit(ctx context.Context, threadID string, events []audit.Even
 // as a turn of the thread (Result.Audit). A failed commit does not fail
 // the run: it is reported as an EventAudit with its error.
 func (r *run) commitAudit(ctx context.Context) {
-	events := r.a.maskAudit(r.tree.audit.events())
+	events := r.a.maskAudit(r.tree.audit.Events())
 	for _, e := range events {
 		if e.IsWrite() {
 			r.res.Writes = append(r.res.Writes, e)
@@ -114,7 +84,7 @@ func (r *run) commitAudit(ctx context.Context) {
 	// A thread without a head this run read or wrote (a run that saved no
 	// step, a spawn from code) records its owner first, so that an erase
 	// of the resource finds the audit.
-	if r.thread == nil || r.thread.version == storage.NoVersion {
+	if r.thread == nil || !r.thread.w.HasHead() {
 		err = claimOwner(sctx, a.cfg.Store, r.threadID, r.resourceID)
 	}
 	if err == nil {
@@ -129,12 +99,12 @@ func (r *run) commitAudit(ctx context.Context) {
 // auditRecalls records the recall of each layer the step's prompt shows a
 // block of, except those scored assembly recorded (with candidates).
 func (r *run) auditRecalls(step int) {
-	if !r.tree.audit.on() {
+	if !r.tree.audit.On() {
 		return
 	}
 	for _, b := range r.res.Budgets {
 		if b.Used > 0 && !b.Assembled {
-			r.tree.audit.add(audit.Event{Op: audit.OpRecall, Step: step, Depth: r.depth, Layer: b.Layer, Tokens: b.Used})
+			r.tree.audit.Add(audit.Event{Op: audit.OpRecall, Step: step, Depth: r.depth, Layer: b.Layer, Tokens: b.Used})
 		}
 	}
 }
@@ -142,8 +112,8 @@ func (r *run) auditRecalls(step int) {
 // auditAssembly records a scored assembly: for each layer in it, its
 // candidates with their scores (as packed, or before redundancy) and
 // whether they were packed, and the tokens of its block.
-func (r *run) auditAssembly(step int, ids []string, cands []prompt.Candidate, sel []prompt.Selected, sc prompt.Scoring, tokens map[string]int) {
-	if !r.tree.audit.on() {
+func (r *run) auditAssembly(step int, ids []string, cands []layer.Candidate, sel []prompt.Selected, sc prompt.Scoring, tokens map[string]int) {
+	if !r.tree.audit.On() {
 		return
 	}
 	type key struct{ layer, key string }
@@ -166,39 +136,22 @@ func (r *run) auditAssembly(step int, ids []string, cands []prompt.Candidate, se
 			continue
 		}
 		e := audit.Event{Op: audit.OpRecall, Step: step, Depth: r.depth, Layer: id, Tokens: tokens[id], Candidates: by[id]}
-		if id == SummaryLayerID {
+		if id == history.SummaryLayerID {
 			// The summary offers every entity and line it holds, every
 			// step, and usually all of them are packed: its event
 			// counts them and lists only those left out.
 			e.Count = len(e.Candidates)
 			e.Candidates = slices.DeleteFunc(e.Candidates, func(c audit.Candidate) bool { return c.Packed })
 		}
-		r.tree.audit.add(e)
+		r.tree.audit.Add(e)
 	}
-}
-
-// storeCounters are the counts a layer's Metrics may keep of the writes
-// a step makes, and the audit event each one's growth over a step makes:
-// entity memory's evictions and extractions and episodic memory's
-// episodes (by their Store), and the key-value memory's writes (by code:
-// the run's tools, say).
-var storeCounters = []struct {
-	name   string
-	op     audit.Op
-	kind   string
-	source string
-}{
-	{"extractions_total", audit.OpWrite, "extracted", "store"},
-	{"episodes_total", audit.OpWrite, "episode", "store"},
-	{"evictions_total", audit.OpEvict, "", ""},
-	{"writes_total", audit.OpWrite, "kv", "code"},
 }
 
 // watchWrites, with the audit on, reads the counts of the layers that
 // keep storeCounters, before the run's first step.
 func (r *run) watchWrites() {
-	if r.tree.audit.on() {
-		r.evictors = watchCounts(r.stack)
+	if r.tree.audit.On() {
+		r.evictors = writepath.WatchCounts(r.stack)
 	}
 }
 
@@ -207,89 +160,22 @@ func (r *run) watchWrites() {
 // wrote in the step, its tools' calls included (see storeCounters).
 func (r *run) store(ctx context.Context, t layer.Turn) {
 	_ = r.stack.Store(ctx, t) // failures are reported by the stack
-	if r.tree.audit.on() {
-		r.evictors.record(r.tree.audit, t.Step, r.depth)
+	if r.tree.audit.On() {
+		r.evictors.Record(r.tree.audit, t.Step, r.depth)
 	}
-}
-
-// writeCounts are the layers of a stack that count their Store's work
-// in their Metrics (see storeCounters), by ID.
-type writeCounts map[string]*evictor
-
-// watchCounts reads the counts of s's layers that keep storeCounters.
-func watchCounts(s *layer.Stack) writeCounts {
-	w := writeCounts{}
-	for _, l := range s.Layers() {
-		if f, ok := layer.As[figuresReporter](l); ok {
-			m := f.Metrics()
-			for _, c := range storeCounters {
-				if _, ok := m[c.name]; ok {
-					w[l.Spec().ID] = &evictor{f: f, seen: m}
-					break
-				}
-			}
-		}
-	}
-	return w
-}
-
-// record adds to au an event for each count that grew since the last
-// call (or watchCounts), as of step.
-func (w writeCounts) record(au *auditor, step, depth int) {
-	for _, id := range slices.Sorted(maps.Keys(w)) {
-		e := w[id]
-		m := e.f.Metrics()
-		for _, c := range storeCounters {
-			if n := m[c.name] - e.seen[c.name]; n > 0 {
-				au.add(audit.Event{Op: c.op, Step: step, Depth: depth, Layer: id, Kind: c.kind, Source: c.source, Count: int(n)})
-			}
-		}
-		e.seen = m
-	}
-}
-
-// evictor is a layer that counts its Store's work, and the counts the
-// audit has seen.
-type evictor struct {
-	f    figuresReporter
-	seen map[string]int64
 }
 
 // auditRedactions records, by kind, what the step masked that earlier
 // steps had not: before and now are what the run had masked before the
 // step and has masked so far.
 func (r *run) auditRedactions(step int, before, now map[redact.Kind]int) {
-	if r.tree.audit.on() {
-		recordRedactions(r.tree.audit, step, r.depth, before, now)
-	}
-}
-
-// recordRedactions adds to au an event for each kind of data now counts
-// more of than before, in the order of the kinds' names.
-func recordRedactions(au *auditor, step, depth int, before, now map[redact.Kind]int) {
-	for _, k := range slices.Sorted(maps.Keys(now)) {
-		if n := now[k] - before[k]; n > 0 {
-			au.add(audit.Event{Op: audit.OpRedact, Step: step, Depth: depth, Kind: string(k), Count: n})
-		}
+	if r.tree.audit.On() {
+		writepath.RecordRedactions(r.tree.audit, step, r.depth, before, now)
 	}
 }
 
 // maskAudit returns events with their texts and reasons masked by the
 // agent's redactor (the updates of a layer whose masking
-// RedactionConfig.Layers turns off are recorded as the model sent them;
+// redact.Policy.Layers turns off are recorded as the model sent them;
 // everything else was masked already, and stays as it is).
-func (a *Agent) maskAudit(events []audit.Event) []audit.Event { return a.redact.audit(events) }
-
-// audit returns events with their texts and reasons masked.
-func (rd *redactor) audit(events []audit.Event) []audit.Event {
-	if rd == nil {
-		return events
-	}
-	out := make([]audit.Event, len(events))
-	for i, e := range events {
-		e.Text = rd.text(e.Text, nil, nil)
-		e.Reason = rd.text(e.Reason, nil, nil)
-		out[i] = e
-	}
-	return out
-}
+func (a *Agent) maskAudit(events []audit.Event) []audit.Event { return a.redact.Audit(events) }

@@ -23,6 +23,7 @@ import (
 	"github.com/memlayer/memlayer/episodicmemory"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
+	"github.com/memlayer/memlayer/route"
 	"github.com/memlayer/memlayer/semanticmemory"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/storage/sqlite"
@@ -299,13 +300,13 @@ func TestMemory75_DefaultRouterRoutesByKind(t *testing.T) {
 // of the default table.
 func TestMemory76_CustomRouter(t *testing.T) {
 	ctx := t.Context()
-	var seen []agentloop.Write
-	router := agentloop.RouterFunc(func(_ context.Context, w agentloop.Write) agentloop.Route {
+	var seen []layer.Write
+	router := route.Func(func(_ context.Context, w layer.Write) route.Route {
 		seen = append(seen, w)
 		if w.Importance < 0.5 {
-			return agentloop.Route{Reason: "not important enough to keep"}
+			return route.Route{Reason: "not important enough to keep"}
 		}
-		return agentloop.Route{Layer: agentloop.RouteSemantic, Reason: "everything important is a fact here"}
+		return route.Route{Layer: layer.KeepsSemantic, Reason: "everything important is a fact here"}
 	})
 	model := agenttest.New(
 		agenttest.Reply(agenttest.Calls(agenttest.Call(memorizeTool, `{"text":"Plan: look up the order.","kind":"reasoning","importance":0.9}`))),
@@ -329,7 +330,7 @@ func TestMemory76_CustomRouter(t *testing.T) {
 		t.Errorf("routes %+v", routes)
 	}
 	// A router that panics refuses the write; the run goes on.
-	boom := agentloop.RouterFunc(func(context.Context, agentloop.Write) agentloop.Route { panic("boom") })
+	boom := route.Func(func(context.Context, layer.Write) route.Route { panic("boom") })
 	model.Reset()
 	model = agenttest.New(agenttest.Reply(agenttest.Calls(memorize("x y z", "fact"))), agenttest.Reply(agenttest.Text("ok")))
 	res, err = mustAgent(t, agentloop.Config{Model: model, Layers: gateLayers(t), Router: boom}).Run(ctx, agentloop.RunInput{ThreadID: "t2", Input: "Go."})

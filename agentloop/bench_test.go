@@ -18,6 +18,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/entitymemory"
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/redact"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/workingmemory"
 	"github.com/memlayer/memlayer/workingmemory/kv"
@@ -97,7 +98,7 @@ func BenchmarkStep(b *testing.B) {
 	var mu sync.Mutex
 	overheads := make([]time.Duration, 0, 1<<16)
 	a := mustAgent(b, agentloop.Config{
-		Redaction:    agentloop.RedactionConfig{Disabled: os.Getenv("BENCH_NO_REDACTION") != ""},
+		Redaction:    redact.Policy{Disabled: os.Getenv("BENCH_NO_REDACTION") != ""},
 		Audit:        agentloop.AuditConfig{Disabled: os.Getenv("BENCH_NO_AUDIT") != ""},
 		Model:        agenttest.NewFunc(benchPolicy),
 		Instructions: "You are a CMS assistant.",

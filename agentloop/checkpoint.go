@@ -8,80 +8,21 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 )
-
-// CheckpointVersion is the format version of the threads this build
-// writes. Threads of a newer version are refused; older ones load, and
-// the next write of their thread is in this version.
-//
-// Version 1 stored each message as langchaingo (v0.1.14) encoded an
-// llms.MessageContent. Version 2 added Compacted; a version-1 checkpoint
-// marked a compacted tool result only by its text ("[compacted] "), so
-// when one loads, its messages up to the last one holding such a result
-// count as compacted, which is what version 1 had done. Version 3 stores
-// each message as a [StoredMessage], memlayer's own record. Versions 1
-// to 3 are one record holding the whole thread, rewritten every step.
-// Version 4 is a small head record under compare-and-swap that names
-// append-only message segments (one per step), the rolling [Summary] and
-// one record per layer snapshot (see "The stored thread" in the package
-// documentation).
-const CheckpointVersion = 4
-
-// CheckpointName is the name of a thread's head record (a whole
-// checkpoint before version 4) under storage.ThreadKey.
-const CheckpointName = "checkpoint"
-
-// Checkpoint is a stored thread as [Agent.LoadCheckpoint] returns it.
-// Versions 1 to 3 stored it as this JSON under
-// storage.ThreadKey(threadID, CheckpointName); version 4 stores a head
-// record there and the messages, summary and layer snapshots in records
-// of their own.
-type Checkpoint struct {
-	// Messages is the part of the thread's history that the Summary does
-	// not cover, from message First on, without system prompts: what a
-	// run loads and the window is cut from. [Agent.Transcript] returns
-	// every message.
-	Messages   []StoredMessage `json:"messages,omitempty"`
-	Version    int             `json:"version"`
-	Agent      string          `json:"agent,omitempty"`
-	ThreadID   string          `json:"thread_id"`
-	ResourceID string          `json:"resource_id,omitempty"`
-	// Layers is the layers' state after the step.
-	Layers layer.Snapshot `json:"layers"`
-	// Steps and Usage add up every run of the thread.
-	Steps     int       `json:"steps"`
-	Usage     Usage     `json:"usage"`
-	UpdatedAt time.Time `json:"updated_at"`
-	// Compacted is how many messages of the thread, from the first, have
-	// been compacted (see Config.KeepToolResults): a run compacts only
-	// the messages after them. Compaction is recorded here and never read
-	// from a message's text, so a tool result that looks like a
-	// reference is still compacted. From version 4 the stored messages
-	// stay as they were written and compaction is applied when they are
-	// loaded.
-	Compacted int `json:"compacted,omitempty"`
-	// First is the index in the thread of Messages[0], and Total the
-	// number of messages in the thread.
-	First int `json:"-"`
-	Total int `json:"-"`
-	// Summary is the thread's rolling summary of its messages before
-	// First (zero when there is none).
-	Summary Summary `json:"-"`
-}
 
 // LoadCheckpoint returns the stored thread, in the current version
 // whatever version it was stored in: its head, its summary, its layer
 // snapshots and the messages the summary does not cover (Messages, from
 // message First). A thread that was never stored gives an error that is
 // storage.ErrNotFound.
-func (a *Agent) LoadCheckpoint(ctx context.Context, threadID string) (*Checkpoint, error) {
+func (a *Agent) LoadCheckpoint(ctx context.Context, threadID string) (*thread.Checkpoint, error) {
 	l, err := a.load(ctx, threadID)
 	if err != nil {
 		return nil, err
@@ -91,8 +32,8 @@ func (a *Agent) LoadCheckpoint(ctx context.Context, threadID string) (*Checkpoin
 	}
 	// Version 4 stores messages as they were written: the compacted ones
 	// are returned compacted, as earlier versions stored them.
-	c := l.ckpt
-	if lo := max(l.head.Precompacted, c.First); !l.legacy && c.Compacted > lo {
+	c := l.Checkpoint
+	if lo := max(l.Precompacted, c.First); !l.Legacy && c.Compacted > lo {
 		msgs := slices.Clone(l.msgs)
 		compactHistory(msgs[lo-c.First : c.Compacted-c.First])
 		c.Messages = slices.Clone(c.Messages)
@@ -105,67 +46,10 @@ func (a *Agent) LoadCheckpoint(ctx context.Context, threadID string) (*Checkpoin
 	return c, nil
 }
 
-// decodeCheckpoint decodes a checkpoint of version 1 to 3 into the
-// current one, and its messages as langchaingo's.
-func decodeCheckpoint(data []byte) (*Checkpoint, []llms.MessageContent, error) {
-	var c Checkpoint
-	if err := json.Unmarshal(data, &c); err != nil {
-		return nil, nil, fmt.Errorf("malformed: %w", err)
-	}
-	if c.Version < 1 || c.Version >= 4 {
-		return nil, nil, fmt.Errorf("version %d, this build reads up to %d", c.Version, CheckpointVersion)
-	}
-	if c.Version < 3 {
-		var old struct {
-			Messages []legacyMessage `json:"messages"`
-		}
-		if err := json.Unmarshal(data, &old); err != nil {
-			return nil, nil, fmt.Errorf("malformed: %w", err)
-		}
-		c.Messages = make([]StoredMessage, len(old.Messages))
-		for i, m := range old.Messages {
-			var err error
-			if c.Messages[i], err = m.stored(); err != nil {
-				return nil, nil, fmt.Errorf("version %d, message %d: %w", c.Version, i, err)
-			}
-		}
-	}
-	if c.Version == 1 {
-		c.Compacted = legacyCompacted(c.Messages)
-	}
-	c.Version = CheckpointVersion
-	c.Compacted = min(max(c.Compacted, 0), len(c.Messages))
-	msgs := make([]llms.MessageContent, len(c.Messages))
-	for i, m := range c.Messages {
-		var err error
-		if msgs[i], err = m.content(); err != nil {
-			return nil, nil, fmt.Errorf("message %d: %w", i, err)
-		}
-	}
-	return &c, msgs, nil
-}
-
-// legacyCompacted is the compaction watermark of a version-1 checkpoint:
-// the messages up to the last one holding a tool result that starts with
-// the marker version 1 wrote. Version 1 compacted every earlier message
-// when a run started, so those were all compacted.
-func legacyCompacted(msgs []StoredMessage) int {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		for _, r := range msgs[i].ToolResults {
-			if strings.HasPrefix(r.Content, compactedPrefix) {
-				return i + 1
-			}
-		}
-	}
-	return 0
-}
-
-// thread is a top-level run's stored thread: where its head is, what
-// the stored head holds, and what the run has written.
-type thread struct {
-	key     string // storage.ThreadKey(threadID, CheckpointName)
-	version int64  // of the stored head, for compare-and-swap
-	head    headRecord
+// threadState is a top-level run's stored thread: its writer, what the
+// thread held when the run started, and what the run has written.
+type threadState struct {
+	w *thread.Writer
 	// steps and usage of the thread's earlier runs.
 	steps int
 	usage Usage
@@ -175,20 +59,10 @@ type thread struct {
 	// and saved how many the stored thread has; savedSteps is how many
 	// of this run's steps it has.
 	baseMsgs, saved, savedSteps int
-	// layers is each layer's snapshot as stored, so that a step writes
-	// only those that changed.
-	layers map[string][]byte
 	// summary is the committed summary; pending is one made since, which
 	// the next write stores and commits.
-	summary Summary
-	pending *Summary
-	// segs are the segments holding the messages the summary does not
-	// cover; kept those it covers that retention keeps (see retain), as
-	// the summary record lists them (summaryRecord.Kept), unless
-	// listSegs: the record lacks the list, and retention lists the store.
-	segs     []segRef
-	kept     string
-	listSegs bool
+	summary thread.Summary
+	pending *thread.Summary
 }
 
 // resume continues a stored thread: the run starts from the loaded
@@ -196,18 +70,18 @@ type thread struct {
 // up to the current turn (the last stored one when continuing without
 // a new message).
 func (r *run) resume(l *loaded, continuing bool) {
-	th, c := r.thread, l.ckpt
+	th, c := r.thread, l.Checkpoint
 	r.msgs, r.base, r.loadedStored = l.msgs, c.First, c.Messages
-	th.version, th.head, th.layers = l.version, l.head, l.layers
+	th.w = thread.NewWriter(r.a.cfg.Store, r.threadID, l.Loaded)
 	th.steps, th.usage, th.compacted, th.summary = c.Steps, c.Usage, c.Compacted, c.Summary
-	th.saved = c.Total
-	th.segs, th.kept, th.listSegs = l.segs, l.kept, l.listSegs
+	th.saved = th.w.Saved()
 	// Messages before pre are stored compacted already.
-	pre := th.head.Precompacted
-	if l.legacy {
+	pre := l.Precompacted
+	if l.Legacy {
 		// Nothing is in segments yet: the first write stores every
-		// message, compacted as they were.
-		th.saved, pre = 0, c.Compacted
+		// message, compacted as they were (the writer records them as
+		// precompacted).
+		pre = c.Compacted
 	}
 	replayable(r.msgs) // threads stored by earlier versions
 	end := th.compacted
@@ -223,9 +97,6 @@ func (r *run) resume(l *loaded, continuing bool) {
 		compactHistory(r.msgs[lo-r.base : end-r.base])
 	}
 	th.compacted = max(end, th.compacted)
-	if l.legacy {
-		th.head.Precompacted = th.compacted
-	}
 }
 
 // checkpoint stores the run's new messages and layer state with
@@ -240,7 +111,7 @@ func (r *run) checkpoint(ctx context.Context) error {
 
 // writeCheckpoint writes the step; an error is a *CheckpointError.
 func (r *run) writeCheckpoint(ctx context.Context) error {
-	th, store := r.thread, r.a.cfg.Store
+	th := r.thread
 	// Only the thread- and execution-scoped layers' state is kept with the
 	// thread: restoreLayers never restores the others (their own records
 	// are newer), so snapshotting them every step would be wasted work.
@@ -265,8 +136,8 @@ func (r *run) writeCheckpoint(ctx context.Context) error {
 		}
 		// A conflict is another run's write, unless the head this run
 		// read or wrote is no longer there at all.
-		if errors.Is(err, storage.ErrConflict) && th.version != storage.NoVersion {
-			if _, gerr := store.Get(ctx, th.key); errors.Is(gerr, storage.ErrNotFound) {
+		if errors.Is(err, storage.ErrConflict) && th.w.HasHead() {
+			if _, gerr := r.a.cfg.Store.Get(ctx, storage.ThreadKey(r.threadID, thread.HeadName)); errors.Is(gerr, storage.ErrNotFound) {
 				err = ErrCheckpointGone
 			}
 		}
@@ -288,7 +159,7 @@ func (r *run) checkpointError(err error) error {
 // written by an agent of another name is not restored into this one's
 // layers (their IDs may mean other things there). A failure is reported
 // and leaves the layers as Init loaded them.
-func (a *Agent) restoreLayers(ctx context.Context, st *layer.Stack, c *Checkpoint) {
+func (a *Agent) restoreLayers(ctx context.Context, st *layer.Stack, c *thread.Checkpoint) {
 	snap := c.Layers
 	if c.Agent != "" && a.cfg.Name != "" && c.Agent != a.cfg.Name {
 		a.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: not restoring layers from a checkpoint of another agent",

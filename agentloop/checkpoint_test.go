@@ -14,6 +14,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // restartScenario creates the About page with one Agent, then asks about
@@ -93,7 +94,7 @@ func TestWithoutMemoryTheReferenceIsLost(t *testing.T) {
 
 func TestCheckpointConflict(t *testing.T) {
 	store := storage.NewMemory()
-	key := storage.ThreadKey("t", agentloop.CheckpointName)
+	key := storage.ThreadKey("t", thread.HeadName)
 	// A tool that, mid-run, lets "another process" write the thread.
 	intruder := agentloop.Tool{Name: "intrude", Call: func(ctx context.Context, _ json.RawMessage) (string, error) {
 		_, err := store.Put(ctx, key, []byte(`{"version":1,"thread_id":"t","messages":[]}`), storage.AnyVersion)
@@ -125,7 +126,7 @@ func TestBadCheckpointIsRefusedAndKept(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			store := storage.NewMemory()
-			key := storage.ThreadKey("t", agentloop.CheckpointName)
+			key := storage.ThreadKey("t", thread.HeadName)
 			if _, err := store.Put(t.Context(), key, []byte(value), storage.NoVersion); err != nil {
 				t.Fatal(err)
 			}
@@ -175,7 +176,7 @@ func TestRestoreLayersFromCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ck.Version != agentloop.CheckpointVersion || ck.Agent != agentloop.DefaultName || ck.Steps != 4 || string(ck.Layers.Layers["scratch"]) != `{"seen":null,"notes":null}` || len(ck.Layers.Layers) != 1 {
+	if ck.Version != thread.Version || ck.Agent != agentloop.DefaultName || ck.Steps != 4 || string(ck.Layers.Layers["scratch"]) != `{"seen":null,"notes":null}` || len(ck.Layers.Layers) != 1 {
 		t.Errorf("checkpoint: version %d agent %q steps %d layers %d", ck.Version, ck.Agent, ck.Steps, len(ck.Layers.Layers))
 	}
 }

@@ -9,8 +9,11 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
+	"github.com/memlayer/memlayer/redact"
+	"github.com/memlayer/memlayer/route"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -105,13 +108,14 @@ type Config struct {
 	Assembly AssemblyConfig
 
 	// Redaction says what is masked before it reaches a store; by
-	// default personal data and secrets are (see [RedactionConfig]).
-	Redaction RedactionConfig
+	// default personal data and secrets are (see [redact.Policy]).
+	Redaction redact.Policy
 
-	// Router decides where a memory write goes — what the model asks
-	// semantic memory's memorize tool to keep — or refuses it; nil is
-	// [DefaultRouter], which routes by kind without a model call.
-	Router Router
+	// Router decides where a memory write goes — what the model asks a
+	// layer's write tool (semantic memory's memorize) to keep, or a
+	// layer.Proposer proposes — or refuses it; nil is route.Default,
+	// which routes by kind without a model call.
+	Router route.Router
 
 	// Audit says what of the memory operations of each run is kept with
 	// the thread; by default all of them (see [AuditConfig]).
@@ -147,8 +151,8 @@ type Config struct {
 	// History says what of the thread's history the model is sent: by
 	// default a window of recent turns and a rolling summary of the older
 	// ones, shown by the built-in history-summary layer (see
-	// [HistoryConfig]).
-	History HistoryConfig
+	// [history.Config]).
+	History history.Config
 	// RestoreLayers makes a resumed thread restore the layers' state from
 	// its checkpoint, for layers of thread or execution scope, after
 	// Init. Layers that persist their own state (the usual case) load it
@@ -185,7 +189,7 @@ type Config struct {
 	// layer hook) and metrics (hook, model and tool durations, tokens by
 	// type and by layer, checkpoint conflicts, compare-and-swaps the
 	// layers lose, and, as each run ends, the figures each layer reports
-	// through a Metrics method — see "Metrics" in package layer: a count
+	// through layer.MetricsReporter: a count
 	// "x_total" goes to the counter memlayer.layer.x, a level "y" to the
 	// gauge memlayer.layer.y, such as the key-value memory's entries,
 	// scopes and parent-fallback lookups or the entity memory's
@@ -247,7 +251,7 @@ func (c Config) withDefaults() Config {
 	if c.Counter == nil {
 		c.Counter = prompt.Estimate
 	}
-	c.History = c.History.withDefaults(c.Counter)
+	c.History = c.History.WithDefaults(c.Counter)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -255,7 +259,7 @@ func (c Config) withDefaults() Config {
 		c.Store = storage.NewMemory()
 	}
 	if c.Router == nil {
-		c.Router = DefaultRouter
+		c.Router = route.Default
 	}
 	return c
 }

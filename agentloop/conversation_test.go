@@ -20,6 +20,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/entitymemory"
 	"github.com/memlayer/memlayer/episodicmemory"
+	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/prompt/tiktoken"
@@ -37,12 +38,12 @@ import (
 // windowedHistory is the history configuration of the run measured
 // against the full history: the default (a window of recent turns, a
 // rolling summary in the history-summary layer).
-func windowedHistory(cfg *agentloop.Config) { cfg.History = agentloop.HistoryConfig{} }
+func windowedHistory(cfg *agentloop.Config) { cfg.History = history.Config{} }
 
 // fullHistory is the baseline: every message of the thread, tool results
 // and arguments whole, no window and no summary.
 func fullHistory(cfg *agentloop.Config) {
-	cfg.History = agentloop.HistoryConfig{Full: true}
+	cfg.History = history.Config{Full: true}
 	cfg.KeepToolResults = true
 }
 

@@ -67,7 +67,7 @@
 // A [Tool] has a name, a description, a JSON Schema for its arguments
 // object (sent to the model verbatim, and checked with
 // santhosh-tekuri/jsonschema before the tool runs; each schema is
-// compiled once and kept while among the [SchemaCacheSize] most recently
+// compiled once and kept while among the 256 most recently
 // used) and a Call. [NewTool] builds a typed tool that decodes
 // its arguments into a Go value; without an explicit schema it infers one
 // from the Go type with github.com/google/jsonschema-go (JSON field
@@ -170,11 +170,11 @@
 // Checkpoint.Total), compacted as a run would load them. The whole
 // transcript, as stored and never compacted, is [Agent.Transcript]'s
 // (for audit and for layers that keep their own log); it reads every
-// segment it keeps. HistoryConfig.RetainMessages bounds what it keeps,
-// by default too ([DefaultRetainMessages], 200): when a summary is
+// segment it keeps. history.Config.RetainMessages bounds what it keeps,
+// by default too ([thread.DefaultRetainMessages], 200): when a summary is
 // stored, the messages it covers that are older than the last 200 are
 // deleted, and the covered ones kept have each text, argument or result
-// over [ElideAbove] (4 KiB) cut to a stub with its size and SHA-256
+// over [thread.ElideAbove] (4 KiB) cut to a stub with its size and SHA-256
 // ([Elided]), so a model that sends a 60 KB argument every turn leaves a
 // thread of about 360 KB, not one that grows 60 KB a turn. The summary's
 // record names the covered segments kept, so retention never lists the
@@ -185,28 +185,28 @@
 // # History
 //
 // The model is sent a window of recent turns and a rolling summary of
-// the older ones ([HistoryConfig]; HistoryConfig.Full sends the whole
+// the older ones ([history.Config]; history.Config.Full sends the whole
 // history instead, as before version 4). A turn is a user message and
 // everything up to the next one, so a tool call is never separated from
 // its result. The window holds the current turn and at least
-// HistoryConfig.MaxTurns (8) turns before it; when
-// HistoryConfig.SummarizeAfter (4) more have left it, they are
+// history.Config.MaxTurns (8) turns before it; when
+// history.Config.SummarizeAfter (4) more have left it, they are
 // summarized, so no turn leaves the prompt before the summary holds it.
 // When the window does not fit its share of the context window, its
 // oldest turns are summarized at once. The summary is shown by the
 // built-in layer "history-summary" (slot 200, template variable
 // historySummary, fenced as <history_summary>), whose budget
-// (HistoryConfig.SummaryTokens, 1,000) is taken from the history's
+// (history.Config.SummaryTokens, 1,000) is taken from the history's
 // share.
 //
-// A [Summarizer] writes the summary. The default,
-// [DeterministicSummarizer], needs no model: one line per turn with the
+// A [history.Summarizer] writes the summary. The default,
+// [history.DeterministicSummarizer], needs no model: one line per turn with the
 // request, each tool and its call ID, the IDs and names of the entities
 // its result mentions (read with a forgiving scanner, so a truncated
 // result still gives its IDs), failures and the answer's start; over its
 // budget, the oldest lines fold into one list of IDs. It runs when a
 // step is recorded, so a step's prompt depends only on what was stored
-// before the step. [NewModelSummarizer] asks any langchaingo model, with
+// before the step. [history.NewModelSummarizer] asks any langchaingo model, with
 // a replaceable prompt; it runs in the background, the steps meanwhile
 // use the previous summary, and a run waits for it (bounded by
 // Config.SaveTimeout once the run's context has ended) and stores it
@@ -216,42 +216,10 @@
 //
 // # The stored thread
 //
-// A thread is JSON written with encoding/json from memlayer's own types,
-// never from langchaingo's, so a langchaingo upgrade cannot change what
-// is stored. Each message is a [StoredMessage]:
-//
-//	{"role": "user" | "assistant" | "tool",
-//	 "text": "...",                                            (omitted when empty)
-//	 "tool_calls": [{"id": "...", "name": "...", "arguments": "{...}"}],  (assistant)
-//	 "tool_results": [{"call_id": "...", "name": "...", "content": "..."}]}  (tool)
-//
-// From version 4 a thread is several records under
-// storage.ThreadPrefix(threadID):
-//
-//	checkpoint              the head: "version", "agent", "thread_id", "resource_id",
-//	                        "steps", "usage", "updated_at", "messages" (how many),
-//	                        "tail" (the newest segment), "compacted", "summary" and
-//	                        "covers", "retained", "snapshot_version", "snapshot_name",
-//	                        "layers" (layer ID -> record name)
-//	seg.<first>.<nonce>     a step's messages: {"first", "prev", "messages"}
-//	sum.<version>.<nonce>   a [Summary]: {"version", "covers", "text"}
-//	layer.<id>.<nonce>      one layer's snapshot, written again only when it changes
-//
-// Only the head is written with compare-and-swap; the others are written
-// once, under a new name, before the head that names them. A step writes
-// a segment and a head of a few hundred bytes (plus the layer snapshots
-// that changed and, every few turns, a summary), whatever the thread's
-// length; loading reads the head, the summary, the layers and the
-// segments back to the summary's coverage.
-//
-// The format has a version ([CheckpointVersion]); every older version
-// loads and is migrated, and the thread's next write is in the current
-// one. Versions 1 to 3 were one record holding the whole thread,
-// rewritten every step: version 1 stored langchaingo's encoding of its
-// messages, version 2 added "compacted", version 3 stores StoredMessage
-// records. A migrated thread's first write stores its messages as one
-// segment. testdata holds a frozen thread of each version, and a test
-// loads every one.
+// Package thread stores the thread: a small head under compare-and-swap,
+// append-only message segments, the summary and the layer snapshots, in
+// memlayer's own JSON format, never langchaingo's. Its documentation
+// describes the records and every version's migration.
 //
 // # Child agents
 //
@@ -306,18 +274,18 @@
 //
 // # Write gating and the audit trail
 //
-// What the model asks semantic memory's memorize tool to keep is a
-// [Write] {Kind, Text, Importance, Source}, and the agent's [Router]
-// (Config.Router) decides where it goes: [DefaultRouter], with no model
-// call, sends transient reasoning (kind reasoning, thought, plan, ...)
+// What the model asks a layer's write tool (semantic memory's memorize)
+// to keep is a layer.Write {Kind, Text, Importance, Source}, and the
+// agent's route.Router (Config.Router) decides where it goes:
+// route.Default, with no model call, sends transient reasoning (kind reasoning, thought, plan, ...)
 // to the scratchpad, an actionable outcome (outcome, action, result,
 // ...) to the episode log, and a durable fact (fact, preference,
 // profile, decision, ...) to semantic memory, and refuses any other kind;
 // the model gets the refusal and its reason as the tool's error. A
-// [RouterFunc] replaces the table; a [Route] names a layer ID or one of
-// RouteScratchpad, RouteEpisodic and RouteSemantic. A layer's Store can
-// propose writes too: a layer that is a [Proposer] has what it proposed
-// in each step routed, kept and audited the same way.
+// route.Func replaces the table; a route.Route names a layer ID or the
+// sort of write a layer.Keeper keeps. A layer's Store can propose writes
+// too: a layer that is a layer.Proposer has what it proposed in each
+// step routed, kept and audited the same way.
 //
 // Every memory operation of a run is recorded — each layer's recall (under
 // scored assembly, on by default, every candidate with its score and
@@ -346,16 +314,9 @@
 //
 // # langchaingo interop
 //
-// [NewMemory] adapts a layer stack to schema.Memory, so the layers plug
-// into chains and agents.Executor: the layers' blocks, then the
-// transcript (a langchaingo buffer memory by default), and an executor's
-// tool results reach the layers' Store; its doc says which langchaingo
-// agents show the memory and how to make the others show it.
-// [ExportTools] exports the layers' functions as tools.Tool (the schema
-// in the description: tools.Tool has no parameters), and [LLMTools] as
-// llms.Tool definitions with their schemas, for code that calls
-// GenerateContent itself. The package agentloop/agenttest has a scripted
-// llms.Model for tests.
+// Package chainmemory adapts a layer stack to langchaingo's
+// schema.Memory and exports the layers' functions as langchaingo tools.
+// The package agentloop/agenttest has a scripted llms.Model for tests.
 //
 // # Concurrency
 //

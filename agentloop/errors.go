@@ -3,9 +3,10 @@ package agentloop
 import (
 	"errors"
 	"fmt"
-	"regexp"
 
+	"github.com/memlayer/memlayer/internal/writepath"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // Errors returned by this package. Check them with [errors.Is]: they are
@@ -44,8 +45,9 @@ var (
 	// ErrCheckpoint means a thread checkpoint cannot be read or written.
 	// A failed write is a [*CheckpointError], which says how much of the
 	// run the stored thread holds. A write that lost a race with another
-	// run of the same thread also matches storage.ErrConflict.
-	ErrCheckpoint = errors.New("agentloop: checkpoint")
+	// run of the same thread also matches storage.ErrConflict. It is
+	// thread.ErrCheckpoint.
+	ErrCheckpoint = thread.ErrCheckpoint
 	// ErrCheckpointGone means the thread's stored checkpoint disappeared
 	// during the run (the store was restarted empty, the key expired or
 	// was deleted): the run's write found no checkpoint where it had read
@@ -65,7 +67,7 @@ var (
 	// panic is recovered and becomes the error of that call: a model
 	// call's ends the run, a tool's or a child's reaches the model as the
 	// tool result.
-	ErrPanic = errors.New("agentloop: panic")
+	ErrPanic = writepath.ErrPanic
 	// ErrTruncated means the final answer was cut off by the model's
 	// output limit (stop reason "length", "max_tokens", ...). Run returns
 	// it with the result, whose Output holds the partial answer.
@@ -148,16 +150,3 @@ func (e *CheckpointError) Error() string {
 
 // Unwrap returns ErrCheckpoint and the cause.
 func (e *CheckpointError) Unwrap() []error { return []error{ErrCheckpoint, e.Err} }
-
-// packagePrefix matches the package prefixes memlayer's errors carry
-// ("layer: ", "agentloop: ", "workingmemory: ", and a layer hook's
-// "layer <id>: tool: "), at the start of a message or of a wrapped part.
-var packagePrefix = regexp.MustCompile(`(^|: |\n)(?:(?:layer|agentloop|workingmemory|kv|entitymemory|episodicmemory|semanticmemory|storage|prompt|memlayer): |layer [a-z][a-z0-9-]*: (?:tool|store|data): )+`)
-
-// toolErrorText is the tool result the model reads for a failed call:
-// "error: " and the error's text without memlayer's package prefixes,
-// which say where in the library an error arose and mean nothing to a
-// model. The Go error keeps them (and errors.Is still matches).
-func toolErrorText(err error) string {
-	return "error: " + packagePrefix.ReplaceAllString(err.Error(), "$1")
-}

@@ -4,6 +4,9 @@ import (
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/memlayer/memlayer/prompt"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // EventKind says what an [Event] reports.
@@ -62,7 +65,7 @@ type Event struct {
 	ToolTime  time.Duration
 	// Budgets is what each layer had of the step's prompt, for EventStep
 	// (see Result.Budgets).
-	Budgets []LayerBudget
+	Budgets []prompt.LayerBudget
 	// Tool is the tool name, for EventToolCall.
 	Tool string
 	// Layer and Hook name the layer hook, for EventLayerHook.
@@ -88,22 +91,7 @@ type Event struct {
 // and when the report is all zero or implausible (negative, not a number,
 // above 100 million tokens for one call), the prompt and completion are
 // estimated with the agent's token counter and Estimated is set.
-type Usage struct {
-	PromptTokens     int  `json:"prompt_tokens"`
-	CompletionTokens int  `json:"completion_tokens"`
-	TotalTokens      int  `json:"total_tokens"`
-	Estimated        bool `json:"estimated,omitempty"`
-}
-
-// Add returns the sum of u and v.
-func (u Usage) Add(v Usage) Usage {
-	return Usage{
-		PromptTokens:     u.PromptTokens + v.PromptTokens,
-		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
-		TotalTokens:      u.TotalTokens + v.TotalTokens,
-		Estimated:        u.Estimated || v.Estimated,
-	}
-}
+type Usage = thread.Usage
 
 // maxCallTokens bounds the tokens one model call can plausibly use (a
 // hundred times the largest context windows of 2025); a reported count

@@ -12,6 +12,8 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/chainmemory"
+	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 )
@@ -156,10 +158,10 @@ func ExampleNewMemory() {
 	_ = st.Init(context.Background())
 	defer st.Close(context.Background())
 
-	mem := agentloop.NewMemory(st, agentloop.MemoryConfig{})
+	mem := chainmemory.New(st, chainmemory.Config{})
 	vars, _ := mem.LoadMemoryVariables(context.Background(), map[string]any{"input": "hi"})
 	fmt.Println(vars["history"])
-	fmt.Println(len(agentloop.ExportTools(st)), "tools")
+	fmt.Println(len(chainmemory.ExportTools(st)), "tools")
 	// Output:
 	// <profile>Prefers short answers.</profile>
 	// 0 tools
@@ -256,7 +258,7 @@ func ExampleExportTools() {
 	st, _ := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{l}, Env: layer.Env{ThreadID: "t"}, ValidateArgs: agentloop.ValidateArgs})
 	_ = st.Init(context.Background())
 	defer st.Close(context.Background())
-	for _, tool := range agentloop.ExportTools(st) {
+	for _, tool := range chainmemory.ExportTools(st) {
 		out, _ := tool.Call(context.Background(), `{"by":2}`)
 		bad, _ := tool.Call(context.Background(), `{"by":"two"}`)
 		fmt.Println(tool.Name(), out, strings.HasPrefix(bad, "error:"))
@@ -291,7 +293,7 @@ func (c *countLayer) Functions() []layer.Function {
 // A window of one turn: once a turn has left it, the deterministic
 // summary (no model needed) carries its request, tool call and IDs in
 // the history-summary block of the system prompt.
-func ExampleHistoryConfig() {
+func Example_history() {
 	create := agentloop.Tool{Name: "createPage", Call: func(_ context.Context, args json.RawMessage) (string, error) {
 		return `{"page":{"id":"page_7","title":"About"}}`, nil
 	}}
@@ -302,7 +304,7 @@ func ExampleHistoryConfig() {
 		return agenttest.Calls(agenttest.Call("createPage", `{"title":"About"}`)), nil
 	})
 	agent, err := agentloop.New(agentloop.Config{Model: model, Tools: []agentloop.Tool{create},
-		History: agentloop.HistoryConfig{MaxTurns: 1, SummarizeAfter: 1}})
+		History: history.Config{MaxTurns: 1, SummarizeAfter: 1}})
 	if err != nil {
 		panic(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/chainmemory"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/workingmemory"
 )
@@ -234,7 +235,7 @@ func TestFit05_ToolErrorsAreWrittenForTheModel(t *testing.T) {
 	if !errors.As(err, &ve) {
 		t.Fatalf("CallTool: %v does not unwrap to the validator's error", err)
 	}
-	out, _ := agentloop.ExportTools(st)[0].Call(t.Context(), `{"n":"x"}`)
+	out, _ := chainmemory.ExportTools(st)[0].Call(t.Context(), `{"n":"x"}`)
 	if !strings.HasPrefix(out, "error: ") || strings.Contains(out, "layer: ") || strings.Contains(out, "anyOf") {
 		t.Fatalf("exported tool result %q", out)
 	}

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/audit"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // Frozen threads. Versions 1 to 3 are one checkpoint record; from
@@ -22,10 +22,10 @@ import (
 // nonce is the random part of a version-4 record name.
 var nonce = regexp.MustCompile(`\.[0-9a-f]{12}\b`)
 
-// readFrozen returns testdata/checkpoint_v<version>.json.
+// readFrozen returns ../thread/testdata/checkpoint_v<version>.json.
 func readFrozen(t *testing.T, version int) []byte {
 	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("testdata/checkpoint_v%d.json", version))
+	data, err := os.ReadFile(fmt.Sprintf("../thread/testdata/checkpoint_v%d.json", version))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,8 +39,8 @@ func putFrozen(t *testing.T, store storage.Store, threadID string, data []byte) 
 	if err := json.Unmarshal(data, &records); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := records[agentloop.CheckpointName]; !ok {
-		records = map[string]json.RawMessage{agentloop.CheckpointName: data}
+	if _, ok := records[thread.HeadName]; !ok {
+		records = map[string]json.RawMessage{thread.HeadName: data}
 	}
 	for name, value := range records {
 		var compact bytes.Buffer

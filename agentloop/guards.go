@@ -1,6 +1,10 @@
 package agentloop
 
-import "github.com/memlayer/memlayer/layer"
+import (
+	"github.com/memlayer/memlayer/layer"
+
+	"github.com/memlayer/memlayer/history"
+)
 
 // layerIDs returns the IDs of every layer a run's stack can hold: the
 // configured layers, the spawn layers and the history summary. The prompt
@@ -15,5 +19,5 @@ func (a *Agent) layerIDs() []string {
 			}
 		}
 	}
-	return append(ids, SummaryLayerID)
+	return append(ids, history.SummaryLayerID)
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // fakeCMS is an in-memory CMS behind three tools.
@@ -127,7 +129,7 @@ func toolContents(msgs []llms.MessageContent) []string {
 
 // storedResults returns the content of every tool result of a stored
 // history, in order.
-func storedResults(msgs []agentloop.StoredMessage) []string {
+func storedResults(msgs []thread.Message) []string {
 	var out []string
 	for _, m := range msgs {
 		for _, r := range m.ToolResults {
@@ -135,4 +137,19 @@ func storedResults(msgs []agentloop.StoredMessage) []string {
 		}
 	}
 	return out
+}
+
+// newInitStackOn is an initialised stack of layers in env, closed when
+// the test ends.
+func newInitStackOn(t *testing.T, env layer.Env, layers ...layer.Layer) *layer.Stack {
+	t.Helper()
+	st, err := layer.NewStack(layer.StackConfig{Layers: layers, Env: env, ValidateArgs: agentloop.ValidateArgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Init(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close(context.Background()) })
+	return st
 }

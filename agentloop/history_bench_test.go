@@ -14,8 +14,10 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/storage/sqlite"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // BenchmarkLongThread measures one thread on SQLite (a file) at turn 10
@@ -29,7 +31,7 @@ import (
 // the op's eight steps, and the median step), the bytes handed to the
 // store per step, and the process CPU time per op.
 func BenchmarkLongThread(b *testing.B) {
-	const cycle = agentloop.DefaultSummarizeAfter
+	const cycle = history.DefaultSummarizeAfter
 	for _, turn := range []int{10, 1000} {
 		b.Run(fmt.Sprintf("turn=%d", turn), func(b *testing.B) {
 			ctx := context.Background()
@@ -116,7 +118,7 @@ func copyThread(b *testing.B, st storage.Store, from, to string) {
 		Covers        int
 		Layers        map[string]string
 	}
-	if err := json.Unmarshal(cp(agentloop.CheckpointName), &head); err != nil {
+	if err := json.Unmarshal(cp(thread.HeadName), &head); err != nil {
 		b.Fatal(err)
 	}
 	if head.Summary != "" {

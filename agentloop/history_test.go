@@ -19,8 +19,10 @@ import (
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/audit"
+	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // TestHistory02_TruncationNoteNamesTheCall: the note of a result cut in
@@ -94,7 +96,7 @@ func humans(msgs []llms.MessageContent) int {
 func TestHistory03_WindowAndSummaryThreshold(t *testing.T) {
 	store := storage.NewMemory()
 	model := agenttest.NewFunc(pagesPolicy)
-	h := agentloop.HistoryConfig{MaxTurns: 2, SummarizeAfter: 2}
+	h := history.Config{MaxTurns: 2, SummarizeAfter: 2}
 	a := mustAgent(t, agentloop.Config{Model: model, Store: store, Tools: []agentloop.Tool{pagesTool(100)}, History: h})
 	const turns = 12
 	for i := 1; i <= turns; i++ {
@@ -131,7 +133,7 @@ func TestHistory03_WindowAndSummaryThreshold(t *testing.T) {
 	if ck.Summary.Version != 5 || ck.Summary.Covers != 4*10 || ck.First != ck.Summary.Covers || ck.Total != 4*turns || len(ck.Messages) != ck.Total-ck.First {
 		t.Errorf("summary v%d covers %d; messages %d from %d of %d", ck.Summary.Version, ck.Summary.Covers, len(ck.Messages), ck.First, ck.Total)
 	}
-	if ck.Messages[0].Role != agentloop.RoleUser {
+	if ck.Messages[0].Role != thread.RoleUser {
 		t.Errorf("the window starts with a %s message, not a turn", ck.Messages[0].Role)
 	}
 	// The full transcript has every message.
@@ -148,19 +150,19 @@ func TestHistory03_WindowAndSummaryThreshold(t *testing.T) {
 // has every ID.
 func TestHistory04_DeterministicSummarizerKeepsIDs(t *testing.T) {
 	cut := `{"pages":[{"id":"page_7","title":"Team"},{"id":"page_8","title":"Jobs"},{"id":"page_9","ti`
-	msgs := []agentloop.StoredMessage{
-		{Role: agentloop.RoleUser, Text: "Create the About page"},
-		{Role: agentloop.RoleAssistant, ToolCalls: []agentloop.StoredToolCall{{ID: "c1", Name: "createPage", Arguments: `{"title":"About"}`}}},
-		{Role: agentloop.RoleTool, ToolResults: []agentloop.StoredToolResult{{CallID: "c1", Name: "createPage", Content: `{"page":{"id":"page_101","title":"About"}}`}}},
-		{Role: agentloop.RoleAssistant, Text: "Created page_101."},
-		{Role: agentloop.RoleUser, Text: "List the pages"},
-		{Role: agentloop.RoleAssistant, ToolCalls: []agentloop.StoredToolCall{{ID: "c2", Name: "listPages", Arguments: `{}`}}},
-		{Role: agentloop.RoleTool, ToolResults: []agentloop.StoredToolResult{{CallID: "c2", Name: "listPages", Content: cut}}},
-		{Role: agentloop.RoleAssistant, ToolCalls: []agentloop.StoredToolCall{{ID: "c3", Name: "deletePage", Arguments: `{"pageId":"page_7"}`}}},
-		{Role: agentloop.RoleTool, ToolResults: []agentloop.StoredToolResult{{CallID: "c3", Name: "deletePage", Content: "error: page_7 is locked"}}},
-		{Role: agentloop.RoleAssistant, Text: "Three pages; page_7 could not be deleted."},
+	msgs := []thread.Message{
+		{Role: thread.RoleUser, Text: "Create the About page"},
+		{Role: thread.RoleAssistant, ToolCalls: []thread.ToolCall{{ID: "c1", Name: "createPage", Arguments: `{"title":"About"}`}}},
+		{Role: thread.RoleTool, ToolResults: []thread.ToolResult{{CallID: "c1", Name: "createPage", Content: `{"page":{"id":"page_101","title":"About"}}`}}},
+		{Role: thread.RoleAssistant, Text: "Created page_101."},
+		{Role: thread.RoleUser, Text: "List the pages"},
+		{Role: thread.RoleAssistant, ToolCalls: []thread.ToolCall{{ID: "c2", Name: "listPages", Arguments: `{}`}}},
+		{Role: thread.RoleTool, ToolResults: []thread.ToolResult{{CallID: "c2", Name: "listPages", Content: cut}}},
+		{Role: thread.RoleAssistant, ToolCalls: []thread.ToolCall{{ID: "c3", Name: "deletePage", Arguments: `{"pageId":"page_7"}`}}},
+		{Role: thread.RoleTool, ToolResults: []thread.ToolResult{{CallID: "c3", Name: "deletePage", Content: "error: page_7 is locked"}}},
+		{Role: thread.RoleAssistant, Text: "Three pages; page_7 could not be deleted."},
 	}
-	s := &agentloop.DeterministicSummarizer{}
+	s := &history.DeterministicSummarizer{}
 	got, err := s.Summarize(t.Context(), "", msgs)
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +178,7 @@ func TestHistory04_DeterministicSummarizerKeepsIDs(t *testing.T) {
 		t.Errorf("not deterministic:\n%s\n%s", again, got)
 	}
 	// A small budget folds the oldest lines and keeps their IDs.
-	small := &agentloop.DeterministicSummarizer{MaxTokens: 40}
+	small := &history.DeterministicSummarizer{MaxTokens: 40}
 	folded, _ := small.Summarize(t.Context(), got, msgs[:4])
 	for _, id := range []string{"page_101", "page_7", "page_8", "page_9"} {
 		if !strings.Contains(folded, id) {
@@ -201,7 +203,7 @@ func TestHistory05_WindowNeverSplitsAToolPair(t *testing.T) {
 		return agenttest.Calls(agenttest.Call("createPage", `{"title":"a"}`), agenttest.Call("createPage", `{"title":"b"}`)), nil
 	})
 	a := mustAgent(t, agentloop.Config{Model: model, Tools: []agentloop.Tool{pagesTool(400)},
-		History: agentloop.HistoryConfig{MaxTurns: 3, MaxTokens: 900, SummaryTokens: 1000}})
+		History: history.Config{MaxTurns: 3, MaxTokens: 900, SummaryTokens: 1000}})
 	for i := range 8 {
 		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("turn %d", i)}); err != nil {
 			t.Fatal(err)
@@ -251,7 +253,7 @@ func TestHistory06_ConcurrentRunsKeepEveryMessage(t *testing.T) {
 	var wg sync.WaitGroup
 	for g := range 2 {
 		a := mustAgent(t, agentloop.Config{Model: agenttest.NewFunc(pagesPolicy), Store: store, Tools: []agentloop.Tool{slow},
-			Logger: slog.New(slog.DiscardHandler), History: agentloop.HistoryConfig{MaxTurns: 2, SummarizeAfter: 1}})
+			Logger: slog.New(slog.DiscardHandler), History: history.Config{MaxTurns: 2, SummarizeAfter: 1}})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -284,15 +286,15 @@ func TestHistory06_ConcurrentRunsKeepEveryMessage(t *testing.T) {
 	seen := map[string]int{}
 	total := 0
 	for i, m := range msgs {
-		if m.Role != agentloop.RoleUser {
+		if m.Role != thread.RoleUser {
 			continue
 		}
 		seen[m.Text]++
 		n := saved[m.Text]
 		total += n
-		want := []string{agentloop.RoleUser, agentloop.RoleAssistant, agentloop.RoleTool, agentloop.RoleAssistant}[:min(n, 4)]
+		want := []string{thread.RoleUser, thread.RoleAssistant, thread.RoleTool, thread.RoleAssistant}[:min(n, 4)]
 		for j, role := range want {
-			if i+j >= len(msgs) || msgs[i+j].Role != role || (j > 0 && msgs[i+j].Role == agentloop.RoleUser) {
+			if i+j >= len(msgs) || msgs[i+j].Role != role || (j > 0 && msgs[i+j].Role == thread.RoleUser) {
 				t.Errorf("turn %s: message %d is not its %s message", m.Text, j, role)
 				break
 			}
@@ -326,18 +328,18 @@ func TestHistory06_ConcurrentRunsKeepEveryMessage(t *testing.T) {
 // a summary of the older turns, the thread is rewritten as segments and
 // a head, and its transcript still holds every message.
 func TestHistory07_MigratesAVersion3Thread(t *testing.T) {
-	old := agentloop.Checkpoint{Version: 3, ThreadID: "t", Steps: 40}
+	old := thread.Checkpoint{Version: 3, ThreadID: "t", Steps: 40}
 	for i := range 20 {
 		id := fmt.Sprintf("call_%d", i)
 		old.Messages = append(old.Messages,
-			agentloop.StoredMessage{Role: agentloop.RoleUser, Text: fmt.Sprintf("Page %d", i)},
-			agentloop.StoredMessage{Role: agentloop.RoleAssistant, ToolCalls: []agentloop.StoredToolCall{{ID: id, Name: "createPage", Arguments: `{}`}}},
-			agentloop.StoredMessage{Role: agentloop.RoleTool, ToolResults: []agentloop.StoredToolResult{{CallID: id, Name: "createPage", Content: fmt.Sprintf(`{"id":"page_%d","title":"Page %d"}`, i, i)}}},
-			agentloop.StoredMessage{Role: agentloop.RoleAssistant, Text: "ok"})
+			thread.Message{Role: thread.RoleUser, Text: fmt.Sprintf("Page %d", i)},
+			thread.Message{Role: thread.RoleAssistant, ToolCalls: []thread.ToolCall{{ID: id, Name: "createPage", Arguments: `{}`}}},
+			thread.Message{Role: thread.RoleTool, ToolResults: []thread.ToolResult{{CallID: id, Name: "createPage", Content: fmt.Sprintf(`{"id":"page_%d","title":"Page %d"}`, i, i)}}},
+			thread.Message{Role: thread.RoleAssistant, Text: "ok"})
 	}
 	data, _ := json.Marshal(old)
 	store := storage.NewMemory()
-	if _, err := store.Put(t.Context(), storage.ThreadKey("t", agentloop.CheckpointName), data, storage.NoVersion); err != nil {
+	if _, err := store.Put(t.Context(), storage.ThreadKey("t", thread.HeadName), data, storage.NoVersion); err != nil {
 		t.Fatal(err)
 	}
 	model := agenttest.NewFunc(pagesPolicy)
@@ -353,10 +355,10 @@ func TestHistory07_MigratesAVersion3Thread(t *testing.T) {
 			t.Errorf("page_%d lost in the migration", i)
 		}
 	}
-	if n := humans(req.Messages); n > agentloop.DefaultHistoryTurns+1 {
+	if n := humans(req.Messages); n > history.DefaultTurns+1 {
 		t.Errorf("%d turns sent after migration", n)
 	}
-	it, _ := store.Get(t.Context(), storage.ThreadKey("t", agentloop.CheckpointName))
+	it, _ := store.Get(t.Context(), storage.ThreadKey("t", thread.HeadName))
 	if !strings.Contains(string(it.Value), `"version":4`) || len(it.Value) > 1024 {
 		t.Errorf("head after migration (%d bytes): %s", len(it.Value), it.Value)
 	}
@@ -377,7 +379,7 @@ type blockingSummarizer struct {
 	timeout atomic.Bool
 }
 
-func (s *blockingSummarizer) Summarize(ctx context.Context, previous string, msgs []agentloop.StoredMessage) (string, error) {
+func (s *blockingSummarizer) Summarize(ctx context.Context, previous string, msgs []thread.Message) (string, error) {
 	s.calls.Add(1)
 	select {
 	case <-s.release:
@@ -411,7 +413,7 @@ func TestHistory08_SummaryOffTheCriticalPath(t *testing.T) {
 		return pagesPolicy(ctx, r)
 	})
 	a := mustAgent(t, agentloop.Config{Model: model, Store: store, Tools: []agentloop.Tool{pagesTool(10)},
-		History: agentloop.HistoryConfig{MaxTurns: 1, SummarizeAfter: 1, Summarizer: sum}})
+		History: history.Config{MaxTurns: 1, SummarizeAfter: 1, Summarizer: sum}})
 	for _, in := range []string{"first", "long"} {
 		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: in}); err != nil {
 			t.Fatal(err)
@@ -459,7 +461,7 @@ func TestHistory09_BytesPerStepDoNotGrow(t *testing.T) {
 	// A summary every fourth turn, of up to 1,000 tokens.
 	const summaryTokens = 1000
 	a := mustAgent(t, agentloop.Config{Model: agenttest.NewFunc(pagesPolicy), Store: store, Tools: []agentloop.Tool{pagesTool(2000)},
-		History: agentloop.HistoryConfig{MaxTurns: 8, SummarizeAfter: 4, SummaryTokens: summaryTokens}})
+		History: history.Config{MaxTurns: 8, SummarizeAfter: 4, SummaryTokens: summaryTokens}})
 	perTurn := map[int]int64{}
 	for i := 1; i <= 1000; i++ {
 		before := store.bytes.Load()
@@ -477,13 +479,13 @@ func TestHistory09_BytesPerStepDoNotGrow(t *testing.T) {
 	}
 	t.Logf("bytes put: turn 10 %d, turn 1000 %d; turns 9-12 %d, turns 997-1000 %d", perTurn[10], perTurn[1000], cycle(12), cycle(1000))
 	// A summary turn also rewrites the segments the new summary comes to
-	// cover, with what is over agentloop.ElideAbove elided (nothing
+	// cover, with what is over thread.ElideAbove elided (nothing
 	// here: the results are 2 KB), at most 1 KiB for each of the four
 	// turns; and its record lists the
 	// covered segments retention keeps, under 20 bytes each: a turn here
 	// is two segments of two messages, so at most 100 segments for
 	// DefaultRetainMessages, a constant once the thread has that many.
-	const elided, keptList = 4 * 1024, agentloop.DefaultRetainMessages / 2 * 20
+	const elided, keptList = 4 * 1024, thread.DefaultRetainMessages / 2 * 20
 	if perTurn[10] > 6000 || perTurn[1000]-perTurn[1000-2] > 4*summaryTokens+1000+elided+keptList {
 		t.Errorf("turn 10 put %d bytes, turn 1000 %d", perTurn[10], perTurn[1000])
 	}
@@ -508,7 +510,7 @@ func TestHistory10_UnusedLayerBudgetGoesToHistory(t *testing.T) {
 	})
 	model := agenttest.NewFunc(pagesPolicy)
 	a := mustAgent(t, agentloop.Config{Model: model, Tools: []agentloop.Tool{pagesTool(400)}, Layers: []layer.Layer{idle},
-		ContextWindow: 10000, ResponseReserve: 1000, KeepToolResults: true, History: agentloop.HistoryConfig{Full: true}})
+		ContextWindow: 10000, ResponseReserve: 1000, KeepToolResults: true, History: history.Config{Full: true}})
 	const turns = 30
 	for i := range turns {
 		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("Page %d", i)}); err != nil {
@@ -527,7 +529,7 @@ func TestHistory10_UnusedLayerBudgetGoesToHistory(t *testing.T) {
 func TestHistory11_RetentionLimit(t *testing.T) {
 	store := storage.NewMemory()
 	a := mustAgent(t, agentloop.Config{Model: agenttest.NewFunc(pagesPolicy), Store: store, Tools: []agentloop.Tool{pagesTool(10)},
-		History: agentloop.HistoryConfig{MaxTurns: 2, SummarizeAfter: 2, RetainMessages: 8}})
+		History: history.Config{MaxTurns: 2, SummarizeAfter: 2, RetainMessages: 8}})
 	for i := range 20 {
 		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("Page %d", i)}); err != nil {
 			t.Fatal(err)
@@ -562,7 +564,7 @@ func TestHistory12_ModelSummarizer(t *testing.T) {
 		return agenttest.Text("  Pages created so far: page_1.  "), nil
 	})
 	a := mustAgent(t, agentloop.Config{Model: agenttest.NewFunc(pagesPolicy), Tools: []agentloop.Tool{pagesTool(10)},
-		History: agentloop.HistoryConfig{MaxTurns: 1, SummarizeAfter: 1, Summarizer: agentloop.NewModelSummarizer(summarizer, "")}})
+		History: history.Config{MaxTurns: 1, SummarizeAfter: 1, Summarizer: history.NewModelSummarizer(summarizer, "")}})
 	for i := range 2 {
 		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("Page %d", i)}); err != nil {
 			t.Fatal(err)
@@ -576,7 +578,7 @@ func TestHistory12_ModelSummarizer(t *testing.T) {
 	if len(reqs) != 1 {
 		t.Fatalf("%d summary requests", len(reqs))
 	}
-	if sys, user := reqs[0].System(), reqs[0].LastUser(); sys != agentloop.DefaultSummaryPrompt ||
+	if sys, user := reqs[0].System(), reqs[0].LastUser(); sys != history.DefaultSummaryPrompt ||
 		!strings.Contains(user, "user: Page 0") || !strings.Contains(user, `"id":"page_1"`) || strings.Contains(user, "Page 1") {
 		t.Errorf("summary request:\nsystem %q\nuser %q", sys, user)
 	}
@@ -586,13 +588,13 @@ func TestHistory12_ModelSummarizer(t *testing.T) {
 // a section added to a page is listed as the section's ID with its
 // heading, and the page it refers to alone; request IDs are left out.
 func TestHistory13_SummaryPairsNamesWithTheirOwnIDs(t *testing.T) {
-	msgs := []agentloop.StoredMessage{
-		{Role: agentloop.RoleUser, Text: "Add a Pricing FAQ section"},
-		{Role: agentloop.RoleAssistant, ToolCalls: []agentloop.StoredToolCall{{ID: "c1", Name: "addSection", Arguments: `{"pageId":"page_P","heading":"Pricing FAQ"}`}}},
-		{Role: agentloop.RoleTool, ToolResults: []agentloop.StoredToolResult{{CallID: "c1", Name: "addSection", Content: `{"requestId":"req_91","section":{"pageId":"page_P","heading":"Pricing FAQ","id":"sec_S"}}`}}},
-		{Role: agentloop.RoleAssistant, Text: "Added."},
+	msgs := []thread.Message{
+		{Role: thread.RoleUser, Text: "Add a Pricing FAQ section"},
+		{Role: thread.RoleAssistant, ToolCalls: []thread.ToolCall{{ID: "c1", Name: "addSection", Arguments: `{"pageId":"page_P","heading":"Pricing FAQ"}`}}},
+		{Role: thread.RoleTool, ToolResults: []thread.ToolResult{{CallID: "c1", Name: "addSection", Content: `{"requestId":"req_91","section":{"pageId":"page_P","heading":"Pricing FAQ","id":"sec_S"}}`}}},
+		{Role: thread.RoleAssistant, Text: "Added."},
 	}
-	got, err := (&agentloop.DeterministicSummarizer{}).Summarize(t.Context(), "", msgs)
+	got, err := (&history.DeterministicSummarizer{}).Summarize(t.Context(), "", msgs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -614,7 +616,7 @@ func TestHistory14_FoldedEntitiesListEachIDOnce(t *testing.T) {
 		`- User: Rename it | updatePage (call c3) → page_1 "Plans"`,
 		`- User: Link it | addItem (call c4) → mi_3 "Plans", page_1`,
 	}, "\n")
-	s := &agentloop.DeterministicSummarizer{MaxTokens: 30}
+	s := &history.DeterministicSummarizer{MaxTokens: 30}
 	got, err := s.Summarize(t.Context(), previous, nil)
 	if err != nil {
 		t.Fatal(err)

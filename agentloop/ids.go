@@ -5,34 +5,16 @@ import (
 	"fmt"
 
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 )
 
-// MaxIDLen is the longest thread or resource ID [Agent.Run] and the
-// [Inspector]'s methods that take one accept, in bytes; a longer one is
-// ErrInvalidConfig.
-const MaxIDLen = 512
-
-// checkIDs refuses a thread or resource ID longer than MaxIDLen, before
-// it reaches a storage key (a key holds an ID escaped, up to three bytes
-// for one, next to the other ID and a layer's name, within
-// storage.MaxKeyLen).
+// checkIDs refuses a thread or resource ID longer than thread.MaxIDLen
+// with ErrInvalidConfig, before it reaches a storage key.
 func checkIDs(threadID, resourceID string) error {
-	if len(threadID) > MaxIDLen {
-		return fmt.Errorf("%w: thread ID %s is %d bytes, more than MaxIDLen (%d)", ErrInvalidConfig, storage.Quote(threadID), len(threadID), MaxIDLen)
-	}
-	if len(resourceID) > MaxIDLen {
-		return fmt.Errorf("%w: resource ID %s is %d bytes, more than MaxIDLen (%d)", ErrInvalidConfig, storage.Quote(resourceID), len(resourceID), MaxIDLen)
+	if err := thread.CheckIDs(threadID, resourceID); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return nil
-}
-
-// checkThreadID refuses an empty thread ID and one longer than MaxIDLen,
-// for the Inspector's methods that name one thread.
-func checkThreadID(threadID string) error {
-	if threadID == "" {
-		return fmt.Errorf("%w: empty thread ID", ErrInvalidConfig)
-	}
-	return checkIDs(threadID, "")
 }
 
 // nothingToContinue is the error of a run without Input on a thread with

@@ -17,11 +17,14 @@ import (
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/entitymemory"
 	"github.com/memlayer/memlayer/episodicmemory"
+	"github.com/memlayer/memlayer/history"
+	"github.com/memlayer/memlayer/inspect"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/semanticmemory"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/storage/redis"
 	"github.com/memlayer/memlayer/storage/sqlite"
+	"github.com/memlayer/memlayer/thread"
 	"github.com/memlayer/memlayer/workingmemory"
 	"github.com/memlayer/memlayer/workingmemory/kv"
 )
@@ -93,7 +96,7 @@ func allLayersAgent(t *testing.T, st storage.Store) *agentloop.Agent {
 		Layers:  []layer.Layer{wm, kvl, em, ep, sem},
 		Tools:   []agentloop.Tool{kvSet, createPage},
 		Store:   st,
-		History: agentloop.HistoryConfig{MaxTurns: 1, SummarizeAfter: 1},
+		History: history.Config{MaxTurns: 1, SummarizeAfter: 1},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -188,11 +191,11 @@ func TestOperate30_EraseResourceEveryBackend(t *testing.T) {
 					t.Fatalf("run %d: %v", i, err)
 				}
 			}
-			in := agentloop.Inspector{Store: st}
+			in := inspect.Inspector{Store: st}
 			before := findMarker(t, st, eraseMarker)
 			kinds := map[string]bool{}
 			for _, k := range before {
-				if lk, ok := agentloop.ParseLayerKey(k); ok {
+				if lk, ok := inspect.ParseLayerKey(k); ok {
 					kinds[lk.LayerID] = true
 				} else if strings.Contains(k, "/sum.") {
 					kinds["summary"] = true
@@ -222,10 +225,10 @@ func TestOperate30_EraseResourceEveryBackend(t *testing.T) {
 			if total != len(e.Keys) {
 				t.Errorf("counts add up to %d, %d keys", total, len(e.Keys))
 			}
-			if ts, err := in.Threads(ctx, agentloop.ThreadQuery{ResourceID: "alice"}); err != nil || len(ts) != 0 {
+			if ts, err := in.Threads(ctx, inspect.ThreadQuery{ResourceID: "alice"}); err != nil || len(ts) != 0 {
 				t.Errorf("alice's threads after the erase: %v, %v", ts, err)
 			}
-			ts, err := in.Threads(ctx, agentloop.ThreadQuery{})
+			ts, err := in.Threads(ctx, inspect.ThreadQuery{})
 			if err != nil || len(ts) != 1 || ts[0].ThreadID != "bob-1" || ts[0].ResourceID != "bob" {
 				t.Fatalf("threads left: %+v, %v", ts, err)
 			}
@@ -274,7 +277,7 @@ func TestOperate31_QuarantineListedAndRestored(t *testing.T) {
 	ctx := t.Context()
 	st := storage.NewMemory()
 	a := allLayersAgent(t, st)
-	in := agentloop.Inspector{Store: st}
+	in := inspect.Inspector{Store: st}
 	stateKey := storage.LayerKey(workingmemory.DefaultID, storage.ResourceScope("carol"), "state")
 
 	if _, err := a.Run(ctx, agentloop.RunInput{ThreadID: "c-1", ResourceID: "carol", Input: "remember teal"}); err != nil {
@@ -336,7 +339,7 @@ func TestOperate31_QuarantineListedAndRestored(t *testing.T) {
 	if !strings.Contains(sys, "remember teal") {
 		t.Errorf("the restored scratchpad is not in the prompt:\n%s", sys)
 	}
-	if _, err := in.RestoreQuarantined(ctx, stateKey, false); !errors.Is(err, agentloop.ErrInvalidConfig) {
+	if _, err := in.RestoreQuarantined(ctx, stateKey, false); !errors.Is(err, inspect.ErrInvalidKey) {
 		t.Errorf("restoring a non-quarantine key: %v", err)
 	}
 }
@@ -359,8 +362,8 @@ func TestOperate35_ThreadsPaginatedAndDeleted(t *testing.T) {
 		}
 		time.Sleep(2 * time.Millisecond) // distinct UpdatedAt
 	}
-	in := agentloop.Inspector{Store: st}
-	ids := func(q agentloop.ThreadQuery) string {
+	in := inspect.Inspector{Store: st}
+	ids := func(q inspect.ThreadQuery) string {
 		ts, err := in.Threads(ctx, q)
 		if err != nil {
 			t.Fatal(err)
@@ -371,7 +374,7 @@ func TestOperate35_ThreadsPaginatedAndDeleted(t *testing.T) {
 		}
 		return strings.Join(s, ",")
 	}
-	for q, want := range map[agentloop.ThreadQuery]string{
+	for q, want := range map[inspect.ThreadQuery]string{
 		{}:                           "t/3,t/2,t/1",
 		{ResourceID: "r1"}:           "t/3,t/1",
 		{Limit: 2}:                   "t/3,t/2",
@@ -408,35 +411,13 @@ func TestOperate35_ThreadsPaginatedAndDeleted(t *testing.T) {
 	if items, _ := in.LayerState(ctx, workingmemory.DefaultID, storage.ResourceScope("r1")); len(items) == 0 {
 		t.Errorf("the resource's scratchpad went with one of its threads")
 	}
-	if got := ids(agentloop.ThreadQuery{}); got != "t/3,t/2" {
+	if got := ids(inspect.ThreadQuery{}); got != "t/3,t/2" {
 		t.Errorf("after the delete: %q", got)
 	}
 	if e, err := in.DeleteThread(ctx, "t/1"); err != nil || len(e.Keys) != 0 {
 		t.Errorf("deleting again: %+v, %v", e, err)
 	}
-	if _, err := in.EraseResource(ctx, ""); !errors.Is(err, agentloop.ErrInvalidConfig) {
+	if _, err := in.EraseResource(ctx, ""); !errors.Is(err, thread.ErrInvalidID) {
 		t.Errorf("erasing the empty resource: %v", err)
 	}
-}
-
-// FuzzOperate36_ParseLayerKey: ParseLayerKey inverts storage.LayerKey,
-// and whatever it accepts is a key LayerKey builds.
-func FuzzOperate36_ParseLayerKey(f *testing.F) {
-	f.Add("layers/working-memory/alice/state", "a", "b", "c")
-	f.Add("layers/x/%/quarantine%2F1", "", "..", "q/1")
-	f.Add("threads/a/checkpoint", "é", "a/b", "%")
-	f.Add("layers/wm/thread:a%2Fb:c/state", "wm", "thread:a%2Fb:c", "state")
-	f.Add("layers/wm/resource:/state", "wm", "resource:7", "state")
-	f.Fuzz(func(t *testing.T, key, id, scope, name string) {
-		if k, ok := agentloop.ParseLayerKey(key); ok {
-			if back := k.Key(); back != key {
-				t.Fatalf("ParseLayerKey(%q) = %+v, which builds %q", key, k, back)
-			}
-		}
-		_, typed := storage.ParseScopeKey(scope)
-		k, ok := agentloop.ParseLayerKey(storage.LayerKey(id, scope, name))
-		if !ok || k != (agentloop.LayerKey{LayerID: id, ScopeKey: scope, Name: name, Legacy: !typed}) {
-			t.Fatalf("round trip of %q %q %q: %+v, %v", id, scope, name, k, ok)
-		}
-	})
 }

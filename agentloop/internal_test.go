@@ -14,6 +14,7 @@ import (
 
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // countingStore counts what is handed to Put.
@@ -41,7 +42,7 @@ func TestHistory01_StepWritesItsSegment(t *testing.T) {
 	r := &run{
 		a: a, threadID: "t/1", resourceID: "r",
 		res:    &Result{Steps: 2, Usage: Usage{PromptTokens: 3, TotalTokens: 3}},
-		thread: &thread{key: storage.ThreadKey("t/1", CheckpointName), steps: 5, usage: Usage{CompletionTokens: 1, TotalTokens: 1, Estimated: true}, compacted: 2, layers: map[string][]byte{}},
+		thread: &threadState{w: thread.NewWriter(store, "t/1", nil), steps: 5, usage: Usage{CompletionTokens: 1, TotalTokens: 1, Estimated: true}, compacted: 2},
 		msgs: []llms.MessageContent{
 			llms.TextParts(llms.ChatMessageTypeHuman, "hi <b> & \u2028"),
 			{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{llms.ToolCall{ID: "c", Type: "function", FunctionCall: &llms.FunctionCall{Name: "f", Arguments: `{"a":1}`}}}},
@@ -56,7 +57,7 @@ func TestHistory01_StepWritesItsSegment(t *testing.T) {
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
-		c := l.ckpt
+		c := l.Checkpoint
 		if !reflect.DeepEqual(c.Messages, stored(t, r.msgs)) || c.Total != len(r.msgs) || c.Steps != 7 || c.Agent != "n\"ame" || c.ResourceID != "r" ||
 			c.Usage != (Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4, Estimated: true}) || c.Compacted != 2 {
 			t.Errorf("round %d: loaded %+v", round, c)
@@ -120,9 +121,9 @@ func mustMarshal(t *testing.T, v any) []byte {
 }
 
 // stored returns msgs as a checkpoint stores them.
-func stored(t *testing.T, msgs []llms.MessageContent) []StoredMessage {
+func stored(t *testing.T, msgs []llms.MessageContent) []thread.Message {
 	t.Helper()
-	out := make([]StoredMessage, len(msgs))
+	out := make([]thread.Message, len(msgs))
 	for i, m := range msgs {
 		var err error
 		if out[i], err = storedMessage(m); err != nil {
@@ -229,80 +230,17 @@ func FuzzStoredMessage(f *testing.F) {
 				t.Fatal(err)
 			}
 			data := mustMarshal(t, s)
-			var back StoredMessage
+			var back thread.Message
 			if err := json.Unmarshal(data, &back); err != nil {
 				t.Fatalf("message %d: %v: %s", i, err, data)
 			}
-			got, err := back.content()
+			got, err := fromStored(back)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if valid && !reflect.DeepEqual(got, m) {
 				t.Fatalf("message %d:\n got %+v\nwant %+v\n(%s)", i, got, m, data)
 			}
-		}
-	})
-}
-
-// FuzzSummaryParts splits arbitrary summaries into scored assembly's
-// candidates and puts them back: no part is empty, every key is unique,
-// the block of all the parts holds every part in order, the block of
-// none is empty, and for a summary of the deterministic summarizer
-// (entities line first, no blank line) the block of all the parts is the
-// summary's whole block, byte for byte.
-func FuzzSummaryParts(f *testing.F) {
-	f.Add("Entities seen earlier: page_1 \"A\"; x\n- User: hi | f (call c) → page_2")
-	f.Add("- User: a; b\n\n  \nEntities seen earlier: not first")
-	f.Add("Entities seen earlier: ; ;\n")
-	f.Fuzz(func(t *testing.T, text string) {
-		l := &summaryLayer{}
-		l.text.Store(&text)
-		parts := summaryParts(text)
-		all := map[string]bool{}
-		for _, p := range parts {
-			if p.text == "" || all[p.key] {
-				t.Fatalf("part %+v is empty or its key is taken", p)
-			}
-			all[p.key] = true
-		}
-		if b := l.block(nil); b != "" {
-			t.Fatalf("the block of no part is %q", b)
-		}
-		block := l.block(all)
-		at := 0
-		for _, p := range parts {
-			i := strings.Index(block[at:], p.text)
-			if i < 0 {
-				t.Fatalf("part %q is not in the block after byte %d:\n%s", p.text, at, block)
-			}
-			at += i + len(p.text)
-		}
-		cs, err := l.Candidates(context.Background(), layer.Query{Text: text})
-		if err != nil || len(cs) != len(parts) {
-			t.Fatalf("%d candidates, %v; want %d", len(cs), err, len(parts))
-		}
-		for _, c := range cs {
-			if !(c.Similarity >= 0 && c.Similarity <= 1) || c.Tokens <= 0 {
-				t.Fatalf("candidate %+v", c)
-			}
-		}
-		s := &DeterministicSummarizer{MaxTokens: 60}
-		sum, err := s.Summarize(context.Background(), "", []StoredMessage{
-			{Role: RoleUser, Text: text},
-			{Role: RoleAssistant, Text: "done"},
-			{Role: RoleUser, Text: "again " + text},
-			{Role: RoleAssistant, Text: "done again"},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		l.text.Store(&sum)
-		keys := map[string]bool{}
-		for _, p := range summaryParts(sum) {
-			keys[p.key] = true
-		}
-		if got, want := l.block(keys), l.whole(); got != want {
-			t.Fatalf("the block of every part:\n%q\nthe whole summary:\n%q", got, want)
 		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // vanishingStore answers the next misses reads of a segment with
@@ -20,10 +21,10 @@ type vanishingStore struct {
 }
 
 func (s *vanishingStore) Get(ctx context.Context, key string) (storage.Item, error) {
-	if strings.HasSuffix(key, "/"+storage.Escape(CheckpointName)) {
+	if strings.HasSuffix(key, "/"+storage.Escape(thread.HeadName)) {
 		s.heads++
 	}
-	if strings.Contains(key, "/"+storage.Escape(segPrefix)) && s.misses > 0 {
+	if strings.Contains(key, "/"+storage.Escape("seg.")) && s.misses > 0 {
 		s.misses--
 		return storage.Item{}, storage.ErrNotFound
 	}

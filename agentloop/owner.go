@@ -2,120 +2,40 @@ package agentloop
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
+	"github.com/memlayer/memlayer/inspect"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 )
 
-// OwnerName names a thread's owner record,
-// storage.ThreadKey(threadID, OwnerName), which holds
-// {"resource_id": "<resource>"}. A writer that stores a user's text under
-// a thread that has no head naming its resource (the audit of a
-// langchaingo [Memory]) records it there first, so that
-// [Inspector.EraseResource] and [Inspector.Threads] find the thread. It is
-// written once and never rewritten: a thread's owner, once known, is
-// kept.
-const OwnerName = "owner"
-
-// ownerRecord is the owner record's JSON.
-type ownerRecord struct {
-	ResourceID string `json:"resource_id"`
-}
-
-// ErrOtherOwner means a run or a writer named a resource for a thread
-// that already belongs to another resource. It is an ErrInvalidConfig:
-// nothing was written.
-var ErrOtherOwner = fmt.Errorf("%w: the thread belongs to another resource", ErrInvalidConfig)
-
-// readOwner returns the resource a thread's owner record names, or ""
-// when it has none.
-func readOwner(ctx context.Context, st storage.Store, threadID string) (string, error) {
-	it, err := st.Get(ctx, storage.ThreadKey(threadID, OwnerName))
-	if errors.Is(err, storage.ErrNotFound) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("read owner: %w", err)
-	}
-	var o ownerRecord
-	if err := json.Unmarshal(it.Value, &o); err != nil {
-		return "", fmt.Errorf("read owner: malformed record: %w", err)
-	}
-	return o.ResourceID, nil
-}
-
-// threadOwner returns the resource a thread belongs to: the one its head
-// names, else its owner record's; "" when neither names one.
-func threadOwner(ctx context.Context, st storage.Store, threadID string) (string, error) {
-	it, err := st.Get(ctx, storage.ThreadKey(threadID, CheckpointName))
-	switch {
-	case err == nil:
-		info, err := headInfo(it.Value)
-		if err != nil {
-			return "", err
-		}
-		if info.ResourceID != "" {
-			return info.ResourceID, nil
-		}
-	case !errors.Is(err, storage.ErrNotFound):
-		return "", fmt.Errorf("read head: %w", err)
-	}
-	return readOwner(ctx, st, threadID)
-}
-
 // claimOwner records resourceID as the owner of a thread unless it has
-// one; the thread's owner being another resource is [ErrOtherOwner]. An
-// empty resourceID claims nothing.
+// one (thread.ClaimOwner); another owner is ErrInvalidConfig.
 func claimOwner(ctx context.Context, st storage.Store, threadID, resourceID string) error {
-	if resourceID == "" {
-		return nil
+	err := thread.ClaimOwner(ctx, st, threadID, resourceID)
+	if errors.Is(err, thread.ErrOtherOwner) {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	owner, err := threadOwner(ctx, st, threadID)
-	if err != nil {
-		return err
-	}
-	switch owner {
-	case resourceID:
-		return nil
-	case "":
-	default:
-		return fmt.Errorf("thread %s: %w", storage.Quote(threadID), ErrOtherOwner)
-	}
-	data, err := json.Marshal(ownerRecord{ResourceID: resourceID})
-	if err != nil {
-		return err
-	}
-	_, err = st.Put(ctx, storage.ThreadKey(threadID, OwnerName), data, storage.NoVersion)
-	if errors.Is(err, storage.ErrConflict) {
-		// Another writer recorded an owner first: it must be the same.
-		if owner, err = readOwner(ctx, st, threadID); err == nil && owner != resourceID {
-			return fmt.Errorf("thread %s: %w", storage.Quote(threadID), ErrOtherOwner)
-		}
-		return err
-	}
-	if err != nil {
-		return fmt.Errorf("record owner: %w", err)
-	}
-	return nil
+	return err
 }
 
 // runOwner returns the resource a run on a thread acts for: the one the
 // run names, or without one the thread's recorded owner (its head's, l,
 // else its owner record's), so that a thread continued without its
 // resource keeps its owner and its resource-scoped memory. A run that
-// names another resource than the thread's fails with [ErrOtherOwner].
+// names another resource than the thread's fails with
+// thread.ErrOtherOwner, which is ErrInvalidConfig.
 func runOwner(ctx context.Context, st storage.Store, threadID, resourceID string, l *loaded) (string, error) {
 	var recorded string
 	var err error
 	switch {
 	case l == nil:
-		recorded, err = threadOwner(ctx, st, threadID)
-	case l.ckpt.ResourceID != "":
-		recorded = l.ckpt.ResourceID
+		recorded, err = thread.Owner(ctx, st, threadID)
+	case l.Checkpoint.ResourceID != "":
+		recorded = l.Checkpoint.ResourceID
 	default:
-		recorded, err = readOwner(ctx, st, threadID)
+		recorded, err = thread.ReadOwner(ctx, st, threadID)
 	}
 	if err != nil {
 		return "", fmt.Errorf("%w: thread %s: %w", ErrCheckpoint, storage.Quote(threadID), err)
@@ -126,7 +46,7 @@ func runOwner(ctx context.Context, st storage.Store, threadID, resourceID string
 	case resourceID == "":
 		return recorded, nil
 	}
-	return "", fmt.Errorf("thread %s: %w", storage.Quote(threadID), ErrOtherOwner)
+	return "", fmt.Errorf("%w: thread %s: %w", ErrInvalidConfig, storage.Quote(threadID), thread.ErrOtherOwner)
 }
 
 // dropThreadScopes deletes the layer records of a thread's own scopes
@@ -137,19 +57,30 @@ func runOwner(ctx context.Context, st storage.Store, threadID, resourceID string
 // the erase swept would otherwise be left where no erase of its resource
 // finds it. Its resource's scope is left: an erase of the resource finds
 // it. Failures are not reported: the records stay reachable by the
-// thread's ID ([Inspector.DeleteThread]).
+// thread's ID (inspect.Inspector.DeleteThread).
 func dropThreadScopes(ctx context.Context, store, layerStore storage.Store, threadID string) {
-	if _, err := store.Get(ctx, storage.ThreadKey(threadID, CheckpointName)); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := store.Get(ctx, storage.ThreadKey(threadID, thread.HeadName)); !errors.Is(err, storage.ErrNotFound) {
 		return // a new run started the thread again, or the store fails
 	}
 	keys, err := layerStore.List(ctx, "layers/")
 	if err != nil {
 		return
 	}
-	o := owned{threads: []string{threadID}}
 	for _, k := range keys {
-		if lk, ok := ParseLayerKey(k); ok && !lk.Legacy && o.typedMine(lk.ScopeKey) {
+		if threadScoped(k, threadID) {
 			_ = layerStore.Delete(ctx, k, storage.AnyVersion)
 		}
 	}
+}
+
+// threadScoped reports whether k is the key of a layer record of one of
+// a thread's own scopes: storage.KindThread or storage.KindAnonymous
+// with the thread's ID, whole.
+func threadScoped(k, threadID string) bool {
+	lk, ok := inspect.ParseLayerKey(k)
+	if !ok || lk.Legacy {
+		return false
+	}
+	p, ok := storage.ParseScopeKey(lk.ScopeKey)
+	return ok && (p.Kind == storage.KindThread || p.Kind == storage.KindAnonymous) && p.ID == threadID
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // Issue 10 (brief item 3): an unknown tool and bad tool arguments are
@@ -69,20 +70,20 @@ func TestPlain02_StoredMessageRecord(t *testing.T) {
 	store := storage.NewMemory()
 	restartScenario(t, store, false)
 	stamp := regexp.MustCompile(`"updated_at": "[^"]*"`)
-	got, want := stamp.ReplaceAll(frozenForm(t, store, "thread-about"), nil), stamp.ReplaceAll(readFrozen(t, agentloop.CheckpointVersion), nil)
+	got, want := stamp.ReplaceAll(frozenForm(t, store, "thread-about"), nil), stamp.ReplaceAll(readFrozen(t, thread.Version), nil)
 	if string(got) != string(want) {
-		t.Errorf("stored thread differs from testdata/checkpoint_v%d.json:\n got %s\nwant %s", agentloop.CheckpointVersion, got, want)
+		t.Errorf("stored thread differs from ../thread/testdata/checkpoint_v%d.json:\n got %s\nwant %s", thread.Version, got, want)
 	}
 
-	var first *agentloop.Checkpoint
-	for version := 1; version <= agentloop.CheckpointVersion; version++ {
+	var first *thread.Checkpoint
+	for version := 1; version <= thread.Version; version++ {
 		store := storage.NewMemory()
 		putFrozen(t, store, "t", readFrozen(t, version))
 		ck, err := mustAgent(t, agentloop.Config{Model: agenttest.New(), Store: store}).LoadCheckpoint(t.Context(), "t")
 		if err != nil {
 			t.Fatalf("v%d: %v", version, err)
 		}
-		if ck.Version != agentloop.CheckpointVersion {
+		if ck.Version != thread.Version {
 			t.Errorf("v%d loads as version %d", version, ck.Version)
 		}
 		if first == nil {

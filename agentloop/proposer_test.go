@@ -21,13 +21,13 @@ import (
 	"github.com/memlayer/memlayer/workingmemory/kv"
 )
 
-// distiller is a layer whose Store proposes writes (an agentloop.Proposer):
+// distiller is a layer whose Store proposes writes (an layer.Proposer):
 // at the step without tool calls, what propose returns for the turn.
 type distiller struct {
-	propose func(t layer.Turn) []agentloop.Write
+	propose func(t layer.Turn) []layer.Write
 	broken  bool // Proposals panics
 	mu      sync.Mutex
-	pending []agentloop.Write
+	pending []layer.Write
 }
 
 func (d *distiller) Spec() layer.Spec { return layer.Spec{ID: "distiller", Slot: 90} }
@@ -44,7 +44,7 @@ func (d *distiller) Store(_ context.Context, t layer.Turn) error {
 	return nil
 }
 
-func (d *distiller) Proposals() []agentloop.Write {
+func (d *distiller) Proposals() []layer.Write {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.broken {
@@ -65,8 +65,8 @@ func (d *distiller) Proposals() []agentloop.Write {
 func TestMemory94_StoreProposalsAreRouted(t *testing.T) {
 	ctx := t.Context()
 	store := storage.NewMemory()
-	d := &distiller{propose: func(t layer.Turn) []agentloop.Write {
-		return []agentloop.Write{
+	d := &distiller{propose: func(t layer.Turn) []layer.Write {
+		return []layer.Write{
 			{Kind: "Preference", Text: "The user prefers oolong tea; mail them at tea.lover@example.com."},
 			{Kind: "plan", Text: "Ask which kettle the user has."},
 			{Kind: "outcome", Text: "Ordered 200 g of oolong for the user."},

@@ -248,22 +248,22 @@ func redactionScenario(t *testing.T, store storage.Store, path string) {
 }
 
 // TestMemory41_RedactionPerLayerAndOff: the scratchpad's tool arguments
-// are masked by default (TestTrust314); RedactionConfig.Layers, or its
+// are masked by default (TestTrust314); redact.Policy.Layers, or its
 // former name Tools, turns that off for it; Disabled stores everything as
 // it was said.
 func TestMemory41_RedactionPerLayerAndOff(t *testing.T) {
 	const email = "jane.doe@corp.example"
 	for _, tc := range []struct {
 		name      string
-		cfg       agentloop.RedactionConfig
+		cfg       redact.Policy
 		padMasked bool // the scratchpad's state holds the mask
 		msgMasked bool // the stored messages hold the mask
 	}{
-		{"default", agentloop.RedactionConfig{}, true, true},
-		{"scratchpad off", agentloop.RedactionConfig{Layers: map[string]bool{workingmemory.DefaultID: false}}, false, true},
-		{"scratchpad off (Tools)", agentloop.RedactionConfig{Tools: map[string]bool{workingmemory.DefaultID: false}}, false, true},
-		{"Layers overrides Tools", agentloop.RedactionConfig{Tools: map[string]bool{workingmemory.DefaultID: false}, Layers: map[string]bool{workingmemory.DefaultID: true}}, true, true},
-		{"disabled", agentloop.RedactionConfig{Disabled: true}, false, false},
+		{"default", redact.Policy{}, true, true},
+		{"scratchpad off", redact.Policy{Layers: map[string]bool{workingmemory.DefaultID: false}}, false, true},
+		{"scratchpad off (Tools)", redact.Policy{Tools: map[string]bool{workingmemory.DefaultID: false}}, false, true},
+		{"Layers overrides Tools", redact.Policy{Tools: map[string]bool{workingmemory.DefaultID: false}, Layers: map[string]bool{workingmemory.DefaultID: true}}, true, true},
+		{"disabled", redact.Policy{Disabled: true}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := storage.NewMemory()
@@ -300,28 +300,6 @@ func TestMemory41_RedactionPerLayerAndOff(t *testing.T) {
 	}
 }
 
-// TestMemory47_MemoryAdapterMasksTheTurn: langchaingo's Memory adapter
-// hands the layers' Store a masked turn, as an Agent does; with
-// Redaction.Disabled, the turn as it was said.
-func TestMemory47_MemoryAdapterMasksTheTurn(t *testing.T) {
-	const email, card = "jane.doe@corp.example", "4539148803436467"
-	for _, disabled := range []bool{false, true} {
-		var turns []layer.Turn
-		st := newInitStack(t, &turnRecorder{Layer: layer.Text(layer.Spec{ID: "recorder"}, ""), turns: &turns})
-		mem := agentloop.NewMemory(st, agentloop.MemoryConfig{Redaction: agentloop.RedactionConfig{Disabled: disabled}})
-		if err := mem.SaveContext(t.Context(), map[string]any{"input": "Mail " + email + ", card " + card}, map[string]any{"text": "Done for " + email}); err != nil {
-			t.Fatal(err)
-		}
-		if len(turns) != 1 {
-			t.Fatalf("%d turns stored, want 1", len(turns))
-		}
-		kept := strings.Contains(turns[0].Query+turns[0].Response, email) || strings.Contains(turns[0].Query, card)
-		if kept != disabled {
-			t.Errorf("disabled %v: the layers got %q / %q", disabled, turns[0].Query, turns[0].Response)
-		}
-	}
-}
-
 // TestMemory85_RedactionOfNestedJSON: a tool whose result carries other
 // JSON documents as escaped strings (two levels deep) leaves none of the
 // values planted at any level in the store, keeps every identifier (the
@@ -342,11 +320,11 @@ func TestMemory85_RedactionOfNestedJSON(t *testing.T) {
 	})
 	for _, tc := range []struct {
 		name   string
-		cfg    agentloop.RedactionConfig
+		cfg    redact.Policy
 		emails bool // only the e-mail addresses are masked
 	}{
-		{"default", agentloop.RedactionConfig{}, false},
-		{"redactor that breaks JSON", agentloop.RedactionConfig{Redactor: greedy}, true},
+		{"default", redact.Policy{}, false},
+		{"redactor that breaks JSON", redact.Policy{Redactor: greedy}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(73, 12))

@@ -15,8 +15,11 @@ import (
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/audit"
+	"github.com/memlayer/memlayer/history"
+	"github.com/memlayer/memlayer/inspect"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 	"github.com/memlayer/memlayer/workingmemory"
 )
 
@@ -75,15 +78,15 @@ func scratchpadModel() *agenttest.Model {
 // left whole.
 func TestTrust322_StoredTranscriptIsBoundedByDefault(t *testing.T) {
 	store := &listCounter{Store: storage.NewMemory()}
-	newAgent := func(h agentloop.HistoryConfig) *agentloop.Agent {
+	newAgent := func(h history.Config) *agentloop.Agent {
 		pad, err := workingmemory.New(workingmemory.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return mustAgent(t, agentloop.Config{Model: scratchpadModel(), Store: store, Layers: []layer.Layer{pad}, History: h})
 	}
-	a := newAgent(agentloop.HistoryConfig{})
-	keepAll := newAgent(agentloop.HistoryConfig{RetainMessages: -1})
+	a := newAgent(history.Config{})
+	keepAll := newAgent(history.Config{RetainMessages: -1})
 	var at100 int
 	const turns, nested = 200, 20
 	for i := range turns {
@@ -103,14 +106,14 @@ func TestTrust322_StoredTranscriptIsBoundedByDefault(t *testing.T) {
 			at100, _ = storedBytes(t, store, storage.ThreadPrefix("a"))
 		}
 	}
-	thread, records := storedBytes(t, store, storage.ThreadPrefix("a"))
+	threadBytes, records := storedBytes(t, store, storage.ThreadPrefix("a"))
 	all, _ := storedBytes(t, store, "")
-	t.Logf("after %d turns (%d steps) of 60 KB updates: thread %d bytes in %d records (%d after 100 turns); the store %d bytes", turns, 2*turns, thread, records, at100, all)
-	if thread > 1<<20 {
-		t.Errorf("the thread stores %d bytes after %d turns of 60 KB arguments, want at most 1 MiB", thread, turns)
+	t.Logf("after %d turns (%d steps) of 60 KB updates: thread %d bytes in %d records (%d after 100 turns); the store %d bytes", turns, 2*turns, threadBytes, records, at100, all)
+	if threadBytes > 1<<20 {
+		t.Errorf("the thread stores %d bytes after %d turns of 60 KB arguments, want at most 1 MiB", threadBytes, turns)
 	}
-	if thread > at100+(60<<10) {
-		t.Errorf("the thread grew from %d to %d bytes between turn 100 and turn 200", at100, thread)
+	if threadBytes > at100+(60<<10) {
+		t.Errorf("the thread grew from %d to %d bytes between turn 100 and turn 200", at100, threadBytes)
 	}
 
 	// The transcript: the retained messages, those the summary covers
@@ -123,7 +126,7 @@ func TestTrust322_StoredTranscriptIsBoundedByDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first == 0 || first+len(msgs) != 4*turns || len(msgs) < agentloop.DefaultRetainMessages || ck.First <= first {
+	if first == 0 || first+len(msgs) != 4*turns || len(msgs) < thread.DefaultRetainMessages || ck.First <= first {
 		t.Fatalf("transcript: %d messages from %d of %d; the summary covers %d", len(msgs), first, 4*turns, ck.First)
 	}
 	if !strings.Contains(ck.Summary.Text, workingmemory.DefaultID+"_update") {
@@ -186,21 +189,21 @@ func TestTrust322_StoredTranscriptIsBoundedByDefault(t *testing.T) {
 // elides the covered ones it keeps; later summaries list nothing.
 func TestTrust322_ThreadStoredWholeIsBoundedOnceContinued(t *testing.T) {
 	store := &listCounter{Store: storage.NewMemory()}
-	newAgent := func(h agentloop.HistoryConfig) *agentloop.Agent {
+	newAgent := func(h history.Config) *agentloop.Agent {
 		pad, err := workingmemory.New(workingmemory.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return mustAgent(t, agentloop.Config{Model: scratchpadModel(), Store: store, Layers: []layer.Layer{pad}, History: h})
 	}
-	old := newAgent(agentloop.HistoryConfig{RetainMessages: -1})
+	old := newAgent(history.Config{RetainMessages: -1})
 	for i := range 100 {
 		if _, err := old.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("turn %d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	before, _ := storedBytes(t, store, storage.ThreadPrefix("t"))
-	a := newAgent(agentloop.HistoryConfig{})
+	a := newAgent(history.Config{})
 	for i := range 4 {
 		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("more %d", i)}); err != nil {
 			t.Fatal(err)
@@ -236,7 +239,7 @@ func TestTrust322_RetentionOnEveryBackend(t *testing.T) {
 				t.Fatal(err)
 			}
 			a := mustAgent(t, agentloop.Config{Model: scratchpadModel(), Store: store, Layers: []layer.Layer{pad},
-				History: agentloop.HistoryConfig{RetainMessages: 40}})
+				History: history.Config{RetainMessages: 40}})
 			const turns = 40
 			for i := range turns {
 				if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", ResourceID: "u", Input: fmt.Sprintf("turn %d", i)}); err != nil {
@@ -260,7 +263,7 @@ func TestTrust322_RetentionOnEveryBackend(t *testing.T) {
 					}
 				}
 			}
-			if _, err := (agentloop.Inspector{Store: store}).DeleteThread(t.Context(), "t"); err != nil {
+			if _, err := (inspect.Inspector{Store: store}).DeleteThread(t.Context(), "t"); err != nil {
 				t.Fatal(err)
 			}
 			if keys, err := store.List(t.Context(), storage.ThreadPrefix("t")); err != nil || len(keys) != 0 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/memlayer/memlayer/internal/writepath"
 	"github.com/memlayer/memlayer/layer"
 )
 
@@ -82,7 +83,7 @@ func (a *Agent) Spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 	}
 	defer a.closeStack(ctx, st)
 	p := &run{a: a, stack: st, threadID: in.ThreadID, resourceID: in.ResourceID, vars: a.cfg.Vars,
-		tree: &tree{audit: &auditor{full: !a.cfg.Audit.Disabled}}, pos: pos}
+		tree: &tree{audit: &writepath.Auditor{Full: !a.cfg.Audit.Disabled}}, pos: pos}
 	res, err := p.spawn(ctx, in)
 	// The child's memory operations are a turn of the thread's audit,
 	// as a run's are.

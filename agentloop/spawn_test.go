@@ -13,6 +13,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 )
 
 const childInstructions = "You are a translator."
@@ -97,7 +98,7 @@ func TestSpawnToolInheritsResourceMemory(t *testing.T) {
 	}
 	// The child's thread was not checkpointed.
 	keys, _ := store.List(t.Context(), "threads/")
-	keys = slices.DeleteFunc(keys, func(k string) bool { return !strings.HasSuffix(k, "/"+agentloop.CheckpointName) })
+	keys = slices.DeleteFunc(keys, func(k string) bool { return !strings.HasSuffix(k, "/"+thread.HeadName) })
 	if len(keys) != 2 {
 		t.Errorf("thread keys %v, want parent and other only", keys)
 	}

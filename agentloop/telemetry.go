@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/memlayer/memlayer/internal/writepath"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/storage"
@@ -221,7 +222,7 @@ func (t *telemetry) recalled(ctx context.Context, rs []layer.Recalled, c prompt.
 		return
 	}
 	for _, r := range rs {
-		t.layerTokens.Record(ctx, int64(itemTokens(r.Items, c)), t.attrs(attrLayer, r.ID, "", "").rec...)
+		t.layerTokens.Record(ctx, int64(writepath.RecallTokens(r.Items, c)), t.attrs(attrLayer, r.ID, "", "").rec...)
 	}
 }
 
@@ -278,14 +279,6 @@ func (s *casCounting) Put(ctx context.Context, key string, value []byte, ifVersi
 	return v, err
 }
 
-// A figuresReporter is a layer that keeps figures of its own work, such
-// as entitymemory's and the key-value memory's Metrics. Names ending in
-// "_total" are counts since the layer was made (one run's layer, as Init
-// returns it); the others are levels.
-type figuresReporter interface {
-	Metrics() map[string]int64
-}
-
 // layerMetrics records, as a run ends, the figures of each of its layers
 // that reports some: a count "x_total" is added to the counter
 // memlayer.layer.x, a level "y" recorded in the gauge memlayer.layer.y,
@@ -295,7 +288,7 @@ func (t *telemetry) layerMetrics(ctx context.Context, st *layer.Stack) {
 		return // no meter provider installed: nothing would record them
 	}
 	for _, l := range st.Layers() {
-		r, ok := layer.As[figuresReporter](l)
+		r, ok := layer.As[layer.MetricsReporter](l)
 		if !ok {
 			continue
 		}

@@ -1,23 +1,16 @@
 package agentloop
 
 import (
-	"bytes"
-	"container/list"
 	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strings"
-	"sync"
 
 	jsonschemago "github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/memlayer/memlayer/internal/safeschema"
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"github.com/tmc/langchaingo/tools"
+	"github.com/memlayer/memlayer/internal/toolargs"
 
-	"github.com/memlayer/memlayer/layer"
+	"github.com/tmc/langchaingo/tools"
 )
 
 // MaxToolNameLen is the longest tool name accepted, the limit of the
@@ -151,181 +144,13 @@ func ValidateToolName(name string) error {
 	return nil
 }
 
-// anyObject is the schema used when a tool declares none.
-var anyObject = json.RawMessage(`{"type":"object"}`)
-
-// SchemaCacheSize is how many compiled JSON Schemas [ValidateArgs] and
-// each [Agent] keep: the most recently used ones. A schema that was
-// dropped is compiled again when it is next used. It is well above the
-// number of tools a provider accepts in one request (128 for OpenAI).
-const SchemaCacheSize = 256
-
-// schemaCache compiles JSON Schemas and keeps the SchemaCacheSize most
-// recently used (compiled, or the compile error) for validation. It is
-// safe for concurrent use. The zero value is ready to use.
-type schemaCache struct {
-	mu    sync.Mutex
-	byKey map[string]*list.Element // string(schema) -> element of lru
-	lru   list.List                // of *schemaEntry, most recent first
-}
-
-type schemaEntry struct {
-	key string
-	sch *jsonschema.Schema
-	err error
-}
-
-// compile returns the compiled schema, compiling it if it is not cached.
-// Two callers may compile one schema at once; both results are valid.
-func (c *schemaCache) compile(schema json.RawMessage) (*jsonschema.Schema, error) {
-	c.mu.Lock()
-	if el, ok := c.byKey[string(schema)]; ok { // no allocation for the key
-		c.lru.MoveToFront(el)
-		e := el.Value.(*schemaEntry)
-		c.mu.Unlock()
-		return e.sch, e.err
-	}
-	c.mu.Unlock()
-	sch, err := compileSchema(schema)
-	key := string(schema)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.byKey[key]; !ok {
-		if c.byKey == nil {
-			c.byKey = make(map[string]*list.Element)
-		}
-		c.byKey[key] = c.lru.PushFront(&schemaEntry{key: key, sch: sch, err: err})
-		if c.lru.Len() > SchemaCacheSize {
-			delete(c.byKey, c.lru.Remove(c.lru.Back()).(*schemaEntry).key)
-		}
-	}
-	return sch, err
-}
-
-func compileSchema(schema json.RawMessage) (*jsonschema.Schema, error) {
-	doc, err := safeschema.Decode(schema)
-	if err != nil {
-		return nil, fmt.Errorf("schema is not JSON: %w", err)
-	}
-	// No external reference is loaded, patterns and documents are
-	// bounded, and a schema no value could pass is refused (see
-	// internal/safeschema).
-	sch, err := safeschema.Compile("memlayer://schemas/tool-arguments", doc, nil)
-	if err != nil {
-		return nil, fmt.Errorf("schema: %w", err)
-	}
-	return sch, nil
-}
-
-// validate checks args (JSON) against schema. The error lists every
-// violation, which is what the model needs to correct its call.
-func (c *schemaCache) validate(schema json.RawMessage, args []byte) error {
-	if len(bytes.TrimSpace(schema)) == 0 {
-		return nil
-	}
-	if bytes.Equal(schema, anyObject) {
-		// The default schema: any object. No need to decode.
-		if a := bytes.TrimSpace(args); len(a) > 0 && a[0] == '{' && json.Valid(a) {
-			return nil
-		}
-		return fmt.Errorf("arguments are not a JSON object")
-	}
-	sch, err := c.compile(schema)
-	if err != nil {
-		return err
-	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
-	if err != nil {
-		return fmt.Errorf("arguments are not valid JSON: %w", err)
-	}
-	if err := sch.Validate(v); err != nil {
-		return &schemaError{err: err}
-	}
-	return nil
-}
-
-// schemaError is a schema violation. Its text is the validator's list of
-// every violation without the first line, which names the schema's
-// internal URL and means nothing to a model, and without the failures of
-// null alternatives (see withoutNullBranches).
-type schemaError struct{ err error }
-
-// Error lists the violations.
-func (e *schemaError) Error() string {
-	err := e.err
-	if ve, ok := err.(*jsonschema.ValidationError); ok {
-		err = withoutNullBranches(ve)
-	}
-	msg := err.Error()
-	if _, rest, ok := strings.Cut(msg, "\n"); ok && strings.HasPrefix(msg, "jsonschema") {
-		return "does not match the schema:\n" + rest
-	}
-	return msg
-}
-
-// withoutNullBranches returns a copy of the error tree in which an anyOf
-// failure loses its branches that only wanted null: "'anyOf' failed /
-// got string, want integer / got string, want null" becomes "got string,
-// want integer". Such anyOf [T, null] wrappers are how a tool lets a
-// field say "no change" (the scratchpad's update tool wraps every
-// property of the user's schema so), and the model needs to read what T
-// wants, not the wrapper. An anyOf left with one branch is replaced by
-// that branch's failure.
-func withoutNullBranches(e *jsonschema.ValidationError) *jsonschema.ValidationError {
-	c := *e
-	c.Causes = make([]*jsonschema.ValidationError, 0, len(e.Causes))
-	for _, sub := range e.Causes {
-		c.Causes = append(c.Causes, withoutNullBranches(sub))
-	}
-	if _, ok := e.ErrorKind.(*kind.AnyOf); !ok {
-		return &c
-	}
-	kept := c.Causes[:0:0]
-	for _, sub := range c.Causes {
-		if t, ok := sub.ErrorKind.(*kind.Type); ok && len(t.Want) == 1 && t.Want[0] == "null" {
-			continue
-		}
-		kept = append(kept, sub)
-	}
-	switch {
-	case len(kept) == len(c.Causes) || len(kept) == 0:
-		return &c
-	case len(kept) == 1:
-		return kept[0]
-	}
-	c.Causes = kept
-	return &c
-}
-
-// Unwrap returns the validator's error (a *jsonschema.ValidationError).
-func (e *schemaError) Unwrap() error { return e.err }
-
-// checkArgs normalises raw tool arguments: empty means {}, anything else
-// must be a JSON object.
-func checkArgs(args string) (json.RawMessage, error) {
-	raw := bytes.TrimSpace([]byte(args))
-	if len(raw) == 0 {
-		return json.RawMessage("{}"), nil
-	}
-	if !json.Valid(raw) {
-		return nil, fmt.Errorf("%w: not valid JSON", layer.ErrInvalidArguments)
-	}
-	if raw[0] != '{' {
-		return nil, fmt.Errorf("%w: want a JSON object", layer.ErrInvalidArguments)
-	}
-	return raw, nil
-}
-
-// argsSchemas backs [ValidateArgs].
-var argsSchemas schemaCache
-
 // ValidateArgs checks tool arguments (JSON) against a JSON Schema with
 // santhosh-tekuri/jsonschema. The compiled schemas are cached, at most
-// [SchemaCacheSize] of them (the most recently used), so a process that
+// 256 of them (the most recently used), so a process that
 // validates against ever new schemas stays bounded. Its error lists
 // every violation. It fits layer.StackConfig.ValidateArgs, for stacks
 // built outside an Agent (an Agent's stacks are always validated). It is
 // safe for concurrent use.
 func ValidateArgs(schema json.RawMessage, args []byte) error {
-	return argsSchemas.validate(schema, args)
+	return toolargs.Validate(schema, args)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // TestTrust310_LosingRunSaysWhatWasKept (issue 23 item 10): runs of one
@@ -32,7 +33,7 @@ func TestTrust310_LosingRunSaysWhatWasKept(t *testing.T) {
 	})
 }
 
-func raceRound(t *testing.T, store storage.Store, thread string) {
+func raceRound(t *testing.T, store storage.Store, threadID string) {
 	ctx := t.Context()
 	const runs, steps = 6, 3
 	note := agentloop.Tool{Name: "note", Call: func(ctx context.Context, _ json.RawMessage) (string, error) {
@@ -63,12 +64,12 @@ func raceRound(t *testing.T, store storage.Store, thread string) {
 		wg.Go(func() {
 			<-start
 			time.Sleep(time.Duration(rand.IntN(4000)) * time.Microsecond)
-			ress[g], errs[g] = a.Run(ctx, agentloop.RunInput{ThreadID: thread, Input: fmt.Sprintf("run %d", g)})
+			ress[g], errs[g] = a.Run(ctx, agentloop.RunInput{ThreadID: threadID, Input: fmt.Sprintf("run %d", g)})
 		})
 	}
 	close(start)
 	wg.Wait()
-	ck, err := agentFor(0).LoadCheckpoint(ctx, thread)
+	ck, err := agentFor(0).LoadCheckpoint(ctx, threadID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func raceRound(t *testing.T, store storage.Store, thread string) {
 	for _, m := range ck.Messages {
 		g := -1
 		switch {
-		case m.Role == agentloop.RoleUser:
+		case m.Role == thread.RoleUser:
 			fmt.Sscanf(m.Text, "run %d", &g)
 		case len(m.ToolCalls) > 0:
 			var a struct{ G int }
@@ -143,7 +144,7 @@ type landHeadThenFail struct {
 }
 
 func (s *landHeadThenFail) Put(ctx context.Context, key string, v []byte, ver int64) (int64, error) {
-	if !strings.HasSuffix(key, "/"+agentloop.CheckpointName) {
+	if !strings.HasSuffix(key, "/"+thread.HeadName) {
 		return s.Store.Put(ctx, key, v, ver)
 	}
 	s.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/entitymemory"
 	"github.com/memlayer/memlayer/episodicmemory"
+	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/semanticmemory"
@@ -23,7 +24,7 @@ import (
 // tags every prompt guards, holds the default ID of every layer memlayer
 // ships.
 func TestTrust319_BuiltinTagsListed(t *testing.T) {
-	for _, id := range []string{workingmemory.DefaultID, kv.DefaultLayerID, entitymemory.DefaultID, semanticmemory.DefaultID, episodicmemory.DefaultID, agentloop.SummaryLayerID} {
+	for _, id := range []string{workingmemory.DefaultID, kv.DefaultLayerID, entitymemory.DefaultID, semanticmemory.DefaultID, episodicmemory.DefaultID, history.SummaryLayerID} {
 		if !slices.Contains(prompt.BuiltinLayerIDs, id) {
 			t.Errorf("prompt.BuiltinLayerIDs lacks %q", id)
 		}

@@ -10,7 +10,9 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/inspect"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // TestTrust320_CheckpointGone: continuing (no Input) a thread whose
@@ -28,7 +30,7 @@ func TestTrust320_CheckpointGone(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := store.Delete(t.Context(), storage.ThreadKey("t", agentloop.CheckpointName), storage.AnyVersion); err != nil {
+		if err := store.Delete(t.Context(), storage.ThreadKey("t", thread.HeadName), storage.AnyVersion); err != nil {
 			t.Fatal(err)
 		}
 		before, _ := store.List(t.Context(), "")
@@ -59,7 +61,7 @@ func TestTrust320_CheckpointGone(t *testing.T) {
 }
 
 // TestTrust320_IDTooLong: thread and resource IDs longer than
-// agentloop.MaxIDLen are refused up front with ErrInvalidConfig, before
+// thread.MaxIDLen are refused up front with ErrInvalidConfig, before
 // anything is read or written; IDs of exactly MaxIDLen bytes work, even
 // when every byte needs escaping in a key.
 func TestTrust320_IDTooLong(t *testing.T) {
@@ -72,7 +74,7 @@ func TestTrust320_IDTooLong(t *testing.T) {
 		for _, in := range []agentloop.RunInput{
 			{ThreadID: long, Input: "x"},
 			{ThreadID: "t", ResourceID: long, Input: "x"},
-			{ThreadID: strings.Repeat("/", agentloop.MaxIDLen+1), Input: "x"},
+			{ThreadID: strings.Repeat("/", thread.MaxIDLen+1), Input: "x"},
 		} {
 			_, err := a.Run(t.Context(), in)
 			if !errors.Is(err, agentloop.ErrInvalidConfig) || !strings.Contains(err.Error(), "bytes") {
@@ -82,41 +84,41 @@ func TestTrust320_IDTooLong(t *testing.T) {
 		if keys, _ := store.List(t.Context(), ""); len(keys) != 0 {
 			t.Errorf("refused runs wrote %d keys: %.200v", len(keys), keys)
 		}
-		max := strings.Repeat("/", agentloop.MaxIDLen) // escapes to 3 bytes each
+		max := strings.Repeat("/", thread.MaxIDLen) // escapes to 3 bytes each
 		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: max, ResourceID: max, Input: "x"}); err != nil {
-			t.Errorf("Run with %d-byte IDs: %v", agentloop.MaxIDLen, err)
+			t.Errorf("Run with %d-byte IDs: %v", thread.MaxIDLen, err)
 		}
 	})
 }
 
 // TestTrust320_InspectorRefusesBadIDs: the Inspector's methods that name
 // one thread or one resource refuse an ID longer than MaxIDLen (and an
-// empty one) with ErrInvalidConfig before any store call, rather than
+// empty one) with thread.ErrInvalidID before any store call, rather than
 // failing deep in storage; an ID of exactly MaxIDLen bytes is served.
 func TestTrust320_InspectorRefusesBadIDs(t *testing.T) {
 	stores(t, func(t *testing.T, store storage.Store) {
-		in := agentloop.Inspector{Store: store}
+		in := inspect.Inspector{Store: store}
 		ctx := t.Context()
-		for _, id := range []string{"", strings.Repeat("x", agentloop.MaxIDLen+1), strings.Repeat("/", 10<<10)} {
-			if _, err := in.DeleteThread(ctx, id); !errors.Is(err, agentloop.ErrInvalidConfig) {
-				t.Errorf("DeleteThread(%d bytes) = %v, want ErrInvalidConfig", len(id), err)
+		for _, id := range []string{"", strings.Repeat("x", thread.MaxIDLen+1), strings.Repeat("/", 10<<10)} {
+			if _, err := in.DeleteThread(ctx, id); !errors.Is(err, thread.ErrInvalidID) {
+				t.Errorf("DeleteThread(%d bytes) = %v, want thread.ErrInvalidID", len(id), err)
 			}
-			if _, err := in.ThreadKeys(ctx, id); !errors.Is(err, agentloop.ErrInvalidConfig) {
-				t.Errorf("ThreadKeys(%d bytes) = %v, want ErrInvalidConfig", len(id), err)
+			if _, err := in.ThreadKeys(ctx, id); !errors.Is(err, thread.ErrInvalidID) {
+				t.Errorf("ThreadKeys(%d bytes) = %v, want thread.ErrInvalidID", len(id), err)
 			}
-			if _, err := in.EraseResource(ctx, id); !errors.Is(err, agentloop.ErrInvalidConfig) {
-				t.Errorf("EraseResource(%d bytes) = %v, want ErrInvalidConfig", len(id), err)
+			if _, err := in.EraseResource(ctx, id); !errors.Is(err, thread.ErrInvalidID) {
+				t.Errorf("EraseResource(%d bytes) = %v, want thread.ErrInvalidID", len(id), err)
 			}
-			if _, err := in.ResourceKeys(ctx, id); !errors.Is(err, agentloop.ErrInvalidConfig) {
-				t.Errorf("ResourceKeys(%d bytes) = %v, want ErrInvalidConfig", len(id), err)
+			if _, err := in.ResourceKeys(ctx, id); !errors.Is(err, thread.ErrInvalidID) {
+				t.Errorf("ResourceKeys(%d bytes) = %v, want thread.ErrInvalidID", len(id), err)
 			}
 		}
-		max := strings.Repeat("/", agentloop.MaxIDLen)
+		max := strings.Repeat("/", thread.MaxIDLen)
 		if _, err := in.DeleteThread(ctx, max); err != nil {
-			t.Errorf("DeleteThread(%d bytes): %v", agentloop.MaxIDLen, err)
+			t.Errorf("DeleteThread(%d bytes): %v", thread.MaxIDLen, err)
 		}
 		if _, err := in.ResourceKeys(ctx, max); err != nil {
-			t.Errorf("ResourceKeys(%d bytes): %v", agentloop.MaxIDLen, err)
+			t.Errorf("ResourceKeys(%d bytes): %v", thread.MaxIDLen, err)
 		}
 	})
 }

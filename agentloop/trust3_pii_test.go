@@ -17,6 +17,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/redact"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/workingmemory"
 	"github.com/memlayer/memlayer/workingmemory/kv"
@@ -30,7 +31,7 @@ import (
 // fail).
 func TestTrust311_TracesAndLogsMasked(t *testing.T) {
 	const email, phone = "ana.lopez@example.com", "+44 20 7946 0958"
-	run := func(t *testing.T, red agentloop.RedactionConfig) (spans tracetest.SpanStubs, logs string) {
+	run := func(t *testing.T, red redact.Policy) (spans tracetest.SpanStubs, logs string) {
 		exp := tracetest.NewInMemoryExporter()
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 		var buf bytes.Buffer
@@ -95,7 +96,7 @@ func TestTrust311_TracesAndLogsMasked(t *testing.T) {
 		return where, failed
 	}
 	t.Run("masked", func(t *testing.T) {
-		spans, logs := run(t, agentloop.RedactionConfig{})
+		spans, logs := run(t, redact.Policy{})
 		where, failed := leaks(spans, logs)
 		for _, w := range where {
 			t.Errorf("personal data in %s", w)
@@ -111,7 +112,7 @@ func TestTrust311_TracesAndLogsMasked(t *testing.T) {
 		t.Logf("FIGURE traces-logs: %d spans, %d bytes of debug log, %d values unmasked", len(spans), len(logs), len(where))
 	})
 	t.Run("control: redaction disabled", func(t *testing.T) {
-		spans, logs := run(t, agentloop.RedactionConfig{Disabled: true})
+		spans, logs := run(t, redact.Policy{Disabled: true})
 		if where, _ := leaks(spans, logs); len(where) == 0 {
 			t.Error("with redaction disabled no value reached a span or the log: the check cannot fail")
 		}
@@ -121,18 +122,18 @@ func TestTrust311_TracesAndLogsMasked(t *testing.T) {
 // TestTrust314_WorkingMemoryMasked: one rule for the scratchpad and the
 // key-value memory: what either keeps of a run is stored masked by the
 // agent's redactor (their state, and their snapshots in the thread's
-// checkpoint), as every other layer's is, unless RedactionConfig.Layers
+// checkpoint), as every other layer's is, unless redact.Policy.Layers
 // turns it off for that layer. Two users write at once; neither's values
 // are stored, and the key-value memory's keys stay as they were.
 func TestTrust314_WorkingMemoryMasked(t *testing.T) {
 	const email, phone = "ana.lopez@example.com", "+44 20 7946 0958"
 	for _, tc := range []struct {
 		name string
-		cfg  agentloop.RedactionConfig
+		cfg  redact.Policy
 		kept bool // the values are stored as they were
 	}{
-		{"default", agentloop.RedactionConfig{}, false},
-		{"layers off", agentloop.RedactionConfig{Layers: map[string]bool{kv.DefaultLayerID: false, workingmemory.DefaultID: false}}, true},
+		{"default", redact.Policy{}, false},
+		{"layers off", redact.Policy{Layers: map[string]bool{kv.DefaultLayerID: false, workingmemory.DefaultID: false}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := storage.NewMemory()

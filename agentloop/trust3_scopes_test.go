@@ -19,10 +19,13 @@ import (
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/audit"
+	"github.com/memlayer/memlayer/chainmemory"
 	"github.com/memlayer/memlayer/episodicmemory"
+	"github.com/memlayer/memlayer/inspect"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/semanticmemory"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 	"github.com/memlayer/memlayer/workingmemory"
 )
 
@@ -83,7 +86,7 @@ func TestTrust301_EraseStaysInItsUser(t *testing.T) {
 			}
 			left := slices.Clone(users)
 			for _, victim := range []string{"3", "c-owner", "7"} {
-				if _, err := (agentloop.Inspector{Store: st}).EraseResource(t.Context(), victim); err != nil {
+				if _, err := (inspect.Inspector{Store: st}).EraseResource(t.Context(), victim); err != nil {
 					t.Fatalf("erase %s: %v", victim, err)
 				}
 				left = slices.DeleteFunc(left, func(u scopeUser) bool { return u.resource == victim })
@@ -211,7 +214,7 @@ func TestTrust302_AnonymousThreadHasItsOwnResourceScope(t *testing.T) {
 			}
 			// Erasing user 7 keeps the anonymous thread's; deleting the
 			// thread removes it.
-			if _, err := (agentloop.Inspector{Store: st}).EraseResource(ctx, "7"); err != nil {
+			if _, err := (inspect.Inspector{Store: st}).EraseResource(ctx, "7"); err != nil {
 				t.Fatal(err)
 			}
 			if hits := findMarker(t, st, "ANONWRITES"); len(hits) == 0 {
@@ -220,7 +223,7 @@ func TestTrust302_AnonymousThreadHasItsOwnResourceScope(t *testing.T) {
 			if hits := findMarker(t, st, "USERSEVENSECRET"); len(hits) > 0 {
 				t.Errorf("erasing user 7 left %q", hits)
 			}
-			if _, err := (agentloop.Inspector{Store: st}).DeleteThread(ctx, "7"); err != nil {
+			if _, err := (inspect.Inspector{Store: st}).DeleteThread(ctx, "7"); err != nil {
 				t.Fatal(err)
 			}
 			if hits := findMarker(t, st, "ANONWRITES"); len(hits) > 0 {
@@ -319,7 +322,7 @@ func TestTrust303_OwnerKept(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			st, _ := b.open(t)
 			ctx := t.Context()
-			in := agentloop.Inspector{Store: st}
+			in := inspect.Inspector{Store: st}
 			a, log := scopeSpyAgent(t, st)
 			if _, err := a.Run(ctx, agentloop.RunInput{ThreadID: "t-9", ResourceID: "u9", Input: "FIRSTTURN"}); err != nil {
 				t.Fatal(err)
@@ -331,13 +334,13 @@ func TestTrust303_OwnerKept(t *testing.T) {
 			if log.seen(from, "FIRSTTURN") == 0 {
 				t.Errorf("the continuation without a resource was not shown the thread's memory")
 			}
-			if ts, err := in.Threads(ctx, agentloop.ThreadQuery{ResourceID: "u9"}); err != nil || len(ts) != 1 || ts[0].ThreadID != "t-9" {
+			if ts, err := in.Threads(ctx, inspect.ThreadQuery{ResourceID: "u9"}); err != nil || len(ts) != 1 || ts[0].ThreadID != "t-9" {
 				t.Errorf("u9's threads after a continuation without its resource: %+v, %v", ts, err)
 			}
 			// Another resource on the thread is refused, and nothing is
 			// written.
 			keys, _ := st.List(ctx, "")
-			if _, err := a.Run(ctx, agentloop.RunInput{ThreadID: "t-9", ResourceID: "intruder", Input: "INTRUDER"}); !errors.Is(err, agentloop.ErrOtherOwner) || !errors.Is(err, agentloop.ErrInvalidConfig) {
+			if _, err := a.Run(ctx, agentloop.RunInput{ThreadID: "t-9", ResourceID: "intruder", Input: "INTRUDER"}); !errors.Is(err, thread.ErrOtherOwner) || !errors.Is(err, agentloop.ErrInvalidConfig) {
 				t.Errorf("a run of another resource on the thread: %v, want ErrOtherOwner", err)
 			}
 			if after, _ := st.List(ctx, ""); len(after) != len(keys) || len(findMarker(t, st, "INTRUDER")) > 0 {
@@ -350,7 +353,7 @@ func TestTrust303_OwnerKept(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := newInitStackOn(t, layer.Env{ThreadID: "chain-1", ResourceID: "u9", Store: st}, sem)
-			mem := agentloop.NewMemory(s, agentloop.MemoryConfig{Audit: audit.New(audit.Config{Store: st}), ThreadID: "chain-1", ResourceID: "u9"})
+			mem := chainmemory.New(s, chainmemory.Config{Audit: audit.New(audit.Config{Store: st}), ThreadID: "chain-1", ResourceID: "u9"})
 			in1 := map[string]any{"input": "remember CHAINTEXT"}
 			if _, err := mem.LoadMemoryVariables(ctx, in1); err != nil {
 				t.Fatal(err)
@@ -371,13 +374,13 @@ func TestTrust303_OwnerKept(t *testing.T) {
 			if !slices.ContainsFunc(findMarker(t, st, "CHAINTEXT"), func(k string) bool { return strings.HasPrefix(k, storage.ThreadPrefix("chain-1")) }) {
 				t.Fatal("the Memory's audit holds no text: the test cannot see an erase")
 			}
-			ts, err := in.Threads(ctx, agentloop.ThreadQuery{ResourceID: "u9"})
+			ts, err := in.Threads(ctx, inspect.ThreadQuery{ResourceID: "u9"})
 			if err != nil || len(ts) != 2 {
 				t.Errorf("u9's threads with the chain's: %+v, %v", ts, err)
 			}
 			// A Memory of another user on that thread writes no audit.
-			other := agentloop.NewMemory(s, agentloop.MemoryConfig{Audit: audit.New(audit.Config{Store: st}), ThreadID: "chain-1", ResourceID: "intruder"})
-			if err := other.SaveContext(ctx, map[string]any{"input": "x"}, map[string]any{"output": "y"}); !errors.Is(err, agentloop.ErrOtherOwner) {
+			other := chainmemory.New(s, chainmemory.Config{Audit: audit.New(audit.Config{Store: st}), ThreadID: "chain-1", ResourceID: "intruder"})
+			if err := other.SaveContext(ctx, map[string]any{"input": "x"}, map[string]any{"output": "y"}); !errors.Is(err, thread.ErrOtherOwner) {
 				t.Errorf("another user's Memory on the thread: %v, want ErrOtherOwner", err)
 			}
 
@@ -437,7 +440,7 @@ func TestTrust304_EraseRacingARun(t *testing.T) {
 			raw, _ := b.open(t)
 			st := &hookStore{Store: raw}
 			ctx := t.Context()
-			in := agentloop.Inspector{Store: st}
+			in := inspect.Inspector{Store: st}
 			a := allLayersAgent(t, st)
 			for i := range 3 {
 				if _, err := a.Run(ctx, agentloop.RunInput{ThreadID: "t-1", ResourceID: "u1", Input: fmt.Sprintf("EARLYMARK %d", i)}); err != nil {
@@ -530,7 +533,7 @@ func TestTrust301_LegacyRecordsErased(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			e, err := (agentloop.Inspector{Store: st}).EraseResource(ctx, "u5")
+			e, err := (inspect.Inspector{Store: st}).EraseResource(ctx, "u5")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -576,7 +579,7 @@ func TestTrust303_AuditWithoutHeadIsOwned(t *testing.T) {
 			if len(findMarker(t, st, "SPAWNMARK")) == 0 {
 				t.Fatal("the spawn stored nothing: the test cannot see an erase")
 			}
-			if _, err := (agentloop.Inspector{Store: st}).EraseResource(ctx, "u8"); err != nil {
+			if _, err := (inspect.Inspector{Store: st}).EraseResource(ctx, "u8"); err != nil {
 				t.Fatal(err)
 			}
 			if left, _ := st.List(ctx, ""); len(left) > 0 {

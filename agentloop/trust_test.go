@@ -16,8 +16,10 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -127,7 +129,7 @@ func TestTrust06_TimeoutInFirstModelCallKeepsInput(t *testing.T) {
 // fails too, the caller is told both.
 func TestTrust06_FailedSaveAfterTimeoutIsReported(t *testing.T) {
 	store := storage.NewMemory()
-	key := storage.ThreadKey("t", agentloop.CheckpointName)
+	key := storage.ThreadKey("t", thread.HeadName)
 	intrude := agentloop.Tool{Name: "intrude", Call: func(ctx context.Context, _ json.RawMessage) (string, error) {
 		if _, err := store.Put(ctx, key, []byte(`{"version":2,"thread_id":"t","messages":[]}`), storage.AnyVersion); err != nil {
 			return "", err
@@ -241,11 +243,11 @@ func TestTrust13_CompactionNotRecognisedByText(t *testing.T) {
 // (Checkpoint.Compacted). A reference is never compacted twice, the last
 // turn is compacted, and the thread is rewritten in the current version.
 func TestTrust13_FrozenCheckpointsLoad(t *testing.T) {
-	for version := 1; version <= agentloop.CheckpointVersion; version++ {
+	for version := 1; version <= thread.Version; version++ {
 		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
 			store := storage.NewMemory()
 			putFrozen(t, store, "thread-about", readFrozen(t, version))
-			it, err := store.Get(t.Context(), storage.ThreadKey("thread-about", agentloop.CheckpointName))
+			it, err := store.Get(t.Context(), storage.ThreadKey("thread-about", thread.HeadName))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -270,7 +272,7 @@ func TestTrust13_FrozenCheckpointsLoad(t *testing.T) {
 				t.Errorf("last turn not compacted: %q", got[1])
 			}
 			ck, err := a.LoadCheckpoint(t.Context(), "thread-about")
-			if err != nil || ck.Version != agentloop.CheckpointVersion || ck.Compacted != len(loaded.Messages) {
+			if err != nil || ck.Version != thread.Version || ck.Compacted != len(loaded.Messages) {
 				t.Errorf("rewritten checkpoint: %v, version %d, compacted %d of %d", err, ck.Version, ck.Compacted, len(ck.Messages))
 			}
 		})
@@ -291,14 +293,14 @@ func TestModel08_ArgumentsOfEarlierTurnsCompacted(t *testing.T) {
 		return agenttest.Calls(agenttest.Call("scratch", args)), nil
 	})
 	// The whole history is sent, to see every earlier call.
-	a := mustAgent(t, agentloop.Config{Model: model, Store: store, Tools: []agentloop.Tool{scratch}, History: agentloop.HistoryConfig{Full: true}})
+	a := mustAgent(t, agentloop.Config{Model: model, Store: store, Tools: []agentloop.Tool{scratch}, History: history.Config{Full: true}})
 	const turns = 20
 	for i := range turns {
 		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("turn %d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	it, err := store.Get(t.Context(), storage.ThreadKey("t", agentloop.CheckpointName))
+	it, err := store.Get(t.Context(), storage.ThreadKey("t", thread.HeadName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +344,7 @@ func TestModel09_LosingRunSaysWhatWasSaved(t *testing.T) {
 	}{{"at first step", 0, 0, 0}, {"after one step", 1, 1, 3}} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := storage.NewMemory()
-			key := storage.ThreadKey("t", agentloop.CheckpointName)
+			key := storage.ThreadKey("t", thread.HeadName)
 			intruder := agentloop.Tool{Name: "intrude", Call: func(ctx context.Context, _ json.RawMessage) (string, error) {
 				_, err := store.Put(ctx, key, []byte(`{"version":1,"thread_id":"t","messages":[]}`), storage.AnyVersion)
 				return "ok", err
@@ -374,7 +376,7 @@ func TestModel09_LosingRunSaysWhatWasSaved(t *testing.T) {
 // not bring it back, and the thread then starts afresh.
 func TestTrust21_CheckpointGoneIsReported(t *testing.T) {
 	stores(t, func(t *testing.T, store storage.Store) {
-		key := storage.ThreadKey("t", agentloop.CheckpointName)
+		key := storage.ThreadKey("t", thread.HeadName)
 		wipe := agentloop.Tool{Name: "wipe", Call: func(ctx context.Context, _ json.RawMessage) (string, error) {
 			return "ok", store.Delete(ctx, key, storage.AnyVersion)
 		}}
@@ -445,7 +447,7 @@ func TestTrust22_LongThreadIDShortInErrors(t *testing.T) {
 	if err == nil || len(err.Error()) > 512 {
 		t.Errorf("continuing a thread with no checkpoint: error of %d bytes: %.200v", len(fmt.Sprint(err)), err)
 	}
-	if _, err := store.Put(t.Context(), storage.ThreadKey(id, agentloop.CheckpointName), []byte("garbage"), storage.NoVersion); err != nil {
+	if _, err := store.Put(t.Context(), storage.ThreadKey(id, thread.HeadName), []byte("garbage"), storage.NoVersion); err != nil {
 		t.Fatal(err)
 	}
 	_, err = a.LoadCheckpoint(t.Context(), id)

@@ -759,7 +759,7 @@ func (l *Layer) Clear(ctx context.Context) error {
 	return nil
 }
 
-// Metrics returns the layer's figures (see "Metrics" in package layer;
+// Metrics returns the layer's figures (see layer.MetricsReporter;
 // agentloop exports them as OpenTelemetry metrics): "entries", the
 // entities tracked now, and "bytes", the size of their stored form;
 // "extractions_total", the entities extracted from tool results since
@@ -787,11 +787,12 @@ func (l *Layer) Close(ctx context.Context) error {
 
 // Interface guards.
 var (
-	_ layer.Layer       = (*Layer)(nil)
-	_ layer.Initializer = (*Layer)(nil)
-	_ layer.Storer      = (*Layer)(nil)
-	_ layer.Spawner     = (*Layer)(nil)
-	_ layer.Snapshotter = (*Layer)(nil)
-	_ layer.Clearer     = (*Layer)(nil)
-	_ layer.Closer      = (*Layer)(nil)
+	_ layer.Layer           = (*Layer)(nil)
+	_ layer.Initializer     = (*Layer)(nil)
+	_ layer.Storer          = (*Layer)(nil)
+	_ layer.Spawner         = (*Layer)(nil)
+	_ layer.Snapshotter     = (*Layer)(nil)
+	_ layer.Clearer         = (*Layer)(nil)
+	_ layer.Closer          = (*Layer)(nil)
+	_ layer.MetricsReporter = (*Layer)(nil)
 )

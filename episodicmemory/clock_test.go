@@ -8,7 +8,6 @@ import (
 
 	"github.com/memlayer/memlayer/episodicmemory"
 	"github.com/memlayer/memlayer/layer"
-	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -45,7 +44,7 @@ func TestTrust315_EpisodeRecencyDoesNotTrustTheWritersClock(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var p1, p2 *prompt.Candidate
+			var p1, p2 *layer.Candidate
 			for i := range cands {
 				switch {
 				case strings.Contains(cands[i].Text, "page-1"):

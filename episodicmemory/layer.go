@@ -217,6 +217,22 @@ func number(eps []Episode, seq int64, shared bool) {
 	}
 }
 
+// Keeps implements layer.Keeper: the episode log keeps actionable
+// outcomes.
+func (l *Layer) Keeps() string { return layer.KeepsEpisodic }
+
+// Keep implements layer.Keeper. A Proposer's write (one with no Tool) is
+// logged with [Layer.Note]; a tool's write is already logged, as the
+// call, with the step's episode.
+func (l *Layer) Keep(ctx context.Context, w layer.Write) (layer.Kept, error) {
+	if w.Tool == "" {
+		if err := l.Note(ctx, w.Step, w.Kind, w.Text); err != nil {
+			return layer.Kept{}, fmt.Errorf("routed to the episode log %s: %w", l.spec.ID, err)
+		}
+	}
+	return layer.Kept{Reply: fmt.Sprintf("logged in the episode log (%s) with this step, not as a durable fact: %s", l.spec.ID, w.Reason)}, nil
+}
+
 // Note logs a memory write the agent routed to the episode log — an
 // actionable outcome a layer's Store proposed, say — as an episode of
 // kind [KindNote] at step: kind is the write's kind ("outcome"), text
@@ -632,7 +648,7 @@ func (l *Layer) Clear(ctx context.Context) error {
 	return nil
 }
 
-// Metrics returns the layer's figures (see "Metrics" in package layer;
+// Metrics returns the layer's figures (see layer.MetricsReporter;
 // agentloop exports them as OpenTelemetry metrics): "entries", the
 // episodes in the view (digests and raw episodes), and "bytes", their
 // text; "episodes_total", the episodes this layer (as Init returned it)
@@ -681,12 +697,15 @@ func (l *Layer) Close(ctx context.Context) error {
 
 // Interface guards.
 var (
-	_ layer.Layer       = (*Layer)(nil)
-	_ layer.Initializer = (*Layer)(nil)
-	_ layer.Storer      = (*Layer)(nil)
-	_ layer.Spawner     = (*Layer)(nil)
-	_ layer.Provider    = (*Layer)(nil)
-	_ layer.Snapshotter = (*Layer)(nil)
-	_ layer.Clearer     = (*Layer)(nil)
-	_ layer.Closer      = (*Layer)(nil)
+	_ layer.Layer           = (*Layer)(nil)
+	_ layer.Initializer     = (*Layer)(nil)
+	_ layer.Storer          = (*Layer)(nil)
+	_ layer.Spawner         = (*Layer)(nil)
+	_ layer.Provider        = (*Layer)(nil)
+	_ layer.Snapshotter     = (*Layer)(nil)
+	_ layer.Clearer         = (*Layer)(nil)
+	_ layer.Closer          = (*Layer)(nil)
+	_ layer.MetricsReporter = (*Layer)(nil)
+	_ layer.CandidateSource = (*Layer)(nil)
+	_ layer.Keeper          = (*Layer)(nil)
 )

@@ -139,7 +139,7 @@ func (l *Layer) syncIndex() {
 
 // Candidates returns the episodes Recall would choose from, the
 // Config.MaxRecall most relevant to q.Text (so scored assembly never
-// shows more episodes than Recall would), as prompt.Candidate values for
+// shows more episodes than Recall would), as layer.Candidate values for
 // scored assembly (prompt.Assemble), oldest first: Key is the reference,
 // Text the digest line (tokens counted with q.Count), Similarity the
 // BM25 similarity to q.Text in [0, 1] (as Recall uses it), Time when the
@@ -147,16 +147,16 @@ func (l *Layer) syncIndex() {
 // another is never older, and a time after Config.Now counts as no newer
 // than now or than later episodes, so no writer's clock can make an old
 // episode the newest) and Source its thread. Importance is left zero.
-func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]prompt.Candidate, error) {
+func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]layer.Candidate, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	pick := l.best(q.Text)
 	slices.SortFunc(pick, func(a, b picked) int { return cmp.Compare(a.i, b.i) })
-	out := make([]prompt.Candidate, len(pick))
+	out := make([]layer.Candidate, len(pick))
 	now := clampTime(l.cfg.Now())
 	for k, p := range pick {
 		i, line := p.i, l.docs[p.i]
-		c := prompt.Candidate{Layer: l.cfg.ID, Text: line, Tokens: q.Count(line), Similarity: p.sim, Time: l.recency(i, now)}
+		c := layer.Candidate{Layer: l.cfg.ID, Text: line, Tokens: q.Count(line), Similarity: p.sim, Time: l.recency(i, now)}
 		switch {
 		case i < len(l.digests):
 			d := &l.digests[i]

@@ -17,17 +17,11 @@
 //   - [Provider]: functions, which become the model's tools.
 //   - [Snapshotter], [Clearer]: the stack's unified memory operations.
 //   - [Closer] (or io.Closer): flush and release at the end of a run.
-//
-// A layer may also report figures for monitoring with a method
-//
-//	Metrics() map[string]int64
-//
-// "entries" (how many items it holds: keys, entities, facts) and "bytes"
-// (the approximate size of its state) by convention, plus its own; a name
-// ending in "_total" is a count since the layer was made (a run's layer,
-// as Init returns it), the others are levels. It must be cheap and safe
-// for concurrent use. agentloop exports the figures as OpenTelemetry
-// metrics when a run ends.
+//   - [CandidateSource]: memories that compete in scored assembly.
+//   - [MetricsReporter]: figures for monitoring, which agentloop exports
+//     as OpenTelemetry metrics when a run ends.
+//   - [Proposer], [Keeper]: writes proposed by a layer's Store, and kept
+//     where a router sends them (see package route).
 //
 // Capabilities are found through [As], which also walks wrapping chains
 // (a layer with a method Unwrap() Layer), so a wrapping layer exposes what

@@ -184,7 +184,7 @@ type Env struct {
 	// stores what it is handed by code rather than by the agent (the
 	// key-value memory's values) passes it through Redact first. Nil
 	// stores text as it is. agentloop sets it from its
-	// RedactionConfig; a child's env inherits its parent's.
+	// redact.Policy; a child's env inherits its parent's.
 	Redact func(layerID, text string) string
 }
 
@@ -310,6 +310,8 @@ type Function struct {
 	// An alias that is some tool's name, or an earlier function's alias,
 	// is ignored.
 	Aliases []string
+	// Effect is what a call does to memory; zero is [EffectNone].
+	Effect Effect
 }
 
 // Closer is implemented by layers that hold resources or buffer writes.

@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/memlayer/memlayer/layer"
 )
 
 // Scoring weighs the parts of a candidate's score in [Assemble]:
@@ -41,7 +43,7 @@ var DefaultScoring = Scoring{Similarity: 0.40, Recency: 0.25, Importance: 0.25, 
 // Selected is a candidate [Assemble] packed, with its score when it was
 // chosen.
 type Selected struct {
-	Candidate
+	layer.Candidate
 	Score float64
 	// Redundancy is its largest overlap with the candidates selected
 	// before it.
@@ -57,7 +59,7 @@ type Selected struct {
 // of cands, so the same inputs always give the same result. The selected
 // candidates come in the order they were chosen, and their tokens never
 // add up to more than pool.
-func Assemble(cands []Candidate, pool int, s Scoring) []Selected {
+func Assemble(cands []layer.Candidate, pool int, s Scoring) []Selected {
 	s = s.withDefaults()
 	lambda := math.Ln2 / s.HalfLife.Seconds()
 	all := make([]candidate, 0, len(cands))
@@ -121,13 +123,13 @@ func Assemble(cands []Candidate, pool int, s Scoring) []Selected {
 // it scores when nothing is selected yet): Similarity·sim +
 // Recency·exp(−λ·age) + Importance·imp, with s's defaults filled in as
 // Assemble fills them (so a zero Now is time.Now() at the call).
-func (s Scoring) Score(c Candidate) float64 {
+func (s Scoring) Score(c layer.Candidate) float64 {
 	s = s.withDefaults()
 	return s.base(c, math.Ln2/s.HalfLife.Seconds())
 }
 
 // base is c's score without redundancy, for λ = lambda.
-func (s Scoring) base(c Candidate, lambda float64) float64 {
+func (s Scoring) base(c layer.Candidate, lambda float64) float64 {
 	recency := 0.0
 	if !c.Time.IsZero() {
 		recency = math.Exp(-lambda * max(s.Now.Sub(c.Time).Seconds(), 0))
@@ -160,7 +162,7 @@ func clamp01(f float64) float64 {
 
 // candidate is a candidate being assembled.
 type candidate struct {
-	c      Candidate
+	c      layer.Candidate
 	order  int
 	base   float64   // the score without redundancy
 	score  float64   // base − δ·red

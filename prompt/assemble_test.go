@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 )
 
@@ -22,7 +23,7 @@ func keys(sel []prompt.Selected) []string {
 }
 
 func TestAssembleOrderAndPool(t *testing.T) {
-	cands := []prompt.Candidate{
+	cands := []layer.Candidate{
 		{Layer: "facts", Key: "a", Text: "the user prefers dark mode", Tokens: 10, Similarity: 0.9, Importance: 0.5, Time: now},
 		{Layer: "facts", Key: "b", Text: "the billing plan is annual", Tokens: 10, Similarity: 0.2, Importance: 0.5, Time: now},
 		{Layer: "episodes", Key: "c", Text: "created page Pricing FAQ", Tokens: 15, Similarity: 0.6, Importance: 0.5, Time: now},
@@ -40,11 +41,11 @@ func TestAssembleOrderAndPool(t *testing.T) {
 
 func TestAssembleRecencyHalfLife(t *testing.T) {
 	s := prompt.Scoring{Recency: 1, Now: now, HalfLife: time.Hour}
-	sel := prompt.Assemble([]prompt.Candidate{{Layer: "l", Key: "k", Text: "x", Tokens: 1, Time: now.Add(-time.Hour)}}, 10, s)
+	sel := prompt.Assemble([]layer.Candidate{{Layer: "l", Key: "k", Text: "x", Tokens: 1, Time: now.Add(-time.Hour)}}, 10, s)
 	if len(sel) != 1 || math.Abs(sel[0].Score-0.5) > 1e-9 {
 		t.Fatalf("score %v, want 0.5 at one half-life", sel)
 	}
-	sel = prompt.Assemble([]prompt.Candidate{{Layer: "l", Key: "k", Text: "x", Tokens: 1}}, 10, s)
+	sel = prompt.Assemble([]layer.Candidate{{Layer: "l", Key: "k", Text: "x", Tokens: 1}}, 10, s)
 	if sel[0].Score != 0 {
 		t.Errorf("zero time: score %v, want 0", sel[0].Score)
 	}
@@ -53,7 +54,7 @@ func TestAssembleRecencyHalfLife(t *testing.T) {
 // A candidate that repeats a selected one loses to a less similar one
 // that says something new, and a near-duplicate is skipped.
 func TestAssembleRedundancy(t *testing.T) {
-	cands := []prompt.Candidate{
+	cands := []layer.Candidate{
 		{Layer: "f", Key: "1", Text: "the hero section of the Spring Sale page has a video", Tokens: 5, Similarity: 0.80},
 		{Layer: "f", Key: "2", Text: "the hero section of the Spring Sale page has a video background", Tokens: 5, Similarity: 0.79},
 		{Layer: "f", Key: "3", Text: "the hero section of the Spring Sale page has an image", Tokens: 5, Similarity: 0.78},
@@ -87,18 +88,18 @@ func TestAssembleDeterministic(t *testing.T) {
 	}
 }
 
-func genCandidates(r *rand.Rand, n int) []prompt.Candidate {
+func genCandidates(r *rand.Rand, n int) []layer.Candidate {
 	vocab := []string{"page", "pricing", "faq", "hero", "section", "spring", "sale", "invoice", "user", "prefers", "dark", "mode", "billing", "annual", "menu", "footer", "asset", "logo", "publish", "draft"}
 	for i := range 500 { // the rest of a realistic vocabulary
 		vocab = append(vocab, fmt.Sprintf("w%03d", i))
 	}
-	out := make([]prompt.Candidate, n)
+	out := make([]layer.Candidate, n)
 	for i := range out {
 		var text string
 		for range 8 + r.IntN(12) {
 			text += vocab[r.IntN(len(vocab))] + " "
 		}
-		out[i] = prompt.Candidate{
+		out[i] = layer.Candidate{
 			Layer: []string{"semantic", "episodic", "history-summary"}[i%3], Key: fmt.Sprintf("k%04d", i),
 			Text: text, Tokens: 10 + r.IntN(60), Similarity: r.Float64(), Importance: r.Float64(),
 			Time: now.Add(-time.Duration(r.IntN(1000)) * time.Hour),
@@ -156,7 +157,7 @@ func BenchmarkAssemble(b *testing.B) {
 // Assemble scores a candidate before anything is selected: the first
 // selected candidate's score, and an unselected one's base.
 func TestMemory79_ScoreIsTheScoreBeforeRedundancy(t *testing.T) {
-	cands := []prompt.Candidate{
+	cands := []layer.Candidate{
 		{Layer: "facts", Key: "a", Text: "the user prefers dark mode", Tokens: 10, Similarity: 0.9, Importance: 0.5, Time: now.Add(-48 * time.Hour)},
 		{Layer: "facts", Key: "b", Text: "the user prefers dark mode at night", Tokens: 10, Similarity: 0.8, Importance: 0.7, Time: now},
 	}
@@ -190,9 +191,9 @@ func TestAssembleNoFalseDuplicates(t *testing.T) {
 	for len(texts) < 2000 {
 		texts = append(texts, fmt.Sprintf("blk_%012x", r.Uint64()>>16))
 	}
-	cands := make([]prompt.Candidate, len(texts))
+	cands := make([]layer.Candidate, len(texts))
 	for i, text := range texts {
-		cands[i] = prompt.Candidate{Layer: "summary", Key: fmt.Sprintf("e%04d", i), Text: text, Tokens: 1, Similarity: 0.5}
+		cands[i] = layer.Candidate{Layer: "summary", Key: fmt.Sprintf("e%04d", i), Text: text, Tokens: 1, Similarity: 0.5}
 	}
 	sel := prompt.Assemble(cands, len(cands), prompt.Scoring{Now: now})
 	if len(sel) != len(cands) {
@@ -208,7 +209,7 @@ func TestAssembleNoFalseDuplicates(t *testing.T) {
 		}
 		t.Errorf("selected %d of %d distinct texts; lost as duplicates: %v", len(sel), len(cands), lost[:min(len(lost), 5)])
 	}
-	lines := []prompt.Candidate{
+	lines := []layer.Candidate{
 		{Layer: "summary", Key: "a", Text: `- User: Page 2 | createPage (call call_0_0_1) → page_2 "Page 2" | answer: Created page_2.`, Tokens: 5, Similarity: 1},
 		{Layer: "summary", Key: "b", Text: `- User: Page 3 | createPage (call call_0_0_2) → page_3 "Page 3" | answer: Created page_3.`, Tokens: 5, Similarity: 1},
 	}
@@ -216,7 +217,7 @@ func TestAssembleNoFalseDuplicates(t *testing.T) {
 		t.Errorf("two summary lines about two pages: selected %v, want both", got)
 	}
 	// A true near-duplicate is still skipped.
-	dup := []prompt.Candidate{
+	dup := []layer.Candidate{
 		{Layer: "facts", Key: "a", Text: "The editor writes in British English.", Tokens: 5, Similarity: 1},
 		{Layer: "facts", Key: "b", Text: "the editor writes in British English", Tokens: 5, Similarity: 0.9},
 	}

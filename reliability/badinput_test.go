@@ -17,6 +17,7 @@ import (
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 	"github.com/memlayer/memlayer/workingmemory"
 	"github.com/memlayer/memlayer/workingmemory/kv"
 )
@@ -301,7 +302,7 @@ func TestLegacyRejectedUpdateReported(t *testing.T) {
 // hostileIDList are thread and resource IDs that try to reach other keys.
 var hostileIDList = []string{
 	"a/b", "a%2Fb", "a", "..", ".", "../..", "../" + badThread, "a\x00b", "a\nb", "a b", "%", "%%",
-	"t/../t2", "__proto__", strings.Repeat("x/", agentloop.MaxIDLen/2), "ü/é", "\xff\xfe", "threads", "layers/working-memory",
+	"t/../t2", "__proto__", strings.Repeat("x/", thread.MaxIDLen/2), "ü/é", "\xff\xfe", "threads", "layers/working-memory",
 	"*", "a*", "[a-z]", "?", `\`, "a:b", "memlayer:x", "_%", "%_",
 }
 
@@ -393,7 +394,7 @@ func runHostileIDs(t *testing.T, st storage.Store) {
 	// A thread's records other than its head (message segments, layer
 	// snapshots) are counted with the head.
 	records := slices.DeleteFunc(slices.Clone(keys), func(k string) bool {
-		return strings.HasPrefix(k, "threads/") && !strings.HasSuffix(k, "/"+agentloop.CheckpointName)
+		return strings.HasPrefix(k, "threads/") && !strings.HasSuffix(k, "/"+thread.HeadName)
 	})
 	if want := 3 * len(hostileIDList); len(records) != want {
 		t.Errorf("%d keys stored, want %d (a checkpoint and two states per ID): %q", len(records), want, records)
@@ -417,7 +418,7 @@ func runHostileIDs(t *testing.T, st storage.Store) {
 	// No prefix of one ID lists another's keys.
 	for _, a := range hostileIDList {
 		got, err := st.List(ctx, storage.ThreadPrefix(a))
-		got = slices.DeleteFunc(got, func(k string) bool { return !strings.HasSuffix(k, "/"+agentloop.CheckpointName) })
+		got = slices.DeleteFunc(got, func(k string) bool { return !strings.HasSuffix(k, "/"+thread.HeadName) })
 		if err != nil || len(got) != 1 {
 			t.Errorf("List(ThreadPrefix(%q)) = %q, %v; want its one checkpoint", a, got, err)
 		}
@@ -574,7 +575,7 @@ func TestCorruptStoredBlobs(t *testing.T) {
 		{"scratchpad", storage.LayerKey(workingmemory.DefaultID, storage.ResourceScope(badResource), "state"), storage.LayerPrefix(workingmemory.DefaultID, storage.ResourceScope(badResource)) + "quarantine", nil},
 		{"plan", storage.LayerKey("plan", storage.ThreadScope(badThread), "state"), storage.LayerPrefix("plan", storage.ThreadScope(badThread)) + "quarantine", nil},
 		{"entities", storage.LayerKey(entitymemory.DefaultID, storage.ThreadScope(badThread), entitymemory.StateName), storage.LayerPrefix(entitymemory.DefaultID, storage.ThreadScope(badThread)) + "quarantine", []error{entitymemory.ErrVersion}},
-		{"checkpoint", storage.ThreadKey(badThread, agentloop.CheckpointName), "", []error{agentloop.ErrCheckpoint}},
+		{"checkpoint", storage.ThreadKey(badThread, thread.HeadName), "", []error{agentloop.ErrCheckpoint}},
 	}
 	for _, tg := range targets {
 		for gname, g := range garbage {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/workingmemory"
@@ -124,7 +125,7 @@ func crashAgent(st storage.Store, next func() int, observer func(agentloop.Event
 		// The check counts every kv_set call in the transcript: keep
 		// every message (the default drops those the summary covers
 		// beyond the last 200).
-		History: agentloop.HistoryConfig{RetainMessages: -1},
+		History: history.Config{RetainMessages: -1},
 	})
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 	"github.com/memlayer/memlayer/workingmemory/kv"
 )
 
@@ -230,7 +231,7 @@ func runKVScope(t *testing.T, spec storeSpec, groups [][]string, runs, steps int
 	}
 	for _, users := range groups {
 		for _, user := range users {
-			it, err := st.Get(ctx, storage.ThreadKey(user, agentloop.CheckpointName))
+			it, err := st.Get(ctx, storage.ThreadKey(user, thread.HeadName))
 			if err != nil {
 				t.Fatalf("%s: checkpoint: %v", user, err)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 	"github.com/memlayer/memlayer/workingmemory"
 )
 
@@ -40,7 +41,7 @@ func TestOverlappingRuns(t *testing.T) {
 	}
 }
 
-func overlappingRound(t *testing.T, st storage.Store, thread string) {
+func overlappingRound(t *testing.T, st storage.Store, threadID string) {
 	ctx := t.Context()
 	const runs, steps = 8, 3
 	wm, err := workingmemory.New(workingmemory.Config{MaxRetries: 100})
@@ -86,7 +87,7 @@ func overlappingRound(t *testing.T, st storage.Store, thread string) {
 		a := agentFor(g)
 		wg.Go(func() {
 			<-start
-			_, errs[g] = a.Run(ctx, agentloop.RunInput{ThreadID: thread, Input: fmt.Sprintf("run %d", g)})
+			_, errs[g] = a.Run(ctx, agentloop.RunInput{ThreadID: threadID, Input: fmt.Sprintf("run %d", g)})
 		})
 	}
 	close(start)
@@ -105,7 +106,7 @@ func overlappingRound(t *testing.T, st storage.Store, thread string) {
 		t.Errorf("no run of %d finished", runs)
 	}
 
-	cp, err := agentFor(0).LoadCheckpoint(ctx, thread)
+	cp, err := agentFor(0).LoadCheckpoint(ctx, threadID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func overlappingRound(t *testing.T, st storage.Store, thread string) {
 			}
 			delete(pending, r.CallID)
 		}
-		if m.Role == agentloop.RoleAssistant {
+		if m.Role == thread.RoleAssistant {
 			ai++
 		}
 	}
@@ -128,7 +129,7 @@ func overlappingRound(t *testing.T, st storage.Store, thread string) {
 		t.Errorf("checkpoint: %d unanswered calls, %d AI messages, %d steps", len(pending), ai, cp.Steps)
 	}
 
-	it, err := st.Get(ctx, storage.LayerKey(workingmemory.DefaultID, storage.ThreadScope(thread), "state"))
+	it, err := st.Get(ctx, storage.LayerKey(workingmemory.DefaultID, storage.ThreadScope(threadID), "state"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,5 +145,5 @@ func overlappingRound(t *testing.T, st storage.Store, thread string) {
 			t.Errorf("update %s was confirmed to the model but is not stored", k)
 		}
 	}
-	t.Logf("%s: %d of %d overlapping runs finished; checkpoint has %d steps; %d confirmed updates, %d successful updates, all stored", thread, won, runs, cp.Steps, len(confirmed), applied.Load())
+	t.Logf("%s: %d of %d overlapping runs finished; checkpoint has %d steps; %d confirmed updates, %d successful updates, all stored", threadID, won, runs, cp.Steps, len(confirmed), applied.Load())
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/memlayer/memlayer/entitymemory"
 	"github.com/memlayer/memlayer/episodicmemory"
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/redact"
 	"github.com/memlayer/memlayer/semanticmemory"
 	"github.com/memlayer/memlayer/workingmemory"
 	"github.com/memlayer/memlayer/workingmemory/kv"
@@ -73,7 +74,7 @@ func TestPersonalDataReachesNoStore(t *testing.T) {
 	specs := append([]storeSpec{{Backend: "memory"}}, sharedBackends(t)...)
 	for _, spec := range specs {
 		t.Run(spec.Backend, func(t *testing.T) {
-			r := runPersonalData(t, spec, samples, agentloop.RedactionConfig{})
+			r := runPersonalData(t, spec, samples, redact.Policy{})
 			t.Logf("FIGURE personal-data %s: %d values of %d kinds through messages, checkpoints and snapshots, audit, facts, episodes, entities, scratchpad, key-value memory, %d spans and %d log lines (%d keys): %d unmasked %v",
 				spec.Backend, len(samples), r.kinds, r.spans, r.logLines, r.keys, r.unmasked, r.where)
 			if r.unmasked != 0 {
@@ -86,7 +87,7 @@ func TestPersonalDataReachesNoStore(t *testing.T) {
 			}
 			if spec.Backend == "memory" {
 				spec.Path = "" // the control runs on the in-process store only
-				c := runPersonalData(t, spec, samples, agentloop.RedactionConfig{Disabled: true})
+				c := runPersonalData(t, spec, samples, redact.Policy{Disabled: true})
 				t.Logf("FIGURE personal-data control (redaction disabled) %s: %d unmasked %v", spec.Backend, c.unmasked, c.where)
 				for _, place := range piiPlaces {
 					if c.where[place] == 0 {
@@ -140,7 +141,7 @@ func forms(v string) []string {
 	return append(out, q[1:len(q)-1])
 }
 
-func runPersonalData(t *testing.T, spec storeSpec, samples []piiSample, red agentloop.RedactionConfig) piiResult {
+func runPersonalData(t *testing.T, spec storeSpec, samples []piiSample, red redact.Policy) piiResult {
 	ctx := t.Context()
 	store, closeStore, err := openStore(ctx, spec)
 	if err != nil {

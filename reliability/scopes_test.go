@@ -15,6 +15,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/episodicmemory"
+	"github.com/memlayer/memlayer/inspect"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/semanticmemory"
 	"github.com/memlayer/memlayer/storage"
@@ -277,7 +278,7 @@ func TestEraseOverlappingUsers(t *testing.T) {
 						}
 					}
 				}
-				e, err := (agentloop.Inspector{Store: st}).EraseResource(ctx, u.resource)
+				e, err := (inspect.Inspector{Store: st}).EraseResource(ctx, u.resource)
 				if err != nil {
 					t.Fatalf("erase %s: %v", u.resource, err)
 				}

@@ -26,13 +26,13 @@ func TestTrust315_RecencyDoesNotTrustTheWritersClock(t *testing.T) {
 	writer := func(store storage.Store, skew time.Duration) *semanticmemory.Layer {
 		return bind(t, semanticmemory.Config{Now: func() time.Time { return at.Add(skew) }}, store, "t")
 	}
-	reader := func(store storage.Store) map[string]prompt.Candidate {
+	reader := func(store storage.Store) map[string]layer.Candidate {
 		l := bind(t, semanticmemory.Config{Now: func() time.Time { return now }}, store, "r")
 		cands, err := l.Candidates(ctx, layer.Query{Text: "where is the launch party"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := map[string]prompt.Candidate{}
+		out := map[string]layer.Candidate{}
 		for _, c := range cands {
 			out[c.Key] = c
 		}

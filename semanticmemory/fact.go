@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/memlayer/memlayer/layer"
 )
 
 // Errors of the package. Check them with errors.Is.
@@ -40,9 +42,9 @@ const (
 	// MaxKindBytes is the longest kind.
 	MaxKindBytes = 32
 	// DefaultKind is the kind of a fact remembered without one.
-	DefaultKind = "fact"
+	DefaultKind = layer.DefaultKind
 	// DefaultImportance is the importance of a fact memorized without one.
-	DefaultImportance = 0.5
+	DefaultImportance = layer.DefaultImportance
 )
 
 // Source says where a fact came from.
@@ -59,7 +61,7 @@ type Source struct {
 	Tool string `json:"tool,omitempty"`
 }
 
-// String renders the source for [prompt.Candidate.Source]: its non-empty
+// String renders the source for [layer.Candidate.Source]: its non-empty
 // parts, "by=model thread=t1 step=3 tool=semantic_memorize".
 func (s Source) String() string {
 	var parts []string

@@ -18,7 +18,6 @@ import (
 
 	"github.com/memlayer/memlayer/internal/seqlog"
 	"github.com/memlayer/memlayer/layer"
-	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -433,7 +432,7 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 // gives the fifth fact 0.95 of the first's score however poorly it
 // matches, and assembly weighs similarity against recency and
 // importance.
-func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]prompt.Candidate, error) {
+func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]layer.Candidate, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.sync(ctx); err != nil {
@@ -441,11 +440,11 @@ func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]prompt.Candida
 	}
 	ranked, _ := l.retrieve(ctx, q.Text)
 	ranked = ranked[:min(len(ranked), l.cfg.TopK)]
-	out := make([]prompt.Candidate, len(ranked))
+	out := make([]layer.Candidate, len(ranked))
 	now := l.now()
 	for i, s := range ranked {
 		t := line(s.fact)
-		out[i] = prompt.Candidate{Layer: l.cfg.ID, Key: s.fact.ID, Text: t, Tokens: q.Count(t),
+		out[i] = layer.Candidate{Layer: l.cfg.ID, Key: s.fact.ID, Text: t, Tokens: q.Count(t),
 			Similarity: s.sim, Time: l.idx.recency(s.fact.ID, now), Importance: s.fact.Importance, Source: s.fact.Source.String()}
 	}
 	return out, nil
@@ -520,13 +519,34 @@ func (l *Layer) Clear(ctx context.Context) error {
 	return nil
 }
 
-// Metrics returns the layer's figures (see "Metrics" in package layer;
+// Metrics returns the layer's figures (see layer.MetricsReporter;
 // agentloop exports them as OpenTelemetry metrics): "entries", the live
 // facts the layer has read, and "bytes", their text.
 func (l *Layer) Metrics() map[string]int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return map[string]int64{"entries": int64(len(l.idx.live)), "bytes": int64(l.idx.bytes)}
+}
+
+// Keeps implements layer.Keeper: semantic memory keeps durable facts.
+func (l *Layer) Keeps() string { return layer.KeepsSemantic }
+
+// Keep implements layer.Keeper: it remembers w as a fact, superseding one
+// it restates, and tells the model the fact's ID and version. A
+// restatement word for word writes nothing and keeps the fact as it was,
+// written by someone else: it is Unchanged.
+func (l *Layer) Keep(ctx context.Context, w layer.Write) (layer.Kept, error) {
+	src := Source{By: w.By, Step: w.Step, Tool: w.Tool}
+	f, err := l.Remember(ctx, Memo{Text: w.Text, Kind: w.Kind, Importance: w.Importance, Source: src})
+	if err != nil {
+		return layer.Kept{}, err
+	}
+	k := layer.Kept{Reply: "remembered fact " + f.ID, Key: f.ID, Version: f.Version, Kind: f.Kind, Text: f.Text, Source: f.Source.String()}
+	if f.Version > 1 {
+		k.Reply = fmt.Sprintf("updated fact %s (version %d)", f.ID, f.Version)
+	}
+	k.Unchanged = f.Source.By != src.By || f.Source.Step != src.Step || f.Source.Tool != src.Tool
+	return k, nil
 }
 
 // Close does nothing: every write is stored when it is acknowledged.
@@ -552,9 +572,9 @@ var (
 func (l *Layer) Functions() []layer.Function {
 	return []layer.Function{
 		{Name: "memorize", Description: "Remember a durable fact about the user or the task for later conversations. A fact restating an earlier one replaces it.",
-			Parameters: memorizeSchema, Call: l.callMemorize},
+			Parameters: memorizeSchema, Call: l.callMemorize, Effect: layer.EffectWrite},
 		{Name: "forget", Description: "Forget a remembered fact that is wrong or no longer true, by its ID.",
-			Parameters: forgetSchema, Call: l.callForget},
+			Parameters: forgetSchema, Call: l.callForget, Effect: layer.EffectForget},
 	}
 }
 
@@ -617,3 +637,13 @@ func (l *Layer) callForget(ctx context.Context, args json.RawMessage) (string, e
 	}
 	return "forgot fact " + a.ID, nil
 }
+
+// Interface guards.
+var (
+	_ layer.Layer           = (*Layer)(nil)
+	_ layer.Initializer     = (*Layer)(nil)
+	_ layer.Provider        = (*Layer)(nil)
+	_ layer.CandidateSource = (*Layer)(nil)
+	_ layer.MetricsReporter = (*Layer)(nil)
+	_ layer.Keeper          = (*Layer)(nil)
+)

@@ -121,6 +121,14 @@ type Store interface {
 	List(ctx context.Context, prefix string) ([]string, error)
 }
 
+// Purger is implemented by stores that can remove deleted bytes from
+// their files, such as storage/sqlite. An erase (package inspect) calls
+// Purge after deleting. Without it, an erase deletes the keys and the
+// backend alone decides when their bytes leave its files.
+type Purger interface {
+	Purge(ctx context.Context) error
+}
+
 // ValidateKey reports whether key is acceptable to every backend: not
 // empty, at most MaxKeyLen bytes, valid UTF-8, no NUL byte. Keys built with
 // [LayerKey] and [ThreadKey] always are.

@@ -460,6 +460,21 @@ func (l *Layer) Update(ctx context.Context, patch json.RawMessage) error {
 	return l.UpdateOnce(ctx, "", patch)
 }
 
+// Keeps implements layer.Keeper: the scratchpad keeps transient
+// reasoning.
+func (l *Layer) Keeps() string { return layer.KeepsScratchpad }
+
+// Keep implements layer.Keeper: it merges w's text into the state under
+// w's kind.
+func (l *Layer) Keep(ctx context.Context, w layer.Write) (layer.Kept, error) {
+	id := l.c.spec.ID
+	patch, _ := json.Marshal(map[string]string{w.Kind: w.Text})
+	if err := l.Update(ctx, patch); err != nil {
+		return layer.Kept{}, fmt.Errorf("routed to the scratchpad %s: %w", id, err)
+	}
+	return layer.Kept{Reply: fmt.Sprintf("kept on the scratchpad (%s) under %q, not as a durable fact: %s", id, w.Kind, w.Reason)}, nil
+}
+
 // UpdateOnce is [Layer.Update] applied at most once per key: an update
 // whose key is among the last 16 writes recorded with the stored state
 // is not applied again, and nil is returned. Use a key that names the
@@ -781,6 +796,7 @@ func (l *Layer) Functions() []layer.Function {
 		Description: l.c.desc,
 		Parameters:  l.c.params,
 		Aliases:     []string{LegacyFunction},
+		Effect:      layer.EffectUpdate,
 		Call: func(ctx context.Context, args json.RawMessage) (string, error) {
 			if err := l.Update(ctx, args); err != nil {
 				return "", err
@@ -844,7 +860,7 @@ func (l *Layer) Clear(ctx context.Context) error {
 	return nil
 }
 
-// Metrics returns the layer's figures (see "Metrics" in package layer;
+// Metrics returns the layer's figures (see layer.MetricsReporter;
 // agentloop exports them as OpenTelemetry metrics): "entries", the
 // number of top-level keys (1 for non-empty text), and "bytes", the
 // compact JSON size.
@@ -855,12 +871,14 @@ func (l *Layer) Metrics() map[string]int64 {
 
 // Interface guards.
 var (
-	_ layer.Layer       = (*Layer)(nil)
-	_ layer.Initializer = (*Layer)(nil)
-	_ layer.Storer      = (*Layer)(nil)
-	_ layer.Spawner     = (*Layer)(nil)
-	_ layer.Returner    = (*Layer)(nil)
-	_ layer.Provider    = (*Layer)(nil)
-	_ layer.Snapshotter = (*Layer)(nil)
-	_ layer.Clearer     = (*Layer)(nil)
+	_ layer.Layer           = (*Layer)(nil)
+	_ layer.Initializer     = (*Layer)(nil)
+	_ layer.Storer          = (*Layer)(nil)
+	_ layer.Spawner         = (*Layer)(nil)
+	_ layer.Returner        = (*Layer)(nil)
+	_ layer.Provider        = (*Layer)(nil)
+	_ layer.Snapshotter     = (*Layer)(nil)
+	_ layer.Clearer         = (*Layer)(nil)
+	_ layer.MetricsReporter = (*Layer)(nil)
+	_ layer.Keeper          = (*Layer)(nil)
 )

@@ -29,7 +29,7 @@
 // that standard output holds only the result; one that finds nothing to
 // remove says "0 records found" and exits 1. Global-scope state is
 // shared by every user and is not erased with a resource (see
-// agentloop.Inspector).
+// inspect.Inspector).
 package main
 
 import (

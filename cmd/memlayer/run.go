@@ -16,10 +16,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/memlayer/memlayer/agentloop"
+	"github.com/memlayer/memlayer/inspect"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/storage/redis"
 	"github.com/memlayer/memlayer/storage/sqlite"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // errUsage is a command line that cannot be run; the usage is printed.
@@ -160,7 +161,7 @@ func runErr(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return err
 	}
 	defer closeStore()
-	in := agentloop.Inspector{Store: st}
+	in := inspect.Inspector{Store: st}
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 	switch cmd {
@@ -248,8 +249,8 @@ func writeJSON(w io.Writer, v any) error {
 	return err
 }
 
-func threads(ctx context.Context, in agentloop.Inspector, o *opts, w io.Writer) error {
-	ts, err := in.Threads(ctx, agentloop.ThreadQuery{ResourceID: o.resource, Limit: o.limit, Offset: o.offset})
+func threads(ctx context.Context, in inspect.Inspector, o *opts, w io.Writer) error {
+	ts, err := in.Threads(ctx, inspect.ThreadQuery{ResourceID: o.resource, Limit: o.limit, Offset: o.offset})
 	if err != nil {
 		return err
 	}
@@ -279,20 +280,20 @@ func dash(s string) string {
 
 // threadView is a thread as show prints it with -json.
 type threadView struct {
-	Thread   agentloop.ThreadInfo       `json:"thread"`
-	Summary  agentloop.Summary          `json:"summary"`
+	Thread   thread.Info                `json:"thread"`
+	Summary  thread.Summary             `json:"summary"`
 	First    int                        `json:"first"`
-	Messages []agentloop.StoredMessage  `json:"messages"`
+	Messages []thread.Message           `json:"messages"`
 	Layers   map[string]json.RawMessage `json:"layers,omitempty"`
 }
 
-func show(ctx context.Context, in agentloop.Inspector, o *opts, id string, w io.Writer) error {
+func show(ctx context.Context, in inspect.Inspector, o *opts, id string, w io.Writer) error {
 	c, err := in.Thread(ctx, id)
 	if err != nil {
 		return err
 	}
 	v := threadView{
-		Thread: agentloop.ThreadInfo{ThreadID: c.ThreadID, ResourceID: c.ResourceID, Agent: c.Agent, Steps: c.Steps,
+		Thread: thread.Info{ThreadID: c.ThreadID, ResourceID: c.ResourceID, Agent: c.Agent, Steps: c.Steps,
 			Messages: c.Total, Usage: c.Usage, UpdatedAt: c.UpdatedAt, Version: c.Version},
 		Summary: c.Summary, First: c.First, Messages: c.Messages, Layers: c.Layers.Layers,
 	}
@@ -326,8 +327,8 @@ func show(ctx context.Context, in agentloop.Inspector, o *opts, id string, w io.
 }
 
 // elidedNote says what retention cut from a stored text (see
-// agentloop.Elided), or nothing.
-func elidedNote(e *agentloop.Elided) string {
+// thread.Elided), or nothing.
+func elidedNote(e *thread.Elided) string {
 	if e == nil {
 		return ""
 	}
@@ -374,7 +375,7 @@ func view(it storage.Item) recordView {
 	return r
 }
 
-func state(ctx context.Context, in agentloop.Inspector, o *opts, layerID, scope string, w io.Writer) error {
+func state(ctx context.Context, in inspect.Inspector, o *opts, layerID, scope string, w io.Writer) error {
 	items, err := in.LayerState(ctx, layerID, scope)
 	if err != nil {
 		return err
@@ -391,7 +392,7 @@ func state(ctx context.Context, in agentloop.Inspector, o *opts, layerID, scope 
 			continue
 		}
 		name := it.Key
-		if lk, ok := agentloop.ParseLayerKey(it.Key); ok {
+		if lk, ok := inspect.ParseLayerKey(it.Key); ok {
 			name = lk.Name
 		}
 		// A JSON value is compacted (its line breaks are layout), then
@@ -406,7 +407,7 @@ func state(ctx context.Context, in agentloop.Inspector, o *opts, layerID, scope 
 	return nil
 }
 
-func quarantined(ctx context.Context, in agentloop.Inspector, o *opts, w io.Writer) error {
+func quarantined(ctx context.Context, in inspect.Inspector, o *opts, w io.Writer) error {
 	qs, err := in.Quarantined(ctx)
 	if err != nil {
 		return err
@@ -450,7 +451,7 @@ var errNothingFound = errors.New("0 records found")
 type removal struct {
 	what, id string
 	keys     func(context.Context) ([]string, error)
-	remove   func(context.Context) (*agentloop.Erased, error)
+	remove   func(context.Context) (*inspect.Erased, error)
 }
 
 // run asks (unless -y) and removes: on stderr the question, on stdout
@@ -491,23 +492,23 @@ func (r removal) run(ctx context.Context, o *opts, stdin io.Reader, w, stderr io
 }
 
 // erase deletes everything stored for a resource (Inspector.EraseResource).
-func erase(ctx context.Context, in agentloop.Inspector, o *opts, resource string, stdin io.Reader, w, stderr io.Writer) error {
+func erase(ctx context.Context, in inspect.Inspector, o *opts, resource string, stdin io.Reader, w, stderr io.Writer) error {
 	return removal{what: "resource", id: resource,
 		keys:   func(ctx context.Context) ([]string, error) { return in.ResourceKeys(ctx, resource) },
-		remove: func(ctx context.Context) (*agentloop.Erased, error) { return in.EraseResource(ctx, resource) },
+		remove: func(ctx context.Context) (*inspect.Erased, error) { return in.EraseResource(ctx, resource) },
 	}.run(ctx, o, stdin, w, stderr, "erase", "erased")
 }
 
 // deleteThread deletes a thread and its thread-scoped records
 // (Inspector.DeleteThread).
-func deleteThread(ctx context.Context, in agentloop.Inspector, o *opts, thread string, stdin io.Reader, w, stderr io.Writer) error {
+func deleteThread(ctx context.Context, in inspect.Inspector, o *opts, thread string, stdin io.Reader, w, stderr io.Writer) error {
 	return removal{what: "thread", id: thread,
 		keys:   func(ctx context.Context) ([]string, error) { return in.ThreadKeys(ctx, thread) },
-		remove: func(ctx context.Context) (*agentloop.Erased, error) { return in.DeleteThread(ctx, thread) },
+		remove: func(ctx context.Context) (*inspect.Erased, error) { return in.DeleteThread(ctx, thread) },
 	}.run(ctx, o, stdin, w, stderr, "delete", "deleted")
 }
 
-func export(ctx context.Context, in agentloop.Inspector, o *opts, w io.Writer) error {
+func export(ctx context.Context, in inspect.Inspector, o *opts, w io.Writer) error {
 	var keys []string
 	var err error
 	if o.resource != "" {

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/storage/redis"
 	"github.com/memlayer/memlayer/storage/sqlite"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // cmsDB writes a database with the cms example (go run ./examples/cms
@@ -64,7 +64,7 @@ func checkCLI(t *testing.T, st storage.Store, sf ...string) {
 	if !strings.Contains(out, "THREAD") || !strings.Contains(out, "cms-demo") || !strings.Contains(out, "acme-site") {
 		t.Errorf("threads:\n%s", out)
 	}
-	var info agentloop.ThreadInfo
+	var info thread.Info
 	if err := json.Unmarshal([]byte(ok("", "-json", "threads", "-resource", "acme-site")), &info); err != nil ||
 		info.ThreadID != "cms-demo" || info.Messages == 0 || info.Agent != "cms-assistant" {
 		t.Errorf("threads -json: %+v, %v", info, err)

@@ -13,8 +13,11 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/history"
+	"github.com/memlayer/memlayer/inspect"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/storage/sqlite"
+	"github.com/memlayer/memlayer/thread"
 )
 
 // forged is stored text that tries to rewrite the terminal (an ESC
@@ -112,7 +115,7 @@ func TestTrust321_JSONEraseWritesOnlyJSON(t *testing.T) {
 		t.Fatalf("an unanswered erase deleted %d records", len(before)-len(after))
 	}
 	code, out, errs = memlayer(t, "y\n", "-store", db, "-json", "erase", "alice")
-	var e agentloop.Erased
+	var e inspect.Erased
 	if code != 0 || json.Unmarshal([]byte(out), &e) != nil || !slices.Equal(sorted(e.Threads), []string{"t1", "t2"}) {
 		t.Errorf("answered: status %d, stdout %q, stderr %q", code, out, errs)
 	}
@@ -150,7 +153,7 @@ func TestTrust321_FlagsAfterArguments(t *testing.T) {
 		t.Errorf("show t1 -json -store DB: status %d, stdout %.200q, stderr %q", code, out, errs)
 	}
 	code, out, errs = memlayer(t, "", "-store", db, "threads", "-json", "-resource", "bob")
-	var info agentloop.ThreadInfo
+	var info thread.Info
 	if code != 0 || json.Unmarshal([]byte(out), &info) != nil || info.ThreadID != "t3" {
 		t.Errorf("threads -json -resource bob: status %d, stdout %q, stderr %q", code, out, errs)
 	}
@@ -203,8 +206,8 @@ func TestTrust321_DeleteThread(t *testing.T) {
 			t.Errorf("left after delete t1: %s", k)
 		}
 	}
-	for _, k := range []string{storage.ThreadKey("t2", agentloop.CheckpointName), storage.LayerKey("working-memory", "t2", "state"),
-		storage.ThreadKey("t1/b", agentloop.CheckpointName), storage.LayerKey("working-memory", "t1/b", "state")} {
+	for _, k := range []string{storage.ThreadKey("t2", thread.HeadName), storage.LayerKey("working-memory", "t2", "state"),
+		storage.ThreadKey("t1/b", thread.HeadName), storage.LayerKey("working-memory", "t1/b", "state")} {
 		if !slices.Contains(after, k) {
 			t.Errorf("delete t1 took %s", k)
 		}
@@ -214,14 +217,14 @@ func TestTrust321_DeleteThread(t *testing.T) {
 		t.Errorf("second delete: status %d, stdout %q, stderr %q", code, out, errs)
 	}
 	code, out, errs = memlayer(t, "", "-store", db, "-json", "delete", "t2", "-y")
-	var e agentloop.Erased
+	var e inspect.Erased
 	if code != 0 || json.Unmarshal([]byte(out), &e) != nil || !slices.Equal(e.Threads, []string{"t2"}) || e.Counts["thread.head"] != 1 {
 		t.Errorf("delete -json -y: status %d, stdout %q, stderr %q", code, out, errs)
 	}
 }
 
 // TestTrust321_ShowSaysWhatWasElided: show marks the arguments retention
-// elided (agentloop.HistoryConfig.RetainMessages) with their size and
+// elided (history.Config.RetainMessages) with their size and
 // hash; -json carries the same in "elided".
 func TestTrust321_ShowSaysWhatWasElided(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "elided.db")
@@ -238,7 +241,7 @@ func TestTrust321_ShowSaysWhatWasElided(t *testing.T) {
 		return agenttest.Calls(agenttest.Call("echo", big)), nil
 	})
 	echo := agentloop.Tool{Name: "echo", Description: "echo", Call: func(context.Context, json.RawMessage) (string, error) { return "done", nil }}
-	a, err := agentloop.New(agentloop.Config{Model: model, Store: st, Tools: []agentloop.Tool{echo}, History: agentloop.HistoryConfig{RetainMessages: 1000}})
+	a, err := agentloop.New(agentloop.Config{Model: model, Store: st, Tools: []agentloop.Tool{echo}, History: history.Config{RetainMessages: 1000}})
 	if err != nil {
 		t.Fatal(err)
 	}

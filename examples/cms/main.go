@@ -40,6 +40,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/entitymemory"
+	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage/sqlite"
 	"github.com/memlayer/memlayer/workingmemory"
@@ -181,7 +182,7 @@ func start(ctx context.Context, opts options, cms *fakeCMS) (*process, error) {
 		// A short window, so that the summary of the older turns shows
 		// after a few turns (the default keeps 4 turns and summarizes 2
 		// at a time).
-		History: agentloop.HistoryConfig{MaxTurns: 2, SummarizeAfter: 2},
+		History: history.Config{MaxTurns: 2, SummarizeAfter: 2},
 		Logger:  opts.Logger,
 	})
 	if err != nil {

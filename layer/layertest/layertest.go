@@ -438,10 +438,10 @@ func (r *runner) testClear(t *testing.T) {
 	if got := r.recalled(t, l); got != empty {
 		t.Errorf("what the layer recalls after Clear differs from a fresh layer's:\nfresh %s\ngot   %s", empty, got)
 	}
-	if mr, ok := layer.As[metricsReporter](l); ok {
+	if mr, ok := layer.As[layer.MetricsReporter](l); ok {
 		var st, fst map[string]int64
 		r.within(t, "Metrics", func() { st = mr.Metrics() })
-		fmr, _ := layer.As[metricsReporter](r.fresh(t))
+		fmr, _ := layer.As[layer.MetricsReporter](r.fresh(t))
 		r.within(t, "Metrics", func() { fst = fmr.Metrics() })
 		if st["entries"] != fst["entries"] {
 			t.Errorf("Metrics after Clear = %v, a fresh layer's = %v: the entries differ", st, fst)
@@ -541,7 +541,7 @@ func (r *runner) testConcurrent(t *testing.T) {
 				_ = s.Store(ctx, r.o.Turns[(g+i)%len(r.o.Turns)])
 				_, _ = s.Snapshot(ctx)
 				for _, l := range s.Layers() {
-					if mr, ok := layer.As[metricsReporter](l); ok {
+					if mr, ok := layer.As[layer.MetricsReporter](l); ok {
 						_ = mr.Metrics()
 					}
 				}
@@ -562,10 +562,6 @@ func (r *runner) testConcurrent(t *testing.T) {
 		t.Errorf("Recall after concurrent use timed out: %v", err)
 	}
 }
-
-// metricsReporter is a layer that reports figures (see "Metrics" in
-// package layer).
-type metricsReporter interface{ Metrics() map[string]int64 }
 
 // testScopes: what a layer stores for a run on thread "7" of resource
 // "u3" is not read by a run whose IDs collide with those across kinds —

@@ -86,7 +86,7 @@
 // database file instead of staying in free pages. Until the write-ahead
 // log is checkpointed it still holds earlier page images; [Store.Purge]
 // checkpoints it and truncates it to zero bytes (closing the last
-// connection does the same). agentloop.Inspector's erase calls Purge.
+// connection does the same). inspect.Inspector's erase calls Purge (storage.Purger).
 // Measured: BenchmarkSQLitePut2KB/sync=normal, six interleaved runs of
 // 3000 puts each, median p50 11.8 µs with secure_delete and 11.8 µs
 // without (no difference above the noise).

@@ -45,8 +45,8 @@
 // and each value is passed through [Config].Redact as it is written out:
 // persisted by a Layer, in a checkpoint's snapshot, in [Memory.Snapshot].
 // A Layer run by agentloop gets the agent's redactor (layer.Env.Redact,
-// from agentloop.RedactionConfig, which masks e-mail addresses, phone
-// numbers, card numbers, IBANs and secrets); RedactionConfig.Layers turns
+// from redact.Policy, which masks e-mail addresses, phone
+// numbers, card numbers, IBANs and secrets); redact.Policy.Layers turns
 // it off for one layer, as it does for the scratchpad, and Config.Redact
 // replaces it. Keys, metadata and timestamps are stored as they are: do
 // not key entries by an e-mail address. Values stored unmasked by an

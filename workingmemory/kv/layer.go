@@ -363,7 +363,7 @@ func (l *Layer) Clear(ctx context.Context) error {
 	return l.Flush(ctx)
 }
 
-// Metrics returns the layer's figures (see "Metrics" in package layer;
+// Metrics returns the layer's figures (see layer.MetricsReporter;
 // agentloop exports them as OpenTelemetry metrics): "entries", "bytes"
 // and "scopes", what the run's scope and its child scopes hold now;
 // "fallback_lookups_total", reads answered by an ancestor scope;
@@ -385,12 +385,13 @@ func (l *Layer) Metrics() map[string]int64 {
 
 // Interface guards.
 var (
-	_ layer.Layer       = (*Layer)(nil)
-	_ layer.Initializer = (*Layer)(nil)
-	_ layer.Storer      = (*Layer)(nil)
-	_ layer.Closer      = (*Layer)(nil)
-	_ layer.Spawner     = (*Layer)(nil)
-	_ layer.Returner    = (*Layer)(nil)
-	_ layer.Snapshotter = (*Layer)(nil)
-	_ layer.Clearer     = (*Layer)(nil)
+	_ layer.Layer           = (*Layer)(nil)
+	_ layer.Initializer     = (*Layer)(nil)
+	_ layer.Storer          = (*Layer)(nil)
+	_ layer.Closer          = (*Layer)(nil)
+	_ layer.Spawner         = (*Layer)(nil)
+	_ layer.Returner        = (*Layer)(nil)
+	_ layer.Snapshotter     = (*Layer)(nil)
+	_ layer.Clearer         = (*Layer)(nil)
+	_ layer.MetricsReporter = (*Layer)(nil)
 )

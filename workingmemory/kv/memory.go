@@ -236,7 +236,7 @@ type Config struct {
 	// something that is not JSON is written as a JSON string. Keys,
 	// metadata and timestamps are written as they are. Nil writes values
 	// as they are; a Layer then uses its env's redaction
-	// (layer.Env.Redact, which agentloop sets from its RedactionConfig).
+	// (layer.Env.Redact, which agentloop sets from its redact.Policy).
 	Redact func(value string) string
 }
 

@@ -1,4 +1,4 @@
-package agentloop_test
+package chainmemory_test
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 	"github.com/tmc/langchaingo/schema"
 	"github.com/tmc/langchaingo/tools"
 
-	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/chainmemory"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/workingmemory"
 )
@@ -56,7 +56,7 @@ func TestFit06_MemoryKeepsTheTranscript(t *testing.T) {
 	seen := &seenLayer{}
 	st := newInitStack(t, seen)
 	model := agenttest.New(agenttest.Reply(agenttest.Text("Hello Ada.")), agenttest.Reply(agenttest.Text("You are Ada.")))
-	chain := chains.NewConversation(model, agentloop.NewMemory(st, agentloop.MemoryConfig{}))
+	chain := chains.NewConversation(model, chainmemory.New(st, chainmemory.Config{}))
 	if _, err := chains.Run(t.Context(), chain, "My name is Ada."); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestFit07_ExecutorToolResultsReachTheLayers(t *testing.T) {
 		agenttest.Reply(agenttest.Text("Thought: Do I need to use a tool? No\nAI: The title is ABOUT US.")),
 		agenttest.Reply(agenttest.Text("Thought: Do I need to use a tool? No\nAI: It was ABOUT US.")),
 	)
-	mem := agentloop.NewMemory(st, agentloop.MemoryConfig{})
+	mem := chainmemory.New(st, chainmemory.Config{})
 	agent := agents.NewConversationalAgent(model, []tools.Tool{upper{}})
 	exec := agents.NewExecutor(agent, agents.WithMemory(mem), agents.WithReturnIntermediateSteps())
 	out, err := chains.Call(t.Context(), exec, map[string]any{"input": "Upper-case the title about us."})
@@ -118,19 +118,19 @@ func TestFit08_LayerToolsReachLangchaingoAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := newInitStack(t, wm)
-	defs := agentloop.LLMTools(st)
+	defs := chainmemory.LLMTools(st)
 	if len(defs) != 1 || defs[0].Function.Name != "working-memory_update" {
 		t.Fatalf("LLMTools %+v", defs)
 	}
 	if b, _ := json.Marshal(defs[0].Function.Parameters); !strings.Contains(string(b), `"task"`) {
 		t.Fatalf("LLMTools parameters %s", b)
 	}
-	exported := agentloop.ExportTools(st)
+	exported := chainmemory.ExportTools(st)
 	if !strings.Contains(exported[0].Description(), `"task"`) {
 		t.Fatalf("exported description lacks the schema: %s", exported[0].Description())
 	}
 
-	mem := agentloop.NewMemory(st, agentloop.MemoryConfig{})
+	mem := chainmemory.New(st, chainmemory.Config{})
 	model := agenttest.New(
 		agenttest.Reply(agenttest.Calls(agenttest.Call("working-memory_update", map[string]string{"__arg1": `{"task":"write the docs"}`}))),
 		agenttest.Reply(agenttest.Text("Noted.")),
@@ -183,12 +183,12 @@ func TestFit10_MemoryTranscriptOptions(t *testing.T) {
 		}
 		return v["history"].(string)
 	}
-	bare := agentloop.NewMemory(st, agentloop.MemoryConfig{NoTranscript: true})
+	bare := chainmemory.New(st, chainmemory.Config{NoTranscript: true})
 	turn(bare, "one", "1")
 	if h := load(bare); h != "<profile>terse</profile>" {
 		t.Fatalf("NoTranscript history %q", h)
 	}
-	window := agentloop.NewMemory(st, agentloop.MemoryConfig{Transcript: memory.NewConversationWindowBuffer(1)})
+	window := chainmemory.New(st, chainmemory.Config{Transcript: memory.NewConversationWindowBuffer(1)})
 	turn(window, "one", "1")
 	turn(window, "two", "2")
 	if h := load(window); h != "<profile>terse</profile>\n\nHuman: two\nAI: 2" {
@@ -213,12 +213,12 @@ func TestFit11_LegacyCallInsideAnExecutorIsApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := newInitStack(t, wm)
-	mem := agentloop.NewMemory(st, agentloop.MemoryConfig{})
+	mem := chainmemory.New(st, chainmemory.Config{})
 	model := agenttest.New(
 		agenttest.Reply(agenttest.Calls(agenttest.Call(workingmemory.LegacyFunction, `{"task":"write the docs"}`))),
 		agenttest.Reply(agenttest.Text("Noted.")),
 	)
-	agent := agents.NewOpenAIFunctionsAgent(model, agentloop.ExportTools(st))
+	agent := agents.NewOpenAIFunctionsAgent(model, chainmemory.ExportTools(st))
 	exec := agents.NewExecutor(agent, agents.WithMemory(mem), agents.WithReturnIntermediateSteps())
 	if _, err := chains.Call(t.Context(), exec, map[string]any{"input": "Remember to write the docs."}); err != nil {
 		t.Fatal(err)

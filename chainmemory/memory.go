@@ -1,4 +1,4 @@
-package agentloop
+package chainmemory
 
 import (
 	"cmp"
@@ -18,13 +18,17 @@ import (
 	"github.com/tmc/langchaingo/tools"
 
 	"github.com/memlayer/memlayer/audit"
+	"github.com/memlayer/memlayer/internal/toolargs"
+	"github.com/memlayer/memlayer/internal/writepath"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
-	"github.com/memlayer/memlayer/semanticmemory"
+	"github.com/memlayer/memlayer/redact"
+	"github.com/memlayer/memlayer/route"
+	"github.com/memlayer/memlayer/thread"
 )
 
-// MemoryConfig configures a [Memory]. The zero value is valid.
-type MemoryConfig struct {
+// Config configures a [Memory]. The zero value is valid.
+type Config struct {
 	// MemoryKey is the variable the layers' text and the transcript are
 	// loaded into. Zero is "history", the key langchaingo's conversation
 	// prompts use.
@@ -50,19 +54,19 @@ type MemoryConfig struct {
 	// elsewhere: the memory then holds the layers' blocks only.
 	NoTranscript bool
 	// Redaction masks personal data and secrets in the turn the layers'
-	// Store gets, as an Agent does (see [RedactionConfig]): on by
+	// Store gets, as an agentloop.Agent does (see [redact.Policy]): on by
 	// default, except for the calls of a layer whose tools are not
 	// masked (the scratchpad's legacy call, applied from the turn). The
 	// transcript is the chain's own and is saved as it was said;
-	// [Memory.Tools] masks the arguments of the layers' tools as an Agent
+	// [Memory.Tools] masks the arguments of the layers' tools as an agentloop.Agent
 	// does; [ExportTools] and [LLMTools] pass them as they are.
-	Redaction RedactionConfig
+	Redaction redact.Policy
 	// Router routes the writes the layers' Proposers propose (see
-	// [Proposer]), which the Memory takes after each SaveContext's Store
-	// and keeps as an Agent does. Nil is DefaultRouter.
-	Router Router
+	// layer.Proposer), which the Memory takes after each SaveContext's
+	// Store and keeps as an agentloop.Agent does. Nil is route.Default.
+	Router route.Router
 	// Audit, when set, commits each turn's memory operations as a turn of
-	// ThreadID's audit (see package audit and [AuditConfig]): each
+	// ThreadID's audit (see package audit): each
 	// layer's recall by the LoadMemoryVariables calls since the last
 	// SaveContext (the tokens its block took), and, at SaveContext, the
 	// calls of the layers' tools (those of [Memory.Tools] as they run,
@@ -79,11 +83,11 @@ type MemoryConfig struct {
 	ThreadID string
 	// ResourceID is the resource (the user) ThreadID belongs to: give the
 	// stack's layer.Env.ResourceID. Before the audit's first commit it is
-	// recorded as the thread's owner (see [OwnerName]), so that
-	// [Inspector.EraseResource] and [Inspector.Threads] find the user's
+	// recorded as the thread's owner (see [thread.OwnerName]), so that
+	// inspect.Inspector's EraseResource and Threads find the user's
 	// text in the audit; a thread that belongs to another resource is not
-	// written to ([ErrOtherOwner]). Empty records no owner: the thread is
-	// found by its ID only ([Inspector.DeleteThread]).
+	// written to (thread.ErrOtherOwner). Empty records no owner: the thread is
+	// found by its ID only (inspect.Inspector's DeleteThread).
 	ResourceID string
 	// Logger logs what SaveContext cannot return: a proposed write that
 	// was not kept, a panic recovered in a Router or a Proposer. Nil is
@@ -98,10 +102,10 @@ type MemoryConfig struct {
 //
 // LoadMemoryVariables recalls every layer for the input and returns the
 // layers' blocks, in slot order, then the transcript (see
-// MemoryConfig.Transcript), under MemoryKey. SaveContext hands the input
+// Config.Transcript), under MemoryKey. SaveContext hands the input
 // and the answer to the layers' Store as one turn, keeps what the
-// layers' Proposers propose (see [Proposer]), saves the input and the
-// answer to the transcript and, with MemoryConfig.Audit, commits the
+// layers' Proposers propose (see layer.Proposer), saves the input and the
+// answer to the transcript and, with Config.Audit, commits the
 // turn's memory operations to the thread's audit. Clear empties every layer that can be cleared, and the
 // transcript. The stack's lifecycle (Init, Close) stays with the caller.
 // Memory is safe for concurrent use as far as the stack and the
@@ -133,42 +137,42 @@ type MemoryConfig struct {
 // agents.WithPromptPrefix("Memory:\n{{.history}}\n\n" + your prefix).
 type Memory struct {
 	stack      *layer.Stack
-	cfg        MemoryConfig
+	cfg        Config
 	compiler   *prompt.Compiler
 	step       atomic.Int64
 	transcript schema.Memory
-	redact     *redactor // nil: redaction disabled
+	redact     *writepath.Redactor // nil: redaction disabled
 	// buffer is the default transcript, which is saved with the input and
 	// output this Memory picks.
 	buffer *memory.ConversationBuffer
 
 	// mu guards what follows: the turn's audit so far (its recalls, the
-	// calls of the tools of Tools; nil without MemoryConfig.Audit) and
+	// calls of the tools of Tools; nil without Config.Audit) and
 	// what it masked so far, whether Tools was called, and the layers
 	// watched, found on the first SaveContext.
 	mu        sync.Mutex
-	turn      *auditor
-	redacted  *redactions
+	turn      *writepath.Auditor
+	redacted  *writepath.Counts
 	bound     bool
 	watched   bool
-	counts    writeCounts
-	proposers []proposer
+	counts    writepath.WriteCounts
+	proposers []writepath.Proposer
 	owned     bool // the thread's owner is recorded
 }
 
 // newTurn starts the audit and the redaction counts of a turn; m.mu is
 // held.
-func (m *Memory) newTurn() (au *auditor, red *redactions) {
+func (m *Memory) newTurn() (au *writepath.Auditor, red *writepath.Counts) {
 	au, red = m.turn, m.redacted
-	m.turn, m.redacted = nil, &redactions{}
+	m.turn, m.redacted = nil, &writepath.Counts{}
 	if m.cfg.Audit != nil {
-		m.turn = &auditor{full: true}
+		m.turn = &writepath.Auditor{Full: true}
 	}
 	return au, red
 }
 
 // current returns the turn's audit and redaction counts.
-func (m *Memory) current() (*auditor, *redactions) {
+func (m *Memory) current() (*writepath.Auditor, *writepath.Counts) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.turn, m.redacted
@@ -178,16 +182,16 @@ func (m *Memory) current() (*auditor, *redactions) {
 // with agents.WithReturnIntermediateSteps returns its steps.
 const intermediateSteps = "intermediateSteps"
 
-// NewMemory returns a schema.Memory over stack, which must be initialised
+// New returns a schema.Memory over stack, which must be initialised
 // before the chain runs.
-func NewMemory(stack *layer.Stack, cfg MemoryConfig) *Memory {
+func New(stack *layer.Stack, cfg Config) *Memory {
 	if cfg.MemoryKey == "" {
 		cfg.MemoryKey = "history"
 	}
 	if cfg.Counter == nil {
 		cfg.Counter = prompt.Estimate
 	}
-	cfg.Router = cmp.Or(cfg.Router, DefaultRouter)
+	cfg.Router = cmp.Or(cfg.Router, route.Default)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	// The zero prompt config never fails: no template to parse.
 	var ids []string
@@ -197,8 +201,8 @@ func NewMemory(stack *layer.Stack, cfg MemoryConfig) *Memory {
 		}
 	}
 	c, _ := prompt.New(prompt.Config{Counter: cfg.Counter, LayerIDs: ids})
-	m := &Memory{stack: stack, cfg: cfg, compiler: c, redact: newRedactor(cfg.Redaction)}
-	m.cfg.Logger = m.redact.logger(cfg.Logger) // errors and panics reach the log masked
+	m := &Memory{stack: stack, cfg: cfg, compiler: c, redact: writepath.NewRedactor(cfg.Redaction)}
+	m.cfg.Logger = m.redact.Logger(cfg.Logger) // errors and panics reach the log masked
 	m.newTurn()
 	switch {
 	case cfg.NoTranscript:
@@ -240,14 +244,14 @@ func (m *Memory) LoadMemoryVariables(ctx context.Context, inputs map[string]any)
 	}
 	if au, _ := m.current(); au != nil {
 		for _, rc := range recalled {
-			if n := itemTokens(rc.Items, m.cfg.Counter); n > 0 {
-				au.add(audit.Event{Op: audit.OpRecall, Step: q.Step, Layer: rc.ID, Tokens: n})
+			if n := writepath.RecallTokens(rc.Items, m.cfg.Counter); n > 0 {
+				au.Add(audit.Event{Op: audit.OpRecall, Step: q.Step, Layer: rc.ID, Tokens: n})
 			}
 		}
 	}
 	text, err := m.compiler.Compile(recalled, nil)
 	if err != nil {
-		return nil, fmt.Errorf("agentloop: memory: %w", err)
+		return nil, fmt.Errorf("chainmemory: %w", err)
 	}
 	out := map[string]any{m.cfg.MemoryKey: text}
 	if m.transcript == nil {
@@ -255,7 +259,7 @@ func (m *Memory) LoadMemoryVariables(ctx context.Context, inputs map[string]any)
 	}
 	tv, err := m.transcript.LoadMemoryVariables(ctx, inputs)
 	if err != nil {
-		return nil, fmt.Errorf("agentloop: memory: transcript: %w", err)
+		return nil, fmt.Errorf("chainmemory: transcript: %w", err)
 	}
 	for k, v := range tv {
 		if k != m.cfg.MemoryKey {
@@ -264,7 +268,7 @@ func (m *Memory) LoadMemoryVariables(ctx context.Context, inputs map[string]any)
 		}
 		s, ok := v.(string)
 		if !ok {
-			return nil, fmt.Errorf("agentloop: memory: transcript: %q is a %T, want text (a buffer memory without ReturnMessages)", k, v)
+			return nil, fmt.Errorf("chainmemory: transcript: %q is a %T, want text (a buffer memory without ReturnMessages)", k, v)
 		}
 		if s != "" {
 			if text != "" {
@@ -302,7 +306,7 @@ func (m *Memory) SaveContext(ctx context.Context, inputs, outputs map[string]any
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("agentloop: memory: %w", err)
+		return fmt.Errorf("chainmemory: %w", err)
 	}
 	return nil
 }
@@ -348,20 +352,20 @@ func (m *Memory) turnOf(step int, inputs, answers, outputs map[string]any) layer
 func (m *Memory) keepTurn(ctx context.Context, t layer.Turn) []error {
 	// The calls of a layer whose tools are not masked (the scratchpad's
 	// legacy call, applied from the turn) keep their arguments.
-	offered := offeredTools(m.stack, m.redact)
+	offered := writepath.OfferedTools(m.stack, m.redact)
 	m.mu.Lock()
 	au, redacted := m.newTurn()
 	if !m.watched {
-		m.watched, m.proposers = true, proposersOf(m.stack)
+		m.watched, m.proposers = true, writepath.Proposers(m.stack)
 		if m.cfg.Audit != nil {
-			m.counts = watchCounts(m.stack)
+			m.counts = writepath.WatchCounts(m.stack)
 		}
 	}
 	proposers, bound := m.proposers, m.bound
 	m.mu.Unlock()
-	masked := m.redact.turn(t, redacted)
+	masked := m.redact.Turn(t, redacted)
 	for i, c := range t.ToolCalls {
-		if offered[c.Name].keepArgs {
+		if offered[c.Name].KeepArgs {
 			masked.ToolCalls[i].Arguments = c.Arguments
 		}
 	}
@@ -373,21 +377,21 @@ func (m *Memory) keepTurn(ctx context.Context, t layer.Turn) []error {
 		// The tools of Tools recorded their own calls.
 		for _, r := range t.Results {
 			if o, ok := offered[r.Name]; ok && !bound && !strings.HasPrefix(r.Content, "error: ") {
-				if e, ok := toolEvent(o.l, o.fn, r.Name, r.Arguments, t.Step, 0); ok {
-					au.add(e)
+				if e, ok := writepath.ToolEvent(o.Layer, o.Fn, r.Name, r.Arguments, t.Step, 0); ok {
+					au.Add(e)
 				}
 			}
 		}
 		m.mu.Lock()
-		m.counts.record(au, t.Step, 0)
+		m.counts.Record(au, t.Step, 0)
 		m.mu.Unlock()
 	}
-	m.keeper(au).keepProposals(ctx, proposers, t.Step, m.redact, redacted)
+	m.keeper(au).KeepProposals(ctx, proposers, t.Step, m.redact, redacted)
 	if au != nil {
-		recordRedactions(au, t.Step, 0, nil, redacted.counts())
+		writepath.RecordRedactions(au, t.Step, 0, nil, redacted.Counts())
 		if err := m.claimOwner(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("audit: %w", err))
-		} else if _, err := m.cfg.Audit.Commit(ctx, m.cfg.ThreadID, m.redact.audit(au.events())); err != nil {
+		} else if _, err := m.cfg.Audit.Commit(ctx, m.cfg.ThreadID, m.redact.Audit(au.Events())); err != nil {
 			errs = append(errs, fmt.Errorf("audit: %w", err))
 		}
 	}
@@ -403,7 +407,7 @@ func (m *Memory) claimOwner(ctx context.Context) error {
 	if owned || m.cfg.ThreadID == "" {
 		return nil
 	}
-	if err := claimOwner(ctx, m.cfg.Audit.Store(), m.cfg.ThreadID, m.cfg.ResourceID); err != nil {
+	if err := thread.ClaimOwner(ctx, m.cfg.Audit.Store(), m.cfg.ThreadID, m.cfg.ResourceID); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -413,15 +417,15 @@ func (m *Memory) claimOwner(ctx context.Context) error {
 }
 
 // keeper returns the Memory's keeper, auditing into au.
-func (m *Memory) keeper(au *auditor) *keeper {
-	return &keeper{stack: m.stack, router: m.cfg.Router, logger: m.cfg.Logger, audit: au, recovered: m.recovered}
+func (m *Memory) keeper(au *writepath.Auditor) *writepath.Keeper {
+	return &writepath.Keeper{Stack: m.stack, Router: m.cfg.Router, Logger: m.cfg.Logger, Audit: au, Recovered: m.recovered}
 }
 
 // Tools returns the layers' tools for a langchaingo executor whose memory
 // is m. They are those of [ExportTools], bound to m so that they act as
-// an Agent's do: their arguments are masked as MemoryConfig.Redaction
+// an agentloop.Agent's do: their arguments are masked as Config.Redaction
 // says (the scratchpad's are not), a fact for semantic memory's memorize
-// is routed by MemoryConfig.Router, and with MemoryConfig.Audit each call
+// is routed by Config.Router, and with Config.Audit each call
 // that changes memory is recorded in the turn the next SaveContext
 // commits (which then does not read the layer tools' calls from the
 // executor's steps). The stack must be initialised.
@@ -429,7 +433,7 @@ func (m *Memory) Tools() []tools.Tool {
 	m.mu.Lock()
 	m.bound = true
 	m.mu.Unlock()
-	offered := offeredTools(m.stack, m.redact)
+	offered := writepath.OfferedTools(m.stack, m.redact)
 	lts := m.stack.Tools()
 	out := make([]tools.Tool, 0, len(lts))
 	for _, t := range lts {
@@ -442,7 +446,7 @@ func (m *Memory) Tools() []tools.Tool {
 type memoryTool struct {
 	m          *Memory
 	name, desc string
-	o          offeredTool // zero for a tool the stack named apart from another's
+	o          writepath.OfferedTool // zero for a tool the stack named apart from another's
 }
 
 // Name is the tool's name (layer.ToolName).
@@ -459,7 +463,7 @@ func (t memoryTool) Call(ctx context.Context, input string) (string, error) {
 		if ctx.Err() != nil {
 			return "", err
 		}
-		return toolErrorText(err), nil
+		return toolargs.ErrorText(err), nil
 	}
 	return out, nil
 }
@@ -468,24 +472,24 @@ func (t memoryTool) Call(ctx context.Context, input string) (string, error) {
 // memorize, audited.
 func (m *Memory) callTool(ctx context.Context, t memoryTool, args string) (string, error) {
 	au, red := m.current()
-	if !t.o.keepArgs {
-		args = m.redact.text(args, nil, red)
+	if !t.o.KeepArgs {
+		args = m.redact.Text(args, nil, red)
 	}
-	if t.o.l == nil {
+	if t.o.Layer == nil {
 		return m.stack.CallTool(ctx, t.name, args)
 	}
 	step := int(m.step.Load())
-	if _, sem := layer.As[*semanticmemory.Layer](t.o.l); sem && t.o.fn.Name == "memorize" {
-		raw, err := toolArgs(&argsSchemas, t.name, t.o.fn.Parameters, args)
+	if t.o.Fn.Effect == layer.EffectWrite {
+		raw, err := toolargs.Check(toolargs.Shared(), t.name, t.o.Fn.Parameters, args)
 		if err != nil {
 			return "", err
 		}
-		return m.keeper(au).memorize(ctx, t.o.l, raw, semanticmemory.Source{By: "model", Step: step, Tool: t.name})
+		return m.keeper(au).Memorize(ctx, t.o.Layer, t.o.Fn.Name, raw, step, t.name)
 	}
 	out, err := m.stack.CallTool(ctx, t.name, args)
 	if err == nil {
-		if e, ok := toolEvent(t.o.l, t.o.fn, t.name, args, step, 0); ok {
-			au.add(e)
+		if e, ok := writepath.ToolEvent(t.o.Layer, t.o.Fn, t.name, args, step, 0); ok {
+			au.Add(e)
 		}
 	}
 	return out, err
@@ -493,9 +497,9 @@ func (m *Memory) callTool(ctx context.Context, t memoryTool, args string) (strin
 
 // recovered logs a recovered panic and returns it as an error.
 func (m *Memory) recovered(ctx context.Context, where string, p any) error {
-	m.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: memory: recovered a panic", slog.String("in", where), slog.Any("panic", p),
+	m.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "chainmemory: recovered a panic", slog.String("in", where), slog.Any("panic", p),
 		slog.String("stack", string(debug.Stack())))
-	return fmt.Errorf("%w in %s: %v", ErrPanic, where, p)
+	return fmt.Errorf("%w in %s: %v", writepath.ErrPanic, where, p)
 }
 
 // Clear implements schema.Memory: it clears every layer that is a
@@ -506,7 +510,7 @@ func (m *Memory) Clear(ctx context.Context) error {
 		err = errors.Join(err, m.transcript.Clear(ctx))
 	}
 	if err != nil {
-		return fmt.Errorf("agentloop: memory: %w", err)
+		return fmt.Errorf("chainmemory: %w", err)
 	}
 	return nil
 }
@@ -579,18 +583,9 @@ func LLMTools(stack *layer.Stack) []llms.Tool {
 	lts := stack.Tools()
 	out := make([]llms.Tool, 0, len(lts))
 	for _, t := range lts {
-		out = append(out, layerToolDef(t))
+		out = append(out, toolargs.Definition(t))
 	}
 	return out
-}
-
-// layerToolDef is the definition of a layer function offered to a model.
-func layerToolDef(t layer.Function) llms.Tool {
-	params := t.Parameters
-	if len(params) == 0 {
-		params = anyObject
-	}
-	return llmTool(t.Name, t.Description, params)
 }
 
 type layerTool struct {
@@ -612,7 +607,7 @@ func (l layerTool) Call(ctx context.Context, input string) (string, error) {
 		if ctx.Err() != nil {
 			return "", err
 		}
-		return toolErrorText(err), nil
+		return toolargs.ErrorText(err), nil
 	}
 	return out, nil
 }

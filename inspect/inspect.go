@@ -1,8 +1,7 @@
-package agentloop
+package inspect
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,13 +10,18 @@ import (
 
 	"github.com/memlayer/memlayer/audit"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/thread"
 )
+
+// ErrInvalidKey means a key given to the Inspector is not one of the
+// kind it needs.
+var ErrInvalidKey = errors.New("inspect: invalid key")
 
 // Inspector lists, reads and erases what agents stored, working from the
 // store alone: it needs no layers and no model. Everything it finds comes
 // from the key layout of package storage (storage.ThreadKey,
 // storage.LayerKey): a thread's head (or, for a thread that has none,
-// such as the audit of a langchaingo [Memory], its owner record) names its
+// such as an audit written apart from a run, its owner record) names its
 // resource, and a layer's records are keyed by a typed scope key
 // (storage.ScopeKind) that says whose they are.
 //
@@ -62,19 +66,6 @@ type Inspector struct {
 	Store storage.Store
 }
 
-// ThreadInfo is a stored thread's head, without its messages.
-type ThreadInfo struct {
-	ThreadID   string    `json:"thread_id"`
-	ResourceID string    `json:"resource_id,omitempty"`
-	Agent      string    `json:"agent,omitempty"`
-	Steps      int       `json:"steps"`
-	Messages   int       `json:"messages"`
-	Usage      Usage     `json:"usage"`
-	UpdatedAt  time.Time `json:"updated_at"`
-	// Version is the version of the stored checkpoint format (1 to 4).
-	Version int `json:"version"`
-}
-
 // ThreadQuery selects threads for [Inspector.Threads]. The zero value
 // lists every thread.
 type ThreadQuery struct {
@@ -87,21 +78,21 @@ type ThreadQuery struct {
 
 // Threads lists the stored threads, newest (by UpdatedAt) first, then by
 // thread ID: every thread with a head, and every thread with records but
-// no head (the audit of a langchaingo [Memory], say), whose ThreadInfo
+// no head (an audit written apart from a run, say), whose thread.Info
 // has Version 0 and the resource of its owner record. It reads every
 // head under "threads/": its cost grows with the number of threads.
-func (in Inspector) Threads(ctx context.Context, q ThreadQuery) ([]ThreadInfo, error) {
+func (in Inspector) Threads(ctx context.Context, q ThreadQuery) ([]thread.Info, error) {
 	all, err := in.threads(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []ThreadInfo
+	var out []thread.Info
 	for _, info := range all {
 		if q.ResourceID == "" || info.ResourceID == q.ResourceID {
 			out = append(out, info)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b ThreadInfo) int {
+	slices.SortStableFunc(out, func(a, b thread.Info) int {
 		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
 			return c
 		}
@@ -116,10 +107,10 @@ func (in Inspector) Threads(ctx context.Context, q ThreadQuery) ([]ThreadInfo, e
 
 // threads reads every stored thread's head (or owner record), in no
 // particular order.
-func (in Inspector) threads(ctx context.Context) ([]ThreadInfo, error) {
+func (in Inspector) threads(ctx context.Context) ([]thread.Info, error) {
 	keys, err := in.Store.List(ctx, "threads/")
 	if err != nil {
-		return nil, fmt.Errorf("agentloop: list threads: %w", err)
+		return nil, fmt.Errorf("inspect: list threads: %w", err)
 	}
 	type found struct{ head, owner bool }
 	seen := map[string]*found{}
@@ -140,34 +131,34 @@ func (in Inspector) threads(ctx context.Context) ([]ThreadInfo, error) {
 			ids = append(ids, id)
 		}
 		switch name {
-		case storage.Escape(CheckpointName):
+		case storage.Escape(thread.HeadName):
 			f.head = true
-		case storage.Escape(OwnerName):
+		case storage.Escape(thread.OwnerName):
 			f.owner = true
 		}
 	}
-	var out []ThreadInfo
+	var out []thread.Info
 	for _, id := range ids {
-		info := ThreadInfo{ThreadID: id}
+		info := thread.Info{ThreadID: id}
 		f := seen[id]
 		if f.head {
-			it, err := in.Store.Get(ctx, storage.ThreadKey(id, CheckpointName))
+			it, err := in.Store.Get(ctx, storage.ThreadKey(id, thread.HeadName))
 			switch {
 			case errors.Is(err, storage.ErrNotFound):
 				// deleted while listing
 			case err != nil:
-				return nil, fmt.Errorf("agentloop: list threads: %w", err)
+				return nil, fmt.Errorf("inspect: list threads: %w", err)
 			default:
-				if info, err = headInfo(it.Value); err != nil {
-					return nil, fmt.Errorf("agentloop: list threads: thread %s: %w", storage.Quote(id), err)
+				if info, err = thread.ReadInfo(it.Value); err != nil {
+					return nil, fmt.Errorf("inspect: list threads: thread %s: %w", storage.Quote(id), err)
 				}
 				info.ThreadID = id
 			}
 		}
 		if info.ResourceID == "" && f.owner {
-			owner, err := readOwner(ctx, in.Store, id)
+			owner, err := thread.ReadOwner(ctx, in.Store, id)
 			if err != nil {
-				return nil, fmt.Errorf("agentloop: list threads: thread %s: %w", storage.Quote(id), err)
+				return nil, fmt.Errorf("inspect: list threads: thread %s: %w", storage.Quote(id), err)
 			}
 			info.ResourceID = owner
 		}
@@ -176,43 +167,12 @@ func (in Inspector) threads(ctx context.Context) ([]ThreadInfo, error) {
 	return out, nil
 }
 
-// headInfo decodes a head of any version.
-func headInfo(data []byte) (ThreadInfo, error) {
-	var probe struct {
-		Version int `json:"version"`
-	}
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return ThreadInfo{}, fmt.Errorf("malformed head: %w", err)
-	}
-	if probe.Version < CheckpointVersion {
-		c, _, err := decodeCheckpoint(data)
-		if err != nil {
-			return ThreadInfo{}, err
-		}
-		return ThreadInfo{ThreadID: c.ThreadID, ResourceID: c.ResourceID, Agent: c.Agent, Steps: c.Steps,
-			Messages: len(c.Messages), Usage: c.Usage, UpdatedAt: c.UpdatedAt, Version: probe.Version}, nil
-	}
-	var h headRecord
-	if err := json.Unmarshal(data, &h); err != nil {
-		return ThreadInfo{}, fmt.Errorf("malformed head: %w", err)
-	}
-	return ThreadInfo{ThreadID: h.ThreadID, ResourceID: h.ResourceID, Agent: h.Agent, Steps: h.Steps,
-		Messages: h.Messages, Usage: h.Usage, UpdatedAt: h.UpdatedAt, Version: h.Version}, nil
-}
-
 // Thread reads a stored thread: its checkpoint metadata, its summary, its
 // layer snapshots and every retained message (Messages from message
-// First, as [Agent.Transcript] returns them). A thread never stored gives
-// an error that is storage.ErrNotFound.
-func (in Inspector) Thread(ctx context.Context, threadID string) (*Checkpoint, error) {
-	l, err := loadThread(ctx, in.Store, threadID, true)
-	if err == nil && l == nil {
-		err = storage.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: thread %s: %w", ErrCheckpoint, storage.Quote(threadID), err)
-	}
-	return l.ckpt, nil
+// First; see thread.LoadAll). A thread never stored gives an error that
+// is storage.ErrNotFound.
+func (in Inspector) Thread(ctx context.Context, threadID string) (*thread.Checkpoint, error) {
+	return thread.LoadAll(ctx, in.Store, threadID)
 }
 
 // LayerState returns every record a layer stored for a scope key (a
@@ -224,7 +184,7 @@ func (in Inspector) Thread(ctx context.Context, threadID string) (*Checkpoint, e
 func (in Inspector) LayerState(ctx context.Context, layerID, scopeKey string) ([]storage.Item, error) {
 	keys, err := in.Store.List(ctx, storage.LayerPrefix(layerID, scopeKey))
 	if err != nil {
-		return nil, fmt.Errorf("agentloop: layer %s scope %s: %w", storage.Quote(layerID), storage.Quote(scopeKey), err)
+		return nil, fmt.Errorf("inspect: layer %s scope %s: %w", storage.Quote(layerID), storage.Quote(scopeKey), err)
 	}
 	items := make([]storage.Item, 0, len(keys))
 	for _, k := range keys {
@@ -233,7 +193,7 @@ func (in Inspector) LayerState(ctx context.Context, layerID, scopeKey string) ([
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("agentloop: layer %s scope %s: %w", storage.Quote(layerID), storage.Quote(scopeKey), err)
+			return nil, fmt.Errorf("inspect: layer %s scope %s: %w", storage.Quote(layerID), storage.Quote(scopeKey), err)
 		}
 		items = append(items, it)
 	}
@@ -318,14 +278,6 @@ func (e *Erased) add(kind, key string) {
 	e.Keys = append(e.Keys, key)
 }
 
-// Purger is implemented by stores that can remove deleted bytes from
-// their files (storage/sqlite: the write-ahead log is checkpointed and
-// truncated; freed pages are zeroed as they are freed). The erase calls
-// it after deleting.
-type Purger interface {
-	Purge(ctx context.Context) error
-}
-
 // DeleteThread deletes a thread: every record under its
 // storage.ThreadPrefix (head, owner record, segments, summaries, layer
 // snapshots, audit) and every layer record of its scopes: its own, its
@@ -334,12 +286,12 @@ type Purger interface {
 // delete can be run again. Deleting a thread never stored removes nothing
 // and is no error.
 func (in Inspector) DeleteThread(ctx context.Context, threadID string) (*Erased, error) {
-	if err := checkThreadID(threadID); err != nil {
-		return nil, fmt.Errorf("agentloop: delete thread: %w", err)
+	if err := thread.CheckThreadID(threadID); err != nil {
+		return nil, fmt.Errorf("inspect: delete thread: %w", err)
 	}
 	e := &Erased{}
 	if err := in.erase(ctx, e, owned{threads: []string{threadID}}); err != nil {
-		return e, fmt.Errorf("agentloop: delete thread %s: %w", storage.Quote(threadID), err)
+		return e, fmt.Errorf("inspect: delete thread %s: %w", storage.Quote(threadID), err)
 	}
 	return e, nil
 }
@@ -348,16 +300,13 @@ func (in Inspector) DeleteThread(ctx context.Context, threadID string) (*Erased,
 // every thread whose head (or owner record) names it, with all its
 // records, and every layer record of the resource's scope, of those
 // threads' scopes and of their child agents', on any backend. It reports
-// what it removed; on a store that is a [Purger] it then purges, so that
+// what it removed; on a store that is a storage.Purger it then purges, so that
 // on SQLite the erased bytes stay neither in the file's free pages nor in
 // its write-ahead log. Global-scope state is not per-user and is kept
 // (see [Inspector]). An error leaves part erased: run it again.
 func (in Inspector) EraseResource(ctx context.Context, resourceID string) (*Erased, error) {
-	if resourceID == "" {
-		return nil, fmt.Errorf("%w: erase: empty resource ID", ErrInvalidConfig)
-	}
-	if err := checkIDs("", resourceID); err != nil {
-		return nil, fmt.Errorf("agentloop: erase: %w", err)
+	if err := thread.CheckResourceID(resourceID); err != nil {
+		return nil, fmt.Errorf("inspect: erase: %w", err)
 	}
 	o, err := in.resourceOwned(ctx, resourceID)
 	if err != nil {
@@ -365,7 +314,7 @@ func (in Inspector) EraseResource(ctx context.Context, resourceID string) (*Eras
 	}
 	e := &Erased{}
 	if err := in.erase(ctx, e, o); err != nil {
-		return e, fmt.Errorf("agentloop: erase resource %s: %w", storage.Quote(resourceID), err)
+		return e, fmt.Errorf("inspect: erase resource %s: %w", storage.Quote(resourceID), err)
 	}
 	return e, nil
 }
@@ -377,7 +326,7 @@ type owned struct {
 	threads  []string
 	// all is every stored thread, read when an untyped record must be
 	// told apart (see ambiguous); nil until then.
-	all []ThreadInfo
+	all []thread.Info
 }
 
 // record is a key to erase and its kind (see Erased.Counts).
@@ -449,7 +398,7 @@ func (in Inspector) legacyMine(ctx context.Context, o *owned, scope string) (boo
 				return false, err
 			}
 			// A thread stored under that very name is someone's own.
-			return !slices.ContainsFunc(o.all, func(t ThreadInfo) bool { return t.ThreadID == scope }), nil
+			return !slices.ContainsFunc(o.all, func(t thread.Info) bool { return t.ThreadID == scope }), nil
 		}
 	}
 	return false, nil
@@ -464,7 +413,7 @@ func (in Inspector) readAll(ctx context.Context, o *owned) error {
 	if err != nil {
 		return err
 	}
-	o.all = append(all, ThreadInfo{}) // non-nil even when empty
+	o.all = append(all, thread.Info{}) // non-nil even when empty
 	return nil
 }
 
@@ -507,8 +456,8 @@ func legacyChildRoot(id string) (string, bool) {
 // has none).
 func (in Inspector) threadRecords(ctx context.Context, id string) ([]record, int64, error) {
 	prefix := storage.ThreadPrefix(id)
-	head := storage.ThreadKey(id, CheckpointName)
-	ownerKey := storage.ThreadKey(id, OwnerName)
+	head := storage.ThreadKey(id, thread.HeadName)
+	ownerKey := storage.ThreadKey(id, thread.OwnerName)
 	version := storage.NoVersion
 	it, err := in.Store.Get(ctx, head)
 	switch {
@@ -533,12 +482,8 @@ func (in Inspector) threadRecords(ctx context.Context, id string) ([]record, int
 		}
 		kind := "thread.other"
 		switch name := strings.TrimPrefix(k, prefix); {
-		case strings.HasPrefix(name, segPrefix):
-			kind = "thread.segment"
-		case strings.HasPrefix(name, sumPrefix):
-			kind = "thread.summary"
-		case strings.HasPrefix(name, layerPrefix):
-			kind = "thread.snapshot"
+		case thread.Kind(name) != "":
+			kind = "thread." + thread.Kind(name)
 		case name == audit.Name || strings.HasPrefix(name, audit.Name+"."):
 			kind = "thread.audit"
 		}
@@ -556,11 +501,8 @@ func (in Inspector) threadRecords(ctx context.Context, id string) ([]record, int
 // ResourceKeys returns the keys [Inspector.EraseResource] would delete,
 // in the order it would delete them: what is stored for the resource.
 func (in Inspector) ResourceKeys(ctx context.Context, resourceID string) ([]string, error) {
-	if resourceID == "" {
-		return nil, fmt.Errorf("%w: empty resource ID", ErrInvalidConfig)
-	}
-	if err := checkIDs("", resourceID); err != nil {
-		return nil, fmt.Errorf("agentloop: %w", err)
+	if err := thread.CheckResourceID(resourceID); err != nil {
+		return nil, fmt.Errorf("inspect: %w", err)
 	}
 	o, err := in.resourceOwned(ctx, resourceID)
 	if err != nil {
@@ -568,7 +510,7 @@ func (in Inspector) ResourceKeys(ctx context.Context, resourceID string) ([]stri
 	}
 	keys, err := in.ownedKeys(ctx, o)
 	if err != nil {
-		return nil, fmt.Errorf("agentloop: resource %s: %w", storage.Quote(resourceID), err)
+		return nil, fmt.Errorf("inspect: resource %s: %w", storage.Quote(resourceID), err)
 	}
 	return keys, nil
 }
@@ -598,9 +540,9 @@ func (in Inspector) ownedKeys(ctx context.Context, o owned) ([]string, error) {
 func (in Inspector) resourceOwned(ctx context.Context, resourceID string) (owned, error) {
 	all, err := in.threads(ctx)
 	if err != nil {
-		return owned{}, fmt.Errorf("agentloop: resource %s: %w", storage.Quote(resourceID), err)
+		return owned{}, fmt.Errorf("inspect: resource %s: %w", storage.Quote(resourceID), err)
 	}
-	o := owned{resource: resourceID, all: append(all, ThreadInfo{})}
+	o := owned{resource: resourceID, all: append(all, thread.Info{})}
 	for _, t := range all {
 		if t.ResourceID == resourceID {
 			o.threads = append(o.threads, t.ThreadID)
@@ -659,7 +601,7 @@ func (in Inspector) erase(ctx context.Context, e *Erased, o owned) error {
 		}
 	}
 	e.Threads = found
-	if p, ok := in.Store.(Purger); ok && len(e.Keys) > 0 {
+	if p, ok := in.Store.(storage.Purger); ok && len(e.Keys) > 0 {
 		if err := p.Purge(ctx); err != nil {
 			return fmt.Errorf("purge: %w", err)
 		}
@@ -673,7 +615,7 @@ func (in Inspector) erase(ctx context.Context, e *Erased, o owned) error {
 // lists again. It reports whether the thread had a head.
 func (in Inspector) eraseThread(ctx context.Context, id string, del func(record) error) (bool, error) {
 	had := false
-	head := storage.ThreadKey(id, CheckpointName)
+	head := storage.ThreadKey(id, thread.HeadName)
 	for range maxHeadAttempts {
 		recs, version, err := in.threadRecords(ctx, id)
 		if err != nil {
@@ -717,7 +659,7 @@ type Quarantined struct {
 func (in Inspector) Quarantined(ctx context.Context) ([]Quarantined, error) {
 	keys, err := in.Store.List(ctx, "layers/")
 	if err != nil {
-		return nil, fmt.Errorf("agentloop: list quarantined: %w", err)
+		return nil, fmt.Errorf("inspect: list quarantined: %w", err)
 	}
 	var out []Quarantined
 	for _, k := range keys {
@@ -747,11 +689,11 @@ func (in Inspector) Quarantined(ctx context.Context) ([]Quarantined, error) {
 func (in Inspector) RestoreQuarantined(ctx context.Context, qkey string, replace bool) (string, error) {
 	lk, ok := ParseLayerKey(qkey)
 	if !ok || !strings.HasPrefix(lk.Name, storage.QuarantinePrefix) {
-		return "", fmt.Errorf("%w: restore: %s is not a quarantine key", ErrInvalidConfig, storage.Quote(qkey))
+		return "", fmt.Errorf("%w: restore: %s is not a quarantine key", ErrInvalidKey, storage.Quote(qkey))
 	}
 	it, err := in.Store.Get(ctx, qkey)
 	if err != nil {
-		return "", fmt.Errorf("agentloop: restore %s: %w", storage.Quote(qkey), err)
+		return "", fmt.Errorf("inspect: restore %s: %w", storage.Quote(qkey), err)
 	}
 	target := lk.keyOf("state")
 	ifVersion := storage.NoVersion
@@ -759,10 +701,10 @@ func (in Inspector) RestoreQuarantined(ctx context.Context, qkey string, replace
 		ifVersion = storage.AnyVersion
 	}
 	if _, err := in.Store.Put(ctx, target, it.Value, ifVersion); err != nil {
-		return "", fmt.Errorf("agentloop: restore %s to %s: %w", storage.Quote(qkey), storage.Quote(target), err)
+		return "", fmt.Errorf("inspect: restore %s to %s: %w", storage.Quote(qkey), storage.Quote(target), err)
 	}
 	if err := in.Store.Delete(ctx, qkey, it.Version); err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return target, fmt.Errorf("agentloop: restore %s: delete the copy: %w", storage.Quote(qkey), err)
+		return target, fmt.Errorf("inspect: restore %s: delete the copy: %w", storage.Quote(qkey), err)
 	}
 	return target, nil
 }
@@ -771,12 +713,12 @@ func (in Inspector) RestoreQuarantined(ctx context.Context, qkey string, replace
 // the order it would delete them: what is stored for the thread. A
 // thread never stored gives none and no error.
 func (in Inspector) ThreadKeys(ctx context.Context, threadID string) ([]string, error) {
-	if err := checkThreadID(threadID); err != nil {
-		return nil, fmt.Errorf("agentloop: %w", err)
+	if err := thread.CheckThreadID(threadID); err != nil {
+		return nil, fmt.Errorf("inspect: %w", err)
 	}
 	keys, err := in.ownedKeys(ctx, owned{threads: []string{threadID}})
 	if err != nil {
-		return nil, fmt.Errorf("agentloop: thread %s: %w", storage.Quote(threadID), err)
+		return nil, fmt.Errorf("inspect: thread %s: %w", storage.Quote(threadID), err)
 	}
 	return keys, nil
 }

@@ -1,4 +1,4 @@
-package agentloop_test
+package chainmemory_test
 
 import (
 	"context"
@@ -11,13 +11,14 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/chainmemory"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/workingmemory"
 )
 
-// NewMemory in a langchaingo conversation chain: the prompt shows the
+// New in a langchaingo conversation chain: the prompt shows the
 // layers' blocks, then the conversation so far.
-func ExampleNewMemory_conversationChain() {
+func ExampleNew_conversationChain() {
 	ctx := context.Background()
 	profile := layer.Text(layer.Spec{ID: "profile"}, "<profile>Prefers short answers.</profile>")
 	st, _ := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{profile}, Env: layer.Env{ThreadID: "t"}})
@@ -25,7 +26,7 @@ func ExampleNewMemory_conversationChain() {
 	defer st.Close(ctx)
 
 	model := agenttest.New(agenttest.Reply(agenttest.Text("Hello Ada.")), agenttest.Reply(agenttest.Text("Ada.")))
-	chain := chains.NewConversation(model, agentloop.NewMemory(st, agentloop.MemoryConfig{}))
+	chain := chains.NewConversation(model, chainmemory.New(st, chainmemory.Config{}))
 	for _, in := range []string{"I am Ada.", "Who am I?"} {
 		out, err := chains.Run(ctx, chain, in)
 		fmt.Println(out, err)
@@ -43,12 +44,12 @@ func ExampleNewMemory_conversationChain() {
 	// AI:
 }
 
-// NewMemory and its Tools in a langchaingo agent executor: the
+// New and its Tools in a langchaingo agent executor: the
 // conversational agent shows the memory, calls a layer's tool (masked,
 // routed and audited as an Agent's), and the tool results of the turn
 // reach the layers (with WithReturnIntermediateSteps, through
 // chains.Call).
-func ExampleNewMemory_executor() {
+func ExampleNew_executor() {
 	ctx := context.Background()
 	scratchpad, _ := workingmemory.New(workingmemory.Config{})
 	st, _ := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{scratchpad}, Env: layer.Env{ThreadID: "t"}, ValidateArgs: agentloop.ValidateArgs})
@@ -60,7 +61,7 @@ func ExampleNewMemory_executor() {
 		agenttest.Reply(agenttest.Text("Thought: Do I need to use a tool? No\nAI: Noted.")),
 		agenttest.Reply(agenttest.Text("Thought: Do I need to use a tool? No\nAI: Your goal is to launch the About page.")),
 	)
-	mem := agentloop.NewMemory(st, agentloop.MemoryConfig{})
+	mem := chainmemory.New(st, chainmemory.Config{})
 	tls := append([]tools.Tool{upper{}}, mem.Tools()...)
 	exec := agents.NewExecutor(agents.NewConversationalAgent(model, tls),
 		agents.WithMemory(mem), agents.WithReturnIntermediateSteps())

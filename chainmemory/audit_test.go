@@ -1,4 +1,4 @@
-package agentloop_test
+package chainmemory_test
 
 import (
 	"errors"
@@ -9,8 +9,8 @@ import (
 
 	"github.com/tmc/langchaingo/schema"
 
-	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/audit"
+	"github.com/memlayer/memlayer/chainmemory"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 )
@@ -33,17 +33,17 @@ func adapterEnv(store storage.Store) layer.Env {
 func TestMemory98_AdapterAuditsAndKeepsProposals(t *testing.T) {
 	ctx := t.Context()
 	store := storage.NewMemory()
-	d := &distiller{propose: func(layer.Turn) []agentloop.Write {
-		return []agentloop.Write{
+	d := &distiller{propose: func(layer.Turn) []layer.Write {
+		return []layer.Write{
 			{Kind: "preference", Text: "The user prefers oolong; mail them at tea.lover@example.com."},
 			{Kind: "color", Text: "green"},
 		}
 	}}
 	st := newInitStackOn(t, adapterEnv(store), append(gateLayers(t), d)...)
 	log := audit.New(audit.Config{Store: store})
-	mem := agentloop.NewMemory(st, agentloop.MemoryConfig{Audit: log, ThreadID: "t1"})
+	mem := chainmemory.New(st, chainmemory.Config{Audit: log, ThreadID: "t1"})
 	call := func(name, args string) string {
-		for _, tool := range agentloop.ExportTools(st) {
+		for _, tool := range chainmemory.ExportTools(st) {
 			if tool.Name() == name {
 				out, err := tool.Call(ctx, args)
 				if err != nil {
@@ -141,7 +141,7 @@ func TestMemory98_AdapterAuditsAndKeepsProposals(t *testing.T) {
 	})
 
 	// Without a thread, the commit fails after the turn was stored.
-	bad := agentloop.NewMemory(st, agentloop.MemoryConfig{Audit: log})
+	bad := chainmemory.New(st, chainmemory.Config{Audit: log})
 	in = map[string]any{"input": "Remember the ferry to Cacilhas."}
 	err = bad.SaveContext(ctx, in, map[string]any{"output": "Noted the ferry."})
 	if !errors.Is(err, audit.ErrNoThread) {
@@ -161,11 +161,11 @@ func TestMemory98_AdapterAuditsAndKeepsProposals(t *testing.T) {
 func TestMemory98_AdapterWithoutAudit(t *testing.T) {
 	ctx := t.Context()
 	store := storage.NewMemory()
-	d := &distiller{propose: func(layer.Turn) []agentloop.Write {
-		return []agentloop.Write{{Kind: "preference", Text: "The user prefers green tea."}}
+	d := &distiller{propose: func(layer.Turn) []layer.Write {
+		return []layer.Write{{Kind: "preference", Text: "The user prefers green tea."}}
 	}}
 	st := newInitStackOn(t, adapterEnv(store), append(gateLayers(t), d)...)
-	mem := agentloop.NewMemory(st, agentloop.MemoryConfig{})
+	mem := chainmemory.New(st, chainmemory.Config{})
 	if err := mem.SaveContext(ctx, map[string]any{"input": "Hi"}, map[string]any{"output": "Hello."}); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestMemory99_AdapterToolsActAsAnAgents(t *testing.T) {
 	store := storage.NewMemory()
 	st := newInitStackOn(t, adapterEnv(store), gateLayers(t)...)
 	log := audit.New(audit.Config{Store: store})
-	mem := agentloop.NewMemory(st, agentloop.MemoryConfig{Audit: log, ThreadID: "t1"})
+	mem := chainmemory.New(st, chainmemory.Config{Audit: log, ThreadID: "t1"})
 	bound := map[string]func(string) string{}
 	for _, tool := range mem.Tools() {
 		bound[tool.Name()] = func(args string) string {

@@ -1,26 +1,27 @@
-package agentloop
+package thread
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/memlayer/memlayer/storage"
 )
 
-// DefaultRetainMessages is HistoryConfig.RetainMessages when zero: a
+// DefaultRetainMessages is the retention a run applies by default: a
 // thread keeps its last 200 messages, and every message the summary does
 // not cover yet.
 const DefaultRetainMessages = 200
 
 // ElideAbove is the size, in bytes, above which a retained message's
 // text, a tool call's arguments or a tool result is elided once the
-// history summary covers the message (see HistoryConfig.RetainMessages).
+// history summary covers the message (see Step.Retain).
 // Most requests, arguments and results are smaller and are never
 // rewritten; payloads (a document, a scratchpad dump) are cut, so the
 // messages retention keeps hold at most about ElideAbove bytes each
@@ -68,7 +69,7 @@ func segFirst(name string) (int, bool) {
 }
 
 // summaryRecord is a summary as stored: the Summary, and, with
-// retention (HistoryConfig.RetainMessages), the segments of the messages
+// retention (Step.Retain), the segments of the messages
 // it covers that are kept, so retention finds them without listing the
 // store (a scan of the whole keyspace on Redis). Tracked says Kept is
 // that list; a summary stored before it was kept, or with retention
@@ -83,7 +84,7 @@ type summaryRecord struct {
 }
 
 // segName returns the name of the segment of first message first and
-// nonce nonce, as writeThread names it.
+// nonce nonce, as Writer.Write names it.
 func segName(first int, nonce string) string {
 	b := make([]byte, 0, len(segPrefix)+12+len(nonce))
 	b = append(b, segPrefix...)
@@ -142,13 +143,13 @@ func keptList(segs []segRef) string {
 // results keep their first elidedPreview bytes; arguments become a JSON
 // object, {"_elided":"<n> bytes"}, which providers accept if the message
 // is ever sent.
-func (m StoredMessage) elide() (StoredMessage, bool) {
+func (m Message) elide() (Message, bool) {
 	changed := false
 	if len(m.Text) > ElideAbove && m.TextElided == nil {
 		m.TextElided, m.Text, changed = elided(m.Text), truncate(m.Text, elidedPreview)+"…", true
 	}
 	if len(m.ToolCalls) > 0 {
-		calls := make([]StoredToolCall, len(m.ToolCalls))
+		calls := make([]ToolCall, len(m.ToolCalls))
 		for i, c := range m.ToolCalls {
 			if len(c.Arguments) > ElideAbove && c.Elided == nil {
 				c.Elided, c.Arguments, changed = elided(c.Arguments), `{"_elided":"`+strconv.Itoa(len(c.Arguments))+` bytes"}`, true
@@ -158,7 +159,7 @@ func (m StoredMessage) elide() (StoredMessage, bool) {
 		m.ToolCalls = calls
 	}
 	if len(m.ToolResults) > 0 {
-		results := make([]StoredToolResult, len(m.ToolResults))
+		results := make([]ToolResult, len(m.ToolResults))
 		for i, r := range m.ToolResults {
 			if len(r.Content) > ElideAbove && r.Elided == nil {
 				r.Elided, r.Content, changed = elided(r.Content), truncate(r.Content, elidedPreview)+"…", true
@@ -182,10 +183,10 @@ func (m StoredMessage) elide() (StoredMessage, bool) {
 // way (a run that loaded that head, and so loses its compare-and-swap,
 // may show the model stubs where compaction would have shown
 // references). A segment that runs past covers is left whole.
-func (r *run) elideSegments(ctx context.Context, names []string, covers int) {
-	store := r.a.cfg.Store
+func (w *Writer) elideSegments(ctx context.Context, names []string, covers int) {
+	store := w.store
 	for _, name := range names {
-		key := storage.ThreadKey(r.threadID, name)
+		key := storage.ThreadKey(w.threadID, name)
 		it, err := store.Get(ctx, key)
 		if err != nil {
 			continue
@@ -204,12 +205,82 @@ func (r *run) elideSegments(ctx context.Context, names []string, covers int) {
 		if !changed {
 			continue
 		}
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(s); err != nil {
+		data, err := encode(s)
+		if err != nil {
 			continue
 		}
-		_, _ = store.Put(ctx, key, bytes.TrimSuffix(buf.Bytes(), []byte("\n")), it.Version)
+		_, _ = store.Put(ctx, key, data, it.Version)
 	}
+}
+
+// retain applies Step.Retain when a summary covering
+// messages up to covers is stored: of the segments, those the summary
+// covers are kept from the start of the one holding message cutoff on.
+// segs are the segments of the messages the summary did not cover, kept
+// those it covered that were kept; when list (a thread stored before the
+// summary record listed them, or with retention off) the covered ones
+// are listed from the store, once, and all elided. It returns the new
+// retention point, the segments left uncovered and kept, and adds the
+// covered ones before the point to drop (deleted once the head that no
+// longer reaches them is written) and those newly covered and kept to
+// elide (see elideSegments).
+func (w *Writer) retain(ctx context.Context, cutoff, covers, retained int, segs []segRef, kept string, list bool, drop []string) (int, []segRef, string, []string, []string, error) {
+	var covered, window, elide []segRef
+	if list {
+		prefix := storage.ThreadPrefix(w.threadID)
+		keys, err := w.store.List(ctx, prefix+segPrefix)
+		if err != nil {
+			return retained, segs, kept, drop, nil, err
+		}
+		for _, k := range keys {
+			name, err := storage.Unescape(strings.TrimPrefix(k, prefix))
+			if err != nil {
+				continue
+			}
+			if first, ok := segFirst(name); ok && first < covers && !slices.ContainsFunc(segs, func(s segRef) bool { return s.Name == name }) {
+				elide = append(elide, segRef{Name: name, First: first, big: true})
+			}
+		}
+		kept = ""
+	}
+	for _, s := range segs {
+		if s.First < covers {
+			elide = append(elide, s)
+		} else {
+			window = append(window, s)
+		}
+	}
+	covered = append(keptRefs(kept), elide...)
+	point := retained
+	for _, s := range covered {
+		if s.First <= cutoff {
+			point = max(point, s.First)
+		}
+	}
+	var keep []segRef
+	for _, s := range covered {
+		if s.First < point {
+			drop = append(drop, s.Name)
+		} else {
+			keep = append(keep, s)
+		}
+	}
+	var rewrite []string
+	for _, s := range elide {
+		if s.First >= point && s.big {
+			rewrite = append(rewrite, s.Name)
+		}
+	}
+	return point, window, keptList(keep), drop, rewrite, nil
+}
+
+// truncate cuts s to at most n bytes at a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

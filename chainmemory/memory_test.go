@@ -1,4 +1,4 @@
-package agentloop_test
+package chainmemory_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/chainmemory"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 )
@@ -38,7 +39,7 @@ func TestMemoryPlugsIntoConversationChain(t *testing.T) {
 	notes := newNotes("entities", layer.ScopeThread)
 	st := newInitStack(t, notes)
 	// Seed a note through the exported tool, as an Executor would.
-	tls := agentloop.ExportTools(st)
+	tls := chainmemory.ExportTools(st)
 	if len(tls) != 1 || tls[0].Name() != "entities_note" || !strings.HasPrefix(tls[0].Description(), "Write a note to remember.\n\nInput: a JSON object matching this JSON Schema: {") {
 		t.Fatalf("exported tools: %v", tls)
 	}
@@ -58,7 +59,7 @@ func TestMemoryPlugsIntoConversationChain(t *testing.T) {
 	model := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
 		return agenttest.Text("Tea it is."), nil
 	})
-	var mem schema.Memory = agentloop.NewMemory(st, agentloop.MemoryConfig{})
+	var mem schema.Memory = chainmemory.New(st, chainmemory.Config{})
 	inputs := map[string]any{"input": "What do I like?"}
 	vars, err := mem.LoadMemoryVariables(t.Context(), inputs)
 	if err != nil {
@@ -87,7 +88,7 @@ func TestMemoryPlugsIntoConversationChain(t *testing.T) {
 	rec := layer.Func(layer.Spec{ID: "rec"}, nil)
 	recorder := &turnRecorder{Layer: rec, turns: &turns}
 	st2 := newInitStack(t, recorder)
-	mem2 := agentloop.NewMemory(st2, agentloop.MemoryConfig{InputKey: "question", OutputKey: "answer"})
+	mem2 := chainmemory.New(st2, chainmemory.Config{InputKey: "question", OutputKey: "answer"})
 	if err := mem2.SaveContext(t.Context(), map[string]any{"question": "q1", "other": 1}, map[string]any{"answer": "a1"}); err != nil {
 		t.Fatal(err)
 	}
