@@ -203,12 +203,18 @@ func (l *Layer) catchUp(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the index marker: %w", err)
 	}
-	if !ok || m.Base != l.head.Base || m.Next < l.head.Base {
-		// Rebuild: documents without a marker, or of another base, are
-		// stale (a Clear, or a writer stopped before its marker).
+	switch {
+	case ok && m.Base > l.head.Base:
+		return nil // the head l holds is older than the index's (a Clear since)
+	case ok && m.Base < l.head.Base:
+		// Built before a Clear or Restore that did not finish: rebuild.
 		if err := l.ix.Drop(ctx, l.col); err != nil {
 			return fmt.Errorf("drop the stale index: %w", err)
 		}
+		fallthrough
+	case !ok:
+		// No marker: a new index, or a writer's first record indexed
+		// before its marker (applying it again changes nothing).
 		m = marker{Base: l.head.Base, Next: l.head.Base}
 		if l.private {
 			m.Next = l.windowStart(ctx)
