@@ -701,9 +701,10 @@ func (l *Layer) Clear(ctx context.Context) error {
 
 // Metrics returns the layer's figures (see "Metrics" in package layer;
 // agentloop exports them as OpenTelemetry metrics): "entries", the
-// episodes in the view (digests and raw episodes), and "bytes", their
-// text (the view is read on the first call, if no write read it); "episodes_total", the episodes this layer (as Init returned it)
-// has appended to the log.
+// episodes in the view (the newest digests and the raw episodes), and
+// "bytes", their text; "episodes_total", the episodes this layer (as
+// Init returned it) has appended to the log. The view is read on the
+// first call if no write has read it.
 func (l *Layer) Metrics() map[string]int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
