@@ -217,7 +217,7 @@ func (l *Layer) catchUp(ctx context.Context) error {
 		// before its marker (applying it again changes nothing).
 		m = marker{Base: l.head.Base, Next: l.head.Base}
 		if l.private {
-			m.Next = l.windowStart(ctx)
+			return l.loadWindow(ctx)
 		}
 	}
 	if m.Next >= l.head.Next {
@@ -241,22 +241,56 @@ func (l *Layer) catchUp(ctx context.Context) error {
 	return nil
 }
 
-// windowStart returns the first record a private index loads: the oldest
-// of the newest records that hold Config.FallbackFacts fact versions, or
-// the newest Reset record, whichever is newer. It reads those records
-// (they are read again when applied: a store without search pays twice
-// a bounded cost).
-func (l *Layer) windowStart(ctx context.Context) int64 {
+// loadWindow fills a private index (a store without search) from the
+// newest records holding Config.FallbackFacts fact versions, back to the
+// newest Reset record at most, and writes its marker.
+func (l *Layer) loadWindow(ctx context.Context) error {
+	var recs []record
 	n := 0
-	seq := l.head.Next - 1
-	for ; seq > l.head.Base && n < l.cfg.FallbackFacts; seq-- {
+	for seq := l.head.Next - 1; seq >= l.head.Base && n < l.cfg.FallbackFacts; seq-- {
 		r, err := l.readRecord(ctx, seq)
-		if err != nil || r.Reset {
-			return seq
+		if err != nil {
+			return err
 		}
+		r.Seq = seq
+		recs = append(recs, r)
 		n += len(r.Facts)
+		if r.Reset {
+			break
+		}
 	}
-	return max(seq, l.head.Base)
+	// The last version of each fact in the window, in one pass.
+	type last struct {
+		f   *Fact
+		seq int64
+	}
+	final := map[string]last{}
+	var order []string
+	for i := len(recs) - 1; i >= 0; i-- {
+		for j := range recs[i].Facts {
+			f := &recs[i].Facts[j]
+			if cur, ok := final[f.ID]; ok && cur.f.Version >= f.Version {
+				continue
+			} else if !ok {
+				order = append(order, f.ID)
+			}
+			final[f.ID] = last{f, recs[i].Seq}
+		}
+	}
+	m := marker{Base: l.head.Base, Next: l.head.Next}
+	docs := []storage.Document{m.doc()}
+	for _, id := range order {
+		if x := final[id]; !x.f.Forgotten {
+			docs = append(docs, l.doc(x.f, x.seq))
+			m.Live++
+		}
+	}
+	docs[0] = m.doc()
+	if err := l.ix.Index(ctx, l.col, docs...); err != nil {
+		return fmt.Errorf("write the index marker: %w", err)
+	}
+	l.mark = m
+	return nil
 }
 
 // restated returns the live fact of the given kind that text restates
