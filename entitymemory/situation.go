@@ -9,12 +9,13 @@ import (
 
 // situationEntities is how many of the most recent entities
 // [Layer.Situation] names.
-const situationEntities = 5
+const situationEntities = 3
 
 // Situation returns the layer's part of the run's situation
-// ([layer.Situator]): the names and IDs of the most recently seen
-// entities, newest first, one space apart. It is empty when no entity
-// is tracked. It changes nothing.
+// ([layer.Situator]): the names of the most recently seen entities,
+// newest first, one space apart (the names the recent turns touched;
+// IDs are left out, as they would pull in every record that lists
+// them). It is empty when no entity is tracked. It changes nothing.
 func (l *Layer) Situation(ctx context.Context, q layer.Query) (string, error) {
 	var b strings.Builder
 	for _, e := range l.Recent(situationEntities) {
@@ -22,10 +23,6 @@ func (l *Layer) Situation(ctx context.Context, q layer.Query) (string, error) {
 			b.WriteByte(' ')
 		}
 		b.WriteString(e.Name)
-		if e.ID != e.Name {
-			b.WriteByte(' ')
-			b.WriteString(e.ID)
-		}
 	}
 	return b.String(), nil
 }

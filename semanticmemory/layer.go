@@ -531,7 +531,7 @@ func line(f view) string { return "[" + f.ID + " " + f.Kind + "] " + f.Text }
 // the kinds that describe the user (Config.PinKinds) and the important
 // ones (Config.PinImportance), the newest first, at most
 // Config.MaxPinned, whatever the query — then the facts that match it,
-// best first (see [Layer.Candidates]), at most Config.TopK; with a
+// best first (see [Layer.Candidates]), at most Config.TopK in all; with a
 // finite budget, facts are added while the block fits it. No pinned and
 // no matching fact recalls nothing. Recall queries the index only: a fact
 // is indexed before Remember returns, so one acknowledged by another

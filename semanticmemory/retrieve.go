@@ -163,8 +163,8 @@ func (l *Layer) pinnedFacts(ctx context.Context) ([]view, error) {
 }
 
 // shown returns the facts Recall shows for query, in order: the pinned
-// facts, then the best matches not pinned, at most Config.MaxPinned +
-// Config.TopK in all (Recall then fits them to its budget).
+// facts, then the best matches not pinned, at most Config.TopK in all
+// (Recall then fits them to its budget).
 func (l *Layer) shown(ctx context.Context, query string) ([]scored, error) {
 	pinned, err := l.pinnedFacts(ctx)
 	if err != nil {
@@ -174,25 +174,23 @@ func (l *Layer) shown(ctx context.Context, query string) ([]scored, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]scored, 0, len(pinned)+l.cfg.TopK)
+	out := make([]scored, 0, l.cfg.TopK)
 	seen := map[string]bool{}
 	sims := map[string]float64{}
 	for _, s := range ranked {
 		sims[s.fact.ID] = s.sim
 	}
-	for _, v := range pinned {
+	for _, v := range pinned[:min(len(pinned), l.cfg.TopK)] {
 		seen[v.ID] = true
 		out = append(out, scored{fact: v, sim: sims[v.ID]})
 	}
-	n := 0
 	for _, s := range ranked {
-		if n == l.cfg.TopK {
+		if len(out) == l.cfg.TopK {
 			break
 		}
 		if !seen[s.fact.ID] {
 			seen[s.fact.ID] = true
 			out = append(out, s)
-			n++
 		}
 	}
 	return out, nil
