@@ -28,7 +28,8 @@ import (
 // assembly on at a fixed time.
 func assemblyAgent(t *testing.T, store storage.Store, model llms.Model, obs func(agentloop.Event)) *agentloop.Agent {
 	t.Helper()
-	sem, err := semanticmemory.New(semanticmemory.Config{Budget: layer.Budget{Max: 60}})
+	// No kind is pinned: the test is about what scored assembly picks.
+	sem, err := semanticmemory.New(semanticmemory.Config{Budget: layer.Budget{Max: 60}, PinKinds: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,8 @@ func TestMemory44_ScoredAssemblySharesOnePool(t *testing.T) {
 // every layer fills its own budget, and Result.Budgets marks none
 // assembled.
 func TestMemory45_AssemblyOffKeepsEachBudget(t *testing.T) {
-	sem, err := semanticmemory.New(semanticmemory.Config{Budget: layer.Budget{Max: 60}})
+	// No kind is pinned: the test is about what scored assembly picks.
+	sem, err := semanticmemory.New(semanticmemory.Config{Budget: layer.Budget{Max: 60}, PinKinds: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,9 +29,10 @@ const (
 	// step) keep their raw episodes; older folded segments are deleted.
 	DefaultRetain = 1000
 	// DefaultMaxDigests is how many digests of folded episodes a run
-	// holds in memory for recall.
+	// holds in memory (for snapshots; on a store without search, for
+	// recall).
 	DefaultMaxDigests = 512
-	// DefaultHalfLife is the recency half-life, in episodes.
+	// DefaultHalfLife is the recency half-life, in steps (segments).
 	DefaultHalfLife = 16
 	// DefaultSnapshotResultBytes is how much of each result a snapshot
 	// carries.
@@ -92,12 +93,13 @@ type Config struct {
 	// the read tool gives their digest. Zero means DefaultRetain;
 	// negative keeps every raw episode.
 	Retain int
-	// MaxDigests caps the digests of folded episodes a run holds for
-	// recall (older ones stay stored; the read tool still finds them).
+	// MaxDigests caps the digests of folded episodes a run holds in
+	// memory: the newest, for snapshots and, on a store without search,
+	// for recall. Recall through the store's index covers every digest.
 	// Zero means DefaultMaxDigests.
 	MaxDigests int
-	// HalfLife is the recency half-life in episodes: an episode n
-	// episodes older than the newest has recency 0.5^(n/HalfLife). Zero
+	// HalfLife is the recency half-life in steps: an episode n segments
+	// (steps) older than the newest has recency 0.5^(n/HalfLife). Zero
 	// means DefaultHalfLife.
 	HalfLife int
 	// SnapshotResultBytes caps each result in a snapshot, and

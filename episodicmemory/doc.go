@@ -39,14 +39,22 @@
 //
 // # Recall
 //
-// Recall scores each candidate (the digests and raw episodes the run
-// holds) by similarity to the input — BM25 over the digest lines,
-// normalised by the best score (package internal/lexical, shared with the
-// semantic layer) — and by recency in episodes, takes the best
-// Config.MaxRecall that fit the budget, and shows them oldest first. It
-// depends on nothing but the log and the input: no clock, no randomness,
-// and a run that loads the log afresh recalls what a long-running one
-// does.
+// Recall queries the store's search index with the situation
+// (layer.Query.About: the user's message, the scratchpad's goal and plan,
+// the entities the recent turns touched). The index holds one document
+// per episode of the whole log, its digest line, the same whether the
+// episode is raw or folded. Candidates are the episodes the query's text
+// ranks best and the most recent ones; each is scored by its text
+// similarity (normalised by the best score) and its recency in steps,
+// and the best Config.MaxRecall that fit the budget are shown oldest
+// first. It depends on nothing but the log and the query: no clock, no
+// randomness, and a run that opens the log afresh recalls what a
+// long-running one does.
+//
+// The read tool finds a reference through the index too (a lookup by
+// reference or call ID, newest first) and reads the one segment that
+// holds the episode; when retention has dropped the segment, it gives
+// the digest.
 //
 // # Storage
 //
@@ -58,15 +66,35 @@
 // writes blocks no one (the next writer publishes its segment). See
 // [FormatVersion] for the records and their keys.
 //
+// The records are the source of truth; the index is derived from them.
+// It lives in the store when the store can search (storage.Searcher), in
+// the collection storage.IndexName(id, scope, "episodes"), with a marker
+// naming the segments it covers. A writer indexes its segment after
+// publishing it, before Store returns. Init reads the head and the
+// marker and indexes the segments the index lacks: none in a steady
+// state, the whole log once when a log written before the index is first
+// used (that is the migration: nothing else is needed). The view the
+// layer writes from (the newest digests and the raw episodes not yet
+// folded, bounded by the configuration) is read at the first write. So
+// neither Init nor Recall reads anything that grows with the log. Erasing
+// a scope drops its collections with storage.DropIndexes beside deleting
+// its records.
+//
+// A store without search gets an index of the run's own
+// (storage.MemoryIndex), filled from the view Init reads (the newest
+// Config.MaxDigests digests and the raw episodes not yet folded): recall
+// covers that view, and the read tool walks the digest records for older
+// references.
+//
 // # Compaction and retention
 //
 // Past Config.CompactAfter raw episodes (64) or Config.CompactTokens
 // tokens (50,000), the oldest are folded into digests, written as one
 // digest record, until half of each threshold remains. Digests keep the
-// references; a run holds the newest Config.MaxDigests (512) of them.
-// Raw episodes stay stored, and the read tool returns them, until they
-// fall Config.Retain segments (1,000 steps) behind; then they are deleted
-// and the read tool gives the digest instead.
+// references. Compaction changes no index document. Raw episodes stay
+// stored, and the read tool returns them, until they fall Config.Retain
+// segments (1,000 steps) behind; then they are deleted and the read tool
+// gives the digest instead.
 //
 // # Snapshots, spawn and failures
 //

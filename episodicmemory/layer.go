@@ -14,7 +14,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/memlayer/memlayer/internal/lexical"
 	"github.com/memlayer/memlayer/internal/seqlog"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
@@ -47,13 +46,18 @@ type Layer struct {
 	recent  []Episode // raw episodes not folded, oldest first
 	pending []Episode // episodes not yet appended (a failed write)
 
-	// The recall index over the candidates (digests, then recent, then
-	// pending), each document a digest line. Appends and compactions
-	// update it; other changes drop it (see syncIndex).
-	index    *lexical.Corpus
-	docs     []string // each candidate's digest line, in index order
-	indexed  int      // candidates in the index; -1: rebuild
-	rawToks  int      // tokens of recent and pending (arguments and results)
+	// ix is the index Recall and Read query: the store's
+	// (storage.Searcher), or a private storage.MemoryIndex filled from
+	// the view (private) when the store has none or there is no store.
+	ix      storage.Searcher
+	col     string // the episodes' collection in ix
+	private bool
+	// loaded reports whether the view (the newest digests and the raw
+	// episodes not yet folded) has been read: with the store's index it
+	// is read at the first write or snapshot, not at Init.
+	loaded bool
+
+	rawToks  int // tokens of recent and pending (arguments and results)
 	rawCount int
 	appended int64 // episodes this layer appended, for Metrics
 }
@@ -68,7 +72,8 @@ func New(cfg Config) (*Layer, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	l := &Layer{cfg: cfg, spec: spec, tag: layer.FenceTag(cfg.ID), tool: layer.ToolName(cfg.ID, "read"), head: emptyHead(), indexed: -1}
+	l := &Layer{cfg: cfg, spec: spec, tag: layer.FenceTag(cfg.ID), tool: layer.ToolName(cfg.ID, "read"), head: emptyHead(),
+		ix: &storage.MemoryIndex{}, private: true, loaded: true, col: storage.IndexName(cfg.ID, "template", "episodes")}
 	l.log = seqlog.Log{LayerID: cfg.ID, Pkg: "episodicmemory", ErrVersion: ErrVersion, MaxRetries: cfg.MaxRetries,
 		Logger: slog.Default(), Now: func() time.Time { return clampTime(cfg.Now()) }}
 	return l, nil
@@ -78,17 +83,43 @@ func New(cfg Config) (*Layer, error) {
 // to env's thread and to the log of scope in store, loaded (kept in
 // memory when store is nil).
 func (l *Layer) open(ctx context.Context, env layer.Env, store storage.Store, scope string) (*Layer, error) {
-	b := &Layer{cfg: l.cfg, spec: l.spec, tag: l.tag, tool: l.tool, log: l.log, thread: env.ThreadID, head: emptyHead(), indexed: -1}
+	b := &Layer{cfg: l.cfg, spec: l.spec, tag: l.tag, tool: l.tool, log: l.log, thread: env.ThreadID, head: emptyHead(),
+		col: storage.IndexName(l.cfg.ID, scope, "episodes")}
 	b.log.Store, b.log.Scope = store, scope
 	if env.Logger != nil {
 		b.log.Logger = env.Logger
 	}
+	x, ok := searcherOf(store)
+	if !ok {
+		b.ix, b.private = &storage.MemoryIndex{}, true
+	} else {
+		b.ix = x
+	}
 	if store == nil {
+		b.loaded = true
 		return b, nil
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b, b.load(ctx)
+	if b.private {
+		return b, b.load(ctx)
+	}
+	h, ver, err := b.readHead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b.head, b.hver = h, ver
+	return b, b.catchUpIndex(ctx, h.Next)
+}
+
+// ensureLoaded reads the view if it has not been read: the newest
+// digests (for snapshots) and the raw episodes not yet folded (for
+// compaction), a cost bounded by the configuration, not by the log.
+func (l *Layer) ensureLoaded(ctx context.Context) error {
+	if l.loaded {
+		return nil
+	}
+	return l.load(ctx)
 }
 
 // shared reports whether the log is shared by threads (a resource or the
@@ -104,10 +135,15 @@ func (l *Layer) Spec() layer.Spec { return l.spec }
 // layer ID with '-' replaced by '_' ("episodic_memory" by default).
 func (l *Layer) Tag() string { return l.tag }
 
-// Init returns the layer bound to env's run, reading the log of
+// Init returns the layer bound to env's run, on the log of
 // env.ScopeKey(scope) (nothing is read or persisted in execution scope or
-// without env.Store). It reads the head, the newest digests and the
-// raw episodes not yet folded: its cost does not grow with the log. A
+// without env.Store). With a store that can search (storage.Searcher) it
+// reads the head and the index's marker, and indexes the segments the
+// index lacks: none in a steady state, the whole log once when a log
+// written before the index is first used. The view the layer writes from
+// (the newest digests, the raw episodes not yet folded) is read at the
+// first write. On a store without search it reads the view now, into an
+// index of its own. Either way its cost does not grow with the log. A
 // record written by a newer version of this package ([ErrVersion]) fails
 // Init and is left as it is. An unreadable record is set aside with
 // storage.Quarantine and reported through env.Logger: an unreadable
@@ -144,6 +180,9 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.ensureLoaded(ctx); err != nil {
+		return fmt.Errorf("episodicmemory: store: %w", err)
+	}
 	l.pending = append(l.pending, eps...)
 	l.changed()
 	if err := l.flush(ctx); err != nil {
@@ -248,6 +287,9 @@ func (l *Layer) Note(ctx context.Context, step int, kind, text string) error {
 	e := Episode{Ref: "note", Kind: KindNote, Thread: l.thread, Step: step, Time: clampTime(l.cfg.Now()), Tool: kind, Result: res, Size: size, seq: -1}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.ensureLoaded(ctx); err != nil {
+		return fmt.Errorf("episodicmemory: note: %w", err)
+	}
 	l.pending = append(l.pending, e)
 	l.changed()
 	if err := l.flush(ctx); err != nil {
@@ -267,10 +309,11 @@ func (l *Layer) flush(ctx context.Context) error {
 	number(l.pending, l.head.Next, l.shared())
 	l.head.Next++
 	l.recent = append(l.recent, l.pending...)
+	eps := l.pending
 	l.appended += int64(len(l.pending))
 	l.pending = nil
 	l.changed()
-	return nil
+	return l.indexed(ctx, eps, true)
 }
 
 // Compact folds the oldest raw episodes into digests now, as Store does
@@ -282,6 +325,9 @@ func (l *Layer) flush(ctx context.Context) error {
 func (l *Layer) Compact(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.ensureLoaded(ctx); err != nil {
+		return fmt.Errorf("episodicmemory: compact: %w", err)
+	}
 	if err := l.flush(ctx); err != nil {
 		return fmt.Errorf("episodicmemory: compact: %w", err)
 	}
@@ -328,31 +374,15 @@ func (l *Layer) compact(ctx context.Context) error {
 }
 
 // fold installs head h after a compaction that produced digests: the
-// raw episodes below h.Digested leave the view, the digests join it. When
-// the digests are those of the folded episodes (as they are unless
-// another writer folded differently) the candidates keep their order and
-// text, and the index only loses the digests trimmed off the front.
+// raw episodes below h.Digested leave the view, the digests join it. The
+// index is unchanged: an episode's document is its digest line, raw or
+// folded.
 func (l *Layer) fold(h head, digests []Digest) {
 	l.head = h
-	n := 0
-	for n < len(l.recent) && l.recent[n].seq < h.Digested {
-		n++
-	}
-	same := n == len(digests)
-	for k := 0; same && k < n; k++ {
-		same = digests[k].Ref == l.recent[k].Ref && digests[k].Text == l.recent[k].Digest()
-	}
 	l.recent = slices.DeleteFunc(l.recent, func(e Episode) bool { return e.seq < h.Digested })
 	l.digests = append(l.digests, digests...)
 	trim := max(len(l.digests)-l.cfg.MaxDigests, 0)
 	l.digests = slices.Delete(l.digests, 0, trim)
-	if same && l.index != nil && trim <= l.indexed {
-		l.index.DropFirst(trim)
-		l.docs = slices.Delete(l.docs, 0, trim)
-		l.indexed -= trim
-	} else {
-		l.reindex()
-	}
 	l.changed()
 }
 
@@ -364,10 +394,6 @@ func rawTokens(e *Episode) int {
 	}
 	return e.toks
 }
-
-// reindex drops the recall index: the view changed other than by an
-// append or a compaction.
-func (l *Layer) reindex() { l.index, l.docs, l.indexed = nil, nil, -1 }
 
 // changed recounts the raw episodes after a change of the view.
 func (l *Layer) changed() {
@@ -381,7 +407,9 @@ func (l *Layer) changed() {
 }
 
 // Read returns the episode with the given reference (the newest, if
-// several share it), with its result as stored (whole up to
+// several share it), found through the index (a lookup by reference, then
+// a read of its segment, or of the digest records on a store without
+// search), with its result as stored (whole up to
 // Config.MaxResultBytes), and whole true. For an episode whose raw form
 // is gone (beyond Config.Retain, or folded without a store) it returns
 // the episode rebuilt from its digest, with an empty Result, and whole
@@ -409,21 +437,26 @@ func (l *Layer) read(ctx context.Context, ref string) (Episode, *Digest, error) 
 				}
 			}
 		}
-		if l.log.Store != nil {
-			e, d, err := l.findStored(ctx, m, nil, l.head.LastDigest)
-			if err != nil {
-				return Episode{}, nil, fmt.Errorf("episodicmemory: read %s: %w", storage.Quote(ref), err)
-			}
-			if d != nil || e.Ref != "" {
+		h, ok, err := l.lookup(ctx, m)
+		if err == nil && ok {
+			var e Episode
+			var d *Digest
+			if e, d, err = l.resolve(ctx, h); err == nil {
 				return e, d, nil
 			}
-		} else {
-			for i := len(l.digests) - 1; i >= 0; i-- {
-				if m.matches(l.digests[i].Ref, l.digests[i].Thread) {
-					d := l.digests[i]
-					return Episode{}, &d, nil
-				}
+		}
+		if err == nil && l.private && l.log.Store != nil {
+			// A store without search: beyond the view, walk the digest
+			// records.
+			var e Episode
+			var d *Digest
+			e, d, err = l.findStored(ctx, m, nil, l.head.LastDigest)
+			if err == nil && (d != nil || e.Ref != "") {
+				return e, d, nil
 			}
+		}
+		if err != nil {
+			return Episode{}, nil, fmt.Errorf("episodicmemory: read %s: %w", storage.Quote(ref), err)
 		}
 	}
 	return Episode{}, nil, fmt.Errorf("%w: %s", ErrNoEpisode, storage.Quote(ref))
@@ -483,6 +516,9 @@ func (l *Layer) Functions() []layer.Function {
 func (l *Layer) Episodes() []Episode {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.ensureLoaded(context.Background()); err != nil {
+		l.log.Logger.Warn("episodicmemory: reading the log failed", slog.String("layer", l.cfg.ID), slog.Any("error", err))
+	}
 	return slices.Concat(l.recent, l.pending)
 }
 
@@ -537,6 +573,9 @@ func (l *Layer) callRead(ctx context.Context, args json.RawMessage) (string, err
 func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.ensureLoaded(ctx); err != nil {
+		return nil, fmt.Errorf("episodicmemory: snapshot: %w", err)
+	}
 	return l.snapshotLocked(), nil
 }
 
@@ -573,6 +612,9 @@ func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.ensureLoaded(ctx); err != nil {
+		return fmt.Errorf("episodicmemory: restore: %w", err)
+	}
 	if string(encode(s)) == string(l.snapshotLocked()) {
 		return nil
 	}
@@ -590,6 +632,9 @@ func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
 		return fmt.Errorf("episodicmemory: restore: %w", err)
 	}
 	l.setRestored(h, s)
+	if err := l.reindex(ctx); err != nil {
+		return fmt.Errorf("episodicmemory: restore: %w", err)
+	}
 	if l.log.Store == nil {
 		return nil
 	}
@@ -621,8 +666,27 @@ func (l *Layer) setRestored(h head, s snapshot) {
 		s.Episodes[i].seq = h.Base + 1 + int64(i)
 	}
 	l.head, l.digests, l.recent, l.pending = h, s.Digests, s.Episodes, nil
-	l.reindex()
+	l.loaded = true
 	l.changed()
+}
+
+// reindex replaces the index with the view's episodes (Clear, Restore):
+// the collection is dropped, the view indexed and the marker set to the
+// head.
+func (l *Layer) reindex(ctx context.Context) error {
+	if l.private {
+		l.ix = &storage.MemoryIndex{}
+	} else if err := l.ix.Drop(ctx, l.col); err != nil {
+		return fmt.Errorf("drop the index: %w", err)
+	}
+	docs := docsOf(nil, l.digests)
+	if err := l.addDocs(ctx, docsOf(docs, digestsOf(l.recent))); err != nil {
+		return err
+	}
+	if l.private {
+		return nil
+	}
+	return l.writeMark(ctx, marker{Base: l.head.Base, Next: l.head.Next})
 }
 
 // Clear forgets every episode, in memory and in storage: the head's base
@@ -639,6 +703,9 @@ func (l *Layer) Clear(ctx context.Context) error {
 		return fmt.Errorf("episodicmemory: clear: %w", err)
 	}
 	l.setRestored(h, snapshot{})
+	if err := l.reindex(ctx); err != nil {
+		return fmt.Errorf("episodicmemory: clear: %w", err)
+	}
 	if l.log.Store == nil {
 		return nil
 	}
@@ -650,12 +717,16 @@ func (l *Layer) Clear(ctx context.Context) error {
 
 // Metrics returns the layer's figures (see layer.MetricsReporter;
 // agentloop exports them as OpenTelemetry metrics): "entries", the
-// episodes in the view (digests and raw episodes), and "bytes", their
-// text; "episodes_total", the episodes this layer (as Init returned it)
-// has appended to the log.
+// episodes in the view (the newest digests and the raw episodes), and
+// "bytes", their text; "episodes_total", the episodes this layer (as
+// Init returned it) has appended to the log. The view is read on the
+// first call if no write has read it.
 func (l *Layer) Metrics() map[string]int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.ensureLoaded(context.Background()); err != nil {
+		l.log.Logger.Warn("episodicmemory: reading the log failed", slog.String("layer", l.cfg.ID), slog.Any("error", err))
+	}
 	n := 0
 	for _, d := range l.digests {
 		n += len(d.Text)
@@ -689,6 +760,9 @@ func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, erro
 func (l *Layer) Close(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if len(l.pending) == 0 {
+		return nil
+	}
 	if err := l.flush(ctx); err != nil {
 		return fmt.Errorf("episodicmemory: close: %w", err)
 	}

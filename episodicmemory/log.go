@@ -77,8 +77,12 @@ func (l *Layer) load(ctx context.Context) error {
 		eps = append(eps, seg...)
 	}
 	l.head, l.hver, l.digests, l.recent = h, ver, digests, eps
-	l.reindex()
+	l.loaded = true
 	l.changed()
+	if l.private {
+		l.ix = &storage.MemoryIndex{}
+		return l.addDocs(ctx, docsOf(docsOf(nil, digests), digestsOf(eps)))
+	}
 	return nil
 }
 
@@ -86,6 +90,10 @@ func (l *Layer) load(ctx context.Context) error {
 // other writers appended, or reloads the whole view when they did more
 // than append (compaction, Clear, Restore) or appended a lot.
 func (l *Layer) catchUp(ctx context.Context, h head, ver int64) error {
+	if !l.loaded {
+		l.head, l.hver = h, ver // the view is read from the head when needed
+		return nil
+	}
 	if h.Base != l.head.Base || h.Digested != l.head.Digested || h.Next < l.head.Next || h.Next-l.head.Next > int64(l.cfg.CompactAfter) {
 		return l.load(ctx)
 	}
@@ -95,6 +103,9 @@ func (l *Layer) catchUp(ctx context.Context, h head, ver int64) error {
 			return err
 		}
 		l.recent = append(l.recent, seg...)
+		if err := l.indexed(ctx, seg, false); err != nil {
+			return err
+		}
 	}
 	l.head, l.hver = h, ver
 	l.changed()
@@ -185,6 +196,7 @@ func (l *Layer) publish(ctx context.Context, seq int64, eps []Episode) error {
 	if !ok {
 		return nil
 	}
+	mine := eps != nil
 	if eps == nil {
 		if eps, err = l.readSegment(ctx, seq); err != nil {
 			return err
@@ -193,6 +205,9 @@ func (l *Layer) publish(ctx context.Context, seq int64, eps []Episode) error {
 	l.head, l.hver = h, v
 	l.recent = append(l.recent, eps...)
 	l.changed()
+	if err := l.indexed(ctx, eps, mine); err != nil {
+		return fmt.Errorf("segment %d is stored, but %w", seq, err)
+	}
 	return nil
 }
 

@@ -3,18 +3,25 @@ package episodicmemory
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/memlayer/memlayer/internal/lexical"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
+	"github.com/memlayer/memlayer/storage"
 )
 
-// Recall returns the episodes most relevant to the user's input
-// (q.Text) as one block, fenced with layer.Fence in a block named after
+// recallPool is how many episodes the text search asks the index for at
+// least, before recency re-ranks them.
+const recallPool = 32
+
+// Recall returns the episodes most relevant to the situation
+// (q.About(): the user's message, the scratchpad's goal and plan, the
+// entities the recent turns touched, when the stack gives it; else
+// q.Text) as one block, fenced with layer.Fence in a block named after
 // the layer ID (<episodic_memory> by default):
 //
 //	<episodic_memory>
@@ -23,27 +30,30 @@ import (
 //	[turn-4] step 2 turn: "Create an About page" → answered: Done, page-123 is live.
 //	</episodic_memory>
 //
-// Candidates are the digests and raw episodes of the view. Each gets
+// Candidates come from the index, which holds every episode of the log
+// (raw or folded, by its digest line): the max(4·Config.MaxRecall, 32)
+// episodes the query's text ranks best, and the Config.MaxRecall most
+// recently indexed. Each gets
 //
 //	score = SimilarityWeight·similarity + RecencyWeight·0.5^(age/HalfLife)
 //
-// where similarity is the BM25 similarity of the input to the episode's
-// digest line (which holds the tool, the arguments, the IDs and names
-// found, or the start of a result without them), in [0, 1] (internal/lexical), and
-// age is how many episodes are newer. The best Config.MaxRecall are taken (ties: the
-// newer first), fewer when the block would not fit q.Budget (counted
-// with q.Count), and shown oldest first. The result is a function of the
-// log and the query only: the same inputs give the same block. It
-// returns nothing when the log is empty.
+// where similarity is the text score divided by the best one, in [0, 1]
+// (BM25 in the in-memory store; the backend's full-text rank elsewhere),
+// and age is how many segments (steps) are newer. The best
+// Config.MaxRecall are taken (ties: the newer first), fewer when the
+// block would not fit q.Budget (counted with q.Count), and shown oldest
+// first. The result is a function of the log and the query only: the
+// same inputs give the same block. It returns nothing when the log is
+// empty.
 func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var pick []int
-	for _, p := range l.best(q.Text) {
-		pick = append(pick, p.i)
+	pick, err := l.best(ctx, q.About())
+	if err != nil {
+		return nil, fmt.Errorf("episodicmemory: recall: %w", err)
 	}
 	for len(pick) > 0 {
-		block := l.render(slices.Sorted(slices.Values(pick)))
+		block := l.render(inLogOrder(pick))
 		tokens := q.Count(block)
 		if q.Budget <= 0 || tokens <= q.Budget { // zero or less: no budget given
 			return []layer.Item{{Text: block, Tokens: tokens}}, nil
@@ -53,153 +63,132 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 	return nil, nil
 }
 
-// picked is an episode best chose: its index in l.docs (age order:
-// oldest first) and its BM25 similarity to the text.
+// picked is an episode best chose, with its similarity to the query.
 type picked struct {
-	i   int
+	hit
 	sim float64
+}
+
+// inLogOrder returns the picks oldest first.
+func inLogOrder(p []picked) []picked {
+	p = slices.Clone(p)
+	slices.SortFunc(p, func(a, b picked) int { return cmpPos(a.hit, b.hit) })
+	return p
+}
+
+// cmpPos orders episodes as the log does: by segment, then position.
+func cmpPos(a, b hit) int {
+	if c := cmp.Compare(a.seq, b.seq); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.pos, b.pos)
 }
 
 // best returns the Config.MaxRecall episodes most relevant to text, best
 // first (see [Layer.Recall] for the score). The caller holds l.mu.
-func (l *Layer) best(text string) []picked {
-	n := len(l.digests) + len(l.recent) + len(l.pending)
-	if n == 0 {
-		return nil
+func (l *Layer) best(ctx context.Context, text string) ([]picked, error) {
+	var byText []hit
+	if strings.TrimSpace(text) != "" {
+		var err error
+		if byText, err = l.search(ctx, storage.Query{Text: text, K: min(max(4*l.cfg.MaxRecall, recallPool), storage.MaxK)}); err != nil {
+			return nil, err
+		}
 	}
-	l.syncIndex()
-	hits := l.index.Rank(text)
-	type cand struct {
-		picked
-		score float64
+	recent, err := l.search(ctx, storage.Query{K: l.cfg.MaxRecall})
+	if err != nil {
+		return nil, err
 	}
-	cands := make([]cand, len(hits))
+	// Episodes not yet stored (a failed write) come after every stored one.
+	next := max(l.head.Next, 0)
+	for i := range l.pending {
+		e := &l.pending[i]
+		recent = append(recent, hit{ref: e.Ref, thread: e.Thread, text: e.Digest(), seq: next, pos: i, step: e.Step, time: e.Time})
+	}
+	cands := map[[2]int64]*picked{}
+	newest := int64(-1)
+	top := 0.0
+	for _, h := range byText {
+		top = max(top, h.score)
+	}
+	for k, list := range [][]hit{byText, recent} {
+		for _, h := range list {
+			newest = max(newest, h.seq)
+			key := [2]int64{h.seq, int64(h.pos)}
+			if cands[key] != nil {
+				continue
+			}
+			p := &picked{hit: h}
+			if k == 0 && top > 0 {
+				p.sim = h.score / top
+			}
+			cands[key] = p
+		}
+	}
+	out := make([]picked, 0, len(cands))
+	score := map[[2]int64]float64{}
 	hl := float64(l.cfg.HalfLife)
-	for k, h := range hits {
-		age := float64(n - 1 - h.Doc)
-		cands[k] = cand{picked{h.Doc, h.Similarity}, SimilarityWeight*h.Similarity + RecencyWeight*math.Exp2(-age/hl)}
+	for key, p := range cands {
+		score[key] = SimilarityWeight*p.sim + RecencyWeight*math.Exp2(-float64(newest-p.seq)/hl)
+		out = append(out, *p)
 	}
-	slices.SortFunc(cands, func(a, b cand) int {
-		if c := cmp.Compare(b.score, a.score); c != 0 {
+	slices.SortFunc(out, func(a, b picked) int {
+		if c := cmp.Compare(score[[2]int64{b.seq, int64(b.pos)}], score[[2]int64{a.seq, int64(a.pos)}]); c != 0 {
 			return c
 		}
-		return cmp.Compare(b.i, a.i)
+		return cmpPos(b.hit, a.hit)
 	})
-	cands = cands[:min(len(cands), l.cfg.MaxRecall)]
-	out := make([]picked, len(cands))
-	for k, c := range cands {
-		out[k] = c.picked
-	}
-	return out
+	return out[:min(len(out), l.cfg.MaxRecall)], nil
 }
 
-// render writes the block of the chosen candidates, in age order.
-func (l *Layer) render(chosen []int) string {
+// render writes the block of the chosen episodes, in log order.
+func (l *Layer) render(chosen []picked) string {
 	var b strings.Builder
 	b.WriteString("Earlier tool calls and turns, oldest first. [ref] is the reference: call ")
 	b.WriteString(l.tool)
 	b.WriteString(` with {"ref": "..."} to read a full result.`)
-	for _, i := range chosen {
+	for _, p := range chosen {
 		b.WriteByte('\n')
-		b.WriteString(l.docs[i])
+		b.WriteString(p.text)
 	}
 	return layer.Fence(l.tag, b.String())
 }
 
-// syncIndex brings the recall index up to the candidates: digests, raw
-// episodes and pending episodes, oldest first, each indexed by its
-// digest line (the same text whether the episode is raw or folded, so
-// a compaction changes no score). Appended candidates are added; the
-// index is rebuilt when it was dropped or pending episodes (not yet
-// numbered) are among the candidates.
-func (l *Layer) syncIndex() {
-	if l.index == nil || l.indexed < 0 || len(l.pending) > 0 || l.indexed > len(l.digests)+len(l.recent) {
-		l.index, l.docs, l.indexed = &lexical.Corpus{}, nil, 0
-	}
-	for ; l.indexed < len(l.digests)+len(l.recent); l.indexed++ {
-		var ref, line string
-		if i := l.indexed; i < len(l.digests) {
-			ref, line = l.digests[i].Ref, l.digests[i].Text
-		} else {
-			e := &l.recent[i-len(l.digests)]
-			ref, line = e.Ref, e.Digest()
-		}
-		l.index.Add(ref, line)
-		l.docs = append(l.docs, line)
-	}
-	if len(l.pending) > 0 {
-		for i := range l.pending {
-			line := l.pending[i].Digest()
-			l.index.Add(l.pending[i].Ref, line)
-			l.docs = append(l.docs, line)
-		}
-		l.indexed = -1 // the pending episodes are renamed once appended
-	}
-}
-
 // Candidates returns the episodes Recall would choose from, the
-// Config.MaxRecall most relevant to q.Text (so scored assembly never
+// Config.MaxRecall most relevant to q.About() (so scored assembly never
 // shows more episodes than Recall would), as layer.Candidate values for
 // scored assembly (prompt.Assemble), oldest first: Key is the reference,
 // Text the digest line (tokens counted with q.Count), Similarity the
-// BM25 similarity to q.Text in [0, 1] (as Recall uses it), Time when the
-// episode happened as the log's order bounds it (an episode logged after
-// another is never older, and a time after Config.Now counts as no newer
-// than now or than later episodes, so no writer's clock can make an old
+// text similarity in [0, 1] (as Recall uses it), Time when the episode
+// happened as the log's order bounds it (an episode logged after another
+// is never older, and a time after Config.Now counts as no newer than
+// now or than later episodes, so no writer's clock can make an old
 // episode the newest) and Source its thread. Importance is left zero.
 func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]layer.Candidate, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	pick := l.best(q.Text)
-	slices.SortFunc(pick, func(a, b picked) int { return cmp.Compare(a.i, b.i) })
+	pick, err := l.best(ctx, q.About())
+	if err != nil {
+		return nil, fmt.Errorf("episodicmemory: candidates: %w", err)
+	}
+	pick = inLogOrder(pick)
 	out := make([]layer.Candidate, len(pick))
 	now := clampTime(l.cfg.Now())
 	for k, p := range pick {
-		i, line := p.i, l.docs[p.i]
-		c := layer.Candidate{Layer: l.cfg.ID, Text: line, Tokens: q.Count(line), Similarity: p.sim, Time: l.recency(i, now)}
-		switch {
-		case i < len(l.digests):
-			d := &l.digests[i]
-			c.Key, c.Source = d.Ref, d.Thread
-		case i < len(l.digests)+len(l.recent):
-			e := &l.recent[i-len(l.digests)]
-			c.Key, c.Source = e.Ref, e.Thread
-		default:
-			e := &l.pending[i-len(l.digests)-len(l.recent)]
-			c.Key, c.Source = e.Ref, e.Thread
-		}
-		out[k] = c
+		out[k] = layer.Candidate{Layer: l.cfg.ID, Key: p.ref, Source: p.thread, Text: p.text, Tokens: q.Count(p.text),
+			Similarity: p.sim, Time: recency(pick, k, now)}
 	}
 	return out, nil
 }
 
-// logged returns where doc i (a digest, a recent or a pending episode)
-// stands in the log, and its time as its writer's clock stamped it.
-// Pending episodes come after every stored one.
-func (l *Layer) logged(i int) (seq int64, t time.Time) {
-	switch {
-	case i < len(l.digests):
-		d := &l.digests[i]
-		return d.Seq, d.Time
-	case i < len(l.digests)+len(l.recent):
-		e := &l.recent[i-len(l.digests)]
-		return e.seq, e.Time
-	default:
-		return math.MaxInt64, l.pending[i-len(l.digests)-len(l.recent)].Time
-	}
-}
-
-// recency returns the time scored assembly measures doc i's recency from:
-// its time as the log's order bounds it, since the writer's clock may be
-// wrong. An episode logged after another is never older than it; a time
-// after now (a writer whose clock is ahead) counts as no later than the
-// episodes logged after it, nor than now. Only times not after now bound
-// others.
-func (l *Layer) recency(i int, now time.Time) time.Time {
-	seq, t := l.logged(i)
-	return prompt.OrderedTime(seq, t, now, func(yield func(int64, time.Time) bool) {
-		for j := range len(l.digests) + len(l.recent) + len(l.pending) {
-			if !yield(l.logged(j)) {
+// recency returns the time scored assembly measures episode k's recency
+// from: its time as the log's order bounds it among the picks, since the
+// writer's clock may be wrong. An episode logged after another is never
+// older than it; a time after now (a writer whose clock is ahead) counts
+// as no later than the episodes logged after it, nor than now.
+func recency(pick []picked, k int, now time.Time) time.Time {
+	return prompt.OrderedTime(pick[k].seq, pick[k].time, now, func(yield func(int64, time.Time) bool) {
+		for _, p := range pick {
+			if !yield(p.seq, p.time) {
 				return
 			}
 		}

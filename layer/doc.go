@@ -16,6 +16,8 @@
 //   - [Returner]: OnReturn takes a child's changes back.
 //   - [Provider]: functions, which become the model's tools.
 //   - [Snapshotter], [Clearer]: the stack's unified memory operations.
+//   - [Situator]: the layer's part of the situation, the query that
+//     long-term memory searches with ([Query.Situation]).
 //   - [Closer] (or io.Closer): flush and release at the end of a run.
 //   - [CandidateSource]: memories that compete in scored assembly.
 //   - [MetricsReporter]: figures for monitoring, which agentloop exports

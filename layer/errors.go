@@ -32,7 +32,8 @@ var (
 // The names of the calls into a layer, as [Error.Hook] and [Event.Hook]
 // report them: the lifecycle hooks "init", "recall", "store", "onSpawn",
 // "onReturn" and "close"; "tool" (a provided function called through
-// [Stack.CallTool]); and "snapshot", "restore" and "clear".
+// [Stack.CallTool]); "situation" (a [Situator], before Recall); and
+// "snapshot", "restore" and "clear".
 const (
 	hookInit     = "init"
 	hookRecall   = "recall"
@@ -44,6 +45,8 @@ const (
 	hookSnapshot = "snapshot"
 	hookRestore  = "restore"
 	hookClear    = "clear"
+	// hookSituation is a [Situator]'s call, before Recall.
+	hookSituation = "situation"
 )
 
 // Error is a failure of one hook of one layer.

@@ -233,6 +233,12 @@ func (env Env) ScopeKey(scope Scope) string {
 type Query struct {
 	// Text is the user's latest message.
 	Text string
+	// Situation is what the run is about right now: Text, then the parts
+	// of the situation the stack's [Situator] layers give, in slot order,
+	// one per line. Layers that search long-term memory query with it.
+	// The Stack fills it in; empty in a Query built by hand, where
+	// [Query.About] falls back to Text.
+	Situation string
 	// Step counts model calls in this run, from 0.
 	Step int
 	// Budget is the number of tokens allocated to this layer for this

@@ -268,9 +268,16 @@ func (s *Stack) ready() error {
 // a negative budget is left out of this Recall (its memory reaches the
 // prompt some other way, such as scored assembly). A failing or slow
 // layer is reported and contributes nothing; the others go on.
+//
+// Before the layers recall, Recall sets q.Situation (unless the caller
+// did): q.Text followed by the parts of every enabled [Situator], in slot
+// order, one per line.
 func (s *Stack) Recall(ctx context.Context, q Query, budgets map[string]int) ([]Recalled, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
+	}
+	if q.Situation == "" {
+		q.Situation = s.Situation(ctx, q)
 	}
 	b := hookBatch[Layer](s, hookRecall, runRecall, false, func(id string) bool { bud, ok := budgets[id]; return !ok || bud >= 0 })
 	if b == nil {
@@ -577,7 +584,7 @@ func (e *entry) timeoutOf(hook string) time.Duration {
 	switch hook {
 	case hookInit, hookSpawn, hookReturn:
 		return 10 * time.Second
-	case hookRecall, hookClose:
+	case hookRecall, hookClose, hookSituation:
 		return 5 * time.Second
 	default: // Store, tool calls, snapshots, restores, clears, stats
 		return 30 * time.Second

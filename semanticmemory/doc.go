@@ -22,22 +22,30 @@
 //
 // # Retrieval
 //
-// Sparse: BM25 over the live facts (internal/lexical, the tokenizer and
-// scorer the episodic layer uses too), similarity = score / the query's
-// top score. Dense, optional: the cosine similarity of the query's
+// Recall queries the store's search index (storage.Searcher) with the
+// situation (layer.Query.About: the user's message, the scratchpad's goal
+// and plan, the entities the recent turns touched). Sparse: the index's
+// text ranking (BM25 in the in-memory store, the backend's full-text rank
+// elsewhere). Dense, optional: the cosine similarity of the query's
 // embedding to the facts' (Config.Embedder, any langchaingo
-// embeddings.Embedder; each fact version is embedded once when written
-// and the embedding stored with it), or the search of a langchaingo
-// vector store ([VectorStore]). Without a dense ranker retrieval is
-// sparse alone. The rankings are fused by reciprocal-rank fusion with
+// embeddings.Embedder; each fact version is embedded once when written,
+// and the embedding is stored with it and is its index document's
+// vector), or the search of a langchaingo vector store ([VectorStore]).
+// Without a dense ranker retrieval is sparse alone. The rankings (equal
+// scores ordered by fact ID) are fused by reciprocal-rank fusion with
 // k = 60 ([RRFK]): a fact scores Σ 1/(60 + rank) over the rankings that
-// found it (ranks from 1; a ranking holds the facts with a positive BM25
-// score or cosine); facts are ordered by that score, ties broken by fact
-// ID, so the same facts and query always give the same block, byte for
-// byte. [Layer.Candidates] offers the facts to prompt.Assemble with the
-// best of the rankers' own similarities (BM25 divided by the query's top
-// score, the cosine), in [0, 1]: the fused score orders, it does not say
-// how well a fact matches.
+// found it; facts are ordered by that score, ties broken by fact ID, so
+// the same facts and query always give the same block, byte for byte.
+// [Layer.Candidates] offers the facts to prompt.Assemble with the best of
+// the rankers' own similarities (the text score divided by the query's
+// top score, the cosine), in [0, 1]: the fused score orders, it does not
+// say how well a fact matches.
+//
+// Facts that describe the user — the kinds in Config.PinKinds, "profile"
+// and "preference" by default — and facts of importance at least
+// Config.PinImportance (0.8) are pinned: Recall shows them first, the
+// newest first and at most Config.MaxPinned (4), whatever the query, by
+// a filtered query of the index that reads no text.
 //
 // # Storage
 //
@@ -49,17 +57,36 @@
 // claims the next number by creating its record (create-only), then
 // publishes it by advancing the head with compare-and-swap; a writer
 // that finds a number taken publishes that record and tries the next.
-// Init reads every record into the in-process index (the BM25 corpus and
-// the facts); every Recall then reads the head (one Get) and only the
-// records written since, so a fact acknowledged by another process before
-// a Recall starts is in that Recall, and the cost of a Recall does not
-// grow with the number of writes beyond the index itself. A record that
-// cannot be decoded is moved aside with storage.Quarantine and reported;
-// one from a newer version of this package ([ErrVersion]) fails the read
-// and is left untouched. Clear and Restore write one record that replaces
-// every fact before it, so a reader sees the old facts or the new ones,
-// never a mix; then they move the head's Base to it and delete the older
-// records.
+//
+// The records are the source of truth; the index is derived from them.
+// The collection storage.IndexName(id, scope, "facts") holds one
+// document per live fact (its last version; a forgotten fact has none)
+// and a marker naming the records it covers. A writer indexes its
+// record after the record is published, before Remember or Forget
+// returns, so a fact acknowledged by another process before a Recall
+// starts is in it. Init reads the head and the marker and applies the
+// records the index lacks: none in a steady state, every record once
+// when a log written before the index is first used (that is the
+// migration: nothing else is needed). So Init and Recall read nothing
+// that grows with the number of facts; superseded and forgotten versions
+// stay stored for the audit ([Layer.Versions], [Layer.Facts],
+// [Layer.Snapshot] read the whole log) and no run reads them again. A
+// new fact is compared with the facts of its kind the index ranks best
+// for its text to find the one it restates. Erasing a scope drops its
+// collections with storage.DropIndexes beside deleting its records.
+//
+// A store without search gets an index of the run's own
+// (storage.MemoryIndex), filled from the newest records holding
+// Config.FallbackFacts (4,096) fact versions; older facts are not
+// recalled there, and each Recall reads the head (one Get) and the
+// records written since.
+//
+// A record that cannot be decoded is moved aside with storage.Quarantine
+// and reported; one from a newer version of this package ([ErrVersion])
+// fails the read and is left untouched. Clear and Restore write one
+// record that replaces every fact before it, so a reader sees the old
+// facts or the new ones, never a mix; then they move the head's Base to
+// it, delete the older records, and rebuild the index from it.
 //
 // # Block
 //

@@ -2,13 +2,16 @@ package semanticmemory
 
 import (
 	"cmp"
+	"context"
+	"fmt"
 	"maps"
-	"math"
 	"slices"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/memlayer/memlayer/internal/lexical"
-	"github.com/memlayer/memlayer/prompt"
+	"github.com/memlayer/memlayer/storage"
 )
 
 // SupersedeThreshold is the lexical similarity at or above which a new
@@ -21,76 +24,308 @@ import (
 // 5, 0.6) stay two.
 const SupersedeThreshold = 0.7
 
-// index is the in-process view of the log: every version of every fact,
-// the BM25 corpus of the live ones, and postings for finding restated
-// facts. It is rebuilt from the store at Init and updated as records
-// are read.
-type index struct {
-	versions map[string][]Fact          // by ID, oldest first
-	live     map[string]*Fact           // last version of every fact not forgotten
-	seq      map[string]int64           // the record that wrote each live fact's version
-	tokens   map[string]map[string]bool // distinct tokens of each live fact
-	postings map[string][]string        // kind + "\x00" + token → IDs (may be stale)
-	corpus   lexical.Corpus             // live facts; rebuilt when stale
-	stale    bool                       // corpus holds a superseded or forgotten fact
-	bytes    int                        // text bytes of the live facts
-	maxNum   int64                      // the highest n of an ID "f<n>" seen, or -1
+// restateCandidates is how many facts of the kind, best by BM25, a new
+// fact is compared with to find the one it restates.
+const restateCandidates = 32
+
+// The search index: one document per live fact in the collection
+// storage.IndexName(id, scope, "facts"), with the fact's last version
+// (ID = fact ID, Text = its text, Vector = its embedding) and the fields
+// below, plus one marker document (ID markID, field "mark") that says
+// which records the documents cover. The records stay the source of
+// truth: records are applied to the index in order, after they are
+// written, and a run that finds the marker behind the head applies the
+// missing ones (the first run on a log written before the index applies
+// them all).
+const (
+	fieldID      = "id"   // the fact ID
+	fieldKind    = "kind" // the fact's kind
+	fieldImp     = "imp"  // its importance, as text
+	fieldUpdated = "upd"  // its Updated, RFC 3339
+	fieldSeq     = "seq"  // the record that holds this version
+	fieldVersion = "ver"  // the version
+	fieldPin     = "pin"  // "1" when shown whatever the query (see Config.PinKinds)
+	fieldSource  = "src"  // Source.String(), cut at storage.MaxFieldValueLen bytes
+	fieldMark    = "mark" // "1" on the marker document only
+
+	markID = " mark" // no fact ID has a space
+)
+
+// marker is what the marker document records: the records [Base, Next)
+// are applied to the index, which then holds Live facts.
+type marker struct {
+	Base, Next, Live int64
 }
 
-func (l *Layer) reset() {
-	l.idx = index{versions: map[string][]Fact{}, live: map[string]*Fact{}, seq: map[string]int64{}, tokens: map[string]map[string]bool{}, postings: map[string][]string{}, maxNum: -1}
+func (m marker) doc() storage.Document {
+	return storage.Document{ID: markID, Fields: map[string]string{fieldMark: "1",
+		"base": strconv.FormatInt(m.Base, 10), "next": strconv.FormatInt(m.Next, 10), "live": strconv.FormatInt(m.Live, 10)}}
 }
 
-// apply takes the new fact versions of record seq into the index. A
-// version that is not the next of its fact (already seen) is ignored.
-func (l *Layer) apply(seq int64, facts []Fact) {
-	x := &l.idx
-	for _, f := range facts {
-		vs := x.versions[f.ID]
-		if len(vs) > 0 && vs[len(vs)-1].Version >= f.Version {
-			continue
+// searcherOf returns the store's search capability, and whether it has one.
+func searcherOf(s storage.Store) (storage.Searcher, bool) {
+	x, ok := s.(storage.Searcher)
+	return x, ok
+}
+
+// readMark returns the index's marker, and false when the index has
+// none (new, dropped, or never built).
+func (l *Layer) readMark(ctx context.Context) (marker, bool, error) {
+	hits, err := l.ix.Search(ctx, l.col, storage.Query{Filter: map[string]string{fieldMark: "1"}, K: 1})
+	if err != nil || len(hits) == 0 {
+		return marker{}, false, err
+	}
+	f := hits[0].Fields
+	num := func(k string) int64 { n, _ := strconv.ParseInt(f[k], 10, 64); return n }
+	return marker{Base: num("base"), Next: num("next"), Live: num("live")}, true, nil
+}
+
+// doc returns the index document of fact version f, written in record seq.
+func (l *Layer) doc(f *Fact, seq int64) storage.Document {
+	d := storage.Document{ID: f.ID, Text: f.Text, Vector: f.Embedding, Fields: map[string]string{
+		fieldID: f.ID, fieldKind: f.Kind, fieldImp: strconv.FormatFloat(f.Importance, 'g', -1, 64),
+		fieldUpdated: f.Updated.UTC().Format(time.RFC3339Nano), fieldSeq: strconv.FormatInt(seq, 10),
+		fieldVersion: strconv.Itoa(f.Version), fieldSource: cutValid(f.Source.String(), storage.MaxFieldValueLen),
+	}}
+	if l.pinned(f.Kind, f.Importance) {
+		d.Fields[fieldPin] = "1"
+	}
+	return d
+}
+
+// pinned reports whether a fact of this kind and importance is shown
+// whatever the query.
+func (l *Layer) pinned(kind string, importance float64) bool {
+	return slices.Contains(l.cfg.PinKinds, kind) || importance >= l.cfg.PinImportance
+}
+
+// cutValid returns s cut to at most n bytes at a rune boundary.
+func cutValid(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// view is a live fact as the index holds it: enough to render, rank and
+// offer it, and to find its record.
+type view struct {
+	ID, Text, Kind, Source string
+	Importance             float64
+	Updated                time.Time
+	Seq                    int64
+	Version                int
+}
+
+func viewOf(h storage.Hit) view {
+	f := h.Fields
+	v := view{ID: cmp.Or(f[fieldID], h.ID), Text: h.Text, Kind: f[fieldKind], Source: f[fieldSource]}
+	v.Importance, _ = strconv.ParseFloat(f[fieldImp], 64)
+	v.Updated, _ = time.Parse(time.RFC3339Nano, f[fieldUpdated])
+	v.Seq, _ = strconv.ParseInt(f[fieldSeq], 10, 64)
+	v.Version, _ = strconv.Atoi(f[fieldVersion])
+	return v
+}
+
+// lookup returns the live fact id as the index holds it.
+func (l *Layer) lookup(ctx context.Context, id string) (view, bool, error) {
+	hits, err := l.ix.Search(ctx, l.col, storage.Query{Filter: map[string]string{fieldID: id}, K: 1})
+	if err != nil || len(hits) == 0 {
+		return view{}, false, err
+	}
+	return viewOf(hits[0]), true, nil
+}
+
+// fact reads the full version v names from its record (a point read).
+func (l *Layer) fact(ctx context.Context, v view) (Fact, bool, error) {
+	r, err := l.readRecord(ctx, v.Seq)
+	if err != nil {
+		return Fact{}, false, err
+	}
+	for i := len(r.Facts) - 1; i >= 0; i-- {
+		if f := r.Facts[i]; f.ID == v.ID && f.Version == v.Version {
+			return f, true, nil
 		}
-		x.versions[f.ID] = append(vs, f)
-		x.maxNum = max(x.maxNum, idNumber(f.ID))
-		if old, ok := x.live[f.ID]; ok {
-			x.bytes -= len(old.Text)
-			delete(x.live, f.ID)
-			delete(x.seq, f.ID)
-			delete(x.tokens, f.ID)
-			x.stale = true
+	}
+	return Fact{}, false, nil
+}
+
+// apply takes record r into the index, updating m (the marker, not yet
+// written). A version the index already holds, or an older one, is
+// skipped, so applying a record twice changes nothing.
+func (l *Layer) apply(ctx context.Context, r record, m *marker) error {
+	if r.Reset {
+		if err := l.ix.Drop(ctx, l.col); err != nil {
+			return err
+		}
+		m.Live = 0
+	}
+	for i := range r.Facts {
+		f := &r.Facts[i]
+		cur, found, err := l.lookup(ctx, f.ID)
+		if err != nil {
+			return err
+		}
+		if found && cur.Version >= f.Version {
+			continue
 		}
 		if f.Forgotten {
+			if found {
+				if err := l.ix.Unindex(ctx, l.col, f.ID); err != nil {
+					return err
+				}
+				m.Live--
+			}
 			continue
 		}
-		nf := &x.versions[f.ID][len(x.versions[f.ID])-1]
-		x.live[f.ID] = nf
-		x.seq[f.ID] = seq
-		x.bytes += len(f.Text)
-		set := tokenSet(f.Text)
-		x.tokens[f.ID] = set
-		for t := range set {
-			k := f.Kind + "\x00" + t
-			x.postings[k] = append(x.postings[k], f.ID)
+		if err := l.ix.Index(ctx, l.col, l.doc(f, r.Seq)); err != nil {
+			return err
 		}
-		if !x.stale {
-			x.corpus.Add(f.ID, f.Text)
+		if !found {
+			m.Live++
 		}
 	}
+	m.Next = max(m.Next, r.Seq+1)
+	return nil
 }
 
-// bm25 returns the corpus of the live facts, rebuilt if a fact left it.
-// The scores depend only on the set of facts, not on the order they
-// were added in.
-func (l *Layer) bm25() *lexical.Corpus {
-	x := &l.idx
-	if x.stale {
-		x.corpus = lexical.Corpus{}
-		for _, id := range slices.Sorted(maps.Keys(x.live)) {
-			x.corpus.Add(id, x.live[id].Text)
-		}
-		x.stale = false
+// catchUp applies to the index the records the marker says it lacks, up
+// to the head l holds, and writes the marker. Its cost is the records
+// written since the index last caught up: nothing in a steady state, the
+// whole log the first time a log written before the index is used. With
+// a private index (a store without search) it reads only the newest
+// records holding Config.FallbackFacts fact versions.
+func (l *Layer) catchUp(ctx context.Context) error {
+	m, ok, err := l.readMark(ctx)
+	if err != nil {
+		return fmt.Errorf("read the index marker: %w", err)
 	}
-	return &x.corpus
+	switch {
+	case ok && m.Base > l.head.Base:
+		return nil // the head l holds is older than the index's (a Clear since)
+	case ok && m.Base < l.head.Base:
+		// Built before a Clear or Restore that did not finish: rebuild.
+		if err := l.ix.Drop(ctx, l.col); err != nil {
+			return fmt.Errorf("drop the stale index: %w", err)
+		}
+		fallthrough
+	case !ok:
+		// No marker: a new index, or a writer's first record indexed
+		// before its marker (applying it again changes nothing).
+		m = marker{Base: l.head.Base, Next: l.head.Base}
+		if l.private {
+			return l.loadWindow(ctx)
+		}
+	}
+	if m.Next >= l.head.Next {
+		l.mark = m
+		return nil
+	}
+	for seq := m.Next; seq < l.head.Next; seq++ {
+		r, err := l.readRecord(ctx, seq)
+		if err != nil {
+			return err
+		}
+		r.Seq = seq
+		if err := l.apply(ctx, r, &m); err != nil {
+			return fmt.Errorf("index record %d: %w", seq, err)
+		}
+	}
+	if err := l.ix.Index(ctx, l.col, m.doc()); err != nil {
+		return fmt.Errorf("write the index marker: %w", err)
+	}
+	l.mark = m
+	return nil
+}
+
+// loadWindow fills a private index (a store without search) from the
+// newest records holding Config.FallbackFacts fact versions, back to the
+// newest Reset record at most, and writes its marker.
+func (l *Layer) loadWindow(ctx context.Context) error {
+	var recs []record
+	n := 0
+	for seq := l.head.Next - 1; seq >= l.head.Base && n < l.cfg.FallbackFacts; seq-- {
+		r, err := l.readRecord(ctx, seq)
+		if err != nil {
+			return err
+		}
+		r.Seq = seq
+		recs = append(recs, r)
+		n += len(r.Facts)
+		if r.Reset {
+			break
+		}
+	}
+	// The last version of each fact in the window, in one pass.
+	type last struct {
+		f   *Fact
+		seq int64
+	}
+	final := map[string]last{}
+	var order []string
+	for i := len(recs) - 1; i >= 0; i-- {
+		for j := range recs[i].Facts {
+			f := &recs[i].Facts[j]
+			if cur, ok := final[f.ID]; ok && cur.f.Version >= f.Version {
+				continue
+			} else if !ok {
+				order = append(order, f.ID)
+			}
+			final[f.ID] = last{f, recs[i].Seq}
+		}
+	}
+	m := marker{Base: l.head.Base, Next: l.head.Next}
+	docs := []storage.Document{m.doc()}
+	for _, id := range order {
+		if x := final[id]; !x.f.Forgotten {
+			docs = append(docs, l.doc(x.f, x.seq))
+			m.Live++
+		}
+	}
+	docs[0] = m.doc()
+	if err := l.ix.Index(ctx, l.col, docs...); err != nil {
+		return fmt.Errorf("write the index marker: %w", err)
+	}
+	l.mark = m
+	return nil
+}
+
+// restated returns the live fact of the given kind that text restates
+// (the highest similarity at or above SupersedeThreshold, ties by ID), or
+// false. It compares text with the restateCandidates facts of the kind
+// the index ranks best for it: a restated fact shares most of its words.
+func (l *Layer) restated(ctx context.Context, kind, text string) (Fact, bool, error) {
+	set := tokenSet(text)
+	if len(set) == 0 {
+		return Fact{}, false, nil
+	}
+	hits, err := l.ix.Search(ctx, l.col, storage.Query{Text: text, Filter: map[string]string{fieldKind: kind}, K: restateCandidates})
+	if err != nil {
+		return Fact{}, false, err
+	}
+	slices.SortFunc(hits, func(a, b storage.Hit) int { return cmp.Compare(a.ID, b.ID) })
+	var best *storage.Hit
+	bestSim := 0.0
+	for i := range hits {
+		ft := tokenSet(hits[i].Text)
+		n := 0
+		for t := range set {
+			if ft[t] {
+				n++
+			}
+		}
+		sim := float64(n) / float64(len(set)+len(ft)-n)
+		if sim >= SupersedeThreshold && sim > bestSim {
+			best, bestSim = &hits[i], sim
+		}
+	}
+	if best == nil {
+		return Fact{}, false, nil
+	}
+	return l.fact(ctx, viewOf(*best))
 }
 
 func tokenSet(text string) map[string]bool {
@@ -102,70 +337,45 @@ func tokenSet(text string) map[string]bool {
 	return set
 }
 
-// restated returns the live fact of the given kind that text restates
-// (the highest similarity at or above SupersedeThreshold, ties by ID), or
-// nil.
-func (l *Layer) restated(kind, text string) *Fact {
-	x := &l.idx
-	set := tokenSet(text)
-	if len(set) == 0 {
-		return nil
-	}
-	// Jaccard >= t needs at least m = ceil(t·|set|) shared tokens, so a
-	// restated fact shares one of any |set|-m+1 tokens of the new text
-	// (pigeonhole): collect the facts on the shortest postings of that
-	// many tokens, then measure each exactly.
-	toks := slices.Sorted(maps.Keys(set))
-	slices.SortStableFunc(toks, func(a, b string) int {
-		return cmp.Compare(len(x.postings[kind+"\x00"+a]), len(x.postings[kind+"\x00"+b]))
-	})
-	m := max(1, int(math.Ceil(SupersedeThreshold*float64(len(set))-1e-9)))
-	seen := map[string]bool{}
-	var near []string
-	for _, t := range toks[:len(toks)-m+1] {
-		for _, id := range x.postings[kind+"\x00"+t] {
-			if !seen[id] {
-				seen[id] = true
-				near = append(near, id)
-			}
-		}
-	}
-	slices.Sort(near)
-	var best *Fact
-	bestSim := 0.0
-	for _, id := range near {
-		f, ok := x.live[id]
-		if !ok || f.Kind != kind {
-			continue
-		}
-		ft := x.tokens[id]
-		n := 0
-		for t := range set {
-			if ft[t] {
-				n++
-			}
-		}
-		sim := float64(n) / float64(len(set)+len(ft)-n)
-		if sim >= SupersedeThreshold && sim > bestSim {
-			best, bestSim = f, sim
-		}
-	}
-	return best
+// history is every version of every fact in records [Base, Next), read
+// from the records: the audit's view ([Layer.Versions], [Layer.Facts],
+// [Layer.Snapshot]). No recall reads it.
+type history struct {
+	versions map[string][]Fact // by ID, oldest first
+	live     map[string]*Fact  // last version of every fact not forgotten
 }
 
-// recency returns the time scored assembly measures fact id's recency
-// from: its Updated, as the store's order of writes bounds it, since the
-// writer's clock may be wrong. A fact written after another (in a later
-// record) is never older than it; a time after now (a writer whose clock
-// is ahead) counts as no later than the facts written after it, nor than
-// now. Only times not after now bound others. The layer's lock must be
-// held.
-func (x *index) recency(id string, now time.Time) time.Time {
-	return prompt.OrderedTime(x.seq[id], x.live[id].Updated, now, func(yield func(int64, time.Time) bool) {
-		for oid, o := range x.live {
-			if !yield(x.seq[oid], o.Updated) {
-				return
+// readHistory reads every record of the log. Its cost grows with the
+// log; only the audit calls it.
+func (l *Layer) readHistory(ctx context.Context) (history, error) {
+	h := history{versions: map[string][]Fact{}, live: map[string]*Fact{}}
+	for seq := l.head.Base; seq < l.head.Next; seq++ {
+		r, err := l.readRecord(ctx, seq)
+		if err != nil {
+			return history{}, err
+		}
+		if r.Reset {
+			h = history{versions: map[string][]Fact{}, live: map[string]*Fact{}}
+		}
+		for _, f := range r.Facts {
+			vs := h.versions[f.ID]
+			if len(vs) > 0 && vs[len(vs)-1].Version >= f.Version {
+				continue
+			}
+			h.versions[f.ID] = append(vs, f)
+			delete(h.live, f.ID)
+			if !f.Forgotten {
+				h.live[f.ID] = &h.versions[f.ID][len(h.versions[f.ID])-1]
 			}
 		}
-	})
+	}
+	return h, nil
+}
+
+func (h history) snapshot() snapshot {
+	s := snapshot{Version: FormatVersion, Facts: []Fact{}}
+	for _, id := range slices.Sorted(maps.Keys(h.versions)) {
+		s.Facts = append(s.Facts, h.versions[id]...)
+	}
+	return s
 }

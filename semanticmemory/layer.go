@@ -18,6 +18,7 @@ import (
 
 	"github.com/memlayer/memlayer/internal/seqlog"
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -31,6 +32,25 @@ const DefaultTopK = 8
 // DefaultMaxRetries is how many compare-and-swap attempts one write makes
 // when Config.MaxRetries is 0.
 const DefaultMaxRetries = 8
+
+// Defaults of the pinned facts: the facts Recall shows whatever the
+// query (see Config.PinKinds).
+const (
+	// DefaultPinImportance is the importance from which a fact is pinned
+	// when Config.PinImportance is 0.
+	DefaultPinImportance = 0.8
+	// DefaultMaxPinned is how many pinned facts Recall shows at most when
+	// Config.MaxPinned is 0.
+	DefaultMaxPinned = 4
+	// DefaultFallbackFacts is how many of the newest fact versions a run
+	// reads into its own index on a store without search, when
+	// Config.FallbackFacts is 0.
+	DefaultFallbackFacts = 4096
+)
+
+// DefaultPinKinds are the kinds of fact that describe the user, pinned
+// when Config.PinKinds is nil.
+var DefaultPinKinds = []string{"profile", "preference"}
 
 // Config configures a [Layer]. The zero Config is valid: layer "semantic"
 // in slot layer.SlotSemanticRecall, resource scope, unbounded budget,
@@ -74,6 +94,25 @@ type Config struct {
 	// MaxRetries bounds the compare-and-swap attempts of one write. Zero
 	// means DefaultMaxRetries.
 	MaxRetries int
+	// PinKinds are the kinds of fact that describe the user: Recall shows
+	// them (the newest first, at most MaxPinned) even when the query
+	// shares no word with them. Nil means DefaultPinKinds; an empty
+	// non-nil slice pins no kind. A fact is pinned as it is indexed, so a
+	// change applies to facts written after it (or to all of them after
+	// the index is rebuilt).
+	PinKinds []string
+	// PinImportance pins the facts of at least this importance too. Zero
+	// means DefaultPinImportance; above 1 pins none by importance.
+	PinImportance float64
+	// MaxPinned caps the pinned facts one Recall shows, before the facts
+	// that match the query. Zero means DefaultMaxPinned; negative shows
+	// none.
+	MaxPinned int
+	// FallbackFacts is how many of the newest fact versions a run reads
+	// into an index of its own when the store has no search
+	// (storage.Searcher): older facts are not recalled there. Zero means
+	// DefaultFallbackFacts.
+	FallbackFacts int
 }
 
 // Layer is the semantic memory: distilled facts of a resource (or thread,
@@ -98,7 +137,13 @@ type Layer struct {
 	step   int    // the step of the last Recall, for Source
 	head   head
 	hver   int64
-	idx    index
+	// ix is the index recall queries: the store's (storage.Searcher) or,
+	// when the store has none, a private storage.MemoryIndex filled from
+	// the newest records (private).
+	ix      storage.Searcher
+	col     string // the facts' collection in ix
+	private bool
+	mark    marker // the index's marker as this layer last wrote or read it
 }
 
 // New returns a semantic memory layer. It does no I/O; see [Layer.Init].
@@ -115,7 +160,21 @@ func New(cfg Config) (*Layer, error) {
 		return nil, fmt.Errorf("%w: NoSparse without an Embedder or a VectorStore leaves no ranker", ErrInvalidConfig)
 	case cfg.VectorStore != nil && cfg.VectorStore.Store == nil:
 		return nil, fmt.Errorf("%w: VectorStore has no Store", ErrInvalidConfig)
+	case cfg.PinImportance < 0 || cfg.PinImportance != cfg.PinImportance:
+		return nil, fmt.Errorf("%w: PinImportance %v < 0", ErrInvalidConfig, cfg.PinImportance)
+	case cfg.FallbackFacts < 0:
+		return nil, fmt.Errorf("%w: FallbackFacts %d < 0", ErrInvalidConfig, cfg.FallbackFacts)
 	}
+	if cfg.PinKinds == nil {
+		cfg.PinKinds = DefaultPinKinds
+	}
+	cfg.PinKinds = slices.Clone(cfg.PinKinds)
+	for i, k := range cfg.PinKinds {
+		cfg.PinKinds[i] = strings.ToLower(k)
+	}
+	cfg.PinImportance = cmp.Or(cfg.PinImportance, DefaultPinImportance)
+	cfg.MaxPinned = cmp.Or(cfg.MaxPinned, DefaultMaxPinned)
+	cfg.FallbackFacts = cmp.Or(cfg.FallbackFacts, DefaultFallbackFacts)
 	cfg.TopK = cmp.Or(cfg.TopK, DefaultTopK)
 	cfg.MaxRetries = cmp.Or(cfg.MaxRetries, DefaultMaxRetries)
 	if cfg.Now == nil {
@@ -148,8 +207,13 @@ func (l *Layer) now() time.Time {
 }
 
 // Init returns the layer bound to env's run: its facts are those stored
-// under storage.LayerPrefix(id, env.ScopeKey(scope)), read into the
-// in-process index. The execution scope, or an Env without a store, keeps
+// under storage.LayerPrefix(id, env.ScopeKey(scope)). It reads the head
+// and the index's marker, and indexes the records the index lacks (none
+// in a steady state; every record, once, on a log written before the
+// index): its cost does not grow with the number of facts. On a store
+// without search it reads the newest records holding
+// Config.FallbackFacts fact versions into an index of its own. The
+// execution scope, or an Env without a store, keeps
 // facts in a private in-memory store for the run. A stored record from a
 // newer version of this package ([ErrVersion]) fails Init and is left
 // untouched; an unreadable one is quarantined (storage.Quarantine),
@@ -163,10 +227,21 @@ func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 	b := l.bind(store, env.ScopeKey(l.cfg.Scope), env)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.sync(ctx); err != nil {
+	if err := b.open(ctx); err != nil {
 		return nil, fmt.Errorf("semanticmemory: init: %w", err)
 	}
 	return b, nil
+}
+
+// open reads the head and brings the index up to it.
+func (l *Layer) open(ctx context.Context) error {
+	if err := l.sync(ctx); err != nil {
+		return err
+	}
+	if l.private {
+		return nil // sync caught the private index up
+	}
+	return l.catchUp(ctx)
 }
 
 // bind returns an unloaded layer with l's configuration on store and
@@ -178,7 +253,12 @@ func (l *Layer) bind(store storage.Store, scope string, env layer.Env) *Layer {
 	b := &Layer{cfg: l.cfg, spec: l.spec, tag: l.tag, thread: env.ThreadID, head: head{Version: FormatVersion}}
 	b.log = seqlog.Log{Store: store, LayerID: l.cfg.ID, Scope: scope, Pkg: "semanticmemory", ErrVersion: ErrVersion,
 		MaxRetries: l.cfg.MaxRetries, Logger: cmp.Or(env.Logger, slog.Default()), Now: b.now}
-	b.reset()
+	b.col = storage.IndexName(l.cfg.ID, scope, "facts")
+	if x, ok := searcherOf(store); ok {
+		b.ix = x
+	} else {
+		b.ix, b.private = &storage.MemoryIndex{}, true
+	}
 	return b
 }
 
@@ -192,7 +272,7 @@ func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, erro
 		b := l.bind(l.log.Store, l.log.Scope, child)
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		if err := b.sync(ctx); err != nil {
+		if err := b.open(ctx); err != nil {
 			return nil, fmt.Errorf("semanticmemory: spawn: %w", err)
 		}
 		return b, nil
@@ -242,10 +322,18 @@ func (l *Layer) remember(ctx context.Context, m Memo) (Fact, error) {
 	var same *Fact
 	written, _, err := l.appendRecord(ctx, false, func(seq int64) ([]Fact, error) {
 		now := l.now()
-		f := Fact{ID: "f" + strconv.FormatInt(max(seq, l.idx.maxNum+1), 10), Text: m.Text, Kind: m.Kind, Importance: m.Importance, Source: m.Source, Created: now, Updated: now, Version: 1, Embedding: emb}
-		if old := l.restated(m.Kind, m.Text); old != nil {
+		id, err := l.newID(ctx, seq)
+		if err != nil {
+			return nil, err
+		}
+		f := Fact{ID: id, Text: m.Text, Kind: m.Kind, Importance: m.Importance, Source: m.Source, Created: now, Updated: now, Version: 1, Embedding: emb}
+		old, ok, err := l.restated(ctx, m.Kind, m.Text)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
 			if old.Text == m.Text && old.Importance == m.Importance {
-				same = old
+				same = &old
 				return nil, nil
 			}
 			f.ID, f.Created, f.Version = old.ID, old.Created, old.Version+1
@@ -262,8 +350,25 @@ func (l *Layer) remember(ctx context.Context, m Memo) (Fact, error) {
 	if same != nil {
 		return clone(*same), nil
 	}
+	if err := l.catchUp(ctx); err != nil {
+		return Fact{}, fmt.Errorf("semanticmemory: remember: stored, but %w", err)
+	}
 	l.mirror(ctx, written)
 	return clone(written[0]), nil
+}
+
+// newID returns the ID of a fact first written in record seq: "f<seq>",
+// or with a suffix in the rare case a restored fact holds it.
+func (l *Layer) newID(ctx context.Context, seq int64) (string, error) {
+	base := "f" + strconv.FormatInt(seq, 10)
+	id := base
+	for n := 1; ; n++ {
+		_, taken, err := l.lookup(ctx, id)
+		if err != nil || !taken {
+			return id, err
+		}
+		id = base + "." + strconv.Itoa(n)
+	}
 }
 
 // Forget removes the live fact id from recall: it writes a last version
@@ -283,11 +388,20 @@ func (l *Layer) forget(ctx context.Context, id string, src Source) error {
 		src.Thread = l.thread
 	}
 	_, _, err := l.appendRecord(ctx, false, func(int64) ([]Fact, error) {
-		old, ok := l.idx.live[id]
+		v, ok, err := l.lookup(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		var f Fact
+		if ok {
+			f, ok, err = l.fact(ctx, v)
+			if err != nil {
+				return nil, err
+			}
+		}
 		if !ok {
 			return nil, fmt.Errorf("%w: %s", ErrNotFound, storage.Quote(id))
 		}
-		f := *old
 		f.Version++
 		f.Updated, f.Source, f.Forgotten, f.Embedding = l.now(), src, true, nil
 		return []Fact{f}, nil
@@ -295,33 +409,48 @@ func (l *Layer) forget(ctx context.Context, id string, src Source) error {
 	if err != nil {
 		return fmt.Errorf("semanticmemory: forget: %w", err)
 	}
+	if err := l.catchUp(ctx); err != nil {
+		return fmt.Errorf("semanticmemory: forget: forgotten, but %w", err)
+	}
 	return nil
 }
 
 // Facts returns the live facts (last versions, not forgotten), by ID,
-// after reading what other processes wrote.
+// after reading what other processes wrote. It reads the whole log (the
+// audit's view); no recall calls it.
 func (l *Layer) Facts(ctx context.Context) ([]Fact, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.sync(ctx); err != nil {
+	h, err := l.audit(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("semanticmemory: facts: %w", err)
 	}
-	out := make([]Fact, 0, len(l.idx.live))
-	for _, id := range slices.Sorted(maps.Keys(l.idx.live)) {
-		out = append(out, clone(*l.idx.live[id]))
+	out := make([]Fact, 0, len(h.live))
+	for _, id := range slices.Sorted(maps.Keys(h.live)) {
+		out = append(out, clone(*h.live[id]))
 	}
 	return out, nil
 }
 
+// audit syncs with the store and reads every record.
+func (l *Layer) audit(ctx context.Context) (history, error) {
+	if err := l.sync(ctx); err != nil {
+		return history{}, err
+	}
+	return l.readHistory(ctx)
+}
+
 // Versions returns every version of fact id, oldest first, superseded and
-// forgotten ones included (the audit); none for an unknown ID.
+// forgotten ones included (the audit); none for an unknown ID. It reads
+// the whole log; no recall calls it.
 func (l *Layer) Versions(ctx context.Context, id string) ([]Fact, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.sync(ctx); err != nil {
+	h, err := l.audit(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("semanticmemory: versions: %w", err)
 	}
-	vs := l.idx.versions[id]
+	vs := h.versions[id]
 	out := make([]Fact, len(vs))
 	for i := range vs {
 		out[i] = clone(vs[i])
@@ -337,20 +466,33 @@ type Hit struct {
 }
 
 // Search returns up to k live facts for query, best first (see
-// [Layer.Candidates] for the ranking); k <= 0 means all that match.
+// [Layer.Candidates] for the ranking); k <= 0 means up to storage.MaxK.
+// It reads each hit's record for the whole fact.
 func (l *Layer) Search(ctx context.Context, query string, k int) ([]Hit, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.sync(ctx); err != nil {
 		return nil, fmt.Errorf("semanticmemory: search: %w", err)
 	}
-	ranked, n := l.retrieve(ctx, query)
-	if k > 0 && len(ranked) > k {
+	if k <= 0 {
+		k = storage.MaxK
+	}
+	ranked, n, err := l.retrieve(ctx, query, k)
+	if err != nil {
+		return nil, fmt.Errorf("semanticmemory: search: %w", err)
+	}
+	if len(ranked) > k {
 		ranked = ranked[:k]
 	}
-	out := make([]Hit, len(ranked))
-	for i, s := range ranked {
-		out[i] = Hit{Fact: clone(*s.fact), Score: normalise(s.score, n)}
+	out := make([]Hit, 0, len(ranked))
+	for _, s := range ranked {
+		f, ok, err := l.fact(ctx, s.fact)
+		if err != nil {
+			return nil, fmt.Errorf("semanticmemory: search: %w", err)
+		}
+		if ok {
+			out = append(out, Hit{Fact: clone(f), Score: normalise(s.score, n)})
+		}
 	}
 	return out, nil
 }
@@ -372,7 +514,7 @@ func clone(f Fact) Fact {
 // line renders one fact as it appears in the prompt: "[f12 preference]
 // The user prefers tea." Fact text is one line, so it cannot start a
 // line of its own.
-func line(f *Fact) string { return "[" + f.ID + " " + f.Kind + "] " + f.Text }
+func line(f view) string { return "[" + f.ID + " " + f.Kind + "] " + f.Text }
 
 // Recall puts the facts best matching q.Text in the prompt, fenced with
 // layer.Fence in a block named after the layer ID (<semantic> by
@@ -383,25 +525,34 @@ func line(f *Fact) string { return "[" + f.ID + " " + f.Kind + "] " + f.Text }
 //	[f7 profile] The user lives in Lisbon.
 //	</semantic>
 //
-// Facts come best first (see [Layer.Candidates]), at most Config.TopK;
-// with a finite budget, facts are added while the block fits it. An empty
-// q.Text, or no matching fact, recalls nothing. Each Recall first reads
-// the stored head (one Get) and any records written since, so a fact
-// acknowledged by another process before the Recall starts is in it.
+// The query is q.About(): the situation (the user's message, the
+// scratchpad's goal and plan, the entities the recent turns touched)
+// when the stack gives it, else q.Text. The pinned facts come first —
+// the kinds that describe the user (Config.PinKinds) and the important
+// ones (Config.PinImportance), the newest first, at most
+// Config.MaxPinned, whatever the query — then the facts that match it,
+// best first (see [Layer.Candidates]), at most Config.TopK in all; with a
+// finite budget, facts are added while the block fits it. No pinned and
+// no matching fact recalls nothing. Recall queries the index only: a fact
+// is indexed before Remember returns, so one acknowledged by another
+// process before the Recall starts is in it. (On a store without search,
+// Recall reads the head, one Get, and the records written since.)
 func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.step = q.Step
-	if err := l.sync(ctx); err != nil {
+	if l.private {
+		if err := l.sync(ctx); err != nil {
+			return nil, fmt.Errorf("semanticmemory: recall: %w", err)
+		}
+	}
+	ranked, err := l.shown(ctx, q.About())
+	if err != nil {
 		return nil, fmt.Errorf("semanticmemory: recall: %w", err)
 	}
-	ranked, _ := l.retrieve(ctx, q.Text)
 	var lines []string
 	text, tokens := "", 0
 	for _, s := range ranked {
-		if len(lines) == l.cfg.TopK {
-			break
-		}
 		t := layer.Fence(l.tag, strings.Join(append(lines, line(s.fact)), "\n"))
 		n := q.Count(t)
 		if q.Budget > 0 && n > q.Budget {
@@ -435,19 +586,39 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]layer.Candidate, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.sync(ctx); err != nil {
+	if l.private {
+		if err := l.sync(ctx); err != nil {
+			return nil, fmt.Errorf("semanticmemory: candidates: %w", err)
+		}
+	}
+	ranked, err := l.shown(ctx, q.About())
+	if err != nil {
 		return nil, fmt.Errorf("semanticmemory: candidates: %w", err)
 	}
-	ranked, _ := l.retrieve(ctx, q.Text)
-	ranked = ranked[:min(len(ranked), l.cfg.TopK)]
 	out := make([]layer.Candidate, len(ranked))
 	now := l.now()
 	for i, s := range ranked {
 		t := line(s.fact)
 		out[i] = layer.Candidate{Layer: l.cfg.ID, Key: s.fact.ID, Text: t, Tokens: q.Count(t),
-			Similarity: s.sim, Time: l.idx.recency(s.fact.ID, now), Importance: s.fact.Importance, Source: s.fact.Source.String()}
+			Similarity: s.sim, Time: recency(ranked, i, now), Importance: s.fact.Importance, Source: s.fact.Source}
 	}
 	return out, nil
+}
+
+// recency returns the time scored assembly measures fact i's recency
+// from: its Updated, as the store's order of writes bounds it among the
+// facts offered, since the writer's clock may be wrong. A fact written
+// after another (in a later record) is never older than it; a time after
+// now (a writer whose clock is ahead) counts as no later than the facts
+// written after it, nor than now.
+func recency(facts []scored, i int, now time.Time) time.Time {
+	return prompt.OrderedTime(facts[i].fact.Seq, facts[i].fact.Updated, now, func(yield func(int64, time.Time) bool) {
+		for _, o := range facts {
+			if !yield(o.fact.Seq, o.fact.Updated) {
+				return
+			}
+		}
+	})
 }
 
 // Snapshot returns every version of every fact (the live ones, the
@@ -456,10 +627,11 @@ func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]layer.Candidat
 func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.sync(ctx); err != nil {
+	h, err := l.audit(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("semanticmemory: snapshot: %w", err)
 	}
-	return l.snapshotLocked(), nil
+	return encode(h.snapshot()), nil
 }
 
 // Restore replaces the facts with a snapshot's, atomically: the
@@ -475,10 +647,11 @@ func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.sync(ctx); err != nil {
+	h, err := l.audit(ctx)
+	if err != nil {
 		return fmt.Errorf("semanticmemory: restore: %w", err)
 	}
-	if string(encode(s)) == string(l.snapshotLocked()) {
+	if string(encode(s)) == string(encode(h.snapshot())) {
 		return nil
 	}
 	written, seq, err := l.appendRecord(ctx, true, func(int64) ([]Fact, error) { return s.Facts, nil })
@@ -489,15 +662,10 @@ func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
 	if err := l.rebase(ctx, seq); err != nil {
 		return fmt.Errorf("semanticmemory: restore: restored, but %w", err)
 	}
-	return nil
-}
-
-func (l *Layer) snapshotLocked() []byte {
-	s := snapshot{Version: FormatVersion, Facts: []Fact{}}
-	for _, id := range slices.Sorted(maps.Keys(l.idx.versions)) {
-		s.Facts = append(s.Facts, l.idx.versions[id]...)
+	if err := l.catchUp(ctx); err != nil {
+		return fmt.Errorf("semanticmemory: restore: restored, but %w", err)
 	}
-	return encode(s)
+	return nil
 }
 
 // Clear forgets every fact and its history, in memory and in the store:
@@ -516,16 +684,21 @@ func (l *Layer) Clear(ctx context.Context) error {
 	if err := l.rebase(ctx, seq); err != nil {
 		return fmt.Errorf("semanticmemory: clear: cleared, but %w", err)
 	}
+	if err := l.catchUp(ctx); err != nil {
+		return fmt.Errorf("semanticmemory: clear: cleared, but %w", err)
+	}
 	return nil
 }
 
 // Metrics returns the layer's figures (see layer.MetricsReporter;
 // agentloop exports them as OpenTelemetry metrics): "entries", the live
-// facts the layer has read, and "bytes", their text.
+// facts the index held when this layer last brought it up to date (its
+// marker's count: exact for one writer, approximate while several
+// processes write at once).
 func (l *Layer) Metrics() map[string]int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return map[string]int64{"entries": int64(len(l.idx.live)), "bytes": int64(l.idx.bytes)}
+	return map[string]int64{"entries": l.mark.Live}
 }
 
 // Keeps implements layer.Keeper: semantic memory keeps durable facts.

@@ -216,8 +216,13 @@ func TestMemory04_CorruptRecordQuarantined(t *testing.T) {
 	if facts, _ := l3.Facts(ctx); len(facts) != 1 {
 		t.Fatalf("facts after a corrupt head = %+v", facts)
 	}
-	// A newer format: Init fails, the record stays.
-	if _, err := store.Put(ctx, storage.LayerKey(semanticmemory.DefaultID, storage.ResourceScope("user-1"), "r-1"), []byte(`{"v":99,"seq":1,"facts":[]}`), storage.AnyVersion); err != nil {
+	// A newer format: Init fails, the record stays. (Init reads only the
+	// records the index lacks, so the newer record is one past the head
+	// the index covers.)
+	if _, err := store.Put(ctx, storage.LayerKey(semanticmemory.DefaultID, storage.ResourceScope("user-1"), "r-2"), []byte(`{"v":99,"seq":2,"facts":[]}`), storage.AnyVersion); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Put(ctx, hkey, []byte(`{"v":1,"base":0,"next":3}`), storage.AnyVersion); err != nil {
 		t.Fatal(err)
 	}
 	tmpl, _ := semanticmemory.New(semanticmemory.Config{})

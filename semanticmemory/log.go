@@ -56,18 +56,9 @@ func (l *Layer) readRecord(ctx context.Context, seq int64) (record, error) {
 	return r, err
 }
 
-// applyRecord takes a record into the index: a Reset record replaces
-// everything before it.
-func (l *Layer) applyRecord(r record) {
-	if r.Reset {
-		l.reset()
-	}
-	l.apply(r.Seq, r.Facts)
-}
-
-// sync brings the index up to the stored head: one Get when nothing
-// changed, the new records when others appended, a full reload when the
-// log was cleared or restored.
+// sync reads the stored head into l (one Get). With a private index (a
+// store without search) it also applies the records others wrote since
+// to it; with the store's index, writers index their own records.
 func (l *Layer) sync(ctx context.Context) error {
 	h, ver, err := l.readHead(ctx)
 	if err != nil {
@@ -76,19 +67,10 @@ func (l *Layer) sync(ctx context.Context) error {
 	if ver == l.hver && ver != storage.NoVersion {
 		return nil
 	}
-	from := l.head.Next
-	if h.Base != l.head.Base || h.Next < l.head.Next {
-		l.reset()
-		from = h.Base
-	}
-	for seq := from; seq < h.Next; seq++ {
-		r, err := l.readRecord(ctx, seq)
-		if err != nil {
-			return err
-		}
-		l.applyRecord(r)
-	}
 	l.head, l.hver = h, ver
+	if l.private {
+		return l.catchUp(ctx)
+	}
 	return nil
 }
 
@@ -137,29 +119,18 @@ func (l *Layer) appendRecord(ctx context.Context, reset bool, build func(seq int
 	return nil, 0, fmt.Errorf("append: gave up after %d attempts: %w", l.cfg.MaxRetries, storage.ErrConflict)
 }
 
-// publish advances the head past record seq and takes the records up to
-// it into the index, catching up with other writers on the way.
+// publish advances the head past record seq, catching up with other
+// writers on the way. The caller indexes the record (see catchUp).
 func (l *Layer) publish(ctx context.Context, seq int64) error {
-	var from int64 // the first record the head written publishes
-	ok, err := l.swapHead(ctx, func(h *head) bool {
+	_, err := l.swapHead(ctx, func(h *head) bool {
 		if h.Next > seq {
-			return false // published by another writer and read by sync
+			return false // published by another writer
 		}
-		from, h.Next = h.Next, seq+1
+		h.Next = seq + 1
 		return true
 	})
 	if err != nil {
 		return fmt.Errorf("publish record %d: %w", seq, err)
-	}
-	if !ok {
-		return nil
-	}
-	for n := from; n <= seq; n++ {
-		r, err := l.readRecord(ctx, n)
-		if err != nil {
-			return err
-		}
-		l.applyRecord(r)
 	}
 	return nil
 }

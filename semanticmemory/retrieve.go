@@ -4,17 +4,22 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
-	"math"
 	"slices"
+
+	"github.com/memlayer/memlayer/storage"
 )
 
 // RRFK is the k of reciprocal-rank fusion: a fact ranked r (from 1) by a
 // ranker gets 1/(RRFK + r) from it.
 const RRFK = 60
 
+// retrievePool is how many facts each ranker asks the index for at
+// least: the fusion of two rankings needs more than the TopK of each.
+const retrievePool = 32
+
 // scored is one fact's fused score and its similarity to the query.
 type scored struct {
-	fact  *Fact
+	fact  view
 	score float64 // Σ 1/(RRFK + rank) over the rankers that found it
 	// sim is the best of the rankers' own similarities, in [0, 1]: BM25
 	// divided by the query's top score, the cosine (or the vector
@@ -23,45 +28,63 @@ type scored struct {
 }
 
 // retrieve ranks the live facts for query with the rankers the layer has
-// and fuses them: sparse (BM25 over the live facts, the facts with a
-// positive score, in the corpus's order), and dense, either cosine
-// similarity of the stored embeddings to the query's (with an Embedder;
-// facts with a positive cosine, highest first, ties by ID) or the
-// Config.VectorStore's search (its order, live versions only); sparse is
-// left out with Config.NoSparse. The fused
-// score of a fact is Σ 1/(RRFK + rank) over the rankings it is in; facts
-// are returned highest score first, ties by ID. rankers is how many
-// rankings took part (for normalising: a fact first in all of them
-// scores rankers/(RRFK+1)). A failing dense ranker is logged and left
-// out: retrieval falls back to sparse.
-func (l *Layer) retrieve(ctx context.Context, query string) (out []scored, rankers int) {
-	if query == "" || len(l.idx.live) == 0 {
-		return nil, 0
+// and fuses them: sparse (the index's text search: BM25 or the
+// backend's full-text rank), and dense, either the index's vector search
+// over the stored embeddings (with an Embedder; facts with a positive
+// cosine) or the Config.VectorStore's search (its order, live versions
+// only); sparse is left out with Config.NoSparse. Each ranker returns at
+// most max(4·k, retrievePool) facts. The fused score of a fact is
+// Σ 1/(RRFK + rank) over the rankings it is in; facts are returned
+// highest score first, ties by ID. rankers is how many rankings took part
+// (for normalising: a fact first in all of them scores
+// rankers/(RRFK+1)). A failing dense ranker is logged and left out:
+// retrieval falls back to sparse.
+func (l *Layer) retrieve(ctx context.Context, query string, k int) (out []scored, rankers int, err error) {
+	if query == "" {
+		return nil, 0, nil
 	}
+	pool := min(max(4*k, retrievePool), storage.MaxK)
 	fused := map[string]float64{}
 	sim := map[string]float64{}
+	facts := map[string]view{}
 	if !l.cfg.NoSparse {
+		hits, err := l.ix.Search(ctx, l.col, storage.Query{Text: query, K: pool})
+		if err != nil {
+			return nil, 0, err
+		}
 		rankers++
-		rank := 0
-		for _, h := range l.bm25().Rank(query) {
-			if h.Score <= 0 {
-				break
+		// Equal scores rank by fact ID, not by the backend's order, so
+		// the fusion is the same on every backend.
+		slices.SortStableFunc(hits, func(a, b storage.Hit) int {
+			if c := cmp.Compare(b.Score, a.Score); c != 0 {
+				return c
 			}
-			rank++
-			fused[h.Key] += 1 / float64(RRFK+rank)
-			sim[h.Key] = max(sim[h.Key], h.Similarity)
+			return cmp.Compare(a.ID, b.ID)
+		})
+		for i, h := range hits {
+			v := viewOf(h)
+			facts[v.ID] = v
+			fused[v.ID] += 1 / float64(RRFK+i+1)
+			if hits[0].Score > 0 {
+				sim[v.ID] = max(sim[v.ID], h.Score/hits[0].Score)
+			}
 		}
 	}
-	if dense, ok := l.dense(ctx, query); ok {
+	dense, ok, err := l.dense(ctx, query, pool)
+	if err != nil {
+		return nil, 0, err
+	}
+	if ok {
 		rankers++
 		for i, h := range dense {
-			fused[h.id] += 1 / float64(RRFK+i+1)
-			sim[h.id] = max(sim[h.id], min(max(h.sim, 0), 1))
+			facts[h.fact.ID] = h.fact
+			fused[h.fact.ID] += 1 / float64(RRFK+i+1)
+			sim[h.fact.ID] = max(sim[h.fact.ID], min(max(h.sim, 0), 1))
 		}
 	}
 	out = make([]scored, 0, len(fused))
 	for id, s := range fused {
-		out = append(out, scored{fact: l.idx.live[id], score: s, sim: sim[id]})
+		out = append(out, scored{fact: facts[id], score: s, sim: sim[id]})
 	}
 	slices.SortFunc(out, func(a, b scored) int {
 		if c := cmp.Compare(b.score, a.score); c != 0 {
@@ -69,67 +92,106 @@ func (l *Layer) retrieve(ctx context.Context, query string) (out []scored, ranke
 		}
 		return cmp.Compare(a.fact.ID, b.fact.ID)
 	})
-	return out, rankers
+	return out, rankers, nil
 }
 
 // denseHit is a live fact found by the dense ranker and its similarity
 // to the query.
 type denseHit struct {
-	id  string
-	sim float64
+	fact view
+	sim  float64
 }
 
 // dense returns the live facts in dense order, and false when there is
-// no dense ranker or it failed.
-func (l *Layer) dense(ctx context.Context, query string) ([]denseHit, bool) {
+// no dense ranker or it failed (logged). An error is the index's.
+func (l *Layer) dense(ctx context.Context, query string, k int) ([]denseHit, bool, error) {
 	switch {
 	case l.cfg.VectorStore != nil:
 		hits, err := l.cfg.VectorStore.search(ctx, l, query)
 		if err != nil {
 			l.log.Logger.LogAttrs(ctx, slog.LevelWarn, "semanticmemory: vector store search failed; sparse only",
 				slog.String("layer", l.cfg.ID), slog.Any("error", err))
-			return nil, false
+			return nil, false, nil
 		}
-		return hits, true
+		return hits, true, nil
 	case l.cfg.Embedder != nil:
 		qv, err := l.cfg.Embedder.EmbedQuery(ctx, query)
-		if err != nil {
+		if err == nil {
+			err = storage.ValidateDocument(storage.Document{ID: "q", Vector: qv})
+		}
+		if err != nil || len(qv) == 0 {
 			l.log.Logger.LogAttrs(ctx, slog.LevelWarn, "semanticmemory: embedding the query failed; sparse only",
 				slog.String("layer", l.cfg.ID), slog.Any("error", err))
-			return nil, false
+			return nil, false, nil
+		}
+		found, err := l.ix.Search(ctx, l.col, storage.Query{Vector: qv, K: k})
+		if err != nil {
+			return nil, false, err
 		}
 		var hits []denseHit
-		for id, f := range l.idx.live {
-			if c := cosine(qv, f.Embedding); c > 0 {
-				hits = append(hits, denseHit{id, c})
+		for _, h := range found {
+			if h.Score > 0 {
+				hits = append(hits, denseHit{viewOf(h), h.Score})
 			}
 		}
-		slices.SortFunc(hits, func(a, b denseHit) int {
+		slices.SortStableFunc(hits, func(a, b denseHit) int {
 			if c := cmp.Compare(b.sim, a.sim); c != 0 {
 				return c
 			}
-			return cmp.Compare(a.id, b.id)
+			return cmp.Compare(a.fact.ID, b.fact.ID)
 		})
-		return hits, true
+		return hits, true, nil
 	}
-	return nil, false
+	return nil, false, nil
 }
 
-// cosine returns the cosine similarity of a and b, 0 when their lengths
-// differ or either is zero.
-func cosine(a, b []float32) float64 {
-	if len(a) != len(b) || len(a) == 0 {
-		return 0
+// pinnedFacts returns the pinned live facts (see Config.PinKinds), the
+// most recently indexed first, at most Config.MaxPinned.
+func (l *Layer) pinnedFacts(ctx context.Context) ([]view, error) {
+	if l.cfg.MaxPinned <= 0 {
+		return nil, nil
 	}
-	var dot, na, nb float64
-	for i := range a {
-		x, y := float64(a[i]), float64(b[i])
-		dot += x * y
-		na += x * x
-		nb += y * y
+	hits, err := l.ix.Search(ctx, l.col, storage.Query{Filter: map[string]string{fieldPin: "1"}, K: l.cfg.MaxPinned})
+	if err != nil {
+		return nil, err
 	}
-	if na == 0 || nb == 0 {
-		return 0
+	out := make([]view, len(hits))
+	for i, h := range hits {
+		out[i] = viewOf(h)
 	}
-	return dot / math.Sqrt(na*nb)
+	return out, nil
+}
+
+// shown returns the facts Recall shows for query, in order: the pinned
+// facts, then the best matches not pinned, at most Config.TopK in all
+// (Recall then fits them to its budget).
+func (l *Layer) shown(ctx context.Context, query string) ([]scored, error) {
+	pinned, err := l.pinnedFacts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ranked, _, err := l.retrieve(ctx, query, l.cfg.TopK)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]scored, 0, l.cfg.TopK)
+	seen := map[string]bool{}
+	sims := map[string]float64{}
+	for _, s := range ranked {
+		sims[s.fact.ID] = s.sim
+	}
+	for _, v := range pinned[:min(len(pinned), l.cfg.TopK)] {
+		seen[v.ID] = true
+		out = append(out, scored{fact: v, sim: sims[v.ID]})
+	}
+	for _, s := range ranked {
+		if len(out) == l.cfg.TopK {
+			break
+		}
+		if !seen[s.fact.ID] {
+			seen[s.fact.ID] = true
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }

@@ -90,12 +90,18 @@ func (vs *VectorStore) search(ctx context.Context, l *Layer, query string) ([]de
 			continue
 		}
 		id := str(d.Metadata[MetaFactID])
-		f, ok := l.idx.live[id]
-		if !ok || seen[id] || str(d.Metadata[MetaVersion]) != strconv.Itoa(f.Version) {
+		if seen[id] {
+			continue
+		}
+		f, ok, err := l.lookup(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || str(d.Metadata[MetaVersion]) != strconv.Itoa(f.Version) {
 			continue
 		}
 		seen[id] = true
-		hits = append(hits, denseHit{id, float64(d.Score)})
+		hits = append(hits, denseHit{f, float64(d.Score)})
 	}
 	return hits, nil
 }

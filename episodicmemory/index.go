@@ -1,0 +1,349 @@
+package episodicmemory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/memlayer/memlayer/storage"
+)
+
+// The search index: one document per episode in the collection
+// storage.IndexName(id, scope, "episodes"), the same whether the episode
+// is raw or folded into a digest (its text is the digest line; see
+// [Episode.Digest]), plus a marker document naming the segments it
+// covers. The records stay the source of truth: a writer indexes its
+// segment after publishing it, and a run that finds the marker behind
+// the head indexes the missing segments from the records (the first run
+// on a log written before the index indexes it all).
+const (
+	fieldEp     = "ep"     // "1" on every episode document
+	fieldRef    = "ref"    // the episode's reference
+	fieldCall   = "call"   // its call ID (see callID)
+	fieldThread = "thread" // the thread it happened in
+	fieldSeq    = "seq"    // its segment
+	fieldStep   = "step"   // its step
+	fieldTime   = "time"   // its time, RFC 3339
+	fieldMark   = "mark"   // "1" on the marker only
+
+	markID = "mark" // episode documents are named "<seq>.<pos>"
+
+	// indexBatch is how many documents one Index call carries when a
+	// range of the log is indexed.
+	indexBatch = 256
+)
+
+// searcherOf returns the store's search capability, and whether it has one.
+func searcherOf(s storage.Store) (storage.Searcher, bool) {
+	x, ok := s.(storage.Searcher)
+	return x, ok
+}
+
+// docID names the document of the pos-th episode of segment seq.
+func docID(seq int64, pos int) string {
+	return strconv.FormatInt(seq, 10) + "." + strconv.Itoa(pos)
+}
+
+// fieldValue cuts s to a field's limit at a rune boundary.
+func fieldValue(s string) string {
+	n := storage.MaxFieldValueLen
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// digestDoc returns the index document of digest d, the pos-th episode
+// of its segment.
+func digestDoc(d *Digest, pos int) storage.Document {
+	return storage.Document{ID: docID(d.Seq, pos), Text: d.Text, Fields: map[string]string{
+		fieldEp: "1", fieldRef: fieldValue(d.Ref), fieldCall: fieldValue(callID(d.Ref)), fieldThread: fieldValue(d.Thread),
+		fieldSeq: strconv.FormatInt(d.Seq, 10), fieldStep: strconv.Itoa(d.Step), fieldTime: d.Time.UTC().Format(time.RFC3339Nano),
+	}}
+}
+
+// docs appends the documents of digests ds, whose positions in their
+// segments count from the first of each run of one segment.
+func docsOf(dst []storage.Document, ds []Digest) []storage.Document {
+	pos := 0
+	for i := range ds {
+		if i > 0 && ds[i].Seq != ds[i-1].Seq {
+			pos = 0
+		}
+		dst = append(dst, digestDoc(&ds[i], pos))
+		pos++
+	}
+	return dst
+}
+
+// digestsOf returns the digests of episodes, in order.
+func digestsOf(eps []Episode) []Digest {
+	ds := make([]Digest, len(eps))
+	for i := range eps {
+		ds[i] = eps[i].digest()
+	}
+	return ds
+}
+
+// addDocs adds documents to the index in batches.
+func (l *Layer) addDocs(ctx context.Context, docs []storage.Document) error {
+	for len(docs) > 0 {
+		n := min(len(docs), indexBatch)
+		if err := l.ix.Index(ctx, l.col, docs[:n]...); err != nil {
+			return fmt.Errorf("index: %w", err)
+		}
+		docs = docs[n:]
+	}
+	return nil
+}
+
+// marker is what the marker document records: the segments [Base, Next)
+// are indexed.
+type marker struct{ Base, Next int64 }
+
+func (l *Layer) readMark(ctx context.Context) (marker, bool, error) {
+	hits, err := l.ix.Search(ctx, l.col, storage.Query{Filter: map[string]string{fieldMark: "1"}, K: 1})
+	if err != nil || len(hits) == 0 {
+		return marker{}, false, err
+	}
+	b, _ := strconv.ParseInt(hits[0].Fields["base"], 10, 64)
+	n, _ := strconv.ParseInt(hits[0].Fields["next"], 10, 64)
+	return marker{b, n}, true, nil
+}
+
+func (l *Layer) writeMark(ctx context.Context, m marker) error {
+	return l.ix.Index(ctx, l.col, storage.Document{ID: markID, Fields: map[string]string{fieldMark: "1",
+		"base": strconv.FormatInt(m.Base, 10), "next": strconv.FormatInt(m.Next, 10)}})
+}
+
+// catchUpIndex makes the store's index cover the log up to segment to
+// (exclusive): it reads the marker, indexes the segments it lacks (from
+// the view when it holds them, else from the records) and moves the
+// marker. An index of another base (a Clear) or without a marker is
+// dropped and rebuilt from the log's base. Its cost is the segments
+// written since the index last caught up: nothing at Init in a steady
+// state; the whole log the first time an old log is used.
+func (l *Layer) catchUpIndex(ctx context.Context, to int64) error {
+	m, ok, err := l.readMark(ctx)
+	if err != nil {
+		return fmt.Errorf("read the index marker: %w", err)
+	}
+	switch {
+	case ok && m.Base > l.head.Base:
+		return nil // the head l holds is older than the index's (a Clear since)
+	case ok && m.Base < l.head.Base:
+		// Built before a Clear or Restore that did not finish: rebuild.
+		if err := l.ix.Drop(ctx, l.col); err != nil {
+			return fmt.Errorf("drop the stale index: %w", err)
+		}
+		m = marker{Base: l.head.Base, Next: l.head.Base}
+	case !ok:
+		// No marker: a new index, or a writer's first segment indexed
+		// before its marker (indexing it again changes nothing).
+		m = marker{Base: l.head.Base, Next: l.head.Base}
+	}
+	if m.Next >= to {
+		return nil
+	}
+	if err := l.indexRange(ctx, m.Next, to); err != nil {
+		return err
+	}
+	m.Next = max(m.Next, to)
+	if err := l.writeMark(ctx, m); err != nil {
+		return fmt.Errorf("write the index marker: %w", err)
+	}
+	return nil
+}
+
+// indexRange indexes the episodes of segments [from, to): the folded
+// ones from the digest records, the others from the view or their
+// segments.
+func (l *Layer) indexRange(ctx context.Context, from, to int64) error {
+	var docs []storage.Document
+	if from < l.head.Digested {
+		var recs []digestRecord
+		for seq := l.head.LastDigest; seq >= l.head.Base; {
+			r, ok, err := l.readDigests(ctx, seq)
+			if err != nil {
+				return err
+			}
+			if !ok || r.To <= from {
+				break
+			}
+			recs = append(recs, r)
+			seq = r.Prev
+		}
+		for i := len(recs) - 1; i >= 0; i-- {
+			ds := slices.DeleteFunc(recs[i].Digests, func(d Digest) bool { return d.Seq < from || d.Seq >= to })
+			docs = docsOf(docs, ds)
+			if len(docs) >= indexBatch {
+				if err := l.addDocs(ctx, docs); err != nil {
+					return err
+				}
+				docs = docs[:0]
+			}
+		}
+	}
+	for seq := max(from, l.head.Digested); seq < to; seq++ {
+		eps := l.viewSegment(seq)
+		if eps == nil {
+			var err error
+			if eps, err = l.readSegment(ctx, seq); err != nil {
+				return err
+			}
+		}
+		docs = docsOf(docs, digestsOf(eps))
+		if len(docs) >= indexBatch {
+			if err := l.addDocs(ctx, docs); err != nil {
+				return err
+			}
+			docs = docs[:0]
+		}
+	}
+	return l.addDocs(ctx, docs)
+}
+
+// viewSegment returns the raw episodes of segment seq the view holds, or
+// nil.
+func (l *Layer) viewSegment(seq int64) []Episode {
+	i, _ := slices.BinarySearchFunc(l.recent, seq, func(e Episode, s int64) int {
+		switch {
+		case e.seq < s:
+			return -1
+		case e.seq > s:
+			return 1
+		}
+		return 0
+	})
+	j := i
+	for j < len(l.recent) && l.recent[j].seq == seq {
+		j++
+	}
+	if j == i {
+		return nil
+	}
+	return l.recent[i:j]
+}
+
+// indexed adds episodes that joined the view to the index: a private
+// index takes every episode the view takes; the store's index takes the
+// run's own segments (with the marker), other writers indexing theirs.
+func (l *Layer) indexed(ctx context.Context, eps []Episode, own bool) error {
+	if len(eps) == 0 {
+		return nil
+	}
+	if l.private {
+		return l.addDocs(ctx, docsOf(nil, digestsOf(eps)))
+	}
+	if !own {
+		return nil
+	}
+	if err := l.addDocs(ctx, docsOf(nil, digestsOf(eps))); err != nil {
+		return err
+	}
+	return l.catchUpIndex(ctx, eps[len(eps)-1].seq+1)
+}
+
+// hit is an episode the index found.
+type hit struct {
+	ref, thread, text string
+	seq               int64
+	pos               int
+	step              int
+	time              time.Time
+	score             float64
+}
+
+func hitOf(h storage.Hit) hit {
+	f := h.Fields
+	out := hit{ref: f[fieldRef], thread: f[fieldThread], text: h.Text, score: h.Score}
+	out.seq, _ = strconv.ParseInt(f[fieldSeq], 10, 64)
+	if _, p, ok := cutLast(h.ID, '.'); ok {
+		out.pos, _ = strconv.Atoi(p)
+	}
+	out.step, _ = strconv.Atoi(f[fieldStep])
+	out.time, _ = time.Parse(time.RFC3339Nano, f[fieldTime])
+	return out
+}
+
+func cutLast(s string, c byte) (string, string, bool) {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == c {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+// search returns the episodes of the log the query finds, leaving out
+// documents below the log's base (a Clear another process has not
+// finished dropping).
+func (l *Layer) search(ctx context.Context, q storage.Query) ([]hit, error) {
+	if q.Filter == nil {
+		q.Filter = map[string]string{}
+	}
+	q.Filter[fieldEp] = "1"
+	hs, err := l.ix.Search(ctx, l.col, q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]hit, 0, len(hs))
+	for _, h := range hs {
+		if x := hitOf(h); x.seq >= l.head.Base {
+			out = append(out, x)
+		}
+	}
+	return out, nil
+}
+
+// lookup finds the newest episode m names through the index: by its
+// reference, then by its call ID.
+func (l *Layer) lookup(ctx context.Context, m refMatch) (hit, bool, error) {
+	for _, field := range []string{fieldRef, fieldCall} {
+		f := map[string]string{field: fieldValue(m.ref)}
+		if m.own {
+			f[fieldThread] = fieldValue(m.thread)
+		}
+		hs, err := l.search(ctx, storage.Query{Filter: f, K: 8})
+		if err != nil {
+			return hit{}, false, err
+		}
+		// The newest by segment: the index orders by indexing time.
+		var best *hit
+		for i := range hs {
+			if m.matches(hs[i].ref, hs[i].thread) && (best == nil || hs[i].seq > best.seq || hs[i].seq == best.seq && hs[i].pos > best.pos) {
+				best = &hs[i]
+			}
+		}
+		if best != nil {
+			return *best, true, nil
+		}
+	}
+	return hit{}, false, nil
+}
+
+// resolve returns the episode a hit names: the raw episode from its
+// segment, or its digest when the raw form is gone.
+func (l *Layer) resolve(ctx context.Context, h hit) (Episode, *Digest, error) {
+	if l.log.Store != nil && h.seq >= l.head.Dropped {
+		eps, err := l.readSegment(ctx, h.seq)
+		if err != nil {
+			return Episode{}, nil, err
+		}
+		if h.pos < len(eps) && eps[h.pos].Ref == h.ref && eps[h.pos].Thread == h.thread {
+			return eps[h.pos], nil, nil
+		}
+		for j := len(eps) - 1; j >= 0; j-- {
+			if eps[j].Ref == h.ref && eps[j].Thread == h.thread {
+				return eps[j], nil, nil
+			}
+		}
+	}
+	return Episode{}, &Digest{Ref: h.ref, Thread: h.thread, Step: h.step, Time: h.time, Text: h.text, Seq: h.seq}, nil
+}

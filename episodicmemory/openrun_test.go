@@ -1,0 +1,190 @@
+package episodicmemory
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/storage/redis"
+	"github.com/memlayer/memlayer/storage/sqlite"
+)
+
+// openRunBackends are the stores BenchmarkOpenRun measures: the
+// in-memory store (a storage.Searcher: BM25 over every document) and
+// SQLite always, Redis when MEMLAYER_REDIS_URL names a server (.ci/with-redis
+// starts one). A store that is a storage.Searcher is searched through
+// its index; the others through the layer's private index of the view.
+func openRunBackends(b *testing.B) []struct {
+	name string
+	open func(b *testing.B, n int) storage.Store
+} {
+	backends := []struct {
+		name string
+		open func(b *testing.B, n int) storage.Store
+	}{{"memory", func(b *testing.B, n int) storage.Store { return storage.NewMemory() }}, {"sqlite", func(b *testing.B, n int) storage.Store {
+		s, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(b.TempDir(), "m.db")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		return s
+	}}}
+	if u := os.Getenv("MEMLAYER_REDIS_URL"); u != "" {
+		backends = append(backends, struct {
+			name string
+			open func(b *testing.B, n int) storage.Store
+		}{"redis", func(b *testing.B, n int) storage.Store {
+			s, err := redis.New(redis.Config{URL: u, Namespace: fmt.Sprintf("bench-openrun-ep-%d-%d:", n, time.Now().UnixNano())})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { s.Close() })
+			return s
+		}})
+	}
+	return backends
+}
+
+// seedLog writes a resource log of n episodes directly, as a long run
+// would have left it with the default compaction: every episode its own
+// segment; all but the newest 32 folded into digest records of 32
+// digests each (their raw segments dropped); and, on a store that can
+// search, the index documents and marker. It returns the layer's scope.
+func seedLog(b testing.TB, st storage.Store, n int) string {
+	ctx := context.Background()
+	scope := storage.ResourceScope("user-1")
+	key := func(name string) string { return storage.LayerKey(DefaultID, scope, name) }
+	put := func(name string, v []byte) {
+		if _, err := st.Put(ctx, key(name), v, storage.AnyVersion); err != nil {
+			b.Fatal(err)
+		}
+	}
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	episode := func(i int) Episode {
+		args := `{"title":"Pricing for Nonprofits ` + strconv.Itoa(i) + `"}`
+		res := fmt.Sprintf(`{"page":{"id":"page-%d","title":"Pricing for Nonprofits %d","slug":"pricing-%d","status":"draft","sections":[{"id":"s1","heading":"Plans"},{"id":"s2","heading":"FAQ"}]}}`, i, i, i)
+		e := Episode{Ref: "call-" + strconv.Itoa(i) + "~" + strconv.Itoa(i), Kind: KindTool, Thread: "t1", Step: i, Time: t0.Add(time.Duration(i) * time.Second),
+			Tool: "cms_createPage", Arguments: args, Result: res, seq: int64(i)}
+		e.Entities = findEntities(findEntities(nil, args), res)
+		return e
+	}
+	const raw, per = 32, 32
+	folded := max(n-raw, 0) / per * per
+	ix, searches := st.(storage.Searcher)
+	col := storage.IndexName(DefaultID, scope, "episodes")
+	var docs []storage.Document
+	flush := func(force bool) {
+		if searches && (force || len(docs) >= 2048) {
+			for len(docs) > 0 {
+				k := min(len(docs), 512)
+				if err := ix.Index(ctx, col, docs[:k]...); err != nil {
+					b.Fatal(err)
+				}
+				docs = docs[k:]
+			}
+		}
+		if !searches {
+			docs = docs[:0]
+		}
+	}
+	last := int64(-1)
+	for from := 0; from < folded; from += per {
+		rec := digestRecord{Version: baseVersion, From: int64(from), To: int64(from + per), Prev: last}
+		for i := from; i < from+per; i++ {
+			e := episode(i)
+			rec.Digests = append(rec.Digests, e.digest())
+		}
+		put(digestName(int64(from)), encode(rec))
+		docs = docsOf(docs, rec.Digests)
+		flush(false)
+		last = int64(from)
+	}
+	for i := folded; i < n; i++ {
+		e := episode(i)
+		put(segName(int64(i)), encode(segment{Version: baseVersion, Seq: int64(i), Episodes: []Episode{e}}))
+		docs = docsOf(docs, []Digest{e.digest()})
+	}
+	flush(true)
+	h := head{Version: baseVersion, Next: int64(n), Digested: int64(folded), Dropped: int64(folded), LastDigest: last}
+	put("head", encode(h))
+	if searches {
+		l := &Layer{ix: ix, col: col}
+		if err := l.writeMark(ctx, marker{Base: 0, Next: int64(n)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return scope
+}
+
+// BenchmarkOpenRun opens a run on a user's episodic log of 100 and of
+// 100,000 episodes (Init, resource scope) and makes its first Recall, for
+// a message that names a page from the start of the log. The issue's bar:
+// at 100,000 at most twice the time at 100, on SQLite (with its index).
+func BenchmarkOpenRun(b *testing.B) {
+	ctx := context.Background()
+	for _, be := range openRunBackends(b) {
+		for _, n := range []int{100, 100_000} {
+			b.Run(fmt.Sprintf("%s/episodes=%d", be.name, n), func(b *testing.B) {
+				st := be.open(b, n)
+				seedLog(b, st, n)
+				tmpl, err := New(Config{Scope: layer.ScopeResource})
+				if err != nil {
+					b.Fatal(err)
+				}
+				env := layer.Env{ThreadID: "t-new", ResourceID: "user-1", Store: st}
+				q := layer.Query{Text: `Go back to the page from turn 2 ("Pricing for Nonprofits 2") and publish it`}
+				b.ReportAllocs()
+				for b.Loop() {
+					l, err := tmpl.Init(ctx, env)
+					if err != nil {
+						b.Fatal(err)
+					}
+					items, err := l.Recall(ctx, q)
+					if err != nil || len(items) != 1 {
+						b.Fatalf("Recall = %v, %v", items, err)
+					}
+					if err := l.(layer.Closer).Close(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestOpenRunSeed checks the seeded log is one the layer reads: the
+// oldest episode is recalled by title (with the store's index) and read
+// by reference.
+func TestOpenRunSeed(t *testing.T) {
+	ctx := context.Background()
+	for _, searches := range []bool{true, false} {
+		var st storage.Store = storage.NewMemory()
+		if !searches {
+			st = struct{ storage.Store }{st}
+		}
+		seedLog(t, st, 1000)
+		tmpl, _ := New(Config{Scope: layer.ScopeResource})
+		l, err := tmpl.Init(ctx, layer.Env{ThreadID: "t-new", ResourceID: "user-1", Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		items, err := l.Recall(ctx, layer.Query{Text: `page "Pricing for Nonprofits 2"`})
+		if err != nil || len(items) != 1 {
+			t.Fatalf("Recall = %v, %v", items, err)
+		}
+		if want := "[call-2~2]"; searches != strings.Contains(items[0].Text, want) {
+			t.Errorf("searches=%v: recall has %s = %v:\n%s", searches, want, !searches, items[0].Text)
+		}
+		e, _, err := l.(*Layer).Read(ctx, "call-2")
+		if err != nil || e.Ref != "call-2~2" {
+			t.Errorf("Read(call-2) = %+v, %v", e, err)
+		}
+	}
+}
