@@ -165,6 +165,24 @@ func findMarker(t *testing.T, st storage.Store, s string) []string {
 			hits = append(hits, k)
 		}
 	}
+	// The store's search index too: every document of every collection.
+	if idx, ok := st.(storage.Searcher); ok {
+		cols, err := idx.Collections(t.Context(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cols {
+			docs, err := idx.Search(t.Context(), c, storage.Query{K: storage.MaxK})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range docs {
+				if strings.Contains(d.Text, s) || strings.Contains(d.ID, s) || strings.Contains(fmt.Sprint(d.Fields), s) {
+					hits = append(hits, "index "+c+" "+d.ID)
+				}
+			}
+		}
+	}
 	return hits
 }
 

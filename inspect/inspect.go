@@ -259,10 +259,12 @@ type Erased struct {
 	// Counts is how many records of each kind were deleted: "thread.head",
 	// "thread.owner", "thread.segment", "thread.summary",
 	// "thread.snapshot", "thread.audit" (the thread's audit turns),
-	// "thread.other", "layer.<layer ID>" for a layer's state and
-	// "quarantine.<layer ID>" for its quarantined copies.
+	// "thread.other", "layer.<layer ID>" for a layer's state,
+	// "quarantine.<layer ID>" for its quarantined copies and
+	// "index.<layer ID>" for its search collections.
 	Counts map[string]int `json:"counts"`
-	// Keys are the deleted keys, in the order they were deleted.
+	// Keys are the deleted keys and dropped collections, in the order
+	// they were deleted.
 	Keys []string `json:"keys"`
 	// Ambiguous are the keys of layer records stored before scope keys
 	// were typed whose key names the erased resource or thread and also
@@ -590,6 +592,9 @@ func (in Inspector) erase(ctx context.Context, e *Erased, o owned) error {
 				return err
 			}
 		}
+		if err := in.dropIndexes(ctx, e, &o, deleted); err != nil {
+			return err
+		}
 		for _, id := range o.threads {
 			had, err := in.eraseThread(ctx, id, del)
 			if err != nil {
@@ -604,6 +609,35 @@ func (in Inspector) erase(ctx context.Context, e *Erased, o owned) error {
 	if p, ok := in.Store.(storage.Purger); ok && len(e.Keys) > 0 {
 		if err := p.Purge(ctx); err != nil {
 			return fmt.Errorf("purge: %w", err)
+		}
+	}
+	return nil
+}
+
+// dropIndexes drops the search collections o's scopes own, on a store
+// that is a storage.Searcher. A collection is named like a layer record
+// (storage.IndexName), so it is selected by the same rule; collections
+// never have an untyped scope key. Each counts as "index.<layer ID>".
+func (in Inspector) dropIndexes(ctx context.Context, e *Erased, o *owned, dropped map[string]bool) error {
+	s, ok := in.Store.(storage.Searcher)
+	if !ok {
+		return nil
+	}
+	cols, err := s.Collections(ctx, "layers/")
+	if err != nil {
+		return fmt.Errorf("list search collections: %w", err)
+	}
+	for _, c := range cols {
+		lk, ok := ParseLayerKey(c)
+		if !ok || lk.Legacy || !o.typedMine(lk.ScopeKey) {
+			continue
+		}
+		if err := s.Drop(ctx, c); err != nil {
+			return fmt.Errorf("drop search collection %s: %w", storage.Quote(c), err)
+		}
+		if !dropped["index:"+c] {
+			dropped["index:"+c] = true
+			e.add("index."+lk.LayerID, c)
 		}
 	}
 	return nil
