@@ -562,10 +562,17 @@ func TestHistory52_CMS50SQLiteReopen(t *testing.T) {
 	if len(run.exact) != 50 {
 		t.Fatalf("%d turns measured, want 50", len(run.exact))
 	}
-	// The reopened thread sends the model what an uninterrupted run in
-	// memory sends, request for request.
+	// The reopened thread sends the model what an uninterrupted run on
+	// another SQLite file sends, request for request. (Not one in memory:
+	// recall ranks through each store's own search index, and FTS5's
+	// bm25() and the in-memory BM25 may order ties and near-ties apart.)
+	one, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "uninterrupted.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
 	var mem cmsRun
-	uninterrupted := runCMS(t, f, storage.NewMemory(), windowedHistory, 0, len(f.Turns), &mem, exact).Requests()
+	uninterrupted := runCMS(t, f, one, windowedHistory, 0, len(f.Turns), &mem, exact).Requests()
 	if len(uninterrupted) != len(reopened) {
 		t.Errorf("%d requests after the reopen, %d uninterrupted", len(reopened), len(uninterrupted))
 	}
