@@ -250,7 +250,8 @@ var importRules = []importRule{
 		return out
 	}},
 	{"thread imports only the standard library, storage and layer: no langchaingo", []string{"thread"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
-		return nonStandard("thread", pkgs["thread"].deps, std, "storage", "layer")
+		return append(nonStandard("thread", pkgs["thread"].deps, std, "storage", "layer"),
+			nonStandard("thread/threadtest", pkgs["thread/threadtest"].deps, std, "storage", "layer", "thread")...)
 	}},
 	{"inspect imports only the standard library, storage, layer, thread and audit: no langchaingo", []string{"inspect"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
 		return nonStandard("inspect", pkgs["inspect"].deps, std, "storage", "layer", "thread", "audit")
@@ -280,7 +281,7 @@ var importRules = []importRule{
 		var out []string
 		for path, p := range pkgs {
 			out = append(out, forbid(path, p.deps, func(d string) bool {
-				return (d == "layer/layertest" || d == "storage/storagetest") && !under(path, d)
+				return (d == "layer/layertest" || d == "storage/storagetest" || d == "thread/threadtest") && !under(path, d)
 			}, "a conformance suite may be imported only from _test.go files")...)
 		}
 		return out

@@ -165,8 +165,8 @@
 // [Result.Messages] (also in a [*LimitError]'s Result) is the messages
 // the summary did not cover when the run started, then the run's own;
 // [Agent.LoadCheckpoint] returns the head, the summary
-// ([Checkpoint.Summary]) and the messages it does not cover
-// ([Checkpoint.Messages], from message Checkpoint.First of
+// ([thread.Checkpoint].Summary) and the messages it does not cover
+// ([thread.Checkpoint].Messages, from message Checkpoint.First of
 // Checkpoint.Total), compacted as a run would load them. The whole
 // transcript, as stored and never compacted, is [Agent.Transcript]'s
 // (for audit and for layers that keep their own log); it reads every
@@ -175,7 +175,7 @@
 // stored, the messages it covers that are older than the last 200 are
 // deleted, and the covered ones kept have each text, argument or result
 // over [thread.ElideAbove] (4 KiB) cut to a stub with its size and SHA-256
-// ([Elided]), so a model that sends a 60 KB argument every turn leaves a
+// ([thread.Elided]), so a model that sends a 60 KB argument every turn leaves a
 // thread of about 360 KB, not one that grows 60 KB a turn. The summary's
 // record names the covered segments kept, so retention never lists the
 // store. The window, the summary, the layers' own records (the episodic
@@ -211,7 +211,7 @@
 // use the previous summary, and a run waits for it (bounded by
 // Config.SaveTimeout once the run's context has ended) and stores it
 // before returning. A failed summary is reported (EventSummary) and the
-// previous one stays. Summaries are numbered ([Summary].Version) and
+// previous one stays. Summaries are numbered ([thread.Summary].Version) and
 // stored with the thread.
 //
 // # The stored thread

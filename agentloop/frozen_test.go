@@ -1,56 +1,28 @@
 package agentloop_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/memlayer/memlayer/audit"
 	"github.com/memlayer/memlayer/storage"
-	"github.com/memlayer/memlayer/thread"
+	"github.com/memlayer/memlayer/thread/threadtest"
 )
 
-// Frozen threads. Versions 1 to 3 are one checkpoint record; from
-// version 4 a frozen file is a JSON object of record name to record,
-// the head under "checkpoint", with the random part of each record name
-// written as "frozen".
+// Frozen threads: see package threadtest.
 
 // nonce is the random part of a version-4 record name.
 var nonce = regexp.MustCompile(`\.[0-9a-f]{12}\b`)
 
-// readFrozen returns ../thread/testdata/checkpoint_v<version>.json.
-func readFrozen(t *testing.T, version int) []byte {
-	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("../thread/testdata/checkpoint_v%d.json", version))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
+// readFrozen returns the frozen thread of a version
+// (threadtest.Frozen).
+func readFrozen(t *testing.T, version int) []byte { return threadtest.Frozen(t, version) }
 
-// putFrozen stores a frozen file as thread threadID.
+// putFrozen stores a frozen file as thread threadID (threadtest.Put).
 func putFrozen(t *testing.T, store storage.Store, threadID string, data []byte) {
-	t.Helper()
-	var records map[string]json.RawMessage
-	if err := json.Unmarshal(data, &records); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := records[thread.HeadName]; !ok {
-		records = map[string]json.RawMessage{thread.HeadName: data}
-	}
-	for name, value := range records {
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, value); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := store.Put(t.Context(), storage.ThreadKey(threadID, name), compact.Bytes(), storage.NoVersion); err != nil {
-			t.Fatal(err)
-		}
-	}
+	threadtest.Put(t, store, threadID, data)
 }
 
 // frozenForm returns a stored version-4 thread as a frozen file holds

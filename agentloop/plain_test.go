@@ -72,7 +72,7 @@ func TestPlain02_StoredMessageRecord(t *testing.T) {
 	stamp := regexp.MustCompile(`"updated_at": "[^"]*"`)
 	got, want := stamp.ReplaceAll(frozenForm(t, store, "thread-about"), nil), stamp.ReplaceAll(readFrozen(t, thread.Version), nil)
 	if string(got) != string(want) {
-		t.Errorf("stored thread differs from ../thread/testdata/checkpoint_v%d.json:\n got %s\nwant %s", thread.Version, got, want)
+		t.Errorf("stored thread differs from thread/threadtest/testdata/checkpoint_v%d.json:\n got %s\nwant %s", thread.Version, got, want)
 	}
 
 	var first *thread.Checkpoint

@@ -69,6 +69,6 @@
 //     one segment.
 //   - Version 4 is the head and records above.
 //
-// The testdata of package agentloop holds a frozen thread of each
-// version, and a test loads every one.
+// Package threadtest holds a frozen thread of each version, and a test
+// loads every one.
 package thread

@@ -1,45 +1,26 @@
 package thread_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"os"
 	"reflect"
 	"testing"
 
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/thread"
+	"github.com/memlayer/memlayer/thread/threadtest"
 )
 
-// putFrozen stores testdata/checkpoint_v<version>.json as thread
-// threadID and returns its head's version as ReadInfo reads it. Versions
-// 1 to 3 are one checkpoint record; from version 4 a frozen file is a
-// JSON object of record name to record, the head under "checkpoint".
+// putFrozen stores the frozen thread of a version as thread threadID and
+// returns its head's version as ReadInfo reads it.
 func putFrozen(t *testing.T, store storage.Store, threadID string, version int) int {
 	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("testdata/checkpoint_v%d.json", version))
+	data := threadtest.Frozen(t, version)
+	threadtest.Put(t, store, threadID, data)
+	head, err := store.Get(t.Context(), storage.ThreadKey(threadID, thread.HeadName))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var records map[string]json.RawMessage
-	if err := json.Unmarshal(data, &records); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := records[thread.HeadName]; !ok {
-		records = map[string]json.RawMessage{thread.HeadName: data}
-	}
-	for name, value := range records {
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, value); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := store.Put(t.Context(), storage.ThreadKey(threadID, name), compact.Bytes(), storage.NoVersion); err != nil {
-			t.Fatal(err)
-		}
-	}
-	info, err := thread.ReadInfo(records[thread.HeadName])
+	info, err := thread.ReadInfo(head.Value)
 	if err != nil {
 		t.Fatalf("v%d: ReadInfo: %v", version, err)
 	}
