@@ -261,8 +261,8 @@ func TestMemory41_RedactionPerLayerAndOff(t *testing.T) {
 	}{
 		{"default", redact.Policy{}, true, true},
 		{"scratchpad off", redact.Policy{Layers: map[string]bool{workingmemory.DefaultID: false}}, false, true},
-		{"scratchpad off (Tools)", redact.Policy{Tools: map[string]bool{workingmemory.DefaultID: false}}, false, true},
-		{"Layers overrides Tools", redact.Policy{Tools: map[string]bool{workingmemory.DefaultID: false}, Layers: map[string]bool{workingmemory.DefaultID: true}}, true, true},
+		{"scratchpad off (Tools)", redact.Policy{Tools: map[string]bool{workingmemory.DefaultID: false}}, false, true},                                                        //lint:ignore SA1019 the former name is tested on purpose
+		{"Layers overrides Tools", redact.Policy{Tools: map[string]bool{workingmemory.DefaultID: false}, Layers: map[string]bool{workingmemory.DefaultID: true}}, true, true}, //lint:ignore SA1019 the former name is tested on purpose
 		{"disabled", redact.Policy{Disabled: true}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

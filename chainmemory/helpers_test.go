@@ -53,14 +53,6 @@ func newNotes(id string, scope layer.Scope) *notesLayer {
 	return &notesLayer{id: id, scope: scope, closed: new(atomic.Int32)}
 }
 
-// newProfile returns a notes layer that keeps only notes, like a user
-// profile.
-func newProfile(id string, scope layer.Scope) *notesLayer {
-	l := newNotes(id, scope)
-	l.notesOnly = true
-	return l
-}
-
 func (l *notesLayer) Spec() layer.Spec {
 	return layer.Spec{ID: l.id, Slot: layer.SlotEntities, Scope: l.scope, Budget: layer.Budget{Min: 50, Max: 1000}}
 }

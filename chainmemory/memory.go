@@ -84,10 +84,10 @@ type Config struct {
 	// ResourceID is the resource (the user) ThreadID belongs to: give the
 	// stack's layer.Env.ResourceID. Before the audit's first commit it is
 	// recorded as the thread's owner (see [thread.OwnerName]), so that
-	// [inspect.Inspector.EraseResource] and [inspect.Inspector.Threads] find the user's
+	// inspect.Inspector's EraseResource and Threads find the user's
 	// text in the audit; a thread that belongs to another resource is not
-	// written to ([thread.ErrOtherOwner]). Empty records no owner: the thread is
-	// found by its ID only ([inspect.Inspector.DeleteThread]).
+	// written to (thread.ErrOtherOwner). Empty records no owner: the thread is
+	// found by its ID only (inspect.Inspector's DeleteThread).
 	ResourceID string
 	// Logger logs what SaveContext cannot return: a proposed write that
 	// was not kept, a panic recovered in a Router or a Proposer. Nil is
