@@ -237,7 +237,7 @@ var importRules = []importRule{
 		}, "chainmemory shares only the write path (internal/writepath) with agentloop")
 	}},
 	{"route imports only the standard library, layer and storage", []string{"route"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
-		return nonStandard("route", pkgs["route"].deps, std, "layer", "storage")
+		return nonStandard("route", pkgs["route"].deps, std, "layer", "storage", "internal/lexical")
 	}},
 	{"only examples and cmd import agentloop", []string{"agentloop"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
 		var out []string
@@ -250,11 +250,11 @@ var importRules = []importRule{
 		return out
 	}},
 	{"thread imports only the standard library, storage and layer: no langchaingo", []string{"thread"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
-		return append(nonStandard("thread", pkgs["thread"].deps, std, "storage", "layer"),
-			nonStandard("thread/threadtest", pkgs["thread/threadtest"].deps, std, "storage", "layer", "thread")...)
+		return append(nonStandard("thread", pkgs["thread"].deps, std, "storage", "layer", "internal/lexical"),
+			nonStandard("thread/threadtest", pkgs["thread/threadtest"].deps, std, "storage", "layer", "thread", "internal/lexical")...)
 	}},
 	{"inspect imports only the standard library, storage, layer, thread and audit: no langchaingo", []string{"inspect"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
-		return nonStandard("inspect", pkgs["inspect"].deps, std, "storage", "layer", "thread", "audit")
+		return nonStandard("inspect", pkgs["inspect"].deps, std, "storage", "layer", "thread", "audit", "internal/lexical")
 	}},
 	{"history imports no concrete layer, inspect or route: it sits beside them", []string{"history"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
 		return forbid("history", pkgs["history"].deps, func(d string) bool {
