@@ -29,11 +29,11 @@ import (
 func assemblyAgent(t *testing.T, store storage.Store, model llms.Model, obs func(agentloop.Event)) *agentloop.Agent {
 	t.Helper()
 	// No kind is pinned: the test is about what scored assembly picks.
-	sem, err := semanticmemory.New(semanticmemory.Config{Budget: layer.Budget{Max: 60}, PinKinds: []string{}})
+	sem, err := semanticmemory.New(semanticmemory.Config{Spec: layer.Spec{Budget: layer.Budget{Max: 60}}, PinKinds: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eps, err := episodicmemory.New(episodicmemory.Config{Scope: layer.ScopeResource, Budget: layer.Budget{Max: 60}})
+	eps, err := episodicmemory.New(episodicmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource, Budget: layer.Budget{Max: 60}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestMemory44_ScoredAssemblySharesOnePool(t *testing.T) {
 // assembled.
 func TestMemory45_AssemblyOffKeepsEachBudget(t *testing.T) {
 	// No kind is pinned: the test is about what scored assembly picks.
-	sem, err := semanticmemory.New(semanticmemory.Config{Budget: layer.Budget{Max: 60}, PinKinds: []string{}})
+	sem, err := semanticmemory.New(semanticmemory.Config{Spec: layer.Spec{Budget: layer.Budget{Max: 60}}, PinKinds: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestMemory93_AssemblySkipsEpisodesTheWindowShows(t *testing.T) {
 	run := func(t *testing.T, cfg agentloop.Config, turns int) (calls []string, last agenttest.Request) {
 		t.Helper()
 		model := agenttest.NewFunc(policy)
-		eps, err := episodicmemory.New(episodicmemory.Config{MaxRecall: 20, Budget: layer.Budget{Min: 800}})
+		eps, err := episodicmemory.New(episodicmemory.Config{MaxRecall: 20, Spec: layer.Spec{Budget: layer.Budget{Min: 800}}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -68,7 +68,7 @@ func BenchmarkStep(b *testing.B) {
 	}
 	// The site is a fact of the whole agent: global scope, stored once,
 	// loaded by every run's Init.
-	kvl, err := kv.NewLayer(kv.LayerConfig{Scope: layer.ScopeGlobal, Render: func(mem *kv.Memory) string {
+	kvl, err := kv.NewLayer(kv.LayerConfig{Spec: layer.Spec{Scope: layer.ScopeGlobal}, Render: func(mem *kv.Memory) string {
 		s, _, _ := kv.Get[string](mem, "site")
 		return "site: " + s
 	}})

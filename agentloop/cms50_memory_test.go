@@ -215,11 +215,11 @@ func TestMemory100_TightBudgetsKeepTheSummary(t *testing.T) {
 		var run cmsRun
 		runCMS(t, f, store, func(cfg *agentloop.Config) {
 			windowedHistory(cfg)
-			sem, err := semanticmemory.New(semanticmemory.Config{Budget: layer.Budget{Max: 33}})
+			sem, err := semanticmemory.New(semanticmemory.Config{Spec: layer.Spec{Budget: layer.Budget{Max: 33}}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg.Layers = append(cmsLayersWith(t, episodicmemory.Config{Budget: layer.Budget{Max: 100}}), sem)
+			cfg.Layers = append(cmsLayersWith(t, episodicmemory.Config{Spec: layer.Spec{Budget: layer.Budget{Max: 100}}}), sem)
 			cfg.Assembly.SummaryCandidates = candidates
 		}, 0, len(f.Turns), &run, exact)
 		return &run

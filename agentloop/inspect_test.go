@@ -40,7 +40,7 @@ const eraseMarker = "QZXMARKER9047"
 // creates, then answers with it.
 func allLayersAgent(t *testing.T, st storage.Store) *agentloop.Agent {
 	t.Helper()
-	wm, err := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+	wm, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func allLayersAgent(t *testing.T, st storage.Store) *agentloop.Agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	em, err := entitymemory.New(entitymemory.Config{Scope: layer.ScopeResource})
+	em, err := entitymemory.New(entitymemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +346,7 @@ func TestOperate31_QuarantineListedAndRestored(t *testing.T) {
 		sys = r.System()
 		return agenttest.Text("ok"), nil
 	})
-	wm, _ := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+	wm, _ := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 	b, err := agentloop.New(agentloop.Config{Model: probe, Layers: []layer.Layer{wm}, Store: st})
 	if err != nil {
 		t.Fatal(err)

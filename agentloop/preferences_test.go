@@ -93,7 +93,7 @@ func TestMemory42_PreferencesAcrossThreads(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "prefs.db")
 	newAgent := func(store *sqlite.Store, model llms.Model) *agentloop.Agent {
-		sem, err := semanticmemory.New(semanticmemory.Config{Budget: layer.Budget{Max: budget}})
+		sem, err := semanticmemory.New(semanticmemory.Config{Spec: layer.Spec{Budget: layer.Budget{Max: budget}}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -132,11 +132,11 @@ func redactionScenario(t *testing.T, store storage.Store, path string) {
 		return out, nil
 	})
 	newLayers := func() []layer.Layer {
-		ents, err := entitymemory.New(entitymemory.Config{Scope: layer.ScopeResource, Capacity: 20})
+		ents, err := entitymemory.New(entitymemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}, Capacity: 20})
 		if err != nil {
 			t.Fatal(err)
 		}
-		eps, err := episodicmemory.New(episodicmemory.Config{Scope: layer.ScopeResource})
+		eps, err := episodicmemory.New(episodicmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +144,7 @@ func redactionScenario(t *testing.T, store storage.Store, path string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pad, err := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+		pad, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 		if err != nil {
 			t.Fatal(err)
 		}

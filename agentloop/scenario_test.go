@@ -99,11 +99,11 @@ const translator = "You are a translator."
 func TestSpawnScenarioSQLite(t *testing.T) {
 	st := openSQLite(t, filepath.Join(t.TempDir(), "memory.db"))
 	defer st.Close()
-	wm, err := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+	wm, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	notes, err := workingmemory.New(workingmemory.Config{ID: "thread-notes"})
+	notes, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{ID: "thread-notes"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ const childPrompt = "You are the child."
 func TestFit05_SpawnLayersFromCode(t *testing.T) {
 	own := newProbe("own-probe")
 	offered := newProbe("offered-probe")
-	plan, err := workingmemory.New(workingmemory.Config{ID: "plan", Template: "1. outline"})
+	plan, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{ID: "plan"}, Template: "1. outline"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestFit05_SpawnLayersFromCode(t *testing.T) {
 // agent layer has.
 func TestFit06_SpawnToolLayers(t *testing.T) {
 	research := newProbe("research-notes")
-	plan, err := workingmemory.New(workingmemory.Config{ID: "plan"})
+	plan, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{ID: "plan"}})
 	if err != nil {
 		t.Fatal(err)
 	}

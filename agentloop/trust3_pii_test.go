@@ -137,7 +137,7 @@ func TestTrust314_WorkingMemoryMasked(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := storage.NewMemory()
-			kvl, err := kv.NewLayer(kv.LayerConfig{Scope: layer.ScopeResource})
+			kvl, err := kv.NewLayer(kv.LayerConfig{Spec: layer.Spec{Scope: layer.ScopeResource}})
 			if err != nil {
 				t.Fatal(err)
 			}

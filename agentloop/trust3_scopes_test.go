@@ -113,7 +113,7 @@ func TestTrust301_EraseStaysInItsUser(t *testing.T) {
 // records every prompt it is sent.
 func scopeSpyAgent(t *testing.T, st storage.Store) (*agentloop.Agent, *promptLog) {
 	t.Helper()
-	wm, err := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+	wm, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 	if err != nil {
 		t.Fatal(err)
 	}

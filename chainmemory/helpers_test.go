@@ -233,11 +233,11 @@ func gateLayers(t *testing.T) []layer.Layer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sem, err := semanticmemory.New(semanticmemory.Config{Budget: layer.Budget{Max: 200}})
+	sem, err := semanticmemory.New(semanticmemory.Config{Spec: layer.Spec{Budget: layer.Budget{Max: 200}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eps, err := episodicmemory.New(episodicmemory.Config{Budget: layer.Budget{Max: 200}})
+	eps, err := episodicmemory.New(episodicmemory.Config{Spec: layer.Spec{Budget: layer.Budget{Max: 200}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,7 +108,7 @@ func TestArchiveUsersApart(t *testing.T) {
 	for name, open := range archiveStores(t) {
 		t.Run(name, func(t *testing.T) {
 			st := open(t)
-			tmpl := mustNew(t, Config{Scope: layer.ScopeResource})
+			tmpl := mustNew(t, Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 			users := []layer.Env{
 				{ThreadID: "a", ResourceID: "u1", Store: st},
 				{ThreadID: "b", ResourceID: "u1/x", Store: st},

@@ -43,7 +43,7 @@ func testAnotherProcessAhead(t *testing.T) {
 	now.Advance(time.Minute)
 	store(t, b, result("get_page", ``, `{"id":"p2","title":"Seen after it"}`))
 	load := func() []string {
-		r := initLayer(t, mustNew(t, Config{Scope: layer.ScopeResource, TTL: time.Hour, Now: now.Now}), layer.Env{ThreadID: "t3", ResourceID: "site-1", Store: st})
+		r := initLayer(t, mustNew(t, Config{Spec: layer.Spec{Scope: layer.ScopeResource}, TTL: time.Hour, Now: now.Now}), layer.Env{ThreadID: "t3", ResourceID: "site-1", Store: st})
 		for _, e := range r.Entities() {
 			if e.SeenAt.After(now.t) {
 				t.Errorf("%s is seen at %v, after now (%v)", e.ID, e.SeenAt, now.t)

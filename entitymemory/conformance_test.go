@@ -14,7 +14,7 @@ import (
 func TestConformance(t *testing.T) {
 	for name, cfg := range map[string]entitymemory.Config{
 		"thread":   {},
-		"resource": {Scope: layer.ScopeResource},
+		"resource": {Spec: layer.Spec{Scope: layer.ScopeResource}},
 		"ttl":      {Capacity: 2, TTL: 1 << 40},
 	} {
 		t.Run(name, func(t *testing.T) {

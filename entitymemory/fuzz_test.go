@@ -158,7 +158,7 @@ func FuzzRebase(f *testing.F) {
 		own := [writers][]string{} // each writer's live pages, oldest first
 		for w := range ls {
 			skew := time.Duration(w-1) * time.Hour
-			tmpl := mustNew(t, Config{Scope: layer.ScopeResource, Capacity: 2 * writers, Now: func() time.Time { return base.Add(skew) }})
+			tmpl := mustNew(t, Config{Spec: layer.Spec{Scope: layer.ScopeResource}, Capacity: 2 * writers, Now: func() time.Time { return base.Add(skew) }})
 			ls[w] = initLayer(t, tmpl, layer.Env{ThreadID: fmt.Sprint("t", w), ResourceID: "r", Store: st, Logger: slog.New(slog.DiscardHandler)})
 		}
 		deleted := map[string]bool{}

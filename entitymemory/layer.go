@@ -38,18 +38,14 @@ const maxPendingDeletes = 1024
 // in slot layer.SlotEntities, thread scope, unbounded budget, the 10 most
 // recent entities, 3 per list, no expiry, the built-in rules.
 type Config struct {
-	// ID is the layer ID. Empty means DefaultID.
-	ID string
-	// Slot orders the layer in the prompt. Zero means layer.SlotEntities.
-	Slot int
-	// Scope selects whose entities are kept. Empty means thread.
-	Scope layer.Scope
-	// Budget is the layer's token budget. When Recall's budget is smaller
-	// than the block, the oldest entities are left out until it fits.
-	Budget layer.Budget
-	// DisableOnInitError disables the layer for the run when loading its
-	// state fails, instead of aborting the run.
-	DisableOnInitError bool
+	// Spec is what every layer declares (see layer.Spec):
+	//   - ID: ID is the layer ID. Empty means DefaultID.
+	//   - Slot: Slot orders the layer in the prompt. Zero means layer.SlotEntities.
+	//   - Scope: Scope selects whose entities are kept. Empty means thread.
+	//   - Budget: Budget is the layer's token budget. When Recall's budget is smaller than the block, the oldest entities are left out until it fits.
+	//   - DisableOnInitError: DisableOnInitError disables the layer for the run when loading its state fails, instead of aborting the run.
+	layer.Spec
+
 	// Capacity is how many entities are kept. Zero means DefaultCapacity.
 	Capacity int
 	// MaxPerList caps the entities taken from one list in a result. Zero
@@ -177,7 +173,7 @@ func New(cfg Config) (*Layer, error) {
 	if strings.ContainsAny(cfg.Header, "<\r\n\u2028\u2029") {
 		return nil, fmt.Errorf("%w: Header %q must be one line without '<'", ErrInvalidConfig, cfg.Header)
 	}
-	spec := layer.Spec{ID: cfg.ID, Slot: cfg.Slot, Scope: cfg.Scope, Budget: cfg.Budget, DisableOnInitError: cfg.DisableOnInitError}
+	spec := cfg.Spec
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}

@@ -156,8 +156,8 @@ func TestConfig(t *testing.T) {
 		t.Errorf("zero config: %+v capacity %d", sp, l.cfg.Capacity)
 	}
 	for _, bad := range []Config{
-		{ID: "Bad ID"}, {Capacity: -1}, {MaxPerList: -1}, {TTL: -time.Second},
-		{MaxResultBytes: -1}, {Scope: "planet"}, {Budget: layer.Budget{Min: 10, Max: 5}},
+		{Spec: layer.Spec{ID: "Bad ID"}}, {Capacity: -1}, {MaxPerList: -1}, {TTL: -time.Second},
+		{MaxResultBytes: -1}, {Spec: layer.Spec{Scope: "planet"}}, {Spec: layer.Spec{Budget: layer.Budget{Min: 10, Max: 5}}},
 	} {
 		if _, err := New(bad); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("New(%+v) = %v, want ErrInvalidConfig", bad, err)
@@ -198,7 +198,7 @@ func TestPersistAcrossProcesses(t *testing.T) {
 		t.Errorf("state not under the documented key: %v", err)
 	}
 	// Execution scope never persists.
-	ex := mustNew(t, Config{Scope: layer.ScopeExecution})
+	ex := mustNew(t, Config{Spec: layer.Spec{Scope: layer.ScopeExecution}})
 	store(t, initLayer(t, ex, env(st, "thread-1")), result("get_page", ``, `{"id":"x","title":"X"}`))
 	if keys, _ := st.List(t.Context(), "layers/entities/execution"); len(keys) != 0 {
 		t.Errorf("execution scope persisted %v", keys)
@@ -208,7 +208,7 @@ func TestPersistAcrossProcesses(t *testing.T) {
 func TestCASMerge(t *testing.T) {
 	st := storage.NewMemory()
 	clk := newClock()
-	tmpl := mustNew(t, Config{Scope: layer.ScopeResource, Now: clk.Now})
+	tmpl := mustNew(t, Config{Spec: layer.Spec{Scope: layer.ScopeResource}, Now: clk.Now})
 	e := layer.Env{ThreadID: "t1", ResourceID: "site-1", Store: st}
 	a := initLayer(t, tmpl, e)
 	e.ThreadID = "t2"

@@ -35,7 +35,7 @@ func sharedPair(t *testing.T, st storage.Store, cfg Config, nowA, nowB func() ti
 // storedIDs returns the IDs of the entities stored for resource site-1.
 func storedIDs(t *testing.T, st storage.Store) []string {
 	t.Helper()
-	r := initLayer(t, mustNew(t, Config{Scope: layer.ScopeResource}), layer.Env{ThreadID: "reader", ResourceID: "site-1", Store: st})
+	r := initLayer(t, mustNew(t, Config{Spec: layer.Spec{Scope: layer.ScopeResource}}), layer.Env{ThreadID: "reader", ResourceID: "site-1", Store: st})
 	return ids(r.Entities())
 }
 
@@ -44,7 +44,7 @@ func storedIDs(t *testing.T, st storage.Store) []string {
 func TestTrust08_DeleteSurvivesCASMerge(t *testing.T) {
 	seed := func(t *testing.T) storage.Store {
 		st := storage.NewMemory()
-		w := initLayer(t, mustNew(t, Config{Scope: layer.ScopeResource}), layer.Env{ThreadID: "t0", ResourceID: "site-1", Store: st})
+		w := initLayer(t, mustNew(t, Config{Spec: layer.Spec{Scope: layer.ScopeResource}}), layer.Env{ThreadID: "t0", ResourceID: "site-1", Store: st})
 		store(t, w, result("get_page", ``, `{"id":"p1","title":"One"}`))
 		return st
 	}
@@ -114,7 +114,7 @@ func TestTrust09_SkewedClockKeepsNewEntity(t *testing.T) {
 		ahead := &clock{t: now.t.Add(time.Hour)}
 		w, _ := sharedPair(t, st, Config{TTL: 30 * time.Minute}, ahead.Now, now.Now)
 		store(t, w, result("get_page", ``, `{"id":"p1"}`))
-		r := initLayer(t, mustNew(t, Config{Scope: layer.ScopeResource, TTL: 30 * time.Minute, Now: now.Now}), layer.Env{ThreadID: "t3", ResourceID: "site-1", Store: st})
+		r := initLayer(t, mustNew(t, Config{Spec: layer.Spec{Scope: layer.ScopeResource}, TTL: 30 * time.Minute, Now: now.Now}), layer.Env{ThreadID: "t3", ResourceID: "site-1", Store: st})
 		if es := r.Entities(); len(es) != 1 || es[0].SeenAt.After(now.t) {
 			t.Fatalf("loaded %+v, want p1 seen at most now (%v)", es, now.t)
 		}
@@ -130,7 +130,7 @@ func TestTrust09_SkewedClockKeepsNewEntity(t *testing.T) {
 // block printed by another layer.
 func TestTrust12_EntityBlockFenced(t *testing.T) {
 	for id, tag := range map[string]string{"": "entities", "cms-entities": "cms_entities"} {
-		l := mustNew(t, Config{ID: id})
+		l := mustNew(t, Config{Spec: layer.Spec{ID: id}})
 		l.Add(Entity{Type: "page", ID: "p1", Name: "</" + tag + "> <" + tag + ">"})
 		got := recallText(t, l)
 		if !strings.HasPrefix(got, "<"+tag+">\n"+Header+"\n") || !strings.HasSuffix(got, "\n</"+tag+">") {

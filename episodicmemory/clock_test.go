@@ -31,7 +31,7 @@ func TestTrust315_EpisodeRecencyDoesNotTrustTheWritersClock(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			store := storage.NewMemory()
 			writer := func(skew time.Duration, thread string) *episodicmemory.Layer {
-				return bound(t, episodicmemory.Config{Scope: layer.ScopeResource, Now: func() time.Time { return at.Add(skew) }}, store, thread, "site-1")
+				return bound(t, episodicmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}, Now: func() time.Time { return at.Add(skew) }}, store, thread, "site-1")
 			}
 			at = now.Add(-30 * day)
 			w1 := writer(c.oldSkew, "t1")
@@ -39,7 +39,7 @@ func TestTrust315_EpisodeRecencyDoesNotTrustTheWritersClock(t *testing.T) {
 			at = now.Add(-day)
 			w2 := writer(c.newSkew, "t2")
 			storeClosed(t, w2, pageStep(2))
-			r := bound(t, episodicmemory.Config{Scope: layer.ScopeResource, Now: func() time.Time { return now }}, store, "t3", "site-1")
+			r := bound(t, episodicmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}, Now: func() time.Time { return now }}, store, "t3", "site-1")
 			cands, err := r.Candidates(context.Background(), layer.Query{Text: "cms_createPage page"})
 			if err != nil {
 				t.Fatal(err)

@@ -59,22 +59,14 @@ const (
 // "episodic-memory" in slot layer.SlotEpisodic, thread scope, unbounded
 // budget and the defaults above.
 type Config struct {
-	// ID is the layer ID. Empty means DefaultID. It names the block
-	// Recall fences its text in (layer.FenceTag: <episodic_memory> by
-	// default), the read tool ("<id>_read") and the storage keys.
-	ID string
-	// Slot orders the layer in the prompt. Zero means layer.SlotEpisodic.
-	Slot int
-	// Scope is layer.ScopeThread (the default: one log per thread) or
-	// layer.ScopeResource (one log shared by the resource's threads);
-	// layer.ScopeExecution keeps a log for the run only. Global is
-	// refused.
-	Scope layer.Scope
-	// Budget is the layer's token budget.
-	Budget layer.Budget
-	// DisableOnInitError disables the layer for the run when loading its
-	// log fails, instead of aborting the run.
-	DisableOnInitError bool
+	// Spec is what every layer declares (see layer.Spec):
+	//   - ID: ID is the layer ID. Empty means DefaultID. It names the block Recall fences its text in (layer.FenceTag: <episodic_memory> by default), the read tool ("<id>_read") and the storage keys.
+	//   - Slot: Slot orders the layer in the prompt. Zero means layer.SlotEpisodic.
+	//   - Scope: Scope is layer.ScopeThread (the default: one log per thread) or layer.ScopeResource (one log shared by the resource's threads); layer.ScopeExecution keeps a log for the run only. Global is refused.
+	//   - Budget: Budget is the layer's token budget.
+	//   - DisableOnInitError: DisableOnInitError disables the layer for the run when loading its log fails, instead of aborting the run.
+	layer.Spec
+
 	// MaxRecall caps the episodes Recall shows. Zero means
 	// DefaultMaxRecall.
 	MaxRecall int

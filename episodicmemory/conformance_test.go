@@ -13,8 +13,8 @@ import (
 func TestEpisodic04_Conformance(t *testing.T) {
 	for name, cfg := range map[string]episodicmemory.Config{
 		"thread":    {},
-		"resource":  {Scope: layer.ScopeResource},
-		"execution": {Scope: layer.ScopeExecution},
+		"resource":  {Spec: layer.Spec{Scope: layer.ScopeResource}},
+		"execution": {Spec: layer.Spec{Scope: layer.ScopeExecution}},
 		"compact":   {CompactAfter: 1, Retain: 1},
 	} {
 		t.Run(name, func(t *testing.T) {

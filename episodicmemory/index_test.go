@@ -195,7 +195,7 @@ func TestIndex_CrossUser(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				tmpl, _ := episodicmemory.New(episodicmemory.Config{Scope: layer.ScopeResource, CompactAfter: 8, Now: fixed})
+				tmpl, _ := episodicmemory.New(episodicmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}, CompactAfter: 8, Now: fixed})
 				l, err := tmpl.Init(ctx, layer.Env{ThreadID: fmt.Sprintf("t%d", w), ResourceID: u, Store: store})
 				if err != nil {
 					t.Error(err)
@@ -213,7 +213,7 @@ func TestIndex_CrossUser(t *testing.T) {
 	}
 	wg.Wait()
 	for _, u := range users {
-		l := bound(t, episodicmemory.Config{Scope: layer.ScopeResource, MaxRecall: 100}, store, "check", u)
+		l := bound(t, episodicmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}, MaxRecall: 100}, store, "check", u)
 		b := recall(t, l, tag[u])
 		if n := strings.Count(b, "cms_note"); n != 2*per {
 			t.Errorf("user %q: recall shows %d episodes, want %d", u, n, 2*per)
@@ -247,10 +247,10 @@ func TestIndex_CrossUser(t *testing.T) {
 	if cols, _ := store.Collections(ctx, prefix); len(cols) != 0 {
 		t.Errorf("collections left after erase: %v", cols)
 	}
-	if b := recall(t, bound(t, episodicmemory.Config{Scope: layer.ScopeResource}, store, "after", "a"), tag["a"]); b != "" {
+	if b := recall(t, bound(t, episodicmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}}, store, "after", "a"), tag["a"]); b != "" {
 		t.Errorf("erased user recalls:\n%s", b)
 	}
-	if b := recall(t, bound(t, episodicmemory.Config{Scope: layer.ScopeResource, MaxRecall: 100}, store, "after", "a/b"), tag["a/b"]); strings.Count(b, "cms_note") != 2*per {
+	if b := recall(t, bound(t, episodicmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}, MaxRecall: 100}, store, "after", "a/b"), tag["a/b"]); strings.Count(b, "cms_note") != 2*per {
 		t.Errorf("user a/b lost episodes to a's erase:\n%s", b)
 	}
 }

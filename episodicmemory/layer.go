@@ -68,7 +68,7 @@ func New(cfg Config) (*Layer, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec := layer.Spec{ID: cfg.ID, Slot: cfg.Slot, Scope: cfg.Scope, Budget: cfg.Budget, DisableOnInitError: cfg.DisableOnInitError}
+	spec := cfg.Spec
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}

@@ -228,7 +228,7 @@ func TestEpisodic09_ConcurrentAppenders(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			cfg := episodicmemory.Config{Scope: layer.ScopeResource, CompactAfter: 16}
+			cfg := episodicmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}, CompactAfter: 16}
 			const per = 40
 			var wg sync.WaitGroup
 			for p := range 2 {
@@ -343,14 +343,14 @@ func TestEpisodic12_Spawn(t *testing.T) {
 	if err != nil || recall(t, c, "") != "" {
 		t.Errorf("thread-scoped child: %v, recalls %q", err, recall(t, c, ""))
 	}
-	r := bound(t, episodicmemory.Config{Scope: layer.ScopeResource}, st, "t", "u")
+	r := bound(t, episodicmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}}, st, "t", "u")
 	store(t, r, pageStep(1))
 	c, err = r.OnSpawn(ctx, layer.Env{ThreadID: "child", ResourceID: "u", Store: st})
 	if err != nil || !strings.Contains(recall(t, c, ""), "[call-1~0]") { // shared log: call ID and segment
 		t.Fatalf("resource-scoped child: %v, recalls %q", err, recall(t, c, ""))
 	}
 	store(t, c.(*episodicmemory.Layer), pageStep(2))
-	if _, _, err := bound(t, episodicmemory.Config{Scope: layer.ScopeResource}, st, "t", "u").Read(ctx, "call-2"); err != nil {
+	if _, _, err := bound(t, episodicmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}}, st, "t", "u").Read(ctx, "call-2"); err != nil {
 		t.Errorf("the child's episode is not in the resource log: %v", err)
 	}
 }
@@ -451,7 +451,7 @@ func TestEpisodic18_Candidates(t *testing.T) {
 // Config is valid.
 func TestEpisodic21_Config(t *testing.T) {
 	for _, cfg := range []episodicmemory.Config{
-		{Scope: layer.ScopeGlobal}, {MaxRecall: -1}, {CompactAfter: -1}, {ReadPageBytes: -1}, {ID: "Not Kebab"},
+		{Spec: layer.Spec{Scope: layer.ScopeGlobal}}, {MaxRecall: -1}, {CompactAfter: -1}, {ReadPageBytes: -1}, {Spec: layer.Spec{ID: "Not Kebab"}},
 	} {
 		if _, err := episodicmemory.New(cfg); !errors.Is(err, episodicmemory.ErrInvalidConfig) {
 			t.Errorf("New(%+v) = %v, want ErrInvalidConfig", cfg, err)
@@ -487,7 +487,7 @@ func TestEpisodic22_DigestOmitsTheResultStartWhenIDsWereFound(t *testing.T) {
 // those another writer appended to the same log.
 func TestEpisodic23_MetricsCountAppendedEpisodes(t *testing.T) {
 	st := storage.NewMemory()
-	cfg := episodicmemory.Config{Scope: layer.ScopeResource}
+	cfg := episodicmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}}
 	a := bound(t, cfg, st, "t1", "u")
 	b := bound(t, cfg, st, "t2", "u")
 	store(t, a, pageStep(0), pageStep(1), pageStep(2))
@@ -498,7 +498,7 @@ func TestEpisodic23_MetricsCountAppendedEpisodes(t *testing.T) {
 	if n := b.Metrics()["episodes_total"]; n != 1 {
 		t.Errorf("b appended %d, want 1", n)
 	}
-	mem := bound(t, episodicmemory.Config{Scope: layer.ScopeExecution}, nil, "t3", "")
+	mem := bound(t, episodicmemory.Config{Spec: layer.Spec{Scope: layer.ScopeExecution}}, nil, "t3", "")
 	store(t, mem, pageStep(0), pageStep(1))
 	if n := mem.Metrics()["episodes_total"]; n != 2 {
 		t.Errorf("in memory: appended %d, want 2", n)

@@ -134,7 +134,7 @@ func BenchmarkOpenRun(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/episodes=%d", be.name, n), func(b *testing.B) {
 				st := be.open(b, n)
 				seedLog(b, st, n)
-				tmpl, err := New(Config{Scope: layer.ScopeResource})
+				tmpl, err := New(Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -170,7 +170,7 @@ func TestOpenRunSeed(t *testing.T) {
 			st = struct{ storage.Store }{st}
 		}
 		seedLog(t, st, 1000)
-		tmpl, _ := New(Config{Scope: layer.ScopeResource})
+		tmpl, _ := New(Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 		l, err := tmpl.Init(ctx, layer.Env{ThreadID: "t-new", ResourceID: "user-1", Store: st})
 		if err != nil {
 			t.Fatal(err)

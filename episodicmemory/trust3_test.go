@@ -26,7 +26,7 @@ func TestTrust305_RefsOfThreadsDoNotCollide(t *testing.T) {
 			if withStore {
 				st = storage.NewMemory()
 			}
-			cfg := episodicmemory.Config{Scope: layer.ScopeResource}
+			cfg := episodicmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}}
 			one := bound(t, cfg, st, "thread-1", "user")
 			two := one
 			if withStore {

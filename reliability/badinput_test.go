@@ -44,11 +44,11 @@ var pageTitles = map[string]string{
 
 func badInputAgent(t *testing.T, st storage.Store, model llms.Model) *agentloop.Agent {
 	t.Helper()
-	wm, err := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+	wm, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := workingmemory.New(workingmemory.Config{ID: "plan", Slot: 110, Schema: planSchema})
+	plan, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{ID: "plan", Slot: 110}, Schema: planSchema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestProtoKeysNeutralised(t *testing.T) {
 func TestLegacyRejectedUpdateReported(t *testing.T) {
 	st := seeded(t)
 	ctx := t.Context()
-	wm, err := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+	wm, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,11 +318,11 @@ func TestHostileIDs(t *testing.T) {
 
 func runHostileIDs(t *testing.T, st storage.Store) {
 	ctx := t.Context()
-	notes, err := workingmemory.New(workingmemory.Config{ID: "notes"})
+	notes, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{ID: "notes"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wm, err := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+	wm, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,7 +132,7 @@ func failoverRound(t *testing.T, c *redistest.Cluster, ns, res, master string, c
 	if control {
 		ls = hideNotDurable{st}
 	}
-	wm, err := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+	wm, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -186,7 +186,7 @@ func entitySkewWorker(ctx context.Context, raw string, in *bufio.Scanner, out *l
 	if args.WallClock {
 		w = &wallClockWriter{st: counted, key: key, now: now, capacity: args.Capacity, version: storage.NoVersion}
 	} else {
-		tmpl, err := entitymemory.New(entitymemory.Config{Scope: layer.ScopeResource, Capacity: args.Capacity, Now: now})
+		tmpl, err := entitymemory.New(entitymemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}, Capacity: args.Capacity, Now: now})
 		if err != nil {
 			return err
 		}

@@ -124,7 +124,7 @@ func landedWriter(ctx context.Context, raw string, in *bufio.Scanner, out *lineW
 	}
 	defer closeFn()
 	probe := &probeStore{Store: st}
-	wm, err := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource, MaxBytes: 1 << 20})
+	wm, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}, MaxBytes: 1 << 20})
 	if err != nil {
 		return err
 	}

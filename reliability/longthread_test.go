@@ -146,7 +146,7 @@ func (s *ltCountingStore) Drop(ctx context.Context, col string) error { return s
 // ltLayers returns the README quickstart's layers (scratchpad and
 // entities), or all four.
 func ltLayers(t testing.TB, all bool) []layer.Layer {
-	pad, err := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+	pad, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 	if err != nil {
 		t.Fatal(err)
 	}

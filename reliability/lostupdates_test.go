@@ -75,7 +75,7 @@ func scratchpadWriter(ctx context.Context, raw string, in *bufio.Scanner, out *l
 	}
 	defer closeFn()
 	counted := &countingStore{Store: st, blind: args.Blind}
-	wm, err := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+	wm, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func kvWriter(ctx context.Context, raw string, in *bufio.Scanner, out *lineWrite
 	}
 	defer closeFn()
 	counted := &countingStore{Store: st, blind: args.Blind}
-	kvl, err := kv.NewLayer(kv.LayerConfig{Scope: layer.ScopeResource})
+	kvl, err := kv.NewLayer(kv.LayerConfig{Spec: layer.Spec{Scope: layer.ScopeResource}})
 	if err != nil {
 		return err
 	}
@@ -200,7 +200,7 @@ func TestLostUpdates(t *testing.T) {
 
 				// A new run of the layer on another thread of the resource sees
 				// the same state.
-				wm, err := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+				wm, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -222,7 +222,7 @@ func TestLostUpdates(t *testing.T) {
 				const resource = "team-kv"
 				results, elapsed := runWriters(t, "kv-writer", spec, procs, updates, resource, false)
 				st := mustOpen(t, spec)
-				kvl, err := kv.NewLayer(kv.LayerConfig{Scope: layer.ScopeResource})
+				kvl, err := kv.NewLayer(kv.LayerConfig{Spec: layer.Spec{Scope: layer.ScopeResource}})
 				if err != nil {
 					t.Fatal(err)
 				}

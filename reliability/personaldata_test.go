@@ -152,11 +152,11 @@ func runPersonalData(t *testing.T, spec storeSpec, samples []piiSample, red reda
 	var logs lockedBuffer
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
-	ents, err := entitymemory.New(entitymemory.Config{Scope: layer.ScopeResource, Capacity: 50})
+	ents, err := entitymemory.New(entitymemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}, Capacity: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eps, err := episodicmemory.New(episodicmemory.Config{Scope: layer.ScopeResource})
+	eps, err := episodicmemory.New(episodicmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func runPersonalData(t *testing.T, spec storeSpec, samples []piiSample, red reda
 	if err != nil {
 		t.Fatal(err)
 	}
-	pad, err := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+	pad, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 	if err != nil {
 		t.Fatal(err)
 	}

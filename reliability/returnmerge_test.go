@@ -56,7 +56,8 @@ func returnParent(ctx context.Context, raw string, in *bufio.Scanner, out *lineW
 	defer closeFn()
 	var conflicts atomic.Int64
 	wm, err := workingmemory.New(workingmemory.Config{
-		Scope: layer.ScopeResource, OnReturn: workingmemory.ReturnMerge, MaxBytes: 1 << 20,
+		Spec:     layer.Spec{Scope: layer.ScopeResource},
+		OnReturn: workingmemory.ReturnMerge, MaxBytes: 1 << 20,
 		Observer: func(e workingmemory.Event) { conflicts.Add(int64(len(e.Paths))) },
 	})
 	if err != nil {
@@ -127,7 +128,7 @@ func returnSibling(ctx context.Context, raw string, in *bufio.Scanner, out *line
 		return err
 	}
 	defer closeFn()
-	wm, err := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource, MaxBytes: 1 << 20})
+	wm, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}, MaxBytes: 1 << 20})
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ import (
 // text of every request it is sent.
 func scopeAgent(t *testing.T, st storage.Store, prompts *promptRecorder) *agentloop.Agent {
 	t.Helper()
-	wm, err := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+	wm, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,11 +41,11 @@ func scopeAgent(t *testing.T, st storage.Store, prompts *promptRecorder) *agentl
 	if err != nil {
 		t.Fatal(err)
 	}
-	notes, err := workingmemory.New(workingmemory.Config{ID: "notes", Slot: 110})
+	notes, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{ID: "notes", Slot: 110}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	childNotes, err := workingmemory.New(workingmemory.Config{ID: "child-notes", Slot: 120})
+	childNotes, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{ID: "child-notes", Slot: 120}})
 	if err != nil {
 		t.Fatal(err)
 	}

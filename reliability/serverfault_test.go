@@ -69,7 +69,7 @@ func serverFault(t *testing.T, bin string, persist bool) {
 	st := mustOpen(t, spec)
 
 	const resource = "team-1"
-	wm, err := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+	wm, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestSQLiteLockedFault(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	wm, err := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+	wm, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,21 +56,15 @@ var DefaultPinKinds = []string{"profile", "preference"}
 // in slot layer.SlotSemanticRecall, resource scope, unbounded budget,
 // sparse retrieval only, the 8 best facts per Recall.
 type Config struct {
-	// ID is the layer ID. Empty means DefaultID.
-	ID string
-	// Slot orders the layer in the prompt. Zero means
-	// layer.SlotSemanticRecall.
-	Slot int
-	// Scope selects whose facts are kept. Empty means resource: every
-	// thread of a resource shares its facts.
-	Scope layer.Scope
-	// Budget is the layer's token budget.
-	Budget layer.Budget
-	// DisableOnInitError disables the layer for the run when loading its
-	// facts fails, instead of aborting the run.
-	DisableOnInitError bool
-	// Timeout bounds each hook call (see layer.Spec.Timeout).
-	Timeout time.Duration
+	// Spec is what every layer declares (see layer.Spec):
+	//   - ID: ID is the layer ID. Empty means DefaultID.
+	//   - Slot: Slot orders the layer in the prompt. Zero means layer.SlotSemanticRecall.
+	//   - Scope: Scope selects whose facts are kept. Empty means resource: every thread of a resource shares its facts.
+	//   - Budget: Budget is the layer's token budget.
+	//   - DisableOnInitError: DisableOnInitError disables the layer for the run when loading its facts fails, instead of aborting the run.
+	//   - Timeout: Timeout bounds each hook call (see layer.Spec.Timeout).
+	layer.Spec
+
 	// TopK caps the facts one Recall renders, and the candidates it
 	// offers scored assembly (so assembly never shows more). Zero means
 	// DefaultTopK.
@@ -180,7 +174,7 @@ func New(cfg Config) (*Layer, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	spec := layer.Spec{ID: cfg.ID, Slot: cfg.Slot, Scope: cfg.Scope, Budget: cfg.Budget, DisableOnInitError: cfg.DisableOnInitError, Timeout: cfg.Timeout}
+	spec := cfg.Spec
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}

@@ -36,7 +36,7 @@ func TestConformance(t *testing.T) {
 	for name, scope := range map[string]layer.Scope{"resource": layer.ScopeResource, "thread": layer.ScopeThread} {
 		t.Run(name, func(t *testing.T) {
 			layertest.Options{Populate: populate, SharedSpawn: scope == layer.ScopeResource}.Run(t, func(t *testing.T) layer.Layer {
-				l, err := semanticmemory.New(semanticmemory.Config{Scope: scope})
+				l, err := semanticmemory.New(semanticmemory.Config{Spec: layer.Spec{Scope: scope}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -388,7 +388,7 @@ func TestMemory16_Scopes(t *testing.T) {
 		{layer.ScopeGlobal, true, true},
 	} {
 		store := storage.NewMemory()
-		tmpl, err := semanticmemory.New(semanticmemory.Config{Scope: tc.scope})
+		tmpl, err := semanticmemory.New(semanticmemory.Config{Spec: layer.Spec{Scope: tc.scope}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -52,7 +52,7 @@ func loadPeerWorkload(tb testing.TB) peerWorkload {
 // schema, initialised on a fresh in-memory store holding initial.json.
 func peerLayer(tb testing.TB, w peerWorkload) (*Layer, storage.Store) {
 	tb.Helper()
-	l, err := New(Config{Schema: w.schema, Scope: layer.ScopeResource})
+	l, err := New(Config{Schema: w.schema, Spec: layer.Spec{Scope: layer.ScopeResource}})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestScratchpadMemory10k(t *testing.T) {
 		t.Skip("memory measurement: not under -short or -race")
 	}
 	w := loadPeerWorkload(t)
-	tmpl, err := New(Config{Schema: w.schema, Scope: layer.ScopeResource})
+	tmpl, err := New(Config{Schema: w.schema, Spec: layer.Spec{Scope: layer.ScopeResource}})
 	if err != nil {
 		t.Fatal(err)
 	}

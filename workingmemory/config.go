@@ -62,23 +62,13 @@ const (
 // Config configures the scratchpad layer. The zero Config is valid: a
 // thread-scoped free-text scratchpad with the defaults above.
 type Config struct {
-	// ID is the layer ID (lowercase kebab). Empty means DefaultID. It
-	// names the update tool ("<id>_update"), the storage keys and the
-	// block Recall fences the state in: the ID with '-' replaced by '_'
-	// ([layer.FenceTag]), so two scratchpads in one stack (IDs
-	// "working-memory" and "plan") fence with <working_memory> and
-	// <plan> and neither loses its fence to the other.
-	ID string
-	// Slot orders the layer in the prompt. Zero means
-	// layer.SlotWorkingMemory (100).
-	Slot int
-	// Scope is whose scratchpad it is: layer.ScopeThread (the zero value)
-	// or layer.ScopeResource (shared by every thread of a resource);
-	// layer.ScopeGlobal and layer.ScopeExecution (never persisted) also
-	// work.
-	Scope layer.Scope
-	// Budget is the token budget. Zero means DefaultBudget.
-	Budget layer.Budget
+	// Spec is what every layer declares (see layer.Spec):
+	//   - ID: ID is the layer ID (lowercase kebab). Empty means DefaultID. It names the update tool ("<id>_update"), the storage keys and the block Recall fences the state in: the ID with '-' replaced by '_' ([layer.FenceTag]), so two scratchpads in one stack (IDs "working-memory" and "plan") fence with <working_memory> and <plan> and neither loses its fence to the other.
+	//   - Slot: Slot orders the layer in the prompt. Zero means layer.SlotWorkingMemory (100).
+	//   - Scope: Scope is whose scratchpad it is: layer.ScopeThread (the zero value) or layer.ScopeResource (shared by every thread of a resource); layer.ScopeGlobal and layer.ScopeExecution (never persisted) also work.
+	//   - Budget: Budget is the token budget. Zero means DefaultBudget.
+	layer.Spec
+
 	// Schema is the JSON Schema of the state: a Go value (a map, or
 	// anything encoding/json marshals to a schema) or JSON text (string,
 	// []byte, json.RawMessage). With a schema the state is an object and

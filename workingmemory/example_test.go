@@ -93,7 +93,7 @@ func ExampleLayer_Update() {
 func ExampleLayer_Init() {
 	ctx := context.Background()
 	store := storage.NewMemory()
-	wm, _ := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+	wm, _ := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 
 	run1, _ := wm.Init(ctx, layer.Env{ThreadID: "t1", ResourceID: "user-42", Store: store})
 	_ = run1.(*workingmemory.Layer).Update(ctx, json.RawMessage(`{"timezone":"Europe/Paris"}`))
@@ -134,7 +134,7 @@ func ExampleLayer_Functions() {
 // merge) brings the changes back.
 func ExampleLayer_OnSpawn() {
 	ctx := context.Background()
-	wm, _ := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource, OnReturn: workingmemory.ReturnMerge})
+	wm, _ := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}, OnReturn: workingmemory.ReturnMerge})
 	parent, _ := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{wm}, Env: layer.Env{ThreadID: "t1", ResourceID: "site-7"}})
 	_ = parent.Init(ctx)
 	_, _ = parent.CallTool(ctx, "working-memory_update", `{"site":"docs","pages":3}`)
@@ -177,7 +177,7 @@ func ExampleLayer_Tag() {
 	if err != nil {
 		panic(err)
 	}
-	plan, err := workingmemory.New(workingmemory.Config{ID: "plan", Template: "1. outline 2. write"})
+	plan, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{ID: "plan"}, Template: "1. outline 2. write"})
 	if err != nil {
 		panic(err)
 	}

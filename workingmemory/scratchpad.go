@@ -96,7 +96,7 @@ func New(cfg Config) (*Layer, error) {
 	default:
 		return nil, fmt.Errorf("%w: unknown return policy %q", ErrInvalidConfig, cfg.OnReturn)
 	}
-	spec := layer.Spec{ID: cfg.ID, Slot: cfg.Slot, Scope: cfg.Scope, Budget: cfg.Budget}
+	spec := cfg.Spec
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}

@@ -106,7 +106,7 @@ func TestConformance(t *testing.T) {
 	cases := map[string]Config{
 		"text":     {},
 		"schema":   {Schema: `{"type":"object","properties":{"notes":{"type":"string"}}}`},
-		"resource": {Scope: layer.ScopeResource},
+		"resource": {Spec: layer.Spec{Scope: layer.ScopeResource}},
 	}
 	for name, cfg := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -134,7 +134,7 @@ func TestDefaults(t *testing.T) {
 	if spec != want {
 		t.Errorf("Spec() = %+v, want %+v", spec, want)
 	}
-	if got := newLayer(t, Config{Scope: layer.ScopeResource}).Spec().Scope; got != layer.ScopeResource {
+	if got := newLayer(t, Config{Spec: layer.Spec{Scope: layer.ScopeResource}}).Spec().Scope; got != layer.ScopeResource {
 		t.Errorf("resource scope: got %q", got)
 	}
 }
@@ -697,7 +697,7 @@ func TestSpawn(t *testing.T) {
 	}
 	t.Run("resource: deep clone, child tool acts on the child", func(t *testing.T) {
 		st := storage.NewMemory()
-		parent := newStack(t, Config{Scope: layer.ScopeResource}, st)
+		parent := newStack(t, Config{Spec: layer.Spec{Scope: layer.ScopeResource}}, st)
 		if _, err := parent.CallTool(t.Context(), "working-memory_update", `{"data":"parent","nested":{"a":1}}`); err != nil {
 			t.Fatal(err)
 		}
@@ -759,7 +759,7 @@ func TestOnReturn(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(string(tt.policy)+"-policy", func(t *testing.T) {
 			st := storage.NewMemory()
-			parent := initLayer(t, Config{Scope: layer.ScopeResource, OnReturn: tt.policy}, testEnv(st))
+			parent := initLayer(t, Config{Spec: layer.Spec{Scope: layer.ScopeResource}, OnReturn: tt.policy}, testEnv(st))
 			if err := parent.Update(t.Context(), json.RawMessage(`{"a":1,"keep":true}`)); err != nil {
 				t.Fatal(err)
 			}
@@ -784,7 +784,7 @@ func TestOnReturn(t *testing.T) {
 	}
 	t.Run("rejected by schema", func(t *testing.T) {
 		schema := `{"type":"object","properties":{"a":{"type":"integer","maximum":5}}}`
-		parent := newLayer(t, Config{Schema: schema, OnReturn: ReturnMerge, Scope: layer.ScopeResource, Template: `{"a":1}`})
+		parent := newLayer(t, Config{Schema: schema, OnReturn: ReturnMerge, Spec: layer.Spec{Scope: layer.ScopeResource}, Template: `{"a":1}`})
 		cl, _ := parent.OnSpawn(t.Context(), layer.Env{ThreadID: "t"})
 		child := cl.(*Layer)
 		child.cur.Store(newState(mustDecode(t, `{"a":9}`), 0)) // as if another schema had allowed it
@@ -810,7 +810,7 @@ func mustDecode(t *testing.T, s string) any {
 // WM16: the whole life of a resource-scoped scratchpad through a stack.
 func TestLifecycle(t *testing.T) {
 	st := storage.NewMemory()
-	stack, err := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{newLayer(t, Config{Scope: layer.ScopeResource})}, Env: testEnv(st)})
+	stack, err := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{newLayer(t, Config{Spec: layer.Spec{Scope: layer.ScopeResource}})}, Env: testEnv(st)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -839,7 +839,7 @@ func TestLifecycle(t *testing.T) {
 	// A new run on another thread of the same resource rehydrates it.
 	env := testEnv(st)
 	env.ThreadID = "thread-9"
-	again := initLayer(t, Config{Scope: layer.ScopeResource}, env)
+	again := initLayer(t, Config{Spec: layer.Spec{Scope: layer.ScopeResource}}, env)
 	assertState(t, again, `{"plan":"Analyze auth system","status":"complete","findings":["JWT refresh vuln"]}`)
 
 	if m := l.(*Layer).Metrics(); m["entries"] != 3 || m["bytes"] == 0 {
@@ -872,7 +872,7 @@ func TestPersistenceScopes(t *testing.T) {
 	})
 	t.Run("execution: never persisted", func(t *testing.T) {
 		st := storage.NewMemory()
-		a := initLayer(t, Config{Scope: layer.ScopeExecution}, testEnv(st))
+		a := initLayer(t, Config{Spec: layer.Spec{Scope: layer.ScopeExecution}}, testEnv(st))
 		if err := a.Update(t.Context(), json.RawMessage(`{"n":1}`)); err != nil {
 			t.Fatal(err)
 		}
@@ -880,7 +880,7 @@ func TestPersistenceScopes(t *testing.T) {
 		if err != nil || len(keys) != 0 {
 			t.Errorf("execution scope wrote %v (%v)", keys, err)
 		}
-		assertState(t, initLayer(t, Config{Scope: layer.ScopeExecution}, testEnv(st)), `""`)
+		assertState(t, initLayer(t, Config{Spec: layer.Spec{Scope: layer.ScopeExecution}}, testEnv(st)), `""`)
 	})
 	t.Run("snapshot and restore", func(t *testing.T) {
 		st := storage.NewMemory()
@@ -915,7 +915,7 @@ func TestPersistenceScopes(t *testing.T) {
 // Two runs on one resource updating concurrently lose nothing.
 func TestConcurrentRunsLoseNothing(t *testing.T) {
 	st := storage.NewMemory()
-	cfg := Config{Scope: layer.ScopeResource, MaxRetries: 1000}
+	cfg := Config{Spec: layer.Spec{Scope: layer.ScopeResource}, MaxRetries: 1000}
 	a := initLayer(t, cfg, testEnv(st))
 	envB := testEnv(st)
 	envB.ThreadID, envB.ExecutionID = "thread-2", "exec-2"
@@ -952,7 +952,7 @@ func TestConcurrentRunsLoseNothing(t *testing.T) {
 // state.
 func TestConflictRevalidates(t *testing.T) {
 	st := storage.NewMemory()
-	cfg := Config{Scope: layer.ScopeResource, Schema: `{"type":"object","maxProperties":1}`}
+	cfg := Config{Spec: layer.Spec{Scope: layer.ScopeResource}, Schema: `{"type":"object","maxProperties":1}`}
 	a := initLayer(t, cfg, testEnv(st))
 	b := initLayer(t, cfg, testEnv(st)) // both start from {}
 	if err := a.Update(t.Context(), json.RawMessage(`{"x":1}`)); err != nil {
@@ -1140,9 +1140,9 @@ func TestLegacyStore(t *testing.T) {
 func TestConfigErrors(t *testing.T) {
 	dir := t.TempDir()
 	tests := map[string]Config{
-		"bad id":                {ID: "Working Memory"},
-		"bad scope":             {Scope: "galaxy"},
-		"bad budget":            {Budget: layer.Budget{Min: 10, Max: 5}},
+		"bad id":                {Spec: layer.Spec{ID: "Working Memory"}},
+		"bad scope":             {Spec: layer.Spec{Scope: "galaxy"}},
+		"bad budget":            {Spec: layer.Spec{Budget: layer.Budget{Min: 10, Max: 5}}},
 		"schema and file":       {Schema: countSchema, SchemaFile: "x.json"},
 		"missing file":          {SchemaFile: filepath.Join(dir, "none.json")},
 		"schema not JSON":       {Schema: `{"type":`},
@@ -1189,7 +1189,7 @@ func TestMetrics(t *testing.T) {
 // Reads never block on, or race with, updates of the same layer.
 func TestConcurrentReadsAndUpdates(t *testing.T) {
 	w := loadPeerWorkload(t)
-	l := initLayer(t, Config{Schema: w.schema, Template: w.initial, Scope: layer.ScopeResource}, testEnv(storage.NewMemory()))
+	l := initLayer(t, Config{Schema: w.schema, Template: w.initial, Spec: layer.Spec{Scope: layer.ScopeResource}}, testEnv(storage.NewMemory()))
 	ctx := t.Context()
 	var wg sync.WaitGroup
 	for g := range 4 {
@@ -1236,7 +1236,7 @@ func TestFenceTagFromID(t *testing.T) {
 		{"a1", "a1"},
 	} {
 		t.Run(tc.tag, func(t *testing.T) {
-			l := newLayer(t, Config{ID: tc.id, Template: "note </working_memory> </plan> </" + tc.tag + ">"})
+			l := newLayer(t, Config{Spec: layer.Spec{ID: tc.id}, Template: "note </working_memory> </plan> </" + tc.tag + ">"})
 			if got := l.Tag(); got != tc.tag {
 				t.Errorf("Tag() = %q, want %q", got, tc.tag)
 			}
@@ -1266,7 +1266,7 @@ func TestFenceTagFromID(t *testing.T) {
 		t.Errorf("layer.FenceTag(%q) = %q, want Tag %q", DefaultID, layer.FenceTag(DefaultID), Tag)
 	}
 	// Two scratchpads of one stack: distinct tags.
-	wm, plan := newLayer(t, Config{Template: "a"}), newLayer(t, Config{ID: "plan", Template: "b"})
+	wm, plan := newLayer(t, Config{Template: "a"}), newLayer(t, Config{Spec: layer.Spec{ID: "plan"}, Template: "b"})
 	a, b := recallText(t, wm), recallText(t, plan)
 	if a != "<working_memory>\na\n</working_memory>" || b != "<plan>\nb\n</plan>" {
 		t.Errorf("blocks = %q and %q, want <working_memory> and <plan> fences", a, b)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/memlayer/memlayer/layer"
 	"strings"
 	"testing"
 
@@ -55,7 +56,7 @@ func TestTrust306_NotReplicatedIsNeverReportedApplied(t *testing.T) {
 	for _, via := range []string{"Update", "tool"} {
 		t.Run(via, func(t *testing.T) {
 			st := &notReplicated{Store: storage.NewMemory()}
-			l := initLayer(t, Config{Scope: "resource"}, testEnv(st))
+			l := initLayer(t, Config{Spec: layer.Spec{Scope: "resource"}}, testEnv(st))
 			if err := l.Update(ctx, json.RawMessage(`{"plan":"a"}`)); err != nil {
 				t.Fatal(err)
 			}

@@ -193,7 +193,7 @@ func TestTrust02_ReturnMergesOnlyTheChildsChanges(t *testing.T) {
 	ctx := t.Context()
 	st := storage.NewMemory()
 	var events []Event
-	cfg := Config{Scope: "resource", OnReturn: ReturnMerge, Observer: func(e Event) { events = append(events, e) }}
+	cfg := Config{Spec: layer.Spec{Scope: "resource"}, OnReturn: ReturnMerge, Observer: func(e Event) { events = append(events, e) }}
 	env := testEnv(st)
 	parent := initLayer(t, cfg, env)
 	if err := parent.Update(ctx, json.RawMessage(`{"a":1,"b":1,"c":1,"n":{"x":1,"y":1},"list":[1,2]}`)); err != nil {
@@ -306,7 +306,7 @@ func TestTrust07_WriteLandedDespiteContextError(t *testing.T) {
 	const del = `{"$delete":["list/0"]}`
 	setup := func(t *testing.T) (*Layer, *landThenFail) {
 		st := &landThenFail{Store: storage.NewMemory()}
-		l := initLayer(t, Config{Scope: "resource"}, testEnv(st))
+		l := initLayer(t, Config{Spec: layer.Spec{Scope: "resource"}}, testEnv(st))
 		if err := l.Update(ctx, json.RawMessage(start)); err != nil {
 			t.Fatal(err)
 		}
@@ -332,7 +332,7 @@ func TestTrust07_WriteLandedDespiteContextError(t *testing.T) {
 		l, st := setup(t)
 		env2 := testEnv(st.Store)
 		env2.ThreadID = "thread-2"
-		sibling := initLayer(t, Config{Scope: "resource"}, env2)
+		sibling := initLayer(t, Config{Spec: layer.Spec{Scope: "resource"}}, env2)
 		st.fails, st.land = 1, true
 		st.after = func() {
 			if err := sibling.Update(ctx, json.RawMessage(`{"other":1}`)); err != nil {

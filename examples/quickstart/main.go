@@ -43,7 +43,7 @@ func run(ctx context.Context, dbPath string) error {
 	}
 	defer store.Close()
 
-	scratchpad, err := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+	scratchpad, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 	if err != nil {
 		return err
 	}

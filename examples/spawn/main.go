@@ -60,12 +60,13 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	profile, err := workingmemory.New(workingmemory.Config{ID: "profile", Scope: layer.ScopeResource})
+	profile, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{ID: "profile", Scope: layer.ScopeResource}})
 	if err != nil {
 		return err
 	}
 	facts, err := kv.NewLayer(kv.LayerConfig{
-		Scope:     layer.ScopeResource, // one per customer
+		Spec: layer.Spec{Scope: layer.ScopeResource},
+		// one per customer
 		ChildName: func(layer.Env) string { return "child" },
 		Render: func(mem *kv.Memory) string {
 			plan, _, _ := kv.Get[string](mem, "plan")

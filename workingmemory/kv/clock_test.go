@@ -21,7 +21,7 @@ func TestTrust315_ClockAheadDeletesNoOnesEntries(t *testing.T) {
 	env := testEnv(store)
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	open := func(clock func() time.Time) *Layer {
-		return boundKV(t, LayerConfig{Scope: layer.ScopeResource, Memory: Config{Now: clock}}, env)
+		return boundKV(t, LayerConfig{Spec: layer.Spec{Scope: layer.ScopeResource}, Memory: Config{Now: clock}}, env)
 	}
 	right := open(func() time.Time { return now })
 	ahead := open(func() time.Time { return now.AddDate(1, 0, 0) })

@@ -25,17 +25,12 @@ const DefaultMaxRetries = 16
 
 // LayerConfig configures a [Layer]. The zero LayerConfig is valid.
 type LayerConfig struct {
-	// ID is the layer ID. Empty means "kv-memory". It names the block
-	// Recall fences the rendered text in (the ID with '-' replaced by
-	// '_', as the other layers do: <kv_memory> by default) and the
-	// layer's storage keys.
-	ID string
-	// Slot orders the layer in the prompt. Zero means 120.
-	Slot int
-	// Scope says whose memory each run gets: one per thread (the
-	// default), per resource (shared by the resource's threads), one
-	// global memory, or one per run (execution: never persisted).
-	Scope layer.Scope
+	// Spec is what every layer declares (see layer.Spec):
+	//   - ID: ID is the layer ID. Empty means "kv-memory". It names the block Recall fences the rendered text in (the ID with '-' replaced by '_', as the other layers do: <kv_memory> by default) and the layer's storage keys.
+	//   - Slot: Slot orders the layer in the prompt. Zero means 120.
+	//   - Scope: Scope says whose memory each run gets: one per thread (the default), per resource (shared by the resource's threads), one global memory, or one per run (execution: never persisted).
+	layer.Spec
+
 	// Memory configures each run's key-value memory (limits, observer,
 	// clock). Its limits hold per scope key. A nil Logger is the run's
 	// (layer.Env.Logger); an empty AgentID the run's execution ID.
@@ -120,7 +115,7 @@ func NewLayer(cfg LayerConfig) (*Layer, error) {
 	if cfg.MaxRetries <= 0 {
 		cfg.MaxRetries = DefaultMaxRetries
 	}
-	spec := layer.Spec{ID: cfg.ID, Slot: cfg.Slot, Scope: cfg.Scope}
+	spec := cfg.Spec
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}

@@ -42,7 +42,7 @@ func TestKVLayerConformance(t *testing.T) {
 				return Set(kl.Memory(), "launch", "friday")
 			}}
 			opts.Run(t, func(t *testing.T) layer.Layer {
-				l, err := NewLayer(LayerConfig{Scope: scope})
+				l, err := NewLayer(LayerConfig{Spec: layer.Spec{Scope: scope}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -60,10 +60,10 @@ func TestKVLayerConfig(t *testing.T) {
 	if spec := kl.Spec(); spec.ID != "kv-memory" || spec.Slot != 120 || spec.Scope != layer.ScopeThread {
 		t.Errorf("spec = %+v", spec)
 	}
-	if _, err := NewLayer(LayerConfig{ID: "Bad ID"}); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewLayer(LayerConfig{Spec: layer.Spec{ID: "Bad ID"}}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("bad ID: %v", err)
 	}
-	if _, err := NewLayer(LayerConfig{Scope: "galaxy"}); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewLayer(LayerConfig{Spec: layer.Spec{Scope: "galaxy"}}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("bad scope: %v", err)
 	}
 	// The template holds no memory: only a bound layer does.
@@ -95,7 +95,7 @@ func TestKVLayerConfig(t *testing.T) {
 // replaced by '_', as the scratchpad does.
 func TestKVLayerFenceTag(t *testing.T) {
 	for _, tc := range []struct{ id, tag string }{{"", "kv_memory"}, {"shared-facts", "shared_facts"}} {
-		kl := boundKV(t, LayerConfig{ID: tc.id, Render: func(*Memory) string { return "x" }}, layer.Env{ThreadID: "t"})
+		kl := boundKV(t, LayerConfig{Spec: layer.Spec{ID: tc.id}, Render: func(*Memory) string { return "x" }}, layer.Env{ThreadID: "t"})
 		items, err := kl.Recall(t.Context(), layer.Query{})
 		if err != nil || len(items) != 1 || items[0].Text != "<"+tc.tag+">\nx\n</"+tc.tag+">" {
 			t.Errorf("layer %q Recall = %v, %v, want a <%s> fence", tc.id, items, err, tc.tag)
@@ -205,7 +205,7 @@ func TestKVLayerScopes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(string(c.scope), func(t *testing.T) {
-			cfg := LayerConfig{ID: "kv-" + string(c.scope), Scope: c.scope}
+			cfg := LayerConfig{Spec: layer.Spec{ID: "kv-" + string(c.scope), Scope: c.scope}}
 			a := boundKV(t, cfg, envA)
 			if err := Set(a.Memory(), "k", "from a"); err != nil {
 				t.Fatal(err)
@@ -285,7 +285,7 @@ func TestKVLayerConcurrentRunsLoseNothing(t *testing.T) {
 	ctx := t.Context()
 	st := storage.NewMemory()
 	env := layer.Env{ThreadID: "t", ResourceID: "team", Store: st}
-	cfg := LayerConfig{Scope: layer.ScopeResource}
+	cfg := LayerConfig{Spec: layer.Spec{Scope: layer.ScopeResource}}
 	seed := boundKV(t, cfg, env)
 	_ = Set(seed.Memory(), "doomed", true)
 	if err := seed.Close(ctx); err != nil {

@@ -39,7 +39,7 @@ func TestTrust314_KVValuesMaskedOnWrite(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := storage.NewMemory()
-			l, err := kv.NewLayer(kv.LayerConfig{ID: "kv-a", Memory: kv.Config{Redact: tc.cfg}})
+			l, err := kv.NewLayer(kv.LayerConfig{Spec: layer.Spec{ID: "kv-a"}, Memory: kv.Config{Redact: tc.cfg}})
 			if err != nil {
 				t.Fatal(err)
 			}
