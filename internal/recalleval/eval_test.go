@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/memlayer/memlayer/semanticmemory/semantictest"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/storage/sqlite"
 )
@@ -48,7 +49,7 @@ func TestRecallEval_Sparse(t *testing.T) {
 	}
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
-			res, err := Run(t.Context(), be.open(t), set, ks...)
+			res, err := Run(t.Context(), be.open(t), set, nil, ks...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,13 +72,13 @@ func TestRecallEval_FindsNothingWhenEmpty(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := storage.NewMemory()
-	if err := Index(t.Context(), s, set); err != nil {
+	if err := Index(t.Context(), s, set, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := storage.DropIndexes(t.Context(), s, ""); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Ask(t.Context(), s, set, 10)
+	res, err := Ask(t.Context(), s, set, nil, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,29 +88,45 @@ func TestRecallEval_FindsNothingWhenEmpty(t *testing.T) {
 	if got := res.Recall(Lexical, 7); !math.IsNaN(got) {
 		t.Errorf("recall at an unmeasured k = %v, want NaN", got)
 	}
-	if _, err := Ask(t.Context(), s, set); err != ErrNoK {
+	if _, err := Ask(t.Context(), s, set, nil); err != ErrNoK {
 		t.Errorf("Ask with no k: %v, want ErrNoK", err)
 	}
 }
 
-// BenchmarkRecallEval asks every question of the set on each backend (the
-// set is indexed once, outside the timer) and reports evidence recall at
-// 5, 10 and 25 for lexical and paraphrased questions.
+// BenchmarkRecallEval asks every question of the set on each backend,
+// sparse (text only), and on the in-memory index hybrid (text and the
+// offline n-gram embedder's vectors, fused). The set is indexed once,
+// outside the timer. It reports evidence recall at 5, 10 and 25 for
+// lexical and paraphrased questions, and the time per question.
 func BenchmarkRecallEval(b *testing.B) {
 	set, err := Load(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
+	// Sparse on every backend; hybrid with the offline n-gram embedder
+	// on the in-memory index, to show what a vector adds.
+	type run struct {
+		mode string
+		be   backend
+		emb  Embedder
+	}
+	var runs []run
 	for _, be := range backends {
-		b.Run(be.name, func(b *testing.B) {
+		runs = append(runs, run{"sparse", be, nil})
+	}
+	runs = append(runs, run{"hybrid-ngram", backends[0], semantictest.NGramEmbedder{}})
+	for _, run := range runs {
+		be, emb := run.be, run.emb
+		b.Run(run.mode+"/"+be.name, func(b *testing.B) {
 			s := be.open(b)
-			if err := Index(b.Context(), s, set); err != nil {
+			if err := Index(b.Context(), s, set, emb); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
 			var res Result
 			for b.Loop() {
-				if res, err = Ask(b.Context(), s, set, ks...); err != nil {
+				var err error
+				if res, err = Ask(b.Context(), s, set, emb, ks...); err != nil {
 					b.Fatal(err)
 				}
 			}

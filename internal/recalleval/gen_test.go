@@ -262,6 +262,36 @@ var (
 	}
 )
 
+// nearMisses share words with the facts and their questions without
+// answering them, as a long conversation's other mentions do.
+var nearMisses = [][2]string{
+	{"Is the staging server down again?", "It answers now; it was restarting after a deploy."},
+	{"Any news from the wedding photographer?", "Not yet, I'll check the inbox after lunch."},
+	{"Which flight options to {C} are cheapest next month?", "Mid-week departures are about a third cheaper."},
+	{"Remind me to book the dog's vet appointment.", "Added a reminder for Monday."},
+	{"The orders service threw a timeout again this morning.", "The logs show a slow query on the reports table."},
+	{"Did the kitchen fitter confirm the date?", "He did, for the week after next."},
+	{"The newsletter template needs a new footer.", "I can move the social links into the footer block."},
+	{"Ask the landlord about the parking space.", "Drafted a short message asking about a spot in the courtyard."},
+	{"Show me the API docs for the rate limit headers.", "They are under Reference, Headers; the reset header is in seconds."},
+	{"The feature flag dashboard is slow today.", "It is loading every flag's history; filtering by team helps."},
+	{"What's our password policy for new accounts?", "Twelve characters minimum and a check against leaked passwords."},
+	{"Did the hotel send the invoice for the last trip?", "Yes, it is in the travel folder."},
+	{"Which support tickets are waiting on the customer?", "Five, the oldest from last Tuesday."},
+	{"The test for the pagination helper is flaky.", "It depends on map order; sorting the keys fixes it."},
+	{"Can the editor role see analytics?", "Only the summary; full analytics need the admin role."},
+	{"My sister sent photos from her holiday.", "Lovely, do you want them in a shared album?"},
+	{"How do I reset the router at the cabin?", "Hold the back button for ten seconds until the light blinks."},
+	{"Coffee machine at the office is broken again.", "I can draft a note to facilities."},
+	{"The refund for the old subscription came through.", "Good, I'll mark it reconciled."},
+	{"Where did we put the brand guidelines?", "In the shared drive next to the templates."},
+	{"Look up running shoes for flat feet.", "Stability shoes with a firm heel counter are a good start."},
+	{"Is there a budget line for team lunches?", "Yes, a small one under morale, about half used."},
+	{"The gym was packed this morning.", "Early afternoon tends to be quieter."},
+	{"Check the birthday calendar for next month.", "Two birthdays: one on the 4th and one on the 19th."},
+	{"Find a Portuguese podcast for beginners.", "There are a few with slow dialogues and transcripts."},
+}
+
 // generate returns the set, the same on every run.
 func generate() ([]Turn, []Question) {
 	var turns []Turn
@@ -331,6 +361,9 @@ func generate() ([]Turn, []Question) {
 			case r.IntN(10) == 0:
 				sm := smalls[r.IntN(len(smalls))]
 				user, asst = sm[0], sm[1]
+			case r.IntN(4) == 0:
+				nm := nearMisses[r.IntN(len(nearMisses))]
+				user, asst = sub(nm[0]), sub(nm[1])
 			default:
 				t := th
 				if r.IntN(5) == 0 { // now and then, another topic

@@ -12,7 +12,7 @@
 // collection, and reports evidence recall at several k, split by kind:
 //
 //	set, err := recalleval.Load("testdata/recalleval")
-//	res, err := recalleval.Run(ctx, searcher, set, 5, 10, 25)
+//	res, err := recalleval.Run(ctx, searcher, set, nil, 5, 10, 25)
 //	fmt.Println(res.Recall(recalleval.Lexical, 10))
 //
 // The runner is the test and benchmark of this package; see eval_test.go.
@@ -148,9 +148,17 @@ func Collection(conv string) string {
 	return storage.IndexName("recalleval", conv, "turns")
 }
 
+// Embedder turns texts into vectors; langchaingo's embeddings.Embedder
+// has this method set. A nil Embedder means sparse retrieval only.
+type Embedder interface {
+	EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error)
+	EmbedQuery(ctx context.Context, text string) ([]float32, error)
+}
+
 // Index adds every turn of s to searcher, one collection per
-// conversation, dropping each collection first.
-func Index(ctx context.Context, searcher storage.Searcher, s *Set) error {
+// conversation, dropping each collection first. With an embedder, each
+// turn is indexed with its vector too.
+func Index(ctx context.Context, searcher storage.Searcher, s *Set, emb Embedder) error {
 	byConv := map[string][]storage.Document{}
 	var order []string
 	for _, t := range s.Turns {
@@ -170,6 +178,22 @@ func Index(ctx context.Context, searcher storage.Searcher, s *Set) error {
 		docs := byConv[c]
 		for len(docs) > 0 {
 			n := min(len(docs), 100)
+			if emb != nil {
+				texts := make([]string, n)
+				for i, d := range docs[:n] {
+					texts[i] = d.Text
+				}
+				vecs, err := emb.EmbedDocuments(ctx, texts)
+				if err != nil {
+					return fmt.Errorf("recalleval: embed %s: %w", c, err)
+				}
+				if len(vecs) != n {
+					return fmt.Errorf("recalleval: embed %s: %d vectors for %d texts", c, len(vecs), n)
+				}
+				for i := range n {
+					docs[i].Vector = vecs[i]
+				}
+			}
 			if err := searcher.Index(ctx, Collection(c), docs[:n]...); err != nil {
 				return fmt.Errorf("recalleval: index %s: %w", c, err)
 			}
@@ -236,24 +260,33 @@ var ErrNoK = errors.New("recalleval: no k to measure")
 
 // Run indexes s in searcher (see [Index]), asks every question of its
 // conversation's collection for the largest of ks hits, and returns the
-// evidence recall at each k.
-func Run(ctx context.Context, searcher storage.Searcher, s *Set, ks ...int) (Result, error) {
-	if err := Index(ctx, searcher, s); err != nil {
+// evidence recall at each k. With a nil embedder retrieval is sparse;
+// with one it is hybrid (the searcher fuses text and vector rankings).
+func Run(ctx context.Context, searcher storage.Searcher, s *Set, emb Embedder, ks ...int) (Result, error) {
+	if err := Index(ctx, searcher, s, emb); err != nil {
 		return Result{}, err
 	}
-	return Ask(ctx, searcher, s, ks...)
+	return Ask(ctx, searcher, s, emb, ks...)
 }
 
-// Ask asks every question of s of a searcher that [Index] filled, and
-// returns the evidence recall at each k.
-func Ask(ctx context.Context, searcher storage.Searcher, s *Set, ks ...int) (Result, error) {
+// Ask asks every question of s of a searcher that [Index] filled with the
+// same embedder, and returns the evidence recall at each k.
+func Ask(ctx context.Context, searcher storage.Searcher, s *Set, emb Embedder, ks ...int) (Result, error) {
 	if len(ks) == 0 {
 		return Result{}, ErrNoK
 	}
 	ks = slices.Sorted(slices.Values(ks))
 	res := Result{Ks: ks, Count: map[Kind]int{}, sum: map[Kind][]float64{}}
 	for _, q := range s.Questions {
-		hits, err := searcher.Search(ctx, Collection(q.Conv), storage.Query{Text: q.Text, K: ks[len(ks)-1]})
+		query := storage.Query{Text: q.Text, K: ks[len(ks)-1]}
+		if emb != nil {
+			v, err := emb.EmbedQuery(ctx, q.Text)
+			if err != nil {
+				return Result{}, fmt.Errorf("recalleval: question %s: %w", q.ID, err)
+			}
+			query.Vector = v
+		}
+		hits, err := searcher.Search(ctx, Collection(q.Conv), query)
 		if err != nil {
 			return Result{}, fmt.Errorf("recalleval: question %s: %w", q.ID, err)
 		}
