@@ -15,21 +15,43 @@ import (
 type backend struct {
 	name string
 	open func(tb testing.TB) storage.Searcher
+	// slowUnderRace backends run two conversations, not ten, in the test
+	// under the race detector.
+	slowUnderRace bool
 }
 
 // backends are the searchers measured. A backend with the Searcher
 // capability plugs in by adding a line here (the Redis store: open it as
 // storage/redis's tests do and skip when no server is configured).
 var backends = []backend{
-	{"memory", func(testing.TB) storage.Searcher { return storage.NewMemory() }},
-	{"sqlite", func(tb testing.TB) storage.Searcher {
-		s, err := sqlite.Open(context.Background(), sqlite.Config{Path: tb.TempDir() + "/eval.db"})
+	{name: "memory", open: func(testing.TB) storage.Searcher { return storage.NewMemory() }},
+	{name: "sqlite", slowUnderRace: true, open: func(tb testing.TB) storage.Searcher {
+		s, err := sqlite.Open(context.Background(), sqlite.Config{})
 		if err != nil {
 			tb.Fatal(err)
 		}
 		tb.Cleanup(func() { s.Close() })
 		return s
 	}},
+}
+
+// firstConvs returns the part of s about its first n conversations.
+func firstConvs(s *Set, n int) *Set {
+	keep := map[string]bool{}
+	var out Set
+	for _, t := range s.Turns {
+		if !keep[t.Conv] && len(keep) == n {
+			continue
+		}
+		keep[t.Conv] = true
+		out.Turns = append(out.Turns, t)
+	}
+	for _, q := range s.Questions {
+		if keep[q.Conv] {
+			out.Questions = append(out.Questions, q)
+		}
+	}
+	return &out
 }
 
 // ks are the cut-offs reported.
@@ -49,6 +71,11 @@ func TestRecallEval_Sparse(t *testing.T) {
 	}
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
+			set := set
+			if raceEnabled && be.slowUnderRace {
+				set = firstConvs(set, 2)
+				t.Logf("race detector on: %s runs the first 2 conversations", be.name)
+			}
 			res, err := Run(t.Context(), be.open(t), set, nil, ks...)
 			if err != nil {
 				t.Fatal(err)
