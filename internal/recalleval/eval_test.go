@@ -20,9 +20,23 @@ type backend struct {
 	slowUnderRace bool
 }
 
-// backends are the searchers measured. A backend with the Searcher
-// capability plugs in by adding a line here (the Redis store: open it as
-// storage/redis's tests do and skip when no server is configured).
+// backends are the searchers measured: the test holds each to the bar
+// and the benchmark reports each. Another backend with the Searcher
+// capability plugs in with one entry. For the Redis store, skip when
+// MEMLAYER_REDIS_URL is unset, and give each run its own namespace:
+//
+//	{name: "redis", open: func(tb testing.TB) storage.Searcher {
+//		url := os.Getenv("MEMLAYER_REDIS_URL")
+//		if url == "" {
+//			tb.Skip("MEMLAYER_REDIS_URL is not set")
+//		}
+//		s, err := redis.New(redis.Config{URL: url, Namespace: "recalleval-" + tb.Name()})
+//		if err != nil {
+//			tb.Fatal(err)
+//		}
+//		tb.Cleanup(func() { s.Close() })
+//		return s
+//	}},
 var backends = []backend{
 	{name: "memory", open: func(testing.TB) storage.Searcher { return storage.NewMemory() }},
 	{name: "sqlite", slowUnderRace: true, open: func(tb testing.TB) storage.Searcher {
