@@ -83,8 +83,24 @@ func TestRecallEval_SetShape(t *testing.T) {
 	if len(s.Questions) < 200 {
 		t.Errorf("%d questions, want at least 200", len(s.Questions))
 	}
+	// A fact is said once: no evidence turn's text appears twice in its
+	// conversation, and evidence is what the user said.
+	seen := map[[2]string]int{}
+	speaker := map[string]string{}
+	for _, tr := range s.Turns {
+		seen[[2]string{tr.Conv, tr.Text}]++
+		speaker[tr.ID] = tr.Speaker
+	}
 	para := 0
 	for _, q := range s.Questions {
+		for _, id := range q.Evidence {
+			if n := seen[[2]string{q.Conv, text[id]}]; n != 1 {
+				t.Errorf("evidence %s of %s is said %d times in %s", id, q.ID, n, q.Conv)
+			}
+			if speaker[id] != "user" {
+				t.Errorf("evidence %s of %s is said by %q, want the user", id, q.ID, speaker[id])
+			}
+		}
 		qw := contentWords(q.Text)
 		var shared []string
 		for _, id := range q.Evidence {
