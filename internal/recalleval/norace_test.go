@@ -1,0 +1,5 @@
+//go:build !race
+
+package recalleval
+
+const raceEnabled = false
