@@ -11,6 +11,7 @@ import (
 
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
+	"github.com/memlayer/memlayer/prompt/fence"
 	"github.com/tmc/langchaingo/llms"
 )
 
@@ -156,7 +157,7 @@ func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageC
 			// block does.
 			pool -= r.summary.frame(q, cs)
 		} else {
-			pool -= q.Count(layer.Fence(layer.FenceTag(id), ""))
+			pool -= q.Count(fence.Wrap(fence.Tag(id), ""))
 		}
 	}
 	shown := r.sentCalls(msgs)
@@ -181,7 +182,7 @@ func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageC
 		if len(lines[id]) == 0 {
 			continue
 		}
-		text := layer.Fence(layer.FenceTag(id), strings.Join(lines[id], "\n"))
+		text := fence.Wrap(fence.Tag(id), strings.Join(lines[id], "\n"))
 		if id == SummaryLayerID {
 			text = r.summary.block(won) // in its own order, with its header
 		}

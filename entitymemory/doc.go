@@ -146,7 +146,7 @@
 // replaces it, and [LegacyHeader] keeps the original "[WORKING MEMORY]"
 // format — then one group per type — in order of each
 // type's most recent entity, newest first within the type — then the
-// instructions, all fenced with layer.Fence in a block named after the
+// instructions, all fenced with fence.Wrap in a block named after the
 // layer ID ([Layer.Tag]: <entities>), like every layer's block, so the
 // prompt compiler can defang a fake entity block that another layer's
 // text prints. Names are quoted; '"' and '\' are escaped and '<' becomes

@@ -59,7 +59,7 @@ const (
 // budget and the defaults above.
 type Config struct {
 	// ID is the layer ID. Empty means DefaultID. It names the block
-	// Recall fences its text in (layer.FenceTag: <episodic_memory> by
+	// Recall fences its text in (fence.Tag: <episodic_memory> by
 	// default), the read tool ("<id>_read") and the storage keys.
 	ID string
 	// Slot orders the layer in the prompt. Zero means layer.SlotEpisodic.

@@ -11,10 +11,11 @@ import (
 	"github.com/memlayer/memlayer/internal/lexical"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
+	"github.com/memlayer/memlayer/prompt/fence"
 )
 
 // Recall returns the episodes most relevant to the user's input
-// (q.Text) as one block, fenced with layer.Fence in a block named after
+// (q.Text) as one block, fenced with fence.Wrap in a block named after
 // the layer ID (<episodic_memory> by default):
 //
 //	<episodic_memory>
@@ -103,7 +104,7 @@ func (l *Layer) render(chosen []int) string {
 		b.WriteByte('\n')
 		b.WriteString(l.docs[i])
 	}
-	return layer.Fence(l.tag, b.String())
+	return fence.Wrap(l.tag, b.String())
 }
 
 // syncIndex brings the recall index up to the candidates: digests, raw

@@ -64,7 +64,7 @@
 // # Block
 //
 // Recall renders the best facts, at most Config.TopK and within the
-// layer's budget, fenced with layer.Fence (the tag is the layer ID with
+// layer's budget, fenced with fence.Wrap (the tag is the layer ID with
 // '_' for '-', <semantic> by default), one line per fact:
 //
 //	<semantic>

@@ -136,12 +136,12 @@
 // are serialised by a mutex; Recall, State and Snapshot read an atomic
 // pointer to the current immutable state and never block. Recall renders
 // the state once per version (text as is, objects as 2-space indented
-// JSON, in a block built by layer.Fence, which its content cannot close)
+// JSON, in a block built by fence.Wrap, which its content cannot close)
 // and then returns the cached block.
 //
 // # Fence tags
 //
-// The block's tag is the layer ID with '-' replaced by '_' ([layer.FenceTag]):
+// The block's tag is the layer ID with '-' replaced by '_' ([fence.Tag]):
 // <working_memory> for the default ID "working-memory", <plan> for a
 // scratchpad with ID "plan". The prompt compiler gives a fence tag to the
 // first layer (in slot order) that fences with it and defangs it in every
