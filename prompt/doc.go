@@ -76,8 +76,7 @@
 //
 // Counting is pluggable through [Counter]. The default, [Estimate], is
 // about four ASCII bytes a token (punctuation counting double) plus one
-// token per non-ASCII rune; its documentation gives its measured error
-// against real tokenizers. Package prompt/tiktoken offers an exact
+// token per non-ASCII rune. Package prompt/tiktoken offers an exact
 // Counter for OpenAI-style models (embedded vocabularies, no network).
 // The agent hands its Counter to every layer's Recall
 // ([layer.Query.Counter]), so the layers' Item.Tokens and the compiler's
