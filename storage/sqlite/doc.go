@@ -75,7 +75,7 @@
 // later writes. A write that fails so may have reached the old file:
 // treat it as lost, close the store and open the path again. Reads are
 // not checked: they go on returning the old file's contents. The check
-// costs one stat per write (BENCHMARKS.md gives its cost).
+// costs one stat(2) per write.
 //
 // # Erased bytes
 //
