@@ -1,6 +1,9 @@
 // Package prompt turns what a [layer.Stack] recalled into a system prompt
 // and fits the prompt and the message history into a context window.
 //
+//	c, err := prompt.New(prompt.Config{Instructions: "You are a CMS assistant."})
+//	system, err := c.Compile(recalled, nil) // recalled: layer.Stack.Recall's result, in slot order
+//
 // One model call goes: [Allocate] divides the window among layers and
 // history; the stack recalls each layer under its allocation;
 // [ProjectLayersWithin] (or [ProjectLayers]) drops items that still do not

@@ -3,6 +3,12 @@
 // outlive any one conversation, recalled by hybrid retrieval for the
 // user's latest message.
 //
+//	facts, err := semanticmemory.New(semanticmemory.Config{})
+//	agent, err := agentloop.New(agentloop.Config{Model: model, Store: store, Layers: []layer.Layer{facts}})
+//
+// The model writes facts with the layer's "memorize" tool; code writes
+// them with [Layer.Remember] on the layer a run initialized.
+//
 // # Facts
 //
 // A [Fact] has an ID, one line of text, a kind ("preference", "profile",

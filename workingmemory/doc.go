@@ -3,6 +3,12 @@
 // restarts and child agents. The scoped key-value memory for code and
 // tools is package workingmemory/kv.
 //
+// Give the layer to an agent, or use it from code:
+//
+//	pad, err := workingmemory.New(workingmemory.Config{Template: "Goal: migrate the blog"})
+//	err = pad.Update(ctx, json.RawMessage(`{"step":"export posts"}`))
+//	items, err := pad.Recall(ctx, layer.Query{}) // <working_memory>…</working_memory>
+//
 // # The scratchpad
 //
 // [New] builds the layer from a [Config]; its zero value is a thread-scoped

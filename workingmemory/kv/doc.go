@@ -4,6 +4,10 @@
 // a layer ([Layer]) that gives each run of an agent the memory of its
 // scope.
 //
+//	mem := kv.New(kv.Config{})
+//	err := kv.Set(mem, "current", task{ID: 7})
+//	t, ok, err := kv.Get[task](mem, "current")
+//
 // [New] returns the root scope of a tree; [Memory.Child] derives child
 // scopes. Every Child call makes a new, isolated scope with its own ID
 // ([Memory.ID]), even for a name already in use, so two parallel tasks
