@@ -179,3 +179,44 @@ func TestReadme_GoBlocksFound(t *testing.T) {
 		t.Fatalf("goBlocks = %q", got)
 	}
 }
+
+// TestReadme_ProgramRuns runs the README's complete program on its
+// scripted model and checks that the second turn's prompt holds what the
+// first turn noted.
+func TestReadme_ProgramRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the README program")
+	}
+	md, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prog string
+	for _, b := range goBlocks(string(md)) {
+		if strings.HasPrefix(b, "package main") {
+			prog = b
+			break
+		}
+	}
+	if prog == "" {
+		t.Fatal("README.md has no complete program (a Go block starting with package main)")
+	}
+	dir, err := os.MkdirTemp(".", "_readmetest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "run", ".")
+	cmd.Dir = dir
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "OPENAI_") })
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go run: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "<working_memory>") || !strings.Contains(string(out), `"user": "I am Ada.`) {
+		t.Errorf("the second turn's prompt does not hold the first turn's note:\n%s", out)
+	}
+}

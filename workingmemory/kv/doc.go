@@ -53,6 +53,6 @@
 // numbers, card numbers, IBANs and secrets); RedactionConfig.Layers turns
 // it off for one layer, as it does for the scratchpad, and Config.Redact
 // replaces it. Keys, metadata and timestamps are stored as they are: do
-// not key entries by an e-mail address. Values stored unmasked by an
-// earlier version are masked the next time their scope is written.
+// not key entries by an e-mail address. Unmasked values already stored are
+// masked the next time their scope is written.
 package kv
