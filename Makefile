@@ -45,7 +45,7 @@ FUZZ_CI = \
 	./storage:FuzzEscape \
 	./storage:FuzzTrust301_ScopeKeys \
 	./storage/redis:FuzzClusterKey \
-	./layer:FuzzFence \
+	./prompt/fence:FuzzFence \
 	./prompt:FuzzCompileHostile \
 	./prompt:FuzzProjectHistory \
 	./prompt:FuzzProjectLayers \

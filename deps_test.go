@@ -171,6 +171,9 @@ var importRules = []importRule{
 	{"layer imports only the standard library and storage", []string{"layer"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
 		return nonStandard("layer", pkgs["layer"].deps, std, "storage", "internal/lexical")
 	}},
+	{"prompt/fence imports only the standard library: every layer fences its block with it", []string{"prompt/fence"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
+		return nonStandard("prompt/fence", pkgs["prompt/fence"].deps, std)
+	}},
 	{"layertest imports only the standard library, layer and storage", []string{"layer/layertest"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
 		return nonStandard("layer/layertest", pkgs["layer/layertest"].deps, std, "layer", "storage", "internal/lexical")
 	}},

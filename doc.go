@@ -1,41 +1,37 @@
 // Package memlayer is a library of memory layers for LLM agents built on
 // langchaingo.
 //
-// A layer gives an agent one kind of memory — a scratchpad it keeps notes
-// in, the entities it is working on, a key-value store — through a small
-// contract: it declares an ID, a slot (its place in the prompt), a scope
-// (whose state it keeps: a thread, a resource, everyone, or one run) and a
-// token budget, and implements some of four hooks: init, recall, store and
-// onSpawn. Layers are composed into a stack that calls those hooks at
-// fixed points of every turn of a ReAct loop, and what they recall is
-// compiled into the system prompt under per-layer budgets.
+// An agent gets memory by composing layers and running them in the loop:
 //
-// This root package holds no code; the library is its subpackages:
+//	scratchpad, _ := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+//	entities, _ := entitymemory.New(entitymemory.Config{})
+//	agent, err := agentloop.New(agentloop.Config{
+//		Model:  model, // any langchaingo llms.Model
+//		Layers: []layer.Layer{scratchpad, entities},
+//		Store:  store, // storage.NewMemory(), sqlite.Open or redis.New
+//	})
+//	res, err := agent.Run(ctx, agentloop.RunInput{ThreadID: "t1", ResourceID: "user-1", Input: "Hello"})
 //
-//   - layer: the contract (Layer and its optional hook interfaces, Spec,
-//     Scope, Budget, Env) and the Stack runtime that runs a set of layers
-//     for one agent run, with per-hook timeouts, failure isolation,
-//     snapshots and layer-provided tools. layer/layertest is the
-//     conformance suite every Layer implementation can run.
-//   - storage: the versioned key-value Store (compare-and-swap, scoped key
-//     layout) with an in-memory default; storage/sqlite is the embedded
-//     durable backend; storage/storagetest is the backend conformance
-//     suite.
-//   - prompt: the Handlebars system-prompt compiler, token counting,
-//     budget allocation and projection.
-//   - workingmemory and entitymemory: the built-in layers.
-//   - agentloop: the ReAct loop over a langchaingo llms.Model that runs a
-//     stack, offers layer tools next to the agent's own, and spawns child
-//     agents.
-//   - examples: runnable programs.
+// A layer gives an agent one kind of memory.
+// It declares an ID, a slot (its place in the prompt), a scope (whose state it keeps) and a token budget.
+// It implements some of the hooks init, recall, store and onSpawn.
+// The loop calls them at fixed points of every turn, and compiles what they recall into the system prompt.
 //
-// # Import direction
+// This root package holds no code. The library is its subpackages:
 //
-// Imports flow one way: storage (standard library only) → layer (standard
-// library and storage; no langchaingo, so the contract stays stable while
-// langchaingo is pre-1.0) → prompt → workingmemory, entitymemory →
-// agentloop → examples. Concrete layers never import each other, nothing
-// but examples imports agentloop, nothing imports examples, and the
-// conformance suites are imported only from tests. A test in this package
-// (deps_test.go) enforces these rules with go list.
+//   - layer: the contract (Layer, its optional capabilities, Spec, Stack).
+//   - storage: the versioned key-value Store, with backends in storage/sqlite and storage/redis.
+//   - prompt: the system-prompt compiler, token counting, budgets and scored assembly.
+//   - prompt/fence: the fence that keeps each layer's text inside its block.
+//   - workingmemory: the scratchpad layer; workingmemory/kv the scoped key-value memory.
+//   - entitymemory: the entities the agent is working on.
+//   - episodicmemory: the log of tool calls and turns.
+//   - semanticmemory: facts about the user, with retrieval.
+//   - redact: masking of personal data before anything is stored.
+//   - audit: the memory operations of each turn.
+//   - agentloop: the ReAct loop over a langchaingo llms.Model.
+//   - cmd/memlayer: the command for operators.
+//
+// Imports flow one way, from storage up to agentloop, and concrete layers never import each other.
+// A test in this package (deps_test.go) enforces the rules with go list.
 package memlayer

@@ -15,6 +15,7 @@ import (
 	"github.com/memlayer/memlayer/internal/writepath"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
+	"github.com/memlayer/memlayer/prompt/fence"
 )
 
 // AssemblyConfig configures scored context assembly, which is on unless
@@ -178,7 +179,7 @@ func (r *run) gather(ctx context.Context, q layer.Query, ids []string, sc prompt
 			// block does.
 			frames += r.summary.Frame(q, cs)
 		} else {
-			frames += q.Count(layer.Fence(layer.FenceTag(id), ""))
+			frames += q.Count(fence.Wrap(fence.Tag(id), ""))
 		}
 	}
 	return cands, frames
@@ -200,7 +201,7 @@ func (r *run) packed(q layer.Query, ids []string, sel []prompt.Selected, byID ma
 		if len(lines[id]) == 0 {
 			continue
 		}
-		text := layer.Fence(layer.FenceTag(id), strings.Join(lines[id], "\n"))
+		text := fence.Wrap(fence.Tag(id), strings.Join(lines[id], "\n"))
 		if id == history.SummaryLayerID {
 			text = r.summary.Block(won) // in its own order, with its header
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
+	"github.com/memlayer/memlayer/prompt/fence"
 	"github.com/memlayer/memlayer/semanticmemory"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/workingmemory"
@@ -162,11 +163,11 @@ func TestMemory45_AssemblyOffKeepsEachBudget(t *testing.T) {
 // a system prompt, in order.
 func episodeLines(sys string) []string {
 	var refs []string
-	_, block, ok := strings.Cut(sys, "<"+layer.FenceTag(episodicmemory.DefaultID)+">")
+	_, block, ok := strings.Cut(sys, "<"+fence.Tag(episodicmemory.DefaultID)+">")
 	if !ok {
 		return nil
 	}
-	block, _, _ = strings.Cut(block, "</"+layer.FenceTag(episodicmemory.DefaultID)+">")
+	block, _, _ = strings.Cut(block, "</"+fence.Tag(episodicmemory.DefaultID)+">")
 	for _, line := range strings.Split(block, "\n") {
 		if ref, _, ok := strings.Cut(strings.TrimPrefix(line, "["), "]"); ok && strings.HasPrefix(line, "[") {
 			refs = append(refs, ref)

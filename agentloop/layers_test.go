@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt/fence"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -92,7 +93,7 @@ func (l *notesLayer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, e
 	for _, n := range l.state.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
-	return []layer.Item{{Text: layer.Fence("notes", b.String())}}, nil
+	return []layer.Item{{Text: fence.Wrap("notes", b.String())}}, nil
 }
 
 func (l *notesLayer) Store(ctx context.Context, t layer.Turn) error {

@@ -13,6 +13,7 @@ import (
 	"github.com/memlayer/memlayer/entitymemory"
 	"github.com/memlayer/memlayer/episodicmemory"
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt/fence"
 	"github.com/memlayer/memlayer/semanticmemory"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/workingmemory"
@@ -91,7 +92,7 @@ func (l *notesLayer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, e
 	for _, n := range l.state.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
-	return []layer.Item{{Text: layer.Fence("notes", b.String())}}, nil
+	return []layer.Item{{Text: fence.Wrap("notes", b.String())}}, nil
 }
 
 func (l *notesLayer) Store(ctx context.Context, t layer.Turn) error {

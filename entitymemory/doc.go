@@ -94,9 +94,8 @@
 // ({"id": "cus_1", "deleted": true}, "is_deleted": true; see
 // [Entity.Deleted]), are forgotten by the layer rather than recorded.
 //
-// The extractor never decodes the whole result, which keeps extraction
-// of a 2 KB result in the low microseconds, against tens for
-// encoding/json. It reads at most MaxResultBytes, visits a bounded number
+// The extractor never decodes the whole result.
+// It reads at most MaxResultBytes, visits a bounded number
 // of objects and depth, never recurses while skipping, and treats
 // truncated input as its end. When an object holds a key twice, the last
 // member wins, as in encoding/json. Names and slugs are made single-line (runs of white
@@ -146,7 +145,7 @@
 // replaces it, and [LegacyHeader] keeps the original "[WORKING MEMORY]"
 // format — then one group per type — in order of each
 // type's most recent entity, newest first within the type — then the
-// instructions, all fenced with layer.Fence in a block named after the
+// instructions, all fenced with fence.Wrap in a block named after the
 // layer ID ([Layer.Tag]: <entities>), like every layer's block, so the
 // prompt compiler can defang a fake entity block that another layer's
 // text prints. Names are quoted; '"' and '\' are escaped and '<' becomes

@@ -797,7 +797,12 @@ func (e *extraction) member(c *candidate, f jsonx.Field) bool {
 			c.name, c.nameR = s, ki.name
 		}
 	}
-	ro := ki.role
+	return c.take(f, ki.role)
+}
+
+// take records what member f says about the entity in its role ro. It
+// reports false when the object cannot be an entity.
+func (c *candidate) take(f jsonx.Field, ro role) bool {
 	switch ro.kind {
 	case roleID:
 		if ro.rank < c.idR {

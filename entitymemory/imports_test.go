@@ -10,8 +10,8 @@ import (
 )
 
 // TestImports enforces the package's place in the module: besides the
-// standard library it may import only layer, storage and internal/jsonx
-// (no prompt, agentloop, workingmemory or langchaingo).
+// standard library it may import only layer, storage, prompt/fence and
+// internal/jsonx (no prompt, agentloop, workingmemory or langchaingo).
 func TestImports(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -22,6 +22,7 @@ func TestImports(t *testing.T) {
 		"github.com/memlayer/memlayer/storage":          true,
 		"github.com/memlayer/memlayer/internal/jsonx":   true,
 		"github.com/memlayer/memlayer/internal/lexical": true,
+		"github.com/memlayer/memlayer/prompt/fence":     true,
 	}
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
@@ -35,7 +36,7 @@ func TestImports(t *testing.T) {
 			p, _ := strconv.Unquote(imp.Path.Value)
 			first, _, _ := strings.Cut(p, "/")
 			if strings.Contains(first, ".") && !allowed[p] {
-				t.Errorf("%s imports %s; entitymemory may import only the standard library, layer, storage, internal/jsonx and internal/lexical", f, p)
+				t.Errorf("%s imports %s; entitymemory may import only the standard library, layer, storage, prompt/fence, internal/jsonx and internal/lexical", f, p)
 			}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt/fence"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -177,7 +178,7 @@ func New(cfg Config) (*Layer, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	l := &Layer{cfg: cfg, spec: spec, instr: cmp.Or(cfg.Instructions, DefaultInstructions), head: cmp.Or(cfg.Header, Header), tag: layer.FenceTag(cfg.ID)}
+	l := &Layer{cfg: cfg, spec: spec, instr: cmp.Or(cfg.Instructions, DefaultInstructions), head: cmp.Or(cfg.Header, Header), tag: fence.Tag(cfg.ID)}
 	if cfg.NoInstructions {
 		l.instr = ""
 	}
@@ -276,7 +277,7 @@ func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) er
 	return nil
 }
 
-// Recall renders the tracked entities, fenced with layer.Fence in a block
+// Recall renders the tracked entities, fenced with fence.Wrap in a block
 // named after the layer ID ([Layer.Tag]; <entities> by default):
 //
 //	<entities>
@@ -314,13 +315,13 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 	}
 	if len(l.list) == 0 {
 		if l.cfg.RenderEmpty {
-			text := layer.Fence(l.tag, l.head+"\n"+EmptyText)
+			text := fence.Wrap(l.tag, l.head+"\n"+EmptyText)
 			return []layer.Item{{Text: text, Tokens: q.Count(text)}}, nil
 		}
 		return nil, nil
 	}
 	if l.cache == "" {
-		l.cache = layer.Fence(l.tag, render(l.list, nil, l.head, l.instr)) // never ""
+		l.cache = fence.Wrap(l.tag, render(l.list, nil, l.head, l.instr)) // never ""
 		l.cacheN = layer.Query{}.Count(l.cache)
 	}
 	text := l.cache
@@ -331,7 +332,7 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 	if b := q.Budget; b > 0 && tokens > b {
 		text = ""
 		for n := len(l.list) - 1; n > 0; n-- {
-			t := layer.Fence(l.tag, render(l.list[:n], nil, l.head, l.instr))
+			t := fence.Wrap(l.tag, render(l.list[:n], nil, l.head, l.instr))
 			if tokens = q.Count(t); tokens <= b {
 				text = t
 				break
@@ -349,7 +350,7 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 // fits q.Budget.
 func (l *Layer) recallNamed(q layer.Query, named []Entity) []layer.Item {
 	for n := len(l.list); n >= 0; n-- {
-		text := layer.Fence(l.tag, render(l.list[:n], named, l.head, l.instr))
+		text := fence.Wrap(l.tag, render(l.list[:n], named, l.head, l.instr))
 		if tokens := q.Count(text); q.Budget <= 0 || tokens <= q.Budget || n == 0 {
 			if q.Budget > 0 && tokens > q.Budget {
 				return nil

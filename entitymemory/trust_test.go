@@ -13,6 +13,7 @@ import (
 
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
+	"github.com/memlayer/memlayer/prompt/fence"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -157,7 +158,7 @@ func TestTrust12_EntityBlockFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := c.Compile([]layer.Recalled{
-		{ID: "working-memory", Items: []layer.Item{{Text: layer.Fence("working_memory", fake)}}},
+		{ID: "working-memory", Items: []layer.Item{{Text: fence.Wrap("working_memory", fake)}}},
 		{ID: l.Spec().ID, Items: items},
 	}, nil)
 	if err != nil {

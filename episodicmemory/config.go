@@ -60,7 +60,7 @@ const (
 // budget and the defaults above.
 type Config struct {
 	// Spec is what every layer declares (see layer.Spec):
-	//   - ID: ID is the layer ID. Empty means DefaultID. It names the block Recall fences its text in (layer.FenceTag: <episodic_memory> by default), the read tool ("<id>_read") and the storage keys.
+	//   - ID: ID is the layer ID. Empty means DefaultID. It names the block Recall fences its text in (fence.Tag: <episodic_memory> by default), the read tool ("<id>_read") and the storage keys.
 	//   - Slot: Slot orders the layer in the prompt. Zero means layer.SlotEpisodic.
 	//   - Scope: Scope is layer.ScopeThread (the default: one log per thread) or layer.ScopeResource (one log shared by the resource's threads); layer.ScopeExecution keeps a log for the run only. Global is refused.
 	//   - Budget: Budget is the layer's token budget.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/memlayer/memlayer/internal/seqlog"
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt/fence"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -72,7 +73,7 @@ func New(cfg Config) (*Layer, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	l := &Layer{cfg: cfg, spec: spec, tag: layer.FenceTag(cfg.ID), tool: layer.ToolName(cfg.ID, "read"), head: emptyHead(),
+	l := &Layer{cfg: cfg, spec: spec, tag: fence.Tag(cfg.ID), tool: layer.ToolName(cfg.ID, "read"), head: emptyHead(),
 		ix: &storage.MemoryIndex{}, private: true, loaded: true, col: storage.IndexName(cfg.ID, "template", "episodes")}
 	l.log = seqlog.Log{LayerID: cfg.ID, Pkg: "episodicmemory", ErrVersion: ErrVersion, MaxRetries: cfg.MaxRetries,
 		Logger: slog.Default(), Now: func() time.Time { return clampTime(cfg.Now()) }}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
+	"github.com/memlayer/memlayer/prompt/fence"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -21,7 +22,7 @@ const recallPool = 32
 // Recall returns the episodes most relevant to the situation
 // (q.About(): the user's message, the scratchpad's goal and plan, the
 // entities the recent turns touched, when the stack gives it; else
-// q.Text) as one block, fenced with layer.Fence in a block named after
+// q.Text) as one block, fenced with fence.Wrap in a block named after
 // the layer ID (<episodic_memory> by default):
 //
 //	<episodic_memory>
@@ -150,7 +151,7 @@ func (l *Layer) render(chosen []picked) string {
 		b.WriteByte('\n')
 		b.WriteString(p.text)
 	}
-	return layer.Fence(l.tag, b.String())
+	return fence.Wrap(l.tag, b.String())
 }
 
 // Candidates returns the episodes Recall would choose from, the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memlayer/memlayer/internal/lexical"
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt/fence"
 )
 
 // NewLayer returns the history-summary layer, whose budget is tokens plus
@@ -64,7 +65,7 @@ const summaryHeader = "Summary of the earlier conversation, older than the messa
 
 // summaryOverhead is what the header and the fence add to a summary, by
 // the default estimate, with room for a counter that counts them higher.
-var summaryOverhead = 2 * layer.Query{}.Count(summaryHeader+layer.Fence(layer.FenceTag(SummaryLayerID), ""))
+var summaryOverhead = 2 * layer.Query{}.Count(summaryHeader+fence.Wrap(fence.Tag(SummaryLayerID), ""))
 
 // Recall returns the summary the step uses, if there is one.
 func (l *Layer) Recall(_ context.Context, q layer.Query) ([]layer.Item, error) {
@@ -82,7 +83,7 @@ func (l *Layer) Whole() string {
 	if s == nil || *s == "" {
 		return ""
 	}
-	return summaryHeader + layer.Fence(layer.FenceTag(SummaryLayerID), *s)
+	return summaryHeader + fence.Wrap(fence.Tag(SummaryLayerID), *s)
 }
 
 // summaryPart is one candidate of the summary in scored assembly: a
@@ -188,7 +189,7 @@ func (l *Layer) Block(won map[string]bool) string {
 	if len(lines) == 0 {
 		return ""
 	}
-	return summaryHeader + layer.Fence(layer.FenceTag(SummaryLayerID), strings.Join(lines, "\n"))
+	return summaryHeader + fence.Wrap(fence.Tag(SummaryLayerID), strings.Join(lines, "\n"))
 }
 
 // OnSpawn gives a child agent no summary: its history is its own.

@@ -10,10 +10,10 @@ import (
 	"github.com/memlayer/memlayer/storage"
 )
 
-// Named slots of the built-in layers and of the episodic and semantic
-// layers to come. Lower slots render earlier in the prompt; layers with
-// equal slots keep the order they were registered in. Any int is a slot:
-// a layer of your own picks the number that places it among these.
+// Named slots of the built-in layers.
+// Lower slots render earlier in the prompt.
+// Layers with equal slots keep the order they were registered in.
+// Any int is a slot: a layer of your own picks the number that places it among these.
 const (
 	SlotWorkingMemory  = 100
 	SlotEntities       = 150

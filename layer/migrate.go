@@ -68,24 +68,8 @@ func migrateLegacy(ctx context.Context, store storage.Store, layerID string, env
 		return 0, nil
 	}
 	prefix := storage.LegacyLayerPrefix(layerID, legacy)
-	// A scope is moved when one of the records its layer loads from —
-	// "state" (scratchpad, key-value and entity memory) or "head" (the
-	// episodic and semantic logs) — is there: two point reads, where
-	// listing the prefix on every run would cost what the store's size
-	// does on some backends.
-	found := false
-	for _, name := range []string{"state", "head"} {
-		_, err := store.Get(ctx, prefix+storage.Escape(name))
-		if err == nil {
-			found = true
-			break
-		}
-		if !errors.Is(err, storage.ErrNotFound) {
-			return 0, fmt.Errorf("layer: migrate %s: %w", storage.Quote(prefix), err)
-		}
-	}
-	if !found {
-		return 0, nil
+	if found, err := legacyLoaded(ctx, store, prefix); !found || err != nil {
+		return 0, err
 	}
 	keys, err := store.List(ctx, prefix)
 	if err != nil || len(keys) == 0 {
@@ -107,37 +91,69 @@ func migrateLegacy(ctx context.Context, store storage.Store, layerID string, env
 	})
 	moved := 0
 	for _, k := range keys {
-		name, err := storage.Unescape(strings.TrimPrefix(k, prefix))
+		ok, err := moveLegacy(ctx, store, prefix, k, layerID, target)
 		if err != nil {
-			continue // not a key of this layout
+			return moved, err
 		}
-		it, err := store.Get(ctx, k)
-		if errors.Is(err, storage.ErrNotFound) {
-			continue // moved by another process meanwhile
+		if ok {
+			moved++
 		}
-		if err != nil {
-			return moved, fmt.Errorf("layer: migrate %s: %w", storage.Quote(k), err)
-		}
-		to := storage.LayerKey(layerID, target, name)
-		_, err = store.Put(ctx, to, it.Value, storage.NoVersion)
-		if errors.Is(err, storage.ErrConflict) {
-			cur, gerr := store.Get(ctx, to)
-			if gerr == nil && !bytes.Equal(cur.Value, it.Value) {
-				// Both exist and differ: keep the old one aside.
-				if _, err := storage.Quarantine(ctx, store, it, layerID, target, time.Now()); err != nil &&
-					!errors.Is(err, storage.ErrConflict) && !errors.Is(err, storage.ErrNotFound) {
-					return moved, fmt.Errorf("layer: migrate %s: %w", storage.Quote(k), err)
-				}
-				continue
-			}
-		} else if err != nil {
-			return moved, fmt.Errorf("layer: migrate %s to %s: %w", storage.Quote(k), storage.Quote(to), err)
-		}
-		err = store.Delete(ctx, k, it.Version)
-		if err != nil && !errors.Is(err, storage.ErrConflict) && !errors.Is(err, storage.ErrNotFound) {
-			return moved, fmt.Errorf("layer: migrate %s: delete: %w", storage.Quote(k), err)
-		}
-		moved++
 	}
 	return moved, nil
+}
+
+// legacyLoaded reports whether a record a layer loads from is under
+// prefix: "state" (scratchpad, key-value and entity memory) or "head"
+// (the episodic and semantic logs). Two point reads cost less than
+// listing the prefix on every run, which costs what the store's size
+// does on some backends.
+func legacyLoaded(ctx context.Context, store storage.Store, prefix string) (bool, error) {
+	for _, name := range []string{"state", "head"} {
+		_, err := store.Get(ctx, prefix+storage.Escape(name))
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, storage.ErrNotFound) {
+			return false, fmt.Errorf("layer: migrate %s: %w", storage.Quote(prefix), err)
+		}
+	}
+	return false, nil
+}
+
+// moveLegacy copies the record k under prefix to its typed key under
+// target, then deletes it if it is unchanged. It reports whether it moved
+// the record. A typed key that already holds another value keeps it, and
+// the old record is set aside with storage.Quarantine.
+func moveLegacy(ctx context.Context, store storage.Store, prefix, k, layerID, target string) (bool, error) {
+	name, err := storage.Unescape(strings.TrimPrefix(k, prefix))
+	if err != nil {
+		return false, nil // not a key of this layout
+	}
+	it, err := store.Get(ctx, k)
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil // moved by another process meanwhile
+	}
+	if err != nil {
+		return false, fmt.Errorf("layer: migrate %s: %w", storage.Quote(k), err)
+	}
+	to := storage.LayerKey(layerID, target, name)
+	_, err = store.Put(ctx, to, it.Value, storage.NoVersion)
+	if errors.Is(err, storage.ErrConflict) {
+		cur, gerr := store.Get(ctx, to)
+		if gerr == nil && !bytes.Equal(cur.Value, it.Value) {
+			// Both exist and differ: keep the old one aside.
+			if _, err := storage.Quarantine(ctx, store, it, layerID, target, time.Now()); err != nil &&
+				!errors.Is(err, storage.ErrConflict) && !errors.Is(err, storage.ErrNotFound) {
+				return false, fmt.Errorf("layer: migrate %s: %w", storage.Quote(k), err)
+			}
+			return false, nil
+		}
+	} else if err != nil {
+		return false, fmt.Errorf("layer: migrate %s to %s: %w", storage.Quote(k), storage.Quote(to), err)
+	}
+	err = store.Delete(ctx, k, it.Version)
+	if err != nil && !errors.Is(err, storage.ErrConflict) && !errors.Is(err, storage.ErrNotFound) {
+		return false, fmt.Errorf("layer: migrate %s: delete: %w", storage.Quote(k), err)
+	}
+	return true, nil
 }

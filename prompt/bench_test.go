@@ -10,6 +10,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt/fence"
 )
 
 // benchTemplate uses ten variables: three layers, the instructions and
@@ -34,7 +35,7 @@ func (storer) Store(context.Context, layer.Turn) error { return nil }
 
 func benchLayers(withStore bool) []layer.Layer {
 	ls := []layer.Layer{
-		layer.Text(layer.Spec{ID: "working-memory", Slot: layer.SlotWorkingMemory}, layer.Fence("working_memory", "plan: rewrite the home page\nstatus: drafting")),
+		layer.Text(layer.Spec{ID: "working-memory", Slot: layer.SlotWorkingMemory}, fence.Wrap("working_memory", "plan: rewrite the home page\nstatus: drafting")),
 		layer.Text(layer.Spec{ID: "entities", Slot: layer.SlotEntities}, "[WORKING MEMORY]\n- page \"Home\" (id 1)\n- page \"About\" (id 2)"),
 		layer.Func(layer.Spec{ID: "notes", Slot: 200}, func(context.Context, layer.Query) ([]layer.Item, error) {
 			return []layer.Item{{Text: "the user prefers short answers"}}, nil
@@ -155,8 +156,8 @@ func BenchmarkStackStepParts(b *testing.B) {
 
 func BenchmarkCompile(b *testing.B) {
 	rec := []layer.Recalled{
-		rec("working-memory", layer.Fence("working_memory", "plan: rewrite the home page\nstatus: drafting <b>")),
-		rec("entities", layer.Fence("entities", "- page \"Home\" (id 1)"), "- page \"About\" (id 2)"),
+		rec("working-memory", fence.Wrap("working_memory", "plan: rewrite the home page\nstatus: drafting <b>")),
+		rec("entities", fence.Wrap("entities", "- page \"Home\" (id 1)"), "- page \"About\" (id 2)"),
 		rec("notes", "the user prefers short answers"),
 	}
 	for _, tc := range []struct{ name, tpl string }{{"default", ""}, {"template10", benchTemplate}} {

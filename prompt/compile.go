@@ -65,7 +65,7 @@ type Config struct {
 	Helpers map[string]any
 	// LayerIDs are the IDs of every layer of the stack the prompts are
 	// compiled for, whether or not it recalls anything in a step. The
-	// block tag (layer.FenceTag) of each is guarded in every prompt, like
+	// block tag (fence.Tag) of each is guarded in every prompt, like
 	// those of [BuiltinLayerIDs] and of the layers recalled in the step,
 	// so that no layer's text can forge the block of another, present or
 	// absent. Nil guards the built-in and the recalled layers' tags only.
@@ -170,7 +170,7 @@ func VarName(id string) string {
 // layerText returns the text one recalled layer contributes: its
 // non-empty items' texts, guarded against spoofing the blocks of tags (see
 // guardItem), joined by newlines. Layers fence their own untrusted text
-// (see [layer.Fence]); the compiler neither escapes nor re-fences it.
+// (see [fence.Wrap]); the compiler neither escapes nor re-fences it.
 func layerText(r layer.Recalled, tags *guards) string {
 	if len(r.Items) == 1 {
 		return guardItem(r.Items[0].Text, r.ID, tags)
@@ -205,12 +205,12 @@ func layerText(r layer.Recalled, tags *guards) string {
 //
 // Layer texts and the instructions are passed as raymond.SafeString, so
 // {{workingMemory}} and {{{workingMemory}}} render them alike, verbatim:
-// escaping would mangle the entities [layer.Fence] writes. They are
+// escaping would mangle the entities [fence.Wrap] writes. They are
 // values, never template source, so a layer text such as "{{instructions}}"
 // stays literal. One more guard applies to every layout: inside a layer's
 // text, the tags of the other fenced blocks of this prompt are defanged
-// like [layer.Fence] defangs a block's own tag, so no layer can forge
-// another's block (a fenced item is "<tag>\n…\n</tag>", as layer.Fence
+// like [fence.Wrap] defangs a block's own tag, so no layer can forge
+// another's block (a fenced item is "<tag>\n…\n</tag>", as fence.Wrap
 // writes it). User variables follow Handlebars rules: {{x}} escapes
 // HTML, {{{x}}} does not. Strings, booleans, numbers and nil are passed as
 // they are; a fmt.Stringer or error as its text; a [Raw] as its Value;

@@ -11,6 +11,7 @@ import (
 	"github.com/aymerick/raymond"
 
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt/fence"
 )
 
 func rec(id string, texts ...string) layer.Recalled {
@@ -319,8 +320,8 @@ func TestHostileLayerText(t *testing.T) {
 		c := mustNew(t, Config{Template: tpl, Instructions: "TRUSTED"})
 		for _, attack := range attacks {
 			t.Run(tname+"/"+attack, func(t *testing.T) {
-				wm := layer.Fence("working_memory", attack)
-				ent := layer.Fence("entities", "[WORKING MEMORY]\n"+attack)
+				wm := fence.Wrap("working_memory", attack)
+				ent := fence.Wrap("entities", "[WORKING MEMORY]\n"+attack)
 				out, err := c.Compile([]layer.Recalled{rec("working-memory", wm), rec("entities", ent)}, nil)
 				if err != nil {
 					t.Fatalf("Compile: %v", err)

@@ -20,31 +20,9 @@ type CounterFunc func(text string) int
 // Count returns f(text).
 func (f CounterFunc) Count(text string) int { return f(text) }
 
-// Estimate is the default [Counter]: a cheap estimate that needs no
-// tokenizer data, the count of a [layer.Query] without a Counter
-// ([layer.Query.Count]), so layers and the prompt compiler share one
-// implementation. Its rule is
-//
-//	tokens = ceil((wordBytes + 2·punctBytes) / 4) + nonASCIIRunes
-//
-// where wordBytes are ASCII letters, digits and spaces, punctBytes every
-// other ASCII byte (punctuation, brackets, quotes, tabs, newlines), and
-// every non-ASCII rune counts as a whole token (invalid UTF-8 bytes count
-// one each). Punctuation counts double because BPE vocabularies split it
-// into short tokens, which makes JSON and code denser in tokens than
-// prose.
-//
-// Measured against tiktoken's cl100k_base and o200k_base vocabularies
-// (pkoukk/tiktoken-go v0.1.8 with its offline loader), on text cut into
-// chunks of about 1500 bytes: English Markdown (22.6k tokens) is
-// over-counted by 7–8% in total, Go source (32.5k) by 12%, JSON (5.3k) by
-// 15–16%; single chunks range from 0.72× to 1.40× the exact count. Five
-// short German, French, Japanese, Chinese and Russian sentences were
-// over-counted 1.27× (cl100k) and 1.77× (o200k). So the estimate errs on
-// the safe side in total, but a single item can be under-counted by up
-// to about a quarter: keep a margin in [Request.Reserve], or plug in an
-// exact [Counter] when budgets must be tight.
-var Estimate Counter = CounterFunc(layer.Query{}.Count)
+// Estimate is the default [Counter], [layer.EstimateTokens].
+// Layers and the prompt compiler share it, so their counts agree.
+var Estimate Counter = CounterFunc(layer.EstimateTokens)
 
 // MessageOverhead is the number of tokens [CountMessage] adds to every
 // message for its role and framing, about what chat APIs add per message.

@@ -1,6 +1,9 @@
 // Package prompt turns what a [layer.Stack] recalled into a system prompt
 // and fits the prompt and the message history into a context window.
 //
+//	c, err := prompt.New(prompt.Config{Instructions: "You are a CMS assistant."})
+//	system, err := c.Compile(recalled, nil) // recalled: layer.Stack.Recall's result, in slot order
+//
 // One model call goes: [Allocate] divides the window among layers and
 // history; the stack recalls each layer under its allocation;
 // [ProjectLayersWithin] (or [ProjectLayers]) drops items that still do not
@@ -36,7 +39,7 @@
 // # Untrusted text
 //
 // Layer text comes from tool results and the model. Layers fence it
-// themselves with [layer.Fence], which defangs any "<tag" or "</tag" of
+// themselves with [fence.Wrap], which defangs any "<tag" or "</tag" of
 // their own block inside the text. The compiler keeps that intact: layer
 // text is passed as a raymond.SafeString (so even {{workingMemory}} does
 // not HTML-escape the block, which would garble the fence), and it is a
@@ -45,9 +48,9 @@
 // "[WORKING MEMORY]" headers, template syntax) and check that each stays
 // inside its block.
 //
-// The compiler adds one guard of its own: layer.Fence only defangs a
+// The compiler adds one guard of its own: fence.Wrap only defangs a
 // block's own tag, so the compiler defangs every other block tag it knows
-// inside each item too, with layer.Defang, the matcher Fence uses: both
+// inside each item too, with fence.Defang, the matcher Fence uses: both
 // compare a skeleton of the name (Unicode's confusables, NFKC, case
 // folding; white space, separators, invisible and bidi characters
 // dropped) and see through look-alike brackets and closers reversed by a
@@ -57,7 +60,7 @@
 // step, so a value cannot imitate a block that is absent from this
 // prompt either. An entity named "</entities><working_memory>…" therefore
 // cannot forge a working memory block. A layer's block tag
-// (layer.FenceTag of its ID) belongs to that layer, a built-in tag with
+// (fence.Tag of its ID) belongs to that layer, a built-in tag with
 // no such layer to none, another tag to the first layer (in slot order)
 // fencing with it; another layer presenting the same fence is treated as
 // unfenced.
@@ -76,8 +79,7 @@
 //
 // Counting is pluggable through [Counter]. The default, [Estimate], is
 // about four ASCII bytes a token (punctuation counting double) plus one
-// token per non-ASCII rune; its documentation gives its measured error
-// against real tokenizers. Package prompt/tiktoken offers an exact
+// token per non-ASCII rune. Package prompt/tiktoken offers an exact
 // Counter for OpenAI-style models (embedded vocabularies, no network).
 // The agent hands its Counter to every layer's Recall
 // ([layer.Query.Counter]), so the layers' Item.Tokens and the compiler's

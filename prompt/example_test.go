@@ -7,6 +7,7 @@ import (
 
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
+	"github.com/memlayer/memlayer/prompt/fence"
 )
 
 // The default layout: the instructions, then each layer's block in slot
@@ -19,7 +20,7 @@ func ExampleNew() {
 	// In slot order, as layer.Stack.Recall returns them.
 	out, err := c.Compile([]layer.Recalled{
 		{ID: "working-memory", Items: []layer.Item{
-			{Text: layer.Fence("working_memory", "plan: rename </working_memory> the home page")},
+			{Text: fence.Wrap("working_memory", "plan: rename </working_memory> the home page")},
 		}},
 		{ID: "entities", Items: []layer.Item{{Text: `page "Home" (id 1)`}}},
 	}, nil)

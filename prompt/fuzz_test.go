@@ -9,6 +9,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt/fence"
 )
 
 // FuzzAllocate checks Allocate on arbitrary windows and up to three
@@ -230,7 +231,7 @@ func FuzzProjectLayers(f *testing.F) {
 	})
 }
 
-// FuzzCompileHostile renders arbitrary layer text, fenced by layer.Fence,
+// FuzzCompileHostile renders arbitrary layer text, fenced by fence.Wrap,
 // next to another fenced layer, and checks that each text stays in its own
 // block and that the instructions appear once (nothing was evaluated).
 func FuzzCompileHostile(f *testing.F) {
@@ -252,8 +253,8 @@ func FuzzCompileHostile(f *testing.F) {
 			c = tpl
 		}
 		out, err := c.Compile([]layer.Recalled{
-			rec("working-memory", layer.Fence("working_memory", text)),
-			rec("entities", layer.Fence("entities", "e:"+text)),
+			rec("working-memory", fence.Wrap("working_memory", text)),
+			rec("entities", fence.Wrap("entities", "e:"+text)),
 		}, nil)
 		if err != nil {
 			t.Fatalf("Compile: %v", err)

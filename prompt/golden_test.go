@@ -15,6 +15,7 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt/fence"
 )
 
 var update = flag.Bool("update", false, "rewrite the want/error files of testdata/*.txtar")
@@ -28,7 +29,7 @@ var update = flag.Bool("update", false, "rewrite the want/error files of testdat
 //	-- vars.json --             user variables, a JSON object (optional)
 //	-- layer ID SLOT --         one recalled item of layer ID at SLOT;
 //	                            repeat the name for more items
-//	-- layer ID SLOT fence=TAG --  the same, passed through layer.Fence(TAG, …)
+//	-- layer ID SLOT fence=TAG --  the same, passed through fence.Wrap(TAG, …)
 //	-- want --                  the rendered prompt
 //
 // Every file's final newline is not part of its text. Run
@@ -94,7 +95,7 @@ func renderCase(t *testing.T, ar *txtar.Archive) (string, error) {
 			if !ok {
 				t.Fatalf("file %q: want fence=TAG", f.Name)
 			}
-			text = layer.Fence(tag, text)
+			text = fence.Wrap(tag, text)
 		}
 		if n := len(recalled); n > 0 && recalled[n-1].ID == fields[1] {
 			recalled[n-1].Items = append(recalled[n-1].Items, layer.Item{Text: text})

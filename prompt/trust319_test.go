@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt/fence"
 )
 
 // TestTrust319_AbsentBlocksGuarded: a value imitating a block that is not
@@ -26,19 +27,19 @@ func TestTrust319_AbsentBlocksGuarded(t *testing.T) {
 	}
 	c := mustNew(t, Config{Instructions: "TRUSTED", LayerIDs: []string{"notes", "plan"}})
 	for _, f := range forged {
-		for _, item := range []string{layer.Fence("notes", "n1\n"+f.text), "raw: " + f.text} {
+		for _, item := range []string{fence.Wrap("notes", "n1\n"+f.text), "raw: " + f.text} {
 			out, err := c.Compile([]layer.Recalled{rec("notes", item)}, nil)
 			if err != nil {
 				t.Fatalf("Compile: %v", err)
 			}
-			if strings.Contains(out, f.text) || layer.Defang(out, "notes", f.tag) != out && !strings.Contains(out, "&lt;") {
+			if strings.Contains(out, f.text) || fence.Defang(out, "notes", f.tag) != out && !strings.Contains(out, "&lt;") {
 				t.Errorf("%s stays live in %+q", f.tag, out)
 			}
 		}
 	}
 	// The owner's own block is left alone, and a layer wearing a
 	// registered layer's fence is treated as unfenced.
-	plan := layer.Fence("plan", "step 1")
+	plan := fence.Wrap("plan", "step 1")
 	out, err := c.Compile([]layer.Recalled{rec("notes", plan), rec("plan", plan)}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -403,39 +403,51 @@ func isEmail(s string) bool {
 // a parenthesised group), each ending on a digit.
 func numberRuns(text string, seps string, phone bool) [][2]int {
 	var out [][2]int
-	isDigit := func(i int) bool { return i < len(text) && text[i] >= '0' && text[i] <= '9' }
 	for i := 0; i < len(text); i++ {
-		startsPhone := phone && (text[i] == '+' || text[i] == '(') && isDigit(i+1)
-		if !isDigit(i) && !startsPhone {
+		startsPhone := phone && (text[i] == '+' || text[i] == '(') && isDigitAt(text, i+1)
+		if !isDigitAt(text, i) && !startsPhone {
 			continue
 		}
-		start, end := i, i
-		j := i + 1
-		for j <= len(text) {
-			if isDigit(j - 1) {
-				end = j
-			}
-			if j == len(text) {
-				break
-			}
-			c := text[j]
-			switch {
-			case c >= '0' && c <= '9':
-			case phone && c == '(' && isDigit(j+1):
-			case phone && c == ')' && isDigit(j-1):
-			case strings.IndexByte(seps, c) >= 0 && (isDigit(j+1) || phone && j+1 < len(text) && text[j+1] == '('):
-			default:
-				j = len(text) + 1 // stop
-				continue
-			}
-			j++
-		}
-		if end > start {
-			out = append(out, [2]int{start, end})
+		end := runEnd(text, i, seps, phone)
+		if end > i {
+			out = append(out, [2]int{i, end})
 		}
 		i = max(end, i)
 	}
 	return out
+}
+
+// isDigitAt reports whether text[i] is an ASCII digit.
+func isDigitAt(text string, i int) bool { return i < len(text) && text[i] >= '0' && text[i] <= '9' }
+
+// runEnd returns the end of the run numberRuns finds at i: just after its
+// last digit, or i when it holds none.
+func runEnd(text string, i int, seps string, phone bool) int {
+	end := i
+	for j := i + 1; j <= len(text); j++ {
+		if isDigitAt(text, j-1) {
+			end = j
+		}
+		if j == len(text) || !continuesRun(text, j, seps, phone) {
+			break
+		}
+	}
+	return end
+}
+
+// continuesRun reports whether text[j] may stand inside a run: a digit, a
+// separator before a digit, or, for phones, a parenthesised group.
+func continuesRun(text string, j int, seps string, phone bool) bool {
+	switch c := text[j]; {
+	case c >= '0' && c <= '9':
+		return true
+	case phone && c == '(' && isDigitAt(text, j+1):
+		return true
+	case phone && c == ')' && j > 0 && isDigitAt(text, j-1):
+		return true
+	default:
+		return strings.IndexByte(seps, c) >= 0 && (isDigitAt(text, j+1) || phone && j+1 < len(text) && text[j+1] == '(')
+	}
 }
 
 // findPhones finds phone numbers in the runs of digits and separators.
@@ -697,7 +709,15 @@ var (
 // findSecrets finds secrets: a prefixed key or JWT whole, and for the
 // bearer and key=value forms only the value.
 func findSecrets(text string) [][2]int {
-	var out [][2]int
+	lower := asciiLower(text)
+	out := prefixedKeys(text, nil)
+	out = bearerTokens(text, lower, out)
+	return keyedSecrets(text, lower, out)
+}
+
+// prefixedKeys appends to out the tokens of text that start with a key
+// prefix and match prefixedKeyRE whole.
+func prefixedKeys(text string, out [][2]int) [][2]int {
 	for _, p := range keyPrefixes {
 		for i := 0; ; {
 			k := strings.Index(text[i:], p)
@@ -718,7 +738,12 @@ func findSecrets(text string) [][2]int {
 			i = end
 		}
 	}
-	lower := asciiLower(text)
+	return out
+}
+
+// bearerTokens appends to out the token after each "bearer" of lower
+// (text lowered), at least 16 bytes long.
+func bearerTokens(text, lower string, out [][2]int) [][2]int {
 	for i := 0; ; {
 		k := strings.Index(lower[i:], "bearer")
 		if k < 0 {
@@ -732,6 +757,12 @@ func findSecrets(text string) [][2]int {
 		}
 		i = j
 	}
+	return out
+}
+
+// keyedSecrets appends to out the value of each key named like a secret:
+// key"?\s*[:=]\s*"?value, at least 8 bytes long.
+func keyedSecrets(text, lower string, out [][2]int) [][2]int {
 	for _, key := range secretKeys {
 		for i := 0; ; {
 			k := strings.Index(lower[i:], key)

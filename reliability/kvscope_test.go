@@ -19,6 +19,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt/fence"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/thread"
 	"github.com/memlayer/memlayer/workingmemory/kv"
@@ -77,7 +78,7 @@ func (l sharedKVLayer) Spec() layer.Spec {
 }
 
 func (l sharedKVLayer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error) {
-	return []layer.Item{{Text: layer.Fence("kv_memory", renderKV(l.mem))}}, nil
+	return []layer.Item{{Text: fence.Wrap("kv_memory", renderKV(l.mem))}}, nil
 }
 
 func (l sharedKVLayer) Snapshot(ctx context.Context) (json.RawMessage, error) {

@@ -3,6 +3,12 @@
 // outlive any one conversation, recalled by hybrid retrieval for the
 // user's latest message.
 //
+//	facts, err := semanticmemory.New(semanticmemory.Config{})
+//	agent, err := agentloop.New(agentloop.Config{Model: model, Store: store, Layers: []layer.Layer{facts}})
+//
+// The model writes facts with the layer's "memorize" tool; code writes
+// them with [Layer.Remember] on the layer a run initialized.
+//
 // # Facts
 //
 // A [Fact] has an ID, one line of text, a kind ("preference", "profile",
@@ -91,7 +97,7 @@
 // # Block
 //
 // Recall renders the best facts, at most Config.TopK and within the
-// layer's budget, fenced with layer.Fence (the tag is the layer ID with
+// layer's budget, fenced with fence.Wrap (the tag is the layer ID with
 // '_' for '-', <semantic> by default), one line per fact:
 //
 //	<semantic>

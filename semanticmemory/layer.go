@@ -19,6 +19,7 @@ import (
 	"github.com/memlayer/memlayer/internal/seqlog"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
+	"github.com/memlayer/memlayer/prompt/fence"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -178,7 +179,7 @@ func New(cfg Config) (*Layer, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	l := &Layer{cfg: cfg, spec: spec, tag: layer.FenceTag(cfg.ID)}
+	l := &Layer{cfg: cfg, spec: spec, tag: fence.Tag(cfg.ID)}
 	return l.bind(storage.NewMemory(), "template", layer.Env{}), nil
 }
 
@@ -511,7 +512,7 @@ func clone(f Fact) Fact {
 func line(f view) string { return "[" + f.ID + " " + f.Kind + "] " + f.Text }
 
 // Recall puts the facts best matching q.Text in the prompt, fenced with
-// layer.Fence in a block named after the layer ID (<semantic> by
+// fence.Wrap in a block named after the layer ID (<semantic> by
 // default), one line per fact with its ID and kind:
 //
 //	<semantic>
@@ -547,7 +548,7 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 	var lines []string
 	text, tokens := "", 0
 	for _, s := range ranked {
-		t := layer.Fence(l.tag, strings.Join(append(lines, line(s.fact)), "\n"))
+		t := fence.Wrap(l.tag, strings.Join(append(lines, line(s.fact)), "\n"))
 		n := q.Count(t)
 		if q.Budget > 0 && n > q.Budget {
 			break

@@ -2,6 +2,14 @@
 // versioned key-value [Store] with compare-and-swap, the escaped key layout
 // every layer uses, and an in-memory backend ([NewMemory]).
 //
+// A write names the version it read, so a stale writer fails:
+//
+//	s := storage.NewMemory() // or sqlite.Open, redis.New
+//	key := storage.LayerKey("working-memory", "thread-1", "state")
+//	v1, err := s.Put(ctx, key, []byte(`{"plan":"draft"}`), storage.NoVersion)
+//	_, err = s.Put(ctx, key, []byte(`{"plan":"final"}`), v1) // ok
+//	_, err = s.Put(ctx, key, []byte(`{"plan":"stale"}`), v1) // storage.ErrConflict
+//
 // # The contract
 //
 // A [Store] maps string keys to byte values. Every value carries a version

@@ -30,7 +30,7 @@ const (
 	LegacyFunction = "updateWorkingMemory"
 	// Tag is the block name Recall fences the state of a scratchpad with
 	// DefaultID in. A scratchpad with another ID fences with its own tag,
-	// derived from the ID by [layer.FenceTag] ("plan" fences with <plan>).
+	// derived from the ID by [fence.Tag] ("plan" fences with <plan>).
 	Tag = "working_memory"
 )
 
@@ -63,7 +63,7 @@ const (
 // thread-scoped free-text scratchpad with the defaults above.
 type Config struct {
 	// Spec is what every layer declares (see layer.Spec):
-	//   - ID: ID is the layer ID (lowercase kebab). Empty means DefaultID. It names the update tool ("<id>_update"), the storage keys and the block Recall fences the state in: the ID with '-' replaced by '_' ([layer.FenceTag]), so two scratchpads in one stack (IDs "working-memory" and "plan") fence with <working_memory> and <plan> and neither loses its fence to the other.
+	//   - ID: ID is the layer ID (lowercase kebab). Empty means DefaultID. It names the update tool ("<id>_update"), the storage keys and the block Recall fences the state in: the ID with '-' replaced by '_' ([fence.Tag]), so two scratchpads in one stack (IDs "working-memory" and "plan") fence with <working_memory> and <plan> and neither loses its fence to the other.
 	//   - Slot: Slot orders the layer in the prompt. Zero means layer.SlotWorkingMemory (100).
 	//   - Scope: Scope is whose scratchpad it is: layer.ScopeThread (the zero value) or layer.ScopeResource (shared by every thread of a resource); layer.ScopeGlobal and layer.ScopeExecution (never persisted) also work.
 	//   - Budget: Budget is the token budget. Zero means DefaultBudget.

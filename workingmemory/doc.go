@@ -3,6 +3,12 @@
 // restarts and child agents. The scoped key-value memory for code and
 // tools is package workingmemory/kv.
 //
+// Give the layer to an agent, or use it from code:
+//
+//	pad, err := workingmemory.New(workingmemory.Config{Template: "Goal: migrate the blog"})
+//	err = pad.Update(ctx, json.RawMessage(`{"step":"export posts"}`))
+//	items, err := pad.Recall(ctx, layer.Query{}) // <working_memory>…</working_memory>
+//
 // # The scratchpad
 //
 // [New] builds the layer from a [Config]; its zero value is a thread-scoped
@@ -136,12 +142,12 @@
 // are serialised by a mutex; Recall, State and Snapshot read an atomic
 // pointer to the current immutable state and never block. Recall renders
 // the state once per version (text as is, objects as 2-space indented
-// JSON, in a block built by layer.Fence, which its content cannot close)
+// JSON, in a block built by fence.Wrap, which its content cannot close)
 // and then returns the cached block.
 //
 // # Fence tags
 //
-// The block's tag is the layer ID with '-' replaced by '_' ([layer.FenceTag]):
+// The block's tag is the layer ID with '-' replaced by '_' ([fence.Tag]):
 // <working_memory> for the default ID "working-memory", <plan> for a
 // scratchpad with ID "plan". The prompt compiler gives a fence tag to the
 // first layer (in slot order) that fences with it and defangs it in every

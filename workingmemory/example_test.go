@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt/fence"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/workingmemory"
 )
@@ -185,7 +186,7 @@ func ExampleLayer_Tag() {
 		items, _ := l.Recall(ctx, layer.Query{})
 		fmt.Printf("%s (tag %s):\n%s\n", l.Spec().ID, l.Tag(), items[0].Text)
 	}
-	fmt.Println(layer.FenceTag("sub-task-notes"))
+	fmt.Println(fence.Tag("sub-task-notes"))
 	// Output:
 	// working-memory (tag working_memory):
 	// <working_memory>

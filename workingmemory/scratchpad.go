@@ -19,6 +19,7 @@ import (
 
 	"github.com/memlayer/memlayer/internal/jsonx"
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt/fence"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -53,7 +54,7 @@ type Layer struct {
 type compiled struct {
 	cfg    Config
 	spec   layer.Spec
-	tag    string  // the fence tag, from the ID (see layer.FenceTag)
+	tag    string  // the fence tag, from the ID (see fence.Tag)
 	schema *schema // nil: no schema
 	// tmplState is the template's state (unstored, version 0). States
 	// are immutable, so every Layer starting from the template shares it.
@@ -107,7 +108,7 @@ func New(cfg Config) (*Layer, error) {
 	if cfg.Template == nil && goStateType(cfg.Schema) != nil {
 		cfg.Template = cfg.Schema // a Go state type's value is the initial state
 	}
-	c := &compiled{cfg: cfg, spec: spec, tag: layer.FenceTag(cfg.ID), schema: sch, merger: merger{nullReplaces: cfg.NullReplaces}}
+	c := &compiled{cfg: cfg, spec: spec, tag: fence.Tag(cfg.ID), schema: sch, merger: merger{nullReplaces: cfg.NullReplaces}}
 	tmpl, err := c.template()
 	if err != nil {
 		return nil, err
@@ -351,7 +352,7 @@ func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) er
 
 // Recall implements layer.Layer: a non-empty state (text, or an object
 // rendered as indented JSON) fenced in a block named after the layer ID
-// (<working_memory> for the default ID, see [layer.FenceTag]) that its content
+// (<working_memory> for the default ID, see [fence.Tag]) that its content
 // cannot close. Zero and false are values, not emptiness. The
 // block is rendered once per state and cached.
 //
@@ -393,9 +394,9 @@ func (l *Layer) fit(s *state, q layer.Query) string {
 	if t, ok := s.tree().(string); ok {
 		text = t
 	}
-	whole := q.Count(layer.Fence(l.c.tag, text))
+	whole := q.Count(fence.Wrap(l.c.tag, text))
 	if whole <= q.Budget {
-		return layer.Fence(l.c.tag, text)
+		return fence.Wrap(l.c.tag, text)
 	}
 	fits := func(block string) bool { return q.Count(block) <= q.Budget }
 	action := "remove what is no longer needed with the " + layer.ToolName(l.c.spec.ID, "update") + " tool"
@@ -407,7 +408,7 @@ func (l *Layer) fit(s *state, q layer.Query) string {
 			keep--
 		}
 		notice := fmt.Sprintf("\n[truncated: this scratchpad is %d bytes, %d are shown; %s]", len(text), keep, action)
-		return layer.Fence(l.c.tag, text[:keep]+notice)
+		return fence.Wrap(l.c.tag, text[:keep]+notice)
 	}
 	// hi starts at the prefix the whole block's density predicts (below
 	// len(text), as the whole does not fit) and doubles until its block
@@ -430,7 +431,7 @@ func (l *Layer) fit(s *state, q layer.Query) string {
 }
 
 // Tag returns the name of the block Recall fences the state in: the
-// layer ID with '-' replaced by '_' ([layer.FenceTag]).
+// layer ID with '-' replaced by '_' ([fence.Tag]).
 func (l *Layer) Tag() string {
 	return l.c.tag
 }

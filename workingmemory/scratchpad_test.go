@@ -13,10 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/layer/layertest"
+	"github.com/memlayer/memlayer/prompt/fence"
 	"github.com/memlayer/memlayer/storage"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 const countSchema = `{"type":"object","properties":{"count":{"type":"number"}}}`
@@ -1262,8 +1264,8 @@ func TestFenceTagFromID(t *testing.T) {
 			}
 		})
 	}
-	if layer.FenceTag(DefaultID) != Tag {
-		t.Errorf("layer.FenceTag(%q) = %q, want Tag %q", DefaultID, layer.FenceTag(DefaultID), Tag)
+	if fence.Tag(DefaultID) != Tag {
+		t.Errorf("fence.Tag(%q) = %q, want Tag %q", DefaultID, fence.Tag(DefaultID), Tag)
 	}
 	// Two scratchpads of one stack: distinct tags.
 	wm, plan := newLayer(t, Config{Template: "a"}), newLayer(t, Config{Spec: layer.Spec{ID: "plan"}, Template: "b"})

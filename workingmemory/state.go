@@ -11,6 +11,7 @@ import (
 
 	"github.com/memlayer/memlayer/internal/jsonx"
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt/fence"
 )
 
 // state is one immutable version of the scratchpad. Updates build a new
@@ -98,12 +99,12 @@ func (s *state) render(tag string) string {
 	}
 	if s.enc[0] == '"' {
 		t, _ := s.tree().(string)
-		return layer.Fence(tag, t)
+		return fence.Wrap(tag, t)
 	}
 	var b bytes.Buffer
 	b.Grow(len(s.enc) * 2)
 	_ = json.Indent(&b, s.enc, "", "  ") // enc is valid JSON
-	return layer.Fence(tag, b.String())
+	return fence.Wrap(tag, b.String())
 }
 
 // writesKey is the reserved member of a stored object state that holds

@@ -1,4 +1,4 @@
-// Command quickstart is the README's example: an agent with a scratchpad
+// Command quickstart is an agent with a scratchpad
 // and entity memory, persisted to SQLite, that resolves "it" to the page it
 // created one turn earlier. It runs on a scripted model, so it needs no API
 // key. For a real model, replace scriptedModel() with any langchaingo

@@ -45,39 +45,15 @@ func unescape(buf, s []byte, strict bool, pos *[]int) (out []byte, end, bad int)
 			}
 			e := s[i+1]
 			i += 2
-			switch e {
-			case '"', '\\', '/':
-				buf = append(buf, e)
-			case 'b':
-				buf = append(buf, '\b')
-			case 'f':
-				buf = append(buf, '\f')
-			case 'n':
-				buf = append(buf, '\n')
-			case 'r':
-				buf = append(buf, '\r')
-			case 't':
-				buf = append(buf, '\t')
-			case 'u':
-				r, ok := hex4(s, i)
-				i += 4
-				switch {
-				case !ok && strict:
-					return buf, i - 6, i - 6
-				case !ok:
-					r = utf8.RuneError
-				case utf16.IsSurrogate(r):
-					r2, ok := rune(-1), false
-					if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
-						r2, ok = hex4(s, i+2)
-					}
-					if dec := utf16.DecodeRune(r, r2); ok && dec != utf8.RuneError {
-						r = dec
-						i += 6
-					} else {
-						r = utf8.RuneError
-					}
+			switch {
+			case simpleEscape[e] != 0:
+				buf = append(buf, simpleEscape[e])
+			case e == 'u':
+				r, next, ok := unicodeEscape(s, i)
+				if !ok && strict {
+					return buf, i - 2, i - 2
 				}
+				i = next
 				buf = utf8.AppendRune(buf, r)
 			default:
 				if strict {
@@ -100,6 +76,33 @@ func unescape(buf, s []byte, strict bool, pos *[]int) (out []byte, end, bad int)
 		}
 	}
 	return buf, len(s), -1
+}
+
+// simpleEscape maps the byte after a backslash to the byte it stands
+// for, or to 0 when the escape is not a one-byte one.
+var simpleEscape = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// unicodeEscape decodes the \u escape whose hex digits start at s[i], and
+// a low surrogate's escape after a high one. It returns the rune (U+FFFD
+// for a bad escape or a lone surrogate), the index after what it read,
+// and false when the four hex digits are bad.
+func unicodeEscape(s []byte, i int) (rune, int, bool) {
+	r, ok := hex4(s, i)
+	i += 4
+	if !ok {
+		return utf8.RuneError, i, false
+	}
+	if !utf16.IsSurrogate(r) {
+		return r, i, true
+	}
+	r2, ok := rune(-1), false
+	if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
+		r2, ok = hex4(s, i+2)
+	}
+	if dec := utf16.DecodeRune(r, r2); ok && dec != utf8.RuneError {
+		return dec, i + 6, true
+	}
+	return utf8.RuneError, i, true
 }
 
 // hex4 decodes the four hex digits at b[i:].

@@ -75,9 +75,7 @@
 // later writes. A write that fails so may have reached the old file:
 // treat it as lost, close the store and open the path again. Reads are
 // not checked: they go on returning the old file's contents. The check
-// costs one stat per write, 0.8 to 3 µs measured on a busy two-core
-// machine, against 30 to 60 µs for the write itself (BenchmarkSQLitePut2KB,
-// about 3% slower with the check).
+// costs one stat(2) per write.
 //
 // # Erased bytes
 //
@@ -86,21 +84,17 @@
 // database file instead of staying in free pages. Until the write-ahead
 // log is checkpointed it still holds earlier page images; [Store.Purge]
 // checkpoints it and truncates it to zero bytes (closing the last
-// connection does the same). inspect.Inspector's erase calls Purge (storage.Purger).
-// Measured: BenchmarkSQLitePut2KB/sync=normal, six interleaved runs of
-// 3000 puts each, median p50 11.8 µs with secure_delete and 11.8 µs
-// without (no difference above the noise).
+// connection does the same). The operator API's erase calls Purge.
 //
 // # Cancellation
 //
 // A context that ends before a write's statement starts (while it waits
 // for the writer slot or for another process's lock) fails the write with
 // an error wrapping ctx.Err(), and nothing is changed. A statement that
-// has started runs to its end (one row, microseconds): Put and Delete
-// then report what it did, success included, even if the context ended
-// meanwhile. (The driver would interrupt the statement and report the
-// context's error even when the statement had already committed: 22 of
-// 3,000 writes under 0–400 µs deadlines were reported failed but stored,
-// TestTrust308_CancelledWriteReportsWhatHappened.) Reads stop when the
-// context ends.
+// has started runs to its end, since it writes one row.
+// Put and Delete then report what it did, success included, even if the
+// context ended meanwhile.
+// The driver alone would report the context's error for a statement that
+// had already committed.
+// Reads stop when the context ends.
 package sqlite

@@ -4,6 +4,10 @@
 // a layer ([Layer]) that gives each run of an agent the memory of its
 // scope.
 //
+//	mem := kv.New(kv.Config{})
+//	err := kv.Set(mem, "current", task{ID: 7})
+//	t, ok, err := kv.Get[task](mem, "current")
+//
 // [New] returns the root scope of a tree; [Memory.Child] derives child
 // scopes. Every Child call makes a new, isolated scope with its own ID
 // ([Memory.ID]), even for a name already in use, so two parallel tasks
@@ -49,6 +53,6 @@
 // numbers, card numbers, IBANs and secrets); redact.Policy.Layers turns
 // it off for one layer, as it does for the scratchpad, and Config.Redact
 // replaces it. Keys, metadata and timestamps are stored as they are: do
-// not key entries by an e-mail address. Values stored unmasked by an
-// earlier version are masked the next time their scope is written.
+// not key entries by an e-mail address. Unmasked values already stored are
+// masked the next time their scope is written.
 package kv

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt/fence"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -119,7 +120,7 @@ func NewLayer(cfg LayerConfig) (*Layer, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	return &Layer{cfg: cfg, spec: spec, tag: layer.FenceTag(cfg.ID)}, nil
+	return &Layer{cfg: cfg, spec: spec, tag: fence.Tag(cfg.ID)}, nil
 }
 
 // From returns the key-value memory of the run that stack belongs to:
@@ -271,7 +272,7 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 	if text == "" {
 		return nil, nil
 	}
-	block := layer.Fence(l.tag, text)
+	block := fence.Wrap(l.tag, text)
 	return []layer.Item{{Text: block, Tokens: q.Count(block)}}, nil
 }
 

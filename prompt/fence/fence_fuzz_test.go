@@ -1,4 +1,4 @@
-package layer
+package fence
 
 import (
 	"regexp"
@@ -86,7 +86,7 @@ func checkLive(t *testing.T, text, body, tag string) {
 }
 
 // FuzzFence checks the fence invariant under canonical folding: the body
-// of Fence(tag, text), guarded against another block's tag the way the
+// of Wrap(tag, text), guarded against another block's tag the way the
 // prompt compiler does it (Defang), holds no tag-like text naming either
 // tag, opening or closing, however the text spells it; and the only
 // change to the text is openers made "&lt;".
@@ -113,7 +113,7 @@ func FuzzFence(f *testing.F) {
 		if strings.Contains(text, "&lt;") || strings.Contains(text, "&gt;") || !utf8.ValidString(other) {
 			return // "&lt;" in the text would make the change check ambiguous
 		}
-		out := Fence(tag, text)
+		out := Wrap(tag, text)
 		if !strings.HasPrefix(out, "<"+tag+">\n") || !strings.HasSuffix(out, "\n</"+tag+">") {
 			t.Fatalf("Fence(%q) = %q: not wrapped", text, out)
 		}

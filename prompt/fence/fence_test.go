@@ -1,11 +1,11 @@
-package layer_test
+package fence_test
 
 import (
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt/fence"
 )
 
 const fenceTag = "working_memory"
@@ -55,7 +55,7 @@ func TestFence(t *testing.T) {
 		{"&lt;/working_memory>", "&lt;/working_memory>"},
 	}
 	for _, tt := range tests {
-		out := layer.Fence(fenceTag, tt.text)
+		out := fence.Wrap(fenceTag, tt.text)
 		checkFence(t, tt.text, out)
 		body := strings.TrimSuffix(strings.TrimPrefix(out, "<"+fenceTag+">\n"), "\n</"+fenceTag+">")
 		if body != tt.want {

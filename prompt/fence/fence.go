@@ -1,4 +1,4 @@
-package layer
+package fence
 
 import (
 	"slices"
@@ -9,24 +9,20 @@ import (
 	"unicode/utf8"
 )
 
-// FenceTag returns the tag a layer fences its block with: its ID with
-// every '-' replaced by '_' ("working-memory" gives "working_memory",
-// "entities" gives "entities"). IDs are unique in a stack, so each layer
-// keeps its own fence: the prompt compiler gives the tag FenceTag(id) to
-// the layer id and treats another layer wearing it as unfenced. The
-// built-in layers all use it.
-func FenceTag(layerID string) string {
+// Tag returns the tag a layer fences its block with: its ID with every '-'
+// replaced by '_'. "working-memory" gives "working_memory".
+// IDs are unique in a stack, so each layer has a fence of its own.
+// The prompt compiler treats another layer's block wearing that tag as unfenced.
+func Tag(layerID string) string {
 	return strings.ReplaceAll(layerID, "-", "_")
 }
 
-// Fence wraps untrusted text in an XML-style block, <tag>\ntext\n</tag>, so
-// that the text cannot end the block early or open a block of the same
-// name: every opener of a tag-like text naming tag is replaced by "&lt;"
-// (and, in right-to-left text, a reversed one's bracket by "&lt;" or
-// "&gt;"; see [Defang]). Nothing else is changed, so code and JSON stay
-// readable, and the output ends with the only closing tag. tag should be
-// a plain name such as "working_memory".
-func Fence(tag, text string) string {
+// Wrap returns text in a block, <tag>\ntext\n</tag>, that the text cannot
+// end early or open again.
+// Every opener of a tag-like text naming tag becomes "&lt;" (see [Defang]).
+// Nothing else changes, so code and JSON stay readable.
+// tag should be a plain name such as "working_memory".
+func Wrap(tag, text string) string {
 	var b strings.Builder
 	b.Grow(len(text) + 2*len(tag) + 8)
 	b.WriteByte('<')
@@ -42,7 +38,7 @@ func Fence(tag, text string) string {
 
 // Defang returns text with every tag-like text naming one of tags made
 // inert: its opener is replaced by "&lt;". It returns text itself when
-// nothing changes. [Fence] defangs its own tag this way; the prompt
+// nothing changes. [Wrap] defangs its own tag this way; the prompt
 // compiler uses Defang to keep one block from forging another.
 //
 // Tag-like text is an opener, then any slashes, then a name whose
