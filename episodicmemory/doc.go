@@ -40,7 +40,7 @@
 // # Recall
 //
 // Recall queries the store's search index with the situation
-// (layer.Query.About: the user's message, the scratchpad's goal and plan,
+// (layer.Query.Situation: the user's message, the scratchpad's goal and plan,
 // the entities the recent turns touched). The index holds one document
 // per episode of the whole log, its digest line, the same whether the
 // episode is raw or folded. Candidates are the episodes the query's text
