@@ -40,7 +40,7 @@
 // # Recall
 //
 // Recall queries the store's search index with the situation
-// (layer.Query.About: the user's message, the scratchpad's goal and plan,
+// (layer.Query.Situation: the user's message, the scratchpad's goal and plan,
 // the entities the recent turns touched). The index holds one document
 // per episode of the whole log, its digest line, the same whether the
 // episode is raw or folded. Candidates are the episodes the query's text
@@ -106,5 +106,6 @@
 // a thread-scoped layer starts with an empty, unpersisted log; a
 // resource-scoped layer's child appends to the resource's log. A stored
 // record that cannot be read is set aside with storage.Quarantine and
-// reported; a record from a newer version fails Init and is left alone.
+// reported; a record from a newer version fails the read that meets it (Init reads
+// the head; the first write reads the view) and is left alone.
 package episodicmemory

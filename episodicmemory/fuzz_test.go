@@ -88,6 +88,11 @@ func FuzzEpisodic15_DecodeLog(f *testing.F) {
 				continue
 			}
 			if err := l.(*Layer).Store(ctx, layer.Turn{Step: 9, Results: []layer.ToolResult{{ToolCall: layer.ToolCall{ID: "new", Name: "x"}, Content: "{}"}}}); err != nil {
+				// With the store's index Init reads no digest record: a
+				// newer one fails the first write, which reads the view.
+				if errors.Is(err, ErrVersion) {
+					continue
+				}
 				t.Fatalf("Store after loading %s = %q: %v", name, data, err)
 			}
 			if _, err := l.Recall(ctx, layer.Query{Text: "x"}); err != nil {

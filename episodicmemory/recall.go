@@ -20,7 +20,7 @@ import (
 const recallPool = 32
 
 // Recall returns the episodes most relevant to the situation
-// (q.About(): the user's message, the scratchpad's goal and plan, the
+// (q.Situation: the user's message, the scratchpad's goal and plan, the
 // entities the recent turns touched, when the stack gives it; else
 // q.Text) as one block, fenced with fence.Wrap in a block named after
 // the layer ID (<episodic_memory> by default):
@@ -49,7 +49,7 @@ const recallPool = 32
 func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	pick, err := l.best(ctx, q.About())
+	pick, err := l.best(ctx, cmp.Or(q.Situation, q.Text))
 	if err != nil {
 		return nil, fmt.Errorf("episodicmemory: recall: %w", err)
 	}
@@ -155,7 +155,7 @@ func (l *Layer) render(chosen []picked) string {
 }
 
 // Candidates returns the episodes Recall would choose from, the
-// Config.MaxRecall most relevant to q.About() (so scored assembly never
+// Config.MaxRecall most relevant to the situation (so scored assembly never
 // shows more episodes than Recall would), as layer.Candidate values for
 // scored assembly (prompt.Assemble), oldest first: Key is the reference,
 // Text the digest line (tokens counted with q.Count), Similarity the
@@ -167,7 +167,7 @@ func (l *Layer) render(chosen []picked) string {
 func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]layer.Candidate, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	pick, err := l.best(ctx, q.About())
+	pick, err := l.best(ctx, cmp.Or(q.Situation, q.Text))
 	if err != nil {
 		return nil, fmt.Errorf("episodicmemory: candidates: %w", err)
 	}

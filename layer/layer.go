@@ -236,8 +236,8 @@ type Query struct {
 	// Situation is what the run is about right now: Text, then the parts
 	// of the situation the stack's [Situator] layers give, in slot order,
 	// one per line. Layers that search long-term memory query with it.
-	// The Stack fills it in; empty in a Query built by hand, where
-	// [Query.About] falls back to Text.
+	// The Stack fills it in; a layer given an empty Situation (a Query
+	// built by hand) searches with Text.
 	Situation string
 	// Step counts model calls in this run, from 0.
 	Step int

@@ -14,7 +14,8 @@ import (
 // nothing to the situation.
 //
 // Situation must be deterministic (the same state gives the same text),
-// short (a few hundred bytes: it is a search query, not a prompt), and
+// short (a few hundred bytes, at most 1 KiB kept: it is a search
+// query, not a prompt), and
 // must not change the layer's state. It gets the user's message in
 // q.Text. The stack serialises it with the layer's other hooks and
 // bounds it by the layer's Recall timeout; a failure is reported and
@@ -23,21 +24,12 @@ type Situator interface {
 	Situation(ctx context.Context, q Query) (string, error)
 }
 
-// MaxSituationPart is the most bytes of one layer's part of the
+// maxSituationPart is the most bytes of one layer's part of the
 // situation the stack keeps; a longer part is cut at a word boundary.
-const MaxSituationPart = 1024
-
-// About returns what the query is about: Situation when the stack filled
-// it in, else Text.
-func (q Query) About() string {
-	if q.Situation != "" {
-		return q.Situation
-	}
-	return q.Text
-}
+const maxSituationPart = 1024
 
 // situation joins the user's message and the layers' parts, one per
-// line, each cut at MaxSituationPart bytes. Empty parts are left out.
+// line, each cut at maxSituationPart bytes. Empty parts are left out.
 func situation(text string, parts []string) string {
 	var b strings.Builder
 	b.WriteString(strings.TrimSpace(text))
@@ -46,10 +38,10 @@ func situation(text string, parts []string) string {
 		if p == "" {
 			continue
 		}
-		if len(p) > MaxSituationPart {
-			cut := strings.LastIndexByte(p[:MaxSituationPart], ' ')
+		if len(p) > maxSituationPart {
+			cut := strings.LastIndexByte(p[:maxSituationPart], ' ')
 			if cut <= 0 {
-				cut = MaxSituationPart
+				cut = maxSituationPart
 				for cut > 0 && p[cut]&0xC0 == 0x80 { // not inside a rune
 					cut--
 				}

@@ -53,9 +53,6 @@ func TestSituation_GatheredInSlotOrder(t *testing.T) {
 	if f := ev.failures(); len(f) != 1 || f[0] != "broken:situation" {
 		t.Errorf("failures = %v, want broken:situation", f)
 	}
-	if q := (layer.Query{Text: "x"}); q.About() != "x" {
-		t.Errorf("About of a hand-made query = %q", q.About())
-	}
 	if s.Situation(t.Context(), layer.Query{Text: "Publish it"}) != want {
 		t.Errorf("Stack.Situation differs from what Recall passed")
 	}
@@ -81,7 +78,7 @@ func TestSituation_PlainAndCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	part := strings.TrimPrefix(q2.Situation, "m\n")
-	if len(part) > layer.MaxSituationPart || !strings.HasSuffix(part, "word") {
+	if len(part) > 1024 || !strings.HasSuffix(part, "word") {
 		t.Fatalf("part of %d bytes ends %q", len(part), part[max(0, len(part)-10):])
 	}
 	first := q2.Situation

@@ -29,7 +29,7 @@
 // # Retrieval
 //
 // Recall queries the store's search index (storage.Searcher) with the
-// situation (layer.Query.About: the user's message, the scratchpad's goal
+// situation (layer.Query.Situation: the user's message, the scratchpad's goal
 // and plan, the entities the recent turns touched). Sparse: the index's
 // text ranking (BM25 in the in-memory store, the backend's full-text rank
 // elsewhere). Dense, optional: the cosine similarity of the query's

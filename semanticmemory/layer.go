@@ -520,7 +520,7 @@ func line(f view) string { return "[" + f.ID + " " + f.Kind + "] " + f.Text }
 //	[f7 profile] The user lives in Lisbon.
 //	</semantic>
 //
-// The query is q.About(): the situation (the user's message, the
+// The query is q.Situation (the user's message, the
 // scratchpad's goal and plan, the entities the recent turns touched)
 // when the stack gives it, else q.Text. The pinned facts come first —
 // the kinds that describe the user (Config.PinKinds) and the important
@@ -541,7 +541,7 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 			return nil, fmt.Errorf("semanticmemory: recall: %w", err)
 		}
 	}
-	ranked, err := l.shown(ctx, q.About())
+	ranked, err := l.shown(ctx, cmp.Or(q.Situation, q.Text))
 	if err != nil {
 		return nil, fmt.Errorf("semanticmemory: recall: %w", err)
 	}
@@ -586,7 +586,7 @@ func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]layer.Candidat
 			return nil, fmt.Errorf("semanticmemory: candidates: %w", err)
 		}
 	}
-	ranked, err := l.shown(ctx, q.About())
+	ranked, err := l.shown(ctx, cmp.Or(q.Situation, q.Text))
 	if err != nil {
 		return nil, fmt.Errorf("semanticmemory: candidates: %w", err)
 	}
