@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/memlayer/memlayer/internal/lexical"
+	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -41,6 +43,7 @@ const (
 	refreshAfter    = 24 * time.Hour // an unchanged entity's seen time is rewritten at most this often
 	candidates      = 4              // index hits read per entity recalled
 	minIDMatchLen   = 4              // an ID shorter than this does not name an entity on its own
+	sweepBatch      = 8              // archived entities a step checks against ArchiveTTL
 )
 
 // archive keeps every entity a scope has seen. Each entity is a record
@@ -65,6 +68,8 @@ type archive struct {
 	ttl      time.Duration
 	retries  int
 
+	readOnly bool // a child's view of its parent's archive: recalls, never writes
+
 	seeded bool              // the recent list was archived this run
 	known  map[string]Entity // entities archived this run, by docID
 	turns  []string          // the last user messages, oldest first
@@ -81,12 +86,22 @@ func newArchive(store storage.Store, layerID, scope string, cfg Config) *archive
 		capacity: cfg.ArchiveCapacity, ttl: cfg.ArchiveTTL, retries: cfg.MaxRetries,
 		known: map[string]Entity{},
 	}
-	if s, ok := store.(storage.Searcher); ok {
+	if s, ok := layer.IndexOf(store); ok {
 		a.index = s
 	} else {
 		a.index = &storage.MemoryIndex{}
 	}
 	return a
+}
+
+// child returns a read-only view of a for a child agent: it recalls from
+// the same index and writes nothing, neither records nor documents.
+func (a *archive) child() *archive {
+	return &archive{
+		index: a.index, col: a.col, layerID: a.layerID, scope: a.scope,
+		capacity: a.capacity, ttl: a.ttl, readOnly: true,
+		turns: slices.Clone(a.turns), known: map[string]Entity{},
+	}
 }
 
 func docID(e *Entity) string { return e.Type + "/" + e.ID }
@@ -137,6 +152,9 @@ func (a *archive) note(msg string) {
 // this run or changed, so a step writes in proportion to what it saw,
 // never to what the archive holds.
 func (a *archive) add(ctx context.Context, ents []Entity) error {
+	if a.readOnly {
+		return nil
+	}
 	var docs []storage.Document
 	added := 0
 	for i := range ents {
@@ -173,6 +191,9 @@ func (a *archive) add(ctx context.Context, ents []Entity) error {
 	if err := a.index.Index(ctx, a.col, docs...); err != nil {
 		return fmt.Errorf("archive: index: %w", err)
 	}
+	if err := a.sweep(ctx, ents); err != nil {
+		return err
+	}
 	if added == 0 {
 		return nil
 	}
@@ -188,6 +209,9 @@ func (a *archive) add(ctx context.Context, ents []Entity) error {
 
 // remove forgets entities a delete-like tool acted on.
 func (a *archive) remove(ctx context.Context, gone []Entity) error {
+	if a.readOnly {
+		return nil
+	}
 	var ids []string
 	removed := 0
 	for i := range gone {
@@ -234,6 +258,37 @@ func (a *archive) count(ctx context.Context, delta int) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("archive: count: %w", storage.ErrConflict)
+}
+
+// sweep forgets up to sweepBatch of the entities indexed longest ago
+// that were not seen within the TTL, so that age retention does not wait
+// for a recall to come across them. It runs only on steps that index
+// something, and reads a bounded number of hits whatever the archive
+// holds. Now is the latest SeenAt of the step's entities.
+func (a *archive) sweep(ctx context.Context, ents []Entity) error {
+	if a.ttl <= 0 || len(ents) == 0 {
+		return nil
+	}
+	var now time.Time
+	for i := range ents {
+		if ents[i].SeenAt.After(now) {
+			now = ents[i].SeenAt
+		}
+	}
+	hits, err := a.index.Search(ctx, a.col, storage.Query{K: sweepBatch, Oldest: true})
+	if err != nil {
+		return fmt.Errorf("archive: sweep: %w", err)
+	}
+	var expired []Entity
+	for _, h := range hits {
+		if e, seen := fromHit(h); now.Sub(seen) > a.ttl {
+			expired = append(expired, e)
+		}
+	}
+	if len(expired) == 0 {
+		return nil
+	}
+	return a.remove(ctx, expired)
 }
 
 // evict deletes the n entities seen longest ago.
