@@ -251,11 +251,15 @@ func runLongThread(t testing.TB, turns int, all bool) ltResult {
 }
 
 // ltPoint is the figures at one turn: its largest request, and the
-// medians of the 10 turns that end with it.
+// medians of the 10 turns that end with it. least is the smallest
+// overhead of those turns: on a shared machine other processes inflate
+// a turn's wall time, and the least disturbed of 10 turns shows the
+// work the turn does.
 type ltPoint struct {
 	tokens   int
 	took     time.Duration
 	overhead time.Duration
+	least    time.Duration // the least overhead of the 10 turns
 	written  int
 }
 
@@ -270,10 +274,15 @@ func (r ltResult) at(n int) ltPoint {
 		slices.Sort(v)
 		return v[len(v)/2]
 	}
+	ov := make([]time.Duration, len(w))
+	for i := range w {
+		ov[i] = w[i].overhead
+	}
 	return ltPoint{
 		tokens:   r.turns[n-1].tokens,
 		took:     time.Duration(med(func(x ltTurn) int64 { return int64(x.took) })),
 		overhead: time.Duration(med(func(x ltTurn) int64 { return int64(x.overhead) })),
+		least:    slices.Min(ov),
 		written:  int(med(func(x ltTurn) int64 { return int64(x.written) })),
 	}
 }
@@ -295,15 +304,15 @@ func (r ltResult) report(t testing.TB, name string) {
 				resolved++
 			}
 		}
-		t.Logf("FIGURE long-thread %s turn=%d prompt_tokens=%d overhead_ms=%.2f run_ms=%.2f bytes_written=%d backrefs_resolved=%d/%d",
-			name, n, p.tokens, ms(p.overhead), ms(p.took), p.written, resolved, refs)
+		t.Logf("FIGURE long-thread %s turn=%d prompt_tokens=%d overhead_ms=%.2f least_overhead_ms=%.2f run_ms=%.2f bytes_written=%d backrefs_resolved=%d/%d",
+			name, n, p.tokens, ms(p.overhead), ms(p.least), ms(p.took), p.written, resolved, refs)
 	}
 }
 
 // checkLongThread asserts the bars of issue 25 for a thread of n turns:
 // 95% of the back-references resolved, the last turn's request at most
-// 8,000 tokens, its memlayer overhead at most twice turn 10's (medians
-// of 10 turns), and with all four layers at most 16 KB written per turn.
+// 8,000 tokens, its memlayer overhead at most twice turn 10's (the
+// least of 10 turns each, see ltPoint), and with all four layers at most 16 KB written per turn.
 // With strict false the overhead and bytes bars are logged, not
 // asserted; under the race detector, the overhead bar always is.
 func checkLongThread(t *testing.T, r ltResult, all, strict bool) {
@@ -324,8 +333,8 @@ func checkLongThread(t *testing.T, r ltResult, all, strict bool) {
 	if raceEnabled {
 		timed = t.Logf // the race detector distorts timing
 	}
-	if p.overhead > 2*p10.overhead+2*time.Millisecond {
-		timed("turn %d's memlayer overhead is %v (median of 10), turn 10's %v: want at most 2x", n, p.overhead, p10.overhead)
+	if p.least > 2*p10.least+time.Millisecond {
+		timed("turn %d's memlayer overhead is %v (the least of 10 turns), turn 10's %v: want at most 2x", n, p.least, p10.least)
 	}
 	if all && p.written > 16<<10 {
 		fail("turn %d wrote %d bytes, want at most 16 KB", n, p.written)
@@ -380,6 +389,7 @@ func BenchmarkLongThread(b *testing.B) {
 				p := r.at(n)
 				b.ReportMetric(float64(p.tokens), fmt.Sprintf("tokens@%d", n))
 				b.ReportMetric(ms(p.overhead), fmt.Sprintf("overhead-ms@%d", n))
+				b.ReportMetric(ms(p.least), fmt.Sprintf("least-overhead-ms@%d", n))
 				b.ReportMetric(float64(p.written), fmt.Sprintf("B-written@%d", n))
 			}
 			b.ReportMetric(float64(r.resolved), "backrefs-resolved")
