@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/memlayer/memlayer/internal/lexical"
 	"github.com/memlayer/memlayer/layer"
@@ -128,7 +129,41 @@ func document(e *Entity) storage.Document {
 	if e.Parent != "" {
 		f["parent"] = e.Parent
 	}
-	return storage.Document{ID: docID(e), Text: e.Name + "\n" + e.Slug + "\n" + e.ID, Fields: f}
+	name := e.Name
+	if name == e.ID {
+		name = "" // a name that is only the ID fallback
+	}
+	return storage.Document{ID: docID(e), Text: name + "\n" + e.Slug + "\n" + squash(e.ID), Fields: f}
+}
+
+// squash returns s lowercased with everything but letters and digits
+// left out, so that the store's index keeps an ID as one token
+// ("page-123" becomes "page123"). Indexed by its parts, an ID would share
+// its prefix ("page") with every entity of its kind, and a query that
+// says "page" would match, and rank, the whole archive.
+func squash(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			b.WriteRune(unicode.ToLower(r))
+		}
+	}
+	return b.String()
+}
+
+// searchText is the text recall queries the index with: text, then the
+// squashed form of each of its compounds ("page-123"), which finds the
+// entity of that ID.
+func searchText(text string) string {
+	var b strings.Builder
+	b.WriteString(text)
+	for _, t := range lexical.Tokens(nil, text) {
+		if strings.ContainsAny(t, "-_.:/") {
+			b.WriteByte('\n')
+			b.WriteString(squash(t))
+		}
+	}
+	return b.String()
 }
 
 func fromHit(h storage.Hit) (Entity, time.Time) {
@@ -305,13 +340,22 @@ func (a *archive) evict(ctx context.Context, n int) error {
 	return a.remove(ctx, gone)
 }
 
-// seed archives the recent list once per run, so that entities stored
-// before the archive existed are archived on first use.
+// seed archives the recent list on the first step of a run whose scope
+// has no archive yet (no head record), so that entities stored before
+// the archive existed are archived on first use. Where the head exists,
+// every entity of the list was archived when it was seen.
 func (a *archive) seed(ctx context.Context, list []Entity) error {
-	if a.seeded {
+	if a.seeded || a.readOnly {
 		return nil
 	}
 	a.seeded = true
+	_, err := a.store.Get(ctx, a.head)
+	switch {
+	case err == nil:
+		return nil
+	case !errors.Is(err, storage.ErrNotFound):
+		return fmt.Errorf("archive: seed: %w", err)
+	}
 	return a.add(ctx, list)
 }
 
@@ -324,7 +368,7 @@ func (a *archive) recall(ctx context.Context, text string, recent []Entity, limi
 	if len(words) == 0 || limit <= 0 {
 		return nil, nil
 	}
-	hits, err := a.index.Search(ctx, a.col, storage.Query{Text: query, K: limit * candidates})
+	hits, err := a.index.Search(ctx, a.col, storage.Query{Text: searchText(query), K: limit * candidates})
 	if err != nil {
 		return nil, fmt.Errorf("archive: recall: %w", err)
 	}
