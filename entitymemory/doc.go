@@ -158,8 +158,14 @@
 // store; on any other store the layer keeps an in-process
 // storage.MemoryIndex of the entities the run has seen, and a later run
 // recalls only what it sees itself. State stored before the archive
-// existed joins it on the first step of a run: the recent list is
-// archived once per run.
+// existed joins it on first use: the first step of a run in a scope that
+// has no archive yet (no head record) archives the recent list.
+//
+// A document's text is the entity's name, its slug and its ID with
+// everything but letters and digits left out ("page123"): kept as one
+// token, an ID does not make every entity of its kind match a query
+// that names the kind ("the page"). Recall queries with the text and the
+// same form of each of its compounds.
 //
 // Recall shows the recent list exactly as before, then, when the input
 // or the earlier user messages of the run name archived entities that
