@@ -314,7 +314,7 @@ func (r ltResult) report(t testing.TB, name string) {
 // 8,000 tokens, its memlayer overhead at most twice turn 10's (the
 // least of 10 turns each, see ltPoint), and with all four layers at most 16 KB written per turn.
 // With strict false the overhead and bytes bars are logged, not
-// asserted; under the race detector, the overhead bar always is.
+// asserted; the overhead bar is asserted only under make reliability.
 func checkLongThread(t *testing.T, r ltResult, all, strict bool) {
 	t.Helper()
 	if r.resolved*100 < r.refs*95 {
@@ -330,8 +330,11 @@ func checkLongThread(t *testing.T, r ltResult, all, strict bool) {
 		fail = t.Logf
 	}
 	timed := fail
-	if raceEnabled {
-		timed = t.Logf // the race detector distorts timing
+	if raceEnabled || !heavy() {
+		// The race detector distorts timing, and a short thread on a
+		// busy machine says little about growth: the bar is asserted
+		// on the 1,000 turns of make reliability.
+		timed = t.Logf
 	}
 	if p.least > 2*p10.least+time.Millisecond {
 		timed("turn %d's memlayer overhead is %v (the least of 10 turns), turn 10's %v: want at most 2x", n, p.least, p10.least)
