@@ -312,9 +312,10 @@ func (r ltResult) report(t testing.TB, name string) {
 // checkLongThread asserts the bars of issue 25 for a thread of n turns:
 // 95% of the back-references resolved, the last turn's request at most
 // 8,000 tokens, its memlayer overhead at most twice turn 10's (the
-// least of 10 turns each, see ltPoint), and with all four layers at most 16 KB written per turn.
-// With strict false the overhead and bytes bars are logged, not
-// asserted; the overhead bar is asserted only under make reliability.
+// least of 10 turns each, see ltPoint), and with all four layers at
+// most 16 KB written per turn. With strict false the overhead and bytes
+// bars are logged, not asserted; the overhead bar is asserted only
+// under make reliability.
 func checkLongThread(t *testing.T, r ltResult, all, strict bool) {
 	t.Helper()
 	if r.resolved*100 < r.refs*95 {
