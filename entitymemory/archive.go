@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/memlayer/memlayer/internal/lexical"
+	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -41,6 +44,7 @@ const (
 	refreshAfter    = 24 * time.Hour // an unchanged entity's seen time is rewritten at most this often
 	candidates      = 4              // index hits read per entity recalled
 	minIDMatchLen   = 4              // an ID shorter than this does not name an entity on its own
+	sweepBatch      = 8              // archived entities a step checks against ArchiveTTL
 )
 
 // archive keeps every entity a scope has seen. Each entity is a record
@@ -65,6 +69,8 @@ type archive struct {
 	ttl      time.Duration
 	retries  int
 
+	readOnly bool // a child's view of its parent's archive: recalls, never writes
+
 	seeded bool              // the recent list was archived this run
 	known  map[string]Entity // entities archived this run, by docID
 	turns  []string          // the last user messages, oldest first
@@ -81,12 +87,22 @@ func newArchive(store storage.Store, layerID, scope string, cfg Config) *archive
 		capacity: cfg.ArchiveCapacity, ttl: cfg.ArchiveTTL, retries: cfg.MaxRetries,
 		known: map[string]Entity{},
 	}
-	if s, ok := store.(storage.Searcher); ok {
+	if s, ok := layer.IndexOf(store); ok {
 		a.index = s
 	} else {
 		a.index = &storage.MemoryIndex{}
 	}
 	return a
+}
+
+// child returns a read-only view of a for a child agent: it recalls from
+// the same index and writes nothing, neither records nor documents.
+func (a *archive) child() *archive {
+	return &archive{
+		index: a.index, col: a.col, layerID: a.layerID, scope: a.scope,
+		capacity: a.capacity, ttl: a.ttl, readOnly: true,
+		turns: slices.Clone(a.turns), known: map[string]Entity{},
+	}
 }
 
 func docID(e *Entity) string { return e.Type + "/" + e.ID }
@@ -113,7 +129,41 @@ func document(e *Entity) storage.Document {
 	if e.Parent != "" {
 		f["parent"] = e.Parent
 	}
-	return storage.Document{ID: docID(e), Text: e.Name + "\n" + e.Slug + "\n" + e.ID, Fields: f}
+	name := e.Name
+	if name == e.ID {
+		name = "" // a name that is only the ID fallback
+	}
+	return storage.Document{ID: docID(e), Text: name + "\n" + e.Slug + "\n" + squash(e.ID), Fields: f}
+}
+
+// squash returns s lowercased with everything but letters and digits
+// left out, so that the store's index keeps an ID as one token
+// ("page-123" becomes "page123"). Indexed by its parts, an ID would share
+// its prefix ("page") with every entity of its kind, and a query that
+// says "page" would match, and rank, the whole archive.
+func squash(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			b.WriteRune(unicode.ToLower(r))
+		}
+	}
+	return b.String()
+}
+
+// searchText is the text recall queries the index with: text, then the
+// squashed form of each of its compounds ("page-123"), which finds the
+// entity of that ID.
+func searchText(text string) string {
+	var b strings.Builder
+	b.WriteString(text)
+	for _, t := range lexical.Tokens(nil, text) {
+		if strings.ContainsAny(t, "-_.:/") {
+			b.WriteByte('\n')
+			b.WriteString(squash(t))
+		}
+	}
+	return b.String()
 }
 
 func fromHit(h storage.Hit) (Entity, time.Time) {
@@ -137,6 +187,9 @@ func (a *archive) note(msg string) {
 // this run or changed, so a step writes in proportion to what it saw,
 // never to what the archive holds.
 func (a *archive) add(ctx context.Context, ents []Entity) error {
+	if a.readOnly {
+		return nil
+	}
 	var docs []storage.Document
 	added := 0
 	for i := range ents {
@@ -173,6 +226,9 @@ func (a *archive) add(ctx context.Context, ents []Entity) error {
 	if err := a.index.Index(ctx, a.col, docs...); err != nil {
 		return fmt.Errorf("archive: index: %w", err)
 	}
+	if err := a.sweep(ctx, ents); err != nil {
+		return err
+	}
 	if added == 0 {
 		return nil
 	}
@@ -188,6 +244,9 @@ func (a *archive) add(ctx context.Context, ents []Entity) error {
 
 // remove forgets entities a delete-like tool acted on.
 func (a *archive) remove(ctx context.Context, gone []Entity) error {
+	if a.readOnly {
+		return nil
+	}
 	var ids []string
 	removed := 0
 	for i := range gone {
@@ -236,6 +295,37 @@ func (a *archive) count(ctx context.Context, delta int) (int, error) {
 	return 0, fmt.Errorf("archive: count: %w", storage.ErrConflict)
 }
 
+// sweep forgets up to sweepBatch of the entities indexed longest ago
+// that were not seen within the TTL, so that age retention does not wait
+// for a recall to come across them. It runs only on steps that index
+// something, and reads a bounded number of hits whatever the archive
+// holds. Now is the latest SeenAt of the step's entities.
+func (a *archive) sweep(ctx context.Context, ents []Entity) error {
+	if a.ttl <= 0 || len(ents) == 0 {
+		return nil
+	}
+	var now time.Time
+	for i := range ents {
+		if ents[i].SeenAt.After(now) {
+			now = ents[i].SeenAt
+		}
+	}
+	hits, err := a.index.Search(ctx, a.col, storage.Query{K: sweepBatch, Oldest: true})
+	if err != nil {
+		return fmt.Errorf("archive: sweep: %w", err)
+	}
+	var expired []Entity
+	for _, h := range hits {
+		if e, seen := fromHit(h); now.Sub(seen) > a.ttl {
+			expired = append(expired, e)
+		}
+	}
+	if len(expired) == 0 {
+		return nil
+	}
+	return a.remove(ctx, expired)
+}
+
 // evict deletes the n entities seen longest ago.
 func (a *archive) evict(ctx context.Context, n int) error {
 	hits, err := a.index.Search(ctx, a.col, storage.Query{K: min(n, storage.MaxK), Oldest: true})
@@ -250,13 +340,22 @@ func (a *archive) evict(ctx context.Context, n int) error {
 	return a.remove(ctx, gone)
 }
 
-// seed archives the recent list once per run, so that entities stored
-// before the archive existed are archived on first use.
+// seed archives the recent list on the first step of a run whose scope
+// has no archive yet (no head record), so that entities stored before
+// the archive existed are archived on first use. Where the head exists,
+// every entity of the list was archived when it was seen.
 func (a *archive) seed(ctx context.Context, list []Entity) error {
-	if a.seeded {
+	if a.seeded || a.readOnly {
 		return nil
 	}
 	a.seeded = true
+	_, err := a.store.Get(ctx, a.head)
+	switch {
+	case err == nil:
+		return nil
+	case !errors.Is(err, storage.ErrNotFound):
+		return fmt.Errorf("archive: seed: %w", err)
+	}
 	return a.add(ctx, list)
 }
 
@@ -269,7 +368,7 @@ func (a *archive) recall(ctx context.Context, text string, recent []Entity, limi
 	if len(words) == 0 || limit <= 0 {
 		return nil, nil
 	}
-	hits, err := a.index.Search(ctx, a.col, storage.Query{Text: query, K: limit * candidates})
+	hits, err := a.index.Search(ctx, a.col, storage.Query{Text: searchText(query), K: limit * candidates})
 	if err != nil {
 		return nil, fmt.Errorf("archive: recall: %w", err)
 	}

@@ -138,6 +138,65 @@
 // entities out early, so keep the TTL well above the clock skew of the
 // processes sharing a scope.
 //
+// # The archive
+//
+// Entities are never forgotten, only ranked. Beside the recent list,
+// the layer keeps every entity its scope (the thread, or the resource
+// when so scoped) has seen: type, ID, name, slug, parent and when it was
+// last seen. Each entity is one small record of its own, under
+// storage.LayerKey(id, scope key, "archive/<type>/<id>"), written only
+// when the entity is new to the run, changed, or last written a day ago
+// or more; a head record ("archive-head") counts them. So the bytes a
+// step writes follow what the step saw, never what the archive holds,
+// and Init reads nothing of the archive.
+//
+// The records are the source of truth. Each is mirrored as a document
+// in a search collection, storage.IndexName(id, scope key, "archive"),
+// indexed after its record is written. On a store that is a
+// storage.Searcher (see layer.IndexOf) the collection lives in the
+// store; on any other store the layer keeps an in-process
+// storage.MemoryIndex of the entities the run has seen, and a later run
+// recalls only what it sees itself. State stored before the archive
+// existed joins it on first use: the first step of a run in a scope that
+// has no archive yet (no head record) archives the recent list.
+//
+// A document's text is the entity's name, its slug and its ID with
+// everything but letters and digits left out ("page123"): kept as one
+// token, an ID does not make every entity of its kind match a query
+// that names the kind ("the page"). Recall queries with the text and the
+// same form of each of its compounds.
+//
+// Recall shows the recent list exactly as before, then, when the input
+// or the earlier user messages of the run name archived entities that
+// are not in it, up to MaxRecalled (5) of them under [RecalledHeader]
+// ("Named in the conversation (seen earlier):"), grouped by type the
+// same way, before the same instructions. With no such entity the block
+// is byte for byte the one without an archive. The index is queried
+// with the text, and a hit counts only when the text names it: every
+// content word of its name (any case, punctuation or order; stop words
+// aside, words stemmed), or its slug, or an ID of 4 bytes or more.
+// Reference resolution thus needs no other layer. When the block is over
+// budget, the oldest recent entities go first, then the block.
+//
+// Retention: ArchiveCapacity (DefaultArchiveCapacity, 10,000 entities
+// per scope: far more than one conversation names, small enough that
+// an eviction pass stays short) and ArchiveTTL (DefaultArchiveTTL, 365
+// days: "the page from last spring" still resolves, and a scope left
+// alone for a year keeps nothing). Past the capacity, the entities
+// indexed longest ago are deleted; an entity older than the TTL is
+// deleted when a recall comes across it, and each step that indexes
+// something checks the 8 entities indexed longest ago. A delete-like
+// tool removes the entity from the archive too. ArchiveCapacity below
+// zero turns the archive off.
+//
+// A child agent ([Layer.OnSpawn]) recalls from its parent's archive
+// read-only: it adds, forgets and expires nothing there. Snapshot and
+// Restore carry the recent list only; the archive stays in the store,
+// where export and erase see it (its records under the scope's
+// LayerPrefix, its collection dropped with storage.DropIndexes on that
+// prefix). [Layer.Clear] deletes the scope's archive, records and
+// collection.
+//
 // # Rendering
 //
 // Recall renders the header — [Header], "[RECENT ENTITIES]", so that the

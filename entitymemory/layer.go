@@ -636,15 +636,20 @@ func (l *Layer) saveLocked(ctx context.Context) error {
 
 // OnSpawn returns the layer a child agent starts with: a copy of the
 // current entities that the child updates on its own and never persists
-// (the child's changes stay with the child). The receiver is not
-// modified.
+// (the child's changes stay with the child). The child recalls from the
+// parent's archive too (the entities its input names), read-only: it
+// adds, forgets and expires nothing there. The receiver is not modified.
 func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, error) {
 	if l.cfg.Disabled {
 		return l, nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.bind(nil, "", slices.Clone(l.list), l.clock), nil
+	c := l.bind(nil, "", slices.Clone(l.list), l.clock)
+	if l.arch != nil {
+		c.arch = l.arch.child()
+	}
+	return c, nil
 }
 
 // Entities returns the tracked entities, newest first. The slice is a
@@ -742,6 +747,7 @@ func (l *Layer) Clear(ctx context.Context) error {
 	defer l.mu.Unlock()
 	l.list, l.cache, l.dirty, l.deleted, l.base, l.saved = nil, "", false, nil, l.clock, nil
 	if l.store == nil {
+		l.arch = nil // a child forgets its view of the parent's archive
 		return nil
 	}
 	if err := l.store.Delete(ctx, l.key, storage.AnyVersion); err != nil {
