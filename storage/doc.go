@@ -63,7 +63,8 @@
 // What each backend's search costs, for a collection of n documents, a
 // text query whose terms occur in p of them, and k hits:
 //
-//   - Memory ([MemoryIndex]): a text query scores every document, O(n);
+//   - Memory ([MemoryIndex]): a text query scores and sorts every
+//     document, O(n log n), however rare its terms;
 //     an index write is O(t) for a document of t terms (a replace or an
 //     unindex rebuilds the collection's corpus on the next query, O(n)).
 //     Bounded by the process's memory.
