@@ -68,6 +68,32 @@
 // erasing the scope drops them ([DropIndexes]). [Memory] searches with
 // [MemoryIndex], which ranks by BM25 in the process.
 //
+// What each backend's search costs, for a collection of n documents, a
+// text query whose terms occur in p of them, and k hits:
+//
+//   - Memory ([MemoryIndex]): a text query scores and sorts every
+//     document, O(n log n), however rare its terms;
+//     an index write is O(t) for a document of t terms (a replace or an
+//     unindex rebuilds the collection's corpus on the next query, O(n)).
+//     Bounded by the process's memory.
+//   - storage/sqlite: FTS5 with bm25() in the same file. A text query
+//     reads the postings of its terms, O(p log p) to rank them; without
+//     text, O(k) from an index. An index write is one row and its FTS5
+//     postings, O(t log n).
+//   - storage/redis: an inverted index in Redis, one slot per collection.
+//     A text query reads its terms' postings in one round trip and ranks
+//     them in the process, O(p); without text, O(log n + k). An index
+//     write is O(t log n) on the server, in one Lua script.
+//
+// On every backend, a vector query ranks by cosine only the text query's
+// best candidates and the most recent documents (SQLite and Redis: 1,000
+// of each; Memory: all), and a filter is checked on candidates, so a
+// filter that rejects most documents costs more reads.
+//
+// To erase a scope's search data, call [DropIndexes] with the scope's
+// [LayerPrefix] for each layer: it lists the collections with
+// [Searcher.Collections] and drops each one.
+//
 // # Backends
 //
 // [NewMemory] is the in-process default. Durable backends live in

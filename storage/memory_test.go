@@ -211,3 +211,14 @@ func BenchmarkMemoryGetParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkMemorySearch100k is a three-term text query for the top 10
+// over 100,000 documents of one user (MemoryIndex, BM25 over internal/lexical).
+func BenchmarkMemorySearch100k(b *testing.B) {
+	storagetest.BenchmarkSearch(b, storage.NewMemory())
+}
+
+// BenchmarkMemoryIndex is the cost of indexing a document, in batches of 100.
+func BenchmarkMemoryIndex(b *testing.B) {
+	storagetest.BenchmarkIndex(b, storage.NewMemory())
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/storage/redis"
+	"github.com/memlayer/memlayer/storage/storagetest"
 )
 
 // BenchmarkRedisPut2KB is a compare-and-swap write of a 2 KB value (one
@@ -75,4 +76,17 @@ func BenchmarkRedisList(b *testing.B) {
 			b.Fatalf("List = %d keys, %v", len(keys), err)
 		}
 	}
+}
+
+// BenchmarkRedisSearch100k is a three-term text query for the top 10
+// over 100,000 documents of one user (the inverted index in Redis, BM25
+// computed in the process over the query terms' postings).
+func BenchmarkRedisSearch100k(b *testing.B) {
+	storagetest.BenchmarkSearch(b, newStore(b, redis.Config{}))
+}
+
+// BenchmarkRedisIndex is the cost of indexing a document, in batches of
+// 100 (one Lua script each).
+func BenchmarkRedisIndex(b *testing.B) {
+	storagetest.BenchmarkIndex(b, newStore(b, redis.Config{}))
 }

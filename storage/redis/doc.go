@@ -154,6 +154,50 @@
 // maintenance) waits for the replica to catch up and loses nothing either
 // way.
 //
+// # Search
+//
+// A Store is a [storage.Searcher]. Its index is an inverted index kept in
+// Redis beside the records, which works on any Redis server (7.0 and
+// later, no module) and on Redis Cluster: every key of one collection
+// carries one hash tag, so a collection lives in one slot and one Lua
+// script changes it atomically. A collection holds, per document, its
+// text, fields and vector (one hash entry), its terms (one hash entry),
+// its place in a recency sorted set, and one entry in the posting hash of
+// each of its distinct terms. Terms are those of storage.MemoryIndex
+// (internal/lexical's tokenizer, stop words and stemmer), and BM25 is
+// computed in the process with the same formula, so both rank a text
+// query alike. A registry (one sorted set per namespace) lists the
+// collection names, by prefix, for Collections and erase. The index keys
+// hold a NUL byte, which no store key can, so List never returns them.
+//
+// What it costs, for a collection of n documents of t distinct terms
+// each, and a query of q terms whose postings hold p documents in all:
+//
+//   - Index: one Lua script per call, O(t) Redis commands per document
+//     (O(t log n) with the recency set), plus two ZADDs to the registry.
+//   - Unindex: one script, O(t) per document.
+//   - A text query: one pipelined round trip that reads the q posting
+//     hashes, O(p) transferred and scored in the process, then
+//     O(k) documents read (more when a filter rejects some). A query is
+//     never a scan of the collection, but a term found in most documents
+//     makes p close to n.
+//   - A query without text: O(log n + k) from the recency set (pages of
+//     256 while a filter rejects documents).
+//   - A vector query: cosine over the text query's best 1,000 and the
+//     1,000 most recent documents, not over the collection; a document
+//     outside both is not found by its vector.
+//   - Drop: one script, O(n·t), which blocks the server while it runs.
+//   - Collections: O(log N + m) on the registry of N names, plus one
+//     EXISTS per name found.
+//   - Memory: the text, fields and vector of each document, plus about
+//     t posting entries of ~30 bytes: the index grows linearly with the
+//     documents and their words.
+//
+// Index writes are not waited on by [Config.WaitReplicas]: the records
+// are the source of truth and a layer can rebuild its index from them.
+// The Redis Query Engine (FT.CREATE, FT.SEARCH, in Redis 8 and Redis
+// Stack) is not used: the index above is the one code path.
+//
 // # Logging
 //
 // go-redis logs some failures itself (a pool that cannot dial, for one) to

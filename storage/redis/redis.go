@@ -629,8 +629,8 @@ func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
 			}
 			mu.Lock()
 			for _, k := range keys {
-				if !strings.HasPrefix(k, s.ns) {
-					continue
+				if !strings.HasPrefix(k, s.ns) || strings.IndexByte(k, 0) >= 0 {
+					continue // another namespace, or the search index
 				}
 				k = k[len(s.ns):]
 				if s.cluster != nil {

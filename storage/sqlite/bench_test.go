@@ -9,6 +9,7 @@ import (
 
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/storage/sqlite"
+	"github.com/memlayer/memlayer/storage/storagetest"
 )
 
 // BenchmarkSQLitePut2KB measures a compare-and-swap write of a 2 KB value
@@ -90,4 +91,16 @@ func reportPercentiles(b *testing.B, times []time.Duration) {
 	slices.Sort(times)
 	b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "p50-ns")
 	b.ReportMetric(float64(times[len(times)*99/100].Nanoseconds()), "p99-ns")
+}
+
+// BenchmarkSQLiteSearch100k is a three-term text query for the top 10
+// over 100,000 documents of one user in a file (FTS5, bm25()).
+func BenchmarkSQLiteSearch100k(b *testing.B) {
+	storagetest.BenchmarkSearch(b, open(b, sqlite.Config{Path: filepath.Join(b.TempDir(), "bench.db")}))
+}
+
+// BenchmarkSQLiteIndex is the cost of indexing a document, in batches of
+// 100 (one transaction each).
+func BenchmarkSQLiteIndex(b *testing.B) {
+	storagetest.BenchmarkIndex(b, open(b, sqlite.Config{Path: filepath.Join(b.TempDir(), "bench.db")}))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -37,6 +38,7 @@ var searchTests = []struct {
 	{"Search/LargeCollection", testSearchLarge},
 	{"Search/Concurrent", testSearchConcurrent},
 	{"Search/ContextCanceled", testSearchCanceled},
+	{"Search/ClosedFails", testSearchClosed},
 }
 
 // RunSearch runs the search checks alone against the searchers newSearcher
@@ -449,5 +451,33 @@ func testSearchCanceled(t *testing.T, s storage.Searcher) {
 	}
 	if got := search(t, s, c, storage.Query{}); len(got) != 0 {
 		t.Errorf("a canceled Index wrote %q", got)
+	}
+}
+
+// testSearchClosed closes a searcher that is an io.Closer: every call
+// after it fails with storage.ErrClosed.
+func testSearchClosed(t *testing.T, s storage.Searcher) {
+	cl, ok := s.(io.Closer)
+	if !ok {
+		t.Skip("the searcher has no Close")
+	}
+	ctx := context.Background()
+	c := col("u1")
+	mustIndex(t, s, c, doc("a", "before close"))
+	if err := cl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, searchErr := s.Search(ctx, c, storage.Query{Text: "close"})
+	_, colErr := s.Collections(ctx, "")
+	for op, err := range map[string]error{
+		"Index":       s.Index(ctx, c, doc("b", "after close")),
+		"Unindex":     s.Unindex(ctx, c, "a"),
+		"Search":      searchErr,
+		"Collections": colErr,
+		"Drop":        s.Drop(ctx, c),
+	} {
+		if !errors.Is(err, storage.ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", op, err)
+		}
 	}
 }
