@@ -32,7 +32,7 @@ fuzz:
 	done
 
 # The fuzz targets CI runs on every change, FUZZTIME each: the merge, the
-# extractor, the storage key escaping, the typed scope keys and the Redis
+# extractor, the entity archive's naming test, the storage key escaping, the typed scope keys and the Redis
 # Cluster key form, the fence, the hostile template compile, the prompt
 # projection, budgets and scored packing (never past the pool), the history
 # loader, the deterministic summarizer (no copied text forges a line), the
@@ -42,6 +42,7 @@ FUZZ_CI = \
 	./workingmemory:FuzzMerge \
 	./workingmemory:FuzzRecall \
 	./entitymemory:FuzzExtract \
+	./entitymemory:FuzzArchiveNamed \
 	./storage:FuzzEscape \
 	./storage:FuzzTrust301_ScopeKeys \
 	./storage/redis:FuzzClusterKey \
