@@ -67,7 +67,8 @@ local function remove(id)
   local first = true
   for line in string.gmatch(old, '[^\n]+') do
     if first then
-      redis.call('HINCRBY', p..'s', 'total', -tonumber(line))
+      local n = tonumber(line)
+      if n ~= 0 then redis.call('HINCRBY', p..'s', 'total', 0 - n) end
       first = false
     else
       local tk = p..'t:'..line

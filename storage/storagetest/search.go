@@ -159,6 +159,13 @@ func testSearchReplace(t *testing.T, s storage.Searcher) {
 	wantIDs(t, "old text after replace", search(t, s, c, storage.Query{Text: "pricing"}), []string{})
 	wantIDs(t, "new text after replace", search(t, s, c, storage.Query{Text: "archive"}), []string{"a"})
 	wantIDs(t, "replaced is newest", search(t, s, c, storage.Query{K: 1}), []string{"a"})
+	// A document with no words (a marker) can be replaced too.
+	mustIndex(t, s, c, doc("marker", "", "kind", "marker"))
+	mustIndex(t, s, c, doc("marker", "", "kind", "marker", "n", "2"))
+	hits, err := s.Search(context.Background(), c, storage.Query{Filter: map[string]string{"kind": "marker"}})
+	if err != nil || len(hits) != 1 || hits[0].Fields["n"] != "2" {
+		t.Errorf("replaced empty document: %+v, %v", hits, err)
+	}
 }
 
 func testSearchUnindex(t *testing.T, s storage.Searcher) {
