@@ -2,6 +2,7 @@ package agentloop_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,14 +77,16 @@ func TestOperate70_MetricsFromInsideTheLayers(t *testing.T) {
 	// would, so the layer's next save loses its compare-and-swap.
 	bump := agentloop.NewTool("bump", "Another writer.", nil, func(ctx context.Context, _ struct{}) (string, error) {
 		keys, err := store.List(ctx, "layers/"+entitymemory.DefaultID+"/")
-		if err != nil || len(keys) == 0 {
+		// The state record, not one of the archive's.
+		i := slices.IndexFunc(keys, func(k string) bool { return strings.HasSuffix(k, "/"+entitymemory.StateName) })
+		if err != nil || i < 0 {
 			return "", err
 		}
-		it, err := store.Get(ctx, keys[0])
+		it, err := store.Get(ctx, keys[i])
 		if err != nil {
 			return "", err
 		}
-		_, err = store.Put(ctx, keys[0], it.Value, storage.AnyVersion)
+		_, err = store.Put(ctx, keys[i], it.Value, storage.AnyVersion)
 		return "bumped", err
 	})
 	model := agenttest.New(
