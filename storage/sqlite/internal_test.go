@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/memlayer/memlayer/storage"
 )
 
 // TestPragmas checks the settings every connection of the pool gets.
@@ -52,5 +54,37 @@ func TestPragmas(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFieldsTableFilledFromOldDocuments: a file whose documents predate
+// the fields table (as written by the first search layout) gets the table
+// filled from them when opened, so filtered listings find them.
+func TestFieldsTableFilledFromOldDocuments(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "old.db")
+	s, err := Open(ctx, Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := storage.IndexName("notes", storage.ResourceScope("u1"), "docs")
+	if err := s.Index(ctx, col, storage.Document{ID: "a", Text: "alpha", Fields: map[string]string{"kind": "fact"}},
+		storage.Document{ID: "b", Text: "beta", Fields: map[string]string{"kind": "turn"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []string{`DROP TRIGGER ` + fieldsTable + `_ai`, `DROP TRIGGER ` + fieldsTable + `_ad`, `DROP TABLE ` + fieldsTable} {
+		if _, err := s.db.ExecContext(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	s, err = Open(ctx, Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	hits, err := s.Search(ctx, col, storage.Query{Filter: map[string]string{"kind": "fact"}})
+	if err != nil || len(hits) != 1 || hits[0].ID != "a" {
+		t.Fatalf("filtered listing after the upgrade: %+v, %v", hits, err)
 	}
 }

@@ -20,9 +20,34 @@ import (
 // The search index: documents in one table, their text in an FTS5 table
 // that reads it (external content), kept in step by triggers.
 const (
-	docsTable = "memlayer_docs"
-	ftsTable  = "memlayer_fts"
+	docsTable   = "memlayer_docs"
+	ftsTable    = "memlayer_fts"
+	fieldsTable = "memlayer_doc_fields"
 )
+
+// fieldsSchema creates the table of the documents' fields, one row per
+// field, so that a filtered listing reads an index range instead of the
+// collection. A file whose documents predate it is filled from them once,
+// when the table is created.
+var fieldsSchema = []string{
+	`CREATE TABLE ` + fieldsTable + ` (
+		doc        INTEGER NOT NULL,
+		collection TEXT NOT NULL,
+		name       TEXT NOT NULL,
+		value      TEXT NOT NULL
+	)`,
+	`CREATE INDEX ` + fieldsTable + `_value ON ` + fieldsTable + ` (collection, name, value, doc)`,
+	`CREATE INDEX ` + fieldsTable + `_doc ON ` + fieldsTable + ` (doc)`,
+	`INSERT INTO ` + fieldsTable + ` (doc, collection, name, value)
+		SELECT d.rowid, d.collection, j.key, j.value FROM ` + docsTable + ` d, json_each(d.fields) j`,
+	`CREATE TRIGGER ` + fieldsTable + `_ai AFTER INSERT ON ` + docsTable + ` BEGIN
+		INSERT INTO ` + fieldsTable + ` (doc, collection, name, value)
+			SELECT new.rowid, new.collection, key, value FROM json_each(new.fields);
+	END`,
+	`CREATE TRIGGER ` + fieldsTable + `_ad AFTER DELETE ON ` + docsTable + ` BEGIN
+		DELETE FROM ` + fieldsTable + ` WHERE doc = old.rowid;
+	END`,
+}
 
 // searchSchema creates the index's tables in a file of any earlier
 // layout: opening an old file adds them, empty.
@@ -255,15 +280,28 @@ func (s *Store) text(ctx context.Context, collection, match string, filter map[s
 	return s.rows(ctx, query, args)
 }
 
+// recent lists the documents that pass filter, newest (or oldest)
+// first. With a filter it walks the index of the first field's value,
+// so it reads about as many rows as it returns when the field is
+// selective; the other fields are checked on the way.
 func (s *Store) recent(ctx context.Context, collection string, filter map[string]string, limit int, oldest bool) ([]row, error) {
-	cond, fargs := filterSQL(filter)
 	order := "DESC"
 	if oldest {
 		order = "ASC"
 	}
-	query := `SELECT d.id, d.text, d.fields, d.vector, d.rowid, 0 FROM ` + docsTable + ` d
-		WHERE d.collection = ?` + cond + ` ORDER BY d.rowid ` + order + ` LIMIT ?`
-	args := append(append([]any{collection}, fargs...), limit)
+	if len(filter) == 0 {
+		query := `SELECT d.id, d.text, d.fields, d.vector, d.rowid, 0 FROM ` + docsTable + ` d
+			WHERE d.collection = ? ORDER BY d.rowid ` + order + ` LIMIT ?`
+		return s.rows(ctx, query, []any{collection, limit})
+	}
+	names := slices.Sorted(maps.Keys(filter))
+	rest := maps.Clone(filter)
+	delete(rest, names[0])
+	cond, fargs := filterSQL(rest)
+	query := `SELECT d.id, d.text, d.fields, d.vector, d.rowid, 0 FROM ` + fieldsTable + ` f
+		JOIN ` + docsTable + ` d ON d.rowid = f.doc
+		WHERE f.collection = ? AND f.name = ? AND f.value = ?` + cond + ` ORDER BY f.doc ` + order + ` LIMIT ?`
+	args := append(append([]any{collection, names[0], filter[names[0]]}, fargs...), limit)
 	return s.rows(ctx, query, args)
 }
 
@@ -430,3 +468,26 @@ func decodeVector(b []byte) []float32 {
 }
 
 var _ storage.Searcher = (*Store)(nil)
+
+// createFields creates the fields table, filled from the documents, in
+// one transaction, unless it exists.
+func (s *Store) createFields(ctx context.Context) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = '`+fieldsTable+`'`).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	for _, st := range fieldsSchema {
+		if _, err := tx.ExecContext(ctx, st); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}

@@ -219,6 +219,9 @@ func (s *Store) init(ctx context.Context, readOnly bool) error {
 				return err
 			}
 		}
+		if err := s.createFields(ctx); err != nil {
+			return err
+		}
 	}
 	prep := []struct {
 		stmt **sql.Stmt
