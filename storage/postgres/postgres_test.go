@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -52,6 +53,8 @@ func open(t testing.TB, cfg postgres.Config) *postgres.Store {
 	return s
 }
 
+func pgtestURL(t *testing.T) string { return pgtest.URL(t) }
+
 func TestConformance(t *testing.T) {
 	url := pgtest.URL(t)
 	storagetest.RunWith(t, func(t *testing.T) storage.Store {
@@ -65,4 +68,23 @@ func TestConformance(t *testing.T) {
 		}
 		return open(t, postgres.Config{URL: url, Schema: s.Schema()})
 	}})
+}
+
+// TestExample runs Example against the test server and checks its output.
+func TestExample(t *testing.T) {
+	t.Setenv("MEMLAYER_POSTGRES_URL", pgtest.URL(t))
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stdout
+	os.Stdout = w
+	Example()
+	os.Stdout = old
+	w.Close()
+	out, _ := io.ReadAll(r)
+	want := "created: true\nstale write: true\nvalue: v2 current: true\n"
+	if string(out) != want {
+		t.Errorf("Example printed %q, want %q", out, want)
+	}
 }
