@@ -454,14 +454,20 @@ func (s *Store) wrap(ctx context.Context, op, key string, err error, write bool)
 	var pgErr *pgconn.PgError
 	isPg := errors.As(err, &pgErr)
 	switch {
-	case isPg:
-		// The server answered with an error: the statement was rolled
-		// back. Class 57 and 08 are the server going away.
-		if strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03" {
-			sentinels = append(sentinels, ErrUnavailable)
-		}
-	case pgconn.SafeToRetry(err) || isConnectError(err):
+	case isConnectError(err) || pgconn.SafeToRetry(err):
+		// No connection: nothing was sent.
 		sentinels = append(sentinels, ErrUnavailable)
+	case isPg && !serverGone(pgErr):
+		// The server answered with an error: the statement was rolled
+		// back.
+	case isPg:
+		// The backend is going away (shut down, crashed, connection
+		// failure): an autocommit write may have committed before it
+		// went.
+		sentinels = append(sentinels, ErrUnavailable)
+		if write {
+			sentinels = append(sentinels, ErrOutcomeUnknown, storage.ErrNotDurable)
+		}
 	case write:
 		sentinels = append(sentinels, ErrOutcomeUnknown, storage.ErrNotDurable)
 	}
@@ -473,6 +479,15 @@ func (s *Store) wrap(ctx context.Context, op, key string, err error, write bool)
 		prefix = "storage/postgres: "
 	}
 	return fmt.Errorf(prefix+strings.Repeat("%w: ", len(sentinels))+"%s: %w", append(sentinels, where, err)...)
+}
+
+// serverGone reports whether e says the backend is going away rather than
+// that the statement failed: a FATAL or PANIC, a connection exception
+// (class 08), an operator intervention other than a canceled statement
+// (class 57), or an internal error (class XX).
+func serverGone(e *pgconn.PgError) bool {
+	return e.Severity == "FATAL" || e.Severity == "PANIC" || strings.HasPrefix(e.Code, "08") ||
+		strings.HasPrefix(e.Code, "57") && e.Code != "57014" || strings.HasPrefix(e.Code, "XX")
 }
 
 // isConnectError reports whether err came from acquiring or opening a

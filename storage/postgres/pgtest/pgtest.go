@@ -204,10 +204,10 @@ func (s *Server) pid() int {
 	return pid
 }
 
-// Kill kills the server with SIGKILL, the postmaster and every backend
-// (pg_ctl starts the postmaster in a session of its own, so its process
-// group is the whole server), and waits until they are gone: a crash that
-// gives no process a chance to flush or say goodbye. [Server.Restart]
+// Kill kills the server with SIGKILL, the postmaster and every backend,
+// and waits until they are gone: a crash that gives no process a chance
+// to flush or say goodbye. The postmaster is stopped (SIGSTOP) first, so
+// that it starts no recovery while its children die. [Server.Restart]
 // brings it back through crash recovery.
 func (s *Server) Kill() error {
 	s.mu.Lock()
@@ -216,19 +216,50 @@ func (s *Server) Kill() error {
 	if pid <= 0 {
 		return errors.New("pgtest: no postmaster.pid: the server is not running")
 	}
-	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			return fmt.Errorf("pgtest: kill %d: %w", pid, err)
-		}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("pgtest: stop %d: %w", pid, err)
 	}
+	kids := children(pid)
+	for _, k := range kids {
+		syscall.Kill(k, syscall.SIGKILL)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
 	deadline := time.Now().Add(10 * time.Second)
-	for syscall.Kill(-pid, 0) == nil || syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("pgtest: server %d still running 10s after SIGKILL", pid)
+	for _, p := range append(kids, pid) {
+		for syscall.Kill(p, 0) == nil {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("pgtest: process %d of server %d still running 10s after SIGKILL", p, pid)
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	return nil
+}
+
+// children returns the pids whose parent is pid, from /proc.
+func children(pid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// "pid (comm) state ppid ...": comm may hold spaces and parens.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b)[i+1:])
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Stop stops the server by its own pid (SIGQUIT to the postmaster, an
@@ -241,7 +272,9 @@ func (s *Server) Stop() {
 		deadline := time.Now().Add(10 * time.Second)
 		for syscall.Kill(pid, 0) == nil {
 			if time.Now().After(deadline) {
-				syscall.Kill(-pid, syscall.SIGKILL)
+				for _, k := range children(pid) {
+					syscall.Kill(k, syscall.SIGKILL)
+				}
 				syscall.Kill(pid, syscall.SIGKILL)
 				break
 			}
