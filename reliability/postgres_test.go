@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -135,7 +136,7 @@ func TestPostgresServerKillControl(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Stop)
-	u := srv.URL() + "&options=" + url.QueryEscape("-c synchronous_commit=off")
+	u := srv.URL() + "&options=" + strings.ReplaceAll(url.QueryEscape("-c synchronous_commit=off"), "+", "%20")
 	lost := 0
 	trials := 0
 	for i := 0; i < 20 && lost == 0; i++ {
