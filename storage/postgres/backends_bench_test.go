@@ -45,6 +45,18 @@ func benchBackends(b *testing.B) []struct {
 		name string
 		st   storage.Store
 	}{"sqlite", sq})
+	// SQLite with SyncFull waits for fsync on every commit, as
+	// PostgreSQL does by default (synchronous_commit=on): the same
+	// durability.
+	sf, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(b.TempDir(), "bench-full.db"), Sync: sqlite.SyncFull})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sf.Close() })
+	out = append(out, struct {
+		name string
+		st   storage.Store
+	}{"sqlite-syncfull", sf})
 	if u := os.Getenv("MEMLAYER_REDIS_URL"); u != "" {
 		rd, err := redis.New(redis.Config{URL: u, Namespace: fmt.Sprintf("bench:%d:", time.Now().UnixNano())})
 		if err != nil {
@@ -77,7 +89,9 @@ func reportQuantiles(b *testing.B, ds []time.Duration) {
 	b.ReportMetric(float64(ds[len(ds)*99/100].Microseconds()), "p99-µs")
 }
 
-// BenchmarkBackends measures each durable backend in one run: a Get and
+// BenchmarkBackends measures each durable backend in one run (SQLite
+// twice: with its default SyncNormal and with SyncFull, which waits for
+// fsync per commit as PostgreSQL does): a Get and
 // a compare-and-swap Put of a 2 KB value (p50 and p99), a durable agent
 // step (a run of two steps, one a scratchpad update, with its checkpoint
 // and layer state written to the store), and, on the backends that
