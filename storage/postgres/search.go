@@ -210,7 +210,7 @@ func (s *Store) text(ctx context.Context, collection string, terms []string, fil
 	query := `WITH m AS MATERIALIZED (
 			SELECT seq, tsv FROM ` + s.docs + `
 			WHERE collection = $1 AND tsv @@ to_tsquery('` + tsConfig + `', $2) AND fields @> $4),
-		w AS (
+		w AS MATERIALIZED (
 			SELECT u.q, ln(1 + (SELECT count(*) FROM m)::float8 /
 				greatest(1, (SELECT count(*) FROM m WHERE m.tsv @@ to_tsquery('` + tsConfig + `', u.q)))) AS w
 			FROM unnest($3::text[]) AS u(q))
