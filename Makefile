@@ -12,16 +12,18 @@ all: lint test
 # tests use the server named by MEMLAYER_REDIS_URL; when it is unset and a
 # redis-server binary is installed, .ci/with-redis starts a throwaway one.
 # The Redis Cluster tests start their own cluster (redis-server and
-# redis-cli) on loopback.
+# redis-cli) on loopback. PostgreSQL tests use MEMLAYER_POSTGRES_URL;
+# when it is unset and initdb is installed, .ci/with-postgres starts a
+# throwaway cluster.
 test:
-	.ci/with-redis $(GO) test -race -shuffle=on -count=1 -timeout 20m $(PKGS)
+	.ci/with-redis .ci/with-postgres $(GO) test -race -shuffle=on -count=1 -timeout 20m $(PKGS)
 
 test-short:
 	$(GO) test -short $(PKGS)
 
 # Benchmarks, three runs each so the figures can be compared with benchstat.
 bench:
-	.ci/with-redis $(GO) test -run '^$$' -bench . -benchmem -count 3 $(PKGS)
+	.ci/with-redis .ci/with-postgres $(GO) test -run '^$$' -bench . -benchmem -count 3 $(PKGS)
 
 # Every fuzz target, FUZZTIME each (go test runs one target at a time).
 fuzz:
@@ -83,7 +85,7 @@ run:
 # -race on purpose: the race detector would distort the figures, and the
 # reduced form of the suite already runs under -race in `make test`.
 reliability:
-	.ci/with-redis env MEMLAYER_RELIABILITY=1 $(GO) test -count=1 -timeout 30m -v ./reliability/...
+	.ci/with-redis .ci/with-postgres env MEMLAYER_RELIABILITY=1 $(GO) test -count=1 -timeout 30m -v ./reliability/...
 
 cover:
-	.ci/with-redis $(GO) test -coverprofile=cover.out $(PKGS) && $(GO) tool cover -func=cover.out | tail -1
+	.ci/with-redis .ci/with-postgres $(GO) test -coverprofile=cover.out $(PKGS) && $(GO) tool cover -func=cover.out | tail -1

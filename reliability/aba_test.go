@@ -250,6 +250,13 @@ func TestABA(t *testing.T) {
 					call(t, a, "open")
 				}},
 			}
+		case "postgres":
+			causes = []abaCause{{name: "delete-recreate", rounds: rounds, wipe: nothing,
+				spec: func(t *testing.T, legacy bool) storeSpec {
+					s := shared
+					s.Namespace += "_" + strconv.FormatBool(legacy)
+					return s
+				}}}
 		case "redis":
 			causes = []abaCause{{name: "delete-recreate", rounds: rounds, wipe: nothing,
 				spec: func(t *testing.T, legacy bool) storeSpec {

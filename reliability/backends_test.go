@@ -16,10 +16,10 @@ import (
 // storeSpec says which store a test or a worker process opens. It is
 // passed to workers as JSON.
 type storeSpec struct {
-	Backend   string `json:"backend"`             // "memory", "sqlite" or "redis"
+	Backend   string `json:"backend"`             // "memory", "sqlite", "redis" or "postgres"
 	Path      string `json:"path,omitempty"`      // sqlite file
-	URL       string `json:"url,omitempty"`       // redis URL
-	Namespace string `json:"namespace,omitempty"` // redis key prefix
+	URL       string `json:"url,omitempty"`       // redis or postgres URL
+	Namespace string `json:"namespace,omitempty"` // redis key prefix; postgres schema
 }
 
 // openers open a store of each backend. The Redis one is registered by
@@ -64,16 +64,26 @@ func openStore(ctx context.Context, s storeSpec) (storage.Store, func() error, e
 
 // sharedBackends returns the specs of the durable backends a
 // multi-process scenario runs against, each fresh: an SQLite file in a
-// temporary directory, and a new namespace on the Redis server (skipped
-// when there is none, see redisURL).
+// temporary directory, a new namespace on the Redis server (skipped
+// when there is none, see redisURL), and a new schema on the PostgreSQL
+// server (skipped likewise, see postgres_test.go).
 func sharedBackends(t *testing.T) []storeSpec {
 	t.Helper()
 	specs := []storeSpec{{Backend: "sqlite", Path: filepath.Join(t.TempDir(), "shared.db")}}
 	if spec, ok := redisSpec(t); ok {
 		specs = append(specs, spec)
 	}
+	if spec, ok := postgresSpec(t); ok {
+		specs = append(specs, spec)
+	}
 	return specs
 }
+
+// postgresSpec is replaced by postgres_test.go.
+var postgresSpec = func(t *testing.T) (storeSpec, bool) { return storeSpec{}, false }
+
+// stopSharedPostgres is replaced by postgres_test.go.
+var stopSharedPostgres = func() {}
 
 // redisSpec is replaced by redis_test.go once the Redis backend exists.
 var redisSpec = func(t *testing.T) (storeSpec, bool) {

@@ -38,6 +38,7 @@ func TestMain(m *testing.M) {
 	quietLogs()
 	code := m.Run()
 	stopSharedRedis()
+	stopSharedPostgres()
 	os.Exit(code)
 }
 

@@ -97,8 +97,9 @@
 // # Backends
 //
 // [NewMemory] is the in-process default. Durable backends live in
-// subpackages: storage/sqlite (embedded, one file) and storage/redis (shared
-// by many processes and machines). Every backend passes the conformance
+// subpackages: storage/sqlite (embedded, one file), storage/redis (shared
+// by many processes and machines) and storage/postgres (shared the same
+// way, on the database a service already runs). Every backend passes the conformance
 // suite in storage/storagetest.
 //
 // Errors are checked with [errors.Is]: a backend wraps [ErrNotFound] and

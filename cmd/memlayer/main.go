@@ -17,9 +17,11 @@
 // them (for an ID that starts with "-"). A flag the command does not
 // take is an error that names it.
 //
-// The store is a SQLite file path or a Redis URL (redis://, rediss://,
-// redis+cluster://, rediss+cluster://), given by -store or, without it,
-// $MEMLAYER_STORE; -namespace picks the Redis key namespace. Output is a
+// The store is a SQLite file path, a Redis URL (redis://, rediss://,
+// redis+cluster://, rediss+cluster://) or a PostgreSQL URL (postgres://,
+// postgresql://; the tables of storage/postgres's defaults), given by
+// -store or, without it, $MEMLAYER_STORE; -namespace picks the Redis key
+// namespace. Output is a
 // table for people, in which stored text is escaped: control characters,
 // bidirectional overrides and line breaks print as \xNN, \uNNNN, \n, so
 // no stored value reaches the terminal as a control sequence or forges a

@@ -18,6 +18,7 @@ import (
 
 	"github.com/memlayer/memlayer/inspect"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/storage/postgres"
 	"github.com/memlayer/memlayer/storage/redis"
 	"github.com/memlayer/memlayer/storage/sqlite"
 	"github.com/memlayer/memlayer/thread"
@@ -39,7 +40,8 @@ commands:
   export [-resource R]                           every record (or a resource's) as JSON lines
 
 Flags go before or after the command and its arguments; "--" ends them.
-The store is a SQLite file or a Redis URL: -store, or $MEMLAYER_STORE.
+The store is a SQLite file, a Redis URL or a PostgreSQL URL (postgres://):
+-store, or $MEMLAYER_STORE.
 `
 
 // command is what a command takes: how many arguments, and which flags
@@ -73,7 +75,7 @@ type opts struct {
 func (o *opts) flags(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&o.store, "store", o.store, "SQLite file or Redis URL (default $MEMLAYER_STORE)")
+	fs.StringVar(&o.store, "store", o.store, "SQLite file, Redis URL or postgres:// URL (default $MEMLAYER_STORE)")
 	fs.StringVar(&o.namespace, "namespace", o.namespace, "Redis key namespace (default the store's)")
 	fs.BoolVar(&o.json, "json", o.json, "print JSON")
 	fs.BoolVar(&o.yes, "y", o.yes, "erase or delete without asking")
@@ -198,7 +200,8 @@ func runErr(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 }
 
-// openStore opens a Redis URL or an existing SQLite file.
+// openStore opens a Redis URL, a PostgreSQL URL or an existing SQLite
+// file.
 func openStore(ctx context.Context, spec, namespace string) (storage.Store, func(), error) {
 	if spec == "" {
 		return nil, nil, fmt.Errorf("%w: no store: give -store (a SQLite file or a Redis URL) or set MEMLAYER_STORE", errUsage)
@@ -222,8 +225,17 @@ func openStore(ctx context.Context, spec, namespace string) (storage.Store, func
 		}
 		return st, func() { st.Close() }, nil
 	}
+	if strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://") {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		st, err := postgres.Open(pctx, postgres.Config{URL: spec})
+		if err != nil {
+			return nil, nil, fmt.Errorf("open PostgreSQL store: %w", err)
+		}
+		return st, func() { st.Close() }, nil
+	}
 	if strings.Contains(spec, "://") {
-		return nil, nil, fmt.Errorf("%w: unknown store URL scheme in %q (want a SQLite path or redis://...)", errUsage, spec[:strings.Index(spec, "://")+3])
+		return nil, nil, fmt.Errorf("%w: unknown store URL scheme in %q (want a SQLite path, redis://... or postgres://...)", errUsage, spec[:strings.Index(spec, "://")+3])
 	}
 	fi, err := os.Stat(spec)
 	if err != nil {

@@ -203,6 +203,7 @@ func TestOperate34_CommandErrors(t *testing.T) {
 	}{
 		{[]string{"-store", missing, "threads"}, 1, "no such file or directory"},
 		{[]string{"-store", "redis://127.0.0.1:1/0", "threads"}, 1, "cannot reach the Redis server"},
+		{[]string{"-store", "postgres://u@127.0.0.1:1/db", "threads"}, 1, "open PostgreSQL store: storage/postgres: server unavailable"},
 		{[]string{"threads"}, 2, "no store: give -store"},
 		{[]string{"-store", missing}, 2, "no command"},
 		{[]string{"-store", missing, "frobnicate"}, 2, "unknown command"},

@@ -7,6 +7,9 @@
 // OPENAI_MODEL and OPENAI_BASE_URL (an OpenAI-compatible server such as
 // Ollama, http://localhost:11434/v1).
 //
+// With MEMLAYER_POSTGRES_URL set (postgres://...), it runs on that
+// PostgreSQL database instead of SQLite.
+//
 // Usage:
 //
 //	go run ./examples/quickstart
@@ -26,7 +29,6 @@ import (
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/entitymemory"
 	"github.com/memlayer/memlayer/layer"
-	"github.com/memlayer/memlayer/storage/sqlite"
 	"github.com/memlayer/memlayer/workingmemory"
 )
 
@@ -37,11 +39,11 @@ func main() {
 }
 
 func run(ctx context.Context, dbPath string) error {
-	store, err := sqlite.Open(ctx, sqlite.Config{Path: dbPath})
+	store, closeStore, err := openStore(ctx, dbPath)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer closeStore()
 
 	scratchpad, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 	if err != nil {

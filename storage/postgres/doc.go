@@ -1,0 +1,52 @@
+// Package postgres is a [storage.Store] and [storage.Searcher] kept in
+// PostgreSQL tables, through a jackc/pgx v5 connection pool: the backend
+// for services that already run PostgreSQL. Any number of processes and
+// machines may share one database.
+//
+// Open it from a URL, or from the application's own *pgxpool.Pool so that
+// it shares the pool's tracing and TLS settings:
+//
+//	st, err := postgres.Open(ctx, postgres.Config{URL: "postgres://app@db/app"})
+//
+// # Tables
+//
+// The store keeps three tables in [Config.Schema] (the connection's
+// current schema when empty), named by [Config.Prefix] (memlayer_ by
+// default): kv (the records), docs (the search index) and meta (the
+// schema version). Identifiers are quoted; keys, values and documents
+// are always statement parameters, never part of the SQL text. [Open]
+// creates the tables on first use and records [SchemaVersion]; tables of
+// an earlier version are migrated in one transaction, under an advisory
+// lock so that processes opening at once do not race. Tables written by
+// a newer version are refused.
+//
+// # Writes
+//
+// Each Put and Delete is one statement: the version check and the write
+// are atomic across connections and processes. Keys sort by byte
+// (COLLATE "C"), so List reads one range of the primary key. A new key
+// takes the version [storage.FirstVersion] and each write adds one, so a
+// version never repeats even if the tables are dropped and created again.
+// A write is durable as the server commits it (synchronous_commit).
+//
+// Statements run under the caller's context: when it ends, pgx cancels
+// the statement. A write whose answer is lost, because ctx ended or the
+// connection broke after it was sent, may or may not have been applied:
+// it fails with [ErrOutcomeUnknown], which is also
+// [storage.ErrNotDurable]. Any other failed write was not applied. A
+// server that cannot be reached fails with [ErrUnavailable].
+//
+// # Search
+//
+// A document's text is indexed as a tsvector (English stemming and stop
+// words) with a GIN index. A text query matches the documents that share
+// any of its words (OR, so recall does not need every word), ranked by
+// the words' rarity among the matches, with ts_rank_cd to break ties.
+// Vectors are stored as real[] arrays and re-rank the text query's
+// candidates and the collection's most recent documents (up to 1,000 of
+// each); they are not searched over the whole collection. pgvector is not
+// used.
+//
+// [Store.Purge] rewrites the tables (VACUUM FULL) so that deleted values
+// leave no dead row behind.
+package postgres

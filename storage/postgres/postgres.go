@@ -1,0 +1,505 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/memlayer/memlayer/storage"
+)
+
+// ErrOutcomeUnknown means the connection broke, or ctx ended, after a
+// write was sent and before the server answered: it may or may not have
+// been applied. It always comes with [storage.ErrNotDurable], whose rule
+// holds: never report such a write as applied on the strength of reading
+// it back. A write that fails with any other error was not applied.
+var ErrOutcomeUnknown = errors.New("storage/postgres: outcome of the write unknown")
+
+// ErrUnavailable means the server could not be reached or refused the
+// connection. Nothing was written.
+var ErrUnavailable = errors.New("storage/postgres: server unavailable")
+
+// DefaultPrefix is the table prefix used when [Config.Prefix] is empty.
+const DefaultPrefix = "memlayer_"
+
+// SchemaVersion is the layout of the tables this package writes. A store
+// opened on tables of an earlier layout migrates them; tables of a later
+// layout are refused.
+const SchemaVersion = 2
+
+// Config says which database to use and how. Exactly one of URL and Pool
+// must be set.
+type Config struct {
+	// URL is a postgres:// URL or key=value connection string, as
+	// pgxpool.ParseConfig reads it. The store owns the pool it opens.
+	URL string
+	// Pool is an existing pool of the application's, with its own
+	// tracing and TLS settings. The store does not close it.
+	Pool *pgxpool.Pool
+	// Schema holds the tables: "" is the connection's current schema
+	// (public by default). It is created if missing.
+	Schema string
+	// Prefix starts every table name: DefaultPrefix when empty. It is 1
+	// to 32 bytes of a-z, 0-9 and '_', starting with a letter or '_'.
+	Prefix string
+}
+
+// Store is a [storage.Store] and [storage.Searcher] kept in PostgreSQL
+// tables. It is safe for concurrent use by goroutines and by processes
+// sharing the database. Create it with [Open]; release it with
+// [Store.Close].
+type Store struct {
+	pool    *pgxpool.Pool
+	ownPool bool
+	closed  atomic.Bool
+
+	kv, docs, meta string // quoted, schema-qualified table names
+	schema, prefix string
+}
+
+func validIdent(s string, maxLen int) bool {
+	if s == "" || len(s) > maxLen {
+		return false
+	}
+	for i := range len(s) {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c == '_' || i > 0 && c >= '0' && c <= '9' {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// Open connects to the database, creates the schema and tables when they
+// are missing (or migrates tables of an earlier [SchemaVersion]), and
+// returns the store. Concurrent Opens of the same tables, from any
+// process, are safe: one creates, the others wait for it.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	prefix := cfg.Prefix
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	if !validIdent(prefix, 32) {
+		return nil, fmt.Errorf("storage/postgres: Prefix %q is not 1-32 bytes of a-z, 0-9, '_' starting with a letter or '_'", cfg.Prefix)
+	}
+	if cfg.Schema != "" && !validIdent(cfg.Schema, 63) {
+		return nil, fmt.Errorf("storage/postgres: Schema %q is not 1-63 bytes of a-z, 0-9, '_' starting with a letter or '_'", cfg.Schema)
+	}
+	s := &Store{schema: cfg.Schema, prefix: prefix}
+	switch {
+	case cfg.URL != "" && cfg.Pool != nil:
+		return nil, errors.New("storage/postgres: Config has both URL and Pool")
+	case cfg.Pool != nil:
+		s.pool = cfg.Pool
+	case cfg.URL != "":
+		pc, err := pgxpool.ParseConfig(cfg.URL)
+		if err != nil {
+			return nil, fmt.Errorf("storage/postgres: parse URL: %w", err)
+		}
+		if s.pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
+			return nil, fmt.Errorf("storage/postgres: open: %w", err)
+		}
+		s.ownPool = true
+	default:
+		return nil, errors.New("storage/postgres: Config needs a URL or a Pool")
+	}
+	s.kv, s.docs, s.meta = s.table("kv"), s.table("docs"), s.table("meta")
+	if err := s.init(ctx); err != nil {
+		if s.ownPool {
+			s.pool.Close()
+		}
+		return nil, s.wrap(ctx, "open", "", err, false)
+	}
+	return s, nil
+}
+
+// table returns the quoted name of one of the store's tables.
+func (s *Store) table(name string) string {
+	if s.schema == "" {
+		return pgx.Identifier{s.prefix + name}.Sanitize()
+	}
+	return pgx.Identifier{s.schema, s.prefix + name}.Sanitize()
+}
+
+// Schema returns the schema the tables are in ("" for the current one).
+func (s *Store) Schema() string { return s.schema }
+
+// Prefix returns the prefix of the store's table names.
+func (s *Store) Prefix() string { return s.prefix }
+
+// Pool returns the pool the store uses.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// migrations[i] takes the tables from version i to i+1. Each runs in the
+// transaction that records the new version.
+func (s *Store) migrations() [][]string {
+	return [][]string{
+		{ // 1: the key-value table. Keys sort by byte (COLLATE "C"), so a
+			// prefix is one range of the primary key.
+			`CREATE TABLE IF NOT EXISTS ` + s.kv + ` (
+				key     text COLLATE "C" PRIMARY KEY,
+				value   bytea  NOT NULL,
+				version bigint NOT NULL
+			)`,
+		},
+		{ // 2: the search index.
+			`CREATE TABLE IF NOT EXISTS ` + s.docs + ` (
+				seq        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+				collection text COLLATE "C" NOT NULL,
+				id         text NOT NULL,
+				text       text NOT NULL,
+				fields     jsonb NOT NULL,
+				vec        real[],
+				tsv        tsvector NOT NULL,
+				UNIQUE (collection, id)
+			)`,
+			`CREATE INDEX IF NOT EXISTS ` + pgx.Identifier{s.prefix + "docs_recent"}.Sanitize() + ` ON ` + s.docs + ` (collection, seq)`,
+			`CREATE INDEX IF NOT EXISTS ` + pgx.Identifier{s.prefix + "docs_tsv"}.Sanitize() + ` ON ` + s.docs + ` USING gin (tsv)`,
+		},
+	}
+}
+
+func (s *Store) init(ctx context.Context) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	// One Open at a time creates or migrates these tables.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "memlayer:"+s.schema+"."+s.prefix); err != nil {
+		return err
+	}
+	if s.schema != "" {
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{s.schema}.Sanitize()); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+s.meta+` (name text PRIMARY KEY, value bigint NOT NULL)`); err != nil {
+		return err
+	}
+	var have int64
+	err = tx.QueryRow(ctx, `SELECT value FROM `+s.meta+` WHERE name = 'schema_version'`).Scan(&have)
+	if errors.Is(err, pgx.ErrNoRows) {
+		have = 0
+	} else if err != nil {
+		return err
+	}
+	if have > SchemaVersion {
+		return fmt.Errorf("tables %s are of schema version %d, newer than this package's %d: upgrade memlayer", s.kv, have, SchemaVersion)
+	}
+	for _, m := range s.migrations()[have:] {
+		for _, st := range m {
+			if _, err := tx.Exec(ctx, st); err != nil {
+				return err
+			}
+		}
+	}
+	if have < SchemaVersion {
+		if _, err := tx.Exec(ctx, `INSERT INTO `+s.meta+` (name, value) VALUES ('schema_version', $1)
+			ON CONFLICT (name) DO UPDATE SET value = excluded.value`, SchemaVersion); err != nil {
+			return err
+		}
+	}
+	return tx.Commit(ctx)
+}
+
+// begin checks what every operation checks first.
+func (s *Store) begin(ctx context.Context, op, key string, validate bool) error {
+	if s.closed.Load() {
+		return fmt.Errorf("storage/postgres: %s %s: %w", op, storage.Quote(key), storage.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("storage/postgres: %s %s: %w", op, storage.Quote(key), err)
+	}
+	if validate {
+		if err := storage.ValidateKey(key); err != nil {
+			return fmt.Errorf("storage/postgres: %s: %w", op, err)
+		}
+	}
+	return nil
+}
+
+// Get implements [storage.Store].
+func (s *Store) Get(ctx context.Context, key string) (storage.Item, error) {
+	if err := s.begin(ctx, "get", key, true); err != nil {
+		return storage.Item{}, err
+	}
+	it := storage.Item{Key: key}
+	err := s.pool.QueryRow(ctx, `SELECT value, version FROM `+s.kv+` WHERE key = $1`, key).Scan(&it.Value, &it.Version)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return storage.Item{}, fmt.Errorf("storage/postgres: get %s: %w", storage.Quote(key), storage.ErrNotFound)
+	}
+	if err != nil {
+		return storage.Item{}, s.wrap(ctx, "get", key, err, false)
+	}
+	if it.Value == nil {
+		it.Value = []byte{}
+	}
+	return it, nil
+}
+
+// Put implements [storage.Store]. Each case is one SQL statement, so the
+// version check and the write are atomic across connections and
+// processes. A write whose answer is lost (the connection broke, ctx
+// ended) fails with [ErrOutcomeUnknown].
+func (s *Store) Put(ctx context.Context, key string, value []byte, ifVersion int64) (int64, error) {
+	if err := s.begin(ctx, "put", key, true); err != nil {
+		return 0, err
+	}
+	if value == nil {
+		value = []byte{}
+	}
+	switch {
+	case ifVersion == storage.AnyVersion:
+		var v int64
+		err := s.pool.QueryRow(ctx, `INSERT INTO `+s.kv+` AS t (key, value, version) VALUES ($1, $2, $3)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value, version = t.version + 1 RETURNING version`,
+			key, value, storage.FirstVersion()).Scan(&v)
+		if err != nil {
+			return 0, s.wrap(ctx, "put", key, err, true)
+		}
+		return v, nil
+	case ifVersion == storage.NoVersion:
+		first := storage.FirstVersion()
+		tag, err := s.pool.Exec(ctx, `INSERT INTO `+s.kv+` (key, value, version) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING`,
+			key, value, first)
+		if err != nil {
+			return 0, s.wrap(ctx, "put", key, err, true)
+		}
+		if tag.RowsAffected() == 0 {
+			return 0, fmt.Errorf("storage/postgres: put %s: key exists: %w", storage.Quote(key), storage.ErrConflict)
+		}
+		return first, nil
+	case ifVersion > 0:
+		tag, err := s.pool.Exec(ctx, `UPDATE `+s.kv+` SET value = $1, version = version + 1 WHERE key = $2 AND version = $3`,
+			value, key, ifVersion)
+		if err != nil {
+			return 0, s.wrap(ctx, "put", key, err, true)
+		}
+		if tag.RowsAffected() == 0 {
+			return 0, fmt.Errorf("storage/postgres: put %s: version %d is not current: %w", storage.Quote(key), ifVersion, storage.ErrConflict)
+		}
+		return ifVersion + 1, nil
+	}
+	return 0, fmt.Errorf("storage/postgres: put %s: invalid version %d: %w", storage.Quote(key), ifVersion, storage.ErrConflict)
+}
+
+// Delete implements [storage.Store]. A conditional delete is one
+// statement that also reports the version it found.
+func (s *Store) Delete(ctx context.Context, key string, ifVersion int64) error {
+	if err := s.begin(ctx, "delete", key, true); err != nil {
+		return err
+	}
+	if ifVersion == storage.AnyVersion {
+		if _, err := s.pool.Exec(ctx, `DELETE FROM `+s.kv+` WHERE key = $1`, key); err != nil {
+			return s.wrap(ctx, "delete", key, err, true)
+		}
+		return nil
+	}
+	// The deleted row if the version matched, else the current version.
+	var deleted bool
+	var cur int64
+	err := s.pool.QueryRow(ctx, `WITH d AS (DELETE FROM `+s.kv+` WHERE key = $1 AND version = $2 RETURNING version)
+		SELECT true, version FROM d
+		UNION ALL SELECT false, version FROM `+s.kv+` WHERE key = $1 AND NOT EXISTS (SELECT 1 FROM d)`,
+		key, ifVersion).Scan(&deleted, &cur)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("storage/postgres: delete %s: %w", storage.Quote(key), storage.ErrNotFound)
+	case err != nil:
+		return s.wrap(ctx, "delete", key, err, true)
+	case deleted:
+		return nil
+	}
+	return fmt.Errorf("storage/postgres: delete %s: have version %d, want %d: %w", storage.Quote(key), cur, ifVersion, storage.ErrConflict)
+}
+
+// List implements [storage.Store]. It is one SELECT over the range of the
+// primary key that holds the keys with prefix (keys sort by byte), so no
+// character of prefix means anything special and no other key is read.
+func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
+	if err := s.begin(ctx, "list", prefix, false); err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0)
+	if strings.IndexByte(prefix, 0) >= 0 {
+		return keys, nil // no key holds a NUL
+	}
+	// A prefix cut inside a UTF-8 sequence is searched from its valid
+	// part and filtered below.
+	from, ok := validPart(prefix)
+	if !ok {
+		return keys, nil // no valid UTF-8 key starts with prefix
+	}
+	var rows pgx.Rows
+	var err error
+	if to, ok := successor(from); ok {
+		rows, err = s.pool.Query(ctx, `SELECT key FROM `+s.kv+` WHERE key >= $1 AND key < $2 ORDER BY key`, from, to)
+	} else {
+		rows, err = s.pool.Query(ctx, `SELECT key FROM `+s.kv+` WHERE key >= $1 ORDER BY key`, from)
+	}
+	if err != nil {
+		return nil, s.wrap(ctx, "list", prefix, err, false)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, s.wrap(ctx, "list", prefix, err, false)
+		}
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap(ctx, "list", prefix, err, false)
+	}
+	return keys, nil
+}
+
+// validPart returns p without a final UTF-8 sequence it cuts short, and
+// whether any valid UTF-8 string can start with p.
+func validPart(p string) (string, bool) {
+	if utf8.ValidString(p) {
+		return p, true
+	}
+	for cut := len(p) - 1; cut >= 0 && len(p)-cut < utf8.UTFMax; cut-- {
+		if !utf8.RuneStart(p[cut]) {
+			continue
+		}
+		// p[cut:] must be the start of one sequence: p[cut:]+"\u0080"'s
+		// continuation bytes complete it for some rune when it is.
+		for _, tail := range []string{"\x80", "\x80\x80", "\x80\x80\x80", "\xbf", "\xbf\xbf", "\xbf\xbf\xbf"} {
+			if utf8.ValidString(p[cut:]+tail) && utf8.ValidString(p[:cut]) {
+				return p[:cut], true
+			}
+		}
+		return "", false
+	}
+	return "", false
+}
+
+// successor returns the least valid UTF-8 string greater than every
+// string starting with p, and false when there is none (p empty or all
+// U+10FFFF).
+func successor(p string) (string, bool) {
+	r := []rune(p)
+	for len(r) > 0 {
+		last := r[len(r)-1] + 1
+		if last == 0xD800 {
+			last = 0xE000
+		}
+		if last <= utf8.MaxRune {
+			r[len(r)-1] = last
+			return string(r), true
+		}
+		r = r[:len(r)-1]
+	}
+	return "", false
+}
+
+// Purge removes deleted bytes from the tables: VACUUM FULL rewrites them,
+// and their indexes, from their live rows, so that no deleted value or
+// document stays in a dead row version or a free page. It locks the
+// tables while it runs, in time proportional to their size. Write-ahead
+// log segments and backups still hold old values until the server
+// recycles them.
+func (s *Store) Purge(ctx context.Context) error {
+	if err := s.begin(ctx, "purge", "", false); err != nil {
+		return err
+	}
+	for _, t := range []string{s.kv, s.docs} {
+		if _, err := s.pool.Exec(ctx, `VACUUM (FULL) `+t); err != nil {
+			return s.wrap(ctx, "purge", "", err, false)
+		}
+	}
+	return nil
+}
+
+// Close closes the pool the store opened (not one passed as
+// [Config.Pool]). Operations after Close fail with [storage.ErrClosed]; a
+// second Close does nothing.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	if s.ownPool {
+		s.pool.Close()
+	}
+	return nil
+}
+
+// wrap names the operation and adds the sentinels that say what happened:
+// ctx's error when ctx ended, [ErrUnavailable] when no connection could
+// be had, and for a write whose answer was lost, [ErrOutcomeUnknown] and
+// [storage.ErrNotDurable].
+func (s *Store) wrap(ctx context.Context, op, key string, err error, write bool) error {
+	where := op
+	if key != "" {
+		where += " " + storage.Quote(key)
+	}
+	var sentinels []any
+	if s.closed.Load() {
+		sentinels = append(sentinels, storage.ErrClosed)
+	}
+	var pgErr *pgconn.PgError
+	isPg := errors.As(err, &pgErr)
+	switch {
+	case isConnectError(err) || pgconn.SafeToRetry(err):
+		// No connection: nothing was sent.
+		sentinels = append(sentinels, ErrUnavailable)
+	case isPg && !serverGone(pgErr):
+		// The server answered with an error: the statement was rolled
+		// back.
+	case isPg:
+		// The backend is going away (shut down, crashed, connection
+		// failure): an autocommit write may have committed before it
+		// went.
+		sentinels = append(sentinels, ErrUnavailable)
+		if write {
+			sentinels = append(sentinels, ErrOutcomeUnknown, storage.ErrNotDurable)
+		}
+	case write:
+		sentinels = append(sentinels, ErrOutcomeUnknown, storage.ErrNotDurable)
+	}
+	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		sentinels = append(sentinels, ctx.Err())
+	}
+	prefix := ""
+	if len(sentinels) == 0 || sentinels[0] == storage.ErrClosed || sentinels[0] == ctx.Err() {
+		prefix = "storage/postgres: "
+	}
+	return fmt.Errorf(prefix+strings.Repeat("%w: ", len(sentinels))+"%s: %w", append(sentinels, where, err)...)
+}
+
+// serverGone reports whether e says the backend is going away rather than
+// that the statement failed: a FATAL or PANIC, a connection exception
+// (class 08), an operator intervention other than a canceled statement
+// (class 57), or an internal error (class XX).
+func serverGone(e *pgconn.PgError) bool {
+	return e.Severity == "FATAL" || e.Severity == "PANIC" || strings.HasPrefix(e.Code, "08") ||
+		strings.HasPrefix(e.Code, "57") && e.Code != "57014" || strings.HasPrefix(e.Code, "XX")
+}
+
+// isConnectError reports whether err came from acquiring or opening a
+// connection, before anything was sent.
+func isConnectError(err error) bool {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true
+	}
+	var ne *net.OpError
+	return errors.As(err, &ne) && ne.Op == "dial"
+}
+
+// Interface guards.
+var _ storage.Store = (*Store)(nil)
