@@ -134,7 +134,7 @@ func BenchmarkBackends(b *testing.B) {
 			reportQuantiles(b, ds)
 		})
 		b.Run(be.name+"/step", func(b *testing.B) {
-			wm, err := workingmemory.New(workingmemory.Config{Scope: layer.ScopeResource})
+			wm, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 			if err != nil {
 				b.Fatal(err)
 			}
