@@ -36,10 +36,13 @@ const (
 	DefaultHalfLife = 16
 	// DefaultSnapshotResultBytes is how much of each result a snapshot
 	// carries.
-	DefaultSnapshotResultBytes = 256
+	DefaultSnapshotResultBytes = 128
 	// DefaultSnapshotDigests is how many of the newest digests a snapshot
 	// carries.
-	DefaultSnapshotDigests = 64
+	DefaultSnapshotDigests = 8
+	// DefaultSnapshotEpisodes is how many of the newest raw episodes a
+	// snapshot carries.
+	DefaultSnapshotEpisodes = 8
 	// DefaultReadPageBytes is the largest page the read tool returns
 	// (12 KiB): below agentloop's history cap with room for the note.
 	DefaultReadPageBytes = 12 << 10
@@ -94,13 +97,15 @@ type Config struct {
 	// (steps) older than the newest has recency 0.5^(n/HalfLife). Zero
 	// means DefaultHalfLife.
 	HalfLife int
-	// SnapshotResultBytes caps each result in a snapshot, and
-	// SnapshotDigests the digests it carries (the newest): agentloop puts
-	// the snapshot in the thread's checkpoint at every step, while the
-	// log itself is in the store. Zero means DefaultSnapshotResultBytes,
-	// DefaultSnapshotDigests.
+	// SnapshotResultBytes caps each result in a snapshot, SnapshotDigests
+	// the digests it carries and SnapshotEpisodes the raw episodes (the
+	// newest of each): agentloop puts the snapshot in the thread's
+	// checkpoint at every step, while the log itself is in the store.
+	// Zero means DefaultSnapshotResultBytes, DefaultSnapshotDigests,
+	// DefaultSnapshotEpisodes.
 	SnapshotResultBytes int
 	SnapshotDigests     int
+	SnapshotEpisodes    int
 	// ReadPageBytes is the largest page of a result the read tool
 	// returns at once. Zero means DefaultReadPageBytes.
 	ReadPageBytes int
@@ -122,7 +127,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("%w: Scope global: an episode log belongs to a thread or a resource", ErrInvalidConfig)
 	}
 	for name, v := range map[string]int{"MaxRecall": cfg.MaxRecall, "CompactAfter": cfg.CompactAfter, "CompactTokens": cfg.CompactTokens,
-		"MaxDigests": cfg.MaxDigests, "HalfLife": cfg.HalfLife, "SnapshotResultBytes": cfg.SnapshotResultBytes, "ReadPageBytes": cfg.ReadPageBytes, "SnapshotDigests": cfg.SnapshotDigests, "MaxRetries": cfg.MaxRetries} {
+		"MaxDigests": cfg.MaxDigests, "HalfLife": cfg.HalfLife, "SnapshotResultBytes": cfg.SnapshotResultBytes, "ReadPageBytes": cfg.ReadPageBytes, "SnapshotDigests": cfg.SnapshotDigests, "SnapshotEpisodes": cfg.SnapshotEpisodes, "MaxRetries": cfg.MaxRetries} {
 		if v < 0 {
 			return cfg, fmt.Errorf("%w: %s %d < 0", ErrInvalidConfig, name, v)
 		}
@@ -137,6 +142,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	cfg.SnapshotResultBytes = cmp.Or(cfg.SnapshotResultBytes, DefaultSnapshotResultBytes)
 	cfg.ReadPageBytes = cmp.Or(cfg.ReadPageBytes, DefaultReadPageBytes)
 	cfg.SnapshotDigests = cmp.Or(cfg.SnapshotDigests, DefaultSnapshotDigests)
+	cfg.SnapshotEpisodes = cmp.Or(cfg.SnapshotEpisodes, DefaultSnapshotEpisodes)
 	cfg.MaxRetries = cmp.Or(cfg.MaxRetries, DefaultMaxRetries)
 	if cfg.Now == nil {
 		cfg.Now = time.Now

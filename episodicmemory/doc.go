@@ -99,7 +99,7 @@
 // # Snapshots, spawn and failures
 //
 // Snapshot returns a bounded summary of the run's view as versioned JSON
-// (the newest 64 digests and the raw episodes, results cut at 256 bytes:
+// (the newest 8 digests and 8 raw episodes, results cut at 128 bytes:
 // agentloop checkpoints it at every step, and the log itself is in the
 // store); Restore replaces the log with one, and is a no-op for a
 // snapshot equal to the current one. A child agent of

@@ -567,9 +567,9 @@ func (l *Layer) callRead(ctx context.Context, args json.RawMessage) (string, err
 }
 
 // Snapshot returns the layer's view as versioned JSON: the newest
-// Config.SnapshotDigests digests and the raw episodes not yet folded,
-// oldest first, each result cut at Config.SnapshotResultBytes (Size then
-// holds its full length). It is a bounded summary for checkpoints: the
+// Config.SnapshotDigests digests and the newest Config.SnapshotEpisodes
+// raw episodes not yet folded, oldest first, each result cut at
+// Config.SnapshotResultBytes (Size then holds its full length). It is a bounded summary for checkpoints: the
 // full log stays in the store.
 func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
 	l.mu.Lock()
@@ -582,7 +582,8 @@ func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
 
 func (l *Layer) snapshotLocked() []byte {
 	digests := l.digests[max(len(l.digests)-l.cfg.SnapshotDigests, 0):]
-	s := snapshot{Digests: make([]Digest, len(digests)), Episodes: slices.Concat(l.recent, l.pending)}
+	raw := slices.Concat(l.recent, l.pending)
+	s := snapshot{Digests: make([]Digest, len(digests)), Episodes: raw[max(len(raw)-l.cfg.SnapshotEpisodes, 0):]}
 	s.Version = versionOf(s.Episodes)
 	for i, d := range digests {
 		d.Seq = 0
