@@ -62,7 +62,6 @@ type archive struct {
 	index    storage.Searcher
 	col      string
 	head     string
-	prefix   string // LayerKey of the records' names, without the entity part
 	layerID  string
 	scope    string
 	capacity int

@@ -178,18 +178,6 @@ func (f *Fact) validate() error {
 	return nil
 }
 
-// idNumber returns n for an ID "f<n>", or -1.
-func idNumber(id string) int64 {
-	if len(id) < 2 || id[0] != 'f' {
-		return -1
-	}
-	n, err := strconv.ParseInt(id[1:], 10, 64)
-	if err != nil || n < 0 {
-		return -1
-	}
-	return n
-}
-
 // head is the stored head of the log: records [Base, Next) are the
 // layer's state.
 type head struct {
