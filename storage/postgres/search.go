@@ -1,11 +1,9 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -158,13 +156,6 @@ func (s *Store) Search(ctx context.Context, collection string, q storage.Query) 
 	return hits, nil
 }
 
-// row is one document read for a query.
-type row struct {
-	hit    storage.Hit
-	seq    int64
-	vector []float32
-}
-
 func (s *Store) search(ctx context.Context, collection string, q storage.Query, k int) ([]storage.Hit, error) {
 	terms := queryTerms(q.Text)
 	if len(q.Vector) == 0 {
@@ -173,12 +164,12 @@ func (s *Store) search(ctx context.Context, collection string, q storage.Query, 
 				return nil, nil // only stop words: nothing to match
 			}
 			rows, err := s.recent(ctx, collection, q.Filter, k, q.Oldest)
-			return hitsOf(rows, k), err
+			return storage.TopHits(rows, k), err
 		}
 		rows, err := s.text(ctx, collection, terms, q.Filter, k)
-		return hitsOf(rows, k), err
+		return storage.TopHits(rows, k), err
 	}
-	var text []row
+	var text []storage.Ranked
 	if len(terms) > 0 {
 		var err error
 		if text, err = s.text(ctx, collection, terms, q.Filter, denseWindow); err != nil {
@@ -189,11 +180,11 @@ func (s *Store) search(ctx context.Context, collection string, q storage.Query, 
 	if err != nil {
 		return nil, err
 	}
-	dense := rankByVector(q.Vector, text, recent)
+	dense := storage.RankByVector(q.Vector, text, recent)
 	if len(terms) == 0 {
-		return hitsOf(dense, k), nil
+		return storage.TopHits(dense, k), nil
 	}
-	return hitsOf(fuse(text, dense), k), nil
+	return storage.TopHits(storage.Fuse(text, dense), k), nil
 }
 
 // filterArg returns a filter as a JSON object for jsonb containment (@>):
@@ -205,7 +196,7 @@ func filterArg(filter map[string]string) map[string]string {
 	return filter
 }
 
-func (s *Store) text(ctx context.Context, collection string, terms []string, filter map[string]string, limit int) ([]row, error) {
+func (s *Store) text(ctx context.Context, collection string, terms []string, filter map[string]string, limit int) ([]storage.Ranked, error) {
 	all := strings.Join(terms, " | ")
 	query := `WITH m AS MATERIALIZED (
 			SELECT seq, tsv FROM ` + s.docs + `
@@ -222,7 +213,7 @@ func (s *Store) text(ctx context.Context, collection string, terms []string, fil
 	return s.rows(ctx, query, collection, all, terms, filterArg(filter), limit)
 }
 
-func (s *Store) recent(ctx context.Context, collection string, filter map[string]string, limit int, oldest bool) ([]row, error) {
+func (s *Store) recent(ctx context.Context, collection string, filter map[string]string, limit int, oldest bool) ([]storage.Ranked, error) {
 	order := "DESC"
 	if oldest {
 		order = "ASC"
@@ -232,22 +223,22 @@ func (s *Store) recent(ctx context.Context, collection string, filter map[string
 	return s.rows(ctx, query, collection, filterArg(filter), limit)
 }
 
-func (s *Store) rows(ctx context.Context, query string, args ...any) ([]row, error) {
+func (s *Store) rows(ctx context.Context, query string, args ...any) ([]storage.Ranked, error) {
 	rs, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rs.Close()
-	var out []row
+	var out []storage.Ranked
 	for rs.Next() {
-		var r row
+		var r storage.Ranked
 		var fields []byte
-		if err := rs.Scan(&r.hit.ID, &r.hit.Text, &fields, &r.vector, &r.seq, &r.hit.Score); err != nil {
+		if err := rs.Scan(&r.ID, &r.Text, &fields, &r.Vector, &r.Seq, &r.Score); err != nil {
 			return nil, err
 		}
 		if string(fields) != "{}" {
-			if err := json.Unmarshal(fields, &r.hit.Fields); err != nil {
-				return nil, fmt.Errorf("document %s: fields: %w", storage.Quote(r.hit.ID), err)
+			if err := json.Unmarshal(fields, &r.Fields); err != nil {
+				return nil, fmt.Errorf("document %s: fields: %w", storage.Quote(r.ID), err)
 			}
 		}
 		out = append(out, r)
@@ -273,66 +264,6 @@ func queryTerms(text string) []string {
 		out = append(out, `'`+strings.ReplaceAll(t, `'`, `''`)+`'`)
 	}
 	return out
-}
-
-// rankByVector ranks the distinct documents of the candidate lists that
-// have a vector of v's length by cosine similarity to v.
-func rankByVector(v []float32, lists ...[]row) []row {
-	seen := map[int64]bool{}
-	var out []row
-	for _, l := range lists {
-		for _, r := range l {
-			if seen[r.seq] || len(r.vector) != len(v) {
-				continue
-			}
-			seen[r.seq] = true
-			r.hit.Score = storage.Cosine(r.vector, v)
-			out = append(out, r)
-		}
-	}
-	sortRows(out)
-	return out
-}
-
-// fuse merges rankings by reciprocal rank fusion.
-func fuse(rankings ...[]row) []row {
-	at := map[int64]int{}
-	var out []row
-	for _, rk := range rankings {
-		for i, r := range rk {
-			j, ok := at[r.seq]
-			if !ok {
-				j = len(out)
-				at[r.seq] = j
-				r.hit.Score = 0
-				out = append(out, r)
-			}
-			out[j].hit.Score += 1 / float64(storage.RRFK+i+1)
-		}
-	}
-	sortRows(out)
-	return out
-}
-
-// sortRows orders by score, then newest first.
-func sortRows(rs []row) {
-	slices.SortStableFunc(rs, func(a, b row) int {
-		if c := cmp.Compare(b.hit.Score, a.hit.Score); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.seq, a.seq)
-	})
-}
-
-func hitsOf(rows []row, k int) []storage.Hit {
-	if len(rows) == 0 {
-		return nil
-	}
-	hits := make([]storage.Hit, min(k, len(rows)))
-	for i := range hits {
-		hits[i] = rows[i].hit
-	}
-	return hits
 }
 
 var _ storage.Searcher = (*Store)(nil)

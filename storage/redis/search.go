@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -260,15 +259,6 @@ func (s *Store) Drop(ctx context.Context, collection string) error {
 	return nil
 }
 
-// cand is a document a query considers.
-type cand struct {
-	id     string
-	seq    int64
-	score  float64
-	hit    storage.Hit
-	vector []float32
-}
-
 // Search implements [storage.Searcher]. See the package documentation
 // for what a query reads.
 func (s *Store) Search(ctx context.Context, collection string, q storage.Query) ([]storage.Hit, error) {
@@ -284,15 +274,10 @@ func (s *Store) Search(ctx context.Context, collection string, q storage.Query) 
 	if err != nil {
 		return nil, s.wrap(ctx, "search", collection, err)
 	}
-	hits := make([]storage.Hit, 0, min(k, len(out)))
-	for _, c := range out[:min(k, len(out))] {
-		c.hit.Score = c.score
-		hits = append(hits, c.hit)
-	}
-	return hits, nil
+	return storage.TopHits(out, k), nil
 }
 
-func (s *Store) search(ctx context.Context, p string, q storage.Query, k int) ([]cand, error) {
+func (s *Store) search(ctx context.Context, p string, q storage.Query, k int) ([]storage.Ranked, error) {
 	terms := queryTerms(q.Text)
 	hasText := strings.TrimSpace(q.Text) != ""
 	if len(q.Vector) == 0 {
@@ -304,7 +289,7 @@ func (s *Store) search(ctx context.Context, p string, q storage.Query, k int) ([
 		}
 		return s.text(ctx, p, terms, q.Filter, k)
 	}
-	var text []cand
+	var text []storage.Ranked
 	if len(terms) > 0 {
 		var err error
 		if text, err = s.text(ctx, p, terms, q.Filter, denseWindow); err != nil {
@@ -315,11 +300,11 @@ func (s *Store) search(ctx context.Context, p string, q storage.Query, k int) ([
 	if err != nil {
 		return nil, err
 	}
-	dense := byVector(q.Vector, text, recent)
+	dense := storage.RankByVector(q.Vector, text, recent)
 	if len(terms) == 0 {
 		return dense, nil
 	}
-	return fuse(text, dense), nil
+	return storage.Fuse(text, dense), nil
 }
 
 // queryTerms returns the distinct terms of a query, at most
@@ -339,7 +324,7 @@ func queryTerms(text string) []string {
 
 // text ranks the documents holding a query term by BM25, computed here
 // from the terms' postings, and returns the best limit that pass filter.
-func (s *Store) text(ctx context.Context, p string, terms []string, filter map[string]string, limit int) ([]cand, error) {
+func (s *Store) text(ctx context.Context, p string, terms []string, filter map[string]string, limit int) ([]storage.Ranked, error) {
 	var n *goredis.IntCmd
 	var total *goredis.StringCmd
 	posts := make([]*goredis.MapStringStringCmd, len(terms))
@@ -364,7 +349,7 @@ func (s *Store) text(ctx context.Context, p string, terms []string, filter map[s
 		avg = 1
 	}
 	at := map[string]int{}
-	var cands []cand
+	var cands []storage.Ranked
 	for _, pc := range posts {
 		post := pc.Val()
 		if len(post) == 0 {
@@ -384,33 +369,33 @@ func (s *Store) text(ctx context.Context, p string, terms []string, filter map[s
 			if !ok {
 				j = len(cands)
 				at[id] = j
-				cands = append(cands, cand{id: id, seq: seq})
+				cands = append(cands, storage.Ranked{Hit: storage.Hit{ID: id}, Seq: seq})
 			}
-			cands[j].score += idf * tf * (lexical.K1 + 1) / (tf + lexical.K1*(1-lexical.B+lexical.B*dl/avg))
+			cands[j].Score += idf * tf * (lexical.K1 + 1) / (tf + lexical.K1*(1-lexical.B+lexical.B*dl/avg))
 		}
 	}
-	sortCands(cands)
+	storage.SortRanked(cands)
 	return s.fill(ctx, p, cands, filter, limit)
 }
 
 // recent returns the limit most recently indexed documents that pass
 // filter (the least recent with oldest), reading the recency set a page
 // at a time.
-func (s *Store) recent(ctx context.Context, p string, filter map[string]string, limit int, oldest bool) ([]cand, error) {
+func (s *Store) recent(ctx context.Context, p string, filter map[string]string, limit int, oldest bool) ([]storage.Ranked, error) {
 	page := int64(limit)
 	if len(filter) > 0 {
 		page = max(page, fetchChunk)
 	}
-	var out []cand
+	var out []storage.Ranked
 	for start := int64(0); len(out) < limit; start += page {
 		r := goredis.ZRangeArgs{Key: p + "r", Start: start, Stop: start + page - 1, Rev: !oldest}
 		zs, err := s.client.ZRangeArgsWithScores(ctx, r).Result()
 		if err != nil {
 			return nil, err
 		}
-		cands := make([]cand, len(zs))
+		cands := make([]storage.Ranked, len(zs))
 		for i, z := range zs {
-			cands[i] = cand{id: z.Member.(string), seq: int64(z.Score)}
+			cands[i] = storage.Ranked{Hit: storage.Hit{ID: z.Member.(string)}, Seq: int64(z.Score)}
 		}
 		got, err := s.fill(ctx, p, cands, filter, limit-len(out))
 		if err != nil {
@@ -426,8 +411,8 @@ func (s *Store) recent(ctx context.Context, p string, filter map[string]string, 
 
 // fill reads the documents of cands in order, a chunk at a time, and
 // returns the first limit that exist and pass filter.
-func (s *Store) fill(ctx context.Context, p string, cands []cand, filter map[string]string, limit int) ([]cand, error) {
-	var out []cand
+func (s *Store) fill(ctx context.Context, p string, cands []storage.Ranked, filter map[string]string, limit int) ([]storage.Ranked, error) {
+	var out []storage.Ranked
 	for len(cands) > 0 && len(out) < limit {
 		chunk := cands[:min(len(cands), max(limit-len(out), 16), fetchChunk)]
 		if len(filter) > 0 {
@@ -436,7 +421,7 @@ func (s *Store) fill(ctx context.Context, p string, cands []cand, filter map[str
 		cands = cands[len(chunk):]
 		ids := make([]string, len(chunk))
 		for i, c := range chunk {
-			ids[i] = c.id
+			ids[i] = c.ID
 		}
 		vals, err := s.client.HMGet(ctx, p+"d", ids...).Result()
 		if err != nil {
@@ -455,8 +440,8 @@ func (s *Store) fill(ctx context.Context, p string, cands []cand, filter map[str
 				continue
 			}
 			c := chunk[i]
-			c.hit = storage.Hit{ID: c.id, Text: b.Text, Fields: b.Fields}
-			c.vector = b.Vector
+			c.Text, c.Fields = b.Text, b.Fields
+			c.Vector = b.Vector
 			out = append(out, c)
 			if len(out) == limit {
 				break
@@ -464,55 +449,6 @@ func (s *Store) fill(ctx context.Context, p string, cands []cand, filter map[str
 		}
 	}
 	return out, nil
-}
-
-// byVector ranks the distinct documents of the candidate lists that have
-// a vector of v's length by cosine similarity to v.
-func byVector(v []float32, lists ...[]cand) []cand {
-	seen := map[string]bool{}
-	var out []cand
-	for _, l := range lists {
-		for _, c := range l {
-			if seen[c.id] || len(c.vector) != len(v) {
-				continue
-			}
-			seen[c.id] = true
-			c.score = storage.Cosine(c.vector, v)
-			out = append(out, c)
-		}
-	}
-	sortCands(out)
-	return out
-}
-
-// fuse merges rankings by reciprocal rank fusion.
-func fuse(rankings ...[]cand) []cand {
-	at := map[string]int{}
-	var out []cand
-	for _, rk := range rankings {
-		for i, c := range rk {
-			j, ok := at[c.id]
-			if !ok {
-				j = len(out)
-				at[c.id] = j
-				c.score = 0
-				out = append(out, c)
-			}
-			out[j].score += 1 / float64(storage.RRFK+i+1)
-		}
-	}
-	sortCands(out)
-	return out
-}
-
-// sortCands orders by score, then newest first.
-func sortCands(cs []cand) {
-	slices.SortFunc(cs, func(a, b cand) int {
-		if c := cmp.Compare(b.score, a.score); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.seq, a.seq)
-	})
 }
 
 var _ storage.Searcher = (*Store)(nil)

@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/binary"
@@ -217,13 +216,6 @@ func (s *Store) Search(ctx context.Context, collection string, q storage.Query) 
 	return hits, nil
 }
 
-// row is one document read for a query.
-type row struct {
-	hit    storage.Hit
-	seq    int64
-	vector []float32
-}
-
 func (s *Store) search(ctx context.Context, collection string, q storage.Query, k int) ([]storage.Hit, error) {
 	if s.noIndex {
 		return nil, nil
@@ -235,12 +227,12 @@ func (s *Store) search(ctx context.Context, collection string, q storage.Query, 
 				return nil, nil // only stop words: nothing to match
 			}
 			rows, err := s.recent(ctx, collection, q.Filter, k, q.Oldest)
-			return hitsOf(rows, k), err
+			return storage.TopHits(rows, k), err
 		}
 		rows, err := s.text(ctx, collection, match, q.Filter, k)
-		return hitsOf(rows, k), err
+		return storage.TopHits(rows, k), err
 	}
-	var text []row
+	var text []storage.Ranked
 	if match != "" {
 		var err error
 		if text, err = s.text(ctx, collection, match, q.Filter, denseWindow); err != nil {
@@ -251,11 +243,11 @@ func (s *Store) search(ctx context.Context, collection string, q storage.Query, 
 	if err != nil {
 		return nil, err
 	}
-	dense := rankByVector(q.Vector, text, recent)
+	dense := storage.RankByVector(q.Vector, text, recent)
 	if match == "" {
-		return hitsOf(dense, k), nil
+		return storage.TopHits(dense, k), nil
 	}
-	return hitsOf(fuse(text, dense), k), nil
+	return storage.TopHits(storage.Fuse(text, dense), k), nil
 }
 
 // filterSQL returns the WHERE conditions and arguments of a filter, in a
@@ -270,7 +262,7 @@ func filterSQL(filter map[string]string) (string, []any) {
 	return b.String(), args
 }
 
-func (s *Store) text(ctx context.Context, collection, match string, filter map[string]string, limit int) ([]row, error) {
+func (s *Store) text(ctx context.Context, collection, match string, filter map[string]string, limit int) ([]storage.Ranked, error) {
 	cond, fargs := filterSQL(filter)
 	query := `SELECT d.id, d.text, d.fields, d.vector, d.rowid, -bm25(` + ftsTable + `)
 		FROM ` + ftsTable + ` JOIN ` + docsTable + ` d ON d.rowid = ` + ftsTable + `.rowid
@@ -284,7 +276,7 @@ func (s *Store) text(ctx context.Context, collection, match string, filter map[s
 // first. With a filter it walks the index of the first field's value,
 // so it reads about as many rows as it returns when the field is
 // selective; the other fields are checked on the way.
-func (s *Store) recent(ctx context.Context, collection string, filter map[string]string, limit int, oldest bool) ([]row, error) {
+func (s *Store) recent(ctx context.Context, collection string, filter map[string]string, limit int, oldest bool) ([]storage.Ranked, error) {
 	order := "DESC"
 	if oldest {
 		order = "ASC"
@@ -305,92 +297,32 @@ func (s *Store) recent(ctx context.Context, collection string, filter map[string
 	return s.rows(ctx, query, args)
 }
 
-func (s *Store) rows(ctx context.Context, query string, args []any) ([]row, error) {
+func (s *Store) rows(ctx context.Context, query string, args []any) ([]storage.Ranked, error) {
 	rs, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rs.Close()
-	var out []row
+	var out []storage.Ranked
 	for rs.Next() {
-		var r row
+		var r storage.Ranked
 		var fields string
 		var vec []byte
-		if err := rs.Scan(&r.hit.ID, &r.hit.Text, &fields, &vec, &r.seq, &r.hit.Score); err != nil {
+		if err := rs.Scan(&r.ID, &r.Text, &fields, &vec, &r.Seq, &r.Score); err != nil {
 			return nil, err
 		}
 		if fields != "{}" {
-			if err := json.Unmarshal([]byte(fields), &r.hit.Fields); err != nil {
-				return nil, fmt.Errorf("document %s: fields: %w", storage.Quote(r.hit.ID), err)
+			if err := json.Unmarshal([]byte(fields), &r.Fields); err != nil {
+				return nil, fmt.Errorf("document %s: fields: %w", storage.Quote(r.ID), err)
 			}
 		}
-		r.vector = decodeVector(vec)
+		r.Vector = decodeVector(vec)
 		out = append(out, r)
 	}
 	if err := rs.Err(); err != nil {
 		return nil, err
 	}
 	return out, rs.Close()
-}
-
-// rankByVector ranks the distinct documents of the candidate lists that
-// have a vector of v's length by cosine similarity to v.
-func rankByVector(v []float32, lists ...[]row) []row {
-	seen := map[int64]bool{}
-	var out []row
-	for _, l := range lists {
-		for _, r := range l {
-			if seen[r.seq] || len(r.vector) != len(v) {
-				continue
-			}
-			seen[r.seq] = true
-			r.hit.Score = storage.Cosine(r.vector, v)
-			out = append(out, r)
-		}
-	}
-	sortRows(out)
-	return out
-}
-
-// fuse merges rankings by reciprocal rank fusion.
-func fuse(rankings ...[]row) []row {
-	at := map[int64]int{}
-	var out []row
-	for _, rk := range rankings {
-		for i, r := range rk {
-			j, ok := at[r.seq]
-			if !ok {
-				j = len(out)
-				at[r.seq] = j
-				r.hit.Score = 0
-				out = append(out, r)
-			}
-			out[j].hit.Score += 1 / float64(storage.RRFK+i+1)
-		}
-	}
-	sortRows(out)
-	return out
-}
-
-// sortRows orders by score, then newest first.
-func sortRows(rs []row) {
-	slices.SortStableFunc(rs, func(a, b row) int {
-		if c := cmp.Compare(b.hit.Score, a.hit.Score); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.seq, a.seq)
-	})
-}
-
-func hitsOf(rows []row, k int) []storage.Hit {
-	if len(rows) == 0 {
-		return nil
-	}
-	hits := make([]storage.Hit, min(k, len(rows)))
-	for i := range hits {
-		hits[i] = rows[i].hit
-	}
-	return hits
 }
 
 // matchExpr turns a query's text into an FTS5 expression: its distinct
