@@ -457,6 +457,12 @@ func (s *Store) wrap(ctx context.Context, op, key string, err error, write bool)
 	case isConnectError(err) || pgconn.SafeToRetry(err):
 		// No connection: nothing was sent.
 		sentinels = append(sentinels, ErrUnavailable)
+	case isPg && pgErr.Code == "57014" && write:
+		// query_canceled: ctx ended and the driver asked the server to
+		// cancel. The server may act on the request after the statement
+		// committed and still report it canceled, so the outcome is not
+		// known.
+		sentinels = append(sentinels, ErrOutcomeUnknown, storage.ErrNotDurable)
 	case isPg && !serverGone(pgErr):
 		// The server answered with an error: the statement was rolled
 		// back.
