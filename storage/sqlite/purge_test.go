@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/storage/sqlite"
@@ -134,5 +135,64 @@ func TestMemory81_PurgeLeavesNoBytesAfterRebalancing(t *testing.T) {
 		if i := bytes.Index(data, []byte("ERASEDMARK")); i >= 0 {
 			t.Errorf("%s holds a deleted value at byte %d of %d", filepath.Base(f), i, len(data))
 		}
+	}
+}
+
+// TestPurgeWaitsForReader: a reader of another connection that holds a
+// snapshot while Purge runs delays the checkpoint, as readers of other
+// users' agents do while one user is erased (CI saw TestEraseOverlappingUsers
+// fail at once); Purge waits for it to end and then succeeds. A reader
+// that outlasts the store's BusyTimeout fails Purge with ErrLocked, and
+// every live record is still there.
+func TestPurgeWaitsForReader(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		hold time.Duration
+		want error
+	}{
+		{"reader ends", 150 * time.Millisecond, nil},
+		{"reader outlasts the timeout", 3 * time.Second, sqlite.ErrLocked},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			path := filepath.Join(t.TempDir(), "p.db")
+			st, err := sqlite.Open(ctx, sqlite.Config{Path: path, BusyTimeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if _, err := st.Put(ctx, "a/kept", []byte("kept"), storage.AnyVersion); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Delete(ctx, "a/kept", storage.AnyVersion); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Put(ctx, "a/kept", []byte("kept again"), storage.AnyVersion); err != nil {
+				t.Fatal(err)
+			}
+			reader := rawDB(t, path)
+			tx, err := reader.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			released := time.AfterFunc(tc.hold, func() { tx.Rollback() })
+			defer released.Stop()
+			defer tx.Rollback()
+			start := time.Now()
+			err = st.Purge(ctx)
+			if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+				t.Fatalf("Purge with a reader held %v: %v, want %v", tc.hold, err, tc.want)
+			}
+			if tc.want == nil && time.Since(start) < tc.hold {
+				t.Errorf("Purge returned after %v, before the reader ended (%v): it did not wait for the checkpoint", time.Since(start), tc.hold)
+			}
+			if it, err := st.Get(ctx, "a/kept"); err != nil || string(it.Value) != "kept again" {
+				t.Errorf("after Purge: %q, %v", it.Value, err)
+			}
+		})
 	}
 }

@@ -467,9 +467,11 @@ func (s *Store) listOnce(ctx context.Context, prefix string) ([]string, error) {
 // TestOperate30 with an earlier layout of the audit's records); the
 // rebuild leaves none. It takes time in proportion to the database's
 // size.
-// It fails with [ErrLocked] if a reader of another connection or process
-// keeps the log from being fully checkpointed. On an in-memory store it
-// does nothing.
+// A reader that holds an older snapshot (another connection of this
+// store, or another process) keeps the log from being truncated; Purge
+// waits for it, as a write waits for the lock, and fails with
+// [ErrLocked] only if one still holds it when the store's BusyTimeout
+// has passed or ctx ends. On an in-memory store it does nothing.
 func (s *Store) Purge(ctx context.Context) error {
 	if err := s.begin(ctx, "purge", "", false); err != nil {
 		return err
@@ -487,23 +489,31 @@ func (s *Store) Purge(ctx context.Context) error {
 		if _, err := s.db.ExecContext(ctx, `INSERT INTO `+ftsTable+` (`+ftsTable+`) VALUES ('optimize')`); err != nil {
 			return err
 		}
-		if _, err := s.db.ExecContext(ctx, "VACUUM"); err != nil {
-			return err
-		}
-		var busy, logged, done int
-		if err := s.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logged, &done); err != nil {
-			return err
-		}
-		if busy != 0 {
-			return fmt.Errorf("checkpoint of the write-ahead log blocked by a reader: %w", ErrLocked)
-		}
-		return nil
+		_, err := s.db.ExecContext(ctx, "VACUUM")
+		return err
 	})
+	if err == nil {
+		err = s.retry(ctx, func() error {
+			var busy, logged, done int
+			if err := s.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logged, &done); err != nil {
+				return err
+			}
+			if busy != 0 {
+				return errCheckpointBlocked
+			}
+			return nil
+		})
+	}
 	if err != nil {
 		return s.wrap(ctx, "purge", "", err)
 	}
 	return nil
 }
+
+// errCheckpointBlocked is the checkpoint's report that a reader kept it
+// from truncating the log; [Store.retry] waits and tries again, as for
+// SQLITE_BUSY.
+var errCheckpointBlocked = fmt.Errorf("checkpoint of the write-ahead log blocked by a reader: %w", ErrLocked)
 
 // Close closes the database. Operations after Close fail with
 // [storage.ErrClosed]; a second Close does nothing.
@@ -567,6 +577,9 @@ func (s *Store) retry(ctx context.Context, fn func() error) error {
 }
 
 func isBusy(err error) bool {
+	if errors.Is(err, errCheckpointBlocked) {
+		return true
+	}
 	var se *msqlite.Error
 	if !errors.As(err, &se) {
 		return false
