@@ -271,6 +271,9 @@ var importRules = []importRule{
 				out = append(out, fmt.Sprintf("cmd/memlayer imports %s: the operator command links no model client, template or schema library", d))
 			}
 		}
+		if n := len(pkgs["cmd/memlayer"].deps) + 1; n > 220 {
+			out = append(out, fmt.Sprintf("cmd/memlayer links %d packages (go list -deps ./cmd/memlayer), more than 220: keep heavy clients behind build tags, as PostgreSQL's is", n))
+		}
 		return append(out, forbid("cmd/memlayer", pkgs["cmd/memlayer"].deps, func(d string) bool { return under(d, "agentloop") }, "the operator command uses inspect, not the loop")...)
 	}},
 	{"nothing imports examples", nil, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {

@@ -21,7 +21,8 @@
 // redis+cluster://, rediss+cluster://) or a PostgreSQL URL (postgres://,
 // postgresql://; the tables of storage/postgres's defaults), given by
 // -store or, without it, $MEMLAYER_STORE; -namespace picks the Redis key
-// namespace. Output is a
+// namespace. PostgreSQL needs a build with the postgres tag
+// (go install -tags postgres), which links its client. Output is a
 // table for people, in which stored text is escaped: control characters,
 // bidirectional overrides and line breaks print as \xNN, \uNNNN, \n, so
 // no stored value reaches the terminal as a control sequence or forges a

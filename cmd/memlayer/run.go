@@ -18,7 +18,6 @@ import (
 
 	"github.com/memlayer/memlayer/inspect"
 	"github.com/memlayer/memlayer/storage"
-	"github.com/memlayer/memlayer/storage/postgres"
 	"github.com/memlayer/memlayer/storage/redis"
 	"github.com/memlayer/memlayer/storage/sqlite"
 	"github.com/memlayer/memlayer/thread"
@@ -200,6 +199,11 @@ func runErr(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 }
 
+// openPostgres opens a PostgreSQL URL. It is nil unless the command is
+// built with the postgres tag (postgres.go), which keeps the PostgreSQL
+// client out of the default build.
+var openPostgres func(ctx context.Context, url string) (storage.Store, func(), error)
+
 // openStore opens a Redis URL, a PostgreSQL URL or an existing SQLite
 // file.
 func openStore(ctx context.Context, spec, namespace string) (storage.Store, func(), error) {
@@ -226,13 +230,10 @@ func openStore(ctx context.Context, spec, namespace string) (storage.Store, func
 		return st, func() { st.Close() }, nil
 	}
 	if strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://") {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		st, err := postgres.Open(pctx, postgres.Config{URL: spec})
-		if err != nil {
-			return nil, nil, fmt.Errorf("open PostgreSQL store: %w", err)
+		if openPostgres == nil {
+			return nil, nil, fmt.Errorf("%w: this memlayer was built without PostgreSQL support; build it with -tags postgres", errUsage)
 		}
-		return st, func() { st.Close() }, nil
+		return openPostgres(ctx, spec)
 	}
 	if strings.Contains(spec, "://") {
 		return nil, nil, fmt.Errorf("%w: unknown store URL scheme in %q (want a SQLite path, redis://... or postgres://...)", errUsage, spec[:strings.Index(spec, "://")+3])

@@ -196,6 +196,12 @@ func TestOperate33_CommandOnCMSDatabaseRedis(t *testing.T) {
 func TestOperate34_CommandErrors(t *testing.T) {
 	t.Setenv("MEMLAYER_STORE", "")
 	missing := filepath.Join(t.TempDir(), "nope.db")
+	// PostgreSQL is linked only with -tags postgres (make test runs
+	// this package both ways).
+	pgCode, pgWant := 2, "built without PostgreSQL support; build it with -tags postgres"
+	if openPostgres != nil {
+		pgCode, pgWant = 1, "open PostgreSQL store: storage/postgres: server unavailable"
+	}
 	for _, c := range []struct {
 		args []string
 		code int
@@ -203,7 +209,7 @@ func TestOperate34_CommandErrors(t *testing.T) {
 	}{
 		{[]string{"-store", missing, "threads"}, 1, "no such file or directory"},
 		{[]string{"-store", "redis://127.0.0.1:1/0", "threads"}, 1, "cannot reach the Redis server"},
-		{[]string{"-store", "postgres://u@127.0.0.1:1/db", "threads"}, 1, "open PostgreSQL store: storage/postgres: server unavailable"},
+		{[]string{"-store", "postgres://u@127.0.0.1:1/db", "threads"}, pgCode, pgWant},
 		{[]string{"threads"}, 2, "no store: give -store"},
 		{[]string{"-store", missing}, 2, "no command"},
 		{[]string{"-store", missing, "frobnicate"}, 2, "unknown command"},
