@@ -34,20 +34,23 @@ import (
 // brackets at both ends are checked first, so that text which is not one
 // costs no copy for json.Valid.
 func isDocument(text string) bool {
-	i, j := 0, len(text)
-	for i < j && isJSONSpace(text[i]) {
-		i++
-	}
-	for j > i && isJSONSpace(text[j-1]) {
-		j--
-	}
-	if j-i < 2 || !(text[i] == '{' && text[j-1] == '}' || text[i] == '[' && text[j-1] == ']') {
+	t := strings.Trim(text, " \t\n\r")
+	if len(t) < 2 || !bracketed(t) {
 		return false
 	}
 	return json.Valid([]byte(text))
 }
 
-func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+// closers maps each bracket that opens a JSON container to the one that
+// closes it.
+var closers = map[byte]byte{'{': '}', '[': ']'}
+
+// bracketed reports whether t starts with '{' or '[' and ends with the
+// bracket that closes it.
+func bracketed(t string) bool {
+	c, ok := closers[t[0]]
+	return ok && t[len(t)-1] == c
+}
 
 // keyKind is what a member's key says about its value.
 type keyKind uint8
@@ -90,39 +93,52 @@ func (r *rules) document(doc string, keep []string) []span {
 	)
 	for i := 0; ; {
 		v, next := jsonx.Next(d, i)
-		start, end := next-len(v.Raw), next
+		start := next - len(v.Raw)
 		i = next
-		ctx := plainKey
-		if len(stack) > 0 {
-			ctx = stack[len(stack)-1].key
-		}
 		switch v.Kind {
 		case jsonx.KindBad: // the end
 			return found
-		case jsonx.KindObject:
-			stack = append(stack, frame{object: true, wantKey: true})
-			continue
-		case jsonx.KindArray:
-			stack = append(stack, frame{key: ctx})
-			continue
+		case jsonx.KindObject, jsonx.KindArray:
+			stack = append(stack, openFrame(stack, v.Kind))
 		case jsonx.KindEnd:
 			stack = stack[:len(stack)-1]
 			valueDone(stack)
-			continue
-		case jsonx.KindString:
-			s, pos := unquote(doc, start, end)
-			if top := len(stack) - 1; stack[top].object && stack[top].wantKey {
-				stack[top].wantKey = false
-				stack[top].key = kindOfKey(s)
-				found = append(found, inString(start, s, pos, r.text(s, keep))...)
-				continue
-			}
-			found = append(found, r.stringValue(start, end, s, pos, ctx, keep)...)
-		case jsonx.KindNumber:
-			found = append(found, r.number(doc[start:end], start, ctx, keep)...)
+		default:
+			found = append(found, r.scalar(doc, start, next, v.Kind, &stack[len(stack)-1], keep)...)
 		}
-		valueDone(stack)
 	}
+}
+
+// openFrame returns the frame of an object or array (kind) opened inside
+// stack's innermost container: an array takes the kind of its own key.
+func openFrame(stack []frame, kind jsonx.Kind) frame {
+	if kind == jsonx.KindObject {
+		return frame{object: true, wantKey: true}
+	}
+	if len(stack) == 0 {
+		return frame{}
+	}
+	return frame{key: stack[len(stack)-1].key}
+}
+
+// scalar returns the spans to mask in doc[start:end], a key, string,
+// number, boolean or null (kind) read in the container top, and notes
+// what it read in top.
+func (r *rules) scalar(doc string, start, end int, kind jsonx.Kind, top *frame, keep []string) []span {
+	if top.wantKey {
+		s, pos := unquote(doc, start, end)
+		top.wantKey, top.key = false, kindOfKey(s)
+		return inString(start, s, pos, r.text(s, keep))
+	}
+	top.wantKey = top.object // an object's next string is a key again
+	switch kind {
+	case jsonx.KindString:
+		s, pos := unquote(doc, start, end)
+		return r.stringValue(start, end, s, pos, top.key, keep)
+	case jsonx.KindNumber:
+		return r.number(doc[start:end], start, top.key, keep)
+	}
+	return nil
 }
 
 // valueDone notes that the current value of the innermost container has

@@ -95,36 +95,37 @@ func (p *plan) valid(nat string) bool {
 // under its country's numbering plan.
 func validPhone(s string, regions []string) bool {
 	d := digits(s)
-	ps := plans()
 	if s[0] == '+' {
-		for k := 1; k <= 3 && k < len(d); k++ {
-			cands := ps.byCode[atoi(d[:k])]
-			for _, p := range cands {
-				// "+44 (0)20 …": the trunk prefix written after the code.
-				if p.valid(d[k:]) || p.ndd != "" && strings.HasPrefix(d[k:], p.ndd) && p.valid(d[k+len(p.ndd):]) {
-					return true
-				}
-			}
-			if len(cands) > 0 {
-				return false // calling codes are prefix-free
-			}
-		}
-		return false
+		return validInternational(d)
 	}
-	for _, r := range regions {
+	ps := plans()
+	return slices.ContainsFunc(regions, func(r string) bool {
 		p := ps.byRegion[r]
-		if p == nil {
-			continue
-		}
-		if p.ndd != "" && strings.HasPrefix(d, p.ndd) {
-			if p.valid(d[len(p.ndd):]) {
-				return true
-			}
-			continue
-		}
-		if p.valid(d) {
-			return true
+		return p != nil && p.valid(p.withoutTrunk(d))
+	})
+}
+
+// validInternational reports whether the digits d, a country calling
+// code and a national number, are a valid number of that country.
+func validInternational(d string) bool {
+	for k := 1; k <= 3 && k < len(d); k++ {
+		nat := d[k:]
+		if cands := plans().byCode[atoi(d[:k])]; len(cands) > 0 { // calling codes are prefix-free
+			return slices.ContainsFunc(cands, func(p *plan) bool {
+				// "+44 (0)20 …": the trunk prefix written after the code.
+				rest := p.withoutTrunk(nat)
+				return p.valid(nat) || rest != nat && p.valid(rest)
+			})
 		}
 	}
 	return false
+}
+
+// withoutTrunk returns the national number d without the plan's national
+// (trunk) prefix, or d when it has none.
+func (p *plan) withoutTrunk(d string) string {
+	if p.ndd == "" {
+		return d
+	}
+	return strings.TrimPrefix(d, p.ndd)
 }

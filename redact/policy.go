@@ -126,12 +126,7 @@ func maskJSON(r Redactor, text string, keep []string) (string, []Finding) {
 func maskValue(r Redactor, v any, keep []string, all *[]Finding) any {
 	switch v := v.(type) {
 	case string:
-		if t := strings.TrimSpace(v); t != "" && (t[0] == '{' || t[0] == '[') && json.Valid([]byte(t)) {
-			out, found := maskJSON(r, v, keep) // a JSON document written as a string
-			*all = append(*all, found...)
-			return out
-		}
-		out, found := r.Redact(v, keep)
+		out, found := maskString(r, v, keep)
 		*all = append(*all, found...)
 		return out
 	case []any:
@@ -144,6 +139,15 @@ func maskValue(r Redactor, v any, keep []string, all *[]Finding) any {
 		}
 	}
 	return v
+}
+
+// maskString masks s, a string of a decoded JSON value: as a document
+// when it holds one, else as text.
+func maskString(r Redactor, s string, keep []string) (string, []Finding) {
+	if t := strings.TrimSpace(s); len(t) >= 2 && closers[t[0]] != 0 && json.Valid([]byte(t)) {
+		return maskJSON(r, s, keep) // a JSON document written as a string
+	}
+	return r.Redact(s, keep)
 }
 
 // ForLayers returns what layer.Env.Redact should be for a stack the

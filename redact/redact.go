@@ -197,10 +197,9 @@ func (r *rules) textIn(text string, keep []string, idValue bool) []span {
 		}
 		for _, m := range r.find(k, text) {
 			f := Finding{Kind: k, Start: m[0], End: m[1]}
-			if overlaps(found, f) || kept(protected, f) || contextual(k) && afterIdentifier(text, f.Start) {
-				continue
+			if !overlaps(found, f) && !kept(protected, f) && !labelledID(text, f) {
+				found = append(found, span{f, r.mask(k, text[f.Start:f.End])})
 			}
-			found = append(found, span{f, r.mask(k, text[f.Start:f.End])})
 		}
 	}
 	slices.SortFunc(found, func(a, b span) int { return a.Start - b.Start })
@@ -215,6 +214,12 @@ func (r *rules) textIn(text string, keep []string, idValue bool) []span {
 // or an IBAN (its country format and mod-97 check) is what it looks like
 // whatever its label says: "Apple ID: bob@example.com" is an address.
 func contextual(k Kind) bool { return k == Card || k == Phone || k == Secret }
+
+// labelledID reports whether f, a finding that may be an identifier, is
+// the value of an identifier's key or label.
+func labelledID(text string, f Finding) bool {
+	return contextual(f.Kind) && afterIdentifier(text, f.Start)
+}
 
 // keptSpans returns the spans of text that hold a string of keep.
 func keptSpans(text string, keep []string) [][2]int {
@@ -295,31 +300,42 @@ func findEmails(text string) [][2]int {
 			return out
 		}
 		at := i + k
-		// Extend over the address's runes, stopping where text written
-		// without spaces changes script (メールはinfo@example.comです).
-		start, end := at, at+1
-		for prev := '@'; start > 0; {
-			c, size := utf8.DecodeLastRuneInString(text[:start])
-			if !isEmailRune(c, true) || scriptChange(c, prev) {
-				break
-			}
-			start, prev = start-size, c
-		}
-		for prev := '@'; end < len(text); {
-			c, size := utf8.DecodeRuneInString(text[end:])
-			if !isEmailRune(c, false) || scriptChange(c, prev) {
-				break
-			}
-			end, prev = end+size, c
-		}
-		for end > at && text[end-1] == '.' || end > at && text[end-1] == '-' { // a sentence's full stop
-			end--
-		}
+		start, end := emailStart(text, at), emailEnd(text, at)
 		if isEmail(text[start:end]) && standsAlone(text, start, end) {
 			out = append(out, [2]int{start, end})
 		}
 		i = max(end, at+1)
 	}
+}
+
+// emailStart returns where the address around the '@' at text[at]
+// starts: its local part's runes back from the '@', stopping where text
+// written without spaces changes script (メールはinfo@example.comです).
+func emailStart(text string, at int) int {
+	start := at
+	for prev := '@'; start > 0; {
+		c, size := utf8.DecodeLastRuneInString(text[:start])
+		if !isEmailRune(c, true) || scriptChange(c, prev) {
+			break
+		}
+		start, prev = start-size, c
+	}
+	return start
+}
+
+// emailEnd returns where the address around the '@' at text[at] ends: its
+// domain's runes on from the '@', as emailStart stops, less a sentence's
+// full stop or a trailing dash.
+func emailEnd(text string, at int) int {
+	end := at + 1
+	for prev := '@'; end < len(text); {
+		c, size := utf8.DecodeRuneInString(text[end:])
+		if !isEmailRune(c, false) || scriptChange(c, prev) {
+			break
+		}
+		end, prev = end+size, c
+	}
+	return at + len(strings.TrimRight(text[at:end], ".-"))
 }
 
 // isEmailRune reports whether c may be part of an e-mail address's local
@@ -348,13 +364,47 @@ func unspaced(c rune) bool {
 }
 
 func isEmailByte(c byte, local bool) bool {
-	switch {
-	case c >= '0' && c <= '9', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '.', c == '-':
-		return true
-	case local:
-		return c == '_' || c == '%' || c == '+'
+	if local {
+		return byteClass[c]&clEmailLocal != 0
 	}
-	return false
+	return byteClass[c]&clEmailDomain != 0
+}
+
+// Byte classes of byteClass.
+const (
+	clDigit       = 1 << iota // 0-9
+	clUpper                   // A-Z
+	clWord                    // letters, digits and '_'
+	clEmailDomain             // letters, digits, '.' and '-'
+	clEmailLocal              // an e-mail domain's bytes, '_', '%' and '+'
+	clBlank                   // ' ', '\t', '\n', '\r', '"' and '\\' (before a value)
+)
+
+// byteClass holds the classes of each byte.
+var byteClass = byteClasses()
+
+func byteClasses() (t [256]uint8) {
+	const (
+		digits = "0123456789"
+		upper  = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		lower  = "abcdefghijklmnopqrstuvwxyz"
+	)
+	for _, c := range []struct {
+		bits uint8
+		set  string
+	}{
+		{clDigit, digits},
+		{clUpper, upper},
+		{clWord, digits + upper + lower + "_"},
+		{clEmailDomain, digits + upper + lower + ".-"},
+		{clEmailLocal, digits + upper + lower + ".-_%+"},
+		{clBlank, " \t\n\r\"\\"},
+	} {
+		for i := 0; i < len(c.set); i++ {
+			t[c.set[i]] |= c.bits
+		}
+	}
+	return t
 }
 
 // isEmail reports whether s, made of isEmailRune's runes and one '@', is
@@ -364,27 +414,42 @@ func isEmailByte(c byte, local bool) bool {
 // letters, digits and hyphens of any script, not starting or ending with
 // a hyphen.
 func isEmail(s string) bool {
-	ascii := true
-	for i := 0; i < len(s) && ascii; i++ {
-		ascii = s[i] < utf8.RuneSelf
-	}
-	if ascii {
+	if isASCII(s) {
 		return emailRE.MatchString(s)
 	}
 	local, domain, ok := strings.Cut(s, "@")
-	if !ok || local == "" || local[0] == '.' || local[len(local)-1] == '.' || strings.Contains(local, "..") {
+	if !ok || !validLocalPart(local) {
 		return false
 	}
 	labels := strings.Split(domain, ".")
-	if len(labels) < 2 {
-		return false
-	}
-	for _, l := range labels {
-		if l == "" || l[0] == '-' || l[len(l)-1] == '-' || strings.ContainsAny(l, "_%+") {
+	return len(labels) >= 2 && !slices.ContainsFunc(labels, badLabel) && validTLD(labels[len(labels)-1])
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
 			return false
 		}
 	}
-	tld := labels[len(labels)-1]
+	return true
+}
+
+// validLocalPart reports whether an internationalised address's local
+// part is not empty and has no dot at either end or two in a row.
+func validLocalPart(local string) bool {
+	return local != "" && strings.Trim(local, ".") == local && !strings.Contains(local, "..")
+}
+
+// badLabel reports whether l cannot be a label of an internationalised
+// domain name: empty, a hyphen at either end, or a byte only a local
+// part may hold.
+func badLabel(l string) bool {
+	return l == "" || strings.Trim(l, "-") != l || strings.ContainsAny(l, "_%+")
+}
+
+// validTLD reports whether an internationalised domain's top-level label
+// is an A-label ("xn--" and more) or 2 to 63 letters.
+func validTLD(tld string) bool {
 	if strings.HasPrefix(tld, "xn--") {
 		return len(tld) > 4
 	}
@@ -418,7 +483,7 @@ func numberRuns(text string, seps string, phone bool) [][2]int {
 }
 
 // isDigitAt reports whether text[i] is an ASCII digit.
-func isDigitAt(text string, i int) bool { return i < len(text) && text[i] >= '0' && text[i] <= '9' }
+func isDigitAt(text string, i int) bool { return i < len(text) && byteClass[text[i]]&clDigit != 0 }
 
 // runEnd returns the end of the run numberRuns finds at i: just after its
 // last digit, or i when it holds none.
@@ -438,16 +503,17 @@ func runEnd(text string, i int, seps string, phone bool) int {
 // continuesRun reports whether text[j] may stand inside a run: a digit, a
 // separator before a digit, or, for phones, a parenthesised group.
 func continuesRun(text string, j int, seps string, phone bool) bool {
-	switch c := text[j]; {
-	case c >= '0' && c <= '9':
+	c := text[j]
+	if isDigitAt(text, j) || phone && parenGroup(text, j) {
 		return true
-	case phone && c == '(' && isDigitAt(text, j+1):
-		return true
-	case phone && c == ')' && j > 0 && isDigitAt(text, j-1):
-		return true
-	default:
-		return strings.IndexByte(seps, c) >= 0 && (isDigitAt(text, j+1) || phone && j+1 < len(text) && text[j+1] == '(')
 	}
+	return strings.IndexByte(seps, c) >= 0 && (isDigitAt(text, j+1) || phone && j+1 < len(text) && text[j+1] == '(')
+}
+
+// parenGroup reports whether text[j] opens a parenthesised group before a
+// digit or closes one after a digit.
+func parenGroup(text string, j int) bool {
+	return text[j] == '(' && isDigitAt(text, j+1) || text[j] == ')' && j > 0 && isDigitAt(text, j-1)
 }
 
 // findPhones finds phone numbers in the runs of digits and separators.
@@ -469,9 +535,8 @@ func (r *rules) findPhones(text string) [][2]int {
 // joined by dots or dashes (a version 2.0.2457.59292, a tracking code):
 // a dot or dash between it and a digit on either side.
 func glued(text string, start, end int) bool {
-	digit := func(i int) bool { return i >= 0 && i < len(text) && text[i] >= '0' && text[i] <= '9' }
 	sep := func(i int) bool { return i >= 0 && i < len(text) && (text[i] == '.' || text[i] == '-') }
-	return sep(start-1) && digit(start-2) || sep(end) && digit(end+1)
+	return sep(start-1) && start >= 2 && isDigitAt(text, start-2) || sep(end) && isDigitAt(text, end+1)
 }
 
 // standsAlone reports whether text[start:end] is not part of a longer
@@ -480,15 +545,13 @@ func standsAlone(text string, start, end int) bool {
 	return (start == 0 || !isWordByte(text[start-1])) && (end == len(text) || !isWordByte(text[end]))
 }
 
-func isWordByte(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_'
-}
+func isWordByte(c byte) bool { return byteClass[c]&clWord != 0 }
 
 // digits returns the digits of s.
 func digits(s string) string {
 	b := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
-		if s[i] >= '0' && s[i] <= '9' {
+		if isDigitAt(s, i) {
 			b = append(b, s[i])
 		}
 	}
@@ -513,13 +576,32 @@ func (r *rules) isPhone(s string) bool {
 		return validPhone(s, nil)
 	}
 	g := strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '.' || r == '-' })
-	nanp := len(g) == 3 && len(g[0]) == 3 && len(g[1]) == 3 && len(g[2]) == 4 ||
-		len(g) == 4 && g[0] == "1" && len(g[1]) == 3 && len(g[2]) == 3 && len(g[3]) == 4
-	national := len(g) >= 2 && s[0] == '0' && len(g[0]) >= 2
-	if !nanp && !national && !strings.Contains(s, "(") || isDate(g) {
+	if !writtenAsPhone(s, g) || isDate(g) {
 		return false
 	}
 	return validPhone(s, r.regions)
+}
+
+// writtenAsPhone reports whether s, a number without a leading + in the
+// groups g, is written as a phone number: North American groups (3-3-4,
+// maybe after a 1), a national trunk 0 in two groups or more, or a
+// parenthesised area code.
+func writtenAsPhone(s string, g []string) bool {
+	if len(g) > 0 && g[0] == "1" {
+		g = g[1:] // the North American country code
+	}
+	nanp := slices.Equal(groupLengths(g), []int{3, 3, 4})
+	national := len(g) >= 2 && s[0] == '0' && len(g[0]) >= 2
+	return nanp || national || strings.Contains(s, "(")
+}
+
+// groupLengths returns the lengths of the groups g.
+func groupLengths(g []string) []int {
+	n := make([]int, len(g))
+	for i, s := range g {
+		n[i] = len(s)
+	}
+	return n
 }
 
 func atoi(d string) int {
@@ -537,18 +619,18 @@ func isDate(g []string) bool {
 	if len(g) != 3 {
 		return false
 	}
-	num := func(s string) int {
-		v := 0
-		for i := 0; i < len(s); i++ {
-			v = v*10 + int(s[i]-'0')
-		}
-		return v
-	}
-	day := func(s string) bool { return len(s) <= 2 && num(s) >= 1 && num(s) <= 31 }
-	month := func(s string) bool { return len(s) <= 2 && num(s) >= 1 && num(s) <= 12 }
-	year := func(s string) bool { return len(s) == 4 || len(s) == 2 }
-	return year(g[2]) && (day(g[0]) && month(g[1]) || month(g[0]) && day(g[1])) ||
+	day := func(s string) bool { return dateField(s, 31) }
+	month := func(s string) bool { return dateField(s, 12) }
+	year := len(g[2]) == 4 || len(g[2]) == 2
+	return year && (day(g[0]) && month(g[1]) || month(g[0]) && day(g[1])) ||
 		len(g[0]) == 4 && month(g[1]) && day(g[2])
+}
+
+// dateField reports whether s is a day or month: one or two digits from
+// 1 to most.
+func dateField(s string, most int) bool {
+	v := atoi(s)
+	return len(s) <= 2 && v >= 1 && v <= most
 }
 
 // findCards finds payment card numbers: 13 to 19 digits, whole or
@@ -564,52 +646,71 @@ func findCards(text string) [][2]int {
 		if !standsAlone(text, m[0], m[1]) {
 			continue
 		}
-		// The groups of the run, as [start, end) offsets.
-		var groups [][2]int
-		start := m[0]
-		for i := m[0]; i <= m[1]; i++ {
-			if i == m[1] || text[i] == ' ' || text[i] == '-' {
-				groups = append(groups, [2]int{start, i})
-				start = i + 1
-			}
-		}
-		for j := len(groups) - 1; j >= 0; j-- {
-			span := text[groups[0][0]:groups[j][1]]
-			if d := digits(span); len(d) >= 13 && len(d) <= 19 && cardNetwork(d) && luhn(d) {
-				out = append(out, [2]int{groups[0][0], groups[j][1]})
-				break
-			}
+		if end := cardIn(text, m); end > 0 {
+			out = append(out, [2]int{m[0], end})
 		}
 	}
 	return out
 }
 
+// cardIn returns the end of the longest card number that starts the run
+// m of text and ends at the end of one of its groups, or 0.
+func cardIn(text string, m [2]int) int {
+	ends := []int{m[1]}
+	for i := m[1] - 1; i > m[0]; i-- {
+		if text[i] == ' ' || text[i] == '-' {
+			ends = append(ends, i)
+		}
+	}
+	for _, end := range ends {
+		if d := digits(text[m[0]:end]); isCard(d) {
+			return end
+		}
+	}
+	return 0
+}
+
+// isCard reports whether the digits d are a card number: a network's
+// prefix and length, and the Luhn check.
+func isCard(d string) bool { return len(d) >= 13 && len(d) <= 19 && cardNetwork(d) && luhn(d) }
+
 // cardNetwork reports whether d has the prefix (issuer identification
 // number range) and a length of a major card network.
 func cardNetwork(d string) bool {
-	n := len(d)
-	p := func(k int) int { // the first k digits as a number
-		v := 0
-		for i := 0; i < k && i < n; i++ {
-			v = v*10 + int(d[i]-'0')
+	for _, r := range cardRanges {
+		if p := atoi(d[:min(r.k, len(d))]); p >= r.lo && p <= r.hi {
+			return r.lengths&(1<<len(d)) != 0
 		}
-		return v
-	}
-	switch {
-	case d[0] == '4': // Visa
-		return n == 13 || n == 16 || n == 19
-	case p(2) >= 51 && p(2) <= 55, p(4) >= 2221 && p(4) <= 2720: // Mastercard
-		return n == 16
-	case p(2) == 34 || p(2) == 37: // American Express
-		return n == 15
-	case p(4) == 6011, p(2) == 65, p(3) >= 644 && p(3) <= 649, p(2) == 62: // Discover, UnionPay
-		return n >= 16 && n <= 19
-	case p(2) == 36 || p(2) == 38 || p(2) == 39 || p(3) >= 300 && p(3) <= 305: // Diners Club
-		return n >= 14 && n <= 19
-	case p(4) >= 3528 && p(4) <= 3589: // JCB
-		return n >= 16 && n <= 19
 	}
 	return false
+}
+
+// cardRange is a range of card numbers' first k digits, lo to hi, and the
+// lengths (a bit each) a network issues in it.
+type cardRange struct {
+	k, lo, hi int
+	lengths   uint32
+}
+
+// lengths returns the bits of the lengths from lo to hi.
+func lengths(lo, hi int) uint32 { return 1<<(hi+1) - 1<<lo }
+
+// cardRanges are the major networks' ranges, the first that holds a
+// number deciding.
+var cardRanges = []cardRange{
+	{1, 4, 4, lengths(13, 13) | lengths(16, 16) | lengths(19, 19)}, // Visa
+	{2, 51, 55, lengths(16, 16)},                                  // Mastercard
+	{4, 2221, 2720, lengths(16, 16)},                              // Mastercard
+	{2, 34, 34, lengths(15, 15)},                                  // American Express
+	{2, 37, 37, lengths(15, 15)},                                  // American Express
+	{4, 6011, 6011, lengths(16, 19)},                              // Discover
+	{2, 65, 65, lengths(16, 19)},                                  // Discover
+	{3, 644, 649, lengths(16, 19)},                                // Discover
+	{2, 62, 62, lengths(16, 19)},                                  // UnionPay
+	{2, 36, 36, lengths(14, 19)},                                  // Diners Club
+	{2, 38, 39, lengths(14, 19)},                                  // Diners Club
+	{3, 300, 305, lengths(14, 19)},                                // Diners Club
+	{4, 3528, 3589, lengths(16, 19)},                              // JCB
 }
 
 // luhn reports whether the digits d pass the Luhn check.
@@ -645,38 +746,53 @@ var ibanLengths = map[string]int{
 // whole or in groups separated by single spaces) and the mod-97 check.
 func findIBANs(text string) [][2]int {
 	var out [][2]int
-	upper := func(c byte) bool { return c >= 'A' && c <= 'Z' }
-	digit := func(c byte) bool { return c >= '0' && c <= '9' }
 	for s := 0; s+4 <= len(text); s++ {
-		if !upper(text[s]) || !upper(text[s+1]) || !digit(text[s+2]) || !digit(text[s+3]) || s > 0 && isWordByte(text[s-1]) {
+		if !ibanStarts(text, s) {
 			continue
 		}
-		m := [2]int{s, s + 4}
-		n, ok := ibanLengths[text[m[0]:m[0]+2]]
+		n, ok := ibanLengths[text[s:s+2]]
 		if !ok {
 			continue
 		}
-		// Take the country's length in letters and digits, allowing a
-		// single space between them.
-		var c []byte
-		i := m[0]
-		for i < len(text) && len(c) < n {
-			ch := text[i]
-			switch {
-			case ch >= '0' && ch <= '9', ch >= 'A' && ch <= 'Z':
-				c = append(c, ch)
-				i++
-			case ch == ' ' && i+1 < len(text) && text[i+1] != ' ' && len(c) > 0:
-				i++
-			default:
-				n = -1 // cut short
-			}
-		}
-		if len(c) == n && (i == len(text) || !isWordByte(text[i])) && mod97(string(c)) {
-			out = append(out, [2]int{m[0], i})
+		if end := ibanEnd(text, s, n); end > 0 {
+			out = append(out, [2]int{s, end})
 		}
 	}
 	return out
+}
+
+// ibanShape is the class of each of an IBAN's first four bytes.
+var ibanShape = [4]uint8{clUpper, clUpper, clDigit, clDigit}
+
+// ibanStarts reports whether an IBAN may start at text[s]: two capitals
+// and two digits, not inside a word.
+func ibanStarts(text string, s int) bool {
+	for k, cl := range ibanShape {
+		if byteClass[text[s+k]]&cl == 0 {
+			return false
+		}
+	}
+	return s == 0 || !isWordByte(text[s-1])
+}
+
+// ibanEnd returns the end of the IBAN of n characters at text[s] (its
+// letters and digits, a single space allowed between them), or 0 when it
+// is cut short, runs on into a word or fails the mod-97 check.
+func ibanEnd(text string, s, n int) int {
+	c := make([]byte, 0, n)
+	i := s
+	for ; i < len(text) && len(c) < n; i++ {
+		switch ch := text[i]; {
+		case byteClass[ch]&(clDigit|clUpper) != 0:
+			c = append(c, ch)
+		case ch != ' ' || i+1 == len(text) || text[i+1] == ' ':
+			return 0 // cut short
+		}
+	}
+	if len(c) < n || i < len(text) && isWordByte(text[i]) || !mod97(string(c)) {
+		return 0
+	}
+	return i
 }
 
 // mod97 reports whether the IBAN c (no spaces) passes the mod-97 check.
@@ -725,13 +841,7 @@ func prefixedKeys(text string, out [][2]int) [][2]int {
 				break
 			}
 			start := i + k
-			end := start + len(p)
-			for end < len(text) && (isWordByte(text[end]) || text[end] == '-' || text[end] == '.') {
-				end++
-			}
-			for end > start && text[end-1] == '.' {
-				end--
-			}
+			end := start + len(strings.TrimRight(text[start:tokenEnd(text, start, "-.")], "."))
 			if (start == 0 || !isWordByte(text[start-1])) && prefixedKeyRE.MatchString(text[start:end]) {
 				out = append(out, [2]int{start, end})
 			}
@@ -769,24 +879,31 @@ func keyedSecrets(text, lower string, out [][2]int) [][2]int {
 			if k < 0 {
 				break
 			}
-			j := i + k + len(key)
 			// key"?\s*[:=]\s*"? value, the quotes maybe escaped (JSON
 			// written as a string inside text)
-			j = skipSpaces(text, skipQuote(text, j))
-			if j < len(text) && (text[j] == ':' || text[j] == '=') {
-				v := skipQuote(text, skipSpaces(text, j+1))
-				end := v
-				for end < len(text) && !strings.ContainsRune(" \t\r\n\"',;}", rune(text[end])) && skipQuote(text, end) == end {
-					end++
-				}
-				if end-v >= 8 {
-					out = append(out, [2]int{v, end})
-				}
+			j := skipSpaces(text, skipQuote(text, i+k+len(key)))
+			if v, end := keyedValue(text, j); end-v >= 8 {
+				out = append(out, [2]int{v, end})
 			}
 			i = j
 		}
 	}
 	return out
+}
+
+// keyedValue returns the value after the ':' or '=' at text[j], past
+// spaces and an opening quote: up to a space, a quote or a punctuation
+// mark that ends it. It returns j, j when text[j] is neither.
+func keyedValue(text string, j int) (v, end int) {
+	if j == len(text) || text[j] != ':' && text[j] != '=' {
+		return j, j
+	}
+	v = skipQuote(text, skipSpaces(text, j+1))
+	end = v
+	for end < len(text) && !strings.ContainsRune(" \t\r\n\"',;}", rune(text[end])) && skipQuote(text, end) == end {
+		end++
+	}
+	return v, end
 }
 
 // asciiLower returns text with ASCII letters lowered and every other
@@ -838,36 +955,15 @@ func tokenEnd(text string, i int, also string) int {
 // "pageId", "ids": [...]), or text right after an identifier word ("id",
 // "ID:", "#").
 func afterIdentifier(text string, start int) bool {
-	i := start
-	// Step back over an opening quote (escaped or not), and over earlier
-	// elements of a JSON array ("ids": ["a", 123, ...]).
-	for i > 0 {
-		c := text[i-1]
-		if c == '"' || c == '\\' || c == ' ' || c == '\t' || c == '\n' || c == '\r' {
-			i--
-			continue
-		}
-		if c == '#' {
-			// "#4111…", "order #…" name an identifier; "CC# 5500…",
-			// "Account# GB82…" name what they label.
-			w, _ := wordBefore(text, i-1)
-			return !labelsPersonal(w)
-		}
-		if c == ',' || c == '[' {
-			j := strings.LastIndexByte(text[:i], '[')
-			if j < 0 || strings.ContainsAny(text[j:i], "{}]:") {
-				break
-			}
-			i = j
-			continue
-		}
-		break
+	i := valueStart(text, start)
+	if i > 0 && text[i-1] == '#' {
+		// "#4111…", "order #…" name an identifier; "CC# 5500…",
+		// "Account# GB82…" name what they label.
+		w, _ := wordBefore(text, i-1)
+		return !labelsPersonal(w)
 	}
 	if i > 0 && (text[i-1] == ':' || text[i-1] == '=') {
-		i--
-		for i > 0 && (text[i-1] == ' ' || text[i-1] == '"' || text[i-1] == '\\') {
-			i--
-		}
+		i = len(strings.TrimRight(text[:i-1], " \"\\"))
 	}
 	// The word before: an identifier name or label? "no", "nr" or
 	// "number" after one count as it ("order no. 0815-4711-22").
@@ -878,12 +974,30 @@ func afterIdentifier(text string, start int) bool {
 	return isIdentifierName(w) || identifierLabel(w)
 }
 
+// valueStart steps back from text[start] over an opening quote (escaped
+// or not) and spaces, and over earlier elements of a JSON array ("ids":
+// ["a", 123, ...]), and returns where it stops.
+func valueStart(text string, start int) int {
+	i := start
+	for i > 0 {
+		c := text[i-1]
+		if byteClass[c]&clBlank != 0 {
+			i--
+			continue
+		}
+		j := strings.LastIndexByte(text[:i], '[')
+		if c != ',' && c != '[' || j < 0 || strings.ContainsAny(text[j:i], "{}]:") {
+			return i
+		}
+		i = j
+	}
+	return i
+}
+
 // wordBefore returns the word (letters, digits, '_' and '-') that ends at
 // text[i], after any spaces and a full stop ("no. "), and where it starts.
 func wordBefore(text string, i int) (string, int) {
-	for i > 0 && (text[i-1] == ' ' || text[i-1] == '\t' || text[i-1] == '.') {
-		i--
-	}
+	i = len(strings.TrimRight(text[:i], " \t."))
 	j := i
 	for j > 0 && (isWordByte(text[j-1]) || text[j-1] == '-') {
 		j--
@@ -925,19 +1039,18 @@ func labelsPersonal(w string) bool {
 // id, ids, uuid, guid, ref, key-less forms such as page_id, pageId,
 // page-id, PageID.
 func isIdentifierName(w string) bool {
-	if w == "" {
-		return false
-	}
 	l := strings.ToLower(w)
-	switch l {
-	case "id", "ids", "uuid", "guid", "ref", "refs", "sku":
+	if identifierNames[l] || hasAnySuffix(l, "_id", "-id", "_ids", "-ids", "_uuid", "_ref") {
 		return true
 	}
-	for _, suf := range []string{"_id", "-id", "_ids", "-ids", "_uuid", "_ref"} {
-		if strings.HasSuffix(l, suf) {
-			return true
-		}
-	}
 	// camelCase: pageId, pageIds, PageID.
-	return len(w) > 2 && (strings.HasSuffix(w, "Id") || strings.HasSuffix(w, "ID") || strings.HasSuffix(w, "Ids") || strings.HasSuffix(w, "IDs"))
+	return len(w) > 2 && hasAnySuffix(w, "Id", "ID", "Ids", "IDs")
+}
+
+// identifierNames are the words that name an identifier by themselves.
+var identifierNames = map[string]bool{"id": true, "ids": true, "uuid": true, "guid": true, "ref": true, "refs": true, "sku": true}
+
+// hasAnySuffix reports whether s ends with one of suffixes.
+func hasAnySuffix(s string, suffixes ...string) bool {
+	return slices.ContainsFunc(suffixes, func(suf string) bool { return strings.HasSuffix(s, suf) })
 }
