@@ -699,18 +699,18 @@ func lengths(lo, hi int) uint32 { return 1<<(hi+1) - 1<<lo }
 // number deciding.
 var cardRanges = []cardRange{
 	{1, 4, 4, lengths(13, 13) | lengths(16, 16) | lengths(19, 19)}, // Visa
-	{2, 51, 55, lengths(16, 16)},                                  // Mastercard
-	{4, 2221, 2720, lengths(16, 16)},                              // Mastercard
-	{2, 34, 34, lengths(15, 15)},                                  // American Express
-	{2, 37, 37, lengths(15, 15)},                                  // American Express
-	{4, 6011, 6011, lengths(16, 19)},                              // Discover
-	{2, 65, 65, lengths(16, 19)},                                  // Discover
-	{3, 644, 649, lengths(16, 19)},                                // Discover
-	{2, 62, 62, lengths(16, 19)},                                  // UnionPay
-	{2, 36, 36, lengths(14, 19)},                                  // Diners Club
-	{2, 38, 39, lengths(14, 19)},                                  // Diners Club
-	{3, 300, 305, lengths(14, 19)},                                // Diners Club
-	{4, 3528, 3589, lengths(16, 19)},                              // JCB
+	{2, 51, 55, lengths(16, 16)},                                   // Mastercard
+	{4, 2221, 2720, lengths(16, 16)},                               // Mastercard
+	{2, 34, 34, lengths(15, 15)},                                   // American Express
+	{2, 37, 37, lengths(15, 15)},                                   // American Express
+	{4, 6011, 6011, lengths(16, 19)},                               // Discover
+	{2, 65, 65, lengths(16, 19)},                                   // Discover
+	{3, 644, 649, lengths(16, 19)},                                 // Discover
+	{2, 62, 62, lengths(16, 19)},                                   // UnionPay
+	{2, 36, 36, lengths(14, 19)},                                   // Diners Club
+	{2, 38, 39, lengths(14, 19)},                                   // Diners Club
+	{3, 300, 305, lengths(14, 19)},                                 // Diners Club
+	{4, 3528, 3589, lengths(16, 19)},                               // JCB
 }
 
 // luhn reports whether the digits d pass the Luhn check.
