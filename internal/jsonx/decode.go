@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 )
@@ -77,26 +78,30 @@ func (d *decoder) value() (any, error) {
 	if d.pos >= len(d.data) {
 		return nil, d.errorf("unexpected end of input")
 	}
-	switch c := d.data[d.pos]; {
-	case c == '{':
+	c := d.data[d.pos]
+	switch startKind[c] {
+	case KindObject:
 		return d.object()
-	case c == '[':
+	case KindArray:
 		return d.array()
-	case c == '"':
+	case KindString:
 		s, err := d.string()
 		return s, err
-	case c == 't':
-		return true, d.literal("true")
-	case c == 'f':
-		return false, d.literal("false")
-	case c == 'n':
-		return nil, d.literal("null")
-	case c == '-' || c >= '0' && c <= '9':
+	case KindNumber:
 		return d.number()
-	default:
+	case KindBad:
 		return nil, d.errorf("unexpected character %q", c)
 	}
+	lit := literals[c] // true, false or null
+	return lit.value, d.literal(lit.word)
 }
+
+// literals are the words true, false and null by their first byte, and
+// their values.
+var literals = map[byte]struct {
+	word  string
+	value any
+}{'t': {"true", true}, 'f': {"false", false}, 'n': {"null", nil}}
 
 func (d *decoder) literal(word string) error {
 	if len(d.data)-d.pos < len(word) || string(d.data[d.pos:d.pos+len(word)]) != word {
@@ -115,55 +120,86 @@ func (d *decoder) enter() error {
 }
 
 func (d *decoder) object() (any, error) {
-	if err := d.enter(); err != nil {
+	empty, err := d.open('}')
+	if err != nil {
 		return nil, err
 	}
-	d.pos++ // '{'
-	d.skipSpace()
-	if d.pos < len(d.data) && d.data[d.pos] == '}' {
-		d.pos++
-		d.depth--
+	if empty {
 		return &Object{}, nil
 	}
 	base := len(d.members)
-	for {
-		d.skipSpace()
-		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
-			return nil, d.errorf("want a quoted object key")
-		}
-		k, err := d.string()
-		if err != nil {
+	for done := false; !done; {
+		if err := d.member(); err != nil {
 			return nil, err
 		}
-		d.skipSpace()
-		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
-			return nil, d.errorf("want ':' after object key")
-		}
-		d.pos++
-		d.skipSpace()
-		v, err := d.value()
-		if err != nil {
+		if done, err = d.next('}', "object"); err != nil {
 			return nil, err
-		}
-		d.members = append(d.members, Member{k, v})
-		d.skipSpace()
-		if d.pos >= len(d.data) {
-			return nil, d.errorf("unexpected end of input in object")
-		}
-		switch d.data[d.pos] {
-		case ',':
-			d.pos++
-		case '}':
-			d.pos++
-			d.depth--
-			ms := SortMembers(slices.Clone(d.members[base:]))
-			clear(d.members[base:])
-			d.members = d.members[:base]
-			return &Object{Members: ms}, nil
-		default:
-			return nil, d.errorf("want ',' or '}' in object")
 		}
 	}
+	ms := SortMembers(slices.Clone(d.members[base:]))
+	clear(d.members[base:])
+	d.members = d.members[:base]
+	return &Object{Members: ms}, nil
+}
+
+// open enters the object or array whose opening bracket is at d.pos, and
+// reports whether it is empty: closed (end) at once, and left.
+func (d *decoder) open(end byte) (empty bool, err error) {
+	if err := d.enter(); err != nil {
+		return false, err
+	}
+	d.pos++ // '{' or '['
+	d.skipSpace()
+	if d.pos < len(d.data) && d.data[d.pos] == end {
+		d.pos++
+		d.depth--
+		return true, nil
+	}
+	return false, nil
+}
+
+// next reads what follows a member or element of an object or array
+// (what) after white space: a ',' before the next, or the closing
+// bracket end, which leaves the container (done).
+func (d *decoder) next(end byte, what string) (done bool, err error) {
+	d.skipSpace()
+	if d.pos >= len(d.data) {
+		return false, d.errorf("unexpected end of input in %s", what)
+	}
+	switch d.data[d.pos] {
+	case ',':
+		d.pos++
+		return false, nil
+	case end:
+		d.pos++
+		d.depth--
+		return true, nil
+	}
+	return false, d.errorf("want ',' or '%c' in %s", end, what)
+}
+
+// member reads an object's member, key ':' value, onto d.members.
+func (d *decoder) member() error {
+	d.skipSpace()
+	if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+		return d.errorf("want a quoted object key")
+	}
+	k, err := d.string()
+	if err != nil {
+		return err
+	}
+	d.skipSpace()
+	if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+		return d.errorf("want ':' after object key")
+	}
+	d.pos++
+	d.skipSpace()
+	v, err := d.value()
+	if err != nil {
+		return err
+	}
+	d.members = append(d.members, Member{k, v})
+	return nil
 }
 
 // plain returns the index just past the string opening at d.pos when
@@ -184,85 +220,43 @@ func (d *decoder) plain() (int, bool) {
 }
 
 func (d *decoder) array() (any, error) {
-	if err := d.enter(); err != nil {
+	empty, err := d.open(']')
+	if err != nil {
 		return nil, err
 	}
-	d.pos++ // '['
-	d.skipSpace()
-	if d.pos < len(d.data) && d.data[d.pos] == ']' {
-		d.pos++
-		d.depth--
+	if empty {
 		return []any{}, nil
 	}
 	base := len(d.elems)
-	for {
+	for done := false; !done; {
 		d.skipSpace()
 		v, err := d.value()
 		if err != nil {
 			return nil, err
 		}
 		d.elems = append(d.elems, v)
-		d.skipSpace()
-		if d.pos >= len(d.data) {
-			return nil, d.errorf("unexpected end of input in array")
-		}
-		switch d.data[d.pos] {
-		case ',':
-			d.pos++
-		case ']':
-			d.pos++
-			d.depth--
-			a := slices.Clone(d.elems[base:])
-			clear(d.elems[base:])
-			d.elems = d.elems[:base]
-			return a, nil
-		default:
-			return nil, d.errorf("want ',' or ']' in array")
+		if done, err = d.next(']', "array"); err != nil {
+			return nil, err
 		}
 	}
+	a := slices.Clone(d.elems[base:])
+	clear(d.elems[base:])
+	d.elems = d.elems[:base]
+	return a, nil
 }
 
 func (d *decoder) number() (any, error) {
 	start := d.pos
 	p := d.pos
-	if d.data[p] == '-' {
-		p++
-	}
-	digits := func() int {
-		n := 0
-		for p < len(d.data) && d.data[p] >= '0' && d.data[p] <= '9' {
-			p++
-			n++
-		}
-		return n
-	}
-	if p < len(d.data) && d.data[p] == '0' {
-		p++
-	} else if digits() == 0 {
-		d.pos = p
-		return nil, d.errorf("invalid number")
-	}
-	if p < len(d.data) && d.data[p] == '.' {
-		p++
-		if digits() == 0 {
+	for _, part := range numberParts {
+		var bad string
+		if p, bad = part(d.data, p); bad != "" {
 			d.pos = p
-			return nil, d.errorf("invalid number: no digits after '.'")
-		}
-	}
-	exp := false
-	if p < len(d.data) && (d.data[p] == 'e' || d.data[p] == 'E') {
-		exp = true
-		p++
-		if p < len(d.data) && (d.data[p] == '+' || d.data[p] == '-') {
-			p++
-		}
-		if digits() == 0 {
-			d.pos = p
-			return nil, d.errorf("invalid number: no digits in exponent")
+			return nil, d.errorf("%s", bad)
 		}
 	}
 	lit := d.src[start:p]
-	if exp || len(lit) > 308 {
+	if strings.ContainsAny(lit, "eE") || len(lit) > 308 {
 		// Out of float64 range: most JSON readers (encoding/json among
 		// them) cannot read it back, so refuse it here.
 		if f, err := strconv.ParseFloat(lit, 64); err != nil && math.IsInf(f, 0) {
@@ -272,6 +266,60 @@ func (d *decoder) number() (any, error) {
 	}
 	d.pos = p
 	return json.Number(lit), nil
+}
+
+// numberParts read the parts of a number in turn: each returns the index
+// after its part of b from p, or where it went wrong and what.
+var numberParts = []func(b []byte, p int) (int, string){numberInt, numberFrac, numberExp}
+
+// numberInt reads a number's sign and integer part: 0, or digits not
+// starting with 0.
+func numberInt(b []byte, p int) (int, string) {
+	if b[p] == '-' {
+		p++
+	}
+	if p < len(b) && b[p] == '0' {
+		return p + 1, ""
+	}
+	return nonEmpty(p, skipDigits(b, p), "invalid number")
+}
+
+// numberFrac reads a number's fraction, if any: '.' and digits.
+func numberFrac(b []byte, p int) (int, string) {
+	if p == len(b) || b[p] != '.' {
+		return p, ""
+	}
+	return nonEmpty(p+1, skipDigits(b, p+1), "invalid number: no digits after '.'")
+}
+
+// numberExp reads a number's exponent, if any: 'e' or 'E', a sign maybe,
+// and digits.
+func numberExp(b []byte, p int) (int, string) {
+	if p == len(b) || b[p] != 'e' && b[p] != 'E' {
+		return p, ""
+	}
+	p++
+	if p < len(b) && (b[p] == '+' || b[p] == '-') {
+		p++
+	}
+	return nonEmpty(p, skipDigits(b, p), "invalid number: no digits in exponent")
+}
+
+// nonEmpty returns end when digits run from p to it, else p and bad.
+func nonEmpty(p, end int, bad string) (int, string) {
+	if end == p {
+		return p, bad
+	}
+	return end, ""
+}
+
+// skipDigits returns the index of the first byte at or after b[p] that
+// is not an ASCII digit.
+func skipDigits(b []byte, p int) int {
+	for p < len(b) && b[p] >= '0' && b[p] <= '9' {
+		p++
+	}
+	return p
 }
 
 // string decodes a quoted string, a value or an object key. Invalid UTF-8

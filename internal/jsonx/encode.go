@@ -1,6 +1,7 @@
 package jsonx
 
 import (
+	"cmp"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -16,66 +17,59 @@ func Append(b []byte, v any, indent string) []byte { return appendJSON(b, v, ind
 
 func appendJSON(b []byte, v any, indent string, level int) []byte {
 	switch v := v.(type) {
-	case nil:
-		return append(b, "null"...)
-	case bool:
-		if v {
-			return append(b, "true"...)
+	case *Object:
+		return appendItems(b, '{', '}', len(v.Members), indent, level, func(b []byte, i int) []byte {
+			b = append(AppendString(b, v.Members[i].Key), ':')
+			if indent != "" {
+				b = append(b, ' ')
+			}
+			return appendJSON(b, v.Members[i].Value, indent, level+1)
+		})
+	case []any:
+		return appendItems(b, '[', ']', len(v), indent, level, func(b []byte, i int) []byte {
+			return appendJSON(b, v[i], indent, level+1)
+		})
+	}
+	return appendScalar(b, v)
+}
+
+// appendItems appends an object or array of n members or elements
+// between open and end, each written by item, one a line when indented.
+func appendItems(b []byte, open, end byte, n int, indent string, level int, item func(b []byte, i int) []byte) []byte {
+	b = append(b, open)
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
 		}
-		return append(b, "false"...)
+		b = item(newline(b, indent, level+1), i)
+	}
+	if n > 0 {
+		b = newline(b, indent, level)
+	}
+	return append(b, end)
+}
+
+// appendScalar appends the JSON of v, a value that is neither an object
+// nor an array: null when it is not of a JSON type (normalize prevents
+// this) or a float64 JSON cannot hold, so that the output stays valid.
+func appendScalar(b []byte, v any) []byte {
+	switch v := v.(type) {
+	case bool:
+		return strconv.AppendBool(b, v)
 	case string:
 		return AppendString(b, v)
 	case json.Number:
-		if v == "" {
-			return append(b, '0')
-		}
-		return append(b, v...)
+		return append(b, cmp.Or(string(v), "0")...)
 	case float64:
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return append(b, "null"...)
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			return strconv.AppendFloat(b, v, 'g', -1, 64)
 		}
-		return strconv.AppendFloat(b, v, 'g', -1, 64)
 	case int:
 		return strconv.AppendInt(b, int64(v), 10)
 	case int64:
 		return strconv.AppendInt(b, v, 10)
-	case *Object:
-		if len(v.Members) == 0 {
-			return append(b, "{}"...)
-		}
-		b = append(b, '{')
-		for i, e := range v.Members {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = newline(b, indent, level+1)
-			b = AppendString(b, e.Key)
-			b = append(b, ':')
-			if indent != "" {
-				b = append(b, ' ')
-			}
-			b = appendJSON(b, e.Value, indent, level+1)
-		}
-		b = newline(b, indent, level)
-		return append(b, '}')
-	case []any:
-		if len(v) == 0 {
-			return append(b, "[]"...)
-		}
-		b = append(b, '[')
-		for i, e := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = newline(b, indent, level+1)
-			b = appendJSON(b, e, indent, level+1)
-		}
-		b = newline(b, indent, level)
-		return append(b, ']')
-	default:
-		// Not a JSON type (normalize prevents this); keep the output valid.
-		return append(b, "null"...)
 	}
+	return append(b, "null"...)
 }
 
 func newline(b []byte, indent string, level int) []byte {
@@ -99,6 +93,24 @@ var plain = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
+// shortEscapes maps the bytes JSON writes as a two-byte escape to the
+// byte after the backslash.
+var shortEscapes = [utf8.RuneSelf]byte{'"': '"', '\\': '\\', '\n': 'n', '\r': 'r', '\t': 't'}
+
+// appendEscape appends the escape of the ASCII byte c that a JSON string
+// cannot hold as it is.
+func appendEscape(b []byte, c byte) []byte {
+	if e := shortEscapes[c]; e != 0 {
+		return append(b, '\\', e)
+	}
+	return append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+}
+
+// runeEscapes are the escapes of the non-ASCII runes AppendString writes
+// escaped: an invalid byte (-1) as U+FFFD, and the line and paragraph
+// separators.
+var runeEscapes = map[rune]string{-1: `\ufffd`, '\u2028': `\u2028`, '\u2029': `\u2029`}
+
 // AppendString appends s as a JSON string. It escapes what JSON requires
 // and U+2028/U+2029; invalid UTF-8 becomes U+FFFD. HTML characters are
 // left alone: the prompt is not HTML, and the block is fenced separately.
@@ -112,34 +124,16 @@ func AppendString(b []byte, s string) []byte {
 				i++
 				continue
 			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
+			b = appendEscape(append(b, s[start:i]...), c)
 			i++
 			start = i
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		var esc string
-		switch {
-		case r == utf8.RuneError && size == 1:
-			esc = `\ufffd`
-		case r == '\u2028':
-			esc = `\u2028`
-		case r == '\u2029':
-			esc = `\u2029`
+		if size == 1 {
+			r = -1 // invalid UTF-8 (RuneError written out is 3 bytes)
 		}
-		if esc != "" {
+		if esc := runeEscapes[r]; esc != "" {
 			b = append(b, s[start:i]...)
 			b = append(b, esc...)
 			start = i + size

@@ -8,14 +8,53 @@ import (
 // The lexical pieces the strict decoder and the forgiving scanner share:
 // white space, \u escapes and the decoding of string bodies.
 
-func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
+// Lexical classes of lexClass.
+const (
+	lxSpace  = 1 << iota // JSON white space
+	lxSep                // ',' and ':', which Next skips
+	lxNumber             // the bytes of a number: digits, '-', '+', '.', 'e', 'E'
+	lxWord               // a-z, the bytes of true, false and null
+)
 
-func skipSpace(d []byte, i int) int {
-	for i < len(d) && isSpace(d[i]) {
+// lexClass holds the lexical classes of each byte; startKind the kind of
+// value a byte starts (KindBad for none), and tokenKind the kind of the
+// one-byte token a bracket is for Next.
+var lexClass, startKind, tokenKind = lexTables()
+
+func lexTables() (class [256]uint8, start, token [256]Kind) {
+	const digits = "0123456789"
+	for _, c := range []struct {
+		bits uint8
+		set  string
+	}{
+		{lxSpace, " \t\n\r"},
+		{lxSep, ",:"},
+		{lxNumber, digits + "-+.eE"},
+		{lxWord, "abcdefghijklmnopqrstuvwxyz"},
+	} {
+		for i := 0; i < len(c.set); i++ {
+			class[c.set[i]] |= c.bits
+		}
+	}
+	for i := 0; i < len(digits); i++ {
+		start[digits[i]] = KindNumber
+	}
+	start['-'], start['"'], start['{'], start['['] = KindNumber, KindString, KindObject, KindArray
+	start['t'], start['f'], start['n'] = KindBool, KindBool, KindNull
+	token['{'], token['['], token['}'], token[']'] = KindObject, KindArray, KindEnd, KindEnd
+	return class, start, token
+}
+
+// skipClass returns the index of the first byte at or after d[i] that is
+// not of the lexical classes bits.
+func skipClass(d []byte, i int, bits uint8) int {
+	for i < len(d) && lexClass[d[i]]&bits != 0 {
 		i++
 	}
 	return i
 }
+
+func skipSpace(d []byte, i int) int { return skipClass(d, i, lxSpace) }
 
 // unescape appends to buf the text of the string body s (what follows the
 // opening quote), up to its first unescaped quote or the end of s, and
@@ -37,29 +76,9 @@ func unescape(buf, s []byte, strict bool, pos *[]int) (out []byte, end, bad int)
 		case c < 0x20 && strict:
 			return buf, i, i
 		case c == '\\':
-			if i+1 >= len(s) {
-				if strict {
-					return buf, i, i
-				}
-				return buf, len(s), -1
-			}
-			e := s[i+1]
-			i += 2
-			switch {
-			case simpleEscape[e] != 0:
-				buf = append(buf, simpleEscape[e])
-			case e == 'u':
-				r, next, ok := unicodeEscape(s, i)
-				if !ok && strict {
-					return buf, i - 2, i - 2
-				}
-				i = next
-				buf = utf8.AppendRune(buf, r)
-			default:
-				if strict {
-					return buf, i - 2, i - 2
-				}
-				buf = utf8.AppendRune(buf, utf8.RuneError)
+			var bad bool
+			if buf, i, bad = unescapeOne(buf, s, i, strict); bad {
+				return buf[:n], start, start
 			}
 		case c < utf8.RuneSelf:
 			buf = append(buf, c)
@@ -76,6 +95,24 @@ func unescape(buf, s []byte, strict bool, pos *[]int) (out []byte, end, bad int)
 		}
 	}
 	return buf, len(s), -1
+}
+
+// unescapeOne appends to buf what the escape at s[i] stands for and
+// returns the index after it. A cut escape ends s; a bad one is U+FFFD,
+// or, strict, bad.
+func unescapeOne(buf, s []byte, i int, strict bool) (out []byte, next int, bad bool) {
+	if i+1 >= len(s) {
+		return buf, len(s), strict
+	}
+	e := s[i+1]
+	switch {
+	case simpleEscape[e] != 0:
+		return append(buf, simpleEscape[e]), i + 2, false
+	case e == 'u':
+		r, next, ok := unicodeEscape(s, i+2)
+		return utf8.AppendRune(buf, r), next, !ok && strict
+	}
+	return utf8.AppendRune(buf, utf8.RuneError), i + 2, strict
 }
 
 // simpleEscape maps the byte after a backslash to the byte it stands
@@ -112,17 +149,24 @@ func hex4(b []byte, i int) (rune, bool) {
 	}
 	var r rune
 	for _, c := range b[i : i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			c = c - 'A' + 10
-		default:
+		v := hexValue[c]
+		if v < 0 {
 			return 0, false
 		}
-		r = r<<4 | rune(c)
+		r = r<<4 | rune(v)
 	}
 	return r, true
+}
+
+// hexValue is the value of each hex digit, -1 for every other byte.
+var hexValue = hexValues()
+
+func hexValues() (t [256]int8) {
+	for c := range t {
+		t[c] = -1
+	}
+	for v := range int8(16) {
+		t["0123456789abcdef"[v]], t["0123456789ABCDEF"[v]] = v, v
+	}
+	return t
 }

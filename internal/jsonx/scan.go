@@ -96,34 +96,26 @@ func ScanValue(d []byte, i int) (Value, int) {
 	if i >= len(d) {
 		return Value{}, i
 	}
-	start := i
-	switch c := d[i]; {
-	case c == '"':
-		i = skipString(d, i)
-		return Value{Raw: d[start:i], Kind: KindString}, i
-	case c == '{' || c == '[':
-		i = skipContainer(d, i)
-		k := KindObject
-		if c == '[' {
-			k = KindArray
-		}
-		return Value{Raw: d[start:i], Kind: k}, i
-	case c == 't' || c == 'f' || c == 'n':
-		for i < len(d) && d[i] >= 'a' && d[i] <= 'z' {
-			i++
-		}
-		if c == 'n' {
-			return Value{Raw: d[start:i], Kind: KindNull}, i
-		}
-		return Value{Raw: d[start:i], Kind: KindBool}, i
-	case c == '-' || c >= '0' && c <= '9':
-		for i < len(d) && (d[i] == '-' || d[i] == '+' || d[i] == '.' || d[i] == 'e' || d[i] == 'E' || d[i] >= '0' && d[i] <= '9') {
-			i++
-		}
-		return Value{Raw: d[start:i], Kind: KindNumber}, i
-	default:
+	k := startKind[d[i]]
+	if k == KindBad {
 		return Value{}, len(d)
 	}
+	end := valueEnd(d, i, k)
+	return Value{Raw: d[i:end], Kind: k}, end
+}
+
+// valueEnd returns the index just past the value of kind k at d[i]: a
+// number or literal (true, false, null) runs on while its bytes do.
+func valueEnd(d []byte, i int, k Kind) int {
+	switch k {
+	case KindString:
+		return skipString(d, i)
+	case KindObject, KindArray:
+		return skipContainer(d, i)
+	case KindNumber:
+		return skipClass(d, i, lxNumber)
+	}
+	return skipClass(d, i, lxWord)
 }
 
 // Next returns the token of a JSON document at d[i] or after it, skipping
@@ -135,19 +127,12 @@ func ScanValue(d []byte, i int) (Value, int) {
 // decoding it (a key is the string after an object's opening bracket or
 // after one of its values).
 func Next(d []byte, i int) (Value, int) {
-	for i < len(d) && (isSpace(d[i]) || d[i] == ',' || d[i] == ':') {
-		i++
-	}
+	i = skipClass(d, i, lxSpace|lxSep)
 	if i >= len(d) {
 		return Value{}, i
 	}
-	switch d[i] {
-	case '{':
-		return Value{Raw: d[i : i+1], Kind: KindObject}, i + 1
-	case '[':
-		return Value{Raw: d[i : i+1], Kind: KindArray}, i + 1
-	case '}', ']':
-		return Value{Raw: d[i : i+1], Kind: KindEnd}, i + 1
+	if k := tokenKind[d[i]]; k != KindBad {
+		return Value{Raw: d[i : i+1], Kind: k}, i + 1
 	}
 	return ScanValue(d, i)
 }
@@ -160,36 +145,41 @@ func (v Value) Fields(buf []Field) []Field {
 		return buf
 	}
 	d := v.Raw
-	i := 1
-	for {
-		i = skipSpace(d, i)
-		if i >= len(d) || d[i] != '"' {
+	for i := 1; ; i++ {
+		f, end, ok := field(d, i)
+		if !ok {
 			break // '}' or malformed: stop
 		}
-		end := skipString(d, i)
-		if end > len(d) || end-i < 2 {
+		buf = append(buf, f)
+		if i = skipSpace(d, end); !byteAt(d, i, ',') {
 			break
 		}
-		key := d[i+1 : end-1]
-		i = skipSpace(d, end)
-		if i >= len(d) || d[i] != ':' {
-			break
-		}
-		var val Value
-		val, i = ScanValue(d, i+1)
-		if val.Kind == KindBad {
-			break
-		}
-		buf = append(buf, Field{Key: key, Value: val})
-		i = skipSpace(d, i)
-		if i >= len(d) || d[i] != ',' {
-			break
-		}
-		i++
 	}
 	buf = lastWins(buf)
 	return buf[:min(len(buf), maxFields)]
 }
+
+// field reads the member of an object at d[i] (after white space) and
+// returns it and the index just past it, or false when there is none.
+func field(d []byte, i int) (Field, int, bool) {
+	i = skipSpace(d, i)
+	if !byteAt(d, i, '"') {
+		return Field{}, i, false
+	}
+	end := skipString(d, i)
+	if end > len(d) || end-i < 2 {
+		return Field{}, i, false
+	}
+	key := d[i+1 : end-1]
+	if i = skipSpace(d, end); !byteAt(d, i, ':') {
+		return Field{}, i, false
+	}
+	val, i := ScanValue(d, i+1)
+	return Field{Key: key, Value: val}, i, val.Kind != KindBad
+}
+
+// byteAt reports whether d[i] is c.
+func byteAt(d []byte, i int, c byte) bool { return i < len(d) && d[i] == c }
 
 // lastWins removes the members of fs whose key appears again later, so
 // that the last one wins, as in encoding/json; the others keep their
@@ -200,25 +190,7 @@ func lastWins(fs []Field) []Field {
 	if len(fs) > len(sb) {
 		shadowed = make([]bool, len(fs))
 	}
-	dup := false
-	if len(fs) <= len(sb) {
-		for j := range fs {
-			for i := range j {
-				if string(fs[i].Key) == string(fs[j].Key) {
-					shadowed[i], dup = true, true
-				}
-			}
-		}
-	} else {
-		last := make(map[string]int, len(fs))
-		for j, f := range fs {
-			if i, ok := last[string(f.Key)]; ok {
-				shadowed[i], dup = true, true
-			}
-			last[string(f.Key)] = j
-		}
-	}
-	if !dup {
+	if !markShadowed(fs, shadowed) {
 		return fs
 	}
 	out := fs[:0]
@@ -230,6 +202,37 @@ func lastWins(fs []Field) []Field {
 	return out
 }
 
+// markShadowed sets shadowed[i] for each member of fs whose key appears
+// again later, and reports whether there was one: comparing each pair of
+// a few members, indexing the keys of more.
+func markShadowed(fs []Field, shadowed []bool) bool {
+	if len(fs) > 32 {
+		return markShadowedIndexed(fs, shadowed)
+	}
+	dup := false
+	for j := range fs {
+		for i := range j {
+			if string(fs[i].Key) == string(fs[j].Key) {
+				shadowed[i], dup = true, true
+			}
+		}
+	}
+	return dup
+}
+
+// markShadowedIndexed is markShadowed with a map of the keys.
+func markShadowedIndexed(fs []Field, shadowed []bool) bool {
+	dup := false
+	last := make(map[string]int, len(fs))
+	for j, f := range fs {
+		if i, ok := last[string(f.Key)]; ok {
+			shadowed[i], dup = true, true
+		}
+		last[string(f.Key)] = j
+	}
+	return dup
+}
+
 // elems calls fn for up to maxElems elements of an array value, stopping
 // early when fn returns false.
 func (v Value) Elems(fn func(Value) bool) {
@@ -237,19 +240,10 @@ func (v Value) Elems(fn func(Value) bool) {
 		return
 	}
 	d := v.Raw
-	i := 1
-	for n := 0; n < maxElems; n++ {
-		i = skipSpace(d, i)
-		if i >= len(d) || d[i] == ']' {
-			return
-		}
+	for n, i := 0, 1; n < maxElems; n++ {
 		var e Value
-		e, i = ScanValue(d, i)
-		if e.Kind == KindBad || !fn(e) {
-			return
-		}
-		i = skipSpace(d, i)
-		if i >= len(d) || d[i] != ',' {
+		e, i = ScanValue(d, i) // KindBad at ']' or the end
+		if i = skipSpace(d, i); e.Kind == KindBad || !fn(e) || !byteAt(d, i, ',') {
 			return
 		}
 		i++

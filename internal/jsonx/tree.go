@@ -98,23 +98,11 @@ func ToGo(v any) any {
 // unchanged subtrees), or equal scalars.
 func Same(a, b any) bool {
 	switch a := a.(type) {
-	case *Object:
-		bo, ok := b.(*Object)
-		return ok && a == bo
 	case []any:
 		ba, ok := b.([]any)
 		return ok && len(a) == len(ba) && (len(a) == 0 || &a[0] == &ba[0])
-	case string:
-		bs, ok := b.(string)
-		return ok && a == bs
-	case json.Number:
-		bn, ok := b.(json.Number)
-		return ok && a == bn
-	case bool:
-		bb, ok := b.(bool)
-		return ok && a == bb
-	case nil:
-		return b == nil
+	case *Object, string, json.Number, bool, nil:
+		return a == b // comparable: the same type and pointer or value
 	}
 	return false
 }
