@@ -61,18 +61,7 @@ type Selected struct {
 // add up to more than pool.
 func Assemble(cands []layer.Candidate, pool int, s Scoring) []Selected {
 	s = s.withDefaults()
-	lambda := math.Ln2 / s.HalfLife.Seconds()
-	all := make([]candidate, 0, len(cands))
-	items := make(assembly, 0, len(cands))
-	for i, c := range cands {
-		if c.Text == "" || c.Tokens < 0 || c.Tokens > pool {
-			continue
-		}
-		base := s.base(c, lambda)
-		all = append(all, candidate{c: c, order: i, base: base, score: base})
-		items = append(items, &all[len(all)-1])
-	}
-	heap.Init(&items)
+	items := newAssembly(cands, pool, s)
 	var out []Selected
 	var picked []*candidate
 	left := pool
@@ -91,17 +80,7 @@ func Assemble(cands []layer.Candidate, pool int, s Scoring) []Selected {
 		// was last scored. Redundancy only grows, so a score can only
 		// fall: if it is still the best after the update, it is the best.
 		if top.seen < len(picked) {
-			for _, p := range picked[top.seen:] {
-				o := overlap(top.sig, p.sig)
-				if o >= s.Novelty {
-					// Before skipping it, make sure: a collision of
-					// two words' bits is not a duplicate.
-					o = exactOverlap(top.c.Text, p.c.Text)
-				}
-				top.red = max(top.red, o)
-			}
-			top.seen = len(picked)
-			top.score = top.base - s.Redundancy*top.red
+			top.rescore(picked, s)
 			if top.red >= s.Novelty {
 				heap.Pop(&items)
 				continue
@@ -117,6 +96,40 @@ func Assemble(cands []layer.Candidate, pool int, s Scoring) []Selected {
 		out = append(out, Selected{Candidate: top.c, Score: top.score, Redundancy: top.red})
 	}
 	return out
+}
+
+// newAssembly returns the heap of the candidates of cands that may be
+// selected from pool, scored without redundancy.
+func newAssembly(cands []layer.Candidate, pool int, s Scoring) assembly {
+	lambda := math.Ln2 / s.HalfLife.Seconds()
+	all := make([]candidate, 0, len(cands))
+	items := make(assembly, 0, len(cands))
+	for i, c := range cands {
+		if c.Text == "" || c.Tokens < 0 || c.Tokens > pool {
+			continue
+		}
+		base := s.base(c, lambda)
+		all = append(all, candidate{c: c, order: i, base: base, score: base})
+		items = append(items, &all[len(all)-1])
+	}
+	heap.Init(&items)
+	return items
+}
+
+// rescore brings c's redundancy and score up to date with the candidates
+// picked since it was last scored.
+func (c *candidate) rescore(picked []*candidate, s Scoring) {
+	for _, p := range picked[c.seen:] {
+		o := overlap(c.sig, p.sig)
+		if o >= s.Novelty {
+			// Before skipping it, make sure: a collision of two words'
+			// bits is not a duplicate.
+			o = exactOverlap(c.c.Text, p.c.Text)
+		}
+		c.red = max(c.red, o)
+	}
+	c.seen = len(picked)
+	c.score = c.base - s.Redundancy*c.red
 }
 
 // Score returns the score [Assemble] gives c before any redundancy (what

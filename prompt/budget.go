@@ -64,60 +64,70 @@ func Allocate(r Request) (Allocation, error) {
 	}
 	avail := available(r)
 	a := Allocation{Layers: make(map[string]int, len(r.Layers)), Available: avail}
-	sumMin, sumHead, uncapped := 0, 0, 0
+	sums := sumBudgets(r.Layers)
 	for _, s := range r.Layers {
-		a.Layers[s.ID] = 0
-		sumMin += s.Budget.Min
-		if capped(s.Budget) {
-			sumHead += s.Budget.Max - s.Budget.Min
-		} else {
-			uncapped++
+		switch {
+		case avail == layer.Unbounded && capped(s.Budget):
+			a.Layers[s.ID] = s.Budget.Max
+		case avail == layer.Unbounded:
+			a.Layers[s.ID] = layer.Unbounded
+		case sums.min > avail:
+			a.Layers[s.ID] = mulDiv(s.Budget.Min, avail, sums.min)
+		default:
+			a.Layers[s.ID] = 0
 		}
 	}
 	switch {
-	case len(r.Layers) == 0:
+	case len(r.Layers) == 0, avail == layer.Unbounded:
 		a.History = avail
-		return a, nil
-	case avail == 0:
-		return a, nil
-	case avail == layer.Unbounded:
-		for _, s := range r.Layers {
-			a.Layers[s.ID] = layer.Unbounded
-			if capped(s.Budget) {
-				a.Layers[s.ID] = s.Budget.Max
-			}
-		}
-		a.History = layer.Unbounded
-		return a, nil
-	case sumMin > avail:
-		for _, s := range r.Layers {
-			a.Layers[s.ID] = mulDiv(s.Budget.Min, avail, sumMin)
-		}
-		return a, nil
+	case avail > 0 && sums.min <= avail:
+		a.share(r.Layers, sums, avail-sums.min)
 	}
+	return a, nil
+}
 
-	rest := avail - sumMin
+// budgetSums are the sums of the layers' budgets Allocate needs: their
+// Mins, the headroom (Max − Min) of the capped ones, and how many have
+// no cap.
+type budgetSums struct{ min, head, uncapped int }
+
+func sumBudgets(specs []layer.Spec) (s budgetSums) {
+	for _, l := range specs {
+		s.min += l.Budget.Min
+		if capped(l.Budget) {
+			s.head += l.Budget.Max - l.Budget.Min
+		} else {
+			s.uncapped++
+		}
+	}
+	return s
+}
+
+// share gives each layer its Min and shares rest, what is left after
+// the Mins: 60% to the layers, the capped ones taking at most their
+// headroom in proportion to it (of half of that when some layers have no
+// cap, which share the remainder equally), and 40% to history.
+func (a *Allocation) share(specs []layer.Spec, sums budgetSums, rest int) {
 	pool := mulDiv(3, rest, 5) // the layers' 60%
 	a.History = rest - pool
 	share := pool // what the capped layers share
-	if uncapped > 0 {
+	if sums.uncapped > 0 {
 		share = pool / 2
 	}
 	given := 0
-	for _, s := range r.Layers {
+	for _, s := range specs {
 		a.Layers[s.ID] = s.Budget.Min
 		if head := s.Budget.Max - s.Budget.Min; capped(s.Budget) && head > 0 {
-			g := min(head, mulDiv(head, share, sumHead))
+			g := min(head, mulDiv(head, share, sums.head))
 			a.Layers[s.ID] += g
 			given += g
 		}
 	}
-	for _, s := range r.Layers {
+	for _, s := range specs {
 		if !capped(s.Budget) {
-			a.Layers[s.ID] += (pool - given) / uncapped
+			a.Layers[s.ID] += (pool - given) / sums.uncapped
 		}
 	}
-	return a, nil
 }
 
 // capped reports whether b has a Max (neither 0 nor layer.Unbounded).

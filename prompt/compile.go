@@ -1,6 +1,7 @@
 package prompt
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -99,13 +100,8 @@ func New(cfg Config) (c *Compiler, err error) {
 		}
 		return c, nil
 	}
-	for name, src := range cfg.Partials {
-		if d := blockDepthBound(src); d > MaxBlockDepth {
-			return nil, fmt.Errorf("%w: partial %q: blocks nest %d deep, more than %d (MaxBlockDepth)", ErrTemplate, name, d, MaxBlockDepth)
-		}
-	}
-	if d := blockDepthBound(cfg.Template); d > MaxBlockDepth {
-		return nil, fmt.Errorf("%w: blocks nest %d deep, more than %d (MaxBlockDepth)", ErrTemplate, d, MaxBlockDepth)
+	if err := checkDepthBounds(cfg); err != nil {
+		return nil, err
 	}
 	tpl, err := raymond.Parse(cfg.Template)
 	if err != nil {
@@ -117,26 +113,50 @@ func New(cfg Config) (c *Compiler, err error) {
 			c, err = nil, fmt.Errorf("%w: %v", ErrTemplate, r)
 		}
 	}()
+	if err := register(tpl, cfg); err != nil {
+		return nil, err
+	}
+	c.tpl = tpl
+	return c, nil
+}
+
+// checkDepthBounds refuses a template or partial whose blocks may nest
+// deeper than MaxBlockDepth (blockDepthBound), before it is parsed.
+func checkDepthBounds(cfg Config) error {
+	for name, src := range cfg.Partials {
+		if d := blockDepthBound(src); d > MaxBlockDepth {
+			return fmt.Errorf("%w: partial %q: blocks nest %d deep, more than %d (MaxBlockDepth)", ErrTemplate, name, d, MaxBlockDepth)
+		}
+	}
+	if d := blockDepthBound(cfg.Template); d > MaxBlockDepth {
+		return fmt.Errorf("%w: blocks nest %d deep, more than %d (MaxBlockDepth)", ErrTemplate, d, MaxBlockDepth)
+	}
+	return nil
+}
+
+// register parses and registers cfg's partials on tpl, checks them
+// (checkPartials), and registers cfg's helpers. raymond panics on a
+// duplicate or malformed helper or partial.
+func register(tpl *raymond.Template, cfg Config) error {
 	for _, name := range slices.Sorted(maps.Keys(cfg.Partials)) {
 		// A pre-parsed partial: raymond parses partials registered from
 		// source lazily on first use, which races under concurrent Exec.
 		p, err := raymond.Parse(cfg.Partials[name])
 		if err != nil {
-			return nil, fmt.Errorf("%w: partial %q: %w", ErrTemplate, name, err)
+			return fmt.Errorf("%w: partial %q: %w", ErrTemplate, name, err)
 		}
 		tpl.RegisterPartialTemplate(name, p)
 	}
 	if err := checkPartials(cfg.Template, cfg.Partials); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrTemplate, err)
+		return fmt.Errorf("%w: %w", ErrTemplate, err)
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Helpers)) {
 		if cfg.Helpers[name] == nil {
-			return nil, fmt.Errorf("%w: helper %q is nil", ErrTemplate, name)
+			return fmt.Errorf("%w: helper %q is nil", ErrTemplate, name)
 		}
 		tpl.RegisterHelper(name, cfg.Helpers[name])
 	}
-	c.tpl = tpl
-	return c, nil
+	return nil
 }
 
 // Counter returns the compiler's token counter ([Config.Counter] or
@@ -234,67 +254,87 @@ func (c *Compiler) Compile(recalled []layer.Recalled, vars map[string]any) (out 
 			out, err = "", fmt.Errorf("%w: panic: %v", ErrRender, r)
 		}
 	}()
-	for _, name := range [...]string{VarLayers, VarInstructions} {
-		if _, ok := vars[name]; ok {
-			return "", fmt.Errorf("%w: %q is reserved and cannot be a user variable", ErrNameConflict, name)
-		}
+	ctx, err := c.context(vars, len(recalled))
+	if err != nil {
+		return "", err
 	}
-	var ctx map[string]any // the template's variables; nil for the default layout
-	if c.tpl != nil {
-		ctx = make(map[string]any, len(vars)+len(recalled)+2)
-		for k, v := range vars {
-			cv, err := userValue(v)
-			if err != nil {
-				return "", fmt.Errorf("%w: variable %q: %w", ErrRender, k, err)
-			}
-			ctx[k] = cv
-		}
+	all, err := c.layers(recalled, ctx)
+	if err != nil || c.tpl == nil {
+		return all, err
 	}
-	base := c.guards
-	if base == nil {
-		base = builtinGuards
-	}
-	tags := forStep(base, recalled)
-	// all is the layers' texts, after the instructions in the default
-	// layout; both are separated by blank lines.
-	var all strings.Builder
-	if c.tpl == nil {
-		all.WriteString(c.instructions)
-	}
-	names := make([][2]string, 0, 8) // {name, id} of the layers so far
-	for _, r := range recalled {
-		name := VarName(r.ID)
-		if name == VarLayers || name == VarInstructions {
-			return "", fmt.Errorf("%w: layer %q would be the reserved variable %q", ErrNameConflict, r.ID, name)
-		}
-		for _, n := range names {
-			if n[0] == name && n[1] != r.ID {
-				return "", fmt.Errorf("%w: layers %q and %q both map to variable %q", ErrNameConflict, n[1], r.ID, name)
-			}
-		}
-		names = append(names, [2]string{name, r.ID})
-		text := layerText(r, tags)
-		if ctx != nil {
-			ctx[name] = raymond.SafeString(text) // shadows a user variable even when empty
-		}
-		if text == "" {
-			continue
-		}
-		if all.Len() > 0 {
-			all.WriteString("\n\n")
-		}
-		all.WriteString(text)
-	}
-	if c.tpl == nil {
-		return all.String(), nil
-	}
-	ctx[VarLayers] = raymond.SafeString(all.String())
+	ctx[VarLayers] = raymond.SafeString(all)
 	ctx[VarInstructions] = c.instrValue
 	out, err = c.tpl.Exec(ctx)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrRender, err)
 	}
 	return out, nil
+}
+
+// context returns the template's variables: the user's vars, each as
+// userValue gives it, with room for n layers. It is nil for the default
+// layout. A var may not take a reserved name.
+func (c *Compiler) context(vars map[string]any, n int) (map[string]any, error) {
+	for _, name := range [...]string{VarLayers, VarInstructions} {
+		if _, ok := vars[name]; ok {
+			return nil, fmt.Errorf("%w: %q is reserved and cannot be a user variable", ErrNameConflict, name)
+		}
+	}
+	if c.tpl == nil {
+		return nil, nil
+	}
+	ctx := make(map[string]any, len(vars)+n+2)
+	for k, v := range vars {
+		cv, err := userValue(v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: variable %q: %w", ErrRender, k, err)
+		}
+		ctx[k] = cv
+	}
+	return ctx, nil
+}
+
+// layers returns the recalled layers' texts, after the instructions in
+// the default layout, separated by blank lines, and sets each layer's
+// variable in ctx (when not nil).
+func (c *Compiler) layers(recalled []layer.Recalled, ctx map[string]any) (string, error) {
+	tags := forStep(cmp.Or(c.guards, builtinGuards), recalled)
+	var all strings.Builder
+	if c.tpl == nil {
+		all.WriteString(c.instructions)
+	}
+	names := make([][2]string, 0, 8) // {name, id} of the layers so far
+	for _, r := range recalled {
+		name, err := layerVar(names, r.ID)
+		if err != nil {
+			return "", err
+		}
+		names = append(names, [2]string{name, r.ID})
+		text := layerText(r, tags)
+		if ctx != nil {
+			ctx[name] = raymond.SafeString(text) // shadows a user variable even when empty
+		}
+		if text != "" && all.Len() > 0 {
+			all.WriteString("\n\n")
+		}
+		all.WriteString(text)
+	}
+	return all.String(), nil
+}
+
+// layerVar returns the template variable of layer id, or an error when
+// it is reserved or another layer's of names ({name, id} pairs).
+func layerVar(names [][2]string, id string) (string, error) {
+	name := VarName(id)
+	if name == VarLayers || name == VarInstructions {
+		return "", fmt.Errorf("%w: layer %q would be the reserved variable %q", ErrNameConflict, id, name)
+	}
+	for _, n := range names {
+		if n[0] == name && n[1] != id {
+			return "", fmt.Errorf("%w: layers %q and %q both map to variable %q", ErrNameConflict, n[1], id, name)
+		}
+	}
+	return name, nil
 }
 
 // Raw wraps a user variable that Compile must pass to the template

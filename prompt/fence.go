@@ -149,14 +149,35 @@ func (g *guards) owner(tag string) string {
 // that the usual steps do not build them again.
 func forStep(base *guards, recalled []layer.Recalled) *guards {
 	var buf [8][2]string
-	news := buf[:0] // {tag, owner}: claims of recalled layers, then first fencers
+	news, claims := base.newTags(buf[:0], recalled)
+	if len(news) == 0 {
+		return base
+	}
+	key := stepKey(news, claims)
+	if e, ok := base.steps.Load(key); ok && e.(*stepGuards).claims == claims && slices.Equal(e.(*stepGuards).news, news) {
+		return e.(*stepGuards).g
+	}
+	g := base.with(news, claims)
+	if base.nsteps.Load() < maxStepGuards {
+		if _, loaded := base.steps.LoadOrStore(key, &stepGuards{slices.Clone(news), claims, g}); !loaded {
+			base.nsteps.Add(1)
+		}
+	}
+	return g
+}
+
+// newTags appends to news the {tag, owner} pairs of a step that base
+// does not know: first the claims of recalled layers to their own tags
+// (how many is claims), then the tags of fenced items, owned by the
+// first layer fencing with them.
+func (base *guards) newTags(news [][2]string, recalled []layer.Recalled) (_ [][2]string, claims int) {
 	for _, r := range recalled {
 		tag := fence.Tag(r.ID)
 		if i := base.findTag(tag); i < 0 || base.tags[i].owner == "" {
 			news = append(news, [2]string{tag, r.ID})
 		}
 	}
-	claims := len(news)
+	claims = len(news)
 	for _, r := range recalled {
 		for _, it := range r.Items {
 			if tag, _, ok := fenceTag(it.Text); ok && base.findTag(tag) < 0 && !fencedBy(news[claims:], tag) {
@@ -164,9 +185,11 @@ func forStep(base *guards, recalled []layer.Recalled) *guards {
 			}
 		}
 	}
-	if len(news) == 0 {
-		return base
-	}
+	return news, claims
+}
+
+// stepKey hashes a step's new tags (newTags) for the cache of forStep.
+func stepKey(news [][2]string, claims int) uint64 {
 	h := fnv.New64a()
 	for i, n := range news {
 		if i == claims {
@@ -177,21 +200,18 @@ func forStep(base *guards, recalled []layer.Recalled) *guards {
 		h.Write([]byte(n[1]))
 		h.Write([]byte{0})
 	}
-	key := h.Sum64()
-	if e, ok := base.steps.Load(key); ok && e.(*stepGuards).claims == claims && slices.Equal(e.(*stepGuards).news, news) {
-		return e.(*stepGuards).g
-	}
+	return h.Sum64()
+}
+
+// with returns a copy of base with a step's new tags (newTags): the
+// claims, then the tags no claim took.
+func (base *guards) with(news [][2]string, claims int) *guards {
 	g := &guards{tags: append([]blockTag(nil), base.tags...)}
 	for i, n := range news {
 		if i < claims {
 			g.claim(n[0], n[1])
 		} else if g.findTag(n[0]) < 0 {
 			g.add(n[0], n[1])
-		}
-	}
-	if base.nsteps.Load() < maxStepGuards {
-		if _, loaded := base.steps.LoadOrStore(key, &stepGuards{slices.Clone(news), claims, g}); !loaded {
-			base.nsteps.Add(1)
 		}
 	}
 	return g
@@ -219,29 +239,37 @@ func fencedBy(news [][2]string, tag string) bool {
 
 // fenceTag returns the tag of a text fenced by fence.Wrap, and its body.
 func fenceTag(text string) (tag, body string, ok bool) {
-	if len(text) < 3 || text[0] != '<' {
-		return "", "", false
-	}
 	end := strings.IndexByte(text, '>')
-	if end < 2 {
+	if len(text) < 3 || text[0] != '<' || end < 2 || !isTagName(text[1:end]) {
 		return "", "", false
 	}
 	tag = text[1:end]
-	for i := 0; i < len(tag); i++ {
-		c := tag[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' || c == ':') {
-			return "", "", false
-		}
-	}
 	open := end + 2 // "<tag>\n"
 	closing := "\n</" + tag + ">"
 	if len(text) < open+len(closing)-1 || text[end+1] != '\n' || !strings.HasSuffix(text, closing) {
 		return "", "", false
 	}
-	if len(text)-len(closing) < open { // "<tag>\n</tag>": empty body
-		return tag, "", true
+	// max: "<tag>\n</tag>" has an empty body.
+	return tag, text[open:max(open, len(text)-len(closing))], true
+}
+
+// tagBytes holds the bytes of a tag's name: ASCII letters and digits,
+// '_', '-', '.' and ':'.
+var tagBytes = func() (t [256]bool) {
+	for _, c := range []byte("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:") {
+		t[c] = true
 	}
-	return tag, text[open : len(text)-len(closing)], true
+	return t
+}()
+
+// isTagName reports whether every byte of s is one of a tag's name.
+func isTagName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !tagBytes[s[i]] {
+			return false
+		}
+	}
+	return true
 }
 
 // guardItem returns the text of an item of layer id with every guarded

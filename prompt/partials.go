@@ -31,47 +31,64 @@ func checkPartials(source string, partials map[string]string) error {
 	if err != nil {
 		return err
 	}
-	// depth[name] is the longest chain of partials name starts, itself
-	// included, once known; 0 while name is being explored. nest[name]
-	// is how deeply blocks nest in name, those of the partials it
-	// includes counted.
-	depth := make(map[string]int, len(partials))
-	nest := make(map[string]int, len(partials))
-	var visit func(name string, path []string) (int, error)
-	visit = func(name string, path []string) (int, error) {
-		if d, seen := depth[name]; seen {
-			if d == 0 {
-				return 0, fmt.Errorf("partial %q includes itself (%s)", name, cycle(path, name))
-			}
-			return d, nil
-		}
-		depth[name] = 0
-		d, n := 0, own[name]
-		for _, r := range refs[name] {
-			rd, err := visit(r.name, append(path, name))
-			if err != nil {
-				return 0, err
-			}
-			d, n = max(d, rd), max(n, r.depth+nest[r.name])
-		}
-		depth[name], nest[name] = d+1, n
-		return d + 1, nil
-	}
+	g := partialGraph{refs: refs, own: own, depth: make(map[string]int, len(partials)), nest: make(map[string]int, len(partials))}
 	for _, name := range slices.Sorted(maps.Keys(partials)) {
-		if _, err := visit(name, nil); err != nil {
+		if _, err := g.visit(name, nil); err != nil {
 			return err
 		}
 	}
 	for _, r := range top {
-		if depth[r.name] > MaxPartialDepth {
-			return fmt.Errorf("partials nested deeper than %d (MaxPartialDepth), from %q", MaxPartialDepth, r.name)
-		}
-		if n := r.depth + nest[r.name]; n > MaxBlockDepth {
-			return fmt.Errorf("blocks nest %d deep through partial %q, more than %d (MaxBlockDepth)", n, r.name, MaxBlockDepth)
+		if err := g.checkTop(r); err != nil {
+			return err
 		}
 	}
 	if topNest > MaxBlockDepth {
 		return fmt.Errorf("blocks nest %d deep, more than %d (MaxBlockDepth)", topNest, MaxBlockDepth)
+	}
+	return nil
+}
+
+// partialGraph is the graph of partials that checkPartials explores.
+// refs[name] are the partials name includes, and own[name] how deeply
+// blocks nest in name itself. depth[name] is the longest chain of
+// partials name starts, itself included, once known; 0 while name is
+// being explored. nest[name] is how deeply blocks nest in name, those of
+// the partials it includes counted.
+type partialGraph struct {
+	refs             map[string][]partialRef
+	own, depth, nest map[string]int
+}
+
+// visit explores the partial name, reached by path, and returns its
+// depth, or an error when it includes itself.
+func (g *partialGraph) visit(name string, path []string) (int, error) {
+	if d, seen := g.depth[name]; seen {
+		if d == 0 {
+			return 0, fmt.Errorf("partial %q includes itself (%s)", name, cycle(path, name))
+		}
+		return d, nil
+	}
+	g.depth[name] = 0
+	d, n := 0, g.own[name]
+	for _, r := range g.refs[name] {
+		rd, err := g.visit(r.name, append(path, name))
+		if err != nil {
+			return 0, err
+		}
+		d, n = max(d, rd), max(n, r.depth+g.nest[r.name])
+	}
+	g.depth[name], g.nest[name] = d+1, n
+	return d + 1, nil
+}
+
+// checkTop checks a partial the template includes: the chain of partials
+// and the blocks nesting through it.
+func (g *partialGraph) checkTop(r partialRef) error {
+	if g.depth[r.name] > MaxPartialDepth {
+		return fmt.Errorf("partials nested deeper than %d (MaxPartialDepth), from %q", MaxPartialDepth, r.name)
+	}
+	if n := r.depth + g.nest[r.name]; n > MaxBlockDepth {
+		return fmt.Errorf("blocks nest %d deep through partial %q, more than %d (MaxBlockDepth)", n, r.name, MaxBlockDepth)
 	}
 	return nil
 }
@@ -125,55 +142,79 @@ func partialRefs(source string, partials map[string]string) ([]partialRef, int, 
 	if err != nil {
 		return nil, 0, err
 	}
-	var refs []partialRef
-	deepest := 0
-	tooDeep := func(d int) error {
-		deepest = max(deepest, d)
-		if d > MaxBlockDepth {
-			return fmt.Errorf("blocks nest more than %d deep (MaxBlockDepth)", MaxBlockDepth)
-		}
+	w := refWalker{partials: partials}
+	err = w.walk(prog, 0)
+	return w.refs, w.deepest, err
+}
+
+// refWalker walks a parsed template for partialRefs: the partials it
+// includes (refs) and how deeply its blocks nest (deepest).
+type refWalker struct {
+	partials map[string]string
+	refs     []partialRef
+	deepest  int
+}
+
+// tooDeep notes that blocks nest d deep, and returns an error when that
+// is more than MaxBlockDepth.
+func (w *refWalker) tooDeep(d int) error {
+	w.deepest = max(w.deepest, d)
+	if d > MaxBlockDepth {
+		return fmt.Errorf("blocks nest more than %d deep (MaxBlockDepth)", MaxBlockDepth)
+	}
+	return nil
+}
+
+// walk walks the statements of p, at blocks' depth.
+func (w *refWalker) walk(p *ast.Program, depth int) error {
+	if p == nil {
 		return nil
 	}
-	var walk func(p *ast.Program, depth int) error
-	walk = func(p *ast.Program, depth int) error {
-		if p == nil {
-			return nil
+	for _, n := range p.Body {
+		var err error
+		switch n := n.(type) {
+		case *ast.MustacheStatement:
+			err = w.tooDeep(depth + exprDepth(n.Expression))
+		case *ast.BlockStatement:
+			err = w.block(n, depth)
+		case *ast.PartialStatement:
+			err = w.partial(n, depth)
 		}
-		for _, n := range p.Body {
-			switch n := n.(type) {
-			case *ast.MustacheStatement:
-				if err := tooDeep(depth + exprDepth(n.Expression)); err != nil {
-					return err
-				}
-			case *ast.BlockStatement:
-				if err := tooDeep(depth + 1 + exprDepth(n.Expression)); err != nil {
-					return fmt.Errorf("line %d: %w", n.Line, err)
-				}
-				if err := walk(n.Program, depth+1); err != nil {
-					return err
-				}
-				if err := walk(n.Inverse, depth+1); err != nil {
-					return err
-				}
-			case *ast.PartialStatement:
-				name, ok := ast.HelperNameStr(n.Name)
-				if !ok {
-					return fmt.Errorf("line %d: dynamic partial names are not supported", n.Line)
-				}
-				if _, ok := partials[name]; !ok {
-					return fmt.Errorf("line %d: partial %q is not defined", n.Line, name)
-				}
-				if i := slices.IndexFunc(refs, func(r partialRef) bool { return r.name == name }); i >= 0 {
-					refs[i].depth = max(refs[i].depth, depth)
-				} else {
-					refs = append(refs, partialRef{name, depth})
-				}
-			}
+		if err != nil {
+			return err
 		}
-		return nil
 	}
-	err = walk(prog, 0)
-	return refs, deepest, err
+	return nil
+}
+
+// block walks a block statement at depth: its expression, its program
+// and its else.
+func (w *refWalker) block(n *ast.BlockStatement, depth int) error {
+	if err := w.tooDeep(depth + 1 + exprDepth(n.Expression)); err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	if err := w.walk(n.Program, depth+1); err != nil {
+		return err
+	}
+	return w.walk(n.Inverse, depth+1)
+}
+
+// partial notes a partial statement at depth; its name must be a
+// literal one of the defined partials.
+func (w *refWalker) partial(n *ast.PartialStatement, depth int) error {
+	name, ok := ast.HelperNameStr(n.Name)
+	if !ok {
+		return fmt.Errorf("line %d: dynamic partial names are not supported", n.Line)
+	}
+	if _, ok := w.partials[name]; !ok {
+		return fmt.Errorf("line %d: partial %q is not defined", n.Line, name)
+	}
+	if i := slices.IndexFunc(w.refs, func(r partialRef) bool { return r.name == name }); i >= 0 {
+		w.refs[i].depth = max(w.refs[i].depth, depth)
+	} else {
+		w.refs = append(w.refs, partialRef{name, depth})
+	}
+	return nil
 }
 
 // exprDepth returns how deeply subexpressions nest in e's parameters and

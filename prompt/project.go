@@ -91,14 +91,7 @@ func ProjectHistory(msgs []llms.MessageContent, capTokens int, c Counter) []llms
 			break
 		}
 		used += cost
-		for _, p := range msgs[i].Parts {
-			switch p := p.(type) {
-			case llms.ToolCallResponse:
-				pending[p.ToolCallID] = true
-			case llms.ToolCall:
-				delete(pending, p.ID)
-			}
-		}
+		awaitCalls(pending, msgs[i].Parts)
 		if len(pending) == 0 {
 			start = i
 		}
@@ -112,70 +105,113 @@ func ProjectHistory(msgs []llms.MessageContent, capTokens int, c Counter) []llms
 // stripUnpaired returns msgs without unanswered tool calls and orphan
 // tool responses (see ProjectHistory). It copies only when it must.
 func stripUnpaired(msgs []llms.MessageContent) []llms.MessageContent {
-	// Pair each call ID's first call with its first response in a later
-	// message; every other part carrying that ID is unpaired.
-	type pos struct{ msg, part int }
-	called := map[string]pos{}
-	answered := map[string]pos{}
-	for i, m := range msgs {
-		for j, p := range m.Parts {
-			switch p := p.(type) {
-			case llms.ToolCall:
-				if _, dup := called[p.ID]; !dup {
-					called[p.ID] = pos{i, j}
-				}
-			case llms.ToolCallResponse:
-				if c, ok := called[p.ToolCallID]; ok && c.msg < i {
-					if _, done := answered[p.ToolCallID]; !done {
-						answered[p.ToolCallID] = pos{i, j}
-					}
-				}
-			}
-		}
-	}
-	keep := func(i, j int, p llms.ContentPart) bool {
-		switch p := p.(type) {
-		case llms.ToolCall:
-			_, ok := answered[p.ID]
-			return ok && called[p.ID] == pos{i, j}
-		case llms.ToolCallResponse:
-			a, ok := answered[p.ToolCallID]
-			return ok && a == pos{i, j}
-		}
-		return true
-	}
+	pr := pairCalls(msgs)
 	var out []llms.MessageContent
 	for i, m := range msgs {
-		drop := 0
-		for j, p := range m.Parts {
-			if !keep(i, j, p) {
-				drop++
-			}
-		}
-		if drop == 0 {
-			if out != nil {
-				out = append(out, m)
-			}
-			continue
-		}
-		if out == nil {
+		kept, dropped := pr.keptParts(i, m.Parts)
+		if dropped > 0 && out == nil {
 			out = make([]llms.MessageContent, i, len(msgs))
 			copy(out, msgs[:i])
 		}
-		if drop == len(m.Parts) {
-			continue
+		// A message is dropped when stripping left it no part.
+		if out != nil && (len(kept) > 0 || dropped == 0) {
+			m.Parts = kept
+			out = append(out, m)
 		}
-		parts := make([]llms.ContentPart, 0, len(m.Parts)-drop)
-		for j, p := range m.Parts {
-			if keep(i, j, p) {
-				parts = append(parts, p)
-			}
-		}
-		m.Parts = parts
-		out = append(out, m)
 	}
 	if out == nil {
 		return msgs
 	}
 	return out
+}
+
+// awaitCalls notes in pending the call IDs of the tool responses of
+// parts, and clears those of its tool calls, in order.
+func awaitCalls(pending map[string]bool, parts []llms.ContentPart) {
+	for _, p := range parts {
+		id, call, ok := toolPart(p)
+		if ok && call {
+			delete(pending, id)
+		} else if ok {
+			pending[id] = true
+		}
+	}
+}
+
+// toolPart returns the call ID a tool call or tool response carries and
+// whether it is the call; ok is false for any other part.
+func toolPart(p llms.ContentPart) (id string, call, ok bool) {
+	switch p := p.(type) {
+	case llms.ToolCall:
+		return p.ID, true, true
+	case llms.ToolCallResponse:
+		return p.ToolCallID, false, true
+	}
+	return "", false, false
+}
+
+// partAt is where a part is: msgs[msg].Parts[part].
+type partAt struct{ msg, part int }
+
+// toolPairs pairs each call ID's first tool call with its first response
+// in a later message; every other part carrying that ID is unpaired.
+type toolPairs struct{ called, answered map[string]partAt }
+
+func pairCalls(msgs []llms.MessageContent) toolPairs {
+	pr := toolPairs{called: map[string]partAt{}, answered: map[string]partAt{}}
+	for i, m := range msgs {
+		for j, p := range m.Parts {
+			id, call, ok := toolPart(p)
+			c, wasCalled := pr.called[id]
+			switch {
+			case ok && call:
+				setFirst(pr.called, id, partAt{i, j})
+			case ok && wasCalled && c.msg < i:
+				setFirst(pr.answered, id, partAt{i, j})
+			}
+		}
+	}
+	return pr
+}
+
+// setFirst sets m[id] to at unless it is set.
+func setFirst(m map[string]partAt, id string, at partAt) {
+	if _, set := m[id]; !set {
+		m[id] = at
+	}
+}
+
+// keeps reports whether the part p at at is kept: a part that is not a
+// tool call or response, or one of a pair.
+func (pr toolPairs) keeps(at partAt, p llms.ContentPart) bool {
+	id, call, ok := toolPart(p)
+	if !ok {
+		return true
+	}
+	want, answered := pr.answered[id]
+	if call {
+		want = pr.called[id]
+	}
+	return answered && want == at
+}
+
+// keptParts returns the parts of msgs[i] that are kept, and how many are
+// dropped; parts itself when none is.
+func (pr toolPairs) keptParts(i int, parts []llms.ContentPart) ([]llms.ContentPart, int) {
+	drop := 0
+	for j, p := range parts {
+		if !pr.keeps(partAt{i, j}, p) {
+			drop++
+		}
+	}
+	if drop == 0 {
+		return parts, 0
+	}
+	kept := make([]llms.ContentPart, 0, len(parts)-drop)
+	for j, p := range parts {
+		if pr.keeps(partAt{i, j}, p) {
+			kept = append(kept, p)
+		}
+	}
+	return kept, drop
 }
