@@ -120,14 +120,7 @@ const (
 
 // skeleton computes Skeleton.
 func skeleton(tag string) string {
-	simple := true
-	for i := 0; i < len(tag); i++ {
-		if c := tag[i]; c >= utf8.RuneSelf || asciiFold[c].k != kLetters || asciiFold[c].s != string(c) {
-			simple = false
-			break
-		}
-	}
-	if simple {
+	if isSkeleton(tag) {
 		return tag
 	}
 	var b strings.Builder
@@ -137,14 +130,23 @@ func skeleton(tag string) string {
 			b.WriteString(f.s)
 		case kIgnore, kSep:
 		case kSlash:
-			if b.Len() > 0 {
-				b.WriteByte('/')
-			}
+			b.WriteString("/"[:min(b.Len(), 1)]) // not a leading slash
 		default:
 			b.WriteRune(r)
 		}
 	}
 	return b.String()
+}
+
+// isSkeleton reports whether tag is its own skeleton: ASCII characters
+// each its own skeleton.
+func isSkeleton(tag string) bool {
+	for i := 0; i < len(tag); i++ {
+		if c := tag[i]; c >= utf8.RuneSelf || asciiFold[c] != (folded{s: string(c), k: kLetters}) {
+			return false
+		}
+	}
+	return true
 }
 
 // mayHoldTag reports whether text holds an opener or a non-ASCII
@@ -190,15 +192,7 @@ func writeHits(b *strings.Builder, text string, tags []string, rtl []int) {
 			rtl = rtl[1:]
 		}
 		if len(rtl) > 0 && (fwd < 0 || rtl[0] < fwd) {
-			i := rtl[0]
-			r, size := utf8.DecodeRuneInString(text[i:])
-			b.WriteString(text[pos:i])
-			if foldRune(r).k == kCloser {
-				b.WriteString("&gt;")
-			} else {
-				b.WriteString("&lt;")
-			}
-			pos = i + size
+			pos = writeBracket(b, text, pos, rtl[0])
 			continue
 		}
 		if fwd < 0 {
@@ -213,6 +207,18 @@ func writeHits(b *strings.Builder, text string, tags []string, rtl []int) {
 		}
 	}
 }
+
+// writeBracket writes text[pos:i] and the bracket at text[i] as an
+// entity, and returns the offset after the bracket.
+func writeBracket(b *strings.Builder, text string, pos, i int) int {
+	r, size := utf8.DecodeRuneInString(text[i:])
+	b.WriteString(text[pos:i])
+	b.WriteString(bracketEntities[foldRune(r).k == kCloser])
+	return i + size
+}
+
+// bracketEntities are the entities of an opener (false) and of a closer.
+var bracketEntities = map[bool]string{false: "&lt;", true: "&gt;"}
 
 // nextOpener returns the offset and length of the first opener in s that
 // starts a tag-like text naming one of tags, or -1.
@@ -246,20 +252,12 @@ const (
 // text holds a right-to-left control (see [Defang]); nil otherwise. Every
 // text after the first such control is read this way.
 func reversedHits(text string, tags []string) []int {
-	from := -1
-	for _, c := range [...]string{rlo, rle, rli} {
-		if i := strings.Index(text, c); i >= 0 && (from < 0 || i < from) {
-			from = i
-		}
-	}
+	from := strings.IndexAny(text, rlo+rle+rli)
 	if from < 0 {
 		return nil
 	}
 	var hits []int
 	for i, r := range text[from:] {
-		if r != '<' && r != '>' && r < utf8.RuneSelf {
-			continue
-		}
 		if k := foldRune(r).k; (k == kOpener || k == kCloser) && namesTagBackward(text[:from+i], tags) {
 			hits = append(hits, from+i)
 		}
@@ -271,10 +269,18 @@ func reversedHits(text string, tags []string) []int {
 // form any slashes followed by one of tags (skeletons). It stops at the
 // first character that rules out every tag, so past the tag's length it
 // reads only invisible characters and separators.
-func namesTag(s string, tags []string) bool {
+func namesTag(s string, tags []string) bool { return spellsTag(s, tags, false) }
+
+// namesTagBackward is namesTag reading s from its end backwards.
+func namesTagBackward(s string, tags []string) bool { return spellsTag(s, tags, true) }
+
+// spellsTag is namesTag reading s forwards, or backwards from its end.
+func spellsTag(s string, tags []string, backward bool) bool {
 	var buf [48]byte
 	name := buf[:0]
-	for _, r := range s {
+	for len(s) > 0 {
+		var r rune
+		r, s = nextRune(s, backward)
 		var live bool
 		if name, live = step(name, foldRune(r), tags); !live {
 			return false
@@ -286,22 +292,15 @@ func namesTag(s string, tags []string) bool {
 	return false
 }
 
-// namesTagBackward is namesTag reading s from its end backwards.
-func namesTagBackward(s string, tags []string) bool {
-	var buf [48]byte
-	name := buf[:0]
-	for len(s) > 0 {
+// nextRune returns the first rune of s, or its last when backward, and
+// what is left of s without it.
+func nextRune(s string, backward bool) (rune, string) {
+	if backward {
 		r, n := utf8.DecodeLastRuneInString(s)
-		s = s[:len(s)-n]
-		var live bool
-		if name, live = step(name, foldRune(r), tags); !live {
-			return false
-		}
-		if hasTag(name, tags) {
-			return true
-		}
+		return r, s[:len(s)-n]
 	}
-	return false
+	r, n := utf8.DecodeRuneInString(s)
+	return r, s[n:]
 }
 
 // step adds the folded character f to name, the skeleton read so far
@@ -318,14 +317,8 @@ func step(name []byte, f folded, tags []string) ([]byte, bool) {
 	}
 	name = append(name, f.s...)
 	for _, t := range tags {
-		if t == "" {
-			continue
-		}
-		if len(name) >= len(t) {
-			if string(name[:len(t)]) == t {
-				return name, true
-			}
-		} else if string(name) == t[:len(name)] {
+		// One starts the other.
+		if n := min(len(name), len(t)); t != "" && string(name[:n]) == t[:n] {
 			return name, true
 		}
 	}
@@ -407,13 +400,17 @@ func foldClass(r rune) (folded, bool) {
 		return folded{s: "<", k: kOpener}, true
 	case isCloser(r):
 		return folded{s: ">", k: kCloser}, true
-	case unicode.IsSpace(r) || unicode.In(r, unicode.Zs, unicode.Pd, unicode.Pc) || r == '\u2800' || r == '\u3164' || r == '\uFFA0' || r == '\u115F' || r == '\u1160':
-		return folded{k: kSep}, true // the Braille blank and Hangul fillers look like spaces
+	case unicode.IsSpace(r) || unicode.In(r, unicode.Zs, unicode.Pd, unicode.Pc) || strings.ContainsRune(blanks, r):
+		return folded{k: kSep}, true
 	case unicode.In(r, unicode.Cc, unicode.Cf, unicode.Mn, unicode.Me, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point):
 		return folded{k: kIgnore}, true
 	}
 	return folded{}, false
 }
+
+// blanks are the Braille blank and the Hangul fillers, which look like
+// spaces.
+const blanks = "\u2800\u3164\uFFA0\u115F\u1160"
 
 // foldData returns the skeleton form of r that Unicode's data gives (see
 // fold_table.go), or kOther.
