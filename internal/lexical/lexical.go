@@ -34,7 +34,7 @@ func Tokens(dst []string, text string) []string {
 		if parts > 1 {
 			// A compound cut at MaxTokenBytes may end in a joiner,
 			// which a query's compound never does.
-			dst = append(dst, strings.TrimRight(cut(comp), "-_.:/"))
+			dst = append(dst, strings.TrimRight(cut(comp), joiners))
 		}
 		comp, parts = comp[:0], 0
 	}
@@ -43,26 +43,15 @@ func Tokens(dst []string, text string) []string {
 		r, n := utf8.DecodeRuneInString(text[i:])
 		if !isWord(r) {
 			// A single joiner between two runs continues the compound.
-			if isJoiner(r) && parts > 0 && i+n < len(text) {
-				if r2, _ := utf8.DecodeRuneInString(text[i+n:]); isWord(r2) {
-					comp = append(comp, byte(r))
-					i += n
-					continue
-				}
+			if parts > 0 && joins(text, i, r, n) {
+				comp = append(comp, byte(r))
+			} else {
+				flush()
 			}
-			flush()
 			i += n
 			continue
 		}
-		buf = buf[:0]
-		for i < len(text) {
-			r, n = utf8.DecodeRuneInString(text[i:])
-			if !isWord(r) {
-				break
-			}
-			buf = utf8.AppendRune(buf, unicode.ToLower(r))
-			i += n
-		}
+		buf, i = readRun(buf[:0], text, i)
 		tok := cut(buf)
 		dst = append(dst, tok)
 		comp = append(comp, tok...)
@@ -70,6 +59,30 @@ func Tokens(dst []string, text string) []string {
 	}
 	flush()
 	return dst
+}
+
+// joins reports whether r, the rune of n bytes at text[i], is a joiner
+// with a word's rune after it.
+func joins(text string, i int, r rune, n int) bool {
+	if !isJoiner(r) {
+		return false
+	}
+	r2, _ := utf8.DecodeRuneInString(text[i+n:])
+	return isWord(r2)
+}
+
+// readRun appends to buf the run of word runes at text[i], lowered, and
+// returns it with the index after the run.
+func readRun(buf []byte, text string, i int) ([]byte, int) {
+	for i < len(text) {
+		r, n := utf8.DecodeRuneInString(text[i:])
+		if !isWord(r) {
+			break
+		}
+		buf = utf8.AppendRune(buf, unicode.ToLower(r))
+		i += n
+	}
+	return buf, i
 }
 
 // Stem folds the inflections of an English word to one form, so that
@@ -82,39 +95,56 @@ func Tokens(dst []string, text string) []string {
 // letter (IDs, numbers, compounds, other scripts). BM25 ([Corpus]) ranks
 // stemmed tokens.
 func Stem(t string) string {
-	if len(t) < 4 {
+	if len(t) < 4 || strings.TrimLeft(t, "abcdefghijklmnopqrstuvwxyz") != "" {
 		return t
 	}
-	for i := 0; i < len(t); i++ {
-		if t[i] < 'a' || t[i] > 'z' {
-			return t
-		}
-	}
-	switch {
-	case strings.HasSuffix(t, "ies") && len(t) > 4:
-		t = t[:len(t)-3] + "y"
-	case strings.HasSuffix(t, "sses"):
-		t = t[:len(t)-2]
-	case strings.HasSuffix(t, "s") && !strings.HasSuffix(t, "ss") && !strings.HasSuffix(t, "us") && !strings.HasSuffix(t, "is"):
-		t = t[:len(t)-1]
-	}
-	cut := 0
-	switch {
-	case strings.HasSuffix(t, "ing") && len(t) > 5:
-		cut = 3
-	case strings.HasSuffix(t, "ed") && len(t) > 4:
-		cut = 2
-	}
-	if cut > 0 {
-		t = t[:len(t)-cut]
-		if n := len(t); n > 3 && t[n-1] == t[n-2] && !strings.ContainsRune("aeioulsz", rune(t[n-1])) {
-			t = t[:n-1]
-		}
-	}
-	if len(t) > 3 && t[len(t)-1] == 'e' {
-		t = t[:len(t)-1]
+	t = stripVerbal(stripPlural(t))
+	if len(t) > 3 {
+		t = strings.TrimSuffix(t, "e")
 	}
 	return t
+}
+
+// stripPlural drops a plural "s" from t: "ies" becomes "y", "sses"
+// "ss", and an "ss", "us" or "is" ending is kept.
+func stripPlural(t string) string {
+	switch {
+	case strings.HasSuffix(t, "ies") && len(t) > 4:
+		return t[:len(t)-3] + "y"
+	case strings.HasSuffix(t, "sses"):
+		return t[:len(t)-2]
+	case hasSuffix(t, "ss", "us", "is"):
+		return t
+	}
+	return strings.TrimSuffix(t, "s")
+}
+
+// stripVerbal drops an "ing" (leaving three bytes or more) or "ed"
+// ending from t, and then the doubled consonant that may come with it
+// ("stopped"), not a doubled vowel, l, s or z.
+func stripVerbal(t string) string {
+	switch {
+	case strings.HasSuffix(t, "ing") && len(t) > 5:
+		t = t[:len(t)-3]
+	case strings.HasSuffix(t, "ed") && len(t) > 4:
+		t = t[:len(t)-2]
+	default:
+		return t
+	}
+	if n := len(t); n > 3 && t[n-1] == t[n-2] && !strings.ContainsRune("aeioulsz", rune(t[n-1])) {
+		t = t[:n-1]
+	}
+	return t
+}
+
+// hasSuffix reports whether t ends with one of suffixes.
+func hasSuffix(t string, suffixes ...string) bool {
+	for _, s := range suffixes {
+		if strings.HasSuffix(t, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // terms appends the tokens of text that are not stop words, stemmed, to
@@ -168,12 +198,27 @@ func cut(b []byte) string {
 	return string(b[:n])
 }
 
+// isWord reports whether r is a letter or digit, of any script.
 func isWord(r rune) bool {
-	return r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') ||
-		r >= utf8.RuneSelf && r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsDigit(r))
+	if r < utf8.RuneSelf {
+		return asciiWord[r]
+	}
+	return r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsDigit(r))
 }
 
-func isJoiner(r rune) bool { return r == '-' || r == '_' || r == '.' || r == ':' || r == '/' }
+// asciiWord holds the ASCII letters and digits.
+var asciiWord = func() (t [utf8.RuneSelf]bool) {
+	for _, c := range "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789" {
+		t[c] = true
+	}
+	return t
+}()
+
+// isJoiner reports whether r may join two runs into a compound.
+func isJoiner(r rune) bool { return strings.ContainsRune(joiners, r) }
+
+// joiners are the runes that join runs into a compound.
+const joiners = "-_.:/"
 
 // BM25 parameters: K1 saturates term frequency, B normalises by document
 // length (the common defaults).
@@ -279,37 +324,41 @@ func (c *Corpus) Rank(query string) []Hit {
 	if avg == 0 {
 		avg = 1
 	}
-	top := 0.0
 	for _, t := range words {
-		if seen[t] || c.df[t] == 0 {
-			continue
+		if !seen[t] && c.df[t] > 0 {
+			seen[t] = true
+			c.score(hits, t, avg)
 		}
-		seen[t] = true
-		idf := c.IDF(t)
-		for i, d := range c.docs {
-			tf := float64(d.tf[t])
-			if tf == 0 {
-				continue
-			}
+	}
+	similarities(hits)
+	slices.SortStableFunc(hits, func(a, b Hit) int {
+		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(a.Key, b.Key), cmp.Compare(a.Doc, b.Doc))
+	})
+	return hits
+}
+
+// score adds to the hits the BM25 score of the term t, for the average
+// document length avg.
+func (c *Corpus) score(hits []Hit, t string, avg float64) {
+	idf := c.IDF(t)
+	for i, d := range c.docs {
+		if tf := float64(d.tf[t]); tf > 0 {
 			hits[i].Score += idf * tf * (K1 + 1) / (tf + K1*(1-B+B*float64(d.n)/avg))
 		}
 	}
+}
+
+// similarities sets each hit's Similarity: its score over the top score,
+// or 0 when no hit scores.
+func similarities(hits []Hit) {
+	top := 0.0
 	for _, h := range hits {
 		top = max(top, h.Score)
 	}
-	if top > 0 {
-		for i := range hits {
-			hits[i].Similarity = min(hits[i].Score/top, 1)
-		}
+	if top == 0 {
+		return
 	}
-	slices.SortStableFunc(hits, func(a, b Hit) int {
-		if c := cmp.Compare(b.Score, a.Score); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Key, b.Key); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Doc, b.Doc)
-	})
-	return hits
+	for i := range hits {
+		hits[i].Similarity = min(hits[i].Score/top, 1)
+	}
 }
