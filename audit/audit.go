@@ -250,16 +250,7 @@ func (l *Log) Commit(ctx context.Context, threadID string, events []Event) (Turn
 	if threadID == "" {
 		return Turn{}, ErrNoThread
 	}
-	rec := record{Version: FormatVersion, Turn: Turn{Time: l.cfg.Now().UTC(), Events: make([]Event, 0, min(len(events), MaxEvents))}}
-	for i, e := range events {
-		if i == MaxEvents {
-			rec.Dropped = len(events) - MaxEvents
-			break
-		}
-		e.Text = cut(e.Text)
-		e.Candidates = slices.Clone(e.Candidates)
-		rec.Events = append(rec.Events, e)
-	}
+	rec := newRecord(l.cfg.Now().UTC(), events)
 	// Check the turn encodes (a NaN or an infinity does not) before
 	// claiming a number for it.
 	if err := finite(rec.Events); err != nil {
@@ -270,35 +261,69 @@ func (l *Log) Commit(ctx context.Context, threadID string, events []Event) (Turn
 		if err := storage.WaitRetry(ctx, attempt); err != nil {
 			return Turn{}, fmt.Errorf("audit: commit: %w", err)
 		}
-		h, ok := l.cached(threadID)
-		if !ok {
-			var err error
-			if h, err = l.readHead(ctx, threadID, hkey); err != nil {
-				return Turn{}, fmt.Errorf("audit: commit: %w", err)
-			}
-		}
-		seq := h.last + 1
-		hb, _ := json.Marshal(head{Version: FormatVersion, Last: seq, Keep: l.cfg.Keep}) // numbers only
-		v, err := l.cfg.Store.Put(ctx, hkey, hb, h.version)
+		seq, err := l.claim(ctx, threadID, hkey)
 		if err != nil {
-			l.setCached(threadID, nil)
-			if errors.Is(err, storage.ErrConflict) {
-				continue // another writer claimed it
-			}
 			return Turn{}, fmt.Errorf("audit: commit: %w", err)
 		}
-		l.setCached(threadID, &cachedHead{last: seq, version: v, keep: l.cfg.Keep})
-		rec.Seq = seq
-		b, err := json.Marshal(rec)
-		if err != nil { // finite checked the only values that can fail
-			return Turn{}, fmt.Errorf("audit: commit: turn %d: %w", seq, err)
+		if seq > 0 {
+			rec.Seq = seq
+			if err := l.write(ctx, threadID, rec); err != nil {
+				return Turn{}, err
+			}
+			return rec.Turn, nil
 		}
-		if _, err := l.cfg.Store.Put(ctx, slotKey(threadID, seq, l.cfg.Keep), b, storage.AnyVersion); err != nil {
-			return Turn{}, fmt.Errorf("audit: commit: turn %d: %w", seq, err)
-		}
-		return rec.Turn, nil
 	}
 	return Turn{}, fmt.Errorf("audit: commit: %d attempts lost the thread's audit head: %w", maxRetries, storage.ErrConflict)
+}
+
+// newRecord returns the record of a turn at now of events: each text
+// cut, up to MaxEvents of them, copied.
+func newRecord(now time.Time, events []Event) record {
+	rec := record{Version: FormatVersion, Turn: Turn{Time: now, Events: make([]Event, 0, min(len(events), MaxEvents))}}
+	rec.Dropped = max(len(events)-MaxEvents, 0)
+	for _, e := range events[:len(events)-rec.Dropped] {
+		e.Text = cut(e.Text)
+		e.Candidates = slices.Clone(e.Candidates)
+		rec.Events = append(rec.Events, e)
+	}
+	return rec
+}
+
+// claim claims the thread's next turn number with a compare-and-swap of
+// its head (key hkey), reading the head first unless it is cached. It
+// returns 0 when another writer claimed that number first.
+func (l *Log) claim(ctx context.Context, threadID, hkey string) (int64, error) {
+	h, ok := l.cached(threadID)
+	if !ok {
+		var err error
+		if h, err = l.readHead(ctx, threadID, hkey); err != nil {
+			return 0, err
+		}
+	}
+	seq := h.last + 1
+	hb, _ := json.Marshal(head{Version: FormatVersion, Last: seq, Keep: l.cfg.Keep}) // numbers only
+	v, err := l.cfg.Store.Put(ctx, hkey, hb, h.version)
+	if err != nil {
+		l.setCached(threadID, nil)
+		if errors.Is(err, storage.ErrConflict) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	l.setCached(threadID, &cachedHead{last: seq, version: v, keep: l.cfg.Keep})
+	return seq, nil
+}
+
+// write writes the claimed turn rec into its slot.
+func (l *Log) write(ctx context.Context, threadID string, rec record) error {
+	b, err := json.Marshal(rec)
+	if err != nil { // finite checked the only values that can fail
+		return fmt.Errorf("audit: commit: turn %d: %w", rec.Seq, err)
+	}
+	if _, err := l.cfg.Store.Put(ctx, slotKey(threadID, rec.Seq, l.cfg.Keep), b, storage.AnyVersion); err != nil {
+		return fmt.Errorf("audit: commit: turn %d: %w", rec.Seq, err)
+	}
+	return nil
 }
 
 // Turns returns the turns the thread keeps, oldest first: the newest
@@ -324,22 +349,30 @@ func (l *Log) Turns(ctx context.Context, threadID string) ([]Turn, error) {
 		if err != nil {
 			return nil, fmt.Errorf("audit: turns: %w", err)
 		}
-		var rec record
-		switch err := json.Unmarshal(it.Value, &rec); {
-		case err != nil || rec.Version < 1:
-			l.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "audit: skipping a turn that cannot be decoded",
-				slog.String("thread", threadID), slog.Int64("turn", seq), slog.Any("error", err))
-			continue
-		case rec.Version > FormatVersion:
-			l.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "audit: skipping a turn of a newer format",
-				slog.String("thread", threadID), slog.Int64("turn", seq), slog.Int("version", rec.Version))
-			continue
-		case rec.Seq != seq:
-			continue // an older turn: this one was claimed, not written
+		if t, ok := l.decodeTurn(ctx, threadID, seq, it.Value); ok {
+			out = append(out, t)
 		}
-		out = append(out, rec.Turn)
 	}
 	return out, nil
+}
+
+// decodeTurn decodes the turn seq of the thread from its slot's value b.
+// It reports false for a turn that cannot be decoded or is of a newer
+// format (both reported through Config.Logger), and for an older turn
+// (seq was claimed, not written).
+func (l *Log) decodeTurn(ctx context.Context, threadID string, seq int64, b []byte) (Turn, bool) {
+	var rec record
+	switch err := json.Unmarshal(b, &rec); {
+	case err != nil || rec.Version < 1:
+		l.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "audit: skipping a turn that cannot be decoded",
+			slog.String("thread", threadID), slog.Int64("turn", seq), slog.Any("error", err))
+		return Turn{}, false
+	case rec.Version > FormatVersion:
+		l.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "audit: skipping a turn of a newer format",
+			slog.String("thread", threadID), slog.Int64("turn", seq), slog.Int("version", rec.Version))
+		return Turn{}, false
+	}
+	return rec.Turn, rec.Seq == seq
 }
 
 // readHead reads the thread's audit head; none is {0, NoVersion}. One

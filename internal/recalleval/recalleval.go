@@ -96,8 +96,23 @@ func Load(dir string) (*Set, error) {
 	if err := readJSONL(filepath.Join(dir, QuestionsFile), &s.Questions); err != nil {
 		return nil, err
 	}
-	conv := make(map[string]string, len(s.Turns))
-	for _, t := range s.Turns {
+	conv, err := turnConversations(s.Turns)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range s.Questions {
+		if err := checkQuestion(q, conv); err != nil {
+			return nil, err
+		}
+	}
+	return &s, nil
+}
+
+// turnConversations returns the conversation of each turn by its ID, or
+// an error for a turn without an ID or conversation, or listed twice.
+func turnConversations(turns []Turn) (map[string]string, error) {
+	conv := make(map[string]string, len(turns))
+	for _, t := range turns {
 		if t.ID == "" || t.Conv == "" {
 			return nil, fmt.Errorf("recalleval: turn %q has no ID or conversation", t.ID)
 		}
@@ -106,20 +121,24 @@ func Load(dir string) (*Set, error) {
 		}
 		conv[t.ID] = t.Conv
 	}
-	for _, q := range s.Questions {
-		if q.Kind != Lexical && q.Kind != Paraphrase {
-			return nil, fmt.Errorf("recalleval: question %q has kind %q", q.ID, q.Kind)
-		}
-		if len(q.Evidence) == 0 {
-			return nil, fmt.Errorf("recalleval: question %q has no evidence", q.ID)
-		}
-		for _, id := range q.Evidence {
-			if c, ok := conv[id]; !ok || c != q.Conv {
-				return nil, fmt.Errorf("recalleval: question %q names turn %q, not a turn of %q", q.ID, id, q.Conv)
-			}
+	return conv, nil
+}
+
+// checkQuestion checks that q is of a known kind and names turns of its
+// conversation (conv: by turn ID) as evidence.
+func checkQuestion(q Question, conv map[string]string) error {
+	if q.Kind != Lexical && q.Kind != Paraphrase {
+		return fmt.Errorf("recalleval: question %q has kind %q", q.ID, q.Kind)
+	}
+	if len(q.Evidence) == 0 {
+		return fmt.Errorf("recalleval: question %q has no evidence", q.ID)
+	}
+	for _, id := range q.Evidence {
+		if c, ok := conv[id]; !ok || c != q.Conv {
+			return fmt.Errorf("recalleval: question %q names turn %q, not a turn of %q", q.ID, id, q.Conv)
 		}
 	}
-	return &s, nil
+	return nil
 }
 
 func readJSONL[T any](path string, out *[]T) error {
@@ -175,30 +194,37 @@ func Index(ctx context.Context, searcher storage.Searcher, s *Set, emb Embedder)
 		if err := searcher.Drop(ctx, Collection(c)); err != nil {
 			return fmt.Errorf("recalleval: drop %s: %w", c, err)
 		}
-		docs := byConv[c]
-		for len(docs) > 0 {
-			n := min(len(docs), 100)
-			if emb != nil {
-				texts := make([]string, n)
-				for i, d := range docs[:n] {
-					texts[i] = d.Text
-				}
-				vecs, err := emb.EmbedDocuments(ctx, texts)
-				if err != nil {
-					return fmt.Errorf("recalleval: embed %s: %w", c, err)
-				}
-				if len(vecs) != n {
-					return fmt.Errorf("recalleval: embed %s: %d vectors for %d texts", c, len(vecs), n)
-				}
-				for i := range n {
-					docs[i].Vector = vecs[i]
-				}
+		for docs := range slices.Chunk(byConv[c], 100) {
+			if err := embed(ctx, emb, c, docs); err != nil {
+				return err
 			}
-			if err := searcher.Index(ctx, Collection(c), docs[:n]...); err != nil {
+			if err := searcher.Index(ctx, Collection(c), docs...); err != nil {
 				return fmt.Errorf("recalleval: index %s: %w", c, err)
 			}
-			docs = docs[n:]
 		}
+	}
+	return nil
+}
+
+// embed sets the vectors of docs, turns of conversation conv, with emb;
+// a nil emb sets none.
+func embed(ctx context.Context, emb Embedder, conv string, docs []storage.Document) error {
+	if emb == nil {
+		return nil
+	}
+	texts := make([]string, len(docs))
+	for i, d := range docs {
+		texts[i] = d.Text
+	}
+	vecs, err := emb.EmbedDocuments(ctx, texts)
+	if err != nil {
+		return fmt.Errorf("recalleval: embed %s: %w", conv, err)
+	}
+	if len(vecs) != len(docs) {
+		return fmt.Errorf("recalleval: embed %s: %d vectors for %d texts", conv, len(vecs), len(docs))
+	}
+	for i := range docs {
+		docs[i].Vector = vecs[i]
 	}
 	return nil
 }
@@ -278,31 +304,42 @@ func Ask(ctx context.Context, searcher storage.Searcher, s *Set, emb Embedder, k
 	ks = slices.Sorted(slices.Values(ks))
 	res := Result{Ks: ks, Count: map[Kind]int{}, sum: map[Kind][]float64{}}
 	for _, q := range s.Questions {
-		query := storage.Query{Text: q.Text, K: ks[len(ks)-1]}
-		if emb != nil {
-			v, err := emb.EmbedQuery(ctx, q.Text)
-			if err != nil {
-				return Result{}, fmt.Errorf("recalleval: question %s: %w", q.ID, err)
-			}
-			query.Vector = v
-		}
-		hits, err := searcher.Search(ctx, Collection(q.Conv), query)
+		hits, err := ask(ctx, searcher, emb, q, ks[len(ks)-1])
 		if err != nil {
 			return Result{}, fmt.Errorf("recalleval: question %s: %w", q.ID, err)
 		}
-		if res.sum[q.Kind] == nil {
-			res.sum[q.Kind] = make([]float64, len(ks))
-		}
-		res.Count[q.Kind]++
-		for i, k := range ks {
-			found := 0
-			for _, h := range hits[:min(k, len(hits))] {
-				if slices.Contains(q.Evidence, h.ID) {
-					found++
-				}
-			}
-			res.sum[q.Kind][i] += float64(found) / float64(len(q.Evidence))
-		}
+		res.add(q, hits)
 	}
 	return res, nil
+}
+
+// ask searches q's conversation for k hits, by q's text and, with an
+// embedder, its vector.
+func ask(ctx context.Context, searcher storage.Searcher, emb Embedder, q Question, k int) ([]storage.Hit, error) {
+	query := storage.Query{Text: q.Text, K: k}
+	if emb != nil {
+		v, err := emb.EmbedQuery(ctx, q.Text)
+		if err != nil {
+			return nil, err
+		}
+		query.Vector = v
+	}
+	return searcher.Search(ctx, Collection(q.Conv), query)
+}
+
+// add counts question q and the evidence recall of hits at each of r.Ks.
+func (r *Result) add(q Question, hits []storage.Hit) {
+	if r.sum[q.Kind] == nil {
+		r.sum[q.Kind] = make([]float64, len(r.Ks))
+	}
+	r.Count[q.Kind]++
+	for i, k := range r.Ks {
+		found := 0
+		for _, h := range hits[:min(k, len(hits))] {
+			if slices.Contains(q.Evidence, h.ID) {
+				found++
+			}
+		}
+		r.sum[q.Kind][i] += float64(found) / float64(len(q.Evidence))
+	}
 }
