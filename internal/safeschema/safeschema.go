@@ -131,34 +131,13 @@ func boundedRegexp(s string) (jsonschema.Regexp, error) {
 // value that reaches it. Recursion through properties or items is fine,
 // since it moves to a smaller value.
 func checkRefCycles(root *jsonschema.Schema) error {
-	const (
-		visiting = 1
-		done     = 2
-	)
-	color := map[*jsonschema.Schema]int{}
-	var inPlaceDFS func(s *jsonschema.Schema) error
-	inPlaceDFS = func(s *jsonschema.Schema) error {
-		switch color[s] {
-		case visiting:
-			return fmt.Errorf("reference cycle at %s: it applies to the same value again, so no value could pass", s.Location)
-		case done:
-			return nil
-		}
-		color[s] = visiting
-		for _, n := range inPlace(s) {
-			if err := inPlaceDFS(n); err != nil {
-				return err
-			}
-		}
-		color[s] = done
-		return nil
-	}
+	color := inPlaceColors{}
 	seen := map[*jsonschema.Schema]bool{root: true}
 	queue := []*jsonschema.Schema{root}
 	for len(queue) > 0 {
 		s := queue[0]
 		queue = queue[1:]
-		if err := inPlaceDFS(s); err != nil {
+		if err := color.visit(s); err != nil {
 			return err
 		}
 		for _, n := range append(inPlace(s), children(s)...) {
@@ -168,6 +147,34 @@ func checkRefCycles(root *jsonschema.Schema) error {
 			}
 		}
 	}
+	return nil
+}
+
+// inPlaceColors marks the subschemas a depth-first walk of in-place
+// applicators is visiting (on its path) or is done with.
+type inPlaceColors map[*jsonschema.Schema]int
+
+const (
+	visiting = 1
+	done     = 2
+)
+
+// visit walks the in-place applicators from s, and returns an error when
+// one leads back to a subschema on the walk's path.
+func (color inPlaceColors) visit(s *jsonschema.Schema) error {
+	switch color[s] {
+	case visiting:
+		return fmt.Errorf("reference cycle at %s: it applies to the same value again, so no value could pass", s.Location)
+	case done:
+		return nil
+	}
+	color[s] = visiting
+	for _, n := range inPlace(s) {
+		if err := color.visit(n); err != nil {
+			return err
+		}
+	}
+	color[s] = done
 	return nil
 }
 

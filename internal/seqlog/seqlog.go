@@ -122,18 +122,28 @@ func ReadHead[H any](ctx context.Context, g *Log, decode func([]byte) (H, error)
 		if errors.Is(err, g.ErrVersion) {
 			return zero, 0, fmt.Errorf("read head %s: %w", storage.Quote(it.Key), err)
 		}
-		if err := g.quarantine(ctx, it, err); err != nil {
+		if err := replaceHead(ctx, g, it, err, fresh); err != nil {
 			return zero, 0, err
-		}
-		names, err := g.names(ctx)
-		if err != nil {
-			return zero, 0, fmt.Errorf("read head: %w", err)
-		}
-		if _, err := g.Store.Put(ctx, g.Key(HeadName), encode(fresh(names)), storage.NoVersion); err != nil && !errors.Is(err, storage.ErrConflict) {
-			return zero, 0, fmt.Errorf("write head: %w", err)
 		}
 	}
 	return zero, 0, fmt.Errorf("read head: rewritten during quarantine %d times: %w", g.MaxRetries, storage.ErrConflict)
+}
+
+// replaceHead quarantines the unreadable head it (cause: why it is) and
+// writes fresh(names of the records stored) in its place, create-only:
+// another writer's head may have taken it already.
+func replaceHead[H any](ctx context.Context, g *Log, it storage.Item, cause error, fresh func(names []string) H) error {
+	if err := g.quarantine(ctx, it, cause); err != nil {
+		return err
+	}
+	names, err := g.names(ctx)
+	if err != nil {
+		return fmt.Errorf("read head: %w", err)
+	}
+	if _, err := g.Store.Put(ctx, g.Key(HeadName), encode(fresh(names)), storage.NoVersion); err != nil && !errors.Is(err, storage.ErrConflict) {
+		return fmt.Errorf("write head: %w", err)
+	}
+	return nil
 }
 
 // Swap writes the head change makes of cur, with compare-and-swap on its
