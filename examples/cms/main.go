@@ -335,76 +335,97 @@ var pageInMemory = regexp.MustCompile(`(?mi)^pages:\n\s+- "[^"\n]*" \((pg_[0-9a-
 // request alone, like a real model would. It never receives an ID from
 // the program: page IDs come from the memory in its system prompt.
 func scriptedCMS(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
-	user := r.LastUser()
-	results := r.ToolResults()
-	last := ""
-	if len(results) > 0 {
-		last = results[0].Name
+	s := cmsStep{r: r, results: r.ToolResults()}
+	if len(s.results) > 0 {
+		s.last = s.results[0].Name
 	}
-	pageID := ""
 	if m := pageInMemory.FindStringSubmatch(r.System()); m != nil {
-		pageID = m[1]
+		s.pageID = m[1]
 	}
-	noPage := agenttest.Text("Which page do you mean? I have no page in my working memory.")
-	switch {
+	switch user := r.LastUser(); {
 	case strings.HasPrefix(user, "Create"):
-		switch last {
-		case "":
-			return agenttest.Calls(agenttest.Call("createPage", map[string]string{"title": "About", "slug": "about"})), nil
-		case "createPage":
-			if pageID == "" {
-				return noPage, nil
-			}
-			return agenttest.Calls(
-				agenttest.Call("addSection", map[string]string{"pageId": pageID, "type": "hero", "heading": "We build calm software"}),
-				agenttest.Call("addSection", map[string]string{"pageId": pageID, "type": "team", "heading": "Meet the team"}),
-			), nil
-		case "addSection":
-			if r.HasTool("working-memory_update") {
-				return agenttest.Calls(agenttest.Call("working-memory_update", map[string]any{
-					"task": "About page", "pageId": pageID, "done": []string{"created page", "added hero", "added team"}, "next": "review with the user",
-				})), nil
-			}
-			fallthrough
-		default:
-			return agenttest.Text(fmt.Sprintf("Created the About page (%s) with a hero and a team section.", pageID)), nil
-		}
+		return s.create(), nil
 	case strings.Contains(user, "this page"):
-		switch last {
-		case "":
-			if pageID == "" {
-				return noPage, nil
-			}
-			return agenttest.Calls(agenttest.Call("listSections", map[string]string{"pageId": pageID})), nil
-		default:
-			var out struct {
-				PageID   string `json:"pageId"`
-				Sections []struct {
-					Type, Heading string
-				} `json:"sections"`
-			}
-			if err := json.Unmarshal([]byte(results[0].Content), &out); err != nil {
-				return agenttest.Text("The CMS said: " + results[0].Content), nil
-			}
-			var parts []string
-			for _, s := range out.Sections {
-				parts = append(parts, fmt.Sprintf("%s (%q)", s.Type, s.Heading))
-			}
-			return agenttest.Text(fmt.Sprintf("Page %s has %d sections: %s.", out.PageID, len(parts), strings.Join(parts, ", "))), nil
-		}
+		return s.describe(), nil
 	case strings.HasPrefix(user, "Rename"):
-		switch last {
-		case "":
-			if pageID == "" {
-				return noPage, nil
-			}
-			return agenttest.Calls(agenttest.Call("updatePage", map[string]string{"pageId": pageID, "title": "About Us", "status": "published"})), nil
-		default:
-			if strings.HasPrefix(results[0].Content, "error:") {
-				return agenttest.Text("That failed: " + results[0].Content), nil
-			}
-			return agenttest.Text(fmt.Sprintf("Renamed %s to \"About Us\" and published it.", pageID)), nil
-		}
+		return s.rename(), nil
+	default:
+		return nil, errors.New("scripted model: no script for " + user)
 	}
-	return nil, errors.New("scripted model: no script for " + user)
+}
+
+// cmsStep is what the scripted model reads from a request: the tool
+// results, the name of the first (last, "" for none), and the newest
+// page ID in memory.
+type cmsStep struct {
+	r       agenttest.Request
+	results []llms.ToolCallResponse
+	last    string
+	pageID  string
+}
+
+// noPage is the answer when the memory holds no page.
+var noPage = agenttest.Text("Which page do you mean? I have no page in my working memory.")
+
+// create scripts "Create the About page": create it, add two sections,
+// note the work in working memory, then report.
+func (s cmsStep) create() *llms.ContentChoice {
+	switch {
+	case s.last == "":
+		return agenttest.Calls(agenttest.Call("createPage", map[string]string{"title": "About", "slug": "about"}))
+	case s.last == "createPage" && s.pageID == "":
+		return noPage
+	case s.last == "createPage":
+		return agenttest.Calls(
+			agenttest.Call("addSection", map[string]string{"pageId": s.pageID, "type": "hero", "heading": "We build calm software"}),
+			agenttest.Call("addSection", map[string]string{"pageId": s.pageID, "type": "team", "heading": "Meet the team"}),
+		)
+	case s.last == "addSection" && s.r.HasTool("working-memory_update"):
+		return agenttest.Calls(agenttest.Call("working-memory_update", map[string]any{
+			"task": "About page", "pageId": s.pageID, "done": []string{"created page", "added hero", "added team"}, "next": "review with the user",
+		}))
+	}
+	return agenttest.Text(fmt.Sprintf("Created the About page (%s) with a hero and a team section.", s.pageID))
+}
+
+// describe scripts "What is on this page?": list its sections, then
+// describe them.
+func (s cmsStep) describe() *llms.ContentChoice {
+	if s.last == "" {
+		return s.onPage(agenttest.Call("listSections", map[string]string{"pageId": s.pageID}))
+	}
+	var out struct {
+		PageID   string `json:"pageId"`
+		Sections []struct {
+			Type, Heading string
+		} `json:"sections"`
+	}
+	if err := json.Unmarshal([]byte(s.results[0].Content), &out); err != nil {
+		return agenttest.Text("The CMS said: " + s.results[0].Content)
+	}
+	var parts []string
+	for _, sec := range out.Sections {
+		parts = append(parts, fmt.Sprintf("%s (%q)", sec.Type, sec.Heading))
+	}
+	return agenttest.Text(fmt.Sprintf("Page %s has %d sections: %s.", out.PageID, len(parts), strings.Join(parts, ", ")))
+}
+
+// rename scripts "Rename it": update the page, then report.
+func (s cmsStep) rename() *llms.ContentChoice {
+	switch {
+	case s.last == "":
+		return s.onPage(agenttest.Call("updatePage", map[string]string{"pageId": s.pageID, "title": "About Us", "status": "published"}))
+	case strings.HasPrefix(s.results[0].Content, "error:"):
+		return agenttest.Text("That failed: " + s.results[0].Content)
+	}
+	return agenttest.Text(fmt.Sprintf("Renamed %s to \"About Us\" and published it.", s.pageID))
+}
+
+// onPage makes the call on the page in memory, or asks which page when
+// there is none.
+func (s cmsStep) onPage(call llms.ToolCall) *llms.ContentChoice {
+	if s.pageID == "" {
+		return noPage
+	}
+	return agenttest.Calls(call)
 }

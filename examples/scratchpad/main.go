@@ -113,13 +113,7 @@ func blockOf(system string) string {
 
 // planner is the scripted model. It reads the plan from its prompt.
 func planner(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
-	var cur struct {
-		Goal  string `json:"goal"`
-		Steps []struct {
-			Title string `json:"title"`
-			Done  bool   `json:"done"`
-		} `json:"steps"`
-	}
+	var cur plan
 	if b := blockOf(r.System()); b != "" {
 		if err := json.Unmarshal([]byte(b), &cur); err != nil {
 			return nil, fmt.Errorf("planner: cannot read the plan: %w", err)
@@ -134,27 +128,45 @@ func planner(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, err
 	case strings.HasPrefix(r.LastUser(), "The announcement") && len(res) == 0:
 		// A sloppy first try: "yes" is not a boolean, and "owner" is not
 		// in the schema.
-		steps := make([]map[string]any, len(cur.Steps))
-		for i, s := range cur.Steps {
-			steps[i] = map[string]any{"title": s.Title, "done": s.Done}
-		}
+		steps := cur.steps(func(_ string, done bool) any { return done })
 		steps[0]["done"] = "yes"
 		steps[0]["owner"] = "sam"
 		return agenttest.Calls(agenttest.Call("working-memory_update", map[string]any{"steps": steps})), nil
 	case len(res) > 0 && strings.HasPrefix(res[0].Content, "error:"):
 		// Corrected from the error, starting from the plan in the prompt,
 		// which the rejected update did not touch.
-		steps := make([]map[string]any, len(cur.Steps))
-		for i, s := range cur.Steps {
-			steps[i] = map[string]any{"title": s.Title, "done": s.Done || strings.Contains(s.Title, "announcement")}
-		}
+		steps := cur.steps(func(title string, done bool) any { return done || strings.Contains(title, "announcement") })
 		return agenttest.Calls(agenttest.Call("working-memory_update", map[string]any{"steps": steps})), nil
 	}
+	return agenttest.Text(cur.String()), nil
+}
+
+// plan is the working memory's plan as the prompt shows it.
+type plan struct {
+	Goal  string `json:"goal"`
+	Steps []struct {
+		Title string `json:"title"`
+		Done  bool   `json:"done"`
+	} `json:"steps"`
+}
+
+// steps returns the plan's steps as an update writes them, each done as
+// done says.
+func (p plan) steps(done func(title string, done bool) any) []map[string]any {
+	out := make([]map[string]any, len(p.Steps))
+	for i, s := range p.Steps {
+		out[i] = map[string]any{"title": s.Title, "done": done(s.Title, s.Done)}
+	}
+	return out
+}
+
+// String sums the plan up: its goal and open steps.
+func (p plan) String() string {
 	var open []string
-	for _, s := range cur.Steps {
+	for _, s := range p.Steps {
 		if !s.Done {
 			open = append(open, s.Title)
 		}
 	}
-	return agenttest.Text(fmt.Sprintf("Plan %q: %d of %d steps open (%s).", cur.Goal, len(open), len(cur.Steps), strings.Join(open, ", "))), nil
+	return fmt.Sprintf("Plan %q: %d of %d steps open (%s).", p.Goal, len(open), len(p.Steps), strings.Join(open, ", "))
 }

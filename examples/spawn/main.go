@@ -56,45 +56,20 @@ func main() {
 }
 
 func run(ctx context.Context, w io.Writer) error {
-	notes, err := workingmemory.New(workingmemory.Config{})
-	if err != nil {
-		return err
-	}
-	profile, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{ID: "profile", Scope: layer.ScopeResource}})
-	if err != nil {
-		return err
-	}
-	facts, err := kv.NewLayer(kv.LayerConfig{
-		Spec: layer.Spec{Scope: layer.ScopeResource},
-		// one per customer
-		ChildName: func(layer.Env) string { return "child" },
-		Render: func(mem *kv.Memory) string {
-			plan, _, _ := kv.Get[string](mem, "plan")
-			return fmt.Sprintf("scope %s: plan=%s", mem.Path(), plan)
-		},
-	})
+	layers, facts, err := newLayers()
 	if err != nil {
 		return err
 	}
 	store := storage.NewMemory()
 	user := agentloop.RunInput{ThreadID: "onboarding", ResourceID: "customer-42"}
-	// The program writes the customer's account facts outside a run: it
-	// opens the customer's key-value memory and closes it to store them.
-	account, err := facts.Open(ctx, layer.Env{ThreadID: user.ThreadID, ResourceID: user.ResourceID, Store: store})
-	if err != nil {
-		return err
-	}
-	if err := kv.Set(account.Memory(), "plan", "pro"); err != nil {
-		return err
-	}
-	if err := account.Close(ctx); err != nil {
+	if err := storeAccount(ctx, facts, layer.Env{ThreadID: user.ThreadID, ResourceID: user.ResourceID, Store: store}); err != nil {
 		return err
 	}
 	model := agenttest.NewFunc(policy)
 	agent, err := agentloop.New(agentloop.Config{
 		Model:        model,
 		Instructions: "You are an account manager.",
-		Layers:       []layer.Layer{notes, profile, facts},
+		Layers:       layers,
 		Store:        store,
 		MaxDepth:     1,
 		Logger:       slog.New(slog.DiscardHandler),
@@ -112,31 +87,69 @@ func run(ctx context.Context, w io.Writer) error {
 		}
 		fmt.Fprintf(w, "assistant: %s\n", res.Output)
 	}
+	printPrompts(w, model.Requests())
+	return nil
+}
 
-	for _, r := range model.Requests() {
+// newLayers returns the parent's layers: its notes, the customer's
+// profile, and the customer's account facts (a key-value memory), also
+// returned on its own.
+func newLayers() ([]layer.Layer, *kv.Layer, error) {
+	notes, err := workingmemory.New(workingmemory.Config{})
+	if err != nil {
+		return nil, nil, err
+	}
+	profile, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{ID: "profile", Scope: layer.ScopeResource}})
+	if err != nil {
+		return nil, nil, err
+	}
+	facts, err := kv.NewLayer(kv.LayerConfig{
+		Spec: layer.Spec{Scope: layer.ScopeResource},
+		// one per customer
+		ChildName: func(layer.Env) string { return "child" },
+		Render: func(mem *kv.Memory) string {
+			plan, _, _ := kv.Get[string](mem, "plan")
+			return fmt.Sprintf("scope %s: plan=%s", mem.Path(), plan)
+		},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return []layer.Layer{notes, profile, facts}, facts, nil
+}
+
+// storeAccount writes the customer's account facts outside a run: it
+// opens the customer's key-value memory (facts, in env) and closes it to
+// store them.
+func storeAccount(ctx context.Context, facts *kv.Layer, env layer.Env) error {
+	account, err := facts.Open(ctx, env)
+	if err != nil {
+		return err
+	}
+	if err := kv.Set(account.Memory(), "plan", "pro"); err != nil {
+		return err
+	}
+	return account.Close(ctx)
+}
+
+// printPrompts prints the child's first system prompt and tools, and the
+// parent's last system prompt, from the model's requests.
+func printPrompts(w io.Writer, reqs []agenttest.Request) {
+	for _, r := range reqs {
 		if strings.HasPrefix(r.System(), writerInstructions) && len(r.ToolResults()) == 0 {
 			fmt.Fprintf(w, "\n--- the child's system prompt ---\n%s\n", r.System())
 			fmt.Fprintf(w, "child tools: %s\n", strings.Join(r.ToolNames(), ", "))
 		}
 	}
-	reqs := model.Requests()
 	fmt.Fprintf(w, "\n--- the parent's system prompt afterwards ---\n%s\n", reqs[len(reqs)-1].System())
-	return nil
 }
 
 // policy is the scripted model for both agents; it tells them apart by
 // their instructions and reads everything else from the prompt.
 func policy(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
 	res := r.ToolResults()
-	sys := r.System()
-	if strings.HasPrefix(sys, writerInstructions) { // the child
-		if len(res) == 0 {
-			return agenttest.Calls(agenttest.Call("profile_update", `{"lastMessage":"welcome"}`)), nil
-		}
-		if strings.Contains(sys, `"language": "French"`) && strings.Contains(sys, "plan=pro") {
-			return agenttest.Text("Bonjour Lea, bienvenue dans l'offre Pro !"), nil
-		}
-		return agenttest.Text("Hello Lea, welcome aboard!"), nil
+	if sys := r.System(); strings.HasPrefix(sys, writerInstructions) {
+		return writer(sys, len(res) > 0), nil
 	}
 	switch {
 	case strings.HasPrefix(r.LastUser(), "Remember") && len(res) == 0:
@@ -152,4 +165,17 @@ func policy(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, erro
 		return agenttest.Text("Sent: " + res[0].Content), nil
 	}
 	return agenttest.Text("Noted."), nil
+}
+
+// writer is the child's script: note the welcome in the profile, then
+// write it in the customer's language and for their plan, both read from
+// its system prompt sys; answered says the note is written.
+func writer(sys string, answered bool) *llms.ContentChoice {
+	switch {
+	case !answered:
+		return agenttest.Calls(agenttest.Call("profile_update", `{"lastMessage":"welcome"}`))
+	case strings.Contains(sys, `"language": "French"`) && strings.Contains(sys, "plan=pro"):
+		return agenttest.Text("Bonjour Lea, bienvenue dans l'offre Pro !")
+	}
+	return agenttest.Text("Hello Lea, welcome aboard!")
 }
