@@ -248,11 +248,19 @@ func sign(text string) signature {
 // taken for copies.
 func isWordRune(r rune) bool {
 	if r < utf8.RuneSelf {
-		l := r | 0x20 // lower case, for a letter
-		return 'a' <= l && l <= 'z' || '0' <= r && r <= '9' || r == '_' || r == '-'
+		return asciiWordRunes[r]
 	}
 	return unicode.IsLetter(r) || unicode.IsDigit(r)
 }
+
+// asciiWordRunes holds the ASCII runes of words: letters, digits, '_'
+// and '-'.
+var asciiWordRunes = func() (t [utf8.RuneSelf]bool) {
+	for _, c := range "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-" {
+		t[c] = true
+	}
+	return t
+}()
 
 // eachWord calls f with each word of text (see isWordRune), lowered.
 func eachWord(text string, f func(string)) {

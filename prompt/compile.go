@@ -344,6 +344,15 @@ func layerVar(names [][2]string, id string) (string, error) {
 // not JSON.
 type Raw struct{ Value any }
 
+// scalarKinds are the kinds of booleans, strings and numbers (not
+// complex ones).
+var scalarKinds = map[reflect.Kind]bool{
+	reflect.Bool: true, reflect.String: true,
+	reflect.Int: true, reflect.Int8: true, reflect.Int16: true, reflect.Int32: true, reflect.Int64: true,
+	reflect.Uint: true, reflect.Uint8: true, reflect.Uint16: true, reflect.Uint32: true, reflect.Uint64: true, reflect.Uintptr: true,
+	reflect.Float32: true, reflect.Float64: true,
+}
+
 // userValue converts a user variable into what raymond prints well.
 func userValue(v any) (any, error) {
 	switch v := v.(type) {
@@ -359,8 +368,7 @@ func userValue(v any) (any, error) {
 		return string(v), nil
 	}
 	// Booleans, strings and numbers, of named types too.
-	rv := reflect.ValueOf(v)
-	if k := rv.Kind(); k == reflect.Bool || k == reflect.String || rv.CanInt() || rv.CanUint() || rv.CanFloat() {
+	if scalarKinds[reflect.ValueOf(v).Kind()] {
 		return v, nil
 	}
 	b, err := json.Marshal(v)
