@@ -119,15 +119,9 @@ func modelFromEnv() (llms.Model, string, error) {
 	if key == "" && base == "" {
 		return nil, "scripted (set OPENAI_API_KEY or OPENAI_BASE_URL for a real model)", nil
 	}
-	name := os.Getenv("OPENAI_MODEL")
-	if name == "" {
-		name = "gpt-4o-mini"
-	}
-	opts := []openai.Option{openai.WithModel(name)}
-	if key == "" {
-		key = "unused" // local servers ignore it; the client requires one
-	}
-	opts = append(opts, openai.WithToken(key))
+	name := cmp.Or(os.Getenv("OPENAI_MODEL"), "gpt-4o-mini")
+	// Local servers ignore the key; the client requires one.
+	opts := []openai.Option{openai.WithModel(name), openai.WithToken(cmp.Or(key, "unused"))}
 	if base != "" {
 		opts = append(opts, openai.WithBaseURL(base))
 	}

@@ -85,21 +85,26 @@ func run(ctx context.Context, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		for _, m := range res.Messages[len(res.Messages)-2*res.ToolCalls-1:] {
-			for _, p := range m.Parts {
-				switch p := p.(type) {
-				case llms.ToolCall:
-					fmt.Fprintf(w, "  -> %s %s\n", p.FunctionCall.Name, p.FunctionCall.Arguments)
-				case llms.ToolCallResponse:
-					fmt.Fprintf(w, "  <- %s\n", p.Content)
-				}
-			}
-		}
+		printTools(w, res.Messages[len(res.Messages)-2*res.ToolCalls-1:])
 		fmt.Fprintf(w, "assistant: %s\n", res.Output)
 	}
 	reqs := model.Requests()
 	fmt.Fprintf(w, "\n--- working memory in the last prompt ---\n%s\n", blockOf(reqs[len(reqs)-1].System()))
 	return nil
+}
+
+// printTools prints the tool calls and results of a turn's messages.
+func printTools(w io.Writer, msgs []llms.MessageContent) {
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			switch p := p.(type) {
+			case llms.ToolCall:
+				fmt.Fprintf(w, "  -> %s %s\n", p.FunctionCall.Name, p.FunctionCall.Arguments)
+			case llms.ToolCallResponse:
+				fmt.Fprintf(w, "  <- %s\n", p.Content)
+			}
+		}
+	}
 }
 
 var block = regexp.MustCompile(`(?s)<working_memory>\n(.*)\n</working_memory>`)
