@@ -178,18 +178,7 @@ type Embedder interface {
 // conversation, dropping each collection first. With an embedder, each
 // turn is indexed with its vector too.
 func Index(ctx context.Context, searcher storage.Searcher, s *Set, emb Embedder) error {
-	byConv := map[string][]storage.Document{}
-	var order []string
-	for _, t := range s.Turns {
-		if _, ok := byConv[t.Conv]; !ok {
-			order = append(order, t.Conv)
-		}
-		byConv[t.Conv] = append(byConv[t.Conv], storage.Document{
-			ID:     t.ID,
-			Text:   t.Text,
-			Fields: map[string]string{"speaker": t.Speaker, "session": strconv.Itoa(t.Session)},
-		})
-	}
+	byConv, order := documents(s.Turns)
 	for _, c := range order {
 		if err := searcher.Drop(ctx, Collection(c)); err != nil {
 			return fmt.Errorf("recalleval: drop %s: %w", c, err)
@@ -204,6 +193,24 @@ func Index(ctx context.Context, searcher storage.Searcher, s *Set, emb Embedder)
 		}
 	}
 	return nil
+}
+
+// documents returns the turns as documents, by conversation, and the
+// conversations in the order they first appear.
+func documents(turns []Turn) (map[string][]storage.Document, []string) {
+	byConv := map[string][]storage.Document{}
+	var order []string
+	for _, t := range turns {
+		if _, ok := byConv[t.Conv]; !ok {
+			order = append(order, t.Conv)
+		}
+		byConv[t.Conv] = append(byConv[t.Conv], storage.Document{
+			ID:     t.ID,
+			Text:   t.Text,
+			Fields: map[string]string{"speaker": t.Speaker, "session": strconv.Itoa(t.Session)},
+		})
+	}
+	return byConv, order
 }
 
 // embed sets the vectors of docs, turns of conversation conv, with emb;
