@@ -252,7 +252,7 @@ const (
 // text holds a right-to-left control (see [Defang]); nil otherwise. Every
 // text after the first such control is read this way.
 func reversedHits(text string, tags []string) []int {
-	from := strings.IndexAny(text, rlo+rle+rli)
+	from := firstRTL(text)
 	if from < 0 {
 		return nil
 	}
@@ -263,6 +263,19 @@ func reversedHits(text string, tags []string) []int {
 		}
 	}
 	return hits
+}
+
+// firstRTL returns the offset of the first right-to-left control in
+// text, or -1. (strings.Index per control is faster than IndexAny, which
+// decodes every rune of text.)
+func firstRTL(text string) int {
+	from := -1
+	for _, c := range [...]string{rlo, rle, rli} {
+		if i := strings.Index(text, c); i >= 0 && (from < 0 || i < from) {
+			from = i
+		}
+	}
+	return from
 }
 
 // namesTag reports whether s, the text after an opener, is in skeleton
