@@ -106,10 +106,20 @@ func appendEscape(b []byte, c byte) []byte {
 	return append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 }
 
-// runeEscapes are the escapes of the non-ASCII runes AppendString writes
-// escaped: an invalid byte (-1) as U+FFFD, and the line and paragraph
-// separators.
-var runeEscapes = map[rune]string{-1: `\ufffd`, '\u2028': `\u2028`, '\u2029': `\u2029`}
+// runeEscape returns the escape AppendString writes for the non-ASCII
+// rune r of size bytes, or "": an invalid byte (RuneError of one byte)
+// as U+FFFD, and the line and paragraph separators.
+func runeEscape(r rune, size int) string {
+	switch {
+	case size == 1:
+		return `\ufffd`
+	case r == '\u2028':
+		return `\u2028`
+	case r == '\u2029':
+		return `\u2029`
+	}
+	return ""
+}
 
 // AppendString appends s as a JSON string. It escapes what JSON requires
 // and U+2028/U+2029; invalid UTF-8 becomes U+FFFD. HTML characters are
@@ -130,10 +140,7 @@ func AppendString(b []byte, s string) []byte {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if size == 1 {
-			r = -1 // invalid UTF-8 (RuneError written out is 3 bytes)
-		}
-		if esc := runeEscapes[r]; esc != "" {
+		if esc := runeEscape(r, size); esc != "" {
 			b = append(b, s[start:i]...)
 			b = append(b, esc...)
 			start = i + size
