@@ -53,17 +53,6 @@ func liveReversed(tag string) *regexp.Regexp {
 	return regexp.MustCompile(`[<>][/]*` + regexp.QuoteMeta(Skeleton(tag)))
 }
 
-// rtlFrom returns the offset of the first right-to-left control of s, or -1.
-func rtlFrom(s string) int {
-	from := -1
-	for _, c := range [...]string{rlo, rle, rli} {
-		if i := strings.Index(s, c); i >= 0 && (from < 0 || i < from) {
-			from = i
-		}
-	}
-	return from
-}
-
 // checkLive fails when body holds a tag-like text naming tag, forwards
 // or, after a right-to-left control, backwards.
 func checkLive(t *testing.T, text, body, tag string) {
@@ -72,7 +61,7 @@ func checkLive(t *testing.T, text, body, tag string) {
 	if loc := liveTag(tag).FindStringIndex(canon); loc != nil {
 		t.Fatalf("text %+q: body %+q holds a live %s tag: canonical %+q", text, body, tag, canon[loc[0]:])
 	}
-	from := rtlFrom(body)
+	from := firstRTL(body)
 	if from < 0 {
 		return
 	}
