@@ -87,10 +87,7 @@ type Compiler struct {
 // New returns a Compiler for cfg. It parses the template and its partials
 // once; a syntax error wraps [ErrTemplate] and names the line.
 func New(cfg Config) (c *Compiler, err error) {
-	c = &Compiler{instructions: cfg.Instructions, instrValue: raymond.SafeString(cfg.Instructions), counter: cfg.Counter}
-	if c.counter == nil {
-		c.counter = Estimate
-	}
+	c = &Compiler{instructions: cfg.Instructions, instrValue: raymond.SafeString(cfg.Instructions), counter: orEstimate(cfg.Counter)}
 	if len(cfg.LayerIDs) > 0 {
 		c.guards = newGuards(cfg.LayerIDs)
 	}
@@ -162,10 +159,7 @@ func register(tpl *raymond.Template, cfg Config) error {
 // Counter returns the compiler's token counter ([Config.Counter] or
 // [Estimate]).
 func (c *Compiler) Counter() Counter {
-	if c.counter == nil {
-		return Estimate
-	}
-	return c.counter
+	return orEstimate(c.counter)
 }
 
 // VarName returns the template variable of the layer with the given ID:

@@ -24,6 +24,14 @@ func (f CounterFunc) Count(text string) int { return f(text) }
 // Layers and the prompt compiler share it, so their counts agree.
 var Estimate Counter = CounterFunc(layer.EstimateTokens)
 
+// orEstimate returns c, or Estimate when c is nil.
+func orEstimate(c Counter) Counter {
+	if c == nil {
+		return Estimate
+	}
+	return c
+}
+
 // MessageOverhead is the number of tokens [CountMessage] adds to every
 // message for its role and framing, about what chat APIs add per message.
 const MessageOverhead = 3
@@ -33,9 +41,7 @@ const MessageOverhead = 3
 // tool response's name and content, an image's URL and detail). Binary
 // parts count a quarter of their byte size. A nil c means [Estimate].
 func CountMessage(c Counter, msg llms.MessageContent) int {
-	if c == nil {
-		c = Estimate
-	}
+	c = orEstimate(c)
 	n := MessageOverhead
 	for _, p := range msg.Parts {
 		switch p := p.(type) {
@@ -65,9 +71,7 @@ func CountTools(c Counter, tools []llms.Tool) int {
 	if len(tools) == 0 {
 		return 0
 	}
-	if c == nil {
-		c = Estimate
-	}
+	c = orEstimate(c)
 	b, err := json.Marshal(tools)
 	if err != nil {
 		// A parameter schema that does not encode is not sent either;

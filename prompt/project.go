@@ -26,9 +26,7 @@ func ProjectLayers(recalled []layer.Recalled, capTokens int, c Counter) []layer.
 // [layer.Query.Budget]. A layer missing from budgets has no cap of its
 // own; the same skip-on-its-own rule applies to both caps.
 func ProjectLayersWithin(recalled []layer.Recalled, budgets map[string]int, capTokens int, c Counter) []layer.Recalled {
-	if c == nil {
-		c = Estimate
-	}
+	c = orEstimate(c)
 	out := make([]layer.Recalled, 0, len(recalled))
 	used := 0
 	for _, r := range recalled {
@@ -72,9 +70,7 @@ func ProjectLayersWithin(recalled []layer.Recalled, budgets map[string]int, capT
 // must always send the latest user message should count it in
 // [Request.System] or check for an empty result.
 func ProjectHistory(msgs []llms.MessageContent, capTokens int, c Counter) []llms.MessageContent {
-	if c == nil {
-		c = Estimate
-	}
+	c = orEstimate(c)
 	msgs = stripUnpaired(msgs)
 	if len(msgs) == 0 || capTokens < 0 {
 		return nil
