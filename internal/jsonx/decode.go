@@ -150,7 +150,7 @@ func (d *decoder) open(end byte) (empty bool, err error) {
 	}
 	d.pos++ // '{' or '['
 	d.skipSpace()
-	if d.pos < len(d.data) && d.data[d.pos] == end {
+	if byteAt(d.data, d.pos, end) {
 		d.pos++
 		d.depth--
 		return true, nil
@@ -181,7 +181,7 @@ func (d *decoder) next(end byte, what string) (done bool, err error) {
 // member reads an object's member, key ':' value, onto d.members.
 func (d *decoder) member() error {
 	d.skipSpace()
-	if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+	if !byteAt(d.data, d.pos, '"') {
 		return d.errorf("want a quoted object key")
 	}
 	k, err := d.string()
@@ -189,7 +189,7 @@ func (d *decoder) member() error {
 		return err
 	}
 	d.skipSpace()
-	if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+	if !byteAt(d.data, d.pos, ':') {
 		return d.errorf("want ':' after object key")
 	}
 	d.pos++
