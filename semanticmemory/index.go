@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memlayer/memlayer/internal/lexical"
+	"github.com/memlayer/memlayer/internal/seqlog"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -203,18 +204,11 @@ func (l *Layer) catchUp(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the index marker: %w", err)
 	}
-	switch {
-	case ok && m.Base > l.head.Base:
-		return nil // the head l holds is older than the index's (a Clear since)
-	case ok && m.Base < l.head.Base:
-		// Built before a Clear or Restore that did not finish: rebuild.
-		if err := l.ix.Drop(ctx, l.col); err != nil {
-			return fmt.Errorf("drop the stale index: %w", err)
-		}
-		fallthrough
-	case !ok:
-		// No marker: a new index, or a writer's first record indexed
-		// before its marker (applying it again changes nothing).
+	st, err := seqlog.CheckMark(ctx, l.ix, l.col, ok, m.Base, l.head.Base)
+	if err != nil || st == seqlog.MarkNewer {
+		return err // newer: the head l holds is older than the index's (a Clear since)
+	}
+	if st == seqlog.MarkNone {
 		m = marker{Base: l.head.Base, Next: l.head.Base}
 		if l.private {
 			return l.loadWindow(ctx)
