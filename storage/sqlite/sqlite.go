@@ -140,28 +140,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, errors.New("storage/sqlite: ReadOnly needs a Path")
 	}
 
-	q := url.Values{}
-	// SQLite's own busy handler sleeps without watching the context, so
-	// it only absorbs short waits; longer ones are retried by [Store.retry],
-	// which gives up when ctx ends.
-	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(min(busy, sqliteBusy).Milliseconds(), 10)+")")
-	q.Add("_pragma", "synchronous("+syncMode+")")
-	// Deleted and overwritten content is zeroed in the file, not left in
-	// free pages (see Store.Purge for the write-ahead log).
-	q.Add("_pragma", "secure_delete(ON)")
-	var dsn string
-	switch {
-	case cfg.Path == "":
-		dsn = "file::memory:?" + q.Encode()
-	case cfg.ReadOnly:
-		q.Set("mode", "ro")
-		q.Add("_pragma", "query_only(1)")
-		dsn = "file:" + (&url.URL{Path: cfg.Path}).EscapedPath() + "?" + q.Encode()
-	default:
-		q.Add("_pragma", "journal_mode(WAL)")
-		dsn = "file:" + (&url.URL{Path: cfg.Path}).EscapedPath() + "?" + q.Encode()
-	}
-
+	dsn := dataSource(cfg, busy, syncMode)
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("storage/sqlite: open %q: %w", cfg.Path, err)
@@ -196,33 +175,78 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
+// dataSource returns the driver's data source name for cfg: the file
+// (read-only, or in WAL mode) or an in-memory database, with the
+// pragmas every connection runs.
+func dataSource(cfg Config, busy time.Duration, syncMode string) string {
+	q := url.Values{}
+	// SQLite's own busy handler sleeps without watching the context, so
+	// it only absorbs short waits; longer ones are retried by [Store.retry],
+	// which gives up when ctx ends.
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(min(busy, sqliteBusy).Milliseconds(), 10)+")")
+	q.Add("_pragma", "synchronous("+syncMode+")")
+	// Deleted and overwritten content is zeroed in the file, not left in
+	// free pages (see Store.Purge for the write-ahead log).
+	q.Add("_pragma", "secure_delete(ON)")
+	switch {
+	case cfg.Path == "":
+		return "file::memory:?" + q.Encode()
+	case cfg.ReadOnly:
+		q.Set("mode", "ro")
+		q.Add("_pragma", "query_only(1)")
+	default:
+		q.Add("_pragma", "journal_mode(WAL)")
+	}
+	return "file:" + (&url.URL{Path: cfg.Path}).EscapedPath() + "?" + q.Encode()
+}
+
+// init checks (read-only) or creates the tables, then prepares the
+// statements. It is retried while SQLite is busy.
 func (s *Store) init(ctx context.Context, readOnly bool) error {
+	setup := s.create
 	if readOnly {
-		var n int
-		err := s.db.QueryRowContext(ctx,
-			`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = '`+table+`'`).Scan(&n)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return errors.New("the file holds no memlayer store")
-		}
-		err = s.db.QueryRowContext(ctx,
-			`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = '`+docsTable+`'`).Scan(&n)
-		if err != nil {
-			return err
-		}
-		s.noIndex = n == 0
-	} else {
-		for _, st := range append([]string{schema}, searchSchema...) {
-			if _, err := s.db.ExecContext(ctx, st); err != nil {
-				return err
-			}
-		}
-		if err := s.createFields(ctx); err != nil {
+		setup = s.checkTables
+	}
+	if err := setup(ctx); err != nil {
+		return err
+	}
+	return s.prepare(ctx)
+}
+
+// create creates the tables and indexes the store uses, where missing.
+func (s *Store) create(ctx context.Context) error {
+	for _, st := range append([]string{schema}, searchSchema...) {
+		if _, err := s.db.ExecContext(ctx, st); err != nil {
 			return err
 		}
 	}
+	return s.createFields(ctx)
+}
+
+// checkTables checks that a file opened read-only holds a store, and
+// notes whether it holds a search index.
+func (s *Store) checkTables(ctx context.Context) error {
+	has, err := s.hasTable(ctx, table)
+	if err != nil {
+		return err
+	}
+	if !has {
+		return errors.New("the file holds no memlayer store")
+	}
+	has, err = s.hasTable(ctx, docsTable)
+	s.noIndex = !has
+	return err
+}
+
+// hasTable reports whether the database has a table of that name.
+func (s *Store) hasTable(ctx context.Context, name string) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = '`+name+`'`).Scan(&n)
+	return n > 0, err
+}
+
+// prepare prepares the statements an earlier attempt did not.
+func (s *Store) prepare(ctx context.Context) error {
 	prep := []struct {
 		stmt **sql.Stmt
 		sql  string
@@ -576,16 +600,29 @@ func (s *Store) retry(ctx context.Context, fn func() error) error {
 	}
 }
 
+// isBusy reports whether err is SQLite's busy or locked result, or a
+// checkpoint a reader blocked, which the statement may retry.
 func isBusy(err error) bool {
-	if errors.Is(err, errCheckpointBlocked) {
-		return true
-	}
+	return errors.Is(err, errCheckpointBlocked) || codeSentinels[resultCode(err)] == ErrLocked
+}
+
+// codeSentinels are the sentinels of SQLite's primary result codes.
+var codeSentinels = map[int]error{
+	sqlite3.SQLITE_BUSY:     ErrLocked,
+	sqlite3.SQLITE_LOCKED:   ErrLocked,
+	sqlite3.SQLITE_CORRUPT:  ErrCorrupt,
+	sqlite3.SQLITE_NOTADB:   ErrCorrupt,
+	sqlite3.SQLITE_READONLY: ErrReadOnly,
+}
+
+// resultCode returns the primary result code of the SQLite error in
+// err's chain, or SQLITE_OK when it has none.
+func resultCode(err error) int {
 	var se *msqlite.Error
-	if !errors.As(err, &se) {
-		return false
+	if errors.As(err, &se) {
+		return se.Code() & 0xff
 	}
-	c := se.Code() & 0xff
-	return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
+	return sqlite3.SQLITE_OK
 }
 
 // wrap names the operation and adds the sentinel matching an SQLite
@@ -602,16 +639,8 @@ func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
 	if s.closed.Load() {
 		sentinels = append(sentinels, storage.ErrClosed)
 	}
-	var se *msqlite.Error
-	if errors.As(err, &se) {
-		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			sentinels = append(sentinels, ErrLocked)
-		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
-			sentinels = append(sentinels, ErrCorrupt)
-		case sqlite3.SQLITE_READONLY:
-			sentinels = append(sentinels, ErrReadOnly)
-		}
+	if sentinel := codeSentinels[resultCode(err)]; sentinel != nil {
+		sentinels = append(sentinels, sentinel)
 	}
 	prefix := ""
 	if len(sentinels) == 0 {
