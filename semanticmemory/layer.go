@@ -146,19 +146,8 @@ func New(cfg Config) (*Layer, error) {
 	cfg.ID = cmp.Or(cfg.ID, DefaultID)
 	cfg.Slot = cmp.Or(cfg.Slot, layer.SlotSemanticRecall)
 	cfg.Scope = cmp.Or(cfg.Scope, layer.ScopeResource)
-	switch {
-	case cfg.TopK < 0:
-		return nil, fmt.Errorf("%w: TopK %d < 0", ErrInvalidConfig, cfg.TopK)
-	case cfg.MaxRetries < 0:
-		return nil, fmt.Errorf("%w: MaxRetries %d < 0", ErrInvalidConfig, cfg.MaxRetries)
-	case cfg.NoSparse && cfg.Embedder == nil && cfg.VectorStore == nil:
-		return nil, fmt.Errorf("%w: NoSparse without an Embedder or a VectorStore leaves no ranker", ErrInvalidConfig)
-	case cfg.VectorStore != nil && cfg.VectorStore.Store == nil:
-		return nil, fmt.Errorf("%w: VectorStore has no Store", ErrInvalidConfig)
-	case !(cfg.PinImportance >= 0): // NaN too
-		return nil, fmt.Errorf("%w: PinImportance %v < 0", ErrInvalidConfig, cfg.PinImportance)
-	case cfg.FallbackFacts < 0:
-		return nil, fmt.Errorf("%w: FallbackFacts %d < 0", ErrInvalidConfig, cfg.FallbackFacts)
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
 	if cfg.PinKinds == nil {
 		cfg.PinKinds = DefaultPinKinds
@@ -181,6 +170,26 @@ func New(cfg Config) (*Layer, error) {
 	}
 	l := &Layer{cfg: cfg, spec: spec, tag: fence.Tag(cfg.ID)}
 	return l.bind(storage.NewMemory(), "template", layer.Env{}), nil
+}
+
+// check reports the first field of cfg out of its range, as an error
+// wrapping ErrInvalidConfig.
+func (cfg *Config) check() error {
+	switch {
+	case cfg.TopK < 0:
+		return fmt.Errorf("%w: TopK %d < 0", ErrInvalidConfig, cfg.TopK)
+	case cfg.MaxRetries < 0:
+		return fmt.Errorf("%w: MaxRetries %d < 0", ErrInvalidConfig, cfg.MaxRetries)
+	case cfg.NoSparse && cfg.Embedder == nil && cfg.VectorStore == nil:
+		return fmt.Errorf("%w: NoSparse without an Embedder or a VectorStore leaves no ranker", ErrInvalidConfig)
+	case cfg.VectorStore != nil && cfg.VectorStore.Store == nil:
+		return fmt.Errorf("%w: VectorStore has no Store", ErrInvalidConfig)
+	case !(cfg.PinImportance >= 0): // NaN too
+		return fmt.Errorf("%w: PinImportance %v < 0", ErrInvalidConfig, cfg.PinImportance)
+	case cfg.FallbackFacts < 0:
+		return fmt.Errorf("%w: FallbackFacts %d < 0", ErrInvalidConfig, cfg.FallbackFacts)
+	}
+	return nil
 }
 
 // Spec returns the layer's spec.
