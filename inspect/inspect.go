@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -93,10 +94,7 @@ func (in Inspector) Threads(ctx context.Context, q ThreadQuery) ([]thread.Info, 
 		}
 	}
 	slices.SortStableFunc(out, func(a, b thread.Info) int {
-		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ThreadID, b.ThreadID)
+		return cmp.Or(b.UpdatedAt.Compare(a.UpdatedAt), strings.Compare(a.ThreadID, b.ThreadID))
 	})
 	out = out[min(max(q.Offset, 0), len(out)):]
 	if q.Limit > 0 && len(out) > q.Limit {
@@ -253,7 +251,7 @@ func ParseLayerKey(key string) (k LayerKey, ok bool) {
 		k.ScopeKey, err2 = storage.Unescape(parts[1])
 		k.Legacy = true
 	}
-	if err1 != nil || err2 != nil || err3 != nil {
+	if errors.Join(err1, err2, err3) != nil {
 		return LayerKey{}, false
 	}
 	return k, true
@@ -480,31 +478,31 @@ func (in Inspector) threadRecords(ctx context.Context, id string) ([]record, int
 		return nil, 0, fmt.Errorf("list thread %s: %w", storage.Quote(id), err)
 	}
 	var recs []record
-	hasOwner := false
 	for _, k := range keys {
-		switch k {
-		case head:
-			continue
-		case ownerKey:
-			hasOwner = true
-			continue
+		if k != head && k != ownerKey {
+			recs = append(recs, record{threadRecordKind(strings.TrimPrefix(k, prefix)), k})
 		}
-		kind := "thread.other"
-		switch name := strings.TrimPrefix(k, prefix); {
-		case thread.Kind(name) != "":
-			kind = "thread." + thread.Kind(name)
-		case name == audit.Name || strings.HasPrefix(name, audit.Name+"."):
-			kind = "thread.audit"
-		}
-		recs = append(recs, record{kind, k})
 	}
-	if hasOwner {
+	if slices.Contains(keys, ownerKey) {
 		recs = append(recs, record{"thread.owner", ownerKey})
 	}
 	if version != storage.NoVersion {
 		recs = append(recs, record{"thread.head", head})
 	}
 	return recs, version, nil
+}
+
+// threadRecordKind returns the kind an erase counts a thread's record
+// under, by its name: "thread.<kind>" for the thread format's records,
+// "thread.audit" for its audit turns, "thread.other" for the rest.
+func threadRecordKind(name string) string {
+	switch {
+	case thread.Kind(name) != "":
+		return "thread." + thread.Kind(name)
+	case name == audit.Name || strings.HasPrefix(name, audit.Name+"."):
+		return "thread.audit"
+	}
+	return "thread.other"
 }
 
 // ResourceKeys returns the keys [Inspector.EraseResource] would delete,

@@ -264,6 +264,16 @@ func openSQLite(ctx context.Context, path string) (storage.Store, func(), error)
 	return st, func() { st.Close() }, nil
 }
 
+// writeJSONLines prints each of vs as one line of JSON.
+func writeJSONLines[T any](w io.Writer, vs []T) error {
+	for _, v := range vs {
+		if err := writeJSON(w, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // writeJSON prints v as one line of JSON.
 func writeJSON(w io.Writer, v any) error {
 	b, err := json.Marshal(v)
@@ -280,12 +290,7 @@ func threads(ctx context.Context, in inspect.Inspector, o *opts, w io.Writer) er
 		return err
 	}
 	if o.json {
-		for _, t := range ts {
-			if err := writeJSON(w, t); err != nil {
-				return err
-			}
-		}
-		return nil
+		return writeJSONLines(w, ts)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "THREAD\tRESOURCE\tAGENT\tMESSAGES\tSTEPS\tUPDATED")
@@ -405,31 +410,38 @@ func state(ctx context.Context, in inspect.Inspector, o *opts, layerID, scope st
 	if err != nil {
 		return err
 	}
-	if len(items) == 0 && !o.json {
+	if o.json {
+		for _, it := range items {
+			if err := writeJSON(w, view(it)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(items) == 0 {
 		fmt.Fprintf(w, "layer %q has no records for scope %q\n", layerID, scope)
 		return nil
 	}
 	for _, it := range items {
-		if o.json {
-			if err := writeJSON(w, view(it)); err != nil {
-				return err
-			}
-			continue
-		}
-		name := it.Key
-		if lk, ok := inspect.ParseLayerKey(it.Key); ok {
-			name = lk.Name
-		}
-		// A JSON value is compacted (its line breaks are layout), then
-		// every value is escaped, so it is one line of output.
-		value := it.Value
-		var c bytes.Buffer
-		if json.Compact(&c, value) == nil {
-			value = c.Bytes()
-		}
-		fmt.Fprintf(w, "== %s (version %d, %d bytes)\n%s\n", safe(name), it.Version, len(it.Value), safe(string(value)))
+		printRecord(w, it)
 	}
 	return nil
+}
+
+// printRecord prints a layer record under its name: a JSON value
+// compacted (its line breaks are layout), then every value escaped, so
+// it is one line of output.
+func printRecord(w io.Writer, it storage.Item) {
+	name := it.Key
+	if lk, ok := inspect.ParseLayerKey(it.Key); ok {
+		name = lk.Name
+	}
+	value := it.Value
+	var c bytes.Buffer
+	if json.Compact(&c, value) == nil {
+		value = c.Bytes()
+	}
+	fmt.Fprintf(w, "== %s (version %d, %d bytes)\n%s\n", safe(name), it.Version, len(it.Value), safe(string(value)))
 }
 
 func quarantined(ctx context.Context, in inspect.Inspector, o *opts, w io.Writer) error {
@@ -438,12 +450,7 @@ func quarantined(ctx context.Context, in inspect.Inspector, o *opts, w io.Writer
 		return err
 	}
 	if o.json {
-		for _, q := range qs {
-			if err := writeJSON(w, q); err != nil {
-				return err
-			}
-		}
-		return nil
+		return writeJSONLines(w, qs)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LAYER\tSCOPE\tAT\tKEY")
