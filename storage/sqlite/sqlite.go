@@ -346,21 +346,35 @@ func (s *Store) Get(ctx context.Context, key string) (storage.Item, error) {
 // version check and the write are atomic across connections and
 // processes.
 func (s *Store) Put(ctx context.Context, key string, value []byte, ifVersion int64) (int64, error) {
-	if err := s.begin(ctx, "put", key, true); err != nil {
-		return 0, err
-	}
 	if value == nil {
 		value = []byte{}
 	}
-	if err := s.lockWrite(ctx, "put", key); err != nil {
+	var v int64
+	err := s.write(ctx, "put", key, func() (err error) {
+		v, err = s.put(ctx, key, value, ifVersion)
+		return err
+	})
+	if err != nil {
 		return 0, err
 	}
-	defer s.unlockWrite()
-	v, err := s.put(ctx, key, value, ifVersion)
-	if ferr := s.checkFile("put", key); ferr != nil {
-		return 0, ferr
+	return v, nil
+}
+
+// write checks what every write checks first, then runs fn holding this
+// Store's writer slot, then checks the file, whatever fn did.
+func (s *Store) write(ctx context.Context, op, key string, fn func() error) error {
+	if err := s.begin(ctx, op, key, true); err != nil {
+		return err
 	}
-	return v, err
+	if err := s.lockWrite(ctx, op, key); err != nil {
+		return err
+	}
+	defer s.unlockWrite()
+	err := fn()
+	if ferr := s.checkFile(op, key); ferr != nil {
+		return ferr
+	}
+	return err
 }
 
 func (s *Store) put(ctx context.Context, key string, value []byte, ifVersion int64) (int64, error) {
@@ -399,18 +413,7 @@ func (s *Store) put(ctx context.Context, key string, value []byte, ifVersion int
 
 // Delete implements [storage.Store].
 func (s *Store) Delete(ctx context.Context, key string, ifVersion int64) error {
-	if err := s.begin(ctx, "delete", key, true); err != nil {
-		return err
-	}
-	if err := s.lockWrite(ctx, "delete", key); err != nil {
-		return err
-	}
-	defer s.unlockWrite()
-	err := s.delete(ctx, key, ifVersion)
-	if ferr := s.checkFile("delete", key); ferr != nil {
-		return ferr
-	}
-	return err
+	return s.write(ctx, "delete", key, func() error { return s.delete(ctx, key, ifVersion) })
 }
 
 func (s *Store) delete(ctx context.Context, key string, ifVersion int64) error {
@@ -507,29 +510,36 @@ func (s *Store) Purge(ctx context.Context) error {
 		return err
 	}
 	defer s.unlockWrite()
-	err := s.retry(ctx, func() error {
-		// Merge the full-text index's segments, so that no deleted
-		// document's terms stay in one.
-		if _, err := s.db.ExecContext(ctx, `INSERT INTO `+ftsTable+` (`+ftsTable+`) VALUES ('optimize')`); err != nil {
-			return err
-		}
-		_, err := s.db.ExecContext(ctx, "VACUUM")
-		return err
-	})
+	err := s.retry(ctx, func() error { return s.compact(ctx) })
 	if err == nil {
-		err = s.retry(ctx, func() error {
-			var busy, logged, done int
-			if err := s.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logged, &done); err != nil {
-				return err
-			}
-			if busy != 0 {
-				return errCheckpointBlocked
-			}
-			return nil
-		})
+		err = s.retry(ctx, func() error { return s.checkpoint(ctx) })
 	}
 	if err != nil {
 		return s.wrap(ctx, "purge", "", err)
+	}
+	return nil
+}
+
+// compact merges the full-text index's segments, so that no deleted
+// document's terms stay in one, then rewrites the file without free
+// pages.
+func (s *Store) compact(ctx context.Context) error {
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO `+ftsTable+` (`+ftsTable+`) VALUES ('optimize')`); err != nil {
+		return err
+	}
+	_, err := s.db.ExecContext(ctx, "VACUUM")
+	return err
+}
+
+// checkpoint copies the write-ahead log into the file and truncates it.
+// A reader that keeps it from truncating is errCheckpointBlocked.
+func (s *Store) checkpoint(ctx context.Context) error {
+	var busy, logged, done int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logged, &done); err != nil {
+		return err
+	}
+	if busy != 0 {
+		return errCheckpointBlocked
 	}
 	return nil
 }
