@@ -207,14 +207,13 @@ func (l *Layer) catchUp(ctx context.Context) error {
 		return fmt.Errorf("read the index marker: %w", err)
 	}
 	st, err := seqlog.CheckMark(ctx, l.ix, l.col, ok, m.Base, l.head.Base)
-	if err != nil || st == seqlog.MarkNewer {
+	switch {
+	case err != nil || st == seqlog.MarkNewer:
 		return err // newer: the head l holds is older than the index's (a Clear since)
-	}
-	if st == seqlog.MarkNone {
+	case st == seqlog.MarkNone && l.private:
+		return l.loadWindow(ctx) // a private index is filled from the newest records
+	case st == seqlog.MarkNone:
 		m = marker{Base: l.head.Base, Next: l.head.Base}
-		if l.private {
-			return l.loadWindow(ctx)
-		}
 	}
 	if m.Next >= l.head.Next {
 		l.mark = m
