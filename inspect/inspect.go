@@ -351,28 +351,37 @@ func (in Inspector) layerRecords(ctx context.Context, o *owned) (recs []record, 
 		if !ok {
 			continue
 		}
-		mine := false
-		if lk.Legacy {
-			if mine, err = in.legacyMine(ctx, o, lk.ScopeKey); err != nil {
-				return nil, nil, err
-			}
-			if mine && o.ambiguous(lk.ScopeKey) {
-				ambiguous = append(ambiguous, k)
-				continue
-			}
-		} else {
-			mine = o.typedMine(lk.ScopeKey)
+		mine, amb, err := in.selects(ctx, o, lk)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case amb:
+			ambiguous = append(ambiguous, k)
+		case mine:
+			recs = append(recs, record{lk.kind(), k})
 		}
-		if !mine {
-			continue
-		}
-		kind := "layer." + lk.LayerID
-		if strings.HasPrefix(lk.Name, storage.QuarantinePrefix) {
-			kind = "quarantine." + lk.LayerID
-		}
-		recs = append(recs, record{kind, k})
 	}
 	return recs, ambiguous, nil
+}
+
+// selects reports whether o selects the layer record of lk, and whether
+// the record is an untyped one that names another owner too.
+func (in Inspector) selects(ctx context.Context, o *owned, lk LayerKey) (mine, ambiguous bool, err error) {
+	if !lk.Legacy {
+		return o.typedMine(lk.ScopeKey), false, nil
+	}
+	mine, err = in.legacyMine(ctx, o, lk.ScopeKey)
+	return mine, mine && o.ambiguous(lk.ScopeKey), err
+}
+
+// kind is what an erase counts the record of lk under:
+// "quarantine.<layer ID>" for a quarantined copy, else
+// "layer.<layer ID>".
+func (lk LayerKey) kind() string {
+	if strings.HasPrefix(lk.Name, storage.QuarantinePrefix) {
+		return "quarantine." + lk.LayerID
+	}
+	return "layer." + lk.LayerID
 }
 
 // typedMine reports whether a typed scope key is o's: the resource's, or
