@@ -242,13 +242,7 @@ func (m *Memory) LoadMemoryVariables(ctx context.Context, inputs map[string]any)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if au, _ := m.current(); au != nil {
-		for _, rc := range recalled {
-			if n := writepath.RecallTokens(rc.Items, m.cfg.Counter); n > 0 {
-				au.Add(audit.Event{Op: audit.OpRecall, Step: q.Step, Layer: rc.ID, Tokens: n})
-			}
-		}
-	}
+	m.auditRecall(q.Step, recalled)
 	text, err := m.compiler.Compile(recalled, nil)
 	if err != nil {
 		return nil, fmt.Errorf("chainmemory: %w", err)
@@ -261,6 +255,30 @@ func (m *Memory) LoadMemoryVariables(ctx context.Context, inputs map[string]any)
 	if err != nil {
 		return nil, fmt.Errorf("chainmemory: transcript: %w", err)
 	}
+	if err := m.addTranscript(out, text, tv); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// auditRecall adds to the turn's audit, when there is one, what each
+// layer recalled at step.
+func (m *Memory) auditRecall(step int, recalled []layer.Recalled) {
+	au, _ := m.current()
+	if au == nil {
+		return
+	}
+	for _, rc := range recalled {
+		if n := writepath.RecallTokens(rc.Items, m.cfg.Counter); n > 0 {
+			au.Add(audit.Event{Op: audit.OpRecall, Step: step, Layer: rc.ID, Tokens: n})
+		}
+	}
+}
+
+// addTranscript adds the transcript's variables tv to out: its text
+// after the layers' text, under MemoryKey, and its other variables as
+// they are.
+func (m *Memory) addTranscript(out map[string]any, text string, tv map[string]any) error {
 	for k, v := range tv {
 		if k != m.cfg.MemoryKey {
 			out[k] = v
@@ -268,7 +286,7 @@ func (m *Memory) LoadMemoryVariables(ctx context.Context, inputs map[string]any)
 		}
 		s, ok := v.(string)
 		if !ok {
-			return nil, fmt.Errorf("chainmemory: transcript: %q is a %T, want text (a buffer memory without ReturnMessages)", k, v)
+			return fmt.Errorf("chainmemory: transcript: %q is a %T, want text (a buffer memory without ReturnMessages)", k, v)
 		}
 		if s != "" {
 			if text != "" {
@@ -277,7 +295,7 @@ func (m *Memory) LoadMemoryVariables(ctx context.Context, inputs map[string]any)
 			out[k] = text + s
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // SaveContext implements schema.Memory: the input, the output and, from
@@ -374,13 +392,8 @@ func (m *Memory) keepTurn(ctx context.Context, t layer.Turn) []error {
 		errs = append(errs, err)
 	}
 	if au != nil {
-		// The tools of Tools recorded their own calls.
-		for _, r := range t.Results {
-			if o, ok := offered[r.Name]; ok && !bound && !strings.HasPrefix(r.Content, "error: ") {
-				if e, ok := writepath.ToolEvent(o.Layer, o.Fn, r.Name, r.Arguments, t.Step, 0); ok {
-					au.Add(e)
-				}
-			}
+		if !bound { // the tools of Tools recorded their own calls
+			auditResults(au, t, offered)
 		}
 		m.mu.Lock()
 		m.counts.Record(au, t.Step, 0)
@@ -389,13 +402,32 @@ func (m *Memory) keepTurn(ctx context.Context, t layer.Turn) []error {
 	m.keeper(au).KeepProposals(ctx, proposers, t.Step, m.redact, redacted)
 	if au != nil {
 		writepath.RecordRedactions(au, t.Step, 0, nil, redacted.Counts())
-		if err := m.claimOwner(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("audit: %w", err))
-		} else if _, err := m.cfg.Audit.Commit(ctx, m.cfg.ThreadID, m.redact.Audit(au.Events())); err != nil {
+		if err := m.commitAudit(ctx, au); err != nil {
 			errs = append(errs, fmt.Errorf("audit: %w", err))
 		}
 	}
 	return errs
+}
+
+// auditResults adds to au the calls of t's results that changed
+// memory through an offered tool: those that did not fail.
+func auditResults(au *writepath.Auditor, t layer.Turn, offered map[string]writepath.OfferedTool) {
+	for _, r := range t.Results {
+		if o, ok := offered[r.Name]; ok && !strings.HasPrefix(r.Content, "error: ") {
+			if e, ok := writepath.ToolEvent(o.Layer, o.Fn, r.Name, r.Arguments, t.Step, 0); ok {
+				au.Add(e)
+			}
+		}
+	}
+}
+
+// commitAudit commits the turn's audit au, after claiming the thread.
+func (m *Memory) commitAudit(ctx context.Context, au *writepath.Auditor) error {
+	if err := m.claimOwner(ctx); err != nil {
+		return err
+	}
+	_, err := m.cfg.Audit.Commit(ctx, m.cfg.ThreadID, m.redact.Audit(au.Events()))
+	return err
 }
 
 // claimOwner records the stack's resource as the owner of the audit's

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/memlayer/memlayer/internal/seqlog"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -134,18 +135,11 @@ func (l *Layer) catchUpIndex(ctx context.Context, to int64) error {
 	if err != nil {
 		return fmt.Errorf("read the index marker: %w", err)
 	}
-	switch {
-	case ok && m.Base > l.head.Base:
-		return nil // the head l holds is older than the index's (a Clear since)
-	case ok && m.Base < l.head.Base:
-		// Built before a Clear or Restore that did not finish: rebuild.
-		if err := l.ix.Drop(ctx, l.col); err != nil {
-			return fmt.Errorf("drop the stale index: %w", err)
-		}
-		m = marker{Base: l.head.Base, Next: l.head.Base}
-	case !ok:
-		// No marker: a new index, or a writer's first segment indexed
-		// before its marker (indexing it again changes nothing).
+	st, err := seqlog.CheckMark(ctx, l.ix, l.col, ok, m.Base, l.head.Base)
+	if err != nil || st == seqlog.MarkNewer {
+		return err // newer: the head l holds is older than the index's (a Clear since)
+	}
+	if st == seqlog.MarkNone {
 		m = marker{Base: l.head.Base, Next: l.head.Base}
 	}
 	if m.Next >= to {

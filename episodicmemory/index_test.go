@@ -6,39 +6,20 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/memlayer/memlayer/episodicmemory"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/storage/storagetest"
 )
 
-// searchCounter is an in-memory store that keeps its search capability
-// (it embeds *storage.Memory, so storage.Searcher is forwarded) and
-// counts records read and bytes written.
-type searchCounter struct {
-	*storage.Memory
-	gets, lists, bytes atomic.Int64
-}
-
-func (c *searchCounter) Get(ctx context.Context, key string) (storage.Item, error) {
-	c.gets.Add(1)
-	return c.Memory.Get(ctx, key)
-}
-
-func (c *searchCounter) List(ctx context.Context, prefix string) ([]string, error) {
-	c.lists.Add(1)
-	return c.Memory.List(ctx, prefix)
-}
-
-func (c *searchCounter) Put(ctx context.Context, key string, value []byte, v int64) (int64, error) {
-	c.bytes.Add(int64(len(value)))
-	return c.Memory.Put(ctx, key, value, v)
-}
-
-// hidden hides a store's search capability: a user's own store.
-type hidden struct{ storage.Store }
+// searchCounter counts a store's reads and keeps its search capability;
+// hidden hides it.
+type (
+	searchCounter = storagetest.Counting
+	hidden        = storagetest.Hidden
+)
 
 // The case: a note stored long ago, beyond what Init used to
 // load (the newest 256 raw segments, 512 digests), is read by reference
@@ -97,13 +78,13 @@ func TestIndex_InitAndStepFlat(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		cs.gets.Store(0)
-		cs.lists.Store(0)
+		cs.Gets.Store(0)
+		cs.Lists.Store(0)
 		l := bound(t, episodicmemory.Config{}, cs, "t", "")
 		if b := recall(t, l, "Page 7"); !strings.Contains(b, "[call-7]") {
 			t.Fatalf("n=%d: recall:\n%s", n, b)
 		}
-		reads[n] = cs.gets.Load() + cs.lists.Load()
+		reads[n] = cs.Gets.Load() + cs.Lists.Load()
 	}
 	if reads[2000] != reads[100] || reads[100] > 2 {
 		t.Fatalf("records read by Init and Recall: %v, want the same small number", reads)
@@ -117,11 +98,11 @@ func TestIndex_StepBytesFlat(t *testing.T) {
 	l := bound(t, episodicmemory.Config{CompactAfter: 1 << 30, CompactTokens: 1 << 30}, cs, "t", "")
 	per := map[int]int64{}
 	for n := range 1001 {
-		before := cs.bytes.Load()
+		before := cs.Bytes.Load()
 		if err := l.Store(context.Background(), pageStep(n%10)); err != nil {
 			t.Fatal(err)
 		}
-		per[n] = cs.bytes.Load() - before
+		per[n] = cs.Bytes.Load() - before
 	}
 	if per[1000] > per[10]+8 { // the head's numbers grow by a few digits
 		t.Fatalf("bytes per step: step 10 %d, step 1000 %d", per[10], per[1000])
@@ -134,7 +115,7 @@ func TestIndex_OldLogIndexedOnFirstUse(t *testing.T) {
 	ctx := context.Background()
 	mem := storage.NewMemory()
 	cfg := episodicmemory.Config{CompactAfter: 8}
-	old := bound(t, cfg, hidden{mem}, "t", "")
+	old := bound(t, cfg, hidden{Store: mem}, "t", "")
 	for n := range 300 {
 		if err := old.Store(ctx, pageStep(n)); err != nil {
 			t.Fatal(err)
@@ -152,7 +133,7 @@ func TestIndex_OldLogIndexedOnFirstUse(t *testing.T) {
 	}
 	cs := &searchCounter{Memory: mem}
 	bound(t, cfg, cs, "t", "")
-	if g := cs.gets.Load(); g != 1 {
+	if g := cs.Gets.Load(); g != 1 {
 		t.Errorf("the next Init read %d records, want the head only", g)
 	}
 }
@@ -162,7 +143,7 @@ func TestIndex_OldLogIndexedOnFirstUse(t *testing.T) {
 // records.
 func TestIndex_StoreWithoutSearch(t *testing.T) {
 	ctx := context.Background()
-	st := hidden{storage.NewMemory()}
+	st := hidden{Store: storage.NewMemory()}
 	cfg := episodicmemory.Config{CompactAfter: 8, MaxDigests: 16}
 	w := bound(t, cfg, st, "t", "")
 	for n := range 200 {
@@ -232,21 +213,7 @@ func TestIndex_CrossUser(t *testing.T) {
 		}
 	}
 	prefix := storage.LayerPrefix(episodicmemory.DefaultID, storage.ResourceScope("a"))
-	if _, err := storage.DropIndexes(ctx, store, prefix); err != nil {
-		t.Fatal(err)
-	}
-	keys, _ := store.List(ctx, prefix)
-	for _, k := range keys {
-		if err := store.Delete(ctx, k, storage.AnyVersion); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if keys, _ := store.List(ctx, prefix); len(keys) != 0 {
-		t.Errorf("records left after erase: %v", keys)
-	}
-	if cols, _ := store.Collections(ctx, prefix); len(cols) != 0 {
-		t.Errorf("collections left after erase: %v", cols)
-	}
+	storagetest.Erase(t, store, prefix)
 	if b := recall(t, bound(t, episodicmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}}, store, "after", "a"), tag["a"]); b != "" {
 		t.Errorf("erased user recalls:\n%s", b)
 	}

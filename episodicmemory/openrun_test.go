@@ -3,54 +3,18 @@ package episodicmemory
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/layer/layertest"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/storage/redis"
 	"github.com/memlayer/memlayer/storage/sqlite"
+	"github.com/memlayer/memlayer/storage/storagetest"
 )
-
-// openRunBackends are the stores BenchmarkOpenRun measures: the
-// in-memory store (a storage.Searcher: BM25 over every document) and
-// SQLite always, Redis when MEMLAYER_REDIS_URL names a server (.ci/with-redis
-// starts one). A store that is a storage.Searcher is searched through
-// its index; the others through the layer's private index of the view.
-func openRunBackends(b *testing.B) []struct {
-	name string
-	open func(b *testing.B, n int) storage.Store
-} {
-	backends := []struct {
-		name string
-		open func(b *testing.B, n int) storage.Store
-	}{{"memory", func(b *testing.B, n int) storage.Store { return storage.NewMemory() }}, {"sqlite", func(b *testing.B, n int) storage.Store {
-		s, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(b.TempDir(), "m.db")})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { s.Close() })
-		return s
-	}}}
-	if u := os.Getenv("MEMLAYER_REDIS_URL"); u != "" {
-		backends = append(backends, struct {
-			name string
-			open func(b *testing.B, n int) storage.Store
-		}{"redis", func(b *testing.B, n int) storage.Store {
-			s, err := redis.New(redis.Config{URL: u, Namespace: fmt.Sprintf("bench-openrun-ep-%d-%d:", n, time.Now().UnixNano())})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { s.Close() })
-			return s
-		}})
-	}
-	return backends
-}
 
 // seedLog writes a resource log of n episodes directly, as a long run
 // would have left it with the default compaction: every episode its own
@@ -135,34 +99,25 @@ func seedLog(b testing.TB, st storage.Store, n int) string {
 // at 100,000 at most twice the time at 100, on SQLite (with its index).
 func BenchmarkOpenRun(b *testing.B) {
 	ctx := context.Background()
-	for _, be := range openRunBackends(b) {
-		for _, n := range []int{100, 100_000} {
-			b.Run(fmt.Sprintf("%s/episodes=%d", be.name, n), func(b *testing.B) {
-				st := be.open(b, n)
-				seedLog(b, st, n)
-				tmpl, err := New(Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
-				if err != nil {
-					b.Fatal(err)
-				}
-				env := layer.Env{ThreadID: "t-new", ResourceID: "user-1", Store: st}
-				q := layer.Query{Text: `Go back to the page from turn 2 ("Pricing for Nonprofits 2") and publish it`}
-				b.ReportAllocs()
-				for b.Loop() {
-					l, err := tmpl.Init(ctx, env)
-					if err != nil {
-						b.Fatal(err)
-					}
-					items, err := l.Recall(ctx, q)
-					if err != nil || len(items) != 1 {
-						b.Fatalf("Recall = %v, %v", items, err)
-					}
-					if err := l.(layer.Closer).Close(ctx); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
-		}
+	tmpl, err := New(Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
+	if err != nil {
+		b.Fatal(err)
 	}
+	q := layer.Query{Text: `Go back to the page from turn 2 ("Pricing for Nonprofits 2") and publish it`}
+	seed := func(b *testing.B, st storage.Store, n int) { seedLog(b, st, n) }
+	// A storage.Searcher is searched through its index, another store
+	// through the layer's private index of the view.
+	sq := func(path string) (storagetest.Closer, error) { return sqlite.Open(ctx, sqlite.Config{Path: path}) }
+	rd := func(url, ns string) (storagetest.Closer, error) {
+		return redis.New(redis.Config{URL: url, Namespace: ns})
+	}
+	storagetest.BenchmarkOpenRun(b, storagetest.Backends("bench-openrun-ep", sq, rd), "episodes", seed, func(st storage.Store) error {
+		l, err := layertest.FirstRecall(ctx, tmpl, layer.Env{ThreadID: "t-new", ResourceID: "user-1", Store: st}, q)
+		if err != nil {
+			return err
+		}
+		return l.(layer.Closer).Close(ctx)
+	})
 }
 
 // TestOpenRunSeed checks the seeded log is one the layer reads: the

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -93,10 +94,7 @@ func (in Inspector) Threads(ctx context.Context, q ThreadQuery) ([]thread.Info, 
 		}
 	}
 	slices.SortStableFunc(out, func(a, b thread.Info) int {
-		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ThreadID, b.ThreadID)
+		return cmp.Or(b.UpdatedAt.Compare(a.UpdatedAt), strings.Compare(a.ThreadID, b.ThreadID))
 	})
 	out = out[min(max(q.Offset, 0), len(out)):]
 	if q.Limit > 0 && len(out) > q.Limit {
@@ -112,59 +110,66 @@ func (in Inspector) threads(ctx context.Context) ([]thread.Info, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inspect: list threads: %w", err)
 	}
-	type found struct{ head, owner bool }
-	seen := map[string]*found{}
-	var ids []string
-	for _, k := range keys {
-		esc, name, ok := strings.Cut(strings.TrimPrefix(k, "threads/"), "/")
-		if !ok {
-			continue
-		}
-		id, err := storage.Unescape(esc)
-		if err != nil {
-			continue // not a key this package wrote
-		}
-		f := seen[id]
-		if f == nil {
-			f = &found{}
-			seen[id] = f
-			ids = append(ids, id)
-		}
-		switch name {
-		case storage.Escape(thread.HeadName):
-			f.head = true
-		case storage.Escape(thread.OwnerName):
-			f.owner = true
-		}
-	}
+	ids, names := threadNames(keys)
 	var out []thread.Info
 	for _, id := range ids {
-		info := thread.Info{ThreadID: id}
-		f := seen[id]
-		if f.head {
-			it, err := in.Store.Get(ctx, storage.ThreadKey(id, thread.HeadName))
-			switch {
-			case errors.Is(err, storage.ErrNotFound):
-				// deleted while listing
-			case err != nil:
-				return nil, fmt.Errorf("inspect: list threads: %w", err)
-			default:
-				if info, err = thread.ReadInfo(it.Value); err != nil {
-					return nil, fmt.Errorf("inspect: list threads: thread %s: %w", storage.Quote(id), err)
-				}
-				info.ThreadID = id
-			}
-		}
-		if info.ResourceID == "" && f.owner {
-			owner, err := thread.ReadOwner(ctx, in.Store, id)
-			if err != nil {
-				return nil, fmt.Errorf("inspect: list threads: thread %s: %w", storage.Quote(id), err)
-			}
-			info.ResourceID = owner
+		info, err := in.threadInfo(ctx, id, names[id])
+		if err != nil {
+			return nil, fmt.Errorf("inspect: list threads: %w", err)
 		}
 		out = append(out, info)
 	}
 	return out, nil
+}
+
+// threadNames returns the thread IDs of keys under "threads/", in the
+// order first found, and the set of escaped record names each has. A
+// key this package did not write is left out.
+func threadNames(keys []string) ([]string, map[string]map[string]bool) {
+	names := map[string]map[string]bool{}
+	var ids []string
+	for _, k := range keys {
+		esc, name, ok := strings.Cut(strings.TrimPrefix(k, "threads/"), "/")
+		id, err := storage.Unescape(esc)
+		if !ok || err != nil {
+			continue
+		}
+		if names[id] == nil {
+			names[id] = map[string]bool{}
+			ids = append(ids, id)
+		}
+		names[id][name] = true
+	}
+	return ids, names
+}
+
+// threadInfo reads thread id's head, when names has it, and its owner
+// record, when names has it and the head names no resource. A head
+// deleted while listing reads as none.
+func (in Inspector) threadInfo(ctx context.Context, id string, names map[string]bool) (thread.Info, error) {
+	info := thread.Info{ThreadID: id}
+	if names[storage.Escape(thread.HeadName)] {
+		it, err := in.Store.Get(ctx, storage.ThreadKey(id, thread.HeadName))
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+			// deleted while listing
+		case err != nil:
+			return info, err
+		default:
+			if info, err = thread.ReadInfo(it.Value); err != nil {
+				return info, fmt.Errorf("thread %s: %w", storage.Quote(id), err)
+			}
+			info.ThreadID = id
+		}
+	}
+	if info.ResourceID == "" && names[storage.Escape(thread.OwnerName)] {
+		owner, err := thread.ReadOwner(ctx, in.Store, id)
+		if err != nil {
+			return info, fmt.Errorf("thread %s: %w", storage.Quote(id), err)
+		}
+		info.ResourceID = owner
+	}
+	return info, nil
 }
 
 // Thread reads a stored thread: its checkpoint metadata, its summary, its
@@ -246,7 +251,7 @@ func ParseLayerKey(key string) (k LayerKey, ok bool) {
 		k.ScopeKey, err2 = storage.Unescape(parts[1])
 		k.Legacy = true
 	}
-	if err1 != nil || err2 != nil || err3 != nil {
+	if errors.Join(err1, err2, err3) != nil {
 		return LayerKey{}, false
 	}
 	return k, true
@@ -346,28 +351,37 @@ func (in Inspector) layerRecords(ctx context.Context, o *owned) (recs []record, 
 		if !ok {
 			continue
 		}
-		mine := false
-		if lk.Legacy {
-			if mine, err = in.legacyMine(ctx, o, lk.ScopeKey); err != nil {
-				return nil, nil, err
-			}
-			if mine && o.ambiguous(lk.ScopeKey) {
-				ambiguous = append(ambiguous, k)
-				continue
-			}
-		} else {
-			mine = o.typedMine(lk.ScopeKey)
+		mine, amb, err := in.selects(ctx, o, lk)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case amb:
+			ambiguous = append(ambiguous, k)
+		case mine:
+			recs = append(recs, record{lk.kind(), k})
 		}
-		if !mine {
-			continue
-		}
-		kind := "layer." + lk.LayerID
-		if strings.HasPrefix(lk.Name, storage.QuarantinePrefix) {
-			kind = "quarantine." + lk.LayerID
-		}
-		recs = append(recs, record{kind, k})
 	}
 	return recs, ambiguous, nil
+}
+
+// selects reports whether o selects the layer record of lk, and whether
+// the record is an untyped one that names another owner too.
+func (in Inspector) selects(ctx context.Context, o *owned, lk LayerKey) (mine, ambiguous bool, err error) {
+	if !lk.Legacy {
+		return o.typedMine(lk.ScopeKey), false, nil
+	}
+	mine, err = in.legacyMine(ctx, o, lk.ScopeKey)
+	return mine, mine && o.ambiguous(lk.ScopeKey), err
+}
+
+// kind is what an erase counts the record of lk under:
+// "quarantine.<layer ID>" for a quarantined copy, else
+// "layer.<layer ID>".
+func (lk LayerKey) kind() string {
+	if strings.HasPrefix(lk.Name, storage.QuarantinePrefix) {
+		return "quarantine." + lk.LayerID
+	}
+	return "layer." + lk.LayerID
 }
 
 // typedMine reports whether a typed scope key is o's: the resource's, or
@@ -473,31 +487,31 @@ func (in Inspector) threadRecords(ctx context.Context, id string) ([]record, int
 		return nil, 0, fmt.Errorf("list thread %s: %w", storage.Quote(id), err)
 	}
 	var recs []record
-	hasOwner := false
 	for _, k := range keys {
-		switch k {
-		case head:
-			continue
-		case ownerKey:
-			hasOwner = true
-			continue
+		if k != head && k != ownerKey {
+			recs = append(recs, record{threadRecordKind(strings.TrimPrefix(k, prefix)), k})
 		}
-		kind := "thread.other"
-		switch name := strings.TrimPrefix(k, prefix); {
-		case thread.Kind(name) != "":
-			kind = "thread." + thread.Kind(name)
-		case name == audit.Name || strings.HasPrefix(name, audit.Name+"."):
-			kind = "thread.audit"
-		}
-		recs = append(recs, record{kind, k})
 	}
-	if hasOwner {
+	if slices.Contains(keys, ownerKey) {
 		recs = append(recs, record{"thread.owner", ownerKey})
 	}
 	if version != storage.NoVersion {
 		recs = append(recs, record{"thread.head", head})
 	}
 	return recs, version, nil
+}
+
+// threadRecordKind returns the kind an erase counts a thread's record
+// under, by its name: "thread.<kind>" for the thread format's records,
+// "thread.audit" for its audit turns, "thread.other" for the rest.
+func threadRecordKind(name string) string {
+	switch {
+	case thread.Kind(name) != "":
+		return "thread." + thread.Kind(name)
+	case name == audit.Name || strings.HasPrefix(name, audit.Name+"."):
+		return "thread.audit"
+	}
+	return "thread.other"
 }
 
 // ResourceKeys returns the keys [Inspector.EraseResource] would delete,
@@ -562,53 +576,84 @@ const maxHeadAttempts = 20
 // second sweep, after every head is gone, deletes what runs wrote while
 // the first went on.
 func (in Inspector) erase(ctx context.Context, e *Erased, o owned) error {
-	deleted := map[string]bool{}
-	del := func(r record) error {
-		// The head is deleted (with its version) by eraseThread.
-		if r.kind != "thread.head" {
-			err := in.Store.Delete(ctx, r.key, storage.AnyVersion)
-			if errors.Is(err, storage.ErrNotFound) {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("delete %s: %w", storage.Quote(r.key), err)
-			}
-		}
-		if !deleted[r.key] {
-			deleted[r.key] = true
-			e.add(r.kind, r.key)
-		}
-		return nil
-	}
-	var found []string
+	s := &sweep{in: in, e: e, counted: map[string]bool{}}
 	for range 2 {
-		recs, ambiguous, err := in.layerRecords(ctx, &o)
-		if err != nil {
+		if err := s.layers(ctx, &o); err != nil {
 			return err
 		}
-		e.Ambiguous = ambiguous
-		for _, r := range recs {
-			if err := del(r); err != nil {
-				return err
-			}
-		}
-		if err := in.dropIndexes(ctx, e, &o, deleted); err != nil {
+		if err := s.threads(ctx, o.threads); err != nil {
 			return err
-		}
-		for _, id := range o.threads {
-			had, err := in.eraseThread(ctx, id, del)
-			if err != nil {
-				return err
-			}
-			if had && !slices.Contains(found, id) {
-				found = append(found, id)
-			}
 		}
 	}
-	e.Threads = found
+	e.Threads = s.found
 	if p, ok := in.Store.(storage.Purger); ok && len(e.Keys) > 0 {
 		if err := p.Purge(ctx); err != nil {
 			return fmt.Errorf("purge: %w", err)
+		}
+	}
+	return nil
+}
+
+// sweep is one erase in progress: it counts in e each record and
+// collection it removes, once however many sweeps find it.
+type sweep struct {
+	in      Inspector
+	e       *Erased
+	counted map[string]bool // by key, collections as "index:<name>"
+	found   []string        // the threads that had a head
+}
+
+// count adds what is named by key to e, under kind, unless mark says it
+// was counted already.
+func (s *sweep) count(mark, kind, key string) {
+	if !s.counted[mark] {
+		s.counted[mark] = true
+		s.e.add(kind, key)
+	}
+}
+
+// del deletes record r and counts it. A record already gone is not
+// counted. A head is only counted: eraseThread deletes it, with its
+// version.
+func (s *sweep) del(ctx context.Context, r record) error {
+	if r.kind != "thread.head" {
+		err := s.in.Store.Delete(ctx, r.key, storage.AnyVersion)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("delete %s: %w", storage.Quote(r.key), err)
+		}
+	}
+	s.count(r.key, r.kind, r.key)
+	return nil
+}
+
+// layers deletes the layer records o selects and drops its scopes'
+// search collections.
+func (s *sweep) layers(ctx context.Context, o *owned) error {
+	recs, ambiguous, err := s.in.layerRecords(ctx, o)
+	if err != nil {
+		return err
+	}
+	s.e.Ambiguous = ambiguous
+	for _, r := range recs {
+		if err := s.del(ctx, r); err != nil {
+			return err
+		}
+	}
+	return s.dropIndexes(ctx, o)
+}
+
+// threads erases the threads ids and notes those that had a head.
+func (s *sweep) threads(ctx context.Context, ids []string) error {
+	for _, id := range ids {
+		had, err := s.eraseThread(ctx, id)
+		if err != nil {
+			return err
+		}
+		if had && !slices.Contains(s.found, id) {
+			s.found = append(s.found, id)
 		}
 	}
 	return nil
@@ -618,12 +663,12 @@ func (in Inspector) erase(ctx context.Context, e *Erased, o owned) error {
 // that is a storage.Searcher. A collection is named like a layer record
 // (storage.IndexName), so it is selected by the same rule; collections
 // never have an untyped scope key. Each counts as "index.<layer ID>".
-func (in Inspector) dropIndexes(ctx context.Context, e *Erased, o *owned, dropped map[string]bool) error {
-	s, ok := in.Store.(storage.Searcher)
+func (s *sweep) dropIndexes(ctx context.Context, o *owned) error {
+	x, ok := s.in.Store.(storage.Searcher)
 	if !ok {
 		return nil
 	}
-	cols, err := s.Collections(ctx, "layers/")
+	cols, err := x.Collections(ctx, "layers/")
 	if err != nil {
 		return fmt.Errorf("list search collections: %w", err)
 	}
@@ -632,13 +677,10 @@ func (in Inspector) dropIndexes(ctx context.Context, e *Erased, o *owned, droppe
 		if !ok || lk.Legacy || !o.typedMine(lk.ScopeKey) {
 			continue
 		}
-		if err := s.Drop(ctx, c); err != nil {
+		if err := x.Drop(ctx, c); err != nil {
 			return fmt.Errorf("drop search collection %s: %w", storage.Quote(c), err)
 		}
-		if !dropped["index:"+c] {
-			dropped["index:"+c] = true
-			e.add("index."+lk.LayerID, c)
-		}
+		s.count("index:"+c, "index."+lk.LayerID, c)
 	}
 	return nil
 }
@@ -647,17 +689,17 @@ func (in Inspector) dropIndexes(ctx context.Context, e *Erased, o *owned, droppe
 // compare-and-swap against the version it listed them by: a run that
 // rewrote the head meanwhile may name records the list missed, so it
 // lists again. It reports whether the thread had a head.
-func (in Inspector) eraseThread(ctx context.Context, id string, del func(record) error) (bool, error) {
+func (s *sweep) eraseThread(ctx context.Context, id string) (bool, error) {
 	had := false
 	head := storage.ThreadKey(id, thread.HeadName)
 	for range maxHeadAttempts {
-		recs, version, err := in.threadRecords(ctx, id)
+		recs, version, err := s.in.threadRecords(ctx, id)
 		if err != nil {
 			return had, err
 		}
 		for _, r := range recs {
 			if r.kind != "thread.head" {
-				if err := del(r); err != nil {
+				if err := s.del(ctx, r); err != nil {
 					return had, err
 				}
 			}
@@ -666,10 +708,10 @@ func (in Inspector) eraseThread(ctx context.Context, id string, del func(record)
 			return had, nil
 		}
 		had = true
-		err = in.Store.Delete(ctx, head, version)
+		err = s.in.Store.Delete(ctx, head, version)
 		switch {
 		case err == nil:
-			return had, del(record{"thread.head", head})
+			return had, s.del(ctx, record{"thread.head", head})
 		case errors.Is(err, storage.ErrConflict), errors.Is(err, storage.ErrNotFound):
 			continue // rewritten (or deleted) meanwhile: list again
 		default:

@@ -130,7 +130,7 @@ func (m Memo) normalize() (Memo, error) {
 		return m, fmt.Errorf("%w: text is empty", ErrInvalidFact)
 	case len(m.Text) > MaxTextBytes:
 		return m, fmt.Errorf("%w: text of %d bytes exceeds %d", ErrInvalidFact, len(m.Text), MaxTextBytes)
-	case math.IsNaN(m.Importance) || m.Importance < 0 || m.Importance > 1:
+	case !(m.Importance >= 0 && m.Importance <= 1): // NaN too
 		return m, fmt.Errorf("%w: importance %v is not in [0, 1]", ErrInvalidFact, m.Importance)
 	}
 	if m.Kind == "" {
@@ -147,14 +147,14 @@ func validKind(k string) error {
 	if k == "" || len(k) > MaxKindBytes {
 		return fmt.Errorf("%w: kind %q must be 1 to %d bytes", ErrInvalidFact, k, MaxKindBytes)
 	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return fmt.Errorf("%w: kind %q: only a-z, 0-9, '_' and '-' are allowed", ErrInvalidFact, k)
-		}
+	if strings.Trim(k, kindBytes) != "" {
+		return fmt.Errorf("%w: kind %q: only a-z, 0-9, '_' and '-' are allowed", ErrInvalidFact, k)
 	}
 	return nil
 }
+
+// kindBytes are the bytes a kind may hold.
+const kindBytes = "abcdefghijklmnopqrstuvwxyz0123456789_-"
 
 // validate reports whether a decoded fact (from a record or a snapshot)
 // is one the layer could have written.

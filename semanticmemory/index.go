@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memlayer/memlayer/internal/lexical"
+	"github.com/memlayer/memlayer/internal/seqlog"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -164,32 +165,34 @@ func (l *Layer) apply(ctx context.Context, r record, m *marker) error {
 		m.Live = 0
 	}
 	for i := range r.Facts {
-		f := &r.Facts[i]
-		cur, found, err := l.lookup(ctx, f.ID)
-		if err != nil {
+		if err := l.applyFact(ctx, &r.Facts[i], r.Seq, m); err != nil {
 			return err
-		}
-		if found && cur.Version >= f.Version {
-			continue
-		}
-		if f.Forgotten {
-			if found {
-				if err := l.ix.Unindex(ctx, l.col, f.ID); err != nil {
-					return err
-				}
-				m.Live--
-			}
-			continue
-		}
-		if err := l.ix.Index(ctx, l.col, l.doc(f, r.Seq)); err != nil {
-			return err
-		}
-		if !found {
-			m.Live++
 		}
 	}
 	m.Next = max(m.Next, r.Seq+1)
 	return nil
+}
+
+// applyFact takes version f, written in record seq, into the index,
+// unless the index holds it or a newer one, and counts the live facts
+// in m.
+func (l *Layer) applyFact(ctx context.Context, f *Fact, seq int64, m *marker) error {
+	cur, found, err := l.lookup(ctx, f.ID)
+	switch {
+	case err != nil:
+		return err
+	case found && cur.Version >= f.Version:
+		return nil
+	case f.Forgotten && found:
+		m.Live--
+		return l.ix.Unindex(ctx, l.col, f.ID)
+	case f.Forgotten:
+		return nil
+	}
+	if !found {
+		m.Live++
+	}
+	return l.ix.Index(ctx, l.col, l.doc(f, seq))
 }
 
 // catchUp applies to the index the records the marker says it lacks, up
@@ -203,22 +206,14 @@ func (l *Layer) catchUp(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the index marker: %w", err)
 	}
+	st, err := seqlog.CheckMark(ctx, l.ix, l.col, ok, m.Base, l.head.Base)
 	switch {
-	case ok && m.Base > l.head.Base:
-		return nil // the head l holds is older than the index's (a Clear since)
-	case ok && m.Base < l.head.Base:
-		// Built before a Clear or Restore that did not finish: rebuild.
-		if err := l.ix.Drop(ctx, l.col); err != nil {
-			return fmt.Errorf("drop the stale index: %w", err)
-		}
-		fallthrough
-	case !ok:
-		// No marker: a new index, or a writer's first record indexed
-		// before its marker (applying it again changes nothing).
+	case err != nil || st == seqlog.MarkNewer:
+		return err // newer: the head l holds is older than the index's (a Clear since)
+	case st == seqlog.MarkNone && l.private:
+		return l.loadWindow(ctx) // a private index is filled from the newest records
+	case st == seqlog.MarkNone:
 		m = marker{Base: l.head.Base, Next: l.head.Base}
-		if l.private {
-			return l.loadWindow(ctx)
-		}
 	}
 	if m.Next >= l.head.Next {
 		l.mark = m
@@ -245,38 +240,11 @@ func (l *Layer) catchUp(ctx context.Context) error {
 // newest records holding Config.FallbackFacts fact versions, back to the
 // newest Reset record at most, and writes its marker.
 func (l *Layer) loadWindow(ctx context.Context) error {
-	var recs []record
-	n := 0
-	for seq := l.head.Next - 1; seq >= l.head.Base && n < l.cfg.FallbackFacts; seq-- {
-		r, err := l.readRecord(ctx, seq)
-		if err != nil {
-			return err
-		}
-		r.Seq = seq
-		recs = append(recs, r)
-		n += len(r.Facts)
-		if r.Reset {
-			break
-		}
+	recs, err := l.readWindow(ctx)
+	if err != nil {
+		return err
 	}
-	// The last version of each fact in the window, in one pass.
-	type last struct {
-		f   *Fact
-		seq int64
-	}
-	final := map[string]last{}
-	var order []string
-	for i := len(recs) - 1; i >= 0; i-- {
-		for j := range recs[i].Facts {
-			f := &recs[i].Facts[j]
-			if cur, ok := final[f.ID]; ok && cur.f.Version >= f.Version {
-				continue
-			} else if !ok {
-				order = append(order, f.ID)
-			}
-			final[f.ID] = last{f, recs[i].Seq}
-		}
-	}
+	final, order := lastVersions(recs)
 	m := marker{Base: l.head.Base, Next: l.head.Next}
 	docs := []storage.Document{m.doc()}
 	for _, id := range order {
@@ -291,6 +259,53 @@ func (l *Layer) loadWindow(ctx context.Context) error {
 	}
 	l.mark = m
 	return nil
+}
+
+// readWindow reads, newest first, the newest records holding
+// Config.FallbackFacts fact versions, back to the newest Reset record
+// at most.
+func (l *Layer) readWindow(ctx context.Context) ([]record, error) {
+	var recs []record
+	n := 0
+	for seq := l.head.Next - 1; seq >= l.head.Base && n < l.cfg.FallbackFacts; seq-- {
+		r, err := l.readRecord(ctx, seq)
+		if err != nil {
+			return nil, err
+		}
+		r.Seq = seq
+		recs = append(recs, r)
+		n += len(r.Facts)
+		if r.Reset {
+			break
+		}
+	}
+	return recs, nil
+}
+
+// lastVersion is the last version of a fact in a window of records, and
+// the record that holds it.
+type lastVersion struct {
+	f   *Fact
+	seq int64
+}
+
+// lastVersions returns the last version of each fact in recs (newest
+// first), in one pass, and the facts' IDs in the order first written.
+func lastVersions(recs []record) (map[string]lastVersion, []string) {
+	final := map[string]lastVersion{}
+	var order []string
+	for i := len(recs) - 1; i >= 0; i-- {
+		for j := range recs[i].Facts {
+			f := &recs[i].Facts[j]
+			if cur, ok := final[f.ID]; ok && cur.f.Version >= f.Version {
+				continue
+			} else if !ok {
+				order = append(order, f.ID)
+			}
+			final[f.ID] = lastVersion{f, recs[i].Seq}
+		}
+	}
+	return final, order
 }
 
 // restated returns the live fact of the given kind that text restates

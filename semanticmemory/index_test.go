@@ -7,34 +7,20 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/semanticmemory"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/storage/storagetest"
 )
 
-// searchCounter is an in-memory store that keeps its search capability
-// (it embeds *storage.Memory, so storage.Searcher is forwarded) and
-// counts the records read.
-type searchCounter struct {
-	*storage.Memory
-	gets, lists atomic.Int64
-}
-
-func (c *searchCounter) Get(ctx context.Context, key string) (storage.Item, error) {
-	c.gets.Add(1)
-	return c.Memory.Get(ctx, key)
-}
-
-func (c *searchCounter) List(ctx context.Context, prefix string) ([]string, error) {
-	c.lists.Add(1)
-	return c.Memory.List(ctx, prefix)
-}
-
-// hidden hides a store's search capability: a user's own store.
-type hidden struct{ storage.Store }
+// searchCounter counts a store's reads and keeps its search capability;
+// hidden hides it.
+type (
+	searchCounter = storagetest.Counting
+	hidden        = storagetest.Hidden
+)
 
 func bindUser(t testing.TB, cfg semanticmemory.Config, store storage.Store, user, thread string) *semanticmemory.Layer {
 	t.Helper()
@@ -113,14 +99,14 @@ func TestIndex_InitReadsFlat(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		cs.gets.Store(0)
-		cs.lists.Store(0)
+		cs.Gets.Store(0)
+		cs.Lists.Store(0)
 		l := bindUser(t, semanticmemory.Config{}, cs, "u", "r")
 		got := recall(t, l, "favourite colour")
 		if !strings.Contains(got, "favourite colour is blue") {
 			t.Fatalf("n=%d: recall = %q", n, got)
 		}
-		reads[n] = cs.gets.Load() + cs.lists.Load()
+		reads[n] = cs.Gets.Load() + cs.Lists.Load()
 	}
 	if reads[1000] != reads[10] || reads[10] > 2 {
 		t.Fatalf("records read by Init and Recall: %v, want the same small number", reads)
@@ -133,7 +119,7 @@ func TestIndex_InitReadsFlat(t *testing.T) {
 func TestIndex_OldLogIndexedOnFirstUse(t *testing.T) {
 	ctx := context.Background()
 	mem := storage.NewMemory()
-	old := bindUser(t, semanticmemory.Config{}, hidden{mem}, "u", "old")
+	old := bindUser(t, semanticmemory.Config{}, hidden{Store: mem}, "u", "old")
 	remember(t, old, "fact", "The oldest fact mentions zeppelins.")
 	for i := range 30 {
 		remember(t, old, "fact", fmt.Sprintf("Filler fact %d about gardens.", i))
@@ -155,9 +141,9 @@ func TestIndex_OldLogIndexedOnFirstUse(t *testing.T) {
 	if m := l.Metrics()["entries"]; m != 30 {
 		t.Errorf("entries = %d, want 30", m)
 	}
-	cs.gets.Store(0)
+	cs.Gets.Store(0)
 	bindUser(t, semanticmemory.Config{}, cs, "u", "again")
-	if g := cs.gets.Load(); g != 1 {
+	if g := cs.Gets.Load(); g != 1 {
 		t.Errorf("second Init read %d records, want the head only", g)
 	}
 }
@@ -231,21 +217,7 @@ func TestIndex_CrossUser(t *testing.T) {
 	}
 	// Erase "a": its collections and its records.
 	prefix := storage.LayerPrefix(semanticmemory.DefaultID, storage.ResourceScope("a"))
-	if _, err := storage.DropIndexes(ctx, store, prefix); err != nil {
-		t.Fatal(err)
-	}
-	keys, _ := store.List(ctx, prefix)
-	for _, k := range keys {
-		if err := store.Delete(ctx, k, storage.AnyVersion); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if keys, _ := store.List(ctx, prefix); len(keys) != 0 {
-		t.Errorf("records left after erase: %v", keys)
-	}
-	if cols, _ := store.Collections(ctx, prefix); len(cols) != 0 {
-		t.Errorf("collections left after erase: %v", cols)
-	}
+	storagetest.Erase(t, store, prefix)
 	if got := recall(t, bindUser(t, semanticmemory.Config{}, store, "a", "after"), "sings"); got != "" {
 		t.Errorf("erased user recalls %q", got)
 	}

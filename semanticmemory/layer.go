@@ -146,19 +146,8 @@ func New(cfg Config) (*Layer, error) {
 	cfg.ID = cmp.Or(cfg.ID, DefaultID)
 	cfg.Slot = cmp.Or(cfg.Slot, layer.SlotSemanticRecall)
 	cfg.Scope = cmp.Or(cfg.Scope, layer.ScopeResource)
-	switch {
-	case cfg.TopK < 0:
-		return nil, fmt.Errorf("%w: TopK %d < 0", ErrInvalidConfig, cfg.TopK)
-	case cfg.MaxRetries < 0:
-		return nil, fmt.Errorf("%w: MaxRetries %d < 0", ErrInvalidConfig, cfg.MaxRetries)
-	case cfg.NoSparse && cfg.Embedder == nil && cfg.VectorStore == nil:
-		return nil, fmt.Errorf("%w: NoSparse without an Embedder or a VectorStore leaves no ranker", ErrInvalidConfig)
-	case cfg.VectorStore != nil && cfg.VectorStore.Store == nil:
-		return nil, fmt.Errorf("%w: VectorStore has no Store", ErrInvalidConfig)
-	case cfg.PinImportance < 0 || cfg.PinImportance != cfg.PinImportance:
-		return nil, fmt.Errorf("%w: PinImportance %v < 0", ErrInvalidConfig, cfg.PinImportance)
-	case cfg.FallbackFacts < 0:
-		return nil, fmt.Errorf("%w: FallbackFacts %d < 0", ErrInvalidConfig, cfg.FallbackFacts)
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
 	if cfg.PinKinds == nil {
 		cfg.PinKinds = DefaultPinKinds
@@ -181,6 +170,26 @@ func New(cfg Config) (*Layer, error) {
 	}
 	l := &Layer{cfg: cfg, spec: spec, tag: fence.Tag(cfg.ID)}
 	return l.bind(storage.NewMemory(), "template", layer.Env{}), nil
+}
+
+// check reports the first field of cfg out of its range, as an error
+// wrapping ErrInvalidConfig.
+func (cfg *Config) check() error {
+	switch {
+	case cfg.TopK < 0:
+		return fmt.Errorf("%w: TopK %d < 0", ErrInvalidConfig, cfg.TopK)
+	case cfg.MaxRetries < 0:
+		return fmt.Errorf("%w: MaxRetries %d < 0", ErrInvalidConfig, cfg.MaxRetries)
+	case cfg.NoSparse && cfg.Embedder == nil && cfg.VectorStore == nil:
+		return fmt.Errorf("%w: NoSparse without an Embedder or a VectorStore leaves no ranker", ErrInvalidConfig)
+	case cfg.VectorStore != nil && cfg.VectorStore.Store == nil:
+		return fmt.Errorf("%w: VectorStore has no Store", ErrInvalidConfig)
+	case !(cfg.PinImportance >= 0): // NaN too
+		return fmt.Errorf("%w: PinImportance %v < 0", ErrInvalidConfig, cfg.PinImportance)
+	case cfg.FallbackFacts < 0:
+		return fmt.Errorf("%w: FallbackFacts %d < 0", ErrInvalidConfig, cfg.FallbackFacts)
+	}
+	return nil
 }
 
 // Spec returns the layer's spec.
@@ -297,45 +306,20 @@ func (l *Layer) remember(ctx context.Context, m Memo) (Fact, error) {
 	if err != nil {
 		return Fact{}, err
 	}
-	if m.Source.Thread == "" {
-		m.Source.Thread = l.thread
-	}
-	var emb []float32
-	if l.cfg.Embedder != nil {
-		vs, err := l.cfg.Embedder.EmbedDocuments(ctx, []string{m.Text})
-		if err != nil {
-			return Fact{}, fmt.Errorf("semanticmemory: remember: embed: %w", err)
-		}
-		if len(vs) != 1 {
-			return Fact{}, fmt.Errorf("semanticmemory: remember: embedder returned %d vectors for 1 text", len(vs))
-		}
-		emb = vs[0]
+	m.Source.Thread = cmp.Or(m.Source.Thread, l.thread)
+	emb, err := l.embed(ctx, m.Text)
+	if err != nil {
+		return Fact{}, fmt.Errorf("semanticmemory: remember: %w", err)
 	}
 	if err := l.sync(ctx); err != nil {
 		return Fact{}, fmt.Errorf("semanticmemory: remember: %w", err)
 	}
 	var same *Fact
 	written, _, err := l.appendRecord(ctx, false, func(seq int64) ([]Fact, error) {
-		now := l.now()
-		id, err := l.newID(ctx, seq)
-		if err != nil {
+		f, old, err := l.newVersion(ctx, m, emb, seq)
+		same = old
+		if err != nil || old != nil {
 			return nil, err
-		}
-		f := Fact{ID: id, Text: m.Text, Kind: m.Kind, Importance: m.Importance, Source: m.Source, Created: now, Updated: now, Version: 1, Embedding: emb}
-		old, ok, err := l.restated(ctx, m.Kind, m.Text)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			if old.Text == m.Text && old.Importance == m.Importance {
-				same = &old
-				return nil, nil
-			}
-			f.ID, f.Created, f.Version = old.ID, old.Created, old.Version+1
-		}
-		same = nil
-		if err := f.validate(); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidFact, err)
 		}
 		return []Fact{f}, nil
 	})
@@ -350,6 +334,47 @@ func (l *Layer) remember(ctx context.Context, m Memo) (Fact, error) {
 	}
 	l.mirror(ctx, written)
 	return clone(written[0]), nil
+}
+
+// newVersion returns the fact m writes in record seq: a new fact, or
+// the next version of the live fact m restates. When that fact says the
+// same already, it returns it as same, and nothing to write.
+func (l *Layer) newVersion(ctx context.Context, m Memo, emb []float32, seq int64) (f Fact, same *Fact, err error) {
+	now := l.now()
+	id, err := l.newID(ctx, seq)
+	if err != nil {
+		return Fact{}, nil, err
+	}
+	f = Fact{ID: id, Text: m.Text, Kind: m.Kind, Importance: m.Importance, Source: m.Source, Created: now, Updated: now, Version: 1, Embedding: emb}
+	old, ok, err := l.restated(ctx, m.Kind, m.Text)
+	switch {
+	case err != nil:
+		return Fact{}, nil, err
+	case ok && old.Text == m.Text && old.Importance == m.Importance:
+		return Fact{}, &old, nil
+	case ok:
+		f.ID, f.Created, f.Version = old.ID, old.Created, old.Version+1
+	}
+	if err := f.validate(); err != nil {
+		return Fact{}, nil, fmt.Errorf("%w: %w", ErrInvalidFact, err)
+	}
+	return f, nil, nil
+}
+
+// embed returns the embedding of a fact's text, or nil without an
+// Embedder.
+func (l *Layer) embed(ctx context.Context, text string) ([]float32, error) {
+	if l.cfg.Embedder == nil {
+		return nil, nil
+	}
+	vs, err := l.cfg.Embedder.EmbedDocuments(ctx, []string{text})
+	if err != nil {
+		return nil, fmt.Errorf("embed: %w", err)
+	}
+	if len(vs) != 1 {
+		return nil, fmt.Errorf("embedder returned %d vectors for 1 text", len(vs))
+	}
+	return vs[0], nil
 }
 
 // newID returns the ID of a fact first written in record seq: "f<seq>",
@@ -379,9 +404,7 @@ func (l *Layer) forget(ctx context.Context, id string, src Source) error {
 	if err := l.sync(ctx); err != nil {
 		return fmt.Errorf("semanticmemory: forget: %w", err)
 	}
-	if src.Thread == "" {
-		src.Thread = l.thread
-	}
+	src.Thread = cmp.Or(src.Thread, l.thread)
 	_, _, err := l.appendRecord(ctx, false, func(int64) ([]Fact, error) {
 		v, ok, err := l.lookup(ctx, id)
 		if err != nil {

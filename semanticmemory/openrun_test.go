@@ -4,54 +4,18 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/layer/layertest"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/storage/redis"
 	"github.com/memlayer/memlayer/storage/sqlite"
+	"github.com/memlayer/memlayer/storage/storagetest"
 )
-
-type openRunBackend struct {
-	name string
-	open func(b testing.TB, n int) storage.Store
-}
-
-// openRunBackends are the stores BenchmarkOpenRun measures: the
-// in-memory store (a storage.Searcher: BM25 over every document) and
-// SQLite always, Redis when MEMLAYER_REDIS_URL names a server
-// (.ci/with-redis starts one). A store that is a storage.Searcher is
-// searched through its index; the others through the layer's private
-// index of the newest facts.
-func openRunBackends() []openRunBackend {
-	backends := []openRunBackend{
-		{"memory", func(testing.TB, int) storage.Store { return storage.NewMemory() }},
-		{"sqlite", func(b testing.TB, n int) storage.Store {
-			s, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(b.TempDir(), "m.db")})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { s.Close() })
-			return s
-		}},
-	}
-	if u := os.Getenv("MEMLAYER_REDIS_URL"); u != "" {
-		backends = append(backends, openRunBackend{"redis", func(b testing.TB, n int) storage.Store {
-			s, err := redis.New(redis.Config{URL: u, Namespace: fmt.Sprintf("bench-openrun-sem-%d-%d:", n, time.Now().UnixNano())})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { s.Close() })
-			return s
-		}})
-	}
-	return backends
-}
 
 // seedFacts writes n facts of resource "user-1" directly, 100 per record
 // (a bulk import; a run writes one per record), the first a preference
@@ -120,30 +84,20 @@ var openRunQuery = layer.Query{Text: "Add a hero section to it w17 w2500", Situa
 // 100,000 at most twice the time at 100, on SQLite (with its index).
 func BenchmarkOpenRun(b *testing.B) {
 	ctx := context.Background()
-	for _, be := range openRunBackends() {
-		for _, n := range []int{100, 100_000} {
-			b.Run(fmt.Sprintf("%s/facts=%d", be.name, n), func(b *testing.B) {
-				st := be.open(b, n)
-				seedFacts(b, st, n)
-				tmpl, err := New(Config{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				env := layer.Env{ThreadID: "t-new", ResourceID: "user-1", Store: st}
-				b.ReportAllocs()
-				for b.Loop() {
-					l, err := tmpl.Init(ctx, env)
-					if err != nil {
-						b.Fatal(err)
-					}
-					items, err := l.Recall(ctx, openRunQuery)
-					if err != nil || len(items) != 1 {
-						b.Fatalf("Recall = %v, %v", items, err)
-					}
-				}
-			})
-		}
+	tmpl, err := New(Config{})
+	if err != nil {
+		b.Fatal(err)
 	}
+	// Stores that search are searched through their index, the others
+	// through the layer's private index of the newest facts.
+	sq := func(path string) (storagetest.Closer, error) { return sqlite.Open(ctx, sqlite.Config{Path: path}) }
+	rd := func(url, ns string) (storagetest.Closer, error) {
+		return redis.New(redis.Config{URL: url, Namespace: ns})
+	}
+	storagetest.BenchmarkOpenRun(b, storagetest.Backends("bench-openrun-sem", sq, rd), "facts", func(b *testing.B, st storage.Store, n int) { seedFacts(b, st, n) }, func(st storage.Store) error {
+		_, err := layertest.FirstRecall(ctx, tmpl, layer.Env{ThreadID: "t-new", ResourceID: "user-1", Store: st}, openRunQuery)
+		return err
+	})
 }
 
 // TestOpenRunSeed checks the seeded facts are ones the layer reads: the

@@ -56,10 +56,7 @@ func (l *Layer) retrieve(ctx context.Context, query string, k int) (out []scored
 		// Equal scores rank by fact ID, not by the backend's order, so
 		// the fusion is the same on every backend.
 		slices.SortStableFunc(hits, func(a, b storage.Hit) int {
-			if c := cmp.Compare(b.Score, a.Score); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.ID, b.ID)
+			return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(a.ID, b.ID))
 		})
 		for i, h := range hits {
 			v := viewOf(h)
@@ -87,10 +84,7 @@ func (l *Layer) retrieve(ctx context.Context, query string, k int) (out []scored
 		out = append(out, scored{fact: facts[id], score: s, sim: sim[id]})
 	}
 	slices.SortFunc(out, func(a, b scored) int {
-		if c := cmp.Compare(b.score, a.score); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.fact.ID, b.fact.ID)
+		return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(a.fact.ID, b.fact.ID))
 	})
 	return out, rankers, nil
 }
@@ -135,10 +129,7 @@ func (l *Layer) dense(ctx context.Context, query string, k int) ([]denseHit, boo
 			}
 		}
 		slices.SortStableFunc(hits, func(a, b denseHit) int {
-			if c := cmp.Compare(b.sim, a.sim); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.fact.ID, b.fact.ID)
+			return cmp.Or(cmp.Compare(b.sim, a.sim), cmp.Compare(a.fact.ID, b.fact.ID))
 		})
 		return hits, true, nil
 	}

@@ -1,6 +1,7 @@
 package semanticmemory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -75,10 +76,7 @@ func (l *Layer) mirror(ctx context.Context, facts []Fact) {
 // (the stores langchaingo wraps report a similarity, higher is closer;
 // the caller clamps it to [0, 1]).
 func (vs *VectorStore) search(ctx context.Context, l *Layer, query string) ([]denseHit, error) {
-	k := vs.K
-	if k <= 0 {
-		k = DefaultSearchK
-	}
+	k := cmp.Or(max(vs.K, 0), DefaultSearchK) // DefaultSearchK when not positive
 	docs, err := vs.Store.SimilaritySearch(ctx, query, k, vs.Options...)
 	if err != nil {
 		return nil, fmt.Errorf("vector store search: %w", err)

@@ -15,16 +15,7 @@ func Escape(part string) string {
 		return "%"
 	}
 	allDots := strings.Trim(part, ".") == ""
-	clean := !allDots
-	if clean {
-		for i := 0; i < len(part); i++ {
-			if !unreserved(part[i]) {
-				clean = false
-				break
-			}
-		}
-	}
-	if clean {
+	if !allDots && strings.Trim(part, unreservedBytes) == "" {
 		return part
 	}
 	const hex = "0123456789ABCDEF"
@@ -76,9 +67,11 @@ func Unescape(s string) (string, error) {
 	return out, nil
 }
 
+// unreservedBytes are the bytes Escape keeps as they are.
+const unreservedBytes = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
+
 func unreserved(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-		c == '.' || c == '_' || c == '-'
+	return strings.IndexByte(unreservedBytes, c) >= 0
 }
 
 func unhex(c byte) int {

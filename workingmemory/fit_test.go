@@ -18,15 +18,7 @@ import (
 // budget.
 func TestRecallFitsBudget(t *testing.T) {
 	ctx := context.Background()
-	tmpl, err := workingmemory.New(workingmemory.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bound, err := tmpl.Init(ctx, layer.Env{ThreadID: "t", Store: storage.NewMemory()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := bound.(*workingmemory.Layer)
+	l := newScratchpad(t)
 	notes := map[string]string{}
 	for i := range 200 {
 		notes[fmt.Sprintf("finding-%03d", i)] = strings.Repeat("é", 20)
@@ -89,6 +81,21 @@ func TestRecallFitsBudget(t *testing.T) {
 	if again[0].Text != full[0].Text {
 		t.Error("a cut Recall changed the full rendering")
 	}
+}
+
+// newScratchpad returns a scratchpad of the default config, bound to
+// thread "t" of a new in-memory store.
+func newScratchpad(t *testing.T) *workingmemory.Layer {
+	t.Helper()
+	tmpl, err := workingmemory.New(workingmemory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := tmpl.Init(t.Context(), layer.Env{ThreadID: "t", Store: storage.NewMemory()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bound.(*workingmemory.Layer)
 }
 
 func mustJSON(t *testing.T, v any) []byte {

@@ -136,42 +136,55 @@ func (m merger) mergeValue(dst, src any) (any, error) {
 func cleanValue(v any) (any, bool) {
 	switch t := v.(type) {
 	case []any:
-		var out []any
-		for i, e := range t {
-			c, changed := cleanValue(e)
-			if changed && out == nil {
-				out = slices.Clone(t)
-			}
-			if out != nil {
-				out[i] = c
-			}
-		}
-		if out == nil {
-			return v, false
-		}
-		return out, true
+		return cleanArray(t)
 	case *jsonx.Object:
-		var out []jsonx.Member
-		for i, e := range t.Members {
-			drop := forbidden(e.Key) || e.Key == DeleteKey || e.Key == writesKey
-			c, changed := e.Value, false
-			if !drop {
-				c, changed = cleanValue(e.Value)
-			}
-			if (drop || changed) && out == nil {
-				out = make([]jsonx.Member, i, len(t.Members))
-				copy(out, t.Members[:i])
-			}
-			if out != nil && !drop {
-				out = append(out, jsonx.Member{Key: e.Key, Value: c})
-			}
-		}
-		if out == nil {
-			return v, false
-		}
-		return &jsonx.Object{Members: out}, true
+		return cleanObject(t)
 	}
 	return v, false
+}
+
+// cleanArray is cleanValue of an array: its elements cleaned, in a copy
+// made at the first that changes.
+func cleanArray(t []any) (any, bool) {
+	var out []any
+	for i, e := range t {
+		c, changed := cleanValue(e)
+		if changed && out == nil {
+			out = slices.Clone(t)
+		}
+		if out != nil {
+			out[i] = c
+		}
+	}
+	if out == nil {
+		return t, false
+	}
+	return out, true
+}
+
+// cleanObject is cleanValue of an object: its members cleaned and those
+// of the keys cleanValue removes left out, in a copy made at the first
+// member that changes.
+func cleanObject(t *jsonx.Object) (any, bool) {
+	var out []jsonx.Member
+	for i, e := range t.Members {
+		drop := forbidden(e.Key) || e.Key == DeleteKey || e.Key == writesKey
+		c, changed := e.Value, false
+		if !drop {
+			c, changed = cleanValue(e.Value)
+		}
+		if (drop || changed) && out == nil {
+			out = make([]jsonx.Member, i, len(t.Members))
+			copy(out, t.Members[:i])
+		}
+		if out != nil && !drop {
+			out = append(out, jsonx.Member{Key: e.Key, Value: c})
+		}
+	}
+	if out == nil {
+		return t, false
+	}
+	return &jsonx.Object{Members: out}, true
 }
 
 // parseDeletes reads the value of a DeleteKey: a path or a list of paths.
@@ -321,10 +334,8 @@ func rebase(base, child, cur any, path []string, conflicts *[]string) any {
 		case inB && inC && inU:
 			out = append(out, jsonx.Member{Key: k, Value: rebase(b, c, u, at, conflicts)})
 		default: // added or deleted by the child, or gone from cur
-			if inU != inB || inU && !equalJSON(u, b) {
-				if inU != inC || inU && !equalJSON(u, c) {
-					*conflicts = append(*conflicts, pointer(at))
-				}
+			if differs(inU, u, inB, b) && differs(inU, u, inC, c) {
+				*conflicts = append(*conflicts, pointer(at))
 			}
 			if inC {
 				out = append(out, jsonx.Member{Key: k, Value: c})
@@ -346,6 +357,13 @@ func unionKeys(objs ...*jsonx.Object) []string {
 	return slices.Compact(keys)
 }
 
+// differs reports whether a member that has value x when inX differs
+// from one that has value y when inY: one is absent and the other is
+// not, or both are present with different values.
+func differs(inX bool, x any, inY bool, y any) bool {
+	return inX != inY || inX && !equalJSON(x, y)
+}
+
 // equalJSON reports whether two values are the same JSON, numbers
 // compared as written (1 and 1.0 differ: the three-way merge only needs
 // to know whether a value was touched).
@@ -356,26 +374,12 @@ func equalJSON(a, b any) bool {
 	switch a := a.(type) {
 	case *jsonx.Object:
 		bo, ok := b.(*jsonx.Object)
-		if !ok || len(a.Members) != len(bo.Members) {
-			return false
-		}
-		for i, e := range a.Members {
-			if e.Key != bo.Members[i].Key || !equalJSON(e.Value, bo.Members[i].Value) {
-				return false
-			}
-		}
-		return true
+		return ok && slices.EqualFunc(a.Members, bo.Members, func(x, y jsonx.Member) bool {
+			return x.Key == y.Key && equalJSON(x.Value, y.Value)
+		})
 	case []any:
 		ba, ok := b.([]any)
-		if !ok || len(a) != len(ba) {
-			return false
-		}
-		for i := range a {
-			if !equalJSON(a[i], ba[i]) {
-				return false
-			}
-		}
-		return true
+		return ok && slices.EqualFunc(a, ba, equalJSON)
 	}
 	return false
 }

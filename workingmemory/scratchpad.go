@@ -1,6 +1,7 @@
 package workingmemory
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -68,18 +69,10 @@ type compiled struct {
 // SchemaFile if set) and checks the template against it; it does no
 // storage I/O.
 func New(cfg Config) (*Layer, error) {
-	if cfg.ID == "" {
-		cfg.ID = DefaultID
-	}
-	if cfg.Slot == 0 {
-		cfg.Slot = layer.SlotWorkingMemory
-	}
-	if cfg.Scope == "" {
-		cfg.Scope = layer.ScopeThread
-	}
-	if cfg.Budget == (layer.Budget{}) {
-		cfg.Budget = DefaultBudget
-	}
+	cfg.ID = cmp.Or(cfg.ID, DefaultID)
+	cfg.Slot = cmp.Or(cfg.Slot, layer.SlotWorkingMemory)
+	cfg.Scope = cmp.Or(cfg.Scope, layer.ScopeThread)
+	cfg.Budget = cmp.Or(cfg.Budget, DefaultBudget)
 	if cfg.MaxBytes <= 0 {
 		cfg.MaxBytes = DefaultMaxBytes
 	}
@@ -92,9 +85,7 @@ func New(cfg Config) (*Layer, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	switch cfg.OnReturn {
-	case ReturnDiscard, ReturnMerge, ReturnReplace:
-	default:
+	if !slices.Contains([]ReturnPolicy{ReturnDiscard, ReturnMerge, ReturnReplace}, cfg.OnReturn) {
 		return nil, fmt.Errorf("%w: unknown return policy %q", ErrInvalidConfig, cfg.OnReturn)
 	}
 	spec := cfg.Spec
@@ -218,10 +209,7 @@ func (l *Layer) Spec() layer.Spec { return l.c.spec }
 // [EventQuarantined]) and the run starts from the template. Both are
 // logged at warning level through env.Logger.
 func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
-	logger := env.Logger
-	if logger == nil {
-		logger = slog.Default()
-	}
+	logger := cmp.Or(env.Logger, slog.Default())
 	scope := l.c.spec.Scope
 	scopeKey := env.ScopeKey(scope)
 	var store storage.Store

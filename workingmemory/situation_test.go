@@ -13,15 +13,7 @@ import (
 // empty; the same state gives the same text.
 func TestSituation_GoalAndLastPlan(t *testing.T) {
 	ctx := t.Context()
-	tmpl, err := workingmemory.New(workingmemory.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bound, err := tmpl.Init(ctx, layer.Env{ThreadID: "t", Store: storage.NewMemory()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := bound.(*workingmemory.Layer)
+	l := newScratchpad(t)
 	if s, err := l.Situation(ctx, layer.Query{}); err != nil || s != "" {
 		t.Fatalf("empty state: %q, %v", s, err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -26,17 +27,11 @@ func safe(s string) string {
 	b.WriteString(s[:i])
 	for s = s[i:]; s != ""; {
 		r, n := utf8.DecodeRuneInString(s)
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[0])
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
+		switch short := shortEscapes[r]; {
+		case short != "":
+			b.WriteString(short)
+		case r == utf8.RuneError && n == 1, r < 0x20, r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, s[0]) // the byte itself
 		case unsafeRune(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
@@ -47,17 +42,25 @@ func safe(s string) string {
 	return b.String()
 }
 
+// shortEscapes are the controls safe writes as Go does.
+var shortEscapes = map[rune]string{'\n': `\n`, '\r': `\r`, '\t': `\t`}
+
 // unsafeRune reports whether safe escapes r.
-func unsafeRune(r rune) bool {
-	switch {
-	case r < 0x20, r >= 0x7f && r <= 0x9f:
-		return true
-	case r == 0x200e, r == 0x200f, r == 0x061c: // LRM, RLM, ALM
-		return true
-	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069: // embeddings, overrides, isolates
-		return true
-	case r == 0x2028, r == 0x2029, r == utf8.RuneError:
-		return true
-	}
-	return false
+func unsafeRune(r rune) bool { return unicode.Is(unsafeRunes, r) }
+
+// unsafeRunes are the runes safe escapes: C0 controls, DEL and C1
+// controls; ALM, LRM and RLM; the line and paragraph separators with the
+// embeddings and overrides that follow them; the isolates; and the
+// replacement character (as a rune, and for bytes that are not UTF-8).
+var unsafeRunes = &unicode.RangeTable{
+	R16: []unicode.Range16{
+		{Lo: 0x0000, Hi: 0x001f, Stride: 1},
+		{Lo: 0x007f, Hi: 0x009f, Stride: 1},
+		{Lo: 0x061c, Hi: 0x061c, Stride: 1},
+		{Lo: 0x200e, Hi: 0x200f, Stride: 1},
+		{Lo: 0x2028, Hi: 0x202e, Stride: 1},
+		{Lo: 0x2066, Hi: 0x2069, Stride: 1},
+		{Lo: 0xfffd, Hi: 0xfffd, Stride: 1},
+	},
+	LatinOffset: 2,
 }

@@ -44,21 +44,41 @@ The store is a SQLite file, a Redis URL or a PostgreSQL URL (postgres://):
 `
 
 // command is what a command takes: how many arguments, and which flags
-// besides the global ones (-store, -namespace, -json).
+// besides the global ones (-store, -namespace, -json); and what runs it.
 type command struct {
 	args  int
 	flags []string
+	run   func(ctx context.Context, x invocation) error
 }
 
+// invocation is what a command runs with: the store's inspector, the
+// flags, the arguments and the standard streams.
+type invocation struct {
+	in          inspect.Inspector
+	o           *opts
+	args        []string
+	stdin       io.Reader
+	out, stderr io.Writer
+}
+
+// commands are the commands by name.
 var commands = map[string]command{
-	"threads":     {0, []string{"resource", "limit", "offset"}},
-	"show":        {1, nil},
-	"state":       {2, nil},
-	"quarantined": {0, nil},
-	"restore":     {1, []string{"replace"}},
-	"erase":       {1, []string{"y"}},
-	"delete":      {1, []string{"y"}},
-	"export":      {0, []string{"resource"}},
+	"threads": {0, []string{"resource", "limit", "offset"}, func(ctx context.Context, x invocation) error {
+		return threads(ctx, x.in, x.o, x.out)
+	}},
+	"show": {1, nil, func(ctx context.Context, x invocation) error { return show(ctx, x.in, x.o, x.args[0], x.out) }},
+	"state": {2, nil, func(ctx context.Context, x invocation) error {
+		return state(ctx, x.in, x.o, x.args[0], x.args[1], x.out)
+	}},
+	"quarantined": {0, nil, func(ctx context.Context, x invocation) error { return quarantined(ctx, x.in, x.o, x.out) }},
+	"restore":     {1, []string{"replace"}, restore},
+	"erase": {1, []string{"y"}, func(ctx context.Context, x invocation) error {
+		return erase(ctx, x.in, x.o, x.args[0], x.stdin, x.out, x.stderr)
+	}},
+	"delete": {1, []string{"y"}, func(ctx context.Context, x invocation) error {
+		return deleteThread(ctx, x.in, x.o, x.args[0], x.stdin, x.out, x.stderr)
+	}},
+	"export": {0, []string{"resource"}, func(ctx context.Context, x invocation) error { return export(ctx, x.in, x.o, x.out) }},
 }
 
 // globalFlags are taken by every command.
@@ -144,8 +164,9 @@ func runErr(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return fmt.Errorf("%w: %s: %w", errUsage, cmd, err)
 	}
 	var bad []string
+	allowed := slices.Concat(globalFlags, c.flags)
 	notFor := func(f *flag.Flag) {
-		if !slices.Contains(globalFlags, f.Name) && !slices.Contains(c.flags, f.Name) && !slices.Contains(bad, "-"+f.Name) {
+		if !slices.Contains(allowed, f.Name) && !slices.Contains(bad, "-"+f.Name) {
 			bad = append(bad, "-"+f.Name)
 		}
 	}
@@ -162,41 +183,25 @@ func runErr(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return err
 	}
 	defer closeStore()
-	in := inspect.Inspector{Store: st}
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
-	switch cmd {
-	case "threads":
-		return threads(ctx, in, o, out)
-	case "show":
-		return show(ctx, in, o, rest[0], out)
-	case "state":
-		return state(ctx, in, o, rest[0], rest[1], out)
-	case "quarantined":
-		return quarantined(ctx, in, o, out)
-	case "restore":
-		target, err := in.RestoreQuarantined(ctx, rest[0], o.replace)
-		if err != nil {
-			if errors.Is(err, storage.ErrConflict) {
-				return fmt.Errorf("%w (the layer has a newer state: -replace overwrites it)", err)
-			}
-			return err
-		}
-		if o.json {
-			return writeJSON(out, map[string]string{"restored": rest[0], "to": target})
-		}
-		fmt.Fprintf(out, "restored %s to %s\n", safe(rest[0]), safe(target))
-		return nil
-	case "erase":
-		return erase(ctx, in, o, rest[0], stdin, out, stderr)
-	case "delete":
-		if rest[0] == "" {
-			return fmt.Errorf("%w: delete: empty thread ID", errUsage)
-		}
-		return deleteThread(ctx, in, o, rest[0], stdin, out, stderr)
-	default:
-		return export(ctx, in, o, out)
+	return c.run(ctx, invocation{in: inspect.Inspector{Store: st}, o: o, args: rest, stdin: stdin, out: out, stderr: stderr})
+}
+
+// restore puts a quarantined record back (Inspector.RestoreQuarantined).
+func restore(ctx context.Context, x invocation) error {
+	target, err := x.in.RestoreQuarantined(ctx, x.args[0], x.o.replace)
+	if errors.Is(err, storage.ErrConflict) {
+		return fmt.Errorf("%w (the layer has a newer state: -replace overwrites it)", err)
 	}
+	if err != nil {
+		return err
+	}
+	if x.o.json {
+		return writeJSON(x.out, map[string]string{"restored": x.args[0], "to": target})
+	}
+	fmt.Fprintf(x.out, "restored %s to %s\n", safe(x.args[0]), safe(target))
+	return nil
 }
 
 // openPostgres opens a PostgreSQL URL. It is nil unless the command is
@@ -210,46 +215,63 @@ func openStore(ctx context.Context, spec, namespace string) (storage.Store, func
 	if spec == "" {
 		return nil, nil, fmt.Errorf("%w: no store: give -store (a SQLite file or a Redis URL) or set MEMLAYER_STORE", errUsage)
 	}
-	for _, scheme := range []string{"redis://", "rediss://", "redis+cluster://", "rediss+cluster://"} {
-		if !strings.HasPrefix(spec, scheme) {
-			continue
-		}
-		// go-redis would print its dial failures to stderr; the
-		// command reports the error itself.
-		redis.SetLogger(slog.New(slog.DiscardHandler))
-		st, err := redis.New(redis.Config{URL: spec, Namespace: namespace})
-		if err != nil {
-			return nil, nil, fmt.Errorf("open Redis store: %w", err)
-		}
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		if err := st.Ping(pctx); err != nil {
-			st.Close()
-			return nil, nil, fmt.Errorf("cannot reach the Redis server: %w", err)
-		}
-		return st, func() { st.Close() }, nil
-	}
-	if strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://") {
+	scheme, _, isURL := strings.Cut(spec, "://")
+	switch {
+	case slices.Contains([]string{"redis", "rediss", "redis+cluster", "rediss+cluster"}, scheme):
+		return openRedis(ctx, spec, namespace)
+	case scheme == "postgres" || scheme == "postgresql":
 		if openPostgres == nil {
 			return nil, nil, fmt.Errorf("%w: this memlayer was built without PostgreSQL support; build it with -tags postgres", errUsage)
 		}
 		return openPostgres(ctx, spec)
+	case isURL:
+		return nil, nil, fmt.Errorf("%w: unknown store URL scheme in %q (want a SQLite path, redis://... or postgres://...)", errUsage, scheme+"://")
 	}
-	if strings.Contains(spec, "://") {
-		return nil, nil, fmt.Errorf("%w: unknown store URL scheme in %q (want a SQLite path, redis://... or postgres://...)", errUsage, spec[:strings.Index(spec, "://")+3])
-	}
-	fi, err := os.Stat(spec)
+	return openSQLite(ctx, spec)
+}
+
+// openRedis opens a Redis URL and checks the server answers.
+func openRedis(ctx context.Context, url, namespace string) (storage.Store, func(), error) {
+	// go-redis would print its dial failures to stderr; the command
+	// reports the error itself.
+	redis.SetLogger(slog.New(slog.DiscardHandler))
+	st, err := redis.New(redis.Config{URL: url, Namespace: namespace})
 	if err != nil {
-		return nil, nil, fmt.Errorf("SQLite store %q: %w", spec, err)
+		return nil, nil, fmt.Errorf("open Redis store: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := st.Ping(pctx); err != nil {
+		st.Close()
+		return nil, nil, fmt.Errorf("cannot reach the Redis server: %w", err)
+	}
+	return st, func() { st.Close() }, nil
+}
+
+// openSQLite opens an existing SQLite file.
+func openSQLite(ctx context.Context, path string) (storage.Store, func(), error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("SQLite store %q: %w", path, err)
 	}
 	if fi.IsDir() {
-		return nil, nil, fmt.Errorf("SQLite store %q is a directory", spec)
+		return nil, nil, fmt.Errorf("SQLite store %q is a directory", path)
 	}
-	st, err := sqlite.Open(ctx, sqlite.Config{Path: spec})
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: path})
 	if err != nil {
 		return nil, nil, err
 	}
 	return st, func() { st.Close() }, nil
+}
+
+// writeJSONLines prints each of vs as one line of JSON.
+func writeJSONLines[T any](w io.Writer, vs []T) error {
+	for _, v := range vs {
+		if err := writeJSON(w, v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeJSON prints v as one line of JSON.
@@ -268,12 +290,7 @@ func threads(ctx context.Context, in inspect.Inspector, o *opts, w io.Writer) er
 		return err
 	}
 	if o.json {
-		for _, t := range ts {
-			if err := writeJSON(w, t); err != nil {
-				return err
-			}
-		}
-		return nil
+		return writeJSONLines(w, ts)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "THREAD\tRESOURCE\tAGENT\tMESSAGES\tSTEPS\tUPDATED")
@@ -393,31 +410,38 @@ func state(ctx context.Context, in inspect.Inspector, o *opts, layerID, scope st
 	if err != nil {
 		return err
 	}
-	if len(items) == 0 && !o.json {
+	if o.json {
+		for _, it := range items {
+			if err := writeJSON(w, view(it)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(items) == 0 {
 		fmt.Fprintf(w, "layer %q has no records for scope %q\n", layerID, scope)
 		return nil
 	}
 	for _, it := range items {
-		if o.json {
-			if err := writeJSON(w, view(it)); err != nil {
-				return err
-			}
-			continue
-		}
-		name := it.Key
-		if lk, ok := inspect.ParseLayerKey(it.Key); ok {
-			name = lk.Name
-		}
-		// A JSON value is compacted (its line breaks are layout), then
-		// every value is escaped, so it is one line of output.
-		value := it.Value
-		var c bytes.Buffer
-		if json.Compact(&c, value) == nil {
-			value = c.Bytes()
-		}
-		fmt.Fprintf(w, "== %s (version %d, %d bytes)\n%s\n", safe(name), it.Version, len(it.Value), safe(string(value)))
+		printRecord(w, it)
 	}
 	return nil
+}
+
+// printRecord prints a layer record under its name: a JSON value
+// compacted (its line breaks are layout), then every value escaped, so
+// it is one line of output.
+func printRecord(w io.Writer, it storage.Item) {
+	name := it.Key
+	if lk, ok := inspect.ParseLayerKey(it.Key); ok {
+		name = lk.Name
+	}
+	value := it.Value
+	var c bytes.Buffer
+	if json.Compact(&c, value) == nil {
+		value = c.Bytes()
+	}
+	fmt.Fprintf(w, "== %s (version %d, %d bytes)\n%s\n", safe(name), it.Version, len(it.Value), safe(string(value)))
 }
 
 func quarantined(ctx context.Context, in inspect.Inspector, o *opts, w io.Writer) error {
@@ -426,12 +450,7 @@ func quarantined(ctx context.Context, in inspect.Inspector, o *opts, w io.Writer
 		return err
 	}
 	if o.json {
-		for _, q := range qs {
-			if err := writeJSON(w, q); err != nil {
-				return err
-			}
-		}
-		return nil
+		return writeJSONLines(w, qs)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LAYER\tSCOPE\tAT\tKEY")
@@ -515,6 +534,9 @@ func erase(ctx context.Context, in inspect.Inspector, o *opts, resource string, 
 // deleteThread deletes a thread and its thread-scoped records
 // (Inspector.DeleteThread).
 func deleteThread(ctx context.Context, in inspect.Inspector, o *opts, thread string, stdin io.Reader, w, stderr io.Writer) error {
+	if thread == "" {
+		return fmt.Errorf("%w: delete: empty thread ID", errUsage)
+	}
 	return removal{what: "thread", id: thread,
 		keys:   func(ctx context.Context) ([]string, error) { return in.ThreadKeys(ctx, thread) },
 		remove: func(ctx context.Context) (*inspect.Erased, error) { return in.DeleteThread(ctx, thread) },

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -47,16 +48,13 @@ func (k *Keeper) target(name string, own layer.Layer) (layer.Layer, string) {
 	if l, ok := layer.Find[layer.Layer](k.Stack, name); ok {
 		return l, ""
 	}
-	if kp, ok := layer.As[layer.Keeper](own); ok && kp.Keeps() == name {
-		return own, ""
-	}
-	for _, l := range k.Stack.Layers() {
+	// own (nil for a Proposer's write) first, then the stack's layers.
+	for _, l := range append([]layer.Layer{own}, k.Stack.Layers()...) {
 		if kp, ok := layer.As[layer.Keeper](l); ok && kp.Keeps() == name {
 			return l, ""
 		}
 	}
-	switch name {
-	case layer.KeepsScratchpad, layer.KeepsEpisodic, layer.KeepsSemantic:
+	if slices.Contains([]string{layer.KeepsScratchpad, layer.KeepsEpisodic, layer.KeepsSemantic}, name) {
 		return nil, fmt.Sprintf("the router chose the %s, and the agent has no %s layer", name, name)
 	}
 	return nil, fmt.Sprintf("the router chose layer %q, which the agent does not have", name)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -92,35 +93,39 @@ func readJSONL[T any](name string, out *[]T) error {
 func (s Set) check() error {
 	facts := make(map[string]bool, len(s.Facts))
 	for i, f := range s.Facts {
-		switch {
-		case f.ID == "":
-			return fmt.Errorf("fact %d has no ID", i+1)
-		case facts[f.ID]:
-			return fmt.Errorf("fact ID %q is used twice", f.ID)
-		case strings.TrimSpace(f.Text) == "":
-			return fmt.Errorf("fact %q has no text", f.ID)
+		if err := checkEntry("fact", i, f.ID, f.Text, facts); err != nil {
+			return err
 		}
-		facts[f.ID] = true
 	}
 	queries := make(map[string]bool, len(s.Queries))
 	for i, q := range s.Queries {
-		switch {
-		case q.ID == "":
-			return fmt.Errorf("query %d has no ID", i+1)
-		case queries[q.ID]:
-			return fmt.Errorf("query ID %q is used twice", q.ID)
-		case strings.TrimSpace(q.Text) == "":
-			return fmt.Errorf("query %q has no text", q.ID)
-		case len(q.Relevant) == 0:
+		if err := checkEntry("query", i, q.ID, q.Text, queries); err != nil {
+			return err
+		}
+		if len(q.Relevant) == 0 {
 			return fmt.Errorf("query %q has no relevant fact", q.ID)
 		}
-		queries[q.ID] = true
 		for _, id := range q.Relevant {
 			if !facts[id] {
 				return fmt.Errorf("query %q: relevant fact %q is not in the set", q.ID, id)
 			}
 		}
 	}
+	return nil
+}
+
+// checkEntry checks the i-th fact or query (what) of a set: it has an
+// ID not in seen, and text. It adds the ID to seen.
+func checkEntry(what string, i int, id, text string, seen map[string]bool) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("%s %d has no ID", what, i+1)
+	case seen[id]:
+		return fmt.Errorf("%s ID %q is used twice", what, id)
+	case strings.TrimSpace(text) == "":
+		return fmt.Errorf("%s %q has no text", what, id)
+	}
+	seen[id] = true
 	return nil
 }
 
@@ -175,16 +180,7 @@ func RecallAtK(set Set, k int, search func(query string, k int) ([]string, error
 		if err != nil {
 			return Result{}, fmt.Errorf("semantictest: recall@k: query %s: %w", q.ID, err)
 		}
-		top := make(map[string]bool, k)
-		for _, id := range ids[:min(k, len(ids))] {
-			top[id] = true
-		}
-		found := 0
-		for _, id := range q.Relevant {
-			if top[id] {
-				found++
-			}
-		}
+		found := foundIn(ids[:min(k, len(ids))], q.Relevant)
 		recall := 0.0
 		if len(q.Relevant) > 0 {
 			recall = float64(found) / float64(len(q.Relevant))
@@ -207,4 +203,15 @@ func RecallAtK(set Set, k int, search func(query string, k int) ([]string, error
 		}
 	}
 	return r, nil
+}
+
+// foundIn returns how many of the IDs relevant are among top.
+func foundIn(top, relevant []string) int {
+	found := 0
+	for _, id := range relevant {
+		if slices.Contains(top, id) {
+			found++
+		}
+	}
+	return found
 }

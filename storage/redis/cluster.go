@@ -2,6 +2,7 @@ package redis
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -34,13 +35,11 @@ func parseClusterURL(u string) (*goredis.ClusterOptions, error) {
 		user, authority = authority[:at+1], authority[at+1:]
 	}
 	hosts := strings.Split(authority, ",")
-	for _, h := range hosts {
-		if h == "" {
-			return nil, fmt.Errorf("empty host in the node list %q", authority)
-		}
+	if slices.Contains(hosts, "") {
+		return nil, fmt.Errorf("empty host in the node list %q", authority)
 	}
 	path, query, _ := strings.Cut(tail, "?")
-	if path != "" && path != "/" && path != "/0" {
+	if !slices.Contains([]string{"", "/", "/0"}, path) {
 		return nil, fmt.Errorf("database %q: Redis Cluster has only database 0", strings.TrimPrefix(path, "/"))
 	}
 	var extra []string

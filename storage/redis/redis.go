@@ -1,12 +1,14 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/url"
 	"slices"
@@ -137,49 +139,12 @@ type Store struct {
 // first operation connects (use [Store.Ping] to check the server at
 // start-up). A malformed URL is an error.
 func New(cfg Config) (*Store, error) {
-	s := &Store{ns: cfg.Namespace, ttl: cfg.TTL, replicas: cfg.WaitReplicas, waitFor: cfg.WaitTimeout}
+	s := &Store{ns: cmp.Or(cfg.Namespace, DefaultNamespace), ttl: cfg.TTL, replicas: cfg.WaitReplicas, waitFor: cfg.WaitTimeout}
 	if s.waitFor <= 0 {
 		s.waitFor = DefaultWaitTimeout
 	}
-	if s.ns == "" {
-		s.ns = DefaultNamespace
-	}
-	switch c := cfg.Client.(type) {
-	case nil:
-		u := cfg.URL
-		if u == "" {
-			u = DefaultURL
-		}
-		if isClusterURL(u) {
-			opts, err := parseClusterURL(u)
-			if err != nil {
-				return nil, fmt.Errorf("storage/redis: bad URL %q: %w", redactURL(u), redactErr(err, u))
-			}
-			opts.ContextTimeoutEnabled = true
-			s.cluster = goredis.NewClusterClient(opts)
-			s.client = s.cluster
-			s.hookedAll.Store(true) // every node comes through OnNewNode below
-		} else {
-			opts, err := goredis.ParseURL(u)
-			if err != nil {
-				return nil, fmt.Errorf("storage/redis: bad URL %q: %w", redactURL(u), redactErr(err, u))
-			}
-			opts.ContextTimeoutEnabled = true
-			s.client = goredis.NewClient(opts)
-		}
-		s.ownClient = true
-	case *goredis.Client:
-		if c == nil {
-			return nil, errors.New("storage/redis: Config.Client is a nil *redis.Client")
-		}
-		s.client = c
-	case *goredis.ClusterClient:
-		if c == nil {
-			return nil, errors.New("storage/redis: Config.Client is a nil *redis.ClusterClient")
-		}
-		s.client, s.cluster = c, c
-	default:
-		return nil, fmt.Errorf("storage/redis: Config.Client is a %T; want a *redis.Client or a *redis.ClusterClient", c)
+	if err := s.useClient(cfg); err != nil {
+		return nil, err
 	}
 	if s.cluster != nil && s.replicas > 0 {
 		s.cluster.OnNewNode(s.hookNode)
@@ -190,6 +155,58 @@ func New(cfg Config) (*Store, error) {
 	}
 	s.writerID = hex.EncodeToString(id[:])
 	return s, nil
+}
+
+// useClient sets the store's client: cfg.Client, or one of its own for
+// cfg.URL.
+func (s *Store) useClient(cfg Config) error {
+	switch c := cfg.Client.(type) {
+	case nil:
+		return s.dial(cmp.Or(cfg.URL, DefaultURL))
+	case *goredis.Client:
+		if c == nil {
+			return errors.New("storage/redis: Config.Client is a nil *redis.Client")
+		}
+		s.client = c
+	case *goredis.ClusterClient:
+		if c == nil {
+			return errors.New("storage/redis: Config.Client is a nil *redis.ClusterClient")
+		}
+		s.client, s.cluster = c, c
+	default:
+		return fmt.Errorf("storage/redis: Config.Client is a %T; want a *redis.Client or a *redis.ClusterClient", c)
+	}
+	return nil
+}
+
+// dial makes the store's own client for URL u: a cluster client for a
+// cluster URL. It does no I/O.
+func (s *Store) dial(u string) error {
+	s.ownClient = true
+	if !isClusterURL(u) {
+		opts, err := goredis.ParseURL(u)
+		if err != nil {
+			return badURL(u, err)
+		}
+		opts.ContextTimeoutEnabled = true
+		s.client = goredis.NewClient(opts)
+		return nil
+	}
+	opts, err := parseClusterURL(u)
+	if err != nil {
+		return badURL(u, err)
+	}
+	opts.ContextTimeoutEnabled = true
+	s.cluster = goredis.NewClusterClient(opts)
+	s.client = s.cluster
+	s.hookedAll.Store(true) // every node comes through New's OnNewNode
+	return nil
+}
+
+// badURL is the error of a URL that does not parse, without its
+// password.
+func badURL(u string, err error) error {
+	return fmt.Errorf("storage/redis: bad URL %q: %w", redactURL(u), redactErr(err, u))
 }
 
 // userInfo returns the "user:password" part of a URL, or "".
@@ -384,12 +401,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, ifVersion int
 	if ifVersion < storage.AnyVersion {
 		return 0, fmt.Errorf("storage/redis: put %s: invalid version %d: %w", storage.Quote(key), ifVersion, storage.ErrConflict)
 	}
-	var ttl int64
-	if s.ttl != nil {
-		if d := s.ttl(key); d > 0 {
-			ttl = max(d.Milliseconds(), 1)
-		}
-	}
+	ttl := s.expiry(key)
 	token := s.writerID + "-" + strconv.FormatUint(s.writes.Add(1), 36)
 	if value == nil {
 		value = []byte{}
@@ -397,10 +409,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, ifVersion int
 	keys := []string{s.rkey(key)}
 	first := storage.FirstVersion()
 	res, acked, err := s.write(ctx, keys[0], func(c runner, pipelined bool) *goredis.Cmd {
-		if pipelined {
-			return putScript.Eval(ctx, c, keys, value, ifVersion, ttl, token, first)
-		}
-		return putScript.Run(ctx, c, keys, value, ifVersion, ttl, token, first)
+		return runScript(ctx, c, putScript, pipelined, keys, value, ifVersion, ttl, token, first)
 	})
 	if err != nil {
 		return 0, s.wrap(ctx, "put", key, err)
@@ -427,13 +436,10 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion int64) error {
 	}
 	keys := []string{s.rkey(key)}
 	res, acked, err := s.write(ctx, keys[0], func(c runner, pipelined bool) *goredis.Cmd {
-		switch {
-		case ifVersion == storage.AnyVersion:
+		if ifVersion == storage.AnyVersion {
 			return c.Do(ctx, "DEL", keys[0])
-		case pipelined:
-			return deleteScript.Eval(ctx, c, keys, ifVersion)
 		}
-		return deleteScript.Run(ctx, c, keys, ifVersion)
+		return runScript(ctx, c, deleteScript, pipelined, keys, ifVersion)
 	})
 	if err != nil {
 		return s.wrap(ctx, "delete", key, err)
@@ -448,6 +454,27 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion int64) error {
 		return fmt.Errorf("storage/redis: delete %s: %w", storage.Quote(key), storage.ErrNotFound)
 	}
 	return fmt.Errorf("storage/redis: delete %s: unexpected reply %v", storage.Quote(key), res)
+}
+
+// expiry returns the time to live of key in milliseconds (at least 1),
+// or 0 when it does not expire.
+func (s *Store) expiry(key string) int64 {
+	if s.ttl == nil {
+		return 0
+	}
+	if d := s.ttl(key); d > 0 {
+		return max(d.Milliseconds(), 1)
+	}
+	return 0
+}
+
+// runScript runs script through c: by EVAL in a pipeline, which cannot
+// load it on a miss, else by EVALSHA, loading it on first use.
+func runScript(ctx context.Context, c runner, script *goredis.Script, pipelined bool, keys []string, args ...any) *goredis.Cmd {
+	if pipelined {
+		return script.Eval(ctx, c, keys, args...)
+	}
+	return script.Run(ctx, c, keys, args...)
 }
 
 // runner is what a write is sent through: the client, or a pipeline on
@@ -613,55 +640,73 @@ func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
 	if err := s.begin(ctx, "list", prefix, false); err != nil {
 		return nil, err
 	}
-	lit := s.ns + prefix
+	lit := prefix
 	if s.cluster != nil {
-		lit = s.ns + tagPrefix(prefix)
+		lit = tagPrefix(prefix)
 	}
-	match := globEscape(lit) + "*"
-	var mu sync.Mutex
-	seen := make(map[string]struct{})
-	scan := func(ctx context.Context, c goredis.Cmdable) error {
-		var cursor uint64
-		for {
-			keys, next, err := c.Scan(ctx, cursor, match, scanCount).Result()
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			for _, k := range keys {
-				if !strings.HasPrefix(k, s.ns) || strings.IndexByte(k, 0) >= 0 {
-					continue // another namespace, or the search index
-				}
-				k = k[len(s.ns):]
-				if s.cluster != nil {
-					k = untagKey(k)
-				}
-				if strings.HasPrefix(k, prefix) {
-					seen[k] = struct{}{}
-				}
-			}
-			mu.Unlock()
-			if next == 0 {
-				return nil
-			}
-			cursor = next
-		}
-	}
+	l := &lister{s: s, prefix: prefix, match: globEscape(s.ns+lit) + "*", seen: map[string]struct{}{}}
 	var err error
 	if s.cluster != nil {
-		err = s.cluster.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error { return scan(ctx, c) })
+		err = s.cluster.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error { return l.scan(ctx, c) })
 	} else {
-		err = scan(ctx, s.client)
+		err = l.scan(ctx, s.client)
 	}
 	if err != nil {
 		return nil, s.wrap(ctx, "list", prefix, err)
 	}
-	out := make([]string, 0, len(seen))
-	for k := range seen {
-		out = append(out, k)
-	}
+	out := slices.AppendSeq(make([]string, 0, len(l.seen)), maps.Keys(l.seen))
 	slices.Sort(out)
 	return out, nil
+}
+
+// lister gathers the keys of one List, from one server or from every
+// master of a cluster at once.
+type lister struct {
+	s      *Store
+	prefix string
+	match  string // the SCAN pattern
+	mu     sync.Mutex
+	seen   map[string]struct{}
+}
+
+// scan runs SCAN to its end on one server and adds the keys it returns.
+func (l *lister) scan(ctx context.Context, c goredis.Cmdable) error {
+	var cursor uint64
+	for {
+		keys, next, err := c.Scan(ctx, cursor, l.match, scanCount).Result()
+		if err != nil {
+			return err
+		}
+		l.add(keys)
+		if next == 0 {
+			return nil
+		}
+		cursor = next
+	}
+}
+
+// add adds the store keys of the server keys that have the prefix.
+func (l *lister) add(keys []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range keys {
+		if k, ok := l.s.storeKey(k); ok && strings.HasPrefix(k, l.prefix) {
+			l.seen[k] = struct{}{}
+		}
+	}
+}
+
+// storeKey returns the store key a server key holds, and false for a
+// key of another namespace or of the search index.
+func (s *Store) storeKey(k string) (string, bool) {
+	rest, ok := strings.CutPrefix(k, s.ns)
+	if !ok || strings.IndexByte(k, 0) >= 0 {
+		return "", false
+	}
+	if s.cluster != nil {
+		rest = untagKey(rest)
+	}
+	return rest, true
 }
 
 // globEscape quotes the characters Redis's glob matcher treats specially,
@@ -743,11 +788,17 @@ func unavailable(err error) bool {
 		return false
 	}
 	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) || strings.Contains(err.Error(), "LOADING") ||
-		strings.Contains(err.Error(), "CLUSTERDOWN")
+	return errors.As(err, &ne) ||
+		slices.ContainsFunc(networkErrors, func(target error) bool { return errors.Is(err, target) }) ||
+		slices.ContainsFunc(unavailableReplies, func(r string) bool { return strings.Contains(err.Error(), r) })
 }
+
+// networkErrors are the errors of a connection that failed.
+var networkErrors = []error{io.EOF, io.ErrUnexpectedEOF, syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.EPIPE}
+
+// unavailableReplies are in the replies of a server that cannot answer
+// yet: one loading its data, or a cluster that is down.
+var unavailableReplies = []string{"LOADING", "CLUSTERDOWN"}
 
 // Interface guards.
 var (

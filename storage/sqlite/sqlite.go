@@ -140,28 +140,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, errors.New("storage/sqlite: ReadOnly needs a Path")
 	}
 
-	q := url.Values{}
-	// SQLite's own busy handler sleeps without watching the context, so
-	// it only absorbs short waits; longer ones are retried by [Store.retry],
-	// which gives up when ctx ends.
-	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(min(busy, sqliteBusy).Milliseconds(), 10)+")")
-	q.Add("_pragma", "synchronous("+syncMode+")")
-	// Deleted and overwritten content is zeroed in the file, not left in
-	// free pages (see Store.Purge for the write-ahead log).
-	q.Add("_pragma", "secure_delete(ON)")
-	var dsn string
-	switch {
-	case cfg.Path == "":
-		dsn = "file::memory:?" + q.Encode()
-	case cfg.ReadOnly:
-		q.Set("mode", "ro")
-		q.Add("_pragma", "query_only(1)")
-		dsn = "file:" + (&url.URL{Path: cfg.Path}).EscapedPath() + "?" + q.Encode()
-	default:
-		q.Add("_pragma", "journal_mode(WAL)")
-		dsn = "file:" + (&url.URL{Path: cfg.Path}).EscapedPath() + "?" + q.Encode()
-	}
-
+	dsn := dataSource(cfg, busy, syncMode)
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("storage/sqlite: open %q: %w", cfg.Path, err)
@@ -196,33 +175,78 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
+// dataSource returns the driver's data source name for cfg: the file
+// (read-only, or in WAL mode) or an in-memory database, with the
+// pragmas every connection runs.
+func dataSource(cfg Config, busy time.Duration, syncMode string) string {
+	q := url.Values{}
+	// SQLite's own busy handler sleeps without watching the context, so
+	// it only absorbs short waits; longer ones are retried by [Store.retry],
+	// which gives up when ctx ends.
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(min(busy, sqliteBusy).Milliseconds(), 10)+")")
+	q.Add("_pragma", "synchronous("+syncMode+")")
+	// Deleted and overwritten content is zeroed in the file, not left in
+	// free pages (see Store.Purge for the write-ahead log).
+	q.Add("_pragma", "secure_delete(ON)")
+	switch {
+	case cfg.Path == "":
+		return "file::memory:?" + q.Encode()
+	case cfg.ReadOnly:
+		q.Set("mode", "ro")
+		q.Add("_pragma", "query_only(1)")
+	default:
+		q.Add("_pragma", "journal_mode(WAL)")
+	}
+	return "file:" + (&url.URL{Path: cfg.Path}).EscapedPath() + "?" + q.Encode()
+}
+
+// init checks (read-only) or creates the tables, then prepares the
+// statements. It is retried while SQLite is busy.
 func (s *Store) init(ctx context.Context, readOnly bool) error {
+	setup := s.create
 	if readOnly {
-		var n int
-		err := s.db.QueryRowContext(ctx,
-			`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = '`+table+`'`).Scan(&n)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return errors.New("the file holds no memlayer store")
-		}
-		err = s.db.QueryRowContext(ctx,
-			`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = '`+docsTable+`'`).Scan(&n)
-		if err != nil {
-			return err
-		}
-		s.noIndex = n == 0
-	} else {
-		for _, st := range append([]string{schema}, searchSchema...) {
-			if _, err := s.db.ExecContext(ctx, st); err != nil {
-				return err
-			}
-		}
-		if err := s.createFields(ctx); err != nil {
+		setup = s.checkTables
+	}
+	if err := setup(ctx); err != nil {
+		return err
+	}
+	return s.prepare(ctx)
+}
+
+// create creates the tables and indexes the store uses, where missing.
+func (s *Store) create(ctx context.Context) error {
+	for _, st := range append([]string{schema}, searchSchema...) {
+		if _, err := s.db.ExecContext(ctx, st); err != nil {
 			return err
 		}
 	}
+	return s.createFields(ctx)
+}
+
+// checkTables checks that a file opened read-only holds a store, and
+// notes whether it holds a search index.
+func (s *Store) checkTables(ctx context.Context) error {
+	has, err := s.hasTable(ctx, table)
+	if err != nil {
+		return err
+	}
+	if !has {
+		return errors.New("the file holds no memlayer store")
+	}
+	has, err = s.hasTable(ctx, docsTable)
+	s.noIndex = !has
+	return err
+}
+
+// hasTable reports whether the database has a table of that name.
+func (s *Store) hasTable(ctx context.Context, name string) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = '`+name+`'`).Scan(&n)
+	return n > 0, err
+}
+
+// prepare prepares the statements an earlier attempt did not.
+func (s *Store) prepare(ctx context.Context) error {
 	prep := []struct {
 		stmt **sql.Stmt
 		sql  string
@@ -322,21 +346,35 @@ func (s *Store) Get(ctx context.Context, key string) (storage.Item, error) {
 // version check and the write are atomic across connections and
 // processes.
 func (s *Store) Put(ctx context.Context, key string, value []byte, ifVersion int64) (int64, error) {
-	if err := s.begin(ctx, "put", key, true); err != nil {
-		return 0, err
-	}
 	if value == nil {
 		value = []byte{}
 	}
-	if err := s.lockWrite(ctx, "put", key); err != nil {
+	var v int64
+	err := s.write(ctx, "put", key, func() (err error) {
+		v, err = s.put(ctx, key, value, ifVersion)
+		return err
+	})
+	if err != nil {
 		return 0, err
 	}
-	defer s.unlockWrite()
-	v, err := s.put(ctx, key, value, ifVersion)
-	if ferr := s.checkFile("put", key); ferr != nil {
-		return 0, ferr
+	return v, nil
+}
+
+// write checks what every write checks first, then runs fn holding this
+// Store's writer slot, then checks the file, whatever fn did.
+func (s *Store) write(ctx context.Context, op, key string, fn func() error) error {
+	if err := s.begin(ctx, op, key, true); err != nil {
+		return err
 	}
-	return v, err
+	if err := s.lockWrite(ctx, op, key); err != nil {
+		return err
+	}
+	defer s.unlockWrite()
+	err := fn()
+	if ferr := s.checkFile(op, key); ferr != nil {
+		return ferr
+	}
+	return err
 }
 
 func (s *Store) put(ctx context.Context, key string, value []byte, ifVersion int64) (int64, error) {
@@ -375,18 +413,7 @@ func (s *Store) put(ctx context.Context, key string, value []byte, ifVersion int
 
 // Delete implements [storage.Store].
 func (s *Store) Delete(ctx context.Context, key string, ifVersion int64) error {
-	if err := s.begin(ctx, "delete", key, true); err != nil {
-		return err
-	}
-	if err := s.lockWrite(ctx, "delete", key); err != nil {
-		return err
-	}
-	defer s.unlockWrite()
-	err := s.delete(ctx, key, ifVersion)
-	if ferr := s.checkFile("delete", key); ferr != nil {
-		return ferr
-	}
-	return err
+	return s.write(ctx, "delete", key, func() error { return s.delete(ctx, key, ifVersion) })
 }
 
 func (s *Store) delete(ctx context.Context, key string, ifVersion int64) error {
@@ -483,29 +510,36 @@ func (s *Store) Purge(ctx context.Context) error {
 		return err
 	}
 	defer s.unlockWrite()
-	err := s.retry(ctx, func() error {
-		// Merge the full-text index's segments, so that no deleted
-		// document's terms stay in one.
-		if _, err := s.db.ExecContext(ctx, `INSERT INTO `+ftsTable+` (`+ftsTable+`) VALUES ('optimize')`); err != nil {
-			return err
-		}
-		_, err := s.db.ExecContext(ctx, "VACUUM")
-		return err
-	})
+	err := s.retry(ctx, func() error { return s.compact(ctx) })
 	if err == nil {
-		err = s.retry(ctx, func() error {
-			var busy, logged, done int
-			if err := s.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logged, &done); err != nil {
-				return err
-			}
-			if busy != 0 {
-				return errCheckpointBlocked
-			}
-			return nil
-		})
+		err = s.retry(ctx, func() error { return s.checkpoint(ctx) })
 	}
 	if err != nil {
 		return s.wrap(ctx, "purge", "", err)
+	}
+	return nil
+}
+
+// compact merges the full-text index's segments, so that no deleted
+// document's terms stay in one, then rewrites the file without free
+// pages.
+func (s *Store) compact(ctx context.Context) error {
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO `+ftsTable+` (`+ftsTable+`) VALUES ('optimize')`); err != nil {
+		return err
+	}
+	_, err := s.db.ExecContext(ctx, "VACUUM")
+	return err
+}
+
+// checkpoint copies the write-ahead log into the file and truncates it.
+// A reader that keeps it from truncating is errCheckpointBlocked.
+func (s *Store) checkpoint(ctx context.Context) error {
+	var busy, logged, done int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logged, &done); err != nil {
+		return err
+	}
+	if busy != 0 {
+		return errCheckpointBlocked
 	}
 	return nil
 }
@@ -576,16 +610,29 @@ func (s *Store) retry(ctx context.Context, fn func() error) error {
 	}
 }
 
+// isBusy reports whether err is SQLite's busy or locked result, or a
+// checkpoint a reader blocked, which the statement may retry.
 func isBusy(err error) bool {
-	if errors.Is(err, errCheckpointBlocked) {
-		return true
-	}
+	return errors.Is(err, errCheckpointBlocked) || codeSentinels[resultCode(err)] == ErrLocked
+}
+
+// codeSentinels are the sentinels of SQLite's primary result codes.
+var codeSentinels = map[int]error{
+	sqlite3.SQLITE_BUSY:     ErrLocked,
+	sqlite3.SQLITE_LOCKED:   ErrLocked,
+	sqlite3.SQLITE_CORRUPT:  ErrCorrupt,
+	sqlite3.SQLITE_NOTADB:   ErrCorrupt,
+	sqlite3.SQLITE_READONLY: ErrReadOnly,
+}
+
+// resultCode returns the primary result code of the SQLite error in
+// err's chain, or SQLITE_OK when it has none.
+func resultCode(err error) int {
 	var se *msqlite.Error
-	if !errors.As(err, &se) {
-		return false
+	if errors.As(err, &se) {
+		return se.Code() & 0xff
 	}
-	c := se.Code() & 0xff
-	return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
+	return sqlite3.SQLITE_OK
 }
 
 // wrap names the operation and adds the sentinel matching an SQLite
@@ -602,16 +649,8 @@ func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
 	if s.closed.Load() {
 		sentinels = append(sentinels, storage.ErrClosed)
 	}
-	var se *msqlite.Error
-	if errors.As(err, &se) {
-		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			sentinels = append(sentinels, ErrLocked)
-		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
-			sentinels = append(sentinels, ErrCorrupt)
-		case sqlite3.SQLITE_READONLY:
-			sentinels = append(sentinels, ErrReadOnly)
-		}
+	if sentinel := codeSentinels[resultCode(err)]; sentinel != nil {
+		sentinels = append(sentinels, sentinel)
 	}
 	prefix := ""
 	if len(sentinels) == 0 {

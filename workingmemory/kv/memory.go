@@ -446,7 +446,7 @@ func (mem *Memory) set(key string, raw []byte, cached any, typ string, m Meta) e
 		m.Importance = DefaultImportance
 	case m.Importance == NoImportance:
 		m.Importance = 0
-	case m.Importance < 0 || m.Importance > 1 || m.Importance != m.Importance:
+	case !(m.Importance >= 0 && m.Importance <= 1): // NaN too
 		return fmt.Errorf("%w: key %s: importance %v is outside 0..1 (NoImportance sets 0)", ErrInvalidValue, storage.Quote(key), m.Importance)
 	}
 	now := cfg.Now()
@@ -1264,37 +1264,40 @@ func (mem *Memory) parseSnapshot(data []byte) (snap snapshot, entries, scopes in
 	if snap.Version < 1 {
 		return snap, 0, 0, fmt.Errorf("%w: snapshot version %d, this build reads up to %d", ErrInvalidValue, snap.Version, SnapshotVersion)
 	}
-	var check func(s scopeSnapshot, root bool) error
-	check = func(s scopeSnapshot, root bool) error {
-		scopes++
-		if !root {
-			if err := mem.checkScopeName(s.Name); err != nil {
-				return fmt.Errorf("snapshot: %w", err)
-			}
-		}
-		for k, e := range s.Entries {
-			if err := mem.checkKey(k); err != nil {
-				return fmt.Errorf("snapshot: %w", err)
-			}
-			if !json.Valid(e.Value) {
-				return fmt.Errorf("%w: snapshot: key %s: value is not valid JSON", ErrInvalidValue, storage.Quote(k))
-			}
-			if m := mem.tree.cfg.MaxEntryBytes; m > 0 && len(e.Value) > m {
-				return fmt.Errorf("%w: entry size: snapshot key %s is %d bytes, the limit is %d", ErrLimit, storage.Quote(k), len(e.Value), m)
-			}
-			entries++
-		}
-		for _, c := range s.Children {
-			if err := check(c, false); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := check(snap.scopeSnapshot, true); err != nil {
+	if err := mem.checkScope(snap.scopeSnapshot, true, &entries, &scopes); err != nil {
 		return snap, 0, 0, err
 	}
 	return snap, entries, scopes, nil
+}
+
+// checkScope checks a scope of a snapshot (its name, unless it is the
+// root, and its entries) and its children, and counts the entries and
+// scopes it holds into entries and scopes.
+func (mem *Memory) checkScope(s scopeSnapshot, root bool, entries, scopes *int) error {
+	*scopes++
+	if !root {
+		if err := mem.checkScopeName(s.Name); err != nil {
+			return fmt.Errorf("snapshot: %w", err)
+		}
+	}
+	for k, e := range s.Entries {
+		if err := mem.checkKey(k); err != nil {
+			return fmt.Errorf("snapshot: %w", err)
+		}
+		if !json.Valid(e.Value) {
+			return fmt.Errorf("%w: snapshot: key %s: value is not valid JSON", ErrInvalidValue, storage.Quote(k))
+		}
+		if m := mem.tree.cfg.MaxEntryBytes; m > 0 && len(e.Value) > m {
+			return fmt.Errorf("%w: entry size: snapshot key %s is %d bytes, the limit is %d", ErrLimit, storage.Quote(k), len(e.Value), m)
+		}
+		*entries++
+	}
+	for _, c := range s.Children {
+		if err := mem.checkScope(c, false, entries, scopes); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // markLocked records a change of key for the next persist, when mem

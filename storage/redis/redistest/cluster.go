@@ -94,15 +94,7 @@ func Start(masters, replicas int) (c *Cluster, err error) {
 		}
 	}()
 	for range masters * (1 + replicas) {
-		n := &Node{}
-		if n.port, err = freePort(); err != nil {
-			return c, err
-		}
-		if n.bus, err = freePort(); err != nil {
-			return c, err
-		}
-		c.Nodes = append(c.Nodes, n)
-		if err := c.Restart(n); err != nil {
+		if err := c.launch(); err != nil {
 			return c, err
 		}
 	}
@@ -117,36 +109,68 @@ func Start(masters, replicas int) (c *Cluster, err error) {
 	if out, err := exec.CommandContext(cctx, "redis-cli", args...).CombinedOutput(); err != nil {
 		return c, fmt.Errorf("redis-cli --cluster create: %w\n%s", err, out)
 	}
-	// Ready when every node sees every slot served and every replica
-	// has synchronised with its master.
-	ctx := context.Background()
 	deadline := time.Now().Add(20 * time.Second)
 	for _, n := range c.Nodes {
-		cl := goredis.NewClient(&goredis.Options{Addr: n.Addr()})
-		for {
-			info, err1 := cl.ClusterInfo(ctx).Result()
-			repl, err2 := cl.Info(ctx, "replication").Result()
-			shards, err3 := cl.ClusterShards(ctx).Result()
-			known := err3 == nil && len(shards) == masters
-			for _, sh := range shards {
-				known = known && len(sh.Nodes) == 1+replicas
-				for _, n := range sh.Nodes {
-					known = known && n.Health == "online"
-				}
-			}
-			if err1 == nil && err2 == nil && known && strings.Contains(info, "cluster_state:ok") &&
-				(strings.Contains(repl, "role:master") || strings.Contains(repl, "master_link_status:up")) {
-				break
-			}
-			if time.Now().After(deadline) {
-				cl.Close()
-				return c, fmt.Errorf("cluster node %s not ready: %v %v\n%s\n%s", n.Addr(), err1, err2, info, repl)
-			}
-			time.Sleep(50 * time.Millisecond)
+		if err := n.waitReady(masters, replicas, deadline); err != nil {
+			return c, err
 		}
-		cl.Close()
 	}
 	return c, nil
+}
+
+// launch adds a node on free ports to the cluster and starts it.
+func (c *Cluster) launch() error {
+	n := &Node{}
+	var err error
+	if n.port, err = freePort(); err != nil {
+		return err
+	}
+	if n.bus, err = freePort(); err != nil {
+		return err
+	}
+	c.Nodes = append(c.Nodes, n)
+	return c.Restart(n)
+}
+
+// waitReady waits, until deadline, for the node to see every slot
+// served by masters masters with replicas replicas each, all online,
+// and, on a replica, to have synchronised with its master.
+func (n *Node) waitReady(masters, replicas int, deadline time.Time) error {
+	ctx := context.Background()
+	cl := goredis.NewClient(&goredis.Options{Addr: n.Addr()})
+	defer cl.Close()
+	for {
+		info, err1 := cl.ClusterInfo(ctx).Result()
+		repl, err2 := cl.Info(ctx, "replication").Result()
+		shards, err3 := cl.ClusterShards(ctx).Result()
+		if err1 == nil && err2 == nil && err3 == nil && shardsReady(shards, masters, replicas) && strings.Contains(info, "cluster_state:ok") &&
+			(strings.Contains(repl, "role:master") || strings.Contains(repl, "master_link_status:up")) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cluster node %s not ready: %v %v\n%s\n%s", n.Addr(), err1, err2, info, repl)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// shardsReady reports whether a node's view of the cluster has masters
+// shards of 1+replicas online nodes each.
+func shardsReady(shards []goredis.ClusterShard, masters, replicas int) bool {
+	if len(shards) != masters {
+		return false
+	}
+	for _, sh := range shards {
+		if len(sh.Nodes) != 1+replicas {
+			return false
+		}
+		for _, n := range sh.Nodes {
+			if n.Health != "online" {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Restart launches the node's redis-server (again, after Kill) and waits
@@ -174,9 +198,13 @@ func (c *Cluster) Restart(n *Node) error {
 	}
 }
 
+// running reports whether the node's process was started and not
+// killed.
+func (n *Node) running() bool { return n.cmd != nil && n.cmd.Process != nil }
+
 // Kill stops a node at once (SIGKILL), as a crash would.
 func (n *Node) Kill() {
-	if n.cmd == nil || n.cmd.Process == nil {
+	if !n.running() {
 		return
 	}
 	n.cmd.Process.Signal(syscall.SIGCONT) // a paused process dies too, but be sure
@@ -188,7 +216,7 @@ func (n *Node) Kill() {
 // Pause stops the node's process (SIGSTOP): it keeps its connections but
 // answers nothing, as a hung or partitioned server.
 func (n *Node) Pause() error {
-	if n.cmd == nil || n.cmd.Process == nil {
+	if !n.running() {
 		return errors.New("redistest: node not running")
 	}
 	return n.cmd.Process.Signal(syscall.SIGSTOP)
@@ -196,7 +224,7 @@ func (n *Node) Pause() error {
 
 // Resume continues a paused node (SIGCONT).
 func (n *Node) Resume() error {
-	if n.cmd == nil || n.cmd.Process == nil {
+	if !n.running() {
 		return errors.New("redistest: node not running")
 	}
 	return n.cmd.Process.Signal(syscall.SIGCONT)

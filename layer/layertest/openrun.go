@@ -1,0 +1,21 @@
+package layertest
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/memlayer/memlayer/layer"
+)
+
+// FirstRecall opens a run of tmpl in env and makes its first Recall of
+// q, which must return one item. A benchmark of opening a run times it.
+func FirstRecall(ctx context.Context, tmpl layer.Initializer, env layer.Env, q layer.Query) (layer.Layer, error) {
+	l, err := tmpl.Init(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	if items, err := l.Recall(ctx, q); err != nil || len(items) != 1 {
+		return nil, fmt.Errorf("Recall = %v, %v", items, err)
+	}
+	return l, nil
+}
