@@ -76,6 +76,12 @@ func benchBackends(b *testing.B) []struct {
 		name string
 		st   storage.Store
 	}{"postgres", pg})
+	// The same store without its storage.Batcher: each record of a step
+	// is its own write and commit, as on a store that cannot batch.
+	out = append(out, struct {
+		name string
+		st   storage.Store
+	}{"postgres-unbatched", struct{ storage.Store }{pg}})
 	return out
 }
 
@@ -138,6 +144,7 @@ func BenchmarkBackends(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			st, cnt := counted(be.st)
 			a, err := agentloop.New(agentloop.Config{
 				Model: agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
 					if len(r.ToolResults()) == 0 {
@@ -146,13 +153,13 @@ func BenchmarkBackends(b *testing.B) {
 					return agenttest.Text("done"), nil
 				}),
 				Layers: []layer.Layer{wm},
-				Store:  be.st,
+				Store:  st,
 			})
 			if err != nil {
 				b.Fatal(err)
 			}
 			ds := make([]time.Duration, 0, 1024)
-			n := 0
+			n, steps := 0, 0
 			b.ReportAllocs()
 			for b.Loop() {
 				n++
@@ -161,9 +168,15 @@ func BenchmarkBackends(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				steps += max(1, res.Steps)
 				ds = append(ds, time.Since(t0)/time.Duration(max(1, res.Steps)))
 			}
 			reportQuantiles(b, ds)
+			// What one step costs the store: calls (each at least a round
+			// trip) and commits (each a flush of the log when durable).
+			b.ReportMetric(float64(cnt.roundTrips())/float64(steps), "calls/step")
+			b.ReportMetric(float64(cnt.commits())/float64(steps), "commits/step")
+			b.ReportMetric(float64(cnt.puts.Load()+cnt.deletes.Load()+cnt.batched.Load())/float64(steps), "writes/step")
 		})
 		b.Run(be.name+"/search100k", func(b *testing.B) {
 			s, ok := be.st.(storage.Searcher)

@@ -214,16 +214,8 @@ func (s *Store) init(ctx context.Context) error {
 
 // begin checks what every operation checks first.
 func (s *Store) begin(ctx context.Context, op, key string, validate bool) error {
-	if s.closed.Load() {
-		return fmt.Errorf("storage/postgres: %s %s: %w", op, storage.Quote(key), storage.ErrClosed)
-	}
-	if err := ctx.Err(); err != nil {
+	if err := storage.CheckOp(ctx, s.closed.Load(), key, validate); err != nil {
 		return fmt.Errorf("storage/postgres: %s %s: %w", op, storage.Quote(key), err)
-	}
-	if validate {
-		if err := storage.ValidateKey(key); err != nil {
-			return fmt.Errorf("storage/postgres: %s: %w", op, err)
-		}
 	}
 	return nil
 }
@@ -508,4 +500,8 @@ func isConnectError(err error) bool {
 }
 
 // Interface guards.
-var _ storage.Store = (*Store)(nil)
+var (
+	_ storage.Store   = (*Store)(nil)
+	_ storage.Batcher = (*Store)(nil)
+	_ storage.Purger  = (*Store)(nil)
+)
