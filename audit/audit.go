@@ -279,26 +279,46 @@ func (l *Log) Commit(ctx context.Context, threadID string, events []Event) (Turn
 		}
 		seq := h.last + 1
 		hb, _ := json.Marshal(head{Version: FormatVersion, Last: seq, Keep: l.cfg.Keep}) // numbers only
-		v, err := l.cfg.Store.Put(ctx, hkey, hb, h.version)
-		if err != nil {
-			l.setCached(threadID, nil)
-			if errors.Is(err, storage.ErrConflict) {
-				continue // another writer claimed it
-			}
-			return Turn{}, fmt.Errorf("audit: commit: %w", err)
-		}
-		l.setCached(threadID, &cachedHead{last: seq, version: v, keep: l.cfg.Keep})
 		rec.Seq = seq
 		b, err := json.Marshal(rec)
 		if err != nil { // finite checked the only values that can fail
 			return Turn{}, fmt.Errorf("audit: commit: turn %d: %w", seq, err)
 		}
-		if _, err := l.cfg.Store.Put(ctx, slotKey(threadID, seq, l.cfg.Keep), b, storage.AnyVersion); err != nil {
+		v, err := l.write(ctx, hkey, hb, h.version, slotKey(threadID, seq, l.cfg.Keep), b)
+		if err != nil {
+			l.setCached(threadID, nil)
+			if errors.Is(err, storage.ErrConflict) {
+				continue // another writer claimed it
+			}
 			return Turn{}, fmt.Errorf("audit: commit: turn %d: %w", seq, err)
 		}
+		l.setCached(threadID, &cachedHead{last: seq, version: v, keep: l.cfg.Keep})
 		return rec.Turn, nil
 	}
 	return Turn{}, fmt.Errorf("audit: commit: %d attempts lost the thread's audit head: %w", maxRetries, storage.ErrConflict)
+}
+
+// write claims the turn, writing the head hb under hkey with
+// compare-and-swap against version, then writes the turn's record under
+// slot, and returns the head's new version. On a storage.Batcher both are
+// one transaction; otherwise a claim whose record fails stays claimed,
+// not written (Turns skips it). A conflict is on the head.
+func (l *Log) write(ctx context.Context, hkey string, hb []byte, version int64, slot string, rec []byte) (int64, error) {
+	if b, ok := l.cfg.Store.(storage.Batcher); ok {
+		vs, err := b.WriteBatch(ctx, []storage.Write{{Key: hkey, Value: hb, IfVersion: version}, {Key: slot, Value: rec, IfVersion: storage.AnyVersion}})
+		if err != nil {
+			return 0, err
+		}
+		return vs[0], nil
+	}
+	v, err := l.cfg.Store.Put(ctx, hkey, hb, version)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := l.cfg.Store.Put(ctx, slot, rec, storage.AnyVersion); err != nil {
+		return v, err
+	}
+	return v, nil
 }
 
 // Turns returns the turns the thread keeps, oldest first: the newest
