@@ -82,6 +82,13 @@ func benchBackends(b *testing.B) []struct {
 		name string
 		st   storage.Store
 	}{"postgres-unbatched", struct{ storage.Store }{pg}})
+	// AsyncCommit: the durability of SQLite's default, SyncNormal (a
+	// server crash loses the last fraction of a second of writes).
+	pa := open(b, postgres.Config{URL: u, Schema: newSchema(b, u), AsyncCommit: true})
+	out = append(out, struct {
+		name string
+		st   storage.Store
+	}{"postgres-async", pa})
 	return out
 }
 
@@ -97,7 +104,9 @@ func reportQuantiles(b *testing.B, ds []time.Duration) {
 
 // BenchmarkBackends measures each durable backend in one run (SQLite
 // twice: with its default SyncNormal and with SyncFull, which waits for
-// fsync per commit as PostgreSQL does): a Get and
+// fsync per commit as PostgreSQL does; PostgreSQL three times: as
+// configured by default, without its storage.Batcher, and with
+// AsyncCommit, the durability of SQLite's default): a Get and
 // a compare-and-swap Put of a 2 KB value (p50 and p99), a durable agent
 // step (a run of two steps, one a scratchpad update, with its checkpoint
 // and layer state written to the store), and, on the backends that
