@@ -49,6 +49,7 @@ func openRunBackends(b *testing.B) []struct {
 			return s
 		}})
 	}
+	backends = append(backends, postgresOpenRun()...) // openrun_postgres_test.go
 	return backends
 }
 

@@ -50,6 +50,7 @@ func openRunBackends() []openRunBackend {
 			return s
 		}})
 	}
+	backends = append(backends, postgresOpenRun()...) // openrun_postgres_test.go
 	return backends
 }
 
