@@ -2,7 +2,6 @@ package reliability
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	"github.com/memlayer/memlayer/storage"
@@ -58,22 +57,4 @@ func TestLongThreadAllLayersPostgres(t *testing.T) {
 
 // BenchmarkLongThreadPostgres is BenchmarkLongThread on PostgreSQL (run
 // it with -benchtime 1x).
-func BenchmarkLongThreadPostgres(b *testing.B) {
-	for _, all := range []bool{false, true} {
-		name := map[bool]string{false: "quickstart", true: "all-layers"}[all]
-		b.Run(name, func(b *testing.B) {
-			var r ltResult
-			for b.Loop() {
-				r = runLongThreadOn(b, 1000, all, ltPostgres(b))
-			}
-			r.report(b, name+"-postgres")
-			for _, n := range []int{10, 100, 500, 1000} {
-				p := r.at(n)
-				b.ReportMetric(float64(p.tokens), fmt.Sprintf("tokens@%d", n))
-				b.ReportMetric(ms(p.least), fmt.Sprintf("least-overhead-ms@%d", n))
-				b.ReportMetric(float64(p.written), fmt.Sprintf("B-written@%d", n))
-			}
-			b.ReportMetric(float64(r.resolved), "backrefs-resolved")
-		})
-	}
-}
+func BenchmarkLongThreadPostgres(b *testing.B) { benchLongThread(b, "-postgres", ltPostgres) }

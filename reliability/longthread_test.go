@@ -399,16 +399,20 @@ func TestLongThreadAllLayers(t *testing.T) {
 
 // BenchmarkLongThread reports the long thread's figures at turns 10, 100,
 // 500 and 1,000 (run it with -benchtime 1x: one iteration is 1,000 turns).
-func BenchmarkLongThread(b *testing.B) {
+func BenchmarkLongThread(b *testing.B) { benchLongThread(b, "", ltSQLite) }
+
+// benchLongThread runs BenchmarkLongThread on the stores open returns;
+// suffix ends the names of its figures.
+func benchLongThread(b *testing.B, suffix string, open func(testing.TB) ltStore) {
 	for _, all := range []bool{false, true} {
 		name := map[bool]string{false: "quickstart", true: "all-layers"}[all]
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			var r ltResult
 			for b.Loop() {
-				r = runLongThread(b, 1000, all)
+				r = runLongThreadOn(b, 1000, all, open(b))
 			}
-			r.report(b, name)
+			r.report(b, name+suffix)
 			for _, n := range []int{10, 100, 500, 1000} {
 				p := r.at(n)
 				b.ReportMetric(float64(p.tokens), fmt.Sprintf("tokens@%d", n))
