@@ -21,20 +21,11 @@ func (m *Memory) WriteBatch(ctx context.Context, writes []Write) ([]int64, error
 	}
 	versions := make([]int64, len(writes))
 	for i, w := range writes {
-		cur, ok := m.items[w.Key]
-		switch {
-		case w.IfVersion == AnyVersion:
-		case w.Delete && !ok:
-			return nil, fmt.Errorf("storage: write batch: delete %s: %w", Quote(w.Key), ErrNotFound)
-		case cur.version != w.IfVersion:
-			return nil, fmt.Errorf("storage: write batch: %s: have version %d, want %d: %w", Quote(w.Key), cur.version, w.IfVersion, ErrConflict)
+		v, err := m.batchCheck(w)
+		if err != nil {
+			return nil, fmt.Errorf("storage: write batch: %w", err)
 		}
-		if !w.Delete {
-			versions[i] = cur.version + 1
-			if !ok {
-				versions[i] = FirstVersion()
-			}
-		}
+		versions[i] = v
 	}
 	for i, w := range writes {
 		if w.Delete {
@@ -44,6 +35,23 @@ func (m *Memory) WriteBatch(ctx context.Context, writes []Write) ([]int64, error
 		}
 	}
 	return versions, nil
+}
+
+// batchCheck checks w's version against the stored one and returns the
+// version a Put gives the key (0 for a Delete). m.mu is held.
+func (m *Memory) batchCheck(w Write) (int64, error) {
+	cur, ok := m.items[w.Key]
+	switch {
+	case w.Delete && !ok && w.IfVersion != AnyVersion:
+		return 0, fmt.Errorf("delete %s: %w", Quote(w.Key), ErrNotFound)
+	case w.IfVersion != AnyVersion && cur.version != w.IfVersion:
+		return 0, fmt.Errorf("%s: have version %d, want %d: %w", Quote(w.Key), cur.version, w.IfVersion, ErrConflict)
+	case w.Delete:
+		return 0, nil
+	case !ok:
+		return FirstVersion(), nil
+	}
+	return cur.version + 1, nil
 }
 
 var _ Batcher = (*Memory)(nil)
