@@ -261,17 +261,30 @@ func (l *Log) Commit(ctx context.Context, threadID string, events []Event) (Turn
 		if err := storage.WaitRetry(ctx, attempt); err != nil {
 			return Turn{}, fmt.Errorf("audit: commit: %w", err)
 		}
-		seq, err := l.claim(ctx, threadID, hkey)
-		if err != nil {
-			return Turn{}, fmt.Errorf("audit: commit: %w", err)
-		}
-		if seq > 0 {
-			rec.Seq = seq
-			if err := l.write(ctx, threadID, rec); err != nil {
-				return Turn{}, err
+		h, ok := l.cached(threadID)
+		if !ok {
+			var err error
+			if h, err = l.readHead(ctx, threadID, hkey); err != nil {
+				return Turn{}, fmt.Errorf("audit: commit: %w", err)
 			}
-			return rec.Turn, nil
 		}
+		seq := h.last + 1
+		hb, _ := json.Marshal(head{Version: FormatVersion, Last: seq, Keep: l.cfg.Keep}) // numbers only
+		rec.Seq = seq
+		b, err := json.Marshal(rec)
+		if err != nil { // finite checked the only values that can fail
+			return Turn{}, fmt.Errorf("audit: commit: turn %d: %w", seq, err)
+		}
+		v, err := l.write(ctx, hkey, hb, h.version, slotKey(threadID, seq, l.cfg.Keep), b)
+		if err != nil {
+			l.setCached(threadID, nil)
+			if errors.Is(err, storage.ErrConflict) {
+				continue // another writer claimed it
+			}
+			return Turn{}, fmt.Errorf("audit: commit: turn %d: %w", seq, err)
+		}
+		l.setCached(threadID, &cachedHead{last: seq, version: v, keep: l.cfg.Keep})
+		return rec.Turn, nil
 	}
 	return Turn{}, fmt.Errorf("audit: commit: %d attempts lost the thread's audit head: %w", maxRetries, storage.ErrConflict)
 }
@@ -289,41 +302,27 @@ func newRecord(now time.Time, events []Event) record {
 	return rec
 }
 
-// claim claims the thread's next turn number with a compare-and-swap of
-// its head (key hkey), reading the head first unless it is cached. It
-// returns 0 when another writer claimed that number first.
-func (l *Log) claim(ctx context.Context, threadID, hkey string) (int64, error) {
-	h, ok := l.cached(threadID)
-	if !ok {
-		var err error
-		if h, err = l.readHead(ctx, threadID, hkey); err != nil {
+// write claims the turn, writing the head hb under hkey with
+// compare-and-swap against version, then writes the turn's record under
+// slot, and returns the head's new version. On a storage.Batcher both are
+// one transaction; otherwise a claim whose record fails stays claimed,
+// not written (Turns skips it). A conflict is on the head.
+func (l *Log) write(ctx context.Context, hkey string, hb []byte, version int64, slot string, rec []byte) (int64, error) {
+	if b, ok := l.cfg.Store.(storage.Batcher); ok {
+		vs, err := b.WriteBatch(ctx, []storage.Write{{Key: hkey, Value: hb, IfVersion: version}, {Key: slot, Value: rec, IfVersion: storage.AnyVersion}})
+		if err != nil {
 			return 0, err
 		}
+		return vs[0], nil
 	}
-	seq := h.last + 1
-	hb, _ := json.Marshal(head{Version: FormatVersion, Last: seq, Keep: l.cfg.Keep}) // numbers only
-	v, err := l.cfg.Store.Put(ctx, hkey, hb, h.version)
+	v, err := l.cfg.Store.Put(ctx, hkey, hb, version)
 	if err != nil {
-		l.setCached(threadID, nil)
-		if errors.Is(err, storage.ErrConflict) {
-			return 0, nil
-		}
 		return 0, err
 	}
-	l.setCached(threadID, &cachedHead{last: seq, version: v, keep: l.cfg.Keep})
-	return seq, nil
-}
-
-// write writes the claimed turn rec into its slot.
-func (l *Log) write(ctx context.Context, threadID string, rec record) error {
-	b, err := json.Marshal(rec)
-	if err != nil { // finite checked the only values that can fail
-		return fmt.Errorf("audit: commit: turn %d: %w", rec.Seq, err)
+	if _, err := l.cfg.Store.Put(ctx, slot, rec, storage.AnyVersion); err != nil {
+		return v, err
 	}
-	if _, err := l.cfg.Store.Put(ctx, slotKey(threadID, rec.Seq, l.cfg.Keep), b, storage.AnyVersion); err != nil {
-		return fmt.Errorf("audit: commit: turn %d: %w", rec.Seq, err)
-	}
-	return nil
+	return v, nil
 }
 
 // Turns returns the turns the thread keeps, oldest first: the newest

@@ -111,7 +111,7 @@ func BenchmarkOpenRun(b *testing.B) {
 	rd := func(url, ns string) (storagetest.Closer, error) {
 		return redis.New(redis.Config{URL: url, Namespace: ns})
 	}
-	storagetest.BenchmarkOpenRun(b, storagetest.Backends("bench-openrun-ep", sq, rd), "episodes", seed, func(st storage.Store) error {
+	storagetest.BenchmarkOpenRun(b, withPostgres(storagetest.Backends("bench-openrun-ep", sq, rd)), "episodes", seed, func(st storage.Store) error {
 		l, err := layertest.FirstRecall(ctx, tmpl, layer.Env{ThreadID: "t-new", ResourceID: "user-1", Store: st}, q)
 		if err != nil {
 			return err

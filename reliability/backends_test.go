@@ -80,7 +80,7 @@ func sharedBackends(t *testing.T) []storeSpec {
 }
 
 // postgresSpec is replaced by postgres_test.go.
-var postgresSpec = func(t *testing.T) (storeSpec, bool) { return storeSpec{}, false }
+var postgresSpec = func(t testing.TB) (storeSpec, bool) { return storeSpec{}, false }
 
 // stopSharedPostgres is replaced by postgres_test.go.
 var stopSharedPostgres = func() {}

@@ -170,14 +170,34 @@ func ltLayers(t testing.TB, all bool) []layer.Layer {
 	return ls
 }
 
-func runLongThread(t testing.TB, turns int, all bool) ltResult {
-	ctx := context.Background()
-	db, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "long.db")})
+// ltSQLite opens the long thread's store: an SQLite file.
+func ltSQLite(t testing.TB) ltStore {
+	db, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "long.db")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	store := &ltCountingStore{Store: db, search: db}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// ltStore is a store the long thread runs on: it searches.
+type ltStore interface {
+	storage.Store
+	storage.Searcher
+}
+
+func runLongThread(t testing.TB, turns int, all bool) ltResult {
+	return runLongThreadOn(t, turns, all, ltSQLite(t))
+}
+
+// runLongThreadOn runs the long thread on db.
+func runLongThreadOn(t testing.TB, turns int, all bool, db ltStore) ltResult {
+	ctx := context.Background()
+	counter := &ltCountingStore{Store: db, search: db}
+	store := storage.Store(counter)
+	if b, ok := db.(storage.Batcher); ok {
+		store = ltCountingBatcher{counter, b}
+	}
 
 	var res ltResult
 	var turn int // the turn being run
@@ -240,12 +260,12 @@ func runLongThread(t testing.TB, turns int, all bool) ltResult {
 			res.turns[turn-1].ref = true
 			input = fmt.Sprintf("Go back to the page from turn %d (%q) and publish it.", back, ltTitle(back))
 		}
-		before, start := store.written(), time.Now()
+		before, start := counter.written(), time.Now()
 		if _, err := agent.Run(ctx, agentloop.RunInput{ThreadID: "long", ResourceID: "user-1", Input: input}); err != nil {
 			t.Fatalf("turn %d: %v", turn, err)
 		}
 		res.turns[turn-1].took = time.Since(start)
-		res.turns[turn-1].written = store.written() - before
+		res.turns[turn-1].written = counter.written() - before
 	}
 	return res
 }
@@ -379,16 +399,20 @@ func TestLongThreadAllLayers(t *testing.T) {
 
 // BenchmarkLongThread reports the long thread's figures at turns 10, 100,
 // 500 and 1,000 (run it with -benchtime 1x: one iteration is 1,000 turns).
-func BenchmarkLongThread(b *testing.B) {
+func BenchmarkLongThread(b *testing.B) { benchLongThread(b, "", ltSQLite) }
+
+// benchLongThread runs BenchmarkLongThread on the stores open returns;
+// suffix ends the names of its figures.
+func benchLongThread(b *testing.B, suffix string, open func(testing.TB) ltStore) {
 	for _, all := range []bool{false, true} {
 		name := map[bool]string{false: "quickstart", true: "all-layers"}[all]
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			var r ltResult
 			for b.Loop() {
-				r = runLongThread(b, 1000, all)
+				r = runLongThreadOn(b, 1000, all, open(b))
 			}
-			r.report(b, name)
+			r.report(b, name+suffix)
 			for _, n := range []int{10, 100, 500, 1000} {
 				p := r.at(n)
 				b.ReportMetric(float64(p.tokens), fmt.Sprintf("tokens@%d", n))

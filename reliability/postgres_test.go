@@ -47,7 +47,7 @@ var sharedPG struct {
 // sharedPostgresSpec returns a fresh schema on the suite's server.
 // Without MEMLAYER_POSTGRES_URL and without initdb the PostgreSQL runs
 // are skipped (the test logs why), except in CI, where it fails.
-func sharedPostgresSpec(t *testing.T) (storeSpec, bool) {
+func sharedPostgresSpec(t testing.TB) (storeSpec, bool) {
 	t.Helper()
 	sharedPG.once.Do(func() {
 		if u := os.Getenv(pgtest.EnvURL); u != "" {
@@ -74,6 +74,7 @@ func sharedPostgresSpec(t *testing.T) (storeSpec, bool) {
 type killOutcome struct {
 	acked, failed, unknown int // writes reported applied, not applied, outcome unknown
 	lostAcked, failedFound int // acknowledged writes missing; writes reported failed yet stored
+	partial                int // batches of which some keys are stored and some not
 }
 
 // TestPostgresServerKill kills a private PostgreSQL server with SIGKILL
@@ -111,11 +112,12 @@ func TestPostgresServerKill(t *testing.T) {
 		total.unknown += o.unknown
 		total.lostAcked += o.lostAcked
 		total.failedFound += o.failedFound
+		total.partial += o.partial
 	}
-	t.Logf("FIGURE postgres SIGKILL: %d trials, %d writes acknowledged, %d reported failed, %d of unknown outcome; acknowledged lost %d, failed yet stored %d",
-		trials, total.acked, total.failed, total.unknown, total.lostAcked, total.failedFound)
-	if total.lostAcked != 0 || total.failedFound != 0 {
-		t.Errorf("%d acknowledged writes lost, %d writes reported failed were stored", total.lostAcked, total.failedFound)
+	t.Logf("FIGURE postgres SIGKILL: %d trials, %d writes acknowledged, %d reported failed, %d of unknown outcome; acknowledged lost %d, failed yet stored %d, batches partly stored %d",
+		trials, total.acked, total.failed, total.unknown, total.lostAcked, total.failedFound, total.partial)
+	if total.lostAcked != 0 || total.failedFound != 0 || total.partial != 0 {
+		t.Errorf("%d acknowledged writes lost, %d writes reported failed were stored, %d batches partly stored", total.lostAcked, total.failedFound, total.partial)
 	}
 	if total.acked == 0 || total.failed+total.unknown == 0 {
 		t.Errorf("the kills hit no write: %+v", total)
@@ -162,8 +164,8 @@ func killTrial(t *testing.T, srv *pgtest.Server, u, schema string) killOutcome {
 	defer st.Close()
 	const writers = 4
 	type result struct {
-		key   string
-		state int // 0 acked, 1 failed, 2 unknown
+		keys  []string // one Put's key, or a batch's three
+		state int      // 0 acked, 1 failed, 2 unknown
 	}
 	var mu sync.Mutex
 	var results []result
@@ -178,10 +180,18 @@ func killTrial(t *testing.T, srv *pgtest.Server, u, schema string) killOutcome {
 				default:
 				}
 				key := fmt.Sprintf("w%d/%06d", w, i)
+				r := result{keys: []string{key}}
 				cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-				_, err := st.Put(cctx, key, []byte(key), storage.NoVersion)
+				var err error
+				if w%2 == 0 {
+					_, err = st.Put(cctx, key, []byte(key), storage.NoVersion)
+				} else {
+					// Half the writers commit three keys as one batch:
+					// all of them are stored or none.
+					r.keys = []string{key + "/a", key + "/b", key + "/c"}
+					_, err = st.WriteBatch(cctx, []storage.Write{{Key: r.keys[0], Value: []byte(r.keys[0])}, {Key: r.keys[1], Value: []byte(r.keys[1])}, {Key: r.keys[2], Value: []byte(r.keys[2])}})
+				}
 				cancel()
-				r := result{key: key}
 				switch {
 				case err == nil:
 				case errors.Is(err, storage.ErrNotDurable):
@@ -218,18 +228,28 @@ func killTrial(t *testing.T, srv *pgtest.Server, u, schema string) killOutcome {
 	}
 	var o killOutcome
 	for _, r := range results {
+		n := 0
+		for _, k := range r.keys {
+			if stored[k] {
+				n++
+			}
+		}
+		if n != 0 && n != len(r.keys) {
+			o.partial++
+			t.Logf("batch %v partly stored: %d of %d keys", r.keys, n, len(r.keys))
+		}
 		switch r.state {
 		case 0:
 			o.acked++
-			if !stored[r.key] {
+			if n != len(r.keys) {
 				o.lostAcked++
 			}
 		case 1:
 			o.failed++
-			if stored[r.key] {
+			if n != 0 {
 				o.failedFound++
 				if o.failedFound <= 3 {
-					t.Logf("write of %s reported failed, yet stored", r.key)
+					t.Logf("write of %v reported failed, yet stored", r.keys)
 				}
 			}
 		case 2:

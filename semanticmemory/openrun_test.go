@@ -94,7 +94,7 @@ func BenchmarkOpenRun(b *testing.B) {
 	rd := func(url, ns string) (storagetest.Closer, error) {
 		return redis.New(redis.Config{URL: url, Namespace: ns})
 	}
-	storagetest.BenchmarkOpenRun(b, storagetest.Backends("bench-openrun-sem", sq, rd), "facts", func(b *testing.B, st storage.Store, n int) { seedFacts(b, st, n) }, func(st storage.Store) error {
+	storagetest.BenchmarkOpenRun(b, withPostgres(storagetest.Backends("bench-openrun-sem", sq, rd)), "facts", func(b *testing.B, st storage.Store, n int) { seedFacts(b, st, n) }, func(st storage.Store) error {
 		_, err := layertest.FirstRecall(ctx, tmpl, layer.Env{ThreadID: "t-new", ResourceID: "user-1", Store: st}, openRunQuery)
 		return err
 	})

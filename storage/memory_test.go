@@ -222,3 +222,7 @@ func BenchmarkMemorySearch100k(b *testing.B) {
 func BenchmarkMemoryIndex(b *testing.B) {
 	storagetest.BenchmarkIndex(b, storage.NewMemory())
 }
+
+func TestMemoryBatch(t *testing.T) {
+	storagetest.RunBatch(t, func(t *testing.T) storage.Store { return storage.NewMemory() })
+}

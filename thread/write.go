@@ -98,9 +98,18 @@ type write struct {
 	// replaced are records the new head no longer names; elide the
 	// covered segments to elide once it is written.
 	replaced, elide []string
+	// batch, when the store is a storage.Batcher, holds the records to
+	// commit with the head as one transaction, instead of writing them
+	// one at a time.
+	batcher storage.Batcher
+	batch   []storage.Write
 }
 
 func (op *write) put(name string, data []byte) error {
+	if op.batcher != nil {
+		op.batch = append(op.batch, storage.Write{Key: storage.ThreadKey(op.w.threadID, name), Value: data, IfVersion: storage.NoVersion})
+		return nil
+	}
 	if _, err := op.w.store.Put(op.ctx, storage.ThreadKey(op.w.threadID, name), data, storage.NoVersion); err != nil {
 		return err
 	}
@@ -117,11 +126,14 @@ func (op *write) abandon() {
 // Write stores a step: the new messages as a segment, the layers whose
 // snapshot changed, a new summary if there is one, then the head with
 // compare-and-swap. If any write fails, the records it wrote (which no
-// head names) are deleted and the thread is as it was. A write another
+// head names) are deleted and the thread is as it was. On a store that is
+// a [storage.Batcher], the records, the head and the deletion of the
+// records the head no longer names are one transaction. A write another
 // run's wrote after is an error that is storage.ErrConflict; then Saved
 // says whether the step is stored all the same.
 func (w *Writer) Write(ctx context.Context, s Step) error {
 	op := &write{w: w, ctx: ctx}
+	op.batcher, _ = w.store.(storage.Batcher)
 	h := w.head
 	segs, kept, list := slices.Clone(w.segs), w.kept, w.listSegs
 	if len(s.Messages) > 0 {
@@ -161,9 +173,13 @@ func (w *Writer) Write(ctx context.Context, s Step) error {
 	}
 	w.saved = h.Messages
 	w.segs, w.kept, w.listSegs = segs, kept, list
-	// Records the head no longer names. A run that read the old head
-	// and reads one of them now finds it gone and reads the head again.
+	// Records the head no longer names (deleted with it by a batch). A
+	// run that read the old head and reads one of them now finds it gone
+	// and reads the head again.
 	for _, name := range op.replaced {
+		if op.batcher != nil {
+			break
+		}
 		_ = w.store.Delete(ctx, storage.ThreadKey(w.threadID, name), storage.AnyVersion)
 	}
 	w.elideSegments(ctx, op.elide, h.Covers)
@@ -251,7 +267,7 @@ func (op *write) head(h headRecord, readBack time.Duration) error {
 		op.abandon()
 		return fmt.Errorf("encode: %w", err)
 	}
-	v, err := w.store.Put(op.ctx, w.key, data, w.version)
+	v, err := op.putHead(data)
 	if err != nil {
 		// Only a conflict says for sure that the head was not written;
 		// after any other error it may have been, and then it names the
@@ -277,6 +293,29 @@ func (op *write) head(h headRecord, readBack time.Duration) error {
 	}
 	w.version, w.head = v, h
 	return nil
+}
+
+// putHead writes the head with compare-and-swap: alone, or, on a
+// Batcher, with the step's records and the deletion of those it
+// replaces.
+func (op *write) putHead(data []byte) (int64, error) {
+	w := op.w
+	if op.batcher == nil {
+		return w.store.Put(op.ctx, w.key, data, w.version)
+	}
+	at := len(op.batch)
+	writes := append(op.batch, storage.Write{Key: w.key, Value: data, IfVersion: w.version})
+	for i, name := range op.replaced {
+		if slices.Contains(op.replaced[:i], name) {
+			continue
+		}
+		writes = append(writes, storage.Write{Key: storage.ThreadKey(w.threadID, name), IfVersion: storage.AnyVersion, Delete: true})
+	}
+	vs, err := op.batcher.WriteBatch(op.ctx, writes)
+	if err != nil {
+		return 0, err
+	}
+	return vs[at], nil
 }
 
 // What reading back a head whose write failed found (see headLanded).

@@ -76,6 +76,19 @@ func benchBackends(b *testing.B) []struct {
 		name string
 		st   storage.Store
 	}{"postgres", pg})
+	// The same store without its storage.Batcher: each record of a step
+	// is its own write and commit, as on a store that cannot batch.
+	out = append(out, struct {
+		name string
+		st   storage.Store
+	}{"postgres-unbatched", struct{ storage.Store }{pg}})
+	// AsyncCommit: the durability of SQLite's default, SyncNormal (a
+	// server crash loses the last fraction of a second of writes).
+	pa := open(b, postgres.Config{URL: u, Schema: newSchema(b, u), AsyncCommit: true})
+	out = append(out, struct {
+		name string
+		st   storage.Store
+	}{"postgres-async", pa})
 	return out
 }
 
@@ -91,7 +104,9 @@ func reportQuantiles(b *testing.B, ds []time.Duration) {
 
 // BenchmarkBackends measures each durable backend in one run (SQLite
 // twice: with its default SyncNormal and with SyncFull, which waits for
-// fsync per commit as PostgreSQL does): a Get and
+// fsync per commit as PostgreSQL does; PostgreSQL three times: as
+// configured by default, without its storage.Batcher, and with
+// AsyncCommit, the durability of SQLite's default): a Get and
 // a compare-and-swap Put of a 2 KB value (p50 and p99), a durable agent
 // step (a run of two steps, one a scratchpad update, with its checkpoint
 // and layer state written to the store), and, on the backends that
@@ -138,6 +153,7 @@ func BenchmarkBackends(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			st, cnt := counted(be.st)
 			a, err := agentloop.New(agentloop.Config{
 				Model: agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
 					if len(r.ToolResults()) == 0 {
@@ -146,13 +162,13 @@ func BenchmarkBackends(b *testing.B) {
 					return agenttest.Text("done"), nil
 				}),
 				Layers: []layer.Layer{wm},
-				Store:  be.st,
+				Store:  st,
 			})
 			if err != nil {
 				b.Fatal(err)
 			}
 			ds := make([]time.Duration, 0, 1024)
-			n := 0
+			n, steps := 0, 0
 			b.ReportAllocs()
 			for b.Loop() {
 				n++
@@ -161,9 +177,15 @@ func BenchmarkBackends(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				steps += max(1, res.Steps)
 				ds = append(ds, time.Since(t0)/time.Duration(max(1, res.Steps)))
 			}
 			reportQuantiles(b, ds)
+			// What one step costs the store: calls (each at least a round
+			// trip) and commits (each a flush of the log when durable).
+			b.ReportMetric(float64(cnt.roundTrips())/float64(steps), "calls/step")
+			b.ReportMetric(float64(cnt.commits())/float64(steps), "commits/step")
+			b.ReportMetric(float64(cnt.puts.Load()+cnt.deletes.Load()+cnt.batched.Load())/float64(steps), "writes/step")
 		})
 		b.Run(be.name+"/search100k", func(b *testing.B) {
 			s, ok := be.st.(storage.Searcher)

@@ -29,6 +29,14 @@
 // version never repeats even if the tables are dropped and created again.
 // A write is durable as the server commits it (synchronous_commit).
 //
+// The store is a [storage.Batcher]: [Store.WriteBatch] sends several
+// conditional writes in one round trip as one transaction, all or
+// nothing, so that they wait for one flush of the server's log. Package
+// thread writes each agent step this way. [Config.AsyncCommit] makes the
+// store's sessions acknowledge a commit before the flush, the durability
+// of SQLite's default: a server crash then loses the last fraction of a
+// second of acknowledged writes.
+//
 // Statements run under the caller's context: when it ends, pgx cancels
 // the statement. A write whose answer is lost, because ctx ended or the
 // connection broke after it was sent, may or may not have been applied:

@@ -50,6 +50,17 @@ type Config struct {
 	// Prefix starts every table name: DefaultPrefix when empty. It is 1
 	// to 32 bytes of a-z, 0-9 and '_', starting with a letter or '_'.
 	Prefix string
+	// AsyncCommit trades durability for speed, as SQLite's default
+	// (SyncNormal) does: the store's sessions run with
+	// synchronous_commit=off, so a commit is acknowledged before the
+	// server flushes it to its write-ahead log. If the server crashes
+	// (not the application), writes acknowledged in roughly the last
+	// 3 x wal_writer_delay (600 ms by default) are lost; the database
+	// stays consistent, and a batch is still all or nothing. The default,
+	// false, acknowledges a write only once it is on disk. It applies to
+	// the pool the store opens from URL; with Pool, set synchronous_commit
+	// in the pool's ConnConfig.RuntimeParams instead.
+	AsyncCommit bool
 }
 
 // Store is a [storage.Store] and [storage.Searcher] kept in PostgreSQL
@@ -98,12 +109,17 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	switch {
 	case cfg.URL != "" && cfg.Pool != nil:
 		return nil, errors.New("storage/postgres: Config has both URL and Pool")
+	case cfg.Pool != nil && cfg.AsyncCommit:
+		return nil, errors.New("storage/postgres: AsyncCommit applies to a pool the store opens: set synchronous_commit in the Pool's ConnConfig.RuntimeParams")
 	case cfg.Pool != nil:
 		s.pool = cfg.Pool
 	case cfg.URL != "":
 		pc, err := pgxpool.ParseConfig(cfg.URL)
 		if err != nil {
 			return nil, fmt.Errorf("storage/postgres: parse URL: %w", err)
+		}
+		if cfg.AsyncCommit {
+			pc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 		}
 		if s.pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
 			return nil, fmt.Errorf("storage/postgres: open: %w", err)
@@ -214,16 +230,8 @@ func (s *Store) init(ctx context.Context) error {
 
 // begin checks what every operation checks first.
 func (s *Store) begin(ctx context.Context, op, key string, validate bool) error {
-	if s.closed.Load() {
-		return fmt.Errorf("storage/postgres: %s %s: %w", op, storage.Quote(key), storage.ErrClosed)
-	}
-	if err := ctx.Err(); err != nil {
+	if err := storage.CheckOp(ctx, s.closed.Load(), key, validate); err != nil {
 		return fmt.Errorf("storage/postgres: %s %s: %w", op, storage.Quote(key), err)
-	}
-	if validate {
-		if err := storage.ValidateKey(key); err != nil {
-			return fmt.Errorf("storage/postgres: %s: %w", op, err)
-		}
 	}
 	return nil
 }
@@ -508,4 +516,8 @@ func isConnectError(err error) bool {
 }
 
 // Interface guards.
-var _ storage.Store = (*Store)(nil)
+var (
+	_ storage.Store   = (*Store)(nil)
+	_ storage.Batcher = (*Store)(nil)
+	_ storage.Purger  = (*Store)(nil)
+)

@@ -25,11 +25,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/memlayer/memlayer/storage/postgres"
 )
 
 // EnvURL is the environment variable naming a server of the user's.
@@ -333,3 +336,24 @@ func Main(m *testing.M) int {
 	}
 	return code
 }
+
+// Open returns a store on the server at url in a fresh schema whose name
+// starts with prefix (a-z, 0-9, '_'), closed and dropped when tb ends.
+func Open(tb testing.TB, url, prefix string) *postgres.Store {
+	tb.Helper()
+	schema := fmt.Sprintf("%s_%d_%d", prefix, os.Getpid(), schemaSeq.Add(1))
+	s, err := postgres.Open(context.Background(), postgres.Config{URL: url, Schema: schema})
+	if err != nil {
+		tb.Fatalf("pgtest: open: %v", err)
+	}
+	tb.Cleanup(func() {
+		if _, err := s.Pool().Exec(context.Background(), `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+			tb.Errorf("pgtest: drop schema %s: %v", schema, err)
+		}
+		s.Close()
+	})
+	return s
+}
+
+// schemaSeq numbers the schemas of [Open].
+var schemaSeq atomic.Int64
