@@ -1,8 +1,10 @@
 package reliability
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -76,12 +78,13 @@ func ltPage(n int, title string) map[string]any {
 }
 
 type ltTurn struct {
-	tokens   int           // the largest request of the turn, by the default estimate
-	took     time.Duration // the run's wall time (the scripted model and the tools included)
-	overhead time.Duration // memlayer's own time: the steps' time less model and tool time
-	written  int           // bytes written to the store
-	ref      bool          // the user named an earlier page
-	resolved bool          // and the model found its ID
+	tokens   int            // the largest request of the turn, by the default estimate
+	took     time.Duration  // the run's wall time (the scripted model and the tools included)
+	overhead time.Duration  // memlayer's own time: the steps' time less model and tool time
+	written  int            // bytes written to the store
+	kinds    map[string]int // bytes written by kind of record (see ltKind)
+	ref      bool           // the user named an earlier page
+	resolved bool           // and the model found its ID
 }
 
 type ltResult struct {
@@ -99,12 +102,36 @@ type ltCountingStore struct {
 	search storage.Searcher
 	mu     sync.Mutex
 	bytes  int
+	kinds  map[string]int // bytes by kind of record (see ltKind)
 }
 
-func (s *ltCountingStore) add(n int) {
+func (s *ltCountingStore) add(kind string, n int) {
 	s.mu.Lock()
 	s.bytes += n
+	if s.kinds == nil {
+		s.kinds = map[string]int{}
+	}
+	s.kinds[kind] += n
 	s.mu.Unlock()
+}
+
+// byKind returns the bytes written so far by kind of record.
+func (s *ltCountingStore) byKind() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.kinds)
+}
+
+var (
+	ltNumber = regexp.MustCompile(`[0-9]+`)
+	ltNonce  = regexp.MustCompile(`\.[0-9a-f]{12}$`)
+)
+
+// ltKind is a key's kind of record: the key with its random suffix cut
+// and its numbers replaced by "#", the user's and thread's IDs kept
+// (there is one of each).
+func ltKind(key string) string {
+	return ltNumber.ReplaceAllString(ltNonce.ReplaceAllString(key, ""), "#")
 }
 
 func (s *ltCountingStore) written() int {
@@ -114,7 +141,7 @@ func (s *ltCountingStore) written() int {
 }
 
 func (s *ltCountingStore) Put(ctx context.Context, key string, v []byte, ver int64) (int64, error) {
-	s.add(len(key) + len(v))
+	s.add(ltKind(key), len(key)+len(v))
 	return s.Store.Put(ctx, key, v, ver)
 }
 
@@ -126,7 +153,7 @@ func (s *ltCountingStore) Index(ctx context.Context, col string, docs ...storage
 			n += len(k) + len(v)
 		}
 	}
-	s.add(n)
+	s.add("index:"+ltKind(col), n)
 	return s.search.Index(ctx, col, docs...)
 }
 
@@ -240,12 +267,16 @@ func runLongThread(t testing.TB, turns int, all bool) ltResult {
 			res.turns[turn-1].ref = true
 			input = fmt.Sprintf("Go back to the page from turn %d (%q) and publish it.", back, ltTitle(back))
 		}
-		before, start := store.written(), time.Now()
+		before, kinds, start := store.written(), store.byKind(), time.Now()
 		if _, err := agent.Run(ctx, agentloop.RunInput{ThreadID: "long", ResourceID: "user-1", Input: input}); err != nil {
 			t.Fatalf("turn %d: %v", turn, err)
 		}
 		res.turns[turn-1].took = time.Since(start)
 		res.turns[turn-1].written = store.written() - before
+		res.turns[turn-1].kinds = store.byKind()
+		for k, n := range kinds {
+			res.turns[turn-1].kinds[k] -= n
+		}
 	}
 	return res
 }
@@ -287,6 +318,36 @@ func (r ltResult) at(n int) ltPoint {
 	}
 }
 
+// kinds returns the median bytes written per kind of record by the 10
+// turns that end with turn n, largest first.
+func (r ltResult) kinds(n int) []ltKindBytes {
+	w := r.turns[max(n-10, 0):n]
+	all := map[string]bool{}
+	for _, x := range w {
+		for k := range x.kinds {
+			all[k] = true
+		}
+	}
+	var out []ltKindBytes
+	for k := range all {
+		v := make([]int, len(w))
+		for i, x := range w {
+			v[i] = x.kinds[k]
+		}
+		slices.Sort(v)
+		if v[len(v)/2] > 0 {
+			out = append(out, ltKindBytes{k, v[len(v)/2]})
+		}
+	}
+	slices.SortFunc(out, func(a, b ltKindBytes) int { return cmp.Or(b.bytes-a.bytes, strings.Compare(a.kind, b.kind)) })
+	return out
+}
+
+type ltKindBytes struct {
+	kind  string
+	bytes int
+}
+
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func (r ltResult) report(t testing.TB, name string) {
@@ -306,6 +367,9 @@ func (r ltResult) report(t testing.TB, name string) {
 		}
 		t.Logf("FIGURE long-thread %s turn=%d prompt_tokens=%d overhead_ms=%.2f least_overhead_ms=%.2f run_ms=%.2f bytes_written=%d backrefs_resolved=%d/%d",
 			name, n, p.tokens, ms(p.overhead), ms(p.least), ms(p.took), p.written, resolved, refs)
+		for _, k := range r.kinds(n) {
+			t.Logf("BYTES long-thread %s turn=%d kind=%s bytes=%d", name, n, k.kind, k.bytes)
+		}
 	}
 }
 
