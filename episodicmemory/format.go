@@ -136,28 +136,40 @@ func encode(v any) []byte {
 	return b
 }
 
-// decode reads one record of the current or an older version into v
-// (which has a Version field set from the data).
-func decode(data []byte, v any) error {
+// versioned is a record: its Version field is set from the data.
+type versioned interface{ version() int }
+
+func (h *head) version() int         { return h.Version }
+func (s *segment) version() int      { return s.Version }
+func (r *digestRecord) version() int { return r.Version }
+func (s *snapshot) version() int     { return s.Version }
+func (m *mark) version() int         { return m.Version }
+
+// decode reads one record of the current or an older version into v, in
+// one pass when it decodes; a record that does not is told apart by its
+// version (a newer one is ErrVersion, not ErrCorrupt).
+func decode(data []byte, v versioned) error {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
 		return fmt.Errorf("%w: not a JSON object", ErrCorrupt)
 	}
-	var ver struct {
-		Version *int `json:"version"`
-	}
-	if err := json.Unmarshal(data, &ver); err != nil {
-		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	err := json.Unmarshal(data, v)
+	ver := v.version()
+	if err != nil {
+		var peek struct {
+			Version int `json:"version"`
+		}
+		if json.Unmarshal(data, &peek) != nil {
+			return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		ver = peek.Version
 	}
 	switch {
-	case ver.Version == nil:
-		return fmt.Errorf("%w: no version", ErrCorrupt)
-	case *ver.Version > FormatVersion:
-		return fmt.Errorf("%w: version %d, this build reads up to %d", ErrVersion, *ver.Version, FormatVersion)
-	case *ver.Version < 1:
-		return fmt.Errorf("%w: version %d", ErrCorrupt, *ver.Version)
-	}
-	if err := json.Unmarshal(data, v); err != nil {
+	case ver > FormatVersion:
+		return fmt.Errorf("%w: version %d, this build reads up to %d", ErrVersion, ver, FormatVersion)
+	case ver < 1:
+		return fmt.Errorf("%w: no version, or version %d", ErrCorrupt, ver)
+	case err != nil:
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return nil
@@ -165,6 +177,7 @@ func decode(data []byte, v any) error {
 
 func decodeHead(data []byte) (head, error) {
 	h := emptyHead()
+	h.Version = 0 // set from the data
 	if err := decode(data, &h); err != nil {
 		return head{}, err
 	}

@@ -5,9 +5,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -404,10 +406,14 @@ func checkLongThread(t *testing.T, r ltResult, all, timed bool) {
 	}
 }
 
-// ltTurns is the length of the thread: 1,000 turns under make
+// ltTurns is the length of the thread: MEMLAYER_LONGTHREAD_TURNS when
+// set (to profile a part of the thread, say), else 1,000 turns under make
 // reliability (MEMLAYER_RELIABILITY=1), 100 otherwise, 30 under the race
 // detector (make test) or with -short.
 func ltTurns() int {
+	if n, err := strconv.Atoi(os.Getenv("MEMLAYER_LONGTHREAD_TURNS")); err == nil && n >= 10 {
+		return n
+	}
 	switch {
 	case heavy():
 		return 1000
