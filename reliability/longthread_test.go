@@ -124,16 +124,25 @@ func (s *ltCountingStore) byKind() map[string]int {
 	return maps.Clone(s.kinds)
 }
 
-var (
-	ltNumber = regexp.MustCompile(`[0-9]+`)
-	ltNonce  = regexp.MustCompile(`\.[0-9a-f]{12}$`)
-)
-
 // ltKind is a key's kind of record: the key with its random suffix cut
-// and its numbers replaced by "#", the user's and thread's IDs kept
-// (there is one of each).
+// (".<12 hex digits>") and each run of digits replaced by "#", the
+// user's and thread's IDs kept (there is one of each). It runs inside
+// the store's calls, so it is a plain loop, not a regular expression.
 func ltKind(key string) string {
-	return ltNumber.ReplaceAllString(ltNonce.ReplaceAllString(key, ""), "#")
+	if i := strings.LastIndexByte(key, '.'); i >= 0 && len(key)-i == 13 && strings.Trim(key[i+1:], "0123456789abcdef") == "" {
+		key = key[:i]
+	}
+	b := make([]byte, 0, len(key))
+	for i := 0; i < len(key); i++ {
+		if key[i] >= '0' && key[i] <= '9' {
+			if i == 0 || key[i-1] < '0' || key[i-1] > '9' {
+				b = append(b, '#')
+			}
+			continue
+		}
+		b = append(b, key[i])
+	}
+	return string(b)
 }
 
 func (s *ltCountingStore) written() int {
@@ -352,10 +361,16 @@ type ltKindBytes struct {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
+// report logs the figures at turns 10, 100, 500 and 1,000, and at the
+// last turn of a thread of another length.
 func (r ltResult) report(t testing.TB, name string) {
-	for _, n := range []int{10, 100, 500, 1000} {
+	points := []int{10, 100, 500, 1000}
+	if n := len(r.turns); !slices.Contains(points, n) {
+		points = append(points, n)
+	}
+	for _, n := range points {
 		if n > len(r.turns) {
-			break
+			continue
 		}
 		p := r.at(n)
 		refs, resolved := 0, 0
