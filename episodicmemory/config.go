@@ -29,8 +29,8 @@ const (
 	// step) keep their raw episodes; older folded segments are deleted.
 	DefaultRetain = 1000
 	// DefaultMaxDigests is how many digests of folded episodes a run
-	// holds in memory (for snapshots; on a store without search, for
-	// recall).
+	// holds in memory (for Metrics and snapshots without a store; on a
+	// store without search, for recall).
 	DefaultMaxDigests = 512
 	// DefaultHalfLife is the recency half-life, in steps (segments).
 	DefaultHalfLife = 16
@@ -89,18 +89,19 @@ type Config struct {
 	// negative keeps every raw episode.
 	Retain int
 	// MaxDigests caps the digests of folded episodes a run holds in
-	// memory: the newest, for snapshots and, on a store without search,
-	// for recall. Recall through the store's index covers every digest.
+	// memory: the newest, for Metrics, for snapshots without a store and,
+	// on a store without search, for recall. Recall through the store's
+	// index covers every digest.
 	// Zero means DefaultMaxDigests.
 	MaxDigests int
 	// HalfLife is the recency half-life in steps: an episode n segments
 	// (steps) older than the newest has recency 0.5^(n/HalfLife). Zero
 	// means DefaultHalfLife.
 	HalfLife int
-	// SnapshotResultBytes caps each result in a snapshot, SnapshotDigests
-	// the digests it carries and SnapshotEpisodes the raw episodes (the
-	// newest of each): agentloop puts the snapshot in the thread's
-	// checkpoint at every step, while the log itself is in the store.
+	// SnapshotResultBytes caps each result in a snapshot without a store,
+	// SnapshotDigests the digests it carries and SnapshotEpisodes the raw
+	// episodes (the newest of each). With a store, a snapshot is a mark of
+	// the log's position, and these do not apply.
 	// Zero means DefaultSnapshotResultBytes, DefaultSnapshotDigests,
 	// DefaultSnapshotEpisodes.
 	SnapshotResultBytes int

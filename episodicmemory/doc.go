@@ -98,11 +98,15 @@
 //
 // # Snapshots, spawn and failures
 //
-// Snapshot returns a bounded summary of the run's view as versioned JSON
-// (the newest 8 digests and 8 raw episodes, results cut at 128 bytes:
-// agentloop checkpoints it at every step, and the log itself is in the
-// store); Restore replaces the log with one, and is a no-op for a
-// snapshot equal to the current one. A child agent of
+// With a store, Snapshot returns a mark of the log's position (its scope
+// and head, a few hundred bytes however long the log): agentloop
+// checkpoints it at every step, and the log itself is in the store.
+// Restore reads the view the mark names back from the log, in the same
+// store. Without a store, Snapshot is a bounded copy of the view (the
+// newest 8 digests and 8 raw episodes, results cut at 128 bytes), the
+// form earlier versions wrote with a store too; Restore still reads it.
+// Restore replaces the log, and is a no-op for a snapshot equal to the
+// current state. A child agent of
 // a thread-scoped layer starts with an empty, unpersisted log; a
 // resource-scoped layer's child appends to the resource's log. A stored
 // record that cannot be read is set aside with storage.Quarantine and

@@ -13,8 +13,10 @@ import (
 // writes (the head, segments, digest records and snapshots) and the
 // newest it reads. A segment or snapshot that holds a note ([KindNote])
 // is version 2, which builds from before notes refuse with [ErrVersion]
-// rather than set aside as corrupt; every other record is version 1, as
-// before. Records of a later version are refused with ErrVersion; records
+// rather than set aside as corrupt. A snapshot of a stored log is version
+// 3: it names a position in the log (see [Layer.Snapshot]) instead of
+// copying the episodes. Every other record is version 1, as before.
+// Records of a later version are refused with ErrVersion; records
 // without a version, or that do not decode, are [ErrCorrupt].
 //
 // # The stored log
@@ -39,16 +41,23 @@ import (
 // through prev, each covering [from, to). Segments below dropped have
 // been deleted (the retention limit), and nothing below base (set by
 // Clear and Restore) is part of the log.
-const FormatVersion = 2
+const FormatVersion = markVersion
 
-// baseVersion is the version of every record but those holding a note.
-const baseVersion = 1
+const (
+	// baseVersion is the version of every record but those holding a
+	// note and marks.
+	baseVersion = 1
+	// noteVersion is the version of a segment or snapshot holding a note.
+	noteVersion = 2
+	// markVersion is the version of a mark.
+	markVersion = 3
+)
 
 // versionOf is the version a segment or snapshot of eps is written with
 // (see FormatVersion).
 func versionOf(eps []Episode) int {
 	if slices.ContainsFunc(eps, func(e Episode) bool { return e.Kind == KindNote }) {
-		return FormatVersion
+		return noteVersion
 	}
 	return baseVersion
 }
@@ -89,6 +98,17 @@ type snapshot struct {
 	Episodes []Episode `json:"episodes"`
 }
 
+// mark is what Snapshot writes for a stored log: the log's scope and its
+// head when the snapshot was taken, which name every record of the view
+// then (segments and digest records are never rewritten), and the
+// episodes not yet appended (a failed write), which no record holds.
+type mark struct {
+	Version int       `json:"version"`
+	Scope   string    `json:"scope"`
+	Head    head      `json:"head"`
+	Pending []Episode `json:"pending,omitempty"`
+}
+
 // segName and digestName name a segment and a digest record.
 func segName(seq int64) string    { return fmt.Sprintf("seg/%020d", seq) }
 func digestName(seq int64) string { return fmt.Sprintf("digest/%020d", seq) }
@@ -116,28 +136,40 @@ func encode(v any) []byte {
 	return b
 }
 
-// decode reads one record of the current or an older version into v
-// (which has a Version field set from the data).
-func decode(data []byte, v any) error {
+// versioned is a record: its Version field is set from the data.
+type versioned interface{ version() int }
+
+func (h *head) version() int         { return h.Version }
+func (s *segment) version() int      { return s.Version }
+func (r *digestRecord) version() int { return r.Version }
+func (s *snapshot) version() int     { return s.Version }
+func (m *mark) version() int         { return m.Version }
+
+// decode reads one record of the current or an older version into v, in
+// one pass when it decodes; a record that does not is told apart by its
+// version (a newer one is ErrVersion, not ErrCorrupt).
+func decode(data []byte, v versioned) error {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
 		return fmt.Errorf("%w: not a JSON object", ErrCorrupt)
 	}
-	var ver struct {
-		Version *int `json:"version"`
-	}
-	if err := json.Unmarshal(data, &ver); err != nil {
-		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	err := json.Unmarshal(data, v)
+	ver := v.version()
+	if err != nil {
+		var peek struct {
+			Version int `json:"version"`
+		}
+		if json.Unmarshal(data, &peek) != nil {
+			return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		ver = peek.Version
 	}
 	switch {
-	case ver.Version == nil:
-		return fmt.Errorf("%w: no version", ErrCorrupt)
-	case *ver.Version > FormatVersion:
-		return fmt.Errorf("%w: version %d, this build reads up to %d", ErrVersion, *ver.Version, FormatVersion)
-	case *ver.Version < 1:
-		return fmt.Errorf("%w: version %d", ErrCorrupt, *ver.Version)
-	}
-	if err := json.Unmarshal(data, v); err != nil {
+	case ver > FormatVersion:
+		return fmt.Errorf("%w: version %d, this build reads up to %d", ErrVersion, ver, FormatVersion)
+	case ver < 1:
+		return fmt.Errorf("%w: no version, or version %d", ErrCorrupt, ver)
+	case err != nil:
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return nil
@@ -145,6 +177,7 @@ func decode(data []byte, v any) error {
 
 func decodeHead(data []byte) (head, error) {
 	h := emptyHead()
+	h.Version = 0 // set from the data
 	if err := decode(data, &h); err != nil {
 		return head{}, err
 	}
@@ -191,10 +224,15 @@ func decodeDigestRecord(data []byte, from int64) (digestRecord, error) {
 	return r, nil
 }
 
+// decodeSnapshot reads a snapshot that copies the view (versions 1 and
+// 2); a mark is ErrCorrupt here (see decodeMark).
 func decodeSnapshot(data []byte) (snapshot, error) {
 	var s snapshot
 	if err := decode(data, &s); err != nil {
 		return snapshot{}, err
+	}
+	if s.Version == markVersion {
+		return snapshot{}, fmt.Errorf("%w: a mark, not a copy of the view", ErrCorrupt)
 	}
 	for i := range s.Episodes {
 		if err := checkEpisode(&s.Episodes[i]); err != nil {
@@ -211,6 +249,34 @@ func decodeSnapshot(data []byte) (snapshot, error) {
 		}
 	}
 	return s, nil
+}
+
+// decodeMark reads a snapshot: a mark (ok true), or else a copy of the
+// view (see decodeSnapshot).
+func decodeMark(data []byte) (m mark, ok bool, err error) {
+	var ver struct {
+		Version int `json:"version"`
+	}
+	if json.Unmarshal(bytes.TrimSpace(data), &ver) != nil || ver.Version != markVersion {
+		return mark{}, false, nil
+	}
+	if err := decode(data, &m); err != nil {
+		return mark{}, false, err
+	}
+	h := m.Head
+	if m.Scope == "" || h.Version < 1 || h.Version > baseVersion {
+		return mark{}, false, fmt.Errorf("%w: mark of scope %q, head version %d", ErrCorrupt, m.Scope, h.Version)
+	}
+	if _, err := decodeHead(encode(h)); err != nil {
+		return mark{}, false, err
+	}
+	for i := range m.Pending {
+		if err := checkEpisode(&m.Pending[i]); err != nil {
+			return mark{}, false, fmt.Errorf("%w: pending episode %d: %w", ErrCorrupt, i, err)
+		}
+		m.Pending[i].seq = -1
+	}
+	return m, true, nil
 }
 
 // checkEpisode rejects an episode this package would not have written.

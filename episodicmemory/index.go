@@ -119,8 +119,13 @@ func (l *Layer) readMark(ctx context.Context) (marker, bool, error) {
 }
 
 func (l *Layer) writeMark(ctx context.Context, m marker) error {
-	return l.ix.Index(ctx, l.col, storage.Document{ID: markID, Fields: map[string]string{fieldMark: "1",
-		"base": strconv.FormatInt(m.Base, 10), "next": strconv.FormatInt(m.Next, 10)}})
+	return l.ix.Index(ctx, l.col, markDoc(m))
+}
+
+// markDoc is the marker document of m.
+func markDoc(m marker) storage.Document {
+	return storage.Document{ID: markID, Fields: map[string]string{fieldMark: "1",
+		"base": strconv.FormatInt(m.Base, 10), "next": strconv.FormatInt(m.Next, 10)}}
 }
 
 // catchUpIndex makes the store's index cover the log up to segment to
@@ -238,10 +243,21 @@ func (l *Layer) indexed(ctx context.Context, eps []Episode, own bool) error {
 	if !own {
 		return nil
 	}
-	if err := l.addDocs(ctx, docsOf(nil, digestsOf(eps))); err != nil {
+	docs := docsOf(nil, digestsOf(eps))
+	first, last := eps[0].seq, eps[len(eps)-1].seq
+	m, ok, err := l.readMark(ctx)
+	if err != nil {
+		return fmt.Errorf("read the index marker: %w", err)
+	}
+	if ok && m.Base == l.head.Base && m.Next == first {
+		// The index covers the log up to these episodes: their documents
+		// and the marker moved past them go in one call.
+		return l.addDocs(ctx, append(docs, markDoc(marker{Base: m.Base, Next: last + 1})))
+	}
+	if err := l.addDocs(ctx, docs); err != nil {
 		return err
 	}
-	return l.catchUpIndex(ctx, eps[len(eps)-1].seq+1)
+	return l.catchUpIndex(ctx, last+1)
 }
 
 // hit is an episode the index found.

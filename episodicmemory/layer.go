@@ -566,18 +566,35 @@ func (l *Layer) callRead(ctx context.Context, args json.RawMessage) (string, err
 	return out + note, nil
 }
 
-// Snapshot returns the layer's view as versioned JSON: the newest
+// Snapshot returns the layer's state as versioned JSON. With a store it
+// is a mark of a few hundred bytes, whatever the log holds: the log's
+// scope and its head, which name the records of the view (a log's
+// records are never rewritten), and the episodes a failed write left
+// unappended. Restoring it needs the store the log is in. Without a
+// store it is a bounded copy of the view: the newest
 // Config.SnapshotDigests digests and the newest Config.SnapshotEpisodes
-// raw episodes not yet folded, oldest first, each result cut at
-// Config.SnapshotResultBytes (Size then holds its full length). It is a bounded summary for checkpoints: the
-// full log stays in the store.
+// raw episodes, oldest first, each result cut at
+// Config.SnapshotResultBytes (Size then holds its full length).
 func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.log.Store != nil {
+		return l.markLocked(), nil
+	}
 	if err := l.ensureLoaded(ctx); err != nil {
 		return nil, fmt.Errorf("episodicmemory: snapshot: %w", err)
 	}
 	return l.snapshotLocked(), nil
+}
+
+// markLocked returns the layer's mark (see mark).
+func (l *Layer) markLocked() []byte {
+	m := mark{Version: markVersion, Scope: l.log.Scope, Head: l.head, Pending: slices.Clone(l.pending)}
+	m.Head.Version = baseVersion
+	for i := range m.Pending {
+		m.Pending[i].toks = 0
+	}
+	return encode(m)
 }
 
 func (l *Layer) snapshotLocked() []byte {
@@ -600,26 +617,53 @@ func (l *Layer) snapshotLocked() []byte {
 }
 
 // Restore replaces the log's view with a snapshot. A snapshot equal to
-// the current one changes nothing. Otherwise, with a store, the stored
-// log is replaced: a new log base is claimed on the head, the snapshot's
-// digests and episodes are written above it, and the older records are
-// deleted (results are what the snapshot holds: cut at
-// Config.SnapshotResultBytes). A snapshot from a newer version
-// ([ErrVersion]) or an unreadable one ([ErrCorrupt]) is refused, and the
-// current state is kept.
+// the current state changes nothing (for a mark, nothing is read). A
+// mark is read from the log it names, in the layer's store: its view
+// as it was when the snapshot was taken (the newest digests and raw
+// episodes, see [Layer.Snapshot]); a mark whose log no longer holds that
+// view (cleared or restored since, or in another store) is refused with
+// an error that is storage.ErrNotFound. A snapshot that copies the view
+// (written without a store, or by earlier versions) is read as it is.
+// Otherwise, with a store, the stored log is replaced: a new log base is
+// claimed on the head, the snapshot's digests and episodes are written
+// above it, and the older records are deleted. A snapshot from a newer
+// version ([ErrVersion]) or an unreadable one ([ErrCorrupt]) is refused,
+// and the current state is kept.
 func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
-	s, err := decodeSnapshot(data)
+	m, marked, err := decodeMark(data)
 	if err != nil {
 		return fmt.Errorf("episodicmemory: restore: %w", err)
 	}
+	var s snapshot
+	if !marked {
+		if s, err = decodeSnapshot(data); err != nil {
+			return fmt.Errorf("episodicmemory: restore: %w", err)
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if marked {
+		if l.log.Store == nil {
+			return fmt.Errorf("episodicmemory: restore: a snapshot of a stored log needs a store")
+		}
+		if string(encode(m)) == string(l.markLocked()) {
+			return nil
+		}
+		if s, err = l.readMarked(ctx, m); err != nil {
+			return fmt.Errorf("episodicmemory: restore: %w", err)
+		}
+	}
 	if err := l.ensureLoaded(ctx); err != nil {
 		return fmt.Errorf("episodicmemory: restore: %w", err)
 	}
-	if string(encode(s)) == string(l.snapshotLocked()) {
+	if !marked && string(encode(s)) == string(l.snapshotLocked()) {
 		return nil
 	}
+	return l.restoreView(ctx, s)
+}
+
+// restoreView replaces the log with the view s (see Restore).
+func (l *Layer) restoreView(ctx context.Context, s snapshot) error {
 	// Claim a base and the numbers of the restored records.
 	h, _, err := l.updateHead(ctx, func(h *head) bool {
 		base := h.Next

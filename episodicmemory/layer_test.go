@@ -186,7 +186,7 @@ func TestEpisodic08_CorruptStoredState(t *testing.T) {
 		l := bound(t, episodicmemory.Config{}, storage.NewMemory(), "t", "")
 		store(t, l, pageStep(0))
 		before, _ := l.Snapshot(ctx)
-		for _, bad := range []string{`{"version":1,"episodes":[{"ref":""}]}`, `{"version":3}`, `[]`} {
+		for _, bad := range []string{`{"version":1,"episodes":[{"ref":""}]}`, `{"version":3}`, `{"version":3,"scope":"x","head":{"version":1,"next":-1}}`, `{"version":4}`, `[]`} {
 			if err := l.Restore(ctx, json.RawMessage(bad)); err == nil {
 				t.Errorf("Restore(%s) = nil", bad)
 			}

@@ -53,11 +53,29 @@ func (l *Layer) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	digests, eps, err := l.readView(ctx, h)
+	if err != nil {
+		return err
+	}
+	l.head, l.hver, l.digests, l.recent = h, ver, digests, eps
+	l.loaded = true
+	l.changed()
+	if l.private {
+		l.ix = &storage.MemoryIndex{}
+		return l.addDocs(ctx, docsOf(docsOf(nil, digests), digestsOf(eps)))
+	}
+	return nil
+}
+
+// readView reads the view of the log at head h: the newest digests (up
+// to MaxDigests) and the raw episodes not yet folded (at most the newest
+// 4·CompactAfter segments). A segment that is missing reads as nothing.
+func (l *Layer) readView(ctx context.Context, h head) ([]Digest, []Episode, error) {
 	var digests []Digest
 	for seq := h.LastDigest; seq >= h.Base && len(digests) < l.cfg.MaxDigests; {
 		r, ok, err := l.readDigests(ctx, seq)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if !ok {
 			break
@@ -72,18 +90,35 @@ func (l *Layer) load(ctx context.Context) error {
 	for seq := max(h.Digested, h.Next-int64(4*l.cfg.CompactAfter)); seq < h.Next; seq++ {
 		seg, err := l.readSegment(ctx, seq)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		eps = append(eps, seg...)
 	}
-	l.head, l.hver, l.digests, l.recent = h, ver, digests, eps
-	l.loaded = true
-	l.changed()
-	if l.private {
-		l.ix = &storage.MemoryIndex{}
-		return l.addDocs(ctx, docsOf(docsOf(nil, digests), digestsOf(eps)))
+	return digests, eps, nil
+}
+
+// readMarked reads the view a mark names, from the log of the mark's
+// scope in l's store. It fails, wrapping storage.ErrNotFound, when that
+// log no longer holds it: it was cleared or restored since (its base
+// moved) or never was in this store.
+func (l *Layer) readMarked(ctx context.Context, m mark) (snapshot, error) {
+	src := &Layer{cfg: l.cfg, log: l.log}
+	src.log.Scope = m.Scope
+	h, _, err := src.readHead(ctx)
+	if err != nil {
+		return snapshot{}, err
 	}
-	return nil
+	if h.Base != m.Head.Base || h.Next < m.Head.Next || h.Dropped > m.Head.Next {
+		return snapshot{}, fmt.Errorf("the log position of the snapshot (%d) is no longer stored: %w", m.Head.Next, storage.ErrNotFound)
+	}
+	digests, eps, err := src.readView(ctx, m.Head)
+	if err != nil {
+		return snapshot{}, err
+	}
+	for i := range digests {
+		digests[i].Seq = 0
+	}
+	return snapshot{Digests: digests, Episodes: append(eps, m.Pending...)}, nil
 }
 
 // catchUp brings the view up to the stored head h: it reads the segments

@@ -18,7 +18,7 @@ type ltCountingBatcher struct {
 func (s ltCountingBatcher) WriteBatch(ctx context.Context, writes []storage.Write) ([]int64, error) {
 	for _, w := range writes {
 		if !w.Delete {
-			s.add(len(w.Key) + len(w.Value))
+			s.add(ltKind(w.Key), len(w.Key)+len(w.Value))
 		}
 	}
 	return s.b.WriteBatch(ctx, writes)

@@ -33,6 +33,11 @@ type Options struct {
 	// may show in the parent. The suite then only checks that OnSpawn
 	// itself changes nothing.
 	SharedSpawn bool
+	// StoreSnapshots says the layer's Snapshot names records in its store
+	// (a position in a log) instead of copying them. The suite then
+	// restores a snapshot into a fresh layer bound to the same store, and
+	// compares the two by what they recall for the first turn's query.
+	StoreSnapshots bool
 	// Timeout bounds each call the suite waits for. Zero means 5s.
 	Timeout time.Duration
 }
@@ -137,10 +142,16 @@ func (r *runner) env() layer.Env {
 // ends.
 func (r *runner) bind(t *testing.T, tmpl layer.Layer) layer.Layer {
 	t.Helper()
+	return r.bindEnv(t, tmpl, r.env())
+}
+
+// bindEnv returns the layer bound to env, closing it when the test ends.
+func (r *runner) bindEnv(t *testing.T, tmpl layer.Layer, env layer.Env) layer.Layer {
+	t.Helper()
 	l := tmpl
 	if in, ok := layer.As[layer.Initializer](tmpl); ok {
 		var err error
-		r.within(t, "Init", func() { l, err = in.Init(t.Context(), r.env()) })
+		r.within(t, "Init", func() { l, err = in.Init(t.Context(), env) })
 		if err != nil {
 			t.Fatalf("Init with a fresh Env: %v", err)
 		}
@@ -211,11 +222,17 @@ func (r *runner) state(t *testing.T, l layer.Layer) string {
 // recalled returns what l recalls for a fixed query, as JSON.
 func (r *runner) recalled(t *testing.T, l layer.Layer) string {
 	t.Helper()
+	return r.recalledFor(t, l, "layertest")
+}
+
+// recalledFor returns what l recalls for text, as JSON.
+func (r *runner) recalledFor(t *testing.T, l layer.Layer, text string) string {
+	t.Helper()
 	var out string
 	var err error
 	r.within(t, "Recall", func() {
 		var items []layer.Item
-		items, err = l.Recall(t.Context(), layer.Query{Text: "layertest", Budget: layer.Unbounded})
+		items, err = l.Recall(t.Context(), layer.Query{Text: text, Budget: layer.Unbounded})
 		var texts []string
 		for _, it := range items {
 			texts = append(texts, it.Text)
@@ -364,7 +381,8 @@ func (r *runner) testSpawn(t *testing.T) {
 }
 
 func (r *runner) testSnapshot(t *testing.T) {
-	l := r.fresh(t)
+	env := r.env()
+	l := r.bindEnv(t, r.newLayer(t), env)
 	sn, ok := layer.As[layer.Snapshotter](l)
 	if !ok {
 		t.Skip("not a Snapshotter")
@@ -380,13 +398,22 @@ func (r *runner) testSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := r.fresh(t)
+	otherEnv := r.env()
+	if r.o.StoreSnapshots {
+		otherEnv.Store = env.Store
+	}
+	other := r.bindEnv(t, r.newLayer(t), otherEnv)
 	osn, _ := layer.As[layer.Snapshotter](other)
 	r.within(t, "Restore", func() { err = osn.Restore(t.Context(), data) })
 	if err != nil {
 		t.Fatalf("Restore of its own snapshot into a fresh layer = %v", err)
 	}
-	if got := r.state(t, other); got != want {
+	if r.o.StoreSnapshots {
+		q := r.o.Turns[0].Query
+		if got, want := r.recalledFor(t, other, q), r.recalledFor(t, l, q); got != want {
+			t.Errorf("restored layer recalls differently:\nwant %s\ngot  %s", want, got)
+		}
+	} else if got := r.state(t, other); got != want {
 		t.Errorf("restored layer snapshots differently:\nwant %s\ngot  %s", want, got)
 	}
 	// Restoring into the layer it came from is a no-op.
