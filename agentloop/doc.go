@@ -111,7 +111,7 @@
 // (its error result quotes up to 1,000 bytes of what the model sent, and
 // the layers' Store gets it whole), and one whose name providers refuse
 // is kept as "invalid_tool_name". A thread loaded from the store is
-// treated the same way, so threads stored by earlier versions continue.
+// treated the same way.
 //
 // A panic in a model call, a tool, a child agent or Config.Stream is
 // recovered, logged with its stack, and becomes that call's error
@@ -186,17 +186,17 @@
 //
 // The model is sent a window of recent turns and a rolling summary of
 // the older ones ([history.Config]; history.Config.Full sends the whole
-// history instead, as before version 4). A turn is a user message and
+// history instead). A turn is a user message and
 // everything up to the next one, so a tool call is never separated from
 // its result. The window holds the current turn and at least
-// history.Config.MaxTurns (8) turns before it; when
-// history.Config.SummarizeAfter (4) more have left it, they are
+// history.Config.MaxTurns (4) turns before it; when
+// history.Config.SummarizeAfter (2) more have left it, they are
 // summarized, so no turn leaves the prompt before the summary holds it.
 // When the window does not fit its share of the context window, its
 // oldest turns are summarized at once. The summary is shown by the
 // built-in layer "history-summary" (slot 200, template variable
 // historySummary, fenced as <history_summary>), whose budget
-// (history.Config.SummaryTokens, 1,000) is taken from the history's
+// (history.Config.SummaryTokens, 500) is taken from the history's
 // share.
 //
 // A [history.Summarizer] writes the summary. The default,
@@ -307,10 +307,9 @@
 // summary and the messages it does not cover, a step writes only what it
 // added (its segment, the head, the layer snapshots that changed), and
 // usage estimates reuse each message's token count. The stack runs the
-// layers' Snapshot hooks as one batch on a reused goroutine.
-// BenchmarkStep measures memlayer's overhead per step with three layers
-// and five tools; BenchmarkLongThread one turn at turn 10 and at turn
-// 1,000 of a thread on SQLite.
+// layers' Snapshot hooks as one batch on a reused goroutine. On a store
+// that is a storage.Batcher, a step's records and head commit as one
+// transaction.
 //
 // # langchaingo interop
 //

@@ -52,8 +52,7 @@ const SlotHistorySummary = 200
 // left out, as with Full).
 type Config struct {
 	// Full sends the whole history (within the context window, newest
-	// first), with no window and no summary: the behaviour before
-	// version 4.
+	// first), with no window and no summary.
 	Full bool
 	// MaxTurns is how many recent turns the window keeps whole. Zero is
 	// DefaultTurns.
