@@ -14,8 +14,12 @@ func FirstRecall(ctx context.Context, tmpl layer.Initializer, env layer.Env, q l
 	if err != nil {
 		return nil, err
 	}
-	if items, err := l.Recall(ctx, q); err != nil || len(items) != 1 {
-		return nil, fmt.Errorf("Recall = %v, %v", items, err)
+	items, err := l.Recall(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("layertest: first recall: %w", err)
+	}
+	if len(items) != 1 {
+		return nil, fmt.Errorf("layertest: first recall: %d items, want 1", len(items))
 	}
 	return l, nil
 }
