@@ -3,6 +3,7 @@ package agentloop
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -106,21 +107,29 @@ func (r *run) unsaved() ([]thread.Message, error) {
 	return out, nil
 }
 
+// storedRole pairs a langchaingo role with its name in a stored thread.
+type storedRole struct {
+	chat   llms.ChatMessageType
+	stored string
+}
+
+// storedRoles are the roles a thread stores; the loop makes no others.
+var storedRoles = []storedRole{
+	{llms.ChatMessageTypeHuman, thread.RoleUser},
+	{llms.ChatMessageTypeAI, thread.RoleAssistant},
+	{llms.ChatMessageTypeTool, thread.RoleTool},
+}
+
 // storedMessage returns m as a checkpoint stores it. Parts other than
 // text, tool calls and tool results (the loop makes no others) and roles
 // other than user, assistant and tool are refused.
 func storedMessage(m llms.MessageContent) (thread.Message, error) {
 	var s thread.Message
-	switch m.Role {
-	case llms.ChatMessageTypeHuman:
-		s.Role = thread.RoleUser
-	case llms.ChatMessageTypeAI:
-		s.Role = thread.RoleAssistant
-	case llms.ChatMessageTypeTool:
-		s.Role = thread.RoleTool
-	default:
+	i := slices.IndexFunc(storedRoles, func(r storedRole) bool { return r.chat == m.Role })
+	if i < 0 {
 		return s, fmt.Errorf("role %q cannot be stored", m.Role)
 	}
+	s.Role = storedRoles[i].stored
 	for _, p := range m.Parts {
 		switch p := p.(type) {
 		case llms.TextContent:
@@ -146,16 +155,11 @@ func storedMessage(m llms.MessageContent) (thread.Message, error) {
 // result.
 func fromStored(s thread.Message) (llms.MessageContent, error) {
 	var m llms.MessageContent
-	switch s.Role {
-	case thread.RoleUser:
-		m.Role = llms.ChatMessageTypeHuman
-	case thread.RoleAssistant:
-		m.Role = llms.ChatMessageTypeAI
-	case thread.RoleTool:
-		m.Role = llms.ChatMessageTypeTool
-	default:
+	i := slices.IndexFunc(storedRoles, func(r storedRole) bool { return r.stored == s.Role })
+	if i < 0 {
 		return m, fmt.Errorf("unknown role %q", s.Role)
 	}
+	m.Role = storedRoles[i].chat
 	m.Parts = make([]llms.ContentPart, 0, 1+len(s.ToolCalls)+len(s.ToolResults))
 	if s.Text != "" || len(s.ToolCalls)+len(s.ToolResults) == 0 {
 		m.Parts = append(m.Parts, llms.TextContent{Text: s.Text})
