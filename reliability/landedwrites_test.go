@@ -245,12 +245,13 @@ func TestWritesLandedControl(t *testing.T) {
 	procs, deletes := 4, 300
 	for _, spec := range sharedBackends(t) {
 		t.Run(spec.Backend, func(t *testing.T) {
-			if spec.Backend == "sqlite" {
-				// A started SQLite write now runs to its end and is
-				// reported as it ended (issue 23 item 8, TestTrust308):
-				// no write lands while reported failed, so there is
-				// nothing for the control to miss.
-				t.Skip("storage/sqlite no longer reports a committed write as failed")
+			if spec.Backend == "sqlite" || spec.Backend == "postgres" {
+				// A started SQLite or PostgreSQL write runs to its end
+				// and is reported as it ended (issue 23 item 8,
+				// TestTrust308; storage/postgres's acquire): no write
+				// lands while reported failed, so there is nothing for
+				// the control to miss.
+				t.Skip("storage/" + spec.Backend + " does not report a committed write as failed")
 			}
 			// Whether a write lands despite its deadline is up to timing:
 			// on SQLite few do (1 of 39 in one CI run), so a run may see

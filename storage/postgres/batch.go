@@ -33,7 +33,12 @@ func (s *Store) WriteBatch(ctx context.Context, writes []storage.Write) ([]int64
 	for i, w := range writes {
 		s.queue(b, w, &versions[i])
 	}
-	br := s.pool.SendBatch(ctx, b)
+	c, wctx, done, err := s.acquire(ctx, "write batch", "")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	br := c.SendBatch(wctx, b)
 	for i, w := range writes {
 		if err := s.result(br, w, &versions[i]); err != nil {
 			br.Close()

@@ -37,10 +37,13 @@
 // of SQLite's default: a server crash then loses the last fraction of a
 // second of acknowledged writes.
 //
-// Statements run under the caller's context: when it ends, pgx cancels
-// the statement. A write whose answer is lost, because ctx ended or the
-// connection broke after it was sent, may or may not have been applied:
-// it fails with [ErrOutcomeUnknown], which is also
+// Reads run under the caller's context: when it ends, pgx cancels the
+// statement. A write waits for a connection no longer than ctx allows;
+// once sent, it runs to its end whatever ctx does (up to 30 seconds) and
+// is reported as it ended, so that a write reported failed has not
+// landed. A write whose answer is lost, because the connection broke
+// after it was sent, may or may not have been applied: it fails with
+// [ErrOutcomeUnknown], which is also
 // [storage.ErrNotDurable]. Any other failed write was not applied. A
 // server that cannot be reached fails with [ErrUnavailable].
 //

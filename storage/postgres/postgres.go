@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -16,8 +17,7 @@ import (
 	"github.com/memlayer/memlayer/storage"
 )
 
-// ErrOutcomeUnknown means the connection broke, or ctx ended, after a
-// write was sent and before the server answered: it may or may not have
+// ErrOutcomeUnknown means the connection broke after a write was sent and before the server answered: it may or may not have
 // been applied. It always comes with [storage.ErrNotDurable], whose rule
 // holds: never report such a write as applied on the strength of reading
 // it back. A write that fails with any other error was not applied.
@@ -263,13 +263,18 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, ifVersion int
 	if err := s.begin(ctx, "put", key, true); err != nil {
 		return 0, err
 	}
+	c, wctx, done, err := s.acquire(ctx, "put", key)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
 	if value == nil {
 		value = []byte{}
 	}
 	switch {
 	case ifVersion == storage.AnyVersion:
 		var v int64
-		err := s.pool.QueryRow(ctx, `INSERT INTO `+s.kv+` AS t (key, value, version) VALUES ($1, $2, $3)
+		err := c.QueryRow(wctx, `INSERT INTO `+s.kv+` AS t (key, value, version) VALUES ($1, $2, $3)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value, version = t.version + 1 RETURNING version`,
 			key, value, storage.FirstVersion()).Scan(&v)
 		if err != nil {
@@ -278,7 +283,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, ifVersion int
 		return v, nil
 	case ifVersion == storage.NoVersion:
 		first := storage.FirstVersion()
-		tag, err := s.pool.Exec(ctx, `INSERT INTO `+s.kv+` (key, value, version) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING`,
+		tag, err := c.Exec(wctx, `INSERT INTO `+s.kv+` (key, value, version) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING`,
 			key, value, first)
 		if err != nil {
 			return 0, s.wrap(ctx, "put", key, err, true)
@@ -288,7 +293,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, ifVersion int
 		}
 		return first, nil
 	case ifVersion > 0:
-		tag, err := s.pool.Exec(ctx, `UPDATE `+s.kv+` SET value = $1, version = version + 1 WHERE key = $2 AND version = $3`,
+		tag, err := c.Exec(wctx, `UPDATE `+s.kv+` SET value = $1, version = version + 1 WHERE key = $2 AND version = $3`,
 			value, key, ifVersion)
 		if err != nil {
 			return 0, s.wrap(ctx, "put", key, err, true)
@@ -307,8 +312,13 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion int64) error {
 	if err := s.begin(ctx, "delete", key, true); err != nil {
 		return err
 	}
+	c, wctx, done, err := s.acquire(ctx, "delete", key)
+	if err != nil {
+		return err
+	}
+	defer done()
 	if ifVersion == storage.AnyVersion {
-		if _, err := s.pool.Exec(ctx, `DELETE FROM `+s.kv+` WHERE key = $1`, key); err != nil {
+		if _, err := c.Exec(wctx, `DELETE FROM `+s.kv+` WHERE key = $1`, key); err != nil {
 			return s.wrap(ctx, "delete", key, err, true)
 		}
 		return nil
@@ -316,7 +326,7 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion int64) error {
 	// The deleted row if the version matched, else the current version.
 	var deleted bool
 	var cur int64
-	err := s.pool.QueryRow(ctx, `WITH d AS (DELETE FROM `+s.kv+` WHERE key = $1 AND version = $2 RETURNING version)
+	err = c.QueryRow(wctx, `WITH d AS (DELETE FROM `+s.kv+` WHERE key = $1 AND version = $2 RETURNING version)
 		SELECT true, version FROM d
 		UNION ALL SELECT false, version FROM `+s.kv+` WHERE key = $1 AND NOT EXISTS (SELECT 1 FROM d)`,
 		key, ifVersion).Scan(&deleted, &cur)
@@ -444,6 +454,24 @@ func (s *Store) Close() error {
 		s.pool.Close()
 	}
 	return nil
+}
+
+// writeTimeout bounds a write that runs on after its caller's ctx ended.
+const writeTimeout = 30 * time.Second
+
+// acquire takes a connection for a write, waiting for one no longer than
+// ctx allows. The write runs on the returned context, which ctx's
+// cancellation does not reach (writeTimeout bounds it): a statement once
+// sent runs to its end and is reported as it ended, so that a write
+// reported failed has not landed, as on storage/sqlite. done releases
+// the connection.
+func (s *Store) acquire(ctx context.Context, op, key string) (c *pgxpool.Conn, wctx context.Context, done func(), err error) {
+	c, err = s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, nil, nil, s.wrap(ctx, op, key, err, false)
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	return c, wctx, func() { cancel(); c.Release() }, nil
 }
 
 // wrap names the operation and adds the sentinels that say what happened:

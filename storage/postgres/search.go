@@ -66,8 +66,13 @@ func (s *Store) Index(ctx context.Context, collection string, docs ...storage.Do
 
 // writeBatch runs b in one transaction.
 func (s *Store) writeBatch(ctx context.Context, op, collection string, b *pgx.Batch) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		return tx.SendBatch(ctx, b).Close()
+	c, wctx, done, err := s.acquire(ctx, op, collection)
+	if err != nil {
+		return err
+	}
+	defer done()
+	err = pgx.BeginFunc(wctx, c, func(tx pgx.Tx) error {
+		return tx.SendBatch(wctx, b).Close()
 	})
 	if err != nil {
 		return s.wrap(ctx, op, collection, err, true)
@@ -83,7 +88,12 @@ func (s *Store) Unindex(ctx context.Context, collection string, ids ...string) e
 	if len(ids) == 0 {
 		return nil
 	}
-	if _, err := s.pool.Exec(ctx, `DELETE FROM `+s.docs+` WHERE collection = $1 AND id = ANY($2)`, collection, ids); err != nil {
+	c, wctx, done, err := s.acquire(ctx, "unindex", collection)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if _, err := c.Exec(wctx, `DELETE FROM `+s.docs+` WHERE collection = $1 AND id = ANY($2)`, collection, ids); err != nil {
 		return s.wrap(ctx, "unindex", collection, err, true)
 	}
 	return nil
@@ -94,7 +104,12 @@ func (s *Store) Drop(ctx context.Context, collection string) error {
 	if err := s.begin(ctx, "drop", collection, true); err != nil {
 		return err
 	}
-	if _, err := s.pool.Exec(ctx, `DELETE FROM `+s.docs+` WHERE collection = $1`, collection); err != nil {
+	c, wctx, done, err := s.acquire(ctx, "drop", collection)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if _, err := c.Exec(wctx, `DELETE FROM `+s.docs+` WHERE collection = $1`, collection); err != nil {
 		return s.wrap(ctx, "drop", collection, err, true)
 	}
 	return nil
