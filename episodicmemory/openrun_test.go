@@ -11,6 +11,7 @@ import (
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/layer/layertest"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/storage/postgres/pgtest"
 	"github.com/memlayer/memlayer/storage/redis"
 	"github.com/memlayer/memlayer/storage/sqlite"
 	"github.com/memlayer/memlayer/storage/storagetest"
@@ -111,7 +112,11 @@ func BenchmarkOpenRun(b *testing.B) {
 	rd := func(url, ns string) (storagetest.Closer, error) {
 		return redis.New(redis.Config{URL: url, Namespace: ns})
 	}
-	storagetest.BenchmarkOpenRun(b, withPostgres(storagetest.Backends("bench-openrun-ep", sq, rd)), "episodes", seed, func(st storage.Store) error {
+	backends := storagetest.Backends("bench-openrun-ep", sq, rd)
+	if open := pgtest.Opener("bench_openrun_ep"); open != nil {
+		backends = append(backends, storagetest.Backend{Name: "postgres", Open: open})
+	}
+	storagetest.BenchmarkOpenRun(b, backends, "episodes", seed, func(st storage.Store) error {
 		l, err := layertest.FirstRecall(ctx, tmpl, layer.Env{ThreadID: "t-new", ResourceID: "user-1", Store: st}, q)
 		if err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/layer/layertest"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/storage/postgres/pgtest"
 	"github.com/memlayer/memlayer/storage/redis"
 	"github.com/memlayer/memlayer/storage/sqlite"
 	"github.com/memlayer/memlayer/storage/storagetest"
@@ -94,7 +95,11 @@ func BenchmarkOpenRun(b *testing.B) {
 	rd := func(url, ns string) (storagetest.Closer, error) {
 		return redis.New(redis.Config{URL: url, Namespace: ns})
 	}
-	storagetest.BenchmarkOpenRun(b, withPostgres(storagetest.Backends("bench-openrun-sem", sq, rd)), "facts", func(b *testing.B, st storage.Store, n int) { seedFacts(b, st, n) }, func(st storage.Store) error {
+	backends := storagetest.Backends("bench-openrun-sem", sq, rd)
+	if open := pgtest.Opener("bench_openrun_sem"); open != nil {
+		backends = append(backends, storagetest.Backend{Name: "postgres", Open: open})
+	}
+	storagetest.BenchmarkOpenRun(b, backends, "facts", func(b *testing.B, st storage.Store, n int) { seedFacts(b, st, n) }, func(st storage.Store) error {
 		_, err := layertest.FirstRecall(ctx, tmpl, layer.Env{ThreadID: "t-new", ResourceID: "user-1", Store: st}, openRunQuery)
 		return err
 	})

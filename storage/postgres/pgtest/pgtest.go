@@ -32,6 +32,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/storage/postgres"
 )
 
@@ -357,3 +358,16 @@ func Open(tb testing.TB, url, prefix string) *postgres.Store {
 
 // schemaSeq numbers the schemas of [Open].
 var schemaSeq atomic.Int64
+
+// Opener returns a function that opens a store on the server
+// MEMLAYER_POSTGRES_URL names (.ci/with-postgres starts one), each in a
+// fresh schema whose name starts with prefix, dropped when its test
+// ends; nil when the variable is unset. It has the shape of
+// storagetest.Backend's Open.
+func Opener(prefix string) func(tb testing.TB, n int) storage.Store {
+	u := os.Getenv(EnvURL)
+	if u == "" {
+		return nil
+	}
+	return func(tb testing.TB, _ int) storage.Store { return Open(tb, u, prefix) }
+}
