@@ -17,7 +17,7 @@ all: lint test
 # throwaway cluster.
 test:
 	.ci/with-redis .ci/with-postgres $(GO) test -race -shuffle=on -count=1 -timeout 20m $(PKGS)
-	.ci/with-postgres $(GO) test -race -count=1 -tags postgres ./cmd/memlayer
+	.ci/with-redis .ci/with-postgres $(GO) test -race -count=1 -tags postgres ./cmd/memlayer
 
 test-short:
 	$(GO) test -short $(PKGS)
