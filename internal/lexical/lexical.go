@@ -147,9 +147,9 @@ func hasSuffix(t string, suffixes ...string) bool {
 	return false
 }
 
-// terms appends the tokens of text that are not stop words, stemmed, to
+// Terms appends the tokens of text that are not stop words, stemmed, to
 // dst: what BM25 ranks.
-func terms(dst []string, text string) []string {
+func Terms(dst []string, text string) []string {
 	n := len(dst)
 	dst = Tokens(dst, text)
 	out := dst[:n]
@@ -246,7 +246,7 @@ type doc struct {
 // Add adds a document: its key (used to break ties, and returned in
 // [Hit]) and its text, tokenized with [Tokens].
 func (c *Corpus) Add(key, text string) {
-	c.toks = terms(c.toks[:0], text)
+	c.toks = Terms(c.toks[:0], text)
 	d := doc{key: key, tf: make(map[string]int, len(c.toks)), n: len(c.toks)}
 	if c.df == nil {
 		c.df = map[string]int{}
@@ -296,11 +296,24 @@ type Hit struct {
 }
 
 // IDF returns the inverse document frequency of a term over the corpus,
-// ln(1 + (N − df + 0.5)/(df + 0.5)): never negative, so a term found in
-// every document still counts a little.
+// [IDF] of its document frequency.
 func (c *Corpus) IDF(term string) float64 {
-	n, df := float64(len(c.docs)), float64(c.df[term])
-	return math.Log(1 + (n-df+0.5)/(df+0.5))
+	return IDF(len(c.docs), c.df[term])
+}
+
+// IDF returns the inverse document frequency of a term found in df of n
+// documents, ln(1 + (n − df + 0.5)/(df + 0.5)): never negative, so a term
+// found in every document still counts a little.
+func IDF(n, df int) float64 {
+	return math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5))
+}
+
+// TermScore returns one term's part of a document's BM25 score: the
+// term's idf, its count tf in the document, the document's length in
+// terms and the average length avg of the corpus's documents.
+func TermScore(idf float64, tf, length int, avg float64) float64 {
+	t := float64(tf)
+	return idf * t * (K1 + 1) / (t + K1*(1-B+B*float64(length)/avg))
 }
 
 // Rank scores every document against query and returns the hits in
@@ -318,7 +331,7 @@ func (c *Corpus) Rank(query string) []Hit {
 	if len(c.docs) == 0 {
 		return hits
 	}
-	words := terms(nil, query)
+	words := Terms(nil, query)
 	seen := make(map[string]bool, len(words))
 	avg := float64(c.length) / float64(len(c.docs))
 	if avg == 0 {
@@ -342,8 +355,8 @@ func (c *Corpus) Rank(query string) []Hit {
 func (c *Corpus) score(hits []Hit, t string, avg float64) {
 	idf := c.IDF(t)
 	for i, d := range c.docs {
-		if tf := float64(d.tf[t]); tf > 0 {
-			hits[i].Score += idf * tf * (K1 + 1) / (tf + K1*(1-B+B*float64(d.n)/avg))
+		if tf := d.tf[t]; tf > 0 {
+			hits[i].Score += TermScore(idf, tf, d.n, avg)
 		}
 	}
 }

@@ -94,7 +94,7 @@ func reportPercentiles(b *testing.B, times []time.Duration) {
 }
 
 // BenchmarkSQLiteSearch100k is a three-term text query for the top 10
-// over 100,000 documents of one user in a file (FTS5, bm25()).
+// over 100,000 documents of one user in a file (its term index).
 func BenchmarkSQLiteSearch100k(b *testing.B) {
 	storagetest.BenchmarkSearch(b, open(b, sqlite.Config{Path: filepath.Join(b.TempDir(), "bench.db")}))
 }

@@ -1,9 +1,12 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,12 +19,19 @@ import (
 	"github.com/memlayer/memlayer/storage"
 )
 
-// The search index: documents in one table, their text in an FTS5 table
-// that reads it (external content), kept in step by triggers.
+// The search index: documents in one table; their terms, tagged with
+// the document's collection, in an FTS5 table that a text query reads
+// newest first; and the count and length of each collection's documents,
+// which BM25 weighs the terms with.
 const (
 	docsTable   = "memlayer_docs"
-	ftsTable    = "memlayer_fts"
+	termsTable  = "memlayer_terms"
+	statsTable  = "memlayer_doc_stats"
 	fieldsTable = "memlayer_doc_fields"
+	// oldFTSTable is the index of earlier files, which ranked with
+	// FTS5's bm25() over every match; opening such a file replaces it
+	// (see [termsSchema]).
+	oldFTSTable = "memlayer_fts"
 )
 
 // fieldsSchema creates the table of the documents' fields, one row per
@@ -48,8 +58,8 @@ var fieldsSchema = []string{
 	END`,
 }
 
-// searchSchema creates the index's tables in a file of any earlier
-// layout: opening an old file adds them, empty.
+// searchSchema creates the documents' table in a file of any earlier
+// layout: opening an old file adds it, empty.
 var searchSchema = []string{
 	`CREATE TABLE IF NOT EXISTS ` + docsTable + ` (
 		rowid      INTEGER PRIMARY KEY,
@@ -61,28 +71,65 @@ var searchSchema = []string{
 		UNIQUE (collection, id)
 	)`,
 	`CREATE INDEX IF NOT EXISTS ` + docsTable + `_recent ON ` + docsTable + ` (collection, rowid)`,
-	`CREATE VIRTUAL TABLE IF NOT EXISTS ` + ftsTable + ` USING fts5(text, content='` + docsTable + `',
-		content_rowid='rowid', tokenize='porter unicode61 remove_diacritics 2')`,
-	`CREATE TRIGGER IF NOT EXISTS ` + docsTable + `_ai AFTER INSERT ON ` + docsTable + ` BEGIN
-		INSERT INTO ` + ftsTable + ` (rowid, text) VALUES (new.rowid, new.text);
-	END`,
-	`CREATE TRIGGER IF NOT EXISTS ` + docsTable + `_ad AFTER DELETE ON ` + docsTable + ` BEGIN
-		INSERT INTO ` + ftsTable + ` (` + ftsTable + `, rowid, text) VALUES ('delete', old.rowid, old.text);
-	END`,
-	`CREATE TRIGGER IF NOT EXISTS ` + docsTable + `_au AFTER UPDATE ON ` + docsTable + ` BEGIN
-		INSERT INTO ` + ftsTable + ` (` + ftsTable + `, rowid, text) VALUES ('delete', old.rowid, old.text);
-		INSERT INTO ` + ftsTable + ` (rowid, text) VALUES (new.rowid, new.text);
-	END`,
+}
+
+// termsSchema creates the term index beside the documents' table, and
+// drops the index of earlier files with its triggers. The documents of
+// an earlier file are then indexed once, by [Store.createTerms], in the
+// same transaction.
+//
+// A document's row in the term index holds its distinct terms (see
+// [docTerms]), each prefixed by a tag of its collection, and a tag of
+// each of its fields, so a term's postings in one collection, newest
+// first, are one FTS5 query that reads no other collection's. The
+// index keeps no positions (detail=none): a query asks for single
+// terms. The row is written by [Store.Index] and deleted with its
+// document by a trigger; the same triggers keep the collection's count
+// and total length of documents.
+var termsSchema = []string{
+	`DROP TRIGGER IF EXISTS ` + docsTable + `_ai`,
+	`DROP TRIGGER IF EXISTS ` + docsTable + `_ad`,
+	`DROP TRIGGER IF EXISTS ` + docsTable + `_au`,
+	`DROP TABLE IF EXISTS ` + oldFTSTable,
+	`CREATE VIRTUAL TABLE ` + termsTable + ` USING fts5(terms, detail=none,
+		tokenize="unicode61 remove_diacritics 0 tokenchars '-_.:/'")`,
 	// Deleting a document removes its terms from the index at once,
 	// rather than leaving them in a segment until a merge.
-	`INSERT INTO ` + ftsTable + ` (` + ftsTable + `, rank) VALUES ('secure-delete', 1)`,
+	`INSERT INTO ` + termsTable + ` (` + termsTable + `, rank) VALUES ('secure-delete', 1)`,
+	// A collection's docs, their total length, and the ordinal its next
+	// document takes.
+	`CREATE TABLE ` + statsTable + ` (
+		collection TEXT PRIMARY KEY,
+		docs       INTEGER NOT NULL,
+		length     INTEGER NOT NULL,
+		next       INTEGER NOT NULL
+	) WITHOUT ROWID`,
+	// A document's length in terms, and its ordinal in its collection:
+	// how many documents the collection had been given before it.
+	`ALTER TABLE ` + docsTable + ` ADD COLUMN length INTEGER NOT NULL DEFAULT 0`,
+	`ALTER TABLE ` + docsTable + ` ADD COLUMN ord INTEGER NOT NULL DEFAULT 0`,
+	`CREATE TRIGGER ` + termsTable + `_ai AFTER INSERT ON ` + docsTable + ` BEGIN
+		INSERT INTO ` + statsTable + ` (collection, docs, length, next) VALUES (new.collection, 1, new.length, new.ord + 1)
+			ON CONFLICT (collection) DO UPDATE SET docs = docs + 1, length = length + excluded.length, next = excluded.next;
+	END`,
+	`CREATE TRIGGER ` + termsTable + `_ad AFTER DELETE ON ` + docsTable + ` BEGIN
+		DELETE FROM ` + termsTable + ` WHERE rowid = old.rowid;
+		UPDATE ` + statsTable + ` SET docs = docs - 1, length = length - old.length WHERE collection = old.collection;
+		DELETE FROM ` + statsTable + ` WHERE collection = old.collection AND docs <= 0;
+	END`,
 }
 
 // Bounds of a query.
 const (
 	// maxQueryTerms caps the terms of a text query: a query of a long
-	// text matches on its first 64 distinct words.
+	// text matches on its first 64 distinct terms.
 	maxQueryTerms = 64
+	// postingsPerTerm is how many of a term's newest documents a text
+	// query reads. A term of fewer documents is read whole; a more
+	// common one, which weighs little, is read from its newest.
+	postingsPerTerm = 256
+	// rescored is the fewest candidates a text query scores in full.
+	rescored = 20
 	// denseWindow is how many candidates a vector ranks: the text
 	// query's best and the collection's most recent, each up to this
 	// many.
@@ -103,30 +150,59 @@ func (s *Store) Index(ctx context.Context, collection string, docs ...storage.Do
 	if len(docs) == 0 {
 		return nil
 	}
-	rows := make([][]any, len(docs))
+	rows := make([]indexRow, len(docs))
 	for i, d := range docs {
-		fields, err := json.Marshal(d.Fields)
+		r, err := newIndexRow(collection, d)
 		if err != nil {
 			return fmt.Errorf("storage/sqlite: index %s: %w", storage.Quote(collection), err)
 		}
-		if d.Fields == nil {
-			fields = []byte("{}")
-		}
-		rows[i] = []any{collection, d.ID, d.Text, string(fields), encodeVector(d.Vector)}
+		rows[i] = r
 	}
 	return s.writeTx(ctx, "index", collection, func(tx *sql.Tx) error {
 		for _, r := range rows {
-			// Delete, then insert: a replaced document takes a new
-			// rowid and so counts as the newest.
-			if _, err := tx.Exec(`DELETE FROM `+docsTable+` WHERE collection = ? AND id = ?`, r[0], r[1]); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(`INSERT INTO `+docsTable+` (collection, id, text, fields, vector) VALUES (?, ?, ?, ?, ?)`, r...); err != nil {
+			if err := r.write(ctx, tx); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+}
+
+// indexRow is a document as [Store.Index] writes it.
+type indexRow struct {
+	collection, id, text, fields string
+	vector                       []byte
+	terms                        string // its row of the term index
+	length                       int    // its number of terms
+}
+
+func newIndexRow(collection string, d storage.Document) (indexRow, error) {
+	fields, err := json.Marshal(d.Fields)
+	if err != nil {
+		return indexRow{}, err
+	}
+	if d.Fields == nil {
+		fields = []byte("{}")
+	}
+	terms, length := docTerms(collection, d.Text, d.Fields)
+	return indexRow{collection, d.ID, d.Text, string(fields), encodeVector(d.Vector), terms, length}, nil
+}
+
+// write replaces the document of the row's ID: delete, then insert, so
+// a replaced document takes a new rowid and counts as the newest.
+func (r indexRow) write(ctx context.Context, tx *sql.Tx) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM `+docsTable+` WHERE collection = ? AND id = ?`, r.collection, r.id); err != nil {
+		return err
+	}
+	var rowid int64
+	err := tx.QueryRowContext(ctx, `INSERT INTO `+docsTable+` (collection, id, text, fields, vector, length, ord)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, coalesce((SELECT next FROM `+statsTable+` WHERE collection = ?1), 0))
+		RETURNING rowid`, r.collection, r.id, r.text, r.fields, r.vector, r.length).Scan(&rowid)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO `+termsTable+` (rowid, terms) VALUES (?, ?)`, rowid, r.terms)
+	return err
 }
 
 // Unindex implements [storage.Searcher].
@@ -192,10 +268,18 @@ func (s *Store) Collections(ctx context.Context, prefix string) ([]string, error
 	return slices.Clip(names), nil
 }
 
-// Search implements [storage.Searcher]. A text query runs FTS5 with the
-// query's words joined by OR, ranked by bm25(). A vector ranks by cosine
-// similarity the text query's best and the collection's most recent
-// documents (up to 1,000 of each), not the whole collection.
+// Search implements [storage.Searcher].
+//
+// A text query ranks by BM25 the terms of [lexical.Terms], as the
+// in-memory store does, and reads at most the 256 newest documents of
+// each query term in the collection (and filter): its cost does not
+// grow with the collection. A term in fewer documents is read whole and
+// weighed exactly; a more common one is weighed by an estimate of how
+// many documents hold it. The candidates the terms' weights put first
+// (at least 20, and twice the hits asked for) are then scored in
+// full. A vector ranks by cosine similarity the text query's best and
+// the collection's most recent documents (up to 1,000 of each), not the
+// whole collection.
 func (s *Store) Search(ctx context.Context, collection string, q storage.Query) ([]storage.Hit, error) {
 	if err := s.begin(ctx, "search", collection, true); err != nil {
 		return nil, err
@@ -220,22 +304,22 @@ func (s *Store) search(ctx context.Context, collection string, q storage.Query, 
 	if s.noIndex {
 		return nil, nil
 	}
-	match := matchExpr(q.Text)
+	terms := queryTerms(q.Text)
 	if len(q.Vector) == 0 {
-		if match == "" {
+		if len(terms) == 0 {
 			if strings.TrimSpace(q.Text) != "" {
 				return nil, nil // only stop words: nothing to match
 			}
 			rows, err := s.recent(ctx, collection, q.Filter, k, q.Oldest)
 			return storage.TopHits(rows, k), err
 		}
-		rows, err := s.text(ctx, collection, match, q.Filter, k)
+		rows, err := s.text(ctx, collection, terms, q.Filter, k)
 		return storage.TopHits(rows, k), err
 	}
 	var text []storage.Ranked
-	if match != "" {
+	if len(terms) > 0 {
 		var err error
-		if text, err = s.text(ctx, collection, match, q.Filter, denseWindow); err != nil {
+		if text, err = s.text(ctx, collection, terms, q.Filter, denseWindow); err != nil {
 			return nil, err
 		}
 	}
@@ -244,7 +328,7 @@ func (s *Store) search(ctx context.Context, collection string, q storage.Query, 
 		return nil, err
 	}
 	dense := storage.RankByVector(q.Vector, text, recent)
-	if match == "" {
+	if len(terms) == 0 {
 		return storage.TopHits(dense, k), nil
 	}
 	return storage.TopHits(storage.Fuse(text, dense), k), nil
@@ -262,14 +346,157 @@ func filterSQL(filter map[string]string) (string, []any) {
 	return b.String(), args
 }
 
-func (s *Store) text(ctx context.Context, collection, match string, filter map[string]string, limit int) ([]storage.Ranked, error) {
+// text ranks the documents of collection that pass filter and hold a
+// term of terms, best first, and returns at most limit of them.
+func (s *Store) text(ctx context.Context, collection string, terms []string, filter map[string]string, limit int) ([]storage.Ranked, error) {
+	post, err := s.postings(ctx, collection, terms, filter)
+	if err != nil {
+		return nil, err
+	}
+	var st collectionStats
+	err = s.db.QueryRowContext(ctx, `SELECT docs, length, next FROM `+statsTable+` WHERE collection = ?`, collection).Scan(&st.docs, &st.length, &st.next)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	idf := make([]float64, len(terms))
+	for i, p := range post {
+		df := len(p)
+		if df == postingsPerTerm {
+			if df, err = s.estimateDF(ctx, p[df-1], st); err != nil {
+				return nil, err
+			}
+		}
+		idf[i] = lexical.IDF(st.docs, df)
+	}
+	ids := firstCandidates(post, idf, max(rescored, 2*limit))
+	rows, err := s.byRowid(ctx, collection, filter, ids)
+	if err != nil {
+		return nil, err
+	}
+	rescore(rows, terms, idf, st.avg())
+	return rows[:min(limit, len(rows))], nil
+}
+
+// collectionStats are a collection's number of documents, their total
+// length in terms, and the ordinal of its next document.
+type collectionStats struct{ docs, length, next int }
+
+// avg returns the documents' average length, 1 when there is none.
+func (st collectionStats) avg() float64 {
+	if st.docs == 0 || st.length == 0 {
+		return 1
+	}
+	return float64(st.length) / float64(st.docs)
+}
+
+// postings returns, for each term, the rowids of the newest documents
+// of collection (and filter) that hold it, newest first, at most
+// postingsPerTerm of each: one statement of one FTS5 query per term.
+func (s *Store) postings(ctx context.Context, collection string, terms []string, filter map[string]string) ([][]int64, error) {
+	var b strings.Builder
+	args := make([]any, 0, 2*len(terms))
+	tags := fieldTags(collection, filter)
+	for i, t := range terms {
+		if i > 0 {
+			b.WriteString(" UNION ALL ")
+		}
+		fmt.Fprintf(&b, `SELECT %d, rowid FROM (SELECT rowid FROM `+termsTable+` WHERE `+termsTable+` MATCH ? ORDER BY rowid DESC LIMIT %d)`, i, postingsPerTerm)
+		args = append(args, `"`+termToken(collection, t)+`"`+tags)
+	}
+	rs, err := s.db.QueryContext(ctx, b.String(), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	post := make([][]int64, len(terms))
+	for rs.Next() {
+		var i int
+		var rowid int64
+		if err := rs.Scan(&i, &rowid); err != nil {
+			return nil, err
+		}
+		post[i] = append(post[i], rowid)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, err
+	}
+	return post, rs.Close()
+}
+
+// estimateDF estimates how many documents of a collection of stats st
+// hold a term whose postingsPerTerm newest documents go back to rowid
+// oldest: the collection's docs in the proportion postingsPerTerm bears
+// to the documents given since oldest, which the ordinals say in one
+// read. Documents deleted since count as given, so the estimate errs
+// low.
+func (s *Store) estimateDF(ctx context.Context, oldest int64, st collectionStats) (int, error) {
+	var ord int
+	if err := s.db.QueryRowContext(ctx, `SELECT ord FROM `+docsTable+` WHERE rowid = ?`, oldest).Scan(&ord); err != nil {
+		return 0, err
+	}
+	since := max(st.next-ord, postingsPerTerm)
+	return min(st.docs, max(postingsPerTerm, postingsPerTerm*st.docs/since)), nil
+}
+
+// firstCandidates returns the rowids of at most n documents of the
+// postings, by the sum of the idf of the terms they hold (BM25 with
+// every count 1 and every length the average), ties newest first.
+func firstCandidates(post [][]int64, idf []float64, n int) []int64 {
+	score := map[int64]float64{}
+	for i, p := range post {
+		for _, r := range p {
+			score[r] += idf[i]
+		}
+	}
+	ids := slices.Collect(maps.Keys(score))
+	slices.SortFunc(ids, func(a, b int64) int {
+		if c := cmp.Compare(score[b], score[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(b, a)
+	})
+	return ids[:min(n, len(ids))]
+}
+
+// byRowid reads the documents of the given rowids that are in collection
+// and pass filter. A rowid of another collection (whose tag collided
+// with this one's) is left out here.
+func (s *Store) byRowid(ctx context.Context, collection string, filter map[string]string, ids []int64) ([]storage.Ranked, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
 	cond, fargs := filterSQL(filter)
-	query := `SELECT d.id, d.text, d.fields, d.vector, d.rowid, -bm25(` + ftsTable + `)
-		FROM ` + ftsTable + ` JOIN ` + docsTable + ` d ON d.rowid = ` + ftsTable + `.rowid
-		WHERE ` + ftsTable + ` MATCH ? AND d.collection = ?` + cond + `
-		ORDER BY bm25(` + ftsTable + `), d.rowid DESC LIMIT ?`
-	args := append(append([]any{match, collection}, fargs...), limit)
-	return s.rows(ctx, query, args)
+	query := `SELECT d.id, d.text, d.fields, d.vector, d.rowid, 0 FROM ` + docsTable + ` d
+		WHERE d.rowid IN (SELECT value FROM json_each(?)) AND d.collection = ?` + cond
+	return s.rows(ctx, query, append([]any{string(list), collection}, fargs...))
+}
+
+// rescore sets each row's score to its BM25 score for terms, weighed by
+// idf, with the collection's average length avg, and sorts the rows.
+func rescore(rows []storage.Ranked, terms []string, idf []float64, avg float64) {
+	var toks []string
+	tf := map[string]int{}
+	for i := range rows {
+		toks = lexical.Terms(toks[:0], rows[i].Text)
+		clear(tf)
+		for _, t := range toks {
+			tf[t]++
+		}
+		rows[i].Score = 0
+		for j, t := range terms {
+			if n := tf[t]; n > 0 {
+				rows[i].Score += lexical.TermScore(idf[j], n, len(toks), avg)
+			}
+		}
+	}
+	storage.SortRanked(rows)
 }
 
 // recent lists the documents that pass filter, newest (or oldest)
@@ -325,27 +552,170 @@ func (s *Store) rows(ctx context.Context, query string, args []any) ([]storage.R
 	return out, rs.Close()
 }
 
-// matchExpr turns a query's text into an FTS5 expression: its distinct
-// words, English function words left out, each quoted as a string (so
-// no word is read as FTS5 syntax), joined by OR. It is "" when no word
-// is left.
-func matchExpr(text string) string {
-	var b strings.Builder
+// queryTerms returns the distinct terms of a query's text, at most
+// maxQueryTerms, in the order they first occur.
+func queryTerms(text string) []string {
+	var out []string
 	seen := map[string]bool{}
-	for _, t := range lexical.Tokens(nil, text) {
-		if seen[t] || lexical.IsStopWord(t) {
-			continue
+	for _, t := range lexical.Terms(nil, text) {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
 		}
-		seen[t] = true
-		if len(seen) > maxQueryTerms {
+		if len(out) == maxQueryTerms {
 			break
 		}
-		if b.Len() > 0 {
-			b.WriteString(" OR ")
+	}
+	return out
+}
+
+// docTerms returns a document's row of the term index, its distinct
+// terms and its fields each as a token of its collection, and its
+// length: the number of its terms, with repeats.
+func docTerms(collection, text string, fields map[string]string) (string, int) {
+	terms := lexical.Terms(nil, text)
+	var b strings.Builder
+	seen := make(map[string]bool, len(terms))
+	for _, t := range terms {
+		if !seen[t] {
+			seen[t] = true
+			b.WriteString(termToken(collection, t))
+			b.WriteByte(' ')
 		}
-		b.WriteString(`"` + strings.ReplaceAll(t, `"`, `""`) + `"`)
+	}
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		b.WriteString(fieldToken(collection, name, fields[name]))
+		b.WriteByte(' ')
+	}
+	return b.String(), len(terms)
+}
+
+// fieldTags returns the part of an FTS5 query that keeps the documents
+// whose fields equal every entry of filter.
+func fieldTags(collection string, filter map[string]string) string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(filter)) {
+		b.WriteString(` AND "` + fieldToken(collection, name, filter[name]) + `"`)
 	}
 	return b.String()
+}
+
+// termToken is the token of a term of a collection's document in the
+// term index: "t", a tag of the collection, "_" and the term. A term of
+// bytes other than a-z, 0-9 and the joiners of [lexical.Tokens] (a word
+// of another script) is written in hex, so the index's tokenizer reads
+// every token whole and alike on both sides.
+func termToken(collection, term string) string {
+	if strings.Trim(term, "abcdefghijklmnopqrstuvwxyz0123456789-_.:/") != "" {
+		term = "x" + hex.EncodeToString([]byte(term))
+	}
+	return "t" + collectionTag(collection) + "_" + term
+}
+
+// fieldToken is the token of a field of a collection's document.
+func fieldToken(collection, name, value string) string {
+	h := sha256.Sum256([]byte(collection + "\x00" + name + "\x00" + value))
+	return "f" + hex.EncodeToString(h[:8])
+}
+
+// collectionTag names a collection in the term index: 48 bits of its
+// SHA-256. Two collections of one tag share their postings, which costs
+// a query of either some of its reach; every hit is checked against the
+// collection it was asked of.
+func collectionTag(collection string) string {
+	h := sha256.Sum256([]byte(collection))
+	return hex.EncodeToString(h[:6])
+}
+
+// createTerms creates the term index when the file has none, indexing
+// the documents an earlier version wrote, in one transaction.
+func (s *Store) createTerms(ctx context.Context) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = '`+termsTable+`'`).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	for _, st := range termsSchema {
+		if _, err := tx.ExecContext(ctx, st); err != nil {
+			return err
+		}
+	}
+	if err := indexEarlier(ctx, tx); err != nil {
+		return fmt.Errorf("index the documents of an earlier version: %w", err)
+	}
+	return tx.Commit()
+}
+
+// indexEarlier writes the term index's rows and the lengths of the
+// documents a file of an earlier version holds, and their collections'
+// counts.
+func indexEarlier(ctx context.Context, tx *sql.Tx) error {
+	var last int64
+	next := map[string]int{}
+	for {
+		rows, err := earlierBatch(ctx, tx, last)
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			break
+		}
+		for _, r := range rows {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO `+termsTable+` (rowid, terms) VALUES (?, ?)`, r.rowid, r.terms); err != nil {
+				return err
+			}
+			ord := next[r.collection]
+			next[r.collection]++
+			if _, err := tx.ExecContext(ctx, `UPDATE `+docsTable+` SET length = ?, ord = ? WHERE rowid = ?`, r.length, ord, r.rowid); err != nil {
+				return err
+			}
+		}
+		last = rows[len(rows)-1].rowid
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO `+statsTable+` (collection, docs, length, next)
+		SELECT collection, count(*), sum(length), max(ord) + 1 FROM `+docsTable+` GROUP BY collection`)
+	return err
+}
+
+type earlierRow struct {
+	rowid      int64
+	collection string
+	terms      string
+	length     int
+}
+
+// earlierBatch reads up to 1,000 documents after rowid last.
+func earlierBatch(ctx context.Context, tx *sql.Tx, last int64) ([]earlierRow, error) {
+	rs, err := tx.QueryContext(ctx, `SELECT rowid, collection, text, fields FROM `+docsTable+` WHERE rowid > ? ORDER BY rowid LIMIT 1000`, last)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []earlierRow
+	for rs.Next() {
+		var r earlierRow
+		var text, fields string
+		if err := rs.Scan(&r.rowid, &r.collection, &text, &fields); err != nil {
+			return nil, err
+		}
+		var f map[string]string
+		if err := json.Unmarshal([]byte(fields), &f); err != nil {
+			return nil, fmt.Errorf("document %d: fields: %w", r.rowid, err)
+		}
+		r.terms, r.length = docTerms(r.collection, text, f)
+		out = append(out, r)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, err
+	}
+	return out, rs.Close()
 }
 
 // writeTx runs fn in one write transaction under the store's writer slot,

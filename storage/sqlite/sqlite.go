@@ -101,8 +101,8 @@ type Store struct {
 	wsem   chan struct{} // one writer per Store at a time; across Stores SQLite's lock decides
 	closed atomic.Bool
 	file   os.FileInfo // the file opened at path, checked after each write; nil in memory
-	// noIndex is set on a read-only file written before the search
-	// index existed: it has no documents.
+	// noIndex is set on a read-only file written before the term
+	// index existed: it is searched once it has been opened to write.
 	noIndex bool
 
 	get, insert, upsert, update, del, delVersion, version, list *sql.Stmt
@@ -220,7 +220,10 @@ func (s *Store) create(ctx context.Context) error {
 			return err
 		}
 	}
-	return s.createFields(ctx)
+	if err := s.createFields(ctx); err != nil {
+		return err
+	}
+	return s.createTerms(ctx)
 }
 
 // checkTables checks that a file opened read-only holds a store, and
@@ -233,7 +236,9 @@ func (s *Store) checkTables(ctx context.Context) error {
 	if !has {
 		return errors.New("the file holds no memlayer store")
 	}
-	has, err = s.hasTable(ctx, docsTable)
+	// A file of an earlier version, with no term index, is searched
+	// once it has been opened to write.
+	has, err = s.hasTable(ctx, termsTable)
 	s.noIndex = !has
 	return err
 }
@@ -524,7 +529,7 @@ func (s *Store) Purge(ctx context.Context) error {
 // document's terms stay in one, then rewrites the file without free
 // pages.
 func (s *Store) compact(ctx context.Context) error {
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO `+ftsTable+` (`+ftsTable+`) VALUES ('optimize')`); err != nil {
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO `+termsTable+` (`+termsTable+`) VALUES ('optimize')`); err != nil {
 		return err
 	}
 	_, err := s.db.ExecContext(ctx, "VACUUM")
