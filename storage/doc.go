@@ -76,10 +76,16 @@
 //     an index write is O(t) for a document of t terms (a replace or an
 //     unindex rebuilds the collection's corpus on the next query, O(n)).
 //     Bounded by the process's memory.
-//   - storage/sqlite: FTS5 with bm25() in the same file. A text query
-//     reads the postings of its terms, O(p log p) to rank them; without
-//     text, O(k) from an index. An index write is one row and its FTS5
-//     postings, O(t log n).
+//   - storage/sqlite: a term index in the same file (FTS5, each term
+//     tagged with its collection), ranked by the same BM25 as [Memory].
+//     A text query of q terms reads at most the 256 newest documents of
+//     each term in the collection, and scores in full the candidates
+//     its terms' weights put first: O(q) reads, however large the
+//     collection. A term in more than 256 documents is weighed by an
+//     estimate and found only in its newest 256, which matters little:
+//     such a term weighs little beside a rarer one. Without text, O(k)
+//     from an index. An index write is one row and its postings,
+//     O(t log n).
 //   - storage/redis: an inverted index in Redis, one slot per collection.
 //     A text query reads its terms' postings in one round trip and ranks
 //     them in the process, O(p); without text, O(log n + k). An index

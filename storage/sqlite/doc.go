@@ -25,6 +25,22 @@
 // GLOB pattern is built, and '%', '_' or '*' in a prefix are plain
 // characters.
 //
+// The search index ([storage.Searcher]) lives in the same file:
+// memlayer_docs holds the documents; memlayer_terms, an FTS5 table, holds
+// each document's distinct terms (those of the library's BM25, stemmed,
+// without English function words), each tagged with a hash of its
+// collection, and its fields; memlayer_doc_stats holds each collection's
+// count and total length of documents. A document becomes searchable in
+// the transaction that indexes it. A text query reads at most the 256
+// newest documents of each of its terms in the collection, so its cost
+// does not grow with the collection (see [Store.Search]).
+//
+// A file written by an earlier version, whose index was an FTS5 table of
+// the documents' text ranked by bm25(), is indexed anew the first time it
+// is opened to write: its documents' terms are written in one
+// transaction, which takes time in proportion to them, and the earlier
+// table is dropped. Opened read-only before that, it has no search hits.
+//
 // # Atomicity and concurrency
 //
 // Every Put is a single SQL statement, so the version check and the write
