@@ -630,25 +630,38 @@ func collectionTag(collection string) string {
 // createTerms creates the term index when the file has none, indexing
 // the documents an earlier version wrote, in one transaction.
 func (s *Store) createTerms(ctx context.Context) error {
+	return s.createOnce(ctx, termsTable, termsSchema, func(tx *sql.Tx) error {
+		if err := indexEarlier(ctx, tx); err != nil {
+			return fmt.Errorf("index the documents of an earlier version: %w", err)
+		}
+		return nil
+	})
+}
+
+// createOnce runs schema and then fill in one transaction, unless the
+// file has the table already.
+func (s *Store) createOnce(ctx context.Context, table string, schema []string, fill func(*sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
 	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = '`+termsTable+`'`).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`, table).Scan(&n); err != nil {
 		return err
 	}
 	if n > 0 {
 		return nil
 	}
-	for _, st := range termsSchema {
+	for _, st := range schema {
 		if _, err := tx.ExecContext(ctx, st); err != nil {
 			return err
 		}
 	}
-	if err := indexEarlier(ctx, tx); err != nil {
-		return fmt.Errorf("index the documents of an earlier version: %w", err)
+	if fill != nil {
+		if err := fill(tx); err != nil {
+			return err
+		}
 	}
 	return tx.Commit()
 }
@@ -774,22 +787,5 @@ var _ storage.Searcher = (*Store)(nil)
 // createFields creates the fields table, filled from the documents, in
 // one transaction, unless it exists.
 func (s *Store) createFields(ctx context.Context) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = '`+fieldsTable+`'`).Scan(&n); err != nil {
-		return err
-	}
-	if n > 0 {
-		return nil
-	}
-	for _, st := range fieldsSchema {
-		if _, err := tx.ExecContext(ctx, st); err != nil {
-			return err
-		}
-	}
-	return tx.Commit()
+	return s.createOnce(ctx, fieldsTable, fieldsSchema, nil)
 }
