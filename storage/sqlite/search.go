@@ -127,7 +127,7 @@ const (
 	// postingsPerTerm is how many of a term's newest documents a text
 	// query reads. A term of fewer documents is read whole; a more
 	// common one, which weighs little, is read from its newest.
-	postingsPerTerm = 256
+	postingsPerTerm = 128
 	// rescored is the fewest candidates a text query scores in full.
 	rescored = 20
 	// denseWindow is how many candidates a vector ranks: the text
@@ -354,7 +354,7 @@ func (s *Store) text(ctx context.Context, collection string, terms []string, fil
 		return nil, err
 	}
 	var st collectionStats
-	err = s.db.QueryRowContext(ctx, `SELECT docs, length, next FROM `+statsTable+` WHERE collection = ?`, collection).Scan(&st.docs, &st.length, &st.next)
+	err = s.queryRow(ctx, `SELECT docs, length, next FROM `+statsTable+` WHERE collection = ?`, collection).Scan(&st.docs, &st.length, &st.next)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -371,7 +371,7 @@ func (s *Store) text(ctx context.Context, collection string, terms []string, fil
 		}
 		idf[i] = lexical.IDF(st.docs, df)
 	}
-	ids := firstCandidates(post, idf, max(rescored, 2*limit))
+	ids := firstCandidates(post, idf, max(rescored, limit+limit/2))
 	rows, err := s.byRowid(ctx, collection, filter, ids)
 	if err != nil {
 		return nil, err
@@ -406,7 +406,7 @@ func (s *Store) postings(ctx context.Context, collection string, terms []string,
 		fmt.Fprintf(&b, `SELECT %d, rowid FROM (SELECT rowid FROM `+termsTable+` WHERE `+termsTable+` MATCH ? ORDER BY rowid DESC LIMIT %d)`, i, postingsPerTerm)
 		args = append(args, `"`+termToken(collection, t)+`"`+tags)
 	}
-	rs, err := s.db.QueryContext(ctx, b.String(), args...)
+	rs, err := s.query(ctx, b.String(), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -434,7 +434,7 @@ func (s *Store) postings(ctx context.Context, collection string, terms []string,
 // low.
 func (s *Store) estimateDF(ctx context.Context, oldest int64, st collectionStats) (int, error) {
 	var ord int
-	if err := s.db.QueryRowContext(ctx, `SELECT ord FROM `+docsTable+` WHERE rowid = ?`, oldest).Scan(&ord); err != nil {
+	if err := s.queryRow(ctx, `SELECT ord FROM `+docsTable+` WHERE rowid = ?`, oldest).Scan(&ord); err != nil {
 		return 0, err
 	}
 	since := max(st.next-ord, postingsPerTerm)
@@ -525,7 +525,7 @@ func (s *Store) recent(ctx context.Context, collection string, filter map[string
 }
 
 func (s *Store) rows(ctx context.Context, query string, args []any) ([]storage.Ranked, error) {
-	rs, err := s.db.QueryContext(ctx, query, args...)
+	rs, err := s.query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

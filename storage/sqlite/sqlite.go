@@ -104,6 +104,7 @@ type Store struct {
 	// noIndex is set on a read-only file written before the term
 	// index existed: it is searched once it has been opened to write.
 	noIndex bool
+	stmts   stmtCache // the search's statements
 
 	get, insert, upsert, update, del, delVersion, version, list *sql.Stmt
 }
@@ -560,6 +561,7 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.stmts.close()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("storage/sqlite: close %q: %w", s.path, err)
 	}
