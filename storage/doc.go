@@ -78,11 +78,11 @@
 //     Bounded by the process's memory.
 //   - storage/sqlite: a term index in the same file (FTS5, each term
 //     tagged with its collection), ranked by the same BM25 as [Memory].
-//     A text query of q terms reads at most the 256 newest documents of
+//     A text query of q terms reads at most the 128 newest documents of
 //     each term in the collection, and scores in full the candidates
 //     its terms' weights put first: O(q) reads, however large the
-//     collection. A term in more than 256 documents is weighed by an
-//     estimate and found only in its newest 256, which matters little:
+//     collection. A term in more than 128 documents is weighed by an
+//     estimate and found only in its newest 128, which matters little:
 //     such a term weighs little beside a rarer one. Without text, O(k)
 //     from an index. An index write is one row and its postings,
 //     O(t log n).

@@ -31,7 +31,7 @@
 // without English function words), each tagged with a hash of its
 // collection, and its fields; memlayer_doc_stats holds each collection's
 // count and total length of documents. A document becomes searchable in
-// the transaction that indexes it. A text query reads at most the 256
+// the transaction that indexes it. A text query reads at most the 128
 // newest documents of each of its terms in the collection, so its cost
 // does not grow with the collection (see [Store.Search]).
 //

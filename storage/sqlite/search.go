@@ -271,12 +271,12 @@ func (s *Store) Collections(ctx context.Context, prefix string) ([]string, error
 // Search implements [storage.Searcher].
 //
 // A text query ranks by BM25 the terms of [lexical.Terms], as the
-// in-memory store does, and reads at most the 256 newest documents of
+// in-memory store does, and reads at most the 128 newest documents of
 // each query term in the collection (and filter): its cost does not
 // grow with the collection. A term in fewer documents is read whole and
 // weighed exactly; a more common one is weighed by an estimate of how
 // many documents hold it. The candidates the terms' weights put first
-// (at least 20, and twice the hits asked for) are then scored in
+// (at least 20, and 1.5 times the hits asked for) are then scored in
 // full. A vector ranks by cosine similarity the text query's best and
 // the collection's most recent documents (up to 1,000 of each), not the
 // whole collection.
