@@ -89,6 +89,13 @@ type Document struct {
 // rank fusion. With neither, every document that passes the filter
 // matches, most recently indexed first (oldest first with Oldest). Ties
 // go to the more recently indexed document.
+//
+// A backend may bound what a text query reads so that its cost does not
+// grow with the collection: storage/sqlite reads each term's newest
+// documents only, as many as K at least (see its Store.Search). A term
+// in more documents than that weighs little beside a rarer one; a
+// document that shares only such a term with the query, and is older
+// than that term's newest, is not found.
 type Query struct {
 	// Text is the query's words.
 	Text string

@@ -128,6 +128,10 @@ const (
 	// query reads. A term of fewer documents is read whole; a more
 	// common one, which weighs little, is read from its newest.
 	postingsPerTerm = 128
+	// postingsPerQuery caps the postings a query of many terms reads:
+	// each of its terms gets an equal share, at least minPostings.
+	postingsPerQuery = 1024
+	minPostings      = 16
 	// rescored is the fewest candidates a text query scores in full.
 	rescored = 20
 	// denseWindow is how many candidates a vector ranks: the text
@@ -272,8 +276,10 @@ func (s *Store) Collections(ctx context.Context, prefix string) ([]string, error
 //
 // A text query ranks by BM25 the terms of [lexical.Terms], as the
 // in-memory store does, and reads at most the 128 newest documents of
-// each query term in the collection (and filter): its cost does not
-// grow with the collection. A term in fewer documents is read whole and
+// each query term in the collection (and filter), and at most 1,024 in
+// all (a query of more than 8 terms reads fewer of each, at least 16),
+// or as many of each as the hits asked for if that is more: its cost
+// does not grow with the collection. A term in fewer documents is read whole and
 // weighed exactly; a more common one is weighed by an estimate of how
 // many documents hold it. The candidates the terms' weights put first
 // (at least 20, and 1.5 times the hits asked for) are then scored in
@@ -349,7 +355,8 @@ func filterSQL(filter map[string]string) (string, []any) {
 // text ranks the documents of collection that pass filter and hold a
 // term of terms, best first, and returns at most limit of them.
 func (s *Store) text(ctx context.Context, collection string, terms []string, filter map[string]string, limit int) ([]storage.Ranked, error) {
-	post, err := s.postings(ctx, collection, terms, filter)
+	perTerm := max(postingsOf(len(terms)), limit)
+	post, err := s.postings(ctx, collection, terms, filter, perTerm)
 	if err != nil {
 		return nil, err
 	}
@@ -364,8 +371,8 @@ func (s *Store) text(ctx context.Context, collection string, terms []string, fil
 	idf := make([]float64, len(terms))
 	for i, p := range post {
 		df := len(p)
-		if df == postingsPerTerm {
-			if df, err = s.estimateDF(ctx, p[df-1], st); err != nil {
+		if df == perTerm {
+			if df, err = s.estimateDF(ctx, p[df-1], perTerm, st); err != nil {
 				return nil, err
 			}
 		}
@@ -394,8 +401,8 @@ func (st collectionStats) avg() float64 {
 
 // postings returns, for each term, the rowids of the newest documents
 // of collection (and filter) that hold it, newest first, at most
-// postingsPerTerm of each: one statement of one FTS5 query per term.
-func (s *Store) postings(ctx context.Context, collection string, terms []string, filter map[string]string) ([][]int64, error) {
+// perTerm of each: one statement of one FTS5 query per term.
+func (s *Store) postings(ctx context.Context, collection string, terms []string, filter map[string]string, perTerm int) ([][]int64, error) {
 	var b strings.Builder
 	args := make([]any, 0, 2*len(terms))
 	tags := fieldTags(collection, filter)
@@ -403,7 +410,7 @@ func (s *Store) postings(ctx context.Context, collection string, terms []string,
 		if i > 0 {
 			b.WriteString(" UNION ALL ")
 		}
-		fmt.Fprintf(&b, `SELECT %d, rowid FROM (SELECT rowid FROM `+termsTable+` WHERE `+termsTable+` MATCH ? ORDER BY rowid DESC LIMIT %d)`, i, postingsPerTerm)
+		fmt.Fprintf(&b, `SELECT %d, rowid FROM (SELECT rowid FROM `+termsTable+` WHERE `+termsTable+` MATCH ? ORDER BY rowid DESC LIMIT %d)`, i, perTerm)
 		args = append(args, `"`+termToken(collection, t)+`"`+tags)
 	}
 	rs, err := s.query(ctx, b.String(), args...)
@@ -427,18 +434,25 @@ func (s *Store) postings(ctx context.Context, collection string, terms []string,
 }
 
 // estimateDF estimates how many documents of a collection of stats st
-// hold a term whose postingsPerTerm newest documents go back to rowid
-// oldest: the collection's docs in the proportion postingsPerTerm bears
+// hold a term whose perTerm newest documents go back to rowid
+// oldest: the collection's docs in the proportion perTerm bears
 // to the documents given since oldest, which the ordinals say in one
 // read. Documents deleted since count as given, so the estimate errs
 // low.
-func (s *Store) estimateDF(ctx context.Context, oldest int64, st collectionStats) (int, error) {
+func (s *Store) estimateDF(ctx context.Context, oldest int64, perTerm int, st collectionStats) (int, error) {
 	var ord int
 	if err := s.queryRow(ctx, `SELECT ord FROM `+docsTable+` WHERE rowid = ?`, oldest).Scan(&ord); err != nil {
 		return 0, err
 	}
-	since := max(st.next-ord, postingsPerTerm)
-	return min(st.docs, max(postingsPerTerm, postingsPerTerm*st.docs/since)), nil
+	since := max(st.next-ord, perTerm)
+	return min(st.docs, max(perTerm, perTerm*st.docs/since)), nil
+}
+
+// postingsOf returns how many postings a query of n terms reads of each:
+// postingsPerTerm, less for a query of many terms, so that it reads at
+// most postingsPerQuery in all, but never fewer than minPostings.
+func postingsOf(n int) int {
+	return min(postingsPerTerm, max(minPostings, postingsPerQuery/max(n, 1)))
 }
 
 // firstCandidates returns the rowids of at most n documents of the

@@ -163,7 +163,7 @@ func TestCommonTermsReadInPart(t *testing.T) {
 	if len(got) == 0 || got[0] != "old" {
 		t.Errorf("alpha zephyr: got %q, want old first", got)
 	}
-	post, err := s.postings(t.Context(), c, []string{"alpha"}, nil)
+	post, err := s.postings(t.Context(), c, []string{"alpha"}, nil, postingsOf(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestCommonTermsReadInPart(t *testing.T) {
 	if err := s.db.QueryRow(`SELECT docs, length, next FROM `+statsTable+` WHERE collection = ?`, c).Scan(&st.docs, &st.length, &st.next); err != nil {
 		t.Fatal(err)
 	}
-	df, err := s.estimateDF(t.Context(), post[0][postingsPerTerm-1], st)
+	df, err := s.estimateDF(t.Context(), post[0][postingsPerTerm-1], postingsPerTerm, st)
 	if err != nil {
 		t.Fatal(err)
 	}
