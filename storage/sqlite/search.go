@@ -162,9 +162,16 @@ func (s *Store) Index(ctx context.Context, collection string, docs ...storage.Do
 		}
 		rows[i] = r
 	}
+	if err := s.warm(ctx, deleteDocSQL, insertDocSQL, insertTermsSQL); err != nil {
+		return s.wrap(ctx, "index", collection, err)
+	}
 	return s.writeTx(ctx, "index", collection, func(tx *sql.Tx) error {
+		st, err := s.indexStmts(ctx, tx)
+		if err != nil {
+			return err
+		}
 		for _, r := range rows {
-			if err := r.write(ctx, tx); err != nil {
+			if err := r.write(ctx, st); err != nil {
 				return err
 			}
 		}
@@ -192,20 +199,45 @@ func newIndexRow(collection string, d storage.Document) (indexRow, error) {
 	return indexRow{collection, d.ID, d.Text, string(fields), encodeVector(d.Vector), terms, length}, nil
 }
 
+// The statements of an index write.
+const (
+	deleteDocSQL = `DELETE FROM ` + docsTable + ` WHERE collection = ? AND id = ?`
+	insertDocSQL = `INSERT INTO ` + docsTable + ` (collection, id, text, fields, vector, length, ord)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, coalesce((SELECT next FROM ` + statsTable + ` WHERE collection = ?1), 0))
+		RETURNING rowid`
+	insertTermsSQL = `INSERT INTO ` + termsTable + ` (rowid, terms) VALUES (?, ?)`
+)
+
+// indexStmts are the statements of an index write, prepared once for
+// the transaction.
+type indexStmts struct{ del, doc, terms *sql.Stmt }
+
+func (s *Store) indexStmts(ctx context.Context, tx *sql.Tx) (indexStmts, error) {
+	var st indexStmts
+	for _, p := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{{&st.del, deleteDocSQL}, {&st.doc, insertDocSQL}, {&st.terms, insertTermsSQL}} {
+		var err error
+		if *p.stmt, err = s.txStmt(ctx, tx, p.sql); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
 // write replaces the document of the row's ID: delete, then insert, so
 // a replaced document takes a new rowid and counts as the newest.
-func (r indexRow) write(ctx context.Context, tx *sql.Tx) error {
-	if _, err := tx.ExecContext(ctx, `DELETE FROM `+docsTable+` WHERE collection = ? AND id = ?`, r.collection, r.id); err != nil {
+func (r indexRow) write(ctx context.Context, st indexStmts) error {
+	if _, err := st.del.ExecContext(ctx, r.collection, r.id); err != nil {
 		return err
 	}
 	var rowid int64
-	err := tx.QueryRowContext(ctx, `INSERT INTO `+docsTable+` (collection, id, text, fields, vector, length, ord)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, coalesce((SELECT next FROM `+statsTable+` WHERE collection = ?1), 0))
-		RETURNING rowid`, r.collection, r.id, r.text, r.fields, r.vector, r.length).Scan(&rowid)
+	err := st.doc.QueryRowContext(ctx, r.collection, r.id, r.text, r.fields, r.vector, r.length).Scan(&rowid)
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO `+termsTable+` (rowid, terms) VALUES (?, ?)`, rowid, r.terms)
+	_, err = st.terms.ExecContext(ctx, rowid, r.terms)
 	return err
 }
 

@@ -43,6 +43,37 @@ func (s *Store) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
 	return st.QueryRowContext(ctx, args...)
 }
 
+// txStmt returns the statement of q in tx: the cached one, prepared on
+// the transaction's connection once and then kept, or else one prepared
+// for tx alone. It never takes a connection other than the
+// transaction's (an in-memory store has only one). The transaction
+// closes the statement.
+func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, q string) (*sql.Stmt, error) {
+	c := &s.stmts
+	c.mu.Lock()
+	st, ok := c.stmts[q]
+	c.mu.Unlock()
+	if ok {
+		return tx.StmtContext(ctx, st), nil
+	}
+	return tx.PrepareContext(ctx, q)
+}
+
+// warm prepares and caches the statements of qs, outside a transaction,
+// so that [Store.txStmt] finds them.
+func (s *Store) warm(ctx context.Context, qs ...string) error {
+	for _, q := range qs {
+		st, cached, err := s.stmt(ctx, q)
+		if err != nil {
+			return err
+		}
+		if !cached {
+			st.Close()
+		}
+	}
+	return nil
+}
+
 // stmt returns the prepared statement of q, and whether the cache keeps
 // it (a statement it does not keep is the caller's to close).
 func (s *Store) stmt(ctx context.Context, q string) (*sql.Stmt, bool, error) {
