@@ -11,10 +11,8 @@ import (
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/layer/layertest"
 	"github.com/memlayer/memlayer/storage"
-	"github.com/memlayer/memlayer/storage/postgres/pgtest"
-	"github.com/memlayer/memlayer/storage/redis"
-	"github.com/memlayer/memlayer/storage/sqlite"
 	"github.com/memlayer/memlayer/storage/storagetest"
+	"github.com/memlayer/memlayer/storage/storagetest/allstores"
 )
 
 // openRunNow is the clock of the open-a-run benchmark: every seeded
@@ -115,14 +113,7 @@ func BenchmarkOpenRun(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sq := func(path string) (storagetest.Closer, error) { return sqlite.Open(ctx, sqlite.Config{Path: path}) }
-	rd := func(url, ns string) (storagetest.Closer, error) {
-		return redis.New(redis.Config{URL: url, Namespace: ns})
-	}
-	backends := storagetest.Backends("bench-openrun-ent", sq, rd)
-	if open := pgtest.Opener("bench_openrun_ent"); open != nil {
-		backends = append(backends, storagetest.Backend{Name: "postgres", Open: open})
-	}
+	backends := allstores.Backends("bench-openrun-ent")
 	seed := func(b *testing.B, st storage.Store, n int) { seedArchive(b, st, n) }
 	storagetest.BenchmarkOpenRun(b, backends, "archived", seed, func(st storage.Store) error {
 		_, err := layertest.FirstRecall(ctx, tmpl, layer.Env{ThreadID: "t-new", ResourceID: "user-1", Store: st}, openRunQuery)

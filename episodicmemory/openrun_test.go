@@ -12,10 +12,8 @@ import (
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/layer/layertest"
 	"github.com/memlayer/memlayer/storage"
-	"github.com/memlayer/memlayer/storage/postgres/pgtest"
-	"github.com/memlayer/memlayer/storage/redis"
-	"github.com/memlayer/memlayer/storage/sqlite"
 	"github.com/memlayer/memlayer/storage/storagetest"
+	"github.com/memlayer/memlayer/storage/storagetest/allstores"
 )
 
 // seedLog writes a resource log of n episodes directly, as a long run
@@ -109,14 +107,7 @@ func BenchmarkOpenRun(b *testing.B) {
 	seed := func(b *testing.B, st storage.Store, n int) { seedLog(b, st, n) }
 	// A storage.Searcher is searched through its index, another store
 	// through the layer's private index of the view.
-	sq := func(path string) (storagetest.Closer, error) { return sqlite.Open(ctx, sqlite.Config{Path: path}) }
-	rd := func(url, ns string) (storagetest.Closer, error) {
-		return redis.New(redis.Config{URL: url, Namespace: ns})
-	}
-	backends := storagetest.Backends("bench-openrun-ep", sq, rd)
-	if open := pgtest.Opener("bench_openrun_ep"); open != nil {
-		backends = append(backends, storagetest.Backend{Name: "postgres", Open: open})
-	}
+	backends := allstores.Backends("bench-openrun-ep")
 	storagetest.BenchmarkOpenRun(b, backends, "episodes", seed, func(st storage.Store) error {
 		l, err := layertest.FirstRecall(ctx, tmpl, layer.Env{ThreadID: "t-new", ResourceID: "user-1", Store: st}, q)
 		if err != nil {
