@@ -53,10 +53,15 @@ type Layer struct {
 	ix      storage.Searcher
 	col     string // the episodes' collection in ix
 	private bool
-	// loaded reports whether the view (the newest digests and the raw
-	// episodes not yet folded) has been read: with the store's index it
-	// is read at the first write or snapshot, not at Init.
+	// loaded reports whether the view (the raw episodes not yet folded
+	// and, with a private index, the newest digests) has been read: with
+	// the store's index it is read at the first write, not at Init.
 	loaded bool
+	// haveDigests reports whether digests holds the view's newest
+	// digests. With the store's index a write needs only the raw
+	// episodes, so the digests are read only for Metrics and for
+	// comparing a restored snapshot (ensureDigests).
+	haveDigests bool
 
 	rawToks  int // tokens of recent and pending (arguments and results)
 	rawCount int
@@ -74,7 +79,7 @@ func New(cfg Config) (*Layer, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	l := &Layer{cfg: cfg, spec: spec, tag: fence.Tag(cfg.ID), tool: layer.ToolName(cfg.ID, "read"), head: emptyHead(),
-		ix: &storage.MemoryIndex{}, private: true, loaded: true, col: storage.IndexName(cfg.ID, "template", "episodes")}
+		ix: &storage.MemoryIndex{}, private: true, loaded: true, haveDigests: true, col: storage.IndexName(cfg.ID, "template", "episodes")}
 	l.log = seqlog.Log{LayerID: cfg.ID, Pkg: "episodicmemory", ErrVersion: ErrVersion, MaxRetries: cfg.MaxRetries,
 		Logger: slog.Default(), Now: func() time.Time { return clampTime(cfg.Now()) }}
 	return l, nil
@@ -97,7 +102,7 @@ func (l *Layer) open(ctx context.Context, env layer.Env, store storage.Store, sc
 		b.ix = x
 	}
 	if store == nil {
-		b.loaded = true
+		b.loaded, b.haveDigests = true, true
 		return b, nil
 	}
 	b.mu.Lock()
@@ -123,6 +128,20 @@ func (l *Layer) ensureLoaded(ctx context.Context) error {
 	return l.load(ctx)
 }
 
+// ensureDigests reads the view, with its newest digests, if they have
+// not been read.
+func (l *Layer) ensureDigests(ctx context.Context) error {
+	if err := l.ensureLoaded(ctx); err != nil || l.haveDigests {
+		return err
+	}
+	digests, err := l.readViewDigests(ctx, l.head)
+	if err != nil {
+		return err
+	}
+	l.digests, l.haveDigests = digests, true
+	return nil
+}
+
 // shared reports whether the log is shared by threads (a resource or the
 // global scope).
 func (l *Layer) shared() bool {
@@ -142,8 +161,8 @@ func (l *Layer) Tag() string { return l.tag }
 // reads the head and the index's marker, and indexes the segments the
 // index lacks: none in a steady state, the whole log once when a log
 // written before the index is first used. The view the layer writes from
-// (the newest digests, the raw episodes not yet folded) is read at the
-// first write. On a store without search it reads the view now, into an
+// (the raw episodes not yet folded) is read at the first write; the
+// newest digests only for Metrics. On a store without search it reads the view now, into an
 // index of its own. Either way its cost does not grow with the log. A
 // record written by a newer version of this package ([ErrVersion]) fails
 // Init and is left as it is. An unreadable record is set aside with
@@ -381,6 +400,10 @@ func (l *Layer) compact(ctx context.Context) error {
 func (l *Layer) fold(h head, digests []Digest) {
 	l.head = h
 	l.recent = slices.DeleteFunc(l.recent, func(e Episode) bool { return e.seq < h.Digested })
+	if !l.haveDigests {
+		l.changed()
+		return // the digests are stored: ensureDigests reads them
+	}
 	l.digests = append(l.digests, digests...)
 	trim := max(len(l.digests)-l.cfg.MaxDigests, 0)
 	l.digests = slices.Delete(l.digests, 0, trim)
@@ -653,7 +676,7 @@ func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
 			return fmt.Errorf("episodicmemory: restore: %w", err)
 		}
 	}
-	if err := l.ensureLoaded(ctx); err != nil {
+	if err := l.ensureDigests(ctx); err != nil {
 		return fmt.Errorf("episodicmemory: restore: %w", err)
 	}
 	if !marked && string(encode(s)) == string(l.snapshotLocked()) {
@@ -712,7 +735,7 @@ func (l *Layer) setRestored(h head, s snapshot) {
 		s.Episodes[i].seq = h.Base + 1 + int64(i)
 	}
 	l.head, l.digests, l.recent, l.pending = h, s.Digests, s.Episodes, nil
-	l.loaded = true
+	l.loaded, l.haveDigests = true, true
 	l.changed()
 }
 
@@ -765,12 +788,12 @@ func (l *Layer) Clear(ctx context.Context) error {
 // agentloop exports them as OpenTelemetry metrics): "entries", the
 // episodes in the view (the newest digests and the raw episodes), and
 // "bytes", their text; "episodes_total", the episodes this layer (as
-// Init returned it) has appended to the log. The view is read on the
-// first call if no write has read it.
+// Init returned it) has appended to the log. The newest digests (up to
+// Config.MaxDigests) are read on the first call.
 func (l *Layer) Metrics() map[string]int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.ensureLoaded(context.Background()); err != nil {
+	if err := l.ensureDigests(context.Background()); err != nil {
 		l.log.Logger.Warn("episodicmemory: reading the log failed", slog.String("layer", l.cfg.ID), slog.Any("error", err))
 	}
 	n := 0

@@ -44,21 +44,27 @@ func (l *Layer) readDigests(ctx context.Context, seq int64) (digestRecord, bool,
 	return seqlog.Read(ctx, &l.log, digestName(seq), func(b []byte) (digestRecord, error) { return decodeDigestRecord(b, seq) })
 }
 
-// load reads the log's view: the head, the newest digests (up to
-// MaxDigests) and the raw episodes not yet folded (at most the newest
-// 4·CompactAfter segments). Its cost does not depend on the log's
-// length.
+// load reads the log's view: the head, the raw episodes not yet folded
+// (at most the newest 4·CompactAfter segments) and, for a private
+// index, the newest digests (up to MaxDigests). Its cost does not depend
+// on the log's length.
 func (l *Layer) load(ctx context.Context) error {
 	h, ver, err := l.readHead(ctx)
 	if err != nil {
 		return err
 	}
-	digests, eps, err := l.readView(ctx, h)
+	var digests []Digest
+	if l.private {
+		if digests, err = l.readViewDigests(ctx, h); err != nil {
+			return err
+		}
+	}
+	eps, err := l.readRaw(ctx, h)
 	if err != nil {
 		return err
 	}
 	l.head, l.hver, l.digests, l.recent = h, ver, digests, eps
-	l.loaded = true
+	l.loaded, l.haveDigests = true, l.private
 	l.changed()
 	if l.private {
 		l.ix = &storage.MemoryIndex{}
@@ -71,11 +77,25 @@ func (l *Layer) load(ctx context.Context) error {
 // to MaxDigests) and the raw episodes not yet folded (at most the newest
 // 4·CompactAfter segments). A segment that is missing reads as nothing.
 func (l *Layer) readView(ctx context.Context, h head) ([]Digest, []Episode, error) {
+	digests, err := l.readViewDigests(ctx, h)
+	if err != nil {
+		return nil, nil, err
+	}
+	eps, err := l.readRaw(ctx, h)
+	if err != nil {
+		return nil, nil, err
+	}
+	return digests, eps, nil
+}
+
+// readViewDigests reads the newest digests of the log at head h, up to
+// MaxDigests, oldest first.
+func (l *Layer) readViewDigests(ctx context.Context, h head) ([]Digest, error) {
 	var digests []Digest
 	for seq := h.LastDigest; seq >= h.Base && len(digests) < l.cfg.MaxDigests; {
 		r, ok, err := l.readDigests(ctx, seq)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if !ok {
 			break
@@ -86,15 +106,21 @@ func (l *Layer) readView(ctx context.Context, h head) ([]Digest, []Episode, erro
 	if n := len(digests) - l.cfg.MaxDigests; n > 0 {
 		digests = digests[n:]
 	}
+	return digests, nil
+}
+
+// readRaw reads the raw episodes of the log at head h not yet folded, at
+// most the newest 4·CompactAfter segments.
+func (l *Layer) readRaw(ctx context.Context, h head) ([]Episode, error) {
 	var eps []Episode
 	for seq := max(h.Digested, h.Next-int64(4*l.cfg.CompactAfter)); seq < h.Next; seq++ {
 		seg, err := l.readSegment(ctx, seq)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		eps = append(eps, seg...)
 	}
-	return digests, eps, nil
+	return eps, nil
 }
 
 // readMarked reads the view a mark names, from the log of the mark's

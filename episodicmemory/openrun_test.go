@@ -5,16 +5,15 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/layer/layertest"
 	"github.com/memlayer/memlayer/storage"
-	"github.com/memlayer/memlayer/storage/postgres/pgtest"
-	"github.com/memlayer/memlayer/storage/redis"
-	"github.com/memlayer/memlayer/storage/sqlite"
 	"github.com/memlayer/memlayer/storage/storagetest"
+	"github.com/memlayer/memlayer/storage/storagetest/allstores"
 )
 
 // seedLog writes a resource log of n episodes directly, as a long run
@@ -108,14 +107,7 @@ func BenchmarkOpenRun(b *testing.B) {
 	seed := func(b *testing.B, st storage.Store, n int) { seedLog(b, st, n) }
 	// A storage.Searcher is searched through its index, another store
 	// through the layer's private index of the view.
-	sq := func(path string) (storagetest.Closer, error) { return sqlite.Open(ctx, sqlite.Config{Path: path}) }
-	rd := func(url, ns string) (storagetest.Closer, error) {
-		return redis.New(redis.Config{URL: url, Namespace: ns})
-	}
-	backends := storagetest.Backends("bench-openrun-ep", sq, rd)
-	if open := pgtest.Opener("bench_openrun_ep"); open != nil {
-		backends = append(backends, storagetest.Backend{Name: "postgres", Open: open})
-	}
+	backends := allstores.Backends("bench-openrun-ep")
 	storagetest.BenchmarkOpenRun(b, backends, "episodes", seed, func(st storage.Store) error {
 		l, err := layertest.FirstRecall(ctx, tmpl, layer.Env{ThreadID: "t-new", ResourceID: "user-1", Store: st}, q)
 		if err != nil {
@@ -152,5 +144,73 @@ func TestOpenRunSeed(t *testing.T) {
 		if err != nil || e.Ref != "call-2~2" {
 			t.Errorf("Read(call-2) = %+v, %v", e, err)
 		}
+	}
+}
+
+// readCounter is a store that counts the digest records read.
+type readCounter struct {
+	*storage.Memory
+	mu      sync.Mutex
+	digests int
+}
+
+func (c *readCounter) Get(ctx context.Context, key string) (storage.Item, error) {
+	if strings.Contains(key, storage.Escape("digest/")) {
+		c.mu.Lock()
+		c.digests++
+		c.mu.Unlock()
+	}
+	return c.Memory.Get(ctx, key)
+}
+
+func (c *readCounter) reads() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.digests
+}
+
+// TestRunReadsNoDigests: with the store's index, a run that opens,
+// recalls, reads an old episode and writes a step reads no digest
+// record, whatever the log holds; Metrics reads the newest MaxDigests,
+// and another user's run on the same store sees nothing of the log.
+func TestRunReadsNoDigests(t *testing.T) {
+	ctx := context.Background()
+	st := &readCounter{Memory: storage.NewMemory()}
+	seedLog(t, st, 2000)
+	tmpl, _ := New(Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
+	l, err := layertest.FirstRecall(ctx, tmpl, layer.Env{ThreadID: "t-new", ResourceID: "user-1", Store: st}, layer.Query{Text: `page "Pricing for Nonprofits 2"`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := l.(*Layer)
+	if _, _, err := ep.Read(ctx, "call-2"); err != nil {
+		t.Fatal(err)
+	}
+	for step := range 3 * DefaultCompactAfter {
+		id := "new-" + strconv.Itoa(step)
+		turn := layer.Turn{Step: step, Results: []layer.ToolResult{{ToolCall: layer.ToolCall{ID: id, Name: "cms_getPage", Arguments: `{"id":"page-1"}`}, Content: `{"id":"page-1"}`}}}
+		if err := ep.Store(ctx, turn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := st.reads(); n != 0 {
+		t.Errorf("the run read %d digest records before Metrics, want 0", n)
+	}
+	m := ep.Metrics()
+	if raw := len(ep.Episodes()); m["entries"] != int64(DefaultMaxDigests+raw) || st.reads() == 0 {
+		t.Errorf("Metrics = %v after %d digest reads; want %d entries", m, st.reads(), DefaultMaxDigests+raw)
+	}
+	if _, _, err := ep.Read(ctx, "new-0"); err != nil {
+		t.Errorf("Read(new-0) after compactions: %v", err)
+	}
+	other, err := tmpl.Init(ctx, layer.Env{ThreadID: "t-new", ResourceID: "user-1/x", Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if items, err := other.Recall(ctx, layer.Query{Text: `page "Pricing for Nonprofits 2"`}); err != nil || len(items) != 0 {
+		t.Errorf("another user's run recalls %v, %v", items, err)
+	}
+	if _, _, err := other.(*Layer).Read(ctx, "call-2"); err == nil {
+		t.Error("another user's run reads call-2")
 	}
 }

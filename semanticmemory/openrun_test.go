@@ -12,10 +12,8 @@ import (
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/layer/layertest"
 	"github.com/memlayer/memlayer/storage"
-	"github.com/memlayer/memlayer/storage/postgres/pgtest"
-	"github.com/memlayer/memlayer/storage/redis"
-	"github.com/memlayer/memlayer/storage/sqlite"
 	"github.com/memlayer/memlayer/storage/storagetest"
+	"github.com/memlayer/memlayer/storage/storagetest/allstores"
 )
 
 // seedFacts writes n facts of resource "user-1" directly, 100 per record
@@ -91,14 +89,7 @@ func BenchmarkOpenRun(b *testing.B) {
 	}
 	// Stores that search are searched through their index, the others
 	// through the layer's private index of the newest facts.
-	sq := func(path string) (storagetest.Closer, error) { return sqlite.Open(ctx, sqlite.Config{Path: path}) }
-	rd := func(url, ns string) (storagetest.Closer, error) {
-		return redis.New(redis.Config{URL: url, Namespace: ns})
-	}
-	backends := storagetest.Backends("bench-openrun-sem", sq, rd)
-	if open := pgtest.Opener("bench_openrun_sem"); open != nil {
-		backends = append(backends, storagetest.Backend{Name: "postgres", Open: open})
-	}
+	backends := allstores.Backends("bench-openrun-sem")
 	storagetest.BenchmarkOpenRun(b, backends, "facts", func(b *testing.B, st storage.Store, n int) { seedFacts(b, st, n) }, func(st storage.Store) error {
 		_, err := layertest.FirstRecall(ctx, tmpl, layer.Env{ThreadID: "t-new", ResourceID: "user-1", Store: st}, openRunQuery)
 		return err
