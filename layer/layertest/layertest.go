@@ -35,8 +35,12 @@ type Options struct {
 	SharedSpawn bool
 	// StoreSnapshots says the layer's Snapshot names records in its store
 	// (a position in a log) instead of copying them. The suite then
-	// restores a snapshot into a fresh layer bound to the same store, and
-	// compares the two by what they recall for the first turn's query.
+	// restores a snapshot into a fresh layer bound to the same store and
+	// the same thread and resource (a restarted run), and compares the two
+	// by what they recall for the first turn's query. It also checks that
+	// a layer of another thread and resource on that store refuses the
+	// snapshot and keeps its state: a snapshot never reads another user's
+	// records.
 	StoreSnapshots bool
 	// Timeout bounds each call the suite waits for. Zero means 5s.
 	Timeout time.Duration
@@ -400,7 +404,8 @@ func (r *runner) testSnapshot(t *testing.T) {
 	}
 	otherEnv := r.env()
 	if r.o.StoreSnapshots {
-		otherEnv.Store = env.Store
+		r.testForeignSnapshot(t, env.Store, data)
+		otherEnv.ThreadID, otherEnv.ResourceID, otherEnv.Store = env.ThreadID, env.ResourceID, env.Store
 	}
 	other := r.bindEnv(t, r.newLayer(t), otherEnv)
 	osn, _ := layer.As[layer.Snapshotter](other)
@@ -423,6 +428,27 @@ func (r *runner) testSnapshot(t *testing.T) {
 	}
 	if got := r.state(t, l); got != want {
 		t.Errorf("Restore of its own snapshot changed the layer:\nwant %s\ngot  %s", want, got)
+	}
+}
+
+// testForeignSnapshot restores data, a snapshot naming records in store,
+// into a populated layer of another thread and resource on that store:
+// it must be refused and leave the layer's state as it was.
+func (r *runner) testForeignSnapshot(t *testing.T, store storage.Store, data json.RawMessage) {
+	t.Helper()
+	env := r.env()
+	env.Store = store
+	l := r.bindEnv(t, r.newLayer(t), env)
+	r.populate(t, l)
+	before := r.state(t, l)
+	sn, _ := layer.As[layer.Snapshotter](l)
+	var err error
+	r.within(t, "Restore of another user's snapshot", func() { err = sn.Restore(t.Context(), data) })
+	if err == nil {
+		t.Errorf("Restore of another thread's and resource's snapshot = nil, want an error")
+	}
+	if after := r.state(t, l); after != before {
+		t.Errorf("a refused Restore of another user's snapshot changed the state:\nbefore %s\nafter  %s", before, after)
 	}
 }
 
