@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -402,9 +403,9 @@ func (r *runner) testSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.testForeignSnapshot(t, env, data)
 	otherEnv := r.env()
 	if r.o.StoreSnapshots {
-		r.testForeignSnapshot(t, env.Store, data)
 		otherEnv.ThreadID, otherEnv.ResourceID, otherEnv.Store = env.ThreadID, env.ResourceID, env.Store
 	}
 	other := r.bindEnv(t, r.newLayer(t), otherEnv)
@@ -431,25 +432,123 @@ func (r *runner) testSnapshot(t *testing.T) {
 	}
 }
 
-// testForeignSnapshot restores data, a snapshot naming records in store,
-// into a populated layer of another thread and resource on that store:
-// it must be refused and leave the layer's state as it was.
-func (r *runner) testForeignSnapshot(t *testing.T, store storage.Store, data json.RawMessage) {
+// testForeignSnapshot restores data, a snapshot taken in from (a run on
+// from.Store), into a populated layer of another thread and resource on
+// that store. The restore must touch nothing stored in from's thread,
+// resource or execution scope (the global scope is everyone's). With
+// StoreSnapshots, whose snapshots name records, it must be refused and
+// leave the layer's state as it was.
+func (r *runner) testForeignSnapshot(t *testing.T, from layer.Env, data json.RawMessage) {
 	t.Helper()
+	w := &watched{Store: from.Store}
+	if x, ok := from.Store.(storage.Searcher); ok {
+		w.Searcher = x
+	}
 	env := r.env()
-	env.Store = store
+	env.Store = w
+	if w.Searcher == nil {
+		env.Store = struct{ storage.Store }{w} // no search, as from.Store
+	}
 	l := r.bindEnv(t, r.newLayer(t), env)
 	r.populate(t, l)
 	before := r.state(t, l)
 	sn, _ := layer.As[layer.Snapshotter](l)
+	w.reset()
 	var err error
 	r.within(t, "Restore of another user's snapshot", func() { err = sn.Restore(t.Context(), data) })
+	for _, scope := range []layer.Scope{layer.ScopeThread, layer.ScopeResource, layer.ScopeExecution} {
+		if got := w.touched("/" + from.ScopeKey(scope) + "/"); len(got) > 0 {
+			t.Errorf("Restore of another user's snapshot touched that user's records: %q", got)
+		}
+	}
+	if !r.o.StoreSnapshots {
+		return
+	}
 	if err == nil {
 		t.Errorf("Restore of another thread's and resource's snapshot = nil, want an error")
 	}
 	if after := r.state(t, l); after != before {
 		t.Errorf("a refused Restore of another user's snapshot changed the state:\nbefore %s\nafter  %s", before, after)
 	}
+}
+
+// watched is a store that records the keys, prefixes and collections
+// read or written through it.
+type watched struct {
+	storage.Store
+	storage.Searcher // nil when the store cannot search
+	mu               sync.Mutex
+	seen             []string
+}
+
+func (w *watched) saw(name string) {
+	w.mu.Lock()
+	w.seen = append(w.seen, name)
+	w.mu.Unlock()
+}
+
+func (w *watched) reset() {
+	w.mu.Lock()
+	w.seen = nil
+	w.mu.Unlock()
+}
+
+// touched returns the names seen that contain part.
+func (w *watched) touched(part string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, s := range w.seen {
+		if strings.Contains(s, part) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (w *watched) Get(ctx context.Context, key string) (storage.Item, error) {
+	w.saw(key)
+	return w.Store.Get(ctx, key)
+}
+
+func (w *watched) Put(ctx context.Context, key string, v []byte, ver int64) (int64, error) {
+	w.saw(key)
+	return w.Store.Put(ctx, key, v, ver)
+}
+
+func (w *watched) Delete(ctx context.Context, key string, ver int64) error {
+	w.saw(key)
+	return w.Store.Delete(ctx, key, ver)
+}
+
+func (w *watched) List(ctx context.Context, prefix string) ([]string, error) {
+	w.saw(prefix)
+	return w.Store.List(ctx, prefix)
+}
+
+func (w *watched) Index(ctx context.Context, col string, docs ...storage.Document) error {
+	w.saw(col)
+	return w.Searcher.Index(ctx, col, docs...)
+}
+
+func (w *watched) Unindex(ctx context.Context, col string, ids ...string) error {
+	w.saw(col)
+	return w.Searcher.Unindex(ctx, col, ids...)
+}
+
+func (w *watched) Search(ctx context.Context, col string, q storage.Query) ([]storage.Hit, error) {
+	w.saw(col)
+	return w.Searcher.Search(ctx, col, q)
+}
+
+func (w *watched) Collections(ctx context.Context, prefix string) ([]string, error) {
+	w.saw(prefix)
+	return w.Searcher.Collections(ctx, prefix)
+}
+
+func (w *watched) Drop(ctx context.Context, col string) error {
+	w.saw(col)
+	return w.Searcher.Drop(ctx, col)
 }
 
 func (r *runner) testRestoreGarbage(t *testing.T) {
