@@ -1,7 +1,6 @@
 package episodicmemory_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/memlayer/memlayer/episodicmemory"
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/layer/layertest"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/storage/sqlite"
 	"github.com/memlayer/memlayer/storage/storagetest"
@@ -24,68 +24,10 @@ type searchStore interface {
 	storage.Searcher
 }
 
-// watched is a store that records every key, prefix and collection a
-// layer reads or writes through it, so a test can tell whether a scope
-// was touched at all.
-type watched struct {
-	storage.Store
-	storage.Searcher
-	mu   sync.Mutex
-	seen []string
-}
-
-func watch(st searchStore) *watched { return &watched{Store: st, Searcher: st} }
-
-func (w *watched) saw(name string) {
-	w.mu.Lock()
-	w.seen = append(w.seen, name)
-	w.mu.Unlock()
-}
-
-// reset forgets what was seen.
-func (w *watched) reset() {
-	w.mu.Lock()
-	w.seen = nil
-	w.mu.Unlock()
-}
-
-// touched returns what was seen of scope's records and collections.
-func (w *watched) touched(scope string) []string {
-	prefix := storage.LayerPrefix(episodicmemory.DefaultID, scope)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []string
-	for _, s := range w.seen {
-		if strings.HasPrefix(s, prefix) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func (w *watched) Get(ctx context.Context, key string) (storage.Item, error) {
-	w.saw(key)
-	return w.Store.Get(ctx, key)
-}
-
-func (w *watched) List(ctx context.Context, prefix string) ([]string, error) {
-	w.saw(prefix)
-	return w.Store.List(ctx, prefix)
-}
-
-func (w *watched) Put(ctx context.Context, key string, v []byte, ver int64) (int64, error) {
-	w.saw(key)
-	return w.Store.Put(ctx, key, v, ver)
-}
-
-func (w *watched) Delete(ctx context.Context, key string, ver int64) error {
-	w.saw(key)
-	return w.Store.Delete(ctx, key, ver)
-}
-
-func (w *watched) Search(ctx context.Context, col string, q storage.Query) ([]storage.Hit, error) {
-	w.saw(col)
-	return w.Searcher.Search(ctx, col, q)
+// touched returns what w saw of the records and collections of the
+// layer's scope.
+func touched(w *layertest.Watched, scope string) []string {
+	return w.Touched(storage.LayerPrefix(episodicmemory.DefaultID, scope))
 }
 
 // markUser is one run: a user (a resource, "" for an anonymous thread)
@@ -143,7 +85,7 @@ func forge(t *testing.T, mark json.RawMessage, scope string) json.RawMessage {
 // refusedForeign restores data into l and checks that it is refused
 // with ErrCorrupt, that l's state is as it was, that l shows nothing of
 // victim's, and that nothing of victim's scope was read or written.
-func refusedForeign(t *testing.T, w *watched, l *episodicmemory.Layer, data json.RawMessage, victim markUser, victimScope string) {
+func refusedForeign(t *testing.T, w *layertest.Watched, l *episodicmemory.Layer, data json.RawMessage, victim markUser, victimScope string) {
 	t.Helper()
 	ctx := t.Context()
 	before, err := l.Snapshot(ctx)
@@ -151,14 +93,14 @@ func refusedForeign(t *testing.T, w *watched, l *episodicmemory.Layer, data json
 		t.Fatal(err)
 	}
 	eps := refs(l)
-	w.reset()
+	w.Reset()
 	err = l.Restore(ctx, data)
 	if !errors.Is(err, episodicmemory.ErrCorrupt) {
 		t.Errorf("Restore of a mark of scope %s = %v, want ErrCorrupt", victimScope, err)
 	} else if !strings.Contains(err.Error(), "scope") {
 		t.Errorf("the refusal does not say why: %v", err)
 	}
-	if got := w.touched(victimScope); len(got) > 0 {
+	if got := touched(w, victimScope); len(got) > 0 {
 		t.Errorf("Restore of a foreign mark touched the victim's scope: %q", got)
 	}
 	if after, _ := l.Snapshot(ctx); string(after) != string(before) {
@@ -187,11 +129,11 @@ func TestTrust3Mark_SnapshotOfAnotherUserIsRefused(t *testing.T) {
 	for _, scope := range []layer.Scope{layer.ScopeThread, layer.ScopeResource} {
 		t.Run(string(scope), func(t *testing.T) {
 			markStores(t, func(t *testing.T, st searchStore) {
-				w := watch(st)
+				w := layertest.Watch(st)
 				cfg := episodicmemory.Config{Spec: layer.Spec{Scope: scope}}
 				marks := map[markUser]json.RawMessage{}
 				for _, u := range markUsers {
-					l := bound(t, cfg, w, u.thread, u.resource)
+					l := bound(t, cfg, w.Store(), u.thread, u.resource)
 					store(t, l, u.secretStep(0), u.secretStep(1))
 					var err error
 					if marks[u], err = l.Snapshot(t.Context()); err != nil {
@@ -205,7 +147,7 @@ func TestTrust3Mark_SnapshotOfAnotherUserIsRefused(t *testing.T) {
 						}
 						vs := victim.scopeOf(scope)
 						t.Run(fmt.Sprintf("%q<-%q", attacker.resource+"@"+attacker.thread, victim.resource+"@"+victim.thread), func(t *testing.T) {
-							l := bound(t, cfg, w, attacker.thread, attacker.resource)
+							l := bound(t, cfg, w.Store(), attacker.thread, attacker.resource)
 							refusedForeign(t, w, l, marks[victim], victim, vs)
 							refusedForeign(t, w, l, forge(t, marks[attacker], vs), victim, vs)
 							if got := recall(t, l, "page "+attacker.secret()); !strings.Contains(got, attacker.secret()) {
@@ -216,7 +158,7 @@ func TestTrust3Mark_SnapshotOfAnotherUserIsRefused(t *testing.T) {
 				}
 				// A restarted run of the same user still restores its own mark.
 				for _, u := range markUsers {
-					l := bound(t, cfg, w, u.thread, u.resource)
+					l := bound(t, cfg, w.Store(), u.thread, u.resource)
 					store(t, l, u.secretStep(2))
 					if err := l.Restore(t.Context(), marks[u]); err != nil {
 						t.Fatalf("user %q: Restore of its own mark: %v", u.resource, err)
@@ -236,11 +178,11 @@ func TestTrust3Mark_SnapshotOfAnotherUserIsRefused(t *testing.T) {
 func TestTrust3Mark_ErasedUserIsNotReadBack(t *testing.T) {
 	markStores(t, func(t *testing.T, st searchStore) {
 		ctx := t.Context()
-		w := watch(st)
+		w := layertest.Watch(st)
 		cfg := episodicmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}}
 		victim, attacker := markUsers[0], markUsers[1]
 		vs := victim.scopeOf(layer.ScopeResource)
-		v := bound(t, cfg, w, victim.thread, victim.resource)
+		v := bound(t, cfg, w.Store(), victim.thread, victim.resource)
 		store(t, v, victim.secretStep(0), victim.secretStep(1))
 		old, err := v.Snapshot(ctx)
 		if err != nil {
@@ -248,7 +190,7 @@ func TestTrust3Mark_ErasedUserIsNotReadBack(t *testing.T) {
 		}
 		storagetest.Erase(t, st, storage.LayerPrefix(episodicmemory.DefaultID, vs))
 
-		a := bound(t, cfg, w, attacker.thread, attacker.resource)
+		a := bound(t, cfg, w.Store(), attacker.thread, attacker.resource)
 		store(t, a, attacker.secretStep(0))
 		own, _ := a.Snapshot(ctx)
 		refusedForeign(t, w, a, old, victim, vs)
@@ -256,7 +198,7 @@ func TestTrust3Mark_ErasedUserIsNotReadBack(t *testing.T) {
 
 		// The erased user's next run: its old mark names records that are
 		// gone, and is refused; nothing comes back.
-		again := bound(t, cfg, w, victim.thread, victim.resource)
+		again := bound(t, cfg, w.Store(), victim.thread, victim.resource)
 		if err := again.Restore(ctx, old); !errors.Is(err, storage.ErrNotFound) {
 			t.Errorf("Restore of a mark of an erased log = %v, want storage.ErrNotFound", err)
 		}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -440,24 +439,18 @@ func (r *runner) testSnapshot(t *testing.T) {
 // leave the layer's state as it was.
 func (r *runner) testForeignSnapshot(t *testing.T, from layer.Env, data json.RawMessage) {
 	t.Helper()
-	w := &watched{Store: from.Store}
-	if x, ok := from.Store.(storage.Searcher); ok {
-		w.Searcher = x
-	}
+	w := Watch(from.Store)
 	env := r.env()
-	env.Store = w
-	if w.Searcher == nil {
-		env.Store = struct{ storage.Store }{w} // no search, as from.Store
-	}
+	env.Store = w.Store()
 	l := r.bindEnv(t, r.newLayer(t), env)
 	r.populate(t, l)
 	before := r.state(t, l)
 	sn, _ := layer.As[layer.Snapshotter](l)
-	w.reset()
+	w.Reset()
 	var err error
 	r.within(t, "Restore of another user's snapshot", func() { err = sn.Restore(t.Context(), data) })
 	for _, scope := range []layer.Scope{layer.ScopeThread, layer.ScopeResource, layer.ScopeExecution} {
-		if got := w.touched("/" + from.ScopeKey(scope) + "/"); len(got) > 0 {
+		if got := w.Touched("/" + from.ScopeKey(scope) + "/"); len(got) > 0 {
 			t.Errorf("Restore of another user's snapshot touched that user's records: %q", got)
 		}
 	}
@@ -470,85 +463,6 @@ func (r *runner) testForeignSnapshot(t *testing.T, from layer.Env, data json.Raw
 	if after := r.state(t, l); after != before {
 		t.Errorf("a refused Restore of another user's snapshot changed the state:\nbefore %s\nafter  %s", before, after)
 	}
-}
-
-// watched is a store that records the keys, prefixes and collections
-// read or written through it.
-type watched struct {
-	storage.Store
-	storage.Searcher // nil when the store cannot search
-	mu               sync.Mutex
-	seen             []string
-}
-
-func (w *watched) saw(name string) {
-	w.mu.Lock()
-	w.seen = append(w.seen, name)
-	w.mu.Unlock()
-}
-
-func (w *watched) reset() {
-	w.mu.Lock()
-	w.seen = nil
-	w.mu.Unlock()
-}
-
-// touched returns the names seen that contain part.
-func (w *watched) touched(part string) []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []string
-	for _, s := range w.seen {
-		if strings.Contains(s, part) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func (w *watched) Get(ctx context.Context, key string) (storage.Item, error) {
-	w.saw(key)
-	return w.Store.Get(ctx, key)
-}
-
-func (w *watched) Put(ctx context.Context, key string, v []byte, ver int64) (int64, error) {
-	w.saw(key)
-	return w.Store.Put(ctx, key, v, ver)
-}
-
-func (w *watched) Delete(ctx context.Context, key string, ver int64) error {
-	w.saw(key)
-	return w.Store.Delete(ctx, key, ver)
-}
-
-func (w *watched) List(ctx context.Context, prefix string) ([]string, error) {
-	w.saw(prefix)
-	return w.Store.List(ctx, prefix)
-}
-
-func (w *watched) Index(ctx context.Context, col string, docs ...storage.Document) error {
-	w.saw(col)
-	return w.Searcher.Index(ctx, col, docs...)
-}
-
-func (w *watched) Unindex(ctx context.Context, col string, ids ...string) error {
-	w.saw(col)
-	return w.Searcher.Unindex(ctx, col, ids...)
-}
-
-func (w *watched) Search(ctx context.Context, col string, q storage.Query) ([]storage.Hit, error) {
-	w.saw(col)
-	return w.Searcher.Search(ctx, col, q)
-}
-
-func (w *watched) Collections(ctx context.Context, prefix string) ([]string, error) {
-	w.saw(prefix)
-	return w.Searcher.Collections(ctx, prefix)
-}
-
-func (w *watched) Drop(ctx context.Context, col string) error {
-	w.saw(col)
-	return w.Searcher.Drop(ctx, col)
 }
 
 func (r *runner) testRestoreGarbage(t *testing.T) {
