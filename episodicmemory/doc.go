@@ -102,7 +102,8 @@
 // and head, a few hundred bytes however long the log): agentloop
 // checkpoints it at every step, and the log itself is in the store.
 // Restore reads the view the mark names back from the log, in the same
-// store. Without a store, Snapshot is a bounded copy of the view (the
+// store and scope: a mark naming another scope (another thread's or
+// user's) is refused, and nothing is read from it. Without a store, Snapshot is a bounded copy of the view (the
 // newest 8 digests and 8 raw episodes, results cut at 128 bytes), the
 // form earlier versions wrote with a store too; Restore still reads it.
 // Restore replaces the log, and is a no-op for a snapshot equal to the

@@ -11,8 +11,9 @@ var (
 	// ErrVersion means a stored record or a snapshot was written by a
 	// newer version of this package. Nothing is changed.
 	ErrVersion = errors.New("episodicmemory: unsupported format version")
-	// ErrCorrupt means a stored record or a snapshot is not readable.
-	// Nothing is changed.
+	// ErrCorrupt means a stored record or a snapshot is not readable, or
+	// a snapshot names the log of a scope not the layer's own. Nothing
+	// is changed.
 	ErrCorrupt = errors.New("episodicmemory: unreadable record")
 	// ErrNoEpisode means no episode has the reference asked for.
 	ErrNoEpisode = errors.New("episodicmemory: no such episode")

@@ -593,7 +593,8 @@ func (l *Layer) callRead(ctx context.Context, args json.RawMessage) (string, err
 // is a mark of a few hundred bytes, whatever the log holds: the log's
 // scope and its head, which name the records of the view (a log's
 // records are never rewritten), and the episodes a failed write left
-// unappended. Restoring it needs the store the log is in. Without a
+// unappended. Restoring it needs the store the log is in, and a layer
+// bound to the same scope (the same thread, or the same resource). Without a
 // store it is a bounded copy of the view: the newest
 // Config.SnapshotDigests digests and the newest Config.SnapshotEpisodes
 // raw episodes, oldest first, each result cut at
@@ -641,11 +642,13 @@ func (l *Layer) snapshotLocked() []byte {
 
 // Restore replaces the log's view with a snapshot. A snapshot equal to
 // the current state changes nothing (for a mark, nothing is read). A
-// mark is read from the log it names, in the layer's store: its view
-// as it was when the snapshot was taken (the newest digests and raw
-// episodes, see [Layer.Snapshot]); a mark whose log no longer holds that
-// view (cleared or restored since, or in another store) is refused with
-// an error that is storage.ErrNotFound. A snapshot that copies the view
+// mark is read from the layer's own log: its view as it was when the
+// snapshot was taken (the newest digests and raw episodes, see
+// [Layer.Snapshot]). A mark that names the log of any other scope
+// (another thread's, another user's) is refused with [ErrCorrupt] and
+// nothing is read from that scope. A mark whose log no longer holds its
+// view (cleared, erased or restored since, or in another store) is
+// refused with an error that is storage.ErrNotFound. A snapshot that copies the view
 // (written without a store, or by earlier versions) is read as it is.
 // Otherwise, with a store, the stored log is replaced: a new log base is
 // claimed on the head, the snapshot's digests and episodes are written

@@ -123,21 +123,24 @@ func (l *Layer) readRaw(ctx context.Context, h head) ([]Episode, error) {
 	return eps, nil
 }
 
-// readMarked reads the view a mark names, from the log of the mark's
-// scope in l's store. It fails, wrapping storage.ErrNotFound, when that
-// log no longer holds it: it was cleared or restored since (its base
-// moved) or never was in this store.
+// readMarked reads the view a mark names, from l's own log. A mark of
+// any other scope (another user's, another thread's, or a forged one) is
+// refused with ErrCorrupt before anything is read: a run reads only its
+// own scope. It fails, wrapping storage.ErrNotFound, when the log no
+// longer holds the view: it was cleared, erased or restored since (its
+// base moved) or never was in this store.
 func (l *Layer) readMarked(ctx context.Context, m mark) (snapshot, error) {
-	src := &Layer{cfg: l.cfg, log: l.log}
-	src.log.Scope = m.Scope
-	h, _, err := src.readHead(ctx)
+	if m.Scope != l.log.Scope {
+		return snapshot{}, fmt.Errorf("%w: the snapshot marks the log of scope %s, not this layer's (%s)", ErrCorrupt, storage.Quote(m.Scope), storage.Quote(l.log.Scope))
+	}
+	h, _, err := l.readHead(ctx)
 	if err != nil {
 		return snapshot{}, err
 	}
 	if h.Base != m.Head.Base || h.Next < m.Head.Next || h.Dropped > m.Head.Next {
 		return snapshot{}, fmt.Errorf("the log position of the snapshot (%d) is no longer stored: %w", m.Head.Next, storage.ErrNotFound)
 	}
-	digests, eps, err := src.readView(ctx, m.Head)
+	digests, eps, err := l.readView(ctx, m.Head)
 	if err != nil {
 		return snapshot{}, err
 	}

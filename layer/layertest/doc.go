@@ -40,7 +40,9 @@
 //     changed (unless [Options.SharedSpawn]); the child keeps the ID.
 //   - Snapshot and Restore: a snapshot restored into a fresh layer
 //     snapshots the same (compared as JSON values); data that is not JSON
-//     is an error and leaves the state unchanged.
+//     is an error and leaves the state unchanged. A snapshot restored into
+//     another user's layer on the same store touches nothing stored in
+//     the first user's thread, resource or execution scope.
 //   - Clear: afterwards the layer recalls what a fresh layer recalls and
 //     reports as many Metrics "entries" (bookkeeping such as a logical clock
 //     may survive).

@@ -35,8 +35,12 @@ type Options struct {
 	SharedSpawn bool
 	// StoreSnapshots says the layer's Snapshot names records in its store
 	// (a position in a log) instead of copying them. The suite then
-	// restores a snapshot into a fresh layer bound to the same store, and
-	// compares the two by what they recall for the first turn's query.
+	// restores a snapshot into a fresh layer bound to the same store and
+	// the same thread and resource (a restarted run), and compares the two
+	// by what they recall for the first turn's query. It also checks that
+	// a layer of another thread and resource on that store refuses the
+	// snapshot and keeps its state: a snapshot never reads another user's
+	// records.
 	StoreSnapshots bool
 	// Timeout bounds each call the suite waits for. Zero means 5s.
 	Timeout time.Duration
@@ -398,9 +402,10 @@ func (r *runner) testSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.testForeignSnapshot(t, env, data)
 	otherEnv := r.env()
 	if r.o.StoreSnapshots {
-		otherEnv.Store = env.Store
+		otherEnv.ThreadID, otherEnv.ResourceID, otherEnv.Store = env.ThreadID, env.ResourceID, env.Store
 	}
 	other := r.bindEnv(t, r.newLayer(t), otherEnv)
 	osn, _ := layer.As[layer.Snapshotter](other)
@@ -423,6 +428,40 @@ func (r *runner) testSnapshot(t *testing.T) {
 	}
 	if got := r.state(t, l); got != want {
 		t.Errorf("Restore of its own snapshot changed the layer:\nwant %s\ngot  %s", want, got)
+	}
+}
+
+// testForeignSnapshot restores data, a snapshot taken in from (a run on
+// from.Store), into a populated layer of another thread and resource on
+// that store. The restore must touch nothing stored in from's thread,
+// resource or execution scope (the global scope is everyone's). With
+// StoreSnapshots, whose snapshots name records, it must be refused and
+// leave the layer's state as it was.
+func (r *runner) testForeignSnapshot(t *testing.T, from layer.Env, data json.RawMessage) {
+	t.Helper()
+	w := Watch(from.Store)
+	env := r.env()
+	env.Store = w.Store()
+	l := r.bindEnv(t, r.newLayer(t), env)
+	r.populate(t, l)
+	before := r.state(t, l)
+	sn, _ := layer.As[layer.Snapshotter](l)
+	w.Reset()
+	var err error
+	r.within(t, "Restore of another user's snapshot", func() { err = sn.Restore(t.Context(), data) })
+	for _, scope := range []layer.Scope{layer.ScopeThread, layer.ScopeResource, layer.ScopeExecution} {
+		if got := w.Touched("/" + from.ScopeKey(scope) + "/"); len(got) > 0 {
+			t.Errorf("Restore of another user's snapshot touched that user's records: %q", got)
+		}
+	}
+	if !r.o.StoreSnapshots {
+		return
+	}
+	if err == nil {
+		t.Errorf("Restore of another thread's and resource's snapshot = nil, want an error")
+	}
+	if after := r.state(t, l); after != before {
+		t.Errorf("a refused Restore of another user's snapshot changed the state:\nbefore %s\nafter  %s", before, after)
 	}
 }
 
