@@ -811,6 +811,14 @@ func (l *Layer) Metrics() map[string]int64 {
 	return map[string]int64{"entries": int64(len(l.digests) + len(l.recent) + len(l.pending)), "bytes": int64(n), "episodes_total": l.appended}
 }
 
+// Counts returns the layer's "_total" count, "episodes_total", without
+// reading the store (see layer.CountReporter).
+func (l *Layer) Counts() map[string]int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return map[string]int64{"episodes_total": l.appended}
+}
+
 // OnSpawn returns the layer a child agent starts with. In thread scope
 // the child starts with an empty log of its own, kept in memory (the
 // parent's episodes are not the child's). In resource scope it shares
@@ -852,6 +860,7 @@ var (
 	_ layer.Clearer         = (*Layer)(nil)
 	_ layer.Closer          = (*Layer)(nil)
 	_ layer.MetricsReporter = (*Layer)(nil)
+	_ layer.CountReporter   = (*Layer)(nil)
 	_ layer.CandidateSource = (*Layer)(nil)
 	_ layer.Keeper          = (*Layer)(nil)
 )

@@ -171,7 +171,8 @@ func (c *readCounter) reads() int {
 
 // TestRunReadsNoDigests: with the store's index, a run that opens,
 // recalls, reads an old episode and writes a step reads no digest
-// record, whatever the log holds; Metrics reads the newest MaxDigests,
+// record, whatever the log holds, nor do its Counts (read after every
+// step); Metrics reads the newest MaxDigests,
 // and another user's run on the same store sees nothing of the log.
 func TestRunReadsNoDigests(t *testing.T) {
 	ctx := context.Background()
@@ -193,8 +194,11 @@ func TestRunReadsNoDigests(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if c := ep.Counts(); c["episodes_total"] != 3*DefaultCompactAfter {
+		t.Errorf("Counts = %v, want episodes_total %d", c, 3*DefaultCompactAfter)
+	}
 	if n := st.reads(); n != 0 {
-		t.Errorf("the run read %d digest records before Metrics, want 0", n)
+		t.Errorf("the run read %d digest records before Metrics (Counts included), want 0", n)
 	}
 	m := ep.Metrics()
 	if raw := len(ep.Episodes()); m["entries"] != int64(DefaultMaxDigests+raw) || st.reads() == 0 {

@@ -53,6 +53,15 @@ type MetricsReporter interface {
 	Metrics() map[string]int64
 }
 
+// CountReporter is implemented by a [MetricsReporter] whose Metrics may
+// read the store (the levels of what it holds) while its "_total"
+// counts are at hand. Counts returns only those counts, never reading
+// the store; agentloop reads them after every step to audit what the
+// layer wrote, and calls Metrics only when figures are exported.
+type CountReporter interface {
+	Counts() map[string]int64
+}
+
 // The defaults of a [Write].
 const (
 	// DefaultKind is the kind of a write that names none.

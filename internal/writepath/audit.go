@@ -61,12 +61,24 @@ var storeCounters = []struct {
 // in their Metrics (see storeCounters), by ID.
 type WriteCounts map[string]*evictor
 
+// countsOf returns the function that reads l's counts: its Counts when
+// it is a [layer.CountReporter], else its Metrics, else nil.
+func countsOf(l layer.Layer) func() map[string]int64 {
+	if c, ok := layer.As[layer.CountReporter](l); ok {
+		return c.Counts
+	}
+	if m, ok := layer.As[layer.MetricsReporter](l); ok {
+		return m.Metrics
+	}
+	return nil
+}
+
 // WatchCounts reads the counts of s's layers that keep storeCounters.
 func WatchCounts(s *layer.Stack) WriteCounts {
 	w := WriteCounts{}
 	for _, l := range s.Layers() {
-		if f, ok := layer.As[layer.MetricsReporter](l); ok {
-			m := f.Metrics()
+		if f := countsOf(l); f != nil {
+			m := f()
 			for _, c := range storeCounters {
 				if _, ok := m[c.name]; ok {
 					w[l.Spec().ID] = &evictor{f: f, seen: m}
@@ -83,7 +95,7 @@ func WatchCounts(s *layer.Stack) WriteCounts {
 func (w WriteCounts) Record(au *Auditor, step, depth int) {
 	for _, id := range slices.Sorted(maps.Keys(w)) {
 		e := w[id]
-		m := e.f.Metrics()
+		m := e.f()
 		for _, c := range storeCounters {
 			if n := m[c.name] - e.seen[c.name]; n > 0 {
 				au.Add(audit.Event{Op: c.op, Step: step, Depth: depth, Layer: id, Kind: c.kind, Source: c.source, Count: int(n)})
@@ -96,7 +108,7 @@ func (w WriteCounts) Record(au *Auditor, step, depth int) {
 // evictor is a layer that counts its Store's work, and the counts the
 // audit has seen.
 type evictor struct {
-	f    layer.MetricsReporter
+	f    func() map[string]int64 // reads the layer's counts
 	seen map[string]int64
 }
 
