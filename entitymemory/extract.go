@@ -128,6 +128,13 @@ func (x *Extractor) setup() {
 	if x.maxResult <= 0 {
 		x.maxResult = DefaultMaxResultBytes
 	}
+	x.compileKeys()
+}
+
+// compileKeys builds the tables of the keys the extractor looks at: the
+// name fields' ranks, every key's role and rank, and the quick filter
+// of maybeKey.
+func (x *Extractor) compileKeys() {
 	x.nameRank = make(map[string]int, len(x.nameFields))
 	var buf []byte
 	for i, f := range x.nameFields {
@@ -720,18 +727,26 @@ func (e *extraction) nounID(fs []jsonx.Field, own, keyType string) string {
 			continue
 		}
 		k := e.norm(f.Key)
-		if len(k) < 3 || k[len(k)-2] != 'i' || k[len(k)-1] != 'd' {
+		if len(k) < 3 || !bytes.HasSuffix(k, []byte("id")) || !e.ownsIDKey(k, own, keyType) {
 			continue
 		}
-		for _, t := range [3]string{own, keyType, e.hint} {
-			if t != "" && isOwnIDKey(k, t) {
-				if s := f.Value.Scalar(); s != "" {
-					return s
-				}
-			}
+		if s := f.Value.Scalar(); s != "" {
+			return s
 		}
 	}
 	return ""
+}
+
+// ownsIDKey reports whether the folded key k is "<type>id" for the type
+// an object names itself (own), the type of the key it is nested under,
+// or the tool's type.
+func (e *extraction) ownsIDKey(k []byte, own, keyType string) bool {
+	for _, t := range [3]string{own, keyType, e.hint} {
+		if t != "" && isOwnIDKey(k, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // looseName names an entity that has no name under the usual name fields,
@@ -1020,7 +1035,7 @@ func (e *extraction) entityType(own string, ownRank int, keyType string) string 
 	switch {
 	case keyType != "" && !genericTypes[keyType]:
 		return keyType
-	case own != "" && (ownRank < rankType || !e.sureHint || e.hint == "" || familyTypes[e.hint] || genericTypes[e.hint]):
+	case own != "" && e.ownTypeWins(ownRank):
 		return own
 	case e.hint != "":
 		return e.hint
@@ -1029,6 +1044,14 @@ func (e *extraction) entityType(own string, ownRank int, keyType string) string 
 	default:
 		return "item"
 	}
+}
+
+// ownTypeWins reports whether a type the entity names itself, of rank
+// ownRank, beats the tool's type: it is an explicit type field, or the
+// tool does not say for sure what it acts on, or the tool's type is a
+// family or a generic type (see entityType).
+func (e *extraction) ownTypeWins(ownRank int) bool {
+	return ownRank < rankType || !e.sureHint || e.hint == "" || familyTypes[e.hint] || genericTypes[e.hint]
 }
 
 // familyTypes name families of resources whose own generic "type" names
@@ -1085,20 +1108,26 @@ func parentRef(v jsonx.Value) string {
 		return v.Scalar()
 	case jsonx.KindObject:
 		var fb [8]jsonx.Field
-		fs := v.Fields(fb[:0])
-		var kb [32]byte
-		want := ""
-		for _, f := range fs {
-			if string(normKey(kb[:0], f.Key)) == "type" {
-				want = f.Value.Scalar()
-			}
+		return parentRefIn(v.Fields(fb[:0]))
+	}
+	return ""
+}
+
+// parentRefIn reads a parent object's members: the member its "type"
+// names ({type: "page_id", page_id: "..."}), or its "id".
+func parentRefIn(fs []jsonx.Field) string {
+	var kb [32]byte
+	want := ""
+	for _, f := range fs {
+		if string(normKey(kb[:0], f.Key)) == "type" {
+			want = f.Value.Scalar()
 		}
-		for _, f := range fs {
-			k := string(normKey(kb[:0], f.Key))
-			if want != "" && string(f.Key) == want || k == "id" {
-				if s := f.Value.Scalar(); s != "" {
-					return s
-				}
+	}
+	for _, f := range fs {
+		k := string(normKey(kb[:0], f.Key))
+		if want != "" && string(f.Key) == want || k == "id" {
+			if s := f.Value.Scalar(); s != "" {
+				return s
 			}
 		}
 	}
