@@ -597,13 +597,7 @@ func (e *extraction) list(v jsonx.Value, keyType string, depth int) {
 		fs := el.Fields(fb[:0])
 		ent, ok := e.entity(fs, keyType)
 		if !ok {
-			// GraphQL edges ({node: {...}}) and other one-level wrappers.
-			for _, f := range fs {
-				if f.Value.Kind == jsonx.KindObject && envelopes[string(e.norm(f.Key))] {
-					ent, ok = e.entity(f.Value.Fields(fb[:0]), keyType)
-					break
-				}
-			}
+			ent, ok = e.wrappedEntity(fs, keyType, fb[:0])
 		}
 		if ok {
 			e.out = append(e.out, ent)
@@ -615,6 +609,18 @@ func (e *extraction) list(v jsonx.Value, keyType string, depth int) {
 		// A list of envelopes ([{data: {...}}]) or of lists.
 		v.Elems(func(el jsonx.Value) bool { return !e.walk(el, keyType, depth+1) })
 	}
+}
+
+// wrappedEntity reads the entity in a one-level wrapper, such as a
+// GraphQL edge ({node: {...}}): its first envelope member that holds an
+// object. buf may share memory with fs.
+func (e *extraction) wrappedEntity(fs []jsonx.Field, keyType string, buf []jsonx.Field) (Entity, bool) {
+	for _, f := range fs {
+		if f.Value.Kind == jsonx.KindObject && envelopes[string(e.norm(f.Key))] {
+			return e.entity(f.Value.Fields(buf), keyType)
+		}
+	}
+	return Entity{}, false
 }
 
 // isError reports whether an object is an error payload: one of its
@@ -700,20 +706,27 @@ func (e *extraction) entity(fs []jsonx.Field, keyType string) (Entity, bool) {
 		return Entity{}, false
 	}
 	c.ent.Type = e.entityType(c.ent.Type, c.typR, keyType)
+	e.nameEntity(&c, fs)
+	ent := finish(c.ent)
+	return ent, ent.ID != ""
+}
+
+// nameEntity sets the entity's name and slug: from its name fields and
+// its containers, else from looser names in the object's members fs.
+func (e *extraction) nameEntity(c *candidate, fs []jsonx.Field) {
 	conts := c.conts[:c.nconts]
 	c.ent.Name = e.name(conts, c.name, c.nameR)
 	if c.ent.Slug == "" {
 		c.ent.Slug = e.containerSlug(conts)
 	}
-	if c.ent.Name == "" {
-		var slug string
-		c.ent.Name, slug = e.looseName(fs)
-		if c.ent.Slug == "" {
-			c.ent.Slug = slug
-		}
+	if c.ent.Name != "" {
+		return
 	}
-	ent := finish(c.ent)
-	return ent, ent.ID != ""
+	var slug string
+	c.ent.Name, slug = e.looseName(fs)
+	if c.ent.Slug == "" {
+		c.ent.Slug = slug
+	}
 }
 
 // nounID returns the ID of an object that has no plain one, under a key

@@ -647,17 +647,27 @@ func (l *Layer) saveLocked(ctx context.Context) error {
 			}
 		}
 		read = time.Now()
-		remote, remoteClock, ver, err := l.load(ctx)
-		if err != nil {
+		if err := l.mergeStored(ctx); err != nil {
 			return fmt.Errorf("entitymemory: save: %w", err)
 		}
-		merged, base, clock := rebase(l.list, l.base, l.clock, l.deleted, remote, remoteClock, l.cfg.Capacity)
-		if !sameVisible(merged, l.list) {
-			l.cache = ""
-		}
-		l.list, l.clock, l.base, l.version = merged, clock, base, ver
 	}
 	return fmt.Errorf("entitymemory: save %s: gave up after %d attempts: %w", l.key, l.cfg.MaxRetries, storage.ErrConflict)
+}
+
+// mergeStored reads the stored state that won a race and applies this
+// layer's changes since its last save to it again (see rebase). Callers
+// hold l.mu.
+func (l *Layer) mergeStored(ctx context.Context) error {
+	remote, remoteClock, ver, err := l.load(ctx)
+	if err != nil {
+		return err
+	}
+	merged, base, clock := rebase(l.list, l.base, l.clock, l.deleted, remote, remoteClock, l.cfg.Capacity)
+	if !sameVisible(merged, l.list) {
+		l.cache = ""
+	}
+	l.list, l.clock, l.base, l.version = merged, clock, base, ver
+	return nil
 }
 
 // OnSpawn returns the layer a child agent starts with: a copy of the
