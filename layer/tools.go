@@ -165,24 +165,13 @@ func (s *Stack) CallTool(ctx context.Context, name, args string) (string, error)
 	if !ok {
 		return "", fmt.Errorf("%w %q", ErrUnknownTool, name)
 	}
-	raw := bytes.TrimSpace([]byte(args))
-	if len(raw) == 0 {
-		raw = []byte("{}")
-	}
-	if !json.Valid(raw) {
-		return "", fmt.Errorf("%w: %s: not valid JSON", ErrInvalidArguments, t.wire)
-	}
-	if raw[0] != '{' {
-		return "", fmt.Errorf("%w: %s: want a JSON object, got %s", ErrInvalidArguments, t.wire, jsonKind(raw[0]))
-	}
-	if s.cfg.ValidateArgs != nil && len(t.fn.Parameters) > 0 {
-		if err := s.cfg.ValidateArgs(t.fn.Parameters, raw); err != nil {
-			return "", fmt.Errorf("%w: %s: %w", ErrInvalidArguments, t.wire, err)
-		}
+	raw, err := s.checkArgs(t, args)
+	if err != nil {
+		return "", err
 	}
 	e := s.byID[t.layer]
 	var out string
-	err := s.callJob(ctx, e, hookTool, func(ctx context.Context) error {
+	err = s.callJob(ctx, e, hookTool, func(ctx context.Context) error {
 		var err error
 		out, err = t.fn.Call(ctx, raw)
 		return err
@@ -191,6 +180,29 @@ func (s *Stack) CallTool(ctx context.Context, name, args string) (string, error)
 		return "", err
 	}
 	return out, nil
+}
+
+// checkArgs returns the arguments of a call of t as raw JSON, {} when
+// empty, after checking that they are a JSON object that passes the
+// stack's ValidateArgs, if any. The error is ErrInvalidArguments.
+func (s *Stack) checkArgs(t tool, args string) ([]byte, error) {
+	raw := bytes.TrimSpace([]byte(args))
+	if len(raw) == 0 {
+		raw = []byte("{}")
+	}
+	if !json.Valid(raw) {
+		return nil, fmt.Errorf("%w: %s: not valid JSON", ErrInvalidArguments, t.wire)
+	}
+	if raw[0] != '{' {
+		return nil, fmt.Errorf("%w: %s: want a JSON object, got %s", ErrInvalidArguments, t.wire, jsonKind(raw[0]))
+	}
+	if s.cfg.ValidateArgs == nil || len(t.fn.Parameters) == 0 {
+		return raw, nil
+	}
+	if err := s.cfg.ValidateArgs(t.fn.Parameters, raw); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidArguments, t.wire, err)
+	}
+	return raw, nil
 }
 
 func jsonKind(c byte) string {
