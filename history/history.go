@@ -280,11 +280,7 @@ func (s *DeterministicSummarizer) fit(lines []string) string {
 		limit = DefaultSummaryTokens
 	}
 	count := layer.Query{Counter: s.Counter}.Count
-	var seen []string // the entities line's items, oldest first
-	if len(lines) > 0 && strings.HasPrefix(lines[0], entitiesHeader) {
-		seen = strings.Split(strings.TrimPrefix(lines[0], entitiesHeader), "; ")
-		lines = lines[1:]
-	}
+	seen, lines := splitEntitiesLine(lines) // the entities line's items, oldest first
 	// Each line is counted once: the summary's count is the sum of its
 	// lines' (the newlines between them count nothing more than the
 	// estimate's rounding).
@@ -321,6 +317,15 @@ func (s *DeterministicSummarizer) fit(lines []string) string {
 		out = entitiesHeader + strings.Join(seen, "; ") + "\n" + out
 	}
 	return strings.TrimSpace(out)
+}
+
+// splitEntitiesLine returns the items of the entities line that starts
+// a summary's lines, if there is one, and the other lines.
+func splitEntitiesLine(lines []string) (seen, rest []string) {
+	if len(lines) == 0 || !strings.HasPrefix(lines[0], entitiesHeader) {
+		return nil, lines
+	}
+	return strings.Split(strings.TrimPrefix(lines[0], entitiesHeader), "; "), lines[1:]
 }
 
 // dropEntity removes one item from the entities line's items: the
