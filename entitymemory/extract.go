@@ -451,18 +451,26 @@ func (e *extraction) walk(v jsonx.Value, keyType string, depth int) bool {
 	case jsonx.KindArray:
 		e.list(v, keyType, depth)
 	case jsonx.KindObject:
-		var fb [24]jsonx.Field
-		fs := v.Fields(fb[:0])
-		ent, ok := e.entity(fs, keyType)
-		if (depth == 0 || !ok) && e.isError(fs, depth) {
-			e.failed = true
-		} else if ok {
-			e.out = append(e.out, ent)
-		} else {
-			e.descend(fs, depth)
-		}
+		e.object(v, keyType, depth)
 	}
 	return e.done()
+}
+
+// object extracts from an object: the entity it is, unless it is an
+// error payload (checked first at the top), else the entities in its
+// members.
+func (e *extraction) object(v jsonx.Value, keyType string, depth int) {
+	var fb [24]jsonx.Field
+	fs := v.Fields(fb[:0])
+	ent, ok := e.entity(fs, keyType)
+	switch {
+	case (depth == 0 || !ok) && e.isError(fs, depth):
+		e.failed = true
+	case ok:
+		e.out = append(e.out, ent)
+	default:
+		e.descend(fs, depth)
+	}
 }
 
 // done reports whether the extraction is over: it found entities, or the

@@ -54,6 +54,13 @@ func addBatch(dst, list, batch []Entity, clock uint64, capacity int) ([]Entity, 
 	for i := range out {
 		out[i].seq = clock + n - uint64(i)
 	}
+	out = appendOthers(out, list, batch, capacity)
+	return out, clock + n, !sameVisible(list, out)
+}
+
+// appendOthers appends to out, in order and while it is shorter than
+// capacity, the entities of list that are not in batch.
+func appendOthers(out, list, batch []Entity, capacity int) []Entity {
 	for i := range list {
 		if len(out) == capacity {
 			break
@@ -62,7 +69,7 @@ func addBatch(dst, list, batch []Entity, clock uint64, capacity int) ([]Entity, 
 			out = append(out, list[i])
 		}
 	}
-	return out, clock + n, !sameVisible(list, out)
+	return out
 }
 
 // indexEntity returns the index of e (by type and ID) in list, or -1.
