@@ -133,8 +133,18 @@ func typeFromToolName(name string) (string, bool) {
 	}
 	// The nouns right after the verb ("create_page_section" → page
 	// section), else the ones before it ("pages.create").
+	nouns := firstNouns(ws[verb+1:])
+	if len(nouns) == 0 {
+		nouns = lastNouns(ws[:verb])
+	}
+	return joinType(nouns), true
+}
+
+// firstNouns returns the first run of words of ws that are neither verbs
+// nor stop words.
+func firstNouns(ws []string) []string {
 	var nouns []string
-	for _, w := range ws[verb+1:] {
+	for _, w := range ws {
 		if verbs[w] || stopWords[w] {
 			if len(nouns) > 0 {
 				break
@@ -143,10 +153,7 @@ func typeFromToolName(name string) (string, bool) {
 		}
 		nouns = append(nouns, w)
 	}
-	if len(nouns) == 0 {
-		nouns = lastNouns(ws[:verb])
-	}
-	return joinType(nouns), true
+	return nouns
 }
 
 // lastNouns returns the trailing run of words of ws that are neither verbs
