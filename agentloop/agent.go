@@ -1493,16 +1493,7 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 		}
 	}()
 	if t, ok := a.tools[name]; ok {
-		raw, err := a.toolArgs(t.Name, t.Parameters, args)
-		if err != nil {
-			return "", err
-		}
-		// The tool's own code starts after the argument checks.
-		defer func(start time.Time) { inside.Add(int64(time.Since(start))) }(time.Now())
-		if t.CallRun != nil {
-			return t.CallRun(ctx, &Run{r: r}, raw)
-		}
-		return t.Call(ctx, raw)
+		return r.callAgentTool(ctx, t, args, inside)
 	}
 	defer func(start time.Time) { inside.Add(int64(time.Since(start))) }(time.Now())
 	if name == SpawnToolName && r.canSpawn() {
@@ -1519,11 +1510,33 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 		args = a.redact.Text(args, nil, &r.redacted)
 		return r.stack.CallTool(ctx, name, args)
 	}
+	return "", r.unknownTool(name)
+}
+
+// callAgentTool runs a call of the agent tool t, once its arguments pass
+// the tool's schema. The time spent in the tool's own code is added to
+// inside.
+func (r *run) callAgentTool(ctx context.Context, t *Tool, args string, inside *atomic.Int64) (string, error) {
+	raw, err := r.a.toolArgs(t.Name, t.Parameters, args)
+	if err != nil {
+		return "", err
+	}
+	// The tool's own code starts after the argument checks.
+	defer func(start time.Time) { inside.Add(int64(time.Since(start))) }(time.Now())
+	if t.CallRun != nil {
+		return t.CallRun(ctx, &Run{r: r}, raw)
+	}
+	return t.Call(ctx, raw)
+}
+
+// unknownTool is the error of a call of a tool the run does not offer,
+// which names those it does.
+func (r *run) unknownTool(name string) error {
 	names := make([]string, 0, len(r.defs))
 	for _, d := range r.defs {
 		names = append(names, d.Function.Name)
 	}
-	return "", fmt.Errorf("%w %q; the available tools are: %s", layer.ErrUnknownTool, name, strings.Join(names, ", "))
+	return fmt.Errorf("%w %q; the available tools are: %s", layer.ErrUnknownTool, name, strings.Join(names, ", "))
 }
 
 // toolArgs returns the arguments of a call of tool name, normalised by
