@@ -162,31 +162,10 @@ func New(cfg Config) (*Agent, error) {
 	tel.mask = a.redact.Diagnostic()           // errors reach spans masked
 	a.cfg.Logger = a.redact.Logger(cfg.Logger) // and logs, the layers' too
 	a.auditLog = audit.New(audit.Config{Store: cfg.Store, Keep: cfg.Audit.Keep, Logger: a.cfg.Logger})
-	for i := range cfg.Tools {
-		t := cfg.Tools[i]
-		if err := ValidateToolName(t.Name); err != nil {
+	for _, t := range cfg.Tools {
+		if err := a.addTool(t); err != nil {
 			return nil, err
 		}
-		if t.paramsErr != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrInvalidTool, t.Name, t.paramsErr)
-		}
-		if t.Call == nil && t.CallRun == nil {
-			return nil, fmt.Errorf("%w: %s has no Call or CallRun", ErrInvalidTool, t.Name)
-		}
-		if _, dup := a.tools[t.Name]; dup {
-			return nil, fmt.Errorf("%w: %s registered twice", ErrInvalidTool, t.Name)
-		}
-		if t.Name == SpawnToolName && a.spawnEnabled() {
-			return nil, fmt.Errorf("%w: %s is the spawn tool's name; set DisableSpawnTool to use it", ErrInvalidTool, t.Name)
-		}
-		if len(t.Parameters) == 0 {
-			t.Parameters = toolargs.AnyObject
-		}
-		if _, err := a.schemas.Compile(t.Parameters); err != nil {
-			return nil, fmt.Errorf("%w: %s: parameters: %w", ErrInvalidTool, t.Name, err)
-		}
-		a.tools[t.Name] = &t
-		a.toolDefs = append(a.toolDefs, llmTool(t.Name, t.Description, t.Parameters))
 	}
 	if err := a.prepareSpawn(); err != nil {
 		return nil, err
@@ -211,6 +190,35 @@ func New(cfg Config) (*Agent, error) {
 	a.alternatives = co.N > 1
 	a.splitParts = firstPartOnly(cfg.Model)
 	return a, nil
+}
+
+// addTool checks an agent tool (its name, its parameter schema, a Call
+// or CallRun, a name no other tool has) and registers it.
+func (a *Agent) addTool(t Tool) error {
+	if err := ValidateToolName(t.Name); err != nil {
+		return err
+	}
+	if t.paramsErr != nil {
+		return fmt.Errorf("%w: %s: %w", ErrInvalidTool, t.Name, t.paramsErr)
+	}
+	if t.Call == nil && t.CallRun == nil {
+		return fmt.Errorf("%w: %s has no Call or CallRun", ErrInvalidTool, t.Name)
+	}
+	if _, dup := a.tools[t.Name]; dup {
+		return fmt.Errorf("%w: %s registered twice", ErrInvalidTool, t.Name)
+	}
+	if t.Name == SpawnToolName && a.spawnEnabled() {
+		return fmt.Errorf("%w: %s is the spawn tool's name; set DisableSpawnTool to use it", ErrInvalidTool, t.Name)
+	}
+	if len(t.Parameters) == 0 {
+		t.Parameters = toolargs.AnyObject
+	}
+	if _, err := a.schemas.Compile(t.Parameters); err != nil {
+		return fmt.Errorf("%w: %s: parameters: %w", ErrInvalidTool, t.Name, err)
+	}
+	a.tools[t.Name] = &t
+	a.toolDefs = append(a.toolDefs, llmTool(t.Name, t.Description, t.Parameters))
+	return nil
 }
 
 // firstPartOnlyModels are the langchaingo clients that send only the
@@ -249,20 +257,29 @@ func (a *Agent) checkLayers() error {
 		if !ok {
 			continue
 		}
-		id := l.Spec().ID
-		for _, fn := range providedBeforeInit(p) {
-			if fn.Name == "" || fn.Call == nil {
-				continue // the stack leaves it out, with a warning
-			}
-			name := layer.ToolName(id, fn.Name)
-			if _, clash := a.tools[name]; clash || (name == SpawnToolName && a.spawnEnabled()) {
-				return fmt.Errorf("%w: layer %s's tool %s has the name of an agent tool or the spawn tool", ErrInvalidTool, id, name)
-			}
-			if len(fn.Parameters) > 0 {
-				if _, err := a.schemas.Compile(fn.Parameters); err != nil {
-					return fmt.Errorf("%w: layer tool %s: parameters: %w", ErrInvalidTool, name, err)
-				}
-			}
+		if err := a.checkProvided(l.Spec().ID, providedBeforeInit(p)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkProvided checks the functions layer id provides: a wire name no
+// agent tool or spawn tool has, and a parameter schema that compiles.
+func (a *Agent) checkProvided(id string, fns []layer.Function) error {
+	for _, fn := range fns {
+		if fn.Name == "" || fn.Call == nil {
+			continue // the stack leaves it out, with a warning
+		}
+		name := layer.ToolName(id, fn.Name)
+		if _, clash := a.tools[name]; clash || (name == SpawnToolName && a.spawnEnabled()) {
+			return fmt.Errorf("%w: layer %s's tool %s has the name of an agent tool or the spawn tool", ErrInvalidTool, id, name)
+		}
+		if len(fn.Parameters) == 0 {
+			continue
+		}
+		if _, err := a.schemas.Compile(fn.Parameters); err != nil {
+			return fmt.Errorf("%w: layer tool %s: parameters: %w", ErrInvalidTool, name, err)
 		}
 	}
 	return nil
@@ -461,15 +478,7 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 		input: in.Input, vars: a.mergeVars(in.Vars),
 		res: &Result{ThreadID: in.ThreadID}, tree: &tree{audit: &writepath.Auditor{Full: !a.cfg.Audit.Disabled}}, thread: th, summary: sl, pos: pos,
 	}
-	if l != nil {
-		r.resume(l, in.Input == "")
-	}
-	th.baseMsgs = r.base + len(r.msgs)
-	if in.Input != "" {
-		r.msgs = append(r.msgs, llms.TextParts(llms.ChatMessageTypeHuman, in.Input))
-	} else {
-		r.input = lastHumanText(r.msgs)
-	}
+	r.start(l, in.Input)
 	if err := r.prepareTools(); err != nil {
 		return nil, err
 	}
@@ -482,6 +491,21 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 	}
 	a.emit(ctx, Event{Kind: EventRunEnd, ThreadID: in.ThreadID, Step: res.Steps, Duration: time.Since(start), Usage: res.Usage, Err: err})
 	return res, err
+}
+
+// start sets up the run's conversation: the stored thread l, when there
+// is one, then the user's input as a new message; with no input, the run
+// continues the thread and its input is the last user message.
+func (r *run) start(l *loaded, input string) {
+	if l != nil {
+		r.resume(l, input == "")
+	}
+	r.thread.baseMsgs = r.base + len(r.msgs)
+	if input != "" {
+		r.msgs = append(r.msgs, llms.TextParts(llms.ChatMessageTypeHuman, input))
+	} else {
+		r.input = lastHumanText(r.msgs)
+	}
 }
 
 func (a *Agent) mergeVars(vars map[string]any) map[string]any {
@@ -582,20 +606,14 @@ func (r *run) canSpawn() bool { return r.a.spawnEnabled() && r.depth < r.a.cfg.M
 // loop runs steps until a final answer, a limit or an error. The
 // Result's Messages are the run's history as it ends.
 func (r *run) loop(ctx context.Context) (*Result, error) {
-	a := r.a
 	defer func() { r.res.Messages = r.msgs }()
 	r.watchWrites() // before the first step's tools write
 	for {
 		if err := ctx.Err(); err != nil {
 			return r.stopped(ctx)
 		}
-		// The token limit holds for the whole tree of runs: a child
-		// starts no model call once its parent's run is over it.
-		if a.cfg.MaxTokens > 0 && r.tree.tokens.Load() >= int64(a.cfg.MaxTokens) {
-			return r.res, &LimitError{Limit: ErrMaxTokens, Result: r.res}
-		}
-		if r.res.Steps >= a.cfg.MaxSteps {
-			return r.res, &LimitError{Limit: ErrMaxSteps, Result: r.res}
+		if err := r.limitReached(); err != nil {
+			return r.res, err
 		}
 		final, err := r.step(ctx)
 		if err != nil {
@@ -611,6 +629,21 @@ func (r *run) loop(ctx context.Context) (*Result, error) {
 			return r.res, nil
 		}
 	}
+}
+
+// limitReached returns the LimitError of a run that may take no more
+// steps: over MaxTokens or at MaxSteps. The token limit holds for the
+// whole tree of runs: a child starts no model call once its parent's
+// run is over it.
+func (r *run) limitReached() error {
+	cfg := &r.a.cfg
+	if cfg.MaxTokens > 0 && r.tree.tokens.Load() >= int64(cfg.MaxTokens) {
+		return &LimitError{Limit: ErrMaxTokens, Result: r.res}
+	}
+	if r.res.Steps >= cfg.MaxSteps {
+		return &LimitError{Limit: ErrMaxSteps, Result: r.res}
+	}
+	return nil
 }
 
 // stopped is the result of a run whose context ended. What the run did
@@ -690,37 +723,8 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 	// The budgets depend only on the window, the instructions and the
 	// layers, which a run never changes.
 	if r.alloc == nil {
-		// The summary stands for older history: its budget is taken from
-		// the history's share, not from the layers'.
-		layers := slices.DeleteFunc(specs(r.stack), func(s layer.Spec) bool { return s.ID == history.SummaryLayerID })
-		// The fixed costs of every request: the system prompt without
-		// any layer's text (the instructions, and a template's own text)
-		// and the tool definitions.
-		sys := r.sysTokens
-		if bare, err := r.compiler.Compile(nil, r.vars); err == nil {
-			sys = max(sys, a.cfg.Counter.Count(bare))
-		}
-		if fixed := sys + r.toolTokens; a.cfg.ContextWindow != layer.Unbounded && fixed+a.cfg.ResponseReserve >= a.cfg.ContextWindow {
-			return "", nil, fmt.Errorf("%w: the system prompt (%d tokens without the layers), the tool definitions (%d, %d tools) and ResponseReserve (%d) leave nothing of ContextWindow (%d) for the conversation",
-				ErrInvalidConfig, sys, r.toolTokens, len(r.defs), a.cfg.ResponseReserve, a.cfg.ContextWindow)
-		}
-		alloc, err := prompt.Allocate(prompt.Request{
-			Total:   a.cfg.ContextWindow,
-			Reserve: a.cfg.ResponseReserve,
-			System:  sys + r.toolTokens,
-			Layers:  layers,
-		})
-		if err != nil {
-			return "", nil, fmt.Errorf("%w: budgets: %w", ErrInvalidConfig, err)
-		}
-		if r.windowed() {
-			sum := min(r.summary.Spec().Budget.Max, alloc.History/2)
-			alloc.Layers[history.SummaryLayerID] = sum
-			alloc.History -= sum
-		}
-		r.alloc = &alloc
-		for _, v := range alloc.Layers {
-			r.layerCap += v
+		if err := r.allocate(); err != nil {
+			return "", nil, err
 		}
 	}
 	// The window first, so that a summary made because it does not fit
@@ -762,6 +766,47 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 		return "", nil, fmt.Errorf("agentloop: step %d: %w", step, err)
 	}
 	return system, hist, nil
+}
+
+// allocate sets the run's budgets: the layers' shares, the summary's
+// (taken from the history's, as the summary stands for older history),
+// the history's and their total. It fails when the fixed costs of every
+// request leave nothing of the window.
+func (r *run) allocate() error {
+	a := r.a
+	// The summary stands for older history: its budget is taken from
+	// the history's share, not from the layers'.
+	layers := slices.DeleteFunc(specs(r.stack), func(s layer.Spec) bool { return s.ID == history.SummaryLayerID })
+	// The fixed costs of every request: the system prompt without
+	// any layer's text (the instructions, and a template's own text)
+	// and the tool definitions.
+	sys := r.sysTokens
+	if bare, err := r.compiler.Compile(nil, r.vars); err == nil {
+		sys = max(sys, a.cfg.Counter.Count(bare))
+	}
+	if fixed := sys + r.toolTokens; a.cfg.ContextWindow != layer.Unbounded && fixed+a.cfg.ResponseReserve >= a.cfg.ContextWindow {
+		return fmt.Errorf("%w: the system prompt (%d tokens without the layers), the tool definitions (%d, %d tools) and ResponseReserve (%d) leave nothing of ContextWindow (%d) for the conversation",
+			ErrInvalidConfig, sys, r.toolTokens, len(r.defs), a.cfg.ResponseReserve, a.cfg.ContextWindow)
+	}
+	alloc, err := prompt.Allocate(prompt.Request{
+		Total:   a.cfg.ContextWindow,
+		Reserve: a.cfg.ResponseReserve,
+		System:  sys + r.toolTokens,
+		Layers:  layers,
+	})
+	if err != nil {
+		return fmt.Errorf("%w: budgets: %w", ErrInvalidConfig, err)
+	}
+	if r.windowed() {
+		sum := min(r.summary.Spec().Budget.Max, alloc.History/2)
+		alloc.Layers[history.SummaryLayerID] = sum
+		alloc.History -= sum
+	}
+	r.alloc = &alloc
+	for _, v := range alloc.Layers {
+		r.layerCap += v
+	}
+	return nil
 }
 
 // callModel sends the system prompt and the history to the model and
@@ -815,7 +860,7 @@ func (r *run) appendAnswer(choice *llms.ContentChoice, calls []call, step int) l
 	turn := layer.Turn{Step: step, Query: r.input, Response: choice.Content}
 	for _, c := range calls {
 		ai.Parts = append(ai.Parts, c.ToolCall)
-		turn.ToolCalls = append(turn.ToolCalls, layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args})
+		turn.ToolCalls = append(turn.ToolCalls, c.sent())
 	}
 	if len(ai.Parts) == 0 {
 		ai.Parts = append(ai.Parts, llms.TextContent{Text: ""})
@@ -1001,9 +1046,17 @@ func (a *Agent) oneTurn(resp *llms.ContentResponse) *llms.ContentChoice {
 	if n <= 1 || a.alternatives {
 		return first
 	}
+	return mergeChoices(first, resp.Choices)
+}
+
+// mergeChoices reads the choices of a response as parts of one answer
+// (see oneTurn): their texts joined, their tool calls in order, and
+// first's stop reason and generation info, else the first choice's that
+// has them.
+func mergeChoices(first *llms.ContentChoice, choices []*llms.ContentChoice) *llms.ContentChoice {
 	m := &llms.ContentChoice{StopReason: first.StopReason, GenerationInfo: first.GenerationInfo}
 	var text strings.Builder
-	for _, c := range resp.Choices {
+	for _, c := range choices {
 		if c == nil {
 			continue
 		}
@@ -1070,17 +1123,28 @@ func isEmptyAnswer(m llms.MessageContent) bool {
 // "MAX_TOKENS", "SAFETY", "RECITATION", Bedrock "guardrail_intervened".
 func stopError(reason string) error {
 	r := strings.ToLower(reason)
-	switch {
-	case r == "":
-		return nil
-	case strings.Contains(r, "length") || strings.Contains(r, "max_tokens") || strings.Contains(r, "maxtokens"):
-		return ErrTruncated
-	case strings.Contains(r, "filter") || strings.Contains(r, "refusal") || strings.Contains(r, "safety") ||
-		strings.Contains(r, "recitation") || strings.Contains(r, "blocklist") || strings.Contains(r, "prohibited") ||
-		strings.Contains(r, "guardrail") || r == "spii":
+	if r == "spii" { // Google's sensitive personal information
 		return ErrFiltered
 	}
+	for _, s := range stopReasons {
+		for _, w := range s.words {
+			if strings.Contains(r, w) {
+				return s.err
+			}
+		}
+	}
 	return nil
+}
+
+// stopReasons are the words of the stop reasons that end an answer
+// early, in lowercase, with the error each one means; the first match
+// wins.
+var stopReasons = []struct {
+	words []string
+	err   error
+}{
+	{[]string{"length", "max_tokens", "maxtokens"}, ErrTruncated},
+	{[]string{"filter", "refusal", "safety", "recitation", "blocklist", "prohibited", "guardrail"}, ErrFiltered},
 }
 
 // invalidToolName is the name a call is stored and replayed under when
@@ -1127,6 +1191,11 @@ type call struct {
 	name, args string
 	// badArgs: args are not a JSON object, and ToolCall has {} instead.
 	badArgs bool
+}
+
+// sent returns the call as the model sent it, under its stored ID.
+func (c call) sent() layer.ToolCall {
+	return layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args}
 }
 
 // replayableCall makes a call what every client accepts in a replayed
@@ -1200,14 +1269,7 @@ func (r *run) normalizeCalls(choice *llms.ContentChoice) []call {
 		return nil
 	}
 	if r.callIDs == nil {
-		r.callIDs = make(map[string]bool)
-		for _, m := range r.msgs {
-			for _, p := range m.Parts {
-				if c, ok := p.(llms.ToolCall); ok {
-					r.callIDs[c.ID] = true
-				}
-			}
-		}
+		r.callIDs = callIDs(r.msgs)
 	}
 	out := make([]call, 0, len(calls))
 	for i, c := range calls {
@@ -1218,15 +1280,7 @@ func (r *run) normalizeCalls(choice *llms.ContentChoice) []call {
 		c.FunctionCall = &fc
 		sent := call{name: fc.Name, args: fc.Arguments}
 		sent.badArgs = replayableCall(&fc)
-		if c.ID == "" {
-			// Numbered by the AI message's index in the thread, so
-			// unique in the thread although a run loads only its tail.
-			c.ID = "call_" + strconv.Itoa(r.base+len(r.msgs)) + "_" + strconv.Itoa(i)
-		}
-		for base, n := c.ID, 1; r.callIDs[c.ID]; n++ {
-			c.ID = base + "_" + strconv.Itoa(n)
-		}
-		r.callIDs[c.ID] = true
+		c.ID = r.newCallID(c.ID, i)
 		if c.Type == "" {
 			c.Type = "function"
 		}
@@ -1234,6 +1288,35 @@ func (r *run) normalizeCalls(choice *llms.ContentChoice) []call {
 		out = append(out, sent)
 	}
 	return out
+}
+
+// callIDs returns the set of the IDs of the tool calls in msgs.
+func callIDs(msgs []llms.MessageContent) map[string]bool {
+	ids := make(map[string]bool)
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			if c, ok := p.(llms.ToolCall); ok {
+				ids[c.ID] = true
+			}
+		}
+	}
+	return ids
+}
+
+// newCallID returns an ID for call i of the model's answer that no other
+// call in the thread has, and notes it: id, the model's, when it is new;
+// else it with a number added. A call the model left without an ID is
+// numbered by the AI message's index in the thread, so unique in the
+// thread although a run loads only its tail.
+func (r *run) newCallID(id string, i int) string {
+	if id == "" {
+		id = "call_" + strconv.Itoa(r.base+len(r.msgs)) + "_" + strconv.Itoa(i)
+	}
+	for base, n := id, 1; r.callIDs[id]; n++ {
+		id = base + "_" + strconv.Itoa(n)
+	}
+	r.callIDs[id] = true
+	return id
 }
 
 // execTools runs the step's tool calls and returns their results in call
@@ -1246,115 +1329,154 @@ func (r *run) normalizeCalls(choice *llms.ContentChoice) []call {
 // inside is the time spent inside the tools' own code (after argument
 // checks), summed over calls.
 func (r *run) execTools(ctx context.Context, step int, calls []call) (results []layer.ToolResult, inside time.Duration) {
-	a := r.a
-	results = make([]layer.ToolResult, len(calls))
-	var insideNS atomic.Int64
-	refuse := func(i int, why string) {
-		results[i] = layer.ToolResult{ToolCall: layer.ToolCall{ID: calls[i].ID, Name: calls[i].name, Arguments: calls[i].args}, IsError: true, Content: "error: not run: " + why}
-	}
-	one := func(i int) {
-		c := calls[i]
-		tctx, span := a.tel.start(ctx, "memlayer.tool", func() []attribute.KeyValue {
-			return []attribute.KeyValue{attrTool.String(c.name), attrStep.Int(step)}
-		})
-		start := time.Now()
-		out, err := r.callTool(tctx, c.name, c.args, &insideNS)
-		res := layer.ToolResult{ToolCall: layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args}, Content: out}
-		if err != nil {
-			res.Content = toolargs.ErrorText(err)
-			res.IsError = true
-		}
-		if c.badArgs {
-			res.Content += "\nThe conversation keeps this call with {} as its arguments. The arguments you sent were:\n" + quote(c.args)
-		}
-		res.Duration = time.Since(start)
-		end(span, err)
-		a.tel.toolTime.Record(ctx, res.Duration.Seconds(), a.tel.attrs(attrTool, c.name, "", "").rec...)
-		results[i] = res
-		a.emit(ctx, Event{Kind: EventToolCall, ThreadID: r.threadID, Depth: r.depth, Step: step, Tool: c.name, Duration: res.Duration, Err: err})
-	}
+	t := &toolStep{r: r, ctx: ctx, step: step, calls: calls, results: make([]layer.ToolResult, len(calls))}
 	if len(calls) == 1 {
-		one(0)
-		return results, time.Duration(insideNS.Load())
+		t.one(0)
+		return t.results, time.Duration(t.inside.Load())
 	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, a.cfg.ToolConcurrency)
-	acquire := func(i int) bool {
-		select {
-		case sem <- struct{}{}:
-			return true
-		case <-ctx.Done():
-			refuse(i, ctx.Err().Error())
-			return false
-		}
-	}
-	// guarded runs call i; callTool recovers the tool's panics, and this
-	// catches the rest (an Observer's), which would end the process.
-	guarded := func(i int) {
-		defer func() {
-			if p := recover(); p != nil {
-				c := calls[i]
-				err := a.recovered(ctx, "tool "+c.name, p)
-				results[i] = layer.ToolResult{ToolCall: layer.ToolCall{ID: c.ID, Name: c.name, Arguments: c.args}, IsError: true, Content: toolargs.ErrorText(err)}
-			}
-		}()
-		one(i)
-	}
-	// The layers' functions run one at a time, in call order, beside
-	// the agent's tools: what they write (a fact's ID, an entry) must not
-	// depend on scheduling.
-	var lane []int
-	runLane := func() {
-		for _, i := range lane {
-			if acquire(i) {
-				guarded(i)
-				<-sem
-			}
-		}
-		lane = nil
-	}
+	t.sem = make(chan struct{}, r.a.cfg.ToolConcurrency)
 	spawns := 0
 	for i, c := range calls {
-		if i >= a.cfg.MaxToolCallsPerStep {
-			refuse(i, fmt.Sprintf("at most %d tool calls are run per step; call it again in the next step if still needed", a.cfg.MaxToolCallsPerStep))
+		if why := r.overLimit(i, c, &spawns); why != "" {
+			t.refuse(i, why)
 			continue
 		}
-		if c.name == SpawnToolName && r.canSpawn() {
-			if spawns++; spawns > a.cfg.MaxChildrenPerStep {
-				refuse(i, fmt.Sprintf("at most %d child agents are started per step; call it again in the next step if still needed", a.cfg.MaxChildrenPerStep))
-				continue
-			}
-		}
-		t, agentTool := a.tools[c.name]
-		if agentTool && t.Exclusive {
-			wg.Wait()
-			runLane()
-			one(i)
-			continue
-		}
-		if !agentTool && c.name != SpawnToolName {
-			lane = append(lane, i) // a layer's function: run in call order
-			continue
-		}
-		if !acquire(i) {
-			continue
-		}
-		wg.Add(1)
+		t.dispatch(i, c)
+	}
+	if len(t.lane) > 0 {
+		t.wg.Add(1)
 		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			guarded(i)
+			defer t.wg.Done()
+			t.runLane()
 		}()
 	}
-	if len(lane) > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			runLane()
-		}()
+	t.wg.Wait()
+	return t.results, time.Duration(t.inside.Load())
+}
+
+// toolStep is a step's tool calls while they run (see execTools).
+type toolStep struct {
+	r       *run
+	ctx     context.Context
+	step    int
+	calls   []call
+	results []layer.ToolResult // by call
+	inside  atomic.Int64       // nanoseconds inside the tools' own code
+	wg      sync.WaitGroup
+	sem     chan struct{} // a slot per call running at once
+	// lane holds the calls of the layers' functions, which run one at
+	// a time, in call order, beside the agent's tools: what they write
+	// (a fact's ID, an entry) must not depend on scheduling.
+	lane []int
+}
+
+// dispatch runs call i: a call of an Exclusive tool alone, once the
+// calls started before it are done; a layer's function in the lane; any
+// other call on a goroutine of its own when a slot is free.
+func (t *toolStep) dispatch(i int, c call) {
+	tool, agentTool := t.r.a.tools[c.name]
+	if agentTool && tool.Exclusive {
+		t.wg.Wait()
+		t.runLane()
+		t.one(i)
+		return
 	}
-	wg.Wait()
-	return results, time.Duration(insideNS.Load())
+	if !agentTool && c.name != SpawnToolName {
+		t.lane = append(t.lane, i) // a layer's function: run in call order
+		return
+	}
+	if !t.acquire(i) {
+		return
+	}
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		defer func() { <-t.sem }()
+		t.guarded(i)
+	}()
+}
+
+// runLane runs the calls in the lane, one after another, and empties it.
+func (t *toolStep) runLane() {
+	for _, i := range t.lane {
+		if t.acquire(i) {
+			t.guarded(i)
+			<-t.sem
+		}
+	}
+	t.lane = nil
+}
+
+// acquire takes a slot for call i and reports whether it got one before
+// the context ended; if not, the call is refused.
+func (t *toolStep) acquire(i int) bool {
+	select {
+	case t.sem <- struct{}{}:
+		return true
+	case <-t.ctx.Done():
+		t.refuse(i, t.ctx.Err().Error())
+		return false
+	}
+}
+
+// refuse answers call i with an error saying why it was not run.
+func (t *toolStep) refuse(i int, why string) {
+	t.results[i] = layer.ToolResult{ToolCall: t.calls[i].sent(), IsError: true, Content: "error: not run: " + why}
+}
+
+// one runs call i, recording its span, its time and its event. A failed
+// call's result is its error for the model, with the arguments the
+// model sent when they were not a JSON object.
+func (t *toolStep) one(i int) {
+	r, a, c, res := t.r, t.r.a, t.calls[i], &t.results[i]
+	tctx, span := a.tel.start(t.ctx, "memlayer.tool", func() []attribute.KeyValue {
+		return []attribute.KeyValue{attrTool.String(c.name), attrStep.Int(t.step)}
+	})
+	start := time.Now()
+	out, err := r.callTool(tctx, c.name, c.args, &t.inside)
+	*res = layer.ToolResult{ToolCall: c.sent(), Content: out}
+	if err != nil {
+		res.Content = toolargs.ErrorText(err)
+		res.IsError = true
+	}
+	if c.badArgs {
+		res.Content += "\nThe conversation keeps this call with {} as its arguments. The arguments you sent were:\n" + quote(c.args)
+	}
+	res.Duration = time.Since(start)
+	end(span, err)
+	a.tel.toolTime.Record(t.ctx, res.Duration.Seconds(), a.tel.attrs(attrTool, c.name, "", "").rec...)
+	a.emit(t.ctx, Event{Kind: EventToolCall, ThreadID: r.threadID, Depth: r.depth, Step: t.step, Tool: c.name, Duration: res.Duration, Err: err})
+}
+
+// guarded runs call i beside others. callTool recovers the tool's
+// panics, and this catches the rest (an Observer's), which would end
+// the process: the panic becomes the call's error.
+func (t *toolStep) guarded(i int) {
+	defer func() {
+		if p := recover(); p != nil {
+			c := t.calls[i]
+			err := t.r.a.recovered(t.ctx, "tool "+c.name, p)
+			t.results[i] = layer.ToolResult{ToolCall: c.sent(), IsError: true, Content: toolargs.ErrorText(err)}
+		}
+	}()
+	t.one(i)
+}
+
+// overLimit returns why call i of a step is not run, or "": it is beyond
+// MaxToolCallsPerStep, or a spawn_agent call beyond MaxChildrenPerStep.
+// spawns counts the step's spawn_agent calls so far.
+func (r *run) overLimit(i int, c call, spawns *int) string {
+	cfg := &r.a.cfg
+	if i >= cfg.MaxToolCallsPerStep {
+		return fmt.Sprintf("at most %d tool calls are run per step; call it again in the next step if still needed", cfg.MaxToolCallsPerStep)
+	}
+	if c.name != SpawnToolName || !r.canSpawn() {
+		return ""
+	}
+	if *spawns++; *spawns > cfg.MaxChildrenPerStep {
+		return fmt.Sprintf("at most %d child agents are started per step; call it again in the next step if still needed", cfg.MaxChildrenPerStep)
+	}
+	return ""
 }
 
 // callTool runs one tool call: an agent tool, the spawn tool or a layer
@@ -1371,16 +1493,7 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 		}
 	}()
 	if t, ok := a.tools[name]; ok {
-		raw, err := a.toolArgs(t.Name, t.Parameters, args)
-		if err != nil {
-			return "", err
-		}
-		// The tool's own code starts after the argument checks.
-		defer func(start time.Time) { inside.Add(int64(time.Since(start))) }(time.Now())
-		if t.CallRun != nil {
-			return t.CallRun(ctx, &Run{r: r}, raw)
-		}
-		return t.Call(ctx, raw)
+		return r.callAgentTool(ctx, t, args, inside)
 	}
 	defer func(start time.Time) { inside.Add(int64(time.Since(start))) }(time.Now())
 	if name == SpawnToolName && r.canSpawn() {
@@ -1397,11 +1510,33 @@ func (r *run) callTool(ctx context.Context, name, args string, inside *atomic.In
 		args = a.redact.Text(args, nil, &r.redacted)
 		return r.stack.CallTool(ctx, name, args)
 	}
+	return "", r.unknownTool(name)
+}
+
+// callAgentTool runs a call of the agent tool t, once its arguments pass
+// the tool's schema. The time spent in the tool's own code is added to
+// inside.
+func (r *run) callAgentTool(ctx context.Context, t *Tool, args string, inside *atomic.Int64) (string, error) {
+	raw, err := r.a.toolArgs(t.Name, t.Parameters, args)
+	if err != nil {
+		return "", err
+	}
+	// The tool's own code starts after the argument checks.
+	defer func(start time.Time) { inside.Add(int64(time.Since(start))) }(time.Now())
+	if t.CallRun != nil {
+		return t.CallRun(ctx, &Run{r: r}, raw)
+	}
+	return t.Call(ctx, raw)
+}
+
+// unknownTool is the error of a call of a tool the run does not offer,
+// which names those it does.
+func (r *run) unknownTool(name string) error {
 	names := make([]string, 0, len(r.defs))
 	for _, d := range r.defs {
 		names = append(names, d.Function.Name)
 	}
-	return "", fmt.Errorf("%w %q; the available tools are: %s", layer.ErrUnknownTool, name, strings.Join(names, ", "))
+	return fmt.Errorf("%w %q; the available tools are: %s", layer.ErrUnknownTool, name, strings.Join(names, ", "))
 }
 
 // toolArgs returns the arguments of a call of tool name, normalised by
@@ -1480,7 +1615,14 @@ func (a *Agent) emit(ctx context.Context, e Event) {
 	if !a.cfg.Logger.Enabled(ctx, lvl) {
 		return
 	}
-	attrs := []slog.Attr{slog.String("agent", a.cfg.Name), slog.String("event", string(e.Kind)), slog.String("thread", e.ThreadID), slog.Int("step", e.Step)}
+	a.cfg.Logger.LogAttrs(ctx, lvl, "agentloop: "+string(e.Kind), logAttrs(a.cfg.Name, &e)...)
+}
+
+// logAttrs returns the attributes of an event's log line: the agent,
+// the event's kind, thread and step, and those of its other fields that
+// are set.
+func logAttrs(agent string, e *Event) []slog.Attr {
+	attrs := []slog.Attr{slog.String("agent", agent), slog.String("event", string(e.Kind)), slog.String("thread", e.ThreadID), slog.Int("step", e.Step)}
 	if e.Depth > 0 {
 		attrs = append(attrs, slog.Int("depth", e.Depth))
 	}
@@ -1502,5 +1644,5 @@ func (a *Agent) emit(ctx context.Context, e Event) {
 	if e.Err != nil {
 		attrs = append(attrs, slog.Any("error", e.Err))
 	}
-	a.cfg.Logger.LogAttrs(ctx, lvl, "agentloop: "+string(e.Kind), attrs...)
+	return attrs
 }

@@ -117,12 +117,7 @@ func (r *run) assemblyIDs() []string {
 		return nil
 	}
 	if r.sources == nil {
-		r.sources = map[string]layer.CandidateSource{}
-		for _, l := range r.stack.Layers() {
-			if src, ok := layer.As[layer.CandidateSource](l); ok && (a.cfg.Assembly.SummaryCandidates || l.Spec().ID != history.SummaryLayerID) {
-				r.sources[l.Spec().ID] = src
-			}
-		}
+		r.sources = r.candidateSources()
 	}
 	_, summary := r.sources[history.SummaryLayerID]
 	noSummary := summary && r.summary.Whole() == "" // nothing to offer yet
@@ -134,6 +129,23 @@ func (r *run) assemblyIDs() []string {
 		ids = slices.DeleteFunc(ids, func(id string) bool { return id == history.SummaryLayerID })
 	}
 	return ids
+}
+
+// candidateSources returns the stack's layers that offer candidates for
+// scored assembly, by ID; the summary layer only when
+// Assembly.SummaryCandidates is set.
+func (r *run) candidateSources() map[string]layer.CandidateSource {
+	sources := map[string]layer.CandidateSource{}
+	for _, l := range r.stack.Layers() {
+		src, ok := layer.As[layer.CandidateSource](l)
+		if !ok {
+			continue
+		}
+		if id := l.Spec().ID; id != history.SummaryLayerID || r.a.cfg.Assembly.SummaryCandidates {
+			sources[id] = src
+		}
+	}
+	return sources
 }
 
 // pool returns the tokens the layers ids share: the sum of their

@@ -116,12 +116,7 @@ func (r *run) writeCheckpoint(ctx context.Context) error {
 	// thread: restoreLayers never restores the others (their own records
 	// are newer), so snapshotting them every step would be wasted work.
 	if r.snapIDs == nil {
-		r.snapIDs = []string{}
-		for _, spec := range specs(r.stack) {
-			if keptWithThread(spec) {
-				r.snapIDs = append(r.snapIDs, spec.ID)
-			}
-		}
+		r.snapIDs = keptIDs(r.stack)
 	}
 	snap := layer.Snapshot{Version: 1, Layers: map[string]json.RawMessage{}} // version 1 is layer.Snapshot's only one
 	if len(r.snapIDs) > 0 {
@@ -131,20 +126,40 @@ func (r *run) writeCheckpoint(ctx context.Context) error {
 		}
 	}
 	if err := r.writeThread(ctx, snap); err != nil {
-		if errors.Is(err, storage.ErrConflict) {
-			r.a.tel.conflicts.Add(ctx, 1)
-		}
-		// A conflict is another run's write, unless the head this run
-		// read or wrote is no longer there at all.
-		if errors.Is(err, storage.ErrConflict) && th.w.HasHead() {
-			if _, gerr := r.a.cfg.Store.Get(ctx, storage.ThreadKey(r.threadID, thread.HeadName)); errors.Is(gerr, storage.ErrNotFound) {
-				err = ErrCheckpointGone
-			}
-		}
-		return r.checkpointError(err)
+		return r.checkpointError(r.conflictOrGone(ctx, err))
 	}
 	th.savedSteps = r.res.Steps
 	return nil
+}
+
+// keptIDs returns the IDs of the stack's layers whose state is kept with
+// the thread, never nil.
+func keptIDs(st *layer.Stack) []string {
+	ids := []string{}
+	for _, spec := range specs(st) {
+		if keptWithThread(spec) {
+			ids = append(ids, spec.ID)
+		}
+	}
+	return ids
+}
+
+// conflictOrGone counts a conflict of a failed thread write and returns
+// the write's error: ErrCheckpointGone instead of a conflict when the
+// head this run read or wrote is no longer there at all; any other
+// conflict is another run's write.
+func (r *run) conflictOrGone(ctx context.Context, err error) error {
+	if !errors.Is(err, storage.ErrConflict) {
+		return err
+	}
+	r.a.tel.conflicts.Add(ctx, 1)
+	if !r.thread.w.HasHead() {
+		return err
+	}
+	if _, gerr := r.a.cfg.Store.Get(ctx, storage.ThreadKey(r.threadID, thread.HeadName)); errors.Is(gerr, storage.ErrNotFound) {
+		return ErrCheckpointGone
+	}
+	return err
 }
 
 // checkpointError is a failed checkpoint write, with what was saved.

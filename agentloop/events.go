@@ -104,38 +104,47 @@ const maxCallTokens = 100_000_000
 // count that is negative, not a number or above maxCallTokens (1e300
 // would wrap when converted to int). The caller estimates instead.
 func usageFrom(info map[string]any) (u Usage, ok bool) {
-	valid := true
-	get := func(keys ...string) (int, bool) {
-		for _, k := range keys {
-			var f float64
-			switch v := info[k].(type) {
-			case int:
-				f = float64(v)
-			case int32:
-				f = float64(v)
-			case int64:
-				f = float64(v)
-			case float64:
-				f = v
-			default:
-				continue
-			}
-			if !(f >= 0 && f <= maxCallTokens) { // NaN fails too
-				valid = false
-				return 0, false
-			}
-			return int(f), true
-		}
-		return 0, false
-	}
-	p, okP := get("PromptTokens", "prompt_tokens", "InputTokens", "input_tokens")
-	c, okC := get("CompletionTokens", "completion_tokens", "OutputTokens", "output_tokens")
-	t, okT := get("TotalTokens", "total_tokens")
-	if !valid || (!okP && !okC && !okT) || p+c+t == 0 {
+	p, okP, goodP := tokenCount(info, "PromptTokens", "prompt_tokens", "InputTokens", "input_tokens")
+	c, okC, goodC := tokenCount(info, "CompletionTokens", "completion_tokens", "OutputTokens", "output_tokens")
+	t, okT, goodT := tokenCount(info, "TotalTokens", "total_tokens")
+	if !(goodP && goodC && goodT) || (!okP && !okC && !okT) || p+c+t == 0 {
 		return Usage{}, false
 	}
 	if !okT || t < p+c {
 		t = p + c
 	}
 	return Usage{PromptTokens: p, CompletionTokens: c, TotalTokens: t}, true
+}
+
+// tokenCount returns the count under the first of keys that info holds
+// as a number, whether there was one, and whether it is believable (see
+// usageFrom); an unbelievable count is not returned.
+func tokenCount(info map[string]any, keys ...string) (n int, found, believed bool) {
+	for _, k := range keys {
+		f, ok := number(info[k])
+		if !ok {
+			continue
+		}
+		if !(f >= 0 && f <= maxCallTokens) { // NaN fails too
+			return 0, false, false
+		}
+		return int(f), true, true
+	}
+	return 0, false, true
+}
+
+// number returns v as a float64 when it is an int, int32, int64 or
+// float64.
+func number(v any) (float64, bool) {
+	switch v := v.(type) {
+	case int:
+		return float64(v), true
+	case int32:
+		return float64(v), true
+	case int64:
+		return float64(v), true
+	case float64:
+		return v, true
+	}
+	return 0, false
 }

@@ -98,17 +98,8 @@ func (a *Agent) Spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 // spawn runs a child of run p.
 func (p *run) spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 	a := p.a
-	if a.cfg.MaxDepth < 0 || p.depth >= a.cfg.MaxDepth {
-		return nil, fmt.Errorf("%w: depth %d, MaxDepth %d", ErrMaxDepth, p.depth+1, a.cfg.MaxDepth)
-	}
-	if in.Input == "" {
-		return nil, fmt.Errorf("%w: spawn: empty input", layer.ErrInvalidArguments)
-	}
-	if a.cfg.MaxTokens > 0 && p.tree.tokens.Load() >= int64(a.cfg.MaxTokens) {
-		return nil, fmt.Errorf("%w: no child agent started", ErrMaxTokens)
-	}
-	if n := p.tree.children.Add(1); n > int64(a.cfg.MaxChildrenPerRun) {
-		return nil, fmt.Errorf("%w: %d child agents already ran under this run (MaxChildrenPerRun)", ErrMaxChildren, n-1)
+	if err := p.admitChild(in); err != nil {
+		return nil, err
 	}
 	start := time.Now()
 	depth := p.depth + 1
@@ -157,6 +148,26 @@ func (p *run) spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 	_ = p.stack.Return(context.WithoutCancel(ctx), cs)
 	a.emit(ctx, Event{Kind: EventRunEnd, ThreadID: env.ThreadID, Depth: depth, Step: res.Steps, Duration: time.Since(start), Usage: res.Usage, Err: err})
 	return res, err
+}
+
+// admitChild checks that run p may start a child with input in: below
+// MaxDepth, with input, tokens left under MaxTokens and, counting this
+// one, at most MaxChildrenPerRun children in the run's tree.
+func (p *run) admitChild(in SpawnInput) error {
+	cfg := &p.a.cfg
+	if cfg.MaxDepth < 0 || p.depth >= cfg.MaxDepth {
+		return fmt.Errorf("%w: depth %d, MaxDepth %d", ErrMaxDepth, p.depth+1, cfg.MaxDepth)
+	}
+	if in.Input == "" {
+		return fmt.Errorf("%w: spawn: empty input", layer.ErrInvalidArguments)
+	}
+	if cfg.MaxTokens > 0 && p.tree.tokens.Load() >= int64(cfg.MaxTokens) {
+		return fmt.Errorf("%w: no child agent started", ErrMaxTokens)
+	}
+	if n := p.tree.children.Add(1); n > int64(cfg.MaxChildrenPerRun) {
+		return fmt.Errorf("%w: %d child agents already ran under this run (MaxChildrenPerRun)", ErrMaxChildren, n-1)
+	}
+	return nil
 }
 
 // spawnTool runs the spawn_agent tool call.
@@ -225,23 +236,33 @@ func (a *Agent) prepareSpawn() error {
 		sl.ids = append(sl.ids, id)
 	}
 	if len(sl.ids) > 0 {
-		var doc map[string]any
-		_ = json.Unmarshal(spawnParams, &doc)
-		doc["properties"].(map[string]any)["layers"] = map[string]any{
-			"type":        "array",
-			"items":       map[string]any{"type": "string", "enum": sl.ids},
-			"uniqueItems": true,
-			"description": "Extra memory layers to give the child agent, by ID (only these IDs exist). Leave out for none.",
-		}
-		b, err := json.Marshal(doc)
+		b, err := spawnParamsWith(sl.ids)
 		if err != nil {
-			return fmt.Errorf("agentloop: spawn tool schema: %w", err)
+			return err
 		}
 		sl.params = b
 	}
 	a.spawnLayers = sl
 	a.spawnDef = llmTool(SpawnToolName, spawnDescription, sl.params)
 	return nil
+}
+
+// spawnParamsWith returns the spawn tool's parameter schema with a
+// "layers" parameter that offers the layers ids name.
+func spawnParamsWith(ids []string) ([]byte, error) {
+	var doc map[string]any
+	_ = json.Unmarshal(spawnParams, &doc)
+	doc["properties"].(map[string]any)["layers"] = map[string]any{
+		"type":        "array",
+		"items":       map[string]any{"type": "string", "enum": ids},
+		"uniqueItems": true,
+		"description": "Extra memory layers to give the child agent, by ID (only these IDs exist). Leave out for none.",
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("agentloop: spawn tool schema: %w", err)
+	}
+	return b, nil
 }
 
 // pick returns the spawn layers of the given IDs, failing on an ID that

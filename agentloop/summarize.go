@@ -202,24 +202,9 @@ func (r *run) window(ctx context.Context, budget int) ([]llms.MessageContent, er
 	if len(starts) < 2 {
 		return r.msgs[from:], nil
 	}
-	// Drop whole turns, oldest first, until the rest fits or only the
-	// current turn is left.
-	cut := starts[len(starts)-1]
-	rest := total
-	for i := from; i < cut; i++ {
-		rest -= counts[i]
-		if j, ok := slices.BinarySearch(starts, i+1); ok && rest <= budget {
-			cut = starts[j]
-			break
-		}
-	}
-	if r.bg != nil {
-		select {
-		case <-r.bg.done:
-			r.adopt()
-		case <-ctx.Done():
-			return r.msgs[from:], nil
-		}
+	cut := turnsCut(counts, starts, from, total, budget)
+	if !r.awaitBackground(ctx) {
+		return r.msgs[from:], nil
 	}
 	if err := r.summarizeTo(ctx, r.base+cut); err != nil {
 		// Without a summary the turns are not dropped: the projection
@@ -228,6 +213,38 @@ func (r *run) window(ctx context.Context, budget int) ([]llms.MessageContent, er
 		return r.msgs[from:], nil
 	}
 	return r.msgs[r.thread.latest().Covers-r.base:], nil
+}
+
+// turnsCut returns where the window starts once whole turns are dropped,
+// oldest first, until the rest fits budget or only the current turn is
+// left. counts are the messages' token counts, starts the indexes at
+// which turns start, from the first message in the window and total the
+// tokens from it on.
+func turnsCut(counts, starts []int, from, total, budget int) int {
+	cut := starts[len(starts)-1]
+	rest := total
+	for i := from; i < cut; i++ {
+		rest -= counts[i]
+		if j, ok := slices.BinarySearch(starts, i+1); ok && rest <= budget {
+			return starts[j]
+		}
+	}
+	return cut
+}
+
+// awaitBackground waits for the summary being made in the background,
+// if there is one, and adopts it. It reports false when ctx ended first.
+func (r *run) awaitBackground(ctx context.Context) bool {
+	if r.bg == nil {
+		return true
+	}
+	select {
+	case <-r.bg.done:
+		r.adopt()
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // logSummaryError reports a failed summary.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 
 	jsonschemago "github.com/google/jsonschema-go/jsonschema"
 
@@ -135,14 +136,14 @@ func ValidateToolName(name string) error {
 	if name == "" || len(name) > MaxToolNameLen {
 		return fmt.Errorf("%w: name %q must be 1 to %d bytes", ErrInvalidTool, name, MaxToolNameLen)
 	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return fmt.Errorf("%w: name %q: only a-z, A-Z, 0-9, '_' and '-' are allowed", ErrInvalidTool, name)
-		}
+	if strings.Trim(name, toolNameChars) != "" {
+		return fmt.Errorf("%w: name %q: only a-z, A-Z, 0-9, '_' and '-' are allowed", ErrInvalidTool, name)
 	}
 	return nil
 }
+
+// toolNameChars are the characters providers accept in a tool name.
+const toolNameChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 
 // ValidateArgs checks tool arguments (JSON) against a JSON Schema with
 // santhosh-tekuri/jsonschema. The compiled schemas are cached, at most

@@ -128,6 +128,13 @@ func (x *Extractor) setup() {
 	if x.maxResult <= 0 {
 		x.maxResult = DefaultMaxResultBytes
 	}
+	x.compileKeys()
+}
+
+// compileKeys builds the tables of the keys the extractor looks at: the
+// name fields' ranks, every key's role and rank, and the quick filter
+// of maybeKey.
+func (x *Extractor) compileKeys() {
 	x.nameRank = make(map[string]int, len(x.nameFields))
 	var buf []byte
 	for i, f := range x.nameFields {
@@ -189,36 +196,49 @@ func (x *Extractor) extractInto(buf []Entity, toolName, args, result string) []E
 	if skip {
 		return nil
 	}
+	e := extraction{x: x, hint: hint, sureHint: sure, out: buf[:0]}
+	e.scan(result)
+	if e.failed {
+		return nil
+	}
+	e.fromArgs(parseArgs(args, e.abuf[:0]))
+	return e.out
+}
+
+// scan walks a tool result, read up to the extractor's cap. A result
+// that is not JSON is only checked for reading as an error.
+func (e *extraction) scan(result string) {
 	// The scanner only reads data and every string it keeps is copied
 	// out, so the result's bytes are borrowed instead of copied.
 	data := unsafe.Slice(unsafe.StringData(result), len(result))
-	if len(data) > x.maxResult {
-		data = data[:x.maxResult]
+	if len(data) > e.x.maxResult {
+		data = data[:e.x.maxResult]
 	}
 	data = bytes.TrimSpace(data)
-	e := extraction{x: x, hint: hint, sureHint: sure, out: buf[:0]}
 	if len(data) > 0 && data[0] == '"' {
 		// A JSON string holding JSON: a result encoded twice.
 		if inner := embeddedJSON(jsonx.Value{Raw: data, Kind: jsonx.KindString}); inner != nil {
 			data = inner
 		}
 	}
-	if len(data) > 0 && (data[0] == '{' || data[0] == '[') {
-		// Each object is scanned when the walk reaches it, its nested
-		// values left as spans of the bytes (skipped by counting
-		// brackets) until visited; strings are copied only when kept.
-		v, _ := jsonx.ScanValue(data, 0)
-		e.walk(v, "", 0)
-	} else if looksLikeErrorText(data) {
-		e.failed = true
+	if len(data) == 0 || data[0] != '{' && data[0] != '[' {
+		e.failed = looksLikeErrorText(data)
+		return
 	}
-	if e.failed {
-		return nil
-	}
-	a := parseArgs(args, e.abuf[:0])
-	if len(e.out) == 0 && hint != "" {
-		if id := a.ownID(hint); id != "" {
-			if ent := finish(Entity{Type: hint, ID: id, Name: a.name(x)}); ent.ID != "" {
+	// Each object is scanned when the walk reaches it, its nested
+	// values left as spans of the bytes (skipped by counting brackets)
+	// until visited; strings are copied only when kept.
+	v, _ := jsonx.ScanValue(data, 0)
+	e.walk(v, "", 0)
+}
+
+// fromArgs completes the entities found with what the call's arguments
+// say: the entity the call acted on, when the result named none, and
+// each entity's parent, when the result gave none.
+func (e *extraction) fromArgs(a args) {
+	if len(e.out) == 0 && e.hint != "" {
+		if id := a.ownID(e.hint); id != "" {
+			if ent := finish(Entity{Type: e.hint, ID: id, Name: a.name(e.x)}); ent.ID != "" {
 				e.out = append(e.out, ent)
 			}
 		}
@@ -228,7 +248,6 @@ func (x *Extractor) extractInto(buf []Entity, toolName, args, result string) []E
 			e.out[i].Parent = exactID(a.parentFor(e.out[i]))
 		}
 	}
-	return e.out
 }
 
 // toolType returns the type a tool's results hold, whether that type is
@@ -432,18 +451,26 @@ func (e *extraction) walk(v jsonx.Value, keyType string, depth int) bool {
 	case jsonx.KindArray:
 		e.list(v, keyType, depth)
 	case jsonx.KindObject:
-		var fb [24]jsonx.Field
-		fs := v.Fields(fb[:0])
-		ent, ok := e.entity(fs, keyType)
-		if (depth == 0 || !ok) && e.isError(fs, depth) {
-			e.failed = true
-		} else if ok {
-			e.out = append(e.out, ent)
-		} else {
-			e.descend(fs, depth)
-		}
+		e.object(v, keyType, depth)
 	}
 	return e.done()
+}
+
+// object extracts from an object: the entity it is, unless it is an
+// error payload (checked first at the top), else the entities in its
+// members.
+func (e *extraction) object(v jsonx.Value, keyType string, depth int) {
+	var fb [24]jsonx.Field
+	fs := v.Fields(fb[:0])
+	ent, ok := e.entity(fs, keyType)
+	switch {
+	case (depth == 0 || !ok) && e.isError(fs, depth):
+		e.failed = true
+	case ok:
+		e.out = append(e.out, ent)
+	default:
+		e.descend(fs, depth)
+	}
 }
 
 // done reports whether the extraction is over: it found entities, or the
@@ -457,20 +484,41 @@ func nested(v jsonx.Value) bool { return v.Kind == jsonx.KindObject || v.Kind ==
 // entity: first the member named after the tool's type ({page: ...},
 // {pages: [...]}), then envelopes (data, results, items, ...), then any
 // other member holding objects, in document order, and last JSON held in
-// a string.
+// a string. The search stops once the walk is over.
 func (e *extraction) descend(fs []jsonx.Field, depth int) {
-	if e.hint != "" {
-		for _, f := range fs {
-			if nested(f.Value) && e.x.info(f.Key).typ == e.hint && e.walk(f.Value, e.hint, depth+1) {
-				return
-			}
-		}
+	if e.descendHinted(fs, depth) || e.descendEnvelopes(fs, depth) || e.descendOthers(fs, depth) {
+		return
+	}
+	e.descendText(fs, depth)
+}
+
+// descendHinted walks the members named after the tool's type.
+func (e *extraction) descendHinted(fs []jsonx.Field, depth int) bool {
+	if e.hint == "" {
+		return false
 	}
 	for _, f := range fs {
-		if nested(f.Value) && envelopes[string(e.norm(f.Key))] && e.walk(f.Value, "", depth+1) {
-			return
+		if nested(f.Value) && e.x.info(f.Key).typ == e.hint && e.walk(f.Value, e.hint, depth+1) {
+			return true
 		}
 	}
+	return false
+}
+
+// descendEnvelopes walks the envelope members (data, results, items, ...).
+func (e *extraction) descendEnvelopes(fs []jsonx.Field, depth int) bool {
+	for _, f := range fs {
+		if nested(f.Value) && envelopes[string(e.norm(f.Key))] && e.walk(f.Value, "", depth+1) {
+			return true
+		}
+	}
+	return false
+}
+
+// descendOthers walks the other members holding objects or arrays,
+// skipping those that describe the response or a related party, and
+// containers.
+func (e *extraction) descendOthers(fs []jsonx.Field, depth int) bool {
 	for _, f := range fs {
 		if !nested(f.Value) {
 			continue
@@ -482,14 +530,18 @@ func (e *extraction) descend(fs []jsonx.Field, depth int) {
 		// The member named after the hint was tried first.
 		kt := e.x.info(f.Key).typ
 		if (kt != e.hint || e.hint == "") && e.walk(f.Value, kt, depth+1) {
-			return
+			return true
 		}
 	}
+	return false
+}
+
+// descendText walks JSON held in a string member: MCP tool results wrap
+// the tool's output as {"content": [{"type": "text", "text": "{...}"}]}.
+func (e *extraction) descendText(fs []jsonx.Field, depth int) {
 	if e.done() || depth >= maxDepth {
 		return
 	}
-	// MCP tool results wrap the tool's output as {"content": [{"type":
-	// "text", "text": "{...}"}]}.
 	for _, f := range fs {
 		if f.Value.Kind != jsonx.KindString || !textKeys[string(e.norm(f.Key))] {
 			continue
@@ -510,13 +562,7 @@ var textKeys = setOf("text", "json", "body", "data", "result", "content", "paylo
 // JSON object or array, else nil.
 func embeddedJSON(v jsonx.Value) []byte {
 	raw := v.Raw
-	i := 1
-	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\\' && i+1 < len(raw) && (raw[i+1] == 'n' || raw[i+1] == 't' || raw[i+1] == 'r')) {
-		if raw[i] == '\\' {
-			i++
-		}
-		i++
-	}
+	i := skipQuotedBlanks(raw, 1)
 	if i >= len(raw) || raw[i] != '{' && raw[i] != '[' {
 		return nil
 	}
@@ -526,6 +572,27 @@ func embeddedJSON(v jsonx.Value) []byte {
 	}
 	return d
 }
+
+// skipQuotedBlanks returns the index of the first byte of the quoted
+// JSON text raw, from i on, that is not a space or an escaped newline,
+// tab or carriage return.
+func skipQuotedBlanks(raw []byte, i int) int {
+	for i < len(raw) {
+		switch {
+		case raw[i] == ' ':
+			i++
+		case raw[i] == '\\' && i+1 < len(raw) && blankEscapes[raw[i+1]]:
+			i += 2
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// blankEscapes are the letters that follow the backslash of the escaped
+// white space \n, \t and \r.
+var blankEscapes = [256]bool{'n': true, 't': true, 'r': true}
 
 // list takes up to the cap of entities from an array, in order.
 func (e *extraction) list(v jsonx.Value, keyType string, depth int) {
@@ -538,13 +605,7 @@ func (e *extraction) list(v jsonx.Value, keyType string, depth int) {
 		fs := el.Fields(fb[:0])
 		ent, ok := e.entity(fs, keyType)
 		if !ok {
-			// GraphQL edges ({node: {...}}) and other one-level wrappers.
-			for _, f := range fs {
-				if f.Value.Kind == jsonx.KindObject && envelopes[string(e.norm(f.Key))] {
-					ent, ok = e.entity(f.Value.Fields(fb[:0]), keyType)
-					break
-				}
-			}
+			ent, ok = e.wrappedEntity(fs, keyType, fb[:0])
 		}
 		if ok {
 			e.out = append(e.out, ent)
@@ -558,41 +619,78 @@ func (e *extraction) list(v jsonx.Value, keyType string, depth int) {
 	}
 }
 
-// isError reports whether an object is an error payload.
+// wrappedEntity reads the entity in a one-level wrapper, such as a
+// GraphQL edge ({node: {...}}): its first envelope member that holds an
+// object. buf may share memory with fs.
+func (e *extraction) wrappedEntity(fs []jsonx.Field, keyType string, buf []jsonx.Field) (Entity, bool) {
+	for _, f := range fs {
+		if f.Value.Kind == jsonx.KindObject && envelopes[string(e.norm(f.Key))] {
+			return e.entity(f.Value.Fields(buf), keyType)
+		}
+	}
+	return Entity{}, false
+}
+
+// isError reports whether an object is an error payload: one of its
+// members says so (see errorSigns).
 func (e *extraction) isError(fs []jsonx.Field, depth int) bool {
 	for _, f := range fs {
-		switch string(e.norm(f.Key)) {
-		case "error", "errors", "errormessages", "fault":
-			if !f.Value.Empty() {
-				return true
-			}
-		case "success", "ok":
-			if f.Value.Kind == jsonx.KindBool && string(f.Value.Raw) == "false" {
-				return true
-			}
-		case "iserror", "failed":
-			// MCP CallToolResult {"isError": true}.
-			if f.Value.Kind == jsonx.KindBool && string(f.Value.Raw) == "true" {
-				return true
-			}
-		case "object", "type":
-			if f.Value.Kind == jsonx.KindString && strings.EqualFold(f.Value.Scalar(), "error") {
-				return true
-			}
-		case "sys":
-			var fb [8]jsonx.Field
-			for _, g := range f.Value.Fields(fb[:0]) {
-				if string(e.norm(g.Key)) == "type" && strings.EqualFold(g.Value.Scalar(), "error") {
-					return true
-				}
-			}
-		case "status", "statuscode", "httpstatus", "code":
-			if n, err := strconv.Atoi(f.Value.Scalar()); err == nil && n >= 400 && n <= 599 {
-				return true
-			}
+		if says, ok := errorSigns[string(e.norm(f.Key))]; ok && says(f.Value) {
+			return true
 		}
 	}
 	return false
+}
+
+// errorSigns maps the folded keys of the members that may mark an error
+// payload to the test of the member's value that says it does.
+var errorSigns = map[string]func(v jsonx.Value) bool{
+	"error": notEmpty, "errors": notEmpty, "errormessages": notEmpty, "fault": notEmpty,
+	"success": isFalse, "ok": isFalse,
+	// MCP CallToolResult {"isError": true}.
+	"iserror": isTrue, "failed": isTrue,
+	"object": namesError, "type": namesError,
+	"sys":    sysNamesError,
+	"status": errorStatus, "statuscode": errorStatus, "httpstatus": errorStatus, "code": errorStatus,
+}
+
+// notEmpty reports whether an error member holds something.
+func notEmpty(v jsonx.Value) bool { return !v.Empty() }
+
+// isFalse reports whether a member is the JSON false.
+func isFalse(v jsonx.Value) bool {
+	return v.Kind == jsonx.KindBool && string(v.Raw) == "false"
+}
+
+// isTrue reports whether a member is the JSON true.
+func isTrue(v jsonx.Value) bool {
+	return v.Kind == jsonx.KindBool && string(v.Raw) == "true"
+}
+
+// namesError reports whether a type member is the string "error", in
+// any case.
+func namesError(v jsonx.Value) bool {
+	return v.Kind == jsonx.KindString && strings.EqualFold(v.Scalar(), "error")
+}
+
+// sysNamesError reports whether a Contentful sys object has the type
+// "error", in any case.
+func sysNamesError(v jsonx.Value) bool {
+	var fb [8]jsonx.Field
+	var kb [64]byte
+	for _, g := range v.Fields(fb[:0]) {
+		if string(normKey(kb[:0], g.Key)) == "type" && strings.EqualFold(g.Value.Scalar(), "error") {
+			return true
+		}
+	}
+	return false
+}
+
+// errorStatus reports whether a status member is an HTTP error code,
+// 400 to 599.
+func errorStatus(v jsonx.Value) bool {
+	n, err := strconv.Atoi(v.Scalar())
+	return err == nil && n >= 400 && n <= 599
 }
 
 // entity builds an entity from an object's members, if it has an ID: it
@@ -616,20 +714,27 @@ func (e *extraction) entity(fs []jsonx.Field, keyType string) (Entity, bool) {
 		return Entity{}, false
 	}
 	c.ent.Type = e.entityType(c.ent.Type, c.typR, keyType)
+	e.nameEntity(&c, fs)
+	ent := finish(c.ent)
+	return ent, ent.ID != ""
+}
+
+// nameEntity sets the entity's name and slug: from its name fields and
+// its containers, else from looser names in the object's members fs.
+func (e *extraction) nameEntity(c *candidate, fs []jsonx.Field) {
 	conts := c.conts[:c.nconts]
 	c.ent.Name = e.name(conts, c.name, c.nameR)
 	if c.ent.Slug == "" {
 		c.ent.Slug = e.containerSlug(conts)
 	}
-	if c.ent.Name == "" {
-		var slug string
-		c.ent.Name, slug = e.looseName(fs)
-		if c.ent.Slug == "" {
-			c.ent.Slug = slug
-		}
+	if c.ent.Name != "" {
+		return
 	}
-	ent := finish(c.ent)
-	return ent, ent.ID != ""
+	var slug string
+	c.ent.Name, slug = e.looseName(fs)
+	if c.ent.Slug == "" {
+		c.ent.Slug = slug
+	}
 }
 
 // nounID returns the ID of an object that has no plain one, under a key
@@ -643,18 +748,26 @@ func (e *extraction) nounID(fs []jsonx.Field, own, keyType string) string {
 			continue
 		}
 		k := e.norm(f.Key)
-		if len(k) < 3 || k[len(k)-2] != 'i' || k[len(k)-1] != 'd' {
+		if len(k) < 3 || !bytes.HasSuffix(k, []byte("id")) || !e.ownsIDKey(k, own, keyType) {
 			continue
 		}
-		for _, t := range [3]string{own, keyType, e.hint} {
-			if t != "" && isOwnIDKey(k, t) {
-				if s := f.Value.Scalar(); s != "" {
-					return s
-				}
-			}
+		if s := f.Value.Scalar(); s != "" {
+			return s
 		}
 	}
 	return ""
+}
+
+// ownsIDKey reports whether the folded key k is "<type>id" for the type
+// an object names itself (own), the type of the key it is nested under,
+// or the tool's type.
+func (e *extraction) ownsIDKey(k []byte, own, keyType string) bool {
+	for _, t := range [3]string{own, keyType, e.hint} {
+		if t != "" && isOwnIDKey(k, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // looseName names an entity that has no name under the usual name fields,
@@ -669,17 +782,7 @@ func (e *extraction) looseName(fs []jsonx.Field) (name, slug string) {
 		return n, ""
 	}
 	var nb [8]jsonx.Field
-	inner := nb[:0]
-	for _, f := range fs {
-		if f.Value.Kind != jsonx.KindObject || len(inner) == cap(inner) {
-			continue
-		}
-		k := e.norm(f.Key)
-		if notEntities[string(k)] || containers[string(k)] || envelopes[string(k)] {
-			continue
-		}
-		inner = append(inner, f)
-	}
+	inner := e.describers(fs, nb[:0])
 	var gb [32]jsonx.Field
 	for _, f := range inner {
 		gs := f.Value.Fields(gb[:0])
@@ -703,6 +806,23 @@ func (e *extraction) looseName(fs []jsonx.Field) (name, slug string) {
 		}
 	}
 	return "", ""
+}
+
+// describers appends to buf, up to its capacity, the members of an
+// object that hold objects and may describe it: not envelopes,
+// containers, or members that describe the response or a related party.
+func (e *extraction) describers(fs, buf []jsonx.Field) []jsonx.Field {
+	for _, f := range fs {
+		if f.Value.Kind != jsonx.KindObject || len(buf) == cap(buf) {
+			continue
+		}
+		k := e.norm(f.Key)
+		if notEntities[string(k)] || containers[string(k)] || envelopes[string(k)] {
+			continue
+		}
+		buf = append(buf, f)
+	}
+	return buf
 }
 
 // hasOwnID reports whether an object's members include an ID: such an
@@ -805,18 +925,9 @@ func (e *extraction) member(c *candidate, f jsonx.Field) bool {
 func (c *candidate) take(f jsonx.Field, ro role) bool {
 	switch ro.kind {
 	case roleID:
-		if ro.rank < c.idR {
-			if id := f.Value.Scalar(); id != "" {
-				c.ent.ID, c.idR = id, ro.rank
-			}
-		}
+		c.offerID(f.Value, ro.rank)
 	case roleType:
-		if ro.rank == rankType && len(f.Key) > 0 && f.Key[0] == '_' {
-			ro.rank = rankUnderscoreType
-		}
-		if f.Value.Kind == jsonx.KindString {
-			c.offerType(NormalizeType(f.Value.Scalar()), ro.rank)
-		}
+		c.typeMember(f, ro.rank)
 	case roleSlug:
 		if ro.rank < c.slugR {
 			c.offerSlug(textOf(f.Value, 2), ro.rank)
@@ -832,14 +943,42 @@ func (c *candidate) take(f jsonx.Field, ro role) bool {
 	case roleRPC:
 		return false
 	case roleContainer:
-		if f.Value.Kind == jsonx.KindObject && c.nconts < len(c.conts) {
-			c.conts[c.nconts] = f
-			c.nconts++
-		}
+		c.addContainer(f)
 	case roleDeleted:
 		c.ent.Deleted = f.Value.Kind == jsonx.KindBool && string(f.Value.Raw) == "true"
 	}
 	return true
+}
+
+// offerID takes v as the entity's ID when rank outranks the ID found so
+// far and v is not empty. The value is decoded only then.
+func (c *candidate) offerID(v jsonx.Value, rank int) {
+	if rank >= c.idR {
+		return
+	}
+	if id := v.Scalar(); id != "" {
+		c.ent.ID, c.idR = id, rank
+	}
+}
+
+// typeMember offers the text of a type member of rank rank; "_type"
+// (Sanity) ranks before the plain "type" it folds to.
+func (c *candidate) typeMember(f jsonx.Field, rank int) {
+	if rank == rankType && len(f.Key) > 0 && f.Key[0] == '_' {
+		rank = rankUnderscoreType
+	}
+	if f.Value.Kind == jsonx.KindString {
+		c.offerType(NormalizeType(f.Value.Scalar()), rank)
+	}
+}
+
+// addContainer keeps a container member (attributes, fields) that holds
+// an object, while there is room.
+func (c *candidate) addContainer(f jsonx.Field) {
+	if f.Value.Kind == jsonx.KindObject && c.nconts < len(c.conts) {
+		c.conts[c.nconts] = f
+		c.nconts++
+	}
 }
 
 // offerSlug takes s as the entity's slug; the caller has checked that
@@ -917,7 +1056,7 @@ func (e *extraction) entityType(own string, ownRank int, keyType string) string 
 	switch {
 	case keyType != "" && !genericTypes[keyType]:
 		return keyType
-	case own != "" && (ownRank < rankType || !e.sureHint || e.hint == "" || familyTypes[e.hint] || genericTypes[e.hint]):
+	case own != "" && e.ownTypeWins(ownRank):
 		return own
 	case e.hint != "":
 		return e.hint
@@ -926,6 +1065,14 @@ func (e *extraction) entityType(own string, ownRank int, keyType string) string 
 	default:
 		return "item"
 	}
+}
+
+// ownTypeWins reports whether a type the entity names itself, of rank
+// ownRank, beats the tool's type: it is an explicit type field, or the
+// tool does not say for sure what it acts on, or the tool's type is a
+// family or a generic type (see entityType).
+func (e *extraction) ownTypeWins(ownRank int) bool {
+	return ownRank < rankType || !e.sureHint || e.hint == "" || familyTypes[e.hint] || genericTypes[e.hint]
 }
 
 // familyTypes name families of resources whose own generic "type" names
@@ -982,20 +1129,26 @@ func parentRef(v jsonx.Value) string {
 		return v.Scalar()
 	case jsonx.KindObject:
 		var fb [8]jsonx.Field
-		fs := v.Fields(fb[:0])
-		var kb [32]byte
-		want := ""
-		for _, f := range fs {
-			if string(normKey(kb[:0], f.Key)) == "type" {
-				want = f.Value.Scalar()
-			}
+		return parentRefIn(v.Fields(fb[:0]))
+	}
+	return ""
+}
+
+// parentRefIn reads a parent object's members: the member its "type"
+// names ({type: "page_id", page_id: "..."}), or its "id".
+func parentRefIn(fs []jsonx.Field) string {
+	var kb [32]byte
+	want := ""
+	for _, f := range fs {
+		if string(normKey(kb[:0], f.Key)) == "type" {
+			want = f.Value.Scalar()
 		}
-		for _, f := range fs {
-			k := string(normKey(kb[:0], f.Key))
-			if want != "" && string(f.Key) == want || k == "id" {
-				if s := f.Value.Scalar(); s != "" {
-					return s
-				}
+	}
+	for _, f := range fs {
+		k := string(normKey(kb[:0], f.Key))
+		if want != "" && string(f.Key) == want || k == "id" {
+			if s := f.Value.Scalar(); s != "" {
+				return s
 			}
 		}
 	}
@@ -1019,24 +1172,29 @@ func (e *extraction) name(conts []jsonx.Field, best string, bestRank int) string
 		}
 	}
 	if best == "" && props.Kind == jsonx.KindObject {
-		// Notion: the title property may have any name; its type says
-		// "title".
-		var fb [32]jsonx.Field
-		for _, f := range props.Fields(fb[:0]) {
-			if f.Value.Kind != jsonx.KindObject {
-				continue
-			}
-			var gb [8]jsonx.Field
-			for _, g := range f.Value.Fields(gb[:0]) {
-				if string(e.norm(g.Key)) == "type" && g.Value.Scalar() == "title" {
-					if s := textOf(f.Value, 3); s != "" {
-						return s
-					}
+		return e.titleProperty(props)
+	}
+	return best
+}
+
+// titleProperty returns the text of a Notion page's title property,
+// which may have any name: its type says "title".
+func (e *extraction) titleProperty(props jsonx.Value) string {
+	var fb [32]jsonx.Field
+	for _, f := range props.Fields(fb[:0]) {
+		if f.Value.Kind != jsonx.KindObject {
+			continue
+		}
+		var gb [8]jsonx.Field
+		for _, g := range f.Value.Fields(gb[:0]) {
+			if string(e.norm(g.Key)) == "type" && g.Value.Scalar() == "title" {
+				if s := textOf(f.Value, 3); s != "" {
+					return s
 				}
 			}
 		}
 	}
-	return best
+	return ""
 }
 
 // textPrefs are the members tried, in order, when a name is an object:
@@ -1047,40 +1205,49 @@ var textPrefs = []string{"rendered", "plaintext", "text", "content", "value", "c
 // textOf returns the text of a name value: a string, a number, the joined
 // texts of an array (rich text runs), or the preferred member of an object.
 func textOf(v jsonx.Value, depth int) string {
-	switch v.Kind {
-	case jsonx.KindString, jsonx.KindNumber:
+	switch {
+	case v.Kind == jsonx.KindString || v.Kind == jsonx.KindNumber:
 		return v.Scalar()
-	case jsonx.KindArray:
-		if depth <= 0 {
-			return ""
-		}
-		var b strings.Builder
-		n := 0
-		v.Elems(func(el jsonx.Value) bool {
-			b.WriteString(textOf(el, depth-1))
-			n++
-			return n < 8 && b.Len() < jsonx.MaxScalar
-		})
-		return b.String()
-	case jsonx.KindObject:
-		if depth <= 0 {
-			return ""
-		}
-		var fb [16]jsonx.Field
-		fs := v.Fields(fb[:0])
-		var kb [32]byte
-		for _, want := range textPrefs {
-			for _, f := range fs {
-				if string(normKey(kb[:0], f.Key)) == want {
-					if s := textOf(f.Value, depth-1); s != "" {
-						return s
-					}
+	case depth <= 0:
+		return ""
+	case v.Kind == jsonx.KindArray:
+		return textOfRuns(v, depth)
+	case v.Kind == jsonx.KindObject:
+		return textOfObject(v, depth)
+	}
+	return ""
+}
+
+// textOfRuns joins the texts of up to eight elements of an array.
+func textOfRuns(v jsonx.Value, depth int) string {
+	var b strings.Builder
+	n := 0
+	v.Elems(func(el jsonx.Value) bool {
+		b.WriteString(textOf(el, depth-1))
+		n++
+		return n < 8 && b.Len() < jsonx.MaxScalar
+	})
+	return b.String()
+}
+
+// textOfObject returns the text of an object's first preferred member
+// (see textPrefs) that has one, else of its only member when that is a
+// string.
+func textOfObject(v jsonx.Value, depth int) string {
+	var fb [16]jsonx.Field
+	fs := v.Fields(fb[:0])
+	var kb [32]byte
+	for _, want := range textPrefs {
+		for _, f := range fs {
+			if string(normKey(kb[:0], f.Key)) == want {
+				if s := textOf(f.Value, depth-1); s != "" {
+					return s
 				}
 			}
 		}
-		if len(fs) == 1 && fs[0].Value.Kind == jsonx.KindString {
-			return fs[0].Value.Scalar()
-		}
+	}
+	if len(fs) == 1 && fs[0].Value.Kind == jsonx.KindString {
+		return fs[0].Value.Scalar()
 	}
 	return ""
 }
@@ -1140,27 +1307,43 @@ func exactIDText(id string) string {
 // ends are trimmed, and text longer than max bytes is cut at a rune
 // boundary and ends in "…".
 func clip(s string, max int) string {
-	clean := len(s) <= max
-	if clean {
-		for i := 0; i < len(s); i++ {
-			c := s[i]
-			if c < 0x20 || c == 0x7f || c >= 0x80 {
-				clean = false
-				break
-			}
-		}
-		if clean && (len(s) == 0 || s[0] != ' ' && s[len(s)-1] != ' ' && !strings.Contains(s, "  ")) {
-			return s
+	if len(s) <= max && isOneLine(s) {
+		return s
+	}
+	out := collapseSpace(s, max+8)
+	if len(out) <= max {
+		return out
+	}
+	cut := max - len("…")
+	for cut > 0 && !utf8.RuneStart(out[cut]) {
+		cut--
+	}
+	return strings.TrimRight(out[:cut], " ") + "…"
+}
+
+// isOneLine reports whether s is printable ASCII that clip leaves as it
+// is: no leading, trailing or double space.
+func isOneLine(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f || c >= 0x80 {
+			return false
 		}
 	}
+	return len(s) == 0 || s[0] != ' ' && s[len(s)-1] != ' ' && !strings.Contains(s, "  ")
+}
+
+// collapseSpace returns s with each run of white space, control and
+// format characters made one space and the ends trimmed, stopping once
+// limit bytes are written.
+func collapseSpace(s string, limit int) string {
 	var b strings.Builder
-	b.Grow(min(len(s), max+4))
+	b.Grow(min(len(s), limit-4))
 	space := false
 	for _, r := range s {
-		if b.Len() >= max+8 {
+		if b.Len() >= limit {
 			break
 		}
-		if unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
+		if isBlankRune(r) {
 			space = b.Len() > 0
 			continue
 		}
@@ -1170,15 +1353,13 @@ func clip(s string, max int) string {
 		}
 		b.WriteRune(r)
 	}
-	out := b.String()
-	if len(out) <= max {
-		return out
-	}
-	cut := max - len("…")
-	for cut > 0 && !utf8.RuneStart(out[cut]) {
-		cut--
-	}
-	return strings.TrimRight(out[:cut], " ") + "…"
+	return b.String()
+}
+
+// isBlankRune reports whether clip turns r into a space: white space, a
+// control or format character, or a line or paragraph separator.
+func isBlankRune(r rune) bool {
+	return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029'
 }
 
 // args are the members of a tool call's arguments, which may say what
@@ -1238,10 +1419,8 @@ func (a args) parentFor(ent Entity) string {
 			continue
 		}
 		k := normKey(kb[:0], f.Key)
-		parent := string(k) == "parentid" || string(k) == "parent"
-		if !parent && (cand != "" || len(k) <= 2 || !bytes.HasSuffix(k, []byte("id")) || string(k) == "id" ||
-			isOwnIDKey(k, ent.Type) || bytes.HasSuffix(k, []byte("uuid")) || bytes.HasSuffix(k, []byte("requestid")) ||
-			bytes.HasSuffix(k, []byte("userid"))) {
+		parent := parentKeys[string(k)]
+		if !parent && (cand != "" || !relatedIDKey(k, ent.Type)) {
 			continue
 		}
 		s := f.Value.Scalar()
@@ -1255,6 +1434,27 @@ func (a args) parentFor(ent Entity) string {
 	}
 	return cand
 }
+
+// parentKeys are the folded argument keys that name a parent outright.
+var parentKeys = setOf("parentid", "parent")
+
+// relatedIDKey reports whether the folded key k is "<type>id" for a type
+// other than typ, which may name a parent. The IDs of requests and users,
+// and UUIDs, name none.
+func relatedIDKey(k []byte, typ string) bool {
+	if len(k) <= 2 || !bytes.HasSuffix(k, []byte("id")) || isOwnIDKey(k, typ) {
+		return false
+	}
+	for _, suf := range unrelatedIDSuffixes {
+		if bytes.HasSuffix(k, suf) {
+			return false
+		}
+	}
+	return true
+}
+
+// unrelatedIDSuffixes end the folded keys of IDs that name no parent.
+var unrelatedIDSuffixes = [][]byte{[]byte("uuid"), []byte("requestid"), []byte("userid")}
 
 // isOwnIDKey reports whether the folded key k is "<typ>id", typ without
 // its '_' ("blog_post" → "blogpostid").

@@ -302,47 +302,58 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.expire()
-	var named []Entity
-	if l.arch != nil && l.cfg.MaxRecalled > 0 {
-		var err error
-		if named, err = l.arch.recall(ctx, q.Text, l.list, l.cfg.MaxRecalled, l.now()); err != nil {
-			return nil, fmt.Errorf("entitymemory: recall: %w", err)
-		}
-		l.recalled += int64(len(named))
-	}
-	if len(named) > 0 {
+	named, err := l.recallArchived(ctx, q)
+	switch {
+	case err != nil:
+		return nil, err
+	case len(named) > 0:
 		return l.recallNamed(q, named), nil
+	case len(l.list) > 0:
+		return l.recallRecent(q), nil
+	case l.cfg.RenderEmpty:
+		text := fence.Wrap(l.tag, l.head+"\n"+EmptyText)
+		return []layer.Item{{Text: text, Tokens: q.Count(text)}}, nil
 	}
-	if len(l.list) == 0 {
-		if l.cfg.RenderEmpty {
-			text := fence.Wrap(l.tag, l.head+"\n"+EmptyText)
-			return []layer.Item{{Text: text, Tokens: q.Count(text)}}, nil
-		}
+	return nil, nil
+}
+
+// recallArchived returns the archived entities the query names, when
+// the layer keeps an archive and recalls from it. Callers hold l.mu.
+func (l *Layer) recallArchived(ctx context.Context, q layer.Query) ([]Entity, error) {
+	if l.arch == nil || l.cfg.MaxRecalled <= 0 {
 		return nil, nil
 	}
+	named, err := l.arch.recall(ctx, q.Text, l.list, l.cfg.MaxRecalled, l.now())
+	if err != nil {
+		return nil, fmt.Errorf("entitymemory: recall: %w", err)
+	}
+	l.recalled += int64(len(named))
+	return named, nil
+}
+
+// recallRecent renders the recent list, cached once per change. When
+// the block exceeds q.Budget, the oldest entities are left out until it
+// fits; nothing is returned when even one entity does not fit. Callers
+// hold l.mu.
+func (l *Layer) recallRecent(q layer.Query) []layer.Item {
 	if l.cache == "" {
 		l.cache = fence.Wrap(l.tag, render(l.list, nil, l.head, l.instr)) // never ""
 		l.cacheN = layer.Query{}.Count(l.cache)
 	}
-	text := l.cache
 	tokens := l.cacheN // the default estimate, counted once per change
 	if q.Counter != nil {
-		tokens = q.Count(text)
+		tokens = q.Count(l.cache)
 	}
-	if b := q.Budget; b > 0 && tokens > b {
-		text = ""
-		for n := len(l.list) - 1; n > 0; n-- {
-			t := fence.Wrap(l.tag, render(l.list[:n], nil, l.head, l.instr))
-			if tokens = q.Count(t); tokens <= b {
-				text = t
-				break
-			}
-		}
-		if text == "" {
-			return nil, nil
+	if q.Budget <= 0 || tokens <= q.Budget {
+		return []layer.Item{{Text: l.cache, Tokens: tokens}}
+	}
+	for n := len(l.list) - 1; n > 0; n-- {
+		t := fence.Wrap(l.tag, render(l.list[:n], nil, l.head, l.instr))
+		if tokens := q.Count(t); tokens <= q.Budget {
+			return []layer.Item{{Text: t, Tokens: tokens}}
 		}
 	}
-	return []layer.Item{{Text: text, Tokens: tokens}}, nil
+	return nil
 }
 
 // recallNamed renders the recent list with the archived entities the
@@ -421,26 +432,13 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 		if r.IsError {
 			continue
 		}
-		name, args := r.Name, r.Arguments
-		if name == "" || args == "" {
-			for _, c := range t.ToolCalls {
-				if c.ID == r.ID {
-					name, args = cmp.Or(name, c.Name), cmp.Or(args, c.Arguments)
-				}
-			}
-		}
+		name, args := callOf(t, r)
 		l.ebuf = l.ext.extractInto(l.ebuf, name, args, r.Content)
 		l.extracted += int64(len(l.ebuf))
 		destructive := l.ext.Destructive(name)
 		l.logExtraction(ctx, name, l.ebuf, destructive)
 		if l.arch != nil {
-			for _, e := range l.ebuf {
-				if destructive || e.Deleted {
-					gone = append(gone, e)
-				} else {
-					seen = append(seen, e)
-				}
-			}
+			seen, gone = sortSightings(l.ebuf, destructive, seen, gone)
 		}
 		l.applyLocked(l.ebuf, destructive)
 	}
@@ -456,6 +454,34 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 		err = errors.Join(err, l.archiveLocked(ctx, seen, gone))
 	}
 	return err
+}
+
+// callOf returns the tool name and arguments of result r, taking what r
+// leaves out from the step's call of the same ID.
+func callOf(t layer.Turn, r layer.ToolResult) (name, args string) {
+	name, args = r.Name, r.Arguments
+	if name != "" && args != "" {
+		return name, args
+	}
+	for _, c := range t.ToolCalls {
+		if c.ID == r.ID {
+			name, args = cmp.Or(name, c.Name), cmp.Or(args, c.Arguments)
+		}
+	}
+	return name, args
+}
+
+// sortSightings appends the entities of one result to seen, or to gone
+// when the tool is destructive or the result flags them as deleted.
+func sortSightings(ents []Entity, destructive bool, seen, gone []Entity) ([]Entity, []Entity) {
+	for _, e := range ents {
+		if destructive || e.Deleted {
+			gone = append(gone, e)
+		} else {
+			seen = append(seen, e)
+		}
+	}
+	return seen, gone
 }
 
 // archiveLocked records a step's entities in the archive (and, once per
@@ -621,17 +647,27 @@ func (l *Layer) saveLocked(ctx context.Context) error {
 			}
 		}
 		read = time.Now()
-		remote, remoteClock, ver, err := l.load(ctx)
-		if err != nil {
+		if err := l.mergeStored(ctx); err != nil {
 			return fmt.Errorf("entitymemory: save: %w", err)
 		}
-		merged, base, clock := rebase(l.list, l.base, l.clock, l.deleted, remote, remoteClock, l.cfg.Capacity)
-		if !sameVisible(merged, l.list) {
-			l.cache = ""
-		}
-		l.list, l.clock, l.base, l.version = merged, clock, base, ver
 	}
 	return fmt.Errorf("entitymemory: save %s: gave up after %d attempts: %w", l.key, l.cfg.MaxRetries, storage.ErrConflict)
+}
+
+// mergeStored reads the stored state that won a race and applies this
+// layer's changes since its last save to it again (see rebase). Callers
+// hold l.mu.
+func (l *Layer) mergeStored(ctx context.Context) error {
+	remote, remoteClock, ver, err := l.load(ctx)
+	if err != nil {
+		return err
+	}
+	merged, base, clock := rebase(l.list, l.base, l.clock, l.deleted, remote, remoteClock, l.cfg.Capacity)
+	if !sameVisible(merged, l.list) {
+		l.cache = ""
+	}
+	l.list, l.clock, l.base, l.version = merged, clock, base, ver
+	return nil
 }
 
 // OnSpawn returns the layer a child agent starts with: a copy of the

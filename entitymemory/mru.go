@@ -11,6 +11,21 @@ import (
 // sameEntity reports whether a and b are the same entity (type and ID).
 func sameEntity(a, b *Entity) bool { return a.ID == b.ID && a.Type == b.Type }
 
+// keepKnown fills in what a re-seen entity's new sighting left out from
+// old, its earlier record: a name that is only the ID fallback, an empty
+// slug or parent.
+func (e *Entity) keepKnown(old *Entity) {
+	if e.Name == e.ID && old.Name != "" {
+		e.Name = old.Name
+	}
+	if e.Slug == "" {
+		e.Slug = old.Slug
+	}
+	if e.Parent == "" {
+		e.Parent = old.Parent
+	}
+}
+
 // addBatch records the entities of one tool result (or the entities a
 // writer re-applies after a lost race, see rebase) at the front of list in
 // their own order, writes the new list (at most capacity long) into dst,
@@ -31,16 +46,7 @@ func addBatch(dst, list, batch []Entity, clock uint64, capacity int) ([]Entity, 
 			continue
 		}
 		if j := indexEntity(list, &e); j >= 0 {
-			old := &list[j]
-			if e.Name == e.ID && old.Name != "" {
-				e.Name = old.Name
-			}
-			if e.Slug == "" {
-				e.Slug = old.Slug
-			}
-			if e.Parent == "" {
-				e.Parent = old.Parent
-			}
+			e.keepKnown(&list[j])
 		}
 		out = append(out, e)
 	}
@@ -48,6 +54,13 @@ func addBatch(dst, list, batch []Entity, clock uint64, capacity int) ([]Entity, 
 	for i := range out {
 		out[i].seq = clock + n - uint64(i)
 	}
+	out = appendOthers(out, list, batch, capacity)
+	return out, clock + n, !sameVisible(list, out)
+}
+
+// appendOthers appends to out, in order and while it is shorter than
+// capacity, the entities of list that are not in batch.
+func appendOthers(out, list, batch []Entity, capacity int) []Entity {
 	for i := range list {
 		if len(out) == capacity {
 			break
@@ -56,7 +69,7 @@ func addBatch(dst, list, batch []Entity, clock uint64, capacity int) ([]Entity, 
 			out = append(out, list[i])
 		}
 	}
-	return out, clock + n, !sameVisible(list, out)
+	return out
 }
 
 // indexEntity returns the index of e (by type and ID) in list, or -1.

@@ -17,31 +17,51 @@ func words(name string) []string {
 		start = -1
 	}
 	for i := 0; i < len(name); i++ {
-		c := name[i]
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if !alnum {
+		switch {
+		case byteClass[name[i]] == 0:
 			flush(i)
-			continue
-		}
-		if start < 0 {
+		case start < 0:
 			start = i
-			continue
-		}
-		upper := c >= 'A' && c <= 'Z'
-		if upper {
-			prev := name[i-1]
-			prevLower := prev >= 'a' && prev <= 'z' || prev >= '0' && prev <= '9'
-			nextLower := i+1 < len(name) && name[i+1] >= 'a' && name[i+1] <= 'z'
-			prevUpper := prev >= 'A' && prev <= 'Z'
-			if prevLower || prevUpper && nextLower {
-				flush(i)
-				start = i
-			}
+		case startsCamelWord(name, i):
+			flush(i)
+			start = i
 		}
 	}
 	flush(len(name))
 	return out
 }
+
+// startsCamelWord reports whether the letter at i, inside a word, starts
+// a new one: a capital after a lowercase letter or a digit ("createPage"),
+// or the last capital of a run when a lowercase letter follows
+// ("HTMLPage").
+func startsCamelWord(name string, i int) bool {
+	if byteClass[name[i]] != upperByte {
+		return false
+	}
+	prev := byteClass[name[i-1]]
+	nextLower := i+1 < len(name) && byteClass[name[i+1]] == lowerByte
+	return prev != upperByte || nextLower
+}
+
+// Classes of the ASCII letters and digits; every other byte is 0 and
+// separates words.
+const (
+	lowerByte = 1 + iota
+	upperByte
+	digitByte
+)
+
+// byteClass holds the class of each byte.
+var byteClass = func() (t [256]uint8) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = lowerByte, upperByte
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = digitByte
+	}
+	return t
+}()
 
 // verbs are the operation words tools put around the resource they act on.
 var verbs = setOf(
@@ -113,8 +133,18 @@ func typeFromToolName(name string) (string, bool) {
 	}
 	// The nouns right after the verb ("create_page_section" → page
 	// section), else the ones before it ("pages.create").
+	nouns := firstNouns(ws[verb+1:])
+	if len(nouns) == 0 {
+		nouns = lastNouns(ws[:verb])
+	}
+	return joinType(nouns), true
+}
+
+// firstNouns returns the first run of words of ws that are neither verbs
+// nor stop words.
+func firstNouns(ws []string) []string {
 	var nouns []string
-	for _, w := range ws[verb+1:] {
+	for _, w := range ws {
 		if verbs[w] || stopWords[w] {
 			if len(nouns) > 0 {
 				break
@@ -123,10 +153,7 @@ func typeFromToolName(name string) (string, bool) {
 		}
 		nouns = append(nouns, w)
 	}
-	if len(nouns) == 0 {
-		nouns = lastNouns(ws[:verb])
-	}
-	return joinType(nouns), true
+	return nouns
 }
 
 // lastNouns returns the trailing run of words of ws that are neither verbs
@@ -236,12 +263,9 @@ func singular(w string) string {
 		return w
 	case strings.HasSuffix(w, "ies") && n > 4:
 		return w[:n-3] + "y"
-	case strings.HasSuffix(w, "sses"), strings.HasSuffix(w, "shes"),
-		strings.HasSuffix(w, "ches"), strings.HasSuffix(w, "xes"),
-		strings.HasSuffix(w, "zzes"):
+	case hasSuffix(w, "sses", "shes", "ches", "xes", "zzes"):
 		return w[:n-2]
-	case strings.HasSuffix(w, "ss"), strings.HasSuffix(w, "us"),
-		strings.HasSuffix(w, "is"):
+	case hasSuffix(w, "ss", "us", "is"):
 		return w
 	case w[n-1] == 's':
 		return w[:n-1]
@@ -257,8 +281,7 @@ func plural(t string) string {
 	if i := strings.LastIndexByte(t, '_'); i >= 0 {
 		head, w = t[:i+1], t[i+1:]
 	}
-	if uncountable[w] && w != "status" && w != "address" && w != "class" &&
-		w != "process" && w != "business" && w != "access" && w != "bus" {
+	if uncountable[w] && !singularInS[w] {
 		return t
 	}
 	if p, ok := irregularPlural[w]; ok {
@@ -268,11 +291,24 @@ func plural(t string) string {
 	switch {
 	case n == 0:
 		return t
-	case strings.HasSuffix(w, "s"), strings.HasSuffix(w, "x"), strings.HasSuffix(w, "z"),
-		strings.HasSuffix(w, "ch"), strings.HasSuffix(w, "sh"):
+	case hasSuffix(w, "s", "x", "z", "ch", "sh"):
 		return head + w + "es"
 	case n > 1 && w[n-1] == 'y' && !strings.ContainsRune("aeiou", rune(w[n-2])):
 		return head + w[:n-1] + "ies"
 	}
 	return head + w + "s"
+}
+
+// singularInS are the words singular keeps as they are for ending in
+// 's' that still have a plural ("statuses").
+var singularInS = setOf("status", "address", "class", "process", "business", "access", "bus")
+
+// hasSuffix reports whether w ends in any of the suffixes.
+func hasSuffix(w string, suffixes ...string) bool {
+	for _, suf := range suffixes {
+		if strings.HasSuffix(w, suf) {
+			return true
+		}
+	}
+	return false
 }

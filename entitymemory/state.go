@@ -116,35 +116,9 @@ func encodeState(list []Entity, clock uint64) []byte {
 // and keeping at most capacity of them, newest (highest seq) first, and
 // the logical clock. Errors are ErrVersion or ErrCorrupt.
 func decodeState(data []byte, capacity int) ([]Entity, uint64, error) {
-	data = bytes.TrimSpace(data)
-	var st stateV2
-	switch {
-	case len(data) == 0:
-		return nil, 0, fmt.Errorf("%w: empty", ErrCorrupt)
-	case data[0] == '[':
-		if err := json.Unmarshal(data, &st.Entities); err != nil {
-			return nil, 0, fmt.Errorf("%w: version 0: %w", ErrCorrupt, err)
-		}
-	case data[0] == '{':
-		var head struct {
-			Version *int `json:"version"`
-		}
-		if err := json.Unmarshal(data, &head); err != nil {
-			return nil, 0, fmt.Errorf("%w: %w", ErrCorrupt, err)
-		}
-		switch {
-		case head.Version == nil:
-			return nil, 0, fmt.Errorf("%w: no version", ErrCorrupt)
-		case *head.Version > StateVersion:
-			return nil, 0, fmt.Errorf("%w: version %d, this build reads up to %d", ErrVersion, *head.Version, StateVersion)
-		case *head.Version < 0:
-			return nil, 0, fmt.Errorf("%w: version %d", ErrCorrupt, *head.Version)
-		}
-		if err := json.Unmarshal(data, &st); err != nil {
-			return nil, 0, fmt.Errorf("%w: version %d: %w", ErrCorrupt, *head.Version, err)
-		}
-	default:
-		return nil, 0, fmt.Errorf("%w: not a JSON object or array", ErrCorrupt)
+	st, err := parseState(bytes.TrimSpace(data))
+	if err != nil {
+		return nil, 0, err
 	}
 	if st.Version < 2 {
 		// Migrate: list order is the order of recording.
@@ -153,20 +127,78 @@ func decodeState(data []byte, capacity int) ([]Entity, uint64, error) {
 			st.Entities[i].Seq = uint64(len(st.Entities) - i)
 		}
 	}
+	clock, err := st.checkedClock()
+	if err != nil {
+		return nil, 0, err
+	}
+	return newestEntities(st.Entities, capacity), clock, nil
+}
+
+// parseState decodes trimmed state of any supported version: a version
+// 0 list, or an object that says its version.
+func parseState(data []byte) (stateV2, error) {
+	var st stateV2
+	switch {
+	case len(data) == 0:
+		return st, fmt.Errorf("%w: empty", ErrCorrupt)
+	case data[0] == '[':
+		if err := json.Unmarshal(data, &st.Entities); err != nil {
+			return st, fmt.Errorf("%w: version 0: %w", ErrCorrupt, err)
+		}
+		return st, nil
+	case data[0] == '{':
+		return parseVersioned(data)
+	}
+	return st, fmt.Errorf("%w: not a JSON object or array", ErrCorrupt)
+}
+
+// parseVersioned decodes state held in an object, after checking that
+// it says a version this build reads.
+func parseVersioned(data []byte) (stateV2, error) {
+	var st stateV2
+	var head struct {
+		Version *int `json:"version"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return st, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	switch {
+	case head.Version == nil:
+		return st, fmt.Errorf("%w: no version", ErrCorrupt)
+	case *head.Version > StateVersion:
+		return st, fmt.Errorf("%w: version %d, this build reads up to %d", ErrVersion, *head.Version, StateVersion)
+	case *head.Version < 0:
+		return st, fmt.Errorf("%w: version %d", ErrCorrupt, *head.Version)
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		return st, fmt.Errorf("%w: version %d: %w", ErrCorrupt, *head.Version, err)
+	}
+	return st, nil
+}
+
+// checkedClock returns the logical clock, at least every entity's seq,
+// after checking that each entity's time and the clock are in range.
+func (st *stateV2) checkedClock() (uint64, error) {
 	clock := st.Clock
 	for i := range st.Entities {
 		s := &st.Entities[i]
 		if y := s.SeenAt.UTC().Year(); y < 0 || y > 9999 {
-			return nil, 0, fmt.Errorf("%w: entity %d: seenAt %s is outside years 0-9999", ErrCorrupt, i, s.SeenAt.Format(time.RFC3339))
+			return 0, fmt.Errorf("%w: entity %d: seenAt %s is outside years 0-9999", ErrCorrupt, i, s.SeenAt.Format(time.RFC3339))
 		}
 		clock = max(clock, s.Seq)
 	}
 	if clock > maxClock {
-		return nil, 0, fmt.Errorf("%w: clock %d is beyond %d", ErrCorrupt, clock, uint64(maxClock))
+		return 0, fmt.Errorf("%w: clock %d is beyond %d", ErrCorrupt, clock, uint64(maxClock))
 	}
-	slices.SortStableFunc(st.Entities, func(a, b storedEntity) int { return cmp.Compare(b.Seq, a.Seq) })
-	out := make([]Entity, 0, min(len(st.Entities), capacity))
-	for _, s := range st.Entities {
+	return clock, nil
+}
+
+// newestEntities cleans the stored entities and returns at most capacity
+// of them, newest (highest seq) first, without repeats.
+func newestEntities(stored []storedEntity, capacity int) []Entity {
+	slices.SortStableFunc(stored, func(a, b storedEntity) int { return cmp.Compare(b.Seq, a.Seq) })
+	out := make([]Entity, 0, min(len(stored), capacity))
+	for _, s := range stored {
 		if len(out) == capacity {
 			break
 		}
@@ -175,5 +207,5 @@ func decodeState(data []byte, capacity int) ([]Entity, uint64, error) {
 			out = append(out, e)
 		}
 	}
-	return out, clock, nil
+	return out
 }

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -244,28 +245,31 @@ func (s *DeterministicSummarizer) Summarize(_ context.Context, previous string, 
 			}
 		case thread.RoleTool:
 			for _, r := range m.ToolResults {
-				name := r.Name
-				if name == "" {
-					name = names[r.CallID]
-				}
-				cur.WriteString(" | " + summaryID(name) + " (call " + summaryID(r.CallID) + ")")
-				if strings.HasPrefix(r.Content, "error: ") {
-					cur.WriteString(" failed")
-				}
-				ents := entities(args[r.CallID])
-				for _, e := range entities(r.Content) {
-					if !slices.Contains(ents, e) {
-						ents = append(ents, e)
-					}
-				}
-				if len(ents) > 0 {
-					cur.WriteString(" → " + strings.Join(ents, ", "))
-				}
+				writeResult(cur, r, cmp.Or(r.Name, names[r.CallID]), args[r.CallID])
 			}
 		}
 	}
 	flush()
 	return s.fit(lines), nil
+}
+
+// writeResult writes the part of a turn's line about one tool result:
+// the tool's name and call ID, whether it failed, and the entities its
+// arguments and result name.
+func writeResult(b *strings.Builder, r thread.ToolResult, name, args string) {
+	b.WriteString(" | " + summaryID(name) + " (call " + summaryID(r.CallID) + ")")
+	if strings.HasPrefix(r.Content, "error: ") {
+		b.WriteString(" failed")
+	}
+	ents := entities(args)
+	for _, e := range entities(r.Content) {
+		if !slices.Contains(ents, e) {
+			ents = append(ents, e)
+		}
+	}
+	if len(ents) > 0 {
+		b.WriteString(" → " + strings.Join(ents, ", "))
+	}
 }
 
 // fit folds the oldest lines into the entities line until the summary
@@ -275,17 +279,8 @@ func (s *DeterministicSummarizer) fit(lines []string) string {
 	if limit <= 0 {
 		limit = DefaultSummaryTokens
 	}
-	count := func(t string) int {
-		if s.Counter != nil {
-			return s.Counter.Count(t)
-		}
-		return layer.Query{}.Count(t)
-	}
-	var seen []string // the entities line's items, oldest first
-	if len(lines) > 0 && strings.HasPrefix(lines[0], entitiesHeader) {
-		seen = strings.Split(strings.TrimPrefix(lines[0], entitiesHeader), "; ")
-		lines = lines[1:]
-	}
+	count := layer.Query{Counter: s.Counter}.Count
+	seen, lines := splitEntitiesLine(lines) // the entities line's items, oldest first
 	// Each line is counted once: the summary's count is the sum of its
 	// lines' (the newlines between them count nothing more than the
 	// estimate's rounding).
@@ -314,11 +309,7 @@ func (s *DeterministicSummarizer) fit(lines []string) string {
 	// without a name first (nothing refers back to them by name), the
 	// oldest first.
 	for len(seen) > 0 && st > limit {
-		if i := slices.IndexFunc(seen, func(e string) bool { _, named := entityID(e); return !named }); i >= 0 {
-			seen = slices.Delete(seen, i, i+1)
-		} else {
-			seen = seen[1:]
-		}
+		seen = dropEntity(seen)
 		st = seenTokens()
 	}
 	out := strings.Join(lines, "\n")
@@ -326,6 +317,25 @@ func (s *DeterministicSummarizer) fit(lines []string) string {
 		out = entitiesHeader + strings.Join(seen, "; ") + "\n" + out
 	}
 	return strings.TrimSpace(out)
+}
+
+// splitEntitiesLine returns the items of the entities line that starts
+// a summary's lines, if there is one, and the other lines.
+func splitEntitiesLine(lines []string) (seen, rest []string) {
+	if len(lines) == 0 || !strings.HasPrefix(lines[0], entitiesHeader) {
+		return nil, lines
+	}
+	return strings.Split(strings.TrimPrefix(lines[0], entitiesHeader), "; "), lines[1:]
+}
+
+// dropEntity removes one item from the entities line's items: the
+// oldest without a name (nothing refers back to it by name), else the
+// oldest.
+func dropEntity(seen []string) []string {
+	if i := slices.IndexFunc(seen, func(e string) bool { _, named := entityID(e); return !named }); i >= 0 {
+		return slices.Delete(seen, i, i+1)
+	}
+	return seen[1:]
 }
 
 // addEntity adds e (an ID, alone or followed by its quoted name) to the
@@ -410,7 +420,7 @@ func (s *entityScan) object(v jsonx.Value, depth int) {
 			s.walk(f.Value, depth+1)
 		case k == "id" || k == "ID":
 			id = f.Value.Scalar()
-		case strings.HasSuffix(k, "Id") || strings.HasSuffix(k, "_id") || strings.HasSuffix(k, "ID"):
+		case refKey(k):
 			if r := f.Value.Scalar(); r != "" && !untracked(k) {
 				refs = append(refs, summaryID(clip(oneLine(r), 80)))
 			}
@@ -418,6 +428,12 @@ func (s *entityScan) object(v jsonx.Value, depth int) {
 			name = f.Value.Scalar()
 		}
 	}
+	s.addObject(id, name, refs)
+}
+
+// addObject adds an object's own ID, with its name when it has one, then
+// the IDs it refers to.
+func (s *entityScan) addObject(id, name string, refs []string) {
 	if id != "" {
 		e := summaryID(clip(oneLine(id), 80))
 		if name != "" {
@@ -428,6 +444,12 @@ func (s *entityScan) object(v jsonx.Value, depth int) {
 	for _, r := range refs {
 		s.add(r)
 	}
+}
+
+// refKey reports whether an object's member k holds the ID of something
+// it refers to: "…Id", "…_id" or "…ID".
+func refKey(k string) bool {
+	return strings.HasSuffix(k, "Id") || strings.HasSuffix(k, "_id") || strings.HasSuffix(k, "ID")
 }
 
 // nameKey reports whether an object's member k names it.
@@ -489,22 +511,40 @@ func summaryID(s string) string {
 	b.Grow(len(s) + 2)
 	b.WriteByte('"')
 	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r == '|' || r == '→' || r == ',' || r == ';' || r == utf8.RuneError || !unicode.IsPrint(r) && r != ' ' || unicode.Is(unicode.Cf, r):
-			if r > 0xffff {
-				fmt.Fprintf(&b, `\U%08x`, r)
-			} else {
-				fmt.Fprintf(&b, `\u%04x`, r)
-			}
-		default:
-			b.WriteRune(r)
-		}
+		writeIDRune(&b, r)
 	}
 	b.WriteByte('"')
 	return b.String()
+}
+
+// writeIDRune writes r into a quoted ID: '"' and '\\' after a
+// backslash; a separator of the line, a character that is not printable
+// or a formatting control as a \u or \U escape; anything else as it is.
+func writeIDRune(b *strings.Builder, r rune) {
+	switch {
+	case r == '"' || r == '\\':
+		b.WriteByte('\\')
+		b.WriteRune(r)
+	case escapedInID(r):
+		if r > 0xffff {
+			fmt.Fprintf(b, `\U%08x`, r)
+		} else {
+			fmt.Fprintf(b, `\u%04x`, r)
+		}
+	default:
+		b.WriteRune(r)
+	}
+}
+
+// escapedInID reports whether a quoted ID writes r as an escape: the
+// line's separators '|', '→', ',' and ';', invalid UTF-8, and characters
+// that are not printable (other than ' ') or are formatting controls.
+func escapedInID(r rune) bool {
+	switch r {
+	case '|', '→', ',', ';', utf8.RuneError:
+		return true
+	}
+	return !unicode.IsPrint(r) && r != ' ' || unicode.Is(unicode.Cf, r)
 }
 
 // bareIDRune reports whether r may appear in an ID written bare: a letter,

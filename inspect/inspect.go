@@ -149,17 +149,9 @@ func threadNames(keys []string) ([]string, map[string]map[string]bool) {
 func (in Inspector) threadInfo(ctx context.Context, id string, names map[string]bool) (thread.Info, error) {
 	info := thread.Info{ThreadID: id}
 	if names[storage.Escape(thread.HeadName)] {
-		it, err := in.Store.Get(ctx, storage.ThreadKey(id, thread.HeadName))
-		switch {
-		case errors.Is(err, storage.ErrNotFound):
-			// deleted while listing
-		case err != nil:
+		var err error
+		if info, err = in.headInfo(ctx, id); err != nil {
 			return info, err
-		default:
-			if info, err = thread.ReadInfo(it.Value); err != nil {
-				return info, fmt.Errorf("thread %s: %w", storage.Quote(id), err)
-			}
-			info.ThreadID = id
 		}
 	}
 	if info.ResourceID == "" && names[storage.Escape(thread.OwnerName)] {
@@ -169,6 +161,24 @@ func (in Inspector) threadInfo(ctx context.Context, id string, names map[string]
 		}
 		info.ResourceID = owner
 	}
+	return info, nil
+}
+
+// headInfo reads what thread id's head says of it. A head deleted
+// meanwhile says nothing.
+func (in Inspector) headInfo(ctx context.Context, id string) (thread.Info, error) {
+	info := thread.Info{ThreadID: id}
+	it, err := in.Store.Get(ctx, storage.ThreadKey(id, thread.HeadName))
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return info, nil // deleted while listing
+	case err != nil:
+		return info, err
+	}
+	if info, err = thread.ReadInfo(it.Value); err != nil {
+		return info, fmt.Errorf("thread %s: %w", storage.Quote(id), err)
+	}
+	info.ThreadID = id
 	return info, nil
 }
 
@@ -474,12 +484,8 @@ func (in Inspector) threadRecords(ctx context.Context, id string) ([]record, int
 	prefix := storage.ThreadPrefix(id)
 	head := storage.ThreadKey(id, thread.HeadName)
 	ownerKey := storage.ThreadKey(id, thread.OwnerName)
-	version := storage.NoVersion
-	it, err := in.Store.Get(ctx, head)
-	switch {
-	case err == nil:
-		version = it.Version
-	case !errors.Is(err, storage.ErrNotFound):
+	version, err := in.version(ctx, head)
+	if err != nil {
 		return nil, 0, fmt.Errorf("read thread %s: %w", storage.Quote(id), err)
 	}
 	keys, err := in.Store.List(ctx, prefix)
@@ -499,6 +505,19 @@ func (in Inspector) threadRecords(ctx context.Context, id string) ([]record, int
 		recs = append(recs, record{"thread.head", head})
 	}
 	return recs, version, nil
+}
+
+// version returns the version of the record under key,
+// storage.NoVersion when there is none.
+func (in Inspector) version(ctx context.Context, key string) (int64, error) {
+	it, err := in.Store.Get(ctx, key)
+	switch {
+	case err == nil:
+		return it.Version, nil
+	case errors.Is(err, storage.ErrNotFound):
+		return storage.NoVersion, nil
+	}
+	return 0, err
 }
 
 // threadRecordKind returns the kind an erase counts a thread's record
@@ -697,12 +716,8 @@ func (s *sweep) eraseThread(ctx context.Context, id string) (bool, error) {
 		if err != nil {
 			return had, err
 		}
-		for _, r := range recs {
-			if r.kind != "thread.head" {
-				if err := s.del(ctx, r); err != nil {
-					return had, err
-				}
-			}
+		if err := s.delAllBut(ctx, recs, "thread.head"); err != nil {
+			return had, err
 		}
 		if version == storage.NoVersion {
 			return had, nil
@@ -719,6 +734,19 @@ func (s *sweep) eraseThread(ctx context.Context, id string) (bool, error) {
 		}
 	}
 	return had, fmt.Errorf("thread %s: its head changed %d times during the erase: %w", storage.Quote(id), maxHeadAttempts, storage.ErrConflict)
+}
+
+// delAllBut deletes the records that are not of kind keep.
+func (s *sweep) delAllBut(ctx context.Context, recs []record, keep string) error {
+	for _, r := range recs {
+		if r.kind == keep {
+			continue
+		}
+		if err := s.del(ctx, r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Quarantined is a layer record set aside by storage.Quarantine.

@@ -76,6 +76,23 @@ func migrateLegacy(ctx context.Context, store storage.Store, layerID string, env
 		return 0, err
 	}
 	target := env.ScopeKey(scope)
+	loadedLast(keys, prefix)
+	moved := 0
+	for _, k := range keys {
+		ok, err := moveLegacy(ctx, store, prefix, k, layerID, target)
+		if err != nil {
+			return moved, err
+		}
+		if ok {
+			moved++
+		}
+	}
+	return moved, nil
+}
+
+// loadedLast orders the keys under prefix so that the records a layer
+// loads from, "head" and "state", come last; the others keep their order.
+func loadedLast(keys []string, prefix string) {
 	last := func(k string) bool {
 		name := strings.TrimPrefix(k, prefix)
 		return name == "head" || name == "state"
@@ -89,17 +106,6 @@ func migrateLegacy(ctx context.Context, store storage.Store, layerID string, env
 		}
 		return -1
 	})
-	moved := 0
-	for _, k := range keys {
-		ok, err := moveLegacy(ctx, store, prefix, k, layerID, target)
-		if err != nil {
-			return moved, err
-		}
-		if ok {
-			moved++
-		}
-	}
-	return moved, nil
 }
 
 // legacyLoaded reports whether a record a layer loads from is under
@@ -138,22 +144,43 @@ func moveLegacy(ctx context.Context, store storage.Store, prefix, k, layerID, ta
 	}
 	to := storage.LayerKey(layerID, target, name)
 	_, err = store.Put(ctx, to, it.Value, storage.NoVersion)
-	if errors.Is(err, storage.ErrConflict) {
-		cur, gerr := store.Get(ctx, to)
-		if gerr == nil && !bytes.Equal(cur.Value, it.Value) {
-			// Both exist and differ: keep the old one aside.
-			if _, err := storage.Quarantine(ctx, store, it, layerID, target, time.Now()); err != nil &&
-				!errors.Is(err, storage.ErrConflict) && !errors.Is(err, storage.ErrNotFound) {
-				return false, fmt.Errorf("layer: migrate %s: %w", storage.Quote(k), err)
-			}
+	switch {
+	case errors.Is(err, storage.ErrConflict):
+		aside, err := setAsideIfDiffers(ctx, store, it, to, layerID, target)
+		if err != nil {
+			return false, fmt.Errorf("layer: migrate %s: %w", storage.Quote(k), err)
+		}
+		if aside {
 			return false, nil
 		}
-	} else if err != nil {
+	case err != nil:
 		return false, fmt.Errorf("layer: migrate %s to %s: %w", storage.Quote(k), storage.Quote(to), err)
 	}
 	err = store.Delete(ctx, k, it.Version)
-	if err != nil && !errors.Is(err, storage.ErrConflict) && !errors.Is(err, storage.ErrNotFound) {
+	if err != nil && !lostRace(err) {
 		return false, fmt.Errorf("layer: migrate %s: delete: %w", storage.Quote(k), err)
 	}
 	return true, nil
+}
+
+// setAsideIfDiffers sets the old record it aside with
+// storage.Quarantine when its typed key to holds another value, and
+// reports whether the record differs. A typed key it cannot read is
+// taken to hold the same value.
+func setAsideIfDiffers(ctx context.Context, store storage.Store, it storage.Item, to, layerID, target string) (bool, error) {
+	cur, err := store.Get(ctx, to)
+	if err != nil || bytes.Equal(cur.Value, it.Value) {
+		return false, nil
+	}
+	// Both exist and differ: keep the old one aside.
+	if _, err := storage.Quarantine(ctx, store, it, layerID, target, time.Now()); err != nil && !lostRace(err) {
+		return true, err
+	}
+	return true, nil
+}
+
+// lostRace reports whether err says another process changed or deleted
+// the record first.
+func lostRace(err error) bool {
+	return errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrNotFound)
 }

@@ -157,43 +157,10 @@ func (b *batch) joinErrs() error {
 // abandoned, then wraps and reports the failures, leaving each job's
 // final error (nil for success) in its err field.
 func (s *Stack) runBatch(ctx context.Context, b *batch) {
-	// After starting hooks, the caller yields so that they run first on
-	// this P, and fast hooks are done before the caller would park to wait
-	// for them.
 	if b.concurrent {
-		for i := range b.jobs {
-			if j := &b.jobs[i]; j.prepare(ctx) {
-				go j.execute()
-			}
-		}
-		runtime.Gosched()
-		for i := range b.jobs {
-			b.jobs[i].wait(ctx)
-		}
+		runConcurrently(ctx, b.jobs)
 	} else {
-		// One goroutine runs the jobs in order. One that is still running
-		// a hook the caller abandoned is left to finish it and exit, and
-		// the next job gets a new goroutine.
-		var next chan *job
-		for i := range b.jobs {
-			j := &b.jobs[i]
-			if !j.prepare(ctx) {
-				continue
-			}
-			if next == nil {
-				next = make(chan *job, 1)
-				go runJobs(next)
-			}
-			next <- j
-			runtime.Gosched()
-			if !j.wait(ctx) {
-				close(next)
-				next = nil
-			}
-		}
-		if next != nil {
-			close(next)
-		}
+		runInOrder(ctx, b.jobs)
 	}
 	for i := range b.jobs {
 		j := &b.jobs[i]
@@ -204,6 +171,48 @@ func (s *Stack) runBatch(ctx context.Context, b *batch) {
 			}
 		}
 		s.report(ctx, j.e.spec.ID, j.hook, j.d, j.err)
+	}
+}
+
+// runConcurrently runs each job on a goroutine of its own and waits for
+// them. After starting hooks, the caller yields so that they run first
+// on this P, and fast hooks are done before the caller would park to
+// wait for them.
+func runConcurrently(ctx context.Context, jobs []job) {
+	for i := range jobs {
+		if j := &jobs[i]; j.prepare(ctx) {
+			go j.execute()
+		}
+	}
+	runtime.Gosched()
+	for i := range jobs {
+		jobs[i].wait(ctx)
+	}
+}
+
+// runInOrder runs the jobs one after another on one goroutine, waiting
+// for each. One that is still running a hook the caller abandoned is
+// left to finish it and exit, and the next job gets a new goroutine.
+func runInOrder(ctx context.Context, jobs []job) {
+	var next chan *job
+	for i := range jobs {
+		j := &jobs[i]
+		if !j.prepare(ctx) {
+			continue
+		}
+		if next == nil {
+			next = make(chan *job, 1)
+			go runJobs(next)
+		}
+		next <- j
+		runtime.Gosched() // as in runConcurrently
+		if !j.wait(ctx) {
+			close(next)
+			next = nil
+		}
+	}
+	if next != nil {
+		close(next)
 	}
 }
 
@@ -294,20 +303,27 @@ func (j *job) wait(parent context.Context) bool {
 		if j.abandon() {
 			j.cancel()
 			j.d = time.Since(j.begin)
-			if err := parent.Err(); err != nil {
-				j.err = err
-			} else {
-				j.err = fmt.Errorf("%w after %v", ErrTimeout, j.e.timeoutOf(j.hook))
-			}
-			if running && j.grace > 0 {
-				j.err = fmt.Errorf("%w (the call was still running when it was abandoned: whether it took effect is unknown)", j.err)
-			}
+			j.err = j.abandonedErr(parent, running)
 			return false
 		}
 		<-j.done
 	}
 	j.err = j.result
 	return true
+}
+
+// abandonedErr is the error of a job abandoned when its context ended:
+// the caller's error, else a timeout; a hook that was running when a
+// grace was due may have taken effect, and the error says so.
+func (j *job) abandonedErr(parent context.Context, running bool) error {
+	err := parent.Err()
+	if err == nil {
+		err = fmt.Errorf("%w after %v", ErrTimeout, j.e.timeoutOf(j.hook))
+	}
+	if running && j.grace > 0 {
+		err = fmt.Errorf("%w (the call was still running when it was abandoned: whether it took effect is unknown)", err)
+	}
+	return err
 }
 
 // settled waits for a running hook whose caller's context ended, up to

@@ -66,6 +66,38 @@ func (s *Stack) Restore(ctx context.Context, snap Snapshot) error {
 		return fmt.Errorf("%w: version %d, this build reads up to %d", ErrSnapshot, snap.Version, snapshotVersion)
 	}
 	ids := slices.Sorted(maps.Keys(snap.Layers))
+	if err := s.restorable(ids); err != nil {
+		return err
+	}
+	before, err := s.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	for i, id := range ids {
+		err := s.restoreLayer(ctx, id, snap.Layers[id])
+		if err == nil {
+			continue
+		}
+		// Put back the layers already restored, and the failing one too
+		// if it timed out (its Restore may still land; the rollback waits
+		// for it). The rollback runs even when ctx is what failed, each
+		// step bounded by its timeout.
+		undo := ids[:i]
+		if errors.Is(err, ErrTimeout) {
+			undo = ids[:i+1]
+		}
+		rctx := context.WithoutCancel(ctx)
+		for _, done := range undo {
+			_ = s.restoreLayer(rctx, done, before.Layers[done])
+		}
+		return fmt.Errorf("%w: %w", ErrSnapshot, err)
+	}
+	return nil
+}
+
+// restorable checks that every layer ids names is an enabled layer of
+// the stack that can be restored.
+func (s *Stack) restorable(ids []string) error {
 	for _, id := range ids {
 		e, ok := s.byID[id]
 		if !ok || e.disabled {
@@ -75,33 +107,15 @@ func (s *Stack) Restore(ctx context.Context, snap Snapshot) error {
 			return fmt.Errorf("%w: layer %q cannot be restored", ErrSnapshot, id)
 		}
 	}
-	before, err := s.Snapshot(ctx)
-	if err != nil {
-		return err
-	}
-	for i, id := range ids {
-		e := s.byID[id]
-		sn, _ := As[Snapshotter](e.live)
-		err := s.call(ctx, e, hookRestore, func(ctx context.Context) error { return sn.Restore(ctx, snap.Layers[id]) })
-		if err != nil {
-			// Put back the layers already restored, and the failing one
-			// too if it timed out (its Restore may still land; the
-			// rollback waits for it). The rollback runs even when ctx is
-			// what failed, each step bounded by its timeout.
-			undo := ids[:i]
-			if errors.Is(err, ErrTimeout) {
-				undo = ids[:i+1]
-			}
-			rctx := context.WithoutCancel(ctx)
-			for _, done := range undo {
-				d := s.byID[done]
-				dsn, _ := As[Snapshotter](d.live)
-				_ = s.call(rctx, d, hookRestore, func(ctx context.Context) error { return dsn.Restore(ctx, before.Layers[done]) })
-			}
-			return fmt.Errorf("%w: %w", ErrSnapshot, err)
-		}
-	}
 	return nil
+}
+
+// restoreLayer restores layer id, a Snapshotter, to state, as a hook of
+// the layer.
+func (s *Stack) restoreLayer(ctx context.Context, id string, state json.RawMessage) error {
+	e := s.byID[id]
+	sn, _ := As[Snapshotter](e.live)
+	return s.call(ctx, e, hookRestore, func(ctx context.Context) error { return sn.Restore(ctx, state) })
 }
 
 // Clear empties every enabled layer that is a [Clearer], one after the

@@ -1,6 +1,9 @@
 package layer
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // maxIDLen is the longest layer ID accepted.
 const maxIDLen = 48
@@ -13,17 +16,14 @@ func validateID(id string) error {
 	if id[0] < 'a' || id[0] > 'z' || id[len(id)-1] == '-' {
 		return fmt.Errorf("layer id %q: must start with a-z and not end with '-': %w", id, ErrInvalidSpec)
 	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case c == '-' && id[i-1] != '-':
-		default:
-			return fmt.Errorf("layer id %q: only a-z, 0-9 and single '-' are allowed: %w", id, ErrInvalidSpec)
-		}
+	if strings.Trim(id, idChars) != "" || strings.Contains(id, "--") {
+		return fmt.Errorf("layer id %q: only a-z, 0-9 and single '-' are allowed: %w", id, ErrInvalidSpec)
 	}
 	return nil
 }
+
+// idChars are the characters of layer IDs.
+const idChars = "abcdefghijklmnopqrstuvwxyz0123456789-"
 
 // Validate reports whether the spec is usable: a valid ID (lowercase words
 // of [a-z0-9] joined by single '-', starting with a letter, at most 48

@@ -285,15 +285,25 @@ func (s *Stack) Recall(ctx context.Context, q Query, budgets map[string]int) ([]
 	}
 	for i := range b.jobs {
 		j := &b.jobs[i]
-		e := j.e
 		j.query = q
-		if bud, ok := budgets[e.spec.ID]; ok {
-			j.query.Budget = bud
-		} else {
-			j.query.Budget = cmp.Or(e.spec.Budget.Max, Unbounded)
-		}
+		j.query.Budget = budgetOf(budgets, j.e.spec)
 	}
 	s.runBatch(ctx, b)
+	return b.recalled()
+}
+
+// budgetOf returns a layer's budget for a Recall: what budgets gives it,
+// else its Budget.Max, else Unbounded.
+func budgetOf(budgets map[string]int, spec Spec) int {
+	if bud, ok := budgets[spec.ID]; ok {
+		return bud
+	}
+	return cmp.Or(spec.Budget.Max, Unbounded)
+}
+
+// recalled returns the non-empty results of a batch of Recall jobs, in
+// slot order, and their errors joined.
+func (b *batch) recalled() ([]Recalled, error) {
 	var out []Recalled
 	var errs []error
 	for i := range b.jobs {

@@ -36,8 +36,7 @@ func wireName(name string) string {
 	var b strings.Builder
 	b.Grow(len(name))
 	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' {
+		if c := name[i]; wireByte(c) {
 			b.WriteByte(c)
 		} else {
 			b.WriteByte('_')
@@ -48,10 +47,22 @@ func wireName(name string) string {
 		w = "_"
 	}
 	if len(w) > maxWireNameLen {
-		sum := sha256.Sum256([]byte(name))
-		w = w[:maxWireNameLen-9] + "_" + hex.EncodeToString(sum[:4])
+		w = withHash(w, []byte(name))
 	}
 	return w
+}
+
+// wireByte reports whether provider tool APIs accept c in a tool name:
+// a-z, A-Z, 0-9, '_' and '-'.
+func wireByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+}
+
+// withHash returns w cut to leave room for a suffix, followed by '_' and
+// a short hash of key: a wire name that stays distinct.
+func withHash(w string, key []byte) string {
+	sum := sha256.Sum256(key)
+	return w[:min(len(w), maxWireNameLen-9)] + "_" + hex.EncodeToString(sum[:4])
 }
 
 // buildTools collects the provided functions of the live layers. The
@@ -67,31 +78,8 @@ func (s *Stack) buildTools() {
 		if e.disabled || e.live == nil {
 			continue
 		}
-		p, ok := As[Provider](e.live)
-		if !ok {
-			continue
-		}
-		for _, fn := range p.Functions() {
-			name := e.spec.ID + "/" + fn.Name
-			if fn.Call == nil || fn.Name == "" {
-				s.log.Warn("memlayer: provided function without name or Call left out", slog.String("layer", e.spec.ID), slog.String("tool", name))
-				continue
-			}
-			if _, dup := s.byName[name]; dup {
-				s.log.Warn("memlayer: provided function name repeated; the first one is kept", slog.String("layer", e.spec.ID), slog.String("tool", name))
-				continue
-			}
-			wire := wireName(name)
-			for n := 0; ; n++ {
-				if _, clash := s.byName[wire]; !clash {
-					break
-				}
-				sum := sha256.Sum256(fmt.Appendf(nil, "%s#%d", name, n))
-				wire = wire[:min(len(wire), maxWireNameLen-9)] + "_" + hex.EncodeToString(sum[:4])
-			}
-			s.tools = append(s.tools, tool{wire: wire, layer: e.spec.ID, fn: fn})
-			s.byName[wire] = len(s.tools) - 1
-			s.byName[name] = len(s.tools) - 1
+		if p, ok := As[Provider](e.live); ok {
+			s.addTools(e.spec.ID, p.Functions())
 		}
 	}
 	for i, t := range s.tools {
@@ -100,6 +88,32 @@ func (s *Stack) buildTools() {
 				s.byName[alias] = i
 			}
 		}
+	}
+}
+
+// addTools adds the functions layer id provides, under their wire names
+// and their "<layer-id>/<fn>" names (see buildTools).
+func (s *Stack) addTools(id string, fns []Function) {
+	for _, fn := range fns {
+		name := id + "/" + fn.Name
+		if fn.Call == nil || fn.Name == "" {
+			s.log.Warn("memlayer: provided function without name or Call left out", slog.String("layer", id), slog.String("tool", name))
+			continue
+		}
+		if _, dup := s.byName[name]; dup {
+			s.log.Warn("memlayer: provided function name repeated; the first one is kept", slog.String("layer", id), slog.String("tool", name))
+			continue
+		}
+		wire := wireName(name)
+		for n := 0; ; n++ {
+			if _, clash := s.byName[wire]; !clash {
+				break
+			}
+			wire = withHash(wire, fmt.Appendf(nil, "%s#%d", name, n))
+		}
+		s.tools = append(s.tools, tool{wire: wire, layer: id, fn: fn})
+		s.byName[wire] = len(s.tools) - 1
+		s.byName[name] = len(s.tools) - 1
 	}
 }
 
@@ -151,24 +165,13 @@ func (s *Stack) CallTool(ctx context.Context, name, args string) (string, error)
 	if !ok {
 		return "", fmt.Errorf("%w %q", ErrUnknownTool, name)
 	}
-	raw := bytes.TrimSpace([]byte(args))
-	if len(raw) == 0 {
-		raw = []byte("{}")
-	}
-	if !json.Valid(raw) {
-		return "", fmt.Errorf("%w: %s: not valid JSON", ErrInvalidArguments, t.wire)
-	}
-	if raw[0] != '{' {
-		return "", fmt.Errorf("%w: %s: want a JSON object, got %s", ErrInvalidArguments, t.wire, jsonKind(raw[0]))
-	}
-	if s.cfg.ValidateArgs != nil && len(t.fn.Parameters) > 0 {
-		if err := s.cfg.ValidateArgs(t.fn.Parameters, raw); err != nil {
-			return "", fmt.Errorf("%w: %s: %w", ErrInvalidArguments, t.wire, err)
-		}
+	raw, err := s.checkArgs(t, args)
+	if err != nil {
+		return "", err
 	}
 	e := s.byID[t.layer]
 	var out string
-	err := s.callJob(ctx, e, hookTool, func(ctx context.Context) error {
+	err = s.callJob(ctx, e, hookTool, func(ctx context.Context) error {
 		var err error
 		out, err = t.fn.Call(ctx, raw)
 		return err
@@ -177,6 +180,29 @@ func (s *Stack) CallTool(ctx context.Context, name, args string) (string, error)
 		return "", err
 	}
 	return out, nil
+}
+
+// checkArgs returns the arguments of a call of t as raw JSON, {} when
+// empty, after checking that they are a JSON object that passes the
+// stack's ValidateArgs, if any. The error is ErrInvalidArguments.
+func (s *Stack) checkArgs(t tool, args string) ([]byte, error) {
+	raw := bytes.TrimSpace([]byte(args))
+	if len(raw) == 0 {
+		raw = []byte("{}")
+	}
+	if !json.Valid(raw) {
+		return nil, fmt.Errorf("%w: %s: not valid JSON", ErrInvalidArguments, t.wire)
+	}
+	if raw[0] != '{' {
+		return nil, fmt.Errorf("%w: %s: want a JSON object, got %s", ErrInvalidArguments, t.wire, jsonKind(raw[0]))
+	}
+	if s.cfg.ValidateArgs == nil || len(t.fn.Parameters) == 0 {
+		return raw, nil
+	}
+	if err := s.cfg.ValidateArgs(t.fn.Parameters, raw); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidArguments, t.wire, err)
+	}
+	return raw, nil
 }
 
 func jsonKind(c byte) string {

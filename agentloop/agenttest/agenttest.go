@@ -152,20 +152,11 @@ func (m *Model) GenerateContent(ctx context.Context, msgs []llms.MessageContent,
 	for _, o := range options {
 		o(&opts)
 	}
-	m.mu.Lock()
-	n := len(m.requests)
-	req := Request{N: n, Messages: slices.Clone(msgs), Options: opts}
-	m.requests = append(m.requests, req)
-	step := m.fn
-	if step == nil {
-		if n >= len(m.steps) {
-			m.mu.Unlock()
-			return nil, fmt.Errorf("%w: call %d, %d steps", ErrExhausted, n, len(m.steps))
-		}
-		step = m.steps[n]
+	req, step, err := m.record(msgs, opts)
+	if err != nil {
+		return nil, err
 	}
-	m.mu.Unlock()
-
+	n := req.N
 	choice, err := step(ctx, req)
 	if err != nil {
 		return nil, err
@@ -173,24 +164,61 @@ func (m *Model) GenerateContent(ctx context.Context, msgs []llms.MessageContent,
 	if choice == nil {
 		choice = &llms.ContentChoice{}
 	}
+	complete(choice, n)
+	if opts.StreamingFunc != nil {
+		if err := stream(ctx, opts.StreamingFunc, choice.Content); err != nil {
+			return nil, err
+		}
+	}
+	return &llms.ContentResponse{Choices: []*llms.ContentChoice{choice}}, nil
+}
+
+// stream sends text to fn word by word.
+func stream(ctx context.Context, fn func(context.Context, []byte) error, text string) error {
+	if text == "" {
+		return nil
+	}
+	for _, w := range strings.SplitAfter(text, " ") {
+		if err := fn(ctx, []byte(w)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// record records a request and returns it with the step that answers
+// it. ErrExhausted means the scripted steps ran out.
+func (m *Model) record(msgs []llms.MessageContent, opts llms.CallOptions) (Request, Step, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := len(m.requests)
+	req := Request{N: n, Messages: slices.Clone(msgs), Options: opts}
+	m.requests = append(m.requests, req)
+	if m.fn != nil {
+		return req, m.fn, nil
+	}
+	if n >= len(m.steps) {
+		return req, nil, fmt.Errorf("%w: call %d, %d steps", ErrExhausted, n, len(m.steps))
+	}
+	return req, m.steps[n], nil
+}
+
+// complete fills in what the answer to call n left out, as a provider
+// would: an ID "call_<n>_<i>" for each tool call without one, and a stop
+// reason, "tool_calls" when there are calls and "stop" otherwise.
+func complete(choice *llms.ContentChoice, n int) {
 	for i := range choice.ToolCalls {
 		if choice.ToolCalls[i].ID == "" {
 			choice.ToolCalls[i].ID = "call_" + strconv.Itoa(n) + "_" + strconv.Itoa(i)
 		}
 	}
-	if len(choice.ToolCalls) > 0 && choice.StopReason == "" {
+	switch {
+	case choice.StopReason != "":
+	case len(choice.ToolCalls) > 0:
 		choice.StopReason = "tool_calls"
-	} else if choice.StopReason == "" {
+	default:
 		choice.StopReason = "stop"
 	}
-	if opts.StreamingFunc != nil && choice.Content != "" {
-		for _, w := range strings.SplitAfter(choice.Content, " ") {
-			if err := opts.StreamingFunc(ctx, []byte(w)); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return &llms.ContentResponse{Choices: []*llms.ContentChoice{choice}}, nil
 }
 
 // Call implements the deprecated part of llms.Model.
