@@ -448,12 +448,7 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 		return nil, err
 	}
 	th := &threadState{w: thread.NewWriter(a.cfg.Store, in.ThreadID, nil)}
-	var extra []layer.Layer
-	var sl *history.Layer
-	if !a.cfg.History.Full {
-		sl = history.NewLayer(a.cfg.History.SummaryTokens)
-		extra = append(extra, sl)
-	}
+	sl, extra := a.summaryLayer()
 	pos := new(position)
 	pos.ctx.Store(&ctx) // Init's hooks go under the run's span
 	// gone: the thread was deleted or erased during the run.
@@ -482,14 +477,33 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 	if err := r.prepareTools(); err != nil {
 		return nil, err
 	}
+	res, err := r.runToEnd(ctx)
+	gone = errors.Is(err, ErrCheckpointGone)
+	a.emit(ctx, Event{Kind: EventRunEnd, ThreadID: in.ThreadID, Step: res.Steps, Duration: time.Since(start), Usage: res.Usage, Err: err})
+	return res, err
+}
+
+// summaryLayer returns a run's history-summary layer and the extra
+// layers its stack opens with: none when the history is kept whole.
+func (a *Agent) summaryLayer() (*history.Layer, []layer.Layer) {
+	if a.cfg.History.Full {
+		return nil, nil
+	}
+	sl := history.NewLayer(a.cfg.History.SummaryTokens)
+	return sl, []layer.Layer{sl}
+}
+
+// runToEnd runs the loop, then flushes the summary and, unless the
+// thread is gone (ErrCheckpointGone), commits the audit. A failed flush
+// is the run's error when it has none.
+func (r *run) runToEnd(ctx context.Context) (*Result, error) {
 	res, err := r.loop(ctx)
 	if ferr := r.flushSummary(ctx); ferr != nil && err == nil {
 		err = ferr
 	}
-	if gone = errors.Is(err, ErrCheckpointGone); !gone {
+	if !errors.Is(err, ErrCheckpointGone) {
 		r.commitAudit(ctx)
 	}
-	a.emit(ctx, Event{Kind: EventRunEnd, ThreadID: in.ThreadID, Step: res.Steps, Duration: time.Since(start), Usage: res.Usage, Err: err})
 	return res, err
 }
 
