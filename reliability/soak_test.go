@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,6 +47,15 @@ func TestSoak(t *testing.T) {
 	}
 	defer db.Close()
 
+	// The scripted model keeps every request it is sent; the rounds
+	// forget them (Reset), or the test's own records would be the memory
+	// that grows. Its calls carry IDs of their own, unique across rounds.
+	var calls atomic.Int64
+	call := func(name string, args any) llms.ToolCall {
+		c := agenttest.Call(name, args)
+		c.ID = "soak_" + strconv.FormatInt(calls.Add(1), 10)
+		return c
+	}
 	model := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
 		if len(r.ToolResults()) > 0 {
 			return agenttest.Text("Done."), nil
@@ -53,8 +63,8 @@ func TestSoak(t *testing.T) {
 		n := 0
 		fmt.Sscanf(r.LastUser(), "round %d", &n)
 		return agenttest.Calls(
-			agenttest.Call("cms_createPage", map[string]string{"title": fmt.Sprintf("%s %s %d", ltTopics[n%len(ltTopics)], ltAudiences[n%len(ltAudiences)], n)}),
-			agenttest.Call("semantic_memorize", map[string]any{"text": fmt.Sprintf("The user decided in round %d to use %s for the %s launch.", n, ltAudiences[n%len(ltAudiences)], ltTopics[n%len(ltTopics)]), "kind": "decision"}),
+			call("cms_createPage", map[string]string{"title": fmt.Sprintf("%s %s %d", ltTopics[n%len(ltTopics)], ltAudiences[n%len(ltAudiences)], n)}),
+			call("semantic_memorize", map[string]any{"text": fmt.Sprintf("The user decided in round %d to use %s for the %s launch.", n, ltAudiences[n%len(ltAudiences)], ltTopics[n%len(ltTopics)]), "kind": "decision"}),
 		), nil
 	})
 	var pages sync.Map
@@ -111,6 +121,7 @@ func TestSoak(t *testing.T) {
 		}
 		slices.Sort(took)
 		medians[round] = took[len(took)/2]
+		model.Reset()
 		runtime.GC()
 		rss[round] = residentBytes()
 	}
