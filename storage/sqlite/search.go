@@ -389,8 +389,8 @@ func filterSQL(filter map[string]string) (string, []any) {
 func (s *Store) text(ctx context.Context, collection string, terms []string, filter map[string]string, limit int) ([]storage.Ranked, error) {
 	perTerm := max(postingsOf(len(terms)), limit)
 	post, err := s.postings(ctx, collection, terms, filter, perTerm)
-	if err != nil {
-		return nil, err
+	if err != nil || !slices.ContainsFunc(post, func(p []int64) bool { return len(p) > 0 }) {
+		return nil, err // no term matched: nothing more to read
 	}
 	var st collectionStats
 	err = s.queryRow(ctx, `SELECT docs, length, next FROM `+statsTable+` WHERE collection = ?`, collection).Scan(&st.docs, &st.length, &st.next)
