@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -295,10 +296,17 @@ func cutLast(s string, c byte) (string, string, bool) {
 // documents below the log's base (a Clear another process has not
 // finished dropping).
 func (l *Layer) search(ctx context.Context, q storage.Query) ([]hit, error) {
-	if q.Filter == nil {
-		q.Filter = map[string]string{}
+	// The marker, the one document that is not an episode, has no text:
+	// only a query without text needs the filter that leaves it out. A
+	// filter every episode passes would cost a text query a read of
+	// every episode's field posting on a store whose index bounds reads
+	// per term.
+	if strings.TrimSpace(q.Text) == "" {
+		if q.Filter == nil {
+			q.Filter = map[string]string{}
+		}
+		q.Filter[fieldEp] = "1"
 	}
-	q.Filter[fieldEp] = "1"
 	hs, err := l.ix.Search(ctx, l.col, q)
 	if err != nil {
 		return nil, err

@@ -218,3 +218,52 @@ func TestRunReadsNoDigests(t *testing.T) {
 		t.Error("another user's run reads call-2")
 	}
 }
+
+// queryRecorder is a store that records the queries of its index.
+type queryRecorder struct {
+	*storage.Memory
+	mu      sync.Mutex
+	queries []storage.Query
+}
+
+func (r *queryRecorder) Search(ctx context.Context, collection string, q storage.Query) ([]storage.Hit, error) {
+	r.mu.Lock()
+	r.queries = append(r.queries, q)
+	r.mu.Unlock()
+	return r.Memory.Search(ctx, collection, q)
+}
+
+// TestTextQueryUnfiltered: recall's text query carries no filter (every
+// episode would pass it, and a store that bounds its reads per term
+// would read every episode's field posting for it), and the listing
+// of the newest episodes leaves the marker out; blank text is a listing.
+func TestTextQueryUnfiltered(t *testing.T) {
+	ctx := context.Background()
+	st := &queryRecorder{Memory: storage.NewMemory()}
+	seedLog(t, st, 100)
+	tmpl, _ := New(Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
+	for _, text := range []string{`page "Pricing for Nonprofits 2"`, " \t"} {
+		st.mu.Lock()
+		st.queries = nil
+		st.mu.Unlock()
+		l, err := layertest.FirstRecall(ctx, tmpl, layer.Env{ThreadID: "t-new", ResourceID: "user-1", Store: st}, layer.Query{Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		items, err := l.Recall(ctx, layer.Query{Text: text})
+		if err != nil || len(items) != 1 || strings.Contains(items[0].Text, markID) {
+			t.Errorf("Recall(%q) = %v, %v", text, items, err)
+		}
+		st.mu.Lock()
+		for _, q := range st.queries {
+			blank := strings.TrimSpace(q.Text) == ""
+			if _, listing := q.Filter[fieldEp]; blank != listing && q.Filter[fieldMark] == "" {
+				t.Errorf("query %+v: a filter of episodes %v, want %v", q, listing, blank)
+			}
+		}
+		if len(st.queries) == 0 {
+			t.Errorf("Recall(%q) made no query", text)
+		}
+		st.mu.Unlock()
+	}
+}

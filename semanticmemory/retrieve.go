@@ -32,8 +32,9 @@ type scored struct {
 // backend's full-text rank), and dense, either the index's vector search
 // over the stored embeddings (with an Embedder; facts with a positive
 // cosine) or the Config.VectorStore's search (its order, live versions
-// only); sparse is left out with Config.NoSparse. Each ranker returns at
-// most max(4·k, retrievePool) facts. The fused score of a fact is
+// only); sparse is left out with Config.NoSparse. With a dense ranker,
+// each ranker returns at most max(4·k, retrievePool) facts; sparse alone
+// returns at most k, its own order being the fused one. The fused score of a fact is
 // Σ 1/(RRFK + rank) over the rankings it is in; facts are returned
 // highest score first, ties by ID. rankers is how many rankings took part
 // (for normalising: a fact first in all of them scores
@@ -44,6 +45,11 @@ func (l *Layer) retrieve(ctx context.Context, query string, k int) (out []scored
 		return nil, 0, nil
 	}
 	pool := min(max(4*k, retrievePool), storage.MaxK)
+	if l.cfg.VectorStore == nil && l.cfg.Embedder == nil {
+		// One ranking: the fusion keeps its order, so its best k are
+		// all a caller takes.
+		pool = min(k, storage.MaxK)
+	}
 	fused := map[string]float64{}
 	sim := map[string]float64{}
 	facts := map[string]view{}
@@ -161,7 +167,9 @@ func (l *Layer) shown(ctx context.Context, query string) ([]scored, error) {
 	if err != nil {
 		return nil, err
 	}
-	ranked, _, err := l.retrieve(ctx, query, l.cfg.TopK)
+	// Pinned facts may rank among the best: TopK more than them leaves
+	// TopK that are not.
+	ranked, _, err := l.retrieve(ctx, query, l.cfg.TopK+len(pinned))
 	if err != nil {
 		return nil, err
 	}
