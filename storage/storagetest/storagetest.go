@@ -458,20 +458,8 @@ func testListAfterDelete(t *testing.T, s storage.Store) {
 // IDs, are all different keys, each listing only its own records
 // (issue 23, TestTrust301).
 func testTypedScopes(t *testing.T, s storage.Store) {
-	ids := []string{"7", "c1", "c1/child-care", "resource:7", "thread:7", "", "global:", "%", "a:b"}
-	var scopes []string
-	for _, id := range ids {
-		scopes = append(scopes, storage.ThreadScope(id), storage.ResourceScope(id), storage.AnonymousScope(id),
-			storage.ExecutionScope(id), id)
-		if id != "" {
-			scopes = append(scopes,
-				storage.ScopeKeyOf(storage.ScopeKeyParts{Kind: storage.KindThread, ID: "c1", Child: id}),
-				storage.ScopeKeyOf(storage.ScopeKeyParts{Kind: storage.KindAnonymous, ID: id, Child: "c1"}))
-		}
-	}
-	scopes = append(scopes, storage.GlobalScope, "__global__")
 	seen := map[string]string{}
-	for _, sc := range scopes {
+	for _, sc := range typedScopes() {
 		k := storage.LayerKey("wm", sc, "state")
 		if err := storage.ValidateKey(k); err != nil {
 			t.Fatalf("key %q of scope %q is invalid: %v", k, sc, err)
@@ -491,6 +479,24 @@ func testTypedScopes(t *testing.T, s storage.Store) {
 	}
 }
 
+// typedScopes returns the scope keys testTypedScopes stores under: of
+// every kind, for IDs that collide, nest, look typed or are empty, and
+// the untyped IDs themselves.
+func typedScopes() []string {
+	ids := []string{"7", "c1", "c1/child-care", "resource:7", "thread:7", "", "global:", "%", "a:b"}
+	var scopes []string
+	for _, id := range ids {
+		scopes = append(scopes, storage.ThreadScope(id), storage.ResourceScope(id), storage.AnonymousScope(id),
+			storage.ExecutionScope(id), id)
+		if id != "" {
+			scopes = append(scopes,
+				storage.ScopeKeyOf(storage.ScopeKeyParts{Kind: storage.KindThread, ID: "c1", Child: id}),
+				storage.ScopeKeyOf(storage.ScopeKeyParts{Kind: storage.KindAnonymous, ID: id, Child: "c1"}))
+		}
+	}
+	return append(scopes, storage.GlobalScope, "__global__")
+}
+
 // hostileIDs are thread, resource and layer IDs an attacker (or a careless
 // caller) might choose to reach someone else's keys.
 var hostileIDs = []string{
@@ -505,23 +511,7 @@ func testHostileIDs(t *testing.T, s storage.Store) {
 	mustPut(t, s, victim, []byte("secret"), storage.NoVersion)
 	seen := map[string]string{victim: "victim"}
 	for _, id := range hostileIDs {
-		keys := []string{
-			storage.LayerKey("wm", id, "state"),
-			storage.LayerKey(id, "victim", "state"),
-			storage.LayerKey("wm", "victim", id),
-			storage.ThreadKey(id, "checkpoint"),
-		}
-		for _, k := range keys {
-			if err := storage.ValidateKey(k); err != nil {
-				t.Fatalf("key %q built from ID %q is invalid: %v", k, id, err)
-			}
-			if prev, dup := seen[k]; dup {
-				t.Fatalf("ID %q and %q map to the same key %q", id, prev, k)
-			}
-			seen[k] = id
-			// A create succeeds only if no one else owns the key.
-			mustPut(t, s, k, []byte("from "+id), storage.NoVersion)
-		}
+		putHostile(t, s, id, seen)
 	}
 	wantValue(t, s, victim, []byte("secret"), 0)
 	for _, id := range hostileIDs {
@@ -530,8 +520,36 @@ func testHostileIDs(t *testing.T, s storage.Store) {
 		wantKeys(t, s, storage.ThreadPrefix(id), []string{storage.ThreadKey(id, "checkpoint")})
 		wantValue(t, s, storage.LayerKey("wm", id, "state"), []byte("from "+id), 0)
 	}
-	// The victim's scope lists the victim's key and the keys whose name
-	// part, not scope part, was hostile.
+	wantVictimScope(t, s, victim)
+}
+
+// putHostile creates the keys built from the hostile ID id, each of which
+// must be valid and not among the keys seen so far.
+func putHostile(t *testing.T, s storage.Store, id string, seen map[string]string) {
+	t.Helper()
+	keys := []string{
+		storage.LayerKey("wm", id, "state"),
+		storage.LayerKey(id, "victim", "state"),
+		storage.LayerKey("wm", "victim", id),
+		storage.ThreadKey(id, "checkpoint"),
+	}
+	for _, k := range keys {
+		if err := storage.ValidateKey(k); err != nil {
+			t.Fatalf("key %q built from ID %q is invalid: %v", k, id, err)
+		}
+		if prev, dup := seen[k]; dup {
+			t.Fatalf("ID %q and %q map to the same key %q", id, prev, k)
+		}
+		seen[k] = id
+		// A create succeeds only if no one else owns the key.
+		mustPut(t, s, k, []byte("from "+id), storage.NoVersion)
+	}
+}
+
+// wantVictimScope checks that the victim's scope lists the victim's key
+// and the keys whose name part, not scope part, was hostile.
+func wantVictimScope(t *testing.T, s storage.Store, victim string) {
+	t.Helper()
 	got := mustList(t, s, storage.LayerPrefix("wm", "victim"))
 	for _, k := range got {
 		if k == victim {
