@@ -43,7 +43,8 @@ func (m *Memory) apply(writes []Write, versions []int64) {
 }
 
 // batchCheck checks w's version against the stored one and returns the
-// version a Put gives the key (0 for a Delete). m.mu is held.
+// version a Put gives the key (0 for a Delete). Put checks its write
+// with it too. m.mu is held.
 func (m *Memory) batchCheck(w Write) (int64, error) {
 	cur, ok := m.items[w.Key]
 	switch {

@@ -188,7 +188,7 @@ func testBatchConcurrent(t *testing.T, s storage.Store, b storage.Batcher) {
 		})
 	}
 	wg.Wait()
-	winner := soleWinner(t, errs)
+	winner := soleWinner(t, "batch", errs)
 	mustValue(t, s, "head", []byte{byte('a' + winner)})
 	for i := range n {
 		want := []byte(nil)
@@ -199,23 +199,24 @@ func testBatchConcurrent(t *testing.T, s storage.Store, b storage.Batcher) {
 	}
 }
 
-// soleWinner returns the index of the one nil error of errs, which
-// must all be nil or ErrConflict.
-func soleWinner(t *testing.T, errs []error) int {
+// soleWinner returns the index of the one nil error of errs, the
+// outcomes of concurrent operations (what, such as "create") of which
+// one must win and the others fail with ErrConflict.
+func soleWinner(t *testing.T, what string, errs []error) int {
 	t.Helper()
 	winner := -1
 	for i, err := range errs {
 		switch {
 		case err == nil && winner >= 0:
-			t.Fatalf("batches %d and %d both won", winner, i)
+			t.Fatalf("%s %d and %d both succeeded", what, winner, i)
 		case err == nil:
 			winner = i
 		case !errors.Is(err, storage.ErrConflict):
-			t.Errorf("batch %d: %v", i, err)
+			t.Errorf("%s %d: error = %v, want nil or storage.ErrConflict", what, i, err)
 		}
 	}
 	if winner < 0 {
-		t.Fatal("no batch won")
+		t.Fatalf("no concurrent %s succeeded", what)
 	}
 	return winner
 }

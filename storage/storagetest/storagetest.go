@@ -288,21 +288,7 @@ func testCASConcurrentCreate(t *testing.T, s storage.Store) {
 		})
 	}
 	wg.Wait()
-	winner := -1
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			if winner >= 0 {
-				t.Fatalf("creates %d and %d both succeeded", winner, i)
-			}
-			winner = i
-		case !errors.Is(err, storage.ErrConflict):
-			t.Errorf("create %d: error = %v, want nil or storage.ErrConflict", i, err)
-		}
-	}
-	if winner < 0 {
-		t.Fatal("no concurrent create succeeded")
-	}
+	winner := soleWinner(t, "create", errs)
 	wantValue(t, s, "once", []byte(strconv.Itoa(winner)), 0)
 }
 
