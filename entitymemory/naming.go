@@ -277,26 +277,28 @@ func singular(w string) string {
 // entry → entries, media → media, match → matches, person → people. The
 // words before it ("blog_post" → "blog_posts") are kept.
 func plural(t string) string {
-	head, w := "", t
-	if i := strings.LastIndexByte(t, '_'); i >= 0 {
-		head, w = t[:i+1], t[i+1:]
-	}
+	i := strings.LastIndexByte(t, '_') // -1 for a single word
+	return t[:i+1] + pluralWord(t[i+1:])
+}
+
+// pluralWord returns the plural of the word w.
+func pluralWord(w string) string {
 	if uncountable[w] && !singularInS[w] {
-		return t
+		return w
 	}
 	if p, ok := irregularPlural[w]; ok {
-		return head + p
+		return p
 	}
 	n := len(w)
 	switch {
 	case n == 0:
-		return t
+		return w
 	case hasSuffix(w, "s", "x", "z", "ch", "sh"):
-		return head + w + "es"
+		return w + "es"
 	case n > 1 && w[n-1] == 'y' && !strings.ContainsRune("aeiou", rune(w[n-2])):
-		return head + w[:n-1] + "ies"
+		return w[:n-1] + "ies"
 	}
-	return head + w + "s"
+	return w + "s"
 }
 
 // singularInS are the words singular keeps as they are for ending in

@@ -680,20 +680,18 @@ func testGetCopies(t *testing.T, s storage.Store) {
 func checkCtxOps(t *testing.T, s storage.Store, ctx context.Context, want error) {
 	t.Helper()
 	mustPut(t, s, "k", []byte("before"), storage.NoVersion)
-	if _, err := s.Get(ctx, "k"); !errors.Is(err, want) {
-		t.Errorf("Get: error = %v, want %v", err, want)
-	}
-	if _, err := s.Put(ctx, "k", []byte("after"), storage.AnyVersion); !errors.Is(err, want) {
-		t.Errorf("Put: error = %v, want %v", err, want)
-	}
-	if _, err := s.Put(ctx, "new", []byte("x"), storage.NoVersion); !errors.Is(err, want) {
-		t.Errorf("Put(new): error = %v, want %v", err, want)
-	}
-	if err := s.Delete(ctx, "k", storage.AnyVersion); !errors.Is(err, want) {
-		t.Errorf("Delete: error = %v, want %v", err, want)
-	}
-	if _, err := s.List(ctx, ""); !errors.Is(err, want) {
-		t.Errorf("List: error = %v, want %v", err, want)
+	_, getErr := s.Get(ctx, "k")
+	_, putErr := s.Put(ctx, "k", []byte("after"), storage.AnyVersion)
+	_, newErr := s.Put(ctx, "new", []byte("x"), storage.NoVersion)
+	deleteErr := s.Delete(ctx, "k", storage.AnyVersion)
+	_, listErr := s.List(ctx, "")
+	for _, op := range []struct {
+		name string
+		err  error
+	}{{"Get", getErr}, {"Put", putErr}, {"Put(new)", newErr}, {"Delete", deleteErr}, {"List", listErr}} {
+		if !errors.Is(op.err, want) {
+			t.Errorf("%s: error = %v, want %v", op.name, op.err, want)
+		}
 	}
 	// Nothing changed.
 	wantValue(t, s, "k", []byte("before"), 0)
@@ -894,16 +892,23 @@ func testLongKeyShortened(t *testing.T, s storage.Store) {
 	_, errs["Get with a cancelled context"] = s.Get(ctx, key)
 	_, errs["Put with a cancelled context"] = s.Put(ctx, key, nil, storage.AnyVersion)
 	for what, err := range errs {
-		if err == nil {
-			t.Errorf("%s: no error", what)
-			continue
-		}
-		msg := err.Error()
-		if len(msg) > 512 {
-			t.Errorf("%s: error message of %d bytes quotes the whole %d-byte key: %.120s...", what, len(msg), len(key), msg)
-		}
-		if !strings.Contains(msg, storage.Quote(key)) && !strings.Contains(msg, storage.Quote(missing)) {
-			t.Errorf("%s: error %.200q does not name the key as storage.Quote does", what, msg)
-		}
+		wantKeyShortened(t, what, err, key, missing)
+	}
+}
+
+// wantKeyShortened checks that err, the error of what, names key or
+// missing as [storage.Quote] does, and not whole.
+func wantKeyShortened(t *testing.T, what string, err error, key, missing string) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s: no error", what)
+		return
+	}
+	msg := err.Error()
+	if len(msg) > 512 {
+		t.Errorf("%s: error message of %d bytes quotes the whole %d-byte key: %.120s...", what, len(msg), len(key), msg)
+	}
+	if !strings.Contains(msg, storage.Quote(key)) && !strings.Contains(msg, storage.Quote(missing)) {
+		t.Errorf("%s: error %.200q does not name the key as storage.Quote does", what, msg)
 	}
 }
