@@ -371,10 +371,7 @@ func (l *Layer) recallRecent(q layer.Query) []layer.Item {
 func (l *Layer) recallNamed(q layer.Query, named []Entity) []layer.Item {
 	for n := len(l.list); n >= 0; n-- {
 		text := fence.Wrap(l.tag, render(l.list[:n], named, l.head, l.instr))
-		if tokens := q.Count(text); q.Budget <= 0 || tokens <= q.Budget || n == 0 {
-			if q.Budget > 0 && tokens > q.Budget {
-				return nil
-			}
+		if tokens := q.Count(text); q.Budget <= 0 || tokens <= q.Budget {
 			return []layer.Item{{Text: text, Tokens: tokens}}
 		}
 	}

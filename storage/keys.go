@@ -208,25 +208,34 @@ func ParseScopeKey(key string) (p ScopeKeyParts, ok bool) {
 	switch p.Kind {
 	case KindGlobal:
 		return p, rest == ""
-	case KindResource, KindExecution, KindThread, KindAnonymous:
-	default:
-		return ScopeKeyParts{}, false
+	case KindResource, KindExecution:
+		// One part: Unescape refuses a ':', which Escape encodes.
+		var err error
+		p.ID, err = Unescape(rest)
+		ok = err == nil
+	case KindThread, KindAnonymous:
+		p.ID, p.Child, ok = threadParts(rest)
 	}
-	id, child, two := strings.Cut(rest, ":")
-	var err error
-	if p.ID, err = Unescape(id); err != nil {
+	if !ok {
 		return ScopeKeyParts{}, false
-	}
-	if two {
-		if p.Kind != KindThread && p.Kind != KindAnonymous {
-			return ScopeKeyParts{}, false
-		}
-		// A child's thread ID is never empty (ScopeKeyOf drops it).
-		if p.Child, err = Unescape(child); err != nil || p.Child == "" {
-			return ScopeKeyParts{}, false
-		}
 	}
 	return p, true
+}
+
+// threadParts takes apart the parts of a thread's scope key: its thread
+// ID, or its root and child thread IDs.
+func threadParts(rest string) (id, child string, ok bool) {
+	id, child, two := strings.Cut(rest, ":")
+	id, err := Unescape(id)
+	if err != nil {
+		return "", "", false
+	}
+	if !two {
+		return id, "", true
+	}
+	// A child's thread ID is never empty (ScopeKeyOf drops it).
+	child, err = Unescape(child)
+	return id, child, err == nil && child != ""
 }
 
 // ThreadPrefix is the prefix of every key of one thread's checkpoints:

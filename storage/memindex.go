@@ -102,16 +102,22 @@ func (x *MemoryIndex) Unindex(ctx context.Context, collection string, ids ...str
 	if c == nil {
 		return nil
 	}
+	c.remove(ids)
+	if len(c.docs) == 0 {
+		delete(x.cols, collection)
+	}
+	return nil
+}
+
+// remove removes the documents of ids from c, those it holds. A removal
+// drops the corpus, to be rebuilt in order.
+func (c *memCollection) remove(ids []string) {
 	for _, id := range ids {
 		if _, ok := c.docs[id]; ok {
 			delete(c.docs, id)
 			c.corpus, c.order = nil, nil
 		}
 	}
-	if len(c.docs) == 0 {
-		delete(x.cols, collection)
-	}
-	return nil
 }
 
 // Search implements [Searcher].
