@@ -145,7 +145,7 @@ func typeFromToolName(name string) (string, bool) {
 func firstNouns(ws []string) []string {
 	var nouns []string
 	for _, w := range ws {
-		if verbs[w] || stopWords[w] {
+		if !noun(w) {
 			if len(nouns) > 0 {
 				break
 			}
@@ -160,15 +160,18 @@ func firstNouns(ws []string) []string {
 // nor stop words.
 func lastNouns(ws []string) []string {
 	end := len(ws)
-	for end > 0 && (stopWords[ws[end-1]] || verbs[ws[end-1]]) {
+	for end > 0 && !noun(ws[end-1]) {
 		end--
 	}
 	start := end
-	for start > 0 && !stopWords[ws[start-1]] && !verbs[ws[start-1]] {
+	for start > 0 && noun(ws[start-1]) {
 		start--
 	}
 	return ws[start:end]
 }
+
+// noun reports whether the word w is neither a verb nor a stop word.
+func noun(w string) bool { return !verbs[w] && !stopWords[w] }
 
 // joinType turns the noun words of a name into a type: the last word
 // singularised, or the last two joined when they form a known compound or
