@@ -189,38 +189,9 @@ func (a *archive) add(ctx context.Context, ents []Entity) error {
 	if a.readOnly {
 		return nil
 	}
-	var docs []storage.Document
-	added := 0
-	for i := range ents {
-		e := ents[i]
-		if e.Deleted {
-			continue
-		}
-		id := docID(&e)
-		if old, ok := a.known[id]; ok && old.Name == e.Name && old.Slug == e.Slug && old.Parent == e.Parent && e.SeenAt.Sub(old.SeenAt) < refreshAfter {
-			continue
-		}
-		data, err := json.Marshal(archived{e.Type, e.ID, e.Name, e.Slug, e.Parent, e.SeenAt.UTC()})
-		if err != nil {
-			return err
-		}
-		key := a.recordKey(&e)
-		_, err = a.store.Put(ctx, key, data, storage.NoVersion)
-		switch {
-		case err == nil:
-			added++
-		case errors.Is(err, storage.ErrConflict):
-			if _, err := a.store.Put(ctx, key, data, storage.AnyVersion); err != nil {
-				return fmt.Errorf("archive %s: %w", key, err)
-			}
-		default:
-			return fmt.Errorf("archive %s: %w", key, err)
-		}
-		a.known[id] = e
-		docs = append(docs, document(&e))
-	}
-	if len(docs) == 0 {
-		return nil
+	docs, added, err := a.record(ctx, ents)
+	if err != nil || len(docs) == 0 {
+		return err
 	}
 	if err := a.index.Index(ctx, a.col, docs...); err != nil {
 		return fmt.Errorf("archive: index: %w", err)
@@ -228,6 +199,64 @@ func (a *archive) add(ctx context.Context, ents []Entity) error {
 	if err := a.sweep(ctx, ents); err != nil {
 		return err
 	}
+	return a.grow(ctx, added)
+}
+
+// record writes the records of the entities of ents that are new to this
+// run or changed, and returns their documents and how many of them are
+// new to the archive.
+func (a *archive) record(ctx context.Context, ents []Entity) ([]storage.Document, int, error) {
+	var docs []storage.Document
+	added := 0
+	for i := range ents {
+		e := ents[i]
+		if e.Deleted || a.current(&e) {
+			continue
+		}
+		created, err := a.write(ctx, &e)
+		if err != nil {
+			return nil, 0, err
+		}
+		if created {
+			added++
+		}
+		a.known[docID(&e)] = e
+		docs = append(docs, document(&e))
+	}
+	return docs, added, nil
+}
+
+// current reports whether this run archived e already, with the same
+// name, slug and parent, and recently enough not to refresh its age.
+func (a *archive) current(e *Entity) bool {
+	old, ok := a.known[docID(e)]
+	return ok && old.Name == e.Name && old.Slug == e.Slug && old.Parent == e.Parent && e.SeenAt.Sub(old.SeenAt) < refreshAfter
+}
+
+// write stores the record of e, and reports whether it is new to the
+// archive rather than an overwrite.
+func (a *archive) write(ctx context.Context, e *Entity) (created bool, err error) {
+	data, err := json.Marshal(archived{e.Type, e.ID, e.Name, e.Slug, e.Parent, e.SeenAt.UTC()})
+	if err != nil {
+		return false, err
+	}
+	key := a.recordKey(e)
+	_, err = a.store.Put(ctx, key, data, storage.NoVersion)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, storage.ErrConflict):
+		_, err = a.store.Put(ctx, key, data, storage.AnyVersion)
+	}
+	if err != nil {
+		return false, fmt.Errorf("archive %s: %w", key, err)
+	}
+	return false, nil
+}
+
+// grow counts added new entities, and evicts those seen longest ago
+// beyond the capacity.
+func (a *archive) grow(ctx context.Context, added int) error {
 	if added == 0 {
 		return nil
 	}
@@ -303,12 +332,7 @@ func (a *archive) sweep(ctx context.Context, ents []Entity) error {
 	if a.ttl <= 0 || len(ents) == 0 {
 		return nil
 	}
-	var now time.Time
-	for i := range ents {
-		if ents[i].SeenAt.After(now) {
-			now = ents[i].SeenAt
-		}
-	}
+	now := latestSeen(ents)
 	hits, err := a.index.Search(ctx, a.col, storage.Query{K: sweepBatch, Oldest: true})
 	if err != nil {
 		return fmt.Errorf("archive: sweep: %w", err)
@@ -323,6 +347,17 @@ func (a *archive) sweep(ctx context.Context, ents []Entity) error {
 		return nil
 	}
 	return a.remove(ctx, expired)
+}
+
+// latestSeen returns the latest SeenAt of ents.
+func latestSeen(ents []Entity) time.Time {
+	var now time.Time
+	for i := range ents {
+		if ents[i].SeenAt.After(now) {
+			now = ents[i].SeenAt
+		}
+	}
+	return now
 }
 
 // evict deletes the n entities seen longest ago.
@@ -371,7 +406,18 @@ func (a *archive) recall(ctx context.Context, text string, recent []Entity, limi
 	if err != nil {
 		return nil, fmt.Errorf("archive: recall: %w", err)
 	}
-	var out, expired []Entity
+	out, expired := a.pick(hits, recent, words, limit, now)
+	if len(expired) > 0 {
+		if err := a.remove(ctx, expired); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// pick returns up to limit of the hits that words name and that are not
+// in the recent list, in order, and apart those of them past the TTL.
+func (a *archive) pick(hits []storage.Hit, recent []Entity, words map[string]bool, limit int, now time.Time) (out, expired []Entity) {
 	for _, h := range hits {
 		e, seen := fromHit(h)
 		if containsEntity(recent, &e) || !named(&e, words) {
@@ -386,12 +432,7 @@ func (a *archive) recall(ctx context.Context, text string, recent []Entity, limi
 			break
 		}
 	}
-	if len(expired) > 0 {
-		if err := a.remove(ctx, expired); err != nil {
-			return out, err
-		}
-	}
-	return out, nil
+	return out, expired
 }
 
 // queryWords returns the set of the words of text, stemmed, with the
@@ -413,8 +454,14 @@ func named(e *Entity, words map[string]bool) bool {
 	if len(e.ID) >= minIDMatchLen && whole(e.ID, words) || e.Slug != "" && whole(e.Slug, words) {
 		return true
 	}
+	return allWords(e.Name, words)
+}
+
+// allWords reports whether every word of name, stop words aside, is
+// among words, and name has such a word at all.
+func allWords(name string, words map[string]bool) bool {
 	n := 0
-	for _, t := range lexical.Tokens(nil, e.Name) {
+	for _, t := range lexical.Tokens(nil, name) {
 		if lexical.IsStopWord(t) {
 			continue
 		}

@@ -208,19 +208,7 @@ func (x *Extractor) extractInto(buf []Entity, toolName, args, result string) []E
 // scan walks a tool result, read up to the extractor's cap. A result
 // that is not JSON is only checked for reading as an error.
 func (e *extraction) scan(result string) {
-	// The scanner only reads data and every string it keeps is copied
-	// out, so the result's bytes are borrowed instead of copied.
-	data := unsafe.Slice(unsafe.StringData(result), len(result))
-	if len(data) > e.x.maxResult {
-		data = data[:e.x.maxResult]
-	}
-	data = bytes.TrimSpace(data)
-	if len(data) > 0 && data[0] == '"' {
-		// A JSON string holding JSON: a result encoded twice.
-		if inner := embeddedJSON(jsonx.Value{Raw: data, Kind: jsonx.KindString}); inner != nil {
-			data = inner
-		}
-	}
+	data := resultBytes(result, e.x.maxResult)
 	if len(data) == 0 || data[0] != '{' && data[0] != '[' {
 		e.failed = looksLikeErrorText(data)
 		return
@@ -232,20 +220,45 @@ func (e *extraction) scan(result string) {
 	e.walk(v, "", 0)
 }
 
+// resultBytes returns the bytes of a result to scan: at most limit of
+// them, trimmed, and the JSON inside when the result is a JSON string
+// holding JSON (a result encoded twice). The scanner only reads them and
+// every string it keeps is copied out, so the result's bytes are
+// borrowed instead of copied.
+func resultBytes(result string, limit int) []byte {
+	data := unsafe.Slice(unsafe.StringData(result), len(result))
+	if len(data) > limit {
+		data = data[:limit]
+	}
+	data = bytes.TrimSpace(data)
+	if len(data) > 0 && data[0] == '"' {
+		if inner := embeddedJSON(jsonx.Value{Raw: data, Kind: jsonx.KindString}); inner != nil {
+			return inner
+		}
+	}
+	return data
+}
+
 // fromArgs completes the entities found with what the call's arguments
 // say: the entity the call acted on, when the result named none, and
 // each entity's parent, when the result gave none.
 func (e *extraction) fromArgs(a args) {
 	if len(e.out) == 0 && e.hint != "" {
-		if id := a.ownID(e.hint); id != "" {
-			if ent := finish(Entity{Type: e.hint, ID: id, Name: a.name(e.x)}); ent.ID != "" {
-				e.out = append(e.out, ent)
-			}
-		}
+		e.actedOn(a)
 	}
 	for i := range e.out {
 		if e.out[i].Parent == "" {
 			e.out[i].Parent = exactID(a.parentFor(e.out[i]))
+		}
+	}
+}
+
+// actedOn adds the entity of the tool's type that the arguments give the
+// ID of, when they give one.
+func (e *extraction) actedOn(a args) {
+	if id := a.ownID(e.hint); id != "" {
+		if ent := finish(Entity{Type: e.hint, ID: id, Name: a.name(e.x)}); ent.ID != "" {
+			e.out = append(e.out, ent)
 		}
 	}
 }
@@ -381,6 +394,13 @@ var (
 		"error", "result", "response", "record_list", "file_list", "string", "text")
 )
 
+// reserved reports whether the folded key k is an envelope's, a
+// container's, or one of notEntities: its objects are walked in their own
+// way or not at all, and never describe the object that holds them.
+func reserved(k []byte) bool {
+	return envelopes[string(k)] || containers[string(k)] || notEntities[string(k)]
+}
+
 // keyInfo is what a member's key means on an entity: a role, and its
 // rank among the name fields (-1: not a name field).
 type keyInfo struct {
@@ -480,6 +500,9 @@ func (e *extraction) done() bool { return len(e.out) > 0 || e.failed }
 // nested reports whether v is an object or an array.
 func nested(v jsonx.Value) bool { return v.Kind == jsonx.KindObject || v.Kind == jsonx.KindArray }
 
+// scalar reports whether v is a string or a number.
+func scalar(v jsonx.Value) bool { return v.Kind == jsonx.KindString || v.Kind == jsonx.KindNumber }
+
 // descend looks into the members of an object that is not itself an
 // entity: first the member named after the tool's type ({page: ...},
 // {pages: [...]}), then envelopes (data, results, items, ...), then any
@@ -523,8 +546,7 @@ func (e *extraction) descendOthers(fs []jsonx.Field, depth int) bool {
 		if !nested(f.Value) {
 			continue
 		}
-		k := e.norm(f.Key)
-		if envelopes[string(k)] || notEntities[string(k)] || containers[string(k)] {
+		if reserved(e.norm(f.Key)) {
 			continue
 		}
 		// The member named after the hint was tried first.
@@ -744,7 +766,7 @@ func (e *extraction) nameEntity(c *candidate, fs []jsonx.Field) {
 // A "<type>Id" of any other type names a related entity and is left alone.
 func (e *extraction) nounID(fs []jsonx.Field, own, keyType string) string {
 	for _, f := range fs {
-		if f.Value.Kind != jsonx.KindString && f.Value.Kind != jsonx.KindNumber {
+		if !scalar(f.Value) {
 			continue
 		}
 		k := e.norm(f.Key)
@@ -816,8 +838,7 @@ func (e *extraction) describers(fs, buf []jsonx.Field) []jsonx.Field {
 		if f.Value.Kind != jsonx.KindObject || len(buf) == cap(buf) {
 			continue
 		}
-		k := e.norm(f.Key)
-		if notEntities[string(k)] || containers[string(k)] || envelopes[string(k)] {
+		if reserved(e.norm(f.Key)) {
 			continue
 		}
 		buf = append(buf, f)
@@ -846,16 +867,25 @@ func (e *extraction) labelLike(fs []jsonx.Field) string {
 		if f.Value.Kind != jsonx.KindString {
 			continue
 		}
-		k := e.norm(f.Key)
-		for _, suf := range labelSuffixes {
-			if len(k) > len(suf) && string(k[len(k)-len(suf):]) == suf && labelQualifiers[string(k[:len(k)-len(suf)])] {
-				if s := f.Value.Scalar(); strings.TrimSpace(s) != "" {
-					return s
-				}
-			}
+		if !isLabelKey(e.norm(f.Key)) {
+			continue
+		}
+		if s := f.Value.Scalar(); strings.TrimSpace(s) != "" {
+			return s
 		}
 	}
 	return ""
+}
+
+// isLabelKey reports whether the folded key k is a label suffix after a
+// label qualifier ("fullname", "originalfilename").
+func isLabelKey(k []byte) bool {
+	for _, suf := range labelSuffixes {
+		if len(k) > len(suf) && string(k[len(k)-len(suf):]) == suf && labelQualifiers[string(k[:len(k)-len(suf)])] {
+			return true
+		}
+	}
+	return false
 }
 
 // labelSuffixes and labelQualifiers make the keys labelLike accepts.
@@ -1206,7 +1236,7 @@ var textPrefs = []string{"rendered", "plaintext", "text", "content", "value", "c
 // texts of an array (rich text runs), or the preferred member of an object.
 func textOf(v jsonx.Value, depth int) string {
 	switch {
-	case v.Kind == jsonx.KindString || v.Kind == jsonx.KindNumber:
+	case scalar(v):
 		return v.Scalar()
 	case depth <= 0:
 		return ""
@@ -1415,7 +1445,7 @@ func (a args) parentFor(ent Entity) string {
 	var kb [64]byte
 	cand := ""
 	for _, f := range a {
-		if f.Value.Kind != jsonx.KindString && f.Value.Kind != jsonx.KindNumber {
+		if !scalar(f.Value) {
 			continue
 		}
 		k := normKey(kb[:0], f.Key)

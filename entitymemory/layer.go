@@ -151,17 +151,8 @@ func New(cfg Config) (*Layer, error) {
 	cfg.ID = cmp.Or(cfg.ID, DefaultID)
 	cfg.Slot = cmp.Or(cfg.Slot, layer.SlotEntities)
 	cfg.Scope = cmp.Or(cfg.Scope, layer.ScopeThread)
-	switch {
-	case cfg.Capacity < 0:
-		return nil, fmt.Errorf("%w: Capacity %d < 0", ErrInvalidConfig, cfg.Capacity)
-	case cfg.MaxPerList < 0:
-		return nil, fmt.Errorf("%w: MaxPerList %d < 0", ErrInvalidConfig, cfg.MaxPerList)
-	case cfg.TTL < 0:
-		return nil, fmt.Errorf("%w: TTL %v < 0", ErrInvalidConfig, cfg.TTL)
-	case cfg.MaxResultBytes < 0:
-		return nil, fmt.Errorf("%w: MaxResultBytes %d < 0", ErrInvalidConfig, cfg.MaxResultBytes)
-	case cfg.MaxRetries < 0:
-		return nil, fmt.Errorf("%w: MaxRetries %d < 0", ErrInvalidConfig, cfg.MaxRetries)
+	if err := checkConfig(&cfg); err != nil {
+		return nil, err
 	}
 	cfg.Capacity = cmp.Or(cfg.Capacity, DefaultCapacity)
 	cfg.ArchiveCapacity = cmp.Or(cfg.ArchiveCapacity, DefaultArchiveCapacity)
@@ -170,9 +161,6 @@ func New(cfg Config) (*Layer, error) {
 	cfg.MaxRetries = cmp.Or(cfg.MaxRetries, DefaultMaxRetries)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
-	}
-	if strings.ContainsAny(cfg.Header, "<\r\n\u2028\u2029") {
-		return nil, fmt.Errorf("%w: Header %q must be one line without '<'", ErrInvalidConfig, cfg.Header)
 	}
 	spec := cfg.Spec
 	if err := spec.Validate(); err != nil {
@@ -184,6 +172,27 @@ func New(cfg Config) (*Layer, error) {
 	}
 	l.ext = NewExtractor(cfg)
 	return l, nil
+}
+
+// checkConfig reports the first setting of cfg that New refuses: a
+// negative count or duration, or a header that is not one line without
+// '<'.
+func checkConfig(cfg *Config) error {
+	switch {
+	case cfg.Capacity < 0:
+		return fmt.Errorf("%w: Capacity %d < 0", ErrInvalidConfig, cfg.Capacity)
+	case cfg.MaxPerList < 0:
+		return fmt.Errorf("%w: MaxPerList %d < 0", ErrInvalidConfig, cfg.MaxPerList)
+	case cfg.TTL < 0:
+		return fmt.Errorf("%w: TTL %v < 0", ErrInvalidConfig, cfg.TTL)
+	case cfg.MaxResultBytes < 0:
+		return fmt.Errorf("%w: MaxResultBytes %d < 0", ErrInvalidConfig, cfg.MaxResultBytes)
+	case cfg.MaxRetries < 0:
+		return fmt.Errorf("%w: MaxRetries %d < 0", ErrInvalidConfig, cfg.MaxRetries)
+	case strings.ContainsAny(cfg.Header, "<\r\n\u2028\u2029"):
+		return fmt.Errorf("%w: Header %q must be one line without '<'", ErrInvalidConfig, cfg.Header)
+	}
+	return nil
 }
 
 // Spec returns the layer's spec.
@@ -362,10 +371,7 @@ func (l *Layer) recallRecent(q layer.Query) []layer.Item {
 func (l *Layer) recallNamed(q layer.Query, named []Entity) []layer.Item {
 	for n := len(l.list); n >= 0; n-- {
 		text := fence.Wrap(l.tag, render(l.list[:n], named, l.head, l.instr))
-		if tokens := q.Count(text); q.Budget <= 0 || tokens <= q.Budget || n == 0 {
-			if q.Budget > 0 && tokens > q.Budget {
-				return nil
-			}
+		if tokens := q.Count(text); q.Budget <= 0 || tokens <= q.Budget {
 			return []layer.Item{{Text: text, Tokens: tokens}}
 		}
 	}
@@ -427,7 +433,25 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 		return nil
 	}
 	l.expire()
-	var seen, gone []Entity // for the archive
+	seen, gone := l.extractLocked(ctx, t)
+	var err error
+	if l.dirty {
+		err = l.saveLocked(ctx)
+	}
+	if l.arch != nil {
+		now := l.now()
+		for i := range seen {
+			seen[i].SeenAt = now
+		}
+		err = errors.Join(err, l.archiveLocked(ctx, seen, gone))
+	}
+	return err
+}
+
+// extractLocked records the entities of every successful tool result of
+// the step, and returns those seen and those gone, for the archive (none
+// when the layer keeps none). Callers hold l.mu.
+func (l *Layer) extractLocked(ctx context.Context, t layer.Turn) (seen, gone []Entity) {
 	for _, r := range t.Results {
 		if r.IsError {
 			continue
@@ -442,18 +466,7 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 		}
 		l.applyLocked(l.ebuf, destructive)
 	}
-	var err error
-	if l.dirty {
-		err = l.saveLocked(ctx)
-	}
-	if l.arch != nil {
-		now := l.now()
-		for i := range seen {
-			seen[i].SeenAt = now
-		}
-		err = errors.Join(err, l.archiveLocked(ctx, seen, gone))
-	}
-	return err
+	return seen, gone
 }
 
 // callOf returns the tool name and arguments of result r, taking what r
@@ -637,14 +650,8 @@ func (l *Layer) saveLocked(ctx context.Context) error {
 		// merge is as fresh as it can be when the next attempt writes it
 		// (waiting between the read and the write lost to whoever wrote
 		// during the wait).
-		if attempt+1 < l.cfg.MaxRetries {
-			took := 2 * time.Since(start) // a read and a write
-			if !read.IsZero() {
-				took = time.Since(read)
-			}
-			if err := storage.WaitRetryAfter(ctx, attempt+1, took); err != nil {
-				return fmt.Errorf("entitymemory: save %s: %w", l.key, err)
-			}
+		if err := l.backoff(ctx, attempt, start, read); err != nil {
+			return fmt.Errorf("entitymemory: save %s: %w", l.key, err)
 		}
 		read = time.Now()
 		if err := l.mergeStored(ctx); err != nil {
@@ -652,6 +659,21 @@ func (l *Layer) saveLocked(ctx context.Context) error {
 		}
 	}
 	return fmt.Errorf("entitymemory: save %s: gave up after %d attempts: %w", l.key, l.cfg.MaxRetries, storage.ErrConflict)
+}
+
+// backoff waits after the lost race of attempt, unless it was the last
+// one, for a jittered delay scaled to the time an attempt takes: since
+// read, when the last merge read the stored state, or else twice what the
+// write that started at start took (a read and a write).
+func (l *Layer) backoff(ctx context.Context, attempt int, start, read time.Time) error {
+	if attempt+1 >= l.cfg.MaxRetries {
+		return nil
+	}
+	took := 2 * time.Since(start) // a read and a write
+	if !read.IsZero() {
+		took = time.Since(read)
+	}
+	return storage.WaitRetryAfter(ctx, attempt+1, took)
 }
 
 // mergeStored reads the stored state that won a race and applies this

@@ -36,7 +36,19 @@ func (e *Entity) keepKnown(old *Entity) {
 // takes the new name; a new name that is only the ID fallback, or an
 // empty slug or parent, keeps the old value. list is not modified.
 func addBatch(dst, list, batch []Entity, clock uint64, capacity int) ([]Entity, uint64, bool) {
-	out := dst[:0]
+	out := appendBatch(dst[:0], list, batch, capacity)
+	n := uint64(len(out))
+	for i := range out {
+		out[i].seq = clock + n - uint64(i)
+	}
+	out = appendOthers(out, list, batch, capacity)
+	return out, clock + n, !sameVisible(list, out)
+}
+
+// appendBatch appends to out, in order and while it is shorter than
+// capacity, the entities of batch that have a type and an ID, each once,
+// keeping what list knows of them (see keepKnown).
+func appendBatch(out, list, batch []Entity, capacity int) []Entity {
 	for i := range batch {
 		if len(out) == capacity {
 			break
@@ -50,12 +62,7 @@ func addBatch(dst, list, batch []Entity, clock uint64, capacity int) ([]Entity, 
 		}
 		out = append(out, e)
 	}
-	n := uint64(len(out))
-	for i := range out {
-		out[i].seq = clock + n - uint64(i)
-	}
-	out = appendOthers(out, list, batch, capacity)
-	return out, clock + n, !sameVisible(list, out)
+	return out
 }
 
 // appendOthers appends to out, in order and while it is shorter than
@@ -90,13 +97,15 @@ func sameVisible(a, b []Entity) bool {
 		return false
 	}
 	for i := range a {
-		x, y := &a[i], &b[i]
-		if x.Type != y.Type || x.ID != y.ID || x.Name != y.Name || x.Slug != y.Slug || x.Parent != y.Parent {
+		if a[i].visible() != b[i].visible() {
 			return false
 		}
 	}
 	return true
 }
+
+// visible returns what the block shows of e.
+func (e *Entity) visible() [5]string { return [5]string{e.Type, e.ID, e.Name, e.Slug, e.Parent} }
 
 // prune drops the entities not seen within ttl before now (ttl 0: none)
 // and reports whether any was dropped. It filters list in place, and
@@ -122,17 +131,22 @@ func prune(list []Entity, now func() time.Time, ttl time.Duration) ([]Entity, bo
 // with the next save.
 func notAfter(list []Entity, now time.Time) {
 	for i := range list {
-		if !list[i].SeenAt.After(now) {
-			continue
+		if list[i].SeenAt.After(now) {
+			list[i].SeenAt = earliestAfter(list, list[i].seq, now)
 		}
-		t := now
-		for j := range list {
-			if s := list[j].SeenAt; list[j].seq > list[i].seq && !s.After(now) && s.Before(t) {
-				t = s
-			}
-		}
-		list[i].SeenAt = t
 	}
+}
+
+// earliestAfter returns the earliest seenAt, not after now, of the
+// entities of list recorded after seq, or now when there is none earlier.
+func earliestAfter(list []Entity, seq uint64, now time.Time) time.Time {
+	t := now
+	for j := range list {
+		if s := list[j].SeenAt; list[j].seq > seq && !s.After(now) && s.Before(t) {
+			t = s
+		}
+	}
+	return t
 }
 
 // rebase returns what a writer saves after losing a compare-and-swap race:

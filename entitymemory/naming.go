@@ -145,7 +145,7 @@ func typeFromToolName(name string) (string, bool) {
 func firstNouns(ws []string) []string {
 	var nouns []string
 	for _, w := range ws {
-		if verbs[w] || stopWords[w] {
+		if !noun(w) {
 			if len(nouns) > 0 {
 				break
 			}
@@ -160,15 +160,18 @@ func firstNouns(ws []string) []string {
 // nor stop words.
 func lastNouns(ws []string) []string {
 	end := len(ws)
-	for end > 0 && (stopWords[ws[end-1]] || verbs[ws[end-1]]) {
+	for end > 0 && !noun(ws[end-1]) {
 		end--
 	}
 	start := end
-	for start > 0 && !stopWords[ws[start-1]] && !verbs[ws[start-1]] {
+	for start > 0 && noun(ws[start-1]) {
 		start--
 	}
 	return ws[start:end]
 }
+
+// noun reports whether the word w is neither a verb nor a stop word.
+func noun(w string) bool { return !verbs[w] && !stopWords[w] }
 
 // joinType turns the noun words of a name into a type: the last word
 // singularised, or the last two joined when they form a known compound or
@@ -277,26 +280,28 @@ func singular(w string) string {
 // entry → entries, media → media, match → matches, person → people. The
 // words before it ("blog_post" → "blog_posts") are kept.
 func plural(t string) string {
-	head, w := "", t
-	if i := strings.LastIndexByte(t, '_'); i >= 0 {
-		head, w = t[:i+1], t[i+1:]
-	}
+	i := strings.LastIndexByte(t, '_') // -1 for a single word
+	return t[:i+1] + pluralWord(t[i+1:])
+}
+
+// pluralWord returns the plural of the word w.
+func pluralWord(w string) string {
 	if uncountable[w] && !singularInS[w] {
-		return t
+		return w
 	}
 	if p, ok := irregularPlural[w]; ok {
-		return head + p
+		return p
 	}
 	n := len(w)
 	switch {
 	case n == 0:
-		return t
+		return w
 	case hasSuffix(w, "s", "x", "z", "ch", "sh"):
-		return head + w + "es"
+		return w + "es"
 	case n > 1 && w[n-1] == 'y' && !strings.ContainsRune("aeiou", rune(w[n-2])):
-		return head + w[:n-1] + "ies"
+		return w[:n-1] + "ies"
 	}
-	return head + w + "s"
+	return w + "s"
 }
 
 // singularInS are the words singular keeps as they are for ending in

@@ -40,31 +40,40 @@ func Escape(part string) string {
 // "." or ".."), so every accepted part has exactly one escaped form and two
 // different stored parts never decode to the same value.
 func Unescape(s string) (string, error) {
-	var out string
-	if !strings.Contains(s, "%") {
-		out = s
-	} else if s == "%" {
-		out = ""
-	} else {
-		var b strings.Builder
-		b.Grow(len(s))
-		for i := 0; i < len(s); i++ {
-			if s[i] != '%' {
-				b.WriteByte(s[i])
-				continue
-			}
-			if i+2 >= len(s) || unhex(s[i+1]) < 0 || unhex(s[i+2]) < 0 {
-				return "", fmt.Errorf("storage: bad escape in %s: %w", Quote(s), ErrInvalidKey)
-			}
-			b.WriteByte(byte(unhex(s[i+1])<<4 | unhex(s[i+2])))
-			i += 2
-		}
-		out = b.String()
+	out, err := decodePercent(s)
+	if err != nil {
+		return "", err
 	}
 	if Escape(out) != s {
 		return "", fmt.Errorf("storage: %s is not an escaped key part: %w", Quote(s), ErrInvalidKey)
 	}
 	return out, nil
+}
+
+// decodePercent decodes the %XX escapes of s, and "%" to the empty
+// part. It checks only that each escape is well formed; [Unescape] checks
+// that s is the one escaped form of the result.
+func decodePercent(s string) (string, error) {
+	switch {
+	case !strings.Contains(s, "%"):
+		return s, nil
+	case s == "%":
+		return "", nil
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+2 >= len(s) || unhex(s[i+1]) < 0 || unhex(s[i+2]) < 0 {
+			return "", fmt.Errorf("storage: bad escape in %s: %w", Quote(s), ErrInvalidKey)
+		}
+		b.WriteByte(byte(unhex(s[i+1])<<4 | unhex(s[i+2])))
+		i += 2
+	}
+	return b.String(), nil
 }
 
 // unreservedBytes are the bytes Escape keeps as they are.
@@ -199,25 +208,34 @@ func ParseScopeKey(key string) (p ScopeKeyParts, ok bool) {
 	switch p.Kind {
 	case KindGlobal:
 		return p, rest == ""
-	case KindResource, KindExecution, KindThread, KindAnonymous:
-	default:
-		return ScopeKeyParts{}, false
+	case KindResource, KindExecution:
+		// One part: Unescape refuses a ':', which Escape encodes.
+		var err error
+		p.ID, err = Unescape(rest)
+		ok = err == nil
+	case KindThread, KindAnonymous:
+		p.ID, p.Child, ok = threadParts(rest)
 	}
-	id, child, two := strings.Cut(rest, ":")
-	var err error
-	if p.ID, err = Unescape(id); err != nil {
+	if !ok {
 		return ScopeKeyParts{}, false
-	}
-	if two {
-		if p.Kind != KindThread && p.Kind != KindAnonymous {
-			return ScopeKeyParts{}, false
-		}
-		// A child's thread ID is never empty (ScopeKeyOf drops it).
-		if p.Child, err = Unescape(child); err != nil || p.Child == "" {
-			return ScopeKeyParts{}, false
-		}
 	}
 	return p, true
+}
+
+// threadParts takes apart the parts of a thread's scope key: its thread
+// ID, or its root and child thread IDs.
+func threadParts(rest string) (id, child string, ok bool) {
+	id, child, two := strings.Cut(rest, ":")
+	id, err := Unescape(id)
+	if err != nil {
+		return "", "", false
+	}
+	if !two {
+		return id, "", true
+	}
+	// A child's thread ID is never empty (ScopeKeyOf drops it).
+	child, err = Unescape(child)
+	return id, child, err == nil && child != ""
 }
 
 // ThreadPrefix is the prefix of every key of one thread's checkpoints:

@@ -54,26 +54,38 @@ func (x *MemoryIndex) Index(ctx context.Context, collection string, docs ...Docu
 	if x.close {
 		return fmt.Errorf("storage: index %s: %w", Quote(collection), ErrClosed)
 	}
+	c := x.collection(collection)
+	for _, d := range docs {
+		x.seq++
+		c.add(&memDoc{Document: cloneDoc(d), seq: x.seq})
+	}
+	return nil
+}
+
+// collection returns the collection of that name, created empty when
+// it has no documents yet. The caller holds x.mu.
+func (x *MemoryIndex) collection(name string) *memCollection {
 	if x.cols == nil {
 		x.cols = map[string]*memCollection{}
 	}
-	c := x.cols[collection]
+	c := x.cols[name]
 	if c == nil {
 		c = &memCollection{docs: map[string]*memDoc{}}
-		x.cols[collection] = c
+		x.cols[name] = c
 	}
-	for _, d := range docs {
-		x.seq++
-		md := &memDoc{Document: cloneDoc(d), seq: x.seq}
-		if _, ok := c.docs[d.ID]; ok {
-			c.corpus, c.order = nil, nil
-		} else if c.corpus != nil {
-			c.corpus.Add(md.ID, md.Text)
-			c.order = append(c.order, md)
-		}
-		c.docs[d.ID] = md
+	return c
+}
+
+// add adds md to c, or replaces the document of its ID. A replacement
+// drops the corpus, to be rebuilt in order; a new document extends it.
+func (c *memCollection) add(md *memDoc) {
+	if _, ok := c.docs[md.ID]; ok {
+		c.corpus, c.order = nil, nil
+	} else if c.corpus != nil {
+		c.corpus.Add(md.ID, md.Text)
+		c.order = append(c.order, md)
 	}
-	return nil
+	c.docs[md.ID] = md
 }
 
 // Unindex implements [Searcher].
@@ -90,16 +102,22 @@ func (x *MemoryIndex) Unindex(ctx context.Context, collection string, ids ...str
 	if c == nil {
 		return nil
 	}
+	c.remove(ids)
+	if len(c.docs) == 0 {
+		delete(x.cols, collection)
+	}
+	return nil
+}
+
+// remove removes the documents of ids from c, those it holds. A removal
+// drops the corpus, to be rebuilt in order.
+func (c *memCollection) remove(ids []string) {
 	for _, id := range ids {
 		if _, ok := c.docs[id]; ok {
 			delete(c.docs, id)
 			c.corpus, c.order = nil, nil
 		}
 	}
-	if len(c.docs) == 0 {
-		delete(x.cols, collection)
-	}
-	return nil
 }
 
 // Search implements [Searcher].
@@ -120,22 +138,27 @@ func (x *MemoryIndex) Search(ctx context.Context, collection string, q Query) ([
 	if c == nil {
 		return nil, nil
 	}
-	var ranked []scored
-	switch text := strings.TrimSpace(q.Text) != ""; {
-	case text && len(q.Vector) > 0:
-		ranked = fuse(c.byText(q), c.byVector(q))
-	case text:
-		ranked = c.byText(q)
-	case len(q.Vector) > 0:
-		ranked = c.byVector(q)
-	default:
-		ranked = c.recent(q)
-	}
+	ranked := c.rank(q)
 	hits := make([]Hit, 0, min(k, len(ranked)))
 	for _, s := range ranked[:min(k, len(ranked))] {
 		hits = append(hits, Hit{ID: s.doc.ID, Text: s.doc.Text, Fields: maps.Clone(s.doc.Fields), Score: s.score})
 	}
 	return hits, nil
+}
+
+// rank returns the documents of c that q asks for, best first: by text,
+// by vector, by both fused, or newest first when q has neither.
+func (c *memCollection) rank(q Query) []scored {
+	switch text := strings.TrimSpace(q.Text) != ""; {
+	case text && len(q.Vector) > 0:
+		return fuse(c.byText(q), c.byVector(q))
+	case text:
+		return c.byText(q)
+	case len(q.Vector) > 0:
+		return c.byVector(q)
+	default:
+		return c.recent(q)
+	}
 }
 
 // Collections implements [Searcher].

@@ -62,13 +62,9 @@ func (m *Memory) Put(ctx context.Context, key string, value []byte, ifVersion in
 	if m.closed {
 		return 0, fmt.Errorf("storage: put %s: %w", Quote(key), ErrClosed)
 	}
-	cur, ok := m.items[key]
-	if ifVersion != AnyVersion && cur.version != ifVersion {
-		return 0, fmt.Errorf("storage: put %s: have version %d, want %d: %w", Quote(key), cur.version, ifVersion, ErrConflict)
-	}
-	next := cur.version + 1
-	if !ok {
-		next = FirstVersion()
+	next, err := m.batchCheck(Write{Key: key, IfVersion: ifVersion})
+	if err != nil {
+		return 0, fmt.Errorf("storage: put %w", err)
 	}
 	m.items[key] = memItem{value: v, version: next}
 	return next, nil

@@ -27,6 +27,12 @@ func (m *Memory) WriteBatch(ctx context.Context, writes []Write) ([]int64, error
 		}
 		versions[i] = v
 	}
+	m.apply(writes, versions)
+	return versions, nil
+}
+
+// apply makes the checked writes, each at its version. m.mu is held.
+func (m *Memory) apply(writes []Write, versions []int64) {
 	for i, w := range writes {
 		if w.Delete {
 			delete(m.items, w.Key)
@@ -34,11 +40,11 @@ func (m *Memory) WriteBatch(ctx context.Context, writes []Write) ([]int64, error
 			m.items[w.Key] = memItem{value: append([]byte(nil), w.Value...), version: versions[i]}
 		}
 	}
-	return versions, nil
 }
 
 // batchCheck checks w's version against the stored one and returns the
-// version a Put gives the key (0 for a Delete). m.mu is held.
+// version a Put gives the key (0 for a Delete). Put checks its write
+// with it too. m.mu is held.
 func (m *Memory) batchCheck(w Write) (int64, error) {
 	cur, ok := m.items[w.Key]
 	switch {

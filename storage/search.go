@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -208,13 +209,15 @@ func fieldName(s string) bool {
 		return false
 	}
 	for i := range len(s) {
-		c := s[i]
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+		if strings.IndexByte(fieldNameBytes, s[i]) < 0 {
 			return false
 		}
 	}
 	return true
 }
+
+// fieldNameBytes are the bytes a field name is made of.
+const fieldNameBytes = "abcdefghijklmnopqrstuvwxyz0123456789_"
 
 func validateVector(v []float32) error {
 	if len(v) > MaxVectorDims {

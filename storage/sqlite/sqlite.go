@@ -126,19 +126,9 @@ const schema = `CREATE TABLE IF NOT EXISTS ` + table + ` (
 // [ErrCorrupt], [ErrLocked] or a wrapped open error rather than on first
 // use.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
-	syncMode, err := cfg.Sync.pragma()
+	syncMode, busy, err := cfg.settings()
 	if err != nil {
 		return nil, err
-	}
-	busy := cfg.BusyTimeout
-	if busy == 0 {
-		busy = DefaultBusyTimeout
-	}
-	if busy < 0 {
-		return nil, fmt.Errorf("storage/sqlite: negative BusyTimeout %v", cfg.BusyTimeout)
-	}
-	if cfg.Path == "" && cfg.ReadOnly {
-		return nil, errors.New("storage/sqlite: ReadOnly needs a Path")
 	}
 
 	dsn := dataSource(cfg, busy, syncMode)
@@ -146,7 +136,45 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage/sqlite: open %q: %w", cfg.Path, err)
 	}
-	if cfg.Path == "" {
+	sizePool(db, cfg.Path)
+
+	s := &Store{db: db, path: cfg.Path, busy: busy, wsem: make(chan struct{}, 1)}
+	if err := s.retry(ctx, func() error { return s.init(ctx, cfg.ReadOnly) }); err != nil {
+		db.Close()
+		return nil, s.wrap(ctx, "open", "", err)
+	}
+	if err := s.noteFile(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// settings checks cfg and returns its synchronous pragma and its busy
+// timeout, the default for zero.
+func (cfg Config) settings() (syncMode string, busy time.Duration, err error) {
+	syncMode, err = cfg.Sync.pragma()
+	if err != nil {
+		return "", 0, err
+	}
+	busy = cfg.BusyTimeout
+	if busy == 0 {
+		busy = DefaultBusyTimeout
+	}
+	if busy < 0 {
+		return "", 0, fmt.Errorf("storage/sqlite: negative BusyTimeout %v", cfg.BusyTimeout)
+	}
+	if cfg.Path == "" && cfg.ReadOnly {
+		return "", 0, errors.New("storage/sqlite: ReadOnly needs a Path")
+	}
+	return syncMode, busy, nil
+}
+
+// sizePool sizes db's connection pool for the file at path: one
+// connection for an in-memory database, one per CPU (at least four) for
+// a file. Connections are kept open.
+func sizePool(db *sql.DB, path string) {
+	if path == "" {
 		// Each connection to :memory: is its own database: keep exactly one.
 		db.SetMaxOpenConns(1)
 		db.SetMaxIdleConns(1)
@@ -157,23 +185,20 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
+}
 
-	s := &Store{db: db, path: cfg.Path, busy: busy, wsem: make(chan struct{}, 1)}
-	if err := s.retry(ctx, func() error { return s.init(ctx, cfg.ReadOnly) }); err != nil {
-		db.Close()
-		return nil, s.wrap(ctx, "open", "", err)
+// noteFile remembers which file the store's path names, once init has
+// opened it (creating it if needed), for [Store.checkFile].
+func (s *Store) noteFile() error {
+	if s.path == "" {
+		return nil
 	}
-	if cfg.Path != "" {
-		// init has opened the file (creating it if needed): remember which
-		// file the path names now.
-		fi, err := os.Stat(cfg.Path)
-		if err != nil {
-			db.Close()
-			return nil, fmt.Errorf("storage/sqlite: open %q: %w", cfg.Path, err)
-		}
-		s.file = fi
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		return fmt.Errorf("storage/sqlite: open %q: %w", s.path, err)
 	}
-	return s, nil
+	s.file = fi
+	return nil
 }
 
 // dataSource returns the driver's data source name for cfg: the file
@@ -386,35 +411,50 @@ func (s *Store) write(ctx context.Context, op, key string, fn func() error) erro
 func (s *Store) put(ctx context.Context, key string, value []byte, ifVersion int64) (int64, error) {
 	switch {
 	case ifVersion == storage.AnyVersion:
-		var v int64
-		err := s.retry(ctx, func() error {
-			return s.upsert.QueryRowContext(context.WithoutCancel(ctx), key, value, storage.FirstVersion()).Scan(&v)
-		})
-		if err != nil {
-			return 0, s.wrap(ctx, "put", key, err)
-		}
-		return v, nil
+		return s.putAny(ctx, key, value)
 	case ifVersion == storage.NoVersion:
-		first := storage.FirstVersion()
-		n, err := s.exec(ctx, s.insert, key, value, first)
-		if err != nil {
-			return 0, s.wrap(ctx, "put", key, err)
-		}
-		if n == 0 {
-			return 0, fmt.Errorf("storage/sqlite: put %s: key exists: %w", storage.Quote(key), storage.ErrConflict)
-		}
-		return first, nil
+		return s.putNew(ctx, key, value)
 	case ifVersion > 0:
-		n, err := s.exec(ctx, s.update, value, key, ifVersion)
-		if err != nil {
-			return 0, s.wrap(ctx, "put", key, err)
-		}
-		if n == 0 {
-			return 0, fmt.Errorf("storage/sqlite: put %s: version %d is not current: %w", storage.Quote(key), ifVersion, storage.ErrConflict)
-		}
-		return ifVersion + 1, nil
+		return s.putIf(ctx, key, value, ifVersion)
 	}
 	return 0, fmt.Errorf("storage/sqlite: put %s: invalid version %d: %w", storage.Quote(key), ifVersion, storage.ErrConflict)
+}
+
+// putAny writes key whatever its version, creating it if missing.
+func (s *Store) putAny(ctx context.Context, key string, value []byte) (int64, error) {
+	var v int64
+	err := s.retry(ctx, func() error {
+		return s.upsert.QueryRowContext(context.WithoutCancel(ctx), key, value, storage.FirstVersion()).Scan(&v)
+	})
+	if err != nil {
+		return 0, s.wrap(ctx, "put", key, err)
+	}
+	return v, nil
+}
+
+// putNew writes key only if it is missing.
+func (s *Store) putNew(ctx context.Context, key string, value []byte) (int64, error) {
+	first := storage.FirstVersion()
+	n, err := s.exec(ctx, s.insert, key, value, first)
+	if err != nil {
+		return 0, s.wrap(ctx, "put", key, err)
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("storage/sqlite: put %s: key exists: %w", storage.Quote(key), storage.ErrConflict)
+	}
+	return first, nil
+}
+
+// putIf writes key only if its version is ifVersion.
+func (s *Store) putIf(ctx context.Context, key string, value []byte, ifVersion int64) (int64, error) {
+	n, err := s.exec(ctx, s.update, value, key, ifVersion)
+	if err != nil {
+		return 0, s.wrap(ctx, "put", key, err)
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("storage/sqlite: put %s: version %d is not current: %w", storage.Quote(key), ifVersion, storage.ErrConflict)
+	}
+	return ifVersion + 1, nil
 }
 
 // Delete implements [storage.Store].
@@ -436,9 +476,14 @@ func (s *Store) delete(ctx context.Context, key string, ifVersion int64) error {
 	if n == 1 {
 		return nil
 	}
-	// Nothing deleted: say whether the key was missing or had moved on.
+	return s.notDeleted(ctx, key, ifVersion)
+}
+
+// notDeleted returns the error of a delete at ifVersion that deleted
+// nothing: it says whether the key was missing or had moved on.
+func (s *Store) notDeleted(ctx context.Context, key string, ifVersion int64) error {
 	var cur int64
-	err = s.retry(ctx, func() error { return s.version.QueryRowContext(ctx, key).Scan(&cur) })
+	err := s.retry(ctx, func() error { return s.version.QueryRowContext(ctx, key).Scan(&cur) })
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("storage/sqlite: delete %s: %w", storage.Quote(key), storage.ErrNotFound)
@@ -646,12 +691,7 @@ func resultCode(err error) int {
 // result code, and ctx's error when ctx ended (SQLite reports an
 // interrupted statement as SQLITE_INTERRUPT).
 func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
-	where := op
-	if key != "" {
-		where += " " + storage.Quote(key)
-	} else if s.path != "" {
-		where += " " + strconv.Quote(s.path)
-	}
+	where := s.where(op, key)
 	var sentinels []any
 	if s.closed.Load() {
 		sentinels = append(sentinels, storage.ErrClosed)
@@ -669,6 +709,18 @@ func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
 	// "storage/sqlite: database is locked: put "k": database is locked (5)"
 	// "storage/sqlite: put "k": context canceled: interrupted (9)"
 	return fmt.Errorf(prefix+strings.Repeat("%w: ", len(sentinels))+"%s: %w", append(sentinels, where, err)...)
+}
+
+// where names the operation op and what it acted on: the key, or else
+// the file.
+func (s *Store) where(op, key string) string {
+	switch {
+	case key != "":
+		return op + " " + storage.Quote(key)
+	case s.path != "":
+		return op + " " + strconv.Quote(s.path)
+	}
+	return op
 }
 
 // Interface guards.

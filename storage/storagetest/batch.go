@@ -59,13 +59,8 @@ func mustValue(t *testing.T, s storage.Store, key string, want []byte) storage.I
 
 func testBatchAppliesAll(t *testing.T, s storage.Store, b storage.Batcher) {
 	ctx := context.Background()
-	v0, err := s.Put(ctx, "a", []byte("old"), storage.NoVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Put(ctx, "a/b", []byte("nested"), storage.NoVersion); err != nil {
-		t.Fatal(err)
-	}
+	v0 := mustPut(t, s, "a", []byte("old"), storage.NoVersion)
+	mustPut(t, s, "a/b", []byte("nested"), storage.NoVersion)
 	vs, err := b.WriteBatch(ctx, []storage.Write{
 		{Key: "a", Value: []byte("new"), IfVersion: v0},
 		{Key: "c", Value: []byte("created"), IfVersion: storage.NoVersion},
@@ -76,6 +71,18 @@ func testBatchAppliesAll(t *testing.T, s storage.Store, b storage.Batcher) {
 	if err != nil {
 		t.Fatalf("WriteBatch: %v", err)
 	}
+	wantBatchVersions(t, s, vs, v0)
+	mustValue(t, s, "a/b", nil)
+	if vs, err := b.WriteBatch(ctx, nil); err != nil || len(vs) != 0 {
+		t.Errorf("empty batch = %v, %v", vs, err)
+	}
+}
+
+// wantBatchVersions checks the versions testBatchAppliesAll's batch
+// returned: one per write, 0 for its two deletes, and for its three
+// writes those Get now reports, the first a new version of v0.
+func wantBatchVersions(t *testing.T, s storage.Store, vs []int64, v0 int64) {
+	t.Helper()
 	if len(vs) != 5 || vs[3] != 0 || vs[4] != 0 {
 		t.Fatalf("versions %v: want 5, deletes 0", vs)
 	}
@@ -87,24 +94,13 @@ func testBatchAppliesAll(t *testing.T, s storage.Store, b storage.Batcher) {
 	if vs[0] == v0 {
 		t.Errorf("version of %q did not change: %d", "a", v0)
 	}
-	mustValue(t, s, "a/b", nil)
-	if vs, err := b.WriteBatch(ctx, nil); err != nil || len(vs) != 0 {
-		t.Errorf("empty batch = %v, %v", vs, err)
-	}
 }
 
 func testBatchConflict(t *testing.T, s storage.Store, b storage.Batcher) {
 	ctx := context.Background()
-	v, err := s.Put(ctx, "head", []byte("h1"), storage.NoVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Put(ctx, "head", []byte("h2"), v); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Put(ctx, "keep", []byte("k"), storage.NoVersion); err != nil {
-		t.Fatal(err)
-	}
+	v := mustPut(t, s, "head", []byte("h1"), storage.NoVersion)
+	mustPut(t, s, "head", []byte("h2"), v)
+	mustPut(t, s, "keep", []byte("k"), storage.NoVersion)
 	for name, batch := range map[string][]storage.Write{
 		"stale version": {
 			{Key: "rec", Value: []byte("r"), IfVersion: storage.NoVersion},
@@ -132,10 +128,7 @@ func testBatchConflict(t *testing.T, s storage.Store, b storage.Batcher) {
 
 func testBatchDelete(t *testing.T, s storage.Store, b storage.Batcher) {
 	ctx := context.Background()
-	v, err := s.Put(ctx, "x", []byte("1"), storage.NoVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := mustPut(t, s, "x", []byte("1"), storage.NoVersion)
 	if _, err := b.WriteBatch(ctx, []storage.Write{{Key: "y", Value: []byte("y"), IfVersion: storage.NoVersion}, {Key: "x", IfVersion: v + 1, Delete: true}}); !errors.Is(err, storage.ErrConflict) {
 		t.Errorf("stale delete: err = %v, want ErrConflict", err)
 	}
@@ -152,9 +145,7 @@ func testBatchDelete(t *testing.T, s storage.Store, b storage.Batcher) {
 
 func testBatchBad(t *testing.T, s storage.Store, b storage.Batcher) {
 	ctx := context.Background()
-	if _, err := s.Put(ctx, "k", []byte("v"), storage.NoVersion); err != nil {
-		t.Fatal(err)
-	}
+	mustPut(t, s, "k", []byte("v"), storage.NoVersion)
 	for name, tc := range map[string]struct {
 		batch []storage.Write
 		want  error
@@ -184,10 +175,7 @@ func testBatchCanceled(t *testing.T, s storage.Store, b storage.Batcher) {
 
 func testBatchConcurrent(t *testing.T, s storage.Store, b storage.Batcher) {
 	ctx := context.Background()
-	v, err := s.Put(ctx, "head", []byte("0"), storage.NoVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := mustPut(t, s, "head", []byte("0"), storage.NoVersion)
 	const n = 8
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -200,20 +188,7 @@ func testBatchConcurrent(t *testing.T, s storage.Store, b storage.Batcher) {
 		})
 	}
 	wg.Wait()
-	winner := -1
-	for i, err := range errs {
-		switch {
-		case err == nil && winner >= 0:
-			t.Fatalf("batches %d and %d both won", winner, i)
-		case err == nil:
-			winner = i
-		case !errors.Is(err, storage.ErrConflict):
-			t.Errorf("batch %d: %v", i, err)
-		}
-	}
-	if winner < 0 {
-		t.Fatal("no batch won")
-	}
+	winner := soleWinner(t, "batch", errs)
 	mustValue(t, s, "head", []byte{byte('a' + winner)})
 	for i := range n {
 		want := []byte(nil)
@@ -222,4 +197,26 @@ func testBatchConcurrent(t *testing.T, s storage.Store, b storage.Batcher) {
 		}
 		mustValue(t, s, "rec/"+string(rune('a'+i)), want)
 	}
+}
+
+// soleWinner returns the index of the one nil error of errs, the
+// outcomes of concurrent operations (what, such as "create") of which
+// one must win and the others fail with ErrConflict.
+func soleWinner(t *testing.T, what string, errs []error) int {
+	t.Helper()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && winner >= 0:
+			t.Fatalf("%s %d and %d both succeeded", what, winner, i)
+		case err == nil:
+			winner = i
+		case !errors.Is(err, storage.ErrConflict):
+			t.Errorf("%s %d: error = %v, want nil or storage.ErrConflict", what, i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatalf("no concurrent %s succeeded", what)
+	}
+	return winner
 }

@@ -55,16 +55,7 @@ func benchDoc(i int) storage.Document {
 func BenchmarkSearch(b *testing.B, s storage.Searcher) {
 	ctx := b.Context()
 	c := col("bench-user")
-	batch := make([]storage.Document, 0, 500)
-	for i := range SearchBenchDocs {
-		batch = append(batch, benchDoc(i))
-		if len(batch) == cap(batch) {
-			if err := s.Index(ctx, c, batch...); err != nil {
-				b.Fatal(err)
-			}
-			batch = batch[:0]
-		}
-	}
+	indexBenchDocs(b, s, c)
 	vocab := benchVocab()
 	for _, bq := range []struct{ name, text string }{
 		// A word in about a third of the documents, one in 2%, one in 0.1%.
@@ -85,6 +76,21 @@ func BenchmarkSearch(b *testing.B, s storage.Searcher) {
 				}
 			}
 		})
+	}
+}
+
+// indexBenchDocs indexes the [SearchBenchDocs] benchmark documents into
+// the collection c of s, in batches of 500.
+func indexBenchDocs(b *testing.B, s storage.Searcher, c string) {
+	batch := make([]storage.Document, 0, 500)
+	for i := range SearchBenchDocs {
+		batch = append(batch, benchDoc(i))
+		if len(batch) == cap(batch) {
+			if err := s.Index(b.Context(), c, batch...); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
 	}
 }
 

@@ -288,21 +288,7 @@ func testCASConcurrentCreate(t *testing.T, s storage.Store) {
 		})
 	}
 	wg.Wait()
-	winner := -1
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			if winner >= 0 {
-				t.Fatalf("creates %d and %d both succeeded", winner, i)
-			}
-			winner = i
-		case !errors.Is(err, storage.ErrConflict):
-			t.Errorf("create %d: error = %v, want nil or storage.ErrConflict", i, err)
-		}
-	}
-	if winner < 0 {
-		t.Fatal("no concurrent create succeeded")
-	}
+	winner := soleWinner(t, "create", errs)
 	wantValue(t, s, "once", []byte(strconv.Itoa(winner)), 0)
 }
 
@@ -458,20 +444,8 @@ func testListAfterDelete(t *testing.T, s storage.Store) {
 // IDs, are all different keys, each listing only its own records
 // (issue 23, TestTrust301).
 func testTypedScopes(t *testing.T, s storage.Store) {
-	ids := []string{"7", "c1", "c1/child-care", "resource:7", "thread:7", "", "global:", "%", "a:b"}
-	var scopes []string
-	for _, id := range ids {
-		scopes = append(scopes, storage.ThreadScope(id), storage.ResourceScope(id), storage.AnonymousScope(id),
-			storage.ExecutionScope(id), id)
-		if id != "" {
-			scopes = append(scopes,
-				storage.ScopeKeyOf(storage.ScopeKeyParts{Kind: storage.KindThread, ID: "c1", Child: id}),
-				storage.ScopeKeyOf(storage.ScopeKeyParts{Kind: storage.KindAnonymous, ID: id, Child: "c1"}))
-		}
-	}
-	scopes = append(scopes, storage.GlobalScope, "__global__")
 	seen := map[string]string{}
-	for _, sc := range scopes {
+	for _, sc := range typedScopes() {
 		k := storage.LayerKey("wm", sc, "state")
 		if err := storage.ValidateKey(k); err != nil {
 			t.Fatalf("key %q of scope %q is invalid: %v", k, sc, err)
@@ -491,6 +465,24 @@ func testTypedScopes(t *testing.T, s storage.Store) {
 	}
 }
 
+// typedScopes returns the scope keys testTypedScopes stores under: of
+// every kind, for IDs that collide, nest, look typed or are empty, and
+// the untyped IDs themselves.
+func typedScopes() []string {
+	ids := []string{"7", "c1", "c1/child-care", "resource:7", "thread:7", "", "global:", "%", "a:b"}
+	var scopes []string
+	for _, id := range ids {
+		scopes = append(scopes, storage.ThreadScope(id), storage.ResourceScope(id), storage.AnonymousScope(id),
+			storage.ExecutionScope(id), id)
+		if id != "" {
+			scopes = append(scopes,
+				storage.ScopeKeyOf(storage.ScopeKeyParts{Kind: storage.KindThread, ID: "c1", Child: id}),
+				storage.ScopeKeyOf(storage.ScopeKeyParts{Kind: storage.KindAnonymous, ID: id, Child: "c1"}))
+		}
+	}
+	return append(scopes, storage.GlobalScope, "__global__")
+}
+
 // hostileIDs are thread, resource and layer IDs an attacker (or a careless
 // caller) might choose to reach someone else's keys.
 var hostileIDs = []string{
@@ -505,23 +497,7 @@ func testHostileIDs(t *testing.T, s storage.Store) {
 	mustPut(t, s, victim, []byte("secret"), storage.NoVersion)
 	seen := map[string]string{victim: "victim"}
 	for _, id := range hostileIDs {
-		keys := []string{
-			storage.LayerKey("wm", id, "state"),
-			storage.LayerKey(id, "victim", "state"),
-			storage.LayerKey("wm", "victim", id),
-			storage.ThreadKey(id, "checkpoint"),
-		}
-		for _, k := range keys {
-			if err := storage.ValidateKey(k); err != nil {
-				t.Fatalf("key %q built from ID %q is invalid: %v", k, id, err)
-			}
-			if prev, dup := seen[k]; dup {
-				t.Fatalf("ID %q and %q map to the same key %q", id, prev, k)
-			}
-			seen[k] = id
-			// A create succeeds only if no one else owns the key.
-			mustPut(t, s, k, []byte("from "+id), storage.NoVersion)
-		}
+		putHostile(t, s, id, seen)
 	}
 	wantValue(t, s, victim, []byte("secret"), 0)
 	for _, id := range hostileIDs {
@@ -530,8 +506,36 @@ func testHostileIDs(t *testing.T, s storage.Store) {
 		wantKeys(t, s, storage.ThreadPrefix(id), []string{storage.ThreadKey(id, "checkpoint")})
 		wantValue(t, s, storage.LayerKey("wm", id, "state"), []byte("from "+id), 0)
 	}
-	// The victim's scope lists the victim's key and the keys whose name
-	// part, not scope part, was hostile.
+	wantVictimScope(t, s, victim)
+}
+
+// putHostile creates the keys built from the hostile ID id, each of which
+// must be valid and not among the keys seen so far.
+func putHostile(t *testing.T, s storage.Store, id string, seen map[string]string) {
+	t.Helper()
+	keys := []string{
+		storage.LayerKey("wm", id, "state"),
+		storage.LayerKey(id, "victim", "state"),
+		storage.LayerKey("wm", "victim", id),
+		storage.ThreadKey(id, "checkpoint"),
+	}
+	for _, k := range keys {
+		if err := storage.ValidateKey(k); err != nil {
+			t.Fatalf("key %q built from ID %q is invalid: %v", k, id, err)
+		}
+		if prev, dup := seen[k]; dup {
+			t.Fatalf("ID %q and %q map to the same key %q", id, prev, k)
+		}
+		seen[k] = id
+		// A create succeeds only if no one else owns the key.
+		mustPut(t, s, k, []byte("from "+id), storage.NoVersion)
+	}
+}
+
+// wantVictimScope checks that the victim's scope lists the victim's key
+// and the keys whose name part, not scope part, was hostile.
+func wantVictimScope(t *testing.T, s storage.Store, victim string) {
+	t.Helper()
 	got := mustList(t, s, storage.LayerPrefix("wm", "victim"))
 	for _, k := range got {
 		if k == victim {
@@ -676,20 +680,18 @@ func testGetCopies(t *testing.T, s storage.Store) {
 func checkCtxOps(t *testing.T, s storage.Store, ctx context.Context, want error) {
 	t.Helper()
 	mustPut(t, s, "k", []byte("before"), storage.NoVersion)
-	if _, err := s.Get(ctx, "k"); !errors.Is(err, want) {
-		t.Errorf("Get: error = %v, want %v", err, want)
-	}
-	if _, err := s.Put(ctx, "k", []byte("after"), storage.AnyVersion); !errors.Is(err, want) {
-		t.Errorf("Put: error = %v, want %v", err, want)
-	}
-	if _, err := s.Put(ctx, "new", []byte("x"), storage.NoVersion); !errors.Is(err, want) {
-		t.Errorf("Put(new): error = %v, want %v", err, want)
-	}
-	if err := s.Delete(ctx, "k", storage.AnyVersion); !errors.Is(err, want) {
-		t.Errorf("Delete: error = %v, want %v", err, want)
-	}
-	if _, err := s.List(ctx, ""); !errors.Is(err, want) {
-		t.Errorf("List: error = %v, want %v", err, want)
+	_, getErr := s.Get(ctx, "k")
+	_, putErr := s.Put(ctx, "k", []byte("after"), storage.AnyVersion)
+	_, newErr := s.Put(ctx, "new", []byte("x"), storage.NoVersion)
+	deleteErr := s.Delete(ctx, "k", storage.AnyVersion)
+	_, listErr := s.List(ctx, "")
+	for _, op := range []struct {
+		name string
+		err  error
+	}{{"Get", getErr}, {"Put", putErr}, {"Put(new)", newErr}, {"Delete", deleteErr}, {"List", listErr}} {
+		if !errors.Is(op.err, want) {
+			t.Errorf("%s: error = %v, want %v", op.name, op.err, want)
+		}
 	}
 	// Nothing changed.
 	wantValue(t, s, "k", []byte("before"), 0)
@@ -890,16 +892,23 @@ func testLongKeyShortened(t *testing.T, s storage.Store) {
 	_, errs["Get with a cancelled context"] = s.Get(ctx, key)
 	_, errs["Put with a cancelled context"] = s.Put(ctx, key, nil, storage.AnyVersion)
 	for what, err := range errs {
-		if err == nil {
-			t.Errorf("%s: no error", what)
-			continue
-		}
-		msg := err.Error()
-		if len(msg) > 512 {
-			t.Errorf("%s: error message of %d bytes quotes the whole %d-byte key: %.120s...", what, len(msg), len(key), msg)
-		}
-		if !strings.Contains(msg, storage.Quote(key)) && !strings.Contains(msg, storage.Quote(missing)) {
-			t.Errorf("%s: error %.200q does not name the key as storage.Quote does", what, msg)
-		}
+		wantKeyShortened(t, what, err, key, missing)
+	}
+}
+
+// wantKeyShortened checks that err, the error of what, names key or
+// missing as [storage.Quote] does, and not whole.
+func wantKeyShortened(t *testing.T, what string, err error, key, missing string) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s: no error", what)
+		return
+	}
+	msg := err.Error()
+	if len(msg) > 512 {
+		t.Errorf("%s: error message of %d bytes quotes the whole %d-byte key: %.120s...", what, len(msg), len(key), msg)
+	}
+	if !strings.Contains(msg, storage.Quote(key)) && !strings.Contains(msg, storage.Quote(missing)) {
+		t.Errorf("%s: error %.200q does not name the key as storage.Quote does", what, msg)
 	}
 }
