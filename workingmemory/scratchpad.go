@@ -103,19 +103,22 @@ func (cfg Config) withDefaults() Config {
 	cfg.Slot = cmp.Or(cfg.Slot, layer.SlotWorkingMemory)
 	cfg.Scope = cmp.Or(cfg.Scope, layer.ScopeThread)
 	cfg.Budget = cmp.Or(cfg.Budget, DefaultBudget)
-	if cfg.MaxBytes <= 0 {
-		cfg.MaxBytes = DefaultMaxBytes
-	}
-	if cfg.MaxDepth <= 0 {
-		cfg.MaxDepth = DefaultMaxDepth
-	}
-	if cfg.MaxRetries <= 0 {
-		cfg.MaxRetries = DefaultMaxRetries
-	}
+	cfg.MaxBytes = positiveOr(cfg.MaxBytes, DefaultMaxBytes)
+	cfg.MaxDepth = positiveOr(cfg.MaxDepth, DefaultMaxDepth)
+	cfg.MaxRetries = positiveOr(cfg.MaxRetries, DefaultMaxRetries)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	return cfg
+}
+
+// positiveOr returns n when it is positive, else def: cmp.Or for limits
+// where a negative value also means "the default".
+func positiveOr(n, def int) int {
+	if n > 0 {
+		return n
+	}
+	return def
 }
 
 // template normalises Config.Template into the initial state.
