@@ -509,15 +509,8 @@ func (s *Stack) Return(ctx context.Context, child *Stack) error {
 	}
 	var errs []error
 	for _, e := range s.entries {
-		if e.disabled {
-			continue
-		}
-		r, ok := As[Returner](e.live)
+		r, ce, ok := e.returnTo(child)
 		if !ok {
-			continue
-		}
-		ce, ok := child.byID[e.spec.ID]
-		if !ok || ce.shared || ce.live == nil {
 			continue
 		}
 		if err := s.call(ctx, e, hookReturn, func(ctx context.Context) error { return r.OnReturn(ctx, ce.live) }); err != nil {
@@ -525,6 +518,23 @@ func (s *Stack) Return(ctx context.Context, child *Stack) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// returnTo returns the Returner the parent's entry e holds and its
+// counterpart in child; ok is false when e is disabled or not a
+// Returner, or child has no live layer of its own for it.
+func (e *entry) returnTo(child *Stack) (r Returner, ce *entry, ok bool) {
+	if e.disabled {
+		return nil, nil, false
+	}
+	if r, ok = As[Returner](e.live); !ok {
+		return nil, nil, false
+	}
+	ce, ok = child.byID[e.spec.ID]
+	if !ok || ce.shared || ce.live == nil {
+		return nil, nil, false
+	}
+	return r, ce, true
 }
 
 // Close closes every initialised layer in reverse registration order. It

@@ -66,16 +66,7 @@ func Allocate(r Request) (Allocation, error) {
 	a := Allocation{Layers: make(map[string]int, len(r.Layers)), Available: avail}
 	sums := sumBudgets(r.Layers)
 	for _, s := range r.Layers {
-		switch {
-		case avail == layer.Unbounded && capped(s.Budget):
-			a.Layers[s.ID] = s.Budget.Max
-		case avail == layer.Unbounded:
-			a.Layers[s.ID] = layer.Unbounded
-		case sums.min > avail:
-			a.Layers[s.ID] = mulDiv(s.Budget.Min, avail, sums.min)
-		default:
-			a.Layers[s.ID] = 0
-		}
+		a.Layers[s.ID] = unshared(s.Budget, avail, sums)
 	}
 	switch {
 	case len(r.Layers) == 0, avail == layer.Unbounded:
@@ -84,6 +75,22 @@ func Allocate(r Request) (Allocation, error) {
 		a.share(r.Layers, sums, avail-sums.min)
 	}
 	return a, nil
+}
+
+// unshared returns what Allocate gives a layer of budget b before any
+// sharing: with an unbounded window, its Max when capped, else
+// layer.Unbounded; when the Mins do not fit, its Min scaled down to fit;
+// else nothing yet.
+func unshared(b layer.Budget, avail int, sums budgetSums) int {
+	switch {
+	case avail == layer.Unbounded && capped(b):
+		return b.Max
+	case avail == layer.Unbounded:
+		return layer.Unbounded
+	case sums.min > avail:
+		return mulDiv(b.Min, avail, sums.min)
+	}
+	return 0
 }
 
 // budgetSums are the sums of the layers' budgets Allocate needs: their

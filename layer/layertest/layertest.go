@@ -563,14 +563,21 @@ func (r *runner) testProvides(t *testing.T) {
 		if fn.Call == nil {
 			t.Errorf("function %q has no Call", fn.Name)
 		}
-		if fn.Parameters != nil {
-			var schema map[string]any
-			if err := json.Unmarshal(fn.Parameters, &schema); err != nil {
-				t.Errorf("function %q: Parameters is not a JSON object: %v", fn.Name, err)
-			} else if typ, ok := schema["type"]; ok && typ != "object" {
-				t.Errorf("function %q: Parameters has type %v, want object", fn.Name, typ)
-			}
-		}
+		checkParameters(t, fn)
+	}
+}
+
+// checkParameters checks that fn's Parameters, when set, is a JSON
+// object whose type, if it names one, is "object".
+func checkParameters(t *testing.T, fn layer.Function) {
+	if fn.Parameters == nil {
+		return
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(fn.Parameters, &schema); err != nil {
+		t.Errorf("function %q: Parameters is not a JSON object: %v", fn.Name, err)
+	} else if typ, ok := schema["type"]; ok && typ != "object" {
+		t.Errorf("function %q: Parameters has type %v, want object", fn.Name, typ)
 	}
 }
 
@@ -600,22 +607,7 @@ func (r *runner) testConcurrent(t *testing.T) {
 	tools := s.Tools()
 	var wg sync.WaitGroup
 	for g := range 4 {
-		wg.Go(func() {
-			for i := range 10 {
-				q := layer.Query{Text: "concurrent", Step: i, Budget: layer.Unbounded}
-				_, _ = s.Recall(ctx, q, nil)
-				_ = s.Store(ctx, r.o.Turns[(g+i)%len(r.o.Turns)])
-				_, _ = s.Snapshot(ctx)
-				for _, l := range s.Layers() {
-					if mr, ok := layer.As[layer.MetricsReporter](l); ok {
-						_ = mr.Metrics()
-					}
-				}
-				for _, tl := range tools {
-					_, _ = s.CallTool(ctx, tl.Name, "{}")
-				}
-			}
-		})
+		wg.Go(func() { r.useStack(ctx, s, tools, g) })
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -626,6 +618,25 @@ func (r *runner) testConcurrent(t *testing.T) {
 	}
 	if _, err := s.Recall(ctx, layer.Query{Budget: layer.Unbounded}, nil); errors.Is(err, layer.ErrTimeout) {
 		t.Errorf("Recall after concurrent use timed out: %v", err)
+	}
+}
+
+// useStack is user g of testConcurrent: ten rounds of recall, store,
+// snapshot, the layers' metrics and a call of every tool.
+func (r *runner) useStack(ctx context.Context, s *layer.Stack, tools []layer.Function, g int) {
+	for i := range 10 {
+		q := layer.Query{Text: "concurrent", Step: i, Budget: layer.Unbounded}
+		_, _ = s.Recall(ctx, q, nil)
+		_ = s.Store(ctx, r.o.Turns[(g+i)%len(r.o.Turns)])
+		_, _ = s.Snapshot(ctx)
+		for _, l := range s.Layers() {
+			if mr, ok := layer.As[layer.MetricsReporter](l); ok {
+				_ = mr.Metrics()
+			}
+		}
+		for _, tl := range tools {
+			_, _ = s.CallTool(ctx, tl.Name, "{}")
+		}
 	}
 }
 
