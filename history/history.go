@@ -295,12 +295,7 @@ func (s *DeterministicSummarizer) fit(lines []string) string {
 	// Each line is counted once: the summary's count is the sum of its
 	// lines' (the newlines between them count nothing more than the
 	// estimate's rounding).
-	counts := make([]int, len(lines))
-	total := 0
-	for i, l := range lines {
-		counts[i] = count(l)
-		total += counts[i]
-	}
+	counts, total := lineCounts(count, lines)
 	st := entitiesTokens(count, seen)
 	for total+st > limit && len(lines) > 0 {
 		for _, e := range lineEntities(lines[0]) {
@@ -317,6 +312,22 @@ func (s *DeterministicSummarizer) fit(lines []string) string {
 		seen = dropEntity(seen)
 		st = entitiesTokens(count, seen)
 	}
+	return joinSummary(seen, lines)
+}
+
+// lineCounts counts the tokens of each line, and of them all.
+func lineCounts(count func(string) int, lines []string) (counts []int, total int) {
+	counts = make([]int, len(lines))
+	for i, l := range lines {
+		counts[i] = count(l)
+		total += counts[i]
+	}
+	return counts, total
+}
+
+// joinSummary returns a summary's text: the entities line listing seen,
+// when there are any, then the lines.
+func joinSummary(seen, lines []string) string {
 	out := strings.Join(lines, "\n")
 	if len(seen) > 0 {
 		out = entitiesHeader + strings.Join(seen, "; ") + "\n" + out
@@ -435,14 +446,21 @@ func (s *entityScan) object(v jsonx.Value, depth int) {
 		case k == "id" || k == "ID":
 			id = f.Value.Scalar()
 		case refKey(k):
-			if r := f.Value.Scalar(); r != "" && !untracked(k) {
-				refs = append(refs, summaryID(clip(oneLine(r), 80)))
-			}
+			refs = appendRef(refs, k, f.Value.Scalar())
 		case name == "" && nameKey(k):
 			name = f.Value.Scalar()
 		}
 	}
 	s.addObject(id, name, refs)
+}
+
+// appendRef appends to refs the ID r that an object's member k refers
+// to, unless it is empty or untracked.
+func appendRef(refs []string, k, r string) []string {
+	if r == "" || untracked(k) {
+		return refs
+	}
+	return append(refs, summaryID(clip(oneLine(r), 80)))
 }
 
 // addObject adds an object's own ID, with its name when it has one, then

@@ -173,9 +173,15 @@ func validate(r Request) error {
 			return fmt.Errorf("%w: %s is %d, want >= 0", ErrInvalidBudget, f.name, f.v)
 		}
 	}
-	seen := make(map[string]bool, len(r.Layers))
+	return validateLayers(r.Layers)
+}
+
+// validateLayers checks the layers of a Request: valid specs, no ID
+// twice, and budgets that add up to no more than layer.Unbounded.
+func validateLayers(layers []layer.Spec) error {
+	seen := make(map[string]bool, len(layers))
 	sum := 0 // of each layer's Max, or Min when it has no cap
-	for i, s := range r.Layers {
+	for i, s := range layers {
 		if err := s.Validate(); err != nil {
 			return fmt.Errorf("%w: Layers[%d]: %w", ErrInvalidBudget, i, err)
 		}

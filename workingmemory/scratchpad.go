@@ -626,12 +626,9 @@ func (l *Layer) settle(ctx context.Context, id string, seq int64, putErr error) 
 	if errors.Is(putErr, storage.ErrNotDurable) {
 		return fmt.Errorf("%w: persist: %w", ErrMaybeApplied, putErr)
 	}
-	var dial *net.OpError
-	if errors.Is(putErr, storage.ErrClosed) || errors.Is(putErr, storage.ErrInvalidKey) ||
-		errors.As(putErr, &dial) && dial.Op == "dial" {
-		// Never sent: the store was closed, the key refused, or no
-		// connection could be opened. (Reading back would only add
-		// failed dials, which go-redis's pool counts against the server.)
+	if neverSent(putErr) {
+		// (Reading back would only add failed dials, which go-redis's
+		// pool counts against the server.)
 		return fmt.Errorf("workingmemory: update not applied: persist: %w", putErr)
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
@@ -646,6 +643,15 @@ func (l *Layer) settle(ctx context.Context, id string, seq int64, putErr error) 
 		return fmt.Errorf("%w: persist: %w; %d writes followed, too many to tell", ErrMaybeApplied, putErr, s.log.count()-seq)
 	}
 	return fmt.Errorf("workingmemory: update not applied: persist: %w", putErr)
+}
+
+// neverSent reports whether a write that failed with err never reached
+// the store: the store was closed, the key refused, or no connection
+// could be opened.
+func neverSent(err error) bool {
+	var dial *net.OpError
+	return errors.Is(err, storage.ErrClosed) || errors.Is(err, storage.ErrInvalidKey) ||
+		errors.As(err, &dial) && dial.Op == "dial"
 }
 
 // reload reads the stored state (after a conflict, or to settle a

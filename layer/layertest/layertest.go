@@ -372,8 +372,15 @@ func (r *runner) testSpawn(t *testing.T) {
 	if r.o.SharedSpawn {
 		return
 	}
+	r.testChildApart(t, parent, child, before)
+}
+
+// testChildApart populates the child of parent, then clears it: neither
+// may change the parent, whose state was before.
+func (r *runner) testChildApart(t *testing.T, parent, child layer.Layer, before string) {
 	r.populate(t, child)
 	if cl, ok := layer.As[layer.Clearer](child); ok {
+		var err error
 		r.within(t, "Clear on the child", func() { err = cl.Clear(t.Context()) })
 		if err != nil {
 			t.Errorf("Clear on the child: %v", err)
@@ -403,12 +410,29 @@ func (r *runner) testSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.testForeignSnapshot(t, env, data)
+	r.testRestoreFresh(t, env, l, data, want)
+	// Restoring into the layer it came from is a no-op.
+	r.within(t, "Restore into itself", func() { err = sn.Restore(t.Context(), data) })
+	if err != nil {
+		t.Fatalf("Restore into the same layer = %v", err)
+	}
+	if got := r.state(t, l); got != want {
+		t.Errorf("Restore of its own snapshot changed the layer:\nwant %s\ngot  %s", want, got)
+	}
+}
+
+// testRestoreFresh restores data, the snapshot of l (run in env) whose
+// canonical form is want, into a fresh layer (of the same run, with
+// StoreSnapshots, whose snapshots name records in its store): the copy
+// must recall as l does (StoreSnapshots) or snapshot as want.
+func (r *runner) testRestoreFresh(t *testing.T, env layer.Env, l layer.Layer, data json.RawMessage, want string) {
 	otherEnv := r.env()
 	if r.o.StoreSnapshots {
 		otherEnv.ThreadID, otherEnv.ResourceID, otherEnv.Store = env.ThreadID, env.ResourceID, env.Store
 	}
 	other := r.bindEnv(t, r.newLayer(t), otherEnv)
 	osn, _ := layer.As[layer.Snapshotter](other)
+	var err error
 	r.within(t, "Restore", func() { err = osn.Restore(t.Context(), data) })
 	if err != nil {
 		t.Fatalf("Restore of its own snapshot into a fresh layer = %v", err)
@@ -420,14 +444,6 @@ func (r *runner) testSnapshot(t *testing.T) {
 		}
 	} else if got := r.state(t, other); got != want {
 		t.Errorf("restored layer snapshots differently:\nwant %s\ngot  %s", want, got)
-	}
-	// Restoring into the layer it came from is a no-op.
-	r.within(t, "Restore into itself", func() { err = sn.Restore(t.Context(), data) })
-	if err != nil {
-		t.Fatalf("Restore into the same layer = %v", err)
-	}
-	if got := r.state(t, l); got != want {
-		t.Errorf("Restore of its own snapshot changed the layer:\nwant %s\ngot  %s", want, got)
 	}
 }
 

@@ -1217,19 +1217,24 @@ func (mem *Memory) restore(data json.RawMessage, keepChildren bool) error {
 				c.disposeLocked()
 			}
 		}
-		// Every key held now and every key held after is a change to
-		// persist.
-		for k := range mem.entries {
-			mem.markLocked(k)
-		}
-		for k := range snap.Entries {
-			mem.markLocked(k)
-		}
+		mem.markReplacedLocked(snap.Entries)
 		mem.fillLocked(snap.scopeSnapshot)
 		// The totals counted before, not what disposeLocked subtracted.
 		t.entries, t.scopes = newEntries, newScopes
 		return nil
 	})
+}
+
+// markReplacedLocked records as changes to persist every key mem holds
+// now and every key of entries, which replace them. The tree's lock must
+// be held.
+func (mem *Memory) markReplacedLocked(entries map[string]entrySnapshot) {
+	for k := range mem.entries {
+		mem.markLocked(k)
+	}
+	for k := range entries {
+		mem.markLocked(k)
+	}
 }
 
 // sizeLocked counts the entries and scopes of mem, and with children of
