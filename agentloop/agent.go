@@ -162,15 +162,7 @@ func New(cfg Config) (*Agent, error) {
 	tel.mask = a.redact.Diagnostic()           // errors reach spans masked
 	a.cfg.Logger = a.redact.Logger(cfg.Logger) // and logs, the layers' too
 	a.auditLog = audit.New(audit.Config{Store: cfg.Store, Keep: cfg.Audit.Keep, Logger: a.cfg.Logger})
-	for _, t := range cfg.Tools {
-		if err := a.addTool(t); err != nil {
-			return nil, err
-		}
-	}
-	if err := a.prepareSpawn(); err != nil {
-		return nil, err
-	}
-	if err := a.checkLayers(); err != nil {
+	if err := a.checkTools(); err != nil {
 		return nil, err
 	}
 	c, err := a.newCompiler(cfg.Instructions, cfg.Template)
@@ -183,26 +175,40 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("%w: the instructions (%d tokens) and ResponseReserve (%d) leave nothing of ContextWindow (%d) for the conversation",
 			ErrInvalidConfig, a.systemTokens, cfg.ResponseReserve, cfg.ContextWindow)
 	}
-	var co llms.CallOptions
-	for _, o := range cfg.CallOptions {
-		o(&co)
-	}
-	a.alternatives = co.N > 1
+	a.alternatives = askAlternatives(cfg.CallOptions)
 	a.splitParts = firstPartOnly(cfg.Model)
 	return a, nil
+}
+
+// checkTools registers the agent's tools, then sets up the spawn tool and
+// checks the layers and their tools against them.
+func (a *Agent) checkTools() error {
+	for _, t := range a.cfg.Tools {
+		if err := a.addTool(t); err != nil {
+			return err
+		}
+	}
+	if err := a.prepareSpawn(); err != nil {
+		return err
+	}
+	return a.checkLayers()
+}
+
+// askAlternatives reports whether the call options ask the model for
+// more than one answer.
+func askAlternatives(opts []llms.CallOption) bool {
+	var co llms.CallOptions
+	for _, o := range opts {
+		o(&co)
+	}
+	return co.N > 1
 }
 
 // addTool checks an agent tool (its name, its parameter schema, a Call
 // or CallRun, a name no other tool has) and registers it.
 func (a *Agent) addTool(t Tool) error {
-	if err := ValidateToolName(t.Name); err != nil {
+	if err := t.check(); err != nil {
 		return err
-	}
-	if t.paramsErr != nil {
-		return fmt.Errorf("%w: %s: %w", ErrInvalidTool, t.Name, t.paramsErr)
-	}
-	if t.Call == nil && t.CallRun == nil {
-		return fmt.Errorf("%w: %s has no Call or CallRun", ErrInvalidTool, t.Name)
 	}
 	if _, dup := a.tools[t.Name]; dup {
 		return fmt.Errorf("%w: %s registered twice", ErrInvalidTool, t.Name)
@@ -218,6 +224,21 @@ func (a *Agent) addTool(t Tool) error {
 	}
 	a.tools[t.Name] = &t
 	a.toolDefs = append(a.toolDefs, llmTool(t.Name, t.Description, t.Parameters))
+	return nil
+}
+
+// check checks what a tool says of itself: its name, the schema inferred
+// for its parameters, a Call or CallRun.
+func (t *Tool) check() error {
+	if err := ValidateToolName(t.Name); err != nil {
+		return err
+	}
+	if t.paramsErr != nil {
+		return fmt.Errorf("%w: %s: %w", ErrInvalidTool, t.Name, t.paramsErr)
+	}
+	if t.Call == nil && t.CallRun == nil {
+		return fmt.Errorf("%w: %s has no Call or CallRun", ErrInvalidTool, t.Name)
+	}
 	return nil
 }
 
@@ -272,7 +293,7 @@ func (a *Agent) checkProvided(id string, fns []layer.Function) error {
 			continue // the stack leaves it out, with a warning
 		}
 		name := layer.ToolName(id, fn.Name)
-		if _, clash := a.tools[name]; clash || (name == SpawnToolName && a.spawnEnabled()) {
+		if a.toolNameTaken(name) {
 			return fmt.Errorf("%w: layer %s's tool %s has the name of an agent tool or the spawn tool", ErrInvalidTool, id, name)
 		}
 		if len(fn.Parameters) == 0 {
@@ -283,6 +304,13 @@ func (a *Agent) checkProvided(id string, fns []layer.Function) error {
 		}
 	}
 	return nil
+}
+
+// toolNameTaken reports whether an agent tool or the spawn tool has the
+// wire name name.
+func (a *Agent) toolNameTaken(name string) bool {
+	_, clash := a.tools[name]
+	return clash || name == SpawnToolName && a.spawnEnabled()
 }
 
 // providedBeforeInit returns the functions p provides before its Init. A
@@ -437,14 +465,8 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 	start := time.Now()
 	a.emit(ctx, Event{Kind: EventRunStart, ThreadID: in.ThreadID})
 
-	l, err := a.load(ctx, in.ThreadID)
+	l, err := a.loadOwned(ctx, &in)
 	if err != nil {
-		return nil, err
-	}
-	if l == nil && in.Input == "" {
-		return nil, a.nothingToContinue(ctx, in.ThreadID)
-	}
-	if in.ResourceID, err = runOwner(ctx, a.cfg.Store, in.ThreadID, in.ResourceID, l); err != nil {
 		return nil, err
 	}
 	th := &threadState{w: thread.NewWriter(a.cfg.Store, in.ThreadID, nil)}
@@ -481,6 +503,21 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 	gone = errors.Is(err, ErrCheckpointGone)
 	a.emit(ctx, Event{Kind: EventRunEnd, ThreadID: in.ThreadID, Step: res.Steps, Duration: time.Since(start), Usage: res.Usage, Err: err})
 	return res, err
+}
+
+// loadOwned reads the thread a run continues (nil for a new one, which
+// needs an input) and sets in.ResourceID to the thread's owner (see
+// runOwner).
+func (a *Agent) loadOwned(ctx context.Context, in *RunInput) (*loaded, error) {
+	l, err := a.load(ctx, in.ThreadID)
+	if err != nil {
+		return nil, err
+	}
+	if l == nil && in.Input == "" {
+		return nil, a.nothingToContinue(ctx, in.ThreadID)
+	}
+	in.ResourceID, err = runOwner(ctx, a.cfg.Store, in.ThreadID, in.ResourceID, l)
+	return l, err
 }
 
 // summaryLayer returns a run's history-summary layer and the extra
@@ -604,15 +641,22 @@ func (r *run) prepareTools() error {
 	}
 	r.toolTokens = prompt.CountTools(a.cfg.Counter, r.defs)
 	r.offered = writepath.OfferedTools(r.stack, a.redact)
-	r.opts = make([]llms.CallOption, 0, 2+len(a.cfg.CallOptions))
+	r.opts = r.callOptions()
+	return nil
+}
+
+// callOptions returns the options of the run's model calls: its tools,
+// the stream, then Config.CallOptions.
+func (r *run) callOptions() []llms.CallOption {
+	a := r.a
+	opts := make([]llms.CallOption, 0, 2+len(a.cfg.CallOptions))
 	if len(r.defs) > 0 {
-		r.opts = append(r.opts, llms.WithTools(r.defs))
+		opts = append(opts, llms.WithTools(r.defs))
 	}
 	if a.cfg.Stream != nil {
-		r.opts = append(r.opts, llms.WithStreamingFunc(textOnly(a.cfg.Stream)))
+		opts = append(opts, llms.WithStreamingFunc(textOnly(a.cfg.Stream)))
 	}
-	r.opts = append(r.opts, a.cfg.CallOptions...)
-	return nil
+	return append(opts, a.cfg.CallOptions...)
 }
 
 func (r *run) canSpawn() bool { return r.a.spawnEnabled() && r.depth < r.a.cfg.MaxDepth }
@@ -743,13 +787,9 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 	}
 	// The window first, so that a summary made because it does not fit
 	// is the one the history-summary layer shows.
-	msgs := r.msgs
-	if r.windowed() {
-		if msgs, err = r.window(ctx, r.alloc.History); err != nil {
-			return "", nil, fmt.Errorf("agentloop: step %d: summary: %w", step, err)
-		}
-		text := r.thread.latest().Text
-		r.summary.Set(text)
+	msgs, err := r.windowMsgs(ctx)
+	if err != nil {
+		return "", nil, fmt.Errorf("agentloop: step %d: summary: %w", step, err)
 	}
 	// A failed recall is reported by the stack and contributes nothing.
 	recalled, shares := r.assembled(ctx, layer.Query{Text: r.input, Step: step, Counter: a.layerCounter}, msgs)
@@ -780,6 +820,21 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 		return "", nil, fmt.Errorf("agentloop: step %d: %w", step, err)
 	}
 	return system, hist, nil
+}
+
+// windowMsgs returns the messages of the history window (all the run
+// holds, when the history is kept whole), and shows the latest summary
+// in the history-summary layer.
+func (r *run) windowMsgs(ctx context.Context) ([]llms.MessageContent, error) {
+	if !r.windowed() {
+		return r.msgs, nil
+	}
+	msgs, err := r.window(ctx, r.alloc.History)
+	if err != nil {
+		return nil, err
+	}
+	r.summary.Set(r.thread.latest().Text)
+	return msgs, nil
 }
 
 // allocate sets the run's budgets: the layers' shares, the summary's
@@ -1239,24 +1294,33 @@ func replayableCall(fc *llms.FunctionCall) (badArgs bool) {
 func replayable(msgs []llms.MessageContent) {
 	for _, m := range msgs {
 		for i, p := range m.Parts {
-			switch p := p.(type) {
-			case llms.ToolCall:
-				if p.FunctionCall != nil {
-					fc := *p.FunctionCall
-					replayableCall(&fc)
-					if fc != *p.FunctionCall {
-						p.FunctionCall = &fc
-						m.Parts[i] = p
-					}
-				}
-			case llms.ToolCallResponse:
-				if p.Name != "" && ValidateToolName(p.Name) != nil {
-					p.Name = invalidToolName
-					m.Parts[i] = p
-				}
+			if q, changed := replayablePart(p); changed {
+				m.Parts[i] = q
 			}
 		}
 	}
+}
+
+// replayablePart is replayable of one part: a tool call made replayable
+// (a copy), or a result renamed, and whether it changed.
+func replayablePart(p llms.ContentPart) (llms.ContentPart, bool) {
+	switch p := p.(type) {
+	case llms.ToolCall:
+		if p.FunctionCall != nil {
+			fc := *p.FunctionCall
+			replayableCall(&fc)
+			if fc != *p.FunctionCall {
+				p.FunctionCall = &fc
+				return p, true
+			}
+		}
+	case llms.ToolCallResponse:
+		if p.Name != "" && ValidateToolName(p.Name) != nil {
+			p.Name = invalidToolName
+			return p, true
+		}
+	}
+	return p, false
 }
 
 // normalizeCalls returns the choice's tool calls with a type, a function

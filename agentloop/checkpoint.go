@@ -181,18 +181,25 @@ func (a *Agent) restoreLayers(ctx context.Context, st *layer.Stack, c *thread.Ch
 			slog.String("checkpoint_agent", c.Agent), slog.String("agent", a.cfg.Name))
 		return
 	}
-	part := layer.Snapshot{Version: snap.Version, Layers: map[string]json.RawMessage{}}
-	for _, spec := range specs(st) {
-		if data, ok := snap.Layers[spec.ID]; ok && keptWithThread(spec) {
-			part.Layers[spec.ID] = data
-		}
-	}
+	part := threadPart(st, snap)
 	if len(part.Layers) == 0 {
 		return
 	}
 	if err := st.Restore(ctx, part); err != nil {
 		a.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: restoring layers from checkpoint", slog.Any("error", err))
 	}
+}
+
+// threadPart returns the part of snap that st's layers kept with the
+// thread have (see keptWithThread).
+func threadPart(st *layer.Stack, snap layer.Snapshot) layer.Snapshot {
+	part := layer.Snapshot{Version: snap.Version, Layers: map[string]json.RawMessage{}}
+	for _, spec := range specs(st) {
+		if data, ok := snap.Layers[spec.ID]; ok && keptWithThread(spec) {
+			part.Layers[spec.ID] = data
+		}
+	}
+	return part
 }
 
 // keptWithThread reports whether a layer's state is kept with the thread

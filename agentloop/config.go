@@ -1,6 +1,7 @@
 package agentloop
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
@@ -217,9 +218,7 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Name == "" {
-		c.Name = DefaultName
-	}
+	c.Name = cmp.Or(c.Name, DefaultName)
 	// The limits where zero, or less, means the default.
 	for _, f := range []struct {
 		v   *int
@@ -252,9 +251,7 @@ func (c Config) withDefaults() Config {
 		c.Counter = prompt.Estimate
 	}
 	c.History = c.History.WithDefaults(c.Counter)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	if c.Store == nil {
 		c.Store = storage.NewMemory()
 	}

@@ -215,12 +215,7 @@ type spawnLayers struct {
 func (a *Agent) prepareSpawn() error {
 	a.cfg.SpawnLayers = slices.Clone(a.cfg.SpawnLayers)
 	sl := spawnLayers{byID: make(map[string]layer.Layer, len(a.cfg.SpawnLayers)), params: spawnParams}
-	parent := make(map[string]bool, len(a.cfg.Layers))
-	for _, l := range a.cfg.Layers {
-		if l != nil {
-			parent[l.Spec().ID] = true
-		}
-	}
+	parent := layerIDs(a.cfg.Layers)
 	for i, l := range a.cfg.SpawnLayers {
 		if l == nil {
 			return fmt.Errorf("%w: SpawnLayers[%d] is nil", ErrInvalidConfig, i)
@@ -245,6 +240,17 @@ func (a *Agent) prepareSpawn() error {
 	a.spawnLayers = sl
 	a.spawnDef = llmTool(SpawnToolName, spawnDescription, sl.params)
 	return nil
+}
+
+// layerIDs returns the IDs of the layers, nil ones left out.
+func layerIDs(layers []layer.Layer) map[string]bool {
+	ids := make(map[string]bool, len(layers))
+	for _, l := range layers {
+		if l != nil {
+			ids[l.Spec().ID] = true
+		}
+	}
+	return ids
 }
 
 // spawnParamsWith returns the spawn tool's parameter schema with a

@@ -105,14 +105,8 @@ func (r *run) maybeSummarize(ctx context.Context) {
 	if !r.windowed() {
 		return
 	}
-	th := r.thread
-	if bg := r.bg; bg != nil {
-		select {
-		case <-bg.done:
-			r.adopt()
-		default:
-			return
-		}
+	if r.summarizing() {
+		return
 	}
 	upTo := r.summaryDue()
 	if upTo == 0 {
@@ -125,12 +119,35 @@ func (r *run) maybeSummarize(ctx context.Context) {
 		}
 		return
 	}
-	prev := th.latest()
+	prev := r.thread.latest()
 	part, err := r.stored(prev.Covers, upTo)
 	if err != nil {
 		r.a.logSummaryError(ctx, r.threadID, err)
 		return
 	}
+	r.summarizeInBackground(ctx, prev, part, upTo)
+}
+
+// summarizing takes a finished background summary as the pending one,
+// and reports whether one is still being made.
+func (r *run) summarizing() bool {
+	bg := r.bg
+	if bg == nil {
+		return false
+	}
+	select {
+	case <-bg.done:
+		r.adopt()
+		return false
+	default:
+		return true
+	}
+}
+
+// summarizeInBackground starts making the summary of the messages up to
+// upTo from the previous one, prev, and part, the messages it does not
+// cover: maybeSummarize adopts it once done.
+func (r *run) summarizeInBackground(ctx context.Context, prev thread.Summary, part []thread.Message, upTo int) {
 	bg := &background{done: make(chan struct{})}
 	r.bg = bg
 	sctx := context.WithoutCancel(ctx)

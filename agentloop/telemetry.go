@@ -294,20 +294,26 @@ func (t *telemetry) layerMetrics(ctx context.Context, st *layer.Stack) {
 		}
 		id := l.Spec().ID
 		for name, v := range r.Metrics() {
-			inst, err := t.figure(name)
-			if err != nil {
-				continue // an invalid instrument name: nothing to record it in
-			}
-			opt := t.attrs(attrLayer, id, "", "")
-			switch inst := inst.(type) {
-			case metric.Int64Counter:
-				if v > 0 {
-					inst.Add(ctx, v, opt.add...)
-				}
-			case metric.Int64Gauge:
-				inst.Record(ctx, v, opt.rec...)
-			}
+			t.recordFigure(ctx, id, name, v)
 		}
+	}
+}
+
+// recordFigure records the figure name, of value v, of layer id: a count
+// is added to its counter, a level recorded in its gauge.
+func (t *telemetry) recordFigure(ctx context.Context, id, name string, v int64) {
+	inst, err := t.figure(name)
+	if err != nil {
+		return // an invalid instrument name: nothing to record it in
+	}
+	opt := t.attrs(attrLayer, id, "", "")
+	switch inst := inst.(type) {
+	case metric.Int64Counter:
+		if v > 0 {
+			inst.Add(ctx, v, opt.add...)
+		}
+	case metric.Int64Gauge:
+		inst.Record(ctx, v, opt.rec...)
 	}
 }
 

@@ -261,12 +261,9 @@ func (l *Log) Commit(ctx context.Context, threadID string, events []Event) (Turn
 		if err := storage.WaitRetry(ctx, attempt); err != nil {
 			return Turn{}, fmt.Errorf("audit: commit: %w", err)
 		}
-		h, ok := l.cached(threadID)
-		if !ok {
-			var err error
-			if h, err = l.readHead(ctx, threadID, hkey); err != nil {
-				return Turn{}, fmt.Errorf("audit: commit: %w", err)
-			}
+		h, err := l.currentHead(ctx, threadID, hkey)
+		if err != nil {
+			return Turn{}, fmt.Errorf("audit: commit: %w", err)
 		}
 		seq := h.last + 1
 		hb, _ := json.Marshal(head{Version: FormatVersion, Last: seq, Keep: l.cfg.Keep}) // numbers only
@@ -372,6 +369,15 @@ func (l *Log) decodeTurn(ctx context.Context, threadID string, seq int64, b []by
 		return Turn{}, false
 	}
 	return rec.Turn, rec.Seq == seq
+}
+
+// currentHead returns the thread's audit head: the one this Log cached, else
+// the stored one (key).
+func (l *Log) currentHead(ctx context.Context, threadID, key string) (cachedHead, error) {
+	if h, ok := l.cached(threadID); ok {
+		return h, nil
+	}
+	return l.readHead(ctx, threadID, key)
 }
 
 // readHead reads the thread's audit head; none is {0, NoVersion}. One

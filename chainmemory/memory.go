@@ -373,20 +373,10 @@ func (m *Memory) keepTurn(ctx context.Context, t layer.Turn) []error {
 	offered := writepath.OfferedTools(m.stack, m.redact)
 	m.mu.Lock()
 	au, redacted := m.newTurn()
-	if !m.watched {
-		m.watched, m.proposers = true, writepath.Proposers(m.stack)
-		if m.cfg.Audit != nil {
-			m.counts = writepath.WatchCounts(m.stack)
-		}
-	}
+	m.watchLocked()
 	proposers, bound := m.proposers, m.bound
 	m.mu.Unlock()
-	masked := m.redact.Turn(t, redacted)
-	for i, c := range t.ToolCalls {
-		if offered[c.Name].KeepArgs {
-			masked.ToolCalls[i].Arguments = c.Arguments
-		}
-	}
+	masked := m.maskTurn(t, redacted, offered)
 	var errs []error
 	if err := m.stack.Store(ctx, masked); err != nil {
 		errs = append(errs, err)
@@ -407,6 +397,30 @@ func (m *Memory) keepTurn(ctx context.Context, t layer.Turn) []error {
 		}
 	}
 	return errs
+}
+
+// watchLocked finds, at the first turn, the stack's proposers and (with
+// an audit log) the layers' counters. m.mu must be held.
+func (m *Memory) watchLocked() {
+	if m.watched {
+		return
+	}
+	m.watched, m.proposers = true, writepath.Proposers(m.stack)
+	if m.cfg.Audit != nil {
+		m.counts = writepath.WatchCounts(m.stack)
+	}
+}
+
+// maskTurn returns t masked for the layers (counting into redacted),
+// but for the arguments of the offered tools that keep theirs.
+func (m *Memory) maskTurn(t layer.Turn, redacted *writepath.Counts, offered map[string]writepath.OfferedTool) layer.Turn {
+	masked := m.redact.Turn(t, redacted)
+	for i, c := range t.ToolCalls {
+		if offered[c.Name].KeepArgs {
+			masked.ToolCalls[i].Arguments = c.Arguments
+		}
+	}
+	return masked
 }
 
 // auditResults adds to au the calls of t's results that changed

@@ -217,40 +217,51 @@ const (
 
 // Summarize adds a line per turn of msgs to previous.
 func (s *DeterministicSummarizer) Summarize(_ context.Context, previous string, msgs []thread.Message) (string, error) {
-	var lines []string
+	t := turnLines{names: map[string]string{}, args: map[string]string{}}
 	if previous != "" {
-		lines = strings.Split(previous, "\n")
+		t.lines = strings.Split(previous, "\n")
 	}
-	var cur *strings.Builder
-	flush := func() {
-		if cur != nil && cur.Len() > 0 {
-			lines = append(lines, cur.String())
-		}
-		cur = &strings.Builder{}
-	}
-	flush()
-	names := map[string]string{} // call ID -> tool name
-	args := map[string]string{}  // call ID -> arguments
 	for _, m := range msgs {
-		switch m.Role {
-		case thread.RoleUser:
-			flush()
-			cur.WriteString("- User: " + summaryText(m.Text, maxRequest))
-		case thread.RoleAssistant:
-			for _, c := range m.ToolCalls {
-				names[c.ID], args[c.ID] = c.Name, c.Arguments
-			}
-			if m.Text != "" && len(m.ToolCalls) == 0 {
-				cur.WriteString(" | answer: " + summaryText(m.Text, maxAnswer))
-			}
-		case thread.RoleTool:
-			for _, r := range m.ToolResults {
-				writeResult(cur, r, cmp.Or(r.Name, names[r.CallID]), args[r.CallID])
-			}
+		t.add(m)
+	}
+	t.flush()
+	return s.fit(t.lines), nil
+}
+
+// turnLines builds a summary's lines, one per turn: the line of the turn
+// under way is cur, added to lines when the next turn starts.
+type turnLines struct {
+	lines       []string
+	cur         strings.Builder
+	names, args map[string]string // call ID -> tool name, arguments
+}
+
+// flush ends the line under way.
+func (t *turnLines) flush() {
+	if t.cur.Len() > 0 {
+		t.lines = append(t.lines, t.cur.String())
+	}
+	t.cur.Reset()
+}
+
+// add adds what m says to the lines: a user's message starts a turn.
+func (t *turnLines) add(m thread.Message) {
+	switch m.Role {
+	case thread.RoleUser:
+		t.flush()
+		t.cur.WriteString("- User: " + summaryText(m.Text, maxRequest))
+	case thread.RoleAssistant:
+		for _, c := range m.ToolCalls {
+			t.names[c.ID], t.args[c.ID] = c.Name, c.Arguments
+		}
+		if m.Text != "" && len(m.ToolCalls) == 0 {
+			t.cur.WriteString(" | answer: " + summaryText(m.Text, maxAnswer))
+		}
+	case thread.RoleTool:
+		for _, r := range m.ToolResults {
+			writeResult(&t.cur, r, cmp.Or(r.Name, t.names[r.CallID]), t.args[r.CallID])
 		}
 	}
-	flush()
-	return s.fit(lines), nil
 }
 
 // writeResult writes the part of a turn's line about one tool result:
@@ -284,39 +295,53 @@ func (s *DeterministicSummarizer) fit(lines []string) string {
 	// Each line is counted once: the summary's count is the sum of its
 	// lines' (the newlines between them count nothing more than the
 	// estimate's rounding).
-	counts := make([]int, len(lines))
-	total := 0
-	for i, l := range lines {
-		counts[i] = count(l)
-		total += counts[i]
-	}
-	seenTokens := func() int {
-		if len(seen) == 0 {
-			return 0
-		}
-		return count(entitiesHeader + strings.Join(seen, "; "))
-	}
-	st := seenTokens()
+	counts, total := lineCounts(count, lines)
+	st := entitiesTokens(count, seen)
 	for total+st > limit && len(lines) > 0 {
 		for _, e := range lineEntities(lines[0]) {
 			seen = addEntity(seen, e)
 		}
 		total -= counts[0]
 		lines, counts = lines[1:], counts[1:]
-		st = seenTokens()
+		st = entitiesTokens(count, seen)
 	}
 	// The list alone passes the budget: drop entities from it, those
 	// without a name first (nothing refers back to them by name), the
 	// oldest first.
 	for len(seen) > 0 && st > limit {
 		seen = dropEntity(seen)
-		st = seenTokens()
+		st = entitiesTokens(count, seen)
 	}
+	return joinSummary(seen, lines)
+}
+
+// lineCounts counts the tokens of each line, and of them all.
+func lineCounts(count func(string) int, lines []string) (counts []int, total int) {
+	counts = make([]int, len(lines))
+	for i, l := range lines {
+		counts[i] = count(l)
+		total += counts[i]
+	}
+	return counts, total
+}
+
+// joinSummary returns a summary's text: the entities line listing seen,
+// when there are any, then the lines.
+func joinSummary(seen, lines []string) string {
 	out := strings.Join(lines, "\n")
 	if len(seen) > 0 {
 		out = entitiesHeader + strings.Join(seen, "; ") + "\n" + out
 	}
 	return strings.TrimSpace(out)
+}
+
+// entitiesTokens counts the tokens of the entities line listing seen
+// (none when there is none).
+func entitiesTokens(count func(string) int, seen []string) int {
+	if len(seen) == 0 {
+		return 0
+	}
+	return count(entitiesHeader + strings.Join(seen, "; "))
 }
 
 // splitEntitiesLine returns the items of the entities line that starts
@@ -421,14 +446,21 @@ func (s *entityScan) object(v jsonx.Value, depth int) {
 		case k == "id" || k == "ID":
 			id = f.Value.Scalar()
 		case refKey(k):
-			if r := f.Value.Scalar(); r != "" && !untracked(k) {
-				refs = append(refs, summaryID(clip(oneLine(r), 80)))
-			}
+			refs = appendRef(refs, k, f.Value.Scalar())
 		case name == "" && nameKey(k):
 			name = f.Value.Scalar()
 		}
 	}
 	s.addObject(id, name, refs)
+}
+
+// appendRef appends to refs the ID r that an object's member k refers
+// to, unless it is empty or untracked.
+func appendRef(refs []string, k, r string) []string {
+	if r == "" || untracked(k) {
+		return refs
+	}
+	return append(refs, summaryID(clip(oneLine(r), 80)))
 }
 
 // addObject adds an object's own ID, with its name when it has one, then

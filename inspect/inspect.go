@@ -492,6 +492,13 @@ func (in Inspector) threadRecords(ctx context.Context, id string) ([]record, int
 	if err != nil {
 		return nil, 0, fmt.Errorf("list thread %s: %w", storage.Quote(id), err)
 	}
+	return threadRecordList(keys, prefix, head, ownerKey, version != storage.NoVersion), version, nil
+}
+
+// threadRecordList returns the records of a thread's keys (under
+// prefix) in the order an erase deletes them: the owner record (if
+// listed) and the head (if the thread has one) last.
+func threadRecordList(keys []string, prefix, head, ownerKey string, hasHead bool) []record {
 	var recs []record
 	for _, k := range keys {
 		if k != head && k != ownerKey {
@@ -501,10 +508,10 @@ func (in Inspector) threadRecords(ctx context.Context, id string) ([]record, int
 	if slices.Contains(keys, ownerKey) {
 		recs = append(recs, record{"thread.owner", ownerKey})
 	}
-	if version != storage.NoVersion {
+	if hasHead {
 		recs = append(recs, record{"thread.head", head})
 	}
-	return recs, version, nil
+	return recs
 }
 
 // version returns the version of the record under key,
@@ -692,8 +699,8 @@ func (s *sweep) dropIndexes(ctx context.Context, o *owned) error {
 		return fmt.Errorf("list search collections: %w", err)
 	}
 	for _, c := range cols {
-		lk, ok := ParseLayerKey(c)
-		if !ok || lk.Legacy || !o.typedMine(lk.ScopeKey) {
+		lk, ok := o.collection(c)
+		if !ok {
 			continue
 		}
 		if err := x.Drop(ctx, c); err != nil {
@@ -702,6 +709,13 @@ func (s *sweep) dropIndexes(ctx context.Context, o *owned) error {
 		s.count("index:"+c, "index."+lk.LayerID, c)
 	}
 	return nil
+}
+
+// collection returns the layer key that names the search collection c,
+// and whether c indexes records of o's (typed keys only).
+func (o *owned) collection(c string) (LayerKey, bool) {
+	lk, ok := ParseLayerKey(c)
+	return lk, ok && !lk.Legacy && o.typedMine(lk.ScopeKey)
 }
 
 // eraseThread deletes a thread's records, its head last with

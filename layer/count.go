@@ -31,7 +31,7 @@ func EstimateTokens(text string) int {
 	for i := 0; i < len(text); {
 		c := text[i]
 		if c < utf8.RuneSelf {
-			if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == ' ' {
+			if wordByte(c) {
 				word++
 			} else {
 				punct++
@@ -44,4 +44,10 @@ func EstimateTokens(text string) int {
 		i += n
 	}
 	return (word+2*punct+3)/4 + other
+}
+
+// wordByte reports whether the ASCII byte c counts as a word character
+// in EstimateTokens: a letter, a digit or the space.
+func wordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == ' '
 }

@@ -68,15 +68,11 @@ func migrateLegacy(ctx context.Context, store storage.Store, layerID string, env
 		return 0, nil
 	}
 	prefix := storage.LegacyLayerPrefix(layerID, legacy)
-	if found, err := legacyLoaded(ctx, store, prefix); !found || err != nil {
-		return 0, err
-	}
-	keys, err := store.List(ctx, prefix)
-	if err != nil || len(keys) == 0 {
+	keys, err := legacyKeys(ctx, store, prefix)
+	if err != nil {
 		return 0, err
 	}
 	target := env.ScopeKey(scope)
-	loadedLast(keys, prefix)
 	moved := 0
 	for _, k := range keys {
 		ok, err := moveLegacy(ctx, store, prefix, k, layerID, target)
@@ -88,6 +84,20 @@ func migrateLegacy(ctx context.Context, store storage.Store, layerID string, env
 		}
 	}
 	return moved, nil
+}
+
+// legacyKeys lists the records under prefix, those a layer loads from
+// last (see loadedLast); none when no record a layer loads from is there.
+func legacyKeys(ctx context.Context, store storage.Store, prefix string) ([]string, error) {
+	if found, err := legacyLoaded(ctx, store, prefix); !found || err != nil {
+		return nil, err
+	}
+	keys, err := store.List(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	loadedLast(keys, prefix)
+	return keys, nil
 }
 
 // loadedLast orders the keys under prefix so that the records a layer
@@ -143,22 +153,30 @@ func moveLegacy(ctx context.Context, store storage.Store, prefix, k, layerID, ta
 		return false, fmt.Errorf("layer: migrate %s: %w", storage.Quote(k), err)
 	}
 	to := storage.LayerKey(layerID, target, name)
-	_, err = store.Put(ctx, to, it.Value, storage.NoVersion)
+	if copied, err := copyLegacy(ctx, store, it, k, to, layerID, target); !copied || err != nil {
+		return false, err
+	}
+	err = store.Delete(ctx, k, it.Version)
+	if err != nil && !lostRace(err) {
+		return false, fmt.Errorf("layer: migrate %s: delete: %w", storage.Quote(k), err)
+	}
+	return true, nil
+}
+
+// copyLegacy copies the record it, at k, to its typed key to. It reports
+// false when to holds another value already: the record was set aside
+// instead (see setAsideIfDiffers), and stays where it is.
+func copyLegacy(ctx context.Context, store storage.Store, it storage.Item, k, to, layerID, target string) (bool, error) {
+	_, err := store.Put(ctx, to, it.Value, storage.NoVersion)
 	switch {
 	case errors.Is(err, storage.ErrConflict):
 		aside, err := setAsideIfDiffers(ctx, store, it, to, layerID, target)
 		if err != nil {
 			return false, fmt.Errorf("layer: migrate %s: %w", storage.Quote(k), err)
 		}
-		if aside {
-			return false, nil
-		}
+		return !aside, nil
 	case err != nil:
 		return false, fmt.Errorf("layer: migrate %s to %s: %w", storage.Quote(k), storage.Quote(to), err)
-	}
-	err = store.Delete(ctx, k, it.Version)
-	if err != nil && !lostRace(err) {
-		return false, fmt.Errorf("layer: migrate %s: delete: %w", storage.Quote(k), err)
 	}
 	return true, nil
 }

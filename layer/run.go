@@ -296,20 +296,30 @@ func (j *job) wait(parent context.Context) bool {
 	select {
 	case <-j.done:
 	case <-j.ctx.Done():
-		running := j.state.Load() == jobRunning
-		if running && j.grace > 0 && parent.Err() != nil && j.settled() {
-			break
-		}
-		if j.abandon() {
-			j.cancel()
-			j.d = time.Since(j.begin)
-			j.err = j.abandonedErr(parent, running)
+		if j.abandoned(parent) {
 			return false
 		}
-		<-j.done
 	}
 	j.err = j.result
 	return true
+}
+
+// abandoned abandons the job, whose context ended, and reports true;
+// unless its running hook returns within the job's grace (when the
+// caller's context ended) or won the race, which it waits for.
+func (j *job) abandoned(parent context.Context) bool {
+	running := j.state.Load() == jobRunning
+	if running && j.grace > 0 && parent.Err() != nil && j.settled() {
+		return false
+	}
+	if j.abandon() {
+		j.cancel()
+		j.d = time.Since(j.begin)
+		j.err = j.abandonedErr(parent, running)
+		return true
+	}
+	<-j.done
+	return false
 }
 
 // abandonedErr is the error of a job abandoned when its context ended:

@@ -78,21 +78,26 @@ func (s *Stack) Restore(ctx context.Context, snap Snapshot) error {
 		if err == nil {
 			continue
 		}
-		// Put back the layers already restored, and the failing one too
-		// if it timed out (its Restore may still land; the rollback waits
-		// for it). The rollback runs even when ctx is what failed, each
-		// step bounded by its timeout.
-		undo := ids[:i]
-		if errors.Is(err, ErrTimeout) {
-			undo = ids[:i+1]
-		}
-		rctx := context.WithoutCancel(ctx)
-		for _, done := range undo {
-			_ = s.restoreLayer(rctx, done, before.Layers[done])
-		}
+		s.rollback(ctx, ids, i, err, before)
 		return fmt.Errorf("%w: %w", ErrSnapshot, err)
 	}
 	return nil
+}
+
+// rollback puts back, to their state in before, the layers of ids that
+// Restore restored before ids[failed] failed with err, and the failing
+// one too if it timed out (its Restore may still land; the rollback
+// waits for it). The rollback runs even when ctx is what failed, each
+// step bounded by its timeout.
+func (s *Stack) rollback(ctx context.Context, ids []string, failed int, err error, before Snapshot) {
+	undo := ids[:failed]
+	if errors.Is(err, ErrTimeout) {
+		undo = ids[:failed+1]
+	}
+	rctx := context.WithoutCancel(ctx)
+	for _, done := range undo {
+		_ = s.restoreLayer(rctx, done, before.Layers[done])
+	}
 }
 
 // restorable checks that every layer ids names is an enabled layer of

@@ -41,14 +41,19 @@ func (s Spec) Validate() error {
 	if s.Timeout < 0 {
 		return fmt.Errorf("layer %s: Timeout is %v, want >= 0: %w", s.ID, s.Timeout, ErrInvalidSpec)
 	}
-	b := s.Budget
+	return s.Budget.check(s.ID)
+}
+
+// check reports whether the budget of layer id has no negative bound and
+// Min <= Max (when Max is set).
+func (b Budget) check(id string) error {
 	switch {
 	case b.Min < 0:
-		return fmt.Errorf("layer %s: budget Min is %d, want >= 0: %w", s.ID, b.Min, ErrInvalidSpec)
+		return fmt.Errorf("layer %s: budget Min is %d, want >= 0: %w", id, b.Min, ErrInvalidSpec)
 	case b.Max < 0:
-		return fmt.Errorf("layer %s: budget Max is %d, want >= 0 (0 or layer.Unbounded for no cap): %w", s.ID, b.Max, ErrInvalidSpec)
+		return fmt.Errorf("layer %s: budget Max is %d, want >= 0 (0 or layer.Unbounded for no cap): %w", id, b.Max, ErrInvalidSpec)
 	case b.Max != 0 && b.Min > b.Max:
-		return fmt.Errorf("layer %s: budget Min %d exceeds Max %d: %w", s.ID, b.Min, b.Max, ErrInvalidSpec)
+		return fmt.Errorf("layer %s: budget Min %d exceeds Max %d: %w", id, b.Min, b.Max, ErrInvalidSpec)
 	}
 	return nil
 }

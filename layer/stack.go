@@ -391,24 +391,39 @@ func (s *Stack) Spawn(ctx context.Context, childEnv Env, extra ...Layer) (*Stack
 	cfg := s.cfg
 	cfg.Env, cfg.Layers = childEnv, nil
 	child := &Stack{cfg: cfg, env: childEnv, log: childEnv.Logger, byID: make(map[string]*entry), inited: true}
-	for _, e := range s.reg {
-		if e.disabled {
-			continue
-		}
-		if cl, ok := s.deriveLayer(ctx, e, childEnv); ok {
-			child.add(e.childEntry(cl))
-		}
-	}
-	for _, e := range extras {
-		if err := child.initEntry(ctx, e, childEnv); err != nil {
-			_ = child.closeEntries(context.WithoutCancel(ctx), child.reg)
-			return nil, fmt.Errorf("layer: spawn: %w", err)
-		}
-		child.add(e)
+	s.deriveInto(ctx, child, childEnv)
+	if err := child.addExtras(ctx, extras, childEnv); err != nil {
+		return nil, err
 	}
 	child.order()
 	child.buildTools()
 	return child, nil
+}
+
+// deriveInto adds to child, whose env is env, what each enabled layer of
+// s derives for it (see deriveLayer).
+func (s *Stack) deriveInto(ctx context.Context, child *Stack, env Env) {
+	for _, e := range s.reg {
+		if e.disabled {
+			continue
+		}
+		if cl, ok := s.deriveLayer(ctx, e, env); ok {
+			child.add(e.childEntry(cl))
+		}
+	}
+}
+
+// addExtras initialises the extra layers of a child stack s, whose env
+// is env, and adds them. A failure closes the child's layers.
+func (s *Stack) addExtras(ctx context.Context, extras []*entry, env Env) error {
+	for _, e := range extras {
+		if err := s.initEntry(ctx, e, env); err != nil {
+			_ = s.closeEntries(context.WithoutCancel(ctx), s.reg)
+			return fmt.Errorf("layer: spawn: %w", err)
+		}
+		s.add(e)
+	}
+	return nil
 }
 
 // inheritEnv fills in the zero fields of a child's env from the parent's:
@@ -509,15 +524,8 @@ func (s *Stack) Return(ctx context.Context, child *Stack) error {
 	}
 	var errs []error
 	for _, e := range s.entries {
-		if e.disabled {
-			continue
-		}
-		r, ok := As[Returner](e.live)
+		r, ce, ok := e.returnTo(child)
 		if !ok {
-			continue
-		}
-		ce, ok := child.byID[e.spec.ID]
-		if !ok || ce.shared || ce.live == nil {
 			continue
 		}
 		if err := s.call(ctx, e, hookReturn, func(ctx context.Context) error { return r.OnReturn(ctx, ce.live) }); err != nil {
@@ -525,6 +533,23 @@ func (s *Stack) Return(ctx context.Context, child *Stack) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// returnTo returns the Returner the parent's entry e holds and its
+// counterpart in child; ok is false when e is disabled or not a
+// Returner, or child has no live layer of its own for it.
+func (e *entry) returnTo(child *Stack) (r Returner, ce *entry, ok bool) {
+	if e.disabled {
+		return nil, nil, false
+	}
+	if r, ok = As[Returner](e.live); !ok {
+		return nil, nil, false
+	}
+	ce, ok = child.byID[e.spec.ID]
+	if !ok || ce.shared || ce.live == nil {
+		return nil, nil, false
+	}
+	return r, ce, true
 }
 
 // Close closes every initialised layer in reverse registration order. It
@@ -560,12 +585,8 @@ func (s *Stack) closeEntries(ctx context.Context, es []*entry) error {
 		if e.disabled || e.live == nil || e.shared {
 			continue
 		}
-		var fn func(context.Context) error
-		if c, ok := As[Closer](e.live); ok {
-			fn = c.Close
-		} else if c, ok := As[io.Closer](e.live); ok {
-			fn = func(context.Context) error { return c.Close() }
-		} else {
+		fn := closerOf(e.live)
+		if fn == nil {
 			continue
 		}
 		if err := s.call(ctx, e, hookClose, fn); err != nil {
@@ -573,6 +594,18 @@ func (s *Stack) closeEntries(ctx context.Context, es []*entry) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// closerOf returns l's Close, as a Closer or an io.Closer; nil when l
+// has none.
+func closerOf(l Layer) func(context.Context) error {
+	if c, ok := As[Closer](l); ok {
+		return c.Close
+	}
+	if c, ok := As[io.Closer](l); ok {
+		return func(context.Context) error { return c.Close() }
+	}
+	return nil
 }
 
 func (s *Stack) report(ctx context.Context, id, hook string, d time.Duration, err error) {

@@ -66,16 +66,7 @@ func Allocate(r Request) (Allocation, error) {
 	a := Allocation{Layers: make(map[string]int, len(r.Layers)), Available: avail}
 	sums := sumBudgets(r.Layers)
 	for _, s := range r.Layers {
-		switch {
-		case avail == layer.Unbounded && capped(s.Budget):
-			a.Layers[s.ID] = s.Budget.Max
-		case avail == layer.Unbounded:
-			a.Layers[s.ID] = layer.Unbounded
-		case sums.min > avail:
-			a.Layers[s.ID] = mulDiv(s.Budget.Min, avail, sums.min)
-		default:
-			a.Layers[s.ID] = 0
-		}
+		a.Layers[s.ID] = unshared(s.Budget, avail, sums)
 	}
 	switch {
 	case len(r.Layers) == 0, avail == layer.Unbounded:
@@ -84,6 +75,22 @@ func Allocate(r Request) (Allocation, error) {
 		a.share(r.Layers, sums, avail-sums.min)
 	}
 	return a, nil
+}
+
+// unshared returns what Allocate gives a layer of budget b before any
+// sharing: with an unbounded window, its Max when capped, else
+// layer.Unbounded; when the Mins do not fit, its Min scaled down to fit;
+// else nothing yet.
+func unshared(b layer.Budget, avail int, sums budgetSums) int {
+	switch {
+	case avail == layer.Unbounded && capped(b):
+		return b.Max
+	case avail == layer.Unbounded:
+		return layer.Unbounded
+	case sums.min > avail:
+		return mulDiv(b.Min, avail, sums.min)
+	}
+	return 0
 }
 
 // budgetSums are the sums of the layers' budgets Allocate needs: their
@@ -166,9 +173,15 @@ func validate(r Request) error {
 			return fmt.Errorf("%w: %s is %d, want >= 0", ErrInvalidBudget, f.name, f.v)
 		}
 	}
-	seen := make(map[string]bool, len(r.Layers))
+	return validateLayers(r.Layers)
+}
+
+// validateLayers checks the layers of a Request: valid specs, no ID
+// twice, and budgets that add up to no more than layer.Unbounded.
+func validateLayers(layers []layer.Spec) error {
+	seen := make(map[string]bool, len(layers))
 	sum := 0 // of each layer's Max, or Min when it has no cap
-	for i, s := range r.Layers {
+	for i, s := range layers {
 		if err := s.Validate(); err != nil {
 			return fmt.Errorf("%w: Layers[%d]: %w", ErrInvalidBudget, i, err)
 		}

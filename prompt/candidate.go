@@ -20,6 +20,17 @@ func OrderedTime(seq int64, t, now time.Time, records iter.Seq2[int64, time.Time
 	if future {
 		t = now
 	}
+	floor, t := orderBounds(seq, t, now, future, records)
+	if floor.After(t) {
+		t = floor
+	}
+	return t
+}
+
+// orderBounds reads the records not after now for OrderedTime: it
+// returns the latest time of those written before seq, and t lowered,
+// when future, to the earliest time of those written after it.
+func orderBounds(seq int64, t, now time.Time, future bool, records iter.Seq2[int64, time.Time]) (time.Time, time.Time) {
 	var floor time.Time
 	for oseq, ot := range records {
 		if ot.After(now) {
@@ -32,8 +43,5 @@ func OrderedTime(seq int64, t, now time.Time, records iter.Seq2[int64, time.Time
 			t = ot
 		}
 	}
-	if floor.After(t) {
-		t = floor
-	}
-	return t
+	return floor, t
 }

@@ -97,24 +97,32 @@ func New(cfg Config) (c *Compiler, err error) {
 		}
 		return c, nil
 	}
+	if c.tpl, err = parseTemplate(cfg); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// parseTemplate checks and parses cfg's template, and registers cfg's
+// partials and helpers on it.
+func parseTemplate(cfg Config) (tpl *raymond.Template, err error) {
 	if err := checkDepthBounds(cfg); err != nil {
 		return nil, err
 	}
-	tpl, err := raymond.Parse(cfg.Template)
+	tpl, err = raymond.Parse(cfg.Template)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrTemplate, err)
 	}
 	// raymond panics on a duplicate or malformed helper or partial.
 	defer func() {
 		if r := recover(); r != nil {
-			c, err = nil, fmt.Errorf("%w: %v", ErrTemplate, r)
+			tpl, err = nil, fmt.Errorf("%w: %v", ErrTemplate, r)
 		}
 	}()
 	if err := register(tpl, cfg); err != nil {
 		return nil, err
 	}
-	c.tpl = tpl
-	return c, nil
+	return tpl, nil
 }
 
 // checkDepthBounds refuses a template or partial whose blocks may nest

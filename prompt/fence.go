@@ -179,13 +179,20 @@ func (base *guards) newTags(news [][2]string, recalled []layer.Recalled) (_ [][2
 	}
 	claims = len(news)
 	for _, r := range recalled {
-		for _, it := range r.Items {
-			if tag, _, ok := fenceTag(it.Text); ok && base.findTag(tag) < 0 && !fencedBy(news[claims:], tag) {
-				news = append(news, [2]string{tag, r.ID})
-			}
-		}
+		news = base.newItemTags(news, claims, r)
 	}
 	return news, claims
+}
+
+// newItemTags is newTags of the fenced items of r: it appends to news the
+// tags base does not know and no earlier item took (those after claims).
+func (base *guards) newItemTags(news [][2]string, claims int, r layer.Recalled) [][2]string {
+	for _, it := range r.Items {
+		if tag, _, ok := fenceTag(it.Text); ok && base.findTag(tag) < 0 && !fencedBy(news[claims:], tag) {
+			news = append(news, [2]string{tag, r.ID})
+		}
+	}
+	return news
 }
 
 // stepKey hashes a step's new tags (newTags) for the cache of forStep.

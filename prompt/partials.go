@@ -18,20 +18,14 @@ import (
 // partial could include one of ours). source and partials have already
 // been parsed once.
 func checkPartials(source string, partials map[string]string) error {
-	refs := make(map[string][]partialRef, len(partials)+1)
-	own := make(map[string]int, len(partials))
-	for _, name := range slices.Sorted(maps.Keys(partials)) {
-		r, d, err := partialRefs(partials[name], partials)
-		if err != nil {
-			return fmt.Errorf("partial %q: %w", name, err)
-		}
-		refs[name], own[name] = r, d
+	g, err := newPartialGraph(partials)
+	if err != nil {
+		return err
 	}
 	top, topNest, err := partialRefs(source, partials)
 	if err != nil {
 		return err
 	}
-	g := partialGraph{refs: refs, own: own, depth: make(map[string]int, len(partials)), nest: make(map[string]int, len(partials))}
 	for _, name := range slices.Sorted(maps.Keys(partials)) {
 		if _, err := g.visit(name, nil); err != nil {
 			return err
@@ -46,6 +40,21 @@ func checkPartials(source string, partials map[string]string) error {
 		return fmt.Errorf("blocks nest %d deep, more than %d (MaxBlockDepth)", topNest, MaxBlockDepth)
 	}
 	return nil
+}
+
+// newPartialGraph parses what each partial includes, in name order, into
+// a graph not yet explored.
+func newPartialGraph(partials map[string]string) (partialGraph, error) {
+	refs := make(map[string][]partialRef, len(partials)+1)
+	own := make(map[string]int, len(partials))
+	for _, name := range slices.Sorted(maps.Keys(partials)) {
+		r, d, err := partialRefs(partials[name], partials)
+		if err != nil {
+			return partialGraph{}, fmt.Errorf("partial %q: %w", name, err)
+		}
+		refs[name], own[name] = r, d
+	}
+	return partialGraph{refs: refs, own: own, depth: make(map[string]int, len(partials)), nest: make(map[string]int, len(partials))}, nil
 }
 
 // partialGraph is the graph of partials that checkPartials explores.

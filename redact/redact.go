@@ -195,14 +195,22 @@ func (r *rules) textIn(text string, keep []string, idValue bool) []span {
 		if idValue && contextual(k) {
 			continue
 		}
-		for _, m := range r.find(k, text) {
-			f := Finding{Kind: k, Start: m[0], End: m[1]}
-			if !overlaps(found, f) && !kept(protected, f) && !labelledID(text, f) {
-				found = append(found, span{f, r.mask(k, text[f.Start:f.End])})
-			}
-		}
+		found = r.appendFound(found, k, text, protected)
 	}
 	slices.SortFunc(found, func(a, b span) int { return a.Start - b.Start })
+	return found
+}
+
+// appendFound appends to found the spans of kind k in text that overlap
+// no span found already, are not protected, and are not an identifier's
+// labelled value.
+func (r *rules) appendFound(found []span, k Kind, text string, protected [][2]int) []span {
+	for _, m := range r.find(k, text) {
+		f := Finding{Kind: k, Start: m[0], End: m[1]}
+		if !overlaps(found, f) && !kept(protected, f) && !labelledID(text, f) {
+			found = append(found, span{f, r.mask(k, text[f.Start:f.End])})
+		}
+	}
 	return found
 }
 
@@ -619,11 +627,14 @@ func isDate(g []string) bool {
 	if len(g) != 3 {
 		return false
 	}
-	day := func(s string) bool { return dateField(s, 31) }
-	month := func(s string) bool { return dateField(s, 12) }
 	year := len(g[2]) == 4 || len(g[2]) == 2
-	return year && (day(g[0]) && month(g[1]) || month(g[0]) && day(g[1])) ||
-		len(g[0]) == 4 && month(g[1]) && day(g[2])
+	return year && dayMonth(g[0], g[1]) || len(g[0]) == 4 && dateField(g[1], 12) && dateField(g[2], 31)
+}
+
+// dayMonth reports whether a and b are a day and a month, in either
+// order.
+func dayMonth(a, b string) bool {
+	return dateField(a, 31) && dateField(b, 12) || dateField(a, 12) && dateField(b, 31)
 }
 
 // dateField reports whether s is a day or month: one or two digits from
@@ -779,6 +790,18 @@ func ibanStarts(text string, s int) bool {
 // letters and digits, a single space allowed between them), or 0 when it
 // is cut short, runs on into a word or fails the mod-97 check.
 func ibanEnd(text string, s, n int) int {
+	c, i := ibanChars(text, s, n)
+	if len(c) < n || i < len(text) && isWordByte(text[i]) || !mod97(string(c)) {
+		return 0
+	}
+	return i
+}
+
+// ibanChars reads up to n letters and digits from text[s], a single
+// space allowed between them, and returns them and where it stopped. A
+// space that does not stand between two of them cuts it short: nothing
+// is returned.
+func ibanChars(text string, s, n int) ([]byte, int) {
 	c := make([]byte, 0, n)
 	i := s
 	for ; i < len(text) && len(c) < n; i++ {
@@ -786,13 +809,10 @@ func ibanEnd(text string, s, n int) int {
 		case byteClass[ch]&(clDigit|clUpper) != 0:
 			c = append(c, ch)
 		case ch != ' ' || i+1 == len(text) || text[i+1] == ' ':
-			return 0 // cut short
+			return nil, i // cut short
 		}
 	}
-	if len(c) < n || i < len(text) && isWordByte(text[i]) || !mod97(string(c)) {
-		return 0
-	}
-	return i
+	return c, i
 }
 
 // mod97 reports whether the IBAN c (no spaces) passes the mod-97 check.

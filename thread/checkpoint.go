@@ -70,18 +70,9 @@ func decodeLegacy(data []byte) (*Checkpoint, error) {
 		return nil, fmt.Errorf("version %d, this build reads up to %d", c.Version, Version)
 	}
 	if c.Version < 3 {
-		var old struct {
-			Messages []legacyMessage `json:"messages"`
-		}
-		if err := json.Unmarshal(data, &old); err != nil {
-			return nil, fmt.Errorf("malformed: %w", err)
-		}
-		c.Messages = make([]Message, len(old.Messages))
-		for i, m := range old.Messages {
-			var err error
-			if c.Messages[i], err = m.migrate(); err != nil {
-				return nil, fmt.Errorf("version %d, message %d: %w", c.Version, i, err)
-			}
+		var err error
+		if c.Messages, err = decodeLegacyMessages(data, c.Version); err != nil {
+			return nil, err
 		}
 	}
 	if c.Version == 1 {
@@ -90,6 +81,25 @@ func decodeLegacy(data []byte) (*Checkpoint, error) {
 	c.Version = Version
 	c.Compacted = min(max(c.Compacted, 0), len(c.Messages))
 	return &c, nil
+}
+
+// decodeLegacyMessages decodes the messages of a checkpoint of version 1
+// or 2 into the current form.
+func decodeLegacyMessages(data []byte, version int) ([]Message, error) {
+	var old struct {
+		Messages []legacyMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(data, &old); err != nil {
+		return nil, fmt.Errorf("malformed: %w", err)
+	}
+	msgs := make([]Message, len(old.Messages))
+	for i, m := range old.Messages {
+		var err error
+		if msgs[i], err = m.migrate(); err != nil {
+			return nil, fmt.Errorf("version %d, message %d: %w", version, i, err)
+		}
+	}
+	return msgs, nil
 }
 
 // legacyCompacted is the compaction watermark of a version-1 checkpoint:

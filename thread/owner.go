@@ -81,6 +81,12 @@ func ClaimOwner(ctx context.Context, st storage.Store, threadID, resourceID stri
 	default:
 		return fmt.Errorf("thread %s: %w", storage.Quote(threadID), ErrOtherOwner)
 	}
+	return recordOwner(ctx, st, threadID, resourceID)
+}
+
+// recordOwner records resourceID as the owner of a thread that has none.
+// When another writer records one first, it must be resourceID.
+func recordOwner(ctx context.Context, st storage.Store, threadID, resourceID string) error {
 	data, err := json.Marshal(ownerRecord{ResourceID: resourceID})
 	if err != nil {
 		return err
@@ -88,7 +94,8 @@ func ClaimOwner(ctx context.Context, st storage.Store, threadID, resourceID stri
 	_, err = st.Put(ctx, storage.ThreadKey(threadID, OwnerName), data, storage.NoVersion)
 	if errors.Is(err, storage.ErrConflict) {
 		// Another writer recorded an owner first: it must be the same.
-		if owner, err = ReadOwner(ctx, st, threadID); err == nil && owner != resourceID {
+		owner, err := ReadOwner(ctx, st, threadID)
+		if err == nil && owner != resourceID {
 			return fmt.Errorf("thread %s: %w", storage.Quote(threadID), ErrOtherOwner)
 		}
 		return err

@@ -127,8 +127,7 @@ func keptList(segs []segRef) string {
 		if len(b) > 0 {
 			b = append(b, ' ')
 		}
-		digits, nonce, _ := strings.Cut(strings.TrimPrefix(s.Name, segPrefix), ".")
-		if n, err := strconv.Atoi(digits); err == nil && n == s.First && nonce != "" && (len(digits) == 10 || len(digits) > 10 && digits[0] != '0') {
+		if nonce, ok := s.shortNonce(); ok {
 			b = append(strconv.AppendInt(b, int64(s.First), 10), '.')
 			b = append(b, nonce...)
 		} else {
@@ -136,6 +135,16 @@ func keptList(segs []segRef) string {
 		}
 	}
 	return string(b)
+}
+
+// shortNonce returns the nonce of a segment whose name is the one this
+// package writes for its first message (segPrefix, the index zero-padded
+// to ten digits, '.', the nonce), which keptList then shortens to
+// "<first>.<nonce>"; ok is false for any other name.
+func (s segRef) shortNonce() (nonce string, ok bool) {
+	digits, nonce, _ := strings.Cut(strings.TrimPrefix(s.Name, segPrefix), ".")
+	n, err := strconv.Atoi(digits)
+	return nonce, err == nil && n == s.First && nonce != "" && (len(digits) == 10 || len(digits) > 10 && digits[0] != '0')
 }
 
 // elide returns m with its text, arguments and results over ElideAbove
@@ -148,27 +157,46 @@ func (m Message) elide() (Message, bool) {
 	if len(m.Text) > ElideAbove && m.TextElided == nil {
 		m.TextElided, m.Text, changed = elided(m.Text), truncate(m.Text, elidedPreview)+"…", true
 	}
-	if len(m.ToolCalls) > 0 {
-		calls := make([]ToolCall, len(m.ToolCalls))
-		for i, c := range m.ToolCalls {
-			if len(c.Arguments) > ElideAbove && c.Elided == nil {
-				c.Elided, c.Arguments, changed = elided(c.Arguments), `{"_elided":"`+strconv.Itoa(len(c.Arguments))+` bytes"}`, true
-			}
-			calls[i] = c
-		}
-		m.ToolCalls = calls
+	var calls, results bool
+	m.ToolCalls, calls = elideEach(m.ToolCalls, (*ToolCall).elide)
+	m.ToolResults, results = elideEach(m.ToolResults, (*ToolResult).elide)
+	return m, changed || calls || results
+}
+
+// elideEach returns a copy of in with elide applied to each element, and
+// whether it cut any. An empty in is returned as it is.
+func elideEach[T any](in []T, elide func(*T) bool) ([]T, bool) {
+	if len(in) == 0 {
+		return in, false
 	}
-	if len(m.ToolResults) > 0 {
-		results := make([]ToolResult, len(m.ToolResults))
-		for i, r := range m.ToolResults {
-			if len(r.Content) > ElideAbove && r.Elided == nil {
-				r.Elided, r.Content, changed = elided(r.Content), truncate(r.Content, elidedPreview)+"…", true
-			}
-			results[i] = r
+	changed := false
+	out := slices.Clone(in)
+	for i := range out {
+		if elide(&out[i]) {
+			changed = true
 		}
-		m.ToolResults = results
 	}
-	return m, changed
+	return out, changed
+}
+
+// elide cuts the call's arguments when over ElideAbove, and reports
+// whether it did.
+func (c *ToolCall) elide() bool {
+	if len(c.Arguments) <= ElideAbove || c.Elided != nil {
+		return false
+	}
+	c.Elided, c.Arguments = elided(c.Arguments), `{"_elided":"`+strconv.Itoa(len(c.Arguments))+` bytes"}`
+	return true
+}
+
+// elide cuts the result's content when over ElideAbove, and reports
+// whether it did.
+func (r *ToolResult) elide() bool {
+	if len(r.Content) <= ElideAbove || r.Elided != nil {
+		return false
+	}
+	r.Elided, r.Content = elided(r.Content), truncate(r.Content, elidedPreview)+"…"
+	return true
 }
 
 // elideSegments rewrites the named segments of the thread whose messages
@@ -184,32 +212,34 @@ func (m Message) elide() (Message, bool) {
 // may show the model stubs where compaction would have shown
 // references). A segment that runs past covers is left whole.
 func (w *Writer) elideSegments(ctx context.Context, names []string, covers int) {
-	store := w.store
 	for _, name := range names {
-		key := storage.ThreadKey(w.threadID, name)
-		it, err := store.Get(ctx, key)
-		if err != nil {
-			continue
+		w.elideSegment(ctx, name, covers)
+	}
+}
+
+// elideSegment is elideSegments of one segment.
+func (w *Writer) elideSegment(ctx context.Context, name string, covers int) {
+	key := storage.ThreadKey(w.threadID, name)
+	it, err := w.store.Get(ctx, key)
+	if err != nil {
+		return
+	}
+	var s segmentRecord
+	if err := json.Unmarshal(it.Value, &s); err != nil || s.First+len(s.Messages) > covers {
+		return
+	}
+	changed := false
+	for i, m := range s.Messages {
+		var c bool
+		if s.Messages[i], c = m.elide(); c {
+			changed = true
 		}
-		var s segmentRecord
-		if err := json.Unmarshal(it.Value, &s); err != nil || s.First+len(s.Messages) > covers {
-			continue
-		}
-		changed := false
-		for i, m := range s.Messages {
-			var c bool
-			if s.Messages[i], c = m.elide(); c {
-				changed = true
-			}
-		}
-		if !changed {
-			continue
-		}
-		data, err := encode(s)
-		if err != nil {
-			continue
-		}
-		_, _ = store.Put(ctx, key, data, it.Version)
+	}
+	if !changed {
+		return
+	}
+	if data, err := encode(s); err == nil {
+		_, _ = w.store.Put(ctx, key, data, it.Version)
 	}
 }
 
@@ -227,19 +257,9 @@ func (w *Writer) elideSegments(ctx context.Context, names []string, covers int) 
 func (w *Writer) retain(ctx context.Context, cutoff, covers, retained int, segs []segRef, kept string, list bool, drop []string) (int, []segRef, string, []string, []string, error) {
 	var covered, window, elide []segRef
 	if list {
-		prefix := storage.ThreadPrefix(w.threadID)
-		keys, err := w.store.List(ctx, prefix+segPrefix)
-		if err != nil {
+		var err error
+		if elide, err = w.listCovered(ctx, covers, segs); err != nil {
 			return retained, segs, kept, drop, nil, err
-		}
-		for _, k := range keys {
-			name, err := storage.Unescape(strings.TrimPrefix(k, prefix))
-			if err != nil {
-				continue
-			}
-			if first, ok := segFirst(name); ok && first < covers && !slices.ContainsFunc(segs, func(s segRef) bool { return s.Name == name }) {
-				elide = append(elide, segRef{Name: name, First: first, big: true})
-			}
 		}
 		kept = ""
 	}
@@ -251,12 +271,7 @@ func (w *Writer) retain(ctx context.Context, cutoff, covers, retained int, segs 
 		}
 	}
 	covered = append(keptRefs(kept), elide...)
-	point := retained
-	for _, s := range covered {
-		if s.First <= cutoff {
-			point = max(point, s.First)
-		}
-	}
+	point := retentionPoint(covered, retained, cutoff)
 	var keep []segRef
 	for _, s := range covered {
 		if s.First < point {
@@ -272,6 +287,40 @@ func (w *Writer) retain(ctx context.Context, cutoff, covers, retained int, segs 
 		}
 	}
 	return point, window, keptList(keep), drop, rewrite, nil
+}
+
+// listCovered lists from the store the segments that hold messages
+// before covers, other than segs, for retain to elide.
+func (w *Writer) listCovered(ctx context.Context, covers int, segs []segRef) ([]segRef, error) {
+	prefix := storage.ThreadPrefix(w.threadID)
+	keys, err := w.store.List(ctx, prefix+segPrefix)
+	if err != nil {
+		return nil, err
+	}
+	var out []segRef
+	for _, k := range keys {
+		name, err := storage.Unescape(strings.TrimPrefix(k, prefix))
+		if err != nil {
+			continue
+		}
+		if first, ok := segFirst(name); ok && first < covers && !slices.ContainsFunc(segs, func(s segRef) bool { return s.Name == name }) {
+			out = append(out, segRef{Name: name, First: first, big: true})
+		}
+	}
+	return out, nil
+}
+
+// retentionPoint returns the new retention point: the first message of
+// the last covered segment that starts at or before cutoff, never
+// before retained.
+func retentionPoint(covered []segRef, retained, cutoff int) int {
+	point := retained
+	for _, s := range covered {
+		if s.First <= cutoff {
+			point = max(point, s.First)
+		}
+	}
+	return point
 }
 
 // truncate cuts s to at most n bytes at a rune boundary.

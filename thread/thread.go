@@ -188,20 +188,27 @@ func load(ctx context.Context, store storage.Store, threadID string, full bool) 
 	}
 	r := reader{ctx: ctx, store: store, threadID: threadID}
 	l := &Loaded{version: it.Version, head: h, Precompacted: h.Precompacted, Checkpoint: h.checkpoint()}
-	if err := r.layers(l); err != nil {
-		return nil, err
-	}
-	if err := r.summary(l); err != nil {
-		return nil, err
-	}
-	from := max(h.Covers, h.Retained)
-	if full {
-		from = h.Retained
-	}
-	if err := r.messages(l, from); err != nil {
+	if err := r.records(l, full); err != nil {
 		return nil, err
 	}
 	return l, nil
+}
+
+// records reads the records l's head names: the layer snapshots, the
+// summary and the messages (with full, every retained one; else those
+// the summary does not cover).
+func (r reader) records(l *Loaded, full bool) error {
+	if err := r.layers(l); err != nil {
+		return err
+	}
+	if err := r.summary(l); err != nil {
+		return err
+	}
+	from := max(l.head.Covers, l.head.Retained)
+	if full {
+		from = l.head.Retained
+	}
+	return r.messages(l, from)
 }
 
 // probeVersion returns the version a head of any version records.

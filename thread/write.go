@@ -164,26 +164,36 @@ func (w *Writer) Write(ctx context.Context, s Step) error {
 	if err := op.head(h, s.ReadBack); err != nil {
 		return err
 	}
+	w.rememberLayers(layers, s.Snapshot)
+	w.saved = h.Messages
+	w.segs, w.kept, w.listSegs = segs, kept, list
+	op.deleteReplaced()
+	w.elideSegments(ctx, op.elide, h.Covers)
+	return nil
+}
+
+// rememberLayers records the snapshots of the layers the head written
+// names, to tell next time which changed.
+func (w *Writer) rememberLayers(layers map[string]string, snap layer.Snapshot) {
 	for id := range layers {
-		if raw := s.Snapshot.Layers[id]; len(raw) > 0 {
+		if raw := snap.Layers[id]; len(raw) > 0 {
 			w.layers[id] = raw
 		} else {
 			w.layers[id] = []byte("null")
 		}
 	}
-	w.saved = h.Messages
-	w.segs, w.kept, w.listSegs = segs, kept, list
-	// Records the head no longer names (deleted with it by a batch). A
-	// run that read the old head and reads one of them now finds it gone
-	// and reads the head again.
-	for _, name := range op.replaced {
-		if op.batcher != nil {
-			break
-		}
-		_ = w.store.Delete(ctx, storage.ThreadKey(w.threadID, name), storage.AnyVersion)
+}
+
+// deleteReplaced deletes the records the head no longer names (a batch
+// deleted them with it). A run that read the old head and reads one of
+// them now finds it gone and reads the head again.
+func (op *write) deleteReplaced() {
+	if op.batcher != nil {
+		return
 	}
-	w.elideSegments(ctx, op.elide, h.Covers)
-	return nil
+	for _, name := range op.replaced {
+		_ = op.w.store.Delete(op.ctx, storage.ThreadKey(op.w.threadID, name), storage.AnyVersion)
+	}
 }
 
 // segment writes msgs as a new segment after the one named prev.
@@ -349,23 +359,33 @@ func (w *Writer) headLanded(ctx context.Context, h headRecord, data []byte, prev
 		return headUnknown, 0
 	}
 	// Heads are written with compare-and-swap, so a head written after
-	// h descends from it: walk back from its tail to h's first message.
+	// h descends from it.
+	if w.reaches(rctx, cur.Tail, h.Tail) {
+		return headOverwritten, 0
+	}
+	return headUnknown, 0
+}
+
+// reaches reports whether walking back the segments from tail, down to
+// the first message not yet saved, finds the segment named target. A
+// segment that cannot be read ends the walk.
+func (w *Writer) reaches(ctx context.Context, tail, target string) bool {
 	first := w.saved
-	for name := cur.Tail; name != "" && validName(name); {
-		if name == h.Tail {
-			return headOverwritten, 0
+	for name := tail; name != "" && validName(name); {
+		if name == target {
+			return true
 		}
-		it, err := w.store.Get(rctx, storage.ThreadKey(w.threadID, name))
+		it, err := w.store.Get(ctx, storage.ThreadKey(w.threadID, name))
 		if err != nil {
-			return headUnknown, 0
+			return false
 		}
 		var seg segmentRecord
 		if json.Unmarshal(it.Value, &seg) != nil || seg.First < first {
-			return headUnknown, 0
+			return false
 		}
 		name = seg.Prev
 	}
-	return headUnknown, 0
+	return false
 }
 
 // recordName returns a new record name: prefix, the part, and a random

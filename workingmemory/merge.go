@@ -63,21 +63,22 @@ func (m merger) mergeState(st any, update *jsonx.Object) (any, error) {
 // list, the reserved write log key, a forbidden key, or (by default) a
 // null.
 func (m merger) skip(e jsonx.Member) bool {
-	return e.Key == DeleteKey || e.Key == writesKey || forbidden(e.Key) || e.Value == nil && !m.nullReplaces
+	return reserved(e.Key) || e.Value == nil && !m.nullReplaces
+}
+
+// reserved reports whether key is never kept in a state: a forbidden
+// key, DeleteKey or the write log's key.
+func reserved(key string) bool {
+	return forbidden(key) || key == DeleteKey || key == writesKey
 }
 
 // mergeObject returns dst (nil means {}) with src merged in: src's
 // DeleteKey paths removed first, then every other member of src merged.
 // Both are sorted, so this is one merge-join.
 func (m merger) mergeObject(dst, src *jsonx.Object) (*jsonx.Object, error) {
-	if del, ok := src.Get(DeleteKey); ok {
-		paths, err := parseDeletes(del)
-		if err != nil {
-			return nil, err
-		}
-		if dst != nil {
-			dst = deleteFrom(dst, paths).(*jsonx.Object)
-		}
+	dst, err := applyDeletes(dst, src)
+	if err != nil {
+		return nil, err
 	}
 	var d []jsonx.Member
 	if dst != nil {
@@ -92,29 +93,51 @@ func (m merger) mergeObject(dst, src *jsonx.Object) (*jsonx.Object, error) {
 			out = append(out, d[i])
 			i++
 		case i == len(d) || s[j].Key < d[i].Key:
-			if !m.skip(s[j]) {
-				v, err := m.mergeValue(nil, s[j].Value)
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, jsonx.Member{Key: s[j].Key, Value: v})
-			}
+			out, err = m.appendMerged(out, nil, s[j])
 			j++
 		default: // same key
-			if m.skip(s[j]) {
-				out = append(out, d[i])
-			} else {
-				v, err := m.mergeValue(d[i].Value, s[j].Value)
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, jsonx.Member{Key: d[i].Key, Value: v})
-			}
+			out, err = m.appendMerged(out, &d[i], s[j])
 			i++
 			j++
 		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	return &jsonx.Object{Members: out}, nil
+}
+
+// applyDeletes returns dst without the paths src lists under DeleteKey.
+func applyDeletes(dst, src *jsonx.Object) (*jsonx.Object, error) {
+	del, ok := src.Get(DeleteKey)
+	if !ok {
+		return dst, nil
+	}
+	paths, err := parseDeletes(del)
+	if err != nil || dst == nil {
+		return dst, err
+	}
+	return deleteFrom(dst, paths).(*jsonx.Object), nil
+}
+
+// appendMerged appends to out the member src merged into old (nil when
+// the state lacks the key). A skipped member leaves old as it was.
+func (m merger) appendMerged(out []jsonx.Member, old *jsonx.Member, src jsonx.Member) ([]jsonx.Member, error) {
+	if m.skip(src) {
+		if old != nil {
+			out = append(out, *old)
+		}
+		return out, nil
+	}
+	var prev any
+	if old != nil {
+		prev = old.Value
+	}
+	v, err := m.mergeValue(prev, src.Value)
+	if err != nil {
+		return out, err
+	}
+	return append(out, jsonx.Member{Key: src.Key, Value: v}), nil
 }
 
 // mergeValue returns dst with src merged in: an object recursively,
@@ -168,7 +191,7 @@ func cleanArray(t []any) (any, bool) {
 func cleanObject(t *jsonx.Object) (any, bool) {
 	var out []jsonx.Member
 	for i, e := range t.Members {
-		drop := forbidden(e.Key) || e.Key == DeleteKey || e.Key == writesKey
+		drop := reserved(e.Key)
 		c, changed := e.Value, false
 		if !drop {
 			c, changed = cleanValue(e.Value)
@@ -240,47 +263,64 @@ func parsePath(s string) ([]string, error) {
 // paths are ignored, so a retried update deletes idempotently. Indexes of
 // one array all refer to the array before any deletion.
 func deleteFrom(v any, paths [][]string) any {
-	// By key, or by index in canonical form ("0", not "00" or "-0"): what
-	// to drop, and the paths to delete inside what is kept.
-	drop := map[string]bool{}
-	rest := map[string][][]string{}
-	for _, p := range paths {
-		if len(p) == 1 {
-			drop[p[0]] = true
-		} else {
-			rest[p[0]] = append(rest[p[0]], p[1:])
-		}
-	}
 	switch v := v.(type) {
 	case *jsonx.Object:
-		out := make([]jsonx.Member, 0, len(v.Members))
-		for _, e := range v.Members {
-			if drop[e.Key] {
-				continue
-			}
-			if sub, ok := rest[e.Key]; ok {
-				e.Value = deleteFrom(e.Value, sub)
-			}
-			out = append(out, e)
-		}
-		return &jsonx.Object{Members: out}
+		return deleteFromObject(v, splitPaths(paths))
 	case []any:
-		out := make([]any, 0, len(v))
-		var buf [20]byte
-		for i, e := range v {
-			// (A map index of string(bytes) does not allocate.)
-			key := strconv.AppendInt(buf[:0], int64(i), 10)
-			if drop[string(key)] {
-				continue
-			}
-			if sub, ok := rest[string(key)]; ok {
-				e = deleteFrom(e, sub)
-			}
-			out = append(out, e)
-		}
-		return out
+		return deleteFromArray(v, splitPaths(paths))
 	}
 	return v
+}
+
+// deletion is a list of paths to delete from one value, by its first
+// step: the keys or indexes to drop, and the paths to delete inside what
+// is kept. Indexes are in canonical form ("0", not "00" or "-0").
+type deletion struct {
+	drop map[string]bool
+	rest map[string][][]string
+}
+
+func splitPaths(paths [][]string) deletion {
+	d := deletion{drop: map[string]bool{}, rest: map[string][][]string{}}
+	for _, p := range paths {
+		if len(p) == 1 {
+			d.drop[p[0]] = true
+		} else {
+			d.rest[p[0]] = append(d.rest[p[0]], p[1:])
+		}
+	}
+	return d
+}
+
+func deleteFromObject(v *jsonx.Object, d deletion) *jsonx.Object {
+	out := make([]jsonx.Member, 0, len(v.Members))
+	for _, e := range v.Members {
+		if d.drop[e.Key] {
+			continue
+		}
+		if sub, ok := d.rest[e.Key]; ok {
+			e.Value = deleteFrom(e.Value, sub)
+		}
+		out = append(out, e)
+	}
+	return &jsonx.Object{Members: out}
+}
+
+func deleteFromArray(v []any, d deletion) []any {
+	out := make([]any, 0, len(v))
+	var buf [20]byte
+	for i, e := range v {
+		// (A map index of string(bytes) does not allocate.)
+		key := strconv.AppendInt(buf[:0], int64(i), 10)
+		if d.drop[string(key)] {
+			continue
+		}
+		if sub, ok := d.rest[string(key)]; ok {
+			e = deleteFrom(e, sub)
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 func kindOf(v any) string {
@@ -319,30 +359,38 @@ func rebase(base, child, cur any, path []string, conflicts *[]string) any {
 		}
 		return child
 	}
+	return rebaseObject(bo, co, uo, path, conflicts)
+}
+
+// rebaseObject is rebase of three objects, member by member.
+func rebaseObject(bo, co, uo *jsonx.Object, path []string, conflicts *[]string) *jsonx.Object {
 	out := make([]jsonx.Member, 0, len(uo.Members)+len(co.Members))
-	keys := unionKeys(bo, co, uo)
-	for _, k := range keys {
-		b, inB := bo.Get(k)
-		c, inC := co.Get(k)
-		u, inU := uo.Get(k)
-		at := append(path[:len(path):len(path)], k)
-		switch {
-		case inB == inC && equalJSON(b, c): // the child left it alone
-			if inU {
-				out = append(out, jsonx.Member{Key: k, Value: u})
-			}
-		case inB && inC && inU:
-			out = append(out, jsonx.Member{Key: k, Value: rebase(b, c, u, at, conflicts)})
-		default: // added or deleted by the child, or gone from cur
-			if differs(inU, u, inB, b) && differs(inU, u, inC, c) {
-				*conflicts = append(*conflicts, pointer(at))
-			}
-			if inC {
-				out = append(out, jsonx.Member{Key: k, Value: c})
-			}
+	for _, k := range unionKeys(bo, co, uo) {
+		if v, ok := rebaseMember(bo, co, uo, k, path, conflicts); ok {
+			out = append(out, jsonx.Member{Key: k, Value: v})
 		}
 	}
 	return &jsonx.Object{Members: out}
+}
+
+// rebaseMember is rebase of the member k of three objects: its value in
+// the result, and whether the result has it.
+func rebaseMember(bo, co, uo *jsonx.Object, k string, path []string, conflicts *[]string) (any, bool) {
+	b, inB := bo.Get(k)
+	c, inC := co.Get(k)
+	u, inU := uo.Get(k)
+	at := append(path[:len(path):len(path)], k)
+	switch {
+	case inB == inC && equalJSON(b, c): // the child left it alone
+		return u, inU
+	case inB && inC && inU:
+		return rebase(b, c, u, at, conflicts), true
+	}
+	// Added or deleted by the child, or gone from cur.
+	if differs(inU, u, inB, b) && differs(inU, u, inC, c) {
+		*conflicts = append(*conflicts, pointer(at))
+	}
+	return c, inC
 }
 
 // unionKeys returns the keys of the objects, sorted, each once.

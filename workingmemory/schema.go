@@ -44,20 +44,7 @@ func compileSchema(cfg Config) (*schema, error) {
 	case cfg.Schema == nil:
 		return nil, nil
 	default:
-		switch s := cfg.Schema.(type) {
-		case string:
-			b = []byte(s)
-		case []byte:
-			b = s
-		case json.RawMessage:
-			b = s
-		default:
-			if t := goStateType(s); t != nil {
-				b, err = inferSchema(t)
-			} else {
-				b, err = json.Marshal(s)
-			}
-		}
+		b, err = schemaJSON(cfg.Schema)
 	}
 	var doc any
 	if err == nil {
@@ -74,6 +61,23 @@ func compileSchema(cfg Config) (*schema, error) {
 		return nil, fmt.Errorf("%w: schema: %w", ErrInvalidConfig, err)
 	}
 	return &schema{doc: doc, full: full}, nil
+}
+
+// schemaJSON returns Config.Schema as JSON: text as it is, a Go state
+// type's inferred schema, any other value encoded.
+func schemaJSON(s any) ([]byte, error) {
+	switch s := s.(type) {
+	case string:
+		return []byte(s), nil
+	case []byte:
+		return s, nil
+	case json.RawMessage:
+		return s, nil
+	}
+	if t := goStateType(s); t != nil {
+		return inferSchema(t)
+	}
+	return json.Marshal(s)
 }
 
 // validate checks a state and returns nil or a *SchemaError listing every
@@ -183,16 +187,7 @@ func patchNode(doc any, top bool) any {
 				out[k] = v
 			}
 		case "properties":
-			props, ok := v.(map[string]any)
-			if !ok {
-				out[k] = v
-				continue
-			}
-			np := make(map[string]any, len(props)+1)
-			for name, s := range props {
-				np[name] = nullable(patchNode(s, false))
-			}
-			out[k] = np
+			out[k] = patchProperties(v)
 		default:
 			out[k] = v
 		}
@@ -206,6 +201,20 @@ func patchNode(doc any, top bool) any {
 		props[DeleteKey] = deleteSchema
 	}
 	return out
+}
+
+// patchProperties is patchNode of a "properties" keyword: each property
+// patched and made nullable. A value that is not an object is kept.
+func patchProperties(v any) any {
+	props, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	np := make(map[string]any, len(props)+1)
+	for name, s := range props {
+		np[name] = nullable(patchNode(s, false))
+	}
+	return np
 }
 
 var deleteSchema = map[string]any{
@@ -248,20 +257,30 @@ func goStateType(s any) reflect.Type {
 	if t == nil || t.Kind() != reflect.Struct || strings.HasSuffix(t.PkgPath(), "jsonschema") {
 		return nil
 	}
+	if encodesAsSchema(s) {
+		return nil
+	}
+	return t
+}
+
+// encodesAsSchema reports whether s encodes to a non-empty JSON object
+// holding only JSON Schema keywords. A value that does not encode is not
+// a schema (inferSchema then says why).
+func encodesAsSchema(s any) bool {
 	b, err := json.Marshal(s)
 	if err != nil {
-		return t // inferSchema says why
+		return false
 	}
 	var keys map[string]json.RawMessage
 	if json.Unmarshal(b, &keys) != nil || len(keys) == 0 {
-		return t
+		return false
 	}
 	for k := range keys {
 		if !schemaKeywords[k] {
-			return t
+			return false
 		}
 	}
-	return nil
+	return true
 }
 
 // schemaKeywords are the keywords of JSON Schema (2020-12 and draft-07).

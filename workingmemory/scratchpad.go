@@ -69,22 +69,7 @@ type compiled struct {
 // SchemaFile if set) and checks the template against it; it does no
 // storage I/O.
 func New(cfg Config) (*Layer, error) {
-	cfg.ID = cmp.Or(cfg.ID, DefaultID)
-	cfg.Slot = cmp.Or(cfg.Slot, layer.SlotWorkingMemory)
-	cfg.Scope = cmp.Or(cfg.Scope, layer.ScopeThread)
-	cfg.Budget = cmp.Or(cfg.Budget, DefaultBudget)
-	if cfg.MaxBytes <= 0 {
-		cfg.MaxBytes = DefaultMaxBytes
-	}
-	if cfg.MaxDepth <= 0 {
-		cfg.MaxDepth = DefaultMaxDepth
-	}
-	if cfg.MaxRetries <= 0 {
-		cfg.MaxRetries = DefaultMaxRetries
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	cfg = cfg.withDefaults()
 	if !slices.Contains([]ReturnPolicy{ReturnDiscard, ReturnMerge, ReturnReplace}, cfg.OnReturn) {
 		return nil, fmt.Errorf("%w: unknown return policy %q", ErrInvalidConfig, cfg.OnReturn)
 	}
@@ -110,6 +95,30 @@ func New(cfg Config) (*Layer, error) {
 		return nil, fmt.Errorf("%w: template: %w", ErrInvalidConfig, err)
 	}
 	return l, nil
+}
+
+// withDefaults returns cfg with its zero fields set to their defaults.
+func (cfg Config) withDefaults() Config {
+	cfg.ID = cmp.Or(cfg.ID, DefaultID)
+	cfg.Slot = cmp.Or(cfg.Slot, layer.SlotWorkingMemory)
+	cfg.Scope = cmp.Or(cfg.Scope, layer.ScopeThread)
+	cfg.Budget = cmp.Or(cfg.Budget, DefaultBudget)
+	cfg.MaxBytes = positiveOr(cfg.MaxBytes, DefaultMaxBytes)
+	cfg.MaxDepth = positiveOr(cfg.MaxDepth, DefaultMaxDepth)
+	cfg.MaxRetries = positiveOr(cfg.MaxRetries, DefaultMaxRetries)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return cfg
+}
+
+// positiveOr returns n when it is positive, else def: cmp.Or for limits
+// where a negative value also means "the default".
+func positiveOr(n, def int) int {
+	if n > 0 {
+		return n
+	}
+	return def
 }
 
 // template normalises Config.Template into the initial state.
@@ -230,40 +239,54 @@ func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("workingmemory: init: %w", err)
 		}
-		v, log, bad := n.decodeRecord(it.Value)
-		if bad == nil {
-			var cv any
-			if cv, bad = l.c.checkState(v, "the stored state"); bad == nil {
-				if _, bad = n.install(cv, it.Version, log, true); bad == nil {
-					return n, nil
-				}
-			}
-			if l.c.cfg.Migrate != nil {
-				mv, err := l.c.migrate(v)
-				if err == nil {
-					ok, err := n.putMigrated(ctx, it, mv, log, bad)
-					if err != nil {
-						return nil, err
-					}
-					if ok {
-						return n, nil
-					}
-					continue // someone wrote meanwhile: read again
-				}
-				bad = fmt.Errorf("%w; %w", bad, err)
-			}
-		}
-		err = n.quarantine(ctx, it, bad)
-		if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrNotFound) {
-			continue // someone wrote meanwhile: read again
-		}
+		done, err := n.load(ctx, it)
 		if err != nil {
-			return nil, fmt.Errorf("workingmemory: init: quarantine: %w", err)
+			return nil, err
 		}
-		n.cur.Store(l.c.tmplState)
-		return n, nil
+		if done {
+			return n, nil
+		}
 	}
 	return nil, fmt.Errorf("workingmemory: init: %w", ErrConflict)
+}
+
+// load makes the stored record it the current state. A state that fails
+// the schema is migrated (Config.Migrate) and stored again, or else
+// quarantined, the template taking its place. It reports false when
+// someone wrote meanwhile: the record must be read again.
+func (l *Layer) load(ctx context.Context, it storage.Item) (bool, error) {
+	v, log, bad := l.decodeRecord(it.Value)
+	if bad == nil {
+		if bad = l.installStored(v, it.Version, log); bad == nil {
+			return true, nil
+		}
+		if l.c.cfg.Migrate != nil {
+			mv, err := l.c.migrate(v)
+			if err == nil {
+				return l.putMigrated(ctx, it, mv, log, bad)
+			}
+			bad = fmt.Errorf("%w; %w", bad, err)
+		}
+	}
+	err := l.quarantine(ctx, it, bad)
+	if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrNotFound) {
+		return false, nil // someone wrote meanwhile: read again
+	}
+	if err != nil {
+		return false, fmt.Errorf("workingmemory: init: quarantine: %w", err)
+	}
+	l.cur.Store(l.c.tmplState)
+	return true, nil
+}
+
+// installStored checks a stored state against the schema and makes it
+// the current one.
+func (l *Layer) installStored(v any, version int64, log *writeLog) error {
+	cv, err := l.c.checkState(v, "the stored state")
+	if err == nil {
+		_, err = l.install(cv, version, log, true)
+	}
+	return err
 }
 
 // decodeRecord reads a stored record: the state and its write log.
@@ -534,36 +557,56 @@ func (l *Layer) apply(ctx context.Context, id string, next func(cur any) (any, e
 		if cur.log.has(id) {
 			return nil // applied already
 		}
-		v, err := next(cur.tree())
+		ns, err := l.nextState(cur, id, next)
 		if err != nil {
 			return err
 		}
-		if l.c.schema != nil {
-			if err := l.c.schema.validate(v); err != nil {
-				return err
-			}
+		if retry, err := l.persist(ctx, id, cur, ns); !retry {
+			return err
 		}
-		ns := newState(v, cur.version)
-		if len(ns.enc) > l.c.cfg.MaxBytes {
-			return fmt.Errorf("%w: the merged state is %d bytes, the limit is %d; remove something first", ErrTooLarge, len(ns.enc), l.c.cfg.MaxBytes)
-		}
-		ns.log = cur.log.add(id)
-		if l.store != nil {
-			ns.version, err = l.store.Put(ctx, l.stateKey(), ns.record(), cur.version)
-			if errors.Is(err, storage.ErrConflict) {
-				if _, err := l.reload(ctx); err != nil {
-					return err
-				}
-				continue
-			}
-			if err != nil {
-				return l.settle(ctx, id, ns.log.count(), err)
-			}
-		}
-		l.cur.Store(ns)
-		return nil
 	}
 	return fmt.Errorf("%w: gave up after %d attempts: %w", ErrConflict, l.c.cfg.MaxRetries, storage.ErrConflict)
+}
+
+// nextState computes the state that follows cur with next, checks it
+// against the schema and the size limit, and records the write id in its
+// log.
+func (l *Layer) nextState(cur *state, id string, next func(cur any) (any, error)) (*state, error) {
+	v, err := next(cur.tree())
+	if err != nil {
+		return nil, err
+	}
+	if l.c.schema != nil {
+		if err := l.c.schema.validate(v); err != nil {
+			return nil, err
+		}
+	}
+	ns := newState(v, cur.version)
+	if len(ns.enc) > l.c.cfg.MaxBytes {
+		return nil, fmt.Errorf("%w: the merged state is %d bytes, the limit is %d; remove something first", ErrTooLarge, len(ns.enc), l.c.cfg.MaxBytes)
+	}
+	ns.log = cur.log.add(id)
+	return ns, nil
+}
+
+// persist stores ns in place of cur (compare-and-swap) and makes it the
+// current state. It reports true when another writer stored first: the
+// stored state is then the current one, and the write must be tried
+// again. A failed store is settled (see [Layer.settle]).
+func (l *Layer) persist(ctx context.Context, id string, cur, ns *state) (bool, error) {
+	if l.store != nil {
+		var err error
+		ns.version, err = l.store.Put(ctx, l.stateKey(), ns.record(), cur.version)
+		if errors.Is(err, storage.ErrConflict) {
+			_, err := l.reload(ctx)
+			return err == nil, err
+		}
+		if err != nil {
+			return false, l.settle(ctx, id, ns.log.count(), err)
+		}
+	}
+	l.cur.Store(ns)
+	return false, nil
 }
 
 // settleTimeout bounds the read-back of a write reported as failed.
@@ -583,12 +626,9 @@ func (l *Layer) settle(ctx context.Context, id string, seq int64, putErr error) 
 	if errors.Is(putErr, storage.ErrNotDurable) {
 		return fmt.Errorf("%w: persist: %w", ErrMaybeApplied, putErr)
 	}
-	var dial *net.OpError
-	if errors.Is(putErr, storage.ErrClosed) || errors.Is(putErr, storage.ErrInvalidKey) ||
-		errors.As(putErr, &dial) && dial.Op == "dial" {
-		// Never sent: the store was closed, the key refused, or no
-		// connection could be opened. (Reading back would only add
-		// failed dials, which go-redis's pool counts against the server.)
+	if neverSent(putErr) {
+		// (Reading back would only add failed dials, which go-redis's
+		// pool counts against the server.)
 		return fmt.Errorf("workingmemory: update not applied: persist: %w", putErr)
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
@@ -603,6 +643,15 @@ func (l *Layer) settle(ctx context.Context, id string, seq int64, putErr error) 
 		return fmt.Errorf("%w: persist: %w; %d writes followed, too many to tell", ErrMaybeApplied, putErr, s.log.count()-seq)
 	}
 	return fmt.Errorf("workingmemory: update not applied: persist: %w", putErr)
+}
+
+// neverSent reports whether a write that failed with err never reached
+// the store: the store was closed, the key refused, or no connection
+// could be opened.
+func neverSent(err error) bool {
+	var dial *net.OpError
+	return errors.Is(err, storage.ErrClosed) || errors.Is(err, storage.ErrInvalidKey) ||
+		errors.As(err, &dial) && dial.Op == "dial"
 }
 
 // reload reads the stored state (after a conflict, or to settle a
@@ -730,14 +779,27 @@ func (l *Layer) OnReturn(ctx context.Context, child layer.Layer) error {
 	if l.c.cfg.OnReturn == ReturnReplace {
 		return l.apply(ctx, "", func(any) (any, error) { return cv, nil })
 	}
-	base := cl.base
-	if base == nil {
-		base = l.c.tmplState
-	}
-	bv := base.tree()
+	bv := cmp.Or(cl.base, l.c.tmplState).tree()
 	if equalJSON(bv, cv) {
 		return nil // the child changed nothing
 	}
+	conflicts, err := l.mergeReturned(ctx, bv, cv)
+	if err != nil {
+		return err
+	}
+	if len(conflicts) > 0 {
+		e := Event{Kind: EventReturnConflict, Layer: l.c.spec.ID, Scope: l.scope, Paths: conflicts}
+		l.report(ctx, e, "workingmemory: a returning child overwrote keys that had changed since it was spawned",
+			slog.String("layer", e.Layer), slog.String("scope", e.Scope), slog.String("event", string(e.Kind)), slog.Any("paths", e.Paths))
+	}
+	return nil
+}
+
+// mergeReturned applies what a returning child changed (from bv, its
+// state at spawn, to cv) to this scratchpad's state: a three-way rebase
+// when all three are objects, else cv merged whole as an update. It
+// returns the paths both sides changed.
+func (l *Layer) mergeReturned(ctx context.Context, bv, cv any) ([]string, error) {
 	patch, cok := cv.(*jsonx.Object)
 	if !cok {
 		patch = &jsonx.Object{Members: []jsonx.Member{{Key: PreviousKey, Value: cv}}}
@@ -751,15 +813,7 @@ func (l *Layer) OnReturn(ctx context.Context, child layer.Layer) error {
 		}
 		return l.c.merger.mergeState(cur, patch)
 	})
-	if err != nil {
-		return err
-	}
-	if len(conflicts) > 0 {
-		e := Event{Kind: EventReturnConflict, Layer: l.c.spec.ID, Scope: l.scope, Paths: conflicts}
-		l.report(ctx, e, "workingmemory: a returning child overwrote keys that had changed since it was spawned",
-			slog.String("layer", e.Layer), slog.String("scope", e.Scope), slog.String("event", string(e.Kind)), slog.Any("paths", e.Paths))
-	}
-	return nil
+	return conflicts, err
 }
 
 // report logs msg with attrs at warning level and sends e to

@@ -163,20 +163,8 @@ func runErr(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", errUsage, cmd, err)
 	}
-	var bad []string
-	allowed := slices.Concat(globalFlags, c.flags)
-	notFor := func(f *flag.Flag) {
-		if !slices.Contains(allowed, f.Name) && !slices.Contains(bad, "-"+f.Name) {
-			bad = append(bad, "-"+f.Name)
-		}
-	}
-	fs.Visit(notFor)
-	cfs.Visit(notFor)
-	if len(bad) > 0 {
-		return fmt.Errorf("%w: %s does not take %s", errUsage, cmd, strings.Join(bad, ", "))
-	}
-	if len(rest) != c.args {
-		return fmt.Errorf("%w: %s takes %d argument(s), got %d", errUsage, cmd, c.args, len(rest))
+	if err := c.checkUse(cmd, rest, fs, cfs); err != nil {
+		return err
 	}
 	st, closeStore, err := openStore(ctx, o.store, o.namespace)
 	if err != nil {
@@ -186,6 +174,28 @@ func runErr(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 	return c.run(ctx, invocation{in: inspect.Inspector{Store: st}, o: o, args: rest, stdin: stdin, out: out, stderr: stderr})
+}
+
+// checkUse checks that the flags set in sets are global ones or the
+// command's own, and that it got as many arguments (rest) as it takes.
+func (c command) checkUse(name string, rest []string, sets ...*flag.FlagSet) error {
+	var bad []string
+	allowed := slices.Concat(globalFlags, c.flags)
+	notFor := func(f *flag.Flag) {
+		if !slices.Contains(allowed, f.Name) && !slices.Contains(bad, "-"+f.Name) {
+			bad = append(bad, "-"+f.Name)
+		}
+	}
+	for _, fs := range sets {
+		fs.Visit(notFor)
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%w: %s does not take %s", errUsage, name, strings.Join(bad, ", "))
+	}
+	if len(rest) != c.args {
+		return fmt.Errorf("%w: %s takes %d argument(s), got %d", errUsage, name, c.args, len(rest))
+	}
+	return nil
 }
 
 // restore puts a quarantined record back (Inspector.RestoreQuarantined).
@@ -341,19 +351,25 @@ func show(ctx context.Context, in inspect.Inspector, o *opts, id string, w io.Wr
 	}
 	fmt.Fprintln(w, "\nmessages:")
 	for i, m := range v.Messages {
-		fmt.Fprintf(w, "[%d] %s:", v.First+i, safe(m.Role))
-		if m.Text != "" {
-			fmt.Fprintf(w, " %s%s", safe(m.Text), elidedNote(m.TextElided))
-		}
-		fmt.Fprintln(w)
-		for _, tc := range m.ToolCalls {
-			fmt.Fprintf(w, "    call %s %s(%s)%s\n", safe(tc.ID), safe(tc.Name), safe(tc.Arguments), elidedNote(tc.Elided))
-		}
-		for _, tr := range m.ToolResults {
-			fmt.Fprintf(w, "    result %s %s: %s%s\n", safe(tr.CallID), safe(tr.Name), safe(tr.Content), elidedNote(tr.Elided))
-		}
+		writeMessage(w, v.First+i, m)
 	}
 	return nil
+}
+
+// writeMessage writes message number i of a thread for show: its role
+// and text, then a line per tool call and result.
+func writeMessage(w io.Writer, i int, m thread.Message) {
+	fmt.Fprintf(w, "[%d] %s:", i, safe(m.Role))
+	if m.Text != "" {
+		fmt.Fprintf(w, " %s%s", safe(m.Text), elidedNote(m.TextElided))
+	}
+	fmt.Fprintln(w)
+	for _, tc := range m.ToolCalls {
+		fmt.Fprintf(w, "    call %s %s(%s)%s\n", safe(tc.ID), safe(tc.Name), safe(tc.Arguments), elidedNote(tc.Elided))
+	}
+	for _, tr := range m.ToolResults {
+		fmt.Fprintf(w, "    result %s %s: %s%s\n", safe(tr.CallID), safe(tr.Name), safe(tr.Content), elidedNote(tr.Elided))
+	}
 }
 
 // elidedNote says what retention cut from a stored text (see
@@ -515,6 +531,12 @@ func (r removal) run(ctx context.Context, o *opts, stdin io.Reader, w, stderr io
 	if o.json {
 		return writeJSON(w, e)
 	}
+	return r.report(w, e, done)
+}
+
+// report writes what the removal removed, as text: how many threads and
+// records, then how many records of each kind.
+func (r removal) report(w io.Writer, e *inspect.Erased, done string) error {
 	fmt.Fprintf(w, "%s %s %q: %d threads, %d records\n", done, r.what, r.id, len(e.Threads), len(e.Keys))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, k := range slices.Sorted(mapKeys(e.Counts)) {

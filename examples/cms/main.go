@@ -195,22 +195,12 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	cms := newCMS()
-
-	fmt.Fprintln(w, "\n=== process 1 ===")
-	p, err := start(ctx, opts, cms)
-	if err != nil {
-		return err
-	}
-	if err := turn(ctx, w, p, opts, "Create an About page with a hero section and a team section."); err != nil {
-		p.store.Close()
-		return err
-	}
-	if err := p.store.Close(); err != nil {
+	if err := firstProcess(ctx, w, opts, cms); err != nil {
 		return err
 	}
 
 	fmt.Fprintln(w, "\n=== process 2 (restarted: new agent, same database) ===")
-	p, err = start(ctx, opts, cms)
+	p, err := start(ctx, opts, cms)
 	if err != nil {
 		return err
 	}
@@ -222,6 +212,21 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 		}
 	}
 	return nil
+}
+
+// firstProcess plays the conversation's first turn in a process of its
+// own, which closes its store as it ends.
+func firstProcess(ctx context.Context, w io.Writer, opts options, cms *fakeCMS) error {
+	fmt.Fprintln(w, "\n=== process 1 ===")
+	p, err := start(ctx, opts, cms)
+	if err != nil {
+		return err
+	}
+	if err := turn(ctx, w, p, opts, "Create an About page with a hero section and a team section."); err != nil {
+		p.store.Close()
+		return err
+	}
+	return p.store.Close()
 }
 
 // turn runs one user message and prints what happened.

@@ -118,11 +118,9 @@ func blockOf(system string) string {
 
 // planner is the scripted model. It reads the plan from its prompt.
 func planner(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
-	var cur plan
-	if b := blockOf(r.System()); b != "" {
-		if err := json.Unmarshal([]byte(b), &cur); err != nil {
-			return nil, fmt.Errorf("planner: cannot read the plan: %w", err)
-		}
+	cur, err := readPlan(r.System())
+	if err != nil {
+		return nil, err
 	}
 	res := r.ToolResults()
 	switch {
@@ -144,6 +142,18 @@ func planner(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, err
 		return agenttest.Calls(agenttest.Call("working-memory_update", map[string]any{"steps": steps})), nil
 	}
 	return agenttest.Text(cur.String()), nil
+}
+
+// readPlan reads the plan from the working memory block of the system
+// prompt; no block is an empty plan.
+func readPlan(system string) (plan, error) {
+	var cur plan
+	if b := blockOf(system); b != "" {
+		if err := json.Unmarshal([]byte(b), &cur); err != nil {
+			return plan{}, fmt.Errorf("planner: cannot read the plan: %w", err)
+		}
+	}
+	return cur, nil
 }
 
 // plan is the working memory's plan as the prompt shows it.

@@ -88,13 +88,20 @@ func unescape(buf, s []byte, strict bool, pos *[]int) (out []byte, end, bad int)
 			buf = utf8.AppendRune(buf, r)
 			i += size
 		}
-		if pos != nil {
-			for range len(buf) - n {
-				*pos = append(*pos, start)
-			}
-		}
+		appendPos(pos, start, len(buf)-n)
 	}
 	return buf, len(s), -1
+}
+
+// appendPos appends to *pos, when pos is not nil, n times the index
+// start: where the n bytes unescape appended come from.
+func appendPos(pos *[]int, start, n int) {
+	if pos == nil {
+		return
+	}
+	for range n {
+		*pos = append(*pos, start)
+	}
 }
 
 // unescapeOne appends to buf what the escape at s[i] stands for and

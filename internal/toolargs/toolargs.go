@@ -92,11 +92,7 @@ func (c *Cache) Validate(schema json.RawMessage, args []byte) error {
 		return nil
 	}
 	if bytes.Equal(schema, AnyObject) {
-		// The default schema: any object. No need to decode.
-		if a := bytes.TrimSpace(args); len(a) > 0 && a[0] == '{' && json.Valid(a) {
-			return nil
-		}
-		return fmt.Errorf("arguments are not a JSON object")
+		return anyObject(args)
 	}
 	sch, err := c.Compile(schema)
 	if err != nil {
@@ -110,6 +106,15 @@ func (c *Cache) Validate(schema json.RawMessage, args []byte) error {
 		return &schemaError{err: err}
 	}
 	return nil
+}
+
+// anyObject checks args against the default schema, AnyObject, without
+// decoding them.
+func anyObject(args []byte) error {
+	if a := bytes.TrimSpace(args); len(a) > 0 && a[0] == '{' && json.Valid(a) {
+		return nil
+	}
+	return fmt.Errorf("arguments are not a JSON object")
 }
 
 // schemaError is a schema violation. Its text is the validator's list of
@@ -150,10 +155,9 @@ func withoutNullBranches(e *jsonschema.ValidationError) *jsonschema.ValidationEr
 	}
 	kept := c.Causes[:0:0]
 	for _, sub := range c.Causes {
-		if t, ok := sub.ErrorKind.(*kind.Type); ok && len(t.Want) == 1 && t.Want[0] == "null" {
-			continue
+		if !wantsNull(sub) {
+			kept = append(kept, sub)
 		}
-		kept = append(kept, sub)
 	}
 	switch {
 	case len(kept) == len(c.Causes) || len(kept) == 0:
@@ -163,6 +167,13 @@ func withoutNullBranches(e *jsonschema.ValidationError) *jsonschema.ValidationEr
 	}
 	c.Causes = kept
 	return &c
+}
+
+// wantsNull reports whether e is the failure of a branch that only
+// wanted null.
+func wantsNull(e *jsonschema.ValidationError) bool {
+	t, ok := e.ErrorKind.(*kind.Type)
+	return ok && len(t.Want) == 1 && t.Want[0] == "null"
 }
 
 // Unwrap returns the validator's error (a *jsonschema.ValidationError).

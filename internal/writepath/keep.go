@@ -173,27 +173,19 @@ func (k *Keeper) Memorize(ctx context.Context, own layer.Layer, fn string, raw j
 func (k *Keeper) Keep(ctx context.Context, w layer.Write, own layer.Layer) (string, error) {
 	step := w.Step
 	rt := k.route(ctx, w)
-	ev := audit.Event{Op: audit.OpRoute, Step: step, Depth: k.Depth, Kind: w.Kind, Text: w.Text, Importance: w.Importance, Source: w.Source, Reason: rt.Reason}
-	var dest layer.Keeper
-	var id string
-	if rt.Layer == "" {
-		ev.Reason = cmp.Or(rt.Reason, "refused by the router")
-	} else if l, why := k.target(rt.Layer, own); l == nil {
-		ev.Reason = why
-	} else if dest, _ = layer.As[layer.Keeper](l); dest == nil {
-		ev.Reason = fmt.Sprintf("the router chose layer %s, which does not take routed writes", l.Spec().ID)
-	} else {
-		id = l.Spec().ID
-		if tm := l.Spec().Timeout; tm > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, tm)
-			defer cancel()
-		}
-	}
+	ev := audit.Event{Op: audit.OpRoute, Step: step, Depth: k.Depth, Kind: w.Kind, Text: w.Text, Importance: w.Importance, Source: w.Source}
+	l, dest, reason := k.destination(rt, own)
+	ev.Reason = reason
 	if dest == nil {
 		ev.Refused = true
 		k.Audit.Add(ev)
 		return "", fmt.Errorf("refused: %s", ev.Reason)
+	}
+	id := l.Spec().ID
+	if tm := l.Spec().Timeout; tm > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, tm)
+		defer cancel()
 	}
 	ev.Layer = id
 	k.Audit.Add(ev)
@@ -203,14 +195,39 @@ func (k *Keeper) Keep(ctx context.Context, w layer.Write, own layer.Layer) (stri
 		return "", err
 	}
 	if !kept.Unchanged {
-		write := audit.Event{Op: audit.OpWrite, Step: step, Depth: k.Depth, Layer: id, Kind: w.Kind, Text: cmp.Or(kept.Text, w.Text), Importance: w.Importance,
-			Source: cmp.Or(kept.Source, w.Source), Key: kept.Key, Version: kept.Version}
-		k.Audit.Add(write)
-		if kept.Version > 1 {
-			k.Audit.Add(audit.Event{Op: audit.OpSupersede, Step: step, Depth: k.Depth, Layer: id, Kind: cmp.Or(kept.Kind, w.Kind), Key: kept.Key, Version: kept.Version, Source: write.Source})
-		}
+		k.auditKept(w, id, kept)
 	}
 	return kept.Reply, nil
+}
+
+// destination returns the layer rt chose for a write, as itself and as a
+// layer.Keeper, with rt's reason; when there is none (the router refused
+// the write, or chose a layer that is not there or does not take routed
+// writes), it returns nils and why.
+func (k *Keeper) destination(rt route.Route, own layer.Layer) (layer.Layer, layer.Keeper, string) {
+	if rt.Layer == "" {
+		return nil, nil, cmp.Or(rt.Reason, "refused by the router")
+	}
+	l, why := k.target(rt.Layer, own)
+	if l == nil {
+		return nil, nil, why
+	}
+	dest, _ := layer.As[layer.Keeper](l)
+	if dest == nil {
+		return nil, nil, fmt.Sprintf("the router chose layer %s, which does not take routed writes", l.Spec().ID)
+	}
+	return l, dest, rt.Reason
+}
+
+// auditKept audits the write w that layer id kept (and what it
+// superseded).
+func (k *Keeper) auditKept(w layer.Write, id string, kept layer.Kept) {
+	write := audit.Event{Op: audit.OpWrite, Step: w.Step, Depth: k.Depth, Layer: id, Kind: w.Kind, Text: cmp.Or(kept.Text, w.Text), Importance: w.Importance,
+		Source: cmp.Or(kept.Source, w.Source), Key: kept.Key, Version: kept.Version}
+	k.Audit.Add(write)
+	if kept.Version > 1 {
+		k.Audit.Add(audit.Event{Op: audit.OpSupersede, Step: w.Step, Depth: k.Depth, Layer: id, Kind: cmp.Or(kept.Kind, w.Kind), Key: kept.Key, Version: kept.Version, Source: write.Source})
+	}
 }
 
 // Proposer is a layer of a stack that is a layer.Proposer.
@@ -248,26 +265,29 @@ func (k *Keeper) KeepProposals(ctx context.Context, proposers []Proposer, step i
 			if rd.MasksTools(l) {
 				w.Text = rd.Text(w.Text, nil, n)
 			}
-			var why string
-			switch {
-			case strings.TrimSpace(w.Text) == "":
-				why = "empty text"
-			case !(w.Importance >= 0 && w.Importance <= 1): // NaN too
-				why = fmt.Sprintf("importance %v is not in [0, 1]", w.Importance)
-				w.Importance = 0 // the audit keeps finite numbers only
-			}
-			var err error
-			if why != "" {
-				err = errors.New("refused: " + why)
-				k.Audit.Add(audit.Event{Op: audit.OpRoute, Step: step, Depth: k.Depth, Kind: w.Kind, Text: w.Text, Source: w.Source, Reason: why, Refused: true})
-			} else {
-				_, err = k.Keep(ctx, w, nil)
-			}
-			if err != nil {
+			if err := k.keepProposal(ctx, w); err != nil {
 				k.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: a proposed write was not kept", slog.String("layer", id), slog.String("kind", w.Kind), slog.Any("error", err))
 			}
 		}
 	}
+}
+
+// keepProposal keeps a proposed write, or refuses it (audited) when it
+// has no text or its Importance is outside [0, 1].
+func (k *Keeper) keepProposal(ctx context.Context, w layer.Write) error {
+	var why string
+	switch {
+	case strings.TrimSpace(w.Text) == "":
+		why = "empty text"
+	case !(w.Importance >= 0 && w.Importance <= 1): // NaN too
+		why = fmt.Sprintf("importance %v is not in [0, 1]", w.Importance)
+		w.Importance = 0 // the audit keeps finite numbers only
+	default:
+		_, err := k.Keep(ctx, w, nil)
+		return err
+	}
+	k.Audit.Add(audit.Event{Op: audit.OpRoute, Step: w.Step, Depth: k.Depth, Kind: w.Kind, Text: w.Text, Source: w.Source, Reason: why, Refused: true})
+	return errors.New("refused: " + why)
 }
 
 // proposals calls p.Proposals, a panic recovered and logged.

@@ -372,8 +372,15 @@ func (r *runner) testSpawn(t *testing.T) {
 	if r.o.SharedSpawn {
 		return
 	}
+	r.testChildApart(t, parent, child, before)
+}
+
+// testChildApart populates the child of parent, then clears it: neither
+// may change the parent, whose state was before.
+func (r *runner) testChildApart(t *testing.T, parent, child layer.Layer, before string) {
 	r.populate(t, child)
 	if cl, ok := layer.As[layer.Clearer](child); ok {
+		var err error
 		r.within(t, "Clear on the child", func() { err = cl.Clear(t.Context()) })
 		if err != nil {
 			t.Errorf("Clear on the child: %v", err)
@@ -403,12 +410,29 @@ func (r *runner) testSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.testForeignSnapshot(t, env, data)
+	r.testRestoreFresh(t, env, l, data, want)
+	// Restoring into the layer it came from is a no-op.
+	r.within(t, "Restore into itself", func() { err = sn.Restore(t.Context(), data) })
+	if err != nil {
+		t.Fatalf("Restore into the same layer = %v", err)
+	}
+	if got := r.state(t, l); got != want {
+		t.Errorf("Restore of its own snapshot changed the layer:\nwant %s\ngot  %s", want, got)
+	}
+}
+
+// testRestoreFresh restores data, the snapshot of l (run in env) whose
+// canonical form is want, into a fresh layer (of the same run, with
+// StoreSnapshots, whose snapshots name records in its store): the copy
+// must recall as l does (StoreSnapshots) or snapshot as want.
+func (r *runner) testRestoreFresh(t *testing.T, env layer.Env, l layer.Layer, data json.RawMessage, want string) {
 	otherEnv := r.env()
 	if r.o.StoreSnapshots {
 		otherEnv.ThreadID, otherEnv.ResourceID, otherEnv.Store = env.ThreadID, env.ResourceID, env.Store
 	}
 	other := r.bindEnv(t, r.newLayer(t), otherEnv)
 	osn, _ := layer.As[layer.Snapshotter](other)
+	var err error
 	r.within(t, "Restore", func() { err = osn.Restore(t.Context(), data) })
 	if err != nil {
 		t.Fatalf("Restore of its own snapshot into a fresh layer = %v", err)
@@ -420,14 +444,6 @@ func (r *runner) testSnapshot(t *testing.T) {
 		}
 	} else if got := r.state(t, other); got != want {
 		t.Errorf("restored layer snapshots differently:\nwant %s\ngot  %s", want, got)
-	}
-	// Restoring into the layer it came from is a no-op.
-	r.within(t, "Restore into itself", func() { err = sn.Restore(t.Context(), data) })
-	if err != nil {
-		t.Fatalf("Restore into the same layer = %v", err)
-	}
-	if got := r.state(t, l); got != want {
-		t.Errorf("Restore of its own snapshot changed the layer:\nwant %s\ngot  %s", want, got)
 	}
 }
 
@@ -563,14 +579,21 @@ func (r *runner) testProvides(t *testing.T) {
 		if fn.Call == nil {
 			t.Errorf("function %q has no Call", fn.Name)
 		}
-		if fn.Parameters != nil {
-			var schema map[string]any
-			if err := json.Unmarshal(fn.Parameters, &schema); err != nil {
-				t.Errorf("function %q: Parameters is not a JSON object: %v", fn.Name, err)
-			} else if typ, ok := schema["type"]; ok && typ != "object" {
-				t.Errorf("function %q: Parameters has type %v, want object", fn.Name, typ)
-			}
-		}
+		checkParameters(t, fn)
+	}
+}
+
+// checkParameters checks that fn's Parameters, when set, is a JSON
+// object whose type, if it names one, is "object".
+func checkParameters(t *testing.T, fn layer.Function) {
+	if fn.Parameters == nil {
+		return
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(fn.Parameters, &schema); err != nil {
+		t.Errorf("function %q: Parameters is not a JSON object: %v", fn.Name, err)
+	} else if typ, ok := schema["type"]; ok && typ != "object" {
+		t.Errorf("function %q: Parameters has type %v, want object", fn.Name, typ)
 	}
 }
 
@@ -600,22 +623,7 @@ func (r *runner) testConcurrent(t *testing.T) {
 	tools := s.Tools()
 	var wg sync.WaitGroup
 	for g := range 4 {
-		wg.Go(func() {
-			for i := range 10 {
-				q := layer.Query{Text: "concurrent", Step: i, Budget: layer.Unbounded}
-				_, _ = s.Recall(ctx, q, nil)
-				_ = s.Store(ctx, r.o.Turns[(g+i)%len(r.o.Turns)])
-				_, _ = s.Snapshot(ctx)
-				for _, l := range s.Layers() {
-					if mr, ok := layer.As[layer.MetricsReporter](l); ok {
-						_ = mr.Metrics()
-					}
-				}
-				for _, tl := range tools {
-					_, _ = s.CallTool(ctx, tl.Name, "{}")
-				}
-			}
-		})
+		wg.Go(func() { r.useStack(ctx, s, tools, g) })
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -626,6 +634,25 @@ func (r *runner) testConcurrent(t *testing.T) {
 	}
 	if _, err := s.Recall(ctx, layer.Query{Budget: layer.Unbounded}, nil); errors.Is(err, layer.ErrTimeout) {
 		t.Errorf("Recall after concurrent use timed out: %v", err)
+	}
+}
+
+// useStack is user g of testConcurrent: ten rounds of recall, store,
+// snapshot, the layers' metrics and a call of every tool.
+func (r *runner) useStack(ctx context.Context, s *layer.Stack, tools []layer.Function, g int) {
+	for i := range 10 {
+		q := layer.Query{Text: "concurrent", Step: i, Budget: layer.Unbounded}
+		_, _ = s.Recall(ctx, q, nil)
+		_ = s.Store(ctx, r.o.Turns[(g+i)%len(r.o.Turns)])
+		_, _ = s.Snapshot(ctx)
+		for _, l := range s.Layers() {
+			if mr, ok := layer.As[layer.MetricsReporter](l); ok {
+				_ = mr.Metrics()
+			}
+		}
+		for _, tl := range tools {
+			_, _ = s.CallTool(ctx, tl.Name, "{}")
+		}
 	}
 }
 

@@ -227,16 +227,25 @@ func nextOpener(s string, tags []string) (int, int) {
 		if !openerLead[s[i]] {
 			continue
 		}
-		for _, code := range openerCodes[s[i]] {
-			if len(code) > 1 && (i+1 == len(s) || s[i+1] != code[1]) {
-				continue // most characters sharing a first byte differ in the second
-			}
-			if strings.HasPrefix(s[i:], code) && namesTag(s[i+len(code):], tags) {
-				return i, len(code)
-			}
+		if n := openerAt(s, i, tags); n > 0 {
+			return i, n
 		}
 	}
 	return -1, 0
+}
+
+// openerAt returns the length of the opener at s[i] when it starts a
+// tag-like text naming one of tags, or 0.
+func openerAt(s string, i int, tags []string) int {
+	for _, code := range openerCodes[s[i]] {
+		if len(code) > 1 && (i+1 == len(s) || s[i+1] != code[1]) {
+			continue // most characters sharing a first byte differ in the second
+		}
+		if strings.HasPrefix(s[i:], code) && namesTag(s[i+len(code):], tags) {
+			return len(code)
+		}
+	}
+	return 0
 }
 
 // The right-to-left controls that make the letters after them display

@@ -182,25 +182,37 @@ func (l *Layer) Open(ctx context.Context, env layer.Env) (*Layer, error) {
 	case err != nil:
 		return nil, fmt.Errorf("kv: init: %w", err)
 	default:
-		n.version = it.Version
-		bad := n.mem.restore(it.Value, true)
-		if errors.Is(bad, ErrVersion) {
-			return nil, fmt.Errorf("kv: init: stored state %s: %w", storage.Quote(n.key), bad)
-		}
-		if bad != nil {
-			qkey, err := storage.Quarantine(ctx, n.store, it, l.spec.ID, scopeKey, n.mem.tree.cfg.Now())
-			if err != nil {
-				return nil, fmt.Errorf("kv: init: stored state %s cannot be read (%w), and setting it aside failed: %w", storage.Quote(n.key), bad, err)
-			}
-			cmp.Or(env.Logger, slog.Default()).LogAttrs(ctx, slog.LevelWarn, "kv: stored state quarantined; starting with an empty memory",
-				slog.String("layer", l.spec.ID), slog.String("key", n.key),
-				slog.String("quarantine", qkey), slog.Any("error", bad))
-			n.mem = New(cfg)
-			n.version = storage.NoVersion
+		if err := n.load(ctx, it, env, cfg); err != nil {
+			return nil, err
 		}
 	}
 	n.mem.dirty = map[string]struct{}{}
 	return n, nil
+}
+
+// load restores the stored state it into the layer's fresh memory. A
+// state that cannot be read is quarantined (and reported through
+// env.Logger), leaving the memory empty (New(cfg)); one of a newer
+// version is an error.
+func (l *Layer) load(ctx context.Context, it storage.Item, env layer.Env, cfg Config) error {
+	l.version = it.Version
+	bad := l.mem.restore(it.Value, true)
+	if bad == nil {
+		return nil
+	}
+	if errors.Is(bad, ErrVersion) {
+		return fmt.Errorf("kv: init: stored state %s: %w", storage.Quote(l.key), bad)
+	}
+	qkey, err := storage.Quarantine(ctx, l.store, it, l.spec.ID, env.ScopeKey(l.spec.Scope), l.mem.tree.cfg.Now())
+	if err != nil {
+		return fmt.Errorf("kv: init: stored state %s cannot be read (%w), and setting it aside failed: %w", storage.Quote(l.key), bad, err)
+	}
+	cmp.Or(env.Logger, slog.Default()).LogAttrs(ctx, slog.LevelWarn, "kv: stored state quarantined; starting with an empty memory",
+		slog.String("layer", l.spec.ID), slog.String("key", l.key),
+		slog.String("quarantine", qkey), slog.Any("error", bad))
+	l.mem = New(cfg)
+	l.version = storage.NoVersion
+	return nil
 }
 
 // Flush persists the changes made to the run's memory since the last
@@ -220,24 +232,31 @@ func (l *Layer) Flush(ctx context.Context) error {
 				return fmt.Errorf("kv: persist: %w", err)
 			}
 		}
-		changed, snap, err := l.mem.takeChanges()
-		if err != nil || len(changed) == 0 {
-			return err
-		}
-		v, err := l.store.Put(ctx, l.key, snap, l.version)
-		if err == nil {
-			l.version = v
-			return nil
-		}
-		l.mem.keepChanges(changed)
-		if !errors.Is(err, storage.ErrConflict) {
-			return fmt.Errorf("kv: persist: %w", err)
-		}
-		if err := l.reload(ctx); err != nil {
+		if done, err := l.persist(ctx); done || err != nil {
 			return err
 		}
 	}
 	return fmt.Errorf("%w: persist gave up after %d attempts: %w", ErrConflict, l.cfg.MaxRetries, storage.ErrConflict)
+}
+
+// persist stores the changes once. It reports false when another writer
+// stored first: what it stored is then taken into the memory (keeping
+// this run's changes), and the changes must be stored again.
+func (l *Layer) persist(ctx context.Context) (bool, error) {
+	changed, snap, err := l.mem.takeChanges()
+	if err != nil || len(changed) == 0 {
+		return true, err
+	}
+	v, err := l.store.Put(ctx, l.key, snap, l.version)
+	if err == nil {
+		l.version = v
+		return true, nil
+	}
+	l.mem.keepChanges(changed)
+	if !errors.Is(err, storage.ErrConflict) {
+		return true, fmt.Errorf("kv: persist: %w", err)
+	}
+	return false, l.reload(ctx)
 }
 
 // reload takes what another writer stored into the memory (keeping the keys

@@ -441,24 +441,16 @@ func (mem *Memory) set(key string, raw []byte, cached any, typ string, m Meta) e
 	if cfg.MaxEntryBytes > 0 && len(raw) > cfg.MaxEntryBytes {
 		return fmt.Errorf("%w: entry size: key %s is %d bytes, the limit is %d", ErrLimit, storage.Quote(key), len(raw), cfg.MaxEntryBytes)
 	}
-	switch {
-	case m.Importance == 0:
-		m.Importance = DefaultImportance
-	case m.Importance == NoImportance:
-		m.Importance = 0
-	case !(m.Importance >= 0 && m.Importance <= 1): // NaN too
-		return fmt.Errorf("%w: key %s: importance %v is outside 0..1 (NoImportance sets 0)", ErrInvalidValue, storage.Quote(key), m.Importance)
+	imp, err := importance(m.Importance)
+	if err != nil {
+		return fmt.Errorf("%w: key %s: %w", ErrInvalidValue, storage.Quote(key), err)
 	}
+	m.Importance = imp
 	now := cfg.Now()
 	e := &entry{raw: raw, val: cached, typ: typ, meta: m, created: now, updated: now}
 	e.meta.Tags = slices.Clone(m.Tags)
 	e.meta.TTL = 0
-	switch {
-	case m.TTL > 0:
-		e.expires = now.Add(m.TTL)
-	case !m.ExpiresAt.IsZero():
-		e.expires = m.ExpiresAt
-	}
+	e.expires = m.expiry(now)
 	e.meta.ExpiresAt = e.expires
 	if !e.expires.IsZero() {
 		e.clock = mem.tree.clock
@@ -469,6 +461,32 @@ func (mem *Memory) set(key string, raw []byte, cached any, typ string, m Meta) e
 	}
 	mem.emit(Event{Kind: EventSet, Key: key, Update: update, Type: typ}, now)
 	return nil
+}
+
+// importance returns the importance stored for the one a Meta gives:
+// DefaultImportance for zero, 0 for NoImportance, an error outside 0..1.
+func importance(imp float64) (float64, error) {
+	switch {
+	case imp == 0:
+		return DefaultImportance, nil
+	case imp == NoImportance:
+		return 0, nil
+	case !(imp >= 0 && imp <= 1): // NaN too
+		return 0, fmt.Errorf("importance %v is outside 0..1 (NoImportance sets 0)", imp)
+	}
+	return imp, nil
+}
+
+// expiry returns when an entry set at now with m expires: after m.TTL,
+// else at m.ExpiresAt (zero: never).
+func (m Meta) expiry(now time.Time) time.Time {
+	switch {
+	case m.TTL > 0:
+		return now.Add(m.TTL)
+	case !m.ExpiresAt.IsZero():
+		return m.ExpiresAt
+	}
+	return time.Time{}
 }
 
 // put stores e under key in mem's scope, keeping the creation time of an
@@ -939,20 +957,8 @@ func (mem *Memory) MergeToParent(overwrite bool) (int, error) {
 		if p == nil {
 			return fmt.Errorf("%w: %s is the root and has no parent", ErrInvalidKey, mem.path)
 		}
-		added := 0
-		for k, e := range mem.entries {
-			if e.expired(now) {
-				continue
-			}
-			_, exists := p.entries[k]
-			if exists && !overwrite {
-				continue
-			}
-			if !exists {
-				added++
-			}
-			sets = append(sets, Event{Kind: EventSet, Key: k, Update: exists, Type: e.typ})
-		}
+		var added int
+		sets, added = mem.mergeSetsLocked(overwrite, now)
 		if t.cfg.MaxEntries > 0 && t.entries+added > t.cfg.MaxEntries {
 			return fmt.Errorf("%w: entries: merging %d entries into %s would exceed %d", ErrLimit, added, p.path, t.cfg.MaxEntries)
 		}
@@ -972,6 +978,27 @@ func (mem *Memory) MergeToParent(overwrite bool) (int, error) {
 		p.emit(ev, now)
 	}
 	return len(sets), nil
+}
+
+// mergeSetsLocked lists what MergeToParent copies: the parent's events,
+// one per live entry of mem the parent lacks or (with overwrite) holds,
+// and how many of them are new to the parent. The tree's lock must be
+// held.
+func (mem *Memory) mergeSetsLocked(overwrite bool, now time.Time) (sets []Event, added int) {
+	for k, e := range mem.entries {
+		if e.expired(now) {
+			continue
+		}
+		_, exists := mem.parent.entries[k]
+		if exists && !overwrite {
+			continue
+		}
+		if !exists {
+			added++
+		}
+		sets = append(sets, Event{Kind: EventSet, Key: k, Update: exists, Type: e.typ})
+	}
+	return sets, added
 }
 
 // Dispose clears mem's entries, disposes its descendants and detaches it
@@ -1190,19 +1217,24 @@ func (mem *Memory) restore(data json.RawMessage, keepChildren bool) error {
 				c.disposeLocked()
 			}
 		}
-		// Every key held now and every key held after is a change to
-		// persist.
-		for k := range mem.entries {
-			mem.markLocked(k)
-		}
-		for k := range snap.Entries {
-			mem.markLocked(k)
-		}
+		mem.markReplacedLocked(snap.Entries)
 		mem.fillLocked(snap.scopeSnapshot)
 		// The totals counted before, not what disposeLocked subtracted.
 		t.entries, t.scopes = newEntries, newScopes
 		return nil
 	})
+}
+
+// markReplacedLocked records as changes to persist every key mem holds
+// now and every key of entries, which replace them. The tree's lock must
+// be held.
+func (mem *Memory) markReplacedLocked(entries map[string]entrySnapshot) {
+	for k := range mem.entries {
+		mem.markLocked(k)
+	}
+	for k := range entries {
+		mem.markLocked(k)
+	}
 }
 
 // sizeLocked counts the entries and scopes of mem, and with children of
@@ -1281,14 +1313,8 @@ func (mem *Memory) checkScope(s scopeSnapshot, root bool, entries, scopes *int) 
 		}
 	}
 	for k, e := range s.Entries {
-		if err := mem.checkKey(k); err != nil {
-			return fmt.Errorf("snapshot: %w", err)
-		}
-		if !json.Valid(e.Value) {
-			return fmt.Errorf("%w: snapshot: key %s: value is not valid JSON", ErrInvalidValue, storage.Quote(k))
-		}
-		if m := mem.tree.cfg.MaxEntryBytes; m > 0 && len(e.Value) > m {
-			return fmt.Errorf("%w: entry size: snapshot key %s is %d bytes, the limit is %d", ErrLimit, storage.Quote(k), len(e.Value), m)
+		if err := mem.checkEntry(k, e); err != nil {
+			return err
 		}
 		*entries++
 	}
@@ -1296,6 +1322,21 @@ func (mem *Memory) checkScope(s scopeSnapshot, root bool, entries, scopes *int) 
 		if err := mem.checkScope(c, false, entries, scopes); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkEntry checks an entry of a snapshot: its key, that its value is
+// JSON, and its size.
+func (mem *Memory) checkEntry(k string, e entrySnapshot) error {
+	if err := mem.checkKey(k); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	if !json.Valid(e.Value) {
+		return fmt.Errorf("%w: snapshot: key %s: value is not valid JSON", ErrInvalidValue, storage.Quote(k))
+	}
+	if m := mem.tree.cfg.MaxEntryBytes; m > 0 && len(e.Value) > m {
+		return fmt.Errorf("%w: entry size: snapshot key %s is %d bytes, the limit is %d", ErrLimit, storage.Quote(k), len(e.Value), m)
 	}
 	return nil
 }
