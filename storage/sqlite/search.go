@@ -83,8 +83,8 @@ var searchSchema = []string{
 // each of its fields, so a term's postings in one collection, newest
 // first, are one FTS5 query that reads no other collection's. The
 // index keeps no positions (detail=none): a query asks for single
-// terms. The row is written by [Store.Index] and deleted with its
-// document by a trigger; the same triggers keep the collection's count
+// terms. The row is written by [Store.Index] (a document without terms
+// has none) and deleted with its document by a trigger; the same triggers keep the collection's count
 // and total length of documents.
 var termsSchema = []string{
 	`DROP TRIGGER IF EXISTS ` + docsTable + `_ai`,
@@ -227,14 +227,19 @@ func (s *Store) indexStmts(ctx context.Context, tx *sql.Tx) (indexStmts, error) 
 }
 
 // write replaces the document of the row's ID: delete, then insert, so
-// a replaced document takes a new rowid and counts as the newest.
+// a replaced document takes a new rowid and counts as the newest. A
+// document without terms gets no row in the term index: no text query
+// can match it, and a filter without text reads the fields' table. A
+// record of progress replaced at every step (a layer's marker) then
+// costs the term index nothing, where its row's deletion would seek
+// every segment of the index.
 func (r indexRow) write(ctx context.Context, st indexStmts) error {
 	if _, err := st.del.ExecContext(ctx, r.collection, r.id); err != nil {
 		return err
 	}
 	var rowid int64
 	err := st.doc.QueryRowContext(ctx, r.collection, r.id, r.text, r.fields, r.vector, r.length).Scan(&rowid)
-	if err != nil {
+	if err != nil || r.length == 0 {
 		return err
 	}
 	_, err = st.terms.ExecContext(ctx, rowid, r.terms)
@@ -727,7 +732,7 @@ func indexEarlier(ctx context.Context, tx *sql.Tx) error {
 			break
 		}
 		for _, r := range rows {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO `+termsTable+` (rowid, terms) VALUES (?, ?)`, r.rowid, r.terms); err != nil {
+			if err := indexEarlierTerms(ctx, tx, r); err != nil {
 				return err
 			}
 			ord := next[r.collection]
@@ -740,6 +745,16 @@ func indexEarlier(ctx context.Context, tx *sql.Tx) error {
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO `+statsTable+` (collection, docs, length, next)
 		SELECT collection, count(*), sum(length), max(ord) + 1 FROM `+docsTable+` GROUP BY collection`)
+	return err
+}
+
+// indexEarlierTerms writes an earlier document's row of the term index;
+// one without terms gets none, as [indexRow.write] writes none.
+func indexEarlierTerms(ctx context.Context, tx *sql.Tx, r earlierRow) error {
+	if r.length == 0 {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO `+termsTable+` (rowid, terms) VALUES (?, ?)`, r.rowid, r.terms)
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -253,5 +254,69 @@ func TestTermTokens(t *testing.T) {
 		if got := hitIDs(t, s, c, storage.Query{Text: q}); !slices.Equal(got, []string{"1"}) {
 			t.Errorf("query %q: got %q, want 1", q, got)
 		}
+	}
+}
+
+// TestTextlessDocumentsHaveNoTermRow: a document without terms (a
+// layer's marker, replaced at every step) writes no row of the term
+// index, so replacing it never deletes one; filtered listings still
+// find it, text queries never do, and the documents with text beside it
+// are searched as before, filter or none. Two users' markers of one ID
+// stay apart, and erasing one leaves the other.
+func TestTextlessDocumentsHaveNoTermRow(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ca := storage.IndexName("ep", storage.ResourceScope("a"), "docs")
+	cab := storage.IndexName("ep", storage.ResourceScope("a/b"), "docs")
+	terms := func() int {
+		var n int
+		if err := s.db.QueryRow(`SELECT count(*) FROM ` + termsTable).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, c := range []string{ca, cab} {
+		if err := s.Index(ctx, c, storage.Document{ID: "note", Text: "a pricing page", Fields: map[string]string{"ep": "1"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := terms()
+	for i := range 5 {
+		for _, c := range []string{ca, cab} {
+			mark := storage.Document{ID: "mark", Fields: map[string]string{"mark": "1", "next": strconv.Itoa(i)}}
+			if err := s.Index(ctx, c, mark, storage.Document{ID: "blank", Text: "  the  ", Fields: map[string]string{"ep": "1"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := terms(); n != before {
+		t.Errorf("term index rows %d after indexing documents without terms, want %d", n, before)
+	}
+	for _, c := range []string{ca, cab} {
+		if got := hitIDs(t, s, c, storage.Query{Filter: map[string]string{"mark": "1"}}); !slices.Equal(got, []string{"mark"}) {
+			t.Errorf("%s: marker by filter: %q", c, got)
+		}
+		hits, err := s.Search(ctx, c, storage.Query{Filter: map[string]string{"mark": "1"}})
+		if err != nil || len(hits) != 1 || hits[0].Fields["next"] != "4" {
+			t.Errorf("%s: marker = %+v, %v; want next 4", c, hits, err)
+		}
+		for _, q := range []storage.Query{{Text: "pricing"}, {Text: "pricing", Filter: map[string]string{"ep": "1"}}} {
+			if got := hitIDs(t, s, c, q); !slices.Equal(got, []string{"note"}) {
+				t.Errorf("%s: %+v: got %q, want [note]", c, q, got)
+			}
+		}
+	}
+	if err := s.Drop(ctx, ca); err != nil {
+		t.Fatal(err)
+	}
+	if got := hitIDs(t, s, ca, storage.Query{Filter: map[string]string{"mark": "1"}}); len(got) != 0 {
+		t.Errorf("dropped collection's marker: %q", got)
+	}
+	if got := hitIDs(t, s, cab, storage.Query{Filter: map[string]string{"mark": "1"}}); !slices.Equal(got, []string{"mark"}) {
+		t.Errorf("a/b's marker after a's drop: %q", got)
 	}
 }
