@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,7 +34,7 @@ const DefaultPrefix = "memlayer_"
 // SchemaVersion is the layout of the tables this package writes. A store
 // opened on tables of an earlier layout migrates them; tables of a later
 // layout are refused.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // Config says which database to use and how. Exactly one of URL and Pool
 // must be set.
@@ -72,7 +73,8 @@ type Store struct {
 	ownPool bool
 	closed  atomic.Bool
 
-	kv, docs, meta string // quoted, schema-qualified table names
+	// quoted, schema-qualified table names
+	kv, docs, postings, stats, meta string
 	schema, prefix string
 }
 
@@ -95,40 +97,14 @@ func validIdent(s string, maxLen int) bool {
 // returns the store. Concurrent Opens of the same tables, from any
 // process, are safe: one creates, the others wait for it.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
-	prefix := cfg.Prefix
-	if prefix == "" {
-		prefix = DefaultPrefix
+	s, err := newStore(cfg)
+	if err != nil {
+		return nil, err
 	}
-	if !validIdent(prefix, 32) {
-		return nil, fmt.Errorf("storage/postgres: Prefix %q is not 1-32 bytes of a-z, 0-9, '_' starting with a letter or '_'", cfg.Prefix)
+	if err := s.connect(ctx, cfg); err != nil {
+		return nil, err
 	}
-	if cfg.Schema != "" && !validIdent(cfg.Schema, 63) {
-		return nil, fmt.Errorf("storage/postgres: Schema %q is not 1-63 bytes of a-z, 0-9, '_' starting with a letter or '_'", cfg.Schema)
-	}
-	s := &Store{schema: cfg.Schema, prefix: prefix}
-	switch {
-	case cfg.URL != "" && cfg.Pool != nil:
-		return nil, errors.New("storage/postgres: Config has both URL and Pool")
-	case cfg.Pool != nil && cfg.AsyncCommit:
-		return nil, errors.New("storage/postgres: AsyncCommit applies to a pool the store opens: set synchronous_commit in the Pool's ConnConfig.RuntimeParams")
-	case cfg.Pool != nil:
-		s.pool = cfg.Pool
-	case cfg.URL != "":
-		pc, err := pgxpool.ParseConfig(cfg.URL)
-		if err != nil {
-			return nil, fmt.Errorf("storage/postgres: parse URL: %w", err)
-		}
-		if cfg.AsyncCommit {
-			pc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-		}
-		if s.pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
-			return nil, fmt.Errorf("storage/postgres: open: %w", err)
-		}
-		s.ownPool = true
-	default:
-		return nil, errors.New("storage/postgres: Config needs a URL or a Pool")
-	}
-	s.kv, s.docs, s.meta = s.table("kv"), s.table("docs"), s.table("meta")
+	s.kv, s.docs, s.postings, s.stats, s.meta = s.table("kv"), s.table("docs"), s.table("postings"), s.table("doc_stats"), s.table("meta")
 	if err := s.init(ctx); err != nil {
 		if s.ownPool {
 			s.pool.Close()
@@ -136,6 +112,46 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, s.wrap(ctx, "open", "", err, false)
 	}
 	return s, nil
+}
+
+// newStore checks cfg's names and returns a store of them, not yet
+// connected.
+func newStore(cfg Config) (*Store, error) {
+	prefix := cmp.Or(cfg.Prefix, DefaultPrefix)
+	if !validIdent(prefix, 32) {
+		return nil, fmt.Errorf("storage/postgres: Prefix %q is not 1-32 bytes of a-z, 0-9, '_' starting with a letter or '_'", cfg.Prefix)
+	}
+	if cfg.Schema != "" && !validIdent(cfg.Schema, 63) {
+		return nil, fmt.Errorf("storage/postgres: Schema %q is not 1-63 bytes of a-z, 0-9, '_' starting with a letter or '_'", cfg.Schema)
+	}
+	return &Store{schema: cfg.Schema, prefix: prefix}, nil
+}
+
+// connect takes cfg's pool, or opens one from its URL.
+func (s *Store) connect(ctx context.Context, cfg Config) error {
+	switch {
+	case cfg.URL != "" && cfg.Pool != nil:
+		return errors.New("storage/postgres: Config has both URL and Pool")
+	case cfg.Pool != nil && cfg.AsyncCommit:
+		return errors.New("storage/postgres: AsyncCommit applies to a pool the store opens: set synchronous_commit in the Pool's ConnConfig.RuntimeParams")
+	case cfg.Pool != nil:
+		s.pool = cfg.Pool
+		return nil
+	case cfg.URL == "":
+		return errors.New("storage/postgres: Config needs a URL or a Pool")
+	}
+	pc, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		return fmt.Errorf("storage/postgres: parse URL: %w", err)
+	}
+	if cfg.AsyncCommit {
+		pc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	}
+	if s.pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
+		return fmt.Errorf("storage/postgres: open: %w", err)
+	}
+	s.ownPool = true
+	return nil
 }
 
 // table returns the quoted name of one of the store's tables.
@@ -155,19 +171,26 @@ func (s *Store) Prefix() string { return s.prefix }
 // Pool returns the pool the store uses.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// migrations[i] takes the tables from version i to i+1. Each runs in the
-// transaction that records the new version.
-func (s *Store) migrations() [][]string {
-	return [][]string{
-		{ // 1: the key-value table. Keys sort by byte (COLLATE "C"), so a
-			// prefix is one range of the primary key.
+// migration takes the tables from one version to the next: its
+// statements, then fill, if any, in the transaction that records the new
+// version.
+type migration struct {
+	stmts []string
+	fill  func(context.Context, pgx.Tx) error
+}
+
+// migrations[i] takes the tables from version i to i+1.
+func (s *Store) migrations() []migration {
+	return []migration{
+		{stmts: []string{ // 1: the key-value table. Keys sort by byte
+			// (COLLATE "C"), so a prefix is one range of the primary key.
 			`CREATE TABLE IF NOT EXISTS ` + s.kv + ` (
 				key     text COLLATE "C" PRIMARY KEY,
 				value   bytea  NOT NULL,
 				version bigint NOT NULL
 			)`,
-		},
-		{ // 2: the search index.
+		}},
+		{stmts: []string{ // 2: the search index, of tsvectors.
 			`CREATE TABLE IF NOT EXISTS ` + s.docs + ` (
 				seq        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 				collection text COLLATE "C" NOT NULL,
@@ -180,52 +203,89 @@ func (s *Store) migrations() [][]string {
 			)`,
 			`CREATE INDEX IF NOT EXISTS ` + pgx.Identifier{s.prefix + "docs_recent"}.Sanitize() + ` ON ` + s.docs + ` (collection, seq)`,
 			`CREATE INDEX IF NOT EXISTS ` + pgx.Identifier{s.prefix + "docs_tsv"}.Sanitize() + ` ON ` + s.docs + ` USING gin (tsv)`,
-		},
+		}},
+		{stmts: []string{ // 3: postings and counts replace the tsvectors.
+			`DROP INDEX IF EXISTS ` + s.table("docs_tsv"),
+			`ALTER TABLE ` + s.docs + ` DROP COLUMN IF EXISTS tsv,
+				ADD COLUMN terms  text[]  NOT NULL DEFAULT '{}',
+				ADD COLUMN length integer NOT NULL DEFAULT 0,
+				ADD COLUMN ord    bigint  NOT NULL DEFAULT 0`,
+			`CREATE TABLE ` + s.postings + ` (
+				collection text COLLATE "C" NOT NULL,
+				term       text COLLATE "C" NOT NULL,
+				seq        bigint NOT NULL,
+				PRIMARY KEY (collection, term, seq)
+			)`,
+			`CREATE TABLE ` + s.stats + ` (
+				collection text COLLATE "C" PRIMARY KEY,
+				docs       bigint NOT NULL,
+				length     bigint NOT NULL,
+				next       bigint NOT NULL
+			)`,
+		}, fill: s.postEarlier},
 	}
 }
 
+// init creates or migrates the tables, in one transaction under an
+// advisory lock of their schema and prefix, so that one Open at a time
+// does it and the others then find the tables current.
 func (s *Store) init(ctx context.Context) error {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	// One Open at a time creates or migrates these tables.
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "memlayer:"+s.schema+"."+s.prefix); err != nil {
-		return err
-	}
-	if s.schema != "" {
-		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{s.schema}.Sanitize()); err != nil {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		have, err := s.lockVersion(ctx, tx)
+		if err != nil {
 			return err
 		}
-	}
-	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+s.meta+` (name text PRIMARY KEY, value bigint NOT NULL)`); err != nil {
-		return err
-	}
-	var have int64
-	err = tx.QueryRow(ctx, `SELECT value FROM `+s.meta+` WHERE name = 'schema_version'`).Scan(&have)
-	if errors.Is(err, pgx.ErrNoRows) {
-		have = 0
-	} else if err != nil {
-		return err
-	}
-	if have > SchemaVersion {
-		return fmt.Errorf("tables %s are of schema version %d, newer than this package's %d: upgrade memlayer", s.kv, have, SchemaVersion)
-	}
-	for _, m := range s.migrations()[have:] {
-		for _, st := range m {
-			if _, err := tx.Exec(ctx, st); err != nil {
+		if have > SchemaVersion {
+			return fmt.Errorf("tables %s are of schema version %d, newer than this package's %d: upgrade memlayer", s.kv, have, SchemaVersion)
+		}
+		for _, m := range s.migrations()[have:] {
+			if err := m.run(ctx, tx); err != nil {
 				return err
 			}
 		}
+		if have == SchemaVersion {
+			return nil
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO `+s.meta+` (name, value) VALUES ('schema_version', $1)
+			ON CONFLICT (name) DO UPDATE SET value = excluded.value`, SchemaVersion)
+		return err
+	})
+}
+
+// lockVersion takes the advisory lock of the tables for tx, creates the
+// schema and the meta table if missing, and returns the tables' version
+// (0 when none is recorded).
+func (s *Store) lockVersion(ctx context.Context, tx pgx.Tx) (int64, error) {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "memlayer:"+s.schema+"."+s.prefix); err != nil {
+		return 0, err
 	}
-	if have < SchemaVersion {
-		if _, err := tx.Exec(ctx, `INSERT INTO `+s.meta+` (name, value) VALUES ('schema_version', $1)
-			ON CONFLICT (name) DO UPDATE SET value = excluded.value`, SchemaVersion); err != nil {
+	var ddl []string
+	if s.schema != "" {
+		ddl = append(ddl, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{s.schema}.Sanitize())
+	}
+	ddl = append(ddl, `CREATE TABLE IF NOT EXISTS `+s.meta+` (name text PRIMARY KEY, value bigint NOT NULL)`)
+	if err := (migration{stmts: ddl}).run(ctx, tx); err != nil {
+		return 0, err
+	}
+	var have int64
+	err := tx.QueryRow(ctx, `SELECT value FROM `+s.meta+` WHERE name = 'schema_version'`).Scan(&have)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return have, err
+}
+
+// run applies m in tx.
+func (m migration) run(ctx context.Context, tx pgx.Tx) error {
+	for _, st := range m.stmts {
+		if _, err := tx.Exec(ctx, st); err != nil {
 			return err
 		}
 	}
-	return tx.Commit(ctx)
+	if m.fill == nil {
+		return nil
+	}
+	return m.fill(ctx, tx)
 }
 
 // begin checks what every operation checks first.
@@ -435,7 +495,7 @@ func (s *Store) Purge(ctx context.Context) error {
 	if err := s.begin(ctx, "purge", "", false); err != nil {
 		return err
 	}
-	for _, t := range []string{s.kv, s.docs} {
+	for _, t := range []string{s.kv, s.docs, s.postings, s.stats} {
 		if _, err := s.pool.Exec(ctx, `VACUUM (FULL) `+t); err != nil {
 			return s.wrap(ctx, "purge", "", err, false)
 		}
