@@ -75,7 +75,7 @@ type Store struct {
 
 	// quoted, schema-qualified table names
 	kv, docs, postings, stats, meta string
-	schema, prefix string
+	schema, prefix                  string
 }
 
 func validIdent(s string, maxLen int) bool {
