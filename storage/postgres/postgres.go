@@ -78,18 +78,13 @@ type Store struct {
 	schema, prefix                  string
 }
 
+// identChars are the bytes of a schema's name or a prefix.
+const identChars = "abcdefghijklmnopqrstuvwxyz0123456789_"
+
+// validIdent reports whether s is 1 to maxLen bytes of identChars, not
+// starting with a digit.
 func validIdent(s string, maxLen int) bool {
-	if s == "" || len(s) > maxLen {
-		return false
-	}
-	for i := range len(s) {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c == '_' || i > 0 && c >= '0' && c <= '9' {
-			continue
-		}
-		return false
-	}
-	return true
+	return s != "" && len(s) <= maxLen && strings.Trim(s, identChars) == "" && !strings.ContainsAny(s[:1], "0123456789")
 }
 
 // Open connects to the database, creates the schema and tables when they
@@ -129,15 +124,10 @@ func newStore(cfg Config) (*Store, error) {
 
 // connect takes cfg's pool, or opens one from its URL.
 func (s *Store) connect(ctx context.Context, cfg Config) error {
-	switch {
-	case cfg.URL != "" && cfg.Pool != nil:
-		return errors.New("storage/postgres: Config has both URL and Pool")
-	case cfg.Pool != nil && cfg.AsyncCommit:
-		return errors.New("storage/postgres: AsyncCommit applies to a pool the store opens: set synchronous_commit in the Pool's ConnConfig.RuntimeParams")
-	case cfg.Pool != nil:
-		s.pool = cfg.Pool
-		return nil
-	case cfg.URL == "":
+	if cfg.Pool != nil {
+		return s.usePool(cfg)
+	}
+	if cfg.URL == "" {
 		return errors.New("storage/postgres: Config needs a URL or a Pool")
 	}
 	pc, err := pgxpool.ParseConfig(cfg.URL)
@@ -151,6 +141,18 @@ func (s *Store) connect(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("storage/postgres: open: %w", err)
 	}
 	s.ownPool = true
+	return nil
+}
+
+// usePool takes cfg's Pool, which the store does not own.
+func (s *Store) usePool(cfg Config) error {
+	switch {
+	case cfg.URL != "":
+		return errors.New("storage/postgres: Config has both URL and Pool")
+	case cfg.AsyncCommit:
+		return errors.New("storage/postgres: AsyncCommit applies to a pool the store opens: set synchronous_commit in the Pool's ConnConfig.RuntimeParams")
+	}
+	s.pool = cfg.Pool
 	return nil
 }
 
@@ -334,36 +336,34 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, ifVersion int
 	switch {
 	case ifVersion == storage.AnyVersion:
 		var v int64
-		err := c.QueryRow(wctx, `INSERT INTO `+s.kv+` AS t (key, value, version) VALUES ($1, $2, $3)
+		err = c.QueryRow(wctx, `INSERT INTO `+s.kv+` AS t (key, value, version) VALUES ($1, $2, $3)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value, version = t.version + 1 RETURNING version`,
 			key, value, storage.FirstVersion()).Scan(&v)
-		if err != nil {
-			return 0, s.wrap(ctx, "put", key, err, true)
-		}
-		return v, nil
+		return s.putResult(ctx, key, v, err, false, "")
 	case ifVersion == storage.NoVersion:
 		first := storage.FirstVersion()
 		tag, err := c.Exec(wctx, `INSERT INTO `+s.kv+` (key, value, version) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING`,
 			key, value, first)
-		if err != nil {
-			return 0, s.wrap(ctx, "put", key, err, true)
-		}
-		if tag.RowsAffected() == 0 {
-			return 0, fmt.Errorf("storage/postgres: put %s: key exists: %w", storage.Quote(key), storage.ErrConflict)
-		}
-		return first, nil
+		return s.putResult(ctx, key, first, err, tag.RowsAffected() == 0, "key exists")
 	case ifVersion > 0:
 		tag, err := c.Exec(wctx, `UPDATE `+s.kv+` SET value = $1, version = version + 1 WHERE key = $2 AND version = $3`,
 			value, key, ifVersion)
-		if err != nil {
-			return 0, s.wrap(ctx, "put", key, err, true)
-		}
-		if tag.RowsAffected() == 0 {
-			return 0, fmt.Errorf("storage/postgres: put %s: version %d is not current: %w", storage.Quote(key), ifVersion, storage.ErrConflict)
-		}
-		return ifVersion + 1, nil
+		return s.putResult(ctx, key, ifVersion+1, err, tag.RowsAffected() == 0, fmt.Sprintf("version %d is not current", ifVersion))
 	}
 	return 0, fmt.Errorf("storage/postgres: put %s: invalid version %d: %w", storage.Quote(key), ifVersion, storage.ErrConflict)
+}
+
+// putResult returns the version v a put of key wrote, or its error: err
+// when its statement failed, or else, when its check failed (conflict),
+// a conflict saying why.
+func (s *Store) putResult(ctx context.Context, key string, v int64, err error, conflict bool, why string) (int64, error) {
+	if err != nil {
+		return 0, s.wrap(ctx, "put", key, err, true)
+	}
+	if conflict {
+		return 0, fmt.Errorf("storage/postgres: put %s: %s: %w", storage.Quote(key), why, storage.ErrConflict)
+	}
+	return v, nil
 }
 
 // Delete implements [storage.Store]. A conditional delete is one
@@ -405,43 +405,40 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion int64) error {
 // primary key that holds the keys with prefix (keys sort by byte), so no
 // character of prefix means anything special and no other key is read.
 func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
-	if err := s.begin(ctx, "list", prefix, false); err != nil {
+	return s.withPrefix(ctx, "list", s.kv, "key", prefix)
+}
+
+// withPrefix returns the values of column col of table that start with
+// prefix, in byte order: one range of the column's index. A prefix cut
+// inside a UTF-8 sequence is searched from its valid part and the
+// values read are filtered.
+func (s *Store) withPrefix(ctx context.Context, op, table, col, prefix string) ([]string, error) {
+	if err := s.begin(ctx, op, prefix, false); err != nil {
 		return nil, err
 	}
-	keys := make([]string, 0)
-	if strings.IndexByte(prefix, 0) >= 0 {
-		return keys, nil // no key holds a NUL
-	}
-	// A prefix cut inside a UTF-8 sequence is searched from its valid
-	// part and filtered below.
+	out := make([]string, 0)
 	from, ok := validPart(prefix)
-	if !ok {
-		return keys, nil // no valid UTF-8 key starts with prefix
+	if !ok || strings.IndexByte(prefix, 0) >= 0 {
+		return out, nil // no valid UTF-8 value starts with prefix; none holds a NUL
 	}
-	var rows pgx.Rows
-	var err error
+	query, args := `SELECT `+col+` FROM `+table+` WHERE `+col+` >= $1`, []any{from}
 	if to, ok := successor(from); ok {
-		rows, err = s.pool.Query(ctx, `SELECT key FROM `+s.kv+` WHERE key >= $1 AND key < $2 ORDER BY key`, from, to)
-	} else {
-		rows, err = s.pool.Query(ctx, `SELECT key FROM `+s.kv+` WHERE key >= $1 ORDER BY key`, from)
+		query, args = query+` AND `+col+` < $2`, append(args, to)
 	}
+	rows, err := s.pool.Query(ctx, query+` ORDER BY `+col, args...)
 	if err != nil {
-		return nil, s.wrap(ctx, "list", prefix, err, false)
+		return nil, s.wrap(ctx, op, prefix, err, false)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			return nil, s.wrap(ctx, "list", prefix, err, false)
+	all, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, s.wrap(ctx, op, prefix, err, false)
+	}
+	for _, v := range all {
+		if strings.HasPrefix(v, prefix) {
+			out = append(out, v)
 		}
-		if strings.HasPrefix(k, prefix) {
-			keys = append(keys, k)
-		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, s.wrap(ctx, "list", prefix, err, false)
-	}
-	return keys, nil
+	return out, nil
 }
 
 // validPart returns p without a final UTF-8 sequence it cuts short, and
@@ -547,40 +544,47 @@ func (s *Store) wrap(ctx context.Context, op, key string, err error, write bool)
 	if s.closed.Load() {
 		sentinels = append(sentinels, storage.ErrClosed)
 	}
-	var pgErr *pgconn.PgError
-	isPg := errors.As(err, &pgErr)
-	switch {
-	case isConnectError(err) || pgconn.SafeToRetry(err):
-		// No connection: nothing was sent.
-		sentinels = append(sentinels, ErrUnavailable)
-	case isPg && pgErr.Code == "57014" && write:
-		// query_canceled: ctx ended and the driver asked the server to
-		// cancel. The server may act on the request after the statement
-		// committed and still report it canceled, so the outcome is not
-		// known.
-		sentinels = append(sentinels, ErrOutcomeUnknown, storage.ErrNotDurable)
-	case isPg && !serverGone(pgErr):
-		// The server answered with an error: the statement was rolled
-		// back.
-	case isPg:
-		// The backend is going away (shut down, crashed, connection
-		// failure): an autocommit write may have committed before it
-		// went.
-		sentinels = append(sentinels, ErrUnavailable)
-		if write {
-			sentinels = append(sentinels, ErrOutcomeUnknown, storage.ErrNotDurable)
-		}
-	case write:
-		sentinels = append(sentinels, ErrOutcomeUnknown, storage.ErrNotDurable)
-	}
+	sentinels = append(sentinels, causes(err, write)...)
 	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 		sentinels = append(sentinels, ctx.Err())
 	}
-	prefix := ""
-	if len(sentinels) == 0 || sentinels[0] == storage.ErrClosed || sentinels[0] == ctx.Err() {
-		prefix = "storage/postgres: "
+	// ErrUnavailable and ErrOutcomeUnknown name the package already.
+	prefix := "storage/postgres: "
+	if len(sentinels) > 0 && (sentinels[0] == ErrUnavailable || sentinels[0] == ErrOutcomeUnknown) {
+		prefix = ""
 	}
 	return fmt.Errorf(prefix+strings.Repeat("%w: ", len(sentinels))+"%s: %w", append(sentinels, where, err)...)
+}
+
+// causes returns the sentinels that say what a failure err of a write
+// (or of a read) means for the caller.
+func causes(err error, write bool) []any {
+	var lost []any // a write whose outcome is unknown
+	if write {
+		lost = []any{ErrOutcomeUnknown, storage.ErrNotDurable}
+	}
+	var pgErr *pgconn.PgError
+	switch {
+	case isConnectError(err) || pgconn.SafeToRetry(err):
+		// No connection: nothing was sent.
+		return []any{ErrUnavailable}
+	case !errors.As(err, &pgErr):
+		// The answer was lost.
+		return lost
+	case pgErr.Code == "57014":
+		// query_canceled: ctx ended and the driver asked the server to
+		// cancel. The server may act on the request after the statement
+		// committed and still report it canceled, so the outcome of a
+		// write is not known.
+		return lost
+	case !serverGone(pgErr):
+		// The server answered with an error: the statement was rolled
+		// back.
+		return nil
+	}
+	// The backend is going away (shut down, crashed, connection
+	// failure): an autocommit write may have committed before it went.
+	return append([]any{ErrUnavailable}, lost...)
 }
 
 // serverGone reports whether e says the backend is going away rather than

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 
 	"github.com/memlayer/memlayer/internal/lexical"
 	"github.com/memlayer/memlayer/storage"
@@ -36,36 +35,11 @@ const (
 	denseWindow = 1000
 )
 
-// Collections implements [storage.Searcher]. It seeks the index once per
-// collection (a loose index scan), however many documents each holds.
+// Collections implements [storage.Searcher]. It reads one range of the
+// collections' counts, which hold a row for each collection that has a
+// document, however many documents each holds.
 func (s *Store) Collections(ctx context.Context, prefix string) ([]string, error) {
-	if err := s.begin(ctx, "collections", prefix, false); err != nil {
-		return nil, err
-	}
-	names := []string{}
-	from, ok := validPart(prefix)
-	if !ok || strings.IndexByte(prefix, 0) >= 0 {
-		return names, nil
-	}
-	rows, err := s.pool.Query(ctx, `WITH RECURSIVE c(name) AS (
-			(SELECT collection FROM `+s.docs+` WHERE collection >= $1 ORDER BY collection LIMIT 1)
-			UNION ALL
-			SELECT (SELECT collection FROM `+s.docs+` WHERE collection > c.name ORDER BY collection LIMIT 1)
-			FROM c WHERE c.name IS NOT NULL AND starts_with(c.name, $1)
-		) SELECT name FROM c WHERE name IS NOT NULL`, from)
-	if err != nil {
-		return nil, s.wrap(ctx, "collections", prefix, err, false)
-	}
-	all, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, s.wrap(ctx, "collections", prefix, err, false)
-	}
-	for _, n := range all {
-		if strings.HasPrefix(n, prefix) {
-			names = append(names, n)
-		}
-	}
-	return names, nil
+	return s.withPrefix(ctx, "collections", s.stats, "collection", prefix)
 }
 
 // Search implements [storage.Searcher].
@@ -112,6 +86,12 @@ func (s *Store) search(ctx context.Context, collection string, q storage.Query, 
 		rows, err := s.text(ctx, collection, terms, q.Filter, k)
 		return storage.TopHits(rows, k), err
 	}
+	return s.hybrid(ctx, collection, terms, q, k)
+}
+
+// hybrid ranks by q's vector the text query's best and the collection's
+// most recent documents, and fuses that ranking with the text query's.
+func (s *Store) hybrid(ctx context.Context, collection string, terms []string, q storage.Query, k int) ([]storage.Hit, error) {
 	var text []storage.Ranked
 	if len(terms) > 0 {
 		var err error
