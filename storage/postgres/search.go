@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-
 	"github.com/memlayer/memlayer/internal/lexical"
 	"github.com/memlayer/memlayer/storage"
 )
