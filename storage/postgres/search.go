@@ -159,20 +159,16 @@ func (s *Store) text(ctx context.Context, collection string, terms []string, fil
 	if err != nil {
 		return nil, err
 	}
-	rescore(rows, terms, idf, st.avg())
+	rescore(rows, terms, idf, st.avg)
 	return rows[:min(limit, len(rows))], nil
 }
 
-// collectionStats are a collection's number of documents, their total
-// length in terms, and the ordinal of its next document.
-type collectionStats struct{ docs, length, next int }
-
-// avg returns the documents' average length, 1 when there is none.
-func (st collectionStats) avg() float64 {
-	if st.docs == 0 || st.length == 0 {
-		return 1
-	}
-	return float64(st.length) / float64(st.docs)
+// collectionStats are a collection's number of documents, their
+// average length in terms (1 when they have none) and the ordinal of its
+// next document.
+type collectionStats struct {
+	docs, next int
+	avg        float64
 }
 
 // postingList is the newest documents of one term, by seq, newest first,
@@ -207,7 +203,8 @@ func (s *Store) postingsSQL(filtered bool) string {
 		cond = ` AND (SELECT count(*) FROM ` + s.postings + ` f
 			WHERE f.collection = $1 AND f.term = ANY($4::text[]) AND f.seq = p.seq) = cardinality($4::text[])`
 	}
-	return `SELECT q.i, x.seqs, o.ord, st.docs, st.length, st.next
+	return `SELECT q.i, x.seqs, o.ord, st.docs, st.next,
+			CASE WHEN st.length > 0 THEN st.length::float8 / st.docs ELSE 1 END
 		FROM ` + s.stats + ` st
 		CROSS JOIN unnest($2::text[]) WITH ORDINALITY AS q(term, i)
 		CROSS JOIN LATERAL (SELECT coalesce(array_agg(p.seq ORDER BY p.seq DESC), '{}') AS seqs FROM (
@@ -236,7 +233,7 @@ func (s *Store) postingsOf(ctx context.Context, collection string, terms []strin
 	for rs.Next() {
 		var i int
 		var p postingList
-		if err := rs.Scan(&i, &p.seqs, &p.oldest, &st.docs, &st.length, &st.next); err != nil {
+		if err := rs.Scan(&i, &p.seqs, &p.oldest, &st.docs, &st.next, &st.avg); err != nil {
 			return nil, collectionStats{}, err
 		}
 		post[i-1] = p
@@ -278,23 +275,28 @@ func rescore(rows []storage.Ranked, terms []string, idf []float64, avg float64) 
 	for j, t := range terms {
 		at[t] = j
 	}
-	counts := make([]int, len(terms))
 	for i := range rows {
-		doc := lexical.Terms(nil, rows[i].Text)
-		clear(counts)
-		for _, t := range doc {
-			if j, ok := at[t]; ok {
-				counts[j]++
-			}
-		}
-		rows[i].Score = 0
-		for j, n := range counts {
-			if n > 0 {
-				rows[i].Score += lexical.TermScore(idf[j], n, len(doc), avg)
-			}
-		}
+		rows[i].Score = bm25(lexical.Terms(nil, rows[i].Text), at, idf, avg)
 	}
 	storage.SortRanked(rows)
+}
+
+// bm25 returns the BM25 score of a document of terms doc for the query
+// terms whose indexes at gives, weighed by idf.
+func bm25(doc []string, at map[string]int, idf []float64, avg float64) float64 {
+	tf := make([]int, len(idf))
+	for _, t := range doc {
+		if j, ok := at[t]; ok {
+			tf[j]++
+		}
+	}
+	score := 0.0
+	for j, n := range tf {
+		if n > 0 {
+			score += lexical.TermScore(idf[j], n, len(doc), avg)
+		}
+	}
+	return score
 }
 
 // recent lists the documents that pass filter, newest (or oldest)

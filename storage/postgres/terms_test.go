@@ -20,9 +20,9 @@ func hitIDs(t *testing.T, s *postgres.Store, c string, q storage.Query) []string
 	if err != nil {
 		t.Fatalf("Search(%s, %q): %v", c, q.Text, err)
 	}
-	var ids []string
-	for _, h := range hits {
-		ids = append(ids, h.ID)
+	ids := make([]string, len(hits))
+	for i := range hits {
+		ids[i] = hits[i].ID
 	}
 	return ids
 }
