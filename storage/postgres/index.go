@@ -45,6 +45,7 @@ func (s *Store) Index(ctx context.Context, collection string, docs ...storage.Do
 		return nil
 	}
 	b := &pgx.Batch{}
+	b.Queue(s.lockStatsSQL(true), collection)
 	for _, d := range docs {
 		terms, length := docTerms(d.Text, d.Fields)
 		b.Queue(s.deleteDocsSQL(), collection, []string{d.ID})
@@ -71,6 +72,18 @@ func vectorArg(v []float32) []float32 {
 		return nil
 	}
 	return v
+}
+
+// lockStatsSQL locks the counts of collection $1 for the transaction,
+// its first statement, so that writers of one collection take their
+// locks in one order and never deadlock. With create, the row is created
+// if missing (a write that adds documents); the write then counts them.
+func (s *Store) lockStatsSQL(create bool) string {
+	if create {
+		return `INSERT INTO ` + s.stats + ` AS st (collection, docs, length, next) VALUES ($1, 0, 0, 0)
+			ON CONFLICT (collection) DO UPDATE SET next = st.next`
+	}
+	return `SELECT 1 FROM ` + s.stats + ` WHERE collection = $1 FOR UPDATE`
 }
 
 // deleteDocsSQL deletes the documents of collection $1 whose IDs are in
@@ -126,19 +139,21 @@ func (s *Store) Unindex(ctx context.Context, collection string, ids ...string) e
 		return nil
 	}
 	b := &pgx.Batch{}
+	b.Queue(s.lockStatsSQL(false), collection)
 	b.Queue(s.deleteDocsSQL(), collection, ids)
 	b.Queue(s.dropEmptySQL(), collection)
 	return s.writeBatch(ctx, "unindex", collection, b)
 }
 
 // Drop implements [storage.Searcher]. It deletes the collection's
-// postings, documents and counts in one transaction.
+// counts (first, as every write of the collection locks them first),
+// postings and documents in one transaction.
 func (s *Store) Drop(ctx context.Context, collection string) error {
 	if err := s.begin(ctx, "drop", collection, true); err != nil {
 		return err
 	}
 	b := &pgx.Batch{}
-	for _, t := range []string{s.postings, s.docs, s.stats} {
+	for _, t := range []string{s.stats, s.postings, s.docs} {
 		b.Queue(`DELETE FROM `+t+` WHERE collection = $1`, collection)
 	}
 	return s.writeBatch(ctx, "drop", collection, b)

@@ -298,3 +298,42 @@ func TestMigrationFromTsvectors(t *testing.T) {
 		t.Errorf("the tsvector column is still there: %d, %v", tsv, err)
 	}
 }
+
+// TestConcurrentIndexers: writers of one collection replacing the same
+// documents in different orders at once all succeed (they take the
+// collection's counts first, so none waits for another's row while
+// holding one it needs), and the counts match the documents.
+func TestConcurrentIndexers(t *testing.T) {
+	url := pgtestURL(t)
+	ctx := t.Context()
+	s := open(t, postgres.Config{URL: url, Schema: newSchema(t, url)})
+	c := scopes[1]
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for round := range 10 {
+				docs := make([]storage.Document, 6)
+				for i := range docs {
+					id := (i*(w+1) + round) % 6 // each writer its own order
+					docs[i] = storage.Document{ID: fmt.Sprint(id), Text: fmt.Sprintf("note %d by %d", id, w)}
+				}
+				if err := s.Index(ctx, c, docs...); err != nil {
+					t.Errorf("writer %d, round %d: %v", w, round, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var docs, rows, terms int
+	err := s.Pool().QueryRow(ctx, `SELECT (SELECT docs FROM `+pgx.Identifier{s.Schema(), "memlayer_doc_stats"}.Sanitize()+` WHERE collection = $1),
+		(SELECT count(*) FROM `+pgx.Identifier{s.Schema(), "memlayer_docs"}.Sanitize()+` WHERE collection = $1),
+		(SELECT sum(cardinality(terms)) FROM `+pgx.Identifier{s.Schema(), "memlayer_docs"}.Sanitize()+` WHERE collection = $1)`, c).Scan(&docs, &rows, &terms)
+	if err != nil || docs != 6 || rows != 6 {
+		t.Errorf("counts say %d documents, the table holds %d, want 6, 6 (%v)", docs, rows, err)
+	}
+	// "note", the ID and the writer: 2 or 3 distinct terms a document.
+	if n := count(t, s, "postings", c); n != terms || n < 12 || n > 18 {
+		t.Errorf("%d postings of documents of %d terms in all", n, terms)
+	}
+}
