@@ -44,14 +44,44 @@ func (s *Store) Index(ctx context.Context, collection string, docs ...storage.Do
 	if len(docs) == 0 {
 		return nil
 	}
+	docs = lastOfEachID(docs)
+	ids := make([]string, len(docs))
+	for i, d := range docs {
+		ids[i] = d.ID
+	}
+	// The counts are locked first, the documents replaced deleted in
+	// one statement, and the counts moved once past the new documents.
 	b := &pgx.Batch{}
 	b.Queue(s.lockStatsSQL(true), collection)
-	for _, d := range docs {
+	b.Queue(s.deleteDocsSQL(), collection, ids)
+	total := 0
+	for i, d := range docs {
 		terms, length := docTerms(d.Text, d.Fields)
-		b.Queue(s.deleteDocsSQL(), collection, []string{d.ID})
-		b.Queue(s.insertDocSQL(), collection, d.ID, d.Text, filterArg(d.Fields), vectorArg(d.Vector), terms, length)
+		total += length
+		b.Queue(s.insertDocSQL(), collection, d.ID, d.Text, filterArg(d.Fields), vectorArg(d.Vector), terms, length, i)
 	}
+	b.Queue(`UPDATE `+s.stats+` SET docs = docs + $2, length = length + $3, next = next + $2 WHERE collection = $1`,
+		collection, len(docs), total)
 	return s.writeBatch(ctx, "index", collection, b)
+}
+
+// lastOfEachID returns docs without the documents a later one of the
+// same ID replaces: what indexing them one after another leaves.
+func lastOfEachID(docs []storage.Document) []storage.Document {
+	last := make(map[string]int, len(docs))
+	for i, d := range docs {
+		last[d.ID] = i
+	}
+	if len(last) == len(docs) {
+		return docs
+	}
+	out := make([]storage.Document, 0, len(last))
+	for i, d := range docs {
+		if last[d.ID] == i {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // checkDocument reports whether d can be indexed.
@@ -97,14 +127,12 @@ func (s *Store) deleteDocsSQL() string {
 		WHERE st.collection = $1 AND x.n > 0`
 }
 
-// insertDocSQL adds a document to collection $1 as its newest, with its
-// postings, and counts it.
+// insertDocSQL adds a document to collection $1, with its postings. It
+// takes the ordinal $8 places after the collection's next, which the
+// write then moves past its documents.
 func (s *Store) insertDocSQL() string {
-	return `WITH st AS (INSERT INTO ` + s.stats + ` AS st (collection, docs, length, next) VALUES ($1, 1, $7, 1)
-			ON CONFLICT (collection) DO UPDATE SET docs = st.docs + 1, length = st.length + excluded.length, next = st.next + 1
-			RETURNING st.next - 1 AS ord),
-		d AS (INSERT INTO ` + s.docs + ` (collection, id, text, fields, vec, terms, length, ord)
-			SELECT $1, $2, $3, $4, $5, $6, $7, st.ord FROM st RETURNING seq)
+	return `WITH d AS (INSERT INTO ` + s.docs + ` (collection, id, text, fields, vec, terms, length, ord)
+			SELECT $1, $2, $3, $4, $5, $6, $7, st.next + $8 FROM ` + s.stats + ` st WHERE st.collection = $1 RETURNING seq)
 		INSERT INTO ` + s.postings + ` (collection, term, seq) SELECT $1, t, d.seq FROM d, unnest($6::text[]) AS t`
 }
 
