@@ -337,3 +337,28 @@ func TestConcurrentIndexers(t *testing.T) {
 		t.Errorf("%d postings of documents of %d terms in all", n, terms)
 	}
 }
+
+// TestRepeatedIDInOneCall: a document given twice in one Index call is
+// the later one, placed as the later one, and counted once.
+func TestRepeatedIDInOneCall(t *testing.T) {
+	url := pgtestURL(t)
+	ctx := t.Context()
+	s := open(t, postgres.Config{URL: url, Schema: newSchema(t, url)})
+	c := scopes[2]
+	if err := s.Index(ctx, c, storage.Document{ID: "1", Text: "alpha"}, storage.Document{ID: "2", Text: "beta"},
+		storage.Document{ID: "1", Text: "gamma"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := hitIDs(t, s, c, storage.Query{Text: "alpha"}); len(got) != 0 {
+		t.Errorf("alpha, replaced in the same call: got %q", got)
+	}
+	if got := hitIDs(t, s, c, storage.Query{Text: "gamma"}); !slices.Equal(got, []string{"1"}) {
+		t.Errorf("gamma: got %q, want 1", got)
+	}
+	if got := hitIDs(t, s, c, storage.Query{}); !slices.Equal(got, []string{"1", "2"}) {
+		t.Errorf("newest first: got %q, want 1, 2", got)
+	}
+	if n := count(t, s, "postings", c); n != 2 {
+		t.Errorf("%d postings, want 2 (gamma, beta)", n)
+	}
+}
