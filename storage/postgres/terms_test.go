@@ -151,8 +151,8 @@ var scopes = []string{
 	storage.IndexName("notes", storage.ThreadScope(""), "docs"),
 }
 
-// count returns the rows of table of the store's schema where cond
-// holds of collection $1.
+// count returns the rows of collection in table (named without the
+// prefix) of the store's schema.
 func count(t *testing.T, s *postgres.Store, table, collection string) int {
 	t.Helper()
 	var n int
