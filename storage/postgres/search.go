@@ -26,6 +26,11 @@ const (
 	// each of its terms gets an equal share, at least minPostings.
 	postingsPerQuery = 1024
 	minPostings      = 16
+	// filterScan caps the postings of a term a query with a filter
+	// checks: a term whose newest 10,000 documents pass the filter too
+	// few times to fill its list is read no further, and weighed by the
+	// documents that passed.
+	filterScan = 10_000
 	// rescored is the fewest candidates a text query scores in full.
 	rescored = 20
 	// denseWindow is how many candidates a vector ranks: the text
@@ -54,7 +59,7 @@ func (s *Store) Collections(ctx context.Context, prefix string) ([]string, error
 // The candidates the terms' weights put first (at least 20, and 1.5
 // times the hits asked for) are then scored in full. A filter is checked
 // on each posting read, so a query with a filter reads a term's postings
-// until enough pass it. A vector ranks by cosine similarity the text
+// until enough pass it, at most its 10,000 newest. A vector ranks by cosine similarity the text
 // query's best and the collection's most recent documents (up to 1,000
 // of each), not the whole collection; vectors are kept as real[] arrays.
 func (s *Store) Search(ctx context.Context, collection string, q storage.Query) ([]storage.Hit, error) {
@@ -196,19 +201,21 @@ func (p postingList) df(perTerm int, st collectionStats) int {
 // the oldest when the list is full, with the collection's counts on
 // every row: one backward range of the postings' primary key per term.
 // With a filter, each posting is kept only if the document is posted
-// under every field token of $4.
+// under every field token of $4, and at most $5 of the term's newest
+// postings are checked.
 func (s *Store) postingsSQL(filtered bool) string {
-	cond := ""
+	newest := s.postings + ` p WHERE p.collection = $1 AND p.term = q.term`
 	if filtered {
-		cond = ` AND (SELECT count(*) FROM ` + s.postings + ` f
-			WHERE f.collection = $1 AND f.term = ANY($4::text[]) AND f.seq = p.seq) = cardinality($4::text[])`
+		newest = `(SELECT p.seq FROM ` + newest + ` ORDER BY p.seq DESC LIMIT $5) p
+			WHERE (SELECT count(*) FROM ` + s.postings + ` f
+				WHERE f.collection = $1 AND f.term = ANY($4::text[]) AND f.seq = p.seq) = cardinality($4::text[])`
 	}
 	return `SELECT q.i, x.seqs, o.ord, st.docs, st.next,
 			CASE WHEN st.length > 0 THEN st.length::float8 / st.docs ELSE 1 END
 		FROM ` + s.stats + ` st
 		CROSS JOIN unnest($2::text[]) WITH ORDINALITY AS q(term, i)
 		CROSS JOIN LATERAL (SELECT coalesce(array_agg(p.seq ORDER BY p.seq DESC), '{}') AS seqs FROM (
-			SELECT p.seq FROM ` + s.postings + ` p WHERE p.collection = $1 AND p.term = q.term` + cond + `
+			SELECT p.seq FROM ` + newest + `
 			ORDER BY p.seq DESC LIMIT $3) p) x
 		LEFT JOIN LATERAL (SELECT ord FROM ` + s.docs + ` WHERE seq = x.seqs[$3]) o ON true
 		WHERE st.collection = $1`
@@ -220,7 +227,7 @@ func (s *Store) postingsSQL(filtered bool) string {
 func (s *Store) postingsOf(ctx context.Context, collection string, terms []string, filter map[string]string, perTerm int) ([]postingList, collectionStats, error) {
 	args := []any{collection, terms, perTerm}
 	if len(filter) > 0 {
-		args = append(args, fieldTokens(filter))
+		args = append(args, fieldTokens(filter), filterScan)
 	}
 	rs, err := s.pool.Query(ctx, s.postingsSQL(len(filter) > 0), args...)
 	if err != nil {
