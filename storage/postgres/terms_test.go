@@ -14,6 +14,13 @@ import (
 	"github.com/memlayer/memlayer/storage/postgres"
 )
 
+// freshStore opens a store on tables of its own.
+func freshStore(t *testing.T) *postgres.Store {
+	t.Helper()
+	url := pgtestURL(t)
+	return open(t, postgres.Config{URL: url, Schema: newSchema(t, url)})
+}
+
 func hitIDs(t *testing.T, s *postgres.Store, c string, q storage.Query) []string {
 	t.Helper()
 	hits, err := s.Search(t.Context(), c, q)
@@ -32,8 +39,7 @@ func hitIDs(t *testing.T, s *postgres.Store, c string, q storage.Query) []string
 // term; u2's documents of both terms are interleaved.
 func commonTermStore(t *testing.T) (*postgres.Store, string) {
 	t.Helper()
-	url := pgtestURL(t)
-	s := open(t, postgres.Config{URL: url, Schema: newSchema(t, url)})
+	s := freshStore(t)
 	c := storage.IndexName("notes", storage.ResourceScope("u1"), "docs")
 	other := storage.IndexName("notes", storage.ResourceScope("u2"), "docs")
 	kind := map[string]string{"kind": "fact"}
@@ -174,9 +180,8 @@ func count(t *testing.T, s *postgres.Store, table, collection string) int {
 // a collection's last document leaves no counts either; and replacing a
 // document leaves one posting per term.
 func TestEraseLeavesNoPostings(t *testing.T) {
-	url := pgtestURL(t)
 	ctx := t.Context()
-	s := open(t, postgres.Config{URL: url, Schema: newSchema(t, url)})
+	s := freshStore(t)
 	for _, c := range scopes {
 		for range 2 { // the second time replaces
 			if err := s.Index(ctx, c, storage.Document{ID: "1", Text: "shared note of " + c, Fields: map[string]string{"kind": "k"}},
@@ -310,9 +315,8 @@ func TestMigrationFromTsvectors(t *testing.T) {
 // collection's counts first, so none waits for another's row while
 // holding one it needs), and the counts match the documents.
 func TestConcurrentIndexers(t *testing.T) {
-	url := pgtestURL(t)
 	ctx := t.Context()
-	s := open(t, postgres.Config{URL: url, Schema: newSchema(t, url)})
+	s := freshStore(t)
 	c := scopes[1]
 	var wg sync.WaitGroup
 	for w := range 4 {
@@ -347,9 +351,8 @@ func TestConcurrentIndexers(t *testing.T) {
 // TestRepeatedIDInOneCall: a document given twice in one Index call is
 // the later one, placed as the later one, and counted once.
 func TestRepeatedIDInOneCall(t *testing.T) {
-	url := pgtestURL(t)
 	ctx := t.Context()
-	s := open(t, postgres.Config{URL: url, Schema: newSchema(t, url)})
+	s := freshStore(t)
 	c := scopes[2]
 	if err := s.Index(ctx, c, storage.Document{ID: "1", Text: "alpha"}, storage.Document{ID: "2", Text: "beta"},
 		storage.Document{ID: "1", Text: "gamma"}); err != nil {
