@@ -18,8 +18,9 @@
 // are always statement parameters, never part of the SQL text. [Open]
 // creates the tables on first use and records [SchemaVersion]; tables of
 // an earlier version are migrated in one transaction, under an advisory
-// lock so that processes opening at once do not race. Tables written by
-// a newer version are refused.
+// lock so that processes opening at once do not race: tables of version
+// 2 get every document's postings then, once, in time proportional to
+// the documents. Tables written by a newer version are refused.
 //
 // # Writes
 //
