@@ -10,15 +10,17 @@
 //
 // # Tables
 //
-// The store keeps three tables in [Config.Schema] (the connection's
+// The store keeps five tables in [Config.Schema] (the connection's
 // current schema when empty), named by [Config.Prefix] (memlayer_ by
-// default): kv (the records), docs (the search index) and meta (the
-// schema version). Identifiers are quoted; keys, values and documents
+// default): kv (the records); docs, postings and doc_stats (the search
+// index: the documents, their terms, and each collection's counts); and
+// meta (the schema version). Identifiers are quoted; keys, values and documents
 // are always statement parameters, never part of the SQL text. [Open]
 // creates the tables on first use and records [SchemaVersion]; tables of
 // an earlier version are migrated in one transaction, under an advisory
-// lock so that processes opening at once do not race. Tables written by
-// a newer version are refused.
+// lock so that processes opening at once do not race: tables of version
+// 2 get every document's postings then, once, in time proportional to
+// the documents. Tables written by a newer version are refused.
 //
 // # Writes
 //
@@ -49,14 +51,22 @@
 //
 // # Search
 //
-// A document's text is indexed as a tsvector (English stemming and stop
-// words) with a GIN index. A text query matches the documents that share
-// any of its words (OR, so recall does not need every word), ranked by
-// the words' rarity among the matches, with ts_rank_cd to break ties.
-// Vectors are stored as real[] arrays and re-rank the text query's
-// candidates and the collection's most recent documents (up to 1,000 of
-// each); they are not searched over the whole collection. pgvector is not
-// used.
+// A document is posted under each of its distinct terms (the terms of
+// the in-memory index: words and compounds, English stop words left out,
+// plurals and verb endings folded) and under a token of each field, in a
+// table whose primary key is (collection, term, seq). A text query reads
+// a term's newest postings in the collection, one backward range of that
+// key per term and at most 128 of each, so its cost does not grow with
+// the collection; it ranks the candidates by the same BM25 as the
+// in-memory index, weighing a term it did not read whole by an estimate
+// of its documents. Each collection's count and total length of
+// documents are kept in the transaction that writes them: writers of
+// one collection commit one after another, writers of different
+// collections do not wait for each other. A filter without text walks
+// the postings of its first field. Vectors are stored as real[] arrays
+// and re-rank the text query's candidates and the collection's most
+// recent documents (up to 1,000 of each); they are not searched over the
+// whole collection. pgvector is not used.
 //
 // [Store.Purge] rewrites the tables (VACUUM FULL) so that deleted values
 // leave no dead row behind.

@@ -147,7 +147,9 @@ func TestMigration(t *testing.T) {
 		}
 	}
 	meta := pgx.Identifier{schema, "memlayer_meta"}.Sanitize()
-	q(`DROP TABLE ` + pgx.Identifier{schema, "memlayer_docs"}.Sanitize())
+	for _, t := range []string{"memlayer_docs", "memlayer_postings", "memlayer_doc_stats"} {
+		q(`DROP TABLE ` + pgx.Identifier{schema, t}.Sanitize())
+	}
 	q(`UPDATE ` + meta + ` SET value = 1`)
 	m := open(t, postgres.Config{URL: url, Schema: schema})
 	if it, err := m.Get(ctx, key); err != nil || string(it.Value) != "kept" || it.Version != v {

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,7 +34,7 @@ const DefaultPrefix = "memlayer_"
 // SchemaVersion is the layout of the tables this package writes. A store
 // opened on tables of an earlier layout migrates them; tables of a later
 // layout are refused.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // Config says which database to use and how. Exactly one of URL and Pool
 // must be set.
@@ -72,22 +73,18 @@ type Store struct {
 	ownPool bool
 	closed  atomic.Bool
 
-	kv, docs, meta string // quoted, schema-qualified table names
-	schema, prefix string
+	// quoted, schema-qualified table names
+	kv, docs, postings, stats, meta string
+	schema, prefix                  string
 }
 
+// identChars are the bytes of a schema's name or a prefix.
+const identChars = "abcdefghijklmnopqrstuvwxyz0123456789_"
+
+// validIdent reports whether s is 1 to maxLen bytes of identChars, not
+// starting with a digit.
 func validIdent(s string, maxLen int) bool {
-	if s == "" || len(s) > maxLen {
-		return false
-	}
-	for i := range len(s) {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c == '_' || i > 0 && c >= '0' && c <= '9' {
-			continue
-		}
-		return false
-	}
-	return true
+	return s != "" && len(s) <= maxLen && strings.Trim(s, identChars) == "" && !strings.ContainsAny(s[:1], "0123456789")
 }
 
 // Open connects to the database, creates the schema and tables when they
@@ -95,40 +92,14 @@ func validIdent(s string, maxLen int) bool {
 // returns the store. Concurrent Opens of the same tables, from any
 // process, are safe: one creates, the others wait for it.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
-	prefix := cfg.Prefix
-	if prefix == "" {
-		prefix = DefaultPrefix
+	s, err := newStore(cfg)
+	if err != nil {
+		return nil, err
 	}
-	if !validIdent(prefix, 32) {
-		return nil, fmt.Errorf("storage/postgres: Prefix %q is not 1-32 bytes of a-z, 0-9, '_' starting with a letter or '_'", cfg.Prefix)
+	if err := s.connect(ctx, cfg); err != nil {
+		return nil, err
 	}
-	if cfg.Schema != "" && !validIdent(cfg.Schema, 63) {
-		return nil, fmt.Errorf("storage/postgres: Schema %q is not 1-63 bytes of a-z, 0-9, '_' starting with a letter or '_'", cfg.Schema)
-	}
-	s := &Store{schema: cfg.Schema, prefix: prefix}
-	switch {
-	case cfg.URL != "" && cfg.Pool != nil:
-		return nil, errors.New("storage/postgres: Config has both URL and Pool")
-	case cfg.Pool != nil && cfg.AsyncCommit:
-		return nil, errors.New("storage/postgres: AsyncCommit applies to a pool the store opens: set synchronous_commit in the Pool's ConnConfig.RuntimeParams")
-	case cfg.Pool != nil:
-		s.pool = cfg.Pool
-	case cfg.URL != "":
-		pc, err := pgxpool.ParseConfig(cfg.URL)
-		if err != nil {
-			return nil, fmt.Errorf("storage/postgres: parse URL: %w", err)
-		}
-		if cfg.AsyncCommit {
-			pc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-		}
-		if s.pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
-			return nil, fmt.Errorf("storage/postgres: open: %w", err)
-		}
-		s.ownPool = true
-	default:
-		return nil, errors.New("storage/postgres: Config needs a URL or a Pool")
-	}
-	s.kv, s.docs, s.meta = s.table("kv"), s.table("docs"), s.table("meta")
+	s.kv, s.docs, s.postings, s.stats, s.meta = s.table("kv"), s.table("docs"), s.table("postings"), s.table("doc_stats"), s.table("meta")
 	if err := s.init(ctx); err != nil {
 		if s.ownPool {
 			s.pool.Close()
@@ -136,6 +107,53 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, s.wrap(ctx, "open", "", err, false)
 	}
 	return s, nil
+}
+
+// newStore checks cfg's names and returns a store of them, not yet
+// connected.
+func newStore(cfg Config) (*Store, error) {
+	prefix := cmp.Or(cfg.Prefix, DefaultPrefix)
+	if !validIdent(prefix, 32) {
+		return nil, fmt.Errorf("storage/postgres: Prefix %q is not 1-32 bytes of a-z, 0-9, '_' starting with a letter or '_'", cfg.Prefix)
+	}
+	if cfg.Schema != "" && !validIdent(cfg.Schema, 63) {
+		return nil, fmt.Errorf("storage/postgres: Schema %q is not 1-63 bytes of a-z, 0-9, '_' starting with a letter or '_'", cfg.Schema)
+	}
+	return &Store{schema: cfg.Schema, prefix: prefix}, nil
+}
+
+// connect takes cfg's pool, or opens one from its URL.
+func (s *Store) connect(ctx context.Context, cfg Config) error {
+	if cfg.Pool != nil {
+		return s.usePool(cfg)
+	}
+	if cfg.URL == "" {
+		return errors.New("storage/postgres: Config needs a URL or a Pool")
+	}
+	pc, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		return fmt.Errorf("storage/postgres: parse URL: %w", err)
+	}
+	if cfg.AsyncCommit {
+		pc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	}
+	if s.pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
+		return fmt.Errorf("storage/postgres: open: %w", err)
+	}
+	s.ownPool = true
+	return nil
+}
+
+// usePool takes cfg's Pool, which the store does not own.
+func (s *Store) usePool(cfg Config) error {
+	switch {
+	case cfg.URL != "":
+		return errors.New("storage/postgres: Config has both URL and Pool")
+	case cfg.AsyncCommit:
+		return errors.New("storage/postgres: AsyncCommit applies to a pool the store opens: set synchronous_commit in the Pool's ConnConfig.RuntimeParams")
+	}
+	s.pool = cfg.Pool
+	return nil
 }
 
 // table returns the quoted name of one of the store's tables.
@@ -155,19 +173,26 @@ func (s *Store) Prefix() string { return s.prefix }
 // Pool returns the pool the store uses.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// migrations[i] takes the tables from version i to i+1. Each runs in the
-// transaction that records the new version.
-func (s *Store) migrations() [][]string {
-	return [][]string{
-		{ // 1: the key-value table. Keys sort by byte (COLLATE "C"), so a
-			// prefix is one range of the primary key.
+// migration takes the tables from one version to the next: its
+// statements, then fill, if any, in the transaction that records the new
+// version.
+type migration struct {
+	stmts []string
+	fill  func(context.Context, pgx.Tx) error
+}
+
+// migrations[i] takes the tables from version i to i+1.
+func (s *Store) migrations() []migration {
+	return []migration{
+		{stmts: []string{ // 1: the key-value table. Keys sort by byte
+			// (COLLATE "C"), so a prefix is one range of the primary key.
 			`CREATE TABLE IF NOT EXISTS ` + s.kv + ` (
 				key     text COLLATE "C" PRIMARY KEY,
 				value   bytea  NOT NULL,
 				version bigint NOT NULL
 			)`,
-		},
-		{ // 2: the search index.
+		}},
+		{stmts: []string{ // 2: the search index, of tsvectors.
 			`CREATE TABLE IF NOT EXISTS ` + s.docs + ` (
 				seq        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 				collection text COLLATE "C" NOT NULL,
@@ -180,52 +205,89 @@ func (s *Store) migrations() [][]string {
 			)`,
 			`CREATE INDEX IF NOT EXISTS ` + pgx.Identifier{s.prefix + "docs_recent"}.Sanitize() + ` ON ` + s.docs + ` (collection, seq)`,
 			`CREATE INDEX IF NOT EXISTS ` + pgx.Identifier{s.prefix + "docs_tsv"}.Sanitize() + ` ON ` + s.docs + ` USING gin (tsv)`,
-		},
+		}},
+		{stmts: []string{ // 3: postings and counts replace the tsvectors.
+			`DROP INDEX IF EXISTS ` + s.table("docs_tsv"),
+			`ALTER TABLE ` + s.docs + ` DROP COLUMN IF EXISTS tsv,
+				ADD COLUMN terms  text[]  NOT NULL DEFAULT '{}',
+				ADD COLUMN length integer NOT NULL DEFAULT 0,
+				ADD COLUMN ord    bigint  NOT NULL DEFAULT 0`,
+			`CREATE TABLE ` + s.postings + ` (
+				collection text COLLATE "C" NOT NULL,
+				term       text COLLATE "C" NOT NULL,
+				seq        bigint NOT NULL,
+				PRIMARY KEY (collection, term, seq)
+			)`,
+			`CREATE TABLE ` + s.stats + ` (
+				collection text COLLATE "C" PRIMARY KEY,
+				docs       bigint NOT NULL,
+				length     bigint NOT NULL,
+				next       bigint NOT NULL
+			)`,
+		}, fill: s.postEarlier},
 	}
 }
 
+// init creates or migrates the tables, in one transaction under an
+// advisory lock of their schema and prefix, so that one Open at a time
+// does it and the others then find the tables current.
 func (s *Store) init(ctx context.Context) error {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	// One Open at a time creates or migrates these tables.
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "memlayer:"+s.schema+"."+s.prefix); err != nil {
-		return err
-	}
-	if s.schema != "" {
-		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{s.schema}.Sanitize()); err != nil {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		have, err := s.lockVersion(ctx, tx)
+		if err != nil {
 			return err
 		}
-	}
-	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+s.meta+` (name text PRIMARY KEY, value bigint NOT NULL)`); err != nil {
-		return err
-	}
-	var have int64
-	err = tx.QueryRow(ctx, `SELECT value FROM `+s.meta+` WHERE name = 'schema_version'`).Scan(&have)
-	if errors.Is(err, pgx.ErrNoRows) {
-		have = 0
-	} else if err != nil {
-		return err
-	}
-	if have > SchemaVersion {
-		return fmt.Errorf("tables %s are of schema version %d, newer than this package's %d: upgrade memlayer", s.kv, have, SchemaVersion)
-	}
-	for _, m := range s.migrations()[have:] {
-		for _, st := range m {
-			if _, err := tx.Exec(ctx, st); err != nil {
+		if have > SchemaVersion {
+			return fmt.Errorf("tables %s are of schema version %d, newer than this package's %d: upgrade memlayer", s.kv, have, SchemaVersion)
+		}
+		for _, m := range s.migrations()[have:] {
+			if err := m.run(ctx, tx); err != nil {
 				return err
 			}
 		}
+		if have == SchemaVersion {
+			return nil
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO `+s.meta+` (name, value) VALUES ('schema_version', $1)
+			ON CONFLICT (name) DO UPDATE SET value = excluded.value`, SchemaVersion)
+		return err
+	})
+}
+
+// lockVersion takes the advisory lock of the tables for tx, creates the
+// schema and the meta table if missing, and returns the tables' version
+// (0 when none is recorded).
+func (s *Store) lockVersion(ctx context.Context, tx pgx.Tx) (int64, error) {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "memlayer:"+s.schema+"."+s.prefix); err != nil {
+		return 0, err
 	}
-	if have < SchemaVersion {
-		if _, err := tx.Exec(ctx, `INSERT INTO `+s.meta+` (name, value) VALUES ('schema_version', $1)
-			ON CONFLICT (name) DO UPDATE SET value = excluded.value`, SchemaVersion); err != nil {
+	var ddl []string
+	if s.schema != "" {
+		ddl = append(ddl, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{s.schema}.Sanitize())
+	}
+	ddl = append(ddl, `CREATE TABLE IF NOT EXISTS `+s.meta+` (name text PRIMARY KEY, value bigint NOT NULL)`)
+	if err := (migration{stmts: ddl}).run(ctx, tx); err != nil {
+		return 0, err
+	}
+	var have int64
+	err := tx.QueryRow(ctx, `SELECT value FROM `+s.meta+` WHERE name = 'schema_version'`).Scan(&have)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return have, err
+}
+
+// run applies m in tx.
+func (m migration) run(ctx context.Context, tx pgx.Tx) error {
+	for _, st := range m.stmts {
+		if _, err := tx.Exec(ctx, st); err != nil {
 			return err
 		}
 	}
-	return tx.Commit(ctx)
+	if m.fill == nil {
+		return nil
+	}
+	return m.fill(ctx, tx)
 }
 
 // begin checks what every operation checks first.
@@ -274,36 +336,34 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, ifVersion int
 	switch {
 	case ifVersion == storage.AnyVersion:
 		var v int64
-		err := c.QueryRow(wctx, `INSERT INTO `+s.kv+` AS t (key, value, version) VALUES ($1, $2, $3)
+		err = c.QueryRow(wctx, `INSERT INTO `+s.kv+` AS t (key, value, version) VALUES ($1, $2, $3)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value, version = t.version + 1 RETURNING version`,
 			key, value, storage.FirstVersion()).Scan(&v)
-		if err != nil {
-			return 0, s.wrap(ctx, "put", key, err, true)
-		}
-		return v, nil
+		return s.putResult(ctx, key, v, err, false, "")
 	case ifVersion == storage.NoVersion:
 		first := storage.FirstVersion()
 		tag, err := c.Exec(wctx, `INSERT INTO `+s.kv+` (key, value, version) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING`,
 			key, value, first)
-		if err != nil {
-			return 0, s.wrap(ctx, "put", key, err, true)
-		}
-		if tag.RowsAffected() == 0 {
-			return 0, fmt.Errorf("storage/postgres: put %s: key exists: %w", storage.Quote(key), storage.ErrConflict)
-		}
-		return first, nil
+		return s.putResult(ctx, key, first, err, tag.RowsAffected() == 0, "key exists")
 	case ifVersion > 0:
 		tag, err := c.Exec(wctx, `UPDATE `+s.kv+` SET value = $1, version = version + 1 WHERE key = $2 AND version = $3`,
 			value, key, ifVersion)
-		if err != nil {
-			return 0, s.wrap(ctx, "put", key, err, true)
-		}
-		if tag.RowsAffected() == 0 {
-			return 0, fmt.Errorf("storage/postgres: put %s: version %d is not current: %w", storage.Quote(key), ifVersion, storage.ErrConflict)
-		}
-		return ifVersion + 1, nil
+		return s.putResult(ctx, key, ifVersion+1, err, tag.RowsAffected() == 0, fmt.Sprintf("version %d is not current", ifVersion))
 	}
 	return 0, fmt.Errorf("storage/postgres: put %s: invalid version %d: %w", storage.Quote(key), ifVersion, storage.ErrConflict)
+}
+
+// putResult returns the version v a put of key wrote, or its error: err
+// when its statement failed, or else, when its check failed (conflict),
+// a conflict saying why.
+func (s *Store) putResult(ctx context.Context, key string, v int64, err error, conflict bool, why string) (int64, error) {
+	if err != nil {
+		return 0, s.wrap(ctx, "put", key, err, true)
+	}
+	if conflict {
+		return 0, fmt.Errorf("storage/postgres: put %s: %s: %w", storage.Quote(key), why, storage.ErrConflict)
+	}
+	return v, nil
 }
 
 // Delete implements [storage.Store]. A conditional delete is one
@@ -345,43 +405,40 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion int64) error {
 // primary key that holds the keys with prefix (keys sort by byte), so no
 // character of prefix means anything special and no other key is read.
 func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
-	if err := s.begin(ctx, "list", prefix, false); err != nil {
+	return s.withPrefix(ctx, "list", s.kv, "key", prefix)
+}
+
+// withPrefix returns the values of column col of table that start with
+// prefix, in byte order: one range of the column's index. A prefix cut
+// inside a UTF-8 sequence is searched from its valid part and the
+// values read are filtered.
+func (s *Store) withPrefix(ctx context.Context, op, table, col, prefix string) ([]string, error) {
+	if err := s.begin(ctx, op, prefix, false); err != nil {
 		return nil, err
 	}
-	keys := make([]string, 0)
-	if strings.IndexByte(prefix, 0) >= 0 {
-		return keys, nil // no key holds a NUL
-	}
-	// A prefix cut inside a UTF-8 sequence is searched from its valid
-	// part and filtered below.
+	out := make([]string, 0)
 	from, ok := validPart(prefix)
-	if !ok {
-		return keys, nil // no valid UTF-8 key starts with prefix
+	if !ok || strings.IndexByte(prefix, 0) >= 0 {
+		return out, nil // no valid UTF-8 value starts with prefix; none holds a NUL
 	}
-	var rows pgx.Rows
-	var err error
+	query, args := `SELECT `+col+` FROM `+table+` WHERE `+col+` >= $1`, []any{from}
 	if to, ok := successor(from); ok {
-		rows, err = s.pool.Query(ctx, `SELECT key FROM `+s.kv+` WHERE key >= $1 AND key < $2 ORDER BY key`, from, to)
-	} else {
-		rows, err = s.pool.Query(ctx, `SELECT key FROM `+s.kv+` WHERE key >= $1 ORDER BY key`, from)
+		query, args = query+` AND `+col+` < $2`, append(args, to)
 	}
+	rows, err := s.pool.Query(ctx, query+` ORDER BY `+col, args...)
 	if err != nil {
-		return nil, s.wrap(ctx, "list", prefix, err, false)
+		return nil, s.wrap(ctx, op, prefix, err, false)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			return nil, s.wrap(ctx, "list", prefix, err, false)
+	all, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, s.wrap(ctx, op, prefix, err, false)
+	}
+	for _, v := range all {
+		if strings.HasPrefix(v, prefix) {
+			out = append(out, v)
 		}
-		if strings.HasPrefix(k, prefix) {
-			keys = append(keys, k)
-		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, s.wrap(ctx, "list", prefix, err, false)
-	}
-	return keys, nil
+	return out, nil
 }
 
 // validPart returns p without a final UTF-8 sequence it cuts short, and
@@ -435,7 +492,7 @@ func (s *Store) Purge(ctx context.Context) error {
 	if err := s.begin(ctx, "purge", "", false); err != nil {
 		return err
 	}
-	for _, t := range []string{s.kv, s.docs} {
+	for _, t := range []string{s.kv, s.docs, s.postings, s.stats} {
 		if _, err := s.pool.Exec(ctx, `VACUUM (FULL) `+t); err != nil {
 			return s.wrap(ctx, "purge", "", err, false)
 		}
@@ -487,40 +544,47 @@ func (s *Store) wrap(ctx context.Context, op, key string, err error, write bool)
 	if s.closed.Load() {
 		sentinels = append(sentinels, storage.ErrClosed)
 	}
-	var pgErr *pgconn.PgError
-	isPg := errors.As(err, &pgErr)
-	switch {
-	case isConnectError(err) || pgconn.SafeToRetry(err):
-		// No connection: nothing was sent.
-		sentinels = append(sentinels, ErrUnavailable)
-	case isPg && pgErr.Code == "57014" && write:
-		// query_canceled: ctx ended and the driver asked the server to
-		// cancel. The server may act on the request after the statement
-		// committed and still report it canceled, so the outcome is not
-		// known.
-		sentinels = append(sentinels, ErrOutcomeUnknown, storage.ErrNotDurable)
-	case isPg && !serverGone(pgErr):
-		// The server answered with an error: the statement was rolled
-		// back.
-	case isPg:
-		// The backend is going away (shut down, crashed, connection
-		// failure): an autocommit write may have committed before it
-		// went.
-		sentinels = append(sentinels, ErrUnavailable)
-		if write {
-			sentinels = append(sentinels, ErrOutcomeUnknown, storage.ErrNotDurable)
-		}
-	case write:
-		sentinels = append(sentinels, ErrOutcomeUnknown, storage.ErrNotDurable)
-	}
+	sentinels = append(sentinels, causes(err, write)...)
 	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 		sentinels = append(sentinels, ctx.Err())
 	}
-	prefix := ""
-	if len(sentinels) == 0 || sentinels[0] == storage.ErrClosed || sentinels[0] == ctx.Err() {
-		prefix = "storage/postgres: "
+	// ErrUnavailable and ErrOutcomeUnknown name the package already.
+	prefix := "storage/postgres: "
+	if len(sentinels) > 0 && (sentinels[0] == ErrUnavailable || sentinels[0] == ErrOutcomeUnknown) {
+		prefix = ""
 	}
 	return fmt.Errorf(prefix+strings.Repeat("%w: ", len(sentinels))+"%s: %w", append(sentinels, where, err)...)
+}
+
+// causes returns the sentinels that say what a failure err of a write
+// (or of a read) means for the caller.
+func causes(err error, write bool) []any {
+	var lost []any // a write whose outcome is unknown
+	if write {
+		lost = []any{ErrOutcomeUnknown, storage.ErrNotDurable}
+	}
+	var pgErr *pgconn.PgError
+	switch {
+	case isConnectError(err) || pgconn.SafeToRetry(err):
+		// No connection: nothing was sent.
+		return []any{ErrUnavailable}
+	case !errors.As(err, &pgErr):
+		// The answer was lost.
+		return lost
+	case pgErr.Code == "57014":
+		// query_canceled: ctx ended and the driver asked the server to
+		// cancel. The server may act on the request after the statement
+		// committed and still report it canceled, so the outcome of a
+		// write is not known.
+		return lost
+	case !serverGone(pgErr):
+		// The server answered with an error: the statement was rolled
+		// back.
+		return nil
+	}
+	// The backend is going away (shut down, crashed, connection
+	// failure): an autocommit write may have committed before it went.
+	return append([]any{ErrUnavailable}, lost...)
 }
 
 // serverGone reports whether e says the backend is going away rather than
