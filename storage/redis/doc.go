@@ -193,14 +193,15 @@
 //   - Index: one Lua script per call, O(t log n) per document, plus two
 //     ZADDs to the registry.
 //   - Unindex: one script, O(t log n) per document.
-//   - A text query: one Lua script, O(q (log n + P)), then one HMGET of
-//     O(max(20, 1.5k)) documents (more when some were unindexed
-//     meanwhile). Neither grows with n or with how many documents hold a
-//     term.
-//   - A filtered text query: the same, but each term's walk checks up to
-//     10,000 documents when the filter and the term are both common and
-//     seldom together: O(q (log n + min(W, 10,000))), W the smaller of
-//     the term's and the filter's document counts.
+//   - A text query: one pipelined round trip, O(q (log n + P)), then one
+//     HMGET of O(max(20, 1.5k)) documents (more when some were
+//     unindexed meanwhile). Neither grows with n or with how many
+//     documents hold a term.
+//   - A filtered text query: one Lua script instead of the pipeline,
+//     whose walk of each term checks up to 10,000 documents when the
+//     filter and the term are both common and seldom together:
+//     O(q (log n + min(W, 10,000))), W the smaller of the term's and the
+//     filter's document counts.
 //   - A query without text: O(log n + k) from the recency set, or with a
 //     filter from the filter's smallest set, checking the others
 //     (O(log n + k) for one field; up to 10,000 checks for several).

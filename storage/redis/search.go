@@ -213,8 +213,9 @@ end
 return redis.call('DEL', p..'d', p..'r', p..'k', p..'s', p..'T', p..'F')
 `)
 
-// queryScript reads what a query needs of the collection of prefix
-// ARGV[1], without changing it. ARGV[2] is how many postings to read of
+// queryScript reads what a filtered query needs of the collection of
+// prefix ARGV[1], without changing it (a query without a filter is a
+// pipeline: see postings). ARGV[2] is how many postings to read of
 // each list, ARGV[3] "1" to walk oldest first, ARGV[4] the number f of
 // filter tags, ARGV[5...] the tags, then the query's terms. It returns
 // the collection's documents, total length and layout version, then
@@ -520,12 +521,20 @@ func postingsOf(n int) int {
 	return min(postingsPerTerm, max(minPostings, postingsPerQuery/max(n, 1)))
 }
 
-// read is what queryScript returned: the collection's documents and
-// total length, and its lists.
+// read is what a query read of a collection: its documents and total
+// length, and its lists.
 type read struct {
 	docs  int
 	total float64
-	lists []any
+	lists []list
+}
+
+// list is what a query read of one term (its document frequency df and
+// the postings read, "tf length ID" scored by sequence) or of the
+// filtered recent documents (IDs).
+type list struct {
+	df int64
+	zs []goredis.Z
 }
 
 // query runs queryScript, converting the collection first when an
@@ -541,27 +550,94 @@ func (s *Store) query(ctx context.Context, p string, want int, oldest bool, filt
 	for _, t := range terms {
 		args = append(args, t)
 	}
-	for range 2 {
+	return s.converted(ctx, p, func() (read, string, error) {
 		res, err := queryScript.Run(ctx, s.client, []string{p + "r"}, args...).Slice()
 		if err != nil {
-			return read{}, err
+			return read{}, "", err
 		}
 		if len(res) < 3 {
-			return read{}, fmt.Errorf("query: unexpected reply %v", res)
+			return read{}, "", fmt.Errorf("query: unexpected reply %v", res)
 		}
 		docs, _ := res[0].(int64)
-		if docs == 0 {
-			return read{}, nil
-		}
-		if v, _ := res[2].(string); v != layoutVersion {
-			if err := indexScript.Run(ctx, s.client, []string{p + "r"}, p, "m").Err(); err != nil {
-				return read{}, fmt.Errorf("convert the index of an earlier version: %w", err)
-			}
-			continue
-		}
 		str, _ := res[1].(string)
 		total, _ := strconv.ParseFloat(str, 64)
-		return read{docs: int(docs), total: total, lists: res[3:]}, nil
+		rd := read{docs: int(docs), total: total}
+		v, _ := res[2].(string)
+		if len(terms) == 0 && len(res) > 3 {
+			l, _ := res[3].([]any)
+			rd.lists = []list{{zs: pairs(l)}}
+		}
+		for _, r := range res[min(3, len(res)):] {
+			if l, _ := r.([]any); len(l) > 0 && len(terms) > 0 {
+				df, _ := l[0].(int64)
+				rd.lists = append(rd.lists, list{df: df, zs: pairs(l[1:])})
+			}
+		}
+		return rd, v, nil
+	})
+}
+
+// pairs reads a list of member, score, member, score, ...
+func pairs(l []any) []goredis.Z {
+	zs := make([]goredis.Z, 0, len(l)/2)
+	for j := 0; j+1 < len(l); j += 2 {
+		m, _ := l[j].(string)
+		sq, _ := l[j+1].(string)
+		seq, _ := strconv.ParseFloat(sq, 64)
+		zs = append(zs, goredis.Z{Member: m, Score: seq})
+	}
+	return zs
+}
+
+// postings reads, without a filter, the newest want postings of each
+// term and its document frequency, in one pipeline (cheaper than a
+// script that returns the same), converting the collection first when
+// an earlier version wrote it.
+func (s *Store) postings(ctx context.Context, p string, want int, terms []string) (read, error) {
+	return s.converted(ctx, p, func() (read, string, error) {
+		var docs *goredis.IntCmd
+		var head *goredis.SliceCmd
+		dfs := make([]*goredis.IntCmd, len(terms))
+		posts := make([]*goredis.ZSliceCmd, len(terms))
+		_, err := s.client.Pipelined(ctx, func(pl goredis.Pipeliner) error {
+			docs = pl.ZCard(ctx, p+"r")
+			head = pl.HMGet(ctx, p+"s", "total", "v")
+			for i, t := range terms {
+				dfs[i] = pl.ZCard(ctx, p+"z:"+t)
+				posts[i] = pl.ZRevRangeWithScores(ctx, p+"z:"+t, 0, int64(want)-1)
+			}
+			return nil
+		})
+		if err != nil {
+			return read{}, "", err
+		}
+		rd := read{docs: int(docs.Val()), lists: make([]list, len(terms))}
+		h := head.Val()
+		str, _ := h[0].(string)
+		rd.total, _ = strconv.ParseFloat(str, 64)
+		v, _ := h[1].(string)
+		for i := range terms {
+			rd.lists[i] = list{df: dfs[i].Val(), zs: posts[i].Val()}
+		}
+		return rd, v, nil
+	})
+}
+
+// converted runs a read of the collection of prefix p, which returns
+// the collection's layout version. A non-empty collection of an earlier
+// layout is converted (see migrateLua), and the read run again.
+func (s *Store) converted(ctx context.Context, p string, run func() (read, string, error)) (read, error) {
+	for range 2 {
+		rd, v, err := run()
+		if err != nil || rd.docs == 0 {
+			return read{}, err
+		}
+		if v == layoutVersion {
+			return rd, nil
+		}
+		if err := indexScript.Run(ctx, s.client, []string{p + "r"}, p, "m").Err(); err != nil {
+			return read{}, fmt.Errorf("convert the index of an earlier version: %w", err)
+		}
 	}
 	return read{}, errors.New("query: the collection's layout changed while converting it")
 }
@@ -573,7 +649,13 @@ func (s *Store) query(ctx context.Context, p string, want int, oldest bool, filt
 // text, so that a document whose common term was not read counts it.
 func (s *Store) text(ctx context.Context, p string, terms []string, filter map[string]string, limit int) ([]storage.Ranked, error) {
 	perTerm := max(postingsOf(len(terms)), limit)
-	rd, err := s.query(ctx, p, perTerm, false, filter, terms)
+	var rd read
+	var err error
+	if len(filter) == 0 {
+		rd, err = s.postings(ctx, p, perTerm, terms)
+	} else {
+		rd, err = s.query(ctx, p, perTerm, false, filter, terms)
+	}
 	if err != nil || rd.docs == 0 {
 		return nil, err
 	}
@@ -585,25 +667,18 @@ func (s *Store) text(ctx context.Context, p string, terms []string, filter map[s
 	at := map[string]int{}
 	var cands []storage.Ranked
 	for i, l := range rd.lists {
-		list, _ := l.([]any)
-		if len(list) == 0 {
-			continue
-		}
-		df, _ := list[0].(int64)
-		idf[i] = lexical.IDF(rd.docs, int(df))
-		for j := 1; j+1 < len(list); j += 2 {
-			m, _ := list[j].(string)
-			sq, _ := list[j+1].(string)
+		idf[i] = lexical.IDF(rd.docs, int(l.df))
+		for _, z := range l.zs {
+			m, _ := z.Member.(string)
 			tf, length, id, ok := parsePosting(m)
 			if !ok {
 				continue
 			}
-			seq, _ := strconv.ParseFloat(sq, 64)
 			c, seen := at[id]
 			if !seen {
 				c = len(cands)
 				at[id] = c
-				cands = append(cands, storage.Ranked{Hit: storage.Hit{ID: id}, Seq: int64(seq)})
+				cands = append(cands, storage.Ranked{Hit: storage.Hit{ID: id}, Seq: int64(z.Score)})
 			}
 			cands[c].Score += lexical.TermScore(idf[i], tf, length, avg)
 		}
@@ -666,12 +741,8 @@ func (s *Store) recent(ctx context.Context, p string, filter map[string]string, 
 		if err != nil || len(rd.lists) == 0 {
 			return nil, err
 		}
-		list, _ := rd.lists[0].([]any)
-		for j := 0; j+1 < len(list); j += 2 {
-			id, _ := list[j].(string)
-			sq, _ := list[j+1].(string)
-			seq, _ := strconv.ParseFloat(sq, 64)
-			cands = append(cands, storage.Ranked{Hit: storage.Hit{ID: id}, Seq: int64(seq)})
+		for _, z := range rd.lists[0].zs {
+			cands = append(cands, storage.Ranked{Hit: storage.Hit{ID: z.Member.(string)}, Seq: int64(z.Score)})
 		}
 	}
 	return s.fill(ctx, p, cands, filter, limit)

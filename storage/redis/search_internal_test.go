@@ -107,18 +107,28 @@ func (c *counter) DialHook(next goredis.DialHook) goredis.DialHook { return next
 func (c *counter) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
 	return func(ctx context.Context, cmd goredis.Cmder) error {
 		err := next(ctx, cmd)
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if cmd.Name() == "hmget" {
-			c.fetched += len(cmd.Args()) - 2
-		}
-		c.returned += replySize(cmd)
+		c.count(cmd)
 		return err
 	}
 }
 
 func (c *counter) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			c.count(cmd)
+		}
+		return err
+	}
+}
+
+func (c *counter) count(cmd goredis.Cmder) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cmd.Name() == "hmget" {
+		c.fetched += len(cmd.Args()) - 2
+	}
+	c.returned += replySize(cmd)
 }
 
 // calls returns the server's count of calls of each command named, from
