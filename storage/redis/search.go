@@ -44,8 +44,8 @@ import (
 //
 // A collection of an earlier version has, instead of the z: sets, a
 // hash per term (t:TERM: ID -> "tf length sequence") and no f: sets or
-// version; the first script that changes it, or the first query of it,
-// converts it (see migrateLua).
+// version; its first query converts it, while writes keep it consistent
+// meanwhile (see indexScript).
 
 // Bounds of a query.
 const (
@@ -87,68 +87,44 @@ func (s *Store) searchPrefix(collection string) string {
 func (s *Store) registry() string { return s.ns + "\x00s/collections" }
 
 // fieldTag names a field's value in the index: the SHA-1 of name, a NUL
-// byte and value, in hex, as migrateLua computes it with redis.sha1hex.
+// byte and value, in hex, as indexScript computes it with redis.sha1hex.
 func fieldTag(name, value string) string {
 	h := sha1.Sum([]byte(name + "\x00" + value))
 	return hex.EncodeToString(h[:])
 }
 
-// migrateLua converts the collection of prefix p from the earlier layout
-// (see the top of this file), in the script that runs it: each
-// document's postings move from the t: hashes to the z: sets, its fields
-// get their f: sets (read from its body), and its k entry takes its
-// terms' counts and its fields' tags. It costs O(n·t) for n documents of
-// t terms and fields, once, and blocks the server while it runs.
-const migrateLua = `
-local function migrate(p)
-  if redis.call('HGET', p..'s', 'v') == '` + layoutVersion + `' then return end
-  local docs = redis.call('ZRANGE', p..'r', 0, -1, 'WITHSCORES')
-  for i = 1, #docs, 2 do
-    local id, seq = docs[i], docs[i+1]
-    local old = redis.call('HGET', p..'k', id) or '0'
-    local lines, len = {}, nil
-    for line in string.gmatch(old, '[^\n]+') do
-      if not len then
-        len = line
-        lines[1] = len
-      else
-        local v = redis.call('HGET', p..'t:'..line, id)
-        local tf = v and string.match(v, '^(%d+)') or '1'
-        redis.call('ZADD', p..'z:'..line, seq, tf..' '..len..' '..id)
-        redis.call('SADD', p..'T', line)
-        lines[#lines+1] = line..'\t'..tf
-      end
-    end
-    local b = redis.call('HGET', p..'d', id)
-    local ok, body = pcall(cjson.decode, b or '{}')
-    if ok and type(body) == 'table' and type(body.f) == 'table' then
-      for name, value in pairs(body.f) do
-        local tag = redis.sha1hex(name..'\0'..value)
-        redis.call('ZADD', p..'f:'..tag, seq, id)
-        redis.call('SADD', p..'F', tag)
-        lines[#lines+1] = '='..tag
-      end
-    end
-    redis.call('HSET', p..'k', id, table.concat(lines, '\n'))
-  end
-  for _, term in ipairs(redis.call('SMEMBERS', p..'T')) do
-    redis.call('DEL', p..'t:'..term)
-  end
-  redis.call('HSET', p..'s', 'v', '` + layoutVersion + `')
-end
-`
+// convertBatch is how many documents one script converts of a
+// collection of the earlier layout.
+var convertBatch = 200
 
-// indexScript changes the collection of prefix ARGV[1], converting it
-// first if an earlier version wrote it. With ARGV[2] "i" it replaces
-// the documents of ARGV[3...], in fours: ID, body, length, and lines of
-// "term\ttf" and "=tag"; with "u" it removes the documents of the IDs
-// ARGV[3...]; with "m" it only converts.
-var indexScript = goredis.NewScript(migrateLua + `
+// indexScript changes the collection of prefix ARGV[1]. With ARGV[2]
+// "i" it replaces the documents of ARGV[3...], in fours: ID, body,
+// length, and lines of "term\ttf" and "=tag"; with "u" it removes the
+// documents of the IDs ARGV[3...]; with "m" it converts the next ARGV[3]
+// documents of a collection of the earlier layout and returns 1 once
+// none is left.
+//
+// A collection of the earlier layout (no version in its s hash) is
+// converted a batch at a time, oldest first, the s hash's m field
+// holding the sequence of the last document converted. Meanwhile it
+// holds documents of both layouts, which a k entry tells apart: a line
+// of the earlier layout is a bare term, whose posting is in the t: hash.
+// Writes keep it consistent; queries convert it to the end before they
+// read (see Store.converted). A document is converted by copying its
+// postings from the t: hashes to the z: sets (T lists their terms
+// already), adding it to the f: sets of its fields (read from its body),
+// and rewriting its k entry. The last batch unlinks the t: hashes.
+var indexScript = goredis.NewScript(`
 local p = ARGV[1]
-migrate(p)
+local function dropTerm(term)
+  if redis.call('EXISTS', p..'z:'..term) == 0 and redis.call('EXISTS', p..'t:'..term) == 0 then
+    redis.call('SREM', p..'T', term)
+  end
+end
 local function remove(id)
   local old = redis.call('HGET', p..'k', id)
   if not old then return end
+  local len = string.match(old, '^(%d+)')
   local first = true
   for line in string.gmatch(old, '[^\n]+') do
     if first then
@@ -162,20 +138,69 @@ local function remove(id)
       if redis.call('EXISTS', fk) == 0 then redis.call('SREM', p..'F', tag) end
     else
       local term, tf = string.match(line, '^(.*)\t(%d+)$')
-      local tk = p..'z:'..term
-      redis.call('ZREM', tk, tf..' '..string.match(old, '^(%d+)')..' '..id)
-      if redis.call('EXISTS', tk) == 0 then redis.call('SREM', p..'T', term) end
+      if term then
+        redis.call('ZREM', p..'z:'..term, tf..' '..len..' '..id)
+      else
+        term = line
+        redis.call('HDEL', p..'t:'..term, id)
+      end
+      dropTerm(term)
     end
   end
   redis.call('HDEL', p..'k', id)
   redis.call('HDEL', p..'d', id)
   redis.call('ZREM', p..'r', id)
 end
-if ARGV[2] == 'm' then return redis.call('ZCARD', p..'r') end
+local function convert(id, seq)
+  local old = redis.call('HGET', p..'k', id) or '0'
+  if string.find(old, '[\t=]') then return end
+  local lines, len = {}, nil
+  for line in string.gmatch(old, '[^\n]+') do
+    if not len then
+      len = line
+      lines[1] = len
+    else
+      local v = redis.call('HGET', p..'t:'..line, id)
+      local tf = v and string.match(v, '^(%d+)') or '1'
+      redis.call('ZADD', p..'z:'..line, seq, tf..' '..len..' '..id)
+      lines[#lines+1] = line..'\t'..tf
+    end
+  end
+  local ok, body = pcall(cjson.decode, redis.call('HGET', p..'d', id) or '{}')
+  if ok and type(body) == 'table' and type(body.f) == 'table' then
+    for name, value in pairs(body.f) do
+      local tag = redis.sha1hex(name..'\0'..value)
+      redis.call('ZADD', p..'f:'..tag, seq, id)
+      redis.call('SADD', p..'F', tag)
+      lines[#lines+1] = '='..tag
+    end
+  end
+  redis.call('HSET', p..'k', id, table.concat(lines, '\n'))
+end
+if ARGV[2] == 'm' then
+  if redis.call('HGET', p..'s', 'v') == '` + layoutVersion + `' or redis.call('EXISTS', p..'r') == 0 then return 1 end
+  local from = redis.call('HGET', p..'s', 'm') or '0'
+  local n = tonumber(ARGV[3])
+  local docs = redis.call('ZRANGEBYSCORE', p..'r', '('..from, '+inf', 'WITHSCORES', 'LIMIT', 0, n)
+  for i = 1, #docs, 2 do convert(docs[i], docs[i+1]) end
+  if #docs < 2*n then
+    for _, term in ipairs(redis.call('SMEMBERS', p..'T')) do
+      redis.call('UNLINK', p..'t:'..term)
+    end
+    redis.call('HSET', p..'s', 'v', '` + layoutVersion + `')
+    redis.call('HDEL', p..'s', 'm')
+    return 1
+  end
+  redis.call('HSET', p..'s', 'm', docs[#docs])
+  return 0
+end
 if ARGV[2] == 'u' then
   for i = 3, #ARGV do remove(ARGV[i]) end
   if redis.call('EXISTS', p..'r') == 0 then redis.call('DEL', p..'s', p..'T', p..'F') end
   return redis.call('ZCARD', p..'r')
+end
+if redis.call('EXISTS', p..'r') == 0 then
+  redis.call('HSET', p..'s', 'v', '` + layoutVersion + `')
 end
 for i = 3, #ARGV, 4 do
   local id, body, len, lines = ARGV[i], ARGV[i+1], ARGV[i+2], ARGV[i+3]
@@ -625,21 +650,27 @@ func (s *Store) postings(ctx context.Context, p string, want int, terms []string
 
 // converted runs a read of the collection of prefix p, which returns
 // the collection's layout version. A non-empty collection of an earlier
-// layout is converted (see migrateLua), and the read run again.
+// layout is converted, a batch of convertBatch documents per script
+// (see indexScript), and the read run again.
 func (s *Store) converted(ctx context.Context, p string, run func() (read, string, error)) (read, error) {
-	for range 2 {
-		rd, v, err := run()
-		if err != nil || rd.docs == 0 {
-			return read{}, err
-		}
-		if v == layoutVersion {
-			return rd, nil
-		}
-		if err := indexScript.Run(ctx, s.client, []string{p + "r"}, p, "m").Err(); err != nil {
+	rd, v, err := run()
+	if err != nil || rd.docs == 0 || v == layoutVersion {
+		return rd, err
+	}
+	for {
+		done, err := indexScript.Run(ctx, s.client, []string{p + "r"}, p, "m", convertBatch).Int()
+		if err != nil {
 			return read{}, fmt.Errorf("convert the index of an earlier version: %w", err)
 		}
+		if done == 1 {
+			break
+		}
 	}
-	return read{}, errors.New("query: the collection's layout changed while converting it")
+	rd, v, err = run()
+	if err == nil && rd.docs > 0 && v != layoutVersion {
+		return read{}, errors.New("query: the collection's layout changed while converting it")
+	}
+	return rd, err
 }
 
 // text ranks the documents holding a query term by BM25 and returns the

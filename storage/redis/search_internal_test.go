@@ -314,7 +314,7 @@ return redis.call('ZCARD', p..'r')
 `)
 
 // oldIndex indexes docs as the earlier version did.
-func oldIndex(t *testing.T, s *Store, c string, docs ...storage.Document) {
+func oldIndex(t testing.TB, s *Store, c string, docs ...storage.Document) {
 	t.Helper()
 	p := s.searchPrefix(c)
 	args := []any{p, "i"}
@@ -349,8 +349,9 @@ func indexKeys(t *testing.T, s *Store, p string) []string {
 
 // TestSearchConvertsEarlierLayout: a collection an earlier version wrote
 // (postings in hashes, no field sets) is converted by its first query,
-// or by its first write, and then ranks as storage.MemoryIndex does;
-// nothing of the earlier layout is left, and Drop leaves no key.
+// a batch at a time, writes between batches included, and then ranks
+// as storage.MemoryIndex does; nothing of the earlier layout is left,
+// and Drop leaves no key.
 func TestSearchConvertsEarlierLayout(t *testing.T) {
 	s, _ := searchStore(t)
 	ctx := t.Context()
@@ -384,6 +385,8 @@ func TestSearchConvertsEarlierLayout(t *testing.T) {
 			sameHits(t, fmt.Sprintf("%s, %+v", what, q), got, want)
 		}
 	}
+	defer func(n int) { convertBatch = n }(convertBatch)
+	convertBatch = 7 // many batches, and writes between them
 	for _, first := range []string{"search", "index", "unindex"} {
 		c := storage.IndexName("notes", storage.ResourceScope("u-"+first), "docs")
 		p := s.searchPrefix(c)
@@ -399,28 +402,39 @@ func TestSearchConvertsEarlierLayout(t *testing.T) {
 		if keys := indexKeys(t, s, p+"t:"); len(keys) == 0 {
 			t.Fatal("the earlier layout wrote no posting hash")
 		}
-		switch first {
-		case "search":
-			check("before any write", c, &mem)
-		case "index":
-			d := storage.Document{ID: "new", Text: "a new pricing page", Fields: map[string]string{"kind": "a"}}
-			if err := s.Index(ctx, c, d); err != nil {
-				t.Fatal(err)
+		if first != "search" {
+			// Two batches converted, then writes to documents of both
+			// layouts.
+			for range 2 {
+				if err := indexScript.Run(ctx, s.client, []string{p + "r"}, p, "m", convertBatch).Err(); err != nil {
+					t.Fatal(err)
+				}
 			}
-			mem.Index(ctx, c, d)
-		case "unindex":
-			if err := s.Unindex(ctx, c, "d010", "d120"); err != nil {
-				t.Fatal(err)
-			}
-			mem.Unindex(ctx, c, "d010", "d120")
 		}
+		switch first {
+		case "index":
+			ds := []storage.Document{
+				{ID: "new", Text: "a new pricing page", Fields: map[string]string{"kind": "a"}},
+				{ID: "d000", Text: "converted, replaced", Fields: map[string]string{"kind": "b<&>"}},
+				{ID: "d100", Text: "not converted, replaced page", Fields: map[string]string{"kind": "a"}},
+			}
+			if err := s.Index(ctx, c, ds...); err != nil {
+				t.Fatal(err)
+			}
+			mem.Index(ctx, c, ds...)
+		case "unindex":
+			if err := s.Unindex(ctx, c, "d002", "d120"); err != nil {
+				t.Fatal(err)
+			}
+			mem.Unindex(ctx, c, "d002", "d120")
+		}
+		check(first+" first", c, &mem)
 		if v, err := s.client.HGet(ctx, p+"s", "v").Result(); err != nil || v != layoutVersion {
 			t.Errorf("%s first: layout version %q, %v; want %s", first, v, err, layoutVersion)
 		}
 		if keys := indexKeys(t, s, p+"t:"); len(keys) != 0 {
 			t.Errorf("%s first: %d posting hashes of the earlier layout left", first, len(keys))
 		}
-		check(first+" first", c, &mem)
 		// The converted collection takes writes of the new layout.
 		if err := s.Unindex(ctx, c, "d001", "d199"); err != nil {
 			t.Fatal(err)
@@ -435,6 +449,19 @@ func TestSearchConvertsEarlierLayout(t *testing.T) {
 		if keys := indexKeys(t, s, p); len(keys) != 0 {
 			t.Errorf("%s first: keys left after Drop: %q", first, keys)
 		}
+	}
+	// Dropped halfway through its conversion, a collection leaves no key.
+	c := storage.IndexName("notes", storage.ResourceScope("u-drop"), "docs")
+	p := s.searchPrefix(c)
+	oldIndex(t, s, c, docs...)
+	if err := indexScript.Run(ctx, s.client, []string{p + "r"}, p, "m", convertBatch).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := storage.DropIndexes(ctx, s, storage.LayerPrefix("notes", storage.ResourceScope("u-drop"))); err != nil {
+		t.Fatal(err)
+	}
+	if keys := indexKeys(t, s, p); len(keys) != 0 {
+		t.Errorf("keys left after dropping a collection halfway converted: %q", keys)
 	}
 }
 
@@ -490,5 +517,48 @@ func TestSearchEraseLeavesNoTermKeys(t *testing.T) {
 	}
 	if keys := all(); len(keys) != 0 {
 		t.Errorf("keys left after erasing every user: %q", keys)
+	}
+}
+
+// BenchmarkRedisConvert100k converts a collection of 100,000 documents
+// of the earlier layout (12 words and one field each): the one script a
+// collection's first use runs, which blocks the server meanwhile.
+func BenchmarkRedisConvert100k(b *testing.B) {
+	url := os.Getenv("MEMLAYER_REDIS_URL")
+	if url == "" {
+		b.Skip("MEMLAYER_REDIS_URL is not set")
+	}
+	s, err := New(Config{URL: url, Namespace: "memlayer-test:convert:" + time.Now().Format("150405.000000") + ":"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := b.Context()
+	defer func() {
+		iter := s.client.Scan(context.Background(), 0, globEscape(s.ns)+"*", 1000).Iterator()
+		for iter.Next(context.Background()) {
+			s.client.Del(context.Background(), iter.Val())
+		}
+		s.Close()
+	}()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		c := storage.IndexName("notes", storage.ResourceScope("u"+strconv.Itoa(i)), "docs")
+		batch := make([]storage.Document, 0, 500)
+		for d := range 100_000 {
+			var text strings.Builder
+			for w := range 12 {
+				fmt.Fprintf(&text, "w%d ", (d*(w+7)+w*w)%5000)
+			}
+			batch = append(batch, storage.Document{ID: fmt.Sprintf("doc-%06d", d), Text: text.String(), Fields: map[string]string{"kind": strconv.Itoa(d % 2)}})
+			if len(batch) == cap(batch) {
+				oldIndex(b, s, c, batch...)
+				batch = batch[:0]
+			}
+		}
+		b.StartTimer()
+		hits, err := s.Search(ctx, c, storage.Query{Text: "w17", K: 10})
+		if err != nil || len(hits) == 0 {
+			b.Fatalf("search after converting: %d hits, %v", len(hits), err)
+		}
 	}
 }
