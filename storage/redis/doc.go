@@ -216,12 +216,14 @@
 //     linearly with the documents and their words.
 //
 // A collection written by an earlier version (a hash of postings per
-// term, no sets of field values) is converted when it is first used: its
-// first query, or the first Index or Unindex, runs one script that
-// builds the sets from the documents and deletes the old hashes. It
-// costs O(n·t) once and blocks the server while it runs, as Drop does.
-// Every process writing to a collection must run this version or later
-// once one has converted it.
+// term, no sets of field values) is converted when it is first queried:
+// the query runs scripts of 200 documents each, oldest first, until the
+// collection is done, then reads it. Between the scripts other clients
+// are served, and Index, Unindex and Drop keep a collection that is
+// half converted consistent. It costs O(n·t) once, in O(n/200) round
+// trips, and the first query waits for all of them. Every process
+// writing to a collection must run this version or later once one has
+// converted it.
 //
 // Index writes are not waited on by [Config.WaitReplicas]: the records
 // are the source of truth and a layer can rebuild its index from them.
