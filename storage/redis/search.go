@@ -580,26 +580,33 @@ func (s *Store) query(ctx context.Context, p string, want int, oldest bool, filt
 		if err != nil {
 			return read{}, "", err
 		}
-		if len(res) < 3 {
-			return read{}, "", fmt.Errorf("query: unexpected reply %v", res)
-		}
-		docs, _ := res[0].(int64)
-		str, _ := res[1].(string)
-		total, _ := strconv.ParseFloat(str, 64)
-		rd := read{docs: int(docs), total: total}
-		v, _ := res[2].(string)
-		if len(terms) == 0 && len(res) > 3 {
-			l, _ := res[3].([]any)
-			rd.lists = []list{{zs: pairs(l)}}
-		}
-		for _, r := range res[min(3, len(res)):] {
-			if l, _ := r.([]any); len(l) > 0 && len(terms) > 0 {
-				df, _ := l[0].(int64)
-				rd.lists = append(rd.lists, list{df: df, zs: pairs(l[1:])})
-			}
-		}
-		return rd, v, nil
+		return queryReply(res, len(terms) > 0)
 	})
+}
+
+// queryReply reads queryScript's reply: the head, then a list per term
+// (withTerms) or one list of IDs.
+func queryReply(res []any, withTerms bool) (read, string, error) {
+	if len(res) < 3 {
+		return read{}, "", fmt.Errorf("query: unexpected reply %v", res)
+	}
+	docs, _ := res[0].(int64)
+	str, _ := res[1].(string)
+	total, _ := strconv.ParseFloat(str, 64)
+	rd := read{docs: int(docs), total: total}
+	v, _ := res[2].(string)
+	for _, r := range res[3:] {
+		l, _ := r.([]any)
+		if !withTerms {
+			rd.lists = append(rd.lists, list{zs: pairs(l)})
+			continue
+		}
+		if len(l) > 0 {
+			df, _ := l[0].(int64)
+			rd.lists = append(rd.lists, list{df: df, zs: pairs(l[1:])})
+		}
+	}
+	return rd, v, nil
 }
 
 // pairs reads a list of member, score, member, score, ...
