@@ -161,28 +161,50 @@
 // later, no module) and on Redis Cluster: every key of one collection
 // carries one hash tag, so a collection lives in one slot and one Lua
 // script changes it atomically. A collection holds, per document, its
-// text, fields and vector (one hash entry), its terms (one hash entry),
-// its place in a recency sorted set, and one entry in the posting hash of
-// each of its distinct terms. Terms are those of storage.MemoryIndex
+// text, fields and vector (one hash entry), its terms with their counts
+// and its fields' tags (one hash entry), and its place in a recency
+// sorted set; per distinct term, a sorted set of the documents holding
+// it, scored by when they were indexed; and per field value, the same
+// of the documents that have it. Terms are those of storage.MemoryIndex
 // (internal/lexical's tokenizer, stop words and stemmer), and BM25 is
 // computed in the process with the same formula, so both rank a text
 // query alike. A registry (one sorted set per namespace) lists the
 // collection names, by prefix, for Collections and erase. The index keys
 // hold a NUL byte, which no store key can, so List never returns them.
 //
-// What it costs, for a collection of n documents of t distinct terms
-// each, and a query of q terms whose postings hold p documents in all:
+// A text query reads, of each of its terms, only the newest documents,
+// as storage/sqlite does: 128 of each term, at most 1,024 in all (a
+// query of more than 8 terms reads fewer of each, at least 16), or as
+// many of each as the hits asked for if that is more. A term's weight
+// uses its exact document frequency (the size of its set). The postings
+// read are scored by BM25, and the best candidates (at least 20, and 1.5
+// times the hits asked for) are read and scored in full from their text,
+// so a document found by a rare term counts a common term of the query
+// too. A document that shares only common terms with the query, and is
+// older than their newest postings, is not found. With a filter, each
+// term's list is walked newest first from the smallest of the term's set
+// and the filter's sets, each document checked against the others,
+// until enough pass or 10,000 were checked.
 //
-//   - Index: one Lua script per call, O(t) Redis commands per document
-//     (O(t log n) with the recency set), plus two ZADDs to the registry.
-//   - Unindex: one script, O(t) per document.
-//   - A text query: one pipelined round trip that reads the q posting
-//     hashes, O(p) transferred and scored in the process, then
-//     O(k) documents read (more when a filter rejects some). A query is
-//     never a scan of the collection, but a term found in most documents
-//     makes p close to n.
-//   - A query without text: O(log n + k) from the recency set (pages of
-//     256 while a filter rejects documents).
+// What it costs, for a collection of n documents of t distinct terms
+// and fields each, a query of q terms, P = the postings it reads per
+// term (128 at most unless k is larger), and k hits:
+//
+//   - Index: one Lua script per call, O(t log n) per document, plus two
+//     ZADDs to the registry.
+//   - Unindex: one script, O(t log n) per document.
+//   - A text query: one pipelined round trip, O(q (log n + P)), then one
+//     HMGET of O(max(20, 1.5k)) documents (more when some were
+//     unindexed meanwhile). Neither grows with n or with how many
+//     documents hold a term.
+//   - A filtered text query: one Lua script instead of the pipeline,
+//     whose walk of each term checks up to 10,000 documents when the
+//     filter and the term are both common and seldom together:
+//     O(q (log n + min(W, 10,000))), W the smaller of the term's and the
+//     filter's document counts.
+//   - A query without text: O(log n + k) from the recency set, or with a
+//     filter from the filter's smallest set, checking the others
+//     (O(log n + k) for one field; up to 10,000 checks for several).
 //   - A vector query: cosine over the text query's best 1,000 and the
 //     1,000 most recent documents, not over the collection; a document
 //     outside both is not found by its vector.
@@ -190,8 +212,18 @@
 //   - Collections: O(log N + m) on the registry of N names, plus one
 //     EXISTS per name found.
 //   - Memory: the text, fields and vector of each document, plus about
-//     t posting entries of ~30 bytes: the index grows linearly with the
-//     documents and their words.
+//     t set entries of ~30 bytes and the document's ID: the index grows
+//     linearly with the documents and their words.
+//
+// A collection written by an earlier version (a hash of postings per
+// term, no sets of field values) is converted when it is first queried:
+// the query runs scripts of 200 documents each, oldest first, until the
+// collection is done, then reads it. Between the scripts other clients
+// are served, and Index, Unindex and Drop keep a collection that is
+// half converted consistent. It costs O(n·t) once, in O(n/200) round
+// trips, and the first query waits for all of them. Every process
+// writing to a collection must run this version or later once one has
+// converted it.
 //
 // Index writes are not waited on by [Config.WaitReplicas]: the records
 // are the source of truth and a layer can rebuild its index from them.
