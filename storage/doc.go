@@ -86,15 +86,23 @@
 //     such a term weighs little beside a rarer one. Without text, O(k)
 //     from an index. An index write is one row and its postings,
 //     O(t log n).
-//   - storage/redis: an inverted index in Redis, one slot per collection.
-//     A text query reads its terms' postings in one round trip and ranks
-//     them in the process, O(p); without text, O(log n + k). An index
-//     write is O(t log n) on the server, in one Lua script.
+//   - storage/redis: a sorted set per term and per field value of a
+//     collection, all in the collection's slot. A text query reads each
+//     term's newest postings (the same bounds as SQLite) and the sets'
+//     sizes, its exact document frequencies, in one round trip: O(q log n).
+//     Without text, O(log n + k). An index write is O(t log n) on the
+//     server, in one Lua script.
+//   - storage/postgres: a postings table keyed by collection, term and
+//     ordinal, read backwards per term (the same bounds as SQLite) in one
+//     statement: O(q log n). Without text, O(log n + k). An index write
+//     is O(t log n), in one transaction that also keeps the collection's
+//     counts.
 //
 // On every backend, a vector query ranks by cosine only the text query's
-// best candidates and the most recent documents (SQLite and Redis: 1,000
-// of each; Memory: all), and a filter is checked on candidates, so a
-// filter that rejects most documents costs more reads.
+// best candidates and the most recent documents (SQLite, Redis and
+// PostgreSQL: 1,000 of each; Memory: all), and a filter is checked on
+// candidates, so a filter that rejects most documents costs more reads
+// (Redis and PostgreSQL check at most 10,000 of a term's documents).
 //
 // To erase a scope's search data, call [DropIndexes] with the scope's
 // [LayerPrefix] for each layer: it lists the collections with

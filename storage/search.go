@@ -92,9 +92,11 @@ type Document struct {
 // go to the more recently indexed document.
 //
 // A backend may bound what a text query reads so that its cost does not
-// grow with the collection: storage/sqlite reads each term's newest
-// documents only, as many as K at least (see its Store.Search). A term
-// in more documents than that weighs little beside a rarer one; a
+// grow with the collection: storage/sqlite, storage/redis and
+// storage/postgres read each term's newest documents only, as many as K
+// at least (see each one's Store.Search), and a filtered text query
+// checks a bounded number of each term's documents against the filter.
+// A term in more documents than that weighs little beside a rarer one; a
 // document that shares only such a term with the query, and is older
 // than that term's newest, is not found.
 type Query struct {

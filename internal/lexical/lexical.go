@@ -316,6 +316,44 @@ func TermScore(idf float64, tf, length int, avg float64) float64 {
 	return idf * t * (K1 + 1) / (t + K1*(1-B+B*float64(length)/avg))
 }
 
+// Scorer scores texts one by one for a query whose document
+// frequencies an index keeps itself: the sum [Corpus.Rank] makes, in the
+// same order.
+type Scorer struct {
+	at  map[string]int
+	idf []float64
+	avg float64
+}
+
+// NewScorer returns the scorer of the distinct query terms terms,
+// terms[j] weighed by idf[j], among documents of average length avg in
+// terms.
+func NewScorer(terms []string, idf []float64, avg float64) Scorer {
+	at := make(map[string]int, len(terms))
+	for j, t := range terms {
+		at[t] = j
+	}
+	return Scorer{at, idf, avg}
+}
+
+// Score returns the BM25 score of text.
+func (s Scorer) Score(text string) float64 {
+	doc := Terms(nil, text)
+	tf := make([]int, len(s.idf))
+	for _, t := range doc {
+		if j, ok := s.at[t]; ok {
+			tf[j]++
+		}
+	}
+	score := 0.0
+	for j, n := range tf {
+		if n > 0 {
+			score += TermScore(s.idf[j], n, len(doc), s.avg)
+		}
+	}
+	return score
+}
+
 // Rank scores every document against query and returns the hits in
 // order: highest score first, ties by key, then by index. A query term
 // that occurs several times counts once. The score of document d is

@@ -219,3 +219,44 @@ func TestMemory92_StopWordsMatchNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestScorerEqualsRank: a Scorer given the corpus's document frequencies
+// scores every document exactly as Rank does, repeated query terms and
+// terms in no document included, so an index that keeps its own counts
+// ranks as the corpus does.
+func TestScorerEqualsRank(t *testing.T) {
+	var c Corpus
+	texts := []string{
+		"The pricing page for nonprofits, pricing again",
+		"A hero section on the landing page",
+		"Nonprofits get a discount on every plan",
+		"",
+		"page page page page hero",
+	}
+	for i, text := range texts {
+		c.Add(strconv.Itoa(i), text)
+	}
+	query := "pricing page hero page absentword"
+	var terms []string
+	var idf []float64
+	for _, w := range Terms(nil, query) {
+		if !slices.Contains(terms, w) {
+			terms = append(terms, w)
+			idf = append(idf, c.IDF(w))
+		}
+	}
+	avg := float64(c.length) / float64(len(c.docs))
+	sc := NewScorer(terms, idf, avg)
+	hits := c.Rank(query)
+	if len(hits) != len(texts) {
+		t.Fatalf("Rank gave %d hits, want %d", len(hits), len(texts))
+	}
+	for _, h := range hits {
+		if got := sc.Score(texts[h.Doc]); got != h.Score {
+			t.Errorf("document %d: Score = %v, Rank = %v", h.Doc, got, h.Score)
+		}
+	}
+	if sc.Score(texts[0]) == 0 || sc.Score(texts[3]) != 0 {
+		t.Errorf("scores %v, %v: want a match and an empty document at 0", sc.Score(texts[0]), sc.Score(texts[3]))
+	}
+}

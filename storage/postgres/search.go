@@ -278,32 +278,11 @@ func firstCandidates(post []postingList, idf []float64, n int) []int64 {
 // rescore sets each row's score to its BM25 score for terms, weighed by
 // idf, with the collection's average length avg, and sorts the rows.
 func rescore(rows []storage.Ranked, terms []string, idf []float64, avg float64) {
-	at := make(map[string]int, len(terms))
-	for j, t := range terms {
-		at[t] = j
-	}
+	sc := lexical.NewScorer(terms, idf, avg)
 	for i := range rows {
-		rows[i].Score = bm25(lexical.Terms(nil, rows[i].Text), at, idf, avg)
+		rows[i].Score = sc.Score(rows[i].Text)
 	}
 	storage.SortRanked(rows)
-}
-
-// bm25 returns the BM25 score of a document of terms doc for the query
-// terms whose indexes at gives, weighed by idf.
-func bm25(doc []string, at map[string]int, idf []float64, avg float64) float64 {
-	tf := make([]int, len(idf))
-	for _, t := range doc {
-		if j, ok := at[t]; ok {
-			tf[j]++
-		}
-	}
-	score := 0.0
-	for j, n := range tf {
-		if n > 0 {
-			score += lexical.TermScore(idf[j], n, len(doc), avg)
-		}
-	}
-	return score
 }
 
 // recent lists the documents that pass filter, newest (or oldest)

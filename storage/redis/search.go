@@ -742,20 +742,9 @@ func parsePosting(m string) (tf, length int, id string, ok bool) {
 // rescore sets each row's score to its BM25 score for terms, weighed by
 // idf, with the collection's average length avg, and sorts the rows.
 func rescore(rows []storage.Ranked, terms []string, idf []float64, avg float64) {
-	var toks []string
-	tf := map[string]int{}
+	sc := lexical.NewScorer(terms, idf, avg)
 	for i := range rows {
-		toks = lexical.Terms(toks[:0], rows[i].Text)
-		clear(tf)
-		for _, t := range toks {
-			tf[t]++
-		}
-		rows[i].Score = 0
-		for j, t := range terms {
-			if n := tf[t]; n > 0 {
-				rows[i].Score += lexical.TermScore(idf[j], n, len(toks), avg)
-			}
-		}
+		rows[i].Score = sc.Score(rows[i].Text)
 	}
 	storage.SortRanked(rows)
 }

@@ -320,3 +320,63 @@ func TestTextlessDocumentsHaveNoTermRow(t *testing.T) {
 		t.Errorf("a/b's marker after a's drop: %q", got)
 	}
 }
+
+// TestEarlierSecureDeleteTurnedOff: a term index an earlier version
+// created with FTS5's secure-delete (a seek in every segment for each
+// term of a replaced document) has it turned off when the file is opened
+// to write; replaced and dropped documents are still never found, and a
+// purge leaves none of their terms in the file.
+func TestEarlierSecureDeleteTurnedOff(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	secure := func(s *Store) int {
+		var v int
+		if err := s.db.QueryRow(`SELECT coalesce(max(v), 0) FROM ` + termsTable + `_config WHERE k = 'secure-delete'`).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	s, err := Open(ctx, Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := secure(s); v != 0 {
+		t.Errorf("a new file's secure-delete = %d, want 0", v)
+	}
+	if _, err := s.db.Exec(`INSERT INTO ` + termsTable + ` (` + termsTable + `, rank) VALUES ('secure-delete', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err = Open(ctx, Config{Path: path}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v := secure(s); v != 0 {
+		t.Errorf("secure-delete = %d after opening an earlier file, want 0", v)
+	}
+	c := storage.IndexName("notes", storage.ResourceScope("u"), "docs")
+	for _, text := range []string{"qqfirstversion of the note", "the second version"} {
+		if err := s.Index(ctx, c, storage.Document{ID: "1", Text: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := hitIDs(t, s, c, storage.Query{Text: "qqfirstversion"}); len(got) != 0 {
+		t.Errorf("the replaced text is found: %q", got)
+	}
+	if got := hitIDs(t, s, c, storage.Query{Text: "second"}); !slices.Equal(got, []string{"1"}) {
+		t.Errorf("the new text: %q", got)
+	}
+	if err := s.Drop(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte("qqfirstversion")) {
+		t.Error("the file holds a replaced document's term after a drop and a purge")
+	}
+}
