@@ -29,6 +29,9 @@ const (
 	KindNote Kind = "note"
 )
 
+// kinds are the kinds of episode this package writes.
+var kinds = []Kind{KindTool, KindTurn, KindNote}
+
 // Episode is one entry of the log: a tool invocation or a turn's outcome.
 type Episode struct {
 	// Ref is the episode's reference: the tool call ID of a tool

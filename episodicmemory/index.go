@@ -347,20 +347,20 @@ func (l *Layer) lookup(ctx context.Context, m refMatch) (hit, bool, error) {
 }
 
 // resolve returns the episode a hit names: the raw episode from its
-// segment, or its digest when the raw form is gone.
+// segment (at the hit's position, or else the newest there with its
+// reference and thread), or its digest when the raw form is gone. A hit
+// of a digest has position -1.
 func (l *Layer) resolve(ctx context.Context, h hit) (Episode, *Digest, error) {
 	if l.log.Store != nil && h.seq >= l.head.Dropped {
 		eps, err := l.readSegment(ctx, h.seq)
 		if err != nil {
 			return Episode{}, nil, err
 		}
-		if h.pos < len(eps) && eps[h.pos].Ref == h.ref && eps[h.pos].Thread == h.thread {
+		if h.pos >= 0 && h.pos < len(eps) && eps[h.pos].Ref == h.ref && eps[h.pos].Thread == h.thread {
 			return eps[h.pos], nil, nil
 		}
-		for j := len(eps) - 1; j >= 0; j-- {
-			if eps[j].Ref == h.ref && eps[j].Thread == h.thread {
-				return eps[j], nil, nil
-			}
+		if j := lastIndexFunc(eps, func(e Episode) bool { return e.Ref == h.ref && e.Thread == h.thread }); j >= 0 {
+			return eps[j], nil, nil
 		}
 	}
 	return Episode{}, &Digest{Ref: h.ref, Thread: h.thread, Step: h.step, Time: h.time, Text: h.text, Seq: h.seq}, nil

@@ -454,36 +454,36 @@ func (l *Layer) read(ctx context.Context, ref string) (Episode, *Digest, error) 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, m := range []refMatch{{ref: ref, thread: l.thread, own: true}, {ref: ref}} {
-		for _, list := range [][]Episode{l.pending, l.recent} {
-			for i := len(list) - 1; i >= 0; i-- {
-				if m.matches(list[i].Ref, list[i].Thread) {
-					return list[i], nil, nil
-				}
-			}
-		}
-		h, ok, err := l.lookup(ctx, m)
-		if err == nil && ok {
-			var e Episode
-			var d *Digest
-			if e, d, err = l.resolve(ctx, h); err == nil {
-				return e, d, nil
-			}
-		}
-		if err == nil && l.private && l.log.Store != nil {
-			// A store without search: beyond the view, walk the digest
-			// records.
-			var e Episode
-			var d *Digest
-			e, d, err = l.findStored(ctx, m, nil, l.head.LastDigest)
-			if err == nil && (d != nil || e.Ref != "") {
-				return e, d, nil
-			}
-		}
+		e, d, err := l.find(ctx, m)
 		if err != nil {
 			return Episode{}, nil, fmt.Errorf("episodicmemory: read %s: %w", storage.Quote(ref), err)
 		}
+		if d != nil || e.Ref != "" {
+			return e, d, nil
+		}
 	}
 	return Episode{}, nil, fmt.Errorf("%w: %s", ErrNoEpisode, storage.Quote(ref))
+}
+
+// find returns the newest episode m names, or its digest when only that
+// is left, or neither: from the view, else through the index, else (a
+// store without search) through the digest records.
+func (l *Layer) find(ctx context.Context, m refMatch) (Episode, *Digest, error) {
+	for _, list := range [][]Episode{l.pending, l.recent} {
+		if i := lastIndexFunc(list, func(e Episode) bool { return m.matches(e.Ref, e.Thread) }); i >= 0 {
+			return list[i], nil, nil
+		}
+	}
+	h, ok, err := l.lookup(ctx, m)
+	switch {
+	case err != nil:
+		return Episode{}, nil, err
+	case ok:
+		return l.resolve(ctx, h)
+	case l.private && l.log.Store != nil:
+		return l.findStored(ctx, m, nil, l.head.LastDigest)
+	}
+	return Episode{}, nil, nil
 }
 
 // refMatch is a reference the model gave, and which episodes it names:
@@ -496,6 +496,17 @@ type refMatch struct {
 
 func (m refMatch) matches(ref, thread string) bool {
 	return (!m.own || thread == m.thread) && (ref == m.ref || callID(ref) == m.ref)
+}
+
+// lastIndexFunc returns the index of the last element of s that
+// satisfies f, or -1.
+func lastIndexFunc[S ~[]E, E any](s S, f func(E) bool) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if f(s[i]) {
+			return i
+		}
+	}
+	return -1
 }
 
 // callID returns the call ID of a tool episode's reference in a log
@@ -570,23 +581,28 @@ func (l *Layer) callRead(ctx context.Context, args json.RawMessage) (string, err
 	}
 	var note string
 	if p.Offset > 0 || len(out) > l.cfg.ReadPageBytes {
-		page, _ := cutResult(out[p.Offset:], l.cfg.ReadPageBytes)
-		if page == "" && p.Offset < len(out) {
-			page = out[p.Offset:min(len(out), p.Offset+utf8.UTFMax)]
-		}
-		end := p.Offset + len(page)
-		note = "\n[" + l.cfg.ID + ": bytes " + strconv.Itoa(p.Offset) + "-" + strconv.Itoa(end) + " of " + strconv.Itoa(len(out))
-		if end < len(out) {
-			ref, _ := json.Marshal(p.Ref)
-			note += `; read on with {"ref":` + string(ref) + `,"offset":` + strconv.Itoa(end) + "}"
-		}
-		note += "]"
-		out = page
+		out, note = l.page(out, p.Ref, p.Offset)
 	}
 	if e.Size > 0 {
 		note += "\n[" + l.cfg.ID + ": result cut at " + strconv.Itoa(len(e.Result)) + " of " + strconv.Itoa(e.Size) + " bytes]"
 	}
 	return out + note, nil
+}
+
+// page returns the page of result out (of the episode ref) that starts at
+// offset, and the note that ends it (see Functions).
+func (l *Layer) page(out, ref string, offset int) (string, string) {
+	page, _ := cutResult(out[offset:], l.cfg.ReadPageBytes)
+	if page == "" && offset < len(out) {
+		page = out[offset:min(len(out), offset+utf8.UTFMax)]
+	}
+	end := offset + len(page)
+	note := "\n[" + l.cfg.ID + ": bytes " + strconv.Itoa(offset) + "-" + strconv.Itoa(end) + " of " + strconv.Itoa(len(out))
+	if end < len(out) {
+		r, _ := json.Marshal(ref)
+		note += `; read on with {"ref":` + string(r) + `,"offset":` + strconv.Itoa(end) + "}"
+	}
+	return page, note + "]"
 }
 
 // Snapshot returns the layer's state as versioned JSON. With a store it

@@ -285,38 +285,16 @@ func (l *Layer) compactStored(ctx context.Context, to int64) error {
 	// digests cover every episode written. (A segment still unwritten
 	// now, long after its claim, is a crashed writer's gap.)
 	var digests []Digest
-	i := 0
-	for i < len(l.recent) && l.recent[i].seq < from {
-		i++
-	}
 	for seq := from; seq < to; seq++ {
-		if i < len(l.recent) && l.recent[i].seq == seq {
-			for ; i < len(l.recent) && l.recent[i].seq == seq; i++ {
-				digests = append(digests, l.recent[i].digest())
-			}
-			continue
-		}
-		eps, err := l.readSegment(ctx, seq)
+		eps, err := l.rawSegment(ctx, seq)
 		if err != nil {
 			return err
 		}
-		for k := range eps {
-			digests = append(digests, eps[k].digest())
-		}
+		digests = append(digests, digestsOf(eps)...)
 	}
-	rec := digestRecord{Version: baseVersion, From: from, To: to, Prev: l.head.LastDigest, Digests: digests}
-	if _, err := l.log.Store.Put(ctx, l.log.Key(digestName(from)), encode(rec), storage.NoVersion); err != nil {
-		if errors.Is(err, storage.ErrConflict) {
-			// Another writer folded from here (or crashed doing it):
-			// adopt its record.
-			r, ok, rerr := l.readDigests(ctx, from)
-			if rerr != nil || !ok {
-				return errors.Join(err, rerr)
-			}
-			rec = r
-		} else {
-			return fmt.Errorf("write digests %d: %w", from, err)
-		}
+	rec, err := l.writeDigests(ctx, digestRecord{Version: baseVersion, From: from, To: to, Prev: l.head.LastDigest, Digests: digests})
+	if err != nil {
+		return err
 	}
 	oldDropped := l.head.Dropped
 	h, ok, err := l.updateHead(ctx, func(h *head) bool {
@@ -333,8 +311,40 @@ func (l *Layer) compactStored(ctx context.Context, to int64) error {
 		return err
 	}
 	l.fold(h, rec.Digests)
+	return l.dropSegments(ctx, oldDropped, h.Dropped)
+}
+
+// rawSegment returns the raw episodes of segment seq: the view's when it
+// holds them, else the stored ones.
+func (l *Layer) rawSegment(ctx context.Context, seq int64) ([]Episode, error) {
+	if eps := l.viewSegment(seq); eps != nil {
+		return eps, nil
+	}
+	return l.readSegment(ctx, seq)
+}
+
+// writeDigests writes rec, create-only, and returns it; when another
+// writer folded from the same segment (or crashed doing it) it returns
+// that writer's record instead.
+func (l *Layer) writeDigests(ctx context.Context, rec digestRecord) (digestRecord, error) {
+	_, err := l.log.Store.Put(ctx, l.log.Key(digestName(rec.From)), encode(rec), storage.NoVersion)
+	if err == nil {
+		return rec, nil
+	}
+	if !errors.Is(err, storage.ErrConflict) {
+		return digestRecord{}, fmt.Errorf("write digests %d: %w", rec.From, err)
+	}
+	r, ok, rerr := l.readDigests(ctx, rec.From)
+	if rerr != nil || !ok {
+		return digestRecord{}, errors.Join(err, rerr)
+	}
+	return r, nil
+}
+
+// dropSegments deletes segments [from, to), reporting every failure.
+func (l *Layer) dropSegments(ctx context.Context, from, to int64) error {
 	var errs []error
-	for seq := oldDropped; seq < h.Dropped; seq++ {
+	for seq := from; seq < to; seq++ {
 		if err := l.log.Store.Delete(ctx, l.log.Key(segName(seq)), storage.AnyVersion); err != nil {
 			errs = append(errs, fmt.Errorf("drop segment %d: %w", seq, err))
 		}
@@ -357,23 +367,9 @@ func (l *Layer) purge(ctx context.Context, base int64) error {
 // episode is gone.
 func (l *Layer) findStored(ctx context.Context, m refMatch, digests []Digest, prev int64) (Episode, *Digest, error) {
 	for {
-		for i := len(digests) - 1; i >= 0; i-- {
+		if i := lastIndexFunc(digests, func(d Digest) bool { return m.matches(d.Ref, d.Thread) }); i >= 0 {
 			d := digests[i]
-			if !m.matches(d.Ref, d.Thread) {
-				continue
-			}
-			if d.Seq >= l.head.Dropped {
-				eps, err := l.readSegment(ctx, d.Seq)
-				if err != nil {
-					return Episode{}, nil, err
-				}
-				for j := len(eps) - 1; j >= 0; j-- {
-					if eps[j].Ref == d.Ref && eps[j].Thread == d.Thread {
-						return eps[j], nil, nil
-					}
-				}
-			}
-			return Episode{}, &d, nil
+			return l.resolve(ctx, hit{ref: d.Ref, thread: d.Thread, text: d.Text, seq: d.Seq, pos: -1, step: d.Step, time: d.Time})
 		}
 		if prev < l.head.Base {
 			return Episode{}, nil, nil
