@@ -224,32 +224,42 @@ func (l *Layer) episodes(t layer.Turn) []Episode {
 		if r.Name == l.tool || r.Name == l.cfg.ID+"/read" {
 			continue // reading an episode is not an episode
 		}
-		name, args := r.Name, r.Arguments
-		if name == "" || args == "" {
-			for _, c := range t.ToolCalls {
-				if c.ID == r.ID {
-					name, args = cmp.Or(name, c.Name), cmp.Or(args, c.Arguments)
-				}
-			}
-		}
-		ref := r.ID
-		if ref == "" {
-			ref = "call-" + strconv.Itoa(t.Step) + "-" + strconv.Itoa(len(eps))
-		}
-		res, size := cutResult(r.Content, l.cfg.MaxResultBytes)
-		e := Episode{Ref: ref, Kind: KindTool, Thread: l.thread, Step: t.Step, Time: now, Tool: name, Arguments: args,
-			Result: res, IsError: r.IsError, Size: size, Duration: r.Duration, seq: -1}
-		e.Entities = findEntities(e.Entities, args)
-		if !r.IsError {
-			e.Entities = findEntities(e.Entities, res)
-		}
-		eps = append(eps, e)
+		eps = append(eps, l.toolEpisode(t, r, len(eps), now))
 	}
 	if len(t.ToolCalls) == 0 && len(t.Results) == 0 && (t.Query != "" || t.Response != "") {
 		res, size := cutResult(t.Response, l.cfg.MaxResultBytes)
 		eps = append(eps, Episode{Ref: "turn", Kind: KindTurn, Thread: l.thread, Step: t.Step, Time: now, Query: t.Query, Result: res, Size: size, seq: -1})
 	}
 	return eps
+}
+
+// toolEpisode is the episode of result r, the i-th episode of step t.
+func (l *Layer) toolEpisode(t layer.Turn, r layer.ToolResult, i int, now time.Time) Episode {
+	name, args := callOf(t, r)
+	ref := r.ID
+	if ref == "" {
+		ref = "call-" + strconv.Itoa(t.Step) + "-" + strconv.Itoa(i)
+	}
+	res, size := cutResult(r.Content, l.cfg.MaxResultBytes)
+	e := Episode{Ref: ref, Kind: KindTool, Thread: l.thread, Step: t.Step, Time: now, Tool: name, Arguments: args,
+		Result: res, IsError: r.IsError, Size: size, Duration: r.Duration, seq: -1}
+	e.Entities = findEntities(e.Entities, args)
+	if !r.IsError {
+		e.Entities = findEntities(e.Entities, res)
+	}
+	return e
+}
+
+// callOf returns the tool name and arguments of result r: its own, with
+// those of step t's calls of its ID filling in what it lacks.
+func callOf(t layer.Turn, r layer.ToolResult) (name, args string) {
+	name, args = r.Name, r.Arguments
+	for _, c := range t.ToolCalls {
+		if c.ID == r.ID {
+			name, args = cmp.Or(name, c.Name), cmp.Or(args, c.Arguments)
+		}
+	}
+	return name, args
 }
 
 // number puts episodes in segment seq: a turn episode takes its
@@ -685,20 +695,36 @@ func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if marked {
-		if l.log.Store == nil {
-			return fmt.Errorf("episodicmemory: restore: a snapshot of a stored log needs a store")
-		}
-		if string(encode(m)) == string(l.markLocked()) {
-			return nil
-		}
-		if s, err = l.readMarked(ctx, m); err != nil {
-			return fmt.Errorf("episodicmemory: restore: %w", err)
-		}
+		return l.restoreMark(ctx, m)
+	}
+	return l.restoreCopy(ctx, s)
+}
+
+// restoreMark restores the view mark m names (see Restore).
+func (l *Layer) restoreMark(ctx context.Context, m mark) error {
+	if l.log.Store == nil {
+		return fmt.Errorf("episodicmemory: restore: a snapshot of a stored log needs a store")
+	}
+	if string(encode(m)) == string(l.markLocked()) {
+		return nil
+	}
+	s, err := l.readMarked(ctx, m)
+	if err != nil {
+		return fmt.Errorf("episodicmemory: restore: %w", err)
 	}
 	if err := l.ensureDigests(ctx); err != nil {
 		return fmt.Errorf("episodicmemory: restore: %w", err)
 	}
-	if !marked && string(encode(s)) == string(l.snapshotLocked()) {
+	return l.restoreView(ctx, s)
+}
+
+// restoreCopy restores s, a snapshot that copies the view, unless it is
+// the current state (see Restore).
+func (l *Layer) restoreCopy(ctx context.Context, s snapshot) error {
+	if err := l.ensureDigests(ctx); err != nil {
+		return fmt.Errorf("episodicmemory: restore: %w", err)
+	}
+	if string(encode(s)) == string(l.snapshotLocked()) {
 		return nil
 	}
 	return l.restoreView(ctx, s)
@@ -726,20 +752,29 @@ func (l *Layer) restoreView(ctx context.Context, s snapshot) error {
 	if l.log.Store == nil {
 		return nil
 	}
+	if err := l.writeView(ctx, h.Base); err != nil {
+		return fmt.Errorf("episodicmemory: restore: %w", err)
+	}
+	if err := l.purge(ctx, h.Base); err != nil {
+		return fmt.Errorf("episodicmemory: restore: delete the old log: %w", err)
+	}
+	return nil
+}
+
+// writeView writes a restored view above base: its digests as the digest
+// record of segment base, each raw episode as a segment of its own.
+func (l *Layer) writeView(ctx context.Context, base int64) error {
 	if len(l.digests) > 0 {
-		rec := digestRecord{Version: baseVersion, From: h.Base, To: h.Base + 1, Prev: -1, Digests: l.digests}
-		if _, err := l.log.Store.Put(ctx, l.log.Key(digestName(h.Base)), encode(rec), storage.AnyVersion); err != nil {
-			return fmt.Errorf("episodicmemory: restore: %w", err)
+		rec := digestRecord{Version: baseVersion, From: base, To: base + 1, Prev: -1, Digests: l.digests}
+		if _, err := l.log.Store.Put(ctx, l.log.Key(digestName(base)), encode(rec), storage.AnyVersion); err != nil {
+			return err
 		}
 	}
 	for _, e := range l.recent {
 		seg := segment{Version: versionOf([]Episode{e}), Seq: e.seq, Episodes: []Episode{e}}
 		if _, err := l.log.Store.Put(ctx, l.log.Key(segName(e.seq)), encode(seg), storage.AnyVersion); err != nil {
-			return fmt.Errorf("episodicmemory: restore: %w", err)
+			return err
 		}
-	}
-	if err := l.purge(ctx, h.Base); err != nil {
-		return fmt.Errorf("episodicmemory: restore: delete the old log: %w", err)
 	}
 	return nil
 }

@@ -158,7 +158,7 @@ func (l *Layer) catchUp(ctx context.Context, h head, ver int64) error {
 		l.head, l.hver = h, ver // the view is read from the head when needed
 		return nil
 	}
-	if h.Base != l.head.Base || h.Digested != l.head.Digested || h.Next < l.head.Next || h.Next-l.head.Next > int64(l.cfg.CompactAfter) {
+	if !l.appendedTo(h) {
 		return l.load(ctx)
 	}
 	for seq := l.head.Next; seq < h.Next; seq++ {
@@ -174,6 +174,12 @@ func (l *Layer) catchUp(ctx context.Context, h head, ver int64) error {
 	l.head, l.hver = h, ver
 	l.changed()
 	return nil
+}
+
+// appendedTo reports whether the log at head h is the view's with at
+// most Config.CompactAfter segments appended.
+func (l *Layer) appendedTo(h head) bool {
+	return h.Base == l.head.Base && h.Digested == l.head.Digested && h.Next >= l.head.Next && h.Next-l.head.Next <= int64(l.cfg.CompactAfter)
 }
 
 // updateHead applies change to the head, with compare-and-swap on the
@@ -220,27 +226,33 @@ func (l *Layer) appendPending(ctx context.Context) error {
 		if err := storage.WaitRetry(ctx, attempt); err != nil {
 			return fmt.Errorf("append: %w", err)
 		}
-		seq := l.head.Next
-		seg := segment{Seq: seq, Episodes: slices.Clone(l.pending)}
-		seg.Version = versionOf(seg.Episodes)
-		number(seg.Episodes, seq, l.shared())
-		_, err := l.log.Store.Put(ctx, l.log.Key(segName(seq)), encode(seg), storage.NoVersion)
-		if err != nil && !errors.Is(err, storage.ErrConflict) {
-			return fmt.Errorf("write segment %d: %w", seq, err)
-		}
-		mine := err == nil
-		if mine {
-			l.appended += int64(len(l.pending))
-			l.pending = nil
-			err = l.publish(ctx, seq, seg.Episodes)
-		} else {
-			err = l.publish(ctx, seq, nil)
-		}
-		if err != nil || mine {
+		if done, err := l.appendOnce(ctx); done {
 			return err
 		}
 	}
 	return fmt.Errorf("append: gave up after %d attempts: %w", l.cfg.MaxRetries, storage.ErrConflict)
+}
+
+// appendOnce writes the pending episodes as segment head.Next and
+// publishes it (see appendPending). It reports whether it is done: the
+// segment written, or a failure. When another writer holds the number it
+// publishes that writer's segment and, if that goes well, reports false.
+func (l *Layer) appendOnce(ctx context.Context) (bool, error) {
+	seq := l.head.Next
+	seg := segment{Seq: seq, Episodes: slices.Clone(l.pending)}
+	seg.Version = versionOf(seg.Episodes)
+	number(seg.Episodes, seq, l.shared())
+	_, err := l.log.Store.Put(ctx, l.log.Key(segName(seq)), encode(seg), storage.NoVersion)
+	switch {
+	case err == nil:
+		l.appended += int64(len(l.pending))
+		l.pending = nil
+		return true, l.publish(ctx, seq, seg.Episodes)
+	case !errors.Is(err, storage.ErrConflict):
+		return true, fmt.Errorf("write segment %d: %w", seq, err)
+	}
+	err = l.publish(ctx, seq, nil)
+	return err != nil, err
 }
 
 // publish advances the head past segment seq (written, by this writer
