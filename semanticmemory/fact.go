@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -165,17 +166,25 @@ func (f *Fact) validate() error {
 		return err
 	case m.Text != f.Text || m.Kind != f.Kind:
 		return fmt.Errorf("fact %q: text or kind not in normal form", f.ID)
-	case f.ID == "" || len(f.ID) > 64 || strings.ContainsAny(f.ID, " \t\r\n[]<>") || !utf8.ValidString(f.ID):
+	case !validID(f.ID):
 		return fmt.Errorf("fact id %q: must be 1 to 64 bytes without spaces or brackets", f.ID)
 	case f.Version < 1:
 		return fmt.Errorf("fact %q: version %d < 1", f.ID, f.Version)
-	}
-	for _, x := range f.Embedding {
-		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			return fmt.Errorf("fact %q: embedding is not finite", f.ID)
-		}
+	case !finite(f.Embedding):
+		return fmt.Errorf("fact %q: embedding is not finite", f.ID)
 	}
 	return nil
+}
+
+// validID reports whether id is a fact ID: 1 to 64 bytes of UTF-8,
+// without white space or brackets.
+func validID(id string) bool {
+	return id != "" && len(id) <= 64 && !strings.ContainsAny(id, " \t\r\n[]<>") && utf8.ValidString(id)
+}
+
+// finite reports whether every component of v is a finite number.
+func finite(v []float32) bool {
+	return !slices.ContainsFunc(v, func(x float32) bool { return math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) })
 }
 
 // head is the stored head of the log: records [Base, Next) are the
