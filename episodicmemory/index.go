@@ -377,6 +377,17 @@ func newest(hs []hit, m refMatch) (hit, bool) {
 	return *best, true
 }
 
+// in returns the index of the episode of eps, its segment, that h names:
+// the one at its position, else the newest with its reference and
+// thread; -1 when none is.
+func (h hit) in(eps []Episode) int {
+	names := func(e Episode) bool { return e.Ref == h.ref && e.Thread == h.thread }
+	if h.pos >= 0 && h.pos < len(eps) && names(eps[h.pos]) {
+		return h.pos
+	}
+	return lastIndexFunc(eps, names)
+}
+
 // resolve returns the episode a hit names: the raw episode from its
 // segment (at the hit's position, or else the newest there with its
 // reference and thread), or its digest when the raw form is gone. A hit
@@ -387,10 +398,7 @@ func (l *Layer) resolve(ctx context.Context, h hit) (Episode, *Digest, error) {
 		if err != nil {
 			return Episode{}, nil, err
 		}
-		if h.pos >= 0 && h.pos < len(eps) && eps[h.pos].Ref == h.ref && eps[h.pos].Thread == h.thread {
-			return eps[h.pos], nil, nil
-		}
-		if j := lastIndexFunc(eps, func(e Episode) bool { return e.Ref == h.ref && e.Thread == h.thread }); j >= 0 {
+		if j := h.in(eps); j >= 0 {
 			return eps[j], nil, nil
 		}
 	}

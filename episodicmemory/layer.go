@@ -226,11 +226,17 @@ func (l *Layer) episodes(t layer.Turn) []Episode {
 		}
 		eps = append(eps, l.toolEpisode(t, r, len(eps), now))
 	}
-	if len(t.ToolCalls) == 0 && len(t.Results) == 0 && (t.Query != "" || t.Response != "") {
+	if endsTurn(t) {
 		res, size := cutResult(t.Response, l.cfg.MaxResultBytes)
 		eps = append(eps, Episode{Ref: "turn", Kind: KindTurn, Thread: l.thread, Step: t.Step, Time: now, Query: t.Query, Result: res, Size: size, seq: -1})
 	}
 	return eps
+}
+
+// endsTurn reports whether step t ends a turn with an outcome to record:
+// it calls no tool, and there is a request or an answer.
+func endsTurn(t layer.Turn) bool {
+	return len(t.ToolCalls) == 0 && len(t.Results) == 0 && (t.Query != "" || t.Response != "")
 }
 
 // toolEpisode is the episode of result r, the i-th episode of step t.
@@ -373,17 +379,7 @@ func (l *Layer) compact(ctx context.Context) error {
 		return nil
 	}
 	// Keep the newest segments within half of each threshold.
-	count, toks := 0, 0
-	to := l.recent[len(l.recent)-1].seq
-	for i := len(l.recent) - 1; i >= 0; i-- {
-		e := &l.recent[i]
-		count++
-		toks += rawTokens(e)
-		if count > l.cfg.CompactAfter/2 || toks > l.cfg.CompactTokens/2 {
-			break
-		}
-		to = e.seq
-	}
+	to := l.keptFrom()
 	// to is the oldest segment kept whole: fold everything before it.
 	if to <= l.head.Digested {
 		return nil
@@ -401,6 +397,24 @@ func (l *Layer) compact(ctx context.Context) error {
 	h.Digested, h.Dropped = to, to // without a store nothing raw is kept
 	l.fold(h, digests)
 	return nil
+}
+
+// keptFrom returns the oldest segment compaction keeps raw: the newest
+// segments within half of each threshold, and at least the newest
+// segment. It needs a raw episode in the view.
+func (l *Layer) keptFrom() int64 {
+	count, toks := 0, 0
+	to := l.recent[len(l.recent)-1].seq
+	for i := len(l.recent) - 1; i >= 0; i-- {
+		e := &l.recent[i]
+		count++
+		toks += rawTokens(e)
+		if count > l.cfg.CompactAfter/2 || toks > l.cfg.CompactTokens/2 {
+			break
+		}
+		to = e.seq
+	}
+	return to
 }
 
 // fold installs head h after a compaction that produced digests: the
@@ -582,16 +596,23 @@ func (l *Layer) callRead(ctx context.Context, args json.RawMessage) (string, err
 	if d != nil {
 		return "The full result of " + p.Ref + " is no longer stored (retention limit); its digest:\n" + d.Text, nil
 	}
+	return l.readResult(&e, p.Ref, p.Offset)
+}
+
+// readResult returns what the read tool shows of e's result (e is the
+// episode ref names) from offset on: a page when it is paged, with its
+// notes.
+func (l *Layer) readResult(e *Episode, ref string, offset int) (string, error) {
 	out := e.Result
 	if e.IsError && out == "" {
 		out = "error"
 	}
-	if p.Offset > len(out) {
-		return "", fmt.Errorf("offset %d is past the end of the result (%d bytes)", p.Offset, len(out))
+	if offset > len(out) {
+		return "", fmt.Errorf("offset %d is past the end of the result (%d bytes)", offset, len(out))
 	}
 	var note string
-	if p.Offset > 0 || len(out) > l.cfg.ReadPageBytes {
-		out, note = l.page(out, p.Ref, p.Offset)
+	if offset > 0 || len(out) > l.cfg.ReadPageBytes {
+		out, note = l.page(out, ref, offset)
 	}
 	if e.Size > 0 {
 		note += "\n[" + l.cfg.ID + ": result cut at " + strconv.Itoa(len(e.Result)) + " of " + strconv.Itoa(e.Size) + " bytes]"

@@ -137,7 +137,7 @@ func (l *Layer) readMarked(ctx context.Context, m mark) (snapshot, error) {
 	if err != nil {
 		return snapshot{}, err
 	}
-	if h.Base != m.Head.Base || h.Next < m.Head.Next || h.Dropped > m.Head.Next {
+	if !h.holds(m.Head) {
 		return snapshot{}, fmt.Errorf("the log position of the snapshot (%d) is no longer stored: %w", m.Head.Next, storage.ErrNotFound)
 	}
 	digests, eps, err := l.readView(ctx, m.Head)
@@ -148,6 +148,12 @@ func (l *Layer) readMarked(ctx context.Context, m mark) (snapshot, error) {
 		digests[i].Seq = 0
 	}
 	return snapshot{Digests: digests, Episodes: append(eps, m.Pending...)}, nil
+}
+
+// holds reports whether the log at head h still holds the view at head
+// v: same base, and v's segments neither beyond h nor dropped.
+func (h head) holds(v head) bool {
+	return h.Base == v.Base && h.Next >= v.Next && h.Dropped <= v.Next
 }
 
 // catchUp brings the view up to the stored head h: it reads the segments
