@@ -1,6 +1,7 @@
 package episodicmemory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -230,15 +231,7 @@ func (b *docBatch) add(ctx context.Context, ds []Digest) error {
 // viewSegment returns the raw episodes of segment seq the view holds, or
 // nil.
 func (l *Layer) viewSegment(seq int64) []Episode {
-	i, _ := slices.BinarySearchFunc(l.recent, seq, func(e Episode, s int64) int {
-		switch {
-		case e.seq < s:
-			return -1
-		case e.seq > s:
-			return 1
-		}
-		return 0
-	})
+	i, _ := slices.BinarySearchFunc(l.recent, seq, func(e Episode, s int64) int { return cmp.Compare(e.seq, s) })
 	j := i
 	for j < len(l.recent) && l.recent[j].seq == seq {
 		j++

@@ -1,6 +1,7 @@
 package semanticmemory
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -134,14 +135,8 @@ func (m Memo) normalize() (Memo, error) {
 	case !(m.Importance >= 0 && m.Importance <= 1): // NaN too
 		return m, fmt.Errorf("%w: importance %v is not in [0, 1]", ErrInvalidFact, m.Importance)
 	}
-	if m.Kind == "" {
-		m.Kind = DefaultKind
-	}
-	m.Kind = strings.ToLower(m.Kind)
-	if err := validKind(m.Kind); err != nil {
-		return m, err
-	}
-	return m, nil
+	m.Kind = strings.ToLower(cmp.Or(m.Kind, DefaultKind))
+	return m, validKind(m.Kind)
 }
 
 func validKind(k string) error {

@@ -314,15 +314,7 @@ func (l *Layer) remember(ctx context.Context, m Memo) (Fact, error) {
 	if err := l.sync(ctx); err != nil {
 		return Fact{}, fmt.Errorf("semanticmemory: remember: %w", err)
 	}
-	var same *Fact
-	written, _, err := l.appendRecord(ctx, false, func(seq int64) ([]Fact, error) {
-		f, old, err := l.newVersion(ctx, m, emb, seq)
-		same = old
-		if err != nil || old != nil {
-			return nil, err
-		}
-		return []Fact{f}, nil
-	})
+	written, same, err := l.writeVersion(ctx, m, emb)
 	if err != nil {
 		return Fact{}, fmt.Errorf("semanticmemory: remember: %w", err)
 	}
@@ -334,6 +326,20 @@ func (l *Layer) remember(ctx context.Context, m Memo) (Fact, error) {
 	}
 	l.mirror(ctx, written)
 	return clone(written[0]), nil
+}
+
+// writeVersion appends the fact m writes (see newVersion) and returns
+// it, or returns as same the live fact that says the same already.
+func (l *Layer) writeVersion(ctx context.Context, m Memo, emb []float32) (written []Fact, same *Fact, err error) {
+	written, _, err = l.appendRecord(ctx, false, func(seq int64) ([]Fact, error) {
+		f, old, err := l.newVersion(ctx, m, emb, seq)
+		same = old
+		if err != nil || old != nil {
+			return nil, err
+		}
+		return []Fact{f}, nil
+	})
+	return written, same, err
 }
 
 // newVersion returns the fact m writes in record seq: a new fact, or
@@ -693,13 +699,20 @@ func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
 		return fmt.Errorf("semanticmemory: restore: %w", err)
 	}
 	l.mirror(ctx, written)
-	if err := l.rebase(ctx, seq); err != nil {
-		return fmt.Errorf("semanticmemory: restore: restored, but %w", err)
-	}
-	if err := l.catchUp(ctx); err != nil {
+	if err := l.replaced(ctx, seq); err != nil {
 		return fmt.Errorf("semanticmemory: restore: restored, but %w", err)
 	}
 	return nil
+}
+
+// replaced finishes a record seq that replaces every fact before it
+// (Restore, Clear): it moves the log's base to seq, deleting the older
+// records, and brings the index up to date.
+func (l *Layer) replaced(ctx context.Context, seq int64) error {
+	if err := l.rebase(ctx, seq); err != nil {
+		return err
+	}
+	return l.catchUp(ctx)
 }
 
 // Clear forgets every fact and its history, in memory and in the store:
@@ -715,10 +728,7 @@ func (l *Layer) Clear(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("semanticmemory: clear: %w", err)
 	}
-	if err := l.rebase(ctx, seq); err != nil {
-		return fmt.Errorf("semanticmemory: clear: cleared, but %w", err)
-	}
-	if err := l.catchUp(ctx); err != nil {
+	if err := l.replaced(ctx, seq); err != nil {
 		return fmt.Errorf("semanticmemory: clear: cleared, but %w", err)
 	}
 	return nil
