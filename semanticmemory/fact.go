@@ -66,18 +66,15 @@ type Source struct {
 // String renders the source for [layer.Candidate.Source]: its non-empty
 // parts, "by=model thread=t1 step=3 tool=semantic_memorize".
 func (s Source) String() string {
-	var parts []string
-	if s.By != "" {
-		parts = append(parts, "by="+s.By)
-	}
-	if s.Thread != "" {
-		parts = append(parts, "thread="+s.Thread)
-	}
+	step := ""
 	if s.Step != 0 {
-		parts = append(parts, "step="+strconv.Itoa(s.Step))
+		step = strconv.Itoa(s.Step)
 	}
-	if s.Tool != "" {
-		parts = append(parts, "tool="+s.Tool)
+	var parts []string
+	for _, p := range [][2]string{{"by", s.By}, {"thread", s.Thread}, {"step", step}, {"tool", s.Tool}} {
+		if p[1] != "" {
+			parts = append(parts, p[0]+"="+p[1])
+		}
 	}
 	return strings.Join(parts, " ")
 }
