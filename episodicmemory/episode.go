@@ -2,6 +2,7 @@ package episodicmemory
 
 import (
 	"bytes"
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,6 +29,9 @@ const (
 	// text.
 	KindNote Kind = "note"
 )
+
+// kinds are the kinds of episode this package writes.
+var kinds = []Kind{KindTool, KindTurn, KindNote}
 
 // Episode is one entry of the log: a tool invocation or a turn's outcome.
 type Episode struct {
@@ -104,24 +108,26 @@ func (e *Episode) Digest() string {
 	b.WriteString("] step ")
 	b.WriteString(strconv.Itoa(e.Step))
 	b.WriteByte(' ')
-	size := e.Size
-	if size == 0 {
-		size = len(e.Result)
-	}
 	switch e.Kind {
 	case KindNote:
 		b.WriteString("note (")
 		b.WriteString(oneLine(e.Tool, 64))
 		b.WriteString("): ")
 		b.WriteString(oneLine(e.Result, digestResult))
-		return b.String()
 	case KindTurn:
 		b.WriteString("turn: ")
 		b.WriteString(strconv.Quote(oneLine(e.Query, digestQuery)))
 		b.WriteString(" → answered: ")
 		b.WriteString(oneLine(e.Result, digestResult))
-		return b.String()
+	default:
+		e.writeCall(&b)
 	}
+	return b.String()
+}
+
+// writeCall writes a tool episode's part of its digest line: the tool
+// with its arguments, and the outcome.
+func (e *Episode) writeCall(b *strings.Builder) {
 	b.WriteString(oneLine(e.Tool, 64))
 	if e.Arguments != "" {
 		b.WriteByte(' ')
@@ -130,20 +136,19 @@ func (e *Episode) Digest() string {
 	if e.IsError {
 		b.WriteString(" → error: ")
 		b.WriteString(oneLine(e.Result, digestResult))
-		return b.String()
+		return
 	}
 	b.WriteString(" → ok, ")
-	b.WriteString(strconv.Itoa(size))
+	b.WriteString(strconv.Itoa(cmp.Or(e.Size, len(e.Result))))
 	b.WriteString(" bytes")
-	if len(e.Entities) > 0 {
+	switch {
+	case len(e.Entities) > 0:
 		b.WriteString(": ")
 		b.WriteString(oneLine(strings.Join(e.Entities, ", "), digestResult))
-	}
-	if e.Result != "" && len(e.Entities) == 0 {
+	case e.Result != "":
 		b.WriteString("; ")
 		b.WriteString(oneLine(e.Result, digestResult))
 	}
-	return b.String()
 }
 
 // digest returns the episode's digest record.
@@ -193,39 +198,52 @@ var nameKeys = map[string]bool{"name": true, "title": true, "slug": true, "filen
 // most entityDepth levels deep, de-duplicated, at most maxEntities. Text
 // that is not JSON yields nothing.
 func findEntities(dst []string, doc string) []string {
-	d := []byte(doc)
-	v, _ := jsonx.ScanValue(d, 0)
-	var buf []jsonx.Field
-	var walk func(v jsonx.Value, depth int)
-	walk = func(v jsonx.Value, depth int) {
-		if depth > entityDepth || len(dst) >= maxEntities {
-			return
-		}
-		switch v.Kind {
-		case jsonx.KindObject:
-			fields := v.Fields(buf)
-			fields = append([]jsonx.Field(nil), fields...) // buf is reused below
-			for _, f := range fields {
-				if (f.Value.Kind == jsonx.KindString || f.Value.Kind == jsonx.KindNumber) && entityKey(f.Key) {
-					if s := oneLine(f.Value.Scalar(), 128); s != "" && !slices.Contains(dst, s) && len(dst) < maxEntities {
-						dst = append(dst, s)
-					}
-				}
-			}
-			for _, f := range fields {
-				if f.Value.Kind == jsonx.KindObject || f.Value.Kind == jsonx.KindArray {
-					walk(f.Value, depth+1)
-				}
-			}
-		case jsonx.KindArray:
-			v.Elems(func(e jsonx.Value) bool {
-				walk(e, depth+1)
-				return len(dst) < maxEntities
-			})
+	v, _ := jsonx.ScanValue([]byte(doc), 0)
+	s := entityScan{found: dst}
+	s.walk(v, 0)
+	return s.found
+}
+
+// entityScan is the state of findEntities: the IDs and names found.
+type entityScan struct{ found []string }
+
+// walk scans v, depth levels deep in the document.
+func (s *entityScan) walk(v jsonx.Value, depth int) {
+	if depth > entityDepth || len(s.found) >= maxEntities {
+		return
+	}
+	switch v.Kind {
+	case jsonx.KindObject:
+		s.object(v, depth)
+	case jsonx.KindArray:
+		v.Elems(func(e jsonx.Value) bool {
+			s.walk(e, depth+1)
+			return len(s.found) < maxEntities
+		})
+	}
+}
+
+// object takes the IDs and names among the fields of object v, then
+// walks the objects and arrays it holds.
+func (s *entityScan) object(v jsonx.Value, depth int) {
+	fields := v.Fields(nil)
+	for _, f := range fields {
+		if (f.Value.Kind == jsonx.KindString || f.Value.Kind == jsonx.KindNumber) && entityKey(f.Key) {
+			s.add(oneLine(f.Value.Scalar(), 128))
 		}
 	}
-	walk(v, 0)
-	return dst
+	for _, f := range fields {
+		if f.Value.Kind == jsonx.KindObject || f.Value.Kind == jsonx.KindArray {
+			s.walk(f.Value, depth+1)
+		}
+	}
+}
+
+// add records name, unless it is empty, already found or one too many.
+func (s *entityScan) add(name string) {
+	if name != "" && !slices.Contains(s.found, name) && len(s.found) < maxEntities {
+		s.found = append(s.found, name)
+	}
 }
 
 // entityKey reports whether a key names an ID or a name: "id", "*Id",

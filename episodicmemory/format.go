@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // FormatVersion is the newest version of the records this package
@@ -181,11 +182,20 @@ func decodeHead(data []byte) (head, error) {
 	if err := decode(data, &h); err != nil {
 		return head{}, err
 	}
-	if h.Next < 0 || h.Next > 1<<62 || h.Base < 0 || h.Base > h.Next || h.Digested < h.Base || h.Digested > h.Next ||
-		h.Dropped < 0 || h.Dropped > h.Next || h.LastDigest < -1 || h.LastDigest >= h.Next {
+	if !ordered(0, h.Base, h.Digested, h.Next, 1<<62) || !ordered(0, h.Dropped, h.Next) || !ordered(-1, h.LastDigest) || h.LastDigest >= h.Next {
 		return head{}, fmt.Errorf("%w: head out of order: %+v", ErrCorrupt, h)
 	}
 	return h, nil
+}
+
+// ordered reports whether xs never decrease.
+func ordered(xs ...int64) bool {
+	for i := 1; i < len(xs); i++ {
+		if xs[i] < xs[i-1] {
+			return false
+		}
+	}
+	return true
 }
 
 func decodeSegment(data []byte, seq int64) (segment, error) {
@@ -196,11 +206,8 @@ func decodeSegment(data []byte, seq int64) (segment, error) {
 	if s.Seq != seq {
 		return segment{}, fmt.Errorf("%w: segment %d holds seq %d", ErrCorrupt, seq, s.Seq)
 	}
-	for i := range s.Episodes {
-		if err := checkEpisode(&s.Episodes[i]); err != nil {
-			return segment{}, fmt.Errorf("%w: segment %d, episode %d: %w", ErrCorrupt, seq, i, err)
-		}
-		s.Episodes[i].seq = seq
+	if err := checkEpisodes(s.Episodes, seq, fmt.Sprintf("segment %d, ", seq)); err != nil {
+		return segment{}, err
 	}
 	return s, nil
 }
@@ -213,13 +220,9 @@ func decodeDigestRecord(data []byte, from int64) (digestRecord, error) {
 	if r.From != from || r.To <= r.From || r.Prev < -1 || r.Prev >= r.From {
 		return digestRecord{}, fmt.Errorf("%w: digest record %d covers [%d, %d) after %d", ErrCorrupt, from, r.From, r.To, r.Prev)
 	}
-	for i, d := range r.Digests {
-		if d.Ref == "" || d.Seq < r.From || d.Seq >= r.To {
-			return digestRecord{}, fmt.Errorf("%w: digest record %d, digest %d: ref %q, seq %d", ErrCorrupt, from, i, d.Ref, d.Seq)
-		}
-		if y := d.Time.Year(); y < 0 || y > 9999 {
-			return digestRecord{}, fmt.Errorf("%w: digest record %d, digest %d: time out of range", ErrCorrupt, from, i)
-		}
+	inRecord := func(seq int64) bool { return seq >= r.From && seq < r.To }
+	if err := checkDigests(r.Digests, inRecord, fmt.Sprintf("digest record %d, ", from)); err != nil {
+		return digestRecord{}, err
 	}
 	return r, nil
 }
@@ -234,19 +237,11 @@ func decodeSnapshot(data []byte) (snapshot, error) {
 	if s.Version == markVersion {
 		return snapshot{}, fmt.Errorf("%w: a mark, not a copy of the view", ErrCorrupt)
 	}
-	for i := range s.Episodes {
-		if err := checkEpisode(&s.Episodes[i]); err != nil {
-			return snapshot{}, fmt.Errorf("%w: episode %d: %w", ErrCorrupt, i, err)
-		}
-		s.Episodes[i].seq = -1
+	if err := checkEpisodes(s.Episodes, -1, ""); err != nil {
+		return snapshot{}, err
 	}
-	for i, d := range s.Digests {
-		if d.Ref == "" || d.Seq != 0 {
-			return snapshot{}, fmt.Errorf("%w: digest %d: ref %q, seq %d", ErrCorrupt, i, d.Ref, d.Seq)
-		}
-		if y := d.Time.Year(); y < 0 || y > 9999 {
-			return snapshot{}, fmt.Errorf("%w: digest %d: time out of range", ErrCorrupt, i)
-		}
+	if err := checkDigests(s.Digests, func(seq int64) bool { return seq == 0 }, ""); err != nil {
+		return snapshot{}, err
 	}
 	return s, nil
 }
@@ -264,19 +259,50 @@ func decodeMark(data []byte) (m mark, ok bool, err error) {
 		return mark{}, false, err
 	}
 	h := m.Head
-	if m.Scope == "" || h.Version < 1 || h.Version > baseVersion {
+	if m.Scope == "" || h.Version != baseVersion {
 		return mark{}, false, fmt.Errorf("%w: mark of scope %q, head version %d", ErrCorrupt, m.Scope, h.Version)
 	}
 	if _, err := decodeHead(encode(h)); err != nil {
 		return mark{}, false, err
 	}
-	for i := range m.Pending {
-		if err := checkEpisode(&m.Pending[i]); err != nil {
-			return mark{}, false, fmt.Errorf("%w: pending episode %d: %w", ErrCorrupt, i, err)
-		}
-		m.Pending[i].seq = -1
+	if err := checkEpisodes(m.Pending, -1, "pending "); err != nil {
+		return mark{}, false, err
 	}
 	return m, true, nil
+}
+
+// checkEpisodes rejects the first of eps this package would not have
+// written, naming it after prefix ("segment 5, ", "pending "), and puts
+// the others in segment seq.
+func checkEpisodes(eps []Episode, seq int64, prefix string) error {
+	for i := range eps {
+		if err := checkEpisode(&eps[i]); err != nil {
+			return fmt.Errorf("%w: %sepisode %d: %w", ErrCorrupt, prefix, i, err)
+		}
+		eps[i].seq = seq
+	}
+	return nil
+}
+
+// checkDigests rejects the first of ds this package would not have
+// written (no reference, a segment inSeq refuses, a time out of range),
+// naming it after prefix ("digest record 5, ").
+func checkDigests(ds []Digest, inSeq func(int64) bool, prefix string) error {
+	for i, d := range ds {
+		if d.Ref == "" || !inSeq(d.Seq) {
+			return fmt.Errorf("%w: %sdigest %d: ref %q, seq %d", ErrCorrupt, prefix, i, d.Ref, d.Seq)
+		}
+		if !inYears(d.Time) {
+			return fmt.Errorf("%w: %sdigest %d: time out of range", ErrCorrupt, prefix, i)
+		}
+	}
+	return nil
+}
+
+// inYears reports whether t is in the years JSON can hold (see clampTime).
+func inYears(t time.Time) bool {
+	y := t.Year()
+	return y >= 0 && y <= 9999
 }
 
 // checkEpisode rejects an episode this package would not have written.
@@ -284,11 +310,11 @@ func checkEpisode(e *Episode) error {
 	switch {
 	case e.Ref == "":
 		return fmt.Errorf("no ref")
-	case e.Kind != KindTool && e.Kind != KindTurn && e.Kind != KindNote:
+	case !slices.Contains(kinds, e.Kind):
 		return fmt.Errorf("kind %q", e.Kind)
 	case e.Size < 0 || e.Size > 0 && e.Size < len(e.Result):
 		return fmt.Errorf("size %d for a result of %d bytes", e.Size, len(e.Result))
-	case e.Time.Year() < 0 || e.Time.Year() > 9999:
+	case !inYears(e.Time):
 		return fmt.Errorf("time out of range")
 	}
 	return nil

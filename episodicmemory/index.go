@@ -1,6 +1,7 @@
 package episodicmemory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -165,62 +166,72 @@ func (l *Layer) catchUpIndex(ctx context.Context, to int64) error {
 // ones from the digest records, the others from the view or their
 // segments.
 func (l *Layer) indexRange(ctx context.Context, from, to int64) error {
-	var docs []storage.Document
-	if from < l.head.Digested {
-		var recs []digestRecord
-		for seq := l.head.LastDigest; seq >= l.head.Base; {
-			r, ok, err := l.readDigests(ctx, seq)
-			if err != nil {
-				return err
-			}
-			if !ok || r.To <= from {
-				break
-			}
-			recs = append(recs, r)
-			seq = r.Prev
-		}
-		for i := len(recs) - 1; i >= 0; i-- {
-			ds := slices.DeleteFunc(recs[i].Digests, func(d Digest) bool { return d.Seq < from || d.Seq >= to })
-			docs = docsOf(docs, ds)
-			if len(docs) >= indexBatch {
-				if err := l.addDocs(ctx, docs); err != nil {
-					return err
-				}
-				docs = docs[:0]
-			}
+	b := docBatch{l: l}
+	recs, err := l.recordsFrom(ctx, from)
+	if err != nil {
+		return err
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		ds := slices.DeleteFunc(recs[i].Digests, func(d Digest) bool { return d.Seq < from || d.Seq >= to })
+		if err := b.add(ctx, ds); err != nil {
+			return err
 		}
 	}
 	for seq := max(from, l.head.Digested); seq < to; seq++ {
-		eps := l.viewSegment(seq)
-		if eps == nil {
-			var err error
-			if eps, err = l.readSegment(ctx, seq); err != nil {
-				return err
-			}
+		eps, err := l.rawSegment(ctx, seq)
+		if err != nil {
+			return err
 		}
-		docs = docsOf(docs, digestsOf(eps))
-		if len(docs) >= indexBatch {
-			if err := l.addDocs(ctx, docs); err != nil {
-				return err
-			}
-			docs = docs[:0]
+		if err := b.add(ctx, digestsOf(eps)); err != nil {
+			return err
 		}
 	}
-	return l.addDocs(ctx, docs)
+	return l.addDocs(ctx, b.docs)
+}
+
+// recordsFrom returns the digest records that cover segments from on,
+// newest first: none when segment from is not folded.
+func (l *Layer) recordsFrom(ctx context.Context, from int64) ([]digestRecord, error) {
+	if from >= l.head.Digested {
+		return nil, nil
+	}
+	var recs []digestRecord
+	for seq := l.head.LastDigest; seq >= l.head.Base; {
+		r, ok, err := l.readDigests(ctx, seq)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || r.To <= from {
+			break
+		}
+		recs = append(recs, r)
+		seq = r.Prev
+	}
+	return recs, nil
+}
+
+// docBatch gathers the documents of digests for the index, adding them
+// indexBatch at a time.
+type docBatch struct {
+	l    *Layer
+	docs []storage.Document
+}
+
+// add takes the documents of ds, adding the batch once it is full.
+func (b *docBatch) add(ctx context.Context, ds []Digest) error {
+	b.docs = docsOf(b.docs, ds)
+	if len(b.docs) < indexBatch {
+		return nil
+	}
+	err := b.l.addDocs(ctx, b.docs)
+	b.docs = b.docs[:0]
+	return err
 }
 
 // viewSegment returns the raw episodes of segment seq the view holds, or
 // nil.
 func (l *Layer) viewSegment(seq int64) []Episode {
-	i, _ := slices.BinarySearchFunc(l.recent, seq, func(e Episode, s int64) int {
-		switch {
-		case e.seq < s:
-			return -1
-		case e.seq > s:
-			return 1
-		}
-		return 0
-	})
+	i, _ := slices.BinarySearchFunc(l.recent, seq, func(e Episode, s int64) int { return cmp.Compare(e.seq, s) })
 	j := i
 	for j < len(l.recent) && l.recent[j].seq == seq {
 		j++
@@ -235,15 +246,20 @@ func (l *Layer) viewSegment(seq int64) []Episode {
 // index takes every episode the view takes; the store's index takes the
 // run's own segments (with the marker), other writers indexing theirs.
 func (l *Layer) indexed(ctx context.Context, eps []Episode, own bool) error {
-	if len(eps) == 0 {
+	switch {
+	case len(eps) == 0:
 		return nil
-	}
-	if l.private {
+	case l.private:
 		return l.addDocs(ctx, docsOf(nil, digestsOf(eps)))
+	case own:
+		return l.indexOwn(ctx, eps)
 	}
-	if !own {
-		return nil
-	}
+	return nil
+}
+
+// indexOwn adds the run's own episodes, the newest segments it wrote, to
+// the store's index, and moves the marker past them.
+func (l *Layer) indexOwn(ctx context.Context, eps []Episode) error {
 	docs := docsOf(nil, digestsOf(eps))
 	first, last := eps[0].seq, eps[len(eps)-1].seq
 	m, ok, err := l.readMark(ctx)
@@ -332,35 +348,51 @@ func (l *Layer) lookup(ctx context.Context, m refMatch) (hit, bool, error) {
 		if err != nil {
 			return hit{}, false, err
 		}
-		// The newest by segment: the index orders by indexing time.
-		var best *hit
-		for i := range hs {
-			if m.matches(hs[i].ref, hs[i].thread) && (best == nil || hs[i].seq > best.seq || hs[i].seq == best.seq && hs[i].pos > best.pos) {
-				best = &hs[i]
-			}
-		}
-		if best != nil {
-			return *best, true, nil
+		if h, ok := newest(hs, m); ok {
+			return h, true, nil
 		}
 	}
 	return hit{}, false, nil
 }
 
+// newest returns the newest of hs that m names, by position in the log
+// (the index orders by indexing time), and whether there is one.
+func newest(hs []hit, m refMatch) (hit, bool) {
+	var best *hit
+	for i := range hs {
+		if m.matches(hs[i].ref, hs[i].thread) && (best == nil || cmpPos(hs[i], *best) > 0) {
+			best = &hs[i]
+		}
+	}
+	if best == nil {
+		return hit{}, false
+	}
+	return *best, true
+}
+
+// in returns the index of the episode of eps, its segment, that h names:
+// the one at its position, else the newest with its reference and
+// thread; -1 when none is.
+func (h hit) in(eps []Episode) int {
+	names := func(e Episode) bool { return e.Ref == h.ref && e.Thread == h.thread }
+	if h.pos >= 0 && h.pos < len(eps) && names(eps[h.pos]) {
+		return h.pos
+	}
+	return lastIndexFunc(eps, names)
+}
+
 // resolve returns the episode a hit names: the raw episode from its
-// segment, or its digest when the raw form is gone.
+// segment (at the hit's position, or else the newest there with its
+// reference and thread), or its digest when the raw form is gone. A hit
+// of a digest has position -1.
 func (l *Layer) resolve(ctx context.Context, h hit) (Episode, *Digest, error) {
 	if l.log.Store != nil && h.seq >= l.head.Dropped {
 		eps, err := l.readSegment(ctx, h.seq)
 		if err != nil {
 			return Episode{}, nil, err
 		}
-		if h.pos < len(eps) && eps[h.pos].Ref == h.ref && eps[h.pos].Thread == h.thread {
-			return eps[h.pos], nil, nil
-		}
-		for j := len(eps) - 1; j >= 0; j-- {
-			if eps[j].Ref == h.ref && eps[j].Thread == h.thread {
-				return eps[j], nil, nil
-			}
+		if j := h.in(eps); j >= 0 {
+			return eps[j], nil, nil
 		}
 	}
 	return Episode{}, &Digest{Ref: h.ref, Thread: h.thread, Step: h.step, Time: h.time, Text: h.text, Seq: h.seq}, nil

@@ -224,32 +224,48 @@ func (l *Layer) episodes(t layer.Turn) []Episode {
 		if r.Name == l.tool || r.Name == l.cfg.ID+"/read" {
 			continue // reading an episode is not an episode
 		}
-		name, args := r.Name, r.Arguments
-		if name == "" || args == "" {
-			for _, c := range t.ToolCalls {
-				if c.ID == r.ID {
-					name, args = cmp.Or(name, c.Name), cmp.Or(args, c.Arguments)
-				}
-			}
-		}
-		ref := r.ID
-		if ref == "" {
-			ref = "call-" + strconv.Itoa(t.Step) + "-" + strconv.Itoa(len(eps))
-		}
-		res, size := cutResult(r.Content, l.cfg.MaxResultBytes)
-		e := Episode{Ref: ref, Kind: KindTool, Thread: l.thread, Step: t.Step, Time: now, Tool: name, Arguments: args,
-			Result: res, IsError: r.IsError, Size: size, Duration: r.Duration, seq: -1}
-		e.Entities = findEntities(e.Entities, args)
-		if !r.IsError {
-			e.Entities = findEntities(e.Entities, res)
-		}
-		eps = append(eps, e)
+		eps = append(eps, l.toolEpisode(t, r, len(eps), now))
 	}
-	if len(t.ToolCalls) == 0 && len(t.Results) == 0 && (t.Query != "" || t.Response != "") {
+	if endsTurn(t) {
 		res, size := cutResult(t.Response, l.cfg.MaxResultBytes)
 		eps = append(eps, Episode{Ref: "turn", Kind: KindTurn, Thread: l.thread, Step: t.Step, Time: now, Query: t.Query, Result: res, Size: size, seq: -1})
 	}
 	return eps
+}
+
+// endsTurn reports whether step t ends a turn with an outcome to record:
+// it calls no tool, and there is a request or an answer.
+func endsTurn(t layer.Turn) bool {
+	return len(t.ToolCalls) == 0 && len(t.Results) == 0 && (t.Query != "" || t.Response != "")
+}
+
+// toolEpisode is the episode of result r, the i-th episode of step t.
+func (l *Layer) toolEpisode(t layer.Turn, r layer.ToolResult, i int, now time.Time) Episode {
+	name, args := callOf(t, r)
+	ref := r.ID
+	if ref == "" {
+		ref = "call-" + strconv.Itoa(t.Step) + "-" + strconv.Itoa(i)
+	}
+	res, size := cutResult(r.Content, l.cfg.MaxResultBytes)
+	e := Episode{Ref: ref, Kind: KindTool, Thread: l.thread, Step: t.Step, Time: now, Tool: name, Arguments: args,
+		Result: res, IsError: r.IsError, Size: size, Duration: r.Duration, seq: -1}
+	e.Entities = findEntities(e.Entities, args)
+	if !r.IsError {
+		e.Entities = findEntities(e.Entities, res)
+	}
+	return e
+}
+
+// callOf returns the tool name and arguments of result r: its own, with
+// those of step t's calls of its ID filling in what it lacks.
+func callOf(t layer.Turn, r layer.ToolResult) (name, args string) {
+	name, args = r.Name, r.Arguments
+	for _, c := range t.ToolCalls {
+		if c.ID == r.ID {
+			name, args = cmp.Or(name, c.Name), cmp.Or(args, c.Arguments)
+		}
+	}
+	return name, args
 }
 
 // number puts episodes in segment seq: a turn episode takes its
@@ -363,17 +379,7 @@ func (l *Layer) compact(ctx context.Context) error {
 		return nil
 	}
 	// Keep the newest segments within half of each threshold.
-	count, toks := 0, 0
-	to := l.recent[len(l.recent)-1].seq
-	for i := len(l.recent) - 1; i >= 0; i-- {
-		e := &l.recent[i]
-		count++
-		toks += rawTokens(e)
-		if count > l.cfg.CompactAfter/2 || toks > l.cfg.CompactTokens/2 {
-			break
-		}
-		to = e.seq
-	}
+	to := l.keptFrom()
 	// to is the oldest segment kept whole: fold everything before it.
 	if to <= l.head.Digested {
 		return nil
@@ -391,6 +397,24 @@ func (l *Layer) compact(ctx context.Context) error {
 	h.Digested, h.Dropped = to, to // without a store nothing raw is kept
 	l.fold(h, digests)
 	return nil
+}
+
+// keptFrom returns the oldest segment compaction keeps raw: the newest
+// segments within half of each threshold, and at least the newest
+// segment. It needs a raw episode in the view.
+func (l *Layer) keptFrom() int64 {
+	count, toks := 0, 0
+	to := l.recent[len(l.recent)-1].seq
+	for i := len(l.recent) - 1; i >= 0; i-- {
+		e := &l.recent[i]
+		count++
+		toks += rawTokens(e)
+		if count > l.cfg.CompactAfter/2 || toks > l.cfg.CompactTokens/2 {
+			break
+		}
+		to = e.seq
+	}
+	return to
 }
 
 // fold installs head h after a compaction that produced digests: the
@@ -454,36 +478,36 @@ func (l *Layer) read(ctx context.Context, ref string) (Episode, *Digest, error) 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, m := range []refMatch{{ref: ref, thread: l.thread, own: true}, {ref: ref}} {
-		for _, list := range [][]Episode{l.pending, l.recent} {
-			for i := len(list) - 1; i >= 0; i-- {
-				if m.matches(list[i].Ref, list[i].Thread) {
-					return list[i], nil, nil
-				}
-			}
-		}
-		h, ok, err := l.lookup(ctx, m)
-		if err == nil && ok {
-			var e Episode
-			var d *Digest
-			if e, d, err = l.resolve(ctx, h); err == nil {
-				return e, d, nil
-			}
-		}
-		if err == nil && l.private && l.log.Store != nil {
-			// A store without search: beyond the view, walk the digest
-			// records.
-			var e Episode
-			var d *Digest
-			e, d, err = l.findStored(ctx, m, nil, l.head.LastDigest)
-			if err == nil && (d != nil || e.Ref != "") {
-				return e, d, nil
-			}
-		}
+		e, d, err := l.find(ctx, m)
 		if err != nil {
 			return Episode{}, nil, fmt.Errorf("episodicmemory: read %s: %w", storage.Quote(ref), err)
 		}
+		if d != nil || e.Ref != "" {
+			return e, d, nil
+		}
 	}
 	return Episode{}, nil, fmt.Errorf("%w: %s", ErrNoEpisode, storage.Quote(ref))
+}
+
+// find returns the newest episode m names, or its digest when only that
+// is left, or neither: from the view, else through the index, else (a
+// store without search) through the digest records.
+func (l *Layer) find(ctx context.Context, m refMatch) (Episode, *Digest, error) {
+	for _, list := range [][]Episode{l.pending, l.recent} {
+		if i := lastIndexFunc(list, func(e Episode) bool { return m.matches(e.Ref, e.Thread) }); i >= 0 {
+			return list[i], nil, nil
+		}
+	}
+	h, ok, err := l.lookup(ctx, m)
+	switch {
+	case err != nil:
+		return Episode{}, nil, err
+	case ok:
+		return l.resolve(ctx, h)
+	case l.private && l.log.Store != nil:
+		return l.findStored(ctx, m, nil, l.head.LastDigest)
+	}
+	return Episode{}, nil, nil
 }
 
 // refMatch is a reference the model gave, and which episodes it names:
@@ -496,6 +520,17 @@ type refMatch struct {
 
 func (m refMatch) matches(ref, thread string) bool {
 	return (!m.own || thread == m.thread) && (ref == m.ref || callID(ref) == m.ref)
+}
+
+// lastIndexFunc returns the index of the last element of s that
+// satisfies f, or -1.
+func lastIndexFunc[S ~[]E, E any](s S, f func(E) bool) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if f(s[i]) {
+			return i
+		}
+	}
+	return -1
 }
 
 // callID returns the call ID of a tool episode's reference in a log
@@ -561,32 +596,44 @@ func (l *Layer) callRead(ctx context.Context, args json.RawMessage) (string, err
 	if d != nil {
 		return "The full result of " + p.Ref + " is no longer stored (retention limit); its digest:\n" + d.Text, nil
 	}
+	return l.readResult(&e, p.Ref, p.Offset)
+}
+
+// readResult returns what the read tool shows of e's result (e is the
+// episode ref names) from offset on: a page when it is paged, with its
+// notes.
+func (l *Layer) readResult(e *Episode, ref string, offset int) (string, error) {
 	out := e.Result
 	if e.IsError && out == "" {
 		out = "error"
 	}
-	if p.Offset > len(out) {
-		return "", fmt.Errorf("offset %d is past the end of the result (%d bytes)", p.Offset, len(out))
+	if offset > len(out) {
+		return "", fmt.Errorf("offset %d is past the end of the result (%d bytes)", offset, len(out))
 	}
 	var note string
-	if p.Offset > 0 || len(out) > l.cfg.ReadPageBytes {
-		page, _ := cutResult(out[p.Offset:], l.cfg.ReadPageBytes)
-		if page == "" && p.Offset < len(out) {
-			page = out[p.Offset:min(len(out), p.Offset+utf8.UTFMax)]
-		}
-		end := p.Offset + len(page)
-		note = "\n[" + l.cfg.ID + ": bytes " + strconv.Itoa(p.Offset) + "-" + strconv.Itoa(end) + " of " + strconv.Itoa(len(out))
-		if end < len(out) {
-			ref, _ := json.Marshal(p.Ref)
-			note += `; read on with {"ref":` + string(ref) + `,"offset":` + strconv.Itoa(end) + "}"
-		}
-		note += "]"
-		out = page
+	if offset > 0 || len(out) > l.cfg.ReadPageBytes {
+		out, note = l.page(out, ref, offset)
 	}
 	if e.Size > 0 {
 		note += "\n[" + l.cfg.ID + ": result cut at " + strconv.Itoa(len(e.Result)) + " of " + strconv.Itoa(e.Size) + " bytes]"
 	}
 	return out + note, nil
+}
+
+// page returns the page of result out (of the episode ref) that starts at
+// offset, and the note that ends it (see Functions).
+func (l *Layer) page(out, ref string, offset int) (string, string) {
+	page, _ := cutResult(out[offset:], l.cfg.ReadPageBytes)
+	if page == "" && offset < len(out) {
+		page = out[offset:min(len(out), offset+utf8.UTFMax)]
+	}
+	end := offset + len(page)
+	note := "\n[" + l.cfg.ID + ": bytes " + strconv.Itoa(offset) + "-" + strconv.Itoa(end) + " of " + strconv.Itoa(len(out))
+	if end < len(out) {
+		r, _ := json.Marshal(ref)
+		note += `; read on with {"ref":` + string(r) + `,"offset":` + strconv.Itoa(end) + "}"
+	}
+	return page, note + "]"
 }
 
 // Snapshot returns the layer's state as versioned JSON. With a store it
@@ -669,20 +716,36 @@ func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if marked {
-		if l.log.Store == nil {
-			return fmt.Errorf("episodicmemory: restore: a snapshot of a stored log needs a store")
-		}
-		if string(encode(m)) == string(l.markLocked()) {
-			return nil
-		}
-		if s, err = l.readMarked(ctx, m); err != nil {
-			return fmt.Errorf("episodicmemory: restore: %w", err)
-		}
+		return l.restoreMark(ctx, m)
+	}
+	return l.restoreCopy(ctx, s)
+}
+
+// restoreMark restores the view mark m names (see Restore).
+func (l *Layer) restoreMark(ctx context.Context, m mark) error {
+	if l.log.Store == nil {
+		return fmt.Errorf("episodicmemory: restore: a snapshot of a stored log needs a store")
+	}
+	if string(encode(m)) == string(l.markLocked()) {
+		return nil
+	}
+	s, err := l.readMarked(ctx, m)
+	if err != nil {
+		return fmt.Errorf("episodicmemory: restore: %w", err)
 	}
 	if err := l.ensureDigests(ctx); err != nil {
 		return fmt.Errorf("episodicmemory: restore: %w", err)
 	}
-	if !marked && string(encode(s)) == string(l.snapshotLocked()) {
+	return l.restoreView(ctx, s)
+}
+
+// restoreCopy restores s, a snapshot that copies the view, unless it is
+// the current state (see Restore).
+func (l *Layer) restoreCopy(ctx context.Context, s snapshot) error {
+	if err := l.ensureDigests(ctx); err != nil {
+		return fmt.Errorf("episodicmemory: restore: %w", err)
+	}
+	if string(encode(s)) == string(l.snapshotLocked()) {
 		return nil
 	}
 	return l.restoreView(ctx, s)
@@ -710,20 +773,29 @@ func (l *Layer) restoreView(ctx context.Context, s snapshot) error {
 	if l.log.Store == nil {
 		return nil
 	}
+	if err := l.writeView(ctx, h.Base); err != nil {
+		return fmt.Errorf("episodicmemory: restore: %w", err)
+	}
+	if err := l.purge(ctx, h.Base); err != nil {
+		return fmt.Errorf("episodicmemory: restore: delete the old log: %w", err)
+	}
+	return nil
+}
+
+// writeView writes a restored view above base: its digests as the digest
+// record of segment base, each raw episode as a segment of its own.
+func (l *Layer) writeView(ctx context.Context, base int64) error {
 	if len(l.digests) > 0 {
-		rec := digestRecord{Version: baseVersion, From: h.Base, To: h.Base + 1, Prev: -1, Digests: l.digests}
-		if _, err := l.log.Store.Put(ctx, l.log.Key(digestName(h.Base)), encode(rec), storage.AnyVersion); err != nil {
-			return fmt.Errorf("episodicmemory: restore: %w", err)
+		rec := digestRecord{Version: baseVersion, From: base, To: base + 1, Prev: -1, Digests: l.digests}
+		if _, err := l.log.Store.Put(ctx, l.log.Key(digestName(base)), encode(rec), storage.AnyVersion); err != nil {
+			return err
 		}
 	}
 	for _, e := range l.recent {
 		seg := segment{Version: versionOf([]Episode{e}), Seq: e.seq, Episodes: []Episode{e}}
 		if _, err := l.log.Store.Put(ctx, l.log.Key(segName(e.seq)), encode(seg), storage.AnyVersion); err != nil {
-			return fmt.Errorf("episodicmemory: restore: %w", err)
+			return err
 		}
-	}
-	if err := l.purge(ctx, h.Base); err != nil {
-		return fmt.Errorf("episodicmemory: restore: delete the old log: %w", err)
 	}
 	return nil
 }

@@ -137,7 +137,7 @@ func (l *Layer) readMarked(ctx context.Context, m mark) (snapshot, error) {
 	if err != nil {
 		return snapshot{}, err
 	}
-	if h.Base != m.Head.Base || h.Next < m.Head.Next || h.Dropped > m.Head.Next {
+	if !h.holds(m.Head) {
 		return snapshot{}, fmt.Errorf("the log position of the snapshot (%d) is no longer stored: %w", m.Head.Next, storage.ErrNotFound)
 	}
 	digests, eps, err := l.readView(ctx, m.Head)
@@ -150,6 +150,12 @@ func (l *Layer) readMarked(ctx context.Context, m mark) (snapshot, error) {
 	return snapshot{Digests: digests, Episodes: append(eps, m.Pending...)}, nil
 }
 
+// holds reports whether the log at head h still holds the view at head
+// v: same base, and v's segments neither beyond h nor dropped.
+func (h head) holds(v head) bool {
+	return h.Base == v.Base && h.Next >= v.Next && h.Dropped <= v.Next
+}
+
 // catchUp brings the view up to the stored head h: it reads the segments
 // other writers appended, or reloads the whole view when they did more
 // than append (compaction, Clear, Restore) or appended a lot.
@@ -158,7 +164,7 @@ func (l *Layer) catchUp(ctx context.Context, h head, ver int64) error {
 		l.head, l.hver = h, ver // the view is read from the head when needed
 		return nil
 	}
-	if h.Base != l.head.Base || h.Digested != l.head.Digested || h.Next < l.head.Next || h.Next-l.head.Next > int64(l.cfg.CompactAfter) {
+	if !l.appendedTo(h) {
 		return l.load(ctx)
 	}
 	for seq := l.head.Next; seq < h.Next; seq++ {
@@ -174,6 +180,12 @@ func (l *Layer) catchUp(ctx context.Context, h head, ver int64) error {
 	l.head, l.hver = h, ver
 	l.changed()
 	return nil
+}
+
+// appendedTo reports whether the log at head h is the view's with at
+// most Config.CompactAfter segments appended.
+func (l *Layer) appendedTo(h head) bool {
+	return h.Base == l.head.Base && h.Digested == l.head.Digested && h.Next >= l.head.Next && h.Next-l.head.Next <= int64(l.cfg.CompactAfter)
 }
 
 // updateHead applies change to the head, with compare-and-swap on the
@@ -220,27 +232,33 @@ func (l *Layer) appendPending(ctx context.Context) error {
 		if err := storage.WaitRetry(ctx, attempt); err != nil {
 			return fmt.Errorf("append: %w", err)
 		}
-		seq := l.head.Next
-		seg := segment{Seq: seq, Episodes: slices.Clone(l.pending)}
-		seg.Version = versionOf(seg.Episodes)
-		number(seg.Episodes, seq, l.shared())
-		_, err := l.log.Store.Put(ctx, l.log.Key(segName(seq)), encode(seg), storage.NoVersion)
-		if err != nil && !errors.Is(err, storage.ErrConflict) {
-			return fmt.Errorf("write segment %d: %w", seq, err)
-		}
-		mine := err == nil
-		if mine {
-			l.appended += int64(len(l.pending))
-			l.pending = nil
-			err = l.publish(ctx, seq, seg.Episodes)
-		} else {
-			err = l.publish(ctx, seq, nil)
-		}
-		if err != nil || mine {
+		if done, err := l.appendOnce(ctx); done {
 			return err
 		}
 	}
 	return fmt.Errorf("append: gave up after %d attempts: %w", l.cfg.MaxRetries, storage.ErrConflict)
+}
+
+// appendOnce writes the pending episodes as segment head.Next and
+// publishes it (see appendPending). It reports whether it is done: the
+// segment written, or a failure. When another writer holds the number it
+// publishes that writer's segment and, if that goes well, reports false.
+func (l *Layer) appendOnce(ctx context.Context) (bool, error) {
+	seq := l.head.Next
+	seg := segment{Seq: seq, Episodes: slices.Clone(l.pending)}
+	seg.Version = versionOf(seg.Episodes)
+	number(seg.Episodes, seq, l.shared())
+	_, err := l.log.Store.Put(ctx, l.log.Key(segName(seq)), encode(seg), storage.NoVersion)
+	switch {
+	case err == nil:
+		l.appended += int64(len(l.pending))
+		l.pending = nil
+		return true, l.publish(ctx, seq, seg.Episodes)
+	case !errors.Is(err, storage.ErrConflict):
+		return true, fmt.Errorf("write segment %d: %w", seq, err)
+	}
+	err = l.publish(ctx, seq, nil)
+	return err != nil, err
 }
 
 // publish advances the head past segment seq (written, by this writer
@@ -285,38 +303,16 @@ func (l *Layer) compactStored(ctx context.Context, to int64) error {
 	// digests cover every episode written. (A segment still unwritten
 	// now, long after its claim, is a crashed writer's gap.)
 	var digests []Digest
-	i := 0
-	for i < len(l.recent) && l.recent[i].seq < from {
-		i++
-	}
 	for seq := from; seq < to; seq++ {
-		if i < len(l.recent) && l.recent[i].seq == seq {
-			for ; i < len(l.recent) && l.recent[i].seq == seq; i++ {
-				digests = append(digests, l.recent[i].digest())
-			}
-			continue
-		}
-		eps, err := l.readSegment(ctx, seq)
+		eps, err := l.rawSegment(ctx, seq)
 		if err != nil {
 			return err
 		}
-		for k := range eps {
-			digests = append(digests, eps[k].digest())
-		}
+		digests = append(digests, digestsOf(eps)...)
 	}
-	rec := digestRecord{Version: baseVersion, From: from, To: to, Prev: l.head.LastDigest, Digests: digests}
-	if _, err := l.log.Store.Put(ctx, l.log.Key(digestName(from)), encode(rec), storage.NoVersion); err != nil {
-		if errors.Is(err, storage.ErrConflict) {
-			// Another writer folded from here (or crashed doing it):
-			// adopt its record.
-			r, ok, rerr := l.readDigests(ctx, from)
-			if rerr != nil || !ok {
-				return errors.Join(err, rerr)
-			}
-			rec = r
-		} else {
-			return fmt.Errorf("write digests %d: %w", from, err)
-		}
+	rec, err := l.writeDigests(ctx, digestRecord{Version: baseVersion, From: from, To: to, Prev: l.head.LastDigest, Digests: digests})
+	if err != nil {
+		return err
 	}
 	oldDropped := l.head.Dropped
 	h, ok, err := l.updateHead(ctx, func(h *head) bool {
@@ -333,8 +329,40 @@ func (l *Layer) compactStored(ctx context.Context, to int64) error {
 		return err
 	}
 	l.fold(h, rec.Digests)
+	return l.dropSegments(ctx, oldDropped, h.Dropped)
+}
+
+// rawSegment returns the raw episodes of segment seq: the view's when it
+// holds them, else the stored ones.
+func (l *Layer) rawSegment(ctx context.Context, seq int64) ([]Episode, error) {
+	if eps := l.viewSegment(seq); eps != nil {
+		return eps, nil
+	}
+	return l.readSegment(ctx, seq)
+}
+
+// writeDigests writes rec, create-only, and returns it; when another
+// writer folded from the same segment (or crashed doing it) it returns
+// that writer's record instead.
+func (l *Layer) writeDigests(ctx context.Context, rec digestRecord) (digestRecord, error) {
+	_, err := l.log.Store.Put(ctx, l.log.Key(digestName(rec.From)), encode(rec), storage.NoVersion)
+	if err == nil {
+		return rec, nil
+	}
+	if !errors.Is(err, storage.ErrConflict) {
+		return digestRecord{}, fmt.Errorf("write digests %d: %w", rec.From, err)
+	}
+	r, ok, rerr := l.readDigests(ctx, rec.From)
+	if rerr != nil || !ok {
+		return digestRecord{}, errors.Join(err, rerr)
+	}
+	return r, nil
+}
+
+// dropSegments deletes segments [from, to), reporting every failure.
+func (l *Layer) dropSegments(ctx context.Context, from, to int64) error {
 	var errs []error
-	for seq := oldDropped; seq < h.Dropped; seq++ {
+	for seq := from; seq < to; seq++ {
 		if err := l.log.Store.Delete(ctx, l.log.Key(segName(seq)), storage.AnyVersion); err != nil {
 			errs = append(errs, fmt.Errorf("drop segment %d: %w", seq, err))
 		}
@@ -357,23 +385,9 @@ func (l *Layer) purge(ctx context.Context, base int64) error {
 // episode is gone.
 func (l *Layer) findStored(ctx context.Context, m refMatch, digests []Digest, prev int64) (Episode, *Digest, error) {
 	for {
-		for i := len(digests) - 1; i >= 0; i-- {
+		if i := lastIndexFunc(digests, func(d Digest) bool { return m.matches(d.Ref, d.Thread) }); i >= 0 {
 			d := digests[i]
-			if !m.matches(d.Ref, d.Thread) {
-				continue
-			}
-			if d.Seq >= l.head.Dropped {
-				eps, err := l.readSegment(ctx, d.Seq)
-				if err != nil {
-					return Episode{}, nil, err
-				}
-				for j := len(eps) - 1; j >= 0; j-- {
-					if eps[j].Ref == d.Ref && eps[j].Thread == d.Thread {
-						return eps[j], nil, nil
-					}
-				}
-			}
-			return Episode{}, &d, nil
+			return l.resolve(ctx, hit{ref: d.Ref, thread: d.Thread, text: d.Text, seq: d.Seq, pos: -1, step: d.Step, time: d.Time})
 		}
 		if prev < l.head.Base {
 			return Episode{}, nil, nil

@@ -85,6 +85,18 @@ func cmpPos(a, b hit) int {
 	return cmp.Compare(a.pos, b.pos)
 }
 
+// pendingHits returns the episodes not yet stored (a failed write) as
+// hits that come after every stored one.
+func (l *Layer) pendingHits() []hit {
+	next := max(l.head.Next, 0)
+	hs := make([]hit, len(l.pending))
+	for i := range l.pending {
+		e := &l.pending[i]
+		hs[i] = hit{ref: e.Ref, thread: e.Thread, text: e.Digest(), seq: next, pos: i, step: e.Step, time: e.Time}
+	}
+	return hs
+}
+
 // best returns the Config.MaxRecall episodes most relevant to text, best
 // first (see [Layer.Recall] for the score). The caller holds l.mu.
 func (l *Layer) best(ctx context.Context, text string) ([]picked, error) {
@@ -99,12 +111,7 @@ func (l *Layer) best(ctx context.Context, text string) ([]picked, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Episodes not yet stored (a failed write) come after every stored one.
-	next := max(l.head.Next, 0)
-	for i := range l.pending {
-		e := &l.pending[i]
-		recent = append(recent, hit{ref: e.Ref, thread: e.Thread, text: e.Digest(), seq: next, pos: i, step: e.Step, time: e.Time})
-	}
+	recent = append(recent, l.pendingHits()...)
 	cands := map[[2]int64]*picked{}
 	newest := int64(-1)
 	top := 0.0

@@ -1,10 +1,12 @@
 package semanticmemory
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,18 +66,15 @@ type Source struct {
 // String renders the source for [layer.Candidate.Source]: its non-empty
 // parts, "by=model thread=t1 step=3 tool=semantic_memorize".
 func (s Source) String() string {
-	var parts []string
-	if s.By != "" {
-		parts = append(parts, "by="+s.By)
-	}
-	if s.Thread != "" {
-		parts = append(parts, "thread="+s.Thread)
-	}
+	step := ""
 	if s.Step != 0 {
-		parts = append(parts, "step="+strconv.Itoa(s.Step))
+		step = strconv.Itoa(s.Step)
 	}
-	if s.Tool != "" {
-		parts = append(parts, "tool="+s.Tool)
+	var parts []string
+	for _, p := range [][2]string{{"by", s.By}, {"thread", s.Thread}, {"step", step}, {"tool", s.Tool}} {
+		if p[1] != "" {
+			parts = append(parts, p[0]+"="+p[1])
+		}
 	}
 	return strings.Join(parts, " ")
 }
@@ -133,14 +132,8 @@ func (m Memo) normalize() (Memo, error) {
 	case !(m.Importance >= 0 && m.Importance <= 1): // NaN too
 		return m, fmt.Errorf("%w: importance %v is not in [0, 1]", ErrInvalidFact, m.Importance)
 	}
-	if m.Kind == "" {
-		m.Kind = DefaultKind
-	}
-	m.Kind = strings.ToLower(m.Kind)
-	if err := validKind(m.Kind); err != nil {
-		return m, err
-	}
-	return m, nil
+	m.Kind = strings.ToLower(cmp.Or(m.Kind, DefaultKind))
+	return m, validKind(m.Kind)
 }
 
 func validKind(k string) error {
@@ -165,17 +158,25 @@ func (f *Fact) validate() error {
 		return err
 	case m.Text != f.Text || m.Kind != f.Kind:
 		return fmt.Errorf("fact %q: text or kind not in normal form", f.ID)
-	case f.ID == "" || len(f.ID) > 64 || strings.ContainsAny(f.ID, " \t\r\n[]<>") || !utf8.ValidString(f.ID):
+	case !validID(f.ID):
 		return fmt.Errorf("fact id %q: must be 1 to 64 bytes without spaces or brackets", f.ID)
 	case f.Version < 1:
 		return fmt.Errorf("fact %q: version %d < 1", f.ID, f.Version)
-	}
-	for _, x := range f.Embedding {
-		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			return fmt.Errorf("fact %q: embedding is not finite", f.ID)
-		}
+	case !finite(f.Embedding):
+		return fmt.Errorf("fact %q: embedding is not finite", f.ID)
 	}
 	return nil
+}
+
+// validID reports whether id is a fact ID: 1 to 64 bytes of UTF-8,
+// without white space or brackets.
+func validID(id string) bool {
+	return id != "" && len(id) <= 64 && !strings.ContainsAny(id, " \t\r\n[]<>") && utf8.ValidString(id)
+}
+
+// finite reports whether every component of v is a finite number.
+func finite(v []float32) bool {
+	return !slices.ContainsFunc(v, func(x float32) bool { return math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) })
 }
 
 // head is the stored head of the log: records [Base, Next) are the

@@ -215,24 +215,31 @@ func (l *Layer) catchUp(ctx context.Context) error {
 	case st == seqlog.MarkNone:
 		m = marker{Base: l.head.Base, Next: l.head.Base}
 	}
-	if m.Next >= l.head.Next {
-		l.mark = m
-		return nil
+	if m.Next < l.head.Next {
+		if err := l.indexRecords(ctx, &m); err != nil {
+			return err
+		}
 	}
+	l.mark = m
+	return nil
+}
+
+// indexRecords indexes the records from m.Next up to the head, and
+// writes the marker m moved past them.
+func (l *Layer) indexRecords(ctx context.Context, m *marker) error {
 	for seq := m.Next; seq < l.head.Next; seq++ {
 		r, err := l.readRecord(ctx, seq)
 		if err != nil {
 			return err
 		}
 		r.Seq = seq
-		if err := l.apply(ctx, r, &m); err != nil {
+		if err := l.apply(ctx, r, m); err != nil {
 			return fmt.Errorf("index record %d: %w", seq, err)
 		}
 	}
 	if err := l.ix.Index(ctx, l.col, m.doc()); err != nil {
 		return fmt.Errorf("write the index marker: %w", err)
 	}
-	l.mark = m
 	return nil
 }
 
@@ -325,15 +332,7 @@ func (l *Layer) restated(ctx context.Context, kind, text string) (Fact, bool, er
 	var best *storage.Hit
 	bestSim := 0.0
 	for i := range hits {
-		ft := tokenSet(hits[i].Text)
-		n := 0
-		for t := range set {
-			if ft[t] {
-				n++
-			}
-		}
-		sim := float64(n) / float64(len(set)+len(ft)-n)
-		if sim >= SupersedeThreshold && sim > bestSim {
+		if sim := jaccard(set, tokenSet(hits[i].Text)); sim >= SupersedeThreshold && sim > bestSim {
 			best, bestSim = &hits[i], sim
 		}
 	}
@@ -341,6 +340,18 @@ func (l *Layer) restated(ctx context.Context, kind, text string) (Fact, bool, er
 		return Fact{}, false, nil
 	}
 	return l.fact(ctx, viewOf(*best))
+}
+
+// jaccard returns the Jaccard similarity of two token sets, a not empty:
+// the tokens they share over the tokens either has.
+func jaccard(a, b map[string]bool) float64 {
+	n := 0
+	for t := range a {
+		if b[t] {
+			n++
+		}
+	}
+	return float64(n) / float64(len(a)+len(b)-n)
 }
 
 func tokenSet(text string) map[string]bool {
@@ -373,18 +384,23 @@ func (l *Layer) readHistory(ctx context.Context) (history, error) {
 			h = history{versions: map[string][]Fact{}, live: map[string]*Fact{}}
 		}
 		for _, f := range r.Facts {
-			vs := h.versions[f.ID]
-			if len(vs) > 0 && vs[len(vs)-1].Version >= f.Version {
-				continue
-			}
-			h.versions[f.ID] = append(vs, f)
-			delete(h.live, f.ID)
-			if !f.Forgotten {
-				h.live[f.ID] = &h.versions[f.ID][len(h.versions[f.ID])-1]
-			}
+			h.add(f)
 		}
 	}
 	return h, nil
+}
+
+// add takes version f of its fact, unless the history holds a later one.
+func (h history) add(f Fact) {
+	vs := h.versions[f.ID]
+	if len(vs) > 0 && vs[len(vs)-1].Version >= f.Version {
+		return
+	}
+	h.versions[f.ID] = append(vs, f)
+	delete(h.live, f.ID)
+	if !f.Forgotten {
+		h.live[f.ID] = &h.versions[f.ID][len(h.versions[f.ID])-1]
+	}
 }
 
 func (h history) snapshot() snapshot {

@@ -314,15 +314,7 @@ func (l *Layer) remember(ctx context.Context, m Memo) (Fact, error) {
 	if err := l.sync(ctx); err != nil {
 		return Fact{}, fmt.Errorf("semanticmemory: remember: %w", err)
 	}
-	var same *Fact
-	written, _, err := l.appendRecord(ctx, false, func(seq int64) ([]Fact, error) {
-		f, old, err := l.newVersion(ctx, m, emb, seq)
-		same = old
-		if err != nil || old != nil {
-			return nil, err
-		}
-		return []Fact{f}, nil
-	})
+	written, same, err := l.writeVersion(ctx, m, emb)
 	if err != nil {
 		return Fact{}, fmt.Errorf("semanticmemory: remember: %w", err)
 	}
@@ -334,6 +326,20 @@ func (l *Layer) remember(ctx context.Context, m Memo) (Fact, error) {
 	}
 	l.mirror(ctx, written)
 	return clone(written[0]), nil
+}
+
+// writeVersion appends the fact m writes (see newVersion) and returns
+// it, or returns as same the live fact that says the same already.
+func (l *Layer) writeVersion(ctx context.Context, m Memo, emb []float32) (written []Fact, same *Fact, err error) {
+	written, _, err = l.appendRecord(ctx, false, func(seq int64) ([]Fact, error) {
+		f, old, err := l.newVersion(ctx, m, emb, seq)
+		same = old
+		if err != nil || old != nil {
+			return nil, err
+		}
+		return []Fact{f}, nil
+	})
+	return written, same, err
 }
 
 // newVersion returns the fact m writes in record seq: a new fact, or
@@ -405,25 +411,7 @@ func (l *Layer) forget(ctx context.Context, id string, src Source) error {
 		return fmt.Errorf("semanticmemory: forget: %w", err)
 	}
 	src.Thread = cmp.Or(src.Thread, l.thread)
-	_, _, err := l.appendRecord(ctx, false, func(int64) ([]Fact, error) {
-		v, ok, err := l.lookup(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		var f Fact
-		if ok {
-			f, ok, err = l.fact(ctx, v)
-			if err != nil {
-				return nil, err
-			}
-		}
-		if !ok {
-			return nil, fmt.Errorf("%w: %s", ErrNotFound, storage.Quote(id))
-		}
-		f.Version++
-		f.Updated, f.Source, f.Forgotten, f.Embedding = l.now(), src, true, nil
-		return []Fact{f}, nil
-	})
+	_, _, err := l.appendRecord(ctx, false, func(int64) ([]Fact, error) { return l.forgotten(ctx, id, src) })
 	if err != nil {
 		return fmt.Errorf("semanticmemory: forget: %w", err)
 	}
@@ -431,6 +419,28 @@ func (l *Layer) forget(ctx context.Context, id string, src Source) error {
 		return fmt.Errorf("semanticmemory: forget: forgotten, but %w", err)
 	}
 	return nil
+}
+
+// forgotten returns the version of live fact id that forgets it, written
+// by src.
+func (l *Layer) forgotten(ctx context.Context, id string, src Source) ([]Fact, error) {
+	v, ok, err := l.lookup(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var f Fact
+	if ok {
+		f, ok, err = l.fact(ctx, v)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, storage.Quote(id))
+	}
+	f.Version++
+	f.Updated, f.Source, f.Forgotten, f.Embedding = l.now(), src, true, nil
+	return []Fact{f}, nil
 }
 
 // Facts returns the live facts (last versions, not forgotten), by ID,
@@ -499,17 +509,23 @@ func (l *Layer) Search(ctx context.Context, query string, k int) ([]Hit, error) 
 	if err != nil {
 		return nil, fmt.Errorf("semanticmemory: search: %w", err)
 	}
-	if len(ranked) > k {
-		ranked = ranked[:k]
+	out, err := l.hits(ctx, ranked[:min(len(ranked), k)], n)
+	if err != nil {
+		return nil, fmt.Errorf("semanticmemory: search: %w", err)
 	}
+	return out, nil
+}
+
+// hits reads the facts ranked by rankers rankers from their records.
+func (l *Layer) hits(ctx context.Context, ranked []scored, rankers int) ([]Hit, error) {
 	out := make([]Hit, 0, len(ranked))
 	for _, s := range ranked {
 		f, ok, err := l.fact(ctx, s.fact)
 		if err != nil {
-			return nil, fmt.Errorf("semanticmemory: search: %w", err)
+			return nil, err
 		}
 		if ok {
-			out = append(out, Hit{Fact: clone(f), Score: normalise(s.score, n)})
+			out = append(out, Hit{Fact: clone(f), Score: normalise(s.score, rankers)})
 		}
 	}
 	return out, nil
@@ -568,8 +584,17 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 	if err != nil {
 		return nil, fmt.Errorf("semanticmemory: recall: %w", err)
 	}
+	text, tokens := l.fit(ranked, q)
+	if text == "" {
+		return nil, nil
+	}
+	return []layer.Item{{Text: text, Tokens: tokens}}, nil
+}
+
+// fit returns the block of the ranked facts that fits q's budget, the
+// first facts in order while it fits, and its tokens.
+func (l *Layer) fit(ranked []scored, q layer.Query) (text string, tokens int) {
 	var lines []string
-	text, tokens := "", 0
 	for _, s := range ranked {
 		t := fence.Wrap(l.tag, strings.Join(append(lines, line(s.fact)), "\n"))
 		n := q.Count(t)
@@ -579,10 +604,7 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 		lines = append(lines, line(s.fact))
 		text, tokens = t, n
 	}
-	if text == "" {
-		return nil, nil
-	}
-	return []layer.Item{{Text: text, Tokens: tokens}}, nil
+	return text, tokens
 }
 
 // Candidates returns the facts matching q.Text as scored candidates for
@@ -677,13 +699,20 @@ func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
 		return fmt.Errorf("semanticmemory: restore: %w", err)
 	}
 	l.mirror(ctx, written)
-	if err := l.rebase(ctx, seq); err != nil {
-		return fmt.Errorf("semanticmemory: restore: restored, but %w", err)
-	}
-	if err := l.catchUp(ctx); err != nil {
+	if err := l.replaced(ctx, seq); err != nil {
 		return fmt.Errorf("semanticmemory: restore: restored, but %w", err)
 	}
 	return nil
+}
+
+// replaced finishes a record seq that replaces every fact before it
+// (Restore, Clear): it moves the log's base to seq, deleting the older
+// records, and brings the index up to date.
+func (l *Layer) replaced(ctx context.Context, seq int64) error {
+	if err := l.rebase(ctx, seq); err != nil {
+		return err
+	}
+	return l.catchUp(ctx)
 }
 
 // Clear forgets every fact and its history, in memory and in the store:
@@ -699,10 +728,7 @@ func (l *Layer) Clear(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("semanticmemory: clear: %w", err)
 	}
-	if err := l.rebase(ctx, seq); err != nil {
-		return fmt.Errorf("semanticmemory: clear: cleared, but %w", err)
-	}
-	if err := l.catchUp(ctx); err != nil {
+	if err := l.replaced(ctx, seq); err != nil {
 		return fmt.Errorf("semanticmemory: clear: cleared, but %w", err)
 	}
 	return nil

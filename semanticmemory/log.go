@@ -104,12 +104,8 @@ func (l *Layer) appendRecord(ctx context.Context, reset bool, build func(seq int
 		if err != nil || len(facts) == 0 && !reset {
 			return nil, 0, err
 		}
-		_, err = l.log.Store.Put(ctx, l.log.Key(recName(seq)), encode(record{Version: FormatVersion, Seq: seq, Reset: reset, Facts: facts}), storage.NoVersion)
-		if err != nil && !errors.Is(err, storage.ErrConflict) {
-			return nil, 0, fmt.Errorf("write record %d: %w", seq, err)
-		}
-		mine := err == nil
-		if err := l.publish(ctx, seq); err != nil {
+		mine, err := l.putRecord(ctx, record{Version: FormatVersion, Seq: seq, Reset: reset, Facts: facts})
+		if err != nil {
 			return nil, 0, err
 		}
 		if mine {
@@ -117,6 +113,17 @@ func (l *Layer) appendRecord(ctx context.Context, reset bool, build func(seq int
 		}
 	}
 	return nil, 0, fmt.Errorf("append: gave up after %d attempts: %w", l.cfg.MaxRetries, storage.ErrConflict)
+}
+
+// putRecord writes r under its number, create-only, and publishes it. It
+// reports whether r was written: false when another writer holds the
+// number (its record is published then).
+func (l *Layer) putRecord(ctx context.Context, r record) (bool, error) {
+	_, err := l.log.Store.Put(ctx, l.log.Key(recName(r.Seq)), encode(r), storage.NoVersion)
+	if err != nil && !errors.Is(err, storage.ErrConflict) {
+		return false, fmt.Errorf("write record %d: %w", r.Seq, err)
+	}
+	return err == nil, l.publish(ctx, r.Seq)
 }
 
 // publish advances the head past record seq, catching up with other

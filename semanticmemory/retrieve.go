@@ -109,37 +109,48 @@ func (l *Layer) dense(ctx context.Context, query string, k int) ([]denseHit, boo
 	case l.cfg.VectorStore != nil:
 		hits, err := l.cfg.VectorStore.search(ctx, l, query)
 		if err != nil {
-			l.log.Logger.LogAttrs(ctx, slog.LevelWarn, "semanticmemory: vector store search failed; sparse only",
-				slog.String("layer", l.cfg.ID), slog.Any("error", err))
+			l.sparseOnly(ctx, "vector store search failed", err)
 			return nil, false, nil
 		}
 		return hits, true, nil
 	case l.cfg.Embedder != nil:
-		qv, err := l.cfg.Embedder.EmbedQuery(ctx, query)
-		if err == nil {
-			err = storage.ValidateDocument(storage.Document{ID: "q", Vector: qv})
-		}
-		if err != nil || len(qv) == 0 {
-			l.log.Logger.LogAttrs(ctx, slog.LevelWarn, "semanticmemory: embedding the query failed; sparse only",
-				slog.String("layer", l.cfg.ID), slog.Any("error", err))
-			return nil, false, nil
-		}
-		found, err := l.ix.Search(ctx, l.col, storage.Query{Vector: qv, K: k})
-		if err != nil {
-			return nil, false, err
-		}
-		var hits []denseHit
-		for _, h := range found {
-			if h.Score > 0 {
-				hits = append(hits, denseHit{viewOf(h), h.Score})
-			}
-		}
-		slices.SortStableFunc(hits, func(a, b denseHit) int {
-			return cmp.Or(cmp.Compare(b.sim, a.sim), cmp.Compare(a.fact.ID, b.fact.ID))
-		})
-		return hits, true, nil
+		return l.embeddingHits(ctx, query, k)
 	}
 	return nil, false, nil
+}
+
+// embeddingHits returns the live facts whose embeddings have a positive
+// cosine with the query's, by cosine then ID (see dense).
+func (l *Layer) embeddingHits(ctx context.Context, query string, k int) ([]denseHit, bool, error) {
+	qv, err := l.cfg.Embedder.EmbedQuery(ctx, query)
+	if err == nil {
+		err = storage.ValidateDocument(storage.Document{ID: "q", Vector: qv})
+	}
+	if err != nil || len(qv) == 0 {
+		l.sparseOnly(ctx, "embedding the query failed", err)
+		return nil, false, nil
+	}
+	found, err := l.ix.Search(ctx, l.col, storage.Query{Vector: qv, K: k})
+	if err != nil {
+		return nil, false, err
+	}
+	var hits []denseHit
+	for _, h := range found {
+		if h.Score > 0 {
+			hits = append(hits, denseHit{viewOf(h), h.Score})
+		}
+	}
+	slices.SortStableFunc(hits, func(a, b denseHit) int {
+		return cmp.Or(cmp.Compare(b.sim, a.sim), cmp.Compare(a.fact.ID, b.fact.ID))
+	})
+	return hits, true, nil
+}
+
+// sparseOnly logs that the dense ranker failed (what, err) and recall
+// ranks by the sparse one only.
+func (l *Layer) sparseOnly(ctx context.Context, what string, err error) {
+	l.log.Logger.LogAttrs(ctx, slog.LevelWarn, "semanticmemory: "+what+"; sparse only",
+		slog.String("layer", l.cfg.ID), slog.Any("error", err))
 }
 
 // pinnedFacts returns the pinned live facts (see Config.PinKinds), the

@@ -84,24 +84,34 @@ func (vs *VectorStore) search(ctx context.Context, l *Layer, query string) ([]de
 	var hits []denseHit
 	seen := map[string]bool{}
 	for _, d := range docs {
-		if str(d.Metadata[MetaLayer]) != l.cfg.ID || str(d.Metadata[MetaScope]) != l.log.Scope {
-			continue
-		}
 		id := str(d.Metadata[MetaFactID])
 		if seen[id] {
 			continue
 		}
-		f, ok, err := l.lookup(ctx, id)
+		f, ok, err := l.mirrored(ctx, d)
 		if err != nil {
 			return nil, err
 		}
-		if !ok || str(d.Metadata[MetaVersion]) != strconv.Itoa(f.Version) {
-			continue
+		if ok {
+			seen[id] = true
+			hits = append(hits, denseHit{f, float64(d.Score)})
 		}
-		seen[id] = true
-		hits = append(hits, denseHit{f, float64(d.Score)})
 	}
 	return hits, nil
+}
+
+// mirrored returns the live fact d mirrors, and false when d is not a
+// mirror of the live version of one of l's facts.
+func (l *Layer) mirrored(ctx context.Context, d schema.Document) (view, bool, error) {
+	meta := d.Metadata
+	if str(meta[MetaLayer]) != l.cfg.ID || str(meta[MetaScope]) != l.log.Scope {
+		return view{}, false, nil
+	}
+	f, ok, err := l.lookup(ctx, str(meta[MetaFactID]))
+	if err != nil || !ok {
+		return view{}, false, err
+	}
+	return f, str(meta[MetaVersion]) == strconv.Itoa(f.Version), nil
 }
 
 // str renders a metadata value as text: backends return numbers as int,

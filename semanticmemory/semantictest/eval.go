@@ -105,10 +105,8 @@ func (s Set) check() error {
 		if len(q.Relevant) == 0 {
 			return fmt.Errorf("query %q has no relevant fact", q.ID)
 		}
-		for _, id := range q.Relevant {
-			if !facts[id] {
-				return fmt.Errorf("query %q: relevant fact %q is not in the set", q.ID, id)
-			}
+		if i := slices.IndexFunc(q.Relevant, func(id string) bool { return !facts[id] }); i >= 0 {
+			return fmt.Errorf("query %q: relevant fact %q is not in the set", q.ID, q.Relevant[i])
 		}
 	}
 	return nil
@@ -180,22 +178,7 @@ func RecallAtK(set Set, k int, search func(query string, k int) ([]string, error
 		if err != nil {
 			return Result{}, fmt.Errorf("semantictest: recall@k: query %s: %w", q.ID, err)
 		}
-		found := foundIn(ids[:min(k, len(ids))], q.Relevant)
-		recall := 0.0
-		if len(q.Relevant) > 0 {
-			recall = float64(found) / float64(len(q.Relevant))
-		}
-		if found < len(q.Relevant) {
-			r.Missed = append(r.Missed, q.ID)
-		}
-		group := &r.Other
-		if q.Paraphrase {
-			group = &r.Paraphrased
-		}
-		for _, g := range []*Recall{&r.All, group} {
-			g.Queries++
-			g.Mean += recall // the sum until divided below
-		}
+		r.add(q, foundIn(ids[:min(k, len(ids))], q.Relevant))
 	}
 	for _, g := range []*Recall{&r.All, &r.Paraphrased, &r.Other} {
 		if g.Queries > 0 {
@@ -203,6 +186,27 @@ func RecallAtK(set Set, k int, search func(query string, k int) ([]string, error
 		}
 	}
 	return r, nil
+}
+
+// add counts query q, of which found relevant facts were in the top k,
+// in its groups; their Mean is the sum of their recalls until RecallAtK
+// divides it.
+func (r *Result) add(q Query, found int) {
+	recall := 0.0
+	if len(q.Relevant) > 0 {
+		recall = float64(found) / float64(len(q.Relevant))
+	}
+	if found < len(q.Relevant) {
+		r.Missed = append(r.Missed, q.ID)
+	}
+	group := &r.Other
+	if q.Paraphrase {
+		group = &r.Paraphrased
+	}
+	for _, g := range []*Recall{&r.All, group} {
+		g.Queries++
+		g.Mean += recall
+	}
 }
 
 // foundIn returns how many of the IDs relevant are among top.

@@ -1,6 +1,7 @@
 package semantictest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -91,16 +92,8 @@ var errConfig = errors.New("semantictest: invalid NGramEmbedder")
 // config returns the fields with their defaults applied, or an error if
 // they make no sense.
 func (e NGramEmbedder) config() (dim, minN, maxN int, err error) {
-	dim, minN, maxN = e.Dim, e.MinN, e.MaxN
-	if dim == 0 {
-		dim = DefaultDim
-	}
-	if minN == 0 {
-		minN = DefaultMinN
-	}
-	if maxN == 0 {
-		maxN = max(DefaultMaxN, minN)
-	}
+	dim, minN = cmp.Or(e.Dim, DefaultDim), cmp.Or(e.MinN, DefaultMinN)
+	maxN = cmp.Or(e.MaxN, max(DefaultMaxN, minN))
 	switch {
 	case dim < 0 || minN < 0 || maxN < 0:
 		return 0, 0, 0, fmt.Errorf("%w: negative field (Dim %d, MinN %d, MaxN %d)", errConfig, e.Dim, e.MinN, e.MaxN)
@@ -118,22 +111,34 @@ func vector(text string, dim, minN, maxN int) []float32 {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	})
 	for _, w := range words {
-		runes := []rune("<" + w + ">")
-		if len(runes) < minN {
-			add(acc, string(runes))
-			continue
-		}
-		for n := minN; n <= maxN && n <= len(runes); n++ {
-			for i := 0; i+n <= len(runes); i++ {
-				add(acc, string(runes[i:i+n]))
-			}
+		addGrams(acc, w, minN, maxN)
+	}
+	return unit(acc)
+}
+
+// addGrams adds to acc the character n-grams of word, marked "<word>",
+// for n from minN to maxN; the marked word whole when it is shorter than
+// minN.
+func addGrams(acc []float64, word string, minN, maxN int) {
+	runes := []rune("<" + word + ">")
+	if len(runes) < minN {
+		add(acc, string(runes))
+		return
+	}
+	for n := minN; n <= maxN && n <= len(runes); n++ {
+		for i := 0; i+n <= len(runes); i++ {
+			add(acc, string(runes[i:i+n]))
 		}
 	}
+}
+
+// unit returns acc scaled to length 1, or the zero vector.
+func unit(acc []float64) []float32 {
 	var sum float64
 	for _, v := range acc {
 		sum += v * v
 	}
-	out := make([]float32, dim)
+	out := make([]float32, len(acc))
 	if sum == 0 {
 		return out
 	}
