@@ -3,6 +3,8 @@ package storage
 import (
 	"cmp"
 	"slices"
+
+	"github.com/memlayer/memlayer/internal/lexical"
 )
 
 // Ranked is a document a backend ranks in the process: its hit, the order
@@ -14,6 +16,19 @@ type Ranked struct {
 	Hit
 	Seq    int64
 	Vector []float32
+}
+
+// Rescore sets each row's score to its BM25 score for the distinct query
+// terms terms, terms[j] weighed by idf[j], among documents of average
+// length avg in terms, and sorts the rows ([SortRanked]). A backend that
+// keeps its own document frequencies and reads a bounded number of
+// candidates scores them with it, so that it ranks as [MemoryIndex] does.
+func Rescore(rows []Ranked, terms []string, idf []float64, avg float64) {
+	sc := lexical.NewScorer(terms, idf, avg)
+	for i := range rows {
+		rows[i].Score = sc.Score(rows[i].Text)
+	}
+	SortRanked(rows)
 }
 
 // SortRanked orders rs by score, then newest first.

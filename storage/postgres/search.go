@@ -164,7 +164,7 @@ func (s *Store) text(ctx context.Context, collection string, terms []string, fil
 	if err != nil {
 		return nil, err
 	}
-	rescore(rows, terms, idf, st.avg)
+	storage.Rescore(rows, terms, idf, st.avg)
 	return rows[:min(limit, len(rows))], nil
 }
 
@@ -273,16 +273,6 @@ func firstCandidates(post []postingList, idf []float64, n int) []int64 {
 		return cmp.Or(cmp.Compare(weight[b], weight[a]), cmp.Compare(b, a))
 	})
 	return seqs[:min(n, len(seqs))]
-}
-
-// rescore sets each row's score to its BM25 score for terms, weighed by
-// idf, with the collection's average length avg, and sorts the rows.
-func rescore(rows []storage.Ranked, terms []string, idf []float64, avg float64) {
-	sc := lexical.NewScorer(terms, idf, avg)
-	for i := range rows {
-		rows[i].Score = sc.Score(rows[i].Text)
-	}
-	storage.SortRanked(rows)
 }
 
 // recent lists the documents that pass filter, newest (or oldest)

@@ -726,7 +726,7 @@ func (s *Store) text(ctx context.Context, p string, terms []string, filter map[s
 	if err != nil {
 		return nil, err
 	}
-	rescore(rows, terms, idf, avg)
+	storage.Rescore(rows, terms, idf, avg)
 	return rows[:min(limit, len(rows))], nil
 }
 
@@ -737,16 +737,6 @@ func parsePosting(m string) (tf, length int, id string, ok bool) {
 	tf, err1 := strconv.Atoi(f)
 	length, err2 := strconv.Atoi(l)
 	return tf, length, id, ok1 && ok2 && err1 == nil && err2 == nil
-}
-
-// rescore sets each row's score to its BM25 score for terms, weighed by
-// idf, with the collection's average length avg, and sorts the rows.
-func rescore(rows []storage.Ranked, terms []string, idf []float64, avg float64) {
-	sc := lexical.NewScorer(terms, idf, avg)
-	for i := range rows {
-		rows[i].Score = sc.Score(rows[i].Text)
-	}
-	storage.SortRanked(rows)
 }
 
 // recent returns the limit most recently indexed documents that pass

@@ -417,7 +417,7 @@ func (s *Store) text(ctx context.Context, collection string, terms []string, fil
 	if err != nil {
 		return nil, err
 	}
-	rescore(rows, terms, idf, st.avg())
+	storage.Rescore(rows, terms, idf, st.avg())
 	return rows[:min(limit, len(rows))], nil
 }
 
@@ -524,16 +524,6 @@ func (s *Store) byRowid(ctx context.Context, collection string, filter map[strin
 	query := `SELECT d.id, d.text, d.fields, d.vector, d.rowid, 0 FROM ` + docsTable + ` d
 		WHERE d.rowid IN (SELECT value FROM json_each(?)) AND d.collection = ?` + cond
 	return s.rows(ctx, query, append([]any{string(list), collection}, fargs...))
-}
-
-// rescore sets each row's score to its BM25 score for terms, weighed by
-// idf, with the collection's average length avg, and sorts the rows.
-func rescore(rows []storage.Ranked, terms []string, idf []float64, avg float64) {
-	sc := lexical.NewScorer(terms, idf, avg)
-	for i := range rows {
-		rows[i].Score = sc.Score(rows[i].Text)
-	}
-	storage.SortRanked(rows)
 }
 
 // recent lists the documents that pass filter, newest (or oldest)
