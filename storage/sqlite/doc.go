@@ -100,10 +100,7 @@
 // database file instead of staying in free pages. Until the write-ahead
 // log is checkpointed it still holds earlier page images; [Store.Purge]
 // checkpoints it and truncates it to zero bytes (closing the last
-// connection does the same). The search's term index keeps a deleted or
-// replaced document's terms in its segment until the segment is merged
-// with others, as writes go on; Purge merges every segment first. The
-// operator API's erase calls Purge.
+// connection does the same). The operator API's erase calls Purge.
 //
 // # Cancellation
 //

@@ -93,6 +93,9 @@ var termsSchema = []string{
 	`DROP TABLE IF EXISTS ` + oldFTSTable,
 	`CREATE VIRTUAL TABLE ` + termsTable + ` USING fts5(terms, detail=none,
 		tokenize="unicode61 remove_diacritics 0 tokenchars '-_.:/'")`,
+	// Deleting a document removes its terms from the index at once,
+	// rather than leaving them in a segment until a merge.
+	`INSERT INTO ` + termsTable + ` (` + termsTable + `, rank) VALUES ('secure-delete', 1)`,
 	// A collection's docs, their total length, and the ordinal its next
 	// document takes.
 	`CREATE TABLE ` + statsTable + ` (
@@ -657,32 +660,12 @@ func collectionTag(collection string) string {
 // createTerms creates the term index when the file has none, indexing
 // the documents an earlier version wrote, in one transaction.
 func (s *Store) createTerms(ctx context.Context) error {
-	err := s.createOnce(ctx, termsTable, termsSchema, func(tx *sql.Tx) error {
+	return s.createOnce(ctx, termsTable, termsSchema, func(tx *sql.Tx) error {
 		if err := indexEarlier(ctx, tx); err != nil {
 			return fmt.Errorf("index the documents of an earlier version: %w", err)
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	return s.deferTermDeletes(ctx)
-}
-
-// deferTermDeletes turns off FTS5's secure-delete in a term index an
-// earlier version created with it. Secure deletion removed a deleted or
-// replaced document's terms from the index at once, at the cost of a
-// seek in every segment of the index for each term, at every
-// replacement; the terms now stay in their segment until a merge, and
-// [Store.Purge] merges every segment.
-func (s *Store) deferTermDeletes(ctx context.Context) error {
-	var on int
-	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM `+termsTable+`_config WHERE k = 'secure-delete' AND v = 1`).Scan(&on)
-	if err != nil || on == 0 {
-		return err
-	}
-	_, err = s.db.ExecContext(ctx, `INSERT INTO `+termsTable+` (`+termsTable+`, rank) VALUES ('secure-delete', 0)`)
-	return err
 }
 
 // createOnce runs schema and then fill in one transaction, unless the
