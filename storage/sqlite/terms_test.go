@@ -272,6 +272,7 @@ func TestTextlessDocumentsHaveNoTermRow(t *testing.T) {
 	defer s.Close()
 	ca := storage.IndexName("ep", storage.ResourceScope("a"), "docs")
 	cab := storage.IndexName("ep", storage.ResourceScope("a/b"), "docs")
+	cta := storage.IndexName("ep", storage.ThreadScope("a"), "docs") // a thread named like the resource
 	terms := func() int {
 		var n int
 		if err := s.db.QueryRow(`SELECT count(*) FROM ` + termsTable).Scan(&n); err != nil {
@@ -279,14 +280,14 @@ func TestTextlessDocumentsHaveNoTermRow(t *testing.T) {
 		}
 		return n
 	}
-	for _, c := range []string{ca, cab} {
+	for _, c := range []string{ca, cab, cta} {
 		if err := s.Index(ctx, c, storage.Document{ID: "note", Text: "a pricing page", Fields: map[string]string{"ep": "1"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	before := terms()
 	for i := range 5 {
-		for _, c := range []string{ca, cab} {
+		for _, c := range []string{ca, cab, cta} {
 			mark := storage.Document{ID: "mark", Fields: map[string]string{"mark": "1", "next": strconv.Itoa(i)}}
 			if err := s.Index(ctx, c, mark, storage.Document{ID: "blank", Text: "  the  ", Fields: map[string]string{"ep": "1"}}); err != nil {
 				t.Fatal(err)
@@ -296,7 +297,7 @@ func TestTextlessDocumentsHaveNoTermRow(t *testing.T) {
 	if n := terms(); n != before {
 		t.Errorf("term index rows %d after indexing documents without terms, want %d", n, before)
 	}
-	for _, c := range []string{ca, cab} {
+	for _, c := range []string{ca, cab, cta} {
 		if got := hitIDs(t, s, c, storage.Query{Filter: map[string]string{"mark": "1"}}); !slices.Equal(got, []string{"mark"}) {
 			t.Errorf("%s: marker by filter: %q", c, got)
 		}
@@ -316,7 +317,12 @@ func TestTextlessDocumentsHaveNoTermRow(t *testing.T) {
 	if got := hitIDs(t, s, ca, storage.Query{Filter: map[string]string{"mark": "1"}}); len(got) != 0 {
 		t.Errorf("dropped collection's marker: %q", got)
 	}
-	if got := hitIDs(t, s, cab, storage.Query{Filter: map[string]string{"mark": "1"}}); !slices.Equal(got, []string{"mark"}) {
-		t.Errorf("a/b's marker after a's drop: %q", got)
+	for _, c := range []string{cab, cta} {
+		if got := hitIDs(t, s, c, storage.Query{Filter: map[string]string{"mark": "1"}}); !slices.Equal(got, []string{"mark"}) {
+			t.Errorf("%s: marker after a's drop: %q", c, got)
+		}
+		if got := hitIDs(t, s, c, storage.Query{Text: "pricing"}); !slices.Equal(got, []string{"note"}) {
+			t.Errorf("%s: note after a's drop: %q", c, got)
+		}
 	}
 }
