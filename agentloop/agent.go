@@ -120,7 +120,7 @@ type Result struct {
 	// layers, in order: the write, supersede and forget events of its
 	// audit (see [AuditConfig]); with the audit disabled, those of its
 	// routed writes and forgets only.
-	Writes []audit.Event
+	Writes []audit.Entry
 	// Audit is the turn the run committed to the thread's audit; nil
 	// when the audit is disabled, the run recorded nothing, or the
 	// commit failed (see EventAudit).
@@ -236,7 +236,7 @@ func (t *Tool) check() error {
 	if t.paramsErr != nil {
 		return fmt.Errorf("%w: %s: %w", ErrInvalidTool, t.Name, t.paramsErr)
 	}
-	if t.Call == nil && t.CallRun == nil {
+	if t.Call == nil && t.CallContext == nil {
 		return fmt.Errorf("%w: %s has no Call or CallRun", ErrInvalidTool, t.Name)
 	}
 	return nil
@@ -588,7 +588,7 @@ func (a *Agent) openStack(ctx context.Context, pos *position, threadID, resource
 	st, err := layer.NewStack(layer.StackConfig{
 		Layers: layers,
 		Env:    layer.Env{ThreadID: threadID, ResourceID: resourceID, Store: a.layerStore, Logger: a.cfg.Logger, Redact: a.redact.ForLayers()},
-		Observer: func(e layer.Event) {
+		OnHook: func(e layer.HookCall) {
 			a.emit(context.Background(), Event{Kind: EventLayerHook, ThreadID: threadID, Step: int(pos.step.Load()), Layer: e.Layer, Hook: e.Hook, Duration: e.Duration, Err: e.Err})
 			a.tel.hook(pos.context(), e)
 		},
@@ -1601,8 +1601,8 @@ func (r *run) callAgentTool(ctx context.Context, t *Tool, args string, inside *a
 	}
 	// The tool's own code starts after the argument checks.
 	defer func(start time.Time) { inside.Add(int64(time.Since(start))) }(time.Now())
-	if t.CallRun != nil {
-		return t.CallRun(ctx, &Run{r: r}, raw)
+	if t.CallContext != nil {
+		return t.CallContext(ctx, &ToolContext{r: r}, raw)
 	}
 	return t.Call(ctx, raw)
 }

@@ -53,7 +53,7 @@ func (a *Agent) Audit(ctx context.Context, threadID string) ([]audit.Turn, error
 // operations a run would otherwise not see. The events' texts and
 // reasons are masked as the run masks what it stores (see
 // [redact.Policy]). It works with the audit disabled too.
-func (a *Agent) Commit(ctx context.Context, threadID string, events []audit.Event) (audit.Turn, error) {
+func (a *Agent) Commit(ctx context.Context, threadID string, events []audit.Entry) (audit.Turn, error) {
 	t, err := a.auditLog.Commit(ctx, threadID, a.maskAudit(events))
 	if err != nil {
 		return audit.Turn{}, fmt.Errorf("agentloop: %w", err)
@@ -104,7 +104,7 @@ func (r *run) auditRecalls(step int) {
 	}
 	for _, b := range r.res.Budgets {
 		if b.Used > 0 && !b.Assembled {
-			r.tree.audit.Add(audit.Event{Op: audit.OpRecall, Step: step, Depth: r.depth, Layer: b.Layer, Tokens: b.Used})
+			r.tree.audit.Add(audit.Entry{Op: audit.OpRecall, Step: step, Depth: r.depth, Layer: b.Layer, Tokens: b.Used})
 		}
 	}
 }
@@ -135,7 +135,7 @@ func (r *run) auditAssembly(step int, ids []string, cands []layer.Candidate, sel
 		if len(by[id]) == 0 {
 			continue
 		}
-		e := audit.Event{Op: audit.OpRecall, Step: step, Depth: r.depth, Layer: id, Tokens: tokens[id], Candidates: by[id]}
+		e := audit.Entry{Op: audit.OpRecall, Step: step, Depth: r.depth, Layer: id, Tokens: tokens[id], Candidates: by[id]}
 		if id == history.SummaryLayerID {
 			// The summary offers every entity and line it holds, every
 			// step, and usually all of them are packed: its event
@@ -178,4 +178,4 @@ func (r *run) auditRedactions(step int, before, now map[redact.Kind]int) {
 // agent's redactor (the updates of a layer whose masking
 // redact.Policy.Layers turns off are recorded as the model sent them;
 // everything else was masked already, and stays as it is).
-func (a *Agent) maskAudit(events []audit.Event) []audit.Event { return a.redact.Audit(events) }
+func (a *Agent) maskAudit(events []audit.Entry) []audit.Entry { return a.redact.Audit(events) }

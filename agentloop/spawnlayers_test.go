@@ -72,8 +72,8 @@ func TestFit05_SpawnLayersFromCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	var spawnErr error
-	delegate := agentloop.NewRunTool("delegate", "Delegate.", nil,
-		func(ctx context.Context, run *agentloop.Run, _ struct{}) (string, error) {
+	delegate := agentloop.NewContextTool("delegate", "Delegate.", nil,
+		func(ctx context.Context, run *agentloop.ToolContext, _ struct{}) (string, error) {
 			_, spawnErr = run.Spawn(ctx, agentloop.SpawnInput{Instructions: childPrompt, Input: "x", LayerIDs: []string{"nope"}})
 			res, err := run.Spawn(ctx, agentloop.SpawnInput{
 				Instructions: childPrompt, Input: "work", Layers: []layer.Layer{own, plan}, LayerIDs: []string{"offered-probe"},

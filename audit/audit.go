@@ -39,16 +39,16 @@ const (
 	// MaxTextBytes bounds an event's Text; a longer one is cut at a
 	// UTF-8 boundary and followed by "…".
 	MaxTextBytes = 512
-	// MaxEvents bounds the events of one turn; Commit keeps the first
-	// MaxEvents and counts the rest in Turn.Dropped.
-	MaxEvents = 4096
+	// MaxEntries bounds the events of one turn; Commit keeps the first
+	// MaxEntries and counts the rest in Turn.Dropped.
+	MaxEntries = 4096
 	// maxRetries bounds the attempts of one commit to claim a number.
 	maxRetries = 16
 	// maxCached bounds the threads whose last number a Log remembers.
 	maxCached = 4096
 )
 
-// Op is the kind of memory operation an [Event] records.
+// Op is the kind of memory operation an [Entry] records.
 type Op string
 
 // The operations.
@@ -97,9 +97,9 @@ type Candidate struct {
 	Packed bool `json:"packed,omitempty"`
 }
 
-// Event is one memory operation. Fields that do not apply to its Op are
+// Entry is one memory operation. Fields that do not apply to its Op are
 // zero.
-type Event struct {
+type Entry struct {
 	Op Op `json:"op"`
 	// Step is the run's step (model call) it happened in; Depth is 0 for
 	// a top-level run, 1 for its child agents, and so on.
@@ -135,7 +135,7 @@ type Event struct {
 
 // IsWrite reports whether e changed what a layer holds: a write, a
 // supersede or a forget.
-func (e Event) IsWrite() bool {
+func (e Entry) IsWrite() bool {
 	return e.Op == OpWrite || e.Op == OpSupersede || e.Op == OpForget
 }
 
@@ -146,17 +146,17 @@ type Turn struct {
 	Seq int64 `json:"seq"`
 	// Time is when it was committed.
 	Time time.Time `json:"time"`
-	// Events are the turn's operations, in the order they were recorded.
-	Events []Event `json:"events"`
+	// Entries are the turn's operations, in the order they were recorded.
+	Entries []Entry `json:"events"`
 	// Dropped counts the events beyond MaxEvents that were not kept.
 	Dropped int `json:"dropped,omitempty"`
 }
 
 // Writes returns the turn's events that changed what a layer holds (see
-// [Event.IsWrite]), in order.
-func (t Turn) Writes() []Event {
-	var out []Event
-	for _, e := range t.Events {
+// [Entry.IsWrite]), in order.
+func (t Turn) Writes() []Entry {
+	var out []Entry
+	for _, e := range t.Entries {
 		if e.IsWrite() {
 			out = append(out, e)
 		}
@@ -203,7 +203,7 @@ type cachedHead struct {
 // New returns a Log. It does no I/O.
 func New(cfg Config) *Log {
 	if cfg.Store == nil {
-		cfg.Store = storage.NewMemory()
+		cfg.Store = storage.NewMemoryStore()
 	}
 	if cfg.Keep <= 0 {
 		cfg.Keep = DefaultKeep
@@ -246,14 +246,14 @@ type record struct {
 // Log, or one that lost the head to another writer, reads the head
 // first. A head that cannot be decoded is reported and replaced: the
 // numbering starts again from 1.
-func (l *Log) Commit(ctx context.Context, threadID string, events []Event) (Turn, error) {
+func (l *Log) Commit(ctx context.Context, threadID string, events []Entry) (Turn, error) {
 	if threadID == "" {
 		return Turn{}, ErrNoThread
 	}
 	rec := newRecord(l.cfg.Now().UTC(), events)
 	// Check the turn encodes (a NaN or an infinity does not) before
 	// claiming a number for it.
-	if err := finite(rec.Events); err != nil {
+	if err := finite(rec.Entries); err != nil {
 		return Turn{}, fmt.Errorf("audit: commit: %w", err)
 	}
 	hkey := storage.ThreadKey(threadID, Name)
@@ -288,13 +288,13 @@ func (l *Log) Commit(ctx context.Context, threadID string, events []Event) (Turn
 
 // newRecord returns the record of a turn at now of events: each text
 // cut, up to MaxEvents of them, copied.
-func newRecord(now time.Time, events []Event) record {
-	rec := record{Version: FormatVersion, Turn: Turn{Time: now, Events: make([]Event, 0, min(len(events), MaxEvents))}}
-	rec.Dropped = max(len(events)-MaxEvents, 0)
+func newRecord(now time.Time, events []Entry) record {
+	rec := record{Version: FormatVersion, Turn: Turn{Time: now, Entries: make([]Entry, 0, min(len(events), MaxEntries))}}
+	rec.Dropped = max(len(events)-MaxEntries, 0)
 	for _, e := range events[:len(events)-rec.Dropped] {
 		e.Text = cut(e.Text)
 		e.Candidates = slices.Clone(e.Candidates)
-		rec.Events = append(rec.Events, e)
+		rec.Entries = append(rec.Entries, e)
 	}
 	return rec
 }
@@ -424,7 +424,7 @@ func (l *Log) setCached(threadID string, h *cachedHead) {
 // finite reports an error for the first NaN or infinity among the
 // events' numbers, which JSON cannot encode: an event's Importance or a
 // candidate's Score.
-func finite(events []Event) error {
+func finite(events []Entry) error {
 	bad := func(f float64) bool { return math.IsNaN(f) || math.IsInf(f, 0) }
 	for i, e := range events {
 		if bad(e.Importance) {

@@ -2,7 +2,7 @@
 // operation of a turn — a recall (which candidates, their scores, what
 // was packed), a write, the route a write took or the reason it was
 // refused, a superseded or forgotten fact, an eviction, a redaction — as
-// an [Event], and the events of one turn as a [Turn], stored with the
+// an [Entry], and the events of one turn as a [Turn], stored with the
 // thread through storage.Store, so the memory, SQLite and Redis backends
 // all keep it.
 //

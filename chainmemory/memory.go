@@ -270,7 +270,7 @@ func (m *Memory) auditRecall(step int, recalled []layer.Recalled) {
 	}
 	for _, rc := range recalled {
 		if n := writepath.RecallTokens(rc.Items, m.cfg.Counter); n > 0 {
-			au.Add(audit.Event{Op: audit.OpRecall, Step: step, Layer: rc.ID, Tokens: n})
+			au.Add(audit.Entry{Op: audit.OpRecall, Step: step, Layer: rc.ID, Tokens: n})
 		}
 	}
 }

@@ -56,7 +56,7 @@ func (u markUser) secretStep(n int) layer.Turn {
 
 // markStores runs fn on a fresh storage.Memory and on a fresh SQLite file.
 func markStores(t *testing.T, fn func(t *testing.T, st searchStore)) {
-	t.Run("memory", func(t *testing.T) { fn(t, storage.NewMemory()) })
+	t.Run("memory", func(t *testing.T) { fn(t, storage.NewMemoryStore()) })
 	t.Run("sqlite", func(t *testing.T) {
 		st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "m.db")})
 		if err != nil {

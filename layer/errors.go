@@ -29,7 +29,7 @@ var (
 	ErrPanic = errors.New("layer: hook panicked")
 )
 
-// The names of the calls into a layer, as [Error.Hook] and [Event.Hook]
+// The names of the calls into a layer, as [Error.Hook] and [HookCall.Hook]
 // report them: the lifecycle hooks "init", "recall", "store", "onSpawn",
 // "onReturn" and "close"; "tool" (a provided function called through
 // [Stack.CallTool]); "situation" (a [Situator], before Recall); and

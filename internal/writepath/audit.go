@@ -16,10 +16,10 @@ import (
 type Auditor struct {
 	Full bool // record everything, not only routes and writes
 	mu   sync.Mutex
-	ev   []audit.Event
+	ev   []audit.Entry
 }
 
-func (au *Auditor) Add(events ...audit.Event) {
+func (au *Auditor) Add(events ...audit.Entry) {
 	if au == nil || len(events) == 0 {
 		return
 	}
@@ -28,7 +28,7 @@ func (au *Auditor) Add(events ...audit.Event) {
 	au.ev = append(au.ev, events...)
 }
 
-func (au *Auditor) Events() []audit.Event {
+func (au *Auditor) Events() []audit.Entry {
 	if au == nil {
 		return nil
 	}
@@ -98,7 +98,7 @@ func (w WriteCounts) Record(au *Auditor, step, depth int) {
 		m := e.f()
 		for _, c := range storeCounters {
 			if n := m[c.name] - e.seen[c.name]; n > 0 {
-				au.Add(audit.Event{Op: c.op, Step: step, Depth: depth, Layer: id, Kind: c.kind, Source: c.source, Count: int(n)})
+				au.Add(audit.Entry{Op: c.op, Step: step, Depth: depth, Layer: id, Kind: c.kind, Source: c.source, Count: int(n)})
 			}
 		}
 		e.seen = m
@@ -117,7 +117,7 @@ type evictor struct {
 func RecordRedactions(au *Auditor, step, depth int, before, now map[redact.Kind]int) {
 	for _, k := range slices.Sorted(maps.Keys(now)) {
 		if n := now[k] - before[k]; n > 0 {
-			au.Add(audit.Event{Op: audit.OpRedact, Step: step, Depth: depth, Kind: string(k), Count: n})
+			au.Add(audit.Entry{Op: audit.OpRedact, Step: step, Depth: depth, Kind: string(k), Count: n})
 		}
 	}
 }

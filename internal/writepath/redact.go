@@ -214,11 +214,11 @@ func (m maskingHandler) attr(a slog.Attr) slog.Attr {
 }
 
 // audit returns events with their texts and reasons masked.
-func (rd *Redactor) Audit(events []audit.Event) []audit.Event {
+func (rd *Redactor) Audit(events []audit.Entry) []audit.Entry {
 	if rd == nil {
 		return events
 	}
-	out := make([]audit.Event, len(events))
+	out := make([]audit.Entry, len(events))
 	for i, e := range events {
 		e.Text = rd.Text(e.Text, nil, nil)
 		e.Reason = rd.Text(e.Reason, nil, nil)
