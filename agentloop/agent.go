@@ -131,7 +131,7 @@ type Result struct {
 // configuration problem it can see, so that a run never fails for one:
 //
 //   - a tool name that is invalid ([ValidateToolName]) or repeated, a
-//     tool without Call or CallRun, a schema that does not compile or
+//     tool without Call or CallContext, a schema that does not compile or
 //     could not be inferred (see [NewTool]): [ErrInvalidTool];
 //   - a nil layer, an invalid layer spec or a duplicate layer ID:
 //     [ErrInvalidConfig], also matching layer.ErrInvalidSpec;
@@ -205,7 +205,7 @@ func askAlternatives(opts []llms.CallOption) bool {
 }
 
 // addTool checks an agent tool (its name, its parameter schema, a Call
-// or CallRun, a name no other tool has) and registers it.
+// or CallContext, a name no other tool has) and registers it.
 func (a *Agent) addTool(t Tool) error {
 	if err := t.check(); err != nil {
 		return err
@@ -228,7 +228,7 @@ func (a *Agent) addTool(t Tool) error {
 }
 
 // check checks what a tool says of itself: its name, the schema inferred
-// for its parameters, a Call or CallRun.
+// for its parameters, a Call or CallContext.
 func (t *Tool) check() error {
 	if err := ValidateToolName(t.Name); err != nil {
 		return err
@@ -237,7 +237,7 @@ func (t *Tool) check() error {
 		return fmt.Errorf("%w: %s: %w", ErrInvalidTool, t.Name, t.paramsErr)
 	}
 	if t.Call == nil && t.CallContext == nil {
-		return fmt.Errorf("%w: %s has no Call or CallRun", ErrInvalidTool, t.Name)
+		return fmt.Errorf("%w: %s has no Call or CallContext", ErrInvalidTool, t.Name)
 	}
 	return nil
 }

@@ -9,21 +9,22 @@ import (
 	"github.com/memlayer/memlayer/layer"
 )
 
-// ToolContext is the handle of one run of an agent (a run on a thread, or a
-// child agent's run) that a tool is called in. It is how a tool reaches
+// ToolContext is the handle of one run of an agent (a run on a thread, or
+// a child agent's run) that a tool is called in. It is how a tool reaches
 // the current run's memory: a tool made with [NewContextTool] (or with
-// Tool.CallRun set) gets the ToolContext of every call, and finds the run's
-// layers through [ToolContext.Stack] (with layer.Find, or a layer package's
-// helper: workingmemory.From and workingmemory.StateAs for the
+// Tool.CallContext set) gets the ToolContext of every call, and finds the
+// run's layers through [ToolContext.Stack] (with layer.Find, or a layer
+// package's helper: workingmemory.From and workingmemory.StateAs for the
 // scratchpad, kv.From of package workingmemory/kv for the key-value
-// memory) or [ToolContext.Layer]. In a child agent it is the child's run, so the
-// tool acts on the child's layers (see ExampleToolContext_Stack).
+// memory) or [ToolContext.Layer]. In a child agent it is the child's run,
+// so the tool acts on the child's layers (see ExampleToolContext_Stack).
 //
 // The layers of one agent are bound per run (each run's Init loads its
 // own thread's, resource's or global state), so a tool must not keep
 // layer state of its own across calls: it would serve every thread and
-// user of the agent. A ToolContext is valid only during the call it was handed
-// to; its methods are safe for concurrent use by the calls of one step.
+// user of the agent. A ToolContext is valid only during the call it was
+// handed to; its methods are safe for concurrent use by the calls of one
+// step.
 type ToolContext struct {
 	r *run
 }
@@ -53,12 +54,12 @@ func (h *ToolContext) Spawn(ctx context.Context, in SpawnInput) (*Result, error)
 	return h.r.spawn(ctx, in)
 }
 
-// NewContextTool is [NewTool] for a tool that works on the current run: fn
-// also gets the [ToolContext] the call belongs to. Nil parameters are inferred
-// from In as NewTool does.
+// NewContextTool is [NewTool] for a tool that works on the current run:
+// fn also gets the [ToolContext] the call belongs to. Nil parameters are
+// inferred from In as NewTool does.
 //
 //	remember := agentloop.NewContextTool("remember", "Remember a fact.", nil,
-//		func(ctx context.Context, run *agentloop.Run, in struct{ Key, Value string }) (string, error) {
+//		func(ctx context.Context, run *agentloop.ToolContext, in struct{ Key, Value string }) (string, error) {
 //			mem, err := kv.From(run.Stack(), "")
 //			if err != nil {
 //				return "", err

@@ -43,7 +43,7 @@ type SpawnInput struct {
 	// IDs must differ from the parent's layers' and each other's.
 	Layers []layer.Layer
 	// ThreadID and ResourceID name the parent thread for [Agent.Spawn];
-	// [Run.Spawn] ignores them.
+	// [ToolContext.Spawn] ignores them.
 	ThreadID   string
 	ResourceID string
 }

@@ -59,7 +59,7 @@ func (p *probeLayer) inits() []layer.Env {
 
 const childPrompt = "You are the child."
 
-// TestFit05_SpawnLayersFromCode: code spawning a child through Run.Spawn
+// TestFit05_SpawnLayersFromCode: code spawning a child through ToolContext.Spawn
 // gives it extra layers of its own (SpawnInput.Layers) and picks offered
 // ones by ID (SpawnInput.LayerIDs); they are initialised with the child's
 // env, shown in the child's prompt, and closed when the child ends. The

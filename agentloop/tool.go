@@ -51,9 +51,9 @@ type Tool struct {
 	// Call runs the tool with the raw JSON arguments (an object that
 	// passed Parameters).
 	Call func(ctx context.Context, args json.RawMessage) (string, error)
-	// CallContext, when set, is called instead of Call, with the [Run] the
-	// call belongs to: the way a tool reaches the current run's layers
-	// (see [NewRunTool]). A tool needs Call or CallContext.
+	// CallContext, when set, is called instead of Call, with the
+	// [ToolContext] the call belongs to: the way a tool reaches the current
+	// run's layers (see [NewContextTool]). A tool needs Call or CallContext.
 	CallContext func(ctx context.Context, run *ToolContext, args json.RawMessage) (string, error)
 
 	// paramsErr is why NewTool could not infer Parameters; New reports it.

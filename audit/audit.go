@@ -36,10 +36,10 @@ const Name = "audit"
 const (
 	// DefaultKeep is how many turns a thread keeps when Config.Keep is 0.
 	DefaultKeep = 20
-	// MaxTextBytes bounds an event's Text; a longer one is cut at a
+	// MaxTextBytes bounds an entry's Text; a longer one is cut at a
 	// UTF-8 boundary and followed by "…".
 	MaxTextBytes = 512
-	// MaxEntries bounds the events of one turn; Commit keeps the first
+	// MaxEntries bounds the entries of one turn; Commit keeps the first
 	// MaxEntries and counts the rest in Turn.Dropped.
 	MaxEntries = 4096
 	// maxRetries bounds the attempts of one commit to claim a number.
@@ -148,11 +148,11 @@ type Turn struct {
 	Time time.Time `json:"time"`
 	// Entries are the turn's operations, in the order they were recorded.
 	Entries []Entry `json:"events"`
-	// Dropped counts the events beyond MaxEvents that were not kept.
+	// Dropped counts the entries beyond MaxEntries that were not kept.
 	Dropped int `json:"dropped,omitempty"`
 }
 
-// Writes returns the turn's events that changed what a layer holds (see
+// Writes returns the turn's entries that changed what a layer holds (see
 // [Entry.IsWrite]), in order.
 func (t Turn) Writes() []Entry {
 	var out []Entry
@@ -235,9 +235,9 @@ type record struct {
 	Turn
 }
 
-// Commit stores events as the thread's next turn and returns it, with
-// its Seq and Time. Texts longer than MaxTextBytes are cut and events
-// beyond MaxEvents dropped (counted in Turn.Dropped). The events are
+// Commit stores entries as the thread's next turn and returns it, with
+// its Seq and Time. Texts longer than MaxTextBytes are cut and entries
+// beyond MaxEntries dropped (counted in Turn.Dropped). The entries are
 // copied: the caller may reuse the slice.
 //
 // A commit is two writes: a compare-and-swap of the thread's audit head,
@@ -246,11 +246,11 @@ type record struct {
 // Log, or one that lost the head to another writer, reads the head
 // first. A head that cannot be decoded is reported and replaced: the
 // numbering starts again from 1.
-func (l *Log) Commit(ctx context.Context, threadID string, events []Entry) (Turn, error) {
+func (l *Log) Commit(ctx context.Context, threadID string, entries []Entry) (Turn, error) {
 	if threadID == "" {
 		return Turn{}, ErrNoThread
 	}
-	rec := newRecord(l.cfg.Now().UTC(), events)
+	rec := newRecord(l.cfg.Now().UTC(), entries)
 	// Check the turn encodes (a NaN or an infinity does not) before
 	// claiming a number for it.
 	if err := finite(rec.Entries); err != nil {
@@ -286,12 +286,12 @@ func (l *Log) Commit(ctx context.Context, threadID string, events []Entry) (Turn
 	return Turn{}, fmt.Errorf("audit: commit: %d attempts lost the thread's audit head: %w", maxRetries, storage.ErrConflict)
 }
 
-// newRecord returns the record of a turn at now of events: each text
-// cut, up to MaxEvents of them, copied.
-func newRecord(now time.Time, events []Entry) record {
-	rec := record{Version: FormatVersion, Turn: Turn{Time: now, Entries: make([]Entry, 0, min(len(events), MaxEntries))}}
-	rec.Dropped = max(len(events)-MaxEntries, 0)
-	for _, e := range events[:len(events)-rec.Dropped] {
+// newRecord returns the record of a turn at now of entries: each text
+// cut, up to MaxEntries of them, copied.
+func newRecord(now time.Time, entries []Entry) record {
+	rec := record{Version: FormatVersion, Turn: Turn{Time: now, Entries: make([]Entry, 0, min(len(entries), MaxEntries))}}
+	rec.Dropped = max(len(entries)-MaxEntries, 0)
+	for _, e := range entries[:len(entries)-rec.Dropped] {
 		e.Text = cut(e.Text)
 		e.Candidates = slices.Clone(e.Candidates)
 		rec.Entries = append(rec.Entries, e)
@@ -422,17 +422,17 @@ func (l *Log) setCached(threadID string, h *cachedHead) {
 }
 
 // finite reports an error for the first NaN or infinity among the
-// events' numbers, which JSON cannot encode: an event's Importance or a
+// entries' numbers, which JSON cannot encode: an entry's Importance or a
 // candidate's Score.
-func finite(events []Entry) error {
+func finite(entries []Entry) error {
 	bad := func(f float64) bool { return math.IsNaN(f) || math.IsInf(f, 0) }
-	for i, e := range events {
+	for i, e := range entries {
 		if bad(e.Importance) {
-			return fmt.Errorf("event %d: importance %v is not a number JSON can encode", i, e.Importance)
+			return fmt.Errorf("entry %d: importance %v is not a number JSON can encode", i, e.Importance)
 		}
 		for _, c := range e.Candidates {
 			if bad(c.Score) {
-				return fmt.Errorf("event %d: candidate %s: score %v is not a number JSON can encode", i, c.Key, c.Score)
+				return fmt.Errorf("entry %d: candidate %s: score %v is not a number JSON can encode", i, c.Key, c.Score)
 			}
 		}
 	}

@@ -52,7 +52,7 @@ const (
 // Error is a failure of one hook of one layer.
 type Error struct {
 	Layer string // the layer's ID
-	Hook  string // the call's name, as in Event.Hook
+	Hook  string // the call's name, as in HookCall.Hook
 	Err   error
 }
 

@@ -31,7 +31,7 @@ type StackConfig struct {
 	// Timeout bounds each hook call of a layer whose Spec.Timeout is
 	// zero. Zero means each hook's default (see [Spec.Timeout]).
 	Timeout time.Duration
-	// OnHook receives an Event for every hook call, successful or not.
+	// OnHook receives a HookCall for every hook call, successful or not.
 	// It is called synchronously by the Stack method that ran the hook,
 	// after the hook returned or was abandoned, so it must be fast and
 	// safe for concurrent use. It may call the Stack's read-only methods
@@ -64,7 +64,7 @@ type Recalled struct {
 
 // Stack is the runtime for one agent run: it holds the run's layers in
 // slot order and calls their hooks at the right time, each under its
-// timeout, reporting failures (through Env.Logger and the Observer) with
+// timeout, reporting failures (through Env.Logger and OnHook) with
 // the layer's ID and the hook's name.
 //
 // Call order: NewStack → Init → (Recall, Store, CallTool)* → Spawn/Return

@@ -118,7 +118,7 @@ func TestPeerWorkloadReplay(t *testing.T) {
 
 // BenchmarkPeerUpdate replays the peer workload's updates cyclically:
 // decode the argument bytes, merge, validate the merged state against the
-// schema, encode, persist with compare-and-swap to storage.NewMemory.
+// schema, encode, persist with compare-and-swap to storage.NewMemoryStore.
 func BenchmarkPeerUpdate(b *testing.B) {
 	w := loadPeerWorkload(b)
 	l, _ := peerLayer(b, w)

@@ -134,16 +134,16 @@ type Config struct {
 	Migrate func(old any) (any, error)
 	// Now returns the time used in quarantine keys. Nil means time.Now.
 	Now func() time.Time
-	// OnWarning, when set, receives the scratchpad's [Event]s. It is
+	// OnWarning, when set, receives the scratchpad's [Warning]s. It is
 	// called synchronously, after the change it reports was persisted,
 	// and must be safe for concurrent use.
 	OnWarning func(Warning)
 }
 
-// WarningKind says what an [Warning] reports.
+// WarningKind says what a [Warning] reports.
 type WarningKind string
 
-// The event kinds.
+// The warning kinds.
 const (
 	// WarningReturnConflict: under ReturnMerge, a returning child changed
 	// keys that had also changed in the parent (by the parent, or by
@@ -161,7 +161,7 @@ const (
 	WarningQuarantined WarningKind = "quarantined"
 )
 
-// Warning is something the scratchpad reports to Config.Observer (and logs
+// Warning is something the scratchpad reports to Config.OnWarning (and logs
 // at warning level through the run's logger).
 type Warning struct {
 	Kind WarningKind
@@ -169,7 +169,7 @@ type Warning struct {
 	Layer, Scope string
 	// Paths are JSON Pointers into the state.
 	Paths []string
-	// Key is the storage key the event is about: the quarantine key of
+	// Key is the storage key the warning is about: the quarantine key of
 	// WarningQuarantined, the state key of WarningMigrated.
 	Key string
 	// Err is the cause of WarningMigrated and WarningQuarantined.

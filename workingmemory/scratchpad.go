@@ -684,7 +684,7 @@ func (l *Layer) reload(ctx context.Context) (*state, error) {
 // [*SchemaError]) or over the limits ([ErrTooLarge], [ErrTooDeep],
 // whether found while decoding the arguments or after the merge) — is
 // returned, naming the call, and changes nothing; a stack reports it
-// with the layer ID and hook, through its logger and observer. Arguments
+// with the layer ID and hook, through its logger and OnHook. Arguments
 // that are not a JSON object (not JSON, truncated, an array) are not an
 // update: the call is skipped, with a warning through the logger (the
 // one of layer.Env, else slog.Default()) carrying its [ErrInvalidUpdate],
@@ -767,7 +767,7 @@ func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, erro
 // changed or deleted, at any depth of nested objects) is applied to this
 // scratchpad's latest stored state, so what the parent, or another thread
 // of the same resource, wrote meanwhile is kept. A key both changed takes
-// the child's value and is reported as an [WarningReturnConflict]. When the
+// the child's value and is reported as a [WarningReturnConflict]. When the
 // child's state or this one is text, the child's state is merged whole
 // as an update (its text kept under PreviousKey).
 func (l *Layer) OnReturn(ctx context.Context, child layer.Layer) error {
@@ -817,7 +817,7 @@ func (l *Layer) mergeReturned(ctx context.Context, bv, cv any) ([]string, error)
 }
 
 // report logs msg with attrs at warning level and sends e to
-// Config.Observer.
+// Config.OnWarning.
 func (l *Layer) report(ctx context.Context, e Warning, msg string, attrs ...slog.Attr) {
 	l.log().LogAttrs(ctx, slog.LevelWarn, msg, attrs...)
 	if l.c.cfg.OnWarning != nil {

@@ -102,12 +102,12 @@ type writeArgs struct {
 	Importance *float64 `json:"importance"`
 }
 
-// ToolEvent is the audit event of a call of layer l's function fn,
+// ToolEntry is the audit entry of a call of layer l's function fn,
 // offered as name, that succeeded with arguments args: an update, a
 // forget, or a write when nothing routed it (under the langchaingo
 // Memory, whose exported tools call the layer directly). It is false for
 // a function whose calls are not audited (layer.EffectNone).
-func ToolEvent(l layer.Layer, fn layer.Function, name, args string, step, depth int) (audit.Entry, bool) {
+func ToolEntry(l layer.Layer, fn layer.Function, name, args string, step, depth int) (audit.Entry, bool) {
 	e := audit.Entry{Step: step, Depth: depth, Layer: l.Spec().ID, Source: "by=model tool=" + name}
 	switch fn.Effect {
 	case layer.EffectUpdate:

@@ -13,7 +13,7 @@ import (
 )
 
 // Counting is an in-memory store that keeps its search capability (it
-// embeds *storage.Memory, so storage.Searcher is forwarded) and counts
+// embeds *storage.MemoryStore, so storage.Searcher is forwarded) and counts
 // the records read and the bytes written. A layer's test uses it to
 // show what a step costs.
 type Counting struct {

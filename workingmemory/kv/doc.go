@@ -23,7 +23,7 @@
 // access counts.
 // Limits (10,000 entries per tree, 1 MiB per entry, 100 scopes by default)
 // fail with [ErrLimit] naming the limit. Changes are reported to
-// Config.Observer and logged at debug level; an [Change] carries the
+// Config.OnChange and logged at debug level; a [Change] carries the
 // scope's ID, its parent's and its agent's, whether a set replaced an
 // entry and the value's Go type, and how many entries a clear removed. [Scope.Snapshot] and
 // [Scope.Restore] save and load a whole subtree. One read-write lock guards a
@@ -37,7 +37,7 @@
 // every step and when the run ends (see [Layer] for when a write is
 // acknowledged); concurrent runs of one scope lose no update. Tools reach
 // the current run's memory with [From] on the run's stack (agentloop hands
-// it to tools made with agentloop.NewRunTool); code outside a run uses
+// it to tools made with agentloop.NewContextTool); code outside a run uses
 // [Layer.Open]. A spawned child agent gets a child scope of its parent's
 // run memory, disposed of when the child returns.
 //

@@ -90,7 +90,7 @@ func ExampleScope_Snapshot() {
 	// 1 2 [root root/c]
 }
 
-// Events report every change to an observer.
+// OnChange receives every change of the memory.
 func ExampleConfig_onChange() {
 	mem := kv.New(kv.Config{OnChange: func(e kv.Change) {
 		fmt.Println(e.Kind, e.Scope, e.Key != "")

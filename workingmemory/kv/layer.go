@@ -32,7 +32,7 @@ type LayerConfig struct {
 	//   - Scope: Scope says whose memory each run gets: one per thread (the default), per resource (shared by the resource's threads), one global memory, or one per run (execution: never persisted).
 	layer.Spec
 
-	// Memory configures each run's key-value memory (limits, observer,
+	// Memory configures each run's key-value memory (limits, OnChange,
 	// clock). Its limits hold per scope key. A nil Logger is the run's
 	// (layer.Env.Logger); an empty AgentID the run's execution ID.
 	Memory Config
@@ -87,7 +87,7 @@ type LayerConfig struct {
 // # Reaching the run's memory
 //
 // Code that runs inside a run (an agentloop tool made with
-// agentloop.NewRunTool, for instance) gets the run's [layer.Stack] and
+// agentloop.NewContextTool, for instance) gets the run's [layer.Stack] and
 // finds the run's memory with [From]. Code outside a run opens a scope's
 // memory with [Layer.Open] and closes it to persist.
 //

@@ -22,10 +22,10 @@ import (
 	"github.com/memlayer/memlayer/storage"
 )
 
-// Scope is a scoped key-value memory: fast, typed, in-process memory for code
-// and tools (not the model's scratchpad). A Scope is one scope of a tree:
-// reads fall back from the scope to its parent, and up to the root; writes
-// and removals touch only the scope itself.
+// Scope is one scope of a key-value memory: fast, typed, in-process
+// memory for code and tools (not the model's scratchpad). Scopes form a
+// tree: reads fall back from a scope to its parent, and up to the root;
+// writes and removals touch only the scope itself.
 //
 // Values are serialised to JSON on Set (which checks that they can be, and
 // bounds their size) and decoded on Get. For value types that hold no
@@ -47,7 +47,7 @@ type Scope struct {
 	entries  map[string]*entry
 	children map[string]*Scope // by ID
 	disposed bool
-	dropped  int // the entries the disposal removed, for its event
+	dropped  int // the entries the disposal removed, for its change
 	inflight map[string]*call
 	// dirty, when non-nil, records the keys of this scope changed since
 	// its last persist: a [Layer] bound to a store sets it on the
@@ -153,7 +153,7 @@ type Entry struct {
 // ChangeKind names what a [Change] reports.
 type ChangeKind string
 
-// The event kinds.
+// The change kinds.
 const (
 	ChangeSet           ChangeKind = "set"
 	ChangeRemoved       ChangeKind = "removed"
@@ -166,10 +166,10 @@ const (
 type Change struct {
 	Kind  ChangeKind
 	Scope string // the path of the scope, "root/child"
-	// ScopeID is the scope's ID ([Memory.ID]); ParentID its parent's
+	// ScopeID is the scope's ID ([Scope.ID]); ParentID its parent's
 	// ("" for the root).
 	ScopeID, ParentID string
-	// AgentID is the agent the scope belongs to ([Memory.AgentID]).
+	// AgentID is the agent the scope belongs to ([Scope.AgentID]).
 	AgentID string
 	Key     string // for set and removed
 	// Update, for set, says the key already had an entry in the scope,
@@ -198,7 +198,7 @@ type Config struct {
 	// Name is the root scope's name. Empty means "root".
 	Name string
 	// AgentID is the agent the root scope belongs to (see
-	// [Memory.AgentID]). Optional.
+	// [Scope.AgentID]). Optional.
 	AgentID string
 	// MaxEntries bounds the entries of the whole tree (every scope).
 	// Zero means 10,000; negative means no limit.
@@ -211,8 +211,8 @@ type Config struct {
 	MaxScopes int
 	// MaxKeyBytes bounds a key's length. Zero means 256.
 	MaxKeyBytes int
-	// OnChange receives an event for every change (set, remove, clear,
-	// scope created, scope disposed). It is called synchronously, after
+	// OnChange receives every change (set, remove, clear, scope
+	// created, scope disposed). It is called synchronously, after
 	// the change and outside the memory's lock, so it may read the
 	// memory; it must be safe for concurrent use.
 	OnChange func(Change)
@@ -230,7 +230,7 @@ type Config struct {
 	Now func() time.Time
 	// Redact masks personal data in an entry's value (its JSON) as the
 	// memory writes it out: persisted by a [Layer], and in
-	// [Memory.Snapshot] and a Layer's checkpoint snapshot. The memory
+	// [Scope.Snapshot] and a Layer's checkpoint snapshot. The memory
 	// itself keeps the value as it was set, so a run can still use it;
 	// what a later run loads is masked. A value Redact turns into
 	// something that is not JSON is written as a JSON string. Keys,
@@ -575,8 +575,8 @@ func newClockID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// emit completes e with mem's scope and the time, and reports it to the
-// observer and the debug log.
+// emit completes e with mem's scope and the time, and reports it to
+// Config.OnChange and the debug log.
 func (mem *Scope) emit(e Change, now time.Time) {
 	switch e.Kind {
 	case ChangeSet, ChangeRemoved:
@@ -893,7 +893,7 @@ func (mem *Scope) Child(name string) (*Scope, error) {
 }
 
 // ChildFor is [Scope.Child] for a scope belonging to another agent (a
-// child agent): agentID is what [Scope.AgentID] and the scope's events
+// child agent): agentID is what [Scope.AgentID] and the scope's changes
 // report.
 func (mem *Scope) ChildFor(name, agentID string) (*Scope, error) {
 	if err := mem.checkScopeName(name); err != nil {
@@ -952,7 +952,7 @@ func (mem *Scope) Scopes() []string {
 func (mem *Scope) MergeToParent(overwrite bool) (int, error) {
 	t, p := mem.tree, mem.parent
 	now := t.cfg.Now()
-	var sets []Change // the parent's events, one per key merged
+	var sets []Change // the parent's changes, one per key merged
 	err := mem.withLock(func() error {
 		if p == nil {
 			return fmt.Errorf("%w: %s is the root and has no parent", ErrInvalidKey, mem.path)
@@ -980,7 +980,7 @@ func (mem *Scope) MergeToParent(overwrite bool) (int, error) {
 	return len(sets), nil
 }
 
-// mergeSetsLocked lists what MergeToParent copies: the parent's events,
+// mergeSetsLocked lists what MergeToParent copies: the parent's changes,
 // one per live entry of mem the parent lacks or (with overwrite) holds,
 // and how many of them are new to the parent. The tree's lock must be
 // held.
@@ -1112,7 +1112,7 @@ type entrySnapshot struct {
 	UpdatedAt   time.Time       `json:"updatedAt"`
 	AccessCount int64           `json:"accessCount,omitempty"`
 	// Clock identifies the clock that set the expiry (see
-	// Memory.removable); empty in snapshots of older versions.
+	// Scope.removable); empty in snapshots of older versions.
 	Clock string `json:"clock,omitempty"`
 }
 
