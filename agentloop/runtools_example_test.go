@@ -14,7 +14,7 @@ import (
 	"github.com/memlayer/memlayer/workingmemory/kv"
 )
 
-// A tool reaches the current run's memory through the Run it is handed:
+// A tool reaches the current run's memory through the ToolContext it is handed:
 // here the key-value memory of the user's thread. Two users of one agent
 // each see only their own entries.
 func ExampleNewContextTool() {
