@@ -14,9 +14,9 @@ import (
 	"github.com/memlayer/memlayer/workingmemory/kv"
 )
 
-// A tool reaches the current run's memory through the ToolContext it is handed:
-// here the key-value memory of the user's thread. Two users of one agent
-// each see only their own entries.
+// A tool reaches the current run's memory through the ToolContext it is
+// handed: here the key-value memory of the user's thread. Two users of
+// one agent each see only their own entries.
 func ExampleNewContextTool() {
 	remember := agentloop.NewContextTool("remember", "Remember a fact about the user.", nil,
 		func(ctx context.Context, run *agentloop.ToolContext, in struct{ Key, Value string }) (string, error) {
