@@ -8,7 +8,7 @@
 //	agent, err := agentloop.New(agentloop.Config{
 //		Model:  model, // any langchaingo llms.Model
 //		Layers: []layer.Layer{scratchpad, entities},
-//		Store:  store, // storage.NewMemory(), sqlite.Open or redis.New
+//		Store:  store, // storage.NewMemoryStore(), sqlite.Open or redis.New
 //	})
 //	res, err := agent.Run(ctx, agentloop.RunInput{ThreadID: "t1", ResourceID: "user-1", Input: "Hello"})
 //

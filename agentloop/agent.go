@@ -120,7 +120,7 @@ type Result struct {
 	// layers, in order: the write, supersede and forget events of its
 	// audit (see [AuditConfig]); with the audit disabled, those of its
 	// routed writes and forgets only.
-	Writes []audit.Event
+	Writes []audit.Entry
 	// Audit is the turn the run committed to the thread's audit; nil
 	// when the audit is disabled, the run recorded nothing, or the
 	// commit failed (see EventAudit).
@@ -131,7 +131,7 @@ type Result struct {
 // configuration problem it can see, so that a run never fails for one:
 //
 //   - a tool name that is invalid ([ValidateToolName]) or repeated, a
-//     tool without Call or CallRun, a schema that does not compile or
+//     tool without Call or CallContext, a schema that does not compile or
 //     could not be inferred (see [NewTool]): [ErrInvalidTool];
 //   - a nil layer, an invalid layer spec or a duplicate layer ID:
 //     [ErrInvalidConfig], also matching layer.ErrInvalidSpec;
@@ -205,7 +205,7 @@ func askAlternatives(opts []llms.CallOption) bool {
 }
 
 // addTool checks an agent tool (its name, its parameter schema, a Call
-// or CallRun, a name no other tool has) and registers it.
+// or CallContext, a name no other tool has) and registers it.
 func (a *Agent) addTool(t Tool) error {
 	if err := t.check(); err != nil {
 		return err
@@ -228,7 +228,7 @@ func (a *Agent) addTool(t Tool) error {
 }
 
 // check checks what a tool says of itself: its name, the schema inferred
-// for its parameters, a Call or CallRun.
+// for its parameters, a Call or CallContext.
 func (t *Tool) check() error {
 	if err := ValidateToolName(t.Name); err != nil {
 		return err
@@ -236,8 +236,8 @@ func (t *Tool) check() error {
 	if t.paramsErr != nil {
 		return fmt.Errorf("%w: %s: %w", ErrInvalidTool, t.Name, t.paramsErr)
 	}
-	if t.Call == nil && t.CallRun == nil {
-		return fmt.Errorf("%w: %s has no Call or CallRun", ErrInvalidTool, t.Name)
+	if t.Call == nil && t.CallContext == nil {
+		return fmt.Errorf("%w: %s has no Call or CallContext", ErrInvalidTool, t.Name)
 	}
 	return nil
 }
@@ -588,7 +588,7 @@ func (a *Agent) openStack(ctx context.Context, pos *position, threadID, resource
 	st, err := layer.NewStack(layer.StackConfig{
 		Layers: layers,
 		Env:    layer.Env{ThreadID: threadID, ResourceID: resourceID, Store: a.layerStore, Logger: a.cfg.Logger, Redact: a.redact.ForLayers()},
-		Observer: func(e layer.Event) {
+		OnHook: func(e layer.HookCall) {
 			a.emit(context.Background(), Event{Kind: EventLayerHook, ThreadID: threadID, Step: int(pos.step.Load()), Layer: e.Layer, Hook: e.Hook, Duration: e.Duration, Err: e.Err})
 			a.tel.hook(pos.context(), e)
 		},
@@ -1601,8 +1601,8 @@ func (r *run) callAgentTool(ctx context.Context, t *Tool, args string, inside *a
 	}
 	// The tool's own code starts after the argument checks.
 	defer func(start time.Time) { inside.Add(int64(time.Since(start))) }(time.Now())
-	if t.CallRun != nil {
-		return t.CallRun(ctx, &Run{r: r}, raw)
+	if t.CallContext != nil {
+		return t.CallContext(ctx, &ToolContext{r: r}, raw)
 	}
 	return t.Call(ctx, raw)
 }

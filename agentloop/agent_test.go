@@ -175,7 +175,7 @@ func TestMaxStepsCarriesPartialResult(t *testing.T) {
 	loop := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
 		return agenttest.Calls(agenttest.Call("createPage", `{"title":"x"}`)), nil
 	})
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	a := mustAgent(t, agentloop.Config{Model: loop, Tools: newCMS().tools(), MaxSteps: 3, Store: store})
 	res, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "go"})
 	if !errors.Is(err, agentloop.ErrMaxSteps) {
@@ -462,7 +462,7 @@ func TestRepeatedToolCallIDsAreMadeUnique(t *testing.T) {
 
 func TestConcurrentRunsOnOneAgent(t *testing.T) {
 	cms := newCMS()
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	a := mustAgent(t, agentloop.Config{Model: agenttest.NewFunc(cmsPolicy), Store: store, Tools: cms.tools(),
 		Layers: []layer.Layer{newNotes("entities", layer.ScopeThread), newProfile("profile", layer.ScopeResource)}})
 	var wg sync.WaitGroup

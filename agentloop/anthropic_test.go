@@ -301,7 +301,7 @@ func testSeveralChoices(t *testing.T, stream func(context.Context, []byte) error
 // goes through, the bad call replayed with {} and its raw text in the
 // tool result.
 func TestModel04_MalformedArgumentsDoNotPoisonThread(t *testing.T) {
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	fenced := "```json\n{\"title\": \"About\"}\n```"
 	fencedJSON, _ := json.Marshal(fenced)
 	oa := &fakeOpenAI{responses: []string{
@@ -361,7 +361,7 @@ func TestModel04_MalformedArgumentsDoNotPoisonThread(t *testing.T) {
 // history, continues on the Anthropic client: what is loaded is made
 // replayable too.
 func TestModel04_PoisonedThreadFromEarlierVersion(t *testing.T) {
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	old := thread.Checkpoint{Version: 3, ThreadID: "t", Messages: []thread.Message{
 		{Role: thread.RoleUser, Text: "Create an About page"},
 		{Role: thread.RoleAssistant, ToolCalls: []thread.ToolCall{
@@ -396,7 +396,7 @@ func TestModel04_PoisonedThreadFromEarlierVersion(t *testing.T) {
 // not continue on the Anthropic client. An empty assistant message is
 // not replayed to it.
 func TestModel04_EmptyAnswerDoesNotPoisonThread(t *testing.T) {
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	oa := &fakeOpenAI{responses: []string{
 		`{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"stop",
 		  "message":{"role":"assistant","content":""}}],"usage":{"prompt_tokens":10,"completion_tokens":1,"total_tokens":11}}`,

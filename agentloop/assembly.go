@@ -38,7 +38,7 @@ import (
 // a candidate (see the history-summary layer's Candidates), it brings to
 // the pool what its whole block takes (its budget at most), and the
 // parts it wins are shown in the summary's own order. With room for all,
-// that is the whole summary, as it is stored. Its audit event counts its
+// that is the whole summary, as it is stored. Its audit entry counts its
 // parts and lists only those left out.
 //
 // Every other layer (the scratchpad, the entities, instructions, and by

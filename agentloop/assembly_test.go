@@ -78,7 +78,7 @@ func fillMemories(t *testing.T, store storage.Store) {
 func TestMemory44_ScoredAssemblySharesOnePool(t *testing.T) {
 	prompts := make([]string, 2)
 	for i := range prompts {
-		store := storage.NewMemory()
+		store := storage.NewMemoryStore()
 		fillMemories(t, store)
 		model := agenttest.New(agenttest.Reply(agenttest.Text("It is a Gaggia.")))
 		var stepBudgets []prompt.LayerBudget
@@ -201,7 +201,7 @@ func TestMemory93_AssemblySkipsEpisodesTheWindowShows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Model, cfg.Store, cfg.Layers, cfg.Tools = model, storage.NewMemory(), []layer.Layer{eps}, []agentloop.Tool{pagesTool(cmp.Or(cfg.ContextWindow/4, 100))}
+		cfg.Model, cfg.Store, cfg.Layers, cfg.Tools = model, storage.NewMemoryStore(), []layer.Layer{eps}, []agentloop.Tool{pagesTool(cmp.Or(cfg.ContextWindow/4, 100))}
 		a := mustAgent(t, cfg)
 		for i := 1; i <= turns; i++ {
 			model.Reset()
@@ -314,7 +314,7 @@ func TestMemory97_SummaryCompetesInThePool(t *testing.T) {
 		t.Helper()
 		candidates := len(pin) == 0 || !pin[0]
 		model := agenttest.NewFunc(pagesPolicy)
-		a := mustAgent(t, agentloop.Config{Model: model, Store: storage.NewMemory(), Tools: []agentloop.Tool{pagesTool(10)},
+		a := mustAgent(t, agentloop.Config{Model: model, Store: storage.NewMemoryStore(), Tools: []agentloop.Tool{pagesTool(10)},
 			Layers:   []layer.Layer{rival},
 			History:  history.Config{MaxTurns: 1, SummarizeAfter: 1, SummaryTokens: 120},
 			Assembly: agentloop.AssemblyConfig{Disabled: disabled, SummaryCandidates: candidates, Scoring: prompt.Scoring{Now: now}}})
@@ -375,10 +375,10 @@ func TestMemory97_SummaryCompetesInThePool(t *testing.T) {
 				t.Fatalf("part %q is not in the stored summary's order:\n%s\nstored:\n%s", p, shown, stored)
 			}
 		}
-		var ev *audit.Event
-		for i, e := range res.Audit.Events {
+		var ev *audit.Entry
+		for i, e := range res.Audit.Entries {
 			if e.Op == audit.OpRecall && e.Layer == history.SummaryLayerID && e.Step == 0 {
-				ev = &res.Audit.Events[i]
+				ev = &res.Audit.Entries[i]
 				break
 			}
 		}

@@ -46,15 +46,15 @@ func (a *Agent) Audit(ctx context.Context, threadID string) ([]audit.Turn, error
 	return turns, nil
 }
 
-// Commit stores events as the next audit turn of thread threadID, with
+// Commit stores entries as the next audit turn of thread threadID, with
 // the agent's store and retention, and returns the turn: for code that
 // recalls and stores through the layers outside [Agent.Run] (a
 // layer.Stack of its own, chainmemory's Memory), whose memory
-// operations a run would otherwise not see. The events' texts and
+// operations a run would otherwise not see. The entries' texts and
 // reasons are masked as the run masks what it stores (see
 // [redact.Policy]). It works with the audit disabled too.
-func (a *Agent) Commit(ctx context.Context, threadID string, events []audit.Event) (audit.Turn, error) {
-	t, err := a.auditLog.Commit(ctx, threadID, a.maskAudit(events))
+func (a *Agent) Commit(ctx context.Context, threadID string, entries []audit.Entry) (audit.Turn, error) {
+	t, err := a.auditLog.Commit(ctx, threadID, a.maskAudit(entries))
 	if err != nil {
 		return audit.Turn{}, fmt.Errorf("agentloop: %w", err)
 	}
@@ -62,12 +62,12 @@ func (a *Agent) Commit(ctx context.Context, threadID string, events []audit.Even
 }
 
 // commitAudit ends a top-level run's audit: Result.Writes lists what the
-// run wrote and, unless the audit is disabled, its events are committed
+// run wrote and, unless the audit is disabled, its entries are committed
 // as a turn of the thread (Result.Audit). A failed commit does not fail
 // the run: it is reported as an EventAudit with its error.
 func (r *run) commitAudit(ctx context.Context) {
-	events := r.a.maskAudit(r.tree.audit.Events())
-	for _, e := range events {
+	entries := r.a.maskAudit(r.tree.audit.Entries())
+	for _, e := range entries {
 		if e.IsWrite() {
 			r.res.Writes = append(r.res.Writes, e)
 		}
@@ -88,7 +88,7 @@ func (r *run) commitAudit(ctx context.Context) {
 		err = claimOwner(sctx, a.cfg.Store, r.threadID, r.resourceID)
 	}
 	if err == nil {
-		t, err = a.auditLog.Commit(sctx, r.threadID, events)
+		t, err = a.auditLog.Commit(sctx, r.threadID, entries)
 	}
 	if err == nil {
 		r.res.Audit = &t
@@ -104,7 +104,7 @@ func (r *run) auditRecalls(step int) {
 	}
 	for _, b := range r.res.Budgets {
 		if b.Used > 0 && !b.Assembled {
-			r.tree.audit.Add(audit.Event{Op: audit.OpRecall, Step: step, Depth: r.depth, Layer: b.Layer, Tokens: b.Used})
+			r.tree.audit.Add(audit.Entry{Op: audit.OpRecall, Step: step, Depth: r.depth, Layer: b.Layer, Tokens: b.Used})
 		}
 	}
 }
@@ -135,10 +135,10 @@ func (r *run) auditAssembly(step int, ids []string, cands []layer.Candidate, sel
 		if len(by[id]) == 0 {
 			continue
 		}
-		e := audit.Event{Op: audit.OpRecall, Step: step, Depth: r.depth, Layer: id, Tokens: tokens[id], Candidates: by[id]}
+		e := audit.Entry{Op: audit.OpRecall, Step: step, Depth: r.depth, Layer: id, Tokens: tokens[id], Candidates: by[id]}
 		if id == history.SummaryLayerID {
 			// The summary offers every entity and line it holds, every
-			// step, and usually all of them are packed: its event
+			// step, and usually all of them are packed: its entry
 			// counts them and lists only those left out.
 			e.Count = len(e.Candidates)
 			e.Candidates = slices.DeleteFunc(e.Candidates, func(c audit.Candidate) bool { return c.Packed })
@@ -174,8 +174,8 @@ func (r *run) auditRedactions(step int, before, now map[redact.Kind]int) {
 	}
 }
 
-// maskAudit returns events with their texts and reasons masked by the
+// maskAudit returns entries with their texts and reasons masked by the
 // agent's redactor (the updates of a layer whose masking
 // redact.Policy.Layers turns off are recorded as the model sent them;
 // everything else was masked already, and stays as it is).
-func (a *Agent) maskAudit(events []audit.Event) []audit.Event { return a.redact.Audit(events) }
+func (a *Agent) maskAudit(entries []audit.Entry) []audit.Entry { return a.redact.Audit(entries) }

@@ -71,12 +71,12 @@ func openPage() agentloop.Tool {
 }
 
 // routed returns the writes that are not a layer Store's counts.
-func routed(writes []audit.Event) []audit.Event {
-	return slices.DeleteFunc(slices.Clone(writes), func(e audit.Event) bool { return e.Source == "store" })
+func routed(writes []audit.Entry) []audit.Entry {
+	return slices.DeleteFunc(slices.Clone(writes), func(e audit.Entry) bool { return e.Source == "store" })
 }
 
-func ops(events []audit.Event, op audit.Op) []audit.Event {
-	var out []audit.Event
+func ops(events []audit.Entry, op audit.Op) []audit.Entry {
+	var out []audit.Entry
 	for _, e := range events {
 		if e.Op == op {
 			out = append(out, e)
@@ -93,7 +93,7 @@ func ops(events []audit.Event, op audit.Op) []audit.Event {
 // lists what was written and Result.Audit is the committed turn.
 func TestMemory74_RunAuditsItsTurn(t *testing.T) {
 	ctx := t.Context()
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	model := agenttest.New(
 		agenttest.Reply(agenttest.Calls(memorize("The user drinks green tea every morning.", "preference"), agenttest.Call("open_page", `{}`))),
 		agenttest.Reply(agenttest.Calls(
@@ -116,11 +116,11 @@ func TestMemory74_RunAuditsItsTurn(t *testing.T) {
 	if len(turns) != 1 || res.Audit == nil || res.Audit.Seq != 1 {
 		t.Fatalf("turns %d, Result.Audit %+v", len(turns), res.Audit)
 	}
-	ev := turns[0].Events
-	if fmt.Sprint(ev) != fmt.Sprint(res.Audit.Events) {
-		t.Fatalf("stored turn differs from Result.Audit:\n%+v\n%+v", ev, res.Audit.Events)
+	ev := turns[0].Entries
+	if fmt.Sprint(ev) != fmt.Sprint(res.Audit.Entries) {
+		t.Fatalf("stored turn differs from Result.Audit:\n%+v\n%+v", ev, res.Audit.Entries)
 	}
-	var writes []audit.Event // semantic memory's
+	var writes []audit.Entry // semantic memory's
 	extracted, episodes := 0, 0
 	for _, w := range res.Writes {
 		switch w.Layer {
@@ -235,14 +235,14 @@ func TestMemory75_DefaultRouterRoutesByKind(t *testing.T) {
 	if len(results) != 4 {
 		t.Fatalf("tool results %q", results)
 	}
-	routes := ops(res.Audit.Events, audit.OpRoute)
+	routes := ops(res.Audit.Entries, audit.OpRoute)
 	want := []struct{ layer, kind string }{{workingmemory.DefaultID, "reasoning"}, {episodicmemory.DefaultID, "outcome"}, {semanticmemory.DefaultID, "profile"}, {"", "gossip"}}
 	if len(routes) != len(want) {
 		t.Fatalf("routes %+v", routes)
 	}
 	for i, w := range want {
 		// Calls run concurrently: find the route by kind.
-		j := slices.IndexFunc(routes, func(e audit.Event) bool { return e.Kind == w.kind })
+		j := slices.IndexFunc(routes, func(e audit.Entry) bool { return e.Kind == w.kind })
 		if j < 0 {
 			t.Fatalf("no route for %s: %+v", w.kind, routes)
 		}
@@ -251,7 +251,7 @@ func TestMemory75_DefaultRouterRoutesByKind(t *testing.T) {
 			t.Errorf("route %d: %+v, want layer %q", i, r, w.layer)
 		}
 	}
-	if refused := routes[slices.IndexFunc(routes, func(e audit.Event) bool { return e.Refused })]; !strings.Contains(refused.Reason, "gossip") {
+	if refused := routes[slices.IndexFunc(routes, func(e audit.Entry) bool { return e.Refused })]; !strings.Contains(refused.Reason, "gossip") {
 		t.Errorf("refusal reason %q does not name the kind", refused.Reason)
 	}
 	if !strings.Contains(results[3], "refused") || !strings.Contains(results[3], "gossip") {
@@ -290,7 +290,7 @@ func TestMemory75_DefaultRouterRoutesByKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r3 := ops(res3.Audit.Events, audit.OpRoute)
+	r3 := ops(res3.Audit.Entries, audit.OpRoute)
 	if len(r3) != 1 || !r3[0].Refused || !strings.Contains(r3[0].Reason, "scratchpad") || len(routed(res3.Writes)) != 0 {
 		t.Errorf("no scratchpad: routes %+v, writes %+v", r3, res3.Writes)
 	}
@@ -325,7 +325,7 @@ func TestMemory76_CustomRouter(t *testing.T) {
 	if w := routed(res.Writes); len(w) != 1 || w[0].Layer != semanticmemory.DefaultID || w[0].Kind != "reasoning" {
 		t.Errorf("writes %+v", res.Writes)
 	}
-	routes := ops(res.Audit.Events, audit.OpRoute)
+	routes := ops(res.Audit.Entries, audit.OpRoute)
 	if len(routes) != 2 || !routes[1].Refused || routes[1].Reason != "not important enough to keep" {
 		t.Errorf("routes %+v", routes)
 	}
@@ -337,7 +337,7 @@ func TestMemory76_CustomRouter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if routes := ops(res.Audit.Events, audit.OpRoute); len(routes) != 1 || !routes[0].Refused || !strings.Contains(routes[0].Reason, "boom") {
+	if routes := ops(res.Audit.Entries, audit.OpRoute); len(routes) != 1 || !routes[0].Refused || !strings.Contains(routes[0].Reason, "boom") {
 		t.Errorf("panicking router: %+v", routes)
 	}
 }
@@ -412,7 +412,7 @@ func (s failingAudit) Put(ctx context.Context, key string, value []byte, ifVersi
 // (reported as an EventAudit).
 func TestMemory78_CommitOutsideTheLoopAndBadAudit(t *testing.T) {
 	ctx := t.Context()
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	var logs bytes.Buffer
 	var events []agentloop.Event
 	observe := func(e agentloop.Event) {
@@ -422,12 +422,12 @@ func TestMemory78_CommitOutsideTheLoopAndBadAudit(t *testing.T) {
 	}
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	a := mustAgent(t, agentloop.Config{Model: agenttest.New(agenttest.Reply(agenttest.Text("ok"))), Store: store, Layers: gateLayers(t), Logger: logger, Observer: observe})
-	turn, err := a.Commit(ctx, "t1", []audit.Event{{Op: audit.OpWrite, Layer: "semantic", Key: "f9", Text: "Written by a batch job for bob@example.com."}})
+	turn, err := a.Commit(ctx, "t1", []audit.Entry{{Op: audit.OpWrite, Layer: "semantic", Key: "f9", Text: "Written by a batch job for bob@example.com."}})
 	if err != nil || turn.Seq != 1 {
 		t.Fatal(turn, err)
 	}
 	turns, err := a.Audit(ctx, "t1")
-	if err != nil || len(turns) != 1 || turns[0].Events[0].Key != "f9" || strings.Contains(turns[0].Events[0].Text, "bob@") {
+	if err != nil || len(turns) != 1 || turns[0].Entries[0].Key != "f9" || strings.Contains(turns[0].Entries[0].Text, "bob@") {
 		t.Fatalf("%+v, %v", turns, err)
 	}
 	if _, err := a.Commit(ctx, "", nil); err == nil {

@@ -68,14 +68,14 @@ func BenchmarkStep(b *testing.B) {
 	}
 	// The site is a fact of the whole agent: global scope, stored once,
 	// loaded by every run's Init.
-	kvl, err := kv.NewLayer(kv.LayerConfig{Spec: layer.Spec{Scope: layer.ScopeGlobal}, Render: func(mem *kv.Memory) string {
+	kvl, err := kv.NewLayer(kv.LayerConfig{Spec: layer.Spec{Scope: layer.ScopeGlobal}, Render: func(mem *kv.Scope) string {
 		s, _, _ := kv.Get[string](mem, "site")
 		return "site: " + s
 	}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	site, err := kvl.Open(context.Background(), layer.Env{ThreadID: "setup", Store: store})
 	if err != nil {
 		b.Fatal(err)

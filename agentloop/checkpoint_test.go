@@ -42,7 +42,7 @@ func restartScenario(t *testing.T, store storage.Store, keep bool) ([]agenttest.
 }
 
 func TestRestartContinuesThread(t *testing.T) {
-	reqs, cms, res := restartScenario(t, storage.NewMemory(), false)
+	reqs, cms, res := restartScenario(t, storage.NewMemoryStore(), false)
 	if got := cms.listed(); len(got) != 1 || got[0] != "page_101" {
 		t.Fatalf("after restart, listSections got %v, want [page_101]", got)
 	}
@@ -67,7 +67,7 @@ func TestRestartContinuesThread(t *testing.T) {
 }
 
 func TestRestartKeepToolResults(t *testing.T) {
-	reqs, _, _ := restartScenario(t, storage.NewMemory(), true)
+	reqs, _, _ := restartScenario(t, storage.NewMemoryStore(), true)
 	old := toolContents(reqs[0].Messages)
 	if len(old) != 1 || !strings.HasPrefix(old[0], `{"id":"page_101"`) {
 		t.Errorf("KeepToolResults: old result %q", old)
@@ -77,7 +77,7 @@ func TestRestartKeepToolResults(t *testing.T) {
 func TestWithoutMemoryTheReferenceIsLost(t *testing.T) {
 	// Control for the restart test: the same script, with no layer, cannot
 	// resolve "this page" (the ID is not taken from anywhere else).
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	cms := newCMS()
 	a := mustAgent(t, agentloop.Config{Model: agenttest.NewFunc(cmsPolicy), Store: store, Tools: cms.tools()})
 	if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "Create an About page"}); err != nil {
@@ -93,7 +93,7 @@ func TestWithoutMemoryTheReferenceIsLost(t *testing.T) {
 }
 
 func TestCheckpointConflict(t *testing.T) {
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	key := storage.ThreadKey("t", thread.HeadName)
 	// A tool that, mid-run, lets "another process" write the thread.
 	intruder := agentloop.Tool{Name: "intrude", Call: func(ctx context.Context, _ json.RawMessage) (string, error) {
@@ -125,7 +125,7 @@ func TestBadCheckpointIsRefusedAndKept(t *testing.T) {
 		"v3 messages wrong": `{"version":3,"messages":[{"role":"user","tool_calls":{}}]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			store := storage.NewMemory()
+			store := storage.NewMemoryStore()
 			key := storage.ThreadKey("t", thread.HeadName)
 			if _, err := store.Put(t.Context(), key, []byte(value), storage.NoVersion); err != nil {
 				t.Fatal(err)
@@ -154,7 +154,7 @@ func TestBadCheckpointIsRefusedAndKept(t *testing.T) {
 func TestRestoreLayersFromCheckpoint(t *testing.T) {
 	// An execution-scoped layer persists nothing itself: only the
 	// checkpoint's snapshot can bring its state back.
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	noteCall := agenttest.Reply(agenttest.Calls(agenttest.Call("scratch_note", `{"text":"remember 42"}`)))
 	newAgent := func(m llms.Model, restore bool) *agentloop.Agent {
 		return mustAgent(t, agentloop.Config{Model: m, Store: store, RestoreLayers: restore, Layers: []layer.Layer{newNotes("scratch", layer.ScopeExecution)}})
@@ -182,7 +182,7 @@ func TestRestoreLayersFromCheckpoint(t *testing.T) {
 }
 
 func TestContinueWithoutInput(t *testing.T) {
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	loop := agenttest.Reply(agenttest.Calls(agenttest.Call("createPage", `{"title":"x"}`)))
 	a := mustAgent(t, agentloop.Config{Model: agenttest.New(loop, loop, agenttest.Reply(agenttest.Text("finished"))), Store: store, Tools: newCMS().tools(), MaxSteps: 2})
 	if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "Create pages"}); !errors.Is(err, agentloop.ErrMaxSteps) {
@@ -207,7 +207,7 @@ func TestContinueWithoutInput(t *testing.T) {
 // alone; a checkpoint written by an agent of another name is still not
 // restored into this agent's layers, and one of its own name is.
 func TestPlain70_CheckpointOfAnotherAgentIsNotRestored(t *testing.T) {
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	newAgent := func(name string, m llms.Model) *agentloop.Agent {
 		return mustAgent(t, agentloop.Config{Name: name, Model: m, Store: store, RestoreLayers: true, Layers: []layer.Layer{newNotes("scratch", layer.ScopeExecution)}})
 	}

@@ -74,7 +74,7 @@ func TestMemory90_CMS50WithSemanticMemory(t *testing.T) {
 	// withFacts adds a semantic memory to the agent; the store holds the
 	// editor's facts.
 	withFacts := func(t *testing.T, assembly bool, history func(*agentloop.Config)) (storage.Store, func(*agentloop.Config)) {
-		store := storage.NewMemory()
+		store := storage.NewMemoryStore()
 		seedFacts(t, store, "editor-1", cmsFacts)
 		sem, err := semanticmemory.New(semanticmemory.Config{})
 		if err != nil {
@@ -146,7 +146,7 @@ func TestMemory90_CMS50WithSemanticMemory(t *testing.T) {
 				t.Fatal(err)
 			}
 			runs[name] = &cmsRun{}
-			runCMS(t, f, storage.NewMemory(), func(cfg *agentloop.Config) { history(cfg); cfg.Layers = append(cfg.Layers, sem) }, 0, len(f.Turns), runs[name], exact)
+			runCMS(t, f, storage.NewMemoryStore(), func(cfg *agentloop.Config) { history(cfg); cfg.Layers = append(cfg.Layers, sem) }, 0, len(f.Turns), runs[name], exact)
 			for _, e := range runs[name].failures {
 				t.Errorf("%s: %s", name, e)
 			}
@@ -210,7 +210,7 @@ func TestMemory100_TightBudgetsKeepTheSummary(t *testing.T) {
 	exact := cl100k(t)
 	refs := f.refs()
 	tight := func(candidates bool) *cmsRun {
-		store := storage.NewMemory()
+		store := storage.NewMemoryStore()
 		seedFacts(t, store, "editor-1", cmsFacts)
 		var run cmsRun
 		runCMS(t, f, store, func(cfg *agentloop.Config) {

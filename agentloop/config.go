@@ -253,7 +253,7 @@ func (c Config) withDefaults() Config {
 	c.History = c.History.WithDefaults(c.Counter)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	if c.Store == nil {
-		c.Store = storage.NewMemory()
+		c.Store = storage.NewMemoryStore()
 	}
 	if c.Router == nil {
 		c.Router = route.Default

@@ -420,8 +420,8 @@ func TestHistory51_CMS50TokenReduction(t *testing.T) {
 	f := loadCMS50(t)
 	exact := cl100k(t)
 	var full, win cmsRun
-	runCMS(t, f, storage.NewMemory(), fullHistory, 0, len(f.Turns), &full, exact)
-	wm := runCMS(t, f, storage.NewMemory(), windowedHistory, 0, len(f.Turns), &win, exact)
+	runCMS(t, f, storage.NewMemoryStore(), fullHistory, 0, len(f.Turns), &full, exact)
+	wm := runCMS(t, f, storage.NewMemoryStore(), windowedHistory, 0, len(f.Turns), &win, exact)
 	for _, e := range full.failures {
 		t.Errorf("full history: %s", e)
 	}

@@ -116,7 +116,7 @@ func Example_layerCapabilities() {
 		agenttest.Reply(agenttest.Text("Noted.")),
 		agenttest.Reply(agenttest.Text("Green tea.")),
 	)
-	a, err := agentloop.New(agentloop.Config{Model: model, Store: storage.NewMemory(), Layers: []layer.Layer{j}, Router: router})
+	a, err := agentloop.New(agentloop.Config{Model: model, Store: storage.NewMemoryStore(), Layers: []layer.Layer{j}, Router: router})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -127,7 +127,7 @@ func Example_layerCapabilities() {
 			fmt.Println(err)
 			return
 		}
-		for _, e := range res.Audit.Events {
+		for _, e := range res.Audit.Entries {
 			switch e.Op {
 			case audit.OpRoute, audit.OpWrite, audit.OpEvict:
 				fmt.Printf("%s %s %s %q count=%d\n", e.Op, e.Layer, e.Kind, e.Text, e.Count)

@@ -80,7 +80,7 @@ func ExampleLimitError() {
 
 // A thread continues in a new Agent (a new process) on the same store.
 func ExampleAgent_Run_resume() {
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	echo := func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
 		return agenttest.Text(fmt.Sprintf("message %d", (len(r.Messages)+1)/2)), nil
 	}
@@ -150,9 +150,9 @@ func ExampleValidateArgs() {
 	// <nil> true
 }
 
-// NewMemory lets a layer stack serve as langchaingo memory; ExportTools
-// offers its functions as langchaingo tools.
-func ExampleNewMemory() {
+// chainmemory.New lets a layer stack serve as langchaingo memory;
+// chainmemory.ExportTools offers its functions as langchaingo tools.
+func Example_langchaingoMemory() {
 	notes := layer.Text(layer.Spec{ID: "profile"}, "<profile>Prefers short answers.</profile>")
 	st, _ := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{notes}, Env: layer.Env{ThreadID: "t"}, ValidateArgs: agentloop.ValidateArgs})
 	_ = st.Init(context.Background())

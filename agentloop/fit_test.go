@@ -165,7 +165,7 @@ func TestFit04_UninferableInputFailsNew(t *testing.T) {
 		t.Fatalf("New: %v, want ErrInvalidTool naming the tool", err)
 	}
 	raw := agentloop.NewTool("raw", "d", nil, func(ctx context.Context, in json.RawMessage) (string, error) { return string(in), nil })
-	anyIn := agentloop.NewRunTool("any", "d", nil, func(ctx context.Context, _ *agentloop.Run, in any) (string, error) { return "", nil })
+	anyIn := agentloop.NewContextTool("any", "d", nil, func(ctx context.Context, _ *agentloop.ToolContext, in any) (string, error) { return "", nil })
 	if raw.Parameters != nil || anyIn.Parameters != nil {
 		t.Fatalf("parameters %s and %s, want nil (any object)", raw.Parameters, anyIn.Parameters)
 	}

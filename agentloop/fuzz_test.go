@@ -30,7 +30,7 @@ func FuzzCheckpoint(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		store := storage.NewMemory()
+		store := storage.NewMemoryStore()
 		key := storage.ThreadKey("t", thread.HeadName)
 		if _, err := store.Put(context.Background(), key, data, storage.NoVersion); err != nil {
 			t.Skip()
@@ -126,7 +126,7 @@ func FuzzHistoryLoad(f *testing.F) {
 	f.Add([]byte(`{"version":4,"messages":-1}`), []byte(`{}`))
 	f.Fuzz(func(t *testing.T, head, seg []byte) {
 		ctx := context.Background()
-		store := storage.NewMemory()
+		store := storage.NewMemoryStore()
 		for name, value := range map[string][]byte{
 			thread.HeadName:               head,
 			"seg.0000000000.aaaaaaaaaaaa": seg,

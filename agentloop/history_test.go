@@ -94,7 +94,7 @@ func humans(msgs []llms.MessageContent) int {
 // is in the summary block; summaries are versioned and stored with the
 // thread, and each covers whole turns.
 func TestHistory03_WindowAndSummaryThreshold(t *testing.T) {
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	model := agenttest.NewFunc(pagesPolicy)
 	h := history.Config{MaxTurns: 2, SummarizeAfter: 2}
 	a := mustAgent(t, agentloop.Config{Model: model, Store: store, Tools: []agentloop.Tool{pagesTool(100)}, History: h})
@@ -193,7 +193,7 @@ func TestHistory05_WindowNeverSplitsAToolPair(t *testing.T) {
 // of one that lost later) is in the transcript once, in order, and no
 // segment is left that the head does not reach.
 func TestHistory06_ConcurrentRunsKeepEveryMessage(t *testing.T) {
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	slow := pagesTool(50)
 	call := slow.Call
 	slow.Call = func(ctx context.Context, args json.RawMessage) (string, error) {
@@ -291,7 +291,7 @@ func TestHistory07_MigratesAVersion3Thread(t *testing.T) {
 			thread.Message{Role: thread.RoleAssistant, Text: "ok"})
 	}
 	data, _ := json.Marshal(old)
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	if _, err := store.Put(t.Context(), storage.ThreadKey("t", thread.HeadName), data, storage.NoVersion); err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +347,7 @@ func (s *blockingSummarizer) Summarize(ctx context.Context, previous string, msg
 // works (the model's last request releases it), and the run waits for it
 // before returning and stores it.
 func TestHistory08_SummaryOffTheCriticalPath(t *testing.T) {
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	sum := &blockingSummarizer{release: make(chan struct{})}
 	var once sync.Once
 	calls := 0
@@ -410,7 +410,7 @@ func TestHistory09_BytesPerStepDoNotGrow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("1,000 turns")
 	}
-	store := &putCounter{Store: storage.NewMemory()}
+	store := &putCounter{Store: storage.NewMemoryStore()}
 	// A summary every fourth turn, of up to 1,000 tokens.
 	const summaryTokens = 1000
 	a := mustAgent(t, agentloop.Config{Model: agenttest.NewFunc(pagesPolicy), Store: store, Tools: []agentloop.Tool{pagesTool(2000)},
@@ -480,7 +480,7 @@ func TestHistory10_UnusedLayerBudgetGoesToHistory(t *testing.T) {
 // than the limit and covered by the summary are deleted; the transcript
 // starts later, and the thread goes on.
 func TestHistory11_RetentionLimit(t *testing.T) {
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	a := mustAgent(t, agentloop.Config{Model: agenttest.NewFunc(pagesPolicy), Store: store, Tools: []agentloop.Tool{pagesTool(10)},
 		History: history.Config{MaxTurns: 2, SummarizeAfter: 2, RetainMessages: 8}})
 	for i := range 20 {

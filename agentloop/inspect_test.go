@@ -60,7 +60,7 @@ func allLayersAgent(t *testing.T, st storage.Store) *agentloop.Agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kvSet := agentloop.NewRunTool("kv_set", "Remember a value.", nil, func(ctx context.Context, run *agentloop.Run, in struct {
+	kvSet := agentloop.NewContextTool("kv_set", "Remember a value.", nil, func(ctx context.Context, run *agentloop.ToolContext, in struct {
 		Key   string `json:"key"`
 		Value string `json:"value"`
 	}) (string, error) {
@@ -113,7 +113,7 @@ type backend struct {
 
 func eraseBackends() []backend {
 	return []backend{
-		{"memory", func(t *testing.T) (storage.Store, string) { return storage.NewMemory(), "" }},
+		{"memory", func(t *testing.T) (storage.Store, string) { return storage.NewMemoryStore(), "" }},
 		{"sqlite", func(t *testing.T) (storage.Store, string) {
 			path := filepath.Join(t.TempDir(), "mem.db")
 			st, err := sqlite.Open(t.Context(), sqlite.Config{Path: path})
@@ -293,7 +293,7 @@ func TestOperate30_EraseResourceEveryBackend(t *testing.T) {
 // state unless replace) and the next run's prompt shows it again.
 func TestOperate31_QuarantineListedAndRestored(t *testing.T) {
 	ctx := t.Context()
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	a := allLayersAgent(t, st)
 	in := inspect.Inspector{Store: st}
 	stateKey := storage.LayerKey(workingmemory.DefaultID, storage.ResourceScope("carol"), "state")
@@ -368,7 +368,7 @@ func TestOperate31_QuarantineListedAndRestored(t *testing.T) {
 // keep theirs.
 func TestOperate35_ThreadsPaginatedAndDeleted(t *testing.T) {
 	ctx := t.Context()
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	a := allLayersAgent(t, st)
 	for _, r := range []agentloop.RunInput{
 		{ThreadID: "t/1", ResourceID: "r1", Input: "one"},

@@ -37,7 +37,7 @@ func (s *countingStore) Put(ctx context.Context, key string, value []byte, ifVer
 // back is every message once and the layers' latest state, and a
 // snapshot that is not valid JSON is refused (when it changed).
 func TestHistory01_StepWritesItsSegment(t *testing.T) {
-	store := &countingStore{Store: storage.NewMemory()}
+	store := &countingStore{Store: storage.NewMemoryStore()}
 	a := &Agent{cfg: Config{Name: "n\"ame", Store: store}}
 	r := &run{
 		a: a, threadID: "t/1", resourceID: "r",

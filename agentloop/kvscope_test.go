@@ -16,7 +16,7 @@ import (
 )
 
 // renderKeys lists a key-value memory's entries, one "key=value" a line.
-func renderKeys(mem *kv.Memory) string {
+func renderKeys(mem *kv.Scope) string {
 	es, _ := mem.Entries()
 	var b strings.Builder
 	for _, e := range es {
@@ -43,7 +43,7 @@ type kvSetIn struct {
 }
 
 // kvSet is a tool that sets a key in the calling run's key-value memory.
-var kvSet = agentloop.NewRunTool("kv_set", "Remember a value.", nil, func(ctx context.Context, run *agentloop.Run, in kvSetIn) (string, error) {
+var kvSet = agentloop.NewContextTool("kv_set", "Remember a value.", nil, func(ctx context.Context, run *agentloop.ToolContext, in kvSetIn) (string, error) {
 	mem, err := kv.From(run.Stack(), "")
 	if err != nil {
 		return "", err
@@ -60,7 +60,7 @@ func TestTrust03_KVScopedPerUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	model := agenttest.NewFunc(rememberPolicy)
 	a := mustAgent(t, agentloop.Config{Model: model, Store: st, Layers: []layer.Layer{kvl}, Tools: []agentloop.Tool{kvSet}, RestoreLayers: true})
 	userA := agentloop.RunInput{ThreadID: "thread-a", ResourceID: "user-a"}
@@ -131,7 +131,7 @@ func TestTrust03_ChildToolActsOnChildKV(t *testing.T) {
 				t.Fatal(err)
 			}
 			var depths []string
-			where := agentloop.NewRunTool("where", "Say where the call runs.", nil, func(ctx context.Context, run *agentloop.Run, _ struct{}) (string, error) {
+			where := agentloop.NewContextTool("where", "Say where the call runs.", nil, func(ctx context.Context, run *agentloop.ToolContext, _ struct{}) (string, error) {
 				depths = append(depths, fmt.Sprintf("%d %s %d", run.Depth(), run.ResourceID(), strings.Count(run.ThreadID(), "/child-")))
 				return "ok", nil
 			})
@@ -153,7 +153,7 @@ func TestTrust03_ChildToolActsOnChildKV(t *testing.T) {
 				}
 				return rememberPolicy(ctx, r)
 			})
-			st := storage.NewMemory()
+			st := storage.NewMemoryStore()
 			a := mustAgent(t, agentloop.Config{Model: model, Store: st, Layers: []layer.Layer{kvl}, Tools: []agentloop.Tool{kvSet, where}})
 			user := agentloop.RunInput{ThreadID: "parent", ResourceID: "user-1"}
 			user.Input = "remember parent-note"

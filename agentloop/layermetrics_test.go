@@ -28,7 +28,7 @@ import (
 func TestOperate70_MetricsFromInsideTheLayers(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	kvl, err := kv.NewLayer(kv.LayerConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +37,7 @@ func TestOperate70_MetricsFromInsideTheLayers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	work := agentloop.NewRunTool("work", "Use the key-value memory.", nil, func(ctx context.Context, run *agentloop.Run, _ struct{}) (string, error) {
+	work := agentloop.NewContextTool("work", "Use the key-value memory.", nil, func(ctx context.Context, run *agentloop.ToolContext, _ struct{}) (string, error) {
 		mem, err := kv.From(run.Stack(), "")
 		if err != nil {
 			return "", err

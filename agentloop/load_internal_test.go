@@ -36,7 +36,7 @@ func (s *vanishingStore) Get(ctx context.Context, key string) (storage.Item, err
 // an error that is ErrCheckpoint and storage.ErrNotFound.
 func TestLoadRereadsTheHead(t *testing.T) {
 	ctx := t.Context()
-	store := &vanishingStore{Store: storage.NewMemory()}
+	store := &vanishingStore{Store: storage.NewMemoryStore()}
 	a, err := New(Config{Model: agenttest.New(agenttest.Reply(agenttest.Text("hi"))), Store: store})
 	if err != nil {
 		t.Fatal(err)

@@ -420,7 +420,7 @@ func TestModel07_ImplausibleUsageIsEstimated(t *testing.T) {
 	}
 
 	// Plausible reported usage stays exact; stored totals are the sum.
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	a := mustAgent(t, agentloop.Config{Model: usageModel(map[string]any{"PromptTokens": 80, "CompletionTokens": 20, "TotalTokens": 100}), Tools: newCMS().tools(), MaxTokens: 250, Store: store})
 	res, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "go"})
 	if !errors.Is(err, agentloop.ErrMaxTokens) || res.Usage != (agentloop.Usage{PromptTokens: 240, CompletionTokens: 60, TotalTokens: 300}) {

@@ -43,7 +43,7 @@ func TestOperate10_HookEventsCarryTheStep(t *testing.T) {
 		Model:    model,
 		Layers:   []layer.Layer{layer.Text(layer.Spec{ID: "rules"}, "Be brief.")},
 		Tools:    []agentloop.Tool{agentloop.NewTool("noop", "does nothing", nil, func(context.Context, struct{}) (string, error) { return "ok", nil })},
-		Store:    storage.NewMemory(),
+		Store:    storage.NewMemoryStore(),
 		Observer: obs,
 	})
 	if err != nil {
@@ -74,7 +74,7 @@ func TestOperate11_PromptEventIsOptIn(t *testing.T) {
 			Model:          model,
 			Instructions:   "You are terse.",
 			Layers:         []layer.Layer{layer.Text(layer.Spec{ID: "rules"}, "Never share jane@example.com.")},
-			Store:          storage.NewMemory(),
+			Store:          storage.NewMemoryStore(),
 			Observer:       obs,
 			ObservePrompts: on,
 		})

@@ -67,7 +67,7 @@ func TestPlain03_ToolErrorsAreLayers(t *testing.T) {
 // conversation as the older files), so the stored form changes only with
 // a new version; and every older version migrates to the same records.
 func TestPlain02_StoredMessageRecord(t *testing.T) {
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	restartScenario(t, store, false)
 	stamp := regexp.MustCompile(`"updated_at": "[^"]*"`)
 	got, want := stamp.ReplaceAll(frozenForm(t, store, "thread-about"), nil), stamp.ReplaceAll(readFrozen(t, thread.Version), nil)
@@ -77,7 +77,7 @@ func TestPlain02_StoredMessageRecord(t *testing.T) {
 
 	var first *thread.Checkpoint
 	for version := 1; version <= thread.Version; version++ {
-		store := storage.NewMemory()
+		store := storage.NewMemoryStore()
 		putFrozen(t, store, "t", readFrozen(t, version))
 		ck, err := mustAgent(t, agentloop.Config{Model: agenttest.New(), Store: store}).LoadCheckpoint(t.Context(), "t")
 		if err != nil {

@@ -64,7 +64,7 @@ func (d *distiller) Proposals() []layer.Write {
 // panics loses its proposals and not the run.
 func TestMemory94_StoreProposalsAreRouted(t *testing.T) {
 	ctx := t.Context()
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	d := &distiller{propose: func(t layer.Turn) []layer.Write {
 		return []layer.Write{
 			{Kind: "Preference", Text: "The user prefers oolong tea; mail them at tea.lover@example.com."},
@@ -82,7 +82,7 @@ func TestMemory94_StoreProposalsAreRouted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept := map[string]audit.Event{}
+	kept := map[string]audit.Entry{}
 	for _, w := range res.Writes {
 		if w.Op == audit.OpWrite && strings.HasPrefix(w.Source, "by=layer:distiller") {
 			kept[w.Kind] = w
@@ -97,7 +97,7 @@ func TestMemory94_StoreProposalsAreRouted(t *testing.T) {
 		t.Errorf("the preference was kept unredacted: %q", kept["preference"].Text)
 	}
 	var reasons []string
-	for _, e := range res.Audit.Events {
+	for _, e := range res.Audit.Entries {
 		if e.Op == audit.OpRoute && e.Refused {
 			reasons = append(reasons, e.Reason)
 		}
@@ -135,7 +135,7 @@ func TestMemory95_KeyValueWritesAudited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	note := agentloop.Tool{Name: "note_order", Description: "Notes the order.", CallRun: func(ctx context.Context, run *agentloop.Run, _ json.RawMessage) (string, error) {
+	note := agentloop.Tool{Name: "note_order", Description: "Notes the order.", CallContext: func(ctx context.Context, run *agentloop.ToolContext, _ json.RawMessage) (string, error) {
 		mem, err := kv.From(run.Stack(), "")
 		if err != nil {
 			return "", err
@@ -154,7 +154,7 @@ func TestMemory95_KeyValueWritesAudited(t *testing.T) {
 		agenttest.Reply(agenttest.Calls(agenttest.Call("note_order", `{}`))),
 		agenttest.Reply(agenttest.Text("Noted.")),
 	)
-	res, err := mustAgent(t, agentloop.Config{Model: model, Store: storage.NewMemory(), Layers: []layer.Layer{kvl}, Tools: []agentloop.Tool{note}}).
+	res, err := mustAgent(t, agentloop.Config{Model: model, Store: storage.NewMemoryStore(), Layers: []layer.Layer{kvl}, Tools: []agentloop.Tool{note}}).
 		Run(t.Context(), agentloop.RunInput{ThreadID: "t1", Input: "Order oolong."})
 	if err != nil {
 		t.Fatal(err)
@@ -179,12 +179,12 @@ func TestMemory96_SpawnFromCodeAudited(t *testing.T) {
 		agenttest.Reply(agenttest.Calls(memorize("The user's kettle is a gooseneck.", "profile"))),
 		agenttest.Reply(agenttest.Text("Noted the kettle.")),
 	)
-	a := mustAgent(t, agentloop.Config{Model: model, Store: storage.NewMemory(), Layers: gateLayers(t)})
+	a := mustAgent(t, agentloop.Config{Model: model, Store: storage.NewMemoryStore(), Layers: gateLayers(t)})
 	res, err := a.Spawn(ctx, agentloop.SpawnInput{ThreadID: "t1", ResourceID: "u1", Input: "Note my kettle."})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kept *audit.Event
+	var kept *audit.Entry
 	for i, w := range res.Writes {
 		if w.Op == audit.OpWrite && w.Layer == semanticmemory.DefaultID {
 			kept = &res.Writes[i]
@@ -197,7 +197,7 @@ func TestMemory96_SpawnFromCodeAudited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(turns) != 1 || res.Audit == nil || fmt.Sprint(turns[0].Events) != fmt.Sprint(res.Audit.Events) {
+	if len(turns) != 1 || res.Audit == nil || fmt.Sprint(turns[0].Entries) != fmt.Sprint(res.Audit.Entries) {
 		t.Fatalf("thread t1's audit has %d turns; Result.Audit %+v", len(turns), res.Audit)
 	}
 }

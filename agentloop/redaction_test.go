@@ -62,7 +62,7 @@ func (s secrets) all() []string {
 // resolve in a later run.
 func TestMemory40_RedactionReachesNoStore(t *testing.T) {
 	for name, open := range map[string]func(t *testing.T) (storage.Store, string){
-		"memory": func(*testing.T) (storage.Store, string) { return storage.NewMemory(), "" },
+		"memory": func(*testing.T) (storage.Store, string) { return storage.NewMemoryStore(), "" },
 		"sqlite": func(t *testing.T) (storage.Store, string) {
 			path := filepath.Join(t.TempDir(), "memory.db")
 			st, err := sqlite.Open(t.Context(), sqlite.Config{Path: path})
@@ -266,7 +266,7 @@ func TestMemory41_RedactionPerLayerAndOff(t *testing.T) {
 		{"disabled", redact.Policy{Disabled: true}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			store := storage.NewMemory()
+			store := storage.NewMemoryStore()
 			pad, err := workingmemory.New(workingmemory.Config{})
 			if err != nil {
 				t.Fatal(err)
@@ -342,7 +342,7 @@ func TestMemory85_RedactionOfNestedJSON(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			store := storage.NewMemory()
+			store := storage.NewMemoryStore()
 			model := agenttest.New(agenttest.Reply(agenttest.Calls(calls...)), agenttest.Reply(agenttest.Text("done")))
 			a, err := agentloop.New(agentloop.Config{Model: model, Store: store, Layers: []layer.Layer{eps}, Tools: []agentloop.Tool{fetch}, Redaction: tc.cfg})
 			if err != nil {

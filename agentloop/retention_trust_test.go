@@ -77,7 +77,7 @@ func scratchpadModel() *agenttest.Model {
 // ("a/b") of another user, on an agent that keeps every message, is
 // left whole.
 func TestTrust322_StoredTranscriptIsBoundedByDefault(t *testing.T) {
-	store := &listCounter{Store: storage.NewMemory()}
+	store := &listCounter{Store: storage.NewMemoryStore()}
 	newAgent := func(h history.Config) *agentloop.Agent {
 		pad, err := workingmemory.New(workingmemory.Config{})
 		if err != nil {
@@ -188,7 +188,7 @@ func TestTrust322_StoredTranscriptIsBoundedByDefault(t *testing.T) {
 // stores: it lists the thread's segments once, drops the oldest and
 // elides the covered ones it keeps; later summaries list nothing.
 func TestTrust322_ThreadStoredWholeIsBoundedOnceContinued(t *testing.T) {
-	store := &listCounter{Store: storage.NewMemory()}
+	store := &listCounter{Store: storage.NewMemoryStore()}
 	newAgent := func(h history.Config) *agentloop.Agent {
 		pad, err := workingmemory.New(workingmemory.Config{})
 		if err != nil {

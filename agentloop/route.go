@@ -24,7 +24,7 @@ func (r *run) callLayerTool(ctx context.Context, l layer.Layer, fn layer.Functio
 	if err != nil {
 		return out, err
 	}
-	if e, ok := writepath.ToolEvent(l, fn, name, args, r.res.Steps, r.depth); ok {
+	if e, ok := writepath.ToolEntry(l, fn, name, args, r.res.Steps, r.depth); ok {
 		r.tree.audit.Add(e)
 	}
 	return out, nil

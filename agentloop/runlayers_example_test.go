@@ -17,13 +17,13 @@ import (
 // the scratchpad's state as a Go type (workingmemory.From and StateAs)
 // and the key-value memory (kv.From), both bound to the run the call
 // belongs to.
-func ExampleRun_Stack() {
+func ExampleToolContext_Stack() {
 	type Plan struct {
 		Goal string   `json:"goal"`
 		Todo []string `json:"todo"`
 	}
-	nextStep := agentloop.NewRunTool("next_step", "Say what to do next.", nil,
-		func(ctx context.Context, run *agentloop.Run, _ struct{}) (string, error) {
+	nextStep := agentloop.NewContextTool("next_step", "Say what to do next.", nil,
+		func(ctx context.Context, run *agentloop.ToolContext, _ struct{}) (string, error) {
 			pad, err := workingmemory.From(run.Stack(), "")
 			if err != nil {
 				return "", err
@@ -47,8 +47,8 @@ func ExampleRun_Stack() {
 		Template: `{"goal":"launch","todo":["write the press release","book the venue"]}`,
 	})
 	facts, _ := kv.NewLayer(kv.LayerConfig{})
-	setOwner := agentloop.NewRunTool("set_owner", "Record who owns the launch.", nil,
-		func(ctx context.Context, run *agentloop.Run, in struct{ Name string }) (string, error) {
+	setOwner := agentloop.NewContextTool("set_owner", "Record who owns the launch.", nil,
+		func(ctx context.Context, run *agentloop.ToolContext, in struct{ Name string }) (string, error) {
 			mem, err := kv.From(run.Stack(), "")
 			if err != nil {
 				return "", err

@@ -14,19 +14,19 @@ import (
 	"github.com/memlayer/memlayer/workingmemory/kv"
 )
 
-// A tool reaches the current run's memory through the Run it is handed:
-// here the key-value memory of the user's thread. Two users of one agent
-// each see only their own entries.
-func ExampleNewRunTool() {
-	remember := agentloop.NewRunTool("remember", "Remember a fact about the user.", nil,
-		func(ctx context.Context, run *agentloop.Run, in struct{ Key, Value string }) (string, error) {
+// A tool reaches the current run's memory through the ToolContext it is
+// handed: here the key-value memory of the user's thread. Two users of
+// one agent each see only their own entries.
+func ExampleNewContextTool() {
+	remember := agentloop.NewContextTool("remember", "Remember a fact about the user.", nil,
+		func(ctx context.Context, run *agentloop.ToolContext, in struct{ Key, Value string }) (string, error) {
 			mem, err := kv.From(run.Stack(), "")
 			if err != nil {
 				return "", err
 			}
 			return "remembered", kv.Set(mem, in.Key, in.Value)
 		})
-	facts, _ := kv.NewLayer(kv.LayerConfig{Render: func(mem *kv.Memory) string {
+	facts, _ := kv.NewLayer(kv.LayerConfig{Render: func(mem *kv.Scope) string {
 		keys, _ := mem.Keys()
 		return "known: " + strings.Join(keys, ", ")
 	}})
@@ -39,7 +39,7 @@ func ExampleNewRunTool() {
 		known, _, _ = strings.Cut(known, "\n")
 		return agenttest.Text("I know your " + known), nil
 	})
-	agent, _ := agentloop.New(agentloop.Config{Model: model, Layers: []layer.Layer{facts}, Tools: []agentloop.Tool{remember}, Store: storage.NewMemory()})
+	agent, _ := agentloop.New(agentloop.Config{Model: model, Layers: []layer.Layer{facts}, Tools: []agentloop.Tool{remember}, Store: storage.NewMemoryStore()})
 
 	ctx := context.Background()
 	_, _ = agent.Run(ctx, agentloop.RunInput{ThreadID: "ann", Input: "my city is Lyon"})

@@ -107,7 +107,7 @@ func TestSpawnScenarioSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kvl, err := kv.NewLayer(kv.LayerConfig{Render: func(mem *kv.Memory) string {
+	kvl, err := kv.NewLayer(kv.LayerConfig{Render: func(mem *kv.Scope) string {
 		c, _, _ := kv.Get[string](mem, "customer")
 		return fmt.Sprintf("scope %s: customer=%s", mem.Path(), c)
 	}})

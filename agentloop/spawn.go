@@ -43,7 +43,7 @@ type SpawnInput struct {
 	// IDs must differ from the parent's layers' and each other's.
 	Layers []layer.Layer
 	// ThreadID and ResourceID name the parent thread for [Agent.Spawn];
-	// [Run.Spawn] ignores them.
+	// [ToolContext.Spawn] ignores them.
 	ThreadID   string
 	ResourceID string
 }
@@ -61,8 +61,8 @@ type SpawnInput struct {
 // in.ResourceID, initialised from the store and closed afterwards. The
 // child's memory operations are committed as one turn of in.ThreadID's
 // audit (Result.Writes and Result.Audit, as for [Agent.Run]). A tool of a
-// running agent spawns a child of its own run with [Run.Spawn] (see
-// [NewRunTool]); its operations are in that run's turn.
+// running agent spawns a child of its own run with [ToolContext.Spawn] (see
+// [NewContextTool]); its operations are in that run's turn.
 //
 // A child at depth MaxDepth cannot spawn: the error is ErrMaxDepth. A
 // run's children, at every depth, share its limits: MaxTokens counts

@@ -56,7 +56,7 @@ func seedParent(t *testing.T, store storage.Store, layers []layer.Layer) {
 }
 
 func TestSpawnToolInheritsResourceMemory(t *testing.T) {
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	profile := newProfile("profile", layer.ScopeResource)
 	entities := newNotes("entities", layer.ScopeThread)
 	layers := []layer.Layer{profile, entities}
@@ -131,7 +131,7 @@ func TestSpawnDepth(t *testing.T) {
 }
 
 func TestSpawnFromCode(t *testing.T) {
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	profile := newProfile("profile", layer.ScopeResource)
 	layers := []layer.Layer{profile, newNotes("entities", layer.ScopeThread)}
 	seedParent(t, store, layers)
@@ -150,7 +150,7 @@ func TestSpawnFromCode(t *testing.T) {
 	}
 
 	// From inside a tool: the parent is the tool's run.
-	delegate := agentloop.NewRunTool("delegate", "", nil, func(ctx context.Context, run *agentloop.Run, _ struct{}) (string, error) {
+	delegate := agentloop.NewContextTool("delegate", "", nil, func(ctx context.Context, run *agentloop.ToolContext, _ struct{}) (string, error) {
 		r, err := run.Spawn(ctx, agentloop.SpawnInput{Instructions: childInstructions, Input: "Translate hello"})
 		if err != nil {
 			return "", err

@@ -59,7 +59,7 @@ func (p *probeLayer) inits() []layer.Env {
 
 const childPrompt = "You are the child."
 
-// TestFit05_SpawnLayersFromCode: code spawning a child through Run.Spawn
+// TestFit05_SpawnLayersFromCode: code spawning a child through ToolContext.Spawn
 // gives it extra layers of its own (SpawnInput.Layers) and picks offered
 // ones by ID (SpawnInput.LayerIDs); they are initialised with the child's
 // env, shown in the child's prompt, and closed when the child ends. The
@@ -72,8 +72,8 @@ func TestFit05_SpawnLayersFromCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	var spawnErr error
-	delegate := agentloop.NewRunTool("delegate", "Delegate.", nil,
-		func(ctx context.Context, run *agentloop.Run, _ struct{}) (string, error) {
+	delegate := agentloop.NewContextTool("delegate", "Delegate.", nil,
+		func(ctx context.Context, run *agentloop.ToolContext, _ struct{}) (string, error) {
 			_, spawnErr = run.Spawn(ctx, agentloop.SpawnInput{Instructions: childPrompt, Input: "x", LayerIDs: []string{"nope"}})
 			res, err := run.Spawn(ctx, agentloop.SpawnInput{
 				Instructions: childPrompt, Input: "work", Layers: []layer.Layer{own, plan}, LayerIDs: []string{"offered-probe"},

@@ -192,8 +192,8 @@ func end(span trace.Span, err error, opts ...trace.SpanEndOption) {
 
 // hook records a layer hook that took e.Duration and just ended: a span
 // under the step that ran it (built afterwards, with its timestamps, as
-// the stack reports hooks through its Observer) and its duration.
-func (t *telemetry) hook(ctx context.Context, e layer.Event) {
+// the stack reports hooks through its OnHook) and its duration.
+func (t *telemetry) hook(ctx context.Context, e layer.HookCall) {
 	t.hookTime.Record(ctx, e.Duration.Seconds(), t.attrs(attrLayer, e.Layer, attrHook, e.Hook).rec...)
 	if !trace.SpanFromContext(ctx).IsRecording() {
 		return // no trace to join (a no-op provider, or not sampled)

@@ -41,7 +41,7 @@ func TestOperate20_SpansAndMetricsOfARun(t *testing.T) {
 		Model:          model,
 		Layers:         []layer.Layer{wm, layer.Text(layer.Spec{ID: "rules"}, "Be brief.")},
 		Tools:          []agentloop.Tool{agentloop.NewTool("lookup", "Look up.", nil, func(context.Context, struct{}) (string, error) { return "result for " + secret, nil })},
-		Store:          storage.NewMemory(),
+		Store:          storage.NewMemoryStore(),
 		TracerProvider: tp,
 		MeterProvider:  mp,
 	})

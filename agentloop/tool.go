@@ -30,7 +30,7 @@ const MaxToolNameLen = 64
 // The layers' own functions (memorize, the scratchpad's update, ...) run
 // one at a time in the order the model called them, beside the agent's
 // tools, so what they write (a fact's ID) does not depend on scheduling.
-// A tool made with [NewRunTool] that writes to the run's layers runs
+// A tool made with [NewContextTool] that writes to the run's layers runs
 // concurrently like any agent tool: make it Exclusive when the order of
 // its writes matters.
 type Tool struct {
@@ -51,10 +51,10 @@ type Tool struct {
 	// Call runs the tool with the raw JSON arguments (an object that
 	// passed Parameters).
 	Call func(ctx context.Context, args json.RawMessage) (string, error)
-	// CallRun, when set, is called instead of Call, with the [Run] the
-	// call belongs to: the way a tool reaches the current run's layers
-	// (see [NewRunTool]). A tool needs Call or CallRun.
-	CallRun func(ctx context.Context, run *Run, args json.RawMessage) (string, error)
+	// CallContext, when set, is called instead of Call, with the
+	// [ToolContext] the call belongs to: the way a tool reaches the current
+	// run's layers (see [NewContextTool]). A tool needs Call or CallContext.
+	CallContext func(ctx context.Context, run *ToolContext, args json.RawMessage) (string, error)
 
 	// paramsErr is why NewTool could not infer Parameters; New reports it.
 	paramsErr error
@@ -62,7 +62,7 @@ type Tool struct {
 
 // NewTool returns a typed tool: the arguments are decoded into an In and
 // the result is returned as is when it is a string and as JSON otherwise.
-// A tool that needs the current run's memory is made with [NewRunTool].
+// A tool that needs the current run's memory is made with [NewContextTool].
 //
 // parameters is the JSON Schema of In. Nil means the schema inferred from
 // In by github.com/google/jsonschema-go: a struct's
@@ -74,7 +74,7 @@ type Tool struct {
 // makes [New] fail with [ErrInvalidTool]. The inferred schema is compiled
 // and checked like an explicit one.
 func NewTool[In, Out any](name, description string, parameters json.RawMessage, fn func(ctx context.Context, in In) (Out, error)) Tool {
-	call := typedCall(name, func(ctx context.Context, _ *Run, in In) (Out, error) { return fn(ctx, in) })
+	call := typedCall(name, func(ctx context.Context, _ *ToolContext, in In) (Out, error) { return fn(ctx, in) })
 	t := Tool{
 		Name:        name,
 		Description: description,

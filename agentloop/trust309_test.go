@@ -45,7 +45,7 @@ func (s *slowStore) Put(ctx context.Context, key string, v []byte, ver int64) (i
 // applied; before, the result said it failed with the deadline.
 func TestTrust309_ToolUpdateLandsWhileTheRunEnds(t *testing.T) {
 	ctx := t.Context()
-	mem := storage.NewMemory()
+	mem := storage.NewMemoryStore()
 	st := &slowStore{Store: mem, delay: 300 * time.Millisecond, key: "layers/"}
 	wm, err := workingmemory.New(workingmemory.Config{})
 	if err != nil {

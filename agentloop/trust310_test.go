@@ -175,7 +175,7 @@ func TestTrust310_HeadWrittenButReportedFailed(t *testing.T) {
 		return agenttest.New(agenttest.Reply(agenttest.Calls(agenttest.Call("createPage", `{"title":"A"}`))), agenttest.Reply(agenttest.Text("done")))
 	}
 	t.Run("still the head", func(t *testing.T) {
-		st := &landHeadThenFail{Store: storage.NewMemory(), n: 1}
+		st := &landHeadThenFail{Store: storage.NewMemoryStore(), n: 1}
 		a := mustAgent(t, agentloop.Config{Model: script(), Store: st, Tools: newCMS().tools(), Logger: quiet})
 		if _, err := a.Run(ctx, agentloop.RunInput{ThreadID: "t", Input: "go"}); err != nil {
 			t.Fatalf("Run = %v, want success: the head was written", err)
@@ -186,7 +186,7 @@ func TestTrust310_HeadWrittenButReportedFailed(t *testing.T) {
 		}
 	})
 	t.Run("another run wrote after it", func(t *testing.T) {
-		st := &landHeadThenFail{Store: storage.NewMemory(), n: 1}
+		st := &landHeadThenFail{Store: storage.NewMemoryStore(), n: 1}
 		st.after = func() {
 			b := mustAgent(t, agentloop.Config{Model: agenttest.New(agenttest.Reply(agenttest.Text("hello"))), Store: st.Store, Logger: quiet})
 			if _, err := b.Run(ctx, agentloop.RunInput{ThreadID: "t", Input: "other"}); err != nil {

@@ -37,7 +37,7 @@ func TestTrust316_ParallelMemorizeIsInCallOrder(t *testing.T) {
 	}
 	var prompts []string
 	for run := range 20 {
-		store := storage.NewMemory()
+		store := storage.NewMemoryStore()
 		sem, err := semanticmemory.New(semanticmemory.Config{})
 		if err != nil {
 			t.Fatal(err)
@@ -97,7 +97,7 @@ func TestTrust317_ToolDefinitionsCountAgainstTheWindow(t *testing.T) {
 		}
 		return agenttest.Calls(agenttest.Call(fmt.Sprintf("cms_tool_%02d", step%24), `{"id":"p1"}`)), nil
 	})
-	a := mustAgent(t, agentloop.Config{Model: model, Tools: tools, Layers: []layer.Layer{sem}, Store: storage.NewMemory(),
+	a := mustAgent(t, agentloop.Config{Model: model, Tools: tools, Layers: []layer.Layer{sem}, Store: storage.NewMemoryStore(),
 		ContextWindow: window, ResponseReserve: reserve, Instructions: "You edit the site."})
 	for _, in := range []string{"Edit page one", "Edit page two", "Edit page three"} {
 		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", ResourceID: "u", Input: in}); err != nil {
@@ -145,7 +145,7 @@ func TestTrust317_TemplateTextCountsAgainstTheWindow(t *testing.T) {
 	})
 	tmpl := "{{instructions}}\n" + strings.Repeat("Static template text that is not the instructions. ", 140) + "\n{{{layers}}}"
 	fetch := agentloop.Tool{Name: "fetch", Call: func(context.Context, json.RawMessage) (string, error) { return big, nil }}
-	a := mustAgent(t, agentloop.Config{Model: model, Tools: []agentloop.Tool{fetch}, Layers: []layer.Layer{greedy}, Store: storage.NewMemory(),
+	a := mustAgent(t, agentloop.Config{Model: model, Tools: []agentloop.Tool{fetch}, Layers: []layer.Layer{greedy}, Store: storage.NewMemoryStore(),
 		ContextWindow: window, ResponseReserve: reserve, Instructions: "You edit the site.", Template: tmpl})
 	for _, in := range []string{"Fetch one", "Fetch two"} {
 		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: in}); err != nil {

@@ -53,7 +53,7 @@ func TestTrust311_TracesAndLogsMasked(t *testing.T) {
 				}),
 			},
 			Layers:         []layer.Layer{failingRecall{}},
-			Store:          storage.NewMemory(),
+			Store:          storage.NewMemoryStore(),
 			TracerProvider: tp,
 			Logger:         logger,
 			Redaction:      red,
@@ -136,7 +136,7 @@ func TestTrust314_WorkingMemoryMasked(t *testing.T) {
 		{"layers off", redact.Policy{Layers: map[string]bool{kv.DefaultLayerID: false, workingmemory.DefaultID: false}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			store := storage.NewMemory()
+			store := storage.NewMemoryStore()
 			kvl, err := kv.NewLayer(kv.LayerConfig{Spec: layer.Spec{Scope: layer.ScopeResource}})
 			if err != nil {
 				t.Fatal(err)

@@ -26,7 +26,7 @@ var quiet = slog.New(slog.DiscardHandler)
 
 // stores runs fn on the in-memory store and on SQLite.
 func stores(t *testing.T, fn func(t *testing.T, store storage.Store)) {
-	t.Run("memory", func(t *testing.T) { fn(t, storage.NewMemory()) })
+	t.Run("memory", func(t *testing.T) { fn(t, storage.NewMemoryStore()) })
 	t.Run("sqlite", func(t *testing.T) { fn(t, openSQLite(t, filepath.Join(t.TempDir(), "db.sqlite"))) })
 }
 
@@ -77,7 +77,7 @@ func TestTrust06_TimeoutDuringToolsIsCheckpointed(t *testing.T) {
 // with the same turn: its tool results are sent whole, not compacted as
 // an earlier turn's.
 func TestTrust06_ContinuedTurnKeepsItsResults(t *testing.T) {
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	cms := newCMS()
 	slow := agentloop.Tool{Name: "slow", Call: func(ctx context.Context, _ json.RawMessage) (string, error) {
 		<-ctx.Done()
@@ -102,7 +102,7 @@ func TestTrust06_ContinuedTurnKeepsItsResults(t *testing.T) {
 // Issue 9 item 6: a deadline during the first model call of a new thread
 // keeps the user's message; the thread continues without repeating it.
 func TestTrust06_TimeoutInFirstModelCallKeepsInput(t *testing.T) {
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	hang := func(ctx context.Context, _ agenttest.Request) (*llms.ContentChoice, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -128,7 +128,7 @@ func TestTrust06_TimeoutInFirstModelCallKeepsInput(t *testing.T) {
 // Issue 9 item 6: when the checkpoint of a run stopped by its timeout
 // fails too, the caller is told both.
 func TestTrust06_FailedSaveAfterTimeoutIsReported(t *testing.T) {
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	key := storage.ThreadKey("t", thread.HeadName)
 	intrude := agentloop.Tool{Name: "intrude", Call: func(ctx context.Context, _ json.RawMessage) (string, error) {
 		if _, err := store.Put(ctx, key, []byte(`{"version":2,"thread_id":"t","messages":[]}`), storage.AnyVersion); err != nil {
@@ -222,7 +222,7 @@ func TestTrust10_ModelNeverCalledWithoutInput(t *testing.T) {
 // is compacted like any other: compaction is tracked in the checkpoint,
 // not recognised by text.
 func TestTrust13_CompactionNotRecognisedByText(t *testing.T) {
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	fake := "[compacted] earlier result of admin (3 bytes): ok " + strings.Repeat("y", 200<<10)
 	fetch := agentloop.Tool{Name: "fetch", Call: func(context.Context, json.RawMessage) (string, error) { return fake, nil }}
 	model := agenttest.New(agenttest.Reply(agenttest.Calls(agenttest.Call("fetch", `{}`))), agenttest.Reply(agenttest.Text("done")), agenttest.Reply(agenttest.Text("again")))
@@ -245,7 +245,7 @@ func TestTrust13_CompactionNotRecognisedByText(t *testing.T) {
 func TestTrust13_FrozenCheckpointsLoad(t *testing.T) {
 	for version := 1; version <= thread.Version; version++ {
 		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
-			store := storage.NewMemory()
+			store := storage.NewMemoryStore()
 			putFrozen(t, store, "thread-about", readFrozen(t, version))
 			it, err := store.Get(t.Context(), storage.ThreadKey("thread-about", thread.HeadName))
 			if err != nil {
@@ -283,7 +283,7 @@ func TestTrust13_FrozenCheckpointsLoad(t *testing.T) {
 // compacted to a small valid JSON object, so a model that sends a 60 KB
 // update every turn does not grow the stored thread without bound.
 func TestModel08_ArgumentsOfEarlierTurnsCompacted(t *testing.T) {
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	args := `{"notes":"` + strings.Repeat("n", 60<<10) + `"}`
 	scratch := agentloop.Tool{Name: "scratch", Call: func(context.Context, json.RawMessage) (string, error) { return "ok", nil }}
 	model := agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
@@ -343,7 +343,7 @@ func TestModel09_LosingRunSaysWhatWasSaved(t *testing.T) {
 		steps, msgsSvd int
 	}{{"at first step", 0, 0, 0}, {"after one step", 1, 1, 3}} {
 		t.Run(tc.name, func(t *testing.T) {
-			store := storage.NewMemory()
+			store := storage.NewMemoryStore()
 			key := storage.ThreadKey("t", thread.HeadName)
 			intruder := agentloop.Tool{Name: "intrude", Call: func(ctx context.Context, _ json.RawMessage) (string, error) {
 				_, err := store.Put(ctx, key, []byte(`{"version":1,"thread_id":"t","messages":[]}`), storage.AnyVersion)
@@ -440,7 +440,7 @@ func TestTrust20_ValidateArgsCacheBounded(t *testing.T) {
 // whole ID (10 KB); they quote it through storage.Quote. (The ID is 3 KB
 // so that its keys stay under storage.MaxKeyLen.)
 func TestTrust22_LongThreadIDShortInErrors(t *testing.T) {
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	id := strings.Repeat("t", 3<<10)
 	a := mustAgent(t, agentloop.Config{Model: agenttest.New(agenttest.Reply(agenttest.Text("hi"))), Store: store, Logger: quiet})
 	_, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: id})

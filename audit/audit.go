@@ -36,19 +36,19 @@ const Name = "audit"
 const (
 	// DefaultKeep is how many turns a thread keeps when Config.Keep is 0.
 	DefaultKeep = 20
-	// MaxTextBytes bounds an event's Text; a longer one is cut at a
+	// MaxTextBytes bounds an entry's Text; a longer one is cut at a
 	// UTF-8 boundary and followed by "…".
 	MaxTextBytes = 512
-	// MaxEvents bounds the events of one turn; Commit keeps the first
-	// MaxEvents and counts the rest in Turn.Dropped.
-	MaxEvents = 4096
+	// MaxEntries bounds the entries of one turn; Commit keeps the first
+	// MaxEntries and counts the rest in Turn.Dropped.
+	MaxEntries = 4096
 	// maxRetries bounds the attempts of one commit to claim a number.
 	maxRetries = 16
 	// maxCached bounds the threads whose last number a Log remembers.
 	maxCached = 4096
 )
 
-// Op is the kind of memory operation an [Event] records.
+// Op is the kind of memory operation an [Entry] records.
 type Op string
 
 // The operations.
@@ -97,9 +97,9 @@ type Candidate struct {
 	Packed bool `json:"packed,omitempty"`
 }
 
-// Event is one memory operation. Fields that do not apply to its Op are
+// Entry is one memory operation. Fields that do not apply to its Op are
 // zero.
-type Event struct {
+type Entry struct {
 	Op Op `json:"op"`
 	// Step is the run's step (model call) it happened in; Depth is 0 for
 	// a top-level run, 1 for its child agents, and so on.
@@ -135,7 +135,7 @@ type Event struct {
 
 // IsWrite reports whether e changed what a layer holds: a write, a
 // supersede or a forget.
-func (e Event) IsWrite() bool {
+func (e Entry) IsWrite() bool {
 	return e.Op == OpWrite || e.Op == OpSupersede || e.Op == OpForget
 }
 
@@ -146,17 +146,17 @@ type Turn struct {
 	Seq int64 `json:"seq"`
 	// Time is when it was committed.
 	Time time.Time `json:"time"`
-	// Events are the turn's operations, in the order they were recorded.
-	Events []Event `json:"events"`
-	// Dropped counts the events beyond MaxEvents that were not kept.
+	// Entries are the turn's operations, in the order they were recorded.
+	Entries []Entry `json:"events"`
+	// Dropped counts the entries beyond MaxEntries that were not kept.
 	Dropped int `json:"dropped,omitempty"`
 }
 
-// Writes returns the turn's events that changed what a layer holds (see
-// [Event.IsWrite]), in order.
-func (t Turn) Writes() []Event {
-	var out []Event
-	for _, e := range t.Events {
+// Writes returns the turn's entries that changed what a layer holds (see
+// [Entry.IsWrite]), in order.
+func (t Turn) Writes() []Entry {
+	var out []Entry
+	for _, e := range t.Entries {
 		if e.IsWrite() {
 			out = append(out, e)
 		}
@@ -203,7 +203,7 @@ type cachedHead struct {
 // New returns a Log. It does no I/O.
 func New(cfg Config) *Log {
 	if cfg.Store == nil {
-		cfg.Store = storage.NewMemory()
+		cfg.Store = storage.NewMemoryStore()
 	}
 	if cfg.Keep <= 0 {
 		cfg.Keep = DefaultKeep
@@ -235,9 +235,9 @@ type record struct {
 	Turn
 }
 
-// Commit stores events as the thread's next turn and returns it, with
-// its Seq and Time. Texts longer than MaxTextBytes are cut and events
-// beyond MaxEvents dropped (counted in Turn.Dropped). The events are
+// Commit stores entries as the thread's next turn and returns it, with
+// its Seq and Time. Texts longer than MaxTextBytes are cut and entries
+// beyond MaxEntries dropped (counted in Turn.Dropped). The entries are
 // copied: the caller may reuse the slice.
 //
 // A commit is two writes: a compare-and-swap of the thread's audit head,
@@ -246,14 +246,14 @@ type record struct {
 // Log, or one that lost the head to another writer, reads the head
 // first. A head that cannot be decoded is reported and replaced: the
 // numbering starts again from 1.
-func (l *Log) Commit(ctx context.Context, threadID string, events []Event) (Turn, error) {
+func (l *Log) Commit(ctx context.Context, threadID string, entries []Entry) (Turn, error) {
 	if threadID == "" {
 		return Turn{}, ErrNoThread
 	}
-	rec := newRecord(l.cfg.Now().UTC(), events)
+	rec := newRecord(l.cfg.Now().UTC(), entries)
 	// Check the turn encodes (a NaN or an infinity does not) before
 	// claiming a number for it.
-	if err := finite(rec.Events); err != nil {
+	if err := finite(rec.Entries); err != nil {
 		return Turn{}, fmt.Errorf("audit: commit: %w", err)
 	}
 	hkey := storage.ThreadKey(threadID, Name)
@@ -286,15 +286,15 @@ func (l *Log) Commit(ctx context.Context, threadID string, events []Event) (Turn
 	return Turn{}, fmt.Errorf("audit: commit: %d attempts lost the thread's audit head: %w", maxRetries, storage.ErrConflict)
 }
 
-// newRecord returns the record of a turn at now of events: each text
-// cut, up to MaxEvents of them, copied.
-func newRecord(now time.Time, events []Event) record {
-	rec := record{Version: FormatVersion, Turn: Turn{Time: now, Events: make([]Event, 0, min(len(events), MaxEvents))}}
-	rec.Dropped = max(len(events)-MaxEvents, 0)
-	for _, e := range events[:len(events)-rec.Dropped] {
+// newRecord returns the record of a turn at now of entries: each text
+// cut, up to MaxEntries of them, copied.
+func newRecord(now time.Time, entries []Entry) record {
+	rec := record{Version: FormatVersion, Turn: Turn{Time: now, Entries: make([]Entry, 0, min(len(entries), MaxEntries))}}
+	rec.Dropped = max(len(entries)-MaxEntries, 0)
+	for _, e := range entries[:len(entries)-rec.Dropped] {
 		e.Text = cut(e.Text)
 		e.Candidates = slices.Clone(e.Candidates)
-		rec.Events = append(rec.Events, e)
+		rec.Entries = append(rec.Entries, e)
 	}
 	return rec
 }
@@ -422,17 +422,17 @@ func (l *Log) setCached(threadID string, h *cachedHead) {
 }
 
 // finite reports an error for the first NaN or infinity among the
-// events' numbers, which JSON cannot encode: an event's Importance or a
+// entries' numbers, which JSON cannot encode: an entry's Importance or a
 // candidate's Score.
-func finite(events []Event) error {
+func finite(entries []Entry) error {
 	bad := func(f float64) bool { return math.IsNaN(f) || math.IsInf(f, 0) }
-	for i, e := range events {
+	for i, e := range entries {
 		if bad(e.Importance) {
-			return fmt.Errorf("event %d: importance %v is not a number JSON can encode", i, e.Importance)
+			return fmt.Errorf("entry %d: importance %v is not a number JSON can encode", i, e.Importance)
 		}
 		for _, c := range e.Candidates {
 			if bad(c.Score) {
-				return fmt.Errorf("event %d: candidate %s: score %v is not a number JSON can encode", i, c.Key, c.Score)
+				return fmt.Errorf("entry %d: candidate %s: score %v is not a number JSON can encode", i, c.Key, c.Score)
 			}
 		}
 	}

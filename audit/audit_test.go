@@ -24,10 +24,10 @@ import (
 // turns, numbered on from the first commit; a long text is cut.
 func TestMemory70_RetentionKeepsTheNewestTurns(t *testing.T) {
 	ctx := t.Context()
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	log := audit.New(audit.Config{Store: store, Keep: 3})
 	for i := 1; i <= 7; i++ {
-		turn, err := log.Commit(ctx, "t1", []audit.Event{{Op: audit.OpWrite, Layer: "semantic", Key: fmt.Sprintf("f%d", i), Text: strings.Repeat("é", audit.MaxTextBytes)}})
+		turn, err := log.Commit(ctx, "t1", []audit.Entry{{Op: audit.OpWrite, Layer: "semantic", Key: fmt.Sprintf("f%d", i), Text: strings.Repeat("é", audit.MaxTextBytes)}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +45,7 @@ func TestMemory70_RetentionKeepsTheNewestTurns(t *testing.T) {
 		if got := tr.Writes(); len(got) != 1 || got[0].Key != fmt.Sprintf("f%d", tr.Seq) {
 			t.Errorf("turn %d: writes %+v", tr.Seq, got)
 		}
-		if txt := tr.Events[0].Text; len(txt) > audit.MaxTextBytes+len("…") || !strings.HasSuffix(txt, "…") || !strings.HasPrefix(txt, "é") {
+		if txt := tr.Entries[0].Text; len(txt) > audit.MaxTextBytes+len("…") || !strings.HasSuffix(txt, "…") || !strings.HasPrefix(txt, "é") {
 			t.Errorf("turn %d: text of %d bytes not cut at a rune: %q", tr.Seq, len(txt), txt[len(txt)-8:])
 		}
 	}
@@ -87,11 +87,11 @@ func TestMemory70_RetentionKeepsTheNewestTurns(t *testing.T) {
 // replaced, the numbering starting again.
 func TestMemory71_CorruptRecordsAreSkipped(t *testing.T) {
 	ctx := t.Context()
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	var logs bytes.Buffer
 	log := audit.New(audit.Config{Store: store, Keep: 4, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for range 4 {
-		if _, err := log.Commit(ctx, "t1", []audit.Event{{Op: audit.OpWrite, Key: "f1"}}); err != nil {
+		if _, err := log.Commit(ctx, "t1", []audit.Entry{{Op: audit.OpWrite, Key: "f1"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -127,21 +127,21 @@ func TestMemory71_CorruptRecordsAreSkipped(t *testing.T) {
 		t.Fatalf("Turns with a corrupt head: %+v, %v", turns, err)
 	}
 	fresh := audit.New(audit.Config{Store: store, Keep: 4, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	turn, err := fresh.Commit(ctx, "t1", []audit.Event{{Op: audit.OpRecall}})
+	turn, err := fresh.Commit(ctx, "t1", []audit.Entry{{Op: audit.OpRecall}})
 	if err != nil || turn.Seq != 1 || !strings.Contains(logs.String(), "cannot be decoded") {
 		t.Fatalf("Commit over a corrupt head: %+v, %v; logs %s", turn, err, logs.String())
 	}
-	if turns, err := fresh.Turns(ctx, "t1"); err != nil || len(turns) != 1 || turns[0].Events[0].Op != audit.OpRecall {
+	if turns, err := fresh.Turns(ctx, "t1"); err != nil || len(turns) != 1 || turns[0].Entries[0].Op != audit.OpRecall {
 		t.Fatalf("after a corrupt head: %+v, %v", turns, err)
 	}
-	if _, err := fresh.Commit(ctx, "t1", []audit.Event{{Op: audit.OpWrite, Importance: math.NaN()}}); err == nil {
+	if _, err := fresh.Commit(ctx, "t1", []audit.Entry{{Op: audit.OpWrite, Importance: math.NaN()}}); err == nil {
 		t.Error("a NaN was committed")
 	}
-	if _, err := fresh.Commit(ctx, "t1", []audit.Event{{Op: audit.OpRecall, Candidates: []audit.Candidate{{Key: "f1", Score: math.Inf(1)}}}}); err == nil {
+	if _, err := fresh.Commit(ctx, "t1", []audit.Entry{{Op: audit.OpRecall, Candidates: []audit.Candidate{{Key: "f1", Score: math.Inf(1)}}}}); err == nil {
 		t.Error("an infinite score was committed")
 	}
 	// Neither claimed a number: the next turn is the second.
-	if turn, err := fresh.Commit(ctx, "t1", []audit.Event{{Op: audit.OpRecall}}); err != nil || turn.Seq != 2 {
+	if turn, err := fresh.Commit(ctx, "t1", []audit.Entry{{Op: audit.OpRecall}}); err != nil || turn.Seq != 2 {
 		t.Errorf("after refused turns: %+v, %v; want turn 2", turn, err)
 	}
 }
@@ -159,7 +159,7 @@ func TestMemory72_AuditSurvivesARestartOnSQLite(t *testing.T) {
 		return s
 	}
 	s := open()
-	want := []audit.Event{
+	want := []audit.Entry{
 		{Op: audit.OpRoute, Step: 1, Layer: "working-memory", Kind: "reasoning", Reason: "transient reasoning goes to the scratchpad"},
 		{Op: audit.OpWrite, Step: 1, Layer: "semantic", Key: "f1", Version: 2, Kind: "preference", Text: "Tea, not coffee.", Importance: 0.8},
 		{Op: audit.OpRecall, Step: 0, Layer: "semantic", Tokens: 12, Candidates: []audit.Candidate{{Layer: "semantic", Key: "f1", Score: 0.71, Tokens: 9, Packed: true}}},
@@ -176,7 +176,7 @@ func TestMemory72_AuditSurvivesARestartOnSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(turns) != 1 || !slices.EqualFunc(turns[0].Events, want, func(a, b audit.Event) bool { return fmt.Sprint(a) == fmt.Sprint(b) }) {
+	if len(turns) != 1 || !slices.EqualFunc(turns[0].Entries, want, func(a, b audit.Entry) bool { return fmt.Sprint(a) == fmt.Sprint(b) }) {
 		t.Fatalf("after a restart: %+v\nwant %+v", turns, want)
 	}
 }
@@ -185,13 +185,13 @@ func TestMemory72_AuditSurvivesARestartOnSQLite(t *testing.T) {
 // each get their own Seq, and the thread keeps the newest Keep.
 func TestMemory73_ConcurrentCommitsLoseNothing(t *testing.T) {
 	ctx := t.Context()
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	const n = 8
 	var wg sync.WaitGroup
 	seqs := make([]int64, n)
 	for i := range n {
 		wg.Go(func() {
-			turn, err := audit.New(audit.Config{Store: store, Keep: n}).Commit(ctx, "t1", []audit.Event{{Op: audit.OpWrite, Key: fmt.Sprint(i)}})
+			turn, err := audit.New(audit.Config{Store: store, Keep: n}).Commit(ctx, "t1", []audit.Entry{{Op: audit.OpWrite, Key: fmt.Sprint(i)}})
 			if err != nil {
 				t.Error(err)
 			}
@@ -221,7 +221,7 @@ func TestMemory80_FrozenFormatLoads(t *testing.T) {
 	if err := json.Unmarshal(data, &records); err != nil {
 		t.Fatal(err)
 	}
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	for name, v := range records {
 		if _, err := store.Put(ctx, storage.ThreadKey("t1", name), v, storage.AnyVersion); err != nil {
 			t.Fatal(err)

@@ -2,16 +2,16 @@
 // operation of a turn — a recall (which candidates, their scores, what
 // was packed), a write, the route a write took or the reason it was
 // refused, a superseded or forgotten fact, an eviction, a redaction — as
-// an [Event], and the events of one turn as a [Turn], stored with the
+// an [Entry], and the entries of one turn as a [Turn], stored with the
 // thread through storage.Store, so the memory, SQLite and Redis backends
 // all keep it.
 //
-// agentloop records the events of each run and commits them as one turn
+// agentloop records the entries of each run and commits them as one turn
 // when the run ends (see agentloop.AuditConfig); code that uses the
 // layers outside the agent loop commits its own turns with [Log.Commit]:
 //
 //	log := audit.New(audit.Config{Store: store})
-//	turn, err := log.Commit(ctx, threadID, []audit.Event{
+//	turn, err := log.Commit(ctx, threadID, []audit.Entry{
 //		{Op: audit.OpWrite, Layer: "semantic", Key: "f3", Kind: "preference", Text: "The user prefers tea."},
 //	})
 //	turns, err := log.Turns(ctx, threadID) // oldest first

@@ -12,8 +12,8 @@ import (
 // did itself, and reads a thread's audit back.
 func Example() {
 	ctx := context.Background()
-	log := audit.New(audit.Config{Store: storage.NewMemory(), Keep: 10})
-	turn, err := log.Commit(ctx, "thread-1", []audit.Event{
+	log := audit.New(audit.Config{Store: storage.NewMemoryStore(), Keep: 10})
+	turn, err := log.Commit(ctx, "thread-1", []audit.Entry{
 		{Op: audit.OpRoute, Layer: "semantic", Kind: "preference", Reason: "a durable fact goes to semantic memory"},
 		{Op: audit.OpWrite, Layer: "semantic", Kind: "preference", Key: "f1", Version: 1, Text: "The user prefers tea."},
 	})
@@ -24,7 +24,7 @@ func Example() {
 	fmt.Println("turn", turn.Seq, "wrote", len(turn.Writes()))
 	turns, _ := log.Turns(ctx, "thread-1")
 	for _, t := range turns {
-		for _, e := range t.Events {
+		for _, e := range t.Entries {
 			fmt.Println(t.Seq, e.Op, e.Layer, e.Kind)
 		}
 	}

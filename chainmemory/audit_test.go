@@ -32,7 +32,7 @@ func adapterEnv(store storage.Store) layer.Env {
 // so after the turn was stored.
 func TestMemory98_AdapterAuditsAndKeepsProposals(t *testing.T) {
 	ctx := t.Context()
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	d := &distiller{propose: func(layer.Turn) []layer.Write {
 		return []layer.Write{
 			{Kind: "preference", Text: "The user prefers oolong; mail them at tea.lover@example.com."},
@@ -75,19 +75,19 @@ func TestMemory98_AdapterAuditsAndKeepsProposals(t *testing.T) {
 	if err != nil || len(turns) != 1 {
 		t.Fatalf("audit turns %d, %v; want 1", len(turns), err)
 	}
-	has := func(events []audit.Event, what string, f func(audit.Event) bool) {
+	has := func(events []audit.Entry, what string, f func(audit.Entry) bool) {
 		t.Helper()
 		if !slices.ContainsFunc(events, f) {
 			t.Errorf("the audit has no %s: %+v", what, events)
 		}
 	}
-	ev := turns[0].Events
-	has(ev, "memorize call", func(e audit.Event) bool {
+	ev := turns[0].Entries
+	has(ev, "memorize call", func(e audit.Entry) bool {
 		return e.Op == audit.OpWrite && e.Layer == "semantic" && e.Kind == "profile" && e.Text == "The user lives in Lisbon." && e.Source == "by=model tool=semantic_memorize"
 	})
-	has(ev, "count of extracted entities", func(e audit.Event) bool { return e.Op == audit.OpWrite && e.Kind == "extracted" && e.Count > 0 })
-	has(ev, "count of episodes", func(e audit.Event) bool { return e.Op == audit.OpWrite && e.Kind == "episode" && e.Count > 0 })
-	has(ev, "eviction", func(e audit.Event) bool { return e.Op == audit.OpEvict && e.Count > 0 })
+	has(ev, "count of extracted entities", func(e audit.Entry) bool { return e.Op == audit.OpWrite && e.Kind == "extracted" && e.Count > 0 })
+	has(ev, "count of episodes", func(e audit.Entry) bool { return e.Op == audit.OpWrite && e.Kind == "episode" && e.Count > 0 })
+	has(ev, "eviction", func(e audit.Entry) bool { return e.Op == audit.OpEvict && e.Count > 0 })
 	for _, e := range ev {
 		if e.Op == audit.OpForget {
 			t.Errorf("the failed forget is audited: %+v", e)
@@ -104,15 +104,15 @@ func TestMemory98_AdapterAuditsAndKeepsProposals(t *testing.T) {
 	if err != nil || len(turns) != 2 {
 		t.Fatalf("audit turns %d, %v; want 2", len(turns), err)
 	}
-	ev = turns[1].Events
-	has(ev, "route of the proposed preference", func(e audit.Event) bool {
+	ev = turns[1].Entries
+	has(ev, "route of the proposed preference", func(e audit.Entry) bool {
 		return e.Op == audit.OpRoute && e.Kind == "preference" && e.Layer == "semantic" && !e.Refused && e.Source == "by=layer:distiller step=1"
 	})
-	has(ev, "write of the proposed preference", func(e audit.Event) bool {
+	has(ev, "write of the proposed preference", func(e audit.Entry) bool {
 		return e.Op == audit.OpWrite && e.Kind == "preference" && e.Layer == "semantic" && e.Key != ""
 	})
-	has(ev, "refused route of an unknown kind", func(e audit.Event) bool { return e.Op == audit.OpRoute && e.Kind == "color" && e.Refused })
-	has(ev, "redaction of the e-mail address", func(e audit.Event) bool { return e.Op == audit.OpRedact && e.Kind == "email" && e.Count > 0 })
+	has(ev, "refused route of an unknown kind", func(e audit.Entry) bool { return e.Op == audit.OpRoute && e.Kind == "color" && e.Refused })
+	has(ev, "redaction of the e-mail address", func(e audit.Entry) bool { return e.Op == audit.OpRedact && e.Kind == "email" && e.Count > 0 })
 	for _, e := range ev {
 		if strings.Contains(e.Text, "tea.lover@example.com") {
 			t.Errorf("the audit keeps the e-mail address: %+v", e)
@@ -136,7 +136,7 @@ func TestMemory98_AdapterAuditsAndKeepsProposals(t *testing.T) {
 	if err != nil || len(turns) != 3 {
 		t.Fatalf("audit turns %d, %v; want 3", len(turns), err)
 	}
-	has(turns[2].Events, "recall of the semantic memory", func(e audit.Event) bool {
+	has(turns[2].Entries, "recall of the semantic memory", func(e audit.Entry) bool {
 		return e.Op == audit.OpRecall && e.Layer == "semantic" && e.Tokens > 0 && e.Step == 2
 	})
 
@@ -160,7 +160,7 @@ func TestMemory98_AdapterAuditsAndKeepsProposals(t *testing.T) {
 // is committed, and proposals are still kept.
 func TestMemory98_AdapterWithoutAudit(t *testing.T) {
 	ctx := t.Context()
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	d := &distiller{propose: func(layer.Turn) []layer.Write {
 		return []layer.Write{{Kind: "preference", Text: "The user prefers green tea."}}
 	}}
@@ -189,7 +189,7 @@ func TestMemory98_AdapterWithoutAudit(t *testing.T) {
 // nothing.
 func TestMemory99_AdapterToolsActAsAnAgents(t *testing.T) {
 	ctx := t.Context()
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	st := newInitStackOn(t, adapterEnv(store), gateLayers(t)...)
 	log := audit.New(audit.Config{Store: store})
 	mem := chainmemory.New(st, chainmemory.Config{Audit: log, ThreadID: "t1"})
@@ -251,32 +251,32 @@ func TestMemory99_AdapterToolsActAsAnAgents(t *testing.T) {
 	if err != nil || len(turns) != 1 {
 		t.Fatalf("audit turns %d, %v; want 1", len(turns), err)
 	}
-	count := func(f func(audit.Event) bool) int {
+	count := func(f func(audit.Entry) bool) int {
 		n := 0
-		for _, e := range turns[0].Events {
+		for _, e := range turns[0].Entries {
 			if f(e) {
 				n++
 			}
 		}
 		return n
 	}
-	if n := count(func(e audit.Event) bool {
+	if n := count(func(e audit.Entry) bool {
 		return e.Op == audit.OpRoute && e.Kind == "plan" && e.Layer == "working-memory"
 	}); n != 1 {
 		t.Errorf("%d routes of the plan to the scratchpad, want 1", n)
 	}
-	if n := count(func(e audit.Event) bool {
+	if n := count(func(e audit.Entry) bool {
 		return e.Op == audit.OpWrite && e.Kind == "preference" && e.Layer == "semantic" && e.Key != ""
 	}); n != 1 {
 		t.Errorf("%d writes of the preference, want 1 (audited as it ran, not again from the steps)", n)
 	}
-	if n := count(func(e audit.Event) bool { return e.Op == audit.OpRoute && e.Kind == "color" && e.Refused }); n != 1 {
+	if n := count(func(e audit.Entry) bool { return e.Op == audit.OpRoute && e.Kind == "color" && e.Refused }); n != 1 {
 		t.Errorf("%d refused routes of the unknown kind, want 1", n)
 	}
-	if n := count(func(e audit.Event) bool { return e.Op == audit.OpRedact && e.Kind == "email" }); n == 0 {
+	if n := count(func(e audit.Entry) bool { return e.Op == audit.OpRedact && e.Kind == "email" }); n == 0 {
 		t.Error("no redaction is audited")
 	}
-	if n := count(func(e audit.Event) bool { return e.Op == audit.OpWrite && e.Layer == "semantic" && e.Key == "" }); n != 0 {
+	if n := count(func(e audit.Entry) bool { return e.Op == audit.OpWrite && e.Layer == "semantic" && e.Key == "" }); n != 0 {
 		t.Errorf("%d unrouted writes read from the executor's steps", n)
 	}
 }

@@ -270,7 +270,7 @@ func (m *Memory) auditRecall(step int, recalled []layer.Recalled) {
 	}
 	for _, rc := range recalled {
 		if n := writepath.RecallTokens(rc.Items, m.cfg.Counter); n > 0 {
-			au.Add(audit.Event{Op: audit.OpRecall, Step: step, Layer: rc.ID, Tokens: n})
+			au.Add(audit.Entry{Op: audit.OpRecall, Step: step, Layer: rc.ID, Tokens: n})
 		}
 	}
 }
@@ -428,7 +428,7 @@ func (m *Memory) maskTurn(t layer.Turn, redacted *writepath.Counts, offered map[
 func auditResults(au *writepath.Auditor, t layer.Turn, offered map[string]writepath.OfferedTool) {
 	for _, r := range t.Results {
 		if o, ok := offered[r.Name]; ok && !strings.HasPrefix(r.Content, "error: ") {
-			if e, ok := writepath.ToolEvent(o.Layer, o.Fn, r.Name, r.Arguments, t.Step, 0); ok {
+			if e, ok := writepath.ToolEntry(o.Layer, o.Fn, r.Name, r.Arguments, t.Step, 0); ok {
 				au.Add(e)
 			}
 		}
@@ -440,7 +440,7 @@ func (m *Memory) commitAudit(ctx context.Context, au *writepath.Auditor) error {
 	if err := m.claimOwner(ctx); err != nil {
 		return err
 	}
-	_, err := m.cfg.Audit.Commit(ctx, m.cfg.ThreadID, m.redact.Audit(au.Events()))
+	_, err := m.cfg.Audit.Commit(ctx, m.cfg.ThreadID, m.redact.Audit(au.Entries()))
 	return err
 }
 
@@ -534,7 +534,7 @@ func (m *Memory) callTool(ctx context.Context, t memoryTool, args string) (strin
 	}
 	out, err := m.stack.CallTool(ctx, t.name, args)
 	if err == nil {
-		if e, ok := writepath.ToolEvent(t.o.Layer, t.o.Fn, t.name, args, step, 0); ok {
+		if e, ok := writepath.ToolEntry(t.o.Layer, t.o.Fn, t.name, args, step, 0); ok {
 			au.Add(e)
 		}
 	}

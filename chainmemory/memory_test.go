@@ -17,7 +17,7 @@ import (
 
 func newInitStack(t *testing.T, layers ...layer.Layer) *layer.Stack {
 	t.Helper()
-	return newInitStackOn(t, layer.Env{ThreadID: "t", Store: storage.NewMemory()}, layers...)
+	return newInitStackOn(t, layer.Env{ThreadID: "t", Store: storage.NewMemoryStore()}, layers...)
 }
 
 // newInitStackOn is an initialised stack of layers in env, closed when

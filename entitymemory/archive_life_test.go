@@ -66,7 +66,7 @@ func TestArchiveChildReadsOnly(t *testing.T) {
 // only; restoring one replaces that list and leaves the archive, so an
 // entity named after the restore is still recalled.
 func TestArchiveSnapshotIsTheRecentList(t *testing.T) {
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	l := initLayer(t, mustNew(t, Config{Capacity: 3}), env(st, "t1"))
 	for i := range 12 {
 		store(t, l, createPage(i))
@@ -78,7 +78,7 @@ func TestArchiveSnapshotIsTheRecentList(t *testing.T) {
 	if strings.Contains(string(snap), `"page-2"`) {
 		t.Errorf("the snapshot holds an archived entity: %s", snap)
 	}
-	empty, err := initLayer(t, mustNew(t, Config{}), env(storage.NewMemory(), "x")).Snapshot(t.Context())
+	empty, err := initLayer(t, mustNew(t, Config{}), env(storage.NewMemoryStore(), "x")).Snapshot(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ type plainStore struct{ storage.Store }
 // written all the same, and a run recalls the entities it has seen from
 // an in-process index; a later run starts with that index empty.
 func TestArchivePlainStore(t *testing.T) {
-	mem := storage.NewMemory()
+	mem := storage.NewMemoryStore()
 	st := plainStore{mem}
 	tmpl := mustNew(t, Config{Capacity: 2})
 	l := initLayer(t, tmpl, env(st, "t1"))

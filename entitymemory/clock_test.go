@@ -20,7 +20,7 @@ func TestTrust315_EntitySeenWithClockAheadAgesOut(t *testing.T) {
 		c := newClock()
 		real := c.t
 		c.t = real.AddDate(1, 0, 0)
-		l := initLayer(t, mustNew(t, Config{TTL: time.Hour, Now: c.Now}), env(storage.NewMemory(), "t"))
+		l := initLayer(t, mustNew(t, Config{TTL: time.Hour, Now: c.Now}), env(storage.NewMemoryStore(), "t"))
 		store(t, l, result("get_page", ``, `{"id":"p1","title":"Seen ahead"}`))
 		c.t = real.Add(time.Minute) // the clock is set right
 		if got := ids(l.Entities()); len(got) != 1 {
@@ -35,7 +35,7 @@ func TestTrust315_EntitySeenWithClockAheadAgesOut(t *testing.T) {
 }
 
 func testAnotherProcessAhead(t *testing.T) {
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	now := newClock()
 	ahead := &clock{t: now.t.AddDate(1, 0, 0)}
 	w, b := sharedPair(t, st, Config{TTL: time.Hour}, ahead.Now, now.Now)

@@ -89,7 +89,7 @@ func ExampleNew() {
 
 func ExampleLayer_Init() {
 	ctx := context.Background()
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	tmpl, _ := entitymemory.New(entitymemory.Config{NoInstructions: true})
 	env := layer.Env{ThreadID: "thread-1", Store: st}
 

@@ -20,7 +20,7 @@ import (
 // does not say it deletes, and stays forgotten after a reload.
 func TestFit09_DeletedPayloadIsForgotten(t *testing.T) {
 	ctx := context.Background()
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	env := layer.Env{ThreadID: "t1", Store: st}
 	tmpl := mustNew(t, Config{})
 	run, err := tmpl.Init(ctx, env)

@@ -152,7 +152,7 @@ func FuzzRebase(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, script []byte) {
 		const writers = 3
-		st := storage.NewMemory()
+		st := storage.NewMemoryStore()
 		base := newClock().Now()
 		var ls [writers]*Layer
 		own := [writers][]string{} // each writer's live pages, oldest first

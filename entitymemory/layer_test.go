@@ -179,7 +179,7 @@ func initLayer(t testing.TB, tmpl *Layer, e layer.Env) *Layer {
 }
 
 func TestPersistAcrossProcesses(t *testing.T) {
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	tmpl := mustNew(t, Config{})
 	a := initLayer(t, tmpl, env(st, "thread-1"))
 	store(t, a, result("cms_createPage", ``, `{"page":{"id":"page-123","title":"About Us"}}`))
@@ -206,7 +206,7 @@ func TestPersistAcrossProcesses(t *testing.T) {
 }
 
 func TestCASMerge(t *testing.T) {
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	clk := newClock()
 	tmpl := mustNew(t, Config{Spec: layer.Spec{Scope: layer.ScopeResource}, Now: clk.Now})
 	e := layer.Env{ThreadID: "t1", ResourceID: "site-1", Store: st}
@@ -227,7 +227,7 @@ func TestCASMerge(t *testing.T) {
 }
 
 func TestCASConcurrentWriters(t *testing.T) {
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	tmpl := mustNew(t, Config{Capacity: 100, Now: time.Now})
 	const writers, each = 4, 5
 	var wg sync.WaitGroup
@@ -273,7 +273,7 @@ func (f *faultyStore) Put(ctx context.Context, key string, v []byte, ver int64) 
 }
 
 func TestSaveFailureKeepsStateAndRetries(t *testing.T) {
-	st := &faultyStore{Store: storage.NewMemory()}
+	st := &faultyStore{Store: storage.NewMemoryStore()}
 	tmpl := mustNew(t, Config{})
 	l := initLayer(t, tmpl, env(st, "t"))
 	st.fail.Store(true)
@@ -308,7 +308,7 @@ func TestInitRefusesBadState(t *testing.T) {
 		"huge clock":     {`{"version":2,"clock":18446744073709551615,"entities":[]}`, nil},
 	} {
 		t.Run(name, func(t *testing.T) {
-			st := storage.NewMemory()
+			st := storage.NewMemoryStore()
 			key := storage.LayerKey("entities", storage.ThreadScope("t"), "state")
 			if _, err := st.Put(t.Context(), key, []byte(tc.data), storage.NoVersion); err != nil {
 				t.Fatal(err)
@@ -340,7 +340,7 @@ func TestInitRefusesBadState(t *testing.T) {
 
 func TestSnapshotRestore(t *testing.T) {
 	ctx := t.Context()
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	l := initLayer(t, mustNew(t, Config{}), env(st, "t"))
 	store(t, l, result("get_pages", ``, `{"pages":[{"id":"p1","title":"One"},{"id":2,"title":"Two","slug":"two"}]}`))
 	snap, err := l.Snapshot(ctx)
@@ -391,7 +391,7 @@ func TestSnapshotRestore(t *testing.T) {
 }
 
 func TestRestoreFailedSaveKeepsState(t *testing.T) {
-	st := &faultyStore{Store: storage.NewMemory()}
+	st := &faultyStore{Store: storage.NewMemoryStore()}
 	l := initLayer(t, mustNew(t, Config{}), env(st, "t"))
 	l.Add(Entity{Type: "page", ID: "p1", Name: "One"})
 	before := l.Entities()
@@ -423,7 +423,7 @@ func TestFrozenSnapshots(t *testing.T) {
 }
 
 func TestSpawn(t *testing.T) {
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	parent := initLayer(t, mustNew(t, Config{}), env(st, "t"))
 	store(t, parent, result("get_page", ``, `{"id":"p1","title":"One"}`))
 	cl, err := parent.OnSpawn(t.Context(), env(st, "child"))
@@ -445,7 +445,7 @@ func TestSpawn(t *testing.T) {
 }
 
 func TestProvidesStatsClear(t *testing.T) {
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	l := initLayer(t, mustNew(t, Config{}), env(st, "t"))
 	store(t, l, result("get_page", ``, `{"id":"p1","title":"One"}`))
 	if es := l.Entities(); len(es) != 1 || es[0].ID != "p1" {
@@ -484,7 +484,7 @@ func TestProvidesStatsClear(t *testing.T) {
 }
 
 func TestDisabled(t *testing.T) {
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	l := mustNew(t, Config{Disabled: true, RenderEmpty: true})
 	live := initLayer(t, l, env(st, "t"))
 	store(t, live, result("cms_createPage", ``, `{"page":{"id":"page-1","title":"One"}}`))
@@ -523,7 +523,7 @@ func TestDisabled(t *testing.T) {
 // TestStack runs the layer in a layer.Stack across two runs on the same
 // thread, as the agent loop does.
 func TestStack(t *testing.T) {
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	tmpl := mustNew(t, Config{})
 	run := func(f func(ctx context.Context, s *layer.Stack)) {
 		s, err := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{tmpl}, Env: env(st, "thread")})
@@ -565,7 +565,7 @@ func TestStack(t *testing.T) {
 }
 
 func TestConcurrentUse(t *testing.T) {
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	l := initLayer(t, mustNew(t, Config{Now: time.Now, TTL: time.Hour}), env(st, "t"))
 	var wg sync.WaitGroup
 	for g := range 4 {
@@ -643,7 +643,7 @@ func TestSnapshotIsTheState(t *testing.T) {
 		defer l.mu.Unlock()
 		return string(encodeState(l.list, l.clock))
 	}
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	l := initLayer(t, mustNew(t, Config{}), env(st, "t"))
 	store(t, l, result("get_page", ``, `{"id":"p1","title":"One"}`))
 	stored, err := st.Get(ctx, l.key)

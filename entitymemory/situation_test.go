@@ -16,7 +16,7 @@ func TestSituation_RecentNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bound, err := tmpl.Init(ctx, layer.Env{ThreadID: "t", Store: storage.NewMemory()})
+	bound, err := tmpl.Init(ctx, layer.Env{ThreadID: "t", Store: storage.NewMemoryStore()})
 	if err != nil {
 		t.Fatal(err)
 	}

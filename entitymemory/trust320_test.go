@@ -21,7 +21,7 @@ import (
 // up with ErrConflict after 8 attempts.
 func TestTrust320_SavesUnderContention(t *testing.T) {
 	backends := map[string]func(t *testing.T) storage.Store{
-		"memory": func(*testing.T) storage.Store { return storage.NewMemory() },
+		"memory": func(*testing.T) storage.Store { return storage.NewMemoryStore() },
 		"sqlite": func(t *testing.T) storage.Store {
 			st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "db.sqlite")})
 			if err != nil {

@@ -44,7 +44,7 @@ func storedIDs(t *testing.T, st storage.Store) []string {
 // merge that follows a lost compare-and-swap, whichever side lost.
 func TestTrust08_DeleteSurvivesCASMerge(t *testing.T) {
 	seed := func(t *testing.T) storage.Store {
-		st := storage.NewMemory()
+		st := storage.NewMemoryStore()
 		w := initLayer(t, mustNew(t, Config{Spec: layer.Spec{Scope: layer.ScopeResource}}), layer.Env{ThreadID: "t0", ResourceID: "site-1", Store: st})
 		store(t, w, result("get_page", ``, `{"id":"p1","title":"One"}`))
 		return st
@@ -89,7 +89,7 @@ func TestTrust08_DeleteSurvivesCASMerge(t *testing.T) {
 // the entity a writer just recorded is kept even though its clock is an
 // hour behind the other writer's; order comes from the logical clock.
 func TestTrust09_SkewedClockKeepsNewEntity(t *testing.T) {
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	now := newClock()
 	behind := &clock{t: now.t.Add(-time.Hour)}
 	a, b := sharedPair(t, st, Config{Capacity: 3}, now.Now, behind.Now)
@@ -110,7 +110,7 @@ func TestTrust09_SkewedClockKeepsNewEntity(t *testing.T) {
 	}
 
 	t.Run("seenAt in the future counts as now", func(t *testing.T) {
-		st := storage.NewMemory()
+		st := storage.NewMemoryStore()
 		now := newClock()
 		ahead := &clock{t: now.t.Add(time.Hour)}
 		w, _ := sharedPair(t, st, Config{TTL: 30 * time.Minute}, ahead.Now, now.Now)
@@ -180,7 +180,7 @@ func TestTrust12_EntityBlockFenced(t *testing.T) {
 func TestTrust14_FarFutureTimestamp(t *testing.T) {
 	ctx := t.Context()
 	bad := `{"version":1,"entities":[{"type":"page","id":"p1","name":"One","seenAt":"9999-12-31T23:59:59-23:00"}]}`
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	key := storage.LayerKey("entities", storage.ThreadScope("t"), "state")
 	if _, err := st.Put(ctx, key, []byte(bad), storage.NoVersion); err != nil {
 		t.Fatal(err)
@@ -213,7 +213,7 @@ func TestTrust14_FarFutureTimestamp(t *testing.T) {
 
 	// A clock outside years 0-9999.
 	for _, when := range []time.Time{time.Date(12000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC)} {
-		st := storage.NewMemory()
+		st := storage.NewMemoryStore()
 		l := initLayer(t, mustNew(t, Config{Now: func() time.Time { return when }}), env(st, "t"))
 		store(t, l, result("get_page", ``, `{"id":"p1"}`))
 		snap, err := l.Snapshot(ctx)
@@ -301,7 +301,7 @@ func (s *alwaysConflict) Put(ctx context.Context, key string, v []byte, ver int6
 // compare-and-swap attempts of a save (zero: DefaultMaxRetries).
 func TestTrust22_SaveRetriesConfigurable(t *testing.T) {
 	for _, tc := range []struct{ cfg, want int }{{0, DefaultMaxRetries}, {3, 3}, {20, 20}} {
-		st := &alwaysConflict{Store: storage.NewMemory()}
+		st := &alwaysConflict{Store: storage.NewMemoryStore()}
 		l := initLayer(t, mustNew(t, Config{MaxRetries: tc.cfg}), env(st, "t"))
 		err := l.Store(t.Context(), turn(result("get_page", ``, `{"id":"p1"}`)))
 		if !errors.Is(err, storage.ErrConflict) {

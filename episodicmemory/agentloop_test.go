@@ -71,7 +71,7 @@ func TestEpisodic16_AgentloopReadsLargeResultWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	agent, err := agentloop.New(agentloop.Config{Model: model, Tools: []agentloop.Tool{fetch}, Layers: []layer.Layer{ep}, Store: st, DisableSpawnTool: true})
 	if err != nil {
 		t.Fatal(err)

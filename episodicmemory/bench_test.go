@@ -15,7 +15,7 @@ import (
 // benchLayer returns a layer whose log holds n episodes (a 2 KB result
 // each), compacted as the defaults say.
 func benchLayer(b *testing.B, n int) *episodicmemory.Layer {
-	l := bound(b, episodicmemory.Config{}, storage.NewMemory(), "t", "")
+	l := bound(b, episodicmemory.Config{}, storage.NewMemoryStore(), "t", "")
 	for i := range n {
 		store(b, l, benchStep(i))
 	}

@@ -29,7 +29,7 @@ func TestTrust315_EpisodeRecencyDoesNotTrustTheWritersClock(t *testing.T) {
 		{"writer ahead recorded the older episode", year, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			store := storage.NewMemory()
+			store := storage.NewMemoryStore()
 			writer := func(skew time.Duration, thread string) *episodicmemory.Layer {
 				return bound(t, episodicmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}, Now: func() time.Time { return at.Add(skew) }}, store, thread, "site-1")
 			}

@@ -21,7 +21,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	l, err := tmpl.Init(ctx, layer.Env{ThreadID: "thread-1", Store: storage.NewMemory()})
+	l, err := tmpl.Init(ctx, layer.Env{ThreadID: "thread-1", Store: storage.NewMemoryStore()})
 	if err != nil {
 		panic(err)
 	}

@@ -32,7 +32,7 @@ func TestEpisodic20_FrozenV1Loads(t *testing.T) {
 	cfg := episodicmemory.Config{CompactAfter: 4, Retain: 3}
 	prefix := storage.LayerPrefix(episodicmemory.DefaultID, storage.ThreadScope("t"))
 	if *update {
-		st := storage.NewMemory()
+		st := storage.NewMemoryStore()
 		l := bound(t, cfg, st, "t", "")
 		for n := range 9 {
 			store(t, l, pageStep(n))
@@ -59,7 +59,7 @@ func TestEpisodic20_FrozenV1Loads(t *testing.T) {
 	if err := json.Unmarshal(data, &f); err != nil {
 		t.Fatal(err)
 	}
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	for name, v := range f.Records {
 		if _, err := st.Put(ctx, storage.LayerKey(episodicmemory.DefaultID, storage.ThreadScope("t"), name), v, storage.NoVersion); err != nil {
 			t.Fatal(err)
@@ -78,7 +78,7 @@ func TestEpisodic20_FrozenV1Loads(t *testing.T) {
 	if e, whole, err := l.Read(ctx, "call-8"); err != nil || !whole || !strings.Contains(e.Result, "page-8") {
 		t.Errorf("Read(call-8) = %+v %v %v", e, whole, err)
 	}
-	fresh := bound(t, cfg, storage.NewMemory(), "u", "")
+	fresh := bound(t, cfg, storage.NewMemoryStore(), "u", "")
 	if err := fresh.Restore(ctx, f.Snapshot); err != nil {
 		t.Fatalf("Restore of the frozen snapshot: %v", err)
 	}

@@ -65,7 +65,7 @@ func FuzzEpisodic15_DecodeLog(f *testing.F) {
 		// The bytes as each record of a stored log.
 		for _, name := range []string{"head", segName(1), digestName(0)} {
 			ctx := context.Background()
-			st := storage.NewMemory()
+			st := storage.NewMemoryStore()
 			tmpl, _ := New(Config{CompactAfter: 1})
 			env := layer.Env{ThreadID: "t", Store: st, Logger: slog.New(slog.DiscardHandler)}
 			l0, err := tmpl.Init(ctx, env)

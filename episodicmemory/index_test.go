@@ -26,7 +26,7 @@ type (
 // and recalled by its words.
 func TestIndex_OldNoteReadAndRecalled(t *testing.T) {
 	ctx := context.Background()
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	cfg := episodicmemory.Config{CompactAfter: 8, Retain: 100}
 	w := bound(t, cfg, store, "t", "")
 	if err := w.Note(ctx, 0, "outcome", "The customer asked for a zeppelin-themed landing page."); err != nil {
@@ -71,7 +71,7 @@ func TestIndex_InitAndStepFlat(t *testing.T) {
 	ctx := context.Background()
 	reads := map[int]int64{}
 	for _, n := range []int{100, 2000} {
-		cs := &searchCounter{Memory: storage.NewMemory()}
+		cs := &searchCounter{MemoryStore: storage.NewMemoryStore()}
 		w := bound(t, episodicmemory.Config{}, cs, "t", "")
 		for i := range n {
 			if err := w.Store(ctx, pageStep(i)); err != nil {
@@ -94,7 +94,7 @@ func TestIndex_InitAndStepFlat(t *testing.T) {
 // Bytes written per step stay constant with the store's index (compaction
 // off: it writes one digest record per CompactAfter/2 episodes).
 func TestIndex_StepBytesFlat(t *testing.T) {
-	cs := &searchCounter{Memory: storage.NewMemory()}
+	cs := &searchCounter{MemoryStore: storage.NewMemoryStore()}
 	l := bound(t, episodicmemory.Config{CompactAfter: 1 << 30, CompactTokens: 1 << 30}, cs, "t", "")
 	per := map[int]int64{}
 	for n := range 1001 {
@@ -113,7 +113,7 @@ func TestIndex_StepBytesFlat(t *testing.T) {
 // is indexed on first use; then its oldest episode is recalled and read.
 func TestIndex_OldLogIndexedOnFirstUse(t *testing.T) {
 	ctx := context.Background()
-	mem := storage.NewMemory()
+	mem := storage.NewMemoryStore()
 	cfg := episodicmemory.Config{CompactAfter: 8}
 	old := bound(t, cfg, hidden{Store: mem}, "t", "")
 	for n := range 300 {
@@ -131,7 +131,7 @@ func TestIndex_OldLogIndexedOnFirstUse(t *testing.T) {
 	if e, _, err := l.Read(ctx, "call-0"); err != nil || e.Ref != "call-0" {
 		t.Fatalf("Read(call-0) = %+v, %v", e, err)
 	}
-	cs := &searchCounter{Memory: mem}
+	cs := &searchCounter{MemoryStore: mem}
 	bound(t, cfg, cs, "t", "")
 	if g := cs.Gets.Load(); g != 1 {
 		t.Errorf("the next Init read %d records, want the head only", g)
@@ -143,7 +143,7 @@ func TestIndex_OldLogIndexedOnFirstUse(t *testing.T) {
 // records.
 func TestIndex_StoreWithoutSearch(t *testing.T) {
 	ctx := context.Background()
-	st := hidden{Store: storage.NewMemory()}
+	st := hidden{Store: storage.NewMemoryStore()}
 	cfg := episodicmemory.Config{CompactAfter: 8, MaxDigests: 16}
 	w := bound(t, cfg, st, "t", "")
 	for n := range 200 {
@@ -166,7 +166,7 @@ func TestIndex_StoreWithoutSearch(t *testing.T) {
 // deleted) leaves nothing of it and all of the others.
 func TestIndex_CrossUser(t *testing.T) {
 	ctx := context.Background()
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	users := []string{"a", "a/b", "a:b", " a"}
 	tag := map[string]string{"a": "tagplain", "a/b": "tagslash", "a:b": "tagcolon", " a": "tagspace"}
 	const per = 15

@@ -101,7 +101,7 @@ func TestEpisodic25_SnapshotIsAMark(t *testing.T) {
 		t.Errorf("Restore of a mark of a replaced log = %v, want storage.ErrNotFound", err)
 	}
 	// In another store it is refused too.
-	elsewhere := bound(t, cfg, storage.NewMemory(), "t", "")
+	elsewhere := bound(t, cfg, storage.NewMemoryStore(), "t", "")
 	store(t, elsewhere, pageStep(1))
 	if err := elsewhere.Restore(ctx, at200); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("Restore of a mark in another store = %v, want storage.ErrNotFound", err)

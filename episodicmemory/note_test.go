@@ -15,7 +15,7 @@ import (
 // its kind and text, read back by its reference, and still there for a
 // new run on the same store; an empty note is an error and logs nothing.
 func TestEpisodic24_NoteIsAnEpisode(t *testing.T) {
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	l := bound(t, episodicmemory.Config{}, st, "t1", "")
 	store(t, l, pageStep(0))
 	ctx := context.Background()

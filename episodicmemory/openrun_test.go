@@ -123,7 +123,7 @@ func BenchmarkOpenRun(b *testing.B) {
 func TestOpenRunSeed(t *testing.T) {
 	ctx := context.Background()
 	for _, searches := range []bool{true, false} {
-		var st storage.Store = storage.NewMemory()
+		var st storage.Store = storage.NewMemoryStore()
 		if !searches {
 			st = struct{ storage.Store }{st}
 		}
@@ -149,7 +149,7 @@ func TestOpenRunSeed(t *testing.T) {
 
 // readCounter is a store that counts the digest records read.
 type readCounter struct {
-	*storage.Memory
+	*storage.MemoryStore
 	mu      sync.Mutex
 	digests int
 }
@@ -160,7 +160,7 @@ func (c *readCounter) Get(ctx context.Context, key string) (storage.Item, error)
 		c.digests++
 		c.mu.Unlock()
 	}
-	return c.Memory.Get(ctx, key)
+	return c.MemoryStore.Get(ctx, key)
 }
 
 func (c *readCounter) reads() int {
@@ -176,7 +176,7 @@ func (c *readCounter) reads() int {
 // and another user's run on the same store sees nothing of the log.
 func TestRunReadsNoDigests(t *testing.T) {
 	ctx := context.Background()
-	st := &readCounter{Memory: storage.NewMemory()}
+	st := &readCounter{MemoryStore: storage.NewMemoryStore()}
 	seedLog(t, st, 2000)
 	tmpl, _ := New(Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 	l, err := layertest.FirstRecall(ctx, tmpl, layer.Env{ThreadID: "t-new", ResourceID: "user-1", Store: st}, layer.Query{Text: `page "Pricing for Nonprofits 2"`})
@@ -221,7 +221,7 @@ func TestRunReadsNoDigests(t *testing.T) {
 
 // queryRecorder is a store that records the queries of its index.
 type queryRecorder struct {
-	*storage.Memory
+	*storage.MemoryStore
 	mu      sync.Mutex
 	queries []storage.Query
 }
@@ -230,7 +230,7 @@ func (r *queryRecorder) Search(ctx context.Context, collection string, q storage
 	r.mu.Lock()
 	r.queries = append(r.queries, q)
 	r.mu.Unlock()
-	return r.Memory.Search(ctx, collection, q)
+	return r.MemoryStore.Search(ctx, collection, q)
 }
 
 // TestTextQueryUnfiltered: recall's text query carries no filter (every
@@ -239,7 +239,7 @@ func (r *queryRecorder) Search(ctx context.Context, collection string, q storage
 // of the newest episodes leaves the marker out; blank text is a listing.
 func TestTextQueryUnfiltered(t *testing.T) {
 	ctx := context.Background()
-	st := &queryRecorder{Memory: storage.NewMemory()}
+	st := &queryRecorder{MemoryStore: storage.NewMemoryStore()}
 	seedLog(t, st, 100)
 	tmpl, _ := New(Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 	for _, text := range []string{`page "Pricing for Nonprofits 2"`, " \t"} {

@@ -24,7 +24,7 @@ func TestTrust305_RefsOfThreadsDoNotCollide(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var st storage.Store
 			if withStore {
-				st = storage.NewMemory()
+				st = storage.NewMemoryStore()
 			}
 			cfg := episodicmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}}
 			one := bound(t, cfg, st, "thread-1", "user")
@@ -95,7 +95,7 @@ func TestTrust305_RefsOfThreadsDoNotCollide(t *testing.T) {
 		})
 	}
 	// A thread-scoped log keeps the call ID as the reference.
-	l := bound(t, episodicmemory.Config{}, storage.NewMemory(), "t", "")
+	l := bound(t, episodicmemory.Config{}, storage.NewMemoryStore(), "t", "")
 	c := layer.ToolCall{ID: "call_1_0", Name: "cms_getPage", Arguments: `{}`}
 	store(t, l, layer.Turn{ToolCalls: []layer.ToolCall{c}, Results: []layer.ToolResult{{ToolCall: c, Content: "X"}}})
 	if !strings.Contains(recall(t, l, "x"), "[call_1_0]") {

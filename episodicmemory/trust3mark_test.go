@@ -18,7 +18,7 @@ import (
 	"github.com/memlayer/memlayer/storage/storagetest"
 )
 
-// searchStore is a store with search, as storage.Memory and SQLite are.
+// searchStore is a store with search, as storage.MemoryStore and SQLite are.
 type searchStore interface {
 	storage.Store
 	storage.Searcher
@@ -54,9 +54,9 @@ func (u markUser) secretStep(n int) layer.Turn {
 		fmt.Sprintf(`{"page":{"id":"p-%d","title":"%s"}}`, n, u.secret()))
 }
 
-// markStores runs fn on a fresh storage.Memory and on a fresh SQLite file.
+// markStores runs fn on a fresh storage.MemoryStore and on a fresh SQLite file.
 func markStores(t *testing.T, fn func(t *testing.T, st searchStore)) {
-	t.Run("memory", func(t *testing.T) { fn(t, storage.NewMemory()) })
+	t.Run("memory", func(t *testing.T) { fn(t, storage.NewMemoryStore()) })
 	t.Run("sqlite", func(t *testing.T) {
 		st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "m.db")})
 		if err != nil {
@@ -124,7 +124,7 @@ func refusedForeign(t *testing.T, w *layertest.Watched, l *episodicmemory.Layer,
 // refused with ErrCorrupt before anything of that scope is read; the
 // layer keeps its state and shows nothing of the other user's. Users
 // nest ("a", "a/b") and one runs anonymously, in thread and in resource
-// scope, on storage.Memory and SQLite.
+// scope, on storage.MemoryStore and SQLite.
 func TestTrust3Mark_SnapshotOfAnotherUserIsRefused(t *testing.T) {
 	for _, scope := range []layer.Scope{layer.ScopeThread, layer.ScopeResource} {
 		t.Run(string(scope), func(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 // the user.
 func ExampleInspector() {
 	ctx := context.Background()
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	for _, id := range []string{"t-1", "t-2"} {
 		w := thread.NewWriter(store, id, nil)
 		if err := w.Write(ctx, thread.Step{ResourceID: "user-7", Steps: 1,

@@ -81,16 +81,17 @@
 // Every hook runs under a timeout ([Spec.Timeout], else
 // [StackConfig.Timeout], else the hook's default: 10s for Init, OnSpawn
 // and OnReturn, 5s for Recall and Close, 30s for Store and the rest) and
-// with panics recovered ([ErrPanic]). Failures are [*Error] values naming the layer and
-// the hook; they are logged through log/slog and sent to the stack's
-// Observer. A hook that outlives its timeout ([ErrTimeout]) has its context
-// cancelled and its result dropped: late items never reach the prompt, and
-// a layer bound by a late Init or OnSpawn is closed, not used. The hook
-// keeps its layer busy until it returns: later hooks of that layer wait,
-// and time out, rather than run concurrently with it. Other layers are
-// never held up. A layer that mutates its own state in a hook that has
-// timed out should check its context first: the stack cannot undo what a
-// hook does to the layer itself.
+// with panics recovered ([ErrPanic]). Failures are [*Error] values naming
+// the layer and the hook; they are logged through log/slog and sent to
+// the stack's [StackConfig.OnHook]. A hook that outlives its timeout
+// ([ErrTimeout]) has its context cancelled and its result dropped: late
+// items never reach the prompt, and a layer bound by a late Init or
+// OnSpawn is closed, not used. The hook keeps its layer busy until it
+// returns: later hooks of that layer wait, and time out, rather than run
+// concurrently with it. Other layers are never held up. A layer that
+// mutates its own state in a hook that has timed out should check its
+// context first: the stack cannot undo what a hook does to the layer
+// itself.
 //
 // Even a hook that ignores its context cannot block the caller past its
 // timeout, but it goes on running until it returns; while 16 hooks of
@@ -163,7 +164,7 @@
 // no lock for its own per-run state. Code that reads a layer's state
 // directly ([Find] the layer, then call its methods) may do so while its
 // hooks run, so such methods must be safe for concurrent use. A registered (template)
-// layer may be initialised by many runs at once. The Observer is called
+// layer may be initialised by many runs at once. OnHook is called
 // without the stack's locks held and may read the stack.
 //
 // # Conformance

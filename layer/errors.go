@@ -29,7 +29,7 @@ var (
 	ErrPanic = errors.New("layer: hook panicked")
 )
 
-// The names of the calls into a layer, as [Error.Hook] and [Event.Hook]
+// The names of the calls into a layer, as [Error.Hook] and [HookCall.Hook]
 // report them: the lifecycle hooks "init", "recall", "store", "onSpawn",
 // "onReturn" and "close"; "tool" (a provided function called through
 // [Stack.CallTool]); "situation" (a [Situator], before Recall); and
@@ -52,7 +52,7 @@ const (
 // Error is a failure of one hook of one layer.
 type Error struct {
 	Layer string // the layer's ID
-	Hook  string // the call's name, as in Event.Hook
+	Hook  string // the call's name, as in HookCall.Hook
 	Err   error
 }
 

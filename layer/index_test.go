@@ -11,7 +11,7 @@ import (
 type plainStore struct{ storage.Store }
 
 func TestIndexOf(t *testing.T) {
-	mem := storage.NewMemory()
+	mem := storage.NewMemoryStore()
 	if idx, ok := layer.IndexOf(mem); !ok || idx != storage.Searcher(mem) {
 		t.Fatalf("IndexOf(Memory) = %v, %v; want the store itself", idx, ok)
 	}

@@ -30,7 +30,7 @@ func TestPlain20_OneTimeoutPerLayer(t *testing.T) {
 		recall: func(ctx context.Context, _ layer.Query) ([]layer.Item, error) { return nil, hang(ctx) },
 	}
 	ev := &events{}
-	s := mustStack(t, layer.StackConfig{Layers: []layer.Layer{own, dflt}, Timeout: 40 * time.Millisecond, Observer: ev.observe})
+	s := mustStack(t, layer.StackConfig{Layers: []layer.Layer{own, dflt}, Timeout: 40 * time.Millisecond, OnHook: ev.observe})
 	if err := s.Init(t.Context()); err != nil {
 		t.Fatal(err)
 	}

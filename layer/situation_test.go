@@ -35,7 +35,7 @@ func newSituated(id string, slot int, part string, err error, got *layer.Query) 
 func TestSituation_GatheredInSlotOrder(t *testing.T) {
 	var a, b, c, plain layer.Query
 	ev := &events{}
-	s := initStack(t, layer.StackConfig{Observer: ev.observe, Layers: []layer.Layer{
+	s := initStack(t, layer.StackConfig{OnHook: ev.observe, Layers: []layer.Layer{
 		newSituated("entities", 150, "Pricing page-2", nil, &b),
 		newSituated("scratch", 100, "goal: publish the pricing page", nil, &a),
 		newSituated("broken", 120, "never", errors.New("boom"), &c),

@@ -126,8 +126,8 @@ func (failingClear) Clear(context.Context) error { return errors.New("read-only"
 func TestClear(t *testing.T) {
 	ev := &events{}
 	c := newCounter("alpha", 0)
-	store := storage.NewMemory()
-	s := initStack(t, layer.StackConfig{Observer: ev.observe, Env: layer.Env{Store: store}, Layers: []layer.Layer{
+	store := storage.NewMemoryStore()
+	s := initStack(t, layer.StackConfig{OnHook: ev.observe, Env: layer.Env{Store: store}, Layers: []layer.Layer{
 		c, failingClear{layer.Text(layer.Spec{ID: "ro"}, "x")},
 	}})
 	_, _ = s.CallTool(t.Context(), "alpha/increment", `{"amount":12}`)
@@ -149,7 +149,7 @@ func TestClear(t *testing.T) {
 
 // L9: thread-scoped state persists across runs on one store.
 func TestStatePersistsAcrossRuns(t *testing.T) {
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	first := initStack(t, layer.StackConfig{Env: layer.Env{Store: store}, Layers: []layer.Layer{newCounter("alpha", 0)}})
 	if err := first.Store(t.Context(), layer.Turn{}); err != nil {
 		t.Fatal(err)

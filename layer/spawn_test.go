@@ -70,9 +70,9 @@ func TestSpawn(t *testing.T) {
 		return layer.Text(layer.Spec{ID: "custom", Slot: 80}, "from spawn"), nil
 	}}
 	s := initStack(t, layer.StackConfig{
-		Observer: ev.observe,
-		Env:      layer.Env{ThreadID: "parent-thread", ResourceID: "user-1"},
-		Layers:   []layer.Layer{cnt, ei, shared, stateless, none, fails, panics, custom},
+		OnHook: ev.observe,
+		Env:    layer.Env{ThreadID: "parent-thread", ResourceID: "user-1"},
+		Layers: []layer.Layer{cnt, ei, shared, stateless, none, fails, panics, custom},
 	})
 	parentEnv := <-ei.envs
 	if parentEnv.ThreadID != "parent-thread" || parentEnv.Store == nil {
@@ -179,7 +179,7 @@ func TestChildToolsActOnChild(t *testing.T) {
 // L15: Return hands the child's state back through OnReturn.
 func TestReturn(t *testing.T) {
 	ev := &events{}
-	s := initStack(t, layer.StackConfig{Observer: ev.observe, Layers: []layer.Layer{newCounter("counter", 0), layer.Text(layer.Spec{ID: "text"}, "x")}})
+	s := initStack(t, layer.StackConfig{OnHook: ev.observe, Layers: []layer.Layer{newCounter("counter", 0), layer.Text(layer.Spec{ID: "text"}, "x")}})
 	child, err := s.Spawn(t.Context(), layer.Env{ThreadID: "child"})
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +235,7 @@ func (r rejecter) OnReturn(context.Context, layer.Layer) error {
 
 func TestReturnFailureLeavesParent(t *testing.T) {
 	ev := &events{}
-	s := initStack(t, layer.StackConfig{Observer: ev.observe, Layers: []layer.Layer{rejecter{newCounter("strict", 0)}}})
+	s := initStack(t, layer.StackConfig{OnHook: ev.observe, Layers: []layer.Layer{rejecter{newCounter("strict", 0)}}})
 	child, err := s.Spawn(t.Context(), layer.Env{ThreadID: "child"})
 	if err != nil {
 		t.Fatal(err)

@@ -31,21 +31,21 @@ type StackConfig struct {
 	// Timeout bounds each hook call of a layer whose Spec.Timeout is
 	// zero. Zero means each hook's default (see [Spec.Timeout]).
 	Timeout time.Duration
-	// Observer receives an Event for every hook call, successful or not.
+	// OnHook receives a HookCall for every hook call, successful or not.
 	// It is called synchronously by the Stack method that ran the hook,
 	// after the hook returned or was abandoned, so it must be fast and
 	// safe for concurrent use. It may call the Stack's read-only methods
 	// (Layers, Tools).
-	Observer func(Event)
+	OnHook func(HookCall)
 	// ValidateArgs, when set, validates tool arguments against a
 	// function's parameter schema before the function runs. Without it,
 	// CallTool only checks that the arguments are a JSON object.
 	ValidateArgs func(schema json.RawMessage, args []byte) error
 }
 
-// Event describes one hook call: the layer's ID, the hook's name, how long
+// HookCall describes one hook call: the layer's ID, the hook's name, how long
 // the call took and its error.
-type Event struct {
+type HookCall struct {
 	Layer string
 	// Hook names the call: "init", "recall", "store", "onSpawn",
 	// "onReturn", "close", "tool", "snapshot", "restore" or "clear".
@@ -64,7 +64,7 @@ type Recalled struct {
 
 // Stack is the runtime for one agent run: it holds the run's layers in
 // slot order and calls their hooks at the right time, each under its
-// timeout, reporting failures (through Env.Logger and the Observer) with
+// timeout, reporting failures (through Env.Logger and OnHook) with
 // the layer's ID and the hook's name.
 //
 // Call order: NewStack → Init → (Recall, Store, CallTool)* → Spawn/Return
@@ -114,7 +114,7 @@ func NewStack(cfg StackConfig) (*Stack, error) {
 		s.env.ExecutionID = newID()
 	}
 	if s.env.Store == nil {
-		s.env.Store = storage.NewMemory()
+		s.env.Store = storage.NewMemoryStore()
 	}
 	s.log = cmp.Or(s.env.Logger, slog.Default())
 	s.env.Logger = s.log
@@ -613,8 +613,8 @@ func (s *Stack) report(ctx context.Context, id, hook string, d time.Duration, er
 		s.log.LogAttrs(ctx, slog.LevelWarn, "memlayer: layer hook failed",
 			slog.String("layer", id), slog.String("hook", hook), slog.Any("error", err))
 	}
-	if s.cfg.Observer != nil {
-		s.cfg.Observer(Event{Layer: id, Hook: hook, Duration: d, Err: err})
+	if s.cfg.OnHook != nil {
+		s.cfg.OnHook(HookCall{Layer: id, Hook: hook, Duration: d, Err: err})
 	}
 }
 

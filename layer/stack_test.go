@@ -85,10 +85,10 @@ func (h *hooked) Close(ctx context.Context) error {
 // events collects Observer events.
 type events struct {
 	mu  sync.Mutex
-	all []layer.Event
+	all []layer.HookCall
 }
 
-func (e *events) observe(ev layer.Event) {
+func (e *events) observe(ev layer.HookCall) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.all = append(e.all, ev)
@@ -275,7 +275,7 @@ func TestInitFailureAborts(t *testing.T) {
 	boom := errors.New("boom")
 	ev := &events{}
 	s := mustStack(t, layer.StackConfig{
-		Observer: ev.observe,
+		OnHook: ev.observe,
 		Layers: []layer.Layer{
 			&hooked{spec: layer.Spec{ID: "first", Slot: 500}, j: j},
 			&hooked{spec: layer.Spec{ID: "second"}, j: j},
@@ -326,7 +326,7 @@ func TestDisableOnInitError(t *testing.T) {
 	j := &journal{}
 	ev := &events{}
 	bad := &hooked{spec: layer.Spec{ID: "flaky", DisableOnInitError: true}, j: j, init: func(context.Context, layer.Env) error { return errors.New("no backend") }}
-	s := mustStack(t, layer.StackConfig{Observer: ev.observe, Layers: []layer.Layer{bad, &hooked{spec: layer.Spec{ID: "fine"}, j: j}}})
+	s := mustStack(t, layer.StackConfig{OnHook: ev.observe, Layers: []layer.Layer{bad, &hooked{spec: layer.Spec{ID: "fine"}, j: j}}})
 	if err := s.Init(t.Context()); err != nil {
 		t.Fatalf("Init = %v, want nil (layer disabled)", err)
 	}
@@ -377,7 +377,7 @@ func TestRecallTimeout(t *testing.T) {
 			return []layer.Item{{Text: "fresh"}}, nil
 		})
 	ev := &events{}
-	s := initStack(t, layer.StackConfig{Observer: ev.observe, Layers: []layer.Layer{
+	s := initStack(t, layer.StackConfig{OnHook: ev.observe, Layers: []layer.Layer{
 		slow,
 		layer.Text(layer.Spec{ID: "before", Slot: 0}, "b"),
 		layer.Text(layer.Spec{ID: "after", Slot: 2}, "a"),
@@ -469,7 +469,7 @@ func TestPanicBecomesError(t *testing.T) {
 // L6: a failing recall contributes nothing; an empty one is left out.
 func TestRecallFailureAndEmpty(t *testing.T) {
 	ev := &events{}
-	s := initStack(t, layer.StackConfig{Observer: ev.observe, Layers: []layer.Layer{
+	s := initStack(t, layer.StackConfig{OnHook: ev.observe, Layers: []layer.Layer{
 		layer.Func(layer.Spec{ID: "fails"}, func(context.Context, layer.Query) ([]layer.Item, error) {
 			return []layer.Item{{Text: "x"}}, errors.New("db down")
 		}),
@@ -553,8 +553,8 @@ func TestObserverMayReadStack(t *testing.T) {
 	var s *layer.Stack
 	var n int
 	s = mustStack(t, layer.StackConfig{
-		Observer: func(layer.Event) { n += len(specsOf(s)) + len(s.Tools()) },
-		Layers:   []layer.Layer{newCounter("c", 0)},
+		OnHook: func(layer.HookCall) { n += len(specsOf(s)) + len(s.Tools()) },
+		Layers: []layer.Layer{newCounter("c", 0)},
 	})
 	done := make(chan error, 1)
 	go func() { done <- s.Init(t.Context()) }()

@@ -26,7 +26,7 @@ type storeSpec struct {
 // redis_test.go.
 var openers = map[string]func(ctx context.Context, s storeSpec) (storage.Store, func() error, error){
 	"memory": func(context.Context, storeSpec) (storage.Store, func() error, error) {
-		return storage.NewMemory(), func() error { return nil }, nil
+		return storage.NewMemoryStore(), func() error { return nil }, nil
 	},
 	"sqlite": func(ctx context.Context, s storeSpec) (storage.Store, func() error, error) {
 		st, err := sqlite.Open(ctx, sqlite.Config{Path: s.Path})

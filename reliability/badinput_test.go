@@ -100,7 +100,7 @@ func callThenAnswer(calls ...llms.ToolCall) *agenttest.Model {
 // scratchpad, a plan, an entity and a checkpoint.
 func seeded(t *testing.T) storage.Store {
 	t.Helper()
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	agent := badInputAgent(t, st, callThenAnswer(
 		agenttest.Call(wmTool, `{"goal":"ship v1","notes":{"a":1}}`),
 		agenttest.Call(planTool, `{"status":"doing","steps":["draft"]}`),

@@ -86,7 +86,7 @@ func crashAgent(st storage.Store, next func() int, observer func(agentloop.Event
 	if err != nil {
 		return nil, err
 	}
-	kvSet := agentloop.NewRunTool("kv_set", "Remember a value.", nil, func(ctx context.Context, run *agentloop.Run, in struct {
+	kvSet := agentloop.NewContextTool("kv_set", "Remember a value.", nil, func(ctx context.Context, run *agentloop.ToolContext, in struct {
 		Key   string `json:"key"`
 		Value int    `json:"value"`
 	}) (string, error) {

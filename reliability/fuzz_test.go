@@ -31,7 +31,7 @@ func FuzzUpdateTool(f *testing.F) {
 	tool := layer.ToolName(workingmemory.DefaultID, "update")
 	f.Fuzz(func(t *testing.T, args string) {
 		ctx := context.Background()
-		st := storage.NewMemory()
+		st := storage.NewMemoryStore()
 		wm, err := workingmemory.New(workingmemory.Config{MaxBytes: 4096})
 		if err != nil {
 			t.Fatal(err)

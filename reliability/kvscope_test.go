@@ -49,7 +49,7 @@ func kvScopeKey(user string, r, s int) string { return fmt.Sprintf("%s.r%d.s%d",
 func kvOwner(key string) string { owner, _, _ := strings.Cut(key, "."); return owner }
 
 // renderKV lists a key-value memory's keys, one "key=" a line.
-func renderKV(mem *kv.Memory) string {
+func renderKV(mem *kv.Scope) string {
 	keys, _ := mem.Keys()
 	var b strings.Builder
 	for _, k := range keys {
@@ -71,7 +71,7 @@ func foreignKeys(text, user string) int {
 
 // sharedKVLayer is the negative control's layer: one KV for every run, as
 // kv.Layer was before it had an Init.
-type sharedKVLayer struct{ mem *kv.Memory }
+type sharedKVLayer struct{ mem *kv.Scope }
 
 func (l sharedKVLayer) Spec() layer.Spec {
 	return layer.Spec{ID: kv.DefaultLayerID, Slot: kv.DefaultLayerSlot, Scope: layer.ScopeExecution}
@@ -111,7 +111,7 @@ func kvScopeAgent(st storage.Store, steps int, shared bool, leaks *atomic.Int64)
 			return nil, err
 		}
 		kvl = l
-		kvSet = agentloop.NewRunTool("kv_set", "Remember a key.", nil, func(ctx context.Context, run *agentloop.Run, in setIn) (string, error) {
+		kvSet = agentloop.NewContextTool("kv_set", "Remember a key.", nil, func(ctx context.Context, run *agentloop.ToolContext, in setIn) (string, error) {
 			mem, err := kv.From(run.Stack(), "")
 			if err != nil {
 				return "", err

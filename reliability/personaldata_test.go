@@ -176,7 +176,7 @@ func runPersonalData(t *testing.T, spec storeSpec, samples []piiSample, red reda
 		Key   string `json:"key"`
 		Value string `json:"value"`
 	}
-	kvSet := agentloop.NewRunTool("kv_set", "Remember a value.", nil, func(ctx context.Context, run *agentloop.Run, in setIn) (string, error) {
+	kvSet := agentloop.NewContextTool("kv_set", "Remember a value.", nil, func(ctx context.Context, run *agentloop.ToolContext, in setIn) (string, error) {
 		mem, err := kv.From(run.Stack(), "")
 		if err != nil {
 			return "", err

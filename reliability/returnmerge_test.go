@@ -58,7 +58,7 @@ func returnParent(ctx context.Context, raw string, in *bufio.Scanner, out *lineW
 	wm, err := workingmemory.New(workingmemory.Config{
 		Spec:     layer.Spec{Scope: layer.ScopeResource},
 		OnReturn: workingmemory.ReturnMerge, MaxBytes: 1 << 20,
-		Observer: func(e workingmemory.Event) { conflicts.Add(int64(len(e.Paths))) },
+		OnWarning: func(e workingmemory.Warning) { conflicts.Add(int64(len(e.Paths))) },
 	})
 	if err != nil {
 		return err

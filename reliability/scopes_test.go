@@ -57,7 +57,7 @@ func scopeAgent(t *testing.T, st storage.Store, prompts *promptRecorder) *agentl
 	if err != nil {
 		t.Fatal(err)
 	}
-	kvSet := agentloop.NewRunTool("kv_set", "Remember a value.", nil, func(ctx context.Context, run *agentloop.Run, in struct {
+	kvSet := agentloop.NewContextTool("kv_set", "Remember a value.", nil, func(ctx context.Context, run *agentloop.ToolContext, in struct {
 		Value string `json:"value"`
 	}) (string, error) {
 		mem, err := kv.From(run.Stack(), "")
@@ -343,7 +343,7 @@ func TestAnonymousAndNamedRuns(t *testing.T) {
 		})
 	}
 	t.Run("control", func(t *testing.T) {
-		leaked, prompts, stored := anonymousRuns(t, storage.NewMemory(), n, runs, true)
+		leaked, prompts, stored := anonymousRuns(t, storage.NewMemoryStore(), n, runs, true)
 		t.Logf("FIGURE anon-named control (the old fallback: an anonymous thread's resource scope is its thread ID in the resource namespace): %d leaked (%d in prompts, %d in stored memory)", leaked, prompts, stored)
 		if leaked == 0 {
 			t.Errorf("control: nothing leaked: the scenario cannot see the defect")

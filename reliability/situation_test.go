@@ -21,7 +21,7 @@ import (
 // prompt.
 func TestSituation_RecallQueriesTheSituation(t *testing.T) {
 	ctx := context.Background()
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	// A long log of page creations, written by an earlier run.
 	ep, _ := episodicmemory.New(episodicmemory.Config{CompactAfter: 16})
 	w, err := ep.Init(ctx, layer.Env{ThreadID: "t1", Store: store})

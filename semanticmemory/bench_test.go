@@ -17,7 +17,7 @@ import (
 // of 3 vocabulary words.
 func corpus(b *testing.B, n int) (*semanticmemory.Layer, []string) {
 	b.Helper()
-	return corpusOn(b, storage.NewMemory(), n)
+	return corpusOn(b, storage.NewMemoryStore(), n)
 }
 
 func corpusOn(b *testing.B, store storage.Store, n int) (*semanticmemory.Layer, []string) {
@@ -79,7 +79,7 @@ func BenchmarkRecall(b *testing.B) {
 // BenchmarkInit rebuilds the index of 10,000 facts (10,000 stored
 // records) from a memory store, as a new process does.
 func BenchmarkInit(b *testing.B) {
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	corpusOn(b, store, 10_000)
 	tmpl, err := semanticmemory.New(semanticmemory.Config{})
 	if err != nil {

@@ -53,7 +53,7 @@ func TestTrust315_RecencyDoesNotTrustTheWritersClock(t *testing.T) {
 			"The launch party is in the Lisbon office.", "The launch party moved to the Porto warehouse."},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			store := storage.NewMemory()
+			store := storage.NewMemoryStore()
 			at = now.Add(-c.oldAt)
 			old := remember(t, writer(store, c.skew), "fact", c.oldT)
 			at = now.Add(-c.newAt)

@@ -21,7 +21,7 @@ func TestMemory15_RetrievalQuality(t *testing.T) {
 	}
 	ctx := context.Background()
 	run := func(name string, cfg semanticmemory.Config) semantictest.Result {
-		l := bind(t, cfg, storage.NewMemory(), "eval")
+		l := bind(t, cfg, storage.NewMemoryStore(), "eval")
 		toSet := map[string]string{} // the layer's fact ID → the set's
 		merged := 0
 		for _, f := range set.Facts {

@@ -15,7 +15,7 @@ import (
 // recalled in another, and a restated fact supersedes the old one.
 func Example() {
 	ctx := context.Background()
-	store := storage.NewMemory() // or storage/sqlite, storage/redis
+	store := storage.NewMemoryStore() // or storage/sqlite, storage/redis
 	tmpl, err := semanticmemory.New(semanticmemory.Config{
 		Now: func() time.Time { return time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC) },
 	})

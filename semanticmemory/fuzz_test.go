@@ -40,7 +40,7 @@ func FuzzMemory13_DecodeRecord(f *testing.F) {
 			}
 		}
 		ctx := context.Background()
-		store := storage.NewMemory()
+		store := storage.NewMemoryStore()
 		tmpl, _ := New(Config{})
 		key := storage.LayerKey(DefaultID, storage.ResourceScope("u"), "r-0")
 		store.Put(ctx, key, data, storage.NoVersion)

@@ -41,7 +41,7 @@ func bindUser(t testing.TB, cfg semanticmemory.Config, store storage.Store, user
 // The case: a preference shares no word with the request, and
 // is in the prompt all the same.
 func TestPinned_PreferenceWithoutSharedWord(t *testing.T) {
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	l := bindUser(t, semanticmemory.Config{}, store, "user-1", "t1")
 	remember(t, l, "preference", "The user prefers British spelling")
 	for i := range 50 {
@@ -63,7 +63,7 @@ func TestPinned_PreferenceWithoutSharedWord(t *testing.T) {
 // Important facts are pinned too, and the pinned set is bounded.
 func TestPinned_ImportantAndBounded(t *testing.T) {
 	ctx := context.Background()
-	l := bindUser(t, semanticmemory.Config{MaxPinned: 2}, storage.NewMemory(), "u", "t")
+	l := bindUser(t, semanticmemory.Config{MaxPinned: 2}, storage.NewMemoryStore(), "u", "t")
 	if _, err := l.Remember(ctx, semanticmemory.Memo{Text: "Never publish on Sundays.", Kind: "rule", Importance: 0.9}); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestIndex_InitReadsFlat(t *testing.T) {
 	ctx := context.Background()
 	reads := map[int]int64{}
 	for _, n := range []int{10, 1000} {
-		cs := &searchCounter{Memory: storage.NewMemory()}
+		cs := &searchCounter{MemoryStore: storage.NewMemoryStore()}
 		w := bindUser(t, semanticmemory.Config{}, cs, "u", "w")
 		for i := range n {
 			remember(t, w, "fact", fmt.Sprintf("Fact number %d is about topic %d.", i, i))
@@ -118,7 +118,7 @@ func TestIndex_InitReadsFlat(t *testing.T) {
 // too; the next run reads no record.
 func TestIndex_OldLogIndexedOnFirstUse(t *testing.T) {
 	ctx := context.Background()
-	mem := storage.NewMemory()
+	mem := storage.NewMemoryStore()
 	old := bindUser(t, semanticmemory.Config{}, hidden{Store: mem}, "u", "old")
 	remember(t, old, "fact", "The oldest fact mentions zeppelins.")
 	for i := range 30 {
@@ -130,7 +130,7 @@ func TestIndex_OldLogIndexedOnFirstUse(t *testing.T) {
 	if cols, _ := mem.Collections(ctx, ""); len(cols) != 0 {
 		t.Fatalf("a store without search got collections %v", cols)
 	}
-	cs := &searchCounter{Memory: mem}
+	cs := &searchCounter{MemoryStore: mem}
 	l := bindUser(t, semanticmemory.Config{}, cs, "u", "new")
 	if got := recall(t, l, "zeppelins"); !strings.Contains(got, "zeppelins") {
 		t.Fatalf("old fact not recalled after indexing: %q", got)
@@ -152,7 +152,7 @@ func TestIndex_OldLogIndexedOnFirstUse(t *testing.T) {
 // old version stays for the audit and is never recalled.
 func TestIndex_RestatedSupersedes(t *testing.T) {
 	ctx := context.Background()
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	l := bindUser(t, semanticmemory.Config{}, store, "u", "t")
 	for i := range 40 {
 		remember(t, l, "fact", fmt.Sprintf("Unrelated fact %d on colour theory.", i))
@@ -180,7 +180,7 @@ func TestIndex_RestatedSupersedes(t *testing.T) {
 // the other.
 func TestIndex_CrossUser(t *testing.T) {
 	ctx := context.Background()
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	users := []string{"a", "a/b", "a:b", " a"}
 	tag := map[string]string{"a": "tagplain", "a/b": "tagslash", "a:b": "tagcolon", " a": "tagspace"}
 	var wg sync.WaitGroup

@@ -169,7 +169,7 @@ func New(cfg Config) (*Layer, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	l := &Layer{cfg: cfg, spec: spec, tag: fence.Tag(cfg.ID)}
-	return l.bind(storage.NewMemory(), "template", layer.Env{}), nil
+	return l.bind(storage.NewMemoryStore(), "template", layer.Env{}), nil
 }
 
 // check reports the first field of cfg out of its range, as an error
@@ -252,7 +252,7 @@ func (l *Layer) open(ctx context.Context) error {
 // scope.
 func (l *Layer) bind(store storage.Store, scope string, env layer.Env) *Layer {
 	if store == nil {
-		store = storage.NewMemory()
+		store = storage.NewMemoryStore()
 	}
 	b := &Layer{cfg: l.cfg, spec: l.spec, tag: l.tag, thread: env.ThreadID, head: head{Version: FormatVersion}}
 	b.log = seqlog.Log{Store: store, LayerID: l.cfg.ID, Scope: scope, Pkg: "semanticmemory", ErrVersion: ErrVersion,

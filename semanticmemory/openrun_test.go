@@ -113,7 +113,7 @@ func BenchmarkOpenRun(b *testing.B) {
 // it, and a fact is found by its words.
 func TestOpenRunSeed(t *testing.T) {
 	ctx := context.Background()
-	for _, st := range []storage.Store{storage.NewMemory(), struct{ storage.Store }{storage.NewMemory()}} {
+	for _, st := range []storage.Store{storage.NewMemoryStore(), struct{ storage.Store }{storage.NewMemoryStore()}} {
 		seedFacts(t, st, 1000)
 		tmpl, _ := New(Config{})
 		l, err := tmpl.Init(ctx, layer.Env{ThreadID: "t", ResourceID: "user-1", Store: st})

@@ -21,7 +21,7 @@ import (
 // one.
 func TestMemory08_HybridRetrieval(t *testing.T) {
 	emb := &ngramEmbedder{}
-	l := bind(t, semanticmemory.Config{Embedder: emb}, storage.NewMemory(), "t1")
+	l := bind(t, semanticmemory.Config{Embedder: emb}, storage.NewMemoryStore(), "t1")
 	ctx := context.Background()
 	remember(t, l, "fact", "The user is vegetarian.")
 	remember(t, l, "fact", "The user plays the violin.")
@@ -59,7 +59,7 @@ func TestMemory08_HybridRetrieval(t *testing.T) {
 // key = ID, similarity in [0,1] best first, time = Updated, importance
 // and source carried.
 func TestMemory09_Candidates(t *testing.T) {
-	l := bind(t, semanticmemory.Config{}, storage.NewMemory(), "t1")
+	l := bind(t, semanticmemory.Config{}, storage.NewMemoryStore(), "t1")
 	ctx := context.Background()
 	f, err := l.Remember(ctx, semanticmemory.Memo{Text: "The user's dog is called Rex.", Kind: "profile", Importance: 0.9, Source: semanticmemory.Source{By: "user"}})
 	if err != nil {
@@ -89,7 +89,7 @@ func TestMemory09_Candidates(t *testing.T) {
 	}
 	// TopK caps the candidates as it caps Recall, so scored assembly
 	// never shows more facts than Recall would.
-	one := bind(t, semanticmemory.Config{TopK: 1}, storage.NewMemory(), "t1")
+	one := bind(t, semanticmemory.Config{TopK: 1}, storage.NewMemoryStore(), "t1")
 	remember(t, one, "fact", "Rex needs a walk at noon and the dog park opens at nine.")
 	remember(t, one, "fact", "The dog sleeps in the kitchen.")
 	if cands, err := one.Candidates(ctx, layer.Query{Text: "dog"}); err != nil || len(cands) != 1 {
@@ -170,7 +170,7 @@ func TestMemory10_VectorStoreAdapter(t *testing.T) {
 	vs := &memVectorStore{emb: &ngramEmbedder{}}
 	cfg := semanticmemory.Config{VectorStore: &semanticmemory.VectorStore{Store: vs}}
 	ctx := context.Background()
-	l := bind(t, cfg, storage.NewMemory(), "t1")
+	l := bind(t, cfg, storage.NewMemoryStore(), "t1")
 	veg := remember(t, l, "fact", "The user is vegetarian.")
 	remember(t, l, "fact", "The user's favourite colour is blue.")
 	col := remember(t, l, "fact", "The user's favourite colour is green.")
@@ -180,7 +180,7 @@ func TestMemory10_VectorStoreAdapter(t *testing.T) {
 	}
 	// Another resource's facts in the same vector store.
 	other, _ := semanticmemory.New(cfg)
-	ol, err := other.Init(ctx, layer.Env{ThreadID: "x", ResourceID: "user-2", Store: storage.NewMemory()})
+	ol, err := other.Init(ctx, layer.Env{ThreadID: "x", ResourceID: "user-2", Store: storage.NewMemoryStore()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestMemory10_VectorStoreAdapter(t *testing.T) {
 // one Get (the head); after another process's write, one more per new
 // record; never a List, whatever the number of facts.
 func TestMemory11_RecallReadsOnlyWhatIsNew(t *testing.T) {
-	cs := &countingStore{Store: storage.NewMemory()}
+	cs := &countingStore{Store: storage.NewMemoryStore()}
 	w := bind(t, semanticmemory.Config{}, cs.Store, "w")
 	for i := range 50 {
 		remember(t, w, "fact", fmt.Sprintf("Fact number %d about item%d.", i, i))
@@ -238,7 +238,7 @@ func TestMemory11_RecallReadsOnlyWhatIsNew(t *testing.T) {
 // empties the store for every process.
 func TestMemory12_SnapshotRestoreSpawnClear(t *testing.T) {
 	ctx := context.Background()
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	l := bind(t, semanticmemory.Config{}, store, "t1")
 	a := remember(t, l, "preference", "The user's favourite colour is blue.")
 	remember(t, l, "preference", "The user's favourite colour is green.")
@@ -247,7 +247,7 @@ func TestMemory12_SnapshotRestoreSpawnClear(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := bind(t, semanticmemory.Config{}, storage.NewMemory(), "t2")
+	r := bind(t, semanticmemory.Config{}, storage.NewMemoryStore(), "t2")
 	if err := r.Restore(ctx, snap); err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestMemory12_SnapshotRestoreSpawnClear(t *testing.T) {
 // which weighs similarity against recency and importance, does not take
 // it for a match.
 func TestMemory91_CandidateSimilarityIsTheMatch(t *testing.T) {
-	l := bind(t, semanticmemory.Config{}, storage.NewMemory(), "t1")
+	l := bind(t, semanticmemory.Config{}, storage.NewMemoryStore(), "t1")
 	ctx := context.Background()
 	remember(t, l, "preference", "The user's kayak paddle is carbon fibre.")
 	remember(t, l, "preference", "The user does not like crowded trains.")

@@ -1,10 +1,10 @@
 // Package storage is the persistence contract of memlayer: a small
 // versioned key-value [Store] with compare-and-swap, the escaped key layout
-// every layer uses, and an in-memory backend ([NewMemory]).
+// every layer uses, and an in-memory backend ([NewMemoryStore]).
 //
 // A write names the version it read, so a stale writer fails:
 //
-//	s := storage.NewMemory() // or sqlite.Open, redis.New
+//	s := storage.NewMemoryStore() // or sqlite.Open, redis.New
 //	key := storage.LayerKey("working-memory", "thread-1", "state")
 //	v1, err := s.Put(ctx, key, []byte(`{"plan":"draft"}`), storage.NoVersion)
 //	_, err = s.Put(ctx, key, []byte(`{"plan":"final"}`), v1) // ok
@@ -65,7 +65,7 @@
 // records, so that a layer recalls from everything a user's memory holds
 // by querying the top k instead of loading it. A layer indexes small
 // [Document]s in a collection named by [IndexName] under its scope, and
-// erasing the scope drops them ([DropIndexes]). [Memory] searches with
+// erasing the scope drops them ([DropIndexes]). [MemoryStore] searches with
 // [MemoryIndex], which ranks by BM25 in the process.
 //
 // What each backend's search costs, for a collection of n documents, a
@@ -77,7 +77,7 @@
 //     unindex rebuilds the collection's corpus on the next query, O(n)).
 //     Bounded by the process's memory.
 //   - storage/sqlite: a term index in the same file (FTS5, each term
-//     tagged with its collection), ranked by the same BM25 as [Memory].
+//     tagged with its collection), ranked by the same BM25 as [MemoryStore].
 //     A text query of q terms reads at most the 128 newest documents of
 //     each term in the collection, and scores in full the candidates
 //     its terms' weights put first: O(q) reads, however large the
@@ -110,7 +110,7 @@
 //
 // # Backends
 //
-// [NewMemory] is the in-process default. Durable backends live in
+// [NewMemoryStore] is the in-process default. Durable backends live in
 // subpackages: storage/sqlite (embedded, one file), storage/redis (shared
 // by many processes and machines) and storage/postgres (shared the same
 // way, on the database a service already runs). Every backend passes the conformance

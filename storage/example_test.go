@@ -10,9 +10,9 @@ import (
 
 // A read-modify-write with compare-and-swap: the second writer, holding a
 // stale version, gets ErrConflict and must read again.
-func ExampleNewMemory() {
+func ExampleNewMemoryStore() {
 	ctx := context.Background()
-	s := storage.NewMemory()
+	s := storage.NewMemoryStore()
 	defer s.Close()
 
 	key := storage.LayerKey("working-memory", "thread-1", "state")

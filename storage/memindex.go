@@ -13,7 +13,7 @@ import (
 )
 
 // MemoryIndex is an in-process [Searcher] that ranks text with
-// internal/lexical's BM25. [Memory] stores search through one. Its zero
+// internal/lexical's BM25. [MemoryStore] stores search through one. Its zero
 // value is ready to use.
 //
 // A text query scores every document of the collection, so its cost grows

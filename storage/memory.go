@@ -8,12 +8,12 @@ import (
 	"sync"
 )
 
-// Memory is the in-process [Store]: a map guarded by a read-write mutex.
+// MemoryStore is the in-process [Store]: a map guarded by a read-write mutex.
 // It is the default when no store is configured. Its zero value is not
-// usable; call [NewMemory]. Like every backend it creates keys at
+// usable; call [NewMemoryStore]. Like every backend it creates keys at
 // [FirstVersion], so versions do not repeat across deletes nor across
-// stores (a process restarted with a new Memory).
-type Memory struct {
+// stores (a process restarted with a new MemoryStore).
+type MemoryStore struct {
 	mu     sync.RWMutex
 	items  map[string]memItem
 	closed bool
@@ -25,13 +25,13 @@ type memItem struct {
 	version int64
 }
 
-// NewMemory returns an empty in-memory store.
-func NewMemory() *Memory {
-	return &Memory{items: make(map[string]memItem)}
+// NewMemoryStore returns an empty in-memory store.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{items: make(map[string]memItem)}
 }
 
 // Get implements [Store].
-func (m *Memory) Get(ctx context.Context, key string) (Item, error) {
+func (m *MemoryStore) Get(ctx context.Context, key string) (Item, error) {
 	if err := ctx.Err(); err != nil {
 		return Item{}, fmt.Errorf("storage: get %s: %w", Quote(key), err)
 	}
@@ -49,7 +49,7 @@ func (m *Memory) Get(ctx context.Context, key string) (Item, error) {
 }
 
 // Put implements [Store].
-func (m *Memory) Put(ctx context.Context, key string, value []byte, ifVersion int64) (int64, error) {
+func (m *MemoryStore) Put(ctx context.Context, key string, value []byte, ifVersion int64) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("storage: put %s: %w", Quote(key), err)
 	}
@@ -71,7 +71,7 @@ func (m *Memory) Put(ctx context.Context, key string, value []byte, ifVersion in
 }
 
 // Delete implements [Store].
-func (m *Memory) Delete(ctx context.Context, key string, ifVersion int64) error {
+func (m *MemoryStore) Delete(ctx context.Context, key string, ifVersion int64) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("storage: delete %s: %w", Quote(key), err)
 	}
@@ -95,7 +95,7 @@ func (m *Memory) Delete(ctx context.Context, key string, ifVersion int64) error 
 
 // List implements [Store]. The read lock is held for the whole scan so the
 // listing is a consistent view of one moment.
-func (m *Memory) List(ctx context.Context, prefix string) ([]string, error) {
+func (m *MemoryStore) List(ctx context.Context, prefix string) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("storage: list %s: %w", Quote(prefix), err)
 	}
@@ -115,7 +115,7 @@ func (m *Memory) List(ctx context.Context, prefix string) ([]string, error) {
 }
 
 // Close releases the store's contents; later calls fail with [ErrClosed].
-func (m *Memory) Close() error {
+func (m *MemoryStore) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
@@ -124,33 +124,33 @@ func (m *Memory) Close() error {
 }
 
 // Index implements [Searcher] with a [MemoryIndex].
-func (m *Memory) Index(ctx context.Context, collection string, docs ...Document) error {
+func (m *MemoryStore) Index(ctx context.Context, collection string, docs ...Document) error {
 	return m.index.Index(ctx, collection, docs...)
 }
 
 // Unindex implements [Searcher].
-func (m *Memory) Unindex(ctx context.Context, collection string, ids ...string) error {
+func (m *MemoryStore) Unindex(ctx context.Context, collection string, ids ...string) error {
 	return m.index.Unindex(ctx, collection, ids...)
 }
 
 // Search implements [Searcher].
-func (m *Memory) Search(ctx context.Context, collection string, q Query) ([]Hit, error) {
+func (m *MemoryStore) Search(ctx context.Context, collection string, q Query) ([]Hit, error) {
 	return m.index.Search(ctx, collection, q)
 }
 
 // Collections implements [Searcher].
-func (m *Memory) Collections(ctx context.Context, prefix string) ([]string, error) {
+func (m *MemoryStore) Collections(ctx context.Context, prefix string) ([]string, error) {
 	return m.index.Collections(ctx, prefix)
 }
 
 // Drop implements [Searcher].
-func (m *Memory) Drop(ctx context.Context, collection string) error {
+func (m *MemoryStore) Drop(ctx context.Context, collection string) error {
 	return m.index.Drop(ctx, collection)
 }
 
 // Interface guards.
 var (
-	_ Store    = (*Memory)(nil)
-	_ Searcher = (*Memory)(nil)
+	_ Store    = (*MemoryStore)(nil)
+	_ Searcher = (*MemoryStore)(nil)
 	_ Searcher = (*MemoryIndex)(nil)
 )

@@ -7,7 +7,7 @@ import (
 
 // WriteBatch implements [Batcher]: it checks every write under the
 // store's lock before applying any.
-func (m *Memory) WriteBatch(ctx context.Context, writes []Write) ([]int64, error) {
+func (m *MemoryStore) WriteBatch(ctx context.Context, writes []Write) ([]int64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("storage: write batch: %w", err)
 	}
@@ -32,7 +32,7 @@ func (m *Memory) WriteBatch(ctx context.Context, writes []Write) ([]int64, error
 }
 
 // apply makes the checked writes, each at its version. m.mu is held.
-func (m *Memory) apply(writes []Write, versions []int64) {
+func (m *MemoryStore) apply(writes []Write, versions []int64) {
 	for i, w := range writes {
 		if w.Delete {
 			delete(m.items, w.Key)
@@ -45,7 +45,7 @@ func (m *Memory) apply(writes []Write, versions []int64) {
 // batchCheck checks w's version against the stored one and returns the
 // version a Put gives the key (0 for a Delete). Put checks its write
 // with it too. m.mu is held.
-func (m *Memory) batchCheck(w Write) (int64, error) {
+func (m *MemoryStore) batchCheck(w Write) (int64, error) {
 	cur, ok := m.items[w.Key]
 	switch {
 	case w.Delete && !ok && w.IfVersion != AnyVersion:
@@ -60,4 +60,4 @@ func (m *Memory) batchCheck(w Write) (int64, error) {
 	return cur.version + 1, nil
 }
 
-var _ Batcher = (*Memory)(nil)
+var _ Batcher = (*MemoryStore)(nil)

@@ -11,7 +11,7 @@ import (
 )
 
 func newMemory(t *testing.T) storage.Store {
-	m := storage.NewMemory()
+	m := storage.NewMemoryStore()
 	t.Cleanup(func() { m.Close() })
 	return m
 }
@@ -26,7 +26,7 @@ func TestMemoryConformance(t *testing.T) {
 }
 
 func TestMemoryClosed(t *testing.T) {
-	m := storage.NewMemory()
+	m := storage.NewMemoryStore()
 	ctx := t.Context()
 	if _, err := m.Put(ctx, "k", []byte("v"), storage.NoVersion); err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func TestMemoryClosed(t *testing.T) {
 // (a Clear, a quarantine) must get ErrConflict, not overwrite the new data.
 // Before the fix versions restarted at 1 and the stale write passed.
 func TestTrust01_CASNoABAAfterDelete(t *testing.T) {
-	m := storage.NewMemory()
+	m := storage.NewMemoryStore()
 	ctx := t.Context()
 	stale, err := m.Put(ctx, "k", []byte("old"), storage.NoVersion)
 	if err != nil {
@@ -79,7 +79,7 @@ func TestTrust01_CASNoABAAfterDelete(t *testing.T) {
 		t.Errorf("stale Delete after delete and recreate: error = %v, want storage.ErrConflict", err)
 	}
 	// A new store (the process restarted) gives other versions too.
-	m2 := storage.NewMemory()
+	m2 := storage.NewMemoryStore()
 	v2, err := m2.Put(ctx, "k", []byte("other store"), storage.NoVersion)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func TestTrust01_CASNoABAAfterDelete(t *testing.T) {
 // TestMemoryVersionsCount: within one life of a key, each write gives a
 // new version.
 func TestMemoryVersionsCount(t *testing.T) {
-	m := storage.NewMemory()
+	m := storage.NewMemoryStore()
 	ctx := t.Context()
 	seen := map[int64]bool{}
 	for i := range 3 {
@@ -113,7 +113,7 @@ func TestMemoryVersionsCount(t *testing.T) {
 // TestMemoryListWhileWriting lists under concurrent writes: every listing
 // must be sorted and hold the keys that existed before it started.
 func TestMemoryListWhileWriting(t *testing.T) {
-	m := storage.NewMemory()
+	m := storage.NewMemoryStore()
 	ctx := t.Context()
 	for i := range 10 {
 		if _, err := m.Put(ctx, "base/"+strconv.Itoa(i), nil, storage.NoVersion); err != nil {
@@ -164,7 +164,7 @@ func BenchmarkMemoryGet2KB(b *testing.B) {
 }
 
 func benchGet(b *testing.B, size int) {
-	m := storage.NewMemory()
+	m := storage.NewMemoryStore()
 	ctx := b.Context()
 	value := make([]byte, size)
 	for i := range 1000 {
@@ -182,7 +182,7 @@ func benchGet(b *testing.B, size int) {
 }
 
 func BenchmarkMemoryPut(b *testing.B) {
-	m := storage.NewMemory()
+	m := storage.NewMemoryStore()
 	ctx := b.Context()
 	key := storage.LayerKey("working-memory", "thread-42", "state")
 	value := make([]byte, 2048)
@@ -195,7 +195,7 @@ func BenchmarkMemoryPut(b *testing.B) {
 }
 
 func BenchmarkMemoryGetParallel(b *testing.B) {
-	m := storage.NewMemory()
+	m := storage.NewMemoryStore()
 	ctx := b.Context()
 	key := storage.LayerKey("working-memory", "thread-42", "state")
 	if _, err := m.Put(ctx, key, make([]byte, 2048), storage.AnyVersion); err != nil {
@@ -215,14 +215,14 @@ func BenchmarkMemoryGetParallel(b *testing.B) {
 // BenchmarkMemorySearch100k is a three-term text query for the top 10
 // over 100,000 documents of one user (MemoryIndex, BM25 over internal/lexical).
 func BenchmarkMemorySearch100k(b *testing.B) {
-	storagetest.BenchmarkSearch(b, storage.NewMemory())
+	storagetest.BenchmarkSearch(b, storage.NewMemoryStore())
 }
 
 // BenchmarkMemoryIndex is the cost of indexing a document, in batches of 100.
 func BenchmarkMemoryIndex(b *testing.B) {
-	storagetest.BenchmarkIndex(b, storage.NewMemory())
+	storagetest.BenchmarkIndex(b, storage.NewMemoryStore())
 }
 
 func TestMemoryBatch(t *testing.T) {
-	storagetest.RunBatch(t, func(t *testing.T) storage.Store { return storage.NewMemory() })
+	storagetest.RunBatch(t, func(t *testing.T) storage.Store { return storage.NewMemoryStore() })
 }

@@ -11,7 +11,7 @@ import (
 
 func TestQuarantine(t *testing.T) {
 	ctx := t.Context()
-	s := storage.NewMemory()
+	s := storage.NewMemoryStore()
 	key := storage.LayerKey("kv-memory", "thread/1", "state")
 	_, err := s.Put(ctx, key, []byte("garbage"), storage.NoVersion)
 	if err != nil {

@@ -36,7 +36,7 @@ func TestTrust22_QuoteShortensLongKey(t *testing.T) {
 		t.Errorf("Quote(100 x 0xff) = %.120q", got)
 	}
 	// The memory store quotes keys that way in its errors.
-	m := storage.NewMemory()
+	m := storage.NewMemoryStore()
 	key := storage.ThreadKey(strings.Repeat("u", 4000), "checkpoint")
 	err := m.Delete(t.Context(), key, 7)
 	if !errors.Is(err, storage.ErrNotFound) || len(err.Error()) > 200 || !strings.Contains(err.Error(), storage.Quote(key)) {

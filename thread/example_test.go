@@ -12,7 +12,7 @@ import (
 // every message.
 func Example() {
 	ctx := context.Background()
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	l, err := thread.Load(ctx, store, "thread-1") // nil: not stored yet
 	if err != nil {
 		panic(err)

@@ -34,7 +34,7 @@ func putFrozen(t *testing.T, store storage.Store, threadID string, version int) 
 func TestFrozenVersionsLoad(t *testing.T) {
 	var first *thread.Checkpoint
 	for version := 1; version <= thread.Version; version++ {
-		store := storage.NewMemory()
+		store := storage.NewMemoryStore()
 		if got := putFrozen(t, store, "t", version); got != version {
 			t.Errorf("v%d: ReadInfo says version %d", version, got)
 		}
@@ -70,7 +70,7 @@ func TestFrozenVersionsLoad(t *testing.T) {
 // TestLoadAbsent: a thread never stored is (nil, nil) for Load and
 // storage.ErrNotFound, as ErrCheckpoint, for LoadAll.
 func TestLoadAbsent(t *testing.T) {
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	if l, err := thread.Load(t.Context(), store, "none"); l != nil || err != nil {
 		t.Errorf("Load = %v, %v", l, err)
 	}

@@ -56,7 +56,7 @@ func peerLayer(tb testing.TB, w peerWorkload) (*Layer, storage.Store) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	ctx := context.Background()
 	if _, err := st.Put(ctx, storage.LayerKey(DefaultID, storage.ResourceScope("user-1"), "state"), w.initial, storage.NoVersion); err != nil {
 		tb.Fatal(err)
@@ -118,7 +118,7 @@ func TestPeerWorkloadReplay(t *testing.T) {
 
 // BenchmarkPeerUpdate replays the peer workload's updates cyclically:
 // decode the argument bytes, merge, validate the merged state against the
-// schema, encode, persist with compare-and-swap to storage.NewMemory.
+// schema, encode, persist with compare-and-swap to storage.NewMemoryStore.
 func BenchmarkPeerUpdate(b *testing.B) {
 	w := loadPeerWorkload(b)
 	l, _ := peerLayer(b, w)
@@ -214,7 +214,7 @@ func TestScratchpadMemory10k(t *testing.T) {
 		resources[i] = fmt.Sprintf("user-%05d", i)
 	}
 	base := benchmetric.HeapInUse()
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	for _, r := range resources {
 		if _, err := st.Put(ctx, storage.LayerKey(DefaultID, storage.ResourceScope(r), "state"), w.final, storage.NoVersion); err != nil {
 			t.Fatal(err)
@@ -275,7 +275,7 @@ func BenchmarkUpdateStages(b *testing.B) {
 		b.Fatal(err)
 	}
 	next := newState(merged, 0)
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	stages := []struct {
 		name string
 		fn   func()

@@ -52,7 +52,7 @@ const (
 	// and persisted with compare-and-swap. What the parent, or another
 	// thread of the same resource, changed meanwhile is kept; a key both
 	// changed takes the child's value and is reported
-	// ([EventReturnConflict]).
+	// ([WarningReturnConflict]).
 	ReturnMerge ReturnPolicy = "merge"
 	// ReturnReplace makes the child's state the parent's (validated and
 	// persisted the same way).
@@ -127,51 +127,51 @@ type Config struct {
 	// the write log left out; its result (any Go value encoding/json
 	// marshals, or JSON text as json.RawMessage or []byte) is checked
 	// like a stored state and persisted with compare-and-swap, and an
-	// [EventMigrated] is reported. An error, or a result that fails the
+	// [WarningMigrated] is reported. An error, or a result that fails the
 	// schema, quarantines the stored state as when Migrate is nil
-	// ([EventQuarantined]). It must not keep or modify old. A state that
+	// ([WarningQuarantined]). It must not keep or modify old. A state that
 	// passes the schema is loaded as it is, without calling Migrate.
 	Migrate func(old any) (any, error)
 	// Now returns the time used in quarantine keys. Nil means time.Now.
 	Now func() time.Time
-	// Observer, when set, receives the scratchpad's [Event]s. It is
+	// OnWarning, when set, receives the scratchpad's [Warning]s. It is
 	// called synchronously, after the change it reports was persisted,
 	// and must be safe for concurrent use.
-	Observer func(Event)
+	OnWarning func(Warning)
 }
 
-// EventKind says what an [Event] reports.
-type EventKind string
+// WarningKind says what a [Warning] reports.
+type WarningKind string
 
-// The event kinds.
+// The warning kinds.
 const (
-	// EventReturnConflict: under ReturnMerge, a returning child changed
+	// WarningReturnConflict: under ReturnMerge, a returning child changed
 	// keys that had also changed in the parent (by the parent, or by
 	// another thread of the same resource) since the child was spawned.
 	// The child's values were kept; Paths lists those keys.
-	EventReturnConflict EventKind = "return-conflict"
-	// EventMigrated: Init found a stored state that failed the schema,
+	WarningReturnConflict WarningKind = "return-conflict"
+	// WarningMigrated: Init found a stored state that failed the schema,
 	// Config.Migrate converted it, and the result was stored in its
 	// place. Err says why the stored state failed.
-	EventMigrated EventKind = "migrated"
-	// EventQuarantined: Init found a stored state it could not use (not
+	WarningMigrated WarningKind = "migrated"
+	// WarningQuarantined: Init found a stored state it could not use (not
 	// JSON, failing the schema with no Config.Migrate, or a migration
 	// that failed or whose result fails the schema). It was moved to Key
 	// and the run started from the template. Err says why.
-	EventQuarantined EventKind = "quarantined"
+	WarningQuarantined WarningKind = "quarantined"
 )
 
-// Event is something the scratchpad reports to Config.Observer (and logs
+// Warning is something the scratchpad reports to Config.OnWarning (and logs
 // at warning level through the run's logger).
-type Event struct {
-	Kind EventKind
+type Warning struct {
+	Kind WarningKind
 	// Layer is the layer ID; Scope the scope key of the state.
 	Layer, Scope string
 	// Paths are JSON Pointers into the state.
 	Paths []string
-	// Key is the storage key the event is about: the quarantine key of
-	// EventQuarantined, the state key of EventMigrated.
+	// Key is the storage key the warning is about: the quarantine key of
+	// WarningQuarantined, the state key of WarningMigrated.
 	Key string
-	// Err is the cause of EventMigrated and EventQuarantined.
+	// Err is the cause of WarningMigrated and WarningQuarantined.
 	Err error
 }

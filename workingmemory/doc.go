@@ -62,10 +62,11 @@
 // [ErrTooLarge] and [ErrTooDeep] alike, whether found while decoding the
 // arguments or after the merge — wrapped with the call's ID, and the
 // stack reports it as a store diagnostic (logged and sent to its
-// observer with the layer ID and hook). Arguments that are not a JSON
-// object at all are not an update: the call is skipped with a warning
-// (carrying its [ErrInvalidUpdate]) through the run's logger, and the
-// next updateWorkingMemory call of the response, if any, is considered.
+// layer.StackConfig.OnHook with the layer ID and hook). Arguments that
+// are not a JSON object at all are not an update: the call is skipped
+// with a warning (carrying its [ErrInvalidUpdate]) through the run's
+// logger, and the next updateWorkingMemory call of the response, if any,
+// is considered.
 // ReadOnly offers no update tool and ignores the legacy call.
 //
 // # Merge implementation
@@ -121,11 +122,11 @@
 // nothing. When the schema changes, Config.Migrate converts a stored
 // state that fails the new schema (old state in, new state out, at Init):
 // its result is checked like a stored state and stored in place with
-// compare-and-swap, reported as EventMigrated and logged ("migrated at
+// compare-and-swap, reported as WarningMigrated and logged ("migrated at
 // load"). Init moves a stored state that cannot be used (not JSON, not
 // text or an object, failing the schema with no migration or a migration
 // that fails, over the limits) to LayerKey(id, scopeKey,
-// "quarantine/<unix-nanos>"), reports EventQuarantined with that key, logs a
+// "quarantine/<unix-nanos>"), reports WarningQuarantined with that key, logs a
 // warning ("quarantined at load", with the key and the cause) through
 // env.Logger and starts from the template: nothing is silently lost.
 //
@@ -170,5 +171,5 @@
 // child's changes since it was spawned are applied to the parent's
 // latest stored state, so concurrent writes of the parent or of sibling
 // threads survive; a key both sides changed takes the child's value and
-// is reported to Config.Observer as an [EventReturnConflict] (and logged).
+// is reported to Config.OnWarning as a [WarningReturnConflict] (and logged).
 package workingmemory

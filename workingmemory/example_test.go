@@ -93,7 +93,7 @@ func ExampleLayer_Update() {
 // run's scope, and every update is stored with compare-and-swap.
 func ExampleLayer_Init() {
 	ctx := context.Background()
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	wm, _ := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 
 	run1, _ := wm.Init(ctx, layer.Env{ThreadID: "t1", ResourceID: "user-42", Store: store})

@@ -91,7 +91,7 @@ func newScratchpad(t *testing.T) *workingmemory.Layer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bound, err := tmpl.Init(t.Context(), layer.Env{ThreadID: "t", Store: storage.NewMemory()})
+	bound, err := tmpl.Init(t.Context(), layer.Env{ThreadID: "t", Store: storage.NewMemoryStore()})
 	if err != nil {
 		t.Fatal(err)
 	}

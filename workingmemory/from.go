@@ -10,7 +10,7 @@ import (
 // From returns the scratchpad of the run that stack belongs to: the live
 // layer with the given ID ("" means DefaultID), as bound to the run (in a
 // child agent, the child's scratchpad). It is how code running inside a
-// run, such as an agentloop tool made with agentloop.NewRunTool, reads
+// run, such as an agentloop tool made with agentloop.NewContextTool, reads
 // and updates the run's working memory. It fails when the stack has no
 // such layer (or it is disabled) or the layer is not a scratchpad.
 func From(stack *layer.Stack, id string) (*Layer, error) {

@@ -21,7 +21,7 @@ func TestFit08_FromAndStateAs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{pad}, Env: layer.Env{ThreadID: "t", Store: storage.NewMemory()}})
+	st, err := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{pad}, Env: layer.Env{ThreadID: "t", Store: storage.NewMemoryStore()}})
 	if err != nil {
 		t.Fatal(err)
 	}

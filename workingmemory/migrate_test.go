@@ -26,7 +26,7 @@ const (
 // store and the env that loads it.
 func storeV1(t *testing.T) (storage.Store, layer.Env) {
 	t.Helper()
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	env := layer.Env{ThreadID: "t1", Store: st, Logger: slog.New(slog.DiscardHandler)}
 	v1, err := workingmemory.New(workingmemory.Config{Schema: schemaV1})
 	if err != nil {
@@ -45,10 +45,10 @@ func storeV1(t *testing.T) (storage.Store, layer.Env) {
 // events collects a scratchpad's events.
 type events struct {
 	mu  sync.Mutex
-	got []workingmemory.Event
+	got []workingmemory.Warning
 }
 
-func (e *events) add(ev workingmemory.Event) { e.mu.Lock(); e.got = append(e.got, ev); e.mu.Unlock() }
+func (e *events) add(ev workingmemory.Warning) { e.mu.Lock(); e.got = append(e.got, ev); e.mu.Unlock() }
 
 // TestFit01_MigrateAtLoad: a state stored under schema v1, loaded with
 // schema v2 and a migration, becomes the migrated state, which is
@@ -65,8 +65,8 @@ func TestFit01_MigrateAtLoad(t *testing.T) {
 	var ev events
 	calls := 0
 	v2, err := workingmemory.New(workingmemory.Config{
-		Schema:   schemaV2,
-		Observer: ev.add,
+		Schema:    schemaV2,
+		OnWarning: ev.add,
 		Migrate: func(old any) (any, error) {
 			calls++
 			m, ok := old.(map[string]any)
@@ -101,8 +101,8 @@ func TestFit01_MigrateAtLoad(t *testing.T) {
 	if err != nil || string(stored) != `{"tasks":["write docs"],"version":2}` {
 		t.Errorf("stored = %s, %v; want the migrated state", stored, err)
 	}
-	if len(ev.got) != 1 || ev.got[0].Kind != workingmemory.EventMigrated {
-		t.Fatalf("events = %+v, want one %q", ev.got, workingmemory.EventMigrated)
+	if len(ev.got) != 1 || ev.got[0].Kind != workingmemory.WarningMigrated {
+		t.Fatalf("events = %+v, want one %q", ev.got, workingmemory.WarningMigrated)
 	}
 	if !strings.Contains(logs.String(), "migrated at load") || strings.Contains(logs.String(), "update rejected") {
 		t.Errorf("log = %q, want a line saying the state was migrated at load", logs.String())
@@ -135,7 +135,7 @@ func TestFit02_QuarantineAtLoad(t *testing.T) {
 			env.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 			var ev events
 			v2, err := workingmemory.New(workingmemory.Config{
-				Schema: schemaV2, Template: `{"tasks":[],"version":2}`, Migrate: migrate, Observer: ev.add,
+				Schema: schemaV2, Template: `{"tasks":[],"version":2}`, Migrate: migrate, OnWarning: ev.add,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -147,8 +147,8 @@ func TestFit02_QuarantineAtLoad(t *testing.T) {
 			if got := compact(t, bound.(*workingmemory.Layer).State()); got != `{"tasks":[],"version":2}` {
 				t.Errorf("state = %s, want the template", got)
 			}
-			if len(ev.got) != 1 || ev.got[0].Kind != workingmemory.EventQuarantined || ev.got[0].Key == "" {
-				t.Fatalf("events = %+v, want one %q with its key", ev.got, workingmemory.EventQuarantined)
+			if len(ev.got) != 1 || ev.got[0].Kind != workingmemory.WarningQuarantined || ev.got[0].Key == "" {
+				t.Fatalf("events = %+v, want one %q with its key", ev.got, workingmemory.WarningQuarantined)
 			}
 			q, err := st.Get(ctx, ev.got[0].Key)
 			if err != nil {

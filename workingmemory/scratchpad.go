@@ -212,10 +212,10 @@ func (l *Layer) Spec() layer.Spec { return l.c.spec }
 // (execution scope: never stored), or the template when nothing is
 // stored. A stored state that fails the schema is converted by
 // Config.Migrate when set, and the result stored in its place
-// ([EventMigrated]). A stored state that cannot be read, is not text or
+// ([WarningMigrated]). A stored state that cannot be read, is not text or
 // an object, or fails the schema and cannot be migrated is moved to a
 // quarantine key (LayerKey(id, scopeKey, "quarantine/<unix-nanos>"),
-// [EventQuarantined]) and the run starts from the template. Both are
+// [WarningQuarantined]) and the run starts from the template. Both are
 // logged at warning level through env.Logger.
 func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 	logger := cmp.Or(env.Logger, slog.Default())
@@ -341,7 +341,7 @@ func (l *Layer) putMigrated(ctx context.Context, it storage.Item, v any, log *wr
 		return false, fmt.Errorf("workingmemory: init: store the migrated state: %w", err)
 	}
 	s.version = version
-	l.report(ctx, Event{Kind: EventMigrated, Layer: l.c.spec.ID, Scope: l.scope, Key: it.Key, Err: cause},
+	l.report(ctx, Warning{Kind: WarningMigrated, Layer: l.c.spec.ID, Scope: l.scope, Key: it.Key, Err: cause},
 		"workingmemory: stored state failed the schema and was migrated at load",
 		slog.String("layer", l.c.spec.ID), slog.String("key", it.Key), slog.Any("error", cause))
 	return true, nil
@@ -354,7 +354,7 @@ func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) er
 	if err != nil {
 		return err
 	}
-	l.report(ctx, Event{Kind: EventQuarantined, Layer: l.c.spec.ID, Scope: l.scope, Key: qkey, Err: cause},
+	l.report(ctx, Warning{Kind: WarningQuarantined, Layer: l.c.spec.ID, Scope: l.scope, Key: qkey, Err: cause},
 		"workingmemory: stored state quarantined at load; starting from the template",
 		slog.String("layer", l.c.spec.ID), slog.String("key", l.stateKey()),
 		slog.String("quarantine", qkey), slog.Any("error", cause))
@@ -684,7 +684,7 @@ func (l *Layer) reload(ctx context.Context) (*state, error) {
 // [*SchemaError]) or over the limits ([ErrTooLarge], [ErrTooDeep],
 // whether found while decoding the arguments or after the merge) — is
 // returned, naming the call, and changes nothing; a stack reports it
-// with the layer ID and hook, through its logger and observer. Arguments
+// with the layer ID and hook, through its logger and OnHook. Arguments
 // that are not a JSON object (not JSON, truncated, an array) are not an
 // update: the call is skipped, with a warning through the logger (the
 // one of layer.Env, else slog.Default()) carrying its [ErrInvalidUpdate],
@@ -767,7 +767,7 @@ func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, erro
 // changed or deleted, at any depth of nested objects) is applied to this
 // scratchpad's latest stored state, so what the parent, or another thread
 // of the same resource, wrote meanwhile is kept. A key both changed takes
-// the child's value and is reported as an [EventReturnConflict]. When the
+// the child's value and is reported as a [WarningReturnConflict]. When the
 // child's state or this one is text, the child's state is merged whole
 // as an update (its text kept under PreviousKey).
 func (l *Layer) OnReturn(ctx context.Context, child layer.Layer) error {
@@ -788,7 +788,7 @@ func (l *Layer) OnReturn(ctx context.Context, child layer.Layer) error {
 		return err
 	}
 	if len(conflicts) > 0 {
-		e := Event{Kind: EventReturnConflict, Layer: l.c.spec.ID, Scope: l.scope, Paths: conflicts}
+		e := Warning{Kind: WarningReturnConflict, Layer: l.c.spec.ID, Scope: l.scope, Paths: conflicts}
 		l.report(ctx, e, "workingmemory: a returning child overwrote keys that had changed since it was spawned",
 			slog.String("layer", e.Layer), slog.String("scope", e.Scope), slog.String("event", string(e.Kind)), slog.Any("paths", e.Paths))
 	}
@@ -817,11 +817,11 @@ func (l *Layer) mergeReturned(ctx context.Context, bv, cv any) ([]string, error)
 }
 
 // report logs msg with attrs at warning level and sends e to
-// Config.Observer.
-func (l *Layer) report(ctx context.Context, e Event, msg string, attrs ...slog.Attr) {
+// Config.OnWarning.
+func (l *Layer) report(ctx context.Context, e Warning, msg string, attrs ...slog.Attr) {
 	l.log().LogAttrs(ctx, slog.LevelWarn, msg, attrs...)
-	if l.c.cfg.Observer != nil {
-		l.c.cfg.Observer(e)
+	if l.c.cfg.OnWarning != nil {
+		l.c.cfg.OnWarning(e)
 	}
 }
 

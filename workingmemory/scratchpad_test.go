@@ -162,7 +162,7 @@ func TestInit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := storage.NewMemory()
+			st := storage.NewMemoryStore()
 			if tt.stored != "" {
 				putState(t, st, DefaultID, "thread-1", tt.stored)
 			}
@@ -183,7 +183,7 @@ func TestInitQuarantine(t *testing.T) {
 	}
 	for name, stored := range tests {
 		t.Run(name, func(t *testing.T) {
-			st := storage.NewMemory()
+			st := storage.NewMemoryStore()
 			putState(t, st, DefaultID, "thread-1", stored)
 			var logs bytes.Buffer
 			env := testEnv(st)
@@ -462,7 +462,7 @@ func TestDelete(t *testing.T) {
 func TestSchemaGate(t *testing.T) {
 	for _, path := range paths {
 		t.Run(path, func(t *testing.T) {
-			st := storage.NewMemory()
+			st := storage.NewMemoryStore()
 			l := initLayer(t, Config{Schema: countSchema}, testEnv(st))
 			key := storage.LayerKey(DefaultID, storage.ThreadScope("thread-1"), "state")
 			if err := applyVia(t, path, l, `{"count":1}`); err != nil {
@@ -519,12 +519,12 @@ func TestSchemaGate(t *testing.T) {
 		}
 	})
 	t.Run("legacy path reports through the stack", func(t *testing.T) {
-		var events []layer.Event
+		var events []layer.HookCall
 		var mu sync.Mutex
 		stack, err := layer.NewStack(layer.StackConfig{
-			Layers:   []layer.Layer{newLayer(t, Config{Schema: countSchema, Template: `{"count":1}`})},
-			Env:      testEnv(nil),
-			Observer: func(e layer.Event) { mu.Lock(); events = append(events, e); mu.Unlock() },
+			Layers: []layer.Layer{newLayer(t, Config{Schema: countSchema, Template: `{"count":1}`})},
+			Env:    testEnv(nil),
+			OnHook: func(e layer.HookCall) { mu.Lock(); events = append(events, e); mu.Unlock() },
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -574,7 +574,7 @@ func TestLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := storage.NewMemory()
+			st := storage.NewMemoryStore()
 			l := initLayer(t, tt.cfg, testEnv(st))
 			if err := l.Update(t.Context(), json.RawMessage(`{"keep":"me"}`)); err != nil {
 				t.Fatal(err)
@@ -698,7 +698,7 @@ func TestSpawn(t *testing.T) {
 		return l.(*Layer)
 	}
 	t.Run("resource: deep clone, child tool acts on the child", func(t *testing.T) {
-		st := storage.NewMemory()
+		st := storage.NewMemoryStore()
 		parent := newStack(t, Config{Spec: layer.Spec{Scope: layer.ScopeResource}}, st)
 		if _, err := parent.CallTool(t.Context(), "working-memory_update", `{"data":"parent","nested":{"a":1}}`); err != nil {
 			t.Fatal(err)
@@ -722,7 +722,7 @@ func TestSpawn(t *testing.T) {
 		}
 	})
 	t.Run("thread: child starts fresh", func(t *testing.T) {
-		parent := newStack(t, Config{}, storage.NewMemory())
+		parent := newStack(t, Config{}, storage.NewMemoryStore())
 		if _, err := parent.CallTool(t.Context(), "working-memory/update", `{"data":"parent"}`); err != nil {
 			t.Fatal(err)
 		}
@@ -740,7 +740,7 @@ func TestSpawn(t *testing.T) {
 		assertState(t, live(t, parent), `{"data":"parent"}`)
 	})
 	t.Run("thread with a template", func(t *testing.T) {
-		parent := newStack(t, Config{Template: "start here"}, storage.NewMemory())
+		parent := newStack(t, Config{Template: "start here"}, storage.NewMemoryStore())
 		child, err := parent.Spawn(t.Context(), layer.Env{ThreadID: "t"})
 		if err != nil {
 			t.Fatal(err)
@@ -760,7 +760,7 @@ func TestOnReturn(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.policy)+"-policy", func(t *testing.T) {
-			st := storage.NewMemory()
+			st := storage.NewMemoryStore()
 			parent := initLayer(t, Config{Spec: layer.Spec{Scope: layer.ScopeResource}, OnReturn: tt.policy}, testEnv(st))
 			if err := parent.Update(t.Context(), json.RawMessage(`{"a":1,"keep":true}`)); err != nil {
 				t.Fatal(err)
@@ -811,7 +811,7 @@ func mustDecode(t *testing.T, s string) any {
 
 // WM16: the whole life of a resource-scoped scratchpad through a stack.
 func TestLifecycle(t *testing.T) {
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	stack, err := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{newLayer(t, Config{Spec: layer.Spec{Scope: layer.ScopeResource}})}, Env: testEnv(st)})
 	if err != nil {
 		t.Fatal(err)
@@ -861,7 +861,7 @@ func TestLifecycle(t *testing.T) {
 
 func TestPersistenceScopes(t *testing.T) {
 	t.Run("thread: the next run rehydrates", func(t *testing.T) {
-		st := storage.NewMemory()
+		st := storage.NewMemoryStore()
 		a := initLayer(t, Config{}, testEnv(st))
 		if err := a.Update(t.Context(), json.RawMessage(`{"n":1}`)); err != nil {
 			t.Fatal(err)
@@ -873,7 +873,7 @@ func TestPersistenceScopes(t *testing.T) {
 		assertState(t, initLayer(t, Config{}, env), `""`)
 	})
 	t.Run("execution: never persisted", func(t *testing.T) {
-		st := storage.NewMemory()
+		st := storage.NewMemoryStore()
 		a := initLayer(t, Config{Spec: layer.Spec{Scope: layer.ScopeExecution}}, testEnv(st))
 		if err := a.Update(t.Context(), json.RawMessage(`{"n":1}`)); err != nil {
 			t.Fatal(err)
@@ -885,7 +885,7 @@ func TestPersistenceScopes(t *testing.T) {
 		assertState(t, initLayer(t, Config{Spec: layer.Spec{Scope: layer.ScopeExecution}}, testEnv(st)), `""`)
 	})
 	t.Run("snapshot and restore", func(t *testing.T) {
-		st := storage.NewMemory()
+		st := storage.NewMemoryStore()
 		a := initLayer(t, Config{Schema: countSchema}, testEnv(st))
 		if err := a.Update(t.Context(), json.RawMessage(`{"count":4}`)); err != nil {
 			t.Fatal(err)
@@ -916,7 +916,7 @@ func TestPersistenceScopes(t *testing.T) {
 
 // Two runs on one resource updating concurrently lose nothing.
 func TestConcurrentRunsLoseNothing(t *testing.T) {
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	cfg := Config{Spec: layer.Spec{Scope: layer.ScopeResource}, MaxRetries: 1000}
 	a := initLayer(t, cfg, testEnv(st))
 	envB := testEnv(st)
@@ -953,7 +953,7 @@ func TestConcurrentRunsLoseNothing(t *testing.T) {
 // A retry after a conflict validates the merge with the other writer's
 // state.
 func TestConflictRevalidates(t *testing.T) {
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	cfg := Config{Spec: layer.Spec{Scope: layer.ScopeResource}, Schema: `{"type":"object","maxProperties":1}`}
 	a := initLayer(t, cfg, testEnv(st))
 	b := initLayer(t, cfg, testEnv(st)) // both start from {}
@@ -982,7 +982,7 @@ func (c conflictStore) Put(ctx context.Context, key string, v []byte, ver int64)
 }
 
 func TestConflictGivesUp(t *testing.T) {
-	l := initLayer(t, Config{MaxRetries: 3}, testEnv(conflictStore{storage.NewMemory()}))
+	l := initLayer(t, Config{MaxRetries: 3}, testEnv(conflictStore{storage.NewMemoryStore()}))
 	err := l.Update(t.Context(), json.RawMessage(`{"a":1}`))
 	if !errors.Is(err, ErrConflict) || !errors.Is(err, storage.ErrConflict) {
 		t.Fatalf("err = %v, want ErrConflict", err)
@@ -1066,7 +1066,7 @@ func TestLegacyStore(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := storage.NewMemory()
+			st := storage.NewMemoryStore()
 			h := &recordHandler{}
 			env := testEnv(st)
 			env.Logger = slog.New(h)
@@ -1191,7 +1191,7 @@ func TestMetrics(t *testing.T) {
 // Reads never block on, or race with, updates of the same layer.
 func TestConcurrentReadsAndUpdates(t *testing.T) {
 	w := loadPeerWorkload(t)
-	l := initLayer(t, Config{Schema: w.schema, Template: w.initial, Spec: layer.Spec{Scope: layer.ScopeResource}}, testEnv(storage.NewMemory()))
+	l := initLayer(t, Config{Schema: w.schema, Template: w.initial, Spec: layer.Spec{Scope: layer.ScopeResource}}, testEnv(storage.NewMemoryStore()))
 	ctx := t.Context()
 	var wg sync.WaitGroup
 	for g := range 4 {

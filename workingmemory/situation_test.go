@@ -27,7 +27,7 @@ func TestSituation_GoalAndLastPlan(t *testing.T) {
 		}
 	}
 	text, _ := workingmemory.New(workingmemory.Config{Template: "  Find the pricing page.  "})
-	tb, err := text.Init(ctx, layer.Env{ThreadID: "t2", Store: storage.NewMemory()})
+	tb, err := text.Init(ctx, layer.Env{ThreadID: "t2", Store: storage.NewMemoryStore()})
 	if err != nil {
 		t.Fatal(err)
 	}

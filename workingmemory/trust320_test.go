@@ -30,7 +30,7 @@ func TestTrust320_SchemaFromGoType(t *testing.T) {
 		if err != nil {
 			t.Fatalf("New(Schema: %T): %v", schema, err)
 		}
-		st, err := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{pad}, Env: layer.Env{ThreadID: "t", Store: storage.NewMemory()}})
+		st, err := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{pad}, Env: layer.Env{ThreadID: "t", Store: storage.NewMemoryStore()}})
 		if err != nil {
 			t.Fatal(err)
 		}

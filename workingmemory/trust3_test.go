@@ -55,7 +55,7 @@ func TestTrust306_NotReplicatedIsNeverReportedApplied(t *testing.T) {
 	ctx := t.Context()
 	for _, via := range []string{"Update", "tool"} {
 		t.Run(via, func(t *testing.T) {
-			st := &notReplicated{Store: storage.NewMemory()}
+			st := &notReplicated{Store: storage.NewMemoryStore()}
 			l := initLayer(t, Config{Spec: layer.Spec{Scope: "resource"}}, testEnv(st))
 			if err := l.Update(ctx, json.RawMessage(`{"plan":"a"}`)); err != nil {
 				t.Fatal(err)

@@ -50,7 +50,7 @@ func TestTrust19_DuplicateKeysLastWins(t *testing.T) {
 				t.Errorf("%s %.60s: state = %s, want the last duplicate (%s)", path, in, mustJSON(t, got), mustJSON(t, want))
 			}
 		}
-		st := storage.NewMemory()
+		st := storage.NewMemoryStore()
 		putState(t, st, DefaultID, "thread-1", in)
 		l := initLayer(t, Config{}, testEnv(st))
 		if got := roundTrip(t, l.State()); !jsonDeepEqual(got, want) {
@@ -79,7 +79,7 @@ func TestTrust17_JSONSchemaGivesEveryVerdict(t *testing.T) {
 			}
 			assertState(t, l, `{}`)
 		}
-		st := storage.NewMemory()
+		st := storage.NewMemoryStore()
 		putState(t, st, DefaultID, "thread-1", doc)
 		l := initLayer(t, Config{Schema: schema}, testEnv(st))
 		assertState(t, l, `{}`) // quarantined, not loaded
@@ -191,9 +191,9 @@ func TestTrust16_SchemaSizeBounded(t *testing.T) {
 // reported.
 func TestTrust02_ReturnMergesOnlyTheChildsChanges(t *testing.T) {
 	ctx := t.Context()
-	st := storage.NewMemory()
-	var events []Event
-	cfg := Config{Spec: layer.Spec{Scope: "resource"}, OnReturn: ReturnMerge, Observer: func(e Event) { events = append(events, e) }}
+	st := storage.NewMemoryStore()
+	var events []Warning
+	cfg := Config{Spec: layer.Spec{Scope: "resource"}, OnReturn: ReturnMerge, OnWarning: func(e Warning) { events = append(events, e) }}
 	env := testEnv(st)
 	parent := initLayer(t, cfg, env)
 	if err := parent.Update(ctx, json.RawMessage(`{"a":1,"b":1,"c":1,"n":{"x":1,"y":1},"list":[1,2]}`)); err != nil {
@@ -222,7 +222,7 @@ func TestTrust02_ReturnMergesOnlyTheChildsChanges(t *testing.T) {
 	if got, _ := storedState(t, st, storage.LayerKey(DefaultID, storage.ResourceScope(env.ResourceID), "state")); !jsonDeepEqual(got, jsonOf(t, want)) {
 		t.Errorf("stored %s, want %s", mustJSON(t, got), want)
 	}
-	if len(events) != 1 || events[0].Kind != EventReturnConflict || fmt.Sprint(events[0].Paths) != "[/b]" {
+	if len(events) != 1 || events[0].Kind != WarningReturnConflict || fmt.Sprint(events[0].Paths) != "[/b]" {
 		t.Errorf("events = %+v, want one return conflict on /b", events)
 	}
 }
@@ -305,7 +305,7 @@ func TestTrust07_WriteLandedDespiteContextError(t *testing.T) {
 	const start = `{"list":["a","b","c"]}`
 	const del = `{"$delete":["list/0"]}`
 	setup := func(t *testing.T) (*Layer, *landThenFail) {
-		st := &landThenFail{Store: storage.NewMemory()}
+		st := &landThenFail{Store: storage.NewMemoryStore()}
 		l := initLayer(t, Config{Spec: layer.Spec{Scope: "resource"}}, testEnv(st))
 		if err := l.Update(ctx, json.RawMessage(start)); err != nil {
 			t.Fatal(err)
@@ -398,7 +398,7 @@ func TestTrust07_WriteLandedDespiteContextError(t *testing.T) {
 // gives a stored record's state without the log.
 func TestTrust07_UpdateOnceAndStoredState(t *testing.T) {
 	ctx := t.Context()
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	l := initLayer(t, Config{}, testEnv(st))
 	if err := l.Update(ctx, json.RawMessage(`{"list":[1,2,3]}`)); err != nil {
 		t.Fatal(err)
@@ -435,7 +435,7 @@ func TestTrust07_UpdateOnceAndStoredState(t *testing.T) {
 // store (no connection could be opened) is reported as not applied
 // without reading back.
 func TestTrust07_UnsentWriteNotApplied(t *testing.T) {
-	st := &dialFailStore{Store: storage.NewMemory()}
+	st := &dialFailStore{Store: storage.NewMemoryStore()}
 	l := initLayer(t, Config{}, testEnv(st))
 	st.gets = 0
 	err := l.Update(t.Context(), json.RawMessage(`{"a":1}`))

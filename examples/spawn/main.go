@@ -60,7 +60,7 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	user := agentloop.RunInput{ThreadID: "onboarding", ResourceID: "customer-42"}
 	if err := storeAccount(ctx, facts, layer.Env{ThreadID: user.ThreadID, ResourceID: user.ResourceID, Store: store}); err != nil {
 		return err
@@ -107,7 +107,7 @@ func newLayers() ([]layer.Layer, *kv.Layer, error) {
 		Spec: layer.Spec{Scope: layer.ScopeResource},
 		// one per customer
 		ChildName: func(layer.Env) string { return "child" },
-		Render: func(mem *kv.Memory) string {
+		Render: func(mem *kv.Scope) string {
 			plan, _, _ := kv.Get[string](mem, "plan")
 			return fmt.Sprintf("scope %s: plan=%s", mem.Path(), plan)
 		},

@@ -38,7 +38,7 @@ type backend struct {
 //		return s
 //	}},
 var backends = []backend{
-	{name: "memory", open: func(testing.TB) storage.Searcher { return storage.NewMemory() }},
+	{name: "memory", open: func(testing.TB) storage.Searcher { return storage.NewMemoryStore() }},
 	{name: "sqlite", slowUnderRace: true, open: func(tb testing.TB) storage.Searcher {
 		s, err := sqlite.Open(context.Background(), sqlite.Config{})
 		if err != nil {
@@ -112,7 +112,7 @@ func TestRecallEval_FindsNothingWhenEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := storage.NewMemory()
+	s := storage.NewMemoryStore()
 	if err := Index(t.Context(), s, set, nil); err != nil {
 		t.Fatal(err)
 	}

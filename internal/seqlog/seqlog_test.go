@@ -29,7 +29,7 @@ func decodeHead(b []byte) (head, error) {
 }
 
 func newLog() *Log {
-	return &Log{Store: storage.NewMemory(), LayerID: "l", Scope: "s", Pkg: "test", ErrVersion: errVersion, MaxRetries: 4,
+	return &Log{Store: storage.NewMemoryStore(), LayerID: "l", Scope: "s", Pkg: "test", ErrVersion: errVersion, MaxRetries: 4,
 		Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return time.Unix(1, 0) }}
 }
 

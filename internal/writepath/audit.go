@@ -16,19 +16,19 @@ import (
 type Auditor struct {
 	Full bool // record everything, not only routes and writes
 	mu   sync.Mutex
-	ev   []audit.Event
+	ev   []audit.Entry
 }
 
-func (au *Auditor) Add(events ...audit.Event) {
-	if au == nil || len(events) == 0 {
+func (au *Auditor) Add(entries ...audit.Entry) {
+	if au == nil || len(entries) == 0 {
 		return
 	}
 	au.mu.Lock()
 	defer au.mu.Unlock()
-	au.ev = append(au.ev, events...)
+	au.ev = append(au.ev, entries...)
 }
 
-func (au *Auditor) Events() []audit.Event {
+func (au *Auditor) Entries() []audit.Entry {
 	if au == nil {
 		return nil
 	}
@@ -41,7 +41,7 @@ func (au *Auditor) Events() []audit.Event {
 func (au *Auditor) On() bool { return au != nil && au.Full }
 
 // storeCounters are the counts a layer's Metrics may keep of the writes
-// a step makes, and the audit event each one's growth over a step makes:
+// a step makes, and the audit entry each one's growth over a step makes:
 // entity memory's evictions and extractions and episodic memory's
 // episodes (by their Store), and the key-value memory's writes (by code:
 // the run's tools, say).
@@ -90,7 +90,7 @@ func WatchCounts(s *layer.Stack) WriteCounts {
 	return w
 }
 
-// record adds to au an event for each count that grew since the last
+// record adds to au an entry for each count that grew since the last
 // call (or WatchCounts), as of step.
 func (w WriteCounts) Record(au *Auditor, step, depth int) {
 	for _, id := range slices.Sorted(maps.Keys(w)) {
@@ -98,7 +98,7 @@ func (w WriteCounts) Record(au *Auditor, step, depth int) {
 		m := e.f()
 		for _, c := range storeCounters {
 			if n := m[c.name] - e.seen[c.name]; n > 0 {
-				au.Add(audit.Event{Op: c.op, Step: step, Depth: depth, Layer: id, Kind: c.kind, Source: c.source, Count: int(n)})
+				au.Add(audit.Entry{Op: c.op, Step: step, Depth: depth, Layer: id, Kind: c.kind, Source: c.source, Count: int(n)})
 			}
 		}
 		e.seen = m
@@ -112,12 +112,12 @@ type evictor struct {
 	seen map[string]int64
 }
 
-// RecordRedactions adds to au an event for each kind of data now counts
+// RecordRedactions adds to au an entry for each kind of data now counts
 // more of than before, in the order of the kinds' names.
 func RecordRedactions(au *Auditor, step, depth int, before, now map[redact.Kind]int) {
 	for _, k := range slices.Sorted(maps.Keys(now)) {
 		if n := now[k] - before[k]; n > 0 {
-			au.Add(audit.Event{Op: audit.OpRedact, Step: step, Depth: depth, Kind: string(k), Count: n})
+			au.Add(audit.Entry{Op: audit.OpRedact, Step: step, Depth: depth, Kind: string(k), Count: n})
 		}
 	}
 }

@@ -102,13 +102,13 @@ type writeArgs struct {
 	Importance *float64 `json:"importance"`
 }
 
-// ToolEvent is the audit event of a call of layer l's function fn,
+// ToolEntry is the audit entry of a call of layer l's function fn,
 // offered as name, that succeeded with arguments args: an update, a
 // forget, or a write when nothing routed it (under the langchaingo
 // Memory, whose exported tools call the layer directly). It is false for
 // a function whose calls are not audited (layer.EffectNone).
-func ToolEvent(l layer.Layer, fn layer.Function, name, args string, step, depth int) (audit.Event, bool) {
-	e := audit.Event{Step: step, Depth: depth, Layer: l.Spec().ID, Source: "by=model tool=" + name}
+func ToolEntry(l layer.Layer, fn layer.Function, name, args string, step, depth int) (audit.Entry, bool) {
+	e := audit.Entry{Step: step, Depth: depth, Layer: l.Spec().ID, Source: "by=model tool=" + name}
 	switch fn.Effect {
 	case layer.EffectUpdate:
 		e.Op, e.Kind, e.Text = audit.OpWrite, "update", args
@@ -126,7 +126,7 @@ func ToolEvent(l layer.Layer, fn layer.Function, name, args string, step, depth 
 			e.Importance = *a.Importance
 		}
 	default:
-		return audit.Event{}, false
+		return audit.Entry{}, false
 	}
 	return e, true
 }
@@ -173,7 +173,7 @@ func (k *Keeper) Memorize(ctx context.Context, own layer.Layer, fn string, raw j
 func (k *Keeper) Keep(ctx context.Context, w layer.Write, own layer.Layer) (string, error) {
 	step := w.Step
 	rt := k.route(ctx, w)
-	ev := audit.Event{Op: audit.OpRoute, Step: step, Depth: k.Depth, Kind: w.Kind, Text: w.Text, Importance: w.Importance, Source: w.Source}
+	ev := audit.Entry{Op: audit.OpRoute, Step: step, Depth: k.Depth, Kind: w.Kind, Text: w.Text, Importance: w.Importance, Source: w.Source}
 	l, dest, reason := k.destination(rt, own)
 	ev.Reason = reason
 	if dest == nil {
@@ -222,11 +222,11 @@ func (k *Keeper) destination(rt route.Route, own layer.Layer) (layer.Layer, laye
 // auditKept audits the write w that layer id kept (and what it
 // superseded).
 func (k *Keeper) auditKept(w layer.Write, id string, kept layer.Kept) {
-	write := audit.Event{Op: audit.OpWrite, Step: w.Step, Depth: k.Depth, Layer: id, Kind: w.Kind, Text: cmp.Or(kept.Text, w.Text), Importance: w.Importance,
+	write := audit.Entry{Op: audit.OpWrite, Step: w.Step, Depth: k.Depth, Layer: id, Kind: w.Kind, Text: cmp.Or(kept.Text, w.Text), Importance: w.Importance,
 		Source: cmp.Or(kept.Source, w.Source), Key: kept.Key, Version: kept.Version}
 	k.Audit.Add(write)
 	if kept.Version > 1 {
-		k.Audit.Add(audit.Event{Op: audit.OpSupersede, Step: w.Step, Depth: k.Depth, Layer: id, Kind: cmp.Or(kept.Kind, w.Kind), Key: kept.Key, Version: kept.Version, Source: write.Source})
+		k.Audit.Add(audit.Entry{Op: audit.OpSupersede, Step: w.Step, Depth: k.Depth, Layer: id, Kind: cmp.Or(kept.Kind, w.Kind), Key: kept.Key, Version: kept.Version, Source: write.Source})
 	}
 }
 
@@ -286,7 +286,7 @@ func (k *Keeper) keepProposal(ctx context.Context, w layer.Write) error {
 		_, err := k.Keep(ctx, w, nil)
 		return err
 	}
-	k.Audit.Add(audit.Event{Op: audit.OpRoute, Step: w.Step, Depth: k.Depth, Kind: w.Kind, Text: w.Text, Source: w.Source, Reason: why, Refused: true})
+	k.Audit.Add(audit.Entry{Op: audit.OpRoute, Step: w.Step, Depth: k.Depth, Kind: w.Kind, Text: w.Text, Source: w.Source, Reason: why, Refused: true})
 	return errors.New("refused: " + why)
 }
 

@@ -213,13 +213,13 @@ func (m maskingHandler) attr(a slog.Attr) slog.Attr {
 	return a
 }
 
-// audit returns events with their texts and reasons masked.
-func (rd *Redactor) Audit(events []audit.Event) []audit.Event {
+// audit returns entries with their texts and reasons masked.
+func (rd *Redactor) Audit(entries []audit.Entry) []audit.Entry {
 	if rd == nil {
-		return events
+		return entries
 	}
-	out := make([]audit.Event, len(events))
-	for i, e := range events {
+	out := make([]audit.Entry, len(entries))
+	for i, e := range entries {
 		e.Text = rd.Text(e.Text, nil, nil)
 		e.Reason = rd.Text(e.Reason, nil, nil)
 		out[i] = e

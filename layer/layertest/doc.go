@@ -27,7 +27,7 @@
 // implements them (found with [layer.As]):
 //
 //   - Spec: valid ([layer.Spec.Validate]) and the same on every call.
-//   - Init: with a fresh [layer.Env] on [storage.NewMemory] it returns a
+//   - Init: with a fresh [layer.Env] on [storage.NewMemoryStore] it returns a
 //     non-nil layer with the template's ID and leaves the template's Spec
 //     unchanged; two Inits on separate envs give independent layers (a
 //     change to one does not show in the other).

@@ -137,7 +137,7 @@ func (r *runner) env() layer.Env {
 		ThreadID:    fmt.Sprintf("layertest-thread-%d", n),
 		ResourceID:  fmt.Sprintf("layertest-user-%d", n),
 		ExecutionID: fmt.Sprintf("layertest-exec-%d", n),
-		Store:       storage.NewMemory(),
+		Store:       storage.NewMemoryStore(),
 		Logger:      slog.New(slog.DiscardHandler),
 	}
 }
@@ -602,7 +602,7 @@ func (r *runner) testConcurrent(t *testing.T) {
 	s, err := layer.NewStack(layer.StackConfig{
 		Layers: []layer.Layer{tmpl},
 		Env:    r.env(),
-		Observer: func(ev layer.Event) {
+		OnHook: func(ev layer.HookCall) {
 			if errors.Is(ev.Err, layer.ErrPanic) {
 				t.Errorf("%s panicked: %v", ev.Hook, ev.Err)
 			}
@@ -678,7 +678,7 @@ func (r *runner) testScopes(t *testing.T) {
 		t.Cleanup(func() { closeLayer(l) })
 		return l
 	}
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	env := r.env()
 	env.Store, env.ThreadID, env.ResourceID = store, "7", "u3"
 	owner := init(env)

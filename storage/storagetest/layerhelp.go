@@ -13,30 +13,30 @@ import (
 )
 
 // Counting is an in-memory store that keeps its search capability (it
-// embeds *storage.Memory, so storage.Searcher is forwarded) and counts
+// embeds *storage.MemoryStore, so storage.Searcher is forwarded) and counts
 // the records read and the bytes written. A layer's test uses it to
 // show what a step costs.
 type Counting struct {
-	*storage.Memory
+	*storage.MemoryStore
 	Gets, Lists, Bytes atomic.Int64
 }
 
 // Get counts one read.
 func (c *Counting) Get(ctx context.Context, key string) (storage.Item, error) {
 	c.Gets.Add(1)
-	return c.Memory.Get(ctx, key)
+	return c.MemoryStore.Get(ctx, key)
 }
 
 // List counts one listing.
 func (c *Counting) List(ctx context.Context, prefix string) ([]string, error) {
 	c.Lists.Add(1)
-	return c.Memory.List(ctx, prefix)
+	return c.MemoryStore.List(ctx, prefix)
 }
 
 // Put counts the bytes of value.
 func (c *Counting) Put(ctx context.Context, key string, value []byte, v int64) (int64, error) {
 	c.Bytes.Add(int64(len(value)))
-	return c.Memory.Put(ctx, key, value, v)
+	return c.MemoryStore.Put(ctx, key, value, v)
 }
 
 // Hidden hides a store's search capability, as a user's own store
@@ -89,7 +89,7 @@ type Closer interface {
 // starts with ns. The stores opened are closed when their test ends.
 func Backends(ns string, openSQLite func(path string) (Closer, error), openRedis func(url, namespace string) (Closer, error)) []Backend {
 	backends := []Backend{
-		{"memory", func(testing.TB, int) storage.Store { return storage.NewMemory() }},
+		{"memory", func(testing.TB, int) storage.Store { return storage.NewMemoryStore() }},
 		{"sqlite", func(tb testing.TB, _ int) storage.Store {
 			return closing(tb)(openSQLite(filepath.Join(tb.TempDir(), "m.db")))
 		}},

@@ -17,7 +17,7 @@ import (
 // once that clock says they have.
 func TestTrust315_ClockAheadDeletesNoOnesEntries(t *testing.T) {
 	ctx := context.Background()
-	store := storage.NewMemory()
+	store := storage.NewMemoryStore()
 	env := testEnv(store)
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	open := func(clock func() time.Time) *Layer {

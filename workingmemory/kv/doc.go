@@ -8,13 +8,13 @@
 //	err := kv.Set(mem, "current", task{ID: 7})
 //	t, ok, err := kv.Get[task](mem, "current")
 //
-// [New] returns the root scope of a tree; [Memory.Child] derives child
+// [New] returns the root scope of a tree; [Scope.Child] derives child
 // scopes. Every Child call makes a new, isolated scope with its own ID
-// ([Memory.ID]), even for a name already in use, so two parallel tasks
-// named alike never share entries; [Memory.Scope] finds a live scope of
-// the tree by its ID, [Memory.Children] lists a scope's children. Reads ([Get], [Memory.Contains], [Memory.Entries], ...) look in the
+// ([Scope.ID]), even for a name already in use, so two parallel tasks
+// named alike never share entries; [Scope.Scope] finds a live scope of
+// the tree by its ID, [Scope.Children] lists a scope's children. Reads ([Get], [Scope.Contains], [Scope.Entries], ...) look in the
 // scope, then its parent, up to the root; the Local variants do not fall
-// back. Writes ([Set], [SetWith], [Memory.Remove], [Memory.Clear]) touch only the
+// back. Writes ([Set], [SetWith], [Scope.Remove], [Scope.Clear]) touch only the
 // scope. [GetOrSet] runs its factory at most once per key and scope, even
 // under concurrency. Values are stored as JSON (so they must serialise,
 // and their size is bounded); types that hold no references are also
@@ -23,10 +23,10 @@
 // access counts.
 // Limits (10,000 entries per tree, 1 MiB per entry, 100 scopes by default)
 // fail with [ErrLimit] naming the limit. Changes are reported to
-// Config.Observer and logged at debug level; an [Event] carries the
+// Config.OnChange and logged at debug level; a [Change] carries the
 // scope's ID, its parent's and its agent's, whether a set replaced an
-// entry and the value's Go type, and how many entries a clear removed. [Memory.Snapshot] and
-// [Memory.Restore] save and load a whole subtree. One read-write lock guards a
+// entry and the value's Go type, and how many entries a clear removed. [Scope.Snapshot] and
+// [Scope.Restore] save and load a whole subtree. One read-write lock guards a
 // tree.
 //
 // [Layer] puts key-value memory into a layer stack, one memory per scope
@@ -37,7 +37,7 @@
 // every step and when the run ends (see [Layer] for when a write is
 // acknowledged); concurrent runs of one scope lose no update. Tools reach
 // the current run's memory with [From] on the run's stack (agentloop hands
-// it to tools made with agentloop.NewRunTool); code outside a run uses
+// it to tools made with agentloop.NewContextTool); code outside a run uses
 // [Layer.Open]. A spawned child agent gets a child scope of its parent's
 // run memory, disposed of when the child returns.
 //
@@ -47,7 +47,7 @@
 // personal data is masked before it is stored. What code sets is kept as
 // it was in the memory of the run that set it (the run can still use it),
 // and each value is passed through [Config].Redact as it is written out:
-// persisted by a Layer, in a checkpoint's snapshot, in [Memory.Snapshot].
+// persisted by a Layer, in a checkpoint's snapshot, in [Scope.Snapshot].
 // A Layer run by agentloop gets the agent's redactor (layer.Env.Redact,
 // from redact.Policy, which masks e-mail addresses, phone
 // numbers, card numbers, IBANs and secrets); redact.Policy.Layers turns

@@ -53,7 +53,7 @@ func ExampleGetOrSet() {
 }
 
 // Child scopes read through to their parents; writes stay local.
-func ExampleMemory_Child() {
+func ExampleScope_Child() {
 	root := kv.New(kv.Config{})
 	_ = kv.Set(root, "project", "docs")
 	child, _ := root.Child("agent-1")
@@ -73,7 +73,7 @@ func ExampleMemory_Child() {
 }
 
 // A snapshot saves a scope and its children; Restore loads it.
-func ExampleMemory_Snapshot() {
+func ExampleScope_Snapshot() {
 	mem := kv.New(kv.Config{})
 	_ = kv.Set(mem, "a", 1)
 	child, _ := mem.Child("c")
@@ -90,9 +90,9 @@ func ExampleMemory_Snapshot() {
 	// 1 2 [root root/c]
 }
 
-// Events report every change to an observer.
-func ExampleConfig_observer() {
-	mem := kv.New(kv.Config{Observer: func(e kv.Event) {
+// OnChange receives every change of the memory.
+func ExampleConfig_onChange() {
+	mem := kv.New(kv.Config{OnChange: func(e kv.Change) {
 		fmt.Println(e.Kind, e.Scope, e.Key != "")
 	}})
 	_ = kv.Set(mem, "k", true)
@@ -111,7 +111,7 @@ func ExampleConfig_observer() {
 // spawned child agent gets a child scope of its parent's run memory.
 func ExampleNewLayer() {
 	ctx := context.Background()
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	kl, _ := kv.NewLayer(kv.LayerConfig{MergeOnReturn: true})
 
 	// Code outside a run opens a thread's memory, and closes it to persist.

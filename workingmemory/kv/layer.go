@@ -32,7 +32,7 @@ type LayerConfig struct {
 	//   - Scope: Scope says whose memory each run gets: one per thread (the default), per resource (shared by the resource's threads), one global memory, or one per run (execution: never persisted).
 	layer.Spec
 
-	// Memory configures each run's key-value memory (limits, observer,
+	// Memory configures each run's key-value memory (limits, OnChange,
 	// clock). Its limits hold per scope key. A nil Logger is the run's
 	// (layer.Env.Logger); an empty AgentID the run's execution ID.
 	Memory Config
@@ -42,7 +42,7 @@ type LayerConfig struct {
 	// Render, when set, turns the run's memory into prompt text before
 	// every model call ("" recalls nothing). Nil recalls nothing: the
 	// key-value memory is for code and tools, not the model.
-	Render func(mem *Memory) string
+	Render func(mem *Scope) string
 	// ChildName names the child scope a spawned agent gets. Nil names it
 	// after the child's execution ID.
 	ChildName func(child layer.Env) string
@@ -52,7 +52,7 @@ type LayerConfig struct {
 	MergeOnReturn bool
 }
 
-// Layer puts a key-value memory ([Memory]) into a layer stack, one per
+// Layer puts a key-value memory ([Scope]) into a layer stack, one per
 // scope key: the layer returned by [NewLayer] is a template, and each
 // run gets its own layer from [Layer.Init], holding the memory of the run's
 // thread (or resource, or the global one, as LayerConfig.Scope says),
@@ -63,7 +63,7 @@ type LayerConfig struct {
 //
 // A bound layer records which keys of its memory change (Set, Remove, Clear,
 // a child's merge on return, Restore) and writes the scope's entries, in
-// the [Memory.Snapshot] format, under storage.LayerKey(id, scopeKey, "state")
+// the [Scope.Snapshot] format, under storage.LayerKey(id, scopeKey, "state")
 // with compare-and-swap: at the end of every step (the Store hook, which
 // runs before the step's checkpoint), when a child returns, on Restore,
 // Clear and Close, and whenever [Layer.Flush] is called. A write is
@@ -87,7 +87,7 @@ type LayerConfig struct {
 // # Reaching the run's memory
 //
 // Code that runs inside a run (an agentloop tool made with
-// agentloop.NewRunTool, for instance) gets the run's [layer.Stack] and
+// agentloop.NewContextTool, for instance) gets the run's [layer.Stack] and
 // finds the run's memory with [From]. Code outside a run opens a scope's
 // memory with [Layer.Open] and closes it to persist.
 //
@@ -97,7 +97,7 @@ type Layer struct {
 	spec layer.Spec
 	tag  string // the fence tag: the ID with '-' replaced by '_'
 
-	mem     *Memory       // nil in the template
+	mem     *Scope        // nil in the template
 	store   storage.Store // nil: not persisted
 	key     string        // the state's storage key
 	mu      sync.Mutex    // serialises persists; guards version
@@ -127,7 +127,7 @@ func NewLayer(cfg LayerConfig) (*Layer, error) {
 // the memory of its layer with the given ID ("" means DefaultLayerID). It
 // fails when the stack has no such layer (or it is disabled) or the
 // layer is not a Layer.
-func From(stack *layer.Stack, id string) (*Memory, error) {
+func From(stack *layer.Stack, id string) (*Scope, error) {
 	id = cmp.Or(id, DefaultLayerID)
 	l, ok := layer.Find[*Layer](stack, id)
 	if !ok || l.mem == nil {
@@ -138,7 +138,7 @@ func From(stack *layer.Stack, id string) (*Memory, error) {
 
 // Memory returns the run's key-value memory (a child scope in a spawned
 // agent), or nil for a template.
-func (l *Layer) Memory() *Memory { return l.mem }
+func (l *Layer) Memory() *Scope { return l.mem }
 
 // Spec implements layer.Layer.
 func (l *Layer) Spec() layer.Spec { return l.spec }
@@ -343,7 +343,7 @@ func (l *Layer) OnReturn(ctx context.Context, child layer.Layer) error {
 }
 
 // Snapshot implements layer.Snapshotter: the entries of the run's own
-// scope, in the [Memory.Snapshot] format. Child scopes belong to running child
+// scope, in the [Scope.Snapshot] format. Child scopes belong to running child
 // agents and are not part of a checkpoint.
 func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
 	if l.mem == nil {

@@ -77,7 +77,7 @@ func TestKVLayerConfig(t *testing.T) {
 		t.Errorf("template Restore: %v", err)
 	}
 	// Render gets the run's memory; its text is fenced.
-	bound := boundKV(t, LayerConfig{Render: func(kv *Memory) string {
+	bound := boundKV(t, LayerConfig{Render: func(kv *Scope) string {
 		keys, _ := kv.Keys()
 		return strings.Join(keys, ",")
 	}}, testEnv(nil))
@@ -95,7 +95,7 @@ func TestKVLayerConfig(t *testing.T) {
 // replaced by '_', as the scratchpad does.
 func TestKVLayerFenceTag(t *testing.T) {
 	for _, tc := range []struct{ id, tag string }{{"", "kv_memory"}, {"shared-facts", "shared_facts"}} {
-		kl := boundKV(t, LayerConfig{Spec: layer.Spec{ID: tc.id}, Render: func(*Memory) string { return "x" }}, layer.Env{ThreadID: "t"})
+		kl := boundKV(t, LayerConfig{Spec: layer.Spec{ID: tc.id}, Render: func(*Scope) string { return "x" }}, layer.Env{ThreadID: "t"})
 		items, err := kl.Recall(t.Context(), layer.Query{})
 		if err != nil || len(items) != 1 || items[0].Text != "<"+tc.tag+">\nx\n</"+tc.tag+">" {
 			t.Errorf("layer %q Recall = %v, %v, want a <%s> fence", tc.id, items, err, tc.tag)
@@ -106,7 +106,7 @@ func TestKVLayerFenceTag(t *testing.T) {
 func TestKVLayerSpawn(t *testing.T) {
 	for _, merge := range []bool{false, true} {
 		t.Run(fmt.Sprint("merge=", merge), func(t *testing.T) {
-			st := storage.NewMemory()
+			st := storage.NewMemoryStore()
 			kl, err := NewLayer(LayerConfig{MergeOnReturn: merge, ChildName: func(e layer.Env) string { return "child-" + e.ThreadID }})
 			if err != nil {
 				t.Fatal(err)
@@ -189,7 +189,7 @@ func mustStack(t *testing.T, ls ...layer.Layer) *layer.Stack {
 // execution scope is never stored.
 func TestKVLayerScopes(t *testing.T) {
 	ctx := t.Context()
-	envA := layer.Env{ThreadID: "thread-a", ResourceID: "user-1", Store: storage.NewMemory()}
+	envA := layer.Env{ThreadID: "thread-a", ResourceID: "user-1", Store: storage.NewMemoryStore()}
 	envB := layer.Env{ThreadID: "thread-b", ResourceID: "user-1", Store: envA.Store}
 	envC := layer.Env{ThreadID: "thread-c", ResourceID: "user-2", Store: envA.Store}
 	cases := []struct {
@@ -234,7 +234,7 @@ func TestKVLayerScopes(t *testing.T) {
 // Restore and Clear of one run touch only that run's scope.
 func TestKVLayerRestoreOwnScope(t *testing.T) {
 	ctx := t.Context()
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	a := boundKV(t, LayerConfig{}, layer.Env{ThreadID: "a", Store: st})
 	b := boundKV(t, LayerConfig{}, layer.Env{ThreadID: "b", Store: st})
 	_ = Set(a.Memory(), "a1", 1)
@@ -283,7 +283,7 @@ func must[T any](v T, err error) T {
 // others' keys, and a removal by one is not undone by another.
 func TestKVLayerConcurrentRunsLoseNothing(t *testing.T) {
 	ctx := t.Context()
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	env := layer.Env{ThreadID: "t", ResourceID: "team", Store: st}
 	cfg := LayerConfig{Spec: layer.Spec{Scope: layer.ScopeResource}}
 	seed := boundKV(t, cfg, env)
@@ -361,7 +361,7 @@ func (f *flakyStore) Put(ctx context.Context, key string, value []byte, ifVersio
 // A failed persist is returned and keeps the changes for the next one.
 func TestKVLayerFailedPersistKeepsChanges(t *testing.T) {
 	ctx := t.Context()
-	st := &flakyStore{Store: storage.NewMemory(), fail: 1}
+	st := &flakyStore{Store: storage.NewMemoryStore(), fail: 1}
 	env := layer.Env{ThreadID: "t", Store: st}
 	l := boundKV(t, LayerConfig{}, env)
 	_ = Set(l.Memory(), "k", "v")
@@ -385,7 +385,7 @@ func TestKVLayerBadStoredState(t *testing.T) {
 	ctx := t.Context()
 	key := storage.LayerKey(DefaultLayerID, storage.ThreadScope("t"), "state")
 	for _, bad := range []string{`not json`, `{"version":1,"name":"root","entries":{"a\u0000b":{"value":1}}}`, `{"version":0}`} {
-		st := storage.NewMemory()
+		st := storage.NewMemoryStore()
 		if _, err := st.Put(ctx, key, []byte(bad), storage.AnyVersion); err != nil {
 			t.Fatal(err)
 		}
@@ -408,7 +408,7 @@ func TestKVLayerBadStoredState(t *testing.T) {
 			t.Errorf("quarantined %q, want the stored bytes %q", it.Value, bad)
 		}
 	}
-	st := storage.NewMemory()
+	st := storage.NewMemoryStore()
 	newer := `{"version":99}`
 	if _, err := st.Put(ctx, key, []byte(newer), storage.AnyVersion); err != nil {
 		t.Fatal(err)
@@ -442,7 +442,7 @@ func TestFit09_ParallelChildAgents(t *testing.T) {
 	if root.AgentID() != "parent-exec" {
 		t.Errorf("run memory AgentID = %q, want the execution ID", root.AgentID())
 	}
-	var mems []*Memory
+	var mems []*Scope
 	for _, exec := range []string{"exec-a", "exec-b"} {
 		c, err := stack.Spawn(t.Context(), layer.Env{ThreadID: "t/" + exec, ExecutionID: exec})
 		if err != nil {
@@ -467,7 +467,7 @@ func TestFit09_ParallelChildAgents(t *testing.T) {
 // set, removed and cleared, and no "_total" falls when a child scope that
 // did work is merged and disposed.
 func TestKVLayerMetricsTotalsOnlyGrow(t *testing.T) {
-	l := boundKV(t, LayerConfig{}, testEnv(storage.NewMemory()))
+	l := boundKV(t, LayerConfig{}, testEnv(storage.NewMemoryStore()))
 	mem := l.Memory()
 	for _, k := range []string{"a", "b", "c"} {
 		if err := Set(mem, k, 1); err != nil {

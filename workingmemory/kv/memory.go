@@ -22,10 +22,10 @@ import (
 	"github.com/memlayer/memlayer/storage"
 )
 
-// Memory is a scoped key-value memory: fast, typed, in-process memory for code
-// and tools (not the model's scratchpad). A Memory is one scope of a tree:
-// reads fall back from the scope to its parent, and up to the root; writes
-// and removals touch only the scope itself.
+// Scope is one scope of a key-value memory: fast, typed, in-process
+// memory for code and tools (not the model's scratchpad). Scopes form a
+// tree: reads fall back from a scope to its parent, and up to the root;
+// writes and removals touch only the scope itself.
 //
 // Values are serialised to JSON on Set (which checks that they can be, and
 // bounds their size) and decoded on Get. For value types that hold no
@@ -34,20 +34,20 @@ import (
 //
 // All methods are safe for concurrent use. One read-write lock guards a
 // whole tree, so a read sees a consistent chain of scopes.
-type Memory struct {
+type Scope struct {
 	tree   *tree
 	id     string // unique in the tree: "<name>#<n>"
 	n      int    // the n of the ID, which orders scopes of one name
 	name   string
 	path   string
 	agent  string // the agent the scope belongs to
-	parent *Memory
+	parent *Scope
 
 	// Guarded by tree.mu.
 	entries  map[string]*entry
-	children map[string]*Memory // by ID
+	children map[string]*Scope // by ID
 	disposed bool
-	dropped  int // the entries the disposal removed, for its event
+	dropped  int // the entries the disposal removed, for its change
 	inflight map[string]*call
 	// dirty, when non-nil, records the keys of this scope changed since
 	// its last persist: a [Layer] bound to a store sets it on the
@@ -69,8 +69,8 @@ type tree struct {
 	cfg     Config
 	entries int // all entries of the tree, expired ones included
 	scopes  int
-	seq     int                // the number of the last scope ID given
-	byID    map[string]*Memory // the live scopes
+	seq     int               // the number of the last scope ID given
+	byID    map[string]*Scope // the live scopes
 	// clock identifies cfg.Now: the process's wall clock when Now is
 	// time.Now, else a clock of this tree's own. In a persisted scope,
 	// an expired entry is removed only by a tree of the clock that set
@@ -80,9 +80,9 @@ type tree struct {
 
 // newScopeLocked makes a scope of t with a new ID and registers it. The
 // tree's write lock must be held (or t not yet shared).
-func (t *tree) newScopeLocked(name, agent string, parent *Memory) *Memory {
+func (t *tree) newScopeLocked(name, agent string, parent *Scope) *Scope {
 	id := name + "#" + strconv.Itoa(t.seq)
-	m := &Memory{tree: t, id: id, n: t.seq, name: name, path: name, agent: agent, parent: parent, entries: map[string]*entry{}, children: map[string]*Memory{}}
+	m := &Scope{tree: t, id: id, n: t.seq, name: name, path: name, agent: agent, parent: parent, entries: map[string]*entry{}, children: map[string]*Scope{}}
 	t.seq++
 	if parent != nil {
 		m.path = parent.path + "/" + name
@@ -134,8 +134,8 @@ type Meta struct {
 	ExpiresAt time.Time `json:"expiresAt,omitzero"`
 }
 
-// Entry is an entry with its metadata, as returned by [Memory.Lookup] and
-// [Memory.Entries].
+// Entry is an entry with its metadata, as returned by [Scope.Lookup] and
+// [Scope.Entries].
 type Entry struct {
 	Key         string          `json:"key"`
 	Value       json.RawMessage `json:"value"`
@@ -150,26 +150,26 @@ type Entry struct {
 	AccessCount int64           `json:"accessCount"`
 }
 
-// EventKind names what a [Event] reports.
-type EventKind string
+// ChangeKind names what a [Change] reports.
+type ChangeKind string
 
-// The event kinds.
+// The change kinds.
 const (
-	EventSet           EventKind = "set"
-	EventRemoved       EventKind = "removed"
-	EventCleared       EventKind = "cleared"
-	EventScopeCreated  EventKind = "scope-created"
-	EventScopeDisposed EventKind = "scope-disposed"
+	ChangeSet           ChangeKind = "set"
+	ChangeRemoved       ChangeKind = "removed"
+	ChangeCleared       ChangeKind = "cleared"
+	ChangeScopeCreated  ChangeKind = "scope-created"
+	ChangeScopeDisposed ChangeKind = "scope-disposed"
 )
 
-// Event is one change of a key-value memory.
-type Event struct {
-	Kind  EventKind
+// Change is one change of a key-value memory.
+type Change struct {
+	Kind  ChangeKind
 	Scope string // the path of the scope, "root/child"
-	// ScopeID is the scope's ID ([Memory.ID]); ParentID its parent's
+	// ScopeID is the scope's ID ([Scope.ID]); ParentID its parent's
 	// ("" for the root).
 	ScopeID, ParentID string
-	// AgentID is the agent the scope belongs to ([Memory.AgentID]).
+	// AgentID is the agent the scope belongs to ([Scope.AgentID]).
 	AgentID string
 	Key     string // for set and removed
 	// Update, for set, says the key already had an entry in the scope,
@@ -198,7 +198,7 @@ type Config struct {
 	// Name is the root scope's name. Empty means "root".
 	Name string
 	// AgentID is the agent the root scope belongs to (see
-	// [Memory.AgentID]). Optional.
+	// [Scope.AgentID]). Optional.
 	AgentID string
 	// MaxEntries bounds the entries of the whole tree (every scope).
 	// Zero means 10,000; negative means no limit.
@@ -211,11 +211,11 @@ type Config struct {
 	MaxScopes int
 	// MaxKeyBytes bounds a key's length. Zero means 256.
 	MaxKeyBytes int
-	// Observer receives an event for every change (set, remove, clear,
-	// scope created, scope disposed). It is called synchronously, after
+	// OnChange receives every change (set, remove, clear, scope
+	// created, scope disposed). It is called synchronously, after
 	// the change and outside the memory's lock, so it may read the
 	// memory; it must be safe for concurrent use.
-	Observer func(Event)
+	OnChange func(Change)
 	// Logger receives one debug record per change. Nil means
 	// slog.Default() (which drops debug records unless configured).
 	Logger *slog.Logger
@@ -230,7 +230,7 @@ type Config struct {
 	Now func() time.Time
 	// Redact masks personal data in an entry's value (its JSON) as the
 	// memory writes it out: persisted by a [Layer], and in
-	// [Memory.Snapshot] and a Layer's checkpoint snapshot. The memory
+	// [Scope.Snapshot] and a Layer's checkpoint snapshot. The memory
 	// itself keeps the value as it was set, so a run can still use it;
 	// what a later run loads is masked. A value Redact turns into
 	// something that is not JSON is written as a JSON string. Keys,
@@ -249,7 +249,7 @@ const (
 )
 
 // New returns an empty key-value memory: the root scope of a new tree.
-func New(cfg Config) *Memory {
+func New(cfg Config) *Scope {
 	cfg.Name = cmp.Or(cfg.Name, "root")
 	cfg.MaxEntries = cmp.Or(cfg.MaxEntries, DefaultMaxEntries)
 	cfg.MaxEntryBytes = cmp.Or(cfg.MaxEntryBytes, DefaultMaxEntryBytes)
@@ -264,26 +264,26 @@ func New(cfg Config) *Memory {
 	} else {
 		clock = newClockID()
 	}
-	t := &tree{cfg: cfg, scopes: 1, byID: map[string]*Memory{}, clock: clock}
+	t := &tree{cfg: cfg, scopes: 1, byID: map[string]*Scope{}, clock: clock}
 	return t.newScopeLocked(cfg.Name, cfg.AgentID, nil)
 }
 
 // Name returns the scope's name.
-func (mem *Memory) Name() string { return mem.name }
+func (mem *Scope) Name() string { return mem.name }
 
 // ID returns the scope's ID, unique in its tree ("<name>#<n>"): two
-// scopes of one name have different IDs. [Memory.Scope] finds a scope by
+// scopes of one name have different IDs. [Scope.Scope] finds a scope by
 // its ID.
-func (mem *Memory) ID() string { return mem.id }
+func (mem *Scope) ID() string { return mem.id }
 
 // AgentID returns the ID of the agent the scope belongs to: Config.AgentID
-// for the root, the parent's for a [Memory.Child], the one given to
-// [Memory.ChildFor]. (A [Layer] sets it to the run's execution ID.)
-func (mem *Memory) AgentID() string { return mem.agent }
+// for the root, the parent's for a [Scope.Child], the one given to
+// [Scope.ChildFor]. (A [Layer] sets it to the run's execution ID.)
+func (mem *Scope) AgentID() string { return mem.agent }
 
-// IsDisposed reports whether the scope was disposed of ([Memory.Dispose],
+// IsDisposed reports whether the scope was disposed of ([Scope.Dispose],
 // or a Restore of an ancestor that replaced it).
-func (mem *Memory) IsDisposed() bool {
+func (mem *Scope) IsDisposed() bool {
 	mem.tree.mu.RLock()
 	defer mem.tree.mu.RUnlock()
 	return mem.disposed
@@ -291,7 +291,7 @@ func (mem *Memory) IsDisposed() bool {
 
 // Scope returns the live scope of mem's tree that has the given ID (any
 // scope of the tree, not only mem's descendants).
-func (mem *Memory) Scope(id string) (*Memory, bool) {
+func (mem *Scope) Scope(id string) (*Scope, bool) {
 	mem.tree.mu.RLock()
 	defer mem.tree.mu.RUnlock()
 	s, ok := mem.tree.byID[id]
@@ -299,12 +299,12 @@ func (mem *Memory) Scope(id string) (*Memory, bool) {
 }
 
 // Path returns the scope's path from the root, names joined by '/'.
-func (mem *Memory) Path() string { return mem.path }
+func (mem *Scope) Path() string { return mem.path }
 
 // Parent returns the parent scope, or nil for the root.
-func (mem *Memory) Parent() *Memory { return mem.parent }
+func (mem *Scope) Parent() *Scope { return mem.parent }
 
-func (mem *Memory) checkKey(key string) error {
+func (mem *Scope) checkKey(key string) error {
 	switch {
 	case key == "":
 		return fmt.Errorf("%w: empty key", ErrInvalidKey)
@@ -323,7 +323,7 @@ func (mem *Memory) checkKey(key string) error {
 
 // checkScopeName checks a child scope's name: the key rules, and no '/'
 // (the path separator).
-func (mem *Memory) checkScopeName(name string) error {
+func (mem *Scope) checkScopeName(name string) error {
 	if err := mem.checkKey(name); err != nil {
 		return fmt.Errorf("scope name: %w", err)
 	}
@@ -333,13 +333,13 @@ func (mem *Memory) checkScopeName(name string) error {
 	return nil
 }
 
-func (mem *Memory) disposedErr() error {
+func (mem *Scope) disposedErr() error {
 	return fmt.Errorf("%w: %s", ErrDisposed, mem.path)
 }
 
 // withLock runs fn under the tree's write lock and returns its error, or
 // fails with ErrDisposed without running it when mem was disposed of.
-func (mem *Memory) withLock(fn func() error) error {
+func (mem *Scope) withLock(fn func() error) error {
 	mem.tree.mu.Lock()
 	defer mem.tree.mu.Unlock()
 	if mem.disposed {
@@ -350,7 +350,7 @@ func (mem *Memory) withLock(fn func() error) error {
 
 // withRLock runs fn under the tree's read lock, or fails with ErrDisposed
 // without running it when mem was disposed of.
-func (mem *Memory) withRLock(fn func()) error {
+func (mem *Scope) withRLock(fn func()) error {
 	mem.tree.mu.RLock()
 	defer mem.tree.mu.RUnlock()
 	if mem.disposed {
@@ -362,7 +362,7 @@ func (mem *Memory) withRLock(fn func()) error {
 
 // walkLocked calls fn for mem and each of its descendants, children
 // before their parent. The tree's lock must be held.
-func (mem *Memory) walkLocked(fn func(s *Memory)) {
+func (mem *Scope) walkLocked(fn func(s *Scope)) {
 	for _, c := range mem.children {
 		c.walkLocked(fn)
 	}
@@ -407,12 +407,12 @@ func refFreeType(t reflect.Type, depth int) bool {
 
 // Set stores v under key in mem's scope, replacing any local entry (and its
 // metadata).
-func Set[T any](mem *Memory, key string, v T) error {
+func Set[T any](mem *Scope, key string, v T) error {
 	return SetWith(mem, key, v, Meta{})
 }
 
 // SetWith stores v under key in mem's scope with metadata.
-func SetWith[T any](mem *Memory, key string, v T, m Meta) error {
+func SetWith[T any](mem *Scope, key string, v T, m Meta) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("%w: key %s: %w", ErrInvalidValue, storage.Quote(key), err)
@@ -426,14 +426,14 @@ func SetWith[T any](mem *Memory, key string, v T, m Meta) error {
 }
 
 // SetJSON stores raw JSON under key with metadata.
-func (mem *Memory) SetJSON(key string, raw json.RawMessage, m Meta) error {
+func (mem *Scope) SetJSON(key string, raw json.RawMessage, m Meta) error {
 	if !json.Valid(raw) {
 		return fmt.Errorf("%w: key %s: not valid JSON", ErrInvalidValue, storage.Quote(key))
 	}
 	return mem.set(key, slices.Clone(raw), nil, "json.RawMessage", m)
 }
 
-func (mem *Memory) set(key string, raw []byte, cached any, typ string, m Meta) error {
+func (mem *Scope) set(key string, raw []byte, cached any, typ string, m Meta) error {
 	if err := mem.checkKey(key); err != nil {
 		return err
 	}
@@ -459,7 +459,7 @@ func (mem *Memory) set(key string, raw []byte, cached any, typ string, m Meta) e
 	if err != nil {
 		return err
 	}
-	mem.emit(Event{Kind: EventSet, Key: key, Update: update, Type: typ}, now)
+	mem.emit(Change{Kind: ChangeSet, Key: key, Update: update, Type: typ}, now)
 	return nil
 }
 
@@ -492,7 +492,7 @@ func (m Meta) expiry(now time.Time) time.Time {
 // put stores e under key in mem's scope, keeping the creation time of an
 // entry it replaces, and reports whether it replaced one. A new key over
 // MaxEntries first purges expired entries, then fails with ErrLimit.
-func (mem *Memory) put(key string, e *entry, now time.Time) (exists bool, err error) {
+func (mem *Scope) put(key string, e *entry, now time.Time) (exists bool, err error) {
 	t := mem.tree
 	err = mem.withLock(func() error {
 		old, ok := mem.entries[key]
@@ -515,7 +515,7 @@ func (mem *Memory) put(key string, e *entry, now time.Time) (exists bool, err er
 	return exists, err
 }
 
-func (mem *Memory) root() *Memory {
+func (mem *Scope) root() *Scope {
 	for mem.parent != nil {
 		mem = mem.parent
 	}
@@ -524,8 +524,8 @@ func (mem *Memory) root() *Memory {
 
 // purgeLocked removes expired entries from mem and its descendants (see
 // removable).
-func (mem *Memory) purgeLocked(now time.Time) (n int) {
-	mem.walkLocked(func(s *Memory) {
+func (mem *Scope) purgeLocked(now time.Time) (n int) {
+	mem.walkLocked(func(s *Scope) {
 		for k, e := range s.entries {
 			if s.removable(e, now) {
 				delete(s.entries, k)
@@ -542,7 +542,7 @@ func (mem *Memory) purgeLocked(now time.Time) (n int) {
 // returns how many it removed. Expired entries are invisible to reads
 // anyway; Purge frees their memory (Set purges by itself when the entry
 // limit is reached).
-func (mem *Memory) Purge() (n int) {
+func (mem *Scope) Purge() (n int) {
 	_ = mem.withLock(func() error { // a disposed scope holds nothing
 		n = mem.purgeLocked(mem.tree.cfg.Now())
 		return nil
@@ -561,7 +561,7 @@ func (e *entry) expired(now time.Time) bool {
 // everyone's live entries when it writes the scope back. An entry stored
 // without its clock (before this rule) is removed only by a write of its
 // key, Remove or Clear.
-func (mem *Memory) removable(e *entry, now time.Time) bool {
+func (mem *Scope) removable(e *entry, now time.Time) bool {
 	return e.expired(now) && (mem.dirty == nil || e.clock == mem.tree.clock)
 }
 
@@ -575,25 +575,25 @@ func newClockID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// emit completes e with mem's scope and the time, and reports it to the
-// observer and the debug log.
-func (mem *Memory) emit(e Event, now time.Time) {
+// emit completes e with mem's scope and the time, and reports it to
+// Config.OnChange and the debug log.
+func (mem *Scope) emit(e Change, now time.Time) {
 	switch e.Kind {
-	case EventSet, EventRemoved:
+	case ChangeSet, ChangeRemoved:
 		mem.writes.Add(1)
-	case EventCleared:
+	case ChangeCleared:
 		mem.writes.Add(int64(e.Count))
 	}
 	cfg := &mem.tree.cfg
-	if cfg.Observer == nil && !cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
+	if cfg.OnChange == nil && !cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
 		return
 	}
 	e.Scope, e.ScopeID, e.AgentID, e.Time = mem.path, mem.id, mem.agent, now
 	if mem.parent != nil {
 		e.ParentID = mem.parent.id
 	}
-	if cfg.Observer != nil {
-		cfg.Observer(e)
+	if cfg.OnChange != nil {
+		cfg.OnChange(e)
 	}
 	if cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
 		cfg.Logger.LogAttrs(context.Background(), slog.LevelDebug, "kv: "+string(e.Kind),
@@ -604,7 +604,7 @@ func (mem *Memory) emit(e Event, now time.Time) {
 
 // find returns the live entry for key: mem's own when local, else the
 // first on the way to the root. The tree's read lock must be held.
-func (mem *Memory) find(key string, local bool, now time.Time) (*entry, *Memory) {
+func (mem *Scope) find(key string, local bool, now time.Time) (*entry, *Scope) {
 	for s := mem; s != nil; s = s.parent {
 		if e, ok := s.entries[key]; ok && !e.expired(now) {
 			return e, s
@@ -617,7 +617,7 @@ func (mem *Memory) find(key string, local bool, now time.Time) (*entry, *Memory)
 }
 
 // lookup is peek, counting the access: every Get's path.
-func (mem *Memory) lookup(key string, local bool) (*entry, *Memory, error) {
+func (mem *Scope) lookup(key string, local bool) (*entry, *Scope, error) {
 	now := mem.tree.cfg.Now()
 	e, s, err := mem.peek(key, local, now)
 	if e != nil {
@@ -634,14 +634,14 @@ func (mem *Memory) lookup(key string, local bool) (*entry, *Memory, error) {
 // parent's, up to the root. ok is false when no scope holds it (or it
 // expired); err reports a disposed scope or a value that does not decode
 // into T.
-func Get[T any](mem *Memory, key string) (T, bool, error) { return get[T](mem, key, false) }
+func Get[T any](mem *Scope, key string) (T, bool, error) { return get[T](mem, key, false) }
 
 // GetLocal is [Get] without the parent fallback.
-func GetLocal[T any](mem *Memory, key string) (T, bool, error) { return get[T](mem, key, true) }
+func GetLocal[T any](mem *Scope, key string) (T, bool, error) { return get[T](mem, key, true) }
 
-// get is Get, or GetLocal when local. A value kept as is (see [Memory])
+// get is Get, or GetLocal when local. A value kept as is (see [Scope])
 // is returned without decoding.
-func get[T any](mem *Memory, key string, local bool) (v T, ok bool, err error) {
+func get[T any](mem *Scope, key string, local bool) (v T, ok bool, err error) {
 	e, _, err := mem.lookup(key, local)
 	if err != nil || e == nil {
 		return v, false, err
@@ -666,7 +666,7 @@ func decodeRaw[T any](key string, raw []byte) (v T, ok bool, err error) {
 // factory runs at most once per key and scope even when many goroutines
 // ask at once: the others wait for it and get its value (or its error,
 // in which case nothing is stored).
-func GetOrSet[T any](mem *Memory, key string, factory func() (T, error)) (T, error) {
+func GetOrSet[T any](mem *Scope, key string, factory func() (T, error)) (T, error) {
 	for {
 		v, ok, err := Get[T](mem, key)
 		if err != nil || ok {
@@ -691,7 +691,7 @@ func GetOrSet[T any](mem *Memory, key string, factory func() (T, error)) (T, err
 // claim registers a GetOrSet call for key in mem's scope and returns it
 // as own, unless another goroutine's call is in flight (returned as busy,
 // to wait for) or the key was set meanwhile (both nil).
-func (mem *Memory) claim(key string) (own, busy *call, err error) {
+func (mem *Scope) claim(key string) (own, busy *call, err error) {
 	err = mem.withLock(func() error {
 		if e, _ := mem.find(key, false, mem.tree.cfg.Now()); e != nil {
 			return nil
@@ -712,7 +712,7 @@ func (mem *Memory) claim(key string) (own, busy *call, err error) {
 // runFactory runs a GetOrSet factory as the call c and releases the
 // goroutines waiting on it, even if the factory panics (they then get an
 // error and the panic goes on in this goroutine).
-func runFactory[T any](mem *Memory, key string, c *call, factory func() (T, error)) (v T, err error) {
+func runFactory[T any](mem *Scope, key string, c *call, factory func() (T, error)) (v T, err error) {
 	finished := false
 	defer func() {
 		if !finished {
@@ -731,7 +731,7 @@ func runFactory[T any](mem *Memory, key string, c *call, factory func() (T, erro
 }
 
 // unclaim ends the GetOrSet call for key in mem's scope.
-func (mem *Memory) unclaim(key string) {
+func (mem *Scope) unclaim(key string) {
 	mem.tree.mu.Lock()
 	defer mem.tree.mu.Unlock()
 	delete(mem.inflight, key)
@@ -739,7 +739,7 @@ func (mem *Memory) unclaim(key string) {
 
 // Lookup returns the entry of key with its metadata (with parent
 // fallback).
-func (mem *Memory) Lookup(key string) (Entry, bool, error) {
+func (mem *Scope) Lookup(key string) (Entry, bool, error) {
 	e, s, err := mem.lookup(key, false)
 	if err != nil || e == nil {
 		return Entry{}, false, err
@@ -761,20 +761,20 @@ func (e *entry) export(key, scope string) Entry {
 }
 
 // Contains reports whether key is visible from mem (with parent fallback).
-func (mem *Memory) Contains(key string) bool {
+func (mem *Scope) Contains(key string) bool {
 	e, _, _ := mem.peek(key, false, mem.tree.cfg.Now())
 	return e != nil
 }
 
 // ContainsLocal reports whether mem's own scope holds key.
-func (mem *Memory) ContainsLocal(key string) bool {
+func (mem *Scope) ContainsLocal(key string) bool {
 	e, _, _ := mem.peek(key, true, mem.tree.cfg.Now())
 	return e != nil
 }
 
 // peek is find under the tree's read lock: lookup without counting an
 // access.
-func (mem *Memory) peek(key string, local bool, now time.Time) (e *entry, s *Memory, err error) {
+func (mem *Scope) peek(key string, local bool, now time.Time) (e *entry, s *Scope, err error) {
 	err = mem.withRLock(func() { e, s = mem.find(key, local, now) })
 	return e, s, err
 }
@@ -782,7 +782,7 @@ func (mem *Memory) peek(key string, local bool, now time.Time) (e *entry, s *Mem
 // Remove deletes key from mem's own scope (a parent's entry of the same
 // key stays, and becomes visible again). It reports whether there was
 // one.
-func (mem *Memory) Remove(key string) (ok bool, err error) {
+func (mem *Scope) Remove(key string) (ok bool, err error) {
 	err = mem.withLock(func() error {
 		if _, ok = mem.entries[key]; ok {
 			delete(mem.entries, key)
@@ -792,14 +792,14 @@ func (mem *Memory) Remove(key string) (ok bool, err error) {
 		return nil
 	})
 	if ok {
-		mem.emit(Event{Kind: EventRemoved, Key: key}, mem.tree.cfg.Now())
+		mem.emit(Change{Kind: ChangeRemoved, Key: key}, mem.tree.cfg.Now())
 	}
 	return ok, err
 }
 
 // Clear removes every entry of mem's own scope (child scopes keep
 // theirs) and returns how many it removed (expired ones not counted).
-func (mem *Memory) Clear() (int, error) {
+func (mem *Scope) Clear() (int, error) {
 	t := mem.tree
 	now := t.cfg.Now()
 	n := 0
@@ -817,20 +817,20 @@ func (mem *Memory) Clear() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	mem.emit(Event{Kind: EventCleared, Count: n}, t.cfg.Now())
+	mem.emit(Change{Kind: ChangeCleared, Count: n}, t.cfg.Now())
 	return n, nil
 }
 
 // Entries returns every entry visible from mem, a local entry hiding a
 // parent's of the same key, sorted by key.
-func (mem *Memory) Entries() ([]Entry, error) { return mem.entriesOf(false) }
+func (mem *Scope) Entries() ([]Entry, error) { return mem.entriesOf(false) }
 
 // LocalEntries returns the entries of mem's own scope, sorted by key.
-func (mem *Memory) LocalEntries() ([]Entry, error) { return mem.entriesOf(true) }
+func (mem *Scope) LocalEntries() ([]Entry, error) { return mem.entriesOf(true) }
 
-func (mem *Memory) entriesOf(local bool) ([]Entry, error) {
+func (mem *Scope) entriesOf(local bool) ([]Entry, error) {
 	var out []Entry
-	err := mem.visible(local, func(k string, e *entry, s *Memory) { out = append(out, e.export(k, s.path)) })
+	err := mem.visible(local, func(k string, e *entry, s *Scope) { out = append(out, e.export(k, s.path)) })
 	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Key, b.Key) })
 	return out, err
 }
@@ -838,7 +838,7 @@ func (mem *Memory) entriesOf(local bool) ([]Entry, error) {
 // visible calls fn, under the tree's read lock, for every live entry
 // visible from mem (only mem's own when local), a local entry hiding a
 // parent's of the same key.
-func (mem *Memory) visible(local bool, fn func(key string, e *entry, s *Memory)) error {
+func (mem *Scope) visible(local bool, fn func(key string, e *entry, s *Scope)) error {
 	now := mem.tree.cfg.Now()
 	return mem.withRLock(func() {
 		seen := map[string]bool{}
@@ -858,9 +858,9 @@ func (mem *Memory) visible(local bool, fn func(key string, e *entry, s *Memory))
 }
 
 // Keys returns the keys visible from mem (with parent fallback), sorted.
-func (mem *Memory) Keys() ([]string, error) {
+func (mem *Scope) Keys() ([]string, error) {
 	keys := []string{}
-	if err := mem.visible(false, func(k string, _ *entry, _ *Memory) { keys = append(keys, k) }); err != nil {
+	if err := mem.visible(false, func(k string, _ *entry, _ *Scope) { keys = append(keys, k) }); err != nil {
 		return nil, err
 	}
 	slices.Sort(keys)
@@ -869,38 +869,38 @@ func (mem *Memory) Keys() ([]string, error) {
 
 // Count returns how many keys are visible from mem (with parent
 // fallback).
-func (mem *Memory) Count() (int, error) {
+func (mem *Scope) Count() (int, error) {
 	n := 0
-	err := mem.visible(false, func(string, *entry, *Memory) { n++ })
+	err := mem.visible(false, func(string, *entry, *Scope) { n++ })
 	return n, err
 }
 
 // LocalCount returns how many live entries mem's own scope holds.
-func (mem *Memory) LocalCount() (int, error) {
+func (mem *Scope) LocalCount() (int, error) {
 	n := 0
-	err := mem.visible(true, func(string, *entry, *Memory) { n++ })
+	err := mem.visible(true, func(string, *entry, *Scope) { n++ })
 	return n, err
 }
 
 // Child creates a new child scope of mem, named name, belonging to mem's
-// agent, and emits EventScopeCreated. Every call makes a new, isolated
+// agent, and emits ChangeScopeCreated. Every call makes a new, isolated
 // scope with its own ID, even for a name in use: two parallel tasks
 // given one name never share entries. Keep the returned scope, or find
-// it again by its ID with [Memory.Scope]. Names follow the key rules and
+// it again by its ID with [Scope.Scope]. Names follow the key rules and
 // may not contain '/'.
-func (mem *Memory) Child(name string) (*Memory, error) {
+func (mem *Scope) Child(name string) (*Scope, error) {
 	return mem.ChildFor(name, mem.agent)
 }
 
-// ChildFor is [Memory.Child] for a scope belonging to another agent (a
-// child agent): agentID is what [Memory.AgentID] and the scope's events
+// ChildFor is [Scope.Child] for a scope belonging to another agent (a
+// child agent): agentID is what [Scope.AgentID] and the scope's changes
 // report.
-func (mem *Memory) ChildFor(name, agentID string) (*Memory, error) {
+func (mem *Scope) ChildFor(name, agentID string) (*Scope, error) {
 	if err := mem.checkScopeName(name); err != nil {
 		return nil, err
 	}
 	t := mem.tree
-	var c *Memory
+	var c *Scope
 	err := mem.withLock(func() error {
 		if t.cfg.MaxScopes > 0 && t.scopes >= t.cfg.MaxScopes {
 			return fmt.Errorf("%w: scopes: the memory has %d, the limit is %d", ErrLimit, t.scopes, t.cfg.MaxScopes)
@@ -912,32 +912,32 @@ func (mem *Memory) ChildFor(name, agentID string) (*Memory, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.emit(Event{Kind: EventScopeCreated}, t.cfg.Now())
+	c.emit(Change{Kind: ChangeScopeCreated}, t.cfg.Now())
 	return c, nil
 }
 
 // Children returns mem's live child scopes, by name, then in the order
 // they were created.
-func (mem *Memory) Children() []*Memory {
+func (mem *Scope) Children() []*Scope {
 	mem.tree.mu.RLock()
 	defer mem.tree.mu.RUnlock()
 	return mem.childrenLocked()
 }
 
 // childrenLocked is Children under the tree's lock (read or write).
-func (mem *Memory) childrenLocked() []*Memory {
+func (mem *Scope) childrenLocked() []*Scope {
 	cs := slices.Collect(maps.Values(mem.children))
-	slices.SortFunc(cs, func(a, b *Memory) int {
+	slices.SortFunc(cs, func(a, b *Scope) int {
 		return cmp.Or(strings.Compare(a.name, b.name), cmp.Compare(a.n, b.n))
 	})
 	return cs
 }
 
 // Scopes returns the paths of mem and its live descendants, sorted.
-func (mem *Memory) Scopes() []string {
+func (mem *Scope) Scopes() []string {
 	var out []string
 	_ = mem.withRLock(func() { // a disposed scope has none
-		mem.walkLocked(func(s *Memory) { out = append(out, s.path) })
+		mem.walkLocked(func(s *Scope) { out = append(out, s.path) })
 	})
 	slices.Sort(out)
 	return out
@@ -946,13 +946,13 @@ func (mem *Memory) Scopes() []string {
 // MergeToParent copies mem's entries (with their metadata) into its
 // parent's scope. With overwrite, they replace the parent's entries of
 // the same keys; without, the parent's are kept. It returns how many
-// entries it copied (one EventSet each, on the parent). It fails on the
+// entries it copied (one ChangeSet each, on the parent). It fails on the
 // root and when the parent would exceed the entry limit (then nothing is
 // copied).
-func (mem *Memory) MergeToParent(overwrite bool) (int, error) {
+func (mem *Scope) MergeToParent(overwrite bool) (int, error) {
 	t, p := mem.tree, mem.parent
 	now := t.cfg.Now()
-	var sets []Event // the parent's events, one per key merged
+	var sets []Change // the parent's changes, one per key merged
 	err := mem.withLock(func() error {
 		if p == nil {
 			return fmt.Errorf("%w: %s is the root and has no parent", ErrInvalidKey, mem.path)
@@ -973,18 +973,18 @@ func (mem *Memory) MergeToParent(overwrite bool) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	slices.SortFunc(sets, func(a, b Event) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortFunc(sets, func(a, b Change) int { return strings.Compare(a.Key, b.Key) })
 	for _, ev := range sets {
 		p.emit(ev, now)
 	}
 	return len(sets), nil
 }
 
-// mergeSetsLocked lists what MergeToParent copies: the parent's events,
+// mergeSetsLocked lists what MergeToParent copies: the parent's changes,
 // one per live entry of mem the parent lacks or (with overwrite) holds,
 // and how many of them are new to the parent. The tree's lock must be
 // held.
-func (mem *Memory) mergeSetsLocked(overwrite bool, now time.Time) (sets []Event, added int) {
+func (mem *Scope) mergeSetsLocked(overwrite bool, now time.Time) (sets []Change, added int) {
 	for k, e := range mem.entries {
 		if e.expired(now) {
 			continue
@@ -996,7 +996,7 @@ func (mem *Memory) mergeSetsLocked(overwrite bool, now time.Time) (sets []Event,
 		if !exists {
 			added++
 		}
-		sets = append(sets, Event{Kind: EventSet, Key: k, Update: exists, Type: e.typ})
+		sets = append(sets, Change{Kind: ChangeSet, Key: k, Update: exists, Type: e.typ})
 	}
 	return sets, added
 }
@@ -1005,15 +1005,15 @@ func (mem *Memory) mergeSetsLocked(overwrite bool, now time.Time) (sets []Event,
 // from its parent. Later use of mem (or of its descendants) fails with
 // [ErrDisposed]. Disposing the root empties the whole tree. Dispose is
 // idempotent.
-func (mem *Memory) Dispose() error {
-	var gone []*Memory
+func (mem *Scope) Dispose() error {
+	var gone []*Scope
 	_ = mem.withLock(func() error { // disposed already: nothing to do
 		gone = mem.disposeLocked()
 		return nil
 	})
 	now := mem.tree.cfg.Now()
 	for _, s := range gone {
-		s.emit(Event{Kind: EventScopeDisposed, Count: s.dropped}, now)
+		s.emit(Change{Kind: ChangeScopeDisposed, Count: s.dropped}, now)
 	}
 	return nil
 }
@@ -1023,9 +1023,9 @@ func (mem *Memory) Dispose() error {
 // tree's counts and detaches mem from its parent. It returns the scopes
 // it disposed, children before their parent. The tree's write lock must
 // be held.
-func (mem *Memory) disposeLocked() (gone []*Memory) {
+func (mem *Scope) disposeLocked() (gone []*Scope) {
 	t := mem.tree
-	mem.walkLocked(func(s *Memory) {
+	mem.walkLocked(func(s *Scope) {
 		t.entries -= len(s.entries)
 		t.scopes--
 		s.dropped = len(s.entries)
@@ -1048,11 +1048,11 @@ func (mem *Memory) disposeLocked() (gone []*Memory) {
 
 // counts sums the fallback, expiry and write counts of mem and of its
 // descendants that belong to mem's agent.
-func (mem *Memory) counts() (fallbacks, expired, writes int64) {
+func (mem *Scope) counts() (fallbacks, expired, writes int64) {
 	mem.tree.mu.RLock()
 	defer mem.tree.mu.RUnlock()
-	var walk func(s *Memory)
-	walk = func(s *Memory) {
+	var walk func(s *Scope)
+	walk = func(s *Scope) {
 		fallbacks += s.fallbacks.Load()
 		expired += s.expired.Load()
 		writes += s.writes.Load()
@@ -1068,10 +1068,10 @@ func (mem *Memory) counts() (fallbacks, expired, writes int64) {
 
 // Stats returns what mem and its descendants hold (expired entries not
 // counted).
-func (mem *Memory) Stats() (st Stats, err error) {
+func (mem *Scope) Stats() (st Stats, err error) {
 	now := mem.tree.cfg.Now()
 	err = mem.withRLock(func() {
-		mem.walkLocked(func(s *Memory) {
+		mem.walkLocked(func(s *Scope) {
 			st.Scopes++
 			for k, e := range s.entries {
 				if e.expired(now) {
@@ -1091,7 +1091,7 @@ func (mem *Memory) Stats() (st Stats, err error) {
 	return st, err
 }
 
-// SnapshotVersion is the format version of [Memory.Snapshot].
+// SnapshotVersion is the format version of [Scope.Snapshot].
 const SnapshotVersion = 1
 
 type snapshot struct {
@@ -1112,18 +1112,18 @@ type entrySnapshot struct {
 	UpdatedAt   time.Time       `json:"updatedAt"`
 	AccessCount int64           `json:"accessCount,omitempty"`
 	// Clock identifies the clock that set the expiry (see
-	// Memory.removable); empty in snapshots of older versions.
+	// Scope.removable); empty in snapshots of older versions.
 	Clock string `json:"clock,omitempty"`
 }
 
 // Snapshot returns mem and its descendants (entries with metadata, and
-// scopes) as versioned JSON, for [Memory.Restore]. Expired entries are left
+// scopes) as versioned JSON, for [Scope.Restore]. Expired entries are left
 // out.
-func (mem *Memory) Snapshot() (json.RawMessage, error) { return mem.marshal(true) }
+func (mem *Scope) Snapshot() (json.RawMessage, error) { return mem.marshal(true) }
 
 // marshal encodes mem, and with children its descendants, in the
 // Snapshot format.
-func (mem *Memory) marshal(children bool) (json.RawMessage, error) {
+func (mem *Scope) marshal(children bool) (json.RawMessage, error) {
 	now := mem.tree.cfg.Now()
 	var root scopeSnapshot
 	if err := mem.withRLock(func() { root = mem.scopeSnapshotLocked(now, children, false) }); err != nil {
@@ -1170,7 +1170,7 @@ func encodeSnapshot(root scopeSnapshot) ([]byte, error) {
 // scopeSnapshotLocked returns mem's live entries, and with children its
 // descendants'. To persist, it keeps the expired entries mem may not
 // remove (see removable). The tree's lock must be held (read or write).
-func (mem *Memory) scopeSnapshotLocked(now time.Time, children, persist bool) scopeSnapshot {
+func (mem *Scope) scopeSnapshotLocked(now time.Time, children, persist bool) scopeSnapshot {
 	// An empty Entries is left out of the JSON, as nil is.
 	out := scopeSnapshot{Name: mem.name, Entries: make(map[string]entrySnapshot, len(mem.entries))}
 	for k, e := range mem.entries {
@@ -1188,16 +1188,16 @@ func (mem *Memory) scopeSnapshotLocked(now time.Time, children, persist bool) sc
 }
 
 // Restore replaces mem's entries and descendants with those of a
-// snapshot taken by [Memory.Snapshot] (of any scope: the snapshot's root
+// snapshot taken by [Scope.Snapshot] (of any scope: the snapshot's root
 // becomes mem). It checks the whole snapshot (format, keys, values,
 // limits) before changing anything; on error mem is unchanged.
-func (mem *Memory) Restore(data json.RawMessage) error { return mem.restore(data, false) }
+func (mem *Scope) Restore(data json.RawMessage) error { return mem.restore(data, false) }
 
 // restore is Restore; with keepChildren, mem's child scopes are kept and
 // only its own entries replaced (the snapshot must have no children). It
 // checks the snapshot and the tree's limits, then swaps the contents in
 // under the tree's lock.
-func (mem *Memory) restore(data json.RawMessage, keepChildren bool) error {
+func (mem *Scope) restore(data json.RawMessage, keepChildren bool) error {
 	snap, entries, scopes, err := mem.parseSnapshot(data)
 	if err != nil {
 		return err
@@ -1228,7 +1228,7 @@ func (mem *Memory) restore(data json.RawMessage, keepChildren bool) error {
 // markReplacedLocked records as changes to persist every key mem holds
 // now and every key of entries, which replace them. The tree's lock must
 // be held.
-func (mem *Memory) markReplacedLocked(entries map[string]entrySnapshot) {
+func (mem *Scope) markReplacedLocked(entries map[string]entrySnapshot) {
 	for k := range mem.entries {
 		mem.markLocked(k)
 	}
@@ -1240,11 +1240,11 @@ func (mem *Memory) markReplacedLocked(entries map[string]entrySnapshot) {
 // sizeLocked counts the entries and scopes of mem, and with children of
 // its descendants too: what a restore replaces, to compute the tree's
 // totals after it. The tree's lock must be held.
-func (mem *Memory) sizeLocked(children bool) (entries, scopes int) {
+func (mem *Scope) sizeLocked(children bool) (entries, scopes int) {
 	if !children {
 		return len(mem.entries), 1
 	}
-	mem.walkLocked(func(s *Memory) {
+	mem.walkLocked(func(s *Scope) {
 		entries += len(s.entries)
 		scopes++
 	})
@@ -1266,7 +1266,7 @@ func (cfg Config) checkTotals(entries, scopes int) error {
 // fillLocked replaces mem's entries with the snapshot's and adds child
 // scopes built from the snapshot's (restore disposed of the old ones, or
 // keeps them when the snapshot has none). The tree's lock must be held.
-func (mem *Memory) fillLocked(snap scopeSnapshot) {
+func (mem *Scope) fillLocked(snap scopeSnapshot) {
 	mem.entries = make(map[string]*entry, len(snap.Entries))
 	for k, e := range snap.Entries {
 		mem.entries[k] = e.toEntry()
@@ -1286,7 +1286,7 @@ func (e entrySnapshot) toEntry() *entry {
 // parseSnapshot decodes a snapshot and checks all of it (format, keys,
 // values, entry sizes) against mem's rules. It returns the number of
 // entries and scopes it holds.
-func (mem *Memory) parseSnapshot(data []byte) (snap snapshot, entries, scopes int, err error) {
+func (mem *Scope) parseSnapshot(data []byte) (snap snapshot, entries, scopes int, err error) {
 	if err := json.Unmarshal(data, &snap); err != nil {
 		return snap, 0, 0, fmt.Errorf("%w: snapshot: %w", ErrInvalidValue, err)
 	}
@@ -1305,7 +1305,7 @@ func (mem *Memory) parseSnapshot(data []byte) (snap snapshot, entries, scopes in
 // checkScope checks a scope of a snapshot (its name, unless it is the
 // root, and its entries) and its children, and counts the entries and
 // scopes it holds into entries and scopes.
-func (mem *Memory) checkScope(s scopeSnapshot, root bool, entries, scopes *int) error {
+func (mem *Scope) checkScope(s scopeSnapshot, root bool, entries, scopes *int) error {
 	*scopes++
 	if !root {
 		if err := mem.checkScopeName(s.Name); err != nil {
@@ -1328,7 +1328,7 @@ func (mem *Memory) checkScope(s scopeSnapshot, root bool, entries, scopes *int) 
 
 // checkEntry checks an entry of a snapshot: its key, that its value is
 // JSON, and its size.
-func (mem *Memory) checkEntry(k string, e entrySnapshot) error {
+func (mem *Scope) checkEntry(k string, e entrySnapshot) error {
 	if err := mem.checkKey(k); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
@@ -1343,7 +1343,7 @@ func (mem *Memory) checkEntry(k string, e entrySnapshot) error {
 
 // markLocked records a change of key for the next persist, when mem
 // tracks its changes. The tree's write lock must be held.
-func (mem *Memory) markLocked(key string) {
+func (mem *Scope) markLocked(key string) {
 	if mem.dirty != nil {
 		mem.dirty[key] = struct{}{}
 	}
@@ -1352,7 +1352,7 @@ func (mem *Memory) markLocked(key string) {
 // takeChanges returns the keys of mem's scope changed since the last call
 // (and forgets them) with a snapshot of the scope's own entries taken at
 // the same instant. changed is empty when there is nothing to persist.
-func (mem *Memory) takeChanges() (changed map[string]struct{}, snap []byte, err error) {
+func (mem *Scope) takeChanges() (changed map[string]struct{}, snap []byte, err error) {
 	now := mem.tree.cfg.Now()
 	var own scopeSnapshot
 	err = mem.withLock(func() error {
@@ -1375,7 +1375,7 @@ func (mem *Memory) takeChanges() (changed map[string]struct{}, snap []byte, err 
 
 // keepChanges gives back keys takeChanges returned, after a persist that
 // failed: they are persisted next time.
-func (mem *Memory) keepChanges(changed map[string]struct{}) {
+func (mem *Scope) keepChanges(changed map[string]struct{}) {
 	mem.tree.mu.Lock()
 	defer mem.tree.mu.Unlock()
 	if mem.dirty != nil {
@@ -1388,7 +1388,7 @@ func (mem *Memory) keepChanges(changed map[string]struct{}) {
 // adopt takes another writer's stored state (a snapshot of one scope,
 // already parsed) into mem's own scope, except for the keys mem changed
 // and has not persisted yet: those keep mem's value (or absence).
-func (mem *Memory) adopt(stored scopeSnapshot) {
+func (mem *Scope) adopt(stored scopeSnapshot) {
 	t := mem.tree
 	_ = mem.withLock(func() error { // a disposed scope takes nothing
 		for k := range mem.entries {

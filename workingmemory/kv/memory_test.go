@@ -197,7 +197,7 @@ func TestKVScopes(t *testing.T) {
 	_ = Set(child, "over", "child")
 	_ = Set(grand, "own", "grand")
 
-	get := func(kv *Memory, key string) string {
+	get := func(kv *Scope, key string) string {
 		v, _, err := Get[string](kv, key)
 		if err != nil {
 			t.Fatal(err)
@@ -281,9 +281,9 @@ func TestKVMergeToParent(t *testing.T) {
 }
 
 func TestKVDispose(t *testing.T) {
-	var events []Event
+	var events []Change
 	var mu sync.Mutex
-	root := New(Config{Observer: func(e Event) { mu.Lock(); events = append(events, e); mu.Unlock() }})
+	root := New(Config{OnChange: func(e Change) { mu.Lock(); events = append(events, e); mu.Unlock() }})
 	child, _ := root.Child("c")
 	grand, _ := child.Child("g")
 	_ = Set(child, "k", 1)
@@ -322,7 +322,7 @@ func TestKVDispose(t *testing.T) {
 	defer mu.Unlock()
 	var disposed []string
 	for _, e := range events {
-		if e.Kind == EventScopeDisposed {
+		if e.Kind == ChangeScopeDisposed {
 			disposed = append(disposed, e.Scope)
 		}
 	}
@@ -333,11 +333,11 @@ func TestKVDispose(t *testing.T) {
 }
 
 func TestKVEventsAndLogs(t *testing.T) {
-	var events []Event
+	var events []Change
 	var logs bytes.Buffer
 	clock := &fakeClock{now: time.Unix(100, 0)}
 	kv := New(Config{
-		Observer: func(e Event) { events = append(events, e) },
+		OnChange: func(e Change) { events = append(events, e) },
 		Logger:   slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Now:      clock.Now,
 	})
@@ -348,12 +348,12 @@ func TestKVEventsAndLogs(t *testing.T) {
 	_, _ = c.Clear()
 	_ = c.Dispose()
 	root, cid := kv.ID(), c.ID()
-	want := []Event{
-		{Kind: EventSet, Scope: "root", ScopeID: root, Key: "a", Type: "int", Time: clock.now},
-		{Kind: EventRemoved, Scope: "root", ScopeID: root, Key: "a", Time: clock.now},
-		{Kind: EventScopeCreated, Scope: "root/c", ScopeID: cid, ParentID: root, Time: clock.now},
-		{Kind: EventCleared, Scope: "root/c", ScopeID: cid, ParentID: root, Time: clock.now},
-		{Kind: EventScopeDisposed, Scope: "root/c", ScopeID: cid, ParentID: root, Time: clock.now},
+	want := []Change{
+		{Kind: ChangeSet, Scope: "root", ScopeID: root, Key: "a", Type: "int", Time: clock.now},
+		{Kind: ChangeRemoved, Scope: "root", ScopeID: root, Key: "a", Time: clock.now},
+		{Kind: ChangeScopeCreated, Scope: "root/c", ScopeID: cid, ParentID: root, Time: clock.now},
+		{Kind: ChangeCleared, Scope: "root/c", ScopeID: cid, ParentID: root, Time: clock.now},
+		{Kind: ChangeScopeDisposed, Scope: "root/c", ScopeID: cid, ParentID: root, Time: clock.now},
 	}
 	if !slices.Equal(events, want) {
 		t.Errorf("events\n got %v\nwant %v", events, want)
@@ -698,8 +698,8 @@ func TestFit03_ChildIsolated(t *testing.T) {
 func TestFit04_EventsAndCounts(t *testing.T) {
 	type plan struct{ Step int }
 	var mu sync.Mutex
-	var events []Event
-	root := New(Config{AgentID: "agent-0", Observer: func(e Event) { mu.Lock(); events = append(events, e); mu.Unlock() }})
+	var events []Change
+	root := New(Config{AgentID: "agent-0", OnChange: func(e Change) { mu.Lock(); events = append(events, e); mu.Unlock() }})
 	child, err := root.ChildFor("task", "agent-1")
 	if err != nil {
 		t.Fatal(err)
@@ -744,7 +744,7 @@ func TestFit04_EventsAndCounts(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	type brief struct {
-		Kind                   EventKind
+		Kind                   ChangeKind
 		Key, Type              string
 		Update                 bool
 		Count                  int
@@ -756,16 +756,16 @@ func TestFit04_EventsAndCounts(t *testing.T) {
 	}
 	r, c := root.ID(), child.ID()
 	want := []brief{
-		{EventScopeCreated, "", "", false, 0, c, r, "agent-1"},
-		{EventSet, "p", "kv.plan", false, 0, c, r, "agent-1"},
-		{EventSet, "p", "kv.plan", true, 0, c, r, "agent-1"},
-		{EventSet, "raw", "json.RawMessage", false, 0, c, r, "agent-1"},
-		{EventSet, "raw", "string", false, 0, r, "", "agent-0"},
-		{EventSet, "p", "kv.plan", false, 0, r, "", "agent-0"},
-		{EventSet, "raw", "json.RawMessage", true, 0, r, "", "agent-0"},
-		{EventCleared, "", "", false, 2, r, "", "agent-0"},
-		{EventSet, "z", "int", false, 0, c, r, "agent-1"},
-		{EventScopeDisposed, "", "", false, 3, c, r, "agent-1"}, // p, raw and z
+		{ChangeScopeCreated, "", "", false, 0, c, r, "agent-1"},
+		{ChangeSet, "p", "kv.plan", false, 0, c, r, "agent-1"},
+		{ChangeSet, "p", "kv.plan", true, 0, c, r, "agent-1"},
+		{ChangeSet, "raw", "json.RawMessage", false, 0, c, r, "agent-1"},
+		{ChangeSet, "raw", "string", false, 0, r, "", "agent-0"},
+		{ChangeSet, "p", "kv.plan", false, 0, r, "", "agent-0"},
+		{ChangeSet, "raw", "json.RawMessage", true, 0, r, "", "agent-0"},
+		{ChangeCleared, "", "", false, 2, r, "", "agent-0"},
+		{ChangeSet, "z", "int", false, 0, c, r, "agent-1"},
+		{ChangeScopeDisposed, "", "", false, 3, c, r, "agent-1"}, // p, raw and z
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("events\n got %+v\nwant %+v", got, want)

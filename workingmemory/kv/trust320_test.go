@@ -12,8 +12,8 @@ func TestTrust320_DisposedCount(t *testing.T) {
 	var mu sync.Mutex
 	counts := map[string]int{}
 	clock := &fakeClock{}
-	root := New(Config{Now: clock.Now, Observer: func(e Event) {
-		if e.Kind == EventScopeDisposed {
+	root := New(Config{Now: clock.Now, OnChange: func(e Change) {
+		if e.Kind == ChangeScopeDisposed {
 			mu.Lock()
 			counts[e.Scope] = e.Count
 			mu.Unlock()

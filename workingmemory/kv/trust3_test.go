@@ -38,7 +38,7 @@ func TestTrust314_KVValuesMaskedOnWrite(t *testing.T) {
 		{"none", nil, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := storage.NewMemory()
+			st := storage.NewMemoryStore()
 			l, err := kv.NewLayer(kv.LayerConfig{Spec: layer.Spec{ID: "kv-a"}, Memory: kv.Config{Redact: tc.cfg}})
 			if err != nil {
 				t.Fatal(err)
