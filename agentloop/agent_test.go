@@ -15,6 +15,7 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/internal/looptest"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/storage"
@@ -22,7 +23,7 @@ import (
 
 func TestRunResolvesEntityFromMemory(t *testing.T) {
 	cms := newCMS()
-	notes := newNotes("entities", layer.ScopeThread)
+	notes := looptest.NewNotes("entities", layer.ScopeThread)
 	model := agenttest.NewFunc(cmsPolicy)
 	a := mustAgent(t, agentloop.Config{Model: model, Instructions: "You manage a CMS.", Layers: []layer.Layer{notes}, Tools: cms.tools()})
 
@@ -78,7 +79,7 @@ func TestToolFailuresGoBackToTheModel(t *testing.T) {
 		)),
 		agenttest.Reply(agenttest.Text("recovered")),
 	)
-	a := mustAgent(t, agentloop.Config{Model: model, Tools: append(cms.tools(), boom, panicky), Layers: []layer.Layer{newNotes("entities", layer.ScopeThread)}})
+	a := mustAgent(t, agentloop.Config{Model: model, Tools: append(cms.tools(), boom, panicky), Layers: []layer.Layer{looptest.NewNotes("entities", layer.ScopeThread)}})
 	res, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "go"})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
@@ -239,7 +240,7 @@ func blockingTool(started chan<- struct{}) agentloop.Tool {
 }
 
 func TestTimeoutStopsAndCloses(t *testing.T) {
-	notes := newNotes("entities", layer.ScopeThread)
+	notes := looptest.NewNotes("entities", layer.ScopeThread)
 	model := agenttest.New(agenttest.Reply(agenttest.Calls(agenttest.Call("wait", `{}`))))
 	a := mustAgent(t, agentloop.Config{Model: model, Tools: []agentloop.Tool{blockingTool(nil)}, Layers: []layer.Layer{notes}, Timeout: 50 * time.Millisecond})
 	start := time.Now()
@@ -253,13 +254,13 @@ func TestTimeoutStopsAndCloses(t *testing.T) {
 	if res == nil || len(res.Messages) == 0 {
 		t.Errorf("no partial result")
 	}
-	if n := notes.closed.Load(); n != 1 {
+	if n := notes.Closed(); n != 1 {
 		t.Errorf("layer closed %d times, want 1", n)
 	}
 }
 
 func TestCancelStopsPromptly(t *testing.T) {
-	notes := newNotes("entities", layer.ScopeThread)
+	notes := looptest.NewNotes("entities", layer.ScopeThread)
 	started := make(chan struct{})
 	model := agenttest.New(agenttest.Reply(agenttest.Calls(agenttest.Call("wait", `{}`))))
 	a := mustAgent(t, agentloop.Config{Model: model, Tools: []agentloop.Tool{blockingTool(started)}, Layers: []layer.Layer{notes}})
@@ -269,17 +270,17 @@ func TestCancelStopsPromptly(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || errors.Is(err, agentloop.ErrTimeout) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
-	if n := notes.closed.Load(); n != 1 {
+	if n := notes.Closed(); n != 1 {
 		t.Errorf("layer closed %d times, want 1", n)
 	}
 	// Model errors close the layers too.
 	failing := agenttest.New(func(context.Context, agenttest.Request) (*llms.ContentChoice, error) { return nil, errors.New("503") })
-	notes2 := newNotes("entities", layer.ScopeThread)
+	notes2 := looptest.NewNotes("entities", layer.ScopeThread)
 	a = mustAgent(t, agentloop.Config{Model: failing, Layers: []layer.Layer{notes2}})
 	if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "go"}); err == nil || !strings.Contains(err.Error(), "503") {
 		t.Fatalf("model error: %v", err)
 	}
-	if n := notes2.closed.Load(); n != 1 {
+	if n := notes2.Closed(); n != 1 {
 		t.Errorf("layer closed %d times after a model error, want 1", n)
 	}
 }
@@ -372,7 +373,7 @@ func TestObserverEvents(t *testing.T) {
 	a := mustAgent(t, agentloop.Config{
 		Model:  agenttest.NewFunc(cmsPolicy),
 		Tools:  newCMS().tools(),
-		Layers: []layer.Layer{newNotes("entities", layer.ScopeThread)},
+		Layers: []layer.Layer{looptest.NewNotes("entities", layer.ScopeThread)},
 		Observer: func(e agentloop.Event) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -464,7 +465,7 @@ func TestConcurrentRunsOnOneAgent(t *testing.T) {
 	cms := newCMS()
 	store := storage.NewMemoryStore()
 	a := mustAgent(t, agentloop.Config{Model: agenttest.NewFunc(cmsPolicy), Store: store, Tools: cms.tools(),
-		Layers: []layer.Layer{newNotes("entities", layer.ScopeThread), newProfile("profile", layer.ScopeResource)}})
+		Layers: []layer.Layer{looptest.NewNotes("entities", layer.ScopeThread), looptest.NewProfile("profile", layer.ScopeResource)}})
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
 	for i := range 8 {
@@ -572,11 +573,11 @@ func TestConfigIsACopy(t *testing.T) {
 		return agenttest.Text(r.System()), nil
 	})
 	a := mustAgent(t, agentloop.Config{Model: model, Template: "Hello {{who}}.", Vars: map[string]any{"who": "Ada"},
-		Tools: newCMS().tools(), Layers: []layer.Layer{newNotes("entities", layer.ScopeThread)}})
+		Tools: newCMS().tools(), Layers: []layer.Layer{looptest.NewNotes("entities", layer.ScopeThread)}})
 	c := a.Config()
 	c.Vars["who"] = "Bob"
 	c.Tools[0].Name = "renamed"
-	c.Layers[0] = newNotes("other", layer.ScopeThread)
+	c.Layers[0] = looptest.NewNotes("other", layer.ScopeThread)
 	res, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "hi"})
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/tmc/langchaingo/llms/openai"
 
 	"github.com/memlayer/memlayer/agentloop"
+	"github.com/memlayer/memlayer/internal/looptest"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/thread"
@@ -262,7 +263,7 @@ func testSeveralChoices(t *testing.T, stream func(context.Context, []byte) error
 		return anthropicMessage("end_turn", anthropicText("Created the About page."))
 	}}
 	cms := newCMS()
-	notes := newNotes("entities", layer.ScopeThread)
+	notes := looptest.NewNotes("entities", layer.ScopeThread)
 	a := mustAgent(t, agentloop.Config{Model: newAnthropic(t, fake), Instructions: "You manage a CMS.", Tools: cms.tools(), Layers: []layer.Layer{notes}, Stream: stream})
 	res, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "Create an About page"})
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/memlayer/memlayer/audit"
 	"github.com/memlayer/memlayer/entitymemory"
 	"github.com/memlayer/memlayer/episodicmemory"
+	"github.com/memlayer/memlayer/internal/looptest"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/route"
@@ -35,29 +36,6 @@ const memorizeTool = semanticmemory.DefaultID + "_memorize"
 // memorize is a call of semantic memory's memorize tool.
 func memorize(text, kind string) llms.ToolCall {
 	return agenttest.Call(memorizeTool, map[string]any{"text": text, "kind": kind})
-}
-
-// gateLayers returns the scratchpad, entity (capacity 1), semantic and
-// episodic memories.
-func gateLayers(t *testing.T) []layer.Layer {
-	t.Helper()
-	pad, err := workingmemory.New(workingmemory.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ents, err := entitymemory.New(entitymemory.Config{Capacity: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sem, err := semanticmemory.New(semanticmemory.Config{Spec: layer.Spec{Budget: layer.Budget{Max: 200}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eps, err := episodicmemory.New(episodicmemory.Config{Spec: layer.Spec{Budget: layer.Budget{Max: 200}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return []layer.Layer{pad, ents, sem, eps}
 }
 
 // openPage is a tool whose n-th call opens page pn.
@@ -103,7 +81,7 @@ func TestMemory74_RunAuditsItsTurn(t *testing.T) {
 		agenttest.Reply(agenttest.Text("Green tea it is.")),
 	)
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
-	a := mustAgent(t, agentloop.Config{Model: model, Store: store, Layers: gateLayers(t), Tools: []agentloop.Tool{openPage()},
+	a := mustAgent(t, agentloop.Config{Model: model, Store: store, Layers: looptest.GateLayers(t), Tools: []agentloop.Tool{openPage()},
 		Assembly: agentloop.AssemblyConfig{Scoring: prompt.Scoring{Now: now}}})
 	res, err := a.Run(ctx, agentloop.RunInput{ThreadID: "t1", ResourceID: "u1", Input: "What do I drink in the morning? Tea?"})
 	if err != nil {
@@ -225,7 +203,7 @@ func TestMemory75_DefaultRouterRoutesByKind(t *testing.T) {
 			memorize("Something odd.", "gossip"))),
 		agenttest.Reply(agenttest.Text("Done.")),
 	)
-	layers := gateLayers(t)
+	layers := looptest.GateLayers(t)
 	a := mustAgent(t, agentloop.Config{Model: model, Layers: layers})
 	res, err := a.Run(ctx, agentloop.RunInput{ThreadID: "t1", ResourceID: "u1", Input: "Handle the invoice."})
 	if err != nil {
@@ -313,7 +291,7 @@ func TestMemory76_CustomRouter(t *testing.T) {
 		agenttest.Reply(agenttest.Calls(agenttest.Call(memorizeTool, `{"text":"Minor detail.","kind":"fact","importance":0.1}`))),
 		agenttest.Reply(agenttest.Text("ok")),
 	)
-	a := mustAgent(t, agentloop.Config{Model: model, Layers: gateLayers(t), Router: router})
+	a := mustAgent(t, agentloop.Config{Model: model, Layers: looptest.GateLayers(t), Router: router})
 	res, err := a.Run(ctx, agentloop.RunInput{ThreadID: "t1", Input: "Go."})
 	if err != nil {
 		t.Fatal(err)
@@ -333,7 +311,7 @@ func TestMemory76_CustomRouter(t *testing.T) {
 	boom := route.Func(func(context.Context, layer.Write) route.Route { panic("boom") })
 	model.Reset()
 	model = agenttest.New(agenttest.Reply(agenttest.Calls(memorize("x y z", "fact"))), agenttest.Reply(agenttest.Text("ok")))
-	res, err = mustAgent(t, agentloop.Config{Model: model, Layers: gateLayers(t), Router: boom}).Run(ctx, agentloop.RunInput{ThreadID: "t2", Input: "Go."})
+	res, err = mustAgent(t, agentloop.Config{Model: model, Layers: looptest.GateLayers(t), Router: boom}).Run(ctx, agentloop.RunInput{ThreadID: "t2", Input: "Go."})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +337,7 @@ func TestMemory77_AuditRetentionAndRestart(t *testing.T) {
 	s := open()
 	for i := range 3 {
 		model := agenttest.New(agenttest.Reply(agenttest.Calls(memorize(fmt.Sprintf("Fact number %d is about topic %d.", i, i*7), "fact"))), agenttest.Reply(agenttest.Text("ok")))
-		a := mustAgent(t, agentloop.Config{Model: model, Store: s, Layers: gateLayers(t), Audit: agentloop.AuditConfig{Keep: 2}})
+		a := mustAgent(t, agentloop.Config{Model: model, Store: s, Layers: looptest.GateLayers(t), Audit: agentloop.AuditConfig{Keep: 2}})
 		if _, err := a.Run(ctx, agentloop.RunInput{ThreadID: "t1", Input: fmt.Sprint("Remember ", i)}); err != nil {
 			t.Fatal(err)
 		}
@@ -369,7 +347,7 @@ func TestMemory77_AuditRetentionAndRestart(t *testing.T) {
 	}
 	s = open()
 	defer s.Close()
-	a := mustAgent(t, agentloop.Config{Model: agenttest.New(), Store: s, Layers: gateLayers(t)})
+	a := mustAgent(t, agentloop.Config{Model: agenttest.New(), Store: s, Layers: looptest.GateLayers(t)})
 	turns, err := a.Audit(ctx, "t1")
 	if err != nil {
 		t.Fatal(err)
@@ -382,7 +360,7 @@ func TestMemory77_AuditRetentionAndRestart(t *testing.T) {
 	}
 
 	model := agenttest.New(agenttest.Reply(agenttest.Calls(memorize("Off the record.", "fact"))), agenttest.Reply(agenttest.Text("ok")))
-	off := mustAgent(t, agentloop.Config{Model: model, Store: s, Layers: gateLayers(t), Audit: agentloop.AuditConfig{Disabled: true}})
+	off := mustAgent(t, agentloop.Config{Model: model, Store: s, Layers: looptest.GateLayers(t), Audit: agentloop.AuditConfig{Disabled: true}})
 	res, err := off.Run(ctx, agentloop.RunInput{ThreadID: "t2", Input: "Go."})
 	if err != nil {
 		t.Fatal(err)
@@ -421,7 +399,7 @@ func TestMemory78_CommitOutsideTheLoopAndBadAudit(t *testing.T) {
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
-	a := mustAgent(t, agentloop.Config{Model: agenttest.New(agenttest.Reply(agenttest.Text("ok"))), Store: store, Layers: gateLayers(t), Logger: logger, Observer: observe})
+	a := mustAgent(t, agentloop.Config{Model: agenttest.New(agenttest.Reply(agenttest.Text("ok"))), Store: store, Layers: looptest.GateLayers(t), Logger: logger, Observer: observe})
 	turn, err := a.Commit(ctx, "t1", []audit.Entry{{Op: audit.OpWrite, Layer: "semantic", Key: "f9", Text: "Written by a batch job for bob@example.com."}})
 	if err != nil || turn.Seq != 1 {
 		t.Fatal(turn, err)
@@ -458,14 +436,14 @@ func TestMemory78_CommitOutsideTheLoopAndBadAudit(t *testing.T) {
 	if _, err := store.Put(ctx, storage.ThreadKey("t2", audit.Name), []byte("]"), storage.AnyVersion); err != nil {
 		t.Fatal(err)
 	}
-	a2 := mustAgent(t, agentloop.Config{Model: agenttest.New(agenttest.Reply(agenttest.Text("ok"))), Store: store, Layers: gateLayers(t), Logger: logger})
+	a2 := mustAgent(t, agentloop.Config{Model: agenttest.New(agenttest.Reply(agenttest.Text("ok"))), Store: store, Layers: looptest.GateLayers(t), Logger: logger})
 	if res, err := a2.Run(ctx, agentloop.RunInput{ThreadID: "t2", Input: "Hello again."}); err != nil || res.Audit == nil || res.Audit.Seq != 1 {
 		t.Fatalf("run over a corrupt audit head: %+v, %v", res, err)
 	}
 
 	// A failing commit is reported, and the run succeeds.
 	logs.Reset()
-	b := mustAgent(t, agentloop.Config{Model: agenttest.New(agenttest.Reply(agenttest.Text("ok"))), Store: failingAudit{store}, Layers: gateLayers(t), Logger: logger, Observer: observe})
+	b := mustAgent(t, agentloop.Config{Model: agenttest.New(agenttest.Reply(agenttest.Text("ok"))), Store: failingAudit{store}, Layers: looptest.GateLayers(t), Logger: logger, Observer: observe})
 	res, err = b.Run(ctx, agentloop.RunInput{ThreadID: "t3", Input: "Hello."})
 	if err != nil || res.Audit != nil {
 		t.Fatalf("run with a failing audit: %+v, %v", res.Audit, err)

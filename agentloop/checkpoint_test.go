@@ -12,6 +12,7 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/internal/looptest"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/thread"
@@ -26,7 +27,7 @@ func restartScenario(t *testing.T, store storage.Store, keep bool) ([]agenttest.
 	cms := newCMS()
 	cfg := func(m llms.Model) agentloop.Config {
 		return agentloop.Config{Model: m, Instructions: "You manage a CMS.", Store: store, KeepToolResults: keep,
-			Layers: []layer.Layer{newNotes("entities", layer.ScopeThread)}, Tools: cms.tools()}
+			Layers: []layer.Layer{looptest.NewNotes("entities", layer.ScopeThread)}, Tools: cms.tools()}
 	}
 	first := mustAgent(t, cfg(agenttest.NewFunc(cmsPolicy)))
 	if _, err := first.Run(t.Context(), agentloop.RunInput{ThreadID: "thread-about", Input: "Create an About page"}); err != nil {
@@ -130,7 +131,7 @@ func TestBadCheckpointIsRefusedAndKept(t *testing.T) {
 			if _, err := store.Put(t.Context(), key, []byte(value), storage.NoVersion); err != nil {
 				t.Fatal(err)
 			}
-			notes := newNotes("entities", layer.ScopeThread)
+			notes := looptest.NewNotes("entities", layer.ScopeThread)
 			a := mustAgent(t, agentloop.Config{Model: agenttest.New(agenttest.Reply(agenttest.Text("x"))), Store: store, Layers: []layer.Layer{notes}})
 			_, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "go"})
 			if !errors.Is(err, agentloop.ErrCheckpoint) {
@@ -157,7 +158,7 @@ func TestRestoreLayersFromCheckpoint(t *testing.T) {
 	store := storage.NewMemoryStore()
 	noteCall := agenttest.Reply(agenttest.Calls(agenttest.Call("scratch_note", `{"text":"remember 42"}`)))
 	newAgent := func(m llms.Model, restore bool) *agentloop.Agent {
-		return mustAgent(t, agentloop.Config{Model: m, Store: store, RestoreLayers: restore, Layers: []layer.Layer{newNotes("scratch", layer.ScopeExecution)}})
+		return mustAgent(t, agentloop.Config{Model: m, Store: store, RestoreLayers: restore, Layers: []layer.Layer{looptest.NewNotes("scratch", layer.ScopeExecution)}})
 	}
 	if _, err := newAgent(agenttest.New(noteCall, agenttest.Reply(agenttest.Text("ok"))), false).Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "note it"}); err != nil {
 		t.Fatal(err)
@@ -209,7 +210,7 @@ func TestContinueWithoutInput(t *testing.T) {
 func TestPlain70_CheckpointOfAnotherAgentIsNotRestored(t *testing.T) {
 	store := storage.NewMemoryStore()
 	newAgent := func(name string, m llms.Model) *agentloop.Agent {
-		return mustAgent(t, agentloop.Config{Name: name, Model: m, Store: store, RestoreLayers: true, Layers: []layer.Layer{newNotes("scratch", layer.ScopeExecution)}})
+		return mustAgent(t, agentloop.Config{Name: name, Model: m, Store: store, RestoreLayers: true, Layers: []layer.Layer{looptest.NewNotes("scratch", layer.ScopeExecution)}})
 	}
 	noteCall := agenttest.Reply(agenttest.Calls(agenttest.Call("scratch_note", `{"text":"remember 42"}`)))
 	if _, err := newAgent("writer", agenttest.New(noteCall, agenttest.Reply(agenttest.Text("ok")))).Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "note it"}); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/internal/looptest"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/thread"
@@ -36,7 +37,7 @@ func FuzzCheckpoint(f *testing.F) {
 			t.Skip()
 		}
 		a, err := agentloop.New(agentloop.Config{Model: agenttest.New(agenttest.Reply(agenttest.Text("done"))), Store: store, Logger: slog.New(slog.DiscardHandler),
-			Layers: []layer.Layer{newNotes("entities", layer.ScopeThread)}})
+			Layers: []layer.Layer{looptest.NewNotes("entities", layer.ScopeThread)}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +81,7 @@ func FuzzToolArguments(f *testing.F) {
 			agenttest.Reply(agenttest.Text("done")),
 		)
 		a, err := agentloop.New(agentloop.Config{Model: model, Tools: append(cms.tools(), agentloop.FromLangchain(upper{})),
-			Layers: []layer.Layer{newNotes("entities", layer.ScopeThread)}, Logger: slog.New(slog.DiscardHandler)})
+			Layers: []layer.Layer{looptest.NewNotes("entities", layer.ScopeThread)}, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +149,7 @@ func FuzzHistoryLoad(f *testing.F) {
 		}
 		was := dump()
 		a, err := agentloop.New(agentloop.Config{Model: agenttest.New(agenttest.Reply(agenttest.Text("done"))), Store: store, Logger: slog.New(slog.DiscardHandler),
-			Layers: []layer.Layer{newNotes("entities", layer.ScopeThread)}})
+			Layers: []layer.Layer{looptest.NewNotes("entities", layer.ScopeThread)}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
-	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/thread"
 )
 
@@ -137,19 +136,4 @@ func storedResults(msgs []thread.Message) []string {
 		}
 	}
 	return out
-}
-
-// newInitStackOn is an initialised stack of layers in env, closed when
-// the test ends.
-func newInitStackOn(t *testing.T, env layer.Env, layers ...layer.Layer) *layer.Stack {
-	t.Helper()
-	st, err := layer.NewStack(layer.StackConfig{Layers: layers, Env: env, ValidateArgs: agentloop.ValidateArgs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Init(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close(context.Background()) })
-	return st
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/internal/looptest"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/workingmemory"
@@ -299,7 +300,7 @@ func TestModel06_ChildrenCountAgainstTheRun(t *testing.T) {
 	var children atomic.Int64
 	// A resource-scoped layer, so that every child has layers and their
 	// hook runners.
-	layers := []layer.Layer{newProfile("profile", layer.ScopeResource)}
+	layers := []layer.Layer{looptest.NewProfile("profile", layer.ScopeResource)}
 	a := mustAgent(t, agentloop.Config{Model: model, MaxTokens: 5000, MaxDepth: 2, Layers: layers, Observer: func(e agentloop.Event) {
 		if e.Kind == agentloop.EventRunStart && e.Depth > 0 {
 			children.Add(1)

@@ -15,6 +15,7 @@ import (
 	"github.com/tmc/langchaingo/llms/openai"
 
 	"github.com/memlayer/memlayer/agentloop"
+	"github.com/memlayer/memlayer/internal/looptest"
 	"github.com/memlayer/memlayer/layer"
 )
 
@@ -95,7 +96,7 @@ func TestOpenAIWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	cms := newCMS()
-	a := mustAgent(t, agentloop.Config{Model: llm, Instructions: "You manage a CMS.", Tools: cms.tools(), Layers: []layer.Layer{newNotes("entities", layer.ScopeThread)}})
+	a := mustAgent(t, agentloop.Config{Model: llm, Instructions: "You manage a CMS.", Tools: cms.tools(), Layers: []layer.Layer{looptest.NewNotes("entities", layer.ScopeThread)}})
 	res, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "Create an About page"})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/internal/looptest"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/thread"
@@ -31,7 +32,7 @@ func TestPlain03_ToolErrorsAreLayers(t *testing.T) {
 	)
 	var mu sync.Mutex
 	var errs []error
-	a := mustAgent(t, agentloop.Config{Model: model, Tools: newCMS().tools(), Layers: []layer.Layer{newNotes("entities", layer.ScopeThread)},
+	a := mustAgent(t, agentloop.Config{Model: model, Tools: newCMS().tools(), Layers: []layer.Layer{looptest.NewNotes("entities", layer.ScopeThread)},
 		Observer: func(e agentloop.Event) {
 			if e.Kind == agentloop.EventToolCall {
 				mu.Lock()

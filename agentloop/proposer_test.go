@@ -7,53 +7,19 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/audit"
 	"github.com/memlayer/memlayer/episodicmemory"
+	"github.com/memlayer/memlayer/internal/looptest"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/semanticmemory"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/workingmemory"
 	"github.com/memlayer/memlayer/workingmemory/kv"
 )
-
-// distiller is a layer whose Store proposes writes (an layer.Proposer):
-// at the step without tool calls, what propose returns for the turn.
-type distiller struct {
-	propose func(t layer.Turn) []layer.Write
-	broken  bool // Proposals panics
-	mu      sync.Mutex
-	pending []layer.Write
-}
-
-func (d *distiller) Spec() layer.Spec { return layer.Spec{ID: "distiller", Slot: 90} }
-
-func (d *distiller) Recall(context.Context, layer.Query) ([]layer.Item, error) { return nil, nil }
-
-func (d *distiller) Store(_ context.Context, t layer.Turn) error {
-	if len(t.ToolCalls) > 0 {
-		return nil
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.pending = append(d.pending, d.propose(t)...)
-	return nil
-}
-
-func (d *distiller) Proposals() []layer.Write {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.broken {
-		panic("distiller broke")
-	}
-	out := d.pending
-	d.pending = nil
-	return out
-}
 
 // TestMemory94_StoreProposalsAreRouted: the writes a layer's Store
 // proposes are routed by kind like memorize calls — a preference to
@@ -65,7 +31,7 @@ func (d *distiller) Proposals() []layer.Write {
 func TestMemory94_StoreProposalsAreRouted(t *testing.T) {
 	ctx := t.Context()
 	store := storage.NewMemoryStore()
-	d := &distiller{propose: func(t layer.Turn) []layer.Write {
+	d := &looptest.Distiller{Propose: func(t layer.Turn) []layer.Write {
 		return []layer.Write{
 			{Kind: "Preference", Text: "The user prefers oolong tea; mail them at tea.lover@example.com."},
 			{Kind: "plan", Text: "Ask which kettle the user has."},
@@ -75,7 +41,7 @@ func TestMemory94_StoreProposalsAreRouted(t *testing.T) {
 			{Kind: "fact", Text: "The user is very sure.", Importance: math.NaN()},
 		}
 	}}
-	layers := func() []layer.Layer { return append(gateLayers(t), d) }
+	layers := func() []layer.Layer { return append(looptest.GateLayers(t), d) }
 	model := agenttest.New(agenttest.Reply(agenttest.Text("Oolong is on its way.")), agenttest.Reply(agenttest.Text("Oolong, as you like it.")))
 	a := mustAgent(t, agentloop.Config{Model: model, Store: store, Layers: layers()})
 	res, err := a.Run(ctx, agentloop.RunInput{ThreadID: "t1", ResourceID: "u1", Input: "Order me some oolong tea."})
@@ -115,7 +81,7 @@ func TestMemory94_StoreProposalsAreRouted(t *testing.T) {
 		}
 	}
 	// The next run sees all three where the router put them.
-	d.broken = true
+	d.Broken = true
 	if _, err := mustAgent(t, agentloop.Config{Model: model, Store: store, Layers: layers()}).Run(ctx, agentloop.RunInput{ThreadID: "t1", ResourceID: "u1", Input: "Which tea do I like?"}); err != nil {
 		t.Fatalf("a panicking Proposer failed the run: %v", err)
 	}
@@ -179,7 +145,7 @@ func TestMemory96_SpawnFromCodeAudited(t *testing.T) {
 		agenttest.Reply(agenttest.Calls(memorize("The user's kettle is a gooseneck.", "profile"))),
 		agenttest.Reply(agenttest.Text("Noted the kettle.")),
 	)
-	a := mustAgent(t, agentloop.Config{Model: model, Store: storage.NewMemoryStore(), Layers: gateLayers(t)})
+	a := mustAgent(t, agentloop.Config{Model: model, Store: storage.NewMemoryStore(), Layers: looptest.GateLayers(t)})
 	res, err := a.Spawn(ctx, agentloop.SpawnInput{ThreadID: "t1", ResourceID: "u1", Input: "Note my kettle."})
 	if err != nil {
 		t.Fatal(err)

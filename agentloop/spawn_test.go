@@ -11,6 +11,7 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/internal/looptest"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/thread"
@@ -57,8 +58,8 @@ func seedParent(t *testing.T, store storage.Store, layers []layer.Layer) {
 
 func TestSpawnToolInheritsResourceMemory(t *testing.T) {
 	store := storage.NewMemoryStore()
-	profile := newProfile("profile", layer.ScopeResource)
-	entities := newNotes("entities", layer.ScopeThread)
+	profile := looptest.NewProfile("profile", layer.ScopeResource)
+	entities := looptest.NewNotes("entities", layer.ScopeThread)
 	layers := []layer.Layer{profile, entities}
 	seedParent(t, store, layers)
 
@@ -132,8 +133,8 @@ func TestSpawnDepth(t *testing.T) {
 
 func TestSpawnFromCode(t *testing.T) {
 	store := storage.NewMemoryStore()
-	profile := newProfile("profile", layer.ScopeResource)
-	layers := []layer.Layer{profile, newNotes("entities", layer.ScopeThread)}
+	profile := looptest.NewProfile("profile", layer.ScopeResource)
+	layers := []layer.Layer{profile, looptest.NewNotes("entities", layer.ScopeThread)}
 	seedParent(t, store, layers)
 	a := mustAgent(t, agentloop.Config{Model: agenttest.NewFunc(spawnPolicy), Store: store, Layers: layers, Tools: newCMS().tools()})
 

@@ -22,6 +22,7 @@ import (
 	"github.com/memlayer/memlayer/chainmemory"
 	"github.com/memlayer/memlayer/episodicmemory"
 	"github.com/memlayer/memlayer/inspect"
+	"github.com/memlayer/memlayer/internal/looptest"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/semanticmemory"
 	"github.com/memlayer/memlayer/storage"
@@ -352,7 +353,7 @@ func TestTrust303_OwnerKept(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := newInitStackOn(t, layer.Env{ThreadID: "chain-1", ResourceID: "u9", Store: st}, sem)
+			s := looptest.NewInitStackOn(t, layer.Env{ThreadID: "chain-1", ResourceID: "u9", Store: st}, sem)
 			mem := chainmemory.New(s, chainmemory.Config{Audit: audit.New(audit.Config{Store: st}), ThreadID: "chain-1", ResourceID: "u9"})
 			in1 := map[string]any{"input": "remember CHAINTEXT"}
 			if _, err := mem.LoadMemoryVariables(ctx, in1); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/history"
+	"github.com/memlayer/memlayer/internal/looptest"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/thread"
@@ -43,7 +44,7 @@ func TestTrust06_TimeoutDuringToolsIsCheckpointed(t *testing.T) {
 		}}
 		cfg := func(m llms.Model) agentloop.Config {
 			return agentloop.Config{Model: m, Store: store, Tools: append(cms.tools(), slow), Timeout: 500 * time.Millisecond,
-				Layers: []layer.Layer{newNotes("entities", layer.ScopeThread)}, Logger: quiet}
+				Layers: []layer.Layer{looptest.NewNotes("entities", layer.ScopeThread)}, Logger: quiet}
 		}
 		model := agenttest.New(agenttest.Reply(agenttest.Calls(agenttest.Call("createPage", `{"title":"About"}`), agenttest.Call("slow", `{}`))))
 		a := mustAgent(t, cfg(model))
@@ -164,7 +165,7 @@ func TestTrust10_LargeToolResultIsCapped(t *testing.T) {
 		return agenttest.Calls(agenttest.Call("fetch", `{}`)), nil
 	}
 	model := agenttest.NewFunc(policy)
-	a := mustAgent(t, agentloop.Config{Model: model, Tools: []agentloop.Tool{fetch}, Layers: []layer.Layer{newNotes("entities", layer.ScopeThread)}})
+	a := mustAgent(t, agentloop.Config{Model: model, Tools: []agentloop.Tool{fetch}, Layers: []layer.Layer{looptest.NewNotes("entities", layer.ScopeThread)}})
 	res, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "Fetch the big page"})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memlayer/memlayer/audit"
 	"github.com/memlayer/memlayer/chainmemory"
+	"github.com/memlayer/memlayer/internal/looptest"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 )
@@ -33,13 +34,13 @@ func adapterEnv(store storage.Store) layer.Env {
 func TestMemory98_AdapterAuditsAndKeepsProposals(t *testing.T) {
 	ctx := t.Context()
 	store := storage.NewMemoryStore()
-	d := &distiller{propose: func(layer.Turn) []layer.Write {
+	d := &looptest.Distiller{Propose: func(layer.Turn) []layer.Write {
 		return []layer.Write{
 			{Kind: "preference", Text: "The user prefers oolong; mail them at tea.lover@example.com."},
 			{Kind: "color", Text: "green"},
 		}
 	}}
-	st := newInitStackOn(t, adapterEnv(store), append(gateLayers(t), d)...)
+	st := looptest.NewInitStackOn(t, adapterEnv(store), append(looptest.GateLayers(t), d)...)
 	log := audit.New(audit.Config{Store: store})
 	mem := chainmemory.New(st, chainmemory.Config{Audit: log, ThreadID: "t1"})
 	call := func(name, args string) string {
@@ -161,10 +162,10 @@ func TestMemory98_AdapterAuditsAndKeepsProposals(t *testing.T) {
 func TestMemory98_AdapterWithoutAudit(t *testing.T) {
 	ctx := t.Context()
 	store := storage.NewMemoryStore()
-	d := &distiller{propose: func(layer.Turn) []layer.Write {
+	d := &looptest.Distiller{Propose: func(layer.Turn) []layer.Write {
 		return []layer.Write{{Kind: "preference", Text: "The user prefers green tea."}}
 	}}
-	st := newInitStackOn(t, adapterEnv(store), append(gateLayers(t), d)...)
+	st := looptest.NewInitStackOn(t, adapterEnv(store), append(looptest.GateLayers(t), d)...)
 	mem := chainmemory.New(st, chainmemory.Config{})
 	if err := mem.SaveContext(ctx, map[string]any{"input": "Hi"}, map[string]any{"output": "Hello."}); err != nil {
 		t.Fatal(err)
@@ -190,7 +191,7 @@ func TestMemory98_AdapterWithoutAudit(t *testing.T) {
 func TestMemory99_AdapterToolsActAsAnAgents(t *testing.T) {
 	ctx := t.Context()
 	store := storage.NewMemoryStore()
-	st := newInitStackOn(t, adapterEnv(store), gateLayers(t)...)
+	st := looptest.NewInitStackOn(t, adapterEnv(store), looptest.GateLayers(t)...)
 	log := audit.New(audit.Config{Store: store})
 	mem := chainmemory.New(st, chainmemory.Config{Audit: log, ThreadID: "t1"})
 	bound := map[string]func(string) string{}

@@ -8,35 +8,20 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/schema"
 
-	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/chainmemory"
+	"github.com/memlayer/memlayer/internal/looptest"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 )
 
 func newInitStack(t *testing.T, layers ...layer.Layer) *layer.Stack {
 	t.Helper()
-	return newInitStackOn(t, layer.Env{ThreadID: "t", Store: storage.NewMemoryStore()}, layers...)
-}
-
-// newInitStackOn is an initialised stack of layers in env, closed when
-// the test ends.
-func newInitStackOn(t *testing.T, env layer.Env, layers ...layer.Layer) *layer.Stack {
-	t.Helper()
-	st, err := layer.NewStack(layer.StackConfig{Layers: layers, Env: env, ValidateArgs: agentloop.ValidateArgs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Init(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close(context.Background()) })
-	return st
+	return looptest.NewInitStackOn(t, layer.Env{ThreadID: "t", Store: storage.NewMemoryStore()}, layers...)
 }
 
 func TestMemoryPlugsIntoConversationChain(t *testing.T) {
-	notes := newNotes("entities", layer.ScopeThread)
+	notes := looptest.NewNotes("entities", layer.ScopeThread)
 	st := newInitStack(t, notes)
 	// Seed a note through the exported tool, as an Executor would.
 	tls := chainmemory.ExportTools(st)
