@@ -156,6 +156,9 @@ var importRules = []importRule{
 	{"internal/lexical imports only the standard library", []string{"internal/lexical"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
 		return nonStandard("internal/lexical", pkgs["internal/lexical"].deps, std)
 	}},
+	{"internal/textcut imports only the standard library", []string{"internal/textcut"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
+		return nonStandard("internal/textcut", pkgs["internal/textcut"].deps, std)
+	}},
 	{"redact imports only the standard library and internal/jsonx", []string{"redact"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
 		return nonStandard("redact", pkgs["redact"].deps, std, "internal/jsonx")
 	}},
@@ -253,11 +256,11 @@ var importRules = []importRule{
 		return out
 	}},
 	{"thread imports only the standard library, storage and layer: no langchaingo", []string{"thread"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
-		return append(nonStandard("thread", pkgs["thread"].deps, std, "storage", "layer", "internal/lexical"),
-			nonStandard("thread/threadtest", pkgs["thread/threadtest"].deps, std, "storage", "layer", "thread", "internal/lexical")...)
+		return append(nonStandard("thread", pkgs["thread"].deps, std, "storage", "layer", "internal/lexical", "internal/textcut"),
+			nonStandard("thread/threadtest", pkgs["thread/threadtest"].deps, std, "storage", "layer", "thread", "internal/lexical", "internal/textcut")...)
 	}},
 	{"inspect imports only the standard library, storage, layer, thread and audit: no langchaingo", []string{"inspect"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
-		return nonStandard("inspect", pkgs["inspect"].deps, std, "storage", "layer", "thread", "audit", "internal/lexical")
+		return nonStandard("inspect", pkgs["inspect"].deps, std, "storage", "layer", "thread", "audit", "internal/lexical", "internal/textcut")
 	}},
 	{"history imports no concrete layer, inspect or route: it sits beside them", []string{"history"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
 		return forbid("history", pkgs["history"].deps, func(d string) bool {

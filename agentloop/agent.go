@@ -15,13 +15,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/memlayer/memlayer/audit"
 	"github.com/memlayer/memlayer/history"
+	"github.com/memlayer/memlayer/internal/textcut"
 	"github.com/memlayer/memlayer/internal/toolargs"
 	"github.com/memlayer/memlayer/internal/writepath"
 	"github.com/memlayer/memlayer/layer"
@@ -1235,19 +1235,7 @@ func quote(s string) string {
 	if len(s) <= maxQuote {
 		return s
 	}
-	return truncate(s, maxQuote) + "… (" + strconv.Itoa(len(s)) + " bytes in all)"
-}
-
-// truncate returns the longest prefix of s that is at most n bytes and
-// does not split a rune.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return textcut.Prefix(s, maxQuote) + "… (" + strconv.Itoa(len(s)) + " bytes in all)"
 }
 
 // call is a tool call of one step.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/memlayer/memlayer/internal/textcut"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/thread"
@@ -269,7 +270,7 @@ func capResult(s string, limit int, callID string) string {
 	if limit < 0 || len(s) <= limit {
 		return s
 	}
-	cut := len(truncate(s, limit))
+	cut := len(textcut.Prefix(s, limit))
 	return s[:cut] + "\n[agentloop: result truncated: " + strconv.Itoa(len(s)) + " bytes, of which the first " + strconv.Itoa(cut) + " are shown" + cutNote + callID + "]"
 }
 

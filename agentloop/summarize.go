@@ -9,6 +9,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/memlayer/memlayer/history"
+	"github.com/memlayer/memlayer/internal/textcut"
 	"github.com/memlayer/memlayer/thread"
 )
 
@@ -277,5 +278,5 @@ func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return truncate(s, n) + "…"
+	return textcut.Prefix(s, n) + "…"
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/memlayer/memlayer/internal/jsonx"
+	"github.com/memlayer/memlayer/internal/textcut"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/thread"
@@ -614,16 +615,5 @@ func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return truncate(s, n) + "…"
-}
-
-// truncate cuts s to at most n bytes at a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return textcut.Prefix(s, n) + "…"
 }

@@ -8,10 +8,10 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/memlayer/memlayer/internal/lexical"
 	"github.com/memlayer/memlayer/internal/seqlog"
+	"github.com/memlayer/memlayer/internal/textcut"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -86,7 +86,7 @@ func (l *Layer) doc(f *Fact, seq int64) storage.Document {
 	d := storage.Document{ID: f.ID, Text: f.Text, Vector: f.Embedding, Fields: map[string]string{
 		fieldID: f.ID, fieldKind: f.Kind, fieldImp: strconv.FormatFloat(f.Importance, 'g', -1, 64),
 		fieldUpdated: f.Updated.UTC().Format(time.RFC3339Nano), fieldSeq: strconv.FormatInt(seq, 10),
-		fieldVersion: strconv.Itoa(f.Version), fieldSource: cutValid(f.Source.String(), storage.MaxFieldValueLen),
+		fieldVersion: strconv.Itoa(f.Version), fieldSource: textcut.Prefix(f.Source.String(), storage.MaxFieldValueLen),
 	}}
 	if l.pinned(f.Kind, f.Importance) {
 		d.Fields[fieldPin] = "1"
@@ -98,17 +98,6 @@ func (l *Layer) doc(f *Fact, seq int64) storage.Document {
 // whatever the query.
 func (l *Layer) pinned(kind string, importance float64) bool {
 	return slices.Contains(l.cfg.PinKinds, kind) || importance >= l.cfg.PinImportance
-}
-
-// cutValid returns s cut to at most n bytes at a rune boundary.
-func cutValid(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // view is a live fact as the index holds it: enough to render, rank and

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
+	"github.com/memlayer/memlayer/internal/textcut"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -155,7 +155,7 @@ func (s segRef) shortNonce() (nonce string, ok bool) {
 func (m Message) elide() (Message, bool) {
 	changed := false
 	if len(m.Text) > ElideAbove && m.TextElided == nil {
-		m.TextElided, m.Text, changed = elided(m.Text), truncate(m.Text, elidedPreview)+"…", true
+		m.TextElided, m.Text, changed = elided(m.Text), textcut.Prefix(m.Text, elidedPreview)+"…", true
 	}
 	var calls, results bool
 	m.ToolCalls, calls = elideEach(m.ToolCalls, (*ToolCall).elide)
@@ -195,7 +195,7 @@ func (r *ToolResult) elide() bool {
 	if len(r.Content) <= ElideAbove || r.Elided != nil {
 		return false
 	}
-	r.Elided, r.Content = elided(r.Content), truncate(r.Content, elidedPreview)+"…"
+	r.Elided, r.Content = elided(r.Content), textcut.Prefix(r.Content, elidedPreview)+"…"
 	return true
 }
 
@@ -321,15 +321,4 @@ func retentionPoint(covered []segRef, retained, cutoff int) int {
 		}
 	}
 	return point
-}
-
-// truncate cuts s to at most n bytes at a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
