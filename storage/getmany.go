@@ -19,8 +19,7 @@ type MultiGetter interface {
 	// be valid ([ValidateKey]): otherwise GetMany fails with
 	// ErrInvalidKey before anything is read. The values belong to the
 	// caller. An empty keys reads nothing and returns no items. A closed
-	// store fails with ErrClosed, and an ended ctx with its error, even
-	// for an empty keys. There is no limit on len(keys): a backend that
+	// store fails with ErrClosed, and an ended ctx with its error. There is no limit on len(keys): a backend that
 	// needs one splits the keys into several round trips itself.
 	GetMany(ctx context.Context, keys []string) ([]Item, error)
 }
@@ -28,10 +27,14 @@ type MultiGetter interface {
 // GetMany returns the items of the keys that s stores, in the order of
 // keys, missing keys left out: in one round trip when s is a
 // [MultiGetter], else with one Get per key. It checks keys as
-// MultiGetter.GetMany does, first ([CheckKeys]).
+// MultiGetter.GetMany does, first ([CheckKeys]). Without the capability,
+// an empty keys reads nothing, so it cannot report a closed store.
 func GetMany(ctx context.Context, s Store, keys []string) ([]Item, error) {
 	if mg, ok := s.(MultiGetter); ok {
 		return mg.GetMany(ctx, keys)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("storage: get many: %w", err)
 	}
 	if err := CheckKeys(keys); err != nil {
 		return nil, fmt.Errorf("storage: get many: %w", err)

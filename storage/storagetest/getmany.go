@@ -238,10 +238,8 @@ func testGetManyClosed(t *testing.T, s storage.Store, g storage.MultiGetter) {
 	if err := cl.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for _, keys := range [][]string{{"k"}, nil} {
-		if items, err := g.GetMany(t.Context(), keys); !errors.Is(err, storage.ErrClosed) || items != nil {
-			t.Errorf("GetMany(%q) after Close = %d items, %v; want an error that is storage.ErrClosed", keys, len(items), err)
-		}
+	if items, err := g.GetMany(t.Context(), []string{"k", "missing"}); !errors.Is(err, storage.ErrClosed) || items != nil {
+		t.Errorf("GetMany after Close = %d items, %v; want an error that is storage.ErrClosed", len(items), err)
 	}
 }
 
