@@ -89,6 +89,42 @@ func Read[T any](ctx context.Context, g *Log, name string, decode func([]byte) (
 	if err != nil {
 		return zero, false, fmt.Errorf("read %s: %w", name, err)
 	}
+	return decodeItem(ctx, g, name, it, decode)
+}
+
+// ReadMany returns the records names (each at most once) as Read returns
+// them, read in one round trip of the store (storage.GetMany):
+// decode(i, value) decodes the record names[i]. A record that is missing
+// or unreadable (then quarantined) is the zero T. A record decode fails
+// with ErrVersion is an error, and stays stored.
+func ReadMany[T any](ctx context.Context, g *Log, names []string, decode func(i int, b []byte) (T, error)) ([]T, error) {
+	keys := make([]string, len(names))
+	for i, name := range names {
+		keys[i] = g.Key(name)
+	}
+	items, err := storage.GetMany(ctx, g.Store, keys)
+	if err != nil {
+		return nil, fmt.Errorf("read %d records: %w", len(names), err)
+	}
+	recs := make([]T, len(names))
+	for i, name := range names {
+		if len(items) == 0 || items[0].Key != keys[i] {
+			continue // missing
+		}
+		recs[i], _, err = decodeItem(ctx, g, name, items[0], func(b []byte) (T, error) { return decode(i, b) })
+		if err != nil {
+			return nil, err
+		}
+		items = items[1:]
+	}
+	return recs, nil
+}
+
+// decodeItem returns the stored record it, named name, as decode reads
+// it, and false when it is unreadable: then it is quarantined. A record
+// decode fails with ErrVersion is an error.
+func decodeItem[T any](ctx context.Context, g *Log, name string, it storage.Item, decode func([]byte) (T, error)) (T, bool, error) {
+	var zero T
 	v, err := decode(it.Value)
 	if errors.Is(err, g.ErrVersion) {
 		return zero, false, fmt.Errorf("read %s: %w", name, err)
