@@ -1,0 +1,96 @@
+package episodicmemory
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/layer/layertest"
+	"github.com/memlayer/memlayer/storage"
+)
+
+// tripCounter is a store that counts its reads: each Get, and each
+// GetMany, is one round trip to a server (or one statement on SQLite).
+type tripCounter struct {
+	*storage.Memory
+	mu          sync.Mutex
+	gets, manys int
+}
+
+func (c *tripCounter) Get(ctx context.Context, key string) (storage.Item, error) {
+	c.mu.Lock()
+	c.gets++
+	c.mu.Unlock()
+	return c.Memory.Get(ctx, key)
+}
+
+func (c *tripCounter) GetMany(ctx context.Context, keys []string) ([]storage.Item, error) {
+	c.mu.Lock()
+	c.manys++
+	c.mu.Unlock()
+	return c.Memory.GetMany(ctx, keys)
+}
+
+func (c *tripCounter) reads() (gets, manys int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gets, c.manys
+}
+
+// TestOpenRunRoundTrips: a run (Init, its first Recall with the store's
+// index, and the Store of its turn, which loads the view) reads the head
+// and then all the raw segments not yet folded in one GetMany, however
+// many there are. A store without GetMany is read one Get per segment,
+// and the run recalls and stores the same.
+func TestOpenRunRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	q := layer.Query{Text: `Go back to the page from turn 2 ("Pricing for Nonprofits 2") and publish it`}
+	tmpl, err := New(Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{10, 100, 1000} {
+		raw := n - max(n-32, 0)/32*32 // the raw segments seedLog leaves
+		var recalled [2]string
+		for i, many := range []bool{true, false} {
+			c := &tripCounter{Memory: storage.NewMemory()}
+			var st storage.Store = c
+			if !many {
+				st = struct {
+					storage.Store
+					storage.Searcher
+				}{c, c} // no GetMany
+			}
+			seedLog(t, st, n)
+			c.gets, c.manys = 0, 0
+			l, err := layertest.FirstRecall(ctx, tmpl, layer.Env{ThreadID: "t-new", ResourceID: "user-1", Store: st}, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			items, err := l.Recall(ctx, q)
+			if err != nil || len(items) != 1 {
+				t.Fatalf("Recall = %v, %v", items, err)
+			}
+			recalled[i] = items[0].Text
+			turn := layer.Turn{Step: 1, Results: []layer.ToolResult{{ToolCall: layer.ToolCall{ID: "new-1", Name: "cms_getPage", Arguments: `{"id":"page-1"}`}, Content: `{"id":"page-1"}`}}}
+			if err := l.(*Layer).Store(ctx, turn); err != nil {
+				t.Fatal(err)
+			}
+			if got := len(l.(*Layer).Episodes()); got != raw+1 {
+				t.Errorf("%d episodes: the view holds %d raw episodes after the turn, want %d", n, got, raw+1)
+			}
+			gets, manys := c.reads()
+			t.Logf("%d episodes, %d raw segments, GetMany %v: %d Gets + %d GetManys", n, raw, many, gets, manys)
+			if many && (gets > 3 || manys != 1) {
+				t.Errorf("%d episodes (%d raw segments): a run took %d Gets and %d GetManys, want at most 3 Gets and one GetMany", n, raw, gets, manys)
+			}
+			if !many && gets < raw+1 {
+				t.Errorf("%d episodes without GetMany: %d Gets, want one per raw segment (%d) and the head's", n, gets, raw)
+			}
+		}
+		if recalled[0] != recalled[1] {
+			t.Errorf("%d episodes: recall with GetMany differs from recall without:\n%s\n---\n%s", n, recalled[0], recalled[1])
+		}
+	}
+}
