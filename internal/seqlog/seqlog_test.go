@@ -196,3 +196,29 @@ func TestReadManyWithoutTheCapability(t *testing.T) {
 		t.Errorf("unreadable record not quarantined: %v", err)
 	}
 }
+
+// TestReadEachStops: the records after the one each stops at are read
+// but neither decoded nor quarantined, nor an error when newer.
+func TestReadEachStops(t *testing.T) {
+	ctx := context.Background()
+	g := newLog()
+	g.Store.Put(ctx, g.Key("r1"), []byte(`{"Next":1}`), storage.NoVersion)
+	g.Store.Put(ctx, g.Key("bad"), []byte(`[`), storage.NoVersion)
+	g.Store.Put(ctx, g.Key("new"), []byte(`{"Next":200}`), storage.NoVersion)
+	var seen []int
+	var oks []bool
+	decoded := 0
+	err := ReadEach(ctx, g, []string{"missing", "r1", "bad", "new"}, func(_ int, b []byte) (head, error) {
+		decoded++
+		return decodeHead(b)
+	}, func(i int, h head, ok bool) bool {
+		seen, oks = append(seen, i), append(oks, ok)
+		return h.Next != 1
+	})
+	if err != nil || !slices.Equal(seen, []int{0, 1}) || !slices.Equal(oks, []bool{false, true}) || decoded != 1 {
+		t.Fatalf("ReadEach = %v, handed %v (ok %v) after %d decodes; want records 0 (missing) and 1, one decode", err, seen, oks, decoded)
+	}
+	if _, err := g.Store.Get(ctx, g.Key("bad")); err != nil {
+		t.Errorf("a record after the stop was quarantined: %v", err)
+	}
+}
