@@ -1,0 +1,104 @@
+package semanticmemory
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/storage"
+)
+
+// tripCounter is a store without search that counts its reads: each Get,
+// and each GetMany, is one round trip to a server.
+type tripCounter struct {
+	m           *storage.Memory
+	mu          sync.Mutex
+	gets, manys int
+}
+
+func (c *tripCounter) Get(ctx context.Context, key string) (storage.Item, error) {
+	c.mu.Lock()
+	c.gets++
+	c.mu.Unlock()
+	return c.m.Get(ctx, key)
+}
+
+func (c *tripCounter) GetMany(ctx context.Context, keys []string) ([]storage.Item, error) {
+	c.mu.Lock()
+	c.manys++
+	c.mu.Unlock()
+	return c.m.GetMany(ctx, keys)
+}
+
+func (c *tripCounter) Put(ctx context.Context, key string, v []byte, ifVersion int64) (int64, error) {
+	return c.m.Put(ctx, key, v, ifVersion)
+}
+
+func (c *tripCounter) Delete(ctx context.Context, key string, ifVersion int64) error {
+	return c.m.Delete(ctx, key, ifVersion)
+}
+
+func (c *tripCounter) List(ctx context.Context, prefix string) ([]string, error) {
+	return c.m.List(ctx, prefix)
+}
+
+// TestOpenRunRoundTrips: on a store without search, a run fills its
+// private index from the newest records, recordsPerRead of them per
+// GetMany; a store without GetMany is read one Get per record, and the
+// run holds the same facts.
+func TestOpenRunRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	const records = 300 // one fact each, as runs write them
+	tmpl, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recalled [2]string
+	for i, many := range []bool{true, false} {
+		c := &tripCounter{m: storage.NewMemory()}
+		var st storage.Store = c
+		if !many {
+			st = struct{ storage.Store }{c}
+		}
+		key := func(name string) string { return storage.LayerKey(DefaultID, storage.ResourceScope("user-1"), name) }
+		t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+		for seq := range int64(records) {
+			f := Fact{ID: "f" + strconv.FormatInt(seq, 10), Kind: "fact", Importance: 0.5, Source: Source{By: "code"},
+				Text: "Fact " + strconv.FormatInt(seq, 10) + " about page w" + strconv.FormatInt(seq, 10), Created: t0, Updated: t0, Version: 1}
+			if _, err := st.Put(ctx, key(recName(seq)), encode(record{Version: FormatVersion, Seq: seq, Facts: []Fact{f}}), storage.NoVersion); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := st.Put(ctx, key("head"), encode(head{Version: FormatVersion, Next: records}), storage.NoVersion); err != nil {
+			t.Fatal(err)
+		}
+		l, err := tmpl.Init(ctx, layer.Env{ThreadID: "t", ResourceID: "user-1", Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		items, err := l.Recall(ctx, layer.Query{Text: "page w7 and w250"})
+		if err != nil || len(items) != 1 {
+			t.Fatalf("Recall = %v, %v", items, err)
+		}
+		recalled[i] = items[0].Text
+		if m := l.(*Layer).Metrics()["entries"]; m != records {
+			t.Errorf("entries = %d, want %d", m, records)
+		}
+		c.mu.Lock()
+		gets, manys := c.gets, c.manys
+		c.mu.Unlock()
+		t.Logf("%d records, GetMany %v: %d Gets + %d GetManys", records, many, gets, manys)
+		if want := (records + recordsPerRead - 1) / recordsPerRead; many && (gets > 2 || manys != want) {
+			t.Errorf("with GetMany: %d Gets and %d GetManys, want at most 2 Gets and %d GetManys", gets, manys, want)
+		}
+		if !many && gets < records {
+			t.Errorf("without GetMany: %d Gets, want one per record (%d)", gets, records)
+		}
+	}
+	if recalled[0] != recalled[1] {
+		t.Errorf("recall with GetMany differs from recall without:\n%s\n---\n%s", recalled[0], recalled[1])
+	}
+}
