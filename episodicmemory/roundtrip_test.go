@@ -2,41 +2,14 @@ package episodicmemory
 
 import (
 	"context"
-	"sync"
 	"testing"
 
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/layer/layertest"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/storage/storagetest"
+	"github.com/memlayer/memlayer/storage/storagetest/allstores"
 )
-
-// tripCounter is a store that counts its reads: each Get, and each
-// GetMany, is one round trip to a server (or one statement on SQLite).
-type tripCounter struct {
-	*storage.Memory
-	mu          sync.Mutex
-	gets, manys int
-}
-
-func (c *tripCounter) Get(ctx context.Context, key string) (storage.Item, error) {
-	c.mu.Lock()
-	c.gets++
-	c.mu.Unlock()
-	return c.Memory.Get(ctx, key)
-}
-
-func (c *tripCounter) GetMany(ctx context.Context, keys []string) ([]storage.Item, error) {
-	c.mu.Lock()
-	c.manys++
-	c.mu.Unlock()
-	return c.Memory.GetMany(ctx, keys)
-}
-
-func (c *tripCounter) reads() (gets, manys int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.gets, c.manys
-}
 
 // TestOpenRunRoundTrips: a run (Init, its first Recall with the store's
 // index, and the Store of its turn, which loads the view) reads the head
@@ -45,25 +18,21 @@ func (c *tripCounter) reads() (gets, manys int) {
 // and the run recalls and stores the same.
 func TestOpenRunRoundTrips(t *testing.T) {
 	ctx := context.Background()
-	q := layer.Query{Text: `Go back to the page from turn 2 ("Pricing for Nonprofits 2") and publish it`}
-	tmpl, err := New(Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tmpl, q := backRef(t)
 	for _, n := range []int{10, 100, 1000} {
 		raw := n - max(n-32, 0)/32*32 // the raw segments seedLog leaves
 		var recalled [2]string
 		for i, many := range []bool{true, false} {
-			c := &tripCounter{Memory: storage.NewMemory()}
+			c := storagetest.NewReadCounter()
 			var st storage.Store = c
 			if !many {
 				st = struct {
 					storage.Store
 					storage.Searcher
-				}{c, c} // no GetMany
+				}{c, c} // search, but no GetMany
 			}
 			seedLog(t, st, n)
-			c.gets, c.manys = 0, 0
+			c.Reset()
 			l, err := layertest.FirstRecall(ctx, tmpl, layer.Env{ThreadID: "t-new", ResourceID: "user-1", Store: st}, q)
 			if err != nil {
 				t.Fatal(err)
@@ -80,7 +49,7 @@ func TestOpenRunRoundTrips(t *testing.T) {
 			if got := len(l.(*Layer).Episodes()); got != raw+1 {
 				t.Errorf("%d episodes: the view holds %d raw episodes after the turn, want %d", n, got, raw+1)
 			}
-			gets, manys := c.reads()
+			gets, manys := c.Reads()
 			t.Logf("%d episodes, %d raw segments, GetMany %v: %d Gets + %d GetManys", n, raw, many, gets, manys)
 			if many && (gets > 3 || manys != 1) {
 				t.Errorf("%d episodes (%d raw segments): a run took %d Gets and %d GetManys, want at most 3 Gets and one GetMany", n, raw, gets, manys)
@@ -92,5 +61,43 @@ func TestOpenRunRoundTrips(t *testing.T) {
 		if recalled[0] != recalled[1] {
 			t.Errorf("%d episodes: recall with GetMany differs from recall without:\n%s\n---\n%s", n, recalled[0], recalled[1])
 		}
+	}
+}
+
+// backRef returns a resource-scoped template and a message that goes back
+// to a page of the start of seedLog's log.
+func backRef(tb testing.TB) (*Layer, layer.Query) {
+	tmpl, err := New(Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tmpl, layer.Query{Text: `Go back to the page from turn 2 ("Pricing for Nonprofits 2") and publish it`}
+}
+
+// BenchmarkOpenRunView opens a run on a user's log of 1,000 episodes (40
+// raw segments not yet folded) and reads what the run's first Store
+// reads: Init, the first Recall, and the view (head and raw segments),
+// without writing. On every backend of allstores.
+func BenchmarkOpenRunView(b *testing.B) {
+	ctx := context.Background()
+	tmpl, q := backRef(b)
+	for _, be := range allstores.Backends("bench-view-ep") {
+		b.Run(be.Name, func(b *testing.B) {
+			st := be.Open(b, 1000)
+			seedLog(b, st, 1000)
+			b.ReportAllocs()
+			for b.Loop() {
+				l, err := layertest.FirstRecall(ctx, tmpl, layer.Env{ThreadID: "t-new", ResourceID: "user-1", Store: st}, q)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n := len(l.(*Layer).Episodes()); n != 40 {
+					b.Fatalf("the view holds %d raw episodes, want 40", n)
+				}
+				if err := l.(layer.Closer).Close(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -3,47 +3,13 @@ package semanticmemory
 import (
 	"context"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/storage/storagetest"
 )
-
-// tripCounter is a store without search that counts its reads: each Get,
-// and each GetMany, is one round trip to a server.
-type tripCounter struct {
-	m           *storage.Memory
-	mu          sync.Mutex
-	gets, manys int
-}
-
-func (c *tripCounter) Get(ctx context.Context, key string) (storage.Item, error) {
-	c.mu.Lock()
-	c.gets++
-	c.mu.Unlock()
-	return c.m.Get(ctx, key)
-}
-
-func (c *tripCounter) GetMany(ctx context.Context, keys []string) ([]storage.Item, error) {
-	c.mu.Lock()
-	c.manys++
-	c.mu.Unlock()
-	return c.m.GetMany(ctx, keys)
-}
-
-func (c *tripCounter) Put(ctx context.Context, key string, v []byte, ifVersion int64) (int64, error) {
-	return c.m.Put(ctx, key, v, ifVersion)
-}
-
-func (c *tripCounter) Delete(ctx context.Context, key string, ifVersion int64) error {
-	return c.m.Delete(ctx, key, ifVersion)
-}
-
-func (c *tripCounter) List(ctx context.Context, prefix string) ([]string, error) {
-	return c.m.List(ctx, prefix)
-}
 
 // TestOpenRunRoundTrips: on a store without search, a run fills its
 // private index from the newest records, recordsPerRead of them per
@@ -58,8 +24,11 @@ func TestOpenRunRoundTrips(t *testing.T) {
 	}
 	var recalled [2]string
 	for i, many := range []bool{true, false} {
-		c := &tripCounter{m: storage.NewMemory()}
-		var st storage.Store = c
+		c := storagetest.NewReadCounter()
+		var st storage.Store = struct {
+			storage.Store
+			storage.MultiGetter
+		}{c, c} // no search
 		if !many {
 			st = struct{ storage.Store }{c}
 		}
@@ -87,9 +56,7 @@ func TestOpenRunRoundTrips(t *testing.T) {
 		if m := l.(*Layer).Metrics()["entries"]; m != records {
 			t.Errorf("entries = %d, want %d", m, records)
 		}
-		c.mu.Lock()
-		gets, manys := c.gets, c.manys
-		c.mu.Unlock()
+		gets, manys := c.Reads()
 		t.Logf("%d records, GetMany %v: %d Gets + %d GetManys", records, many, gets, manys)
 		if want := (records + recordsPerRead - 1) / recordsPerRead; many && (gets > 2 || manys != want) {
 			t.Errorf("with GetMany: %d Gets and %d GetManys, want at most 2 Gets and %d GetManys", gets, manys, want)

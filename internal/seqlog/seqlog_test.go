@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/storage/storagetest"
 )
 
 var errVersion = errors.New("test: newer version")
@@ -114,26 +115,10 @@ func TestSwapCatchesUp(t *testing.T) {
 	}
 }
 
-// countingStore counts the reads of the store it wraps.
-type countingStore struct {
-	*storage.Memory
-	gets, manys int
-}
-
-func (c *countingStore) Get(ctx context.Context, key string) (storage.Item, error) {
-	c.gets++
-	return c.Memory.Get(ctx, key)
-}
-
-func (c *countingStore) GetMany(ctx context.Context, keys []string) ([]storage.Item, error) {
-	c.manys++
-	return c.Memory.GetMany(ctx, keys)
-}
-
 func TestReadMany(t *testing.T) {
 	ctx := context.Background()
 	g := newLog()
-	cs := &countingStore{Memory: g.Store.(*storage.Memory)}
+	cs := storagetest.NewReadCounter()
 	g.Store = cs
 	other := newLog()
 	other.Store, other.Scope = cs, "s/x" // a nested scope's records
@@ -156,8 +141,8 @@ func TestReadMany(t *testing.T) {
 	if !slices.Equal(asked, []int{0, 2, 3}) {
 		t.Errorf("decode was asked for %v, want the stored records 0, 2, 3", asked)
 	}
-	if cs.manys != 1 || cs.gets != 0 {
-		t.Errorf("ReadMany read with %d GetMany and %d Get, want one GetMany", cs.manys, cs.gets)
+	if gets, manys := cs.Reads(); manys != 1 || gets != 0 {
+		t.Errorf("ReadMany read with %d GetMany and %d Get, want one GetMany", manys, gets)
 	}
 	if _, err := g.Store.Get(ctx, g.Key("bad")); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("unreadable record not quarantined: %v", err)
