@@ -74,10 +74,7 @@ func (l *Layer) eachRecord(ctx context.Context, from, to int64, fn func(r record
 	}
 	for from != to {
 		n := min((to-from)*step, recordsPerRead)
-		names := make([]string, n)
-		for i := range names {
-			names[i] = recName(from + int64(i)*step)
-		}
+		names := recNames(from, n, step)
 		base, more := from, true
 		var ferr error
 		err := seqlog.ReadEach(ctx, &l.log, names, func(i int, b []byte) (record, error) { return decodeRecord(b, base+int64(i)*step) },
@@ -92,6 +89,15 @@ func (l *Layer) eachRecord(ctx context.Context, from, to int64, fn func(r record
 		from += n * step
 	}
 	return nil
+}
+
+// recNames returns the names of the n records from, from+step, ...
+func recNames(from, n, step int64) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = recName(from + int64(i)*step)
+	}
+	return names
 }
 
 // sync reads the stored head into l (one Get). With a private index (a

@@ -39,6 +39,11 @@ func GetMany(ctx context.Context, s Store, keys []string) ([]Item, error) {
 	if err := CheckKeys(keys); err != nil {
 		return nil, fmt.Errorf("storage: get many: %w", err)
 	}
+	return getEach(ctx, s, keys)
+}
+
+// getEach returns the items of the keys s stores, with one Get per key.
+func getEach(ctx context.Context, s Store, keys []string) ([]Item, error) {
 	items := make([]Item, 0, len(keys))
 	for _, k := range keys {
 		it, err := s.Get(ctx, k)

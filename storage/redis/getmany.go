@@ -13,8 +13,8 @@ import (
 // sends, all in one pipeline. On one server that is one round trip. On a
 // cluster, go-redis sends each node the commands of its slots, to all
 // nodes at once, so the wait is one round trip however many slots the
-// keys span (the keys of one thread, or of one layer's scope, share a
-// slot; see Config.URL). The items are each as of its own read: the
+// keys span (on a cluster the keys of one thread, or of one layer's
+// scope, share a slot). The items are each as of its own read: the
 // pipeline is not a transaction.
 func (s *Store) GetMany(ctx context.Context, keys []string) ([]storage.Item, error) {
 	if err := s.begin(ctx, "get many", "", false); err != nil {
@@ -26,13 +26,7 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([]storage.Item, err
 	if len(keys) == 0 {
 		return []storage.Item{}, nil
 	}
-	cmds := make([]*goredis.SliceCmd, len(keys))
-	_, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		for i, k := range keys {
-			cmds[i] = p.HMGet(ctx, s.rkey(k), "v", "n")
-		}
-		return nil
-	})
+	cmds, err := s.hmgetAll(ctx, keys)
 	if err != nil {
 		return nil, s.wrap(ctx, "get many", keys[0], err)
 	}
@@ -47,6 +41,18 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([]storage.Item, err
 		}
 	}
 	return items, nil
+}
+
+// hmgetAll sends HMGET key v n for every key in one pipeline.
+func (s *Store) hmgetAll(ctx context.Context, keys []string) ([]*goredis.SliceCmd, error) {
+	cmds := make([]*goredis.SliceCmd, len(keys))
+	_, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i, k := range keys {
+			cmds[i] = p.HMGet(ctx, s.rkey(k), "v", "n")
+		}
+		return nil
+	})
+	return cmds, err
 }
 
 var _ storage.MultiGetter = (*Store)(nil)

@@ -249,65 +249,81 @@ func testGetManyClosed(t *testing.T, s storage.Store, g storage.MultiGetter) {
 func testGetManyConcurrent(t *testing.T, s storage.Store, g storage.MultiGetter) {
 	const writers, writes, readers = 4, 20, 4
 	keys := make([]string, writers)
-	var mu sync.Mutex
-	written := map[string]map[int64]string{}
-	for w := range keys {
-		keys[w] = storage.LayerKey("episodic", storage.ResourceScope(fmt.Sprint(w)), "head")
-		v := mustPut(t, s, keys[w], []byte("0"), storage.NoVersion)
-		written[keys[w]] = map[int64]string{v: "0"}
+	w := writtenPairs{pairs: map[string]map[int64]string{}}
+	for i := range keys {
+		keys[i] = storage.LayerKey("episodic", storage.ResourceScope(fmt.Sprint(i)), "head")
+		w.pairs[keys[i]] = map[int64]string{mustPut(t, s, keys[i], []byte("0"), storage.NoVersion): "0"}
 	}
 	var wg sync.WaitGroup
 	errc := make(chan error, writers+readers)
-	for w := range writers {
-		wg.Go(func() {
-			for i := 1; i <= writes; i++ {
-				val := fmt.Sprint(i)
-				v, err := s.Put(context.Background(), keys[w], []byte(val), storage.AnyVersion)
-				if err != nil {
-					errc <- err
-					return
-				}
-				mu.Lock()
-				written[keys[w]][v] = val
-				mu.Unlock()
-			}
-		})
+	for _, k := range keys {
+		wg.Go(func() { errc <- w.rewrite(s, k, writes) })
 	}
 	seen := make([][]storage.Item, readers)
 	for r := range readers {
 		wg.Go(func() {
-			last := map[string]int64{}
-			for range writes {
-				items, err := g.GetMany(context.Background(), keys)
-				if err != nil {
-					errc <- err
-					return
-				}
-				if len(items) != len(keys) {
-					errc <- fmt.Errorf("GetMany = %d items, want %d", len(items), len(keys))
-					return
-				}
-				for i, it := range items {
-					if it.Key != keys[i] || it.Version < last[it.Key] {
-						errc <- fmt.Errorf("reader %d: item %d = %q v%d after v%d", r, i, it.Key, it.Version, last[it.Key])
-						return
-					}
-					last[it.Key] = it.Version
-				}
-				seen[r] = append(seen[r], items...)
-			}
+			var err error
+			seen[r], err = readRepeatedly(g, keys, writes)
+			errc <- err
 		})
 	}
 	wg.Wait()
 	close(errc)
 	for err := range errc {
-		t.Fatal(err)
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, items := range seen {
 		for _, it := range items {
-			if want, ok := written[it.Key][it.Version]; !ok || string(it.Value) != want {
+			if want, ok := w.pairs[it.Key][it.Version]; !ok || string(it.Value) != want {
 				t.Fatalf("GetMany read %q v%d = %q, which no writer wrote (want %q)", it.Key, it.Version, it.Value, want)
 			}
 		}
 	}
+}
+
+// writtenPairs records the value of each version written, by key.
+type writtenPairs struct {
+	mu    sync.Mutex
+	pairs map[string]map[int64]string
+}
+
+// rewrite writes key n times, unconditionally, recording each version.
+func (w *writtenPairs) rewrite(s storage.Store, key string, n int) error {
+	for i := 1; i <= n; i++ {
+		val := fmt.Sprint(i)
+		v, err := s.Put(context.Background(), key, []byte(val), storage.AnyVersion)
+		if err != nil {
+			return err
+		}
+		w.mu.Lock()
+		w.pairs[key][v] = val
+		w.mu.Unlock()
+	}
+	return nil
+}
+
+// readRepeatedly reads keys n times and returns every item read; it fails
+// when a key is missing, out of order or older than read before.
+func readRepeatedly(g storage.MultiGetter, keys []string, n int) ([]storage.Item, error) {
+	var seen []storage.Item
+	last := map[string]int64{}
+	for range n {
+		items, err := g.GetMany(context.Background(), keys)
+		if err != nil {
+			return nil, err
+		}
+		if len(items) != len(keys) {
+			return nil, fmt.Errorf("GetMany = %d items, want %d", len(items), len(keys))
+		}
+		for i, it := range items {
+			if it.Key != keys[i] || it.Version < last[it.Key] {
+				return nil, fmt.Errorf("item %d = %q v%d after v%d", i, it.Key, it.Version, last[it.Key])
+			}
+			last[it.Key] = it.Version
+		}
+		seen = append(seen, items...)
+	}
+	return seen, nil
 }
