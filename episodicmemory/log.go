@@ -38,6 +38,28 @@ func (l *Layer) readSegment(ctx context.Context, seq int64) ([]Episode, error) {
 	return s.Episodes, err
 }
 
+// readSegments returns the episodes of segments from to to-1, one slice
+// per segment, read in one round trip of the store; a segment missing or
+// unreadable (quarantined) has none.
+func (l *Layer) readSegments(ctx context.Context, from, to int64) ([][]Episode, error) {
+	if from >= to {
+		return nil, nil
+	}
+	names := make([]string, 0, to-from)
+	for seq := from; seq < to; seq++ {
+		names = append(names, segName(seq))
+	}
+	segs, err := seqlog.ReadMany(ctx, &l.log, names, func(i int, b []byte) (segment, error) { return decodeSegment(b, from+int64(i)) })
+	if err != nil {
+		return nil, err
+	}
+	eps := make([][]Episode, len(segs))
+	for i, s := range segs {
+		eps[i] = s.Episodes
+	}
+	return eps, nil
+}
+
 // readDigests returns the digest record starting at seq, or ok false
 // when it is missing or unreadable (quarantined).
 func (l *Layer) readDigests(ctx context.Context, seq int64) (digestRecord, bool, error) {
@@ -110,14 +132,14 @@ func (l *Layer) readViewDigests(ctx context.Context, h head) ([]Digest, error) {
 }
 
 // readRaw reads the raw episodes of the log at head h not yet folded, at
-// most the newest 4·CompactAfter segments.
+// most the newest 4·CompactAfter segments, in one round trip.
 func (l *Layer) readRaw(ctx context.Context, h head) ([]Episode, error) {
+	segs, err := l.readSegments(ctx, max(h.Digested, h.Next-int64(4*l.cfg.CompactAfter)), h.Next)
+	if err != nil {
+		return nil, err
+	}
 	var eps []Episode
-	for seq := max(h.Digested, h.Next-int64(4*l.cfg.CompactAfter)); seq < h.Next; seq++ {
-		seg, err := l.readSegment(ctx, seq)
-		if err != nil {
-			return nil, err
-		}
+	for _, seg := range segs {
 		eps = append(eps, seg...)
 	}
 	return eps, nil
@@ -167,11 +189,11 @@ func (l *Layer) catchUp(ctx context.Context, h head, ver int64) error {
 	if !l.appendedTo(h) {
 		return l.load(ctx)
 	}
-	for seq := l.head.Next; seq < h.Next; seq++ {
-		seg, err := l.readSegment(ctx, seq)
-		if err != nil {
-			return err
-		}
+	segs, err := l.readSegments(ctx, l.head.Next, h.Next)
+	if err != nil {
+		return err
+	}
+	for _, seg := range segs {
 		l.recent = append(l.recent, seg...)
 		if err := l.indexed(ctx, seg, false); err != nil {
 			return err

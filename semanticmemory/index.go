@@ -216,15 +216,14 @@ func (l *Layer) catchUp(ctx context.Context) error {
 // indexRecords indexes the records from m.Next up to the head, and
 // writes the marker m moved past them.
 func (l *Layer) indexRecords(ctx context.Context, m *marker) error {
-	for seq := m.Next; seq < l.head.Next; seq++ {
-		r, err := l.readRecord(ctx, seq)
-		if err != nil {
-			return err
-		}
-		r.Seq = seq
+	err := l.eachRecord(ctx, m.Next, l.head.Next, func(r record) (bool, error) {
 		if err := l.apply(ctx, r, m); err != nil {
-			return fmt.Errorf("index record %d: %w", seq, err)
+			return false, fmt.Errorf("index record %d: %w", r.Seq, err)
 		}
+		return true, nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := l.ix.Index(ctx, l.col, m.doc()); err != nil {
 		return fmt.Errorf("write the index marker: %w", err)
@@ -263,17 +262,13 @@ func (l *Layer) loadWindow(ctx context.Context) error {
 func (l *Layer) readWindow(ctx context.Context) ([]record, error) {
 	var recs []record
 	n := 0
-	for seq := l.head.Next - 1; seq >= l.head.Base && n < l.cfg.FallbackFacts; seq-- {
-		r, err := l.readRecord(ctx, seq)
-		if err != nil {
-			return nil, err
-		}
-		r.Seq = seq
+	err := l.eachRecord(ctx, l.head.Next-1, l.head.Base-1, func(r record) (bool, error) {
 		recs = append(recs, r)
 		n += len(r.Facts)
-		if r.Reset {
-			break
-		}
+		return n < l.cfg.FallbackFacts && !r.Reset, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return recs, nil
 }
@@ -364,17 +359,17 @@ type history struct {
 // log; only the audit calls it.
 func (l *Layer) readHistory(ctx context.Context) (history, error) {
 	h := history{versions: map[string][]Fact{}, live: map[string]*Fact{}}
-	for seq := l.head.Base; seq < l.head.Next; seq++ {
-		r, err := l.readRecord(ctx, seq)
-		if err != nil {
-			return history{}, err
-		}
+	err := l.eachRecord(ctx, l.head.Base, l.head.Next, func(r record) (bool, error) {
 		if r.Reset {
 			h = history{versions: map[string][]Fact{}, live: map[string]*Fact{}}
 		}
 		for _, f := range r.Facts {
 			h.add(f)
 		}
+		return true, nil
+	})
+	if err != nil {
+		return history{}, err
 	}
 	return h, nil
 }

@@ -1,6 +1,7 @@
 package semanticmemory
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,6 +55,49 @@ func seqOf(name string) int64 {
 func (l *Layer) readRecord(ctx context.Context, seq int64) (record, error) {
 	r, _, err := seqlog.Read(ctx, &l.log, recName(seq), func(b []byte) (record, error) { return decodeRecord(b, seq) })
 	return r, err
+}
+
+// recordsPerRead bounds the records eachRecord reads in one round trip
+// of the store.
+const recordsPerRead = 256
+
+// eachRecord hands fn the records from, from±1, ... up to to (not
+// included), upward when from < to and downward when from > to, each as
+// readRecord returns it with its Seq set, until fn returns false or an
+// error. It reads them recordsPerRead at a time, each batch in one round
+// trip (seqlog.ReadEach): the records after fn stopped are read but not
+// decoded.
+func (l *Layer) eachRecord(ctx context.Context, from, to int64, fn func(r record) (bool, error)) error {
+	step := int64(1)
+	if from > to {
+		step = -1
+	}
+	for from != to {
+		n := min((to-from)*step, recordsPerRead)
+		names := recNames(from, n, step)
+		base, more := from, true
+		var ferr error
+		err := seqlog.ReadEach(ctx, &l.log, names, func(i int, b []byte) (record, error) { return decodeRecord(b, base+int64(i)*step) },
+			func(i int, r record, _ bool) bool {
+				r.Seq = base + int64(i)*step
+				more, ferr = fn(r)
+				return more && ferr == nil
+			})
+		if err != nil || ferr != nil || !more {
+			return cmp.Or(err, ferr)
+		}
+		from += n * step
+	}
+	return nil
+}
+
+// recNames returns the names of the n records from, from+step, ...
+func recNames(from, n, step int64) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = recName(from + int64(i)*step)
+	}
+	return names
 }
 
 // sync reads the stored head into l (one Get). With a private index (a

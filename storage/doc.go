@@ -59,6 +59,16 @@
 // NUL, newline), can reach another's keys. Build keys with [LayerKey],
 // [LayerPrefix] and [ThreadKey] rather than by hand.
 //
+// # Reading several keys
+//
+// Every backend of this module is also a [MultiGetter]: it reads several
+// keys in one round trip (the in-memory store under one hold of its
+// lock, storage/sqlite and storage/postgres in one statement,
+// storage/redis in one pipeline). Read with [GetMany], which falls back
+// to one Get per key on a store without it. The episodic and semantic
+// layers read the records of a run's view this way: in one round trip,
+// or a few, rather than one per record.
+//
 // # Search
 //
 // A store may also be a [Searcher]: it keeps a search index beside its

@@ -89,6 +89,64 @@ func Read[T any](ctx context.Context, g *Log, name string, decode func([]byte) (
 	if err != nil {
 		return zero, false, fmt.Errorf("read %s: %w", name, err)
 	}
+	return decodeItem(ctx, g, name, it, decode)
+}
+
+// ReadMany returns the records names (each at most once) as Read returns
+// them, read in one round trip of the store (storage.GetMany):
+// decode(i, value) decodes the record names[i]. A record that is missing
+// or unreadable (then quarantined) is the zero T. A record decode fails
+// with ErrVersion is an error, and stays stored.
+func ReadMany[T any](ctx context.Context, g *Log, names []string, decode func(i int, b []byte) (T, error)) ([]T, error) {
+	recs := make([]T, len(names))
+	err := ReadEach(ctx, g, names, decode, func(i int, v T, _ bool) bool {
+		recs[i] = v
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+// ReadEach reads the records names (each at most once) in one round trip
+// of the store (storage.GetMany), then hands them to each in the order of
+// names, as Read returns them: the record decode(i, value) makes of
+// names[i] and true, or the zero T and false when it is missing or
+// unreadable (then quarantined). It stops when each returns false: the
+// records after are neither decoded nor quarantined. A record decode
+// fails with ErrVersion is an error, and stays stored.
+func ReadEach[T any](ctx context.Context, g *Log, names []string, decode func(i int, b []byte) (T, error), each func(i int, v T, ok bool) bool) error {
+	keys := make([]string, len(names))
+	for i, name := range names {
+		keys[i] = g.Key(name)
+	}
+	items, err := storage.GetMany(ctx, g.Store, keys)
+	if err != nil {
+		return fmt.Errorf("read %d records: %w", len(names), err)
+	}
+	for i, name := range names {
+		var v T
+		ok := len(items) > 0 && items[0].Key == keys[i]
+		if ok {
+			v, ok, err = decodeItem(ctx, g, name, items[0], func(b []byte) (T, error) { return decode(i, b) })
+			if err != nil {
+				return err
+			}
+			items = items[1:]
+		}
+		if !each(i, v, ok) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// decodeItem returns the stored record it, named name, as decode reads
+// it, and false when it is unreadable: then it is quarantined. A record
+// decode fails with ErrVersion is an error.
+func decodeItem[T any](ctx context.Context, g *Log, name string, it storage.Item, decode func([]byte) (T, error)) (T, bool, error) {
+	var zero T
 	v, err := decode(it.Value)
 	if errors.Is(err, g.ErrVersion) {
 		return zero, false, fmt.Errorf("read %s: %w", name, err)

@@ -380,16 +380,32 @@ func (s *Store) Get(ctx context.Context, key string) (storage.Item, error) {
 	if err != nil {
 		return storage.Item{}, s.wrap(ctx, "get", key, err)
 	}
+	it, ok, err := item(key, vals)
+	if err == nil && !ok {
+		err = storage.ErrNotFound
+	}
+	if err != nil {
+		return storage.Item{}, fmt.Errorf("storage/redis: get %s: %w", storage.Quote(key), err)
+	}
+	return it, nil
+}
+
+// item decodes the answer vals of HMGET key v n: ok is false when the key
+// is not stored.
+func item(key string, vals []any) (storage.Item, bool, error) {
+	if len(vals) != 2 {
+		return storage.Item{}, false, fmt.Errorf("HMGET answered %d values, want 2", len(vals))
+	}
 	value, vok := vals[0].(string)
 	ver, nok := vals[1].(string)
 	if !vok || !nok {
-		return storage.Item{}, fmt.Errorf("storage/redis: get %s: %w", storage.Quote(key), storage.ErrNotFound)
+		return storage.Item{}, false, nil
 	}
 	n, err := strconv.ParseInt(ver, 10, 64)
 	if err != nil {
-		return storage.Item{}, fmt.Errorf("storage/redis: get %s: stored version %q: %w", storage.Quote(key), ver, err)
+		return storage.Item{}, false, fmt.Errorf("stored version %q: %w", ver, err)
 	}
-	return storage.Item{Key: key, Value: []byte(value), Version: n}, nil
+	return storage.Item{Key: key, Value: []byte(value), Version: n}, true, nil
 }
 
 // Put implements [storage.Store]: the version check, the write and the

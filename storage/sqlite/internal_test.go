@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,5 +87,33 @@ func TestFieldsTableFilledFromOldDocuments(t *testing.T) {
 	hits, err := s.Search(ctx, col, storage.Query{Filter: map[string]string{"kind": "fact"}})
 	if err != nil || len(hits) != 1 || hits[0].ID != "a" {
 		t.Fatalf("filtered listing after the upgrade: %+v, %v", hits, err)
+	}
+}
+
+// TestGetManyUsesTheKeyIndex checks that GetMany finds each key through
+// the primary key's index rather than scanning the table.
+func TestGetManyUsesTheKeyIndex(t *testing.T) {
+	s, err := Open(t.Context(), Config{Path: filepath.Join(t.TempDir(), "p.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rows, err := s.db.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+getManySQL, `["a","b"]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	joined := strings.Join(plan, "; ")
+	if !strings.Contains(joined, "SEARCH "+table+" USING INDEX") || strings.Contains(joined, "SCAN "+table) {
+		t.Errorf("GetMany's plan is %q, want a search of %s through its key's index", joined, table)
 	}
 }

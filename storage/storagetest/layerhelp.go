@@ -12,19 +12,31 @@ import (
 	"github.com/memlayer/memlayer/storage"
 )
 
-// Counting is an in-memory store that keeps its search capability (it
-// embeds *storage.MemoryStore, so storage.Searcher is forwarded) and counts
-// the records read and the bytes written. A layer's test uses it to
-// show what a step costs.
+// Counting is an in-memory store that keeps its capabilities (it embeds
+// *storage.MemoryStore, so storage.Searcher and storage.MultiGetter are
+// forwarded) and counts the records read, the round trips that read
+// them and the bytes written. A layer's test uses it to show what a step
+// costs. Hide its GetMany to count a store without storage.MultiGetter:
+// struct{ storage.Store; storage.Searcher }{c, c}.
 type Counting struct {
 	*storage.MemoryStore
-	Gets, Lists, Bytes atomic.Int64
+	// Gets counts the records asked for, by Get or GetMany; Trips the
+	// calls of Get and GetMany, each one round trip to a server.
+	Gets, Trips, Lists, Bytes atomic.Int64
 }
 
 // Get counts one read.
 func (c *Counting) Get(ctx context.Context, key string) (storage.Item, error) {
 	c.Gets.Add(1)
+	c.Trips.Add(1)
 	return c.MemoryStore.Get(ctx, key)
+}
+
+// GetMany counts a read of every key, in one trip.
+func (c *Counting) GetMany(ctx context.Context, keys []string) ([]storage.Item, error) {
+	c.Gets.Add(int64(len(keys)))
+	c.Trips.Add(1)
+	return c.MemoryStore.GetMany(ctx, keys)
 }
 
 // List counts one listing.

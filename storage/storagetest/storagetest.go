@@ -97,6 +97,9 @@ func RunWith(t *testing.T, newStore func(t *testing.T) storage.Store, opts Optio
 			tc.fn(t, s)
 		})
 	}
+	if _, ok := newStore(t).(storage.MultiGetter); ok {
+		RunGetMany(t, newStore)
+	}
 	if _, ok := newStore(t).(storage.Searcher); !ok {
 		return
 	}
