@@ -97,8 +97,8 @@ type ltResult struct {
 }
 
 // ltCountingStore counts the bytes written to the store, its records and
-// its search documents. It forwards storage.Searcher, which a wrapper
-// would otherwise hide.
+// its search documents. It forwards storage.Searcher and
+// storage.MultiGetter, which a wrapper would otherwise hide.
 type ltCountingStore struct {
 	storage.Store
 	search storage.Searcher
@@ -154,6 +154,12 @@ func (s *ltCountingStore) written() int {
 func (s *ltCountingStore) Put(ctx context.Context, key string, v []byte, ver int64) (int64, error) {
 	s.add(ltKind(key), len(key)+len(v))
 	return s.Store.Put(ctx, key, v, ver)
+}
+
+// GetMany forwards storage.MultiGetter (a store without it is read one
+// key at a time, as storage.GetMany does).
+func (s *ltCountingStore) GetMany(ctx context.Context, keys []string) ([]storage.Item, error) {
+	return storage.GetMany(ctx, s.Store, keys)
 }
 
 func (s *ltCountingStore) Index(ctx context.Context, col string, docs ...storage.Document) error {
