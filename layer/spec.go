@@ -3,6 +3,7 @@ package layer
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // maxIDLen is the longest layer ID accepted.
@@ -16,7 +17,7 @@ func validateID(id string) error {
 	if id[0] < 'a' || id[0] > 'z' || id[len(id)-1] == '-' {
 		return fmt.Errorf("layer id %q: must start with a-z and not end with '-': %w", id, ErrInvalidSpec)
 	}
-	if strings.Trim(id, idChars) != "" || strings.Contains(id, "--") {
+	if strings.ContainsFunc(id, notIDChar) || strings.Contains(id, "--") {
 		return fmt.Errorf("layer id %q: only a-z, 0-9 and single '-' are allowed: %w", id, ErrInvalidSpec)
 	}
 	return nil
@@ -24,6 +25,17 @@ func validateID(id string) error {
 
 // idChars are the characters of layer IDs.
 const idChars = "abcdefghijklmnopqrstuvwxyz0123456789-"
+
+// isIDChar marks the bytes of idChars.
+var isIDChar = func() (t [256]bool) {
+	for i := 0; i < len(idChars); i++ {
+		t[idChars[i]] = true
+	}
+	return t
+}()
+
+// notIDChar reports whether r is not one of idChars.
+func notIDChar(r rune) bool { return r >= utf8.RuneSelf || !isIDChar[r] }
 
 // Validate reports whether the spec is usable: a valid ID (lowercase words
 // of [a-z0-9] joined by single '-', starting with a letter, at most 48

@@ -101,7 +101,8 @@ func ProjectHistory(msgs []llms.MessageContent, capTokens int, c Counter) []llms
 // stripUnpaired returns msgs without unanswered tool calls and orphan
 // tool responses (see ProjectHistory). It copies only when it must.
 func stripUnpaired(msgs []llms.MessageContent) []llms.MessageContent {
-	pr := pairCalls(msgs)
+	pr := toolPairs{called: map[string]partAt{}, answered: map[string]partAt{}}
+	pr.pair(msgs)
 	var out []llms.MessageContent
 	for i, m := range msgs {
 		kept, dropped := pr.keptParts(i, m.Parts)
@@ -153,21 +154,28 @@ type partAt struct{ msg, part int }
 // in a later message; every other part carrying that ID is unpaired.
 type toolPairs struct{ called, answered map[string]partAt }
 
-func pairCalls(msgs []llms.MessageContent) toolPairs {
-	pr := toolPairs{called: map[string]partAt{}, answered: map[string]partAt{}}
+// pair records in pr each call ID's first tool call in msgs and its
+// first response in a later message.
+func (pr toolPairs) pair(msgs []llms.MessageContent) {
 	for i, m := range msgs {
 		for j, p := range m.Parts {
 			id, call, ok := toolPart(p)
-			c, wasCalled := pr.called[id]
 			switch {
-			case ok && call:
+			case !ok:
+			case call:
 				setFirst(pr.called, id, partAt{i, j})
-			case ok && wasCalled && c.msg < i:
+			case pr.calledBefore(id, i):
 				setFirst(pr.answered, id, partAt{i, j})
 			}
 		}
 	}
-	return pr
+}
+
+// calledBefore reports whether the first call of id is in a message
+// before msgs[i].
+func (pr toolPairs) calledBefore(id string, i int) bool {
+	c, ok := pr.called[id]
+	return ok && c.msg < i
 }
 
 // setFirst sets m[id] to at unless it is set.

@@ -1005,8 +1005,13 @@ func valueStart(text string, start int) int {
 			i--
 			continue
 		}
+		if c != ',' && c != '[' {
+			return i
+		}
+		// After ',' or '[': an element of an array, whose opening is
+		// looked for before it.
 		j := strings.LastIndexByte(text[:i], '[')
-		if c != ',' && c != '[' || j < 0 || strings.ContainsAny(text[j:i], "{}]:") {
+		if j < 0 || strings.ContainsAny(text[j:i], "{}]:") {
 			return i
 		}
 		i = j

@@ -159,7 +159,10 @@ func (m merger) mergeValue(dst, src any) (any, error) {
 func cleanValue(v any) (any, bool) {
 	switch t := v.(type) {
 	case []any:
-		return cleanArray(t)
+		// v itself when unchanged: boxing t again would allocate.
+		if out, changed := cleanArray(t); changed {
+			return out, true
+		}
 	case *jsonx.Object:
 		return cleanObject(t)
 	}
@@ -167,8 +170,8 @@ func cleanValue(v any) (any, bool) {
 }
 
 // cleanArray is cleanValue of an array: its elements cleaned, in a copy
-// made at the first that changes.
-func cleanArray(t []any) (any, bool) {
+// made at the first that changes, and whether one did (nil when none did).
+func cleanArray(t []any) ([]any, bool) {
 	var out []any
 	for i, e := range t {
 		c, changed := cleanValue(e)
@@ -179,10 +182,7 @@ func cleanArray(t []any) (any, bool) {
 			out[i] = c
 		}
 	}
-	if out == nil {
-		return t, false
-	}
-	return out, true
+	return out, out != nil
 }
 
 // cleanObject is cleanValue of an object: its members cleaned and those
