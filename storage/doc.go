@@ -83,8 +83,10 @@
 //
 //   - Memory ([MemoryIndex]): a text query scores and sorts every
 //     document, O(n log n), however rare its terms;
-//     an index write is O(t) for a document of t terms (a replace or an
-//     unindex rebuilds the collection's corpus on the next query, O(n)).
+//     an index write is O(t) for a document of t terms (an unindex, or a
+//     replace that changes the text, rebuilds the collection's corpus on
+//     the next query, O(n)). A filtered listing without text reads the
+//     documents of the filter's rarest value, O(m log m) for m of them.
 //     Bounded by the process's memory.
 //   - storage/sqlite: a term index in the same file (FTS5, each term
 //     tagged with its collection), ranked by the same BM25 as [MemoryStore].

@@ -18,7 +18,9 @@ import (
 //
 // A text query scores every document of the collection, so its cost grows
 // with the collection: it is meant for the in-memory store and for the
-// bounded windows that layers keep on stores without a Searcher.
+// bounded windows that layers keep on stores without a Searcher. A
+// filtered listing without text reads only the documents of the filter's
+// rarest field value.
 type MemoryIndex struct {
 	mu    sync.Mutex
 	cols  map[string]*memCollection
@@ -28,8 +30,13 @@ type MemoryIndex struct {
 
 type memCollection struct {
 	docs map[string]*memDoc
-	// corpus holds the documents in order, rebuilt when a document is
-	// replaced or removed; nil until a text query needs it.
+	// byField holds the documents of each field value (name, then value,
+	// then ID), so that a filtered listing reads only the documents of
+	// one value.
+	byField map[string]map[string]map[string]*memDoc
+	// corpus holds the documents in order, rebuilt when a document's
+	// text changes or a document is removed; nil until a text query
+	// needs it.
 	corpus *lexical.Corpus
 	order  []*memDoc
 }
@@ -37,6 +44,7 @@ type memCollection struct {
 type memDoc struct {
 	Document
 	seq int64
+	at  int // the document's place in order, while corpus is built
 }
 
 // Index implements [Searcher].
@@ -76,16 +84,56 @@ func (x *MemoryIndex) collection(name string) *memCollection {
 	return c
 }
 
-// add adds md to c, or replaces the document of its ID. A replacement
-// drops the corpus, to be rebuilt in order; a new document extends it.
+// add adds md to c, or replaces the document of its ID. A new document
+// extends the corpus; a replacement with the same text (a marker's new
+// fields, say) takes the old one's place in it; any other replacement
+// drops the corpus, to be rebuilt in order.
 func (c *memCollection) add(md *memDoc) {
-	if _, ok := c.docs[md.ID]; ok {
-		c.corpus, c.order = nil, nil
-	} else if c.corpus != nil {
+	old, ok := c.docs[md.ID]
+	switch {
+	case c.corpus == nil:
+	case !ok:
+		md.at = len(c.order)
 		c.corpus.Add(md.ID, md.Text)
 		c.order = append(c.order, md)
+	case old.Text == md.Text:
+		md.at = old.at
+		c.order[md.at] = md
+	default:
+		c.corpus, c.order = nil, nil
+	}
+	if ok {
+		c.unfield(old)
 	}
 	c.docs[md.ID] = md
+	if c.byField == nil {
+		c.byField = map[string]map[string]map[string]*memDoc{}
+	}
+	for name, value := range md.Fields {
+		values := c.byField[name]
+		if values == nil {
+			values = map[string]map[string]*memDoc{}
+			c.byField[name] = values
+		}
+		if values[value] == nil {
+			values[value] = map[string]*memDoc{}
+		}
+		values[value][md.ID] = md
+	}
+}
+
+// unfield removes d from the documents of its field values.
+func (c *memCollection) unfield(d *memDoc) {
+	for name, value := range d.Fields {
+		docs := c.byField[name][value]
+		delete(docs, d.ID)
+		if len(docs) == 0 {
+			delete(c.byField[name], value)
+		}
+		if len(c.byField[name]) == 0 {
+			delete(c.byField, name)
+		}
+	}
 }
 
 // Unindex implements [Searcher].
@@ -113,7 +161,8 @@ func (x *MemoryIndex) Unindex(ctx context.Context, collection string, ids ...str
 // drops the corpus, to be rebuilt in order.
 func (c *memCollection) remove(ids []string) {
 	for _, id := range ids {
-		if _, ok := c.docs[id]; ok {
+		if d, ok := c.docs[id]; ok {
+			c.unfield(d)
 			delete(c.docs, id)
 			c.corpus, c.order = nil, nil
 		}
@@ -223,7 +272,8 @@ func (c *memCollection) byText(q Query) []scored {
 	if c.corpus == nil {
 		c.corpus = &lexical.Corpus{}
 		c.order = slices.SortedFunc(maps.Values(c.docs), func(a, b *memDoc) int { return cmp.Compare(a.seq, b.seq) })
-		for _, d := range c.order {
+		for i, d := range c.order {
+			d.at = i
 			c.corpus.Add(d.ID, d.Text)
 		}
 	}
@@ -251,10 +301,17 @@ func (c *memCollection) byVector(q Query) []scored {
 	return out
 }
 
-// recent lists the documents that pass the filter, newest first.
+// recent lists the documents that pass the filter, newest first. With a
+// filter it reads only the documents of the filter's rarest value.
 func (c *memCollection) recent(q Query) []scored {
+	docs := c.docs
+	for name, value := range q.Filter {
+		if d := c.byField[name][value]; len(d) < len(docs) {
+			docs = d
+		}
+	}
 	var out []scored
-	for _, d := range c.docs {
+	for _, d := range docs {
 		if Matches(d.Fields, q.Filter) {
 			out = append(out, scored{d, 0})
 		}
