@@ -199,7 +199,7 @@ func (x *Extractor) extractInto(buf []Entity, toolName, args, result string) []E
 	if tool.skip() {
 		return nil
 	}
-	e := extraction{x: x, hint: tool.typ, sureHint: tool.sure, strict: !tool.ruled, forgets: tool.destructive, out: buf[:0]}
+	e := extraction{x: x, hint: tool.typ, sureHint: tool.sure, anyID: tool.ruled || tool.destructive, out: buf[:0]}
 	e.scan(result)
 	if e.failed {
 		return nil
@@ -370,11 +370,9 @@ type extraction struct {
 	// sureHint: the hint is what the tool acts on, and beats a generic
 	// "type" field (see entityType).
 	sureHint bool
-	// strict: no rule types the tool, so an object must plainly be a
-	// resource to be an entity (see plain).
-	strict bool
-	// forgets: the tool is destructive; the layer forgets its entities.
-	forgets bool
+	// anyID: every object with an ID is an entity, as a rule types the
+	// tool, or the tool is destructive (see plain).
+	anyID   bool
 	out     []Entity
 	failed  bool
 	visited int
@@ -766,17 +764,10 @@ func (e *extraction) entity(fs []jsonx.Field, keyType string) (Entity, finding) 
 	if c.sys.Kind == jsonx.KindObject {
 		e.sysMembers(&c)
 	}
-	// The result types the object: a type member, the key it is nested
-	// under, or a "<type>Id" member giving its ID.
-	typed := c.typR < 99 || keyType != "" && !genericTypes[keyType]
-	if c.ent.ID == "" && c.keyVal == "" {
-		c.ent.ID = e.nounID(fs, c.ent.Type, keyType)
-		typed = typed || c.ent.ID != ""
-	}
-	if !c.settleID() {
+	typed, ok := e.settle(&c, fs, keyType)
+	if !ok {
 		return Entity{}, notResource
 	}
-	c.ent.Type = e.entityType(c.ent.Type, c.typR, keyType)
 	e.nameEntity(&c, fs)
 	if !e.plain(c.ent, typed) {
 		return Entity{}, passed
@@ -788,6 +779,23 @@ func (e *extraction) entity(fs []jsonx.Field, keyType string) (Entity, finding) 
 	return ent, kept
 }
 
+// settle settles the ID of an object read into c, falling back on a
+// "<type>Id" member, and its type. It reports whether the result types
+// the object (a type member, the key it is nested under, or a "<type>Id"
+// member giving its ID), and whether the object has an ID.
+func (e *extraction) settle(c *candidate, fs []jsonx.Field, keyType string) (typed, ok bool) {
+	typed = c.typR < 99 || keyType != "" && !genericTypes[keyType]
+	if c.ent.ID == "" && c.keyVal == "" {
+		c.ent.ID = e.nounID(fs, c.ent.Type, keyType)
+		typed = typed || c.ent.ID != ""
+	}
+	if !c.settleID() {
+		return false, false
+	}
+	c.ent.Type = e.entityType(c.ent.Type, c.typR, keyType)
+	return typed, true
+}
+
 // plain reports whether an entity with an ID, read from an object the
 // result types or not (typed), is kept. Every entity of a tool a rule
 // types is. An unknown tool's entity must plainly be a resource: the
@@ -796,7 +804,7 @@ func (e *extraction) entity(fs []jsonx.Field, keyType string) (Entity, finding) 
 // weather_lookup). An entity to forget (a destructive tool's, or one
 // flagged deleted) needs only its ID: forgetting never adds one.
 func (e *extraction) plain(ent Entity, typed bool) bool {
-	return !e.strict || typed || ent.Name != "" || ent.Slug != "" || e.forgets || ent.Deleted
+	return e.anyID || typed || ent.Name != "" || ent.Slug != "" || ent.Deleted
 }
 
 // nameEntity sets the entity's name and slug: from its name fields and
