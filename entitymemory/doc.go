@@ -51,7 +51,8 @@
 // the noun before it: list_dns_records gives dns_record,
 // upsert_catalog_object catalog_object.
 //
-// An object is an entity when it has an ID: documentId (Strapi v5), id,
+// An object is an entity when it has an ID (and, for a tool no rule
+// types, plainly is a resource: see Unknown tools): documentId (Strapi v5), id,
 // _id (Sanity), uuid, gid, guid, uid, sys.id (Contentful), key when
 // nothing else (keyed resources), or, when it has no plain ID, "<type>Id"
 // or "<type>_id" for its own type, the type of the key it is nested under
@@ -105,6 +106,29 @@
 // as it is (control, format, line separators, white space other than a
 // space) is skipped, and such a parent left out, so two IDs never become
 // one and the model is never shown an ID that does not exist.
+//
+// # Unknown tools
+//
+// A tool no rule types is unknown: its name is only a guess of what it
+// returns (weather_lookup gives "weather", which is no resource). Its
+// result yields an object only when the object plainly is a resource:
+//
+//   - the result types it: it sits under a key that names a type
+//     ({"forecast": {"id": ...}}, {"readings": [...]}), it has a type
+//     member (object, __typename, _type, kind, type, sys.type), or its ID
+//     comes from a "<type>Id" member; or
+//   - it has a name or a slug besides its ID (the name fields, a slug,
+//     handle or identifier, or a looser name, as above).
+//
+// An object with an ID alone ({"id": "w1", "temperature": 21}) is passed
+// over, and so is everything inside it. Results without an object with
+// an ID (numbers, text, {"temperature": 21, "city": "Paris"}) yield
+// nothing, as do errors. The arguments give the entity the call acted on
+// when they name its type ("sectionId") or give an "id" with a name. A
+// destructive tool's entities, and objects flagged deleted, need only an
+// ID: the layer forgets them, which never adds one. A tool a rule types
+// is known, and its results are read without this test, so a rule
+// restores the ID-only entities of a tool ([Rules]).
 //
 // # Configuring extraction
 //

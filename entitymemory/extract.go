@@ -80,7 +80,10 @@ var DefaultNameFields = []string{
 // Rules map tool names to entity types ahead of the built-in guess of
 // [TypeFromToolName]. Func is asked first, then Types; when neither
 // answers, the built-in guess applies. An answer of "" means "this tool
-// yields no entities".
+// yields no entities". A tool a rule types is known: every object with
+// an ID in its results is an entity, even one with an ID alone, which an
+// unknown tool's results must have more than (see the package doc,
+// Unknown tools).
 type Rules struct {
 	// Types maps exact tool names to types ("cms_put": "page").
 	Types map[string]string
@@ -192,11 +195,11 @@ func (x *Extractor) Extract(toolName, args, result string) []Entity {
 // extractInto is Extract writing into buf[:0].
 func (x *Extractor) extractInto(buf []Entity, toolName, args, result string) []Entity {
 	x.once.Do(x.setup)
-	hint, sure, skip := x.toolType(toolName)
-	if skip {
+	tool := x.toolType(toolName)
+	if tool.skip() {
 		return nil
 	}
-	e := extraction{x: x, hint: hint, sureHint: sure, out: buf[:0]}
+	e := extraction{x: x, hint: tool.typ, sureHint: tool.sure, anyID: tool.ruled || tool.destructive, out: buf[:0]}
 	e.scan(result)
 	if e.failed {
 		return nil
@@ -256,17 +259,32 @@ func (e *extraction) fromArgs(a args) {
 // actedOn adds the entity of the tool's type that the arguments give the
 // ID of, when they give one.
 func (e *extraction) actedOn(a args) {
-	if id := a.ownID(e.hint); id != "" {
-		if ent := finish(Entity{Type: e.hint, ID: id, Name: a.name(e.x)}); ent.ID != "" {
-			e.out = append(e.out, ent)
-		}
+	id, typed := a.ownID(e.hint)
+	name := a.name(e.x)
+	// The arguments hold the entity as an object would: "<type>Id" types
+	// it, a name names it.
+	if id == "" || !e.plain(Entity{Name: name}, typed) {
+		return
+	}
+	if ent := finish(Entity{Type: e.hint, ID: id, Name: name}); ent.ID != "" {
+		e.out = append(e.out, ent)
 	}
 }
 
-// toolType returns the type a tool's results hold, whether that type is
-// sure (a rule gave it, or the name pairs it with a verb: "create_page"),
-// and whether the tool is to be ignored.
-func (x *Extractor) toolType(name string) (typ string, sure, skip bool) {
+// toolKnowledge is what the extractor knows of a tool: the type its
+// results hold, whether that type is sure (a rule gave it, or the name
+// pairs it with a verb: "create_page"), and whether a rule gave it.
+type toolKnowledge struct {
+	typ                      string
+	sure, ruled, destructive bool
+}
+
+// skip reports whether a rule says the tool yields no entities.
+func (k toolKnowledge) skip() bool { return k.ruled && k.typ == "" }
+
+// toolType returns what the extractor knows of a tool: what a rule says,
+// else what its name says.
+func (x *Extractor) toolType(name string) toolKnowledge {
 	t, ok := "", false
 	if x.rules.Func != nil {
 		t, ok = x.rules.Func(name)
@@ -275,11 +293,10 @@ func (x *Extractor) toolType(name string) (typ string, sure, skip bool) {
 		t, ok = x.rules.Types[name]
 	}
 	if ok {
-		t = NormalizeType(t)
-		return t, true, t == ""
+		return toolKnowledge{typ: NormalizeType(t), sure: true, ruled: true}
 	}
 	ni := x.info(unsafe.Slice(unsafe.StringData(name), len(name)))
-	return ni.typ, ni.verb, false
+	return toolKnowledge{typ: ni.typ, sure: ni.verb, destructive: ni.destructive}
 }
 
 // nameInfo is what a tool name or key says.
@@ -353,11 +370,14 @@ type extraction struct {
 	// sureHint: the hint is what the tool acts on, and beats a generic
 	// "type" field (see entityType).
 	sureHint bool
-	out      []Entity
-	failed   bool
-	visited  int
-	kbuf     [64]byte
-	abuf     [16]jsonx.Field
+	// anyID: every object with an ID is an entity, as a rule types the
+	// tool, or the tool is destructive (see plain).
+	anyID   bool
+	out     []Entity
+	failed  bool
+	visited int
+	kbuf    [64]byte
+	abuf    [16]jsonx.Field
 }
 
 // Ranks in roles of the type fields that normKey cannot tell apart.
@@ -478,20 +498,34 @@ func (e *extraction) walk(v jsonx.Value, keyType string, depth int) bool {
 
 // object extracts from an object: the entity it is, unless it is an
 // error payload (checked first at the top), else the entities in its
-// members.
+// members. A resource that is not kept (see plain) is not looked into:
+// its members describe it.
 func (e *extraction) object(v jsonx.Value, keyType string, depth int) {
 	var fb [24]jsonx.Field
 	fs := v.Fields(fb[:0])
-	ent, ok := e.entity(fs, keyType)
+	ent, f := e.entity(fs, keyType)
 	switch {
-	case (depth == 0 || !ok) && e.isError(fs, depth):
+	case (depth == 0 || f == notResource) && e.isError(fs, depth):
 		e.failed = true
-	case ok:
+	case f == kept:
 		e.out = append(e.out, ent)
-	default:
+	case f == notResource:
 		e.descend(fs, depth)
 	}
 }
+
+// finding is what entity makes of an object.
+type finding uint8
+
+const (
+	// notResource: the object has no ID; its members may hold entities.
+	notResource finding = iota
+	// kept: the object is an entity.
+	kept
+	// passed: the object has an ID but does not plainly hold a resource
+	// of a tool no rule types (see plain); it yields nothing.
+	passed
+)
 
 // done reports whether the extraction is over: it found entities, or the
 // result is an error payload.
@@ -625,11 +659,11 @@ func (e *extraction) list(v jsonx.Value, keyType string, depth int) {
 			return true
 		}
 		fs := el.Fields(fb[:0])
-		ent, ok := e.entity(fs, keyType)
-		if !ok {
-			ent, ok = e.wrappedEntity(fs, keyType, fb[:0])
+		ent, f := e.entity(fs, keyType)
+		if f == notResource {
+			ent, f = e.wrappedEntity(fs, keyType, fb[:0])
 		}
-		if ok {
+		if f == kept {
 			e.out = append(e.out, ent)
 			taken++
 		}
@@ -644,13 +678,13 @@ func (e *extraction) list(v jsonx.Value, keyType string, depth int) {
 // wrappedEntity reads the entity in a one-level wrapper, such as a
 // GraphQL edge ({node: {...}}): its first envelope member that holds an
 // object. buf may share memory with fs.
-func (e *extraction) wrappedEntity(fs []jsonx.Field, keyType string, buf []jsonx.Field) (Entity, bool) {
+func (e *extraction) wrappedEntity(fs []jsonx.Field, keyType string, buf []jsonx.Field) (Entity, finding) {
 	for _, f := range fs {
 		if f.Value.Kind == jsonx.KindObject && envelopes[string(e.norm(f.Key))] {
 			return e.entity(f.Value.Fields(buf), keyType)
 		}
 	}
-	return Entity{}, false
+	return Entity{}, notResource
 }
 
 // isError reports whether an object is an error payload: one of its
@@ -717,28 +751,60 @@ func errorStatus(v jsonx.Value) bool {
 
 // entity builds an entity from an object's members, if it has an ID: it
 // reads the members, adds what a Contentful sys object says, settles the
-// ID and the type, then names the entity.
-func (e *extraction) entity(fs []jsonx.Field, keyType string) (Entity, bool) {
+// ID and the type, names the entity, then keeps it if it plainly is a
+// resource.
+func (e *extraction) entity(fs []jsonx.Field, keyType string) (Entity, finding) {
 	// Every rank starts at "nothing found": past the last name field.
 	c := candidate{idR: 99, typR: 99, slugR: 99, nameR: len(e.x.nameFields)}
 	for _, f := range fs {
 		if !e.member(&c, f) {
-			return Entity{}, false
+			return Entity{}, notResource
 		}
 	}
 	if c.sys.Kind == jsonx.KindObject {
 		e.sysMembers(&c)
 	}
+	typed, ok := e.settle(&c, fs, keyType)
+	if !ok {
+		return Entity{}, notResource
+	}
+	e.nameEntity(&c, fs)
+	if !e.plain(c.ent, typed) {
+		return Entity{}, passed
+	}
+	ent := finish(c.ent)
+	if ent.ID == "" {
+		return ent, notResource
+	}
+	return ent, kept
+}
+
+// settle settles the ID of an object read into c, falling back on a
+// "<type>Id" member, and its type. It reports whether the result types
+// the object (a type member, the key it is nested under, or a "<type>Id"
+// member giving its ID), and whether the object has an ID.
+func (e *extraction) settle(c *candidate, fs []jsonx.Field, keyType string) (typed, ok bool) {
+	typed = c.typR < 99 || keyType != "" && !genericTypes[keyType]
 	if c.ent.ID == "" && c.keyVal == "" {
 		c.ent.ID = e.nounID(fs, c.ent.Type, keyType)
+		typed = typed || c.ent.ID != ""
 	}
 	if !c.settleID() {
-		return Entity{}, false
+		return false, false
 	}
 	c.ent.Type = e.entityType(c.ent.Type, c.typR, keyType)
-	e.nameEntity(&c, fs)
-	ent := finish(c.ent)
-	return ent, ent.ID != ""
+	return typed, true
+}
+
+// plain reports whether an entity with an ID, read from an object the
+// result types or not (typed), is kept. Every entity of a tool a rule
+// types is. An unknown tool's entity must plainly be a resource: the
+// result types it, or it has a name or slug. An ID alone is not enough,
+// as the tool's name is then the only sign of a type ("weather" from
+// weather_lookup). An entity to forget (a destructive tool's, or one
+// flagged deleted) needs only its ID: forgetting never adds one.
+func (e *extraction) plain(ent Entity, typed bool) bool {
+	return e.anyID || typed || ent.Name != "" || ent.Slug != "" || ent.Deleted
 }
 
 // nameEntity sets the entity's name and slug: from its name fields and
@@ -1406,21 +1472,20 @@ func parseArgs(s string, buf []jsonx.Field) args {
 }
 
 // ownID returns the ID the arguments give for an entity of type typ:
-// "<typ>Id" ("sectionId", "section_id") or "id".
-func (a args) ownID(typ string) string {
+// "<typ>Id" ("sectionId", "section_id"), with typed true, or "id".
+func (a args) ownID(typ string) (id string, typed bool) {
 	var kb [64]byte
-	id := ""
 	for _, f := range a {
 		switch k := normKey(kb[:0], f.Key); {
 		case isOwnIDKey(k, typ):
 			if s := f.Value.Scalar(); s != "" {
-				return s
+				return s, true
 			}
 		case string(k) == "id" && id == "":
 			id = f.Value.Scalar()
 		}
 	}
-	return id
+	return id, false
 }
 
 // name returns a name given in the arguments.

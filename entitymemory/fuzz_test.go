@@ -35,6 +35,13 @@ func FuzzExtract(f *testing.F) {
 	for _, s := range seeds {
 		f.Add(s.tool, s.args, s.result)
 	}
+	// Unknown tools: results without a resource, and with one.
+	for _, s := range unknownToolNothing {
+		f.Add(s.tool, s.args, s.result)
+	}
+	f.Add("weather_lookup", ``, `{"forecast": {"id": "fc-1", "title": "Paris, Tuesday"}}`)
+	f.Add("weather_lookup", ``, `{"id":"w1","temperature":21,"station":{"id":"st-1","name":"Orly"}}`)
+	f.Add("delete_reading", `{"id":"r1"}`, `{"id":"r1","deleted":true}`)
 	files, _ := filepath.Glob(filepath.Join("testdata", "api*", "*.json"))
 	for _, p := range files {
 		if b, err := os.ReadFile(p); err == nil {
@@ -44,6 +51,9 @@ func FuzzExtract(f *testing.F) {
 	x := NewExtractor(Config{})
 	f.Fuzz(func(t *testing.T, tool, args, result string) {
 		got := x.Extract(tool, args, result)
+		if args == "" && !strings.Contains(result, "{") && len(got) > 0 {
+			t.Fatalf("a result without an object, and no arguments, yields %+v", got)
+		}
 		if shadowed, ok := shadowMembers(result); ok {
 			if again := x.Extract(tool, args, shadowed); !reflect.DeepEqual(again, got) {
 				t.Fatalf("members shadowed by later duplicates changed the result:\n%s\n%+v\n%s\n%+v", result, got, shadowed, again)

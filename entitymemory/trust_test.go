@@ -104,7 +104,7 @@ func TestTrust09_SkewedClockKeepsNewEntity(t *testing.T) {
 
 	// The writer ahead records next: its entity goes first, and pb,
 	// recorded before it in logical time, stays.
-	store(t, a, result("get_page", ``, `{"id":"a4"}`))
+	store(t, a, result("get_page", ``, `{"id":"a4","title":"Four"}`))
 	if got, want := storedIDs(t, st), []string{"a4", "pb", "a1"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("stored %v, want %v", got, want)
 	}
@@ -114,7 +114,7 @@ func TestTrust09_SkewedClockKeepsNewEntity(t *testing.T) {
 		now := newClock()
 		ahead := &clock{t: now.t.Add(time.Hour)}
 		w, _ := sharedPair(t, st, Config{TTL: 30 * time.Minute}, ahead.Now, now.Now)
-		store(t, w, result("get_page", ``, `{"id":"p1"}`))
+		store(t, w, result("get_page", ``, `{"id":"p1","title":"One"}`))
 		r := initLayer(t, mustNew(t, Config{Spec: layer.Spec{Scope: layer.ScopeResource}, TTL: 30 * time.Minute, Now: now.Now}), layer.Env{ThreadID: "t3", ResourceID: "site-1", Store: st})
 		if es := r.Entities(); len(es) != 1 || es[0].SeenAt.After(now.t) {
 			t.Fatalf("loaded %+v, want p1 seen at most now (%v)", es, now.t)
@@ -215,7 +215,7 @@ func TestTrust14_FarFutureTimestamp(t *testing.T) {
 	for _, when := range []time.Time{time.Date(12000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC)} {
 		st := storage.NewMemoryStore()
 		l := initLayer(t, mustNew(t, Config{Now: func() time.Time { return when }}), env(st, "t"))
-		store(t, l, result("get_page", ``, `{"id":"p1"}`))
+		store(t, l, result("get_page", ``, `{"id":"p1","title":"One"}`))
 		snap, err := l.Snapshot(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -303,7 +303,7 @@ func TestTrust22_SaveRetriesConfigurable(t *testing.T) {
 	for _, tc := range []struct{ cfg, want int }{{0, DefaultMaxRetries}, {3, 3}, {20, 20}} {
 		st := &alwaysConflict{Store: storage.NewMemoryStore()}
 		l := initLayer(t, mustNew(t, Config{MaxRetries: tc.cfg}), env(st, "t"))
-		err := l.Store(t.Context(), turn(result("get_page", ``, `{"id":"p1"}`)))
+		err := l.Store(t.Context(), turn(result("get_page", ``, `{"id":"p1","title":"One"}`)))
 		if !errors.Is(err, storage.ErrConflict) {
 			t.Fatalf("MaxRetries %d: Store = %v, want ErrConflict", tc.cfg, err)
 		}
