@@ -27,7 +27,21 @@ var (
 	ErrSnapshot = errors.New("layer: unusable snapshot")
 	// ErrPanic means a hook panicked; the panic value is in the message.
 	ErrPanic = errors.New("layer: hook panicked")
+	// ErrTemplate means a method that reads or writes a run's memory was
+	// called on a template: the layer a constructor returns, which
+	// belongs to no run. The layer its Init returns for a run has that
+	// memory. A built-in layer reports it from such a method, wrapped
+	// with its package, layer ID and method (see [TemplateError]),
+	// instead of using a store that no agent reads.
+	ErrTemplate = errors.New("layer: not bound")
 )
+
+// TemplateError returns the error a layer's method reports when it is
+// called on a template: "<pkg>: <method> on the template of layer <id>:
+// call Init first: layer: not bound", wrapping [ErrTemplate].
+func TemplateError(pkg, id, method string) error {
+	return fmt.Errorf("%s: %s on the template of layer %q: call Init first: %w", pkg, method, id, ErrTemplate)
+}
 
 // The names of the calls into a layer, as [Error.Hook] and [HookCall.Hook]
 // report them: the lifecycle hooks "init", "recall", "store", "onSpawn",
