@@ -868,6 +868,9 @@ func (l *Layer) Functions() []layer.Function {
 		Aliases:     []string{LegacyFunction},
 		Effect:      layer.EffectUpdate,
 		Call: func(ctx context.Context, args json.RawMessage) (string, error) {
+			if err := l.unbound("update"); err != nil {
+				return "", err
+			}
 			if err := l.Update(ctx, args); err != nil {
 				return "", err
 			}
