@@ -112,7 +112,9 @@ func episodicCase() templateCase {
 			return l
 		},
 		calls: append([]runCall{
-			{"Note", func(ctx context.Context, l layer.Layer) error { return as(l).Note(ctx, 1, "outcome", "The launch moved to Friday.") }},
+			{"Note", func(ctx context.Context, l layer.Layer) error {
+				return as(l).Note(ctx, 1, "outcome", "The launch moved to Friday.")
+			}},
 			{"Compact", func(ctx context.Context, l layer.Layer) error { return as(l).Compact(ctx) }},
 			{"Read", func(ctx context.Context, l layer.Layer) error {
 				_, _, err := as(l).Read(ctx, "note")

@@ -186,7 +186,7 @@ func New(cfg Config) (*Layer, error) {
 // bound layer.
 func (l *Layer) unbound(method string) error {
 	if l.template {
-		return layer.TemplateError("entitymemory", l.cfg.ID, method)
+		return fmt.Errorf("entitymemory: %s on the template of layer %q: call Init first: %w", method, l.cfg.ID, layer.ErrTemplate)
 	}
 	return nil
 }

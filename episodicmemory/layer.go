@@ -94,7 +94,7 @@ func New(cfg Config) (*Layer, error) {
 // bound layer.
 func (l *Layer) unbound(method string) error {
 	if l.template {
-		return layer.TemplateError("episodicmemory", l.cfg.ID, method)
+		return fmt.Errorf("episodicmemory: %s on the template of layer %q: call Init first: %w", method, l.cfg.ID, layer.ErrTemplate)
 	}
 	return nil
 }

@@ -31,17 +31,11 @@ var (
 	// called on a template: the layer a constructor returns, which
 	// belongs to no run. The layer its Init returns for a run has that
 	// memory. A built-in layer reports it from such a method, wrapped
-	// with its package, layer ID and method (see [TemplateError]),
-	// instead of using a store that no agent reads.
+	// with its package, layer ID and method ("semanticmemory: Remember on
+	// the template of layer "semantic": call Init first: layer: not
+	// bound"), instead of using a store that no agent reads.
 	ErrTemplate = errors.New("layer: not bound")
 )
-
-// TemplateError returns the error a layer's method reports when it is
-// called on a template: "<pkg>: <method> on the template of layer <id>:
-// call Init first: layer: not bound", wrapping [ErrTemplate].
-func TemplateError(pkg, id, method string) error {
-	return fmt.Errorf("%s: %s on the template of layer %q: call Init first: %w", pkg, method, id, ErrTemplate)
-}
 
 // The names of the calls into a layer, as [Error.Hook] and [HookCall.Hook]
 // report them: the lifecycle hooks "init", "recall", "store", "onSpawn",

@@ -182,7 +182,7 @@ func New(cfg Config) (*Layer, error) {
 // bound layer.
 func (l *Layer) unbound(method string) error {
 	if l.template {
-		return layer.TemplateError("semanticmemory", l.cfg.ID, method)
+		return fmt.Errorf("semanticmemory: %s on the template of layer %q: call Init first: %w", method, l.cfg.ID, layer.ErrTemplate)
 	}
 	return nil
 }

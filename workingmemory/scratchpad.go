@@ -106,7 +106,7 @@ func New(cfg Config) (*Layer, error) {
 // bound layer.
 func (l *Layer) unbound(method string) error {
 	if l.template {
-		return layer.TemplateError("workingmemory", l.c.spec.ID, method)
+		return fmt.Errorf("workingmemory: %s on the template of layer %q: call Init first: %w", method, l.c.spec.ID, layer.ErrTemplate)
 	}
 	return nil
 }

@@ -112,10 +112,10 @@ func (l *Layer) unbound(method string) error {
 	if l.mem != nil {
 		return nil
 	}
-	return templateError{layer.TemplateError("kv", l.spec.ID, method)}
+	return templateError{fmt.Errorf("kv: %s on the template of layer %q: call Init first: %w", method, l.spec.ID, layer.ErrTemplate)}
 }
 
-// templateError is a template's error (layer.TemplateError) that
+// templateError is a template's error, wrapping layer.ErrTemplate, that
 // matches ErrInvalidConfig too.
 type templateError struct{ error }
 
