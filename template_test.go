@@ -41,6 +41,17 @@ type templateCase struct {
 var hookMethods = []string{"Spec", "Tag", "Init", "Open", "Recall", "Candidates", "Situation", "Store", "OnSpawn", "OnReturn",
 	"Functions", "Metrics", "Counts", "Keeps", "Close", "Extractor"}
 
+// built returns a constructor of templates made by newLayer.
+func built[L layer.Layer](newLayer func() (L, error)) func(t *testing.T) layer.Layer {
+	return func(t *testing.T) layer.Layer {
+		l, err := newLayer()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+}
+
 // tool returns a call of l's function name with args.
 func tool(name, args string) func(ctx context.Context, l layer.Layer) error {
 	return func(ctx context.Context, l layer.Layer) error {
@@ -76,14 +87,8 @@ func keep(ctx context.Context, l layer.Layer) error {
 func semanticCase() templateCase {
 	as := func(l layer.Layer) *semanticmemory.Layer { return l.(*semanticmemory.Layer) }
 	return templateCase{
-		id: "semantic",
-		tmpl: func(t *testing.T) layer.Layer {
-			l, err := semanticmemory.New(semanticmemory.Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return l
-		},
+		id:   "semantic",
+		tmpl: built(func() (*semanticmemory.Layer, error) { return semanticmemory.New(semanticmemory.Config{}) }),
 		calls: append([]runCall{
 			{"Remember", func(ctx context.Context, l layer.Layer) error {
 				_, err := as(l).Remember(ctx, semanticmemory.Memo{Text: "The user prefers tea.", Kind: "preference"})
@@ -103,14 +108,8 @@ func semanticCase() templateCase {
 func episodicCase() templateCase {
 	as := func(l layer.Layer) *episodicmemory.Layer { return l.(*episodicmemory.Layer) }
 	return templateCase{
-		id: "episodic-memory",
-		tmpl: func(t *testing.T) layer.Layer {
-			l, err := episodicmemory.New(episodicmemory.Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return l
-		},
+		id:   "episodic-memory",
+		tmpl: built(func() (*episodicmemory.Layer, error) { return episodicmemory.New(episodicmemory.Config{}) }),
 		calls: append([]runCall{
 			{"Note", func(ctx context.Context, l layer.Layer) error {
 				return as(l).Note(ctx, 1, "outcome", "The launch moved to Friday.")
@@ -143,14 +142,8 @@ func episodicCase() templateCase {
 func entityCase() templateCase {
 	as := func(l layer.Layer) *entitymemory.Layer { return l.(*entitymemory.Layer) }
 	return templateCase{
-		id: "entities",
-		tmpl: func(t *testing.T) layer.Layer {
-			l, err := entitymemory.New(entitymemory.Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return l
-		},
+		id:    "entities",
+		tmpl:  built(func() (*entitymemory.Layer, error) { return entitymemory.New(entitymemory.Config{}) }),
 		calls: snapshotCalls(json.RawMessage(`{"version":2,"clock":0,"entities":[]}`)),
 		empty: func(t *testing.T, l layer.Layer) {
 			m := as(l)
@@ -172,13 +165,9 @@ func workingCase() templateCase {
 	as := func(l layer.Layer) *workingmemory.Layer { return l.(*workingmemory.Layer) }
 	return templateCase{
 		id: "working-memory",
-		tmpl: func(t *testing.T) layer.Layer {
-			l, err := workingmemory.New(workingmemory.Config{Template: map[string]any{"goal": "ship"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return l
-		},
+		tmpl: built(func() (*workingmemory.Layer, error) {
+			return workingmemory.New(workingmemory.Config{Template: map[string]any{"goal": "ship"}})
+		}),
 		calls: append([]runCall{
 			{"Update", func(ctx context.Context, l layer.Layer) error {
 				return as(l).Update(ctx, json.RawMessage(`{"step":"draft"}`))
@@ -204,14 +193,8 @@ func workingCase() templateCase {
 func kvCase() templateCase {
 	as := func(l layer.Layer) *kv.Layer { return l.(*kv.Layer) }
 	return templateCase{
-		id: "kv-memory",
-		tmpl: func(t *testing.T) layer.Layer {
-			l, err := kv.NewLayer(kv.LayerConfig{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return l
-		},
+		id:   "kv-memory",
+		tmpl: built(func() (*kv.Layer, error) { return kv.NewLayer(kv.LayerConfig{}) }),
 		calls: append([]runCall{
 			{"Flush", func(ctx context.Context, l layer.Layer) error { return as(l).Flush(ctx) }},
 			{"OnSpawn", func(ctx context.Context, l layer.Layer) error {
