@@ -72,6 +72,7 @@ func BenchmarkRecall(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	l = bindMem(b, l)
 	for i := range 10 {
 		l.Add(Entity{Type: []string{"page", "section", "image"}[i%3], ID: fmt.Sprintf("id-%d", i), Name: fmt.Sprintf("Entity number %d", i)})
 	}
@@ -93,6 +94,7 @@ func BenchmarkRecallUncached(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	l = bindMem(b, l)
 	for i := range 10 {
 		l.Add(Entity{Type: []string{"page", "section", "image"}[i%3], ID: fmt.Sprintf("id-%d", i), Name: fmt.Sprintf("Entity number %d", i)})
 	}

@@ -58,12 +58,19 @@ func ExampleTypeFromToolName() {
 
 func ExampleNew() {
 	ctx := context.Background()
-	mem, err := entitymemory.New(entitymemory.Config{
+	tmpl, err := entitymemory.New(entitymemory.Config{
 		Instructions: `Resolve "it" to the most recent entity of the right type.`,
 	})
 	if err != nil {
 		panic(err)
 	}
+	// New returns a template; Init binds it to a run (here without a
+	// store: the entities live in memory).
+	run, err := tmpl.Init(ctx, layer.Env{ThreadID: "thread-1"})
+	if err != nil {
+		panic(err)
+	}
+	mem := run.(*entitymemory.Layer)
 	// After a step with two tool calls, the layer has learned two entities.
 	_ = mem.Store(ctx, layer.Turn{Results: []layer.ToolResult{
 		{ToolCall: layer.ToolCall{Name: "cms_createPage", Arguments: `{"title":"About Us"}`}, Content: `{"page":{"id":"page-123","title":"About Us"}}`},
@@ -114,7 +121,9 @@ func ExampleLayer_Init() {
 func ExampleLayer_Snapshot() {
 	ctx := context.Background()
 	now := func() time.Time { return time.Date(2026, 11, 22, 14, 0, 0, 0, time.UTC) }
-	mem, _ := entitymemory.New(entitymemory.Config{Now: now})
+	tmpl, _ := entitymemory.New(entitymemory.Config{Now: now})
+	run, _ := tmpl.Init(ctx, layer.Env{ThreadID: "thread-1"})
+	mem := run.(*entitymemory.Layer)
 	mem.Add(entitymemory.Entity{Type: "page", ID: "page-123", Name: "About Us"})
 	snap, _ := mem.Snapshot(ctx)
 	fmt.Println(string(snap))
@@ -153,7 +162,9 @@ func ExampleNormalizeType() {
 }
 
 func ExampleLayer_ByType() {
-	mem, _ := entitymemory.New(entitymemory.Config{})
+	tmpl, _ := entitymemory.New(entitymemory.Config{})
+	run, _ := tmpl.Init(context.Background(), layer.Env{ThreadID: "thread-1"})
+	mem := run.(*entitymemory.Layer)
 	mem.Add(entitymemory.Entity{Type: "page", ID: "page-1", Name: "Home"})
 	mem.Add(entitymemory.Entity{Type: "section", ID: "sec-1", Name: "Hero"})
 	mem.Add(entitymemory.Entity{Type: "page", ID: "page-2", Name: "Pricing"})
@@ -170,7 +181,9 @@ func ExampleLayer_ByType() {
 }
 
 func ExampleConfig_legacyHeader() {
-	mem, _ := entitymemory.New(entitymemory.Config{Header: entitymemory.LegacyHeader, NoInstructions: true})
+	tmpl, _ := entitymemory.New(entitymemory.Config{Header: entitymemory.LegacyHeader, NoInstructions: true})
+	run, _ := tmpl.Init(context.Background(), layer.Env{ThreadID: "thread-1"})
+	mem := run.(*entitymemory.Layer)
 	mem.Add(entitymemory.Entity{Type: "page", ID: "page-123", Name: "About Us"})
 	items, _ := mem.Recall(context.Background(), layer.Query{})
 	fmt.Println(items[0].Text)

@@ -22,7 +22,7 @@ const originalInstructions = `To resolve references such as "it", "this page" or
 // longer calls itself "working memory", the scratchpad's name, and that
 // the header is the block's first line.
 func TestFit01_DefaultHeaderIsNotWorkingMemory(t *testing.T) {
-	l := mustNew(t, Config{})
+	l := mustBound(t, Config{})
 	l.Add(Entity{Type: "page", ID: "page-123", Name: "About Us"})
 	got := recallText(t, l)
 	if strings.Contains(strings.ToLower(got), "working memory") || strings.Contains(got, "working_memory") {
@@ -67,7 +67,7 @@ func TestFit02_LegacyHeaderReproducesOriginal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {
-			l := mustNew(t, Config{Header: LegacyHeader, Instructions: originalInstructions})
+			l := mustBound(t, Config{Header: LegacyHeader, Instructions: originalInstructions})
 			for _, b := range tt.adds {
 				l.Add(b...)
 			}
@@ -86,7 +86,7 @@ func TestFit02_LegacyHeaderReproducesOriginal(t *testing.T) {
 // and that a header that could break out of its line or block is refused.
 func TestFit03_CustomHeader(t *testing.T) {
 	const head = "## Things we touched"
-	l := mustNew(t, Config{Header: head, RenderEmpty: true})
+	l := mustBound(t, Config{Header: head, RenderEmpty: true})
 	if got := recallText(t, l); got != "<entities>\n"+head+"\n"+EmptyText+"\n</entities>" {
 		t.Errorf("empty block with custom header:\n%s", got)
 	}
@@ -106,7 +106,7 @@ func TestFit03_CustomHeader(t *testing.T) {
 // TestFit04_InstructionsWhenNothingMatches checks that the default
 // instructions say what to do when no entity matches.
 func TestFit04_InstructionsWhenNothingMatches(t *testing.T) {
-	l := mustNew(t, Config{})
+	l := mustBound(t, Config{})
 	l.Add(Entity{Type: "page", ID: "p1", Name: "One"})
 	got := recallText(t, l)
 	for _, want := range []string{"If none matches", "look it up with a tool", "ask the user"} {
@@ -118,7 +118,7 @@ func TestFit04_InstructionsWhenNothingMatches(t *testing.T) {
 
 // TestFit05_ByType checks ByType: newest first, type normalised, a copy.
 func TestFit05_ByType(t *testing.T) {
-	l := mustNew(t, Config{})
+	l := mustBound(t, Config{})
 	l.Add(Entity{Type: "page", ID: "p1", Name: "One"})
 	l.Add(Entity{Type: "section", ID: "s1", Name: "Hero"})
 	l.Add(Entity{Type: "page", ID: "p2", Name: "Two"})
@@ -138,7 +138,7 @@ func TestFit05_ByType(t *testing.T) {
 // TestFit06_Recent checks Recent: the n newest, all when fewer, none for
 // n <= 0, a copy; and that the accessors are safe alongside Store.
 func TestFit06_Recent(t *testing.T) {
-	l := mustNew(t, Config{})
+	l := mustBound(t, Config{})
 	for _, id := range []string{"a", "b", "c"} {
 		l.Add(Entity{Type: "page", ID: id})
 	}

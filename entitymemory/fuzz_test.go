@@ -123,6 +123,7 @@ func FuzzRestore(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		l = bindMem(t, l)
 		l.Add(Entity{Type: "page", ID: "keep", Name: "Keep"})
 		before, _ := l.Snapshot(t.Context())
 		if err := l.Restore(t.Context(), []byte(data)); err != nil {
@@ -140,6 +141,7 @@ func FuzzRestore(f *testing.F) {
 		}
 		snap, _ := l.Snapshot(t.Context())
 		l2, _ := New(Config{})
+		l2 = bindMem(t, l2)
 		if err := l2.Restore(t.Context(), snap); err != nil {
 			t.Fatalf("own snapshot refused: %v\n%s", err, snap)
 		}

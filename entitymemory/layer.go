@@ -107,9 +107,12 @@ type Config struct {
 // it renders them, grouped by type, with instructions for resolving
 // references like "it" and "this page".
 //
-// A Layer from [New] is a template: it keeps its own in-memory state (so
-// it can be used on its own), and [Layer.Init] returns a new Layer bound
-// to a run, loaded from and saved to the run's store. Methods are safe for
+// A Layer from [New] is a template, and [Layer.Init] returns a new Layer
+// bound to a run, loaded from and saved to the run's store. A template
+// belongs to no run: Snapshot, Restore and Clear fail with an error
+// wrapping [layer.ErrTemplate]; Add does nothing, and Entities, ByType
+// and Recent return none. (A disabled layer is its own bound layer, and
+// none of this applies to it.) Methods are safe for
 // concurrent use; hooks that touch storage hold the layer's lock while
 // they do, so Metrics or a data read wait for a save in progress.
 type Layer struct {
@@ -144,6 +147,10 @@ type Layer struct {
 	extracted int64 // entities extracted from tool results
 	evicted   int64 // entities pushed out of the list by newer ones
 	recalled  int64 // archived entities added to a recall
+
+	// template is set on the Layer New returns (unless disabled, when
+	// Init returns it as it is), never on a bound one.
+	template bool
 }
 
 // New returns an entity memory layer. It does no I/O; see [Layer.Init].
@@ -171,7 +178,17 @@ func New(cfg Config) (*Layer, error) {
 		l.instr = ""
 	}
 	l.ext = NewExtractor(cfg)
+	l.template = !cfg.Disabled
 	return l, nil
+}
+
+// unbound returns the error of method called on a template, or nil on a
+// bound layer.
+func (l *Layer) unbound(method string) error {
+	if l.template {
+		return fmt.Errorf("entitymemory: %s on the template of layer %q: call Init first: %w", method, l.cfg.ID, layer.ErrTemplate)
+	}
+	return nil
 }
 
 // checkConfig reports the first setting of cfg that New refuses: a
@@ -541,9 +558,10 @@ func (l *Layer) logExtraction(ctx context.Context, tool string, ents []Entity, f
 // Add records entities as if a tool result had just yielded them, in
 // order (the first ends up first); an entity flagged Deleted is forgotten
 // instead. It does not save them; the next Store or Close does. Entities
-// without a type or ID are ignored.
+// without a type or ID are ignored. On a template, which belongs to no
+// run, it does nothing.
 func (l *Layer) Add(ents ...Entity) {
-	if l.cfg.Disabled {
+	if l.cfg.Disabled || l.template {
 		return
 	}
 	batch := make([]Entity, 0, len(ents))
@@ -711,8 +729,11 @@ func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, erro
 }
 
 // Entities returns the tracked entities, newest first. The slice is a
-// copy.
+// copy. A template tracks none.
 func (l *Layer) Entities() []Entity {
+	if l.template {
+		return nil
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.expire()
@@ -721,8 +742,12 @@ func (l *Layer) Entities() []Entity {
 
 // ByType returns the tracked entities of one type, newest first. The
 // type is normalised as the extractor normalises types ("Blog Posts" is
-// "blog_post"). The slice is a copy; it is empty when none is tracked.
+// "blog_post"). The slice is a copy; it is empty when none is tracked,
+// and on a template.
 func (l *Layer) ByType(typ string) []Entity {
+	if l.template {
+		return nil
+	}
 	typ = NormalizeType(typ)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -737,9 +762,10 @@ func (l *Layer) ByType(typ string) []Entity {
 }
 
 // Recent returns the n most recently seen entities, newest first (all of
-// them when fewer are tracked; none when n <= 0). The slice is a copy.
+// them when fewer are tracked; none when n <= 0 or on a template). The
+// slice is a copy.
 func (l *Layer) Recent(n int) []Entity {
-	if n <= 0 {
+	if n <= 0 || l.template {
 		return nil
 	}
 	l.mu.Lock()
@@ -750,6 +776,9 @@ func (l *Layer) Recent(n int) []Entity {
 
 // Snapshot returns the state as versioned JSON (see [StateVersion]).
 func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
+	if err := l.unbound("Snapshot"); err != nil {
+		return nil, err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.stateLocked()), nil
@@ -771,6 +800,9 @@ func (l *Layer) stateLocked() []byte {
 // ([ErrVersion]) or an unreadable one ([ErrCorrupt]) is refused, and a
 // failed save is undone: either way the current state is kept.
 func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
+	if err := l.unbound("Restore"); err != nil {
+		return err
+	}
 	list, clock, err := decodeState(data, l.cfg.Capacity)
 	if err != nil {
 		return fmt.Errorf("entitymemory: restore: %w", err)
@@ -798,6 +830,9 @@ func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
 
 // Clear forgets every entity, in memory and in storage.
 func (l *Layer) Clear(ctx context.Context) error {
+	if err := l.unbound("Clear"); err != nil {
+		return err
+	}
 	if l.cfg.Disabled {
 		return nil
 	}

@@ -42,7 +42,7 @@ func store(t testing.TB, l *Layer, results ...layer.ToolResult) {
 
 func TestMRU(t *testing.T) {
 	clk := newClock()
-	l := mustNew(t, Config{Capacity: 4, Now: clk.Now})
+	l := mustBound(t, Config{Capacity: 4, Now: clk.Now})
 	store(t, l, result("cms_createPage", `{"title":"About Us"}`, `{"page":{"id":"page-123","title":"About Us"}}`))
 	clk.Advance(time.Second)
 	store(t, l, result("cms_addSection", `{"pageId":"page-123"}`, `{"section":{"id":"sec-456","heading":"Hero"}}`))
@@ -86,7 +86,7 @@ func TestMRU(t *testing.T) {
 }
 
 func TestStoreForgetsDeleted(t *testing.T) {
-	l := mustNew(t, Config{})
+	l := mustBound(t, Config{})
 	store(t, l, result("list_pages", ``, `{"pages":[{"id":"p1","title":"A"},{"id":"p2","title":"B"}]}`))
 	store(t, l, result("cms_deletePage", `{"pageId":"p1"}`, `{"success":true}`))
 	if got := ids(l.Entities()); !reflect.DeepEqual(got, []string{"p2"}) {
@@ -106,7 +106,7 @@ func TestStoreForgetsDeleted(t *testing.T) {
 }
 
 func TestStoreSkipsErrorsAndUsesCalls(t *testing.T) {
-	l := mustNew(t, Config{})
+	l := mustBound(t, Config{})
 	tr := layer.Turn{
 		ToolCalls: []layer.ToolCall{
 			{ID: "c1", Name: "cms_addSection", Arguments: `{"pageId":"page-1"}`},
@@ -128,7 +128,7 @@ func TestStoreSkipsErrorsAndUsesCalls(t *testing.T) {
 
 func TestTTL(t *testing.T) {
 	clk := newClock()
-	l := mustNew(t, Config{TTL: time.Minute, Now: clk.Now})
+	l := mustBound(t, Config{TTL: time.Minute, Now: clk.Now})
 	l.Add(Entity{Type: "page", ID: "old", Name: "Old"})
 	clk.Advance(40 * time.Second)
 	l.Add(Entity{Type: "page", ID: "new", Name: "New"})
@@ -412,7 +412,7 @@ func TestFrozenSnapshots(t *testing.T) {
 	}
 	want := []ent{{"page", "page-123", "About Us", "about-us", ""}, {"section", "sec-456", "Hero", "", "page-123"}}
 	for _, f := range files {
-		l := mustNew(t, Config{})
+		l := mustBound(t, Config{})
 		if err := l.Restore(t.Context(), json.RawMessage(readFixture(t, f))); err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
@@ -603,7 +603,7 @@ func TestMain(m *testing.M) {
 // its block, counted once per change; a counter in the query is used
 // instead.
 func TestRecallTokensCachedDefault(t *testing.T) {
-	l := mustNew(t, Config{})
+	l := mustBound(t, Config{})
 	store(t, l, result("get_page", ``, `{"page":{"id":"p1","title":"About"}}`))
 	for range 2 {
 		items, err := l.Recall(t.Context(), layer.Query{})

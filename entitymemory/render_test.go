@@ -50,6 +50,24 @@ func mustNew(t testing.TB, cfg Config) *Layer {
 	return l
 }
 
+// mustBound returns a layer of cfg (as mustNew makes it) bound to a run
+// without a store.
+func mustBound(t testing.TB, cfg Config) *Layer {
+	t.Helper()
+	return bindMem(t, mustNew(t, cfg))
+}
+
+// bindMem returns tmpl bound to a run of thread "t" without a store: its
+// state lives in memory.
+func bindMem(t testing.TB, tmpl *Layer) *Layer {
+	t.Helper()
+	b, err := tmpl.Init(context.Background(), layer.Env{ThreadID: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.(*Layer)
+}
+
 // TestRenderGolden compares rendered blocks with testdata/render/*.golden;
 // run with -update to rewrite them.
 func TestRenderGolden(t *testing.T) {
@@ -96,7 +114,7 @@ func TestRenderGolden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := mustNew(t, tt.cfg)
+			l := mustBound(t, tt.cfg)
 			for _, batch := range tt.adds {
 				l.Add(batch...)
 			}
@@ -155,7 +173,7 @@ func checkInert(t *testing.T, block, header string) {
 }
 
 func TestRenderCachesUntilChange(t *testing.T) {
-	l := mustNew(t, Config{})
+	l := mustBound(t, Config{})
 	l.Add(Entity{Type: "page", ID: "p1", Name: "One"})
 	a := recallText(t, l)
 	b := recallText(t, l)
@@ -176,7 +194,7 @@ func TestRenderCachesUntilChange(t *testing.T) {
 }
 
 func TestRecallBudget(t *testing.T) {
-	l := mustNew(t, Config{NoInstructions: true})
+	l := mustBound(t, Config{NoInstructions: true})
 	for i := range 10 {
 		l.Add(Entity{Type: "page", ID: "page-" + string(rune('a'+i)), Name: strings.Repeat("n", 40)})
 	}

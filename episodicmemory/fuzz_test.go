@@ -53,7 +53,12 @@ func FuzzEpisodic15_DecodeLog(f *testing.F) {
 		}
 		s, err := decodeSnapshot(data)
 		if ok(err); err == nil {
-			l, _ := New(Config{})
+			tmpl, _ := New(Config{})
+			b, err := tmpl.Init(context.Background(), layer.Env{ThreadID: "t"}) // no store: an in-memory log
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := b.(*Layer)
 			if err := l.Restore(context.Background(), data); err != nil {
 				t.Fatalf("Restore of a decodable snapshot: %v", err)
 			}

@@ -26,10 +26,12 @@ import (
 // the user's input as one-line digests with references, and offers the
 // model a tool to read an episode's full result by its reference.
 //
-// A Layer from [New] is a template: it keeps its own in-memory log (so it
-// can be used on its own), and [Layer.Init] returns a new Layer bound to a
-// run, loaded from and appending to the run's store. Methods are safe for
-// concurrent use.
+// A Layer from [New] is a template, and [Layer.Init] returns a new Layer
+// bound to a run, loaded from and appending to the run's store. A
+// template belongs to no run: its methods that read or write the log
+// (Note, Compact, Read, Snapshot, Restore, Clear, Keep and the read
+// tool's call) fail with an error wrapping [layer.ErrTemplate], and
+// Episodes returns none. Methods are safe for concurrent use.
 type Layer struct {
 	cfg  Config
 	spec layer.Spec
@@ -66,6 +68,8 @@ type Layer struct {
 	rawToks  int // tokens of recent and pending (arguments and results)
 	rawCount int
 	appended int64 // episodes this layer appended, for Metrics
+	// template is set on the Layer New returns, never on a bound one.
+	template bool
 }
 
 // New returns an episodic memory layer. It does no I/O; see [Layer.Init].
@@ -79,10 +83,20 @@ func New(cfg Config) (*Layer, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	l := &Layer{cfg: cfg, spec: spec, tag: fence.Tag(cfg.ID), tool: layer.ToolName(cfg.ID, "read"), head: emptyHead(),
-		ix: &storage.MemoryIndex{}, private: true, loaded: true, haveDigests: true, col: storage.IndexName(cfg.ID, "template", "episodes")}
+		ix: &storage.MemoryIndex{}, private: true, loaded: true, haveDigests: true, col: storage.IndexName(cfg.ID, "template", "episodes"),
+		template: true}
 	l.log = seqlog.Log{LayerID: cfg.ID, Pkg: "episodicmemory", ErrVersion: ErrVersion, MaxRetries: cfg.MaxRetries,
 		Logger: slog.Default(), Now: func() time.Time { return clampTime(cfg.Now()) }}
 	return l, nil
+}
+
+// unbound returns the error of method called on a template, or nil on a
+// bound layer.
+func (l *Layer) unbound(method string) error {
+	if l.template {
+		return fmt.Errorf("episodicmemory: %s on the template of layer %q: call Init first: %w", method, l.cfg.ID, layer.ErrTemplate)
+	}
+	return nil
 }
 
 // open returns an empty layer with l's configuration and logger, bound
@@ -300,6 +314,9 @@ func (l *Layer) Keeps() string { return layer.KeepsEpisodic }
 // logged with [Layer.Note]; a tool's write is already logged, as the
 // call, with the step's episode.
 func (l *Layer) Keep(ctx context.Context, w layer.Write) (layer.Kept, error) {
+	if err := l.unbound("Keep"); err != nil {
+		return layer.Kept{}, err
+	}
 	if w.Tool == "" {
 		if err := l.Note(ctx, w.Step, w.Kind, w.Text); err != nil {
 			return layer.Kept{}, fmt.Errorf("routed to the episode log %s: %w", l.spec.ID, err)
@@ -316,6 +333,9 @@ func (l *Layer) Keep(ctx context.Context, w layer.Write) (layer.Kept, error) {
 // in a segment of its own, like a step's episodes, and recalled like
 // them. An empty text is an error and logs nothing.
 func (l *Layer) Note(ctx context.Context, step int, kind, text string) error {
+	if err := l.unbound("Note"); err != nil {
+		return err
+	}
 	if strings.TrimSpace(text) == "" {
 		return errors.New("episodicmemory: note: empty text")
 	}
@@ -359,6 +379,9 @@ func (l *Layer) flush(ctx context.Context) error {
 // the episodes' references; the raw episodes stay stored (the read tool
 // returns them) until they fall beyond Config.Retain segments.
 func (l *Layer) Compact(ctx context.Context) error {
+	if err := l.unbound("Compact"); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.ensureLoaded(ctx); err != nil {
@@ -463,6 +486,9 @@ func (l *Layer) changed() {
 // the episode rebuilt from its digest, with an empty Result, and whole
 // false. It fails with [ErrNoEpisode] when no episode has the reference.
 func (l *Layer) Read(ctx context.Context, ref string) (e Episode, whole bool, err error) {
+	if err := l.unbound("Read"); err != nil {
+		return Episode{}, false, err
+	}
 	e, d, err := l.read(ctx, ref)
 	if err != nil || d == nil {
 		return e, err == nil, err
@@ -571,8 +597,12 @@ func (l *Layer) Functions() []layer.Function {
 
 // Episodes returns the raw episodes of the layer's view not yet folded
 // into digests, oldest first: a copy the caller may keep. It is safe to
-// call while the layer's hooks run.
+// call while the layer's hooks run. A template has no log: it returns
+// none (check with [Layer.Read], which reports [layer.ErrTemplate]).
 func (l *Layer) Episodes() []Episode {
+	if l.template {
+		return nil
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.ensureLoaded(context.Background()); err != nil {
@@ -588,6 +618,9 @@ func (l *Layer) callRead(ctx context.Context, args json.RawMessage) (string, err
 	}
 	if err := json.Unmarshal(args, &p); err != nil || p.Ref == "" || p.Offset < 0 {
 		return "", fmt.Errorf(`give the episode's reference as {"ref": "<id in brackets>"}, and optionally a byte offset >= 0 as "offset"`)
+	}
+	if err := l.unbound("read"); err != nil {
+		return "", err
 	}
 	e, d, err := l.read(ctx, p.Ref)
 	if err != nil {
@@ -647,6 +680,9 @@ func (l *Layer) page(out, ref string, offset int) (string, string) {
 // raw episodes, oldest first, each result cut at
 // Config.SnapshotResultBytes (Size then holds its full length).
 func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
+	if err := l.unbound("Snapshot"); err != nil {
+		return nil, err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.log.Store != nil {
@@ -703,6 +739,9 @@ func (l *Layer) snapshotLocked() []byte {
 // version ([ErrVersion]) or an unreadable one ([ErrCorrupt]) is refused,
 // and the current state is kept.
 func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
+	if err := l.unbound("Restore"); err != nil {
+		return err
+	}
 	m, marked, err := decodeMark(data)
 	if err != nil {
 		return fmt.Errorf("episodicmemory: restore: %w", err)
@@ -837,6 +876,9 @@ func (l *Layer) reindex(ctx context.Context) error {
 // moves past every segment (so appends still in flight land below it and
 // are ignored), then the older records are deleted.
 func (l *Layer) Clear(ctx context.Context) error {
+	if err := l.unbound("Clear"); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	h, _, err := l.updateHead(ctx, func(h *head) bool {

@@ -56,7 +56,9 @@
 //  1. Init, once, in registration order. Init receives the run's [Env]
 //     (thread, resource and execution IDs, the store) and returns the
 //     bound layer; the registered layer is a template that concurrent runs
-//     share and must not be modified. A failing Init aborts the run and
+//     share and must not be modified. A template belongs to no run: the
+//     built-in layers' methods that read or write a run's memory fail on
+//     it with an error wrapping [ErrTemplate]. A failing Init aborts the run and
 //     closes the layers already initialised, unless the spec sets
 //     DisableOnInitError: then the layer is disabled for the run (every
 //     later hook skipped) and the failure reported.

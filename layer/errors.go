@@ -27,6 +27,14 @@ var (
 	ErrSnapshot = errors.New("layer: unusable snapshot")
 	// ErrPanic means a hook panicked; the panic value is in the message.
 	ErrPanic = errors.New("layer: hook panicked")
+	// ErrTemplate means a method that reads or writes a run's memory was
+	// called on a template: the layer a constructor returns, which
+	// belongs to no run. The layer its Init returns for a run has that
+	// memory. A built-in layer reports it from such a method, wrapped
+	// with its package, layer ID and method ("semanticmemory: Remember on
+	// the template of layer "semantic": call Init first: layer: not
+	// bound"), instead of using a store that no agent reads.
+	ErrTemplate = errors.New("layer: not bound")
 )
 
 // The names of the calls into a layer, as [Error.Hook] and [HookCall.Hook]

@@ -153,10 +153,16 @@ func readEntities(ctx context.Context, st storage.Store, key string) ([]entityme
 	if err != nil {
 		return nil, 0, err
 	}
-	l, err := entitymemory.New(entitymemory.Config{Capacity: 1000})
+	tmpl, err := entitymemory.New(entitymemory.Config{Capacity: 1000})
 	if err != nil {
 		return nil, 0, err
 	}
+	// A run without a store decodes the stored state.
+	run, err := tmpl.Init(ctx, layer.Env{ThreadID: "decode"})
+	if err != nil {
+		return nil, 0, err
+	}
+	l := run.(*entitymemory.Layer)
 	if err := l.Restore(ctx, it.Value); err != nil {
 		return nil, 0, fmt.Errorf("stored entities: %w", err)
 	}

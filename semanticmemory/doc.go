@@ -17,7 +17,8 @@
 // The model writes facts through the layer's tools, "memorize" {text,
 // kind, importance} and "forget" {id}; code through [Layer.Remember],
 // [Layer.Forget], [Layer.Facts], [Layer.Versions] and [Layer.Search] on
-// the layer Init returns.
+// the layer Init returns. On the template New returns they fail with an
+// error wrapping layer.ErrTemplate: a template belongs to no run.
 //
 // A new fact that restates a live fact of the same kind — the Jaccard
 // index of their distinct tokens is at least [SupersedeThreshold] (0.7) —

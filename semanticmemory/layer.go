@@ -115,10 +115,12 @@ type Config struct {
 // tools and by code, and recalled by hybrid retrieval for the user's
 // latest message.
 //
-// A Layer from [New] is a template: it keeps its own facts in a private
-// in-memory store (so it can be used on its own), and [Layer.Init]
-// returns a new Layer bound to a run's store and scope. Methods are safe
-// for concurrent use.
+// A Layer from [New] is a template, and [Layer.Init] returns a new Layer
+// bound to a run's store and scope. A template belongs to no run: its
+// methods that read or write facts (Remember, Forget, Facts, Versions,
+// Search, Snapshot, Restore, Clear, Keep and the tools' calls) fail with
+// an error wrapping [layer.ErrTemplate], and its Recall recalls nothing.
+// Methods are safe for concurrent use.
 type Layer struct {
 	cfg  Config
 	spec layer.Spec
@@ -139,6 +141,8 @@ type Layer struct {
 	col     string // the facts' collection in ix
 	private bool
 	mark    marker // the index's marker as this layer last wrote or read it
+	// template is set on the Layer New returns, never on a bound one.
+	template bool
 }
 
 // New returns a semantic memory layer. It does no I/O; see [Layer.Init].
@@ -169,7 +173,18 @@ func New(cfg Config) (*Layer, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	l := &Layer{cfg: cfg, spec: spec, tag: fence.Tag(cfg.ID)}
-	return l.bind(storage.NewMemoryStore(), "template", layer.Env{}), nil
+	t := l.bind(storage.NewMemoryStore(), "template", layer.Env{})
+	t.template = true
+	return t, nil
+}
+
+// unbound returns the error of method called on a template, or nil on a
+// bound layer.
+func (l *Layer) unbound(method string) error {
+	if l.template {
+		return fmt.Errorf("semanticmemory: %s on the template of layer %q: call Init first: %w", method, l.cfg.ID, layer.ErrTemplate)
+	}
+	return nil
 }
 
 // check reports the first field of cfg out of its range, as an error
@@ -293,6 +308,9 @@ func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, erro
 // fact. Bad input is an error wrapping [ErrInvalidFact] and stores
 // nothing.
 func (l *Layer) Remember(ctx context.Context, m Memo) (Fact, error) {
+	if err := l.unbound("Remember"); err != nil {
+		return Fact{}, err
+	}
 	if m.Source.By == "" {
 		m.Source.By = "code"
 	}
@@ -401,6 +419,9 @@ func (l *Layer) newID(ctx context.Context, seq int64) (string, error) {
 // marked Forgotten, and keeps every version for the audit. An unknown or
 // already forgotten ID is an error wrapping [ErrNotFound].
 func (l *Layer) Forget(ctx context.Context, id string) error {
+	if err := l.unbound("Forget"); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.forget(ctx, id, Source{By: "code"})
@@ -447,6 +468,9 @@ func (l *Layer) forgotten(ctx context.Context, id string, src Source) ([]Fact, e
 // after reading what other processes wrote. It reads the whole log (the
 // audit's view); no recall calls it.
 func (l *Layer) Facts(ctx context.Context) ([]Fact, error) {
+	if err := l.unbound("Facts"); err != nil {
+		return nil, err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	h, err := l.audit(ctx)
@@ -472,6 +496,9 @@ func (l *Layer) audit(ctx context.Context) (history, error) {
 // forgotten ones included (the audit); none for an unknown ID. It reads
 // the whole log; no recall calls it.
 func (l *Layer) Versions(ctx context.Context, id string) ([]Fact, error) {
+	if err := l.unbound("Versions"); err != nil {
+		return nil, err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	h, err := l.audit(ctx)
@@ -497,6 +524,9 @@ type Hit struct {
 // [Layer.Candidates] for the ranking); k <= 0 means up to storage.MaxK.
 // It reads each hit's record for the whole fact.
 func (l *Layer) Search(ctx context.Context, query string, k int) ([]Hit, error) {
+	if err := l.unbound("Search"); err != nil {
+		return nil, err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.sync(ctx); err != nil {
@@ -665,6 +695,9 @@ func recency(facts []scored, i int, now time.Time) time.Time {
 // superseded and the forgotten), by ID then version, as JSON:
 // {"version":1,"facts":[...]}.
 func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
+	if err := l.unbound("Snapshot"); err != nil {
+		return nil, err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	h, err := l.audit(ctx)
@@ -681,6 +714,9 @@ func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
 // [ErrVersion]) and changes nothing. Restoring the facts the layer holds
 // changes nothing.
 func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
+	if err := l.unbound("Restore"); err != nil {
+		return err
+	}
 	s, err := decodeSnapshot(data)
 	if err != nil {
 		return fmt.Errorf("semanticmemory: restore: %w", err)
@@ -719,6 +755,9 @@ func (l *Layer) replaced(ctx context.Context, seq int64) error {
 // it writes an empty record that replaces every fact before it, then
 // deletes the older records. Quarantined records are kept.
 func (l *Layer) Clear(ctx context.Context) error {
+	if err := l.unbound("Clear"); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.sync(ctx); err != nil {
@@ -753,6 +792,9 @@ func (l *Layer) Keeps() string { return layer.KeepsSemantic }
 // restatement word for word writes nothing and keeps the fact as it was,
 // written by someone else: it is Unchanged.
 func (l *Layer) Keep(ctx context.Context, w layer.Write) (layer.Kept, error) {
+	if err := l.unbound("Keep"); err != nil {
+		return layer.Kept{}, err
+	}
 	src := Source{By: w.By, Step: w.Step, Tool: w.Tool}
 	f, err := l.Remember(ctx, Memo{Text: w.Text, Kind: w.Kind, Importance: w.Importance, Source: src})
 	if err != nil {
@@ -820,6 +862,9 @@ func (l *Layer) callMemorize(ctx context.Context, args json.RawMessage) (string,
 	if a.Text == nil {
 		return "", errors.New(`memorize: "text" is required: the fact to remember`)
 	}
+	if err := l.unbound("memorize"); err != nil {
+		return "", err
+	}
 	m := Memo{Text: *a.Text, Kind: a.Kind, Importance: DefaultImportance}
 	if a.Importance != nil {
 		m.Importance = *a.Importance
@@ -846,6 +891,9 @@ func (l *Layer) callForget(ctx context.Context, args json.RawMessage) (string, e
 	}
 	if a.ID == "" {
 		return "", errors.New(`forget: "id" is required: the fact's ID, as shown in brackets`)
+	}
+	if err := l.unbound("forget"); err != nil {
+		return "", err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -21,10 +21,14 @@ func printState(l *workingmemory.Layer) {
 // object update keeps it under "_previous", and Recall fences the state.
 func ExampleNew() {
 	ctx := context.Background()
-	wm, err := workingmemory.New(workingmemory.Config{Template: "Goal: migrate the blog"})
+	tmpl, err := workingmemory.New(workingmemory.Config{Template: "Goal: migrate the blog"})
 	if err != nil {
 		panic(err)
 	}
+	// New returns a template; Init binds it to a run (here without a
+	// store: the state lives in memory).
+	run, _ := tmpl.Init(ctx, layer.Env{ThreadID: "thread-1"})
+	wm := run.(*workingmemory.Layer)
 	if err := wm.Update(ctx, json.RawMessage(`{"step":"export posts","done":false}`)); err != nil {
 		panic(err)
 	}
@@ -44,7 +48,7 @@ func ExampleNew() {
 // every violation, and the state is unchanged.
 func ExampleNew_schema() {
 	ctx := context.Background()
-	wm, err := workingmemory.New(workingmemory.Config{
+	tmpl, err := workingmemory.New(workingmemory.Config{
 		Schema: `{
 			"type": "object",
 			"additionalProperties": false,
@@ -59,6 +63,8 @@ func ExampleNew_schema() {
 	if err != nil {
 		panic(err)
 	}
+	run, _ := tmpl.Init(ctx, layer.Env{ThreadID: "thread-1"})
+	wm := run.(*workingmemory.Layer)
 	err = wm.Update(ctx, json.RawMessage(`{"step":0,"tasks":["a",2],"owner":"me"}`))
 	var se *workingmemory.SchemaError
 	if errors.As(err, &se) {
@@ -78,7 +84,9 @@ func ExampleNew_schema() {
 // null as "no change" and deletes what "$delete" lists.
 func ExampleLayer_Update() {
 	ctx := context.Background()
-	wm, _ := workingmemory.New(workingmemory.Config{})
+	tmpl, _ := workingmemory.New(workingmemory.Config{})
+	run, _ := tmpl.Init(ctx, layer.Env{ThreadID: "thread-1"})
+	wm := run.(*workingmemory.Layer)
 	_ = wm.Update(ctx, json.RawMessage(`{"plan":{"goal":"fix login","steps":["repro","patch"]},"blockers":["no access"],"notes":"x"}`))
 	_ = wm.Update(ctx, json.RawMessage(`{"plan":{"steps":["patch","test"]},"notes":null,"$delete":["blockers"]}`))
 	printState(wm)
@@ -159,7 +167,9 @@ func ExampleLayer_OnSpawn() {
 // the store hook.
 func ExampleLayer_Store() {
 	ctx := context.Background()
-	wm, _ := workingmemory.New(workingmemory.Config{})
+	tmpl, _ := workingmemory.New(workingmemory.Config{})
+	run, _ := tmpl.Init(ctx, layer.Env{ThreadID: "thread-1"})
+	wm := run.(*workingmemory.Layer)
 	err := wm.Store(ctx, layer.Turn{ToolCalls: []layer.ToolCall{
 		{ID: "c1", Name: "updateWorkingMemory", Arguments: `{"status":"in-progress"}`},
 	}})

@@ -141,10 +141,15 @@ func TestTrust04_RecallNeverPanicsOnDefangedOpeners(t *testing.T) {
 // default estimate of its block, counted once per state and cached; a
 // counter in the query is used instead.
 func TestRecallTokensCachedDefault(t *testing.T) {
-	wm, err := workingmemory.New(workingmemory.Config{})
+	tmpl, err := workingmemory.New(workingmemory.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	run, err := tmpl.Init(t.Context(), layer.Env{ThreadID: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wm := run.(*workingmemory.Layer)
 	if err := wm.Update(t.Context(), []byte(`{"task":"About page","steps":["hero","team"]}`)); err != nil {
 		t.Fatal(err)
 	}

@@ -27,8 +27,12 @@ func From(stack *layer.Stack, id string) (*Layer, error) {
 // StateAs decodes l's current state into a T, as encoding/json decodes
 // the state's JSON: a struct of the schema's fields, a map, or a string
 // for a free-text scratchpad. The result shares nothing with the layer.
+// On a template it fails with an error wrapping [layer.ErrTemplate].
 func StateAs[T any](l *Layer) (T, error) {
 	var v T
+	if err := l.unbound("StateAs"); err != nil {
+		return v, err
+	}
 	if err := json.Unmarshal(l.cur.Load().enc, &v); err != nil {
 		return v, fmt.Errorf("workingmemory: state as %T: %w", v, err)
 	}

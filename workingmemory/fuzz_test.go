@@ -61,6 +61,7 @@ func FuzzMerge(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	free, schemed = bindMem(f, free), bindMem(f, schemed)
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, upd []byte) {
 		for _, l := range []*Layer{free, schemed} {
@@ -143,6 +144,7 @@ func FuzzRecall(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		l = bindMem(t, l)
 		if v, err := decodeJSON([]byte(st), DefaultMaxDepth); err == nil {
 			if _, ok := v.(*jsonx.Object); ok {
 				_ = l.Update(ctx, []byte(st)) // an object state, when it makes one

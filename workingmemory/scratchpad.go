@@ -28,9 +28,11 @@ import (
 // findings and blockers across steps, turns, restarts and child agents.
 // See the package documentation for the merge rules.
 //
-// A Layer returned by [New] is a template: it works on its own as an
-// in-memory scratchpad (nothing persisted), and [Layer.Init] derives from
-// it one Layer per run, bound to the run's store and scope. All methods
+// A Layer returned by [New] is a template, and [Layer.Init] derives from
+// it one Layer per run, bound to the run's store and scope. A template
+// belongs to no run: Update, UpdateOnce, Keep, the update tool's call,
+// Snapshot, Restore, Clear and [StateAs] fail with an error wrapping
+// [layer.ErrTemplate], and State returns nil. All methods
 // are safe for concurrent use: updates are serialised per Layer and
 // persisted with compare-and-swap, so several Layers (in one process or
 // many) updating the same scope lose nothing; reads (Recall, State,
@@ -48,6 +50,9 @@ type Layer struct {
 	// base is the state a child's Layer started from (set by OnSpawn;
 	// nil otherwise): what OnReturn diffs the child's state against.
 	base *state
+
+	// template is set on the Layer New returns, never on a derived one.
+	template bool
 }
 
 // compiled is what New prepares once and every derived Layer shares
@@ -90,11 +95,20 @@ func New(cfg Config) (*Layer, error) {
 		return nil, err
 	}
 	c.params, c.desc = c.tool()
-	l := &Layer{c: c}
+	l := &Layer{c: c, template: true}
 	if c.tmplState, err = l.install(tmpl, 0, nil, false); err != nil {
 		return nil, fmt.Errorf("%w: template: %w", ErrInvalidConfig, err)
 	}
 	return l, nil
+}
+
+// unbound returns the error of method called on a template, or nil on a
+// bound layer.
+func (l *Layer) unbound(method string) error {
+	if l.template {
+		return fmt.Errorf("workingmemory: %s on the template of layer %q: call Init first: %w", method, l.c.spec.ID, layer.ErrTemplate)
+	}
+	return nil
 }
 
 // withDefaults returns cfg with its zero fields set to their defaults.
@@ -448,8 +462,12 @@ func (l *Layer) Tag() string {
 }
 
 // State returns a deep copy of the current state: a string, or a
-// map[string]any whose numbers are json.Number.
+// map[string]any whose numbers are json.Number. A template has no run's
+// state: it returns nil ([StateAs] reports [layer.ErrTemplate]).
 func (l *Layer) State() any {
+	if l.template {
+		return nil
+	}
 	return jsonx.ToGo(l.cur.Load().tree())
 }
 
@@ -469,6 +487,9 @@ func (l *Layer) State() any {
 // an error saying "not applied" (wrapping the store's) when it did not,
 // and [ErrMaybeApplied] when the state cannot be read back.
 func (l *Layer) Update(ctx context.Context, patch json.RawMessage) error {
+	if err := l.unbound("Update"); err != nil {
+		return err
+	}
 	return l.UpdateOnce(ctx, "", patch)
 }
 
@@ -479,6 +500,9 @@ func (l *Layer) Keeps() string { return layer.KeepsScratchpad }
 // Keep implements layer.Keeper: it merges w's text into the state under
 // w's kind.
 func (l *Layer) Keep(ctx context.Context, w layer.Write) (layer.Kept, error) {
+	if err := l.unbound("Keep"); err != nil {
+		return layer.Kept{}, err
+	}
 	id := l.c.spec.ID
 	patch, _ := json.Marshal(map[string]string{w.Kind: w.Text})
 	if err := l.Update(ctx, patch); err != nil {
@@ -496,6 +520,9 @@ func (l *Layer) Keep(ctx context.Context, w layer.Write) (layer.Kept, error) {
 // thread, call ID and arguments. An empty key means a fresh one, as in
 // Update.
 func (l *Layer) UpdateOnce(ctx context.Context, key string, patch json.RawMessage) error {
+	if err := l.unbound("UpdateOnce"); err != nil {
+		return err
+	}
 	if l.c.cfg.ReadOnly {
 		return ErrReadOnly
 	}
@@ -841,6 +868,9 @@ func (l *Layer) Functions() []layer.Function {
 		Aliases:     []string{LegacyFunction},
 		Effect:      layer.EffectUpdate,
 		Call: func(ctx context.Context, args json.RawMessage) (string, error) {
+			if err := l.unbound("update"); err != nil {
+				return "", err
+			}
 			if err := l.Update(ctx, args); err != nil {
 				return "", err
 			}
@@ -872,6 +902,9 @@ func (c *compiled) tool() (json.RawMessage, string) {
 // Snapshot implements layer.Snapshotter: the state as JSON (a string or
 // an object).
 func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
+	if err := l.unbound("Snapshot"); err != nil {
+		return nil, err
+	}
 	return slices.Clone(l.cur.Load().enc), nil
 }
 
@@ -879,6 +912,9 @@ func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
 // taken by Snapshot, after checking it like a stored state, and persists
 // it. Data it cannot use is rejected and nothing changes.
 func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
+	if err := l.unbound("Restore"); err != nil {
+		return err
+	}
 	v, _, err := l.decodeRecord(data)
 	if err == nil {
 		v, err = l.c.checkState(v, "the snapshot")
@@ -892,6 +928,9 @@ func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
 // Clear implements layer.Clearer: the state goes back to the template
 // (empty without one) and the stored state is deleted.
 func (l *Layer) Clear(ctx context.Context) error {
+	if err := l.unbound("Clear"); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.store != nil {

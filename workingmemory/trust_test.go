@@ -126,6 +126,7 @@ func TestTrust16_SchemaLoadsNoExternalReference(t *testing.T) {
 	if len(asked) != 1 || asked[0] != "https://example.com/x.json" {
 		t.Errorf("loader asked for %q", asked)
 	}
+	l = bindMem(t, l)
 	if err := l.Update(t.Context(), json.RawMessage(`{"x":"no"}`)); !errors.Is(err, ErrSchema) {
 		t.Errorf("loaded schema not applied: err = %v", err)
 	}
@@ -148,6 +149,7 @@ func TestTrust16_SchemaSelfReferenceRejected(t *testing.T) {
 	if err != nil {
 		t.Fatalf("recursive tree schema: %v", err)
 	}
+	l = bindMem(t, l)
 	if err := l.Update(t.Context(), json.RawMessage(`{"child":{"child":{"name":"leaf"}}}`)); err != nil {
 		t.Fatal(err)
 	}

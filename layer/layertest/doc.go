@@ -18,7 +18,8 @@
 //
 // [Options] tunes the suite for layers that need it (how to put state into
 // the layer, or that OnSpawn shares state on purpose); its zero value is
-// what [Run] uses.
+// what [Run] uses. A layer that learns nothing from [DefaultTurns] must
+// say how to give it state (see "Populated state"), or the suite fails.
 //
 // # What is checked
 //
@@ -27,6 +28,8 @@
 // implements them (found with [layer.As]):
 //
 //   - Spec: valid ([layer.Spec.Validate]) and the same on every call.
+//   - Populate: the populate step changes the layer's state (see
+//     "Populated state").
 //   - Init: with a fresh [layer.Env] on [storage.NewMemoryStore] it returns a
 //     non-nil layer with the template's ID and leaves the template's Spec
 //     unchanged; two Inits on separate envs give independent layers (a
@@ -57,6 +60,39 @@
 //
 // A layer's state is compared through Snapshot when the layer is a
 // [layer.Snapshotter], else through what Recall returns for a fixed query.
+//
+// # Populated state
+//
+// The Init, OnSpawn, SnapshotRestore, RestoreGarbage and Clear checks put
+// state into a bound layer first (the populate step), then compare states.
+// On an empty state they would pass without testing anything, so the
+// Populate subtest fails a layer that the populate step leaves as it was:
+// its snapshot, what it recalls (for the first turn's query and for a
+// fixed one) and its Metrics "entries" all unchanged. A layer with no state
+// to check (not a Storer, Snapshotter, Clearer or Spawner) skips it.
+//
+// By default the populate step calls Store with each of [DefaultTurns]: a
+// user message, a tool call with a JSON result naming a page, and an
+// answer. A layer that learns from other turns (a call of its own
+// convention, a result of another shape) gives them in [Options.Turns]:
+//
+//	func TestConformance(t *testing.T) {
+//		turns := layertest.DefaultTurns()
+//		// The model asks the layer to keep a note, in the layer's own
+//		// call convention.
+//		turns[0].ToolCalls = append(turns[0].ToolCalls, layer.ToolCall{
+//			ID: "call-note", Name: "keepNote", Arguments: `{"note":"launch on Friday"}`,
+//		})
+//		layertest.Options{Turns: turns}.Run(t, newMyLayer)
+//	}
+//
+// A layer filled by code or by its tools rather than by Store gives the
+// code in [Options.Populate]:
+//
+//	layertest.Options{Populate: func(ctx context.Context, l layer.Layer) error {
+//		m, _ := layer.As[*mylayer.Layer](l)
+//		return m.Put(ctx, "launch", "friday")
+//	}}.Run(t, newMyLayer)
 //
 // # Requirements on the constructor
 //

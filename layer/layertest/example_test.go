@@ -36,6 +36,19 @@ func ExampleOptions() {
 	_ = opts // in a test: opts.Run(t, newLayer)
 }
 
+// Options.Turns gives the populate step turns that exercise a layer
+// which learns nothing from the default turns: here a call of the
+// layer's own convention, added to the first turn. Without such turns
+// the suite fails the layer in its Populate subtest.
+func ExampleOptions_turns() {
+	turns := layertest.DefaultTurns()
+	turns[0].ToolCalls = append(turns[0].ToolCalls, layer.ToolCall{
+		ID: "call-note", Name: "keepNote", Arguments: `{"note":"launch on Friday"}`,
+	})
+	opts := layertest.Options{Turns: turns}
+	_ = opts // in a test: opts.Run(t, newLayer)
+}
+
 func ExampleDefaultTurns() {
 	for _, turn := range layertest.DefaultTurns() {
 		fmt.Printf("step %d: %d tool calls, %d results, answer %q\n",

@@ -24,9 +24,15 @@ type Options struct {
 	// or the template when the layer is not an Initializer), so that
 	// snapshots, clears and spawns have something to work on. Nil means:
 	// call Store with each of Turns when the layer is a [layer.Storer].
+	// The suite fails a layer that Populate leaves as it was (see
+	// "Populated state" in the package documentation): set it when the
+	// layer learns from code or tools rather than from turns.
 	Populate func(ctx context.Context, l layer.Layer) error
-	// Turns are what the default Populate stores. Nil means
-	// [DefaultTurns].
+	// Turns are what the default Populate stores, in order, and what the
+	// concurrency check stores. Nil means [DefaultTurns]. Set them when
+	// the layer learns nothing from the default turns: a layer that
+	// reads a call of its own convention, or another tool result, passes
+	// turns that carry it.
 	Turns []layer.Turn
 	// SharedSpawn says the layer's OnSpawn returns a view that shares
 	// state with the parent on purpose, so a change made through the child
@@ -87,6 +93,7 @@ func (o Options) Run(t *testing.T, newLayer func(t *testing.T) layer.Layer) {
 	if o.Turns == nil {
 		o.Turns = DefaultTurns()
 	}
+	custom := o.Populate != nil
 	if o.Populate == nil {
 		turns := o.Turns
 		o.Populate = func(ctx context.Context, l layer.Layer) error {
@@ -102,12 +109,13 @@ func (o Options) Run(t *testing.T, newLayer func(t *testing.T) layer.Layer) {
 			return nil
 		}
 	}
-	r := &runner{o: o, newLayer: newLayer}
+	r := &runner{o: o, newLayer: newLayer, ownPopulate: custom}
 	for _, tc := range []struct {
 		name string
 		fn   func(t *testing.T)
 	}{
 		{"Spec", r.testSpec},
+		{"Populate", r.testPopulate},
 		{"Init", r.testInit},
 		{"Recall", r.testRecall},
 		{"Store", r.testStore},
@@ -125,9 +133,10 @@ func (o Options) Run(t *testing.T, newLayer func(t *testing.T) layer.Layer) {
 }
 
 type runner struct {
-	o        Options
-	newLayer func(t *testing.T) layer.Layer
-	envs     atomic.Int64
+	o           Options
+	newLayer    func(t *testing.T) layer.Layer
+	ownPopulate bool // Options.Populate was set
+	envs        atomic.Int64
 }
 
 // env returns a fresh run environment with its own memory store.
@@ -281,6 +290,56 @@ func (r *runner) testSpec(t *testing.T) {
 	if again := l.Spec(); again != spec {
 		t.Errorf("Spec() changed between calls: %+v then %+v", spec, again)
 	}
+}
+
+// testPopulate fails a layer that populate leaves as it was: its
+// snapshot (a Snapshotter's), what it recalls for the first turn's query
+// and for a fixed one, and its Metrics "entries" are all unchanged. The
+// checks that compare states would then pass on an empty one. A layer
+// with no state to check (not a Storer, Snapshotter, Clearer or
+// Spawner, and no Options.Populate) skips it.
+func (r *runner) testPopulate(t *testing.T) {
+	l := r.fresh(t)
+	if !r.ownPopulate && !hasState(l) {
+		t.Skip("no state to populate: not a Storer, Snapshotter, Clearer or Spawner")
+	}
+	before := r.probe(t, l)
+	r.populate(t, l)
+	if after := r.probe(t, l); after == before {
+		t.Fatalf("the populate turns left the layer as it was (%s), so the Init, OnSpawn, SnapshotRestore, "+
+			"RestoreGarbage and Clear checks would pass on an empty state without testing anything: "+
+			"pass turns that exercise the layer in Options.Turns, or code that puts state into it in "+
+			"Options.Populate (see \"Populated state\" in the layertest documentation)", before)
+	}
+}
+
+// hasState reports whether l has state the suite's checks compare.
+func hasState(l layer.Layer) bool {
+	_, st := layer.As[layer.Storer](l)
+	_, sn := layer.As[layer.Snapshotter](l)
+	_, cl := layer.As[layer.Clearer](l)
+	_, sp := layer.As[layer.Spawner](l)
+	return st || sn || cl || sp
+}
+
+// probe describes what can be seen of l's state: its snapshot (when a
+// Snapshotter), what it recalls for the first turn's query and for a
+// fixed one, and its Metrics "entries".
+func (r *runner) probe(t *testing.T, l layer.Layer) string {
+	t.Helper()
+	out := "recalls " + r.recalled(t, l)
+	if _, ok := layer.As[layer.Snapshotter](l); ok {
+		out = "snapshot " + r.state(t, l) + "; " + out
+	}
+	if len(r.o.Turns) > 0 && r.o.Turns[0].Query != "" {
+		out += " and " + r.recalledFor(t, l, r.o.Turns[0].Query)
+	}
+	if mr, ok := layer.As[layer.MetricsReporter](l); ok {
+		var m map[string]int64
+		r.within(t, "Metrics", func() { m = mr.Metrics() })
+		out += fmt.Sprintf("; %d entries", m["entries"])
+	}
+	return out
 }
 
 func (r *runner) testInit(t *testing.T) {

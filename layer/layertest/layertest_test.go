@@ -72,6 +72,9 @@ func (l *tally) Store(_ context.Context, t layer.Turn) error {
 	if l.flaw == "store-rejects-empty-turn" && t.Query == "" && len(t.Results) == 0 {
 		return errors.New("nothing to store")
 	}
+	if l.flaw == "store-learns-nothing" {
+		return nil
+	}
 	l.put(l.get() + 1)
 	return nil
 }
@@ -158,6 +161,7 @@ func TestSuiteCatchesBrokenLayers(t *testing.T) {
 	}
 	tests := []struct{ flaw, subtest string }{
 		{"invalid-spec", "Spec"},
+		{"store-learns-nothing", "Populate"},
 		{"init-shares-state", "Init"},
 		{"recall-panics-on-zero-query", "Recall"},
 		{"recall-ignores-cancel", "Recall"},

@@ -23,7 +23,8 @@ var (
 	// ErrDisposed means a scope was used after Dispose.
 	ErrDisposed = errors.New("kv: scope disposed")
 	// ErrInvalidConfig means a LayerConfig cannot be used (a bad ID or
-	// scope), or a state method was called on a layer template.
+	// scope), or a state method was called on a layer template (that
+	// error matches layer.ErrTemplate too).
 	ErrInvalidConfig = errors.New("kv: invalid config")
 	// ErrConflict means a persist kept losing compare-and-swap races
 	// against other writers and gave up after LayerConfig.MaxRetries

@@ -56,7 +56,9 @@ type LayerConfig struct {
 // scope key: the layer returned by [NewLayer] is a template, and each
 // run gets its own layer from [Layer.Init], holding the memory of the run's
 // thread (or resource, or the global one, as LayerConfig.Scope says),
-// loaded from the store. One run never sees another scope's entries, and
+// loaded from the store. A template has no memory: Memory returns nil,
+// and Flush, Snapshot, Restore, Clear and OnSpawn fail with an error
+// wrapping [layer.ErrTemplate] (and matching [ErrInvalidConfig]). One run never sees another scope's entries, and
 // its Snapshot, Restore and Clear touch only its own scope.
 //
 // # Persistence
@@ -104,8 +106,21 @@ type Layer struct {
 	version int64         // the stored version mem's unchanged entries match
 }
 
-// errNotBound is returned by the state methods of a template.
-var errNotBound = fmt.Errorf("%w: a template has no memory; use the layer Init or Open returns", ErrInvalidConfig)
+// unbound returns the error of method called on a template, or nil on a
+// bound layer: it wraps layer.ErrTemplate and matches ErrInvalidConfig.
+func (l *Layer) unbound(method string) error {
+	if l.mem != nil {
+		return nil
+	}
+	return templateError{fmt.Errorf("kv: %s on the template of layer %q: call Init first: %w", method, l.spec.ID, layer.ErrTemplate)}
+}
+
+// templateError is a template's error, wrapping layer.ErrTemplate, that
+// matches ErrInvalidConfig too.
+type templateError struct{ error }
+
+func (e templateError) Unwrap() error      { return e.error }
+func (templateError) Is(target error) bool { return target == ErrInvalidConfig }
 
 // NewLayer returns a key-value memory layer: a template that
 // [Layer.Init] binds to each run. It does no I/O.
@@ -219,6 +234,14 @@ func (l *Layer) load(ctx context.Context, it storage.Item, env layer.Env, cfg Co
 // persist (see "Persistence" in the type's documentation). It returns nil
 // at once when nothing changed or the layer is not persisted.
 func (l *Layer) Flush(ctx context.Context) error {
+	if err := l.unbound("Flush"); err != nil {
+		return err
+	}
+	return l.flush(ctx)
+}
+
+// flush is Flush; on a template, which persists nothing, it returns nil.
+func (l *Layer) flush(ctx context.Context) error {
 	if l.store == nil {
 		return nil
 	}
@@ -297,11 +320,11 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 
 // Store implements layer.Storer: it persists the step's changes
 // ([Layer.Flush]).
-func (l *Layer) Store(ctx context.Context, t layer.Turn) error { return l.Flush(ctx) }
+func (l *Layer) Store(ctx context.Context, t layer.Turn) error { return l.flush(ctx) }
 
 // Close implements layer.Closer: it persists what is left
 // ([Layer.Flush]).
-func (l *Layer) Close(ctx context.Context) error { return l.Flush(ctx) }
+func (l *Layer) Close(ctx context.Context) error { return l.flush(ctx) }
 
 // OnSpawn implements layer.Spawner: the child gets a child scope of this
 // run's memory, named by LayerConfig.ChildName (default: the child's
@@ -309,8 +332,8 @@ func (l *Layer) Close(ctx context.Context) error { return l.Flush(ctx) }
 // execution ID), not persisted. Every spawn gets a new scope, even when
 // ChildName gives two children one name.
 func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, error) {
-	if l.mem == nil {
-		return nil, errNotBound
+	if err := l.unbound("OnSpawn"); err != nil {
+		return nil, err
 	}
 	name := child.ExecutionID
 	if l.cfg.ChildName != nil {
@@ -346,8 +369,8 @@ func (l *Layer) OnReturn(ctx context.Context, child layer.Layer) error {
 // scope, in the [Scope.Snapshot] format. Child scopes belong to running child
 // agents and are not part of a checkpoint.
 func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
-	if l.mem == nil {
-		return nil, errNotBound
+	if err := l.unbound("Snapshot"); err != nil {
+		return nil, err
 	}
 	return l.mem.marshal(false)
 }
@@ -357,8 +380,8 @@ func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
 // them. Data it cannot read is rejected and nothing changes. Entries
 // another run of the same scope added since this run loaded are kept.
 func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
-	if l.mem == nil {
-		return errNotBound
+	if err := l.unbound("Restore"); err != nil {
+		return err
 	}
 	if err := l.mem.restore(data, true); err != nil {
 		return err
@@ -369,8 +392,8 @@ func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
 // Clear implements layer.Clearer: it clears the run's own scope, in
 // memory and in storage.
 func (l *Layer) Clear(ctx context.Context) error {
-	if l.mem == nil {
-		return errNotBound
+	if err := l.unbound("Clear"); err != nil {
+		return err
 	}
 	if _, err := l.mem.Clear(); err != nil {
 		return err
