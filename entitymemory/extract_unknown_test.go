@@ -66,7 +66,7 @@ func TestExtractUnknownToolWithoutResource(t *testing.T) {
 
 // The layer records nothing from such results, and what it knew stays.
 func TestLayerUnknownToolWithoutResource(t *testing.T) {
-	l := mustNew(t, Config{})
+	l := bindMem(t, mustNew(t, Config{}))
 	l.Add(Entity{Type: "page", ID: "page-1", Name: "Home"})
 	for _, tt := range unknownToolNothing {
 		if err := l.Store(t.Context(), turn(result(tt.tool, tt.args, tt.result))); err != nil {
