@@ -470,6 +470,31 @@ func (st collectionStats) avg() float64 {
 // also posted under each field token of the filter, and at most
 // filterScan of the term's newest postings are checked.
 func (s *Store) postings(ctx context.Context, collection string, terms []string, filter map[string]string, perTerm int) ([][]int64, error) {
+	query, args := postingsSQL(collection, terms, filter, perTerm)
+	rs, err := s.query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	post := make([][]int64, len(terms))
+	for rs.Next() {
+		var i int
+		var rowid int64
+		if err := rs.Scan(&i, &rowid); err != nil {
+			return nil, err
+		}
+		post[i] = append(post[i], rowid)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, err
+	}
+	return post, rs.Close()
+}
+
+// postingsSQL returns the statement of [Store.postings] and its
+// arguments: a union of one backward range of the postings' primary
+// key per term, each row the term's index and a document's rowid.
+func postingsSQL(collection string, terms []string, filter map[string]string, perTerm int) (string, []any) {
 	var b strings.Builder
 	tags := fieldTags(collection, filter)
 	args := make([]any, 0, len(terms)*(1+len(tags)))
@@ -489,24 +514,7 @@ func (s *Store) postings(ctx context.Context, collection string, terms []string,
 		}
 		fmt.Fprintf(&b, ` ORDER BY p.doc DESC LIMIT %d)`, perTerm)
 	}
-	rs, err := s.query(ctx, b.String(), args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rs.Close()
-	post := make([][]int64, len(terms))
-	for rs.Next() {
-		var i int
-		var rowid int64
-		if err := rs.Scan(&i, &rowid); err != nil {
-			return nil, err
-		}
-		post[i] = append(post[i], rowid)
-	}
-	if err := rs.Err(); err != nil {
-		return nil, err
-	}
-	return post, rs.Close()
+	return b.String(), args
 }
 
 // estimateDF estimates how many documents of a collection of stats st

@@ -78,15 +78,22 @@ func earlierFile(t *testing.T, path string, docs map[string][]storage.Document) 
 	}
 }
 
-// termsFile writes a file of the layout before the postings, and
-// indexes docs in it in order, as that version did: each of docs is
-// replaced when its ID comes again, and deleted when it has no ID
-// (its text is then the ID to delete).
-func termsFile(t *testing.T, path, c string, docs []storage.Document) {
+// indexOp is a write of a test's history: the document indexed in
+// collection c, or, when it has no ID, the deletion of the document
+// whose ID is its text.
+type indexOp struct {
+	c string
+	d storage.Document
+}
+
+// termsFile writes a file of the layout before the postings, and runs
+// ops on it as that version did.
+func termsFile(t *testing.T, path string, ops []indexOp) {
 	t.Helper()
 	s := layoutFile(t, path, termsLayout)
 	defer s.Close()
-	for _, d := range docs {
+	for _, op := range ops {
+		c, d := op.c, op.d
 		if d.ID == "" {
 			if _, err := s.db.Exec(`DELETE FROM `+docsTable+` WHERE collection = ? AND id = ?`, c, d.Text); err != nil {
 				t.Fatal(err)
