@@ -723,11 +723,10 @@ func collectionTag(collection string) string {
 // with its documents' lengths and ordinals; an older one gets them.
 func (s *Store) createPostings(ctx context.Context) error {
 	return s.createOnce(ctx, postingsTable, earlierIndexes, func(tx *sql.Tx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`, statsTable).Scan(&n); err != nil {
+		counted, err := txHasTable(ctx, tx, statsTable)
+		if err != nil {
 			return err
 		}
-		counted := n > 0
 		schema := postingsSchema
 		if !counted {
 			schema = append(slices.Clip(statsSchema), postingsSchema...)
@@ -752,12 +751,8 @@ func (s *Store) createOnce(ctx context.Context, table string, schema []string, f
 		return err
 	}
 	defer tx.Rollback()
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`, table).Scan(&n); err != nil {
+	if has, err := txHasTable(ctx, tx, table); err != nil || has {
 		return err
-	}
-	if n > 0 {
-		return nil
 	}
 	for _, st := range schema {
 		if _, err := tx.ExecContext(ctx, st); err != nil {
@@ -772,41 +767,58 @@ func (s *Store) createOnce(ctx context.Context, table string, schema []string, f
 	return tx.Commit()
 }
 
+// txHasTable reports whether the database has a table of that name, as
+// tx sees it.
+func txHasTable(ctx context.Context, tx *sql.Tx, name string) (bool, error) {
+	var n int
+	err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`, name).Scan(&n)
+	return n > 0, err
+}
+
 // indexEarlier writes the tokens and postings of the documents a file
 // of an earlier version holds. Unless the file has the collections'
 // counts already (counted), it also writes the documents' lengths and
 // ordinals, and the counts.
 func indexEarlier(ctx context.Context, tx *sql.Tx, counted bool) error {
-	var last int64
 	next := map[string]int{}
-	for {
-		rows, err := earlierBatch(ctx, tx, last)
-		if err != nil {
+	err := eachEarlier(ctx, tx, func(r earlierRow) error {
+		if err := r.post(ctx, tx); err != nil || counted {
 			return err
 		}
-		if len(rows) == 0 {
-			break
+		return r.number(ctx, tx, next)
+	})
+	if err != nil || counted {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO `+statsTable+` (collection, docs, length, next)
+		SELECT collection, count(*), sum(length), max(ord) + 1 FROM `+docsTable+` GROUP BY collection`)
+	return err
+}
+
+// eachEarlier calls fn on each document, oldest first, reading them in
+// batches.
+func eachEarlier(ctx context.Context, tx *sql.Tx, fn func(earlierRow) error) error {
+	var last int64
+	for {
+		rows, err := earlierBatch(ctx, tx, last)
+		if err != nil || len(rows) == 0 {
+			return err
 		}
 		for _, r := range rows {
-			if err := r.post(ctx, tx); err != nil {
-				return err
-			}
-			if counted {
-				continue
-			}
-			ord := next[r.collection]
-			next[r.collection]++
-			if _, err := tx.ExecContext(ctx, `UPDATE `+docsTable+` SET length = ?, ord = ? WHERE rowid = ?`, r.length, ord, r.rowid); err != nil {
+			if err := fn(r); err != nil {
 				return err
 			}
 		}
 		last = rows[len(rows)-1].rowid
 	}
-	if counted {
-		return nil
-	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO `+statsTable+` (collection, docs, length, next)
-		SELECT collection, count(*), sum(length), max(ord) + 1 FROM `+docsTable+` GROUP BY collection`)
+}
+
+// number writes an earlier document's length, and its ordinal: the
+// number of its collection's documents before it, which next keeps.
+func (r earlierRow) number(ctx context.Context, tx *sql.Tx, next map[string]int) error {
+	ord := next[r.collection]
+	next[r.collection]++
+	_, err := tx.ExecContext(ctx, `UPDATE `+docsTable+` SET length = ?, ord = ? WHERE rowid = ?`, r.length, ord, r.rowid)
 	return err
 }
 
