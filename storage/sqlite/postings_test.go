@@ -260,21 +260,7 @@ func TestPostingsReadByKey(t *testing.T) {
 	defer s.Close()
 	for _, filter := range []map[string]string{nil, {"kind": "turn", "ep": "1"}} {
 		q, args := postingsSQL("c", []string{"pricing", "lisbon"}, filter, 128)
-		rs, err := s.db.Query(`EXPLAIN QUERY PLAN `+q, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rs.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rs.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rs.Close()
-		all := strings.Join(plan, "; ")
+		all := queryPlan(t, s, q, args...)
 		keyed := strings.Count(all, "USING PRIMARY KEY (token=?")
 		if strings.Contains(all, "SCAN "+postingsTable) || strings.Contains(all, "SCAN f") ||
 			strings.Contains(all, "TEMP B-TREE") || keyed != 2*(1+len(filter)) {
