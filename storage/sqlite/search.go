@@ -347,9 +347,10 @@ func (s *Store) Collections(ctx context.Context, prefix string) ([]string, error
 // The candidates the terms' weights put first (at least 20, and 1.5
 // times the hits asked for) are then scored in full. A filter is
 // checked on each posting read, so a query with a filter reads a term's
-// postings until enough pass it, at most its 10,000 newest. A vector ranks by cosine similarity the text query's best and
-// the collection's most recent documents (up to 1,000 of each), not the
-// whole collection.
+// postings until enough pass it, at most its 10,000 newest. A vector
+// ranks by cosine similarity the text query's best and the collection's
+// most recent documents (up to 1,000 of each), not the whole
+// collection.
 func (s *Store) Search(ctx context.Context, collection string, q storage.Query) ([]storage.Hit, error) {
 	if err := s.begin(ctx, "search", collection, true); err != nil {
 		return nil, err
@@ -692,8 +693,8 @@ func fieldTags(collection string, filter map[string]string) []string {
 // termToken is the token of a term of a collection's document in the
 // postings: "t", a tag of the collection, "_" and the term. A term of
 // bytes other than a-z, 0-9 and the joiners of [lexical.Tokens] (a word
-// of another script) is written in hex, as the FTS5 index of earlier
-// files needed, so tokens stay the same and need no escaping.
+// of another script) is written in hex, so every token is of those
+// bytes alone and needs no escaping.
 func termToken(collection, term string) string {
 	if strings.Trim(term, "abcdefghijklmnopqrstuvwxyz0123456789-_.:/") != "" {
 		term = "x" + hex.EncodeToString([]byte(term))
