@@ -88,16 +88,17 @@
 //     the next query, O(n)). A filtered listing without text reads the
 //     documents of the filter's rarest value, O(m log m) for m of them.
 //     Bounded by the process's memory.
-//   - storage/sqlite: a term index in the same file (FTS5, each term
-//     tagged with its collection), ranked by the same BM25 as [MemoryStore].
-//     A text query of q terms reads at most the 128 newest documents of
-//     each term in the collection, and scores in full the candidates
-//     its terms' weights put first: O(q) reads, however large the
-//     collection. A term in more than 128 documents is weighed by an
-//     estimate and found only in its newest 128, which matters little:
-//     such a term weighs little beside a rarer one. Without text, O(k)
-//     from an index. An index write is one row and its postings,
-//     O(t log n).
+//   - storage/sqlite: a postings table in the same file (a b-tree keyed
+//     by term, each term tagged with its collection, and document),
+//     ranked by the same BM25 as [MemoryStore]. A text query of q terms
+//     reads at most the 128 newest documents of each term in the
+//     collection, one range of the key per term, and scores in full the
+//     candidates its terms' weights put first: O(log n + k) per term,
+//     however large the collection. A term in more than 128 documents
+//     is weighed by an estimate and found only in its newest 128, which
+//     matters little: such a term weighs little beside a rarer one.
+//     Without text, O(k) from an index. An index write is one row and
+//     its postings, O(t log n).
 //   - storage/redis: a sorted set per term and per field value of a
 //     collection, all in the collection's slot. A text query reads each
 //     term's newest postings (the same bounds as SQLite) and the sets'
@@ -114,7 +115,8 @@
 // best candidates and the most recent documents (SQLite, Redis and
 // PostgreSQL: 1,000 of each; Memory: all), and a filter is checked on
 // candidates, so a filter that rejects most documents costs more reads
-// (Redis and PostgreSQL check at most 10,000 of a term's documents).
+// (SQLite, Redis and PostgreSQL check at most 10,000 of a term's
+// documents).
 //
 // To erase a scope's search data, call [DropIndexes] with the scope's
 // [LayerPrefix] for each layer: it lists the collections with

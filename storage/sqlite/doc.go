@@ -26,20 +26,24 @@
 // characters.
 //
 // The search index ([storage.Searcher]) lives in the same file:
-// memlayer_docs holds the documents; memlayer_terms, an FTS5 table, holds
-// each document's distinct terms (those of the library's BM25, stemmed,
-// without English function words), each tagged with a hash of its
-// collection, and its fields; memlayer_doc_stats holds each collection's
-// count and total length of documents. A document becomes searchable in
-// the transaction that indexes it. A text query reads at most the 128
-// newest documents of each of its terms in the collection, so its cost
-// does not grow with the collection (see [Store.Search]).
+// memlayer_docs holds the documents, each with its tokens: its distinct
+// terms (those of the library's BM25, stemmed, without English function
+// words), each tagged with a hash of its collection, and a hash of each
+// of its fields; memlayer_postings (token, doc), a b-tree without
+// rowids, holds one row per token of each document, written and deleted
+// with the document by triggers; memlayer_doc_stats holds each
+// collection's count and total length of documents. A document becomes
+// searchable in the transaction that indexes it. A text query reads at
+// most the 128 newest documents of each of its terms in the collection,
+// one range of the postings' key per term, so its cost does not grow
+// with the collection (see [Store.Search]).
 //
-// A file written by an earlier version, whose index was an FTS5 table of
-// the documents' text ranked by bm25(), is indexed anew the first time it
-// is opened to write: its documents' terms are written in one
-// transaction, which takes time in proportion to them, and the earlier
-// table is dropped. Opened read-only before that, it has no search hits.
+// A file written by an earlier version, whose index was an FTS5 table
+// (of the documents' text ranked by bm25(), or of their tokens), is
+// indexed anew the first time it is opened to write: its documents'
+// postings are written in one transaction, which takes time in
+// proportion to them, and the earlier table and its triggers are
+// dropped. Opened read-only before that, it has no search hits.
 //
 // # Atomicity and concurrency
 //

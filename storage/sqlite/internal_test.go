@@ -98,7 +98,16 @@ func TestGetManyUsesTheKeyIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	rows, err := s.db.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+getManySQL, `["a","b"]`)
+	joined := queryPlan(t, s, getManySQL, `["a","b"]`)
+	if !strings.Contains(joined, "SEARCH "+table+" USING INDEX") || strings.Contains(joined, "SCAN "+table) {
+		t.Errorf("GetMany's plan is %q, want a search of %s through its key's index", joined, table)
+	}
+}
+
+// queryPlan returns the details of q's plan, joined by "; ".
+func queryPlan(t *testing.T, s *Store, q string, args ...any) string {
+	t.Helper()
+	rows, err := s.db.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+q, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,8 +121,8 @@ func TestGetManyUsesTheKeyIndex(t *testing.T) {
 		}
 		plan = append(plan, detail)
 	}
-	joined := strings.Join(plan, "; ")
-	if !strings.Contains(joined, "SEARCH "+table+" USING INDEX") || strings.Contains(joined, "SCAN "+table) {
-		t.Errorf("GetMany's plan is %q, want a search of %s through its key's index", joined, table)
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
+	return strings.Join(plan, "; ")
 }

@@ -19,18 +19,21 @@ import (
 	"github.com/memlayer/memlayer/storage"
 )
 
-// The search index: documents in one table; their terms, tagged with
-// the document's collection, in an FTS5 table that a text query reads
-// newest first; and the count and length of each collection's documents,
-// which BM25 weighs the terms with.
+// The search index: documents in one table; their postings, each term
+// tagged with the document's collection, in a b-tree that a text query
+// reads newest first, one range per term; and the count and length of
+// each collection's documents, which BM25 weighs the terms with.
 const (
-	docsTable   = "memlayer_docs"
-	termsTable  = "memlayer_terms"
-	statsTable  = "memlayer_doc_stats"
-	fieldsTable = "memlayer_doc_fields"
-	// oldFTSTable is the index of earlier files, which ranked with
-	// FTS5's bm25() over every match; opening such a file replaces it
-	// (see [termsSchema]).
+	docsTable     = "memlayer_docs"
+	postingsTable = "memlayer_postings"
+	statsTable    = "memlayer_doc_stats"
+	fieldsTable   = "memlayer_doc_fields"
+	// termsTable is the FTS5 term index of earlier files; opening such
+	// a file replaces it with the postings (see [postingsSchema]).
+	termsTable = "memlayer_terms"
+	// oldFTSTable is the index of still earlier files, which ranked
+	// with FTS5's bm25() over every match; opening such a file replaces
+	// it too.
 	oldFTSTable = "memlayer_fts"
 )
 
@@ -73,29 +76,23 @@ var searchSchema = []string{
 	`CREATE INDEX IF NOT EXISTS ` + docsTable + `_recent ON ` + docsTable + ` (collection, rowid)`,
 }
 
-// termsSchema creates the term index beside the documents' table, and
-// drops the index of earlier files with its triggers. The documents of
-// an earlier file are then indexed once, by [Store.createTerms], in the
-// same transaction.
-//
-// A document's row in the term index holds its distinct terms (see
-// [docTerms]), each prefixed by a tag of its collection, and a tag of
-// each of its fields, so a term's postings in one collection, newest
-// first, are one FTS5 query that reads no other collection's. The
-// index keeps no positions (detail=none): a query asks for single
-// terms. The row is written by [Store.Index] (a document without terms
-// has none) and deleted with its document by a trigger; the same triggers keep the collection's count
-// and total length of documents.
-var termsSchema = []string{
+// earlierIndexes drops the term indexes of earlier files with their
+// triggers: the FTS5 table of the documents' text, and the FTS5 term
+// index that the postings replace.
+var earlierIndexes = []string{
 	`DROP TRIGGER IF EXISTS ` + docsTable + `_ai`,
 	`DROP TRIGGER IF EXISTS ` + docsTable + `_ad`,
 	`DROP TRIGGER IF EXISTS ` + docsTable + `_au`,
 	`DROP TABLE IF EXISTS ` + oldFTSTable,
-	`CREATE VIRTUAL TABLE ` + termsTable + ` USING fts5(terms, detail=none,
-		tokenize="unicode61 remove_diacritics 0 tokenchars '-_.:/'")`,
-	// Deleting a document removes its terms from the index at once,
-	// rather than leaving them in a segment until a merge.
-	`INSERT INTO ` + termsTable + ` (` + termsTable + `, rank) VALUES ('secure-delete', 1)`,
+	`DROP TRIGGER IF EXISTS ` + termsTable + `_ai`,
+	`DROP TRIGGER IF EXISTS ` + termsTable + `_ad`,
+	`DROP TABLE IF EXISTS ` + termsTable,
+}
+
+// statsSchema creates the collections' counts and the documents'
+// lengths and ordinals, in a file whose documents predate them; they
+// are then written by [indexEarlier].
+var statsSchema = []string{
 	// A collection's docs, their total length, and the ordinal its next
 	// document takes.
 	`CREATE TABLE ` + statsTable + ` (
@@ -108,12 +105,42 @@ var termsSchema = []string{
 	// how many documents the collection had been given before it.
 	`ALTER TABLE ` + docsTable + ` ADD COLUMN length INTEGER NOT NULL DEFAULT 0`,
 	`ALTER TABLE ` + docsTable + ` ADD COLUMN ord INTEGER NOT NULL DEFAULT 0`,
-	`CREATE TRIGGER ` + termsTable + `_ai AFTER INSERT ON ` + docsTable + ` BEGIN
+}
+
+// postingsSchema creates the postings beside the documents' table, and
+// the triggers that keep them and the collections' counts. It runs after
+// [earlierIndexes] (and [statsSchema] in a file without counts); the
+// documents of an earlier file are then posted once, by
+// [Store.createPostings], in the same transaction.
+//
+// A posting is a token and the rowid of a document that holds it. A
+// document's tokens (see [docTerms]) are its distinct terms, each
+// prefixed by a tag of its collection, and a tag of each of its fields,
+// so a term's postings in one collection, newest first, are one
+// backward range of the primary key that reads no other collection's.
+// The document's row keeps its tokens (a JSON array), from which the
+// triggers write its postings when it is inserted and delete them when
+// it is deleted. A document without terms has no tokens and no
+// postings. The same triggers keep the collection's count and total
+// length of documents.
+var postingsSchema = []string{
+	`CREATE TABLE ` + postingsTable + ` (
+		token TEXT NOT NULL,
+		doc   INTEGER NOT NULL,
+		PRIMARY KEY (token, doc)
+	) WITHOUT ROWID`,
+	`ALTER TABLE ` + docsTable + ` ADD COLUMN tokens TEXT`,
+	`CREATE TRIGGER ` + postingsTable + `_ai AFTER INSERT ON ` + docsTable + ` WHEN new.tokens IS NOT NULL BEGIN
+		INSERT OR IGNORE INTO ` + postingsTable + ` (token, doc) SELECT value, new.rowid FROM json_each(new.tokens);
+	END`,
+	`CREATE TRIGGER ` + postingsTable + `_ad AFTER DELETE ON ` + docsTable + ` WHEN old.tokens IS NOT NULL BEGIN
+		DELETE FROM ` + postingsTable + ` WHERE token IN (SELECT value FROM json_each(old.tokens)) AND doc = old.rowid;
+	END`,
+	`CREATE TRIGGER ` + statsTable + `_ai AFTER INSERT ON ` + docsTable + ` BEGIN
 		INSERT INTO ` + statsTable + ` (collection, docs, length, next) VALUES (new.collection, 1, new.length, new.ord + 1)
 			ON CONFLICT (collection) DO UPDATE SET docs = docs + 1, length = length + excluded.length, next = excluded.next;
 	END`,
-	`CREATE TRIGGER ` + termsTable + `_ad AFTER DELETE ON ` + docsTable + ` BEGIN
-		DELETE FROM ` + termsTable + ` WHERE rowid = old.rowid;
+	`CREATE TRIGGER ` + statsTable + `_ad AFTER DELETE ON ` + docsTable + ` BEGIN
 		UPDATE ` + statsTable + ` SET docs = docs - 1, length = length - old.length WHERE collection = old.collection;
 		DELETE FROM ` + statsTable + ` WHERE collection = old.collection AND docs <= 0;
 	END`,
@@ -132,6 +159,11 @@ const (
 	// each of its terms gets an equal share, at least minPostings.
 	postingsPerQuery = 1024
 	minPostings      = 16
+	// filterScan caps the postings of a term a query with a filter
+	// checks: a term whose newest 10,000 documents pass the filter too
+	// few times to fill its list is read no further, and weighed by the
+	// documents that passed.
+	filterScan = 10_000
 	// rescored is the fewest candidates a text query scores in full.
 	rescored = 20
 	// denseWindow is how many candidates a vector ranks: the text
@@ -162,7 +194,7 @@ func (s *Store) Index(ctx context.Context, collection string, docs ...storage.Do
 		}
 		rows[i] = r
 	}
-	if err := s.warm(ctx, deleteDocSQL, insertDocSQL, insertTermsSQL); err != nil {
+	if err := s.warm(ctx, deleteDocSQL, insertDocSQL); err != nil {
 		return s.wrap(ctx, "index", collection, err)
 	}
 	return s.writeTx(ctx, "index", collection, func(tx *sql.Tx) error {
@@ -183,8 +215,8 @@ func (s *Store) Index(ctx context.Context, collection string, docs ...storage.Do
 type indexRow struct {
 	collection, id, text, fields string
 	vector                       []byte
-	terms                        string // its row of the term index
-	length                       int    // its number of terms
+	tokens                       any // its tokens, a JSON array; nil without terms
+	length                       int // its number of terms
 }
 
 func newIndexRow(collection string, d storage.Document) (indexRow, error) {
@@ -195,29 +227,27 @@ func newIndexRow(collection string, d storage.Document) (indexRow, error) {
 	if d.Fields == nil {
 		fields = []byte("{}")
 	}
-	terms, length := docTerms(collection, d.Text, d.Fields)
-	return indexRow{collection, d.ID, d.Text, string(fields), encodeVector(d.Vector), terms, length}, nil
+	tokens, length := docTerms(collection, d.Text, d.Fields)
+	return indexRow{collection, d.ID, d.Text, string(fields), encodeVector(d.Vector), tokens, length}, nil
 }
 
 // The statements of an index write.
 const (
 	deleteDocSQL = `DELETE FROM ` + docsTable + ` WHERE collection = ? AND id = ?`
-	insertDocSQL = `INSERT INTO ` + docsTable + ` (collection, id, text, fields, vector, length, ord)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, coalesce((SELECT next FROM ` + statsTable + ` WHERE collection = ?1), 0))
-		RETURNING rowid`
-	insertTermsSQL = `INSERT INTO ` + termsTable + ` (rowid, terms) VALUES (?, ?)`
+	insertDocSQL = `INSERT INTO ` + docsTable + ` (collection, id, text, fields, vector, length, tokens, ord)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, coalesce((SELECT next FROM ` + statsTable + ` WHERE collection = ?1), 0))`
 )
 
 // indexStmts are the statements of an index write, prepared once for
 // the transaction.
-type indexStmts struct{ del, doc, terms *sql.Stmt }
+type indexStmts struct{ del, doc *sql.Stmt }
 
 func (s *Store) indexStmts(ctx context.Context, tx *sql.Tx) (indexStmts, error) {
 	var st indexStmts
 	for _, p := range []struct {
 		stmt **sql.Stmt
 		sql  string
-	}{{&st.del, deleteDocSQL}, {&st.doc, insertDocSQL}, {&st.terms, insertTermsSQL}} {
+	}{{&st.del, deleteDocSQL}, {&st.doc, insertDocSQL}} {
 		var err error
 		if *p.stmt, err = s.txStmt(ctx, tx, p.sql); err != nil {
 			return st, err
@@ -227,22 +257,17 @@ func (s *Store) indexStmts(ctx context.Context, tx *sql.Tx) (indexStmts, error) 
 }
 
 // write replaces the document of the row's ID: delete, then insert, so
-// a replaced document takes a new rowid and counts as the newest. A
-// document without terms gets no row in the term index: no text query
-// can match it, and a filter without text reads the fields' table. A
-// record of progress replaced at every step (a layer's marker) then
-// costs the term index nothing, where its row's deletion would seek
-// every segment of the index.
+// a replaced document takes a new rowid and counts as the newest. The
+// triggers delete the old document's postings and write the new one's.
+// A document without terms gets no postings: no text query can match
+// it, and a filter without text reads the fields' table. A record of
+// progress replaced at every step (a layer's marker) then costs the
+// postings nothing.
 func (r indexRow) write(ctx context.Context, st indexStmts) error {
 	if _, err := st.del.ExecContext(ctx, r.collection, r.id); err != nil {
 		return err
 	}
-	var rowid int64
-	err := st.doc.QueryRowContext(ctx, r.collection, r.id, r.text, r.fields, r.vector, r.length).Scan(&rowid)
-	if err != nil || r.length == 0 {
-		return err
-	}
-	_, err = st.terms.ExecContext(ctx, rowid, r.terms)
+	_, err := st.doc.ExecContext(ctx, r.collection, r.id, r.text, r.fields, r.vector, r.length, r.tokens)
 	return err
 }
 
@@ -315,14 +340,17 @@ func (s *Store) Collections(ctx context.Context, prefix string) ([]string, error
 // in-memory store does, and reads at most the 128 newest documents of
 // each query term in the collection (and filter), and at most 1,024 in
 // all (a query of more than 8 terms reads fewer of each, at least 16),
-// or as many of each as the hits asked for if that is more: its cost
-// does not grow with the collection. A term in fewer documents is read whole and
-// weighed exactly; a more common one is weighed by an estimate of how
-// many documents hold it. The candidates the terms' weights put first
-// (at least 20, and 1.5 times the hits asked for) are then scored in
-// full. A vector ranks by cosine similarity the text query's best and
-// the collection's most recent documents (up to 1,000 of each), not the
-// whole collection.
+// or as many of each as the hits asked for if that is more: one range
+// of an index per term, so its cost does not grow with the collection.
+// A term in fewer documents is read whole and weighed exactly; a more
+// common one is weighed by an estimate of how many documents hold it.
+// The candidates the terms' weights put first (at least 20, and 1.5
+// times the hits asked for) are then scored in full. A filter is
+// checked on each posting read, so a query with a filter reads a term's
+// postings until enough pass it, at most its 10,000 newest. A vector
+// ranks by cosine similarity the text query's best and the collection's
+// most recent documents (up to 1,000 of each), not the whole
+// collection.
 func (s *Store) Search(ctx context.Context, collection string, q storage.Query) ([]storage.Hit, error) {
 	if err := s.begin(ctx, "search", collection, true); err != nil {
 		return nil, err
@@ -438,19 +466,13 @@ func (st collectionStats) avg() float64 {
 
 // postings returns, for each term, the rowids of the newest documents
 // of collection (and filter) that hold it, newest first, at most
-// perTerm of each: one statement of one FTS5 query per term.
+// perTerm of each: one statement, one backward range of the postings
+// per term. With a filter, a posting is kept only if the document is
+// also posted under each field token of the filter, and at most
+// filterScan of the term's newest postings are checked.
 func (s *Store) postings(ctx context.Context, collection string, terms []string, filter map[string]string, perTerm int) ([][]int64, error) {
-	var b strings.Builder
-	args := make([]any, 0, 2*len(terms))
-	tags := fieldTags(collection, filter)
-	for i, t := range terms {
-		if i > 0 {
-			b.WriteString(" UNION ALL ")
-		}
-		fmt.Fprintf(&b, `SELECT %d, rowid FROM (SELECT rowid FROM `+termsTable+` WHERE `+termsTable+` MATCH ? ORDER BY rowid DESC LIMIT %d)`, i, perTerm)
-		args = append(args, `"`+termToken(collection, t)+`"`+tags)
-	}
-	rs, err := s.query(ctx, b.String(), args...)
+	query, args := postingsSQL(collection, terms, filter, perTerm)
+	rs, err := s.query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -468,6 +490,32 @@ func (s *Store) postings(ctx context.Context, collection string, terms []string,
 		return nil, err
 	}
 	return post, rs.Close()
+}
+
+// postingsSQL returns the statement of [Store.postings] and its
+// arguments: a union of one backward range of the postings' primary
+// key per term, each row the term's index and a document's rowid.
+func postingsSQL(collection string, terms []string, filter map[string]string, perTerm int) (string, []any) {
+	var b strings.Builder
+	tags := fieldTags(collection, filter)
+	args := make([]any, 0, len(terms)*(1+len(tags)))
+	for i, t := range terms {
+		if i > 0 {
+			b.WriteString(" UNION ALL ")
+		}
+		args = append(args, termToken(collection, t))
+		if len(tags) == 0 {
+			fmt.Fprintf(&b, `SELECT %d, doc FROM (SELECT doc FROM `+postingsTable+` WHERE token = ? ORDER BY doc DESC LIMIT %d)`, i, perTerm)
+			continue
+		}
+		fmt.Fprintf(&b, `SELECT %d, doc FROM (SELECT p.doc FROM (SELECT doc FROM `+postingsTable+` WHERE token = ? ORDER BY doc DESC LIMIT %d) p WHERE true`, i, filterScan)
+		for _, tag := range tags {
+			b.WriteString(` AND EXISTS (SELECT 1 FROM ` + postingsTable + ` f WHERE f.token = ? AND f.doc = p.doc)`)
+			args = append(args, tag)
+		}
+		fmt.Fprintf(&b, ` ORDER BY p.doc DESC LIMIT %d)`, perTerm)
+	}
+	return b.String(), args
 }
 
 // estimateDF estimates how many documents of a collection of stats st
@@ -599,42 +647,54 @@ func queryTerms(text string) []string {
 	return out
 }
 
-// docTerms returns a document's row of the term index, its distinct
+// docTerms returns a document's tokens, a JSON array of its distinct
 // terms and its fields each as a token of its collection, and its
-// length: the number of its terms, with repeats.
-func docTerms(collection, text string, fields map[string]string) (string, int) {
+// length: the number of its terms, with repeats. A document without
+// terms has no tokens (nil), so it gets no postings.
+func docTerms(collection, text string, fields map[string]string) (any, int) {
 	terms := lexical.Terms(nil, text)
+	if len(terms) == 0 {
+		return nil, 0
+	}
 	var b strings.Builder
+	b.WriteByte('[')
 	seen := make(map[string]bool, len(terms))
+	add := func(tok string) {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		// A token is of a-z, 0-9, '-', '_', '.', ':' and '/' alone (see
+		// termToken): it needs no escape in JSON.
+		b.WriteString(`"` + tok + `"`)
+	}
 	for _, t := range terms {
 		if !seen[t] {
 			seen[t] = true
-			b.WriteString(termToken(collection, t))
-			b.WriteByte(' ')
+			add(termToken(collection, t))
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(fields)) {
-		b.WriteString(fieldToken(collection, name, fields[name]))
-		b.WriteByte(' ')
+		add(fieldToken(collection, name, fields[name]))
 	}
+	b.WriteByte(']')
 	return b.String(), len(terms)
 }
 
-// fieldTags returns the part of an FTS5 query that keeps the documents
-// whose fields equal every entry of filter.
-func fieldTags(collection string, filter map[string]string) string {
-	var b strings.Builder
+// fieldTags returns the tokens of the fields of filter, in a fixed
+// order: the documents posted under all of them pass it.
+func fieldTags(collection string, filter map[string]string) []string {
+	var out []string
 	for _, name := range slices.Sorted(maps.Keys(filter)) {
-		b.WriteString(` AND "` + fieldToken(collection, name, filter[name]) + `"`)
+		out = append(out, fieldToken(collection, name, filter[name]))
 	}
-	return b.String()
+	return out
 }
 
 // termToken is the token of a term of a collection's document in the
-// term index: "t", a tag of the collection, "_" and the term. A term of
+// postings: "t", a tag of the collection, "_" and the term. A term of
 // bytes other than a-z, 0-9 and the joiners of [lexical.Tokens] (a word
-// of another script) is written in hex, so the index's tokenizer reads
-// every token whole and alike on both sides.
+// of another script) is written in hex, so every token is of those
+// bytes alone and needs no escaping.
 func termToken(collection, term string) string {
 	if strings.Trim(term, "abcdefghijklmnopqrstuvwxyz0123456789-_.:/") != "" {
 		term = "x" + hex.EncodeToString([]byte(term))
@@ -648,7 +708,7 @@ func fieldToken(collection, name, value string) string {
 	return "f" + hex.EncodeToString(h[:8])
 }
 
-// collectionTag names a collection in the term index: 48 bits of its
+// collectionTag names a collection in the postings: 48 bits of its
 // SHA-256. Two collections of one tag share their postings, which costs
 // a query of either some of its reach; every hit is checked against the
 // collection it was asked of.
@@ -657,11 +717,27 @@ func collectionTag(collection string) string {
 	return hex.EncodeToString(h[:6])
 }
 
-// createTerms creates the term index when the file has none, indexing
-// the documents an earlier version wrote, in one transaction.
-func (s *Store) createTerms(ctx context.Context) error {
-	return s.createOnce(ctx, termsTable, termsSchema, func(tx *sql.Tx) error {
-		if err := indexEarlier(ctx, tx); err != nil {
+// createPostings creates the postings when the file has none, in one
+// transaction: it drops the term index of an earlier file, and posts
+// the documents an earlier version wrote. A file that has the
+// collections' counts (whose term index was an FTS5 table) keeps them,
+// with its documents' lengths and ordinals; an older one gets them.
+func (s *Store) createPostings(ctx context.Context) error {
+	return s.createOnce(ctx, postingsTable, earlierIndexes, func(tx *sql.Tx) error {
+		counted, err := txHasTable(ctx, tx, statsTable)
+		if err != nil {
+			return err
+		}
+		schema := postingsSchema
+		if !counted {
+			schema = append(slices.Clip(statsSchema), postingsSchema...)
+		}
+		for _, st := range schema {
+			if _, err := tx.ExecContext(ctx, st); err != nil {
+				return err
+			}
+		}
+		if err := indexEarlier(ctx, tx, counted); err != nil {
 			return fmt.Errorf("index the documents of an earlier version: %w", err)
 		}
 		return nil
@@ -676,12 +752,8 @@ func (s *Store) createOnce(ctx context.Context, table string, schema []string, f
 		return err
 	}
 	defer tx.Rollback()
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`, table).Scan(&n); err != nil {
+	if has, err := txHasTable(ctx, tx, table); err != nil || has {
 		return err
-	}
-	if n > 0 {
-		return nil
 	}
 	for _, st := range schema {
 		if _, err := tx.ExecContext(ctx, st); err != nil {
@@ -696,51 +768,78 @@ func (s *Store) createOnce(ctx context.Context, table string, schema []string, f
 	return tx.Commit()
 }
 
-// indexEarlier writes the term index's rows and the lengths of the
-// documents a file of an earlier version holds, and their collections'
-// counts.
-func indexEarlier(ctx context.Context, tx *sql.Tx) error {
-	var last int64
+// txHasTable reports whether the database has a table of that name, as
+// tx sees it.
+func txHasTable(ctx context.Context, tx *sql.Tx, name string) (bool, error) {
+	var n int
+	err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`, name).Scan(&n)
+	return n > 0, err
+}
+
+// indexEarlier writes the tokens and postings of the documents a file
+// of an earlier version holds. Unless the file has the collections'
+// counts already (counted), it also writes the documents' lengths and
+// ordinals, and the counts.
+func indexEarlier(ctx context.Context, tx *sql.Tx, counted bool) error {
 	next := map[string]int{}
-	for {
-		rows, err := earlierBatch(ctx, tx, last)
-		if err != nil {
+	err := eachEarlier(ctx, tx, func(r earlierRow) error {
+		if err := r.post(ctx, tx); err != nil || counted {
 			return err
 		}
-		if len(rows) == 0 {
-			break
+		return r.number(ctx, tx, next)
+	})
+	if err != nil || counted {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO `+statsTable+` (collection, docs, length, next)
+		SELECT collection, count(*), sum(length), max(ord) + 1 FROM `+docsTable+` GROUP BY collection`)
+	return err
+}
+
+// eachEarlier calls fn on each document, oldest first, reading them in
+// batches.
+func eachEarlier(ctx context.Context, tx *sql.Tx, fn func(earlierRow) error) error {
+	var last int64
+	for {
+		rows, err := earlierBatch(ctx, tx, last)
+		if err != nil || len(rows) == 0 {
+			return err
 		}
 		for _, r := range rows {
-			if err := indexEarlierTerms(ctx, tx, r); err != nil {
-				return err
-			}
-			ord := next[r.collection]
-			next[r.collection]++
-			if _, err := tx.ExecContext(ctx, `UPDATE `+docsTable+` SET length = ?, ord = ? WHERE rowid = ?`, r.length, ord, r.rowid); err != nil {
+			if err := fn(r); err != nil {
 				return err
 			}
 		}
 		last = rows[len(rows)-1].rowid
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO `+statsTable+` (collection, docs, length, next)
-		SELECT collection, count(*), sum(length), max(ord) + 1 FROM `+docsTable+` GROUP BY collection`)
+}
+
+// number writes an earlier document's length, and its ordinal: the
+// number of its collection's documents before it, which next keeps.
+func (r earlierRow) number(ctx context.Context, tx *sql.Tx, next map[string]int) error {
+	ord := next[r.collection]
+	next[r.collection]++
+	_, err := tx.ExecContext(ctx, `UPDATE `+docsTable+` SET length = ?, ord = ? WHERE rowid = ?`, r.length, ord, r.rowid)
 	return err
 }
 
-// indexEarlierTerms writes an earlier document's row of the term index;
-// one without terms gets none, as [indexRow.write] writes none.
-func indexEarlierTerms(ctx context.Context, tx *sql.Tx, r earlierRow) error {
-	if r.length == 0 {
+// post writes an earlier document's tokens and postings; one without
+// terms gets none, as [indexRow.write] writes none.
+func (r earlierRow) post(ctx context.Context, tx *sql.Tx) error {
+	if r.tokens == nil {
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO `+termsTable+` (rowid, terms) VALUES (?, ?)`, r.rowid, r.terms)
+	if _, err := tx.ExecContext(ctx, `UPDATE `+docsTable+` SET tokens = ? WHERE rowid = ?`, r.tokens, r.rowid); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO `+postingsTable+` (token, doc) SELECT value, ? FROM json_each(?)`, r.rowid, r.tokens)
 	return err
 }
 
 type earlierRow struct {
 	rowid      int64
 	collection string
-	terms      string
+	tokens     any
 	length     int
 }
 
@@ -762,7 +861,7 @@ func earlierBatch(ctx context.Context, tx *sql.Tx, last int64) ([]earlierRow, er
 		if err := json.Unmarshal([]byte(fields), &f); err != nil {
 			return nil, fmt.Errorf("document %d: fields: %w", r.rowid, err)
 		}
-		r.terms, r.length = docTerms(r.collection, text, f)
+		r.tokens, r.length = docTerms(r.collection, text, f)
 		out = append(out, r)
 	}
 	if err := rs.Err(); err != nil {

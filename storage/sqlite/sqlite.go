@@ -101,8 +101,8 @@ type Store struct {
 	wsem   chan struct{} // one writer per Store at a time; across Stores SQLite's lock decides
 	closed atomic.Bool
 	file   os.FileInfo // the file opened at path, checked after each write; nil in memory
-	// noIndex is set on a read-only file written before the term
-	// index existed: it is searched once it has been opened to write.
+	// noIndex is set on a read-only file written before the postings
+	// existed: it is searched once it has been opened to write.
 	noIndex bool
 	stmts   stmtCache // the search's statements
 
@@ -249,7 +249,7 @@ func (s *Store) create(ctx context.Context) error {
 	if err := s.createFields(ctx); err != nil {
 		return err
 	}
-	return s.createTerms(ctx)
+	return s.createPostings(ctx)
 }
 
 // checkTables checks that a file opened read-only holds a store, and
@@ -262,9 +262,9 @@ func (s *Store) checkTables(ctx context.Context) error {
 	if !has {
 		return errors.New("the file holds no memlayer store")
 	}
-	// A file of an earlier version, with no term index, is searched
-	// once it has been opened to write.
-	has, err = s.hasTable(ctx, termsTable)
+	// A file of an earlier version, with no postings, is searched once
+	// it has been opened to write.
+	has, err = s.hasTable(ctx, postingsTable)
 	s.noIndex = !has
 	return err
 }
@@ -571,13 +571,8 @@ func (s *Store) Purge(ctx context.Context) error {
 	return nil
 }
 
-// compact merges the full-text index's segments, so that no deleted
-// document's terms stay in one, then rewrites the file without free
-// pages.
+// compact rewrites the file without free pages.
 func (s *Store) compact(ctx context.Context) error {
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO `+termsTable+` (`+termsTable+`) VALUES ('optimize')`); err != nil {
-		return err
-	}
 	_, err := s.db.ExecContext(ctx, "VACUUM")
 	return err
 }

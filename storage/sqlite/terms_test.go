@@ -3,6 +3,7 @@ package sqlite
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -15,51 +16,140 @@ import (
 	"github.com/memlayer/memlayer/storage"
 )
 
-// earlierLayout turns the index of a new file into the layout earlier
-// versions wrote: an FTS5 table over the documents' text kept by
-// triggers, and no term index, lengths, ordinals or counts.
-var earlierLayout = []string{
-	`DROP TRIGGER ` + termsTable + `_ai`,
-	`DROP TRIGGER ` + termsTable + `_ad`,
-	`DROP TABLE ` + termsTable,
-	`DROP TABLE ` + statsTable,
-	`ALTER TABLE ` + docsTable + ` DROP COLUMN length`,
-	`ALTER TABLE ` + docsTable + ` DROP COLUMN ord`,
-	`CREATE VIRTUAL TABLE ` + oldFTSTable + ` USING fts5(text, content='` + docsTable + `',
-		content_rowid='rowid', tokenize='porter unicode61 remove_diacritics 2')`,
-	`CREATE TRIGGER ` + docsTable + `_ai AFTER INSERT ON ` + docsTable + ` BEGIN
-		INSERT INTO ` + oldFTSTable + ` (rowid, text) VALUES (new.rowid, new.text);
-	END`,
-	`CREATE TRIGGER ` + docsTable + `_ad AFTER DELETE ON ` + docsTable + ` BEGIN
-		INSERT INTO ` + oldFTSTable + ` (` + oldFTSTable + `, rowid, text) VALUES ('delete', old.rowid, old.text);
-	END`,
+// withoutPostings turns the index of a new file into one without the
+// postings, their tokens, or the triggers that keep them and the
+// collections' counts.
+var withoutPostings = []string{
+	`DROP TRIGGER ` + postingsTable + `_ai`,
+	`DROP TRIGGER ` + postingsTable + `_ad`,
+	`DROP TRIGGER ` + statsTable + `_ai`,
+	`DROP TRIGGER ` + statsTable + `_ad`,
+	`DROP TABLE ` + postingsTable,
+	`ALTER TABLE ` + docsTable + ` DROP COLUMN tokens`,
 }
 
-// earlierFile writes a file of the earlier layout holding docs in each
+// earlierLayout turns the index of a new file into the layout the
+// first versions wrote: an FTS5 table over the documents' text kept by
+// triggers, and no term index, lengths, ordinals or counts.
+var earlierLayout = append(slices.Clip(withoutPostings),
+	`DROP TABLE `+statsTable,
+	`ALTER TABLE `+docsTable+` DROP COLUMN length`,
+	`ALTER TABLE `+docsTable+` DROP COLUMN ord`,
+	`CREATE VIRTUAL TABLE `+oldFTSTable+` USING fts5(text, content='`+docsTable+`',
+		content_rowid='rowid', tokenize='porter unicode61 remove_diacritics 2')`,
+	`CREATE TRIGGER `+docsTable+`_ai AFTER INSERT ON `+docsTable+` BEGIN
+		INSERT INTO `+oldFTSTable+` (rowid, text) VALUES (new.rowid, new.text);
+	END`,
+	`CREATE TRIGGER `+docsTable+`_ad AFTER DELETE ON `+docsTable+` BEGIN
+		INSERT INTO `+oldFTSTable+` (`+oldFTSTable+`, rowid, text) VALUES ('delete', old.rowid, old.text);
+	END`,
+)
+
+// termsLayout turns the index of a new file into the layout of the
+// version before the postings: an FTS5 term index of each document's
+// tokens, with the counts kept by its triggers.
+var termsLayout = append(slices.Clip(withoutPostings),
+	`CREATE VIRTUAL TABLE `+termsTable+` USING fts5(terms, detail=none,
+		tokenize="unicode61 remove_diacritics 0 tokenchars '-_.:/'")`,
+	`INSERT INTO `+termsTable+` (`+termsTable+`, rank) VALUES ('secure-delete', 1)`,
+	`CREATE TRIGGER `+termsTable+`_ai AFTER INSERT ON `+docsTable+` BEGIN
+		INSERT INTO `+statsTable+` (collection, docs, length, next) VALUES (new.collection, 1, new.length, new.ord + 1)
+			ON CONFLICT (collection) DO UPDATE SET docs = docs + 1, length = length + excluded.length, next = excluded.next;
+	END`,
+	`CREATE TRIGGER `+termsTable+`_ad AFTER DELETE ON `+docsTable+` BEGIN
+		DELETE FROM `+termsTable+` WHERE rowid = old.rowid;
+		UPDATE `+statsTable+` SET docs = docs - 1, length = length - old.length WHERE collection = old.collection;
+		DELETE FROM `+statsTable+` WHERE collection = old.collection AND docs <= 0;
+	END`,
+)
+
+// earlierFile writes a file of the first layout holding docs in each
 // of the collections, inserted as an earlier version did.
 func earlierFile(t *testing.T, path string, docs map[string][]storage.Document) {
+	t.Helper()
+	s := layoutFile(t, path, earlierLayout)
+	defer s.Close()
+	for _, c := range slices.Sorted(maps.Keys(docs)) {
+		for _, d := range docs[c] {
+			if _, err := s.db.Exec(`INSERT INTO `+docsTable+` (collection, id, text, fields) VALUES (?, ?, ?, ?)`, c, d.ID, d.Text, fieldsJSON(t, d)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// indexOp is a write of a test's history: the document indexed in
+// collection c, or, when it has no ID, the deletion of the document
+// whose ID is its text.
+type indexOp struct {
+	c string
+	d storage.Document
+}
+
+// termsFile writes a file of the layout before the postings, and runs
+// ops on it as that version did.
+func termsFile(t *testing.T, path string, ops []indexOp) {
+	t.Helper()
+	s := layoutFile(t, path, termsLayout)
+	defer s.Close()
+	for _, op := range ops {
+		c, d := op.c, op.d
+		if d.ID == "" {
+			if _, err := s.db.Exec(`DELETE FROM `+docsTable+` WHERE collection = ? AND id = ?`, c, d.Text); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if _, err := s.db.Exec(`DELETE FROM `+docsTable+` WHERE collection = ? AND id = ?`, c, d.ID); err != nil {
+			t.Fatal(err)
+		}
+		tokens, length := docTerms(c, d.Text, d.Fields)
+		var rowid int64
+		err := s.db.QueryRow(`INSERT INTO `+docsTable+` (collection, id, text, fields, length, ord)
+			VALUES (?1, ?2, ?3, ?4, ?5, coalesce((SELECT next FROM `+statsTable+` WHERE collection = ?1), 0)) RETURNING rowid`,
+			c, d.ID, d.Text, fieldsJSON(t, d), length).Scan(&rowid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if length == 0 {
+			continue
+		}
+		var list []string
+		if err := json.Unmarshal([]byte(tokens.(string)), &list); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.db.Exec(`INSERT INTO `+termsTable+` (rowid, terms) VALUES (?, ?)`, rowid, strings.Join(list, " ")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// layoutFile opens a new file at path and runs layout on it.
+func layoutFile(t *testing.T, path string, layout []string) *Store {
 	t.Helper()
 	s, err := Open(t.Context(), Config{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	for _, q := range earlierLayout {
+	for _, q := range layout {
 		if _, err := s.db.Exec(q); err != nil {
+			s.Close()
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	for _, c := range slices.Sorted(maps.Keys(docs)) {
-		for _, d := range docs[c] {
-			fields := "{}"
-			if d.Fields != nil {
-				fields = fmt.Sprintf(`{"kind":%q}`, d.Fields["kind"])
-			}
-			if _, err := s.db.Exec(`INSERT INTO `+docsTable+` (collection, id, text, fields) VALUES (?, ?, ?, ?)`, c, d.ID, d.Text, fields); err != nil {
-				t.Fatal(err)
-			}
-		}
+	return s
+}
+
+func fieldsJSON(t *testing.T, d storage.Document) string {
+	t.Helper()
+	if d.Fields == nil {
+		return "{}"
 	}
+	b, err := json.Marshal(d.Fields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func hitIDs(t *testing.T, s *Store, c string, q storage.Query) []string {
@@ -112,8 +202,10 @@ func TestEarlierFileIndexed(t *testing.T) {
 	if got := hitIDs(t, s, ca, storage.Query{Text: "lisbon", Filter: map[string]string{"kind": "turn"}}); !slices.Equal(got, []string{"a2"}) {
 		t.Errorf("filtered query on an earlier document: got %q, want a2", got)
 	}
-	if has, err := s.hasTable(t.Context(), oldFTSTable); err != nil || has {
-		t.Errorf("earlier index still there: %v, %v", has, err)
+	for _, old := range []string{oldFTSTable, termsTable} {
+		if has, err := s.hasTable(t.Context(), old); err != nil || has {
+			t.Errorf("earlier index %s still there: %v, %v", old, has, err)
+		}
 	}
 	// Documents indexed now come after the earlier ones.
 	if err := s.Index(t.Context(), ca, storage.Document{ID: "a3", Text: "Pricing for schools"}); err != nil {
@@ -258,8 +350,8 @@ func TestTermTokens(t *testing.T) {
 }
 
 // TestTextlessDocumentsHaveNoTermRow: a document without terms (a
-// layer's marker, replaced at every step) writes no row of the term
-// index, so replacing it never deletes one; filtered listings still
+// layer's marker, replaced at every step) writes no postings, so
+// replacing it never deletes one; filtered listings still
 // find it, text queries never do, and the documents with text beside it
 // are searched as before, filter or none. Two users' markers of one ID
 // stay apart, and erasing one leaves the other.
@@ -275,7 +367,7 @@ func TestTextlessDocumentsHaveNoTermRow(t *testing.T) {
 	cta := storage.IndexName("ep", storage.ThreadScope("a"), "docs") // a thread named like the resource
 	terms := func() int {
 		var n int
-		if err := s.db.QueryRow(`SELECT count(*) FROM ` + termsTable).Scan(&n); err != nil {
+		if err := s.db.QueryRow(`SELECT count(*) FROM ` + postingsTable).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -295,7 +387,7 @@ func TestTextlessDocumentsHaveNoTermRow(t *testing.T) {
 		}
 	}
 	if n := terms(); n != before {
-		t.Errorf("term index rows %d after indexing documents without terms, want %d", n, before)
+		t.Errorf("postings %d after indexing documents without terms, want %d", n, before)
 	}
 	for _, c := range []string{ca, cab, cta} {
 		if got := hitIDs(t, s, c, storage.Query{Filter: map[string]string{"mark": "1"}}); !slices.Equal(got, []string{"mark"}) {
