@@ -19,8 +19,9 @@ type MultiGetter interface {
 	// be valid ([ValidateKey]): otherwise GetMany fails with
 	// ErrInvalidKey before anything is read. The values belong to the
 	// caller. An empty keys reads nothing and returns no items. A closed
-	// store fails with ErrClosed, and an ended ctx with its error. There is no limit on len(keys): a backend that
-	// needs one splits the keys into several round trips itself.
+	// store fails with ErrClosed, and an ended ctx with its error.
+	// len(keys) has no limit: a backend that needs one splits the keys
+	// into several round trips itself.
 	GetMany(ctx context.Context, keys []string) ([]Item, error)
 }
 
