@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -94,6 +95,32 @@ type ltResult struct {
 	refs     int
 	resolved int
 	missed   []string
+	// turn10 is turn 10's own overhead, the least of ltTurn10Runs fresh
+	// threads (see ltTurn10); zero when not measured.
+	turn10 time.Duration
+}
+
+// ltTurn10Runs is how many fresh threads ltTurn10 runs.
+const ltTurn10Runs = 10
+
+// ltTurn10 returns turn 10's memlayer overhead as the overhead bar
+// compares it: the least over ltTurn10Runs fresh threads of 10 turns, on
+// stores open returns. A turn's overhead is measured as the least of 10
+// samples of the same work, so that other processes on a shared machine
+// do not inflate it. At turn 1,000 the 10 turns that end with it are such
+// samples: the thread's memory has reached its bounds, so each turn does
+// the work of the next. Turns 1 to 10 are not: the memory grows from
+// empty over them, and the least of them is the overhead of a turn near
+// the first (turn 10 sends a back-reference and finds a log of 18
+// episodes and an archive of 9 entities; turn 2 finds 2 and 1). Turn 10
+// itself, repeated on fresh threads, is.
+func ltTurn10(t testing.TB, all bool, open func(testing.TB) ltStore) time.Duration {
+	least := time.Duration(math.MaxInt64)
+	for range ltTurn10Runs {
+		r := runLongThreadOn(t, 10, all, open(t))
+		least = min(least, r.turns[9].overhead)
+	}
+	return least
 }
 
 // ltCountingStore counts the bytes written to the store, its records and
@@ -410,6 +437,9 @@ func (r ltResult) report(t testing.TB, name string) {
 		}
 		t.Logf("FIGURE long-thread %s turn=%d prompt_tokens=%d overhead_ms=%.2f least_overhead_ms=%.2f run_ms=%.2f bytes_written=%d backrefs_resolved=%d/%d",
 			name, n, p.tokens, ms(p.overhead), ms(p.least), ms(p.took), p.written, resolved, refs)
+		if n == 10 && r.turn10 > 0 {
+			t.Logf("FIGURE long-thread %s turn=10 own_overhead_ms=%.2f (the least of %d fresh threads' turn 10)", name, ms(r.turn10), ltTurn10Runs)
+		}
 		for _, k := range r.kinds(n) {
 			t.Logf("BYTES long-thread %s turn=%d kind=%s bytes=%d", name, n, k.kind, k.bytes)
 		}
@@ -419,9 +449,11 @@ func (r ltResult) report(t testing.TB, name string) {
 // checkLongThread asserts the bars of issue 25 for a thread of n turns:
 // 95% of the back-references resolved, the last turn's request at most
 // 8,000 tokens, its memlayer overhead at most twice turn 10's (the
-// least of 10 turns each, see ltPoint), and with all four layers at
-// most 16 KB written per turn. With timed false the overhead bar is
-// logged, not asserted; it is asserted only under make reliability.
+// least of its 10 turns, see ltPoint, against r.turn10, see ltTurn10;
+// the least of turns 1 to 10 when r.turn10 is not measured), and with
+// all four layers at most 16 KB written per turn. With timed false the
+// overhead bar is logged, not asserted; it is asserted only under make
+// reliability.
 func checkLongThread(t *testing.T, r ltResult, all, timed bool) {
 	t.Helper()
 	if r.resolved*100 < r.refs*95 {
@@ -439,8 +471,12 @@ func checkLongThread(t *testing.T, r ltResult, all, timed bool) {
 		// on the 1,000 turns of make reliability.
 		fail = t.Logf
 	}
-	if p.least > 2*p10.least+time.Millisecond {
-		fail("turn %d's memlayer overhead is %v (the least of 10 turns), turn 10's %v: want at most 2x", n, p.least, p10.least)
+	base := p10.least
+	if r.turn10 > 0 {
+		base = r.turn10
+	}
+	if p.least > 2*base+time.Millisecond {
+		fail("turn %d's memlayer overhead is %v (the least of 10 turns), turn 10's %v: want at most 2x", n, p.least, base)
 	}
 	if all && p.written > 16<<10 {
 		t.Errorf("turn %d wrote %d bytes, want at most 16 KB", n, p.written)
@@ -469,6 +505,9 @@ func ltTurns() int {
 // every bar of issue 25 for them.
 func TestLongThread(t *testing.T) {
 	r := runLongThread(t, ltTurns(), false)
+	if heavy() {
+		r.turn10 = ltTurn10(t, false, ltSQLite)
+	}
 	r.report(t, "quickstart")
 	checkLongThread(t, r, false, true)
 }
@@ -478,6 +517,9 @@ func TestLongThread(t *testing.T) {
 // bar is logged, not asserted: it is not met yet (issue 25).
 func TestLongThreadAllLayers(t *testing.T) {
 	r := runLongThread(t, ltTurns(), true)
+	if heavy() {
+		r.turn10 = ltTurn10(t, true, ltSQLite)
+	}
 	r.report(t, "all-layers")
 	checkLongThread(t, r, true, false)
 }
@@ -536,7 +578,9 @@ func benchLongThread(b *testing.B, suffix string, open func(testing.TB) ltStore)
 			for b.Loop() {
 				r = runLongThreadOn(b, 1000, all, open(b))
 			}
+			r.turn10 = ltTurn10(b, all, open)
 			r.report(b, name+suffix)
+			b.ReportMetric(ms(r.turn10), "own-overhead-ms@10")
 			for _, n := range []int{10, 100, 500, 1000} {
 				p := r.at(n)
 				b.ReportMetric(float64(p.tokens), fmt.Sprintf("tokens@%d", n))
