@@ -246,9 +246,9 @@ func (p *position) context() context.Context {
 // conditional Put that fails with storage.ErrConflict) is counted in
 // memlayer.layer.cas.conflicts under the layer whose key it was (the
 // second part of a "layers/{id}/…" key, else the key's first part).
-// store wraps s to count lost compare-and-swap writes. The wrapper
-// forwards storage.Searcher when s is one, so that layers still find the
-// store's index through it.
+// The wrapper forwards storage.Searcher when s is one, so that layers
+// still find the store's index through it, and storage.MultiGetter, so
+// that a layer reading many records still reads them in one round trip.
 func (t *telemetry) store(s storage.Store) storage.Store {
 	c := &casCounting{Store: s, t: t}
 	if sr, ok := s.(storage.Searcher); ok {
@@ -265,6 +265,12 @@ type casCountingSearcher struct {
 type casCounting struct {
 	storage.Store
 	t *telemetry
+}
+
+// GetMany implements storage.MultiGetter: s's own when it has one, else
+// one Get a key (see storage.GetMany).
+func (s *casCounting) GetMany(ctx context.Context, keys []string) ([]storage.Item, error) {
+	return storage.GetMany(ctx, s.Store, keys)
 }
 
 func (s *casCounting) Put(ctx context.Context, key string, value []byte, ifVersion int64) (int64, error) {
