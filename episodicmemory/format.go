@@ -25,13 +25,16 @@ import (
 // A scope's log lives under storage.LayerKey(id, scopeKey, name), with
 // these names:
 //
-//	head                       {"version":1,"next":12,"digested":8,"dropped":0,"base":0,"lastDigest":0}
+//	head                       {"version":1,"next":12,"digested":8,"dropped":0,"base":0,"lastDigest":0,"raw":5,"rawTokens":830,"counted":true}
 //	seg/<seq, 20 digits>       {"version":1,"seq":5,"episodes":[Episode, ...]}
 //	digest/<seq, 20 digits>    {"version":1,"from":0,"to":8,"prev":-1,"digests":[Digest, ...]}
 //	quarantine/<unix-nanos>    a record that could not be read, set aside
 //
 // The head is the only record ever rewritten, always with
-// compare-and-swap, and stays the same size however long the log grows.
+// compare-and-swap, and stays about the same size however long the log
+// grows. Its raw, rawTokens and counted (optional; a head without them
+// reads as before) count the episodes of the segments not yet folded,
+// so that a step decides whether to compact without reading them.
 // A step writes its episodes, once, as segment seg/<next> (create-only,
 // so two writers never share a number), then advances next on the head
 // past it; a writer that finds the number taken advances the head for
@@ -73,7 +76,37 @@ type head struct {
 	// LastDigest is the first segment of the newest digest record; -1
 	// when there is none.
 	LastDigest int64 `json:"lastDigest"`
+	// Raw and RawTokens count the raw episodes, those of segments
+	// [Digested, Next), and their tokens (see rawTokens), when Counted is
+	// set: a writer decides whether to compact from them without reading
+	// the segments. A head without them (written before they were, or
+	// by a writer that does not keep them) gets them from the first
+	// writer that reads the raw episodes.
+	Raw       int  `json:"raw,omitempty"`
+	RawTokens int  `json:"rawTokens,omitempty"`
+	Counted   bool `json:"counted,omitempty"`
 }
+
+// count adds n raw episodes of toks tokens to the head's counts (n and
+// toks are negative for episodes folded), when it keeps them. Counts
+// that would fall below zero (records changed by hand, say) are dropped:
+// the next writer to read the raw episodes counts them again.
+func (h *head) count(n, toks int) {
+	if !h.Counted {
+		return
+	}
+	h.Raw += n
+	h.RawTokens += toks
+	if h.Raw < 0 || h.RawTokens < 0 {
+		h.uncount()
+	}
+}
+
+// uncount drops the head's counts.
+func (h *head) uncount() { h.Raw, h.RawTokens, h.Counted = 0, 0, false }
+
+// setCount sets the head's counts to n raw episodes of toks tokens.
+func (h *head) setCount(n, toks int) { h.Raw, h.RawTokens, h.Counted = n, toks, true }
 
 func emptyHead() head { return head{Version: baseVersion, LastDigest: -1} }
 
@@ -185,6 +218,7 @@ func decodeHead(data []byte) (head, error) {
 	if !ordered(0, h.Base, h.Digested, h.Next, 1<<62) || !ordered(0, h.Dropped, h.Next) || !ordered(-1, h.LastDigest) || h.LastDigest >= h.Next {
 		return head{}, fmt.Errorf("%w: head out of order: %+v", ErrCorrupt, h)
 	}
+	h.count(0, 0) // counts below zero are dropped, not trusted
 	return h, nil
 }
 

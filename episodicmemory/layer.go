@@ -214,20 +214,40 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.ensureLoaded(ctx); err != nil {
-		return fmt.Errorf("episodicmemory: store: %w", err)
+	if !l.head.Counted {
+		// The head does not count its raw episodes: read them.
+		if err := l.ensureLoaded(ctx); err != nil {
+			return fmt.Errorf("episodicmemory: store: %w", err)
+		}
 	}
 	l.pending = append(l.pending, eps...)
 	l.changed()
 	if err := l.flush(ctx); err != nil {
 		return fmt.Errorf("episodicmemory: store: %w", err)
 	}
-	if l.rawCount > l.cfg.CompactAfter || l.rawToks > l.cfg.CompactTokens {
-		if err := l.compact(ctx); err != nil {
-			return fmt.Errorf("episodicmemory: compact: %w", err)
-		}
+	if !l.overThresholds() {
+		return nil
+	}
+	if err := l.ensureLoaded(ctx); err != nil {
+		return fmt.Errorf("episodicmemory: compact: %w", err)
+	}
+	if err := l.compact(ctx); err != nil {
+		return fmt.Errorf("episodicmemory: compact: %w", err)
 	}
 	return nil
+}
+
+// overThresholds reports whether the raw episodes are past
+// Config.CompactAfter or Config.CompactTokens: by the view once it is
+// read, else by the head's counts, so that a step reads no segment
+// until compaction is due.
+func (l *Layer) overThresholds() bool {
+	count, toks := l.rawCount, l.rawToks
+	if !l.loaded {
+		n, t := rawSize(l.pending)
+		count, toks = l.head.Raw+n, l.head.RawTokens+t
+	}
+	return count > l.cfg.CompactAfter || toks > l.cfg.CompactTokens
 }
 
 // episodes turns a step into episodes (not yet numbered).
@@ -698,6 +718,7 @@ func (l *Layer) Snapshot(ctx context.Context) (json.RawMessage, error) {
 func (l *Layer) markLocked() []byte {
 	m := mark{Version: markVersion, Scope: l.log.Scope, Head: l.head, Pending: slices.Clone(l.pending)}
 	m.Head.Version = baseVersion
+	m.Head.uncount() // a mark names a view; the counts are the stored head's
 	for i := range m.Pending {
 		m.Pending[i].toks = 0
 	}
@@ -800,6 +821,7 @@ func (l *Layer) restoreView(ctx context.Context, s snapshot) error {
 			h.LastDigest = base
 		}
 		h.Next = base + 1 + int64(len(s.Episodes))
+		h.setCount(rawSize(s.Episodes))
 		return true
 	})
 	if err != nil {
@@ -883,6 +905,7 @@ func (l *Layer) Clear(ctx context.Context) error {
 	defer l.mu.Unlock()
 	h, _, err := l.updateHead(ctx, func(h *head) bool {
 		h.Base, h.Digested, h.Dropped, h.LastDigest = h.Next, h.Next, h.Next, -1
+		h.setCount(0, 0)
 		return true
 	})
 	if err != nil {

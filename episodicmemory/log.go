@@ -26,6 +26,7 @@ func (l *Layer) readHead(ctx context.Context) (head, int64, error) {
 			}
 		}
 		h.Base, h.Digested, h.Dropped = h.Next, h.Next, h.Next
+		h.setCount(0, 0) // nothing is raw
 		return h
 	})
 }
@@ -285,13 +286,27 @@ func (l *Layer) appendOnce(ctx context.Context) (bool, error) {
 
 // publish advances the head past segment seq (written, by this writer
 // with episodes eps, or by another when eps is nil) and takes the segment
-// into the view, catching up with other writers on the way.
+// into the view, catching up with other writers on the way. The head
+// counts the segment's episodes; a head without counts gets them here
+// when the view is read and is the head's.
 func (l *Layer) publish(ctx context.Context, seq int64, eps []Episode) error {
+	mine := eps != nil
+	if !mine {
+		var err error
+		if eps, err = l.readSegment(ctx, seq); err != nil {
+			return err
+		}
+	}
+	n, toks := rawSize(eps)
 	h, v, ok, err := seqlog.Swap(ctx, &l.log, l.head, l.hver, func(h *head) bool {
 		if h.Next > seq {
 			return false // in the view: published by another writer
 		}
+		if !h.Counted && l.loaded && h.Base == l.head.Base && h.Digested == l.head.Digested && h.Next == l.head.Next {
+			h.setCount(rawSize(l.recent))
+		}
 		h.Next = seq + 1
+		h.count(n, toks)
 		return true
 	}, func() (head, int64, error) { return l.sync(ctx) })
 	if err != nil {
@@ -300,19 +315,24 @@ func (l *Layer) publish(ctx context.Context, seq int64, eps []Episode) error {
 	if !ok {
 		return nil
 	}
-	mine := eps != nil
-	if eps == nil {
-		if eps, err = l.readSegment(ctx, seq); err != nil {
-			return err
-		}
-	}
 	l.head, l.hver = h, v
+	// Before the view is read, recent holds the segments this layer
+	// published (indexing reads them there); reading the view replaces it.
 	l.recent = append(l.recent, eps...)
 	l.changed()
 	if err := l.indexed(ctx, eps, mine); err != nil {
 		return fmt.Errorf("segment %d is stored, but %w", seq, err)
 	}
 	return nil
+}
+
+// rawSize returns the number of episodes of eps and their tokens (see
+// rawTokens).
+func rawSize(eps []Episode) (n, toks int) {
+	for i := range eps {
+		toks += rawTokens(&eps[i])
+	}
+	return len(eps), toks
 }
 
 // compactStored folds the raw episodes of segments [head.Digested, to)
@@ -325,12 +345,15 @@ func (l *Layer) compactStored(ctx context.Context, to int64) error {
 	// digests cover every episode written. (A segment still unwritten
 	// now, long after its claim, is a crashed writer's gap.)
 	var digests []Digest
+	folded, foldedToks := 0, 0
 	for seq := from; seq < to; seq++ {
 		eps, err := l.rawSegment(ctx, seq)
 		if err != nil {
 			return err
 		}
 		digests = append(digests, digestsOf(eps)...)
+		n, toks := rawSize(eps)
+		folded, foldedToks = folded+n, foldedToks+toks
 	}
 	rec, err := l.writeDigests(ctx, digestRecord{Version: baseVersion, From: from, To: to, Prev: l.head.LastDigest, Digests: digests})
 	if err != nil {
@@ -342,6 +365,11 @@ func (l *Layer) compactStored(ctx context.Context, to int64) error {
 			return false // someone else moved the fold: our record is theirs or stale
 		}
 		h.Digested, h.LastDigest = rec.To, rec.From
+		if rec.To == to {
+			h.count(-folded, -foldedToks)
+		} else {
+			h.uncount() // another writer's fold, of other segments
+		}
 		if l.cfg.Retain >= 0 {
 			h.Dropped = max(h.Dropped, min(h.Digested, h.Next-int64(l.cfg.Retain)))
 		}
