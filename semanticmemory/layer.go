@@ -630,7 +630,10 @@ type Hit struct {
 // [Layer.Candidates] for the ranking); k <= 0 means up to storage.MaxK.
 // It reads each hit's record for the whole fact.
 func (l *Layer) Search(ctx context.Context, query string, k int) ([]Hit, error) {
-	return l.SearchKind(ctx, query, "", k)
+	if err := l.unbound("Search"); err != nil {
+		return nil, err
+	}
+	return l.search(ctx, query, "", k)
 }
 
 // SearchKind is [Layer.Search] among the live facts of one kind: the
@@ -638,10 +641,14 @@ func (l *Layer) Search(ctx context.Context, query string, k int) ([]Hit, error) 
 // found however many facts of other kinds rank above them. An empty kind
 // searches every fact, as Search does.
 func (l *Layer) SearchKind(ctx context.Context, query, kind string, k int) ([]Hit, error) {
-	if err := l.unbound("Search"); err != nil {
+	if err := l.unbound("SearchKind"); err != nil {
 		return nil, err
 	}
-	kind = strings.ToLower(kind)
+	return l.search(ctx, query, strings.ToLower(kind), k)
+}
+
+// search returns up to k live facts of kind ("" for any) for query.
+func (l *Layer) search(ctx context.Context, query, kind string, k int) ([]Hit, error) {
 	if kind != "" {
 		if err := validKind(kind); err != nil {
 			return nil, fmt.Errorf("semanticmemory: search: %w", err)
