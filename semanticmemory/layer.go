@@ -542,6 +542,15 @@ func (l *Layer) Update(ctx context.Context, id string, c Change) (Fact, error) {
 	return clone(written[0]), nil
 }
 
+// applied returns the memo of fact f with c applied.
+func (c Change) applied(f Fact) Memo {
+	m := Memo{Text: cmp.Or(c.Text, f.Text), Kind: cmp.Or(c.Kind, f.Kind), Importance: f.Importance}
+	if c.Importance != nil {
+		m.Importance = *c.Importance
+	}
+	return m
+}
+
 // changed returns the next version of live fact id with c applied, or
 // the fact and true when c changes nothing.
 func (l *Layer) changed(ctx context.Context, id string, c Change) (Fact, bool, error) {
@@ -549,11 +558,8 @@ func (l *Layer) changed(ctx context.Context, id string, c Change) (Fact, bool, e
 	if err != nil {
 		return Fact{}, false, err
 	}
-	m := Memo{Text: cmp.Or(c.Text, f.Text), Kind: cmp.Or(c.Kind, f.Kind), Importance: f.Importance}
-	if c.Importance != nil {
-		m.Importance = *c.Importance
-	}
-	if m, err = m.normalize(); err != nil {
+	m, err := c.applied(f).normalize()
+	if err != nil {
 		return Fact{}, false, err
 	}
 	if m.Text == f.Text && m.Kind == f.Kind && m.Importance == f.Importance {

@@ -95,12 +95,7 @@ func turnsOf(msgs []Message) ([]layer.Turn, error) {
 // session's audit says were written, in the order first written; a fact
 // deleted since is left out.
 func (s *session) written(ctx context.Context) ([]Fact, error) {
-	var ids []string
-	for _, e := range s.audit.Entries() {
-		if e.Op == audit.OpWrite && e.Layer == s.m.ns && e.Key != "" && !slices.Contains(ids, e.Key) {
-			ids = append(ids, e.Key)
-		}
-	}
+	ids := writtenIDs(s.audit.Entries(), s.m.ns)
 	out := make([]Fact, 0, len(ids))
 	for _, id := range ids {
 		f, err := s.facts.Get(ctx, id)
@@ -113,4 +108,16 @@ func (s *session) written(ctx context.Context) ([]Fact, error) {
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// writtenIDs returns the IDs of the facts of layer ns that entries say
+// were written, in the order first written.
+func writtenIDs(entries []audit.Entry, ns string) []string {
+	var ids []string
+	for _, e := range entries {
+		if e.Op == audit.OpWrite && e.Layer == ns && e.Key != "" && !slices.Contains(ids, e.Key) {
+			ids = append(ids, e.Key)
+		}
+	}
+	return ids
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/memlayer/memlayer/audit"
@@ -101,14 +102,10 @@ type Listed struct {
 // List returns a page of user's live facts, ordered by ID (byte order).
 // It reads the user's whole fact log (semanticmemory's audit view).
 func (m *Memory) List(ctx context.Context, user string, p Page) (Listed, error) {
-	if p.Limit < 0 {
-		return Listed{}, fmt.Errorf("service: list: %w: Limit %d < 0", ErrInvalidQuery, p.Limit)
+	limit, err := p.limit()
+	if err != nil {
+		return Listed{}, fmt.Errorf("service: list: %w", err)
 	}
-	limit := min(p.Limit, MaxLimit)
-	if limit == 0 {
-		limit = DefaultLimit
-	}
-	kind := strings.ToLower(p.Kind)
 	s, err := m.open(ctx, user, false)
 	if err != nil {
 		return Listed{}, fmt.Errorf("service: list: %w", err)
@@ -118,18 +115,23 @@ func (m *Memory) List(ctx context.Context, user string, p Page) (Listed, error) 
 	if err != nil {
 		return Listed{}, fmt.Errorf("service: list: %w", err)
 	}
-	var out Listed
-	for _, f := range all {
-		if f.ID <= p.After && p.After != "" || kind != "" && f.Kind != kind {
-			continue
-		}
-		if len(out.Facts) == limit {
-			out.Next = out.Facts[limit-1].ID
-			break
-		}
-		out.Facts = append(out.Facts, f)
+	kind := strings.ToLower(p.Kind)
+	all = slices.DeleteFunc(all, func(f Fact) bool { return p.After != "" && f.ID <= p.After || kind != "" && f.Kind != kind })
+	if len(all) <= limit {
+		return Listed{Facts: all}, nil
 	}
-	return out, nil
+	return Listed{Facts: all[:limit:limit], Next: all[limit-1].ID}, nil
+}
+
+// limit returns how many facts the page holds at most.
+func (p Page) limit() (int, error) {
+	switch {
+	case p.Limit < 0:
+		return 0, fmt.Errorf("%w: Limit %d < 0", ErrInvalidQuery, p.Limit)
+	case p.Limit == 0:
+		return DefaultLimit, nil
+	}
+	return min(p.Limit, MaxLimit), nil
 }
 
 // Update changes user's live fact id (see semanticmemory.Change: the

@@ -117,13 +117,8 @@ func New(store storage.Store, cfg Config) (*Memory, error) {
 	if store == nil {
 		return nil, fmt.Errorf("%w: no store", ErrInvalidConfig)
 	}
-	if s := cfg.Facts.Scope; s != "" && s != layer.ScopeResource {
-		return nil, fmt.Errorf("%w: Facts.Scope %q: a Memory serves users (the resource scope)", ErrInvalidConfig, s)
-	}
-	for i, x := range cfg.Extractors {
-		if x == nil {
-			return nil, fmt.Errorf("%w: extractor %d is nil", ErrInvalidConfig, i)
-		}
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
 	tmpl, err := semanticmemory.New(cfg.Facts)
 	if err != nil {
@@ -138,6 +133,18 @@ func New(store storage.Store, cfg Config) (*Memory, error) {
 	rd := writepath.NewRedactor(cfg.Redaction)
 	cfg.Logger = rd.Logger(cfg.Logger)
 	return &Memory{store: store, cfg: cfg, facts: tmpl, ns: tmpl.Spec().ID, rd: rd}, nil
+}
+
+// check reports what New cannot serve in cfg, as an error wrapping
+// ErrInvalidConfig.
+func (cfg *Config) check() error {
+	if s := cfg.Facts.Scope; s != "" && s != layer.ScopeResource {
+		return fmt.Errorf("%w: Facts.Scope %q: a Memory serves users (the resource scope)", ErrInvalidConfig, s)
+	}
+	if i := slices.Index(cfg.Extractors, nil); i >= 0 {
+		return fmt.Errorf("%w: extractor %d is nil", ErrInvalidConfig, i)
+	}
+	return nil
 }
 
 // Namespace returns the namespace the Memory serves: its semantic

@@ -493,3 +493,48 @@ func TestAddMessages(t *testing.T) {
 }
 
 func redactOff() redact.Policy { return redact.Policy{Disabled: true} }
+
+// A namespace is a semantic layer's ID: two namespaces of one user keep
+// their facts apart, an agent's layer of that ID sees its namespace's,
+// and EraseUser erases every namespace.
+func TestNamespaces(t *testing.T) {
+	ctx := t.Context()
+	store := storage.NewMemoryStore()
+	home := newMemory(t, store, service.Config{})
+	work := newMemory(t, store, service.Config{Facts: semanticmemory.Config{Spec: layer.Spec{ID: "work-facts"}}})
+	if home.Namespace() != "semantic" || work.Namespace() != "work-facts" {
+		t.Fatalf("namespaces %q and %q", home.Namespace(), work.Namespace())
+	}
+	if _, err := home.Add(ctx, "ada", service.Memo{Kind: "preference", Text: "Ada likes jazz at home."}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := work.Add(ctx, "ada", service.Memo{Kind: "preference", Text: "Ada likes quiet at work."}); err != nil {
+		t.Fatal(err)
+	}
+	if hits, err := work.Search(ctx, "ada", service.Query{Text: "Ada likes"}); err != nil || len(hits) != 1 || !strings.Contains(hits[0].Text, "work") {
+		t.Fatalf("work finds %+v (%v)", hits, err)
+	}
+	sem, err := semanticmemory.New(semanticmemory.Config{Spec: layer.Spec{ID: "work-facts"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := agenttest.New(agenttest.Reply(agenttest.Text("OK.")))
+	a, err := agentloop.New(agentloop.Config{Model: model, Store: store, Layers: []layer.Layer{sem}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(ctx, agentloop.RunInput{ThreadID: "t1", ResourceID: "ada", Input: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	if sys := model.Requests()[0].System(); !strings.Contains(sys, "Ada likes quiet at work.") || strings.Contains(sys, "jazz") {
+		t.Fatalf("the work agent's prompt:\n%s", sys)
+	}
+	if _, err := home.EraseUser(ctx, "ada"); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*service.Memory{home, work} {
+		if page, err := m.List(ctx, "ada", service.Page{}); err != nil || len(page.Facts) != 0 {
+			t.Errorf("%s keeps %+v after the erase (%v)", m.Namespace(), page.Facts, err)
+		}
+	}
+}
