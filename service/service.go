@@ -252,7 +252,8 @@ func (s *session) mask(text string) string {
 // semantic memory, audited. A fact that restates a live fact of its kind
 // supersedes it (the Fact returned is its next version, same ID); one
 // restated word for word writes nothing and returns the fact. An empty
-// kind is "fact"; the importance is m's (0 is valid). Bad input is an
+// kind is "fact", a zero importance semanticmemory.DefaultImportance (as
+// for the writes a layer proposes in the loop). Bad input is an
 // error wrapping semanticmemory.ErrInvalidFact, and stores nothing.
 func (m *Memory) Add(ctx context.Context, user string, memo Memo) (Fact, error) {
 	s, err := m.open(ctx, user, false)
@@ -280,11 +281,12 @@ func (s *session) add(ctx context.Context, memo Memo) (Fact, error) {
 }
 
 // write returns memo as the write the loop's memorize tool makes: its
-// text masked, its kind lowercased ("fact" when empty).
+// text masked, its kind lowercased ("fact" when empty), a zero
+// importance the default.
 func (s *session) write(memo Memo) layer.Write {
 	by := cmp.Or(memo.Source.By, "code")
 	return layer.Write{Kind: cmp.Or(strings.ToLower(memo.Kind), semanticmemory.DefaultKind), Text: s.mask(memo.Text),
-		Importance: memo.Importance, Source: "by=" + by, Layer: s.m.ns, By: by}
+		Importance: cmp.Or(memo.Importance, semanticmemory.DefaultImportance), Source: "by=" + by, Layer: s.m.ns, By: by}
 }
 
 // kept returns the fact write w kept: the one the session's audit names,

@@ -108,7 +108,7 @@ func TestSeedThenRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f.ID == "" || f.Version != 1 || f.Kind != "profile" || f.Source.By != "code" {
+		if f.ID == "" || f.Version != 1 || f.Kind != "profile" || f.Importance != 0.6 || f.Source.By != "code" {
 			t.Fatalf("added %+v", f)
 		}
 		want := "[" + f.ID + " profile] Ada lives in Lisbon."
@@ -174,7 +174,10 @@ func TestUpdateDeleteChangeThePrompt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if upd.ID != city.ID || upd.Version != 2 || upd.Kind != "profile" || !upd.Created.Equal(city.Created) {
+		if city.Importance != semanticmemory.DefaultImportance {
+			t.Errorf("a fact added with no importance has %v, want the default", city.Importance)
+		}
+		if upd.ID != city.ID || upd.Version != 2 || upd.Kind != "profile" || upd.Importance != city.Importance || !upd.Created.Equal(city.Created) {
 			t.Fatalf("updated %+v from %+v", upd, city)
 		}
 		sys := prompt(t, store, "ada", "Hello")
