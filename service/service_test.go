@@ -222,13 +222,15 @@ func TestUpdateDeleteChangeThePrompt(t *testing.T) {
 func second[T any](_ T, err error) error { return err }
 
 // Erasing a user through the API leaves nothing of theirs in the store's
-// keys or its search index, and every other user's memory as it was.
+// keys or its search index, and every other user's memory as it was,
+// whatever their IDs: nested, escaped, with a separator, in another case.
 func TestEraseLeavesNothing(t *testing.T) {
 	eachBackend(t, func(t *testing.T, store storage.Store) {
 		ctx := t.Context()
 		log := audit.New(audit.Config{Store: store})
 		mem := newMemory(t, store, service.Config{Audit: log})
-		for _, user := range []string{"a", "a/b", "b"} {
+		others := []string{"a/b", "a%2Fb", "a:b", "A", "b"}
+		for _, user := range append([]string{"a"}, others...) {
 			if _, err := mem.Add(ctx, user, service.Memo{Kind: "preference", Text: user + " likes green tea."}); err != nil {
 				t.Fatal(err)
 			}
@@ -281,7 +283,7 @@ func TestEraseLeavesNothing(t *testing.T) {
 		if hits, err := mem.Search(ctx, "a", service.Query{Text: "tea cello"}); err != nil || len(hits) != 0 {
 			t.Errorf("the API still finds %v for a (%v)", hits, err)
 		}
-		for _, user := range []string{"a/b", "b"} {
+		for _, user := range others {
 			hits, err := mem.Search(ctx, user, service.Query{Text: "green tea"})
 			if err != nil || len(hits) != 1 || hits[0].Text != user+" likes green tea." {
 				t.Errorf("after erasing a, %s finds %+v (%v)", user, hits, err)
