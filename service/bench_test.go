@@ -60,4 +60,3 @@ func BenchmarkGet(b *testing.B) {
 		}
 	}
 }
-
