@@ -122,7 +122,12 @@ func New(store storage.Store, cfg Config) (*Memory, error) {
 	}
 	tmpl, err := semanticmemory.New(cfg.Facts)
 	if err != nil {
-		return nil, fmt.Errorf("service: %w", err)
+		return nil, fmt.Errorf("%w: Facts: %w", ErrInvalidConfig, err)
+	}
+	// The stack each AddMessages binds: its specs and IDs are checked
+	// now (NewStack does no I/O).
+	if _, err := layer.NewStack(layer.StackConfig{Layers: append([]layer.Layer{tmpl}, cfg.Extractors...)}); err != nil {
+		return nil, fmt.Errorf("%w: extractors: %w", ErrInvalidConfig, err)
 	}
 	cfg.Router = cmp.Or(cfg.Router, route.Default)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())

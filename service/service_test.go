@@ -363,11 +363,20 @@ func TestBadInput(t *testing.T) {
 	if err != nil || len(page.Facts) != 1 || page.Facts[0].Text != f.Text || page.Facts[0].Version != 1 {
 		t.Errorf("after bad input, ada has %+v (%v)", page, err)
 	}
+	clash := &looptest.Distiller{}
+	for name, cfg := range map[string]service.Config{
+		"nil extractor":          {Extractors: []layer.Layer{nil}},
+		"extractor twice":        {Extractors: []layer.Layer{clash, clash}},
+		"extractor of the facts": {Facts: semanticmemory.Config{Spec: layer.Spec{ID: "distiller"}}, Extractors: []layer.Layer{clash}},
+		"thread scope":           {Facts: semanticmemory.Config{Spec: layer.Spec{Scope: layer.ScopeThread}}},
+		"bad facts config":       {Facts: semanticmemory.Config{TopK: -1}},
+	} {
+		if _, err := service.New(store, cfg); !errors.Is(err, service.ErrInvalidConfig) {
+			t.Errorf("New with a %s: %v", name, err)
+		}
+	}
 	if _, err := service.New(nil, service.Config{}); !errors.Is(err, service.ErrInvalidConfig) {
 		t.Errorf("New without a store: %v", err)
-	}
-	if _, err := service.New(store, service.Config{Facts: semanticmemory.Config{Spec: layer.Spec{Scope: layer.ScopeThread}}}); !errors.Is(err, service.ErrInvalidConfig) {
-		t.Errorf("New with a thread scope: %v", err)
 	}
 }
 
