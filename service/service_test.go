@@ -128,7 +128,7 @@ func TestSeedThenRun(t *testing.T) {
 func TestAgentMemorizesAPIFinds(t *testing.T) {
 	eachBackend(t, func(t *testing.T, store storage.Store) {
 		model := agenttest.New(
-			agenttest.Reply(agenttest.Calls(agenttest.Call("semantic_memorize", `{"text":"The user prefers green tea.","kind":"preference"}`))),
+			agenttest.Reply(agenttest.Calls(agenttest.Call(memorizeTool, `{"text":"The user prefers green tea.","kind":"preference"}`))),
 			agenttest.Reply(agenttest.Text("Noted.")))
 		runAgent(t, store, model, "ada", "Remember that I prefer green tea.")
 		mem := newMemory(t, store, service.Config{})
@@ -237,7 +237,7 @@ func TestEraseLeavesNothing(t *testing.T) {
 		}
 		// An agent's run of "a" stores a thread, a memorized fact, an audit.
 		model := agenttest.New(
-			agenttest.Reply(agenttest.Calls(agenttest.Call("semantic_memorize", `{"text":"a plays the cello.","kind":"fact"}`))),
+			agenttest.Reply(agenttest.Calls(agenttest.Call(memorizeTool, `{"text":"a plays the cello.","kind":"fact"}`))),
 			agenttest.Reply(agenttest.Text("Noted.")))
 		runAgent(t, store, model, "a", "I play the cello.")
 		if keys, err := (inspect.Inspector{Store: store}).ResourceKeys(ctx, "a"); err != nil || len(keys) < 3 {
@@ -247,7 +247,7 @@ func TestEraseLeavesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if erased.Counts["layer.semantic"] == 0 || erased.Counts["index.semantic"] == 0 || erased.Counts["thread.audit"] == 0 {
+		if erased.Counts["layer."+semanticmemory.DefaultID] == 0 || erased.Counts["index."+semanticmemory.DefaultID] == 0 || erased.Counts["thread.audit"] == 0 {
 			t.Errorf("erased %v", erased.Counts)
 		}
 		if keys, err := (inspect.Inspector{Store: store}).ResourceKeys(ctx, "a"); err != nil || len(keys) != 0 {
@@ -276,7 +276,7 @@ func TestEraseLeavesNothing(t *testing.T) {
 				t.Errorf("search collection %q of a is left", c)
 			}
 		}
-		hits, err := x.Search(ctx, storage.IndexName("semantic", storage.ResourceScope("a"), "facts"), storage.Query{Text: "tea cello"})
+		hits, err := x.Search(ctx, storage.IndexName(semanticmemory.DefaultID, storage.ResourceScope("a"), "facts"), storage.Query{Text: "tea cello"})
 		if err != nil || len(hits) != 0 {
 			t.Errorf("a's index still finds %v (%v)", hits, err)
 		}
@@ -516,7 +516,7 @@ func TestNamespaces(t *testing.T) {
 	store := storage.NewMemoryStore()
 	home := newMemory(t, store, service.Config{})
 	work := newMemory(t, store, service.Config{Facts: semanticmemory.Config{Spec: layer.Spec{ID: "work-facts"}}})
-	if home.Namespace() != "semantic" || work.Namespace() != "work-facts" {
+	if home.Namespace() != semanticmemory.DefaultID || work.Namespace() != "work-facts" {
 		t.Fatalf("namespaces %q and %q", home.Namespace(), work.Namespace())
 	}
 	if _, err := home.Add(ctx, "ada", service.Memo{Kind: "preference", Text: "Ada likes jazz at home."}); err != nil {
@@ -552,3 +552,7 @@ func TestNamespaces(t *testing.T) {
 		}
 	}
 }
+
+// memorizeTool is the name the agent offers semantic memory's memorize
+// function by.
+var memorizeTool = layer.ToolName(semanticmemory.DefaultID, "memorize")
