@@ -556,3 +556,20 @@ func TestNamespaces(t *testing.T) {
 // memorizeTool is the name the agent offers semantic memory's memorize
 // function by.
 var memorizeTool = layer.ToolName(semanticmemory.DefaultID, "memorize")
+
+// A cancelled context stops a call before it writes.
+func TestCancelled(t *testing.T) {
+	store := storage.NewMemoryStore()
+	mem := newMemory(t, store, service.Config{})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := mem.Add(ctx, "ada", service.Memo{Text: "Ada likes tea."}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Add under a cancelled context: %v", err)
+	}
+	if _, err := mem.Search(ctx, "ada", service.Query{Text: "tea"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Search under a cancelled context: %v", err)
+	}
+	if keys, _ := store.List(t.Context(), ""); len(keys) != 0 {
+		t.Errorf("a cancelled Add stored %v", keys)
+	}
+}
