@@ -4,14 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -27,42 +23,28 @@ import (
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/storage/redis"
 	"github.com/memlayer/memlayer/storage/sqlite"
+	"github.com/memlayer/memlayer/storage/storagetest"
 )
 
-// backends returns a function that opens a new, empty store of each
-// backend: in memory, SQLite in a temporary file, and Redis when
-// MEMLAYER_REDIS_URL names a server (a namespace of the test's own).
-func backends() map[string]func(t *testing.T) storage.Store {
-	return map[string]func(t *testing.T) storage.Store{
-		"memory": func(*testing.T) storage.Store { return storage.NewMemoryStore() },
-		"sqlite": func(t *testing.T) storage.Store {
-			st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "m.db")})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			return st
-		},
-		"redis": func(t *testing.T) storage.Store {
-			url := os.Getenv("MEMLAYER_REDIS_URL")
-			if url == "" {
-				t.Skip("MEMLAYER_REDIS_URL is not set: run under .ci/with-redis for the Redis backend")
-			}
-			ns := "memlayer-service:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
-			st, err := redis.New(redis.Config{URL: url, Namespace: ns})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			return st
-		},
-	}
-}
-
-// eachBackend runs fn on a new store of each backend.
+// eachBackend runs fn on a new, empty store of each backend: in memory,
+// SQLite in a temporary file, and Redis when MEMLAYER_REDIS_URL names a
+// server (under a namespace of its own); without one the Redis subtest
+// says why it skips.
 func eachBackend(t *testing.T, fn func(t *testing.T, store storage.Store)) {
-	for _, name := range []string{"memory", "sqlite", "redis"} {
-		t.Run(name, func(t *testing.T) { fn(t, backends()[name](t)) })
+	sq := func(path string) (storagetest.Closer, error) {
+		return sqlite.Open(context.Background(), sqlite.Config{Path: path})
+	}
+	rd := func(url, ns string) (storagetest.Closer, error) {
+		return redis.New(redis.Config{URL: url, Namespace: ns})
+	}
+	backends := storagetest.Backends("memlayer-service", sq, rd)
+	for _, be := range backends {
+		t.Run(be.Name, func(t *testing.T) { fn(t, be.Open(t, 0)) })
+	}
+	if !slices.ContainsFunc(backends, func(be storagetest.Backend) bool { return be.Name == "redis" }) {
+		t.Run("redis", func(t *testing.T) {
+			t.Skip("MEMLAYER_REDIS_URL is not set: run under .ci/with-redis for the Redis backend")
+		})
 	}
 }
 
