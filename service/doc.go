@@ -68,10 +68,11 @@
 //
 // # Cost
 //
-// Add, Update, Delete, Get and Search read the layer's head and index
-// marker, then work on the search index as a run does: their cost does
-// not grow with the user's facts. List and History read the user's whole
-// fact log, as semanticmemory's audit view does.
+// Each call binds the layer as a run's Init does (it reads the layer's
+// head and its index's marker). Add, Update, Delete, Get and Search then
+// query the search index and read the records it names, as a run does:
+// they read no record that grows with the user's facts. List and History
+// read the user's whole fact log, as semanticmemory's audit view does.
 //
 // A Memory is safe for concurrent use; it keeps no state between calls,
 // so several processes may serve the same users on one store.
