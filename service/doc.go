@@ -73,6 +73,9 @@
 // query the search index and read the records it names, as a run does:
 // they read no record that grows with the user's facts. List and History
 // read the user's whole fact log, as semanticmemory's audit view does.
+// On a store without search (not a storage.Searcher) each call reads the
+// newest Config.Facts.FallbackFacts fact versions into an index of its
+// own, as a run does there.
 //
 // A Memory is safe for concurrent use; it keeps no state between calls,
 // so several processes may serve the same users on one store.

@@ -259,7 +259,7 @@ func (s *session) mask(text string) string {
 // restated word for word writes nothing and returns the fact. An empty
 // kind is "fact", a zero importance semanticmemory.DefaultImportance (as
 // for the writes a layer proposes in the loop). Bad input is an
-// error wrapping semanticmemory.ErrInvalidFact, and stores nothing.
+// error wrapping semanticmemory.ErrInvalidFact, and stores no fact.
 func (m *Memory) Add(ctx context.Context, user string, memo Memo) (Fact, error) {
 	s, err := m.open(ctx, user, false)
 	if err != nil {
