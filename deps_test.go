@@ -255,6 +255,18 @@ var importRules = []importRule{
 		}
 		return out
 	}},
+	{"only examples and cmd import service: the loop, the layers and the write path never depend on it", []string{"service"}, func(pkgs map[string]pkgInfo, _ map[string]bool) []string {
+		// The service is built on semantic memory and the write path, for
+		// programs; nothing it is built on may reach back to it.
+		var out []string
+		for path, p := range pkgs {
+			if anyUnder(path, "examples", "cmd", "service") {
+				continue
+			}
+			out = append(out, forbid(path, p.deps, func(d string) bool { return under(d, "service") }, "only examples and cmd (programs) may import service")...)
+		}
+		return out
+	}},
 	{"thread imports only the standard library, storage and layer: no langchaingo", []string{"thread"}, func(pkgs map[string]pkgInfo, std map[string]bool) []string {
 		return append(nonStandard("thread", pkgs["thread"].deps, std, "storage", "layer", "internal/lexical", "internal/textcut"),
 			nonStandard("thread/threadtest", pkgs["thread/threadtest"].deps, std, "storage", "layer", "thread", "internal/lexical", "internal/textcut")...)
@@ -364,6 +376,10 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		{"history on thread and prompt", "history", []string{"thread", "prompt", "layer", "github.com/tmc/langchaingo/llms"}, ""},
 		{"history on entitymemory", "history", []string{"thread", "entitymemory"}, "history imports entitymemory"},
 		{"cmd/memlayer on agentloop", "cmd/memlayer", []string{"inspect", "agentloop"}, "cmd/memlayer imports agentloop"},
+		{"service on semanticmemory and the write path", "service", []string{"semanticmemory", "internal/writepath", "route", "inspect", "layer"}, ""},
+		{"agentloop on service", "agentloop", []string{"layer", "service"}, "agentloop imports service"},
+		{"semanticmemory on service", "semanticmemory", []string{"layer", "service"}, "semanticmemory imports service"},
+		{"service on agentloop", "service", []string{"semanticmemory", "agentloop"}, "service imports agentloop"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -30,6 +30,7 @@ var readmeImports = map[string]string{
 	"chainmemory":    module + "/chainmemory",
 	"inspect":        module + "/inspect",
 	"semanticmemory": module + "/semanticmemory",
+	"service":        module + "/service",
 	"storage":        module + "/storage",
 	"sqlite":         module + "/storage/sqlite",
 	"workingmemory":  module + "/workingmemory",

@@ -97,6 +97,24 @@ func semanticCase() templateCase {
 			{"Facts", func(ctx context.Context, l layer.Layer) error { _, err := as(l).Facts(ctx); return err }},
 			{"Versions", func(ctx context.Context, l layer.Layer) error { _, err := as(l).Versions(ctx, "f1"); return err }},
 			{"Search", func(ctx context.Context, l layer.Layer) error { _, err := as(l).Search(ctx, "tea", 5); return err }},
+			{"SearchKind", func(ctx context.Context, l layer.Layer) error {
+				_, err := as(l).SearchKind(ctx, "tea", "preference", 5)
+				return err
+			}},
+			{"Get", func(ctx context.Context, l layer.Layer) error {
+				_, err := as(l).Get(ctx, "f1")
+				if errors.Is(err, semanticmemory.ErrNotFound) {
+					return nil // a bound layer without that fact
+				}
+				return err
+			}},
+			{"Update", func(ctx context.Context, l layer.Layer) error {
+				_, err := as(l).Update(ctx, "f1", semanticmemory.Change{Text: "The user prefers green tea."})
+				if errors.Is(err, semanticmemory.ErrNotFound) {
+					return nil // a bound layer without that fact
+				}
+				return err
+			}},
 			{"Forget", func(ctx context.Context, l layer.Layer) error { return as(l).Forget(ctx, "f1") }},
 			{"Keep", keep},
 			{"memorize", tool("memorize", `{"text":"The user lives in Lisbon."}`)},

@@ -16,8 +16,9 @@
 // thread, step and tool), its created and updated times and a version.
 // The model writes facts through the layer's tools, "memorize" {text,
 // kind, importance} and "forget" {id}; code through [Layer.Remember],
-// [Layer.Forget], [Layer.Facts], [Layer.Versions] and [Layer.Search] on
-// the layer Init returns. On the template New returns they fail with an
+// [Layer.Update], [Layer.Forget], [Layer.Get], [Layer.Facts],
+// [Layer.Versions], [Layer.Search] and [Layer.SearchKind] on the layer
+// Init returns (package service offers them by user, without Init). On the template New returns they fail with an
 // error wrapping layer.ErrTemplate: a template belongs to no run.
 //
 // A new fact that restates a live fact of the same kind — the Jaccard

@@ -117,8 +117,8 @@ type Config struct {
 //
 // A Layer from [New] is a template, and [Layer.Init] returns a new Layer
 // bound to a run's store and scope. A template belongs to no run: its
-// methods that read or write facts (Remember, Forget, Facts, Versions,
-// Search, Snapshot, Restore, Clear, Keep and the tools' calls) fail with
+// methods that read or write facts (Remember, Update, Forget, Get, Facts,
+// Versions, Search, SearchKind, Snapshot, Restore, Clear, Keep and the tools' calls) fail with
 // an error wrapping [layer.ErrTemplate], and its Recall recalls nothing.
 // Methods are safe for concurrent use.
 type Layer struct {
@@ -445,23 +445,135 @@ func (l *Layer) forget(ctx context.Context, id string, src Source) error {
 // forgotten returns the version of live fact id that forgets it, written
 // by src.
 func (l *Layer) forgotten(ctx context.Context, id string, src Source) ([]Fact, error) {
-	v, ok, err := l.lookup(ctx, id)
+	f, err := l.live(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	f.Version++
+	f.Updated, f.Source, f.Forgotten, f.Embedding = l.now(), src, true, nil
+	return []Fact{f}, nil
+}
+
+// Get returns the live fact id (its last version): one query of the
+// index and one read of the record that holds it. An unknown or
+// forgotten ID is an error wrapping [ErrNotFound].
+func (l *Layer) Get(ctx context.Context, id string) (Fact, error) {
+	if err := l.unbound("Get"); err != nil {
+		return Fact{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.sync(ctx); err != nil {
+		return Fact{}, fmt.Errorf("semanticmemory: get: %w", err)
+	}
+	f, err := l.live(ctx, id)
+	if err != nil {
+		return Fact{}, fmt.Errorf("semanticmemory: get: %w", err)
+	}
+	return clone(f), nil
+}
+
+// live returns the last version of the live fact id, or an error
+// wrapping ErrNotFound.
+func (l *Layer) live(ctx context.Context, id string) (Fact, error) {
+	v, ok, err := l.lookup(ctx, id)
+	if err != nil {
+		return Fact{}, err
 	}
 	var f Fact
 	if ok {
 		f, ok, err = l.fact(ctx, v)
 		if err != nil {
-			return nil, err
+			return Fact{}, err
 		}
 	}
 	if !ok {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, storage.Quote(id))
+		return Fact{}, fmt.Errorf("%w: %s", ErrNotFound, storage.Quote(id))
 	}
+	return f, nil
+}
+
+// Change is what [Layer.Update] changes in a fact: the fields set. An
+// empty Text or Kind, or a nil Importance, keeps the fact's.
+type Change struct {
+	Text       string
+	Kind       string
+	Importance *float64
+	// Source says who changed it; an empty By is "code".
+	Source Source
+}
+
+// Update writes the next version of the live fact id with c applied,
+// keeping its ID and Created; the old version stays readable through
+// [Layer.Versions]. A change that leaves the fact as it is writes
+// nothing and returns the fact. An unknown or forgotten ID is an error
+// wrapping [ErrNotFound]; bad input one wrapping [ErrInvalidFact]; both
+// store nothing.
+func (l *Layer) Update(ctx context.Context, id string, c Change) (Fact, error) {
+	if err := l.unbound("Update"); err != nil {
+		return Fact{}, err
+	}
+	c.Source.By = cmp.Or(c.Source.By, "code")
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.sync(ctx); err != nil {
+		return Fact{}, fmt.Errorf("semanticmemory: update: %w", err)
+	}
+	c.Source.Thread = cmp.Or(c.Source.Thread, l.thread)
+	var same *Fact
+	written, _, err := l.appendRecord(ctx, false, func(int64) ([]Fact, error) {
+		f, unchanged, err := l.changed(ctx, id, c)
+		if unchanged {
+			same = &f
+			return nil, err
+		}
+		return []Fact{f}, err
+	})
+	switch {
+	case err != nil:
+		return Fact{}, fmt.Errorf("semanticmemory: update: %w", err)
+	case same != nil:
+		return clone(*same), nil
+	}
+	if err := l.catchUp(ctx); err != nil {
+		return Fact{}, fmt.Errorf("semanticmemory: update: stored, but %w", err)
+	}
+	l.mirror(ctx, written)
+	return clone(written[0]), nil
+}
+
+// applied returns the memo of fact f with c applied.
+func (c Change) applied(f Fact) Memo {
+	m := Memo{Text: cmp.Or(c.Text, f.Text), Kind: cmp.Or(c.Kind, f.Kind), Importance: f.Importance}
+	if c.Importance != nil {
+		m.Importance = *c.Importance
+	}
+	return m
+}
+
+// changed returns the next version of live fact id with c applied, or
+// the fact and true when c changes nothing.
+func (l *Layer) changed(ctx context.Context, id string, c Change) (Fact, bool, error) {
+	f, err := l.live(ctx, id)
+	if err != nil {
+		return Fact{}, false, err
+	}
+	m, err := c.applied(f).normalize()
+	if err != nil {
+		return Fact{}, false, err
+	}
+	if m.Text == f.Text && m.Kind == f.Kind && m.Importance == f.Importance {
+		return f, true, nil
+	}
+	if m.Text != f.Text {
+		if f.Embedding, err = l.embed(ctx, m.Text); err != nil {
+			return Fact{}, false, err
+		}
+	}
+	f.Text, f.Kind, f.Importance, f.Source = m.Text, m.Kind, m.Importance, c.Source
 	f.Version++
-	f.Updated, f.Source, f.Forgotten, f.Embedding = l.now(), src, true, nil
-	return []Fact{f}, nil
+	f.Updated = l.now()
+	return f, false, f.validate()
 }
 
 // Facts returns the live facts (last versions, not forgotten), by ID,
@@ -527,6 +639,27 @@ func (l *Layer) Search(ctx context.Context, query string, k int) ([]Hit, error) 
 	if err := l.unbound("Search"); err != nil {
 		return nil, err
 	}
+	return l.search(ctx, query, "", k)
+}
+
+// SearchKind is [Layer.Search] among the live facts of one kind: the
+// index's search filtered by the kind, so the k best of that kind are
+// found however many facts of other kinds rank above them. An empty kind
+// searches every fact, as Search does.
+func (l *Layer) SearchKind(ctx context.Context, query, kind string, k int) ([]Hit, error) {
+	if err := l.unbound("SearchKind"); err != nil {
+		return nil, err
+	}
+	return l.search(ctx, query, strings.ToLower(kind), k)
+}
+
+// search returns up to k live facts of kind ("" for any) for query.
+func (l *Layer) search(ctx context.Context, query, kind string, k int) ([]Hit, error) {
+	if kind != "" {
+		if err := validKind(kind); err != nil {
+			return nil, fmt.Errorf("semanticmemory: search: %w", err)
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.sync(ctx); err != nil {
@@ -535,7 +668,7 @@ func (l *Layer) Search(ctx context.Context, query string, k int) ([]Hit, error) 
 	if k <= 0 {
 		k = storage.MaxK
 	}
-	ranked, n, err := l.retrieve(ctx, query, k)
+	ranked, n, err := l.retrieve(ctx, query, kind, k)
 	if err != nil {
 		return nil, fmt.Errorf("semanticmemory: search: %w", err)
 	}

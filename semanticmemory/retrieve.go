@@ -39,8 +39,9 @@ type scored struct {
 // highest score first, ties by ID. rankers is how many rankings took part
 // (for normalising: a fact first in all of them scores
 // rankers/(RRFK+1)). A failing dense ranker is logged and left out:
-// retrieval falls back to sparse.
-func (l *Layer) retrieve(ctx context.Context, query string, k int) (out []scored, rankers int, err error) {
+// retrieval falls back to sparse. A kind other than "" keeps the facts
+// of that kind only.
+func (l *Layer) retrieve(ctx context.Context, query, kind string, k int) (out []scored, rankers int, err error) {
 	if query == "" {
 		return nil, 0, nil
 	}
@@ -54,7 +55,7 @@ func (l *Layer) retrieve(ctx context.Context, query string, k int) (out []scored
 	sim := map[string]float64{}
 	facts := map[string]view{}
 	if !l.cfg.NoSparse {
-		hits, err := l.ix.Search(ctx, l.col, storage.Query{Text: query, K: pool})
+		hits, err := l.ix.Search(ctx, l.col, storage.Query{Text: query, Filter: kindFilter(kind), K: pool})
 		if err != nil {
 			return nil, 0, err
 		}
@@ -73,7 +74,7 @@ func (l *Layer) retrieve(ctx context.Context, query string, k int) (out []scored
 			}
 		}
 	}
-	dense, ok, err := l.dense(ctx, query, pool)
+	dense, ok, err := l.dense(ctx, query, kind, pool)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -102,9 +103,10 @@ type denseHit struct {
 	sim  float64
 }
 
-// dense returns the live facts in dense order, and false when there is
-// no dense ranker or it failed (logged). An error is the index's.
-func (l *Layer) dense(ctx context.Context, query string, k int) ([]denseHit, bool, error) {
+// dense returns the live facts (of kind, unless it is "") in dense
+// order, and false when there is no dense ranker or it failed (logged).
+// An error is the index's.
+func (l *Layer) dense(ctx context.Context, query, kind string, k int) ([]denseHit, bool, error) {
 	switch {
 	case l.cfg.VectorStore != nil:
 		hits, err := l.cfg.VectorStore.search(ctx, l, query)
@@ -112,16 +114,28 @@ func (l *Layer) dense(ctx context.Context, query string, k int) ([]denseHit, boo
 			l.sparseOnly(ctx, "vector store search failed", err)
 			return nil, false, nil
 		}
+		if kind != "" {
+			hits = slices.DeleteFunc(hits, func(h denseHit) bool { return h.fact.Kind != kind })
+		}
 		return hits, true, nil
 	case l.cfg.Embedder != nil:
-		return l.embeddingHits(ctx, query, k)
+		return l.embeddingHits(ctx, query, kind, k)
 	}
 	return nil, false, nil
 }
 
+// kindFilter returns the index filter that keeps the facts of kind, or
+// nil (no filter) when kind is "".
+func kindFilter(kind string) map[string]string {
+	if kind == "" {
+		return nil
+	}
+	return map[string]string{fieldKind: kind}
+}
+
 // embeddingHits returns the live facts whose embeddings have a positive
 // cosine with the query's, by cosine then ID (see dense).
-func (l *Layer) embeddingHits(ctx context.Context, query string, k int) ([]denseHit, bool, error) {
+func (l *Layer) embeddingHits(ctx context.Context, query, kind string, k int) ([]denseHit, bool, error) {
 	qv, err := l.cfg.Embedder.EmbedQuery(ctx, query)
 	if err == nil {
 		err = storage.ValidateDocument(storage.Document{ID: "q", Vector: qv})
@@ -130,7 +144,7 @@ func (l *Layer) embeddingHits(ctx context.Context, query string, k int) ([]dense
 		l.sparseOnly(ctx, "embedding the query failed", err)
 		return nil, false, nil
 	}
-	found, err := l.ix.Search(ctx, l.col, storage.Query{Vector: qv, K: k})
+	found, err := l.ix.Search(ctx, l.col, storage.Query{Vector: qv, Filter: kindFilter(kind), K: k})
 	if err != nil {
 		return nil, false, err
 	}
@@ -180,7 +194,7 @@ func (l *Layer) shown(ctx context.Context, query string) ([]scored, error) {
 	}
 	// Pinned facts may rank among the best: TopK more than them leaves
 	// TopK that are not.
-	ranked, _, err := l.retrieve(ctx, query, l.cfg.TopK+len(pinned))
+	ranked, _, err := l.retrieve(ctx, query, "", l.cfg.TopK+len(pinned))
 	if err != nil {
 		return nil, err
 	}
