@@ -64,7 +64,9 @@ func Example_traces() {
 		Model:       model,
 		CallOptions: []llms.CallOption{llms.WithModel("gpt-4o")}, // names the model in the spans too
 		Tools: []agentloop.Tool{agentloop.NewTool("lookup_order", "Look up an order.", nil,
-			func(_ context.Context, o order) (string, error) { return `{"id":"` + o.ID + `","ships":"tomorrow"}`, nil })},
+			func(_ context.Context, o order) (string, error) {
+				return `{"id":"` + o.ID + `","ships":"tomorrow"}`, nil
+			})},
 		Store:          storage.NewMemoryStore(),
 		TracerProvider: tp,
 	})
