@@ -357,6 +357,8 @@ type run struct {
 	a       *Agent
 	snapIDs []string                         // the layers whose snapshots the checkpoint keeps; nil until the first
 	sources map[string]layer.CandidateSource // the layers that offer candidates, by ID; nil until the first step
+	// renderers are those of them that render their own blocks, by ID.
+	renderers map[string]layer.BlockRenderer
 	// assembledIDs are the layers the step's scored assembly took in,
 	// sorted (nil when it did not run).
 	assembledIDs []string
