@@ -153,7 +153,7 @@ func (r *run) assemblyIDs() []string {
 // their own blocks.
 func (r *run) candidateSources() (map[string]layer.CandidateSource, map[string]layer.BlockRenderer) {
 	sources := map[string]layer.CandidateSource{}
-	renderers := map[string]layer.BlockRenderer{}
+	var renderers map[string]layer.BlockRenderer // made for the first one
 	for _, l := range r.stack.Layers() {
 		src, ok := layer.As[layer.CandidateSource](l)
 		if !ok {
@@ -162,6 +162,9 @@ func (r *run) candidateSources() (map[string]layer.CandidateSource, map[string]l
 		if id := l.Spec().ID; id != history.SummaryLayerID || r.a.cfg.Assembly.SummaryCandidates {
 			sources[id] = src
 			if br, ok := layer.As[layer.BlockRenderer](l); ok {
+				if renderers == nil {
+					renderers = map[string]layer.BlockRenderer{}
+				}
 				renderers[id] = br
 			}
 		}
