@@ -221,8 +221,8 @@ func (r *run) gather(ctx context.Context, q layer.Query, ids []string, sc prompt
 	return cands, frames
 }
 
-// packed sets in byID the block of each layer of ids that won some of
-// sel, and returns the tokens each block takes. A layer's block shows
+// packed returns the block of each layer of ids that won some of sel,
+// and the tokens each block takes, by layer ID. A layer's block shows
 // what it won in the order it offered them (cands' order), as the layer
 // renders it (layer.BlockRenderer), else best first.
 func (r *run) packed(ctx context.Context, q layer.Query, ids []string, cands []layer.Candidate, sel []prompt.Selected) (map[string]int, map[string]string) {
