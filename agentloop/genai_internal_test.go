@@ -1,6 +1,7 @@
 package agentloop
 
 import (
+	"context"
 	"strconv"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/tmc/langchaingo/llms/openai"
 
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/storage"
 )
 
 // TestGenAINames: the model's span name and attributes come from
@@ -72,5 +74,37 @@ func TestGenAIToolSpanNames(t *testing.T) {
 	g.toolNames.Range(func(any, any) bool { n++; return true })
 	if n != maxToolNames || g.toolCount != maxToolNames {
 		t.Errorf("%d names cached (count %d), want %d", n, g.toolCount, maxToolNames)
+	}
+}
+
+// TestIOSpansCostNothingUntraced: without a recording span (no provider
+// installed), a search through the run's store allocates no more than
+// one on the store itself; under a recording span it gets its span.
+func TestIOSpansCostNothingUntraced(t *testing.T) {
+	tel, err := newTelemetry(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := storage.NewMemoryStore()
+	ctx := context.Background()
+	coll := storage.IndexName("episodic-memory", storage.ThreadScope("t"), "log")
+	if err := mem.Index(ctx, coll, storage.Document{ID: "a", Text: "create the about page"}); err != nil {
+		t.Fatal(err)
+	}
+	wrapped, ok := tel.store(mem).(storage.Searcher)
+	if !ok {
+		t.Fatal("the wrapped store is not a Searcher")
+	}
+	q := storage.Query{Text: "about page", K: 3}
+	search := func(s storage.Searcher) func() {
+		return func() {
+			if hits, err := s.Search(ctx, coll, q); err != nil || len(hits) != 1 {
+				t.Fatalf("Search = %v, %v", hits, err)
+			}
+		}
+	}
+	bare, through := testing.AllocsPerRun(50, search(mem)), testing.AllocsPerRun(50, search(wrapped))
+	if through > bare {
+		t.Errorf("a search through the run's store allocates %v times, on the store %v", through, bare)
 	}
 }

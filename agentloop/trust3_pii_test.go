@@ -119,6 +119,11 @@ func TestTrust311_TracesAndLogsMasked(t *testing.T) {
 				t.Errorf("no %s span: the check does not cover it", name)
 			}
 		}
+		for _, s := range spans {
+			if (s.Name == "memlayer.search" || s.Name == "memlayer.index") && !hasAttr(s.Attributes, "memlayer.layer", episodicmemory.DefaultID) {
+				t.Errorf("span %s does not name the layer whose index it is: %v", s.Name, s.Attributes)
+			}
+		}
 		if !strings.Contains(logs, "[redacted email]") {
 			t.Errorf("the log does not carry the masked errors:\n%s", logs)
 		}
