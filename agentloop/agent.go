@@ -156,6 +156,7 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: telemetry: %w", ErrInvalidConfig, err)
 	}
+	tel.genAI = newGenAI(&a.cfg)
 	a.tel = tel
 	a.layerStore = tel.store(cfg.Store)
 	a.redact = writepath.NewRedactor(cfg.Redaction)
@@ -356,6 +357,8 @@ type run struct {
 	a       *Agent
 	snapIDs []string                         // the layers whose snapshots the checkpoint keeps; nil until the first
 	sources map[string]layer.CandidateSource // the layers that offer candidates, by ID; nil until the first step
+	// renderers are those of them that render their own blocks, by ID.
+	renderers map[string]layer.BlockRenderer
 	// assembledIDs are the layers the step's scored assembly took in,
 	// sorted (nil when it did not run).
 	assembledIDs []string
@@ -447,8 +450,8 @@ func (a *Agent) Run(ctx context.Context, in RunInput) (*Result, error) {
 	if err := checkIDs(in.ThreadID, in.ResourceID); err != nil {
 		return nil, err
 	}
-	ctx, span := a.tel.start(ctx, "memlayer.run", func() []attribute.KeyValue {
-		return []attribute.KeyValue{attrThread.String(in.ThreadID), attrResource.String(in.ResourceID), attrDepth.Int(0)}
+	ctx, span := a.tel.start(ctx, a.tel.genAI.agent, func() []attribute.KeyValue {
+		return a.tel.genAI.runAttrs(&in, a.cfg.Name)
 	})
 	res, err := a.runThread(ctx, in)
 	end(span, err)
@@ -509,7 +512,11 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 // needs an input) and sets in.ResourceID to the thread's owner (see
 // runOwner).
 func (a *Agent) loadOwned(ctx context.Context, in *RunInput) (*loaded, error) {
-	l, err := a.load(ctx, in.ThreadID)
+	lctx, span := a.tel.child(ctx, spanLoad, func() []attribute.KeyValue {
+		return []attribute.KeyValue{attrThread.String(in.ThreadID)}
+	})
+	l, err := a.load(lctx, in.ThreadID)
+	end(span, err)
 	if err != nil {
 		return nil, err
 	}
@@ -740,7 +747,7 @@ func (r *run) saveContext(ctx context.Context) (context.Context, context.CancelF
 func (r *run) step(ctx context.Context) (final bool, err error) {
 	start := time.Now()
 	step := r.res.Steps
-	ctx, span := r.a.tel.start(ctx, "memlayer.step", func() []attribute.KeyValue {
+	ctx, span := r.a.tel.start(ctx, spanStep, func() []attribute.KeyValue {
 		return []attribute.KeyValue{attrThread.String(r.threadID), attrStep.Int(step), attrDepth.Int(r.depth)}
 	})
 	defer func() { end(span, err) }()
@@ -888,8 +895,8 @@ func (r *run) callModel(ctx context.Context, step int, system string, hist []llm
 	if a.cfg.ObservePrompts {
 		a.emit(ctx, Event{Kind: EventPrompt, ThreadID: r.threadID, Depth: r.depth, Step: step, Request: req})
 	}
-	mctx, span := a.tel.start(ctx, "memlayer.model", func() []attribute.KeyValue {
-		return []attribute.KeyValue{attrThread.String(r.threadID), attrStep.Int(step)}
+	mctx, span := a.tel.start(ctx, a.tel.genAI.chat, func() []attribute.KeyValue {
+		return a.tel.genAI.chatAttrs(r.threadID, step)
 	})
 	start := time.Now()
 	resp, err := r.generate(mctx, req)
@@ -912,6 +919,7 @@ func (r *run) callModel(ctx context.Context, step int, system string, hist []llm
 	}
 	r.addUsage(usage, true)
 	a.tel.model(ctx, took, usage)
+	answered(span, usage, !ok, choice.StopReason)
 	end(span, nil)
 	r.res.StopReason = choice.StopReason
 	a.emit(ctx, Event{Kind: EventModelCall, ThreadID: r.threadID, Depth: r.depth, Step: step, Duration: took, Usage: usage, StopReason: choice.StopReason})
@@ -1495,8 +1503,8 @@ func (t *toolStep) refuse(i int, why string) {
 // model sent when they were not a JSON object.
 func (t *toolStep) one(i int) {
 	r, a, c, res := t.r, t.r.a, t.calls[i], &t.results[i]
-	tctx, span := a.tel.start(t.ctx, "memlayer.tool", func() []attribute.KeyValue {
-		return []attribute.KeyValue{attrTool.String(c.name), attrStep.Int(t.step)}
+	tctx, span := a.tel.start(t.ctx, a.tel.genAI.toolSpan(c.name), func() []attribute.KeyValue {
+		return toolAttrs(&c, t.step)
 	})
 	start := time.Now()
 	out, err := r.callTool(tctx, c.name, c.args, &t.inside)

@@ -1,6 +1,7 @@
 package agentloop
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -31,7 +32,16 @@ import (
 // all of them win. A candidate whose Key is the ID of a tool call whose
 // whole result the step's history carries (an episode of that call) is
 // not packed: the prompt says it already. Each of them shows what it won
-// as one fenced block in its slot, best first.
+// as one block in its slot. Assembly chooses the items of a block, never
+// its framing: a layer that is a layer.BlockRenderer (episodic and
+// semantic memory, the summary) renders the block of what it won, with
+// its header and instructions and in its own order (the episodes oldest
+// first under their header); any other shows them one per line, best
+// first, fenced with its tag. A block's header and fence take tokens of
+// the pool before any item does. With room for every candidate, each
+// block is what the layer's Recall sends, except for the episodes the
+// history carries whole and the near-duplicates prompt.Assemble skips
+// (see Scoring.Novelty).
 //
 // With SummaryCandidates, the history summary is a candidate layer too:
 // each entity of its "Entities seen earlier" line and each other line is
@@ -78,6 +88,9 @@ func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageC
 		recalled, _ := r.stack.Recall(ctx, q, r.alloc.Layers)
 		return recalled, r.alloc.Layers
 	}
+	// The candidates answer the query the layers' Recall would get: the
+	// situation, not the input alone (Stack.Recall then keeps it).
+	q.Situation = r.stack.Situation(ctx, q)
 	budgets, shares := maps.Clone(r.alloc.Layers), maps.Clone(r.alloc.Layers)
 	total := r.pool(q, ids)
 	for _, id := range ids {
@@ -97,7 +110,10 @@ func (r *run) assembled(ctx context.Context, q layer.Query, msgs []llms.MessageC
 	for _, rc := range recalled {
 		byID[rc.ID] = rc
 	}
-	tokens := r.packed(q, ids, sel, byID)
+	tokens, blocks := r.packed(ctx, q, ids, cands, sel)
+	for id, text := range blocks {
+		byID[id] = layer.Recalled{ID: id, Items: []layer.Item{{Text: text, Tokens: tokens[id]}}}
+	}
 	r.auditAssembly(q.Step, ids, cands, sel, sc, tokens)
 	out := make([]layer.Recalled, 0, len(byID))
 	for _, spec := range specs(r.stack) {
@@ -117,7 +133,7 @@ func (r *run) assemblyIDs() []string {
 		return nil
 	}
 	if r.sources == nil {
-		r.sources = r.candidateSources()
+		r.sources, r.renderers = r.candidateSources()
 	}
 	_, summary := r.sources[history.SummaryLayerID]
 	noSummary := summary && r.summary.Whole() == "" // nothing to offer yet
@@ -132,10 +148,12 @@ func (r *run) assemblyIDs() []string {
 }
 
 // candidateSources returns the stack's layers that offer candidates for
-// scored assembly, by ID; the summary layer only when
-// Assembly.SummaryCandidates is set.
-func (r *run) candidateSources() map[string]layer.CandidateSource {
+// scored assembly, by ID (the summary layer only when
+// Assembly.SummaryCandidates is set), and those of them that render
+// their own blocks.
+func (r *run) candidateSources() (map[string]layer.CandidateSource, map[string]layer.BlockRenderer) {
 	sources := map[string]layer.CandidateSource{}
+	var renderers map[string]layer.BlockRenderer // made for the first one
 	for _, l := range r.stack.Layers() {
 		src, ok := layer.As[layer.CandidateSource](l)
 		if !ok {
@@ -143,9 +161,15 @@ func (r *run) candidateSources() map[string]layer.CandidateSource {
 		}
 		if id := l.Spec().ID; id != history.SummaryLayerID || r.a.cfg.Assembly.SummaryCandidates {
 			sources[id] = src
+			if br, ok := layer.As[layer.BlockRenderer](l); ok {
+				if renderers == nil {
+					renderers = map[string]layer.BlockRenderer{}
+				}
+				renderers[id] = br
+			}
 		}
 	}
-	return sources
+	return sources, renderers
 }
 
 // pool returns the tokens the layers ids share: the sum of their
@@ -166,8 +190,9 @@ func (r *run) pool(q layer.Query, ids []string) int {
 }
 
 // gather returns the candidates the layers ids offer for q, and the
-// tokens their blocks' frames take of the pool. A layer whose Candidates
-// fails is logged and offers none.
+// tokens their blocks' frames take of the pool: what each block of all
+// its candidates takes beyond the candidates (its header, fence and line
+// breaks). A layer whose Candidates fails is logged and offers none.
 func (r *run) gather(ctx context.Context, q layer.Query, ids []string, sc prompt.Scoring) (cands []layer.Candidate, frames int) {
 	for _, id := range ids {
 		cs, err := r.candidates(ctx, id, q)
@@ -182,45 +207,75 @@ func (r *run) gather(ctx context.Context, q layer.Query, ids []string, sc prompt
 			}
 		}
 		cands = append(cands, cs...)
-		// Each block's fence, and the line break after each line, take
-		// tokens of the pool too.
-		if id == history.SummaryLayerID {
-			// The summary's parts, counted one by one, may add up to
-			// more or less than the block they make: the pool takes
-			// the difference, so the whole summary takes what its
-			// block does.
-			frames += r.summary.Frame(q, cs)
-		} else {
-			frames += q.Count(fence.Wrap(fence.Tag(id), ""))
+		if len(cs) == 0 {
+			continue
+		}
+		// The parts, counted one by one, may add up to more or less than
+		// the block they make: the pool takes the difference, so all of
+		// a layer's candidates take what its block of them does.
+		frames += q.Count(r.block(ctx, id, cs))
+		for _, c := range cs {
+			frames -= c.Tokens
 		}
 	}
 	return cands, frames
 }
 
-// packed sets in byID the block of each layer of ids that won some of
-// sel, and returns the tokens each block takes.
-func (r *run) packed(q layer.Query, ids []string, sel []prompt.Selected, byID map[string]layer.Recalled) map[string]int {
-	lines := map[string][]string{}
-	won := map[string]bool{} // the summary's parts that won
+// packed returns the block of each layer of ids that won some of sel,
+// and the tokens each block takes, by layer ID. A layer's block shows
+// what it won in the order it offered them (cands' order), as the layer
+// renders it (layer.BlockRenderer), else best first.
+func (r *run) packed(ctx context.Context, q layer.Query, ids []string, cands []layer.Candidate, sel []prompt.Selected) (map[string]int, map[string]string) {
+	won := map[string][]layer.Candidate{}
 	for _, s := range sel {
-		lines[s.Layer] = append(lines[s.Layer], s.Text)
-		if s.Layer == history.SummaryLayerID {
-			won[s.Key] = true
-		}
+		won[s.Layer] = append(won[s.Layer], s.Candidate)
+	}
+	offered := make(map[[2]string]int, len(cands))
+	for i, c := range cands {
+		offered[[2]string{c.Layer, c.Key}] = i
 	}
 	tokens := make(map[string]int, len(ids))
+	blocks := make(map[string]string, len(ids))
 	for _, id := range ids {
-		if len(lines[id]) == 0 {
+		w := won[id]
+		if len(w) == 0 {
 			continue
 		}
-		text := fence.Wrap(fence.Tag(id), strings.Join(lines[id], "\n"))
-		if id == history.SummaryLayerID {
-			text = r.summary.Block(won) // in its own order, with its header
+		if r.renderers[id] != nil {
+			slices.SortStableFunc(w, func(a, b layer.Candidate) int {
+				return cmp.Compare(offered[[2]string{a.Layer, a.Key}], offered[[2]string{b.Layer, b.Key}])
+			})
 		}
-		tokens[id] = q.Count(text)
-		byID[id] = layer.Recalled{ID: id, Items: []layer.Item{{Text: text, Tokens: tokens[id]}}}
+		if text := r.block(ctx, id, w); text != "" {
+			blocks[id], tokens[id] = text, q.Count(text)
+		}
 	}
-	return tokens
+	return tokens, blocks
+}
+
+// block returns layer id's block of the candidates won: as the layer
+// renders it, else (or when its RenderBlock panics) one line each, in
+// won's order, fenced with the layer's tag.
+func (r *run) block(ctx context.Context, id string, won []layer.Candidate) (text string) {
+	if br := r.renderers[id]; br != nil {
+		ok := func() (ok bool) {
+			defer func() {
+				if p := recover(); p != nil {
+					r.a.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: render block", slog.String("layer", id), slog.Any("error", fmt.Errorf("%w: %v", layer.ErrPanic, p)))
+				}
+			}()
+			text = br.RenderBlock(won)
+			return true
+		}()
+		if ok {
+			return text
+		}
+	}
+	lines := make([]string, len(won))
+	for i, c := range won {
+		lines[i] = c.Text
+	}
+	return fence.Wrap(fence.Tag(id), strings.Join(lines, "\n"))
 }
 
 // sentCalls returns the IDs of the tool calls in msgs (a suffix of

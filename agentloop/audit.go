@@ -12,6 +12,7 @@ import (
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/redact"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // AuditConfig says what of a thread's memory operations is kept. By
@@ -79,8 +80,12 @@ func (r *run) commitAudit(ctx context.Context) {
 	sctx, cancel := r.saveContext(ctx)
 	defer cancel()
 	start := time.Now()
+	sctx, span := a.tel.child(sctx, spanAudit, func() []attribute.KeyValue {
+		return []attribute.KeyValue{attrThread.String(r.threadID), attrEntries.Int(len(entries))}
+	})
 	var t audit.Turn
 	var err error
+	defer func() { end(span, err) }()
 	// A thread without a head this run read or wrote (a run that saved no
 	// step, a spawn from code) records its owner first, so that an erase
 	// of the resource finds the audit.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/memlayer/memlayer/internal/textcut"
 	"github.com/memlayer/memlayer/layer"
@@ -105,8 +106,13 @@ func (r *run) resume(l *loaded, continuing bool) {
 // the run.
 func (r *run) checkpoint(ctx context.Context) error {
 	start := time.Now()
-	err := r.writeCheckpoint(ctx)
-	r.a.emit(ctx, Event{Kind: EventCheckpoint, ThreadID: r.threadID, Step: max(r.res.Steps-1, 0), Duration: time.Since(start), Err: err})
+	step := max(r.res.Steps-1, 0)
+	cctx, span := r.a.tel.child(ctx, spanCheckpoint, func() []attribute.KeyValue {
+		return []attribute.KeyValue{attrThread.String(r.threadID), attrStep.Int(step)}
+	})
+	err := r.writeCheckpoint(cctx)
+	end(span, err)
+	r.a.emit(ctx, Event{Kind: EventCheckpoint, ThreadID: r.threadID, Step: step, Duration: time.Since(start), Err: err})
 	return err
 }
 

@@ -186,8 +186,9 @@ type Config struct {
 	SpawnLayers []layer.Layer
 
 	// TracerProvider and MeterProvider receive memlayer's OpenTelemetry
-	// spans (a run, each step, the model call, each tool call and each
-	// layer hook) and metrics (hook, model and tool durations, tokens by
+	// spans (a run, each step, the model call, each tool call, each
+	// layer hook, the thread's load and checkpoints, the audit's commit
+	// and the layers' search and indexing; see the package doc) and metrics (hook, model and tool durations, tokens by
 	// type and by layer, checkpoint conflicts, compare-and-swaps the
 	// layers lose, and, as each run ends, the figures each layer reports
 	// through layer.MetricsReporter: a count
@@ -200,6 +201,14 @@ type Config struct {
 	// prompts or tool results.
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
+	// ModelName and ModelProvider name the model in traces, per
+	// OpenTelemetry's GenAI semantic conventions: a model call's span is
+	// "chat {ModelName}" with gen_ai.request.model and
+	// gen_ai.provider.name. Zero ModelName is the model CallOptions set
+	// (llms.WithModel), else none (the span is "chat"). Zero
+	// ModelProvider is read from Model's type when it is one of
+	// langchaingo's clients ("openai" for llms/openai), else none.
+	ModelName, ModelProvider string
 
 	// ObservePrompts sends the Observer an [EventPrompt] before every
 	// model call, with the exact messages sent (the system prompt first).

@@ -271,6 +271,32 @@
 // langchaingo's OpenAI client streams through the same func are filtered
 // out.
 //
+// # Traces
+//
+// With Config.TracerProvider (or otel's global provider) set, a run is
+// traced. The spans follow OpenTelemetry's GenAI semantic conventions
+// (go.opentelemetry.io/otel/semconv/v1.41.0, the newest with them):
+//
+//	invoke_agent {Config.Name}      the run: gen_ai.agent.name, gen_ai.conversation.id (the thread)
+//	  memlayer.checkpoint.load      reading the thread
+//	  memlayer.step                 one step, memlayer.step
+//	    chat {model}                the model call: gen_ai.request.model, gen_ai.provider.name,
+//	                                gen_ai.usage.input_tokens and output_tokens, gen_ai.response.finish_reasons
+//	    execute_tool {tool}         each tool call: gen_ai.tool.name, gen_ai.tool.call.id
+//	    memlayer.hook               each layer hook: memlayer.layer, memlayer.hook
+//	    memlayer.search             a layer's index query: memlayer.layer, memlayer.search.k and hits
+//	    memlayer.index, .unindex    a layer's index writes: memlayer.layer, memlayer.index.documents
+//	    memlayer.checkpoint.save    the step's checkpoint
+//	  memlayer.audit.commit         the run's audit turn: memlayer.audit.entries
+//
+// Config.ModelName and Config.ModelProvider name the model (see
+// there). When the provider reports no usage, the tokens are memlayer's
+// estimate and memlayer.usage.estimated is true. Attributes carry IDs,
+// names and counts, never text from memory, prompts or tool results; an
+// error's text is masked by the agent's redactor. The I/O spans are made
+// only under a span that records, so without a provider a run allocates
+// nothing for them.
+//
 // # Write gating and the audit trail
 //
 // What the model asks a layer's write tool (semantic memory's memorize)

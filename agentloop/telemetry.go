@@ -57,6 +57,8 @@ type telemetry struct {
 	// mask masks the text of an error before a span records it (the
 	// agent's redactor); nil records it as it is.
 	mask func(string) string
+	// genAI names the model's and the tools' spans.
+	genAI *genAI
 }
 
 func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry, error) {
@@ -199,7 +201,7 @@ func (t *telemetry) hook(ctx context.Context, e layer.HookCall) {
 		return // no trace to join (a no-op provider, or not sampled)
 	}
 	now := time.Now()
-	_, span := t.tracer.Start(ctx, "memlayer.hook", trace.WithTimestamp(now.Add(-e.Duration)),
+	_, span := t.tracer.Start(ctx, spanHook, trace.WithTimestamp(now.Add(-e.Duration)),
 		trace.WithAttributes(attrLayer.String(e.Layer), attrHook.String(e.Hook)))
 	end(t.masking(span), e.Err, trace.WithTimestamp(now))
 }
@@ -257,9 +259,46 @@ func (t *telemetry) store(s storage.Store) storage.Store {
 	return c
 }
 
+// casCountingSearcher is a casCounting store whose index calls get
+// spans: Search, Index and Unindex, each under the span of the step that
+// made it, naming the layer whose collection it is, never the query's
+// text or the documents'.
 type casCountingSearcher struct {
 	*casCounting
 	storage.Searcher
+}
+
+// Search searches s's index, in a memlayer.search span.
+func (s *casCountingSearcher) Search(ctx context.Context, collection string, q storage.Query) ([]storage.Hit, error) {
+	ctx, span := s.t.child(ctx, spanSearch, func() []attribute.KeyValue {
+		return []attribute.KeyValue{attrLayer.String(layerOf(collection)), attrK.Int(q.K)}
+	})
+	hits, err := s.Searcher.Search(ctx, collection, q)
+	if span.IsRecording() {
+		span.SetAttributes(attrHits.Int(len(hits)))
+	}
+	end(span, err)
+	return hits, err
+}
+
+// Index indexes docs in s's index, in a memlayer.index span.
+func (s *casCountingSearcher) Index(ctx context.Context, collection string, docs ...storage.Document) error {
+	ctx, span := s.t.child(ctx, spanIndex, func() []attribute.KeyValue {
+		return []attribute.KeyValue{attrLayer.String(layerOf(collection)), attrDocs.Int(len(docs))}
+	})
+	err := s.Searcher.Index(ctx, collection, docs...)
+	end(span, err)
+	return err
+}
+
+// Unindex removes documents from s's index, in a memlayer.unindex span.
+func (s *casCountingSearcher) Unindex(ctx context.Context, collection string, ids ...string) error {
+	ctx, span := s.t.child(ctx, spanUnindex, func() []attribute.KeyValue {
+		return []attribute.KeyValue{attrLayer.String(layerOf(collection)), attrDocs.Int(len(ids))}
+	})
+	err := s.Searcher.Unindex(ctx, collection, ids...)
+	end(span, err)
+	return err
 }
 
 type casCounting struct {
@@ -276,11 +315,7 @@ func (s *casCounting) GetMany(ctx context.Context, keys []string) ([]storage.Ite
 func (s *casCounting) Put(ctx context.Context, key string, value []byte, ifVersion int64) (int64, error) {
 	v, err := s.Store.Put(ctx, key, value, ifVersion)
 	if err != nil && ifVersion != storage.AnyVersion && errors.Is(err, storage.ErrConflict) {
-		owner, rest, _ := strings.Cut(key, "/")
-		if owner == "layers" {
-			owner, _, _ = strings.Cut(rest, "/")
-		}
-		s.t.casLost.Add(ctx, 1, s.t.attrs(attrLayer, owner, "", "").add...)
+		s.t.casLost.Add(ctx, 1, s.t.attrs(attrLayer, layerOf(key), "", "").add...)
 	}
 	return v, err
 }

@@ -63,13 +63,16 @@ func TestOperate20_SpansAndMetricsOfARun(t *testing.T) {
 			}
 		}
 	}
-	if count["memlayer.run"] != 1 || count["memlayer.step"] != 2 || count["memlayer.model"] != 2 || count["memlayer.tool"] != 1 || count["memlayer.hook"] == 0 {
+	const runSpan, modelSpan, toolSpan = "invoke_agent agent", "chat", "execute_tool lookup"
+	if count[runSpan] != 1 || count["memlayer.step"] != 2 || count[modelSpan] != 2 || count[toolSpan] != 1 || count["memlayer.hook"] == 0 ||
+		count["memlayer.checkpoint.load"] != 1 || count["memlayer.checkpoint.save"] != 2 || count["memlayer.audit.commit"] != 1 {
 		t.Fatalf("spans %v", count)
 	}
 	parent := func(s tracetest.SpanStub) string { return byID[s.Parent.SpanID().String()].Name }
 	for _, s := range spans {
-		want := map[string]string{"memlayer.step": "memlayer.run", "memlayer.model": "memlayer.step", "memlayer.tool": "memlayer.step", "memlayer.hook": "memlayer.step"}[s.Name]
-		if s.Name == "memlayer.hook" && parent(s) == "memlayer.run" && hasAttr(s.Attributes, "memlayer.hook", "init") {
+		want := map[string]string{"memlayer.step": runSpan, modelSpan: "memlayer.step", toolSpan: "memlayer.step", "memlayer.hook": "memlayer.step",
+			"memlayer.checkpoint.load": runSpan, "memlayer.checkpoint.save": "memlayer.step", "memlayer.audit.commit": runSpan}[s.Name]
+		if s.Name == "memlayer.hook" && parent(s) == runSpan && hasAttr(s.Attributes, "memlayer.hook", "init") {
 			continue // Init's hooks run before the first step, under the run
 		}
 		if want != "" && parent(s) != want {
@@ -77,8 +80,25 @@ func TestOperate20_SpansAndMetricsOfARun(t *testing.T) {
 		}
 	}
 	run := spans[len(spans)-1]
-	if run.Name != "memlayer.run" || !hasAttr(run.Attributes, "memlayer.thread_id", "t1") || !hasAttr(run.Attributes, "memlayer.resource_id", "u1") {
+	if run.Name != runSpan || !hasAttr(run.Attributes, "memlayer.thread_id", "t1") || !hasAttr(run.Attributes, "memlayer.resource_id", "u1") ||
+		!hasAttr(run.Attributes, "gen_ai.operation.name", "invoke_agent") || !hasAttr(run.Attributes, "gen_ai.agent.name", "agent") ||
+		!hasAttr(run.Attributes, "gen_ai.conversation.id", "t1") {
 		t.Errorf("run span %s %v", run.Name, run.Attributes)
+	}
+	for _, s := range spans {
+		switch s.Name {
+		case modelSpan:
+			// The scripted model reports no usage: memlayer's estimate, said so.
+			if !hasAttr(s.Attributes, "gen_ai.operation.name", "chat") || !hasAttr(s.Attributes, "memlayer.usage.estimated", "true") ||
+				!positive(s.Attributes, "gen_ai.usage.input_tokens") || !positive(s.Attributes, "gen_ai.usage.output_tokens") {
+				t.Errorf("model span %v", s.Attributes)
+			}
+		case toolSpan:
+			if !hasAttr(s.Attributes, "gen_ai.operation.name", "execute_tool") || !hasAttr(s.Attributes, "gen_ai.tool.name", "lookup") ||
+				!has(s.Attributes, "gen_ai.tool.call.id") {
+				t.Errorf("tool span %v", s.Attributes)
+			}
+		}
 	}
 	var hookWithLayer bool
 	for _, s := range spans {
@@ -130,6 +150,26 @@ func TestOperate20_SpansAndMetricsOfARun(t *testing.T) {
 			t.Errorf("metric %s not recorded (have %v)", name, got)
 		}
 	}
+}
+
+// has reports whether kvs has key, with a non-empty value.
+func has(kvs []attribute.KeyValue, key string) bool {
+	for _, kv := range kvs {
+		if string(kv.Key) == key && kv.Value.Emit() != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// positive reports whether kvs has key, with a positive integer value.
+func positive(kvs []attribute.KeyValue, key string) bool {
+	for _, kv := range kvs {
+		if string(kv.Key) == key && kv.Value.AsInt64() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func hasAttr(kvs []attribute.KeyValue, key, value string) bool {

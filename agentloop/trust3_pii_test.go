@@ -16,6 +16,7 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop"
 	"github.com/memlayer/memlayer/agentloop/agenttest"
+	"github.com/memlayer/memlayer/episodicmemory"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/redact"
 	"github.com/memlayer/memlayer/storage"
@@ -52,7 +53,10 @@ func TestTrust311_TracesAndLogsMasked(t *testing.T) {
 					panic("bad record " + email)
 				}),
 			},
-			Layers:         []layer.Layer{failingRecall{}},
+			// Episodic memory indexes the calls (their errors quote the
+			// user) and searches them by the user's message: the search
+			// and index spans must not carry either.
+			Layers:         []layer.Layer{failingRecall{}, mustEpisodic(t)},
 			Store:          storage.NewMemoryStore(),
 			TracerProvider: tp,
 			Logger:         logger,
@@ -61,7 +65,7 @@ func TestTrust311_TracesAndLogsMasked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t1", ResourceID: "u1", Input: "Find my account"}); err == nil {
+		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t1", ResourceID: "u1", Input: "Find my account, " + email}); err == nil {
 			t.Fatal("the run succeeded; want the model's error")
 		}
 		return exp.GetSpans(), buf.String()
@@ -101,9 +105,23 @@ func TestTrust311_TracesAndLogsMasked(t *testing.T) {
 		for _, w := range where {
 			t.Errorf("personal data in %s", w)
 		}
-		for _, name := range []string{"memlayer.tool", "memlayer.model", "memlayer.step", "memlayer.run", "memlayer.hook"} {
+		for _, name := range []string{"execute_tool lookup", "execute_tool crash", "chat", "memlayer.step", "invoke_agent agent", "memlayer.hook"} {
 			if !failed[name] {
 				t.Errorf("no %s span is marked failed", name)
+			}
+		}
+		seen := map[string]bool{}
+		for _, s := range spans {
+			seen[s.Name] = true
+		}
+		for _, name := range []string{"memlayer.search", "memlayer.index", "memlayer.checkpoint.load", "memlayer.checkpoint.save", "memlayer.audit.commit"} {
+			if !seen[name] {
+				t.Errorf("no %s span: the check does not cover it", name)
+			}
+		}
+		for _, s := range spans {
+			if (s.Name == "memlayer.search" || s.Name == "memlayer.index") && !hasAttr(s.Attributes, "memlayer.layer", episodicmemory.DefaultID) {
+				t.Errorf("span %s does not name the layer whose index it is: %v", s.Name, s.Attributes)
 			}
 		}
 		if !strings.Contains(logs, "[redacted email]") {
@@ -202,4 +220,14 @@ func (failingRecall) Spec() layer.Spec { return layer.Spec{ID: "crm"} }
 
 func (failingRecall) Recall(context.Context, layer.Query) ([]layer.Item, error) {
 	return nil, errors.New("crm lookup failed for ana.lopez@example.com")
+}
+
+// mustEpisodic returns an episodic memory of the default config.
+func mustEpisodic(t testing.TB) layer.Layer {
+	t.Helper()
+	eps, err := episodicmemory.New(episodicmemory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eps
 }

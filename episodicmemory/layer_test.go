@@ -505,3 +505,31 @@ func TestEpisodic23_MetricsCountAppendedEpisodes(t *testing.T) {
 		t.Errorf("in memory: appended %d, want 2", n)
 	}
 }
+
+// RenderBlock shows the candidates scored assembly packed as Recall shows
+// its picks: all of them give Recall's block, byte for byte; some of
+// them keep the block's header and the log's order; none show nothing.
+func TestEpisodic_RenderBlock(t *testing.T) {
+	l := bound(t, episodicmemory.Config{MaxRecall: 5}, storage.NewMemoryStore(), "t", "")
+	for n := range 8 {
+		store(t, l, pageStep(n))
+	}
+	q := layer.Query{Text: "page-3"}
+	cands, err := l.Candidates(context.Background(), q)
+	if err != nil || len(cands) != 5 {
+		t.Fatalf("%d candidates, %v", len(cands), err)
+	}
+	if got, want := l.RenderBlock(cands), recall(t, l, q.Text); got != want {
+		t.Errorf("the block of every candidate:\n%s\nRecall's:\n%s", got, want)
+	}
+	some := []layer.Candidate{cands[1], cands[3]}
+	block := l.RenderBlock(some)
+	header := "Earlier tool calls and turns, oldest first. [ref] is the reference: call " + episodicmemory.DefaultID + "_read"
+	if !strings.HasPrefix(block, "<episodic_memory>\n"+header) || strings.Count(block, "\n[") != 2 ||
+		strings.Index(block, some[0].Text) > strings.Index(block, some[1].Text) {
+		t.Errorf("the block of two candidates:\n%s", block)
+	}
+	if b := l.RenderBlock(nil); b != "" {
+		t.Errorf("the block of none is %q", b)
+	}
+}

@@ -151,12 +151,34 @@ func (l *Layer) best(ctx context.Context, text string) ([]picked, error) {
 // render writes the block of the chosen episodes, in log order.
 func (l *Layer) render(chosen []picked) string {
 	var b strings.Builder
-	b.WriteString("Earlier tool calls and turns, oldest first. [ref] is the reference: call ")
-	b.WriteString(l.tool)
-	b.WriteString(` with {"ref": "..."} to read a full result.`)
+	l.header(&b)
 	for _, p := range chosen {
 		b.WriteByte('\n')
 		b.WriteString(p.text)
+	}
+	return fence.Wrap(l.tag, b.String())
+}
+
+// header writes the block's first line: what it holds and how to read an
+// episode whole.
+func (l *Layer) header(b *strings.Builder) {
+	b.WriteString("Earlier tool calls and turns, oldest first. [ref] is the reference: call ")
+	b.WriteString(l.tool)
+	b.WriteString(` with {"ref": "..."} to read a full result.`)
+}
+
+// RenderBlock shows the episodes scored assembly packed as Recall shows
+// its picks: under the block's header, oldest first (the order
+// Candidates offers them in). With every candidate, it is Recall's block.
+func (l *Layer) RenderBlock(won []layer.Candidate) string {
+	if len(won) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	l.header(&b)
+	for _, c := range won {
+		b.WriteByte('\n')
+		b.WriteString(c.Text)
 	}
 	return fence.Wrap(l.tag, b.String())
 }

@@ -30,10 +30,10 @@ func FuzzSummaryParts(f *testing.F) {
 			}
 			all[p.key] = true
 		}
-		if b := l.Block(nil); b != "" {
+		if b := l.RenderBlock(nil); b != "" {
 			t.Fatalf("the block of no part is %q", b)
 		}
-		block := l.Block(all)
+		block := l.block(all)
 		at := 0
 		for _, p := range parts {
 			i := strings.Index(block[at:], p.text)
@@ -62,11 +62,11 @@ func FuzzSummaryParts(f *testing.F) {
 			t.Fatal(err)
 		}
 		l.text.Store(&sum)
-		keys := map[string]bool{}
-		for _, p := range summaryParts(sum) {
-			keys[p.key] = true
+		all2, err := l.Candidates(context.Background(), layer.Query{Text: text})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if got, want := l.Block(keys), l.Whole(); got != want {
+		if got, want := l.RenderBlock(all2), l.Whole(); got != want {
 			t.Fatalf("the block of every part:\n%q\nthe whole summary:\n%q", got, want)
 		}
 	})

@@ -124,7 +124,7 @@ func summaryParts(text string) []summaryPart {
 // conversation lost references at budgets where it loses none at 1);
 // the run gives them the step's time (the summary is as recent as the
 // conversation it is part of). The
-// parts won are shown in the summary's own order (see Block), so the
+// parts won are shown in the summary's own order (see RenderBlock), so the
 // summary still reads from oldest to newest.
 func (l *Layer) Candidates(_ context.Context, q layer.Query) ([]layer.Candidate, error) {
 	s := l.text.Load()
@@ -150,24 +150,21 @@ func (l *Layer) Candidates(_ context.Context, q layer.Query) ([]layer.Candidate,
 	return out, nil
 }
 
-// Frame is what the summary's block takes beyond its parts cs, as
-// Candidates counted them: the header, the fence and the separators
-// (negative when counting the parts one by one rounds up more than they
-// add).
-func (l *Layer) Frame(q layer.Query, cs []layer.Candidate) int {
-	won := make(map[string]bool, len(cs))
-	n := 0
-	for _, c := range cs {
-		won[c.Key] = true
-		n += c.Tokens
+// RenderBlock renders the parts of the summary scored assembly packed,
+// in the summary's order, as Recall renders the whole: under the block's
+// header, the entities first on one line, then the other lines. With
+// every part, it is Recall's block.
+func (l *Layer) RenderBlock(won []layer.Candidate) string {
+	keys := make(map[string]bool, len(won))
+	for _, c := range won {
+		keys[c.Key] = true
 	}
-	return q.Count(l.Block(won)) - n
+	return l.block(keys)
 }
 
-// Block renders the parts of the summary whose keys won, in the
-// summary's order, as Recall renders the whole: the entities first on one
-// line, then the other lines. It is empty when none did.
-func (l *Layer) Block(won map[string]bool) string {
+// block renders the parts of the summary whose keys won (see
+// RenderBlock). It is empty when none did.
+func (l *Layer) block(won map[string]bool) string {
 	s := l.text.Load()
 	if s == nil {
 		return ""

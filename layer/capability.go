@@ -42,6 +42,19 @@ type CandidateSource interface {
 	Candidates(ctx context.Context, q Query) ([]Candidate, error)
 }
 
+// BlockRenderer is implemented by a [CandidateSource] whose block frames
+// its candidates: a header, instructions, an order of its own. Scored
+// assembly decides which candidates are shown; RenderBlock shows them as
+// the layer's Recall would. won holds some of the candidates Candidates
+// returned in the same step, in the order it returned them. With all of
+// them, the block must be what Recall returns when its budget holds it
+// all. An empty result shows nothing. Without it, the candidates won are
+// shown one per line, best first, in a block fenced with the layer's
+// tag. It must be safe to call while other hooks run.
+type BlockRenderer interface {
+	RenderBlock(won []Candidate) string
+}
+
 // MetricsReporter is implemented by layers that keep figures of their own
 // work. Metrics returns them by name: "entries" (how many items the layer
 // holds) and "bytes" (the approximate size of its state) by convention,

@@ -20,6 +20,8 @@
 //     long-term memory searches with ([Query.Situation]).
 //   - [Closer] (or io.Closer): flush and release at the end of a run.
 //   - [CandidateSource]: memories that compete in scored assembly.
+//   - [BlockRenderer]: the block of the candidates a layer won, with
+//     its header and in its order.
 //   - [MetricsReporter]: figures for monitoring, which agentloop exports
 //     as OpenTelemetry metrics when a run ends.
 //   - [Proposer], [Keeper]: writes proposed by a layer's Store, and kept

@@ -808,6 +808,21 @@ func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]layer.Candidat
 	return out, nil
 }
 
+// RenderBlock shows the facts scored assembly packed as Recall shows
+// its own: one line each, in the order Candidates offers them (the pinned
+// facts, then the best matches), fenced in the layer's block. With every
+// candidate, it is Recall's block.
+func (l *Layer) RenderBlock(won []layer.Candidate) string {
+	if len(won) == 0 {
+		return ""
+	}
+	lines := make([]string, len(won))
+	for i, c := range won {
+		lines[i] = c.Text
+	}
+	return fence.Wrap(l.tag, strings.Join(lines, "\n"))
+}
+
 // recency returns the time scored assembly measures fact i's recency
 // from: its Updated, as the store's order of writes bounds it among the
 // facts offered, since the writer's clock may be wrong. A fact written

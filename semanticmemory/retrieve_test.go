@@ -334,3 +334,34 @@ func TestMemory91_CandidateSimilarityIsTheMatch(t *testing.T) {
 		t.Errorf("similarities: paddle %v (want 1), trains %v (want in (0, 0.5])", paddle, trains)
 	}
 }
+
+// TestMemory_RenderBlock: RenderBlock shows the facts scored assembly
+// packed as Recall shows its own: all the candidates give Recall's block,
+// byte for byte (pinned facts first, then the matches); some keep the
+// fence and their order; none show nothing.
+func TestMemory_RenderBlock(t *testing.T) {
+	l := bind(t, semanticmemory.Config{}, storage.NewMemoryStore(), "t1")
+	ctx := context.Background()
+	remember(t, l, "profile", "The user lives in Lisbon.")
+	remember(t, l, "fact", "Rex needs a walk at noon and the dog park opens at nine.")
+	remember(t, l, "fact", "The dog sleeps in the kitchen.")
+	remember(t, l, "fact", "Invoices are due monthly.")
+	q := layer.Query{Text: "where does the dog sleep"}
+	cands, err := l.Candidates(ctx, q)
+	if err != nil || len(cands) < 3 {
+		t.Fatalf("Candidates = %+v, %v", cands, err)
+	}
+	items, err := l.Recall(ctx, q)
+	if err != nil || len(items) != 1 {
+		t.Fatalf("Recall = %+v, %v", items, err)
+	}
+	if got := l.RenderBlock(cands); got != items[0].Text {
+		t.Errorf("the block of every candidate:\n%s\nRecall's:\n%s", got, items[0].Text)
+	}
+	if got, want := l.RenderBlock([]layer.Candidate{cands[0], cands[2]}), "<semantic>\n"+cands[0].Text+"\n"+cands[2].Text+"\n</semantic>"; got != want {
+		t.Errorf("the block of two candidates:\n%s\nwant:\n%s", got, want)
+	}
+	if b := l.RenderBlock(nil); b != "" {
+		t.Errorf("the block of none is %q", b)
+	}
+}
