@@ -39,7 +39,7 @@ type templateCase struct {
 // hookMethods are the methods a Stack calls, or that describe the
 // layer: they work on a template as before.
 var hookMethods = []string{"Spec", "Tag", "Init", "Open", "Recall", "Candidates", "Situation", "Store", "OnSpawn", "OnReturn",
-	"Functions", "Metrics", "Counts", "Keeps", "Close", "Extractor"}
+	"Functions", "Metrics", "Counts", "Keeps", "Close", "Extractor", "RenderBlock"}
 
 // built returns a constructor of templates made by newLayer.
 func built[L layer.Layer](newLayer func() (L, error)) func(t *testing.T) layer.Layer {
