@@ -39,6 +39,9 @@ type Writer struct {
 	segs     []segRef
 	kept     string
 	listSegs bool
+	// indexed says the thread is in its resource's list (see IndexName):
+	// the first write of a Writer makes sure of it.
+	indexed bool
 }
 
 // NewWriter returns a Writer of the thread l is loaded from; l is nil for
@@ -132,9 +135,18 @@ func (op *write) abandon() {
 // run's wrote after is an error that is storage.ErrConflict; then Saved
 // says whether the step is stored all the same.
 func (w *Writer) Write(ctx context.Context, s Step) error {
+	if !w.indexed && s.ResourceID != "" {
+		if err := addToIndex(ctx, w.store, s.ResourceID, w.threadID); err != nil {
+			return err
+		}
+		w.indexed = true
+	}
 	op := &write{w: w, ctx: ctx}
 	op.batcher, _ = w.store.(storage.Batcher)
 	h := w.head
+	if h.Title == "" && (w.saved == 0 || w.legacy) {
+		h.Title = firstRequestTitle(s.Messages)
+	}
 	segs, kept, list := slices.Clone(w.segs), w.kept, w.listSegs
 	if len(s.Messages) > 0 {
 		ref, err := op.segment(s.Messages, h.Tail)
