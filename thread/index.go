@@ -21,9 +21,11 @@ import (
 // it out (package inspect).
 const IndexName = "threads"
 
-// indexedKey marks a store whose threads written before the lists were
-// kept have been added to them (see [Catalog.Reindex]).
-const indexedKey = "resources/threads-indexed"
+// IndexedKey marks a store whose threads written before the lists of
+// threads were kept have been added to them (see [Catalog.Reindex]). It
+// names no resource and holds only the time of the reindex, so an erase
+// leaves it.
+const IndexedKey = "resources/threads-indexed"
 
 // IndexKey returns the key of a resource's list of threads.
 func IndexKey(resourceID string) string { return storage.ResourceKey(resourceID, IndexName) }
@@ -150,7 +152,7 @@ func (c Catalog) Reindex(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := c.Store.Put(ctx, indexedKey, data, storage.AnyVersion); err != nil {
+	if _, err := c.Store.Put(ctx, IndexedKey, data, storage.AnyVersion); err != nil {
 		return fmt.Errorf("thread: reindex: %w", err)
 	}
 	return nil
@@ -158,7 +160,7 @@ func (c Catalog) Reindex(ctx context.Context) error {
 
 // ensureIndexed runs Reindex on a store never reindexed.
 func (c Catalog) ensureIndexed(ctx context.Context) error {
-	_, err := c.Store.Get(ctx, indexedKey)
+	_, err := c.Store.Get(ctx, IndexedKey)
 	if errors.Is(err, storage.ErrNotFound) {
 		return c.Reindex(ctx)
 	}
