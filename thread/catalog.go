@@ -302,20 +302,9 @@ type entry struct {
 // read reads the head, metadata and owner records of the threads ids, in
 // one GetMany, and returns those that have a head or metadata.
 func (c Catalog) read(ctx context.Context, ids []string) (map[string]*entry, error) {
-	names := []string{HeadName, MetaName, OwnerName}
-	keys := make([]string, 0, len(names)*len(ids))
-	for _, id := range ids {
-		for _, n := range names {
-			keys = append(keys, storage.ThreadKey(id, n))
-		}
-	}
-	items, err := storage.GetMany(ctx, c.Store, keys)
+	byKey, err := c.records(ctx, ids, HeadName, MetaName, OwnerName)
 	if err != nil {
 		return nil, err
-	}
-	byKey := make(map[string][]byte, len(items))
-	for _, it := range items {
-		byKey[it.Key] = it.Value
 	}
 	out := make(map[string]*entry, len(ids))
 	for _, id := range ids {
@@ -332,6 +321,26 @@ func (c Catalog) read(ctx context.Context, ids []string) (map[string]*entry, err
 	return out, nil
 }
 
+// records reads the records of the threads ids with the given names, in
+// one GetMany, and returns the values found by key.
+func (c Catalog) records(ctx context.Context, ids []string, names ...string) (map[string][]byte, error) {
+	keys := make([]string, 0, len(names)*len(ids))
+	for _, id := range ids {
+		for _, n := range names {
+			keys = append(keys, storage.ThreadKey(id, n))
+		}
+	}
+	items, err := storage.GetMany(ctx, c.Store, keys)
+	if err != nil {
+		return nil, err
+	}
+	byKey := make(map[string][]byte, len(items))
+	for _, it := range items {
+		byKey[it.Key] = it.Value
+	}
+	return byKey, nil
+}
+
 // newEntry builds a thread's entry from its records (nil when absent).
 func newEntry(id string, head, meta, owner []byte) (*entry, error) {
 	e := &entry{Thread: Thread{Info: Info{ThreadID: id}}}
@@ -342,28 +351,45 @@ func newEntry(id string, head, meta, owner []byte) (*entry, error) {
 		}
 		e.Info, e.Info.ThreadID, e.head = info, id, head
 	}
-	if meta != nil {
-		m, err := decodeMeta(meta)
-		if err != nil {
-			return nil, err
-		}
-		e.Title, e.TitleSet, e.Metadata = m.Title, m.Title != "", m.Metadata
-		if len(e.Metadata) == 0 {
-			e.Metadata = nil
-		}
-		if head == nil {
-			e.UpdatedAt = m.UpdatedAt
-		}
+	if err := e.setMeta(meta); err != nil {
+		return nil, err
 	}
+	return e, e.setOwner(owner)
+}
+
+// setMeta sets the title and metadata of a metadata record (nil: none);
+// a thread with no head takes the record's time as its last.
+func (e *entry) setMeta(meta []byte) error {
+	if meta == nil {
+		return nil
+	}
+	m, err := decodeMeta(meta)
+	if err != nil {
+		return err
+	}
+	e.Title, e.TitleSet = m.Title, m.Title != ""
+	if len(m.Metadata) > 0 {
+		e.Metadata = m.Metadata
+	}
+	if e.head == nil {
+		e.UpdatedAt = m.UpdatedAt
+	}
+	return nil
+}
+
+// setOwner sets the resource a thread belongs to: its head's, else the
+// one its owner record (nil: none) names.
+func (e *entry) setOwner(owner []byte) error {
 	e.owner = e.ResourceID
-	if e.owner == "" && owner != nil {
-		var o ownerRecord
-		if err := json.Unmarshal(owner, &o); err != nil {
-			return nil, fmt.Errorf("read owner: malformed record: %w", err)
-		}
-		e.owner, e.ResourceID = o.ResourceID, o.ResourceID
+	if e.owner != "" || owner == nil {
+		return nil
 	}
-	return e, nil
+	var o ownerRecord
+	if err := json.Unmarshal(owner, &o); err != nil {
+		return fmt.Errorf("read owner: malformed record: %w", err)
+	}
+	e.owner, e.ResourceID = o.ResourceID, o.ResourceID
+	return nil
 }
 
 // deriveTitles gives each untitled thread the title its head records,
@@ -404,7 +430,12 @@ func (c Catalog) storedTitle(ctx context.Context, threadID string, head []byte) 
 	if h.Title != "" || h.Messages == 0 || h.Retained > 0 {
 		return h.Title, nil
 	}
-	// A head of before titles: the first segment holds the request.
+	return c.firstSegmentTitle(ctx, threadID)
+}
+
+// firstSegmentTitle returns the title derived from the thread's first
+// segment, which holds its first request, or "" when it is gone.
+func (c Catalog) firstSegmentTitle(ctx context.Context, threadID string) (string, error) {
 	keys, err := c.Store.List(ctx, storage.ThreadPrefix(threadID)+segPrefix+"0000000000.")
 	if err != nil || len(keys) == 0 {
 		return "", err
@@ -478,22 +509,10 @@ func (c Catalog) List(ctx context.Context, resourceID string, q ListQuery) (Page
 	if err := c.ensureIndexed(ctx); err != nil {
 		return Page{}, err
 	}
-	ids, _, err := readIndex(ctx, c.Store, resourceID)
-	if err != nil {
-		return Page{}, fmt.Errorf("thread: list: %w", err)
-	}
-	found, err := c.read(ctx, ids)
+	es, err := c.matching(ctx, resourceID, q.Metadata, after)
 	if err != nil {
 		return Page{}, fmt.Errorf("thread: list %s: %w", storage.Quote(resourceID), err)
 	}
-	var es []*entry
-	for _, id := range ids {
-		e := found[id]
-		if e != nil && e.owner == resourceID && storage.Matches(e.Metadata, q.Metadata) && (after == nil || after.before(e)) {
-			es = append(es, e)
-		}
-	}
-	slices.SortFunc(es, func(a, b *entry) int { return newestFirst(a.UpdatedAt, a.ThreadID, b.UpdatedAt, b.ThreadID) })
 	var p Page
 	if len(es) > limit {
 		es = es[:limit]
@@ -510,6 +529,29 @@ func (c Catalog) List(ctx context.Context, resourceID string, q ListQuery) (Page
 	return p, nil
 }
 
+// matching returns the threads on a resource's list that it owns, whose
+// metadata has every entry of md, and that come after the cursor (nil:
+// all), newest first.
+func (c Catalog) matching(ctx context.Context, resourceID string, md map[string]string, after *cursor) ([]*entry, error) {
+	ids, _, err := readIndex(ctx, c.Store, resourceID)
+	if err != nil {
+		return nil, err
+	}
+	found, err := c.read(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var es []*entry
+	for _, id := range ids {
+		e := found[id]
+		if e != nil && e.owner == resourceID && storage.Matches(e.Metadata, md) && (after == nil || after.before(e)) {
+			es = append(es, e)
+		}
+	}
+	slices.SortFunc(es, func(a, b *entry) int { return newestFirst(a.UpdatedAt, a.ThreadID, b.UpdatedAt, b.ThreadID) })
+	return es, nil
+}
+
 // newestFirst orders threads by time, newest first, then by ID.
 func newestFirst(at time.Time, id string, bt time.Time, bid string) int {
 	return cmp.Or(bt.Compare(at), strings.Compare(id, bid))
@@ -518,21 +560,27 @@ func newestFirst(at time.Time, id string, bt time.Time, bid string) int {
 // page returns q's page size and the position it starts after (nil for
 // the first page).
 func (q ListQuery) page() (int, *cursor, error) {
-	limit := q.Limit
-	switch {
-	case limit == 0:
-		limit = DefaultListLimit
-	case limit < 0 || limit > MaxListLimit:
-		return 0, nil, fmt.Errorf("%w: limit %d, want 1 to %d", ErrInvalidQuery, limit, MaxListLimit)
-	}
-	if q.Cursor == "" {
-		return limit, nil, nil
+	limit, err := pageLimit(q.Limit, DefaultListLimit, MaxListLimit)
+	if err != nil || q.Cursor == "" {
+		return limit, nil, err
 	}
 	c, err := decodeCursor(q.Cursor)
 	if err != nil {
 		return 0, nil, err
 	}
 	return limit, &c, nil
+}
+
+// pageLimit returns the page size a query's limit asks for: def for
+// zero; one not in 1 to max is ErrInvalidQuery.
+func pageLimit(limit, def, max int) (int, error) {
+	switch {
+	case limit == 0:
+		return def, nil
+	case limit < 0 || limit > max:
+		return 0, fmt.Errorf("%w: limit %d, want 1 to %d", ErrInvalidQuery, limit, max)
+	}
+	return limit, nil
 }
 
 // cursor is a position in a resource's threads, newest first: the last

@@ -74,15 +74,7 @@ func updateIndex(ctx context.Context, st storage.Store, resourceID string, chang
 		if !changed {
 			return nil
 		}
-		if len(ids) == 0 {
-			err = st.Delete(ctx, key, version)
-		} else {
-			var data []byte
-			if data, err = json.Marshal(indexRecord{Version: 1, Threads: ids}); err != nil {
-				return err
-			}
-			_, err = st.Put(ctx, key, data, version)
-		}
+		err = writeIndex(ctx, st, key, ids, version)
 		if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrNotFound) {
 			continue // another writer changed the list: read it again
 		}
@@ -92,6 +84,20 @@ func updateIndex(ctx context.Context, st storage.Store, resourceID string, chang
 		return nil
 	}
 	return fmt.Errorf("write the threads of resource %s: %d conflicts: %w", storage.Quote(resourceID), maxIndexAttempts, storage.ErrConflict)
+}
+
+// writeIndex writes the list ids under key if its version is still
+// version; an empty list is deleted.
+func writeIndex(ctx context.Context, st storage.Store, key string, ids []string, version int64) error {
+	if len(ids) == 0 {
+		return st.Delete(ctx, key, version)
+	}
+	data, err := json.Marshal(indexRecord{Version: 1, Threads: ids})
+	if err != nil {
+		return err
+	}
+	_, err = st.Put(ctx, key, data, version)
+	return err
 }
 
 // addToIndex adds a thread to its resource's list, unless it is there.
@@ -129,14 +135,7 @@ func (c Catalog) Reindex(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("thread: reindex: %w", err)
 	}
-	seen := map[string]bool{}
-	for _, k := range keys {
-		esc, _, ok := strings.Cut(strings.TrimPrefix(k, "threads/"), "/")
-		id, err := storage.Unescape(esc)
-		if !ok || err != nil || seen[id] {
-			continue
-		}
-		seen[id] = true
+	for _, id := range threadIDs(keys) {
 		owner, err := Owner(ctx, c.Store, id)
 		if err != nil {
 			return fmt.Errorf("thread: reindex: thread %s: %w", storage.Quote(id), err)
@@ -156,6 +155,22 @@ func (c Catalog) Reindex(ctx context.Context) error {
 		return fmt.Errorf("thread: reindex: %w", err)
 	}
 	return nil
+}
+
+// threadIDs returns the thread IDs of keys under "threads/", each once,
+// leaving out a key this package did not write.
+func threadIDs(keys []string) []string {
+	var ids []string
+	seen := map[string]bool{}
+	for _, k := range keys {
+		esc, _, ok := strings.Cut(strings.TrimPrefix(k, "threads/"), "/")
+		id, err := storage.Unescape(esc)
+		if ok && err == nil && !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // ensureIndexed runs Reindex on a store never reindexed.

@@ -54,12 +54,9 @@ func (c Catalog) Messages(ctx context.Context, threadID string, q MessageQuery) 
 	if err := CheckThreadID(threadID); err != nil {
 		return MessagePage{}, fmt.Errorf("thread: messages: %w", err)
 	}
-	limit := q.Limit
-	switch {
-	case limit == 0:
-		limit = DefaultMessageLimit
-	case limit < 0 || limit > MaxMessageLimit:
-		return MessagePage{}, fmt.Errorf("thread: messages: %w: limit %d, want 1 to %d", ErrInvalidQuery, limit, MaxMessageLimit)
+	limit, err := pageLimit(q.Limit, DefaultMessageLimit, MaxMessageLimit)
+	if err != nil {
+		return MessagePage{}, fmt.Errorf("thread: messages: %w", err)
 	}
 	for attempt := 1; ; attempt++ {
 		p, err := c.messages(ctx, threadID, q.From, limit)
@@ -90,13 +87,7 @@ func (c Catalog) messages(ctx context.Context, threadID string, from, limit int)
 		return MessagePage{}, fmt.Errorf("malformed head: %w", err)
 	}
 	if version < Version {
-		cp, err := decodeLegacy(it.Value)
-		if err != nil {
-			return MessagePage{}, err
-		}
-		p := pageOf(len(cp.Messages), 0, from, limit)
-		p.Messages = slices.Clone(cp.Messages[p.First:p.Next])
-		return p, nil
+		return legacyPage(it.Value, from, limit)
 	}
 	h, err := decodeHead(it.Value)
 	if err != nil {
@@ -105,6 +96,18 @@ func (c Catalog) messages(ctx context.Context, threadID string, from, limit int)
 	p := pageOf(h.Messages, h.Retained, from, limit)
 	p.Messages, err = reader{ctx: ctx, store: c.Store, threadID: threadID}.span(h, p.First, p.Next)
 	return p, err
+}
+
+// legacyPage returns a page of a checkpoint of version 1 to 3, which
+// holds every message.
+func legacyPage(head []byte, from, limit int) (MessagePage, error) {
+	cp, err := decodeLegacy(head)
+	if err != nil {
+		return MessagePage{}, err
+	}
+	p := pageOf(len(cp.Messages), 0, from, limit)
+	p.Messages = slices.Clone(cp.Messages[p.First:p.Next])
+	return p, nil
 }
 
 // pageOf returns the bounds of the page of a thread of total messages,

@@ -21,35 +21,40 @@ const DerivedTitleRunes = 60
 // a new thread, as stored: the text the run redacted, so the title
 // holds no more than the message does.
 func DeriveTitle(text string) string {
+	words := titleWords(text)
+	whole := strings.Join(words, " ")
+	if utf8.RuneCountInString(whole) <= DerivedTitleRunes {
+		return whole
+	}
+	return cutWords(words, DerivedTitleRunes-1) + "…"
+}
+
+// titleWords returns the words of text, without the characters a title
+// drops.
+func titleWords(text string) []string {
 	var words []string
 	for _, w := range strings.FieldsFunc(text, unicode.IsSpace) {
 		if w = strings.Map(dropInvisible, strings.ToValidUTF8(w, "")); w != "" {
 			words = append(words, w)
 		}
 	}
-	whole := strings.Join(words, " ")
-	if utf8.RuneCountInString(whole) <= DerivedTitleRunes {
-		return whole
+	return words
+}
+
+// cutWords joins the first words that fit in room runes, or cuts the
+// first word to room when it is longer.
+func cutWords(words []string, room int) string {
+	if first := []rune(words[0]); len(first) >= room {
+		return string(first[:room])
 	}
-	room := DerivedTitleRunes - 1 // for the ellipsis
-	var b strings.Builder
-	n := 0 // runes in b
-	for _, w := range words {
-		wn := utf8.RuneCountInString(w)
-		if n > 0 && n+1+wn > room {
-			break
+	n := 0
+	for i, w := range words {
+		n += utf8.RuneCountInString(w) + min(i, 1)
+		if n > room {
+			return strings.Join(words[:i], " ")
 		}
-		if n == 0 && wn > room { // one word longer than a title: cut inside it
-			w, wn = string([]rune(w)[:room]), room
-		}
-		if n > 0 {
-			b.WriteByte(' ')
-			n++
-		}
-		b.WriteString(w)
-		n += wn
 	}
-	return b.String() + "…"
+	return strings.Join(words, " ")
 }
 
 // dropInvisible drops control and format characters (bidirectional
