@@ -32,6 +32,7 @@ var readmeImports = map[string]string{
 	"semanticmemory": module + "/semanticmemory",
 	"storage":        module + "/storage",
 	"sqlite":         module + "/storage/sqlite",
+	"thread":         module + "/thread",
 	"workingmemory":  module + "/workingmemory",
 	"kv":             module + "/workingmemory/kv",
 }

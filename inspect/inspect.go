@@ -27,7 +27,8 @@ var ErrInvalidKey = errors.New("inspect: invalid key")
 // (storage.ScopeKind) that says whose they are.
 //
 // Per-user data is what a thread of the resource stored (its head,
-// segments, summaries, layer snapshots, audit) and every layer record
+// segments, summaries, layer snapshots, audit, title and metadata), the
+// resource's list of threads (thread.IndexName), and every layer record
 // whose typed scope key is the resource's (storage.ResourceScope) or
 // belongs to one of its threads: the thread's own (storage.ThreadScope),
 // its resource scope when it ran without a resource
