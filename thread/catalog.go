@@ -533,7 +533,7 @@ func (c Catalog) List(ctx context.Context, resourceID string, q ListQuery) (Page
 // metadata has every entry of md, and that come after the cursor (nil:
 // all), newest first.
 func (c Catalog) matching(ctx context.Context, resourceID string, md map[string]string, after *cursor) ([]*entry, error) {
-	ids, _, err := readIndex(ctx, c.Store, resourceID)
+	ids, err := readIndex(ctx, c.Store, resourceID)
 	if err != nil {
 		return nil, err
 	}
@@ -584,21 +584,28 @@ func pageLimit(limit, def, max int) (int, error) {
 }
 
 // cursor is a position in a resource's threads, newest first: the last
-// thread of a page.
+// thread of a page. It is encoded as base64 of JSON, the ID escaped (see
+// storage.Escape) so that any ID survives JSON.
 type cursor struct {
 	At int64  `json:"t"`
 	ID string `json:"id"`
 }
 
 func (c cursor) encode() string {
-	data, _ := json.Marshal(c)
+	data, _ := json.Marshal(cursor{At: c.At, ID: storage.Escape(c.ID)})
 	return base64.RawURLEncoding.EncodeToString(data)
 }
 
 func decodeCursor(s string) (cursor, error) {
 	var c cursor
 	data, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || json.Unmarshal(data, &c) != nil || c.ID == "" {
+	if err == nil {
+		err = json.Unmarshal(data, &c)
+	}
+	if err == nil {
+		c.ID, err = storage.Unescape(c.ID)
+	}
+	if err != nil || c.ID == "" {
 		return c, fmt.Errorf("%w: cursor %s", ErrInvalidQuery, storage.Quote(s))
 	}
 	return c, nil

@@ -207,6 +207,29 @@ func TestCatalogList(t *testing.T) {
 	})
 }
 
+// TestCatalogOddIDs: thread IDs that are not UTF-8, hold line breaks or
+// escape characters list, page by cursor and read back as themselves.
+func TestCatalogOddIDs(t *testing.T) {
+	onEach(t, func(t *testing.T, st storage.Store) {
+		odd := []string{"\xff\xfe", "\ufffd\ufffd", "x\ny", "%", "%25", "a/../b"}
+		for _, id := range odd {
+			step(t, st, id, "r", "request of "+id)
+		}
+		c := thread.Catalog{Store: st}
+		got := listAll(t, c, "r", thread.ListQuery{Limit: 1}, nil)
+		want := slices.Clone(odd)
+		slices.Reverse(want) // newest first
+		if !slices.Equal(got, want) {
+			t.Errorf("odd IDs listed as %q", got)
+		}
+		for _, id := range odd {
+			if th, err := c.Get(t.Context(), id); err != nil || th.ThreadID != id || th.Messages != 2 {
+				t.Errorf("Get(%q) = %+v, %v", id, th, err)
+			}
+		}
+	})
+}
+
 // TestCatalogTitle: a thread's title is derived from its first user
 // request and kept across steps; a title set replaces it, an empty one
 // brings it back; a bad title is refused and the old one stays.

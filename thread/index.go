@@ -14,7 +14,9 @@ import (
 
 // IndexName names a resource's list of its threads,
 // storage.ResourceKey(resourceID, IndexName), which holds
-// {"version": 1, "threads": ["<thread ID>", ...]}, the IDs sorted. A
+// {"version": 1, "threads": ["<thread ID>", ...]}, each ID escaped as
+// storage.Escape escapes a key part (so that an ID that is not UTF-8
+// survives JSON), sorted. A
 // [Writer] adds a thread to its resource's list on the first write of
 // each run, and [Catalog.Update] when it gives a thread its owner. An
 // erase of the resource deletes the list, and a thread's delete takes
@@ -40,9 +42,22 @@ type indexRecord struct {
 // list of threads.
 const maxIndexAttempts = 64
 
-// readIndex returns the threads a resource's list names and the list's
-// version (storage.NoVersion when it has none).
-func readIndex(ctx context.Context, st storage.Store, resourceID string) ([]string, int64, error) {
+// readIndex returns the threads a resource's list names, in the order
+// of their escaped IDs, leaving out an entry that is not one.
+func readIndex(ctx context.Context, st storage.Store, resourceID string) ([]string, error) {
+	escaped, _, err := readList(ctx, st, resourceID)
+	ids := make([]string, 0, len(escaped))
+	for _, e := range escaped {
+		if id, err := storage.Unescape(e); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids, err
+}
+
+// readList returns the escaped thread IDs of a resource's list and the
+// list's version (storage.NoVersion when it has none).
+func readList(ctx context.Context, st storage.Store, resourceID string) ([]string, int64, error) {
 	it, err := st.Get(ctx, IndexKey(resourceID))
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, storage.NoVersion, nil
@@ -57,16 +72,16 @@ func readIndex(ctx context.Context, st storage.Store, resourceID string) ([]stri
 	return rec.Threads, it.Version, nil
 }
 
-// updateIndex applies change to a resource's list with compare-and-swap,
-// reading it again after each conflict. change returns the new list and
-// whether it differs; an empty list is deleted.
+// updateIndex applies change to a resource's list of escaped IDs with
+// compare-and-swap, reading it again after each conflict. change returns
+// the new list and whether it differs; an empty list is deleted.
 func updateIndex(ctx context.Context, st storage.Store, resourceID string, change func([]string) ([]string, bool)) error {
 	key := IndexKey(resourceID)
 	for attempt := range maxIndexAttempts {
 		if err := storage.WaitRetry(ctx, attempt); err != nil {
 			return err
 		}
-		ids, version, err := readIndex(ctx, st, resourceID)
+		ids, version, err := readList(ctx, st, resourceID)
 		if err != nil {
 			return err
 		}
@@ -103,12 +118,13 @@ func writeIndex(ctx context.Context, st storage.Store, key string, ids []string,
 // addToIndex adds a thread to its resource's list, unless it is there.
 // It costs one read, and one write the first time.
 func addToIndex(ctx context.Context, st storage.Store, resourceID, threadID string) error {
+	esc := storage.Escape(threadID)
 	return updateIndex(ctx, st, resourceID, func(ids []string) ([]string, bool) {
-		i, found := slices.BinarySearch(ids, threadID)
+		i, found := slices.BinarySearch(ids, esc)
 		if found {
 			return ids, false
 		}
-		return slices.Insert(ids, i, threadID), true
+		return slices.Insert(ids, i, esc), true
 	})
 }
 
@@ -116,8 +132,9 @@ func addToIndex(ctx context.Context, st storage.Store, resourceID, threadID stri
 // not in it is no error. Package inspect calls it once it has deleted
 // the thread.
 func Unindex(ctx context.Context, st storage.Store, resourceID, threadID string) error {
+	esc := storage.Escape(threadID)
 	return updateIndex(ctx, st, resourceID, func(ids []string) ([]string, bool) {
-		i, found := slices.BinarySearch(ids, threadID)
+		i, found := slices.BinarySearch(ids, esc)
 		if !found {
 			return ids, false
 		}
