@@ -627,13 +627,7 @@ const maxHeadAttempts = 20
 func (in Inspector) erase(ctx context.Context, e *Erased, o owned) error {
 	s := &sweep{in: in, e: e, counted: map[string]bool{}}
 	for range 2 {
-		if err := s.layers(ctx, &o); err != nil {
-			return err
-		}
-		if err := s.resource(ctx, o.resource); err != nil {
-			return err
-		}
-		if err := s.threads(ctx, o.threads); err != nil {
+		if err := s.once(ctx, &o); err != nil {
 			return err
 		}
 	}
@@ -695,6 +689,18 @@ func (s *sweep) layers(ctx context.Context, o *owned) error {
 		}
 	}
 	return s.dropIndexes(ctx, o)
+}
+
+// once deletes, once, the layer records and collections o selects, the
+// resource's own records and its threads.
+func (s *sweep) once(ctx context.Context, o *owned) error {
+	if err := s.layers(ctx, o); err != nil {
+		return err
+	}
+	if err := s.resource(ctx, o.resource); err != nil {
+		return err
+	}
+	return s.threads(ctx, o.threads)
 }
 
 // resource deletes the resource's own records (none for a thread's

@@ -53,13 +53,7 @@ func resourceThreads(ctx context.Context, in inspect.Inspector, o *opts, w io.Wr
 		return err
 	}
 	if o.json {
-		if err := writeJSONLines(w, p.Threads); err != nil {
-			return err
-		}
-		if p.Next != "" {
-			return writeJSON(w, nextPage{p.Next})
-		}
-		return nil
+		return writeThreadsJSON(w, p)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "THREAD\tTITLE\tAGENT\tMESSAGES\tUPDATED\tMETADATA")
@@ -74,6 +68,15 @@ func resourceThreads(ctx context.Context, in inspect.Inspector, o *opts, w io.Wr
 		fmt.Fprintf(w, "next page: -cursor %s\n", p.Next)
 	}
 	return nil
+}
+
+// writeThreadsJSON writes a page of threads as JSON lines, then
+// {"next": CURSOR} when there is a next page.
+func writeThreadsJSON(w io.Writer, p thread.Page) error {
+	if err := writeJSONLines(w, p.Threads); err != nil || p.Next == "" {
+		return err
+	}
+	return writeJSON(w, nextPage{p.Next})
 }
 
 // metaText returns metadata as K=V pairs sorted by key.

@@ -219,21 +219,22 @@ func (c command) checkUse(name string, rest []string, sets ...*flag.FlagSet) err
 	if len(bad) > 0 {
 		return fmt.Errorf("%w: %s does not take %s", errUsage, name, strings.Join(bad, ", "))
 	}
-	switch {
-	case c.maxArgs == c.args && len(rest) != c.args:
-		return fmt.Errorf("%w: %s takes %d argument(s), got %d", errUsage, name, c.args, len(rest))
-	case len(rest) < c.args || c.maxArgs >= 0 && len(rest) > c.maxArgs:
-		return fmt.Errorf("%w: %s takes %d to %s arguments, got %d", errUsage, name, c.args, maxText(c.maxArgs), len(rest))
-	}
-	return nil
+	return c.checkArgs(name, len(rest))
 }
 
-// maxText says a command's most arguments: a number, or "any".
-func maxText(n int) string {
-	if n < 0 {
-		return "any number of"
+// checkArgs checks that the command takes n arguments.
+func (c command) checkArgs(name string, n int) error {
+	if n >= c.args && (c.maxArgs < 0 || n <= c.maxArgs) {
+		return nil
 	}
-	return strconv.Itoa(n)
+	if c.maxArgs == c.args {
+		return fmt.Errorf("%w: %s takes %d argument(s), got %d", errUsage, name, c.args, n)
+	}
+	most := "any number of"
+	if c.maxArgs >= 0 {
+		most = strconv.Itoa(c.maxArgs)
+	}
+	return fmt.Errorf("%w: %s takes %d to %s arguments, got %d", errUsage, name, c.args, most, n)
 }
 
 // restore puts a quarantined record back (Inspector.RestoreQuarantined).
