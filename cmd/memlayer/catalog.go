@@ -144,6 +144,19 @@ func meta(ctx context.Context, x invocation) error {
 	return printThread(x, t)
 }
 
+// reindex puts every stored thread on its resource's list
+// (Catalog.Reindex).
+func reindex(ctx context.Context, x invocation) error {
+	if err := catalog(x.in).Reindex(ctx); err != nil {
+		return err
+	}
+	if x.o.json {
+		return writeJSON(x.out, map[string]bool{"reindexed": true})
+	}
+	fmt.Fprintln(x.out, "reindexed: every stored thread is on its resource's list")
+	return nil
+}
+
 // printThread prints a thread's title and metadata: with -json the
 // thread as one object.
 func printThread(x invocation, t thread.Thread) error {

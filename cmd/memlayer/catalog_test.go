@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/storage/sqlite"
 	"github.com/memlayer/memlayer/thread"
 )
@@ -124,4 +125,20 @@ func TestThreadsCommand(t *testing.T) {
 	}
 	fails(1, "0 records found", "delete", "-y", "t1")
 	fails(1, "not found", "title", "t1")
+
+	// A list lost (or a thread written by a build that kept none) comes
+	// back with reindex.
+	if err := st.Delete(ctx, thread.IndexKey("r"), storage.AnyVersion); err != nil {
+		t.Fatal(err)
+	}
+	if out := ok("threads", "-resource", "r"); strings.Contains(out, "t1x") {
+		t.Errorf("threads with the list gone:\n%s", out)
+	}
+	if out := ok("reindex"); !strings.Contains(out, "reindexed") {
+		t.Errorf("reindex: %q", out)
+	}
+	if out := ok("threads", "-resource", "r"); !strings.Contains(out, "t1x") || !strings.Contains(out, "t1/x") {
+		t.Errorf("threads after reindex:\n%s", out)
+	}
+	fails(2, "reindex takes 0 argument(s)", "reindex", "r")
 }

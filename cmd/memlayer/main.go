@@ -13,6 +13,7 @@
 //	title [-resource R] THREAD [TITLE]             a thread's title; set it ("" derives it again)
 //	meta [-resource R] [-unset K]... THREAD [K=V]...
 //	                                               a thread's metadata; set and remove entries
+//	reindex                                        list every stored thread under its resource again
 //	state LAYER SCOPE                              a layer's records for a scope key
 //	quarantined                                    records the layers set aside
 //	restore [-replace] KEY                         put a quarantined record back as its layer's state
@@ -37,7 +38,9 @@
 // encoding/json's escaping. threads -resource reads the resource's list
 // of threads (thread.Catalog), 20 a page unless -limit: the table ends
 // with the -cursor of the next page, and -json with a {"next": CURSOR}
-// line. -offset pages the scan of every thread instead. messages -json
+// line. -offset pages the scan of every thread instead. reindex adds
+// the threads written by builds that kept no lists (thread.Catalog.Reindex);
+// run it once the last process of such a build has stopped. messages -json
 // prints the page as one object (thread.MessagePage). title and meta
 // need -resource only for a thread no run has stored yet. A title or
 // metadata entry that is too long or holds a control character, a bad

@@ -38,6 +38,7 @@ commands:
   title [-resource R] THREAD [TITLE]             a thread's title; set it ("" derives it again)
   meta [-resource R] [-unset K]... THREAD [K=V]...
                                                  a thread's metadata; set and remove entries
+  reindex                                        list every stored thread under its resource again
   state LAYER SCOPE                              a layer's records for a scope key
   quarantined                                    records the layers set aside
   restore [-replace] KEY                         put a quarantined record back as its layer's state
@@ -79,6 +80,7 @@ var commands = map[string]command{
 	"messages": {1, 1, []string{"from", "limit"}, messages},
 	"title":    {1, 2, []string{"resource"}, title},
 	"meta":     {1, -1, []string{"resource", "unset"}, meta},
+	"reindex":  {0, 0, nil, reindex},
 	"state": {2, 2, nil, func(ctx context.Context, x invocation) error {
 		return state(ctx, x.in, x.o, x.args[0], x.args[1], x.out)
 	}},
