@@ -1,6 +1,7 @@
 package thread_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -334,6 +335,26 @@ func TestCatalogMetadata(t *testing.T) {
 			t.Errorf("threads after 8 concurrent creations: %v", got)
 		}
 
+		// Bad IDs are ErrInvalidID and write nothing.
+		long := strings.Repeat("x", thread.MaxIDLen+1)
+		for _, tc := range []struct {
+			id string
+			u  thread.Update
+		}{{"", thread.Update{ResourceID: "r"}}, {long, thread.Update{ResourceID: "r"}}, {"fresh", thread.Update{ResourceID: long}}} {
+			if _, err := c.Update(ctx, tc.id, tc.u); !errors.Is(err, thread.ErrInvalidID) {
+				t.Errorf("Update(%.20q, %.20v): %v, want ErrInvalidID", tc.id, tc.u, err)
+			}
+		}
+		if _, err := c.Get(ctx, ""); !errors.Is(err, thread.ErrInvalidID) {
+			t.Errorf("Get of an empty ID: %v", err)
+		}
+		if _, err := c.Messages(ctx, long, thread.MessageQuery{}); !errors.Is(err, thread.ErrInvalidID) {
+			t.Errorf("Messages of a long ID: %v", err)
+		}
+		if _, err := c.Get(ctx, "fresh"); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("a refused update stored the thread: %v", err)
+		}
+
 		// Bad metadata writes nothing.
 		too := map[string]string{}
 		for i := range thread.MaxMetadataKeys {
@@ -556,6 +577,45 @@ func FuzzDeriveTitle(f *testing.F) {
 		if got != thread.DeriveTitle(s) || utf8.RuneCountInString(got) > thread.DerivedTitleRunes || !utf8.ValidString(got) ||
 			strings.ContainsFunc(got, unicode.IsControl) {
 			t.Errorf("DeriveTitle(%q) = %q", s, got)
+		}
+	})
+}
+
+// FuzzListCursor: a cursor List did not return is ErrInvalidQuery, or
+// positions the page; it never panics or reaches another resource.
+func FuzzListCursor(f *testing.F) {
+	st := storage.NewMemoryStore()
+	for _, id := range []string{"a", "b", "c"} {
+		w := thread.NewWriter(st, id, nil)
+		if err := w.Write(context.Background(), thread.Step{ResourceID: "r", Messages: []thread.Message{{Role: thread.RoleUser, Text: id}}}); err != nil {
+			f.Fatal(err)
+		}
+	}
+	w := thread.NewWriter(st, "other", nil)
+	if err := w.Write(context.Background(), thread.Step{ResourceID: "r2", Messages: []thread.Message{{Role: thread.RoleUser, Text: "x"}}}); err != nil {
+		f.Fatal(err)
+	}
+	c := thread.Catalog{Store: st}
+	p, err := c.List(context.Background(), "r", thread.ListQuery{Limit: 1})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(p.Next)
+	f.Add("")
+	f.Add("e30")
+	f.Add("eyJ0IjoxLCJpZCI6IiUifQ") // {"t":1,"id":"%"}
+	f.Fuzz(func(t *testing.T, cur string) {
+		p, err := c.List(t.Context(), "r", thread.ListQuery{Cursor: cur})
+		if err != nil {
+			if !errors.Is(err, thread.ErrInvalidQuery) {
+				t.Errorf("cursor %q: %v", cur, err)
+			}
+			return
+		}
+		for _, th := range p.Threads {
+			if th.ResourceID != "r" || th.ThreadID == "other" {
+				t.Errorf("cursor %q listed %+v", cur, th)
+			}
 		}
 	})
 }
