@@ -33,6 +33,7 @@ var readmeImports = map[string]string{
 	"service":        module + "/service",
 	"storage":        module + "/storage",
 	"sqlite":         module + "/storage/sqlite",
+	"thread":         module + "/thread",
 	"workingmemory":  module + "/workingmemory",
 	"kv":             module + "/workingmemory/kv",
 }

@@ -27,7 +27,8 @@ var ErrInvalidKey = errors.New("inspect: invalid key")
 // (storage.ScopeKind) that says whose they are.
 //
 // Per-user data is what a thread of the resource stored (its head,
-// segments, summaries, layer snapshots, audit) and every layer record
+// segments, summaries, layer snapshots, audit, title and metadata), the
+// resource's list of threads (thread.IndexName), and every layer record
 // whose typed scope key is the resource's (storage.ResourceScope) or
 // belongs to one of its threads: the thread's own (storage.ThreadScope),
 // its resource scope when it ran without a resource
@@ -273,8 +274,10 @@ type Erased struct {
 	Threads []string `json:"threads"`
 	// Counts is how many records of each kind were deleted: "thread.head",
 	// "thread.owner", "thread.segment", "thread.summary",
-	// "thread.snapshot", "thread.audit" (the thread's audit turns),
-	// "thread.other", "layer.<layer ID>" for a layer's state,
+	// "thread.snapshot", "thread.meta" (its title and metadata),
+	// "thread.audit" (the thread's audit turns), "thread.other",
+	// "resource.threads" (a resource's list of threads),
+	// "layer.<layer ID>" for a layer's state,
 	// "quarantine.<layer ID>" for its quarantined copies and
 	// "index.<layer ID>" for its search collections.
 	Counts map[string]int `json:"counts"`
@@ -300,15 +303,26 @@ func (e *Erased) add(kind, key string) {
 // snapshots, audit) and every layer record of its scopes: its own, its
 // resource scope if it ran without a resource, and its child agents'
 // (quarantined copies included). Its head goes last, so an interrupted
-// delete can be run again. Deleting a thread never stored removes nothing
-// and is no error.
+// delete can be run again. Then it takes the thread out of its
+// resource's list of threads (see thread.IndexName); the resource's
+// other threads, whatever their IDs, are untouched. Deleting a thread
+// never stored removes nothing and is no error.
 func (in Inspector) DeleteThread(ctx context.Context, threadID string) (*Erased, error) {
 	if err := thread.CheckThreadID(threadID); err != nil {
 		return nil, fmt.Errorf("inspect: delete thread: %w", err)
 	}
+	owner, err := thread.Owner(ctx, in.Store, threadID)
+	if err != nil {
+		return nil, fmt.Errorf("inspect: delete thread %s: %w", storage.Quote(threadID), err)
+	}
 	e := &Erased{}
 	if err := in.erase(ctx, e, owned{threads: []string{threadID}}); err != nil {
 		return e, fmt.Errorf("inspect: delete thread %s: %w", storage.Quote(threadID), err)
+	}
+	if owner != "" {
+		if err := thread.Unindex(ctx, in.Store, owner, threadID); err != nil {
+			return e, fmt.Errorf("inspect: delete thread %s: %w", storage.Quote(threadID), err)
+		}
 	}
 	return e, nil
 }
@@ -316,7 +330,9 @@ func (in Inspector) DeleteThread(ctx context.Context, threadID string) (*Erased,
 // EraseResource deletes everything stored for one resource (one user):
 // every thread whose head (or owner record) names it, with all its
 // records, and every layer record of the resource's scope, of those
-// threads' scopes and of their child agents', on any backend. It reports
+// threads' scopes and of their child agents', and the resource's own
+// records (its list of threads, under storage.ResourcePrefix), on any
+// backend. It reports
 // what it removed; on a store that is a storage.Purger it then purges, so that
 // on SQLite the erased bytes stay neither in the file's free pages nor in
 // its write-ahead log. Global-scope state is not per-user and is kept
@@ -534,6 +550,8 @@ func threadRecordKind(name string) string {
 	switch {
 	case thread.Kind(name) != "":
 		return "thread." + thread.Kind(name)
+	case name == thread.MetaName:
+		return "thread.meta"
 	case name == audit.Name || strings.HasPrefix(name, audit.Name+"."):
 		return "thread.audit"
 	}
@@ -564,6 +582,11 @@ func (in Inspector) ownedKeys(ctx context.Context, o owned) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	rrecs, err := in.resourceRecords(ctx, o.resource)
+	if err != nil {
+		return nil, err
+	}
+	recs = append(recs, rrecs...)
 	for _, id := range o.threads {
 		trecs, _, err := in.threadRecords(ctx, id)
 		if err != nil {
@@ -604,10 +627,7 @@ const maxHeadAttempts = 20
 func (in Inspector) erase(ctx context.Context, e *Erased, o owned) error {
 	s := &sweep{in: in, e: e, counted: map[string]bool{}}
 	for range 2 {
-		if err := s.layers(ctx, &o); err != nil {
-			return err
-		}
-		if err := s.threads(ctx, o.threads); err != nil {
+		if err := s.once(ctx, &o); err != nil {
 			return err
 		}
 	}
@@ -669,6 +689,55 @@ func (s *sweep) layers(ctx context.Context, o *owned) error {
 		}
 	}
 	return s.dropIndexes(ctx, o)
+}
+
+// once deletes, once, the layer records and collections o selects, the
+// resource's own records and its threads.
+func (s *sweep) once(ctx context.Context, o *owned) error {
+	if err := s.layers(ctx, o); err != nil {
+		return err
+	}
+	if err := s.resource(ctx, o.resource); err != nil {
+		return err
+	}
+	return s.threads(ctx, o.threads)
+}
+
+// resource deletes the resource's own records (none for a thread's
+// delete).
+func (s *sweep) resource(ctx context.Context, resourceID string) error {
+	recs, err := s.in.resourceRecords(ctx, resourceID)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if err := s.del(ctx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resourceRecords returns the records under storage.ResourcePrefix of a
+// resource, each of kind "resource.<name>"; none for "".
+func (in Inspector) resourceRecords(ctx context.Context, resourceID string) ([]record, error) {
+	if resourceID == "" {
+		return nil, nil
+	}
+	prefix := storage.ResourcePrefix(resourceID)
+	keys, err := in.Store.List(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("list the records of resource %s: %w", storage.Quote(resourceID), err)
+	}
+	recs := make([]record, 0, len(keys))
+	for _, k := range keys {
+		name, err := storage.Unescape(strings.TrimPrefix(k, prefix))
+		if err != nil {
+			name = "other"
+		}
+		recs = append(recs, record{"resource." + name, k})
+	}
+	return recs, nil
 }
 
 // threads erases the threads ids and notes those that had a head.

@@ -392,10 +392,22 @@ func runHostileIDs(t *testing.T, st storage.Store) {
 		t.Fatal(err)
 	}
 	// A thread's records other than its head (message segments, layer
-	// snapshots) are counted with the head.
+	// snapshots) are counted with the head; the resources' lists of
+	// threads apart.
 	records := slices.DeleteFunc(slices.Clone(keys), func(k string) bool {
-		return strings.HasPrefix(k, "threads/") && !strings.HasSuffix(k, "/"+thread.HeadName)
+		return strings.HasPrefix(k, "threads/") && !strings.HasSuffix(k, "/"+thread.HeadName) || strings.HasPrefix(k, "resources/")
 	})
+	for i, id := range hostileIDList {
+		resource := hostileIDList[(i+1)%len(hostileIDList)]
+		it, err := st.Get(ctx, thread.IndexKey(resource))
+		var list struct{ Threads []string }
+		if err == nil {
+			err = json.Unmarshal(it.Value, &list)
+		}
+		if err != nil || !slices.Contains(list.Threads, storage.Escape(id)) {
+			t.Errorf("the threads of resource %q: %v, %v; want %q among them", resource, list.Threads, err, id)
+		}
+	}
 	if want := 3 * len(hostileIDList); len(records) != want {
 		t.Errorf("%d keys stored, want %d (a checkpoint and two states per ID): %q", len(records), want, records)
 	}

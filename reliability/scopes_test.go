@@ -148,6 +148,11 @@ func keyOwner(key string, threadOwner map[string]string) (string, bool) {
 		o, ok := threadOwner[id]
 		return o, ok
 	}
+	if rest, ok := strings.CutPrefix(key, "resources/"); ok { // a resource's own records
+		esc, _, _ := strings.Cut(rest, "/")
+		id, err := storage.Unescape(esc)
+		return id, err == nil
+	}
 	parts := strings.SplitN(strings.TrimPrefix(key, "layers/"), "/", 3)
 	if len(parts) != 3 {
 		return "", false

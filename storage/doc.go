@@ -54,10 +54,12 @@
 // # Keys
 //
 // Layer state lives under layers/{layerID}/{scopeKey}/{name}; thread
-// checkpoints under threads/{threadID}/{name}. Every part is escaped by
-// [Escape], so no thread or resource ID, whatever bytes it holds (/, ..,
-// NUL, newline), can reach another's keys. Build keys with [LayerKey],
-// [LayerPrefix] and [ThreadKey] rather than by hand.
+// checkpoints under threads/{threadID}/{name}; a resource's own records
+// (its list of threads) under resources/{resourceID}/{name}. Every part
+// is escaped by [Escape], so no thread or resource ID, whatever bytes it
+// holds (/, .., NUL, newline), can reach another's keys. Build keys with
+// [LayerKey], [LayerPrefix], [ThreadKey] and [ResourceKey] rather than
+// by hand.
 //
 // # Reading several keys
 //

@@ -249,3 +249,16 @@ func ThreadPrefix(threadID string) string {
 func ThreadKey(threadID, name string) string {
 	return ThreadPrefix(threadID) + Escape(name)
 }
+
+// ResourcePrefix is the prefix of the records a resource keeps apart
+// from any layer or thread, such as the list of its threads:
+// "resources/{resourceID}/".
+func ResourcePrefix(resourceID string) string {
+	return "resources/" + Escape(resourceID) + "/"
+}
+
+// ResourceKey is the key of one named record of a resource:
+// "resources/{resourceID}/{name}", every part escaped.
+func ResourceKey(resourceID, name string) string {
+	return ResourcePrefix(resourceID) + Escape(name)
+}

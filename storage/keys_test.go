@@ -189,3 +189,18 @@ func FuzzUnescape(f *testing.F) {
 		}
 	})
 }
+
+// TestResourceKeysApart: a resource's records never fall under another
+// resource's prefix, whatever the IDs (nested, sharing a prefix, empty,
+// equal to a record's name).
+func TestResourceKeysApart(t *testing.T) {
+	ids := []string{"", "a", "a/b", "ab", "a%2Fb", "threads", "..", "a/threads"}
+	for _, x := range ids {
+		for _, y := range ids {
+			key := storage.ResourceKey(y, "threads")
+			if under := strings.HasPrefix(key, storage.ResourcePrefix(x)); under != (x == y) {
+				t.Errorf("ResourceKey(%q) under ResourcePrefix(%q): %v", y, x, under)
+			}
+		}
+	}
+}

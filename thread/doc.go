@@ -15,6 +15,25 @@
 // export. The operator API, package inspect, lists and erases threads
 // from the key layout alone.
 //
+// # Threads for applications
+//
+// A [Catalog] is what an application shows its users: a resource's
+// threads newest first, page by page, filtered by metadata; each
+// thread's title and metadata; a thread's messages, page by page:
+//
+//	c := thread.Catalog{Store: store}
+//	page, err := c.List(ctx, "user-7", thread.ListQuery{Limit: 20})
+//	...
+//	title := "Pricing in French"
+//	_, err = c.Update(ctx, "thread-1", thread.Update{Title: &title, Set: map[string]string{"project": "acme"}})
+//	msgs, err := c.Messages(ctx, "thread-1", thread.MessageQuery{From: -50}) // the last 50
+//
+// A thread's title is the one set with [Catalog.Update], else the one a
+// [Writer] derived from the thread's first request ([DeriveTitle]). The
+// request is derived from as stored, after the run's redaction, so a
+// title holds nothing the stored messages do not. Package inspect
+// deletes a thread (inspect.Inspector.DeleteThread) or a resource.
+//
 // # The stored thread
 //
 // A thread is JSON written with encoding/json from this package's own
@@ -38,6 +57,15 @@
 //	sum.<version>.<nonce>   a [Summary]: {"version", "covers", "text"}
 //	layer.<id>.<nonce>      one layer's snapshot, written again only when it changes
 //	owner                   {"resource_id"}: the owner of a thread no head names one for
+//	meta                    {"title", "metadata", "updated_at"}: what [Catalog.Update] set
+//
+// The head also holds "title", derived from the first request, when the
+// thread's first write had one; a head written before titles were has
+// none, and its title is derived from its first segment when read.
+// Under storage.ResourceKey(resourceID, [IndexName]), a resource's list
+// of its threads, {"version": 1, "threads": [...]}, lets [Catalog.List]
+// read a resource's threads without listing the store. [IndexedKey]
+// marks a store whose older threads were added to the lists.
 //
 // Only the head is written with compare-and-swap; the others are written
 // once, under a new name, before the head that names them. A write that

@@ -84,6 +84,9 @@ type headRecord struct {
 	SnapshotVersion int               `json:"snapshot_version,omitempty"`
 	SnapshotName    string            `json:"snapshot_name,omitempty"`
 	Layers          map[string]string `json:"layers,omitempty"`
+	// Title is the title derived from the thread's first user message
+	// (see DeriveTitle); a head written before titles were has none.
+	Title string `json:"title,omitempty"`
 }
 
 // segmentRecord is one step's new messages.

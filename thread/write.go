@@ -39,6 +39,9 @@ type Writer struct {
 	segs     []segRef
 	kept     string
 	listSegs bool
+	// indexed says the thread is in its resource's list (see IndexName):
+	// the first write of a Writer makes sure of it.
+	indexed bool
 }
 
 // NewWriter returns a Writer of the thread l is loaded from; l is nil for
@@ -125,16 +128,23 @@ func (op *write) abandon() {
 
 // Write stores a step: the new messages as a segment, the layers whose
 // snapshot changed, a new summary if there is one, then the head with
-// compare-and-swap. If any write fails, the records it wrote (which no
+// compare-and-swap. A Writer's first write also puts the thread in
+// Step.ResourceID's list of threads (see [IndexName]), and the first
+// write of a thread records the title derived from its first request
+// (see [DeriveTitle]). If any write fails, the records it wrote (which no
 // head names) are deleted and the thread is as it was. On a store that is
 // a [storage.Batcher], the records, the head and the deletion of the
 // records the head no longer names are one transaction. A write another
 // run's wrote after is an error that is storage.ErrConflict; then Saved
 // says whether the step is stored all the same.
 func (w *Writer) Write(ctx context.Context, s Step) error {
+	if err := w.index(ctx, s.ResourceID); err != nil {
+		return err
+	}
 	op := &write{w: w, ctx: ctx}
 	op.batcher, _ = w.store.(storage.Batcher)
 	h := w.head
+	w.title(&h, s.Messages)
 	segs, kept, list := slices.Clone(w.segs), w.kept, w.listSegs
 	if len(s.Messages) > 0 {
 		ref, err := op.segment(s.Messages, h.Tail)
@@ -170,6 +180,28 @@ func (w *Writer) Write(ctx context.Context, s Step) error {
 	op.deleteReplaced()
 	w.elideSegments(ctx, op.elide, h.Covers)
 	return nil
+}
+
+// index puts the thread in its resource's list on the Writer's first
+// write, before any record is written: a thread a run stores is always
+// on its list (see IndexName).
+func (w *Writer) index(ctx context.Context, resourceID string) error {
+	if w.indexed || resourceID == "" {
+		return nil
+	}
+	if err := addToIndex(ctx, w.store, resourceID, w.threadID); err != nil {
+		return err
+	}
+	w.indexed = true
+	return nil
+}
+
+// title gives a head without a title the one derived from the first
+// user request of msgs, when they are the thread's first messages.
+func (w *Writer) title(h *headRecord, msgs []Message) {
+	if h.Title == "" && (w.saved == 0 || w.legacy) {
+		h.Title = firstRequestTitle(msgs)
+	}
 }
 
 // rememberLayers records the snapshots of the layers the head written

@@ -1,11 +1,19 @@
-// Command memlayer looks at and erases the memory memlayer agents stored.
+// Command memlayer looks at, labels and erases the memory memlayer agents
+// stored.
 //
 // Usage:
 //
 //	memlayer [-store S] [-json] COMMAND [ARGS]
 //
-//	threads [-resource R] [-limit N] [-offset N]   list threads, newest first
+//	threads [-limit N] [-offset N]                 list every thread, newest first
+//	threads -resource R [-limit N] [-cursor C] [-meta K=V]...
+//	                                               a resource's threads, newest first, with titles
 //	show THREAD                                    a thread's metadata, summary and messages
+//	messages [-from N] [-limit N] THREAD           a page of a thread's messages (-from -N: the last N)
+//	title [-resource R] THREAD [TITLE]             a thread's title; set it ("" derives it again)
+//	meta [-resource R] [-unset K]... THREAD [K=V]...
+//	                                               a thread's metadata; set and remove entries
+//	reindex                                        list every stored thread under its resource again
 //	state LAYER SCOPE                              a layer's records for a scope key
 //	quarantined                                    records the layers set aside
 //	restore [-replace] KEY                         put a quarantined record back as its layer's state
@@ -27,10 +35,20 @@
 // bidirectional overrides and line breaks print as \xNN, \uNNNN, \n, so
 // no stored value reaches the terminal as a control sequence or forges a
 // line. -json prints JSON (one object a line for lists) for scripts, with
-// encoding/json's escaping. erase and delete ask for confirmation on
-// standard error and read the answer from standard input unless -y, so
-// that standard output holds only the result; one that finds nothing to
-// remove says "0 records found" and exits 1. Global-scope state is
+// encoding/json's escaping. threads -resource reads the resource's list
+// of threads (thread.Catalog), 20 a page unless -limit: the table ends
+// with the -cursor of the next page, and -json with a {"next": CURSOR}
+// line. -offset pages the scan of every thread instead. reindex adds
+// the threads written by builds that kept no lists (thread.Catalog.Reindex);
+// run it once the last process of such a build has stopped. messages -json
+// prints the page as one object (thread.MessagePage). title and meta
+// need -resource only for a thread no run has stored yet. A title or
+// metadata entry that is too long or holds a control character, a bad
+// -limit or -cursor, and an ID over thread.MaxIDLen exit 2, like any
+// bad command line; a thread not found exits 1. erase and delete ask
+// for confirmation on standard error and read the answer from standard
+// input unless -y, so that standard output holds only the result; one
+// that finds nothing to remove says "0 records found" and exits 1. Global-scope state is
 // shared by every user and is not erased with a resource (see
 // inspect.Inspector).
 package main

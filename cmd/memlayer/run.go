@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -29,8 +30,15 @@ var errUsage = errors.New("usage")
 const usage = `usage: memlayer [-store S] [-json] COMMAND [ARGS]
 
 commands:
-  threads [-resource R] [-limit N] [-offset N]   list threads, newest first
+  threads [-limit N] [-offset N]                 list every thread, newest first
+  threads -resource R [-limit N] [-cursor C] [-meta K=V]...
+                                                 a resource's threads, newest first, with titles
   show THREAD                                    a thread's metadata, summary and messages
+  messages [-from N] [-limit N] THREAD           a page of a thread's messages (-from -N: the last N)
+  title [-resource R] THREAD [TITLE]             a thread's title; set it ("" derives it again)
+  meta [-resource R] [-unset K]... THREAD [K=V]...
+                                                 a thread's metadata; set and remove entries
+  reindex                                        list every stored thread under its resource again
   state LAYER SCOPE                              a layer's records for a scope key
   quarantined                                    records the layers set aside
   restore [-replace] KEY                         put a quarantined record back as its layer's state
@@ -46,9 +54,11 @@ The store is a SQLite file, a Redis URL or a PostgreSQL URL (postgres://):
 // command is what a command takes: how many arguments, and which flags
 // besides the global ones (-store, -namespace, -json); and what runs it.
 type command struct {
-	args  int
-	flags []string
-	run   func(ctx context.Context, x invocation) error
+	// args is how many arguments it takes; more, up to maxArgs (-1: any
+	// number), are optional.
+	args, maxArgs int
+	flags         []string
+	run           func(ctx context.Context, x invocation) error
 }
 
 // invocation is what a command runs with: the store's inspector, the
@@ -63,22 +73,26 @@ type invocation struct {
 
 // commands are the commands by name.
 var commands = map[string]command{
-	"threads": {0, []string{"resource", "limit", "offset"}, func(ctx context.Context, x invocation) error {
+	"threads": {0, 0, []string{"resource", "limit", "offset", "cursor", "meta"}, func(ctx context.Context, x invocation) error {
 		return threads(ctx, x.in, x.o, x.out)
 	}},
-	"show": {1, nil, func(ctx context.Context, x invocation) error { return show(ctx, x.in, x.o, x.args[0], x.out) }},
-	"state": {2, nil, func(ctx context.Context, x invocation) error {
+	"show":     {1, 1, nil, func(ctx context.Context, x invocation) error { return show(ctx, x.in, x.o, x.args[0], x.out) }},
+	"messages": {1, 1, []string{"from", "limit"}, messages},
+	"title":    {1, 2, []string{"resource"}, title},
+	"meta":     {1, -1, []string{"resource", "unset"}, meta},
+	"reindex":  {0, 0, nil, reindex},
+	"state": {2, 2, nil, func(ctx context.Context, x invocation) error {
 		return state(ctx, x.in, x.o, x.args[0], x.args[1], x.out)
 	}},
-	"quarantined": {0, nil, func(ctx context.Context, x invocation) error { return quarantined(ctx, x.in, x.o, x.out) }},
-	"restore":     {1, []string{"replace"}, restore},
-	"erase": {1, []string{"y"}, func(ctx context.Context, x invocation) error {
+	"quarantined": {0, 0, nil, func(ctx context.Context, x invocation) error { return quarantined(ctx, x.in, x.o, x.out) }},
+	"restore":     {1, 1, []string{"replace"}, restore},
+	"erase": {1, 1, []string{"y"}, func(ctx context.Context, x invocation) error {
 		return erase(ctx, x.in, x.o, x.args[0], x.stdin, x.out, x.stderr)
 	}},
-	"delete": {1, []string{"y"}, func(ctx context.Context, x invocation) error {
+	"delete": {1, 1, []string{"y"}, func(ctx context.Context, x invocation) error {
 		return deleteThread(ctx, x.in, x.o, x.args[0], x.stdin, x.out, x.stderr)
 	}},
-	"export": {0, []string{"resource"}, func(ctx context.Context, x invocation) error { return export(ctx, x.in, x.o, x.out) }},
+	"export": {0, 0, []string{"resource"}, func(ctx context.Context, x invocation) error { return export(ctx, x.in, x.o, x.out) }},
 }
 
 // globalFlags are taken by every command.
@@ -86,9 +100,20 @@ var globalFlags = []string{"store", "namespace", "json"}
 
 // opts are the flags, accepted before or after the command.
 type opts struct {
-	store, namespace, resource string
-	json, yes, replace         bool
-	limit, offset              int
+	store, namespace, resource, cursor string
+	json, yes, replace                 bool
+	limit, offset, from                int
+	meta, unset                        list
+}
+
+// list is a flag that may be given many times.
+type list []string
+
+func (l *list) String() string { return strings.Join(*l, ",") }
+
+func (l *list) Set(v string) error {
+	*l = append(*l, v)
+	return nil
 }
 
 func (o *opts) flags(name string) *flag.FlagSet {
@@ -102,6 +127,10 @@ func (o *opts) flags(name string) *flag.FlagSet {
 	fs.StringVar(&o.resource, "resource", o.resource, "only this resource")
 	fs.IntVar(&o.limit, "limit", o.limit, "at most this many threads")
 	fs.IntVar(&o.offset, "offset", o.offset, "skip this many threads")
+	fs.StringVar(&o.cursor, "cursor", o.cursor, "the page after this cursor")
+	fs.Var(&o.meta, "meta", "only threads with this metadata entry, K=V")
+	fs.Var(&o.unset, "unset", "remove this metadata key")
+	fs.IntVar(&o.from, "from", o.from, "the index of the first message; negative counts from the end")
 	return fs
 }
 
@@ -135,7 +164,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, errUsage):
+	case errors.Is(err, errUsage), errors.Is(err, thread.ErrInvalidMeta), errors.Is(err, thread.ErrInvalidQuery), errors.Is(err, thread.ErrInvalidID):
 		fmt.Fprintf(stderr, "memlayer: %v\n\n%s", err, usage)
 		return 2
 	default:
@@ -192,10 +221,22 @@ func (c command) checkUse(name string, rest []string, sets ...*flag.FlagSet) err
 	if len(bad) > 0 {
 		return fmt.Errorf("%w: %s does not take %s", errUsage, name, strings.Join(bad, ", "))
 	}
-	if len(rest) != c.args {
-		return fmt.Errorf("%w: %s takes %d argument(s), got %d", errUsage, name, c.args, len(rest))
+	return c.checkArgs(name, len(rest))
+}
+
+// checkArgs checks that the command takes n arguments.
+func (c command) checkArgs(name string, n int) error {
+	if n >= c.args && (c.maxArgs < 0 || n <= c.maxArgs) {
+		return nil
 	}
-	return nil
+	if c.maxArgs == c.args {
+		return fmt.Errorf("%w: %s takes %d argument(s), got %d", errUsage, name, c.args, n)
+	}
+	most := "any number of"
+	if c.maxArgs >= 0 {
+		most = strconv.Itoa(c.maxArgs)
+	}
+	return fmt.Errorf("%w: %s takes %d to %s arguments, got %d", errUsage, name, c.args, most, n)
 }
 
 // restore puts a quarantined record back (Inspector.RestoreQuarantined).
@@ -295,6 +336,12 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 func threads(ctx context.Context, in inspect.Inspector, o *opts, w io.Writer) error {
+	if o.resource != "" && o.offset == 0 {
+		return resourceThreads(ctx, in, o, w)
+	}
+	if o.cursor != "" || len(o.meta) > 0 {
+		return fmt.Errorf("%w: threads: -cursor and -meta page and filter a resource's threads: give -resource (and no -offset)", errUsage)
+	}
 	ts, err := in.Threads(ctx, inspect.ThreadQuery{ResourceID: o.resource, Limit: o.limit, Offset: o.offset})
 	if err != nil {
 		return err
@@ -321,6 +368,8 @@ func dash(s string) string {
 // threadView is a thread as show prints it with -json.
 type threadView struct {
 	Thread   thread.Info                `json:"thread"`
+	Title    string                     `json:"title,omitempty"`
+	Metadata map[string]string          `json:"metadata,omitempty"`
 	Summary  thread.Summary             `json:"summary"`
 	First    int                        `json:"first"`
 	Messages []thread.Message           `json:"messages"`
@@ -332,7 +381,11 @@ func show(ctx context.Context, in inspect.Inspector, o *opts, id string, w io.Wr
 	if err != nil {
 		return err
 	}
-	v := threadView{
+	t, err := catalog(in).Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	v := threadView{Title: t.Title, Metadata: t.Metadata,
 		Thread: thread.Info{ThreadID: c.ThreadID, ResourceID: c.ResourceID, Agent: c.Agent, Steps: c.Steps,
 			Messages: c.Total, Usage: c.Usage, UpdatedAt: c.UpdatedAt, Version: c.Version},
 		Summary: c.Summary, First: c.First, Messages: c.Messages, Layers: c.Layers.Layers,
@@ -340,9 +393,12 @@ func show(ctx context.Context, in inspect.Inspector, o *opts, id string, w io.Wr
 	if o.json {
 		return writeJSON(w, v)
 	}
-	fmt.Fprintf(w, "thread:    %s\nresource:  %s\nagent:     %s\nupdated:   %s\nsteps:     %d\nmessages:  %d (stored from %d)\ntokens:    %d in, %d out\n",
-		safe(v.Thread.ThreadID), dash(v.Thread.ResourceID), dash(v.Thread.Agent), v.Thread.UpdatedAt.UTC().Format(time.RFC3339), v.Thread.Steps,
+	fmt.Fprintf(w, "thread:    %s\ntitle:     %s\nresource:  %s\nagent:     %s\nupdated:   %s\nsteps:     %d\nmessages:  %d (stored from %d)\ntokens:    %d in, %d out\n",
+		safe(v.Thread.ThreadID), dash(v.Title), dash(v.Thread.ResourceID), dash(v.Thread.Agent), v.Thread.UpdatedAt.UTC().Format(time.RFC3339), v.Thread.Steps,
 		v.Thread.Messages, v.First, v.Thread.Usage.PromptTokens, v.Thread.Usage.CompletionTokens)
+	if len(v.Metadata) > 0 {
+		fmt.Fprintf(w, "metadata:  %s\n", safe(metaText(v.Metadata)))
+	}
 	if ids := slices.Sorted(mapKeys(v.Layers)); len(ids) > 0 {
 		fmt.Fprintf(w, "layers:    %s\n", safe(strings.Join(ids, ", ")))
 	}
