@@ -13,6 +13,7 @@ import (
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/thread"
+	"github.com/memlayer/memlayer/thread/threadtest"
 )
 
 // Issue 10 (brief item 3): an unknown tool and bad tool arguments are
@@ -64,16 +65,17 @@ func TestPlain03_ToolErrorsAreLayers(t *testing.T) {
 
 // Issue 10 (brief item 2): a stored message is memlayer's own record
 // (StoredMessage), written with encoding/json. What a run stores is
-// byte for byte the frozen file of the current version (the same
-// conversation as the older files), so the stored form changes only with
-// a new version; and every older version migrates to the same records.
+// byte for byte the frozen file of the current form (the same
+// conversation as the older files: version 4 with the head's optional
+// title, threadtest.Titled), so the stored form changes only with a new
+// frozen file; and every older version migrates to the same records.
 func TestPlain02_StoredMessageRecord(t *testing.T) {
 	store := storage.NewMemoryStore()
 	restartScenario(t, store, false)
 	stamp := regexp.MustCompile(`"updated_at": "[^"]*"`)
-	got, want := stamp.ReplaceAll(frozenForm(t, store, "thread-about"), nil), stamp.ReplaceAll(readFrozen(t, thread.Version), nil)
+	got, want := stamp.ReplaceAll(frozenForm(t, store, "thread-about"), nil), stamp.ReplaceAll(threadtest.Titled(t), nil)
 	if string(got) != string(want) {
-		t.Errorf("stored thread differs from thread/threadtest/testdata/checkpoint_v%d.json:\n got %s\nwant %s", thread.Version, got, want)
+		t.Errorf("stored thread differs from thread/threadtest/testdata/checkpoint_v4_titled.json:\n got %s\nwant %s", got, want)
 	}
 
 	var first *thread.Checkpoint

@@ -32,6 +32,19 @@ func Frozen(t testing.TB, version int) []byte {
 	return data
 }
 
+// Titled returns the frozen thread of the current format version as
+// this build writes it: version 4 with the head's optional title (see
+// thread.Catalog), which builds before it ignore. Frozen(t, 4) is the
+// same thread as those builds wrote it, without one.
+func Titled(t testing.TB) []byte {
+	t.Helper()
+	data, err := frozen.ReadFile("testdata/checkpoint_v4_titled.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 // Put stores a frozen thread (from Frozen) as thread threadID, each
 // record compacted.
 func Put(t testing.TB, store storage.Store, threadID string, data []byte) {
