@@ -1,0 +1,215 @@
+package route
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/memlayer/memlayer/internal/lexical"
+	"github.com/memlayer/memlayer/layer"
+)
+
+// ContentBytes is how much of a write's text routing by content reads:
+// the first ContentBytes bytes (cut at a rune boundary).
+const ContentBytes = 2048
+
+// A class is what a text reads as, when routed by content.
+type class int
+
+const (
+	classDurable class = iota // a lasting fact about the user or the world
+	classSkill                // a reusable procedure
+	classEvent                // something that happened, a result, a measurement
+	classIntent               // reasoning or a plan still to carry out
+	nClasses
+)
+
+// sorts is each class's sort of keeper, and words its reason.
+var (
+	sorts = [nClasses]string{layer.KeepsSemantic, layer.KeepsSemantic, layer.KeepsEpisodic, layer.KeepsScratchpad}
+	words = [nClasses]string{
+		"it reads as a lasting fact, so it goes to semantic memory",
+		"it reads as a reusable procedure (a skill), so it goes to semantic memory",
+		"it reads as something that happened, so it goes to the episode log",
+		"it reads as reasoning or a plan still to carry out, so it goes to the scratchpad",
+	}
+)
+
+// A cue is a word or phrase that suggests a class. A cue of letters
+// only matches a whole token (lexical.Tokens); any other matches
+// anywhere in the lowercased text.
+type cue struct {
+	text   string
+	weight int
+}
+
+// cues are the cues of each class, in English and, for the commonest,
+// Portuguese, Spanish, French and German.
+var cues = [nClasses][]cue{
+	classDurable: weighted(1, "prefer", "prefers", "preferred", "preference", "likes", "dislikes", "hates", "loves", "favorite", "favourite",
+		"always", "never", "usually", "allergic", "vegetarian", "vegan", "timezone", "birthday", "lives", "works", "based",
+		"speaks", "language", "policy", "rule", "default", "must", "deadline", "budget", "owns", "role", "title", "team",
+		"prefere", "prefiere", "préfère", "bevorzugt", "sempre", "siempre", "toujours", "immer", "nunca", "jamais", "gosta", "aime",
+		"mora", "vive", "habite", "wohnt", "trabalha", "trabaja", "travaille", "arbeitet", "is a", "is an", "are ", "is the", "uses",
+		" is ", "capital", "means", "stands for", "defined"),
+	classSkill: weighted(1, "steps", "step 1", "1.", "workflow", "procedure", "recipe", "how to", "to publish", "to create", "to update",
+		"to delete", "to deploy", "to rename", "whenever", "every time", "each time", "->", "→", "=>", "then", "reusable", "sequence",
+		"in order to", "first call", "call ", "passo", "pasos", "étapes", "schritte"),
+	classEvent: weighted(1, "created", "published", "updated", "deleted", "sent", "returned", "failed", "failure", "succeeded", "success",
+		"completed", "finished", "ran", "called", "fetched", "uploaded", "merged", "deployed", "took", "error", "status", "http",
+		"ms", "seconds", "minutes", "latency", "p95", "p99", "count", "rate", "yesterday", "today", "ago", "just", "was", "were",
+		"received", "responded", "timed out", "timeout", "got", "found", "saw", "noticed", "observed", "logged", "%", "200", "404", "500",
+		"criou", "publicou", "publicado", "creado", "publicó", "publié", "créé", "erstellt", "veröffentlicht", "falhou", "falló",
+		"échoué", "fehlgeschlagen", "ontem", "ayer", "hier", "gestern", "did", "asked", "said", "told", "wanted", "requested"),
+	classIntent: weighted(2, "i will", "i'll", "let me", "i should", "i need to", "need to", "next", "todo", "to do", "to-do",
+		"maybe", "perhaps", "hypothesis", "i think", "might", "plan", "going to", "let's", "should i", "wonder", "not sure",
+		"vou ", "voy a", "je vais", "ich werde", "próximo", "siguiente", "ensuite", "danach", "hmm", "later", "afterwards",
+		"check whether", "check if", "verify", "consider", "first,", "after that", "remaining", "pending", "tbd", "idea"),
+}
+
+// weighted returns the cues texts, each of weight w.
+func weighted(w int, texts ...string) []cue {
+	out := make([]cue, len(texts))
+	for i, t := range texts {
+		out[i] = cue{t, w}
+	}
+	return out
+}
+
+// isToken reports whether a cue matches whole tokens only.
+func isToken(s string) bool {
+	for _, r := range s {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// reading is a text as routing by content reads it.
+type reading struct {
+	lower  string          // the lowercased text, padded with spaces
+	tokens map[string]bool // its tokens
+	tools  int             // how many words look like tool names
+}
+
+// read reads the first ContentBytes of text.
+func read(text string) reading {
+	if len(text) > ContentBytes {
+		n := ContentBytes
+		for n > 0 && !utf8.RuneStart(text[n]) {
+			n--
+		}
+		text = text[:n]
+	}
+	text = strings.ReplaceAll(text, "’", "'")
+	r := reading{lower: " " + strings.ToLower(text) + " ", tokens: map[string]bool{}}
+	for _, t := range lexical.Tokens(nil, r.lower) {
+		r.tokens[t] = true
+	}
+	for _, f := range strings.Fields(text) {
+		if looksLikeTool(f) {
+			r.tools++
+		}
+	}
+	return r
+}
+
+// toolVerbs are the verbs a dotted tool name ends with (pages.create).
+var toolVerbs = map[string]bool{"create": true, "get": true, "list": true, "update": true, "delete": true, "publish": true,
+	"search": true, "read": true, "write": true, "send": true, "run": true, "find": true}
+
+// looksLikeTool reports whether a word looks like a tool's name:
+// cms_getPage, update_page(...), getPage, pages.create.
+func looksLikeTool(w string) bool {
+	w = strings.TrimRight(strings.TrimLeft(w, "`'\"("), "`'\",.;:)")
+	if i := strings.IndexByte(w, '('); i > 0 {
+		w = w[:i]
+	}
+	lower, upper := false, false
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		switch {
+		case c == '_' && i > 0 && i < len(w)-1 && isASCIILetter(w[i-1]) && isASCIILetter(w[i+1]):
+			return true
+		case c == '.' && i > 2 && toolVerbs[w[i+1:]]:
+			return true
+		case c >= 'a' && c <= 'z':
+			lower = true
+		case c >= 'A' && c <= 'Z':
+			if lower && i > 1 {
+				upper = true
+			}
+		case c >= '0' && c <= '9', c == '_', c == '.':
+		default:
+			return false
+		}
+	}
+	return upper && w[0] >= 'a' && w[0] <= 'z'
+}
+
+func isASCIILetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// scores returns how strongly the reading suggests each class.
+func (r reading) scores() [nClasses]int {
+	var s [nClasses]int
+	for c := range nClasses {
+		for _, q := range cues[c] {
+			if isToken(q.text) && r.tokens[q.text] || !isToken(q.text) && strings.Contains(r.lower, q.text) {
+				s[c] += q.weight
+			}
+		}
+	}
+	// Two or more tool names in a sequence is a procedure, unless it is
+	// something still to do, or done.
+	if r.tools >= 2 {
+		s[classSkill] += 2 * r.tools
+	}
+	return s
+}
+
+// classify returns the class a text reads as: the class of the highest
+// score, ties going to the first in the order durable, skill, event,
+// intent. A text with no cue is durable: a write tool keeps what lasts.
+func classify(text string) class {
+	s := read(text).scores()
+	best := classDurable
+	for c := range nClasses {
+		if s[c] > s[best] {
+			best = c
+		}
+	}
+	return best
+}
+
+// ByContent routes w by what its text reads as, whatever its kind: see
+// the package doc.
+func ByContent(w layer.Write) Route {
+	c := classify(w.Text)
+	return Route{Layer: sorts[c], Reason: "kind " + quote(w.Kind) + " is routed by its text: " + words[c]}
+}
+
+// userMessage routes a user's message: what the user states about
+// themselves or the work that lasts goes to semantic memory, anything
+// else to the episode log.
+func userMessage(w layer.Write) Route {
+	r := read(w.Text)
+	s := r.scores()
+	if s[classDurable] > 0 && s[classDurable] >= s[classEvent] && (firstPerson(r) || s[classDurable] >= 2) {
+		return Route{Layer: layer.KeepsSemantic, Reason: "a user's message that states something lasting goes to semantic memory"}
+	}
+	return Route{Layer: layer.KeepsEpisodic, Reason: "a user's message goes to the episode log"}
+}
+
+// firstPerson reports whether the reading speaks of its writer.
+func firstPerson(r reading) bool {
+	for _, t := range []string{"i", "my", "me", "i'm", "eu", "meu", "minha", "yo", "mi", "je", "mon", "ma", "ich", "mein", "meine", "we", "our"} {
+		if r.tokens[t] {
+			return true
+		}
+	}
+	return false
+}
+
+// quote returns s in double quotes.
+func quote(s string) string { return `"` + s + `"` }
