@@ -36,8 +36,9 @@ var (
 )
 
 // A cue is a word or phrase that suggests a class. A cue of letters
-// only matches a whole token (lexical.Tokens); any other matches
-// anywhere in the lowercased text.
+// only matches a whole token (lexical.Tokens) — for a lasting fact, any
+// token of the same stem (lexical.Stem: "likes" and "liked" match
+// "like") —; any other cue matches anywhere in the lowercased text.
 type cue struct {
 	text   string
 	weight int
@@ -46,25 +47,27 @@ type cue struct {
 // cues are the cues of each class, in English and, for the commonest,
 // Portuguese, Spanish, French and German.
 var cues = [nClasses][]cue{
-	classDurable: weighted(1, "prefer", "prefers", "preferred", "preference", "likes", "dislikes", "hates", "loves", "favorite", "favourite",
-		"always", "never", "usually", "allergic", "vegetarian", "vegan", "timezone", "birthday", "lives", "works", "based",
+	classDurable: append(weighted(2, "always", "never"), weighted(1, "prefer", "preference", "like", "dislike", "hate", "love", "favorite", "favourite",
+		"usually", "every", "each", "eat", "can't", "cannot", "allergic", "vegetarian", "vegan", "timezone", "birthday", "live", "work", "based",
+		"name", "rather", "remember", "keep in mind", "note that", "prefiro", "prefiero", "bevorzuge", "nombre", "nome", "heiße", "llamo", "chamo", "odeio", "odio", "déteste", "hasse",
 		"speaks", "language", "policy", "rule", "default", "must", "deadline", "budget", "owns", "role", "title", "team",
 		"prefere", "prefiere", "préfère", "bevorzugt", "sempre", "siempre", "toujours", "immer", "nunca", "jamais", "gosta", "aime",
 		"mora", "vive", "habite", "wohnt", "trabalha", "trabaja", "travaille", "arbeitet", "is a", "is an", "are ", "is the", "uses",
-		" is ", "capital", "means", "stands for", "defined"),
-	classSkill: weighted(1, "steps", "step 1", "1.", "workflow", "procedure", "recipe", "how to", "to publish", "to create", "to update",
+		" is ", "capital", "means", "stands for", "defined")...),
+	classSkill: weighted(1, "steps", "step 1", "workflow", "procedure", "recipe", "how to", "to publish", "to create", "to update",
 		"to delete", "to deploy", "to rename", "whenever", "every time", "each time", "->", "→", "=>", "then", "reusable", "sequence",
 		"in order to", "first call", "call ", "passo", "pasos", "étapes", "schritte"),
 	classEvent: weighted(1, "created", "published", "updated", "deleted", "sent", "returned", "failed", "failure", "succeeded", "success",
 		"completed", "finished", "ran", "called", "fetched", "uploaded", "merged", "deployed", "took", "error", "status", "http",
 		"ms", "seconds", "minutes", "latency", "p95", "p99", "count", "rate", "yesterday", "today", "ago", "just", "was", "were",
-		"received", "responded", "timed out", "timeout", "got", "found", "saw", "noticed", "observed", "logged", "%", "200", "404", "500",
+		"received", "responded", "panic", "exception", "traceback", "pass", "passed", "fail", "ok", "timed out", "timeout", "too large", "401", "403", "409", "413", "429", "502", "503", "got", "found", "saw", "noticed", "observed", "logged", "%", "200", "404", "500",
 		"criou", "publicou", "publicado", "creado", "publicó", "publié", "créé", "erstellt", "veröffentlicht", "falhou", "falló",
 		"échoué", "fehlgeschlagen", "ontem", "ayer", "hier", "gestern", "did", "asked", "said", "told", "wanted", "requested"),
 	classIntent: weighted(2, "i will", "i'll", "let me", "i should", "i need to", "need to", "next", "todo", "to do", "to-do",
 		"maybe", "perhaps", "hypothesis", "i think", "might", "plan", "going to", "let's", "should i", "wonder", "not sure",
 		"vou ", "voy a", "je vais", "ich werde", "próximo", "siguiente", "ensuite", "danach", "hmm", "later", "afterwards",
-		"check whether", "check if", "verify", "consider", "first,", "after that", "remaining", "pending", "tbd", "idea"),
+		"check whether", "check if", "verify", "consider", "first,", "after that", "remaining", "pending", "tbd", "idea",
+		"probably", "likely", "seems", "guess", "suspect", "could be", "please"),
 }
 
 // weighted returns the cues texts, each of weight w.
@@ -90,7 +93,11 @@ func isToken(s string) bool {
 type reading struct {
 	lower  string          // the lowercased text, padded with spaces
 	tokens map[string]bool // its tokens
+	stems  map[string]bool // their stems
 	tools  int             // how many words look like tool names
+	clock  bool            // whether it holds a time of day (14:05) or a place in a file (cache.go:41)
+	verb   bool            // whether it starts with a verb of a task (an imperative)
+	answer bool            // whether it starts with a tool's name and a colon (a tool's answer)
 }
 
 // read reads the first ContentBytes of text.
@@ -103,9 +110,16 @@ func read(text string) reading {
 		text = text[:n]
 	}
 	text = strings.ReplaceAll(text, "’", "'")
-	r := reading{lower: " " + strings.ToLower(text) + " ", tokens: map[string]bool{}}
-	for _, t := range lexical.Tokens(nil, r.lower) {
+	r := reading{lower: " " + strings.ToLower(text) + " ", tokens: map[string]bool{}, stems: map[string]bool{}}
+	toks := lexical.Tokens(nil, r.lower)
+	for _, t := range toks {
 		r.tokens[t] = true
+		r.stems[lexical.Stem(t)] = true
+		r.clock = r.clock || isClock(t) || isLocation(t)
+	}
+	r.verb = len(toks) > 0 && taskVerbs[toks[0]]
+	if first, _, ok := strings.Cut(text, ":"); ok && looksLikeTool(first) {
+		r.answer = true
 	}
 	for _, f := range strings.Fields(text) {
 		if looksLikeTool(f) {
@@ -113,6 +127,26 @@ func read(text string) reading {
 		}
 	}
 	return r
+}
+
+// taskVerbs are the verbs that start a task still to carry out, in the
+// imperative.
+var taskVerbs = map[string]bool{"ask": true, "check": true, "verify": true, "review": true, "compare": true, "confirm": true,
+	"publish": true, "create": true, "update": true, "delete": true, "rename": true, "fix": true, "send": true, "move": true,
+	"add": true, "remove": true, "find": true, "look": true, "try": true, "test": true, "write": true, "draft": true,
+	"remind": true, "pay": true, "call": true, "email": true, "book": true, "buy": true, "schedule": true, "plan": true}
+
+// isClock reports whether a token is a time of day: "14:05", "9:30:12".
+func isClock(t string) bool {
+	h, m, ok := strings.Cut(t, ":")
+	return ok && len(h) >= 1 && len(h) <= 2 && len(m) >= 2 && strings.Trim(h+m, "0123456789:") == ""
+}
+
+// isLocation reports whether a token is a place in a file, as a log or
+// a stack trace gives it: "cache.go:41", "app.py:7:3".
+func isLocation(t string) bool {
+	name, line, ok := strings.Cut(t, ":")
+	return ok && strings.Contains(name, ".") && line != "" && strings.Trim(line, "0123456789:") == ""
 }
 
 // toolVerbs are the verbs a dotted tool name ends with (pages.create).
@@ -155,10 +189,19 @@ func (r reading) scores() [nClasses]int {
 	var s [nClasses]int
 	for c := range nClasses {
 		for _, q := range cues[c] {
-			if isToken(q.text) && r.tokens[q.text] || !isToken(q.text) && strings.Contains(r.lower, q.text) {
+			if r.matches(c, q.text) {
 				s[c] += q.weight
 			}
 		}
+	}
+	if r.clock {
+		s[classEvent] += 2
+	}
+	if r.verb {
+		s[classIntent] += 2
+	}
+	if r.answer {
+		s[classEvent] += 2
 	}
 	// Two or more tool names in a sequence is a procedure, unless it is
 	// something still to do, or done.
@@ -166,6 +209,14 @@ func (r reading) scores() [nClasses]int {
 		s[classSkill] += 2 * r.tools
 	}
 	return s
+}
+
+// matches reports whether the reading holds cue q of class c.
+func (r reading) matches(c class, q string) bool {
+	if !isToken(q) {
+		return strings.Contains(r.lower, q)
+	}
+	return r.tokens[q] || c == classDurable && r.stems[lexical.Stem(q)]
 }
 
 // classify returns the class a text reads as: the class of the highest
@@ -195,10 +246,24 @@ func ByContent(w layer.Write) Route {
 func userMessage(w layer.Write) Route {
 	r := read(w.Text)
 	s := r.scores()
+	if possessive(r) {
+		s[classDurable]++
+	}
 	if s[classDurable] > 0 && s[classDurable] >= s[classEvent] && (firstPerson(r) || s[classDurable] >= 2) {
 		return Route{Layer: layer.KeepsSemantic, Reason: "a user's message that states something lasting goes to semantic memory"}
 	}
 	return Route{Layer: layer.KeepsEpisodic, Reason: "a user's message goes to the episode log"}
+}
+
+// possessive reports whether the reading starts by speaking of what its
+// writer has or is: "My laptop runs ...", "I'm ...".
+func possessive(r reading) bool {
+	for _, p := range []string{" my ", " our ", " i'm ", " i am ", " meu ", " minha ", " mi ", " mon ", " ma ", " mein ", " meine "} {
+		if strings.HasPrefix(r.lower, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // firstPerson reports whether the reading speaks of its writer.
