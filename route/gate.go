@@ -3,6 +3,7 @@ package route
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/memlayer/memlayer/internal/lexical"
@@ -100,22 +101,35 @@ const (
 	SignalEntity   = 0.20 // a named entity or an ID
 )
 
+// A signal is one of the signals of [Importance], by its place in
+// signalWeights.
+type signal int
+
+const (
+	sigUser signal = iota
+	sigDecision
+	sigFailure
+	sigOutcome
+	sigEntity
+	nSignals
+)
+
+// signalWeights are the signals' weights.
+var signalWeights = [nSignals]float64{SignalUser, SignalDecision, SignalFailure, SignalOutcome, SignalEntity}
+
 // signalKinds are the kinds that carry a signal by themselves.
-var signalKinds = map[string]float64{
-	"preference": SignalUser, "profile": SignalUser, "instruction": SignalUser, "constraint": SignalUser, KindUserMessage: SignalUser,
-	"decision": SignalDecision, "goal": SignalDecision,
-	"outcome": SignalOutcome, "result": SignalOutcome, KindSkill: SignalOutcome,
+var signalKinds = map[string]signal{
+	"preference": sigUser, "profile": sigUser, "instruction": sigUser, "constraint": sigUser, KindUserMessage: sigUser,
+	"decision": sigDecision, "goal": sigDecision,
+	"outcome": sigOutcome, "result": sigOutcome, KindSkill: sigOutcome,
 }
 
-// signalCues are the words that carry each signal.
-var signalCues = []struct {
-	weight float64
-	cues   []string
-}{
-	{SignalUser, []string{" i ", " i'm ", " my ", " me ", "the user", "user's", "remember that", "prefer", "always", "never", "please"}},
-	{SignalDecision, []string{"decided", "decision", "we will", "we'll", "chose", "chosen", "agreed", "approved", "going with", "settled on"}},
-	{SignalFailure, []string{"error", "fail", "exception", "timeout", "timed out", "denied", "not found", "refused", "crash", "invalid", "broken"}},
-	{SignalOutcome, []string{"published", "created", "completed", "done", "succeeded", "success", "resolved", "fixed", "shipped", "deployed", "sent", "merged"}},
+// signalCues are the words that carry each signal but sigEntity.
+var signalCues = [sigEntity][]string{
+	sigUser:     {" i ", " i'm ", " my ", " me ", "the user", "user's", "remember that", "prefer", "always", "never", "please"},
+	sigDecision: {"decided", "decision", "we will", "we'll", "chose", "chosen", "agreed", "approved", "going with", "settled on"},
+	sigFailure:  {"error", "fail", "exception", "timeout", "timed out", "denied", "not found", "refused", "crash", "invalid", "broken"},
+	sigOutcome:  {"published", "created", "completed", "done", "succeeded", "success", "resolved", "fixed", "shipped", "deployed", "sent", "merged"},
 }
 
 // Importance returns the importance of w, in [0, 1]: the importance the
@@ -131,26 +145,19 @@ var signalCues = []struct {
 // "page-42", or a capitalized word inside a sentence). Each counts once,
 // however often it occurs; the text read is its first [ContentBytes].
 func Importance(w layer.Write) float64 {
-	keep := 1 - clamp01(w.Importance)
 	r := read(w.Text)
-	seen := map[float64]bool{}
+	var seen [nSignals]bool
 	if s, ok := signalKinds[Normalize(w.Kind)]; ok {
 		seen[s] = true
 	}
-	for _, sc := range signalCues {
-		for _, c := range sc.cues {
-			if strings.Contains(r.lower, c) {
-				seen[sc.weight] = true
-				break
-			}
-		}
+	for s, cues := range signalCues {
+		seen[s] = seen[s] || slices.ContainsFunc(cues, func(c string) bool { return strings.Contains(r.lower, c) })
 	}
-	if namesEntity(r.lower[1:len(r.lower)-1], w.Text) {
-		seen[SignalEntity] = true
-	}
-	for _, s := range []float64{SignalUser, SignalDecision, SignalFailure, SignalOutcome, SignalEntity} {
-		if seen[s] {
-			keep *= 1 - s
+	seen[sigEntity] = namesEntity(r.lower[1:len(r.lower)-1], w.Text)
+	keep := 1 - clamp01(w.Importance)
+	for s, on := range seen {
+		if on {
+			keep *= 1 - signalWeights[s]
 		}
 	}
 	return clamp01(1 - keep)
