@@ -277,11 +277,14 @@
 // to keep is a layer.Write {Kind, Text, Importance, Source}, and the
 // agent's route.Router (Config.Router) decides where it goes:
 // route.Default, with no model call, sends transient reasoning (kind reasoning, thought, plan, ...)
-// to the scratchpad, an actionable outcome (outcome, action, result,
-// ...) to the episode log, and a durable fact (fact, preference,
-// profile, decision, ...) to semantic memory, and refuses any other kind;
-// the model gets the refusal and its reason as the tool's error. A
-// route.Func replaces the table; a route.Route names a layer ID or the
+// to the scratchpad, an actionable outcome (outcome, action, tool_result,
+// ...) to the episode log, and a durable fact (fact, skill, preference,
+// profile, decision, ...) to semantic memory, and routes any other kind
+// by its text. It then gates the write: it measures its importance, its
+// novelty against what the destination layer holds (the layer's
+// candidates, layer.CandidateSource) and its size, and refuses it below
+// the route.Thresholds; the model gets the refusal and its reason as the
+// tool's error. A route.Func replaces the table (and is not gated); a route.Route names a layer ID or the
 // sort of write a layer.Keeper keeps. A layer's Store can propose writes
 // too: a layer that is a layer.Proposer has what it proposed in each
 // step routed, kept and audited the same way.
