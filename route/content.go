@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memlayer/memlayer/internal/lexical"
+	"github.com/memlayer/memlayer/internal/textcut"
 	"github.com/memlayer/memlayer/layer"
 )
 
@@ -42,6 +43,8 @@ var (
 type cue struct {
 	text   string
 	weight int
+	token  bool   // whether it matches whole tokens
+	stem   string // lexical.Stem(text), for a token
 }
 
 // cues are the cues of each class, in English and, for the commonest,
@@ -74,7 +77,10 @@ var cues = [nClasses][]cue{
 func weighted(w int, texts ...string) []cue {
 	out := make([]cue, len(texts))
 	for i, t := range texts {
-		out[i] = cue{t, w}
+		out[i] = cue{text: t, weight: w, token: isToken(t)}
+		if out[i].token {
+			out[i].stem = lexical.Stem(t)
+		}
 	}
 	return out
 }
@@ -102,14 +108,7 @@ type reading struct {
 
 // read reads the first ContentBytes of text.
 func read(text string) reading {
-	if len(text) > ContentBytes {
-		n := ContentBytes
-		for n > 0 && !utf8.RuneStart(text[n]) {
-			n--
-		}
-		text = text[:n]
-	}
-	text = strings.ReplaceAll(text, "’", "'")
+	text = strings.ReplaceAll(textcut.Prefix(text, ContentBytes), "’", "'")
 	r := reading{lower: " " + strings.ToLower(text) + " ", tokens: map[string]bool{}, stems: map[string]bool{}}
 	toks := lexical.Tokens(nil, r.lower)
 	for _, t := range toks {
@@ -118,9 +117,8 @@ func read(text string) reading {
 		r.clock = r.clock || isClock(t) || isLocation(t)
 	}
 	r.verb = len(toks) > 0 && taskVerbs[toks[0]]
-	if first, _, ok := strings.Cut(text, ":"); ok && looksLikeTool(first) {
-		r.answer = true
-	}
+	first, _, ok := strings.Cut(text, ":")
+	r.answer = ok && looksLikeTool(first)
 	for _, f := range strings.Fields(text) {
 		if looksLikeTool(f) {
 			r.tools++
@@ -160,36 +158,55 @@ func looksLikeTool(w string) bool {
 	if i := strings.IndexByte(w, '('); i > 0 {
 		w = w[:i]
 	}
-	lower, upper := false, false
-	for i := 0; i < len(w); i++ {
-		c := w[i]
-		switch {
-		case c == '_' && i > 0 && i < len(w)-1 && isASCIILetter(w[i-1]) && isASCIILetter(w[i+1]):
-			return true
-		case c == '.' && i > 2 && toolVerbs[w[i+1:]]:
-			return true
-		case c >= 'a' && c <= 'z':
-			lower = true
-		case c >= 'A' && c <= 'Z':
-			if lower && i > 1 {
-				upper = true
-			}
-		case c >= '0' && c <= '9', c == '_', c == '.':
-		default:
-			return false
-		}
+	if w == "" || strings.IndexFunc(w, notToolChar) >= 0 {
+		return false
 	}
-	return upper && w[0] >= 'a' && w[0] <= 'z'
+	return snakeName(w) || dottedVerb(w) || camelName(w)
 }
 
-func isASCIILetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+// notToolChar reports whether r cannot be in a tool's name.
+func notToolChar(r rune) bool {
+	return !(r == '_' || r == '.' || r >= '0' && r <= '9' || r < utf8.RuneSelf && unicode.IsLetter(r))
+}
+
+// snakeName reports whether w has a '_' between two letters: cms_get.
+func snakeName(w string) bool {
+	for i := 1; i < len(w)-1; i++ {
+		if w[i] == '_' && unicode.IsLetter(rune(w[i-1])) && unicode.IsLetter(rune(w[i+1])) {
+			return true
+		}
+	}
+	return false
+}
+
+// dottedVerb reports whether w ends with a '.' and a tool verb after three
+// bytes or more: pages.create.
+func dottedVerb(w string) bool {
+	i := strings.LastIndexByte(w, '.')
+	return i > 2 && toolVerbs[w[i+1:]]
+}
+
+// camelName reports whether w starts with a lowercase letter and has an
+// uppercase one after a lowercase one, past its second byte: getPage
+// (not iPhone).
+func camelName(w string) bool {
+	if !unicode.IsLower(rune(w[0])) {
+		return false
+	}
+	for i := 2; i < len(w); i++ {
+		if unicode.IsUpper(rune(w[i])) && unicode.IsLower(rune(w[i-1])) {
+			return true
+		}
+	}
+	return false
+}
 
 // scores returns how strongly the reading suggests each class.
 func (r reading) scores() [nClasses]int {
 	var s [nClasses]int
 	for c := range nClasses {
 		for _, q := range cues[c] {
-			if r.matches(c, q.text) {
+			if r.matches(c, q) {
 				s[c] += q.weight
 			}
 		}
@@ -212,11 +229,11 @@ func (r reading) scores() [nClasses]int {
 }
 
 // matches reports whether the reading holds cue q of class c.
-func (r reading) matches(c class, q string) bool {
-	if !isToken(q) {
-		return strings.Contains(r.lower, q)
+func (r reading) matches(c class, q cue) bool {
+	if !q.token {
+		return strings.Contains(r.lower, q.text)
 	}
-	return r.tokens[q] || c == classDurable && r.stems[lexical.Stem(q)]
+	return r.tokens[q.text] || c == classDurable && r.stems[q.stem]
 }
 
 // classify returns the class a text reads as: the class of the highest

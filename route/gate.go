@@ -163,15 +163,21 @@ func Importance(w layer.Write) float64 {
 	return clamp01(1 - keep)
 }
 
-// namesEntity reports whether text names an entity or an ID: a token
-// that mixes letters and digits, or a capitalized word after the first
-// word of a sentence.
+// namesEntity reports whether text (lower, lowercased) names an entity
+// or an ID: a token that mixes letters and digits, or a capitalized word
+// after the first word of a sentence.
 func namesEntity(lower, text string) bool {
-	for _, t := range lexical.Tokens(nil, lower) {
-		if strings.ContainsAny(t, "0123456789") && strings.IndexFunc(t, isLetter) >= 0 {
-			return true
-		}
-	}
+	return slices.ContainsFunc(lexical.Tokens(nil, lower), isID) || properName(text)
+}
+
+// isID reports whether a token mixes letters and digits: pg-42, f3.
+func isID(t string) bool {
+	return strings.ContainsAny(t, "0123456789") && strings.IndexFunc(t, isLetter) >= 0
+}
+
+// properName reports whether text has a capitalized word, other than
+// "I", after the first word of a sentence (within its first 400 words).
+func properName(text string) bool {
 	fields := strings.Fields(text)
 	for i := 1; i < len(fields) && i < 400; i++ {
 		f, prev := fields[i], fields[i-1]
@@ -213,21 +219,17 @@ func Novelty(text string, stored []layer.Candidate) (float64, string) {
 	for _, s := range stored {
 		c.Add(s.Key, unref(s.Text))
 	}
-	hits := c.Rank(text)
-	self := 0.0
-	for _, h := range hits {
-		if h.Doc == 0 {
+	self, best, key := 0.0, 0.0, ""
+	for _, h := range c.Rank(text) {
+		switch {
+		case h.Doc == 0:
 			self = h.Score
+		case h.Score > best:
+			best, key = h.Score, h.Key
 		}
 	}
 	if self == 0 {
 		return 1, ""
-	}
-	best, key := 0.0, ""
-	for _, h := range hits {
-		if h.Doc != 0 && h.Score > best {
-			best, key = h.Score, h.Key
-		}
 	}
 	return 1 - min(best/self, 1), key
 }

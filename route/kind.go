@@ -68,11 +68,17 @@ func Normalize(kind string) string {
 		b.WriteRune(r)
 		prev = r
 	}
-	k := b.String()
-	if _, ok := byKind[k]; !ok && strings.HasSuffix(k, "s") {
-		if _, ok := byKind[k[:len(k)-1]]; ok || k[:len(k)-1] == KindUserMessage {
-			return k[:len(k)-1]
-		}
+	return singular(b.String())
+}
+
+// singular returns k, or the kind of the table (or KindUserMessage) of
+// which it is the plural.
+func singular(k string) string {
+	if _, ok := byKind[k]; ok || !strings.HasSuffix(k, "s") {
+		return k
+	}
+	if one := k[:len(k)-1]; byKind[one] != "" || one == KindUserMessage {
+		return one
 	}
 	return k
 }
