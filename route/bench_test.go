@@ -30,50 +30,35 @@ func benchWrites(b *testing.B) []gateItem {
 	return out
 }
 
-// BenchmarkRoute is Default's route of one write (the table or the text).
-func BenchmarkRoute(b *testing.B) {
+// benchEach runs f on the bench writes in turn, one per iteration.
+func benchEach(b *testing.B, f func(it gateItem)) {
 	ws := benchWrites(b)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		_ = route.Default.Route(b.Context(), ws[i%len(ws)].w)
+		f(ws[i%len(ws)])
 		i++
 	}
+}
+
+// BenchmarkRoute is Default's route of one write (the table or the text).
+func BenchmarkRoute(b *testing.B) {
+	benchEach(b, func(it gateItem) { _ = route.Default.Route(b.Context(), it.w) })
 }
 
 // BenchmarkGate is Default's gate of one write against 10 stored items:
 // importance, novelty and size.
 func BenchmarkGate(b *testing.B) {
-	ws := benchWrites(b)
 	g := route.Default.(route.Admitter)
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		it := ws[i%len(ws)]
-		_ = g.Admit(b.Context(), it.w, it.stored)
-		i++
-	}
+	benchEach(b, func(it gateItem) { _ = g.Admit(b.Context(), it.w, it.stored) })
 }
 
 // BenchmarkImportance is the importance heuristic of one write.
 func BenchmarkImportance(b *testing.B) {
-	ws := benchWrites(b)
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		_ = route.Importance(ws[i%len(ws)].w)
-		i++
-	}
+	benchEach(b, func(it gateItem) { _ = route.Importance(it.w) })
 }
 
 // BenchmarkNovelty is the novelty of one write against 10 stored items.
 func BenchmarkNovelty(b *testing.B) {
-	ws := benchWrites(b)
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		it := ws[i%len(ws)]
-		_, _ = route.Novelty(it.w.Text, it.stored)
-		i++
-	}
+	benchEach(b, func(it gateItem) { _, _ = route.Novelty(it.w.Text, it.stored) })
 }
