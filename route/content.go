@@ -6,7 +6,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/memlayer/memlayer/internal/lexical"
-	"github.com/memlayer/memlayer/internal/textcut"
 	"github.com/memlayer/memlayer/layer"
 )
 
@@ -108,7 +107,10 @@ type reading struct {
 
 // read reads the first ContentBytes of text.
 func read(text string) reading {
-	text = strings.ReplaceAll(textcut.Prefix(text, ContentBytes), "’", "'")
+	if len(text) > ContentBytes {
+		text = strings.ToValidUTF8(text[:ContentBytes], "") // a rune cut in two goes
+	}
+	text = strings.ReplaceAll(text, "’", "'")
 	r := reading{lower: " " + strings.ToLower(text) + " ", tokens: map[string]bool{}, stems: map[string]bool{}}
 	toks := lexical.Tokens(nil, r.lower)
 	for _, t := range toks {
