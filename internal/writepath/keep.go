@@ -192,7 +192,7 @@ func (k *Keeper) Keep(ctx context.Context, w layer.Write, own layer.Layer) (stri
 		if !v.Accept {
 			ev.Refused, ev.Reason = true, v.Reason+" ("+v.Score.String()+")"
 			k.Audit.Add(ev)
-			return "", fmt.Errorf("refused: %s", ev.Reason)
+			return "", fmt.Errorf("%w: %s", errGated, ev.Reason)
 		}
 	}
 	ev.Layer = id
@@ -302,10 +302,24 @@ func (k *Keeper) KeepProposals(ctx context.Context, proposers []Proposer, step i
 				w.Text = rd.Text(w.Text, nil, n)
 			}
 			if err := k.keepProposal(ctx, w); err != nil {
-				k.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: a proposed write was not kept", slog.String("layer", id), slog.String("kind", w.Kind), slog.Any("error", err))
+				k.Logger.LogAttrs(ctx, proposalLevel(err), "agentloop: a proposed write was not kept", slog.String("layer", id), slog.String("kind", w.Kind), slog.Any("error", err))
 			}
 		}
 	}
+}
+
+// errGated is the error of a write the router's gate refused; its text
+// is "refused".
+var errGated = errors.New("refused")
+
+// proposalLevel is the level a proposal that was not kept is logged at:
+// debug when the gate refused it (a Proposer may propose what is kept
+// already, every turn; the audit has it), else a warning.
+func proposalLevel(err error) slog.Level {
+	if errors.Is(err, errGated) {
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
 }
 
 // keepProposal keeps a proposed write, or refuses it (audited) when it
