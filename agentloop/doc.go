@@ -271,13 +271,6 @@
 // langchaingo's OpenAI client streams through the same func are filtered
 // out.
 //
-// A run's [Status] is where it stands against its budgets: the tokens
-// each layer used and left of the last step's prompt, the tokens in
-// total, the events so far by kind, and the time elapsed against
-// Config.Timeout. A tool or a layer reads it during the run with
-// [RunStatus]; Result.Status is its value as the run ended. A [Tally]
-// builds the same value from observed events, for code outside the loop.
-//
 // # Write gating and the audit trail
 //
 // What the model asks a layer's write tool (semantic memory's memorize)
@@ -309,6 +302,15 @@
 // [Agent.Audit] reads a thread's turns, and [Agent.Commit] commits a turn
 // for code that uses the layers outside [Agent.Run]. A corrupt or failed
 // audit never fails a run. Audited texts are masked as stored texts are.
+//
+// # Budget status
+//
+// A run's [Status] is where it stands against its budgets: the tokens
+// each layer used and left of the last step's prompt, the tokens in
+// total, the events so far by kind, and the time elapsed against
+// Config.Timeout. A tool or a layer reads it during the run with
+// [RunStatus]; Result.Status is its value as the run ended. A [Tally]
+// builds the same value from observed events, for code outside the loop.
 //
 // # Cost
 //
