@@ -125,6 +125,10 @@ type Result struct {
 	// when the audit is disabled, the run recorded nothing, or the
 	// commit failed (see EventAudit).
 	Audit *audit.Turn
+	// Status is where the run ended against its budgets: tokens per
+	// layer and in total, time, events by kind ([RunStatus] reads it
+	// during the run).
+	Status Status
 }
 
 // New validates cfg and returns an Agent. It returns an error for every
@@ -466,6 +470,8 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 		defer cancel()
 	}
 	start := time.Now()
+	tally := NewTally(start, a.cfg.Timeout)
+	ctx = withTally(ctx, tally)
 	a.emit(ctx, Event{Kind: EventRunStart, ThreadID: in.ThreadID})
 
 	l, err := a.loadOwned(ctx, &in)
@@ -505,6 +511,7 @@ func (a *Agent) runThread(ctx context.Context, in RunInput) (*Result, error) {
 	res, err := r.runToEnd(ctx)
 	gone = errors.Is(err, ErrCheckpointGone)
 	a.emit(ctx, Event{Kind: EventRunEnd, ThreadID: in.ThreadID, Step: res.Steps, Duration: time.Since(start), Usage: res.Usage, Err: err})
+	res.Status = tally.Status(time.Now())
 	return res, err
 }
 
@@ -1674,8 +1681,10 @@ func lastHumanText(msgs []llms.MessageContent) string {
 	return b.String()
 }
 
-// emit sends an event to the observer and, at debug level, to the logger.
+// emit sends an event to the run's Tally (see RunStatus), the observer
+// and, at debug level, the logger.
 func (a *Agent) emit(ctx context.Context, e Event) {
+	observeTally(ctx, e)
 	if a.cfg.Observer != nil {
 		a.cfg.Observer(e)
 	}

@@ -190,9 +190,10 @@ func TestMemory74_RunAuditsItsTurn(t *testing.T) {
 
 // TestMemory75_DefaultRouterRoutesByKind: the default router sends
 // reasoning to the scratchpad, an outcome to the episode log and a
-// durable fact to semantic memory, and refuses a kind it does not know,
-// or a target the agent lacks, with the reason in the audit and in the
-// tool's result.
+// durable fact to semantic memory, routes a kind it does not know by its
+// text, and refuses a write its gate does not pass (here one rated
+// unimportant with no sign of importance in its text), or a target the
+// agent lacks, with the reason in the audit and in the tool's result.
 func TestMemory75_DefaultRouterRoutesByKind(t *testing.T) {
 	ctx := t.Context()
 	model := agenttest.New(
@@ -200,7 +201,8 @@ func TestMemory75_DefaultRouterRoutesByKind(t *testing.T) {
 			memorize("Check the invoice total before answering.", "reasoning"),
 			memorize("Sent the invoice to accounting.", "outcome"),
 			memorize("The user's company is Acme.", "profile"),
-			memorize("Something odd.", "gossip"))),
+			memorize("The invoices are always due on the 5th.", "gossip"),
+			agenttest.Call(memorizeTool, map[string]any{"text": "something odd", "kind": "aside", "importance": 0.05}))),
 		agenttest.Reply(agenttest.Text("Done.")),
 	)
 	layers := looptest.GateLayers(t)
@@ -210,11 +212,12 @@ func TestMemory75_DefaultRouterRoutesByKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	results := toolContents(res.Messages)
-	if len(results) != 4 {
+	if len(results) != 5 {
 		t.Fatalf("tool results %q", results)
 	}
 	routes := ops(res.Audit.Entries, audit.OpRoute)
-	want := []struct{ layer, kind string }{{workingmemory.DefaultID, "reasoning"}, {episodicmemory.DefaultID, "outcome"}, {semanticmemory.DefaultID, "profile"}, {"", "gossip"}}
+	want := []struct{ layer, kind string }{{workingmemory.DefaultID, "reasoning"}, {episodicmemory.DefaultID, "outcome"}, {semanticmemory.DefaultID, "profile"},
+		{semanticmemory.DefaultID, "gossip"}, {"", "aside"}}
 	if len(routes) != len(want) {
 		t.Fatalf("routes %+v", routes)
 	}
@@ -229,14 +232,17 @@ func TestMemory75_DefaultRouterRoutesByKind(t *testing.T) {
 			t.Errorf("route %d: %+v, want layer %q", i, r, w.layer)
 		}
 	}
-	if refused := routes[slices.IndexFunc(routes, func(e audit.Entry) bool { return e.Refused })]; !strings.Contains(refused.Reason, "gossip") {
-		t.Errorf("refusal reason %q does not name the kind", refused.Reason)
+	if r := routes[slices.IndexFunc(routes, func(e audit.Entry) bool { return e.Kind == "gossip" })]; !strings.Contains(r.Reason, `"gossip"`) || !strings.Contains(r.Reason, "text") {
+		t.Errorf("route of the unknown kind %q does not say it was routed by its text", r.Reason)
 	}
-	if !strings.Contains(results[3], "refused") || !strings.Contains(results[3], "gossip") {
-		t.Errorf("refused call's result %q", results[3])
+	if refused := routes[slices.IndexFunc(routes, func(e audit.Entry) bool { return e.Refused })]; !strings.Contains(refused.Reason, "importance 0.05") {
+		t.Errorf("refusal reason %q does not name the importance", refused.Reason)
 	}
-	// What went where: only the profile is a fact; the reasoning is on
-	// the scratchpad; the outcome is the step's episode.
+	if !strings.Contains(results[4], "refused") || !strings.Contains(results[4], "importance") {
+		t.Errorf("refused call's result %q", results[4])
+	}
+	// What went where: the profile and the unknown kind are facts; the
+	// reasoning is on the scratchpad; the outcome is the step's episode.
 	turns, err := a.Audit(ctx, "t1")
 	if err != nil || len(turns) != 1 {
 		t.Fatal(turns, err)
@@ -246,7 +252,7 @@ func TestMemory75_DefaultRouterRoutesByKind(t *testing.T) {
 		written = append(written, w.Layer+":"+w.Kind)
 	}
 	slices.Sort(written)
-	if !slices.Equal(written, []string{episodicmemory.DefaultID + ":outcome", semanticmemory.DefaultID + ":profile", workingmemory.DefaultID + ":reasoning"}) {
+	if !slices.Equal(written, []string{episodicmemory.DefaultID + ":outcome", semanticmemory.DefaultID + ":gossip", semanticmemory.DefaultID + ":profile", workingmemory.DefaultID + ":reasoning"}) {
 		t.Errorf("writes %v", written)
 	}
 	// The next run's prompt shows the reasoning on the scratchpad.

@@ -303,11 +303,14 @@
 // to keep is a layer.Write {Kind, Text, Importance, Source}, and the
 // agent's route.Router (Config.Router) decides where it goes:
 // route.Default, with no model call, sends transient reasoning (kind reasoning, thought, plan, ...)
-// to the scratchpad, an actionable outcome (outcome, action, result,
-// ...) to the episode log, and a durable fact (fact, preference,
-// profile, decision, ...) to semantic memory, and refuses any other kind;
-// the model gets the refusal and its reason as the tool's error. A
-// route.Func replaces the table; a route.Route names a layer ID or the
+// to the scratchpad, an actionable outcome (outcome, action, tool_result,
+// ...) to the episode log, and a durable fact (fact, skill, preference,
+// profile, decision, ...) to semantic memory, and routes any other kind
+// by its text. It then gates the write: it measures its importance, its
+// novelty against what the destination layer holds (the layer's
+// candidates, layer.CandidateSource) and its size, and refuses it below
+// the route.Thresholds; the model gets the refusal and its reason as the
+// tool's error. A route.Func replaces the table (and is not gated); a route.Route names a layer ID or the
 // sort of write a layer.Keeper keeps. A layer's Store can propose writes
 // too: a layer that is a layer.Proposer has what it proposed in each
 // step routed, kept and audited the same way.
@@ -325,6 +328,15 @@
 // [Agent.Audit] reads a thread's turns, and [Agent.Commit] commits a turn
 // for code that uses the layers outside [Agent.Run]. A corrupt or failed
 // audit never fails a run. Audited texts are masked as stored texts are.
+//
+// # Budget status
+//
+// A run's [Status] is where it stands against its budgets: the tokens
+// each layer used and left of the last step's prompt, the tokens in
+// total, the events so far by kind, and the time elapsed against
+// Config.Timeout. A tool or a layer reads it during the run with
+// [RunStatus]; Result.Status is its value as the run ended. A [Tally]
+// builds the same value from observed events, for code outside the loop.
 //
 // # Cost
 //

@@ -25,8 +25,9 @@ import (
 // proposes are routed by kind like memorize calls — a preference to
 // semantic memory, reasoning to the scratchpad, an outcome to the episode
 // log as a note — redacted on the way, audited with their source, listed
-// in Result.Writes, and in the next run's prompt; an unknown kind and an
-// empty text are refused with their reason in the audit. A Proposer that
+// in Result.Writes, and in the next run's prompt; a write the gate finds
+// unimportant and an empty text are refused with their reason in the
+// audit. A Proposer that
 // panics loses its proposals and not the run.
 func TestMemory94_StoreProposalsAreRouted(t *testing.T) {
 	ctx := t.Context()
@@ -36,7 +37,7 @@ func TestMemory94_StoreProposalsAreRouted(t *testing.T) {
 			{Kind: "Preference", Text: "The user prefers oolong tea; mail them at tea.lover@example.com."},
 			{Kind: "plan", Text: "Ask which kettle the user has."},
 			{Kind: "outcome", Text: "Ordered 200 g of oolong for the user."},
-			{Kind: "color", Text: "green"},
+			{Kind: "color", Text: "green", Importance: 0.05},
 			{Text: "  "},
 			{Kind: "fact", Text: "The user is very sure.", Importance: math.NaN()},
 		}
@@ -68,8 +69,8 @@ func TestMemory94_StoreProposalsAreRouted(t *testing.T) {
 			reasons = append(reasons, e.Reason)
 		}
 	}
-	if len(reasons) != 3 || !strings.Contains(reasons[0], `"color"`) || reasons[1] != "empty text" || reasons[2] != "importance NaN is not in [0, 1]" {
-		t.Errorf("refusals %q, want the unknown kind, the empty text and the NaN importance", reasons)
+	if len(reasons) != 3 || !strings.Contains(reasons[0], "importance 0.05") || reasons[1] != "empty text" || reasons[2] != "importance NaN is not in [0, 1]" {
+		t.Errorf("refusals %q, want the unimportant write, the empty text and the NaN importance", reasons)
 	}
 	keys, err := store.List(ctx, "")
 	if err != nil {

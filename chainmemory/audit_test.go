@@ -37,7 +37,7 @@ func TestMemory98_AdapterAuditsAndKeepsProposals(t *testing.T) {
 	d := &looptest.Distiller{Propose: func(layer.Turn) []layer.Write {
 		return []layer.Write{
 			{Kind: "preference", Text: "The user prefers oolong; mail them at tea.lover@example.com."},
-			{Kind: "color", Text: "green"},
+			{Kind: "color", Text: "green", Importance: 0.05},
 		}
 	}}
 	st := looptest.NewInitStackOn(t, adapterEnv(store), append(looptest.GateLayers(t), d)...)
@@ -112,7 +112,7 @@ func TestMemory98_AdapterAuditsAndKeepsProposals(t *testing.T) {
 	has(ev, "write of the proposed preference", func(e audit.Entry) bool {
 		return e.Op == audit.OpWrite && e.Kind == "preference" && e.Layer == "semantic" && e.Key != ""
 	})
-	has(ev, "refused route of an unknown kind", func(e audit.Entry) bool { return e.Op == audit.OpRoute && e.Kind == "color" && e.Refused })
+	has(ev, "refused route of an unimportant write", func(e audit.Entry) bool { return e.Op == audit.OpRoute && e.Kind == "color" && e.Refused })
 	has(ev, "redaction of the e-mail address", func(e audit.Entry) bool { return e.Op == audit.OpRedact && e.Kind == "email" && e.Count > 0 })
 	for _, e := range ev {
 		if strings.Contains(e.Text, "tea.lover@example.com") {
@@ -220,8 +220,8 @@ func TestMemory99_AdapterToolsActAsAnAgents(t *testing.T) {
 	if out := call("semantic_memorize", `{"text":"The user likes oolong; mail tea.lover@example.com.","kind":"preference"}`); !strings.HasPrefix(out, "remembered fact ") {
 		t.Errorf("a preference was not remembered: %s", out)
 	}
-	if out := call("semantic_memorize", `{"text":"green","kind":"color"}`); !strings.HasPrefix(out, "error: ") {
-		t.Errorf("an unknown kind was not refused: %s", out)
+	if out := call("semantic_memorize", `{"text":"green","kind":"color","importance":0.05}`); !strings.HasPrefix(out, "error: ") {
+		t.Errorf("an unimportant write was not refused: %s", out)
 	}
 	if out := call("semantic_memorize", `{"kind":"fact"}`); !strings.HasPrefix(out, "error: ") {
 		t.Errorf("a call without text was not refused: %s", out)
@@ -272,7 +272,7 @@ func TestMemory99_AdapterToolsActAsAnAgents(t *testing.T) {
 		t.Errorf("%d writes of the preference, want 1 (audited as it ran, not again from the steps)", n)
 	}
 	if n := count(func(e audit.Entry) bool { return e.Op == audit.OpRoute && e.Kind == "color" && e.Refused }); n != 1 {
-		t.Errorf("%d refused routes of the unknown kind, want 1", n)
+		t.Errorf("%d refused routes of the unimportant write, want 1", n)
 	}
 	if n := count(func(e audit.Entry) bool { return e.Op == audit.OpRedact && e.Kind == "email" }); n == 0 {
 		t.Error("no redaction is audited")

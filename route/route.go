@@ -1,26 +1,82 @@
-// Package route decides where a memory write goes.
+// Package route decides where a memory write goes, and whether it is
+// kept at all.
 //
 // A write ([layer.Write]) is what the model asked a layer's write tool to
 // keep, or what a [layer.Proposer] proposed. A [Router] sends it to a
-// layer, by ID or by the sort of write the layer keeps
-// ([layer.Keeper]), or refuses it. [Default] routes by the write's kind
-// with a fixed table:
+// layer, by ID or by the sort of write the layer keeps ([layer.Keeper]),
+// or refuses it. [Default] routes by the write's kind and text with no
+// model call, and gates what it routes:
 //
 //	cfg := agentloop.Config{Model: llm, Layers: layers, Router: route.Default}
 //
-// A Router of one's own can weigh importance, novelty or anything else:
+// # Routes
+//
+// A kind is first normalized ([Normalize]: "ToolResult" and
+// "tool-result" are "tool_result", "skills" is "skill"). Then:
+//
+//	kind                                      store            why
+//	----------------------------------------  ---------------  ------------------------------------------
+//	thought, plan, reasoning, transient,      scratchpad       reasoning for the task at hand, replaced
+//	  scratch                                                    as the task moves on
+//	action, tool_result, observation,         episode log      something that happened, kept with its
+//	  metric, summary, outcome, result,                          time and step
+//	  event, task
+//	fact, skill, preference, profile,         semantic memory  what lasts: facts about the user and the
+//	  decision, note, instruction, goal,                         world, and skills (procedures that
+//	  constraint                                                 worked), recalled across threads
+//	user_message                              by its text      semantic memory when it states something
+//	                                                             lasting about the user ("could you
+//	                                                             remember I'm vegetarian?"), else the
+//	                                                             episode log
+//	any other kind ("pattern", "todo", ...)   by its text      see below
+//
+// A kind the table does not know is routed by its text ([ByContent]), not
+// refused: the model is rarely told the table. The first [ContentBytes]
+// of the text are matched against cue words in English, Portuguese,
+// Spanish, French and German, for four readings: a lasting fact
+// (semantic memory), a reusable procedure, such as two tool names in a
+// sequence (semantic memory, as a skill), something that happened — a
+// result, an error, a measurement (the episode log) — and reasoning or a
+// plan still to carry out (the scratchpad). The reading with the most
+// cues wins; a text with none is a lasting fact, since a write tool is
+// for what lasts.
+//
+// # Gating
+//
+// [Gate] (and so Default) also decides whether a routed write is kept.
+// The keeper of the writes asks its Admit with the items the destination
+// layer holds that are most like the write (its candidates for the
+// write's text), and Admit measures three things ([Score]):
+//
+//   - [Importance]: the importance the writer gave, raised by signals in
+//     the kind and text: an explicit statement by or about the user, a
+//     decision, a failure, an outcome, a named entity or ID;
+//   - [Novelty]: 1 − the lexical similarity (BM25, package
+//     internal/lexical) of the write to the most similar stored item;
+//   - the size, in estimated tokens.
+//
+// [Thresholds] accept a write whose importance and novelty reach their
+// minimums and whose size stays within its maximum; a write that does not
+// pass is refused, the reason naming the measure (and, for a
+// near-duplicate, the stored item it restates). The zero Thresholds are
+// documented defaults. A write is accepted exactly when its score passes,
+// so the share of writes a threshold accepts is the share of scores at or
+// above it.
+//
+// A Router of one's own can weigh anything else; a [Func] is not gated,
+// and [Gate] gates any Router:
 //
 //	r := route.Func(func(ctx context.Context, w layer.Write) route.Route {
-//		if w.Importance < 0.3 {
-//			return route.Route{Reason: "not important enough to keep"}
+//		if strings.HasPrefix(w.Text, "draft:") {
+//			return route.Route{Layer: layer.KeepsScratchpad, Reason: "drafts are transient"}
 //		}
 //		return route.Default.Route(ctx, w)
 //	})
+//	gated := route.Gate{Router: r, Thresholds: route.Thresholds{MinImportance: 0.5}}
 package route
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/memlayer/memlayer/layer"
 )
@@ -50,38 +106,19 @@ type Func func(ctx context.Context, w layer.Write) Route
 // Route calls f.
 func (f Func) Route(ctx context.Context, w layer.Write) Route { return f(ctx, w) }
 
-// Default routes a write by its kind, with a fixed table and no model
-// call:
-//
-//   - transient reasoning — reasoning, transient, thought, plan,
-//     scratch — to the scratchpad;
-//   - an actionable outcome — outcome, action, result, event, task — to
-//     the episode log;
-//   - a distilled durable fact — fact, preference, profile, decision,
-//     note, instruction, goal, constraint — to semantic memory;
-//
-// and refuses any other kind, naming it and the kinds it knows.
-var Default Router = Func(defaultRoute)
+// Default is the zero [Gate]: it routes a write by its kind with the
+// table of the package doc, an unknown kind by its text, with no model
+// call, and gates it by the default [Thresholds].
+var Default Router = Gate{}
 
-// table is Default's.
-var table = map[string]Route{}
-
-func init() {
-	for _, k := range []string{"reasoning", "transient", "thought", "plan", "scratch"} {
-		table[k] = Route{Layer: layer.KeepsScratchpad, Reason: "transient reasoning goes to the scratchpad"}
+// routeByKind is Default's routing: the table, then the text.
+func routeByKind(w layer.Write) Route {
+	k := Normalize(w.Kind)
+	if sort, ok := byKind[k]; ok {
+		return Route{Layer: sort, Reason: reasons[sort]}
 	}
-	for _, k := range []string{"outcome", "action", "result", "event", "task"} {
-		table[k] = Route{Layer: layer.KeepsEpisodic, Reason: "an actionable outcome goes to the episode log"}
+	if k == KindUserMessage {
+		return userMessage(w)
 	}
-	for _, k := range []string{"fact", "preference", "profile", "decision", "note", "instruction", "goal", "constraint"} {
-		table[k] = Route{Layer: layer.KeepsSemantic, Reason: "a durable fact goes to semantic memory"}
-	}
-}
-
-func defaultRoute(_ context.Context, w layer.Write) Route {
-	if r, ok := table[w.Kind]; ok {
-		return r
-	}
-	return Route{Reason: fmt.Sprintf("kind %q is not one the default router knows: reasoning, transient, thought, plan, scratch (the scratchpad); "+
-		"outcome, action, result, event, task (the episode log); fact, preference, profile, decision, note, instruction, goal, constraint (semantic memory)", w.Kind)}
+	return ByContent(w)
 }

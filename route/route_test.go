@@ -9,23 +9,33 @@ import (
 	"github.com/memlayer/memlayer/route"
 )
 
-// Default sends each kind of its table to its sort of keeper, and
-// refuses any other kind with a reason that names it and the kinds it
-// knows.
+// Default sends each kind of its table to its sort of keeper, whatever
+// its spelling, and routes any other kind by its text, never refusing it.
 func TestDefault(t *testing.T) {
 	for kind, want := range map[string]string{
-		"reasoning": layer.KeepsScratchpad, "plan": layer.KeepsScratchpad,
-		"outcome": layer.KeepsEpisodic, "task": layer.KeepsEpisodic,
-		"fact": layer.KeepsSemantic, "preference": layer.KeepsSemantic, "constraint": layer.KeepsSemantic,
+		"reasoning": layer.KeepsScratchpad, "plan": layer.KeepsScratchpad, "thought": layer.KeepsScratchpad,
+		"outcome": layer.KeepsEpisodic, "task": layer.KeepsEpisodic, "tool_result": layer.KeepsEpisodic, "ToolResult": layer.KeepsEpisodic,
+		"tool-result": layer.KeepsEpisodic, "metric": layer.KeepsEpisodic, "observation": layer.KeepsEpisodic, "summary": layer.KeepsEpisodic,
+		"action": layer.KeepsEpisodic,
+		"fact":   layer.KeepsSemantic, "Fact": layer.KeepsSemantic, "preference": layer.KeepsSemantic, "constraint": layer.KeepsSemantic,
+		"skill": layer.KeepsSemantic, "Skills": layer.KeepsSemantic, "note": layer.KeepsSemantic,
 	} {
 		if got := route.Default.Route(t.Context(), layer.Write{Kind: kind, Text: "x"}); got.Layer != want || got.Reason == "" {
 			t.Errorf("kind %q: %+v, want layer %q with a reason", kind, got, want)
 		}
 	}
-	for _, kind := range []string{"color", "", "Fact"} {
-		got := route.Default.Route(t.Context(), layer.Write{Kind: kind, Text: "x"})
-		if got.Layer != "" || !strings.Contains(got.Reason, `"`+kind+`"`) || !strings.Contains(got.Reason, "preference") {
-			t.Errorf("kind %q: %+v, want a refusal naming it and the known kinds", kind, got)
+	for _, c := range []struct{ kind, text, want string }{
+		{"color", "green", layer.KeepsSemantic},
+		{"", "", layer.KeepsSemantic},
+		{"pattern", "Publish a page: cms_getPage then cms_updatePage(status=published).", layer.KeepsSemantic},
+		{"todo", "Next I will check the draft, then maybe ask the user.", layer.KeepsScratchpad},
+		{"log", "cms_updatePage failed yesterday with error 409.", layer.KeepsEpisodic},
+		{"user_message", "Could you remember that I prefer dark mode?", layer.KeepsSemantic},
+		{"user_message", "Publish the pricing page now.", layer.KeepsEpisodic},
+	} {
+		got := route.Default.Route(t.Context(), layer.Write{Kind: c.kind, Text: c.text})
+		if got.Layer != c.want || !strings.Contains(got.Reason, "text") && !strings.Contains(got.Reason, "message") {
+			t.Errorf("kind %q %q: %+v, want %q routed by its text", c.kind, c.text, got, c.want)
 		}
 	}
 }

@@ -187,6 +187,14 @@ func (k *Keeper) Keep(ctx context.Context, w layer.Write, own layer.Layer) (stri
 		ctx, cancel = context.WithTimeout(ctx, tm)
 		defer cancel()
 	}
+	if v, gated := k.admit(ctx, w, l); gated {
+		ev.Reason += "; " + v.Score.String()
+		if !v.Accept {
+			ev.Refused, ev.Reason = true, v.Reason+" ("+v.Score.String()+")"
+			k.Audit.Add(ev)
+			return "", fmt.Errorf("%w: %s", errGated, ev.Reason)
+		}
+	}
 	ev.Layer = id
 	k.Audit.Add(ev)
 	w.Reason = rt.Reason
@@ -198,6 +206,34 @@ func (k *Keeper) Keep(ctx context.Context, w layer.Write, own layer.Layer) (stri
 		k.auditKept(w, id, kept)
 	}
 	return kept.Reply, nil
+}
+
+// admit asks the router, when it gates (route.Admitter), whether w may
+// be kept by layer l, giving it the candidates l offers for w's text
+// (layer.CandidateSource). It is false when the router does not gate. A
+// failure to read the candidates is logged and gates against nothing
+// stored; a panic in Admit or Candidates refuses the write.
+func (k *Keeper) admit(ctx context.Context, w layer.Write, l layer.Layer) (v route.Verdict, gated bool) {
+	g, ok := k.Router.(route.Admitter)
+	if !ok {
+		return route.Verdict{}, false
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err := k.Recovered(ctx, "the router's gate", p)
+			v, gated = route.Verdict{Reason: "the router's gate failed: " + err.Error()}, true
+		}
+	}()
+	var stored []layer.Candidate
+	if cs, ok := layer.As[layer.CandidateSource](l); ok {
+		var err error
+		stored, err = cs.Candidates(ctx, layer.Query{Text: w.Text, Situation: w.Text, Budget: layer.Unbounded})
+		if err != nil {
+			k.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: gating read no stored items", slog.String("layer", l.Spec().ID), slog.Any("error", err))
+			stored = nil
+		}
+	}
+	return g.Admit(ctx, w, stored), true
 }
 
 // destination returns the layer rt chose for a write, as itself and as a
@@ -266,10 +302,24 @@ func (k *Keeper) KeepProposals(ctx context.Context, proposers []Proposer, step i
 				w.Text = rd.Text(w.Text, nil, n)
 			}
 			if err := k.keepProposal(ctx, w); err != nil {
-				k.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: a proposed write was not kept", slog.String("layer", id), slog.String("kind", w.Kind), slog.Any("error", err))
+				k.Logger.LogAttrs(ctx, proposalLevel(err), "agentloop: a proposed write was not kept", slog.String("layer", id), slog.String("kind", w.Kind), slog.Any("error", err))
 			}
 		}
 	}
+}
+
+// errGated is the error of a write the router's gate refused; its text
+// is "refused".
+var errGated = errors.New("refused")
+
+// proposalLevel is the level a proposal that was not kept is logged at:
+// debug when the gate refused it (a Proposer may propose what is kept
+// already, every turn; the audit has it), else a warning.
+func proposalLevel(err error) slog.Level {
+	if errors.Is(err, errGated) {
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
 }
 
 // keepProposal keeps a proposed write, or refuses it (audited) when it
