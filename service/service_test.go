@@ -325,17 +325,17 @@ func TestBadInput(t *testing.T) {
 		err  error
 		want error
 	}{
-		"empty text":        {second(mem.Add(ctx, "ada", service.Memo{Text: "  "})), semanticmemory.ErrInvalidFact},
-		"importance":        {second(mem.Add(ctx, "ada", service.Memo{Text: "x y", Importance: 2})), semanticmemory.ErrInvalidFact},
-		"plan kind":         {second(mem.Add(ctx, "ada", service.Memo{Text: "Step one.", Kind: "plan"})), service.ErrRefused},
-		"unknown kind":      {second(mem.Add(ctx, "ada", service.Memo{Text: "Step one.", Kind: "whatever"})), service.ErrRefused},
-		"update to plan":    {second(mem.Update(ctx, "ada", f.ID, service.Change{Kind: "plan"})), service.ErrRefused},
-		"update importance": {second(mem.Update(ctx, "ada", f.ID, service.Change{Importance: &nan})), semanticmemory.ErrInvalidFact},
-		"empty query":       {second(mem.Search(ctx, "ada", service.Query{Text: " "})), service.ErrInvalidQuery},
-		"negative k":        {second(mem.Search(ctx, "ada", service.Query{Text: "x", K: -1})), service.ErrInvalidQuery},
-		"bad kind filter":   {second(mem.Search(ctx, "ada", service.Query{Text: "x", Kind: "a b"})), service.ErrInvalidQuery},
-		"negative limit":    {second(mem.List(ctx, "ada", service.Page{Limit: -1})), service.ErrInvalidQuery},
-		"no extractor":      {second(mem.AddMessages(ctx, "ada", service.Message{Role: "user", Text: "hi"})), service.ErrNoExtractor},
+		"empty text":           {second(mem.Add(ctx, "ada", service.Memo{Text: "  "})), semanticmemory.ErrInvalidFact},
+		"importance":           {second(mem.Add(ctx, "ada", service.Memo{Text: "x y", Importance: 2})), semanticmemory.ErrInvalidFact},
+		"plan kind":            {second(mem.Add(ctx, "ada", service.Memo{Text: "Step one.", Kind: "plan"})), service.ErrRefused},
+		"unknown kind, a plan": {second(mem.Add(ctx, "ada", service.Memo{Text: "Next step: draft the page, then publish it tomorrow.", Kind: "whatever"})), service.ErrRefused}, // routed by its text to the scratchpad
+		"update to plan":       {second(mem.Update(ctx, "ada", f.ID, service.Change{Kind: "plan"})), service.ErrRefused},
+		"update importance":    {second(mem.Update(ctx, "ada", f.ID, service.Change{Importance: &nan})), semanticmemory.ErrInvalidFact},
+		"empty query":          {second(mem.Search(ctx, "ada", service.Query{Text: " "})), service.ErrInvalidQuery},
+		"negative k":           {second(mem.Search(ctx, "ada", service.Query{Text: "x", K: -1})), service.ErrInvalidQuery},
+		"bad kind filter":      {second(mem.Search(ctx, "ada", service.Query{Text: "x", Kind: "a b"})), service.ErrInvalidQuery},
+		"negative limit":       {second(mem.List(ctx, "ada", service.Page{Limit: -1})), service.ErrInvalidQuery},
+		"no extractor":         {second(mem.AddMessages(ctx, "ada", service.Message{Role: "user", Text: "hi"})), service.ErrNoExtractor},
 	} {
 		if !errors.Is(tc.err, tc.want) {
 			t.Errorf("%s: %v, want %v", name, tc.err, tc.want)
