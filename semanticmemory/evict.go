@@ -1,6 +1,7 @@
 package semanticmemory
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -79,18 +80,10 @@ func (c Capacity) withDefaults() (Capacity, error) {
 	case !(c.GuardImportance >= 0): // NaN too
 		return c, fmt.Errorf("%w: Capacity.GuardImportance %v < 0", ErrInvalidConfig, c.GuardImportance)
 	}
-	if c.MaxFacts == 0 {
-		c.MaxFacts = DefaultMaxFacts
-	}
-	if c.MaxTokens == 0 {
-		c.MaxTokens = DefaultMaxTokens
-	}
-	if c.HalfLife == 0 {
-		c.HalfLife = DefaultHalfLife
-	}
-	if c.GuardImportance == 0 {
-		c.GuardImportance = DefaultGuardImportance
-	}
+	c.MaxFacts = cmp.Or(c.MaxFacts, DefaultMaxFacts)
+	c.MaxTokens = cmp.Or(c.MaxTokens, DefaultMaxTokens)
+	c.HalfLife = cmp.Or(c.HalfLife, DefaultHalfLife)
+	c.GuardImportance = cmp.Or(c.GuardImportance, DefaultGuardImportance)
 	return c, nil
 }
 
@@ -158,6 +151,15 @@ func (l *Layer) evictDoc(f *Fact, uses int64, at time.Time) (storage.Document, b
 		fieldEvAt: strconv.FormatInt(at.UnixNano(), 10), fieldEvImp: strconv.FormatFloat(f.Importance, 'g', -1, 64),
 		fieldEvTok: strconv.FormatInt(tok, 10), fieldEvBand: strconv.FormatInt(band, 10),
 	}}, true
+}
+
+// appendEvictDoc appends the eviction document of live version f, not
+// yet recalled, to docs, unless f is never evicted.
+func (l *Layer) appendEvictDoc(docs []storage.Document, f *Fact) []storage.Document {
+	if d, ok := l.evictDoc(f, 0, f.Updated); ok {
+		docs = append(docs, d)
+	}
+	return docs
 }
 
 // band returns the eviction band of version f, and false for a fact
@@ -276,15 +278,19 @@ func (l *Layer) account(ctx context.Context, g *ledger, f *Fact) error {
 			g.Tokens -= tokens(prev.Text)
 		}
 	}
-	if f.gone() {
-		return nil
+	if !f.gone() {
+		l.count(g, f)
 	}
+	return nil
+}
+
+// count adds live version f to the ledger.
+func (l *Layer) count(g *ledger, f *Fact) {
 	g.Count++
 	g.Tokens += tokens(f.Text)
 	if b, ok := l.band(f); ok {
 		g.Low = min(g.Low, b)
 	}
-	return nil
 }
 
 // victimBatch is how many eviction candidates one probe of a band asks
@@ -373,26 +379,30 @@ func (l *Layer) ledgerAt(ctx context.Context) (ledger, error) {
 	case l.head.Next == l.head.Base:
 		return ledger{Low: evict.None}, nil
 	}
-	h, err := l.readHistory(ctx)
+	g, err := l.migrateLedger(ctx)
 	if err != nil {
 		return ledger{}, fmt.Errorf("build the capacity ledger: %w", err)
+	}
+	return g, nil
+}
+
+// migrateLedger returns the ledger of the live facts, reading every
+// record, and indexes their eviction documents.
+func (l *Layer) migrateLedger(ctx context.Context) (ledger, error) {
+	h, err := l.readHistory(ctx)
+	if err != nil {
+		return ledger{}, err
 	}
 	g := ledger{Low: evict.None}
 	var docs []storage.Document
 	for _, id := range slices.Sorted(maps.Keys(h.live)) {
-		f := h.live[id]
-		g.Count++
-		g.Tokens += tokens(f.Text)
-		if d, ok := l.evictDoc(f, 0, f.Updated); ok {
-			docs = append(docs, d)
-			b, _ := l.band(f)
-			g.Low = min(g.Low, b)
-		}
+		l.count(&g, h.live[id])
+		docs = l.appendEvictDoc(docs, h.live[id])
 	}
 	for len(docs) > 0 {
 		n := min(len(docs), 256)
 		if err := l.ix.Index(ctx, l.evcol, docs[:n]...); err != nil {
-			return ledger{}, fmt.Errorf("build the capacity ledger: %w", err)
+			return ledger{}, err
 		}
 		docs = docs[n:]
 	}
@@ -410,13 +420,8 @@ func (l *Layer) ledgerOf(facts []Fact) *ledger {
 		}
 	}
 	for _, f := range last {
-		if f.gone() {
-			continue
-		}
-		g.Count++
-		g.Tokens += tokens(f.Text)
-		if b, ok := l.band(f); ok {
-			g.Low = min(g.Low, b)
+		if !f.gone() {
+			l.count(&g, f)
 		}
 	}
 	return &g

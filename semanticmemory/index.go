@@ -192,13 +192,7 @@ func (l *Layer) applyFact(ctx context.Context, f *Fact, seq int64, m *marker) er
 	case found && cur.Version >= f.Version:
 		return nil
 	case f.gone():
-		if found && !cur.Gone {
-			m.Live--
-		}
-		if err := l.ix.Index(ctx, l.col, tombstone(f)); err != nil {
-			return err
-		}
-		return l.ix.Unindex(ctx, l.evcol, f.ID)
+		return l.applyGone(ctx, f, found && !cur.Gone, m)
 	}
 	live := found && !cur.Gone
 	if !live {
@@ -208,6 +202,19 @@ func (l *Layer) applyFact(ctx context.Context, f *Fact, seq int64, m *marker) er
 		return err
 	}
 	return l.indexEvictable(ctx, f, live)
+}
+
+// applyGone takes version f, which forgets or evicts its fact, into the
+// index: a tombstone in place of the fact's document (live says the
+// index held it live), and no eviction document.
+func (l *Layer) applyGone(ctx context.Context, f *Fact, live bool, m *marker) error {
+	if live {
+		m.Live--
+	}
+	if err := l.ix.Index(ctx, l.col, tombstone(f)); err != nil {
+		return err
+	}
+	return l.ix.Unindex(ctx, l.evcol, f.ID)
 }
 
 // catchUp applies to the index the records the marker says it lacks, up
@@ -272,16 +279,12 @@ func (l *Layer) loadWindow(ctx context.Context) error {
 	for _, id := range order {
 		if x := final[id]; !x.f.gone() {
 			docs = append(docs, l.doc(x.f, x.seq))
-			if d, ok := l.evictDoc(x.f, 0, x.f.Updated); ok {
-				evs = append(evs, d)
-			}
+			evs = l.appendEvictDoc(evs, x.f)
 			m.Live++
 		}
 	}
-	if len(evs) > 0 {
-		if err := l.ix.Index(ctx, l.evcol, evs...); err != nil {
-			return fmt.Errorf("index the evictable facts: %w", err)
-		}
+	if err := l.ix.Index(ctx, l.evcol, evs...); err != nil {
+		return fmt.Errorf("index the evictable facts: %w", err)
 	}
 	docs[0] = m.doc()
 	if err := l.ix.Index(ctx, l.col, docs...); err != nil {

@@ -116,11 +116,17 @@ func Victims(ctx context.Context, ix storage.Searcher, col string, low *int64, t
 		if len(hits) == 0 && b == *low {
 			*low = b + 1
 		}
-		for _, h := range hits {
-			if len(out) < n && !skip(h) {
-				out = append(out, h)
-			}
-		}
+		out = appendKept(out, hits, n, skip)
 	}
 	return out, nil
+}
+
+// appendKept appends the hits skip keeps to out, up to n in all.
+func appendKept(out, hits []storage.Hit, n int, skip func(storage.Hit) bool) []storage.Hit {
+	for _, h := range hits {
+		if len(out) < n && !skip(h) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
