@@ -55,6 +55,8 @@ const (
 // never evicted. An evicted fact gets a last version marked Evicted: it
 // is no longer recalled, and stays readable through [Layer.Versions] and
 // [Layer.Snapshot] like a forgotten one (the log keeps every version).
+// Restore writes the snapshot's facts whole, even past the capacity: the
+// next write evicts down to it.
 type Capacity struct {
 	// MaxFacts bounds the live facts. Zero means DefaultMaxFacts;
 	// negative, no bound.
