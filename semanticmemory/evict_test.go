@@ -378,3 +378,32 @@ func TestCapacityConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestRestorePastCapacity: a snapshot of more facts than the capacity is
+// restored whole, and the next write evicts down to the capacity.
+func TestRestorePastCapacity(t *testing.T) {
+	ctx := context.Background()
+	clk := newManualClock()
+	big := bindUser(t, semanticmemory.Config{Now: clk.Now}, storage.NewMemoryStore(), "u", "t")
+	for _, w := range []string{"amber", "basalt", "cobalt", "dune", "ember"} {
+		rememberImp(t, big, "The palette includes "+w, 0.5)
+		clk.Add(time.Hour)
+	}
+	snap, err := big.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := semanticmemory.Capacity{MaxFacts: 3, MaxTokens: 10_000}
+	l := bindUser(t, semanticmemory.Config{Now: clk.Now, Capacity: c}, storage.NewMemoryStore(), "u", "t")
+	if err := l.Restore(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	if _, n, _ := liveSummary(t, l); n != 5 {
+		t.Fatalf("%d facts restored, want 5", n)
+	}
+	rememberImp(t, l, "The palette excludes neon", 0.5)
+	checkLedger(t, l, c)
+	if _, n, _ := liveSummary(t, l); n != 3 {
+		t.Fatalf("%d facts after the next write, want 3", n)
+	}
+}
