@@ -117,9 +117,9 @@
 // per fact that may be evicted, with its density's band (see
 // internal/evict): a write below the capacity adds one index document;
 // a write at it also queries the lowest band (once per band found empty
-// since) and reads the victim's record. Recalls are counted in the run
-// and written at Close: one index query per fact recalled and one index
-// write per run. The counts live in the index only: an index rebuilt
+// since) and reads the victim's record. Uses count the runs that
+// recalled a fact; a run notes them in memory and writes them at Close:
+// one index query per fact recalled and one index write per run. The counts live in the index only: an index rebuilt
 // from the records counts afresh. A log written before the ledger gets
 // one at its first write, reading every record once. A forgotten or
 // evicted fact leaves a tombstone in the facts' collection, so a process

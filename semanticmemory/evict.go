@@ -47,9 +47,8 @@ const (
 //	importance × exp(−λ·Δt) × (1 + uses) / tokens
 //
 // where Δt is the time since the fact was last written or recalled, λ is
-// ln 2 / HalfLife, uses counts the Recalls that showed it and the
-// Candidates calls that offered it, and tokens is layer.EstimateTokens of
-// its text. Facts whose densities differ by less than a factor √2 may
+// ln 2 / HalfLife, uses counts the runs whose Recall showed it or whose
+// Candidates offered it, and tokens is layer.EstimateTokens of its text. Facts whose densities differ by less than a factor √2 may
 // leave in either order; among them, the least recently written or
 // recalled leaves first. A fact of importance GuardImportance or more is
 // never evicted. An evicted fact gets a last version marked Evicted: it
@@ -429,18 +428,18 @@ func (l *Layer) ledgerOf(facts []Fact) *ledger {
 	return &g
 }
 
-// used counts the facts a Recall showed or Candidates offered, to be
-// written at Close.
+// used notes the facts a Recall showed or Candidates offered, to be
+// counted at Close: once per run, however many steps recalled them.
 func (l *Layer) used(ids ...string) {
 	if l.uses == nil {
 		l.uses = map[string]int64{}
 	}
 	for _, id := range ids {
-		l.uses[id]++
+		l.uses[id] = 1
 	}
 }
 
-// flushUses adds the recalls counted since the last flush to the facts'
+// flushUses adds the runs' recalls noted since the last flush to the facts'
 // eviction documents, and marks them touched now: one query per fact
 // recalled and one Index call, once per run. The counts live in the
 // index only; an index rebuilt from the records starts them again.

@@ -218,7 +218,7 @@ func TestEvictionOrder(t *testing.T) {
 		clk.Add(time.Hour)
 		mid := rememberImp(t, l, "The user's cat is called Tom", 0.5) // as many tokens as each other
 		clk.Add(time.Hour)
-		// A run recalls the oldest fact twice, then ends.
+		// A run recalls the oldest fact (twice: it counts once), then ends.
 		for range 2 {
 			if out := recall(t, l, "dog Rex"); !strings.Contains(out, old.ID) {
 				t.Fatalf("recall did not show %s: %q", old.ID, out)

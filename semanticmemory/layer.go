@@ -144,7 +144,7 @@ type Layer struct {
 	ix    storage.Searcher
 	col   string // the facts' collection in ix
 	evcol string // the eviction documents' collection in ix
-	// uses counts the facts recalled since the last flush (see flushUses).
+	// uses notes the facts recalled since the last flush (see flushUses).
 	uses    map[string]int64
 	private bool
 	mark    marker // the index's marker as this layer last wrote or read it
@@ -838,7 +838,7 @@ func (l *Layer) Keep(ctx context.Context, w layer.Write) (layer.Kept, error) {
 	return k, nil
 }
 
-// Close writes the recalls the run counted for eviction (see
+// Close writes the recalls the run noted for eviction (see
 // [Capacity]): one query per fact recalled and one index write. Every
 // fact is stored when it is acknowledged.
 func (l *Layer) Close(ctx context.Context) error {
