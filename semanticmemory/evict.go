@@ -250,6 +250,9 @@ func (l *Layer) admit(ctx context.Context, facts []Fact) (record, error) {
 	}
 	skip := map[string]bool{}
 	for i := range facts {
+		if t, c := tokens(facts[i].Text), l.cfg.Capacity.MaxTokens; !facts[i].gone() && c >= 0 && t > int64(c) {
+			return record{}, fmt.Errorf("%w: a fact of %d tokens, capacity %d tokens", ErrCapacity, t, c)
+		}
 		if err := l.account(ctx, &g, &facts[i]); err != nil {
 			return record{}, err
 		}

@@ -369,6 +369,22 @@ func TestEvictionAcrossUsers(t *testing.T) {
 // teaOf is user u's fact in TestEvictionAcrossUsers, as stored.
 func teaOf(u string) string { return strings.Join(strings.Fields("The user "+u+" likes tea"), " ") }
 
+// TestFactOverTokenCapacity: a fact larger than the whole token
+// capacity is refused at once, and evicts nothing.
+func TestFactOverTokenCapacity(t *testing.T) {
+	c := semanticmemory.Capacity{MaxFacts: 10, MaxTokens: 12}
+	l := bindUser(t, semanticmemory.Config{Capacity: c}, storage.NewMemoryStore(), "u", "t")
+	small := rememberImp(t, l, "Short fact", 0.1)
+	_, err := l.Remember(context.Background(), semanticmemory.Memo{Text: strings.Repeat("word ", 40), Importance: 0.5})
+	if !errors.Is(err, semanticmemory.ErrCapacity) {
+		t.Fatalf("Remember of a fact over the token capacity = %v, want ErrCapacity", err)
+	}
+	if evicted(t, l, small.ID) {
+		t.Fatal("a refused write evicted a fact")
+	}
+	checkLedger(t, l, c)
+}
+
 // TestCapacityConfig: a half-life too short to band or a NaN guard is a
 // clear error.
 func TestCapacityConfig(t *testing.T) {
