@@ -250,8 +250,8 @@ func (l *Layer) admit(ctx context.Context, facts []Fact) (record, error) {
 	}
 	skip := map[string]bool{}
 	for i := range facts {
-		if t, c := tokens(facts[i].Text), l.cfg.Capacity.MaxTokens; !facts[i].gone() && c >= 0 && t > int64(c) {
-			return record{}, fmt.Errorf("%w: a fact of %d tokens, capacity %d tokens", ErrCapacity, t, c)
+		if err := l.fits(&facts[i]); err != nil {
+			return record{}, err
 		}
 		if err := l.account(ctx, &g, &facts[i]); err != nil {
 			return record{}, err
@@ -267,6 +267,16 @@ func (l *Layer) admit(ctx context.Context, facts []Fact) (record, error) {
 		out = append(slices.Clip(facts), evicted...)
 	}
 	return record{Facts: out, Ledger: &g}, nil
+}
+
+// fits returns an error wrapping ErrCapacity when version f alone is
+// larger than the token capacity: no eviction could make room for it.
+func (l *Layer) fits(f *Fact) error {
+	t, c := tokens(f.Text), l.cfg.Capacity.MaxTokens
+	if f.gone() || c < 0 || t <= int64(c) {
+		return nil
+	}
+	return fmt.Errorf("%w: a fact of %d tokens, capacity %d tokens", ErrCapacity, t, c)
 }
 
 // account adds version f to the ledger: it replaces the fact's live
