@@ -68,8 +68,9 @@
 //
 // The records are the source of truth; the index is derived from them.
 // The collection storage.IndexName(id, scope, "facts") holds one
-// document per live fact (its last version; a forgotten fact has none)
-// and a marker naming the records it covers. A writer indexes its
+// document per live fact (its last version), a tombstone without text
+// per forgotten or evicted one, and a marker naming the records it
+// covers. A writer indexes its
 // record after the record is published, before Remember or Forget
 // returns, so a fact acknowledged by another process before a Recall
 // starts is in it. Init reads the head and the marker and applies the
@@ -95,6 +96,38 @@
 // record that replaces every fact before it, so a reader sees the old
 // facts or the new ones, never a mix; then they move the head's Base to
 // it, delete the older records, and rebuild the index from it.
+//
+// # Capacity and eviction
+//
+// A scope's live facts are bounded by count and by tokens
+// (Config.Capacity: 100,000 facts and 4,000,000 tokens by default). A
+// write that would pass either bound evicts, in the same record, the
+// facts of lowest utility density, importance × exp(−λΔt) × (1 + uses)
+// per token (see [Capacity]); facts of importance 0.9 or more are
+// guarded and never evicted, and a write that only guarded facts could
+// make room for fails with [ErrCapacity] and writes nothing. An evicted
+// fact gets a last version marked Evicted: like a forgotten one it is
+// not recalled, and its versions stay readable for the audit.
+//
+// The cost of a write does not grow with the facts. The head holds a
+// small ledger (the live facts' count and tokens, and the lowest
+// eviction band in use); every record carries the ledger after it and
+// publishing the record installs it, under the head's compare-and-swap,
+// so the count is exact however many processes write at once. The
+// collection storage.IndexName(id, scope, "evict") holds one document
+// per fact that may be evicted, with its density's band (see
+// internal/evict): a write below the capacity adds one index document;
+// a write at it also queries the lowest band (once per band found empty
+// since) and reads the victim's record. Uses count the runs that
+// recalled a fact; a run notes them in memory and writes them at Close:
+// one index query per fact recalled and one index write per run. The counts live in the index only: an index rebuilt
+// from the records counts afresh. A log written before the ledger gets
+// one at its first write, reading every record once. A forgotten or
+// evicted fact leaves a tombstone in the facts' collection, so a process
+// applying an old record late cannot bring it back; the index has no
+// compare-and-swap, and only a process stalled between the lookup and
+// the write of one document, while another applies several records, can
+// still do so: then the memory may hold one fact over its capacity.
 //
 // # Block
 //

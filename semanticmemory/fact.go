@@ -102,6 +102,10 @@ type Fact struct {
 	// Forgotten marks the version that forgot the fact: it is kept for
 	// the audit and never recalled.
 	Forgotten bool `json:"forgotten,omitempty"`
+	// Evicted marks the version that evicted the fact to keep the memory
+	// within its capacity (see [Capacity]): like a forgotten one, it is
+	// kept for the audit and never recalled.
+	Evicted bool `json:"evicted,omitempty"`
 	// Embedding is the fact text's embedding, computed once for this
 	// version when the layer has an Embedder; empty otherwise.
 	Embedding []float32 `json:"embedding,omitempty"`
@@ -185,6 +189,9 @@ type head struct {
 	Version int   `json:"v"`
 	Base    int64 `json:"base"`
 	Next    int64 `json:"next"`
+	// Ledger is the capacity ledger after record Next-1; nil on a log
+	// written before there was one (see ledgerAt).
+	Ledger *ledger `json:"ledger,omitempty"`
 }
 
 // record is one write of the log: new versions of facts.
@@ -195,6 +202,9 @@ type record struct {
 	// Restore).
 	Reset bool   `json:"reset,omitempty"`
 	Facts []Fact `json:"facts"`
+	// Ledger is the capacity ledger after this record, which publishing
+	// the record installs in the head.
+	Ledger *ledger `json:"ledger,omitempty"`
 }
 
 // snapshot is what Snapshot returns: every version of every fact, by ID
@@ -235,6 +245,9 @@ func decodeHead(b []byte) (head, error) {
 	if h.Base < 0 || h.Next < h.Base {
 		return head{}, fmt.Errorf("%w: head base %d, next %d", ErrCorrupt, h.Base, h.Next)
 	}
+	if err := h.Ledger.check(); err != nil {
+		return head{}, fmt.Errorf("%w: head: %w", ErrCorrupt, err)
+	}
 	return h, nil
 }
 
@@ -246,6 +259,9 @@ func decodeRecord(b []byte, seq int64) (record, error) {
 	}
 	if r.Seq != seq {
 		return record{}, fmt.Errorf("%w: record %d says it is %d", ErrCorrupt, seq, r.Seq)
+	}
+	if err := r.Ledger.check(); err != nil {
+		return record{}, fmt.Errorf("%w: record %d: %w", ErrCorrupt, seq, err)
 	}
 	for i := range r.Facts {
 		if err := r.Facts[i].validate(); err != nil {

@@ -48,6 +48,7 @@ const (
 	fieldPin     = "pin"  // "1" when shown whatever the query (see Config.PinKinds)
 	fieldSource  = "src"  // Source.String(), cut at storage.MaxFieldValueLen bytes
 	fieldMark    = "mark" // "1" on the marker document only
+	fieldGone    = "gone" // "1" on a forgotten or evicted fact's tombstone only
 
 	markID = " mark" // no fact ID has a space
 )
@@ -108,6 +109,9 @@ type view struct {
 	Updated                time.Time
 	Seq                    int64
 	Version                int
+	// Gone marks a tombstone: the fact's last version forgot or evicted
+	// it.
+	Gone bool
 }
 
 func viewOf(h storage.Hit) view {
@@ -117,11 +121,26 @@ func viewOf(h storage.Hit) view {
 	v.Updated, _ = time.Parse(time.RFC3339Nano, f[fieldUpdated])
 	v.Seq, _ = strconv.ParseInt(f[fieldSeq], 10, 64)
 	v.Version, _ = strconv.Atoi(f[fieldVersion])
+	v.Gone = f[fieldGone] == "1"
 	return v
+}
+
+// tombstone returns the document that stands for fact f once its last
+// version f forgot or evicted it: no text, so no query by text or vector
+// finds it, and its version, so that applying an older record again
+// (another process catching up late) cannot bring the fact back.
+func tombstone(f *Fact) storage.Document {
+	return storage.Document{ID: f.ID, Fields: map[string]string{fieldID: f.ID, fieldVersion: strconv.Itoa(f.Version), fieldGone: "1"}}
 }
 
 // lookup returns the live fact id as the index holds it.
 func (l *Layer) lookup(ctx context.Context, id string) (view, bool, error) {
+	v, found, err := l.lookupDoc(ctx, id)
+	return v, found && !v.Gone, err
+}
+
+// lookupDoc returns the document of fact id, live or a tombstone.
+func (l *Layer) lookupDoc(ctx context.Context, id string) (view, bool, error) {
 	hits, err := l.ix.Search(ctx, l.col, storage.Query{Filter: map[string]string{fieldID: id}, K: 1})
 	if err != nil || len(hits) == 0 {
 		return view{}, false, err
@@ -148,7 +167,7 @@ func (l *Layer) fact(ctx context.Context, v view) (Fact, bool, error) {
 // skipped, so applying a record twice changes nothing.
 func (l *Layer) apply(ctx context.Context, r record, m *marker) error {
 	if r.Reset {
-		if err := l.ix.Drop(ctx, l.col); err != nil {
+		if err := l.dropIndex(ctx); err != nil {
 			return err
 		}
 		m.Live = 0
@@ -166,22 +185,36 @@ func (l *Layer) apply(ctx context.Context, r record, m *marker) error {
 // unless the index holds it or a newer one, and counts the live facts
 // in m.
 func (l *Layer) applyFact(ctx context.Context, f *Fact, seq int64, m *marker) error {
-	cur, found, err := l.lookup(ctx, f.ID)
+	cur, found, err := l.lookupDoc(ctx, f.ID)
 	switch {
 	case err != nil:
 		return err
 	case found && cur.Version >= f.Version:
 		return nil
-	case f.Forgotten && found:
-		m.Live--
-		return l.ix.Unindex(ctx, l.col, f.ID)
-	case f.Forgotten:
-		return nil
+	case f.gone():
+		return l.applyGone(ctx, f, found && !cur.Gone, m)
 	}
-	if !found {
+	live := found && !cur.Gone
+	if !live {
 		m.Live++
 	}
-	return l.ix.Index(ctx, l.col, l.doc(f, seq))
+	if err := l.ix.Index(ctx, l.col, l.doc(f, seq)); err != nil {
+		return err
+	}
+	return l.indexEvictable(ctx, f, live)
+}
+
+// applyGone takes version f, which forgets or evicts its fact, into the
+// index: a tombstone in place of the fact's document (live says the
+// index held it live), and no eviction document.
+func (l *Layer) applyGone(ctx context.Context, f *Fact, live bool, m *marker) error {
+	if live {
+		m.Live--
+	}
+	if err := l.ix.Index(ctx, l.col, tombstone(f)); err != nil {
+		return err
+	}
+	return l.ix.Unindex(ctx, l.evcol, f.ID)
 }
 
 // catchUp applies to the index the records the marker says it lacks, up
@@ -242,11 +275,16 @@ func (l *Layer) loadWindow(ctx context.Context) error {
 	final, order := lastVersions(recs)
 	m := marker{Base: l.head.Base, Next: l.head.Next}
 	docs := []storage.Document{m.doc()}
+	var evs []storage.Document
 	for _, id := range order {
-		if x := final[id]; !x.f.Forgotten {
+		if x := final[id]; !x.f.gone() {
 			docs = append(docs, l.doc(x.f, x.seq))
+			evs = l.appendEvictDoc(evs, x.f)
 			m.Live++
 		}
+	}
+	if err := l.ix.Index(ctx, l.evcol, evs...); err != nil {
+		return fmt.Errorf("index the evictable facts: %w", err)
 	}
 	docs[0] = m.doc()
 	if err := l.ix.Index(ctx, l.col, docs...); err != nil {
@@ -382,7 +420,7 @@ func (h history) add(f Fact) {
 	}
 	h.versions[f.ID] = append(vs, f)
 	delete(h.live, f.ID)
-	if !f.Forgotten {
+	if !f.gone() {
 		h.live[f.ID] = &h.versions[f.ID][len(h.versions[f.ID])-1]
 	}
 }

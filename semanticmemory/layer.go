@@ -108,6 +108,10 @@ type Config struct {
 	// (storage.Searcher): older facts are not recalled there. Zero means
 	// DefaultFallbackFacts.
 	FallbackFacts int
+	// Capacity bounds the live facts by count and by tokens, and says
+	// which to evict first (see [Capacity]). The zero value means the
+	// defaults.
+	Capacity Capacity
 }
 
 // Layer is the semantic memory: distilled facts of a resource (or thread,
@@ -137,8 +141,11 @@ type Layer struct {
 	// ix is the index recall queries: the store's (storage.Searcher) or,
 	// when the store has none, a private storage.MemoryIndex filled from
 	// the newest records (private).
-	ix      storage.Searcher
-	col     string // the facts' collection in ix
+	ix    storage.Searcher
+	col   string // the facts' collection in ix
+	evcol string // the eviction documents' collection in ix
+	// uses notes the facts recalled since the last flush (see flushUses).
+	uses    map[string]int64
 	private bool
 	mark    marker // the index's marker as this layer last wrote or read it
 	// template is set on the Layer New returns, never on a bound one.
@@ -165,6 +172,11 @@ func New(cfg Config) (*Layer, error) {
 	cfg.FallbackFacts = cmp.Or(cfg.FallbackFacts, DefaultFallbackFacts)
 	cfg.TopK = cmp.Or(cfg.TopK, DefaultTopK)
 	cfg.MaxRetries = cmp.Or(cfg.MaxRetries, DefaultMaxRetries)
+	capacity, err := cfg.Capacity.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Capacity = capacity
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -273,6 +285,7 @@ func (l *Layer) bind(store storage.Store, scope string, env layer.Env) *Layer {
 	b.log = seqlog.Log{Store: store, LayerID: l.cfg.ID, Scope: scope, Pkg: "semanticmemory", ErrVersion: ErrVersion,
 		MaxRetries: l.cfg.MaxRetries, Logger: cmp.Or(env.Logger, slog.Default()), Now: b.now}
 	b.col = storage.IndexName(l.cfg.ID, scope, "facts")
+	b.evcol = storage.IndexName(l.cfg.ID, scope, "evict")
 	if x, ok := searcherOf(store); ok {
 		b.ix = x
 	} else {
@@ -349,15 +362,15 @@ func (l *Layer) remember(ctx context.Context, m Memo) (Fact, error) {
 // writeVersion appends the fact m writes (see newVersion) and returns
 // it, or returns as same the live fact that says the same already.
 func (l *Layer) writeVersion(ctx context.Context, m Memo, emb []float32) (written []Fact, same *Fact, err error) {
-	written, _, err = l.appendRecord(ctx, false, func(seq int64) ([]Fact, error) {
+	r, err := l.appendRecord(ctx, false, func(seq int64) (record, error) {
 		f, old, err := l.newVersion(ctx, m, emb, seq)
 		same = old
 		if err != nil || old != nil {
-			return nil, err
+			return record{}, err
 		}
-		return []Fact{f}, nil
+		return l.admit(ctx, []Fact{f})
 	})
-	return written, same, err
+	return r.Facts, same, err
 }
 
 // newVersion returns the fact m writes in record seq: a new fact, or
@@ -407,7 +420,7 @@ func (l *Layer) newID(ctx context.Context, seq int64) (string, error) {
 	base := "f" + strconv.FormatInt(seq, 10)
 	id := base
 	for n := 1; ; n++ {
-		_, taken, err := l.lookup(ctx, id)
+		_, taken, err := l.lookupDoc(ctx, id)
 		if err != nil || !taken {
 			return id, err
 		}
@@ -432,7 +445,13 @@ func (l *Layer) forget(ctx context.Context, id string, src Source) error {
 		return fmt.Errorf("semanticmemory: forget: %w", err)
 	}
 	src.Thread = cmp.Or(src.Thread, l.thread)
-	_, _, err := l.appendRecord(ctx, false, func(int64) ([]Fact, error) { return l.forgotten(ctx, id, src) })
+	_, err := l.appendRecord(ctx, false, func(int64) (record, error) {
+		f, err := l.forgotten(ctx, id, src)
+		if err != nil {
+			return record{}, err
+		}
+		return l.admit(ctx, f)
+	})
 	if err != nil {
 		return fmt.Errorf("semanticmemory: forget: %w", err)
 	}
@@ -747,16 +766,20 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 	if err != nil {
 		return nil, fmt.Errorf("semanticmemory: recall: %w", err)
 	}
-	text, tokens := l.fit(ranked, q)
+	text, tokens, shown := l.fit(ranked, q)
 	if text == "" {
 		return nil, nil
+	}
+	for _, s := range ranked[:shown] {
+		l.used(s.fact.ID)
 	}
 	return []layer.Item{{Text: text, Tokens: tokens}}, nil
 }
 
 // fit returns the block of the ranked facts that fits q's budget, the
-// first facts in order while it fits, and its tokens.
-func (l *Layer) fit(ranked []scored, q layer.Query) (text string, tokens int) {
+// first facts in order while it fits, its tokens and how many facts it
+// shows.
+func (l *Layer) fit(ranked []scored, q layer.Query) (text string, tokens, shown int) {
 	var lines []string
 	for _, s := range ranked {
 		t := fence.Wrap(l.tag, strings.Join(append(lines, line(s.fact)), "\n"))
@@ -767,7 +790,7 @@ func (l *Layer) fit(ranked []scored, q layer.Query) (text string, tokens int) {
 		lines = append(lines, line(s.fact))
 		text, tokens = t, n
 	}
-	return text, tokens
+	return text, tokens, len(lines)
 }
 
 // Candidates returns the facts matching q.Text as scored candidates for
@@ -804,6 +827,7 @@ func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]layer.Candidat
 		t := line(s.fact)
 		out[i] = layer.Candidate{Layer: l.cfg.ID, Key: s.fact.ID, Text: t, Tokens: q.Count(t),
 			Similarity: s.sim, Time: recency(ranked, i, now), Importance: s.fact.Importance, Source: s.fact.Source}
+		l.used(s.fact.ID)
 	}
 	return out, nil
 }
@@ -878,12 +902,12 @@ func (l *Layer) Restore(ctx context.Context, data json.RawMessage) error {
 	if string(encode(s)) == string(encode(h.snapshot())) {
 		return nil
 	}
-	written, seq, err := l.appendRecord(ctx, true, func(int64) ([]Fact, error) { return s.Facts, nil })
+	r, err := l.appendRecord(ctx, true, func(int64) (record, error) { return record{Facts: s.Facts, Ledger: l.ledgerOf(s.Facts)}, nil })
 	if err != nil {
 		return fmt.Errorf("semanticmemory: restore: %w", err)
 	}
-	l.mirror(ctx, written)
-	if err := l.replaced(ctx, seq); err != nil {
+	l.mirror(ctx, r.Facts)
+	if err := l.replaced(ctx, r.Seq); err != nil {
 		return fmt.Errorf("semanticmemory: restore: restored, but %w", err)
 	}
 	return nil
@@ -911,11 +935,11 @@ func (l *Layer) Clear(ctx context.Context) error {
 	if err := l.sync(ctx); err != nil {
 		return fmt.Errorf("semanticmemory: clear: %w", err)
 	}
-	_, seq, err := l.appendRecord(ctx, true, func(int64) ([]Fact, error) { return nil, nil })
+	r, err := l.appendRecord(ctx, true, func(int64) (record, error) { return record{Ledger: l.ledgerOf(nil)}, nil })
 	if err != nil {
 		return fmt.Errorf("semanticmemory: clear: %w", err)
 	}
-	if err := l.replaced(ctx, seq); err != nil {
+	if err := l.replaced(ctx, r.Seq); err != nil {
 		return fmt.Errorf("semanticmemory: clear: cleared, but %w", err)
 	}
 	return nil
@@ -925,11 +949,17 @@ func (l *Layer) Clear(ctx context.Context) error {
 // agentloop exports them as OpenTelemetry metrics): "entries", the live
 // facts the index held when this layer last brought it up to date (its
 // marker's count: exact for one writer, approximate while several
-// processes write at once).
+// processes write at once); and, once the log has a capacity ledger (see
+// [Capacity]), "facts" and "tokens", the live facts and their tokens as
+// the head this layer last read counts them (exact).
 func (l *Layer) Metrics() map[string]int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return map[string]int64{"entries": l.mark.Live}
+	m := map[string]int64{"entries": l.mark.Live}
+	if g := l.head.Ledger; g != nil {
+		m["facts"], m["tokens"] = g.Count, g.Tokens
+	}
+	return m
 }
 
 // Keeps implements layer.Keeper: semantic memory keeps durable facts.
@@ -956,8 +986,20 @@ func (l *Layer) Keep(ctx context.Context, w layer.Write) (layer.Kept, error) {
 	return k, nil
 }
 
-// Close does nothing: every write is stored when it is acknowledged.
-func (l *Layer) Close(context.Context) error { return nil }
+// Close writes the recalls the run noted for eviction (see
+// [Capacity]): one query per fact recalled and one index write. Every
+// fact is stored when it is acknowledged.
+func (l *Layer) Close(ctx context.Context) error {
+	if l.template {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.flushUses(ctx); err != nil {
+		return fmt.Errorf("semanticmemory: close: %w", err)
+	}
+	return nil
+}
 
 // memorizeSchema and forgetSchema are the tools' JSON-Schema parameters.
 var (

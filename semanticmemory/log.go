@@ -134,29 +134,34 @@ func (l *Layer) swapHead(ctx context.Context, change func(h *head) bool) (bool, 
 }
 
 // appendRecord writes one record built by build for its sequence number
-// and publishes it, and returns the facts written and the number. build
-// runs after each catch-up, so it decides on the latest state; it
-// returns no facts to give up writing (unless reset: a Reset record
-// replaces every fact before it, and may hold none).
-func (l *Layer) appendRecord(ctx context.Context, reset bool, build func(seq int64) ([]Fact, error)) ([]Fact, int64, error) {
+// and publishes it, and returns the record written. build runs after
+// each catch-up, with the index brought up to the record before, so it
+// decides on the latest state; it returns a record of no facts to give
+// up writing (unless reset: a Reset record replaces every fact before
+// it, and may hold none).
+func (l *Layer) appendRecord(ctx context.Context, reset bool, build func(seq int64) (record, error)) (record, error) {
 	for attempt := range l.cfg.MaxRetries {
 		if err := storage.WaitRetry(ctx, attempt); err != nil {
-			return nil, 0, fmt.Errorf("append: %w", err)
+			return record{}, fmt.Errorf("append: %w", err)
+		}
+		if err := l.current(ctx); err != nil {
+			return record{}, fmt.Errorf("append: %w", err)
 		}
 		seq := l.head.Next
-		facts, err := build(seq)
-		if err != nil || len(facts) == 0 && !reset {
-			return nil, 0, err
+		r, err := build(seq)
+		if err != nil || len(r.Facts) == 0 && !reset {
+			return record{}, err
 		}
-		mine, err := l.putRecord(ctx, record{Version: FormatVersion, Seq: seq, Reset: reset, Facts: facts})
+		r.Version, r.Seq, r.Reset = FormatVersion, seq, reset
+		mine, err := l.putRecord(ctx, r)
 		if err != nil {
-			return nil, 0, err
+			return record{}, err
 		}
 		if mine {
-			return facts, seq, nil
+			return r, nil
 		}
 	}
-	return nil, 0, fmt.Errorf("append: gave up after %d attempts: %w", l.cfg.MaxRetries, storage.ErrConflict)
+	return record{}, fmt.Errorf("append: gave up after %d attempts: %w", l.cfg.MaxRetries, storage.ErrConflict)
 }
 
 // putRecord writes r under its number, create-only, and publishes it. It
@@ -164,20 +169,33 @@ func (l *Layer) appendRecord(ctx context.Context, reset bool, build func(seq int
 // number (its record is published then).
 func (l *Layer) putRecord(ctx context.Context, r record) (bool, error) {
 	_, err := l.log.Store.Put(ctx, l.log.Key(recName(r.Seq)), encode(r), storage.NoVersion)
-	if err != nil && !errors.Is(err, storage.ErrConflict) {
+	switch {
+	case err == nil:
+		return true, l.publish(ctx, r.Seq, r.Ledger)
+	case !errors.Is(err, storage.ErrConflict):
 		return false, fmt.Errorf("write record %d: %w", r.Seq, err)
 	}
-	return err == nil, l.publish(ctx, r.Seq)
+	if l.head.Next > r.Seq {
+		return false, nil // published already
+	}
+	// Another writer's record, perhaps not published: publish it with
+	// its ledger.
+	theirs, err := l.readRecord(ctx, r.Seq)
+	if err != nil {
+		return false, err
+	}
+	return false, l.publish(ctx, r.Seq, theirs.Ledger)
 }
 
-// publish advances the head past record seq, catching up with other
-// writers on the way. The caller indexes the record (see catchUp).
-func (l *Layer) publish(ctx context.Context, seq int64) error {
+// publish advances the head past record seq, whose ledger is g, catching
+// up with other writers on the way. The caller indexes the record (see
+// catchUp).
+func (l *Layer) publish(ctx context.Context, seq int64, g *ledger) error {
 	_, err := l.swapHead(ctx, func(h *head) bool {
 		if h.Next > seq {
 			return false // published by another writer
 		}
-		h.Next = seq + 1
+		h.Next, h.Ledger = seq+1, g
 		return true
 	})
 	if err != nil {

@@ -55,7 +55,7 @@ func (l *Layer) mirror(ctx context.Context, facts []Fact) {
 	}
 	var docs []schema.Document
 	for _, f := range facts {
-		if f.Forgotten {
+		if f.gone() {
 			continue
 		}
 		docs = append(docs, schema.Document{PageContent: f.Text, Metadata: map[string]any{

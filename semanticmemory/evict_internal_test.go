@@ -1,0 +1,98 @@
+package semanticmemory
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/storage"
+)
+
+// TestLedgerMigration: a log written before the capacity ledger (its
+// head and records without one, its index without eviction documents)
+// gets a ledger at its first write, counting every live fact, and the
+// capacity holds from that write on, the oldest fact going first.
+func TestLedgerMigration(t *testing.T) {
+	ctx := context.Background()
+	store := storage.NewMemoryStore()
+	open := func(c Capacity) *Layer {
+		tmpl, err := New(Config{Capacity: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := tmpl.Init(ctx, layer.Env{ThreadID: "t", ResourceID: "u", Store: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.(*Layer)
+	}
+	old := open(Capacity{})
+	var ids []string
+	for i := range 6 {
+		f, err := old.Remember(ctx, Memo{Text: fmt.Sprintf("Old fact %d about %c", i, 'a'+i), Importance: 0.5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, f.ID)
+	}
+	if err := old.Forget(ctx, ids[5]); err != nil {
+		t.Fatal(err)
+	}
+	// Make it an old log: no ledger in the head, no eviction documents.
+	key := old.log.Key("head")
+	it, err := store.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := decodeHead(it.Value)
+	if err != nil || h.Ledger == nil {
+		t.Fatalf("head %+v, %v: want a ledger", h, err)
+	}
+	h.Ledger = nil
+	if _, err := store.Put(ctx, key, encode(h), it.Version); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Drop(ctx, old.evcol); err != nil {
+		t.Fatal(err)
+	}
+
+	l := open(Capacity{MaxFacts: 4})
+	if _, ok := l.Metrics()["facts"]; ok {
+		t.Fatalf("an old log has a ledger before its first write: %v", l.Metrics())
+	}
+	if _, err := l.Remember(ctx, Memo{Text: "A new fact about z", Importance: 0.5}); err != nil {
+		t.Fatal(err)
+	}
+	// Five live facts and the new one, capacity four: the two oldest go.
+	if m := l.Metrics(); m["facts"] != 4 {
+		t.Fatalf("ledger after the first write = %v, want 4 facts", m)
+	}
+	live, err := l.Facts(ctx)
+	if err != nil || len(live) != 4 {
+		t.Fatalf("Facts = %d, %v; want 4", len(live), err)
+	}
+	for i, id := range ids[:5] {
+		vs, err := l.Versions(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := vs[len(vs)-1].Evicted, i < 2; got != want {
+			t.Errorf("fact %s evicted = %v, want %v", id, got, want)
+		}
+	}
+}
+
+// TestDecodeLedger: a head or record whose ledger counts below zero is
+// corrupt.
+func TestDecodeLedger(t *testing.T) {
+	if _, err := decodeHead([]byte(`{"v":1,"base":0,"next":1,"ledger":{"n":-1,"tok":0,"low":0}}`)); err == nil {
+		t.Error("a head with a negative count decoded")
+	}
+	if _, err := decodeRecord([]byte(`{"v":1,"seq":0,"facts":[],"ledger":{"n":0,"tok":-5,"low":0}}`), 0); err == nil {
+		t.Error("a record with negative tokens decoded")
+	}
+	if _, err := decodeHead([]byte(`{"v":1,"base":0,"next":1,"ledger":{"n":3,"tok":30,"low":7}}`)); err != nil {
+		t.Errorf("a good ledger refused: %v", err)
+	}
+}
