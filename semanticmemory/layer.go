@@ -540,14 +540,18 @@ func (l *Layer) Update(ctx context.Context, id string, c Change) (Fact, error) {
 	}
 	c.Source.Thread = cmp.Or(c.Source.Thread, l.thread)
 	var same *Fact
-	written, _, err := l.appendRecord(ctx, false, func(int64) ([]Fact, error) {
+	r, err := l.appendRecord(ctx, false, func(int64) (record, error) {
 		f, unchanged, err := l.changed(ctx, id, c)
 		if unchanged {
 			same = &f
-			return nil, err
+			return record{}, err
 		}
-		return []Fact{f}, err
+		if err != nil {
+			return record{}, err
+		}
+		return l.admit(ctx, []Fact{f})
 	})
+	written := r.Facts
 	switch {
 	case err != nil:
 		return Fact{}, fmt.Errorf("semanticmemory: update: %w", err)
