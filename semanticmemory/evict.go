@@ -48,12 +48,14 @@ const (
 //
 // where Δt is the time since the fact was last written or recalled, λ is
 // ln 2 / HalfLife, uses counts the runs whose Recall showed it or whose
-// Candidates offered it, and tokens is layer.EstimateTokens of its text. Facts whose densities differ by less than a factor √2 may
-// leave in either order; among them, the least recently written or
-// recalled leaves first. A fact of importance GuardImportance or more is
-// never evicted. An evicted fact gets a last version marked Evicted: it
-// is no longer recalled, and stays readable through [Layer.Versions] and
-// [Layer.Snapshot] like a forgotten one (the log keeps every version).
+// scored assembly showed it (RenderBlock), and tokens is
+// layer.EstimateTokens of its text. Facts whose densities differ by less
+// than a factor √2 may leave in either order; among them, the least
+// recently written or recalled leaves first. A fact of importance
+// GuardImportance or more is never evicted. An evicted fact gets a last
+// version marked Evicted: it is no longer recalled, and stays readable
+// through [Layer.Versions] and [Layer.Snapshot] like a forgotten one
+// (the log keeps every version).
 // Restore writes the snapshot's facts whole, even past the capacity: the
 // next write evicts down to it.
 type Capacity struct {
@@ -441,7 +443,7 @@ func (l *Layer) ledgerOf(facts []Fact) *ledger {
 	return &g
 }
 
-// used notes the facts a Recall showed or Candidates offered, to be
+// used notes the facts a Recall or RenderBlock showed, to be
 // counted at Close: once per run, however many steps recalled them.
 func (l *Layer) used(ids ...string) {
 	if l.uses == nil {

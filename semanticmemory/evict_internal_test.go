@@ -96,3 +96,36 @@ func TestDecodeLedger(t *testing.T) {
 		t.Errorf("a good ledger refused: %v", err)
 	}
 }
+
+// TestUsesCountWhatIsShown: a fact counts as recalled when Recall or
+// scored assembly (RenderBlock) shows it, not when Candidates offers it:
+// assembly drops some of those, and the write gate reads them to compare
+// a write with.
+func TestUsesCountWhatIsShown(t *testing.T) {
+	ctx := context.Background()
+	tmpl, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := tmpl.Init(ctx, layer.Env{ThreadID: "t", ResourceID: "u", Store: storage.NewMemoryStore()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := b.(*Layer)
+	for _, text := range []string{"The user edits the pricing page.", "The pricing page is in French."} {
+		if _, err := l.Remember(ctx, Memo{Text: text, Importance: 0.5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cands, err := l.Candidates(ctx, layer.Query{Text: "pricing page", Budget: layer.Unbounded})
+	if err != nil || len(cands) != 2 {
+		t.Fatalf("Candidates = %v, %v; want the 2 facts", cands, err)
+	}
+	if len(l.uses) != 0 {
+		t.Errorf("Candidates counted %d uses, want none", len(l.uses))
+	}
+	l.RenderBlock(cands[:1])
+	if len(l.uses) != 1 || l.uses[cands[0].Key] != 1 {
+		t.Errorf("after showing %s: uses %v, want it alone", cands[0].Key, l.uses)
+	}
+}

@@ -831,7 +831,6 @@ func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]layer.Candidat
 		t := line(s.fact)
 		out[i] = layer.Candidate{Layer: l.cfg.ID, Key: s.fact.ID, Text: t, Tokens: q.Count(t),
 			Similarity: s.sim, Time: recency(ranked, i, now), Importance: s.fact.Importance, Source: s.fact.Source}
-		l.used(s.fact.ID)
 	}
 	return out, nil
 }
@@ -840,14 +839,23 @@ func (l *Layer) Candidates(ctx context.Context, q layer.Query) ([]layer.Candidat
 // its own: one line each, in the order Candidates offers them (the pinned
 // facts, then the best matches), fenced in the layer's block. With every
 // candidate, it is Recall's block.
+//
+// A fact it shows counts as recalled (see Config.Capacity): Candidates
+// counts none, since what it offers may not be shown (scored assembly
+// drops some; the write gate reads them to compare a write with).
 func (l *Layer) RenderBlock(won []layer.Candidate) string {
 	if len(won) == 0 {
 		return ""
 	}
 	lines := make([]string, len(won))
+	l.mu.Lock()
 	for i, c := range won {
 		lines[i] = c.Text
+		if c.Layer == l.cfg.ID {
+			l.used(c.Key)
+		}
 	}
+	l.mu.Unlock()
 	return fence.Wrap(l.tag, strings.Join(lines, "\n"))
 }
 
