@@ -1,0 +1,351 @@
+package semanticmemory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/memlayer/memlayer/internal/textcut"
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/storage"
+)
+
+// candidatesName names the scope's candidate record: the step sequences
+// that succeeded but not yet often enough to be skills.
+const candidatesName = "skill-candidates"
+
+// candidates is the stored candidate record of a scope, at most
+// SkillConfig.MaxCandidates entries.
+type candidates struct {
+	Version int `json:"v"`
+	// Clock counts the record's updates; an entry's Last is the clock of
+	// its last success, so the least recently seen goes first.
+	Clock int64       `json:"clock"`
+	C     []candidate `json:"c"`
+}
+
+// candidate is a step sequence that succeeded N times (below
+// SkillConfig.MinSuccesses), with the evidence and triggers of those
+// turns.
+type candidate struct {
+	Sig      string     `json:"sig"`
+	N        int        `json:"n"`
+	Last     int64      `json:"last"`
+	Triggers []string   `json:"triggers,omitempty"`
+	Evidence []Evidence `json:"evidence,omitempty"`
+}
+
+// success is one successful turn of a step sequence.
+type success struct {
+	steps   []SkillStep
+	sig     string
+	trigger string
+	ev      Evidence
+}
+
+// Store implements layer.Storer: it learns skills. It follows the tool
+// calls of the turn a run is in, step by step; when the turn ends (a
+// step without tool calls) in success — no call failed or returned an
+// error result, and the answer reports no failure — the turn's sequence
+// (its tool calls, repeats folded, arguments abstracted) counts one
+// success of its signature: the skill's next version when it is one
+// already, else its entry in the scope's candidate record, which makes
+// it a skill at Config.Skills.MinSuccesses. A turn's calls are kept in
+// memory until it ends; a successful turn writes one small record, so
+// no step reads or writes anything that grows with the log. With
+// Config.NoSkills it does nothing.
+func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
+	if l.cfg.NoSkills || l.template {
+		return nil
+	}
+	l.mu.Lock()
+	ended := l.seq.observe(t, &l.cfg.Skills, l.ownTool)
+	seq := l.seq
+	if ended {
+		l.seq = turnSeq{}
+	}
+	thread := l.thread
+	l.mu.Unlock()
+	if !ended || seq.failed || len(seq.steps) == 0 || failedAnswer(t.Response) {
+		return nil
+	}
+	s := success{steps: seq.steps, sig: signature(seq.steps), trigger: textcut.Prefix(strings.Join(strings.Fields(t.Query), " "), maxTriggerBytes),
+		ev: Evidence{Thread: thread, Refs: seq.refs}}
+	if err := l.learn(ctx, s, t.Step); err != nil {
+		return fmt.Errorf("semanticmemory: store: skill: %w", err)
+	}
+	return nil
+}
+
+// ownTool reports whether tool is one of the layer's own.
+func (l *Layer) ownTool(tool string) bool {
+	return tool == layer.ToolName(l.cfg.ID, "memorize") || tool == layer.ToolName(l.cfg.ID, "forget")
+}
+
+// learn counts success s: on its skill, or on its candidate, making the
+// skill when the candidate has succeeded often enough.
+func (l *Layer) learn(ctx context.Context, s success, step int) error {
+	l.mu.Lock()
+	if err := l.sync(ctx); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	_, found, err := l.lookupSkill(ctx, s.sig)
+	if err != nil || found {
+		if err == nil {
+			err = l.writeSkill(ctx, s, nil, step)
+		}
+		l.mu.Unlock()
+		return err
+	}
+	made, err := l.countCandidate(ctx, s)
+	l.mu.Unlock()
+	if err != nil || made == nil {
+		return err
+	}
+	l.name(ctx, made)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writeSkill(ctx, s, made, step); err != nil {
+		return err
+	}
+	return l.dropCandidate(ctx, s.sig)
+}
+
+// lookupSkill returns the live skill fact of signature sig as the index
+// holds it.
+func (l *Layer) lookupSkill(ctx context.Context, sig string) (view, bool, error) {
+	hits, err := l.ix.Search(ctx, l.col, storage.Query{Filter: map[string]string{fieldKind: SkillKind, fieldSkill: sig}, K: 1})
+	if err != nil || len(hits) == 0 {
+		return view{}, false, err
+	}
+	return viewOf(hits[0]), true, nil
+}
+
+// name gives a new skill its namer's name and description, or reports
+// the namer's failure and keeps the deterministic name.
+func (l *Layer) name(ctx context.Context, s *Skill) {
+	n := l.cfg.Skills.Namer
+	if n == nil {
+		return
+	}
+	name, desc, err := n.NameSkill(ctx, *s)
+	if name = cleanName(name, maxNameBytes); err != nil || name == "" {
+		l.log.Logger.WarnContext(ctx, "semanticmemory: skill namer failed; the skill keeps its deterministic name",
+			"layer", l.cfg.ID, "skill", s.Name, "error", err)
+		return
+	}
+	s.Name, s.Description = name, cleanName(desc, maxDescBytes)
+}
+
+// writeSkill writes the next version of s's skill fact, with s counted,
+// or made (a new skill) when there is no such fact.
+func (l *Layer) writeSkill(ctx context.Context, s success, made *Skill, step int) error {
+	written, _, err := l.appendRecord(ctx, false, func(seq int64) ([]Fact, error) {
+		return l.skillVersion(ctx, s, made, step, seq)
+	})
+	if err != nil {
+		return err
+	}
+	if err := l.catchUp(ctx); err != nil {
+		return fmt.Errorf("stored, but %w", err)
+	}
+	l.mirror(ctx, written)
+	return nil
+}
+
+// skillVersion returns the skill fact to write in record seq: the next
+// version of the live skill of s's signature with s counted, or made as
+// a new fact.
+func (l *Layer) skillVersion(ctx context.Context, s success, made *Skill, step int, seq int64) ([]Fact, error) {
+	now := l.now()
+	v, found, err := l.lookupSkill(ctx, s.sig)
+	if err != nil {
+		return nil, err
+	}
+	var f Fact
+	if found {
+		if f, found, err = l.fact(ctx, v); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case found && f.Skill != nil:
+		sk := *f.Skill
+		l.count(&sk, s)
+		f.Skill, f.Version = &sk, f.Version+1
+	case made == nil:
+		return nil, nil // forgotten since: count it again from the start
+	default:
+		id, err := l.newID(ctx, seq)
+		if err != nil {
+			return nil, err
+		}
+		f = Fact{ID: id, Kind: SkillKind, Created: now, Version: 1, Skill: made}
+	}
+	f.Text, f.Importance, f.Updated = f.Skill.text(), l.cfg.Skills.Importance, now
+	f.Source = Source{By: "layer:" + l.cfg.ID, Thread: s.ev.Thread, Step: step}
+	emb, err := l.embed(ctx, f.Text)
+	if err != nil {
+		return nil, err
+	}
+	f.Embedding = emb
+	if err := f.validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidFact, err)
+	}
+	return []Fact{f}, nil
+}
+
+// count adds success s to skill sk: its count, evidence and trigger.
+func (l *Layer) count(sk *Skill, s success) {
+	sk.Successes++
+	sk.Evidence = keepNewest(append(slices.Clone(sk.Evidence), s.ev), l.cfg.Skills.MaxEvidence)
+	sk.Triggers = addTrigger(sk.Triggers, s.trigger)
+}
+
+// keepNewest returns the last n of xs.
+func keepNewest[T any](xs []T, n int) []T { return xs[max(0, len(xs)-n):] }
+
+// addTrigger adds t to ts, once (moved to the end when there), keeping
+// the newest maxTriggers.
+func addTrigger(ts []string, t string) []string {
+	if t == "" {
+		return ts
+	}
+	ts = slices.DeleteFunc(slices.Clone(ts), func(x string) bool { return x == t })
+	return keepNewest(append(ts, t), maxTriggers)
+}
+
+// countCandidate counts success s on its candidate in the scope's
+// candidate record (compare-and-swap). When the candidate reaches
+// Config.Skills.MinSuccesses it returns the skill it makes, and leaves
+// the candidate for dropCandidate to remove once the skill is written.
+func (l *Layer) countCandidate(ctx context.Context, s success) (*Skill, error) {
+	var made *Skill
+	err := l.updateCandidates(ctx, func(cs *candidates) bool {
+		made = nil
+		i := slices.IndexFunc(cs.C, func(c candidate) bool { return c.Sig == s.sig })
+		if i < 0 {
+			cs.C = append(cs.C, candidate{Sig: s.sig})
+			i = len(cs.C) - 1
+		}
+		c := &cs.C[i]
+		c.N++
+		c.Last = cs.Clock
+		c.Evidence = keepNewest(append(c.Evidence, s.ev), min(l.cfg.Skills.MinSuccesses, l.cfg.Skills.MaxEvidence))
+		c.Triggers = addTrigger(c.Triggers, s.trigger)
+		if c.N >= l.cfg.Skills.MinSuccesses {
+			made = &Skill{Steps: s.steps, Triggers: c.Triggers, Successes: c.N, Evidence: c.Evidence, Signature: s.sig}
+			made.Name = deterministicName(c.Triggers, s.steps)
+			return false // written when the skill is
+		}
+		l.evictCandidates(cs)
+		return true
+	})
+	return made, err
+}
+
+// evictCandidates drops the least recently seen candidates beyond
+// Config.Skills.MaxCandidates.
+func (l *Layer) evictCandidates(cs *candidates) {
+	for len(cs.C) > l.cfg.Skills.MaxCandidates {
+		i := 0
+		for j, c := range cs.C {
+			if c.Last < cs.C[i].Last {
+				i = j
+			}
+		}
+		cs.C = slices.Delete(cs.C, i, i+1)
+	}
+}
+
+// dropCandidate removes the candidate of signature sig, now a skill.
+func (l *Layer) dropCandidate(ctx context.Context, sig string) error {
+	return l.updateCandidates(ctx, func(cs *candidates) bool {
+		n := len(cs.C)
+		cs.C = slices.DeleteFunc(cs.C, func(c candidate) bool { return c.Sig == sig })
+		return len(cs.C) < n
+	})
+}
+
+// updateCandidates applies change to the scope's candidate record with
+// compare-and-swap, retrying on conflict; change returns false to write
+// nothing. An unreadable record is reported and replaced: candidates
+// are counts that the next successes rebuild.
+func (l *Layer) updateCandidates(ctx context.Context, change func(*candidates) bool) error {
+	key := l.log.Key(candidatesName)
+	for attempt := range l.cfg.MaxRetries {
+		if err := storage.WaitRetry(ctx, attempt); err != nil {
+			return err
+		}
+		cs, ver, err := l.readCandidates(ctx, key)
+		if err != nil {
+			return err
+		}
+		cs.Clock++
+		if !change(&cs) {
+			return nil
+		}
+		_, err = l.log.Store.Put(ctx, key, encode(cs), ver)
+		if !errors.Is(err, storage.ErrConflict) {
+			return err
+		}
+	}
+	return fmt.Errorf("candidates: gave up after %d attempts: %w", l.cfg.MaxRetries, storage.ErrConflict)
+}
+
+// readCandidates reads the candidate record and its version.
+func (l *Layer) readCandidates(ctx context.Context, key string) (candidates, int64, error) {
+	it, err := l.log.Store.Get(ctx, key)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return candidates{Version: FormatVersion}, storage.NoVersion, nil
+	case err != nil:
+		return candidates{}, 0, fmt.Errorf("read candidates: %w", err)
+	}
+	var cs candidates
+	if err := decodeCandidates(it.Value, &cs); err != nil {
+		if errors.Is(err, ErrVersion) {
+			return candidates{}, 0, err
+		}
+		l.log.Logger.WarnContext(ctx, "semanticmemory: unreadable skill candidates; starting afresh", "layer", l.cfg.ID, "key", key, "error", err)
+		return candidates{Version: FormatVersion}, it.Version, nil
+	}
+	return cs, it.Version, nil
+}
+
+func decodeCandidates(b []byte, cs *candidates) error {
+	if err := json.Unmarshal(b, cs); err != nil {
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	switch {
+	case cs.Version > FormatVersion:
+		return fmt.Errorf("%w: %d", ErrVersion, cs.Version)
+	case cs.Version < 1:
+		return fmt.Errorf("%w: candidates version %d", ErrCorrupt, cs.Version)
+	}
+	return nil
+}
+
+// clearCandidates deletes the scope's candidate record.
+func (l *Layer) clearCandidates(ctx context.Context) error {
+	err := l.log.Store.Delete(ctx, l.log.Key(candidatesName), storage.AnyVersion)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// Skills returns the live skills, by fact ID, after reading what other
+// processes wrote. Like [Layer.Facts] it reads the whole log; no recall
+// calls it.
+func (l *Layer) Skills(ctx context.Context) ([]Fact, error) {
+	facts, err := l.Facts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(facts, func(f Fact) bool { return f.Skill == nil }), nil
+}
