@@ -24,8 +24,8 @@ const (
 	// DefaultSkillMaxEvidence is how many evidence entries a skill keeps
 	// (the newest).
 	DefaultSkillMaxEvidence = 8
-	// DefaultSkillMaxCandidates is how many sequences not yet skills the
-	// candidate record of a scope keeps (the most recently seen).
+	// DefaultSkillMaxCandidates is how many sequences not yet skills a
+	// scope counts (the most recently seen).
 	DefaultSkillMaxCandidates = 64
 	// DefaultSkillMaxSteps is the longest sequence, in steps, that can
 	// become a skill.
@@ -61,9 +61,10 @@ type SkillConfig struct {
 	// MaxEvidence caps the evidence a skill keeps, the newest first
 	// dropped last. Zero means DefaultSkillMaxEvidence.
 	MaxEvidence int
-	// MaxCandidates caps the sequences seen but not yet skills that the
-	// scope's candidate record keeps; the least recently seen is dropped
-	// first. Zero means DefaultSkillMaxCandidates.
+	// MaxCandidates caps the sequences seen but not yet skills that a
+	// scope counts, in eight records of an eighth each (rounded up); the
+	// least recently seen of a record is dropped first. Zero means
+	// DefaultSkillMaxCandidates.
 	MaxCandidates int
 	// MaxSteps is the longest sequence that becomes a skill: a turn of
 	// more tool calls (after repeats are folded) is not a procedure one

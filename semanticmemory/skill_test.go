@@ -511,3 +511,46 @@ func TestSkillIgnoresMemoryTools(t *testing.T) {
 		t.Errorf("skills = %+v, want the publish skill of two cms steps", sk)
 	}
 }
+
+// The candidates a scope counts are bounded, and so is what a turn
+// writes: many sequences seen once each keep at most MaxCandidates.
+func TestSkillCandidatesBounded(t *testing.T) {
+	store := storage.NewMemoryStore()
+	tmpl := newSkillLayer(t, semanticmemory.Config{Skills: semanticmemory.SkillConfig{MaxCandidates: 16}})
+	var turns []cmsTurn
+	for i := range 200 {
+		turns = append(turns, cmsTurn{Thread: "t1", Q: fmt.Sprintf("do thing %d", i), Answer: "done",
+			Calls: []cmsCall{{Tool: fmt.Sprintf("cms_tool%d", i), Args: json.RawMessage(`{"id":"x1"}`), Result: json.RawMessage(`{}`)}}})
+	}
+	run(t, tmpl, store, "r", turns, 0)
+	ctx := context.Background()
+	keys, err := store.List(ctx, storage.LayerPrefix("semantic", layer.Env{ResourceID: "r"}.ScopeKey(layer.ScopeResource)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, records := 0, 0
+	for _, k := range keys {
+		if !strings.Contains(k, "skill-candidates") {
+			continue
+		}
+		it, err := store.Get(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec struct{ C []json.RawMessage }
+		if err := json.Unmarshal(it.Value, &rec); err != nil {
+			t.Fatal(err)
+		}
+		records++
+		entries += len(rec.C)
+		if len(rec.C) > 2 || len(it.Value) > 1024 {
+			t.Errorf("%s: %d entries, %d bytes; want at most 2 entries (16/8) and 1 KiB", k, len(rec.C), len(it.Value))
+		}
+	}
+	if records == 0 || entries > 16 {
+		t.Errorf("%d candidates in %d records, want at most 16", entries, records)
+	}
+	if sk := skillsOf(t, boundTo(t, tmpl, store, "r", "t1")); len(sk) != 0 {
+		t.Errorf("sequences seen once made skills: %d", len(sk))
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/memlayer/memlayer/internal/textcut"
@@ -13,12 +14,24 @@ import (
 	"github.com/memlayer/memlayer/storage"
 )
 
-// candidatesName names the scope's candidate record: the step sequences
-// that succeeded but not yet often enough to be skills.
-const candidatesName = "skill-candidates"
+// The step sequences that succeeded, but not yet often enough to be
+// skills, are counted in candidateBuckets records of the scope, by their
+// signature's first hex digit, so a turn reads and writes one small
+// record: "skill-candidates-0" to "skill-candidates-7".
+const (
+	candidatesName   = "skill-candidates-"
+	candidateBuckets = 8
+)
 
-// candidates is the stored candidate record of a scope, at most
-// SkillConfig.MaxCandidates entries.
+// bucketName returns the name of the candidate record that counts
+// signature sig.
+func bucketName(sig string) string {
+	d := strings.IndexByte("0123456789abcdef", sig[0])
+	return candidatesName + strconv.Itoa(max(d, 0)%candidateBuckets)
+}
+
+// candidates is one stored candidate record of a scope, at most
+// SkillConfig.MaxCandidates/8 entries (rounded up).
 type candidates struct {
 	Version int `json:"v"`
 	// Clock counts the record's updates; an entry's Last is the clock of
@@ -225,7 +238,7 @@ func addTrigger(ts []string, t string) []string {
 // the candidate for dropCandidate to remove once the skill is written.
 func (l *Layer) countCandidate(ctx context.Context, s success) (*Skill, error) {
 	var made *Skill
-	err := l.updateCandidates(ctx, func(cs *candidates) bool {
+	err := l.updateCandidates(ctx, s.sig, func(cs *candidates) bool {
 		made = nil
 		i := slices.IndexFunc(cs.C, func(c candidate) bool { return c.Sig == s.sig })
 		if i < 0 {
@@ -248,10 +261,10 @@ func (l *Layer) countCandidate(ctx context.Context, s success) (*Skill, error) {
 	return made, err
 }
 
-// evictCandidates drops the least recently seen candidates beyond
-// Config.Skills.MaxCandidates.
+// evictCandidates drops the least recently seen candidates of a record
+// beyond its share of Config.Skills.MaxCandidates.
 func (l *Layer) evictCandidates(cs *candidates) {
-	for len(cs.C) > l.cfg.Skills.MaxCandidates {
+	for len(cs.C) > (l.cfg.Skills.MaxCandidates+candidateBuckets-1)/candidateBuckets {
 		i := 0
 		for j, c := range cs.C {
 			if c.Last < cs.C[i].Last {
@@ -264,19 +277,19 @@ func (l *Layer) evictCandidates(cs *candidates) {
 
 // dropCandidate removes the candidate of signature sig, now a skill.
 func (l *Layer) dropCandidate(ctx context.Context, sig string) error {
-	return l.updateCandidates(ctx, func(cs *candidates) bool {
+	return l.updateCandidates(ctx, sig, func(cs *candidates) bool {
 		n := len(cs.C)
 		cs.C = slices.DeleteFunc(cs.C, func(c candidate) bool { return c.Sig == sig })
 		return len(cs.C) < n
 	})
 }
 
-// updateCandidates applies change to the scope's candidate record with
+// updateCandidates applies change to the candidate record of sig with
 // compare-and-swap, retrying on conflict; change returns false to write
 // nothing. An unreadable record is reported and replaced: candidates
 // are counts that the next successes rebuild.
-func (l *Layer) updateCandidates(ctx context.Context, change func(*candidates) bool) error {
-	key := l.log.Key(candidatesName)
+func (l *Layer) updateCandidates(ctx context.Context, sig string, change func(*candidates) bool) error {
+	key := l.log.Key(bucketName(sig))
 	for attempt := range l.cfg.MaxRetries {
 		if err := storage.WaitRetry(ctx, attempt); err != nil {
 			return err
@@ -330,13 +343,15 @@ func decodeCandidates(b []byte, cs *candidates) error {
 	return nil
 }
 
-// clearCandidates deletes the scope's candidate record.
+// clearCandidates deletes the scope's candidate records.
 func (l *Layer) clearCandidates(ctx context.Context) error {
-	err := l.log.Store.Delete(ctx, l.log.Key(candidatesName), storage.AnyVersion)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil
+	for b := range candidateBuckets {
+		err := l.log.Store.Delete(ctx, l.log.Key(candidatesName+strconv.Itoa(b)), storage.AnyVersion)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
 	}
-	return err
+	return nil
 }
 
 // Skills returns the live skills, by fact ID, after reading what other
