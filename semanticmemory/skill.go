@@ -23,7 +23,7 @@ const (
 	DefaultSkillMinSuccesses = 2
 	// DefaultSkillMaxEvidence is how many evidence entries a skill keeps
 	// (the newest).
-	DefaultSkillMaxEvidence = 8
+	DefaultSkillMaxEvidence = 4
 	// DefaultSkillMaxCandidates is how many sequences not yet skills a
 	// scope counts (the most recently seen).
 	DefaultSkillMaxCandidates = 64
@@ -38,7 +38,7 @@ const (
 const (
 	// maxTriggers is how many distinct requests a skill keeps as its
 	// triggers (the newest).
-	maxTriggers = 4
+	maxTriggers = 2
 	// maxTriggerBytes caps one trigger.
 	maxTriggerBytes = 160
 	// maxNameBytes caps a skill's name, maxDescBytes its description.
@@ -129,7 +129,7 @@ type Skill struct {
 	// one.
 	Steps []SkillStep `json:"steps"`
 	// Triggers are the user requests that started the sequence, the
-	// newest last, at most four.
+	// newest last, at most two.
 	Triggers []string `json:"triggers,omitempty"`
 	// Successes counts the successful turns that followed the steps.
 	Successes int `json:"successes"`

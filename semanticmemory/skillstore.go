@@ -358,6 +358,9 @@ func (l *Layer) clearCandidates(ctx context.Context) error {
 // processes wrote. Like [Layer.Facts] it reads the whole log; no recall
 // calls it.
 func (l *Layer) Skills(ctx context.Context) ([]Fact, error) {
+	if err := l.unbound("Skills"); err != nil {
+		return nil, err
+	}
 	facts, err := l.Facts(ctx)
 	if err != nil {
 		return nil, err
