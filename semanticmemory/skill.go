@@ -212,18 +212,20 @@ func (s *Skill) text() string {
 // turnSeq is the tool sequence of the turn a run is in, as its steps
 // are stored: what becomes a skill if the turn ends well.
 type turnSeq struct {
-	query  string
-	last   int // the step last seen
-	steps  []SkillStep
-	refs   []string
-	failed bool // a call failed, or the sequence grew too long
+	started bool
+	query   string
+	last    int // the step last seen
+	steps   []SkillStep
+	refs    []string
+	failed  bool // a call failed, or the sequence grew too long
 }
 
 // observe takes step t into the turn's sequence and reports whether t
-// ends the turn (a model answer without tool calls).
+// ends the turn (a model answer without tool calls). Another query, or a
+// step that does not follow the last, starts a new turn.
 func (q *turnSeq) observe(t layer.Turn, cfg *SkillConfig, own func(string) bool) bool {
-	if t.Query != q.query || t.Step <= q.last && len(q.steps)+len(q.refs) > 0 || q.query == "" {
-		*q = turnSeq{query: t.Query}
+	if !q.started || t.Query != q.query || t.Step <= q.last {
+		*q = turnSeq{started: true, query: t.Query}
 	}
 	q.last = t.Step
 	if len(t.ToolCalls) == 0 {
@@ -234,24 +236,33 @@ func (q *turnSeq) observe(t layer.Turn, cfg *SkillConfig, own func(string) bool)
 		return false
 	}
 	for _, r := range t.Results {
-		if own(r.Name) || ignored(r.Name, cfg.IgnoreTools) {
-			continue
-		}
-		if r.IsError || errorResult(r.Content) {
-			q.failed = true
-		}
-		st := SkillStep{Tool: r.Name, Args: argShape(r.Arguments)}
-		if n := len(q.steps); n == 0 || q.steps[n-1] != st {
-			q.steps = append(q.steps, st)
-		}
-		if r.ID != "" && len(q.refs) < maxRefs {
-			q.refs = append(q.refs, r.ID)
-		}
-		if len(q.steps) > cfg.MaxSteps {
-			q.failed = true
+		if !own(r.Name) && !ignored(r.Name, cfg.IgnoreTools) {
+			q.take(r, cfg.MaxSteps)
 		}
 	}
 	return false
+}
+
+// take adds the call of result r to the sequence, folding a repeat of
+// the step before, and marks the sequence failed when the call failed or
+// the sequence grows past maxSteps.
+func (q *turnSeq) take(r layer.ToolResult, maxSteps int) {
+	q.failed = q.failed || r.IsError || errorResult(r.Content)
+	st := SkillStep{Tool: r.Name, Args: argShape(r.Arguments)}
+	if n := len(q.steps); n == 0 || q.steps[n-1] != st {
+		q.steps = append(q.steps, st)
+	}
+	if r.ID != "" && len(q.refs) < maxRefs {
+		q.refs = append(q.refs, r.ID)
+	}
+	q.failed = q.failed || len(q.steps) > maxSteps
+}
+
+// succeeded reports whether the ended turn's sequence is a success to
+// learn from: it has steps, none failed, and the answer reports no
+// failure.
+func (q *turnSeq) succeeded(answer string) bool {
+	return len(q.steps) > 0 && !q.failed && !failedAnswer(answer)
 }
 
 // ignored reports whether tool is in names, or starts with one of them
@@ -275,30 +286,25 @@ var failureStatus = []string{"error", "failed", "failure", "fail", "rejected", "
 // that starts with "error" or "failed".
 func errorResult(content string) bool {
 	c := strings.TrimSpace(content)
-	if c == "" {
-		return false
-	}
-	if c[0] != '{' {
+	if !strings.HasPrefix(c, "{") {
 		head := strings.ToLower(c[:min(len(c), 8)])
 		return strings.HasPrefix(head, "error") || strings.HasPrefix(head, "failed")
 	}
 	v, _ := jsonx.ScanValue([]byte(c), 0)
 	var buf [16]jsonx.Field
-	for _, f := range v.Fields(buf[:0]) {
-		switch strings.ToLower(string(f.Key)) {
-		case "error", "errors":
-			if !f.Value.Empty() {
-				return true
-			}
-		case "ok", "success":
-			if f.Value.Kind == jsonx.KindBool && string(f.Value.Raw) == "false" {
-				return true
-			}
-		case "status":
-			if slices.Contains(failureStatus, strings.ToLower(f.Value.Scalar())) {
-				return true
-			}
-		}
+	return slices.ContainsFunc(v.Fields(buf[:0]), errorMember)
+}
+
+// errorMember reports whether a member of a result object says the call
+// failed.
+func errorMember(f jsonx.Field) bool {
+	switch strings.ToLower(string(f.Key)) {
+	case "error", "errors":
+		return !f.Value.Empty()
+	case "ok", "success":
+		return f.Value.Kind == jsonx.KindBool && string(f.Value.Raw) == "false"
+	case "status":
+		return slices.Contains(failureStatus, strings.ToLower(f.Value.Scalar()))
 	}
 	return false
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/semanticmemory"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/storage/sqlite"
 )
 
 // cmsTurn is one turn of the authored 100-turn CMS conversation
@@ -138,9 +140,28 @@ func skillsOf(t testing.TB, l *semanticmemory.Layer) []semanticmemory.Fact {
 // conversation (ten threads of one editor), at least 80% of the
 // workflows that succeed three or more times become skills, and no
 // skill is made from, or counts, a failed turn.
+// It runs on the memory store, on a store without search (the layer's
+// own index) and on SQLite.
 func TestSkillsCMS100(t *testing.T) {
+	backends := map[string]func(t *testing.T) storage.Store{
+		"memory":    func(*testing.T) storage.Store { return storage.NewMemoryStore() },
+		"no search": func(*testing.T) storage.Store { return struct{ storage.Store }{storage.NewMemoryStore()} },
+		"sqlite": func(t *testing.T) storage.Store {
+			s, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "skills.db")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+	}
+	for name, open := range backends {
+		t.Run(name, func(t *testing.T) { testSkillsCMS100(t, open(t)) })
+	}
+}
+
+func testSkillsCMS100(t *testing.T, store storage.Store) {
 	turns := loadCMS100(t)
-	store := storage.NewMemoryStore()
 	tmpl := newSkillLayer(t, semanticmemory.Config{})
 	run(t, tmpl, store, "northwind", turns, 0)
 	l := boundTo(t, tmpl, store, "northwind", "t-check")

@@ -1,6 +1,7 @@
 package semanticmemory
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,37 +35,45 @@ func (n ModelNamer) NameSkill(ctx context.Context, s Skill) (string, string, err
 	if n.Model == nil {
 		return "", "", errors.New("semanticmemory: ModelNamer has no Model")
 	}
+	out, err := llms.GenerateFromSinglePrompt(ctx, n.Model, namePrompt(s))
+	if err != nil {
+		return "", "", fmt.Errorf("semanticmemory: name skill: %w", err)
+	}
+	name, desc := parseNamed(out)
+	if name == "" {
+		return "", "", fmt.Errorf("semanticmemory: name skill: the model's answer has no \"name:\" line: %q", textcut.Prefix(out, 120))
+	}
+	return name, desc, nil
+}
+
+// namePrompt is what ModelNamer asks about skill s.
+func namePrompt(s Skill) string {
 	var b strings.Builder
 	b.WriteString("An agent repeated this sequence of tool calls successfully. Name the procedure in at most five words, and describe it in one sentence.\n")
 	b.WriteString("Answer with exactly two lines:\nname: <name>\ndescription: <sentence>\n\nRequests that started it:\n")
 	for _, t := range s.Triggers {
-		b.WriteString("- ")
-		b.WriteString(t)
-		b.WriteByte('\n')
+		b.WriteString("- " + t + "\n")
 	}
 	b.WriteString("Steps:\n")
 	for i, st := range s.Steps {
 		fmt.Fprintf(&b, "%d. %s %s\n", i+1, st.Tool, st.Args)
 	}
-	out, err := llms.GenerateFromSinglePrompt(ctx, n.Model, b.String())
-	if err != nil {
-		return "", "", fmt.Errorf("semanticmemory: name skill: %w", err)
-	}
-	var name, desc string
+	return b.String()
+}
+
+// parseNamed reads the first "name:" and "description:" lines of a
+// model's answer.
+func parseNamed(out string) (name, desc string) {
 	for line := range strings.Lines(out) {
-		k, v, ok := strings.Cut(line, ":")
-		switch k = strings.ToLower(strings.TrimSpace(k)); {
-		case !ok:
-		case k == "name" && name == "":
-			name = strings.TrimSpace(v)
-		case k == "description" && desc == "":
-			desc = strings.TrimSpace(v)
+		k, v, _ := strings.Cut(line, ":")
+		switch strings.ToLower(strings.TrimSpace(k)) {
+		case "name":
+			name = cmp.Or(name, strings.TrimSpace(v))
+		case "description":
+			desc = cmp.Or(desc, strings.TrimSpace(v))
 		}
 	}
-	if name == "" {
-		return "", "", fmt.Errorf("semanticmemory: name skill: the model's answer has no \"name:\" line: %q", textcut.Prefix(out, 120))
-	}
-	return name, desc, nil
+	return name, desc
 }
 
 // cleanName returns a namer's name or description on one line, cut at
@@ -162,28 +171,18 @@ func toolWords(tool string) []string {
 	if i := strings.IndexAny(tool, "_./"); i > 0 && i < len(tool)-1 {
 		tool = tool[i+1:]
 	}
-	var words []string
-	var cur []rune
-	flush := func() {
-		if len(cur) > 0 {
-			words = append(words, strings.ToLower(string(cur)))
-			cur = cur[:0]
-		}
-	}
+	var b strings.Builder
 	for _, r := range tool {
-		switch {
-		case !unicode.IsLetter(r) && !unicode.IsDigit(r):
-			flush()
-		case unicode.IsUpper(r):
-			flush()
-			cur = append(cur, r)
-		default:
-			cur = append(cur, r)
+		if unicode.IsUpper(r) {
+			b.WriteByte(' ') // a camel-case word starts
 		}
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			r = ' '
+		}
+		b.WriteRune(unicode.ToLower(r))
 	}
-	flush()
-	if len(words) == 0 {
-		return []string{"skill"}
+	if words := strings.Fields(b.String()); len(words) > 0 {
+		return words
 	}
-	return words
+	return []string{"skill"}
 }

@@ -178,16 +178,11 @@ func keyIs(k string, names []string) bool {
 // enumLike reports whether s is one lowercase word of at most
 // maxEnumBytes bytes: a-z, then a-z, '_' or '-'.
 func enumLike(s string) bool {
-	if s == "" || len(s) > maxEnumBytes || s[0] < 'a' || s[0] > 'z' {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		if c := s[i]; (c < 'a' || c > 'z') && c != '_' && c != '-' {
-			return false
-		}
-	}
-	return true
+	return s != "" && len(s) <= maxEnumBytes && s[0] >= 'a' && s[0] <= 'z' && strings.Trim(s, enumBytes) == ""
 }
+
+// enumBytes are the bytes of an enum-like value.
+const enumBytes = "abcdefghijklmnopqrstuvwxyz_-"
 
 // isTime reports whether s is an RFC 3339 time or a date.
 func isTime(s string) bool {

@@ -82,7 +82,7 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 	}
 	thread := l.thread
 	l.mu.Unlock()
-	if !ended || seq.failed || len(seq.steps) == 0 || failedAnswer(t.Response) {
+	if !ended || !seq.succeeded(t.Response) {
 		return nil
 	}
 	s := success{steps: seq.steps, sig: signature(seq.steps), trigger: textcut.Prefix(strings.Join(strings.Fields(t.Query), " "), maxTriggerBytes),
@@ -101,31 +101,36 @@ func (l *Layer) ownTool(tool string) bool {
 // learn counts success s: on its skill, or on its candidate, making the
 // skill when the candidate has succeeded often enough.
 func (l *Layer) learn(ctx context.Context, s success, step int) error {
-	l.mu.Lock()
-	if err := l.sync(ctx); err != nil {
-		l.mu.Unlock()
-		return err
-	}
-	_, found, err := l.lookupSkill(ctx, s.sig)
-	if err != nil || found {
-		if err == nil {
-			err = l.writeSkill(ctx, s, nil, step)
-		}
-		l.mu.Unlock()
-		return err
-	}
-	made, err := l.countCandidate(ctx, s)
-	l.mu.Unlock()
+	made, err := l.countSuccess(ctx, s, step)
 	if err != nil || made == nil {
 		return err
 	}
-	l.name(ctx, made)
+	l.name(ctx, made) // without the lock: a namer may call a model
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writeSkill(ctx, s, made, step); err != nil {
 		return err
 	}
 	return l.dropCandidate(ctx, s.sig)
+}
+
+// countSuccess counts success s on its skill, or else on its
+// candidate, and returns the skill to make when the candidate has
+// succeeded often enough.
+func (l *Layer) countSuccess(ctx context.Context, s success, step int) (*Skill, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.sync(ctx); err != nil {
+		return nil, err
+	}
+	_, found, err := l.lookupSkill(ctx, s.sig)
+	switch {
+	case err != nil:
+		return nil, err
+	case found:
+		return nil, l.writeSkill(ctx, s, nil, step)
+	}
+	return l.countCandidate(ctx, s)
 }
 
 // lookupSkill returns the live skill fact of signature sig as the index
@@ -136,6 +141,16 @@ func (l *Layer) lookupSkill(ctx context.Context, sig string) (view, bool, error)
 		return view{}, false, err
 	}
 	return viewOf(hits[0]), true, nil
+}
+
+// liveSkill reads the live skill fact of signature sig.
+func (l *Layer) liveSkill(ctx context.Context, sig string) (Fact, bool, error) {
+	v, found, err := l.lookupSkill(ctx, sig)
+	if err != nil || !found {
+		return Fact{}, false, err
+	}
+	f, found, err := l.fact(ctx, v)
+	return f, found && f.Skill != nil, err
 }
 
 // name gives a new skill its namer's name and description, or reports
@@ -175,18 +190,11 @@ func (l *Layer) writeSkill(ctx context.Context, s success, made *Skill, step int
 // a new fact.
 func (l *Layer) skillVersion(ctx context.Context, s success, made *Skill, step int, seq int64) ([]Fact, error) {
 	now := l.now()
-	v, found, err := l.lookupSkill(ctx, s.sig)
-	if err != nil {
-		return nil, err
-	}
-	var f Fact
-	if found {
-		if f, found, err = l.fact(ctx, v); err != nil {
-			return nil, err
-		}
-	}
+	f, found, err := l.liveSkill(ctx, s.sig)
 	switch {
-	case found && f.Skill != nil:
+	case err != nil:
+		return nil, err
+	case found:
 		sk := *f.Skill
 		l.count(&sk, s)
 		f.Skill, f.Version = &sk, f.Version+1
