@@ -17,6 +17,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/memlayer/memlayer/inspect"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/semanticmemory"
 	"github.com/memlayer/memlayer/storage"
@@ -450,6 +451,24 @@ func TestSkillsAcrossUsers(t *testing.T) {
 	}
 	if sk := skillsOf(t, boundTo(t, tmpl, store, "a/b", "t-a/b")); len(sk) != 1 {
 		t.Errorf("Clear of %q removed %q's skills", "a", "a/b")
+	}
+	// Erasing a user (the operator's erase) leaves nothing of its skills
+	// or candidates, and the others' as they were.
+	run(t, tmpl, store, "a:b", []cmsTurn{{Thread: "t-a:b", Q: "rename", Calls: []cmsCall{{Tool: "cms_updatePage", Args: json.RawMessage(`{"id":"p1","title":"X"}`), Result: json.RawMessage(`{}`)}}, Answer: "ok"}}, 400)
+	if _, err := (inspect.Inspector{Store: store}).EraseResource(context.Background(), "a:b"); err != nil {
+		t.Fatal(err)
+	}
+	prefix := storage.LayerPrefix("semantic", layer.Env{ResourceID: "a:b"}.ScopeKey(layer.ScopeResource))
+	if keys, _ := store.List(context.Background(), prefix); len(keys) != 0 {
+		t.Errorf("after erasing %q: %v", "a:b", keys)
+	}
+	if got := recall(t, boundTo(t, tmpl, store, "a:b", "t-a:b"), "publish page-1"); got != "" {
+		t.Errorf("after erasing %q, recall gives:\n%s", "a:b", got)
+	}
+	for _, u := range []string{"a/b", ""} {
+		if sk := skillsOf(t, boundTo(t, tmpl, store, u, "t-"+u)); len(sk) != 1 {
+			t.Errorf("erasing %q changed %q's skills: %+v", "a:b", u, sk)
+		}
 	}
 }
 
