@@ -39,16 +39,15 @@ const restateCandidates = 32
 // missing ones (the first run on a log written before the index applies
 // them all).
 const (
-	fieldID      = "id"    // the fact ID
-	fieldKind    = "kind"  // the fact's kind
-	fieldImp     = "imp"   // its importance, as text
-	fieldUpdated = "upd"   // its Updated, RFC 3339
-	fieldSeq     = "seq"   // the record that holds this version
-	fieldVersion = "ver"   // the version
-	fieldPin     = "pin"   // "1" when shown whatever the query (see Config.PinKinds)
-	fieldSource  = "src"   // Source.String(), cut at storage.MaxFieldValueLen bytes
-	fieldMark    = "mark"  // "1" on the marker document only
-	fieldSkill   = "skill" // a skill's signature (Skill.Signature), on skill facts only
+	fieldID      = "id"   // the fact ID
+	fieldKind    = "kind" // the fact's kind
+	fieldImp     = "imp"  // its importance, as text
+	fieldUpdated = "upd"  // its Updated, RFC 3339
+	fieldSeq     = "seq"  // the record that holds this version
+	fieldVersion = "ver"  // the version
+	fieldPin     = "pin"  // "1" when shown whatever the query (see Config.PinKinds)
+	fieldSource  = "src"  // Source.String(), cut at storage.MaxFieldValueLen bytes
+	fieldMark    = "mark" // "1" on the marker document only
 
 	markID = " mark" // no fact ID has a space
 )

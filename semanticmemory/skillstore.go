@@ -14,6 +14,10 @@ import (
 	"github.com/memlayer/memlayer/storage"
 )
 
+// fieldSkill is the index field of a skill fact's document that holds
+// its signature (Skill.Signature): a skill is found by its steps.
+const fieldSkill = "skill"
+
 // The step sequences that succeeded, but not yet often enough to be
 // skills, are counted in candidateBuckets records of the scope, by their
 // signature's first hex digit, so a turn reads and writes one small
