@@ -2,7 +2,6 @@ package semanticmemory
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -332,7 +331,7 @@ func (l *Layer) readCandidates(ctx context.Context, key string) (candidates, int
 		return candidates{}, 0, fmt.Errorf("read candidates: %w", err)
 	}
 	var cs candidates
-	if err := decodeCandidates(it.Value, &cs); err != nil {
+	if err := decode(it.Value, &cs, &cs.Version); err != nil {
 		if errors.Is(err, ErrVersion) {
 			return candidates{}, 0, err
 		}
@@ -340,19 +339,6 @@ func (l *Layer) readCandidates(ctx context.Context, key string) (candidates, int
 		return candidates{Version: FormatVersion}, it.Version, nil
 	}
 	return cs, it.Version, nil
-}
-
-func decodeCandidates(b []byte, cs *candidates) error {
-	if err := json.Unmarshal(b, cs); err != nil {
-		return fmt.Errorf("%w: %w", ErrCorrupt, err)
-	}
-	switch {
-	case cs.Version > FormatVersion:
-		return fmt.Errorf("%w: %d", ErrVersion, cs.Version)
-	case cs.Version < 1:
-		return fmt.Errorf("%w: candidates version %d", ErrCorrupt, cs.Version)
-	}
-	return nil
 }
 
 // clearCandidates deletes the scope's candidate records.
