@@ -129,7 +129,10 @@
 // index and writes its next version, or counts its sequence in one of
 // eight small candidate records of the scope (at most
 // Config.Skills.MaxCandidates sequences, the least recently seen dropped
-// first). Nothing grows with the log. A skill is named by the verb its
+// first). Nothing grows with the log. An unreadable candidate record is
+// reported and replaced (later successes rebuild its counts); one from a
+// newer version of this package fails Store with [ErrVersion] and is left
+// untouched. A skill is named by the verb its
 // requests start with and its last tool's object ("publish page"), or by
 // a [SkillNamer] such as [ModelNamer], which asks a langchaingo model.
 // Config.NoSkills turns extraction off.

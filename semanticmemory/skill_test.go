@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -592,5 +593,47 @@ func TestSkillCandidatesBounded(t *testing.T) {
 	}
 	if sk := skillsOf(t, boundTo(t, tmpl, store, "r", "t1")); len(sk) != 0 {
 		t.Errorf("sequences seen once made skills: %d", len(sk))
+	}
+}
+
+// A candidate record that cannot be read is replaced (its counts are
+// rebuilt by later successes); one from a newer version of the package
+// fails Store with ErrVersion and is left as it was, and so are the
+// facts.
+func TestSkillCandidatesUnreadable(t *testing.T) {
+	ctx := context.Background()
+	scope := layer.Env{ResourceID: "r"}.ScopeKey(layer.ScopeResource)
+	putAll := func(store storage.Store, value string) {
+		for b := range 8 {
+			if _, err := store.Put(ctx, storage.LayerKey("semantic", scope, fmt.Sprint("skill-candidates-", b)), []byte(value), storage.AnyVersion); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	store := storage.NewMemoryStore()
+	tmpl := newSkillLayer(t, semanticmemory.Config{})
+	putAll(store, "{not json")
+	run(t, tmpl, store, "r", workflow(2, "t1", nil), 0)
+	if sk := skillsOf(t, boundTo(t, tmpl, store, "r", "t1")); len(sk) != 1 {
+		t.Errorf("after unreadable candidates: %d skills, want 1", len(sk))
+	}
+
+	store = storage.NewMemoryStore()
+	l := boundTo(t, tmpl, store, "r", "t1")
+	remember(t, l, "preference", "The user likes short titles.")
+	putAll(store, `{"v":99,"c":[]}`)
+	var err error
+	for _, st := range workflow(1, "t1", nil)[0].steps(0) {
+		err = l.Store(ctx, st)
+	}
+	if !errors.Is(err, semanticmemory.ErrVersion) {
+		t.Errorf("Store over a newer candidate record = %v, want ErrVersion", err)
+	}
+	it, _ := store.Get(ctx, storage.LayerKey("semantic", scope, "skill-candidates-0"))
+	if string(it.Value) != `{"v":99,"c":[]}` {
+		t.Errorf("the newer record was changed: %s", it.Value)
+	}
+	if facts, _ := l.Facts(ctx); len(facts) != 1 {
+		t.Errorf("%d facts, want the 1 stored before", len(facts))
 	}
 }
