@@ -95,6 +95,7 @@ func semanticCase() templateCase {
 				return err
 			}},
 			{"Facts", func(ctx context.Context, l layer.Layer) error { _, err := as(l).Facts(ctx); return err }},
+			{"Skills", func(ctx context.Context, l layer.Layer) error { _, err := as(l).Skills(ctx); return err }},
 			{"Versions", func(ctx context.Context, l layer.Layer) error { _, err := as(l).Versions(ctx, "f1"); return err }},
 			{"Search", func(ctx context.Context, l layer.Layer) error { _, err := as(l).Search(ctx, "tea", 5); return err }},
 			{"SearchKind", func(ctx context.Context, l layer.Layer) error {

@@ -119,15 +119,62 @@
 // internal/evict): a write below the capacity adds one index document;
 // a write at it also queries the lowest band (once per band found empty
 // since) and reads the victim's record. Uses count the runs that
-// recalled a fact; a run notes them in memory and writes them at Close:
-// one index query per fact recalled and one index write per run. The counts live in the index only: an index rebuilt
-// from the records counts afresh. A log written before the ledger gets
-// one at its first write, reading every record once. A forgotten or
+// showed a fact (its Recall, or scored assembly's RenderBlock); a run
+// notes them in memory and writes them at Close: one index query per
+// fact shown and one index write per run. The counts live in the index
+// only: an index rebuilt from the records counts afresh. A log written
+// before the ledger gets one at its first write, reading every record
+// once. A forgotten or
 // evicted fact leaves a tombstone in the facts' collection, so a process
 // applying an old record late cannot bring it back; the index has no
 // compare-and-swap, and only a process stalled between the lookup and
 // the write of one document, while another applies several records, can
 // still do so: then the memory may hold one fact over its capacity.
+//
+// # Skills
+//
+// The layer learns skills, procedural memory, from what the agent does:
+// its Store follows each turn's tool calls, and a sequence of calls that
+// ends a turn in success Config.Skills.MinSuccesses times (2 by default),
+// in any of the scope's threads, becomes a [Skill], kept as a fact of
+// kind [SkillKind]. A skill holds a name, its steps (each a tool and the
+// shape of its arguments: keys sorted, IDs, free text, times, URLs and
+// numbers as placeholders such as <id>, one-word lowercase values such
+// as "published" kept), the requests that started it (its triggers),
+// its success count and its evidence: the thread and tool call IDs of
+// its turns, which the episodic memory's read tool takes as references.
+// Sequences of the same steps are one skill. Its successes are counted
+// in the scope's candidate record and added to its fact, as its next
+// version with the count, evidence (the newest Config.Skills.MaxEvidence)
+// and triggers updated, each time they would double its count: a skill
+// in use writes a version at 4, 8, 16 ... successes, and its text shows
+// the count of the last (Layer.Skills adds those since). Its text names it,
+// its triggers and its steps, so Recall offers it, through the index
+// like any fact, to a request that shares their words:
+//
+//	[f12 skill] Skill "publish page" (succeeded 4 times; for requests like "Publish the About page"): cms_getPage {"id":"<id>"} → cms_updatePage {"id":"<id>","status":"published"}
+//
+// A turn is a success when no call of it failed (a tool error, or a
+// result that says so: a JSON object with a non-empty "error" or
+// "errors", "ok" or "success" false, a failure "status", or text that
+// starts with "error" or "failed") and the model's answer reports no
+// failure ("failed", "could not", "unable", "sorry" ...). A failed turn,
+// or one the run left unanswered, counts for nothing. The calls of the
+// built-in memory layers' tools (Config.Skills.IgnoreTools) are not
+// steps.
+//
+// Extraction is incremental: a turn's calls are kept in memory until the
+// turn ends; a successful turn then finds its skill by signature in the
+// index and writes its next version, or counts its sequence in one of
+// eight small candidate records of the scope (at most
+// Config.Skills.MaxCandidates sequences, the least recently seen dropped
+// first). Nothing grows with the log. An unreadable candidate record is
+// reported and replaced (later successes rebuild its counts); one from a
+// newer version of this package fails Store with [ErrVersion] and is left
+// untouched. A skill is named by the verb its
+// requests start with and its last tool's object ("publish page"), or by
+// a [SkillNamer] such as [ModelNamer], which asks a langchaingo model.
+// Config.NoSkills turns extraction off.
 //
 // # Block
 //

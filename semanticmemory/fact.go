@@ -109,6 +109,9 @@ type Fact struct {
 	// Embedding is the fact text's embedding, computed once for this
 	// version when the layer has an Embedder; empty otherwise.
 	Embedding []float32 `json:"embedding,omitempty"`
+	// Skill is the skill a fact of kind [SkillKind] holds, of which Text
+	// is the rendering; nil for other facts.
+	Skill *Skill `json:"skill,omitempty"`
 }
 
 // Memo is what to remember: the text, kind, importance and source of a
@@ -168,6 +171,10 @@ func (f *Fact) validate() error {
 		return fmt.Errorf("fact %q: version %d < 1", f.ID, f.Version)
 	case !finite(f.Embedding):
 		return fmt.Errorf("fact %q: embedding is not finite", f.ID)
+	case f.Skill != nil:
+		if err := f.Skill.validate(); err != nil {
+			return fmt.Errorf("fact %q: %w", f.ID, err)
+		}
 	}
 	return nil
 }

@@ -92,6 +92,9 @@ func (l *Layer) doc(f *Fact, seq int64) storage.Document {
 	if l.pinned(f.Kind, f.Importance) {
 		d.Fields[fieldPin] = "1"
 	}
+	if f.Skill != nil {
+		d.Fields[fieldSkill] = f.Skill.Signature
+	}
 	return d
 }
 

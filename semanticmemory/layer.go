@@ -112,6 +112,11 @@ type Config struct {
 	// which to evict first (see [Capacity]). The zero value means the
 	// defaults.
 	Capacity Capacity
+	// NoSkills turns skill extraction off: Store learns nothing. Skills
+	// already stored are still recalled, as facts. See [Layer.Store].
+	NoSkills bool
+	// Skills tunes skill extraction; the zero value is the defaults.
+	Skills SkillConfig
 }
 
 // Layer is the semantic memory: distilled facts of a resource (or thread,
@@ -150,6 +155,8 @@ type Layer struct {
 	mark    marker // the index's marker as this layer last wrote or read it
 	// template is set on the Layer New returns, never on a bound one.
 	template bool
+	// seq is the tool sequence of the turn the run is in (see Store).
+	seq turnSeq
 }
 
 // New returns a semantic memory layer. It does no I/O; see [Layer.Init].
@@ -177,6 +184,7 @@ func New(cfg Config) (*Layer, error) {
 		return nil, err
 	}
 	cfg.Capacity = capacity
+	cfg.Skills.defaults()
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -216,7 +224,7 @@ func (cfg *Config) check() error {
 	case cfg.FallbackFacts < 0:
 		return fmt.Errorf("%w: FallbackFacts %d < 0", ErrInvalidConfig, cfg.FallbackFacts)
 	}
-	return nil
+	return cfg.Skills.check()
 }
 
 // Spec returns the layer's spec.
@@ -937,7 +945,8 @@ func (l *Layer) replaced(ctx context.Context, seq int64) error {
 
 // Clear forgets every fact and its history, in memory and in the store:
 // it writes an empty record that replaces every fact before it, then
-// deletes the older records. Quarantined records are kept.
+// deletes the older records and the skill candidates. Quarantined
+// records are kept.
 func (l *Layer) Clear(ctx context.Context) error {
 	if err := l.unbound("Clear"); err != nil {
 		return err
@@ -953,6 +962,9 @@ func (l *Layer) Clear(ctx context.Context) error {
 	}
 	if err := l.replaced(ctx, r.Seq); err != nil {
 		return fmt.Errorf("semanticmemory: clear: cleared, but %w", err)
+	}
+	if err := l.clearCandidates(ctx); err != nil {
+		return fmt.Errorf("semanticmemory: clear: cleared the facts, but not the skill candidates: %w", err)
 	}
 	return nil
 }
@@ -1113,4 +1125,5 @@ var (
 	_ layer.CandidateSource = (*Layer)(nil)
 	_ layer.MetricsReporter = (*Layer)(nil)
 	_ layer.Keeper          = (*Layer)(nil)
+	_ layer.Storer          = (*Layer)(nil)
 )
