@@ -119,9 +119,10 @@
 // internal/evict): a write below the capacity adds one index document;
 // a write at it also queries the lowest band (once per band found empty
 // since) and reads the victim's record. Uses count the runs that
-// showed a fact (its Recall, or scored assembly's RenderBlock); a run
-// notes them in memory and writes them at Close: one index query per
-// fact shown and one index write per run. The counts live in the index
+// showed a fact (its Recall, or scored assembly's RenderBlock), at most
+// one per HalfLife/64 (11 hours by default); a run notes them in memory
+// and writes them at Close: one index query per fact shown, and one
+// index write when one is counted. The counts live in the index
 // only: an index rebuilt from the records counts afresh. A log written
 // before the ledger gets one at its first write, reading every record
 // once. A forgotten or

@@ -48,7 +48,8 @@ const (
 //
 // where Δt is the time since the fact was last written or recalled, λ is
 // ln 2 / HalfLife, uses counts the runs whose Recall showed it or whose
-// scored assembly showed it (RenderBlock), and tokens is
+// scored assembly showed it (RenderBlock), at most one per HalfLife/64,
+// and tokens is
 // layer.EstimateTokens of its text. Facts whose densities differ by less
 // than a factor √2 may leave in either order; among them, the least
 // recently written or recalled leaves first. A fact of importance
@@ -454,10 +455,21 @@ func (l *Layer) used(ids ...string) {
 	}
 }
 
+// useGrain sets the shortest time between two counted uses of a fact,
+// HalfLife/useGrain (about 11 hours by default): recalls closer together
+// count once, so a fact shown at every run rewrites its eviction document
+// about twice a day, not once a run (an index write, a commit, a run).
+// The last touch it leaves unrecorded changes a density by at most
+// 2^(1/useGrain), about 1%.
+const useGrain = 64
+
 // flushUses adds the runs' recalls noted since the last flush to the facts'
 // eviction documents, and marks them touched now: one query per fact
 // recalled and one Index call, once per run. The counts live in the
 // index only; an index rebuilt from the records starts them again.
+//
+// A fact written or counted less than HalfLife/useGrain ago is not
+// counted again (see useGrain).
 func (l *Layer) flushUses(ctx context.Context) error {
 	if len(l.uses) == 0 {
 		return nil
@@ -473,6 +485,9 @@ func (l *Layer) flushUses(ctx context.Context) error {
 			continue // guarded, gone, or on a log not yet migrated
 		}
 		f := hits[0].Fields
+		if at, err := strconv.ParseInt(f[fieldEvAt], 10, 64); err == nil && now.Sub(time.Unix(0, at)) < l.cfg.Capacity.HalfLife/useGrain {
+			continue // counted a moment ago: see useGrain
+		}
 		imp, _ := strconv.ParseFloat(f[fieldEvImp], 64)
 		tok, _ := strconv.Atoi(f[fieldEvTok])
 		e := evictInfoOf(hits[0])

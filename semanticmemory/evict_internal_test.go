@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
@@ -127,5 +128,64 @@ func TestUsesCountWhatIsShown(t *testing.T) {
 	l.RenderBlock(cands[:1])
 	if len(l.uses) != 1 || l.uses[cands[0].Key] != 1 {
 		t.Errorf("after showing %s: uses %v, want it alone", cands[0].Key, l.uses)
+	}
+}
+
+// TestUsesCountedOncePerGrain: recalls of a fact closer together than
+// HalfLife/useGrain count once, and write its eviction document once.
+func TestUsesCountedOncePerGrain(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	tmpl, err := New(Config{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := storage.NewMemoryStore()
+	open := func() *Layer {
+		b, err := tmpl.Init(ctx, layer.Env{ThreadID: "t", ResourceID: "u", Store: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.(*Layer)
+	}
+	f, err := open().Remember(ctx, Memo{Text: "The user edits the pricing page.", Importance: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grain := DefaultHalfLife / useGrain
+	uses := func() int64 {
+		t.Helper()
+		e, ok, err := open().lookupEvict(ctx, f.ID)
+		if err != nil || !ok {
+			t.Fatalf("eviction document of %s: %v, %v", f.ID, ok, err)
+		}
+		return e.uses
+	}
+	run := func() {
+		t.Helper()
+		l := open()
+		if _, err := l.Recall(ctx, layer.Query{Text: "pricing page"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(grain) // a grain after the write
+	run()
+	if got := uses(); got != 1 {
+		t.Fatalf("after one recall: %d uses, want 1", got)
+	}
+	for range 3 { // within the grain: not counted again
+		now = now.Add(grain / 4)
+		run()
+	}
+	if got := uses(); got != 1 {
+		t.Errorf("after three more recalls within %v: %d uses, want 1", grain, got)
+	}
+	now = now.Add(grain)
+	run()
+	if got := uses(); got != 2 {
+		t.Errorf("after a recall a grain later: %d uses, want 2", got)
 	}
 }
