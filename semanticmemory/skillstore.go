@@ -171,17 +171,8 @@ func (l *Layer) countKnown(ctx context.Context, s success, step int) error {
 	var due *tally
 	err = l.updateCandidates(ctx, s.sig, func(cs *candidates) bool {
 		due = nil
-		i := slices.IndexFunc(cs.C, func(c candidate) bool { return c.Sig == s.sig })
-		if i < 0 {
-			cs.C = append(cs.C, candidate{Sig: s.sig})
-			i = len(cs.C) - 1
-		}
-		c := &cs.C[i]
+		c := cs.counted(s, l.cfg.Skills.MaxEvidence)
 		c.Known = true
-		c.N++
-		c.Last = cs.Clock
-		c.Evidence = keepNewest(append(c.Evidence, s.ev), l.cfg.Skills.MaxEvidence)
-		c.Triggers = addTrigger(c.Triggers, s.trigger)
 		if c.N >= f.Skill.Successes {
 			due = &tally{n: c.N, evidence: c.Evidence, triggers: c.Triggers}
 			return false // written with the skill's next version
@@ -320,16 +311,7 @@ func (l *Layer) countCandidate(ctx context.Context, s success) (*Skill, error) {
 	var made *Skill
 	err := l.updateCandidates(ctx, s.sig, func(cs *candidates) bool {
 		made = nil
-		i := slices.IndexFunc(cs.C, func(c candidate) bool { return c.Sig == s.sig })
-		if i < 0 {
-			cs.C = append(cs.C, candidate{Sig: s.sig})
-			i = len(cs.C) - 1
-		}
-		c := &cs.C[i]
-		c.N++
-		c.Last = cs.Clock
-		c.Evidence = keepNewest(append(c.Evidence, s.ev), min(l.cfg.Skills.MinSuccesses, l.cfg.Skills.MaxEvidence))
-		c.Triggers = addTrigger(c.Triggers, s.trigger)
+		c := cs.counted(s, min(l.cfg.Skills.MinSuccesses, l.cfg.Skills.MaxEvidence))
 		if c.N >= l.cfg.Skills.MinSuccesses {
 			made = &Skill{Steps: s.steps, Triggers: c.Triggers, Successes: c.N, Evidence: c.Evidence, Signature: s.sig}
 			made.Name = deterministicName(c.Triggers, s.steps)
@@ -339,6 +321,23 @@ func (l *Layer) countCandidate(ctx context.Context, s success) (*Skill, error) {
 		return true
 	})
 	return made, err
+}
+
+// counted counts success s on its entry of the record (added when it
+// has none), keeping its newest maxEvidence evidence entries, and
+// returns the entry.
+func (cs *candidates) counted(s success, maxEvidence int) *candidate {
+	i := slices.IndexFunc(cs.C, func(c candidate) bool { return c.Sig == s.sig })
+	if i < 0 {
+		cs.C = append(cs.C, candidate{Sig: s.sig})
+		i = len(cs.C) - 1
+	}
+	c := &cs.C[i]
+	c.N++
+	c.Last = cs.Clock
+	c.Evidence = keepNewest(append(c.Evidence, s.ev), maxEvidence)
+	c.Triggers = addTrigger(c.Triggers, s.trigger)
+	return c
 }
 
 // evictCandidates drops the least recently seen candidates of a record
