@@ -14,10 +14,17 @@ all: lint test
 # The Redis Cluster tests start their own cluster (redis-server and
 # redis-cli) on loopback. PostgreSQL tests use MEMLAYER_POSTGRES_URL;
 # when it is unset and initdb is installed, .ci/with-postgres starts a
-# throwaway cluster.
+# throwaway cluster. internal/testreport reads the -json output, prints
+# what plain go test would (the ok lines, a failing test's output) and ends
+# with one line counting the tests passed, failed and skipped, the skips
+# grouped by reason. pipefail keeps go test's exit status.
+test: SHELL := /bin/bash
 test:
-	.ci/with-redis .ci/with-postgres $(GO) test -race -shuffle=on -count=1 -timeout 20m $(PKGS)
-	.ci/with-redis .ci/with-postgres $(GO) test -race -count=1 -tags postgres ./cmd/memlayer
+	set -o pipefail; .ci/with-redis .ci/with-postgres bash -c '\
+		status=0; \
+		$(GO) test -json -race -shuffle=on -count=1 -timeout 20m $(PKGS) || status=$$?; \
+		$(GO) test -json -race -count=1 -tags postgres ./cmd/memlayer || status=$$?; \
+		exit $$status' | $(GO) run ./internal/testreport -label 'make test'
 
 test-short:
 	$(GO) test -short $(PKGS)
