@@ -457,6 +457,9 @@ func sum(xs []int) int {
 // JSON, gives 73.2%. The test holds 74.4% and 73% so that a regression
 // fails.
 func TestHistory51_CMS50TokenReduction(t *testing.T) {
+	// Parallel: a 50-turn run shares nothing but the read-only fixture and
+	// the memoized counter with the other cms50 tests.
+	t.Parallel()
 	f := loadCMS50(t)
 	exact := cl100k(t)
 	var full, win cmsRun
@@ -569,6 +572,9 @@ func countRefFailures(failures []string) int {
 // it, and every request is the one an uninterrupted run in memory sends)
 // and every later reference still resolves from the request.
 func TestHistory52_CMS50SQLiteReopen(t *testing.T) {
+	// Parallel: a 50-turn run shares nothing but the read-only fixture and
+	// the memoized counter with the other cms50 tests.
+	t.Parallel()
 	f := loadCMS50(t)
 	exact := cl100k(t)
 	path := filepath.Join(t.TempDir(), "cms50.db")

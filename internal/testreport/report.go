@@ -91,10 +91,12 @@ func (r *report) pkgEvent(e event) {
 }
 
 // flush prints what a failed or cut-off package left: the output of its
-// tests that never ended, then its own lines.
+// tests that never ended (a timeout or a crash stopped them), then its own
+// lines. The tests that never ended count as failed.
 func (r *report) flush(name string, p *pkgState) {
 	for _, t := range p.order {
 		r.print(p.tests[t])
+		r.failures = append(r.failures, name+"."+t+" (unfinished)")
 	}
 	for _, l := range p.lines {
 		io.WriteString(r.w, l)

@@ -137,7 +137,7 @@ func TestCutOff(t *testing.T) {
 	}
 	out, code := runReport(t, lines...)
 	want := "    a_test.go:50: waiting\n" +
-		"make test: FAIL: output cut off, 0 passed, 0 skipped\n"
+		"make test: FAIL: 1 test failed (example.com/a.TestHang (unfinished)), output cut off, 0 passed, 0 skipped\n"
 	if out != want {
 		t.Errorf("output:\n%s\nwant:\n%s", out, want)
 	}
