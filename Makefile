@@ -91,9 +91,12 @@ run:
 # SIGKILL crash trials, Redis restarts, bad input and the load run. Its
 # figures are the FIGURE lines of the output (see RELIABILITY.md). Without
 # -race on purpose: the race detector would distort the figures, and the
-# reduced form of the suite already runs under -race in `make test`.
+# reduced form of the suite already runs under -race in `make test`. The
+# agentloop package runs again with MEMLAYER_RELIABILITY=1, so that its
+# long tests run at full size (make test runs them reduced).
 reliability:
 	.ci/with-redis .ci/with-postgres env MEMLAYER_RELIABILITY=1 $(GO) test -count=1 -timeout 30m -v ./reliability/...
+	.ci/with-redis .ci/with-postgres env MEMLAYER_RELIABILITY=1 $(GO) test -count=1 -timeout 30m ./agentloop
 
 cover:
 	.ci/with-redis .ci/with-postgres $(GO) test -coverprofile=cover.out $(PKGS) && $(GO) tool cover -func=cover.out | tail -1
