@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -196,8 +195,8 @@ func TestMakeTest(t *testing.T) {
 	if err != nil {
 		t.Skip("make is not installed")
 	}
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
 		t.Skipf("no go command: %v", err)
 	}
 	root, err := filepath.Abs("../..")
