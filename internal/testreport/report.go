@@ -34,11 +34,15 @@ type report struct {
 
 // pkgState is a package whose binary is running.
 type pkgState struct {
-	lines []string            // package-level output
-	tests map[string][]string // output by top-level test, subtests included
-	order []string            // top-level tests in the order they first wrote
-	msg   map[string]string   // the last logged message of each test
+	lines  []string          // package-level output
+	tests  map[string][]line // output by top-level test, subtests included
+	order  []string          // top-level tests in the order they first wrote
+	msg    map[string]string // the last logged message of each test
+	passed map[string]bool   // subtests that passed or were skipped
 }
+
+// line is a line of a test's output.
+type line struct{ test, text string }
 
 func newReport(w io.Writer, label string) *report {
 	return &report{w: w, label: label, pkgs: map[string]*pkgState{}, skips: map[string]int{}}
@@ -47,7 +51,7 @@ func newReport(w io.Writer, label string) *report {
 func (r *report) pkg(name string) *pkgState {
 	p := r.pkgs[name]
 	if p == nil {
-		p = &pkgState{tests: map[string][]string{}, msg: map[string]string{}}
+		p = &pkgState{tests: map[string][]line{}, msg: map[string]string{}, passed: map[string]bool{}}
 		r.pkgs[name] = p
 	}
 	return p
@@ -95,7 +99,7 @@ func (r *report) pkgEvent(e event) {
 // lines. The tests that never ended count as failed.
 func (r *report) flush(name string, p *pkgState) {
 	for _, t := range p.order {
-		r.print(p.tests[t])
+		r.print(p, p.tests[t])
 		r.failures = append(r.failures, name+"."+t+" (unfinished)")
 	}
 	for _, l := range p.lines {
@@ -118,7 +122,7 @@ func (r *report) testEvent(e event) {
 		if _, ok := p.tests[top]; !ok {
 			p.order = append(p.order, top)
 		}
-		p.tests[top] = append(p.tests[top], e.Output)
+		p.tests[top] = append(p.tests[top], line{e.Test, e.Output})
 		if m := logLine.FindStringSubmatch(strings.TrimRight(e.Output, "\n")); m != nil {
 			p.msg[e.Test] = m[1]
 		}
@@ -135,10 +139,16 @@ func (r *report) testEvent(e event) {
 	}
 	delete(p.msg, e.Test)
 	if e.Test != top {
+		if e.Action != "fail" {
+			p.passed[e.Test] = true
+		}
 		return
 	}
 	if e.Action == "fail" {
-		r.print(p.tests[top])
+		r.print(p, p.tests[top])
+	}
+	for _, l := range p.tests[top] {
+		delete(p.passed, l.test)
 	}
 	delete(p.tests, top)
 	for i, t := range p.order {
@@ -149,11 +159,12 @@ func (r *report) testEvent(e event) {
 	}
 }
 
-// print writes a test's lines without the framing lines of -v.
-func (r *report) print(lines []string) {
+// print writes a failed test's lines, as plain go test would: without
+// the framing lines of -v, nor the lines of subtests that passed.
+func (r *report) print(p *pkgState, lines []line) {
 	for _, l := range lines {
-		if !framing(l) {
-			io.WriteString(r.w, l)
+		if !framing(l.text) && !p.passed[l.test] {
+			io.WriteString(r.w, l.text)
 		}
 	}
 }

@@ -76,6 +76,10 @@ func TestFailingTest(t *testing.T) {
 		ev("pass", pkgA, "TestOK", ""),
 		ev("run", pkgA, "TestBad", ""),
 		ev("output", pkgA, "TestBad", "=== RUN   TestBad\n"),
+		ev("run", pkgA, "TestBad/fine", ""),
+		ev("output", pkgA, "TestBad/fine", "        a_test.go:35: chatter of a passing subtest\n"),
+		ev("output", pkgA, "TestBad/fine", "    --- PASS: TestBad/fine (0.00s)\n"),
+		ev("pass", pkgA, "TestBad/fine", ""),
 		ev("run", pkgA, "TestBad/case", ""),
 		ev("output", pkgA, "TestBad/case", "=== RUN   TestBad/case\n"),
 		ev("output", pkgA, "TestBad/case", "        a_test.go:40: got 1, want 2\n"),
@@ -95,7 +99,7 @@ func TestFailingTest(t *testing.T) {
 		"-test.shuffle 7\n" +
 		"FAIL\n" +
 		"FAIL\texample.com/a\t0.20s\n" +
-		"make test: FAIL: 2 tests failed (example.com/a.TestBad/case, example.com/a.TestBad), 1 package failed, 1 passed, 0 skipped\n"
+		"make test: FAIL: 2 tests failed (example.com/a.TestBad/case, example.com/a.TestBad), 1 package failed, 2 passed, 0 skipped\n"
 	if out != want {
 		t.Errorf("output:\n%s\nwant:\n%s", out, want)
 	}
