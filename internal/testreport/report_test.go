@@ -49,103 +49,96 @@ var passingRun = []string{
 	ev("skip", "example.com/b", "", ""),
 }
 
-func runReport(t *testing.T, lines ...string) (string, int) {
-	t.Helper()
-	var out bytes.Buffer
-	code := run(strings.NewReader(strings.Join(lines, "\n")+"\n"), &out, "make test")
-	return out.String(), code
-}
-
-func TestPassingRun(t *testing.T) {
-	out, code := runReport(t, passingRun...)
-	want := "ok  \texample.com/a\t0.10s\n" +
-		"?   \texample.com/b\t[no test files]\n" +
-		"make test: 3 tests passed, 3 skipped: 2 MEMLAYER_REDIS_URL is not set, 1 no reason given\n"
-	if out != want {
-		t.Errorf("output:\n%s\nwant:\n%s", out, want)
-	}
-	if code != 0 {
-		t.Errorf("exit status %d, want 0", code)
-	}
-}
-
-func TestFailingTest(t *testing.T) {
-	lines := []string{
-		ev("run", pkgA, "TestOK", ""),
-		ev("output", pkgA, "TestOK", "    a_test.go:10: chatter of a passing test\n"),
-		ev("pass", pkgA, "TestOK", ""),
-		ev("run", pkgA, "TestBad", ""),
-		ev("output", pkgA, "TestBad", "=== RUN   TestBad\n"),
-		ev("run", pkgA, "TestBad/fine", ""),
-		ev("output", pkgA, "TestBad/fine", "        a_test.go:35: chatter of a passing subtest\n"),
-		ev("output", pkgA, "TestBad/fine", "    --- PASS: TestBad/fine (0.00s)\n"),
-		ev("pass", pkgA, "TestBad/fine", ""),
-		ev("run", pkgA, "TestBad/case", ""),
-		ev("output", pkgA, "TestBad/case", "=== RUN   TestBad/case\n"),
-		ev("output", pkgA, "TestBad/case", "        a_test.go:40: got 1, want 2\n"),
-		ev("output", pkgA, "TestBad/case", "    --- FAIL: TestBad/case (0.00s)\n"),
-		ev("fail", pkgA, "TestBad/case", ""),
-		ev("output", pkgA, "TestBad", "--- FAIL: TestBad (0.00s)\n"),
-		ev("fail", pkgA, "TestBad", ""),
-		ev("output", pkgA, "", "-test.shuffle 7\n"),
-		ev("output", pkgA, "", "FAIL\n"),
-		ev("output", pkgA, "", "FAIL\texample.com/a\t0.20s\n"),
-		ev("fail", pkgA, "", ""),
-	}
-	out, code := runReport(t, lines...)
-	want := "        a_test.go:40: got 1, want 2\n" +
-		"    --- FAIL: TestBad/case (0.00s)\n" +
-		"--- FAIL: TestBad (0.00s)\n" +
-		"-test.shuffle 7\n" +
-		"FAIL\n" +
-		"FAIL\texample.com/a\t0.20s\n" +
-		"make test: FAIL: 2 tests failed (example.com/a.TestBad/case, example.com/a.TestBad), 1 package failed, 2 passed, 0 skipped\n"
-	if out != want {
-		t.Errorf("output:\n%s\nwant:\n%s", out, want)
-	}
-	if code != 1 {
-		t.Errorf("exit status %d, want 1", code)
-	}
-}
-
-func TestBuildFailure(t *testing.T) {
-	lines := []string{
-		`{"ImportPath":"example.com/a [example.com/a.test]","Action":"build-output","Output":"a_test.go:3:1: syntax error\n"}`,
-		`{"ImportPath":"example.com/a [example.com/a.test]","Action":"build-fail"}`,
-		ev("start", pkgA, "", ""),
-		ev("output", pkgA, "", "FAIL\texample.com/a [build failed]\n"),
-		ev("fail", pkgA, "", ""),
-		"go: some error that is not JSON",
-	}
-	out, code := runReport(t, lines...)
-	want := "a_test.go:3:1: syntax error\n" +
-		"FAIL\texample.com/a [build failed]\n" +
-		"go: some error that is not JSON\n" +
-		"make test: FAIL: 1 package failed, 0 passed, 0 skipped\n"
-	if out != want {
-		t.Errorf("output:\n%s\nwant:\n%s", out, want)
-	}
-	if code != 1 {
-		t.Errorf("exit status %d, want 1", code)
-	}
-}
-
-// A binary killed mid-test (a timeout, a crash) leaves a test that never
-// ended: its output is shown and the run fails, even with no fail event.
-func TestCutOff(t *testing.T) {
-	lines := []string{
-		ev("run", pkgA, "TestHang", ""),
-		ev("output", pkgA, "TestHang", "=== RUN   TestHang\n"),
-		ev("output", pkgA, "TestHang", "    a_test.go:50: waiting\n"),
-	}
-	out, code := runReport(t, lines...)
-	want := "    a_test.go:50: waiting\n" +
-		"make test: FAIL: 1 test failed (example.com/a.TestHang (unfinished)), output cut off, 0 passed, 0 skipped\n"
-	if out != want {
-		t.Errorf("output:\n%s\nwant:\n%s", out, want)
-	}
-	if code != 1 {
-		t.Errorf("exit status %d, want 1", code)
+// TestReport feeds recorded event streams to the report and checks what
+// it prints and its exit status.
+func TestReport(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		lines []string
+		want  string
+		code  int
+	}{
+		{
+			name:  "passing run",
+			lines: passingRun,
+			want: "ok  \texample.com/a\t0.10s\n" +
+				"?   \texample.com/b\t[no test files]\n" +
+				"make test: 3 tests passed, 3 skipped: 2 MEMLAYER_REDIS_URL is not set, 1 no reason given\n",
+		},
+		{
+			name: "failing test: its output without -v framing or its passing subtests",
+			lines: []string{
+				ev("run", pkgA, "TestOK", ""),
+				ev("output", pkgA, "TestOK", "    a_test.go:10: chatter of a passing test\n"),
+				ev("pass", pkgA, "TestOK", ""),
+				ev("run", pkgA, "TestBad", ""),
+				ev("output", pkgA, "TestBad", "=== RUN   TestBad\n"),
+				ev("run", pkgA, "TestBad/fine", ""),
+				ev("output", pkgA, "TestBad/fine", "        a_test.go:35: chatter of a passing subtest\n"),
+				ev("output", pkgA, "TestBad/fine", "    --- PASS: TestBad/fine (0.00s)\n"),
+				ev("pass", pkgA, "TestBad/fine", ""),
+				ev("run", pkgA, "TestBad/case", ""),
+				ev("output", pkgA, "TestBad/case", "=== RUN   TestBad/case\n"),
+				ev("output", pkgA, "TestBad/case", "        a_test.go:40: got 1, want 2\n"),
+				ev("output", pkgA, "TestBad/case", "    --- FAIL: TestBad/case (0.00s)\n"),
+				ev("fail", pkgA, "TestBad/case", ""),
+				ev("output", pkgA, "TestBad", "--- FAIL: TestBad (0.00s)\n"),
+				ev("fail", pkgA, "TestBad", ""),
+				ev("output", pkgA, "", "-test.shuffle 7\n"),
+				ev("output", pkgA, "", "FAIL\n"),
+				ev("output", pkgA, "", "FAIL\texample.com/a\t0.20s\n"),
+				ev("fail", pkgA, "", ""),
+			},
+			want: "        a_test.go:40: got 1, want 2\n" +
+				"    --- FAIL: TestBad/case (0.00s)\n" +
+				"--- FAIL: TestBad (0.00s)\n" +
+				"-test.shuffle 7\n" +
+				"FAIL\n" +
+				"FAIL\texample.com/a\t0.20s\n" +
+				"make test: FAIL: 2 tests failed (example.com/a.TestBad/case, example.com/a.TestBad), 1 package failed, 2 passed, 0 skipped\n",
+			code: 1,
+		},
+		{
+			name: "build failure, and a line that is not JSON",
+			lines: []string{
+				`{"ImportPath":"example.com/a [example.com/a.test]","Action":"build-output","Output":"a_test.go:3:1: syntax error\n"}`,
+				`{"ImportPath":"example.com/a [example.com/a.test]","Action":"build-fail"}`,
+				ev("start", pkgA, "", ""),
+				ev("output", pkgA, "", "FAIL\texample.com/a [build failed]\n"),
+				ev("fail", pkgA, "", ""),
+				"go: some error that is not JSON",
+			},
+			want: "a_test.go:3:1: syntax error\n" +
+				"FAIL\texample.com/a [build failed]\n" +
+				"go: some error that is not JSON\n" +
+				"make test: FAIL: 1 package failed, 0 passed, 0 skipped\n",
+			code: 1,
+		},
+		{
+			// A binary killed mid-test (a timeout, a crash) leaves a test
+			// that never ended: its output is shown and the run fails,
+			// even with no fail event.
+			name: "cut off",
+			lines: []string{
+				ev("run", pkgA, "TestHang", ""),
+				ev("output", pkgA, "TestHang", "=== RUN   TestHang\n"),
+				ev("output", pkgA, "TestHang", "    a_test.go:50: waiting\n"),
+			},
+			want: "    a_test.go:50: waiting\n" +
+				"make test: FAIL: 1 test failed (example.com/a.TestHang (unfinished)), output cut off, 0 passed, 0 skipped\n",
+			code: 1,
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out bytes.Buffer
+			code := run(strings.NewReader(strings.Join(c.lines, "\n")+"\n"), &out, "make test")
+			if out.String() != c.want {
+				t.Errorf("output:\n%s\nwant:\n%s", out.String(), c.want)
+			}
+			if code != c.code {
+				t.Errorf("exit status %d, want %d", code, c.code)
+			}
+		})
 	}
 }
 
