@@ -14,10 +14,17 @@ all: lint test
 # The Redis Cluster tests start their own cluster (redis-server and
 # redis-cli) on loopback. PostgreSQL tests use MEMLAYER_POSTGRES_URL;
 # when it is unset and initdb is installed, .ci/with-postgres starts a
-# throwaway cluster.
+# throwaway cluster. internal/testreport reads the -json output, prints
+# what plain go test would (the ok lines, a failing test's output) and ends
+# with one line counting the tests passed, failed and skipped, the skips
+# grouped by reason. pipefail keeps go test's exit status.
+test: SHELL := /bin/bash
 test:
-	.ci/with-redis .ci/with-postgres $(GO) test -race -shuffle=on -count=1 -timeout 20m $(PKGS)
-	.ci/with-redis .ci/with-postgres $(GO) test -race -count=1 -tags postgres ./cmd/memlayer
+	set -o pipefail; .ci/with-redis .ci/with-postgres bash -c '\
+		status=0; \
+		$(GO) test -json -race -shuffle=on -count=1 -timeout 20m $(PKGS) || status=$$?; \
+		$(GO) test -json -race -count=1 -tags postgres ./cmd/memlayer || status=$$?; \
+		exit $$status' | $(GO) run ./internal/testreport -label 'make test'
 
 test-short:
 	$(GO) test -short $(PKGS)
@@ -84,9 +91,12 @@ run:
 # SIGKILL crash trials, Redis restarts, bad input and the load run. Its
 # figures are the FIGURE lines of the output (see RELIABILITY.md). Without
 # -race on purpose: the race detector would distort the figures, and the
-# reduced form of the suite already runs under -race in `make test`.
+# reduced form of the suite already runs under -race in `make test`. The
+# agentloop package runs again with MEMLAYER_RELIABILITY=1, so that its
+# long tests run at full size (make test runs them reduced).
 reliability:
 	.ci/with-redis .ci/with-postgres env MEMLAYER_RELIABILITY=1 $(GO) test -count=1 -timeout 30m -v ./reliability/...
+	.ci/with-redis .ci/with-postgres env MEMLAYER_RELIABILITY=1 $(GO) test -count=1 -timeout 30m ./agentloop
 
 cover:
 	.ci/with-redis .ci/with-postgres $(GO) test -coverprofile=cover.out $(PKGS) && $(GO) tool cover -func=cover.out | tail -1

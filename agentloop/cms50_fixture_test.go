@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/memlayer/memlayer/prompt"
-	"github.com/memlayer/memlayer/prompt/tiktoken"
 )
 
 // This file holds the 50-turn CMS conversation of
@@ -111,10 +110,7 @@ func TestHistory50_CMS50Fixture(t *testing.T) {
 	if len(f.Turns) != 50 {
 		t.Fatalf("%d turns, want 50", len(f.Turns))
 	}
-	exact, err := tiktoken.New("cl100k_base")
-	if err != nil {
-		t.Fatal(err)
-	}
+	exact := cl100k(t)
 	far := 0
 	lo, hi := 1<<30, 0
 	for _, turn := range f.Turns {

@@ -75,6 +75,9 @@ func TestMemory90_CMS50WithSemanticMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("six 50-turn runs")
 	}
+	// Parallel: a 50-turn run shares nothing but the read-only fixture and
+	// the memoized counter with the other cms50 tests.
+	t.Parallel()
 	const noSkills = true
 	f := loadCMS50(t)
 	exact := cl100k(t)
@@ -216,6 +219,9 @@ func TestMemory100_TightBudgetsKeepTheSummary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two 50-turn runs")
 	}
+	// Parallel: a 50-turn run shares nothing but the read-only fixture and
+	// the memoized counter with the other cms50 tests.
+	t.Parallel()
 	f := loadCMS50(t)
 	exact := cl100k(t)
 	refs := f.refs()

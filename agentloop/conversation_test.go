@@ -390,13 +390,49 @@ func runCMS(t *testing.T, f cmsFixture, store storage.Store, history func(*agent
 	return model
 }
 
+// cl100k returns the exact counter the cms50 tests measure with. It is
+// shared and remembers each text's count: a run with the whole history
+// sends every earlier message again at each turn, and counting them anew
+// took most of these tests' time.
 func cl100k(t testing.TB) prompt.Counter {
 	t.Helper()
-	c, err := tiktoken.New("cl100k_base")
-	if err != nil {
-		t.Fatal(err)
+	cl100kOnce.Do(func() {
+		var c prompt.Counter
+		c, cl100kErr = tiktoken.New("cl100k_base")
+		cl100kMemo = &memoCounter{c: c, n: map[string]int{}}
+	})
+	if cl100kErr != nil {
+		t.Fatal(cl100kErr)
 	}
-	return c
+	return cl100kMemo
+}
+
+var (
+	cl100kOnce sync.Once
+	cl100kMemo *memoCounter
+	cl100kErr  error
+)
+
+// memoCounter is a Counter that counts each distinct text once. It is
+// safe for concurrent use.
+type memoCounter struct {
+	c  prompt.Counter
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (m *memoCounter) Count(text string) int {
+	m.mu.Lock()
+	n, ok := m.n[text]
+	m.mu.Unlock()
+	if ok {
+		return n
+	}
+	n = m.c.Count(text)
+	m.mu.Lock()
+	m.n[text] = n
+	m.mu.Unlock()
+	return n
 }
 
 func sum(xs []int) int {
@@ -421,6 +457,9 @@ func sum(xs []int) int {
 // JSON, gives 73.2%. The test holds 74.4% and 73% so that a regression
 // fails.
 func TestHistory51_CMS50TokenReduction(t *testing.T) {
+	// Parallel: a 50-turn run shares nothing but the read-only fixture and
+	// the memoized counter with the other cms50 tests.
+	t.Parallel()
 	f := loadCMS50(t)
 	exact := cl100k(t)
 	var full, win cmsRun
@@ -533,6 +572,9 @@ func countRefFailures(failures []string) int {
 // it, and every request is the one an uninterrupted run in memory sends)
 // and every later reference still resolves from the request.
 func TestHistory52_CMS50SQLiteReopen(t *testing.T) {
+	// Parallel: a 50-turn run shares nothing but the read-only fixture and
+	// the memoized counter with the other cms50 tests.
+	t.Parallel()
 	f := loadCMS50(t)
 	exact := cl100k(t)
 	path := filepath.Join(t.TempDir(), "cms50.db")

@@ -401,36 +401,42 @@ func (s *putCounter) Put(ctx context.Context, key string, value []byte, ifVersio
 }
 
 // TestHistory09_BytesPerStepDoNotGrow: one thread, 1,000 turns of a
-// 2 KB tool result each: the bytes handed to Put for turn 1,000 are
-// those of turn 10, give or take the digits of growing counters, the
-// summary, which is bounded by its budget, and the rewrite of the
-// segments a new summary comes to cover, their long results elided, and
-// the list of kept segments in the summary's record.
+// 2 KB tool result each under make reliability (300 in make test, where
+// the race detector slows each turn; retention is constant from turn 50
+// on): the bytes handed to Put for the last turn are those of turn 10,
+// give or take the digits of growing counters, the summary, which is
+// bounded by its budget, and the rewrite of the segments a new summary
+// comes to cover, their long results elided, and the list of kept
+// segments in the summary's record.
 func TestHistory09_BytesPerStepDoNotGrow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("1,000 turns")
 	}
+	t.Parallel()
+	// n is a multiple of four, so that the last four turns hold one
+	// summary write, as turns 9 to 12 do.
+	n := suiteSize(1000, 300)
 	store := &putCounter{Store: storage.NewMemoryStore()}
 	// A summary every fourth turn, of up to 1,000 tokens.
 	const summaryTokens = 1000
 	a := mustAgent(t, agentloop.Config{Model: agenttest.NewFunc(pagesPolicy), Store: store, Tools: []agentloop.Tool{pagesTool(2000)},
 		History: history.Config{MaxTurns: 8, SummarizeAfter: 4, SummaryTokens: summaryTokens}})
 	perTurn := map[int]int64{}
-	for i := 1; i <= 1000; i++ {
+	for i := 1; i <= n; i++ {
 		before := store.bytes.Load()
 		if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("Page %d", i)}); err != nil {
 			t.Fatal(err)
 		}
 		perTurn[i] = store.bytes.Load() - before
 	}
-	// Turns 9 to 12 and 997 to 1,000 each hold one summary write.
+	// Turns 9 to 12 and n-3 to n each hold one summary write.
 	cycle := func(last int) (sum int64) {
 		for i := last - 3; i <= last; i++ {
 			sum += perTurn[i]
 		}
 		return sum
 	}
-	t.Logf("bytes put: turn 10 %d, turn 1000 %d; turns 9-12 %d, turns 997-1000 %d", perTurn[10], perTurn[1000], cycle(12), cycle(1000))
+	t.Logf("bytes put: turn 10 %d, turn %d %d; turns 9-12 %d, turns %d-%d %d", perTurn[10], n, perTurn[n], cycle(12), n-3, n, cycle(n))
 	// A summary turn also rewrites the segments the new summary comes to
 	// cover, with what is over thread.ElideAbove elided (nothing
 	// here: the results are 2 KB), at most 1 KiB for each of the four
@@ -439,19 +445,19 @@ func TestHistory09_BytesPerStepDoNotGrow(t *testing.T) {
 	// is two segments of two messages, so at most 100 segments for
 	// DefaultRetainMessages, a constant once the thread has that many.
 	const elided, keptList = 4 * 1024, thread.DefaultRetainMessages / 2 * 20
-	if perTurn[10] > 6000 || perTurn[1000]-perTurn[1000-2] > 4*summaryTokens+1000+elided+keptList {
-		t.Errorf("turn 10 put %d bytes, turn 1000 %d", perTurn[10], perTurn[1000])
+	if perTurn[10] > 6000 || perTurn[n]-perTurn[n-2] > 4*summaryTokens+1000+elided+keptList {
+		t.Errorf("turn 10 put %d bytes, turn %d %d", perTurn[10], n, perTurn[n])
 	}
 	// With a summary, each step's audit also records the history-summary
 	// layer's recall (about 65 bytes, a constant): at most 520 bytes
 	// over the four turns' eight steps, which turn 12 has only in part.
-	if d := cycle(1000) - cycle(12); d > 4*summaryTokens+200+520+keptList {
-		t.Errorf("four turns put %d bytes at turn 1000, %d at turn 12", cycle(1000), cycle(12))
+	if d := cycle(n) - cycle(12); d > 4*summaryTokens+200+520+keptList {
+		t.Errorf("four turns put %d bytes at turn %d, %d at turn 12", cycle(n), n, cycle(12))
 	}
-	// The heads of turn 998 also name the summary and its coverage, and
+	// The heads of turn n-2 also name the summary and its coverage, and
 	// counters and IDs have more digits: a constant, not a growth.
-	if d := perTurn[998] - perTurn[10]; d < 0 || d > 200+130 { // and its two recalls (see above)
-		t.Errorf("a turn without a summary put %d bytes at turn 10 and %d at turn 998", perTurn[10], perTurn[998])
+	if d := perTurn[n-2] - perTurn[10]; d < 0 || d > 200+130 { // and its two recalls (see above)
+		t.Errorf("a turn without a summary put %d bytes at turn 10 and %d at turn %d", perTurn[10], perTurn[n-2], n-2)
 	}
 }
 

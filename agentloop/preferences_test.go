@@ -80,6 +80,7 @@ func preferenceTopics() []preferenceTopic {
 // subject carries that subject's three facts and none of the
 // distractors, which share the question's verb.
 func TestMemory42_PreferencesAcrossThreads(t *testing.T) {
+	t.Parallel() // its own SQLite file, no shared state
 	topics := preferenceTopics()
 	// The semantic layer's budget fits the block of three fact lines; all
 	// the facts take about twenty times as much.

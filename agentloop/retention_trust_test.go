@@ -71,12 +71,14 @@ func scratchpadModel() *agenttest.Model {
 // HistoryConfig, a thread whose model sends a 60 KB scratchpad update
 // every turn stores a bounded number of bytes: after 100 and after 200
 // turns (400 steps) the thread's records are under 1 MiB and do not grow
-// between the two; the thread goes on, its summary and audit keep their
+// between the two (under make reliability; 60 and 120 turns in make test,
+// where retention is constant from turn 50 on); the thread goes on, its summary and audit keep their
 // turns, and the transcript keeps the window's arguments whole and the
 // older retained ones as stubs with their size and hash. A nested thread
 // ("a/b") of another user, on an agent that keeps every message, is
 // left whole.
 func TestTrust322_StoredTranscriptIsBoundedByDefault(t *testing.T) {
+	t.Parallel()
 	store := &listCounter{Store: storage.NewMemoryStore()}
 	newAgent := func(h history.Config) *agentloop.Agent {
 		pad, err := workingmemory.New(workingmemory.Config{})
@@ -87,8 +89,9 @@ func TestTrust322_StoredTranscriptIsBoundedByDefault(t *testing.T) {
 	}
 	a := newAgent(history.Config{})
 	keepAll := newAgent(history.Config{RetainMessages: -1})
-	var at100 int
-	const turns, nested = 200, 20
+	var atHalf int
+	turns := suiteSize(200, 120)
+	const nested = 20
 	for i := range turns {
 		res, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "a", ResourceID: "u1", Input: fmt.Sprintf("turn %d", i)})
 		if err != nil {
@@ -102,18 +105,18 @@ func TestTrust322_StoredTranscriptIsBoundedByDefault(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if i == 99 {
-			at100, _ = storedBytes(t, store, storage.ThreadPrefix("a"))
+		if i == turns/2-1 {
+			atHalf, _ = storedBytes(t, store, storage.ThreadPrefix("a"))
 		}
 	}
 	threadBytes, records := storedBytes(t, store, storage.ThreadPrefix("a"))
 	all, _ := storedBytes(t, store, "")
-	t.Logf("after %d turns (%d steps) of 60 KB updates: thread %d bytes in %d records (%d after 100 turns); the store %d bytes", turns, 2*turns, threadBytes, records, at100, all)
+	t.Logf("after %d turns (%d steps) of 60 KB updates: thread %d bytes in %d records (%d after %d turns); the store %d bytes", turns, 2*turns, threadBytes, records, atHalf, turns/2, all)
 	if threadBytes > 1<<20 {
 		t.Errorf("the thread stores %d bytes after %d turns of 60 KB arguments, want at most 1 MiB", threadBytes, turns)
 	}
-	if threadBytes > at100+(60<<10) {
-		t.Errorf("the thread grew from %d to %d bytes between turn 100 and turn 200", at100, threadBytes)
+	if threadBytes > atHalf+(60<<10) {
+		t.Errorf("the thread grew from %d to %d bytes between turn %d and turn %d", atHalf, threadBytes, turns/2, turns)
 	}
 
 	// The transcript: the retained messages, those the summary covers
@@ -186,8 +189,12 @@ func TestTrust322_StoredTranscriptIsBoundedByDefault(t *testing.T) {
 // with every message whole (as before retention was the default, or with
 // RetainMessages -1) is bounded by the first summary a default agent
 // stores: it lists the thread's segments once, drops the oldest and
-// elides the covered ones it keeps; later summaries list nothing.
+// elides the covered ones it keeps; later summaries list nothing. The
+// thread has 100 turns under make reliability, 60 in make test (more than
+// the 50 that retention keeps).
 func TestTrust322_ThreadStoredWholeIsBoundedOnceContinued(t *testing.T) {
+	t.Parallel()
+	wholeTurns := suiteSize(100, 60)
 	store := &listCounter{Store: storage.NewMemoryStore()}
 	newAgent := func(h history.Config) *agentloop.Agent {
 		pad, err := workingmemory.New(workingmemory.Config{})
@@ -197,7 +204,7 @@ func TestTrust322_ThreadStoredWholeIsBoundedOnceContinued(t *testing.T) {
 		return mustAgent(t, agentloop.Config{Model: scratchpadModel(), Store: store, Layers: []layer.Layer{pad}, History: h})
 	}
 	old := newAgent(history.Config{RetainMessages: -1})
-	for i := range 100 {
+	for i := range wholeTurns {
 		if _, err := old.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: fmt.Sprintf("turn %d", i)}); err != nil {
 			t.Fatal(err)
 		}
@@ -210,8 +217,8 @@ func TestTrust322_ThreadStoredWholeIsBoundedOnceContinued(t *testing.T) {
 		}
 	}
 	after, records := storedBytes(t, store, storage.ThreadPrefix("t"))
-	t.Logf("a thread of 100 turns stored whole: %d bytes; 4 turns later, on the default: %d bytes in %d records", before, after, records)
-	if before < 100*(60<<10) || after > 1<<20 {
+	t.Logf("a thread of %d turns stored whole: %d bytes; 4 turns later, on the default: %d bytes in %d records", wholeTurns, before, after, records)
+	if before < wholeTurns*(60<<10) || after > 1<<20 {
 		t.Errorf("thread stored whole: %d bytes; continued on the default: %d", before, after)
 	}
 	if n := store.segLists.Load(); n != 1 {
@@ -221,16 +228,19 @@ func TestTrust322_ThreadStoredWholeIsBoundedOnceContinued(t *testing.T) {
 		t.Fatal(err)
 	}
 	msgs, first, err := a.Transcript(t.Context(), "t")
-	if err != nil || first == 0 || first+len(msgs) != 4*105 {
+	if err != nil || first == 0 || first+len(msgs) != 4*(wholeTurns+5) {
 		t.Errorf("transcript: %v, %d messages from %d", err, len(msgs), first)
 	}
 }
 
 // TestTrust322_RetentionOnEveryBackend: on memory, SQLite and Redis, a
-// thread of 40 turns of 60 KB updates keeps its window whole, the covered
+// thread of 40 turns of 60 KB updates (24 in make test, still more than
+// twice the 10 turns retention keeps) keeps its window whole, the covered
 // messages retention keeps elided, and a bounded number of bytes; after
 // DeleteThread nothing of it is left (no rewrite brought a segment back).
 func TestTrust322_RetentionOnEveryBackend(t *testing.T) {
+	t.Parallel()
+	turns := suiteSize(40, 24)
 	for _, b := range eraseBackends() {
 		t.Run(b.name, func(t *testing.T) {
 			store, _ := b.open(t)
@@ -240,7 +250,6 @@ func TestTrust322_RetentionOnEveryBackend(t *testing.T) {
 			}
 			a := mustAgent(t, agentloop.Config{Model: scratchpadModel(), Store: store, Layers: []layer.Layer{pad},
 				History: history.Config{RetainMessages: 40}})
-			const turns = 40
 			for i := range turns {
 				if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", ResourceID: "u", Input: fmt.Sprintf("turn %d", i)}); err != nil {
 					t.Fatal(err)

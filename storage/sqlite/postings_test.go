@@ -57,6 +57,7 @@ func apply(t *testing.T, s *Store, ops []indexOp) {
 // filtered text, filter alone and each user, with the same counts and
 // ordinals. The FTS5 table and its triggers are gone.
 func TestTermsFileMigrated(t *testing.T) {
+	t.Parallel() // its own database; mostly waits on the disk
 	dir := t.TempDir()
 	ops := history()
 	termsFile(t, filepath.Join(dir, "old.db"), ops)
@@ -142,6 +143,7 @@ func column(t *testing.T, s *Store, q string) []string {
 // posting of its collections and every posting of users "a/b" and ""
 // (whose IDs nest in and prefix a's), which search as before.
 func TestEraseLeavesNoPostings(t *testing.T) {
+	t.Parallel() // its own database; mostly waits on the disk
 	s, err := Open(t.Context(), Config{Path: filepath.Join(t.TempDir(), "e.db")})
 	if err != nil {
 		t.Fatal(err)
@@ -220,6 +222,7 @@ func TestEraseLeavesNoPostings(t *testing.T) {
 // within them is found; one older than all of them is not, a
 // documented limit.
 func TestFilteredTextReadsBoundedPostings(t *testing.T) {
+	t.Parallel() // its own database; mostly waits on the disk
 	if testing.Short() {
 		t.Skip("indexes 10,000 documents")
 	}

@@ -33,12 +33,14 @@ func open(t testing.TB, cfg sqlite.Config) *sqlite.Store {
 }
 
 func TestConformanceFile(t *testing.T) {
+	t.Parallel() // its own database; mostly waits on the disk
 	storagetest.RunWith(t, func(t *testing.T) storage.Store {
 		return open(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "mem.db")})
 	}, storagetest.Options{Wipe: recreateFile})
 }
 
 func TestConformanceInMemory(t *testing.T) {
+	t.Parallel() // a private in-memory database for each store
 	storagetest.RunWith(t, func(t *testing.T) storage.Store {
 		return open(t, sqlite.Config{})
 	}, storagetest.Options{
