@@ -45,7 +45,7 @@ func TestGenAINames(t *testing.T) {
 			kvs := g.chatAttrs("t1", 3)
 			got := map[string]string{}
 			for _, kv := range kvs {
-				got[string(kv.Key)] = kv.Value.Emit()
+				got[string(kv.Key)] = kv.Value.String()
 			}
 			if got["gen_ai.operation.name"] != "chat" || got["gen_ai.request.model"] != tc.model || got["gen_ai.provider.name"] != tc.provider || got["gen_ai.conversation.id"] != "t1" {
 				t.Errorf("attributes %v", got)

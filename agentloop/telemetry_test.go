@@ -155,7 +155,7 @@ func TestOperate20_SpansAndMetricsOfARun(t *testing.T) {
 // has reports whether kvs has key, with a non-empty value.
 func has(kvs []attribute.KeyValue, key string) bool {
 	for _, kv := range kvs {
-		if string(kv.Key) == key && kv.Value.Emit() != "" {
+		if string(kv.Key) == key && kv.Value.String() != "" {
 			return true
 		}
 	}
