@@ -38,13 +38,15 @@
 //
 // A fact added here takes the path of the agent's memorize tool: its text
 // is masked by Config.Redaction (package redact, on by default, as in an
-// agentloop.Agent), the write is routed by Config.Router (package route;
-// route.Default sends kinds fact, preference, profile, decision, ... to
-// semantic memory and refuses what it would send elsewhere, with an error
-// wrapping [ErrRefused]), and the route, the write, a superseded version
-// and what was masked are recorded in the audit (Config.Audit). A fact
-// that restates a live fact of its kind supersedes it, as in the loop
-// (semanticmemory.SupersedeThreshold).
+// agentloop.Agent), the write is routed and gated by Config.Router
+// (package route; route.Default sends kinds fact, preference, profile,
+// decision, ... to semantic memory, and gates a write by its importance,
+// its novelty and its size), and the route, the write, a superseded
+// version and what was masked are recorded in the audit (Config.Audit).
+// A write the router sends elsewhere or the gate refuses (a word-for-word
+// restatement of a stored fact, say) is an error wrapping [ErrRefused]. A
+// fact that restates a live fact of its kind in other words supersedes
+// it, as in the loop (semanticmemory.SupersedeThreshold).
 //
 // [Memory.AddMessages] hands a conversation to Config.Extractors, layers
 // whose Store proposes writes (layer.Proposer), as the loop hands each
