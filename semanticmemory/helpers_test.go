@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,10 +18,17 @@ import (
 )
 
 // clock returns a Now that starts at a fixed time and advances one
-// second per call.
+// second per call. It is safe for concurrent use, as Config.Now must be:
+// runs of several users call it at once.
 func clock() func() time.Time {
+	var mu sync.Mutex
 	t := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	return func() time.Time { t = t.Add(time.Second); return t }
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		t = t.Add(time.Second)
+		return t
+	}
 }
 
 // bind returns cfg's layer bound to resource "user-1", thread thread, on
