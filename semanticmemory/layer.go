@@ -84,7 +84,8 @@ type Config struct {
 	// or a VectorStore.
 	NoSparse bool
 	// Now returns the current time, for Created, Updated and quarantine
-	// keys; it is clamped into years 1-9999. Nil means time.Now.
+	// keys; it is clamped into years 1-9999. Nil means time.Now. It must
+	// be safe for concurrent use: runs of several users call it at once.
 	Now func() time.Time
 	// MaxRetries bounds the compare-and-swap attempts of one write. Zero
 	// means DefaultMaxRetries.
