@@ -31,8 +31,12 @@ const DefaultID = "semantic"
 const DefaultTopK = 8
 
 // DefaultMaxRetries is how many compare-and-swap attempts one write makes
-// when Config.MaxRetries is 0.
-const DefaultMaxRetries = 8
+// when Config.MaxRetries is 0. A write publishes its record and the
+// capacity ledger under one compare-and-swap of the head, so writers of
+// one user at once retry more often than one a record; 16 attempts (8
+// before the ledger) keep three concurrent writers of one user from
+// giving up under the race detector.
+const DefaultMaxRetries = 16
 
 // Defaults of the pinned facts: the facts Recall shows whatever the
 // query (see Config.PinKinds).

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -227,7 +228,13 @@ func TestMakeTest(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := exec.Command(makeBin, "--no-print-directory", "-C", root, "test", "GO="+fake)
-			cmd.Env = append(os.Environ(),
+			// Run as a top-level make even under make test (whose make
+			// passes MAKELEVEL and MAKEFLAGS down), so its messages read
+			// "make: ..." and no jobserver is inherited.
+			env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+				return strings.HasPrefix(kv, "MAKELEVEL=") || strings.HasPrefix(kv, "MAKEFLAGS=") || strings.HasPrefix(kv, "MFLAGS=")
+			})
+			cmd.Env = append(env,
 				"FAKE_JSON="+c.json, "FAKE_STATUS="+c.status,
 				// Set, so that .ci/with-redis and .ci/with-postgres start no server.
 				"MEMLAYER_REDIS_URL=redis://127.0.0.1:1/0", "MEMLAYER_POSTGRES_URL=postgres://127.0.0.1:1/none")
@@ -238,7 +245,7 @@ func TestMakeTest(t *testing.T) {
 			// The summary is the last line but make's and go run's own.
 			var last string
 			for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-				if !strings.HasPrefix(l, "make: ") && !strings.HasPrefix(l, "exit status ") {
+				if !strings.HasPrefix(l, "make: ") && !strings.HasPrefix(l, "make[") && !strings.HasPrefix(l, "exit status ") {
 					last = l
 				}
 			}
