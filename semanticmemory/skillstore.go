@@ -146,26 +146,27 @@ func (l *Layer) countSuccess(ctx context.Context, s success, step int) (*Skill, 
 	if err := l.sync(ctx); err != nil {
 		return nil, err
 	}
-	_, found, err := l.lookupSkill(ctx, s.sig)
+	v, found, err := l.lookupSkill(ctx, s.sig)
 	switch {
 	case err != nil:
 		return nil, err
 	case found:
-		return nil, l.countKnown(ctx, s, step)
+		return nil, l.countKnown(ctx, s, v, step)
 	}
 	return l.countCandidate(ctx, s)
 }
 
-// countKnown counts success s of a skill already made. The successes
+// countKnown counts success s of a skill already made (v, its index
+// document). The successes
 // since its fact was written are counted in its entry of the candidate
 // record; the fact's next version, with them added, is written when
 // they reach its count, so a skill in use writes a version each time its
 // count doubles, not one a success, and a turn writes one small record.
 // Its count is then a lower bound: successes dropped with the entry
 // (the least recently seen, when the record is full) are not counted.
-func (l *Layer) countKnown(ctx context.Context, s success, step int) error {
-	f, found, err := l.liveSkill(ctx, s.sig)
-	if err != nil || !found {
+func (l *Layer) countKnown(ctx context.Context, s success, v view, step int) error {
+	f, found, err := l.fact(ctx, v) // v: the index's document of the skill
+	if err != nil || !found || f.Skill == nil {
 		return err
 	}
 	var due *tally
