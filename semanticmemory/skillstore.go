@@ -157,9 +157,9 @@ func (l *Layer) countSuccess(ctx context.Context, s success, step int) (*Skill, 
 }
 
 // countKnown counts success s of a skill already made (v, its index
-// document). The successes
-// since its fact was written are counted in its entry of the candidate
-// record; the fact's next version, with them added, is written when
+// document). The successes since its fact was written are counted in
+// its entry of the candidate record; the fact's next version, with them
+// added, is written when
 // they reach its count, so a skill in use writes a version each time its
 // count doubles, not one a success, and a turn writes one small record.
 // Its count is then a lower bound: successes dropped with the entry
