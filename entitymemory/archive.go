@@ -40,7 +40,7 @@ const (
 	archiveName     = "archive"      // the search collection
 	archiveHeadName = "archive-head" // the entity count
 	archivePrefix   = "archive/"     // one record per entity
-	recentTurns     = 4              // user messages a recall also reads
+	recentTurns     = 4              // earlier user messages a recall also reads
 	refreshAfter    = 24 * time.Hour // an unchanged entity's seen time is rewritten at most this often
 	candidates      = 4              // index hits read per entity recalled
 	minIDMatchLen   = 4              // an ID shorter than this does not name an entity on its own
@@ -73,7 +73,25 @@ type archive struct {
 	seeded bool              // the recent list was archived this run
 	known  map[string]Entity // entities archived this run, by docID
 	turns  []string          // the last user messages, oldest first
+	last   lastSearch        // the last recall's search, for the next step's
 }
+
+// lastSearch is a recall's search, kept for the recalls of the run's
+// next steps: the steps of one turn recall with the same query, and what
+// changes in the archive between them is what this run saw, which it
+// knows, or forgot, which drops the search. Another run of the scope
+// archiving at the same time is seen from its next query on.
+type lastSearch struct {
+	query string
+	k     int
+	hits  []storage.Hit
+	since []storage.Hit // this run's documents indexed after the search, oldest first
+	ok    bool
+}
+
+// maxSince is how many documents indexed after a kept search it takes
+// along; past it, the next recall searches again.
+const maxSince = 64
 
 func newArchive(store storage.Store, layerID, scope string, cfg Config) *archive {
 	if cfg.ArchiveCapacity < 0 {
@@ -177,7 +195,7 @@ func (a *archive) note(msg string) {
 		return
 	}
 	a.turns = append(a.turns, msg)
-	if len(a.turns) > recentTurns {
+	if len(a.turns) > recentTurns+1 {
 		a.turns = a.turns[1:]
 	}
 }
@@ -194,8 +212,10 @@ func (a *archive) add(ctx context.Context, ents []Entity) error {
 		return err
 	}
 	if err := a.index.Index(ctx, a.col, docs...); err != nil {
+		a.last = lastSearch{}
 		return fmt.Errorf("archive: index: %w", err)
 	}
+	a.last.indexed(docs)
 	if err := a.sweep(ctx, ents); err != nil {
 		return err
 	}
@@ -292,6 +312,7 @@ func (a *archive) remove(ctx context.Context, gone []Entity) error {
 	if len(ids) == 0 {
 		return nil
 	}
+	a.last = lastSearch{}
 	if err := a.index.Unindex(ctx, a.col, ids...); err != nil {
 		return fmt.Errorf("archive: unindex: %w", err)
 	}
@@ -397,12 +418,12 @@ func (a *archive) seed(ctx context.Context, list []Entity) error {
 // are not in the recent list, best match first. Entities past the TTL are
 // left out and forgotten.
 func (a *archive) recall(ctx context.Context, text string, recent []Entity, limit int, now time.Time) ([]Entity, error) {
-	query := strings.Join(append(a.turns[:len(a.turns):len(a.turns)], text), "\n")
+	query := a.window(text)
 	words := queryWords(query)
 	if len(words) == 0 || limit <= 0 {
 		return nil, nil
 	}
-	hits, err := a.index.Search(ctx, a.col, storage.Query{Text: searchText(query), K: limit * candidates})
+	hits, err := a.search(ctx, query, limit*candidates)
 	if err != nil {
 		return nil, fmt.Errorf("archive: recall: %w", err)
 	}
@@ -413,6 +434,75 @@ func (a *archive) recall(ctx context.Context, text string, recent []Entity, limi
 		}
 	}
 	return out, nil
+}
+
+// window returns the user messages a recall with text reads: text and
+// the recentTurns messages before it. It is the same at every step of a
+// turn, before and after the turn's message is noted.
+func (a *archive) window(text string) string {
+	msgs := a.turns
+	if len(msgs) == 0 || msgs[len(msgs)-1] != text {
+		msgs = append(msgs[:len(msgs):len(msgs)], text)
+	}
+	return strings.Join(msgs[max(len(msgs)-recentTurns-1, 0):], "\n")
+}
+
+// search returns the archive's best k hits for query. The steps of one
+// turn ask the same query: the search of the first is kept, and a later
+// one gets its hits followed by the documents this run indexed since (a
+// document indexed again replaces its hit). Recall then picks from them
+// what the query names, so no entity the query names and this run saw is
+// missed; only their order may differ from a new search's.
+func (a *archive) search(ctx context.Context, query string, k int) ([]storage.Hit, error) {
+	if l := &a.last; l.ok && l.query == query && l.k == k {
+		return l.merged(), nil
+	}
+	hits, err := a.index.Search(ctx, a.col, storage.Query{Text: searchText(query), K: k})
+	if err != nil {
+		return nil, err
+	}
+	a.last = lastSearch{query: query, k: k, hits: hits, ok: true}
+	return hits, nil
+}
+
+// merged returns the kept hits, each replaced by its document indexed
+// since if there is one, then the other documents indexed since.
+func (l *lastSearch) merged() []storage.Hit {
+	if len(l.since) == 0 {
+		return l.hits
+	}
+	newer := make(map[string]int, len(l.since))
+	for i, h := range l.since {
+		newer[h.ID] = i
+	}
+	out := make([]storage.Hit, 0, len(l.hits)+len(l.since))
+	for _, h := range l.hits {
+		if i, ok := newer[h.ID]; ok {
+			h = l.since[i]
+			delete(newer, h.ID)
+		}
+		out = append(out, h)
+	}
+	for i, h := range l.since {
+		if j, ok := newer[h.ID]; ok && j == i {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// indexed takes docs, just indexed, along with the kept search.
+func (l *lastSearch) indexed(docs []storage.Document) {
+	if !l.ok {
+		return
+	}
+	if len(l.since)+len(docs) > maxSince {
+		*l = lastSearch{}
+		return
+	}
+	for _, d := range docs {
+		l.since = append(l.since, storage.Hit{ID: d.ID, Text: d.Text, Fields: d.Fields})
+	}
 }
 
 // pick returns up to limit of the hits that words name and that are not
@@ -502,6 +592,7 @@ func (a *archive) clear(ctx context.Context) error {
 		return fmt.Errorf("archive: clear: %w", err)
 	}
 	a.known = map[string]Entity{}
+	a.last = lastSearch{}
 	if err := a.index.Drop(ctx, a.col); err != nil {
 		return fmt.Errorf("archive: clear: %w", err)
 	}

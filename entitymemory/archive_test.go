@@ -238,7 +238,7 @@ func TestArchiveSeedsOldState(t *testing.T) {
 	if keys, _ := st.List(t.Context(), "layers/"); len(keys) != 1 {
 		t.Fatalf("archive off wrote %q", keys)
 	}
-	tmpl := mustNew(t, Config{Capacity: 3})
+	tmpl := mustNew(t, Config{Capacity: 3, MaxPerList: 10})
 	l = initLayer(t, tmpl, env(st, "t1"))
 	for i := 2; i < 8; i++ {
 		store(t, l, createPage(i))
@@ -307,5 +307,85 @@ func TestArchiveNameCannotBreakTheBlock(t *testing.T) {
 	}
 	if strings.Count(got, "</entities>") != 1 || !strings.HasSuffix(got, "</entities>") {
 		t.Errorf("the name closed the block:\n%s", got)
+	}
+}
+
+// searchCounter counts the text searches of a store's index.
+type searchCounter struct {
+	*storage.MemoryStore
+	mu       sync.Mutex
+	searches int
+}
+
+func (s *searchCounter) Search(ctx context.Context, col string, q storage.Query) ([]storage.Hit, error) {
+	if q.Text != "" {
+		s.mu.Lock()
+		s.searches++
+		s.mu.Unlock()
+	}
+	return s.MemoryStore.Search(ctx, col, q)
+}
+
+func (s *searchCounter) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.searches
+}
+
+// TestArchiveStepsOfATurnSearchOnce: the steps of one turn recall with
+// the same query and search the archive once; what the run archives
+// between them is still recalled when named, an entity the run forgets
+// is not, and a new message searches again.
+func TestArchiveStepsOfATurnSearchOnce(t *testing.T) {
+	st := &searchCounter{MemoryStore: storage.NewMemoryStore()}
+	l := initLayer(t, mustNew(t, Config{Capacity: 3, MaxPerList: 10}), env(st, "t1"))
+	for i := range 20 {
+		store(t, l, createPage(i))
+	}
+	const msg = `compare "Pricing for Nonprofits 2" with "Pricing for Nonprofits 46" and "Pricing for Nonprofits 47"`
+	if err := l.Store(t.Context(), userTurn("list the pricing pages")); err != nil {
+		t.Fatal(err)
+	}
+	// The turn's first step recalls before its message is noted, the
+	// second after.
+	first := recallQuery(t, l, layer.Query{Text: msg})
+	if !strings.Contains(first, "(page-2,") || strings.Contains(first, "(page-46,") {
+		t.Fatalf("first step: want page-2 recalled and no page-46:\n%s", first)
+	}
+	n := st.count()
+	// The step's tool lists pages 41 to 47: the recent list keeps the
+	// first three, so 46 and 47 are archived only, after the kept search.
+	var pages []string
+	for i := 41; i < 48; i++ {
+		pages = append(pages, fmt.Sprintf(`{"id":"page-%d","title":"Pricing for Nonprofits %d","slug":"pricing-np-%d"}`, i, i, i))
+	}
+	if err := l.Store(t.Context(), userTurn(msg, result("cms_listPages", ``, `{"pages":[`+strings.Join(pages, ",")+`]}`))); err != nil {
+		t.Fatal(err)
+	}
+	second := recallQuery(t, l, layer.Query{Text: msg})
+	if got := st.count() - n; got != 0 {
+		t.Errorf("the second step of the turn searched %d times, want 0", got)
+	}
+	named := second[max(strings.Index(second, RecalledHeader), 0):]
+	for _, id := range []string{"(page-2,", "(page-46,", "(page-47,"} {
+		if !strings.Contains(named, id) {
+			t.Errorf("second step: %s not recalled as named:\n%s", id, second)
+		}
+	}
+	// Deleting page-2 forgets it; the next recall searches again.
+	if err := l.Store(t.Context(), userTurn(msg, result("cms_deletePage", `{"id":"page-2"}`, `{"page":{"id":"page-2","title":"Pricing for Nonprofits 2"}}`))); err != nil {
+		t.Fatal(err)
+	}
+	third := recallQuery(t, l, layer.Query{Text: msg})
+	if strings.Contains(third, "(page-2,") {
+		t.Errorf("a deleted page is still recalled:\n%s", third)
+	}
+	if st.count() == n {
+		t.Error("a recall after the archive forgot an entity did not search again")
+	}
+	n = st.count()
+	recallQuery(t, l, layer.Query{Text: `open "Pricing for Nonprofits 5"`})
+	if st.count() != n+1 {
+		t.Errorf("a new message: %d searches, want 1", st.count()-n)
 	}
 }

@@ -433,15 +433,9 @@ func (s *Store) text(ctx context.Context, collection string, terms []string, fil
 	if err != nil {
 		return nil, err
 	}
-	idf := make([]float64, len(terms))
-	for i, p := range post {
-		df := len(p)
-		if df == perTerm {
-			if df, err = s.estimateDF(ctx, p[df-1], perTerm, st); err != nil {
-				return nil, err
-			}
-		}
-		idf[i] = lexical.IDF(st.docs, df)
+	idf, err := s.idf(ctx, post, perTerm, st)
+	if err != nil {
+		return nil, err
 	}
 	ids := firstCandidates(post, idf, max(rescored, limit+limit/2))
 	rows, err := s.byRowid(ctx, collection, filter, ids)
@@ -518,19 +512,73 @@ func postingsSQL(collection string, terms []string, filter map[string]string, pe
 	return b.String(), args
 }
 
-// estimateDF estimates how many documents of a collection of stats st
-// hold a term whose perTerm newest documents go back to rowid
-// oldest: the collection's docs in the proportion perTerm bears
-// to the documents given since oldest, which the ordinals say in one
-// read. Documents deleted since count as given, so the estimate errs
-// low.
-func (s *Store) estimateDF(ctx context.Context, oldest int64, perTerm int, st collectionStats) (int, error) {
-	var ord int
-	if err := s.queryRow(ctx, `SELECT ord FROM `+docsTable+` WHERE rowid = ?`, oldest).Scan(&ord); err != nil {
-		return 0, err
+// idf returns the inverse document frequency of each term of a query
+// whose postings are post, read at most perTerm of each, in a
+// collection of stats st. A list shorter than perTerm was read whole and
+// gives its term's exact document count; a full one gives an estimate
+// (see [estimateDF]) from the ordinal of its oldest document, which one
+// read gives for all the full lists.
+func (s *Store) idf(ctx context.Context, post [][]int64, perTerm int, st collectionStats) ([]float64, error) {
+	var oldest []int64
+	for _, p := range post {
+		if len(p) == perTerm {
+			oldest = append(oldest, p[perTerm-1])
+		}
 	}
+	ords, err := s.ordinals(ctx, oldest)
+	if err != nil {
+		return nil, err
+	}
+	idf := make([]float64, len(post))
+	for i, p := range post {
+		df := len(p)
+		if df == perTerm {
+			df = estimateDF(ords[p[df-1]], perTerm, st)
+		}
+		idf[i] = lexical.IDF(st.docs, df)
+	}
+	return idf, nil
+}
+
+// ordinals returns the ordinals of the documents of the given rowids, in
+// one read. A rowid deleted since is left out, and reads as ordinal 0:
+// as old as can be, so its term's estimate errs low.
+func (s *Store) ordinals(ctx context.Context, rowids []int64) (map[int64]int, error) {
+	if len(rowids) == 0 {
+		return nil, nil
+	}
+	list, err := json.Marshal(rowids)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := s.query(ctx, `SELECT rowid, ord FROM `+docsTable+` WHERE rowid IN (SELECT value FROM json_each(?))`, string(list))
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	ords := make(map[int64]int, len(rowids))
+	for rs.Next() {
+		var rowid int64
+		var ord int
+		if err := rs.Scan(&rowid, &ord); err != nil {
+			return nil, err
+		}
+		ords[rowid] = ord
+	}
+	if err := rs.Err(); err != nil {
+		return nil, err
+	}
+	return ords, rs.Close()
+}
+
+// estimateDF estimates how many documents of a collection of stats st
+// hold a term whose perTerm newest documents go back to the document of
+// ordinal ord: the collection's docs in the proportion perTerm bears to
+// the documents given since, as the ordinals say. Documents deleted
+// since count as given, so the estimate errs low.
+func estimateDF(ord, perTerm int, st collectionStats) int {
 	since := max(st.next-ord, perTerm)
-	return min(st.docs, max(perTerm, perTerm*st.docs/since)), nil
+	return min(st.docs, max(perTerm, perTerm*st.docs/since))
 }
 
 // postingsOf returns how many postings a query of n terms reads of each:

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memlayer/memlayer/internal/lexical"
 	"github.com/memlayer/memlayer/storage"
 )
 
@@ -267,12 +268,12 @@ func TestCommonTermsReadInPart(t *testing.T) {
 	if err := s.db.QueryRow(`SELECT docs, length, next FROM `+statsTable+` WHERE collection = ?`, c).Scan(&st.docs, &st.length, &st.next); err != nil {
 		t.Fatal(err)
 	}
-	df, err := s.estimateDF(t.Context(), post[0][postingsPerTerm-1], postingsPerTerm, st)
+	idf, err := s.idf(t.Context(), post, postingsPerTerm, st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if df < 540 || df > 660 {
-		t.Errorf("alpha is in 601 documents; estimated %d", df)
+	if lo, hi := lexical.IDF(st.docs, 660), lexical.IDF(st.docs, 540); idf[0] < lo || idf[0] > hi {
+		t.Errorf("alpha is in 601 documents; its idf is %.4f, want that of 540 to 660 documents (%.4f to %.4f)", idf[0], lo, hi)
 	}
 }
 
