@@ -93,11 +93,11 @@
 //   - storage/sqlite: a postings table in the same file (a b-tree keyed
 //     by term, each term tagged with its collection, and document),
 //     ranked by the same BM25 as [MemoryStore]. A text query of q terms
-//     reads at most the 128 newest documents of each term in the
+//     reads at most the 64 newest documents of each term in the
 //     collection, one range of the key per term, and scores in full the
 //     candidates its terms' weights put first: O(log n + k) per term,
-//     however large the collection. A term in more than 128 documents
-//     is weighed by an estimate and found only in its newest 128, which
+//     however large the collection. A term in more than 64 documents
+//     is weighed by an estimate and found only in its newest 64, which
 //     matters little: such a term weighs little beside a rarer one.
 //     Without text, O(k) from an index. An index write is one row and
 //     its postings, O(t log n).

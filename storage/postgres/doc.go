@@ -56,7 +56,7 @@
 // plurals and verb endings folded) and under a token of each field, in a
 // table whose primary key is (collection, term, seq). A text query reads
 // a term's newest postings in the collection, one backward range of that
-// key per term and at most 128 of each, so its cost does not grow with
+// key per term and at most 64 of each, so its cost does not grow with
 // the collection; it ranks the candidates by the same BM25 as the
 // in-memory index, weighing a term it did not read whole by an estimate
 // of its documents. Each collection's count and total length of

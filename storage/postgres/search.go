@@ -21,10 +21,10 @@ const (
 	// postingsPerTerm is how many of a term's newest documents a text
 	// query reads. A term of fewer documents is read whole; a more
 	// common one, which weighs little, is read from its newest.
-	postingsPerTerm = 128
+	postingsPerTerm = 64
 	// postingsPerQuery caps the postings a query of many terms reads:
 	// each of its terms gets an equal share, at least minPostings.
-	postingsPerQuery = 1024
+	postingsPerQuery = 512
 	minPostings      = 16
 	// filterScan caps the postings of a term a query with a filter
 	// checks: a term whose newest 10,000 documents pass the filter too
@@ -49,8 +49,8 @@ func (s *Store) Collections(ctx context.Context, prefix string) ([]string, error
 // Search implements [storage.Searcher].
 //
 // A text query ranks by BM25 the terms of [lexical.Terms], as the
-// in-memory store does. It reads at most the 128 newest documents of
-// each query term in the collection (and filter), and at most 1,024 in
+// in-memory store does. It reads at most the 64 newest documents of
+// each query term in the collection (and filter), and at most 512 in
 // all (a query of more than 8 terms reads fewer of each, at least 16),
 // or as many of each as the hits asked for if that is more: one range
 // of an index per term, so its cost does not grow with the collection.

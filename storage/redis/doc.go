@@ -173,7 +173,7 @@
 // hold a NUL byte, which no store key can, so List never returns them.
 //
 // A text query reads, of each of its terms, only the newest documents,
-// as storage/sqlite does: 128 of each term, at most 1,024 in all (a
+// as storage/sqlite does: 64 of each term, at most 512 in all (a
 // query of more than 8 terms reads fewer of each, at least 16), or as
 // many of each as the hits asked for if that is more. A term's weight
 // uses its exact document frequency (the size of its set). The postings
@@ -188,7 +188,7 @@
 //
 // What it costs, for a collection of n documents of t distinct terms
 // and fields each, a query of q terms, P = the postings it reads per
-// term (128 at most unless k is larger), and k hits:
+// term (64 at most unless k is larger), and k hits:
 //
 //   - Index: one Lua script per call, O(t log n) per document, plus two
 //     ZADDs to the registry.

@@ -55,10 +55,10 @@ const (
 	// postingsPerTerm is how many of a term's newest documents a text
 	// query reads. A term of fewer documents is read whole; a more
 	// common one, which weighs little, is read from its newest.
-	postingsPerTerm = 128
+	postingsPerTerm = 64
 	// postingsPerQuery caps the postings a query of many terms reads:
 	// each of its terms gets an equal share, at least minPostings.
-	postingsPerQuery = 1024
+	postingsPerQuery = 512
 	minPostings      = 16
 	// rescored is the fewest candidates a text query scores in full.
 	rescored = 20

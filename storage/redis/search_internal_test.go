@@ -355,7 +355,7 @@ func indexKeys(t *testing.T, s *Store, p string) []string {
 func TestSearchConvertsEarlierLayout(t *testing.T) {
 	s, _ := searchStore(t)
 	ctx := t.Context()
-	words := []string{"pricing", "page", "nonprofit", "tier", "hero", "banner", "draft", "published", "Lisbon", "café"}
+	words := []string{"pricing", "page", "nonprofit", "tier", "hero", "banner", "draft", "published", "Lisbon", "café", "footer", "gallery", "webinar", "roadmap", "careers", "partner", "launch", "brand", "review", "invoice"}
 	kinds := []string{"a", "b<&>", "c é\u2028"} // values JSON escapes
 	var docs []storage.Document
 	for i := range 200 {

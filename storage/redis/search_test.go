@@ -18,7 +18,7 @@ func TestSearchRanksAsMemoryIndex(t *testing.T) {
 	s := newStore(t, redis.Config{})
 	var mem storage.MemoryIndex
 	c := storage.IndexName("notes", storage.ResourceScope("u1"), "docs")
-	words := []string{"pricing", "page", "nonprofit", "tier", "hero", "banner", "draft", "published", "Lisbon", "café"}
+	words := []string{"pricing", "page", "nonprofit", "tier", "hero", "banner", "draft", "published", "Lisbon", "café", "footer", "gallery", "webinar", "roadmap", "careers", "partner", "launch", "brand", "review", "invoice"}
 	var docs []storage.Document
 	for i := range 200 {
 		text := ""
@@ -40,7 +40,7 @@ func TestSearchRanksAsMemoryIndex(t *testing.T) {
 	}
 	for _, q := range []storage.Query{
 		{Text: "pricing page", K: 50},
-		{Text: "Café nonprofit tiers", K: 50},
+		{Text: "Café nonprofit tiers", K: 20},
 		{Text: "published", Filter: map[string]string{"kind": "b"}, K: 20},
 		{K: 30},
 		{K: 30, Oldest: true, Filter: map[string]string{"kind": "c"}},

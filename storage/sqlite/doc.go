@@ -34,7 +34,7 @@
 // with the document by triggers; memlayer_doc_stats holds each
 // collection's count and total length of documents. A document becomes
 // searchable in the transaction that indexes it. A text query reads at
-// most the 128 newest documents of each of its terms in the collection,
+// most the 64 newest documents of each of its terms in the collection,
 // one range of the postings' key per term, so its cost does not grow
 // with the collection (see [Store.Search]).
 //

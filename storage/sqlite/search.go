@@ -154,10 +154,10 @@ const (
 	// postingsPerTerm is how many of a term's newest documents a text
 	// query reads. A term of fewer documents is read whole; a more
 	// common one, which weighs little, is read from its newest.
-	postingsPerTerm = 128
+	postingsPerTerm = 64
 	// postingsPerQuery caps the postings a query of many terms reads:
 	// each of its terms gets an equal share, at least minPostings.
-	postingsPerQuery = 1024
+	postingsPerQuery = 512
 	minPostings      = 16
 	// filterScan caps the postings of a term a query with a filter
 	// checks: a term whose newest 10,000 documents pass the filter too
@@ -337,8 +337,8 @@ func (s *Store) Collections(ctx context.Context, prefix string) ([]string, error
 // Search implements [storage.Searcher].
 //
 // A text query ranks by BM25 the terms of [lexical.Terms], as the
-// in-memory store does, and reads at most the 128 newest documents of
-// each query term in the collection (and filter), and at most 1,024 in
+// in-memory store does, and reads at most the 64 newest documents of
+// each query term in the collection (and filter), and at most 512 in
 // all (a query of more than 8 terms reads fewer of each, at least 16),
 // or as many of each as the hits asked for if that is more: one range
 // of an index per term, so its cost does not grow with the collection.
@@ -438,12 +438,13 @@ func (s *Store) text(ctx context.Context, collection string, terms []string, fil
 		return nil, err
 	}
 	ids := firstCandidates(post, idf, max(rescored, limit+limit/2))
-	rows, err := s.byRowid(ctx, collection, filter, ids)
+	rows, fields, err := s.byRowid(ctx, collection, filter, ids)
 	if err != nil {
 		return nil, err
 	}
 	storage.Rescore(rows, terms, idf, st.avg())
-	return rows[:min(limit, len(rows))], nil
+	rows = rows[:min(limit, len(rows))]
+	return rows, decodeFields(rows, fields)
 }
 
 // collectionStats are a collection's number of documents, their total
@@ -611,18 +612,20 @@ func firstCandidates(post [][]int64, idf []float64, n int) []int64 {
 // byRowid reads the documents of the given rowids that are in collection
 // and pass filter. A rowid of another collection (whose tag collided
 // with this one's) is left out here.
-func (s *Store) byRowid(ctx context.Context, collection string, filter map[string]string, ids []int64) ([]storage.Ranked, error) {
+// Their fields are left encoded, by rowid, for [decodeFields]: a query
+// scores more candidates than it returns.
+func (s *Store) byRowid(ctx context.Context, collection string, filter map[string]string, ids []int64) ([]storage.Ranked, map[int64]string, error) {
 	if len(ids) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	list, err := json.Marshal(ids)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cond, fargs := filterSQL(filter)
 	query := `SELECT d.id, d.text, d.fields, d.vector, d.rowid, 0 FROM ` + docsTable + ` d
 		WHERE d.rowid IN (SELECT value FROM json_each(?)) AND d.collection = ?` + cond
-	return s.rows(ctx, query, append([]any{string(list), collection}, fargs...))
+	return s.encodedRows(ctx, query, append([]any{string(list), collection}, fargs...))
 }
 
 // recent lists the documents that pass filter, newest (or oldest)
@@ -650,32 +653,57 @@ func (s *Store) recent(ctx context.Context, collection string, filter map[string
 	return s.rows(ctx, query, args)
 }
 
+// rows runs a query of documents (id, text, fields, vector, rowid,
+// score) and returns them.
 func (s *Store) rows(ctx context.Context, query string, args []any) ([]storage.Ranked, error) {
-	rs, err := s.query(ctx, query, args...)
+	out, fields, err := s.encodedRows(ctx, query, args)
 	if err != nil {
 		return nil, err
 	}
+	return out, decodeFields(out, fields)
+}
+
+// encodedRows is [Store.rows] with the documents' fields left encoded:
+// the JSON object of each document that has fields, by rowid.
+func (s *Store) encodedRows(ctx context.Context, query string, args []any) ([]storage.Ranked, map[int64]string, error) {
+	rs, err := s.query(ctx, query, args...)
+	if err != nil {
+		return nil, nil, err
+	}
 	defer rs.Close()
 	var out []storage.Ranked
+	fields := map[int64]string{}
 	for rs.Next() {
 		var r storage.Ranked
-		var fields string
+		var f string
 		var vec []byte
-		if err := rs.Scan(&r.ID, &r.Text, &fields, &vec, &r.Seq, &r.Score); err != nil {
-			return nil, err
+		if err := rs.Scan(&r.ID, &r.Text, &f, &vec, &r.Seq, &r.Score); err != nil {
+			return nil, nil, err
 		}
-		if fields != "{}" {
-			if err := json.Unmarshal([]byte(fields), &r.Fields); err != nil {
-				return nil, fmt.Errorf("document %s: fields: %w", storage.Quote(r.ID), err)
-			}
+		if f != "{}" {
+			fields[r.Seq] = f
 		}
 		r.Vector = decodeVector(vec)
 		out = append(out, r)
 	}
 	if err := rs.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return out, rs.Close()
+	return out, fields, rs.Close()
+}
+
+// decodeFields sets the fields of rows from their encoded form.
+func decodeFields(rows []storage.Ranked, fields map[int64]string) error {
+	for i := range rows {
+		f, ok := fields[rows[i].Seq]
+		if !ok {
+			continue
+		}
+		if err := json.Unmarshal([]byte(f), &rows[i].Fields); err != nil {
+			return fmt.Errorf("document %s: fields: %w", storage.Quote(rows[i].ID), err)
+		}
+	}
+	return nil
 }
 
 // queryTerms returns the distinct terms of a query's text, at most
