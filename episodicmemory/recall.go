@@ -112,24 +112,31 @@ func (l *Layer) best(ctx context.Context, text string) ([]picked, error) {
 		return nil, err
 	}
 	recent = append(recent, l.pendingHits()...)
+	linked, err := l.linkedHits(ctx, text)
+	if err != nil {
+		return nil, err
+	}
 	cands := map[[2]int64]*picked{}
 	newest := int64(-1)
 	top := 0.0
 	for _, h := range byText {
 		top = max(top, h.score)
 	}
-	for k, list := range [][]hit{byText, recent} {
+	for k, list := range [][]hit{byText, recent, linked} {
 		for _, h := range list {
 			newest = max(newest, h.seq)
 			key := [2]int64{h.seq, int64(h.pos)}
-			if cands[key] != nil {
-				continue
+			p := cands[key]
+			if p == nil {
+				p = &picked{hit: h}
+				cands[key] = p
 			}
-			p := &picked{hit: h}
-			if k == 0 && top > 0 {
+			switch {
+			case k == 0 && top > 0:
 				p.sim = h.score / top
+			case k == 2:
+				p.follow(h)
 			}
-			cands[key] = p
 		}
 	}
 	out := make([]picked, 0, len(cands))

@@ -1,0 +1,428 @@
+package episodicmemory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	
+	"github.com/memlayer/memlayer/internal/lexical"
+	"github.com/memlayer/memlayer/storage"
+)
+
+// Task episodes. The entries of a thread are grouped into task episodes,
+// numbered from 1 in each thread; every entry records its number
+// ([Episode.Task]) and so does its index document. A new task episode
+// starts at a thread's first entry and at the first entry of a request
+// when one of these holds:
+//
+//   - explicit: [Layer.NewTask] was called;
+//   - gap: the request comes Config.EpisodeGap (30 minutes) or more after
+//     the thread's previous entry;
+//   - task: the request turns to another task (see [newTask]).
+//
+// A run keeps the current task's profile in memory: the words of its
+// requests and the entities (IDs, slugs, names) its entries touched. A
+// run that starts reads it from the index, from the thread's newest
+// documents (one query of at most profileDocs documents), so that the
+// cost of a step does not grow with the log.
+
+// Defaults of the task episodes.
+const (
+	// DefaultEpisodeGap is the pause that starts a new task episode.
+	DefaultEpisodeGap = 30 * time.Minute
+	// DefaultMaxLinks is how many linked task episodes of other threads
+	// Recall follows.
+	DefaultMaxLinks = 2
+)
+
+const (
+	// profileDocs is how many of the thread's newest index documents a
+	// run reads its current task from.
+	profileDocs = 24
+	// maxProfile bounds the words and the entities a task's profile
+	// keeps, each.
+	maxProfile = 128
+	// taskSimilarity is the similarity to the current task below which
+	// a request starts a new one (see newTask).
+	taskSimilarity = 0.3
+	// idWeight is the weight of an entity (an ID or a slug) in the
+	// similarity of a request to a task; a word weighs 1.
+	idWeight = 3
+)
+
+// Boundary says why a task episode started.
+type Boundary string
+
+// The boundaries of task episodes.
+const (
+	// BoundaryFirst is the thread's first entry.
+	BoundaryFirst Boundary = "first"
+	// BoundaryExplicit is a call of [Layer.NewTask].
+	BoundaryExplicit Boundary = "explicit"
+	// BoundaryGap is a pause of Config.EpisodeGap or more.
+	BoundaryGap Boundary = "gap"
+	// BoundaryTask is a request that turns to another task.
+	BoundaryTask Boundary = "task"
+)
+
+// tracker is a run's view of its thread's task episodes. Its methods are
+// called with the layer's mu held.
+type tracker struct {
+	loaded bool
+	// task is the current task episode's number; 0 before the first.
+	task int
+	// why is why it started.
+	why Boundary
+	// last is the time of the thread's newest entry.
+	last time.Time
+	// asked reports whether the run has evaluated a request, query the
+	// last it evaluated.
+	asked bool
+	query string
+	// explicit asks that the next entry start a task episode.
+	explicit bool
+	// words are the current task's request words, ids its entities.
+	words, ids profileSet
+}
+
+// profileSet is a bounded set of terms: each stem, with the first token
+// it came from.
+type profileSet map[string]string
+
+// add takes term, from token, unless the set is full.
+func (p *profileSet) add(term, token string) {
+	if *p == nil {
+		*p = profileSet{}
+	}
+	if _, ok := (*p)[term]; !ok && len(*p) < maxProfile {
+		(*p)[term] = token
+	}
+}
+
+func (p profileSet) has(term string) bool {
+	_, ok := p[term]
+	return ok
+}
+
+// Task returns the number of the thread's current task episode (0
+// before its first entry) and why it started. It reads the thread's
+// newest index documents the first time a run needs them.
+func (l *Layer) Task(ctx context.Context) (int, Boundary, error) {
+	if err := l.unbound("Task"); err != nil {
+		return 0, "", err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.ensureTracker(ctx); err != nil {
+		return 0, "", fmt.Errorf("episodicmemory: task: %w", err)
+	}
+	return l.tasks.task, l.tasks.why, nil
+}
+
+// NewTask starts a new task episode in the layer's thread, with a note
+// (kind "task", text title; "new task" when title is empty) at step as
+// its first entry, and returns its number. The entries that follow
+// belong to it until the next boundary.
+func (l *Layer) NewTask(ctx context.Context, step int, title string) (int, error) {
+	if err := l.unbound("NewTask"); err != nil {
+		return 0, err
+	}
+	if strings.TrimSpace(title) == "" {
+		title = "new task"
+	}
+	l.mu.Lock()
+	err := l.ensureTracker(ctx)
+	l.tasks.explicit = true
+	l.mu.Unlock()
+	if err != nil {
+		return 0, fmt.Errorf("episodicmemory: new task: %w", err)
+	}
+	if err := l.Note(ctx, step, "task", title); err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.tasks.task, nil
+}
+
+// ensureTracker reads the thread's current task episode from the index
+// if the run has not: the task of the thread's newest document, its
+// time, and the profile of that task's newest documents.
+func (l *Layer) ensureTracker(ctx context.Context) error {
+	if l.tasks.loaded {
+		return nil
+	}
+	hs, err := l.search(ctx, storage.Query{Filter: map[string]string{fieldThread: fieldValue(l.thread)}, K: profileDocs})
+	if err != nil {
+		return fmt.Errorf("read the current task: %w", err)
+	}
+	tr := tracker{loaded: true}
+	slices.SortFunc(hs, func(a, b hit) int { return cmpPos(b, a) })
+	for i, h := range hs {
+		if i == 0 {
+			tr.task, tr.last = h.task, h.time
+		}
+		if h.task == tr.task && tr.task > 0 {
+			tr.learnLine(h.text)
+		}
+	}
+	l.tasks = tr
+	return nil
+}
+
+// group puts the entries eps of one step (or a note) in their task
+// episode: a new one when a boundary is found (see the package's task
+// episodes), with query the step's request when ask is set.
+func (l *Layer) group(ctx context.Context, query string, eps []Episode, ask bool) error {
+	if len(eps) == 0 {
+		return nil
+	}
+	if err := l.ensureTracker(ctx); err != nil {
+		return err
+	}
+	tr := &l.tasks
+	now := eps[0].Time
+	if b := tr.boundary(query, ask, now, l.cfg.EpisodeGap); b != "" {
+		tr.start(b)
+	}
+	for i := range eps {
+		eps[i].Task = tr.task
+		tr.learn(&eps[i])
+	}
+	tr.last = now
+	return nil
+}
+
+// boundary returns why an entry at now, of the request query when ask is
+// set, starts a task episode, or "" when it continues the current one. A
+// request is evaluated once: at the run's first step and when it
+// changes.
+func (tr *tracker) boundary(query string, ask bool, now time.Time, gap time.Duration) Boundary {
+	fresh := ask && (!tr.asked || query != tr.query)
+	if ask {
+		tr.asked, tr.query = true, query
+	}
+	switch {
+	case tr.task == 0:
+		return BoundaryFirst
+	case tr.explicit:
+		return BoundaryExplicit
+	case !fresh:
+		return ""
+	case gap > 0 && now.Sub(tr.last) >= gap:
+		return BoundaryGap
+	case tr.newTask(query):
+		return BoundaryTask
+	}
+	return ""
+}
+
+// start begins the next task episode, with an empty profile.
+func (tr *tracker) start(why Boundary) {
+	tr.task++
+	tr.why, tr.explicit = why, false
+	tr.words, tr.ids = nil, nil
+}
+
+// learn adds entry e to the current task's profile.
+func (tr *tracker) learn(e *Episode) {
+	switch e.Kind {
+	case KindTurn:
+		tr.learnRequest(e.Query)
+		tr.learnIDs(e.Result)
+	case KindNote:
+		tr.learnRequest(e.Result)
+	default:
+		tr.learnIDs(e.Arguments)
+		for _, name := range e.Entities {
+			tr.learnName(name)
+		}
+	}
+}
+
+// learnLine adds an entry's digest line (see [Episode.Digest]) to the
+// current task's profile, as learn adds the entry.
+func (tr *tracker) learnLine(line string) {
+	_, rest, ok := strings.Cut(line, "] step ")
+	if !ok {
+		return
+	}
+	if _, rest, ok = strings.Cut(rest, " "); !ok {
+		return
+	}
+	switch {
+	case strings.HasPrefix(rest, "turn: "):
+		rest = rest[len("turn: "):]
+		q, err := strconv.QuotedPrefix(rest)
+		if err != nil {
+			return
+		}
+		query, _ := strconv.Unquote(q)
+		tr.learnRequest(query)
+		tr.learnIDs(rest[len(q):])
+	case strings.HasPrefix(rest, "note ("):
+		if _, text, ok := strings.Cut(rest, "): "); ok {
+			tr.learnRequest(text)
+		}
+	default:
+		call, outcome, _ := strings.Cut(rest, " → ")
+		_, args, _ := strings.Cut(call, " ") // after the tool's name
+		tr.learnIDs(args)
+		if _, names, ok := strings.Cut(outcome, " bytes: "); ok {
+			for name := range strings.SplitSeq(names, ", ") {
+				tr.learnName(name)
+			}
+		}
+	}
+}
+
+// learnRequest adds a request's words and entities.
+func (tr *tracker) learnRequest(text string) {
+	for t, tok := range terms(text) {
+		tr.learnTerm(t, tok)
+	}
+}
+
+// learnIDs adds the entities (IDs, slugs) in text.
+func (tr *tracker) learnIDs(text string) {
+	for t, tok := range terms(text) {
+		if idLike(t) {
+			tr.ids.add(t, tok)
+		}
+	}
+}
+
+// learnName adds an entity's name: an ID as an entity, the words of a
+// name as words.
+func (tr *tracker) learnName(name string) { tr.learnRequest(name) }
+
+// learnTerm adds one term: an entity or a word.
+func (tr *tracker) learnTerm(t, tok string) {
+	if idLike(t) {
+		tr.ids.add(t, tok)
+	} else {
+		tr.words.add(t, tok)
+	}
+}
+
+// knows reports whether the current task holds term t.
+func (tr *tracker) knows(t string) bool { return tr.words.has(t) || tr.ids.has(t) }
+
+// newTask reports whether request query turns away from the current
+// task:
+//
+//   - it says so ("new task", "something else", "moving on", ...);
+//   - or it names entities (IDs, slugs) and none of the task's, and
+//     does not refer back ("it", "that", "also", "again", ...);
+//   - or its similarity to the task is below taskSimilarity and it does
+//     not refer back, or refers back with more than three terms none of
+//     which the task holds.
+//
+// The similarity is the weighted share of the request's terms the task
+// holds (an entity weighs idWeight, a word 1). A request with no content
+// words ("thanks", "ok") continues the task.
+func (tr *tracker) newTask(query string) bool {
+	lower := strings.ToLower(query)
+	for _, cue := range switchCues {
+		if strings.Contains(lower, cue) {
+			return true
+		}
+	}
+	back := false
+	for _, tok := range lexical.Tokens(nil, lower) {
+		back = back || backRefs[tok]
+	}
+	var have, all float64
+	n, ids, knownIDs := 0, 0, 0
+	for t := range terms(query) {
+		n++
+		w, known := 1.0, tr.knows(t)
+		if idLike(t) {
+			w = idWeight
+			ids++
+			if known {
+				knownIDs++
+			}
+		}
+		all += w
+		if known {
+			have += w
+		}
+	}
+	switch {
+	case n == 0 || knownIDs > 0:
+		return false
+	case ids > 0 && !back:
+		return true
+	case back:
+		return n > 3 && have == 0
+	}
+	return have/all < taskSimilarity
+}
+
+// switchCues are phrases by which a request says it turns to another
+// task.
+var switchCues = []string{"new task", "something else", "something different", "different topic", "another topic",
+	"unrelated", "moving on", "move on to", "switching to", "change of subject", "next task", "another thing", "separate"}
+
+// backRefs are the words by which a request refers back to what the
+// task did.
+var backRefs = map[string]bool{"it": true, "its": true, "that": true, "this": true, "them": true, "those": true,
+	"these": true, "also": true, "too": true, "again": true, "instead": true, "same": true, "there": true, "one": true}
+
+// terms yields the content terms of text, as lexical.Tokens finds them
+// (an ID such as "page-123" both whole and by its parts): each term's
+// stem (lexical.Stem) and the token it came from. Stop words, the words
+// of stopwords and numbers of fewer than three digits are left out.
+func terms(text string) func(yield func(stem, token string) bool) {
+	return func(yield func(string, string) bool) {
+		for _, tok := range lexical.Tokens(nil, text) {
+			if lexical.IsStopWord(tok) || len(tok) < 3 && strings.Trim(tok, "0123456789") == "" {
+				continue
+			}
+			if t := lexical.Stem(tok); !stopwords[t] && !yield(t, tok) {
+				return
+			}
+		}
+	}
+}
+
+// idLike reports whether a term names an entity: it mixes letters and
+// digits ("inv2041"), is a number of three digits or more ("48213"), or
+// is a compound ("page-123", "spring-sale", "docs/intro").
+func idLike(t string) bool {
+	letter, digit := false, false
+	for _, r := range t {
+		switch {
+		case r >= '0' && r <= '9':
+			digit = true
+		case strings.ContainsRune(joiners, r):
+			return true
+		default:
+			letter = true
+		}
+	}
+	return digit && (letter || len(t) >= 3)
+}
+
+// joiners join the parts of a compound term (see lexical.Tokens).
+const joiners = "-_.:/"
+
+// stopwords are words that say nothing of a task: function words,
+// politeness, and the keys of tool arguments.
+var stopwords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`a an the and or but if then so of to in on at by for with from into onto about as is are was were be been
+		am do doe did done have has had i me my we our us you your he she they their it its this that these those there here
+		what which who whom how when where why can could would should will shall may might must let let's lets please thank thanks
+		ok okay yes no not just also too again now then very really some any all each every more most other such only own same
+		than want need like get got make made go going know see look show tell give put take use one two up out over under
+		hi hello hey great good nice cool sure fine right well done id title name slug status text body type value query content
+		new instead them`) {
+		m[lexical.Stem(w)] = true
+	}
+	return m
+}()
