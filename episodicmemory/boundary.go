@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	
+
 	"github.com/memlayer/memlayer/internal/lexical"
 	"github.com/memlayer/memlayer/storage"
 )

@@ -67,7 +67,7 @@ type Layer struct {
 
 	rawToks  int // tokens of recent and pending (arguments and results)
 	rawCount int
-	appended int64 // episodes this layer appended, for Metrics
+	appended int64   // episodes this layer appended, for Metrics
 	tasks    tracker // the thread's task episodes (see boundary.go)
 	// template is set on the Layer New returns, never on a bound one.
 	template bool
