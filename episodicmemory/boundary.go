@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memlayer/memlayer/internal/jsonx"
 	"github.com/memlayer/memlayer/internal/lexical"
 	"github.com/memlayer/memlayer/storage"
 )
@@ -185,7 +186,7 @@ func (l *Layer) group(ctx context.Context, query string, eps []Episode, ask bool
 	}
 	tr := &l.tasks
 	now := eps[0].Time
-	if b := tr.boundary(query, ask, now, l.cfg.EpisodeGap); b != "" {
+	if b := tr.boundary(query, eps, ask, now, l.cfg.EpisodeGap); b != "" {
 		tr.start(b)
 	}
 	for i := range eps {
@@ -200,7 +201,7 @@ func (l *Layer) group(ctx context.Context, query string, eps []Episode, ask bool
 // set, starts a task episode, or "" when it continues the current one. A
 // request is evaluated once: at the run's first step and when it
 // changes.
-func (tr *tracker) boundary(query string, ask bool, now time.Time, gap time.Duration) Boundary {
+func (tr *tracker) boundary(query string, eps []Episode, ask bool, now time.Time, gap time.Duration) Boundary {
 	fresh := ask && (!tr.asked || query != tr.query)
 	if ask {
 		tr.asked, tr.query = true, query
@@ -214,7 +215,7 @@ func (tr *tracker) boundary(query string, ask bool, now time.Time, gap time.Dura
 		return ""
 	case gap > 0 && now.Sub(tr.last) >= gap:
 		return BoundaryGap
-	case tr.newTask(query):
+	case tr.newTask(query, eps):
 		return BoundaryTask
 	}
 	return ""
@@ -236,7 +237,7 @@ func (tr *tracker) learn(e *Episode) {
 	case KindNote:
 		tr.learnRequest(e.Result)
 	default:
-		tr.learnIDs(e.Arguments)
+		tr.learnArgs(e.Arguments)
 		for _, name := range e.Entities {
 			tr.learnName(name)
 		}
@@ -270,7 +271,7 @@ func (tr *tracker) learnLine(line string) {
 	default:
 		call, outcome, _ := strings.Cut(rest, " → ")
 		_, args, _ := strings.Cut(call, " ") // after the tool's name
-		tr.learnIDs(args)
+		tr.learnArgs(args)
 		if _, names, ok := strings.Cut(outcome, " bytes: "); ok {
 			for name := range strings.SplitSeq(names, ", ") {
 				tr.learnName(name)
@@ -295,6 +296,13 @@ func (tr *tracker) learnIDs(text string) {
 	}
 }
 
+// learnArgs adds the terms of the values of a call's arguments.
+func (tr *tracker) learnArgs(args string) {
+	for t := range argTerms(args) {
+		tr.learnTerm(t, t)
+	}
+}
+
 // learnName adds an entity's name: an ID as an entity, the words of a
 // name as words.
 func (tr *tracker) learnName(name string) { tr.learnRequest(name) }
@@ -311,56 +319,148 @@ func (tr *tracker) learnTerm(t, tok string) {
 // knows reports whether the current task holds term t.
 func (tr *tracker) knows(t string) bool { return tr.words.has(t) || tr.ids.has(t) }
 
-// newTask reports whether request query turns away from the current
-// task:
+// newTask reports whether request query, with eps the entries of its
+// first step (the tool calls the agent made for it), turns away from the
+// current task. Its targets are the entities (IDs, slugs: see idLike)
+// the request names and the values of the calls' arguments.
 //
-//   - it says so ("new task", "something else", "moving on", ...);
-//   - or it names entities (IDs, slugs) and none of the task's, and
-//     does not refer back ("it", "that", "also", "again", ...);
-//   - or its similarity to the task is below taskSimilarity and it does
-//     not refer back, or refers back with more than three terms none of
-//     which the task holds.
-//
-// The similarity is the weighted share of the request's terms the task
-// holds (an entity weighs idWeight, a word 1). A request with no content
-// words ("thanks", "ok") continues the task.
-func (tr *tracker) newTask(query string) bool {
+//   - It says so ("new task", "something else", "moving on", ...): new.
+//   - A target is one of the task's (an entity equal to, or within, one
+//     of the task's, or an argument's word the task holds): it continues.
+//   - It has entities for targets, none of them the task's: new.
+//   - Otherwise its words decide: a request that refers back at its start
+//     ("it", "that", "also", "and" ...) or has fewer than three content
+//     words ("thanks", "run the check again") continues; another is new
+//     when the weighted share of its terms the task holds (an entity
+//     weighs idWeight, a word 1) is below taskSimilarity.
+func (tr *tracker) newTask(query string, eps []Episode) bool {
 	lower := strings.ToLower(query)
 	for _, cue := range switchCues {
 		if strings.Contains(lower, cue) {
 			return true
 		}
 	}
-	back := false
-	for _, tok := range lexical.Tokens(nil, lower) {
-		back = back || backRefs[tok]
-	}
-	var have, all float64
-	n, ids, knownIDs := 0, 0, 0
-	for t := range terms(query) {
-		n++
-		w, known := 1.0, tr.knows(t)
-		if idLike(t) {
-			w = idWeight
+	ids := 0
+	for t := range targets(query, eps) {
+		switch {
+		case idLike(t) && tr.knowsID(t):
+			return false
+		case idLike(t):
 			ids++
-			if known {
-				knownIDs++
+		case tr.knows(t):
+			return false
+		}
+	}
+	if ids > 0 {
+		return true
+	}
+	return tr.farFrom(query)
+}
+
+// targets yields the request's entities and the terms of the values of
+// the arguments of the tool calls eps.
+func targets(query string, eps []Episode) func(yield func(string) bool) {
+	return func(yield func(string) bool) {
+		for t := range terms(query) {
+			if idLike(t) && !yield(t) {
+				return
 			}
 		}
+		for i := range eps {
+			if eps[i].Kind != KindTool {
+				continue
+			}
+			for t := range argTerms(eps[i].Arguments) {
+				if !yield(t) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// farFrom reports whether a request far from the task's words, as
+// newTask's last rule says.
+func (tr *tracker) farFrom(query string) bool {
+	for i, tok := range lexical.Tokens(nil, strings.ToLower(query)) {
+		if i == 3 {
+			break
+		}
+		if backRefs[tok] {
+			return false
+		}
+	}
+	var have, all float64
+	n := 0
+	for t := range terms(query) {
+		n++
+		w := 1.0
+		if idLike(t) {
+			w = idWeight
+		}
 		all += w
-		if known {
+		if tr.knows(t) {
 			have += w
 		}
 	}
-	switch {
-	case n == 0 || knownIDs > 0:
-		return false
-	case ids > 0 && !back:
+	return n >= 3 && have/all < taskSimilarity
+}
+
+// knowsID reports whether entity t is one of the task's, or within one
+// ("tokens-old" in "docs/tokens-old"), or holds one, of four bytes or
+// more.
+func (tr *tracker) knowsID(t string) bool {
+	if tr.ids.has(t) {
 		return true
-	case back:
-		return n > 3 && have == 0
 	}
-	return have/all < taskSimilarity
+	for id := range tr.ids {
+		if min(len(id), len(t)) >= 4 && (strings.Contains(id, t) || strings.Contains(t, id)) {
+			return true
+		}
+	}
+	return false
+}
+
+// argTerms yields the terms of the values (not the keys) of a call's
+// JSON arguments, possibly cut short, at most entityDepth levels deep.
+func argTerms(args string) func(yield func(string) bool) {
+	return func(yield func(string) bool) {
+		v, _ := jsonx.ScanValue([]byte(args), 0)
+		walkValues(v, 0, func(s string) bool {
+			for t := range terms(s) {
+				if !yield(t) {
+					return false
+				}
+			}
+			return true
+		})
+	}
+}
+
+// walkValues calls fn with each string or number of v, depth levels
+// deep, until fn returns false; it reports whether to go on.
+func walkValues(v jsonx.Value, depth int, fn func(string) bool) bool {
+	if depth > entityDepth {
+		return true
+	}
+	switch v.Kind {
+	case jsonx.KindString, jsonx.KindNumber:
+		return fn(v.Scalar())
+	case jsonx.KindObject:
+		for _, f := range v.Fields(nil) {
+			if !walkValues(f.Value, depth+1, fn) {
+				return false
+			}
+		}
+	case jsonx.KindArray:
+		ok := true
+		v.Elems(func(e jsonx.Value) bool {
+			ok = walkValues(e, depth+1, fn)
+			return ok
+		})
+		return ok
+	}
+	return true
 }
 
 // switchCues are phrases by which a request says it turns to another
@@ -369,18 +469,21 @@ var switchCues = []string{"new task", "something else", "something different", "
 	"unrelated", "moving on", "move on to", "switching to", "change of subject", "next task", "another thing", "separate"}
 
 // backRefs are the words by which a request refers back to what the
-// task did.
+// task did, at its start.
 var backRefs = map[string]bool{"it": true, "its": true, "that": true, "this": true, "them": true, "those": true,
-	"these": true, "also": true, "too": true, "again": true, "instead": true, "same": true, "there": true, "one": true}
+	"these": true, "also": true, "too": true, "again": true, "instead": true, "same": true, "there": true, "one": true,
+	"and": true, "but": true, "then": true}
 
-// terms yields the content terms of text, as lexical.Tokens finds them
-// (an ID such as "page-123" both whole and by its parts): each term's
-// stem (lexical.Stem) and the token it came from. Stop words, the words
-// of stopwords and numbers of fewer than three digits are left out.
+// terms yields the content terms of text, as lexical.Tokens finds them,
+// but a compound (an ID such as "page-123") whole only, not by its
+// parts: each term's stem (lexical.Stem) and the token it came from.
+// Stop words, the words of stopwords and numbers of fewer than three
+// digits are left out.
 func terms(text string) func(yield func(stem, token string) bool) {
 	return func(yield func(string, string) bool) {
-		for _, tok := range lexical.Tokens(nil, text) {
-			if lexical.IsStopWord(tok) || len(tok) < 3 && strings.Trim(tok, "0123456789") == "" {
+		toks := lexical.Tokens(nil, text)
+		for i, tok := range toks {
+			if lexical.IsStopWord(tok) || len(tok) < 3 && strings.Trim(tok, "0123456789") == "" || partOf(tok, toks[i+1:]) {
 				continue
 			}
 			if t := lexical.Stem(tok); !stopwords[t] && !yield(t, tok) {
@@ -388,6 +491,18 @@ func terms(text string) func(yield func(stem, token string) bool) {
 			}
 		}
 	}
+}
+
+// partOf reports whether token tok is a part of the compound that
+// follows it (lexical.Tokens gives a compound after its parts): the
+// first token of next that is a compound holds it.
+func partOf(tok string, next []string) bool {
+	for _, t := range next {
+		if strings.ContainsAny(t, joiners) {
+			return strings.Contains(t, tok)
+		}
+	}
+	return false
 }
 
 // idLike reports whether a term names an entity: it mixes letters and

@@ -81,7 +81,7 @@ func (l *Layer) links(ctx context.Context, request string) ([]Link, error) {
 	}
 	from := l.tasks
 	if strings.TrimSpace(request) != "" {
-		if from.task == 0 || from.newTask(request) {
+		if from.task == 0 || from.newTask(request, nil) {
 			from = tracker{task: from.task + 1}
 		} else {
 			from.words, from.ids = maps.Clone(from.words), maps.Clone(from.ids)
