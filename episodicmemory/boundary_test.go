@@ -112,7 +112,14 @@ func runConversation(tb testing.TB, c conversation, store storage.Store, long bo
 // from the index) or one layer takes them all, and on a store without
 // search too.
 func TestTaskBoundaries_Authored(t *testing.T) {
-	c := loadConversation(t, "multitask.json")
+	for _, name := range []string{"multitask.json", "heldout.json"} {
+		t.Run(name, func(t *testing.T) { testBoundaries(t, loadConversation(t, name)) })
+	}
+}
+
+// testBoundaries plays c on each kind of store, a run per turn and one
+// layer for all, and scores the boundaries found against c's labels.
+func testBoundaries(t *testing.T, c conversation) {
 	stores := map[string]func() storage.Store{
 		"index":     func() storage.Store { return storage.NewMemoryStore() },
 		"no-search": func() storage.Store { return storagetest.Hidden{Store: storage.NewMemoryStore()} },
