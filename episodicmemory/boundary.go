@@ -109,8 +109,9 @@ func (p profileSet) has(term string) bool {
 }
 
 // Task returns the number of the thread's current task episode (0
-// before its first entry) and why it started. It reads the thread's
-// newest index documents the first time a run needs them.
+// before its first entry) and why it started: empty when it started
+// before the run, whose layer read it from the index (the thread's
+// newest documents, the first time the run needs them).
 func (l *Layer) Task(ctx context.Context) (int, Boundary, error) {
 	if err := l.unbound("Task"); err != nil {
 		return 0, "", err
@@ -162,13 +163,26 @@ func (l *Layer) ensureTracker(ctx context.Context) error {
 	}
 	tr := tracker{loaded: true}
 	slices.SortFunc(hs, func(a, b hit) int { return cmpPos(b, a) })
+	if len(hs) == 0 || hs[0].task == 0 {
+		l.tasks = tr
+		return nil
+	}
+	tr.task, tr.last = hs[0].task, hs[0].time
+	// The task's entries, and those of the task before when a pause
+	// started this one (see start).
 	for i, h := range hs {
-		if i == 0 {
-			tr.task, tr.last = h.task, h.time
-		}
-		if h.task == tr.task && tr.task > 0 {
+		if h.task == tr.task {
 			tr.learnLine(h.text)
+			continue
 		}
+		if h.task == tr.task-1 && i > 0 && hs[i-1].time.Sub(h.time) >= l.cfg.EpisodeGap && l.cfg.EpisodeGap > 0 {
+			for _, p := range hs[i:] {
+				if p.task == h.task {
+					tr.learnLine(p.text)
+				}
+			}
+		}
+		break
 	}
 	l.tasks = tr
 	return nil
@@ -225,7 +239,9 @@ func (tr *tracker) boundary(query string, eps []Episode, ask bool, now time.Time
 func (tr *tracker) start(why Boundary) {
 	tr.task++
 	tr.why, tr.explicit = why, false
-	tr.words, tr.ids = nil, nil
+	if why != BoundaryGap { // after a pause, the work may go on
+		tr.words, tr.ids = nil, nil
+	}
 }
 
 // learn adds entry e to the current task's profile.
@@ -233,7 +249,7 @@ func (tr *tracker) learn(e *Episode) {
 	switch e.Kind {
 	case KindTurn:
 		tr.learnRequest(e.Query)
-		tr.learnIDs(e.Result)
+		tr.learnRequest(e.Result[:min(len(e.Result), digestResult)]) // as much as its digest holds
 	case KindNote:
 		tr.learnRequest(e.Result)
 	default:
@@ -263,7 +279,7 @@ func (tr *tracker) learnLine(line string) {
 		}
 		query, _ := strconv.Unquote(q)
 		tr.learnRequest(query)
-		tr.learnIDs(rest[len(q):])
+		tr.learnRequest(rest[len(q):])
 	case strings.HasPrefix(rest, "note ("):
 		if _, text, ok := strings.Cut(rest, "): "); ok {
 			tr.learnRequest(text)
