@@ -40,6 +40,8 @@ const (
 )
 
 const (
+	// maxBacklog bounds the entries a run queues before it learns them.
+	maxBacklog = 64
 	// profileDocs is how many of the thread's newest index documents a
 	// run reads its current task from.
 	profileDocs = 24
@@ -87,6 +89,11 @@ type tracker struct {
 	explicit bool
 	// words are the current task's request words, ids its entities.
 	words, ids profileSet
+	// backlog are the current task's entries not yet in its profile: a
+	// step only queues its entries, which are learnt when a request is
+	// evaluated or links are sought (most runs evaluate one request, at
+	// their first step).
+	backlog []Episode
 }
 
 // profileSet is a bounded set of terms: each stem, with the first token
@@ -205,10 +212,28 @@ func (l *Layer) group(ctx context.Context, query string, eps []Episode, ask bool
 	}
 	for i := range eps {
 		eps[i].Task = tr.task
-		tr.learn(&eps[i])
 	}
+	tr.queue(eps)
 	tr.last = now
 	return nil
+}
+
+// queue adds entries of the current task to the backlog, learning it
+// when it holds maxBacklog.
+func (tr *tracker) queue(eps []Episode) {
+	tr.backlog = append(tr.backlog, eps...)
+	if len(tr.backlog) >= maxBacklog {
+		tr.catchUp()
+	}
+}
+
+// catchUp learns the backlog.
+func (tr *tracker) catchUp() {
+	for i := range tr.backlog {
+		tr.learn(&tr.backlog[i])
+	}
+	clear(tr.backlog)
+	tr.backlog = tr.backlog[:0]
 }
 
 // boundary returns why an entry at now, of the request query when ask is
@@ -219,6 +244,9 @@ func (tr *tracker) boundary(query string, eps []Episode, ask bool, now time.Time
 	fresh := ask && (!tr.asked || query != tr.query)
 	if ask {
 		tr.asked, tr.query = true, query
+	}
+	if fresh {
+		tr.catchUp()
 	}
 	switch {
 	case tr.task == 0:
@@ -241,6 +269,8 @@ func (tr *tracker) start(why Boundary) {
 	tr.why, tr.explicit = why, false
 	if why != BoundaryGap { // after a pause, the work may go on
 		tr.words, tr.ids = nil, nil
+		clear(tr.backlog)
+		tr.backlog = tr.backlog[:0]
 	}
 }
 
@@ -498,8 +528,13 @@ var backRefs = map[string]bool{"it": true, "its": true, "that": true, "this": tr
 func terms(text string) func(yield func(stem, token string) bool) {
 	return func(yield func(string, string) bool) {
 		toks := lexical.Tokens(nil, text)
+		c := -1 // the index of the first compound from i on
 		for i, tok := range toks {
-			if lexical.IsStopWord(tok) || len(tok) < 3 && strings.Trim(tok, "0123456789") == "" || partOf(tok, toks[i+1:]) {
+			if c < i {
+				c = nextCompound(toks, i)
+			}
+			part := c < len(toks) && c > i && strings.Contains(toks[c], tok)
+			if part || lexical.IsStopWord(tok) || len(tok) < 3 && strings.Trim(tok, "0123456789") == "" {
 				continue
 			}
 			if t := lexical.Stem(tok); !stopwords[t] && !yield(t, tok) {
@@ -509,16 +544,16 @@ func terms(text string) func(yield func(stem, token string) bool) {
 	}
 }
 
-// partOf reports whether token tok is a part of the compound that
-// follows it (lexical.Tokens gives a compound after its parts): the
-// first token of next that is a compound holds it.
-func partOf(tok string, next []string) bool {
-	for _, t := range next {
-		if strings.ContainsAny(t, joiners) {
-			return strings.Contains(t, tok)
+// nextCompound returns the index of the first compound of toks from i
+// on, or len(toks): lexical.Tokens gives a compound right after its
+// parts.
+func nextCompound(toks []string, i int) int {
+	for ; i < len(toks); i++ {
+		if strings.ContainsAny(toks[i], joiners) {
+			return i
 		}
 	}
-	return false
+	return i
 }
 
 // idLike reports whether a term names an entity: it mixes letters and

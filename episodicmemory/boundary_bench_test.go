@@ -6,31 +6,38 @@ import (
 	"time"
 )
 
-// BenchmarkTaskBoundary is the per-step work of task episodes: a step of
-// a new request (two tool calls) is checked for a boundary against a
-// task whose profile is full, and its entries join the task's profile.
-// ns/op is per step.
+// BenchmarkTaskBoundary is the per-step work of task episodes, against a
+// task whose profile is full: "request" is a run's first step (a new
+// request is checked for a boundary, which learns the entries queued
+// before it), "step" a later step of the run (its entries are queued).
+// Each step has two tool calls.
 func BenchmarkTaskBoundary(b *testing.B) {
-	var tr tracker
-	tr.loaded, tr.task, tr.asked = true, 1, true
-	for i := range maxProfile * 2 {
-		tr.learnRequest(fmt.Sprintf("update section sec-%d of page-%d with heading%d", i, i, i))
-	}
-	now := time.Date(2027, 3, 1, 9, 0, 0, 0, time.UTC)
-	tr.last = now
 	eps := []Episode{
 		{Kind: KindTool, Tool: "cms_getPage", Arguments: `{"slug":"pricing"}`, Result: `{"page":{"id":"page-1002","title":"Pricing"}}`, Entities: []string{"page-1002", "Pricing"}},
 		{Kind: KindTool, Tool: "cms_updateBlock", Arguments: `{"pageId":"page-1002","block":"plan-pro","price":"$29/mo"}`, Result: `{"block":{"id":"plan-pro"}}`, Entities: []string{"page-1002", "plan-pro"}},
 	}
 	queries := []string{"Change the price of the Pro plan on the pricing page to $29 a month", "Also the yearly price, that should be $290"}
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		t := tr // the same task each time; its sets are shared, and full
-		t.boundary(queries[i%2], eps, true, now, DefaultEpisodeGap)
-		for k := range eps {
-			t.learn(&eps[k])
-		}
-		i++
+	now := time.Date(2027, 3, 1, 9, 0, 0, 0, time.UTC)
+	for _, fresh := range []bool{true, false} {
+		name := map[bool]string{true: "request", false: "step"}[fresh]
+		b.Run(name, func(b *testing.B) {
+			tr := tracker{loaded: true, task: 1, last: now}
+			for i := range maxProfile * 2 {
+				tr.learnRequest(fmt.Sprintf("update section sec-%d of page-%d with heading%d", i, i, i))
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				q := queries[0]
+				if fresh {
+					q = queries[i%2]
+				}
+				if tr.boundary(q, eps, true, now, DefaultEpisodeGap) != "" {
+					b.Fatal("a boundary")
+				}
+				tr.queue(eps)
+				i++
+			}
+		})
 	}
 }

@@ -79,6 +79,7 @@ func (l *Layer) links(ctx context.Context, request string) ([]Link, error) {
 	if err := l.ensureTracker(ctx); err != nil {
 		return nil, err
 	}
+	l.tasks.catchUp()
 	from := l.tasks
 	if strings.TrimSpace(request) != "" {
 		if from.task == 0 || from.newTask(request, nil) {
