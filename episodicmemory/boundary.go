@@ -168,31 +168,37 @@ func (l *Layer) ensureTracker(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the current task: %w", err)
 	}
-	tr := tracker{loaded: true}
 	slices.SortFunc(hs, func(a, b hit) int { return cmpPos(b, a) })
+	l.tasks = tracker{loaded: true}
+	l.tasks.learnHits(hs, l.cfg.EpisodeGap)
+	return nil
+}
+
+// learnHits takes the current task from hs, the thread's newest
+// documents, newest first: the task of the newest, its time, and the
+// profile of its entries and, when a pause of gap or more started it
+// (see start), of the task's before it.
+func (tr *tracker) learnHits(hs []hit, gap time.Duration) {
 	if len(hs) == 0 || hs[0].task == 0 {
-		l.tasks = tr
-		return nil
+		return
 	}
 	tr.task, tr.last = hs[0].task, hs[0].time
-	// The task's entries, and those of the task before when a pause
-	// started this one (see start).
-	for i, h := range hs {
-		if h.task == tr.task {
-			tr.learnLine(h.text)
-			continue
-		}
-		if h.task == tr.task-1 && i > 0 && hs[i-1].time.Sub(h.time) >= l.cfg.EpisodeGap && l.cfg.EpisodeGap > 0 {
-			for _, p := range hs[i:] {
-				if p.task == h.task {
-					tr.learnLine(p.text)
-				}
-			}
-		}
-		break
+	i := tr.learnTask(hs, tr.task)
+	if i < len(hs) && i > 0 && gap > 0 && hs[i].task == tr.task-1 && hs[i-1].time.Sub(hs[i].time) >= gap {
+		tr.learnTask(hs[i:], tr.task-1)
 	}
-	l.tasks = tr
-	return nil
+}
+
+// learnTask learns the entries of task at the start of hs, and returns
+// how many there are.
+func (tr *tracker) learnTask(hs []hit, task int) int {
+	for i, h := range hs {
+		if h.task != task {
+			return i
+		}
+		tr.learnLine(h.text)
+	}
+	return len(hs)
 }
 
 // group puts the entries eps of one step (or a note) in their task
@@ -241,13 +247,7 @@ func (tr *tracker) catchUp() {
 // request is evaluated once: at the run's first step and when it
 // changes.
 func (tr *tracker) boundary(query string, eps []Episode, ask bool, now time.Time, gap time.Duration) Boundary {
-	fresh := ask && (!tr.asked || query != tr.query)
-	if ask {
-		tr.asked, tr.query = true, query
-	}
-	if fresh {
-		tr.catchUp()
-	}
+	fresh := tr.ask(query, ask)
 	switch {
 	case tr.task == 0:
 		return BoundaryFirst
@@ -261,6 +261,21 @@ func (tr *tracker) boundary(query string, eps []Episode, ask bool, now time.Time
 		return BoundaryTask
 	}
 	return ""
+}
+
+// ask records the request query of a step when ask is set, and
+// reports whether it is to be evaluated: the run's first, or another
+// than the last. The profile then learns the entries queued.
+func (tr *tracker) ask(query string, ask bool) bool {
+	if !ask {
+		return false
+	}
+	fresh := !tr.asked || query != tr.query
+	tr.asked, tr.query = true, query
+	if fresh {
+		tr.catchUp()
+	}
+	return fresh
 }
 
 // start begins the next task episode, with an empty profile.
@@ -281,7 +296,7 @@ func (tr *tracker) learn(e *Episode) {
 		tr.learnRequest(e.Query)
 		tr.learnRequest(e.Result[:min(len(e.Result), digestResult)]) // as much as its digest holds
 	case KindNote:
-		tr.learnRequest(e.Result)
+		tr.learnRequest(e.Result[:min(len(e.Result), digestResult)])
 	default:
 		tr.learnArgs(e.Arguments)
 		for _, name := range e.Entities {
@@ -300,28 +315,39 @@ func (tr *tracker) learnLine(line string) {
 	if _, rest, ok = strings.Cut(rest, " "); !ok {
 		return
 	}
-	switch {
-	case strings.HasPrefix(rest, "turn: "):
-		rest = rest[len("turn: "):]
-		q, err := strconv.QuotedPrefix(rest)
-		if err != nil {
-			return
-		}
-		query, _ := strconv.Unquote(q)
-		tr.learnRequest(query)
-		tr.learnRequest(rest[len(q):])
-	case strings.HasPrefix(rest, "note ("):
-		if _, text, ok := strings.Cut(rest, "): "); ok {
-			tr.learnRequest(text)
-		}
-	default:
-		call, outcome, _ := strings.Cut(rest, " → ")
-		_, args, _ := strings.Cut(call, " ") // after the tool's name
-		tr.learnArgs(args)
-		if _, names, ok := strings.Cut(outcome, " bytes: "); ok {
-			for name := range strings.SplitSeq(names, ", ") {
-				tr.learnName(name)
-			}
+	if rest, ok = strings.CutPrefix(rest, "turn: "); ok {
+		tr.learnTurnLine(rest)
+		return
+	}
+	if rest, ok = strings.CutPrefix(rest, "note ("); ok {
+		_, text, _ := strings.Cut(rest, "): ")
+		tr.learnRequest(text)
+		return
+	}
+	tr.learnCallLine(rest)
+}
+
+// learnTurnLine learns a turn's digest after "turn: ": the quoted
+// request and the answer.
+func (tr *tracker) learnTurnLine(rest string) {
+	q, err := strconv.QuotedPrefix(rest)
+	if err != nil {
+		return
+	}
+	query, _ := strconv.Unquote(q)
+	tr.learnRequest(query)
+	tr.learnRequest(rest[len(q):])
+}
+
+// learnCallLine learns a call's digest after the step: the arguments
+// after the tool's name, and the IDs and names after " bytes: ".
+func (tr *tracker) learnCallLine(rest string) {
+	call, outcome, _ := strings.Cut(rest, " → ")
+	_, args, _ := strings.Cut(call, " ")
+	tr.learnArgs(args)
+	if _, names, ok := strings.Cut(outcome, " bytes: "); ok {
+		for name := range strings.SplitSeq(names, ", ") {
+			tr.learnName(name)
 		}
 	}
 }
@@ -380,27 +406,39 @@ func (tr *tracker) knows(t string) bool { return tr.words.has(t) || tr.ids.has(t
 //     when the weighted share of its terms the task holds (an entity
 //     weighs idWeight, a word 1) is below taskSimilarity.
 func (tr *tracker) newTask(query string, eps []Episode) bool {
-	lower := strings.ToLower(query)
-	for _, cue := range switchCues {
-		if strings.Contains(lower, cue) {
-			return true
-		}
+	if saysNew(query) {
+		return true
 	}
-	ids := 0
-	for t := range targets(query, eps) {
-		switch {
-		case idLike(t) && tr.knowsID(t):
-			return false
-		case idLike(t):
-			ids++
-		case tr.knows(t):
-			return false
-		}
-	}
-	if ids > 0 {
+	switch known, ids := tr.knowsTarget(query, eps); {
+	case known:
+		return false
+	case ids > 0:
 		return true
 	}
 	return tr.farFrom(query)
+}
+
+// saysNew reports whether a request says it turns to another task (see
+// switchCues).
+func saysNew(query string) bool {
+	lower := strings.ToLower(query)
+	return slices.ContainsFunc(switchCues, func(cue string) bool { return strings.Contains(lower, cue) })
+}
+
+// knowsTarget reports whether a target of the request (see targets) is
+// the task's, and else how many of its targets are entities.
+func (tr *tracker) knowsTarget(query string, eps []Episode) (known bool, ids int) {
+	for t := range targets(query, eps) {
+		switch {
+		case idLike(t) && tr.knowsID(t):
+			return true, 0
+		case idLike(t):
+			ids++
+		case tr.knows(t):
+			return true, 0
+		}
+	}
+	return false, ids
 }
 
 // targets yields the request's entities and the terms of the values of
@@ -412,6 +450,18 @@ func targets(query string, eps []Episode) func(yield func(string) bool) {
 				return
 			}
 		}
+		for t := range callTargets(eps) {
+			if !yield(t) {
+				return
+			}
+		}
+	}
+}
+
+// callTargets yields the terms of the values of the arguments of the
+// tool calls among eps.
+func callTargets(eps []Episode) func(yield func(string) bool) {
+	return func(yield func(string) bool) {
 		for i := range eps {
 			if eps[i].Kind != KindTool {
 				continue
@@ -428,14 +478,23 @@ func targets(query string, eps []Episode) func(yield func(string) bool) {
 // farFrom reports whether a request far from the task's words, as
 // newTask's last rule says.
 func (tr *tracker) farFrom(query string) bool {
-	for i, tok := range lexical.Tokens(nil, strings.ToLower(query)) {
-		if i == 3 {
-			break
-		}
-		if backRefs[tok] {
-			return false
-		}
+	if refersBack(query) {
+		return false
 	}
+	sim, n := tr.similarity(query)
+	return n >= 3 && sim < taskSimilarity
+}
+
+// refersBack reports whether one of a request's first three words
+// refers back to the task (see backRefs).
+func refersBack(query string) bool {
+	toks := lexical.Tokens(nil, strings.ToLower(query))
+	return slices.ContainsFunc(toks[:min(len(toks), 3)], func(t string) bool { return backRefs[t] })
+}
+
+// similarity returns the weighted share of a request's terms the task
+// holds (an entity weighs idWeight, a word 1), and how many terms it has.
+func (tr *tracker) similarity(query string) (float64, int) {
 	var have, all float64
 	n := 0
 	for t := range terms(query) {
@@ -449,7 +508,10 @@ func (tr *tracker) farFrom(query string) bool {
 			have += w
 		}
 	}
-	return n >= 3 && have/all < taskSimilarity
+	if n == 0 {
+		return 0, 0
+	}
+	return have / all, n
 }
 
 // knowsID reports whether entity t is one of the task's, or within one
@@ -527,21 +589,29 @@ var backRefs = map[string]bool{"it": true, "its": true, "that": true, "this": tr
 // digits are left out.
 func terms(text string) func(yield func(stem, token string) bool) {
 	return func(yield func(string, string) bool) {
-		toks := lexical.Tokens(nil, text)
-		c := -1 // the index of the first compound from i on
-		for i, tok := range toks {
-			if c < i {
-				c = nextCompound(toks, i)
-			}
-			part := c < len(toks) && c > i && strings.Contains(toks[c], tok)
-			if part || lexical.IsStopWord(tok) || len(tok) < 3 && strings.Trim(tok, "0123456789") == "" {
-				continue
-			}
+		for _, tok := range contentTokens(lexical.Tokens(nil, text)) {
 			if t := lexical.Stem(tok); !stopwords[t] && !yield(t, tok) {
 				return
 			}
 		}
 	}
+}
+
+// contentTokens filters toks in place: it leaves out stop words,
+// numbers of fewer than three digits, and the parts of a compound.
+func contentTokens(toks []string) []string {
+	out := toks[:0]
+	c := -1 // the index of the first compound from i on
+	for i, tok := range toks {
+		if c < i {
+			c = nextCompound(toks, i)
+		}
+		part := c < len(toks) && c > i && strings.Contains(toks[c], tok)
+		if !part && !lexical.IsStopWord(tok) && (len(tok) >= 3 || strings.Trim(tok, "0123456789") != "") {
+			out = append(out, tok)
+		}
+	}
+	return out
 }
 
 // nextCompound returns the index of the first compound of toks from i

@@ -80,15 +80,7 @@ func (l *Layer) links(ctx context.Context, request string) ([]Link, error) {
 		return nil, err
 	}
 	l.tasks.catchUp()
-	from := l.tasks
-	if strings.TrimSpace(request) != "" {
-		if from.task == 0 || from.newTask(request, nil) {
-			from = tracker{task: from.task + 1}
-		} else {
-			from.words, from.ids = maps.Clone(from.words), maps.Clone(from.ids)
-		}
-		from.learnRequest(request)
-	}
+	from := l.tasks.forRequest(request)
 	text := from.searchText()
 	if from.task == 0 || text == "" {
 		return nil, nil
@@ -98,6 +90,22 @@ func (l *Layer) links(ctx context.Context, request string) ([]Link, error) {
 		return nil, err
 	}
 	return from.linksIn(hs, fieldValue(l.thread), l.cfg.MaxLinks), nil
+}
+
+// forRequest returns the task request would be part of, a copy: tr with
+// the request's terms added, or a new task of the request's terms when
+// it would start one (see newTask). Without a request it is tr.
+func (tr *tracker) forRequest(request string) tracker {
+	if strings.TrimSpace(request) == "" {
+		return *tr
+	}
+	from := tracker{task: tr.task + 1}
+	if tr.task > 0 && !tr.newTask(request, nil) {
+		from = *tr
+		from.words, from.ids = maps.Clone(tr.words), maps.Clone(tr.ids)
+	}
+	from.learnRequest(request)
+	return from
 }
 
 // searchText returns the task's terms as the search for links asks for
@@ -118,67 +126,83 @@ func (tr *tracker) searchText() string {
 // linksIn returns the links of task tr to the task episodes of hs of
 // threads other than thread, closest first, at most max.
 func (tr *tracker) linksIn(hs []hit, thread string, limit int) []Link {
-	type key struct {
-		thread string
-		task   int
-	}
-	others := map[key]*tracker{}
-	for _, h := range hs {
-		if h.thread == thread || h.task == 0 {
-			continue
-		}
-		k := key{h.thread, h.task}
-		if others[k] == nil {
-			others[k] = &tracker{task: h.task}
-		}
-		others[k].learnLine(h.text)
-	}
 	var links []Link
-	for k, o := range others {
+	for k, o := range tasksOf(hs, thread) {
 		if ln, ok := tr.linkTo(o); ok {
 			ln.Thread, ln.Task = k.thread, k.task
 			links = append(links, ln)
 		}
 	}
-	slices.SortFunc(links, func(a, b Link) int {
-		if c := cmp.Compare(b.Score, a.Score); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Thread, b.Thread); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Task, b.Task)
-	})
+	slices.SortFunc(links, cmpLinks)
 	return links[:min(len(links), limit)]
+}
+
+// taskKey names a task episode of a log.
+type taskKey struct {
+	thread string
+	task   int
+}
+
+// tasksOf returns the task episodes of the entries hs of threads other
+// than thread, each with the profile of its entries among hs.
+func tasksOf(hs []hit, thread string) map[taskKey]*tracker {
+	others := map[taskKey]*tracker{}
+	for _, h := range hs {
+		if h.thread == thread || h.task == 0 {
+			continue
+		}
+		k := taskKey{h.thread, h.task}
+		if others[k] == nil {
+			others[k] = &tracker{task: h.task}
+		}
+		others[k].learnLine(h.text)
+	}
+	return others
+}
+
+// cmpLinks orders links closest first, then by thread and task.
+func cmpLinks(a, b Link) int {
+	return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(a.Thread, b.Thread), cmp.Compare(a.Task, b.Task))
 }
 
 // linkTo returns the link from task tr to task o, and whether they are
 // linked: they share an entity, or the smaller one's terms are
 // linkOverlap or more in the other's.
 func (tr *tracker) linkTo(o *tracker) (Link, bool) {
-	var ln Link
-	for t := range tr.ids {
+	if shared := tr.sharedIDs(o); len(shared) > 0 {
+		return Link{Shared: shared, Score: 1}, true
+	}
+	score := tr.overlap(o)
+	return Link{Score: score}, score >= linkOverlap
+}
+
+// sharedIDs returns the entities tasks tr and o share, sorted.
+func (tr *tracker) sharedIDs(o *tracker) []string {
+	var shared []string
+	for t, tok := range tr.ids {
 		if o.ids.has(t) {
-			ln.Shared = append(ln.Shared, tr.ids[t])
+			shared = append(shared, tok)
 		}
 	}
-	if len(ln.Shared) > 0 {
-		slices.Sort(ln.Shared)
-		ln.Score = 1
-		return ln, true
-	}
+	slices.Sort(shared)
+	return shared
+}
+
+// overlap returns the share of the smaller profile of tasks tr and o
+// that the other holds (tr's words found in o, of the terms of the
+// smaller): 0 when either is empty.
+func (tr *tracker) overlap(o *tracker) float64 {
 	mine, theirs := len(tr.words)+len(tr.ids), len(o.words)+len(o.ids)
 	if mine == 0 || theirs == 0 {
-		return ln, false
+		return 0
 	}
 	both := 0
 	for t := range tr.words {
-		if o.words.has(t) || o.ids.has(t) {
+		if o.knows(t) {
 			both++
 		}
 	}
-	ln.Score = float64(both) / float64(min(mine, theirs))
-	return ln, ln.Score >= linkOverlap
+	return float64(both) / float64(min(mine, theirs))
 }
 
 // linkedHits returns the entries Recall offers from the task episodes the
@@ -192,23 +216,46 @@ func (l *Layer) linkedHits(ctx context.Context, text string) ([]hit, error) {
 	}
 	var out []hit
 	for i := range links {
-		ln := &links[i]
-		f := func() map[string]string {
-			return map[string]string{fieldThread: ln.Thread, fieldTask: strconv.Itoa(ln.Task)}
-		}
-		hs, err := l.search(ctx, storage.Query{Text: text, Filter: f(), K: followDocs})
-		if err == nil && len(hs) == 0 {
-			hs, err = l.search(ctx, storage.Query{Filter: f(), K: followDocs})
-		}
+		hs, err := l.follow(ctx, text, &links[i])
 		if err != nil {
 			return nil, err
 		}
-		for _, h := range hs {
-			h.linked = ln
-			out = append(out, h)
-		}
+		out = append(out, hs...)
 	}
 	return out, nil
+}
+
+// follow returns the entries of the task ln links to that text ranks
+// best or, when text finds none, its newest: at most followDocs, each
+// marked with ln.
+func (l *Layer) follow(ctx context.Context, text string, ln *Link) ([]hit, error) {
+	f := func() map[string]string {
+		return map[string]string{fieldThread: ln.Thread, fieldTask: strconv.Itoa(ln.Task)}
+	}
+	hs, err := l.search(ctx, storage.Query{Text: text, Filter: f(), K: followDocs})
+	if err == nil && len(hs) == 0 {
+		hs, err = l.search(ctx, storage.Query{Filter: f(), K: followDocs})
+	}
+	for i := range hs {
+		hs[i].linked = ln
+	}
+	return hs, err
+}
+
+// addLinked adds to Recall's candidates the entries found through links
+// (see linkedHits), or marks those already there, and returns the newest
+// segment among them (-1 when none).
+func addLinked(cands map[[2]int64]*picked, linked []hit) int64 {
+	newest := int64(-1)
+	for _, h := range linked {
+		newest = max(newest, h.seq)
+		key := [2]int64{h.seq, int64(h.pos)}
+		if cands[key] == nil {
+			cands[key] = &picked{hit: h}
+		}
+		cands[key].follow(h)
+	}
+	return newest
 }
 
 // follow makes p an entry recalled through a link (h, the same entry

@@ -122,23 +122,21 @@ func (l *Layer) best(ctx context.Context, text string) ([]picked, error) {
 	for _, h := range byText {
 		top = max(top, h.score)
 	}
-	for k, list := range [][]hit{byText, recent, linked} {
+	for k, list := range [][]hit{byText, recent} {
 		for _, h := range list {
 			newest = max(newest, h.seq)
 			key := [2]int64{h.seq, int64(h.pos)}
-			p := cands[key]
-			if p == nil {
-				p = &picked{hit: h}
-				cands[key] = p
+			if cands[key] != nil {
+				continue
 			}
-			switch {
-			case k == 0 && top > 0:
+			p := &picked{hit: h}
+			if k == 0 && top > 0 {
 				p.sim = h.score / top
-			case k == 2:
-				p.follow(h)
 			}
+			cands[key] = p
 		}
 	}
+	newest = max(newest, addLinked(cands, linked))
 	out := make([]picked, 0, len(cands))
 	score := map[[2]int64]float64{}
 	hl := float64(l.cfg.HalfLife)
