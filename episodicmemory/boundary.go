@@ -336,7 +336,8 @@ func (tr *tracker) learnTurnLine(rest string) {
 	}
 	query, _ := strconv.Unquote(q)
 	tr.learnRequest(query)
-	tr.learnRequest(rest[len(q):])
+	_, answer, _ := strings.Cut(rest[len(q):], " → answered: ")
+	tr.learnRequest(answer)
 }
 
 // learnCallLine learns a call's digest after the step: the arguments
