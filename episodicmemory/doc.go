@@ -102,11 +102,12 @@
 // each thread ([Episode.Task], also a field of each index document). A
 // new one starts at the thread's first entry, at a call of
 // [Layer.NewTask], after a pause of Config.EpisodeGap (30 minutes), and
-// at a request that turns to another task: its targets (the entities it
-// names and the values of the arguments of the calls made for it) are
-// none of the task's, or, with no entity among them, its words are far
-// from the task's ([Layer.Task] says which). A run reads the current
-// task from the thread's newest index documents, once.
+// at a request that turns to another task: none of its targets (the
+// entities it names, the values of the arguments of the calls made for
+// it) is the task's, and an entity is among them or its words are far
+// from the task's ([Layer.Task] says why the current one started). A
+// run reads the current task from the thread's newest index documents,
+// once.
 //
 // In a log shared by a resource's threads (layer.ScopeResource), the
 // current task is linked to the tasks of the resource's other threads
