@@ -299,8 +299,8 @@ func (tr *tracker) learn(e *Episode) {
 		tr.learnRequest(e.Result[:min(len(e.Result), digestResult)])
 	default:
 		tr.learnArgs(e.Arguments)
-		for _, name := range e.Entities {
-			tr.learnName(name)
+		if len(e.Entities) > 0 {
+			tr.learnRequest(strings.Join(e.Entities, ", "))
 		}
 	}
 }
@@ -347,9 +347,7 @@ func (tr *tracker) learnCallLine(rest string) {
 	_, args, _ := strings.Cut(call, " ")
 	tr.learnArgs(args)
 	if _, names, ok := strings.Cut(outcome, " bytes: "); ok {
-		for name := range strings.SplitSeq(names, ", ") {
-			tr.learnName(name)
-		}
+		tr.learnRequest(names)
 	}
 }
 
@@ -375,10 +373,6 @@ func (tr *tracker) learnArgs(args string) {
 		tr.learnTerm(t, t)
 	}
 }
-
-// learnName adds an entity's name: an ID as an entity, the words of a
-// name as words.
-func (tr *tracker) learnName(name string) { tr.learnRequest(name) }
 
 // learnTerm adds one term: an entity or a word.
 func (tr *tracker) learnTerm(t, tok string) {

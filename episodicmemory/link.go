@@ -31,7 +31,7 @@ const (
 	// offers.
 	followDocs = 2
 	// linkTerms caps the terms of the search for links.
-	linkTerms = 32
+	linkTerms = 8
 )
 
 // Link is a link from the current task episode of the layer's thread to
@@ -62,7 +62,7 @@ func (l *Layer) Links(ctx context.Context) ([]Link, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	links, err := l.links(ctx, "")
+	links, _, err := l.links(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("episodicmemory: links: %w", err)
 	}
@@ -71,25 +71,44 @@ func (l *Layer) Links(ctx context.Context) ([]Link, error) {
 
 // links returns the links of the current task episode or, when request
 // is given and starts a new task, of the task it would start (its terms
-// only).
-func (l *Layer) links(ctx context.Context, request string) ([]Link, error) {
+// only), and the entries of the linked tasks the search found, best
+// first, at most followDocs of each, marked with their link. It costs
+// one search of the index.
+func (l *Layer) links(ctx context.Context, request string) ([]Link, []hit, error) {
 	if !l.shared() || l.cfg.MaxLinks < 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err := l.ensureTracker(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	l.tasks.catchUp()
 	from := l.tasks.forRequest(request)
-	text := from.searchText()
+	text := from.searchText(request)
 	if from.task == 0 || text == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	hs, err := l.search(ctx, storage.Query{Text: text, K: linkPool})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return from.linksIn(hs, fieldValue(l.thread), l.cfg.MaxLinks), nil
+	links := from.linksIn(hs, fieldValue(l.thread), l.cfg.MaxLinks)
+	return links, linkedOf(hs, links), nil
+}
+
+// linkedOf returns the entries of hs (best first) of the tasks links
+// name, at most followDocs of each, marked with their link.
+func linkedOf(hs []hit, links []Link) []hit {
+	var out []hit
+	taken := map[int]int{}
+	for _, h := range hs {
+		i := slices.IndexFunc(links, func(ln Link) bool { return ln.Thread == h.thread && ln.Task == h.task })
+		if i >= 0 && taken[i] < followDocs {
+			taken[i]++
+			h.linked = &links[i]
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // forRequest returns the task request would be part of, a copy: tr with
@@ -108,16 +127,29 @@ func (tr *tracker) forRequest(request string) tracker {
 	return from
 }
 
-// searchText returns the task's terms as the search for links asks for
-// them: its entities, then its words, each sorted, at most linkTerms.
-func (tr *tracker) searchText() string {
+// searchText returns the terms the search for links asks for, at most
+// linkTerms: the request's, then the task's entities and then its words,
+// each sorted.
+func (tr *tracker) searchText(request string) string {
 	out := make([]string, 0, linkTerms)
+	seen := map[string]bool{}
+	add := func(t, tok string) bool {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, tok)
+		}
+		return len(out) < linkTerms
+	}
+	for t, tok := range terms(request) {
+		if !add(t, tok) {
+			return strings.Join(out, " ")
+		}
+	}
 	for _, set := range []profileSet{tr.ids, tr.words} {
 		for _, t := range slices.Sorted(maps.Keys(set)) {
-			if len(out) == linkTerms {
-				break
+			if !add(t, set[t]) {
+				return strings.Join(out, " ")
 			}
-			out = append(out, set[t])
 		}
 	}
 	return strings.Join(out, " ")
@@ -206,39 +238,10 @@ func (tr *tracker) overlap(o *tracker) float64 {
 }
 
 // linkedHits returns the entries Recall offers from the task episodes the
-// current one links to (see links; request is the situation Recall was
-// given): for each link, the entries of the linked task the text ranks
-// best, or its newest, at most followDocs, each marked with its link.
+// current one links to (see links; text is the situation Recall was
+// given).
 func (l *Layer) linkedHits(ctx context.Context, text string) ([]hit, error) {
-	links, err := l.links(ctx, text)
-	if err != nil || len(links) == 0 {
-		return nil, err
-	}
-	var out []hit
-	for i := range links {
-		hs, err := l.follow(ctx, text, &links[i])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, hs...)
-	}
-	return out, nil
-}
-
-// follow returns the entries of the task ln links to that text ranks
-// best or, when text finds none, its newest: at most followDocs, each
-// marked with ln.
-func (l *Layer) follow(ctx context.Context, text string, ln *Link) ([]hit, error) {
-	f := func() map[string]string {
-		return map[string]string{fieldThread: ln.Thread, fieldTask: strconv.Itoa(ln.Task)}
-	}
-	hs, err := l.search(ctx, storage.Query{Text: text, Filter: f(), K: followDocs})
-	if err == nil && len(hs) == 0 {
-		hs, err = l.search(ctx, storage.Query{Filter: f(), K: followDocs})
-	}
-	for i := range hs {
-		hs[i].linked = ln
-	}
+	_, hs, err := l.links(ctx, text)
 	return hs, err
 }
 

@@ -171,3 +171,30 @@ func TestLinks_NeverAcrossResources(t *testing.T) {
 	check("a/b", true)
 	check("", false)
 }
+
+// BenchmarkRecallLinks recalls in a resource's log of 1,000 entries
+// written by 4 threads, following links (the default) and not (MaxLinks
+// -1): the cost of links in Recall.
+func BenchmarkRecallLinks(b *testing.B) {
+	st := storage.NewMemoryStore()
+	for th := range 4 {
+		l := bound(b, resourceCfg(0, 0), st, fmt.Sprint("t", th), "u")
+		for i := range 250 {
+			s := benchStep(i % 50)
+			s.Query = fmt.Sprintf("work on page-%d", i%50)
+			store(b, l, s)
+		}
+	}
+	for _, links := range []int{0, -1} {
+		b.Run(fmt.Sprintf("MaxLinks=%d", links), func(b *testing.B) {
+			l := bound(b, resourceCfg(0, links), st, "t0", "u")
+			q := layer.Query{Text: "open page-7 again and fix its hero section", Budget: 2000}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := l.Recall(context.Background(), q); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
