@@ -40,7 +40,7 @@ const (
 )
 
 const (
-	// maxBacklog bounds the entries a run queues before it learns them.
+	// maxBacklog bounds the entries a run queues (see queue).
 	maxBacklog = 64
 	// profileDocs is how many of the thread's newest index documents a
 	// run reads its current task from.
@@ -224,12 +224,16 @@ func (l *Layer) group(ctx context.Context, query string, eps []Episode, ask bool
 	return nil
 }
 
-// queue adds entries of the current task to the backlog, learning it
-// when it holds maxBacklog.
+// queue adds entries of the current task to the backlog. Past
+// maxBacklog it keeps the newest profileDocs: the profile learns a long
+// request's newest entries, as a run that reads the task from the index
+// does.
 func (tr *tracker) queue(eps []Episode) {
 	tr.backlog = append(tr.backlog, eps...)
-	if len(tr.backlog) >= maxBacklog {
-		tr.catchUp()
+	if n := len(tr.backlog); n >= maxBacklog {
+		kept := copy(tr.backlog, tr.backlog[n-profileDocs:])
+		clear(tr.backlog[kept:])
+		tr.backlog = tr.backlog[:kept]
 	}
 }
 
