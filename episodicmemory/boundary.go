@@ -16,19 +16,23 @@ import (
 // Task episodes. The entries of a thread are grouped into task episodes,
 // numbered from 1 in each thread; every entry records its number
 // ([Episode.Task]) and so does its index document. A new task episode
-// starts at a thread's first entry and at the first entry of a request
-// when one of these holds:
+// starts at:
 //
-//   - explicit: [Layer.NewTask] was called;
-//   - gap: the request comes Config.EpisodeGap (30 minutes) or more after
-//     the thread's previous entry;
-//   - task: the request turns to another task (see [newTask]).
+//   - first: the thread's first entry;
+//   - explicit: the note [Layer.NewTask] logs;
+//   - gap: the first entry of a request that comes Config.EpisodeGap
+//     (30 minutes) or more after the thread's previous entry;
+//   - task: the first entry of a request that turns to another task
+//     (see [tracker.newTask]).
 //
 // A run keeps the current task's profile in memory: the words of its
-// requests and the entities (IDs, slugs, names) its entries touched. A
-// run that starts reads it from the index, from the thread's newest
+// requests and answers, and the entities (IDs, slugs, names) its
+// entries touched. A step queues its entries; the profile learns them
+// when the next request is checked or links are sought. A run that
+// starts reads the profile from the index, from the thread's newest
 // documents (one query of at most profileDocs documents), so that the
-// cost of a step does not grow with the log.
+// cost of a step does not grow with the log. After a pause the profile
+// is kept: the work may go on.
 
 // Defaults of the task episodes.
 const (
