@@ -142,6 +142,18 @@ func episodicCase() templateCase {
 				return err
 			}},
 			{"Keep", keep},
+			{"Task", func(ctx context.Context, l layer.Layer) error {
+				_, _, err := as(l).Task(ctx)
+				return err
+			}},
+			{"NewTask", func(ctx context.Context, l layer.Layer) error {
+				_, err := as(l).NewTask(ctx, 1, "Plan the launch")
+				return err
+			}},
+			{"Links", func(ctx context.Context, l layer.Layer) error {
+				_, err := as(l).Links(ctx)
+				return err
+			}},
 			{"read", func(ctx context.Context, l layer.Layer) error {
 				err := tool("read", `{"ref":"note"}`)(ctx, l)
 				if errors.Is(err, episodicmemory.ErrNoEpisode) {

@@ -113,6 +113,15 @@ type Config struct {
 	// MaxRetries bounds the compare-and-swap attempts of one write of the
 	// head. Zero means DefaultMaxRetries.
 	MaxRetries int
+	// EpisodeGap is the pause after which a thread's next request starts
+	// a new task episode (see [Layer.Task]). Zero means
+	// DefaultEpisodeGap; negative means no pause starts one.
+	EpisodeGap time.Duration
+	// MaxLinks caps the task episodes of other threads that Recall
+	// follows links to (see [Layer.Links]). Zero means DefaultMaxLinks;
+	// negative follows none.
+	MaxLinks int
+
 	// Now returns the current time, recorded in each episode. Nil means
 	// time.Now. Recall never depends on it; Candidates bounds by it the
 	// episode times it gives scored assembly.
@@ -145,6 +154,8 @@ func (cfg Config) withDefaults() (Config, error) {
 	cfg.SnapshotDigests = cmp.Or(cfg.SnapshotDigests, DefaultSnapshotDigests)
 	cfg.SnapshotEpisodes = cmp.Or(cfg.SnapshotEpisodes, DefaultSnapshotEpisodes)
 	cfg.MaxRetries = cmp.Or(cfg.MaxRetries, DefaultMaxRetries)
+	cfg.EpisodeGap = cmp.Or(cfg.EpisodeGap, DefaultEpisodeGap)
+	cfg.MaxLinks = cmp.Or(cfg.MaxLinks, DefaultMaxLinks)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

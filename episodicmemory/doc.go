@@ -96,6 +96,26 @@
 // segments (1,000 steps) behind; then they are deleted and the read tool
 // gives the digest instead.
 //
+// # Task episodes and links
+//
+// A thread's entries are grouped into task episodes, numbered from 1 in
+// each thread ([Episode.Task], also a field of each index document). A
+// new one starts at the thread's first entry, at a call of
+// [Layer.NewTask], after a pause of Config.EpisodeGap (30 minutes), and
+// at a request that turns to another task: none of its targets (the
+// entities it names, the values of the arguments of the calls made for
+// it) is the task's, and an entity is among them or its words are far
+// from the task's ([Layer.Task] says why the current one started). A
+// run reads the current task from the thread's newest index documents,
+// once.
+//
+// In a log shared by a resource's threads (layer.ScopeResource), the
+// current task is linked to the tasks of the resource's other threads
+// that share an entity with it or are lexically close ([Layer.Links]),
+// and Recall offers their entries, each line marked with its link. Links
+// are found through the log's own index, so they never lead to another
+// resource, and erasing a resource leaves none.
+//
 // # Snapshots, spawn and failures
 //
 // With a store, Snapshot returns a mark of the log's position (its scope

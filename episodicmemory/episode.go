@@ -64,6 +64,10 @@ type Episode struct {
 	// Entities are the IDs and names the call touched, found in its
 	// arguments and result.
 	Entities []string `json:"entities,omitempty"`
+	// Task is the task episode the entry belongs to: the entries of one
+	// thread are grouped into tasks numbered from 1 (see [Layer.Task]).
+	// Zero in records written before tasks were.
+	Task int `json:"task,omitempty"`
 
 	seq  int64 // the segment the episode is stored in; -1 until appended
 	toks int   // rawTokens, counted once; 0 until counted
@@ -80,6 +84,8 @@ type Digest struct {
 	Text string `json:"text"`
 	// Seq is the segment that held the raw episode (not in snapshots).
 	Seq int64 `json:"seq,omitempty"`
+	// Task is the episode's task (see [Episode.Task]).
+	Task int `json:"task,omitempty"`
 }
 
 // Limits of a digest line's parts, in bytes.
@@ -153,7 +159,7 @@ func (e *Episode) writeCall(b *strings.Builder) {
 
 // digest returns the episode's digest record.
 func (e *Episode) digest() Digest {
-	return Digest{Ref: e.Ref, Thread: e.Thread, Step: e.Step, Time: e.Time, Text: e.Digest(), Seq: e.seq}
+	return Digest{Ref: e.Ref, Thread: e.Thread, Step: e.Step, Time: e.Time, Text: e.Digest(), Seq: e.seq, Task: e.Task}
 }
 
 // oneLine returns s with every run of white space (newlines included)

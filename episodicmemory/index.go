@@ -30,6 +30,7 @@ const (
 	fieldSeq    = "seq"    // its segment
 	fieldStep   = "step"   // its step
 	fieldTime   = "time"   // its time, RFC 3339
+	fieldTask   = "task"   // its task episode in its thread (see Episode.Task), when it has one
 	fieldMark   = "mark"   // "1" on the marker only
 
 	markID = "mark" // episode documents are named "<seq>.<pos>"
@@ -65,10 +66,14 @@ func fieldValue(s string) string {
 // digestDoc returns the index document of digest d, the pos-th episode
 // of its segment.
 func digestDoc(d *Digest, pos int) storage.Document {
-	return storage.Document{ID: docID(d.Seq, pos), Text: d.Text, Fields: map[string]string{
+	doc := storage.Document{ID: docID(d.Seq, pos), Text: d.Text, Fields: map[string]string{
 		fieldEp: "1", fieldRef: fieldValue(d.Ref), fieldCall: fieldValue(callID(d.Ref)), fieldThread: fieldValue(d.Thread),
 		fieldSeq: strconv.FormatInt(d.Seq, 10), fieldStep: strconv.Itoa(d.Step), fieldTime: d.Time.UTC().Format(time.RFC3339Nano),
 	}}
+	if d.Task > 0 {
+		doc.Fields[fieldTask] = strconv.Itoa(d.Task)
+	}
+	return doc
 }
 
 // docs appends the documents of digests ds, whose positions in their
@@ -283,8 +288,11 @@ type hit struct {
 	seq               int64
 	pos               int
 	step              int
+	task              int // its task episode; 0 when unknown
 	time              time.Time
 	score             float64
+	// linked is the link it was recalled through (see Layer.Links), or nil.
+	linked *Link
 }
 
 func hitOf(h storage.Hit) hit {
@@ -295,6 +303,7 @@ func hitOf(h storage.Hit) hit {
 		out.pos, _ = strconv.Atoi(p)
 	}
 	out.step, _ = strconv.Atoi(f[fieldStep])
+	out.task, _ = strconv.Atoi(f[fieldTask])
 	out.time, _ = time.Parse(time.RFC3339Nano, f[fieldTime])
 	return out
 }

@@ -67,7 +67,8 @@ type Layer struct {
 
 	rawToks  int // tokens of recent and pending (arguments and results)
 	rawCount int
-	appended int64 // episodes this layer appended, for Metrics
+	appended int64   // episodes this layer appended, for Metrics
+	tasks    tracker // the thread's task episodes (see boundary.go)
 	// template is set on the Layer New returns, never on a bound one.
 	template bool
 }
@@ -220,6 +221,9 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 			return fmt.Errorf("episodicmemory: store: %w", err)
 		}
 	}
+	if err := l.group(ctx, t.Query, eps, true); err != nil {
+		return fmt.Errorf("episodicmemory: store: %w", err)
+	}
 	l.pending = append(l.pending, eps...)
 	l.changed()
 	if err := l.flush(ctx); err != nil {
@@ -366,7 +370,11 @@ func (l *Layer) Note(ctx context.Context, step int, kind, text string) error {
 	if err := l.ensureLoaded(ctx); err != nil {
 		return fmt.Errorf("episodicmemory: note: %w", err)
 	}
-	l.pending = append(l.pending, e)
+	eps := []Episode{e}
+	if err := l.group(ctx, "", eps, false); err != nil {
+		return fmt.Errorf("episodicmemory: note: %w", err)
+	}
+	l.pending = append(l.pending, eps[0])
 	l.changed()
 	if err := l.flush(ctx); err != nil {
 		return fmt.Errorf("episodicmemory: note: %w", err)
@@ -871,6 +879,7 @@ func (l *Layer) setRestored(h head, s snapshot) {
 		s.Episodes[i].seq = h.Base + 1 + int64(i)
 	}
 	l.head, l.digests, l.recent, l.pending = h, s.Digests, s.Episodes, nil
+	l.tasks = tracker{} // read again from the index when needed
 	l.loaded, l.haveDigests = true, true
 	l.changed()
 }

@@ -112,6 +112,10 @@ func (l *Layer) best(ctx context.Context, text string) ([]picked, error) {
 		return nil, err
 	}
 	recent = append(recent, l.pendingHits()...)
+	linked, err := l.linkedHits(ctx, text)
+	if err != nil {
+		return nil, err
+	}
 	cands := map[[2]int64]*picked{}
 	newest := int64(-1)
 	top := 0.0
@@ -132,6 +136,7 @@ func (l *Layer) best(ctx context.Context, text string) ([]picked, error) {
 			cands[key] = p
 		}
 	}
+	newest = max(newest, addLinked(cands, linked))
 	out := make([]picked, 0, len(cands))
 	score := map[[2]int64]float64{}
 	hl := float64(l.cfg.HalfLife)
