@@ -146,6 +146,42 @@
 // JSON, in a block built by fence.Wrap, which its content cannot close)
 // and then returns the cached block.
 //
+// # Over budget
+//
+// A block over its budget is shown compact, then folded, then cut
+// ([Layer.Recall]). The fold is a view: it changes what one Recall
+// shows, never the state, in memory or in storage, so nothing is lost
+// and the model (or code) decides what to remove, with the update tool.
+//
+// The fold's tail is the oldest items of the state's lists: a list grows
+// at its end (the model sends the whole list with its new item last),
+// so its first items are the oldest. Objects have no order of age, and
+// text has no items: a long string member, or a text state, is cut.
+// Fold steps are taken one item at a time, each from the list whose
+// foldable items take the most bytes (the first such list in key order on
+// a tie); a list always shows its newest item whole. The fewest steps
+// whose block fits are taken, so the same state and budget always fold
+// the same way. Lists are found through object members at any depth; a
+// list inside a list item folds with its item.
+//
+// A folded list starts with one summary item:
+//
+//	{"_folded": "the 12 oldest items of this list, shown by their key fields only ...",
+//	 "items": [{"id": "task-00", "status": "done", "title": "Export posts"}, ...]}
+//
+// It keeps, of each folded object, its scalar key fields: every field
+// named as an ID ("id", "pageId", "page_id", "page-id", "pageID") and
+// goal, key, kind, name, owner, priority, ref, state, status, title, type
+// and url (any case), strings cut to 80 characters; of a folded string,
+// its first 80 characters; of a number or boolean, itself. An object
+// without key fields, or a nested list, is counted in the note only.
+// Forbidden keys never reach a state, so they never reach a summary.
+// With a schema, the view with its summary items is validated: when the
+// schema would refuse a summary item in its list, the folded lists show
+// their remaining items only, and each summary follows the state on a
+// line of its own, "[folded "/tasks": {...}]", so the object shown never
+// holds an item the schema refuses.
+//
 // # Fence tags
 //
 // The block's tag is the layer ID with '-' replaced by '_' ([fence.Tag]):

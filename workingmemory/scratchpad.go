@@ -383,10 +383,13 @@ func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) er
 //
 // A block larger than q.Budget (counted with [layer.Query.Count]) is not
 // dropped, since the prompt compiler would then leave the model with no
-// scratchpad at all: an object is first rendered as compact JSON, and
-// what still does not fit is cut, ending with a line that says how much
-// is missing and asks the model to prune the scratchpad. A zero Budget
-// (a Query built by hand) means no budget was given.
+// scratchpad at all: an object is first rendered as compact JSON; then
+// the oldest items of its lists are folded, in the block only, into one
+// summary item per list that keeps their IDs, names and status (see the
+// package doc, "Over budget"); and what still does not fit is cut,
+// ending with a line that says how much is missing and asks the model to
+// prune the scratchpad. A zero Budget (a Query built by hand) means no
+// budget was given.
 func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error) {
 	s := l.cur.Load()
 	if s == nil || s.empty() {
@@ -422,6 +425,13 @@ func (l *Layer) fit(s *state, q layer.Query) string {
 	whole := q.Count(fence.Wrap(l.c.tag, text))
 	if whole <= q.Budget {
 		return fence.Wrap(l.c.tag, text)
+	}
+	if f := newFolder(l, s.tree()); f != nil {
+		folded, ok := f.fold(q)
+		if ok {
+			return fence.Wrap(l.c.tag, folded)
+		}
+		text, whole = folded, q.Count(fence.Wrap(l.c.tag, folded))
 	}
 	fits := func(block string) bool { return q.Count(block) <= q.Budget }
 	action := "remove what is no longer needed with the " + layer.ToolName(l.c.spec.ID, "update") + " tool"
