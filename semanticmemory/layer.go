@@ -1017,7 +1017,8 @@ func (l *Layer) Keeps() string { return layer.KeepsSemantic }
 // Keep implements layer.Keeper: it remembers w as a fact, superseding one
 // it restates, and tells the model the fact's ID and version. A
 // restatement word for word writes nothing and keeps the fact as it was,
-// written by someone else: it is Unchanged.
+// written by someone else: it is Unchanged. Kept.Evicted names the facts
+// the write evicted to make room (see [Capacity]).
 func (l *Layer) Keep(ctx context.Context, w layer.Write) (layer.Kept, error) {
 	if err := l.unbound("Keep"); err != nil {
 		return layer.Kept{}, err

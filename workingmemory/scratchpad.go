@@ -379,7 +379,8 @@ func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) er
 // rendered as indented JSON) fenced in a block named after the layer ID
 // (<working_memory> for the default ID, see [fence.Tag]) that its content
 // cannot close. Zero and false are values, not emptiness. The
-// block is rendered once per state and cached.
+// block is rendered once per state and cached, and so is the last block
+// fitted to a budget (by the default token estimate).
 //
 // A block larger than q.Budget (counted with [layer.Query.Count]) is not
 // dropped, since the prompt compiler would then leave the model with no
@@ -401,11 +402,18 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 		tokens = q.Count(block)
 	}
 	if q.Budget > 0 && tokens > q.Budget {
-		block = l.fit(s, q)
+		if f, ok := s.fitted(l.c.tag, q.Budget); ok && q.Counter == nil {
+			block, tokens = f.block, f.tokens
+		} else {
+			block = l.fit(s, q)
+			tokens = q.Count(block)
+			if q.Counter == nil {
+				s.keepFit(fitted{tag: l.c.tag, budget: q.Budget, block: block, tokens: tokens})
+			}
+		}
 		if block == "" {
 			return nil, nil
 		}
-		tokens = q.Count(block)
 	}
 	return []layer.Item{{Text: block, Tokens: tokens}}, nil
 }
