@@ -25,7 +25,9 @@
 //
 //   - objects merge recursively; keys the update leaves out are kept;
 //   - strings, numbers, booleans and arrays replace the old value whole
-//     (false, 0, "" and [] are values and do override);
+//     (false, 0, "" and [] are values and do override), except that a
+//     list starting with a fold's summary item gets the folded items
+//     back (see "Over budget");
 //   - null means "no change" by default, so that a model which a strict tool
 //     schema forces to send every field cannot wipe data by sending null
 //     (Config.NullReplaces stores the null instead);
@@ -166,8 +168,9 @@
 //
 // A folded list starts with one summary item:
 //
-//	{"_folded": "the 12 oldest items of this list, shown by their key fields only ...",
-//	 "items": [{"id": "task-00", "status": "done", "title": "Export posts"}, ...]}
+//	{"_folded": 12,
+//	 "items": [{"id": "task-00", "status": "done", "title": "Export posts"}, ...],
+//	 "note": "the 12 oldest items of this list, shown by their key fields only ..."}
 //
 // It keeps, of each folded object, its scalar key fields: every field
 // named as an ID ("id", "pageId", "page_id", "page-id", "pageID") and
@@ -181,6 +184,15 @@
 // their remaining items only, and each summary follows the state on a
 // line of its own, "[folded "/tasks": {...}]", so the object shown never
 // holds an item the schema refuses.
+//
+// A model sends a list whole, so it may send back a list as the fold
+// showed it. An update whose list starts with an object holding
+// "_folded" ([FoldedKey]) as a number n gets, in its place, the first n
+// items of the list it replaces, before the schema sees it: the folded
+// items are kept. The summary's note says so, and in the schema's
+// placement asks for {"_folded": n} first in the list. A list sent
+// without it replaces the old one whole, folded items included, as any
+// list does.
 //
 // # Fence tags
 //

@@ -1,6 +1,7 @@
 package workingmemory
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -13,9 +14,12 @@ import (
 )
 
 // FoldedKey is the member of the summary item that stands, in a list
-// Recall shows folded, for the list's oldest items: it says how many
-// were folded and that the scratchpad still holds them whole. The
-// item's "items" member lists their key fields (see the package doc).
+// Recall shows folded, for the list's oldest items: how many were
+// folded. The item's "items" member lists their key fields and its
+// "note" says that the scratchpad still holds them whole (see the
+// package doc). An update that sends a list starting with an object
+// holding FoldedKey (a number n) gets, in its place, the first n items
+// of the list it replaces.
 const FoldedKey = "_folded"
 
 // foldFields are the fields of a folded list item that its summary
@@ -173,7 +177,7 @@ func (f *folder) rebuild(o *jsonx.Object, path []string, folds map[string]int, p
 			}
 		case []any:
 			if c := folds[pathKey(p)]; c > 0 {
-				s := f.summary(v[:c])
+				s := f.summary(v[:c], place)
 				*out = append(*out, foldedList{path: p, summary: s})
 				list := make([]any, 0, len(v)-c+1)
 				if place == foldInList {
@@ -198,25 +202,55 @@ func (f *folder) rebuild(o *jsonx.Object, path []string, folds map[string]int, p
 }
 
 // summary returns the one item that stands for the folded items:
-// {"_folded": "<what it is>", "items": [<each item's key fields>]}. An
-// item with no key field is counted and not listed.
-func (f *folder) summary(items []any) *jsonx.Object {
+// {"_folded": <how many>, "items": [<each item's key fields>], "note":
+// "<what it is>"}. An item with no key field is counted and not listed.
+func (f *folder) summary(items []any, place foldPlacement) *jsonx.Object {
 	keys := make([]any, 0, len(items))
 	for _, it := range items {
 		if k, ok := keyFields(it); ok {
 			keys = append(keys, k)
 		}
 	}
-	action := "remove what is no longer needed with the " + layer.ToolName(f.l.c.spec.ID, "update") + " tool"
-	if f.l.c.cfg.ReadOnly {
-		action = "it is read-only"
+	n := len(items)
+	keep := "keep this item first when you send the list, or they are removed"
+	if place == foldAfter {
+		keep = fmt.Sprintf(`send {"%s": %d} first in the list when you send it, or they are removed`, FoldedKey, n)
 	}
-	note := fmt.Sprintf("the %d oldest items of this list, shown by their key fields only to fit the prompt; the scratchpad keeps them whole (%s)", len(items), action)
-	ms := []jsonx.Member{{Key: FoldedKey, Value: note}}
+	if f.l.c.cfg.ReadOnly {
+		keep = "it is read-only"
+	}
+	note := fmt.Sprintf("the %d oldest items of this list, shown by their key fields only to fit the prompt; the scratchpad keeps them whole (%s)", n, keep)
+	ms := []jsonx.Member{{Key: FoldedKey, Value: json.Number(strconv.Itoa(n))}}
 	if len(keys) > 0 {
 		ms = append(ms, jsonx.Member{Key: "items", Value: keys})
 	}
+	ms = append(ms, jsonx.Member{Key: "note", Value: note})
 	return &jsonx.Object{Members: ms}
+}
+
+// unfold returns list, an array an update sends in place of old, with a
+// fold's summary item, when list starts with one ({"_folded": n, ...}),
+// replaced by the items it stands for: the first n of old (all of old
+// when it has fewer). A model that sends back a list Recall showed folded
+// so keeps its folded items. It reports whether it replaced one.
+func unfold(old any, list []any) ([]any, bool) {
+	prev, ok := old.([]any)
+	if !ok || len(list) == 0 {
+		return list, false
+	}
+	o, ok := list[0].(*jsonx.Object)
+	if !ok {
+		return list, false
+	}
+	v, _ := o.Get(FoldedKey)
+	num, _ := v.(json.Number)
+	n, err := strconv.Atoi(string(num))
+	if err != nil || n < 1 {
+		return list, false
+	}
+	n = min(n, len(prev))
+	out := make([]any, 0, n+len(list)-1)
+	return append(append(out, prev[:n]...), list[1:]...), true
 }
 
 // keyFields returns what a summary keeps of a list item: an object's

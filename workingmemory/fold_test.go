@@ -110,8 +110,8 @@ func TestRecallFoldsOldestItems(t *testing.T) {
 	if folded == 0 || folded != 40-(len(tasks)-1) {
 		t.Fatalf("summary lists %d items, %d tasks shown: want 40 in all", folded, len(tasks)-1)
 	}
-	if !strings.Contains(sum[workingmemory.FoldedKey].(string), fmt.Sprint(folded)) {
-		t.Fatalf("the summary's note does not count the %d folded items: %q", folded, sum[workingmemory.FoldedKey])
+	if sum[workingmemory.FoldedKey] != float64(folded) || !strings.Contains(sum["note"].(string), fmt.Sprint(folded)) {
+		t.Fatalf("the summary does not count the %d folded items: %v", folded, sum)
 	}
 	for i, k := range kept {
 		want := map[string]any{"id": fmt.Sprintf("task-%02d", i), "title": fmt.Sprintf("Export section %d", i), "status": []string{"done", "open"}[i%2]}
@@ -254,5 +254,57 @@ func TestRecallFoldTooSmall(t *testing.T) {
 	it := recallOne(t, l, 300)
 	if !strings.Contains(it.Text, "[truncated") || !strings.Contains(it.Text, workingmemory.FoldedKey) {
 		t.Fatalf("want the folded view cut:\n%s", it.Text)
+	}
+}
+
+// TestUpdateUnfolds: a model that sends back a list as Recall showed it
+// folded, with an item added, keeps the folded items: the summary item
+// first in the list stands for them. In the schema's placement the
+// summary is not in the list, and {"_folded": n} first brings them back.
+func TestUpdateUnfolds(t *testing.T) {
+	ctx := context.Background()
+	strict := `{"type":"object","properties":{"goal":{"type":"string"},"tasks":{"type":"array","items":{"type":"object",` +
+		`"properties":{"id":{"type":"string"},"title":{"type":"string"},"status":{"enum":["open","done"]},"notes":{"type":"string"}},` +
+		`"required":["id","title","status","notes"],"additionalProperties":false}}},"additionalProperties":false}`
+	for _, schema := range []string{"", strict} {
+		cfg := workingmemory.Config{}
+		if schema != "" {
+			cfg.Schema = schema
+		}
+		l, _ := foldPad(t, cfg)
+		if err := l.Update(ctx, tasksPatch(t, 30, func(i int) string { return fmt.Sprint("Page ", i) })); err != nil {
+			t.Fatal(err)
+		}
+		v := shownJSON(t, l, recallOne(t, l, 700).Text)
+		tasks := v["tasks"].([]any)
+		n := 30 - len(tasks)
+		if schema == "" {
+			n++ // the summary item is one of them
+		} else {
+			tasks = append([]any{map[string]any{workingmemory.FoldedKey: n}}, tasks...)
+		}
+		added := map[string]any{"id": "task-new", "title": "New page", "status": "open", "notes": "n"}
+		patch, _ := json.Marshal(map[string]any{"tasks": append(tasks, added)})
+		if err := l.Update(ctx, patch); err != nil {
+			t.Fatalf("schema %v: sending the shown list back: %v", schema != "", err)
+		}
+		got := l.State().(map[string]any)["tasks"].([]any)
+		if len(got) != 31 || got[0].(map[string]any)["notes"] == nil || got[30].(map[string]any)["id"] != "task-new" {
+			t.Fatalf("schema %v: %d tasks after the update, want the 30 whole and the new one (%d were folded)", schema != "", len(got), n)
+		}
+		for i := range 30 {
+			if id := got[i].(map[string]any)["id"]; id != fmt.Sprintf("task-%02d", i) {
+				t.Fatalf("task %d is %v", i, id)
+			}
+		}
+		// A list sent without the summary item drops the folded items, as
+		// asked.
+		patch, _ = json.Marshal(map[string]any{"tasks": []any{added}})
+		if err := l.Update(ctx, patch); err != nil {
+			t.Fatal(err)
+		}
+		if got := l.State().(map[string]any)["tasks"].([]any); len(got) != 1 {
+			t.Fatalf("%d tasks, want the one sent", len(got))
+		}
 	}
 }

@@ -256,7 +256,7 @@ func (k *Keeper) destination(rt route.Route, own layer.Layer) (layer.Layer, laye
 }
 
 // auditKept audits the write w that layer id kept (and what it
-// superseded).
+// superseded and evicted).
 func (k *Keeper) auditKept(w layer.Write, id string, kept layer.Kept) {
 	text := cmp.Or(kept.Text, w.Text)
 	write := audit.Entry{Op: audit.OpWrite, Step: w.Step, Depth: k.Depth, Layer: id, Kind: w.Kind, Text: text, Bytes: len(text), Importance: w.Importance,
