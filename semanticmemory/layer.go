@@ -383,13 +383,18 @@ func (l *Layer) rememberEvicting(ctx context.Context, m Memo) (Fact, []string, e
 		return Fact{}, nil, fmt.Errorf("semanticmemory: remember: stored, but %w", err)
 	}
 	l.mirror(ctx, written)
-	var evicted []string
-	for _, f := range written[1:] {
+	return clone(written[0]), evictedIDs(written[1:]), nil
+}
+
+// evictedIDs returns the IDs of the evicted versions among facts.
+func evictedIDs(facts []Fact) []string {
+	var ids []string
+	for _, f := range facts {
 		if f.Evicted {
-			evicted = append(evicted, f.ID)
+			ids = append(ids, f.ID)
 		}
 	}
-	return clone(written[0]), evicted, nil
+	return ids
 }
 
 // writeVersion appends the fact m writes (see newVersion) and returns

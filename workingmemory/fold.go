@@ -168,30 +168,14 @@ func pathKey(path []string) string { return strings.Join(path, "\x00") }
 func (f *folder) rebuild(o *jsonx.Object, path []string, folds map[string]int, place foldPlacement, out *[]foldedList) *jsonx.Object {
 	var ms []jsonx.Member
 	for i, m := range o.Members {
-		p := append(path[:len(path):len(path)], m.Key)
-		var nv any
-		switch v := m.Value.(type) {
-		case *jsonx.Object:
-			if r := f.rebuild(v, p, folds, place, out); r != v {
-				nv = r
-			}
-		case []any:
-			if c := folds[pathKey(p)]; c > 0 {
-				s := f.summary(v[:c], place)
-				*out = append(*out, foldedList{path: p, summary: s})
-				list := make([]any, 0, len(v)-c+1)
-				if place == foldInList {
-					list = append(list, s)
-				}
-				nv = append(list, v[c:]...)
-			}
-		}
-		if nv != nil {
-			if ms == nil {
-				ms = append(make([]jsonx.Member, 0, len(o.Members)), o.Members[:i]...)
-			}
+		nv := f.rebuildValue(m.Value, append(path[:len(path):len(path)], m.Key), folds, place, out)
+		switch {
+		case nv != nil && ms == nil:
+			ms = append(make([]jsonx.Member, 0, len(o.Members)), o.Members[:i]...)
 			ms = append(ms, jsonx.Member{Key: m.Key, Value: nv})
-		} else if ms != nil {
+		case nv != nil:
+			ms = append(ms, jsonx.Member{Key: m.Key, Value: nv})
+		case ms != nil:
 			ms = append(ms, m)
 		}
 	}
@@ -199,6 +183,28 @@ func (f *folder) rebuild(o *jsonx.Object, path []string, folds map[string]int, p
 		return o
 	}
 	return &jsonx.Object{Members: ms}
+}
+
+// rebuildValue returns the value v at path with the lists named in
+// folds folded, or nil when nothing in it is.
+func (f *folder) rebuildValue(v any, p []string, folds map[string]int, place foldPlacement, out *[]foldedList) any {
+	switch v := v.(type) {
+	case *jsonx.Object:
+		if r := f.rebuild(v, p, folds, place, out); r != v {
+			return r
+		}
+	case []any:
+		if c := folds[pathKey(p)]; c > 0 {
+			s := f.summary(v[:c], place)
+			*out = append(*out, foldedList{path: p, summary: s})
+			list := make([]any, 0, len(v)-c+1)
+			if place == foldInList {
+				list = append(list, s)
+			}
+			return append(list, v[c:]...)
+		}
+	}
+	return nil
 }
 
 // summary returns the one item that stands for the folded items:
@@ -254,31 +260,38 @@ func unfold(old any, list []any) ([]any, bool) {
 }
 
 // keyFields returns what a summary keeps of a list item: an object's
-// scalar key fields (IDs and foldFields; strings cut to foldTextRunes),
-// or a scalar item itself. It is false for an item with nothing to keep.
+// scalar key fields (see objectKeys), or a scalar item itself (a string
+// cut to foldTextRunes). It is false for an item with nothing to keep.
 func keyFields(it any) (any, bool) {
 	switch v := it.(type) {
 	case *jsonx.Object:
-		var ms []jsonx.Member
-		for _, m := range v.Members {
-			if !isKeyField(m.Key) {
-				continue
-			}
-			switch s := m.Value.(type) {
-			case string:
-				ms = append(ms, jsonx.Member{Key: m.Key, Value: cutRunes(s, foldTextRunes)})
-			case *jsonx.Object, []any, nil:
-			default:
-				ms = append(ms, m)
-			}
-		}
-		return &jsonx.Object{Members: ms}, len(ms) > 0
+		o := objectKeys(v)
+		return o, len(o.Members) > 0
 	case string:
 		return cutRunes(v, foldTextRunes), true
 	case []any, nil:
 		return nil, false
 	}
 	return it, true
+}
+
+// objectKeys returns o's scalar key fields (IDs and foldFields; strings
+// cut to foldTextRunes).
+func objectKeys(o *jsonx.Object) *jsonx.Object {
+	var ms []jsonx.Member
+	for _, m := range o.Members {
+		if !isKeyField(m.Key) {
+			continue
+		}
+		switch s := m.Value.(type) {
+		case string:
+			ms = append(ms, jsonx.Member{Key: m.Key, Value: cutRunes(s, foldTextRunes)})
+		case *jsonx.Object, []any, nil:
+		default:
+			ms = append(ms, m)
+		}
+	}
+	return &jsonx.Object{Members: ms}
 }
 
 // isKeyField reports whether a summary keeps the field key: one of

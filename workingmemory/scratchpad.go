@@ -402,15 +402,7 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 		tokens = q.Count(block)
 	}
 	if q.Budget > 0 && tokens > q.Budget {
-		if f, ok := s.fitted(l.c.tag, q.Budget); ok && q.Counter == nil {
-			block, tokens = f.block, f.tokens
-		} else {
-			block = l.fit(s, q)
-			tokens = q.Count(block)
-			if q.Counter == nil {
-				s.keepFit(fitted{tag: l.c.tag, budget: q.Budget, block: block, tokens: tokens})
-			}
-		}
+		block, tokens = l.fitCached(s, q)
 		if block == "" {
 			return nil, nil
 		}
@@ -418,9 +410,27 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 	return []layer.Item{{Text: block, Tokens: tokens}}, nil
 }
 
-// fit renders s within q.Budget tokens: compact JSON for an object, then,
-// if that is still too large, its first bytes and a notice of the cut.
-// It returns "" when not even the notice fits.
+// fitCached returns the block of s fitted to q.Budget and its tokens:
+// the one cached with s when q counts with the default estimate, else
+// fitted now (and cached for that estimate).
+func (l *Layer) fitCached(s *state, q layer.Query) (string, int) {
+	if q.Counter != nil {
+		block := l.fit(s, q)
+		return block, q.Count(block)
+	}
+	f, ok := s.fitted(l.c.tag, q.Budget)
+	if !ok {
+		f = fitted{tag: l.c.tag, budget: q.Budget, block: l.fit(s, q)}
+		f.tokens = q.Count(f.block)
+		s.keepFit(f)
+	}
+	return f.block, f.tokens
+}
+
+// fit renders s within q.Budget tokens: compact JSON for an object, then
+// its lists folded (see folder), then, if that is still too large, its
+// first bytes and a notice of the cut. It returns "" when not even the
+// notice fits.
 //
 // The cut is measured on the fenced block itself (the fence defangs tag
 // openers, which makes the block longer than the text): a binary search
@@ -441,6 +451,13 @@ func (l *Layer) fit(s *state, q layer.Query) string {
 		}
 		text, whole = folded, q.Count(fence.Wrap(l.c.tag, folded))
 	}
+	return l.cut(text, whole, q)
+}
+
+// cut returns the block of the longest prefix of text that fits
+// q.Budget with a notice of the cut, whole being the tokens of text's
+// whole block; "" when not even the notice fits.
+func (l *Layer) cut(text string, whole int, q layer.Query) string {
 	fits := func(block string) bool { return q.Count(block) <= q.Budget }
 	action := "remove what is no longer needed with the " + layer.ToolName(l.c.spec.ID, "update") + " tool"
 	if l.c.cfg.ReadOnly {
