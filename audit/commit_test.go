@@ -17,34 +17,34 @@ import (
 func TestCommitOf(t *testing.T) {
 	long := strings.Repeat("x", audit.MaxTextBytes+100)
 	entries := []audit.Entry{
-		{Op: audit.OpRecall, Layer: "semantic", Tokens: 40},
-		{Op: audit.OpRoute, Step: 1, Kind: "fact", Text: "a", Layer: "semantic", Reason: "durable"},
-		{Op: audit.OpWrite, Step: 1, Layer: "semantic", Kind: "fact", Key: "f1", Version: 1, Text: "a", Bytes: 1},
+		{Op: audit.OpRecall, Layer: "facts", Tokens: 40},
+		{Op: audit.OpRoute, Step: 1, Kind: "fact", Text: "a", Layer: "facts", Reason: "durable"},
+		{Op: audit.OpWrite, Step: 1, Layer: "facts", Kind: "fact", Key: "f1", Version: 1, Text: "a", Bytes: 1},
 		{Op: audit.OpRoute, Step: 2, Kind: "secret", Text: "b", Refused: true, Reason: "no secrets"},
-		{Op: audit.OpRoute, Step: 3, Kind: "fact", Text: long, Layer: "semantic"},
-		{Op: audit.OpWrite, Step: 3, Layer: "semantic", Kind: "fact", Key: "f1", Version: 2, Text: long, Bytes: len(long)},
-		{Op: audit.OpSupersede, Step: 3, Layer: "semantic", Kind: "fact", Key: "f1", Version: 2},
-		{Op: audit.OpEvict, Step: 3, Layer: "semantic", Key: "f0", Count: 1},
-		{Op: audit.OpEvict, Step: 3, Layer: "entities", Count: 4},
+		{Op: audit.OpRoute, Step: 3, Kind: "fact", Text: long, Layer: "facts"},
+		{Op: audit.OpWrite, Step: 3, Layer: "facts", Kind: "fact", Key: "f1", Version: 2, Text: long, Bytes: len(long)},
+		{Op: audit.OpSupersede, Step: 3, Layer: "facts", Kind: "fact", Key: "f1", Version: 2},
+		{Op: audit.OpEvict, Step: 3, Layer: "facts", Key: "f0", Count: 1},
+		{Op: audit.OpEvict, Step: 3, Layer: "people", Count: 4},
 		{Op: audit.OpRedact, Step: 3, Kind: "email", Count: 1},
-		{Op: audit.OpForget, Step: 4, Layer: "semantic", Key: "f1"},
-		{Op: audit.OpWrite, Step: 4, Layer: "entities", Kind: "extracted", Count: 2, Source: "store"},
+		{Op: audit.OpForget, Step: 4, Layer: "facts", Key: "f1"},
+		{Op: audit.OpWrite, Step: 4, Layer: "people", Kind: "extracted", Count: 2, Source: "store"},
 	}
 	c := audit.CommitOf(entries)
 	want := audit.Commit{
 		Writes: []audit.Write{
-			{Op: audit.OpWrite, Layer: "semantic", Kind: "fact", Key: "f1", Version: 1, Bytes: 1, Step: 1},
-			{Op: audit.OpWrite, Layer: "semantic", Kind: "fact", Key: "f1", Version: 2, Bytes: len(long), Step: 3},
-			{Op: audit.OpSupersede, Layer: "semantic", Kind: "fact", Key: "f1", Version: 2, Step: 3},
-			{Op: audit.OpForget, Layer: "semantic", Key: "f1", Step: 4},
-			{Op: audit.OpWrite, Layer: "entities", Kind: "extracted", Count: 2, Source: "store", Step: 4},
+			{Op: audit.OpWrite, Layer: "facts", Kind: "fact", Key: "f1", Version: 1, Bytes: 1, Step: 1},
+			{Op: audit.OpWrite, Layer: "facts", Kind: "fact", Key: "f1", Version: 2, Bytes: len(long), Step: 3},
+			{Op: audit.OpSupersede, Layer: "facts", Kind: "fact", Key: "f1", Version: 2, Step: 3},
+			{Op: audit.OpForget, Layer: "facts", Key: "f1", Step: 4},
+			{Op: audit.OpWrite, Layer: "people", Kind: "extracted", Count: 2, Source: "store", Step: 4},
 		},
 		Routes: []audit.Route{
-			{Kind: "fact", Text: "a", Layer: "semantic", Reason: "durable", Step: 1},
+			{Kind: "fact", Text: "a", Layer: "facts", Reason: "durable", Step: 1},
 			{Kind: "secret", Text: "b", Refused: true, Reason: "no secrets", Step: 2},
-			{Kind: "fact", Text: long, Layer: "semantic", Step: 3},
+			{Kind: "fact", Text: long, Layer: "facts", Step: 3},
 		},
-		Evictions: []audit.Eviction{{Layer: "semantic", Key: "f0", Count: 1, Step: 3}, {Layer: "entities", Count: 4, Step: 3}},
+		Evictions: []audit.Eviction{{Layer: "facts", Key: "f0", Count: 1, Step: 3}, {Layer: "people", Count: 4, Step: 3}},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("CommitOf =\n%+v\nwant\n%+v", c, want)
