@@ -69,7 +69,7 @@ func commitModel() *agenttest.Model {
 
 // commitAgent is an agent with a scratchpad and a semantic memory that
 // holds two facts and guards none, routing with commitRouter.
-func commitAgent(t *testing.T) *agentloop.Agent {
+func commitAgent(t *testing.T, opts ...func(*agentloop.Config)) *agentloop.Agent {
 	t.Helper()
 	pad, err := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}})
 	if err != nil {
@@ -79,7 +79,11 @@ func commitAgent(t *testing.T) *agentloop.Agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return mustAgent(t, agentloop.Config{Model: commitModel(), Store: storage.NewMemoryStore(), Layers: []layer.Layer{pad, sem}, Router: commitRouter})
+	cfg := agentloop.Config{Model: commitModel(), Store: storage.NewMemoryStore(), Layers: []layer.Layer{pad, sem}, Router: commitRouter}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return mustAgent(t, cfg)
 }
 
 // checkCommit checks that c is exactly what commitPlan(user) does: four
@@ -153,6 +157,21 @@ func TestCommit_TurnWritesRoutesRefusesEvicts(t *testing.T) {
 	}
 	if res.Commit.Empty() || !audit.CommitOf(nil).Empty() {
 		t.Fatal("Empty is wrong")
+	}
+}
+
+// TestCommit_AuditDisabled: with the audit disabled, Result.Commit still
+// holds the routes, writes and named evictions, and nothing is
+// committed.
+func TestCommit_AuditDisabled(t *testing.T) {
+	a := commitAgent(t, func(c *agentloop.Config) { c.Audit.Disabled = true })
+	res, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t-ada", ResourceID: "ada", Input: "I am ada"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCommit(t, "ada", res.Commit)
+	if turns, err := a.Audit(t.Context(), "t-ada"); err != nil || len(turns) != 0 || res.Audit != nil {
+		t.Fatalf("audit turns %d (%v), Result.Audit %v: want none", len(turns), err, res.Audit)
 	}
 }
 
