@@ -121,6 +121,14 @@ type Result struct {
 	// audit (see [AuditConfig]); with the audit disabled, those of its
 	// routed writes and forgets only.
 	Writes []audit.Entry
+	// Commit is what the run (its child agents included) did to memory:
+	// its writes, the route of each write asked for (kept or refused,
+	// with the reason) and the records evicted to make room, masked as
+	// the audit is (see audit.Commit; code outside the loop makes the
+	// same value with audit.CommitOf). With the audit disabled it holds
+	// the routed writes, their routes and the evictions their layers
+	// named, as Writes does.
+	Commit audit.Commit
 	// Audit is the turn the run committed to the thread's audit; nil
 	// when the audit is disabled, the run recorded nothing, or the
 	// commit failed (see EventAudit).

@@ -68,6 +68,7 @@ func (a *Agent) Commit(ctx context.Context, threadID string, entries []audit.Ent
 // the run: it is reported as an EventAudit with its error.
 func (r *run) commitAudit(ctx context.Context) {
 	entries := r.a.maskAudit(r.tree.audit.Entries())
+	r.res.Commit = audit.CommitOf(entries)
 	for _, e := range entries {
 		if e.IsWrite() {
 			r.res.Writes = append(r.res.Writes, e)

@@ -76,7 +76,8 @@ const (
 	// OpForget: a memory was forgotten: Layer and Key.
 	OpForget Op = "forget"
 	// OpEvict: a layer pushed Count entries out to make room for new
-	// ones (the entity memory's most-recent list, for example).
+	// ones (the entity memory's most-recent list, for example); Key
+	// names the one evicted when the layer said which (Count 1).
 	OpEvict Op = "evict"
 	// OpRedact: Count values of Kind (e-mail, card, ...) were masked
 	// before they reached a store.
@@ -131,6 +132,9 @@ type Entry struct {
 	Tokens int `json:"tokens,omitempty"`
 	// Candidates are a scored recall's candidates, best first.
 	Candidates []Candidate `json:"candidates,omitempty"`
+	// Bytes is the size of a write's text as stored, before the cut to
+	// MaxTextBytes; zero when the layer did not say.
+	Bytes int `json:"bytes,omitempty"`
 }
 
 // IsWrite reports whether e changed what a layer holds: a write, a

@@ -16,6 +16,13 @@
 //	})
 //	turns, err := log.Turns(ctx, threadID) // oldest first
 //
+// A turn's [Commit] ([Turn.Commit], or [CommitOf] of any entries) sorts
+// what it did to memory into its writes (each with its size), its routes
+// (kept or refused, with the reason) and its evictions (the records
+// pushed out): agentloop returns it with each run as Result.Commit, and
+// code outside the loop makes the same value from the entries it
+// records or the turns it reads.
+//
 // # Storage
 //
 // A thread's audit is stored with the thread: a small head under

@@ -163,6 +163,9 @@ type Kept struct {
 	// Unchanged is true when nothing was written: the write restated a
 	// record word for word.
 	Unchanged bool
+	// Evicted are the keys of the records the layer evicted to make
+	// room for this one, if any.
+	Evicted []string
 }
 
 // Effect is what a call of a [Function] does to memory, for the agent's

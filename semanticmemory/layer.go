@@ -334,42 +334,67 @@ func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, erro
 // fact. Bad input is an error wrapping [ErrInvalidFact] and stores
 // nothing.
 func (l *Layer) Remember(ctx context.Context, m Memo) (Fact, error) {
+	f, _, err := l.keep(ctx, m)
+	return f, err
+}
+
+// keep is Remember, also returning the IDs of the facts the write
+// evicted.
+func (l *Layer) keep(ctx context.Context, m Memo) (Fact, []string, error) {
 	if err := l.unbound("Remember"); err != nil {
-		return Fact{}, err
+		return Fact{}, nil, err
 	}
 	if m.Source.By == "" {
 		m.Source.By = "code"
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.remember(ctx, m)
+	return l.rememberEvicting(ctx, m)
 }
 
 func (l *Layer) remember(ctx context.Context, m Memo) (Fact, error) {
+	f, _, err := l.rememberEvicting(ctx, m)
+	return f, err
+}
+
+// rememberEvicting is remember, also returning the IDs of the facts the
+// write evicted to make room (see [Capacity]).
+func (l *Layer) rememberEvicting(ctx context.Context, m Memo) (Fact, []string, error) {
 	m, err := m.normalize()
 	if err != nil {
-		return Fact{}, err
+		return Fact{}, nil, err
 	}
 	m.Source.Thread = cmp.Or(m.Source.Thread, l.thread)
 	emb, err := l.embed(ctx, m.Text)
 	if err != nil {
-		return Fact{}, fmt.Errorf("semanticmemory: remember: %w", err)
+		return Fact{}, nil, fmt.Errorf("semanticmemory: remember: %w", err)
 	}
 	if err := l.sync(ctx); err != nil {
-		return Fact{}, fmt.Errorf("semanticmemory: remember: %w", err)
+		return Fact{}, nil, fmt.Errorf("semanticmemory: remember: %w", err)
 	}
 	written, same, err := l.writeVersion(ctx, m, emb)
 	if err != nil {
-		return Fact{}, fmt.Errorf("semanticmemory: remember: %w", err)
+		return Fact{}, nil, fmt.Errorf("semanticmemory: remember: %w", err)
 	}
 	if same != nil {
-		return clone(*same), nil
+		return clone(*same), nil, nil
 	}
 	if err := l.catchUp(ctx); err != nil {
-		return Fact{}, fmt.Errorf("semanticmemory: remember: stored, but %w", err)
+		return Fact{}, nil, fmt.Errorf("semanticmemory: remember: stored, but %w", err)
 	}
 	l.mirror(ctx, written)
-	return clone(written[0]), nil
+	return clone(written[0]), evictedIDs(written[1:]), nil
+}
+
+// evictedIDs returns the IDs of the evicted versions among facts.
+func evictedIDs(facts []Fact) []string {
+	var ids []string
+	for _, f := range facts {
+		if f.Evicted {
+			ids = append(ids, f.ID)
+		}
+	}
+	return ids
 }
 
 // writeVersion appends the fact m writes (see newVersion) and returns
@@ -997,17 +1022,18 @@ func (l *Layer) Keeps() string { return layer.KeepsSemantic }
 // Keep implements layer.Keeper: it remembers w as a fact, superseding one
 // it restates, and tells the model the fact's ID and version. A
 // restatement word for word writes nothing and keeps the fact as it was,
-// written by someone else: it is Unchanged.
+// written by someone else: it is Unchanged. Kept.Evicted names the facts
+// the write evicted to make room (see [Capacity]).
 func (l *Layer) Keep(ctx context.Context, w layer.Write) (layer.Kept, error) {
 	if err := l.unbound("Keep"); err != nil {
 		return layer.Kept{}, err
 	}
 	src := Source{By: w.By, Step: w.Step, Tool: w.Tool}
-	f, err := l.Remember(ctx, Memo{Text: w.Text, Kind: w.Kind, Importance: w.Importance, Source: src})
+	f, evicted, err := l.keep(ctx, Memo{Text: w.Text, Kind: w.Kind, Importance: w.Importance, Source: src})
 	if err != nil {
 		return layer.Kept{}, err
 	}
-	k := layer.Kept{Reply: "remembered fact " + f.ID, Key: f.ID, Version: f.Version, Kind: f.Kind, Text: f.Text, Source: f.Source.String()}
+	k := layer.Kept{Reply: "remembered fact " + f.ID, Key: f.ID, Version: f.Version, Kind: f.Kind, Text: f.Text, Source: f.Source.String(), Evicted: evicted}
 	if f.Version > 1 {
 		k.Reply = fmt.Sprintf("updated fact %s (version %d)", f.ID, f.Version)
 	}

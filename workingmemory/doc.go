@@ -25,7 +25,9 @@
 //
 //   - objects merge recursively; keys the update leaves out are kept;
 //   - strings, numbers, booleans and arrays replace the old value whole
-//     (false, 0, "" and [] are values and do override);
+//     (false, 0, "" and [] are values and do override), except that a
+//     list starting with a fold's summary item gets the folded items
+//     back (see "Over budget");
 //   - null means "no change" by default, so that a model which a strict tool
 //     schema forces to send every field cannot wipe data by sending null
 //     (Config.NullReplaces stores the null instead);
@@ -145,6 +147,52 @@
 // the state once per version (text as is, objects as 2-space indented
 // JSON, in a block built by fence.Wrap, which its content cannot close)
 // and then returns the cached block.
+//
+// # Over budget
+//
+// A block over its budget is shown compact, then folded, then cut
+// ([Layer.Recall]). The fold is a view: it changes what one Recall
+// shows, never the state, in memory or in storage, so nothing is lost
+// and the model (or code) decides what to remove, with the update tool.
+//
+// The fold's tail is the oldest items of the state's lists: a list grows
+// at its end (the model sends the whole list with its new item last),
+// so its first items are the oldest. Objects have no order of age, and
+// text has no items: a long string member, or a text state, is cut.
+// Fold steps are taken one item at a time, each from the list whose
+// foldable items take the most bytes (the first such list in key order on
+// a tie); a list always shows its newest item whole. The fewest steps
+// whose block fits are taken, so the same state and budget always fold
+// the same way. Lists are found through object members at any depth; a
+// list inside a list item folds with its item.
+//
+// A folded list starts with one summary item:
+//
+//	{"_folded": 12,
+//	 "items": [{"id": "task-00", "status": "done", "title": "Export posts"}, ...],
+//	 "note": "the 12 oldest items of this list, shown by their key fields only ..."}
+//
+// It keeps, of each folded object, its scalar key fields: every field
+// named as an ID ("id", "pageId", "page_id", "page-id", "pageID") and
+// goal, key, kind, name, owner, priority, ref, state, status, title, type
+// and url (any case), strings cut to 80 characters; of a folded string,
+// its first 80 characters; of a number or boolean, itself. An object
+// without key fields, or a nested list, is counted in the note only.
+// Forbidden keys never reach a state, so they never reach a summary.
+// With a schema, the view with its summary items is validated: when the
+// schema would refuse a summary item in its list, the folded lists show
+// their remaining items only, and each summary follows the state on a
+// line of its own, "[folded "/tasks": {...}]", so the object shown never
+// holds an item the schema refuses.
+//
+// A model sends a list whole, so it may send back a list as the fold
+// showed it. An update whose list starts with an object holding
+// "_folded" ([FoldedKey]) as a number n gets, in its place, the first n
+// items of the list it replaces, before the schema sees it: the folded
+// items are kept. The summary's note says so, and in the schema's
+// placement asks for {"_folded": n} first in the list. A list sent
+// without it replaces the old one whole, folded items included, as any
+// list does.
 //
 // # Fence tags
 //

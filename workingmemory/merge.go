@@ -148,6 +148,11 @@ func (m merger) mergeValue(dst, src any) (any, error) {
 		return m.mergeObject(d, s)
 	}
 	v, _ := cleanValue(src) // an array replaces whole, cleaned
+	if a, ok := v.([]any); ok {
+		if u, ok := unfold(dst, a); ok {
+			return u, nil // with a fold's items back
+		}
+	}
 	return v, nil
 }
 

@@ -379,14 +379,18 @@ func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) er
 // rendered as indented JSON) fenced in a block named after the layer ID
 // (<working_memory> for the default ID, see [fence.Tag]) that its content
 // cannot close. Zero and false are values, not emptiness. The
-// block is rendered once per state and cached.
+// block is rendered once per state and cached, and so is the last block
+// fitted to a budget (by the default token estimate).
 //
 // A block larger than q.Budget (counted with [layer.Query.Count]) is not
 // dropped, since the prompt compiler would then leave the model with no
-// scratchpad at all: an object is first rendered as compact JSON, and
-// what still does not fit is cut, ending with a line that says how much
-// is missing and asks the model to prune the scratchpad. A zero Budget
-// (a Query built by hand) means no budget was given.
+// scratchpad at all: an object is first rendered as compact JSON; then
+// the oldest items of its lists are folded, in the block only, into one
+// summary item per list that keeps their IDs, names and status (see the
+// package doc, "Over budget"); and what still does not fit is cut,
+// ending with a line that says how much is missing and asks the model to
+// prune the scratchpad. A zero Budget (a Query built by hand) means no
+// budget was given.
 func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error) {
 	s := l.cur.Load()
 	if s == nil || s.empty() {
@@ -398,18 +402,35 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 		tokens = q.Count(block)
 	}
 	if q.Budget > 0 && tokens > q.Budget {
-		block = l.fit(s, q)
+		block, tokens = l.fitCached(s, q)
 		if block == "" {
 			return nil, nil
 		}
-		tokens = q.Count(block)
 	}
 	return []layer.Item{{Text: block, Tokens: tokens}}, nil
 }
 
-// fit renders s within q.Budget tokens: compact JSON for an object, then,
-// if that is still too large, its first bytes and a notice of the cut.
-// It returns "" when not even the notice fits.
+// fitCached returns the block of s fitted to q.Budget and its tokens:
+// the one cached with s when q counts with the default estimate, else
+// fitted now (and cached for that estimate).
+func (l *Layer) fitCached(s *state, q layer.Query) (string, int) {
+	if q.Counter != nil {
+		block := l.fit(s, q)
+		return block, q.Count(block)
+	}
+	f, ok := s.fitted(l.c.tag, q.Budget)
+	if !ok {
+		f = fitted{tag: l.c.tag, budget: q.Budget, block: l.fit(s, q)}
+		f.tokens = q.Count(f.block)
+		s.keepFit(f)
+	}
+	return f.block, f.tokens
+}
+
+// fit renders s within q.Budget tokens: compact JSON for an object, then
+// its lists folded (see folder), then, if that is still too large, its
+// first bytes and a notice of the cut. It returns "" when not even the
+// notice fits.
 //
 // The cut is measured on the fenced block itself (the fence defangs tag
 // openers, which makes the block longer than the text): a binary search
@@ -423,6 +444,20 @@ func (l *Layer) fit(s *state, q layer.Query) string {
 	if whole <= q.Budget {
 		return fence.Wrap(l.c.tag, text)
 	}
+	if f := newFolder(l, s.tree()); f != nil {
+		folded, ok := f.fold(q)
+		if ok {
+			return fence.Wrap(l.c.tag, folded)
+		}
+		text, whole = folded, q.Count(fence.Wrap(l.c.tag, folded))
+	}
+	return l.cut(text, whole, q)
+}
+
+// cut returns the block of the longest prefix of text that fits
+// q.Budget with a notice of the cut, whole being the tokens of text's
+// whole block; "" when not even the notice fits.
+func (l *Layer) cut(text string, whole int, q layer.Query) string {
 	fits := func(block string) bool { return q.Count(block) <= q.Budget }
 	action := "remove what is no longer needed with the " + layer.ToolName(l.c.spec.ID, "update") + " tool"
 	if l.c.cfg.ReadOnly {

@@ -37,6 +37,33 @@ type state struct {
 	blockTag    string // the fence tag block was rendered with
 	block       string // the rendered, fenced block; "" for an empty state
 	blockTokens int    // block's tokens by the default estimate (layer.Query{}.Count)
+
+	fitMu sync.Mutex
+	fit   fitted // the last block fitted to a budget by the default estimate
+}
+
+// fitted is a block fitted to a budget (see Layer.fit), cached with the
+// state: the prompt compiler asks again at every step, mostly with the
+// same budget.
+type fitted struct {
+	tag    string
+	budget int
+	block  string
+	tokens int
+}
+
+// fitted returns the block cached for tag and budget, if any.
+func (s *state) fitted(tag string, budget int) (fitted, bool) {
+	s.fitMu.Lock()
+	defer s.fitMu.Unlock()
+	return s.fit, s.fit.budget == budget && s.fit.tag == tag && budget > 0
+}
+
+// keepFit caches f.
+func (s *state) keepFit(f fitted) {
+	s.fitMu.Lock()
+	defer s.fitMu.Unlock()
+	s.fit = f
 }
 
 // newState returns the (decoded) state holding v.

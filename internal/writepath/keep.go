@@ -256,13 +256,17 @@ func (k *Keeper) destination(rt route.Route, own layer.Layer) (layer.Layer, laye
 }
 
 // auditKept audits the write w that layer id kept (and what it
-// superseded).
+// superseded and evicted).
 func (k *Keeper) auditKept(w layer.Write, id string, kept layer.Kept) {
-	write := audit.Entry{Op: audit.OpWrite, Step: w.Step, Depth: k.Depth, Layer: id, Kind: w.Kind, Text: cmp.Or(kept.Text, w.Text), Importance: w.Importance,
+	text := cmp.Or(kept.Text, w.Text)
+	write := audit.Entry{Op: audit.OpWrite, Step: w.Step, Depth: k.Depth, Layer: id, Kind: w.Kind, Text: text, Bytes: len(text), Importance: w.Importance,
 		Source: cmp.Or(kept.Source, w.Source), Key: kept.Key, Version: kept.Version}
 	k.Audit.Add(write)
 	if kept.Version > 1 {
 		k.Audit.Add(audit.Entry{Op: audit.OpSupersede, Step: w.Step, Depth: k.Depth, Layer: id, Kind: cmp.Or(kept.Kind, w.Kind), Key: kept.Key, Version: kept.Version, Source: write.Source})
+	}
+	for _, key := range kept.Evicted {
+		k.Audit.Add(audit.Entry{Op: audit.OpEvict, Step: w.Step, Depth: k.Depth, Layer: id, Key: key, Count: 1, Source: write.Source})
 	}
 }
 
