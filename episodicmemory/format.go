@@ -85,6 +85,10 @@ type head struct {
 	Raw       int  `json:"raw,omitempty"`
 	RawTokens int  `json:"rawTokens,omitempty"`
 	Counted   bool `json:"counted,omitempty"`
+	// Cap is the capacity's ledger of the log's index (see Capacity):
+	// nil on a head written before it was kept, or without the store's
+	// index.
+	Cap *ledger `json:"cap,omitempty"`
 }
 
 // count adds n raw episodes of toks tokens to the head's counts (n and
@@ -219,6 +223,9 @@ func decodeHead(data []byte) (head, error) {
 		return head{}, fmt.Errorf("%w: head out of order: %+v", ErrCorrupt, h)
 	}
 	h.count(0, 0) // counts below zero are dropped, not trusted
+	if h.Cap != nil && !h.Cap.valid() {
+		h.Cap = nil // not trusted: counted afresh from the next write
+	}
 	return h, nil
 }
 

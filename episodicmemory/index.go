@@ -219,7 +219,7 @@ type docBatch struct {
 
 // add takes the documents of ds, adding the batch once it is full.
 func (b *docBatch) add(ctx context.Context, ds []Digest) error {
-	b.docs = docsOf(b.docs, ds)
+	b.docs = b.l.docs(b.docs, ds)
 	if len(b.docs) < indexBatch {
 		return nil
 	}
@@ -260,7 +260,7 @@ func (l *Layer) indexed(ctx context.Context, eps []Episode, own bool) error {
 // indexOwn adds the run's own episodes, the newest segments it wrote, to
 // the store's index, and moves the marker past them.
 func (l *Layer) indexOwn(ctx context.Context, eps []Episode) error {
-	docs := docsOf(nil, digestsOf(eps))
+	docs := l.docs(nil, digestsOf(eps))
 	first, last := eps[0].seq, eps[len(eps)-1].seq
 	m, ok, err := l.readMark(ctx)
 	if err != nil {
@@ -312,6 +312,11 @@ func cutLast(s string, c byte) (string, string, bool) {
 // documents below the log's base (a Clear another process has not
 // finished dropping).
 func (l *Layer) search(ctx context.Context, q storage.Query) ([]hit, error) {
+	return l.searchIn(ctx, l.col, q)
+}
+
+// searchIn is search in collection col.
+func (l *Layer) searchIn(ctx context.Context, col string, q storage.Query) ([]hit, error) {
 	// The marker, the one document that is not an episode, has no text:
 	// only a query without text needs the filter that leaves it out. A
 	// filter every episode passes would cost a text query a read of
@@ -323,7 +328,7 @@ func (l *Layer) search(ctx context.Context, q storage.Query) ([]hit, error) {
 		}
 		q.Filter[fieldEp] = "1"
 	}
-	hs, err := l.ix.Search(ctx, l.col, q)
+	hs, err := l.ix.Search(ctx, col, q)
 	if err != nil {
 		return nil, err
 	}
@@ -337,14 +342,26 @@ func (l *Layer) search(ctx context.Context, q storage.Query) ([]hit, error) {
 }
 
 // lookup finds the newest episode m names through the index: by its
-// reference, then by its call ID.
+// reference, then by its call ID; then among the evicted episodes.
 func (l *Layer) lookup(ctx context.Context, m refMatch) (hit, bool, error) {
+	if h, ok, err := l.lookupIn(ctx, l.col, m); ok || err != nil {
+		if ok {
+			l.used(h)
+		}
+		return h, ok, err
+	}
+	return l.lookupEvicted(ctx, m)
+}
+
+// lookupIn finds the newest episode m names in collection col (see
+// lookup).
+func (l *Layer) lookupIn(ctx context.Context, col string, m refMatch) (hit, bool, error) {
 	for _, field := range []string{fieldRef, fieldCall} {
 		f := map[string]string{field: fieldValue(m.ref)}
 		if m.own {
 			f[fieldThread] = fieldValue(m.thread)
 		}
-		hs, err := l.search(ctx, storage.Query{Filter: f, K: 8})
+		hs, err := l.searchIn(ctx, col, storage.Query{Filter: f, K: 8})
 		if err != nil {
 			return hit{}, false, err
 		}
