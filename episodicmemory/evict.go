@@ -175,7 +175,9 @@ func newLedger() *ledger {
 }
 
 // live returns the indexed episodes and their tokens.
-func (g *ledger) live() (n, tok int64) { return DefaultMaxEpisodes - g.Free, DefaultMaxTokens - g.FreeTok }
+func (g *ledger) live() (n, tok int64) {
+	return DefaultMaxEpisodes - g.Free, DefaultMaxTokens - g.FreeTok
+}
 
 // add counts n episodes of tok tokens in (negative: out).
 func (g *ledger) add(n, tok int64) { g.Free, g.FreeTok = g.Free-n, g.FreeTok-tok }
@@ -317,7 +319,7 @@ func (l *Layer) viewLedger(base int64, s snapshot) *ledger {
 // keys).
 type eviction struct {
 	victims []storage.Document
-	kept    map[string]bool // own documents kept out of the index
+	kept    []storage.Document // own documents kept out of the index
 	reband  []storage.Document
 	full    bool // own guarded episodes did not fit
 }
@@ -375,7 +377,7 @@ func (l *Layer) admit(ctx context.Context, h *head, eps []Episode, own bool) (ev
 // (see admit): the lowest band first, indexed before own within a band.
 func (l *Layer) evictions(ctx context.Context, g *ledger, mine []candidate) (eviction, error) {
 	c := l.cfg.Capacity
-	ev := eviction{kept: map[string]bool{}}
+	var ev eviction
 	skip := map[string]bool{}
 	for _, id := range g.Claims {
 		skip[id] = true
@@ -407,8 +409,10 @@ func (l *Layer) evictions(ctx context.Context, g *ledger, mine []candidate) (evi
 				return eviction{}, err
 			}
 			if moved != nil {
+				// Claimed in its old band: a writer that still finds it
+				// there leaves it to this one.
 				ev.reband = append(ev.reband, *moved)
-				g.claim(x.doc.ID)
+				g.claim(x.doc.ID + "@" + strconv.FormatInt(x.band, 10))
 				continue
 			}
 			ev.victims = append(ev.victims, x.doc)
@@ -427,7 +431,7 @@ func (l *Layer) evictions(ctx context.Context, g *ledger, mine []candidate) (evi
 
 // leave keeps one of the write's own documents out of the index.
 func (l *Layer) leave(g *ledger, ev *eviction, d storage.Document) {
-	ev.kept[d.ID] = true
+	ev.kept = append(ev.kept, d)
 	g.add(-1, -docTokens(d.Text))
 	g.claim(d.ID)
 }
@@ -441,9 +445,9 @@ const victimBatch = 4
 func (l *Layer) indexed4(ctx context.Context, g *ledger, skip map[string]bool) ([]candidate, error) {
 	c := l.cfg.Capacity
 	now := clampTime(l.cfg.Now())
-	top := evict.Band(c.policy().Key(evict.Item{Importance: 1, Uses: evict.MaxUses, Tokens: 1, Touched: now.Add(24*time.Hour)}) + c.Reservoir*gumbelMax)
+	top := evict.Band(c.policy().Key(evict.Item{Importance: 1, Uses: evict.MaxUses, Tokens: 1, Touched: now.Add(24 * time.Hour)}) + c.Reservoir*gumbelMax)
 	hits, err := evict.Victims(ctx, l.ix, l.col, &g.Low, top, victimBatch, func(h storage.Hit) bool {
-		return skip[h.ID] || hitOf(h).seq < l.head.Base
+		return skip[h.ID] || skip[h.ID+"@"+h.Fields[evict.FieldBand]] || hitOf(h).seq < l.head.Base
 	})
 	if err != nil {
 		return nil, fmt.Errorf("find episodes to evict: %w", err)
@@ -489,9 +493,9 @@ func (l *Layer) apply(ctx context.Context, ev eviction) error {
 		l.log.Logger.Warn("episodicmemory: the index is full of guarded episodes: a write's episodes are logged but not recalled",
 			slog.String("layer", l.cfg.ID), slog.Int("kept_out", len(ev.kept)))
 	}
-	ids := slices.Sorted(maps.Keys(ev.kept))
-	moved := make([]storage.Document, 0, len(ev.victims))
-	for _, d := range ev.victims {
+	var ids []string
+	moved := make([]storage.Document, 0, len(ev.victims)+len(ev.kept))
+	for _, d := range slices.Concat(ev.victims, ev.kept) {
 		ids = append(ids, d.ID)
 		f := maps.Clone(d.Fields)
 		delete(f, evict.FieldBand)
