@@ -228,7 +228,13 @@ func docTokens(text string) int64 { return int64(max(layer.EstimateTokens(text),
 func gumbel(s string) float64 {
 	h := fnv.New64a()
 	h.Write([]byte(s))
-	u := (float64(h.Sum64()>>11) + 0.5) / (1 << 53)
+	// FNV leaves the high bits of similar short strings alike: mix them
+	// (splitmix64's finalizer).
+	z := h.Sum64()
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	z ^= z >> 31
+	u := (float64(z>>11) + 0.5) / (1 << 53)
 	return -math.Log(-math.Log(u))
 }
 

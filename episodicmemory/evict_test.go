@@ -15,6 +15,7 @@ import (
 	"github.com/memlayer/memlayer/episodicmemory"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
+	"github.com/memlayer/memlayer/storage/storagetest"
 )
 
 // clock is a test clock that moves when told, safe for concurrent use.
@@ -339,5 +340,198 @@ func TestCapacity_UseOrdersEviction(t *testing.T) {
 	want := []string{"call-1", "call-2", "call-3", "call-4", "call-5", "call-6", "call-7", "call-0", "call-8"}
 	if !slices.Equal(order, want) {
 		t.Errorf("eviction order %v, want %v", order, want)
+	}
+}
+
+// With the reservoir term (the default), a long log at capacity keeps a
+// sample of its old episodes, biased toward importance: failures (0.6)
+// outnumber successes (0.4) among the kept, where density order alone
+// keeps failures only, and the sample reaches back to the log's start.
+func TestCapacity_ReservoirKeepsASampleBiasedTowardImportance(t *testing.T) {
+	kept := func(reservoir float64) (fails, oks, oldest int) {
+		st := storage.NewMemoryStore()
+		cfg := episodicmemory.Config{Capacity: episodicmemory.Capacity{MaxEpisodes: 80, Reservoir: reservoir}}
+		l := bound(t, cfg, st, "t", "")
+		for n := range 800 {
+			// One size: the successes' results as long as the failures'.
+			if n%2 == 0 {
+				store(t, l, failStep(n))
+			} else {
+				store(t, l, toolStep(n, fmt.Sprintf("call-%d", n), "cms_publish", fmt.Sprintf(`{"id":"page-%d"}`, n), "permission granted"))
+			}
+		}
+		oldest = 800
+		for _, line := range checkCapacity(t, st, cfg, "t", "") {
+			var n int
+			if _, err := fmt.Sscanf(refOf(line), "call-%d", &n); err != nil {
+				t.Fatalf("line %q", line)
+			}
+			oldest = min(oldest, n)
+			if strings.Contains(line, "→ error") {
+				fails++
+			} else {
+				oks++
+			}
+		}
+		return fails, oks, oldest
+	}
+	f, o, old := kept(-1)
+	if f != 80 || o != 0 {
+		t.Fatalf("density order kept %d failures and %d successes, want 80 and 0", f, o)
+	}
+	f, o, old = kept(0)
+	t.Logf("reservoir: %d failures, %d successes kept, the oldest call-%d", f, o, old)
+	if f <= o || o == 0 || old >= 200 {
+		t.Errorf("reservoir kept %d failures and %d successes, the oldest call-%d: want more failures, some successes, and an episode of the log's first quarter", f, o, old)
+	}
+}
+
+// Threads writing one resource's log at once, a fresh layer per run, keep
+// the ledger exact: the index holds what it counts, within the capacity,
+// and every episode is indexed or evicted, once.
+func TestCapacity_ConcurrentWritersKeepTheCountExact(t *testing.T) {
+	ctx := context.Background()
+	st := storage.NewMemoryStore()
+	cfg := episodicmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}, CompactAfter: 6,
+		Capacity: episodicmemory.Capacity{MaxEpisodes: 10}}
+	const writers, runs, steps = 3, 6, 2
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for run := range runs {
+				l := bound(t, cfg, st, fmt.Sprintf("thread-%d", w), "u")
+				for step := range steps {
+					if err := l.Store(ctx, pageStep(100*w+10*run+step)); err != nil {
+						t.Errorf("writer %d: %v", w, err)
+						return
+					}
+				}
+				if err := l.Close(ctx); err != nil {
+					t.Errorf("writer %d: close: %v", w, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	lines := checkCapacity(t, st, cfg, "check", "u")
+	ev, err := bound(t, cfg, st, "check", "u").Evicted(ctx, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, line := range lines {
+		seen[refOf(line)]++
+	}
+	for _, d := range ev {
+		seen[d.Ref]++
+	}
+	if len(lines) != 10 || len(seen) != writers*runs*steps {
+		t.Errorf("%d indexed, %d evicted, %d episodes seen; want 10 indexed of %d", len(lines), len(ev), len(seen), writers*runs*steps)
+	}
+	for ref, n := range seen {
+		if n != 1 {
+			t.Errorf("%s is indexed or evicted %d times", ref, n)
+		}
+	}
+}
+
+// Users whose IDs collide or nest ("a", "a/b", and none) each have their
+// own capacity: one user's writes never evict another's episodes, nor
+// count against them, nor show in their evictions; erasing one user's
+// scope leaves the others whole.
+func TestCapacity_UsersNeverEvictEachOther(t *testing.T) {
+	ctx := context.Background()
+	st := storage.NewMemoryStore()
+	cfg := episodicmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}, Capacity: episodicmemory.Capacity{MaxEpisodes: 4}}
+	users := []string{"a", "a/b", ""}
+	writes := map[string]int{"a": 3, "a/b": 12, "": 7}
+	for _, u := range users {
+		l := bound(t, cfg, st, "thread-"+u, u)
+		for n := range writes[u] {
+			store(t, l, pageStep(1000*len(u)+n))
+		}
+	}
+	// "a" wrote below its capacity after "a/b" and "" went past theirs.
+	for _, u := range users {
+		lines := checkCapacity(t, st, cfg, "thread-"+u, u)
+		ev, err := bound(t, cfg, st, "thread-"+u, u).Evicted(ctx, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := min(writes[u], 4); len(lines) != want || len(ev) != writes[u]-want {
+			t.Errorf("user %q: %d indexed, %d evicted; want %d and %d", u, len(lines), len(ev), want, writes[u]-want)
+		}
+		for _, line := range append(lines, digestLines(ev)...) {
+			var n int
+			fmt.Sscanf(refOf(line), "call-%d", &n)
+			if n/1000 != len(u) {
+				t.Errorf("user %q holds another user's episode: %s", u, line)
+			}
+		}
+	}
+	// Erasing "a/b" (its records and collections) leaves "a" and "" whole.
+	storagetest.Erase(t, st, storage.LayerPrefix(episodicmemory.DefaultID, layer.Env{ThreadID: "thread-a/b", ResourceID: "a/b"}.ScopeKey(layer.ScopeResource)))
+	for _, u := range []string{"a", ""} {
+		if got := len(checkCapacity(t, st, cfg, "thread-"+u, u)); got != min(writes[u], 4) {
+			t.Errorf("after erasing a/b, user %q has %d indexed", u, got)
+		}
+	}
+	if lines := indexedLines(t, st, cfg, "thread-a/b", "a/b"); len(lines) != 0 {
+		t.Errorf("after its erase, a/b recalls %v", lines)
+	}
+	if ev, _ := bound(t, cfg, st, "thread-a/b", "a/b").Evicted(ctx, 100); len(ev) != 0 {
+		t.Errorf("after its erase, a/b lists %d evicted", len(ev))
+	}
+}
+
+func digestLines(ds []episodicmemory.Digest) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.Text
+	}
+	return out
+}
+
+// Clear forgets the evicted episodes and the uses with the rest: no
+// collection of the scope keeps a document, and the ledger starts again.
+func TestCapacity_ClearRemovesEverything(t *testing.T) {
+	ctx := context.Background()
+	st := storage.NewMemoryStore()
+	cfg := episodicmemory.Config{MaxRecall: 1, Capacity: episodicmemory.Capacity{MaxEpisodes: 2}}
+	l := bound(t, cfg, st, "t", "")
+	for n := range 6 {
+		store(t, l, pageStep(n))
+	}
+	recall(t, l, "Page 5")
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ev, _ := l.Evicted(ctx, 10); len(ev) != 4 {
+		t.Fatalf("%d evicted before Clear, want 4", len(ev))
+	}
+	if err := l.Clear(ctx); err != nil {
+		t.Fatal(err)
+	}
+	scope := layer.Env{ThreadID: "t"}.ScopeKey(layer.ScopeThread)
+	cols, err := st.Collections(ctx, storage.LayerPrefix(episodicmemory.DefaultID, scope))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cols {
+		if hits, _ := st.Search(ctx, c, storage.Query{K: 10}); len(hits) > 1 || len(hits) == 1 && hits[0].Text != "" {
+			t.Errorf("after Clear, collection %s holds %v", c, hits)
+		}
+	}
+	if ev, _ := bound(t, cfg, st, "t", "").Evicted(ctx, 10); len(ev) != 0 {
+		t.Errorf("after Clear, %d evicted listed", len(ev))
+	}
+	if n, _, ok := bound(t, cfg, st, "t", "").CapacityUsed(); !ok || n != 0 {
+		t.Errorf("after Clear the ledger counts %d (%v), want 0", n, ok)
+	}
+	store(t, l, pageStep(9))
+	if lines := checkCapacity(t, st, cfg, "t", ""); len(lines) != 1 {
+		t.Errorf("after Clear and a step: %v", lines)
 	}
 }
