@@ -164,6 +164,9 @@ type ledger struct {
 	FreeTok int64    `json:"freeTok"`
 	Low     int64    `json:"low"`
 	Claims  []string `json:"claims,omitempty"`
+	// Uses is set once a use is counted: until then no candidate's uses
+	// are looked up.
+	Uses bool `json:"uses,omitempty"`
 }
 
 // maxClaims is how many of the newest claims the ledger keeps.
@@ -327,6 +330,7 @@ type eviction struct {
 	victims []storage.Document
 	kept    []storage.Document // own documents kept out of the index
 	reband  []storage.Document
+	used    []string // victims with uses counted
 	full    bool // own guarded episodes did not fit
 }
 
@@ -410,9 +414,12 @@ func (l *Layer) evictions(ctx context.Context, g *ledger, mine []candidate) (evi
 			x := queue[0]
 			queue = queue[1:]
 			skip[x.doc.ID] = true
-			moved, err := l.rebanded(ctx, x)
+			moved, used, err := l.rebanded(ctx, g, x)
 			if err != nil {
 				return eviction{}, err
+			}
+			if used && moved == nil {
+				ev.used = append(ev.used, x.doc.ID)
 			}
 			if moved != nil {
 				// Claimed in its old band: a writer that still finds it
@@ -469,25 +476,29 @@ func (l *Layer) indexed4(ctx context.Context, g *ledger, skip map[string]bool) (
 // rebanded returns the document of candidate x with the band its uses
 // give it, when that band is above the one it is indexed in: uses are
 // counted apart and raise an episode's band when it comes up for
-// eviction. It returns nil when x is to be evicted.
-func (l *Layer) rebanded(ctx context.Context, x candidate) (*storage.Document, error) {
+// eviction. It returns nil when x is to be evicted, and whether x has
+// uses counted.
+func (l *Layer) rebanded(ctx context.Context, g *ledger, x candidate) (*storage.Document, bool, error) {
+	if !g.Uses {
+		return nil, false, nil
+	}
 	hits, err := l.ix.Search(ctx, l.usecol, storage.Query{Filter: map[string]string{fieldUseDoc: x.doc.ID}, K: 1})
 	if err != nil {
-		return nil, fmt.Errorf("read the uses of %s: %w", x.doc.ID, err)
+		return nil, false, fmt.Errorf("read the uses of %s: %w", x.doc.ID, err)
 	}
 	if len(hits) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	uses, _ := strconv.ParseInt(hits[0].Fields[fieldUses], 10, 64)
 	at, _ := strconv.ParseInt(hits[0].Fields[fieldUsedAt], 10, 64)
 	h := hitOf(storage.Hit{ID: x.doc.ID, Text: x.doc.Text, Fields: x.doc.Fields})
 	k, ok := l.keyOf(x.doc.ID, h.ref, h.step, h.text, uses, time.Unix(0, at))
 	if !ok || evict.Band(k) <= x.band {
-		return nil, nil
+		return nil, true, nil
 	}
 	d := storage.Document{ID: x.doc.ID, Text: x.doc.Text, Fields: maps.Clone(x.doc.Fields)}
 	d.Fields[evict.FieldBand] = strconv.FormatInt(evict.Band(k), 10)
-	return &d, nil
+	return &d, true, nil
 }
 
 // apply carries out an eviction once its head is written: the victims
@@ -509,7 +520,10 @@ func (l *Layer) apply(ctx context.Context, ev eviction) error {
 	}
 	var errs []error
 	if len(ids) > 0 {
-		errs = append(errs, l.ix.Unindex(ctx, l.col, ids...), l.ix.Unindex(ctx, l.usecol, ids...))
+		errs = append(errs, l.ix.Unindex(ctx, l.col, ids...))
+	}
+	if len(ev.used) > 0 {
+		errs = append(errs, l.ix.Unindex(ctx, l.usecol, ev.used...))
 	}
 	if len(moved) > 0 {
 		errs = append(errs, l.ix.Index(ctx, l.evcol, moved...))
@@ -590,7 +604,32 @@ func (l *Layer) flushUses(ctx context.Context) error {
 	if len(docs) == 0 {
 		return nil
 	}
-	return l.ix.Index(ctx, l.usecol, docs...)
+	if err := l.ix.Index(ctx, l.usecol, docs...); err != nil {
+		return err
+	}
+	return l.markUses(ctx)
+}
+
+// markUses sets the ledger's Uses, once in the log's life (until Clear).
+func (l *Layer) markUses(ctx context.Context) error {
+	if l.head.Cap == nil || l.head.Cap.Uses {
+		return nil
+	}
+	h, ok, err := l.updateHead(ctx, func(h *head) bool {
+		if h.Cap == nil || h.Cap.Uses {
+			return false
+		}
+		h.Cap = h.Cap.clone()
+		h.Cap.Uses = true
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("count uses: %w", err)
+	}
+	if ok {
+		l.head = h
+	}
+	return nil
 }
 
 // lookupEvicted finds the newest evicted episode m names.
