@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"maps"
 	"math"
@@ -96,7 +95,10 @@ const (
 // [Layer.Read] still read it by its reference (raw until Config.Retain
 // drops its segment, then its digest), and [Layer.Evicted] lists it,
 // until Clear or an erase of the scope. Uses are counted from the
-// first Close that finds the index at least half full.
+// first Close that finds the index at least half full. A log written
+// before capacity was kept is counted from its next write on: the
+// episodes indexed before are neither counted nor evicted (Clear, or a
+// Restore, counts the whole log again).
 type Capacity struct {
 	// MaxEpisodes bounds the episodes indexed. Zero means
 	// DefaultMaxEpisodes; negative, no bound.
@@ -207,11 +209,10 @@ func (g *ledger) valid() bool {
 
 // importance returns an episode's importance from its digest line (see
 // [Episode.Digest]).
-func importance(ref string, step int, text string) float64 {
-	rest, ok := strings.CutPrefix(text, "["+oneLine(ref, 128)+"] step "+strconv.Itoa(step)+" ")
+func importance(text string) float64 {
+	_, rest, _ := strings.Cut(text, "] step ")
+	_, rest, _ = strings.Cut(rest, " ")
 	switch {
-	case !ok:
-		return ImportanceTool
 	case strings.HasPrefix(rest, "note ("):
 		return ImportanceNote
 	case strings.HasPrefix(rest, "turn: "):
@@ -226,14 +227,18 @@ func importance(ref string, step int, text string) float64 {
 // Capacity.MaxTokens.
 func docTokens(text string) int64 { return int64(max(layer.EstimateTokens(text), 1)) }
 
-// gumbel returns a standard Gumbel variate drawn from a hash of s, at
-// most gumbelMax.
-func gumbel(s string) float64 {
-	h := fnv.New64a()
-	h.Write([]byte(s))
+// gumbel returns a standard Gumbel variate drawn from a hash of an
+// episode's document ID and reference, at most gumbelMax.
+func gumbel(id, ref string) float64 {
+	// FNV-1a of id, a zero byte and ref.
+	z := uint64(14695981039346656037)
+	for _, s := range []string{id, "\x00", ref} {
+		for i := 0; i < len(s); i++ {
+			z = (z ^ uint64(s[i])) * 1099511628211
+		}
+	}
 	// FNV leaves the high bits of similar short strings alike: mix them
 	// (splitmix64's finalizer).
-	z := h.Sum64()
 	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
 	z = (z ^ z>>27) * 0x94d049bb133111eb
 	z ^= z >> 31
@@ -258,15 +263,15 @@ const (
 
 // keyOf returns the eviction key of the episode of document id (digest
 // line text) with uses uses, last touched at.
-func (l *Layer) keyOf(id, ref string, step int, text string, uses int64, at time.Time) (float64, bool) {
+func (l *Layer) keyOf(id, ref, text string, uses int64, at time.Time) (float64, bool) {
 	c := l.cfg.Capacity
-	imp := importance(ref, step, text)
+	imp := importance(text)
 	if imp >= c.GuardImportance {
 		return 0, false
 	}
 	k := c.policy().Key(evict.Item{Importance: imp, Uses: uses, Tokens: int(docTokens(text)), Touched: at})
 	if c.Reservoir > 0 {
-		k += c.Reservoir * gumbel(id+"\x00"+ref)
+		k += c.Reservoir * gumbel(id, ref)
 	}
 	return k, true
 }
@@ -290,7 +295,7 @@ func (l *Layer) docs(dst []storage.Document, ds []Digest) []storage.Document {
 		if slices.Contains(claimed, d.ID) {
 			continue
 		}
-		if k, ok := l.keyOf(d.ID, ds[i].Ref, ds[i].Step, ds[i].Text, 0, ds[i].Time); ok {
+		if k, ok := l.keyOf(d.ID, ds[i].Ref, ds[i].Text, 0, ds[i].Time); ok {
 			d.Fields[evict.FieldBand] = strconv.FormatInt(evict.Band(k), 10)
 		}
 		out = append(out, d)
@@ -308,7 +313,7 @@ func (l *Layer) viewLedger(base int64, s snapshot) *ledger {
 	g := newLedger()
 	count := func(id string, d *Digest) {
 		g.add(1, docTokens(d.Text))
-		if k, ok := l.keyOf(id, d.Ref, d.Step, d.Text, 0, d.Time); ok {
+		if k, ok := l.keyOf(id, d.Ref, d.Text, 0, d.Time); ok {
 			g.Low = min(g.Low, evict.Band(k))
 		}
 	}
@@ -331,7 +336,7 @@ type eviction struct {
 	kept    []storage.Document // own documents kept out of the index
 	reband  []storage.Document
 	used    []string // victims with uses counted
-	full    bool // own guarded episodes did not fit
+	full    bool     // own guarded episodes did not fit
 }
 
 // candidate is an episode that may be evicted: an indexed one, or one of
@@ -358,26 +363,25 @@ func (l *Layer) admit(ctx context.Context, h *head, eps []Episode, own bool) (ev
 		h.Cap = h.Cap.clone()
 	}
 	g := h.Cap
-	var mine []candidate
-	for pos := range eps {
-		d := eps[pos].digest()
-		id := docID(d.Seq, pos)
+	ds := digestsOf(eps)
+	bands := make([]int64, len(ds))
+	for pos := range ds {
+		d := &ds[pos]
 		g.add(1, docTokens(d.Text))
-		k, ok := l.keyOf(id, d.Ref, d.Step, d.Text, 0, d.Time)
-		if !ok {
-			if own {
-				mine = append(mine, candidate{doc: digestDoc(&d, pos), band: evict.None, own: true})
-			}
-			continue
-		}
-		g.Low = min(g.Low, evict.Band(k))
-		if own {
-			mine = append(mine, candidate{doc: digestDoc(&d, pos), band: evict.Band(k), own: true})
+		bands[pos] = evict.None
+		if k, ok := l.keyOf(docID(d.Seq, pos), d.Ref, d.Text, 0, d.Time); ok {
+			bands[pos] = evict.Band(k)
+			g.Low = min(g.Low, bands[pos])
 		}
 	}
-	c := l.cfg.Capacity
-	if !c.over(g.live()) {
+	if !l.cfg.Capacity.over(g.live()) {
 		return eviction{}, nil
+	}
+	var mine []candidate
+	for pos := range ds {
+		if own {
+			mine = append(mine, candidate{doc: digestDoc(&ds[pos], pos), band: bands[pos], own: true})
+		}
 	}
 	slices.SortStableFunc(mine, func(a, b candidate) int { return cmp.Compare(a.band, b.band) })
 	return l.evictions(ctx, g, mine)
@@ -492,7 +496,7 @@ func (l *Layer) rebanded(ctx context.Context, g *ledger, x candidate) (*storage.
 	uses, _ := strconv.ParseInt(hits[0].Fields[fieldUses], 10, 64)
 	at, _ := strconv.ParseInt(hits[0].Fields[fieldUsedAt], 10, 64)
 	h := hitOf(storage.Hit{ID: x.doc.ID, Text: x.doc.Text, Fields: x.doc.Fields})
-	k, ok := l.keyOf(x.doc.ID, h.ref, h.step, h.text, uses, time.Unix(0, at))
+	k, ok := l.keyOf(x.doc.ID, h.ref, h.text, uses, time.Unix(0, at))
 	if !ok || evict.Band(k) <= x.band {
 		return nil, true, nil
 	}

@@ -34,7 +34,8 @@ import (
 // compare-and-swap, and stays about the same size however long the log
 // grows. Its raw, rawTokens and counted (optional; a head without them
 // reads as before) count the episodes of the segments not yet folded,
-// so that a step decides whether to compact without reading them.
+// so that a step decides whether to compact without reading them. Its
+// cap (optional) is the capacity's ledger of the index (see Capacity).
 // A step writes its episodes, once, as segment seg/<next> (create-only,
 // so two writers never share a number), then advances next on the head
 // past it; a writer that finds the number taken advances the head for
