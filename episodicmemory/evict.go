@@ -396,15 +396,7 @@ func (l *Layer) evictions(ctx context.Context, g *ledger, mine []candidate) (evi
 	for _, id := range g.Claims {
 		skip[id] = true
 	}
-	// A document larger than the token bound leaves at once: no
-	// eviction could make room for it.
-	mine = slices.DeleteFunc(mine, func(m candidate) bool {
-		big := c.MaxTokens >= 0 && docTokens(m.doc.Text) > int64(c.MaxTokens)
-		if big {
-			l.leave(g, &ev, m.doc)
-		}
-		return big
-	})
+	mine = l.leaveBig(g, &ev, mine)
 	var queue []candidate
 	for c.over(g.live()) {
 		if len(queue) == 0 {
@@ -415,26 +407,11 @@ func (l *Layer) evictions(ctx context.Context, g *ledger, mine []candidate) (evi
 		}
 		switch {
 		case len(queue) > 0 && (len(mine) == 0 || queue[0].band <= mine[0].band):
-			x := queue[0]
-			queue = queue[1:]
-			skip[x.doc.ID] = true
-			moved, used, err := l.rebanded(ctx, g, x)
-			if err != nil {
+			skip[queue[0].doc.ID] = true
+			if err := l.take(ctx, g, &ev, queue[0]); err != nil {
 				return eviction{}, err
 			}
-			if used && moved == nil {
-				ev.used = append(ev.used, x.doc.ID)
-			}
-			if moved != nil {
-				// Claimed in its old band: a writer that still finds it
-				// there leaves it to this one.
-				ev.reband = append(ev.reband, *moved)
-				g.claim(x.doc.ID + "@" + strconv.FormatInt(x.band, 10))
-				continue
-			}
-			ev.victims = append(ev.victims, x.doc)
-			g.add(-1, -docTokens(x.doc.Text))
-			g.claim(x.doc.ID)
+			queue = queue[1:]
 		case len(mine) > 0:
 			ev.full = ev.full || mine[0].band == evict.None
 			l.leave(g, &ev, mine[0].doc)
@@ -444,6 +421,42 @@ func (l *Layer) evictions(ctx context.Context, g *ledger, mine []candidate) (evi
 		}
 	}
 	return ev, nil
+}
+
+// leaveBig keeps out of the index the write's own documents larger than
+// the token bound (no eviction could make room for them), and returns
+// the others.
+func (l *Layer) leaveBig(g *ledger, ev *eviction, mine []candidate) []candidate {
+	c := l.cfg.Capacity
+	return slices.DeleteFunc(mine, func(m candidate) bool {
+		big := c.MaxTokens >= 0 && docTokens(m.doc.Text) > int64(c.MaxTokens)
+		if big {
+			l.leave(g, ev, m.doc)
+		}
+		return big
+	})
+}
+
+// take evicts indexed candidate x, or re-bands it when its uses raise
+// its band, and claims it.
+func (l *Layer) take(ctx context.Context, g *ledger, ev *eviction, x candidate) error {
+	moved, used, err := l.rebanded(ctx, g, x)
+	switch {
+	case err != nil:
+		return err
+	case moved != nil:
+		// Claimed in its old band: a writer that still finds it there
+		// leaves it to this one.
+		ev.reband = append(ev.reband, *moved)
+		g.claim(x.doc.ID + "@" + strconv.FormatInt(x.band, 10))
+		return nil
+	case used:
+		ev.used = append(ev.used, x.doc.ID)
+	}
+	ev.victims = append(ev.victims, x.doc)
+	g.add(-1, -docTokens(x.doc.Text))
+	g.claim(x.doc.ID)
+	return nil
 }
 
 // leave keeps one of the write's own documents out of the index.
@@ -588,21 +601,13 @@ func (l *Layer) flushUses(ctx context.Context) error {
 	grain := l.cfg.Capacity.HalfLife / useGrain
 	var docs []storage.Document
 	for _, id := range slices.Sorted(maps.Keys(l.uses)) {
-		hits, err := l.ix.Search(ctx, l.usecol, storage.Query{Filter: map[string]string{fieldUseDoc: id}, K: 1})
+		d, ok, err := l.useDoc(ctx, id, now, grain)
 		if err != nil {
-			return fmt.Errorf("read the uses of %s: %w", id, err)
+			return err
 		}
-		var uses int64
-		if len(hits) > 0 {
-			f := hits[0].Fields
-			at, _ := strconv.ParseInt(f[fieldUsedAt], 10, 64)
-			if grain > 0 && now.Sub(time.Unix(0, at)) < grain {
-				continue // counted a moment ago
-			}
-			uses, _ = strconv.ParseInt(f[fieldUses], 10, 64)
+		if ok {
+			docs = append(docs, d)
 		}
-		docs = append(docs, storage.Document{ID: id, Fields: map[string]string{fieldUseDoc: id,
-			fieldUses: strconv.FormatInt(min(uses+1, evict.MaxUses), 10), fieldUsedAt: strconv.FormatInt(now.UnixNano(), 10)}})
 	}
 	clear(l.uses)
 	if len(docs) == 0 {
@@ -612,6 +617,26 @@ func (l *Layer) flushUses(ctx context.Context) error {
 		return err
 	}
 	return l.markUses(ctx)
+}
+
+// useDoc returns the uses document of episode document id with one more
+// use at now, and false when its last use is less than grain ago.
+func (l *Layer) useDoc(ctx context.Context, id string, now time.Time, grain time.Duration) (storage.Document, bool, error) {
+	hits, err := l.ix.Search(ctx, l.usecol, storage.Query{Filter: map[string]string{fieldUseDoc: id}, K: 1})
+	if err != nil {
+		return storage.Document{}, false, fmt.Errorf("read the uses of %s: %w", id, err)
+	}
+	var uses int64
+	if len(hits) > 0 {
+		f := hits[0].Fields
+		at, _ := strconv.ParseInt(f[fieldUsedAt], 10, 64)
+		if grain > 0 && now.Sub(time.Unix(0, at)) < grain {
+			return storage.Document{}, false, nil // counted a moment ago
+		}
+		uses, _ = strconv.ParseInt(f[fieldUses], 10, 64)
+	}
+	return storage.Document{ID: id, Fields: map[string]string{fieldUseDoc: id,
+		fieldUses: strconv.FormatInt(min(uses+1, evict.MaxUses), 10), fieldUsedAt: strconv.FormatInt(now.UnixNano(), 10)}}, true, nil
 }
 
 // markUses sets the ledger's Uses, once in the log's life (until Clear).
