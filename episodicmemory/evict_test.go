@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,30 +20,17 @@ import (
 )
 
 // clock is a test clock that moves when told, safe for concurrent use.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
+type clock struct{ ns atomic.Int64 }
+
+func newClock() *clock {
+	c := &clock{}
+	c.set(fixed())
+	return c
 }
 
-func newClock() *clock { return &clock{t: fixed()} }
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
-
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+func (c *clock) now() time.Time      { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *clock) set(t time.Time)     { c.ns.Store(t.UnixNano()) }
+func (c *clock) add(d time.Duration) { c.ns.Add(int64(d)) }
 
 // indexedLines returns the digest lines the log's index holds for
 // recall: all of them, through a blank Recall of a fresh run.
@@ -463,7 +451,10 @@ func TestCapacity_UsersNeverEvictEachOther(t *testing.T) {
 		if want := min(writes[u], 4); len(lines) != want || len(ev) != writes[u]-want {
 			t.Errorf("user %q: %d indexed, %d evicted; want %d and %d", u, len(lines), len(ev), want, writes[u]-want)
 		}
-		for _, line := range append(lines, digestLines(ev)...) {
+		for _, d := range ev {
+			lines = append(lines, d.Text)
+		}
+		for _, line := range lines {
 			var n int
 			fmt.Sscanf(refOf(line), "call-%d", &n)
 			if n/1000 != len(u) {
@@ -484,14 +475,6 @@ func TestCapacity_UsersNeverEvictEachOther(t *testing.T) {
 	if ev, _ := bound(t, cfg, st, "thread-a/b", "a/b").Evicted(ctx, 100); len(ev) != 0 {
 		t.Errorf("after its erase, a/b lists %d evicted", len(ev))
 	}
-}
-
-func digestLines(ds []episodicmemory.Digest) []string {
-	out := make([]string, len(ds))
-	for i, d := range ds {
-		out[i] = d.Text
-	}
-	return out
 }
 
 // Clear forgets the evicted episodes and the uses with the rest: no
