@@ -518,3 +518,36 @@ func TestCapacity_ClearRemovesEverything(t *testing.T) {
 		t.Errorf("after Clear and a step: %v", lines)
 	}
 }
+
+// Restore counts the restored view into the ledger: the index holds
+// what the ledger counts, and the next write evicts down to the
+// capacity.
+func TestCapacity_RestoreRecounts(t *testing.T) {
+	ctx := context.Background()
+	st := storage.NewMemoryStore()
+	cfg := episodicmemory.Config{Capacity: episodicmemory.Capacity{MaxEpisodes: 20}}
+	l := bound(t, cfg, st, "t", "")
+	for n := range 6 {
+		store(t, l, pageStep(n))
+	}
+	snap, err := l.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 6; n < 30; n++ {
+		store(t, l, pageStep(n))
+	}
+	checkCapacity(t, st, cfg, "t", "")
+	if err := l.Restore(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	if lines := checkCapacity(t, st, cfg, "t", ""); len(lines) != 6 {
+		t.Errorf("after Restore the index holds %d episodes, want the 6 of the snapshot", len(lines))
+	}
+	small := cfg
+	small.Capacity.MaxEpisodes = 3
+	store(t, bound(t, small, st, "t", ""), pageStep(40))
+	if lines := checkCapacity(t, st, small, "t", ""); len(lines) != 3 {
+		t.Errorf("after Restore and a write at capacity 3, the index holds %d", len(lines))
+	}
+}
