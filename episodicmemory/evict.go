@@ -61,8 +61,9 @@ const (
 // (storage.Searcher); on a store without one, a run's private index holds
 // the view only, which Config bounds.
 //
-// A write that takes the index past either bound evicts episodes until
-// it is within both, the lowest key first. An episode's key is
+// A write that takes the index past either bound evicts episodes, the
+// lowest key first, until it is within 63/64 of both (so that a log at
+// capacity evicts in batches, once every few writes). An episode's key is
 //
 //	ln(importance × (1 + uses) / tokens) + λ·touched + Reservoir·g
 //
@@ -141,6 +142,19 @@ func (c Capacity) withDefaults() (Capacity, error) {
 // over reports whether n episodes of tok tokens are past the capacity.
 func (c Capacity) over(n, tok int64) bool {
 	return c.MaxEpisodes >= 0 && n > int64(c.MaxEpisodes) || c.MaxTokens >= 0 && tok > int64(c.MaxTokens)
+}
+
+// evictSlack sets how far below the capacity an eviction goes: to
+// within (evictSlack−1)/evictSlack of each bound, so that a log at
+// capacity evicts in batches, once every few writes, rather than at every
+// write.
+const evictSlack = 64
+
+// overLow reports whether n episodes of tok tokens are past the level
+// an eviction brings the index down to (see evictSlack).
+func (c Capacity) overLow(n, tok int64) bool {
+	return c.MaxEpisodes >= 0 && n > int64(c.MaxEpisodes-c.MaxEpisodes/evictSlack) ||
+		c.MaxTokens >= 0 && tok > int64(c.MaxTokens-c.MaxTokens/evictSlack)
 }
 
 // half reports whether n episodes of tok tokens are at least half the
@@ -398,7 +412,7 @@ func (l *Layer) evictions(ctx context.Context, g *ledger, mine []candidate) (evi
 	}
 	mine = l.leaveBig(g, &ev, mine)
 	var queue []candidate
-	for c.over(g.live()) {
+	for c.overLow(g.live()) {
 		if len(queue) == 0 {
 			var err error
 			if queue, err = l.indexed4(ctx, g, skip); err != nil {
@@ -412,6 +426,8 @@ func (l *Layer) evictions(ctx context.Context, g *ledger, mine []candidate) (evi
 				return eviction{}, err
 			}
 			queue = queue[1:]
+		case len(mine) > 0 && !c.over(g.live()):
+			return ev, nil // the write's own episodes fit: the batch ends
 		case len(mine) > 0:
 			ev.full = ev.full || mine[0].band == evict.None
 			l.leave(g, &ev, mine[0].doc)

@@ -52,7 +52,8 @@ func (c *opCount) Search(ctx context.Context, col string, q storage.Query) ([]st
 
 // BenchmarkStepCapacity appends one step (one tool call, 2 KB result) to
 // a log of 1,000 episodes, below its capacity (the defaults) and at it
-// (MaxEpisodes 1,000: every step evicts one episode), in memory and in
+// (MaxEpisodes 1,000: the steps evict, 16 episodes every 16 steps), in
+// memory and in
 // SQLite, compactions included. It reports per step the writes (Put
 // calls) and their bytes, the read round trips and the index calls.
 func BenchmarkStepCapacity(b *testing.B) {
@@ -98,8 +99,8 @@ func BenchmarkStepCapacity(b *testing.B) {
 				b.ReportMetric(float64(c.bytes.Load())/steps, "bytes/step")
 				b.ReportMetric(float64(c.trips.Load())/steps, "trips/step")
 				b.ReportMetric(float64(c.ix.Load())/steps, "ixcalls/step")
-				if used, _, _ := l.CapacityUsed(); at && used != n {
-					b.Errorf("%d episodes indexed after the steps, want %d", used, n)
+				if used, _, _ := l.CapacityUsed(); at && (used > n || used < n-n/64) {
+					b.Errorf("%d episodes indexed after the steps, want %d to %d", used, n-n/64, n)
 				}
 			})
 		}

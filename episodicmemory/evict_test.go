@@ -364,8 +364,10 @@ func TestCapacity_ReservoirKeepsASampleBiasedTowardImportance(t *testing.T) {
 		return fails, oks, oldest
 	}
 	f, o, old := kept(-1)
-	if f != 80 || o != 0 {
-		t.Fatalf("density order kept %d failures and %d successes, want 80 and 0", f, o)
+	// Evicted in batches: down to 79, then back to 80 with the next
+	// write, which may be the newest success.
+	if f < 79 || o > 1 {
+		t.Fatalf("density order kept %d failures and %d successes, want 79 or more and at most the newest", f, o)
 	}
 	f, o, old = kept(0)
 	t.Logf("reservoir: %d failures, %d successes kept, the oldest call-%d", f, o, old)
