@@ -275,6 +275,9 @@ const (
 	fieldUsedAt = "at"  // last use, Unix nanoseconds
 )
 
+// maxAge is the most half-lives an episode's age counts for.
+const maxAge = 64
+
 // keyOf returns the eviction key of the episode of document id (digest
 // line text) with uses uses, last touched at.
 func (l *Layer) keyOf(id, ref, text string, uses int64, at time.Time) (float64, bool) {
@@ -282,6 +285,17 @@ func (l *Layer) keyOf(id, ref, text string, uses int64, at time.Time) (float64, 
 	imp := importance(text)
 	if imp >= c.GuardImportance {
 		return 0, false
+	}
+	// A writer's clock is not trusted: a time ahead of this one counts
+	// as now, and one more than maxAge half-lives behind as that old
+	// (its density is nil either way), so that no clock opens a gap of
+	// empty bands for Victims to probe.
+	now := clampTime(l.cfg.Now())
+	if at.After(now) {
+		at = now
+	}
+	if oldest := now.Add(-maxAge * c.HalfLife); c.HalfLife > 0 && at.Before(oldest) {
+		at = oldest
 	}
 	k := c.policy().Key(evict.Item{Importance: imp, Uses: uses, Tokens: int(docTokens(text)), Touched: at})
 	if c.Reservoir > 0 {

@@ -301,8 +301,8 @@ func TestCapacity_UseOrdersEviction(t *testing.T) {
 		store(t, l, pageStep(n))
 	}
 	// Two runs recall page 0, at 11 h and at 13.415 h: with uses 2 it
-	// counts as logged at 13.415 + log2(3) = 15 h, between call-7 (14 h)
-	// and call-8 (16 h), a band away from each.
+	// counts as logged at 13.415 + log2(3) = 15 h, between call-6 (14 h)
+	// and call-7 (16 h), a band away from each.
 	for _, h := range []float64{11, 13.415} {
 		at(h)
 		r := bound(t, cfg, st, "t", "")
@@ -314,8 +314,8 @@ func TestCapacity_UseOrdersEviction(t *testing.T) {
 		}
 	}
 	var order []string
-	for n := 6; n < 15; n++ {
-		at(2 * float64(n))
+	for n := 6; n < 15; n++ { // call-n logged at 2n+2 hours
+		at(2*float64(n) + 2)
 		w := bound(t, cfg, st, "t", "")
 		store(t, w, pageStep(n))
 		ev, err := w.Evicted(ctx, 1)
@@ -325,7 +325,7 @@ func TestCapacity_UseOrdersEviction(t *testing.T) {
 		order = append(order, ev[0].Ref)
 		checkCapacity(t, st, cfg, "t", "")
 	}
-	want := []string{"call-1", "call-2", "call-3", "call-4", "call-5", "call-6", "call-7", "call-0", "call-8"}
+	want := []string{"call-1", "call-2", "call-3", "call-4", "call-5", "call-6", "call-0", "call-7", "call-8"}
 	if !slices.Equal(order, want) {
 		t.Errorf("eviction order %v, want %v", order, want)
 	}
@@ -551,5 +551,31 @@ func TestCapacity_RestoreRecounts(t *testing.T) {
 	store(t, bound(t, small, st, "t", ""), pageStep(40))
 	if lines := checkCapacity(t, st, small, "t", ""); len(lines) != 3 {
 		t.Errorf("after Restore and a write at capacity 3, the index holds %d", len(lines))
+	}
+}
+
+// An evicted episode is read whole by reference while its segment is
+// kept, and by its digest once the retention limit dropped it.
+func TestCapacity_EvictedReadUntilRetention(t *testing.T) {
+	ctx := context.Background()
+	st := storage.NewMemoryStore()
+	cfg := episodicmemory.Config{CompactAfter: 4, Retain: 8, Capacity: episodicmemory.Capacity{MaxEpisodes: 3, Reservoir: -1}}
+	l := bound(t, cfg, st, "t", "")
+	for n := range 40 {
+		store(t, l, pageStep(n))
+	}
+	r := bound(t, cfg, st, "t", "")
+	if e, whole, err := r.Read(ctx, "call-35"); err != nil || !whole || !strings.Contains(e.Result, "page-35") {
+		t.Errorf("Read(call-35), evicted, within retention = %+v, %v, %v", e, whole, err)
+	}
+	e, whole, err := r.Read(ctx, "call-2")
+	if err != nil || whole || e.Ref != "call-2" {
+		t.Errorf("Read(call-2), evicted, beyond retention = %+v, %v, %v; want its digest", e, whole, err)
+	}
+	if out, err := callRead(r, `{"ref":"call-2"}`); err != nil || !strings.Contains(out, "page-2") {
+		t.Errorf("the read tool on call-2 = %q, %v", out, err)
+	}
+	if b := recall(t, r, "Page 2"); strings.Contains(b, "[call-2]") {
+		t.Errorf("an evicted episode is recalled:\n%s", b)
 	}
 }
