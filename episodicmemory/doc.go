@@ -96,6 +96,17 @@
 // segments (1,000 steps) behind; then they are deleted and the read tool
 // gives the digest instead.
 //
+// # Capacity and eviction
+//
+// With the store's index, what recall covers is bounded by Config.Capacity
+// (100,000 episodes and 4,000,000 tokens of digest lines by default).
+// Past a bound, the episodes of lowest utility density leave the index
+// first (importance by kind, time decay and use, per token), with a
+// sampling term that keeps a long log's old episodes as a sample biased
+// toward importance; notes are guarded. An evicted episode stays in the
+// log, read by reference and listed by Layer.Evicted. The counts live in
+// the head, so below capacity a step does no more I/O.
+//
 // # Snapshots, spawn and failures
 //
 // With a store, Snapshot returns a mark of the log's position (its scope
