@@ -154,6 +154,10 @@ func episodicCase() templateCase {
 				_, err := as(l).Links(ctx)
 				return err
 			}},
+			{"Evicted", func(ctx context.Context, l layer.Layer) error {
+				_, err := as(l).Evicted(ctx, 10)
+				return err
+			}},
 			{"read", func(ctx context.Context, l layer.Layer) error {
 				err := tool("read", `{"ref":"note"}`)(ctx, l)
 				if errors.Is(err, episodicmemory.ErrNoEpisode) {
@@ -165,6 +169,9 @@ func episodicCase() templateCase {
 		empty: func(t *testing.T, l layer.Layer) {
 			if eps := as(l).Episodes(); eps != nil {
 				t.Errorf("Episodes on a template = %v, want nil", eps)
+			}
+			if n, tok, ok := as(l).CapacityUsed(); ok || n != 0 || tok != 0 {
+				t.Errorf("CapacityUsed on a template = %d, %d, %v; want none", n, tok, ok)
 			}
 		},
 	}
@@ -314,7 +321,7 @@ func checkClassified(t *testing.T, l layer.Layer, tc templateCase) {
 		known = append(known, c.method)
 	}
 	// Methods without an error result, checked by tc.empty.
-	known = append(known, "Episodes", "Add", "Entities", "ByType", "Recent", "State", "Memory")
+	known = append(known, "Episodes", "CapacityUsed", "Add", "Entities", "ByType", "Recent", "State", "Memory")
 	typ := reflect.TypeOf(l)
 	for i := range typ.NumMethod() {
 		if m := typ.Method(i).Name; !slices.Contains(known, m) {

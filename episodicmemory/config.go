@@ -126,6 +126,10 @@ type Config struct {
 	// time.Now. Recall never depends on it; Candidates bounds by it the
 	// episode times it gives scored assembly.
 	Now func() time.Time
+	// Capacity bounds the episodes the store's index holds for recall,
+	// by count and by tokens, and says which leave first (see
+	// [Capacity]). The zero Capacity is the defaults.
+	Capacity Capacity
 }
 
 // withDefaults validates cfg and fills in its defaults.
@@ -156,6 +160,10 @@ func (cfg Config) withDefaults() (Config, error) {
 	cfg.MaxRetries = cmp.Or(cfg.MaxRetries, DefaultMaxRetries)
 	cfg.EpisodeGap = cmp.Or(cfg.EpisodeGap, DefaultEpisodeGap)
 	cfg.MaxLinks = cmp.Or(cfg.MaxLinks, DefaultMaxLinks)
+	var err error
+	if cfg.Capacity, err = cfg.Capacity.withDefaults(); err != nil {
+		return cfg, err
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

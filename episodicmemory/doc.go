@@ -116,6 +116,17 @@
 // are found through the log's own index, so they never lead to another
 // resource, and erasing a resource leaves none.
 //
+// # Capacity and eviction
+//
+// With the store's index, what recall covers is bounded by Config.Capacity
+// (100,000 episodes and 4,000,000 tokens of digest lines by default).
+// Past a bound, the episodes of lowest utility density leave the index
+// first (importance by kind, time decay and use, per token), with a
+// sampling term that keeps a long log's old episodes as a sample biased
+// toward importance; notes are guarded. An evicted episode stays in the
+// log, read by reference and listed by Layer.Evicted. The counts live in
+// the head, so below capacity a step does no more I/O.
+//
 // # Snapshots, spawn and failures
 //
 // With a store, Snapshot returns a mark of the log's position (its scope

@@ -34,7 +34,8 @@ import (
 // compare-and-swap, and stays about the same size however long the log
 // grows. Its raw, rawTokens and counted (optional; a head without them
 // reads as before) count the episodes of the segments not yet folded,
-// so that a step decides whether to compact without reading them.
+// so that a step decides whether to compact without reading them. Its
+// cap (optional) is the capacity's ledger of the index (see Capacity).
 // A step writes its episodes, once, as segment seg/<next> (create-only,
 // so two writers never share a number), then advances next on the head
 // past it; a writer that finds the number taken advances the head for
@@ -85,6 +86,10 @@ type head struct {
 	Raw       int  `json:"raw,omitempty"`
 	RawTokens int  `json:"rawTokens,omitempty"`
 	Counted   bool `json:"counted,omitempty"`
+	// Cap is the capacity's ledger of the log's index (see Capacity):
+	// nil on a head written before it was kept, or without the store's
+	// index.
+	Cap *ledger `json:"cap,omitempty"`
 }
 
 // count adds n raw episodes of toks tokens to the head's counts (n and
@@ -219,6 +224,9 @@ func decodeHead(data []byte) (head, error) {
 		return head{}, fmt.Errorf("%w: head out of order: %+v", ErrCorrupt, h)
 	}
 	h.count(0, 0) // counts below zero are dropped, not trusted
+	if h.Cap != nil && !h.Cap.valid() {
+		h.Cap = nil // not trusted: counted afresh from the next write
+	}
 	return h, nil
 }
 

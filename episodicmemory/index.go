@@ -27,7 +27,7 @@ const (
 	fieldRef    = "ref"    // the episode's reference
 	fieldCall   = "call"   // its call ID (see callID)
 	fieldThread = "thread" // the thread it happened in
-	fieldSeq    = "seq"    // its segment
+	fieldSeq    = "seq"    // its segment, written by earlier versions only: the ID says it (see hitOf)
 	fieldStep   = "step"   // its step
 	fieldTime   = "time"   // its time, RFC 3339
 	fieldTask   = "task"   // its task episode in its thread (see Episode.Task), when it has one
@@ -68,7 +68,7 @@ func fieldValue(s string) string {
 func digestDoc(d *Digest, pos int) storage.Document {
 	doc := storage.Document{ID: docID(d.Seq, pos), Text: d.Text, Fields: map[string]string{
 		fieldEp: "1", fieldRef: fieldValue(d.Ref), fieldCall: fieldValue(callID(d.Ref)), fieldThread: fieldValue(d.Thread),
-		fieldSeq: strconv.FormatInt(d.Seq, 10), fieldStep: strconv.Itoa(d.Step), fieldTime: d.Time.UTC().Format(time.RFC3339Nano),
+		fieldStep: strconv.Itoa(d.Step), fieldTime: d.Time.UTC().Format(time.RFC3339Nano),
 	}}
 	if d.Task > 0 {
 		doc.Fields[fieldTask] = strconv.Itoa(d.Task)
@@ -224,7 +224,7 @@ type docBatch struct {
 
 // add takes the documents of ds, adding the batch once it is full.
 func (b *docBatch) add(ctx context.Context, ds []Digest) error {
-	b.docs = docsOf(b.docs, ds)
+	b.docs = b.l.docs(b.docs, ds)
 	if len(b.docs) < indexBatch {
 		return nil
 	}
@@ -265,7 +265,7 @@ func (l *Layer) indexed(ctx context.Context, eps []Episode, own bool) error {
 // indexOwn adds the run's own episodes, the newest segments it wrote, to
 // the store's index, and moves the marker past them.
 func (l *Layer) indexOwn(ctx context.Context, eps []Episode) error {
-	docs := docsOf(nil, digestsOf(eps))
+	docs := l.docs(nil, digestsOf(eps))
 	first, last := eps[0].seq, eps[len(eps)-1].seq
 	m, ok, err := l.readMark(ctx)
 	if err != nil {
@@ -298,9 +298,13 @@ type hit struct {
 func hitOf(h storage.Hit) hit {
 	f := h.Fields
 	out := hit{ref: f[fieldRef], thread: f[fieldThread], text: h.Text, score: h.Score}
-	out.seq, _ = strconv.ParseInt(f[fieldSeq], 10, 64)
-	if _, p, ok := cutLast(h.ID, '.'); ok {
-		out.pos, _ = strconv.Atoi(p)
+	// The ID is "<seq>.<pos>" (docID); a document indexed by an earlier
+	// version also holds its segment in a field.
+	seq, p, _ := cutLast(h.ID, '.')
+	out.pos, _ = strconv.Atoi(p)
+	var err error
+	if out.seq, err = strconv.ParseInt(seq, 10, 64); err != nil {
+		out.seq, _ = strconv.ParseInt(f[fieldSeq], 10, 64)
 	}
 	out.step, _ = strconv.Atoi(f[fieldStep])
 	out.task, _ = strconv.Atoi(f[fieldTask])
@@ -321,6 +325,11 @@ func cutLast(s string, c byte) (string, string, bool) {
 // documents below the log's base (a Clear another process has not
 // finished dropping).
 func (l *Layer) search(ctx context.Context, q storage.Query) ([]hit, error) {
+	return l.searchIn(ctx, l.col, q)
+}
+
+// searchIn is search in collection col.
+func (l *Layer) searchIn(ctx context.Context, col string, q storage.Query) ([]hit, error) {
 	// The marker, the one document that is not an episode, has no text:
 	// only a query without text needs the filter that leaves it out. A
 	// filter every episode passes would cost a text query a read of
@@ -332,7 +341,7 @@ func (l *Layer) search(ctx context.Context, q storage.Query) ([]hit, error) {
 		}
 		q.Filter[fieldEp] = "1"
 	}
-	hs, err := l.ix.Search(ctx, l.col, q)
+	hs, err := l.ix.Search(ctx, col, q)
 	if err != nil {
 		return nil, err
 	}
@@ -346,14 +355,26 @@ func (l *Layer) search(ctx context.Context, q storage.Query) ([]hit, error) {
 }
 
 // lookup finds the newest episode m names through the index: by its
-// reference, then by its call ID.
+// reference, then by its call ID; then among the evicted episodes.
 func (l *Layer) lookup(ctx context.Context, m refMatch) (hit, bool, error) {
+	if h, ok, err := l.lookupIn(ctx, l.col, m); ok || err != nil {
+		if ok {
+			l.used(h)
+		}
+		return h, ok, err
+	}
+	return l.lookupEvicted(ctx, m)
+}
+
+// lookupIn finds the newest episode m names in collection col (see
+// lookup).
+func (l *Layer) lookupIn(ctx context.Context, col string, m refMatch) (hit, bool, error) {
 	for _, field := range []string{fieldRef, fieldCall} {
 		f := map[string]string{field: fieldValue(m.ref)}
 		if m.own {
 			f[fieldThread] = fieldValue(m.thread)
 		}
-		hs, err := l.search(ctx, storage.Query{Filter: f, K: 8})
+		hs, err := l.searchIn(ctx, col, storage.Query{Filter: f, K: 8})
 		if err != nil {
 			return hit{}, false, err
 		}

@@ -55,6 +55,11 @@ type Layer struct {
 	ix      storage.Searcher
 	col     string // the episodes' collection in ix
 	private bool
+	// evcol and usecol are the collections of evicted episodes and of
+	// uses, and uses the episodes used since the last Close (see
+	// Capacity).
+	evcol, usecol string
+	uses          map[string]bool
 	// loaded reports whether the view (the raw episodes not yet folded
 	// and, with a private index, the newest digests) has been read: with
 	// the store's index it is read at the first write, not at Init.
@@ -105,7 +110,8 @@ func (l *Layer) unbound(method string) error {
 // memory when store is nil).
 func (l *Layer) open(ctx context.Context, env layer.Env, store storage.Store, scope string) (*Layer, error) {
 	b := &Layer{cfg: l.cfg, spec: l.spec, tag: l.tag, tool: l.tool, log: l.log, thread: env.ThreadID, head: emptyHead(),
-		col: storage.IndexName(l.cfg.ID, scope, "episodes")}
+		col: storage.IndexName(l.cfg.ID, scope, "episodes"), evcol: storage.IndexName(l.cfg.ID, scope, "evicted"),
+		usecol: storage.IndexName(l.cfg.ID, scope, "uses")}
 	b.log.Store, b.log.Scope = store, scope
 	if env.Logger != nil {
 		b.log.Logger = env.Logger
@@ -727,6 +733,7 @@ func (l *Layer) markLocked() []byte {
 	m := mark{Version: markVersion, Scope: l.log.Scope, Head: l.head, Pending: slices.Clone(l.pending)}
 	m.Head.Version = baseVersion
 	m.Head.uncount() // a mark names a view; the counts are the stored head's
+	m.Head.Cap = nil
 	for i := range m.Pending {
 		m.Pending[i].toks = 0
 	}
@@ -830,6 +837,7 @@ func (l *Layer) restoreView(ctx context.Context, s snapshot) error {
 		}
 		h.Next = base + 1 + int64(len(s.Episodes))
 		h.setCount(rawSize(s.Episodes))
+		h.Cap = l.viewLedger(base, s)
 		return true
 	})
 	if err != nil {
@@ -890,11 +898,11 @@ func (l *Layer) setRestored(h head, s snapshot) {
 func (l *Layer) reindex(ctx context.Context) error {
 	if l.private {
 		l.ix = &storage.MemoryIndex{}
-	} else if err := l.ix.Drop(ctx, l.col); err != nil {
+	} else if err := errors.Join(l.ix.Drop(ctx, l.col), l.dropEvict(ctx)); err != nil {
 		return fmt.Errorf("drop the index: %w", err)
 	}
-	docs := docsOf(nil, l.digests)
-	if err := l.addDocs(ctx, docsOf(docs, digestsOf(l.recent))); err != nil {
+	docs := l.docs(nil, l.digests)
+	if err := l.addDocs(ctx, l.docs(docs, digestsOf(l.recent))); err != nil {
 		return err
 	}
 	if l.private {
@@ -915,6 +923,7 @@ func (l *Layer) Clear(ctx context.Context) error {
 	h, _, err := l.updateHead(ctx, func(h *head) bool {
 		h.Base, h.Digested, h.Dropped, h.LastDigest = h.Next, h.Next, h.Next, -1
 		h.setCount(0, 0)
+		h.Cap = l.viewLedger(h.Base, snapshot{})
 		return true
 	})
 	if err != nil {
@@ -982,10 +991,14 @@ func (l *Layer) OnSpawn(ctx context.Context, child layer.Env) (layer.Layer, erro
 	return c, nil
 }
 
-// Close appends episodes a failed Store could not.
+// Close appends episodes a failed Store could not, and counts the uses
+// of the episodes the run recalled or read (see Capacity).
 func (l *Layer) Close(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.flushUses(ctx); err != nil {
+		return fmt.Errorf("episodicmemory: close: %w", err)
+	}
 	if len(l.pending) == 0 {
 		return nil
 	}

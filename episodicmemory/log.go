@@ -1,6 +1,7 @@
 package episodicmemory
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -298,6 +299,8 @@ func (l *Layer) publish(ctx context.Context, seq int64, eps []Episode) error {
 		}
 	}
 	n, toks := rawSize(eps)
+	var ev eviction
+	var everr error
 	h, v, ok, err := seqlog.Swap(ctx, &l.log, l.head, l.hver, func(h *head) bool {
 		if h.Next > seq {
 			return false // in the view: published by another writer
@@ -307,9 +310,10 @@ func (l *Layer) publish(ctx context.Context, seq int64, eps []Episode) error {
 		}
 		h.Next = seq + 1
 		h.count(n, toks)
-		return true
+		ev, everr = l.admit(ctx, h, eps, mine)
+		return everr == nil
 	}, func() (head, int64, error) { return l.sync(ctx) })
-	if err != nil {
+	if err = cmp.Or(err, everr); err != nil {
 		return fmt.Errorf("publish segment %d: %w", seq, err)
 	}
 	if !ok {
@@ -320,7 +324,7 @@ func (l *Layer) publish(ctx context.Context, seq int64, eps []Episode) error {
 	// published (indexing reads them there); reading the view replaces it.
 	l.recent = append(l.recent, eps...)
 	l.changed()
-	if err := l.indexed(ctx, eps, mine); err != nil {
+	if err := cmp.Or(l.indexed(ctx, eps, mine), l.apply(ctx, ev)); err != nil {
 		return fmt.Errorf("segment %d is stored, but %w", seq, err)
 	}
 	return nil

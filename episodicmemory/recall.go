@@ -57,6 +57,7 @@ func (l *Layer) Recall(ctx context.Context, q layer.Query) ([]layer.Item, error)
 		block := l.render(inLogOrder(pick))
 		tokens := q.Count(block)
 		if q.Budget <= 0 || tokens <= q.Budget { // zero or less: no budget given
+			l.usedPicks(pick)
 			return []layer.Item{{Text: block, Tokens: tokens}}, nil
 		}
 		pick = pick[:len(pick)-1] // leave out the least relevant
