@@ -50,7 +50,8 @@ var (
 	// sent it to a layer other than semantic memory. Nothing was stored.
 	ErrRefused = errors.New("service: write refused")
 	// ErrNoExtractor means AddMessages was called on a Memory without
-	// Config.Extractors: nothing turns messages into facts.
+	// Config.Extractors or Config.Facts.Consolidate: nothing turns
+	// messages into facts.
 	ErrNoExtractor = errors.New("service: no extractor configured")
 )
 
