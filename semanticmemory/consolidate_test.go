@@ -329,6 +329,15 @@ func TestConsolidateUntrustedAnswers(t *testing.T) {
 		{"unknown op", oneFact, decide(map[string]any{"fact": 1, "op": "merge", "id": "handle:coffee"}), `unknown operation "merge"`},
 		{"no such fact", oneFact, decide(map[string]any{"fact": 2, "op": "add"}), "no new fact 2"},
 		{"update oversized", oneFact, decide(map[string]any{"fact": 1, "op": "update", "id": "handle:coffee", "text": long}), "exceeds 2000"},
+		{"handle shown for another fact", proposals("preference", "The user prefers tea over coffee.", "fact", "Owns a dog named Rex."),
+			decide(map[string]any{"fact": 2, "op": "delete", "id": "handle:coffee"}), "is not a handle shown for fact 2"},
+		{"too many facts", proposals(manyFacts(9)...), decisions(func(string) []map[string]any {
+			var ds []map[string]any
+			for i := 1; i <= 8; i++ {
+				ds = append(ds, map[string]any{"fact": i, "op": "none"})
+			}
+			return ds
+		}), "9 facts proposed, over 8"},
 		{"decided twice", oneFact, decide(map[string]any{"fact": 1, "op": "none"}, map[string]any{"fact": 1, "op": "delete", "id": "handle:coffee"}), "decided already"},
 	}
 	for _, c := range cases {
@@ -499,4 +508,13 @@ func TestConsolidateConfig(t *testing.T) {
 			t.Errorf("New(%+v) = %v, want ErrInvalidConfig", c, err)
 		}
 	}
+}
+
+// manyFacts returns kind, text pairs of n distinct facts.
+func manyFacts(n int) []string {
+	var out []string
+	for i := range n {
+		out = append(out, "fact", fmt.Sprintf("The user visited city number %d.", i))
+	}
+	return out
 }
