@@ -252,8 +252,12 @@ func (k *consolidator) mask(text string) string {
 // [Consolidator]) are consolidated. When ctx ends first, it stops the
 // consolidation under way, drops the turns still queued, and returns an
 // error wrapping ctx's. Without Config.Consolidate it returns nil at
-// once.
+// once. On the template it fails with an error wrapping
+// layer.ErrTemplate.
 func (l *Layer) Flush(ctx context.Context) error {
+	if err := l.unbound("Flush"); err != nil {
+		return err
+	}
 	if err := l.cons.flush(ctx); err != nil {
 		return fmt.Errorf("semanticmemory: flush: %w", err)
 	}
