@@ -84,7 +84,8 @@ type Consolidator struct {
 	// Zero means DefaultMaxProposed.
 	MaxProposed int
 	// MaxQueue caps the turns waiting; a turn beyond it is not
-	// consolidated, and logged. Zero means DefaultMaxQueue.
+	// consolidated, and is logged and recorded as refused. Zero means
+	// DefaultMaxQueue.
 	MaxQueue int
 	// MaxTurnBytes caps the text of a turn shown to the model; a longer
 	// one is cut. Zero means DefaultMaxTurnBytes.
@@ -148,6 +149,8 @@ func (k *consolidator) enqueue(t layer.Turn) {
 	if len(k.queue) >= k.c.MaxQueue {
 		k.l.log.Logger.Warn("semanticmemory: consolidation queue full; a turn is not consolidated",
 			slog.String("layer", k.l.cfg.ID), slog.Int("step", t.Step))
+		k.record(audit.Entry{Op: audit.OpRoute, Step: t.Step, Layer: k.l.cfg.ID, Source: k.source(t.Step).String(), Refused: true,
+			Reason: fmt.Sprintf("the consolidation queue is full (%d turns): the turn is not consolidated", k.c.MaxQueue)})
 		return
 	}
 	k.queue = append(k.queue, t)
@@ -208,6 +211,11 @@ func (k *consolidator) flush(ctx context.Context) error {
 func (k *consolidator) report(entries ...audit.Entry) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.record(entries...)
+}
+
+// record adds entries to those reported, with k.mu held.
+func (k *consolidator) record(entries ...audit.Entry) {
 	k.entries = append(k.entries, entries...)
 	if n := len(k.entries) - maxReported; n > 0 {
 		k.entries = append(k.entries[:0], k.entries[n:]...)

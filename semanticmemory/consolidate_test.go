@@ -518,3 +518,27 @@ func manyFacts(n int) []string {
 	}
 	return out
 }
+
+// TestConsolidateQueueFull: a turn beyond Consolidator.MaxQueue is not
+// consolidated, and the audit says so; the queued ones are.
+func TestConsolidateQueueFull(t *testing.T) {
+	m := blockingModel{started: make(chan struct{})}
+	l := bindConsolidating(t, semanticmemory.Config{Consolidate: &semanticmemory.Consolidator{Model: m, MaxQueue: 1}}, storage.NewMemoryStore(), "a")
+	for step := range 3 { // the first runs, the second waits, the third is refused
+		if err := l.Store(t.Context(), layer.Turn{Step: step, Query: "I like tea"}); err != nil {
+			t.Fatal(err)
+		}
+		if step == 0 {
+			<-m.started
+		}
+	}
+	e := l.AuditEntries()
+	if len(e) != 1 || !e[0].Refused || e[0].Step != 2 || !strings.Contains(e[0].Reason, "queue is full") {
+		t.Errorf("audit = %+v, want the third turn refused", e)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := l.Close(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Close = %v, want context.Canceled", err)
+	}
+}
