@@ -196,24 +196,38 @@ func (k *consolidator) apply(ctx context.Context, step int, b board, ds []decisi
 
 // applyOne applies decision d on b; done marks the facts decided.
 func (k *consolidator) applyOne(ctx context.Context, step int, b board, d decision, done []bool) error {
+	i, err := b.pick(d, done)
+	if err != nil {
+		return err
+	}
+	switch op := strings.ToLower(strings.TrimSpace(d.Op)); op {
+	case "none":
+		return nil
+	case "add":
+		return k.add(ctx, step, b.memos[i], d.Text)
+	case "update", "delete":
+		return k.change(ctx, step, b, i, op, d)
+	}
+	return fmt.Errorf("%w: unknown operation %q: want add, update, delete or none", ErrModelAnswer, textcut.Prefix(d.Op, 32))
+}
+
+// pick returns the index of the proposed fact d decides, and marks it
+// decided in done, or says why d decides none.
+func (b board) pick(d decision, done []bool) (int, error) {
 	i := d.Fact - 1
 	if i < 0 || i >= len(b.memos) {
-		return fmt.Errorf("%w: no new fact %d", ErrModelAnswer, d.Fact)
+		return 0, fmt.Errorf("%w: no new fact %d", ErrModelAnswer, d.Fact)
 	}
 	if done[i] {
-		return fmt.Errorf("%w: fact %d is decided already", ErrModelAnswer, d.Fact)
+		return 0, fmt.Errorf("%w: fact %d is decided already", ErrModelAnswer, d.Fact)
 	}
 	done[i] = true
-	op := strings.ToLower(strings.TrimSpace(d.Op))
-	if op == "none" {
-		return nil
-	}
-	if op == "add" {
-		return k.add(ctx, step, b.memos[i], d.Text)
-	}
-	if op != "update" && op != "delete" {
-		return fmt.Errorf("%w: unknown operation %q: want add, update, delete or none", ErrModelAnswer, textcut.Prefix(d.Op, 32))
-	}
+	return i, nil
+}
+
+// change applies op, "update" or "delete", of decision d to the stored
+// fact it names, which must be one shown for proposed fact i.
+func (k *consolidator) change(ctx context.Context, step int, b board, i int, op string, d decision) error {
 	if !slices.Contains(b.shown[i], d.ID) {
 		return fmt.Errorf("%w: %q is not a handle shown for fact %d", ErrModelAnswer, textcut.Prefix(d.ID, 32), d.Fact)
 	}
