@@ -74,8 +74,9 @@ type Consolidator struct {
 	// Model proposes the facts and decides the operations. Required.
 	Model llms.Model
 	// Gate admits the text an add or an update writes, as an agent's
-	// gating router admits its memorize tool's writes. Nil is route.Gate{},
-	// the default thresholds.
+	// gating router admits its memorize tool's writes: give the agent's
+	// Config.Router when it gates, so that both admit alike. Nil is
+	// route.Gate{}, the default thresholds.
 	Gate route.Admitter
 	// Similar is how many stored facts each proposed fact is compared
 	// with. Zero means DefaultSimilar.
