@@ -14,6 +14,8 @@ import (
 
 	"github.com/memlayer/memlayer/agentloop/agenttest"
 	"github.com/memlayer/memlayer/audit"
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/route"
 	"github.com/memlayer/memlayer/semanticmemory"
 	"github.com/memlayer/memlayer/service"
 	"github.com/memlayer/memlayer/storage"
@@ -103,5 +105,34 @@ func TestAddMessagesConsolidates(t *testing.T) {
 	}
 	if want := []audit.Op{audit.OpWrite, audit.OpRedact, audit.OpWrite, audit.OpSupersede}; !slices.Equal(ops, want) {
 		t.Errorf("a's audit: %v, want %v", ops, want)
+	}
+}
+
+// refuseAll routes every write to semantic memory and admits none.
+type refuseAll struct{}
+
+func (refuseAll) Route(context.Context, layer.Write) route.Route {
+	return route.Route{Layer: semanticmemory.DefaultID}
+}
+
+func (refuseAll) Admit(context.Context, layer.Write, []layer.Candidate) route.Verdict {
+	return route.Verdict{Reason: "closed for writes"}
+}
+
+// With a gating Router and a Consolidator without a Gate, consolidation
+// is gated by the Router: it writes nothing here, and the audit says why.
+func TestAddMessagesConsolidationGatedByRouter(t *testing.T) {
+	ctx := t.Context()
+	store := storage.NewMemoryStore()
+	log := audit.New(audit.Config{Store: store})
+	mem := newMemory(t, store, service.Config{Audit: log, Router: refuseAll{},
+		Facts: semanticmemory.Config{Consolidate: &semanticmemory.Consolidator{Model: consolidating()}}})
+	facts, err := mem.AddMessages(ctx, "ada", service.Message{Role: service.RoleUser, Text: "I now prefer tea."})
+	if err != nil || len(facts) != 0 {
+		t.Fatalf("AddMessages = %+v, %v, want nothing written", facts, err)
+	}
+	turns, err := log.Turns(ctx, service.DefaultAuditThread("ada"))
+	if err != nil || len(turns) != 1 || len(turns[0].Entries) != 1 || !strings.Contains(turns[0].Entries[0].Reason, "closed for writes") {
+		t.Errorf("audit %+v (%v), want the refusal", turns, err)
 	}
 }
