@@ -73,3 +73,46 @@ func TestConsolidationInTheLoop(t *testing.T) {
 		t.Errorf("facts %+v, want both, masked", facts)
 	}
 }
+
+// TestConsolidationInAChild: what a child agent's semantic memory
+// consolidates is in the top-level run's audit, at the child's depth.
+func TestConsolidationInAChild(t *testing.T) {
+	extractor := agenttest.NewFunc(func(_ context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
+		in := r.LastUser()
+		if !strings.HasPrefix(in, "<turn>") {
+			return agenttest.Text(`{"decisions":[{"fact":1,"op":"add"}]}`), nil
+		}
+		time.Sleep(20 * time.Millisecond)
+		if strings.Contains(in, "oolong") {
+			return agenttest.Text(`{"facts":[{"kind":"preference","text":"The user prefers oolong tea."}]}`), nil
+		}
+		return agenttest.Text(`{"facts":[]}`), nil
+	})
+	sem, err := semanticmemory.New(semanticmemory.Config{Consolidate: &semanticmemory.Consolidator{Model: extractor}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := agenttest.NewFunc(func(_ context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
+		switch {
+		case len(r.ToolResults()) > 0:
+			return agenttest.Text("done"), nil
+		case r.LastUser() == "I now prefer oolong tea.":
+			return agenttest.Text("ok"), nil
+		}
+		return agenttest.Calls(agenttest.Call(agentloop.SpawnToolName, map[string]string{"input": "I now prefer oolong tea."})), nil
+	})
+	a := mustAgent(t, agentloop.Config{Model: model, Store: storage.NewMemoryStore(), Layers: []layer.Layer{sem}})
+	res, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t1", ResourceID: "u1", Input: "Ask a helper."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, e := range res.Writes {
+		if e.Op == audit.OpWrite && e.Depth == 1 && e.Text == "The user prefers oolong tea." && strings.Contains(e.Source, "by="+semanticmemory.ByExtractor) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("writes %+v, want the child's consolidated fact at depth 1", res.Writes)
+	}
+}
