@@ -120,7 +120,13 @@ func semanticCase() templateCase {
 			{"Keep", keep},
 			{"memorize", tool("memorize", `{"text":"The user lives in Lisbon."}`)},
 			{"forget", tool("forget", `{"id":"f2"}`)},
+			{"Flush", func(ctx context.Context, l layer.Layer) error { return as(l).Flush(ctx) }},
 		}, snapshotCalls(json.RawMessage(`{"version":1,"facts":[]}`))...),
+		empty: func(t *testing.T, l layer.Layer) {
+			if e := as(l).AuditEntries(); e != nil {
+				t.Errorf("AuditEntries on a template = %v, want nil", e)
+			}
+		},
 	}
 }
 
@@ -321,7 +327,7 @@ func checkClassified(t *testing.T, l layer.Layer, tc templateCase) {
 		known = append(known, c.method)
 	}
 	// Methods without an error result, checked by tc.empty.
-	known = append(known, "Episodes", "CapacityUsed", "Add", "Entities", "ByType", "Recent", "State", "Memory")
+	known = append(known, "Episodes", "CapacityUsed", "Add", "Entities", "ByType", "Recent", "State", "Memory", "AuditEntries")
 	typ := reflect.TypeOf(l)
 	for i := range typ.NumMethod() {
 		if m := typ.Method(i).Name; !slices.Contains(known, m) {

@@ -375,6 +375,7 @@ type run struct {
 	// sorted (nil when it did not run).
 	assembledIDs []string
 	proposers    []writepath.Proposer // the run's Proposers, in slot order; nil until the first step's Store
+	reporters    []writepath.Reporter // the run's layers that write off the step; nil until the first step's Store
 	redacted     writepath.Counts     // what the run masked
 	compiler     *prompt.Compiler
 	sysTokens    int
@@ -561,6 +562,7 @@ func (r *run) runToEnd(ctx context.Context) (*Result, error) {
 		err = ferr
 	}
 	if !errors.Is(err, ErrCheckpointGone) {
+		r.takeReported(ctx, true)
 		r.commitAudit(ctx)
 	}
 	return res, err

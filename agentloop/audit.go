@@ -3,6 +3,7 @@ package agentloop
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -168,6 +169,27 @@ func (r *run) store(ctx context.Context, t layer.Turn) {
 	_ = r.stack.Store(ctx, t) // failures are reported by the stack
 	if r.tree.audit.On() {
 		r.evictors.Record(r.tree.audit, t.Step, r.depth)
+	}
+	r.takeReported(ctx, false)
+}
+
+// takeReported records what the layers that write off the step (see
+// writepath.Reporter) did since the last call; with flush, at the end of
+// the run, it first waits for their work, within the run's save context.
+func (r *run) takeReported(ctx context.Context, flush bool) {
+	if r.reporters == nil {
+		r.reporters = writepath.Reporters(r.stack)
+	}
+	if len(r.reporters) == 0 {
+		return
+	}
+	if flush {
+		var cancel context.CancelFunc
+		ctx, cancel = r.saveContext(ctx)
+		defer cancel()
+	}
+	if err := writepath.TakeReported(ctx, r.tree.audit, r.reporters, r.depth, flush); err != nil {
+		r.a.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "agentloop: a layer's work off the step did not finish", slog.Any("error", err))
 	}
 }
 

@@ -140,6 +140,7 @@ func (p *run) spawn(ctx context.Context, in SpawnInput) (*Result, error) {
 		return nil, err
 	}
 	res, err := child.loop(ctx)
+	child.takeReported(ctx, true) // what its layers write off the step is in the tree's audit
 	if p.res != nil {
 		p.addUsage(res.Usage, false)
 	}

@@ -177,6 +177,16 @@
 // a [SkillNamer] such as [ModelNamer], which asks a langchaingo model.
 // Config.NoSkills turns extraction off.
 //
+// # Model-based consolidation
+//
+// With Config.Consolidate, a langchaingo model reads each turn after it
+// ends, proposes the durable facts it states, and decides for each,
+// against the stored facts most like it, to add it, update one, delete
+// one or do nothing (see [Consolidator]). It runs on a goroutine of the
+// run, off the step; [Layer.Close] waits for it. Its writes are masked
+// and gated as the memorize tool's, and reported for the audit
+// ([Layer.AuditEntries]). Without it the layer stores what it did before.
+//
 // # Block
 //
 // Recall renders the best facts, at most Config.TopK and within the

@@ -52,8 +52,9 @@ const (
 // Source says where a fact came from.
 type Source struct {
 	// By is who wrote it: "model" (the memorize tool), "code" (the Go
-	// API), "user" (code writing what the user said) or "layer:<id>" (a
-	// layer's Store, through agentloop's router).
+	// API), "user" (code writing what the user said), "layer:<id>" (a
+	// layer's Store, through agentloop's router) or [ByExtractor]
+	// (model-based consolidation, see [Consolidator]).
 	By string `json:"by,omitempty"`
 	// Thread is the thread the fact was written in.
 	Thread string `json:"thread,omitempty"`

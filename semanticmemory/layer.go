@@ -122,6 +122,10 @@ type Config struct {
 	NoSkills bool
 	// Skills tunes skill extraction; the zero value is the defaults.
 	Skills SkillConfig
+	// Consolidate, when set, extracts facts from each turn with a model
+	// and reconciles them with the stored facts, off the step (see
+	// [Consolidator]). Nil extracts nothing.
+	Consolidate *Consolidator
 }
 
 // Layer is the semantic memory: distilled facts of a resource (or thread,
@@ -162,6 +166,8 @@ type Layer struct {
 	template bool
 	// seq is the tool sequence of the turn the run is in (see Store).
 	seq turnSeq
+	// cons is the run's model-based consolidation; nil without one.
+	cons *consolidator
 }
 
 // New returns a semantic memory layer. It does no I/O; see [Layer.Init].
@@ -190,6 +196,13 @@ func New(cfg Config) (*Layer, error) {
 	}
 	cfg.Capacity = capacity
 	cfg.Skills.defaults()
+	if cfg.Consolidate != nil {
+		c, err := cfg.Consolidate.withDefaults()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Consolidate = &c
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -304,6 +317,7 @@ func (l *Layer) bind(store storage.Store, scope string, env layer.Env) *Layer {
 	} else {
 		b.ix, b.private = &storage.MemoryIndex{}, true
 	}
+	b.cons = newConsolidator(l.cfg.Consolidate, b, env)
 	return b
 }
 
@@ -1041,16 +1055,18 @@ func (l *Layer) Keep(ctx context.Context, w layer.Write) (layer.Kept, error) {
 	return k, nil
 }
 
-// Close writes the recalls the run noted for eviction (see
-// [Capacity]): one query per fact recalled and one index write. Every
-// fact is stored when it is acknowledged.
+// Close waits for the turns queued for consolidation (see [Layer.Flush]),
+// then writes the recalls the run noted for eviction (see [Capacity]):
+// one query per fact recalled and one index write. Every fact is stored
+// when it is acknowledged.
 func (l *Layer) Close(ctx context.Context) error {
 	if l.template {
 		return nil
 	}
+	cerr := l.cons.flush(ctx)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.flushUses(ctx); err != nil {
+	if err := errors.Join(cerr, l.flushUses(ctx)); err != nil {
 		return fmt.Errorf("semanticmemory: close: %w", err)
 	}
 	return nil

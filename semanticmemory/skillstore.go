@@ -92,9 +92,15 @@ type success struct {
 // time they would double its count (see countKnown). A turn's calls are
 // kept in memory until it ends; a successful turn writes one small
 // record, so no step reads or writes anything that grows with the log.
-// With Config.NoSkills it does nothing.
+// With Config.NoSkills it learns nothing. With Config.Consolidate, a
+// step that ends a turn also queues it for consolidation (see
+// [Consolidator]).
 func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
-	if l.cfg.NoSkills || l.template {
+	if l.template {
+		return nil
+	}
+	l.cons.enqueue(t) // nil without Config.Consolidate
+	if l.cfg.NoSkills {
 		return nil
 	}
 	l.mu.Lock()

@@ -51,10 +51,12 @@
 // [Memory.AddMessages] hands a conversation to Config.Extractors, layers
 // whose Store proposes writes (layer.Proposer), as the loop hands each
 // turn to its layers; their proposals are masked, routed, kept and
-// audited as the loop keeps them. memlayer has no model-based extractor
-// yet: its built-in layers propose no facts from messages (an agent's
-// facts come from its memorize tool), so without an extractor
-// AddMessages is an error wrapping [ErrNoExtractor].
+// audited as the loop keeps them. With Config.Facts.Consolidate, semantic
+// memory's model-based consolidation also reads each turn, and adds,
+// updates or deletes facts (see semanticmemory.Consolidator), masked,
+// gated and audited as in the loop; AddMessages waits for it. Without
+// an extractor or a consolidating model, AddMessages is an error
+// wrapping [ErrNoExtractor].
 //
 // Each write is audited as one turn of the thread Config.AuditThread
 // names for the user ("memory-service:<user>" by default), recorded as

@@ -35,14 +35,19 @@ type Message struct {
 // by Config.Redaction, given to the extractors' Store; after each turn
 // the writes they propose (layer.Proposer) are masked, routed by
 // Config.Router, kept and audited as the loop keeps them. A proposal
-// that cannot be kept is logged and audited, and the others are kept. It
-// returns the facts of this namespace the conversation wrote or
-// superseded, their last versions, in the order first written. Without
-// extractors it is an error wrapping [ErrNoExtractor]; a message of
-// another role one wrapping [ErrInvalidMessage]; both add nothing.
+// that cannot be kept is logged and audited, and the others are kept.
+// With Config.Facts.Consolidate, semantic memory's model-based
+// consolidation reads each turn too (see semanticmemory.Consolidator),
+// and AddMessages waits for it. It returns the facts of this namespace
+// the conversation wrote or superseded, their last versions, in the
+// order first written. Without extractors or a consolidating model it
+// is an error wrapping [ErrNoExtractor]; a message of another role one
+// wrapping [ErrInvalidMessage]; both add nothing. When ctx ends before
+// the consolidation does, the facts it wrote are kept and the error
+// wraps ctx's.
 func (m *Memory) AddMessages(ctx context.Context, user string, msgs ...Message) ([]Fact, error) {
-	if len(m.cfg.Extractors) == 0 {
-		return nil, fmt.Errorf("%w: memlayer has no model-based extractor; give Config.Extractors layers that propose facts (layer.Proposer)", ErrNoExtractor)
+	if len(m.cfg.Extractors) == 0 && m.cfg.Facts.Consolidate == nil {
+		return nil, fmt.Errorf("%w: give Config.Extractors layers that propose facts (layer.Proposer), or Config.Facts.Consolidate a model", ErrNoExtractor)
 	}
 	turns, err := turnsOf(msgs)
 	if err != nil {
@@ -59,6 +64,9 @@ func (m *Memory) AddMessages(ctx context.Context, user string, msgs ...Message) 
 			return nil, fmt.Errorf("service: add messages: turn %d: %w", t.Step, err)
 		}
 		k.KeepProposals(ctx, proposers, t.Step, m.rd, &s.n)
+	}
+	if err := writepath.TakeReported(ctx, &s.audit, writepath.Reporters(s.stack), 0, true); err != nil {
+		return nil, fmt.Errorf("service: add messages: %w", err)
 	}
 	facts, err := s.written(ctx)
 	if err != nil {

@@ -50,7 +50,8 @@ var (
 	// sent it to a layer other than semantic memory. Nothing was stored.
 	ErrRefused = errors.New("service: write refused")
 	// ErrNoExtractor means AddMessages was called on a Memory without
-	// Config.Extractors: nothing turns messages into facts.
+	// Config.Extractors or Config.Facts.Consolidate: nothing turns
+	// messages into facts.
 	ErrNoExtractor = errors.New("service: no extractor configured")
 )
 
@@ -78,6 +79,9 @@ type Config struct {
 	// the agent's, so both read and write the same facts and rank and pin
 	// them alike. Its ID is the Memory's namespace. Its Scope must be
 	// zero or layer.ScopeResource: a Memory serves users.
+	// Its Consolidate, when set, consolidates the conversations
+	// AddMessages gets, gated by Router when Consolidate has no Gate and
+	// Router gates (route.Admitter).
 	Facts semanticmemory.Config
 	// Redaction masks the text of the facts written, as an
 	// agentloop.Agent masks its memorize tool's arguments (see
@@ -120,6 +124,8 @@ func New(store storage.Store, cfg Config) (*Memory, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
+	cfg.Router = cmp.Or(cfg.Router, route.Default)
+	cfg.Facts.Consolidate = gatedBy(cfg.Facts.Consolidate, cfg.Router)
 	tmpl, err := semanticmemory.New(cfg.Facts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: Facts: %w", ErrInvalidConfig, err)
@@ -129,7 +135,6 @@ func New(store storage.Store, cfg Config) (*Memory, error) {
 	if _, err := layer.NewStack(layer.StackConfig{Layers: append([]layer.Layer{tmpl}, cfg.Extractors...)}); err != nil {
 		return nil, fmt.Errorf("%w: extractors: %w", ErrInvalidConfig, err)
 	}
-	cfg.Router = cmp.Or(cfg.Router, route.Default)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	if cfg.AuditThread == nil {
 		cfg.AuditThread = DefaultAuditThread
@@ -138,6 +143,19 @@ func New(store storage.Store, cfg Config) (*Memory, error) {
 	rd := writepath.NewRedactor(cfg.Redaction)
 	cfg.Logger = rd.Logger(cfg.Logger)
 	return &Memory{store: store, cfg: cfg, facts: tmpl, ns: tmpl.Spec().ID, rd: rd}, nil
+}
+
+// gatedBy returns c gated by router when c has no Gate of its own and
+// router gates (route.Admitter), so that consolidation admits what the
+// Memory's other writes would.
+func gatedBy(c *semanticmemory.Consolidator, router route.Router) *semanticmemory.Consolidator {
+	g, ok := router.(route.Admitter)
+	if c == nil || c.Gate != nil || !ok {
+		return c
+	}
+	gc := *c
+	gc.Gate = g
+	return &gc
 }
 
 // check reports what New cannot serve in cfg, as an error wrapping
