@@ -284,8 +284,9 @@ func writeResult(b *strings.Builder, r thread.ToolResult, name, args string) {
 	}
 }
 
-// fit folds the oldest lines into the entities line until the summary
-// fits MaxTokens.
+// fit makes the summary fit MaxTokens (see [Fit]): it turns the oldest
+// lines of steps into turn lines, then folds the oldest lines into the
+// entities line.
 func (s *DeterministicSummarizer) fit(lines []string) string {
 	limit := s.MaxTokens
 	if limit <= 0 {
@@ -298,6 +299,7 @@ func (s *DeterministicSummarizer) fit(lines []string) string {
 	// estimate's rounding).
 	counts, total := lineCounts(count, lines)
 	st := entitiesTokens(count, seen)
+	total = coarsenOldest(count, lines, counts, total, st, limit)
 	for total+st > limit && len(lines) > 0 {
 		for _, e := range lineEntities(lines[0]) {
 			seen = addEntity(seen, e)

@@ -26,6 +26,7 @@ func (l *Layer) Set(text string) { l.text.Store(&text) }
 type Layer struct {
 	text   atomic.Pointer[string]
 	tokens int
+	fit    fitted // the summary fitted to a step's budget, when it passes it
 
 	// mu guards the parts of the summary last split, for Candidates and
 	// block: a summary changes far less often than a step recalls it.
@@ -67,13 +68,19 @@ const summaryHeader = "Summary of the earlier conversation, older than the messa
 // the default estimate, with room for a counter that counts them higher.
 var summaryOverhead = 2 * layer.Query{}.Count(summaryHeader+fence.Wrap(fence.Tag(SummaryLayerID), ""))
 
-// Recall returns the summary the step uses, if there is one.
+// Recall returns the summary the step uses, if there is one. A summary
+// whose block passes q.Budget is shown fitted to it (see [Fit]): each
+// part at the finest resolution that fits, the newest the finest.
 func (l *Layer) Recall(_ context.Context, q layer.Query) ([]layer.Item, error) {
-	text := l.Whole()
+	s := l.text.Load()
+	if s == nil || *s == "" {
+		return nil, nil
+	}
+	text, tokens := l.fit.within(*s, l.Whole(), q)
 	if text == "" {
 		return nil, nil
 	}
-	return []layer.Item{{Text: text, Tokens: q.Count(text)}}, nil
+	return []layer.Item{{Text: text, Tokens: tokens}}, nil
 }
 
 // Whole is the summary's block: its header and the fenced summary; empty

@@ -1,0 +1,220 @@
+package history
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt/fence"
+)
+
+// Resolution is how finely a summary tells a part of the history. A
+// summary tells its newest turns step by step, older turns in one short
+// line each, and the oldest in one line for them all; each coarser form
+// keeps the IDs and names the finer one held, as far as its budget
+// allows.
+type Resolution int
+
+// The resolutions, finest first.
+const (
+	// Steps tells a turn step by step, in the line it is first
+	// summarized into: the request, each tool with its call ID, whether
+	// it failed and the entities (IDs, with their names) its arguments
+	// and result mention, and the start of the answer:
+	//
+	//	- User: Create the About page | createPage (call c1) → page_101 "About" | answer: Created page_101.
+	Steps Resolution = iota
+	// Turn tells a turn in one shorter line: the start of the request,
+	// the entities of all its steps once each, whether a step failed, and
+	// the start of the answer. The tools and call IDs are left out:
+	//
+	//	- Turn: Create the About page → page_101 "About" | answer: Created page_101.
+	Turn
+	// Thread tells a span of turns in one line for them all, their
+	// entities, each ID once with its newest name:
+	//
+	//	Entities seen earlier: page_101 "About"; page_7 "Team"
+	Thread
+)
+
+// String returns "steps", "turn" or "thread".
+func (r Resolution) String() string {
+	switch r {
+	case Steps:
+		return "steps"
+	case Turn:
+		return "turn"
+	case Thread:
+		return "thread"
+	}
+	return "resolution(" + strconv.Itoa(int(r)) + ")"
+}
+
+// The starts of the lines of each resolution.
+const (
+	stepsPrefix = "- User: "
+	turnPrefix  = "- Turn: "
+)
+
+// Limits of a turn line's quoted request and answer, in bytes.
+const (
+	turnRequest = 80
+	turnAnswer  = 60
+)
+
+// LineResolution returns the resolution of a line of a summary: Thread
+// for the entities line, Turn for a turn line, Steps for any other (a
+// turn's steps, or a line a model wrote).
+func LineResolution(line string) Resolution {
+	switch {
+	case strings.HasPrefix(line, entitiesHeader):
+		return Thread
+	case strings.HasPrefix(line, turnPrefix):
+		return Turn
+	}
+	return Steps
+}
+
+// coarsenLine returns a line of steps told as a turn (see [Turn]): its
+// request and answer shortened, the entities of its steps merged (each ID
+// once, with its newest name), whether a step failed. A line that is not
+// a turn's steps (a turn line, or one a model wrote) is returned as it
+// is.
+func coarsenLine(line string) string {
+	if !strings.HasPrefix(line, stepsPrefix) && !strings.HasPrefix(line, " | ") {
+		return line
+	}
+	var request, answer string
+	var ents []string
+	failed := false
+	for i, seg := range strings.Split(line, " | ") {
+		switch {
+		case i == 0 && strings.HasPrefix(seg, stepsPrefix):
+			request = strings.TrimPrefix(seg, stepsPrefix)
+		case strings.HasPrefix(seg, "answer: "):
+			answer = strings.TrimPrefix(seg, "answer: ")
+		default:
+			call, list, _ := strings.Cut(seg, " → ")
+			failed = failed || strings.HasSuffix(call, ") failed")
+			if list != "" {
+				for _, e := range strings.Split(list, ", ") {
+					ents = addEntity(ents, e)
+				}
+			}
+		}
+	}
+	var b strings.Builder
+	b.WriteString(turnPrefix)
+	b.WriteString(clip(request, turnRequest))
+	if len(ents) > 0 {
+		b.WriteString(" → " + strings.Join(ents, ", "))
+	}
+	if failed {
+		b.WriteString(" | failed")
+	}
+	if answer != "" {
+		b.WriteString(" | answer: " + clip(answer, turnAnswer))
+	}
+	return b.String()
+}
+
+// Coarsen returns summary with every part told at resolution r or a
+// coarser one: at Turn each line of steps becomes its turn line; at
+// Thread every line is folded into the entities line. Steps returns the
+// summary as it is. The IDs and names are kept; only the entities line
+// of Thread may, past its size, drop none (Coarsen has no budget).
+func Coarsen(summary string, r Resolution) string {
+	if r <= Steps || summary == "" {
+		return summary
+	}
+	seen, lines := splitEntitiesLine(strings.Split(summary, "\n"))
+	if r == Thread {
+		for _, ln := range lines {
+			for _, e := range lineEntities(ln) {
+				seen = addEntity(seen, e)
+			}
+		}
+		return joinSummary(seen, nil)
+	}
+	for i, ln := range lines {
+		lines[i] = coarsenLine(ln)
+	}
+	return joinSummary(seen, lines)
+}
+
+// Fit returns summary within limit tokens (counted with c; nil is the
+// default estimate), each part at the finest resolution that fits, the
+// newest parts the finest: while it does not fit, the oldest line of
+// steps becomes its turn line; when every line is a turn line, the
+// oldest is folded into the entities line; only when that line alone
+// passes the limit does it drop IDs, those without a name first. A
+// summary that fits is returned as it is; a limit below 1 is 1. It is what
+// [DeterministicSummarizer] does when its summary passes MaxTokens, and
+// what [Layer.Recall] does with a summary that does not fit the step's
+// budget.
+func Fit(summary string, limit int, c interface{ Count(string) int }) string {
+	if summary == "" {
+		return ""
+	}
+	return (&DeterministicSummarizer{MaxTokens: max(limit, 1), Counter: c}).fit(strings.Split(summary, "\n"))
+}
+
+// coarsenOldest turns the oldest lines of steps into turn lines, oldest
+// first, until lines (whose token counts are counts, total in all) and
+// the extra tokens fit limit. It returns the lines' new total.
+func coarsenOldest(count func(string) int, lines []string, counts []int, total, extra, limit int) int {
+	for i := 0; i < len(lines) && total+extra > limit; i++ {
+		if LineResolution(lines[i]) != Steps {
+			continue
+		}
+		c := coarsenLine(lines[i])
+		n := count(c)
+		if n >= counts[i] {
+			continue // no shorter: folding will take it
+		}
+		total += n - counts[i]
+		lines[i], counts[i] = c, n
+	}
+	return total
+}
+
+// fitted is the last summary Layer.Recall fitted to a budget, kept so
+// that the steps that recall the same summary on the same budget fit it
+// once.
+type fitted struct {
+	mu     sync.Mutex
+	text   string
+	budget int
+	block  string
+}
+
+// within returns the block of summary s within q.Budget: the whole
+// block when it fits, else the summary fitted (see [Fit]) to what the
+// budget leaves beside the block's header and fence.
+func (f *fitted) within(s string, whole string, q layer.Query) (string, int) {
+	tokens := q.Count(whole)
+	if q.Budget <= 0 || tokens <= q.Budget {
+		return whole, tokens
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.block == "" || f.text != s || f.budget != q.Budget {
+		frame := q.Count(summaryHeader + fence.Wrap(fence.Tag(SummaryLayerID), ""))
+		f.text, f.budget = s, q.Budget
+		f.block = summaryBlock(Fit(s, q.Budget-frame, q.Counter))
+	}
+	if f.block == "" {
+		return "", 0
+	}
+	return f.block, q.Count(f.block)
+}
+
+// summaryBlock is the block that shows summary s: its header and the
+// fenced summary; empty when s is.
+func summaryBlock(s string) string {
+	if s == "" {
+		return ""
+	}
+	return summaryHeader + fence.Wrap(fence.Tag(SummaryLayerID), s)
+}
