@@ -1,6 +1,7 @@
 package history
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -128,7 +129,8 @@ func Coarsen(summary string, r Resolution) string {
 	if r <= Steps || summary == "" {
 		return summary
 	}
-	seen, lines := splitEntitiesLine(strings.Split(summary, "\n"))
+	seen, lines := splitEntitiesLine(strings.Split(strings.TrimSpace(summary), "\n"))
+	seen = slices.DeleteFunc(seen, func(e string) bool { return strings.TrimSpace(e) == "" })
 	if r == Thread {
 		for _, ln := range lines {
 			for _, e := range lineEntities(ln) {
@@ -149,7 +151,7 @@ func Coarsen(summary string, r Resolution) string {
 // steps becomes its turn line; when every line is a turn line, the
 // oldest is folded into the entities line; only when that line alone
 // passes the limit does it drop IDs, those without a name first. A
-// summary that fits is returned as it is; a limit below 1 is 1. It is what
+// summary that fits keeps its lines; a limit below 1 is 1. It is what
 // [DeterministicSummarizer] does when its summary passes MaxTokens, and
 // what [Layer.Recall] does with a summary that does not fit the step's
 // budget.
@@ -189,9 +191,10 @@ type fitted struct {
 	block  string
 }
 
-// within returns the block of summary s within q.Budget: the whole
-// block when it fits, else the summary fitted (see [Fit]) to what the
-// budget leaves beside the block's header and fence.
+// within returns the block of summary s within q.Budget, and its
+// tokens: whole, the block when it fits, else the summary fitted (see
+// [Fit]) to what the budget leaves beside the block's header and fence;
+// nothing when no fitted block fits.
 func (f *fitted) within(s string, whole string, q layer.Query) (string, int) {
 	tokens := q.Count(whole)
 	if q.Budget <= 0 || tokens <= q.Budget {
@@ -202,13 +205,25 @@ func (f *fitted) within(s string, whole string, q layer.Query) (string, int) {
 	if f.block == "" || f.text != s || f.budget != q.Budget {
 		frame := q.Count(summaryHeader + fence.Wrap(fence.Tag(SummaryLayerID), ""))
 		f.text, f.budget = s, q.Budget
-		f.block = summaryBlock(Fit(s, q.Budget-frame, q.Counter))
+		// The parts' counts add up to the block's within the counter's
+		// rounding: a block that still passes the budget is fitted a
+		// little tighter, a few times at most, then left out.
+		f.block = ""
+		for limit := q.Budget - frame; limit > 0 && limit > q.Budget-frame-fitRetries; limit-- {
+			if b := summaryBlock(Fit(s, limit, q.Counter)); q.Count(b) <= q.Budget {
+				f.block = b
+				break
+			}
+		}
 	}
 	if f.block == "" {
 		return "", 0
 	}
 	return f.block, q.Count(f.block)
 }
+
+// fitRetries bounds the limits within tries below a budget's.
+const fitRetries = 8
 
 // summaryBlock is the block that shows summary s: its header and the
 // fenced summary; empty when s is.
