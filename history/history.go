@@ -341,7 +341,7 @@ func (s *DeterministicSummarizer) fit(lines []string) string {
 		seen = dropEntity(seen)
 		st = entitiesTokens(count, seen)
 	}
-	return joinSummary(seen, lines)
+	return fitWhole(count, limit, seen, lines)
 }
 
 // lineCounts counts the tokens of each line, and of them all.

@@ -60,8 +60,8 @@ const (
 
 // Limits of a turn line's quoted request and answer, in bytes.
 const (
-	turnRequest = 80
-	turnAnswer  = 60
+	turnRequest = 60
+	turnAnswer  = 40
 )
 
 // LineResolution returns the resolution of a line of a summary: Thread
@@ -107,7 +107,7 @@ func coarsenLine(line string) string {
 	}
 	var b strings.Builder
 	b.WriteString(turnPrefix)
-	b.WriteString(clip(request, turnRequest))
+	b.WriteString(shorter(request, turnRequest))
 	if len(ents) > 0 {
 		b.WriteString(" → " + strings.Join(ents, ", "))
 	}
@@ -115,9 +115,18 @@ func coarsenLine(line string) string {
 		b.WriteString(" | failed")
 	}
 	if answer != "" {
-		b.WriteString(" | answer: " + clip(answer, turnAnswer))
+		b.WriteString(" | answer: " + shorter(answer, turnAnswer))
 	}
 	return b.String()
+}
+
+// shorter returns s clipped to n bytes (see clip) when that makes it
+// shorter.
+func shorter(s string, n int) string {
+	if c := clip(s, n); len(c) < len(s) {
+		return c
+	}
+	return s
 }
 
 // Coarsen returns summary with every part told at resolution r or a
@@ -172,13 +181,41 @@ func coarsenOldest(count func(string) int, lines []string, counts []int, total, 
 		}
 		c := coarsenLine(lines[i])
 		n := count(c)
-		if n >= counts[i] {
-			continue // no shorter: folding will take it
+		if n > counts[i] {
+			continue // longer: folding will take it
 		}
 		total += n - counts[i]
 		lines[i], counts[i] = c, n
 	}
 	return total
+}
+
+// fitWhole returns the summary of the entities seen and lines within
+// limit tokens, the summary counted whole: the lines' counts add up to
+// the whole's only within the counter's rounding. While it passes the
+// limit, the oldest line of steps becomes its turn line, else the
+// oldest line is folded into the entities line, else the entities line
+// drops an entity (see dropEntity).
+func fitWhole(count func(string) int, limit int, seen, lines []string) string {
+	out := joinSummary(seen, lines)
+	for count(out) > limit {
+		i := slices.IndexFunc(lines, func(ln string) bool { return LineResolution(ln) == Steps && len(coarsenLine(ln)) < len(ln) })
+		switch {
+		case i >= 0:
+			lines[i] = coarsenLine(lines[i])
+		case len(lines) > 0:
+			for _, e := range lineEntities(lines[0]) {
+				seen = addEntity(seen, e)
+			}
+			lines = lines[1:]
+		case len(seen) > 0:
+			seen = dropEntity(seen)
+		default:
+			return out
+		}
+		out = joinSummary(seen, lines)
+	}
+	return out
 }
 
 // fitted is the last summary Layer.Recall fitted to a budget, kept so

@@ -1,13 +1,9 @@
 package history_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,7 +11,6 @@ import (
 
 	"github.com/memlayer/memlayer/history"
 	"github.com/memlayer/memlayer/layer"
-	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/thread"
 )
 
@@ -50,7 +45,7 @@ func TestSummaries_Resolutions(t *testing.T) {
 	}
 	turn := history.Coarsen(steps, history.Turn)
 	want := `- Turn: Create the About page → page_101 "About" | answer: Created page_101.
-- Turn: Add a team section to it and rename the page → page_101 "About Us", sec_7 "Team", site_1 | failed | answer: Added sec_7 and renamed page_101 to About Us.`
+- Turn: Add a team section to it and rename the page → page_101 "About Us", sec_7 "Team", site_1 | failed | answer: Added sec_7 and renamed page_101 to Abou…`
 	if turn != want {
 		t.Errorf("at turn resolution:\n%s\nwant\n%s", turn, want)
 	}
@@ -197,115 +192,6 @@ func TestSummaries_CompactionNeverGrowsTokens(t *testing.T) {
 		}
 	}
 	t.Logf("FIGURE summaries: %d compaction steps over %d conversations; the largest after/before token ratio at any resolution %.3f", steps, len(convs), worst)
-}
-
-// messageTokens counts m as prompt.CountMessage counts the message it is
-// sent as.
-func messageTokens(m thread.Message) int {
-	count := layer.Query{}.Count
-	n := prompt.MessageOverhead + count(m.Text)
-	for _, c := range m.ToolCalls {
-		n += count(c.Name) + count(c.Arguments)
-	}
-	for _, r := range m.ToolResults {
-		n += count(r.Name) + count(r.Content)
-	}
-	return n
-}
-
-// turnStarts returns the indices of the user messages of msgs.
-func turnStarts(msgs []thread.Message) []int {
-	var out []int
-	for i, m := range msgs {
-		if m.Role == thread.RoleUser {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
-// cms50Messages returns the 50-turn CMS conversation as a thread's
-// messages: each turn's request, its steps' calls (each reference
-// replaced by the ID the fixture says it resolves to) and results, and
-// its answer.
-func cms50Messages(t *testing.T) []thread.Message {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "testdata", "conversations", "cms50.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		Turns []struct {
-			N     int    `json:"n"`
-			User  string `json:"user"`
-			Reply string `json:"reply"`
-			Steps [][]struct {
-				Tool   string          `json:"tool"`
-				Args   json.RawMessage `json:"args"`
-				Result json.RawMessage `json:"result"`
-			} `json:"steps"`
-			Refs []struct{ Ref, Want string } `json:"refs"`
-		} `json:"turns"`
-	}
-	if err := json.Unmarshal(data, &f); err != nil {
-		t.Fatal(err)
-	}
-	var msgs []thread.Message
-	for _, turn := range f.Turns {
-		msgs = append(msgs, thread.Message{Role: thread.RoleUser, Text: turn.User})
-		var refs []string
-		for _, r := range turn.Refs {
-			refs = append(refs, `"$ref:`+r.Ref+`"`, `"`+r.Want+`"`)
-		}
-		resolve := strings.NewReplacer(refs...)
-		for s, step := range turn.Steps {
-			call := thread.Message{Role: thread.RoleAssistant}
-			res := thread.Message{Role: thread.RoleTool}
-			for i, c := range step {
-				id := fmt.Sprintf("call_t%02d_s%d_%d", turn.N, s, i)
-				call.ToolCalls = append(call.ToolCalls, thread.ToolCall{ID: id, Name: c.Tool, Arguments: resolve.Replace(string(c.Args))})
-				res.ToolResults = append(res.ToolResults, thread.ToolResult{CallID: id, Name: c.Tool, Content: string(c.Result)})
-			}
-			msgs = append(msgs, call, res)
-		}
-		msgs = append(msgs, thread.Message{Role: thread.RoleAssistant, Text: turn.Reply})
-	}
-	if len(msgs) < 200 {
-		t.Fatalf("cms50: %d messages", len(msgs))
-	}
-	return msgs
-}
-
-// recallevalMessages returns the conversations of testdata/recalleval,
-// by name, as threads' messages.
-func recallevalMessages(t *testing.T) map[string][]thread.Message {
-	t.Helper()
-	file, err := os.Open(filepath.Join("..", "testdata", "recalleval", "turns.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
-	out := map[string][]thread.Message{}
-	sc := bufio.NewScanner(file)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var r struct{ Conv, Speaker, Text string }
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
-		role := thread.RoleAssistant
-		if r.Speaker == "user" {
-			role = thread.RoleUser
-		}
-		out[r.Conv] = append(out[r.Conv], thread.Message{Role: role, Text: r.Text})
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(out) < 10 {
-		t.Fatalf("recalleval: %d conversations", len(out))
-	}
-	return out
 }
 
 // FuzzSummaryResolutions: coarsening is idempotent at each resolution,

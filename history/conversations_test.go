@@ -1,0 +1,206 @@
+package history_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/memlayer/memlayer/history"
+	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt"
+	"github.com/memlayer/memlayer/thread"
+)
+
+// The authored conversations of the repository's testdata, as threads'
+// messages, for the summaries' tests and benchmarks.
+
+// messageTokens counts m as prompt.CountMessage counts the message it is
+// sent as.
+func messageTokens(m thread.Message) int {
+	count := layer.Query{}.Count
+	n := prompt.MessageOverhead + count(m.Text)
+	for _, c := range m.ToolCalls {
+		n += count(c.Name) + count(c.Arguments)
+	}
+	for _, r := range m.ToolResults {
+		n += count(r.Name) + count(r.Content)
+	}
+	return n
+}
+
+// turnStarts returns the indices of the user messages of msgs.
+func turnStarts(msgs []thread.Message) []int {
+	var out []int
+	for i, m := range msgs {
+		if m.Role == thread.RoleUser {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// cms50Messages returns the 50-turn CMS conversation as a thread's
+// messages: each turn's request, its steps' calls (each reference
+// replaced by the ID the fixture says it resolves to) and results, and
+// its answer.
+func cms50Messages(t testing.TB) []thread.Message {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "conversations", "cms50.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Turns []struct {
+			N     int    `json:"n"`
+			User  string `json:"user"`
+			Reply string `json:"reply"`
+			Steps [][]struct {
+				Tool   string          `json:"tool"`
+				Args   json.RawMessage `json:"args"`
+				Result json.RawMessage `json:"result"`
+			} `json:"steps"`
+			Refs []struct{ Ref, Want string } `json:"refs"`
+		} `json:"turns"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []thread.Message
+	for _, turn := range f.Turns {
+		msgs = append(msgs, thread.Message{Role: thread.RoleUser, Text: turn.User})
+		var refs []string
+		for _, r := range turn.Refs {
+			refs = append(refs, `"$ref:`+r.Ref+`"`, `"`+r.Want+`"`)
+		}
+		resolve := strings.NewReplacer(refs...)
+		for s, step := range turn.Steps {
+			call := thread.Message{Role: thread.RoleAssistant}
+			res := thread.Message{Role: thread.RoleTool}
+			for i, c := range step {
+				id := fmt.Sprintf("call_t%02d_s%d_%d", turn.N, s, i)
+				call.ToolCalls = append(call.ToolCalls, thread.ToolCall{ID: id, Name: c.Tool, Arguments: resolve.Replace(string(c.Args))})
+				res.ToolResults = append(res.ToolResults, thread.ToolResult{CallID: id, Name: c.Tool, Content: string(c.Result)})
+			}
+			msgs = append(msgs, call, res)
+		}
+		msgs = append(msgs, thread.Message{Role: thread.RoleAssistant, Text: turn.Reply})
+	}
+	if len(msgs) < 200 {
+		t.Fatalf("cms50: %d messages", len(msgs))
+	}
+	return msgs
+}
+
+// recallevalMessages returns the conversations of testdata/recalleval,
+// by name, as threads' messages.
+func recallevalMessages(t testing.TB) map[string][]thread.Message {
+	t.Helper()
+	file, err := os.Open(filepath.Join("..", "testdata", "recalleval", "turns.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	out := map[string][]thread.Message{}
+	sc := bufio.NewScanner(file)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var r struct{ Conv, Speaker, Text string }
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		role := thread.RoleAssistant
+		if r.Speaker == "user" {
+			role = thread.RoleUser
+		}
+		out[r.Conv] = append(out[r.Conv], thread.Message{Role: role, Text: r.Text})
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) < 10 {
+		t.Fatalf("recalleval: %d conversations", len(out))
+	}
+	return out
+}
+
+// TestSummaries_TurnsTold summarizes the authored conversations (cms50
+// and the ten of testdata/recalleval) two turns at a time on budgets from
+// small to the default, and logs how many turns the summaries tell with
+// their request (as steps or as a turn line) and how many of cms50's IDs
+// they hold. A summary is never over its budget, and tells its parts
+// oldest coarsest: the entities line first, then turn lines, then lines
+// of steps.
+func TestSummaries_TurnsTold(t *testing.T) {
+	convs := recallevalMessages(t)
+	convs["cms50"] = cms50Messages(t)
+	for _, limit := range []int{125, 250, 500} {
+		told, steps, ids := map[bool]int{}, map[bool]int{}, 0
+		for name, msgs := range convs {
+			sum := summarizeAll(t, msgs, limit)
+			cms := name == "cms50"
+			n, s := linesTold(t, sum)
+			told[cms] += n
+			steps[cms] += s
+			if cms {
+				ids = len(cmsIDPattern.FindAllString(sum, -1))
+			}
+		}
+		t.Logf("FIGURE summaries in %d tokens: cms50 tells %d of 50 turns with their request (%d step by step) and holds %d IDs; the 10 recalleval conversations tell %d turns (%d step by step)",
+			limit, told[true], steps[true], ids, told[false], steps[false])
+	}
+}
+
+// summarizeAll summarizes msgs two turns at a time in limit tokens, and
+// checks that each summary fits.
+func summarizeAll(t *testing.T, msgs []thread.Message, limit int) string {
+	t.Helper()
+	starts := turnStarts(msgs)
+	s := &history.DeterministicSummarizer{MaxTokens: limit}
+	sum := ""
+	for i := 0; i < len(starts); i += 2 {
+		end := len(msgs)
+		if i+2 < len(starts) {
+			end = starts[i+2]
+		}
+		var err error
+		if sum, err = s.Summarize(t.Context(), sum, msgs[starts[i]:end]); err != nil {
+			t.Fatal(err)
+		}
+		if n := (layer.Query{}).Count(sum); n > limit {
+			t.Fatalf("budget %d: %d tokens", limit, n)
+		}
+	}
+	return sum
+}
+
+// linesTold returns how many turns summary tells with their request, and
+// how many of them step by step. It checks that the entities line comes
+// first, then turn lines, then lines of steps.
+func linesTold(t *testing.T, summary string) (told, steps int) {
+	t.Helper()
+	rank := 0
+	for i, ln := range strings.Split(summary, "\n") {
+		r := 0 // the entities line
+		switch {
+		case strings.HasPrefix(ln, "- Turn: "):
+			told, r = told+1, 1
+		case strings.HasPrefix(ln, "- User: "):
+			told, steps, r = told+1, steps+1, 2
+		case i > 0 || ln != "" && !strings.HasPrefix(ln, "Entities seen earlier: "):
+			t.Fatalf("line %d is %q", i, ln)
+		}
+		if r < rank {
+			t.Errorf("line %d is coarser than an earlier one:\n%s", i, summary)
+		}
+		rank = max(rank, r)
+	}
+	return told, steps
+}
+
+// cmsIDPattern matches the cms50 conversation's IDs.
+var cmsIDPattern = regexp.MustCompile(`\b[a-z]+_[0-9a-f]{12}\b`)
