@@ -221,9 +221,11 @@ func writeMessage(b *strings.Builder, m thread.Message) {
 // with a forgiving JSON scanner, so a truncated result still gives its
 // IDs), whether it failed, and the answer's start. The previous summary
 // is kept and the new lines added; when the summary passes MaxTokens,
-// its oldest lines are folded into one "Entities seen earlier" line that
-// keeps every ID (with its name), so a summary never drops an ID; only
-// when that line alone passes the limit are its oldest IDs dropped.
+// its oldest lines are told more coarsely (see [Fit]): each becomes a
+// shorter turn line, then the oldest are folded into one "Entities seen
+// earlier" line that keeps every ID (with its name), so a summary never
+// drops an ID; only when that line alone passes the limit are its
+// oldest IDs dropped.
 type DeterministicSummarizer struct {
 	// MaxTokens bounds the summary, counted by Counter. Zero is
 	// DefaultSummaryTokens.
