@@ -26,7 +26,7 @@ func (l *Layer) Set(text string) { l.text.Store(&text) }
 type Layer struct {
 	text   atomic.Pointer[string]
 	tokens int
-	fit    fitted // the summary fitted to a step's budget, when it passes it
+	fit    fitted // the block last recalled, fitted to its step's budget
 
 	// mu guards the parts of the summary last split, for Candidates and
 	// block: a summary changes far less often than a step recalls it.
@@ -76,7 +76,7 @@ func (l *Layer) Recall(_ context.Context, q layer.Query) ([]layer.Item, error) {
 	if s == nil || *s == "" {
 		return nil, nil
 	}
-	text, tokens := l.fit.within(*s, l.Whole(), q)
+	text, tokens := l.fit.within(*s, q)
 	if text == "" {
 		return nil, nil
 	}
@@ -87,10 +87,10 @@ func (l *Layer) Recall(_ context.Context, q layer.Query) ([]layer.Item, error) {
 // when there is no summary.
 func (l *Layer) Whole() string {
 	s := l.text.Load()
-	if s == nil || *s == "" {
+	if s == nil {
 		return ""
 	}
-	return summaryHeader + fence.Wrap(fence.Tag(SummaryLayerID), *s)
+	return summaryBlock(*s)
 }
 
 // summaryPart is one candidate of the summary in scored assembly: a

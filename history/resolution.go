@@ -1,6 +1,7 @@
 package history
 
 import (
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -175,6 +176,9 @@ func Fit(summary string, limit int, c interface{ Count(string) int }) string {
 // first, until lines (whose token counts are counts, total in all) and
 // the extra tokens fit limit. It returns the lines' new total.
 func coarsenOldest(count func(string) int, lines []string, counts []int, total, extra, limit int) int {
+	if extra >= limit {
+		return total // the entities line alone passes it: every line is folded
+	}
 	for i := 0; i < len(lines) && total+extra > limit; i++ {
 		if LineResolution(lines[i]) != Steps {
 			continue
@@ -218,45 +222,57 @@ func fitWhole(count func(string) int, limit int, seen, lines []string) string {
 	return out
 }
 
-// fitted is the last summary Layer.Recall fitted to a budget, kept so
-// that the steps that recall the same summary on the same budget fit it
-// once.
+// fitted is the block Layer.Recall last showed, kept with what it
+// depends on (the summary, the budget and the counter), so that the
+// steps that recall the same summary on the same budget count and fit
+// it once.
 type fitted struct {
-	mu     sync.Mutex
-	text   string
-	budget int
-	block  string
+	mu      sync.Mutex
+	text    string
+	budget  int
+	counter interface{ Count(string) int }
+	block   string
+	tokens  int
 }
 
 // within returns the block of summary s within q.Budget, and its
 // tokens: whole, the block when it fits, else the summary fitted (see
 // [Fit]) to what the budget leaves beside the block's header and fence;
 // nothing when no fitted block fits.
-func (f *fitted) within(s string, whole string, q layer.Query) (string, int) {
-	tokens := q.Count(whole)
-	if q.Budget <= 0 || tokens <= q.Budget {
-		return whole, tokens
-	}
+func (f *fitted) within(s string, q layer.Query) (string, int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.block == "" || f.text != s || f.budget != q.Budget {
-		frame := q.Count(summaryHeader + fence.Wrap(fence.Tag(SummaryLayerID), ""))
-		f.text, f.budget = s, q.Budget
-		// The parts' counts add up to the block's within the counter's
-		// rounding: a block that still passes the budget is fitted a
-		// little tighter, a few times at most, then left out.
-		f.block = ""
-		for limit := q.Budget - frame; limit > 0 && limit > q.Budget-frame-fitRetries; limit-- {
-			if b := summaryBlock(Fit(s, limit, q.Counter)); q.Count(b) <= q.Budget {
-				f.block = b
-				break
-			}
+	if f.text == s && f.budget == q.Budget && sameCounter(f.counter, q.Counter) {
+		return f.block, f.tokens
+	}
+	f.text, f.budget, f.counter = s, q.Budget, q.Counter
+	f.block = summaryBlock(s)
+	f.tokens = q.Count(f.block)
+	if q.Budget <= 0 || f.tokens <= q.Budget {
+		return f.block, f.tokens
+	}
+	frame := q.Count(summaryHeader + fence.Wrap(fence.Tag(SummaryLayerID), ""))
+	// The parts' counts add up to the block's within the counter's
+	// rounding: a block that still passes the budget is fitted a little
+	// tighter, a few times at most, then left out.
+	f.block, f.tokens = "", 0
+	for limit := q.Budget - frame; limit > 0 && limit > q.Budget-frame-fitRetries; limit-- {
+		if b := summaryBlock(Fit(s, limit, q.Counter)); q.Count(b) <= q.Budget {
+			f.block, f.tokens = b, q.Count(b)
+			break
 		}
 	}
-	if f.block == "" {
-		return "", 0
+	return f.block, f.tokens
+}
+
+// sameCounter reports whether a and b are the same counter: equal, and
+// of a type that can be compared.
+func sameCounter(a, b interface{ Count(string) int }) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
 	}
-	return f.block, q.Count(f.block)
+	t := reflect.TypeOf(a)
+	return t == reflect.TypeOf(b) && t.Comparable() && a == b
 }
 
 // fitRetries bounds the limits within tries below a budget's.

@@ -128,6 +128,14 @@ func TestSummaries_RecallFitsTheBudget(t *testing.T) {
 			}
 		}
 	}
+	// Another counter counts anew: a block counted by one is not given
+	// the other's count.
+	for _, c := range []layer.Query{{Counter: doubled{}}, {}, {Counter: doubled{}, Budget: q.Count(whole)}} {
+		items, err := l.Recall(t.Context(), c)
+		if err != nil || len(items) != 1 || items[0].Tokens != c.Count(items[0].Text) || c.Budget > 0 && items[0].Tokens > c.Budget {
+			t.Errorf("counter %T, budget %d: %+v, %v", c.Counter, c.Budget, items, err)
+		}
+	}
 	// A budget that leaves the newest turn at steps: it is shown as the
 	// summarizer wrote it.
 	lines := strings.Split(steps, "\n")
@@ -137,6 +145,11 @@ func TestSummaries_RecallFitsTheBudget(t *testing.T) {
 		t.Errorf("budget %d: want the first turn coarsened and the second whole, got %+v", q.Budget, items)
 	}
 }
+
+// doubled counts twice the default estimate.
+type doubled struct{}
+
+func (doubled) Count(s string) int { return 2 * (layer.Query{}).Count(s) }
 
 // TestSummaries_CompactionNeverGrowsTokens summarizes the authored
 // conversations (the 50-turn CMS conversation of
