@@ -87,38 +87,52 @@ func coarsenLine(line string) string {
 	if !strings.HasPrefix(line, stepsPrefix) && !strings.HasPrefix(line, " | ") {
 		return line
 	}
-	var request, answer string
-	var ents []string
-	failed := false
-	for i, seg := range strings.Split(line, " | ") {
-		switch {
-		case i == 0 && strings.HasPrefix(seg, stepsPrefix):
-			request = strings.TrimPrefix(seg, stepsPrefix)
-		case strings.HasPrefix(seg, "answer: "):
-			answer = strings.TrimPrefix(seg, "answer: ")
-		default:
-			call, list, _ := strings.Cut(seg, " → ")
-			failed = failed || strings.HasSuffix(call, ") failed")
-			if list != "" {
-				for _, e := range strings.Split(list, ", ") {
-					ents = addEntity(ents, e)
-				}
-			}
-		}
+	var t turnParts
+	for _, seg := range strings.Split(line, " | ") {
+		t.add(seg)
 	}
-	var b strings.Builder
-	b.WriteString(turnPrefix)
-	b.WriteString(shorter(request, turnRequest))
-	if len(ents) > 0 {
-		b.WriteString(" → " + strings.Join(ents, ", "))
+	return t.line()
+}
+
+// turnParts are what a turn line tells, read from the segments of a
+// line of steps.
+type turnParts struct {
+	request, answer string
+	ents            []string
+	failed          bool
+}
+
+// add reads one segment of a line of steps: the request, a tool call
+// (whether it failed, and its entities) or the answer.
+func (t *turnParts) add(seg string) {
+	if req, ok := strings.CutPrefix(seg, stepsPrefix); ok {
+		t.request = req
+		return
 	}
-	if failed {
-		b.WriteString(" | failed")
+	if ans, ok := strings.CutPrefix(seg, "answer: "); ok {
+		t.answer = ans
+		return
 	}
-	if answer != "" {
-		b.WriteString(" | answer: " + shorter(answer, turnAnswer))
+	call, list, _ := strings.Cut(seg, " → ")
+	t.failed = t.failed || strings.HasSuffix(call, ") failed")
+	for _, e := range strings.Split(list, ", ") {
+		t.ents = addEntity(t.ents, e)
 	}
-	return b.String()
+}
+
+// line returns the turn line.
+func (t *turnParts) line() string {
+	segs := []string{turnPrefix + shorter(t.request, turnRequest)}
+	if len(t.ents) > 0 {
+		segs[0] += " → " + strings.Join(t.ents, ", ")
+	}
+	if t.failed {
+		segs = append(segs, "failed")
+	}
+	if t.answer != "" {
+		segs = append(segs, "answer: "+shorter(t.answer, turnAnswer))
+	}
+	return strings.Join(segs, " | ")
 }
 
 // shorter returns s clipped to n bytes (see clip) when that makes it
@@ -133,8 +147,7 @@ func shorter(s string, n int) string {
 // Coarsen returns summary with every part told at resolution r or a
 // coarser one: at Turn each line of steps becomes its turn line; at
 // Thread every line is folded into the entities line. Steps returns the
-// summary as it is. The IDs and names are kept; only the entities line
-// of Thread may, past its size, drop none (Coarsen has no budget).
+// summary as it is. Coarsen has no budget: every ID and name is kept.
 func Coarsen(summary string, r Resolution) string {
 	if r <= Steps || summary == "" {
 		return summary
@@ -142,17 +155,22 @@ func Coarsen(summary string, r Resolution) string {
 	seen, lines := splitEntitiesLine(strings.Split(strings.TrimSpace(summary), "\n"))
 	seen = slices.DeleteFunc(seen, func(e string) bool { return strings.TrimSpace(e) == "" })
 	if r == Thread {
-		for _, ln := range lines {
-			for _, e := range lineEntities(ln) {
-				seen = addEntity(seen, e)
-			}
-		}
-		return joinSummary(seen, nil)
+		return joinSummary(fold(seen, lines), nil)
 	}
 	for i, ln := range lines {
 		lines[i] = coarsenLine(ln)
 	}
 	return joinSummary(seen, lines)
+}
+
+// fold returns the entities seen with those of lines added.
+func fold(seen, lines []string) []string {
+	for _, ln := range lines {
+		for _, e := range lineEntities(ln) {
+			seen = addEntity(seen, e)
+		}
+	}
+	return seen
 }
 
 // Fit returns summary within limit tokens (counted with c; nil is the
@@ -203,15 +221,10 @@ func coarsenOldest(count func(string) int, lines []string, counts []int, total, 
 func fitWhole(count func(string) int, limit int, seen, lines []string) string {
 	out := joinSummary(seen, lines)
 	for count(out) > limit {
-		i := slices.IndexFunc(lines, func(ln string) bool { return LineResolution(ln) == Steps && len(coarsenLine(ln)) < len(ln) })
 		switch {
-		case i >= 0:
-			lines[i] = coarsenLine(lines[i])
+		case coarsenFirst(lines):
 		case len(lines) > 0:
-			for _, e := range lineEntities(lines[0]) {
-				seen = addEntity(seen, e)
-			}
-			lines = lines[1:]
+			seen, lines = fold(seen, lines[:1]), lines[1:]
 		case len(seen) > 0:
 			seen = dropEntity(seen)
 		default:
@@ -220,6 +233,16 @@ func fitWhole(count func(string) int, limit int, seen, lines []string) string {
 		out = joinSummary(seen, lines)
 	}
 	return out
+}
+
+// coarsenFirst turns the oldest line of steps whose turn line is
+// shorter into its turn line, and reports whether there was one.
+func coarsenFirst(lines []string) bool {
+	i := slices.IndexFunc(lines, func(ln string) bool { return LineResolution(ln) == Steps && len(coarsenLine(ln)) < len(ln) })
+	if i >= 0 {
+		lines[i] = coarsenLine(lines[i])
+	}
+	return i >= 0
 }
 
 // fitted is the block Layer.Recall last showed, kept with what it
@@ -242,34 +265,37 @@ type fitted struct {
 func (f *fitted) within(s string, q layer.Query) (string, int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.text == s && f.budget == q.Budget && sameCounter(f.counter, q.Counter) {
-		return f.block, f.tokens
+	if f.text != s || f.budget != q.Budget || !sameCounter(f.counter, q.Counter) {
+		f.text, f.budget, f.counter = s, q.Budget, q.Counter
+		f.block, f.tokens = fitBlock(s, q)
 	}
-	f.text, f.budget, f.counter = s, q.Budget, q.Counter
-	f.block = summaryBlock(s)
-	f.tokens = q.Count(f.block)
-	if q.Budget <= 0 || f.tokens <= q.Budget {
-		return f.block, f.tokens
+	return f.block, f.tokens
+}
+
+// fitBlock returns the block of summary s within q.Budget and its tokens
+// (see fitted.within).
+func fitBlock(s string, q layer.Query) (string, int) {
+	block := summaryBlock(s)
+	if tokens := q.Count(block); q.Budget <= 0 || tokens <= q.Budget {
+		return block, tokens
 	}
 	frame := q.Count(summaryHeader + fence.Wrap(fence.Tag(SummaryLayerID), ""))
 	// The parts' counts add up to the block's within the counter's
 	// rounding: a block that still passes the budget is fitted a little
 	// tighter, a few times at most, then left out.
-	f.block, f.tokens = "", 0
 	for limit := q.Budget - frame; limit > 0 && limit > q.Budget-frame-fitRetries; limit-- {
 		if b := summaryBlock(Fit(s, limit, q.Counter)); q.Count(b) <= q.Budget {
-			f.block, f.tokens = b, q.Count(b)
-			break
+			return b, q.Count(b)
 		}
 	}
-	return f.block, f.tokens
+	return "", 0
 }
 
 // sameCounter reports whether a and b are the same counter: equal, and
 // of a type that can be compared.
 func sameCounter(a, b interface{ Count(string) int }) bool {
 	if a == nil || b == nil {
-		return a == nil && b == nil
+		return a == b
 	}
 	t := reflect.TypeOf(a)
 	return t == reflect.TypeOf(b) && t.Comparable() && a == b
