@@ -134,7 +134,8 @@ func recallevalMessages(t testing.TB) map[string][]thread.Message {
 // their request (as steps or as a turn line) and how many of cms50's IDs
 // they hold. A summary is never over its budget, and tells its parts
 // oldest coarsest: the entities line first, then turn lines, then lines
-// of steps.
+// of steps; the text-only conversations' summaries hold both kinds of
+// line.
 func TestSummaries_TurnsTold(t *testing.T) {
 	convs := recallevalMessages(t)
 	convs["cms50"] = cms50Messages(t)
@@ -152,6 +153,10 @@ func TestSummaries_TurnsTold(t *testing.T) {
 		}
 		t.Logf("FIGURE summaries in %d tokens: cms50 tells %d of 50 turns with their request (%d step by step) and holds %d IDs; the 10 recalleval conversations tell %d turns (%d step by step)",
 			limit, told[true], steps[true], ids, told[false], steps[false])
+		// The newest turns stay steps, the older are turn lines.
+		if steps[false] == 0 || steps[false] == told[false] {
+			t.Errorf("budget %d: %d turns told, %d of them step by step: want both resolutions", limit, told[false], steps[false])
+		}
 	}
 }
 

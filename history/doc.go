@@ -24,8 +24,9 @@
 //	- User: Publish About Us | publishPage (call c9) → page_101 "About Us" | answer: Published.
 //
 // Over its budget, the summary tells its oldest parts more coarsely
-// ([Fit]): a line of steps becomes its turn line, then the oldest turn
-// lines fold into the entities line. The summarizer fits each summary it
+// ([Fit]): the newest lines, within half the budget, stay steps; older
+// lines of steps become turn lines, then the oldest lines fold into the
+// entities line. The summarizer fits each summary it
 // writes to its budget, and the layer fits the summary it shows to the
 // step's budget, so each part is shown at the finest resolution that
 // fits, the newest the finest. A [ModelSummarizer] with MaxTokens asks

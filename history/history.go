@@ -221,7 +221,7 @@ func writeMessage(b *strings.Builder, m thread.Message) {
 // with a forgiving JSON scanner, so a truncated result still gives its
 // IDs), whether it failed, and the answer's start. The previous summary
 // is kept and the new lines added; when the summary passes MaxTokens,
-// its oldest lines are told more coarsely (see [Fit]): each becomes a
+// its older lines are told more coarsely (see [Fit]): each becomes a
 // shorter turn line, then the oldest are folded into one "Entities seen
 // earlier" line that keeps every ID (with its name), so a summary never
 // drops an ID; only when that line alone passes the limit are its
@@ -313,8 +313,8 @@ func writeResult(b *strings.Builder, r thread.ToolResult, name, args string) {
 }
 
 // fit makes the summary fit MaxTokens (see [Fit]): it turns the oldest
-// lines of steps into turn lines, then folds the oldest lines into the
-// entities line.
+// lines of steps into turn lines and folds the oldest lines into the
+// entities line, keeping the newest lines as steps as long as it can.
 func (s *DeterministicSummarizer) fit(lines []string) string {
 	limit := s.MaxTokens
 	if limit <= 0 {
@@ -325,17 +325,16 @@ func (s *DeterministicSummarizer) fit(lines []string) string {
 	// Each line is counted once: the summary's count is the sum of its
 	// lines' (the newlines between them count nothing more than the
 	// estimate's rounding).
-	counts, total := lineCounts(count, lines)
-	st := entitiesTokens(count, seen)
-	total = coarsenOldest(count, lines, counts, total, st, limit)
-	for total+st > limit && len(lines) > 0 {
-		for _, e := range lineEntities(lines[0]) {
-			seen = addEntity(seen, e)
-		}
-		total -= counts[0]
-		lines, counts = lines[1:], counts[1:]
-		st = entitiesTokens(count, seen)
+	f := fitting{count: count, limit: limit, seen: seen, lines: lines}
+	f.counts, f.total = lineCounts(count, lines)
+	f.st = entitiesTokens(count, seen)
+	// The newest lines within half of what the entities line leaves stay
+	// steps while older ones are told more coarsely; then they too.
+	for _, keep := range []int{f.newest((limit - f.st) / 2), 0} {
+		f.coarsen(keep)
+		f.fold(keep)
 	}
+	seen, lines, st := f.seen, f.lines, f.st
 	// The list alone passes the budget: drop entities from it, those
 	// without a name first (nothing refers back to them by name), the
 	// oldest first.

@@ -175,11 +175,13 @@ func fold(seen, lines []string) []string {
 
 // Fit returns summary within limit tokens (counted with c; nil is the
 // default estimate), each part at the finest resolution that fits, the
-// newest parts the finest: while it does not fit, the oldest line of
-// steps becomes its turn line; when every line is a turn line, the
-// oldest is folded into the entities line; only when that line alone
-// passes the limit does it drop IDs, those without a name first. A
-// summary that fits keeps its lines; a limit below 1 is 1. It is what
+// newest parts the finest. The newest lines that fit in half of what the
+// entities line leaves stay as they are; while the summary does not
+// fit, the older lines of steps become turn lines, oldest first, then
+// the oldest lines are folded into the entities line; then the newest
+// lines likewise. Only when the entities line alone passes the limit
+// does it drop IDs, those without a name first. A summary that fits
+// keeps its lines; a limit below 1 is 1. It is what
 // [DeterministicSummarizer] does when its summary passes MaxTokens, and
 // what [Layer.Recall] does with a summary that does not fit the step's
 // budget.
@@ -190,26 +192,58 @@ func Fit(summary string, limit int, c interface{ Count(string) int }) string {
 	return (&DeterministicSummarizer{MaxTokens: max(limit, 1), Counter: c}).fit(strings.Split(summary, "\n"))
 }
 
-// coarsenOldest turns the oldest lines of steps into turn lines, oldest
-// first, until lines (whose token counts are counts, total in all) and
-// the extra tokens fit limit. It returns the lines' new total.
-func coarsenOldest(count func(string) int, lines []string, counts []int, total, extra, limit int) int {
-	if extra >= limit {
-		return total // the entities line alone passes it: every line is folded
+// fitting is the state of DeterministicSummarizer.fit: the entities
+// line's items and its tokens, the lines with their tokens and their
+// total, and the limit.
+type fitting struct {
+	count       func(string) int
+	limit       int
+	seen, lines []string
+	counts      []int
+	total, st   int
+}
+
+// over reports whether the summary still passes the limit.
+func (f *fitting) over() bool { return f.total+f.st > f.limit }
+
+// newest returns how many of the newest lines fit in tokens.
+func (f *fitting) newest(tokens int) int {
+	n, sum := 0, 0
+	for i := len(f.counts) - 1; i >= 0 && sum+f.counts[i] <= tokens; i-- {
+		sum += f.counts[i]
+		n++
 	}
-	for i := 0; i < len(lines) && total+extra > limit; i++ {
-		if LineResolution(lines[i]) != Steps {
+	return n
+}
+
+// coarsen turns the oldest lines of steps into turn lines, oldest first,
+// while the summary passes the limit, leaving the newest keep lines as
+// they are. A turn line no shorter than its steps is not made.
+func (f *fitting) coarsen(keep int) {
+	if f.st >= f.limit {
+		return // the entities line alone passes it: every line is folded
+	}
+	for i := 0; i < len(f.lines)-keep && f.over(); i++ {
+		if LineResolution(f.lines[i]) != Steps {
 			continue
 		}
-		c := coarsenLine(lines[i])
-		n := count(c)
-		if n > counts[i] {
-			continue // longer: folding will take it
+		c := coarsenLine(f.lines[i])
+		if n := f.count(c); n <= f.counts[i] {
+			f.total += n - f.counts[i]
+			f.lines[i], f.counts[i] = c, n
 		}
-		total += n - counts[i]
-		lines[i], counts[i] = c, n
 	}
-	return total
+}
+
+// fold folds the oldest lines into the entities line while the summary
+// passes the limit, leaving the newest keep lines.
+func (f *fitting) fold(keep int) {
+	for f.over() && len(f.lines) > keep {
+		f.seen = fold(f.seen, f.lines[:1])
+		f.total -= f.counts[0]
+		f.lines, f.counts = f.lines[1:], f.counts[1:]
+		f.st = entitiesTokens(f.count, f.seen)
+	}
 }
 
 // fitWhole returns the summary of the entities seen and lines within
