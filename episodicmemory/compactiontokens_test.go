@@ -1,16 +1,11 @@
 package episodicmemory
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/memlayer/memlayer/internal/convtest"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/storage"
 )
@@ -111,37 +106,18 @@ func viewTokens(t *testing.T, l *Layer) (int, int) {
 // agent logs them, each reference replaced by the ID it resolves to.
 func cms50Turns(t *testing.T) []layer.Turn {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "testdata", "conversations", "cms50.json"))
+	turns, err := convtest.CMS50("..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var f struct {
-		Turns []struct {
-			N           int
-			User, Reply string
-			Steps       [][]struct {
-				Tool         string
-				Args, Result json.RawMessage
-			}
-			Refs []struct{ Ref, Want string }
-		}
-	}
-	if err := json.Unmarshal(data, &f); err != nil {
-		t.Fatal(err)
-	}
 	var out []layer.Turn
-	for _, turn := range f.Turns {
-		var refs []string
-		for _, r := range turn.Refs {
-			refs = append(refs, `"$ref:`+r.Ref+`"`, `"`+r.Want+`"`)
-		}
-		resolve := strings.NewReplacer(refs...)
+	for _, turn := range turns {
 		for s, step := range turn.Steps {
 			lt := layer.Turn{Step: s, Query: turn.User}
-			for i, c := range step {
-				call := layer.ToolCall{ID: fmt.Sprintf("call_t%02d_s%d_%d", turn.N, s, i), Name: c.Tool, Arguments: resolve.Replace(string(c.Args))}
+			for _, c := range step {
+				call := layer.ToolCall{ID: c.ID, Name: c.Tool, Arguments: c.Args}
 				lt.ToolCalls = append(lt.ToolCalls, call)
-				lt.Results = append(lt.Results, layer.ToolResult{ToolCall: call, Content: string(c.Result)})
+				lt.Results = append(lt.Results, layer.ToolResult{ToolCall: call, Content: c.Result})
 			}
 			out = append(out, lt)
 		}
@@ -154,27 +130,20 @@ func cms50Turns(t *testing.T) []layer.Turn {
 // name, as the turns the agent logs: a request and its answer each.
 func recallevalTurns(t *testing.T) map[string][]layer.Turn {
 	t.Helper()
-	file, err := os.Open(filepath.Join("..", "testdata", "recalleval", "turns.jsonl"))
+	convs, err := convtest.Recalleval("..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer file.Close()
 	out := map[string][]layer.Turn{}
-	var query string
-	sc := bufio.NewScanner(file)
-	for sc.Scan() {
-		var r struct{ Conv, Speaker, Text string }
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
+	for name, lines := range convs {
+		var query string
+		for _, ln := range lines {
+			if ln.User {
+				query = ln.Text
+				continue
+			}
+			out[name] = append(out[name], layer.Turn{Query: query, Response: ln.Text})
 		}
-		if r.Speaker == "user" {
-			query = r.Text
-			continue
-		}
-		out[r.Conv] = append(out[r.Conv], layer.Turn{Query: query, Response: r.Text})
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return out
 }

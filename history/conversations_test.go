@@ -1,16 +1,12 @@
 package history_test
 
 import (
-	"bufio"
-	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/memlayer/memlayer/history"
+	"github.com/memlayer/memlayer/internal/convtest"
 	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/thread"
@@ -50,41 +46,19 @@ func turnStarts(msgs []thread.Message) []int {
 // its answer.
 func cms50Messages(t testing.TB) []thread.Message {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "testdata", "conversations", "cms50.json"))
+	turns, err := convtest.CMS50("..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var f struct {
-		Turns []struct {
-			N     int    `json:"n"`
-			User  string `json:"user"`
-			Reply string `json:"reply"`
-			Steps [][]struct {
-				Tool   string          `json:"tool"`
-				Args   json.RawMessage `json:"args"`
-				Result json.RawMessage `json:"result"`
-			} `json:"steps"`
-			Refs []struct{ Ref, Want string } `json:"refs"`
-		} `json:"turns"`
-	}
-	if err := json.Unmarshal(data, &f); err != nil {
-		t.Fatal(err)
-	}
 	var msgs []thread.Message
-	for _, turn := range f.Turns {
+	for _, turn := range turns {
 		msgs = append(msgs, thread.Message{Role: thread.RoleUser, Text: turn.User})
-		var refs []string
-		for _, r := range turn.Refs {
-			refs = append(refs, `"$ref:`+r.Ref+`"`, `"`+r.Want+`"`)
-		}
-		resolve := strings.NewReplacer(refs...)
-		for s, step := range turn.Steps {
+		for _, step := range turn.Steps {
 			call := thread.Message{Role: thread.RoleAssistant}
 			res := thread.Message{Role: thread.RoleTool}
-			for i, c := range step {
-				id := fmt.Sprintf("call_t%02d_s%d_%d", turn.N, s, i)
-				call.ToolCalls = append(call.ToolCalls, thread.ToolCall{ID: id, Name: c.Tool, Arguments: resolve.Replace(string(c.Args))})
-				res.ToolResults = append(res.ToolResults, thread.ToolResult{CallID: id, Name: c.Tool, Content: string(c.Result)})
+			for _, c := range step {
+				call.ToolCalls = append(call.ToolCalls, thread.ToolCall{ID: c.ID, Name: c.Tool, Arguments: c.Args})
+				res.ToolResults = append(res.ToolResults, thread.ToolResult{CallID: c.ID, Name: c.Tool, Content: c.Result})
 			}
 			msgs = append(msgs, call, res)
 		}
@@ -100,30 +74,22 @@ func cms50Messages(t testing.TB) []thread.Message {
 // by name, as threads' messages.
 func recallevalMessages(t testing.TB) map[string][]thread.Message {
 	t.Helper()
-	file, err := os.Open(filepath.Join("..", "testdata", "recalleval", "turns.jsonl"))
+	convs, err := convtest.Recalleval("..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer file.Close()
+	if len(convs) < 10 {
+		t.Fatalf("recalleval: %d conversations", len(convs))
+	}
 	out := map[string][]thread.Message{}
-	sc := bufio.NewScanner(file)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var r struct{ Conv, Speaker, Text string }
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
+	for name, lines := range convs {
+		for _, ln := range lines {
+			role := thread.RoleAssistant
+			if ln.User {
+				role = thread.RoleUser
+			}
+			out[name] = append(out[name], thread.Message{Role: role, Text: ln.Text})
 		}
-		role := thread.RoleAssistant
-		if r.Speaker == "user" {
-			role = thread.RoleUser
-		}
-		out[r.Conv] = append(out[r.Conv], thread.Message{Role: role, Text: r.Text})
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(out) < 10 {
-		t.Fatalf("recalleval: %d conversations", len(out))
 	}
 	return out
 }
