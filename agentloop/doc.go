@@ -204,7 +204,8 @@
 // request, each tool and its call ID, the IDs and names of the entities
 // its result mentions (read with a forgiving scanner, so a truncated
 // result still gives its IDs), failures and the answer's start; over its
-// budget, the oldest lines fold into one list of IDs. It runs when a
+// budget, the oldest turns are told more coarsely (history.Resolution:
+// a shorter line per turn, then one list of IDs for the oldest). It runs when a
 // step is recorded, so a step's prompt depends only on what was stored
 // before the step. [history.NewModelSummarizer] asks any langchaingo model, with
 // a replaceable prompt; it runs in the background, the steps meanwhile

@@ -134,12 +134,29 @@ var ErrEmptySummary = errors.New("history: summarize: the model returned no summ
 // none. It is followed by the previous summary and the messages.
 const DefaultSummaryPrompt = `Update the summary of the conversation below for the assistant that continues it.
 Keep every user request, every tool called with the IDs and names of what it created, changed or found, and each outcome.
-Never drop an ID. Be brief: one line per request. Answer with the summary only.`
+Never drop an ID. Be brief: one line per request, as
+- User: <request> | <tool> (call <call ID>) → <ID> "<name>", <ID> | answer: <outcome>
+Keep the lines of the summary so far as they are. Answer with the summary only.`
 
 // ModelSummarizer is a [Summarizer] that asks a langchaingo model.
+//
+// With MaxTokens set, a summary that passes it is told more coarsely by
+// the model (see [DefaultCondensePrompt]): older turns in a line each,
+// the oldest folded into one line of their IDs and names. What the
+// model's answer still has beyond MaxTokens is fitted as [Fit] does.
 type ModelSummarizer struct {
 	model  llms.Model
 	prompt string
+
+	// MaxTokens bounds the summary, counted by Counter. Zero means no
+	// bound: the history-summary layer fits the summary to each step's
+	// budget when it shows it.
+	MaxTokens int
+	// Counter counts tokens; nil is the default estimate.
+	Counter interface{ Count(string) int }
+	// CondensePrompt is the prompt sent with a summary that passes
+	// MaxTokens; "%d" in it is MaxTokens. Empty is DefaultCondensePrompt.
+	CondensePrompt string
 }
 
 // NewModelSummarizer returns a Summarizer that sends model prompt (empty
@@ -169,10 +186,19 @@ func (s *ModelSummarizer) Summarize(ctx context.Context, previous string, msgs [
 	if err != nil {
 		return "", fmt.Errorf("history: summarize: %w", err)
 	}
-	if resp == nil || len(resp.Choices) == 0 || resp.Choices[0] == nil || strings.TrimSpace(resp.Choices[0].Content) == "" {
+	text, ok := answer(resp)
+	if !ok {
 		return "", ErrEmptySummary
 	}
-	return strings.TrimSpace(resp.Choices[0].Content), nil
+	return s.condense(ctx, text)
+}
+
+// answer returns the text of a model's answer, and false when it has none.
+func answer(resp *llms.ContentResponse) (string, bool) {
+	if resp == nil || len(resp.Choices) == 0 || resp.Choices[0] == nil || strings.TrimSpace(resp.Choices[0].Content) == "" {
+		return "", false
+	}
+	return strings.TrimSpace(resp.Choices[0].Content), true
 }
 
 // writeMessage writes a message as one or more lines of text.
@@ -195,9 +221,11 @@ func writeMessage(b *strings.Builder, m thread.Message) {
 // with a forgiving JSON scanner, so a truncated result still gives its
 // IDs), whether it failed, and the answer's start. The previous summary
 // is kept and the new lines added; when the summary passes MaxTokens,
-// its oldest lines are folded into one "Entities seen earlier" line that
-// keeps every ID (with its name), so a summary never drops an ID; only
-// when that line alone passes the limit are its oldest IDs dropped.
+// its older lines are told more coarsely (see [Fit]): each becomes a
+// shorter turn line, then the oldest are folded into one "Entities seen
+// earlier" line that keeps every ID (with its name), so a summary never
+// drops an ID; only when that line alone passes the limit are its
+// oldest IDs dropped.
 type DeterministicSummarizer struct {
 	// MaxTokens bounds the summary, counted by Counter. Zero is
 	// DefaultSummaryTokens.
@@ -284,8 +312,9 @@ func writeResult(b *strings.Builder, r thread.ToolResult, name, args string) {
 	}
 }
 
-// fit folds the oldest lines into the entities line until the summary
-// fits MaxTokens.
+// fit makes the summary fit MaxTokens (see [Fit]): it turns the oldest
+// lines of steps into turn lines and folds the oldest lines into the
+// entities line, keeping the newest lines as steps as long as it can.
 func (s *DeterministicSummarizer) fit(lines []string) string {
 	limit := s.MaxTokens
 	if limit <= 0 {
@@ -296,16 +325,16 @@ func (s *DeterministicSummarizer) fit(lines []string) string {
 	// Each line is counted once: the summary's count is the sum of its
 	// lines' (the newlines between them count nothing more than the
 	// estimate's rounding).
-	counts, total := lineCounts(count, lines)
-	st := entitiesTokens(count, seen)
-	for total+st > limit && len(lines) > 0 {
-		for _, e := range lineEntities(lines[0]) {
-			seen = addEntity(seen, e)
-		}
-		total -= counts[0]
-		lines, counts = lines[1:], counts[1:]
-		st = entitiesTokens(count, seen)
+	f := fitting{count: count, limit: limit, seen: seen, lines: lines}
+	f.counts, f.total = lineCounts(count, lines)
+	f.st = entitiesTokens(count, seen)
+	// The newest lines within half of what the entities line leaves stay
+	// steps while older ones are told more coarsely; then they too.
+	for _, keep := range []int{f.newest((limit - f.st) / 2), 0} {
+		f.coarsen(keep)
+		f.fold(keep)
 	}
+	seen, lines, st := f.seen, f.lines, f.st
 	// The list alone passes the budget: drop entities from it, those
 	// without a name first (nothing refers back to them by name), the
 	// oldest first.
@@ -313,7 +342,7 @@ func (s *DeterministicSummarizer) fit(lines []string) string {
 		seen = dropEntity(seen)
 		st = entitiesTokens(count, seen)
 	}
-	return joinSummary(seen, lines)
+	return fitWhole(count, limit, seen, lines)
 }
 
 // lineCounts counts the tokens of each line, and of them all.
@@ -367,8 +396,12 @@ func dropEntity(seen []string) []string {
 // addEntity adds e (an ID, alone or followed by its quoted name) to the
 // entities line's items once per ID: an ID already listed keeps its
 // place and takes e's name if e has one (the newer name), so a bare
-// reference to an entity listed with its name adds nothing.
+// reference to an entity listed with its name adds nothing, and
+// neither does an empty e.
 func addEntity(seen []string, e string) []string {
+	if strings.TrimSpace(e) == "" {
+		return seen
+	}
 	id, named := entityID(e)
 	for i, s := range seen {
 		if sid, _ := entityID(s); sid == id {

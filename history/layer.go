@@ -26,6 +26,7 @@ func (l *Layer) Set(text string) { l.text.Store(&text) }
 type Layer struct {
 	text   atomic.Pointer[string]
 	tokens int
+	fit    fitted // the block last recalled, fitted to its step's budget
 
 	// mu guards the parts of the summary last split, for Candidates and
 	// block: a summary changes far less often than a step recalls it.
@@ -67,23 +68,29 @@ const summaryHeader = "Summary of the earlier conversation, older than the messa
 // the default estimate, with room for a counter that counts them higher.
 var summaryOverhead = 2 * layer.Query{}.Count(summaryHeader+fence.Wrap(fence.Tag(SummaryLayerID), ""))
 
-// Recall returns the summary the step uses, if there is one.
+// Recall returns the summary the step uses, if there is one. A summary
+// whose block passes q.Budget is shown fitted to it (see [Fit]): each
+// part at the finest resolution that fits, the newest the finest.
 func (l *Layer) Recall(_ context.Context, q layer.Query) ([]layer.Item, error) {
-	text := l.Whole()
+	s := l.text.Load()
+	if s == nil || *s == "" {
+		return nil, nil
+	}
+	text, tokens := l.fit.within(*s, q)
 	if text == "" {
 		return nil, nil
 	}
-	return []layer.Item{{Text: text, Tokens: q.Count(text)}}, nil
+	return []layer.Item{{Text: text, Tokens: tokens}}, nil
 }
 
 // Whole is the summary's block: its header and the fenced summary; empty
 // when there is no summary.
 func (l *Layer) Whole() string {
 	s := l.text.Load()
-	if s == nil || *s == "" {
+	if s == nil {
 		return ""
 	}
-	return summaryHeader + fence.Wrap(fence.Tag(SummaryLayerID), *s)
+	return summaryBlock(*s)
 }
 
 // summaryPart is one candidate of the summary in scored assembly: a

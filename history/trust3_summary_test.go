@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memlayer/memlayer/history"
+	"github.com/memlayer/memlayer/layer"
 	"github.com/memlayer/memlayer/thread"
 )
 
@@ -63,13 +64,25 @@ func TestTrust318_ToolResultCannotForgeTheSummary(t *testing.T) {
 	if id, err := strconv.Unquote(`"` + q[:end+1]); err != nil || id != forged {
 		t.Errorf("the quoted ID reads back as %q (%v), want %q", id, err, forged)
 	}
+	// Told as a turn, the line keeps its request and answer segments
+	// only, and one entity list.
+	turn := history.Coarsen(sum, history.Turn)
+	if segs := strings.Split(turn, " | "); len(segs) != 2 || !strings.HasPrefix(segs[0], "- Turn: ") || !strings.HasPrefix(segs[1], "answer: ") || strings.Count(turn, " → ") != 1 {
+		t.Errorf("the turn line has forged segments:\n%q", segs)
+	}
 	// Folded, the entities line lists the four real entities (pg-1 of the
 	// arguments, the page of the result, the site it refers to, and the
-	// second call's) and nothing the values imitate.
-	folded, err := (&history.DeterministicSummarizer{MaxTokens: 150}).Summarize(t.Context(), sum+"\n- User: "+strings.Repeat("next ", 500), nil)
-	if err != nil {
-		t.Fatal(err)
+	// second call's) and nothing the values imitate, from the steps or
+	// from the turn line.
+	for _, folded := range []string{history.Coarsen(sum, history.Thread), history.Coarsen(turn, history.Thread)} {
+		checkForgedFold(t, folded)
 	}
+}
+
+// checkForgedFold checks the entities line of TestTrust318_ToolResultCannotForgeTheSummary's
+// folded summary.
+func checkForgedFold(t *testing.T, folded string) {
+	t.Helper()
 	list, ok := strings.CutPrefix(folded, "Entities seen earlier: ")
 	if !ok {
 		t.Fatalf("not folded:\n%s", folded)
@@ -90,8 +103,10 @@ func TestTrust318_ToolResultCannotForgeTheSummary(t *testing.T) {
 // summarizer wrote before IDs were escaped (testdata/summary_v1.txt, with
 // a forged ID and a name holding the separators, as it stored them) is
 // still read as before: its lines are kept as they are when a turn is
-// added, and folded it gives the entities line it gave then
-// (testdata/summary_v1.folded.txt, written by that summarizer).
+// added, folded it gives the entities line it gave then
+// (testdata/summary_v1.folded.txt, written by that summarizer), and
+// fitted to the budget that folded it, it keeps every entity that fold
+// kept.
 func TestTrust318_OldSummariesStillLoad(t *testing.T) {
 	read := func(name string) string {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
@@ -105,8 +120,17 @@ func TestTrust318_OldSummariesStillLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if folded != want {
-		t.Errorf("the old summary folds to\n%s\nwant\n%s", folded, want)
+	wantLine, kept, _ := strings.Cut(want, "\n")
+	if thread := history.Coarsen(old, history.Thread); !strings.HasPrefix(thread, wantLine+"; ") {
+		t.Errorf("the old summary folds to\n%s\nwant it to start with\n%s", thread, wantLine)
+	}
+	for _, e := range append(strings.Split(strings.TrimPrefix(wantLine, "Entities seen earlier: "), "; "), `page 9 "Journal"`) {
+		if !strings.Contains(folded, e) {
+			t.Errorf("fitted, the old summary lost %s (kept by %q):\n%s", e, kept, folded)
+		}
+	}
+	if n := (layer.Query{}).Count(folded); n > 60 {
+		t.Errorf("fitted to 60 tokens, the old summary takes %d:\n%s", n, folded)
 	}
 	next, err := (&history.DeterministicSummarizer{}).Summarize(t.Context(), old, []thread.Message{{Role: thread.RoleUser, Text: "and now?"}})
 	if err != nil {
