@@ -450,8 +450,9 @@ func (r ltResult) report(t testing.TB, name string) {
 // 95% of the back-references resolved, the last turn's request at most
 // 8,000 tokens, its memlayer overhead at most twice turn 10's (the
 // least of its 10 turns, see ltPoint, against r.turn10, see ltTurn10;
-// the least of turns 1 to 10 when r.turn10 is not measured), and with
-// all four layers at most 16 KB written per turn. With timed false the
+// the least of turns 1 to 10 when r.turn10 is not measured; 1 ms more
+// is allowed for the clock of a shared machine), and with all four
+// layers at most 16 KB written per turn. With timed false the
 // overhead bar is logged, not asserted; it is asserted only under make
 // reliability.
 func checkLongThread(t *testing.T, r ltResult, all, timed bool) {
@@ -512,16 +513,16 @@ func TestLongThread(t *testing.T) {
 	checkLongThread(t, r, false, true)
 }
 
-// TestLongThreadAllLayers is the same with all four layers. It asserts
-// resolution, prompt size and the bytes written per turn; the overhead
-// bar is logged, not asserted: it is not met yet (issue 25).
+// TestLongThreadAllLayers is the same with all four layers, with every
+// bar of issue 25 asserted as for the quickstart, and at most 16 KB
+// written per turn.
 func TestLongThreadAllLayers(t *testing.T) {
 	r := runLongThread(t, ltTurns(), true)
 	if heavy() {
 		r.turn10 = ltTurn10(t, true, ltSQLite)
 	}
 	r.report(t, "all-layers")
-	checkLongThread(t, r, true, false)
+	checkLongThread(t, r, true, true)
 }
 
 // TestLongThreadWritesFlat asserts that what the episodic and entity
