@@ -131,6 +131,7 @@ func (r *run) writeCheckpoint(ctx context.Context) error {
 		if snap, err = r.stack.Snapshot(ctx, r.snapIDs...); err != nil {
 			return r.checkpointError(fmt.Errorf("snapshot layers: %w", err))
 		}
+		snap = storedPart(r.stack, snap)
 	}
 	if err := r.writeThread(ctx, snap); err != nil {
 		return r.checkpointError(r.conflictOrGone(ctx, err))
@@ -197,16 +198,37 @@ func (a *Agent) restoreLayers(ctx context.Context, st *layer.Stack, c *thread.Ch
 	}
 }
 
-// threadPart returns the part of snap that st's layers kept with the
-// thread have (see keptWithThread).
+// threadPart returns the part of snap, a checkpoint's, that st's layers
+// kept with the thread have (see keptWithThread), by layer ID. A
+// checkpoint names each layer's part by its storage name
+// (layer.Spec.StorageName, see storedPart); a part under the layer's ID
+// is taken when there is none under its storage name.
 func threadPart(st *layer.Stack, snap layer.Snapshot) layer.Snapshot {
 	part := layer.Snapshot{Version: snap.Version, Layers: map[string]json.RawMessage{}}
 	for _, spec := range specs(st) {
-		if data, ok := snap.Layers[spec.ID]; ok && keptWithThread(spec) {
+		data, ok := snap.Layers[spec.StorageName()]
+		if !ok {
+			data, ok = snap.Layers[spec.ID]
+		}
+		if ok && keptWithThread(spec) {
 			part.Layers[spec.ID] = data
 		}
 	}
 	return part
+}
+
+// storedPart returns snap, a snapshot of st by layer ID, with each
+// layer's part named by the layer's storage name
+// (layer.Spec.StorageName), as checkpoints keep it: a renamed layer's
+// part stays where its stored data is.
+func storedPart(st *layer.Stack, snap layer.Snapshot) layer.Snapshot {
+	out := layer.Snapshot{Version: snap.Version, Layers: make(map[string]json.RawMessage, len(snap.Layers))}
+	for _, spec := range specs(st) {
+		if data, ok := snap.Layers[spec.ID]; ok {
+			out.Layers[spec.StorageName()] = data
+		}
+	}
+	return out
 }
 
 // keptWithThread reports whether a layer's state is kept with the thread

@@ -296,7 +296,7 @@ func TestOperate31_QuarantineListedAndRestored(t *testing.T) {
 	st := storage.NewMemoryStore()
 	a := allLayersAgent(t, st)
 	in := inspect.Inspector{Store: st}
-	stateKey := storage.LayerKey(workingmemory.DefaultID, storage.ResourceScope("carol"), "state")
+	stateKey := storage.LayerKey(workingmemory.DefaultStorageID, storage.ResourceScope("carol"), "state")
 
 	if _, err := a.Run(ctx, agentloop.RunInput{ThreadID: "c-1", ResourceID: "carol", Input: "remember teal"}); err != nil {
 		t.Fatal(err)

@@ -63,10 +63,10 @@ func TestMemory98_AdapterAuditsAndKeepsProposals(t *testing.T) {
 	}
 	memorize := `{"text":"The user lives in Lisbon.","kind":"profile"}`
 	steps := []schema.AgentStep{
-		{Action: schema.AgentAction{Tool: "semantic_memorize", ToolInput: memorize, ToolID: "c1"}, Observation: call("semantic_memorize", memorize)},
+		{Action: schema.AgentAction{Tool: "semantic_memory_memorize", ToolInput: memorize, ToolID: "c1"}, Observation: call("semantic_memory_memorize", memorize)},
 		{Action: schema.AgentAction{Tool: "open_page", ToolInput: `{}`, ToolID: "c2"}, Observation: `{"id":"page_9","title":"Pricing"}`},
 		{Action: schema.AgentAction{Tool: "open_page", ToolInput: `{}`, ToolID: "c4"}, Observation: `{"id":"page_10","title":"Blog"}`},
-		{Action: schema.AgentAction{Tool: "semantic_forget", ToolInput: `{"id":"f404"}`, ToolID: "c3"}, Observation: call("semantic_forget", `{"id":"f404"}`)},
+		{Action: schema.AgentAction{Tool: "semantic_memory_forget", ToolInput: `{"id":"f404"}`, ToolID: "c3"}, Observation: call("semantic_memory_forget", `{"id":"f404"}`)},
 	}
 	if err := mem.SaveContext(ctx, in, map[string]any{"output": "Done.", "intermediateSteps": steps}); err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func TestMemory98_AdapterAuditsAndKeepsProposals(t *testing.T) {
 	}
 	ev := turns[0].Entries
 	has(ev, "memorize call", func(e audit.Entry) bool {
-		return e.Op == audit.OpWrite && e.Layer == "semantic" && e.Kind == "profile" && e.Text == "The user lives in Lisbon." && e.Source == "by=model tool=semantic_memorize"
+		return e.Op == audit.OpWrite && e.Layer == "semantic" && e.Kind == "profile" && e.Text == "The user lives in Lisbon." && e.Source == "by=model tool=semantic_memory_memorize"
 	})
 	has(ev, "count of extracted entities", func(e audit.Entry) bool { return e.Op == audit.OpWrite && e.Kind == "extracted" && e.Count > 0 })
 	has(ev, "count of episodes", func(e audit.Entry) bool { return e.Op == audit.OpWrite && e.Kind == "episode" && e.Count > 0 })
@@ -214,16 +214,16 @@ func TestMemory99_AdapterToolsActAsAnAgents(t *testing.T) {
 	if _, err := mem.LoadMemoryVariables(ctx, in); err != nil {
 		t.Fatal(err)
 	}
-	if out := call("semantic_memorize", `{"text":"Ask which kettle the user has.","kind":"plan"}`); !strings.Contains(out, "scratchpad") {
+	if out := call("semantic_memory_memorize", `{"text":"Ask which kettle the user has.","kind":"plan"}`); !strings.Contains(out, "scratchpad") {
 		t.Errorf("a plan was not kept on the scratchpad: %s", out)
 	}
-	if out := call("semantic_memorize", `{"text":"The user likes oolong; mail tea.lover@example.com.","kind":"preference"}`); !strings.HasPrefix(out, "remembered fact ") {
+	if out := call("semantic_memory_memorize", `{"text":"The user likes oolong; mail tea.lover@example.com.","kind":"preference"}`); !strings.HasPrefix(out, "remembered fact ") {
 		t.Errorf("a preference was not remembered: %s", out)
 	}
-	if out := call("semantic_memorize", `{"text":"green","kind":"color","importance":0.05}`); !strings.HasPrefix(out, "error: ") {
+	if out := call("semantic_memory_memorize", `{"text":"green","kind":"color","importance":0.05}`); !strings.HasPrefix(out, "error: ") {
 		t.Errorf("an unimportant write was not refused: %s", out)
 	}
-	if out := call("semantic_memorize", `{"kind":"fact"}`); !strings.HasPrefix(out, "error: ") {
+	if out := call("semantic_memory_memorize", `{"kind":"fact"}`); !strings.HasPrefix(out, "error: ") {
 		t.Errorf("a call without text was not refused: %s", out)
 	}
 	if err := mem.SaveContext(ctx, in, map[string]any{"output": "Done.", "intermediateSteps": steps}); err != nil {

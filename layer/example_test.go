@@ -106,7 +106,7 @@ func ExampleToolName() {
 	fmt.Println(layer.ToolName("working-memory", "update"))
 	fmt.Println(layer.ToolName("entités", "liste"))
 	// Output:
-	// working-memory_update
+	// working_memory_update
 	// entit__s_liste
 }
 

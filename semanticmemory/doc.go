@@ -181,9 +181,9 @@
 //
 // Recall renders the best facts, at most Config.TopK and within the
 // layer's budget, fenced with fence.Wrap (the tag is the layer ID with
-// '_' for '-', <semantic> by default), one line per fact:
+// '_' for '-', <semantic_memory> by default), one line per fact:
 //
-//	<semantic>
+//	<semantic_memory>
 //	[f3 preference] The user prefers tea to coffee.
 //	</semantic>
 //

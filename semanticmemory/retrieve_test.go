@@ -358,7 +358,7 @@ func TestMemory_RenderBlock(t *testing.T) {
 	if got := l.RenderBlock(cands); got != items[0].Text {
 		t.Errorf("the block of every candidate:\n%s\nRecall's:\n%s", got, items[0].Text)
 	}
-	if got, want := l.RenderBlock([]layer.Candidate{cands[0], cands[2]}), "<semantic>\n"+cands[0].Text+"\n"+cands[2].Text+"\n</semantic>"; got != want {
+	if got, want := l.RenderBlock([]layer.Candidate{cands[0], cands[2]}), "<semantic_memory>\n"+cands[0].Text+"\n"+cands[2].Text+"\n</semantic_memory>"; got != want {
 		t.Errorf("the block of two candidates:\n%s\nwant:\n%s", got, want)
 	}
 	if b := l.RenderBlock(nil); b != "" {

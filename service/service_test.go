@@ -258,7 +258,7 @@ func TestEraseLeavesNothing(t *testing.T) {
 				t.Errorf("search collection %q of a is left", c)
 			}
 		}
-		hits, err := x.Search(ctx, storage.IndexName(semanticmemory.DefaultID, storage.ResourceScope("a"), "facts"), storage.Query{Text: "tea cello"})
+		hits, err := x.Search(ctx, storage.IndexName(semanticmemory.DefaultStorageID, storage.ResourceScope("a"), "facts"), storage.Query{Text: "tea cello"})
 		if err != nil || len(hits) != 0 {
 			t.Errorf("a's index still finds %v (%v)", hits, err)
 		}

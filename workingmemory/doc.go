@@ -12,13 +12,13 @@
 // # The scratchpad
 //
 // [New] builds the layer from a [Config]; its zero value is a thread-scoped
-// free-text scratchpad (ID "working-memory", slot 100, budget {200, 1500}).
+// free-text scratchpad (ID "working_memory", slot 100, budget {200, 1500}).
 // With a JSON Schema the state is an object and every change must keep it
 // valid. The layer implements layer.Initializer, Storer, Spawner,
 // Returner, Provider, Snapshotter and Clearer, and reports Metrics.
 //
 // The model changes the state through the provided "update" function (the
-// tool "working-memory_update") or, for older prompts, a
+// tool "working_memory_update") or, for older prompts, a
 // "updateWorkingMemory" function call that the store hook finds in the
 // model's response. Code uses [Layer.Update], the same path. An update is a
 // JSON object merged into the state:
@@ -149,7 +149,7 @@
 // # Fence tags
 //
 // The block's tag is the layer ID with '-' replaced by '_' ([fence.Tag]):
-// <working_memory> for the default ID "working-memory", <plan> for a
+// <working_memory> for the default ID "working_memory", <plan> for a
 // scratchpad with ID "plan". The prompt compiler gives a fence tag to the
 // first layer (in slot order) that fences with it and defangs it in every
 // other layer's text, so that one layer cannot pass its text off as
