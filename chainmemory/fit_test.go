@@ -145,7 +145,7 @@ func TestFit08_LayerToolsReachLangchaingoAgents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	live, _ := layer.Find[*workingmemory.Layer](st, "working-memory")
+	live, _ := layer.Find[*workingmemory.Layer](st, workingmemory.DefaultID)
 	if got := fmt.Sprint(live.State()); got != "map[task:review the docs]" {
 		t.Fatalf("state %s", got)
 	}
@@ -223,7 +223,7 @@ func TestFit11_LegacyCallInsideAnExecutorIsApplied(t *testing.T) {
 	if _, err := chains.Call(t.Context(), exec, map[string]any{"input": "Remember to write the docs."}); err != nil {
 		t.Fatal(err)
 	}
-	live, _ := layer.Find[*workingmemory.Layer](st, "working-memory")
+	live, _ := layer.Find[*workingmemory.Layer](st, workingmemory.DefaultID)
 	if got := fmt.Sprint(live.State()); got != "map[task:write the docs]" {
 		t.Fatalf("state %s, want the legacy update applied", got)
 	}

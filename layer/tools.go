@@ -16,8 +16,8 @@ const maxWireNameLen = 64
 
 // tool is a provided function offered to the model.
 type tool struct {
-	wire   string // the name it is offered under, unique in the stack
-	layer  string // the ID of the layer that provides it
+	wire   string   // the name it is offered under, unique in the stack
+	layer  string   // the ID of the layer that provides it
 	former []string // its names under the layer's StorageID (deprecated)
 	fn     Function
 }

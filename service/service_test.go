@@ -229,7 +229,7 @@ func TestEraseLeavesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if erased.Counts["layer."+semanticmemory.DefaultID] == 0 || erased.Counts["index."+semanticmemory.DefaultID] == 0 || erased.Counts["thread.audit"] == 0 {
+		if erased.Counts["layer."+semanticmemory.DefaultStorageID] == 0 || erased.Counts["index."+semanticmemory.DefaultStorageID] == 0 || erased.Counts["thread.audit"] == 0 {
 			t.Errorf("erased %v", erased.Counts)
 		}
 		if keys, err := (inspect.Inspector{Store: store}).ResourceKeys(ctx, "a"); err != nil || len(keys) != 0 {
