@@ -162,7 +162,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	tel.genAI = newGenAI(&a.cfg)
 	a.tel = tel
-	a.layerStore = tel.store(cfg.Store)
+	a.layerStore = tel.store(cfg.Store, renamedLayers(cfg))
 	a.redact = writepath.NewRedactor(cfg.Redaction)
 	tel.mask = a.redact.Diagnostic()           // errors reach spans masked
 	a.cfg.Logger = a.redact.Logger(cfg.Logger) // and logs, the layers' too

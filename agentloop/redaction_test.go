@@ -185,7 +185,7 @@ func redactionScenario(t *testing.T, store storage.Store, path string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(k, workingmemory.DefaultID) && bytes.Contains(it.Value, []byte("[redacted email]")) {
+		if strings.Contains(k, workingmemory.DefaultStorageID) && bytes.Contains(it.Value, []byte("[redacted email]")) {
 			notedMasked = true
 		}
 		all.WriteString(k)

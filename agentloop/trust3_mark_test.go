@@ -36,7 +36,7 @@ func forgeCheckpointMark(t *testing.T, st storage.Store, threadID, scope string)
 	if err := json.Unmarshal(it.Value, &head); err != nil {
 		t.Fatal(err)
 	}
-	name, ok := head.Layers[episodicmemory.DefaultID]
+	name, ok := head.Layers[episodicmemory.DefaultStorageID]
 	if !ok {
 		t.Fatalf("the checkpoint of %s keeps no episodic snapshot: %s", threadID, it.Value)
 	}

@@ -1,4 +1,5 @@
-// Package entitymemory is the entity memory layer: it extracts the
+// Package entitymemory is the entity memory layer (ID "entity_memory",
+// its data stored under "entities", [DefaultStorageID]): it extracts the
 // entities an agent works on (pages, sections, issues, files, customers)
 // from its tool results, without calling a model, keeps the most recent
 // ones, and puts them into the prompt so that "now add a hero section to

@@ -1,4 +1,6 @@
-// Package episodicmemory is the episodic memory layer: a time-ordered log
+// Package episodicmemory is the episodic memory layer (ID
+// "episodic_memory", its log stored under "episodic-memory",
+// [DefaultStorageID]): a time-ordered log
 // of what an agent did — every tool invocation (tool, arguments, result or
 // error, duration, step, time, the IDs and names it touched), every
 // turn's outcome (the request and the answer) and the notes the agent

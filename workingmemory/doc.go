@@ -1,6 +1,6 @@
-// Package workingmemory is the scratchpad layer ([Layer]), where the model
-// keeps its goal, plan, findings and blockers across steps, turns,
-// restarts and child agents. The scoped key-value memory for code and
+// Package workingmemory is the working memory layer ([Layer], ID
+// "working_memory"): a scratchpad where the model keeps its goal, plan,
+// findings and blockers across steps, turns, restarts and child agents. The scoped key-value memory for code and
 // tools is package workingmemory/kv.
 //
 // Give the layer to an agent, or use it from code:
@@ -9,10 +9,13 @@
 //	err = pad.Update(ctx, json.RawMessage(`{"step":"export posts"}`))
 //	items, err := pad.Recall(ctx, layer.Query{}) // <working_memory>…</working_memory>
 //
-// # The scratchpad
+// # The working memory
 //
 // [New] builds the layer from a [Config]; its zero value is a thread-scoped
 // free-text scratchpad (ID "working_memory", slot 100, budget {200, 1500}).
+// Its state is stored under the ID "working-memory" it had before the
+// naming scheme ([DefaultStorageID], layer.Spec.StorageID), so state
+// stored by earlier builds loads.
 // With a JSON Schema the state is an object and every change must keep it
 // valid. The layer implements layer.Initializer, Storer, Spawner,
 // Returner, Provider, Snapshotter and Clearer, and reports Metrics.
