@@ -103,7 +103,7 @@ func ExampleStack_Spawn() {
 }
 
 func ExampleToolName() {
-	fmt.Println(layer.ToolName("working-memory", "update"))
+	fmt.Println(layer.ToolName("working_memory", "update"))
 	fmt.Println(layer.ToolName("entités", "liste"))
 	// Output:
 	// working_memory_update
