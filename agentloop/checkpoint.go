@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -22,8 +23,10 @@ import (
 // LoadCheckpoint returns the stored thread, in the current version
 // whatever version it was stored in: its head, its summary, its layer
 // snapshots and the messages the summary does not cover (Messages, from
-// message First). A thread that was never stored gives an error that is
-// storage.ErrNotFound.
+// message First). The snapshots are by layer ID, as layer.Stack.Snapshot
+// gives them, for the agent's layers whose data is stored under another
+// name (layer.Spec.StorageID) too. A thread that was never stored gives
+// an error that is storage.ErrNotFound.
 func (a *Agent) LoadCheckpoint(ctx context.Context, threadID string) (*thread.Checkpoint, error) {
 	l, err := a.load(ctx, threadID)
 	if err != nil {
@@ -45,7 +48,24 @@ func (a *Agent) LoadCheckpoint(ctx context.Context, threadID string) (*thread.Ch
 			}
 		}
 	}
-	return c, nil
+	out := *c
+	out.Layers = snapshotByID(a.cfg.Layers, c.Layers)
+	return &out, nil
+}
+
+// snapshotByID returns snap, a checkpoint's (see storedPart), with the
+// part of each of layers stored under another name than its ID named by
+// its ID. Other parts keep their names.
+func snapshotByID(layers []layer.Layer, snap layer.Snapshot) layer.Snapshot {
+	out := layer.Snapshot{Version: snap.Version, Layers: maps.Clone(snap.Layers)}
+	for _, l := range layers {
+		spec := l.Spec()
+		if data, ok := snap.Layers[spec.StorageName()]; ok && spec.StorageName() != spec.ID {
+			delete(out.Layers, spec.StorageName())
+			out.Layers[spec.ID] = data
+		}
+	}
+	return out
 }
 
 // threadState is a top-level run's stored thread: its writer, what the

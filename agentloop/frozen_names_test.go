@@ -388,6 +388,15 @@ func TestFrozenNamesStoreLoads(t *testing.T) {
 		t.Errorf("the checkpoint names the layers %v, want %v", got, want)
 	}
 
+	// The agent's API gives the checkpoint's parts by layer ID.
+	cp, err := agent.LoadCheckpoint(ctx, namesThread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := slices.Sorted(maps.Keys(cp.Layers.Layers)), []string{entitymemory.DefaultID, episodicmemory.DefaultID, workingmemory.DefaultID}; !slices.Equal(got, want) {
+		t.Errorf("LoadCheckpoint gives the layers %v, want %v", got, want)
+	}
+
 	// Nothing was copied: the data stays under the old IDs.
 	keys, err := store.List(ctx, "layers/")
 	if err != nil {

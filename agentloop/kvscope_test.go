@@ -92,7 +92,7 @@ func TestTrust03_KVScopedPerUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if snap := string(cp.Layers.Layers[kv.DefaultStorageID]); strings.Contains(snap, "a-secret") || !strings.Contains(snap, "b-note") {
+	if snap := string(cp.Layers.Layers[kv.DefaultLayerID]); strings.Contains(snap, "a-secret") || !strings.Contains(snap, "b-note") {
 		t.Errorf("B's checkpoint holds %s, want b-note and not a-secret", snap)
 	}
 

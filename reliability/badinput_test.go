@@ -357,7 +357,7 @@ func runHostileIDs(t *testing.T, st storage.Store) {
 		}
 		for _, c := range []struct{ layer, scope, field, want string }{
 			{"notes", storage.ThreadScope(id), "thread", asJSONText(id)},
-			{workingmemory.DefaultID, storage.ResourceScope(resource), "resource", asJSONText(resource)},
+			{workingmemory.DefaultStorageID, storage.ResourceScope(resource), "resource", asJSONText(resource)},
 		} {
 			it, err := st.Get(ctx, storage.LayerKey(c.layer, c.scope, "state"))
 			var state map[string]string
