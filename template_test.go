@@ -87,7 +87,7 @@ func keep(ctx context.Context, l layer.Layer) error {
 func semanticCase() templateCase {
 	as := func(l layer.Layer) *semanticmemory.Layer { return l.(*semanticmemory.Layer) }
 	return templateCase{
-		id:   "semantic",
+		id:   semanticmemory.DefaultID,
 		tmpl: built(func() (*semanticmemory.Layer, error) { return semanticmemory.New(semanticmemory.Config{}) }),
 		calls: append([]runCall{
 			{"Remember", func(ctx context.Context, l layer.Layer) error {
@@ -133,7 +133,7 @@ func semanticCase() templateCase {
 func episodicCase() templateCase {
 	as := func(l layer.Layer) *episodicmemory.Layer { return l.(*episodicmemory.Layer) }
 	return templateCase{
-		id:   "episodic-memory",
+		id:   episodicmemory.DefaultID,
 		tmpl: built(func() (*episodicmemory.Layer, error) { return episodicmemory.New(episodicmemory.Config{}) }),
 		calls: append([]runCall{
 			{"Note", func(ctx context.Context, l layer.Layer) error {
@@ -186,7 +186,7 @@ func episodicCase() templateCase {
 func entityCase() templateCase {
 	as := func(l layer.Layer) *entitymemory.Layer { return l.(*entitymemory.Layer) }
 	return templateCase{
-		id:    "entities",
+		id:    entitymemory.DefaultID,
 		tmpl:  built(func() (*entitymemory.Layer, error) { return entitymemory.New(entitymemory.Config{}) }),
 		calls: snapshotCalls(json.RawMessage(`{"version":2,"clock":0,"entities":[]}`)),
 		empty: func(t *testing.T, l layer.Layer) {
@@ -208,7 +208,7 @@ func entityCase() templateCase {
 func workingCase() templateCase {
 	as := func(l layer.Layer) *workingmemory.Layer { return l.(*workingmemory.Layer) }
 	return templateCase{
-		id: "working-memory",
+		id: workingmemory.DefaultID,
 		tmpl: built(func() (*workingmemory.Layer, error) {
 			return workingmemory.New(workingmemory.Config{Template: map[string]any{"goal": "ship"}})
 		}),
@@ -237,7 +237,7 @@ func workingCase() templateCase {
 func kvCase() templateCase {
 	as := func(l layer.Layer) *kv.Layer { return l.(*kv.Layer) }
 	return templateCase{
-		id:   "kv-memory",
+		id:   kv.DefaultLayerID,
 		tmpl: built(func() (*kv.Layer, error) { return kv.NewLayer(kv.LayerConfig{}) }),
 		calls: append([]runCall{
 			{"Flush", func(ctx context.Context, l layer.Layer) error { return as(l).Flush(ctx) }},

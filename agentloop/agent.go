@@ -170,7 +170,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	tel.genAI = newGenAI(&a.cfg)
 	a.tel = tel
-	a.layerStore = tel.store(cfg.Store)
+	a.layerStore = tel.store(cfg.Store, renamedLayers(cfg))
 	a.redact = writepath.NewRedactor(cfg.Redaction)
 	tel.mask = a.redact.Diagnostic()           // errors reach spans masked
 	a.cfg.Logger = a.redact.Logger(cfg.Logger) // and logs, the layers' too
@@ -414,7 +414,7 @@ type run struct {
 	// run in.
 	pos *position
 	// bg is a summary being made in the background; summary is the
-	// run's history-summary layer (nil with history.Config.Full).
+	// run's history_summary layer (nil with history.Config.Full).
 	bg      *background
 	summary *history.Layer
 
@@ -543,7 +543,7 @@ func (a *Agent) loadOwned(ctx context.Context, in *RunInput) (*loaded, error) {
 	return l, err
 }
 
-// summaryLayer returns a run's history-summary layer and the extra
+// summaryLayer returns a run's history_summary layer and the extra
 // layers its stack opens with: none when the history is kept whole.
 func (a *Agent) summaryLayer() (*history.Layer, []layer.Layer) {
 	if a.cfg.History.Full {
@@ -596,7 +596,7 @@ func (a *Agent) mergeVars(vars map[string]any) map[string]any {
 }
 
 // openStack builds and initialises the layer stack of a run on a thread:
-// Config.Layers and the run's own extra layers (the history-summary
+// Config.Layers and the run's own extra layers (the history_summary
 // layer).
 //
 // Its hook events carry the step pos holds (the run sets it as each step
@@ -810,7 +810,7 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 		}
 	}
 	// The window first, so that a summary made because it does not fit
-	// is the one the history-summary layer shows.
+	// is the one the history_summary layer shows.
 	msgs, err := r.windowMsgs(ctx)
 	if err != nil {
 		return "", nil, fmt.Errorf("agentloop: step %d: summary: %w", step, err)
@@ -848,7 +848,7 @@ func (r *run) compile(ctx context.Context, step int) (system string, hist []llms
 
 // windowMsgs returns the messages of the history window (all the run
 // holds, when the history is kept whole), and shows the latest summary
-// in the history-summary layer.
+// in the history_summary layer.
 func (r *run) windowMsgs(ctx context.Context) ([]llms.MessageContent, error) {
 	if !r.windowed() {
 		return r.msgs, nil
@@ -1243,8 +1243,8 @@ var stopReasons = []struct {
 
 // invalidToolName is the name a call is stored and replayed under when
 // the model's name for it is not one providers accept
-// ([a-zA-Z0-9_-]{1,64}): such a name ("working-memory/update" instead of
-// the offered "working-memory_update", say) would make every
+// ([a-zA-Z0-9_-]{1,64}): such a name ("working_memory/update" instead of
+// the offered "working_memory_update", say) would make every
 // later request of the thread fail. The model's own name is in the call's
 // result.
 const invalidToolName = "invalid_tool_name"

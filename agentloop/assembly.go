@@ -45,7 +45,7 @@ import (
 //
 // With SummaryCandidates, the history summary is a candidate layer too:
 // each entity of its "Entities seen earlier" line and each other line is
-// a candidate (see the history-summary layer's Candidates), it brings to
+// a candidate (see the history_summary layer's Candidates), it brings to
 // the pool what its whole block takes (its budget at most), and the
 // parts it wins are shown in the summary's own order. With room for all,
 // that is the whole summary, as it is stored. Its audit entry counts its

@@ -42,7 +42,7 @@ func benchPolicy(ctx context.Context, r agenttest.Request) (*llms.ContentChoice,
 		}
 		return agenttest.Calls(agenttest.Call("listSections", `{"pageId":"`+m[1]+`"}`)), nil
 	case "listSections":
-		return agenttest.Calls(agenttest.Call("working-memory_update", `{"task":"About page","status":"listed"}`)), nil
+		return agenttest.Calls(agenttest.Call("working_memory_update", `{"task":"About page","status":"listed"}`)), nil
 	default:
 		return agenttest.Text("The About page has three sections."), nil
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -22,8 +23,10 @@ import (
 // LoadCheckpoint returns the stored thread, in the current version
 // whatever version it was stored in: its head, its summary, its layer
 // snapshots and the messages the summary does not cover (Messages, from
-// message First). A thread that was never stored gives an error that is
-// storage.ErrNotFound.
+// message First). The snapshots are by layer ID, as layer.Stack.Snapshot
+// gives them, for the agent's layers whose data is stored under another
+// name (layer.Spec.StorageID) too. A thread that was never stored gives
+// an error that is storage.ErrNotFound.
 func (a *Agent) LoadCheckpoint(ctx context.Context, threadID string) (*thread.Checkpoint, error) {
 	l, err := a.load(ctx, threadID)
 	if err != nil {
@@ -45,7 +48,24 @@ func (a *Agent) LoadCheckpoint(ctx context.Context, threadID string) (*thread.Ch
 			}
 		}
 	}
-	return c, nil
+	out := *c
+	out.Layers = snapshotByID(a.cfg.Layers, c.Layers)
+	return &out, nil
+}
+
+// snapshotByID returns snap, a checkpoint's (see storedPart), with the
+// part of each of layers stored under another name than its ID named by
+// its ID. Other parts keep their names.
+func snapshotByID(layers []layer.Layer, snap layer.Snapshot) layer.Snapshot {
+	out := layer.Snapshot{Version: snap.Version, Layers: maps.Clone(snap.Layers)}
+	for _, l := range layers {
+		spec := l.Spec()
+		if data, ok := snap.Layers[spec.StorageName()]; ok && spec.StorageName() != spec.ID {
+			delete(out.Layers, spec.StorageName())
+			out.Layers[spec.ID] = data
+		}
+	}
+	return out
 }
 
 // threadState is a top-level run's stored thread: its writer, what the
@@ -131,6 +151,7 @@ func (r *run) writeCheckpoint(ctx context.Context) error {
 		if snap, err = r.stack.Snapshot(ctx, r.snapIDs...); err != nil {
 			return r.checkpointError(fmt.Errorf("snapshot layers: %w", err))
 		}
+		snap = storedPart(r.stack, snap)
 	}
 	if err := r.writeThread(ctx, snap); err != nil {
 		return r.checkpointError(r.conflictOrGone(ctx, err))
@@ -197,16 +218,37 @@ func (a *Agent) restoreLayers(ctx context.Context, st *layer.Stack, c *thread.Ch
 	}
 }
 
-// threadPart returns the part of snap that st's layers kept with the
-// thread have (see keptWithThread).
+// threadPart returns the part of snap, a checkpoint's, that st's layers
+// kept with the thread have (see keptWithThread), by layer ID. A
+// checkpoint names each layer's part by its storage name
+// (layer.Spec.StorageName, see storedPart); a part under the layer's ID
+// is taken when there is none under its storage name.
 func threadPart(st *layer.Stack, snap layer.Snapshot) layer.Snapshot {
 	part := layer.Snapshot{Version: snap.Version, Layers: map[string]json.RawMessage{}}
 	for _, spec := range specs(st) {
-		if data, ok := snap.Layers[spec.ID]; ok && keptWithThread(spec) {
+		data, ok := snap.Layers[spec.StorageName()]
+		if !ok {
+			data, ok = snap.Layers[spec.ID]
+		}
+		if ok && keptWithThread(spec) {
 			part.Layers[spec.ID] = data
 		}
 	}
 	return part
+}
+
+// storedPart returns snap, a snapshot of st by layer ID, with each
+// layer's part named by the layer's storage name
+// (layer.Spec.StorageName), as checkpoints keep it: a renamed layer's
+// part stays where its stored data is.
+func storedPart(st *layer.Stack, snap layer.Snapshot) layer.Snapshot {
+	out := layer.Snapshot{Version: snap.Version, Layers: make(map[string]json.RawMessage, len(snap.Layers))}
+	for _, spec := range specs(st) {
+		if data, ok := snap.Layers[spec.ID]; ok {
+			out.Layers[spec.StorageName()] = data
+		}
+	}
+	return out
 }
 
 // keptWithThread reports whether a layer's state is kept with the thread

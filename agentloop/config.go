@@ -151,7 +151,7 @@ type Config struct {
 	SaveTimeout time.Duration
 	// History says what of the thread's history the model is sent: by
 	// default a window of recent turns and a rolling summary of the older
-	// ones, shown by the built-in history-summary layer (see
+	// ones, shown by the built-in history_summary layer (see
 	// [history.Config]).
 	History history.Config
 	// RestoreLayers makes a resumed thread restore the layers' state from

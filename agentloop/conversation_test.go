@@ -37,7 +37,7 @@ import (
 
 // windowedHistory is the history configuration of the run measured
 // against the full history: the default (a window of recent turns, a
-// rolling summary in the history-summary layer).
+// rolling summary in the history_summary layer).
 func windowedHistory(cfg *agentloop.Config) { cfg.History = history.Config{} }
 
 // fullHistory is the baseline: every message of the thread, tool results

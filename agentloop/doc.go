@@ -16,7 +16,7 @@
 //     the layers' total, is dropped: prompt.ProjectLayersWithin); the
 //     system prompt is compiled (instructions or a
 //     Handlebars template plus the layers' blocks, among them the
-//     history-summary layer's); the history's window (see "History"
+//     history_summary layer's); the history's window (see "History"
 //     below) is projected into what is left of the context window,
 //     including what the layers did not use of their budgets (tool calls and their
 //     results are never split; the current user message is always sent,
@@ -24,7 +24,7 @@
 //     without calling the model); GenerateContent is called with every tool
 //     definition: the agent's tools, spawn_agent, and the layers'
 //     functions under their tool names (layer.ToolName: the scratchpad's
-//     update is "working-memory_update", because provider APIs accept
+//     update is "working_memory_update", because provider APIs accept
 //     only [a-zA-Z0-9_-]{1,64}).
 //  4. The tool calls are executed (concurrently, up to
 //     Config.ToolConcurrency, except [Tool.Exclusive] tools, which run
@@ -194,7 +194,7 @@
 // summarized, so no turn leaves the prompt before the summary holds it.
 // When the window does not fit its share of the context window, its
 // oldest turns are summarized at once. The summary is shown by the
-// built-in layer "history-summary" (slot 200, template variable
+// built-in layer "history_summary" (slot 200, template variable
 // historySummary, fenced as <history_summary>), whose budget
 // (history.Config.SummaryTokens, 500) is taken from the history's
 // share.

@@ -292,7 +292,7 @@ func (c *countLayer) Functions() []layer.Function {
 
 // A window of one turn: once a turn has left it, the deterministic
 // summary (no model needed) carries its request, tool call and IDs in
-// the history-summary block of the system prompt.
+// the history_summary block of the system prompt.
 func Example_history() {
 	create := agentloop.Tool{Name: "createPage", Call: func(_ context.Context, args json.RawMessage) (string, error) {
 		return `{"page":{"id":"page_7","title":"About"}}`, nil

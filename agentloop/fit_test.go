@@ -89,7 +89,7 @@ func TestFit02_NewFindsEveryConfigProblem(t *testing.T) {
 		{"duplicate layer", agentloop.Config{Layers: []layer.Layer{layer.Text(layer.Spec{ID: "notes"}, "x"), layer.Text(layer.Spec{ID: "notes"}, "y")}}, layer.ErrInvalidSpec},
 		{"agent tool named as a layer tool's wire name", agentloop.Config{
 			Layers: []layer.Layer{wm},
-			Tools:  []agentloop.Tool{agentloop.NewTool("working-memory_update", "mine", nil, noop)},
+			Tools:  []agentloop.Tool{agentloop.NewTool("working_memory_update", "mine", nil, noop)},
 		}, agentloop.ErrInvalidTool},
 		{"layer tool sent as spawn_agent", agentloop.Config{
 			Layers: []layer.Layer{providing{id: "spawn", fn: "agent"}},
@@ -188,9 +188,9 @@ func TestFit05_ToolErrorsAreWrittenForTheModel(t *testing.T) {
 	}
 	model := agenttest.New(
 		agenttest.Reply(agenttest.Calls(
-			agenttest.Call("working-memory_update", `{"n":"x","o":{"k":"c"}}`),
+			agenttest.Call("working_memory_update", `{"n":"x","o":{"k":"c"}}`),
 			agenttest.Call("nope", `{}`),
-			agenttest.Call("working-memory_update", `[1]`),
+			agenttest.Call("working_memory_update", `[1]`),
 		)),
 		agenttest.Reply(agenttest.Text("done")),
 	)
@@ -227,7 +227,7 @@ func TestFit05_ToolErrorsAreWrittenForTheModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close(t.Context())
-	_, err = st.CallTool(t.Context(), "working-memory_update", `{"n":"x"}`)
+	_, err = st.CallTool(t.Context(), "working_memory_update", `{"n":"x"}`)
 	if !errors.Is(err, layer.ErrInvalidArguments) || !strings.HasPrefix(err.Error(), "layer: ") {
 		t.Fatalf("CallTool: %v, want the layer error with its prefix", err)
 	}

@@ -91,7 +91,7 @@ func TestIOSpansCostNothingUntraced(t *testing.T) {
 	if err := mem.Index(ctx, coll, storage.Document{ID: "a", Text: "create the about page"}); err != nil {
 		t.Fatal(err)
 	}
-	wrapped, ok := tel.store(mem).(storage.Searcher)
+	wrapped, ok := tel.store(mem, nil).(storage.Searcher)
 	if !ok {
 		t.Fatal("the wrapped store is not a Searcher")
 	}

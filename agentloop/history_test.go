@@ -448,7 +448,7 @@ func TestHistory09_BytesPerStepDoNotGrow(t *testing.T) {
 	if perTurn[10] > 6000 || perTurn[n]-perTurn[n-2] > 4*summaryTokens+1000+elided+keptList {
 		t.Errorf("turn 10 put %d bytes, turn %d %d", perTurn[10], n, perTurn[n])
 	}
-	// With a summary, each step's audit also records the history-summary
+	// With a summary, each step's audit also records the history_summary
 	// layer's recall (about 65 bytes, a constant): at most 520 bytes
 	// over the four turns' eight steps, which turn 12 has only in part.
 	if d := cycle(n) - cycle(12); d > 4*summaryTokens+200+520+keptList {

@@ -219,7 +219,7 @@ func TestOperate30_EraseResourceEveryBackend(t *testing.T) {
 					kinds["summary"] = true
 				}
 			}
-			for _, want := range []string{workingmemory.DefaultID, kv.DefaultLayerID, entitymemory.DefaultID, episodicmemory.DefaultID, semanticmemory.DefaultID, "summary"} {
+			for _, want := range []string{workingmemory.DefaultStorageID, kv.DefaultStorageID, entitymemory.DefaultStorageID, episodicmemory.DefaultStorageID, semanticmemory.DefaultStorageID, "summary"} {
 				if !kinds[want] {
 					t.Errorf("before the erase no %s record holds the marker (records with it: %v)", want, before)
 				}
@@ -233,7 +233,7 @@ func TestOperate30_EraseResourceEveryBackend(t *testing.T) {
 				t.Fatalf("after the erase the marker is still in %v", hits)
 			}
 			if len(e.Threads) != 2 || e.Counts["thread.head"] != 2 || e.Counts["thread.segment"] == 0 || e.Counts["thread.summary"] == 0 ||
-				e.Counts["layer."+workingmemory.DefaultID] == 0 || e.Counts["layer."+episodicmemory.DefaultID] == 0 {
+				e.Counts["layer."+workingmemory.DefaultStorageID] == 0 || e.Counts["layer."+episodicmemory.DefaultStorageID] == 0 {
 				t.Errorf("report: threads %v counts %v", e.Threads, e.Counts)
 			}
 			total := 0
@@ -250,7 +250,7 @@ func TestOperate30_EraseResourceEveryBackend(t *testing.T) {
 			if err != nil || len(ts) != 1 || ts[0].ThreadID != "bob-1" || ts[0].ResourceID != "bob" {
 				t.Fatalf("threads left: %+v, %v", ts, err)
 			}
-			state, err := in.LayerState(ctx, workingmemory.DefaultID, storage.ResourceScope("bob"))
+			state, err := in.LayerState(ctx, workingmemory.DefaultStorageID, storage.ResourceScope("bob"))
 			if err != nil || len(state) == 0 || !bytes.Contains(state[0].Value, []byte("Bob again")) {
 				t.Errorf("bob's scratchpad: %v, %v", state, err)
 			}
@@ -296,7 +296,7 @@ func TestOperate31_QuarantineListedAndRestored(t *testing.T) {
 	st := storage.NewMemoryStore()
 	a := allLayersAgent(t, st)
 	in := inspect.Inspector{Store: st}
-	stateKey := storage.LayerKey(workingmemory.DefaultID, storage.ResourceScope("carol"), "state")
+	stateKey := storage.LayerKey(workingmemory.DefaultStorageID, storage.ResourceScope("carol"), "state")
 
 	if _, err := a.Run(ctx, agentloop.RunInput{ThreadID: "c-1", ResourceID: "carol", Input: "remember teal"}); err != nil {
 		t.Fatal(err)
@@ -317,7 +317,7 @@ func TestOperate31_QuarantineListedAndRestored(t *testing.T) {
 		t.Fatalf("quarantined: %+v, %v", qs, err)
 	}
 	q := qs[0]
-	if q.LayerID != workingmemory.DefaultID || q.ScopeKey != storage.ResourceScope("carol") || q.At.IsZero() || time.Since(q.At) > time.Minute {
+	if q.LayerID != workingmemory.DefaultStorageID || q.ScopeKey != storage.ResourceScope("carol") || q.At.IsZero() || time.Since(q.At) > time.Minute {
 		t.Errorf("quarantined record: %+v", q)
 	}
 	if it, err := st.Get(ctx, q.Key); err != nil || string(it.Value) != "{not json" {
@@ -412,21 +412,21 @@ func TestOperate35_ThreadsPaginatedAndDeleted(t *testing.T) {
 	if _, err := in.Thread(ctx, "t/9"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("a thread never stored: %v", err)
 	}
-	if items, err := in.LayerState(ctx, episodicmemory.DefaultID, storage.ThreadScope("t/1")); err != nil || len(items) == 0 {
+	if items, err := in.LayerState(ctx, episodicmemory.DefaultStorageID, storage.ThreadScope("t/1")); err != nil || len(items) == 0 {
 		t.Fatalf("episodic state of t/1: %v, %v", items, err)
 	}
 
 	e, err := in.DeleteThread(ctx, "t/1")
-	if err != nil || len(e.Threads) != 1 || e.Counts["thread.head"] != 1 || e.Counts["layer."+episodicmemory.DefaultID] == 0 {
+	if err != nil || len(e.Threads) != 1 || e.Counts["thread.head"] != 1 || e.Counts["layer."+episodicmemory.DefaultStorageID] == 0 {
 		t.Fatalf("DeleteThread: %+v, %v", e, err)
 	}
 	if keys, _ := st.List(ctx, storage.ThreadPrefix("t/1")); len(keys) != 0 {
 		t.Errorf("thread records left: %v", keys)
 	}
-	if items, _ := in.LayerState(ctx, episodicmemory.DefaultID, storage.ThreadScope("t/1")); len(items) != 0 {
+	if items, _ := in.LayerState(ctx, episodicmemory.DefaultStorageID, storage.ThreadScope("t/1")); len(items) != 0 {
 		t.Errorf("episodic state left: %v", items)
 	}
-	if items, _ := in.LayerState(ctx, workingmemory.DefaultID, storage.ResourceScope("r1")); len(items) == 0 {
+	if items, _ := in.LayerState(ctx, workingmemory.DefaultStorageID, storage.ResourceScope("r1")); len(items) == 0 {
 		t.Errorf("the resource's scratchpad went with one of its threads")
 	}
 	if got := ids(inspect.ThreadQuery{}); got != "t/3,t/2" {

@@ -108,7 +108,7 @@ func TestTrust03_KVScopedPerUser(t *testing.T) {
 	}
 	// Each user's entries are stored under the user's thread only.
 	for _, c := range []struct{ thread, has, not string }{{"thread-a", "a-secret", "b-note"}, {"thread-b", "b-note", "a-secret"}} {
-		it, err := st.Get(ctx, storage.LayerKey(kv.DefaultLayerID, storage.ThreadScope(c.thread), "state"))
+		it, err := st.Get(ctx, storage.LayerKey(kv.DefaultStorageID, storage.ThreadScope(c.thread), "state"))
 		if err != nil {
 			t.Fatalf("%s: stored state: %v", c.thread, err)
 		}

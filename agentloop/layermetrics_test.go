@@ -76,7 +76,7 @@ func TestOperate70_MetricsFromInsideTheLayers(t *testing.T) {
 	// bump rewrites the entity layer's stored state as another writer
 	// would, so the layer's next save loses its compare-and-swap.
 	bump := agentloop.NewTool("bump", "Another writer.", nil, func(ctx context.Context, _ struct{}) (string, error) {
-		keys, err := store.List(ctx, "layers/"+entitymemory.DefaultID+"/")
+		keys, err := store.List(ctx, "layers/"+entitymemory.DefaultStorageID+"/")
 		// The state record, not one of the archive's.
 		i := slices.IndexFunc(keys, func(k string) bool { return strings.HasSuffix(k, "/"+entitymemory.StateName) })
 		if err != nil || i < 0 {

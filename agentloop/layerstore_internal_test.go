@@ -34,7 +34,7 @@ func TestLayerStoreForwardsCapabilities(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := tel.store(inner)
+	s := tel.store(inner, nil)
 	if _, ok := s.(storage.Searcher); !ok {
 		t.Error("the layers' store hides storage.Searcher")
 	}

@@ -225,7 +225,7 @@ func streamIf(name string) func(context.Context, []byte) error {
 
 // TestModel05_UnofferedToolNamesDoNotRun: a model that calls the
 // scratchpad's internal name (working-memory/update, offered as
-// working-memory_update) gets the unknown-tool result, the update is not
+// working_memory_update) gets the unknown-tool result, the update is not
 // applied, and the call is replayed under a name providers accept, so
 // the next step goes through the real Anthropic client.
 func TestModel05_UnofferedToolNamesDoNotRun(t *testing.T) {

@@ -113,7 +113,7 @@ func redactionScenario(t *testing.T, store storage.Store, path string) {
 			agenttest.Call(semanticmemory.DefaultID+"_memorize", fmt.Sprintf(`{"text":"Customer %d can be mailed at %s and pays with IBAN %s","kind":"profile"}`, i, s.email, s.iban)),
 		}
 		if i == 0 {
-			calls = append(calls, agenttest.Call("working-memory_update", fmt.Sprintf(`{"contact":%q}`, noted)))
+			calls = append(calls, agenttest.Call("working_memory_update", fmt.Sprintf(`{"contact":%q}`, noted)))
 		}
 		scripted = append(scripted,
 			agenttest.Reply(agenttest.Calls(calls...)),
@@ -185,7 +185,7 @@ func redactionScenario(t *testing.T, store storage.Store, path string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(k, workingmemory.DefaultID) && bytes.Contains(it.Value, []byte("[redacted email]")) {
+		if strings.Contains(k, workingmemory.DefaultStorageID) && bytes.Contains(it.Value, []byte("[redacted email]")) {
 			notedMasked = true
 		}
 		all.WriteString(k)
@@ -272,7 +272,7 @@ func TestMemory41_RedactionPerLayerAndOff(t *testing.T) {
 				t.Fatal(err)
 			}
 			model := agenttest.New(
-				agenttest.Reply(agenttest.Calls(agenttest.Call("working-memory_update", `{"contact":"`+email+`"}`))),
+				agenttest.Reply(agenttest.Calls(agenttest.Call("working_memory_update", `{"contact":"`+email+`"}`))),
 				agenttest.Reply(agenttest.Text("Noted "+email)),
 			)
 			a, err := agentloop.New(agentloop.Config{Model: model, Store: store, Layers: []layer.Layer{pad}, Redaction: tc.cfg})
@@ -282,7 +282,7 @@ func TestMemory41_RedactionPerLayerAndOff(t *testing.T) {
 			if _, err := a.Run(t.Context(), agentloop.RunInput{ThreadID: "t", Input: "Note my e-mail " + email}); err != nil {
 				t.Fatal(err)
 			}
-			state, err := store.Get(t.Context(), storage.LayerKey(workingmemory.DefaultID, storage.ThreadScope("t"), "state"))
+			state, err := store.Get(t.Context(), storage.LayerKey(workingmemory.DefaultStorageID, storage.ThreadScope("t"), "state"))
 			if err != nil {
 				t.Fatal(err)
 			}

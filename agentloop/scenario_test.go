@@ -130,7 +130,7 @@ func TestSpawnScenarioSQLite(t *testing.T) {
 	// Seed: the resource's working memory and a page in the thread.
 	seed := agenttest.New(
 		agenttest.Reply(agenttest.Calls(
-			agenttest.Call("working-memory_update", `{"language":"French"}`),
+			agenttest.Call("working_memory_update", `{"language":"French"}`),
 			agenttest.Call("thread-notes_update", `{"draft":"secret thread plan"}`))),
 		agenttest.Reply(agenttest.Text("ok")),
 	)
@@ -145,7 +145,7 @@ func TestSpawnScenarioSQLite(t *testing.T) {
 		if strings.HasPrefix(r.System(), translator) {
 			if len(res) == 0 {
 				childSystem = r.System()
-				return agenttest.Calls(agenttest.Call("working-memory_update", `{"language":"German"}`)), nil
+				return agenttest.Calls(agenttest.Call("working_memory_update", `{"language":"German"}`)), nil
 			}
 			return agenttest.Text("Bonjour"), nil
 		}

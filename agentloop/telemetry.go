@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -251,8 +252,8 @@ func (p *position) context() context.Context {
 // The wrapper forwards storage.Searcher when s is one, so that layers
 // still find the store's index through it, and storage.MultiGetter, so
 // that a layer reading many records still reads them in one round trip.
-func (t *telemetry) store(s storage.Store) storage.Store {
-	c := &casCounting{Store: s, t: t}
+func (t *telemetry) store(s storage.Store, renamed map[string]string) storage.Store {
+	c := &casCounting{Store: s, t: t, renamed: renamed}
 	if sr, ok := s.(storage.Searcher); ok {
 		return &casCountingSearcher{casCounting: c, Searcher: sr}
 	}
@@ -271,7 +272,7 @@ type casCountingSearcher struct {
 // Search searches s's index, in a memlayer.search span.
 func (s *casCountingSearcher) Search(ctx context.Context, collection string, q storage.Query) ([]storage.Hit, error) {
 	ctx, span := s.t.child(ctx, spanSearch, func() []attribute.KeyValue {
-		return []attribute.KeyValue{attrLayer.String(layerOf(collection)), attrK.Int(q.K)}
+		return []attribute.KeyValue{attrLayer.String(s.layerOf(collection)), attrK.Int(q.K)}
 	})
 	hits, err := s.Searcher.Search(ctx, collection, q)
 	if span.IsRecording() {
@@ -284,7 +285,7 @@ func (s *casCountingSearcher) Search(ctx context.Context, collection string, q s
 // Index indexes docs in s's index, in a memlayer.index span.
 func (s *casCountingSearcher) Index(ctx context.Context, collection string, docs ...storage.Document) error {
 	ctx, span := s.t.child(ctx, spanIndex, func() []attribute.KeyValue {
-		return []attribute.KeyValue{attrLayer.String(layerOf(collection)), attrDocs.Int(len(docs))}
+		return []attribute.KeyValue{attrLayer.String(s.layerOf(collection)), attrDocs.Int(len(docs))}
 	})
 	err := s.Searcher.Index(ctx, collection, docs...)
 	end(span, err)
@@ -294,7 +295,7 @@ func (s *casCountingSearcher) Index(ctx context.Context, collection string, docs
 // Unindex removes documents from s's index, in a memlayer.unindex span.
 func (s *casCountingSearcher) Unindex(ctx context.Context, collection string, ids ...string) error {
 	ctx, span := s.t.child(ctx, spanUnindex, func() []attribute.KeyValue {
-		return []attribute.KeyValue{attrLayer.String(layerOf(collection)), attrDocs.Int(len(ids))}
+		return []attribute.KeyValue{attrLayer.String(s.layerOf(collection)), attrDocs.Int(len(ids))}
 	})
 	err := s.Searcher.Unindex(ctx, collection, ids...)
 	end(span, err)
@@ -304,6 +305,36 @@ func (s *casCountingSearcher) Unindex(ctx context.Context, collection string, id
 type casCounting struct {
 	storage.Store
 	t *telemetry
+	// renamed maps the storage name of each layer stored under another
+	// name than its ID (layer.Spec.StorageName) to the ID.
+	renamed map[string]string
+}
+
+// layerOf returns the ID of the layer whose key or collection name is
+// key (see the function layerOf), its ID when its data is stored under
+// another name.
+func (s *casCounting) layerOf(key string) string {
+	name := layerOf(key)
+	if id, ok := s.renamed[name]; ok {
+		return id
+	}
+	return name
+}
+
+// renamedLayers maps the storage name of each layer of cfg (and of its
+// spawn layers) stored under another name than its ID to the ID, for the
+// spans and metrics of the store's I/O.
+func renamedLayers(cfg Config) map[string]string {
+	out := map[string]string{}
+	for _, l := range slices.Concat(cfg.Layers, cfg.SpawnLayers) {
+		if l == nil {
+			continue
+		}
+		if spec := l.Spec(); spec.StorageName() != spec.ID {
+			out[spec.StorageName()] = spec.ID
+		}
+	}
+	return out
 }
 
 // GetMany implements storage.MultiGetter: s's own when it has one, else
@@ -315,7 +346,7 @@ func (s *casCounting) GetMany(ctx context.Context, keys []string) ([]storage.Ite
 func (s *casCounting) Put(ctx context.Context, key string, value []byte, ifVersion int64) (int64, error) {
 	v, err := s.Store.Put(ctx, key, value, ifVersion)
 	if err != nil && ifVersion != storage.AnyVersion && errors.Is(err, storage.ErrConflict) {
-		s.t.casLost.Add(ctx, 1, s.t.attrs(attrLayer, layerOf(key), "", "").add...)
+		s.t.casLost.Add(ctx, 1, s.t.attrs(attrLayer, s.layerOf(key), "", "").add...)
 	}
 	return v, err
 }

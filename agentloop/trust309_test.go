@@ -67,7 +67,7 @@ func TestTrust309_ToolUpdateLandsWhileTheRunEnds(t *testing.T) {
 	if !errors.Is(err, agentloop.ErrTimeout) {
 		t.Fatalf("Run = %v, want ErrTimeout", err)
 	}
-	it, err := mem.Get(ctx, storage.LayerKey(workingmemory.DefaultID, storage.ThreadScope("t"), "state"))
+	it, err := mem.Get(ctx, storage.LayerKey(workingmemory.DefaultStorageID, storage.ThreadScope("t"), "state"))
 	if err != nil || !strings.Contains(string(it.Value), `"goal":"ship"`) {
 		t.Fatalf("the update did not land (%v %s): the test needs it to", err, it.Value)
 	}

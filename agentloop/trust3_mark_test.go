@@ -36,7 +36,7 @@ func forgeCheckpointMark(t *testing.T, st storage.Store, threadID, scope string)
 	if err := json.Unmarshal(it.Value, &head); err != nil {
 		t.Fatal(err)
 	}
-	name, ok := head.Layers[episodicmemory.DefaultID]
+	name, ok := head.Layers[episodicmemory.DefaultStorageID]
 	if !ok {
 		t.Fatalf("the checkpoint of %s keeps no episodic snapshot: %s", threadID, it.Value)
 	}
@@ -125,7 +125,7 @@ func TestTrust3Mark_CheckpointMarkOfAnotherUser(t *testing.T) {
 						t.Errorf("user %q was shown user %q's episodes:\n%s", u.resource, victim.resource, sys)
 					}
 				}
-				own := storage.LayerPrefix(episodicmemory.DefaultID, layer.Env{ThreadID: u.thread, ResourceID: u.resource}.ScopeKey(layer.ScopeThread))
+				own := storage.LayerPrefix(episodicmemory.DefaultStorageID, layer.Env{ThreadID: u.thread, ResourceID: u.resource}.ScopeKey(layer.ScopeThread))
 				for _, k := range findMarker(t, st, victim.marker) {
 					if strings.HasPrefix(k, own) || strings.HasPrefix(k, storage.ThreadPrefix(u.thread)) {
 						t.Errorf("user %q's marker copied into user %q's records: %s", victim.resource, u.resource, k)

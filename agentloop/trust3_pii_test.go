@@ -170,7 +170,7 @@ func TestTrust314_WorkingMemoryMasked(t *testing.T) {
 				user := strings.TrimPrefix(r.LastUser(), "note ")
 				return agenttest.Calls(
 					agenttest.Call("kv_set", map[string]string{"key": "contact-" + user, "value": user + " " + email}),
-					agenttest.Call("working-memory_update", map[string]string{"phone": user + " " + phone}),
+					agenttest.Call("working_memory_update", map[string]string{"phone": user + " " + phone}),
 				), nil
 			}
 			a := mustAgent(t, agentloop.Config{Model: agenttest.NewFunc(policy), Store: store, Layers: []layer.Layer{kvl, pad},

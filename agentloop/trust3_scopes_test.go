@@ -254,12 +254,12 @@ func TestTrust301_LegacyKeysMoveOnLoad(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			st, _ := b.open(t)
 			ctx := t.Context()
-			legacyPad := storage.LegacyLayerPrefix(workingmemory.DefaultID, "7") + storage.Escape("state")
+			legacyPad := storage.LegacyLayerPrefix(workingmemory.DefaultStorageID, "7") + storage.Escape("state")
 			if _, err := st.Put(ctx, legacyPad, []byte(`{"note":"LEGACYSEVEN"}`), storage.NoVersion); err != nil {
 				t.Fatal(err)
 			}
 			for name, v := range frozen.Records {
-				if _, err := st.Put(ctx, storage.LegacyLayerPrefix(episodicmemory.DefaultID, "t")+storage.Escape(name), v, storage.NoVersion); err != nil {
+				if _, err := st.Put(ctx, storage.LegacyLayerPrefix(episodicmemory.DefaultStorageID, "t")+storage.Escape(name), v, storage.NoVersion); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -305,7 +305,7 @@ func TestTrust301_LegacyKeysMoveOnLoad(t *testing.T) {
 			if e, whole, err := l.Read(ctx, "call-8"); err != nil || !whole || !strings.Contains(e.Result, "page-8") {
 				t.Errorf("Read(call-8) of the moved log = %+v %v %v", e, whole, err)
 			}
-			if keys, _ := st.List(ctx, storage.LegacyLayerPrefix(episodicmemory.DefaultID, "t")); len(keys) != 0 {
+			if keys, _ := st.List(ctx, storage.LegacyLayerPrefix(episodicmemory.DefaultStorageID, "t")); len(keys) != 0 {
 				t.Errorf("untyped records left after the move: %q", keys)
 			}
 		})
@@ -362,13 +362,13 @@ func TestTrust303_OwnerKept(t *testing.T) {
 			memorize := `{"text":"The user said CHAINTEXT.","kind":"note"}`
 			var out string
 			for _, tool := range mem.Tools() {
-				if tool.Name() == "semantic_memorize" {
+				if tool.Name() == "semantic_memory_memorize" {
 					if out, err = tool.Call(ctx, memorize); err != nil {
 						t.Fatal(err)
 					}
 				}
 			}
-			steps := []schema.AgentStep{{Action: schema.AgentAction{Tool: "semantic_memorize", ToolInput: memorize, ToolID: "c1"}, Observation: out}}
+			steps := []schema.AgentStep{{Action: schema.AgentAction{Tool: "semantic_memory_memorize", ToolInput: memorize, ToolID: "c1"}, Observation: out}}
 			if err := mem.SaveContext(ctx, in1, map[string]any{"output": "ok", "intermediateSteps": steps}); err != nil {
 				t.Fatal(err)
 			}

@@ -119,7 +119,7 @@ type Entry struct {
 	Text       string  `json:"text,omitempty"`
 	Importance float64 `json:"importance,omitempty"`
 	// Source says who asked for the operation ("by=model step=2
-	// tool=semantic_memorize").
+	// tool=semantic_memory_memorize").
 	Source string `json:"source,omitempty"`
 	// Refused marks a write the router refused; Reason says why it was
 	// routed where it was, or refused.

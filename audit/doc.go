@@ -12,7 +12,7 @@
 //
 //	log := audit.New(audit.Config{Store: store})
 //	turn, err := log.Commit(ctx, threadID, []audit.Entry{
-//		{Op: audit.OpWrite, Layer: "semantic", Key: "f3", Kind: "preference", Text: "The user prefers tea."},
+//		{Op: audit.OpWrite, Layer: "semantic_memory", Key: "f3", Kind: "preference", Text: "The user prefers tea."},
 //	})
 //	turns, err := log.Turns(ctx, threadID) // oldest first
 //

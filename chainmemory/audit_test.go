@@ -63,10 +63,10 @@ func TestMemory98_AdapterAuditsAndKeepsProposals(t *testing.T) {
 	}
 	memorize := `{"text":"The user lives in Lisbon.","kind":"profile"}`
 	steps := []schema.AgentStep{
-		{Action: schema.AgentAction{Tool: "semantic_memorize", ToolInput: memorize, ToolID: "c1"}, Observation: call("semantic_memorize", memorize)},
+		{Action: schema.AgentAction{Tool: "semantic_memory_memorize", ToolInput: memorize, ToolID: "c1"}, Observation: call("semantic_memory_memorize", memorize)},
 		{Action: schema.AgentAction{Tool: "open_page", ToolInput: `{}`, ToolID: "c2"}, Observation: `{"id":"page_9","title":"Pricing"}`},
 		{Action: schema.AgentAction{Tool: "open_page", ToolInput: `{}`, ToolID: "c4"}, Observation: `{"id":"page_10","title":"Blog"}`},
-		{Action: schema.AgentAction{Tool: "semantic_forget", ToolInput: `{"id":"f404"}`, ToolID: "c3"}, Observation: call("semantic_forget", `{"id":"f404"}`)},
+		{Action: schema.AgentAction{Tool: "semantic_memory_forget", ToolInput: `{"id":"f404"}`, ToolID: "c3"}, Observation: call("semantic_memory_forget", `{"id":"f404"}`)},
 	}
 	if err := mem.SaveContext(ctx, in, map[string]any{"output": "Done.", "intermediateSteps": steps}); err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func TestMemory98_AdapterAuditsAndKeepsProposals(t *testing.T) {
 	}
 	ev := turns[0].Entries
 	has(ev, "memorize call", func(e audit.Entry) bool {
-		return e.Op == audit.OpWrite && e.Layer == "semantic" && e.Kind == "profile" && e.Text == "The user lives in Lisbon." && e.Source == "by=model tool=semantic_memorize"
+		return e.Op == audit.OpWrite && e.Layer == "semantic_memory" && e.Kind == "profile" && e.Text == "The user lives in Lisbon." && e.Source == "by=model tool=semantic_memory_memorize"
 	})
 	has(ev, "count of extracted entities", func(e audit.Entry) bool { return e.Op == audit.OpWrite && e.Kind == "extracted" && e.Count > 0 })
 	has(ev, "count of episodes", func(e audit.Entry) bool { return e.Op == audit.OpWrite && e.Kind == "episode" && e.Count > 0 })
@@ -107,10 +107,10 @@ func TestMemory98_AdapterAuditsAndKeepsProposals(t *testing.T) {
 	}
 	ev = turns[1].Entries
 	has(ev, "route of the proposed preference", func(e audit.Entry) bool {
-		return e.Op == audit.OpRoute && e.Kind == "preference" && e.Layer == "semantic" && !e.Refused && e.Source == "by=layer:distiller step=1"
+		return e.Op == audit.OpRoute && e.Kind == "preference" && e.Layer == "semantic_memory" && !e.Refused && e.Source == "by=layer:distiller step=1"
 	})
 	has(ev, "write of the proposed preference", func(e audit.Entry) bool {
-		return e.Op == audit.OpWrite && e.Kind == "preference" && e.Layer == "semantic" && e.Key != ""
+		return e.Op == audit.OpWrite && e.Kind == "preference" && e.Layer == "semantic_memory" && e.Key != ""
 	})
 	has(ev, "refused route of an unimportant write", func(e audit.Entry) bool { return e.Op == audit.OpRoute && e.Kind == "color" && e.Refused })
 	has(ev, "redaction of the e-mail address", func(e audit.Entry) bool { return e.Op == audit.OpRedact && e.Kind == "email" && e.Count > 0 })
@@ -138,7 +138,7 @@ func TestMemory98_AdapterAuditsAndKeepsProposals(t *testing.T) {
 		t.Fatalf("audit turns %d, %v; want 3", len(turns), err)
 	}
 	has(turns[2].Entries, "recall of the semantic memory", func(e audit.Entry) bool {
-		return e.Op == audit.OpRecall && e.Layer == "semantic" && e.Tokens > 0 && e.Step == 2
+		return e.Op == audit.OpRecall && e.Layer == "semantic_memory" && e.Tokens > 0 && e.Step == 2
 	})
 
 	// Without a thread, the commit fails after the turn was stored.
@@ -214,16 +214,16 @@ func TestMemory99_AdapterToolsActAsAnAgents(t *testing.T) {
 	if _, err := mem.LoadMemoryVariables(ctx, in); err != nil {
 		t.Fatal(err)
 	}
-	if out := call("semantic_memorize", `{"text":"Ask which kettle the user has.","kind":"plan"}`); !strings.Contains(out, "scratchpad") {
+	if out := call("semantic_memory_memorize", `{"text":"Ask which kettle the user has.","kind":"plan"}`); !strings.Contains(out, "scratchpad") {
 		t.Errorf("a plan was not kept on the scratchpad: %s", out)
 	}
-	if out := call("semantic_memorize", `{"text":"The user likes oolong; mail tea.lover@example.com.","kind":"preference"}`); !strings.HasPrefix(out, "remembered fact ") {
+	if out := call("semantic_memory_memorize", `{"text":"The user likes oolong; mail tea.lover@example.com.","kind":"preference"}`); !strings.HasPrefix(out, "remembered fact ") {
 		t.Errorf("a preference was not remembered: %s", out)
 	}
-	if out := call("semantic_memorize", `{"text":"green","kind":"color","importance":0.05}`); !strings.HasPrefix(out, "error: ") {
+	if out := call("semantic_memory_memorize", `{"text":"green","kind":"color","importance":0.05}`); !strings.HasPrefix(out, "error: ") {
 		t.Errorf("an unimportant write was not refused: %s", out)
 	}
-	if out := call("semantic_memorize", `{"kind":"fact"}`); !strings.HasPrefix(out, "error: ") {
+	if out := call("semantic_memory_memorize", `{"kind":"fact"}`); !strings.HasPrefix(out, "error: ") {
 		t.Errorf("a call without text was not refused: %s", out)
 	}
 	if err := mem.SaveContext(ctx, in, map[string]any{"output": "Done.", "intermediateSteps": steps}); err != nil {
@@ -262,12 +262,12 @@ func TestMemory99_AdapterToolsActAsAnAgents(t *testing.T) {
 		return n
 	}
 	if n := count(func(e audit.Entry) bool {
-		return e.Op == audit.OpRoute && e.Kind == "plan" && e.Layer == "working-memory"
+		return e.Op == audit.OpRoute && e.Kind == "plan" && e.Layer == "working_memory"
 	}); n != 1 {
 		t.Errorf("%d routes of the plan to the scratchpad, want 1", n)
 	}
 	if n := count(func(e audit.Entry) bool {
-		return e.Op == audit.OpWrite && e.Kind == "preference" && e.Layer == "semantic" && e.Key != ""
+		return e.Op == audit.OpWrite && e.Kind == "preference" && e.Layer == "semantic_memory" && e.Key != ""
 	}); n != 1 {
 		t.Errorf("%d writes of the preference, want 1 (audited as it ran, not again from the steps)", n)
 	}
@@ -277,7 +277,7 @@ func TestMemory99_AdapterToolsActAsAnAgents(t *testing.T) {
 	if n := count(func(e audit.Entry) bool { return e.Op == audit.OpRedact && e.Kind == "email" }); n == 0 {
 		t.Error("no redaction is audited")
 	}
-	if n := count(func(e audit.Entry) bool { return e.Op == audit.OpWrite && e.Layer == "semantic" && e.Key == "" }); n != 0 {
+	if n := count(func(e audit.Entry) bool { return e.Op == audit.OpWrite && e.Layer == "semantic_memory" && e.Key == "" }); n != 0 {
 		t.Errorf("%d unrouted writes read from the executor's steps", n)
 	}
 }

@@ -57,7 +57,7 @@ func ExampleNew_executor() {
 	defer st.Close(ctx)
 
 	model := agenttest.New(
-		agenttest.Reply(agenttest.Text("Thought: Do I need to use a tool? Yes\nAction: working-memory_update\nAction Input: {\"goal\": \"launch the About page\"}")),
+		agenttest.Reply(agenttest.Text("Thought: Do I need to use a tool? Yes\nAction: working_memory_update\nAction Input: {\"goal\": \"launch the About page\"}")),
 		agenttest.Reply(agenttest.Text("Thought: Do I need to use a tool? No\nAI: Noted.")),
 		agenttest.Reply(agenttest.Text("Thought: Do I need to use a tool? No\nAI: Your goal is to launch the About page.")),
 	)

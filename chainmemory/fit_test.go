@@ -119,7 +119,7 @@ func TestFit08_LayerToolsReachLangchaingoAgents(t *testing.T) {
 	}
 	st := newInitStack(t, wm)
 	defs := chainmemory.LLMTools(st)
-	if len(defs) != 1 || defs[0].Function.Name != "working-memory_update" {
+	if len(defs) != 1 || defs[0].Function.Name != "working_memory_update" {
 		t.Fatalf("LLMTools %+v", defs)
 	}
 	if b, _ := json.Marshal(defs[0].Function.Parameters); !strings.Contains(string(b), `"task"`) {
@@ -132,9 +132,9 @@ func TestFit08_LayerToolsReachLangchaingoAgents(t *testing.T) {
 
 	mem := chainmemory.New(st, chainmemory.Config{})
 	model := agenttest.New(
-		agenttest.Reply(agenttest.Calls(agenttest.Call("working-memory_update", map[string]string{"__arg1": `{"task":"write the docs"}`}))),
+		agenttest.Reply(agenttest.Calls(agenttest.Call("working_memory_update", map[string]string{"__arg1": `{"task":"write the docs"}`}))),
 		agenttest.Reply(agenttest.Text("Noted.")),
-		agenttest.Reply(agenttest.Calls(agenttest.Call("working-memory_update", `{"task":"review the docs"}`))),
+		agenttest.Reply(agenttest.Calls(agenttest.Call("working_memory_update", `{"task":"review the docs"}`))),
 		agenttest.Reply(agenttest.Text("Noted again.")),
 	)
 	agent := agents.NewOpenAIFunctionsAgent(model, exported, agents.NewOpenAIOption().WithExtraMessages(
@@ -145,7 +145,7 @@ func TestFit08_LayerToolsReachLangchaingoAgents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	live, _ := layer.Find[*workingmemory.Layer](st, "working-memory")
+	live, _ := layer.Find[*workingmemory.Layer](st, workingmemory.DefaultID)
 	if got := fmt.Sprint(live.State()); got != "map[task:review the docs]" {
 		t.Fatalf("state %s", got)
 	}
@@ -223,7 +223,7 @@ func TestFit11_LegacyCallInsideAnExecutorIsApplied(t *testing.T) {
 	if _, err := chains.Call(t.Context(), exec, map[string]any{"input": "Remember to write the docs."}); err != nil {
 		t.Fatal(err)
 	}
-	live, _ := layer.Find[*workingmemory.Layer](st, "working-memory")
+	live, _ := layer.Find[*workingmemory.Layer](st, workingmemory.DefaultID)
 	if got := fmt.Sprint(live.State()); got != "map[task:write the docs]" {
 		t.Fatalf("state %s, want the legacy update applied", got)
 	}

@@ -582,7 +582,7 @@ func pick(vars map[string]any, keys ...string) string {
 
 // ExportTools returns the functions the stack's layers provide as
 // langchaingo tools, for agents.Executor and its agents, named by their
-// wire names ("working-memory_update"). The stack must be initialised;
+// wire names ("working_memory_update"). The stack must be initialised;
 // the tools act on its state.
 //
 // A langchaingo tools.Tool carries a name, a description and a Call that

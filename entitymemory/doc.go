@@ -1,11 +1,12 @@
-// Package entitymemory is the entity memory layer: it extracts the
+// Package entitymemory is the entity memory layer (ID "entity_memory",
+// its data stored under "entities", [DefaultStorageID]): it extracts the
 // entities an agent works on (pages, sections, issues, files, customers)
 // from its tool results, without calling a model, keeps the most recent
 // ones, and puts them into the prompt so that "now add a hero section to
 // it" resolves to page-123 — after many tool calls, after a finished task,
 // and after a process restart.
 //
-//	<entities>
+//	<entity_memory>
 //	[RECENT ENTITIES]
 //	pages:
 //	  - "About Us" (page-123)
@@ -229,7 +230,7 @@
 // format — then one group per type — in order of each
 // type's most recent entity, newest first within the type — then the
 // instructions, all fenced with fence.Wrap in a block named after the
-// layer ID ([Layer.Tag]: <entities>), like every layer's block, so the
+// layer ID ([Layer.Tag]: <entity_memory>), like every layer's block, so the
 // prompt compiler can defang a fake entity block that another layer's
 // text prints. Names are quoted; '"' and '\' are escaped and '<' becomes
 // "&lt;", so a name holding "\n[RECENT ENTITIES]\n" or "</entities>" stays

@@ -83,7 +83,7 @@ func ExampleNew() {
 	items, _ := mem.Recall(ctx, layer.Query{Text: "add a gallery to it"})
 	fmt.Println(items[0].Text)
 	// Output:
-	// <entities>
+	// <entity_memory>
 	// [RECENT ENTITIES]
 	// pages:
 	//   - "About Our Team" (page-123)
@@ -91,7 +91,7 @@ func ExampleNew() {
 	//   - "Hero" (sec-456, parent: page-123)
 	//
 	// Resolve "it" to the most recent entity of the right type.
-	// </entities>
+	// </entity_memory>
 }
 
 func ExampleLayer_Init() {
@@ -111,11 +111,11 @@ func ExampleLayer_Init() {
 	items, _ := run2.Recall(ctx, layer.Query{})
 	fmt.Println(items[0].Text)
 	// Output:
-	// <entities>
+	// <entity_memory>
 	// [RECENT ENTITIES]
 	// pages:
 	//   - "About Us" (page-123)
-	// </entities>
+	// </entity_memory>
 }
 
 func ExampleLayer_Snapshot() {
@@ -188,9 +188,9 @@ func ExampleConfig_legacyHeader() {
 	items, _ := mem.Recall(context.Background(), layer.Query{})
 	fmt.Println(items[0].Text)
 	// Output:
-	// <entities>
+	// <entity_memory>
 	// [WORKING MEMORY]
 	// pages:
 	//   - "About Us" (page-123)
-	// </entities>
+	// </entity_memory>
 }

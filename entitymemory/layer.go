@@ -17,8 +17,14 @@ import (
 	"github.com/memlayer/memlayer/storage"
 )
 
-// DefaultID is the layer ID used when Config.ID is empty.
-const DefaultID = "entities"
+// DefaultID is the layer ID used when Config.ID is empty: its block's
+// tag (<entity_memory>).
+const DefaultID = "entity_memory"
+
+// DefaultStorageID is the Spec.StorageID of the layer whose ID is
+// DefaultID: its ID before the naming scheme, under which its data stays
+// stored (see layer.Spec.StorageID).
+const DefaultStorageID = "entities"
 
 // DefaultCapacity is how many entities are kept when Config.Capacity is 0.
 const DefaultCapacity = 10
@@ -35,12 +41,13 @@ const DefaultMaxRetries = 16
 // saves fail (see Config.MaxRetries); the oldest are forgotten first.
 const maxPendingDeletes = 1024
 
-// Config configures a [Layer]. The zero Config is valid: layer "entities"
+// Config configures a [Layer]. The zero Config is valid: layer "entity_memory"
 // in slot layer.SlotEntities, thread scope, unbounded budget, the 10 most
 // recent entities, 3 per list, no expiry, the built-in rules.
 type Config struct {
 	// Spec is what every layer declares (see layer.Spec):
 	//   - ID: ID is the layer ID. Empty means DefaultID.
+	//   - StorageID: StorageID names the layer's stored data (see layer.Spec.StorageID). Empty means DefaultStorageID when ID is DefaultID, the ID otherwise.
 	//   - Slot: Slot orders the layer in the prompt. Zero means layer.SlotEntities.
 	//   - Scope: Scope selects whose entities are kept. Empty means thread.
 	//   - Budget: Budget is the layer's token budget. When Recall's budget is smaller than the block, the oldest entities are left out until it fits.
@@ -156,6 +163,9 @@ type Layer struct {
 // New returns an entity memory layer. It does no I/O; see [Layer.Init].
 func New(cfg Config) (*Layer, error) {
 	cfg.ID = cmp.Or(cfg.ID, DefaultID)
+	if cfg.ID == DefaultID {
+		cfg.StorageID = cmp.Or(cfg.StorageID, DefaultStorageID)
+	}
 	cfg.Slot = cmp.Or(cfg.Slot, layer.SlotEntities)
 	cfg.Scope = cmp.Or(cfg.Scope, layer.ScopeThread)
 	if err := checkConfig(&cfg); err != nil {
@@ -243,9 +253,9 @@ func (l *Layer) Init(ctx context.Context, env layer.Env) (layer.Layer, error) {
 		return b, nil
 	}
 	scope := env.ScopeKey(l.cfg.Scope)
-	b := l.bind(env.Store, storage.LayerKey(l.cfg.ID, scope, StateName), nil, 0)
+	b := l.bind(env.Store, storage.LayerKey(l.cfg.StorageName(), scope, StateName), nil, 0)
 	b.scope, b.logger = scope, env.Logger
-	b.arch = newArchive(env.Store, l.cfg.ID, scope, l.cfg)
+	b.arch = newArchive(env.Store, l.cfg.StorageName(), scope, l.cfg)
 	if b.logger == nil {
 		b.logger = slog.Default()
 	}
@@ -293,7 +303,7 @@ func (l *Layer) load(ctx context.Context) ([]Entity, uint64, int64, error) {
 // quarantine moves an unreadable stored state aside: it is copied to a
 // quarantine key, then deleted from the state key if still unchanged.
 func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) error {
-	qkey, err := storage.Quarantine(ctx, l.store, it, l.cfg.ID, l.scope, l.now())
+	qkey, err := storage.Quarantine(ctx, l.store, it, l.cfg.StorageName(), l.scope, l.now())
 	if err != nil {
 		return err
 	}
@@ -304,9 +314,9 @@ func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) er
 }
 
 // Recall renders the tracked entities, fenced with fence.Wrap in a block
-// named after the layer ID ([Layer.Tag]; <entities> by default):
+// named after the layer ID ([Layer.Tag]; <entity_memory> by default):
 //
-//	<entities>
+//	<entity_memory>
 //	[RECENT ENTITIES]
 //	pages:
 //	  - "About Us" (page-123)
@@ -405,7 +415,7 @@ func (l *Layer) now() time.Time {
 }
 
 // Tag returns the name of the block Recall fences the entities in: the
-// layer ID with every '-' replaced by '_' ("entities" for DefaultID,
+// layer ID with every '-' replaced by '_' ("entity_memory" for DefaultID,
 // "cms_entities" for "cms-entities"). The prompt compiler gives the tag
 // to the first layer that fences with it, so no other layer's text can
 // pass for this block.

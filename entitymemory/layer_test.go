@@ -152,7 +152,7 @@ func TestConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	sp := l.Spec()
-	if sp.ID != "entities" || sp.Slot != layer.SlotEntities || sp.Scope != layer.ScopeThread || l.cfg.Capacity != 10 {
+	if sp.ID != DefaultID || sp.StorageName() != DefaultStorageID || sp.Slot != layer.SlotEntities || sp.Scope != layer.ScopeThread || l.cfg.Capacity != 10 {
 		t.Errorf("zero config: %+v capacity %d", sp, l.cfg.Capacity)
 	}
 	for _, bad := range []Config{
@@ -543,7 +543,7 @@ func TestStack(t *testing.T) {
 		if err := s.Store(ctx, turn(result("cms_createPage", `{"title":"About Us"}`, `{"page":{"id":"page-123","title":"About Us"}}`))); err != nil {
 			t.Fatal(err)
 		}
-		l, _ := layer.Find[*Layer](s, "entities")
+		l, _ := layer.Find[*Layer](s, DefaultID)
 		if es := l.Entities(); len(es) != 1 {
 			t.Errorf("Entities = %#v", es)
 		}

@@ -39,7 +39,7 @@ func seedArchive(tb testing.TB, st storage.Store, n int) string {
 		tb.Fatal(err)
 	}
 	scope := storage.ResourceScope("user-1")
-	a := newArchive(st, tmpl.cfg.ID, scope, tmpl.cfg)
+	a := newArchive(st, tmpl.cfg.StorageName(), scope, tmpl.cfg)
 	t0 := openRunNow().Add(-time.Duration(n+1) * time.Minute)
 	page := func(i int) Entity {
 		return Entity{Type: "page", ID: "page-" + strconv.Itoa(i), Name: "Pricing for Nonprofits " + strconv.Itoa(i),
@@ -76,7 +76,7 @@ func seedArchive(tb testing.TB, st storage.Store, n int) string {
 	}
 	recs := []storage.Write{
 		{Key: a.head, Value: []byte(strconv.Itoa(n)), IfVersion: storage.AnyVersion},
-		{Key: storage.LayerKey(tmpl.cfg.ID, scope, StateName), Value: encodeState(list, uint64(n)), IfVersion: storage.AnyVersion},
+		{Key: storage.LayerKey(tmpl.cfg.StorageName(), scope, StateName), Value: encodeState(list, uint64(n)), IfVersion: storage.AnyVersion},
 	}
 	if err := putAll(ctx, st, recs); err != nil {
 		tb.Fatal(err)

@@ -51,7 +51,7 @@ func TestEpisodic16_AgentloopReadsLargeResultWhole(t *testing.T) {
 				return agenttest.Text("no reference in the episodic block"), nil
 			}
 			readRef = m[1]
-			return agenttest.Calls(agenttest.Call("episodic-memory_read", map[string]string{"ref": readRef})), nil
+			return agenttest.Calls(agenttest.Call("episodic_memory_read", map[string]string{"ref": readRef})), nil
 		default:
 			// Read on until the page note says the end is reached.
 			page := res[0].Content
@@ -64,7 +64,7 @@ func TestEpisodic16_AgentloopReadsLargeResultWhole(t *testing.T) {
 			if m[2] == m[3] {
 				return agenttest.Text(fmt.Sprintf("read %d bytes", got.Len())), nil
 			}
-			return agenttest.Calls(agenttest.Call("episodic-memory_read", map[string]any{"ref": readRef, "offset": got.Len()})), nil
+			return agenttest.Calls(agenttest.Call("episodic_memory_read", map[string]any{"ref": readRef, "offset": got.Len()})), nil
 		}
 	})
 	ep, err := episodicmemory.New(episodicmemory.Config{})

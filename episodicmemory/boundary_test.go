@@ -176,7 +176,7 @@ func TestTaskBoundaries_Recorded(t *testing.T) {
 			t.Errorf("Read(%s) = task %d, whole %v, %v; want task %d", ref, e.Task, whole, err, want)
 		}
 	}
-	col := storage.IndexName(episodicmemory.DefaultID, storage.ThreadScope("thread-1"), "episodes")
+	col := storage.IndexName(episodicmemory.DefaultStorageID, storage.ThreadScope("thread-1"), "episodes")
 	hs, err := st.Search(ctx, col, storage.Query{Filter: map[string]string{"thread": "thread-1", "task": fmt.Sprint(tasks[62])}, K: 100})
 	if err != nil || len(hs) == 0 {
 		t.Fatalf("search by task: %d hits, %v", len(hs), err)

@@ -8,8 +8,15 @@ import (
 	"github.com/memlayer/memlayer/layer"
 )
 
-// DefaultID is the layer ID used when Config.ID is empty.
-const DefaultID = "episodic-memory"
+// DefaultID is the layer ID used when Config.ID is empty: the prefix of
+// its tool's name ("episodic_memory_read") and its block's tag
+// (<episodic_memory>).
+const DefaultID = "episodic_memory"
+
+// DefaultStorageID is the Spec.StorageID of the layer whose ID is
+// DefaultID: its ID before the naming scheme, under which its data stays
+// stored (see layer.Spec.StorageID).
+const DefaultStorageID = "episodic-memory"
 
 // Defaults of the zero Config.
 const (
@@ -59,11 +66,12 @@ const (
 )
 
 // Config configures a [Layer]. The zero Config is valid: layer
-// "episodic-memory" in slot layer.SlotEpisodic, thread scope, unbounded
+// "episodic_memory" in slot layer.SlotEpisodic, thread scope, unbounded
 // budget and the defaults above.
 type Config struct {
 	// Spec is what every layer declares (see layer.Spec):
 	//   - ID: ID is the layer ID. Empty means DefaultID. It names the block Recall fences its text in (fence.Tag: <episodic_memory> by default), the read tool ("<id>_read") and the storage keys.
+	//   - StorageID: StorageID names the layer's stored data (see layer.Spec.StorageID). Empty means DefaultStorageID when ID is DefaultID, the ID otherwise.
 	//   - Slot: Slot orders the layer in the prompt. Zero means layer.SlotEpisodic.
 	//   - Scope: Scope is layer.ScopeThread (the default: one log per thread) or layer.ScopeResource (one log shared by the resource's threads); layer.ScopeExecution keeps a log for the run only. Global is refused.
 	//   - Budget: Budget is the layer's token budget.
@@ -135,6 +143,9 @@ type Config struct {
 // withDefaults validates cfg and fills in its defaults.
 func (cfg Config) withDefaults() (Config, error) {
 	cfg.ID = cmp.Or(cfg.ID, DefaultID)
+	if cfg.ID == DefaultID {
+		cfg.StorageID = cmp.Or(cfg.StorageID, DefaultStorageID)
+	}
 	cfg.Slot = cmp.Or(cfg.Slot, layer.SlotEpisodic)
 	cfg.Scope = cmp.Or(cfg.Scope, layer.ScopeThread)
 	if cfg.Scope == layer.ScopeGlobal {

@@ -1,4 +1,6 @@
-// Package episodicmemory is the episodic memory layer: a time-ordered log
+// Package episodicmemory is the episodic memory layer (ID
+// "episodic_memory", its log stored under "episodic-memory",
+// [DefaultStorageID]): a time-ordered log
 // of what an agent did — every tool invocation (tool, arguments, result or
 // error, duration, step, time, the IDs and names it touched), every
 // turn's outcome (the request and the answer) and the notes the agent
@@ -10,13 +12,13 @@
 // block:
 //
 //	<episodic_memory>
-//	Earlier tool calls and turns, oldest first. [ref] is the reference: call episodic-memory_read with {"ref": "..."} to read a full result.
+//	Earlier tool calls and turns, oldest first. [ref] is the reference: call episodic_memory_read with {"ref": "..."} to read a full result.
 //	[call_3] step 1 cms_createPage {"title":"About"} → ok, 812 bytes: About, page-123
 //	[turn-4] step 2 turn: "Create an About page" → answered: Done: page-123 is live.
 //	</episodic_memory>
 //
 // and the model reads any episode's full result with the tool
-// "episodic-memory_read" and the
+// "episodic_memory_read" and the
 // reference, a tool call ID. Call IDs are unique in a thread only (a
 // provider that gives none gets "call_<n>_<i>" from agentloop in every
 // thread), so in a log shared by threads (resource or global scope) a

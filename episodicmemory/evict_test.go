@@ -465,7 +465,7 @@ func TestCapacity_UsersNeverEvictEachOther(t *testing.T) {
 		}
 	}
 	// Erasing "a/b" (its records and collections) leaves "a" and "" whole.
-	storagetest.Erase(t, st, storage.LayerPrefix(episodicmemory.DefaultID, layer.Env{ThreadID: "thread-a/b", ResourceID: "a/b"}.ScopeKey(layer.ScopeResource)))
+	storagetest.Erase(t, st, storage.LayerPrefix(episodicmemory.DefaultStorageID, layer.Env{ThreadID: "thread-a/b", ResourceID: "a/b"}.ScopeKey(layer.ScopeResource)))
 	for _, u := range []string{"a", ""} {
 		if got := len(checkCapacity(t, st, cfg, "thread-"+u, u)); got != min(writes[u], 4) {
 			t.Errorf("after erasing a/b, user %q has %d indexed", u, got)
@@ -500,7 +500,7 @@ func TestCapacity_ClearRemovesEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	scope := layer.Env{ThreadID: "t"}.ScopeKey(layer.ScopeThread)
-	cols, err := st.Collections(ctx, storage.LayerPrefix(episodicmemory.DefaultID, scope))
+	cols, err := st.Collections(ctx, storage.LayerPrefix(episodicmemory.DefaultStorageID, scope))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,8 +44,8 @@ func Example() {
 	fmt.Println(layer.ToolName(ep.Spec().ID, read.Name), "→", out)
 	// Output:
 	// <episodic_memory>
-	// Earlier tool calls and turns, oldest first. [ref] is the reference: call episodic-memory_read with {"ref": "..."} to read a full result.
+	// Earlier tool calls and turns, oldest first. [ref] is the reference: call episodic_memory_read with {"ref": "..."} to read a full result.
 	// [call_1] step 0 cms_createPage {"title":"About Us"} → ok, 45 bytes: About Us, page-123
 	// </episodic_memory>
-	// episodic-memory_read → {"page":{"id":"page-123","title":"About Us"}}
+	// episodic_memory_read → {"page":{"id":"page-123","title":"About Us"}}
 }

@@ -30,7 +30,7 @@ func TestEpisodic20_FrozenV1Loads(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join("testdata", "log-v1.json")
 	cfg := episodicmemory.Config{CompactAfter: 4, Retain: 3}
-	prefix := storage.LayerPrefix(episodicmemory.DefaultID, storage.ThreadScope("t"))
+	prefix := storage.LayerPrefix(episodicmemory.DefaultStorageID, storage.ThreadScope("t"))
 	if *update {
 		st := storage.NewMemoryStore()
 		l := bound(t, cfg, st, "t", "")
@@ -61,7 +61,7 @@ func TestEpisodic20_FrozenV1Loads(t *testing.T) {
 	}
 	st := storage.NewMemoryStore()
 	for name, v := range f.Records {
-		if _, err := st.Put(ctx, storage.LayerKey(episodicmemory.DefaultID, storage.ThreadScope("t"), name), v, storage.NoVersion); err != nil {
+		if _, err := st.Put(ctx, storage.LayerKey(episodicmemory.DefaultStorageID, storage.ThreadScope("t"), name), v, storage.NoVersion); err != nil {
 			t.Fatal(err)
 		}
 	}

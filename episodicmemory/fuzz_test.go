@@ -82,7 +82,7 @@ func FuzzEpisodic15_DecodeLog(f *testing.F) {
 					t.Fatal(err)
 				}
 			}
-			if _, err := st.Put(ctx, storage.LayerKey(DefaultID, storage.ThreadScope("t"), name), data, storage.AnyVersion); err != nil {
+			if _, err := st.Put(ctx, storage.LayerKey(DefaultStorageID, storage.ThreadScope("t"), name), data, storage.AnyVersion); err != nil {
 				t.Fatal(err)
 			}
 			l, err := tmpl.Init(ctx, env)

@@ -74,7 +74,7 @@ func store(t testing.TB, l layer.Storer, turns ...layer.Turn) {
 }
 
 // pageNote matches the note that ends a page of the read tool.
-var pageNote = regexp.MustCompile(`\n\[episodic-memory: bytes (\d+)-(\d+) of (\d+)(?:; read on with \{.*\})?\]$`)
+var pageNote = regexp.MustCompile(`\n\[episodic_memory: bytes (\d+)-(\d+) of (\d+)(?:; read on with \{.*\})?\]$`)
 
 // readAll calls the read tool for ref until it has every page, and
 // returns the pages joined and how many calls it took.

@@ -212,7 +212,7 @@ func TestIndex_CrossUser(t *testing.T) {
 			}
 		}
 	}
-	prefix := storage.LayerPrefix(episodicmemory.DefaultID, storage.ResourceScope("a"))
+	prefix := storage.LayerPrefix(episodicmemory.DefaultStorageID, storage.ResourceScope("a"))
 	storagetest.Erase(t, store, prefix)
 	if b := recall(t, bound(t, episodicmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}}, store, "after", "a"), tag["a"]); b != "" {
 		t.Errorf("erased user recalls:\n%s", b)

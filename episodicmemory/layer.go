@@ -89,9 +89,9 @@ func New(cfg Config) (*Layer, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	l := &Layer{cfg: cfg, spec: spec, tag: fence.Tag(cfg.ID), tool: layer.ToolName(cfg.ID, "read"), head: emptyHead(),
-		ix: &storage.MemoryIndex{}, private: true, loaded: true, haveDigests: true, col: storage.IndexName(cfg.ID, "template", "episodes"),
+		ix: &storage.MemoryIndex{}, private: true, loaded: true, haveDigests: true, col: storage.IndexName(cfg.StorageName(), "template", "episodes"),
 		template: true}
-	l.log = seqlog.Log{LayerID: cfg.ID, Pkg: "episodicmemory", ErrVersion: ErrVersion, MaxRetries: cfg.MaxRetries,
+	l.log = seqlog.Log{LayerID: cfg.StorageName(), Pkg: "episodicmemory", ErrVersion: ErrVersion, MaxRetries: cfg.MaxRetries,
 		Logger: slog.Default(), Now: func() time.Time { return clampTime(cfg.Now()) }}
 	return l, nil
 }
@@ -110,8 +110,8 @@ func (l *Layer) unbound(method string) error {
 // memory when store is nil).
 func (l *Layer) open(ctx context.Context, env layer.Env, store storage.Store, scope string) (*Layer, error) {
 	b := &Layer{cfg: l.cfg, spec: l.spec, tag: l.tag, tool: l.tool, log: l.log, thread: env.ThreadID, head: emptyHead(),
-		col: storage.IndexName(l.cfg.ID, scope, "episodes"), evcol: storage.IndexName(l.cfg.ID, scope, "evicted"),
-		usecol: storage.IndexName(l.cfg.ID, scope, "uses")}
+		col: storage.IndexName(l.cfg.StorageName(), scope, "episodes"), evcol: storage.IndexName(l.cfg.StorageName(), scope, "evicted"),
+		usecol: storage.IndexName(l.cfg.StorageName(), scope, "uses")}
 	b.log.Store, b.log.Scope = store, scope
 	if env.Logger != nil {
 		b.log.Logger = env.Logger
@@ -260,12 +260,20 @@ func (l *Layer) overThresholds() bool {
 	return count > l.cfg.CompactAfter || toks > l.cfg.CompactTokens
 }
 
+// readsEpisode reports whether a tool call of the given name is one of
+// the layer's read tool: by its name, its "<id>/read" form or its
+// deprecated name (layer.DeprecatedToolName).
+func (l *Layer) readsEpisode(name string) bool {
+	old, _ := layer.DeprecatedToolName(l.spec, "read")
+	return name == l.tool || name == l.cfg.ID+"/read" || name == old && old != ""
+}
+
 // episodes turns a step into episodes (not yet numbered).
 func (l *Layer) episodes(t layer.Turn) []Episode {
 	now := clampTime(l.cfg.Now())
 	var eps []Episode
 	for _, r := range t.Results {
-		if r.Name == l.tool || r.Name == l.cfg.ID+"/read" {
+		if l.readsEpisode(r.Name) {
 			continue // reading an episode is not an episode
 		}
 		eps = append(eps, l.toolEpisode(t, r, len(eps), now))
@@ -615,7 +623,7 @@ const readParams = `{"type":"object","properties":{"ref":{"type":"string","descr
 // each page ends with a note giving the byte range shown, the full size
 // and the offset to read on from,
 //
-//	[episodic-memory: bytes 0-12288 of 40626; read on with {"ref":"call_1","offset":12288}]
+//	[episodic_memory: bytes 0-12288 of 40626; read on with {"ref":"call_1","offset":12288}]
 //
 // and the concatenated pages (notes removed) are the result. A result cut
 // at Config.MaxResultBytes ends with a note saying so. For an episode

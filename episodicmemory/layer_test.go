@@ -78,7 +78,7 @@ func TestEpisodic06_RecallDeterministic(t *testing.T) {
 	if i, j := strings.Index(b, "[call-3]"), strings.Index(b, "[call-29]"); i > j {
 		t.Errorf("not oldest first:\n%s", b)
 	}
-	if !strings.HasPrefix(b, "<episodic_memory>\n") || !strings.Contains(b, "episodic-memory_read") {
+	if !strings.HasPrefix(b, "<episodic_memory>\n") || !strings.Contains(b, "episodic_memory_read") {
 		t.Errorf("block header:\n%s", b)
 	}
 	// An empty input ranks by recency alone.
@@ -123,13 +123,13 @@ func TestEpisodic07_HostileResultStaysFenced(t *testing.T) {
 func TestEpisodic08_CorruptStoredState(t *testing.T) {
 	ctx := context.Background()
 	quarantined := func(st storage.Store) int {
-		keys, _ := st.List(ctx, storage.LayerKey(episodicmemory.DefaultID, storage.ThreadScope("t"), "quarantine/"))
+		keys, _ := st.List(ctx, storage.LayerKey(episodicmemory.DefaultStorageID, storage.ThreadScope("t"), "quarantine/"))
 		return len(keys)
 	}
 	t.Run("segment", func(t *testing.T) {
 		st := storage.NewMemoryStore()
 		store(t, bound(t, episodicmemory.Config{}, st, "t", ""), pageStep(0), pageStep(1), pageStep(2))
-		key := storage.LayerKey(episodicmemory.DefaultID, storage.ThreadScope("t"), "seg/00000000000000000001")
+		key := storage.LayerKey(episodicmemory.DefaultStorageID, storage.ThreadScope("t"), "seg/00000000000000000001")
 		if _, err := st.Put(ctx, key, []byte(`{"version":1,"seq":1,"episodes":[{"kind":"bogus"}]}`), storage.AnyVersion); err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +148,7 @@ func TestEpisodic08_CorruptStoredState(t *testing.T) {
 	t.Run("head", func(t *testing.T) {
 		st := storage.NewMemoryStore()
 		store(t, bound(t, episodicmemory.Config{}, st, "t", ""), pageStep(0), pageStep(1))
-		hkey := storage.LayerKey(episodicmemory.DefaultID, storage.ThreadScope("t"), "head")
+		hkey := storage.LayerKey(episodicmemory.DefaultStorageID, storage.ThreadScope("t"), "head")
 		if _, err := st.Put(ctx, hkey, []byte("not json {"), storage.AnyVersion); err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +158,7 @@ func TestEpisodic08_CorruptStoredState(t *testing.T) {
 		}
 		store(t, l, pageStep(5))
 		// The old segments are still stored, not overwritten.
-		it, err := st.Get(ctx, storage.LayerKey(episodicmemory.DefaultID, storage.ThreadScope("t"), "seg/00000000000000000000"))
+		it, err := st.Get(ctx, storage.LayerKey(episodicmemory.DefaultStorageID, storage.ThreadScope("t"), "seg/00000000000000000000"))
 		if err != nil || !strings.Contains(string(it.Value), "call-0") {
 			t.Errorf("old segment 0: %v %s", err, it.Value)
 		}
@@ -168,7 +168,7 @@ func TestEpisodic08_CorruptStoredState(t *testing.T) {
 	})
 	t.Run("newer version", func(t *testing.T) {
 		st := storage.NewMemoryStore()
-		hkey := storage.LayerKey(episodicmemory.DefaultID, storage.ThreadScope("t"), "head")
+		hkey := storage.LayerKey(episodicmemory.DefaultStorageID, storage.ThreadScope("t"), "head")
 		future := []byte(`{"version":99,"next":3}`)
 		if _, err := st.Put(ctx, hkey, future, storage.AnyVersion); err != nil {
 			t.Fatal(err)
@@ -285,7 +285,7 @@ func TestEpisodic10_ReadTool(t *testing.T) {
 	small := bound(t, episodicmemory.Config{MaxResultBytes: 100}, storage.NewMemoryStore(), "t", "")
 	store(t, small, toolStep(0, "c", "x", "{}", big))
 	out, _ = small.Functions()[0].Call(ctx, json.RawMessage(`{"ref":"c"}`))
-	if !strings.HasPrefix(out, big[:100]) || !strings.HasSuffix(out, fmt.Sprintf("[episodic-memory: result cut at 100 of %d bytes]", len(big))) {
+	if !strings.HasPrefix(out, big[:100]) || !strings.HasSuffix(out, fmt.Sprintf("[episodic_memory: result cut at 100 of %d bytes]", len(big))) {
 		t.Errorf("cut result: %q", out)
 	}
 }
@@ -322,7 +322,7 @@ func TestEpisodic11_CompactionAndRetention(t *testing.T) {
 	if out, _ := l.Functions()[0].Call(ctx, json.RawMessage(`{"ref":"call-2"}`)); !strings.Contains(out, "no longer stored") || !strings.Contains(out, "page-2") {
 		t.Errorf("read of a dropped episode: %q", out)
 	}
-	keys, _ := st.List(ctx, storage.LayerKey(episodicmemory.DefaultID, storage.ThreadScope("t"), "seg/"))
+	keys, _ := st.List(ctx, storage.LayerKey(episodicmemory.DefaultStorageID, storage.ThreadScope("t"), "seg/"))
 	if len(keys) > 12+8 {
 		t.Errorf("%d segments stored, want at most Retain + CompactAfter", len(keys))
 	}
@@ -403,7 +403,7 @@ func TestEpisodic14_Clear(t *testing.T) {
 	if b := recall(t, bound(t, episodicmemory.Config{}, st, "t", ""), ""); b != "" {
 		t.Errorf("after Clear a new run recalls:\n%s", b)
 	}
-	keys, _ := st.List(ctx, storage.LayerPrefix(episodicmemory.DefaultID, storage.ThreadScope("t")))
+	keys, _ := st.List(ctx, storage.LayerPrefix(episodicmemory.DefaultStorageID, storage.ThreadScope("t")))
 	if len(keys) != 1 {
 		t.Errorf("keys after Clear: %v, want the head only", keys)
 	}

@@ -163,7 +163,7 @@ func TestLinks_NeverAcrossResources(t *testing.T) {
 	check("a", true)
 	check("a/b", true)
 	check("", false) // no resource: t1 and t2 do not share a log
-	storagetest.Erase(t, st, storage.LayerPrefix(episodicmemory.DefaultID, storage.ResourceScope("a")))
+	storagetest.Erase(t, st, storage.LayerPrefix(episodicmemory.DefaultStorageID, storage.ResourceScope("a")))
 	second["a"] = bound(t, resourceCfg(0, 0), st, "t2", "a")
 	if links, err := second["a"].Links(ctx); err != nil || len(links) != 0 {
 		t.Errorf("erased user a: links %+v, %v; want none", links, err)

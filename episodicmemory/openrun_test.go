@@ -24,7 +24,7 @@ import (
 func seedLog(b testing.TB, st storage.Store, n int) string {
 	ctx := context.Background()
 	scope := storage.ResourceScope("user-1")
-	key := func(name string) string { return storage.LayerKey(DefaultID, scope, name) }
+	key := func(name string) string { return storage.LayerKey(DefaultStorageID, scope, name) }
 	put := func(name string, v []byte) {
 		if _, err := st.Put(ctx, key(name), v, storage.AnyVersion); err != nil {
 			b.Fatal(err)
@@ -42,7 +42,7 @@ func seedLog(b testing.TB, st storage.Store, n int) string {
 	const raw, per = 32, 32
 	folded := max(n-raw, 0) / per * per
 	ix, searches := st.(storage.Searcher)
-	col := storage.IndexName(DefaultID, scope, "episodes")
+	col := storage.IndexName(DefaultStorageID, scope, "episodes")
 	var docs []storage.Document
 	flush := func(force bool) {
 		if searches && (force || len(docs) >= 2048) {

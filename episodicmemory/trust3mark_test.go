@@ -27,7 +27,7 @@ type searchStore interface {
 // touched returns what w saw of the records and collections of the
 // layer's scope.
 func touched(w *layertest.Watched, scope string) []string {
-	return w.Touched(storage.LayerPrefix(episodicmemory.DefaultID, scope))
+	return w.Touched(storage.LayerPrefix(episodicmemory.DefaultStorageID, scope))
 }
 
 // markUser is one run: a user (a resource, "" for an anonymous thread)
@@ -188,7 +188,7 @@ func TestTrust3Mark_ErasedUserIsNotReadBack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		storagetest.Erase(t, st, storage.LayerPrefix(episodicmemory.DefaultID, vs))
+		storagetest.Erase(t, st, storage.LayerPrefix(episodicmemory.DefaultStorageID, vs))
 
 		a := bound(t, cfg, w.Store(), attacker.thread, attacker.resource)
 		store(t, a, attacker.secretStep(0))

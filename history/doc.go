@@ -10,7 +10,7 @@
 // needs no model: one line per turn with the request, each tool and its
 // call ID, the IDs and names of the entities its result mentions, failures
 // and the start of the answer. [NewModelSummarizer] asks a langchaingo
-// model instead. The summary is shown by the history-summary [Layer].
+// model instead. The summary is shown by the history_summary [Layer].
 //
 // # Resolutions
 //

@@ -32,9 +32,10 @@ const (
 // SummaryLayerID is the ID of the built-in layer that shows the rolling
 // summary in the system prompt (its template variable is
 // historySummary).
-const SummaryLayerID = "history-summary"
+// Its block's tag is the ID, <history_summary>. It stores nothing.
+const SummaryLayerID = "history_summary"
 
-// SlotHistorySummary is the slot of the history-summary layer: after the
+// SlotHistorySummary is the slot of the history_summary layer: after the
 // scratchpad and entity memory, before episodic memory.
 const SlotHistorySummary = 200
 
@@ -65,7 +66,7 @@ type Config struct {
 	// SummarizeAfter is how many turns may leave the window before they
 	// are summarized. Zero is DefaultSummarizeAfter.
 	SummarizeAfter int
-	// SummaryTokens is the budget of the history-summary layer, taken
+	// SummaryTokens is the budget of the history_summary layer, taken
 	// from the history's share of the window (at most half of it), and
 	// the size the default summarizer keeps its summary within. Zero is
 	// DefaultSummaryTokens.

@@ -13,14 +13,14 @@ import (
 	"github.com/memlayer/memlayer/prompt/fence"
 )
 
-// NewLayer returns the history-summary layer, whose budget is tokens plus
+// NewLayer returns the history_summary layer, whose budget is tokens plus
 // what its header and fence take.
 func NewLayer(tokens int) *Layer { return &Layer{tokens: tokens} }
 
 // Set makes text the summary the layer shows.
 func (l *Layer) Set(text string) { l.text.Store(&text) }
 
-// Layer is the history-summary layer of a run: its block is the summary
+// Layer is the history_summary layer of a run: its block is the summary
 // the step uses, set by the run with Set before the layers are recalled.
 // Set is atomic: a Recall that outlived its timeout may still read it.
 type Layer struct {

@@ -27,7 +27,7 @@ func cms50Summary(b *testing.B, n int) (string, []thread.Message) {
 	return sum, msgs[starts[n]:starts[n+1]]
 }
 
-// BenchmarkSummaryRecall is what the history-summary layer's Recall
+// BenchmarkSummaryRecall is what the history_summary layer's Recall
 // costs a step, with the summary of 48 turns of the cms50 conversation:
 // in the layer's budget (the default), and over a step's budget of 250
 // tokens (fitted, the same summary at the same budget fitted once).

@@ -90,7 +90,7 @@ func TestSummaries_Resolutions(t *testing.T) {
 	}
 }
 
-// TestSummaries_RecallFitsTheBudget: the history-summary layer shows its
+// TestSummaries_RecallFitsTheBudget: the history_summary layer shows its
 // summary whole when it fits the step's budget, else fitted to it, the
 // newest turn the finest; a budget below the block's frame shows
 // nothing, and every block fits its budget.
@@ -209,7 +209,7 @@ func TestSummaries_CompactionNeverGrowsTokens(t *testing.T) {
 
 // FuzzSummaryResolutions: coarsening is idempotent at each resolution,
 // a summary at thread resolution is one line at most, and the
-// history-summary layer's block never passes the step's budget.
+// history_summary layer's block never passes the step's budget.
 func FuzzSummaryResolutions(f *testing.F) {
 	steps, err := (&history.DeterministicSummarizer{}).Summarize(f.Context(), "", resolutionTurns)
 	if err != nil {

@@ -108,7 +108,7 @@ type Write struct {
 	// Importance is in [0, 1].
 	Importance float64
 	// Source says who asked and where: "by=model step=2
-	// tool=semantic_memorize", or "by=layer:<id> step=2" for a
+	// tool=semantic_memory_memorize", or "by=layer:<id> step=2" for a
 	// Proposer's.
 	Source string
 	// Layer is the ID of the layer whose tool offered the write, or of

@@ -32,7 +32,7 @@ var (
 	// belongs to no run. The layer its Init returns for a run has that
 	// memory. A built-in layer reports it from such a method, wrapped
 	// with its package, layer ID and method ("semanticmemory: Remember on
-	// the template of layer "semantic": call Init first: layer: not
+	// the template of layer "semantic_memory": call Init first: layer: not
 	// bound"), instead of using a store that no agent reads.
 	ErrTemplate = errors.New("layer: not bound")
 )

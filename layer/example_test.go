@@ -103,10 +103,10 @@ func ExampleStack_Spawn() {
 }
 
 func ExampleToolName() {
-	fmt.Println(layer.ToolName("working-memory", "update"))
+	fmt.Println(layer.ToolName("working_memory", "update"))
 	fmt.Println(layer.ToolName("entités", "liste"))
 	// Output:
-	// working-memory_update
+	// working_memory_update
 	// entit__s_liste
 }
 

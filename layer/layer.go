@@ -58,11 +58,24 @@ type Budget struct {
 // Spec is what a layer declares about itself. It must not change after the
 // layer is handed to a [Stack].
 type Spec struct {
-	// ID names the layer: lowercase kebab case ([a-z0-9] words joined by
-	// single '-'), at most 48 bytes, unique in a stack. It is part of the
-	// layer's storage keys and tool names, so changing it orphans stored
-	// state.
+	// ID names the layer: lowercase words of [a-z0-9] joined by single
+	// '_' (snake case, as the built-in layers' IDs are) or '-', at most
+	// 48 bytes, unique in a stack. It names the layer's tools
+	// ("<id>_<function>") and its prompt block, and, unless StorageID is
+	// set, its storage keys, so changing it orphans stored state.
 	ID string
+	// StorageID, when set, names the layer's stored data in place of
+	// ID: its storage keys, search collections and its part of thread
+	// checkpoints. It is the former ID of a renamed layer (the built-in
+	// layers set their IDs from before the naming scheme, such as
+	// "working-memory"), so data stored under the old ID loads as it is,
+	// with no copy, and a build from before the rename still reads what
+	// this one writes. It is unique in a stack like ID. The layer's tools
+	// also answer, for one release, to the names StorageID gives them
+	// ([ToolName](StorageID, function)): deprecated aliases, never
+	// offered to the model, so that a model or a stored conversation
+	// using the old names still reaches them.
+	StorageID string
 	// Slot orders the layer in the prompt (lower first).
 	Slot int
 	// Scope selects whose state the layer keeps. Zero is ScopeThread.

@@ -27,7 +27,14 @@ func TestValidateID(t *testing.T) {
 		{"-layer", false},
 		{"layer-", false},
 		{"work--memory", false},
-		{"working_memory", false},
+		{"working_memory", true},
+		{"kv_memory2", true},
+		{"a_b-c", true},
+		{"work__memory", false},
+		{"work_-memory", false},
+		{"work-_memory", false},
+		{"_layer", false},
+		{"layer_", false},
 		{"working memory", false},
 		{"working/memory", false},
 		{"../etc", false},
@@ -42,6 +49,27 @@ func TestValidateID(t *testing.T) {
 		}
 		if err != nil && !errors.Is(err, layer.ErrInvalidSpec) {
 			t.Errorf("Spec{ID: %q}.Validate() = %v, want ErrInvalidSpec", tt.id, err)
+		}
+	}
+}
+
+// A StorageID must be a valid ID when set; it gives the storage name.
+func TestSpecStorageID(t *testing.T) {
+	if err := (layer.Spec{ID: "working_memory", StorageID: "working-memory"}).Validate(); err != nil {
+		t.Errorf("a kebab StorageID: %v", err)
+	}
+	if err := (layer.Spec{ID: "a", StorageID: "a/b"}).Validate(); !errors.Is(err, layer.ErrInvalidSpec) {
+		t.Errorf("StorageID a/b: %v, want ErrInvalidSpec", err)
+	}
+	for _, tt := range []struct {
+		spec layer.Spec
+		want string
+	}{
+		{layer.Spec{ID: "a"}, "a"},
+		{layer.Spec{ID: "a", StorageID: "b"}, "b"},
+	} {
+		if got := tt.spec.StorageName(); got != tt.want {
+			t.Errorf("%+v.StorageName() = %q, want %q", tt.spec, got, tt.want)
 		}
 	}
 }

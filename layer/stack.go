@@ -141,17 +141,42 @@ func newEntries(layers []Layer, timeout time.Duration, taken map[string]*entry) 
 		if err := spec.Validate(); err != nil {
 			return nil, err
 		}
-		_, dup := taken[spec.ID]
-		for _, prev := range es {
-			dup = dup || prev.spec.ID == spec.ID
-		}
-		if dup {
-			return nil, fmt.Errorf("layer: duplicate layer id %q: %w", spec.ID, ErrInvalidSpec)
+		if id, dup := repeatedID(spec, es, taken); dup {
+			return nil, fmt.Errorf("layer: duplicate layer id %q: %w", id, ErrInvalidSpec)
 		}
 		e := &entry{spec: spec, timeout: cmp.Or(spec.Timeout, max(timeout, 0)), tmpl: l, sem: make(chan struct{}, 1), stuck: stuckCount(l, spec.ID)}
 		es = append(es, e)
 	}
 	return es, nil
+}
+
+// repeatedID returns the ID or storage name of spec that a layer of es
+// or taken already has as its ID or storage name ([Spec.StorageName]),
+// and whether there is one: two layers must not share stored data.
+func repeatedID(spec Spec, es []*entry, taken map[string]*entry) (string, bool) {
+	names := []string{spec.ID, spec.StorageName()}
+	for _, prev := range taken {
+		if n := sharedName(names, prev.spec); n != "" {
+			return n, true
+		}
+	}
+	for _, prev := range es {
+		if n := sharedName(names, prev.spec); n != "" {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// sharedName returns the first of names that is prev's ID or storage
+// name, or "".
+func sharedName(names []string, prev Spec) string {
+	for _, n := range names {
+		if n == prev.ID || n == prev.StorageName() {
+			return n
+		}
+	}
+	return ""
 }
 
 // Init runs every layer's Init once, in registration order. A failing Init
@@ -196,7 +221,7 @@ func (s *Stack) initEntry(ctx context.Context, e *entry, env Env) error {
 	if init, ok := As[Initializer](e.tmpl); ok {
 		err = s.callLate(ctx, e, hookInit, func(ctx context.Context) error {
 			// Records stored under untyped scope keys move first.
-			if _, err := migrateLegacy(ctx, env.Store, e.spec.ID, env, e.spec.Scope); err != nil {
+			if _, err := migrateLegacy(ctx, env.Store, e.spec.StorageName(), env, e.spec.Scope); err != nil {
 				return err
 			}
 			l, err := init.Init(ctx, env)

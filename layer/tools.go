@@ -16,20 +16,34 @@ const maxWireNameLen = 64
 
 // tool is a provided function offered to the model.
 type tool struct {
-	wire  string // the name it is offered under, unique in the stack
-	layer string // the ID of the layer that provides it
-	fn    Function
+	wire   string   // the name it is offered under, unique in the stack
+	layer  string   // the ID of the layer that provides it
+	former []string // its names under the layer's StorageID (deprecated)
+	fn     Function
 }
 
 // ToolName returns the name under which a stack offers function fn of
 // layer layerID to the model: "<layer-id>_<fn>", made acceptable to
 // provider tool APIs ([a-zA-Z0-9_-]{1,64}): every other byte becomes '_',
 // and a name longer than 64 bytes is cut and given a short hash of the
-// full name so distinct names stay distinct. ("working-memory",
-// "update") gives "working-memory_update". In the rare case that two
+// full name so distinct names stay distinct. ("working_memory",
+// "update") gives "working_memory_update". In the rare case that two
 // functions of a stack get the same name, the later one is told apart by
 // a hash suffix; [Stack.Tools] lists the names as offered.
 func ToolName(layerID, fn string) string { return wireName(layerID + "/" + fn) }
+
+// DeprecatedToolName returns the name function fn of a layer with spec
+// had before the layer was renamed, [ToolName](spec.StorageID, fn), and
+// whether there is one (a StorageID other than the ID). A stack accepts
+// it as an alias of the tool, never offered to the model, for one
+// release (and its "<storage-id>/<fn>" form in [Stack.CallTool]); it
+// will then be removed.
+func DeprecatedToolName(spec Spec, fn string) (string, bool) {
+	if spec.StorageID == "" || spec.StorageID == spec.ID {
+		return "", false
+	}
+	return ToolName(spec.StorageID, fn), true
+}
 
 // wireName makes name acceptable to provider tool APIs (see [ToolName]).
 func wireName(name string) string {
@@ -79,7 +93,7 @@ func (s *Stack) buildTools() {
 			continue
 		}
 		if p, ok := As[Provider](e.live); ok {
-			s.addTools(e.spec.ID, p.Functions())
+			s.addTools(e.spec, p.Functions())
 		}
 	}
 	for i, t := range s.tools {
@@ -88,12 +102,18 @@ func (s *Stack) buildTools() {
 				s.byName[alias] = i
 			}
 		}
+		for _, old := range t.former {
+			if _, taken := s.byName[old]; !taken {
+				s.byName[old] = i
+			}
+		}
 	}
 }
 
-// addTools adds the functions layer id provides, under their wire names
-// and their "<layer-id>/<fn>" names (see buildTools).
-func (s *Stack) addTools(id string, fns []Function) {
+// addTools adds the functions the layer of spec provides, under their
+// wire names and their "<layer-id>/<fn>" names (see buildTools).
+func (s *Stack) addTools(spec Spec, fns []Function) {
+	id := spec.ID
 	for _, fn := range fns {
 		name := id + "/" + fn.Name
 		if fn.Call == nil || fn.Name == "" {
@@ -111,7 +131,11 @@ func (s *Stack) addTools(id string, fns []Function) {
 			}
 			wire = withHash(wire, fmt.Appendf(nil, "%s#%d", name, n))
 		}
-		s.tools = append(s.tools, tool{wire: wire, layer: id, fn: fn})
+		var former []string
+		if old, ok := DeprecatedToolName(spec, fn.Name); ok {
+			former = []string{old, spec.StorageID + "/" + fn.Name}
+		}
+		s.tools = append(s.tools, tool{wire: wire, layer: id, former: former, fn: fn})
 		s.byName[wire] = len(s.tools) - 1
 		s.byName[name] = len(s.tools) - 1
 	}
@@ -134,7 +158,8 @@ func (s *Stack) Tools() []Function {
 }
 
 // lookupTool finds a provided function by its name ([ToolName]), its
-// "<layer-id>/<fn>" form or one of its aliases (see [Function.Aliases]).
+// "<layer-id>/<fn>" form or one of its aliases (see [Function.Aliases]
+// and [DeprecatedToolName]).
 func (s *Stack) lookupTool(name string) (tool, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -145,7 +170,7 @@ func (s *Stack) lookupTool(name string) (tool, bool) {
 	return s.tools[i], true
 }
 
-// CallTool runs a provided function by name ([ToolName], "<layer-id>/<fn>" or an alias) with raw JSON
+// CallTool runs a provided function by name ([ToolName], "<layer-id>/<fn>", an alias or a [DeprecatedToolName]) with raw JSON
 // arguments. The arguments must be a JSON object (empty means {}) and, when
 // the stack has a ValidateArgs, pass the function's schema; otherwise the
 // error is [ErrInvalidArguments] and the function does not run. The call

@@ -21,6 +21,7 @@ func TestToolName(t *testing.T) {
 		id, fn string
 		want   string // "" means: check only validity
 	}{
+		{"working_memory", "update", "working_memory_update"},
 		{"working-memory", "update", "working-memory_update"},
 		{"entities", "list", "entities_list"},
 		{"plain_name", "x-1", "plain_name_x-1"},

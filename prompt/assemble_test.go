@@ -100,7 +100,7 @@ func genCandidates(r *rand.Rand, n int) []layer.Candidate {
 			text += vocab[r.IntN(len(vocab))] + " "
 		}
 		out[i] = layer.Candidate{
-			Layer: []string{"semantic", "episodic", "history-summary"}[i%3], Key: fmt.Sprintf("k%04d", i),
+			Layer: []string{"semantic", "episodic", "history_summary"}[i%3], Key: fmt.Sprintf("k%04d", i),
 			Text: text, Tokens: 10 + r.IntN(60), Similarity: r.Float64(), Importance: r.Float64(),
 			Time: now.Add(-time.Duration(r.IntN(1000)) * time.Hour),
 		}

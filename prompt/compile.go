@@ -171,15 +171,15 @@ func (c *Compiler) Counter() Counter {
 }
 
 // VarName returns the template variable of the layer with the given ID:
-// its kebab-case words in camelCase ("working-memory" → "workingMemory",
-// "entities" → "entities").
+// its snake- or kebab-case words in camelCase ("working_memory" and
+// "working-memory" → "workingMemory", "plan" → "plan").
 func VarName(id string) string {
-	if strings.IndexByte(id, '-') < 0 {
+	if strings.IndexAny(id, "-_") < 0 {
 		return id
 	}
 	var b strings.Builder
 	b.Grow(len(id))
-	for word := range strings.SplitSeq(id, "-") {
+	for word := range strings.FieldsFuncSeq(id, func(r rune) bool { return r == '-' || r == '_' }) {
 		if b.Len() > 0 && word != "" && 'a' <= word[0] && word[0] <= 'z' {
 			b.WriteByte(word[0] - 'a' + 'A')
 			word = word[1:]
@@ -321,7 +321,30 @@ func (c *Compiler) layers(recalled []layer.Recalled, ctx map[string]any) (string
 		}
 		all.WriteString(text)
 	}
+	if ctx != nil {
+		deprecatedVars(ctx, names)
+	}
 	return all.String(), nil
+}
+
+// DeprecatedVars maps the template variables of built-in layers from
+// before the naming scheme to the layer IDs whose text they hold:
+// {{entities}} is {{entityMemory}}, {{semantic}} is {{semanticMemory}}.
+// A template may use them for one release; they will then be removed.
+var DeprecatedVars = map[string]string{"entities": "entity_memory", "semantic": "semantic_memory"}
+
+// deprecatedVars sets each of DeprecatedVars that no layer of names
+// ({name, id} pairs) or user variable has, to the text of the layer it
+// names, when recalled.
+func deprecatedVars(ctx map[string]any, names [][2]string) {
+	for old, id := range DeprecatedVars {
+		if _, taken := ctx[old]; taken {
+			continue
+		}
+		if text, ok := ctx[VarName(id)]; ok && slices.ContainsFunc(names, func(n [2]string) bool { return n[1] == id }) {
+			ctx[old] = text
+		}
+	}
 }
 
 // layerVar returns the template variable of layer id, or an error when

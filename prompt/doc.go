@@ -15,7 +15,7 @@
 //
 // A [Compiler] renders a Handlebars template (github.com/aymerick/raymond)
 // parsed once by [New]. Each recalled layer is a variable named after its
-// ID in camelCase ([VarName]: "working-memory" → {{workingMemory}}),
+// ID in camelCase ([VarName]: "working_memory" → {{workingMemory}}),
 // {{{layers}}} is every layer in slot order, {{{instructions}}} the
 // agent's instructions, and the caller's variables join them. Without a
 // template the prompt is the instructions followed by each layer's block,

@@ -37,10 +37,12 @@ import (
 // text as the real block.
 
 // BuiltinLayerIDs are the default IDs of the layers memlayer ships (the
-// scratchpad, the key-value memory, the entity, semantic and episodic
-// memories, agentloop's history summary). Their block tags are guarded in
-// every prompt, whether or not the stack has them.
-var BuiltinLayerIDs = []string{"working-memory", "kv-memory", "entities", "semantic", "episodic-memory", "history-summary"}
+// working memory, the key-value memory, the entity, semantic and episodic
+// memories, agentloop's history summary), and the two of their IDs from
+// before the naming scheme whose tags differ ("entities", "semantic").
+// Their block tags are guarded in every prompt, whether or not the stack
+// has them.
+var BuiltinLayerIDs = []string{"working_memory", "kv_memory", "entity_memory", "semantic_memory", "episodic_memory", "history_summary", "entities", "semantic"}
 
 // blockTag is a guarded tag, its skeleton and the layer that owns it (""
 // for none).

@@ -236,7 +236,7 @@ func FuzzProjectLayers(f *testing.F) {
 // block and that the instructions appear once (nothing was evaluated).
 func FuzzCompileHostile(f *testing.F) {
 	for _, s := range []string{
-		"plain", "</working_memory>", "<working_memory>", "</entities>x<entities>", "{{instructions}}",
+		"plain", "</working_memory>", "<working_memory>", "</entity_memory>x<entity_memory>", "{{instructions}}",
 		"{{> p}}", "[WORKING MEMORY]", "</ Working_Memory\t>", "&lt;/working_memory>", "<<</working_memory",
 	} {
 		f.Add(s, true)

@@ -202,7 +202,7 @@ func failoverRound(t *testing.T, c *redistest.Cluster, ns, res, master string, c
 	defer reader.Close()
 	var it storage.Item
 	for {
-		it, err = reader.Get(ctx, storage.LayerKey(workingmemory.DefaultID, storage.ResourceScope(res), "state"))
+		it, err = reader.Get(ctx, storage.LayerKey(workingmemory.DefaultStorageID, storage.ResourceScope(res), "state"))
 		if err == nil {
 			break
 		}

@@ -313,7 +313,7 @@ func crashTrial(t *testing.T, trial int) {
 	if cp.Steps < ckpts {
 		t.Errorf("checkpoint has %d steps; %d checkpoints were acknowledged", cp.Steps, ckpts)
 	}
-	state, err := st.Get(ctx, storage.LayerKey(workingmemory.DefaultID, storage.ThreadScope(thread), "state"))
+	state, err := st.Get(ctx, storage.LayerKey(workingmemory.DefaultStorageID, storage.ThreadScope(thread), "state"))
 	if err != nil {
 		t.Fatalf("scratchpad state after the kill: %v", err)
 	}

@@ -175,7 +175,7 @@ func hasEntity(list []entitymemory.Entity, id string) bool {
 
 // skewKey is where the scenario's entities are stored.
 func skewKey(resource string) string {
-	return storage.LayerKey(entitymemory.DefaultID, storage.ResourceScope(resource), entitymemory.StateName)
+	return storage.LayerKey(entitymemory.DefaultStorageID, storage.ResourceScope(resource), entitymemory.StateName)
 }
 
 func entitySkewWorker(ctx context.Context, raw string, in *bufio.Scanner, out *lineWriter) error {

@@ -50,7 +50,7 @@ func FuzzUpdateTool(f *testing.F) {
 		if _, err := stack.CallTool(ctx, tool, `{"goal":"ship","nested":{"a":1}}`); err != nil {
 			t.Fatal(err)
 		}
-		key := storage.LayerKey(workingmemory.DefaultID, storage.ThreadScope("t"), "state")
+		key := storage.LayerKey(workingmemory.DefaultStorageID, storage.ThreadScope("t"), "state")
 		before, err := st.Get(ctx, key)
 		if err != nil {
 			t.Fatal(err)

@@ -142,7 +142,7 @@ func landedWriter(ctx context.Context, raw string, in *bufio.Scanner, out *lineW
 	if err := pad.Update(ctx, init); err != nil {
 		return err
 	}
-	key := storage.LayerKey(workingmemory.DefaultID, storage.ResourceScope(args.Resource), "state")
+	key := storage.LayerKey(workingmemory.DefaultStorageID, storage.ResourceScope(args.Resource), "state")
 	out.Printf("ready")
 	if err := waitFor(in, "go"); err != nil {
 		return err
@@ -200,7 +200,7 @@ func runLanded(t *testing.T, spec storeSpec, procs, deletes int, maxWait time.Du
 	st := mustOpen(t, spec)
 	dup := 0
 	for p := range procs {
-		n, err := listLen(t.Context(), st, storage.LayerKey(workingmemory.DefaultID, storage.ResourceScope(resource), "state"), landedList(p))
+		n, err := listLen(t.Context(), st, storage.LayerKey(workingmemory.DefaultStorageID, storage.ResourceScope(resource), "state"), landedList(p))
 		if err != nil {
 			t.Fatal(err)
 		}

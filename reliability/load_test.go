@@ -201,7 +201,7 @@ func runLoad(t *testing.T, st storage.Store, pass string, threads, steps, concur
 		if err != nil || cp.Steps != steps {
 			t.Fatalf("thread %d checkpoint: %v, want %d steps", i, err, steps)
 		}
-		it, err := st.Get(ctx, storage.LayerKey(workingmemory.DefaultID, storage.ThreadScope(thread(i)), "state"))
+		it, err := st.Get(ctx, storage.LayerKey(workingmemory.DefaultStorageID, storage.ThreadScope(thread(i)), "state"))
 		var state struct{ Step int }
 		if err == nil {
 			err = json.Unmarshal(it.Value, &state)

@@ -188,7 +188,7 @@ func TestLostUpdates(t *testing.T) {
 				const resource = "team-1"
 				results, elapsed := runWriters(t, "scratchpad-writer", spec, procs, updates, resource, false)
 				st := mustOpen(t, spec)
-				it, err := st.Get(t.Context(), storage.LayerKey(workingmemory.DefaultID, storage.ResourceScope(resource), "state"))
+				it, err := st.Get(t.Context(), storage.LayerKey(workingmemory.DefaultStorageID, storage.ResourceScope(resource), "state"))
 				if err != nil {
 					t.Fatalf("stored state: %v", err)
 				}
@@ -260,7 +260,7 @@ func TestLostUpdatesControl(t *testing.T) {
 	const resource = "team-1"
 	runWriters(t, "scratchpad-writer", spec, 8, 200, resource, true)
 	st := mustOpen(t, spec)
-	it, err := st.Get(t.Context(), storage.LayerKey(workingmemory.DefaultID, storage.ResourceScope(resource), "state"))
+	it, err := st.Get(t.Context(), storage.LayerKey(workingmemory.DefaultStorageID, storage.ResourceScope(resource), "state"))
 	if err != nil {
 		t.Fatal(err)
 	}

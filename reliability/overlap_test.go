@@ -129,7 +129,7 @@ func overlappingRound(t *testing.T, st storage.Store, threadID string) {
 		t.Errorf("checkpoint: %d unanswered calls, %d AI messages, %d steps", len(pending), ai, cp.Steps)
 	}
 
-	it, err := st.Get(ctx, storage.LayerKey(workingmemory.DefaultID, storage.ThreadScope(threadID), "state"))
+	it, err := st.Get(ctx, storage.LayerKey(workingmemory.DefaultStorageID, storage.ThreadScope(threadID), "state"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,11 +111,11 @@ type piiResult struct {
 // piiPlace names the storing path of a key.
 func piiPlace(key string) string {
 	switch {
-	case strings.HasPrefix(key, "layers/"+semanticmemory.DefaultID+"/"):
+	case strings.HasPrefix(key, "layers/"+semanticmemory.DefaultStorageID+"/"):
 		return "semantic"
-	case strings.HasPrefix(key, "layers/"+workingmemory.DefaultID+"/"):
+	case strings.HasPrefix(key, "layers/"+workingmemory.DefaultStorageID+"/"):
 		return "scratchpad"
-	case strings.HasPrefix(key, "layers/"+kv.DefaultLayerID+"/"):
+	case strings.HasPrefix(key, "layers/"+kv.DefaultStorageID+"/"):
 		return "kv"
 	case strings.HasPrefix(key, "layers/episod"):
 		return "episodic"

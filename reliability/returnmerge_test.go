@@ -191,7 +191,7 @@ func runReturn(t *testing.T, spec storeSpec, procs, keys int, control bool) (ack
 	parent.wait(t, time.Minute)
 
 	st := mustOpen(t, spec)
-	it, err := st.Get(t.Context(), storage.LayerKey(workingmemory.DefaultID, storage.ResourceScope(resource), "state"))
+	it, err := st.Get(t.Context(), storage.LayerKey(workingmemory.DefaultStorageID, storage.ResourceScope(resource), "state"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -149,7 +149,7 @@ func serverFault(t *testing.T, bin string, persist bool) {
 	}
 
 	// The stored state is exactly what was acknowledged.
-	it, err := st.Get(ctx, storage.LayerKey(workingmemory.DefaultID, storage.ResourceScope(resource), "state"))
+	it, err := st.Get(ctx, storage.LayerKey(workingmemory.DefaultStorageID, storage.ResourceScope(resource), "state"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestSQLiteLockedFault(t *testing.T) {
 	if err := pad.Update(ctx, json.RawMessage(`{"before":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	key := storage.LayerKey(workingmemory.DefaultID, storage.ResourceScope("team-1"), "state")
+	key := storage.LayerKey(workingmemory.DefaultStorageID, storage.ResourceScope("team-1"), "state")
 	before, err := st.Get(ctx, key)
 	if err != nil {
 		t.Fatal(err)

@@ -64,7 +64,7 @@ func TestSoak(t *testing.T) {
 		fmt.Sscanf(r.LastUser(), "round %d", &n)
 		return agenttest.Calls(
 			call("cms_createPage", map[string]string{"title": fmt.Sprintf("%s %s %d", ltTopics[n%len(ltTopics)], ltAudiences[n%len(ltAudiences)], n)}),
-			call("semantic_memorize", map[string]any{"text": fmt.Sprintf("The user decided in round %d to use %s for the %s launch.", n, ltAudiences[n%len(ltAudiences)], ltTopics[n%len(ltTopics)]), "kind": "decision"}),
+			call("semantic_memory_memorize", map[string]any{"text": fmt.Sprintf("The user decided in round %d to use %s for the %s launch.", n, ltAudiences[n%len(ltAudiences)], ltTopics[n%len(ltTopics)]), "kind": "decision"}),
 		), nil
 	})
 	var pages sync.Map

@@ -1,4 +1,6 @@
-// Package semanticmemory is the semantic memory layer: distilled facts
+// Package semanticmemory is the semantic memory layer (ID
+// "semantic_memory", its facts stored under "semantic",
+// [DefaultStorageID]): distilled facts
 // about a resource (a user, a project) — or a thread, or everyone — that
 // outlive any one conversation, recalled by hybrid retrieval for the
 // user's latest message.
@@ -6,7 +8,8 @@
 //	facts, err := semanticmemory.New(semanticmemory.Config{})
 //	agent, err := agentloop.New(agentloop.Config{Model: model, Store: store, Layers: []layer.Layer{facts}})
 //
-// The model writes facts with the layer's "memorize" tool; code writes
+// The model writes facts with the layer's "memorize" tool
+// ("semantic_memory_memorize"); code writes
 // them with [Layer.Remember] on the layer a run initialized.
 //
 // # Facts
@@ -191,9 +194,9 @@
 //
 // Recall renders the best facts, at most Config.TopK and within the
 // layer's budget, fenced with fence.Wrap (the tag is the layer ID with
-// '_' for '-', <semantic> by default), one line per fact:
+// '_' for '-', <semantic_memory> by default), one line per fact:
 //
-//	<semantic>
+//	<semantic_memory>
 //	[f3 preference] The user prefers tea to coffee.
 //	</semantic>
 //

@@ -349,7 +349,7 @@ func TestEvictionAcrossUsers(t *testing.T) {
 	}
 	checkLedger(t, layers["a"], c)
 	// Erase user a: nothing of it is left, the others are whole.
-	prefix := storage.LayerPrefix(semanticmemory.DefaultID, storage.ResourceScope("a"))
+	prefix := storage.LayerPrefix(semanticmemory.DefaultStorageID, storage.ResourceScope("a"))
 	storagetest.Erase(t, store, prefix)
 	for _, u := range users[1:] {
 		if out := recall(t, layers[u], "tea"); !strings.Contains(out, teaOf(u)) {

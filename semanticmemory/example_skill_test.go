@@ -49,7 +49,7 @@ func ExampleLayer_Store_skills() {
 	}
 	fmt.Println(items[0].Text)
 	// Output:
-	// <semantic>
+	// <semantic_memory>
 	// [f0 skill] Skill "publish page" (succeeded 2 times; for requests like "Please publish the Careers page", "Publish the About page"): cms_getPage {"id":"<id>"} → cms_updatePage {"id":"<id>","status":"published"}
-	// </semantic>
+	// </semantic_memory>
 }

@@ -45,9 +45,9 @@ func Example() {
 	versions, _ := second.(*semanticmemory.Layer).Versions(ctx, "f0")
 	fmt.Println(len(versions), "versions; first:", versions[0].Text)
 	// Output:
-	// <semantic>
+	// <semantic_memory>
 	// [f0 profile] Ana's favourite colour is green.
 	// [f1 profile] Ana is allergic to peanuts.
-	// </semantic>
+	// </semantic_memory>
 	// 2 versions; first: Ana's favourite colour is blue.
 }

@@ -65,7 +65,7 @@ type Source struct {
 }
 
 // String renders the source for [layer.Candidate.Source]: its non-empty
-// parts, "by=model thread=t1 step=3 tool=semantic_memorize".
+// parts, "by=model thread=t1 step=3 tool=semantic_memory_memorize".
 func (s Source) String() string {
 	step := ""
 	if s.Step != 0 {

@@ -42,9 +42,9 @@ func FuzzMemory13_DecodeRecord(f *testing.F) {
 		ctx := context.Background()
 		store := storage.NewMemoryStore()
 		tmpl, _ := New(Config{})
-		key := storage.LayerKey(DefaultID, storage.ResourceScope("u"), "r-0")
+		key := storage.LayerKey(DefaultStorageID, storage.ResourceScope("u"), "r-0")
 		store.Put(ctx, key, data, storage.NoVersion)
-		store.Put(ctx, storage.LayerKey(DefaultID, storage.ResourceScope("u"), "head"), []byte(`{"v":1,"base":0,"next":1}`), storage.NoVersion)
+		store.Put(ctx, storage.LayerKey(DefaultStorageID, storage.ResourceScope("u"), "head"), []byte(`{"v":1,"base":0,"next":1}`), storage.NoVersion)
 		l, ierr := tmpl.Init(ctx, layer.Env{ThreadID: "t", ResourceID: "u", Store: store})
 		switch {
 		case errors.Is(err, ErrVersion):

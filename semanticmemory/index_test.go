@@ -216,7 +216,7 @@ func TestIndex_CrossUser(t *testing.T) {
 		}
 	}
 	// Erase "a": its collections and its records.
-	prefix := storage.LayerPrefix(semanticmemory.DefaultID, storage.ResourceScope("a"))
+	prefix := storage.LayerPrefix(semanticmemory.DefaultStorageID, storage.ResourceScope("a"))
 	storagetest.Erase(t, store, prefix)
 	if got := recall(t, bindUser(t, semanticmemory.Config{}, store, "a", "after"), "sings"); got != "" {
 		t.Errorf("erased user recalls %q", got)

@@ -23,8 +23,15 @@ import (
 	"github.com/memlayer/memlayer/storage"
 )
 
-// DefaultID is the layer ID used when Config.ID is empty.
-const DefaultID = "semantic"
+// DefaultID is the layer ID used when Config.ID is empty: the prefix of
+// its tools' names ("semantic_memory_memorize") and its block's tag
+// (<semantic_memory>).
+const DefaultID = "semantic_memory"
+
+// DefaultStorageID is the Spec.StorageID of the layer whose ID is
+// DefaultID: its ID before the naming scheme, under which its data stays
+// stored (see layer.Spec.StorageID).
+const DefaultStorageID = "semantic"
 
 // DefaultTopK is how many facts Recall puts in the prompt at most when
 // Config.TopK is 0.
@@ -57,12 +64,13 @@ const (
 // when Config.PinKinds is nil.
 var DefaultPinKinds = []string{"profile", "preference"}
 
-// Config configures a [Layer]. The zero Config is valid: layer "semantic"
+// Config configures a [Layer]. The zero Config is valid: layer "semantic_memory"
 // in slot layer.SlotSemanticRecall, resource scope, unbounded budget,
 // sparse retrieval only, the 8 best facts per Recall.
 type Config struct {
 	// Spec is what every layer declares (see layer.Spec):
 	//   - ID: ID is the layer ID. Empty means DefaultID.
+	//   - StorageID: StorageID names the layer's stored data (see layer.Spec.StorageID). Empty means DefaultStorageID when ID is DefaultID, the ID otherwise.
 	//   - Slot: Slot orders the layer in the prompt. Zero means layer.SlotSemanticRecall.
 	//   - Scope: Scope selects whose facts are kept. Empty means resource: every thread of a resource shares its facts.
 	//   - Budget: Budget is the layer's token budget.
@@ -173,6 +181,9 @@ type Layer struct {
 // New returns a semantic memory layer. It does no I/O; see [Layer.Init].
 func New(cfg Config) (*Layer, error) {
 	cfg.ID = cmp.Or(cfg.ID, DefaultID)
+	if cfg.ID == DefaultID {
+		cfg.StorageID = cmp.Or(cfg.StorageID, DefaultStorageID)
+	}
 	cfg.Slot = cmp.Or(cfg.Slot, layer.SlotSemanticRecall)
 	cfg.Scope = cmp.Or(cfg.Scope, layer.ScopeResource)
 	if err := cfg.check(); err != nil {
@@ -308,10 +319,10 @@ func (l *Layer) bind(store storage.Store, scope string, env layer.Env) *Layer {
 		store = storage.NewMemoryStore()
 	}
 	b := &Layer{cfg: l.cfg, spec: l.spec, tag: l.tag, thread: env.ThreadID, head: head{Version: FormatVersion}}
-	b.log = seqlog.Log{Store: store, LayerID: l.cfg.ID, Scope: scope, Pkg: "semanticmemory", ErrVersion: ErrVersion,
+	b.log = seqlog.Log{Store: store, LayerID: l.cfg.StorageName(), Scope: scope, Pkg: "semanticmemory", ErrVersion: ErrVersion,
 		MaxRetries: l.cfg.MaxRetries, Logger: cmp.Or(env.Logger, slog.Default()), Now: b.now}
-	b.col = storage.IndexName(l.cfg.ID, scope, "facts")
-	b.evcol = storage.IndexName(l.cfg.ID, scope, "evict")
+	b.col = storage.IndexName(l.cfg.StorageName(), scope, "facts")
+	b.evcol = storage.IndexName(l.cfg.StorageName(), scope, "evict")
 	if x, ok := searcherOf(store); ok {
 		b.ix = x
 	} else {
@@ -789,10 +800,10 @@ func clone(f Fact) Fact {
 func line(f view) string { return "[" + f.ID + " " + f.Kind + "] " + f.Text }
 
 // Recall puts the facts best matching q.Text in the prompt, fenced with
-// fence.Wrap in a block named after the layer ID (<semantic> by
+// fence.Wrap in a block named after the layer ID (<semantic_memory> by
 // default), one line per fact with its ID and kind:
 //
-//	<semantic>
+//	<semantic_memory>
 //	[f3 preference] The user prefers tea to coffee.
 //	[f7 profile] The user lives in Lisbon.
 //	</semantic>

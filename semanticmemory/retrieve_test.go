@@ -72,7 +72,7 @@ func TestMemory09_Candidates(t *testing.T) {
 		t.Fatalf("Candidates = %+v, %v", cands, err)
 	}
 	c := cands[0]
-	if c.Key != f.ID || c.Layer != "semantic" || c.Similarity != 1 || !c.Time.Equal(f.Updated) || c.Importance != 0.9 ||
+	if c.Key != f.ID || c.Layer != semanticmemory.DefaultID || c.Similarity != 1 || !c.Time.Equal(f.Updated) || c.Importance != 0.9 ||
 		c.Source != "by=user thread=t1" || c.Text != "["+f.ID+" profile] The user's dog is called Rex." || c.Tokens != (layer.Query{}).Count(c.Text) {
 		t.Errorf("first candidate = %+v", c)
 	}
@@ -80,9 +80,9 @@ func TestMemory09_Candidates(t *testing.T) {
 		t.Errorf("second similarity %v, want in (0,1)", s)
 	}
 	// The budget caps Recall's block.
-	items, _ := l.Recall(ctx, layer.Query{Text: "dog Rex", Budget: 20})
-	if len(items) != 1 || items[0].Tokens > 20 || strings.Count(items[0].Text, "\n") != 2 {
-		t.Errorf("Recall within 20 tokens = %+v", items)
+	items, _ := l.Recall(ctx, layer.Query{Text: "dog Rex", Budget: 24})
+	if len(items) != 1 || items[0].Tokens > 24 || strings.Count(items[0].Text, "\n") != 2 {
+		t.Errorf("Recall within 24 tokens = %+v", items)
 	}
 	if items, _ := l.Recall(ctx, layer.Query{Text: "dog Rex", Budget: 3}); len(items) != 0 {
 		t.Errorf("Recall within 3 tokens = %+v, want nothing", items)
@@ -358,7 +358,7 @@ func TestMemory_RenderBlock(t *testing.T) {
 	if got := l.RenderBlock(cands); got != items[0].Text {
 		t.Errorf("the block of every candidate:\n%s\nRecall's:\n%s", got, items[0].Text)
 	}
-	if got, want := l.RenderBlock([]layer.Candidate{cands[0], cands[2]}), "<semantic>\n"+cands[0].Text+"\n"+cands[2].Text+"\n</semantic>"; got != want {
+	if got, want := l.RenderBlock([]layer.Candidate{cands[0], cands[2]}), "<semantic_memory>\n"+cands[0].Text+"\n"+cands[2].Text+"\n</semantic_memory>"; got != want {
 		t.Errorf("the block of two candidates:\n%s\nwant:\n%s", got, want)
 	}
 	if b := l.RenderBlock(nil); b != "" {

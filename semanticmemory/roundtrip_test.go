@@ -32,7 +32,9 @@ func TestOpenRunRoundTrips(t *testing.T) {
 		if !many {
 			st = struct{ storage.Store }{c}
 		}
-		key := func(name string) string { return storage.LayerKey(DefaultID, storage.ResourceScope("user-1"), name) }
+		key := func(name string) string {
+			return storage.LayerKey(DefaultStorageID, storage.ResourceScope("user-1"), name)
+		}
 		t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 		for seq := range int64(records) {
 			f := Fact{ID: "f" + strconv.FormatInt(seq, 10), Kind: "fact", Importance: 0.5, Source: Source{By: "code"},

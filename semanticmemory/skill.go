@@ -84,9 +84,10 @@ type SkillConfig struct {
 }
 
 // DefaultSkillIgnoreTools are the tools of memlayer's built-in layers
-// (under their default IDs): memory operations, not steps of a
-// workflow.
-var DefaultSkillIgnoreTools = []string{"working-memory_", "entities_", "episodic-memory_", "semantic_", "kv_", "summary_"}
+// (under their default IDs, and under their deprecated names from before
+// the naming scheme): memory operations, not steps of a workflow.
+var DefaultSkillIgnoreTools = []string{"working_memory_", "entity_memory_", "episodic_memory_", "semantic_memory_", "kv_", "history_summary_", "summary_",
+	"working-memory_", "entities_", "episodic-memory_", "semantic_"}
 
 func (c *SkillConfig) check() error {
 	switch {

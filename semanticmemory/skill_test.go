@@ -545,8 +545,8 @@ func TestSkillIgnoresMemoryTools(t *testing.T) {
 	tmpl := newSkillLayer(t, semanticmemory.Config{})
 	turns := workflow(2, "t1", func(i int, tt *cmsTurn) {
 		if i == 0 {
-			tt.Calls = append(tt.Calls, cmsCall{Tool: "semantic_memorize", Args: json.RawMessage(`{"text":"x"}`), Result: json.RawMessage(`"remembered fact f1"`)},
-				cmsCall{Tool: "working-memory_update", Args: json.RawMessage(`{}`), Result: json.RawMessage(`"ok"`)})
+			tt.Calls = append(tt.Calls, cmsCall{Tool: "semantic_memory_memorize", Args: json.RawMessage(`{"text":"x"}`), Result: json.RawMessage(`"remembered fact f1"`)},
+				cmsCall{Tool: "working_memory_update", Args: json.RawMessage(`{}`), Result: json.RawMessage(`"ok"`)})
 		}
 	})
 	run(t, tmpl, store, "r", turns, 0)

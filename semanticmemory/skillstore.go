@@ -122,9 +122,16 @@ func (l *Layer) Store(ctx context.Context, t layer.Turn) error {
 	return nil
 }
 
-// ownTool reports whether tool is one of the layer's own.
+// ownTool reports whether tool is one of the layer's own, by its name
+// or its deprecated name (layer.DeprecatedToolName).
 func (l *Layer) ownTool(tool string) bool {
-	return tool == layer.ToolName(l.cfg.ID, "memorize") || tool == layer.ToolName(l.cfg.ID, "forget")
+	for _, fn := range [...]string{"memorize", "forget"} {
+		old, _ := layer.DeprecatedToolName(l.spec, fn)
+		if tool == layer.ToolName(l.cfg.ID, fn) || tool == old && old != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // learn counts success s: on its skill, or on its candidate, making the

@@ -59,7 +59,7 @@ func (l *Layer) mirror(ctx context.Context, facts []Fact) {
 			continue
 		}
 		docs = append(docs, schema.Document{PageContent: f.Text, Metadata: map[string]any{
-			MetaLayer: l.cfg.ID, MetaScope: l.log.Scope, MetaFactID: f.ID, MetaVersion: f.Version, MetaKind: f.Kind,
+			MetaLayer: l.cfg.StorageName(), MetaScope: l.log.Scope, MetaFactID: f.ID, MetaVersion: f.Version, MetaKind: f.Kind,
 		}})
 	}
 	if len(docs) == 0 {
@@ -104,7 +104,7 @@ func (vs *VectorStore) search(ctx context.Context, l *Layer, query string) ([]de
 // mirror of the live version of one of l's facts.
 func (l *Layer) mirrored(ctx context.Context, d schema.Document) (view, bool, error) {
 	meta := d.Metadata
-	if str(meta[MetaLayer]) != l.cfg.ID || str(meta[MetaScope]) != l.log.Scope {
+	if str(meta[MetaLayer]) != l.cfg.StorageName() || str(meta[MetaScope]) != l.log.Scope {
 		return view{}, false, nil
 	}
 	f, ok, err := l.lookup(ctx, str(meta[MetaFactID]))

@@ -30,7 +30,7 @@
 // kept in the layer's resource scope. An empty user is an error wrapping
 // [ErrInvalidUser]; users' IDs never share keys, whatever they hold ("a"
 // and "a/b" are two users). The namespace is the semantic layer's ID
-// (Config.Facts.ID, "semantic" by default): an agent with two semantic
+// (Config.Facts.ID, "semantic_memory" by default): an agent with two semantic
 // layers has two namespaces, and a Memory serves one. Memories of several
 // namespaces share a store.
 //

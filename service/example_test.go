@@ -44,14 +44,14 @@ func Example_seedProfile() {
 		panic(err)
 	}
 	system := model.Requests()[0].System()
-	start := strings.Index(system, "<semantic>")
-	end := strings.Index(system, "</semantic>") + len("</semantic>")
+	start := strings.Index(system, "<semantic_memory>")
+	end := strings.Index(system, "</semantic_memory>") + len("</semantic_memory>")
 	fmt.Println(system[start:end])
 	// Output:
-	// <semantic>
+	// <semantic_memory>
 	// [f1 profile] Ada is a software engineer.
 	// [f0 profile] Ada lives in Lisbon.
-	// </semantic>
+	// </semantic_memory>
 }
 
 // A support dashboard: find what the agent remembers about a user,

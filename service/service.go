@@ -72,7 +72,7 @@ const (
 func DefaultAuditThread(user string) string { return "memory-service:" + user }
 
 // Config configures a [Memory]. The zero Config is valid: the facts of
-// layer "semantic" (semanticmemory's defaults), redaction on, route.Default,
+// layer "semantic_memory" (semanticmemory's defaults), redaction on, route.Default,
 // no audit, no extractor.
 type Config struct {
 	// Facts configures the semantic memory layer the Memory serves: give

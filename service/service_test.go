@@ -229,7 +229,7 @@ func TestEraseLeavesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if erased.Counts["layer."+semanticmemory.DefaultID] == 0 || erased.Counts["index."+semanticmemory.DefaultID] == 0 || erased.Counts["thread.audit"] == 0 {
+		if erased.Counts["layer."+semanticmemory.DefaultStorageID] == 0 || erased.Counts["index."+semanticmemory.DefaultStorageID] == 0 || erased.Counts["thread.audit"] == 0 {
 			t.Errorf("erased %v", erased.Counts)
 		}
 		if keys, err := (inspect.Inspector{Store: store}).ResourceKeys(ctx, "a"); err != nil || len(keys) != 0 {
@@ -258,7 +258,7 @@ func TestEraseLeavesNothing(t *testing.T) {
 				t.Errorf("search collection %q of a is left", c)
 			}
 		}
-		hits, err := x.Search(ctx, storage.IndexName(semanticmemory.DefaultID, storage.ResourceScope("a"), "facts"), storage.Query{Text: "tea cello"})
+		hits, err := x.Search(ctx, storage.IndexName(semanticmemory.DefaultStorageID, storage.ResourceScope("a"), "facts"), storage.Query{Text: "tea cello"})
 		if err != nil || len(hits) != 0 {
 			t.Errorf("a's index still finds %v (%v)", hits, err)
 		}

@@ -5,7 +5,7 @@
 // A write names the version it read, so a stale writer fails:
 //
 //	s := storage.NewMemoryStore() // or sqlite.Open, redis.New
-//	key := storage.LayerKey("working-memory", "thread-1", "state")
+//	key := storage.LayerKey("working_memory", "thread-1", "state")
 //	v1, err := s.Put(ctx, key, []byte(`{"plan":"draft"}`), storage.NoVersion)
 //	_, err = s.Put(ctx, key, []byte(`{"plan":"final"}`), v1) // ok
 //	_, err = s.Put(ctx, key, []byte(`{"plan":"stale"}`), v1) // storage.ErrConflict

@@ -98,7 +98,7 @@ type segmentRecord struct {
 }
 
 // Summary is the rolling summary of a thread's older messages, as stored
-// with the thread and shown in the history-summary layer's block.
+// with the thread and shown in the history_summary layer's block.
 type Summary struct {
 	// Version counts the thread's summaries: 1 for the first.
 	Version int `json:"version"`

@@ -58,7 +58,7 @@ func peerLayer(tb testing.TB, w peerWorkload) (*Layer, storage.Store) {
 	}
 	st := storage.NewMemoryStore()
 	ctx := context.Background()
-	if _, err := st.Put(ctx, storage.LayerKey(DefaultID, storage.ResourceScope("user-1"), "state"), w.initial, storage.NoVersion); err != nil {
+	if _, err := st.Put(ctx, storage.LayerKey(DefaultStorageID, storage.ResourceScope("user-1"), "state"), w.initial, storage.NoVersion); err != nil {
 		tb.Fatal(err)
 	}
 	bound, err := l.Init(ctx, layer.Env{ThreadID: "thread-1", ResourceID: "user-1", Store: st})
@@ -71,7 +71,7 @@ func peerLayer(tb testing.TB, w peerWorkload) (*Layer, storage.Store) {
 func TestPeerWorkloadReplay(t *testing.T) {
 	w := loadPeerWorkload(t)
 	l, st := peerLayer(t, w)
-	initial, err := st.Get(t.Context(), storage.LayerKey(DefaultID, storage.ResourceScope("user-1"), "state"))
+	initial, err := st.Get(t.Context(), storage.LayerKey(DefaultStorageID, storage.ResourceScope("user-1"), "state"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestPeerWorkloadReplay(t *testing.T) {
 	if !jsonDeepEqual(gotMem, want) {
 		t.Errorf("state after 8 updates:\n%s\nwant final.json:\n%s", mustJSON(t, gotMem), w.final)
 	}
-	it, err := st.Get(t.Context(), storage.LayerKey(DefaultID, storage.ResourceScope("user-1"), "state"))
+	it, err := st.Get(t.Context(), storage.LayerKey(DefaultStorageID, storage.ResourceScope("user-1"), "state"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestScratchpadMemory10k(t *testing.T) {
 	base := benchmetric.HeapInUse()
 	st := storage.NewMemoryStore()
 	for _, r := range resources {
-		if _, err := st.Put(ctx, storage.LayerKey(DefaultID, storage.ResourceScope(r), "state"), w.final, storage.NoVersion); err != nil {
+		if _, err := st.Put(ctx, storage.LayerKey(DefaultStorageID, storage.ResourceScope(r), "state"), w.final, storage.NoVersion); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,9 +9,14 @@ import (
 
 // Defaults of the scratchpad layer.
 const (
-	// DefaultID is the scratchpad's layer ID, and so the prefix of its
-	// tool name: "working-memory_update".
-	DefaultID = "working-memory"
+	// DefaultID is the working memory's layer ID: the prefix of its
+	// tool name ("working_memory_update") and its block's tag
+	// (<working_memory>).
+	DefaultID = "working_memory"
+	// DefaultStorageID is the Spec.StorageID of the layer whose ID is
+	// DefaultID: its ID before the naming scheme, under which its state
+	// stays stored (see layer.Spec.StorageID).
+	DefaultStorageID = "working-memory"
 	// DefaultMaxBytes bounds the compact JSON encoding of the state.
 	DefaultMaxBytes = 64 << 10
 	// DefaultMaxDepth bounds the nesting of objects and arrays.
@@ -63,7 +68,8 @@ const (
 // thread-scoped free-text scratchpad with the defaults above.
 type Config struct {
 	// Spec is what every layer declares (see layer.Spec):
-	//   - ID: ID is the layer ID (lowercase kebab). Empty means DefaultID. It names the update tool ("<id>_update"), the storage keys and the block Recall fences the state in: the ID with '-' replaced by '_' ([fence.Tag]), so two scratchpads in one stack (IDs "working-memory" and "plan") fence with <working_memory> and <plan> and neither loses its fence to the other.
+	//   - ID: ID is the layer ID (lowercase snake or kebab case). Empty means DefaultID. It names the update tool ("<id>_update"), the storage keys (unless StorageID is set: DefaultStorageID for DefaultID) and the block Recall fences the state in: the ID with '-' replaced by '_' ([fence.Tag]), so two working memories in one stack (IDs "working_memory" and "plan") fence with <working_memory> and <plan> and neither loses its fence to the other.
+	//   - StorageID: StorageID names the layer's stored data (see layer.Spec.StorageID). Empty means DefaultStorageID when ID is DefaultID, the ID otherwise.
 	//   - Slot: Slot orders the layer in the prompt. Zero means layer.SlotWorkingMemory (100).
 	//   - Scope: Scope is whose scratchpad it is: layer.ScopeThread (the zero value) or layer.ScopeResource (shared by every thread of a resource); layer.ScopeGlobal and layer.ScopeExecution (never persisted) also work.
 	//   - Budget: Budget is the token budget. Zero means DefaultBudget.

@@ -1,6 +1,6 @@
-// Package workingmemory is the scratchpad layer ([Layer]), where the model
-// keeps its goal, plan, findings and blockers across steps, turns,
-// restarts and child agents. The scoped key-value memory for code and
+// Package workingmemory is the working memory layer ([Layer], ID
+// "working_memory"): a scratchpad where the model keeps its goal, plan,
+// findings and blockers across steps, turns, restarts and child agents. The scoped key-value memory for code and
 // tools is package workingmemory/kv.
 //
 // Give the layer to an agent, or use it from code:
@@ -9,16 +9,19 @@
 //	err = pad.Update(ctx, json.RawMessage(`{"step":"export posts"}`))
 //	items, err := pad.Recall(ctx, layer.Query{}) // <working_memory>…</working_memory>
 //
-// # The scratchpad
+// # The working memory
 //
 // [New] builds the layer from a [Config]; its zero value is a thread-scoped
-// free-text scratchpad (ID "working-memory", slot 100, budget {200, 1500}).
+// free-text scratchpad (ID "working_memory", slot 100, budget {200, 1500}).
+// Its state is stored under the ID "working-memory" it had before the
+// naming scheme ([DefaultStorageID], layer.Spec.StorageID), so state
+// stored by earlier builds loads.
 // With a JSON Schema the state is an object and every change must keep it
 // valid. The layer implements layer.Initializer, Storer, Spawner,
 // Returner, Provider, Snapshotter and Clearer, and reports Metrics.
 //
 // The model changes the state through the provided "update" function (the
-// tool "working-memory_update") or, for older prompts, a
+// tool "working_memory_update") or, for older prompts, a
 // "updateWorkingMemory" function call that the store hook finds in the
 // model's response. Code uses [Layer.Update], the same path. An update is a
 // JSON object merged into the state:
@@ -197,7 +200,7 @@
 // # Fence tags
 //
 // The block's tag is the layer ID with '-' replaced by '_' ([fence.Tag]):
-// <working_memory> for the default ID "working-memory", <plan> for a
+// <working_memory> for the default ID "working_memory", <plan> for a
 // scratchpad with ID "plan". The prompt compiler gives a fence tag to the
 // first layer (in slot order) that fences with it and defangs it in every
 // other layer's text, so that one layer cannot pass its text off as

@@ -110,7 +110,7 @@ func ExampleLayer_Init() {
 	// Another thread of the same user, later.
 	run2, _ := wm.Init(ctx, layer.Env{ThreadID: "t2", ResourceID: "user-42", Store: store})
 	printState(run2.(*workingmemory.Layer))
-	it, _ := store.Get(ctx, storage.LayerKey("working-memory", storage.ResourceScope("user-42"), "state"))
+	it, _ := store.Get(ctx, storage.LayerKey(workingmemory.DefaultStorageID, storage.ResourceScope("user-42"), "state"))
 	stored, _ := workingmemory.StoredState(it.Value)
 	fmt.Println("stored", string(stored))
 	// Output:
@@ -119,7 +119,7 @@ func ExampleLayer_Init() {
 }
 
 // In a stack, the update function is a tool the model calls, named
-// "working-memory_update".
+// "working_memory_update".
 func ExampleLayer_Functions() {
 	ctx := context.Background()
 	wm, _ := workingmemory.New(workingmemory.Config{})
@@ -128,12 +128,12 @@ func ExampleLayer_Functions() {
 	for _, t := range stack.Tools() {
 		fmt.Println(t.Name)
 	}
-	out, err := stack.CallTool(ctx, "working-memory_update", `{"finding":"the cache key ignores the locale"}`)
+	out, err := stack.CallTool(ctx, "working_memory_update", `{"finding":"the cache key ignores the locale"}`)
 	fmt.Println(out, err)
-	run, _ := layer.Find[*workingmemory.Layer](stack, "working-memory") // the run's scratchpad
+	run, _ := layer.Find[*workingmemory.Layer](stack, workingmemory.DefaultID) // the run's scratchpad
 	fmt.Println(run.State())
 	// Output:
-	// working-memory_update
+	// working_memory_update
 	// Working memory updated. <nil>
 	// map[finding:the cache key ignores the locale]
 }
@@ -146,12 +146,12 @@ func ExampleLayer_OnSpawn() {
 	wm, _ := workingmemory.New(workingmemory.Config{Spec: layer.Spec{Scope: layer.ScopeResource}, OnReturn: workingmemory.ReturnMerge})
 	parent, _ := layer.NewStack(layer.StackConfig{Layers: []layer.Layer{wm}, Env: layer.Env{ThreadID: "t1", ResourceID: "site-7"}})
 	_ = parent.Init(ctx)
-	_, _ = parent.CallTool(ctx, "working-memory_update", `{"site":"docs","pages":3}`)
+	_, _ = parent.CallTool(ctx, "working_memory_update", `{"site":"docs","pages":3}`)
 
 	child, _ := parent.Spawn(ctx, layer.Env{ThreadID: "t1-sub", ResourceID: "site-7"})
-	_, _ = child.CallTool(ctx, "working-memory_update", `{"pages":4}`)
+	_, _ = child.CallTool(ctx, "working_memory_update", `{"pages":4}`)
 	state := func(s *layer.Stack) any {
-		l, _ := layer.Find[*workingmemory.Layer](s, "working-memory")
+		l, _ := layer.Find[*workingmemory.Layer](s, workingmemory.DefaultID)
 		return l.State()
 	}
 	fmt.Println("parent:", state(parent), "child:", state(child))
@@ -198,7 +198,7 @@ func ExampleLayer_Tag() {
 	}
 	fmt.Println(fence.Tag("sub-task-notes"))
 	// Output:
-	// working-memory (tag working_memory):
+	// working_memory (tag working_memory):
 	// <working_memory>
 	// draft the launch post
 	// </working_memory>

@@ -63,7 +63,7 @@ func TestRecallFitsBudget(t *testing.T) {
 		if !strings.HasPrefix(text, "<working_memory>\n") || !strings.HasSuffix(text, "\n</working_memory>") {
 			t.Errorf("budget %v: block lost its fence:\n%.100s…", budget, text)
 		}
-		if !strings.Contains(text, "truncated") || !strings.Contains(text, "working-memory_update") {
+		if !strings.Contains(text, "truncated") || !strings.Contains(text, "working_memory_update") {
 			t.Errorf("budget %v: no notice asking the model to prune:\n…%s", budget, text[max(0, len(text)-200):])
 		}
 		if !strings.HasPrefix(text, "<working_memory>\n{\"notes\":{\"finding-000\":") {

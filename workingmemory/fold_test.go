@@ -83,7 +83,7 @@ func TestRecallFoldsOldestItems(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := l.State()
-	rec, err := st.Get(ctx, storage.LayerKey(l.Spec().ID, layer.Env{ThreadID: "t"}.ScopeKey(layer.ScopeThread), "state"))
+	rec, err := st.Get(ctx, storage.LayerKey(l.Spec().StorageName(), layer.Env{ThreadID: "t"}.ScopeKey(layer.ScopeThread), "state"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestRecallFoldsOldestItems(t *testing.T) {
 	if !reflect.DeepEqual(l.State(), before) {
 		t.Fatal("Recall changed the state")
 	}
-	if rec2, _ := st.Get(ctx, storage.LayerKey(l.Spec().ID, layer.Env{ThreadID: "t"}.ScopeKey(layer.ScopeThread), "state")); string(rec2.Value) != string(rec.Value) || rec2.Version != rec.Version {
+	if rec2, _ := st.Get(ctx, storage.LayerKey(l.Spec().StorageName(), layer.Env{ThreadID: "t"}.ScopeKey(layer.ScopeThread), "state")); string(rec2.Value) != string(rec.Value) || rec2.Version != rec.Version {
 		t.Fatal("Recall changed the stored state")
 	}
 	// Deterministic: another layer with the same state folds the same way.

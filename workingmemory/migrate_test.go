@@ -56,7 +56,7 @@ func (e *events) add(ev workingmemory.Warning) { e.mu.Lock(); e.got = append(e.g
 func TestFit01_MigrateAtLoad(t *testing.T) {
 	ctx := t.Context()
 	st, env := storeV1(t)
-	before, err := st.Get(ctx, storage.LayerKey(workingmemory.DefaultID, storage.ThreadScope("t1"), "state"))
+	before, err := st.Get(ctx, storage.LayerKey(workingmemory.DefaultStorageID, storage.ThreadScope("t1"), "state"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestFit01_MigrateAtLoad(t *testing.T) {
 	if want := `{"tasks":["write docs"],"version":2}`; compact(t, got) != want {
 		t.Errorf("state = %s, want %s", compact(t, got), want)
 	}
-	after, err := st.Get(ctx, storage.LayerKey(workingmemory.DefaultID, storage.ThreadScope("t1"), "state"))
+	after, err := st.Get(ctx, storage.LayerKey(workingmemory.DefaultStorageID, storage.ThreadScope("t1"), "state"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestFit02_QuarantineAtLoad(t *testing.T) {
 			if s, _ := workingmemory.StoredState(q.Value); string(s) != `{"todo":["write docs"]}` {
 				t.Errorf("quarantined = %s, want the v1 state", s)
 			}
-			if _, err := st.Get(ctx, storage.LayerKey(workingmemory.DefaultID, storage.ThreadScope("t1"), "state")); !errors.Is(err, storage.ErrNotFound) {
+			if _, err := st.Get(ctx, storage.LayerKey(workingmemory.DefaultStorageID, storage.ThreadScope("t1"), "state")); !errors.Is(err, storage.ErrNotFound) {
 				t.Errorf("state key after quarantine: %v, want ErrNotFound", err)
 			}
 			l := logs.String()
@@ -220,7 +220,7 @@ func TestFit10_MigrateLosesNoConcurrentWrite(t *testing.T) {
 	if got := compact(t, bound.(*workingmemory.Layer).State()); got != `{"tasks":["from the other writer"],"version":2}` {
 		t.Errorf("state = %s, want the other writer's", got)
 	}
-	it, _ := st.Get(ctx, storage.LayerKey(workingmemory.DefaultID, storage.ThreadScope("t1"), "state"))
+	it, _ := st.Get(ctx, storage.LayerKey(workingmemory.DefaultStorageID, storage.ThreadScope("t1"), "state"))
 	if s, _ := workingmemory.StoredState(it.Value); string(s) != `{"tasks":["from the other writer"],"version":2}` {
 		t.Errorf("stored = %s, want the other writer's", s)
 	}

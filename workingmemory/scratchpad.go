@@ -114,6 +114,9 @@ func (l *Layer) unbound(method string) error {
 // withDefaults returns cfg with its zero fields set to their defaults.
 func (cfg Config) withDefaults() Config {
 	cfg.ID = cmp.Or(cfg.ID, DefaultID)
+	if cfg.ID == DefaultID {
+		cfg.StorageID = cmp.Or(cfg.StorageID, DefaultStorageID)
+	}
 	cfg.Slot = cmp.Or(cfg.Slot, layer.SlotWorkingMemory)
 	cfg.Scope = cmp.Or(cfg.Scope, layer.ScopeThread)
 	cfg.Budget = cmp.Or(cfg.Budget, DefaultBudget)
@@ -215,7 +218,7 @@ func (l *Layer) derive(store storage.Store, scopeKey, thread string, logger *slo
 // stateKey returns the storage key of the state. (It is not kept in the
 // Layer: an idle scratchpad should cost little more than its JSON.)
 func (l *Layer) stateKey() string {
-	return storage.LayerKey(l.c.spec.ID, l.scope, "state")
+	return storage.LayerKey(l.c.spec.StorageName(), l.scope, "state")
 }
 
 // Spec implements layer.Layer.
@@ -364,7 +367,7 @@ func (l *Layer) putMigrated(ctx context.Context, it storage.Item, v any, log *wr
 // quarantine moves an unreadable stored state aside: it is copied to a
 // quarantine key, then deleted from the state key if still unchanged.
 func (l *Layer) quarantine(ctx context.Context, it storage.Item, cause error) error {
-	qkey, err := storage.Quarantine(ctx, l.store, it, l.c.spec.ID, l.scope, l.c.cfg.Now())
+	qkey, err := storage.Quarantine(ctx, l.store, it, l.c.spec.StorageName(), l.scope, l.c.cfg.Now())
 	if err != nil {
 		return err
 	}

@@ -151,7 +151,7 @@ func conformanceTurns() []layer.Turn {
 // WM1.
 func TestDefaults(t *testing.T) {
 	spec := newLayer(t, Config{}).Spec()
-	want := layer.Spec{ID: "working-memory", Slot: 100, Scope: layer.ScopeThread, Budget: layer.Budget{Min: 200, Max: 1500}}
+	want := layer.Spec{ID: DefaultID, StorageID: DefaultStorageID, Slot: 100, Scope: layer.ScopeThread, Budget: layer.Budget{Min: 200, Max: 1500}}
 	if spec != want {
 		t.Errorf("Spec() = %+v, want %+v", spec, want)
 	}
@@ -183,7 +183,7 @@ func TestInit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			st := storage.NewMemoryStore()
 			if tt.stored != "" {
-				putState(t, st, DefaultID, "thread-1", tt.stored)
+				putState(t, st, DefaultStorageID, "thread-1", tt.stored)
 			}
 			l := initLayer(t, tt.cfg, testEnv(st))
 			assertState(t, l, tt.want)
@@ -203,14 +203,14 @@ func TestInitQuarantine(t *testing.T) {
 	for name, stored := range tests {
 		t.Run(name, func(t *testing.T) {
 			st := storage.NewMemoryStore()
-			putState(t, st, DefaultID, "thread-1", stored)
+			putState(t, st, DefaultStorageID, "thread-1", stored)
 			var logs bytes.Buffer
 			env := testEnv(st)
 			env.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 			now := time.Unix(1700000000, 42)
 			l := initLayer(t, Config{Schema: countSchema, Template: `{"count":0}`, Now: func() time.Time { return now }}, env)
 			assertState(t, l, `{"count":0}`)
-			qkey := storage.LayerKey(DefaultID, storage.ThreadScope("thread-1"), "quarantine/1700000000000000042")
+			qkey := storage.LayerKey(DefaultStorageID, storage.ThreadScope("thread-1"), "quarantine/1700000000000000042")
 			it, err := st.Get(t.Context(), qkey)
 			if err != nil {
 				t.Fatalf("quarantine key %s: %v", qkey, err)
@@ -218,7 +218,7 @@ func TestInitQuarantine(t *testing.T) {
 			if string(it.Value) != stored {
 				t.Errorf("quarantined %q, want the original %q", it.Value, stored)
 			}
-			if v, _ := storedState(t, st, storage.LayerKey(DefaultID, storage.ThreadScope("thread-1"), "state")); v != nil {
+			if v, _ := storedState(t, st, storage.LayerKey(DefaultStorageID, storage.ThreadScope("thread-1"), "state")); v != nil {
 				t.Errorf("state key still holds %v after quarantine", v)
 			}
 			if !strings.Contains(logs.String(), "quarantined") || !strings.Contains(logs.String(), qkey) {
@@ -483,7 +483,7 @@ func TestSchemaGate(t *testing.T) {
 		t.Run(path, func(t *testing.T) {
 			st := storage.NewMemoryStore()
 			l := initLayer(t, Config{Schema: countSchema}, testEnv(st))
-			key := storage.LayerKey(DefaultID, storage.ThreadScope("thread-1"), "state")
+			key := storage.LayerKey(DefaultStorageID, storage.ThreadScope("thread-1"), "state")
 			if err := applyVia(t, path, l, `{"count":1}`); err != nil {
 				t.Fatal(err)
 			}
@@ -603,7 +603,7 @@ func TestLimits(t *testing.T) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}
 			assertState(t, l, `{"keep":"me"}`)
-			got, _ := storedState(t, st, storage.LayerKey(DefaultID, storage.ThreadScope("thread-1"), "state"))
+			got, _ := storedState(t, st, storage.LayerKey(DefaultStorageID, storage.ThreadScope("thread-1"), "state"))
 			if !jsonDeepEqual(got, jsonOf(t, `{"keep":"me"}`)) {
 				t.Errorf("stored %v after a rejected update", got)
 			}
@@ -719,7 +719,7 @@ func TestSpawn(t *testing.T) {
 	t.Run("resource: deep clone, child tool acts on the child", func(t *testing.T) {
 		st := storage.NewMemoryStore()
 		parent := newStack(t, Config{Spec: layer.Spec{Scope: layer.ScopeResource}}, st)
-		if _, err := parent.CallTool(t.Context(), "working-memory_update", `{"data":"parent","nested":{"a":1}}`); err != nil {
+		if _, err := parent.CallTool(t.Context(), "working_memory_update", `{"data":"parent","nested":{"a":1}}`); err != nil {
 			t.Fatal(err)
 		}
 		child, err := parent.Spawn(t.Context(), layer.Env{ThreadID: "thread-2", ResourceID: "user-1"})
@@ -732,7 +732,7 @@ func TestSpawn(t *testing.T) {
 		}
 		assertState(t, live(t, child), `{"data":"child","nested":{"a":1,"b":2}}`)
 		assertState(t, live(t, parent), `{"data":"parent","nested":{"a":1}}`)
-		got, _ := storedState(t, st, storage.LayerKey(DefaultID, storage.ResourceScope("user-1"), "state"))
+		got, _ := storedState(t, st, storage.LayerKey(DefaultStorageID, storage.ResourceScope("user-1"), "state"))
 		if !jsonDeepEqual(got, jsonOf(t, `{"data":"parent","nested":{"a":1}}`)) {
 			t.Errorf("child write reached storage: %v", got)
 		}
@@ -796,7 +796,7 @@ func TestOnReturn(t *testing.T) {
 				t.Fatal(err)
 			}
 			assertState(t, parent, tt.want)
-			got, _ := storedState(t, st, storage.LayerKey(DefaultID, storage.ResourceScope("user-1"), "state"))
+			got, _ := storedState(t, st, storage.LayerKey(DefaultStorageID, storage.ResourceScope("user-1"), "state"))
 			if !jsonDeepEqual(got, jsonOf(t, tt.want)) {
 				t.Errorf("stored %v, want %s", got, tt.want)
 			}
@@ -870,7 +870,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertState(t, l.(*Layer), `""`)
-	if v, _ := storedState(t, st, storage.LayerKey(DefaultID, storage.ResourceScope("user-1"), "state")); v != nil {
+	if v, _ := storedState(t, st, storage.LayerKey(DefaultStorageID, storage.ResourceScope("user-1"), "state")); v != nil {
 		t.Errorf("stored state %v survives Clear", v)
 	}
 	if err := stack.Close(t.Context()); err != nil {
@@ -926,7 +926,7 @@ func TestPersistenceScopes(t *testing.T) {
 			t.Fatal(err)
 		}
 		assertState(t, a, `{"count":4}`)
-		got, _ := storedState(t, st, storage.LayerKey(DefaultID, storage.ThreadScope("thread-1"), "state"))
+		got, _ := storedState(t, st, storage.LayerKey(DefaultStorageID, storage.ThreadScope("thread-1"), "state"))
 		if !jsonDeepEqual(got, jsonOf(t, `{"count":4}`)) {
 			t.Errorf("restore not persisted: %v", got)
 		}
@@ -959,7 +959,7 @@ func TestConcurrentRunsLoseNothing(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	stored, _ := storedState(t, st, storage.LayerKey(DefaultID, storage.ResourceScope("user-1"), "state"))
+	stored, _ := storedState(t, st, storage.LayerKey(DefaultStorageID, storage.ResourceScope("user-1"), "state"))
 	m := stored.(map[string]any)
 	for _, name := range []string{"a", "b"} {
 		sub, _ := m[name].(map[string]any)
@@ -983,7 +983,7 @@ func TestConflictRevalidates(t *testing.T) {
 	if !errors.Is(err, ErrSchema) {
 		t.Fatalf("stale writer: err = %v, want ErrSchema after re-validating", err)
 	}
-	got, _ := storedState(t, st, storage.LayerKey(DefaultID, storage.ResourceScope("user-1"), "state"))
+	got, _ := storedState(t, st, storage.LayerKey(DefaultStorageID, storage.ResourceScope("user-1"), "state"))
 	if !jsonDeepEqual(got, jsonOf(t, `{"x":1}`)) {
 		t.Errorf("stored %v, want the first writer's state", got)
 	}
@@ -1093,7 +1093,7 @@ func TestLegacyStore(t *testing.T) {
 			if err := l.Update(t.Context(), json.RawMessage(`{"count":1}`)); err != nil {
 				t.Fatal(err)
 			}
-			key := storage.LayerKey(DefaultID, storage.ThreadScope("thread-1"), "state")
+			key := storage.LayerKey(DefaultStorageID, storage.ThreadScope("thread-1"), "state")
 			_, v1 := storedState(t, st, key)
 			err := l.Store(t.Context(), layer.Turn{ToolCalls: tt.calls})
 			switch {

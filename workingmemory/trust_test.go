@@ -51,7 +51,7 @@ func TestTrust19_DuplicateKeysLastWins(t *testing.T) {
 			}
 		}
 		st := storage.NewMemoryStore()
-		putState(t, st, DefaultID, "thread-1", in)
+		putState(t, st, DefaultStorageID, "thread-1", in)
 		l := initLayer(t, Config{}, testEnv(st))
 		if got := roundTrip(t, l.State()); !jsonDeepEqual(got, want) {
 			t.Errorf("stored %.60s: loaded state = %s, want the last duplicate", in, mustJSON(t, got))
@@ -80,7 +80,7 @@ func TestTrust17_JSONSchemaGivesEveryVerdict(t *testing.T) {
 			assertState(t, l, `{}`)
 		}
 		st := storage.NewMemoryStore()
-		putState(t, st, DefaultID, "thread-1", doc)
+		putState(t, st, DefaultStorageID, "thread-1", doc)
 		l := initLayer(t, Config{Schema: schema}, testEnv(st))
 		assertState(t, l, `{}`) // quarantined, not loaded
 		if err := l.Restore(t.Context(), json.RawMessage(doc)); !errors.Is(err, ErrSchema) {
@@ -221,7 +221,7 @@ func TestTrust02_ReturnMergesOnlyTheChildsChanges(t *testing.T) {
 	}
 	want := `{"a":3,"b":4,"n":{"x":3,"y":2},"list":[1,2],"s":"sibling","k":"child"}`
 	assertState(t, parent, want)
-	if got, _ := storedState(t, st, storage.LayerKey(DefaultID, storage.ResourceScope(env.ResourceID), "state")); !jsonDeepEqual(got, jsonOf(t, want)) {
+	if got, _ := storedState(t, st, storage.LayerKey(DefaultStorageID, storage.ResourceScope(env.ResourceID), "state")); !jsonDeepEqual(got, jsonOf(t, want)) {
 		t.Errorf("stored %s, want %s", mustJSON(t, got), want)
 	}
 	if len(events) != 1 || events[0].Kind != WarningReturnConflict || fmt.Sprint(events[0].Paths) != "[/b]" {
@@ -315,7 +315,7 @@ func TestTrust07_WriteLandedDespiteContextError(t *testing.T) {
 		return l, st
 	}
 	stored := func(t *testing.T, st *landThenFail) string {
-		got, _ := storedState(t, st.Store, storage.LayerKey(DefaultID, storage.ResourceScope("user-1"), "state"))
+		got, _ := storedState(t, st.Store, storage.LayerKey(DefaultStorageID, storage.ResourceScope("user-1"), "state"))
 		b, _ := json.Marshal(got)
 		return string(b)
 	}
@@ -416,7 +416,7 @@ func TestTrust07_UpdateOnceAndStoredState(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertState(t, again, `{"list":[2,3]}`)
-	it, err := st.Get(ctx, storage.LayerKey(DefaultID, storage.ThreadScope("thread-1"), "state"))
+	it, err := st.Get(ctx, storage.LayerKey(DefaultStorageID, storage.ThreadScope("thread-1"), "state"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@
 // (closes the database and builds a new agent on it) and asks "what
 // sections are on this page?": entity memory resolves "this page" to the
 // right ID. After a few more turns the oldest ones leave the history's
-// window and the history-summary block holds them.
+// window and the history_summary block holds them.
 //
 // With no configuration it runs on a scripted model that reads its
 // prompt (no API key, no server). Set OPENAI_API_KEY (and optionally
@@ -47,7 +47,7 @@ import (
 )
 
 const instructions = `You are a CMS assistant. You create and edit pages and their sections with the tools.
-Keep your plan and progress in working memory (the working-memory_update tool).
+Keep your plan and progress in working memory (the working_memory_update tool).
 Answer briefly and mention page IDs.`
 
 // planSchema is the shape of the working memory.
@@ -379,8 +379,8 @@ func (s cmsStep) create() *llms.ContentChoice {
 			agenttest.Call("addSection", map[string]string{"pageId": s.pageID, "type": "hero", "heading": "We build calm software"}),
 			agenttest.Call("addSection", map[string]string{"pageId": s.pageID, "type": "team", "heading": "Meet the team"}),
 		)
-	case s.last == "addSection" && s.r.HasTool("working-memory_update"):
-		return agenttest.Calls(agenttest.Call("working-memory_update", map[string]any{
+	case s.last == "addSection" && s.r.HasTool("working_memory_update"):
+		return agenttest.Calls(agenttest.Call("working_memory_update", map[string]any{
 			"task": "About page", "pageId": s.pageID, "done": []string{"created page", "added hero", "added team"}, "next": "review with the user",
 		}))
 	}

@@ -1,5 +1,5 @@
 // Command scratchpad shows the schema-validated scratchpad: the model
-// keeps a launch plan in working memory with the working-memory_update
+// keeps a launch plan in working memory with the working_memory_update
 // tool. An update that would break the plan's JSON Schema is rejected with
 // every problem listed, the plan stays as it was, and the model corrects
 // itself. It runs on a scripted model that reads the plan back from its
@@ -125,7 +125,7 @@ func planner(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, err
 	res := r.ToolResults()
 	switch {
 	case strings.HasPrefix(r.LastUser(), "Plan") && len(res) == 0:
-		return agenttest.Calls(agenttest.Call("working-memory_update", `{"goal":"Launch v2","steps":[`+
+		return agenttest.Calls(agenttest.Call("working_memory_update", `{"goal":"Launch v2","steps":[`+
 			`{"title":"Write the announcement","done":false},{"title":"Record the demo","done":false},`+
 			`{"title":"Email customers","done":false}]}`)), nil
 	case strings.HasPrefix(r.LastUser(), "The announcement") && len(res) == 0:
@@ -134,12 +134,12 @@ func planner(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, err
 		steps := cur.steps(func(_ string, done bool) any { return done })
 		steps[0]["done"] = "yes"
 		steps[0]["owner"] = "sam"
-		return agenttest.Calls(agenttest.Call("working-memory_update", map[string]any{"steps": steps})), nil
+		return agenttest.Calls(agenttest.Call("working_memory_update", map[string]any{"steps": steps})), nil
 	case len(res) > 0 && strings.HasPrefix(res[0].Content, "error:"):
 		// Corrected from the error, starting from the plan in the prompt,
 		// which the rejected update did not touch.
 		steps := cur.steps(func(title string, done bool) any { return done || strings.Contains(title, "announcement") })
-		return agenttest.Calls(agenttest.Call("working-memory_update", map[string]any{"steps": steps})), nil
+		return agenttest.Calls(agenttest.Call("working_memory_update", map[string]any{"steps": steps})), nil
 	}
 	return agenttest.Text(cur.String()), nil
 }

@@ -159,7 +159,7 @@ func policy(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, erro
 			agenttest.Call(agentloop.SpawnToolName, map[string]string{
 				"instructions": writerInstructions, "input": "Write a one-line welcome message for the customer.",
 			}),
-			agenttest.Call("working-memory_update", `{"task":"welcome Lea","status":"delegated to a writer"}`),
+			agenttest.Call("working_memory_update", `{"task":"welcome Lea","status":"delegated to a writer"}`),
 		), nil
 	case len(res) > 0 && res[0].Name == agentloop.SpawnToolName:
 		return agenttest.Text("Sent: " + res[0].Content), nil

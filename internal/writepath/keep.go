@@ -70,7 +70,8 @@ type OfferedTool struct {
 }
 
 // OfferedTools returns the layer functions of s by the names a model may
-// call them by: their tool names (layer.ToolName) and aliases. A function
+// call them by: their tool names (layer.ToolName), aliases and
+// deprecated names (layer.DeprecatedToolName). A function
 // whose tool name the stack had to tell apart from another's (a hash
 // suffix) is not listed; the stack still runs it, unaudited, with its
 // arguments masked.
@@ -85,7 +86,11 @@ func OfferedTools(s *layer.Stack, rd *Redactor) map[string]OfferedTool {
 		for _, fn := range p.Functions() {
 			t := OfferedTool{Layer: l, Fn: fn, KeepArgs: keep}
 			out[layer.ToolName(l.Spec().ID, fn.Name)] = t
-			for _, alias := range fn.Aliases {
+			aliases := fn.Aliases
+			if old, ok := layer.DeprecatedToolName(l.Spec(), fn.Name); ok {
+				aliases = append(slices.Clip(aliases), old)
+			}
+			for _, alias := range aliases {
 				if _, taken := out[alias]; !taken {
 					out[alias] = t
 				}
@@ -132,7 +137,7 @@ func ToolEntry(l layer.Layer, fn layer.Function, name, args string, step, depth 
 }
 
 // source is a write's Source: its non-empty parts, "by=model step=3
-// tool=semantic_memorize".
+// tool=semantic_memory_memorize".
 func source(by string, step int, tool string) string {
 	var parts []string
 	if by != "" {

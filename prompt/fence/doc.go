@@ -2,7 +2,7 @@
 //
 // Every layer puts its recalled text in the system prompt as a block:
 //
-//	block := fence.Wrap(fence.Tag("working-memory"), notes)
+//	block := fence.Wrap(fence.Tag("working_memory"), notes)
 //
 // The text may come from a tool result or from the model.
 // Wrap makes sure it cannot close its block or open another of the same name.

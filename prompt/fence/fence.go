@@ -10,7 +10,7 @@ import (
 )
 
 // Tag returns the tag a layer fences its block with: its ID with every '-'
-// replaced by '_'. "working-memory" gives "working_memory".
+// replaced by '_'. "working-memory" gives "working_memory"; a snake-case ID is its own tag.
 // IDs are unique in a stack, so each layer has a fence of its own.
 // The prompt compiler treats another layer's block wearing that tag as unfenced.
 func Tag(layerID string) string {

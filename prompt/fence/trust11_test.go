@@ -87,7 +87,7 @@ func TestTrust11_FenceVariants(t *testing.T) {
 func TestTrust11_FenceKeepsText(t *testing.T) {
 	for _, s := range []string{
 		"a < b && c > d", "<p>hi</p>", "\u2039 quoted \u203a", "\u00ab bonjour \u00bb", "x \uff1c y",
-		"</work>", "</working>", "</working_mem>", "</entities>", "<-- arrow", "\u3008\u3009", "<\u200b>",
+		"</work>", "</working>", "</working_mem>", "</entity_memory>", "<-- arrow", "\u3008\u3009", "<\u200b>",
 		"\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8", "&lt;/working_memory>",
 	} {
 		out := fence.Wrap(fenceTag, s)

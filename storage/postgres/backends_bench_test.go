@@ -157,7 +157,7 @@ func BenchmarkBackends(b *testing.B) {
 			a, err := agentloop.New(agentloop.Config{
 				Model: agenttest.NewFunc(func(ctx context.Context, r agenttest.Request) (*llms.ContentChoice, error) {
 					if len(r.ToolResults()) == 0 {
-						return agenttest.Calls(agenttest.Call("working-memory_update", `{"task":"bench"}`)), nil
+						return agenttest.Calls(agenttest.Call("working_memory_update", `{"task":"bench"}`)), nil
 					}
 					return agenttest.Text("done"), nil
 				}),

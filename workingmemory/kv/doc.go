@@ -1,4 +1,4 @@
-// Package kv is a scoped key-value memory: fast, typed, in-process memory
+// Package kv is the key-value memory (layer ID "kv_memory"): fast, typed, in-process memory
 // for code and tools (not the model's scratchpad, which is package
 // workingmemory), with child scopes that fall back to their parents, and
 // a layer ([Layer]) that gives each run of an agent the memory of its

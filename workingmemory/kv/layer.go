@@ -14,8 +14,14 @@ import (
 	"github.com/memlayer/memlayer/storage"
 )
 
-// DefaultLayerID is the ID of a [Layer] whose config sets none.
-const DefaultLayerID = "kv-memory"
+// DefaultLayerID is the ID of a [Layer] whose config sets none: the
+// prefix of its block's tag (<kv_memory>).
+const DefaultLayerID = "kv_memory"
+
+// DefaultStorageID is the Spec.StorageID of the layer whose ID is
+// DefaultLayerID: its ID before the naming scheme, under which its state
+// stays stored (see layer.Spec.StorageID).
+const DefaultStorageID = "kv-memory"
 
 // DefaultLayerSlot is the slot of a [Layer] whose config sets none.
 const DefaultLayerSlot = 120
@@ -27,7 +33,8 @@ const DefaultMaxRetries = 16
 // LayerConfig configures a [Layer]. The zero LayerConfig is valid.
 type LayerConfig struct {
 	// Spec is what every layer declares (see layer.Spec):
-	//   - ID: ID is the layer ID. Empty means "kv-memory". It names the block Recall fences the rendered text in (the ID with '-' replaced by '_', as the other layers do: <kv_memory> by default) and the layer's storage keys.
+	//   - ID: ID is the layer ID. Empty means DefaultLayerID, "kv_memory". It names the block Recall fences the rendered text in (the ID with '-' replaced by '_', as the other layers do: <kv_memory> by default) and the layer's storage keys (unless StorageID is set: DefaultStorageID for DefaultLayerID).
+	//   - StorageID: StorageID names the layer's stored data (see layer.Spec.StorageID). Empty means DefaultStorageID when ID is DefaultLayerID, the ID otherwise.
 	//   - Slot: Slot orders the layer in the prompt. Zero means 120.
 	//   - Scope: Scope says whose memory each run gets: one per thread (the default), per resource (shared by the resource's threads), one global memory, or one per run (execution: never persisted).
 	layer.Spec
@@ -126,6 +133,9 @@ func (templateError) Is(target error) bool { return target == ErrInvalidConfig }
 // [Layer.Init] binds to each run. It does no I/O.
 func NewLayer(cfg LayerConfig) (*Layer, error) {
 	cfg.ID = cmp.Or(cfg.ID, DefaultLayerID)
+	if cfg.ID == DefaultLayerID {
+		cfg.StorageID = cmp.Or(cfg.StorageID, DefaultStorageID)
+	}
 	cfg.Slot = cmp.Or(cfg.Slot, DefaultLayerSlot)
 	cfg.Scope = cmp.Or(cfg.Scope, layer.ScopeThread)
 	if cfg.MaxRetries <= 0 {
@@ -189,7 +199,7 @@ func (l *Layer) Open(ctx context.Context, env layer.Env) (*Layer, error) {
 	}
 	n.store = env.Store
 	scopeKey := env.ScopeKey(scope)
-	n.key = storage.LayerKey(l.spec.ID, scopeKey, "state")
+	n.key = storage.LayerKey(l.spec.StorageName(), scopeKey, "state")
 	it, err := n.store.Get(ctx, n.key)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
@@ -218,7 +228,7 @@ func (l *Layer) load(ctx context.Context, it storage.Item, env layer.Env, cfg Co
 	if errors.Is(bad, ErrVersion) {
 		return fmt.Errorf("kv: init: stored state %s: %w", storage.Quote(l.key), bad)
 	}
-	qkey, err := storage.Quarantine(ctx, l.store, it, l.spec.ID, env.ScopeKey(l.spec.Scope), l.mem.tree.cfg.Now())
+	qkey, err := storage.Quarantine(ctx, l.store, it, l.spec.StorageName(), env.ScopeKey(l.spec.Scope), l.mem.tree.cfg.Now())
 	if err != nil {
 		return fmt.Errorf("kv: init: stored state %s cannot be read (%w), and setting it aside failed: %w", storage.Quote(l.key), bad, err)
 	}

@@ -57,7 +57,7 @@ func TestKVLayerConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if spec := kl.Spec(); spec.ID != "kv-memory" || spec.Slot != 120 || spec.Scope != layer.ScopeThread {
+	if spec := kl.Spec(); spec.ID != DefaultLayerID || spec.StorageName() != DefaultStorageID || spec.Slot != 120 || spec.Scope != layer.ScopeThread {
 		t.Errorf("spec = %+v", spec)
 	}
 	if _, err := NewLayer(LayerConfig{Spec: layer.Spec{ID: "Bad ID"}}); !errors.Is(err, ErrInvalidConfig) {
@@ -148,7 +148,7 @@ func TestKVLayerSpawn(t *testing.T) {
 			if err := child.Store(t.Context(), layer.Turn{}); err != nil {
 				t.Fatal(err)
 			}
-			if it, err := st.Get(t.Context(), storage.LayerKey(DefaultLayerID, storage.ThreadScope("thread-1"), "state")); err == nil && strings.Contains(string(it.Value), "found") {
+			if it, err := st.Get(t.Context(), storage.LayerKey(DefaultStorageID, storage.ThreadScope("thread-1"), "state")); err == nil && strings.Contains(string(it.Value), "found") {
 				t.Errorf("the child's entry was stored before return: %s", it.Value)
 			}
 			if err := stack.Return(t.Context(), child); err != nil {
@@ -168,7 +168,7 @@ func TestKVLayerSpawn(t *testing.T) {
 			}
 		})
 	}
-	if _, err := From(mustStack(t), "kv-memory"); err == nil {
+	if _, err := From(mustStack(t), DefaultLayerID); err == nil {
 		t.Error("From found a layer the stack does not have")
 	}
 }
@@ -383,7 +383,7 @@ func TestKVLayerFailedPersistKeepsChanges(t *testing.T) {
 // newer version fails Init and stays stored as it is.
 func TestKVLayerBadStoredState(t *testing.T) {
 	ctx := t.Context()
-	key := storage.LayerKey(DefaultLayerID, storage.ThreadScope("t"), "state")
+	key := storage.LayerKey(DefaultStorageID, storage.ThreadScope("t"), "state")
 	for _, bad := range []string{`not json`, `{"version":1,"name":"root","entries":{"a\u0000b":{"value":1}}}`, `{"version":0}`} {
 		st := storage.NewMemoryStore()
 		if _, err := st.Put(ctx, key, []byte(bad), storage.AnyVersion); err != nil {
@@ -401,7 +401,7 @@ func TestKVLayerBadStoredState(t *testing.T) {
 		if _, err := st.Get(ctx, key); !errors.Is(err, storage.ErrNotFound) {
 			t.Errorf("Init over %s: the state key is still there: %v", bad, err)
 		}
-		keys, _ := st.List(ctx, storage.LayerPrefix(DefaultLayerID, storage.ThreadScope("t")))
+		keys, _ := st.List(ctx, storage.LayerPrefix(DefaultStorageID, storage.ThreadScope("t")))
 		if len(keys) != 1 || !strings.Contains(keys[0], "quarantine") {
 			t.Errorf("Init over %s: keys %q, want one quarantine key", bad, keys)
 		} else if it, _ := st.Get(ctx, keys[0]); string(it.Value) != bad {
