@@ -42,7 +42,7 @@ type Write struct {
 	// Count is how many records a layer's Store kept without naming
 	// them (the entities it extracted); zero for a named record.
 	Count int `json:"count,omitempty"`
-	// Source says who asked ("by=model step=2 tool=semantic_memorize").
+	// Source says who asked ("by=model step=2 tool=semantic_memory_memorize").
 	Source string `json:"source,omitempty"`
 	// Step and Depth place it in the run.
 	Step  int `json:"step"`
