@@ -366,15 +366,6 @@ func (tr *tracker) learnRequest(text string) {
 	}
 }
 
-// learnIDs adds the entities (IDs, slugs) in text.
-func (tr *tracker) learnIDs(text string) {
-	for t, tok := range terms(text) {
-		if idLike(t) {
-			tr.ids.add(t, tok)
-		}
-	}
-}
-
 // learnArgs adds the terms of the values of a call's arguments.
 func (tr *tracker) learnArgs(args string) {
 	for t := range argTerms(args) {

@@ -363,13 +363,13 @@ func TestCapacity_ReservoirKeepsASampleBiasedTowardImportance(t *testing.T) {
 		}
 		return fails, oks, oldest
 	}
-	f, o, old := kept(-1)
+	f, o, _ := kept(-1)
 	// Evicted in batches: down to 79, then back to 80 with the next
 	// write, which may be the newest success.
 	if f < 79 || o > 1 {
 		t.Fatalf("density order kept %d failures and %d successes, want 79 or more and at most the newest", f, o)
 	}
-	f, o, old = kept(0)
+	f, o, old := kept(0)
 	t.Logf("reservoir: %d failures, %d successes kept, the oldest call-%d", f, o, old)
 	if f <= o || o == 0 || old >= 200 {
 		t.Errorf("reservoir kept %d failures and %d successes, the oldest call-%d: want more failures, some successes, and an episode of the log's first quarter", f, o, old)

@@ -174,7 +174,7 @@ func (c *Compiler) Counter() Counter {
 // its snake- or kebab-case words in camelCase ("working_memory" and
 // "working-memory" → "workingMemory", "plan" → "plan").
 func VarName(id string) string {
-	if strings.IndexAny(id, "-_") < 0 {
+	if !strings.ContainsAny(id, "-_") {
 		return id
 	}
 	var b strings.Builder
