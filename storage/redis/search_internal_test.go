@@ -244,23 +244,33 @@ func TestSearchReadsBounded(t *testing.T) {
 		{"common term, rare kind", storage.Query{Text: "common", Filter: map[string]string{"kind": "rare"}, K: 5}, 5, 40, 10, 0, 10},
 		{"two filters", storage.Query{Filter: map[string]string{"mark": "1", "kind": "bulk"}, K: 5}, 1, 8, 1, 1, 0},
 	} {
-		before := calls(t, s, "zscore", "hget")
-		cnt.reset()
-		got, err := s.Search(ctx, c, tc.q)
-		if err != nil {
-			t.Fatal(err)
+		// The server's command counts are the whole server's: other
+		// packages' tests share it (make test runs them at once), and
+		// their calls only add. The least of three runs of the query is
+		// its own.
+		var got []storage.Hit
+		var returned, fetched int
+		z, h := math.MaxInt, math.MaxInt
+		for range 3 {
+			before := calls(t, s, "zscore", "hget")
+			cnt.reset()
+			var err error
+			if got, err = s.Search(ctx, c, tc.q); err != nil {
+				t.Fatal(err)
+			}
+			returned, fetched = cnt.reset()
+			after := calls(t, s, "zscore", "hget")
+			// The server's counts include the query script's own HGETs
+			// of the collection's stats (2).
+			z, h = min(z, after["zscore"]-before["zscore"]), min(h, after["hget"]-before["hget"]-2)
 		}
-		returned, fetched := cnt.reset()
-		after := calls(t, s, "zscore", "hget")
 		if len(got) != tc.hits {
 			t.Errorf("%s: %d hits, want %d", tc.name, len(got), tc.hits)
 		}
 		if returned > tc.returned || fetched > tc.fetched {
 			t.Errorf("%s: read %d reply values and %d documents, want at most %d and %d", tc.name, returned, fetched, tc.returned, tc.fetched)
 		}
-		// The server's counts include the query script's own HGETs of
-		// the collection's stats (2).
-		if z, h := after["zscore"]-before["zscore"], after["hget"]-before["hget"]-2; z > tc.zscores || h > tc.hgets {
+		if z > tc.zscores || h > tc.hgets {
 			t.Errorf("%s: %d ZSCOREs and %d HGETs on the server, want at most %d and %d", tc.name, z, h, tc.zscores, tc.hgets)
 		}
 	}
