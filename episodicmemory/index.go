@@ -330,16 +330,16 @@ func (l *Layer) search(ctx context.Context, q storage.Query) ([]hit, error) {
 
 // searchIn is search in collection col.
 func (l *Layer) searchIn(ctx context.Context, col string, q storage.Query) ([]hit, error) {
-	// The marker, the one document that is not an episode, has no text:
-	// only a query without text needs the filter that leaves it out. A
-	// filter every episode passes would cost a text query a read of
-	// every episode's field posting on a store whose index bounds reads
-	// per term.
-	if strings.TrimSpace(q.Text) == "" {
-		if q.Filter == nil {
-			q.Filter = map[string]string{}
-		}
-		q.Filter[fieldEp] = "1"
+	// The marker, the one document that is not an episode, has no text
+	// and none of an episode's fields: only a query with neither needs
+	// the filter that leaves it out. A filter every episode passes would
+	// cost a text query a read of every episode's field posting on a
+	// store whose index bounds reads per term, and a filtered listing a
+	// walk of every episode on a store that walks one field's postings
+	// and checks the others (a thread's newest episodes in a log of
+	// other threads').
+	if strings.TrimSpace(q.Text) == "" && len(q.Filter) == 0 {
+		q.Filter = map[string]string{fieldEp: "1"}
 	}
 	hs, err := l.ix.Search(ctx, col, q)
 	if err != nil {
