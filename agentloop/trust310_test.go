@@ -69,15 +69,21 @@ func raceRound(t *testing.T, store storage.Store, threadID string) {
 	}
 	close(start)
 	wg.Wait()
-	ck, err := agentFor(0).LoadCheckpoint(ctx, threadID)
-	if err != nil {
+	// On a slow machine every run may time out before its first write:
+	// then no thread is stored, and each run's result must say that it
+	// kept nothing.
+	var stored []thread.Message
+	switch ck, err := agentFor(0).LoadCheckpoint(ctx, threadID); {
+	case err == nil:
+		stored = ck.Messages
+	case !errors.Is(err, storage.ErrNotFound):
 		t.Fatal(err)
 	}
 	// The stored messages of each run: its user message, its calls (the
 	// arguments name it), their results and its final answer.
 	kept := make([]int, runs)
 	callOf := map[string]int{}
-	for _, m := range ck.Messages {
+	for _, m := range stored {
 		g := -1
 		switch {
 		case m.Role == thread.RoleUser:
