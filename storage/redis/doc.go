@@ -119,6 +119,14 @@
 // have been applied; read again before retrying a conditional write. An
 // operation whose context ends fails with an error wrapping ctx.Err().
 //
+// The Store sends a write again itself after a broken connection, as
+// often as go-redis would (max_retries; MaxRedirects on a cluster), with
+// the token it wrote the first time: a key remembers the tokens of its
+// last 16 writes, so a write already applied is reported done, once. A
+// write sent again that finds the key at another version, or gone, fails
+// with [ErrUnavailable], never [storage.ErrConflict] or
+// [storage.ErrNotFound]: its first send may have been applied.
+//
 // On a cluster, a node that cannot be reached or a cluster that reports
 // CLUSTERDOWN gives [ErrUnavailable] too, and makes the client reload the
 // cluster's slot map at once (go-redis would otherwise keep sending a dead

@@ -130,6 +130,7 @@ type Store struct {
 	waitFor   time.Duration // Config.WaitTimeout, defaulted
 	writerID  string        // makes write tokens unique across Stores
 	writes    atomic.Uint64 // and this across the writes of one Store
+	resend    resendPolicy  // how Store.write sends a write again
 	closed    atomic.Bool
 	hooked    sync.Map    // node clients with waitHook (WaitReplicas on a cluster)
 	hookedAll atomic.Bool // every node of the cluster's state has it
@@ -149,6 +150,7 @@ func New(cfg Config) (*Store, error) {
 	if s.cluster != nil && s.replicas > 0 {
 		s.cluster.OnNewNode(s.hookNode)
 	}
+	s.resend = policyOf(s.client)
 	var id [8]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return nil, fmt.Errorf("storage/redis: writer id: %w", err)
@@ -290,11 +292,12 @@ func (s *Store) Ping(ctx context.Context) error {
 //
 // The key remembers the tokens of its last 16 writes with the version
 // each one made (fields "w:<token>", listed in "wl"). A write whose reply
-// was lost and that go-redis sends again (it retries on network errors)
-// finds its token and reports the version it made, even when other
-// writes came after it: it was applied, and a conflict would say it was
-// not.
-var putScript = goredis.NewScript(`
+// was lost and that the Store sends again (see Store.write) finds its
+// token and reports the version it made, even when other writes came
+// after it: it was applied, and a conflict would say it was not. Once
+// 16 other writes have pushed its token out, the reply is a conflict,
+// which Put reports as an outcome unknown.
+var putScript = newLua(`
 local cur = redis.call('HGET', KEYS[1], 'n')
 local want = ARGV[2]
 local tok = 'w:' .. ARGV[4]
@@ -334,7 +337,7 @@ return nxt
 // deleteScript: KEYS[1] key; ARGV[1] ifVersion (a specific version).
 // Returns 1 when deleted, 0 when the key is missing, {current version} on
 // conflict.
-var deleteScript = goredis.NewScript(`
+var deleteScript = newLua(`
 local cur = redis.call('HGET', KEYS[1], 'n')
 if not cur then
 	return 0
@@ -424,13 +427,14 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, ifVersion int
 	}
 	keys := []string{s.rkey(key)}
 	first := storage.FirstVersion()
-	res, acked, err := s.write(ctx, keys[0], func(c runner, pipelined bool) *goredis.Cmd {
-		return runScript(ctx, c, putScript, pipelined, keys, value, ifVersion, ttl, token, first)
-	})
+	res, acked, resent, err := s.write(ctx, command{script: putScript, keys: keys, args: []any{value, ifVersion, ttl, token, first}})
 	if err != nil {
 		return 0, s.wrap(ctx, "put", key, err)
 	}
 	if cur, ok := conflictVersion(res); ok {
+		if resent {
+			return 0, s.unknownOutcome("put", key, "at version "+cur)
+		}
 		return 0, fmt.Errorf("storage/redis: put %s: have version %s, want %d: %w", storage.Quote(key), cur, ifVersion, storage.ErrConflict)
 	}
 	str, _ := res.(string)
@@ -451,21 +455,25 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion int64) error {
 		return err
 	}
 	keys := []string{s.rkey(key)}
-	res, acked, err := s.write(ctx, keys[0], func(c runner, pipelined bool) *goredis.Cmd {
-		if ifVersion == storage.AnyVersion {
-			return c.Do(ctx, "DEL", keys[0])
-		}
-		return runScript(ctx, c, deleteScript, pipelined, keys, ifVersion)
-	})
+	w := command{script: deleteScript, keys: keys, args: []any{ifVersion}}
+	if ifVersion == storage.AnyVersion {
+		w = command{args: []any{"DEL", keys[0]}}
+	}
+	res, acked, resent, err := s.write(ctx, w)
 	if err != nil {
 		return s.wrap(ctx, "delete", key, err)
 	}
 	if cur, ok := conflictVersion(res); ok {
+		if resent {
+			return s.unknownOutcome("delete", key, "at version "+cur)
+		}
 		return fmt.Errorf("storage/redis: delete %s: have version %s, want %d: %w", storage.Quote(key), cur, ifVersion, storage.ErrConflict)
 	}
 	switch {
 	case ifVersion == storage.AnyVersion || res == int64(1):
 		return s.replicated("delete", key, acked)
+	case res == int64(0) && resent:
+		return s.unknownOutcome("delete", key, "missing")
 	case res == int64(0):
 		return fmt.Errorf("storage/redis: delete %s: %w", storage.Quote(key), storage.ErrNotFound)
 	}
@@ -484,24 +492,13 @@ func (s *Store) expiry(key string) int64 {
 	return 0
 }
 
-// runScript runs script through c: by EVAL in a pipeline, which cannot
-// load it on a miss, else by EVALSHA, loading it on first use.
-func runScript(ctx context.Context, c runner, script *goredis.Script, pipelined bool, keys []string, args ...any) *goredis.Cmd {
-	if pipelined {
-		return script.Eval(ctx, c, keys, args...)
-	}
-	return script.Run(ctx, c, keys, args...)
-}
-
 // runner is what a write is sent through: the client, or a pipeline on
 // one connection of the key's master.
 type runner interface {
-	goredis.Scripter
-	Do(ctx context.Context, args ...any) *goredis.Cmd
+	Process(ctx context.Context, cmd goredis.Cmder) error
 }
 
-// write sends the write op builds for the server key rkey and returns its
-// reply. Without WaitReplicas it goes through the client (a script by
+// writeOnce sends w once and returns its reply. Without WaitReplicas it goes through the client (a script by
 // EVALSHA, loaded on first use), and acked is -1. With it, the write is
 // followed by a WAIT on the same connection (WAIT counts the replicas
 // that have the writes of its own connection), and acked is WAIT's
@@ -511,46 +508,38 @@ type runner interface {
 // hook on each node's client (waitHook) adds the WAIT after it on the
 // connection that carries it, wherever it is redirected.
 //
-// Once the write may have been sent, an error of unknown outcome also
-// matches storage.ErrNotDurable: had it been applied, nothing says a
-// replica has it, and a read-back from its master would prove nothing.
-func (s *Store) write(ctx context.Context, rkey string, op func(c runner, pipelined bool) *goredis.Cmd) (res any, acked int64, err error) {
+// The error is the command's own: write decides what it means.
+func (s *Store) writeOnce(ctx context.Context, w command) (res any, acked int64, err error) {
 	if s.replicas <= 0 {
-		res, err = op(s.client, false).Result()
+		res, err = w.send(ctx, s.client, false).Result()
 		return res, -1, err
 	}
 	if s.cluster != nil {
-		return s.clusterWrite(ctx, op)
+		return s.clusterWrite(ctx, w)
 	}
 	node := s.client.(*goredis.Client)
-	var cmd, wait *goredis.Cmd
+	var cmd once
+	var wait *goredis.Cmd
 	_, _ = node.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		cmd = op(p, true)
+		cmd = w.send(ctx, p, true)
 		wait = p.Do(ctx, "WAIT", s.replicas, s.waitFor.Milliseconds())
 		return nil
 	})
 	if err := cmd.Err(); err != nil {
-		return nil, 0, unsure(err)
+		return nil, 0, err
 	}
 	n, _ := wait.Int64() // a failed WAIT counts no replica
 	return cmd.Val(), n, nil
 }
 
-// unsure marks the error of a waited-for write that may have been
-// applied (see write): anything but an error reply from the server.
-func unsure(err error) error {
-	var op *net.OpError
-	if isReply(err) || errors.As(err, &op) && op.Op == "dial" {
-		return err // refused by the server, or never sent: nothing was applied
-	}
-	return fmt.Errorf("%w (%w)", err, storage.ErrNotDurable)
-}
-
-// isReply reports whether err is an error reply of the server (which
-// applied nothing), rather than a failure to send or to read the reply.
-func isReply(err error) bool {
+// mayHaveApplied reports whether a write that failed with err may have
+// been applied: anything but a reply of the server (an error reply,
+// LOADING, CLUSTERDOWN or MOVED included, applied nothing) or a failed
+// dial (nothing was sent).
+func mayHaveApplied(err error) bool {
 	var re goredis.Error
-	return errors.As(err, &re) && !unavailable(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+	var op *net.OpError
+	return !errors.As(err, &re) && !(errors.As(err, &op) && op.Op == "dial")
 }
 
 // waitKey is the context key of a waited-for write in flight on a
@@ -600,7 +589,7 @@ func (s *Store) hookNode(c *goredis.Client) {
 }
 
 // clusterWrite is write on a cluster with WaitReplicas (see write).
-func (s *Store) clusterWrite(ctx context.Context, op func(c runner, pipelined bool) *goredis.Cmd) (any, int64, error) {
+func (s *Store) clusterWrite(ctx context.Context, w command) (any, int64, error) {
 	if !s.hookedAll.Load() {
 		// The nodes of a client given in Config.Client may predate the
 		// Store's OnNewNode hook.
@@ -612,19 +601,19 @@ func (s *Store) clusterWrite(ctx context.Context, op func(c runner, pipelined bo
 		}
 		s.hookedAll.Store(true)
 	}
-	w := &waited{s: s}
-	var cmd *goredis.Cmd
-	_, _ = s.cluster.Pipelined(context.WithValue(ctx, waitKey{}, w), func(p goredis.Pipeliner) error {
-		cmd = op(p, true)
-		w.cmd = cmd
+	wt := &waited{s: s}
+	var cmd once
+	_, _ = s.cluster.Pipelined(context.WithValue(ctx, waitKey{}, wt), func(p goredis.Pipeliner) error {
+		cmd = w.send(ctx, p, true)
+		wt.cmd = cmd
 		return nil
 	})
 	if err := cmd.Err(); err != nil {
-		return nil, 0, unsure(err)
+		return nil, 0, err
 	}
-	w.mu.Lock()
-	wait := w.wait
-	w.mu.Unlock()
+	wt.mu.Lock()
+	wait := wt.wait
+	wt.mu.Unlock()
 	if wait == nil {
 		// Applied without a WAIT (a node without the hook): no replica
 		// is known to have it.
