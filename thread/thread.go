@@ -87,6 +87,11 @@ type headRecord struct {
 	// Title is the title derived from the thread's first user message
 	// (see DeriveTitle); a head written before titles were has none.
 	Title string `json:"title,omitempty"`
+	// Indexed says the thread was on ResourceID's list of threads (see
+	// IndexName) before the head was written, so a later run need not
+	// read the list to make sure. A head written before the flag was
+	// has it false.
+	Indexed bool `json:"indexed,omitempty"`
 }
 
 // segmentRecord is one step's new messages.

@@ -39,9 +39,10 @@ type Writer struct {
 	segs     []segRef
 	kept     string
 	listSegs bool
-	// indexed says the thread is in its resource's list (see IndexName):
-	// the first write of a Writer makes sure of it.
-	indexed bool
+	// indexedFor is the resource whose list of threads (see IndexName)
+	// the thread is known to be on: the first write for another
+	// resource, or of a head without the flag, makes sure of it.
+	indexedFor string
 }
 
 // NewWriter returns a Writer of the thread l is loaded from; l is nil for
@@ -54,6 +55,9 @@ func NewWriter(store storage.Store, threadID string, l *Loaded) *Writer {
 	}
 	w.version, w.head, w.layers, w.legacy = l.version, l.head, l.Layers, l.Legacy
 	w.segs, w.kept, w.listSegs = l.segs, l.kept, l.listSegs
+	if l.head.Indexed {
+		w.indexedFor = l.head.ResourceID
+	}
 	if !l.Legacy {
 		w.saved = l.Checkpoint.Total
 	}
@@ -167,6 +171,7 @@ func (w *Writer) Write(ctx context.Context, s Step) error {
 		}
 	}
 	h.Version, h.Agent, h.ThreadID, h.ResourceID = Version, s.Agent, w.threadID, s.ResourceID
+	h.Indexed = s.ResourceID != "" && w.indexedFor == s.ResourceID
 	h.Steps, h.Usage, h.UpdatedAt, h.Compacted = s.Steps, s.Usage, time.Now().UTC(), s.Compacted
 	if w.legacy {
 		h.Precompacted = s.Compacted
@@ -184,15 +189,17 @@ func (w *Writer) Write(ctx context.Context, s Step) error {
 
 // index puts the thread in its resource's list on the Writer's first
 // write, before any record is written: a thread a run stores is always
-// on its list (see IndexName).
+// on its list (see IndexName). A thread whose stored head says it is on
+// the list costs nothing: the list, which grows with the resource's
+// threads, is read only for a new thread.
 func (w *Writer) index(ctx context.Context, resourceID string) error {
-	if w.indexed || resourceID == "" {
+	if resourceID == "" || w.indexedFor == resourceID {
 		return nil
 	}
 	if err := addToIndex(ctx, w.store, resourceID, w.threadID); err != nil {
 		return err
 	}
-	w.indexed = true
+	w.indexedFor = resourceID
 	return nil
 }
 
