@@ -17,6 +17,7 @@ import (
 	"github.com/memlayer/memlayer/storage/redis"
 	"github.com/memlayer/memlayer/storage/sqlite"
 	"github.com/memlayer/memlayer/thread"
+	"github.com/memlayer/memlayer/workingmemory"
 )
 
 // cmsDB writes a database with the cms example (go run ./examples/cms
@@ -254,7 +255,7 @@ func TestOperate38_CommandListsAndRestoresQuarantined(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errs := memlayer(t, "", "-store", db, "quarantined")
-	if code != 0 || !strings.Contains(out, "working-memory  dave   2026-11-23T12:00:00Z  "+qkey) {
+	if code != 0 || !strings.Contains(out, workingmemory.DefaultID+"  dave   2026-11-23T12:00:00Z  "+qkey) {
 		t.Fatalf("quarantined: %d %q %q", code, out, errs)
 	}
 	if _, err := st.Put(ctx, key, []byte(`{"task":"new"}`), storage.NoVersion); err != nil {
