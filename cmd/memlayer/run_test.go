@@ -85,7 +85,7 @@ func checkCLI(t *testing.T, st storage.Store, sf ...string) {
 		view.First+len(view.Messages) != view.Thread.Messages || view.Summary.Text == "" {
 		t.Errorf("show -json: first %d, %d of %d messages, summary %q, %v", view.First, len(view.Messages), view.Thread.Messages, view.Summary.Text, err)
 	}
-	if out := ok("", "state", "working-memory", "thread:cms-demo"); !strings.Contains(out, `"pageId"`) {
+	if out := ok("", "state", workingmemory.DefaultID, "thread:cms-demo"); !strings.Contains(out, `"pageId"`) {
 		t.Errorf("state:\n%s", out)
 	}
 	lines := strings.Split(strings.TrimSpace(ok("", "export", "-resource", "acme-site")), "\n")
