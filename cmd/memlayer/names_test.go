@@ -27,27 +27,21 @@ import (
 // with its package's defaults.
 func shippedLayers(t *testing.T) []layer.Spec {
 	t.Helper()
-	wm, err := workingmemory.New(workingmemory.Config{})
-	if err != nil {
-		t.Fatal(err)
+	spec := func(l interface{ Spec() layer.Spec }, err error) layer.Spec {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Spec()
 	}
-	kvl, err := kv.NewLayer(kv.LayerConfig{})
-	if err != nil {
-		t.Fatal(err)
+	return []layer.Spec{
+		spec(workingmemory.New(workingmemory.Config{})),
+		spec(kv.NewLayer(kv.LayerConfig{})),
+		spec(entitymemory.New(entitymemory.Config{})),
+		spec(episodicmemory.New(episodicmemory.Config{})),
+		spec(semanticmemory.New(semanticmemory.Config{})),
+		history.NewLayer(0).Spec(),
 	}
-	ent, err := entitymemory.New(entitymemory.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	epi, err := episodicmemory.New(episodicmemory.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sem, err := semanticmemory.New(semanticmemory.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return []layer.Spec{wm.Spec(), kvl.Spec(), ent.Spec(), epi.Spec(), sem.Spec(), history.NewLayer(0).Spec()}
 }
 
 // TestBuiltinLayersAreThePackages: the command's table of built-in layers

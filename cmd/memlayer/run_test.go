@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +12,6 @@ import (
 	"time"
 
 	"github.com/memlayer/memlayer/storage"
-	"github.com/memlayer/memlayer/storage/redis"
 	"github.com/memlayer/memlayer/storage/sqlite"
 	"github.com/memlayer/memlayer/thread"
 	"github.com/memlayer/memlayer/workingmemory"
@@ -155,31 +152,12 @@ func TestOperate32_CommandOnCMSDatabaseSQLite(t *testing.T) {
 // copied into a Redis namespace, are listed, shown, exported and erased
 // by memlayer -store REDIS_URL.
 func TestOperate33_CommandOnCMSDatabaseRedis(t *testing.T) {
-	u := os.Getenv("MEMLAYER_REDIS_URL")
-	if u == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("MEMLAYER_REDIS_URL is not set")
-		}
-		t.Skip("MEMLAYER_REDIS_URL is not set")
-	}
+	u, ns, dst := redisNamespace(t, "operate33")
 	src, err := sqlite.Open(t.Context(), sqlite.Config{Path: cmsDB(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	ns := fmt.Sprintf("operate33-%d:", time.Now().UnixNano())
-	dst, err := redis.New(redis.Config{URL: u, Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx := context.Background()
-		keys, _ := dst.List(ctx, "")
-		for _, k := range keys {
-			_ = dst.Delete(ctx, k, storage.AnyVersion)
-		}
-		dst.Close()
-	}()
 	keys, err := src.List(t.Context(), "")
 	if err != nil {
 		t.Fatal(err)
