@@ -107,14 +107,20 @@ func checkKnown(ctx context.Context, st storage.Store, r layerRef) error {
 	if len(keys) > 0 {
 		return nil
 	}
-	hint := ""
-	if alt, _ := refOf(strings.ReplaceAll(r.id, "-", "_")); alt.builtin {
-		hint = fmt.Sprintf(" (did you mean %s?)", alt.id)
-	} else if err := (layer.Spec{ID: r.id}).Validate(); err != nil {
-		hint = fmt.Sprintf(" (%v)", err)
-	}
 	return fmt.Errorf("%w: unknown layer %q%s: the built-in layers are %s, and the store holds no record of a layer of that name",
-		errUsage, r.id, hint, builtinIDs())
+		errUsage, r.id, unknownHint(r.id), builtinIDs())
+}
+
+// unknownHint returns what the error for an unknown layer name adds: the
+// built-in layer it may mean, or why it is no layer ID.
+func unknownHint(name string) string {
+	if alt, _ := refOf(strings.ReplaceAll(name, "-", "_")); alt.builtin {
+		return fmt.Sprintf(" (did you mean %s?)", alt.id)
+	}
+	if err := (layer.Spec{ID: name}).Validate(); err != nil {
+		return fmt.Sprintf(" (%v)", err)
+	}
+	return ""
 }
 
 // byID returns m, keyed by stored layer names, keyed by layer IDs: a
