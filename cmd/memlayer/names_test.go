@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -278,5 +279,20 @@ func TestQuarantinedAndEraseNameLayersByID(t *testing.T) {
 	}
 	if keys, err := st.List(ctx, "layers/"); err != nil || len(keys) != 0 {
 		t.Errorf("layer records left: %v, %v", keys, err)
+	}
+}
+
+// TestByIDKeepsEveryEntry: byID renames a built-in layer's entry to its
+// ID, leaves another layer's entry as it is, and loses no entry when the
+// map has one under the ID too.
+func TestByIDKeepsEveryEntry(t *testing.T) {
+	own := "my_plan"
+	got := byID(map[string]int{workingmemory.DefaultStorageID: 1, own: 2, semanticmemory.DefaultStorageID: 3, semanticmemory.DefaultID: 4})
+	want := map[string]int{workingmemory.DefaultID: 1, own: 2, semanticmemory.DefaultStorageID: 3, semanticmemory.DefaultID: 4}
+	if !maps.Equal(got, want) {
+		t.Errorf("byID = %v, want %v", got, want)
+	}
+	if got := byID[int](nil); got != nil {
+		t.Errorf("byID(nil) = %v", got)
 	}
 }
