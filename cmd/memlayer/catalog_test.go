@@ -19,13 +19,20 @@ import (
 // threads whose IDs nest in it or share its prefix; each mistake exits
 // 2 (a bad command line) or 1 (a failure) and changes nothing.
 func TestThreadsCommand(t *testing.T) {
-	ctx := t.Context()
 	db := filepath.Join(t.TempDir(), "threads.db")
-	st, err := sqlite.Open(ctx, sqlite.Config{Path: db})
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: db})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	t.Setenv("MEMLAYER_STORE", db)
+	checkThreadsCommand(t, st)
+}
+
+// checkThreadsCommand runs the checks of TestThreadsCommand on st, an
+// empty store, through the command with store flags sf.
+func checkThreadsCommand(t *testing.T, st storage.Store, sf ...string) {
+	ctx := t.Context()
 	for _, th := range []struct{ id, resource string }{{"t1", "r"}, {"t1/x", "r"}, {"t1x", "r"}, {"u", "r/x"}, {"v", "rx"}} {
 		time.Sleep(time.Millisecond)
 		w := thread.NewWriter(st, th.id, nil)
@@ -35,10 +42,9 @@ func TestThreadsCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Setenv("MEMLAYER_STORE", db)
 	ok := func(args ...string) string {
 		t.Helper()
-		code, out, errs := memlayer(t, "", args...)
+		code, out, errs := memlayer(t, "", append(clone(sf), args...)...)
 		if code != 0 {
 			t.Fatalf("memlayer %v: status %d: %s", args, code, errs)
 		}
@@ -46,7 +52,7 @@ func TestThreadsCommand(t *testing.T) {
 	}
 	fails := func(code int, want string, args ...string) {
 		t.Helper()
-		got, out, errs := memlayer(t, "", args...)
+		got, out, errs := memlayer(t, "", append(clone(sf), args...)...)
 		if got != code || !strings.Contains(errs, want) || out != "" {
 			t.Errorf("memlayer %v: status %d, stdout %q, stderr %q; want %d and %q", args, got, out, errs, code, want)
 		}
@@ -77,6 +83,10 @@ func TestThreadsCommand(t *testing.T) {
 	}
 	if out := ok("title", "t1x"); !strings.Contains(out, "title:     Please handle t1x (derived)") {
 		t.Errorf("title derived:\n%s", out)
+	}
+	ok("title", "t1x", "Set for a while")
+	if out := ok("title", "t1x", ""); !strings.Contains(out, "title:     Please handle t1x (derived)") {
+		t.Errorf("title derived again:\n%s", out)
 	}
 	if out := ok("meta", "t1", "project=apollo", "tier=gold"); !strings.Contains(out, "meta:      project=apollo") {
 		t.Errorf("meta set:\n%s", out)

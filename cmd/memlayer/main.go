@@ -15,6 +15,8 @@
 //	                                               a thread's metadata; set and remove entries
 //	reindex                                        list every stored thread under its resource again
 //	state LAYER SCOPE                              a layer's records for a scope key
+//	                                               (LAYER: working_memory, kv_memory, entity_memory,
+//	                                               episodic_memory, semantic_memory, or your layer's ID)
 //	quarantined                                    records the layers set aside
 //	restore [-replace] KEY                         put a quarantined record back as its layer's state
 //	erase [-y] RESOURCE                            delete everything stored for a resource
@@ -48,9 +50,18 @@
 // bad command line; a thread not found exits 1. erase and delete ask
 // for confirmation on standard error and read the answer from standard
 // input unless -y, so that standard output holds only the result; one
-// that finds nothing to remove says "0 records found" and exits 1. Global-scope state is
-// shared by every user and is not erased with a resource (see
-// inspect.Inspector).
+// that finds nothing to remove says "0 records found" and exits 1.
+// Global-scope state is shared by every user and is not erased with a
+// resource (see inspect.Inspector).
+//
+// Layers are named by their IDs, as in the docs, the prompt's block tags
+// and the tools: state's LAYER, show's layers, quarantined's LAYER
+// column (and layer_id with -json) and the counts of erase and delete.
+// state also takes the name a built-in layer's data is stored under
+// (working-memory, kv-memory, entities, episodic-memory, semantic):
+// deprecated, with a note on standard error. Keys (quarantined's,
+// restore's, export's) are printed as stored. A LAYER that is no
+// built-in layer and has no record in the store exits 2.
 package main
 
 import (

@@ -40,6 +40,8 @@ commands:
                                                  a thread's metadata; set and remove entries
   reindex                                        list every stored thread under its resource again
   state LAYER SCOPE                              a layer's records for a scope key
+                                                 (LAYER: working_memory, kv_memory, entity_memory,
+                                                 episodic_memory, semantic_memory, or your layer's ID)
   quarantined                                    records the layers set aside
   restore [-replace] KEY                         put a quarantined record back as its layer's state
   erase [-y] RESOURCE                            delete everything stored for a resource
@@ -76,14 +78,12 @@ var commands = map[string]command{
 	"threads": {0, 0, []string{"resource", "limit", "offset", "cursor", "meta"}, func(ctx context.Context, x invocation) error {
 		return threads(ctx, x.in, x.o, x.out)
 	}},
-	"show":     {1, 1, nil, func(ctx context.Context, x invocation) error { return show(ctx, x.in, x.o, x.args[0], x.out) }},
-	"messages": {1, 1, []string{"from", "limit"}, messages},
-	"title":    {1, 2, []string{"resource"}, title},
-	"meta":     {1, -1, []string{"resource", "unset"}, meta},
-	"reindex":  {0, 0, nil, reindex},
-	"state": {2, 2, nil, func(ctx context.Context, x invocation) error {
-		return state(ctx, x.in, x.o, x.args[0], x.args[1], x.out)
-	}},
+	"show":        {1, 1, nil, func(ctx context.Context, x invocation) error { return show(ctx, x.in, x.o, x.args[0], x.out) }},
+	"messages":    {1, 1, []string{"from", "limit"}, messages},
+	"title":       {1, 2, []string{"resource"}, title},
+	"meta":        {1, -1, []string{"resource", "unset"}, meta},
+	"reindex":     {0, 0, nil, reindex},
+	"state":       {2, 2, nil, state},
 	"quarantined": {0, 0, nil, func(ctx context.Context, x invocation) error { return quarantined(ctx, x.in, x.o, x.out) }},
 	"restore":     {1, 1, []string{"replace"}, restore},
 	"erase": {1, 1, []string{"y"}, func(ctx context.Context, x invocation) error {
@@ -388,7 +388,7 @@ func show(ctx context.Context, in inspect.Inspector, o *opts, id string, w io.Wr
 	v := threadView{Title: t.Title, Metadata: t.Metadata,
 		Thread: thread.Info{ThreadID: c.ThreadID, ResourceID: c.ResourceID, Agent: c.Agent, Steps: c.Steps,
 			Messages: c.Total, Usage: c.Usage, UpdatedAt: c.UpdatedAt, Version: c.Version},
-		Summary: c.Summary, First: c.First, Messages: c.Messages, Layers: c.Layers.Layers,
+		Summary: c.Summary, First: c.First, Messages: c.Messages, Layers: byID(c.Layers.Layers),
 	}
 	if o.json {
 		return writeJSON(w, v)
@@ -477,25 +477,35 @@ func view(it storage.Item) recordView {
 	return r
 }
 
-func state(ctx context.Context, in inspect.Inspector, o *opts, layerID, scope string, w io.Writer) error {
-	items, err := in.LayerState(ctx, layerID, scope)
+// state prints a layer's records for a scope key. The layer is named by
+// its ID (a built-in layer's stored name is a deprecated alias); a name
+// that is neither a built-in layer's nor holds any record is an error.
+func state(ctx context.Context, x invocation) error {
+	r := resolveLayer(x.args[0], x.stderr)
+	scope := x.args[1]
+	items, err := x.in.LayerState(ctx, r.stored, scope)
 	if err != nil {
 		return err
 	}
-	if o.json {
+	if len(items) == 0 {
+		if err := checkKnown(ctx, x.in.Store, r); err != nil {
+			return err
+		}
+	}
+	if x.o.json {
 		for _, it := range items {
-			if err := writeJSON(w, view(it)); err != nil {
+			if err := writeJSON(x.out, view(it)); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
 	if len(items) == 0 {
-		fmt.Fprintf(w, "layer %q has no records for scope %q\n", layerID, scope)
+		fmt.Fprintf(x.out, "layer %s has no records for scope %q\n", r, scope)
 		return nil
 	}
 	for _, it := range items {
-		printRecord(w, it)
+		printRecord(x.out, it)
 	}
 	return nil
 }
@@ -521,12 +531,13 @@ func quarantined(ctx context.Context, in inspect.Inspector, o *opts, w io.Writer
 	if err != nil {
 		return err
 	}
+	vs := quarantinedByID(qs)
 	if o.json {
-		return writeJSONLines(w, qs)
+		return writeJSONLines(w, vs)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LAYER\tSCOPE\tAT\tKEY")
-	for _, q := range qs {
+	for _, q := range vs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", safe(q.LayerID), safe(q.ScopeKey), q.At.Format(time.RFC3339), safe(q.Key))
 	}
 	return tw.Flush()
@@ -584,6 +595,7 @@ func (r removal) run(ctx context.Context, o *opts, stdin io.Reader, w, stderr io
 	if len(e.Keys) == 0 {
 		return nothing()
 	}
+	e = erasedByID(e)
 	if o.json {
 		return writeJSON(w, e)
 	}

@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,9 +12,9 @@ import (
 	"time"
 
 	"github.com/memlayer/memlayer/storage"
-	"github.com/memlayer/memlayer/storage/redis"
 	"github.com/memlayer/memlayer/storage/sqlite"
 	"github.com/memlayer/memlayer/thread"
+	"github.com/memlayer/memlayer/workingmemory"
 )
 
 // cmsDB writes a database with the cms example (go run ./examples/cms
@@ -84,7 +82,7 @@ func checkCLI(t *testing.T, st storage.Store, sf ...string) {
 		view.First+len(view.Messages) != view.Thread.Messages || view.Summary.Text == "" {
 		t.Errorf("show -json: first %d, %d of %d messages, summary %q, %v", view.First, len(view.Messages), view.Thread.Messages, view.Summary.Text, err)
 	}
-	if out := ok("", "state", "working-memory", "thread:cms-demo"); !strings.Contains(out, `"pageId"`) {
+	if out := ok("", "state", workingmemory.DefaultID, "thread:cms-demo"); !strings.Contains(out, `"pageId"`) {
 		t.Errorf("state:\n%s", out)
 	}
 	lines := strings.Split(strings.TrimSpace(ok("", "export", "-resource", "acme-site")), "\n")
@@ -154,31 +152,12 @@ func TestOperate32_CommandOnCMSDatabaseSQLite(t *testing.T) {
 // copied into a Redis namespace, are listed, shown, exported and erased
 // by memlayer -store REDIS_URL.
 func TestOperate33_CommandOnCMSDatabaseRedis(t *testing.T) {
-	u := os.Getenv("MEMLAYER_REDIS_URL")
-	if u == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("MEMLAYER_REDIS_URL is not set")
-		}
-		t.Skip("MEMLAYER_REDIS_URL is not set")
-	}
+	u, ns, dst := redisNamespace(t, "operate33")
 	src, err := sqlite.Open(t.Context(), sqlite.Config{Path: cmsDB(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	ns := fmt.Sprintf("operate33-%d:", time.Now().UnixNano())
-	dst, err := redis.New(redis.Config{URL: u, Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx := context.Background()
-		keys, _ := dst.List(ctx, "")
-		for _, k := range keys {
-			_ = dst.Delete(ctx, k, storage.AnyVersion)
-		}
-		dst.Close()
-	}()
 	keys, err := src.List(t.Context(), "")
 	if err != nil {
 		t.Fatal(err)
@@ -254,7 +233,7 @@ func TestOperate38_CommandListsAndRestoresQuarantined(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errs := memlayer(t, "", "-store", db, "quarantined")
-	if code != 0 || !strings.Contains(out, "working-memory  dave   2026-11-23T12:00:00Z  "+qkey) {
+	if code != 0 || !strings.Contains(out, workingmemory.DefaultID+"  dave   2026-11-23T12:00:00Z  "+qkey) {
 		t.Fatalf("quarantined: %d %q %q", code, out, errs)
 	}
 	if _, err := st.Put(ctx, key, []byte(`{"task":"new"}`), storage.NoVersion); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/storage/sqlite"
 	"github.com/memlayer/memlayer/thread"
+	"github.com/memlayer/memlayer/workingmemory"
 )
 
 // forged is stored text that tries to rewrite the terminal (an ESC
@@ -197,7 +198,7 @@ func TestTrust321_DeleteThread(t *testing.T) {
 		t.Fatalf("a cancelled delete deleted %d records", len(before)-len(after))
 	}
 	code, out, errs = memlayer(t, "y\n", "-store", db, "delete", "t1")
-	if code != 0 || !strings.Contains(out, `deleted thread "t1"`) || !strings.Contains(out, "thread.head") || !strings.Contains(out, "layer.working-memory") {
+	if code != 0 || !strings.Contains(out, `deleted thread "t1"`) || !strings.Contains(out, "thread.head") || !strings.Contains(out, "layer."+workingmemory.DefaultID) {
 		t.Errorf("delete: status %d, stdout %q, stderr %q", code, out, errs)
 	}
 	after, _ := st.List(t.Context(), "")
