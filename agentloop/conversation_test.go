@@ -512,7 +512,7 @@ func logBreakdown(t *testing.T, c prompt.Counter, reqs []agenttest.Request) {
 	sys := r.System()
 	var parts []string
 	rest := sys
-	for _, tag := range []string{"working_memory", "entities", "history_summary", "episodic_memory"} {
+	for _, tag := range []string{workingmemory.DefaultID, entitymemory.DefaultID, history.SummaryLayerID, episodicmemory.DefaultID} {
 		i, j := strings.Index(rest, "<"+tag+">"), strings.Index(rest, "</"+tag+">")
 		if i >= 0 && j > i {
 			parts = append(parts, fmt.Sprintf("%s %d", tag, c.Count(rest[i:j+len(tag)+3])))
