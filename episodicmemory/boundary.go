@@ -431,25 +431,30 @@ func saysNew(query string) bool {
 // names, and how many the calls have.
 func (tr *tracker) knowsTarget(query string, eps []Episode) (known bool, named, called int) {
 	for t := range terms(query) {
-		switch {
-		case !idLike(t):
-		case tr.knowsID(t):
+		if idLike(t) && tr.knowsID(t) {
 			return true, 0, 0
-		default:
+		} else if idLike(t) {
 			named++
 		}
 	}
+	known, called = tr.knowsCalled(eps)
+	return known, named, called
+}
+
+// knowsCalled reports whether a term of the values of the arguments of
+// the tool calls eps is the task's, and else how many are entities.
+func (tr *tracker) knowsCalled(eps []Episode) (known bool, ids int) {
 	for t := range callTargets(eps) {
 		switch {
 		case idLike(t) && tr.knowsID(t):
-			return true, 0, 0
+			return true, 0
 		case idLike(t):
-			called++
+			ids++
 		case tr.knows(t):
-			return true, 0, 0
+			return true, 0
 		}
 	}
-	return false, named, called
+	return false, ids
 }
 
 // callTargets yields the terms of the values of the arguments of the

@@ -42,28 +42,17 @@ func adds(lower string, toks []string) bool {
 	if slices.Contains(toks, "also") || strings.Contains(lower, "as well") {
 		return true
 	}
-	for i := 0; ; {
-		j := strings.Index(lower[i:], "too")
-		if j < 0 {
-			return false
-		}
-		i += j + len("too")
-		before := i - len("too") - 1
-		if (before < 0 || !wordByte(lower[before])) && clauseEnds(lower[i:]) {
+	for clause := range strings.FieldsFuncSeq(lower, clauseMark) {
+		rest, ok := strings.CutSuffix(strings.TrimSpace(clause), "too")
+		if ok && (rest == "" || strings.HasSuffix(rest, " ")) {
 			return true
 		}
 	}
+	return false
 }
 
-// wordByte reports whether c is a lower-case ASCII letter or a digit.
-func wordByte(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
-
-// clauseEnds reports whether rest, the text after a word, ends the
-// clause: it is empty or starts with punctuation that closes one.
-func clauseEnds(rest string) bool {
-	rest = strings.TrimLeft(rest, " \t")
-	return rest == "" || strings.ContainsRune(",.;:!?)", rune(rest[0]))
-}
+// clauseMark reports whether r is punctuation that ends a clause.
+func clauseMark(r rune) bool { return strings.ContainsRune(",.;:!?()", r) }
 
 // backRefs are the words by which a request refers back to what the
 // task did or said, at its start: pronouns ("it", "her", "those"),
