@@ -393,21 +393,27 @@ func (tr *tracker) knows(t string) bool { return tr.words.has(t) || tr.ids.has(t
 //   - It says so ("new task", "something else", "moving on", ...): new.
 //   - A target is one of the task's (an entity equal to, or within, one
 //     of the task's, or an argument's word the task holds): it continues.
-//   - It has entities for targets, none of them the task's: new.
-//   - Otherwise its words decide: a request that refers back at its start
-//     ("it", "that", "also", "and" ...) or has fewer than three content
-//     words ("thanks", "run the check again") continues; another is new
-//     when the weighted share of its terms the task holds (an entity
-//     weighs idWeight, a word 1) is below taskSimilarity.
+//   - The request names entities, none of them the task's: new.
+//   - Only the calls have entities, none of them the task's: new, unless
+//     the request follows up (see followsUp): the agent looked up
+//     something the task led to ("what address do we have for the
+//     customer?" calls for the customer of the task's order).
+//   - Otherwise its words decide: a request that refers back (see
+//     refersBack) or has fewer than three content words ("thanks", "run
+//     the check again") continues; another is new when the weighted
+//     share of its terms the task holds (an entity weighs idWeight, a
+//     word 1) is below taskSimilarity.
 func (tr *tracker) newTask(query string, eps []Episode) bool {
 	if saysNew(query) {
 		return true
 	}
-	switch known, ids := tr.knowsTarget(query, eps); {
+	switch known, named, called := tr.knowsTarget(query, eps); {
 	case known:
 		return false
-	case ids > 0:
+	case named > 0:
 		return true
+	case called > 0:
+		return !tr.followsUp(query)
 	}
 	return tr.farFrom(query)
 }
@@ -419,10 +425,26 @@ func saysNew(query string) bool {
 	return slices.ContainsFunc(switchCues, func(cue string) bool { return strings.Contains(lower, cue) })
 }
 
-// knowsTarget reports whether a target of the request (see targets) is
-// the task's, and else how many of its targets are entities.
-func (tr *tracker) knowsTarget(query string, eps []Episode) (known bool, ids int) {
-	for t := range targets(query, eps) {
+// knowsTarget reports whether a target of the request is the task's: an
+// entity the request names, or a term of the values of the arguments of
+// the tool calls eps. Else it returns how many entities the request
+// names, and how many the calls have.
+func (tr *tracker) knowsTarget(query string, eps []Episode) (known bool, named, called int) {
+	for t := range terms(query) {
+		if idLike(t) && tr.knowsID(t) {
+			return true, 0, 0
+		} else if idLike(t) {
+			named++
+		}
+	}
+	known, called = tr.knowsCalled(eps)
+	return known, named, called
+}
+
+// knowsCalled reports whether a term of the values of the arguments of
+// the tool calls eps is the task's, and else how many are entities.
+func (tr *tracker) knowsCalled(eps []Episode) (known bool, ids int) {
+	for t := range callTargets(eps) {
 		switch {
 		case idLike(t) && tr.knowsID(t):
 			return true, 0
@@ -433,23 +455,6 @@ func (tr *tracker) knowsTarget(query string, eps []Episode) (known bool, ids int
 		}
 	}
 	return false, ids
-}
-
-// targets yields the request's entities and the terms of the values of
-// the arguments of the tool calls eps.
-func targets(query string, eps []Episode) func(yield func(string) bool) {
-	return func(yield func(string) bool) {
-		for t := range terms(query) {
-			if idLike(t) && !yield(t) {
-				return
-			}
-		}
-		for t := range callTargets(eps) {
-			if !yield(t) {
-				return
-			}
-		}
-	}
 }
 
 // callTargets yields the terms of the values of the arguments of the
@@ -477,13 +482,6 @@ func (tr *tracker) farFrom(query string) bool {
 	}
 	sim, n := tr.similarity(query)
 	return n >= 3 && sim < taskSimilarity
-}
-
-// refersBack reports whether one of a request's first three words
-// refers back to the task (see backRefs).
-func refersBack(query string) bool {
-	toks := lexical.Tokens(nil, strings.ToLower(query))
-	return slices.ContainsFunc(toks[:min(len(toks), 3)], func(t string) bool { return backRefs[t] })
 }
 
 // similarity returns the weighted share of a request's terms the task
@@ -569,12 +567,6 @@ func walkValues(v jsonx.Value, depth int, fn func(string) bool) bool {
 // task.
 var switchCues = []string{"new task", "something else", "something different", "different topic", "another topic",
 	"unrelated", "moving on", "move on to", "switching to", "change of subject", "next task", "another thing", "separate"}
-
-// backRefs are the words by which a request refers back to what the
-// task did, at its start.
-var backRefs = map[string]bool{"it": true, "its": true, "that": true, "this": true, "them": true, "those": true,
-	"these": true, "also": true, "too": true, "again": true, "instead": true, "same": true, "there": true, "one": true,
-	"and": true, "but": true, "then": true}
 
 // terms yields the content terms of text, as lexical.Tokens finds them,
 // but a compound (an ID such as "page-123") whole only, not by its

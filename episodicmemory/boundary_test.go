@@ -106,21 +106,18 @@ func runConversation(tb testing.TB, c conversation, store storage.Store, long bo
 	return tasks, whys
 }
 
-// Boundaries of task episodes are found on an authored conversation of
-// 63 turns and 12 tasks with pauses (testdata/episodes/multitask.json):
-// precision and recall against its labels are 0.8 or more each, whether
-// every turn is a run of its own (the profile of the current task read
-// from the index) or one layer takes them all, and on a store without
-// search too.
+// Boundaries of task episodes are found on authored conversations with
+// pauses (testdata/episodes): precision and recall against their labels
+// are 0.8 or more each, whether every turn is a run of its own (the
+// profile of the current task read from the index) or one layer takes
+// them all, and on a store without search too. multitask.json (63 turns,
+// 12 tasks) is the conversation the rules were written against;
+// heldout.json (41 turns) was written after them, and its false
+// boundaries led to the follow-up rules (see followsUp); cms-heldout.json
+// (49 turns, 10 tasks) was written after those and not used to tune them.
 func TestTaskBoundaries_Authored(t *testing.T) {
-	// multitask.json is the conversation the rules were written against:
-	// it must reach 0.8 precision and recall. heldout.json was written
-	// after them and measured once (precision 0.69, recall 1.00); two
-	// general changes followed (a pause keeps the task's words; an
-	// answer's words join its task), which brought precision to 0.73. Its
-	// floor guards against regressions; it is below the bar.
-	for name, floor := range map[string]scores{"multitask.json": {tp: 8, fp: 2, fn: 2}, "heldout.json": {tp: 7, fp: 3, fn: 2}} {
-		t.Run(name, func(t *testing.T) { testBoundaries(t, loadConversation(t, name), floor.precision(), floor.recall()) })
+	for _, name := range []string{"multitask.json", "heldout.json", "cms-heldout.json"} {
+		t.Run(name, func(t *testing.T) { testBoundaries(t, loadConversation(t, name), 0.8, 0.8) })
 	}
 }
 
