@@ -19,7 +19,7 @@ import (
 // TestCompactionTokens logs the authored conversations (the 50-turn CMS
 // conversation of testdata/conversations/cms50.json, whose steps call
 // tools, and the ten text-only conversations of testdata/recalleval)
-// step by step, compacting often and rarely (after 2 and 8 raw
+// step by step, compacting often and rarely (after 1 and 8 raw
 // episodes, and after 2,000 tokens or 64 episodes), and checks every compaction: the tokens of
 // the log's view as a prompt would send them (see promptTokens) after
 // the step are at most 5% above those before it with the step's new
@@ -36,7 +36,7 @@ func TestCompactionTokens(t *testing.T) {
 			}
 		}
 	})
-	for _, cfg := range []Config{{CompactAfter: 2}, {CompactAfter: 8}, {CompactAfter: 64, CompactTokens: 2000}} {
+	for _, cfg := range []Config{{CompactAfter: 1}, {CompactAfter: 8}, {CompactAfter: 64, CompactTokens: 2000}} {
 		var figs []string
 		for _, name := range names {
 			worst, steps := compactionRatios(t, cfg, convs[name])
