@@ -323,7 +323,7 @@ func (tr *tracker) learnLine(line string) {
 	if _, rest, ok = strings.Cut(rest, " "); !ok {
 		return
 	}
-	if rest, ok = strings.CutPrefix(rest, "turn: "); ok {
+	if rest, ok = strings.CutPrefix(rest, "turn: "); ok || strings.HasPrefix(rest, `"`) {
 		tr.learnTurnLine(rest)
 		return
 	}
@@ -335,8 +335,9 @@ func (tr *tracker) learnLine(line string) {
 	tr.learnCallLine(rest)
 }
 
-// learnTurnLine learns a turn's digest after "turn: ": the quoted
-// request and the answer.
+// learnTurnLine learns a turn's digest after its step (and after
+// "turn: " in lines written before turn lines were lean): the quoted
+// request and the answer after the arrow (and "answered: ").
 func (tr *tracker) learnTurnLine(rest string) {
 	q, err := strconv.QuotedPrefix(rest)
 	if err != nil {
@@ -344,7 +345,7 @@ func (tr *tracker) learnTurnLine(rest string) {
 	}
 	query, _ := strconv.Unquote(q)
 	tr.learnRequest(query)
-	_, answer, _ := strings.Cut(rest[len(q):], " → answered: ")
+	answer := strings.TrimPrefix(strings.TrimPrefix(rest[len(q):], " → "), "answered: ")
 	tr.learnRequest(answer)
 }
 

@@ -2,57 +2,67 @@ package episodicmemory
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/tmc/langchaingo/llms"
+
 	"github.com/memlayer/memlayer/internal/convtest"
 	"github.com/memlayer/memlayer/layer"
+	"github.com/memlayer/memlayer/prompt"
 	"github.com/memlayer/memlayer/storage"
 )
 
-// TestCompactionTokens logs an authored conversation (the 50-turn CMS
+// TestCompactionTokens logs the authored conversations (the 50-turn CMS
 // conversation of testdata/conversations/cms50.json, whose steps call
 // tools, and the ten text-only conversations of testdata/recalleval)
-// step by step, compacting often (CompactAfter 8), and measures at every
-// compaction the tokens of the log's view (the digests, counted as
-// recall shows them, and the raw episodes not yet folded, counted as the
-// head counts them): after the step, against before it with the step's
-// new episodes. Folding a tool result into its digest line shrinks the
-// view; a turn of text only has a digest line longer than its request
-// and answer (its reference, step and quotes frame them), so a log of
-// short chat turns grows when it is folded. It logs the largest ratio
-// of each kind of conversation, and checks that the CMS conversation's
-// never passes 1.05 and the text-only ones' 1.25 (1.232 measured).
+// step by step, compacting often and rarely (after 1 and 8 raw
+// episodes, and after 2,000 tokens or 64 episodes), and checks every compaction: the tokens of
+// the log's view as a prompt would send them (see promptTokens) after
+// the step are at most 5% above those before it with the step's new
+// episodes. It logs the largest ratio of each conversation.
 func TestCompactionTokens(t *testing.T) {
 	convs := map[string][]layer.Turn{"cms50": cms50Turns(t)}
 	for name, turns := range recallevalTurns(t) {
 		convs[name] = turns
 	}
-	worstText, textSteps := 0.0, 0
-	for name, turns := range convs {
-		worst, steps := compactionRatios(t, turns)
-		if name == "cms50" {
-			t.Logf("FIGURE episodic compaction, cms50: %d compactions, the largest after/before token ratio of the view %.3f", steps, worst)
-			if worst > 1.05 {
-				t.Errorf("cms50: a compaction grew the view's tokens by %.1f%%", 100*(worst-1))
+	names := slices.Sorted(func(yield func(string) bool) {
+		for name := range convs {
+			if !yield(name) {
+				return
 			}
-			continue
 		}
-		worstText, textSteps = max(worstText, worst), textSteps+steps
-	}
-	t.Logf("FIGURE episodic compaction, the recalleval conversations (text only): %d compactions, the largest after/before token ratio of the view %.3f", textSteps, worstText)
-	if worstText > 1.25 {
-		t.Errorf("text only: a compaction grew the view's tokens by %.1f%%", 100*(worstText-1))
+	})
+	for _, cfg := range []Config{{CompactAfter: 1}, {CompactAfter: 8}, {CompactAfter: 64, CompactTokens: 2000}} {
+		var figs []string
+		for _, name := range names {
+			worst, steps := compactionRatios(t, cfg, convs[name])
+			if steps == 0 {
+				t.Errorf("%s, CompactAfter %d, CompactTokens %d: no compaction", name, cfg.CompactAfter, cfg.CompactTokens)
+			}
+			if worst > 1.05 {
+				t.Errorf("%s, CompactAfter %d, CompactTokens %d: a compaction grew the view's tokens by %.1f%%", name, cfg.CompactAfter, cfg.CompactTokens, 100*(worst-1))
+			}
+			figs = append(figs, fmt.Sprintf("%s %.3f (%d)", name, worst, steps))
+		}
+		t.Logf("FIGURE episodic compaction, CompactAfter %d, CompactTokens %d: the largest after/before token ratio of the view (compactions): %s",
+			cfg.CompactAfter, cfg.CompactTokens, strings.Join(figs, ", "))
 	}
 }
 
-// compactionRatios logs turns in a new layer and returns the largest
-// ratio of the view's tokens after a compacting step to those before it
-// plus the step's new episodes, and how many steps compacted.
-func compactionRatios(t *testing.T, turns []layer.Turn) (float64, int) {
+// compactionRatios logs turns in a new layer configured as cfg (never
+// trimming its digests) and returns the largest ratio of the view's
+// tokens after a compacting step to those before it plus the step's new
+// episodes, and how many steps compacted.
+func compactionRatios(t *testing.T, cfg Config, turns []layer.Turn) (float64, int) {
 	t.Helper()
 	ctx := context.Background()
-	tmpl, err := New(Config{CompactAfter: 8, MaxDigests: 1 << 20, Now: func() time.Time { return time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC) }})
+	cfg.MaxDigests = 1 << 20
+	cfg.Now = func() time.Time { return time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC) }
+	tmpl, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,11 +78,7 @@ func compactionRatios(t *testing.T, turns []layer.Turn) (float64, int) {
 		if err := l.Store(ctx, turn); err != nil {
 			t.Fatal(err)
 		}
-		after, n := viewTokens(t, l)
-		fresh := 0
-		for i := len(l.recent) - int(l.appended-appended); i < len(l.recent); i++ {
-			fresh += rawTokens(&l.recent[i])
-		}
+		after, n, fresh := viewTokens(t, l, int(l.appended-appended))
 		if n > digests {
 			steps++
 			worst = max(worst, float64(after)/float64(before+fresh))
@@ -82,24 +88,84 @@ func compactionRatios(t *testing.T, turns []layer.Turn) (float64, int) {
 	return worst, steps
 }
 
-// viewTokens returns the tokens of l's view (its digests as recall
-// counts them, and its raw episodes as the head counts them) and how
-// many digests it holds.
-func viewTokens(t *testing.T, l *Layer) (int, int) {
+// viewTokens returns the tokens of l's view as a prompt would send it
+// (see promptTokens), how many digests it holds, and the tokens of its
+// newest fresh raw episodes as messages.
+func viewTokens(t *testing.T, l *Layer, fresh int) (int, int, int) {
 	t.Helper()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.ensureDigests(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	if fresh > len(l.recent) {
+		t.Fatalf("%d new episodes, %d raw in the view", fresh, len(l.recent))
+	}
+	return promptTokens(l.digests, l.recent), len(l.digests), messageTokens(l.recent[len(l.recent)-fresh:])
+}
+
+// promptTokens returns the tokens of digests and raw episodes as a
+// prompt sends them, framing included: the digests as lines of the
+// recall block, each after its line break (the block's header and fence
+// are sent once, the same whether the episodes shown are raw or folded,
+// so they are left out), and the raw episodes as the messages agentloop
+// sends a step as (see messageTokens).
+func promptTokens(digests []Digest, raw []Episode) int {
+	var b strings.Builder
+	for _, d := range digests {
+		b.WriteByte('\n')
+		b.WriteString(d.Text)
+	}
 	n := 0
-	for _, d := range l.digests {
-		n += layer.Query{}.Count(d.Text)
+	if b.Len() > 0 {
+		n = layer.Query{}.Count(b.String())
 	}
-	for i := range l.recent {
-		n += rawTokens(&l.recent[i])
+	return n + messageTokens(raw)
+}
+
+// messageTokens returns the tokens of raw episodes as prompt.CountMessage
+// counts the messages agentloop sends them as: a step's tool calls in
+// one AI message and each result in a tool message of its own; a turn's
+// request in a user message and its answer in an AI message; a note as
+// one message of its text.
+func messageTokens(raw []Episode) int {
+	n := 0
+	for seg := range chunkBySeq(raw) {
+		ai := llms.MessageContent{Role: llms.ChatMessageTypeAI}
+		for _, e := range seg {
+			switch e.Kind {
+			case KindTool:
+				ai.Parts = append(ai.Parts, llms.ToolCall{ID: e.Ref, Type: "function", FunctionCall: &llms.FunctionCall{Name: e.Tool, Arguments: e.Arguments}})
+				n += prompt.CountMessage(nil, llms.MessageContent{Role: llms.ChatMessageTypeTool,
+					Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: e.Ref, Name: e.Tool, Content: e.Result}}})
+			case KindTurn:
+				n += prompt.CountMessage(nil, llms.TextParts(llms.ChatMessageTypeHuman, e.Query)) +
+					prompt.CountMessage(nil, llms.TextParts(llms.ChatMessageTypeAI, e.Result))
+			default:
+				n += prompt.CountMessage(nil, llms.TextParts(llms.ChatMessageTypeAI, e.Result))
+			}
+		}
+		if len(ai.Parts) > 0 {
+			n += prompt.CountMessage(nil, ai)
+		}
 	}
-	return n, len(l.digests)
+	return n
+}
+
+// chunkBySeq yields the runs of raw episodes of one segment (one step).
+func chunkBySeq(raw []Episode) func(func([]Episode) bool) {
+	return func(yield func([]Episode) bool) {
+		for i := 0; i < len(raw); {
+			j := i + 1
+			for j < len(raw) && raw[j].seq == raw[i].seq {
+				j++
+			}
+			if !yield(raw[i:j]) {
+				return
+			}
+			i = j
+		}
+	}
 }
 
 // cms50Turns returns the steps of the 50-turn CMS conversation as the

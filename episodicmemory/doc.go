@@ -14,7 +14,7 @@
 //	<episodic_memory>
 //	Earlier tool calls and turns, oldest first. [ref] is the reference: call episodic_memory_read with {"ref": "..."} to read a full result.
 //	[call_3] step 1 cms_createPage {"title":"About"} → ok, 812 bytes: About, page-123
-//	[turn-4] step 2 turn: "Create an About page" → answered: Done: page-123 is live.
+//	[turn-4] step 2 "Create an About page" → Done: page-123 is live.
 //	</episodic_memory>
 //
 // and the model reads any episode's full result with the tool

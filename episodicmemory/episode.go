@@ -96,13 +96,19 @@ const (
 )
 
 // Digest returns the episode's one-line digest: the reference in
-// brackets, the step, the tool with its arguments (or the request), the
-// outcome, and the IDs and names found in the result — or, when none
-// were found, the start of the result — white space collapsed and long
-// parts cut:
+// brackets, the step, the tool with its arguments (or the quoted
+// request), the outcome (or the answer), and the IDs and names found in
+// the result — or, when none were found, the start of the result —
+// white space collapsed and long parts cut:
 //
 //	[call-7] step 2 cms_createPage {"title":"About"} → ok, 812 bytes: page-123, About
 //	[call-8] step 3 fetch_url {"url":"https://example.com"} → ok, 5120 bytes; <!doctype html><html>…
+//	[turn-9] step 4 "Create an About page" → Done, page-123 is live.
+//
+// A turn's line has no more framing than its reference, step, quotes
+// and arrow, so that it costs no more than the two messages it replaces
+// do: a short chat turn told in its line is barely longer than told as
+// the request and the answer.
 //
 // The start of a result whose IDs and names were found would repeat them
 // in every prompt the digest is recalled into; the full result is one
@@ -121,9 +127,8 @@ func (e *Episode) Digest() string {
 		b.WriteString("): ")
 		b.WriteString(oneLine(e.Result, digestResult))
 	case KindTurn:
-		b.WriteString("turn: ")
 		b.WriteString(strconv.Quote(oneLine(e.Query, digestQuery)))
-		b.WriteString(" → answered: ")
+		b.WriteString(" → ")
 		b.WriteString(oneLine(e.Result, digestResult))
 	default:
 		e.writeCall(&b)

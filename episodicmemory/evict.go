@@ -229,7 +229,7 @@ func importance(text string) float64 {
 	switch {
 	case strings.HasPrefix(rest, "note ("):
 		return ImportanceNote
-	case strings.HasPrefix(rest, "turn: "):
+	case strings.HasPrefix(rest, `"`) || strings.HasPrefix(rest, "turn: "): // a turn: its quoted request, after "turn: " in older lines
 		return ImportanceTurn
 	case strings.Contains(rest, " → error: "):
 		return ImportanceFailure

@@ -69,7 +69,7 @@ func TestEpisodic20_FrozenV1Loads(t *testing.T) {
 	if s := int(l.Metrics()["entries"]); s != 10 {
 		t.Errorf("the frozen log holds %d episodes, want 10", s)
 	}
-	if b := recall(t, l, "page-0"); !strings.Contains(b, "[call-0]") || !strings.Contains(b, "turn: \"Which page did I create first?\"") {
+	if b := recall(t, l, "page-0"); !strings.Contains(b, "[call-0]") || !strings.Contains(b, "] step 9 \"Which page did I create first?\" → ") {
 		t.Errorf("recall of the frozen log:\n%s", b)
 	}
 	if _, whole, err := l.Read(ctx, "call-0"); err != nil || whole {

@@ -28,7 +28,7 @@ const recallPool = 32
 //	<episodic_memory>
 //	Earlier tool calls and turns, oldest first. [ref] is the reference: call episodic_memory_read with {"ref": "..."} to read a full result.
 //	[call-3] step 1 cms_createPage {"title":"About"} → ok, 812 bytes: page-123, About
-//	[turn-4] step 2 turn: "Create an About page" → answered: Done, page-123 is live.
+//	[turn-4] step 2 "Create an About page" → Done, page-123 is live.
 //	</episodic_memory>
 //
 // Candidates come from the index, which holds every episode of the log
