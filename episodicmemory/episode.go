@@ -115,6 +115,7 @@ const (
 // read-tool call away.
 func (e *Episode) Digest() string {
 	var b strings.Builder
+	b.Grow(e.digestLen())
 	b.WriteByte('[')
 	b.WriteString(oneLine(e.Ref, 128))
 	b.WriteString("] step ")
@@ -134,6 +135,23 @@ func (e *Episode) Digest() string {
 		e.writeCall(&b)
 	}
 	return b.String()
+}
+
+// digestLen is at most the length of the episode's digest line, give or
+// take the few bytes of a number, so that Digest builds it in one
+// allocation: each part cut to its limit (with "…", 3 bytes), plus the
+// framing.
+func (e *Episode) digestLen() int {
+	part := func(s string, limit int) int { return min(len(s), limit+3) }
+	n := 40 + part(e.Ref, 128) + part(e.Tool, 64) + part(e.Result, digestResult)
+	switch e.Kind {
+	case KindTurn:
+		n += 2 * part(e.Query, digestQuery) // strconv.Quote may escape
+	case KindNote:
+	default:
+		n += part(e.Arguments, digestArgs)
+	}
+	return n
 }
 
 // writeCall writes a tool episode's part of its digest line: the tool
