@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -150,6 +151,11 @@ func (s *Store) write(ctx context.Context, w command) (res any, acked int64, res
 			continue
 		}
 		break
+	}
+	if resent && !unavailable(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		// An answer to the last send (an error reply) says nothing of
+		// an earlier one, which may have been applied.
+		err = fmt.Errorf("%w: an earlier send may have been applied: %w", ErrUnavailable, err)
 	}
 	if resent && s.replicas > 0 {
 		err = fmt.Errorf("%w (%w)", err, storage.ErrNotDurable)

@@ -117,6 +117,24 @@ func TestTrust35_ResentWriteIsNeverAConflict(t *testing.T) {
 		}
 	})
 
+	t.Run("error reply to the resend", func(t *testing.T) {
+		// The server answers the resend with an error: that says nothing
+		// of the first send, which was applied.
+		v0, err := s.Put(ctx, "k4", []byte("0"), storage.NoVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.cutNextWrite(false)
+		p.failWriteAfterCut()
+		_, err = s.Put(ctx, "k4", []byte("1"), v0)
+		if !errors.Is(err, redis.ErrUnavailable) {
+			t.Fatalf("a write applied, then answered by an error when sent again: %v; want redis.ErrUnavailable (outcome unknown)", err)
+		}
+		if it, err := other.Get(ctx, "k4"); err != nil || string(it.Value) != "1" {
+			t.Errorf("the key: %q, %v; want the first send's \"1\"", it.Value, err)
+		}
+	})
+
 	t.Run("no cut", func(t *testing.T) {
 		// Without a lost reply a stale version is a plain conflict.
 		if _, err := s.Put(ctx, "k1", []byte("stale"), 1); !errors.Is(err, storage.ErrConflict) {
@@ -134,6 +152,7 @@ type breaker struct {
 	mu       sync.Mutex
 	cut      bool          // lose the reply to the next write
 	hold     bool          // and hold the write after it
+	fail     bool          // or answer the write after it with an error
 	held     chan struct{} // closed when the held write arrives
 	released chan struct{} // closed by release
 	n        int           // replies lost
@@ -162,6 +181,12 @@ func (b *breaker) cutNextWrite(hold bool) {
 	defer b.mu.Unlock()
 	b.cut, b.hold = true, hold
 	b.held, b.released = make(chan struct{}), make(chan struct{})
+}
+
+func (b *breaker) failWriteAfterCut() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.fail = true
 }
 
 func (b *breaker) cuts() int {
@@ -229,7 +254,7 @@ func (b *breaker) pipe(c net.Conn) {
 		if n > 0 {
 			if isWrite(buf[:n]) {
 				b.mu.Lock()
-				cut, hold, held, released := b.cut, b.hold, b.held, b.released
+				cut, hold, fail, held, released := b.cut, b.hold, b.fail, b.held, b.released
 				switch {
 				case cut:
 					b.cut = false
@@ -237,8 +262,18 @@ func (b *breaker) pipe(c net.Conn) {
 					doomed.Do(func() { close(doom) })
 				case hold:
 					b.hold = false
+				case fail:
+					b.fail = false
 				}
 				b.mu.Unlock()
+				if !cut && fail {
+					if _, err := c.Write([]byte("-ERR injected failure\r\n")); err != nil {
+						c.Close()
+						s.Close()
+						return
+					}
+					continue
+				}
 				if !cut && hold {
 					close(held)
 					<-released
