@@ -319,3 +319,62 @@ func TestSummaries_ModelSummarizerCondenses(t *testing.T) {
 		t.Errorf("an empty condensed answer: %q, %v", got, err)
 	}
 }
+
+// TestSummaries_BlockGrowsOnce counts the summary as the prompt carries
+// it, its block's header and fence included, one turn summarized at a
+// time over the authored conversations. After the first summary no step
+// grows the block and the turn it takes in by more than 5%. The first
+// summary adds the block's framing once: on a short chat turn that is
+// more than the turn (about 2.3 to 2.7 times it), which no summary of so
+// little text can avoid; the test holds it to the framing plus 5%.
+func TestSummaries_BlockGrowsOnce(t *testing.T) {
+	convs := map[string][]thread.Message{"cms50": cms50Messages(t)}
+	for name, msgs := range recallevalMessages(t) {
+		convs[name] = msgs
+	}
+	count := layer.Query{}.Count
+	block := func(s string) int {
+		if s == "" {
+			return 0
+		}
+		l := history.NewLayer(0)
+		l.Set(s)
+		return count(l.Whole())
+	}
+	worstFirst, worstLater := 0.0, 0.0
+	for name, msgs := range convs {
+		starts := turnStarts(msgs)
+		s := &history.DeterministicSummarizer{}
+		prev := ""
+		for i := range starts {
+			end := len(msgs)
+			if i+1 < len(starts) {
+				end = starts[i+1]
+			}
+			part := msgs[starts[i]:end]
+			next, err := s.Summarize(t.Context(), prev, part)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := 0
+			for _, m := range part {
+				in += messageTokens(m)
+			}
+			before, after := block(prev)+in, block(next)
+			ratio := float64(after) / float64(before)
+			if i == 0 {
+				worstFirst = max(worstFirst, ratio)
+				if framing := after - count(next); float64(after) > 1.05*float64(before)+float64(framing) {
+					t.Errorf("%s: the first summary is %d tokens as a block (%d of framing) for a turn of %d", name, after, framing, before)
+				}
+			} else {
+				worstLater = max(worstLater, ratio)
+				if ratio > 1.05 {
+					t.Errorf("%s, turn %d: the block and the turn were %d tokens, the new block is %d (+%.1f%%)", name, i+1, before, after, 100*(ratio-1))
+				}
+			}
+			prev = next
+		}
+	}
+	t.Logf("FIGURE summary blocks: the first summary %.3f of its turn at most; every later step %.3f at most", worstFirst, worstLater)
+}
