@@ -102,7 +102,11 @@ type reading struct {
 	tools  int             // how many words look like tool names
 	clock  bool            // whether it holds a time of day (14:05) or a place in a file (cache.go:41)
 	verb   bool            // whether it starts with a verb of a task (an imperative)
-	answer bool            // whether it starts with a tool's name and a colon (a tool's answer)
+	// sequence is whether it holds steps in order ("then", "→"), and
+	// purpose whether it opens on what they are for ("To ship abroad,
+	// ...", "When ... ,") and is not the writer's own plan.
+	sequence, purpose bool
+	answer            bool // whether it starts with a tool's name and a colon (a tool's answer)
 }
 
 // read reads the first ContentBytes of text.
@@ -118,14 +122,18 @@ func read(text string) reading {
 		r.stems[lexical.Stem(t)] = true
 		r.clock = r.clock || isClock(t) || isLocation(t)
 	}
-	r.verb = len(toks) > 0 && taskVerbs[toks[0]]
-	first, _, ok := strings.Cut(text, ":")
-	r.answer = ok && looksLikeTool(first)
+	first, second := firstWords(r.lower)
+	r.verb = imperative(first, second)
+	r.sequence = r.holds(sequences)
+	r.purpose = r.sequence && r.opens(purposes) && !firstPerson(r)
+	name, _, ok := strings.Cut(text, ":")
+	r.answer = ok && looksLikeTool(name)
 	for _, f := range strings.Fields(text) {
 		if looksLikeTool(f) {
 			r.tools++
 		}
 	}
+	r.sequence = r.sequence || r.tools >= 2
 	return r
 }
 
@@ -223,9 +231,16 @@ func (r reading) scores() [nClasses]int {
 		s[classEvent] += 2
 	}
 	// Two or more tool names in a sequence is a procedure, unless it is
-	// something still to do, or done.
+	// something still to do, or done. A procedure has steps in order:
+	// without them, a procedure's words ("steps", "recipe") are not one.
 	if r.tools >= 2 {
 		s[classSkill] += 2 * r.tools
+	}
+	if r.purpose {
+		s[classSkill] += 2
+	}
+	if !r.sequence {
+		s[classSkill] = 0
 	}
 	return s
 }
@@ -263,12 +278,7 @@ func ByContent(w layer.Write) Route {
 // themselves or the work that lasts goes to semantic memory, anything
 // else to the episode log.
 func userMessage(w layer.Write) Route {
-	r := read(w.Text)
-	s := r.scores()
-	if possessive(r) {
-		s[classDurable]++
-	}
-	if s[classDurable] > 0 && s[classDurable] >= s[classEvent] && (firstPerson(r) || s[classDurable] >= 2) {
+	if lastingMessage(read(w.Text)) {
 		return Route{Layer: layer.KeepsSemantic, Reason: "a user's message that states something lasting goes to semantic memory"}
 	}
 	return Route{Layer: layer.KeepsEpisodic, Reason: "a user's message goes to the episode log"}

@@ -48,8 +48,9 @@ var reasons = map[string]string{
 
 // Normalize returns kind in the form the table knows: trimmed,
 // lowercased, camel case and '-' or ' ' turned into '_'
-// ("ToolResult", "tool-result" and "tool result" give "tool_result"),
-// and a plural of a known kind singular ("skills" gives "skill").
+// ("ToolResult", "TOOL_RESULT", "tool-result" and "tool result" give
+// "tool_result"), and a plural of a known kind singular ("skills" gives
+// "skill", "summaries" gives "summary").
 func Normalize(kind string) string {
 	kind = strings.TrimSpace(kind)
 	var b strings.Builder
@@ -63,7 +64,9 @@ func Normalize(kind string) string {
 			if unicode.IsLower(prev) || unicode.IsDigit(prev) {
 				b.WriteByte('_')
 			}
-			r = unicode.ToLower(r)
+			prev, r = r, unicode.ToLower(r)
+			b.WriteRune(r)
+			continue
 		}
 		b.WriteRune(r)
 		prev = r
@@ -79,6 +82,9 @@ func singular(k string) string {
 	}
 	if one := k[:len(k)-1]; byKind[one] != "" || one == KindUserMessage {
 		return one
+	}
+	if one, ok := strings.CutSuffix(k, "ies"); ok && byKind[one+"y"] != "" {
+		return one + "y"
 	}
 	return k
 }

@@ -27,7 +27,7 @@
 //	user_message                              by its text      semantic memory when it states something
 //	                                                             lasting about the user ("could you
 //	                                                             remember I'm vegetarian?"), else the
-//	                                                             episode log
+//	                                                             episode log: see below
 //	any other kind ("pattern", "todo", ...)   by its text      see below
 //
 // A kind the table does not know is routed by its text ([ByContent]), not
@@ -39,7 +39,18 @@
 // result, an error, a measurement (the episode log) — and reasoning or a
 // plan still to carry out (the scratchpad). The reading with the most
 // cues wins; a text with none is a lasting fact, since a write tool is
-// for what lasts.
+// for what lasts. A procedure has steps in order ("then", "→", two tool
+// names); one that opens on what it is for ("To ship abroad, ...") and
+// is not the writer's own plan reads the more as a skill.
+//
+// A user's message is read by its mood first. A statement (a subject
+// first: "I teach maths", "The lock needs new batteries") lasts unless it
+// reads as something that happened ("I just uploaded the CVs"). A
+// request (a question, or a verb first: "Turn on the heating") lasts only
+// when it holds a standing wish ("always", "from now on", "remember")
+// or a clause stating something of the writer's own ("Schedule them in
+// the afternoon, I block mornings"). A message of neither mood is read
+// by its cues.
 //
 // # Gating
 //
