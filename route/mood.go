@@ -94,10 +94,24 @@ func firstWords(s string) (string, string) {
 func isNumber(w string) bool { return w != "" && w[0] >= '0' && w[0] <= '9' }
 
 // standing are the cues of a lasting wish within a request: a standing
-// order ("from now on", "always") or a request to remember.
-var standing = []string{" always ", " never ", " from now on ", " in future ", " by default ", " every time ", " remember ",
-	" keep in mind ", " note ", " don't forget ", " did i mention ", " did i tell you ", " didn't i tell you ", " sempre ",
-	" nunca ", " siempre ", " toujours ", " jamais ", " immer ", " nie ", " lembra", " recuerda", " souviens", " merk"}
+// order ("from now on", "always") or a request to remember. The words
+// match whole tokens, the phrases anywhere.
+var (
+	standingWords = []string{"always", "never", "remember", "note", "sempre", "nunca", "siempre", "toujours", "jamais",
+		"immer", "nie", "lembra", "lembre", "recuerda", "souviens", "merk"}
+	standingPhrases = []string{" from now on", " in future", " by default", " every time", " keep in mind", " don't forget",
+		" did i mention", " did i tell you", " didn't i tell you"}
+)
+
+// standing reports whether the reading holds a cue of a lasting wish.
+func (r reading) standing() bool {
+	for _, w := range standingWords {
+		if r.tokens[w] {
+			return true
+		}
+	}
+	return r.holds(standingPhrases)
+}
 
 // holds reports whether the reading holds any of the cues, which are
 // padded with spaces as the reading's text is.
@@ -138,9 +152,9 @@ func lastingMessage(r reading) bool {
 		if r.clock {
 			s[classEvent] -= 2 // a time of day is a habit's as well as an event's
 		}
-		return s[classEvent] <= s[classDurable] || r.holds(standing)
+		return s[classEvent] <= s[classDurable] || r.standing()
 	case moodRequest:
-		return r.holds(standing) || r.statesSelf()
+		return r.standing() || r.statesSelf()
 	}
 	if possessive(r) {
 		s[classDurable]++
