@@ -122,10 +122,14 @@ func read(text string) reading {
 		r.stems[lexical.Stem(t)] = true
 		r.clock = r.clock || isClock(t) || isLocation(t)
 	}
-	first, second := firstWords(r.lower)
-	r.verb = imperative(first, second)
-	r.sequence = r.holds(sequences)
-	r.purpose = r.sequence && r.opens(purposes) && !firstPerson(r)
+	r.readTools(text)
+	r.readShape()
+	return r
+}
+
+// readTools counts the words of text that look like tool names, and
+// whether text opens with one and a colon.
+func (r *reading) readTools(text string) {
 	name, _, ok := strings.Cut(text, ":")
 	r.answer = ok && looksLikeTool(name)
 	for _, f := range strings.Fields(text) {
@@ -133,8 +137,15 @@ func read(text string) reading {
 			r.tools++
 		}
 	}
-	r.sequence = r.sequence || r.tools >= 2
-	return r
+}
+
+// readShape reads how the text opens and whether it holds steps in
+// order, once its tools are counted.
+func (r *reading) readShape() {
+	first, second := firstWords(r.lower)
+	r.verb = imperative(first, second)
+	r.sequence = r.tools >= 2 || r.holds(sequences)
+	r.purpose = r.sequence && r.opens(purposes) && !firstPerson(*r)
 }
 
 // taskVerbs are the verbs that start a task still to carry out, in the
@@ -221,28 +232,27 @@ func (r reading) scores() [nClasses]int {
 			}
 		}
 	}
-	if r.clock {
-		s[classEvent] += 2
-	}
-	if r.verb {
-		s[classIntent] += 2
-	}
-	if r.answer {
-		s[classEvent] += 2
-	}
+	s[classEvent] += 2 * (b2i(r.clock) + b2i(r.answer))
+	s[classIntent] += 2 * b2i(r.verb)
 	// Two or more tool names in a sequence is a procedure, unless it is
 	// something still to do, or done. A procedure has steps in order:
 	// without them, a procedure's words ("steps", "recipe") are not one.
 	if r.tools >= 2 {
 		s[classSkill] += 2 * r.tools
 	}
-	if r.purpose {
-		s[classSkill] += 2
-	}
+	s[classSkill] += 2 * b2i(r.purpose)
 	if !r.sequence {
 		s[classSkill] = 0
 	}
 	return s
+}
+
+// b2i returns 1 for true and 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // matches reports whether the reading holds cue q of class c.

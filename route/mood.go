@@ -124,6 +124,9 @@ func (r reading) holds(cues []string) bool {
 	return false
 }
 
+// selves are the subjects by which a writer speaks of themselves.
+var selves = setOf("i", "we", "i'm", "we're")
+
 // statesSelf reports whether a clause after the first starts with the
 // writer as its subject, in the present: "..., I block mornings".
 func (r reading) statesSelf() bool {
@@ -133,7 +136,7 @@ func (r reading) statesSelf() bool {
 			continue
 		}
 		first, second := firstWords(r.lower[i+len(sep):])
-		if (first == "i" || first == "we" || first == "i'm" || first == "we're") && !strings.HasSuffix(second, "ed") {
+		if selves[first] && !strings.HasSuffix(second, "ed") {
 			return true
 		}
 	}
@@ -146,19 +149,23 @@ func (r reading) statesSelf() bool {
 // statement of the writer's own; a text of neither mood is read by its
 // cues.
 func lastingMessage(r reading) bool {
-	s := r.scores()
 	switch r.mood() {
 	case moodStatement:
-		if r.clock {
-			s[classEvent] -= 2 // a time of day is a habit's as well as an event's
-		}
-		return s[classEvent] <= s[classDurable] || r.standing()
+		s := r.scores()
+		// A time of day is a habit's as well as an event's.
+		return s[classEvent]-2*b2i(r.clock) <= s[classDurable] || r.standing()
 	case moodRequest:
 		return r.standing() || r.statesSelf()
 	}
-	if possessive(r) {
-		s[classDurable]++
-	}
+	return cuesLast(r)
+}
+
+// cuesLast reports whether a message of neither mood reads as lasting
+// by its cues: more of a lasting fact's than of an event's, and spoken
+// by its writer or with two cues or more.
+func cuesLast(r reading) bool {
+	s := r.scores()
+	s[classDurable] += b2i(possessive(r))
 	return s[classDurable] > 0 && s[classDurable] >= s[classEvent] && (firstPerson(r) || s[classDurable] >= 2)
 }
 
