@@ -50,7 +50,7 @@ func TestRoutingPrecisionHeldOut(t *testing.T) {
 			if len(r.misses) > 0 {
 				t.Logf("misrouted:\n%s", strings.Join(r.misses, "\n"))
 			}
-			checkHeldOut(t, h, r)
+			checkBars(t, h, r)
 		})
 	}
 }
@@ -68,11 +68,12 @@ func TestRoutingPrecisionAllFixtures(t *testing.T) {
 	r := routeAll(t, all)
 	t.Logf("all %d fixtures: confusion matrix (rows: labelled store, columns: routed to), %d items:\n%s",
 		len(fixtures)+len(heldOuts), r.n, matrix(r.confusion))
-	checkHeldOut(t, heldOut{skill: 0.95, precision: 0.90, share: 0.90}, r)
+	checkBars(t, heldOut{skill: 0.95, precision: 0.90, share: 0.90}, r)
 }
 
-// checkHeldOut holds a fixture's tally to its bars.
-func checkHeldOut(t *testing.T, h heldOut, r tally) {
+// checkBars holds a tally to the bars of h: each item type reaching its
+// store, the precision of each store and of routing as a skill.
+func checkBars(t *testing.T, h heldOut, r tally) {
 	t.Helper()
 	if h.why != "" {
 		t.Logf("bars %.3f (skills), %.3f (stores) and %.3f (other types): %s", h.skill, h.precision, h.share, h.why)

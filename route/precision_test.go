@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 
@@ -130,34 +129,7 @@ func TestRoutingPrecision(t *testing.T) {
 			t.Errorf("type %s has %d items, want at least 10", k, r.types[k][1])
 		}
 	}
-	names := make([]string, 0, len(r.types))
-	for k := range r.types {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	var b strings.Builder
-	for _, k := range names {
-		n := r.types[k]
-		share := float64(n[0]) / float64(n[1])
-		fmt.Fprintf(&b, "%-14s %3d/%3d %.3f\n", k, n[0], n[1], share)
-		if bar := map[bool]float64{true: 0.95, false: 0.90}[k == route.KindSkill]; share < bar {
-			t.Errorf("type %s reaches its store %.3f of the time, want at least %.2f", k, share, bar)
-		}
-	}
-	t.Logf("share of each type reaching its store:\n%s", b.String())
-	for _, s := range stores[:3] {
-		tp, n := r.precision(s)
-		p := float64(tp) / float64(n)
-		t.Logf("precision of %s: %d/%d = %.3f", s, tp, n, p)
-		if p < 0.90 {
-			t.Errorf("precision of %s is %.3f, want at least 0.90", s, p)
-		}
-	}
-	p := float64(r.asSkill[0]) / float64(r.asSkill[1])
-	t.Logf("precision of routing as a skill (to semantic memory): %d/%d = %.3f", r.asSkill[0], r.asSkill[1], p)
-	if p < 0.95 {
-		t.Errorf("precision of routing as a skill is %.3f, want at least 0.95", p)
-	}
+	checkBars(t, heldOut{skill: 0.95, precision: 0.90, share: 0.90}, r)
 }
 
 // matrix renders a confusion matrix.
