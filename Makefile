@@ -29,7 +29,7 @@ all: lint test
 # so that go test (which runs two test binaries at once on two cores)
 # starts them first and the run does not end waiting for one of them.
 RACE      = -race -gcflags=modernc.org/...=-race=false
-SLOW_PKGS = ./reliability ./agentloop ./storage/sqlite
+SLOW_PKGS = ./agentloop ./reliability ./storage/sqlite
 TEST_PKGS = $(if $(filter ./...,$(PKGS)),$(SLOW_PKGS) $(PKGS),$(PKGS))
 test: SHELL := /bin/bash
 test:
