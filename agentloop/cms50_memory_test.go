@@ -225,7 +225,7 @@ func containsAny(s string, subs []string) bool {
 // AssemblyConfig.SummaryCandidates the summary's parts compete in the
 // pool: the test logs what that saves and what it loses (an ID that no
 // message names, the site every page is made in, gives way, and the
-// turns that need it fail).
+// turns that need it fail), under make reliability only.
 func TestMemory100_TightBudgetsKeepTheSummary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two 50-turn runs")
@@ -251,12 +251,18 @@ func TestMemory100_TightBudgetsKeepTheSummary(t *testing.T) {
 		}, 0, len(f.Turns), &run, exact)
 		return &run
 	}
-	pinned, competing := tight(false), tight(true)
+	pinned := tight(false)
 	for _, e := range pinned.failures {
 		t.Errorf("summary pinned: %s", e)
 	}
 	t.Logf("FIGURE cms50 on short budgets, summary pinned: references resolved %d of %d, cl100k summed %d",
 		refs-countRefFailures(pinned.failures), refs, sum(pinned.exact))
+	// The candidates' run gives figures only: make reliability
+	// (MEMLAYER_RELIABILITY=1) runs it, make test does not.
+	if !fullSuite() {
+		return
+	}
+	competing := tight(true)
 	t.Logf("FIGURE cms50 on short budgets, summary candidates: references resolved %d of %d (%d turns failed), cl100k summed %d",
 		refs-countRefFailures(competing.failures), refs, len(competing.failures), sum(competing.exact))
 	for _, e := range competing.failures[:min(len(competing.failures), 3)] {
