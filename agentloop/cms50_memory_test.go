@@ -71,6 +71,10 @@ var cmsFacts = []string{
 // lowers the share the window saves (to 72.2% at assembly off, 72.6%
 // with no facts) without changing what it saves. Skills are measured by
 // TestSkillInPrompt and semanticmemory's TestSkillsCMS100.
+//
+// make test runs the default assembly (on) only: its two runs, windowed
+// and whole. make reliability (MEMLAYER_RELIABILITY=1) also runs
+// assembly off and the "no facts" pair, the other four 50-turn runs.
 func TestMemory90_CMS50WithSemanticMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("six 50-turn runs")
@@ -97,9 +101,13 @@ func TestMemory90_CMS50WithSemanticMemory(t *testing.T) {
 			cfg.Assembly.Disabled = !assembly
 		}
 	}
+	assemblies := []bool{true}
+	if fullSuite() {
+		assemblies = []bool{false, true}
+	}
 	// The baselines have the same layers and the whole history.
 	fulls := map[bool]*cmsRun{}
-	for _, assembly := range []bool{false, true} {
+	for _, assembly := range assemblies {
 		fulls[assembly] = &cmsRun{}
 		store, cfg := withFacts(t, assembly, fullHistory)
 		runCMS(t, f, store, cfg, 0, len(f.Turns), fulls[assembly], exact)
@@ -108,7 +116,7 @@ func TestMemory90_CMS50WithSemanticMemory(t *testing.T) {
 		}
 	}
 	windowed := map[bool]*cmsRun{}
-	for _, assembly := range []bool{false, true} {
+	for _, assembly := range assemblies {
 		t.Run(fmt.Sprintf("assembly=%v", assembly), func(t *testing.T) {
 			full := fulls[assembly]
 			var run cmsRun
@@ -133,7 +141,7 @@ func TestMemory90_CMS50WithSemanticMemory(t *testing.T) {
 			total := 1 - float64(sum(run.exact))/float64(sum(full.exact))
 			t.Logf("FIGURE cms50 with semantic memory, assembly %v: references resolved %d of %d; cl100k at turn 50 %d (full history %d), %.1f%% fewer; summed %d (full history %d), %.1f%% fewer",
 				assembly, refs-countRefFailures(run.failures), refs, run.exact[49], full.exact[49], 100*last, sum(run.exact), sum(full.exact), 100*total)
-			if assembly {
+			if assembly && fulls[false] != nil {
 				naive := 1 - float64(sum(run.exact))/float64(sum(fulls[false].exact))
 				t.Logf("FIGURE cms50 with semantic memory, assembly on, against the whole history with assembly off: summed %d (full history %d), %.1f%% fewer",
 					sum(run.exact), sum(fulls[false].exact), 100*naive)
@@ -152,6 +160,9 @@ func TestMemory90_CMS50WithSemanticMemory(t *testing.T) {
 	// The same agent with a semantic memory that holds no fact: what its
 	// two tool definitions alone cost the reduction.
 	t.Run("no facts", func(t *testing.T) {
+		if !fullSuite() {
+			t.Skip("runs under make reliability (MEMLAYER_RELIABILITY=1): two more 50-turn runs")
+		}
 		runs := map[string]*cmsRun{}
 		for name, history := range map[string]func(*agentloop.Config){"full": fullHistory, "windowed": windowedHistory} {
 			sem, err := semanticmemory.New(semanticmemory.Config{NoSkills: noSkills})
@@ -214,7 +225,7 @@ func containsAny(s string, subs []string) bool {
 // AssemblyConfig.SummaryCandidates the summary's parts compete in the
 // pool: the test logs what that saves and what it loses (an ID that no
 // message names, the site every page is made in, gives way, and the
-// turns that need it fail).
+// turns that need it fail), under make reliability only.
 func TestMemory100_TightBudgetsKeepTheSummary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two 50-turn runs")
@@ -240,12 +251,18 @@ func TestMemory100_TightBudgetsKeepTheSummary(t *testing.T) {
 		}, 0, len(f.Turns), &run, exact)
 		return &run
 	}
-	pinned, competing := tight(false), tight(true)
+	pinned := tight(false)
 	for _, e := range pinned.failures {
 		t.Errorf("summary pinned: %s", e)
 	}
 	t.Logf("FIGURE cms50 on short budgets, summary pinned: references resolved %d of %d, cl100k summed %d",
 		refs-countRefFailures(pinned.failures), refs, sum(pinned.exact))
+	// The candidates' run gives figures only: make reliability
+	// (MEMLAYER_RELIABILITY=1) runs it, make test does not.
+	if !fullSuite() {
+		return
+	}
+	competing := tight(true)
 	t.Logf("FIGURE cms50 on short budgets, summary candidates: references resolved %d of %d (%d turns failed), cl100k summed %d",
 		refs-countRefFailures(competing.failures), refs, len(competing.failures), sum(competing.exact))
 	for _, e := range competing.failures[:min(len(competing.failures), 3)] {

@@ -310,6 +310,7 @@ func skewLabel(procs int) string {
 // and deleting entities of one resource, on SQLite and Redis: no page
 // just created is missing, no deleted page comes back.
 func TestEntitySkew(t *testing.T) {
+	parallelInMakeTest(t)
 	procs, rounds := pick(6, 3), pick(300, 25)
 	for _, spec := range sharedBackends(t) {
 		t.Run(spec.Backend, func(t *testing.T) {

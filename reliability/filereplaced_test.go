@@ -97,6 +97,7 @@ func fileWriter(ctx context.Context, raw string, in *bufio.Scanner, out *lineWri
 // writes to the same table without the store's check, and SQLite
 // acknowledges writes that the next process cannot find.
 func TestFileReplaced(t *testing.T) {
+	parallelInMakeTest(t)
 	writes := pick(500, 50)
 	for _, how := range []string{"deleted", "replaced"} {
 		t.Run(how, func(t *testing.T) {

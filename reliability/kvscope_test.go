@@ -286,6 +286,7 @@ func runKVScope(t *testing.T, spec storeSpec, groups [][]string, runs, steps int
 // negative control runs the same users in one process on one shared KV,
 // as kv.Layer was before it was scoped: it must leak.
 func TestTrust03_KVScopedProcesses(t *testing.T) {
+	parallelInMakeTest(t)
 	procs, runs, steps := pick(6, 2), pick(3, 2), pick(5, 2)
 	var groups [][]string
 	for p := range procs {

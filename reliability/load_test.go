@@ -72,6 +72,7 @@ type loadFigures struct {
 // step's wall time includes waiting for a CPU, so a second pass runs 100
 // threads one at a time to measure the overhead of a step alone.
 func TestLoad(t *testing.T) {
+	parallelInMakeTest(t)
 	specs := append([]storeSpec{{Backend: "memory"}}, sharedBackends(t)...)
 	for _, spec := range specs {
 		t.Run(spec.Backend, func(t *testing.T) {

@@ -181,6 +181,7 @@ func runWriters(t *testing.T, role string, spec storeSpec, procs, updates int, r
 // the final state must hold all 1,600 keys with their values. The same
 // runs against a key-value memory persisted with compare-and-swap.
 func TestLostUpdates(t *testing.T) {
+	parallelInMakeTest(t)
 	procs, updates := pick(8, 3), pick(200, 20)
 	for _, spec := range sharedBackends(t) {
 		t.Run(spec.Backend, func(t *testing.T) {

@@ -61,6 +61,18 @@ func (discardRedisLog) Printf(context.Context, string, ...any) {}
 // fast.
 func heavy() bool { return os.Getenv(heavyEnv) == "1" }
 
+// parallelInMakeTest runs t in parallel with the other tests that call it,
+// under make test: these scenarios spend most of their time waiting (for
+// worker processes, servers and locks), not computing, and share nothing
+// but the servers, where each uses its own namespace, schema or file.
+// Under make reliability (heavy) they run one at a time, so that each
+// FIGURE line measures one scenario alone.
+func parallelInMakeTest(t *testing.T) {
+	if !heavy() {
+		t.Parallel()
+	}
+}
+
 // inCI reports whether missing servers are failures rather than skips.
 func inCI() bool { return os.Getenv("CI") == "true" }
 

@@ -64,6 +64,7 @@ func piiCorpus(t *testing.T) []piiSample {
 // unmasked. The control runs the same with redaction disabled and must
 // find them.
 func TestPersonalDataReachesNoStore(t *testing.T) {
+	parallelInMakeTest(t)
 	all := piiCorpus(t)
 	var samples []piiSample
 	for i, s := range all {

@@ -92,6 +92,7 @@ type killOutcome struct {
 // kill must then lose acknowledged writes, which shows the check can see
 // a loss.
 func TestPostgresServerKill(t *testing.T) {
+	parallelInMakeTest(t)
 	if why := pgtest.Tools(); why != "" {
 		if inCI() {
 			t.Fatal(why)

@@ -210,6 +210,7 @@ func runReturn(t *testing.T, spec storeSpec, procs, keys int, control bool) (ack
 // child runs; the child's return reverts none of their updates, keeps
 // every change of the child, and reports each key both changed.
 func TestReturnMergeKeepsSiblingWrites(t *testing.T) {
+	parallelInMakeTest(t)
 	procs, keys := pick(6, 2), pick(600, 40)
 	for _, spec := range sharedBackends(t) {
 		t.Run(spec.Backend, func(t *testing.T) {
@@ -241,6 +242,7 @@ func TestReturnMergeKeepsSiblingWrites(t *testing.T) {
 // the three-way merge (its whole state merged into the parent's): sibling
 // updates must be reverted, which shows that the scenario can see it.
 func TestReturnMergeControl(t *testing.T) {
+	parallelInMakeTest(t)
 	procs, keys := pick(6, 2), pick(600, 40)
 	for _, spec := range sharedBackends(t) {
 		t.Run(spec.Backend, func(t *testing.T) {

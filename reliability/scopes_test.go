@@ -209,13 +209,15 @@ func oldRuleSelects(key, resource string, threads []string) bool {
 // thread-ID prefixes) to the same store and counts the other users'
 // records it would have deleted.
 func TestEraseOverlappingUsers(t *testing.T) {
-	n, rounds := 6, 2
+	parallelInMakeTest(t)
+	n, rounds := 4, 2 // every kind of ID collision of eraseUsers already at 4 users
 	if heavy() {
 		n, rounds = 12, 3
 	}
 	specs := append([]storeSpec{{Backend: "memory"}}, sharedBackends(t)...)
 	for _, spec := range specs {
 		t.Run(spec.Backend, func(t *testing.T) {
+			parallelInMakeTest(t) // the backends' stores share nothing
 			st := mustOpen(t, spec)
 			ctx := t.Context()
 			users := eraseUsers(n)
@@ -333,6 +335,7 @@ func TestEraseOverlappingUsers(t *testing.T) {
 // thread's resource scope to its thread ID in the resource namespace,
 // as the fallback did before scope keys were typed, and leaks.
 func TestAnonymousAndNamedRuns(t *testing.T) {
+	parallelInMakeTest(t)
 	n, runs := 6, 2
 	if heavy() {
 		n, runs = 16, 4
