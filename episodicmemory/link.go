@@ -62,7 +62,7 @@ func (l *Layer) Links(ctx context.Context) ([]Link, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	links, _, err := l.links(ctx, "")
+	links, _, err := l.links(ctx, "", nil, false)
 	if err != nil {
 		return nil, fmt.Errorf("episodicmemory: links: %w", err)
 	}
@@ -73,8 +73,10 @@ func (l *Layer) Links(ctx context.Context) ([]Link, error) {
 // is given and starts a new task, of the task it would start (its terms
 // only), and the entries of the linked tasks the search found, best
 // first, at most followDocs of each, marked with their link. It costs
-// one search of the index.
-func (l *Layer) links(ctx context.Context, request string) ([]Link, []hit, error) {
+// one search of the index; with keep, none when the turn's kept search
+// answers (see linkSearch; recent are the index's newest entries, as a
+// Recall found them).
+func (l *Layer) links(ctx context.Context, request string, recent []hit, keep bool) ([]Link, []hit, error) {
 	if !l.shared() || l.cfg.MaxLinks < 0 {
 		return nil, nil, nil
 	}
@@ -87,7 +89,13 @@ func (l *Layer) links(ctx context.Context, request string) ([]Link, []hit, error
 	if from.task == 0 || text == "" {
 		return nil, nil, nil
 	}
-	hs, err := l.search(ctx, storage.Query{Text: text, K: linkPool})
+	var hs []hit
+	var err error
+	if !keep {
+		hs, err = l.search(ctx, storage.Query{Text: text, K: linkPool})
+	} else {
+		hs, err = l.linkHits(ctx, from.task, text, recent)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -239,9 +247,9 @@ func (tr *tracker) overlap(o *tracker) float64 {
 
 // linkedHits returns the entries Recall offers from the task episodes the
 // current one links to (see links; text is the situation Recall was
-// given).
-func (l *Layer) linkedHits(ctx context.Context, text string) ([]hit, error) {
-	_, hs, err := l.links(ctx, text)
+// given, recent the index's newest entries it found).
+func (l *Layer) linkedHits(ctx context.Context, text string, recent []hit) ([]hit, error) {
+	_, hs, err := l.links(ctx, text, recent, true)
 	return hs, err
 }
 

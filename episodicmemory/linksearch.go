@@ -1,0 +1,114 @@
+package episodicmemory
+
+import (
+	"context"
+	"slices"
+
+	"github.com/memlayer/memlayer/internal/lexical"
+	"github.com/memlayer/memlayer/storage"
+)
+
+// The search for links, kept for the steps of a turn. The steps of a
+// turn recall with the same request, and mostly ask the index the same
+// question for links: the request's terms and then the task's. The
+// search is kept, and a step that asks the same question finds its links
+// in it, with the task's profile as it is then. A step searches again
+// when:
+//
+//   - the search's text is another (the request changed, or the task's
+//     profile changed the terms the search asks for);
+//   - the task the request belongs to is another (a new task started);
+//   - the turn ended (the thread's turn entry joined the view);
+//   - an entry of another thread that shares a term with the search
+//     joined the view (this process appended after it, or caught up with
+//     it);
+//   - the view was replaced or went back (Clear, Restore, an erase this
+//     process saw), or the index's newest entries are older than when the
+//     search was made, or there are none (an erase it did not see).
+//
+// What the kept search may miss within a turn: an entry another process
+// logged since, which this one has not seen, and an entry of another
+// thread that matches only the terms the task learnt during the turn.
+// Both are found from the next turn on. An entry evicted by this process
+// leaves the kept search; one another process evicted may be offered
+// until the turn ends. Thread scope has no links, and nothing is kept.
+
+// linkSearch is a kept search for links (see above). Its methods are
+// called with the layer's mu held.
+type linkSearch struct {
+	ok bool
+	// text is the search's text, task the task it was for.
+	text string
+	task int
+	// base and next are the view's head then; newest is the newest
+	// segment among the index's newest entries then (-1: none).
+	base, next, newest int64
+	// terms are the search's terms, as the in-memory index ranks them.
+	terms map[string]bool
+	hits  []hit
+}
+
+// linkHits returns the index's best linkPool entries for text, the
+// search for links of task: the kept search when it still answers (see
+// linkSearch), else a new search, kept. recent are the index's newest
+// entries, as the Recall found them.
+func (l *Layer) linkHits(ctx context.Context, task int, text string, recent []hit) ([]hit, error) {
+	s := &l.linkSearch
+	newest := newestSeq(recent)
+	if s.ok && s.text == text && s.task == task && s.base == l.head.Base && l.head.Next >= s.next && newest >= s.newest {
+		return s.hits, nil
+	}
+	hs, err := l.search(ctx, storage.Query{Text: text, K: linkPool})
+	if err != nil {
+		*s = linkSearch{}
+		return nil, err
+	}
+	terms := map[string]bool{}
+	for _, t := range lexical.Terms(nil, text) {
+		terms[t] = true
+	}
+	*s = linkSearch{ok: true, text: text, task: task, base: l.head.Base, next: l.head.Next, newest: newest, terms: terms, hits: hs}
+	return hs, nil
+}
+
+// newestSeq returns the newest segment of hs, or -1 when there is none.
+func newestSeq(hs []hit) int64 {
+	n := int64(-1)
+	for i := range hs {
+		n = max(n, hs[i].seq)
+	}
+	return n
+}
+
+// saw drops the kept search when entries eps, which joined the view,
+// end the thread's turn or are another thread's that share a term with
+// it.
+func (s *linkSearch) saw(eps []Episode, thread string) {
+	if !s.ok {
+		return
+	}
+	for i := range eps {
+		e := &eps[i]
+		if e.Thread == thread && e.Kind == KindTurn || e.Thread != thread && s.matches(e) {
+			*s = linkSearch{}
+			return
+		}
+	}
+}
+
+// matches reports whether entry e shares a term with the search.
+func (s *linkSearch) matches(e *Episode) bool {
+	return slices.ContainsFunc(lexical.Terms(nil, e.Digest()), func(t string) bool { return s.terms[t] })
+}
+
+// evicted takes the documents ids, evicted, out of the kept search.
+func (s *linkSearch) evicted(ids []string) {
+	if !s.ok || len(ids) == 0 {
+		return
+	}
+	gone := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		gone[id] = true
+	}
+	s.hits = slices.DeleteFunc(slices.Clone(s.hits), func(h hit) bool { return gone[docID(h.seq, h.pos)] })
+}
