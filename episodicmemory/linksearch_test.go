@@ -106,13 +106,14 @@ func TestLinkSearch_SharedByTheStepsOfATurn(t *testing.T) {
 
 // A kept search never offers what was cleared or erased: users whose IDs
 // collide, nest or are empty recall at once, each keeping its search;
-// one clears its log, another is erased under its run. The next step of
-// each shows nothing of what it lost, and the others keep their links.
+// one clears its log, two are erased under their runs (one of which
+// logs a step after). The next step of each shows nothing of what it
+// lost, and the others keep their links.
 func TestLinkSearch_NoneAfterClearOrErase(t *testing.T) {
 	ctx := context.Background()
 	st := storage.NewMemoryStore()
-	users := []string{"a", "a/b", "", "c"}
-	tag := map[string]string{"a": "tagplain", "a/b": "tagslash", "": "tagempty", "c": "tagclear"}
+	users := []string{"a", "a/b", "", "c", "d"}
+	tag := map[string]string{"a": "tagplain", "a/b": "tagslash", "": "tagempty", "c": "tagclear", "d": "tagerased"}
 	second := map[string]*episodicmemory.Layer{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -137,7 +138,10 @@ func TestLinkSearch_NoneAfterClearOrErase(t *testing.T) {
 	if err := second["c"].Clear(ctx); err != nil {
 		t.Fatal(err)
 	}
-	storagetest.Erase(t, st, storage.LayerPrefix(episodicmemory.DefaultStorageID, storage.ResourceScope("a")))
+	for _, u := range []string{"a", "d"} {
+		storagetest.Erase(t, st, storage.LayerPrefix(episodicmemory.DefaultStorageID, storage.ResourceScope(u)))
+	}
+	store(t, second["d"], toolStep(1, "c9", "cms_getPage", `{"id":"page-7"}`, `{"page":{"id":"page-7"}}`))
 	for _, u := range users {
 		b := recall(t, second[u], req)
 		for _, o := range users {
