@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/memlayer/memlayer/storage"
 )
 
 // Links between task episodes. In a log shared by a resource's threads
@@ -89,17 +87,11 @@ func (l *Layer) links(ctx context.Context, request string, recent []hit, keep bo
 	if from.task == 0 || text == "" {
 		return nil, nil, nil
 	}
-	var hs []hit
-	var err error
-	if !keep {
-		hs, err = l.search(ctx, storage.Query{Text: text, K: linkPool})
-	} else {
-		hs, err = l.linkHits(ctx, from.task, text, recent)
-	}
+	hs, others, err := l.linkTasks(ctx, from.task, text, recent, keep)
 	if err != nil {
 		return nil, nil, err
 	}
-	links := from.linksIn(hs, fieldValue(l.thread), l.cfg.MaxLinks)
+	links := from.linksTo(others, l.cfg.MaxLinks)
 	return links, linkedOf(hs, links), nil
 }
 
@@ -166,8 +158,14 @@ func (tr *tracker) searchText(request string) string {
 // linksIn returns the links of task tr to the task episodes of hs of
 // threads other than thread, closest first, at most max.
 func (tr *tracker) linksIn(hs []hit, thread string, limit int) []Link {
+	return tr.linksTo(tasksOf(hs, thread), limit)
+}
+
+// linksTo returns the links of task tr to the task episodes others,
+// closest first, at most max.
+func (tr *tracker) linksTo(others map[taskKey]*tracker, limit int) []Link {
 	var links []Link
-	for k, o := range tasksOf(hs, thread) {
+	for k, o := range others {
 		if ln, ok := tr.linkTo(o); ok {
 			ln.Thread, ln.Task = k.thread, k.task
 			links = append(links, ln)

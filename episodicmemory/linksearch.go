@@ -43,9 +43,38 @@ type linkSearch struct {
 	// base and next are the view's head then; newest is the newest
 	// segment among the index's newest entries then (-1: none).
 	base, next, newest int64
-	// terms are the search's terms, as the in-memory index ranks them.
+	// terms are the search's terms, as the in-memory index ranks them,
+	// read from text when first needed.
 	terms map[string]bool
 	hits  []hit
+	// others are the task episodes of other threads among hits, each
+	// with the profile of its entries there (see tasksOf), read from hits
+	// when first needed.
+	others map[taskKey]*tracker
+}
+
+// linkTasks returns the index's best linkPool entries for text, the
+// search for links of task, and the task episodes of other threads among
+// them (see tasksOf): with keep, the kept search's when it still
+// answers (see linkHits).
+func (l *Layer) linkTasks(ctx context.Context, task int, text string, recent []hit, keep bool) ([]hit, map[taskKey]*tracker, error) {
+	thread := fieldValue(l.thread)
+	if !keep {
+		hs, err := l.search(ctx, storage.Query{Text: text, K: linkPool})
+		if err != nil {
+			return nil, nil, err
+		}
+		return hs, tasksOf(hs, thread), nil
+	}
+	hs, err := l.linkHits(ctx, task, text, recent)
+	if err != nil {
+		return nil, nil, err
+	}
+	s := &l.linkSearch
+	if s.others == nil {
+		s.others = tasksOf(hs, thread)
+	}
+	return hs, s.others, nil
 }
 
 // linkHits returns the index's best linkPool entries for text, the
@@ -63,11 +92,7 @@ func (l *Layer) linkHits(ctx context.Context, task int, text string, recent []hi
 		*s = linkSearch{}
 		return nil, err
 	}
-	terms := map[string]bool{}
-	for _, t := range lexical.Terms(nil, text) {
-		terms[t] = true
-	}
-	*s = linkSearch{ok: true, text: text, task: task, base: l.head.Base, next: l.head.Next, newest: newest, terms: terms, hits: hs}
+	*s = linkSearch{ok: true, text: text, task: task, base: l.head.Base, next: l.head.Next, newest: newest, hits: hs}
 	return hs, nil
 }
 
@@ -98,6 +123,12 @@ func (s *linkSearch) saw(eps []Episode, thread string) {
 
 // matches reports whether entry e shares a term with the search.
 func (s *linkSearch) matches(e *Episode) bool {
+	if s.terms == nil {
+		s.terms = map[string]bool{}
+		for _, t := range lexical.Terms(nil, s.text) {
+			s.terms[t] = true
+		}
+	}
 	return slices.ContainsFunc(lexical.Terms(nil, e.Digest()), func(t string) bool { return s.terms[t] })
 }
 
@@ -111,4 +142,5 @@ func (s *linkSearch) evicted(ids []string) {
 		gone[id] = true
 	}
 	s.hits = slices.DeleteFunc(slices.Clone(s.hits), func(h hit) bool { return gone[docID(h.seq, h.pos)] })
+	s.others = nil
 }
