@@ -12,17 +12,20 @@ import (
 	"github.com/memlayer/memlayer/storage/storagetest"
 )
 
-// textSearches is a store that counts its index's text searches other
-// than the one Recall makes with its own text: the searches for links.
+// textSearches is a store that counts its index's searches, and apart
+// its text searches other than the one Recall makes with its own text:
+// the searches for links.
 type textSearches struct {
 	*storage.MemoryStore
 	mu     sync.Mutex
 	recall string // the text Recall is given
 	links  int
+	all    int
 }
 
 func (s *textSearches) Search(ctx context.Context, col string, q storage.Query) ([]storage.Hit, error) {
 	s.mu.Lock()
+	s.all++
 	if strings.TrimSpace(q.Text) != "" && q.Text != s.recall {
 		s.links++
 	}
@@ -170,9 +173,10 @@ func TestLinkSearch_NoneInThreadScope(t *testing.T) {
 
 // BenchmarkRecallLinksTurn recalls in a resource's log of 1,000 entries
 // written by 4 threads, each step with another request (a new search for
-// links every time) and with the same request (the steps of a turn).
+// links every time) and with the same request (the steps of a turn). It
+// reports the index's searches a Recall makes.
 func BenchmarkRecallLinksTurn(b *testing.B) {
-	st := storage.NewMemoryStore()
+	st := &textSearches{MemoryStore: storage.NewMemoryStore()}
 	linkBenchLog(b, st)
 	for _, name := range []string{"new-request", "same-request"} {
 		b.Run(name, func(b *testing.B) {
@@ -180,6 +184,9 @@ func BenchmarkRecallLinksTurn(b *testing.B) {
 			qs := []layer.Query{{Text: "open page-7 again and fix its hero section", Budget: 2000},
 				{Text: "open page-9 again and fix its footer links", Budget: 2000}}
 			b.ReportAllocs()
+			st.mu.Lock()
+			st.all = 0
+			st.mu.Unlock()
 			i := 0
 			for b.Loop() {
 				if name == "new-request" {
@@ -189,6 +196,9 @@ func BenchmarkRecallLinksTurn(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			st.mu.Lock()
+			b.ReportMetric(float64(st.all)/float64(b.N), "searches/op")
+			st.mu.Unlock()
 		})
 	}
 }
