@@ -19,19 +19,18 @@ import (
 //     profile changed the terms the search asks for);
 //   - the task the request belongs to is another (a new task started);
 //   - the turn ended (the thread's turn entry joined the view);
-//   - an entry of another thread that shares a term with the search
-//     joined the view (this process appended after it, or caught up with
-//     it);
+//   - the run's write found entries other runs logged: with its view
+//     read, an entry of another thread that shares a term with the
+//     search; else any (the write learns of them, without reading them,
+//     from the head);
 //   - the view was replaced or went back (Clear, Restore, an erase this
-//     process saw), or the index's newest entries are older than when the
+//     run saw), or the index's newest entries are older than when the
 //     search was made, or there are none (an erase it did not see).
 //
-// What the kept search may miss within a turn: an entry another process
-// logged since, which this one has not seen, and an entry of another
-// thread that matches only the terms the task learnt during the turn.
-// Both are found from the next turn on. An entry evicted by this process
-// leaves the kept search; one another process evicted may be offered
-// until the turn ends. Thread scope has no links, and nothing is kept.
+// What a kept search may miss within a turn: the entries other runs
+// logged since the run's last write, which its next write finds, and
+// the entries another run evicted. An entry the run evicts leaves the
+// kept search. Thread scope has no links, and nothing is kept.
 
 // linkSearch is a kept search for links (see above). Its methods are
 // called with the layer's mu held.
@@ -84,7 +83,7 @@ func (l *Layer) linkTasks(ctx context.Context, task int, text string, recent []h
 func (l *Layer) linkHits(ctx context.Context, task int, text string, recent []hit) ([]hit, error) {
 	s := &l.linkSearch
 	newest := newestSeq(recent)
-	if s.ok && s.text == text && s.task == task && s.base == l.head.Base && l.head.Next >= s.next && newest >= s.newest {
+	if s.answers(task, text, l.head, newest) {
 		return s.hits, nil
 	}
 	hs, err := l.search(ctx, storage.Query{Text: text, K: linkPool})
@@ -94,6 +93,14 @@ func (l *Layer) linkHits(ctx context.Context, task int, text string, recent []hi
 	}
 	*s = linkSearch{ok: true, text: text, task: task, base: l.head.Base, next: l.head.Next, newest: newest, hits: hs}
 	return hs, nil
+}
+
+// answers reports whether the kept search is the search for links text
+// of task, and still holds: the view at head h is the one it was made
+// in or grew from it, and newest, the newest segment among the index's
+// newest entries now, is not older than then.
+func (s *linkSearch) answers(task int, text string, h head, newest int64) bool {
+	return s.ok && s.text == text && s.task == task && h.Base == s.base && h.Next >= s.next && newest >= s.newest
 }
 
 // newestSeq returns the newest segment of hs, or -1 when there is none.
