@@ -2,6 +2,7 @@ package episodicmemory_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -200,5 +201,43 @@ func BenchmarkRecallLinksTurn(b *testing.B) {
 			b.ReportMetric(float64(st.all)/float64(b.N), "searches/op")
 			st.mu.Unlock()
 		})
+	}
+}
+
+// A kept search never offers an entry the run evicted: the steps of a
+// turn share the search, and once a step's write evicts the linked
+// entry of another thread, the next steps no longer show it.
+func TestLinkSearch_NoneEvicted(t *testing.T) {
+	ctx := context.Background()
+	st := &textSearches{MemoryStore: storage.NewMemoryStore()}
+	long := strings.Repeat("with a long hero section and many words ", 8) // the lowest utility density
+	store(t, bound(t, resourceCfg(0, 0), st, "t1", "u"),
+		toolStep(0, "c1", "cms_createPage", `{"title":"Summer Launch tagu `+long+`"}`, `{"page":{"id":"page-7","title":"Summer Launch tagu"}}`))
+	cfg := resourceCfg(8, 0)
+	cfg.Capacity = episodicmemory.Capacity{MaxEpisodes: 4, GuardImportance: 2, Reservoir: -1}
+	l := bound(t, cfg, st, "t2", "u")
+	const req = "Publish page-7 and announce the launch on the blog"
+	if _, b := st.recalled(t, l, req); !strings.Contains(b, "tagu") {
+		t.Fatalf("the first step does not follow the link, so the test shows nothing:\n%s", b)
+	}
+	col := storage.IndexName(episodicmemory.DefaultStorageID, storage.ResourceScope("u"), "episodes")
+	evicted := false
+	for i := range 6 {
+		store(t, l, toolStep(i, fmt.Sprintf("c%d", i), "cms_getPage", `{"id":"page-7"}`, `{"page":{"id":"page-7"}}`))
+		hs, err := st.MemoryStore.Search(ctx, col, storage.Query{Filter: map[string]string{"thread": "t1"}, K: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, b := st.recalled(t, l, req)
+		if n != 0 {
+			t.Errorf("step %d: %d searches for links, want 0 (the turn's)", i, n)
+		}
+		if indexed := len(hs) > 0; indexed != strings.Contains(b, "tagu") {
+			t.Errorf("step %d: t1's entry indexed: %v, shown: %v\n%s", i, indexed, !indexed, b)
+		}
+		evicted = evicted || len(hs) == 0
+	}
+	if !evicted {
+		t.Fatal("t1's entry was never evicted, so the test shows nothing")
 	}
 }
