@@ -116,7 +116,11 @@
 // that share an entity with it or are lexically close ([Layer.Links]),
 // and Recall offers their entries, each line marked with its link. Links
 // are found through the log's own index, so they never lead to another
-// resource, and erasing a resource leaves none.
+// resource, and erasing a resource leaves none. The steps of a turn that
+// ask the same question for links share one search: a new request, a
+// new task, the turn's end, another thread's matching entry that the
+// run's write finds, a Clear or an erase make the next step search
+// again.
 //
 // # Capacity and eviction
 //

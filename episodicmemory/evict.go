@@ -565,6 +565,7 @@ func (l *Layer) apply(ctx context.Context, ev eviction) error {
 		delete(f, evict.FieldBand)
 		moved = append(moved, storage.Document{ID: d.ID, Text: d.Text, Fields: f})
 	}
+	l.linkSearch.evicted(ids)
 	var errs []error
 	if len(ids) > 0 {
 		errs = append(errs, l.ix.Unindex(ctx, l.col, ids...))

@@ -251,6 +251,7 @@ func (l *Layer) viewSegment(seq int64) []Episode {
 // index takes every episode the view takes; the store's index takes the
 // run's own segments (with the marker), other writers indexing theirs.
 func (l *Layer) indexed(ctx context.Context, eps []Episode, own bool) error {
+	l.linkSearch.saw(eps, l.thread)
 	switch {
 	case len(eps) == 0:
 		return nil

@@ -74,6 +74,8 @@ type Layer struct {
 	rawCount int
 	appended int64   // episodes this layer appended, for Metrics
 	tasks    tracker // the thread's task episodes (see boundary.go)
+	// linkSearch is the turn's search for links (see linksearch.go).
+	linkSearch linkSearch
 	// template is set on the Layer New returns, never on a bound one.
 	template bool
 }
@@ -896,6 +898,7 @@ func (l *Layer) setRestored(h head, s snapshot) {
 	}
 	l.head, l.digests, l.recent, l.pending = h, s.Digests, s.Episodes, nil
 	l.tasks = tracker{} // read again from the index when needed
+	l.linkSearch = linkSearch{}
 	l.loaded, l.haveDigests = true, true
 	l.changed()
 }

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/memlayer/memlayer/storage"
 )
 
 // Links between task episodes. In a log shared by a resource's threads
@@ -62,7 +60,7 @@ func (l *Layer) Links(ctx context.Context) ([]Link, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	links, _, err := l.links(ctx, "")
+	links, _, err := l.links(ctx, "", nil, false)
 	if err != nil {
 		return nil, fmt.Errorf("episodicmemory: links: %w", err)
 	}
@@ -73,8 +71,10 @@ func (l *Layer) Links(ctx context.Context) ([]Link, error) {
 // is given and starts a new task, of the task it would start (its terms
 // only), and the entries of the linked tasks the search found, best
 // first, at most followDocs of each, marked with their link. It costs
-// one search of the index.
-func (l *Layer) links(ctx context.Context, request string) ([]Link, []hit, error) {
+// one search of the index; with keep, none when the turn's kept search
+// answers (see linkSearch; recent are the index's newest entries, as a
+// Recall found them).
+func (l *Layer) links(ctx context.Context, request string, recent []hit, keep bool) ([]Link, []hit, error) {
 	if !l.shared() || l.cfg.MaxLinks < 0 {
 		return nil, nil, nil
 	}
@@ -87,11 +87,11 @@ func (l *Layer) links(ctx context.Context, request string) ([]Link, []hit, error
 	if from.task == 0 || text == "" {
 		return nil, nil, nil
 	}
-	hs, err := l.search(ctx, storage.Query{Text: text, K: linkPool})
+	hs, others, err := l.linkTasks(ctx, from.task, text, recent, keep)
 	if err != nil {
 		return nil, nil, err
 	}
-	links := from.linksIn(hs, fieldValue(l.thread), l.cfg.MaxLinks)
+	links := from.linksTo(others, l.cfg.MaxLinks)
 	return links, linkedOf(hs, links), nil
 }
 
@@ -158,8 +158,14 @@ func (tr *tracker) searchText(request string) string {
 // linksIn returns the links of task tr to the task episodes of hs of
 // threads other than thread, closest first, at most max.
 func (tr *tracker) linksIn(hs []hit, thread string, limit int) []Link {
+	return tr.linksTo(tasksOf(hs, thread), limit)
+}
+
+// linksTo returns the links of task tr to the task episodes others,
+// closest first, at most max.
+func (tr *tracker) linksTo(others map[taskKey]*tracker, limit int) []Link {
 	var links []Link
-	for k, o := range tasksOf(hs, thread) {
+	for k, o := range others {
 		if ln, ok := tr.linkTo(o); ok {
 			ln.Thread, ln.Task = k.thread, k.task
 			links = append(links, ln)
@@ -239,9 +245,9 @@ func (tr *tracker) overlap(o *tracker) float64 {
 
 // linkedHits returns the entries Recall offers from the task episodes the
 // current one links to (see links; text is the situation Recall was
-// given).
-func (l *Layer) linkedHits(ctx context.Context, text string) ([]hit, error) {
-	_, hs, err := l.links(ctx, text)
+// given, recent the index's newest entries it found).
+func (l *Layer) linkedHits(ctx context.Context, text string, recent []hit) ([]hit, error) {
+	_, hs, err := l.links(ctx, text, recent, true)
 	return hs, err
 }
 

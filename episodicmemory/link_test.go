@@ -177,14 +177,7 @@ func TestLinks_NeverAcrossResources(t *testing.T) {
 // -1): the cost of links in Recall.
 func BenchmarkRecallLinks(b *testing.B) {
 	st := storage.NewMemoryStore()
-	for th := range 4 {
-		l := bound(b, resourceCfg(0, 0), st, fmt.Sprint("t", th), "u")
-		for i := range 250 {
-			s := benchStep(i % 50)
-			s.Query = fmt.Sprintf("work on page-%d", i%50)
-			store(b, l, s)
-		}
-	}
+	linkBenchLog(b, st)
 	for _, links := range []int{0, -1} {
 		b.Run(fmt.Sprintf("MaxLinks=%d", links), func(b *testing.B) {
 			l := bound(b, resourceCfg(0, links), st, "t0", "u")
@@ -196,5 +189,18 @@ func BenchmarkRecallLinks(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// linkBenchLog writes the benchmarks' log to st: 1,000 entries of user
+// "u", 250 by each of 4 threads.
+func linkBenchLog(b *testing.B, st storage.Store) {
+	for th := range 4 {
+		l := bound(b, resourceCfg(0, 0), st, fmt.Sprint("t", th), "u")
+		for i := range 250 {
+			s := benchStep(i % 50)
+			s.Query = fmt.Sprintf("work on page-%d", i%50)
+			store(b, l, s)
+		}
 	}
 }

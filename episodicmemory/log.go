@@ -87,6 +87,9 @@ func (l *Layer) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if h.Base != l.head.Base || h.Next < l.head.Next {
+		l.linkSearch = linkSearch{} // the view was replaced or went back
+	}
 	l.head, l.hver, l.digests, l.recent = h, ver, digests, eps
 	l.loaded, l.haveDigests = true, l.private
 	l.changed()
@@ -185,6 +188,9 @@ func (h head) holds(v head) bool {
 // than append (compaction, Clear, Restore) or appended a lot.
 func (l *Layer) catchUp(ctx context.Context, h head, ver int64) error {
 	if !l.loaded {
+		if h.Next != l.head.Next {
+			l.linkSearch = linkSearch{} // entries it did not read
+		}
 		l.head, l.hver = h, ver // the view is read from the head when needed
 		return nil
 	}

@@ -112,11 +112,11 @@ func (l *Layer) best(ctx context.Context, text string) ([]picked, error) {
 	if err != nil {
 		return nil, err
 	}
-	recent = append(recent, l.pendingHits()...)
-	linked, err := l.linkedHits(ctx, text)
+	linked, err := l.linkedHits(ctx, text, recent)
 	if err != nil {
 		return nil, err
 	}
+	recent = append(recent, l.pendingHits()...)
 	cands := map[[2]int64]*picked{}
 	newest := int64(-1)
 	top := 0.0
