@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/memlayer/memlayer/internal/seqlog"
 	"github.com/memlayer/memlayer/storage"
@@ -258,13 +259,19 @@ func (l *Layer) appendPending(ctx context.Context) error {
 	if len(l.pending) == 0 {
 		return nil
 	}
+	// The wait after a lost race scales with the time an attempt takes
+	// (a round trip on SQLite or Redis, more under load), so that two
+	// writers that lost together do not try again in lockstep.
+	var took time.Duration
 	for attempt := range l.cfg.MaxRetries {
-		if err := storage.WaitRetry(ctx, attempt); err != nil {
+		if err := storage.WaitRetryAfter(ctx, attempt, took); err != nil {
 			return fmt.Errorf("append: %w", err)
 		}
+		start := time.Now()
 		if done, err := l.appendOnce(ctx); done {
 			return err
 		}
+		took = time.Since(start)
 	}
 	return fmt.Errorf("append: gave up after %d attempts: %w", l.cfg.MaxRetries, storage.ErrConflict)
 }

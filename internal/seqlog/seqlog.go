@@ -211,14 +211,19 @@ func replaceHead[H any](ctx context.Context, g *Log, it storage.Item, cause erro
 // returns that head and its version, and change runs again on it. The
 // caller installs the head written.
 func Swap[H any](ctx context.Context, g *Log, cur H, ver int64, change func(*H) bool, catchUp func() (H, int64, error)) (H, int64, bool, error) {
+	// took is how long the last lost attempt was exposed to the race,
+	// from its write to the end of its catch-up: the wait scales with it
+	// (storage.WaitRetryAfter).
+	var took time.Duration
 	for attempt := range g.MaxRetries {
 		h := cur
 		if !change(&h) {
 			return h, ver, false, nil
 		}
-		if err := storage.WaitRetry(ctx, attempt); err != nil {
+		if err := storage.WaitRetryAfter(ctx, attempt, took); err != nil {
 			return h, ver, false, fmt.Errorf("write head: %w", err)
 		}
+		start := time.Now()
 		// Encoding &h, not h, saves an allocation: h is on the heap
 		// already, as change takes its address.
 		v, err := g.Store.Put(ctx, g.Key(HeadName), encode(&h), ver)
@@ -231,6 +236,7 @@ func Swap[H any](ctx context.Context, g *Log, cur H, ver int64, change func(*H) 
 		if cur, ver, err = catchUp(); err != nil {
 			return cur, ver, false, err
 		}
+		took = time.Since(start)
 	}
 	return cur, ver, false, fmt.Errorf("write head: gave up after %d attempts: %w", g.MaxRetries, storage.ErrConflict)
 }
