@@ -182,11 +182,13 @@ func framing(l string) bool {
 var logLine = regexp.MustCompile(`^\s*[\w.\-]+\.go:\d+: (.*)$`)
 
 // Reason normalizes a skip message for grouping: its first line, without
-// remarks in parentheses, spaces collapsed, without a trailing period.
+// remarks in parentheses (and the space they leave before punctuation),
+// spaces collapsed, without a trailing period.
 func Reason(msg string) string {
 	msg, _, _ = strings.Cut(msg, "\n")
 	msg = aside.ReplaceAllString(msg, " ")
 	msg = strings.TrimRight(strings.Join(strings.Fields(msg), " "), ". ")
+	msg = strings.NewReplacer(" :", ":", " ,", ",", " ;", ";").Replace(msg) // where a remark stood
 	if msg == "" {
 		return "no reason given"
 	}

@@ -150,6 +150,7 @@ func TestReason(t *testing.T) {
 		{"MEMLAYER_REDIS_URL is not set (run under .ci/with-redis)", "MEMLAYER_REDIS_URL is not set"},
 		{"two\tspaced   words\nsecond line", "two spaced words"},
 		{"postgres: no server (see postgres_test.go)", "postgres: no server"},
+		{"runs under make reliability (MEMLAYER_RELIABILITY=1): two runs", "runs under make reliability: two runs"},
 	} {
 		if got := Reason(c.in); got != c.want {
 			t.Errorf("Reason(%q) = %q, want %q", c.in, got, c.want)
