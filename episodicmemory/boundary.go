@@ -432,11 +432,13 @@ func saysNew(query string) bool {
 // names, and how many the calls have.
 func (tr *tracker) knowsTarget(query string, eps []Episode) (known bool, named, called int) {
 	for t := range terms(query) {
-		if idLike(t) && tr.knowsID(t) {
-			return true, 0, 0
-		} else if idLike(t) {
-			named++
+		if !idLike(t) {
+			continue
 		}
+		if tr.knowsID(t) {
+			return true, 0, 0
+		}
+		named++
 	}
 	known, called = tr.knowsCalled(eps)
 	return known, named, called

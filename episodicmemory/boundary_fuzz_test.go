@@ -25,7 +25,7 @@ func FuzzTaskProfile(f *testing.F) {
 		tr.learn(&tool)
 		tr.boundary(query, []Episode{tool}, true, now, time.Minute)
 		from := tr.forRequest(query)
-		from.linksIn([]hit{{thread: "o", task: 1, text: tool.Digest()}}, "me", 3)
+		from.linksTo(tasksOf([]hit{{thread: "o", task: 1, text: tool.Digest()}}, "me"), 3)
 
 		turn := Episode{Ref: "turn-1", Kind: KindTurn, Query: query, Result: answer}
 		if !plain(query, digestQuery) || !plain(answer, digestResult) {

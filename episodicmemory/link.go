@@ -155,14 +155,8 @@ func (tr *tracker) searchText(request string) string {
 	return strings.Join(out, " ")
 }
 
-// linksIn returns the links of task tr to the task episodes of hs of
-// threads other than thread, closest first, at most max.
-func (tr *tracker) linksIn(hs []hit, thread string, limit int) []Link {
-	return tr.linksTo(tasksOf(hs, thread), limit)
-}
-
 // linksTo returns the links of task tr to the task episodes others,
-// closest first, at most max.
+// closest first, at most limit.
 func (tr *tracker) linksTo(others map[taskKey]*tracker, limit int) []Link {
 	var links []Link
 	for k, o := range others {

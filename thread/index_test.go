@@ -3,10 +3,12 @@ package thread_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
 
+	"github.com/memlayer/memlayer/inspect"
 	"github.com/memlayer/memlayer/storage"
 	"github.com/memlayer/memlayer/thread"
 )
@@ -37,7 +39,8 @@ func (r *readCounter) count(key string) int {
 // resource's list does not read the list (which grows with the
 // resource's threads); a new thread, a thread whose head predates the
 // flag, and a thread that moves to another resource read it once and
-// are listed. Users "a", "a/b" and "" write threads at once.
+// are listed. Users "a", "a/b" and "" write threads at once; erasing "a"
+// leaves "a/b"'s list as it was.
 func TestIndexReadOnlyForNewThreads(t *testing.T) {
 	onEach(t, func(t *testing.T, st storage.Store) {
 		ctx := t.Context()
@@ -81,13 +84,33 @@ func TestIndexReadOnlyForNewThreads(t *testing.T) {
 		}
 		wg.Wait()
 		c := thread.Catalog{Store: st}
-		for r, want := range map[string][]string{"a": {"t1", "t2", "u-a"}, "a/b": {"u-a/b"}} {
-			got := listAll(t, c, r, thread.ListQuery{Limit: 10}, nil)
-			slices.Sort(got)
-			if !slices.Equal(got, want) {
-				t.Errorf("threads of %q: %v, want %v", r, got, want)
+		lists := func(want map[string][]string) {
+			t.Helper()
+			for r, w := range want {
+				got := listAll(t, c, r, thread.ListQuery{Limit: 10}, nil)
+				slices.Sort(got)
+				if !slices.Equal(got, w) {
+					t.Errorf("threads of %q: %v, want %v", r, got, w)
+				}
 			}
 		}
+		lists(map[string][]string{"a": {"t1", "t2", "u-a"}, "a/b": {"u-a/b"}})
+
+		// Erasing "a" leaves "a/b" listed; a thread of "a" written again
+		// after the erase is a new thread, listed again (its head, with
+		// the flag, went with the erase).
+		if _, err := (inspect.Inspector{Store: st}).EraseResource(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Get(ctx, storage.ThreadKey("t1", thread.HeadName)); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("the head of an erased user's thread: %v, want storage.ErrNotFound", err)
+		}
+		lists(map[string][]string{"a": nil, "a/b": {"u-a/b"}})
+		step(t, rc, "t1", "a", "start over")
+		if n := rc.count(thread.IndexKey("a")); n != 1 {
+			t.Errorf("a thread written again after its user's erase read the list %d times, want 1", n)
+		}
+		lists(map[string][]string{"a": {"t1"}, "a/b": {"u-a/b"}})
 	})
 }
 
